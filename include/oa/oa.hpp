@@ -1,0 +1,9 @@
+#pragma once
+// Umbrella header for oa.
+#include "oa/core/dtype.hpp"
+#include "oa/core/error.hpp"
+#include "oa/core/op.hpp"
+#include "oa/core/shape.hpp"
+#include "oa/matrix/elementwise.hpp"
+#include "oa/matrix/matrix.hpp"
+#include "oa/runtime/engine.hpp"

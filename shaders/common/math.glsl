@@ -1,0 +1,21 @@
+#ifndef OA_MATH_GLSL
+#define OA_MATH_GLSL
+// erf by Abramowitz & Stegun 7.1.26 refined with one extra term (|error| < 2e-7).
+float oa_erf(float x) {
+  float s = sign(x);
+  float a = abs(x);
+  float t = 1.0 / (1.0 + 0.3275911 * a);
+  float y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * exp(-a * a);
+  return s * y;
+}
+// GELU(x) = x * Phi(x) with the exact (erf) form, as torch.nn.functional.gelu.
+float oa_gelu(float x) { return 0.5 * x * (1.0 + oa_erf(x * 0.7071067811865476)); }
+float oa_gelu_grad(float x) {
+  return 0.5 * (1.0 + oa_erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x);
+}
+float oa_sigmoid(float x) { return x >= 0.0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x)); }
+float oa_tanh(float x) {
+  float e = exp(-2.0 * abs(x));
+  return sign(x) * (1.0 - e) / (1.0 + e);
+}
+#endif

@@ -1,0 +1,260 @@
+#include "oa/matrix/matrix.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <ostream>
+
+#include "matrix/lowering.hpp"
+
+namespace oa {
+
+namespace detail {
+
+std::uint32_t shader_u32(std::int64_t value, const char* what, const char* op) {
+  if (value < 0 || value > static_cast<std::int64_t>(UINT32_MAX))
+    fail(ErrorKind::InvalidArgument, "{}: {} = {} exceeds what the shaders can index (2^32 - 1)", op, what, value);
+  return static_cast<std::uint32_t>(value);
+}
+
+std::vector<ElementChunk> element_chunks(const Engine& engine, std::int64_t count) {
+  const auto range = engine.device().max_storage_buffer_range;
+  // Whole elements, and piece offsets that keep every binding offset aligned.
+  std::int64_t per = static_cast<std::int64_t>(range / 4) / 1024 * 1024;
+  std::vector<ElementChunk> out;
+  for (std::int64_t b = 0; b < count; b += per) out.push_back({b, std::min(per, count - b)});
+  return out;
+}
+
+SemanticOp semantic(const char* name, std::initializer_list<const Matrix*> inputs, std::initializer_list<const Matrix*> outputs,
+                    std::vector<OpAttribute> attributes, bool backward) {
+  SemanticOp op;
+  op.name = name;
+  op.backward = backward;
+  for (auto* m : inputs) op.inputs.push_back(m->shape());
+  for (auto* m : outputs) op.outputs.push_back(m->shape());
+  op.attributes = std::move(attributes);
+  return op;
+}
+
+Engine resolve(const std::optional<Engine>& engine) { return engine ? *engine : Engine::default_engine(); }
+
+Matrix allocate(const Engine& engine, const Shape& shape, DType dtype) {
+  const std::int64_t n = shape.numel();
+  const std::int64_t bytes = checked_mul(n, static_cast<std::int64_t>(size_of(dtype)), "Matrix byte size");
+  auto impl = std::make_shared<MatrixImpl>();
+  impl->engine = engine;
+  impl->storage = engine.allocate(static_cast<std::uint64_t>(std::max<std::int64_t>(bytes, 4)));
+  impl->shape = shape;
+  impl->dtype = dtype;
+  return Matrix(std::move(impl));
+}
+
+void require_defined(const Matrix& m, const char* op, const char* arg) {
+  if (!m.defined()) fail(ErrorKind::InvalidArgument, "{}: {} is an undefined Matrix", op, arg);
+}
+
+void require_f32(const Matrix& m, const char* op, const char* arg) {
+  require_defined(m, op, arg);
+  if (m.dtype() != DType::F32)
+    fail(ErrorKind::InvalidArgument, "{}: {} must be f32; found {} {}", op, arg, to_string(m.dtype()), m.shape());
+}
+
+void require_same_engine(const Matrix& a, const Matrix& b, const char* op) {
+  if (!(a.engine() == b.engine()))
+    fail(ErrorKind::InvalidArgument, "{}: operands {} and {} live on different engines", op, a.shape(), b.shape());
+}
+
+}  // namespace detail
+
+namespace {
+
+const detail::ContractRegistration kRandom{{"oa::matrix::random", 0, 1, {{"distribution", AttributeType::String}, {"seed", AttributeType::Int}}}};
+
+Matrix generate(const Shape& shape, std::uint32_t dist, float a, float b, std::uint64_t seed, const Engine& engine) {
+  Matrix out = detail::allocate(engine, shape);
+  const char* names[] = {"uniform", "normal", "arange"};
+  const std::int64_t n = shape.numel();
+  std::vector<runtime::ComputeDispatch> ds;
+  for (auto c : detail::element_chunks(engine, n)) {
+    runtime::ComputeDispatch d;
+    d.kernel = "matrix/random";
+    d.specialization = {dist};
+    d.bindings = {runtime::BufferBinding::write(out.storage(), static_cast<std::uint64_t>(c.begin) * 4, static_cast<std::uint64_t>(c.count) * 4)};
+    d.push.u32(static_cast<std::uint32_t>(c.count)).u32(detail::shader_u32(c.begin, "element index", "oa::matrix::random"))
+        .u32(static_cast<std::uint32_t>(seed)).u32(static_cast<std::uint32_t>(seed >> 32)).f32(a).f32(b);
+    d.groups = {detail::groups_for(c.count, 256), 1, 1};
+    ds.push_back(std::move(d));
+  }
+  engine.record(
+      detail::semantic("oa::matrix::random", {}, {&out}, {{"distribution", std::string(names[dist])}, {"seed", static_cast<std::int64_t>(seed)}}),
+      ds);
+  return out;
+}
+
+std::uint32_t bits(float v) {
+  std::uint32_t u;
+  std::memcpy(&u, &v, 4);
+  return u;
+}
+
+}  // namespace
+
+const Shape& Matrix::shape() const {
+  if (!impl_) fail(ErrorKind::InvalidArgument, "Matrix: use of an undefined Matrix");
+  return impl_->shape;
+}
+DType Matrix::dtype() const {
+  if (!impl_) fail(ErrorKind::InvalidArgument, "Matrix: use of an undefined Matrix");
+  return impl_->dtype;
+}
+const Engine& Matrix::engine() const {
+  if (!impl_) fail(ErrorKind::InvalidArgument, "Matrix: use of an undefined Matrix");
+  return impl_->engine;
+}
+const std::shared_ptr<runtime::Storage>& Matrix::storage() const {
+  if (!impl_) fail(ErrorKind::InvalidArgument, "Matrix: use of an undefined Matrix");
+  return impl_->storage;
+}
+std::uint64_t Matrix::version() const { return storage()->version(); }
+
+Matrix Matrix::empty(const Shape& shape, DType dtype, std::optional<Engine> engine) {
+  return detail::allocate(detail::resolve(engine), shape, dtype);
+}
+
+Matrix Matrix::full(const Shape& shape, float value, std::optional<Engine> engine) {
+  Engine e = detail::resolve(engine);
+  Matrix m = detail::allocate(e, shape);
+  e.fill(*m.storage(), 0, static_cast<std::uint64_t>(shape.numel()) * 4, bits(value));
+  return m;
+}
+Matrix Matrix::zeros(const Shape& shape, std::optional<Engine> engine) { return full(shape, 0.0f, std::move(engine)); }
+Matrix Matrix::ones(const Shape& shape, std::optional<Engine> engine) { return full(shape, 1.0f, std::move(engine)); }
+
+Matrix Matrix::from_vector(const Shape& shape, std::span<const float> values, std::optional<Engine> engine) {
+  if (static_cast<std::int64_t>(values.size()) != shape.numel())
+    fail(ErrorKind::InvalidArgument, "Matrix::from_vector: {} values do not fill shape {} ({} elements)", values.size(), shape,
+         shape.numel());
+  Engine e = detail::resolve(engine);
+  Matrix m = detail::allocate(e, shape);
+  e.write(*m.storage(), 0, values.data(), values.size() * 4);
+  return m;
+}
+
+Matrix Matrix::from_i32(const Shape& shape, std::span<const std::int32_t> values, std::optional<Engine> engine) {
+  if (static_cast<std::int64_t>(values.size()) != shape.numel())
+    fail(ErrorKind::InvalidArgument, "Matrix::from_i32: {} values do not fill shape {} ({} elements)", values.size(), shape,
+         shape.numel());
+  Engine e = detail::resolve(engine);
+  Matrix m = detail::allocate(e, shape, DType::I32);
+  e.write(*m.storage(), 0, values.data(), values.size() * 4);
+  return m;
+}
+
+Matrix Matrix::arange(float start, float stop, float step, std::optional<Engine> engine) {
+  if (step == 0 || !std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step))
+    fail(ErrorKind::InvalidArgument, "Matrix::arange: start {}, stop {}, step {} do not describe a finite range", start, stop, step);
+  const double n = std::ceil((static_cast<double>(stop) - start) / step);
+  return generate(Shape{static_cast<std::int64_t>(std::max(0.0, n))}, 2, start, step, 0, detail::resolve(engine));
+}
+
+Matrix Matrix::uniform(const Shape& shape, float low, float high, std::uint64_t seed, std::optional<Engine> engine) {
+  if (!(low <= high)) fail(ErrorKind::InvalidArgument, "Matrix::uniform: low {} exceeds high {}", low, high);
+  return generate(shape, 0, low, high, seed, detail::resolve(engine));
+}
+
+Matrix Matrix::normal(const Shape& shape, float mean, float stddev, std::uint64_t seed, std::optional<Engine> engine) {
+  if (!(stddev >= 0)) fail(ErrorKind::InvalidArgument, "Matrix::normal: stddev {} is negative", stddev);
+  return generate(shape, 1, mean, stddev, seed, detail::resolve(engine));
+}
+
+Matrix Matrix::reshape(const std::vector<std::int64_t>& dims) const {
+  const Shape& from = shape();
+  std::vector<std::int64_t> d = dims;
+  int infer = -1;
+  std::int64_t known = 1;
+  for (std::size_t i = 0; i < d.size(); ++i) {
+    if (d[i] == -1 && infer < 0) infer = static_cast<int>(i);
+    else if (d[i] < 0) fail(ErrorKind::InvalidArgument, "Matrix::reshape: bad extent {} in the requested shape for {}", d[i], from);
+    else known = checked_mul(known, d[i], "Matrix::reshape element count");
+  }
+  if (infer >= 0) {
+    if (known == 0 || from.numel() % known)
+      fail(ErrorKind::InvalidArgument, "Matrix::reshape: cannot infer extent {} to reshape {} ({} elements)", infer, from, from.numel());
+    d[static_cast<std::size_t>(infer)] = from.numel() / known;
+  }
+  Shape to(d);
+  if (to.numel() != from.numel())
+    fail(ErrorKind::InvalidArgument, "Matrix::reshape: cannot view {} ({} elements) as {} ({} elements)", from, from.numel(), to,
+         to.numel());
+  auto impl = std::make_shared<MatrixImpl>(*impl_);
+  impl->shape = to;
+  impl->autograd.reset();
+  return Matrix(std::move(impl));
+}
+
+std::vector<float> Matrix::to_vector() const {
+  detail::require_f32(*this, "Matrix::to_vector", "self");
+  std::vector<float> out(static_cast<std::size_t>(numel()));
+  impl_->engine.read(*impl_->storage, 0, out.data(), out.size() * 4);
+  return out;
+}
+
+std::vector<std::int32_t> Matrix::to_i32() const {
+  if (dtype() != DType::I32) fail(ErrorKind::InvalidArgument, "Matrix::to_i32: Matrix {} is {}, not i32", shape(), to_string(dtype()));
+  std::vector<std::int32_t> out(static_cast<std::size_t>(numel()));
+  impl_->engine.read(*impl_->storage, 0, out.data(), out.size() * 4);
+  return out;
+}
+
+float Matrix::item() const {
+  if (numel() != 1) fail(ErrorKind::InvalidArgument, "Matrix::item: Matrix {} has {} elements, not 1", shape(), numel());
+  return to_vector()[0];
+}
+
+void Matrix::write(std::span<const float> values) const {
+  detail::require_f32(*this, "Matrix::write", "self");
+  if (static_cast<std::int64_t>(values.size()) != numel())
+    fail(ErrorKind::InvalidArgument, "Matrix::write: {} values for a Matrix {} of {} elements", values.size(), shape(), numel());
+  impl_->engine.write(*impl_->storage, 0, values.data(), values.size() * 4);
+  impl_->storage->bump_version();
+}
+
+void Matrix::write_i32(std::span<const std::int32_t> values) const {
+  if (dtype() != DType::I32) fail(ErrorKind::InvalidArgument, "Matrix::write_i32: Matrix {} is {}", shape(), to_string(dtype()));
+  if (static_cast<std::int64_t>(values.size()) != numel())
+    fail(ErrorKind::InvalidArgument, "Matrix::write_i32: {} values for a Matrix {} of {} elements", values.size(), shape(), numel());
+  impl_->engine.write(*impl_->storage, 0, values.data(), values.size() * 4);
+  impl_->storage->bump_version();
+}
+
+std::ostream& operator<<(std::ostream& os, const Matrix& m) {
+  if (!m.defined()) return os << "Matrix(undefined)";
+  os << "Matrix(" << m.shape().to_string() << ", " << to_string(m.dtype()) << ")";
+  if (m.numel() == 0) return os << " []";
+  const std::int64_t cols = m.shape().cols(), rows = m.shape().rows();
+  auto row = [&](const auto& v, std::int64_t r) {
+    os << "\n  [";
+    for (std::int64_t c = 0; c < cols; ++c) {
+      if (cols > 12 && c == 6) {
+        os << " ...";
+        c = cols - 6;
+      }
+      os << (c ? " " : "") << v[static_cast<std::size_t>(r * cols + c)];
+    }
+    os << "]";
+  };
+  auto show = [&](const auto& v) {
+    for (std::int64_t r = 0; r < rows; ++r) {
+      if (rows > 8 && r == 4) {
+        os << "\n  ...";
+        r = rows - 4;
+      }
+      row(v, r);
+    }
+  };
+  if (m.dtype() == DType::I32) show(m.to_i32());
+  else show(m.to_vector());
+  return os;
+}
+
+}  // namespace oa

@@ -1,0 +1,141 @@
+#include <algorithm>
+#include <bit>
+
+#include "runtime/vulkan/engine_state.hpp"
+
+namespace oa::runtime {
+
+namespace {
+constexpr std::uint64_t kBlockBytes = 64ull << 20;
+constexpr std::uint64_t kDedicatedFrom = 16ull << 20;
+constexpr std::uint64_t kMinChunk = 256;
+}  // namespace
+
+Allocator::Allocator(VkDevice device, std::uint32_t memory_type, bool host_visible, std::uint64_t limit,
+                     std::uint64_t max_allocation, std::uint64_t alignment)
+    : device_(device),
+      memory_type_(memory_type),
+      host_visible_(host_visible),
+      limit_(limit),
+      max_allocation_(max_allocation),
+      alignment_(std::max<std::uint64_t>(alignment, kMinChunk)) {}
+
+Allocator::~Allocator() = default;
+
+// Classes: 256 B, then four steps per power of two (2^k * {1, 1.25, 1.5, 1.75}),
+// so a request wastes at most 25%.
+std::uint64_t Allocator::size_class(std::uint64_t bytes) {
+  if (bytes <= kMinChunk) return kMinChunk;
+  const std::uint64_t top = std::bit_floor(bytes);
+  const std::uint64_t step = std::max<std::uint64_t>(top / 4, kMinChunk);
+  return (bytes + step - 1) / step * step;
+}
+
+Block& Allocator::new_block(std::uint64_t size) {
+  if (size > max_allocation_)
+    fail(ErrorKind::ResourceExhausted, "allocation of {} bytes exceeds the device's maxMemoryAllocationSize ({} bytes)", size,
+         max_allocation_);
+  if (stats_.reserved_bytes + size > limit_) {
+    trim_locked();
+    if (stats_.reserved_bytes + size > limit_)
+      fail(ErrorKind::ResourceExhausted, "out of device memory: {} bytes requested, {} of {} bytes reserved", size,
+           stats_.reserved_bytes, limit_);
+  }
+  auto block = std::make_unique<Block>();
+  block->owner = this;
+  block->size = size;
+  VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  bci.size = size;
+  bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  VkBuffer buffer;
+  vk::check(vkCreateBuffer(device_, &bci, nullptr, &buffer), "vkCreateBuffer");
+  VkDevice dev = device_;
+  block->buffer = vk::Handle<VkBuffer>(buffer, [dev](VkBuffer b) { vkDestroyBuffer(dev, b, nullptr); });
+  VkMemoryRequirements req;
+  vkGetBufferMemoryRequirements(device_, buffer, &req);
+  VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  mai.allocationSize = req.size;
+  mai.memoryTypeIndex = memory_type_;
+  VkDeviceMemory memory;
+  VkResult r = vkAllocateMemory(device_, &mai, nullptr, &memory);
+  if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY) {
+    trim_locked();
+    r = vkAllocateMemory(device_, &mai, nullptr, &memory);
+  }
+  if (r != VK_SUCCESS)
+    fail(ErrorKind::ResourceExhausted, "out of device memory: vkAllocateMemory of {} bytes failed ({}); {} bytes reserved",
+         req.size, vk::result_name(r), stats_.reserved_bytes);
+  block->memory = vk::Handle<VkDeviceMemory>(memory, [dev](VkDeviceMemory m) { vkFreeMemory(dev, m, nullptr); });
+  vk::check(vkBindBufferMemory(device_, buffer, memory, 0), "vkBindBufferMemory");
+  if (host_visible_) vk::check(vkMapMemory(device_, memory, 0, VK_WHOLE_SIZE, 0, &block->mapped), "vkMapMemory");
+  stats_.reserved_bytes += size;
+  stats_.blocks++;
+  blocks_.push_back(std::move(block));
+  return *blocks_.back();
+}
+
+void Allocator::trim_locked() {
+  for (auto it = blocks_.begin(); it != blocks_.end();) {
+    Block& b = **it;
+    if (b.live != 0) {
+      ++it;
+      continue;
+    }
+    for (auto& c : b.chunks) {
+      auto& list = free_[c->size];
+      list.erase(std::remove(list.begin(), list.end(), c.get()), list.end());
+    }
+    stats_.reserved_bytes -= b.size;
+    stats_.blocks--;
+    it = blocks_.erase(it);
+  }
+}
+
+Chunk* Allocator::allocate(std::uint64_t bytes) {
+  const std::uint64_t cls = size_class(std::max<std::uint64_t>(bytes, 1));
+  std::lock_guard lock(mutex_);
+  Chunk* chunk = nullptr;
+  auto& list = free_[cls];
+  if (!list.empty()) {
+    chunk = list.back();
+    list.pop_back();
+  } else {
+    Block* home = nullptr;
+    if (cls < kDedicatedFrom) {
+      for (auto& b : blocks_)
+        if (b->size == kBlockBytes && b->size - b->used >= cls) {
+          home = b.get();
+          break;
+        }
+    }
+    if (!home) home = &new_block(cls < kDedicatedFrom ? kBlockBytes : cls);
+    auto c = std::make_unique<Chunk>();
+    c->block = home;
+    c->offset = home->used;
+    c->size = cls;
+    home->used += (cls + alignment_ - 1) / alignment_ * alignment_;
+    chunk = c.get();
+    home->chunks.push_back(std::move(c));
+  }
+  chunk->block->live++;
+  stats_.in_use_bytes += cls;
+  stats_.live_storages++;
+  stats_.peak_in_use_bytes = std::max(stats_.peak_in_use_bytes, stats_.in_use_bytes);
+  return chunk;
+}
+
+void Allocator::release(Chunk* chunk) {
+  std::lock_guard lock(mutex_);
+  chunk->block->live--;
+  stats_.in_use_bytes -= chunk->size;
+  stats_.live_storages--;
+  free_[chunk->size].push_back(chunk);
+}
+
+MemoryStats Allocator::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+}  // namespace oa::runtime

@@ -1,0 +1,419 @@
+// Engine on Vulkan: device creation, lazy batched recording with hazard-derived
+// barriers, timeline-semaphore retirement, host transfers, trace and profile.
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "runtime/vulkan/context.hpp"
+
+namespace oa::detail {
+struct EmbeddedShader {
+  std::string_view name;
+  const std::uint32_t* words;
+  std::size_t count;
+};
+std::span<const EmbeddedShader> embedded_shaders();
+}  // namespace oa::detail
+
+namespace oa::runtime {
+
+namespace {
+constexpr std::uint32_t kHeaderBytes = 32;
+constexpr std::uint32_t kPushBytes = kHeaderBytes + PushConstants::kMaxPushBytes;
+constexpr std::uint32_t kSetsPerPool = 256;
+constexpr std::uint32_t kDescriptorsPerPool = 256 * 8;
+constexpr std::uint32_t kQueriesPerBatch = 8192;
+std::atomic<std::uint64_t> g_storage_ids{1};
+
+std::uint32_t find_memory_type(VkPhysicalDevice pd, VkMemoryPropertyFlags want, VkMemoryPropertyFlags avoid = 0) {
+  VkPhysicalDeviceMemoryProperties mem;
+  vkGetPhysicalDeviceMemoryProperties(pd, &mem);
+  for (std::uint32_t i = 0; i < mem.memoryTypeCount; ++i) {
+    const auto f = mem.memoryTypes[i].propertyFlags;
+    if ((f & want) == want && (f & avoid) == 0) return i;
+  }
+  return UINT32_MAX;
+}
+
+std::string cache_path(const DeviceInfo& d, const VkPhysicalDeviceProperties& p) {
+  std::filesystem::path dir;
+  if (const char* x = std::getenv("XDG_CACHE_HOME")) dir = x;
+  else if (const char* h = std::getenv("HOME")) dir = std::filesystem::path(h) / ".cache";
+  else return {};
+  std::string id;
+  for (auto b : p.pipelineCacheUUID) id += fmt::format("{:02x}", b);
+  (void)d;
+  return (dir / "oa" / fmt::format("pipelines-{:x}-{:x}-{}.bin", p.vendorID, p.deviceID, id)).string();
+}
+
+std::vector<char> read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return {};
+  return {std::istreambuf_iterator<char>(f), {}};
+}
+}  // namespace
+
+// ── Storage ──────────────────────────────────────────────────────────────────
+
+Storage::Storage(std::weak_ptr<EngineState> engine, Chunk* chunk, std::uint64_t bytes)
+    : engine_(std::move(engine)), chunk_(chunk), bytes_(bytes), id_(g_storage_ids++) {}
+
+Storage::~Storage() {
+  if (auto e = engine_.lock()) chunk_->block->owner->release(chunk_);
+}
+
+// ── EngineState ──────────────────────────────────────────────────────────────
+
+EngineState::EngineState(EngineOptions opts) : options(std::move(opts)) {
+  Instance inst = create_instance(validation_requested(options));
+  instance = std::move(inst.instance);
+  messenger = std::move(inst.messenger);
+  auto pds = physical_devices(instance);
+  std::vector<DeviceInfo> infos;
+  for (std::uint32_t i = 0; i < pds.size(); ++i) infos.push_back(describe(pds[i], i));
+  const std::uint32_t chosen = choose_device(infos, options);
+  physical = pds[chosen];
+  info = infos[chosen];
+  VkPhysicalDeviceProperties props;
+  vkGetPhysicalDeviceProperties(physical, &props);
+  min_storage_offset_alignment = props.limits.minStorageBufferOffsetAlignment;
+  if (info.max_push_constants_bytes < kPushBytes)
+    fail(ErrorKind::Unsupported, "device {} offers {} bytes of push constants; oa needs {}", info.name,
+         info.max_push_constants_bytes, kPushBytes);
+
+  std::uint32_t nq = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(physical, &nq, nullptr);
+  std::vector<VkQueueFamilyProperties> qf(nq);
+  vkGetPhysicalDeviceQueueFamilyProperties(physical, &nq, qf.data());
+  queue_family = UINT32_MAX;
+  for (std::uint32_t i = 0; i < nq; ++i)  // prefer a queue with graphics (the universal queue), then any compute queue
+    if ((qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) && (queue_family == UINT32_MAX || (qf[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)))
+      if (queue_family == UINT32_MAX || !(qf[queue_family].queueFlags & VK_QUEUE_GRAPHICS_BIT)) queue_family = i;
+  if (queue_family == UINT32_MAX) fail(ErrorKind::Device, "device {} has no compute queue", info.name);
+  if (qf[queue_family].timestampValidBits == 0) info.timestamps = false;
+
+  VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  f2.pNext = &f12;
+  vkGetPhysicalDeviceFeatures2(physical, &f2);
+  if (!f12.timelineSemaphore) fail(ErrorKind::Unsupported, "device {} lacks timeline semaphores (Vulkan 1.2)", info.name);
+  VkPhysicalDeviceVulkan12Features en12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  en12.timelineSemaphore = VK_TRUE;
+  float priority = 1.0f;
+  VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  qci.queueFamilyIndex = queue_family;
+  qci.queueCount = 1;
+  qci.pQueuePriorities = &priority;
+  VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  dci.pNext = &en12;
+  dci.queueCreateInfoCount = 1;
+  dci.pQueueCreateInfos = &qci;
+  VkDevice dev;
+  vk::check(vkCreateDevice(physical, &dci, nullptr, &dev), "vkCreateDevice");
+  device = vk::Handle<VkDevice>(dev, [](VkDevice d) { vkDestroyDevice(d, nullptr); });
+  vkGetDeviceQueue(dev, queue_family, 0, &queue);
+
+  VkSemaphoreTypeCreateInfo sti{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO};
+  sti.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
+  VkSemaphoreCreateInfo sci{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
+  sci.pNext = &sti;
+  VkSemaphore sem;
+  vk::check(vkCreateSemaphore(dev, &sci, nullptr, &sem), "vkCreateSemaphore");
+  timeline = vk::Handle<VkSemaphore>(sem, [dev](VkSemaphore s) { vkDestroySemaphore(dev, s, nullptr); });
+
+  const std::uint64_t limit = options.memory_limit_bytes ? options.memory_limit_bytes : info.device_local_bytes;
+  const std::uint64_t max_alloc = info.max_memory_allocation_bytes ? info.max_memory_allocation_bytes : UINT64_MAX;
+  if (info.unified_memory) {
+    std::uint32_t t = find_memory_type(physical, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                                     VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+    if (t == UINT32_MAX) info.unified_memory = false;
+    else device_memory = std::make_unique<Allocator>(dev, t, true, limit, max_alloc, min_storage_offset_alignment);
+  }
+  if (!info.unified_memory) {
+    std::uint32_t t = find_memory_type(physical, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+    std::uint32_t h = find_memory_type(physical, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT |
+                                                     VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+    if (h == UINT32_MAX) h = find_memory_type(physical, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+    if (t == UINT32_MAX || h == UINT32_MAX) fail(ErrorKind::Device, "device {} lacks device-local or host-visible memory", info.name);
+    device_memory = std::make_unique<Allocator>(dev, t, false, limit, max_alloc, min_storage_offset_alignment);
+    staging_memory = std::make_unique<Allocator>(dev, h, true, UINT64_MAX, max_alloc, min_storage_offset_alignment);
+  }
+
+  pipeline_cache_path = cache_path(info, props);
+  std::vector<char> blob = pipeline_cache_path.empty() ? std::vector<char>{} : read_file(pipeline_cache_path);
+  VkPipelineCacheCreateInfo pci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+  pci.initialDataSize = blob.size();
+  pci.pInitialData = blob.empty() ? nullptr : blob.data();
+  VkPipelineCache pc;
+  if (vkCreatePipelineCache(dev, &pci, nullptr, &pc) != VK_SUCCESS) {
+    pci.initialDataSize = 0;
+    pci.pInitialData = nullptr;
+    vk::check(vkCreatePipelineCache(dev, &pci, nullptr, &pc), "vkCreatePipelineCache");
+  }
+  pipeline_cache = vk::Handle<VkPipelineCache>(pc, [dev](VkPipelineCache c) { vkDestroyPipelineCache(dev, c, nullptr); });
+  profiling = options.profiling && info.timestamps;
+}
+
+EngineState::~EngineState() {
+  try {
+    std::lock_guard lock(mutex);
+    if (open && open->dispatches + open->refs.size() > 0) submit();
+    wait_for(next_value - 1);
+    retire();
+    save_pipeline_cache();
+  } catch (...) {
+  }
+  if (device) vkDeviceWaitIdle(device);
+  open.reset();
+  in_flight.clear();
+  spare.clear();
+  pipelines.clear();
+  modules.clear();
+}
+
+void EngineState::save_pipeline_cache() {
+  if (!pipeline_cache_dirty || pipeline_cache_path.empty()) return;
+  std::size_t size = 0;
+  if (vkGetPipelineCacheData(device, pipeline_cache, &size, nullptr) != VK_SUCCESS) return;
+  std::vector<char> data(size);
+  if (vkGetPipelineCacheData(device, pipeline_cache, &size, data.data()) != VK_SUCCESS) return;
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(pipeline_cache_path).parent_path(), ec);
+  const std::string tmp = pipeline_cache_path + fmt::format(".{}.tmp", ::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    if (!f.write(data.data(), static_cast<std::streamsize>(size))) return;
+  }
+  std::filesystem::rename(tmp, pipeline_cache_path, ec);
+  pipeline_cache_dirty = false;
+}
+
+std::shared_ptr<Storage> EngineState::make_storage(Allocator& allocator, std::uint64_t bytes) {
+  Chunk* c = allocator.allocate(bytes);
+  try {
+    return std::make_shared<Storage>(weak_from_this(), c, bytes);
+  } catch (...) {
+    allocator.release(c);
+    throw;
+  }
+}
+
+Batch& EngineState::batch() {
+  if (open) return *open;
+  retire();
+  if (!spare.empty()) {
+    open = std::move(spare.back());
+    spare.pop_back();
+  } else {
+    open = std::make_unique<Batch>();
+    VkDevice dev = device;
+    VkCommandPoolCreateInfo cpi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+    cpi.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
+    cpi.queueFamilyIndex = queue_family;
+    VkCommandPool pool;
+    vk::check(vkCreateCommandPool(dev, &cpi, nullptr, &pool), "vkCreateCommandPool");
+    open->pool = vk::Handle<VkCommandPool>(pool, [dev](VkCommandPool p) { vkDestroyCommandPool(dev, p, nullptr); });
+    VkCommandBufferAllocateInfo cai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    cai.commandPool = pool;
+    cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    cai.commandBufferCount = 1;
+    vk::check(vkAllocateCommandBuffers(dev, &cai, &open->cmd), "vkAllocateCommandBuffers");
+    if (info.timestamps) {
+      VkQueryPoolCreateInfo qpi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+      qpi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+      qpi.queryCount = kQueriesPerBatch;
+      VkQueryPool qp;
+      vk::check(vkCreateQueryPool(dev, &qpi, nullptr, &qp), "vkCreateQueryPool");
+      open->queries = vk::Handle<VkQueryPool>(qp, [dev](VkQueryPool q) { vkDestroyQueryPool(dev, q, nullptr); });
+    }
+  }
+  Batch& b = *open;
+  b.value = next_value;
+  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  vk::check(vkBeginCommandBuffer(b.cmd, &bi), "vkBeginCommandBuffer");
+  if (b.queries) vkCmdResetQueryPool(b.cmd, b.queries, 0, kQueriesPerBatch);
+  // Orders this batch after everything submitted earlier on the queue.
+  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_WRITE_BIT;
+  mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                     VK_ACCESS_TRANSFER_WRITE_BIT;
+  vkCmdPipelineBarrier(b.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
+                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
+  return b;
+}
+
+void EngineState::barrier(Batch& b) {
+  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                     VK_ACCESS_TRANSFER_WRITE_BIT;
+  vkCmdPipelineBarrier(b.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
+  b.touched.clear();
+  stats.barriers++;
+}
+
+// True when `access` to `s` conflicts with an access since the last barrier:
+// read-after-write, write-after-read or write-after-write.
+bool EngineState::conflicts(const Batch& b, const Storage& s, Access access) const {
+  auto it = b.touched.find(s.id());
+  const std::uint8_t seen = it == b.touched.end() ? 0 : it->second;
+  return (seen & 2) || (access != Access::Read && (seen & 1));
+}
+
+void EngineState::mark(Batch& b, const std::shared_ptr<Storage>& s, Access access) {
+  b.touched[s->id()] |= static_cast<std::uint8_t>((access != Access::Write ? 1 : 0) | (access != Access::Read ? 2 : 0));
+  s->last_use = b.value;
+  b.refs.push_back(s);
+}
+
+void EngineState::submit() {
+  if (!open) return;
+  Batch& b = *open;
+  vk::check(vkEndCommandBuffer(b.cmd), "vkEndCommandBuffer");
+  VkTimelineSemaphoreSubmitInfo tsi{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
+  tsi.signalSemaphoreValueCount = 1;
+  tsi.pSignalSemaphoreValues = &b.value;
+  VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  si.pNext = &tsi;
+  si.commandBufferCount = 1;
+  si.pCommandBuffers = &b.cmd;
+  si.signalSemaphoreCount = 1;
+  VkSemaphore sem = timeline;
+  si.pSignalSemaphores = &sem;
+  vk::check(vkQueueSubmit(queue, 1, &si, VK_NULL_HANDLE), "vkQueueSubmit");
+  stats.submits++;
+  next_value++;
+  b.touched.clear();
+  in_flight.push_back(std::move(open));
+}
+
+void EngineState::wait_for(std::uint64_t value) {
+  if (value <= completed) return;
+  VkSemaphore sem = timeline;
+  VkSemaphoreWaitInfo wi{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
+  wi.semaphoreCount = 1;
+  wi.pSemaphores = &sem;
+  wi.pValues = &value;
+  vk::check(vkWaitSemaphores(device, &wi, UINT64_MAX), "vkWaitSemaphores");
+  retire();
+}
+
+void EngineState::retire() {
+  vk::check(vkGetSemaphoreCounterValue(device, timeline, &completed), "vkGetSemaphoreCounterValue");
+  while (!in_flight.empty() && in_flight.front()->value <= completed) {
+    std::unique_ptr<Batch> b = std::move(in_flight.front());
+    in_flight.pop_front();
+    if (b->queries && !b->timed.empty()) {
+      std::vector<std::uint64_t> ts(b->queries_used);
+      vk::check(vkGetQueryPoolResults(device, b->queries, 0, b->queries_used, ts.size() * 8, ts.data(), 8,
+                                      VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+                "vkGetQueryPoolResults");
+      for (auto& t : b->timed) {
+        auto& e = profile[t.label];
+        e.op = t.label;
+        e.calls++;
+        e.dispatches += t.dispatches;
+        e.gpu_ms += static_cast<double>(ts[t.query + 1] - ts[t.query]) * info.timestamp_period_ns * 1e-6;
+      }
+    }
+    b->timed.clear();
+    b->queries_used = 0;
+    b->refs.clear();  // storages may return to the allocator now
+    b->dispatches = 0;
+    for (auto& p : b->descriptor_pools) vkResetDescriptorPool(device, p, 0);
+    b->descriptor_pool_in_use = 0;
+    vkResetCommandPool(device, b->pool, 0);
+    spare.push_back(std::move(b));
+  }
+}
+
+const Pipeline& EngineState::pipeline(std::string_view kernel, const std::vector<std::uint32_t>& spec, std::uint32_t bindings) {
+  auto key = std::make_pair(std::string(kernel), spec);
+  auto it = pipelines.find(key);
+  if (it != pipelines.end()) {
+    if (it->second->bindings != bindings)
+      fail(ErrorKind::Internal, "kernel {} dispatched with {} bindings, earlier with {}", kernel, bindings, it->second->bindings);
+    return *it->second;
+  }
+  VkDevice dev = device;
+  auto mit = modules.find(key.first);
+  if (mit == modules.end()) {
+    const detail::EmbeddedShader* found = nullptr;
+    for (auto& s : detail::embedded_shaders())
+      if (s.name == kernel) found = &s;
+    if (!found) fail(ErrorKind::Internal, "no embedded kernel named {}", kernel);
+    VkShaderModuleCreateInfo smi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+    smi.codeSize = found->count * 4;
+    smi.pCode = found->words;
+    VkShaderModule m;
+    vk::check(vkCreateShaderModule(dev, &smi, nullptr, &m), "vkCreateShaderModule");
+    mit = modules.emplace(key.first, vk::Handle<VkShaderModule>(m, [dev](VkShaderModule h) { vkDestroyShaderModule(dev, h, nullptr); })).first;
+  }
+  auto p = std::make_unique<Pipeline>();
+  p->bindings = bindings;
+  std::vector<VkDescriptorSetLayoutBinding> lb(bindings);
+  for (std::uint32_t i = 0; i < bindings; ++i)
+    lb[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+  VkDescriptorSetLayoutCreateInfo dli{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+  dli.bindingCount = bindings;
+  dli.pBindings = lb.data();
+  VkDescriptorSetLayout dsl;
+  vk::check(vkCreateDescriptorSetLayout(dev, &dli, nullptr, &dsl), "vkCreateDescriptorSetLayout");
+  p->set_layout = vk::Handle<VkDescriptorSetLayout>(dsl, [dev](VkDescriptorSetLayout h) { vkDestroyDescriptorSetLayout(dev, h, nullptr); });
+  VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, kPushBytes};
+  VkPipelineLayoutCreateInfo pli{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  pli.setLayoutCount = 1;
+  pli.pSetLayouts = &dsl;
+  pli.pushConstantRangeCount = 1;
+  pli.pPushConstantRanges = &range;
+  VkPipelineLayout pl;
+  vk::check(vkCreatePipelineLayout(dev, &pli, nullptr, &pl), "vkCreatePipelineLayout");
+  p->layout = vk::Handle<VkPipelineLayout>(pl, [dev](VkPipelineLayout h) { vkDestroyPipelineLayout(dev, h, nullptr); });
+  std::vector<VkSpecializationMapEntry> entries(spec.size());
+  for (std::uint32_t i = 0; i < spec.size(); ++i) entries[i] = {i, i * 4, 4};
+  VkSpecializationInfo si{static_cast<std::uint32_t>(entries.size()), entries.data(), spec.size() * 4, spec.data()};
+  VkComputePipelineCreateInfo cpi{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  cpi.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+  cpi.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  cpi.stage.module = mit->second;
+  cpi.stage.pName = "main";
+  cpi.stage.pSpecializationInfo = spec.empty() ? nullptr : &si;
+  cpi.layout = pl;
+  VkPipeline pipe;
+  vk::check(vkCreateComputePipelines(dev, pipeline_cache, 1, &cpi, nullptr, &pipe), "vkCreateComputePipelines");
+  p->pipeline = vk::Handle<VkPipeline>(pipe, [dev](VkPipeline h) { vkDestroyPipeline(dev, h, nullptr); });
+  pipeline_cache_dirty = true;
+  stats.pipelines++;
+  return *pipelines.emplace(std::move(key), std::move(p)).first->second;
+}
+
+VkDescriptorSet EngineState::descriptor_set(Batch& b, const Pipeline& p) {
+  VkDevice dev = device;
+  for (;;) {
+    if (b.descriptor_pool_in_use == b.descriptor_pools.size()) {
+      VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kDescriptorsPerPool};
+      VkDescriptorPoolCreateInfo dpi{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+      dpi.maxSets = kSetsPerPool;
+      dpi.poolSizeCount = 1;
+      dpi.pPoolSizes = &size;
+      VkDescriptorPool pool;
+      vk::check(vkCreateDescriptorPool(dev, &dpi, nullptr, &pool), "vkCreateDescriptorPool");
+      b.descriptor_pools.emplace_back(pool, [dev](VkDescriptorPool h) { vkDestroyDescriptorPool(dev, h, nullptr); });
+    }
+    VkDescriptorSetLayout layout = p.set_layout;
+    VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+    ai.descriptorPool = b.descriptor_pools[b.descriptor_pool_in_use];
+    ai.descriptorSetCount = 1;
+    ai.pSetLayouts = &layout;
+    VkDescriptorSet set;
+    VkResult r = vkAllocateDescriptorSets(dev, &ai, &set);
+    if (r == VK_SUCCESS) return set;
+    if (r != VK_ERROR_OUT_OF_POOL_MEMORY && r != VK_ERROR_FRAGMENTED_POOL) vk::check(r, "vkAllocateDescriptorSets");
+    b.descriptor_pool_in_use++;
+  }
+}
+
+}  // namespace oa::runtime

@@ -1,0 +1,296 @@
+// oa::Engine's public methods over EngineState.
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+#include "runtime/vulkan/context.hpp"
+
+namespace oa {
+
+using runtime::Access;
+using runtime::Batch;
+using runtime::EngineState;
+using runtime::Storage;
+
+std::string_view to_string(DeviceType t) {
+  switch (t) {
+    case DeviceType::Discrete: return "discrete GPU";
+    case DeviceType::Integrated: return "integrated GPU";
+    case DeviceType::Virtual: return "virtual GPU";
+    case DeviceType::Cpu: return "CPU";
+    default: return "other";
+  }
+}
+
+std::uint64_t validation_message_count() { return runtime::validation_messages(); }
+
+Engine::Engine(EngineOptions options) : state_(std::make_shared<EngineState>(std::move(options))) {}
+
+Engine Engine::default_engine() {
+  // Initialised on first use (thread-safe). Its destructor is registered after
+  // the driver's exit handlers, so it runs before the driver tears down.
+  static const std::shared_ptr<EngineState> state = std::make_shared<EngineState>(EngineOptions{});
+  return Engine(state);
+}
+
+std::vector<DeviceInfo> Engine::devices() {
+  runtime::Instance inst = runtime::create_instance(false);
+  std::vector<DeviceInfo> out;
+  auto pds = runtime::physical_devices(inst.instance);
+  for (std::uint32_t i = 0; i < pds.size(); ++i) out.push_back(runtime::describe(pds[i], i));
+  return out;
+}
+
+const DeviceInfo& Engine::device() const { return state_->info; }
+const EngineOptions& Engine::options() const { return state_->options; }
+
+MemoryStats Engine::memory_stats() const {
+  std::lock_guard lock(state_->mutex);
+  state_->retire();
+  return state_->device_memory->stats();
+}
+
+EngineStats Engine::stats() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->stats;
+}
+
+void Engine::synchronize() const {
+  auto& s = *state_;
+  std::lock_guard lock(s.mutex);
+  if (s.open) s.submit();
+  s.wait_for(s.next_value - 1);
+}
+
+void Engine::begin_trace() const {
+  std::lock_guard lock(state_->mutex);
+  state_->traces.emplace_back();
+}
+
+std::vector<SemanticOp> Engine::end_trace() const {
+  std::lock_guard lock(state_->mutex);
+  if (state_->traces.empty()) fail(ErrorKind::FailedPrecondition, "Engine::end_trace: no trace is active");
+  auto ops = std::move(state_->traces.back());
+  state_->traces.pop_back();
+  return ops;
+}
+
+void Engine::set_profiling(bool on) const {
+  std::lock_guard lock(state_->mutex);
+  state_->profiling = on && state_->info.timestamps;
+}
+
+Profile Engine::profile() const {
+  synchronize();
+  std::lock_guard lock(state_->mutex);
+  Profile p;
+  for (auto& [_, e] : state_->profile) p.entries.push_back(e);
+  std::sort(p.entries.begin(), p.entries.end(), [](auto& a, auto& b) { return a.gpu_ms > b.gpu_ms; });
+  return p;
+}
+
+void Engine::reset_profile() const {
+  synchronize();
+  std::lock_guard lock(state_->mutex);
+  state_->profile.clear();
+}
+
+std::shared_ptr<Storage> Engine::allocate(std::uint64_t bytes) const {
+  auto& s = *state_;
+  {
+    std::lock_guard lock(s.mutex);
+    s.retire();  // finished work may free storages
+  }
+  try {
+    return s.make_storage(*s.device_memory, bytes);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::ResourceExhausted) throw;
+    // Wait for in-flight work: its storages may be all that is missing.
+    synchronize();
+    return s.make_storage(*s.device_memory, bytes);
+  }
+}
+
+namespace {
+
+void check_binding(const EngineState& s, const runtime::ComputeDispatch& d, std::size_t i, const SemanticOp& op) {
+  const auto& b = d.bindings[i];
+  if (!b.storage) fail(ErrorKind::Internal, "{}: kernel {} binding {} has no storage", op.name, d.kernel, i);
+  const std::uint64_t size = b.size_bytes ? b.size_bytes : b.storage->bytes() - std::min(b.offset_bytes, b.storage->bytes());
+  if (b.offset_bytes + size > b.storage->bytes() || size == 0)
+    fail(ErrorKind::Internal, "{}: kernel {} binding {} range [{}, +{}) is outside its storage of {} bytes", op.name, d.kernel,
+         i, b.offset_bytes, size, b.storage->bytes());
+  if (b.offset_bytes % s.min_storage_offset_alignment)
+    fail(ErrorKind::Internal, "{}: kernel {} binding {} offset {} is not a multiple of {}", op.name, d.kernel, i,
+         b.offset_bytes, s.min_storage_offset_alignment);
+  if (size > s.info.max_storage_buffer_range)
+    fail(ErrorKind::ResourceExhausted,
+         "{}: a {}-byte operand exceeds this device's maxStorageBufferRange ({} bytes); inputs {}", op.name, size,
+         s.info.max_storage_buffer_range, [&] {
+           std::string t;
+           for (auto& sh : op.inputs) t += sh.to_string() + " ";
+           return t;
+         }());
+}
+
+}  // namespace
+
+void Engine::record(SemanticOp op, std::span<const runtime::ComputeDispatch> dispatches) const {
+  auto& s = *state_;
+  check_against_contract(op);
+  for (const auto& d : dispatches) {
+    if (d.push.bytes().size() > runtime::PushConstants::kMaxPushBytes)
+      fail(ErrorKind::Internal, "{}: kernel {} pushes {} bytes; at most {}", op.name, d.kernel, d.push.bytes().size(),
+           runtime::PushConstants::kMaxPushBytes);
+    for (std::size_t i = 0; i < d.bindings.size(); ++i) check_binding(s, d, i, op);
+    for (auto g : d.groups)
+      if (g > UINT32_MAX) fail(ErrorKind::InvalidArgument, "{}: a grid of {} workgroups in one dimension is too large", op.name, g);
+  }
+  std::lock_guard lock(s.mutex);
+  for (const auto& d : dispatches) s.pipeline(d.kernel, d.specialization, static_cast<std::uint32_t>(d.bindings.size()));
+
+  Batch& b = s.batch();
+  const bool stamp = s.profiling && b.queries && b.queries_used + 2 <= 8192;
+  std::uint32_t first_query = 0;
+  if (stamp) {
+    first_query = b.queries_used;
+    b.queries_used += 2;
+    vkCmdWriteTimestamp(b.cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, b.queries, first_query);
+  }
+  std::uint32_t count = 0;
+  for (const auto& d : dispatches) {
+    if (d.groups[0] == 0 || d.groups[1] == 0 || d.groups[2] == 0) continue;
+    const auto& p = s.pipeline(d.kernel, d.specialization, static_cast<std::uint32_t>(d.bindings.size()));
+    bool hazard = false;
+    for (auto& bind : d.bindings) hazard = hazard || s.conflicts(b, *bind.storage, bind.access);
+    if (hazard) s.barrier(b);
+    for (auto& bind : d.bindings) s.mark(b, bind.storage, bind.access);
+
+    VkDescriptorSet set = s.descriptor_set(b, p);
+    std::vector<VkDescriptorBufferInfo> infos(d.bindings.size());
+    std::vector<VkWriteDescriptorSet> writes(d.bindings.size());
+    for (std::size_t i = 0; i < d.bindings.size(); ++i) {
+      const auto& bind = d.bindings[i];
+      const auto* chunk = bind.storage->chunk();
+      infos[i] = {chunk->block->buffer, chunk->offset + bind.offset_bytes,
+                  bind.size_bytes ? bind.size_bytes : bind.storage->bytes() - bind.offset_bytes};
+      writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+      writes[i].dstSet = set;
+      writes[i].dstBinding = static_cast<std::uint32_t>(i);
+      writes[i].descriptorCount = 1;
+      writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      writes[i].pBufferInfo = &infos[i];
+    }
+    vkUpdateDescriptorSets(s.device, static_cast<std::uint32_t>(writes.size()), writes.data(), 0, nullptr);
+    vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
+    vkCmdBindDescriptorSets(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
+
+    // Push block: uvec4 base, uvec4 grid, then the op's bytes (zero padded).
+    std::uint8_t push[128] = {};
+    std::uint32_t grid[4] = {static_cast<std::uint32_t>(d.groups[0]), static_cast<std::uint32_t>(d.groups[1]),
+                             static_cast<std::uint32_t>(d.groups[2]), 0};
+    std::memcpy(push + 16, grid, 16);
+    std::memcpy(push + 32, d.push.bytes().data(), d.push.bytes().size());
+    // Split the grid where it exceeds maxComputeWorkGroupCount; shaders add the base.
+    const std::uint64_t lim[3] = {s.info.max_workgroup_count[0], s.info.max_workgroup_count[1], s.info.max_workgroup_count[2]};
+    for (std::uint64_t z = 0; z < d.groups[2]; z += lim[2])
+      for (std::uint64_t y = 0; y < d.groups[1]; y += lim[1])
+        for (std::uint64_t x = 0; x < d.groups[0]; x += lim[0]) {
+          std::uint32_t base[4] = {static_cast<std::uint32_t>(x), static_cast<std::uint32_t>(y), static_cast<std::uint32_t>(z), 0};
+          std::memcpy(push, base, 16);
+          vkCmdPushConstants(b.cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), push);
+          vkCmdDispatch(b.cmd, static_cast<std::uint32_t>(std::min(lim[0], d.groups[0] - x)),
+                        static_cast<std::uint32_t>(std::min(lim[1], d.groups[1] - y)),
+                        static_cast<std::uint32_t>(std::min(lim[2], d.groups[2] - z)));
+          s.stats.dispatches++;
+          b.dispatches++;
+          count++;
+        }
+  }
+  if (stamp) {
+    vkCmdWriteTimestamp(b.cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, b.queries, first_query + 1);
+    b.timed.push_back({op.label(), first_query, count});
+  }
+  op.dispatches = count;
+  s.stats.semantic_ops++;
+  for (auto& t : s.traces) t.push_back(op);
+  if (b.dispatches >= s.options.max_batch_dispatches || b.queries_used + 2 > 8192) s.submit();
+}
+
+void Engine::write(const Storage& dst, std::uint64_t offset, const void* src, std::uint64_t bytes) const {
+  if (bytes == 0) return;
+  if (offset + bytes > dst.bytes()) fail(ErrorKind::Internal, "Engine::write: range outside the storage");
+  auto& s = *state_;
+  std::lock_guard lock(s.mutex);
+  if (s.info.unified_memory) {
+    // Wait until the GPU no longer uses the range, then write in place.
+    if (s.open && dst.last_use == s.open->value) s.submit();
+    s.wait_for(dst.last_use);
+    std::memcpy(static_cast<char*>(dst.chunk()->block->mapped) + dst.chunk()->offset + offset, src, bytes);
+    return;
+  }
+  auto staging = s.make_storage(*s.staging_memory, bytes);
+  std::memcpy(static_cast<char*>(staging->chunk()->block->mapped) + staging->chunk()->offset, src, bytes);
+  Batch& b = s.batch();
+  auto dsts = const_cast<Storage&>(dst).shared_from_this();
+  if (s.conflicts(b, dst, Access::Write)) s.barrier(b);
+  s.mark(b, dsts, Access::Write);
+  b.refs.push_back(staging);
+  VkBufferCopy region{staging->chunk()->offset, dst.chunk()->offset + offset, bytes};
+  vkCmdCopyBuffer(b.cmd, staging->chunk()->block->buffer, dst.chunk()->block->buffer, 1, &region);
+}
+
+void Engine::read(const Storage& src, std::uint64_t offset, void* dst, std::uint64_t bytes) const {
+  if (bytes == 0) return;
+  if (offset + bytes > src.bytes()) fail(ErrorKind::Internal, "Engine::read: range outside the storage");
+  auto& s = *state_;
+  std::lock_guard lock(s.mutex);
+  if (s.info.unified_memory) {
+    if (s.open && src.last_use == s.open->value) s.submit();
+    s.wait_for(src.last_use);
+    std::memcpy(dst, static_cast<const char*>(src.chunk()->block->mapped) + src.chunk()->offset + offset, bytes);
+    return;
+  }
+  auto staging = s.make_storage(*s.staging_memory, bytes);
+  Batch& b = s.batch();
+  auto srcs = const_cast<Storage&>(src).shared_from_this();
+  if (s.conflicts(b, src, Access::Read)) s.barrier(b);
+  s.mark(b, srcs, Access::Read);
+  s.mark(b, staging, Access::Write);
+  VkBufferCopy region{src.chunk()->offset + offset, staging->chunk()->offset, bytes};
+  vkCmdCopyBuffer(b.cmd, src.chunk()->block->buffer, staging->chunk()->block->buffer, 1, &region);
+  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+  mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+  vkCmdPipelineBarrier(b.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
+  const std::uint64_t value = b.value;
+  s.submit();
+  s.wait_for(value);
+  std::memcpy(dst, static_cast<const char*>(staging->chunk()->block->mapped) + staging->chunk()->offset, bytes);
+}
+
+void Engine::fill(const Storage& dst, std::uint64_t offset, std::uint64_t bytes, std::uint32_t pattern) const {
+  if (bytes == 0) return;
+  if (offset % 4 || bytes % 4 || offset + bytes > dst.bytes()) fail(ErrorKind::Internal, "Engine::fill: bad range");
+  auto& s = *state_;
+  std::lock_guard lock(s.mutex);
+  Batch& b = s.batch();
+  if (s.conflicts(b, dst, Access::Write)) s.barrier(b);
+  s.mark(b, const_cast<Storage&>(dst).shared_from_this(), Access::Write);
+  vkCmdFillBuffer(b.cmd, dst.chunk()->block->buffer, dst.chunk()->offset + offset, bytes, pattern);
+}
+
+void Engine::copy(const Storage& src, std::uint64_t src_offset, const Storage& dst, std::uint64_t dst_offset, std::uint64_t bytes) const {
+  if (bytes == 0) return;
+  if (src_offset + bytes > src.bytes() || dst_offset + bytes > dst.bytes()) fail(ErrorKind::Internal, "Engine::copy: bad range");
+  auto& s = *state_;
+  std::lock_guard lock(s.mutex);
+  Batch& b = s.batch();
+  if (s.conflicts(b, src, Access::Read) || s.conflicts(b, dst, Access::Write)) s.barrier(b);
+  s.mark(b, const_cast<Storage&>(src).shared_from_this(), Access::Read);
+  s.mark(b, const_cast<Storage&>(dst).shared_from_this(), Access::Write);
+  VkBufferCopy region{src.chunk()->offset + src_offset, dst.chunk()->offset + dst_offset, bytes};
+  vkCmdCopyBuffer(b.cmd, src.chunk()->block->buffer, dst.chunk()->block->buffer, 1, &region);
+}
+
+}  // namespace oa

@@ -1,0 +1,30 @@
+#include "runtime/vulkan/vk.hpp"
+
+namespace oa::runtime::vk {
+
+const char* result_name(VkResult r) {
+  switch (r) {
+#define OA_CASE(x) \
+  case x: return #x;
+    OA_CASE(VK_SUCCESS)
+    OA_CASE(VK_NOT_READY)
+    OA_CASE(VK_TIMEOUT)
+    OA_CASE(VK_INCOMPLETE)
+    OA_CASE(VK_ERROR_OUT_OF_HOST_MEMORY)
+    OA_CASE(VK_ERROR_OUT_OF_DEVICE_MEMORY)
+    OA_CASE(VK_ERROR_INITIALIZATION_FAILED)
+    OA_CASE(VK_ERROR_DEVICE_LOST)
+    OA_CASE(VK_ERROR_MEMORY_MAP_FAILED)
+    OA_CASE(VK_ERROR_LAYER_NOT_PRESENT)
+    OA_CASE(VK_ERROR_EXTENSION_NOT_PRESENT)
+    OA_CASE(VK_ERROR_FEATURE_NOT_PRESENT)
+    OA_CASE(VK_ERROR_INCOMPATIBLE_DRIVER)
+    OA_CASE(VK_ERROR_TOO_MANY_OBJECTS)
+    OA_CASE(VK_ERROR_FORMAT_NOT_SUPPORTED)
+    OA_CASE(VK_ERROR_OUT_OF_POOL_MEMORY)
+#undef OA_CASE
+    default: return "VkResult(other)";
+  }
+}
+
+}  // namespace oa::runtime::vk
