@@ -44,6 +44,8 @@ int main(int argc, char** argv) {
     nlohmann::json results = nlohmann::json::array();
     for (auto& c : oa_bench::registry()) {
       if (!std::regex_search(c.name, re)) continue;
+      engine.synchronize();
+      engine.reset_peak_memory();
       auto step = c.setup(engine);
       for (int i = 0; i < warmup; ++i) step();
       engine.synchronize();
