@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include "matrix/lowering.hpp"
+#include "oa/matrix/autograd.hpp"
 
 namespace oa {
 
@@ -41,12 +42,9 @@ Engine resolve(const std::optional<Engine>& engine) { return engine ? *engine : 
 Matrix allocate(const Engine& engine, const Shape& shape, DType dtype) {
   const std::int64_t n = shape.numel();
   const std::int64_t bytes = checked_mul(n, static_cast<std::int64_t>(size_of(dtype)), "Matrix byte size");
-  auto impl = std::make_shared<MatrixImpl>();
-  impl->engine = engine;
-  impl->storage = engine.allocate(static_cast<std::uint64_t>(std::max<std::int64_t>(bytes, 4)));
-  impl->shape = shape;
-  impl->dtype = dtype;
-  return Matrix(std::move(impl));
+  // Aggregate initialisation: a default-constructed MatrixImpl would create a new Engine.
+  auto storage = engine.allocate(static_cast<std::uint64_t>(std::max<std::int64_t>(bytes, 4)));
+  return Matrix(std::make_shared<MatrixImpl>(MatrixImpl{engine, std::move(storage), shape, dtype, nullptr}));
 }
 
 void require_defined(const Matrix& m, const char* op, const char* arg) {
@@ -189,7 +187,17 @@ Matrix Matrix::reshape(const std::vector<std::int64_t>& dims) const {
   auto impl = std::make_shared<MatrixImpl>(*impl_);
   impl->shape = to;
   impl->autograd.reset();
-  return Matrix(std::move(impl));
+  Matrix view(std::move(impl));
+  autograd::record("oa::matrix::reshape", {*this}, {view}, [from](const std::vector<Matrix>& gy, const std::vector<bool>&) {
+    return std::vector<Matrix>{gy[0].reshape(from.to_vector())};
+  });
+  // A view of a Parameter keeps its name, so that version errors name it.
+  if (impl_->autograd && !impl_->autograd->name.empty()) {
+    auto& a = view.impl()->autograd;
+    if (!a) a = std::make_shared<AutogradMeta>();
+    a->name = impl_->autograd->name;
+  }
+  return view;
 }
 
 std::vector<float> Matrix::to_vector() const {
