@@ -23,6 +23,22 @@ struct Edge {
 struct Node {
   Node(std::string n, std::uint64_t seq, BackwardFn fn, Engine e)
       : name(std::move(n)), sequence(seq), backward(std::move(fn)), engine(std::move(e)) {}
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+  // Frees a chain of Nodes iteratively: a deep graph must not recurse once per Node.
+  ~Node() {
+    std::vector<std::shared_ptr<Node>> dying;
+    auto take_edges = [&dying](Node& n) {
+      for (Edge& e : n.edges)
+        if (e.node) dying.push_back(std::move(e.node));
+    };
+    take_edges(*this);
+    while (!dying.empty()) {
+      std::shared_ptr<Node> n = std::move(dying.back());
+      dying.pop_back();
+      if (n.use_count() == 1) take_edges(*n);
+    }
+  }
   std::string name;         // the forward semantic op
   std::uint64_t sequence;   // creation order; later Nodes run first among ready ones
   BackwardFn backward;      // holds the saved values; dropped on release

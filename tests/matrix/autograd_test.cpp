@@ -301,3 +301,18 @@ TEST(AutogradTape, BackwardReleasesSavedValuesUnlessRetained) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(AutogradTape, LongChainsBackwardAndFreeWithoutRecursion) {
+  // Reshape records a Node but no GPU work: a cheap way to build a deep graph.
+  auto x = oa::set_requires_grad(Matrix::ones({2, 3}));
+  {
+    Matrix y = x;
+    for (int i = 0; i < 200000; ++i) y = y.reshape(i % 2 ? std::vector<std::int64_t>{2, 3} : std::vector<std::int64_t>{3, 2});
+    oa::backward(y, Matrix::full(y.shape(), 2.0f));
+  }
+  EXPECT_EQ(oa::grad(x).to_vector(), std::vector<float>(6, 2.0f));
+}
+
+}  // namespace
