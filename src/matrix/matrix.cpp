@@ -42,7 +42,6 @@ Engine resolve(const std::optional<Engine>& engine) { return engine ? *engine : 
 Matrix allocate(const Engine& engine, const Shape& shape, DType dtype) {
   const std::int64_t n = shape.numel();
   const std::int64_t bytes = checked_mul(n, static_cast<std::int64_t>(size_of(dtype)), "Matrix byte size");
-  // Aggregate initialisation: a default-constructed MatrixImpl would create a new Engine.
   auto storage = engine.allocate(static_cast<std::uint64_t>(std::max<std::int64_t>(bytes, 4)));
   return Matrix(std::make_shared<MatrixImpl>(MatrixImpl{engine, std::move(storage), shape, dtype, nullptr}));
 }
