@@ -92,7 +92,8 @@ void add_in_place(const Matrix& y, const Matrix& x) {
     const auto off = static_cast<std::uint64_t>(c.begin) * 4, bytes = static_cast<std::uint64_t>(c.count) * 4;
     runtime::ComputeDispatch d;
     d.kernel = "matrix/accumulate";
-    d.bindings = {runtime::BufferBinding::read_write(y.storage(), off, bytes), runtime::BufferBinding::read(x.storage(), off, bytes)};
+    d.bindings = {runtime::BufferBinding::read_write(y.storage(), off, bytes),
+                  runtime::BufferBinding::read(x.storage(), off, bytes)};
     d.push.u32(static_cast<std::uint32_t>(c.count));
     d.groups = {detail::groups_for(c.count, 1024), 1, 1};
     ds.push_back(std::move(d));
@@ -215,8 +216,8 @@ void run_backward(const Matrix& root, const Matrix& seed, const Matrix& user_see
     }
     grad_outputs.clear();
     if (grad_inputs.size() != n->edges.size())
-      fail(ErrorKind::Internal, "{}: the backward rule of {} returned {} gradients for {} inputs", op, n->name, grad_inputs.size(),
-           n->edges.size());
+      fail(ErrorKind::Internal, "{}: the backward rule of {} returned {} gradients for {} inputs", op, n->name,
+           grad_inputs.size(), n->edges.size());
 
     for (std::size_t i = 0; i < n->edges.size(); ++i) {
       const Edge& e = n->edges[i];

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "oa/oa.hpp"
+#include "reference/elementwise.hpp"
 #include "support/gradcheck.hpp"
 
 namespace {
@@ -20,11 +21,7 @@ using Inputs = std::vector<std::vector<double>>;
 
 // f64 reference of an elementwise map.
 oa::test::ReferenceForward map1(std::function<double(double)> f) {
-  return [f](const Inputs& x) {
-    Vec y(x[0].size());
-    for (std::size_t i = 0; i < y.size(); ++i) y[i] = f(x[0][i]);
-    return y;
-  };
+  return [f](const Inputs& x) { return ref::map(x[0], f); };
 }
 
 struct UnaryCase {
@@ -35,7 +32,6 @@ struct UnaryCase {
 };
 
 std::vector<UnaryCase> unary_cases() {
-  const double kSqrtHalf = 0.7071067811865476;
   return {
       {"neg", [](const Matrix& x) { return oa::matrix::neg(x); }, [](double v) { return -v; }, -2, 2},
       {"exp", [](const Matrix& x) { return oa::matrix::exp(x); }, [](double v) { return std::exp(v); }, -2, 2},
@@ -46,13 +42,13 @@ std::vector<UnaryCase> unary_cases() {
       {"abs", [](const Matrix& x) { return oa::matrix::abs(x); }, [](double v) { return std::abs(v); }, -2, 2},
       {"square", [](const Matrix& x) { return oa::matrix::square(x); }, [](double v) { return v * v; }, -2, 2},
       {"relu", [](const Matrix& x) { return oa::matrix::relu(x); }, [](double v) { return v > 0 ? v : 0; }, -2, 2},
-      {"gelu", [](const Matrix& x) { return oa::matrix::gelu(x); },
-       [kSqrtHalf](double v) { return 0.5 * v * (1 + std::erf(v * kSqrtHalf)); }, -3, 3},
+      {"gelu", [](const Matrix& x) { return oa::matrix::gelu(x); }, [](double v) { return ref::gelu(v); }, -3, 3},
       {"tanh", [](const Matrix& x) { return oa::matrix::tanh(x); }, [](double v) { return std::tanh(v); }, -2, 2},
-      {"sigmoid", [](const Matrix& x) { return oa::matrix::sigmoid(x); }, [](double v) { return 1 / (1 + std::exp(-v)); }, -4, 4},
+      {"sigmoid", [](const Matrix& x) { return oa::matrix::sigmoid(x); }, [](double v) { return ref::sigmoid(v); }, -4, 4},
       {"clamp", [](const Matrix& x) { return oa::matrix::clamp(x, -0.5f, 0.7f); },
        [](double v) { return std::min(std::max(v, -0.5), 0.7); }, -1, 1},
-      {"affine", [](const Matrix& x) { return oa::matrix::affine(x, -1.5f, 0.25f); }, [](double v) { return -1.5 * v + 0.25; }, -2, 2},
+      {"affine", [](const Matrix& x) { return oa::matrix::affine(x, -1.5f, 0.25f); }, [](double v) { return -1.5 * v + 0.25; },
+       -2, 2},
       {"add_scalar", [](const Matrix& x) { return x + 3.0f; }, [](double v) { return v + 3; }, -2, 2},
       {"sub_scalar", [](const Matrix& x) { return x - 3.0f; }, [](double v) { return v - 3; }, -2, 2},
       {"mul_scalar", [](const Matrix& x) { return x * 0.5f; }, [](double v) { return v * 0.5; }, -2, 2},
@@ -65,7 +61,8 @@ TEST(AutogradElementwise, UnaryGradients) {
   for (const auto& c : unary_cases()) {
     for (const Shape& shape : {Shape{1}, Shape{3, 5}, Shape{9, 129}}) {
       SCOPED_TRACE(c.name + " " + shape.to_string());
-      gradcheck({random_input(shape, seed++, c.low, c.high)}, [&](const std::vector<Matrix>& x) { return c.gpu(x[0]); }, map1(c.ref));
+      gradcheck(
+          {random_input(shape, seed++, c.low, c.high)}, [&](const std::vector<Matrix>& x) { return c.gpu(x[0]); }, map1(c.ref));
     }
   }
 }
@@ -135,8 +132,9 @@ TEST(AutogradElementwise, BinaryGradientsSameShape) {
   for (const auto& c : binary_cases()) {
     for (const Shape& shape : {Shape{1}, Shape{17, 65}}) {
       SCOPED_TRACE(c.name + " " + shape.to_string());
-      gradcheck({random_input(shape, seed++, -2, 2), random_input(shape, seed++, c.b_low, c.b_high)},
-                [&](const std::vector<Matrix>& x) { return c.gpu(x[0], x[1]); }, map2(c.ref, shape, shape));
+      gradcheck(
+          {random_input(shape, seed++, -2, 2), random_input(shape, seed++, c.b_low, c.b_high)},
+          [&](const std::vector<Matrix>& x) { return c.gpu(x[0], x[1]); }, map2(c.ref, shape, shape));
     }
   }
 }
@@ -144,8 +142,9 @@ TEST(AutogradElementwise, BinaryGradientsSameShape) {
 TEST(AutogradElementwise, BinaryGradientOfOneOperand) {
   // Only b requires grad: the backward computes just its gradient.
   auto shape = Shape{3, 4};
-  gradcheck({random_input(shape, 5, -2, 2, false), random_input(shape, 6, 0.5, 2)},
-            [](const std::vector<Matrix>& x) { return x[0] / x[1]; }, map2([](double u, double v) { return u / v; }, shape, shape));
+  gradcheck(
+      {random_input(shape, 5, -2, 2, false), random_input(shape, 6, 0.5, 2)},
+      [](const std::vector<Matrix>& x) { return x[0] / x[1]; }, map2([](double u, double v) { return u / v; }, shape, shape));
   auto a = Matrix::uniform(shape, -1, 1, 1);
   auto b = oa::set_requires_grad(Matrix::uniform(shape, 0.5f, 2, 2));
   auto z = a * b;
@@ -195,8 +194,12 @@ TEST(AutogradElementwise, ReshapeGradient) {
     return y;
   };
   // reshape [4, 6] -> [2, 3, 4] -> [24], times a [24] view of the second input.
-  gradcheck({random_input(s, 1), random_input(s, 2)},
-            [](const std::vector<Matrix>& x) { return x[0].reshape({2, 3, 4}).reshape({-1}) * x[1].reshape({24}); }, ref);
+  gradcheck(
+      {random_input(s, 1), random_input(s, 2)},
+      [](const std::vector<Matrix>& x) {
+        return x[0].reshape({2, 3, 4}).reshape({-1}) * x[1].reshape({24});
+      },
+      ref);
   auto x = oa::set_requires_grad(Matrix::zeros({2, 3}));
   auto v = x.reshape({3, 2});
   EXPECT_EQ(oa::autograd::grad_fn_name(v), "oa::matrix::reshape");
