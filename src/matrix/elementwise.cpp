@@ -2,6 +2,7 @@
 
 #include "matrix/lowering.hpp"
 #include "oa/matrix/autograd.hpp"
+#include "oa/matrix/reduction.hpp"
 
 namespace oa::matrix {
 
@@ -83,30 +84,6 @@ Matrix unary(const Matrix& x, UnaryOp op, float a = 0, float b = 0, std::vector<
   return y;
 }
 
-// Finds [outer, C, inner] such that `small` broadcast to `big` is indexed by
-// (i / inner) % C; returns false when the pattern is not a contiguous run.
-bool broadcast_layout(const Shape& big, const Shape& small, std::int64_t& channels, std::int64_t& inner) {
-  if (small.rank() > big.rank()) return false;
-  const std::size_t shift = big.rank() - small.rank();
-  int first = -1, last = -1;
-  for (std::size_t i = 0; i < small.rank(); ++i) {
-    const auto s = small[i], g = big[i + shift];
-    if (s == g && s != 1) {
-      if (first < 0) first = static_cast<int>(i + shift);
-      else if (last != static_cast<int>(i + shift) - 1) return false;
-      last = static_cast<int>(i + shift);
-    } else if (s != 1) {
-      return false;
-    }
-  }
-  channels = 1;
-  inner = 1;
-  if (first < 0) return true;
-  for (int i = first; i <= last; ++i) channels *= big[i];
-  for (std::size_t i = last + 1; i < big.rank(); ++i) inner *= big[i];
-  return true;
-}
-
 // How the operands of a binary op meet: mode 0 same shape, 1 b broadcast,
 // 2 a broadcast, with the broadcast operand indexed by (i / inner) % channels.
 struct Broadcast {
@@ -119,9 +96,9 @@ Broadcast resolve_broadcast(const Matrix& a, const Matrix& b, const char* name) 
   Broadcast r;
   r.out = a.shape();
   if (a.shape() == b.shape()) return r;
-  if (broadcast_layout(a.shape(), b.shape(), r.channels, r.inner)) {
+  if (detail::broadcast_layout(a.shape(), b.shape(), r.channels, r.inner)) {
     r.mode = 1;
-  } else if (broadcast_layout(b.shape(), a.shape(), r.channels, r.inner)) {
+  } else if (detail::broadcast_layout(b.shape(), a.shape(), r.channels, r.inner)) {
     r.mode = 2;
     r.out = b.shape();
   } else {
@@ -162,14 +139,6 @@ std::vector<ComputeDispatch> binary_dispatches(std::string_view kernel, std::vec
   return ds;
 }
 
-// Sums a full-shape operand gradient back to the operand's shape.
-Matrix reduce_to(const Matrix& g, const Shape& shape) {
-  if (g.shape() == shape) return g;
-  // Reductions (oa::matrix::sum_to) land with the GEMM/reduction family.
-  fail(ErrorKind::Unsupported, "elementwise backward: reducing a broadcast operand's gradient {} to {} needs oa::matrix::sum_to",
-       g.shape(), shape);
-}
-
 // The backward of binary op `op`: gradients of a and b (of shapes `shape_a`,
 // `shape_b`) from gy (of the output's shape), each summed back to its
 // operand's shape where it was broadcast. a and b are read by mul, div,
@@ -195,8 +164,8 @@ std::vector<Matrix> binary_backward(BinaryOp op, const Matrix& gy, const Matrix&
       if (m.defined()) sem.outputs.push_back(m.shape());
     gy.engine().record(std::move(sem), ds);
   }
-  if (needs[0]) g[0] = reduce_to(g[0], shape_a);
-  if (needs[1]) g[1] = reduce_to(g[1], shape_b);
+  if (needs[0] && !(shape_a == gy.shape())) g[0] = sum_to(g[0], shape_a);
+  if (needs[1] && !(shape_b == gy.shape())) g[1] = sum_to(g[1], shape_b);
   return g;
 }
 
