@@ -3,6 +3,7 @@
 #include "oa/matrix/concat.hpp"
 
 #include "matrix/lowering.hpp"
+#include "oa/matrix/autograd.hpp"
 
 namespace oa::matrix {
 
@@ -97,23 +98,28 @@ Matrix concat_lowering(const std::vector<Matrix>& xs, std::size_t axis, const ch
 
 // Records the slices of x along `axis` with the given extents (summing to
 // x's) as one semantic op named `name`: the forward of chunk, or the backward
-// of concat.
+// of concat. Slice i is left undefined (and not computed) when `wanted` is
+// given and wanted[i] is false.
 std::vector<Matrix> split_lowering(const Matrix& x, std::size_t axis, const std::vector<std::int64_t>& extents,
-                                   const char* name, std::vector<OpAttribute> attributes, bool backward) {
+                                   const char* name, std::vector<OpAttribute> attributes, bool backward,
+                                   const std::vector<bool>* wanted = nullptr) {
   const Engine& engine = x.engine();
   const std::int64_t outer = outer_of(x.shape(), axis), inner = inner_of(x.shape(), axis), x_cols = x.shape()[axis] * inner;
   std::vector<Matrix> parts;
   std::vector<ComputeDispatch> ds;
   SemanticOp op = detail::semantic(name, {&x}, {}, std::move(attributes), backward);
   std::int64_t column = 0;
-  for (std::int64_t extent : extents) {
-    std::vector<std::int64_t> dims = x.shape().to_vector();
-    dims[axis] = extent;
-    parts.push_back(detail::allocate(engine, Shape(dims)));
-    const std::int64_t cols = extent * inner;
-    lower_block(engine, outer, cols, {&x, x_cols, column}, {&parts.back(), cols, 0}, name, ds);
+  for (std::size_t i = 0; i < extents.size(); ++i) {
+    const std::int64_t cols = extents[i] * inner;
+    parts.emplace_back();
+    if (!wanted || (*wanted)[i]) {
+      std::vector<std::int64_t> dims = x.shape().to_vector();
+      dims[axis] = extents[i];
+      parts.back() = detail::allocate(engine, Shape(dims));
+      lower_block(engine, outer, cols, {&x, x_cols, column}, {&parts.back(), cols, 0}, name, ds);
+      op.outputs.push_back(parts.back().shape());
+    }
     column += cols;
-    op.outputs.push_back(parts.back().shape());
   }
   engine.record(std::move(op), ds);
   return parts;
@@ -139,7 +145,15 @@ Matrix concat(const std::vector<Matrix>& xs, int axis) {
   std::vector<std::int64_t> dims = first.to_vector();
   dims[a] = total;
   detail::shader_u32(Shape(dims).numel(), "output elements", kConcat);
-  return concat_lowering(xs, a, kConcat, {{"axis", static_cast<std::int64_t>(a)}}, false);
+  Matrix y = concat_lowering(xs, a, kConcat, {{"axis", static_cast<std::int64_t>(a)}}, false);
+  if (autograd::needs_record(xs)) {
+    std::vector<std::int64_t> extents;
+    for (const Matrix& x : xs) extents.push_back(x.shape()[a]);
+    autograd::record(kConcat, xs, {y}, [a, extents](const std::vector<Matrix>& gy, const std::vector<bool>& needs) {
+      return split_lowering(gy[0], a, extents, kConcat, {{"axis", static_cast<std::int64_t>(a)}}, true, &needs);
+    });
+  }
+  return y;
 }
 
 std::vector<Matrix> chunk(const Matrix& x, std::int64_t parts, int axis) {
@@ -150,8 +164,13 @@ std::vector<Matrix> chunk(const Matrix& x, std::int64_t parts, int axis) {
     fail(ErrorKind::InvalidArgument, "{}: extent {} of axis {} of x {} is not divisible by parts {}", kChunk, x.shape()[a], axis,
          x.shape(), parts);
   detail::shader_u32(x.numel(), "elements", kChunk);
-  return split_lowering(x, a, std::vector<std::int64_t>(static_cast<std::size_t>(parts), x.shape()[a] / parts), kChunk,
-                        {{"parts", parts}, {"axis", static_cast<std::int64_t>(a)}}, false);
+  std::vector<OpAttribute> attributes{{"parts", parts}, {"axis", static_cast<std::int64_t>(a)}};
+  std::vector<Matrix> ys =
+      split_lowering(x, a, std::vector<std::int64_t>(static_cast<std::size_t>(parts), x.shape()[a] / parts), kChunk, attributes, false);
+  autograd::record(kChunk, {x}, ys, [a, attributes](const std::vector<Matrix>& gy, const std::vector<bool>&) {
+    return std::vector<Matrix>{concat_lowering(gy, a, kChunk, attributes, true)};
+  });
+  return ys;
 }
 
 }  // namespace oa::matrix
