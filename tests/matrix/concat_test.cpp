@@ -4,6 +4,7 @@
 #include "oa/oa.hpp"
 #include "reference/concat.hpp"
 #include "support/expect.hpp"
+#include "support/gradcheck.hpp"
 
 namespace {
 
@@ -80,6 +81,28 @@ TEST(MatrixConcat, ZeroExtentsAndSingleOperand) {
   EXPECT_TRUE(oa_test::near(one.to_vector(), want, 0, 0));
   const auto pieces = oa::matrix::chunk(a, 2, 0);
   EXPECT_EQ(pieces.at(1).shape(), Shape({1, 0}));
+}
+
+TEST(MatrixConcat, Gradients) {
+  using oa::test::random_input;
+  // concat along the middle axis: each operand gets its slice of the gradient.
+  oa::test::gradcheck({random_input({2, 3, 4}, 1), random_input({2, 1, 4}, 2), random_input({2, 2, 4}, 3, -1, 1, false)},
+                      [](const std::vector<Matrix>& m) { return oa::matrix::concat(m, 1); },
+                      [](const std::vector<std::vector<double>>& v) {
+                        return oa::reference::concat(v, {{2, 3, 4}, {2, 1, 4}, {2, 2, 4}}, 1);
+                      });
+  // chunk with one slice unused (its gradient is zero) and the others reordered.
+  oa::test::gradcheck({random_input({3, 6}, 4)},
+                      [](const std::vector<Matrix>& m) {
+                        const auto p = oa::matrix::chunk(m[0], 3, 1);
+                        return oa::matrix::concat({p[2], p[0]}, 1);
+                      },
+                      [](const std::vector<std::vector<double>>& v) {
+                        std::vector<double> y;
+                        for (int r = 0; r < 3; ++r)
+                          for (int c : {4, 5, 0, 1}) y.push_back(v[0][static_cast<std::size_t>(r * 6 + c)]);
+                        return y;
+                      });
 }
 
 TEST(MatrixConcat, Errors) {

@@ -7,9 +7,10 @@
 
 namespace oa::reference {
 
-// Operands given by their data and shapes (equal except at `axis`).
-inline std::vector<double> concat(const std::vector<std::vector<float>>& xs, const std::vector<std::vector<std::int64_t>>& shapes,
-                                  std::size_t axis) {
+// Operands given by their data (float or double) and shapes (equal except at `axis`).
+template <typename T>
+std::vector<double> concat(const std::vector<std::vector<T>>& xs, const std::vector<std::vector<std::int64_t>>& shapes,
+                           std::size_t axis) {
   std::int64_t outer = 1, inner = 1, total = 0;
   for (std::size_t d = 0; d < axis; ++d) outer *= shapes[0][d];
   for (std::size_t d = axis + 1; d < shapes[0].size(); ++d) inner *= shapes[0][d];
