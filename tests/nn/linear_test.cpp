@@ -6,7 +6,7 @@
 
 #include "oa/ml/nn/linear.hpp"
 #include "oa/oa.hpp"
-#include "reference/nn.hpp"
+#include "reference/linear.hpp"
 #include "support/expect.hpp"
 #include "support/gradcheck.hpp"
 
