@@ -11,6 +11,7 @@
 // when its residue modulo the stride matches, so no atomics are needed.
 // Push aux0, aux1: shared tile rows and row pitch; aux2: tiles along x.
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "ml/conv/geometry.glsl"
 
 layout(constant_id = 0) const uint OB = 1;
@@ -59,7 +60,7 @@ void main() {
 
   const uint ox = ox0 + gl_LocalInvocationID.x;
   float acc[2 * OB];
-  for (uint i = 0u; i < 2u * OB; ++i) acc[i] = 0.0;
+  [[unroll]] for (uint i = 0u; i < 2u * OB; ++i) acc[i] = 0.0;
 
   const uint src_hw = src_h * src_w;
   for (uint c = 0u; c < kc; ++c) {
@@ -82,40 +83,42 @@ void main() {
       ws[i] = w;
     }
     barrier();
-    for (uint r = 0u; r < 2u; ++r) {
-      const uint oyl = gl_LocalInvocationID.y + 4u * r;
-      const uint oxl = gl_LocalInvocationID.x;
-      for (uint kh = 0u; kh < pc.kh; ++kh) {
-        uint ly;
-        if (WIDE == 0u) {
-          ly = oyl * pc.sh + kh * pc.dh;
-        } else {
-          const int t = int(oy0 + oyl + pc.ph) - int(kh * pc.dh) - y_lo * int(pc.sh);
-          if (uint(t) % pc.sh != 0u) continue;
-          ly = uint(t) / pc.sh;
-        }
-        for (uint kw = 0u; kw < pc.kw; ++kw) {
-          uint lx;
+    const uint oxl = gl_LocalInvocationID.x;
+    for (uint kh = 0u; kh < pc.kh; ++kh) {
+      for (uint kw = 0u; kw < pc.kw; ++kw) {
+        const uint tap = kh * pc.kw + kw;
+        float wv[OB];
+        [[unroll]] for (uint ob = 0u; ob < OB; ++ob) wv[ob] = ws[ob * khw + tap];
+        [[unroll]] for (uint r = 0u; r < 2u; ++r) {
+          const uint oyl = gl_LocalInvocationID.y + 4u * r;
+          uint ly, lx;
+          bool hit = true;
           if (WIDE == 0u) {
+            ly = oyl * pc.sh + kh * pc.dh;
             lx = oxl * pc.sw + kw * pc.dw;
           } else {
-            const int t = int(ox0 + oxl + pc.pw) - int(kw * pc.dw) - x_lo * int(pc.sw);
-            if (uint(t) % pc.sw != 0u) continue;
-            lx = uint(t) / pc.sw;
+            // Non-negative by the choice of y_lo, x_lo; a tap reaches a source
+            // element only when the residue matches the stride.
+            const uint ty = uint(int(oy0 + oyl + pc.ph) - int(kh * pc.dh) - y_lo * int(pc.sh));
+            const uint tx = uint(int(ox0 + oxl + pc.pw) - int(kw * pc.dw) - x_lo * int(pc.sw));
+            ly = ty / pc.sh;
+            lx = tx / pc.sw;
+            hit = ly * pc.sh == ty && lx * pc.sw == tx;
           }
-          const float v = tile[ly * tile_w + lx];
-          const uint tap = kh * pc.kw + kw;
-          for (uint ob = 0u; ob < OB; ++ob) acc[r * OB + ob] += v * ws[ob * khw + tap];
+          if (hit) {
+            const float v = tile[ly * tile_w + lx];
+            [[unroll]] for (uint ob = 0u; ob < OB; ++ob) acc[r * OB + ob] += v * wv[ob];
+          }
         }
       }
     }
     barrier();
   }
 
-  for (uint r = 0u; r < 2u; ++r) {
+  [[unroll]] for (uint r = 0u; r < 2u; ++r) {
     const uint oy = oy0 + gl_LocalInvocationID.y + 4u * r;
     if (oy >= out_h || ox >= out_w) continue;
-    for (uint ob = 0u; ob < OB; ++ob) {
+    [[unroll]] for (uint ob = 0u; ob < OB; ++ob) {
       const uint col = col0 + ob;
       if (col >= cols) continue;
       const uint ch = g * cols + col;

@@ -13,6 +13,7 @@
 // the k loop stages BK-deep slices of A and B in shared memory, and each
 // invocation accumulates TM x TN outputs in registers.
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "ml/conv/geometry.glsl"
 
 layout(constant_id = 0) const uint BM = 64;
@@ -123,7 +124,7 @@ void main() {
   const uint tx = tid % (BM / TM);
   const uint ty = tid / (BM / TM);
   float acc[TM * TN];
-  for (uint i = 0u; i < TM * TN; ++i) acc[i] = 0.0;
+  [[unroll]] for (uint i = 0u; i < TM * TN; ++i) acc[i] = 0.0;
 
   for (uint k0 = 0u; k0 < K; k0 += BK) {
     {
@@ -132,7 +133,7 @@ void main() {
       uint rem = k - c * kt;
       uint th = rem / max(ktw, 1u);
       uint tw = rem - th * ktw;
-      for (uint j = 0u; j < AK; ++j) {
+      [[unroll]] for (uint j = 0u; j < AK; ++j) {
         float v = 0.0;
         if (m_ok && k < K) {
           const int iy = iy0 + int(th) * tapy;
@@ -158,26 +159,26 @@ void main() {
       const uint th = rem / max(ktw, 1u);
       const uint tw = rem - th * ktw;
       const uint woff = wbase + c * wc + th * wth + tw * wtw;
-      for (uint j = 0u; j < BN * BK / NT; ++j) {
+      [[unroll]] for (uint j = 0u; j < BN * BK / NT; ++j) {
         const uint cl = bn0 + j * (NT / BK);
         const uint col = col0 + cl;
         Bs[bk * BNP + cl] = (k < K && col < cols) ? wt[woff + col * wcol] : 0.0;
       }
     }
     barrier();
-    for (uint kk = 0u; kk < BK; ++kk) {
+    [[unroll]] for (uint kk = 0u; kk < BK; ++kk) {
       float a[TM];
       float b[TN];
-      for (uint i = 0u; i < TM; ++i) a[i] = As[kk * BM + (i / 4u) * (BM * 4u / TM) + tx * 4u + (i % 4u)];
-      for (uint j = 0u; j < TN; ++j) b[j] = Bs[kk * BNP + (j / 4u) * (BN * 4u / TN) + ty * 4u + (j % 4u)];
-      for (uint i = 0u; i < TM; ++i)
-        for (uint j = 0u; j < TN; ++j) acc[i * TN + j] += a[i] * b[j];
+      [[unroll]] for (uint i = 0u; i < TM; ++i) a[i] = As[kk * BM + (i / 4u) * (BM * 4u / TM) + tx * 4u + (i % 4u)];
+      [[unroll]] for (uint j = 0u; j < TN; ++j) b[j] = Bs[kk * BNP + (j / 4u) * (BN * 4u / TN) + ty * 4u + (j % 4u)];
+      [[unroll]] for (uint i = 0u; i < TM; ++i)
+        [[unroll]] for (uint j = 0u; j < TN; ++j) acc[i * TN + j] += a[i] * b[j];
     }
     barrier();
   }
 
   const uint out_hw = out_h * out_w;
-  for (uint i = 0u; i < TM; ++i) {
+  [[unroll]] for (uint i = 0u; i < TM; ++i) {
     const uint mi = m0 + (i / 4u) * (BM * 4u / TM) + tx * 4u + (i % 4u);
     if (mi >= M) continue;
     const uint n = mi / mhw;
@@ -185,7 +186,7 @@ void main() {
     const uint jy = r / mw;
     const uint jx = r - jy * mw;
     const uint base = n * out_c * out_hw + (py + jy * osy) * out_w + px + jx * osx;
-    for (uint j = 0u; j < TN; ++j) {
+    [[unroll]] for (uint j = 0u; j < TN; ++j) {
       const uint col = col0 + (j / 4u) * (BN * 4u / TN) + ty * 4u + (j % 4u);
       if (col >= cols) continue;
       const uint ch = g * cols + col;

@@ -10,6 +10,7 @@
 // separate partial results (aux2 floats apart) that conv/reduce sums in a fixed
 // order. Push aux0: splits; aux1: positions per split (a multiple of RM).
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "ml/conv/geometry.glsl"
 
 layout(constant_id = 0) const uint BO = 16;
@@ -53,7 +54,7 @@ void main() {
   int k_dy[AJ];
   int k_dx[AJ];
   bool k_ok[AJ];
-  for (uint j = 0u; j < AJ; ++j) {
+  [[unroll]] for (uint j = 0u; j < AJ; ++j) {
     const uint k = k0 + lk + j * (NT / RM);
     k_ok[j] = k < K;
     const uint c = k / khw;
@@ -68,7 +69,7 @@ void main() {
   const uint tx = tid % (BKK / TK);
   const uint ty = tid / (BKK / TK);
   float acc[TO * TK];
-  for (uint i = 0u; i < TO * TK; ++i) acc[i] = 0.0;
+  [[unroll]] for (uint i = 0u; i < TO * TK; ++i) acc[i] = 0.0;
 
   for (uint mb = m_begin; mb < m_end; mb += RM) {
     const uint m = mb + lm;
@@ -82,12 +83,12 @@ void main() {
       iy0 = int(yn * pc.sh) - int(pc.ph);
       ix0 = int((p - yn * pc.wn) * pc.sw) - int(pc.pw);
     }
-    for (uint j = 0u; j < DJ; ++j) {
+    [[unroll]] for (uint j = 0u; j < DJ; ++j) {
       const uint o = lk + j * (NT / RM);
       Ds[lm * BOP + o] = (m_ok && o0 + o < cng) ? dn[(n * pc.cn + g * cng + o0 + o) * hwn + p] : 0.0;
     }
     const uint wbase = n * pc.cw * hww;
-    for (uint j = 0u; j < AJ; ++j) {
+    [[unroll]] for (uint j = 0u; j < AJ; ++j) {
       float v = 0.0;
       const int iy = iy0 + k_dy[j];
       const int ix = ix0 + k_dx[j];
@@ -96,22 +97,22 @@ void main() {
       As[lm * BKP + lk + j * (NT / RM)] = v;
     }
     barrier();
-    for (uint r = 0u; r < RM; ++r) {
+    [[unroll]] for (uint r = 0u; r < RM; ++r) {
       float d[TO];
       float a[TK];
-      for (uint i = 0u; i < TO; ++i) d[i] = Ds[r * BOP + ty + i * (BO / TO)];
-      for (uint j = 0u; j < TK; ++j) a[j] = As[r * BKP + tx + j * (BKK / TK)];
-      for (uint i = 0u; i < TO; ++i)
-        for (uint j = 0u; j < TK; ++j) acc[i * TK + j] += d[i] * a[j];
+      [[unroll]] for (uint i = 0u; i < TO; ++i) d[i] = Ds[r * BOP + ty + i * (BO / TO)];
+      [[unroll]] for (uint j = 0u; j < TK; ++j) a[j] = As[r * BKP + tx + j * (BKK / TK)];
+      [[unroll]] for (uint i = 0u; i < TO; ++i)
+        [[unroll]] for (uint j = 0u; j < TK; ++j) acc[i * TK + j] += d[i] * a[j];
     }
     barrier();
   }
 
   const uint out_base = split * pc.aux2;
-  for (uint i = 0u; i < TO; ++i) {
+  [[unroll]] for (uint i = 0u; i < TO; ++i) {
     const uint o = o0 + ty + i * (BO / TO);
     if (o >= cng) continue;
-    for (uint j = 0u; j < TK; ++j) {
+    [[unroll]] for (uint j = 0u; j < TK; ++j) {
       const uint k = k0 + tx + j * (BKK / TK);
       if (k < K) dw[out_base + (g * cng + o) * K + k] = acc[i * TK + j];
     }
