@@ -259,19 +259,20 @@ runtime::PushConstants relation_push(const Relation& r, bool has_bias, std::uint
   return p;
 }
 
-// igemm.comp tile shapes: BM positions x BN channels, TM x TN per invocation.
+// Implicit-GEMM tile shapes (shaders/ml/conv/igemm_<BM>x<BN>.comp): BM
+// positions x BN channels per workgroup.
 struct GemmTile {
-  std::uint32_t bm, bn, tm, tn;
-  std::uint32_t threads() const { return (bm / tm) * (bn / tn); }
+  const char* kernel;
+  std::int64_t bm, bn;
 };
 GemmTile gemm_tile(std::int64_t channels) {
-  if (channels >= 96) return {128, 128, 8, 8};
-  if (channels >= 48) return {128, 64, 8, 4};
-  if (channels >= 24) return {128, 32, 4, 4};
-  return {64, 16, 4, 4};
+  if (channels >= 96) return {"ml/conv/igemm_128x128", 128, 128};
+  if (channels >= 48) return {"ml/conv/igemm_128x64", 128, 64};
+  if (channels >= 24) return {"ml/conv/igemm_128x32", 128, 32};
+  return {"ml/conv/igemm_64x16", 64, 16};
 }
 
-// direct.comp: 8 x 32 output tiles; shared capacities mirror the shader.
+// direct.glsl: 8 x 32 output tiles; shared capacities mirror the shader.
 constexpr std::int64_t kDirectTileH = 8, kDirectTileW = 32, kDirectTileCap = 4096, kDirectWeightCap = 1024;
 constexpr std::int64_t kDirectMaxChannels = 8;  // output channels per group served by direct.comp
 
@@ -303,8 +304,8 @@ std::vector<ComputeDispatch> lower_conv(const Relation& r, bool wide, const Matr
     const std::int64_t oh = wide ? r.hw : r.hn, ow = wide ? r.ww : r.wn;
     const std::int64_t tiles_x = (ow + kDirectTileW - 1) / kDirectTileW, tiles_y = (oh + kDirectTileH - 1) / kDirectTileH;
     const std::int64_t blocks = (cols + ob - 1) / ob;
-    d.kernel = "ml/conv/direct";
-    d.specialization = {ob, wide ? 1u : 0u};
+    d.kernel = ob == 1 ? "ml/conv/direct_ob1" : "ml/conv/direct_ob4";
+    d.specialization = {wide ? 1u : 0u};
     d.push = relation_push(r, bias.defined(), u32(tile_h), u32(tile_w), u32(tiles_x));
     d.groups = {static_cast<std::uint64_t>(tiles_x * tiles_y), static_cast<std::uint64_t>(r.n * r.groups * blocks), 1};
     return {std::move(d)};
@@ -317,8 +318,8 @@ std::vector<ComputeDispatch> lower_conv(const Relation& r, bool wide, const Matr
     positions = r.n * ((r.hw + r.sh - 1) / r.sh) * ((r.ww + r.sw - 1) / r.sw);
     phases = r.sh * r.sw;
   }
-  d.kernel = "ml/conv/igemm";
-  d.specialization = {t.bm, t.bn, t.tm, t.tn, wide ? 1u : 0u, t.threads()};
+  d.kernel = t.kernel;
+  d.specialization = {wide ? 1u : 0u};
   d.push = relation_push(r, bias.defined());
   d.groups = {detail::groups_for(positions, t.bm), detail::groups_for(cols, t.bn),
               static_cast<std::uint64_t>(r.groups * phases)};
@@ -346,11 +347,13 @@ ComputeDispatch lower_reduce(const Matrix& partials, std::int64_t splits, std::i
 // gradient or the transposed convolution's input) and the wide tensor.
 void lower_weight_grad(const Relation& r, const Matrix& narrow, const Matrix& wide, const Matrix& dw, const char* op,
                        std::vector<ComputeDispatch>& out, std::vector<Matrix>& scratch) {
+  // shaders/ml/conv/wgrad_<BO>x<BK>.comp: BO output channels x BK (c, kh, kw) columns.
   struct Tile {
-    std::uint32_t bo, bk, to, tk;
+    const char* kernel;
+    std::int64_t bo, bk;
   };
   const std::int64_t cng = r.cn / r.groups, k = (r.cw / r.groups) * r.kh * r.kw;
-  const Tile t = cng >= 48 ? Tile{64, 64, 4, 4} : Tile{16, 32, 2, 2};
+  const Tile t = cng >= 48 ? Tile{"ml/conv/wgrad_64x64", 64, 64} : Tile{"ml/conv/wgrad_16x32", 16, 32};
   const std::int64_t positions = r.n * r.hn * r.wn, count = r.weight_count();
   const std::int64_t tiles = detail::groups_for(k, t.bk) * detail::groups_for(cng, t.bo) * r.groups;
   constexpr std::int64_t kRm = 16;
@@ -365,8 +368,7 @@ void lower_weight_grad(const Relation& r, const Matrix& narrow, const Matrix& wi
     scratch.push_back(target);
   }
   ComputeDispatch d;
-  d.kernel = "ml/conv/wgrad";
-  d.specialization = {t.bo, t.bk, t.to, t.tk, (t.bo / t.to) * (t.bk / t.tk)};
+  d.kernel = t.kernel;
   d.bindings = {BufferBinding::read(narrow.storage()), BufferBinding::read(wide.storage()), BufferBinding::write(target.storage())};
   d.push = relation_push(r, false, u32(splits), u32(chunk), u32(count));
   d.groups = {detail::groups_for(k, t.bk), detail::groups_for(cng, t.bo), static_cast<std::uint64_t>(r.groups * splits)};

@@ -1,4 +1,5 @@
-#version 450
+#ifndef OA_CONV_WGRAD_GLSL
+#define OA_CONV_WGRAD_GLSL
 // Weight gradient of the convolution relation (geometry.glsl) as a GEMM over
 // narrow positions m = (n, yn, xn):
 //   dW[g*CNg + o, c, kh, kw] = sum_m D[n, g*CNg + o, yn, xn] * A[m, (c, kh, kw)]
@@ -13,11 +14,10 @@
 #extension GL_EXT_control_flow_attributes : require
 #include "ml/conv/geometry.glsl"
 
-layout(constant_id = 0) const uint BO = 16;
-layout(constant_id = 1) const uint BKK = 32;
-layout(constant_id = 2) const uint TO = 2;
-layout(constant_id = 3) const uint TK = 2;
-layout(local_size_x_id = 4) in;  // (BO / TO) * (BKK / TK)
+// The tile shape is fixed by the including variant file (wgrad_<BO>x<BKK>.comp
+// defines OA_BO, OA_BKK, OA_TO, OA_TK) so the register tiles unroll.
+const uint BO = OA_BO, BKK = OA_BKK, TO = OA_TO, TK = OA_TK;
+layout(local_size_x = (OA_BO / OA_TO) * (OA_BKK / OA_TK)) in;
 const uint RM = 16u;
 const uint BOP = BO + 1u, BKP = BKK + 1u;  // padded rows: conflict-free column stores
 
@@ -50,10 +50,10 @@ void main() {
   // This invocation's gather columns never change: decompose them once.
   const uint lm = tid % RM;
   const uint lk = tid / RM;
-  uint k_off[AJ];
-  int k_dy[AJ];
-  int k_dx[AJ];
-  bool k_ok[AJ];
+  uint k_off[RM * BKK / ((BO / TO) * (BKK / TK))];
+  int k_dy[RM * BKK / ((BO / TO) * (BKK / TK))];
+  int k_dx[RM * BKK / ((BO / TO) * (BKK / TK))];
+  bool k_ok[RM * BKK / ((BO / TO) * (BKK / TK))];
   [[unroll]] for (uint j = 0u; j < AJ; ++j) {
     const uint k = k0 + lk + j * (NT / RM);
     k_ok[j] = k < K;
@@ -111,10 +111,11 @@ void main() {
   const uint out_base = split * pc.aux2;
   [[unroll]] for (uint i = 0u; i < TO; ++i) {
     const uint o = o0 + ty + i * (BO / TO);
-    if (o >= cng) continue;
     [[unroll]] for (uint j = 0u; j < TK; ++j) {
       const uint k = k0 + tx + j * (BKK / TK);
-      if (k < K) dw[out_base + (g * cng + o) * K + k] = acc[i * TK + j];
+      if (o < cng && k < K) dw[out_base + (g * cng + o) * K + k] = acc[i * TK + j];
     }
   }
 }
+
+#endif

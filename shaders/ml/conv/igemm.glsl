@@ -1,4 +1,5 @@
-#version 450
+#ifndef OA_CONV_IGEMM_GLSL
+#define OA_CONV_IGEMM_GLSL
 // Implicit-GEMM convolution (see geometry.glsl for the narrow/wide relation).
 //
 // WIDE == 0 (convolution): dst = narrow [N, CN, HN, WN], src = wide. Per group g
@@ -16,12 +17,12 @@
 #extension GL_EXT_control_flow_attributes : require
 #include "ml/conv/geometry.glsl"
 
-layout(constant_id = 0) const uint BM = 64;
-layout(constant_id = 1) const uint BN = 16;
-layout(constant_id = 2) const uint TM = 4;
-layout(constant_id = 3) const uint TN = 4;
-layout(constant_id = 4) const uint WIDE = 0;
-layout(local_size_x_id = 5) in;  // (BM / TM) * (BN / TN)
+// The tile shape is fixed at compile time by the including variant file
+// (igemm_<BM>x<BN>.comp defines OA_BM, OA_BN, OA_TM, OA_TN) so that the
+// register tiles unroll into registers.
+const uint BM = OA_BM, BN = OA_BN, TM = OA_TM, TN = OA_TN;
+layout(constant_id = 0) const uint WIDE = 0;
+layout(local_size_x = (OA_BM / OA_TM) * (OA_BN / OA_TN)) in;
 const uint BK = 16;
 const uint BNP = BN + 4;  // padded row of the B tile (keeps 16-byte alignment)
 
@@ -180,17 +181,21 @@ void main() {
   const uint out_hw = out_h * out_w;
   [[unroll]] for (uint i = 0u; i < TM; ++i) {
     const uint mi = m0 + (i / 4u) * (BM * 4u / TM) + tx * 4u + (i % 4u);
-    if (mi >= M) continue;
-    const uint n = mi / mhw;
-    const uint r = mi - n * mhw;
-    const uint jy = r / mw;
-    const uint jx = r - jy * mw;
-    const uint base = n * out_c * out_hw + (py + jy * osy) * out_w + px + jx * osx;
-    [[unroll]] for (uint j = 0u; j < TN; ++j) {
-      const uint col = col0 + (j / 4u) * (BN * 4u / TN) + ty * 4u + (j % 4u);
-      if (col >= cols) continue;
-      const uint ch = g * cols + col;
-      dst[base + ch * out_hw] = acc[i * TN + j] + (pc.has_bias != 0u ? bias[ch] : 0.0);
+    if (mi < M) {
+      const uint n = mi / mhw;
+      const uint r = mi - n * mhw;
+      const uint jy = r / mw;
+      const uint jx = r - jy * mw;
+      const uint base = n * out_c * out_hw + (py + jy * osy) * out_w + px + jx * osx;
+      [[unroll]] for (uint j = 0u; j < TN; ++j) {
+        const uint col = col0 + (j / 4u) * (BN * 4u / TN) + ty * 4u + (j % 4u);
+        if (col < cols) {
+          const uint ch = g * cols + col;
+          dst[base + ch * out_hw] = acc[i * TN + j] + (pc.has_bias != 0u ? bias[ch] : 0.0);
+        }
+      }
     }
   }
 }
+
+#endif

@@ -1,4 +1,5 @@
-#version 450
+#ifndef OA_CONV_DIRECT_GLSL
+#define OA_CONV_DIRECT_GLSL
 // Direct grouped convolution for few channels per group (depthwise included),
 // see geometry.glsl for the narrow/wide relation.
 //
@@ -14,8 +15,10 @@
 #extension GL_EXT_control_flow_attributes : require
 #include "ml/conv/geometry.glsl"
 
-layout(constant_id = 0) const uint OB = 1;
-layout(constant_id = 1) const uint WIDE = 0;
+// OB (output channels per workgroup) is fixed by the including variant file
+// (direct_ob<OB>.comp defines OA_OB) so the register arrays unroll.
+const uint OB = OA_OB;
+layout(constant_id = 0) const uint WIDE = 0;
 layout(local_size_x = 32, local_size_y = 4) in;
 const uint TILE_H = 8u, TILE_W = 32u;
 const uint TILE_CAP = 4096u;    // floats of staged input (host checks the fit)
@@ -59,7 +62,7 @@ void main() {
   }
 
   const uint ox = ox0 + gl_LocalInvocationID.x;
-  float acc[2 * OB];
+  float acc[2u * OB];
   [[unroll]] for (uint i = 0u; i < 2u * OB; ++i) acc[i] = 0.0;
 
   const uint src_hw = src_h * src_w;
@@ -117,12 +120,13 @@ void main() {
 
   [[unroll]] for (uint r = 0u; r < 2u; ++r) {
     const uint oy = oy0 + gl_LocalInvocationID.y + 4u * r;
-    if (oy >= out_h || ox >= out_w) continue;
     [[unroll]] for (uint ob = 0u; ob < OB; ++ob) {
       const uint col = col0 + ob;
-      if (col >= cols) continue;
       const uint ch = g * cols + col;
-      dst[((n * out_c + ch) * out_h + oy) * out_w + ox] = acc[r * OB + ob] + (pc.has_bias != 0u ? bias[ch] : 0.0);
+      if (oy < out_h && ox < out_w && col < cols)
+        dst[((n * out_c + ch) * out_h + oy) * out_w + ox] = acc[r * OB + ob] + (pc.has_bias != 0u ? bias[ch] : 0.0);
     }
   }
 }
+
+#endif
