@@ -272,8 +272,8 @@ GemmTile gemm_tile(std::int64_t channels) {
   return {"ml/conv/igemm_64x16", 64, 16};
 }
 
-// direct.glsl: 8 x 32 output tiles; shared capacities mirror the shader.
-constexpr std::int64_t kDirectTileH = 8, kDirectTileW = 32, kDirectTileCap = 4096, kDirectWeightCap = 1024;
+// direct.glsl: 16 x 32 output tiles; shared capacities mirror the shader.
+constexpr std::int64_t kDirectTileH = 16, kDirectTileW = 32, kDirectTileCap = 2048, kDirectWeightCap = 512;
 constexpr std::int64_t kDirectMaxChannels = 8;  // output channels per group served by direct.comp
 
 // Computes `dst` (narrow when !wide, wide when wide) from `src` through the
@@ -288,7 +288,7 @@ std::vector<ComputeDispatch> lower_conv(const Relation& r, bool wide, const Matr
   d.bindings = {BufferBinding::read(src.storage()), BufferBinding::read(weight.storage()), bias_binding,
                 BufferBinding::write(dst.storage())};
   // Staged tile of the direct kernel (rows, pitch): the source rows and columns
-  // that an 8 x 32 output tile reaches.
+  // that a 16 x 32 output tile reaches.
   std::int64_t tile_h, tile_w;
   if (!wide) {
     tile_h = (kDirectTileH - 1) * r.sh + (r.kh - 1) * r.dh + 1;

@@ -3,10 +3,11 @@
 // Direct grouped convolution for few channels per group (depthwise included),
 // see geometry.glsl for the narrow/wide relation.
 //
-// Each workgroup computes an 8 x 32 tile of one output plane for OB output
+// Each workgroup computes a 16 x 32 tile of one output plane for OB output
 // channels of one group and one batch item. For every input channel of the
 // group it stages the input tile plus its halo and the OB x KH x KW weights in
-// shared memory; each invocation then accumulates 2 positions x OB channels.
+// shared memory; each invocation then accumulates 4 positions (a column) x OB
+// channels.
 // WIDE == 0: convolution (dst narrow, src wide). WIDE == 1: transposed
 // convolution in gather form (dst wide, src narrow): a tap contributes only
 // when its residue modulo the stride matches, so no atomics are needed.
@@ -20,9 +21,10 @@
 const uint OB = OA_OB;
 layout(constant_id = 0) const uint WIDE = 0;
 layout(local_size_x = 32, local_size_y = 4) in;
-const uint TILE_H = 8u, TILE_W = 32u;
-const uint TILE_CAP = 4096u;    // floats of staged input (host checks the fit)
-const uint WEIGHT_CAP = 1024u;  // floats of staged weights
+const uint ROWS = 4u;  // output rows per invocation
+const uint TILE_H = 4u * ROWS, TILE_W = 32u;
+const uint TILE_CAP = 2048u;   // floats of staged input (host checks the fit)
+const uint WEIGHT_CAP = 512u;  // floats of staged weights
 
 layout(std430, binding = 0) readonly buffer Src { float src[]; };
 layout(std430, binding = 1) readonly buffer Weight { float wt[]; };
@@ -62,8 +64,8 @@ void main() {
   }
 
   const uint ox = ox0 + gl_LocalInvocationID.x;
-  float acc[2u * OB];
-  [[unroll]] for (uint i = 0u; i < 2u * OB; ++i) acc[i] = 0.0;
+  float acc[ROWS * OB];
+  [[unroll]] for (uint i = 0u; i < ROWS * OB; ++i) acc[i] = 0.0;
 
   const uint src_hw = src_h * src_w;
   for (uint c = 0u; c < kc; ++c) {
@@ -92,7 +94,7 @@ void main() {
         const uint tap = kh * pc.kw + kw;
         float wv[OB];
         [[unroll]] for (uint ob = 0u; ob < OB; ++ob) wv[ob] = ws[ob * khw + tap];
-        [[unroll]] for (uint r = 0u; r < 2u; ++r) {
+        [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
           const uint oyl = gl_LocalInvocationID.y + 4u * r;
           uint ly, lx;
           bool hit = true;
@@ -118,7 +120,7 @@ void main() {
     barrier();
   }
 
-  [[unroll]] for (uint r = 0u; r < 2u; ++r) {
+  [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
     const uint oy = oy0 + gl_LocalInvocationID.y + 4u * r;
     [[unroll]] for (uint ob = 0u; ob < OB; ++ob) {
       const uint col = col0 + ob;
