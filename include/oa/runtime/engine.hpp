@@ -106,6 +106,8 @@ class Engine {
   const DeviceInfo& device() const;
   const EngineOptions& options() const;
   MemoryStats memory_stats() const;
+  // Restarts peak tracking at the bytes in use now.
+  void reset_peak_memory() const;
   EngineStats stats() const;
   // Submits the open batch and waits for all work to finish.
   void synchronize() const;
