@@ -9,6 +9,7 @@
 
 #include "oa/oa.hpp"
 #include "reference/conv.hpp"
+#include "support/expect.hpp"
 
 namespace {
 
@@ -77,12 +78,6 @@ std::vector<double> reference(const Case& k, const std::vector<double>& x, const
                       : oa::reference::conv2d(x, xs, w, weight_dims(k), b, k.p, out);
 }
 
-void expect_near(const std::vector<float>& got, const std::vector<double>& want, const std::string& what, double tol = 1e-4) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (std::size_t i = 0; i < got.size(); ++i)
-    ASSERT_NEAR(got[i], want[i], tol * (1.0 + std::abs(want[i]))) << what << " at " << i;
-}
-
 void check_forward(const Case& k) {
   SCOPED_TRACE(describe(k));
   const Dims wd = weight_dims(k);
@@ -98,7 +93,7 @@ void check_forward(const Case& k) {
   Dims out;
   const auto want = reference(k, widen(xv), widen(wv), widen(bv), out);
   EXPECT_EQ(y.shape(), act_shape(k, out[1], out[2], out[3]));
-  expect_near(y.to_vector(), want, describe(k));
+  EXPECT_TRUE(oa_test::near(y.to_vector(), want, 1e-4, 1e-4));
   ASSERT_EQ(ops.size(), 1u);
   EXPECT_EQ(ops[0].name, std::string("oa::ml::matrix::") + (k.transposed ? "conv_transpose" : "conv") + (k.one_d ? "_1d" : "_2d"));
   EXPECT_EQ(ops[0].dispatches, 1u);
@@ -285,14 +280,7 @@ void expect_invalid(const std::function<Matrix()>& f, const std::string& op, con
   const oa::Engine engine = oa::Engine::default_engine();
   const auto live = engine.memory_stats().live_storages;
   oa::TraceCapture trace(engine);
-  try {
-    f();
-    ADD_FAILURE() << "no error for " << op << " " << shape;
-  } catch (const oa::Error& e) {
-    EXPECT_EQ(e.kind(), oa::ErrorKind::InvalidArgument) << e.what();
-    EXPECT_NE(std::string(e.what()).find(op), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find(shape), std::string::npos) << e.what();
-  }
+  EXPECT_TRUE(oa_test::throws(f, oa::ErrorKind::InvalidArgument, {op.c_str(), shape.c_str()}));
   EXPECT_TRUE(trace.ops().empty());
   EXPECT_EQ(engine.memory_stats().live_storages, live);
 }
@@ -302,11 +290,8 @@ TEST(ConvValidation, ConvTranspose2dEmptyOutput) {
   x.engine().synchronize();
   expect_invalid([&] { return oa::ml::conv_transpose_2d(x, w, Matrix(), 2, 2); }, "oa::ml::matrix::conv_transpose_2d",
                  "[1, 1, 2, 2]");
-  try {
-    (void)oa::ml::conv_transpose_2d(x, w, Matrix(), 2, 2);
-  } catch (const oa::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("would be 0"), std::string::npos) << e.what();
-  }
+  EXPECT_TRUE(oa_test::throws([&] { (void)oa::ml::conv_transpose_2d(x, w, Matrix(), 2, 2); }, oa::ErrorKind::InvalidArgument,
+                              {"would be 0"}));
 }
 
 TEST(ConvValidation, RejectsBadArguments) {
