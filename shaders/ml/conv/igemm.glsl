@@ -127,8 +127,13 @@ void main() {
   float acc[TM * TN];
   [[unroll]] for (uint i = 0u; i < TM * TN; ++i) acc[i] = 0.0;
 
-  for (uint k0 = 0u; k0 < K; k0 += BK) {
-    {
+  // Global loads of slice k0 + BK are issued into registers before the
+  // arithmetic on slice k0 (register prefetch), then stored to shared memory.
+  const uint BJ = BN * BK / NT;
+  float ra[AK];
+  float rb[BJ];
+  for (uint k0 = 0u; k0 < K + BK; k0 += BK) {
+    if (k0 < K) {
       uint k = k0 + ak0;
       uint c = k / max(kt, 1u);
       uint rem = k - c * kt;
@@ -142,7 +147,7 @@ void main() {
           if (iy >= 0 && iy < int(src_h) && ix >= 0 && ix < int(src_w))
             v = src[a_base + c * src_hw + uint(iy) * src_w + uint(ix)];
         }
-        As[(ak0 + j) * BM + am] = v;
+        ra[j] = v;
         ++k;
         if (++tw == ktw) {
           tw = 0u;
@@ -152,30 +157,33 @@ void main() {
           }
         }
       }
-    }
-    {
-      const uint k = k0 + bk;
-      const uint c = k / max(kt, 1u);
-      const uint rem = k - c * kt;
-      const uint th = rem / max(ktw, 1u);
-      const uint tw = rem - th * ktw;
-      const uint woff = wbase + c * wc + th * wth + tw * wtw;
-      [[unroll]] for (uint j = 0u; j < BN * BK / NT; ++j) {
-        const uint cl = bn0 + j * (NT / BK);
-        const uint col = col0 + cl;
-        Bs[bk * BNP + cl] = (k < K && col < cols) ? wt[woff + col * wcol] : 0.0;
+      const uint kb = k0 + bk;
+      const uint cb = kb / max(kt, 1u);
+      const uint remb = kb - cb * kt;
+      const uint thb = remb / max(ktw, 1u);
+      const uint twb = remb - thb * ktw;
+      const uint woff = wbase + cb * wc + thb * wth + twb * wtw;
+      [[unroll]] for (uint j = 0u; j < BJ; ++j) {
+        const uint col = col0 + bn0 + j * (NT / BK);
+        rb[j] = (kb < K && col < cols) ? wt[woff + col * wcol] : 0.0;
       }
     }
-    barrier();
-    [[unroll]] for (uint kk = 0u; kk < BK; ++kk) {
-      float a[TM];
-      float b[TN];
-      [[unroll]] for (uint i = 0u; i < TM; ++i) a[i] = As[kk * BM + (i / 4u) * (BM * 4u / TM) + tx * 4u + (i % 4u)];
-      [[unroll]] for (uint j = 0u; j < TN; ++j) b[j] = Bs[kk * BNP + (j / 4u) * (BN * 4u / TN) + ty * 4u + (j % 4u)];
-      [[unroll]] for (uint i = 0u; i < TM; ++i)
-        [[unroll]] for (uint j = 0u; j < TN; ++j) acc[i * TN + j] += a[i] * b[j];
+    if (k0 > 0u) {
+      [[unroll]] for (uint kk = 0u; kk < BK; ++kk) {
+        float a[TM];
+        float b[TN];
+        [[unroll]] for (uint i = 0u; i < TM; ++i) a[i] = As[kk * BM + (i / 4u) * (BM * 4u / TM) + tx * 4u + (i % 4u)];
+        [[unroll]] for (uint j = 0u; j < TN; ++j) b[j] = Bs[kk * BNP + (j / 4u) * (BN * 4u / TN) + ty * 4u + (j % 4u)];
+        [[unroll]] for (uint i = 0u; i < TM; ++i)
+          [[unroll]] for (uint j = 0u; j < TN; ++j) acc[i * TN + j] += a[i] * b[j];
+      }
+      barrier();
     }
-    barrier();
+    if (k0 < K) {
+      [[unroll]] for (uint j = 0u; j < AK; ++j) As[(ak0 + j) * BM + am] = ra[j];
+      [[unroll]] for (uint j = 0u; j < BJ; ++j) Bs[bk * BNP + bn0 + j * (NT / BK)] = rb[j];
+      barrier();
+    }
   }
 
   const uint out_hw = out_h * out_w;
