@@ -151,3 +151,19 @@ TEST(RuntimeErrors, MixedEnginesAreRejected) {
   auto b = Matrix::ones({4}, e2);
   EXPECT_TRUE(oa_test::throws([&] { (void)(a + b); }, oa::ErrorKind::InvalidArgument, {"oa::matrix::add", "different engines"}));
 }
+
+TEST(RuntimeEngine, StagingTransfersAsOnADiscreteGpu) {
+  oa::Engine e(oa::EngineOptions{.staging_transfers = true});
+  EXPECT_FALSE(e.device().unified_memory);
+  auto host = oa_test::iota(5000, -3.0f, 0.5f);
+  auto a = Matrix::from_vector({50, 100}, host, e);
+  auto b = a * 2.0f + a;
+  a.write(oa_test::iota(5000));  // ordered after the dispatches that read the old values
+  auto c = a + 0.0f;
+  auto bv = b.to_vector(), cv = c.to_vector();
+  for (std::size_t i = 0; i < host.size(); ++i) {
+    ASSERT_EQ(bv[i], host[i] * 3.0f) << i;
+    ASSERT_EQ(cv[i], static_cast<float>(i)) << i;
+  }
+  EXPECT_EQ(Matrix::from_i32({3}, std::vector<std::int32_t>{4, 5, 6}, e).to_i32(), (std::vector<std::int32_t>{4, 5, 6}));
+}

@@ -57,6 +57,9 @@ struct EngineOptions {
   std::uint64_t memory_limit_bytes = 0;
   // Records GPU timestamps per semantic op from the start (see Engine::set_profiling).
   bool profiling = false;
+  // Moves host data through staging buffers even where device memory is
+  // host-visible: the discrete-GPU path, for testing it on any device.
+  bool staging_transfers = false;
 };
 
 struct MemoryStats {
