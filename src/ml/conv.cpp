@@ -344,22 +344,27 @@ ComputeDispatch lower_reduce(const Matrix& partials, std::int64_t splits, std::i
 }
 
 // dW (shape of the weight) from the narrow tensor (the convolution's output
-// gradient or the transposed convolution's input) and the wide tensor.
+// gradient or the transposed convolution's input) and the wide tensor. Few
+// weights per output channel (depthwise, small groups) use a per-channel
+// reduction, the rest a tiled GEMM; both split long position ranges into
+// partial sums that a second pass adds in a fixed order.
 void lower_weight_grad(const Relation& r, const Matrix& narrow, const Matrix& wide, const Matrix& dw, const char* op,
                        std::vector<ComputeDispatch>& out, std::vector<Matrix>& scratch) {
+  const std::int64_t cng = r.cn / r.groups, k = (r.cw / r.groups) * r.kh * r.kw;
+  const std::int64_t positions = r.n * r.hn * r.wn, count = r.weight_count();
+  constexpr std::int64_t kSmallK = 16;  // wgrad_small.comp's MAXK
+  const bool small = k <= kSmallK;
   // shaders/ml/conv/wgrad_<BO>x<BK>.comp: BO output channels x BK (c, kh, kw) columns.
   struct Tile {
     const char* kernel;
     std::int64_t bo, bk;
   };
-  const std::int64_t cng = r.cn / r.groups, k = (r.cw / r.groups) * r.kh * r.kw;
   const Tile t = cng >= 48 ? Tile{"ml/conv/wgrad_64x64", 64, 64} : Tile{"ml/conv/wgrad_16x32", 16, 32};
-  const std::int64_t positions = r.n * r.hn * r.wn, count = r.weight_count();
-  const std::int64_t tiles = detail::groups_for(k, t.bk) * detail::groups_for(cng, t.bo) * r.groups;
-  constexpr std::int64_t kRm = 16;
-  std::int64_t splits = split_count(tiles, positions, 4 * kRm);
+  constexpr std::int64_t kRm = 16;  // positions per step of wgrad.glsl
+  const std::int64_t tiles = small ? r.cn : detail::groups_for(k, t.bk) * detail::groups_for(cng, t.bo) * r.groups;
+  std::int64_t splits = split_count(tiles, positions, small ? 1024 : 4 * kRm);
   std::int64_t chunk = (positions + splits - 1) / splits;
-  chunk = (chunk + kRm - 1) / kRm * kRm;
+  if (!small) chunk = (chunk + kRm - 1) / kRm * kRm;
   splits = (positions + chunk - 1) / chunk;
   Matrix target = dw;
   if (splits > 1) {
@@ -368,10 +373,15 @@ void lower_weight_grad(const Relation& r, const Matrix& narrow, const Matrix& wi
     scratch.push_back(target);
   }
   ComputeDispatch d;
-  d.kernel = t.kernel;
   d.bindings = {BufferBinding::read(narrow.storage()), BufferBinding::read(wide.storage()), BufferBinding::write(target.storage())};
   d.push = relation_push(r, false, u32(splits), u32(chunk), u32(count));
-  d.groups = {detail::groups_for(k, t.bk), detail::groups_for(cng, t.bo), static_cast<std::uint64_t>(r.groups * splits)};
+  if (small) {
+    d.kernel = "ml/conv/wgrad_small";
+    d.groups = {static_cast<std::uint64_t>(splits), static_cast<std::uint64_t>(r.cn), 1};
+  } else {
+    d.kernel = t.kernel;
+    d.groups = {detail::groups_for(k, t.bk), detail::groups_for(cng, t.bo), static_cast<std::uint64_t>(r.groups * splits)};
+  }
   out.push_back(std::move(d));
   if (splits > 1) out.push_back(lower_reduce(target, splits, count, dw));
 }
