@@ -69,8 +69,6 @@ struct Spec {
 struct Relation {
   std::int64_t n = 0, cn = 0, hn = 0, wn = 0, cw = 0, hw = 0, ww = 0, kh = 0, kw = 0;
   std::int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, groups = 1;
-  std::int64_t narrow_count() const { return n * cn * hn * wn; }
-  std::int64_t wide_count() const { return n * cw * hw * ww; }
   std::int64_t weight_count() const { return cn * (cw / groups) * kh * kw; }
 };
 
@@ -106,7 +104,6 @@ class Check {
     if (v > std::numeric_limits<std::uint32_t>::max())
       fail("{} has {} elements, more than the shaders can index (2^32 - 1)", what, v);
   }
-  const char* name() const { return name_; }
 
  private:
   const char* name_;
@@ -274,7 +271,7 @@ GemmTile gemm_tile(std::int64_t channels) {
 
 // direct.glsl: 16 x 32 output tiles; shared capacities mirror the shader.
 constexpr std::int64_t kDirectTileH = 16, kDirectTileW = 32, kDirectTileCap = 2048, kDirectWeightCap = 512;
-constexpr std::int64_t kDirectMaxChannels = 8;  // output channels per group served by direct.comp
+constexpr std::int64_t kDirectMaxChannels = 8;  // output channels per group served by direct.glsl
 
 // Computes `dst` (narrow when !wide, wide when wide) from `src` through the
 // weight; adds bias when defined. Grouped convolutions with few output
@@ -316,7 +313,7 @@ std::vector<ComputeDispatch> lower_conv(const Relation& r, bool wide, const Matr
     positions = r.n * r.hn * r.wn;
   } else {
     positions = r.n * ((r.hw + r.sh - 1) / r.sh) * ((r.ww + r.sw - 1) / r.sw);
-    phases = r.sh * r.sw;
+    phases = std::min(r.sh, r.hw) * std::min(r.sw, r.ww);  // phases past the extent are empty
   }
   d.kernel = t.kernel;
   d.specialization = {wide ? 1u : 0u};

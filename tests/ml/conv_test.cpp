@@ -232,6 +232,17 @@ TEST(ConvExact, ConvTranspose1dLength97) {
   EXPECT_EQ(y.shape(), (Shape{1, 1, 97}));
 }
 
+// A stride far beyond the extents: only the phases that hold outputs run.
+TEST(ConvExact, HugeStride) {
+  const std::int64_t s = std::int64_t(1) << 28;
+  const Matrix z = oa::ml::conv_transpose_1d(Matrix::from_vector({1, 1, 1}, std::vector<float>{2}),
+                                             Matrix::from_vector({1, 1, 3}, std::vector<float>{1, 10, 100}), s);
+  EXPECT_EQ(z.to_vector(), (std::vector<float>{2, 20, 200}));
+  const Matrix c = oa::ml::conv_1d(Matrix::from_vector({1, 1, 5}, std::vector<float>{1, 2, 3, 4, 5}),
+                                   Matrix::from_vector({1, 1, 3}, std::vector<float>{1, 10, 100}), Matrix(), s);
+  EXPECT_EQ(c.to_vector(), (std::vector<float>{321}));
+}
+
 double dot(const std::vector<float>& a, const std::vector<float>& b) {
   double s = 0;
   for (std::size_t i = 0; i < a.size(); ++i) s += double(a[i]) * double(b[i]);

@@ -33,26 +33,24 @@ struct OaPhaseTaps {
 OaPhaseTaps oa_phase_taps(uint phase, uint s, uint p, uint kk, uint d) {
   OaPhaseTaps r;
   uint target = (phase + p % s) % s;
-  uint dm = d % s;
   // step = s / gcd(s, d)
-  uint a = s, b = dm;
+  uint a = s, b = d % s;
   while (b != 0u) {
     uint t = a % b;
     a = b;
     b = t;
   }
   r.step = s / a;
+  // The first matching tap lies below min(kk, step); k * d stays below 2^31
+  // (validated), so the search costs at most one pass over the kernel.
   r.k0 = 0u;
   bool found = false;
-  uint v = 0u;  // (k * d) mod s
-  for (uint k = 0u; k < r.step; ++k) {
-    if (v == target) {
+  for (uint k = 0u; k < min(kk, r.step); ++k) {
+    if ((k * d) % s == target) {
       r.k0 = k;
       found = true;
       break;
     }
-    v += dm;
-    if (v >= s) v -= s;
   }
   r.count = found && r.k0 < kk ? (kk - 1u - r.k0) / r.step + 1u : 0u;
   r.base = r.count > 0u ? (int(phase + p) - int(r.k0 * d)) / int(s) : 0;

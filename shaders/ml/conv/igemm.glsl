@@ -66,11 +66,13 @@ void main() {
     wth = pc.kw;
     wtw = 1u;
   } else {
-    const uint phases = pc.sh * pc.sw;
+    // Phases at or past the output extent hold no positions: min(stride, extent) per axis.
+    const uint phx = min(pc.sw, pc.ww);
+    const uint phases = min(pc.sh, pc.hw) * phx;
     g = wg.z / phases;
     const uint phase = wg.z - g * phases;
-    py = phase / pc.sw;
-    px = phase - py * pc.sw;
+    py = phase / phx;
+    px = phase - py * phx;
     OaPhaseTaps ty = oa_phase_taps(py, pc.sh, pc.ph, pc.kh, pc.dh);
     OaPhaseTaps tx = oa_phase_taps(px, pc.sw, pc.pw, pc.kw, pc.dw);
     cols = cwg;
