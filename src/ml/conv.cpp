@@ -524,4 +524,26 @@ Matrix conv_transpose_2d(const Matrix& input, const Matrix& weight, const Matrix
   return conv_transpose_2d(input, weight, bias, ConvTranspose2dOptions{{stride, stride}, {padding, padding}, {0, 0}, {1, 1}, 1});
 }
 
+namespace {
+Matrix value_or_none(const Parameter& p) { return p.defined() ? p.value() : Matrix(); }
+}  // namespace
+
+Matrix conv_1d(const Matrix& input, const Parameter& weight, const Parameter& bias, const Conv1dOptions& options) {
+  return conv_1d(input, weight.value(), value_or_none(bias), options);
+}
+
+Matrix conv_2d(const Matrix& input, const Parameter& weight, const Parameter& bias, const Conv2dOptions& options) {
+  return conv_2d(input, weight.value(), value_or_none(bias), options);
+}
+
+Matrix conv_transpose_1d(const Matrix& input, const Parameter& weight, const Parameter& bias,
+                         const ConvTranspose1dOptions& options) {
+  return conv_transpose_1d(input, weight.value(), value_or_none(bias), options);
+}
+
+Matrix conv_transpose_2d(const Matrix& input, const Parameter& weight, const Parameter& bias,
+                         const ConvTranspose2dOptions& options) {
+  return conv_transpose_2d(input, weight.value(), value_or_none(bias), options);
+}
+
 }  // namespace oa::ml

@@ -10,6 +10,7 @@
 #include "oa/oa.hpp"
 #include "reference/conv.hpp"
 #include "support/expect.hpp"
+#include "support/gradcheck.hpp"
 
 namespace {
 
@@ -352,6 +353,116 @@ TEST(ConvTrace, OneSemanticOpWithAttributes) {
   EXPECT_EQ(std::get<std::vector<std::int64_t>>(*ops[0].attribute("dilation")), (std::vector<std::int64_t>{1, 2}));
   EXPECT_EQ(std::get<std::int64_t>(*ops[0].attribute("groups")), 1);
   EXPECT_EQ(ops[0].outputs[0], (Shape{1, 3, 3, 5}));
+}
+
+}  // namespace
+
+namespace {
+
+// ── Gradients: input, weight and bias against f64 finite differences ─────────
+
+void check_gradients(const Case& k) {
+  SCOPED_TRACE(describe(k));
+  std::vector<oa::test::GradInput> inputs{oa::test::random_input(act_shape(k, k.c, k.h, k.w), 31),
+                                          oa::test::random_input(weight_shape(k), 32)};
+  if (k.bias) inputs.push_back(oa::test::random_input({k.o}, 33));
+  oa::test::gradcheck(
+      inputs, [&](const std::vector<Matrix>& m) { return call(k, m[0], m[1], k.bias ? m[2] : Matrix()); },
+      [&](const std::vector<std::vector<double>>& v) {
+        Dims out;
+        return reference(k, v[0], v[1], k.bias ? v[2] : std::vector<double>{}, out);
+      });
+}
+
+// Strides 1-3, paddings 0-2, dilations 1-3, groups 1, 2 and C, batch 1 and 3.
+TEST(ConvGrad, Conv2d) {
+  for (const auto& k : {conv2d(1, 3, 5, 7, 6, 3, 3, params({1, 1}, {1, 1}, {1, 1})),
+                        conv2d(3, 4, 6, 7, 5, 3, 2, params({2, 2}, {0, 1}, {1, 1}, 2)),
+                        conv2d(1, 3, 3, 9, 8, 3, 3, params({3, 3}, {2, 2}, {2, 3}, 3), false),
+                        conv2d(3, 2, 3, 6, 7, 2, 3, params({1, 2}, {2, 1}, {3, 1})),
+                        conv2d(1, 4, 18, 5, 5, 3, 3, params({1, 1}, {1, 1}, {1, 1}, 2)),
+                        conv2d(1, 2, 64, 4, 3, 2, 2, params({2, 1}, {0, 0}, {1, 1}))})
+    check_gradients(k);
+}
+
+TEST(ConvGrad, ConvTranspose2d) {
+  for (const auto& k : {tconv2d(1, 3, 4, 4, 3, 3, 3, params({2, 2}, {1, 1}, {1, 1}, 1, {1, 1})),
+                        tconv2d(3, 4, 6, 3, 4, 2, 3, params({3, 1}, {0, 2}, {1, 2}, 2, {2, 0})),
+                        tconv2d(1, 3, 3, 3, 3, 3, 3, params({2, 2}, {2, 2}, {3, 3}, 3), false),
+                        tconv2d(1, 4, 18, 3, 3, 3, 3, params({1, 2}, {1, 0}, {2, 1}, 2, {0, 1})),
+                        tconv2d(1, 2, 3, 4, 4, 3, 2, params({2, 3}, {1, 1}, {2, 3}, 1, {1, 2}))})
+    check_gradients(k);
+}
+
+TEST(ConvGrad, Conv1d) {
+  for (const auto& k : {conv1d(3, 3, 4, 11, 3, params1(2, 1, 2)), conv1d(1, 4, 4, 9, 2, params1(3, 2, 3, 4), false),
+                        conv1d(1, 4, 6, 13, 3, params1(1, 0, 1, 2)),
+                        conv1d(1, 2, 2, 5, 3, params1(std::int64_t(1) << 20, 0, 1))})
+    check_gradients(k);
+}
+
+TEST(ConvGrad, ConvTranspose1d) {
+  for (const auto& k : {tconv1d(3, 3, 2, 5, 3, params1(2, 1, 1, 1, 1)), tconv1d(1, 4, 4, 6, 3, params1(3, 2, 2, 2, 2)),
+                        tconv1d(1, 3, 3, 7, 2, params1(1, 0, 3, 3), false), tconv1d(3, 2, 3, 6, 3, params1(2, 1, 2))})
+    check_gradients(k);
+}
+
+// Reductions long enough to be split across workgroups (partial sums), for
+// the tiled weight gradient (K = 18), the per-channel one (K = 6) and the bias
+// gradient; only the weight and bias gradients are checked here.
+TEST(ConvGrad, LongReductions) {
+  for (const auto& [c, l] : {std::pair<std::int64_t, std::int64_t>{6, 700}, {2, 700}, {2, 3000}}) {
+    const Case k = conv1d(3, c, 3, l, 3, params1(1, 1, 1));
+    SCOPED_TRACE(describe(k));
+    oa::test::gradcheck({oa::test::random_input({3, c, l}, 34, -1, 1, false), oa::test::random_input({3, c, 3}, 35),
+                         oa::test::random_input({3}, 36)},
+                        [&](const std::vector<Matrix>& m) { return call(k, m[0], m[1], m[2]); },
+                        [&](const std::vector<std::vector<double>>& v) {
+                          Dims out;
+                          return reference(k, v[0], v[1], v[2], out);
+                        });
+  }
+}
+
+TEST(ConvExact, DepthwiseWeightGradient) {
+  const Matrix x = Matrix::ones({1, 24, 6, 6});
+  const oa::ml::Parameter w("weight", Matrix::ones({24, 1, 3, 3}));
+  const Matrix y = oa::ml::conv_2d(x, w, oa::ml::Parameter(), {.stride = {2, 2}, .padding = {1, 1}, .groups = 24});
+  ASSERT_EQ(y.shape(), (Shape{1, 24, 3, 3}));
+  oa::backward(y, Matrix::ones(y.shape()));
+  const auto dw = w.grad().to_vector();
+  ASSERT_EQ(dw.size(), 24u * 9u);
+  const std::vector<float> want{4, 6, 6, 6, 9, 9, 6, 9, 9};
+  for (int c = 0; c < 24; ++c)
+    EXPECT_EQ(std::vector<float>(dw.begin() + c * 9, dw.begin() + c * 9 + 9), want) << "channel " << c;
+}
+
+TEST(ConvGrad, ParameterFormsAndBackwardTrace) {
+  const Matrix x = oa::set_requires_grad(Matrix::from_vector({2, 3, 5, 5}, random_values(150, 40)));
+  const oa::ml::Parameter w("w", Matrix::from_vector({4, 3, 3, 3}, random_values(108, 41)));
+  const oa::ml::Parameter b("b", Matrix::from_vector({4}, random_values(4, 42)));
+  const Matrix y = oa::ml::conv_2d(x, w, b, {.padding = {1, 1}});
+  EXPECT_EQ(y.to_vector(), oa::ml::conv_2d(x, w.value(), b.value(), {.padding = {1, 1}}).to_vector());
+  oa::TraceCapture trace(x.engine());
+  oa::backward(y, Matrix::ones(y.shape()));
+  const auto ops = trace.ops();
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].label(), "oa::ml::matrix::conv_2d backward");
+  EXPECT_EQ(ops[0].outputs.size(), 3u);
+  ASSERT_TRUE(w.grad().defined());
+  ASSERT_TRUE(b.grad().defined());
+  EXPECT_EQ(b.grad().to_vector(), std::vector<float>(4, 50.0f));
+  // The other three ops take Parameters too.
+  const Matrix x1 = Matrix::from_vector({1, 2, 7}, random_values(14, 43));
+  const oa::ml::Parameter w1("w1", Matrix::from_vector({3, 2, 3}, random_values(18, 44)));
+  const oa::ml::Parameter wt1("wt1", Matrix::from_vector({2, 3, 3}, random_values(18, 45)));
+  const oa::ml::Parameter wt2("wt2", Matrix::from_vector({3, 2, 2, 2}, random_values(24, 46)));
+  oa::backward(oa::ml::conv_1d(x1, w1, oa::ml::Parameter(), {.padding = 1}), Matrix::ones({1, 3, 7}));
+  oa::backward(oa::ml::conv_transpose_1d(x1, wt1, oa::ml::Parameter(), {.stride = 2}), Matrix::ones({1, 3, 15}));
+  oa::backward(oa::ml::conv_transpose_2d(x, wt2, oa::ml::Parameter()), Matrix::ones({2, 2, 6, 6}));
+  EXPECT_TRUE(w1.grad().defined());
+  EXPECT_TRUE(wt1.grad().defined());
+  EXPECT_TRUE(wt2.grad().defined());
 }
 
 }  // namespace

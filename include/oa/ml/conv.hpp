@@ -36,6 +36,7 @@
 #include <cstdint>
 
 #include "oa/matrix/matrix.hpp"
+#include "oa/ml/parameter.hpp"
 
 namespace oa::ml {
 
@@ -100,5 +101,17 @@ Matrix conv_transpose_2d(const Matrix& input, const Matrix& weight, const Matrix
 // The seed's form: the same stride and padding on both axes, dilation 1, groups 1.
 Matrix conv_transpose_2d(const Matrix& input, const Matrix& weight, const Matrix& bias, std::int64_t stride,
                          std::int64_t padding = 0);
+
+// Forms taking Parameters (for the modules): the same ops on weight.value()
+// and bias.value(); an undefined Parameter() bias means no bias. Gradients
+// accumulate into the Parameters.
+Matrix conv_1d(const Matrix& input, const Parameter& weight, const Parameter& bias = Parameter(),
+               const Conv1dOptions& options = {});
+Matrix conv_2d(const Matrix& input, const Parameter& weight, const Parameter& bias = Parameter(),
+               const Conv2dOptions& options = {});
+Matrix conv_transpose_1d(const Matrix& input, const Parameter& weight, const Parameter& bias = Parameter(),
+                         const ConvTranspose1dOptions& options = {});
+Matrix conv_transpose_2d(const Matrix& input, const Parameter& weight, const Parameter& bias = Parameter(),
+                         const ConvTranspose2dOptions& options = {});
 
 }  // namespace oa::ml
