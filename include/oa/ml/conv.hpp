@@ -23,15 +23,23 @@
 // arithmetic, or extents past what the shaders can index (coordinates beyond
 // 2^31 - 1, element counts beyond 2^32 - 1).
 //
-// Trace: each call records one semantic op "oa::ml::matrix::<name>" (with the
-// attributes stride, padding, dilation, groups and, for the transposed ops,
-// output_padding, as integer lists, one entry per spatial axis) however many
-// dispatches it lowers to. Its gradients are recorded by autograd as one
-// "oa::ml::matrix::<name> backward" op computing the input, weight and bias
-// gradients that are needed: the input gradient is the adjoint convolution of
-// the output gradient, the weight gradient a tiled GEMM-shaped reduction over
-// batch and space, the bias gradient a reduction. Forward results are
-// deterministic (no floating-point atomics).
+// Trace: each call records one semantic op "oa::ml::matrix::<name>" however
+// many dispatches it lowers to, with the attributes stride, padding, dilation
+// (and output_padding for the transposed ops) as integer lists with one entry
+// per spatial axis, and groups as an integer. Its gradients are recorded by
+// autograd as one "oa::ml::matrix::<name> backward" op computing the input,
+// weight and bias gradients that are needed.
+//
+// Kernels: convolution is an implicit GEMM (output positions x output
+// channels, the input patch gathered into shared memory on the fly), or a
+// direct kernel staging input tiles with their halo when a group has few
+// output channels (depthwise included). Transposed convolution is the adjoint
+// in gather form, one dense GEMM per output stride phase. The input gradient
+// of either op is the other op's kernel applied to the output gradient; the
+// weight gradient is a tiled GEMM-shaped reduction over batch and space (a
+// per-channel reduction for depthwise-sized kernels) and the bias gradient a
+// reduction, both split into partial sums added in a fixed order. Results are
+// deterministic: no floating-point atomics.
 #include <array>
 #include <cstdint>
 
