@@ -3,7 +3,7 @@
 // [N, C, P]. Workgroup (x = c, y = split) reduces the split's slice of the
 // N * P values of channel c: each invocation accumulates a strided share, then
 // a tree in shared memory combines them. With several splits the results are
-// partials, `channels` floats apart, summed by conv/reduce.
+// partials, `channels` floats apart, summed by ml/conv/reduce.
 // Push: channels C, positions P, batch N, values per split.
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"

@@ -8,7 +8,7 @@
 // tensor. Each workgroup computes a BO x BKK tile of one group over one split
 // of the m range (workgroup z = group * splits + split), staging RM positions
 // at a time in shared memory; each invocation holds TO x TK sums. Splits write
-// separate partial results (aux2 floats apart) that conv/reduce sums in a fixed
+// separate partial results (aux2 floats apart) that ml/conv/reduce sums in a fixed
 // order. Push aux0: splits; aux1: positions per split (a multiple of RM).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require

@@ -6,7 +6,7 @@
 //   dW[o, k = (c, kh, kw)] = sum_m D[n, o, yn, xn] * wide[n, g*CWg + c, yn*sh - ph + kh*dh, xn*sw - pw + kw*dw]
 // Each invocation accumulates all K sums over a strided share of the positions;
 // a tree in shared memory then combines the 256 invocations, one weight at a
-// time. Splits write partial results (aux2 floats apart) that conv/reduce sums
+// time. Splits write partial results (aux2 floats apart) that ml/conv/reduce sums
 // in a fixed order. Push aux0: splits; aux1: positions per split.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
