@@ -73,10 +73,33 @@ TEST(NnModule, HierarchicalNamesInPyTorchOrder) {
   EXPECT_EQ(names_of(tree.named_children()), (std::vector<std::string>{"first", "stack"}));
   EXPECT_EQ(tree.parameter_count(), 1 + 3 * 6);
   EXPECT_EQ(tree.parameters().size(), 7u);
-  // A Parameter keeps its local name; the tree gives the hierarchical one.
-  EXPECT_EQ(tree.named_parameters()[1].second.name(), "a");
+  // The Parameters carry the names the root module gives them (optimizers use them).
+  for (const auto& [name, p] : tree.named_parameters()) EXPECT_EQ(p.name(), name);
+  Leaf alone(2);
+  EXPECT_EQ(alone.named_parameters()[0].second.name(), "a");
   // named_tensors() hands out the module's own storage (checkpoints load into it in place).
   EXPECT_TRUE(tree.named_tensors()[1].second.storage() == tree.named_parameters()[1].second.value().storage());
+}
+
+// The same child under two names: its parameters are tied.
+class Tied : public Module {
+ public:
+  Tied() {
+    auto leaf = std::make_shared<Leaf>(2);
+    register_module("encoder", leaf);
+    register_module("decoder", leaf);
+  }
+  Matrix forward(const Matrix& x) override { return x; }
+  std::string type_name() const override { return "Tied"; }
+};
+
+TEST(NnModule, TiedParametersAreListedOnce) {
+  Tied tied;
+  EXPECT_EQ(names_of(tied.named_parameters()), (std::vector<std::string>{"encoder.a", "encoder.b"}));
+  for (const auto& [name, p] : tied.named_parameters()) EXPECT_EQ(p.name(), name);
+  EXPECT_EQ(tied.parameter_count(), 4);
+  EXPECT_EQ(names_of(tied.named_tensors()),
+            (std::vector<std::string>{"encoder.a", "encoder.b", "encoder.count", "decoder.a", "decoder.b", "decoder.count"}));
 }
 
 TEST(NnModule, GradientsReachEveryParameterAndZeroGradClearsThem) {

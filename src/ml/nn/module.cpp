@@ -1,5 +1,7 @@
 #include "oa/ml/nn/module.hpp"
 
+#include <unordered_set>
+
 #include "oa/core/error.hpp"
 
 namespace oa::ml::nn {
@@ -39,6 +41,11 @@ void Module::add_child(const std::string& name, std::shared_ptr<Module> child) {
   check_name(name, "child module");
   if (!child) fail(ErrorKind::InvalidArgument, "oa::ml::nn::{}: child module '{}' is null", type_name(), name);
   child->train(training_);
+  // Parameters this module already reaches (a child registered twice: tied weights) keep their first name.
+  std::unordered_set<const MatrixImpl*> known;
+  for (const auto& entry : named_parameters()) known.insert(entry.second.value().impl().get());
+  for (const auto& [path, p] : child->named_parameters())
+    if (!known.contains(p.value().impl().get())) p.set_name(name + "." + path);
   children_.emplace_back(name, std::move(child));
 }
 
@@ -56,8 +63,11 @@ void Module::collect_tensors(const std::string& prefix, bool parameters, bool bu
 }
 
 std::vector<std::pair<std::string, Parameter>> Module::named_parameters() const {
-  std::vector<std::pair<std::string, Parameter>> out;
-  collect_parameters("", out);
+  std::vector<std::pair<std::string, Parameter>> all, out;
+  collect_parameters("", all);
+  std::unordered_set<const MatrixImpl*> seen;
+  for (auto& entry : all)
+    if (seen.insert(entry.second.value().impl().get()).second) out.push_back(std::move(entry));
   return out;
 }
 

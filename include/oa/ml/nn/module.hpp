@@ -10,10 +10,18 @@
 // depth first in registration order: a module's own entries, then each
 // child's (PyTorch's order).
 //
+// Parameter names: a Parameter is named as it is registered ("weight"), and
+// renamed with the child's name as prefix whenever its module is registered as
+// a child ("qkv.weight", then "attn.qkv.weight", ...), so that the Parameters
+// of the root module carry exactly the names named_parameters() gives them
+// (optimizers name their state after Parameter::name(), and reject
+// duplicates). A Parameter reached along several paths (tied weights) is
+// listed once, under its first name, by named_parameters() and parameters(),
+// and counted once by parameter_count(); named_tensors() lists every path.
+//
 // Modules are created with std::make_shared and shared as children (no naked
 // new); they are neither copyable nor movable, since their parameters are
-// handles that optimizers hold. A Parameter keeps the local name it was
-// registered with ("weight"); the hierarchical name comes from the tree.
+// handles that optimizers hold.
 //
 // Mode: a module starts in training mode; train(bool) and eval() set the mode
 // of the whole subtree. Dropout and BatchNorm2d behave differently in the two
@@ -55,7 +63,8 @@ class Module {
   void eval() { train(false); }
   bool training() const { return training_; }
 
-  // Parameters (own, then each child's, recursively) with hierarchical names.
+  // Parameters (own, then each child's, recursively) with hierarchical names;
+  // each distinct Parameter once.
   std::vector<std::pair<std::string, Parameter>> named_parameters() const;
   std::vector<Parameter> parameters() const;
   // Buffers with hierarchical names.
