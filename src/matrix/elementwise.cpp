@@ -141,8 +141,8 @@ std::vector<ComputeDispatch> binary_dispatches(std::string_view kernel, std::vec
 
 // The backward of binary op `op`: gradients of a and b (of shapes `shape_a`,
 // `shape_b`) from gy (of the output's shape), each summed back to its
-// operand's shape where it was broadcast. a and b are read by mul, div,
-// maximum and minimum only (undefined for add and sub).
+// operand's shape where it was broadcast. a and b are the saved operands,
+// undefined where no needed gradient reads them (see binary()).
 std::vector<Matrix> binary_backward(BinaryOp op, const Matrix& gy, const Matrix& a, const Matrix& b, const Shape& shape_a,
                                     const Shape& shape_b, const Broadcast& bc, const std::vector<bool>& needs) {
   const char* name = kBinaryNames[op];
@@ -151,15 +151,19 @@ std::vector<Matrix> binary_backward(BinaryOp op, const Matrix& gy, const Matrix&
     if (needs[0]) g[0] = gy;
     if (needs[1]) g[1] = op == Add ? gy : unary_backward(name, Neg, gy, gy, 0, 0);
   } else {
+    // An operand that was not saved is not read: gy stands in for its binding.
+    const Matrix& bound_a = a.defined() ? a : gy;
+    const Matrix& bound_b = b.defined() ? b : gy;
     std::vector<ComputeDispatch> ds;
-    std::vector<const Matrix*> outs;
     for (std::uint32_t which = 0; which < 2; ++which) {
       if (!needs[which]) continue;
       g[which] = detail::allocate(gy.engine(), gy.shape());
-      auto part = binary_dispatches("matrix/binary_backward", {op, bc.mode, which}, &gy, a, b, g[which], bc, name);
+      auto part = binary_dispatches("matrix/binary_backward", {op, bc.mode, which}, &gy, bound_a, bound_b, g[which], bc, name);
       ds.insert(ds.end(), part.begin(), part.end());
     }
-    SemanticOp sem = detail::semantic(name, {&gy, &a, &b}, {}, {}, true);
+    SemanticOp sem = detail::semantic(name, {&gy}, {}, {}, true);
+    for (const Matrix* m : {&a, &b})
+      if (m->defined()) sem.inputs.push_back(m->shape());
     for (const Matrix& m : g)
       if (m.defined()) sem.outputs.push_back(m.shape());
     gy.engine().record(std::move(sem), ds);
@@ -176,12 +180,16 @@ Matrix binary(const Matrix& a, const Matrix& b, BinaryOp op) {
   detail::require_same_engine(a, b, name);
   const Broadcast bc = resolve_broadcast(a, b, name);
   Matrix z = detail::allocate(a.engine(), bc.out);
-  a.engine().record(detail::semantic(name, {&a, &b}, {&z}), binary_dispatches("matrix/binary", {op, bc.mode}, nullptr, a, b, z, bc, name));
+  a.engine().record(detail::semantic(name, {&a, &b}, {&z}),
+                    binary_dispatches("matrix/binary", {op, bc.mode}, nullptr, a, b, z, bc, name));
   if (autograd::needs_record({&a, &b})) {
-    // add and sub need only the operands' shapes; mul, div, maximum, minimum read both operands.
-    const bool reads = op != Add && op != Sub;
-    autograd::SavedValue sa = reads ? autograd::SavedValue(a) : autograd::SavedValue();
-    autograd::SavedValue sb = reads ? autograd::SavedValue(b) : autograd::SavedValue();
+    // Save what the needed gradients read: add and sub nothing; mul's ga reads
+    // b and gb reads a; div's ga reads b and gb both; maximum and minimum both.
+    const bool ga = requires_grad(a), gb = requires_grad(b);
+    const bool save_a = op == Max || op == Min || ((op == Mul || op == Div) && gb);
+    const bool save_b = op == Max || op == Min || op == Div || (op == Mul && ga);
+    autograd::SavedValue sa = save_a ? autograd::SavedValue(a) : autograd::SavedValue();
+    autograd::SavedValue sb = save_b ? autograd::SavedValue(b) : autograd::SavedValue();
     autograd::record(name, {a, b}, {z},
                      [op, bc, sa, sb, shape_a = a.shape(), shape_b = b.shape()](const std::vector<Matrix>& gy,
                                                                                 const std::vector<bool>& needs) {

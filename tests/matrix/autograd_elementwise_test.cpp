@@ -8,6 +8,7 @@
 
 #include "oa/oa.hpp"
 #include "reference/elementwise.hpp"
+#include "support/expect.hpp"
 #include "support/gradcheck.hpp"
 
 namespace {
@@ -155,6 +156,19 @@ TEST(AutogradElementwise, BinaryGradientOfOneOperand) {
   EXPECT_EQ(ops[0].label(), "oa::matrix::mul backward");
   EXPECT_EQ(ops[0].dispatches, 1u);
   EXPECT_EQ(ops[0].outputs.size(), 1u);
+}
+
+TEST(AutogradElementwise, SavesOnlyWhatTheNeededGradientsRead) {
+  auto x = Matrix::from_vector({3}, std::vector<float>{1, 2, 3});  // data
+  auto w = oa::set_requires_grad(Matrix::from_vector({3}, std::vector<float>{4, 5, 6}));
+  auto y = x * w;  // dy/dw = x: only x is saved
+  w.write(std::vector<float>{0, 0, 0});
+  oa::backward(y, Matrix::ones({3}));
+  EXPECT_EQ(oa::grad(w).to_vector(), (std::vector<float>{1, 2, 3}));
+  auto y2 = x * w;
+  x.write(std::vector<float>{7, 8, 9});
+  EXPECT_TRUE(oa_test::throws([&] { oa::backward(y2, Matrix::ones({3})); }, oa::ErrorKind::FailedPrecondition,
+                              {"oa::matrix::mul", "modified in place"}));
 }
 
 TEST(AutogradElementwise, MaximumAndMinimumSplitTies) {

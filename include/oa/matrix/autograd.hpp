@@ -11,10 +11,17 @@
 // outputs of the op point at the Node (so the graph lives as long as some
 // output of it, or a Node downstream of it, is alive).
 //
+// Differentiable so far: the elementwise ops (a broadcast operand's gradient
+// is summed back to its shape), Matrix::reshape, transpose, matmul,
+// mat_mul_nt, sum, mean, max (ties share the gradient evenly, as torch.amax),
+// sum_all, mean_all, max_all and sum_to; argmax is not (its output is I32).
+//
 // backward(loss) walks the graph from `loss` in reverse topological order and
 // records the backward work on the GPU like forward work (no host round trip);
-// each backward appears in the semantic trace as "<op> backward". Gradients
-// reach leaves through grad(x); a value used several times gets the sum,
+// each backward appears in the semantic trace as "<op> backward" (a rule may
+// also call public ops, e.g. oa::matrix::sum_to for a broadcast operand, which
+// keep their own names; a view's backward records nothing). Gradients reach
+// leaves through grad(x); a value used several times gets the sum,
 // accumulated in place after the first contribution.
 //
 // Gradient slots: the first contribution to a slot is adopted by reference
@@ -34,7 +41,8 @@
 // Versions: every saved value remembers its storage version; if the storage
 // was written in place after the forward pass (Matrix::write, an optimizer
 // step), backward throws FailedPrecondition naming the value (a Parameter's
-// name when it has one).
+// name when it has one) and the op that saved it. Ops save only what their
+// needed gradients read (x * w with only w requiring grad saves x, not w).
 //
 // Errors in backward are atomic for leaves: if backward throws, no leaf
 // gradient changes. Without retain_graph the Nodes that already ran are
