@@ -31,7 +31,7 @@ std::vector<Matrix> layer_norm_backward(const Matrix& gy, const Matrix& x, const
                                         const Matrix& rstd, const std::vector<bool>& needs) {
   const Engine& engine = x.engine();
   const std::int64_t D = x.shape().dim(-1), R = x.numel() / D;
-  const bool need_x = needs[0], need_w = needs.size() > 1 && needs[1], need_b = needs.size() > 2 && needs[2];
+  const bool need_x = needs[0], need_w = needs[1], need_b = needs[2];
   Matrix dx, dw, db;
   std::vector<ComputeDispatch> ds;
   if (need_x || need_w) {
