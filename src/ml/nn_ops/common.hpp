@@ -46,10 +46,11 @@ inline void require_vector(const Matrix& m, std::int64_t n, const Matrix& x, con
   detail::require_same_engine(x, m, op);
 }
 
-// Throws InvalidArgument unless `value` is finite and within [low, high].
-inline void require_range(double value, double low, double high, const char* op, const char* arg) {
+// Throws InvalidArgument unless `value` lies within [low, high] (NaN never
+// does); the message names the operand `x` the option applies to.
+inline void require_range(double value, double low, double high, const Matrix& x, const char* op, const char* arg) {
   if (!(value >= low && value <= high))
-    fail(ErrorKind::InvalidArgument, "{}: {} = {} must lie in [{}, {}]", op, arg, value, low, high);
+    fail(ErrorKind::InvalidArgument, "{}: {} = {} must lie in [{}, {}] (x {})", op, arg, value, low, high, x.shape());
 }
 
 inline std::uint64_t bytes_of(std::int64_t elements, std::int64_t width = 4) {

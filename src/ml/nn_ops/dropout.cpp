@@ -36,7 +36,7 @@ Matrix apply_mask(const Matrix& x, double p, std::uint64_t seed, bool backward) 
 
 Matrix dropout(const Matrix& x, double p, std::uint64_t seed, bool training) {
   detail::require_f32(x, kDropout, "x");
-  require_range(p, 0.0, 1.0, kDropout, "p");
+  require_range(p, 0.0, 1.0, x, kDropout, "p");
   detail::shader_u32(x.numel(), "element count of x", kDropout);
   if (!training) return x;
   Matrix y = apply_mask(x, p, seed, false);

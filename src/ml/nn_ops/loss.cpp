@@ -68,7 +68,7 @@ Matrix cross_entropy_backward(const Matrix& gy, const Matrix& logits, const Matr
 
 Matrix cross_entropy(const Matrix& logits, const Matrix& targets, const CrossEntropyOptions& options) {
   require_classification(logits, targets, kCrossEntropy);
-  require_range(options.label_smoothing, 0.0, 1.0, kCrossEntropy, "label_smoothing");
+  require_range(options.label_smoothing, 0.0, 1.0, logits, kCrossEntropy, "label_smoothing");
   if (options.ignore_index < INT32_MIN || options.ignore_index > INT32_MAX)
     fail(ErrorKind::InvalidArgument, "{}: ignore_index {} is outside the i32 range of targets (logits {})", kCrossEntropy,
          options.ignore_index, logits.shape());

@@ -76,7 +76,7 @@ Matrix layer_norm(const Matrix& x, const Matrix& weight, const Matrix& bias, dou
   const std::int64_t D = x.shape().dim(-1), R = x.numel() / D;
   if (weight.defined()) require_vector(weight, D, x, kLayerNorm, "weight");
   if (bias.defined()) require_vector(bias, D, x, kLayerNorm, "bias");
-  require_range(eps, 0.0, HUGE_VAL, kLayerNorm, "eps");
+  require_range(eps, 0.0, HUGE_VAL, x, kLayerNorm, "eps");
   detail::shader_u32(x.numel(), "element count of x", kLayerNorm);
 
   const Engine& engine = x.engine();
@@ -185,9 +185,9 @@ Matrix batch_norm_2d(const Matrix& x, const Matrix& weight, const Matrix& bias, 
   require_vector(running_mean, g.C, x, kBatchNorm, "running_mean");
   require_vector(running_var, g.C, x, kBatchNorm, "running_var");
   if (running_mean.storage() == running_var.storage())
-    fail(ErrorKind::InvalidArgument, "{}: running_mean and running_var share storage", kBatchNorm);
-  require_range(momentum, 0.0, 1.0, kBatchNorm, "momentum");
-  require_range(eps, 0.0, HUGE_VAL, kBatchNorm, "eps");
+    fail(ErrorKind::InvalidArgument, "{}: running_mean and running_var {} share storage (x {})", kBatchNorm, running_mean.shape(), s);
+  require_range(momentum, 0.0, 1.0, x, kBatchNorm, "momentum");
+  require_range(eps, 0.0, HUGE_VAL, x, kBatchNorm, "eps");
   if (training && g.count() < 2)
     fail(ErrorKind::InvalidArgument, "{}: training needs more than one value per channel; x {} has {}", kBatchNorm, s, g.count());
   detail::shader_u32(s.numel(), "element count of x", kBatchNorm);
