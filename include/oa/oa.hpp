@@ -6,6 +6,7 @@
 #include "oa/core/shape.hpp"
 #include "oa/matrix/elementwise.hpp"
 #include "oa/matrix/matrix.hpp"
+#include "oa/ml/checkpoint.hpp"
 #include "oa/ml/data.hpp"
 #include "oa/ml/generator.hpp"
 #include "oa/runtime/engine.hpp"
