@@ -9,4 +9,5 @@
 #include "oa/ml/checkpoint.hpp"
 #include "oa/ml/data.hpp"
 #include "oa/ml/generator.hpp"
+#include "oa/ml/init.hpp"
 #include "oa/runtime/engine.hpp"
