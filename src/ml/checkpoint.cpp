@@ -254,6 +254,12 @@ Checkpoint load_safetensors(const fs::path& path, std::optional<Engine> engine) 
   return c;
 }
 
+Metadata read_safetensors_metadata(const fs::path& path) {
+  const char* op = "oa::ml::read_safetensors_metadata";
+  std::ifstream in = open_for_reading(path, op);
+  return read_header(in, path, op).metadata;
+}
+
 Metadata load_safetensors_into(const fs::path& path, const NamedMatrices& targets) {
   const char* op = "oa::ml::load_safetensors_into";
   const std::string file = path.string();

@@ -75,6 +75,7 @@ TEST(NnCheckpoint, RoundTripIsBitExact) {
     EXPECT_EQ(bits_of(m), bits_of(tensors[i].second));
   }
   EXPECT_EQ(c.metadata, (ml::Metadata{{"format", "pt"}, {"step", "12"}}));
+  EXPECT_EQ(ml::read_safetensors_metadata(dir / "model.safetensors"), c.metadata);
   expect_error([&] { (void)c.at("nope"); }, ErrorKind::InvalidArgument, {"nope"});
 
   // Into existing Matrices (a map this time): values land in place, versions move.

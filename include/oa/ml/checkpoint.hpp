@@ -65,6 +65,9 @@ Metadata load_safetensors_into(const std::filesystem::path& path, const Map& tar
   return load_safetensors_into(path, NamedMatrices(targets.begin(), targets.end()));
 }
 
+// The metadata of `path`; only the header is read (and checked as a whole).
+Metadata read_safetensors_metadata(const std::filesystem::path& path);
+
 // The safetensors name of a dtype ("F32", "I32", "F16").
 std::string_view safetensors_dtype(DType dtype);
 
