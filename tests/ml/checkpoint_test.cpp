@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "oa/oa.hpp"
+#include "support/expect.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
@@ -48,18 +49,6 @@ ml::NamedMatrices sample_tensors() {
           {"indices", Matrix::from_i32({5, 1}, ints)}};
 }
 
-// Expects `f` to throw `kind` with a message containing every one of `parts`.
-template <typename F>
-void expect_error(F&& f, ErrorKind kind, std::initializer_list<std::string> parts) {
-  try {
-    f();
-    ADD_FAILURE() << "no error";
-  } catch (const oa::Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    for (const auto& p : parts) EXPECT_NE(std::string(e.message()).find(p), std::string::npos) << "'" << p << "' not in: " << e.what();
-  }
-}
-
 TEST(NnCheckpoint, RoundTripIsBitExact) {
   TempDir dir;
   const auto tensors = sample_tensors();
@@ -76,7 +65,7 @@ TEST(NnCheckpoint, RoundTripIsBitExact) {
   }
   EXPECT_EQ(c.metadata, (ml::Metadata{{"format", "pt"}, {"step", "12"}}));
   EXPECT_EQ(ml::read_safetensors_metadata(dir / "model.safetensors"), c.metadata);
-  expect_error([&] { (void)c.at("nope"); }, ErrorKind::InvalidArgument, {"nope"});
+  EXPECT_TRUE(oa_test::throws([&] { (void)c.at("nope"); }, ErrorKind::InvalidArgument, {"nope"}));
 
   // Into existing Matrices (a map this time): values land in place, versions move.
   std::map<std::string, Matrix> targets;
@@ -129,22 +118,22 @@ TEST(NnCheckpoint, MissingExtraAndMismatchedTensorsAreNamed) {
   const auto a = Matrix::full({2, 2}, 5.0f);
   const auto b = Matrix::full({3}, 5.0f);
   const auto op = "oa::ml::load_safetensors_into";
-  expect_error([&] { ml::load_safetensors_into(file, {{"a", a}}); }, ErrorKind::InvalidArgument, {op, "extra tensor 'b'"});
-  expect_error([&] { ml::load_safetensors_into(file, {{"a", a}, {"b", b}, {"c", Matrix::ones({1})}}); }, ErrorKind::InvalidArgument,
-               {op, "tensor 'c'", "missing"});
-  expect_error([&] { ml::load_safetensors_into(file, {{"a", Matrix::ones({4})}, {"b", b}}); }, ErrorKind::InvalidArgument,
-               {op, "tensor 'a' mismatches", "[2, 2]", "[4]"});
-  expect_error([&] { ml::load_safetensors_into(file, {{"a", a}, {"b", Matrix::from_i32({3}, std::vector<std::int32_t>{1, 2, 3})}}); },
-               ErrorKind::InvalidArgument, {op, "tensor 'b' mismatches", "I32"});
+  EXPECT_TRUE(oa_test::throws([&] { ml::load_safetensors_into(file, {{"a", a}}); }, ErrorKind::InvalidArgument, {op, "extra tensor 'b'"}));
+  EXPECT_TRUE(oa_test::throws([&] { ml::load_safetensors_into(file, {{"a", a}, {"b", b}, {"c", Matrix::ones({1})}}); }, ErrorKind::InvalidArgument,
+               {op, "tensor 'c'", "missing"}));
+  EXPECT_TRUE(oa_test::throws([&] { ml::load_safetensors_into(file, {{"a", Matrix::ones({4})}, {"b", b}}); }, ErrorKind::InvalidArgument,
+               {op, "tensor 'a' mismatches", "[2, 2]", "[4]"}));
+  EXPECT_TRUE(oa_test::throws([&] { ml::load_safetensors_into(file, {{"a", a}, {"b", Matrix::from_i32({3}, std::vector<std::int32_t>{1, 2, 3})}}); },
+               ErrorKind::InvalidArgument, {op, "tensor 'b' mismatches", "I32"}));
   // Nothing was written by the failed loads.
   EXPECT_EQ(a.to_vector(), std::vector<float>(4, 5.0f));
   EXPECT_EQ(b.to_vector(), std::vector<float>(3, 5.0f));
   ml::load_safetensors_into(file, {{"b", b}, {"a", a}});
   EXPECT_EQ(a.to_vector(), std::vector<float>(4, 1.0f));
 
-  expect_error([&] { ml::save_safetensors(dir / "x", {{"a", a}, {"a", b}}); }, ErrorKind::InvalidArgument, {"'a' is named twice"});
-  expect_error([&] { ml::save_safetensors(dir / "x", {{"__metadata__", a}}); }, ErrorKind::InvalidArgument, {"reserved"});
-  expect_error([&] { ml::save_safetensors(dir / "x", {{"u", Matrix()}}); }, ErrorKind::InvalidArgument, {"'u'", "undefined"});
+  EXPECT_TRUE(oa_test::throws([&] { ml::save_safetensors(dir / "x", {{"a", a}, {"a", b}}); }, ErrorKind::InvalidArgument, {"'a' is named twice"}));
+  EXPECT_TRUE(oa_test::throws([&] { ml::save_safetensors(dir / "x", {{"__metadata__", a}}); }, ErrorKind::InvalidArgument, {"reserved"}));
+  EXPECT_TRUE(oa_test::throws([&] { ml::save_safetensors(dir / "x", {{"u", Matrix()}}); }, ErrorKind::InvalidArgument, {"'u'", "undefined"}));
 }
 
 TEST(NnCheckpoint, TruncatedAndMalformedFilesFailClearly) {
@@ -160,11 +149,11 @@ TEST(NnCheckpoint, TruncatedAndMalformedFilesFailClearly) {
   for (std::size_t cut : {std::size_t{3}, std::size_t{20}, bytes.size() - 1}) {
     SCOPED_TRACE(cut);
     const auto p = write("cut", {bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(cut)});
-    expect_error([&] { ml::load_safetensors(p); }, ErrorKind::InvalidArgument, {op, "cut", "truncated"});
+    EXPECT_TRUE(oa_test::throws([&] { ml::load_safetensors(p); }, ErrorKind::InvalidArgument, {op, "cut", "truncated"}));
   }
   auto longer = bytes;
   longer.push_back(0);
-  expect_error([&] { ml::load_safetensors(write("long", longer)); }, ErrorKind::InvalidArgument, {"long", "1 trailing bytes"});
+  EXPECT_TRUE(oa_test::throws([&] { ml::load_safetensors(write("long", longer)); }, ErrorKind::InvalidArgument, {"long", "1 trailing bytes"}));
 
   auto with_header = [&](const std::string& name, std::string json, std::size_t data_bytes) {
     std::vector<std::uint8_t> b(8);
@@ -173,20 +162,20 @@ TEST(NnCheckpoint, TruncatedAndMalformedFilesFailClearly) {
     b.resize(b.size() + data_bytes);
     return write(name, b);
   };
-  expect_error([&] { ml::load_safetensors(with_header("json", "{\"w\": [", 0)); }, ErrorKind::InvalidArgument, {"not valid JSON"});
-  expect_error([&] { ml::load_safetensors(with_header("bf16", R"({"h":{"dtype":"BF16","shape":[2],"data_offsets":[0,4]}})", 4)); },
-               ErrorKind::Unsupported, {"'h'", "BF16"});
-  expect_error([&] { ml::load_safetensors(with_header("size", R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8)); },
-               ErrorKind::InvalidArgument, {"tensor 'w'", "not 12 bytes"});
-  expect_error(
+  EXPECT_TRUE(oa_test::throws([&] { ml::load_safetensors(with_header("json", "{\"w\": [", 0)); }, ErrorKind::InvalidArgument, {"not valid JSON"}));
+  EXPECT_TRUE(oa_test::throws([&] { ml::load_safetensors(with_header("bf16", R"({"h":{"dtype":"BF16","shape":[2],"data_offsets":[0,4]}})", 4)); },
+               ErrorKind::Unsupported, {"'h'", "BF16"}));
+  EXPECT_TRUE(oa_test::throws([&] { ml::load_safetensors(with_header("size", R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8)); },
+               ErrorKind::InvalidArgument, {"tensor 'w'", "not 12 bytes"}));
+  EXPECT_TRUE(oa_test::throws(
       [&] {
         ml::load_safetensors(with_header(
             "gap", R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})", 12));
       },
-      ErrorKind::InvalidArgument, {"tensor 'b'", "gap"});
-  expect_error([&] { ml::load_safetensors(with_header("shape", R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", 4)); },
-               ErrorKind::InvalidArgument, {"tensor 'w'", "shape"});
-  expect_error([&] { ml::load_safetensors(dir / "absent"); }, ErrorKind::InvalidArgument, {"cannot open", "absent"});
+      ErrorKind::InvalidArgument, {"tensor 'b'", "gap"}));
+  EXPECT_TRUE(oa_test::throws([&] { ml::load_safetensors(with_header("shape", R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", 4)); },
+               ErrorKind::InvalidArgument, {"tensor 'w'", "shape"}));
+  EXPECT_TRUE(oa_test::throws([&] { ml::load_safetensors(dir / "absent"); }, ErrorKind::InvalidArgument, {"cannot open", "absent"}));
 }
 
 TEST(NnCheckpoint, SavingReplacesAtomically) {
@@ -203,8 +192,8 @@ TEST(NnCheckpoint, SavingReplacesAtomically) {
   std::size_t entries = 0;
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir.path())) ++entries;
   EXPECT_EQ(entries, 1u);
-  expect_error([&] { ml::save_safetensors(dir / "no-such-dir" / "x.safetensors", {{"w", Matrix::ones({1})}}); },
-               ErrorKind::InvalidArgument, {"oa::ml::save_safetensors", "no-such-dir"});
+  EXPECT_TRUE(oa_test::throws([&] { ml::save_safetensors(dir / "no-such-dir" / "x.safetensors", {{"w", Matrix::ones({1})}}); },
+               ErrorKind::InvalidArgument, {"oa::ml::save_safetensors", "no-such-dir"}));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "oa/oa.hpp"
+#include "support/expect.hpp"
 
 namespace {
 
@@ -63,13 +64,7 @@ TEST(NnInit, FansFollowPyTorch) {
   f = init::fans(Shape{6, 4, 3, 3});  // ConvTranspose2d IOHW: dim 1 is out_channels / groups
   EXPECT_EQ(f.fan_in, 36);
   EXPECT_EQ(f.fan_out, 54);
-  try {
-    init::fans(Shape{7});
-    ADD_FAILURE();
-  } catch (const oa::Error& e) {
-    EXPECT_EQ(e.kind(), oa::ErrorKind::InvalidArgument);
-    EXPECT_NE(std::string(e.message()).find("oa::ml::init::fans"), std::string::npos);
-  }
+  EXPECT_TRUE(oa_test::throws([] { init::fans(Shape{7}); }, oa::ErrorKind::InvalidArgument, {"oa::ml::init::fans", "rank 1"}));
   oa::ml::Generator g(1);
   EXPECT_THROW(init::kaiming_uniform(Shape{4, 0}, g), oa::Error);
   EXPECT_THROW(init::xavier_uniform(Shape{0, 0}, g), oa::Error);
