@@ -14,5 +14,6 @@
 #include "oa/ml/data.hpp"
 #include "oa/ml/generator.hpp"
 #include "oa/ml/init.hpp"
+#include "oa/ml/optim.hpp"
 #include "oa/ml/parameter.hpp"
 #include "oa/runtime/engine.hpp"
