@@ -254,6 +254,22 @@ Checkpoint load_safetensors(const fs::path& path, std::optional<Engine> engine) 
   return c;
 }
 
+namespace {
+NamedMatrices by_name(const std::vector<Parameter>& parameters) {
+  NamedMatrices out;
+  for (const auto& p : parameters) out.emplace_back(p.name(), p.value());
+  return out;
+}
+}  // namespace
+
+void save_parameters(const fs::path& path, const std::vector<Parameter>& parameters, const Metadata& metadata) {
+  save_safetensors(path, by_name(parameters), metadata);
+}
+
+Metadata load_parameters(const fs::path& path, const std::vector<Parameter>& parameters) {
+  return load_safetensors_into(path, by_name(parameters));
+}
+
 Metadata read_safetensors_metadata(const fs::path& path) {
   const char* op = "oa::ml::read_safetensors_metadata";
   std::ifstream in = open_for_reading(path, op);

@@ -178,6 +178,22 @@ TEST(NnCheckpoint, TruncatedAndMalformedFilesFailClearly) {
   EXPECT_TRUE(oa_test::throws([&] { ml::load_safetensors(dir / "absent"); }, ErrorKind::InvalidArgument, {"cannot open", "absent"}));
 }
 
+TEST(NnCheckpoint, ParametersSaveAndLoadByName) {
+  TempDir dir;
+  const ml::Parameter w("net.0.weight", Matrix::from_vector({2, 3}, std::vector<float>{1, 2, 3, 4, 5, 6}));
+  const ml::Parameter b("net.0.bias", Matrix::from_vector({2}, std::vector<float>{-1, 1}));
+  ml::save_parameters(dir / "model.safetensors", {w, b}, {{"epoch", "3"}});
+  const ml::Parameter w2("net.0.weight", Matrix::zeros({2, 3}));
+  const ml::Parameter b2("net.0.bias", Matrix::zeros({2}));
+  const auto version = w2.version();
+  EXPECT_EQ(ml::load_parameters(dir / "model.safetensors", {b2, w2}).at("epoch"), "3");
+  EXPECT_EQ(bits_of(w2.value()), bits_of(w.value()));
+  EXPECT_EQ(bits_of(b2.value()), bits_of(b.value()));
+  EXPECT_GT(w2.version(), version);
+  EXPECT_TRUE(oa_test::throws([&] { ml::load_parameters(dir / "model.safetensors", {w2}); }, ErrorKind::InvalidArgument,
+                              {"extra tensor 'net.0.bias'"}));
+}
+
 TEST(NnCheckpoint, SavingReplacesAtomically) {
   TempDir dir;
   const auto file = dir / "ckpt.safetensors";

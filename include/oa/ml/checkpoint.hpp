@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "oa/matrix/matrix.hpp"
+#include "oa/ml/parameter.hpp"
 
 namespace oa::ml {
 
@@ -64,6 +65,13 @@ template <typename Map>
 Metadata load_safetensors_into(const std::filesystem::path& path, const Map& targets) {
   return load_safetensors_into(path, NamedMatrices(targets.begin(), targets.end()));
 }
+
+// Model weights by parameter name: each Parameter's value under its name().
+// Throws as save_safetensors (two Parameters with one name are refused).
+void save_parameters(const std::filesystem::path& path, const std::vector<Parameter>& parameters, const Metadata& metadata = {});
+// Reads `path` into the Parameters' values in place, as load_safetensors_into
+// (exactly their names, same shapes, f32; versions bumped). Returns the metadata.
+Metadata load_parameters(const std::filesystem::path& path, const std::vector<Parameter>& parameters);
 
 // The metadata of `path`; only the header is read (and checked as a whole).
 Metadata read_safetensors_metadata(const std::filesystem::path& path);
