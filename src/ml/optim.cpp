@@ -115,11 +115,11 @@ std::vector<Matrix> Optimizer::checked_gradients(const char* op) const {
   grads.reserve(parameters_.size());
   for (const auto& p : parameters_) {
     Matrix g = p.grad();
-    if (g.defined()) {
-      if (g.dtype() != DType::F32 || !(g.shape() == p.shape()) || !(g.engine() == p.value().engine()))
-        fail(ErrorKind::InvalidArgument, "{}: the gradient of parameter '{}' is {} {} (on {} engine); the parameter is f32 {}", op,
-             p.name(), to_string(g.dtype()), g.shape(), g.engine() == p.value().engine() ? "its" : "another", p.shape());
-    }
+    if (g.defined() && (g.dtype() != DType::F32 || !(g.shape() == p.shape())))
+      fail(ErrorKind::InvalidArgument, "{}: the gradient of parameter '{}' is {} {}; the parameter is f32 {}", op, p.name(),
+           to_string(g.dtype()), g.shape(), p.shape());
+    if (g.defined() && !(g.engine() == p.value().engine()))
+      fail(ErrorKind::InvalidArgument, "{}: the gradient of parameter '{}' lives on another engine", op, p.name());
     grads.push_back(std::move(g));
   }
   return grads;

@@ -94,6 +94,7 @@ class Sgd final : public Optimizer {
   Sgd(std::vector<Parameter> parameters, SgdOptions options = {});
   void step() override;
   NamedMatrices state() const override;
+  // The options given (options().lr is the initial rate; lr() the current one).
   const SgdOptions& options() const { return options_; }
 
  private:
@@ -124,6 +125,7 @@ class AdamW final : public Optimizer {
   AdamW(std::vector<Parameter> parameters, AdamWOptions options = {});
   void step() override;
   NamedMatrices state() const override;
+  // The options given (options().lr is the initial rate; lr() the current one).
   const AdamWOptions& options() const { return options_; }
 
  private:
