@@ -1,0 +1,167 @@
+#pragma once
+// Optimizers, gradient clipping and learning-rate schedules (oa::ml::optim).
+//
+// SGD and AdamW update every parameter with one fused kernel dispatch per
+// parameter (per maxStorageBufferRange piece of a very large one): no host
+// round trip, no temporaries. A step is one semantic op
+// ("oa::ml::optim::sgd_step" / "oa::ml::optim::adamw_step") spanning those
+// dispatches. Parameters whose gradient is undefined are skipped, as PyTorch
+// skips parameters whose .grad is None. step() bumps the version of every
+// parameter it updates, so a backward that saved an old value refuses to run.
+//
+// State (momentum_buffer, exp_avg, exp_avg_sq) lives in Matrices on the
+// parameters' engine, created as zeros with the optimizer. save_state /
+// load_state write and read it as safetensors, named "<parameter>.<buffer>",
+// with metadata "optimizer", "lr", "step" (steps taken) and "<parameter>.step"
+// (steps that updated that parameter).
+#include <cstdint>
+#include <filesystem>
+#include <vector>
+
+#include "oa/matrix/matrix.hpp"
+#include "oa/ml/checkpoint.hpp"
+#include "oa/ml/parameter.hpp"
+
+namespace oa::ml::optim {
+
+// The part every optimizer shares: parameters, learning rate, step counts,
+// zero_grad and state checkpoints.
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  // Updates every parameter that has a gradient. Throws InvalidArgument,
+  // before recording anything, when a gradient's shape, dtype or engine
+  // differs from its parameter's (naming the parameter).
+  virtual void step() = 0;
+  // Clears every parameter's gradient (Parameter::zero_grad).
+  void zero_grad() const;
+
+  float lr() const { return lr_; }
+  // The learning rate of the next step (a push constant: changing it every
+  // step costs nothing). Throws InvalidArgument for a negative or non-finite lr.
+  void set_lr(float lr);
+  // step() calls so far.
+  std::int64_t steps() const { return steps_; }
+  const std::vector<Parameter>& parameters() const { return parameters_; }
+
+  // The state Matrices, "<parameter>.<buffer>", in parameter order.
+  virtual NamedMatrices state() const = 0;
+  // Writes state() and the metadata to `path` (see oa/ml/checkpoint.hpp).
+  void save_state(const std::filesystem::path& path) const;
+  // Reads a file written by save_state of an optimizer of the same kind over
+  // parameters of the same names and shapes: restores the state in place, the
+  // step counts and the learning rate. Throws InvalidArgument naming the file
+  // and the fault (another optimizer kind, missing or malformed metadata, or
+  // a missing, extra or mismatched state tensor) before changing anything.
+  void load_state(const std::filesystem::path& path);
+
+ protected:
+  // Throws InvalidArgument for no parameters, an undefined one, two with the
+  // same name, parameters on different engines, or a bad lr; `kind` names the
+  // optimizer in messages and metadata ("sgd", "adamw").
+  Optimizer(std::vector<Parameter> parameters, float lr, const char* kind);
+  // The gradients of the parameters, undefined where there is none; throws as step().
+  std::vector<Matrix> checked_gradients(const char* op) const;
+
+  std::vector<Parameter> parameters_;
+  std::vector<std::int64_t> parameter_steps_;  // updates applied to each parameter
+  float lr_;
+  std::int64_t steps_ = 0;
+  const char* kind_;
+};
+
+// torch.optim.SGD.
+struct SgdOptions {
+  float lr = 1e-3f;
+  float momentum = 0.0f;
+  float dampening = 0.0f;
+  float weight_decay = 0.0f;
+  bool nesterov = false;
+};
+
+// With d = grad + weight_decay * p: when momentum != 0, the buffer becomes
+// b = d on a parameter's first update and b = momentum * b + (1 - dampening) * d
+// after, and d becomes d + momentum * b (nesterov) or b; then p = p - lr * d.
+// State: "<name>.momentum_buffer" when momentum != 0.
+class Sgd final : public Optimizer {
+ public:
+  // Throws InvalidArgument for lr, momentum, dampening or weight_decay that is
+  // negative or non-finite, and for nesterov without momentum > 0 and
+  // dampening == 0 (as PyTorch), besides the Optimizer checks.
+  Sgd(std::vector<Parameter> parameters, SgdOptions options = {});
+  void step() override;
+  NamedMatrices state() const override;
+  // The options given (options().lr is the initial rate; lr() the current one).
+  const SgdOptions& options() const { return options_; }
+
+ private:
+  SgdOptions options_;
+  std::vector<Matrix> momentum_;  // per parameter; empty without momentum
+};
+
+// torch.optim.AdamW (amsgrad off).
+struct AdamWOptions {
+  float lr = 1e-3f;
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float eps = 1e-8f;
+  float weight_decay = 1e-2f;
+};
+
+// Decoupled weight decay (Loshchilov & Hutter, "Decoupled Weight Decay
+// Regularization", ICLR 2019) with Adam's bias correction (Kingma & Ba 2015),
+// eps outside the square root; at the parameter's t-th update:
+//   p = p * (1 - lr * weight_decay)
+//   m = beta1 * m + (1 - beta1) * g,   v = beta2 * v + (1 - beta2) * g^2
+//   p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+// State: "<name>.exp_avg" and "<name>.exp_avg_sq".
+class AdamW final : public Optimizer {
+ public:
+  // Throws InvalidArgument for a negative or non-finite lr, eps or
+  // weight_decay, or betas outside [0, 1), besides the Optimizer checks.
+  AdamW(std::vector<Parameter> parameters, AdamWOptions options = {});
+  void step() override;
+  NamedMatrices state() const override;
+  // The options given (options().lr is the initial rate; lr() the current one).
+  const AdamWOptions& options() const { return options_; }
+
+ private:
+  AdamWOptions options_;
+  std::vector<Matrix> exp_avg_;
+  std::vector<Matrix> exp_avg_sq_;
+};
+
+// Gradient clipping by global norm (torch.nn.utils.clip_grad_norm_, L2):
+// total = sqrt(sum over all gradients of sum(g^2)); every gradient is scaled
+// in place by min(max_norm / (total + 1e-6), 1) (its version is bumped).
+// The total is reduced on the GPU by a deterministic tree (no atomics) and the
+// scale is applied there without a host read; the result is the total norm as
+// a Matrix [] that the caller may read. Parameters without a gradient are
+// skipped; with none at all the result is 0 and nothing is recorded.
+// Semantic op "oa::ml::optim::clip_grad_norm". Throws InvalidArgument for a
+// negative or non-finite max_norm, a non-f32 or undefined gradient, or
+// gradients on different engines.
+Matrix clip_grad_norm(const std::vector<Parameter>& parameters, float max_norm);
+// The same over gradient Matrices themselves (each must be defined and f32).
+Matrix clip_grad_norm(const std::vector<Matrix>& gradients, float max_norm);
+
+// ── Learning-rate schedules: host-side functions of the step (0-based) ───────
+
+// Linear warmup, then half a cosine down to min_lr (as transformers'
+// get_cosine_schedule_with_warmup, plus a floor):
+//   step < warmup:          base_lr * step / warmup
+//   warmup <= step < total: min_lr + (base_lr - min_lr) * (1 + cos(pi * (step - warmup) / (total - warmup))) / 2
+//   step >= total:          min_lr
+// Throws InvalidArgument for step < 0, warmup < 0, total <= warmup, or
+// min_lr outside [0, base_lr].
+double warmup_cosine_lr(std::int64_t step, double base_lr, std::int64_t warmup_steps, std::int64_t total_steps,
+                        double min_lr = 0.0);
+
+// torch.optim.lr_scheduler.StepLR: base_lr * gamma^floor(step / step_size).
+// Throws InvalidArgument for step < 0, step_size < 1 or gamma outside (0, 1].
+double step_decay_lr(std::int64_t step, double base_lr, std::int64_t step_size, double gamma = 0.1);
+
+}  // namespace oa::ml::optim

@@ -1,0 +1,386 @@
+#include "oa/ml/optim.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <numbers>
+#include <set>
+
+#include "matrix/lowering.hpp"
+
+namespace oa::ml::optim {
+
+namespace {
+
+using runtime::BufferBinding;
+using runtime::ComputeDispatch;
+
+const char* const kSgdOp = "oa::ml::optim::sgd_step";
+const char* const kAdamWOp = "oa::ml::optim::adamw_step";
+const char* const kClipOp = "oa::ml::optim::clip_grad_norm";
+
+const detail::ContractRegistration kSgdContract{{kSgdOp, -1, -1,
+                                                 {{"lr", AttributeType::Float},
+                                                  {"momentum", AttributeType::Float},
+                                                  {"dampening", AttributeType::Float},
+                                                  {"weight_decay", AttributeType::Float},
+                                                  {"nesterov", AttributeType::Bool}}}};
+const detail::ContractRegistration kAdamWContract{{kAdamWOp, -1, -1,
+                                                   {{"lr", AttributeType::Float},
+                                                    {"beta1", AttributeType::Float},
+                                                    {"beta2", AttributeType::Float},
+                                                    {"eps", AttributeType::Float},
+                                                    {"weight_decay", AttributeType::Float},
+                                                    {"step", AttributeType::Int}}}};
+const detail::ContractRegistration kClipContract{{kClipOp, -1, 1, {{"max_norm", AttributeType::Float}}}};
+
+// Elements per workgroup of the elementwise update kernels (256 threads x 4).
+constexpr std::int64_t kUpdateGroup = 1024;
+// Elements per workgroup chunk of ml/optim/sum_squares (its CHUNK).
+constexpr std::int64_t kReduceChunk = 2048;
+constexpr std::size_t kReduceInputs = 8;
+
+void require_hyper(float value, const char* op, const char* what) {
+  if (!std::isfinite(value) || value < 0)
+    fail(ErrorKind::InvalidArgument, "{}: {} = {} must be finite and non-negative", op, what, value);
+}
+
+// The byte range of element chunk `c` of a 4-byte-element Matrix.
+std::uint64_t offset_of(const detail::ElementChunk& c) { return static_cast<std::uint64_t>(c.begin) * 4; }
+std::uint64_t bytes_of(const detail::ElementChunk& c) { return static_cast<std::uint64_t>(c.count) * 4; }
+
+std::int64_t parse_int(const Metadata& md, const std::string& key, const std::string& file, const char* op) {
+  const auto it = md.find(key);
+  if (it == md.end()) fail(ErrorKind::InvalidArgument, "{}: '{}': metadata '{}' is missing", op, file, key);
+  std::int64_t v = 0;
+  const auto& s = it->second;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || v < 0)
+    fail(ErrorKind::InvalidArgument, "{}: '{}': metadata '{}' = '{}' is not a step count", op, file, key, s);
+  return v;
+}
+
+// A contiguous f32 range of one storage: an input of a reduction level.
+struct Segment {
+  std::shared_ptr<runtime::Storage> storage;
+  std::uint64_t offset_bytes = 0;
+  std::int64_t count = 0;
+};
+
+// One dispatch of ml/optim/sum_squares over up to 8 segments.
+ComputeDispatch reduce_dispatch(std::span<const Segment> inputs, bool square, bool final, std::shared_ptr<runtime::Storage> out,
+                                std::int64_t groups) {
+  ComputeDispatch d;
+  d.kernel = "ml/optim/sum_squares";
+  d.specialization = {square ? 1u : 0u, final ? 1u : 0u};
+  for (std::size_t j = 0; j < kReduceInputs; ++j) {
+    const Segment& s = j < inputs.size() ? inputs[j] : inputs[0];  // unused slots repeat input 0 with count 0
+    d.bindings.push_back(BufferBinding::read(s.storage, s.offset_bytes, static_cast<std::uint64_t>(s.count) * 4));
+  }
+  d.bindings.push_back(BufferBinding::write(std::move(out)));
+  for (std::size_t j = 0; j < kReduceInputs; ++j)
+    d.push.u32(j < inputs.size() ? detail::shader_u32(inputs[j].count, "gradient piece", kClipOp) : 0u);
+  d.groups = {static_cast<std::uint64_t>(groups), 1, 1};
+  return d;
+}
+
+}  // namespace
+
+// ── Optimizer ────────────────────────────────────────────────────────────────
+
+Optimizer::Optimizer(std::vector<Parameter> parameters, float lr, const char* kind)
+    : parameters_(std::move(parameters)), parameter_steps_(parameters_.size(), 0), lr_(lr), kind_(kind) {
+  const std::string op = fmt::format("oa::ml::optim::{}", kind);
+  if (parameters_.empty()) fail(ErrorKind::InvalidArgument, "{}: no parameters to optimize", op);
+  std::set<std::string> names;
+  for (const auto& p : parameters_) {
+    if (!p.defined()) fail(ErrorKind::InvalidArgument, "{}: an undefined Parameter was given", op);
+    if (!names.insert(p.name()).second) fail(ErrorKind::InvalidArgument, "{}: two parameters are named '{}'", op, p.name());
+    if (!(p.value().engine() == parameters_[0].value().engine()))
+      fail(ErrorKind::InvalidArgument, "{}: parameter '{}' lives on another engine than '{}'", op, p.name(), parameters_[0].name());
+  }
+  set_lr(lr);
+}
+
+void Optimizer::set_lr(float lr) {
+  require_hyper(lr, fmt::format("oa::ml::optim::{}", kind_).c_str(), "lr");
+  lr_ = lr;
+}
+
+void Optimizer::zero_grad() const {
+  for (const auto& p : parameters_) p.zero_grad();
+}
+
+std::vector<Matrix> Optimizer::checked_gradients(const char* op) const {
+  std::vector<Matrix> grads;
+  grads.reserve(parameters_.size());
+  for (const auto& p : parameters_) {
+    Matrix g = p.grad();
+    if (g.defined() && (g.dtype() != DType::F32 || !(g.shape() == p.shape())))
+      fail(ErrorKind::InvalidArgument, "{}: the gradient of parameter '{}' is {} {}; the parameter is f32 {}", op, p.name(),
+           to_string(g.dtype()), g.shape(), p.shape());
+    if (g.defined() && !(g.engine() == p.value().engine()))
+      fail(ErrorKind::InvalidArgument, "{}: the gradient of parameter '{}' lives on another engine", op, p.name());
+    grads.push_back(std::move(g));
+  }
+  return grads;
+}
+
+void Optimizer::save_state(const std::filesystem::path& path) const {
+  Metadata md{{"optimizer", kind_}, {"lr", fmt::format("{}", lr_)}, {"step", std::to_string(steps_)}};
+  for (std::size_t i = 0; i < parameters_.size(); ++i) md[parameters_[i].name() + ".step"] = std::to_string(parameter_steps_[i]);
+  save_safetensors(path, state(), md);
+}
+
+void Optimizer::load_state(const std::filesystem::path& path) {
+  const char* op = "oa::ml::optim::Optimizer::load_state";
+  const std::string file = path.string();
+  const Metadata md = read_safetensors_metadata(path);
+  const auto kind = md.find("optimizer");
+  if (kind == md.end() || kind->second != kind_)
+    fail(ErrorKind::InvalidArgument, "{}: '{}' holds the state of optimizer '{}', not '{}'", op, file,
+         kind == md.end() ? "(none)" : kind->second, kind_);
+  float lr = 0;
+  const auto lr_it = md.find("lr");
+  const std::string lr_text = lr_it == md.end() ? "" : lr_it->second;
+  const auto [end, ec] = std::from_chars(lr_text.data(), lr_text.data() + lr_text.size(), lr);
+  if (lr_it == md.end() || ec != std::errc() || end != lr_text.data() + lr_text.size() || !std::isfinite(lr) || lr < 0)
+    fail(ErrorKind::InvalidArgument, "{}: '{}': metadata 'lr' = '{}' is not a learning rate", op, file, lr_text);
+  const std::int64_t steps = parse_int(md, "step", file, op);
+  std::vector<std::int64_t> per(parameters_.size());
+  for (std::size_t i = 0; i < parameters_.size(); ++i) per[i] = parse_int(md, parameters_[i].name() + ".step", file, op);
+  load_safetensors_into(path, state());
+  lr_ = lr;
+  steps_ = steps;
+  parameter_steps_ = std::move(per);
+}
+
+// ── SGD ──────────────────────────────────────────────────────────────────────
+
+Sgd::Sgd(std::vector<Parameter> parameters, SgdOptions options) : Optimizer(std::move(parameters), options.lr, "sgd"), options_(options) {
+  const char* op = "oa::ml::optim::sgd";
+  require_hyper(options_.momentum, op, "momentum");
+  require_hyper(options_.dampening, op, "dampening");
+  require_hyper(options_.weight_decay, op, "weight_decay");
+  if (options_.nesterov && (options_.momentum <= 0 || options_.dampening != 0))
+    fail(ErrorKind::InvalidArgument, "{}: nesterov needs momentum > 0 and dampening 0 (momentum {}, dampening {})", op,
+         options_.momentum, options_.dampening);
+  if (options_.momentum != 0)
+    for (const auto& p : parameters_) momentum_.push_back(Matrix::zeros(p.shape(), p.value().engine()));
+}
+
+void Sgd::step() {
+  const std::vector<Matrix> grads = checked_gradients(kSgdOp);
+  const bool momentum = options_.momentum != 0;
+  SemanticOp sop;
+  sop.name = kSgdOp;
+  sop.attributes = {{"lr", double(lr_)},
+                    {"momentum", double(options_.momentum)},
+                    {"dampening", double(options_.dampening)},
+                    {"weight_decay", double(options_.weight_decay)},
+                    {"nesterov", options_.nesterov}};
+  std::vector<ComputeDispatch> ds;
+  std::vector<std::size_t> updated;
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    if (!grads[i].defined()) continue;
+    const Matrix& p = parameters_[i].value();
+    sop.inputs.push_back(p.shape());
+    sop.inputs.push_back(grads[i].shape());
+    sop.outputs.push_back(p.shape());
+    updated.push_back(i);
+    for (const auto& c : detail::element_chunks(p.engine(), p.numel())) {
+      ComputeDispatch d;
+      d.kernel = "ml/optim/sgd_step";
+      d.specialization = {momentum ? 1u : 0u, options_.nesterov ? 1u : 0u};
+      const auto& buffer = momentum ? momentum_[i].storage() : p.storage();
+      d.bindings = {BufferBinding::read_write(p.storage(), offset_of(c), bytes_of(c)),
+                    BufferBinding::read(grads[i].storage(), offset_of(c), bytes_of(c)),
+                    BufferBinding::read_write(buffer, offset_of(c), bytes_of(c))};
+      d.push.u32(static_cast<std::uint32_t>(c.count))
+          .f32(lr_)
+          .f32(options_.momentum)
+          .f32(options_.dampening)
+          .f32(options_.weight_decay)
+          .u32(parameter_steps_[i] == 0 ? 1u : 0u);
+      d.groups = {detail::groups_for(c.count, kUpdateGroup), 1, 1};
+      ds.push_back(std::move(d));
+    }
+  }
+  if (!updated.empty()) parameters_[0].value().engine().record(std::move(sop), ds);
+  for (auto i : updated) {
+    parameters_[i].value().storage()->bump_version();
+    if (momentum) momentum_[i].storage()->bump_version();
+    ++parameter_steps_[i];
+  }
+  ++steps_;
+}
+
+NamedMatrices Sgd::state() const {
+  NamedMatrices out;
+  for (std::size_t i = 0; i < momentum_.size(); ++i) out.emplace_back(parameters_[i].name() + ".momentum_buffer", momentum_[i]);
+  return out;
+}
+
+// ── AdamW ────────────────────────────────────────────────────────────────────
+
+AdamW::AdamW(std::vector<Parameter> parameters, AdamWOptions options)
+    : Optimizer(std::move(parameters), options.lr, "adamw"), options_(options) {
+  const char* op = "oa::ml::optim::adamw";
+  require_hyper(options_.eps, op, "eps");
+  require_hyper(options_.weight_decay, op, "weight_decay");
+  for (auto [beta, name] : {std::pair{options_.beta1, "beta1"}, std::pair{options_.beta2, "beta2"}})
+    if (!(beta >= 0 && beta < 1)) fail(ErrorKind::InvalidArgument, "{}: {} = {} is outside [0, 1)", op, name, beta);
+  for (const auto& p : parameters_) {
+    exp_avg_.push_back(Matrix::zeros(p.shape(), p.value().engine()));
+    exp_avg_sq_.push_back(Matrix::zeros(p.shape(), p.value().engine()));
+  }
+}
+
+void AdamW::step() {
+  const std::vector<Matrix> grads = checked_gradients(kAdamWOp);
+  SemanticOp sop;
+  sop.name = kAdamWOp;
+  sop.attributes = {{"lr", double(lr_)},
+                    {"beta1", double(options_.beta1)},
+                    {"beta2", double(options_.beta2)},
+                    {"eps", double(options_.eps)},
+                    {"weight_decay", double(options_.weight_decay)},
+                    {"step", steps_ + 1}};
+  std::vector<ComputeDispatch> ds;
+  std::vector<std::size_t> updated;
+  const double lr = lr_;
+  const float decay_factor = static_cast<float>(1.0 - lr * options_.weight_decay);
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    if (!grads[i].defined()) continue;
+    const Matrix& p = parameters_[i].value();
+    sop.inputs.push_back(p.shape());
+    sop.inputs.push_back(grads[i].shape());
+    sop.outputs.push_back(p.shape());
+    updated.push_back(i);
+    const auto t = static_cast<double>(parameter_steps_[i] + 1);
+    const double step_size = lr / (1.0 - std::pow(double(options_.beta1), t));
+    const double bc2_sqrt = std::sqrt(1.0 - std::pow(double(options_.beta2), t));
+    for (const auto& c : detail::element_chunks(p.engine(), p.numel())) {
+      ComputeDispatch d;
+      d.kernel = "ml/optim/adamw_step";
+      d.bindings = {BufferBinding::read_write(p.storage(), offset_of(c), bytes_of(c)),
+                    BufferBinding::read(grads[i].storage(), offset_of(c), bytes_of(c)),
+                    BufferBinding::read_write(exp_avg_[i].storage(), offset_of(c), bytes_of(c)),
+                    BufferBinding::read_write(exp_avg_sq_[i].storage(), offset_of(c), bytes_of(c))};
+      d.push.u32(static_cast<std::uint32_t>(c.count))
+          .f32(options_.beta1)
+          .f32(options_.beta2)
+          .f32(options_.eps)
+          .f32(decay_factor)
+          .f32(static_cast<float>(step_size))
+          .f32(static_cast<float>(bc2_sqrt));
+      d.groups = {detail::groups_for(c.count, kUpdateGroup), 1, 1};
+      ds.push_back(std::move(d));
+    }
+  }
+  if (!updated.empty()) parameters_[0].value().engine().record(std::move(sop), ds);
+  for (auto i : updated) {
+    parameters_[i].value().storage()->bump_version();
+    exp_avg_[i].storage()->bump_version();
+    exp_avg_sq_[i].storage()->bump_version();
+    ++parameter_steps_[i];
+  }
+  ++steps_;
+}
+
+NamedMatrices AdamW::state() const {
+  NamedMatrices out;
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    out.emplace_back(parameters_[i].name() + ".exp_avg", exp_avg_[i]);
+    out.emplace_back(parameters_[i].name() + ".exp_avg_sq", exp_avg_sq_[i]);
+  }
+  return out;
+}
+
+// ── Gradient clipping ────────────────────────────────────────────────────────
+
+Matrix clip_grad_norm(const std::vector<Matrix>& gradients, float max_norm) {
+  if (!std::isfinite(max_norm) || max_norm < 0)
+    fail(ErrorKind::InvalidArgument, "{}: max_norm = {} must be finite and non-negative", kClipOp, max_norm);
+  for (std::size_t i = 0; i < gradients.size(); ++i) {
+    detail::require_f32(gradients[i], kClipOp, fmt::format("gradient {}", i).c_str());
+    detail::require_same_engine(gradients[0], gradients[i], kClipOp);
+  }
+  const Engine engine = gradients.empty() ? Engine::default_engine() : gradients[0].engine();
+  std::vector<Segment> level;
+  for (const auto& g : gradients)
+    for (const auto& c : detail::element_chunks(engine, g.numel())) level.push_back({g.storage(), offset_of(c), c.count});
+  if (level.empty()) return Matrix::zeros(Shape{}, engine);
+
+  Matrix norm = detail::allocate(engine, Shape{});
+  std::vector<ComputeDispatch> ds;
+  bool square = true;
+  for (;;) {
+    std::int64_t total = 0;
+    for (const auto& s : level) total += s.count;
+    if (level.size() <= kReduceInputs && total <= kReduceChunk) {
+      ds.push_back(reduce_dispatch(level, square, true, norm.storage(), 1));
+      break;
+    }
+    std::vector<Segment> next;
+    for (std::size_t at = 0; at < level.size(); at += kReduceInputs) {
+      const std::span<const Segment> group(level.data() + at, std::min(kReduceInputs, level.size() - at));
+      std::int64_t chunks = 0;
+      for (const auto& s : group) chunks += detail::groups_for(s.count, kReduceChunk);
+      auto partial = engine.allocate(static_cast<std::uint64_t>(chunks) * 4);
+      ds.push_back(reduce_dispatch(group, square, false, partial, chunks));
+      next.push_back({std::move(partial), 0, chunks});
+    }
+    level = std::move(next);
+    square = false;
+  }
+  SemanticOp sop;
+  sop.name = kClipOp;
+  sop.attributes = {{"max_norm", double(max_norm)}};
+  sop.outputs = {norm.shape()};
+  for (const auto& g : gradients) {
+    sop.inputs.push_back(g.shape());
+    for (const auto& c : detail::element_chunks(engine, g.numel())) {
+      ComputeDispatch d;
+      d.kernel = "ml/optim/scale_by_norm";
+      d.bindings = {BufferBinding::read(norm.storage()), BufferBinding::read_write(g.storage(), offset_of(c), bytes_of(c))};
+      d.push.u32(static_cast<std::uint32_t>(c.count)).f32(max_norm);
+      d.groups = {detail::groups_for(c.count, kUpdateGroup), 1, 1};
+      ds.push_back(std::move(d));
+    }
+  }
+  engine.record(std::move(sop), ds);
+  for (const auto& g : gradients) g.storage()->bump_version();
+  return norm;
+}
+
+Matrix clip_grad_norm(const std::vector<Parameter>& parameters, float max_norm) {
+  std::vector<Matrix> grads;
+  for (const auto& p : parameters) {
+    Matrix g = p.grad();
+    if (g.defined()) grads.push_back(std::move(g));
+  }
+  return clip_grad_norm(grads, max_norm);
+}
+
+// ── Schedules ────────────────────────────────────────────────────────────────
+
+double warmup_cosine_lr(std::int64_t step, double base_lr, std::int64_t warmup_steps, std::int64_t total_steps, double min_lr) {
+  if (step < 0 || warmup_steps < 0 || total_steps <= warmup_steps || !(min_lr >= 0 && min_lr <= base_lr))
+    fail(ErrorKind::InvalidArgument,
+         "oa::ml::optim::warmup_cosine_lr: step {}, warmup {}, total {}, base_lr {}, min_lr {} (need step >= 0, 0 <= warmup < total, "
+         "0 <= min_lr <= base_lr)",
+         step, warmup_steps, total_steps, base_lr, min_lr);
+  if (step < warmup_steps) return base_lr * static_cast<double>(step) / static_cast<double>(warmup_steps);
+  if (step >= total_steps) return min_lr;
+  const double progress = static_cast<double>(step - warmup_steps) / static_cast<double>(total_steps - warmup_steps);
+  return min_lr + (base_lr - min_lr) * 0.5 * (1.0 + std::cos(std::numbers::pi * progress));
+}
+
+double step_decay_lr(std::int64_t step, double base_lr, std::int64_t step_size, double gamma) {
+  if (step < 0 || step_size < 1 || !(gamma > 0 && gamma <= 1))
+    fail(ErrorKind::InvalidArgument, "oa::ml::optim::step_decay_lr: step {}, step_size {}, gamma {} (need step >= 0, step_size >= 1, "
+         "0 < gamma <= 1)", step, step_size, gamma);
+  return base_lr * std::pow(gamma, static_cast<double>(step / step_size));
+}
+
+}  // namespace oa::ml::optim

@@ -1,0 +1,289 @@
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "oa/oa.hpp"
+#include "support/expect.hpp"
+#include "support/temp_dir.hpp"
+
+namespace {
+
+using oa::ErrorKind;
+using oa::test::TempDir;
+using oa::test::write_file;
+namespace data = oa::ml::data;
+
+// An IDX file of unsigned bytes, written from the format description.
+std::vector<std::uint8_t> idx_bytes(const std::vector<std::uint32_t>& dims, const std::vector<std::uint8_t>& values) {
+  std::vector<std::uint8_t> out = {0, 0, 0x08, static_cast<std::uint8_t>(dims.size())};
+  for (auto d : dims)
+    for (int s = 24; s >= 0; s -= 8) out.push_back(static_cast<std::uint8_t>(d >> s));
+  out.insert(out.end(), values.begin(), values.end());
+  return out;
+}
+
+void write_gzip(const std::filesystem::path& p, const std::vector<std::uint8_t>& bytes) {
+  gzFile f = gzopen(p.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())), static_cast<int>(bytes.size()));
+  ASSERT_EQ(gzclose(f), Z_OK);
+}
+
+std::vector<std::uint8_t> pattern(std::size_t n) {
+  std::vector<std::uint8_t> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::uint8_t>((i * 37 + 11) % 256);
+  return v;
+}
+
+// read_idx(p) fails with InvalidArgument naming the op, the file and `fault`.
+::testing::AssertionResult idx_error(const std::filesystem::path& p, const char* fault) {
+  const std::string file = p.filename().string();
+  return oa_test::throws([&] { data::read_idx(p); }, ErrorKind::InvalidArgument, {"oa::ml::data::read_idx", file.c_str(), fault});
+}
+
+TEST(DataGenerator, MatchesSplitMix64AndIsUnbiasedInRange) {
+  // The published SplitMix64 sequence for seed 1234567.
+  oa::ml::Generator g(1234567);
+  EXPECT_EQ(g.next_u64(), 6457827717110365317ull);
+  EXPECT_EQ(g.next_u64(), 3203168211198807973ull);
+  EXPECT_EQ(g.next_u64(), 9817491932198370423ull);
+  EXPECT_EQ(g.counter(), 3u);
+  oa::ml::Generator h(7);
+  std::vector<int> hits(5);
+  for (int i = 0; i < 5000; ++i) ++hits[h.next_below(5)];
+  for (int c : hits) EXPECT_NEAR(c, 1000, 150);
+  EXPECT_EQ(oa::ml::Generator(3).fork(9).next_u64(), oa::ml::Generator(3).fork(9).next_u64());
+  EXPECT_NE(oa::ml::Generator(3).fork(9).next_u64(), oa::ml::Generator(3).fork(10).next_u64());
+  EXPECT_THROW(h.next_below(0), oa::Error);
+}
+
+TEST(DataIdx, ReadsRawAndGzippedFiles) {
+  TempDir dir;
+  const auto values = pattern(5 * 3 * 7);
+  const auto bytes = idx_bytes({5, 3, 7}, values);
+  write_file(dir / "raw-idx3-ubyte", bytes);
+  write_gzip(dir / "packed-idx3-ubyte.gz", bytes);
+  write_gzip(dir / "packed-without-suffix", bytes);  // recognised by its magic
+  for (const char* name : {"raw-idx3-ubyte", "packed-idx3-ubyte.gz", "packed-without-suffix"}) {
+    SCOPED_TRACE(name);
+    const auto a = data::read_idx(dir / name);
+    EXPECT_EQ(a.dims, (std::vector<std::int64_t>{5, 3, 7}));
+    EXPECT_EQ(a.data, values);
+  }
+  // Two gzip members concatenated read as one stream (as gunzip does).
+  const auto first = idx_bytes({6}, {1, 2, 3});
+  write_gzip(dir / "a.gz", first);
+  write_gzip(dir / "b.gz", {4, 5, 6});
+  auto joined = oa::test::read_file(dir / "a.gz");
+  const auto second = oa::test::read_file(dir / "b.gz");
+  joined.insert(joined.end(), second.begin(), second.end());
+  write_file(dir / "joined.gz", joined);
+  EXPECT_EQ(data::read_idx(dir / "joined.gz").data, (std::vector<std::uint8_t>{1, 2, 3, 4, 5, 6}));
+}
+
+TEST(DataIdx, CorruptAndTruncatedFilesNameTheFileAndTheFault) {
+  TempDir dir;
+  const auto good = idx_bytes({4, 2, 3}, pattern(24));
+  auto bad_magic = good;
+  bad_magic[0] = 0x12;
+  write_file(dir / "bad-magic", bad_magic);
+  EXPECT_TRUE(idx_error(dir / "bad-magic", "bad magic"));
+  auto float_type = good;
+  float_type[2] = 0x0D;
+  write_file(dir / "float-type", float_type);
+  EXPECT_TRUE(idx_error(dir / "float-type", "unsupported element type 0x0d"));
+  write_file(dir / "short-data", {good.begin(), good.end() - 1});
+  EXPECT_TRUE(idx_error(dir / "short-data", "truncated data"));
+  write_file(dir / "short-header", {good.begin(), good.begin() + 9});
+  EXPECT_TRUE(idx_error(dir / "short-header", "truncated header"));
+  auto longer = good;
+  longer.push_back(0);
+  write_file(dir / "trailing", longer);
+  EXPECT_TRUE(idx_error(dir / "trailing", "1 trailing bytes"));
+  EXPECT_TRUE(idx_error(dir / "missing-file", "cannot open"));
+
+  const auto big = idx_bytes({64, 64}, pattern(64 * 64));
+  write_gzip(dir / "whole.gz", big);
+  const auto packed = oa::test::read_file(dir / "whole.gz");
+  write_file(dir / "cut.gz", {packed.begin(), packed.begin() + static_cast<std::ptrdiff_t>(packed.size() / 2)});
+  EXPECT_TRUE(idx_error(dir / "cut.gz", "gzip stream truncated"));
+  auto flipped = packed;
+  flipped[packed.size() - 6] ^= 0xFF;  // inside the CRC-32 trailer
+  write_file(dir / "crc.gz", flipped);
+  EXPECT_TRUE(idx_error(dir / "crc.gz", "gzip error"));
+  // A gzip stream holding a truncated IDX file.
+  write_gzip(dir / "short.gz", {big.begin(), big.end() - 10});
+  EXPECT_TRUE(idx_error(dir / "short.gz", "truncated data"));
+}
+
+TEST(DataIdx, LoadsImagesWithLabelsAndChecksDimensions) {
+  TempDir dir;
+  write_gzip(dir / "images.gz", idx_bytes({3, 2, 2}, pattern(12)));
+  write_gzip(dir / "labels.gz", idx_bytes({3}, {2, 0, 7}));
+  write_file(dir / "labels4", idx_bytes({4}, {1, 2, 3, 4}));
+  write_file(dir / "images2d", idx_bytes({3, 4}, pattern(12)));
+  const auto d = data::load_idx_images(dir / "images.gz", dir / "labels.gz");
+  EXPECT_EQ(d.count, 3);
+  EXPECT_EQ(d.height, 2);
+  EXPECT_EQ(d.width, 2);
+  EXPECT_EQ(d.pixels, pattern(12));
+  EXPECT_EQ(d.labels, (std::vector<std::int32_t>{2, 0, 7}));
+  EXPECT_EQ(d.classes, 8);
+  for (auto [images, labels, file] : {std::tuple{"images.gz", "labels4", "labels4"}, std::tuple{"images2d", "labels.gz", "images2d"}})
+    EXPECT_TRUE(oa_test::throws([&] { data::load_idx_images(dir / images, dir / labels); }, ErrorKind::InvalidArgument,
+                                {"dimension mismatch", file}));
+}
+
+data::ImageDataset tiny_images(std::int64_t count) {
+  data::ImageDataset d;
+  d.count = count;
+  d.height = 2;
+  d.width = 3;
+  d.pixels = pattern(static_cast<std::size_t>(count * 6));
+  for (std::int64_t i = 0; i < count; ++i) d.labels.push_back(static_cast<std::int32_t>(i % 4));
+  d.classes = 4;
+  return d;
+}
+
+TEST(DataImageLoader, UploadsNormalisedBatchesInOrder) {
+  const auto d = tiny_images(7);
+  data::ImageLoader loader(d, {.batch_size = 3, .shuffle = false}, {0.25f, 0.5f});
+  ASSERT_EQ(loader.batches(), 3);
+  for (std::int64_t b = 0; b < 3; ++b) {
+    const auto batch = loader.batch(b);
+    const std::int64_t n = b < 2 ? 3 : 1;
+    ASSERT_EQ(batch.images.shape(), (oa::Shape{n, 1, 2, 3}));
+    ASSERT_EQ(batch.labels.shape(), (oa::Shape{n}));
+    EXPECT_EQ(batch.images.dtype(), oa::DType::F32);
+    EXPECT_EQ(batch.labels.dtype(), oa::DType::I32);
+    const auto x = batch.images.to_vector();
+    const auto y = batch.labels.to_i32();
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::int64_t s = b * 3 + i;
+      EXPECT_EQ(y[static_cast<std::size_t>(i)], s % 4);
+      for (std::int64_t k = 0; k < 6; ++k)
+        EXPECT_NEAR(x[static_cast<std::size_t>(i * 6 + k)], (d.pixels[static_cast<std::size_t>(s * 6 + k)] / 255.0 - 0.25) / 0.5, 1e-6);
+    }
+  }
+  data::ImageLoader dropping(d, {.batch_size = 3, .shuffle = false, .drop_last = true});
+  EXPECT_EQ(dropping.batches(), 2);
+  EXPECT_TRUE(oa_test::throws([&] { dropping.batch(2); }, ErrorKind::InvalidArgument, {"ImageLoader::batch", "index 2"}));
+  EXPECT_TRUE(oa_test::throws([&] { data::ImageLoader(d, {.batch_size = 0}); }, ErrorKind::InvalidArgument, {"batch_size 0"}));
+  EXPECT_TRUE(oa_test::throws([&] { data::ImageLoader(d, {}, {0.0f, 0.0f}); }, ErrorKind::InvalidArgument, {"std"}));
+  EXPECT_TRUE(oa_test::throws([&] { data::ImageLoader(data::ImageDataset{}, {}); }, ErrorKind::InvalidArgument, {"empty"}));
+}
+
+TEST(DataImageLoader, ShufflesDeterministicallyPerEpoch) {
+  const auto d = tiny_images(9);
+  data::ImageLoader a(d, {.batch_size = 4, .seed = 42});
+  data::ImageLoader b(d, {.batch_size = 4, .seed = 42});
+  data::ImageLoader c(d, {.batch_size = 4, .seed = 43});
+  const auto order0 = a.order();
+  EXPECT_EQ(std::set<std::int64_t>(order0.begin(), order0.end()).size(), 9u);
+  EXPECT_EQ(a.order(), b.order());
+  EXPECT_NE(a.order(), c.order());
+  a.set_epoch(1);
+  EXPECT_NE(a.order(), order0);
+  b.set_epoch(1);
+  EXPECT_EQ(a.order(), b.order());
+  a.set_epoch(0);
+  EXPECT_EQ(a.order(), order0);
+  // The batch follows the order.
+  const auto labels = a.batch(1).labels.to_i32();
+  for (std::size_t i = 0; i < labels.size(); ++i) EXPECT_EQ(labels[i], order0[4 + i] % 4);
+}
+
+TEST(DataImageLoader, ComputesNormalisation) {
+  data::ImageDataset d;
+  d.count = 1;
+  d.height = 1;
+  d.width = 4;
+  d.pixels = {0, 255, 255, 0};
+  d.labels = {0};
+  const auto n = data::compute_normalization(d);
+  EXPECT_NEAR(n.mean, 0.5, 1e-7);
+  EXPECT_NEAR(n.std, 0.5, 1e-7);
+  d.pixels = {3, 3, 3, 3};
+  EXPECT_THROW(data::compute_normalization(d), oa::Error);
+}
+
+TEST(DataText, ReadsSplitsAndDrawsWindows) {
+  TempDir dir;
+  std::vector<std::uint8_t> first(120), second(80);
+  for (std::size_t i = 0; i < first.size(); ++i) first[i] = static_cast<std::uint8_t>(i);
+  for (std::size_t i = 0; i < second.size(); ++i) second[i] = static_cast<std::uint8_t>(120 + i);
+  write_file(dir / "one", first);
+  write_file(dir / "two", second);
+  auto bytes = data::read_bytes({dir / "one", dir / "two"});
+  ASSERT_EQ(bytes.size(), 200u);
+  for (std::size_t i = 0; i < bytes.size(); ++i) ASSERT_EQ(bytes[i], i);
+  const auto split = data::split_text(bytes, 0.05);
+  ASSERT_EQ(split.train.size(), 190u);
+  ASSERT_EQ(split.validation.size(), 10u);
+  EXPECT_EQ(split.validation.front(), 190);
+  EXPECT_THROW(data::split_text(bytes, 1.0), oa::Error);
+
+  data::TextLoader loader(split.train, 5, 11, 99);
+  const auto batch = loader.batch(3);
+  ASSERT_EQ(batch.tokens.shape(), (oa::Shape{5, 11}));
+  ASSERT_EQ(batch.targets.shape(), (oa::Shape{5, 11}));
+  ASSERT_EQ(batch.tokens.dtype(), oa::DType::I32);
+  const auto x = batch.tokens.to_i32(), y = batch.targets.to_i32();
+  std::set<int> starts;
+  for (int b = 0; b < 5; ++b) {
+    const int start = x[static_cast<std::size_t>(b * 11)];
+    starts.insert(start);
+    EXPECT_LE(start + 11, 189);  // the last target is a train byte
+    for (int t = 0; t < 11; ++t) {
+      EXPECT_EQ(x[static_cast<std::size_t>(b * 11 + t)], start + t);
+      EXPECT_EQ(y[static_cast<std::size_t>(b * 11 + t)], start + t + 1);
+    }
+  }
+  EXPECT_GT(starts.size(), 1u);
+  EXPECT_EQ(loader.batch(3).tokens.to_i32(), x);
+  EXPECT_NE(loader.batch(4).tokens.to_i32(), x);
+  // Every start position is reachable, including the last (n - T - 1).
+  data::TextLoader tight(std::vector<std::uint8_t>{1, 2, 3, 4}, 64, 2, 5);
+  const auto t = tight.batch(0).tokens.to_i32();
+  std::set<int> firsts;
+  for (int b = 0; b < 64; ++b) firsts.insert(t[static_cast<std::size_t>(b * 2)]);
+  EXPECT_EQ(firsts, (std::set<int>{1, 2}));
+}
+
+TEST(DataText, ErrorsNameTheFileOrTheProblem) {
+  TempDir dir;
+  EXPECT_TRUE(oa_test::throws([&] { data::read_bytes({dir / "absent.txt"}); }, ErrorKind::InvalidArgument,
+                              {"oa::ml::data::read_bytes", "cannot open", "absent.txt"}));
+  EXPECT_TRUE(oa_test::throws([&] { data::read_bytes({dir.path()}); }, ErrorKind::InvalidArgument, {"is a directory"}));
+  EXPECT_TRUE(oa_test::throws([&] { data::read_bytes({}); }, ErrorKind::InvalidArgument, {"no files"}));
+  EXPECT_THROW(data::TextLoader(std::vector<std::uint8_t>{1, 2}, 1, 2, 0), oa::Error);
+  EXPECT_NO_THROW(data::TextLoader(std::vector<std::uint8_t>{1, 2, 3}, 1, 2, 0));
+  EXPECT_THROW(data::TextLoader(std::vector<std::uint8_t>{1, 2, 3}, 0, 2, 0), oa::Error);
+}
+
+TEST(DataFashionMnist, ReadsTheInstalledTestSplit) {
+  if (!std::filesystem::exists(data::kFashionMnistDir / "t10k-labels-idx1-ubyte.gz"))
+    GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  const auto d = data::load_fashion_mnist("t10k");
+  EXPECT_EQ(d.count, 10000);
+  EXPECT_EQ(d.height, 28);
+  EXPECT_EQ(d.width, 28);
+  EXPECT_EQ(d.classes, 10);
+  const auto n = data::compute_normalization(d);
+  EXPECT_NEAR(n.mean, data::kFashionMnistNormalization.mean, 0.01);
+  EXPECT_NEAR(n.std, data::kFashionMnistNormalization.std, 0.01);
+  EXPECT_THROW(data::load_fashion_mnist("validation"), oa::Error);
+}
+
+TEST(DataText, ListsFortuneFiles) {
+  if (!std::filesystem::is_directory("/usr/share/games/fortunes")) GTEST_SKIP() << "fortunes are not installed";
+  const auto files = data::fortune_files();
+  ASSERT_FALSE(files.empty());
+  for (const auto& f : files) EXPECT_FALSE(f.has_extension()) << f;
+  EXPECT_TRUE(std::is_sorted(files.begin(), files.end()));
+}
+
+}  // namespace
