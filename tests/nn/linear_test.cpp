@@ -9,11 +9,13 @@
 #include "reference/linear.hpp"
 #include "support/expect.hpp"
 #include "support/gradcheck.hpp"
+#include "support/module_check.hpp"
 
 namespace {
 
 using oa::Matrix;
 using oa::Shape;
+using oa::ml::nn::Linear;
 namespace ref = oa::reference;
 
 TEST(NnLinear, FunctionMatchesReferenceAndRecordsOneOp) {
@@ -44,6 +46,49 @@ TEST(NnLinear, FunctionMatchesReferenceAndRecordsOneOp) {
       EXPECT_EQ(labels, (std::vector<std::string>{"oa::ml::nn::linear", "oa::ml::nn::linear backward"}));
     }
   }
+}
+
+TEST(NnLinear, ModuleGradients) {
+  oa::ml::Generator g(1);
+  Linear layer(6, 3, g);
+  oa::test::module_gradcheck(layer, oa::test::random_input({4, 6}, 5), [](const std::vector<std::vector<double>>& v) {
+    return ref::linear(v[0], v[1], v[2], 4, 6, 3);
+  });
+  Linear no_bias(6, 3, g, false);
+  EXPECT_FALSE(no_bias.bias().defined());
+  EXPECT_EQ(no_bias.parameter_count(), 18);
+  oa::test::module_gradcheck(no_bias, oa::test::random_input({2, 2, 6}, 6), [](const std::vector<std::vector<double>>& v) {
+    return ref::linear(v[0], v[1], {}, 4, 6, 3);
+  });
+}
+
+TEST(NnLinear, PyTorchDefaultInitialisation) {
+  oa::ml::Generator g(42);
+  Linear a(64, 48, g);
+  const double bound = 1.0 / std::sqrt(64.0);
+  for (const auto& p : {a.weight(), a.bias()}) {
+    const auto v = p.value().to_vector();
+    double lo = 1, hi = -1, mean = 0;
+    for (float x : v) {
+      lo = std::min(lo, static_cast<double>(x));
+      hi = std::max(hi, static_cast<double>(x));
+      mean += x;
+    }
+    mean /= static_cast<double>(v.size());
+    EXPECT_GE(lo, -bound);
+    EXPECT_LT(hi, bound);
+    if (v.size() > 1000) {  // U(-b, b) fills its range: min and max near the bounds, mean near 0
+      EXPECT_LT(lo, -0.95 * bound);
+      EXPECT_GT(hi, 0.95 * bound);
+      EXPECT_NEAR(mean, 0.0, 0.05 * bound);
+    }
+  }
+  // The same seed gives the same parameters; another seed others.
+  oa::ml::Generator g2(42), g3(43);
+  Linear b(64, 48, g2), c(64, 48, g3);
+  EXPECT_EQ(a.weight().value().to_vector(), b.weight().value().to_vector());
+  EXPECT_EQ(a.bias().value().to_vector(), b.bias().value().to_vector());
+  EXPECT_NE(a.weight().value().to_vector(), c.weight().value().to_vector());
 }
 
 TEST(NnLinear, Errors) {

@@ -2,7 +2,9 @@
 // Affine layers: the fused op linear() and the module Linear
 // (torch.nn.functional.linear, torch.nn.Linear).
 #include <cstdint>
+#include <optional>
 
+#include "oa/ml/generator.hpp"
 #include "oa/ml/nn/module.hpp"
 
 namespace oa::ml::nn {
@@ -18,5 +20,27 @@ namespace oa::ml::nn {
 // not weight's in, bias not [out], operands on different engines.
 // Semantic op "oa::ml::nn::linear".
 Matrix linear(const Matrix& x, const Matrix& weight, const Matrix& bias = Matrix());
+
+// torch.nn.Linear: parameters `weight` [out, in] and (with bias) `bias`
+// [out], initialised as PyTorch does (kaiming-uniform with a = sqrt(5), i.e.
+// U(-1/sqrt(in), 1/sqrt(in)), for both) from seeds drawn from `generator`
+// (weight first). forward: x [..., in] -> [..., out].
+// Throws InvalidArgument for in_features or out_features below 1.
+class Linear : public Module {
+ public:
+  Linear(std::int64_t in_features, std::int64_t out_features, Generator& generator, bool bias = true,
+         std::optional<Engine> engine = {});
+  Matrix forward(const Matrix& x) override;
+  std::string type_name() const override { return "Linear"; }
+
+  std::int64_t in_features() const { return in_features_; }
+  std::int64_t out_features() const { return out_features_; }
+  const Parameter& weight() const { return weight_; }
+  const Parameter& bias() const { return bias_; }  // undefined without bias
+
+ private:
+  std::int64_t in_features_, out_features_;
+  Parameter weight_, bias_;
+};
 
 }  // namespace oa::ml::nn

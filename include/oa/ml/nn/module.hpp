@@ -37,13 +37,14 @@
 #include <vector>
 
 #include "oa/matrix/matrix.hpp"
+#include "oa/ml/checkpoint.hpp"
 #include "oa/ml/parameter.hpp"
 
 namespace oa::ml::nn {
 
-// Name-value pairs in a fixed order; the type oa::ml's checkpoint functions
-// (save_safetensors, load_safetensors_into) take.
-using NamedMatrices = std::vector<std::pair<std::string, Matrix>>;
+// Name-value pairs in a fixed order, as oa::ml's checkpoint functions
+// (save_safetensors, load_safetensors_into) take them.
+using oa::ml::NamedMatrices;
 
 class Module {
  public:

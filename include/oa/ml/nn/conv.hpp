@@ -1,0 +1,91 @@
+#pragma once
+// Convolution modules (torch.nn.Conv1d, Conv2d, ConvTranspose1d,
+// ConvTranspose2d) over the functions of oa/ml/conv.hpp, whose options,
+// layouts and output-size formulas they take as they are.
+//
+// Parameters: `weight` (OIK / OIHW for convolutions: [out, in / groups, k...];
+// IOK / IOHW for transposed convolutions: [in, out / groups, k...]) and, with
+// bias, `bias` [out]. Initialised as PyTorch's _ConvNd.reset_parameters:
+// kaiming-uniform with a = sqrt(5) for the weight, U(-1/sqrt(fan_in),
+// 1/sqrt(fan_in)) for the bias, fan_in = weight.shape[1] * prod(kernel), from
+// seeds drawn from `generator` (weight first).
+//
+// Constructors throw InvalidArgument naming the module for channel counts or
+// kernel extents below 1, groups below 1, or channel counts not divisible by
+// groups; forward throws what the conv function throws.
+#include <array>
+#include <cstdint>
+#include <optional>
+
+#include "oa/ml/conv.hpp"
+#include "oa/ml/generator.hpp"
+#include "oa/ml/nn/module.hpp"
+
+namespace oa::ml::nn {
+
+// forward: x [N, in, L] -> [N, out, L_out] (conv_1d).
+class Conv1d : public Module {
+ public:
+  Conv1d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel_size, Generator& generator,
+         const Conv1dOptions& options = {}, bool bias = true, std::optional<Engine> engine = {});
+  Matrix forward(const Matrix& x) override;
+  std::string type_name() const override { return "Conv1d"; }
+  const Parameter& weight() const { return weight_; }
+  const Parameter& bias() const { return bias_; }  // undefined without bias
+  const Conv1dOptions& options() const { return options_; }
+
+ private:
+  Conv1dOptions options_;
+  Parameter weight_, bias_;
+};
+
+// forward: x [N, in, H, W] -> [N, out, H_out, W_out] (conv_2d). kernel_size is {KH, KW}.
+class Conv2d : public Module {
+ public:
+  Conv2d(std::int64_t in_channels, std::int64_t out_channels, std::array<std::int64_t, 2> kernel_size, Generator& generator,
+         const Conv2dOptions& options = {}, bool bias = true, std::optional<Engine> engine = {});
+  Matrix forward(const Matrix& x) override;
+  std::string type_name() const override { return "Conv2d"; }
+  const Parameter& weight() const { return weight_; }
+  const Parameter& bias() const { return bias_; }
+  const Conv2dOptions& options() const { return options_; }
+
+ private:
+  Conv2dOptions options_;
+  Parameter weight_, bias_;
+};
+
+// forward: x [N, in, L] -> [N, out, L_out] (conv_transpose_1d).
+class ConvTranspose1d : public Module {
+ public:
+  ConvTranspose1d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel_size, Generator& generator,
+                  const ConvTranspose1dOptions& options = {}, bool bias = true, std::optional<Engine> engine = {});
+  Matrix forward(const Matrix& x) override;
+  std::string type_name() const override { return "ConvTranspose1d"; }
+  const Parameter& weight() const { return weight_; }
+  const Parameter& bias() const { return bias_; }
+  const ConvTranspose1dOptions& options() const { return options_; }
+
+ private:
+  ConvTranspose1dOptions options_;
+  Parameter weight_, bias_;
+};
+
+// forward: x [N, in, H, W] -> [N, out, H_out, W_out] (conv_transpose_2d). kernel_size is {KH, KW}.
+class ConvTranspose2d : public Module {
+ public:
+  ConvTranspose2d(std::int64_t in_channels, std::int64_t out_channels, std::array<std::int64_t, 2> kernel_size,
+                  Generator& generator, const ConvTranspose2dOptions& options = {}, bool bias = true,
+                  std::optional<Engine> engine = {});
+  Matrix forward(const Matrix& x) override;
+  std::string type_name() const override { return "ConvTranspose2d"; }
+  const Parameter& weight() const { return weight_; }
+  const Parameter& bias() const { return bias_; }
+  const ConvTranspose2dOptions& options() const { return options_; }
+
+ private:
+  ConvTranspose2dOptions options_;
+  Parameter weight_, bias_;
+};
+
+}  // namespace oa::ml::nn

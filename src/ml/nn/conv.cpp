@@ -1,0 +1,79 @@
+#include "oa/ml/nn/conv.hpp"
+
+#include <span>
+#include <vector>
+
+#include "oa/ml/init.hpp"
+
+namespace oa::ml::nn {
+
+namespace {
+
+// Checks the channel counts, kernel and groups; returns the weight shape
+// [lead, second / groups, kernel...] (lead = out for convolutions, in for
+// transposed convolutions).
+Shape weight_shape(const char* module, std::int64_t in_channels, std::int64_t out_channels, std::span<const std::int64_t> kernel,
+                   std::int64_t groups, bool transposed) {
+  bool ok = in_channels >= 1 && out_channels >= 1 && groups >= 1;
+  for (std::int64_t k : kernel) ok = ok && k >= 1;
+  if (!ok || in_channels % groups != 0 || out_channels % groups != 0)
+    fail(ErrorKind::InvalidArgument,
+         "oa::ml::nn::{}: in_channels {} and out_channels {} must be >= 1 and divisible by groups {} (>= 1), and kernel "
+         "extents >= 1",
+         module, in_channels, out_channels, groups);
+  std::vector<std::int64_t> dims{transposed ? in_channels : out_channels, (transposed ? out_channels : in_channels) / groups};
+  dims.insert(dims.end(), kernel.begin(), kernel.end());
+  return Shape(dims);
+}
+
+}  // namespace
+
+Conv1d::Conv1d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel_size, Generator& generator,
+               const Conv1dOptions& options, bool bias, std::optional<Engine> engine)
+    : options_(options) {
+  const std::int64_t k[] = {kernel_size};
+  const Shape w = weight_shape("Conv1d", in_channels, out_channels, k, options.groups, false);
+  weight_ = register_parameter("weight", init::default_weight(w, generator, engine));
+  if (bias) bias_ = register_parameter("bias", init::default_bias(Shape{out_channels}, w, generator, engine));
+}
+
+Matrix Conv1d::forward(const Matrix& x) { return conv_1d(x, weight_, bias_, options_); }
+
+Conv2d::Conv2d(std::int64_t in_channels, std::int64_t out_channels, std::array<std::int64_t, 2> kernel_size,
+               Generator& generator, const Conv2dOptions& options, bool bias, std::optional<Engine> engine)
+    : options_(options) {
+  const Shape w = weight_shape("Conv2d", in_channels, out_channels, kernel_size, options.groups, false);
+  weight_ = register_parameter("weight", init::default_weight(w, generator, engine));
+  if (bias) bias_ = register_parameter("bias", init::default_bias(Shape{out_channels}, w, generator, engine));
+}
+
+Matrix Conv2d::forward(const Matrix& x) { return conv_2d(x, weight_, bias_, options_); }
+
+ConvTranspose1d::ConvTranspose1d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel_size,
+                                 Generator& generator, const ConvTranspose1dOptions& options, bool bias,
+                                 std::optional<Engine> engine)
+    : options_(options) {
+  const std::int64_t k[] = {kernel_size};
+  const Shape w = weight_shape("ConvTranspose1d", in_channels, out_channels, k, options.groups, true);
+  weight_ = register_parameter("weight", init::default_weight(w, generator, engine));
+  if (bias) bias_ = register_parameter("bias", init::default_bias(Shape{out_channels}, w, generator, engine));
+}
+
+Matrix ConvTranspose1d::forward(const Matrix& x) {
+  return conv_transpose_1d(x, weight_, bias_, options_);
+}
+
+ConvTranspose2d::ConvTranspose2d(std::int64_t in_channels, std::int64_t out_channels, std::array<std::int64_t, 2> kernel_size,
+                                 Generator& generator, const ConvTranspose2dOptions& options, bool bias,
+                                 std::optional<Engine> engine)
+    : options_(options) {
+  const Shape w = weight_shape("ConvTranspose2d", in_channels, out_channels, kernel_size, options.groups, true);
+  weight_ = register_parameter("weight", init::default_weight(w, generator, engine));
+  if (bias) bias_ = register_parameter("bias", init::default_bias(Shape{out_channels}, w, generator, engine));
+}
+
+Matrix ConvTranspose2d::forward(const Matrix& x) {
+  return conv_transpose_2d(x, weight_, bias_, options_);
+}
+
+}  // namespace oa::ml::nn
