@@ -48,6 +48,14 @@ TEST(NnLinear, FunctionMatchesReferenceAndRecordsOneOp) {
   }
 }
 
+TEST(NnLinear, EmptyExtents) {
+  // No rows: an empty result. No inputs (in = 0): the bias broadcast.
+  const Matrix w = Matrix::from_vector({3, 2}, oa_test::iota(6));
+  EXPECT_EQ(oa::ml::nn::linear(Matrix::zeros({0, 2}), w).shape(), Shape({0, 3}));
+  const Matrix y = oa::ml::nn::linear(Matrix::zeros({2, 0}), Matrix::zeros({3, 0}), Matrix::from_vector({3}, oa_test::iota(3, 1.0f)));
+  EXPECT_TRUE(oa_test::near(y.to_vector(), {1, 2, 3, 1, 2, 3}, 0, 0));
+}
+
 TEST(NnLinear, ModuleGradients) {
   oa::ml::Generator g(1);
   Linear layer(6, 3, g);
