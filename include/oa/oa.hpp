@@ -11,6 +11,7 @@
 #include "oa/matrix/reduction.hpp"
 #include "oa/ml/autograd.hpp"
 #include "oa/ml/checkpoint.hpp"
+#include "oa/ml/conv.hpp"
 #include "oa/ml/data.hpp"
 #include "oa/ml/generator.hpp"
 #include "oa/ml/init.hpp"
