@@ -29,13 +29,27 @@ OA_PUSH_BEGIN uint heads; uint sq; uint sk; uint dh; uint dv; float scale_log2; 
 
 shared vec4 k_tile[BLOCK_N * KW];
 shared vec4 v_tile[BLOCK_N * VW];
-FLASH_TILE_LOADER(load_k, k_tile, k_in, k4_in, KW)
-FLASH_TILE_LOADER(load_v, v_tile, v_in, v4_in, VW)
+FLASH_READER(read_q, q_in, q4_in)
+FLASH_READER(read_k, k_in, k4_in)
+FLASH_READER(read_v, v_in, v4_in)
+FLASH_READER(read_o, o_in, o4_in)
+FLASH_READER(read_do, do_in, do4_in)
+FLASH_WRITER(write_dq, dq_out, dq4_out)
+FLASH_TILE_LOADER(load_k, k_tile, read_k, KW)
+FLASH_TILE_LOADER(load_v, v_tile, read_v, VW)
 
-vec4 q[KL];
-vec4 dq[KL];
-vec4 go[VL];  // dO row
-vec4 o[VL];   // O row, only to form delta
+#define DECLARE(i) vec4 q##i = vec4(0.0), dq##i = vec4(0.0), g##i = vec4(0.0);
+#define LOAD_Q(i) if (uint(i) < KL) q##i = read_q(live, q_at, (lane * KL + uint(i)) * 4u, pc.dh) * pc.scale_log2;
+#define LOAD_DO(i)                                                  \
+  if (uint(i) < VL) {                                                  \
+    const uint c = (lane * VL + uint(i)) * 4u;                         \
+    g##i = read_do(live, o_at, c, pc.dv);                           \
+    part += dot(g##i, read_o(live, o_at, c, pc.dv));                \
+  }
+#define DOT_QK(i) if (uint(i) < KL) sp += dot(q##i, k_tile[kb + uint(i)]);
+#define DOT_GV(i) if (uint(i) < VL) gp += dot(g##i, v_tile[vb + uint(i)]);
+#define ACCUMULATE_DQ(i) if (uint(i) < KL) dq##i += ds * k_tile[kb + uint(i)];
+#define STORE_DQ(i) if (uint(i) < KL) write_dq(q_at, (lane * KL + uint(i)) * 4u, pc.dh, dq##i * pc.scale);
 
 void main() {
   const uint lane = gl_LocalInvocationID.x % LANES;
@@ -47,13 +61,11 @@ void main() {
 
   const uint q_at = live ? flash_row(bh, qi, pc.sq, pc.dh, pc.heads) : 0u;
   const uint o_at = live ? flash_row(bh, qi, pc.sq, pc.dv, pc.heads) : 0u;
-  FLASH_LOAD_ROW(q, KL, q_in, q4_in, live, q_at, lane * KL * 4u, pc.dh, pc.scale_log2)
-  FLASH_LOAD_ROW(go, VL, do_in, do4_in, live, o_at, lane * VL * 4u, pc.dv, 1.0)
-  FLASH_LOAD_ROW(o, VL, o_in, o4_in, live, o_at, lane * VL * 4u, pc.dv, 1.0)
+  FLASH_REGS(DECLARE)
+  FLASH_REGS(LOAD_Q)
   float part = 0.0;
-  for (uint i = 0u; i < VL; ++i) part += dot(go[i], o[i]);
+  FLASH_REGS(LOAD_DO)
   const float delta = lane_sum(part);
-  for (uint i = 0u; i < KL; ++i) dq[i] = vec4(0.0);
   const float lse2 = live ? lse_in[bh * pc.sq + qi] * OA_LOG2E : -OA_INF;
 
   uint key_end = pc.sk;
@@ -71,23 +83,24 @@ void main() {
     load_v(bh, key0, pc.sk, pc.dv, pc.heads);
     barrier();
     for (uint j = 0u; j < BLOCK_N; ++j) {
-      float sp = 0.0;
-      for (uint i = 0u; i < KL; ++i) sp += dot(q[i], k_tile[j * KW + lane * KL + i]);
-      float dpp = 0.0;
-      for (uint i = 0u; i < VL; ++i) dpp += dot(go[i], v_tile[j * VW + lane * VL + i]);
-      float sj = lane_sum(sp);
-      const float dp = lane_sum(dpp);
+      const uint kb = j * KW + lane * KL;
+      const uint vb = j * VW + lane * VL;
+      float sp = 0.0, gp = 0.0;
+      FLASH_REGS(DOT_QK)
+      FLASH_REGS(DOT_GV)
+      float s = lane_sum(sp);
+      const float dp = lane_sum(gp);
       const int key = int(key0 + j);
       const bool visible = any_visible && key <= last_key;
-      if (visible && pc.mask_mode != 0u) sj += mask[mask_row * pc.sk + uint(key)] * OA_LOG2E;
-      const float p = visible ? exp2(sj - lse2) : 0.0;
+      if (visible && pc.mask_mode != 0u) s += mask[mask_row * pc.sk + uint(key)] * OA_LOG2E;
+      const float p = visible ? exp2(s - lse2) : 0.0;
       const float ds = p * (dp - delta);
-      for (uint i = 0u; i < KL; ++i) dq[i] += ds * k_tile[j * KW + lane * KL + i];
+      FLASH_REGS(ACCUMULATE_DQ)
     }
   }
 
   if (live) {
-    FLASH_STORE_ROW(dq, KL, dq_out, dq4_out, q_at, lane * KL * 4u, pc.dh, pc.scale)
+    FLASH_REGS(STORE_DQ)
     if (lane == 0u) delta_out[bh * pc.sq + qi] = delta;
   }
 }

@@ -2,11 +2,13 @@
 // Flash attention forward (FlashAttention-2 style, base-2 online softmax).
 // One workgroup: BLOCK_M query rows of one batch-head (grid x = query blocks,
 // y = batch-heads). Each query row keeps q (pre-scaled by scale * log2 e), its
-// output accumulator, a running max m and a running sum l in registers; key
-// and value rows stream through shared memory in tiles of BLOCK_N. Key tiles
-// entirely above the causal diagonal of the block are never loaded.
-// Output: o = sum_j p_j v_j / l and lse = (m + log2 l) * ln 2 per row; a row
-// with no visible key writes zeros and lse = -inf.
+// output accumulator o, the running max m and the running sum l in registers;
+// key and value rows stream through shared memory in tiles of BLOCK_N. Key
+// tiles entirely above the causal diagonal of the block are never loaded.
+// Per visible key: when its score s exceeds m, o and l are rescaled by
+// exp2(m - s) and m = s; then p = exp2(s - m), l += p, o += p v.
+// Output: o / l and lse = (m + log2 l) * ln 2 per row; a row with no visible
+// key writes zeros and lse = -inf.
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 #include "ml/attention/flash_common.glsl"
@@ -27,12 +29,19 @@ OA_PUSH_BEGIN uint heads; uint sq; uint sk; uint dh; uint dv; float scale_log2; 
 
 shared vec4 k_tile[BLOCK_N * KW];
 shared vec4 v_tile[BLOCK_N * VW];
-FLASH_TILE_LOADER(load_k, k_tile, k_in, k4_in, KW)
-FLASH_TILE_LOADER(load_v, v_tile, v_in, v4_in, VW)
+FLASH_READER(read_q, q_in, q4_in)
+FLASH_READER(read_k, k_in, k4_in)
+FLASH_READER(read_v, v_in, v4_in)
+FLASH_WRITER(write_o, o_out, o4_out)
+FLASH_TILE_LOADER(load_k, k_tile, read_k, KW)
+FLASH_TILE_LOADER(load_v, v_tile, read_v, VW)
 
-vec4 q[KL];
-vec4 o[VL];
-float s[BLOCK_N];
+#define DECLARE(i) vec4 q##i = vec4(0.0), o##i = vec4(0.0);
+#define LOAD_Q(i) if (uint(i) < KL) q##i = read_q(live, q_at, (lane * KL + uint(i)) * 4u, pc.dh) * pc.scale_log2;
+#define DOT_QK(i) if (uint(i) < KL) part += dot(q##i, k_tile[kb + uint(i)]);
+#define RESCALE_O(i) if (uint(i) < VL) o##i *= alpha;
+#define ACCUMULATE_PV(i) if (uint(i) < VL) o##i += p * v_tile[vb + uint(i)];
+#define STORE_O(i) if (uint(i) < VL) write_o(o_at, (lane * VL + uint(i)) * 4u, pc.dv, o##i * inv);
 
 void main() {
   const uint lane = gl_LocalInvocationID.x % LANES;
@@ -43,8 +52,8 @@ void main() {
   const int diag = int(pc.sk) - int(pc.sq);  // query i sees keys j <= i + diag when causal
 
   const uint q_at = live ? flash_row(bh, qi, pc.sq, pc.dh, pc.heads) : 0u;
-  FLASH_LOAD_ROW(q, KL, q_in, q4_in, live, q_at, lane * KL * 4u, pc.dh, pc.scale_log2)
-  for (uint i = 0u; i < VL; ++i) o[i] = vec4(0.0);
+  FLASH_REGS(DECLARE)
+  FLASH_REGS(LOAD_Q)
 
   // Keys this block may see, and the last key this row may see.
   uint key_end = pc.sk;
@@ -62,35 +71,32 @@ void main() {
     load_k(bh, key0, pc.sk, pc.dh, pc.heads);
     load_v(bh, key0, pc.sk, pc.dv, pc.heads);
     barrier();
-
-    float block_max = -OA_INF;
     for (uint j = 0u; j < BLOCK_N; ++j) {
+      const uint kb = j * KW + lane * KL;
+      const uint vb = j * VW + lane * VL;
       float part = 0.0;
-      for (uint i = 0u; i < KL; ++i) part += dot(q[i], k_tile[j * KW + lane * KL + i]);
-      float sj = lane_sum(part);
+      FLASH_REGS(DOT_QK)
+      float s = lane_sum(part);
       const int key = int(key0 + j);
       const bool visible = live && key <= last_key;
-      if (visible && pc.mask_mode != 0u) sj += mask[mask_row * pc.sk + uint(key)] * OA_LOG2E;
-      s[j] = visible ? sj : -OA_INF;
-      block_max = max(block_max, s[j]);
-    }
-    const float m_new = max(m, block_max);
-    const float m_use = m_new == -OA_INF ? 0.0 : m_new;  // keeps exp2 finite while nothing is visible
-    const float alpha = exp2(m - m_use);
-    l *= alpha;
-    for (uint i = 0u; i < VL; ++i) o[i] *= alpha;
-    for (uint j = 0u; j < BLOCK_N; ++j) {
-      const float p = exp2(s[j] - m_use);
+      if (visible && pc.mask_mode != 0u) s += mask[mask_row * pc.sk + uint(key)] * OA_LOG2E;
+      if (!visible) s = -OA_INF;
+      if (s > m) {
+        const float alpha = exp2(m - s);  // 0 while nothing was visible
+        l *= alpha;
+        FLASH_REGS(RESCALE_O)
+        m = s;
+      }
+      const float p = s == -OA_INF ? 0.0 : exp2(s - m);
       l += p;
-      for (uint i = 0u; i < VL; ++i) o[i] += p * v_tile[j * VW + lane * VL + i];
+      FLASH_REGS(ACCUMULATE_PV)
     }
-    m = m_new;
   }
 
   if (live) {
     const float inv = l > 0.0 ? 1.0 / l : 0.0;
     const uint o_at = flash_row(bh, qi, pc.sq, pc.dv, pc.heads);
-    FLASH_STORE_ROW(o, VL, o_out, o4_out, o_at, lane * VL * 4u, pc.dv, inv)
+    FLASH_REGS(STORE_O)
     if (lane == 0u) lse_out[bh * pc.sq + qi] = l > 0.0 ? (m + log2(l)) * OA_LN2 : -OA_INF;
   }
 }

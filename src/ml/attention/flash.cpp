@@ -47,7 +47,6 @@ AttentionGeometry attention_geometry(const char* op, const Matrix& q, const Matr
   detail::shader_u32(k.numel(), "k element count", op);
   detail::shader_u32(v.numel(), "v element count", op);
   detail::shader_u32(checked_mul(rows, g.dv, "attention output element count"), "output element count", op);
-  detail::shader_u32(checked_mul(rows, g.sk, "attention score count"), "score count", op);
   g.scale = scale ? *scale : 1.0f / std::sqrt(static_cast<float>(g.dh));
   if (!std::isfinite(g.scale)) fail(ErrorKind::InvalidArgument, "{}: scale {} is not finite (q {})", op, g.scale, q.shape());
   g.causal = causal;
@@ -96,21 +95,25 @@ struct FlashTiles {
 };
 
 std::uint32_t padded_dim(std::int64_t d) {
-  for (std::uint32_t b : {16u, 32u, 48u, 64u, 96u, 128u, 192u, 256u})
+  for (std::uint32_t b : {16u, 32u, 64u, 128u, 256u})
     if (d <= b) return b;
   fail(ErrorKind::Internal, "flash attention: head dim {} above {}", d, kMaxFlashDim);
 }
 
-// GPU: 256 invocations (128 query rows at 2 lanes each, the shape measured on
-// the H200), fewer when that leaves too few workgroups to fill the device;
-// CPU drivers (lavapipe): 32. Tiles of 32 rows (16 on CPU), halved until the
-// tiles fit the device's shared memory.
+// Lanes per row keep each lane's share of a row within the kernels' 16 named
+// vec4 registers per operand (DK, DV <= 64 * LANES) and bound the registers a
+// lane holds: the forward keeps q and o, the backward passes two more rows.
+// GPU: 256 invocations (128 query rows at 2 lanes, the shape measured on the
+// H200), halved while that leaves too few workgroups to fill the device; CPU
+// drivers (lavapipe): 32. Tiles of 32 rows (16 on CPU), halved until they fit
+// the device's shared memory.
 FlashTiles flash_tiles(const Engine& engine, FlashPass pass, const FlashProblem& p) {
   FlashTiles t;
   t.dk = padded_dim(p.dh);
   t.dv = padded_dim(p.dv);
-  const std::uint32_t per_lane_budget = pass == FlashPass::Forward ? 256u : 128u;
-  t.lanes = t.dk + t.dv <= per_lane_budget ? 2u : 4u;
+  const std::uint32_t widest = std::max(t.dk, t.dv), both = t.dk + t.dv;
+  if (pass == FlashPass::Forward) t.lanes = both <= 256 && widest <= 128 ? 2u : 4u;
+  else t.lanes = both <= 128 ? 2u : both <= 256 ? 4u : 8u;
   const bool cpu = engine.device().type == DeviceType::Cpu;
   const std::int64_t rows = pass == FlashPass::BackwardKV ? p.sk : p.sq;
   t.threads = cpu ? 32u : 256u;
