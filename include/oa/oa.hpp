@@ -5,5 +5,7 @@
 #include "oa/core/op.hpp"
 #include "oa/core/shape.hpp"
 #include "oa/matrix/elementwise.hpp"
+#include "oa/matrix/linalg.hpp"
 #include "oa/matrix/matrix.hpp"
+#include "oa/matrix/reduction.hpp"
 #include "oa/runtime/engine.hpp"

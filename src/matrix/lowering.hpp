@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "oa/matrix/matrix.hpp"
+#include "oa/runtime/dispatch.hpp"
 
 namespace oa::detail {
 
@@ -23,6 +24,34 @@ struct ElementChunk {
   std::int64_t count = 0;
 };
 std::vector<ElementChunk> element_chunks(const Engine& engine, std::int64_t count);
+
+// A binding of 4-byte words [first, first + count) of `storage`. The binding
+// starts at `first`'s byte offset rounded down to 256 (the largest
+// minStorageBufferOffsetAlignment Vulkan allows), so `offset`, the index of word
+// `first` within the binding, is below 64 and keeps `first`'s residue modulo 4
+// (vec4 access stays aligned). An empty range binds one word.
+struct ElementWindow {
+  runtime::BufferBinding binding;
+  std::uint32_t offset = 0;
+};
+ElementWindow element_window(const std::shared_ptr<runtime::Storage>& storage, std::int64_t first, std::int64_t count,
+                             runtime::Access access);
+
+// The largest number of consecutive batch items whose element_windows all fit
+// the device's maxStorageBufferRange, where operand i's item b spans words
+// [b * stride_i, b * stride_i + extent_i) (stride 0: shared by every item). At
+// least 1: an item too large on its own is left to the engine's range check.
+struct BatchSpan {
+  std::int64_t stride = 0;
+  std::int64_t extent = 0;
+};
+std::int64_t window_batch(const Engine& engine, std::initializer_list<BatchSpan> operands);
+
+// Finds the view [outer, channels, inner] of `big` in which `small` broadcast to
+// `big` is indexed by the channel alone: `small`'s non-unit extents (right
+// aligned) equal one contiguous run of `big`'s axes. Returns false for any other
+// pattern (and when small's rank exceeds big's).
+bool broadcast_layout(const Shape& big, const Shape& small, std::int64_t& channels, std::int64_t& inner);
 
 // A SemanticOp with the shapes of `inputs` and `outputs`.
 SemanticOp semantic(const char* name, std::initializer_list<const Matrix*> inputs, std::initializer_list<const Matrix*> outputs,

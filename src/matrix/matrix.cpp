@@ -41,12 +41,8 @@ Engine resolve(const std::optional<Engine>& engine) { return engine ? *engine : 
 Matrix allocate(const Engine& engine, const Shape& shape, DType dtype) {
   const std::int64_t n = shape.numel();
   const std::int64_t bytes = checked_mul(n, static_cast<std::int64_t>(size_of(dtype)), "Matrix byte size");
-  auto impl = std::make_shared<MatrixImpl>();
-  impl->engine = engine;
-  impl->storage = engine.allocate(static_cast<std::uint64_t>(std::max<std::int64_t>(bytes, 4)));
-  impl->shape = shape;
-  impl->dtype = dtype;
-  return Matrix(std::move(impl));
+  auto storage = engine.allocate(static_cast<std::uint64_t>(std::max<std::int64_t>(bytes, 4)));
+  return Matrix(std::make_shared<MatrixImpl>(MatrixImpl{engine, std::move(storage), shape, dtype, nullptr}));
 }
 
 void require_defined(const Matrix& m, const char* op, const char* arg) {

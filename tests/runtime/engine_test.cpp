@@ -1,11 +1,169 @@
 #include <gtest/gtest.h>
 
-#include "oa/oa.hpp"
+#include <cstring>
 
-TEST(RuntimeEngine, Smoke) {
-  oa::Engine e = oa::Engine::default_engine();
-  auto a = oa::Matrix::from_vector({2, 2}, std::vector<float>{1, 2, 3, 4});
-  auto b = oa::Matrix::full({2, 2}, 10.0f);
-  auto c = a + b;
-  EXPECT_EQ(c.to_vector(), (std::vector<float>{11, 12, 13, 14}));
+#include "oa/oa.hpp"
+#include "support/expect.hpp"
+
+using oa::Matrix;
+using oa::Shape;
+
+TEST(RuntimeEngine, DevicesAreListedWithLimits) {
+  auto devices = oa::Engine::devices();
+  ASSERT_FALSE(devices.empty());
+  for (auto& d : devices) {
+    EXPECT_FALSE(d.name.empty());
+    EXPECT_GT(d.subgroup_size, 0u);
+    EXPECT_GE(d.max_shared_memory_bytes, 16384u);
+    EXPECT_GE(d.max_workgroup_count[1], 1u);
+    EXPECT_GT(d.device_local_bytes, 0u);
+  }
+  auto e = oa::Engine::default_engine();
+  EXPECT_EQ(e.device().name, devices[e.device().index].name);
+  EXPECT_TRUE(oa::Engine::default_engine() == e);
+}
+
+TEST(RuntimeEngine, DeviceOverrideByNameAndIndex) {
+  auto d0 = oa::Engine::devices()[0];
+  oa::Engine by_index(oa::EngineOptions{.device = "0"});
+  EXPECT_EQ(by_index.device().name, d0.name);
+  oa::Engine by_name(oa::EngineOptions{.device = d0.name.substr(0, 4)});
+  EXPECT_EQ(by_name.device().index, 0u);
+  EXPECT_TRUE(oa_test::throws([] { oa::Engine(oa::EngineOptions{.device = "no-such-gpu-xyz"}); },
+                              oa::ErrorKind::InvalidArgument, {"no-such-gpu-xyz"}));
+  EXPECT_TRUE(oa_test::throws([] { oa::Engine(oa::EngineOptions{.device = "99"}); }, oa::ErrorKind::InvalidArgument, {"99"}));
+}
+
+TEST(RuntimeEngine, ManySmallDispatchesThenOneRead) {
+  oa::Engine e;
+  auto x = Matrix::zeros({8}, e);
+  const auto submits_before = e.stats().submits;
+  for (int i = 0; i < 10000; ++i) x = x + 1.0f;
+  const auto recorded = e.stats();
+  EXPECT_EQ(recorded.dispatches, 10000u);
+  // Submitted only in large batches while recording: never one submit per op.
+  EXPECT_LE(recorded.submits - submits_before, 10000u / e.options().max_batch_dispatches + 1);
+  EXPECT_EQ(x.to_vector(), std::vector<float>(8, 10000.0f));
+  // Each op depends on the one before: a barrier before every dispatch except
+  // the first of each batch (a batch begins with a full barrier).
+  EXPECT_GE(e.stats().barriers, 10000u - e.stats().submits);
+}
+
+TEST(RuntimeEngine, IndependentDispatchesNeedNoBarrier) {
+  oa::Engine e;
+  auto a = Matrix::ones({64}, e);
+  e.synchronize();
+  const auto before = e.stats().barriers;
+  std::vector<Matrix> outs;
+  for (int i = 0; i < 16; ++i) outs.push_back(a * static_cast<float>(i));  // all read a, write distinct outputs
+  EXPECT_EQ(e.stats().barriers, before);
+  EXPECT_EQ(outs[5].to_vector(), std::vector<float>(64, 5.0f));
+}
+
+TEST(RuntimeEngine, GridLargerThanDeviceLimitIsSplit) {
+  oa::Engine e;
+  auto x = Matrix::full({70000, 4}, 2.0f, e);
+  auto y = oa::matrix::mul(x, x);
+  auto v = y.to_vector();
+  ASSERT_EQ(v.size(), 280000u);
+  for (float f : v) ASSERT_EQ(f, 4.0f);
+}
+
+TEST(RuntimeEngine, TwoToTheTwentySixElements) {
+  oa::Engine e;
+  const std::int64_t n = 1ll << 26;  // 256 MiB: above lavapipe's 128 MiB maxStorageBufferRange
+  auto x = Matrix::arange(0, static_cast<float>(n), 1.0f, e);
+  auto y = oa::matrix::affine(x, 1.0f, 1.0f);
+  auto v = y.to_vector();
+  ASSERT_EQ(v.size(), static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; i += 4099) ASSERT_EQ(v[static_cast<std::size_t>(i)], static_cast<float>(i) + 1.0f) << i;
+  EXPECT_EQ(v.back(), static_cast<float>(n));
+}
+
+TEST(RuntimeAllocator, ReuseWithoutGrowth) {
+  oa::Engine e;
+  { auto warm = Matrix::zeros({1000}, e); }
+  e.synchronize();
+  const auto reserved = e.memory_stats().reserved_bytes;
+  for (int i = 0; i < 1000; ++i) {
+    auto m = Matrix::empty({static_cast<std::int64_t>(1000 + (i % 7))}, oa::DType::F32, e);
+  }
+  auto s = e.memory_stats();
+  EXPECT_EQ(s.reserved_bytes, reserved);
+  EXPECT_EQ(s.live_storages, 0u);
+  EXPECT_EQ(s.in_use_bytes, 0u);
+}
+
+TEST(RuntimeAllocator, StorageLivesUntilTheGpuIsDone) {
+  oa::Engine e;
+  auto a = Matrix::full({4096}, 3.0f, e);
+  Matrix b = a * 2.0f;
+  a = Matrix();  // last handle gone while the dispatch that reads it may still be pending
+  EXPECT_GE(e.memory_stats().live_storages, 1u);
+  EXPECT_EQ(b.to_vector(), std::vector<float>(4096, 6.0f));
+  e.synchronize();
+  EXPECT_EQ(e.memory_stats().live_storages, 1u);
+}
+
+TEST(RuntimeAllocator, OutOfMemoryIsAnErrorAndTheEngineStaysUsable) {
+  oa::Engine e(oa::EngineOptions{.memory_limit_bytes = 256ull << 20});
+  EXPECT_TRUE(oa_test::throws([&] { Matrix::empty({1ll << 28}, oa::DType::F32, e); }, oa::ErrorKind::ResourceExhausted,
+                              {"out of device memory"}));
+  auto ok = Matrix::ones({16}, e) + 1.0f;
+  EXPECT_EQ(ok.to_vector(), std::vector<float>(16, 2.0f));
+  const auto s = e.memory_stats();
+  EXPECT_GT(s.peak_in_use_bytes, 0u);
+  EXPECT_GE(s.reserved_bytes, s.in_use_bytes);
+}
+
+TEST(RuntimeTrace, OneSemanticOpPerCall) {
+  oa::Engine e;
+  auto x = Matrix::ones({3, 5}, e);
+  oa::TraceCapture trace(e);
+  auto y = oa::matrix::relu(x + x);
+  auto ops = trace.ops();
+  ASSERT_EQ(ops.size(), 2u);
+  EXPECT_EQ(ops[0].name, "oa::matrix::add");
+  EXPECT_EQ(ops[0].dispatches, 1u);
+  EXPECT_EQ(ops[0].inputs.size(), 2u);
+  EXPECT_EQ(ops[0].outputs[0], Shape({3, 5}));
+  EXPECT_EQ(ops[1].name, "oa::matrix::relu");
+}
+
+TEST(RuntimeProfile, GpuTimePerSemanticOp) {
+  oa::Engine e(oa::EngineOptions{.profiling = true});
+  if (!e.device().timestamps) GTEST_SKIP() << "no timestamp queries on this device";
+  auto x = Matrix::ones({1 << 16}, e);
+  for (int i = 0; i < 3; ++i) x = oa::matrix::exp(x * 0.5f);
+  auto p = e.profile();
+  ASSERT_EQ(p.entries.size(), 2u);
+  for (auto& entry : p.entries) {
+    EXPECT_EQ(entry.calls, 3u);
+    EXPECT_GE(entry.gpu_ms, 0.0);
+  }
+  EXPECT_NE(p.to_table().find("oa::matrix::exp"), std::string::npos);
+  EXPECT_NE(p.to_json().find("\"gpu_ms\""), std::string::npos);
+}
+
+TEST(RuntimeErrors, MixedEnginesAreRejected) {
+  oa::Engine e1, e2;
+  auto a = Matrix::ones({4}, e1);
+  auto b = Matrix::ones({4}, e2);
+  EXPECT_TRUE(oa_test::throws([&] { (void)(a + b); }, oa::ErrorKind::InvalidArgument, {"oa::matrix::add", "different engines"}));
+}
+
+TEST(RuntimeEngine, StagingTransfersAsOnADiscreteGpu) {
+  oa::Engine e(oa::EngineOptions{.staging_transfers = true});
+  EXPECT_FALSE(e.device().unified_memory);
+  auto host = oa_test::iota(5000, -3.0f, 0.5f);
+  auto a = Matrix::from_vector({50, 100}, host, e);
+  auto b = a * 2.0f + a;
+  a.write(oa_test::iota(5000));  // ordered after the dispatches that read the old values
+  auto c = a + 0.0f;
+  auto bv = b.to_vector(), cv = c.to_vector();
+  for (std::size_t i = 0; i < host.size(); ++i) {
+    ASSERT_EQ(bv[i], host[i] * 3.0f) << i;
+    ASSERT_EQ(cv[i], static_cast<float>(i)) << i;
+  }
+  EXPECT_EQ(Matrix::from_i32({3}, std::vector<std::int32_t>{4, 5, 6}, e).to_i32(), (std::vector<std::int32_t>{4, 5, 6}));
 }

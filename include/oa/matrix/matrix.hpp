@@ -18,6 +18,8 @@ namespace oa {
 
 struct AutogradMeta;  // defined in oa/matrix/autograd.hpp
 
+// Built only with all fields given (an Engine is never default-constructed here:
+// that would create a new device).
 struct MatrixImpl {
   Engine engine;
   std::shared_ptr<runtime::Storage> storage;

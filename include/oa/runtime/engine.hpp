@@ -57,6 +57,9 @@ struct EngineOptions {
   std::uint64_t memory_limit_bytes = 0;
   // Records GPU timestamps per semantic op from the start (see Engine::set_profiling).
   bool profiling = false;
+  // Moves host data through staging buffers even where device memory is
+  // host-visible: the discrete-GPU path, for testing it on any device.
+  bool staging_transfers = false;
 };
 
 struct MemoryStats {
@@ -106,6 +109,8 @@ class Engine {
   const DeviceInfo& device() const;
   const EngineOptions& options() const;
   MemoryStats memory_stats() const;
+  // Restarts peak tracking at the bytes in use now.
+  void reset_peak_memory() const;
   EngineStats stats() const;
   // Submits the open batch and waits for all work to finish.
   void synchronize() const;

@@ -133,6 +133,11 @@ void Allocator::release(Chunk* chunk) {
   free_[chunk->size].push_back(chunk);
 }
 
+void Allocator::reset_peak() {
+  std::lock_guard lock(mutex_);
+  stats_.peak_in_use_bytes = stats_.in_use_bytes;
+}
+
 MemoryStats Allocator::stats() const {
   std::lock_guard lock(mutex_);
   return stats_;

@@ -124,6 +124,7 @@ EngineState::EngineState(EngineOptions opts) : options(std::move(opts)) {
 
   const std::uint64_t limit = options.memory_limit_bytes ? options.memory_limit_bytes : info.device_local_bytes;
   const std::uint64_t max_alloc = info.max_memory_allocation_bytes ? info.max_memory_allocation_bytes : UINT64_MAX;
+  if (options.staging_transfers) info.unified_memory = false;
   if (info.unified_memory) {
     std::uint32_t t = find_memory_type(physical, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
                                                      VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);

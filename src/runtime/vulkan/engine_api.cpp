@@ -50,6 +50,12 @@ MemoryStats Engine::memory_stats() const {
   return state_->device_memory->stats();
 }
 
+void Engine::reset_peak_memory() const {
+  std::lock_guard lock(state_->mutex);
+  state_->retire();
+  state_->device_memory->reset_peak();
+}
+
 EngineStats Engine::stats() const {
   std::lock_guard lock(state_->mutex);
   return state_->stats;

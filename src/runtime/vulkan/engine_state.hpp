@@ -46,6 +46,7 @@ class Allocator {
   Chunk* allocate(std::uint64_t bytes);
   void release(Chunk* chunk);
   MemoryStats stats() const;
+  void reset_peak();
 
  private:
   Block& new_block(std::uint64_t size);

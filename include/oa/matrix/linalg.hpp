@@ -1,0 +1,33 @@
+#pragma once
+// Matrix products and transpose (oa::matrix). F32, row-major, contiguous.
+//
+// Batched forms take operands of rank >= 3 whose leading ("batch") extents are
+// equal; either operand may instead be 2-D and is then shared by every batch
+// item (as torch.matmul broadcasts it). Products accumulate in f32 with a
+// tiled GEMM kernel (shared-memory tiles, a register block per invocation);
+// results are bitwise reproducible on one device. A zero inner extent K gives
+// zeros; zero M, N or batch extents give an empty result.
+//
+// Errors (oa::Error, kind InvalidArgument, naming the op and both shapes):
+// rank below 2, inner extents that differ, batch extents that differ, non-f32
+// operands, operands on different engines. ResourceExhausted when one operand
+// matrix exceeds the device's maxStorageBufferRange.
+#include "oa/matrix/matrix.hpp"
+
+namespace oa::matrix {
+
+// a [..., M, K] x b [..., K, N] -> [..., M, N] (torch.matmul for rank >= 2).
+// Semantic op "oa::matrix::matmul".
+Matrix matmul(const Matrix& a, const Matrix& b);
+
+// a [..., M, K] x b [..., N, K]^T -> [..., M, N], i.e. out[m, n] = sum_k a[m, k] b[n, k]
+// (torch.nn.functional.linear without bias; the GEMM conv_1d lowers to).
+// Semantic op "oa::matrix::mat_mul_nt".
+Matrix mat_mul_nt(const Matrix& a, const Matrix& b);
+
+// Swaps the last two axes: x [..., R, C] -> [..., C, R], a new contiguous
+// Matrix (torch.transpose(x, -2, -1).contiguous()). Rank >= 2.
+// Semantic op "oa::matrix::transpose".
+Matrix transpose(const Matrix& x);
+
+}  // namespace oa::matrix

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Prepares .gl/ for runs on the GPU machine (see ../shared/DEVICE.md): the
+# shared loader packages plus what oa's binaries and tests need there
+# (libfmt9, the validation layers).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+../shared/device/prepare.sh >/dev/null
+# Extras are unpacked outside / (unpacking more into / can break the machine).
+mkdir -p .gl/extra && cd .gl/extra
+for p in libfmt9 vulkan-validationlayers; do
+  ls ${p}_*.deb >/dev/null 2>&1 || apt-get download "$p" >/dev/null 2>&1
+done
+cat > env.sh <<'ENV'
+# Sourced after .gl/vk-env.sh on the GPU machine.
+for f in .gl/extra/*.deb; do dpkg -x "$f" /opt/oa-extra; done
+export LD_LIBRARY_PATH=/opt/oa-extra/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export VK_LAYER_PATH=/opt/oa-extra/usr/share/vulkan/explicit_layer.d
+ENV
+echo "ready: carry .gl and build; begin commands with: . .gl/vk-env.sh; . .gl/extra/env.sh;"

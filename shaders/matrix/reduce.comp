@@ -1,0 +1,90 @@
+#version 450
+// Cooperative reduction of row segments. Input rows of length L are cut into
+// P = ceil(L / chunk) segments (segment s = row * P + part covers items
+// [part * chunk, min(L, (part + 1) * chunk)) of its row); segments tile the
+// input contiguously. T invocations reduce one segment (256 / T segments per
+// workgroup): each folds a strided share of at most chunk / T items, then a
+// shared-memory tree combines the T partial results.
+//
+// OP 0: sum (times `scale` on output, e.g. 1/L for a mean); 1: max, NaN
+// propagating; 2: argmax, the first index of the maximum (NaN counts as the
+// maximum), carried as (value, index) pairs between passes.
+// IN_PAIRS: the input holds (value bits, index) pairs from an earlier argmax
+// pass. OUT_MODE 0: values; 1: (value bits, index) pairs; 2: int32 indices.
+// Push: nseg segments in this dispatch starting at global segment s0 =
+// r0 * P + p0; the input binding starts at item (r0, p0 * chunk) plus in_off
+// words; the output binding at segment s0 plus out_off words.
+#extension GL_GOOGLE_include_directive : require
+#include "common/oa.glsl"
+layout(local_size_x = 256) in;
+layout(constant_id = 0) const uint OP = 0;
+layout(constant_id = 1) const uint T = 256;
+layout(constant_id = 2) const bool IN_PAIRS = false;
+layout(constant_id = 3) const uint OUT_MODE = 0;
+layout(std430, binding = 0) readonly buffer In { uint x[]; };
+layout(std430, binding = 1) writeonly buffer Out { uint y[]; };
+OA_PUSH_BEGIN
+  uint nseg; uint r0; uint p0; uint L; uint P; uint chunk; uint in_off; uint out_off; float scale;
+OA_PUSH_END
+
+const uint G = 256u / T;
+shared float sv[256];
+shared uint si[256];
+
+// True when (v, i) should replace (w, j) as the arg-maximum.
+bool beats(float v, uint i, float w, uint j) {
+  const bool vn = isnan(v), wn = isnan(w);
+  if (vn != wn) return vn;
+  if (!vn && v != w) return v > w;
+  return i < j;
+}
+
+void fold(inout float acc, inout uint at, float v, uint i) {
+  if (OP == 0u) {
+    acc += v;
+  } else if (OP == 1u) {
+    if (isnan(v) || v > acc) acc = v;
+  } else if (beats(v, i, acc, at)) {
+    acc = v;
+    at = i;
+  }
+}
+
+void main() {
+  const uint tid = gl_LocalInvocationID.x, lane = tid % T;
+  const uint seg = OA_GROUP_ID.x * G + tid / T;
+  float acc = OP == 0u ? 0.0 : -OA_INF;
+  uint at = 0xffffffffu;
+  if (seg < pc.nseg) {
+    const uint s = pc.r0 * pc.P + pc.p0 + seg, row = s / pc.P, part = s % pc.P;
+    const uint start = pc.in_off + ((row - pc.r0) * pc.L + (part - pc.p0) * pc.chunk) * (IN_PAIRS ? 2u : 1u);
+    const uint len = min(pc.chunk, pc.L - part * pc.chunk);
+    for (uint j = lane; j < len; j += T) {
+      if (IN_PAIRS) fold(acc, at, uintBitsToFloat(x[start + 2u * j]), x[start + 2u * j + 1u]);
+      else fold(acc, at, uintBitsToFloat(x[start + j]), part * pc.chunk + j);
+    }
+  }
+  sv[tid] = acc;
+  si[tid] = at;
+  barrier();
+  for (uint w = T / 2u; w > 0u; w >>= 1u) {
+    if (lane < w) {
+      float v = sv[tid];
+      uint i = si[tid];
+      fold(v, i, sv[tid + w], si[tid + w]);
+      sv[tid] = v;
+      si[tid] = i;
+    }
+    barrier();
+  }
+  if (seg < pc.nseg && lane == 0u) {
+    if (OUT_MODE == 0u) {
+      y[pc.out_off + seg] = floatBitsToUint(OP == 0u ? sv[tid] * pc.scale : sv[tid]);
+    } else if (OUT_MODE == 1u) {
+      y[pc.out_off + 2u * seg] = floatBitsToUint(sv[tid]);
+      y[pc.out_off + 2u * seg + 1u] = si[tid];
+    } else {
+      y[pc.out_off + seg] = si[tid];
+    }
+  }
+}

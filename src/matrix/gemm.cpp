@@ -1,0 +1,175 @@
+#include "matrix/gemm.hpp"
+
+#include <algorithm>
+#include <optional>
+#include <string_view>
+
+#include "matrix/lowering.hpp"
+
+namespace oa::detail {
+
+namespace {
+
+using runtime::Access;
+using runtime::BufferBinding;
+using runtime::ComputeDispatch;
+
+// A workgroup's C tile (bm x bn), its K step and each invocation's register block.
+struct Tile {
+  std::uint32_t bm, bn, bk, tm, tn;
+};
+constexpr Tile kLarge{128, 128, 16, 8, 8};
+constexpr Tile kMedium{64, 64, 16, 4, 4};
+constexpr Tile kSmall{32, 32, 16, 4, 4};
+
+// Workgroups that keep a large GPU busy (about two per SM on a 132-SM H200).
+// Fewer large tiles fall back to 64x64 tiles, then to splitting K.
+constexpr std::int64_t kBusyGroups = 256;
+constexpr std::int64_t kSplitMinK = 128;  // K per split at least
+constexpr std::int64_t kMaxSplits = 16;
+
+std::uint32_t threads(const Tile& t) { return (t.bm / t.tm) * (t.bn / t.tn); }
+std::uint64_t shared_bytes(const Tile& t) { return std::uint64_t{t.bk} * (t.bm + 4 + t.bn + 4) * 4; }
+bool fits(const DeviceInfo& d, const Tile& t) {
+  return shared_bytes(t) <= d.max_shared_memory_bytes && threads(t) <= d.max_workgroup_invocations &&
+         threads(t) <= d.max_workgroup_size[0];
+}
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+std::int64_t tile_count(const GemmProblem& p, const Tile& t) { return p.batch * ceil_div(p.m, t.bm) * ceil_div(p.n, t.bn); }
+
+const Tile& choose_tile(const DeviceInfo& d, const GemmProblem& p) {
+  if (p.m > 64 && p.n > 64 && fits(d, kLarge) && tile_count(p, kLarge) >= kBusyGroups) return kLarge;
+  if (p.m > 32 && p.n > 32 && fits(d, kMedium)) return kMedium;
+  return kSmall;
+}
+
+template <typename... Args>
+[[noreturn]] void inconsistent(const GemmProblem& p, fmt::format_string<Args...> why, Args&&... args) {
+  fail(ErrorKind::Internal, "oa::detail::lower_gemm: {} (batch {}, M {}, N {}, K {}, trans_a {}, trans_b {})",
+       fmt::format(why, std::forward<Args>(args)...), p.batch, p.m, p.n, p.k, p.trans_a, p.trans_b);
+}
+
+void check_matrix(const Engine& engine, const GemmProblem& p, const Matrix* m, const char* name) {
+  if (!m || !m->defined()) inconsistent(p, "operand {} is missing", name);
+  if (m->dtype() != DType::F32) inconsistent(p, "operand {} {} is {}, not f32", name, m->shape(), to_string(m->dtype()));
+  if (!(m->engine() == engine)) inconsistent(p, "operand {} {} lives on another engine", name, m->shape());
+}
+
+// Checks that every batch item of `o` (extent words each) lies inside its matrix.
+void check_operand(const Engine& engine, const GemmProblem& p, const GemmOperand& o, const char* name, std::int64_t extent) {
+  check_matrix(engine, p, o.matrix, name);
+  std::int64_t last = 0;
+  if (o.offset < 0 || o.batch_stride < 0 || __builtin_mul_overflow(p.batch - 1, o.batch_stride, &last) ||
+      __builtin_add_overflow(last, o.offset, &last) || __builtin_add_overflow(last, extent, &last) ||
+      last > o.matrix->numel())
+    inconsistent(p, "operand {} (offset {}, batch stride {}, {} elements per item) exceeds its {} elements {}", name,
+                 o.offset, o.batch_stride, extent, o.matrix->numel(), o.matrix->shape());
+}
+
+std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
+
+// The epilogue over q batch items: C = alpha * (sum of `splits` partial products in w) + beta * C (+ bias).
+ComputeDispatch epilogue(const GemmProblem& p, std::int64_t q, std::uint32_t splits, const ElementWindow& w,
+                         const ElementWindow& c, const ElementWindow* bias) {
+  const std::int64_t count = q * p.m * p.n;
+  ComputeDispatch d;
+  d.kernel = "matrix/gemm_epilogue";
+  d.bindings = {w.binding, c.binding, bias ? bias->binding : w.binding};
+  d.push.u32(u32(count)).u32(u32(p.m * p.n)).u32(u32(p.n)).u32(splits).u32(w.offset);
+  d.push.u32(c.offset).u32(u32(q > 1 ? p.c.batch_stride : 0)).u32(bias ? bias->offset : 0);
+  d.push.f32(p.alpha).f32(p.beta).u32(bias ? 1 : 0);
+  d.groups = {groups_for(count, 1024), 1, 1};
+  return d;
+}
+
+}  // namespace
+
+std::vector<ComputeDispatch> lower_gemm(const Engine& engine, const GemmProblem& p) {
+  if (p.batch < 0 || p.m < 0 || p.n < 0 || p.k < 0) inconsistent(p, "negative extent");
+  if (p.batch == 0 || p.m == 0 || p.n == 0) return {};
+  const std::int64_t a_ext = p.m * p.k, b_ext = p.k * p.n, c_ext = p.m * p.n;
+  check_operand(engine, p, p.c, "C", c_ext);
+  if (p.k > 0) {
+    check_operand(engine, p, p.a, "A", a_ext);
+    check_operand(engine, p, p.b, "B", b_ext);
+  }
+  if (p.bias) {
+    check_matrix(engine, p, p.bias, "bias");
+    if (p.bias->numel() != p.n) inconsistent(p, "bias {} does not hold N = {} elements", p.bias->shape(), p.n);
+  }
+  const DeviceInfo& dev = engine.device();
+  const std::int64_t range_words = static_cast<std::int64_t>(dev.max_storage_buffer_range / 4) - 64;
+  for (auto [name, ext] : {std::pair{"A", a_ext}, std::pair{"B", b_ext}, std::pair{"C", c_ext}})
+    if (ext > range_words)
+      fail(ErrorKind::ResourceExhausted,
+           "GEMM (batch {}, M {}, N {}, K {}): one {} operand of {} bytes exceeds this device's maxStorageBufferRange ({} "
+           "bytes)",
+           p.batch, p.m, p.n, p.k, name, ext * 4, dev.max_storage_buffer_range);
+
+  const Access c_access = p.beta != 0.0f ? Access::ReadWrite : Access::Write;
+  std::vector<ComputeDispatch> out;
+  std::optional<ElementWindow> bias;
+  if (p.bias) bias = element_window(p.bias->storage(), 0, p.n, Access::Read);
+
+  if (p.k == 0) {
+    const std::int64_t per = window_batch(engine, {{p.c.batch_stride, c_ext}});
+    for (std::int64_t b0 = 0; b0 < p.batch; b0 += per) {
+      const std::int64_t q = std::min(per, p.batch - b0);
+      const auto c = element_window(p.c.matrix->storage(), p.c.offset + b0 * p.c.batch_stride,
+                                    (q - 1) * p.c.batch_stride + c_ext, c_access);
+      const auto none = element_window(p.c.matrix->storage(), 0, 0, Access::Read);
+      out.push_back(epilogue(p, q, 0, none, c, bias ? &*bias : nullptr));
+    }
+    return out;
+  }
+
+  const Tile& t = choose_tile(dev, p);
+  std::int64_t splits = 1, kchunk = ceil_div(p.k, t.bk) * t.bk;
+  if (const std::int64_t groups = tile_count(p, t); groups < kBusyGroups && p.k >= 2 * kSplitMinK) {
+    const std::int64_t want = std::min({ceil_div(kBusyGroups, groups), p.k / kSplitMinK, kMaxSplits});
+    kchunk = ceil_div(ceil_div(p.k, want), t.bk) * t.bk;
+    splits = ceil_div(p.k, kchunk);
+  }
+  const bool vec_a = (p.trans_a ? p.m : p.k) % 4 == 0 && p.a.offset % 4 == 0 && p.a.batch_stride % 4 == 0;
+  const bool vec_b = (p.trans_b ? p.k : p.n) % 4 == 0 && p.b.offset % 4 == 0 && p.b.batch_stride % 4 == 0;
+  const bool vec_c = p.n % 4 == 0 && (splits > 1 || (p.c.offset % 4 == 0 && p.c.batch_stride % 4 == 0));
+
+  const std::int64_t per = window_batch(engine, {{p.a.batch_stride, a_ext},
+                                                 {p.b.batch_stride, b_ext},
+                                                 {p.c.batch_stride, c_ext},
+                                                 {splits > 1 ? splits * c_ext : 0, splits * c_ext}});
+  for (std::int64_t b0 = 0; b0 < p.batch; b0 += per) {
+    const std::int64_t q = std::min(per, p.batch - b0);
+    auto window = [&](const GemmOperand& o, std::int64_t ext, Access access) {
+      return element_window(o.matrix->storage(), o.offset + b0 * o.batch_stride, (q - 1) * o.batch_stride + ext, access);
+    };
+    const auto a = window(p.a, a_ext, Access::Read), b = window(p.b, b_ext, Access::Read);
+    const auto c = window(p.c, c_ext, c_access);
+    std::optional<ElementWindow> work;
+    if (splits > 1) work = element_window(engine.allocate(static_cast<std::uint64_t>(splits * q * c_ext) * 4), 0, splits * q * c_ext, Access::Write);
+    const ElementWindow& dst = work ? *work : c;
+
+    ComputeDispatch d;
+    d.kernel = "matrix/gemm";
+    d.specialization = {threads(t), t.bm, t.bn, t.bk, t.tm, t.tn, p.trans_a, p.trans_b, vec_a, vec_b, vec_c};
+    d.bindings = {a.binding, b.binding, dst.binding, bias && !work ? bias->binding : a.binding};
+    auto stride = [&](const GemmOperand& o) { return u32(q > 1 ? o.batch_stride : 0); };
+    d.push.u32(u32(p.m)).u32(u32(p.n)).u32(u32(p.k)).u32(u32(splits)).u32(u32(kchunk));
+    d.push.u32(a.offset).u32(stride(p.a)).u32(b.offset).u32(stride(p.b));
+    if (work) {
+      d.push.u32(0).u32(u32(c_ext)).u32(u32(q * c_ext)).u32(0).f32(1.0f).f32(0.0f).u32(0);
+    } else {
+      d.push.u32(c.offset).u32(stride(p.c)).u32(0).u32(bias ? bias->offset : 0).f32(p.alpha).f32(p.beta).u32(bias ? 1 : 0);
+    }
+    d.groups = {groups_for(p.n, t.bn), groups_for(p.m, t.bm), static_cast<std::uint64_t>(q * splits)};
+    out.push_back(std::move(d));
+    if (work) {
+      ElementWindow partials = *work;
+      partials.binding.access = Access::Read;
+      out.push_back(epilogue(p, q, u32(splits), partials, c, bias ? &*bias : nullptr));
+    }
+  }
+  return out;
+}
+
+}  // namespace oa::detail

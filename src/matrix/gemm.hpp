@@ -1,0 +1,43 @@
+#pragma once
+// The batched GEMM lowering that op families (linalg, convolution, attention)
+// share. Internal to the library.
+#include <cstdint>
+#include <vector>
+
+#include "oa/matrix/matrix.hpp"
+#include "oa/runtime/dispatch.hpp"
+
+namespace oa::detail {
+
+// One operand of a batched row-major GEMM: matrix b of the batch starts at
+// element `offset + b * batch_stride` of `matrix` (batch_stride 0 broadcasts).
+struct GemmOperand {
+  const Matrix* matrix = nullptr;
+  std::int64_t offset = 0;
+  std::int64_t batch_stride = 0;
+};
+
+// For b in [0, batch): C_b = alpha * op(A_b) * op(B_b) + beta * C_b (+ bias[n] per column when bias).
+// op(A_b) is [M, K]: A_b stored [M, K] row-major, or [K, M] when trans_a.
+// op(B_b) is [K, N]: B_b stored [K, N], or [N, K] when trans_b.  C_b is [M, N] row-major.
+// beta == 0 means C is write-only (never read). Throws Internal on an inconsistent problem.
+struct GemmProblem {
+  std::int64_t batch = 1, m = 0, n = 0, k = 0;
+  bool trans_a = false, trans_b = false;
+  float alpha = 1.0f, beta = 0.0f;
+  GemmOperand a, b, c;
+  const Matrix* bias = nullptr;  // [N], optional
+};
+
+// Lowers `p` to dispatches for engine.record (none when batch, M or N is 0;
+// K = 0 gives beta * C (+ bias)). Kernels: matrix/gemm, a tiled kernel whose
+// tile (128x128 with 8x8 per invocation, 64x64 or 32x32 with 4x4) is chosen
+// from the problem's size and the device's shared memory and workgroup limits,
+// and matrix/gemm_epilogue, which sums split-K partial products when too few
+// tiles would keep the device busy. The C regions of different batch items must
+// not overlap each other or A, B and bias. Throws ResourceExhausted when one
+// operand matrix alone exceeds maxStorageBufferRange (larger batches are split
+// across dispatches).
+std::vector<runtime::ComputeDispatch> lower_gemm(const Engine& engine, const GemmProblem& p);
+
+}  // namespace oa::detail

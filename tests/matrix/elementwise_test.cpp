@@ -1,0 +1,197 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <sstream>
+
+#include "oa/oa.hpp"
+#include "reference/elementwise.hpp"
+#include "support/expect.hpp"
+
+using oa::Matrix;
+using oa::Shape;
+
+namespace {
+
+std::vector<float> values(std::size_t n, std::uint64_t seed, float lo = -2, float hi = 2) {
+  return Matrix::uniform({static_cast<std::int64_t>(n)}, lo, hi, seed).to_vector();
+}
+
+struct UnaryCase {
+  const char* name;
+  std::function<Matrix(const Matrix&)> op;
+  std::function<double(double)> ref;
+  float lo, hi;
+};
+
+}  // namespace
+
+TEST(MatrixElementwise, UnaryOpsMatchReference) {
+  const std::vector<UnaryCase> cases = {
+      {"neg", [](auto& x) { return oa::matrix::neg(x); }, [](double v) { return -v; }, -2, 2},
+      {"exp", [](auto& x) { return oa::matrix::exp(x); }, [](double v) { return std::exp(v); }, -2, 2},
+      {"log", [](auto& x) { return oa::matrix::log(x); }, [](double v) { return std::log(v); }, 0.1f, 3},
+      {"sqrt", [](auto& x) { return oa::matrix::sqrt(x); }, [](double v) { return std::sqrt(v); }, 0.1f, 3},
+      {"rsqrt", [](auto& x) { return oa::matrix::rsqrt(x); }, [](double v) { return 1 / std::sqrt(v); }, 0.1f, 3},
+      {"reciprocal", [](auto& x) { return oa::matrix::reciprocal(x); }, [](double v) { return 1 / v; }, 0.5f, 3},
+      {"abs", [](auto& x) { return oa::matrix::abs(x); }, [](double v) { return std::abs(v); }, -2, 2},
+      {"square", [](auto& x) { return oa::matrix::square(x); }, [](double v) { return v * v; }, -2, 2},
+      {"relu", [](auto& x) { return oa::matrix::relu(x); }, [](double v) { return v > 0 ? v : 0; }, -2, 2},
+      {"gelu", [](auto& x) { return oa::matrix::gelu(x); }, ref::gelu, -4, 4},
+      {"tanh", [](auto& x) { return oa::matrix::tanh(x); }, [](double v) { return std::tanh(v); }, -4, 4},
+      {"sigmoid", [](auto& x) { return oa::matrix::sigmoid(x); }, ref::sigmoid, -8, 8},
+      {"clamp", [](auto& x) { return oa::matrix::clamp(x, -0.5f, 0.75f); }, [](double v) { return std::clamp(v, -0.5, 0.75); }, -2, 2},
+      {"affine", [](auto& x) { return oa::matrix::affine(x, 3.0f, -1.0f); }, [](double v) { return 3 * v - 1; }, -2, 2},
+  };
+  for (std::size_t n : {1u, 7u, 1023u, 1025u, 4099u}) {
+    for (auto& c : cases) {
+      auto host = values(n, 11 + n, c.lo, c.hi);
+      auto y = c.op(Matrix::from_vector({static_cast<std::int64_t>(n)}, host));
+      EXPECT_TRUE(oa_test::near(y.to_vector(), ref::map(ref::to_f64(host), c.ref), 1e-6, 2e-6)) << c.name << " n=" << n;
+    }
+  }
+}
+
+TEST(MatrixElementwise, BinaryOpsSameShapeAndBroadcast) {
+  const Shape full{3, 4, 5};
+  auto a_host = values(60, 1);
+  auto a = Matrix::from_vector(full, a_host);
+  struct Case {
+    Shape b_shape;
+    std::function<std::size_t(std::size_t)> b_index;  // full flat index -> b flat index
+  };
+  const std::vector<Case> cases = {
+      {{3, 4, 5}, [](std::size_t i) { return i; }},
+      {{5}, [](std::size_t i) { return i % 5; }},              // trailing row
+      {{1, 4, 1}, [](std::size_t i) { return (i / 5) % 4; }},  // per-channel
+      {{4, 5}, [](std::size_t i) { return i % 20; }},
+      {{3, 1, 1}, [](std::size_t i) { return i / 20; }},
+      {{}, [](std::size_t) { return std::size_t{0}; }},  // scalar
+  };
+  using Fn = Matrix (*)(const Matrix&, const Matrix&);
+  const std::vector<std::pair<Fn, std::function<double(double, double)>>> ops = {
+      {oa::matrix::add, std::plus<double>()},
+      {oa::matrix::sub, std::minus<double>()},
+      {oa::matrix::mul, std::multiplies<double>()},
+      {oa::matrix::div, std::divides<double>()},
+      {oa::matrix::maximum, [](double x, double y) { return std::max(x, y); }},
+      {oa::matrix::minimum, [](double x, double y) { return std::min(x, y); }},
+  };
+  for (auto& c : cases) {
+    auto b_host = values(static_cast<std::size_t>(c.b_shape.numel()), 2, 0.5f, 2.0f);
+    auto b = Matrix::from_vector(c.b_shape, b_host);
+    for (auto& [fn, ref] : ops) {
+      std::vector<double> want(60), want_rev(60);
+      for (std::size_t i = 0; i < 60; ++i) {
+        want[i] = ref(a_host[i], b_host[c.b_index(i)]);
+        want_rev[i] = ref(b_host[c.b_index(i)], a_host[i]);
+      }
+      auto z = fn(a, b);
+      EXPECT_EQ(z.shape(), full);
+      EXPECT_TRUE(oa_test::near(z.to_vector(), want, 1e-6, 1e-6)) << c.b_shape.to_string();
+      EXPECT_TRUE(oa_test::near(fn(b, a).to_vector(), want_rev, 1e-6, 1e-6)) << "reversed " << c.b_shape.to_string();
+    }
+  }
+  auto s = (a * 2.0f - 1.0f) / 4.0f + 0.5f;
+  std::vector<double> want(60);
+  for (std::size_t i = 0; i < 60; ++i) want[i] = (a_host[i] * 2.0 - 1.0) / 4.0 + 0.5;
+  EXPECT_TRUE(oa_test::near(s.to_vector(), want, 1e-6, 1e-6));
+}
+
+TEST(MatrixElementwise, BadBroadcastNamesOpAndShapes) {
+  auto a = Matrix::ones({3, 4, 5});
+  auto b = Matrix::ones({3, 1, 5});  // non-contiguous run of axes
+  auto c = Matrix::ones({4, 4});
+  a.engine().synchronize();
+  oa::TraceCapture trace(a.engine());
+  const auto live = a.engine().memory_stats().live_storages;
+  EXPECT_TRUE(oa_test::throws([&] { (void)(a + b); }, oa::ErrorKind::InvalidArgument, {"oa::matrix::add", "[3, 4, 5]", "[3, 1, 5]"}));
+  EXPECT_TRUE(oa_test::throws([&] { (void)(a * c); }, oa::ErrorKind::InvalidArgument, {"oa::matrix::mul"}));
+  EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::clamp(a, 1, 0); }, oa::ErrorKind::InvalidArgument, {"oa::matrix::clamp"}));
+  EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::relu(Matrix()); }, oa::ErrorKind::InvalidArgument, {"oa::matrix::relu"}));
+  EXPECT_TRUE(trace.ops().empty());
+  EXPECT_EQ(a.engine().memory_stats().live_storages, live);
+}
+
+TEST(MatrixElementwise, ZeroSizeResults) {
+  auto a = Matrix::zeros({0, 5});
+  auto z = a + Matrix::ones({5});
+  EXPECT_EQ(z.shape(), Shape({0, 5}));
+  EXPECT_TRUE(z.to_vector().empty());
+  EXPECT_TRUE(oa::matrix::exp(a).to_vector().empty());
+}
+
+TEST(MatrixCreation, FullArangeFromVectorAndErrors) {
+  EXPECT_EQ(Matrix::full({2, 3}, 1.5f).to_vector(), std::vector<float>(6, 1.5f));
+  EXPECT_EQ(Matrix::arange(0, 5).to_vector(), (std::vector<float>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(Matrix::arange(1, 2, 0.25f).to_vector(), (std::vector<float>{1, 1.25f, 1.5f, 1.75f}));
+  EXPECT_TRUE(oa_test::throws([] { Matrix::from_vector({2, 2}, std::vector<float>{1, 2, 3}); }, oa::ErrorKind::InvalidArgument,
+                              {"from_vector", "[2, 2]"}));
+  EXPECT_TRUE(oa_test::throws([] { Matrix::arange(0, 1, 0); }, oa::ErrorKind::InvalidArgument, {"arange"}));
+  auto i = Matrix::from_i32({3}, std::vector<std::int32_t>{-1, 0, 7});
+  EXPECT_EQ(i.dtype(), oa::DType::I32);
+  EXPECT_EQ(i.to_i32(), (std::vector<std::int32_t>{-1, 0, 7}));
+  EXPECT_TRUE(oa_test::throws([&] { (void)i.to_vector(); }, oa::ErrorKind::InvalidArgument, {"f32"}));
+  EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::exp(i); }, oa::ErrorKind::InvalidArgument, {"oa::matrix::exp", "f32"}));
+}
+
+TEST(MatrixCreation, SeededRandomIsDeterministicWithRightMoments) {
+  auto u1 = Matrix::uniform({100000}, -1, 3, 42).to_vector();
+  auto u2 = Matrix::uniform({100000}, -1, 3, 42).to_vector();
+  auto u3 = Matrix::uniform({100000}, -1, 3, 43).to_vector();
+  EXPECT_EQ(u1, u2);
+  EXPECT_NE(u1, u3);
+  double mean = 0, lo = 1e9, hi = -1e9;
+  for (float v : u1) {
+    mean += v;
+    lo = std::min<double>(lo, v);
+    hi = std::max<double>(hi, v);
+  }
+  mean /= u1.size();
+  EXPECT_NEAR(mean, 1.0, 0.02);
+  EXPECT_GE(lo, -1.0);
+  EXPECT_LT(hi, 3.0);
+  auto n = Matrix::normal({100000}, 2, 0.5f, 7).to_vector();
+  double m = 0, v = 0;
+  for (float x : n) m += x;
+  m /= n.size();
+  for (float x : n) v += (x - m) * (x - m);
+  v /= n.size();
+  EXPECT_NEAR(m, 2.0, 0.01);
+  EXPECT_NEAR(std::sqrt(v), 0.5, 0.01);
+  for (float x : n) ASSERT_TRUE(std::isfinite(x));
+  // A prefix of a longer draw equals the shorter draw: values depend on the index only.
+  auto shortu = Matrix::uniform({1000}, -1, 3, 42).to_vector();
+  EXPECT_TRUE(std::equal(shortu.begin(), shortu.end(), u1.begin()));
+}
+
+TEST(MatrixView, ReshapeSharesStorage) {
+  auto a = Matrix::arange(0, 12).reshape({3, 4});
+  auto b = a.reshape({2, -1});
+  EXPECT_EQ(b.shape(), Shape({2, 6}));
+  EXPECT_EQ(a.storage(), b.storage());
+  b.write(oa_test::iota(12, 100));
+  EXPECT_EQ(a.to_vector()[0], 100.0f);
+  EXPECT_TRUE(oa_test::throws([&] { (void)a.reshape({5, 3}); }, oa::ErrorKind::InvalidArgument, {"reshape", "[3, 4]", "[5, 3]"}));
+  EXPECT_TRUE(oa_test::throws([&] { (void)a.reshape({-1, 5}); }, oa::ErrorKind::InvalidArgument, {"reshape"}));
+  EXPECT_TRUE(oa_test::throws([&] { a.write(std::vector<float>(3)); }, oa::ErrorKind::InvalidArgument, {"write"}));
+}
+
+TEST(MatrixView, PrintsShapeAndTruncatedValues) {
+  std::ostringstream os;
+  os << Matrix::arange(0, 40).reshape({2, 20});
+  const auto s = os.str();
+  EXPECT_NE(s.find("Matrix([2, 20], f32)"), std::string::npos);
+  EXPECT_NE(s.find("..."), std::string::npos);
+  EXPECT_NE(s.find("39"), std::string::npos);
+}
+
+TEST(CoreShape, CheckedArithmeticAndErrors) {
+  EXPECT_EQ(Shape({2, 3, 4}).numel(), 24);
+  EXPECT_EQ(Shape().numel(), 1);
+  EXPECT_EQ(Shape({2, 3, 4}).dim(-1), 4);
+  EXPECT_TRUE(oa_test::throws([] { Shape({1ll << 40, 1ll << 40}); }, oa::ErrorKind::InvalidArgument, {"overflow"}));
+  EXPECT_TRUE(oa_test::throws([] { Shape({2, -1}); }, oa::ErrorKind::InvalidArgument, {"negative"}));
+  EXPECT_TRUE(oa_test::throws([] { Shape(std::vector<std::int64_t>(9, 1)); }, oa::ErrorKind::InvalidArgument, {"rank"}));
+  EXPECT_TRUE(oa_test::throws([] { (void)Shape({2}).dim(3); }, oa::ErrorKind::InvalidArgument, {"axis"}));
+}

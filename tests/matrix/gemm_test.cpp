@@ -1,0 +1,223 @@
+// The internal batched GEMM lowering (src/matrix/gemm.hpp), driven through a
+// test-only semantic op so that every GemmProblem field can be exercised.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <random>
+
+#include "matrix/gemm.hpp"
+#include "matrix/lowering.hpp"
+#include "oa/oa.hpp"
+#include "reference/linalg.hpp"
+
+namespace {
+
+using oa::Matrix;
+using oa::detail::GemmProblem;
+
+const oa::detail::ContractRegistration kTestGemm{{"test::gemm", -1, 1, {}}};
+
+std::vector<float> random_values(std::int64_t n, std::uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (auto& x : v) x = dist(gen);
+  return v;
+}
+
+// Runs lower_gemm as one semantic op and returns the dispatches it produced.
+std::vector<oa::runtime::ComputeDispatch> run(const GemmProblem& p) {
+  const oa::Engine engine = p.c.matrix->engine();
+  auto ds = oa::detail::lower_gemm(engine, p);
+  engine.record(oa::detail::semantic("test::gemm", {p.c.matrix}, {p.c.matrix}), ds);
+  return ds;
+}
+
+// C after the GEMM against the f64 reference; tolerance relative to the magnitude of the terms.
+void expect_gemm(const GemmProblem& p, const std::vector<float>& a, const std::vector<float>& b, const std::vector<float>& c0,
+                 const std::vector<float>* bias) {
+  const auto ref = oa::reference::gemm(p.batch, p.m, p.n, p.k, p.trans_a, p.trans_b, p.alpha, p.beta,
+                                       {&a, p.a.offset, p.a.batch_stride}, {&b, p.b.offset, p.b.batch_stride}, c0, p.c.offset,
+                                       p.c.batch_stride, bias);
+  const auto got = p.c.matrix->to_vector();
+  ASSERT_EQ(got.size(), ref.value.size());
+  for (std::size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], ref.value[i], 1e-5 * ref.magnitude[i] + 1e-6)
+        << "element " << i << " of batch " << p.batch << " M " << p.m << " N " << p.n << " K " << p.k << " trans_a "
+        << p.trans_a << " trans_b " << p.trans_b;
+}
+
+struct Case {
+  std::int64_t batch, m, n, k;
+  bool trans_a, trans_b;
+  float alpha, beta;
+  bool bias;
+  std::int64_t a_off, a_stride, b_off, b_stride, c_off, c_stride;  // stride -1: packed
+};
+
+// Records the GEMM of `cs` and returns the check of its result (run after
+// everything is recorded: one submission for many cases).
+std::function<void()> case_check(const Case& cs, std::uint32_t seed) {
+  GemmProblem p;
+  p.batch = cs.batch;
+  p.m = cs.m;
+  p.n = cs.n;
+  p.k = cs.k;
+  p.trans_a = cs.trans_a;
+  p.trans_b = cs.trans_b;
+  p.alpha = cs.alpha;
+  p.beta = cs.beta;
+  auto stride = [&](std::int64_t s, std::int64_t packed) { return s < 0 ? packed : s; };
+  const std::int64_t as = stride(cs.a_stride, cs.m * cs.k), bs = stride(cs.b_stride, cs.k * cs.n),
+                     cstr = stride(cs.c_stride, cs.m * cs.n);
+  const auto a = random_values(cs.a_off + (cs.batch - 1) * as + cs.m * cs.k + 3, seed);
+  const auto b = random_values(cs.b_off + (cs.batch - 1) * bs + cs.k * cs.n + 5, seed + 1);
+  auto c0 = random_values(cs.c_off + (cs.batch - 1) * cstr + cs.m * cs.n + 2, seed + 2);
+  if (cs.beta == 0.0f) c0[cs.c_off] = std::nanf("");  // beta == 0: C must not be read
+  const auto bias = random_values(cs.n, seed + 3);
+  // Held by the returned check, which repoints p at them.
+  auto m = std::make_shared<std::array<Matrix, 4>>(std::array<Matrix, 4>{
+      Matrix::from_vector({static_cast<std::int64_t>(a.size())}, a), Matrix::from_vector({static_cast<std::int64_t>(b.size())}, b),
+      Matrix::from_vector({static_cast<std::int64_t>(c0.size())}, c0), Matrix::from_vector({cs.n}, bias)});
+  auto bind = [](GemmProblem& q, const std::array<Matrix, 4>& ms, bool with_bias) {
+    q.a.matrix = &ms[0];
+    q.b.matrix = &ms[1];
+    q.c.matrix = &ms[2];
+    q.bias = with_bias ? &ms[3] : nullptr;
+  };
+  p.a = {nullptr, cs.a_off, as};
+  p.b = {nullptr, cs.b_off, bs};
+  p.c = {nullptr, cs.c_off, cstr};
+  bind(p, *m, cs.bias);
+  run(p);
+  return [=] {
+    GemmProblem q = p;
+    bind(q, *m, cs.bias);
+    expect_gemm(q, a, b, c0, cs.bias ? &bias : nullptr);
+  };
+}
+
+void run_checks(const std::vector<std::function<void()>>& checks) {
+  for (const auto& check : checks) check();
+}
+
+TEST(MatrixGemm, TransposeAlphaBetaBiasCombinations) {
+  std::vector<std::function<void()>> checks;
+  std::uint32_t seed = 1;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      // Odd sizes with odd offsets (scalar loads), packed batch.
+      checks.push_back(case_check({3, 17, 33, 65, ta, tb, 1.5f, 0.0f, false, 1, -1, 3, -1, 5, -1}, seed++));
+      // beta and bias, B broadcast over the batch (stride 0), padded C items.
+      checks.push_back(case_check({2, 33, 17, 63, ta, tb, -0.5f, 0.75f, true, 0, -1, 2, 0, 0, 33 * 17 + 3}, seed++));
+      // Sizes, offsets and strides that are multiples of 4 (vec4 loads and stores), A broadcast.
+      checks.push_back(case_check({2, 36, 40, 64, ta, tb, 1.0f, 1.0f, true, 4, 0, 8, -1, 12, -1}, seed++));
+    }
+  run_checks(checks);
+}
+
+TEST(MatrixGemm, OddSizes) {
+  std::vector<std::function<void()>> checks;
+  std::uint32_t seed = 100;
+  for (std::int64_t m : {1, 7, 65})
+    for (std::int64_t n : {1, 17, 129})
+      for (std::int64_t k : {1, 64, 127})
+        checks.push_back(case_check({1, m, n, k, true, false, 1.0f, 0.0f, false, 0, -1, 0, -1, 0, -1}, seed++));
+  run_checks(checks);
+}
+
+TEST(MatrixGemm, ZeroKGivesBetaCPlusBias) {
+  run_checks({case_check({2, 5, 7, 0, false, false, 1.0f, 0.5f, true, 0, -1, 0, -1, 1, -1}, 7),
+              case_check({2, 5, 7, 0, false, true, 1.0f, 0.0f, false, 0, -1, 0, -1, 0, -1}, 8)});
+}
+
+TEST(MatrixGemm, EmptyProblemHasNoDispatches) {
+  const Matrix c = Matrix::zeros({4});
+  GemmProblem p;
+  p.m = 0;
+  p.n = 4;
+  p.k = 3;
+  p.c = {&c, 0, 0};
+  EXPECT_TRUE(oa::detail::lower_gemm(c.engine(), p).empty());
+}
+
+TEST(MatrixGemm, SplitKWhenFewTiles) {
+  // One 64x64 tile and a long K: the lowering splits K and sums the partial
+  // products in a second (epilogue) dispatch.
+  GemmProblem p;
+  p.m = 40;
+  p.n = 36;
+  p.k = 1024;
+  p.alpha = 0.5f;
+  p.beta = -1.0f;
+  const auto a = random_values(p.m * p.k, 31), b = random_values(p.k * p.n, 32), c0 = random_values(p.m * p.n, 33),
+             bias = random_values(p.n, 34);
+  const Matrix ma = Matrix::from_vector({p.m, p.k}, a), mb = Matrix::from_vector({p.k, p.n}, b),
+               mc = Matrix::from_vector({p.m, p.n}, c0), mbias = Matrix::from_vector({p.n}, bias);
+  p.a = {&ma};
+  p.b = {&mb};
+  p.c = {&mc};
+  p.bias = &mbias;
+  oa::TraceCapture trace(mc.engine());
+  const auto ds = run(p);
+  ASSERT_EQ(ds.size(), 2u);
+  EXPECT_EQ(ds[0].kernel, "matrix/gemm");
+  EXPECT_GT(ds[0].groups[2], 1u);  // the K splits
+  EXPECT_EQ(ds[1].kernel, "matrix/gemm_epilogue");
+  const auto ops = trace.ops();
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].dispatches, 2u);
+  expect_gemm(p, a, b, c0, &bias);
+}
+
+TEST(MatrixGemm, LargeTileForManyBigTiles) {
+  // 64 items of 129 x 130: enough 128x128 tiles for the large-tile kernel.
+  const std::int64_t batch = 64, m = 129, n = 132, k = 33;
+  const auto a = random_values(batch * m * k, 41), b = random_values(batch * k * n, 42);
+  const Matrix ma = Matrix::from_vector({batch * m * k}, a), mb = Matrix::from_vector({batch * k * n}, b);
+  const Matrix mc = Matrix::empty({batch * m * n});
+  GemmProblem p;
+  p.batch = batch;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.a = {&ma, 0, m * k};
+  p.b = {&mb, 0, k * n};
+  p.c = {&mc, 0, m * n};
+  const auto ds = run(p);
+  ASSERT_EQ(ds.size(), 1u);
+  ASSERT_GE(ds[0].specialization.size(), 2u);
+  EXPECT_EQ(ds[0].specialization[1], 128u);  // BM
+  expect_gemm(p, a, b, std::vector<float>(batch * m * n, 0.0f), nullptr);
+}
+
+TEST(MatrixGemm, InconsistentProblemIsInternalError) {
+  const Matrix a = Matrix::zeros({10}), b = Matrix::zeros({10}), c = Matrix::zeros({4});
+  GemmProblem p;
+  p.m = 2;
+  p.n = 2;
+  p.k = 3;
+  p.a = {&a};
+  p.b = {&b};
+  p.c = {&c};
+  EXPECT_NO_THROW(oa::detail::lower_gemm(c.engine(), p));
+  p.batch = 2;  // the second C item would lie outside c
+  p.a.batch_stride = 0;
+  p.b.batch_stride = 0;
+  p.c.batch_stride = 4;
+  try {
+    oa::detail::lower_gemm(c.engine(), p);
+    FAIL() << "expected an error";
+  } catch (const oa::Error& e) {
+    EXPECT_EQ(e.kind(), oa::ErrorKind::Internal);
+    EXPECT_NE(std::string(e.what()).find("lower_gemm"), std::string::npos);
+  }
+  p.batch = 1;
+  p.b.matrix = nullptr;
+  EXPECT_THROW(oa::detail::lower_gemm(c.engine(), p), oa::Error);
+}
+
+}  // namespace

@@ -1,0 +1,171 @@
+// Reductions against the f64 references.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+
+#include "oa/oa.hpp"
+#include "reference/reduction.hpp"
+
+namespace {
+
+using oa::Matrix;
+using oa::Shape;
+
+std::vector<float> random_values(std::int64_t n, std::uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (auto& x : v) x = dist(gen);
+  return v;
+}
+
+// Runs f(x) and checks that it records exactly one semantic op named `name`.
+Matrix traced(const std::string& name, const std::function<Matrix()>& f) {
+  oa::TraceCapture trace(oa::Engine::default_engine());
+  Matrix y = f();
+  const auto ops = trace.ops();
+  EXPECT_EQ(ops.size(), 1u);
+  if (!ops.empty()) {
+    EXPECT_EQ(ops[0].name, name);
+  }
+  return y;
+}
+
+void check_rows(std::int64_t rows, std::int64_t length, std::uint32_t seed) {
+  SCOPED_TRACE(testing::Message() << "rows " << rows << " length " << length);
+  const auto x = random_values(rows * length, seed);
+  const Matrix mx = Matrix::from_vector({rows, length}, x);
+  std::vector<double> magnitude;
+  const auto sums = oa::reference::row_sums(x, rows, length, &magnitude);
+  std::vector<std::int32_t> index;
+  const auto maxima = oa::reference::row_max(x, rows, length, &index);
+
+  const auto s = traced("oa::matrix::sum", [&] { return oa::matrix::sum(mx); });
+  const auto m = traced("oa::matrix::mean", [&] { return oa::matrix::mean(mx, true); });
+  const auto mx_ = traced("oa::matrix::max", [&] { return oa::matrix::max(mx); });
+  const auto am = traced("oa::matrix::argmax", [&] { return oa::matrix::argmax(mx); });
+  EXPECT_EQ(s.shape(), Shape({rows}));
+  EXPECT_EQ(m.shape(), Shape({rows, 1}));
+  EXPECT_EQ(am.dtype(), oa::DType::I32);
+  const auto gs = s.to_vector(), gm = m.to_vector(), gx = mx_.to_vector();
+  const auto gi = am.to_i32();
+  for (std::int64_t r = 0; r < rows; ++r) {
+    ASSERT_NEAR(gs[r], sums[r], 1e-6 * magnitude[r] + 1e-6) << "row " << r;
+    ASSERT_NEAR(gm[r], sums[r] / length, (1e-6 * magnitude[r] + 1e-6) / length) << "row " << r;
+    ASSERT_EQ(gx[r], static_cast<float>(maxima[r])) << "row " << r;
+    ASSERT_EQ(gi[r], index[r]) << "row " << r;
+  }
+}
+
+TEST(MatrixReduction, RowLengths) {
+  std::uint32_t seed = 1;
+  for (std::int64_t length : {1, 7, 33, 129, 512, 513, 4096, 4097, 10000}) check_rows(3, length, seed++);
+}
+
+TEST(MatrixReduction, SeventyThousandRows) { check_rows(70000, 3, 50); }
+
+TEST(MatrixReduction, MultiPassOverLongRow) {
+  // 2^20 + 5 elements: three passes of segments.
+  const std::int64_t n = (1 << 20) + 5;
+  auto x = random_values(n, 60);
+  x[700000] = 3.0f;  // the maximum, twice: argmax gives the first
+  x[900001] = 3.0f;
+  const Matrix mx = Matrix::from_vector({n}, x);
+  std::vector<double> magnitude;
+  const auto sum = oa::reference::row_sums(x, 1, n, &magnitude)[0];
+  const auto s = traced("oa::matrix::sum_all", [&] { return oa::matrix::sum_all(mx); });
+  EXPECT_EQ(s.shape(), Shape{});
+  EXPECT_NEAR(s.item(), sum, 1e-6 * magnitude[0]);
+  const auto m = traced("oa::matrix::mean_all", [&] { return oa::matrix::mean_all(mx); });
+  EXPECT_NEAR(m.item(), sum / n, 1e-6 * magnitude[0] / n);
+  const auto mm = traced("oa::matrix::max_all", [&] { return oa::matrix::max_all(mx); });
+  EXPECT_EQ(mm.item(), 3.0f);
+  const auto am = oa::matrix::argmax(mx);
+  EXPECT_EQ(am.shape(), Shape{});
+  EXPECT_EQ(am.to_i32(), std::vector<std::int32_t>{700000});
+}
+
+TEST(MatrixReduction, NanAndTies) {
+  const float nan = std::nanf("");
+  const Matrix x = Matrix::from_vector({3, 4}, std::vector<float>{1, 5, 5, 2, 1, nan, 9, nan, -INFINITY, -INFINITY, -INFINITY, -INFINITY});
+  const auto mx = oa::matrix::max(x).to_vector();
+  EXPECT_EQ(mx[0], 5.0f);
+  EXPECT_TRUE(std::isnan(mx[1]));
+  EXPECT_EQ(mx[2], -INFINITY);
+  EXPECT_EQ(oa::matrix::argmax(x, true).to_i32(), (std::vector<std::int32_t>{1, 1, 0}));
+  EXPECT_EQ(oa::matrix::argmax(x, true).shape(), Shape({3, 1}));
+}
+
+TEST(MatrixReduction, EmptyAxes) {
+  const Matrix x = Matrix::zeros({3, 0});
+  EXPECT_EQ(oa::matrix::sum(x).to_vector(), std::vector<float>(3, 0.0f));
+  for (float v : oa::matrix::mean(x).to_vector()) EXPECT_TRUE(std::isnan(v));
+  EXPECT_EQ(oa::matrix::sum_all(x).item(), 0.0f);
+  EXPECT_EQ(oa::matrix::sum(Matrix::zeros({0, 4})).shape(), Shape({0}));
+  oa::TraceCapture trace(x.engine());
+  const std::pair<const char*, Matrix (*)(const Matrix&)> failing[] = {
+      {"oa::matrix::max:", [](const Matrix& m) { return oa::matrix::max(m); }},
+      {"oa::matrix::argmax:", [](const Matrix& m) { return oa::matrix::argmax(m); }},
+      {"oa::matrix::max_all:", [](const Matrix& m) { return oa::matrix::max_all(m); }}};
+  for (const auto& [name, f] : failing) {
+    try {
+      f(x);
+      ADD_FAILURE() << "expected an error from " << name;
+    } catch (const oa::Error& e) {
+      EXPECT_EQ(e.kind(), oa::ErrorKind::InvalidArgument);
+      EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(oa::matrix::sum(Matrix::full({}, 1.0f)), oa::Error);
+  EXPECT_THROW(oa::matrix::sum(Matrix::from_i32({2}, std::vector<std::int32_t>{1, 2})), oa::Error);
+  EXPECT_TRUE(trace.ops().empty());
+}
+
+void check_sum_to(const Shape& xs, const Shape& target, std::uint32_t seed) {
+  SCOPED_TRACE(testing::Message() << "x " << xs.to_string() << " target " << target.to_string());
+  const auto x = random_values(xs.numel(), seed);
+  const Matrix mx = Matrix::from_vector(xs, x);
+  const auto y = traced("oa::matrix::sum_to", [&] { return oa::matrix::sum_to(mx, target); });
+  EXPECT_EQ(y.shape(), target);
+  std::vector<float> ax(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) ax[i] = std::abs(x[i]);
+  const auto ref = oa::reference::sum_to(x, xs.to_vector(), target.to_vector());
+  const auto mag = oa::reference::sum_to(ax, xs.to_vector(), target.to_vector());
+  const auto got = y.to_vector();
+  ASSERT_EQ(got.size(), ref.size());
+  for (std::size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], ref[i], 1e-6 * mag[i] + 1e-6) << "element " << i;
+}
+
+TEST(MatrixReduction, SumToBroadcastTargets) {
+  check_sum_to({5, 7}, {7}, 1);           // trailing row
+  check_sum_to({5, 7}, {1, 7}, 2);
+  check_sum_to({5, 7}, {5, 1}, 3);        // per-row
+  check_sum_to({2, 3, 5, 7}, {3, 1, 1}, 4);  // per-channel of NCHW
+  check_sum_to({2, 3, 5, 7}, {1, 3, 1, 1}, 5);
+  check_sum_to({3, 5, 7}, {3, 1, 1}, 6);  // leading channel: rows only
+  check_sum_to({2, 3, 4}, {}, 7);         // scalar
+  check_sum_to({2, 3, 4}, {1}, 8);
+  check_sum_to({2, 3, 4}, {2, 3, 4}, 9);  // identity
+  check_sum_to({2, 1, 4}, {2, 1, 4}, 10);
+  check_sum_to({600, 33}, {33}, 11);      // column sums over several row blocks
+  check_sum_to({70000, 3}, {3}, 12);
+  check_sum_to({4, 300, 65}, {300, 1}, 13);  // rows then columns
+  check_sum_to({0, 3}, {3}, 14);          // nothing to sum: zeros
+}
+
+TEST(MatrixReduction, SumToRejectsOtherTargets) {
+  const Matrix x = Matrix::zeros({4, 3});
+  for (const Shape& t : {Shape{4}, Shape{2, 3}, Shape{1, 4, 3}, Shape{3, 4}}) {
+    try {
+      oa::matrix::sum_to(x, t);
+      ADD_FAILURE() << "expected an error for target " << t.to_string();
+    } catch (const oa::Error& e) {
+      EXPECT_EQ(e.kind(), oa::ErrorKind::InvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("oa::matrix::sum_to"), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace

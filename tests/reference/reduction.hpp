@@ -1,0 +1,69 @@
+#pragma once
+// f64 host references for reductions, written from the definitions.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace oa::reference {
+
+// Per row of x viewed as [rows, L]: the sum, and the sum of magnitudes (for tolerances).
+inline std::vector<double> row_sums(const std::vector<float>& x, std::int64_t rows, std::int64_t L, std::vector<double>* magnitude = nullptr) {
+  std::vector<double> s(rows, 0.0);
+  if (magnitude) magnitude->assign(rows, 0.0);
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t j = 0; j < L; ++j) {
+      s[r] += x[r * L + j];
+      if (magnitude) (*magnitude)[r] += std::abs(double(x[r * L + j]));
+    }
+  return s;
+}
+
+// Per row: the maximum (NaN if the row holds a NaN) and the first index of the
+// maximum (the first NaN when there is one).
+inline std::vector<double> row_max(const std::vector<float>& x, std::int64_t rows, std::int64_t L, std::vector<std::int32_t>* index = nullptr) {
+  std::vector<double> m(rows);
+  if (index) index->assign(rows, 0);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    double best = -std::numeric_limits<double>::infinity();
+    std::int64_t at = 0;
+    for (std::int64_t j = 0; j < L; ++j) {
+      const double v = x[r * L + j];
+      if (std::isnan(v)) {
+        best = v;
+        at = j;
+        break;
+      }
+      if (v > best || j == 0) {
+        best = v;
+        at = j;
+      }
+    }
+    m[r] = best;
+    if (index) (*index)[r] = static_cast<std::int32_t>(at);
+  }
+  return m;
+}
+
+// Sums x (shape `xs`) into `target` under NumPy broadcasting (right-aligned;
+// a target extent of 1, or a missing leading axis, is summed over).
+inline std::vector<double> sum_to(const std::vector<float>& x, const std::vector<std::int64_t>& xs, const std::vector<std::int64_t>& target) {
+  std::int64_t tn = 1;
+  for (auto d : target) tn *= d;
+  std::vector<double> y(tn, 0.0);
+  const std::size_t shift = xs.size() - target.size();
+  std::vector<std::int64_t> idx(xs.size(), 0);
+  for (std::size_t e = 0; e < x.size(); ++e) {
+    std::int64_t rest = static_cast<std::int64_t>(e);
+    for (std::size_t a = xs.size(); a-- > 0;) {
+      idx[a] = rest % xs[a];
+      rest /= xs[a];
+    }
+    std::int64_t t = 0;
+    for (std::size_t a = 0; a < target.size(); ++a) t = t * target[a] + (target[a] == 1 ? 0 : idx[a + shift]);
+    y[t] += x[e];
+  }
+  return y;
+}
+
+}  // namespace oa::reference

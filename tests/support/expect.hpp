@@ -1,0 +1,50 @@
+#pragma once
+// Comparison helpers shared by all tests.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "oa/core/error.hpp"
+
+namespace oa_test {
+
+// |got - want| <= atol + rtol * |want| element by element; reports the first misses.
+inline ::testing::AssertionResult near(const std::vector<float>& got, const std::vector<double>& want, double atol = 1e-5,
+                                       double rtol = 1e-4) {
+  if (got.size() != want.size())
+    return ::testing::AssertionFailure() << "size " << got.size() << " != " << want.size();
+  int misses = 0;
+  std::string msg;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double g = got[i], w = want[i];
+    const bool ok = (std::isnan(w) && std::isnan(g)) || (std::isinf(w) && g == w) || std::abs(g - w) <= atol + rtol * std::abs(w);
+    if (!ok && misses++ < 5) msg += " [" + std::to_string(i) + "] got " + std::to_string(g) + " want " + std::to_string(w);
+  }
+  if (misses) return ::testing::AssertionFailure() << misses << " mismatches:" << msg;
+  return ::testing::AssertionSuccess();
+}
+
+// Runs f, expecting oa::Error of `kind` whose message contains every fragment.
+template <typename F>
+::testing::AssertionResult throws(F&& f, oa::ErrorKind kind, std::initializer_list<const char*> fragments) {
+  try {
+    f();
+  } catch (const oa::Error& e) {
+    if (e.kind() != kind) return ::testing::AssertionFailure() << "wrong kind: " << e.what();
+    for (auto* frag : fragments)
+      if (std::string(e.what()).find(frag) == std::string::npos)
+        return ::testing::AssertionFailure() << "message lacks \"" << frag << "\": " << e.what();
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure() << "no oa::Error thrown";
+}
+
+inline std::vector<float> iota(std::size_t n, float start = 0, float step = 1) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = start + step * static_cast<float>(i);
+  return v;
+}
+
+}  // namespace oa_test
