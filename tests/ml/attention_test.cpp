@@ -1,6 +1,8 @@
-// Attention family: heads, softmax, flash and materialised attention, batched
-// products; forward against the f64 oracles in tests/reference/attention.hpp,
-// backward against analytic f64 gradients, traces and errors.
+// Attention family: heads, softmax, batched products, flash and materialised
+// attention. Forward results against the f64 oracles in
+// tests/reference/attention.hpp and linalg.hpp, backward lowerings against
+// analytic f64 gradients, traces (one semantic op per call) and errors (naming
+// the op, recording nothing).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +13,8 @@
 #include "oa/ml/attention.hpp"
 #include "oa/oa.hpp"
 #include "reference/attention.hpp"
+#include "reference/linalg.hpp"
+#include "support/expect.hpp"
 
 namespace {
 
@@ -21,6 +25,9 @@ namespace ml = oa::ml;
 namespace ref = oa::reference;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
+// f32 accumulation over at most a few thousand terms of magnitude ~1.
+constexpr double kAtol = 3e-5, kRtol = 3e-4;
+const char* const kSdpa = "oa::ml::matrix::scaled_dot_product_attention";
 
 oa::Engine engine() { return oa::Engine::default_engine(); }
 
@@ -32,8 +39,8 @@ std::vector<float> random_floats(std::size_t n, std::uint32_t seed, float low = 
   return v;
 }
 
-// An additive mask with about `hidden` of its entries -inf (and, with
-// hide_row, the whole row `hide_row` hidden).
+// An additive mask with about `hidden` of its entries -inf and, when
+// hide_row >= 0, every entry of row hide_row.
 std::vector<float> random_mask(std::int64_t rows, std::int64_t cols, std::uint32_t seed, double hidden, std::int64_t hide_row = -1) {
   std::mt19937 gen(seed);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
@@ -47,25 +54,11 @@ std::vector<float> random_mask(std::int64_t rows, std::int64_t cols, std::uint32
 
 Vec to_f64(const std::vector<float>& v) { return Vec(v.begin(), v.end()); }
 
-void expect_near(const std::vector<float>& got, const Vec& want, double tol, const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  std::size_t bad = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const bool ok = std::isinf(want[i]) ? got[i] == want[i] : std::abs(got[i] - want[i]) <= tol * (1.0 + std::abs(want[i]));
-    if (!ok && bad++ < 5) ADD_FAILURE() << what << "[" << i << "]: got " << got[i] << ", want " << want[i];
-  }
-  EXPECT_EQ(bad, 0u) << what;
-}
-
-template <typename F>
-void expect_error(F&& f, oa::ErrorKind kind, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "no error thrown; expected one naming " << needle;
-  } catch (const oa::Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
+// The single op a call recorded.
+oa::SemanticOp only_op(oa::TraceCapture& trace) {
+  auto ops = trace.ops();
+  EXPECT_EQ(ops.size(), 1u);
+  return ops.empty() ? oa::SemanticOp{} : ops[0];
 }
 
 // ── heads ───────────────────────────────────────────────────────────────────
@@ -74,12 +67,11 @@ TEST(AttentionHeads, SplitExample) {
   auto x = Matrix::from_vector({2, 4}, std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7});
   oa::TraceCapture trace(engine());
   Matrix y = ml::split_heads(x, 1, 2, 2);
-  auto ops = trace.ops();
+  const auto op = only_op(trace);
+  EXPECT_EQ(op.name, "oa::ml::matrix::split_heads");
+  EXPECT_EQ(op.dispatches, 1u);
   EXPECT_EQ(y.shape(), (Shape{2, 2, 2}));
   EXPECT_EQ(y.to_vector(), (std::vector<float>{0, 1, 4, 5, 2, 3, 6, 7}));
-  ASSERT_EQ(ops.size(), 1u);
-  EXPECT_EQ(ops[0].name, "oa::ml::matrix::split_heads");
-  EXPECT_EQ(ops[0].dispatches, 1u);
 }
 
 TEST(AttentionHeads, MergeInvertsSplit) {
@@ -88,8 +80,10 @@ TEST(AttentionHeads, MergeInvertsSplit) {
   auto x = Matrix::from_vector({B * S, H * Dh}, values);
   Matrix y = ml::split_heads(x, B, S, H);
   EXPECT_EQ(y.shape(), (Shape{B * H, S, Dh}));
-  expect_near(y.to_vector(), ref::split_heads(to_f64(values), B, S, H, Dh), 0.0, "split");
+  EXPECT_TRUE(oa_test::near(y.to_vector(), ref::split_heads(to_f64(values), B, S, H, Dh), 0.0, 0.0));
+  oa::TraceCapture trace(engine());
   Matrix z = ml::merge_heads(y, B, S, H);
+  EXPECT_EQ(only_op(trace).name, "oa::ml::matrix::merge_heads");
   EXPECT_EQ(z.shape(), x.shape());
   EXPECT_EQ(z.to_vector(), values);
 }
@@ -108,10 +102,11 @@ TEST(AttentionHeads, OneHeadIsAReshape) {
 TEST(AttentionHeads, Errors) {
   auto x = Matrix::zeros({4, 6});
   oa::TraceCapture trace(engine());
-  expect_error([&] { ml::split_heads(x, 2, 2, 4); }, oa::ErrorKind::InvalidArgument, "oa::ml::matrix::split_heads");
-  expect_error([&] { ml::split_heads(x, 3, 2, 2); }, oa::ErrorKind::InvalidArgument, "[4, 6]");
-  expect_error([&] { ml::split_heads(x, 2, 2, 0); }, oa::ErrorKind::InvalidArgument, "num_heads");
-  expect_error([&] { ml::merge_heads(x, 2, 2, 2); }, oa::ErrorKind::InvalidArgument, "oa::ml::matrix::merge_heads");
+  using oa::ErrorKind;
+  EXPECT_TRUE(oa_test::throws([&] { ml::split_heads(x, 2, 2, 4); }, ErrorKind::InvalidArgument, {"oa::ml::matrix::split_heads", "[4, 6]"}));
+  EXPECT_TRUE(oa_test::throws([&] { ml::split_heads(x, 3, 2, 2); }, ErrorKind::InvalidArgument, {"split_heads", "[4, 6]"}));
+  EXPECT_TRUE(oa_test::throws([&] { ml::split_heads(x, 2, 2, 0); }, ErrorKind::InvalidArgument, {"split_heads", "num_heads"}));
+  EXPECT_TRUE(oa_test::throws([&] { ml::merge_heads(x, 2, 2, 2); }, ErrorKind::InvalidArgument, {"oa::ml::matrix::merge_heads", "[4, 6]"}));
   EXPECT_TRUE(trace.ops().empty());
 }
 
@@ -130,7 +125,8 @@ TEST(AttentionSoftmax, ManyRowsPastTheGridLimit) {
 
 TEST(AttentionSoftmax, MatchesReferenceAcrossRowLengths) {
   // Row lengths cover the 8-, 64- and 256-lane variants, the register cache
-  // boundary (256 * 8 = 2048) and a row past 65536.
+  // boundary (256 lanes * 8 = 2048) and a row past 65536; the last row of each
+  // is fully masked.
   for (std::int64_t cols : {1, 5, 64, 65, 513, 2049, 70001}) {
     const std::int64_t rows = cols > 2048 ? 2 : 37;
     auto xv = random_floats(static_cast<std::size_t>(rows * cols), static_cast<std::uint32_t>(cols), -4.0f, 4.0f);
@@ -139,11 +135,9 @@ TEST(AttentionSoftmax, MatchesReferenceAcrossRowLengths) {
     auto mask = Matrix::from_vector({rows, cols}, mv);
     oa::TraceCapture trace(engine());
     auto y = ml::softmax_scaled_masked(x, mask, 0.7f);
-    auto ops = trace.ops();
-    ASSERT_EQ(ops.size(), 1u);
-    EXPECT_EQ(ops[0].name, "oa::ml::matrix::softmax_scaled_masked");
+    EXPECT_EQ(only_op(trace).name, "oa::ml::matrix::softmax_scaled_masked");
     auto got = y.to_vector();
-    expect_near(got, ref::softmax(to_f64(xv), rows, cols, 0.7, to_f64(mv), rows), 2e-5, "softmax cols " + std::to_string(cols));
+    EXPECT_TRUE(oa_test::near(got, ref::softmax(to_f64(xv), rows, cols, 0.7, to_f64(mv), rows), kAtol, kRtol)) << "cols " << cols;
     for (std::int64_t c = 0; c < cols; ++c) ASSERT_EQ(got[static_cast<std::size_t>((rows - 1) * cols + c)], 0.0f);
   }
 }
@@ -153,7 +147,7 @@ TEST(AttentionSoftmax, BroadcastMask) {
   auto xv = random_floats(static_cast<std::size_t>(BH * Sq * Sk), 5);
   auto mv = random_mask(Sq, Sk, 6, 0.3);
   auto y = ml::softmax_scaled_masked(Matrix::from_vector({BH, Sq, Sk}, xv), Matrix::from_vector({Sq, Sk}, mv), 1.5f);
-  expect_near(y.to_vector(), ref::softmax(to_f64(xv), BH * Sq, Sk, 1.5, to_f64(mv), Sq), 2e-5, "broadcast softmax");
+  EXPECT_TRUE(oa_test::near(y.to_vector(), ref::softmax(to_f64(xv), BH * Sq, Sk, 1.5, to_f64(mv), Sq), kAtol, kRtol));
 }
 
 TEST(AttentionSoftmax, BackwardMatchesReference) {
@@ -164,23 +158,129 @@ TEST(AttentionSoftmax, BackwardMatchesReference) {
     auto y = ml::softmax_scaled_masked(Matrix::from_vector({rows, cols}, xv), Matrix(), 2.0f);
     oa::TraceCapture trace(engine());
     auto dx = ml::softmax_scaled_masked_backward(y, Matrix::from_vector({rows, cols}, gv), 2.0f);
-    auto ops = trace.ops();
-    ASSERT_EQ(ops.size(), 1u);
-    EXPECT_EQ(ops[0].label(), "oa::ml::matrix::softmax_scaled_masked backward");
+    EXPECT_EQ(only_op(trace).label(), "oa::ml::matrix::softmax_scaled_masked backward");
     const Vec yr = ref::softmax(to_f64(xv), rows, cols, 2.0);
-    expect_near(dx.to_vector(), ref::softmax_backward(yr, to_f64(gv), rows, cols, 2.0), 2e-5, "softmax backward");
+    EXPECT_TRUE(oa_test::near(dx.to_vector(), ref::softmax_backward(yr, to_f64(gv), rows, cols, 2.0), kAtol, kRtol)) << "cols " << cols;
   }
 }
 
 TEST(AttentionSoftmax, Errors) {
   auto x = Matrix::zeros({3, 4});
   oa::TraceCapture trace(engine());
-  expect_error([&] { ml::softmax_scaled_masked(x, Matrix::zeros({4, 3}), 1.0f); }, oa::ErrorKind::InvalidArgument,
-               "oa::ml::matrix::softmax_scaled_masked: mask [4, 3]");
-  expect_error([&] { ml::softmax_scaled_masked(Matrix::zeros({0, 4}), Matrix(), 1.0f); }, oa::ErrorKind::InvalidArgument,
-               "softmax_scaled_masked");
-  expect_error([&] { ml::softmax_scaled_masked_backward(x, Matrix::zeros({3, 5}), 1.0f); }, oa::ErrorKind::InvalidArgument,
-               "softmax_scaled_masked backward");
+  using oa::ErrorKind;
+  EXPECT_TRUE(oa_test::throws([&] { ml::softmax_scaled_masked(x, Matrix::zeros({4, 3}), 1.0f); }, ErrorKind::InvalidArgument,
+                              {"oa::ml::matrix::softmax_scaled_masked", "mask [4, 3]", "[3, 4]"}));
+  EXPECT_TRUE(oa_test::throws([&] { ml::softmax_scaled_masked(Matrix::zeros({0, 4}), Matrix(), 1.0f); }, ErrorKind::InvalidArgument,
+                              {"softmax_scaled_masked", "[0, 4]"}));
+  EXPECT_TRUE(oa_test::throws([&] { ml::softmax_scaled_masked_backward(x, Matrix::zeros({3, 5}), 1.0f); },
+                              ErrorKind::InvalidArgument, {"softmax_scaled_masked backward", "[3, 5]"}));
+  EXPECT_TRUE(trace.ops().empty());
+}
+
+// ── batched products ────────────────────────────────────────────────────────
+
+const char* const kBmmNames[3] = {"oa::ml::matrix::bmm", "oa::ml::matrix::bmm_nt", "oa::ml::matrix::bmm_tn"};
+
+Matrix run_bmm(ml::BmmLayout layout, const Matrix& a, const Matrix& b) {
+  switch (layout) {
+    case ml::BmmLayout::NN: return ml::bmm(a, b);
+    case ml::BmmLayout::NT: return ml::bmm_nt(a, b);
+    case ml::BmmLayout::TN: return ml::bmm_tn(a, b);
+  }
+  return {};
+}
+
+// Operands of op(A) [N, M, K] op(B) [N, K, P] stored for the layout.
+struct BmmCase {
+  ml::BmmLayout layout;
+  std::int64_t n, m, k, p;
+  Shape a_shape() const { return layout == ml::BmmLayout::TN ? Shape{n, k, m} : Shape{n, m, k}; }
+  Shape b_shape() const { return layout == ml::BmmLayout::NT ? Shape{n, p, k} : Shape{n, k, p}; }
+  Vec reference(const std::vector<float>& a, const std::vector<float>& b) const {
+    const std::vector<float> c0(static_cast<std::size_t>(n * m * p), 0.0f);
+    return ref::gemm(n, m, p, k, layout == ml::BmmLayout::TN, layout == ml::BmmLayout::NT, 1.0, 0.0, {&a, 0, m * k},
+                     {&b, 0, k * p}, c0, 0, m * p)
+        .value;
+  }
+};
+
+TEST(AttentionBmm, LayoutsMatchReference) {
+  for (auto layout : {ml::BmmLayout::NN, ml::BmmLayout::NT, ml::BmmLayout::TN}) {
+    const BmmCase c{layout, 3, 5, 7, 9};
+    auto av = random_floats(static_cast<std::size_t>(c.a_shape().numel()), 31);
+    auto bv = random_floats(static_cast<std::size_t>(c.b_shape().numel()), 32);
+    auto a = Matrix::from_vector(c.a_shape(), av), b = Matrix::from_vector(c.b_shape(), bv);
+    oa::TraceCapture trace(engine());
+    Matrix out = run_bmm(layout, a, b);
+    EXPECT_EQ(only_op(trace).name, kBmmNames[static_cast<int>(layout)]);
+    EXPECT_EQ(out.shape(), (Shape{c.n, c.m, c.p}));
+    EXPECT_TRUE(oa_test::near(out.to_vector(), c.reference(av, bv), kAtol, kRtol)) << kBmmNames[static_cast<int>(layout)];
+  }
+}
+
+TEST(AttentionBmm, ManySmallMatrices) {
+  const BmmCase c{ml::BmmLayout::NN, 70000, 2, 3, 2};
+  auto av = random_floats(static_cast<std::size_t>(c.a_shape().numel()), 41);
+  auto bv = random_floats(static_cast<std::size_t>(c.b_shape().numel()), 42);
+  Matrix out = ml::bmm(Matrix::from_vector(c.a_shape(), av), Matrix::from_vector(c.b_shape(), bv));
+  EXPECT_TRUE(oa_test::near(out.to_vector(), c.reference(av, bv), kAtol, kRtol));
+}
+
+// Gradients of sum(C * G) from the definition: d op(A) = G op(B)^T and
+// d op(B) = op(A)^T G, mapped back to each operand's storage layout.
+void bmm_reference_grads(const BmmCase& c, const std::vector<float>& a, const std::vector<float>& b, const std::vector<float>& g,
+                         Vec& da, Vec& db) {
+  const bool ta = c.layout == ml::BmmLayout::TN, tb = c.layout == ml::BmmLayout::NT;
+  auto at = [&](std::int64_t t, std::int64_t i, std::int64_t x) {  // index of op(A)[t][i][x]
+    return static_cast<std::size_t>(ta ? (t * c.k + x) * c.m + i : (t * c.m + i) * c.k + x);
+  };
+  auto bt = [&](std::int64_t t, std::int64_t x, std::int64_t j) {  // index of op(B)[t][x][j]
+    return static_cast<std::size_t>(tb ? (t * c.p + j) * c.k + x : (t * c.k + x) * c.p + j);
+  };
+  da.assign(a.size(), 0.0);
+  db.assign(b.size(), 0.0);
+  for (std::int64_t t = 0; t < c.n; ++t)
+    for (std::int64_t i = 0; i < c.m; ++i)
+      for (std::int64_t j = 0; j < c.p; ++j) {
+        const double gv = g[static_cast<std::size_t>((t * c.m + i) * c.p + j)];
+        for (std::int64_t x = 0; x < c.k; ++x) {
+          da[at(t, i, x)] += gv * b[bt(t, x, j)];
+          db[bt(t, x, j)] += gv * a[at(t, i, x)];
+        }
+      }
+}
+
+TEST(AttentionBmm, BackwardMatchesReference) {
+  for (auto layout : {ml::BmmLayout::NN, ml::BmmLayout::NT, ml::BmmLayout::TN}) {
+    const BmmCase c{layout, 2, 6, 5, 3};
+    auto av = random_floats(static_cast<std::size_t>(c.a_shape().numel()), 51);
+    auto bv = random_floats(static_cast<std::size_t>(c.b_shape().numel()), 52);
+    auto gv = random_floats(static_cast<std::size_t>(c.n * c.m * c.p), 53);
+    auto a = Matrix::from_vector(c.a_shape(), av), b = Matrix::from_vector(c.b_shape(), bv);
+    oa::TraceCapture trace(engine());
+    auto g = ml::bmm_backward(layout, a, b, Matrix::from_vector({c.n, c.m, c.p}, gv));
+    EXPECT_EQ(only_op(trace).label(), std::string(kBmmNames[static_cast<int>(layout)]) + " backward");
+    Vec da, db;
+    bmm_reference_grads(c, av, bv, gv, da, db);
+    EXPECT_TRUE(oa_test::near(g.a.to_vector(), da, kAtol, kRtol)) << kBmmNames[static_cast<int>(layout)];
+    EXPECT_TRUE(oa_test::near(g.b.to_vector(), db, kAtol, kRtol)) << kBmmNames[static_cast<int>(layout)];
+  }
+}
+
+TEST(AttentionBmm, Errors) {
+  oa::TraceCapture trace(engine());
+  using oa::ErrorKind;
+  EXPECT_TRUE(oa_test::throws([&] { ml::bmm(Matrix::zeros({2, 3, 4}), Matrix::zeros({2, 5, 6})); }, ErrorKind::InvalidArgument,
+                              {"oa::ml::matrix::bmm:", "[2, 3, 4]", "[2, 5, 6]"}));
+  EXPECT_TRUE(oa_test::throws([&] { ml::bmm_nt(Matrix::zeros({2, 3, 4}), Matrix::zeros({3, 5, 4})); }, ErrorKind::InvalidArgument,
+                              {"oa::ml::matrix::bmm_nt", "[3, 5, 4]"}));
+  EXPECT_TRUE(oa_test::throws([&] { ml::bmm_tn(Matrix::zeros({3, 4}), Matrix::zeros({3, 5})); }, ErrorKind::InvalidArgument,
+                              {"oa::ml::matrix::bmm_tn", "[3, 4]"}));
+  EXPECT_TRUE(oa_test::throws([&] { ml::bmm(Matrix::zeros({2, 0, 4}), Matrix::zeros({2, 4, 6})); }, ErrorKind::InvalidArgument,
+                              {"oa::ml::matrix::bmm", "[2, 0, 4]"}));
+  EXPECT_TRUE(oa_test::throws(
+      [&] { ml::bmm_backward(ml::BmmLayout::NN, Matrix::zeros({2, 3, 4}), Matrix::zeros({2, 4, 5}), Matrix::zeros({2, 3, 4})); },
+      ErrorKind::InvalidArgument, {"oa::ml::matrix::bmm backward", "[2, 3, 5]"}));
   EXPECT_TRUE(trace.ops().empty());
 }
 
@@ -236,13 +336,14 @@ Inputs make_inputs(const Case& c, std::uint32_t seed) {
 }
 
 // Every sequence length of 1, 2, 17, 64, 65, 130 and head dim of 1, 16, 40,
-// 64, 128 appears, with and without masks (both layouts), causal or not,
-// Sq != Sk both ways, and Dv != Dh.
+// 64, 128 appears, with and without masks (both layouts, with a fully masked
+// row), causal or not, Sq != Sk both ways (Sq > Sk causal leaves early rows
+// with no visible key), and Dv != Dh.
 const std::vector<Case> kSweep = {
     {1, 1, 1, 1, 1, MaskKind::None, false},          {2, 2, 2, 16, 16, MaskKind::PerRow, true},
     {2, 17, 17, 40, 40, MaskKind::None, true},       {1, 64, 64, 64, 64, MaskKind::Broadcast, false},
     {1, 65, 65, 128, 128, MaskKind::None, true},     {1, 130, 130, 16, 16, MaskKind::PerRow, true},
-    {2, 17, 65, 40, 24, MaskKind::Broadcast, true},  {1, 65, 17, 64, 16, MaskKind::None, true},
+    {2, 17, 65, 40, 24, MaskKind::Broadcast, true},  {1, 65, 17, 64, 24, MaskKind::None, true},
     {3, 130, 2, 1, 3, MaskKind::PerRow, false},      {1, 2, 130, 128, 40, MaskKind::None, false},
 };
 
@@ -252,14 +353,14 @@ TEST(AttentionFlash, ForwardMatchesReference) {
     Inputs in = make_inputs(c, seed += 10);
     oa::TraceCapture trace(engine());
     auto r = ml::flash_attention(in.mq, in.mk, in.mv, in.mmask, {}, c.causal);
-    auto ops = trace.ops();
-    ASSERT_EQ(ops.size(), 1u);
-    EXPECT_EQ(ops[0].name, "oa::ml::matrix::scaled_dot_product_attention");
-    EXPECT_EQ(ops[0].dispatches, 1u);
+    const auto op = only_op(trace);
+    EXPECT_EQ(op.name, kSdpa);
+    EXPECT_EQ(op.dispatches, 1u);
+    EXPECT_EQ(std::get<std::string>(*op.attribute("path")), "flash");
     EXPECT_EQ(r.output.shape(), (Shape{c.bh, c.sq, c.dv}));
     const auto want = ref::attention(in.problem, to_f64(in.q), to_f64(in.k), to_f64(in.v));
-    expect_near(r.output.to_vector(), want.out, 2e-5, "output " + describe(c));
-    expect_near(r.log_sum_exp.to_vector(), want.lse, 2e-5, "lse " + describe(c));
+    EXPECT_TRUE(oa_test::near(r.output.to_vector(), want.out, kAtol, kRtol)) << "output " << describe(c);
+    EXPECT_TRUE(oa_test::near(r.log_sum_exp.to_vector(), want.lse, kAtol, kRtol)) << "lse " << describe(c);
   }
 }
 
@@ -271,43 +372,112 @@ TEST(AttentionFlash, BackwardMatchesReference) {
     const auto scale = static_cast<float>(in.problem.scale);
     oa::TraceCapture trace(engine());
     auto g = ml::flash_attention_backward(in.mq, in.mk, in.mv, in.mmask, f.output, f.log_sum_exp, in.mgrad, scale, c.causal);
-    auto ops = trace.ops();
-    ASSERT_EQ(ops.size(), 1u);
-    EXPECT_EQ(ops[0].label(), "oa::ml::matrix::scaled_dot_product_attention backward");
-    EXPECT_EQ(ops[0].dispatches, 2u);
+    const auto op = only_op(trace);
+    EXPECT_EQ(op.label(), std::string(kSdpa) + " backward");
+    EXPECT_EQ(op.dispatches, 2u);
     const auto want = ref::attention_backward(in.problem, to_f64(in.q), to_f64(in.k), to_f64(in.v), to_f64(in.grad));
-    expect_near(g.q.to_vector(), want.dq, 5e-5, "dq " + describe(c));
-    expect_near(g.k.to_vector(), want.dk, 5e-5, "dk " + describe(c));
-    expect_near(g.v.to_vector(), want.dv, 5e-5, "dv " + describe(c));
+    EXPECT_TRUE(oa_test::near(g.q.to_vector(), want.dq, kAtol, kRtol)) << "dq " << describe(c);
+    EXPECT_TRUE(oa_test::near(g.k.to_vector(), want.dk, kAtol, kRtol)) << "dk " << describe(c);
+    EXPECT_TRUE(oa_test::near(g.v.to_vector(), want.dv, kAtol, kRtol)) << "dv " << describe(c);
+  }
+}
+
+TEST(AttentionMaterialized, ForwardMatchesReference) {
+  std::uint32_t seed = 900;
+  for (const Case& c : kSweep) {
+    Inputs in = make_inputs(c, seed += 10);
+    oa::TraceCapture trace(engine());
+    auto r = ml::scaled_dot_product_attention_with_weights(in.mq, in.mk, in.mv, in.mmask, {}, c.causal);
+    const auto op = only_op(trace);
+    EXPECT_EQ(op.name, kSdpa);
+    EXPECT_EQ(std::get<std::string>(*op.attribute("path")), "materialized");
+    const auto want = ref::attention(in.problem, to_f64(in.q), to_f64(in.k), to_f64(in.v));
+    EXPECT_TRUE(oa_test::near(r.output.to_vector(), want.out, kAtol, kRtol)) << "output " << describe(c);
+    EXPECT_TRUE(oa_test::near(r.weights.to_vector(), want.probs, kAtol, kRtol)) << "weights " << describe(c);
+  }
+}
+
+TEST(AttentionMaterialized, BackwardMatchesReference) {
+  std::uint32_t seed = 1300;
+  for (const Case& c : kSweep) {
+    Inputs in = make_inputs(c, seed += 10);
+    auto f = ml::scaled_dot_product_attention_with_weights(in.mq, in.mk, in.mv, in.mmask, {}, c.causal);
+    oa::TraceCapture trace(engine());
+    auto g = ml::attention_weights_backward(in.mq, in.mk, in.mv, f.weights, in.mgrad, static_cast<float>(in.problem.scale));
+    EXPECT_EQ(only_op(trace).label(), std::string(kSdpa) + " backward");
+    const auto want = ref::attention_backward(in.problem, to_f64(in.q), to_f64(in.k), to_f64(in.v), to_f64(in.grad));
+    EXPECT_TRUE(oa_test::near(g.q.to_vector(), want.dq, kAtol, kRtol)) << "dq " << describe(c);
+    EXPECT_TRUE(oa_test::near(g.k.to_vector(), want.dk, kAtol, kRtol)) << "dk " << describe(c);
+    EXPECT_TRUE(oa_test::near(g.v.to_vector(), want.dv, kAtol, kRtol)) << "dv " << describe(c);
   }
 }
 
 // The fully masked example: q = k = I, v = [[1, 2], [3, 4]], mask
-// [[0, -inf], [-inf, -inf]], scale 1/sqrt(2); loss = sum(output row 0).
-TEST(AttentionFlash, FullyMaskedRow) {
-  auto q = Matrix::from_vector({1, 2, 2}, std::vector<float>{1, 0, 0, 1});
-  auto k = Matrix::from_vector({1, 2, 2}, std::vector<float>{1, 0, 0, 1});
-  auto v = Matrix::from_vector({1, 2, 2}, std::vector<float>{1, 2, 3, 4});
-  auto mask = Matrix::from_vector({2, 2}, std::vector<float>{0, -kInf, -kInf, -kInf});
-  const float scale = 1.0f / std::sqrt(2.0f);
-  auto r = ml::flash_attention(q, k, v, mask, scale, false);
-  EXPECT_EQ(r.output.to_vector(), (std::vector<float>{1, 2, 0, 0}));
-  auto lse = r.log_sum_exp.to_vector();
-  EXPECT_FLOAT_EQ(lse[0], scale);
-  EXPECT_EQ(lse[1], -kInf);
-  auto grad = Matrix::from_vector({1, 2, 2}, std::vector<float>{1, 1, 0, 0});
-  auto g = ml::flash_attention_backward(q, k, v, mask, r.output, r.log_sum_exp, grad, scale, false);
+// [[0, -inf], [-inf, -inf]], scale 1/sqrt(2); loss = sum(output row 0), so
+// grad = [[1, 1], [0, 0]]. Both paths give output [[1, 2], [0, 0]], dq = dk = 0
+// and dv = [[1, 1], [0, 0]].
+struct MaskedExample {
+  Matrix q = Matrix::from_vector({1, 2, 2}, std::vector<float>{1, 0, 0, 1});
+  Matrix k = Matrix::from_vector({1, 2, 2}, std::vector<float>{1, 0, 0, 1});
+  Matrix v = Matrix::from_vector({1, 2, 2}, std::vector<float>{1, 2, 3, 4});
+  Matrix mask = Matrix::from_vector({2, 2}, std::vector<float>{0, -kInf, -kInf, -kInf});
+  Matrix grad = Matrix::from_vector({1, 2, 2}, std::vector<float>{1, 1, 0, 0});
+  float scale = 1.0f / std::sqrt(2.0f);
+};
+
+void expect_masked_example(const Matrix& output, const ml::AttentionGradients& g) {
+  EXPECT_EQ(output.to_vector(), (std::vector<float>{1, 2, 0, 0}));
   EXPECT_EQ(g.q.to_vector(), (std::vector<float>{0, 0, 0, 0}));
   EXPECT_EQ(g.k.to_vector(), (std::vector<float>{0, 0, 0, 0}));
   EXPECT_EQ(g.v.to_vector(), (std::vector<float>{1, 1, 0, 0}));
 }
 
-// Causal with Sq = 1 < Sk = 3 is aligned bottom-right: the query sees all keys.
+TEST(AttentionFlash, FullyMaskedRow) {
+  MaskedExample e;
+  auto r = ml::flash_attention(e.q, e.k, e.v, e.mask, e.scale, false);
+  auto lse = r.log_sum_exp.to_vector();
+  EXPECT_FLOAT_EQ(lse[0], e.scale);
+  EXPECT_EQ(lse[1], -kInf);
+  expect_masked_example(r.output, ml::flash_attention_backward(e.q, e.k, e.v, e.mask, r.output, r.log_sum_exp, e.grad, e.scale, false));
+}
+
+TEST(AttentionMaterialized, FullyMaskedRow) {
+  MaskedExample e;
+  auto r = ml::scaled_dot_product_attention_with_weights(e.q, e.k, e.v, e.mask, e.scale, false);
+  EXPECT_EQ(r.weights.to_vector(), (std::vector<float>{1, 0, 0, 0}));
+  expect_masked_example(r.output, ml::attention_weights_backward(e.q, e.k, e.v, r.weights, e.grad, e.scale));
+}
+
+// Causal with Sq = 1 < Sk = 3 is aligned bottom-right: the query sees all
+// three keys; with q = 0 the weights are uniform and the output is 6.
 TEST(AttentionFlash, CausalBottomRight) {
   auto q = Matrix::from_vector({1, 1, 1}, std::vector<float>{0});
   auto k = Matrix::from_vector({1, 3, 1}, std::vector<float>{1, 2, 3});
   auto v = Matrix::from_vector({1, 3, 1}, std::vector<float>{3, 6, 9});
   EXPECT_FLOAT_EQ(ml::flash_attention_causal(q, k, v, 1.0f).item(), 6.0f);
+  EXPECT_FLOAT_EQ(ml::scaled_dot_product_attention(q, k, v, Matrix(), 1.0f, true).item(), 6.0f);
+}
+
+TEST(AttentionMaterialized, CausalBottomRight) {
+  auto q = Matrix::from_vector({1, 1, 1}, std::vector<float>{0});
+  auto k = Matrix::from_vector({1, 3, 1}, std::vector<float>{1, 2, 3});
+  auto v = Matrix::from_vector({1, 3, 1}, std::vector<float>{3, 6, 9});
+  EXPECT_FLOAT_EQ(ml::scaled_dot_product_attention_with_weights(q, k, v, Matrix(), 1.0f, true).output.item(), 6.0f);
+}
+
+TEST(AttentionMaterialized, PathChoice) {
+  Inputs small = make_inputs({1, 3, 4, 8, 8, MaskKind::None, false}, 7);
+  oa::TraceCapture trace(engine());
+  ml::scaled_dot_product_attention(small.mq, small.mk, small.mv);
+  EXPECT_EQ(std::get<std::string>(*only_op(trace).attribute("path")), "flash");
+  // Head dims past the flash kernels' 256 take the materialised path.
+  const Case wide{1, 3, 4, 300, 2, MaskKind::None, true};
+  Inputs in = make_inputs(wide, 9);
+  oa::TraceCapture trace2(engine());
+  Matrix out = ml::scaled_dot_product_attention(in.mq, in.mk, in.mv, Matrix(), {}, true);
+  EXPECT_EQ(std::get<std::string>(*only_op(trace2).attribute("path")), "materialized");
+  const auto want = ref::attention(in.problem, to_f64(in.q), to_f64(in.k), to_f64(in.v));
+  EXPECT_TRUE(oa_test::near(out.to_vector(), want.out, kAtol, kRtol));
 }
 
 TEST(AttentionFlash, PackedCausalMatchesHeads) {
@@ -318,9 +488,9 @@ TEST(AttentionFlash, PackedCausalMatchesHeads) {
   auto q = Matrix::from_vector({B * S, D}, qv), k = Matrix::from_vector({B * S, D}, kv), v = Matrix::from_vector({B * S, D}, vv);
   oa::TraceCapture trace(engine());
   Matrix out = ml::scaled_dot_product_attention_causal(q, k, v, S, H);
-  auto ops = trace.ops();
-  ASSERT_EQ(ops.size(), 1u);
-  EXPECT_EQ(ops[0].name, "oa::ml::matrix::scaled_dot_product_attention_causal");
+  const auto op = only_op(trace);
+  EXPECT_EQ(op.name, "oa::ml::matrix::scaled_dot_product_attention_causal");
+  EXPECT_EQ(op.dispatches, 1u);
   EXPECT_EQ(out.shape(), (Shape{B * S, D}));
   ref::AttentionProblem p;
   p.bh = B * H;
@@ -330,25 +500,32 @@ TEST(AttentionFlash, PackedCausalMatchesHeads) {
   p.causal = true;
   const auto heads = ref::attention(p, ref::split_heads(to_f64(qv), B, S, H, Dh), ref::split_heads(to_f64(kv), B, S, H, Dh),
                                     ref::split_heads(to_f64(vv), B, S, H, Dh));
-  expect_near(ml::split_heads(out, B, S, H).to_vector(), heads.out, 2e-5, "packed causal");
+  EXPECT_TRUE(oa_test::near(ml::split_heads(out, B, S, H).to_vector(), heads.out, kAtol, kRtol));
 }
 
 TEST(AttentionFlash, Errors) {
   auto q = Matrix::zeros({2, 3, 4}), k = Matrix::zeros({2, 5, 4}), v = Matrix::zeros({2, 5, 6});
   oa::TraceCapture trace(engine());
-  const std::string name = "oa::ml::matrix::scaled_dot_product_attention";
-  expect_error([&] { ml::flash_attention(q, Matrix::zeros({2, 5, 3}), v); }, oa::ErrorKind::InvalidArgument, name + ": k must be");
-  expect_error([&] { ml::flash_attention(q, k, Matrix::zeros({2, 4, 6})); }, oa::ErrorKind::InvalidArgument, name + ": v must be");
-  expect_error([&] { ml::flash_attention(Matrix::zeros({6, 4}), k, v); }, oa::ErrorKind::InvalidArgument, name + ": q must be");
-  expect_error([&] { ml::flash_attention(q, k, v, Matrix::zeros({3, 4})); }, oa::ErrorKind::InvalidArgument, "additive_mask");
-  expect_error([&] { ml::flash_attention(Matrix::zeros({1, 2, 300}), Matrix::zeros({1, 2, 300}), Matrix::zeros({1, 2, 3})); },
-               oa::ErrorKind::Unsupported, name);
-  expect_error([&] { ml::scaled_dot_product_attention_causal(Matrix::zeros({6, 4}), Matrix::zeros({6, 4}), Matrix::zeros({6, 4}), 4, 2); },
-               oa::ErrorKind::InvalidArgument, "oa::ml::matrix::scaled_dot_product_attention_causal");
-  expect_error([&] {
-    auto out = Matrix::zeros({2, 3, 6});
-    ml::flash_attention_backward(q, k, v, Matrix(), out, Matrix::zeros({2, 4}), out, 1.0f, false);
-  }, oa::ErrorKind::InvalidArgument, name + " backward");
+  using oa::ErrorKind;
+  EXPECT_TRUE(oa_test::throws([&] { ml::flash_attention(q, Matrix::zeros({2, 5, 3}), v); }, ErrorKind::InvalidArgument,
+                              {"oa::ml::matrix::scaled_dot_product_attention: k must be", "[2, 5, 3]", "[2, 3, 4]"}));
+  EXPECT_TRUE(oa_test::throws([&] { ml::scaled_dot_product_attention(q, k, Matrix::zeros({2, 4, 6})); }, ErrorKind::InvalidArgument,
+                              {"scaled_dot_product_attention: v must be", "[2, 4, 6]"}));
+  EXPECT_TRUE(oa_test::throws([&] { ml::scaled_dot_product_attention_with_weights(Matrix::zeros({6, 4}), k, v); },
+                              ErrorKind::InvalidArgument, {"scaled_dot_product_attention: q must be", "[6, 4]"}));
+  EXPECT_TRUE(oa_test::throws([&] { ml::flash_attention(q, k, v, Matrix::zeros({3, 4})); }, ErrorKind::InvalidArgument,
+                              {"scaled_dot_product_attention: additive_mask", "[3, 4]"}));
+  EXPECT_TRUE(oa_test::throws([&] { ml::flash_attention(Matrix::zeros({1, 2, 300}), Matrix::zeros({1, 2, 300}), Matrix::zeros({1, 2, 3})); },
+                              ErrorKind::Unsupported, {"scaled_dot_product_attention", "300"}));
+  EXPECT_TRUE(oa_test::throws(
+      [&] { ml::scaled_dot_product_attention_causal(Matrix::zeros({6, 4}), Matrix::zeros({6, 4}), Matrix::zeros({6, 4}), 4, 2); },
+      ErrorKind::InvalidArgument, {"oa::ml::matrix::scaled_dot_product_attention_causal", "[6, 4]"}));
+  EXPECT_TRUE(oa_test::throws(
+      [&] {
+        auto out = Matrix::zeros({2, 3, 6});
+        ml::flash_attention_backward(q, k, v, Matrix(), out, Matrix::zeros({2, 4}), out, 1.0f, false);
+      },
+      ErrorKind::InvalidArgument, {"scaled_dot_product_attention backward", "[2, 4]"}));
   EXPECT_TRUE(trace.ops().empty());
 }
 

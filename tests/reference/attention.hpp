@@ -1,7 +1,8 @@
 #pragma once
 // Plain f64 host oracles for the attention family, written from the math:
-// batched products, head permutations, masked softmax, attention forward and
-// its analytic gradients (through the full probability matrix).
+// head permutations, masked softmax, attention forward and its analytic
+// gradients (through the full probability matrix). Batched products use
+// reference/linalg.hpp's gemm.
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -11,25 +12,6 @@ namespace oa::reference {
 
 using Vec = std::vector<double>;
 inline constexpr double kNegInf = -std::numeric_limits<double>::infinity();
-
-// C[n] = op(A[n]) op(B[n]) with op(A) [M, K] and op(B) [K, P]; A is stored
-// [M, K] or, when trans_a, [K, M]; B is stored [K, P] or, when trans_b, [P, K].
-inline Vec bmm(const Vec& a, const Vec& b, std::int64_t n, std::int64_t m, std::int64_t k, std::int64_t p, bool trans_a,
-               bool trans_b) {
-  Vec c(static_cast<std::size_t>(n * m * p), 0.0);
-  for (std::int64_t t = 0; t < n; ++t)
-    for (std::int64_t i = 0; i < m; ++i)
-      for (std::int64_t j = 0; j < p; ++j) {
-        double acc = 0.0;
-        for (std::int64_t x = 0; x < k; ++x) {
-          const double av = trans_a ? a[static_cast<std::size_t>((t * k + x) * m + i)] : a[static_cast<std::size_t>((t * m + i) * k + x)];
-          const double bv = trans_b ? b[static_cast<std::size_t>((t * p + j) * k + x)] : b[static_cast<std::size_t>((t * k + x) * p + j)];
-          acc += av * bv;
-        }
-        c[static_cast<std::size_t>((t * m + i) * p + j)] = acc;
-      }
-  return c;
-}
 
 // [B*S, H*Dh] -> [B*H, S, Dh].
 inline Vec split_heads(const Vec& x, std::int64_t batch, std::int64_t seq, std::int64_t heads, std::int64_t dh) {

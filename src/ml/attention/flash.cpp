@@ -66,7 +66,6 @@ using runtime::BufferBinding;
 using runtime::ComputeDispatch;
 
 constexpr const char* kPackedCausal = "oa::ml::matrix::scaled_dot_product_attention_causal";
-constexpr std::int64_t kMaxFlashDim = 256;
 constexpr float kLog2e = 1.4426950408889634f;
 
 const detail::ContractRegistration kSdpaContract{
