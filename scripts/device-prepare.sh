@@ -5,6 +5,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ../shared/device/prepare.sh >/dev/null
+# A fresh H200 machine's NVIDIA Vulkan driver needs glvnd (seen 2026-11-30:
+# without these, vkCreateInstance finds no driver). vk-env.sh unpacks them into /.
+(cd .gl && for p in libglvnd0 libegl1 libgl1 libglx0 libopengl0 libgles2; do
+  ls ${p}_*.deb >/dev/null 2>&1 || apt-get download "$p" >/dev/null 2>&1
+done)
 # Extras are unpacked outside / (unpacking more into / can break the machine).
 mkdir -p .gl/extra && cd .gl/extra
 for p in libfmt9 vulkan-validationlayers; do

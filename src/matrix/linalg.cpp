@@ -4,6 +4,8 @@
 
 #include "matrix/gemm.hpp"
 #include "matrix/lowering.hpp"
+#include "oa/matrix/autograd.hpp"
+#include "oa/matrix/reduction.hpp"
 
 namespace oa::matrix {
 
@@ -15,6 +17,82 @@ using runtime::ComputeDispatch;
 const detail::ContractRegistration kMatmul{{"oa::matrix::matmul", 2, 1, {}}};
 const detail::ContractRegistration kMatMulNt{{"oa::matrix::mat_mul_nt", 2, 1, {}}};
 const detail::ContractRegistration kTranspose{{"oa::matrix::transpose", 1, 1, {}}};
+
+// The gradients of c = a * op(b) (op(b) = b [..., K, N], or b^T for b [..., N, K]
+// when trans_b) from gc [..., M, N], recorded as one backward op of `name`:
+//   matmul:     ga = gc b^T,  gb = a^T gc
+//   mat_mul_nt: ga = gc b,    gb = gc^T a
+// A 2-D operand shared by a batch gets the sum over the batch: folded into the
+// GEMM's K for b (the batch's rows are contiguous), summed by sum_to for a.
+std::vector<Matrix> product_backward(const Matrix& gc, const Matrix& a, const Matrix& b, const Shape& shape_a,
+                                     const Shape& shape_b, bool trans_b, const char* name, const std::vector<bool>& needs) {
+  const std::int64_t m = shape_a.dim(-2), k = shape_a.dim(-1), n = gc.shape().dim(-1);
+  const auto gc_dims = gc.shape().dims();
+  const std::int64_t batch = Shape(gc_dims.first(gc_dims.size() - 2)).numel();
+  const bool a_batched = shape_a.rank() > 2, b_batched = shape_b.rank() > 2;
+  const Engine& engine = gc.engine();
+  std::vector<Matrix> g(2);
+  std::vector<ComputeDispatch> ds;
+  auto add = [&ds](std::vector<ComputeDispatch> more) { ds.insert(ds.end(), more.begin(), more.end()); };
+  Matrix ga_batched;  // [batch, M, K] when a is shared by a batch
+  if (needs[0]) {
+    // ga_b = gc_b op(b_b)^T: B-operand b, stored [K, N] (transposed) or [N, K] (as is).
+    detail::GemmProblem p;
+    p.n = k;
+    p.k = n;
+    p.trans_b = !trans_b;
+    p.a = {&gc, 0, m * n};
+    p.b = {&b, 0, b_batched ? k * n : 0};
+    if (!b_batched) {  // fold the batch into M
+      p.m = batch * m;
+      p.a.batch_stride = 0;
+    } else {
+      p.batch = batch;
+      p.m = m;
+    }
+    g[0] = detail::allocate(engine, shape_a);
+    if (!a_batched && batch > 1 && b_batched) {
+      ga_batched = detail::allocate(engine, Shape{batch, m, k});
+      p.c = {&ga_batched, 0, m * k};
+    } else {
+      p.c = {&g[0], 0, b_batched ? m * k : 0};
+    }
+    add(detail::lower_gemm(engine, p));
+  }
+  if (needs[1]) {
+    // matmul: gb_b = a_b^T gc_b [K, N]; mat_mul_nt: gb_b = gc_b^T a_b [N, K]. Both contract over M.
+    detail::GemmProblem p;
+    p.trans_a = true;
+    const Matrix& left = trans_b ? gc : a;
+    const Matrix& right = trans_b ? a : gc;
+    const std::int64_t left_cols = trans_b ? n : k, right_cols = trans_b ? k : n;
+    const bool left_batched = trans_b || a_batched, right_batched = !trans_b || a_batched;
+    p.m = left_cols;
+    p.n = right_cols;
+    g[1] = detail::allocate(engine, shape_b);
+    if (b_batched) {
+      p.batch = batch;
+      p.k = m;
+      p.a = {&left, 0, left_batched ? m * left_cols : 0};
+      p.b = {&right, 0, right_batched ? m * right_cols : 0};
+      p.c = {&g[1], 0, left_cols * right_cols};
+    } else {  // b shared: contract over the batch's rows too (a, gc are [batch * M, *] row-major)
+      p.k = batch * m;
+      p.a = {&left, 0, 0};
+      p.b = {&right, 0, 0};
+      p.c = {&g[1], 0, 0};
+    }
+    add(detail::lower_gemm(engine, p));
+  }
+  SemanticOp op = detail::semantic(name, {&gc}, {}, {}, true);
+  for (const Matrix* x : {&a, &b})  // each is saved only when the other operand's gradient needs it
+    if (x->defined()) op.inputs.push_back(x->shape());
+  for (const Matrix& x : g)
+    if (x.defined()) op.outputs.push_back(x.shape());
+  engine.record(std::move(op), ds);
+  if (ga_batched.defined()) g[0] = sum_to(ga_batched, shape_a);
+  return g;
+}
 
 // a [..., M, K] times b [..., K, N] (or b [..., N, K] transposed when trans_b).
 Matrix product(const Matrix& a, const Matrix& b, bool trans_b, const char* name) {
@@ -54,6 +132,15 @@ Matrix product(const Matrix& a, const Matrix& b, bool trans_b, const char* name)
   }
   const auto dispatches = detail::lower_gemm(a.engine(), p);
   a.engine().record(detail::semantic(name, {&a, &b}, {&c}), dispatches);
+  if (autograd::needs_record({&a, &b})) {
+    // ga reads b, gb reads a: save only what a needed gradient reads.
+    autograd::SavedValue saved_a = requires_grad(b) ? autograd::SavedValue(a) : autograd::SavedValue();
+    autograd::SavedValue saved_b = requires_grad(a) ? autograd::SavedValue(b) : autograd::SavedValue();
+    autograd::record(name, {a, b}, {c},
+                     [saved_a, saved_b, sa, sb, trans_b, name](const std::vector<Matrix>& gc, const std::vector<bool>& needs) {
+                       return product_backward(gc[0], saved_a.get(), saved_b.get(), sa, sb, trans_b, name, needs);
+                     });
+  }
   return c;
 }
 
@@ -62,11 +149,13 @@ Matrix product(const Matrix& a, const Matrix& b, bool trans_b, const char* name)
 Matrix matmul(const Matrix& a, const Matrix& b) { return product(a, b, false, "oa::matrix::matmul"); }
 Matrix mat_mul_nt(const Matrix& a, const Matrix& b) { return product(a, b, true, "oa::matrix::mat_mul_nt"); }
 
-Matrix transpose(const Matrix& x) {
+namespace {
+
+// Records y = x with its last two axes swapped: the forward of transpose, or
+// (backward) its gradient.
+Matrix transpose_lowering(const Matrix& x, bool backward) {
   const char* name = "oa::matrix::transpose";
-  detail::require_f32(x, name, "x");
   const Shape& s = x.shape();
-  if (s.rank() < 2) fail(ErrorKind::InvalidArgument, "{}: x {} must have rank >= 2", name, s);
   std::vector<std::int64_t> dims = s.to_vector();
   std::swap(dims[s.rank() - 2], dims[s.rank() - 1]);
   const std::int64_t r = s.dim(-2), c = s.dim(-1), rc = r * c;
@@ -88,7 +177,20 @@ Matrix transpose(const Matrix& x) {
       ds.push_back(std::move(d));
     }
   }
-  x.engine().record(detail::semantic(name, {&x}, {&y}), ds);
+  x.engine().record(detail::semantic(name, {&x}, {&y}, {}, backward), ds);
+  return y;
+}
+
+}  // namespace
+
+Matrix transpose(const Matrix& x) {
+  const char* name = "oa::matrix::transpose";
+  detail::require_f32(x, name, "x");
+  if (x.rank() < 2) fail(ErrorKind::InvalidArgument, "{}: x {} must have rank >= 2", name, x.shape());
+  Matrix y = transpose_lowering(x, false);
+  autograd::record(name, {x}, {y}, [](const std::vector<Matrix>& gy, const std::vector<bool>&) {
+    return std::vector<Matrix>{transpose_lowering(gy[0], true)};
+  });
   return y;
 }
 

@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include "matrix/lowering.hpp"
+#include "oa/matrix/autograd.hpp"
 
 namespace oa {
 
@@ -185,7 +186,17 @@ Matrix Matrix::reshape(const std::vector<std::int64_t>& dims) const {
   auto impl = std::make_shared<MatrixImpl>(*impl_);
   impl->shape = to;
   impl->autograd.reset();
-  return Matrix(std::move(impl));
+  Matrix view(std::move(impl));
+  autograd::record("oa::matrix::reshape", {*this}, {view}, [from](const std::vector<Matrix>& gy, const std::vector<bool>&) {
+    return std::vector<Matrix>{gy[0].reshape(from.to_vector())};
+  });
+  // A view of a Parameter keeps its name, so that version errors name it.
+  if (impl_->autograd && !impl_->autograd->name.empty()) {
+    auto& a = view.impl()->autograd;
+    if (!a) a = std::make_shared<AutogradMeta>();
+    a->name = impl_->autograd->name;
+  }
+  return view;
 }
 
 std::vector<float> Matrix::to_vector() const {

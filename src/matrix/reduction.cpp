@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "matrix/lowering.hpp"
+#include "oa/matrix/autograd.hpp"
 
 namespace oa::matrix {
 
@@ -98,6 +99,78 @@ void check_indexable(const Matrix& x, std::int64_t rows, const char* name) {
   detail::shader_u32(std::max(rows, x.numel()), "element count", name);
 }
 
+// Records gx = scale * gy broadcast to `shape` (viewed as [outer, channels,
+// inner], gy indexed by the channel) as the backward of `name`.
+Matrix expand(const Matrix& gy, const Shape& shape, std::int64_t channels, std::int64_t inner, float scale, const char* name) {
+  Matrix gx = detail::allocate(gy.engine(), shape);
+  std::vector<ComputeDispatch> ds;
+  for (auto c : detail::element_chunks(gy.engine(), gx.numel())) {
+    const auto off = static_cast<std::uint64_t>(c.begin) * 4, bytes = static_cast<std::uint64_t>(c.count) * 4;
+    ComputeDispatch d;
+    d.kernel = "matrix/expand";
+    d.bindings = {runtime::BufferBinding::read(gy.storage()), runtime::BufferBinding::write(gx.storage(), off, bytes)};
+    d.push.u32(u32(c.count)).u32(detail::shader_u32(c.begin, "element index", name));
+    d.push.u32(detail::shader_u32(channels, "row count", name)).u32(detail::shader_u32(inner, "row length", name)).f32(scale);
+    d.groups = {detail::groups_for(c.count, 1024), 1, 1};
+    ds.push_back(std::move(d));
+  }
+  gy.engine().record(detail::semantic(name, {&gy}, {&gx}, {}, true), ds);
+  return gx;
+}
+
+// Records the backward of max over `rows` rows of `length` elements of x with
+// maxima y (torch.amax: ties share the row's gradient evenly): a mask of the
+// maxima, its per-row count (a tree reduction), then mask * gy / count.
+Matrix max_backward(const Matrix& gy, const Matrix& x, const Matrix& y, std::int64_t rows, std::int64_t length, const char* name) {
+  const Engine& engine = x.engine();
+  Matrix gx = detail::allocate(engine, x.shape());
+  const auto count = engine.allocate(static_cast<std::uint64_t>(std::max<std::int64_t>(rows, 1)) * 4);
+  const auto chunks = detail::element_chunks(engine, gx.numel());
+  std::vector<ComputeDispatch> ds;
+  auto pass = [&](std::uint32_t mode) {
+    for (auto c : chunks) {
+      const auto off = static_cast<std::uint64_t>(c.begin) * 4, bytes = static_cast<std::uint64_t>(c.count) * 4;
+      ComputeDispatch d;
+      d.kernel = "matrix/max_backward";
+      d.specialization = {mode};
+      if (mode == 0)
+        d.bindings = {runtime::BufferBinding::read(x.storage(), off, bytes), runtime::BufferBinding::read(y.storage()),
+                      runtime::BufferBinding::write(gx.storage(), off, bytes)};
+      else
+        d.bindings = {runtime::BufferBinding::read(gy.storage()), runtime::BufferBinding::read(count),
+                      runtime::BufferBinding::read_write(gx.storage(), off, bytes)};
+      d.push.u32(u32(c.count)).u32(detail::shader_u32(c.begin, "element index", name));
+      d.push.u32(detail::shader_u32(rows, "row count", name)).u32(detail::shader_u32(length, "row length", name));
+      d.groups = {detail::groups_for(c.count, 1024), 1, 1};
+      ds.push_back(std::move(d));
+    }
+  };
+  pass(0);
+  if (rows > 0) reduce_rows(engine, gx.storage(), rows, length, Sum, 1.0f, count, ds);
+  pass(1);
+  engine.record(detail::semantic(name, {&gy, &x, &y}, {&gx}, {}, true), ds);
+  return gx;
+}
+
+// Attaches the backward of a sum (scaled by `scale`) or max of x's `rows` rows
+// of `length` elements, giving y.
+void record_reduction(const Matrix& x, const Matrix& y, ReduceOp op, std::int64_t rows, std::int64_t length, float scale,
+                      const char* name) {
+  if (op == ArgMax || !autograd::needs_record({&x})) return;
+  const Shape shape = x.shape();
+  if (op == Sum) {
+    autograd::record(name, {x}, {y}, [=](const std::vector<Matrix>& gy, const std::vector<bool>&) {
+      return std::vector<Matrix>{expand(gy[0], shape, rows, length, scale, name)};
+    });
+    return;
+  }
+  autograd::record(name, {x}, {y},
+                   [=, sx = autograd::SavedValue(x), sy = autograd::SavedValue(y)](const std::vector<Matrix>& gy,
+                                                                                     const std::vector<bool>&) {
+                     return std::vector<Matrix>{max_backward(gy[0], sx.get(), sy.get(), rows, length, name)};
+                   });
+}
+
 Matrix last_axis(const Matrix& x, bool keepdim, ReduceOp op, bool mean, const char* name) {
   detail::require_f32(x, name, "x");
   const Shape& s = x.shape();
@@ -115,6 +188,7 @@ Matrix last_axis(const Matrix& x, bool keepdim, ReduceOp op, bool mean, const ch
   const float scale = !mean ? 1.0f : length > 0 ? 1.0f / static_cast<float>(length) : std::numeric_limits<float>::quiet_NaN();
   if (rows > 0) reduce_rows(x.engine(), x.storage(), rows, length, op, scale, y.storage(), ds);
   x.engine().record(detail::semantic(name, {&x}, {&y}, {{"keepdim", keepdim}}), ds);
+  record_reduction(x, y, op, rows, length, scale, name);
   return y;
 }
 
@@ -128,6 +202,7 @@ Matrix all(const Matrix& x, ReduceOp op, bool mean, const char* name) {
   const float scale = !mean ? 1.0f : n > 0 ? 1.0f / static_cast<float>(n) : std::numeric_limits<float>::quiet_NaN();
   reduce_rows(x.engine(), x.storage(), 1, n, op, scale, y.storage(), ds);
   x.engine().record(detail::semantic(name, {&x}, {&y}), ds);
+  record_reduction(x, y, op, 1, n, scale, name);
   return y;
 }
 
@@ -173,6 +248,12 @@ Matrix sum_to(const Matrix& x, const Shape& target) {
     }
   }
   engine.record(detail::semantic(name, {&x}, {&y}, {{"shape", target.to_vector()}}), ds);
+  if (autograd::needs_record({&x})) {
+    // The gradient of a sum over broadcast copies is gy broadcast back.
+    autograd::record(name, {x}, {y}, [name, s, channels, inner](const std::vector<Matrix>& gy, const std::vector<bool>&) {
+      return std::vector<Matrix>{gy[0].shape() == s ? gy[0] : expand(gy[0], s, channels, inner, 1.0f, name)};
+    });
+  }
   return y;
 }
 

@@ -66,6 +66,38 @@ TEST(MatrixReduction, RowLengths) {
 
 TEST(MatrixReduction, SeventyThousandRows) { check_rows(70000, 3, 50); }
 
+TEST(MatrixReduction, GridPastWorkgroupLimit) {
+  // Short rows go 8 to a workgroup: 600000 rows need more workgroups than one
+  // grid dimension holds (65535 on most devices); the engine splits the grid.
+  const std::int64_t rows = 600000;
+  std::vector<float> x(rows * 2);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    x[2 * r] = static_cast<float>(r % 1000);
+    x[2 * r + 1] = 0.5f;
+  }
+  const Matrix mx = Matrix::from_vector({rows, 2}, x);
+  oa::TraceCapture trace(mx.engine());
+  const auto got = oa::matrix::sum(mx).to_vector();
+  const auto ops = trace.ops();
+  ASSERT_EQ(ops.size(), 1u);
+  const std::uint64_t limit = mx.engine().device().max_workgroup_count[0];
+  EXPECT_EQ(ops[0].dispatches, (rows / 8 + limit - 1) / limit);
+  for (std::int64_t r = 0; r < rows; ++r) ASSERT_EQ(got[r], static_cast<float>(r % 1000) + 0.5f) << "row " << r;
+}
+
+TEST(MatrixReduction, PastStorageBufferRange) {
+  // 2^25 + 1024 ones (134 MB): more than lavapipe's 128 MiB maxStorageBufferRange,
+  // so the first pass binds the input in several windows. The sum is exact in f32.
+  const std::int64_t n = (std::int64_t{1} << 25) + 1024;
+  const Matrix x = Matrix::ones({n});
+  oa::TraceCapture trace(x.engine());
+  EXPECT_EQ(oa::matrix::sum_all(x).item(), static_cast<float>(n));
+  const auto ops = trace.ops();
+  ASSERT_EQ(ops.size(), 1u);
+  // Three passes (8193 segments, then 3, then 1); the first in two windows where the range is short.
+  EXPECT_EQ(ops[0].dispatches, x.engine().device().max_storage_buffer_range < static_cast<std::uint64_t>(n) * 4 ? 4u : 3u);
+}
+
 TEST(MatrixReduction, MultiPassOverLongRow) {
   // 2^20 + 5 elements: three passes of segments.
   const std::int64_t n = (1 << 20) + 5;

@@ -1,0 +1,404 @@
+// The autograd tape: Nodes, gradient slots, and the reverse walk.
+#include "oa/matrix/autograd.hpp"
+
+#include <atomic>
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "matrix/lowering.hpp"
+#include "oa/matrix/elementwise.hpp"
+
+namespace oa::autograd {
+
+// Where a Node sends the gradient of one input: the Node that produced it
+// (and which of its outputs), or the leaf's own autograd state.
+struct Edge {
+  std::shared_ptr<Node> node;
+  std::uint32_t output = 0;
+  std::shared_ptr<AutogradMeta> leaf;
+  bool defined() const { return node || leaf; }
+};
+
+struct Node {
+  Node(std::string n, std::uint64_t seq, BackwardFn fn, Engine e)
+      : name(std::move(n)), sequence(seq), backward(std::move(fn)), engine(std::move(e)) {}
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+  // Frees a chain of Nodes iteratively: a deep graph must not recurse once per Node.
+  ~Node() {
+    std::vector<std::shared_ptr<Node>> dying;
+    auto take_edges = [&dying](Node& n) {
+      for (Edge& e : n.edges)
+        if (e.node) dying.push_back(std::move(e.node));
+    };
+    take_edges(*this);
+    while (!dying.empty()) {
+      std::shared_ptr<Node> n = std::move(dying.back());
+      dying.pop_back();
+      if (n.use_count() == 1) take_edges(*n);
+    }
+  }
+  std::string name;         // the forward semantic op
+  std::uint64_t sequence;   // creation order; later Nodes run first among ready ones
+  BackwardFn backward;      // holds the saved values; dropped on release
+  std::vector<Edge> edges;  // one per input
+  std::vector<Shape> input_shapes;
+  std::vector<Shape> output_shapes;
+  Engine engine;
+  bool released = false;
+
+  void release() {
+    backward = nullptr;
+    released = true;
+  }
+};
+
+namespace {
+
+thread_local bool t_grad_enabled = true;
+std::atomic<std::uint64_t> g_sequence{0};
+
+const detail::ContractRegistration kAccumulate{{"oa::autograd::accumulate", 2, 1, {}}};
+
+AutogradMeta* meta_of(const Matrix& m) { return m.defined() ? m.impl()->autograd.get() : nullptr; }
+
+AutogradMeta& ensure_meta(const Matrix& m) {
+  auto& a = m.impl()->autograd;
+  if (!a) a = std::make_shared<AutogradMeta>();
+  return *a;
+}
+
+bool wants_grad(const Matrix& m) {
+  const AutogradMeta* a = meta_of(m);
+  return a && (a->requires_grad || a->grad_fn);
+}
+
+// A gradient being summed during one backward call.
+struct Slot {
+  Matrix grad;
+  bool owned = false;
+};
+
+struct LeafSlot {
+  std::shared_ptr<AutogradMeta> meta;
+  Slot slot;
+};
+
+// Records y += x for same-shape f32 matrices (chunked like elementwise ops).
+void add_in_place(const Matrix& y, const Matrix& x) {
+  std::vector<runtime::ComputeDispatch> ds;
+  for (auto c : detail::element_chunks(y.engine(), y.numel())) {
+    const auto off = static_cast<std::uint64_t>(c.begin) * 4, bytes = static_cast<std::uint64_t>(c.count) * 4;
+    runtime::ComputeDispatch d;
+    d.kernel = "matrix/accumulate";
+    d.bindings = {runtime::BufferBinding::read_write(y.storage(), off, bytes),
+                  runtime::BufferBinding::read(x.storage(), off, bytes)};
+    d.push.u32(static_cast<std::uint32_t>(c.count));
+    d.groups = {detail::groups_for(c.count, 1024), 1, 1};
+    ds.push_back(std::move(d));
+  }
+  y.engine().record(detail::semantic("oa::autograd::accumulate", {&y, &x}, {&y}), ds);
+  y.storage()->bump_version();
+}
+
+// Copies `m` into a fresh buffer (GPU copy).
+Matrix clone(const Matrix& m) {
+  Matrix c = detail::allocate(m.engine(), m.shape(), m.dtype());
+  m.engine().copy(*m.storage(), 0, *c.storage(), 0, static_cast<std::uint64_t>(m.numel()) * size_of(m.dtype()));
+  return c;
+}
+
+// The Nodes reachable from `root`, each with the number of reachable Nodes
+// consuming one of its outputs. Throws FailedPrecondition on a released Node
+// before any backward work is recorded.
+std::unordered_map<Node*, std::size_t> discover(Node* root, const char* op) {
+  std::unordered_map<Node*, std::size_t> consumers{{root, 0}};
+  std::vector<Node*> stack{root};
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    if (n->released)
+      fail(ErrorKind::FailedPrecondition,
+           "{}: the graph through {} was already released by an earlier backward (its saved values are freed); pass "
+           "retain_graph = true to the earlier backward, or run the forward pass again",
+           op, n->name);
+    for (const Edge& e : n->edges) {
+      if (!e.node) continue;
+      auto [it, fresh] = consumers.try_emplace(e.node.get(), 0);
+      ++it->second;
+      if (fresh) stack.push_back(e.node.get());
+    }
+  }
+  return consumers;
+}
+
+// Adds the leaf gradients of one backward call into the leaves. A first
+// contribution whose buffer another leaf (or the caller's output_gradient)
+// already holds is copied, so no two leaves share a gradient buffer.
+void commit(std::vector<LeafSlot>& leaves, const Matrix& user_seed) {
+  std::unordered_set<const runtime::Storage*> handed;
+  if (user_seed.defined()) handed.insert(user_seed.storage().get());
+  for (auto& [meta, slot] : leaves) {
+    if (!slot.grad.defined()) continue;
+    if (!slot.owned && handed.count(slot.grad.storage().get())) {
+      slot.grad = clone(slot.grad);
+      slot.owned = true;
+    }
+    handed.insert(slot.grad.storage().get());
+    if (!meta->grad.defined()) {
+      meta->grad = slot.grad;
+      meta->grad_owned = slot.owned;
+    } else {
+      accumulate(meta->grad, meta->grad_owned, slot.grad);
+    }
+  }
+}
+
+void require_history(const Matrix& root, const char* op) {
+  if (!wants_grad(root))
+    fail(ErrorKind::FailedPrecondition,
+         "{}: the output {} does not require grad (no input of the ops that produced it requires grad, or they ran under "
+         "NoGradGuard)",
+         op, root.shape());
+}
+
+void run_backward(const Matrix& root, const Matrix& seed, const Matrix& user_seed, bool retain_graph, const char* op) {
+  require_history(root, op);
+  AutogradMeta* rm = meta_of(root);
+  NoGradGuard no_grad;
+  std::vector<LeafSlot> leaves;
+  std::unordered_map<const AutogradMeta*, std::size_t> leaf_index;
+  auto to_leaf = [&](const std::shared_ptr<AutogradMeta>& meta, const Matrix& g) {
+    auto [it, fresh] = leaf_index.try_emplace(meta.get(), leaves.size());
+    if (fresh) leaves.push_back({meta, {}});
+    Slot& s = leaves[it->second].slot;
+    accumulate(s.grad, s.owned, g);
+  };
+
+  if (!rm->grad_fn) {  // the output is itself a leaf
+    to_leaf(root.impl()->autograd, seed);
+    commit(leaves, user_seed);
+    return;
+  }
+
+  Node* start = rm->grad_fn.get();
+  auto consumers = discover(start, op);
+  std::unordered_map<Node*, std::vector<Slot>> pending;
+  pending[start].resize(start->output_shapes.size());
+  {
+    Slot& s = pending[start][rm->output_index];
+    accumulate(s.grad, s.owned, seed);
+  }
+  auto later_first = [](const Node* a, const Node* b) { return a->sequence < b->sequence; };
+  std::priority_queue<Node*, std::vector<Node*>, decltype(later_first)> ready(later_first);
+  ready.push(start);
+
+  while (!ready.empty()) {
+    Node* n = ready.top();
+    ready.pop();
+    std::vector<Matrix> grad_outputs(n->output_shapes.size());
+    {
+      auto slots = std::move(pending[n]);
+      pending.erase(n);
+      slots.resize(n->output_shapes.size());
+      for (std::size_t i = 0; i < slots.size(); ++i)
+        grad_outputs[i] = slots[i].grad.defined() ? slots[i].grad : Matrix::zeros(n->output_shapes[i], n->engine);
+    }
+    std::vector<bool> needs(n->edges.size());
+    for (std::size_t i = 0; i < needs.size(); ++i) needs[i] = n->edges[i].defined();
+
+    std::vector<Matrix> grad_inputs;
+    try {
+      grad_inputs = n->backward(grad_outputs, needs);
+    } catch (const Error& e) {
+      throw Error(e.kind(), fmt::format("{} through {}: {}", op, n->name, e.message()));
+    }
+    grad_outputs.clear();
+    if (grad_inputs.size() != n->edges.size())
+      fail(ErrorKind::Internal, "{}: the backward rule of {} returned {} gradients for {} inputs", op, n->name,
+           grad_inputs.size(), n->edges.size());
+
+    for (std::size_t i = 0; i < n->edges.size(); ++i) {
+      const Edge& e = n->edges[i];
+      if (!e.defined()) continue;
+      const Matrix& g = grad_inputs[i];
+      if (g.defined()) {
+        if (!(g.shape() == n->input_shapes[i]) || g.dtype() != DType::F32)
+          fail(ErrorKind::Internal, "{}: the backward rule of {} returned a {} {} gradient for input {} of shape {}", op, n->name,
+               to_string(g.dtype()), g.shape(), i, n->input_shapes[i]);
+        if (e.node) {
+          auto& slots = pending[e.node.get()];
+          slots.resize(e.node->output_shapes.size());
+          accumulate(slots[e.output].grad, slots[e.output].owned, g);
+        } else {
+          to_leaf(e.leaf, g);
+        }
+      }
+      if (e.node && --consumers[e.node.get()] == 0) ready.push(e.node.get());
+    }
+    if (!retain_graph) n->release();
+  }
+  commit(leaves, user_seed);
+}
+
+}  // namespace
+
+SavedValue::SavedValue(const Matrix& m) {
+  if (!m.defined()) return;
+  value_ = detach(m);
+  version_ = m.version();
+  const AutogradMeta* a = meta_of(m);
+  label_ = a && !a->name.empty() ? fmt::format("Parameter '{}' (shape {})", a->name, m.shape())
+                                 : fmt::format("a value of shape {}", m.shape());
+}
+
+const Matrix& SavedValue::get() const {
+  if (released_)
+    fail(ErrorKind::FailedPrecondition,
+         "oa::autograd: a value saved for backward was already freed by an earlier backward (pass retain_graph = true to "
+         "backward more than once)");
+  if (value_.defined() && value_.version() != version_)
+    fail(ErrorKind::FailedPrecondition,
+         "{} was modified in place after it was saved for backward (version {} when saved, {} now); run the forward pass "
+         "again after updating it",
+         label_, version_, value_.version());
+  return value_;
+}
+
+bool needs_record(std::initializer_list<const Matrix*> inputs) {
+  if (!t_grad_enabled) return false;
+  for (const Matrix* m : inputs)
+    if (m && wants_grad(*m)) return true;
+  return false;
+}
+
+bool needs_record(const std::vector<Matrix>& inputs) {
+  if (!t_grad_enabled) return false;
+  for (const Matrix& m : inputs)
+    if (wants_grad(m)) return true;
+  return false;
+}
+
+void record(const std::string& name, const std::vector<Matrix>& inputs, const std::vector<Matrix>& outputs, BackwardFn backward) {
+  if (!needs_record(inputs)) return;
+  if (outputs.empty()) fail(ErrorKind::Internal, "oa::autograd::record: {} recorded without outputs", name);
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    if (!outputs[i].defined()) fail(ErrorKind::Internal, "oa::autograd::record: output {} of {} is undefined", i, name);
+    if (const AutogradMeta* a = meta_of(outputs[i]); a && (a->grad_fn || a->requires_grad))
+      fail(ErrorKind::Internal, "oa::autograd::record: output {} of {} already has autograd history", i, name);
+  }
+  auto node = std::make_shared<Node>(name, g_sequence.fetch_add(1, std::memory_order_relaxed), std::move(backward),
+                                     outputs.front().engine());
+  for (const Matrix& in : inputs) {
+    Edge e;
+    if (const AutogradMeta* a = meta_of(in)) {
+      if (a->grad_fn) {
+        e.node = a->grad_fn;
+        e.output = a->output_index;
+      } else if (a->requires_grad) {
+        e.leaf = in.impl()->autograd;
+      }
+    }
+    node->edges.push_back(std::move(e));
+    node->input_shapes.push_back(in.defined() ? in.shape() : Shape{});
+  }
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    AutogradMeta& a = ensure_meta(outputs[i]);
+    a.grad_fn = node;
+    a.output_index = static_cast<std::uint32_t>(i);
+    node->output_shapes.push_back(outputs[i].shape());
+  }
+}
+
+void accumulate(Matrix& slot, bool& owned, const Matrix& contribution) {
+  detail::require_f32(contribution, "oa::autograd::accumulate", "contribution");
+  if (!slot.defined()) {
+    slot = detach(contribution);
+    owned = false;
+    return;
+  }
+  if (!(slot.shape() == contribution.shape()))
+    fail(ErrorKind::InvalidArgument, "oa::autograd::accumulate: contribution {} does not match the gradient slot {}",
+         contribution.shape(), slot.shape());
+  detail::require_same_engine(slot, contribution, "oa::autograd::accumulate");
+  NoGradGuard no_grad;
+  if (!owned) {
+    slot = matrix::add(slot, contribution);
+    owned = true;
+    return;
+  }
+  add_in_place(slot, contribution);
+}
+
+std::string grad_fn_name(const Matrix& m) {
+  const AutogradMeta* a = meta_of(m);
+  return a && a->grad_fn ? a->grad_fn->name : std::string();
+}
+
+}  // namespace oa::autograd
+
+namespace oa {
+
+using autograd::meta_of;
+
+const Matrix& set_requires_grad(const Matrix& m, bool value) {
+  detail::require_f32(m, "oa::set_requires_grad", "m");
+  AutogradMeta& a = autograd::ensure_meta(m);
+  if (a.grad_fn) {
+    if (!value)
+      fail(ErrorKind::InvalidArgument,
+           "oa::set_requires_grad: cannot clear requires_grad of a value {} computed by {} (use detach)", m.shape(),
+           a.grad_fn->name);
+    return m;
+  }
+  a.requires_grad = value;
+  return m;
+}
+
+bool requires_grad(const Matrix& m) { return autograd::wants_grad(m); }
+
+void backward(const Matrix& loss, bool retain_graph) {
+  detail::require_f32(loss, "oa::backward", "loss");
+  if (loss.numel() != 1)
+    fail(ErrorKind::InvalidArgument,
+         "oa::backward: loss {} has {} elements; a non-scalar output needs an explicit output_gradient", loss.shape(),
+         loss.numel());
+  autograd::require_history(loss, "oa::backward");
+  autograd::run_backward(loss, Matrix::ones(loss.shape(), loss.engine()), Matrix(), retain_graph, "oa::backward");
+}
+
+void backward(const Matrix& output, const Matrix& output_gradient, bool retain_graph) {
+  detail::require_f32(output, "oa::backward", "output");
+  detail::require_f32(output_gradient, "oa::backward", "output_gradient");
+  detail::require_same_engine(output, output_gradient, "oa::backward");
+  if (!(output.shape() == output_gradient.shape()))
+    fail(ErrorKind::InvalidArgument, "oa::backward: output_gradient {} does not match output {}", output_gradient.shape(),
+         output.shape());
+  autograd::run_backward(output, output_gradient, output_gradient, retain_graph, "oa::backward");
+}
+
+Matrix grad(const Matrix& leaf) {
+  const AutogradMeta* a = meta_of(leaf);
+  return a ? a->grad : Matrix();
+}
+
+void zero_grad(const Matrix& leaf) {
+  if (!leaf.defined()) return;
+  if (auto& a = leaf.impl()->autograd) {
+    a->grad = Matrix();
+    a->grad_owned = false;
+  }
+}
+
+Matrix detach(const Matrix& m) {
+  detail::require_defined(m, "oa::detach", "m");
+  // Aggregate initialisation: a default-constructed MatrixImpl would create a new Engine.
+  return Matrix(std::make_shared<MatrixImpl>(MatrixImpl{m.engine(), m.storage(), m.shape(), m.dtype(), nullptr}));
+}
+
+NoGradGuard::NoGradGuard() : previous_(autograd::t_grad_enabled) { autograd::t_grad_enabled = false; }
+NoGradGuard::~NoGradGuard() { autograd::t_grad_enabled = previous_; }
+bool grad_enabled() { return autograd::t_grad_enabled; }
+
+}  // namespace oa

@@ -1,0 +1,37 @@
+#include "oa/ml/parameter.hpp"
+
+#include "matrix/lowering.hpp"
+
+namespace oa::ml {
+
+Parameter::Parameter(std::string name, const Matrix& initial) {
+  if (name.empty()) fail(ErrorKind::InvalidArgument, "oa::ml::Parameter: the name is empty");
+  detail::require_f32(initial, "oa::ml::Parameter", name.c_str());
+  value_ = detach(initial);
+  oa::set_requires_grad(value_);
+  value_.impl()->autograd->name = std::move(name);
+}
+
+const std::string& Parameter::name() const {
+  if (!value_.defined()) fail(ErrorKind::InvalidArgument, "oa::ml::Parameter: use of an undefined Parameter");
+  return value_.impl()->autograd->name;
+}
+
+void Parameter::assign(const Matrix& source) const {
+  const std::string& n = name();
+  detail::require_f32(source, "oa::ml::Parameter::assign", "source");
+  detail::require_same_engine(value_, source, "oa::ml::Parameter::assign");
+  if (!(source.shape() == value_.shape()))
+    fail(ErrorKind::InvalidArgument, "oa::ml::Parameter::assign: source {} does not match Parameter '{}' {}", source.shape(), n,
+         value_.shape());
+  if (source.storage() != value_.storage())
+    value_.engine().copy(*source.storage(), 0, *value_.storage(), 0, static_cast<std::uint64_t>(value_.numel()) * 4);
+  value_.storage()->bump_version();
+}
+
+void Parameter::write(std::span<const float> values) const {
+  name();  // rejects an undefined Parameter
+  value_.write(values);
+}
+
+}  // namespace oa::ml
