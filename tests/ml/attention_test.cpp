@@ -13,8 +13,8 @@
 #include "oa/ml/attention.hpp"
 #include "oa/oa.hpp"
 #include "reference/attention.hpp"
-#include "reference/linalg.hpp"
 #include "support/expect.hpp"
+#include "support/gradcheck.hpp"
 
 namespace {
 
@@ -196,11 +196,8 @@ struct BmmCase {
   std::int64_t n, m, k, p;
   Shape a_shape() const { return layout == ml::BmmLayout::TN ? Shape{n, k, m} : Shape{n, m, k}; }
   Shape b_shape() const { return layout == ml::BmmLayout::NT ? Shape{n, p, k} : Shape{n, k, p}; }
-  Vec reference(const std::vector<float>& a, const std::vector<float>& b) const {
-    const std::vector<float> c0(static_cast<std::size_t>(n * m * p), 0.0f);
-    return ref::gemm(n, m, p, k, layout == ml::BmmLayout::TN, layout == ml::BmmLayout::NT, 1.0, 0.0, {&a, 0, m * k},
-                     {&b, 0, k * p}, c0, 0, m * p)
-        .value;
+  Vec reference(const Vec& a, const Vec& b) const {
+    return ref::bmm(a, b, n, m, k, p, layout == ml::BmmLayout::TN, layout == ml::BmmLayout::NT);
   }
 };
 
@@ -214,7 +211,7 @@ TEST(AttentionBmm, LayoutsMatchReference) {
     Matrix out = run_bmm(layout, a, b);
     EXPECT_EQ(only_op(trace).name, kBmmNames[static_cast<int>(layout)]);
     EXPECT_EQ(out.shape(), (Shape{c.n, c.m, c.p}));
-    EXPECT_TRUE(oa_test::near(out.to_vector(), c.reference(av, bv), kAtol, kRtol)) << kBmmNames[static_cast<int>(layout)];
+    EXPECT_TRUE(oa_test::near(out.to_vector(), c.reference(to_f64(av), to_f64(bv)), kAtol, kRtol)) << kBmmNames[static_cast<int>(layout)];
   }
 }
 
@@ -223,7 +220,7 @@ TEST(AttentionBmm, ManySmallMatrices) {
   auto av = random_floats(static_cast<std::size_t>(c.a_shape().numel()), 41);
   auto bv = random_floats(static_cast<std::size_t>(c.b_shape().numel()), 42);
   Matrix out = ml::bmm(Matrix::from_vector(c.a_shape(), av), Matrix::from_vector(c.b_shape(), bv));
-  EXPECT_TRUE(oa_test::near(out.to_vector(), c.reference(av, bv), kAtol, kRtol));
+  EXPECT_TRUE(oa_test::near(out.to_vector(), c.reference(to_f64(av), to_f64(bv)), kAtol, kRtol));
 }
 
 // Gradients of sum(C * G) from the definition: d op(A) = G op(B)^T and
@@ -527,6 +524,170 @@ TEST(AttentionFlash, Errors) {
       },
       ErrorKind::InvalidArgument, {"scaled_dot_product_attention backward", "[2, 4]"}));
   EXPECT_TRUE(trace.ops().empty());
+}
+
+// ── autograd ────────────────────────────────────────────────────────────────
+// Gradients through autograd::backward against central finite differences of
+// the f64 references (tests/support/gradcheck.hpp).
+
+using oa::test::gradcheck;
+using oa::test::GradInput;
+using oa::test::random_input;
+using Inputs64 = std::vector<std::vector<double>>;
+
+TEST(AttentionAutograd, HeadsGradients) {
+  const std::int64_t B = 2, S = 3, H = 2, Dh = 3;
+  gradcheck({random_input({B * S, H * Dh}, 1)}, [&](const std::vector<Matrix>& x) { return ml::split_heads(x[0], B, S, H); },
+            [&](const Inputs64& x) { return ref::split_heads(x[0], B, S, H, Dh); });
+  gradcheck({random_input({B * H, S, Dh}, 2)}, [&](const std::vector<Matrix>& x) { return ml::merge_heads(x[0], B, S, H); },
+            [&](const Inputs64& x) { return ref::merge_heads(x[0], B, S, H, Dh); });
+  auto x = oa::set_requires_grad(Matrix::uniform({B * S, H * Dh}, -1, 1, 3));
+  auto y = ml::split_heads(x, B, S, H);
+  oa::TraceCapture trace(engine());
+  oa::backward(y, Matrix::ones(y.shape()));
+  EXPECT_EQ(only_op(trace).label(), "oa::ml::matrix::split_heads backward");
+}
+
+TEST(AttentionAutograd, SoftmaxGradients) {
+  for (std::int64_t cols : {1, 7, 130}) {
+    SCOPED_TRACE("cols " + std::to_string(cols));
+    const std::int64_t rows = 4;
+    GradInput mask{{rows, cols}, random_mask(rows, cols, 5, 0.2, 2), false};
+    gradcheck({random_input({rows, cols}, 6, -3, 3), mask},
+              [](const std::vector<Matrix>& x) { return ml::softmax_scaled_masked(x[0], x[1], 0.8f); },
+              [=](const Inputs64& x) { return ref::softmax(x[0], rows, cols, 0.8, x[1], rows); });
+  }
+}
+
+TEST(AttentionAutograd, BmmGradients) {
+  std::uint64_t seed = 10;
+  for (auto layout : {ml::BmmLayout::NN, ml::BmmLayout::NT, ml::BmmLayout::TN}) {
+    SCOPED_TRACE(kBmmNames[static_cast<int>(layout)]);
+    const BmmCase c{layout, 3, 4, 5, 2};
+    for (int which = 0; which < 3; ++which) {  // both sides, then a alone, then b alone
+      gradcheck({random_input(c.a_shape(), seed++, -1, 1, which != 2), random_input(c.b_shape(), seed++, -1, 1, which != 1)},
+                [layout](const std::vector<Matrix>& x) { return run_bmm(layout, x[0], x[1]); },
+                [c](const Inputs64& x) { return c.reference(x[0], x[1]); });
+    }
+  }
+}
+
+// A representative sweep over sequence lengths 1, 2, 17, 64, 65, 130 and head
+// dims 1, 16, 40, 64, 128, masks of both layouts (with a fully masked row) or
+// none, causal or not, Sq != Sk both ways and Dv != Dh, sized so the f64
+// finite differences stay quick.
+const std::vector<Case> kGradSweep = {
+    {1, 1, 1, 1, 1, MaskKind::None, false},       {1, 2, 2, 128, 128, MaskKind::PerRow, true},
+    {1, 17, 17, 40, 40, MaskKind::None, true},    {1, 64, 64, 16, 16, MaskKind::Broadcast, false},
+    {1, 65, 65, 1, 1, MaskKind::None, true},      {1, 130, 130, 1, 1, MaskKind::PerRow, true},
+    {1, 17, 65, 16, 8, MaskKind::Broadcast, true}, {1, 65, 17, 16, 40, MaskKind::None, true},
+    {1, 2, 130, 64, 16, MaskKind::PerRow, false},
+};
+
+std::vector<GradInput> grad_inputs(const Case& c, std::uint64_t seed) {
+  std::vector<GradInput> in = {random_input({c.bh, c.sq, c.dh}, seed), random_input({c.bh, c.sk, c.dh}, seed + 1),
+                               random_input({c.bh, c.sk, c.dv}, seed + 2)};
+  if (c.mask != MaskKind::None) {
+    const std::int64_t rows = c.mask == MaskKind::PerRow ? c.bh * c.sq : c.sq;
+    in.push_back({{rows, c.sk}, random_mask(rows, c.sk, static_cast<std::uint32_t>(seed) + 3, 0.15, c.sq > 2 ? 1 : -1), false});
+  }
+  return in;
+}
+
+ref::AttentionProblem grad_problem(const Case& c, const Inputs64& x) {
+  ref::AttentionProblem p;
+  p.bh = c.bh;
+  p.sq = c.sq;
+  p.sk = c.sk;
+  p.dh = c.dh;
+  p.dv = c.dv;
+  p.scale = 1.0 / std::sqrt(static_cast<double>(static_cast<float>(c.dh)));
+  p.causal = c.causal;
+  if (x.size() > 3) {
+    p.mask = x[3];
+    p.mask_rows = c.mask == MaskKind::PerRow ? c.bh * c.sq : c.sq;
+  }
+  return p;
+}
+
+Matrix optional_mask(const std::vector<Matrix>& x) { return x.size() > 3 ? x[3] : Matrix(); }
+
+TEST(AttentionAutograd, FlashGradients) {
+  std::uint64_t seed = 100;
+  for (const Case& c : kGradSweep) {
+    SCOPED_TRACE(describe(c));
+    gradcheck(
+        grad_inputs(c, seed += 10),
+        [&](const std::vector<Matrix>& x) { return ml::scaled_dot_product_attention(x[0], x[1], x[2], optional_mask(x), {}, c.causal); },
+        [&](const Inputs64& x) { return ref::attention(grad_problem(c, x), x[0], x[1], x[2]).out; });
+  }
+}
+
+TEST(AttentionAutograd, MaterializedGradients) {
+  std::uint64_t seed = 300;
+  for (const Case& c : kGradSweep) {
+    SCOPED_TRACE(describe(c));
+    gradcheck(
+        grad_inputs(c, seed += 10),
+        [&](const std::vector<Matrix>& x) {
+          return ml::scaled_dot_product_attention_with_weights(x[0], x[1], x[2], optional_mask(x), {}, c.causal).output;
+        },
+        [&](const Inputs64& x) { return ref::attention(grad_problem(c, x), x[0], x[1], x[2]).out; });
+  }
+}
+
+// Gradients that reach the extra outputs: the weights of the materialised
+// path and the log-sum-exp of the flash path (no fully masked rows here: a
+// -inf log-sum-exp has no finite difference).
+TEST(AttentionAutograd, WeightsAndLogSumExpGradients) {
+  const Case c{2, 5, 7, 6, 3, MaskKind::Broadcast, true};
+  auto inputs = grad_inputs(c, 40);
+  inputs[3].values = random_mask(c.sq, c.sk, 41, 0.0);
+  gradcheck(
+      inputs,
+      [&](const std::vector<Matrix>& x) {
+        return ml::scaled_dot_product_attention_with_weights(x[0], x[1], x[2], x[3], {}, c.causal).weights;
+      },
+      [&](const Inputs64& x) { return ref::attention(grad_problem(c, x), x[0], x[1], x[2]).probs; });
+  gradcheck(
+      inputs, [&](const std::vector<Matrix>& x) { return ml::flash_attention(x[0], x[1], x[2], x[3], {}, c.causal).log_sum_exp; },
+      [&](const Inputs64& x) { return ref::attention(grad_problem(c, x), x[0], x[1], x[2]).lse; });
+}
+
+TEST(AttentionAutograd, PackedCausalGradients) {
+  const std::int64_t B = 2, S = 5, H = 2, Dh = 4, D = H * Dh;
+  auto ref_packed = [&](const Inputs64& x) {
+    ref::AttentionProblem p;
+    p.bh = B * H;
+    p.sq = p.sk = S;
+    p.dh = p.dv = Dh;
+    p.scale = 1.0 / std::sqrt(static_cast<double>(static_cast<float>(Dh)));
+    p.causal = true;
+    const auto r = ref::attention(p, ref::split_heads(x[0], B, S, H, Dh), ref::split_heads(x[1], B, S, H, Dh),
+                                  ref::split_heads(x[2], B, S, H, Dh));
+    return ref::merge_heads(r.out, B, S, H, Dh);
+  };
+  gradcheck({random_input({B * S, D}, 51), random_input({B * S, D}, 52), random_input({B * S, D}, 53)},
+            [&](const std::vector<Matrix>& x) { return ml::scaled_dot_product_attention_causal(x[0], x[1], x[2], S, H); },
+            ref_packed);
+}
+
+// The fully masked example through autograd: backward from output with
+// gradient [[1, 1], [0, 0]] (loss = sum of output row 0) on both paths.
+TEST(AttentionAutograd, FullyMaskedRow) {
+  for (bool flash : {true, false}) {
+    SCOPED_TRACE(flash ? "flash" : "materialized");
+    MaskedExample e;
+    for (const Matrix* m : {&e.q, &e.k, &e.v}) oa::set_requires_grad(*m);
+    Matrix out = flash ? ml::scaled_dot_product_attention(e.q, e.k, e.v, e.mask, e.scale, false)
+                       : ml::scaled_dot_product_attention_with_weights(e.q, e.k, e.v, e.mask, e.scale, false).output;
+    oa::TraceCapture trace(engine());
+    oa::backward(out, e.grad);
+    const auto op = only_op(trace);
+    EXPECT_EQ(op.label(), std::string(kSdpa) + " backward");
+    EXPECT_EQ(std::get<std::string>(*op.attribute("path")), flash ? "flash" : "materialized");
+    expect_masked_example(out, {oa::grad(e.q), oa::grad(e.k), oa::grad(e.v)});
+  }
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 #pragma once
 // Plain f64 host oracles for the attention family, written from the math:
-// head permutations, masked softmax, attention forward and its analytic
-// gradients (through the full probability matrix). Batched products use
-// reference/linalg.hpp's gemm.
+// batched products, head permutations, masked softmax, attention forward and
+// its analytic gradients (through the full probability matrix). All take and
+// return f64 so that finite differences (tests/support/gradcheck.hpp) can use
+// them with tiny steps.
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -13,6 +14,23 @@ namespace oa::reference {
 using Vec = std::vector<double>;
 inline constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
+// C[t] = op(A[t]) op(B[t]) with op(A) [M, K] and op(B) [K, P]; A is stored
+// [M, K] or, when trans_a, [K, M]; B is stored [K, P] or, when trans_b, [P, K].
+inline Vec bmm(const Vec& a, const Vec& b, std::int64_t n, std::int64_t m, std::int64_t k, std::int64_t p, bool trans_a,
+               bool trans_b) {
+  Vec c(static_cast<std::size_t>(n * m * p), 0.0);
+  for (std::int64_t t = 0; t < n; ++t)
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < p; ++j) {
+        double acc = 0.0;
+        for (std::int64_t x = 0; x < k; ++x)
+          acc += a[static_cast<std::size_t>(trans_a ? (t * k + x) * m + i : (t * m + i) * k + x)] *
+                 b[static_cast<std::size_t>(trans_b ? (t * p + j) * k + x : (t * k + x) * p + j)];
+        c[static_cast<std::size_t>((t * m + i) * p + j)] = acc;
+      }
+  return c;
+}
+
 // [B*S, H*Dh] -> [B*H, S, Dh].
 inline Vec split_heads(const Vec& x, std::int64_t batch, std::int64_t seq, std::int64_t heads, std::int64_t dh) {
   Vec y(x.size());
@@ -21,6 +39,17 @@ inline Vec split_heads(const Vec& x, std::int64_t batch, std::int64_t seq, std::
       for (std::int64_t s = 0; s < seq; ++s)
         for (std::int64_t d = 0; d < dh; ++d)
           y[static_cast<std::size_t>(((b * heads + h) * seq + s) * dh + d)] = x[static_cast<std::size_t>((b * seq + s) * heads * dh + h * dh + d)];
+  return y;
+}
+
+// [B*H, S, Dh] -> [B*S, H*Dh] (the inverse of split_heads).
+inline Vec merge_heads(const Vec& x, std::int64_t batch, std::int64_t seq, std::int64_t heads, std::int64_t dh) {
+  Vec y(x.size());
+  for (std::int64_t b = 0; b < batch; ++b)
+    for (std::int64_t h = 0; h < heads; ++h)
+      for (std::int64_t s = 0; s < seq; ++s)
+        for (std::int64_t d = 0; d < dh; ++d)
+          y[static_cast<std::size_t>((b * seq + s) * heads * dh + h * dh + d)] = x[static_cast<std::size_t>(((b * heads + h) * seq + s) * dh + d)];
   return y;
 }
 

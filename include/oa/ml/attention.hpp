@@ -135,12 +135,15 @@ struct AttentionGradients {
 // Flash backward (two passes, no atomics: one over query blocks for dq, one
 // over key blocks for dk and dv), from the forward's output and log-sum-exp.
 // `scale` is the value the forward used (already resolved, not optional).
+// `grad_log_sum_exp` [BH, Sq] (optional) is a gradient reaching the
+// log-sum-exp output (d lse_i / d s_ij = p_ij).
 AttentionGradients flash_attention_backward(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& additive_mask,
                                             const Matrix& output, const Matrix& log_sum_exp, const Matrix& grad,
-                                            float scale, bool causal);
-// Materialised-path backward from the saved weights: dv = P^T g, dP = g v^T,
+                                            float scale, bool causal, const Matrix& grad_log_sum_exp = {});
+// Materialised-path backward from the saved weights: dv = P^T g,
+// dP = g v^T (+ grad_weights, a gradient reaching the weights output),
 // dS = softmax backward, dq = dS k, dk = dS^T q.
 AttentionGradients attention_weights_backward(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& weights,
-                                              const Matrix& grad, float scale);
+                                              const Matrix& grad, float scale, const Matrix& grad_weights = {});
 
 }  // namespace oa::ml

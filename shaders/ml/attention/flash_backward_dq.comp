@@ -1,5 +1,6 @@
 #version 450
-// Flash attention backward, pass 1 of 2: dq, and delta = rowsum(dO * O).
+// Flash attention backward, pass 1 of 2: dq, and delta = rowsum(dO * O) - g_lse
+// (g_lse: the gradient reaching the log-sum-exp output, when has_lse_grad).
 // Same work split as the forward (BLOCK_M query rows per workgroup, key and
 // value tiles through shared memory, causal tiles skipped). Probabilities are
 // recomputed from the saved log-sum-exp: p_j = exp2(s_j - lse * log2 e), then
@@ -24,8 +25,9 @@ layout(std430, binding = 6) readonly buffer Lse { float lse_in[]; };
 layout(std430, binding = 7) writeonly buffer DQ { float dq_out[]; };
 layout(std430, binding = 7) writeonly buffer DQ4 { vec4 dq4_out[]; };
 layout(std430, binding = 8) writeonly buffer Delta { float delta_out[]; };
+layout(std430, binding = 9) readonly buffer LseGrad { float lse_grad[]; };
 
-OA_PUSH_BEGIN uint heads; uint sq; uint sk; uint dh; uint dv; float scale_log2; uint causal; uint mask_mode; float scale; OA_PUSH_END
+OA_PUSH_BEGIN uint heads; uint sq; uint sk; uint dh; uint dv; float scale_log2; uint causal; uint mask_mode; float scale; uint has_lse_grad; OA_PUSH_END
 
 shared vec4 k_tile[BLOCK_N * KW];
 shared vec4 v_tile[BLOCK_N * VW];
@@ -65,7 +67,8 @@ void main() {
   FLASH_REGS(LOAD_Q)
   float part = 0.0;
   FLASH_REGS(LOAD_DO)
-  const float delta = lane_sum(part);
+  // d lse_i / d s_ij = p_ij, so a gradient g_lse on the log-sum-exp enters ds_ij = p_ij (dp_ij - delta_i) through delta.
+  const float delta = lane_sum(part) - (live && pc.has_lse_grad != 0u ? lse_grad[bh * pc.sq + qi] : 0.0);
   const float lse2 = live ? lse_in[bh * pc.sq + qi] * OA_LOG2E : -OA_INF;
 
   uint key_end = pc.sk;

@@ -9,7 +9,7 @@ namespace oa::ml {
 namespace attention_detail {
 
 std::vector<runtime::ComputeDispatch> lower_bmm(const Engine& engine, BmmLayout layout, const Matrix& a, const Matrix& b,
-                                                const Matrix& c, float alpha) {
+                                                const Matrix& c, float beta) {
   detail::GemmProblem p;
   p.batch = c.dim(0);
   p.m = c.dim(1);
@@ -17,7 +17,7 @@ std::vector<runtime::ComputeDispatch> lower_bmm(const Engine& engine, BmmLayout 
   p.k = layout == BmmLayout::TN ? a.dim(1) : a.dim(2);
   p.trans_a = layout == BmmLayout::TN;
   p.trans_b = layout == BmmLayout::NT;
-  p.alpha = alpha;
+  p.beta = beta;
   p.a = {&a, 0, p.m * p.k};
   p.b = {&b, 0, p.k * p.n};
   p.c = {&c, 0, p.m * p.n};
@@ -63,10 +63,60 @@ Shape bmm_shape(BmmLayout layout, const Matrix& a, const Matrix& b) {
   return out;
 }
 
+// Records the gradients of op(a) op(b) that are needed as "<op> backward":
+// d a reads b and grad, d b reads a and grad (an operand not read may be
+// undefined). Shapes are the operands' shapes.
+BmmGradients record_bmm_backward(BmmLayout layout, const Matrix& a, const Matrix& b, const Shape& a_shape, const Shape& b_shape,
+                                 const Matrix& grad, bool need_a, bool need_b) {
+  BmmGradients g;
+  if (!need_a && !need_b) return g;
+  const Engine& engine = grad.engine();
+  std::vector<runtime::ComputeDispatch> dispatches;
+  auto add = [&](Matrix& slot, const Shape& shape, BmmLayout l, const Matrix& x, const Matrix& y) {
+    slot = detail::allocate(engine, shape);
+    auto ds = lower_bmm(engine, l, x, y, slot);
+    dispatches.insert(dispatches.end(), std::make_move_iterator(ds.begin()), std::make_move_iterator(ds.end()));
+  };
+  // C = A B:     dA = G B^T, dB = A^T G.
+  // C = A B^T:   dA = G B,   dB (stored [P, K]) = G^T A.
+  // C = A^T B:   dA (stored [K, M]) = B G^T, dB = A G.
+  switch (layout) {
+    case BmmLayout::NN:
+      if (need_a) add(g.a, a_shape, BmmLayout::NT, grad, b);
+      if (need_b) add(g.b, b_shape, BmmLayout::TN, a, grad);
+      break;
+    case BmmLayout::NT:
+      if (need_a) add(g.a, a_shape, BmmLayout::NN, grad, b);
+      if (need_b) add(g.b, b_shape, BmmLayout::TN, grad, a);
+      break;
+    case BmmLayout::TN:
+      if (need_a) add(g.a, a_shape, BmmLayout::NT, b, grad);
+      if (need_b) add(g.b, b_shape, BmmLayout::NN, a, grad);
+      break;
+  }
+  SemanticOp op = detail::semantic(name_of(layout), {&grad}, {}, {}, true);
+  op.inputs.insert(op.inputs.begin(), {a_shape, b_shape});
+  for (const Matrix* m : {&g.a, &g.b})
+    if (m->defined()) op.outputs.push_back(m->shape());
+  engine.record(std::move(op), dispatches);
+  return g;
+}
+
 Matrix forward(BmmLayout layout, const Matrix& a, const Matrix& b) {
   const Shape shape = bmm_shape(layout, a, b);
   Matrix c = detail::allocate(a.engine(), shape);
   a.engine().record(detail::semantic(name_of(layout), {&a, &b}, {&c}), lower_bmm(a.engine(), layout, a, b, c));
+  if (autograd::needs_record({&a, &b})) {
+    // d a reads b, d b reads a: save only what a needed gradient reads.
+    using autograd::SavedValue;
+    SavedValue saved_a = requires_grad(b) ? SavedValue(a) : SavedValue();
+    SavedValue saved_b = requires_grad(a) ? SavedValue(b) : SavedValue();
+    autograd::record(name_of(layout), {a, b}, {c},
+                     [layout, saved_a, saved_b, sa = a.shape(), sb = b.shape()](const std::vector<Matrix>& gc, const std::vector<bool>& needs) {
+                       BmmGradients g = record_bmm_backward(layout, saved_a.get(), saved_b.get(), sa, sb, gc[0], needs[0], needs[1]);
+                       return std::vector<Matrix>{g.a, g.b};
+                     });
+  }
   return c;
 }
 
@@ -84,37 +134,7 @@ BmmGradients bmm_backward(BmmLayout layout, const Matrix& a, const Matrix& b, co
   if (!(grad.shape() == out))
     fail(ErrorKind::InvalidArgument, "{} backward: grad {} must have the output's shape {} (a {}, b {})", name, grad.shape(), out,
          a.shape(), b.shape());
-  const Engine& engine = a.engine();
-  BmmGradients g;
-  std::vector<runtime::ComputeDispatch> dispatches;
-  auto add = [&](Matrix& slot, const Shape& shape, BmmLayout l, const Matrix& x, const Matrix& y) {
-    slot = detail::allocate(engine, shape);
-    auto ds = lower_bmm(engine, l, x, y, slot);
-    dispatches.insert(dispatches.end(), std::make_move_iterator(ds.begin()), std::make_move_iterator(ds.end()));
-  };
-  // C = A B:     dA = G B^T, dB = A^T G.
-  // C = A B^T:   dA = G B,   dB (stored [P, K]) = G^T A.
-  // C = A^T B:   dA (stored [K, M]) = B G^T, dB = A G.
-  switch (layout) {
-    case BmmLayout::NN:
-      if (need_a) add(g.a, a.shape(), BmmLayout::NT, grad, b);
-      if (need_b) add(g.b, b.shape(), BmmLayout::TN, a, grad);
-      break;
-    case BmmLayout::NT:
-      if (need_a) add(g.a, a.shape(), BmmLayout::NN, grad, b);
-      if (need_b) add(g.b, b.shape(), BmmLayout::TN, grad, a);
-      break;
-    case BmmLayout::TN:
-      if (need_a) add(g.a, a.shape(), BmmLayout::NT, b, grad);
-      if (need_b) add(g.b, b.shape(), BmmLayout::NN, a, grad);
-      break;
-  }
-  if (!need_a && !need_b) return g;
-  SemanticOp op = detail::semantic(name, {&a, &b, &grad}, {}, {}, true);
-  for (const Matrix* m : {&g.a, &g.b})
-    if (m->defined()) op.outputs.push_back(m->shape());
-  engine.record(std::move(op), dispatches);
-  return g;
+  return record_bmm_backward(layout, a, b, a.shape(), b.shape(), grad, need_a, need_b);
 }
 
 }  // namespace oa::ml

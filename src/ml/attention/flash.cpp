@@ -156,11 +156,13 @@ std::vector<ComputeDispatch> lower_flash_forward(const Engine& engine, const Fla
   return {std::move(d)};
 }
 
-// dq pass (also writes delta = rowsum(dO * O) into `delta` [BH*Sq]), then the
-// dk/dv pass.
+// dq pass (also writes delta = rowsum(dO * O) - grad_lse into `delta`
+// [BH*Sq]), then the dk/dv pass. grad_lse (the log-sum-exp's gradient) may be
+// undefined.
 std::vector<ComputeDispatch> lower_flash_backward(const Engine& engine, const FlashProblem& p, const Matrix& q, const Matrix& k,
                                                   const Matrix& v, const Matrix& out, const Matrix& lse, const Matrix& grad,
-                                                  const Matrix& dq, const Matrix& dk, const Matrix& dv, const Matrix& delta) {
+                                                  const Matrix& grad_lse, const Matrix& dq, const Matrix& dk, const Matrix& dv,
+                                                  const Matrix& delta) {
   const FlashTiles tq = flash_tiles(engine, FlashPass::BackwardQ, p);
   const FlashTiles tkv = flash_tiles(engine, FlashPass::BackwardKV, p);
   ComputeDispatch dq_pass;
@@ -168,9 +170,10 @@ std::vector<ComputeDispatch> lower_flash_backward(const Engine& engine, const Fl
   dq_pass.specialization = tq.specialization();
   dq_pass.bindings = {BufferBinding::read(q.storage()),   BufferBinding::read(k.storage()),    BufferBinding::read(v.storage()),
                       mask_binding(p, q),                 BufferBinding::read(out.storage()),  BufferBinding::read(grad.storage()),
-                      BufferBinding::read(lse.storage()), BufferBinding::write(dq.storage()), BufferBinding::write(delta.storage())};
+                      BufferBinding::read(lse.storage()), BufferBinding::write(dq.storage()), BufferBinding::write(delta.storage()),
+                      BufferBinding::read((grad_lse.defined() ? grad_lse : lse).storage())};
   push_common(dq_pass.push, p);
-  dq_pass.push.f32(p.scale);
+  dq_pass.push.f32(p.scale).u32(grad_lse.defined() ? 1u : 0u);
   dq_pass.groups = {detail::groups_for(p.sq, tq.block_m()), static_cast<std::uint64_t>(p.bh), 1};
 
   ComputeDispatch kv_pass;
@@ -209,19 +212,42 @@ void require_flash_dims(const char* op, const AttentionGeometry& g) {
          g.dv);
 }
 
-// Records the flash gradients of one problem as "<name> backward".
+// Records the flash gradients of one problem as "<name> backward". grad_lse
+// may be undefined.
 AttentionGradients record_flash_backward(const char* name, std::vector<OpAttribute> attributes, const FlashProblem& p,
                                          const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& out, const Matrix& lse,
-                                         const Matrix& grad) {
+                                         const Matrix& grad, const Matrix& grad_lse) {
   const Engine& engine = q.engine();
   AttentionGradients g{detail::allocate(engine, q.shape()), detail::allocate(engine, k.shape()), detail::allocate(engine, v.shape())};
   Matrix delta = detail::allocate(engine, Shape{p.bh * p.sq});
-  auto dispatches = lower_flash_backward(engine, p, q, k, v, out, lse, grad, g.q, g.k, g.v, delta);
+  auto dispatches = lower_flash_backward(engine, p, q, k, v, out, lse, grad, grad_lse, g.q, g.k, g.v, delta);
   SemanticOp op = detail::semantic(name, {&q, &k, &v}, {&g.q, &g.k, &g.v}, std::move(attributes), true);
   if (p.mask) op.inputs.push_back(p.mask->shape());
-  for (const Matrix* m : {&out, &lse, &grad}) op.inputs.push_back(m->shape());
+  for (const Matrix* m : {&out, &lse, &grad, &grad_lse})
+    if (m->defined()) op.inputs.push_back(m->shape());
   engine.record(std::move(op), dispatches);
   return g;
+}
+
+// The autograd rule of a flash forward: the flash backward from the saved
+// inputs, output and log-sum-exp (mask detached). `with_lse_output` when the
+// log-sum-exp is an output of the op (its gradient then enters the backward).
+void attach_flash_rule(const char* name, std::vector<OpAttribute> attributes, const FlashProblem& p, const Matrix& q,
+                       const Matrix& k, const Matrix& v, const Matrix& mask, const Matrix& out, const Matrix& lse,
+                       bool with_lse_output) {
+  if (!autograd::needs_record({&q, &k, &v})) return;
+  using autograd::SavedValue;
+  autograd::record(
+      name, {q, k, v}, with_lse_output ? std::vector<Matrix>{out, lse} : std::vector<Matrix>{out},
+      [name, attributes = std::move(attributes), p, sq = SavedValue(q), sk = SavedValue(k), sv = SavedValue(v),
+       smask = SavedValue(mask), sout = SavedValue(out), slse = SavedValue(lse)](const std::vector<Matrix>& gy,
+                                                                                const std::vector<bool>& needs) {
+        FlashProblem problem = p;
+        problem.mask = smask.get().defined() ? &smask.get() : nullptr;
+        AttentionGradients g = record_flash_backward(name, attributes, problem, sq.get(), sk.get(), sv.get(), sout.get(), slse.get(),
+                                                     gy[0], gy.size() > 1 ? gy[1] : Matrix());
+        return std::vector<Matrix>{needs[0] ? g.q : Matrix(), needs[1] ? g.k : Matrix(), needs[2] ? g.v : Matrix()};
+      });
 }
 
 FlashAttentionResult flash_forward(const AttentionGeometry& g, const Matrix& q, const Matrix& k, const Matrix& v,
@@ -233,6 +259,7 @@ FlashAttentionResult flash_forward(const AttentionGeometry& g, const Matrix& q, 
   SemanticOp op = detail::semantic(kSdpa, {&q, &k, &v}, {&r.output, &r.log_sum_exp}, sdpa_attributes(g.scale, g.causal, "flash"));
   if (mask.defined()) op.inputs.push_back(mask.shape());
   engine.record(std::move(op), dispatches);
+  attach_flash_rule(kSdpa, sdpa_attributes(g.scale, g.causal, "flash"), p, q, k, v, mask, r.output, r.log_sum_exp, true);
   return r;
 }
 
@@ -251,7 +278,7 @@ Matrix flash_attention_causal(const Matrix& q, const Matrix& k, const Matrix& v,
 
 AttentionGradients flash_attention_backward(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& additive_mask,
                                             const Matrix& output, const Matrix& log_sum_exp, const Matrix& grad, float scale,
-                                            bool causal) {
+                                            bool causal, const Matrix& grad_log_sum_exp) {
   const AttentionGeometry g = attention_geometry(kSdpa, q, k, v, additive_mask, scale, causal);
   require_flash_dims(kSdpa, g);
   const Shape out_shape{g.bh, g.sq, g.dv}, lse_shape{g.bh, g.sq};
@@ -259,12 +286,17 @@ AttentionGradients flash_attention_backward(const Matrix& q, const Matrix& k, co
   detail::require_f32(log_sum_exp, kSdpa, "log_sum_exp");
   detail::require_f32(grad, kSdpa, "grad");
   for (const Matrix* m : {&output, &log_sum_exp, &grad}) detail::require_same_engine(q, *m, kSdpa);
-  if (!(output.shape() == out_shape) || !(grad.shape() == out_shape) || !(log_sum_exp.shape() == lse_shape))
+  if (grad_log_sum_exp.defined()) {
+    detail::require_f32(grad_log_sum_exp, kSdpa, "grad_log_sum_exp");
+    detail::require_same_engine(q, grad_log_sum_exp, kSdpa);
+  }
+  if (!(output.shape() == out_shape) || !(grad.shape() == out_shape) || !(log_sum_exp.shape() == lse_shape) ||
+      (grad_log_sum_exp.defined() && !(grad_log_sum_exp.shape() == lse_shape)))
     fail(ErrorKind::InvalidArgument,
-         "{} backward: output {} and grad {} must be [BH, Sq, Dv] = {}, log_sum_exp {} must be [BH, Sq] = {}", kSdpa,
-         output.shape(), grad.shape(), out_shape, log_sum_exp.shape(), lse_shape);
+         "{} backward: output {} and grad {} must be [BH, Sq, Dv] = {}, log_sum_exp {} (and its gradient) must be [BH, Sq] = {}",
+         kSdpa, output.shape(), grad.shape(), out_shape, log_sum_exp.shape(), lse_shape);
   return record_flash_backward(kSdpa, sdpa_attributes(g.scale, g.causal, "flash"), flash_problem(g, additive_mask), q, k, v,
-                               output, log_sum_exp, grad);
+                               output, log_sum_exp, grad, grad_log_sum_exp);
 }
 
 Matrix scaled_dot_product_attention_causal(const Matrix& q, const Matrix& k, const Matrix& v, std::int64_t seq_len,
@@ -299,8 +331,9 @@ Matrix scaled_dot_product_attention_causal(const Matrix& q, const Matrix& k, con
   Matrix out = detail::allocate(engine, q.shape());
   Matrix lse = detail::allocate(engine, Shape{p.bh, p.sq});
   auto dispatches = lower_flash_forward(engine, p, q, k, v, out, lse);
-  engine.record(detail::semantic(op, {&q, &k, &v}, {&out, &lse}, {{"sequence_length", seq_len}, {"num_heads", num_heads}}),
-                dispatches);
+  const std::vector<OpAttribute> attributes = {{"sequence_length", seq_len}, {"num_heads", num_heads}};
+  engine.record(detail::semantic(op, {&q, &k, &v}, {&out, &lse}, attributes), dispatches);
+  attach_flash_rule(op, attributes, p, q, k, v, Matrix(), out, lse, false);
   return out;
 }
 

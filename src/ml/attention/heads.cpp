@@ -70,12 +70,22 @@ Matrix permute(const char* name, bool backward, const Matrix& x, const Heads& g,
   return y;
 }
 
+// split's backward is the merge permutation and merge's the split one, each
+// recorded as "<op> backward".
+void attach_rule(const char* name, const Matrix& x, const Matrix& y, const Heads& g, bool merge) {
+  if (!autograd::needs_record({&x})) return;
+  autograd::record(name, {x}, {y}, [name, g, merge](const std::vector<Matrix>& gy, const std::vector<bool>&) {
+    return std::vector<Matrix>{permute(name, true, gy[0], g, !merge)};
+  });
+}
+
 }  // namespace
 
 Matrix split_heads(const Matrix& x, std::int64_t batch, std::int64_t seq_len, std::int64_t num_heads) {
   const Heads g = split_geometry(x, batch, seq_len, num_heads);
   if (g.heads == 1) return x.reshape({g.batch, g.seq, g.head_dim});
   Matrix y = permute(kSplit, false, x, g, false);
+  attach_rule(kSplit, x, y, g, false);
   return y;
 }
 
@@ -83,6 +93,7 @@ Matrix merge_heads(const Matrix& x, std::int64_t batch, std::int64_t seq_len, st
   const Heads g = merge_geometry(x, batch, seq_len, num_heads);
   if (g.heads == 1) return x.reshape({g.batch * g.seq, g.head_dim});
   Matrix y = permute(kMerge, false, x, g, true);
+  attach_rule(kMerge, x, y, g, true);
   return y;
 }
 

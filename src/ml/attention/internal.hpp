@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "matrix/lowering.hpp"
+#include "oa/matrix/autograd.hpp"
 #include "oa/ml/attention.hpp"
 
 namespace oa::ml::attention_detail {
@@ -56,9 +57,9 @@ std::vector<runtime::ComputeDispatch> lower_softmax_backward(const Engine& engin
                                                              std::int64_t cols, float scale, const Matrix& y, const Matrix& dy,
                                                              const Matrix& dx);
 
-// Batched product through the shared GEMM lowering: c = alpha * op(a) op(b)
+// Batched product through the shared GEMM lowering: c = op(a) op(b) + beta * c
 // for the layout, a, b, c rank 3 and already validated.
 std::vector<runtime::ComputeDispatch> lower_bmm(const Engine& engine, BmmLayout layout, const Matrix& a, const Matrix& b,
-                                                const Matrix& c, float alpha = 1.0f);
+                                                const Matrix& c, float beta = 0.0f);
 
 }  // namespace oa::ml::attention_detail

@@ -131,6 +131,11 @@ Matrix softmax_scaled_masked(const Matrix& scores, const Matrix& mask, float sca
   SemanticOp op = detail::semantic(kSoftmax, {&scores}, {&y}, {{"scale", static_cast<double>(scale)}});
   if (mask.defined()) op.inputs.push_back(mask.shape());
   engine.record(std::move(op), dispatches);
+  if (autograd::needs_record({&scores})) {  // the mask is detached: scores is the rule's only input
+    autograd::record(kSoftmax, {scores}, {y}, [saved = autograd::SavedValue(y), scale](const std::vector<Matrix>& gy, const std::vector<bool>&) {
+      return std::vector<Matrix>{softmax_scaled_masked_backward(saved.get(), gy[0], scale)};
+    });
+  }
   return y;
 }
 
