@@ -333,7 +333,7 @@ Inputs make_inputs(const Case& c, std::uint32_t seed) {
 }
 
 // Every sequence length of 1, 2, 17, 64, 65, 130 and head dim of 1, 16, 40,
-// 64, 128 appears, with and without masks (both layouts, with a fully masked
+// 64, 128 (and the largest flash head dim, 256) appears, with and without masks (both layouts, with a fully masked
 // row), causal or not, Sq != Sk both ways (Sq > Sk causal leaves early rows
 // with no visible key), and Dv != Dh.
 const std::vector<Case> kSweep = {
@@ -342,6 +342,7 @@ const std::vector<Case> kSweep = {
     {1, 65, 65, 128, 128, MaskKind::None, true},     {1, 130, 130, 16, 16, MaskKind::PerRow, true},
     {2, 17, 65, 40, 24, MaskKind::Broadcast, true},  {1, 65, 17, 64, 24, MaskKind::None, true},
     {3, 130, 2, 1, 3, MaskKind::PerRow, false},      {1, 2, 130, 128, 40, MaskKind::None, false},
+    {1, 3, 5, 256, 8, MaskKind::None, true},
 };
 
 TEST(AttentionFlash, ForwardMatchesReference) {

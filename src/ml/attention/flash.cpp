@@ -100,8 +100,9 @@ std::uint32_t padded_dim(std::int64_t d) {
 }
 
 // Lanes per row keep each lane's share of a row within the kernels' 16 named
-// vec4 registers per operand (DK, DV <= 64 * LANES) and bound the registers a
-// lane holds: the forward keeps q and o, the backward passes two more rows.
+// vec4 registers per operand (4 * LANES <= DK, DV <= 64 * LANES) and bound the
+// registers a lane holds: the forward keeps q and o, the backward passes two
+// more rows.
 // GPU: 256 invocations (128 query rows at 2 lanes, the shape measured on the
 // H200), halved while that leaves too few workgroups to fill the device; CPU
 // drivers (lavapipe): 32. Tiles of 32 rows (16 on CPU), halved until they fit
@@ -113,6 +114,8 @@ FlashTiles flash_tiles(const Engine& engine, FlashPass pass, const FlashProblem&
   const std::uint32_t widest = std::max(t.dk, t.dv), both = t.dk + t.dv;
   if (pass == FlashPass::Forward) t.lanes = both <= 256 && widest <= 128 ? 2u : 4u;
   else t.lanes = both <= 128 ? 2u : both <= 256 ? 4u : 8u;
+  t.dk = std::max(t.dk, 4 * t.lanes);  // every lane holds at least one vec4
+  t.dv = std::max(t.dv, 4 * t.lanes);
   const bool cpu = engine.device().type == DeviceType::Cpu;
   const std::int64_t rows = pass == FlashPass::BackwardKV ? p.sk : p.sq;
   t.threads = cpu ? 32u : 256u;
