@@ -8,8 +8,12 @@
 // flash_attention_causal record "oa::ml::matrix::scaled_dot_product_attention"
 // with attribute path = "flash"), validates every argument before anything is
 // allocated or recorded, and attaches a reverse-mode rule when an input
-// requires a gradient. Errors are oa::Error(InvalidArgument) naming the op,
-// the argument and the shapes; mixed engines are InvalidArgument too.
+// requires a gradient (every output is differentiable: the flash path's
+// log-sum-exp and the materialised path's weights too; masks are not).
+// Errors (oa::Error naming the op, the argument and the shapes):
+// InvalidArgument for ranks, extents, dtypes, mixed engines and 32-bit index
+// overflow; Unsupported for flash head dims above 256; ResourceExhausted when
+// one operand exceeds the device's maxStorageBufferRange.
 //
 // Numerical conventions (DESIGN.md):
 // - Softmax and attention rows whose every position is masked (all -inf, or a
@@ -99,9 +103,9 @@ AttentionWithWeights scaled_dot_product_attention_with_weights(const Matrix& q, 
                                                                const Matrix& additive_mask = {},
                                                                std::optional<float> scale = {}, bool causal = false);
 
-// Causal flash attention without a mask (the seed's entry point): q, k, v
-// [BH, S?, Dh] as flash_attention; returns the output and saves one
-// log-sum-exp per query row for the backward.
+// Causal flash attention without a mask (the seed's entry point): q [BH, Sq,
+// Dh], k [BH, Sk, Dh], v [BH, Sk, Dv] as flash_attention; returns the output
+// and saves one log-sum-exp per query row for the backward.
 Matrix flash_attention_causal(const Matrix& q, const Matrix& k, const Matrix& v, float scale);
 
 // Multi-head causal self-attention on packed rows: q, k, v [B*S, D] with
@@ -113,16 +117,16 @@ Matrix scaled_dot_product_attention_causal(const Matrix& q, const Matrix& k, con
                                            std::int64_t num_heads);
 
 // ── Explicit backward lowerings ─────────────────────────────────────────────
-// What the autograd rules call; usable directly. Each records one semantic op
-// labelled "<forward name> backward" and records nothing for a gradient not
-// asked for (the result is then an undefined Matrix).
+// What the autograd rules call; usable directly. Each validates like its
+// forward and records one semantic op labelled "<forward name> backward".
 
 enum class BmmLayout { NN, NT, TN };  // bmm, bmm_nt, bmm_tn
 struct BmmGradients {
   Matrix a, b;
 };
 // Gradients of C = op(A) op(B) for the given layout with respect to a and b,
-// given grad [N, M, P].
+// given grad [N, M, P]; only those asked for are computed (the others stay
+// undefined, and nothing is recorded when neither is).
 BmmGradients bmm_backward(BmmLayout layout, const Matrix& a, const Matrix& b, const Matrix& grad, bool need_a = true,
                           bool need_b = true);
 

@@ -74,8 +74,7 @@ BmmGradients record_bmm_backward(BmmLayout layout, const Matrix& a, const Matrix
   std::vector<runtime::ComputeDispatch> dispatches;
   auto add = [&](Matrix& slot, const Shape& shape, BmmLayout l, const Matrix& x, const Matrix& y) {
     slot = detail::allocate(engine, shape);
-    auto ds = lower_bmm(engine, l, x, y, slot);
-    dispatches.insert(dispatches.end(), std::make_move_iterator(ds.begin()), std::make_move_iterator(ds.end()));
+    append(dispatches, lower_bmm(engine, l, x, y, slot));
   };
   // C = A B:     dA = G B^T, dB = A^T G.
   // C = A B^T:   dA = G B,   dB (stored [P, K]) = G^T A.

@@ -1,5 +1,6 @@
 #pragma once
 // Pieces shared by the attention family's translation units (internal).
+#include <iterator>
 #include <optional>
 #include <vector>
 
@@ -32,6 +33,11 @@ struct AttentionGeometry {
 };
 AttentionGeometry attention_geometry(const char* op, const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& mask,
                                      std::optional<float> scale, bool causal);
+
+// Moves the dispatches of `from` to the end of `to`.
+inline void append(std::vector<runtime::ComputeDispatch>& to, std::vector<runtime::ComputeDispatch> from) {
+  to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
+}
 
 // Attributes recorded with every scaled_dot_product_attention op.
 std::vector<OpAttribute> sdpa_attributes(float scale, bool causal, const char* path);

@@ -10,10 +10,6 @@ namespace {
 using namespace attention_detail;
 using runtime::ComputeDispatch;
 
-void append(std::vector<ComputeDispatch>& to, std::vector<ComputeDispatch> from) {
-  to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
-}
-
 AttentionGradients weights_backward(const AttentionGeometry& g, const Matrix& q, const Matrix& k, const Matrix& v,
                                     const Matrix& weights, const Matrix& grad, const Matrix& grad_weights);
 
