@@ -10,5 +10,6 @@
 #include "oa/matrix/matrix.hpp"
 #include "oa/matrix/reduction.hpp"
 #include "oa/ml/autograd.hpp"
+#include "oa/ml/nn_ops.hpp"
 #include "oa/ml/parameter.hpp"
 #include "oa/runtime/engine.hpp"

@@ -53,6 +53,23 @@ std::int64_t window_batch(const Engine& engine, std::initializer_list<BatchSpan>
 // pattern (and when small's rank exceeds big's).
 bool broadcast_layout(const Shape& big, const Shape& small, std::int64_t& channels, std::int64_t& inner);
 
+// Row reductions for op lowerings (the passes of oa::matrix::sum, max and
+// argmax; shaders/matrix/reduce.comp): appends to `dispatches` the passes that
+// reduce `rows` rows of `length` f32 items of `in` into `out`, [rows] f32
+// values (sums times `scale`) or, for ArgMax, i32 indices. Cooperative trees
+// over fixed segments; deterministic. Callers check that rows * length fits a u32.
+enum class RowReduction : std::uint32_t { Sum = 0, Max = 1, ArgMax = 2 };
+void reduce_rows(const Engine& engine, std::shared_ptr<runtime::Storage> in, std::int64_t rows, std::int64_t length, RowReduction op,
+                 float scale, const std::shared_ptr<runtime::Storage>& out, std::vector<runtime::ComputeDispatch>& dispatches);
+
+// Channel sums for op lowerings (the lowering of oa::matrix::sum_to): appends
+// the passes that sum the f32 view [outer, channels, inner] of `in` over outer
+// and inner into `out` [channels] (zeros when outer * inner is 0).
+// Deterministic; callers check that the element count fits a u32.
+void sum_channels(const Engine& engine, const std::shared_ptr<runtime::Storage>& in, std::int64_t outer, std::int64_t channels,
+                  std::int64_t inner, const std::shared_ptr<runtime::Storage>& out,
+                  std::vector<runtime::ComputeDispatch>& dispatches);
+
 // A SemanticOp with the shapes of `inputs` and `outputs`.
 SemanticOp semantic(const char* name, std::initializer_list<const Matrix*> inputs, std::initializer_list<const Matrix*> outputs,
                     std::vector<OpAttribute> attributes = {}, bool backward = false);

@@ -232,21 +232,7 @@ Matrix sum_to(const Matrix& x, const Shape& target) {
   Matrix y = detail::allocate(x.engine(), target);
   const Engine& engine = x.engine();
   std::vector<ComputeDispatch> ds;
-  if (channels > 0) {
-    if (n == 0) {  // nothing broadcast into the target: zeros
-      reduce_rows(engine, x.storage(), channels, 0, Sum, 1.0f, y.storage(), ds);
-    } else if (channels == 1) {  // a scalar target
-      reduce_rows(engine, x.storage(), 1, n, Sum, 1.0f, y.storage(), ds);
-    } else if (inner == 1 && outer > 1) {
-      reduce_cols(engine, x.storage(), outer, channels, y.storage(), ds);
-    } else if (outer == 1) {
-      reduce_rows(engine, x.storage(), channels, inner, Sum, 1.0f, y.storage(), ds);
-    } else {
-      const auto rows = engine.allocate(static_cast<std::uint64_t>(outer * channels) * 4);
-      reduce_rows(engine, x.storage(), outer * channels, inner, Sum, 1.0f, rows, ds);
-      reduce_cols(engine, rows, outer, channels, y.storage(), ds);
-    }
-  }
+  detail::sum_channels(engine, x.storage(), outer, channels, inner, y.storage(), ds);
   engine.record(detail::semantic(name, {&x}, {&y}, {{"shape", target.to_vector()}}), ds);
   if (autograd::needs_record({&x})) {
     // The gradient of a sum over broadcast copies is gy broadcast back.
@@ -258,3 +244,35 @@ Matrix sum_to(const Matrix& x, const Shape& target) {
 }
 
 }  // namespace oa::matrix
+
+namespace oa::detail {
+
+void reduce_rows(const Engine& engine, std::shared_ptr<runtime::Storage> in, std::int64_t rows, std::int64_t length, RowReduction op,
+                 float scale, const std::shared_ptr<runtime::Storage>& out, std::vector<runtime::ComputeDispatch>& dispatches) {
+  static_assert(static_cast<std::uint32_t>(RowReduction::Sum) == matrix::Sum && static_cast<std::uint32_t>(RowReduction::Max) == matrix::Max &&
+                static_cast<std::uint32_t>(RowReduction::ArgMax) == matrix::ArgMax);
+  matrix::reduce_rows(engine, std::move(in), rows, length, static_cast<matrix::ReduceOp>(op), scale, out, dispatches);
+}
+
+void sum_channels(const Engine& engine, const std::shared_ptr<runtime::Storage>& in, std::int64_t outer, std::int64_t channels,
+                  std::int64_t inner, const std::shared_ptr<runtime::Storage>& out, std::vector<runtime::ComputeDispatch>& ds) {
+  using matrix::reduce_cols;
+  using matrix::reduce_rows;
+  using matrix::Sum;
+  if (channels == 0) return;
+  if (outer == 0 || inner == 0) {  // nothing sums into a channel: zeros
+    reduce_rows(engine, in, channels, 0, Sum, 1.0f, out, ds);
+  } else if (channels == 1) {
+    reduce_rows(engine, in, 1, outer * inner, Sum, 1.0f, out, ds);
+  } else if (inner == 1 && outer > 1) {
+    reduce_cols(engine, in, outer, channels, out, ds);
+  } else if (outer == 1) {
+    reduce_rows(engine, in, channels, inner, Sum, 1.0f, out, ds);
+  } else {
+    const auto rows = engine.allocate(static_cast<std::uint64_t>(outer * channels) * 4);
+    reduce_rows(engine, in, outer * channels, inner, Sum, 1.0f, rows, ds);
+    reduce_cols(engine, rows, outer, channels, out, ds);
+  }
+}
+
+}  // namespace oa::detail

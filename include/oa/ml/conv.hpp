@@ -1,0 +1,125 @@
+#pragma once
+// The convolution family: conv_1d, conv_2d, conv_transpose_1d, conv_transpose_2d,
+// forward and backward, with PyTorch semantics (torch.nn.functional.conv1d,
+// conv2d, conv_transpose1d, conv_transpose2d).
+//
+// Layouts: activations NCL / NCHW; convolution weights OIK / OIHW with
+// I = in_channels / groups; transposed-convolution weights IOK / IOHW with
+// O = out_channels / groups. Bias is [out_channels]; an undefined Matrix
+// (Matrix()) means no bias. All values are f32 and live on one engine.
+//
+// Output extents (per spatial axis; s stride, p padding, d dilation, k kernel,
+// op output_padding):
+//   convolution:            out = floor((in + 2p - d(k - 1) - 1) / s) + 1
+//   transposed convolution: out = (in - 1)s - 2p + d(k - 1) + op + 1
+//
+// Errors (oa::Error, InvalidArgument unless noted; the message names the op
+// and the shapes; nothing is recorded or allocated): wrong rank, a zero extent,
+// channel counts that disagree with the weight or are not divisible by groups,
+// stride, dilation or groups below 1, negative padding, output_padding not
+// below stride or dilation (as PyTorch), an effective kernel larger than the
+// padded input, a transposed output of less than 1, an undefined or non-f32
+// argument, arguments on different engines, 64-bit overflow of shape
+// arithmetic, or extents past what the shaders can index (coordinates beyond
+// 2^31 - 1, element counts beyond 2^32 - 1).
+//
+// Trace: each call records one semantic op "oa::ml::matrix::<name>" however
+// many dispatches it lowers to, with the attributes stride, padding, dilation
+// (and output_padding for the transposed ops) as integer lists with one entry
+// per spatial axis, and groups as an integer. Its gradients are recorded by
+// autograd as one "oa::ml::matrix::<name> backward" op computing the input,
+// weight and bias gradients that are needed.
+//
+// Kernels: convolution is an implicit GEMM (output positions x output
+// channels, the input patch gathered into shared memory on the fly), or a
+// direct kernel staging input tiles with their halo when a group has few
+// output channels (depthwise included). Transposed convolution is the adjoint
+// in gather form, one dense GEMM per output stride phase. The input gradient
+// of either op is the other op's kernel applied to the output gradient; the
+// weight gradient is a tiled GEMM-shaped reduction over batch and space (a
+// per-channel reduction for depthwise-sized kernels) and the bias gradient a
+// reduction, both split into partial sums added in a fixed order. Results are
+// deterministic: no floating-point atomics.
+#include <array>
+#include <cstdint>
+
+#include "oa/matrix/matrix.hpp"
+#include "oa/ml/parameter.hpp"
+
+namespace oa::ml {
+
+struct Conv1dOptions {
+  std::int64_t stride = 1;
+  std::int64_t padding = 0;  // zeros on both ends
+  std::int64_t dilation = 1;
+  std::int64_t groups = 1;
+};
+
+// Per-axis options are {height, width}.
+struct Conv2dOptions {
+  std::array<std::int64_t, 2> stride{1, 1};
+  std::array<std::int64_t, 2> padding{0, 0};
+  std::array<std::int64_t, 2> dilation{1, 1};
+  std::int64_t groups = 1;
+};
+
+struct ConvTranspose1dOptions {
+  std::int64_t stride = 1;
+  std::int64_t padding = 0;
+  std::int64_t output_padding = 0;  // extra length at the end; below stride or dilation
+  std::int64_t dilation = 1;
+  std::int64_t groups = 1;
+};
+
+struct ConvTranspose2dOptions {
+  std::array<std::int64_t, 2> stride{1, 1};
+  std::array<std::int64_t, 2> padding{0, 0};
+  std::array<std::int64_t, 2> output_padding{0, 0};
+  std::array<std::int64_t, 2> dilation{1, 1};
+  std::int64_t groups = 1;
+};
+
+// 1-D convolution (torch.nn.functional.conv1d).
+// input [N, C, L], weight [O, C / groups, K], bias [O] or undefined -> [N, O, L_out].
+Matrix conv_1d(const Matrix& input, const Matrix& weight, const Matrix& bias = Matrix(), const Conv1dOptions& options = {});
+// The seed's form: groups 1.
+Matrix conv_1d(const Matrix& input, const Matrix& weight, const Matrix& bias, std::int64_t stride, std::int64_t padding = 0,
+               std::int64_t dilation = 1);
+
+// 2-D convolution (torch.nn.functional.conv2d), rectangular kernels allowed.
+// input [N, C, H, W], weight [O, C / groups, KH, KW], bias [O] or undefined -> [N, O, H_out, W_out].
+Matrix conv_2d(const Matrix& input, const Matrix& weight, const Matrix& bias = Matrix(), const Conv2dOptions& options = {});
+// The seed's form: the same stride and padding on both axes, dilation 1.
+Matrix conv_2d(const Matrix& input, const Matrix& weight, const Matrix& bias, std::int64_t stride, std::int64_t padding = 0,
+               std::int64_t groups = 1);
+
+// 1-D transposed convolution (torch.nn.functional.conv_transpose1d), the
+// adjoint of conv_1d with respect to its input.
+// input [N, C, L], weight [C, O / groups, K], bias [O] or undefined -> [N, O, L_out].
+Matrix conv_transpose_1d(const Matrix& input, const Matrix& weight, const Matrix& bias = Matrix(),
+                         const ConvTranspose1dOptions& options = {});
+// The seed's form: no bias, groups 1, output_padding 0.
+Matrix conv_transpose_1d(const Matrix& input, const Matrix& weight, std::int64_t stride, std::int64_t padding = 0,
+                         std::int64_t dilation = 1);
+
+// 2-D transposed convolution (torch.nn.functional.conv_transpose2d).
+// input [N, C, H, W], weight [C, O / groups, KH, KW], bias [O] or undefined -> [N, O, H_out, W_out].
+Matrix conv_transpose_2d(const Matrix& input, const Matrix& weight, const Matrix& bias = Matrix(),
+                         const ConvTranspose2dOptions& options = {});
+// The seed's form: the same stride and padding on both axes, dilation 1, groups 1.
+Matrix conv_transpose_2d(const Matrix& input, const Matrix& weight, const Matrix& bias, std::int64_t stride,
+                         std::int64_t padding = 0);
+
+// Forms taking Parameters (for the modules): the same ops on weight.value()
+// and bias.value(); an undefined Parameter() bias means no bias. Gradients
+// accumulate into the Parameters.
+Matrix conv_1d(const Matrix& input, const Parameter& weight, const Parameter& bias = Parameter(),
+               const Conv1dOptions& options = {});
+Matrix conv_2d(const Matrix& input, const Parameter& weight, const Parameter& bias = Parameter(),
+               const Conv2dOptions& options = {});
+Matrix conv_transpose_1d(const Matrix& input, const Parameter& weight, const Parameter& bias = Parameter(),
+                         const ConvTranspose1dOptions& options = {});
+Matrix conv_transpose_2d(const Matrix& input, const Parameter& weight, const Parameter& bias = Parameter(),
+                         const ConvTranspose2dOptions& options = {});
+
+}  // namespace oa::ml

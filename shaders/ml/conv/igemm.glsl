@@ -1,0 +1,211 @@
+#ifndef OA_CONV_IGEMM_GLSL
+#define OA_CONV_IGEMM_GLSL
+// Implicit-GEMM convolution (see geometry.glsl for the narrow/wide relation).
+//
+// WIDE == 0 (convolution): dst = narrow [N, CN, HN, WN], src = wide. Per group g
+//   the GEMM is dst[m = (n, yn, xn), o] = sum_{k = (c, kh, kw)} A[m, k] * W[g*CNg + o, c, kh, kw]
+//   with A gathered from src on the fly (zero outside the input).
+// WIDE == 1 (transposed convolution): dst = wide [N, CW, HW, WW], src = narrow.
+//   Workgroup z enumerates (group, output phase (yw mod sh, xw mod sw)); within a
+//   phase only the taps with a matching residue contribute, so each phase is a
+//   dense GEMM over k = (o, t_h, t_w) without wasted zero taps and without atomics.
+//
+// Each workgroup computes a BM x BN tile (output positions x output channels);
+// the k loop stages BK-deep slices of A and B in shared memory, and each
+// invocation accumulates TM x TN outputs in registers.
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#include "ml/conv/geometry.glsl"
+
+// The tile shape is fixed at compile time by the including variant file
+// (igemm_<BM>x<BN>.comp defines OA_BM, OA_BN, OA_TM, OA_TN) so that the
+// register tiles unroll into registers.
+const uint BM = OA_BM, BN = OA_BN, TM = OA_TM, TN = OA_TN;
+layout(constant_id = 0) const uint WIDE = 0;
+layout(local_size_x = (OA_BM / OA_TM) * (OA_BN / OA_TN)) in;
+const uint BK = 16;
+const uint BNP = BN + 4;  // padded row of the B tile (keeps 16-byte alignment)
+
+layout(std430, binding = 0) readonly buffer Src { float src[]; };
+layout(std430, binding = 1) readonly buffer Weight { float wt[]; };
+layout(std430, binding = 2) readonly buffer Bias { float bias[]; };
+layout(std430, binding = 3) writeonly buffer Dst { float dst[]; };
+OA_CONV_PUSH
+
+shared float As[BK * BM];
+shared float Bs[BK * BNP];
+
+void main() {
+  const uint NT = (BM / TM) * (BN / TN);
+  const uint tid = gl_LocalInvocationID.x;
+  const uvec3 wg = OA_GROUP_ID;
+  const uint khw = pc.kh * pc.kw;
+  const uint cng = pc.cn / pc.groups, cwg = pc.cw / pc.groups;
+
+  // Geometry of this workgroup's GEMM.
+  uint g, cols, kc, kth, ktw, mh, mw, out_c, out_h, out_w, src_h, src_w, src_cs;
+  uint py = 0u, px = 0u, osy = 1u, osx = 1u;
+  int isy, isx, by, bx, tapy, tapx;
+  uint wbase, wcol, wc, wth, wtw;
+  if (WIDE == 0u) {
+    g = wg.z;
+    cols = cng;
+    kc = cwg;
+    kth = pc.kh;
+    ktw = pc.kw;
+    mh = pc.hn;
+    mw = pc.wn;
+    out_c = pc.cn; out_h = pc.hn; out_w = pc.wn;
+    src_h = pc.hw; src_w = pc.ww; src_cs = pc.cw;
+    isy = int(pc.sh); isx = int(pc.sw);
+    by = -int(pc.ph); bx = -int(pc.pw);
+    tapy = int(pc.dh); tapx = int(pc.dw);
+    wbase = g * cng * cwg * khw;
+    wcol = cwg * khw;
+    wc = khw;
+    wth = pc.kw;
+    wtw = 1u;
+  } else {
+    // Phases at or past the output extent hold no positions: min(stride, extent) per axis.
+    const uint phx = min(pc.sw, pc.ww);
+    const uint phases = min(pc.sh, pc.hw) * phx;
+    g = wg.z / phases;
+    const uint phase = wg.z - g * phases;
+    py = phase / phx;
+    px = phase - py * phx;
+    OaPhaseTaps ty = oa_phase_taps(py, pc.sh, pc.ph, pc.kh, pc.dh);
+    OaPhaseTaps tx = oa_phase_taps(px, pc.sw, pc.pw, pc.kw, pc.dw);
+    cols = cwg;
+    kc = cng;
+    kth = ty.count;
+    ktw = tx.count;
+    mh = py < pc.hw ? (pc.hw - 1u - py) / pc.sh + 1u : 0u;
+    mw = px < pc.ww ? (pc.ww - 1u - px) / pc.sw + 1u : 0u;
+    out_c = pc.cw; out_h = pc.hw; out_w = pc.ww;
+    src_h = pc.hn; src_w = pc.wn; src_cs = pc.cn;
+    osy = pc.sh; osx = pc.sw;
+    isy = 1; isx = 1;
+    by = ty.base; bx = tx.base;
+    tapy = -ty.tap; tapx = -tx.tap;
+    wbase = g * cng * cwg * khw + ty.k0 * pc.kw + tx.k0;
+    wcol = khw;
+    wc = cwg * khw;
+    wth = ty.step * pc.kw;
+    wtw = tx.step;
+  }
+  const uint mhw = mh * mw;
+  const uint M = pc.n * mhw;
+  const uint m0 = wg.x * BM;
+  if (m0 >= M) return;  // uniform: this phase has fewer positions than the grid covers
+  const uint col0 = wg.y * BN;
+  const uint kt = kth * ktw;
+  const uint K = kc * kt;
+  const uint src_hw = src_h * src_w;
+
+  // A loader: fixed row am, AK consecutive k starting at ak0.
+  const uint AK = BK * BM / NT;
+  const uint am = tid % BM;
+  const uint ak0 = (tid / BM) * AK;
+  const uint m = m0 + am;
+  const bool m_ok = m < M;
+  uint a_base = 0u;
+  int iy0 = 0, ix0 = 0;
+  if (m_ok) {
+    const uint n = m / mhw;
+    const uint r = m - n * mhw;
+    const uint jy = r / mw;
+    const uint jx = r - jy * mw;
+    a_base = (n * src_cs + g * kc) * src_hw;
+    iy0 = int(jy) * isy + by;
+    ix0 = int(jx) * isx + bx;
+  }
+  // B loader: fixed k row bk, columns bn0 + j * (NT / BK).
+  const uint bk = tid % BK;
+  const uint bn0 = tid / BK;
+
+  // Compute layout: tx over positions, ty over channels, 4-wide groups.
+  const uint tx = tid % (BM / TM);
+  const uint ty = tid / (BM / TM);
+  float acc[TM * TN];
+  [[unroll]] for (uint i = 0u; i < TM * TN; ++i) acc[i] = 0.0;
+
+  // Global loads of slice k0 + BK are issued into registers before the
+  // arithmetic on slice k0 (register prefetch), then stored to shared memory.
+  const uint BJ = BN * BK / NT;
+  float ra[AK];
+  float rb[BJ];
+  for (uint k0 = 0u; k0 < K + BK; k0 += BK) {
+    if (k0 < K) {
+      uint k = k0 + ak0;
+      uint c = k / max(kt, 1u);
+      uint rem = k - c * kt;
+      uint th = rem / max(ktw, 1u);
+      uint tw = rem - th * ktw;
+      [[unroll]] for (uint j = 0u; j < AK; ++j) {
+        float v = 0.0;
+        if (m_ok && k < K) {
+          const int iy = iy0 + int(th) * tapy;
+          const int ix = ix0 + int(tw) * tapx;
+          if (iy >= 0 && iy < int(src_h) && ix >= 0 && ix < int(src_w))
+            v = src[a_base + c * src_hw + uint(iy) * src_w + uint(ix)];
+        }
+        ra[j] = v;
+        ++k;
+        if (++tw == ktw) {
+          tw = 0u;
+          if (++th == kth) {
+            th = 0u;
+            ++c;
+          }
+        }
+      }
+      const uint kb = k0 + bk;
+      const uint cb = kb / max(kt, 1u);
+      const uint remb = kb - cb * kt;
+      const uint thb = remb / max(ktw, 1u);
+      const uint twb = remb - thb * ktw;
+      const uint woff = wbase + cb * wc + thb * wth + twb * wtw;
+      [[unroll]] for (uint j = 0u; j < BJ; ++j) {
+        const uint col = col0 + bn0 + j * (NT / BK);
+        rb[j] = (kb < K && col < cols) ? wt[woff + col * wcol] : 0.0;
+      }
+    }
+    if (k0 > 0u) {
+      [[unroll]] for (uint kk = 0u; kk < BK; ++kk) {
+        float a[TM];
+        float b[TN];
+        [[unroll]] for (uint i = 0u; i < TM; ++i) a[i] = As[kk * BM + (i / 4u) * (BM * 4u / TM) + tx * 4u + (i % 4u)];
+        [[unroll]] for (uint j = 0u; j < TN; ++j) b[j] = Bs[kk * BNP + (j / 4u) * (BN * 4u / TN) + ty * 4u + (j % 4u)];
+        [[unroll]] for (uint i = 0u; i < TM; ++i)
+          [[unroll]] for (uint j = 0u; j < TN; ++j) acc[i * TN + j] += a[i] * b[j];
+      }
+      barrier();
+    }
+    if (k0 < K) {
+      [[unroll]] for (uint j = 0u; j < AK; ++j) As[(ak0 + j) * BM + am] = ra[j];
+      [[unroll]] for (uint j = 0u; j < BJ; ++j) Bs[bk * BNP + bn0 + j * (NT / BK)] = rb[j];
+      barrier();
+    }
+  }
+
+  const uint out_hw = out_h * out_w;
+  [[unroll]] for (uint i = 0u; i < TM; ++i) {
+    const uint mi = m0 + (i / 4u) * (BM * 4u / TM) + tx * 4u + (i % 4u);
+    if (mi < M) {
+      const uint n = mi / mhw;
+      const uint r = mi - n * mhw;
+      const uint jy = r / mw;
+      const uint jx = r - jy * mw;
+      const uint base = n * out_c * out_hw + (py + jy * osy) * out_w + px + jx * osx;
+      [[unroll]] for (uint j = 0u; j < TN; ++j) {
+        const uint col = col0 + (j / 4u) * (BN * 4u / TN) + ty * 4u + (j % 4u);
+        if (col < cols) {
+          const uint ch = g * cols + col;
+          dst[base + ch * out_hw] = acc[i * TN + j] + (pc.has_bias != 0u ? bias[ch] : 0.0);
+        }
+      }
+    }
+  }
+}
+
+#endif

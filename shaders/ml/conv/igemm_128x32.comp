@@ -1,0 +1,8 @@
+#version 450
+// Implicit-GEMM convolution, 128 positions x 32 channels per workgroup, 4x4 per invocation.
+#define OA_BM 128
+#define OA_BN 32
+#define OA_TM 4
+#define OA_TN 4
+#extension GL_GOOGLE_include_directive : require
+#include "ml/conv/igemm.glsl"

@@ -1,0 +1,81 @@
+#version 450
+// Weight gradient for few weights per output channel (depthwise and small
+// grouped kernels: K = CWg * KH * KW <= 16), where a GEMM tile would be mostly
+// padding. Workgroup (x = split, y = output channel) reduces the split's range
+// of narrow positions m = (n, yn, xn):
+//   dW[o, k = (c, kh, kw)] = sum_m D[n, o, yn, xn] * wide[n, g*CWg + c, yn*sh - ph + kh*dh, xn*sw - pw + kw*dw]
+// Each invocation accumulates all K sums over a strided share of the positions;
+// a tree in shared memory then combines the 256 invocations, one weight at a
+// time. Splits write partial results (aux2 floats apart) that ml/conv/reduce sums
+// in a fixed order. Push aux0: splits; aux1: positions per split.
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#include "ml/conv/geometry.glsl"
+
+layout(local_size_x = 256) in;
+const uint MAXK = 16u;
+
+layout(std430, binding = 0) readonly buffer Narrow { float dn[]; };
+layout(std430, binding = 1) readonly buffer Wide { float xw[]; };
+layout(std430, binding = 2) writeonly buffer Out { float dw[]; };
+OA_CONV_PUSH
+
+shared float red[256];
+
+void main() {
+  const uint tid = gl_LocalInvocationID.x;
+  const uint split = OA_GROUP_ID.x;
+  const uint o = OA_GROUP_ID.y;  // output channel of the narrow tensor
+  const uint khw = pc.kh * pc.kw;
+  const uint cng = pc.cn / pc.groups, cwg = pc.cw / pc.groups;
+  const uint g = o / cng;
+  const uint K = cwg * khw;
+  const uint hwn = pc.hn * pc.wn, hww = pc.hw * pc.ww;
+  const uint M = pc.n * hwn;
+  const uint m_begin = split * pc.aux1;
+  const uint m_end = min(M, m_begin + pc.aux1);
+
+  uint k_off[MAXK];
+  int k_dy[MAXK];
+  int k_dx[MAXK];
+  [[unroll]] for (uint k = 0u; k < MAXK; ++k) {
+    const uint kk = min(k, K - 1u);
+    const uint c = kk / khw;
+    const uint rem = kk - c * khw;
+    const uint kh = rem / pc.kw;
+    k_off[k] = (g * cwg + c) * hww;
+    k_dy[k] = int(kh * pc.dh);
+    k_dx[k] = int((rem - kh * pc.kw) * pc.dw);
+  }
+  float acc[MAXK];
+  [[unroll]] for (uint k = 0u; k < MAXK; ++k) acc[k] = 0.0;
+
+  for (uint m = m_begin + tid; m < m_end; m += 256u) {
+    const uint n = m / hwn;
+    const uint p = m - n * hwn;
+    const uint yn = p / pc.wn;
+    const int iy0 = int(yn * pc.sh) - int(pc.ph);
+    const int ix0 = int((p - yn * pc.wn) * pc.sw) - int(pc.pw);
+    const float d = dn[(n * pc.cn + o) * hwn + p];
+    const uint base = n * pc.cw * hww;
+    [[unroll]] for (uint k = 0u; k < MAXK; ++k) {
+      const int iy = iy0 + k_dy[k];
+      const int ix = ix0 + k_dx[k];
+      if (k < K && iy >= 0 && iy < int(pc.hw) && ix >= 0 && ix < int(pc.ww))
+        acc[k] += d * xw[base + k_off[k] + uint(iy) * pc.ww + uint(ix)];
+    }
+  }
+
+  [[unroll]] for (uint k = 0u; k < MAXK; ++k) {
+    if (k < K) {  // uniform
+      red[tid] = acc[k];
+      barrier();
+      for (uint w = 128u; w > 0u; w >>= 1u) {
+        if (tid < w) red[tid] += red[tid + w];
+        barrier();
+      }
+      if (tid == 0u) dw[split * pc.aux2 + o * K + k] = red[0];
+      barrier();
+    }
+  }
+}

@@ -1,0 +1,48 @@
+#version 450
+// Layer normalisation over the last axis (Ba et al. 2016; torch.nn.functional.layer_norm):
+// for each row r of x viewed as [R, D],
+//   mean = sum(x) / D, var = sum((x - mean)^2) / D (two passes, biased),
+//   rstd = 1 / sqrt(var + eps), y = (x - mean) * rstd * weight + bias.
+// The row's invocations reduce cooperatively (rows.glsl). Writes mean and rstd
+// per row for the backward pass. HAS_WEIGHT / HAS_BIAS: without them weight 1,
+// bias 0 (their bindings are then placeholders and never read).
+#extension GL_GOOGLE_include_directive : require
+#include "common/oa.glsl"
+layout(constant_id = 1) const bool HAS_WEIGHT = true;
+layout(constant_id = 2) const bool HAS_BIAS = true;
+layout(std430, binding = 0) readonly buffer X { float x[]; };
+layout(std430, binding = 1) readonly buffer W { float w[]; };
+layout(std430, binding = 2) readonly buffer B { float b[]; };
+layout(std430, binding = 3) writeonly buffer Y { float y[]; };
+layout(std430, binding = 4) writeonly buffer Mean { float mean_out[]; };
+layout(std430, binding = 5) writeonly buffer Rstd { float rstd_out[]; };
+OA_PUSH_BEGIN uint R; uint D; float eps; OA_PUSH_END
+#include "ml/nn/rows.glsl"
+
+void main() {
+  const uint row = rows_row(), lane = rows_lane();
+  const bool live = row < pc.R;
+  const uint base = row * pc.D;
+  float s = 0.0;
+  if (live)
+    for (uint j = lane; j < pc.D; j += LANES) s += x[base + j];
+  const float mean = rows_sum(s) / float(pc.D);
+  float q = 0.0;
+  if (live)
+    for (uint j = lane; j < pc.D; j += LANES) {
+      const float d = x[base + j] - mean;
+      q += d * d;
+    }
+  const float rstd = inversesqrt(rows_sum(q) / float(pc.D) + pc.eps);
+  if (!live) return;
+  for (uint j = lane; j < pc.D; j += LANES) {
+    float v = (x[base + j] - mean) * rstd;
+    if (HAS_WEIGHT) v *= w[j];
+    if (HAS_BIAS) v += b[j];
+    y[base + j] = v;
+  }
+  if (lane == 0u) {
+    mean_out[row] = mean;
+    rstd_out[row] = rstd;
+  }
+}

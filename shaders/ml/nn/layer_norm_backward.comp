@@ -1,0 +1,45 @@
+#version 450
+// Input gradient of layer_norm (layer_norm.comp) per row, with g = dy * weight
+// and xhat = (x - mean) * rstd from the saved statistics:
+//   dx = rstd * (g - sum(g) / D - xhat * sum(g * xhat) / D),
+// the two sums reduced cooperatively (rows.glsl). WRITE_DX: write dx.
+// WRITE_DYXHAT: also write dy * xhat, whose column sums give the weight
+// gradient (the bias gradient is the column sums of dy).
+#extension GL_GOOGLE_include_directive : require
+#include "common/oa.glsl"
+layout(constant_id = 1) const bool HAS_WEIGHT = true;
+layout(constant_id = 2) const bool WRITE_DX = true;
+layout(constant_id = 3) const bool WRITE_DYXHAT = true;
+layout(std430, binding = 0) readonly buffer X { float x[]; };
+layout(std430, binding = 1) readonly buffer W { float w[]; };
+layout(std430, binding = 2) readonly buffer DY { float dy[]; };
+layout(std430, binding = 3) readonly buffer Mean { float mean_in[]; };
+layout(std430, binding = 4) readonly buffer Rstd { float rstd_in[]; };
+layout(std430, binding = 5) writeonly buffer DX { float dx[]; };
+layout(std430, binding = 6) writeonly buffer DYXHAT { float dyxhat[]; };
+OA_PUSH_BEGIN uint R; uint D; OA_PUSH_END
+#include "ml/nn/rows.glsl"
+
+void main() {
+  const uint row = rows_row(), lane = rows_lane();
+  const bool live = row < pc.R;
+  const uint base = row * pc.D;
+  const float mean = live ? mean_in[row] : 0.0, rstd = live ? rstd_in[row] : 0.0;
+  if (WRITE_DYXHAT && live)
+    for (uint j = lane; j < pc.D; j += LANES) dyxhat[base + j] = dy[base + j] * (x[base + j] - mean) * rstd;
+  if (!WRITE_DX) return;
+  float sg = 0.0, sgx = 0.0;
+  if (live)
+    for (uint j = lane; j < pc.D; j += LANES) {
+      const float g = HAS_WEIGHT ? dy[base + j] * w[j] : dy[base + j];
+      sg += g;
+      sgx += g * (x[base + j] - mean) * rstd;
+    }
+  const float inv_d = 1.0 / float(pc.D);
+  const float mg = rows_sum(sg) * inv_d, mgx = rows_sum(sgx) * inv_d;
+  if (!live) return;
+  for (uint j = lane; j < pc.D; j += LANES) {
+    const float g = HAS_WEIGHT ? dy[base + j] * w[j] : dy[base + j];
+    dx[base + j] = rstd * (g - mg - (x[base + j] - mean) * rstd * mgx);
+  }
+}

@@ -1,0 +1,33 @@
+#version 450
+// Log-softmax over rows of x [R, L] (torch.nn.functional.log_softmax, dim -1):
+// y = x - lse with lse = m + log(sum(exp(x - m))), m the row maximum (two
+// cooperative reductions, rows.glsl). A row whose every element is -inf gives
+// y = -inf and lse = -inf, never NaN. Writes lse per row for the backward pass.
+#extension GL_GOOGLE_include_directive : require
+#include "common/oa.glsl"
+layout(std430, binding = 0) readonly buffer X { float x[]; };
+layout(std430, binding = 1) writeonly buffer Y { float y[]; };
+layout(std430, binding = 2) writeonly buffer Lse { float lse_out[]; };
+OA_PUSH_BEGIN uint R; uint L; OA_PUSH_END
+#include "ml/nn/rows.glsl"
+
+void main() {
+  const uint row = rows_row(), lane = rows_lane();
+  const bool live = row < pc.R;
+  const uint base = row * pc.L;
+  float m = -OA_INF;
+  if (live)
+    for (uint j = lane; j < pc.L; j += LANES) {
+      const float v = x[base + j];
+      if (isnan(v) || v > m) m = v;
+    }
+  m = rows_max(m);
+  float s = 0.0;
+  if (live && m != -OA_INF)
+    for (uint j = lane; j < pc.L; j += LANES) s += exp(x[base + j] - m);
+  s = rows_sum(s);
+  if (!live) return;
+  const float lse = m == -OA_INF ? -OA_INF : m + log(s);
+  for (uint j = lane; j < pc.L; j += LANES) y[base + j] = m == -OA_INF ? -OA_INF : x[base + j] - lse;
+  if (lane == 0u) lse_out[row] = lse;
+}

@@ -1,0 +1,549 @@
+// The convolution family in one place: geometry and validation, forward
+// lowering, backward lowering and the autograd rules of conv_1d, conv_2d,
+// conv_transpose_1d and conv_transpose_2d.
+//
+// Every op is reduced to one 2-D "relation" (shaders/ml/conv/geometry.glsl): a
+// narrow tensor [N, CN, HN, WN] and a wide tensor [N, CW, HW, WW] linked by a
+// weight [CN, CW / groups, KH, KW], narrow position yn and tap kh meeting wide
+// position yn * sh - ph + kh * dh. A convolution computes narrow (its output)
+// from wide (its input); a transposed convolution computes wide (its output)
+// from narrow (its input). So the convolution's input gradient is a transposed
+// convolution, the transposed convolution's input gradient a convolution, and
+// both weight gradients are one reduction over narrow positions. 1-D ops are
+// the 2-D relation with height 1.
+#include "oa/ml/conv.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "matrix/lowering.hpp"
+#include "oa/matrix/autograd.hpp"
+
+namespace oa::ml {
+
+namespace {
+
+using runtime::BufferBinding;
+using runtime::ComputeDispatch;
+
+constexpr const char* kConv1d = "oa::ml::matrix::conv_1d";
+constexpr const char* kConv2d = "oa::ml::matrix::conv_2d";
+constexpr const char* kConvTranspose1d = "oa::ml::matrix::conv_transpose_1d";
+constexpr const char* kConvTranspose2d = "oa::ml::matrix::conv_transpose_2d";
+
+// Inputs: input, weight and, when given, bias (so the arity is 2 or 3).
+const detail::ContractRegistration kConv1dContract{{kConv1d, -1, 1,
+                                                    {{"stride", AttributeType::Ints},
+                                                     {"padding", AttributeType::Ints},
+                                                     {"dilation", AttributeType::Ints},
+                                                     {"groups", AttributeType::Int}}}};
+const detail::ContractRegistration kConv2dContract{{kConv2d, -1, 1,
+                                                    {{"stride", AttributeType::Ints},
+                                                     {"padding", AttributeType::Ints},
+                                                     {"dilation", AttributeType::Ints},
+                                                     {"groups", AttributeType::Int}}}};
+const detail::ContractRegistration kConvTranspose1dContract{{kConvTranspose1d, -1, 1,
+                                                             {{"stride", AttributeType::Ints},
+                                                              {"padding", AttributeType::Ints},
+                                                              {"output_padding", AttributeType::Ints},
+                                                              {"dilation", AttributeType::Ints},
+                                                              {"groups", AttributeType::Int}}}};
+const detail::ContractRegistration kConvTranspose2dContract{{kConvTranspose2d, -1, 1,
+                                                             {{"stride", AttributeType::Ints},
+                                                              {"padding", AttributeType::Ints},
+                                                              {"output_padding", AttributeType::Ints},
+                                                              {"dilation", AttributeType::Ints},
+                                                              {"groups", AttributeType::Int}}}};
+
+// One public call, normalised to two spatial axes {height, width}.
+struct Spec {
+  const char* name = nullptr;
+  bool transposed = false;
+  bool one_d = false;
+  std::array<std::int64_t, 2> stride{1, 1}, padding{0, 0}, dilation{1, 1}, output_padding{0, 0};
+  std::int64_t groups = 1;
+};
+
+// The narrow/wide relation (see the top of this file); every extent validated.
+struct Relation {
+  std::int64_t n = 0, cn = 0, hn = 0, wn = 0, cw = 0, hw = 0, ww = 0, kh = 0, kw = 0;
+  std::int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, groups = 1;
+  std::int64_t weight_count() const { return cn * (cw / groups) * kh * kw; }
+};
+
+// Validation with errors that name the op and the argument shapes.
+class Check {
+ public:
+  Check(const Spec& spec, const Matrix& input, const Matrix& weight, const Matrix& bias) : name_(spec.name) {
+    shapes_ = fmt::format("input {}, weight {}", input.defined() ? input.shape().to_string() : "undefined",
+                          weight.defined() ? weight.shape().to_string() : "undefined");
+    if (bias.defined()) shapes_ += fmt::format(", bias {}", bias.shape());
+  }
+  template <typename... Args>
+  [[noreturn]] void fail(fmt::format_string<Args...> format, Args&&... args) const {
+    oa::fail(ErrorKind::InvalidArgument, "{}: {} ({})", name_, fmt::format(format, std::forward<Args>(args)...), shapes_);
+  }
+  std::int64_t mul(std::int64_t a, std::int64_t b, const char* what) const {
+    std::int64_t r;
+    if (__builtin_mul_overflow(a, b, &r)) fail("{} overflows 64-bit arithmetic ({} * {})", what, a, b);
+    return r;
+  }
+  std::int64_t add(std::int64_t a, std::int64_t b, const char* what) const {
+    std::int64_t r;
+    if (__builtin_add_overflow(a, b, &r)) fail("{} overflows 64-bit arithmetic ({} + {})", what, a, b);
+    return r;
+  }
+  // Values the shaders hold as signed 32-bit coordinates.
+  void coordinate(std::int64_t v, const char* what) const {
+    if (v > std::numeric_limits<std::int32_t>::max())
+      fail("{} = {} exceeds what the shaders can index (2^31 - 1)", what, v);
+  }
+  // Element counts the shaders index with 32-bit offsets.
+  void elements(std::int64_t v, const char* what) const {
+    if (v > std::numeric_limits<std::uint32_t>::max())
+      fail("{} has {} elements, more than the shaders can index (2^32 - 1)", what, v);
+  }
+
+ private:
+  const char* name_;
+  std::string shapes_;
+};
+
+const char* axis_name(const Spec& s, int axis) { return s.one_d ? "length" : axis == 0 ? "height" : "width"; }
+
+// Validates a forward call and returns its relation. Throws before anything is
+// allocated or recorded.
+Relation resolve(const Spec& s, const Matrix& input, const Matrix& weight, const Matrix& bias) {
+  const Check check(s, input, weight, bias);
+  const char* op = s.name;
+  detail::require_f32(input, op, "input");
+  detail::require_f32(weight, op, "weight");
+  detail::require_same_engine(input, weight, op);
+  if (bias.defined()) {
+    detail::require_f32(bias, op, "bias");
+    detail::require_same_engine(input, bias, op);
+  }
+  const std::size_t rank = s.one_d ? 3 : 4;
+  const char* layout = s.one_d ? "NCL" : "NCHW";
+  if (input.rank() != rank) check.fail("input must be {} (rank {}); found rank {}", layout, rank, input.rank());
+  if (weight.rank() != rank)
+    check.fail("weight must be {} (rank {}); found rank {}", s.transposed ? (s.one_d ? "IOK" : "IOHW") : (s.one_d ? "OIK" : "OIHW"),
+               rank, weight.rank());
+  for (std::size_t i = 0; i < rank; ++i) {
+    if (input.shape()[i] == 0) check.fail("input extent {} is zero", i);
+    if (weight.shape()[i] == 0) check.fail("weight extent {} is zero", i);
+  }
+  const int axes = s.one_d ? 1 : 2;
+  for (int a = 0; a < axes; ++a) {
+    const int i = s.one_d ? 1 : a;
+    if (s.stride[i] < 1) check.fail("stride ({}) must be at least 1; found {}", axis_name(s, a), s.stride[i]);
+    if (s.dilation[i] < 1) check.fail("dilation ({}) must be at least 1; found {}", axis_name(s, a), s.dilation[i]);
+    if (s.padding[i] < 0) check.fail("padding ({}) must not be negative; found {}", axis_name(s, a), s.padding[i]);
+    if (s.output_padding[i] < 0 || (s.output_padding[i] > 0 && s.output_padding[i] >= std::max(s.stride[i], s.dilation[i])))
+      check.fail("output_padding ({}) {} must be non-negative and smaller than stride {} or dilation {}", axis_name(s, a),
+                 s.output_padding[i], s.stride[i], s.dilation[i]);
+  }
+  if (s.groups < 1) check.fail("groups must be at least 1; found {}", s.groups);
+
+  const auto& in = input.shape();
+  const auto& w = weight.shape();
+  const std::int64_t n = in[0], c = in[1];
+  const std::int64_t h = s.one_d ? 1 : in[2], wd = in[rank - 1];
+  const std::int64_t kh = s.one_d ? 1 : w[2], kw = w[rank - 1];
+  const std::int64_t g = s.groups;
+  if (c % g != 0) check.fail("input channels {} are not divisible by groups {}", c, g);
+  std::int64_t out_c = 0;
+  if (!s.transposed) {
+    out_c = w[0];
+    if (out_c % g != 0) check.fail("output channels {} (weight extent 0) are not divisible by groups {}", out_c, g);
+    if (w[1] != c / g)
+      check.fail("weight extent 1 must be input channels / groups = {} / {} = {}; found {}", c, g, c / g, w[1]);
+  } else {
+    if (w[0] != c) check.fail("weight extent 0 must equal the input channels {}; found {}", c, w[0]);
+    out_c = check.mul(w[1], g, "output channel count");
+  }
+  if (bias.defined() && !(bias.rank() == 1 && bias.shape()[0] == out_c))
+    check.fail("bias must have shape [{}] (the output channels)", out_c);
+
+  Relation r;
+  r.n = n;
+  r.groups = g;
+  r.kh = kh;
+  r.kw = kw;
+  r.sh = s.stride[0];
+  r.sw = s.stride[1];
+  r.ph = s.padding[0];
+  r.pw = s.padding[1];
+  r.dh = s.dilation[0];
+  r.dw = s.dilation[1];
+  const std::int64_t in_ext[2] = {h, wd}, k_ext[2] = {kh, kw};
+  std::int64_t out_ext[2] = {1, 1};
+  for (int i = s.one_d ? 1 : 0; i < 2; ++i) {
+    const int a = s.one_d ? 0 : i;
+    const std::int64_t span = check.add(check.mul(s.dilation[i], k_ext[i] - 1, "dilated kernel extent"), 1, "dilated kernel extent");
+    const std::int64_t pad2 = check.mul(s.padding[i], 2, "padding");
+    if (!s.transposed) {
+      const std::int64_t padded = check.add(in_ext[i], pad2, "padded input extent");
+      if (padded < span)
+        check.fail("the dilated kernel ({} {}) does not fit the padded input ({} {})", axis_name(s, a), span, axis_name(s, a),
+                   padded);
+      out_ext[i] = (padded - span) / s.stride[i] + 1;
+    } else {
+      // Signed: the output extent may come out zero or negative; never wrap.
+      const std::int64_t grown = check.add(check.mul(in_ext[i] - 1, s.stride[i], "transposed output extent"),
+                                           check.add(span, s.output_padding[i], "transposed output extent"),
+                                           "transposed output extent");
+      out_ext[i] = grown - pad2;
+      if (out_ext[i] < 1)
+        check.fail("the transposed output {} would be {} = ({} - 1) * {} - 2 * {} + {} * ({} - 1) + {} + 1, less than 1",
+                   axis_name(s, a), out_ext[i], in_ext[i], s.stride[i], s.padding[i], s.dilation[i], k_ext[i],
+                   s.output_padding[i]);
+    }
+  }
+  if (!s.transposed) {
+    r.cw = c, r.hw = h, r.ww = wd;
+    r.cn = out_c, r.hn = out_ext[0], r.wn = out_ext[1];
+  } else {
+    r.cn = c, r.hn = h, r.wn = wd;
+    r.cw = out_c, r.hw = out_ext[0], r.ww = out_ext[1];
+  }
+  // Shader limits: every signed coordinate intermediate stays below 2^31, every
+  // element offset below 2^32.
+  const std::int64_t ext_n[2] = {r.hn, r.wn}, ext_w[2] = {r.hw, r.ww};
+  for (int i = 0; i < 2; ++i) {
+    std::int64_t bound = check.mul(ext_n[i], s.stride[i], "coordinate bound");
+    bound = check.add(bound, check.mul(k_ext[i], s.dilation[i], "coordinate bound"), "coordinate bound");
+    bound = check.add(bound, check.mul(check.add(s.padding[i], s.stride[i], "coordinate bound"), 2, "coordinate bound"),
+                      "coordinate bound");
+    bound = check.add(bound, ext_w[i], "coordinate bound");
+    check.coordinate(bound, "the largest coordinate (extent + stride * positions + dilation * taps + padding)");
+  }
+  check.elements(check.mul(check.mul(check.mul(r.n, r.cn, "narrow size"), r.hn, "narrow size"), r.wn, "narrow size"),
+                 s.transposed ? "the input" : "the output");
+  check.elements(check.mul(check.mul(check.mul(r.n, r.cw, "wide size"), r.hw, "wide size"), r.ww, "wide size"),
+                 s.transposed ? "the output" : "the input");
+  check.elements(weight.numel(), "the weight");
+  return r;
+}
+
+Shape output_shape(const Spec& s, const Relation& r) {
+  const std::int64_t c = s.transposed ? r.cw : r.cn, h = s.transposed ? r.hw : r.hn, w = s.transposed ? r.ww : r.wn;
+  return s.one_d ? Shape{r.n, c, w} : Shape{r.n, c, h, w};
+}
+
+std::vector<OpAttribute> attributes(const Spec& s) {
+  auto axes = [&](const std::array<std::int64_t, 2>& v) {
+    return s.one_d ? std::vector<std::int64_t>{v[1]} : std::vector<std::int64_t>{v[0], v[1]};
+  };
+  std::vector<OpAttribute> a{{"stride", axes(s.stride)}, {"padding", axes(s.padding)}};
+  if (s.transposed) a.push_back({"output_padding", axes(s.output_padding)});
+  a.push_back({"dilation", axes(s.dilation)});
+  a.push_back({"groups", s.groups});
+  return a;
+}
+
+// ── Lowerings ───────────────────────────────────────────────────────────────
+
+std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
+
+runtime::PushConstants relation_push(const Relation& r, bool has_bias, std::uint32_t aux0 = 0, std::uint32_t aux1 = 0,
+                                     std::uint32_t aux2 = 0) {
+  runtime::PushConstants p;
+  for (std::int64_t v : {r.n, r.cn, r.hn, r.wn, r.cw, r.hw, r.ww, r.kh, r.kw, r.sh, r.sw, r.ph, r.pw, r.dh, r.dw, r.groups})
+    p.u32(u32(v));
+  p.u32(has_bias ? 1u : 0u).u32(aux0).u32(aux1).u32(aux2);
+  return p;
+}
+
+// Implicit-GEMM tile shapes (shaders/ml/conv/igemm_<BM>x<BN>.comp): BM
+// positions x BN channels per workgroup.
+struct GemmTile {
+  const char* kernel;
+  std::int64_t bm, bn;
+};
+GemmTile gemm_tile(std::int64_t channels) {
+  if (channels >= 96) return {"ml/conv/igemm_128x128", 128, 128};
+  if (channels >= 48) return {"ml/conv/igemm_128x64", 128, 64};
+  if (channels >= 24) return {"ml/conv/igemm_128x32", 128, 32};
+  return {"ml/conv/igemm_64x16", 64, 16};
+}
+
+// direct.glsl: 16 x 32 output tiles; shared capacities mirror the shader.
+constexpr std::int64_t kDirectTileH = 16, kDirectTileW = 32, kDirectTileCap = 2048, kDirectWeightCap = 512;
+constexpr std::int64_t kDirectMaxChannels = 8;  // output channels per group served by direct.glsl
+
+// Computes `dst` (narrow when !wide, wide when wide) from `src` through the
+// weight; adds bias when defined. Grouped convolutions with few output
+// channels per group (depthwise included) use the direct kernel, the rest the
+// implicit GEMM.
+std::vector<ComputeDispatch> lower_conv(const Relation& r, bool wide, const Matrix& src, const Matrix& weight, const Matrix& bias,
+                                        const Matrix& dst) {
+  const std::int64_t cols = wide ? r.cw / r.groups : r.cn / r.groups;
+  const BufferBinding bias_binding = BufferBinding::read(bias.defined() ? bias.storage() : weight.storage());
+  ComputeDispatch d;
+  d.bindings = {BufferBinding::read(src.storage()), BufferBinding::read(weight.storage()), bias_binding,
+                BufferBinding::write(dst.storage())};
+  // Staged tile of the direct kernel (rows, pitch): the source rows and columns
+  // that a 16 x 32 output tile reaches.
+  std::int64_t tile_h, tile_w;
+  if (!wide) {
+    tile_h = (kDirectTileH - 1) * r.sh + (r.kh - 1) * r.dh + 1;
+    tile_w = (kDirectTileW - 1) * r.sw + (r.kw - 1) * r.dw + 1;
+  } else {
+    tile_h = (kDirectTileH - 1 + (r.kh - 1) * r.dh) / r.sh + 2;
+    tile_w = (kDirectTileW - 1 + (r.kw - 1) * r.dw) / r.sw + 2;
+  }
+  const std::uint32_t ob = cols == 1 ? 1 : 4;
+  const bool direct = r.groups > 1 && cols <= kDirectMaxChannels && tile_h * tile_w <= kDirectTileCap &&
+                      ob * r.kh * r.kw <= kDirectWeightCap;
+  if (direct) {
+    const std::int64_t oh = wide ? r.hw : r.hn, ow = wide ? r.ww : r.wn;
+    const std::int64_t tiles_x = (ow + kDirectTileW - 1) / kDirectTileW, tiles_y = (oh + kDirectTileH - 1) / kDirectTileH;
+    const std::int64_t blocks = (cols + ob - 1) / ob;
+    d.kernel = ob == 1 ? "ml/conv/direct_ob1" : "ml/conv/direct_ob4";
+    d.specialization = {wide ? 1u : 0u};
+    d.push = relation_push(r, bias.defined(), u32(tile_h), u32(tile_w), u32(tiles_x));
+    d.groups = {static_cast<std::uint64_t>(tiles_x * tiles_y), static_cast<std::uint64_t>(r.n * r.groups * blocks), 1};
+    return {std::move(d)};
+  }
+  const GemmTile t = gemm_tile(cols);
+  std::int64_t positions, phases = 1;
+  if (!wide) {
+    positions = r.n * r.hn * r.wn;
+  } else {
+    positions = r.n * ((r.hw + r.sh - 1) / r.sh) * ((r.ww + r.sw - 1) / r.sw);
+    phases = std::min(r.sh, r.hw) * std::min(r.sw, r.ww);  // phases past the extent are empty
+  }
+  d.kernel = t.kernel;
+  d.specialization = {wide ? 1u : 0u};
+  d.push = relation_push(r, bias.defined());
+  d.groups = {detail::groups_for(positions, t.bm), detail::groups_for(cols, t.bn),
+              static_cast<std::uint64_t>(r.groups * phases)};
+  return {std::move(d)};
+}
+
+// Splits of a long reduction: enough workgroups to fill a large GPU, at most 64
+// partial results, each split at least `min_per_split` items.
+std::int64_t split_count(std::int64_t tiles, std::int64_t items, std::int64_t min_per_split) {
+  const std::int64_t want = std::max<std::int64_t>(1, 512 / std::max<std::int64_t>(tiles, 1));
+  return std::clamp<std::int64_t>(std::min(want, items / min_per_split), 1, 64);
+}
+
+// Sums `splits` partial results of `count` floats into `dst`.
+ComputeDispatch lower_reduce(const Matrix& partials, std::int64_t splits, std::int64_t count, const Matrix& dst) {
+  ComputeDispatch d;
+  d.kernel = "ml/conv/reduce";
+  d.bindings = {BufferBinding::read(partials.storage()), BufferBinding::write(dst.storage())};
+  d.push.u32(u32(count)).u32(u32(splits));
+  d.groups = {detail::groups_for(count, 256), 1, 1};
+  return d;
+}
+
+// dW (shape of the weight) from the narrow tensor (the convolution's output
+// gradient or the transposed convolution's input) and the wide tensor. Few
+// weights per output channel (depthwise, small groups) use a per-channel
+// reduction, the rest a tiled GEMM; both split long position ranges into
+// partial sums that a second pass adds in a fixed order.
+void lower_weight_grad(const Relation& r, const Matrix& narrow, const Matrix& wide, const Matrix& dw, const char* op,
+                       std::vector<ComputeDispatch>& out, std::vector<Matrix>& scratch) {
+  const std::int64_t cng = r.cn / r.groups, k = (r.cw / r.groups) * r.kh * r.kw;
+  const std::int64_t positions = r.n * r.hn * r.wn, count = r.weight_count();
+  constexpr std::int64_t kSmallK = 16;  // wgrad_small.comp's MAXK
+  const bool small = k <= kSmallK;
+  // shaders/ml/conv/wgrad_<BO>x<BK>.comp: BO output channels x BK (c, kh, kw) columns.
+  struct Tile {
+    const char* kernel;
+    std::int64_t bo, bk;
+  };
+  const Tile t = cng >= 48 ? Tile{"ml/conv/wgrad_64x64", 64, 64} : Tile{"ml/conv/wgrad_16x32", 16, 32};
+  constexpr std::int64_t kRm = 16;  // positions per step of wgrad.glsl
+  const std::int64_t tiles = small ? r.cn : detail::groups_for(k, t.bk) * detail::groups_for(cng, t.bo) * r.groups;
+  std::int64_t splits = split_count(tiles, positions, small ? 1024 : 4 * kRm);
+  std::int64_t chunk = (positions + splits - 1) / splits;
+  if (!small) chunk = (chunk + kRm - 1) / kRm * kRm;
+  splits = (positions + chunk - 1) / chunk;
+  Matrix target = dw;
+  if (splits > 1) {
+    detail::shader_u32(splits * count, "weight-gradient partial sums", op);
+    target = detail::allocate(dw.engine(), Shape{splits, count});
+    scratch.push_back(target);
+  }
+  ComputeDispatch d;
+  d.bindings = {BufferBinding::read(narrow.storage()), BufferBinding::read(wide.storage()), BufferBinding::write(target.storage())};
+  d.push = relation_push(r, false, u32(splits), u32(chunk), u32(count));
+  if (small) {
+    d.kernel = "ml/conv/wgrad_small";
+    d.groups = {static_cast<std::uint64_t>(splits), static_cast<std::uint64_t>(r.cn), 1};
+  } else {
+    d.kernel = t.kernel;
+    d.groups = {detail::groups_for(k, t.bk), detail::groups_for(cng, t.bo), static_cast<std::uint64_t>(r.groups * splits)};
+  }
+  out.push_back(std::move(d));
+  if (splits > 1) out.push_back(lower_reduce(target, splits, count, dw));
+}
+
+// db[c] = sum of dy[n, c, positions].
+void lower_bias_grad(const Matrix& dy, std::int64_t channels, std::int64_t positions, const Matrix& db,
+                     std::vector<ComputeDispatch>& out, std::vector<Matrix>& scratch) {
+  const std::int64_t batch = dy.shape()[0], total = batch * positions;
+  std::int64_t splits = split_count(channels, total, 4096);
+  const std::int64_t per_split = (total + splits - 1) / splits;
+  splits = (total + per_split - 1) / per_split;
+  Matrix target = db;
+  if (splits > 1) {
+    target = detail::allocate(db.engine(), Shape{splits, channels});
+    scratch.push_back(target);
+  }
+  ComputeDispatch d;
+  d.kernel = "ml/conv/bias_grad";
+  d.bindings = {BufferBinding::read(dy.storage()), BufferBinding::write(target.storage())};
+  d.push.u32(u32(channels)).u32(u32(positions)).u32(u32(batch)).u32(u32(per_split));
+  d.groups = {static_cast<std::uint64_t>(channels), static_cast<std::uint64_t>(splits), 1};
+  out.push_back(std::move(d));
+  if (splits > 1) out.push_back(lower_reduce(target, splits, channels, db));
+}
+
+// The backward op: gradients of input, weight and bias (where `needs` says)
+// from the output gradient `dy`, recorded as one "<name> backward" op.
+std::vector<Matrix> backward(const Spec& s, const Relation& r, const Matrix& x, const Matrix& w, bool has_bias,
+                             const Matrix& dy, const std::vector<bool>& needs) {
+  const Engine& engine = dy.engine();
+  std::vector<Matrix> grads(has_bias ? 3 : 2);
+  std::vector<ComputeDispatch> ds;
+  std::vector<Matrix> scratch;
+  const Matrix none;
+  if (needs[0]) {
+    grads[0] = detail::allocate(engine, x.shape());
+    auto d = lower_conv(r, !s.transposed, dy, w, none, grads[0]);
+    ds.insert(ds.end(), d.begin(), d.end());
+  }
+  if (needs[1]) {
+    grads[1] = detail::allocate(engine, w.shape());
+    // Narrow side: the convolution's output gradient or the transposed convolution's input.
+    lower_weight_grad(r, s.transposed ? x : dy, s.transposed ? dy : x, grads[1], s.name, ds, scratch);
+  }
+  if (has_bias && needs[2]) {
+    const std::int64_t channels = dy.shape()[1];
+    grads[2] = detail::allocate(engine, Shape{channels});
+    lower_bias_grad(dy, channels, dy.numel() / (dy.shape()[0] * channels), grads[2], ds, scratch);
+  }
+  std::vector<const Matrix*> outs;
+  for (auto& g : grads)
+    if (g.defined()) outs.push_back(&g);
+  SemanticOp op = detail::semantic(s.name, {&x, &w, &dy}, {}, attributes(s), true);
+  for (auto* g : outs) op.outputs.push_back(g->shape());
+  engine.record(std::move(op), ds);
+  return grads;
+}
+
+Matrix forward(const Spec& s, const Matrix& input, const Matrix& weight, const Matrix& bias) {
+  const Relation r = resolve(s, input, weight, bias);
+  Matrix out = detail::allocate(input.engine(), output_shape(s, r));
+  const auto ds = lower_conv(r, s.transposed, input, weight, bias, out);
+  SemanticOp op = bias.defined() ? detail::semantic(s.name, {&input, &weight, &bias}, {&out}, attributes(s))
+                                 : detail::semantic(s.name, {&input, &weight}, {&out}, attributes(s));
+  input.engine().record(std::move(op), ds);
+
+  std::vector<Matrix> inputs{input, weight};
+  if (bias.defined()) inputs.push_back(bias);
+  autograd::record(s.name, inputs, {out},
+                   [s, r, x = autograd::SavedValue(input), w = autograd::SavedValue(weight), has_bias = bias.defined()](
+                       const std::vector<Matrix>& gy, const std::vector<bool>& needs) {
+                     const Matrix& xv = x.get();
+                     const Matrix& wv = w.get();
+                     return backward(s, r, xv, wv, has_bias, gy[0], needs);
+                   });
+  return out;
+}
+
+Spec spec_1d(const char* name, bool transposed, std::int64_t stride, std::int64_t padding, std::int64_t dilation,
+             std::int64_t output_padding, std::int64_t groups) {
+  Spec s;
+  s.name = name;
+  s.transposed = transposed;
+  s.one_d = true;
+  s.stride = {1, stride};
+  s.padding = {0, padding};
+  s.dilation = {1, dilation};
+  s.output_padding = {0, output_padding};
+  s.groups = groups;
+  return s;
+}
+
+Spec spec_2d(const char* name, bool transposed, std::array<std::int64_t, 2> stride, std::array<std::int64_t, 2> padding,
+             std::array<std::int64_t, 2> dilation, std::array<std::int64_t, 2> output_padding, std::int64_t groups) {
+  Spec s;
+  s.name = name;
+  s.transposed = transposed;
+  s.stride = stride;
+  s.padding = padding;
+  s.dilation = dilation;
+  s.output_padding = output_padding;
+  s.groups = groups;
+  return s;
+}
+
+}  // namespace
+
+Matrix conv_1d(const Matrix& input, const Matrix& weight, const Matrix& bias, const Conv1dOptions& o) {
+  return forward(spec_1d(kConv1d, false, o.stride, o.padding, o.dilation, 0, o.groups), input, weight, bias);
+}
+
+Matrix conv_1d(const Matrix& input, const Matrix& weight, const Matrix& bias, std::int64_t stride, std::int64_t padding,
+               std::int64_t dilation) {
+  return conv_1d(input, weight, bias, Conv1dOptions{stride, padding, dilation, 1});
+}
+
+Matrix conv_2d(const Matrix& input, const Matrix& weight, const Matrix& bias, const Conv2dOptions& o) {
+  return forward(spec_2d(kConv2d, false, o.stride, o.padding, o.dilation, {0, 0}, o.groups), input, weight, bias);
+}
+
+Matrix conv_2d(const Matrix& input, const Matrix& weight, const Matrix& bias, std::int64_t stride, std::int64_t padding,
+               std::int64_t groups) {
+  return conv_2d(input, weight, bias, Conv2dOptions{{stride, stride}, {padding, padding}, {1, 1}, groups});
+}
+
+Matrix conv_transpose_1d(const Matrix& input, const Matrix& weight, const Matrix& bias, const ConvTranspose1dOptions& o) {
+  return forward(spec_1d(kConvTranspose1d, true, o.stride, o.padding, o.dilation, o.output_padding, o.groups), input, weight,
+                 bias);
+}
+
+Matrix conv_transpose_1d(const Matrix& input, const Matrix& weight, std::int64_t stride, std::int64_t padding,
+                         std::int64_t dilation) {
+  return conv_transpose_1d(input, weight, Matrix(), ConvTranspose1dOptions{stride, padding, 0, dilation, 1});
+}
+
+Matrix conv_transpose_2d(const Matrix& input, const Matrix& weight, const Matrix& bias, const ConvTranspose2dOptions& o) {
+  return forward(spec_2d(kConvTranspose2d, true, o.stride, o.padding, o.dilation, o.output_padding, o.groups), input, weight,
+                 bias);
+}
+
+Matrix conv_transpose_2d(const Matrix& input, const Matrix& weight, const Matrix& bias, std::int64_t stride,
+                         std::int64_t padding) {
+  return conv_transpose_2d(input, weight, bias, ConvTranspose2dOptions{{stride, stride}, {padding, padding}, {0, 0}, {1, 1}, 1});
+}
+
+namespace {
+Matrix value_or_none(const Parameter& p) { return p.defined() ? p.value() : Matrix(); }
+}  // namespace
+
+Matrix conv_1d(const Matrix& input, const Parameter& weight, const Parameter& bias, const Conv1dOptions& options) {
+  return conv_1d(input, weight.value(), value_or_none(bias), options);
+}
+
+Matrix conv_2d(const Matrix& input, const Parameter& weight, const Parameter& bias, const Conv2dOptions& options) {
+  return conv_2d(input, weight.value(), value_or_none(bias), options);
+}
+
+Matrix conv_transpose_1d(const Matrix& input, const Parameter& weight, const Parameter& bias,
+                         const ConvTranspose1dOptions& options) {
+  return conv_transpose_1d(input, weight.value(), value_or_none(bias), options);
+}
+
+Matrix conv_transpose_2d(const Matrix& input, const Parameter& weight, const Parameter& bias,
+                         const ConvTranspose2dOptions& options) {
+  return conv_transpose_2d(input, weight.value(), value_or_none(bias), options);
+}
+
+}  // namespace oa::ml

@@ -1,0 +1,60 @@
+#pragma once
+// Helpers shared by the nn op lowerings in src/ml/nn_ops (internal).
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "matrix/lowering.hpp"
+#include "oa/matrix/autograd.hpp"
+#include "oa/ml/nn_ops.hpp"
+
+namespace oa::ml::nn_ops {
+
+using runtime::BufferBinding;
+using runtime::ComputeDispatch;
+using runtime::Storage;
+
+// Invocations per row for the row kernels (shaders/ml/nn/rows.glsl): the
+// power of two at or above `length`, at most 256.
+inline std::uint32_t row_lanes(std::int64_t length) {
+  std::uint32_t lanes = 1;
+  while (lanes < 256 && lanes < length) lanes <<= 1;
+  return lanes;
+}
+
+// Workgroups of a row kernel for `rows` rows.
+inline std::uint64_t row_groups(std::int64_t rows, std::uint32_t lanes) {
+  return detail::groups_for(rows, 256 / lanes);
+}
+
+// A 4-byte storage bound where a kernel declares an output that this call does
+// not produce (the shader never writes it).
+inline std::shared_ptr<Storage> unused_output(const Engine& engine) { return engine.allocate(4); }
+
+// Throws InvalidArgument unless `m` is a defined i32 Matrix; names `op` and `arg`.
+inline void require_i32(const Matrix& m, const char* op, const char* arg) {
+  detail::require_defined(m, op, arg);
+  if (m.dtype() != DType::I32)
+    fail(ErrorKind::InvalidArgument, "{}: {} must be i32; found {} {}", op, arg, to_string(m.dtype()), m.shape());
+}
+
+// Throws InvalidArgument unless `m` is an f32 Matrix of shape [n] on x's engine.
+inline void require_vector(const Matrix& m, std::int64_t n, const Matrix& x, const char* op, const char* arg) {
+  detail::require_f32(m, op, arg);
+  if (!(m.shape() == Shape{n}))
+    fail(ErrorKind::InvalidArgument, "{}: {} must have shape [{}] to match x {}; found {}", op, arg, n, x.shape(), m.shape());
+  detail::require_same_engine(x, m, op);
+}
+
+// Throws InvalidArgument unless `value` lies within [low, high] (NaN never
+// does); the message names the operand `x` the option applies to.
+inline void require_range(double value, double low, double high, const Matrix& x, const char* op, const char* arg) {
+  if (!(value >= low && value <= high))
+    fail(ErrorKind::InvalidArgument, "{}: {} = {} must lie in [{}, {}] (x {})", op, arg, value, low, high, x.shape());
+}
+
+inline std::uint64_t bytes_of(std::int64_t elements, std::int64_t width = 4) {
+  return static_cast<std::uint64_t>(std::max<std::int64_t>(elements * width, 4));
+}
+
+}  // namespace oa::ml::nn_ops

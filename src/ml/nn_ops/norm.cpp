@@ -1,0 +1,242 @@
+// layer_norm and batch_norm_2d: validation, forward and backward lowerings,
+// autograd rules.
+#include <cmath>
+
+#include "ml/nn_ops/common.hpp"
+
+namespace oa::ml {
+
+namespace {
+
+using namespace nn_ops;
+
+constexpr const char* kLayerNorm = "oa::ml::layer_norm";
+constexpr const char* kBatchNorm = "oa::ml::batch_norm_2d";
+
+const detail::ContractRegistration kLayerNormContract{{kLayerNorm, -1, 1, {{"eps", AttributeType::Float}}}};
+const detail::ContractRegistration kBatchNormContract{
+    {kBatchNorm, -1, 1, {{"training", AttributeType::Bool}, {"momentum", AttributeType::Float}, {"eps", AttributeType::Float}}}};
+
+// The storage bound for an optional operand: its own, or `fallback` (read,
+// never used by the kernel) when it is absent.
+std::shared_ptr<Storage> or_placeholder(const Matrix& m, const Matrix& fallback) {
+  return m.defined() ? m.storage() : fallback.storage();
+}
+
+// ── layer_norm ──────────────────────────────────────────────────────────────
+
+// dx, dweight, dbias of layer_norm (each undefined unless needed), recorded as
+// one "oa::ml::layer_norm backward" op.
+std::vector<Matrix> layer_norm_backward(const Matrix& gy, const Matrix& x, const Matrix& weight, const Matrix& mean,
+                                        const Matrix& rstd, const std::vector<bool>& needs) {
+  const Engine& engine = x.engine();
+  const std::int64_t D = x.shape().dim(-1), R = x.numel() / D;
+  const bool need_x = needs[0], need_w = needs[1], need_b = needs[2];
+  Matrix dx, dw, db;
+  std::vector<ComputeDispatch> ds;
+  if (need_x || need_w) {
+    if (need_x) dx = detail::allocate(engine, x.shape());
+    const auto dyxhat = need_w ? engine.allocate(bytes_of(x.numel())) : unused_output(engine);
+    const std::uint32_t lanes = row_lanes(D);
+    ComputeDispatch d;
+    d.kernel = "ml/nn/layer_norm_backward";
+    d.specialization = {lanes, weight.defined(), need_x, need_w};
+    d.bindings = {BufferBinding::read(x.storage()),
+                  BufferBinding::read(or_placeholder(weight, x)),
+                  BufferBinding::read(gy.storage()),
+                  BufferBinding::read(mean.storage()),
+                  BufferBinding::read(rstd.storage()),
+                  BufferBinding::write(need_x ? dx.storage() : unused_output(engine)),
+                  BufferBinding::write(dyxhat)};
+    d.push.u32(static_cast<std::uint32_t>(R)).u32(static_cast<std::uint32_t>(D));
+    d.groups = {row_groups(R, lanes), 1, 1};
+    ds.push_back(std::move(d));
+    if (need_w) {
+      dw = detail::allocate(engine, Shape{D});
+      detail::sum_channels(engine, dyxhat, R, D, 1, dw.storage(), ds);
+    }
+  }
+  if (need_b) {
+    db = detail::allocate(engine, Shape{D});
+    detail::sum_channels(engine, gy.storage(), R, D, 1, db.storage(), ds);
+  }
+  SemanticOp op = detail::semantic(kLayerNorm, {&gy, &x, &mean, &rstd}, {}, {}, true);
+  for (const Matrix* g : {&dx, &dw, &db})
+    if (g->defined()) op.outputs.push_back(g->shape());
+  engine.record(std::move(op), ds);
+  return {dx, dw, db};
+}
+
+}  // namespace
+
+Matrix layer_norm(const Matrix& x, const Matrix& weight, const Matrix& bias, double eps) {
+  detail::require_f32(x, kLayerNorm, "x");
+  if (x.rank() == 0 || x.shape().dim(-1) == 0)
+    fail(ErrorKind::InvalidArgument, "{}: x {} must have rank >= 1 and a nonzero last axis", kLayerNorm, x.shape());
+  const std::int64_t D = x.shape().dim(-1), R = x.numel() / D;
+  if (weight.defined()) require_vector(weight, D, x, kLayerNorm, "weight");
+  if (bias.defined()) require_vector(bias, D, x, kLayerNorm, "bias");
+  require_range(eps, 0.0, HUGE_VAL, x, kLayerNorm, "eps");
+  detail::shader_u32(x.numel(), "element count of x", kLayerNorm);
+
+  const Engine& engine = x.engine();
+  Matrix y = detail::allocate(engine, x.shape());
+  Matrix mean = detail::allocate(engine, Shape{R}), rstd = detail::allocate(engine, Shape{R});
+  const std::uint32_t lanes = row_lanes(D);
+  ComputeDispatch d;
+  d.kernel = "ml/nn/layer_norm";
+  d.specialization = {lanes, weight.defined(), bias.defined()};
+  d.bindings = {BufferBinding::read(x.storage()),          BufferBinding::read(or_placeholder(weight, x)),
+                BufferBinding::read(or_placeholder(bias, x)), BufferBinding::write(y.storage()),
+                BufferBinding::write(mean.storage()),       BufferBinding::write(rstd.storage())};
+  d.push.u32(static_cast<std::uint32_t>(R)).u32(static_cast<std::uint32_t>(D)).f32(static_cast<float>(eps));
+  d.groups = {row_groups(R, lanes), 1, 1};
+  SemanticOp op = detail::semantic(kLayerNorm, {&x}, {&y}, {{"eps", eps}});
+  for (const Matrix* m : {&weight, &bias})
+    if (m->defined()) op.inputs.push_back(m->shape());
+  engine.record(std::move(op), {&d, 1});
+
+  autograd::record(kLayerNorm, {x, weight, bias}, {y},
+                   [sx = autograd::SavedValue(x), sw = autograd::SavedValue(weight), smean = autograd::SavedValue(mean),
+                    srstd = autograd::SavedValue(rstd)](const std::vector<Matrix>& gy, const std::vector<bool>& needs) {
+                     return layer_norm_backward(gy[0], sx.get(), sw.get(), smean.get(), srstd.get(), needs);
+                   });
+  return y;
+}
+
+// ── batch_norm_2d ───────────────────────────────────────────────────────────
+
+namespace {
+
+enum BatchNormMode : std::uint32_t { SquaredDeviation = 0, Normalize = 1, DyXhat = 2, DxBatch = 3, DxRunning = 4 };
+
+struct BatchNormGeometry {
+  std::int64_t N, C, S;  // S = H * W
+  std::int64_t count() const { return N * S; }
+};
+
+// One elementwise pass of ml/nn/batch_norm over x's NCHW elements.
+ComputeDispatch batch_norm_pass(BatchNormMode mode, const BatchNormGeometry& g, const Matrix& x, const Matrix& weight,
+                                const Matrix& bias, const std::shared_ptr<Storage>& dy, const std::shared_ptr<Storage>& stat,
+                                const std::shared_ptr<Storage>& sdy, const std::shared_ptr<Storage>& sdyxhat,
+                                const std::shared_ptr<Storage>& out) {
+  const std::int64_t n = x.numel();
+  ComputeDispatch d;
+  d.kernel = "ml/nn/batch_norm";
+  d.specialization = {mode, weight.defined(), bias.defined()};
+  d.bindings = {BufferBinding::read(x.storage()),
+                BufferBinding::read(dy ? dy : x.storage()),
+                BufferBinding::read(stat),
+                BufferBinding::read(or_placeholder(weight, x)),
+                BufferBinding::read(or_placeholder(bias, x)),
+                BufferBinding::read(sdy ? sdy : x.storage()),
+                BufferBinding::read(sdyxhat ? sdyxhat : x.storage()),
+                BufferBinding::write(out)};
+  d.push.u32(static_cast<std::uint32_t>(n)).u32(static_cast<std::uint32_t>(g.C)).u32(static_cast<std::uint32_t>(g.S));
+  d.push.f32(static_cast<float>(1.0 / static_cast<double>(g.count())));
+  d.groups = {detail::groups_for(n, 1024), 1, 1};
+  return d;
+}
+
+// dx, dweight, dbias of batch_norm_2d, recorded as one "oa::ml::batch_norm_2d backward" op.
+std::vector<Matrix> batch_norm_backward(const Matrix& gy, const Matrix& x, const Matrix& weight, const Matrix& stat,
+                                        bool training, const std::vector<bool>& needs) {
+  const Engine& engine = x.engine();
+  const BatchNormGeometry g{x.shape()[0], x.shape()[1], x.shape()[2] * x.shape()[3]};
+  const bool need_x = needs[0], need_w = needs[1], need_b = needs[2];
+  std::vector<ComputeDispatch> ds;
+  Matrix dx, dw, db;
+  // Channel sums of dy * xhat (the weight gradient) and of dy (the bias
+  // gradient); the input gradient needs both when the statistics came from the batch.
+  std::shared_ptr<Storage> sdyxhat, sdy;
+  if (need_w || (need_x && training)) {
+    const auto dyxhat = engine.allocate(bytes_of(x.numel()));
+    ds.push_back(batch_norm_pass(DyXhat, g, x, weight, Matrix(), gy.storage(), stat.storage(), nullptr, nullptr, dyxhat));
+    sdyxhat = need_w ? (dw = detail::allocate(engine, Shape{g.C})).storage() : engine.allocate(bytes_of(g.C));
+    detail::sum_channels(engine, dyxhat, g.N, g.C, g.S, sdyxhat, ds);
+  }
+  if (need_b || (need_x && training)) {
+    sdy = need_b ? (db = detail::allocate(engine, Shape{g.C})).storage() : engine.allocate(bytes_of(g.C));
+    detail::sum_channels(engine, gy.storage(), g.N, g.C, g.S, sdy, ds);
+  }
+  if (need_x) {
+    dx = detail::allocate(engine, x.shape());
+    ds.push_back(batch_norm_pass(training ? DxBatch : DxRunning, g, x, weight, Matrix(), gy.storage(), stat.storage(), sdy,
+                                 sdyxhat, dx.storage()));
+  }
+  SemanticOp op = detail::semantic(kBatchNorm, {&gy, &x, &stat}, {}, {{"training", training}}, true);
+  for (const Matrix* m : {&dx, &dw, &db})
+    if (m->defined()) op.outputs.push_back(m->shape());
+  engine.record(std::move(op), ds);
+  return {dx, dw, db};
+}
+
+}  // namespace
+
+Matrix batch_norm_2d(const Matrix& x, const Matrix& weight, const Matrix& bias, const Matrix& running_mean,
+                     const Matrix& running_var, bool training, double momentum, double eps) {
+  detail::require_f32(x, kBatchNorm, "x");
+  const Shape& s = x.shape();
+  if (s.rank() != 4 || s.numel() == 0)
+    fail(ErrorKind::InvalidArgument, "{}: x must be NCHW with nonzero extents; found {}", kBatchNorm, s);
+  const BatchNormGeometry g{s[0], s[1], s[2] * s[3]};
+  if (weight.defined()) require_vector(weight, g.C, x, kBatchNorm, "weight");
+  if (bias.defined()) require_vector(bias, g.C, x, kBatchNorm, "bias");
+  require_vector(running_mean, g.C, x, kBatchNorm, "running_mean");
+  require_vector(running_var, g.C, x, kBatchNorm, "running_var");
+  if (running_mean.storage() == running_var.storage())
+    fail(ErrorKind::InvalidArgument, "{}: running_mean and running_var {} share storage (x {})", kBatchNorm, running_mean.shape(), s);
+  require_range(momentum, 0.0, 1.0, x, kBatchNorm, "momentum");
+  require_range(eps, 0.0, HUGE_VAL, x, kBatchNorm, "eps");
+  if (training && g.count() < 2)
+    fail(ErrorKind::InvalidArgument, "{}: training needs more than one value per channel; x {} has {}", kBatchNorm, s, g.count());
+  detail::shader_u32(s.numel(), "element count of x", kBatchNorm);
+
+  const Engine& engine = x.engine();
+  Matrix y = detail::allocate(engine, s);
+  Matrix stat = detail::allocate(engine, Shape{2, g.C});  // [mean; rstd] per channel
+  std::vector<ComputeDispatch> ds;
+  std::shared_ptr<Storage> s1, s2;
+  if (training) {
+    s1 = engine.allocate(bytes_of(g.C));
+    s2 = engine.allocate(bytes_of(g.C));
+    const auto deviation = engine.allocate(bytes_of(s.numel()));
+    detail::sum_channels(engine, x.storage(), g.N, g.C, g.S, s1, ds);
+    ds.push_back(batch_norm_pass(SquaredDeviation, g, x, Matrix(), Matrix(), nullptr, s1, nullptr, nullptr, deviation));
+    detail::sum_channels(engine, deviation, g.N, g.C, g.S, s2, ds);
+  }
+  {
+    const auto stats_access = training ? runtime::Access::ReadWrite : runtime::Access::Read;
+    const double count = static_cast<double>(g.count());
+    ComputeDispatch d;
+    d.kernel = "ml/nn/batch_norm_stats";
+    d.specialization = {training};
+    d.bindings = {BufferBinding::read(training ? s1 : running_mean.storage()),
+                  BufferBinding::read(training ? s2 : running_var.storage()),
+                  BufferBinding{running_mean.storage(), stats_access},
+                  BufferBinding{running_var.storage(), stats_access},
+                  BufferBinding::write(stat.storage())};
+    d.push.u32(static_cast<std::uint32_t>(g.C)).f32(static_cast<float>(1.0 / count));
+    d.push.f32(static_cast<float>(count > 1 ? count / (count - 1) : 1.0)).f32(static_cast<float>(eps)).f32(static_cast<float>(momentum));
+    d.groups = {detail::groups_for(g.C, 64), 1, 1};
+    ds.push_back(std::move(d));
+  }
+  ds.push_back(batch_norm_pass(Normalize, g, x, weight, bias, nullptr, stat.storage(), nullptr, nullptr, y.storage()));
+  SemanticOp op = detail::semantic(kBatchNorm, {&x}, {&y}, {{"training", training}, {"momentum", momentum}, {"eps", eps}});
+  for (const Matrix* m : {&weight, &bias, &running_mean, &running_var})
+    if (m->defined()) op.inputs.push_back(m->shape());
+  engine.record(std::move(op), ds);
+  if (training) {
+    running_mean.storage()->bump_version();
+    running_var.storage()->bump_version();
+  }
+
+  autograd::record(kBatchNorm, {x, weight, bias}, {y},
+                   [sx = autograd::SavedValue(x), sw = autograd::SavedValue(weight), sstat = autograd::SavedValue(stat),
+                    training](const std::vector<Matrix>& gy, const std::vector<bool>& needs) {
+                     return batch_norm_backward(gy[0], sx.get(), sw.get(), sstat.get(), training, needs);
+                   });
+  return y;
+}
+
+}  // namespace oa::ml

@@ -1,0 +1,468 @@
+// The convolution family against the f64 oracles in tests/reference/conv.hpp.
+#include "oa/ml/conv.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <string>
+
+#include "oa/oa.hpp"
+#include "reference/conv.hpp"
+#include "support/expect.hpp"
+#include "support/gradcheck.hpp"
+
+namespace {
+
+using oa::Matrix;
+using oa::Shape;
+using oa::reference::ConvParams;
+using Dims = std::array<std::int64_t, 4>;
+
+std::vector<float> random_values(std::int64_t count, std::uint32_t seed) {
+  std::vector<float> v(static_cast<std::size_t>(count));
+  std::uint32_t s = seed * 2654435761u + 12345u;
+  for (auto& x : v) {
+    s = s * 1664525u + 1013904223u;
+    x = static_cast<float>((s >> 8) & 0xFFFF) / 32768.0f - 1.0f;
+  }
+  return v;
+}
+
+std::vector<double> widen(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+
+// A convolution case in 2-D terms; one_d cases have height 1 and kernel height 1
+// and use index 1 of the per-axis parameters.
+struct Case {
+  bool transposed = false;
+  bool one_d = false;
+  std::int64_t n = 1, c = 1, o = 1, h = 1, w = 1, kh = 1, kw = 1;
+  ConvParams p;
+  bool bias = true;
+};
+
+std::string describe(const Case& k) {
+  return fmt::format("{}{} N{} C{} O{} {}x{} k{}x{} s{},{} p{},{} d{},{} op{},{} g{}{}", k.transposed ? "conv_transpose" : "conv",
+                     k.one_d ? "_1d" : "_2d", k.n, k.c, k.o, k.h, k.w, k.kh, k.kw, k.p.stride[0], k.p.stride[1],
+                     k.p.padding[0], k.p.padding[1], k.p.dilation[0], k.p.dilation[1], k.p.output_padding[0],
+                     k.p.output_padding[1], k.p.groups, k.bias ? " bias" : "");
+}
+
+Shape act_shape(const Case& k, std::int64_t c, std::int64_t h, std::int64_t w) {
+  return k.one_d ? Shape{k.n, c, w} : Shape{k.n, c, h, w};
+}
+
+Dims weight_dims(const Case& k) {
+  return k.transposed ? Dims{k.c, k.o / k.p.groups, k.kh, k.kw} : Dims{k.o, k.c / k.p.groups, k.kh, k.kw};
+}
+
+Shape weight_shape(const Case& k) {
+  const Dims d = weight_dims(k);
+  return k.one_d ? Shape{d[0], d[1], d[3]} : Shape{d[0], d[1], d[2], d[3]};
+}
+
+Matrix call(const Case& k, const Matrix& x, const Matrix& w, const Matrix& b) {
+  const auto& p = k.p;
+  if (k.one_d) {
+    if (k.transposed)
+      return oa::ml::conv_transpose_1d(x, w, b, {p.stride[1], p.padding[1], p.output_padding[1], p.dilation[1], p.groups});
+    return oa::ml::conv_1d(x, w, b, {p.stride[1], p.padding[1], p.dilation[1], p.groups});
+  }
+  if (k.transposed) return oa::ml::conv_transpose_2d(x, w, b, {p.stride, p.padding, p.output_padding, p.dilation, p.groups});
+  return oa::ml::conv_2d(x, w, b, {p.stride, p.padding, p.dilation, p.groups});
+}
+
+std::vector<double> reference(const Case& k, const std::vector<double>& x, const std::vector<double>& w,
+                              const std::vector<double>& b, Dims& out) {
+  const Dims xs{k.n, k.c, k.h, k.w};
+  return k.transposed ? oa::reference::conv_transpose2d(x, xs, w, weight_dims(k), b, k.p, out)
+                      : oa::reference::conv2d(x, xs, w, weight_dims(k), b, k.p, out);
+}
+
+void check_forward(const Case& k) {
+  SCOPED_TRACE(describe(k));
+  const Dims wd = weight_dims(k);
+  const auto xv = random_values(k.n * k.c * k.h * k.w, 1);
+  const auto wv = random_values(wd[0] * wd[1] * wd[2] * wd[3], 2);
+  const auto bv = k.bias ? random_values(k.o, 3) : std::vector<float>{};
+  const Matrix x = Matrix::from_vector(act_shape(k, k.c, k.h, k.w), xv);
+  const Matrix w = Matrix::from_vector(weight_shape(k), wv);
+  const Matrix b = k.bias ? Matrix::from_vector({k.o}, bv) : Matrix();
+  oa::TraceCapture trace(x.engine());
+  const Matrix y = call(k, x, w, b);
+  const auto ops = trace.ops();
+  Dims out;
+  const auto want = reference(k, widen(xv), widen(wv), widen(bv), out);
+  EXPECT_EQ(y.shape(), act_shape(k, out[1], out[2], out[3]));
+  EXPECT_TRUE(oa_test::near(y.to_vector(), want, 1e-4, 1e-4));
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].name, std::string("oa::ml::matrix::") + (k.transposed ? "conv_transpose" : "conv") + (k.one_d ? "_1d" : "_2d"));
+  EXPECT_EQ(ops[0].dispatches, 1u);
+  EXPECT_EQ(ops[0].inputs.size(), k.bias ? 3u : 2u);
+}
+
+Case conv2d(std::int64_t n, std::int64_t c, std::int64_t o, std::int64_t h, std::int64_t w, std::int64_t kh, std::int64_t kw,
+            ConvParams p, bool bias = true) {
+  return Case{false, false, n, c, o, h, w, kh, kw, p, bias};
+}
+Case tconv2d(std::int64_t n, std::int64_t c, std::int64_t o, std::int64_t h, std::int64_t w, std::int64_t kh, std::int64_t kw,
+             ConvParams p, bool bias = true) {
+  return Case{true, false, n, c, o, h, w, kh, kw, p, bias};
+}
+ConvParams params(std::array<std::int64_t, 2> s, std::array<std::int64_t, 2> pad, std::array<std::int64_t, 2> d,
+                  std::int64_t g = 1, std::array<std::int64_t, 2> op = {0, 0}) {
+  return ConvParams{s, pad, d, op, g};
+}
+ConvParams params1(std::int64_t s, std::int64_t pad, std::int64_t d, std::int64_t g = 1, std::int64_t op = 0) {
+  return ConvParams{{1, s}, {0, pad}, {1, d}, {0, op}, g};
+}
+Case conv1d(std::int64_t n, std::int64_t c, std::int64_t o, std::int64_t l, std::int64_t k, ConvParams p, bool bias = true) {
+  return Case{false, true, n, c, o, 1, l, 1, k, p, bias};
+}
+Case tconv1d(std::int64_t n, std::int64_t c, std::int64_t o, std::int64_t l, std::int64_t k, ConvParams p, bool bias = true) {
+  return Case{true, true, n, c, o, 1, l, 1, k, p, bias};
+}
+
+// Strides 1-3, paddings 0-2, dilations 1-3, groups 1, 2 and C, batch 1 and 3,
+// odd and rectangular extents; the channel counts reach every kernel variant
+// (direct for few channels per group, and each implicit-GEMM tile shape).
+const std::vector<Case>& conv2d_cases() {
+  static const std::vector<Case> cases{
+      conv2d(1, 3, 5, 7, 9, 3, 3, params({1, 1}, {1, 1}, {1, 1})),
+      conv2d(3, 4, 6, 9, 7, 3, 2, params({2, 2}, {0, 0}, {1, 1}, 2)),
+      conv2d(1, 5, 5, 11, 10, 3, 3, params({3, 3}, {2, 2}, {2, 2}, 5), false),
+      conv2d(3, 2, 3, 8, 11, 2, 3, params({1, 2}, {2, 1}, {3, 1})),
+      conv2d(1, 4, 18, 6, 7, 3, 3, params({1, 1}, {1, 1}, {1, 1}, 2)),
+      conv2d(1, 3, 32, 5, 6, 3, 3, params({1, 1}, {1, 1}, {1, 1}), false),
+      conv2d(1, 2, 64, 5, 5, 1, 1, params({1, 1}, {0, 0}, {1, 1})),
+      conv2d(1, 2, 96, 4, 3, 2, 2, params({1, 1}, {0, 0}, {1, 1})),
+      conv2d(3, 6, 12, 5, 5, 3, 3, params({2, 3}, {1, 2}, {3, 2}, 3)),
+      conv2d(1, 3, 6, 9, 9, 3, 3, params({1, 1}, {1, 1}, {1, 1}, 3)),
+      conv2d(3, 3, 8, 13, 17, 3, 3, params({1, 1}, {1, 1}, {1, 1})),
+      conv2d(1, 2, 2, 19, 40, 3, 3, params({1, 1}, {1, 1}, {1, 1}, 2)),
+  };
+  return cases;
+}
+
+const std::vector<Case>& conv_transpose2d_cases() {
+  static const std::vector<Case> cases{
+      tconv2d(1, 3, 4, 4, 5, 3, 3, params({2, 2}, {1, 1}, {1, 1}, 1, {1, 1})),
+      tconv2d(3, 4, 6, 3, 4, 2, 3, params({3, 1}, {0, 2}, {1, 2}, 2, {2, 0})),
+      tconv2d(1, 5, 5, 4, 4, 3, 3, params({2, 2}, {2, 2}, {3, 3}, 5), false),
+      tconv2d(1, 4, 32, 3, 3, 4, 4, params({2, 2}, {1, 1}, {1, 1})),
+      tconv2d(3, 4, 18, 3, 5, 3, 3, params({1, 2}, {1, 0}, {2, 1}, 2, {0, 1})),
+      tconv2d(1, 2, 3, 3, 3, 2, 2, params({3, 3}, {0, 0}, {1, 1})),
+      tconv2d(1, 2, 3, 4, 4, 3, 2, params({2, 3}, {1, 1}, {2, 3}, 1, {1, 2})),
+      tconv2d(1, 2, 2, 9, 20, 3, 3, params({2, 2}, {1, 1}, {1, 1}, 2, {1, 1})),
+  };
+  return cases;
+}
+
+const std::vector<Case>& conv1d_cases() {
+  static const std::vector<Case> cases{
+      conv1d(3, 3, 4, 11, 3, params1(2, 1, 2)),
+      conv1d(1, 4, 4, 9, 2, params1(3, 2, 3, 4), false),
+      conv1d(1, 4, 6, 13, 3, params1(1, 0, 1, 2)),
+      conv1d(3, 2, 40, 70, 3, params1(1, 1, 1)),
+  };
+  return cases;
+}
+
+const std::vector<Case>& conv_transpose1d_cases() {
+  static const std::vector<Case> cases{
+      tconv1d(3, 3, 2, 5, 3, params1(2, 1, 1, 1, 1)),
+      tconv1d(1, 4, 4, 6, 3, params1(3, 2, 2, 2, 2)),
+      tconv1d(1, 3, 3, 7, 2, params1(1, 0, 3, 3), false),
+      tconv1d(3, 2, 3, 6, 3, params1(2, 1, 2)),
+  };
+  return cases;
+}
+
+TEST(ConvForward, Conv2dMatchesReference) {
+  for (const auto& k : conv2d_cases()) check_forward(k);
+}
+
+TEST(ConvForward, ConvTranspose2dMatchesReference) {
+  for (const auto& k : conv_transpose2d_cases()) check_forward(k);
+}
+
+TEST(ConvForward, Conv1dMatchesReference) {
+  for (const auto& k : conv1d_cases()) check_forward(k);
+}
+
+TEST(ConvForward, ConvTranspose1dMatchesReference) {
+  for (const auto& k : conv_transpose1d_cases()) check_forward(k);
+}
+
+TEST(ConvForward, SeedFormsMatchOptionForms) {
+  const Matrix x = Matrix::from_vector({3, 2, 6, 5}, random_values(180, 4));
+  const Matrix w = Matrix::from_vector({4, 1, 3, 3}, random_values(36, 5));
+  const Matrix b = Matrix::from_vector({4}, random_values(4, 6));
+  EXPECT_EQ(oa::ml::conv_2d(x, w, b, 2, 1, 2).to_vector(),
+            oa::ml::conv_2d(x, w, b, {.stride = {2, 2}, .padding = {1, 1}, .groups = 2}).to_vector());
+  const Matrix wt = Matrix::from_vector({2, 3, 3, 3}, random_values(54, 7));
+  const Matrix bt = Matrix::from_vector({3}, random_values(3, 8));
+  EXPECT_EQ(oa::ml::conv_transpose_2d(x, wt, bt, 2, 1).to_vector(),
+            oa::ml::conv_transpose_2d(x, wt, bt, {.stride = {2, 2}, .padding = {1, 1}}).to_vector());
+  const Matrix x1 = Matrix::from_vector({2, 3, 10}, random_values(60, 9));
+  const Matrix w1 = Matrix::from_vector({2, 3, 3}, random_values(18, 10));
+  const Matrix b1 = Matrix::from_vector({2}, random_values(2, 11));
+  EXPECT_EQ(oa::ml::conv_1d(x1, w1, b1, 2, 1, 2).to_vector(),
+            oa::ml::conv_1d(x1, w1, b1, {.stride = 2, .padding = 1, .dilation = 2}).to_vector());
+  const Matrix wt1 = Matrix::from_vector({3, 2, 3}, random_values(18, 12));
+  EXPECT_EQ(oa::ml::conv_transpose_1d(x1, wt1, 2, 1, 2).to_vector(),
+            oa::ml::conv_transpose_1d(x1, wt1, Matrix(), {.stride = 2, .padding = 1, .dilation = 2}).to_vector());
+}
+
+TEST(ConvForward, ForwardIsDeterministic) {
+  const Matrix x = Matrix::from_vector({3, 4, 9, 9}, random_values(972, 13));
+  const Matrix w = Matrix::from_vector({40, 4, 3, 3}, random_values(1440, 14));
+  EXPECT_EQ(oa::ml::conv_2d(x, w, Matrix(), {.padding = {1, 1}}).to_vector(),
+            oa::ml::conv_2d(x, w, Matrix(), {.padding = {1, 1}}).to_vector());
+}
+
+TEST(ConvExact, ConvTranspose1dOnes) {
+  // ones [1, 1, 6] through ones [1, 1, 3], stride 2, padding 1, dilation 2.
+  const Matrix y = oa::ml::conv_transpose_1d(Matrix::ones({1, 1, 6}), Matrix::ones({1, 1, 3}), 2, 1, 2);
+  EXPECT_EQ(y.shape(), (Shape{1, 1, 13}));
+  EXPECT_EQ(y.to_vector(), (std::vector<float>{0, 2, 0, 3, 0, 3, 0, 3, 0, 3, 0, 2, 0}));
+}
+
+TEST(ConvExact, ConvTranspose1dLength97) {
+  const Matrix y = oa::ml::conv_transpose_1d(Matrix::ones({1, 1, 50}), Matrix::ones({1, 1, 3}), 2, 4, 3);
+  EXPECT_EQ(y.shape(), (Shape{1, 1, 97}));
+}
+
+// A stride far beyond the extents: only the phases that hold outputs run.
+TEST(ConvExact, HugeStride) {
+  const std::int64_t s = std::int64_t(1) << 28;
+  const Matrix z = oa::ml::conv_transpose_1d(Matrix::from_vector({1, 1, 1}, std::vector<float>{2}),
+                                             Matrix::from_vector({1, 1, 3}, std::vector<float>{1, 10, 100}), s);
+  EXPECT_EQ(z.to_vector(), (std::vector<float>{2, 20, 200}));
+  const Matrix c = oa::ml::conv_1d(Matrix::from_vector({1, 1, 5}, std::vector<float>{1, 2, 3, 4, 5}),
+                                   Matrix::from_vector({1, 1, 3}, std::vector<float>{1, 10, 100}), Matrix(), s);
+  EXPECT_EQ(c.to_vector(), (std::vector<float>{321}));
+}
+
+double dot(const std::vector<float>& a, const std::vector<float>& b) {
+  double s = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) s += double(a[i]) * double(b[i]);
+  return s;
+}
+
+// <conv(x), y> = <x, conv_transpose(y)> with the same weight, stride, padding,
+// dilation and groups; output_padding restores the input extent where the
+// stride does not divide it.
+TEST(ConvExact, AdjointIdentity) {
+  struct A {
+    Dims x;
+    std::int64_t o, kh, kw;
+    ConvParams p;
+  };
+  const std::vector<A> cases{
+      {{2, 4, 9, 8}, 6, 3, 2, params({2, 3}, {1, 0}, {1, 2}, 2)},
+      {{1, 3, 10, 12}, 3, 3, 3, params({3, 2}, {2, 1}, {2, 1}, 3)},
+      {{3, 2, 7, 7}, 5, 2, 3, params({2, 2}, {0, 1}, {3, 2})},
+      {{1, 4, 6, 14}, 36, 3, 3, params({1, 2}, {2, 1}, {1, 1}, 2)},
+  };
+  std::uint32_t seed = 20;
+  for (const auto& a : cases) {
+    const auto [n, c, h, w] = a.x;
+    std::array<std::int64_t, 2> out{}, op{};
+    const std::int64_t in[2] = {h, w}, k[2] = {a.kh, a.kw};
+    for (int i = 0; i < 2; ++i) {
+      out[i] = (in[i] + 2 * a.p.padding[i] - a.p.dilation[i] * (k[i] - 1) - 1) / a.p.stride[i] + 1;
+      op[i] = in[i] - ((out[i] - 1) * a.p.stride[i] - 2 * a.p.padding[i] + a.p.dilation[i] * (k[i] - 1) + 1);
+    }
+    ASSERT_TRUE(op[0] > 0 || op[1] > 0);  // the case needs output_padding
+    const Matrix x = Matrix::from_vector({n, c, h, w}, random_values(n * c * h * w, seed++));
+    const Matrix wt = Matrix::from_vector({a.o, c / a.p.groups, a.kh, a.kw}, random_values(a.o * c / a.p.groups * a.kh * a.kw, seed++));
+    const Matrix y = Matrix::from_vector({n, a.o, out[0], out[1]}, random_values(n * a.o * out[0] * out[1], seed++));
+    const Matrix cx = oa::ml::conv_2d(x, wt, Matrix(), {a.p.stride, a.p.padding, a.p.dilation, a.p.groups});
+    const Matrix ty = oa::ml::conv_transpose_2d(y, wt, Matrix(), {a.p.stride, a.p.padding, op, a.p.dilation, a.p.groups});
+    ASSERT_EQ(ty.shape(), x.shape());
+    const double lhs = dot(cx.to_vector(), y.to_vector()), rhs = dot(x.to_vector(), ty.to_vector());
+    EXPECT_NEAR(lhs, rhs, 1e-4 * (1.0 + std::abs(lhs)));
+  }
+}
+
+// A failed validation throws InvalidArgument naming the op and the shapes,
+// records nothing and leaves no storage behind.
+void expect_invalid(const std::function<Matrix()>& f, const std::string& op, const std::string& shape) {
+  const oa::Engine engine = oa::Engine::default_engine();
+  const auto live = engine.memory_stats().live_storages;
+  oa::TraceCapture trace(engine);
+  EXPECT_TRUE(oa_test::throws(f, oa::ErrorKind::InvalidArgument, {op.c_str(), shape.c_str()}));
+  EXPECT_TRUE(trace.ops().empty());
+  EXPECT_EQ(engine.memory_stats().live_storages, live);
+}
+
+TEST(ConvValidation, ConvTranspose2dEmptyOutput) {
+  const Matrix x = Matrix::ones({1, 1, 2, 2}), w = Matrix::ones({1, 1, 2, 2});
+  x.engine().synchronize();
+  expect_invalid([&] { return oa::ml::conv_transpose_2d(x, w, Matrix(), 2, 2); }, "oa::ml::matrix::conv_transpose_2d",
+                 "[1, 1, 2, 2]");
+  EXPECT_TRUE(oa_test::throws([&] { (void)oa::ml::conv_transpose_2d(x, w, Matrix(), 2, 2); }, oa::ErrorKind::InvalidArgument,
+                              {"would be 0"}));
+}
+
+TEST(ConvValidation, RejectsBadArguments) {
+  const Matrix x4 = Matrix::ones({1, 4, 5, 5}), w4 = Matrix::ones({6, 2, 3, 3}), b6 = Matrix::ones({6});
+  const Matrix x3 = Matrix::ones({2, 4, 7}), w3 = Matrix::ones({3, 4, 3});
+  const Matrix b5 = Matrix::ones({5}), x_empty = Matrix::ones({1, 4, 0, 5}), w3_bad = Matrix::ones({3, 2, 3});
+  const Matrix b31 = Matrix::ones({3, 1}), w_i32 = Matrix::from_i32({3, 4, 3}, std::vector<std::int32_t>(36, 1));
+  const Matrix wt3 = Matrix::ones({4, 2, 3}), wt4 = Matrix::ones({4, 2, 3, 3}), b3 = Matrix::ones({3});
+  x4.engine().synchronize();
+  const std::string c2 = "oa::ml::matrix::conv_2d", c1 = "oa::ml::matrix::conv_1d";
+  const std::string t2 = "oa::ml::matrix::conv_transpose_2d", t1 = "oa::ml::matrix::conv_transpose_1d";
+  const std::int64_t huge = std::int64_t(1) << 40;
+  expect_invalid([&] { return oa::ml::conv_2d(x3, w4); }, c2, "[2, 4, 7]");                    // rank
+  expect_invalid([&] { return oa::ml::conv_2d(x4, w4, b6, 1, 0, 1); }, c2, "[6, 2, 3, 3]");  // channels
+  expect_invalid([&] { return oa::ml::conv_2d(x4, w4, b6, 1, 0, 3); }, c2, "[1, 4, 5, 5]");  // 4 % 3
+  expect_invalid([&] { return oa::ml::conv_2d(x4, w4, b5, 1, 0, 2); }, c2, "[5]");           // bias
+  expect_invalid([&] { return oa::ml::conv_2d(x4, w4, b6, 0, 0, 2); }, c2, "[6, 2, 3, 3]");  // stride 0
+  expect_invalid([&] { return oa::ml::conv_2d(x4, w4, b6, {.dilation = {1, 0}, .groups = 2}); }, c2, "[1, 4, 5, 5]");
+  expect_invalid([&] { return oa::ml::conv_2d(x4, w4, b6, {.padding = {-1, 0}, .groups = 2}); }, c2, "[1, 4, 5, 5]");
+  expect_invalid([&] { return oa::ml::conv_2d(x4, w4, b6, {.dilation = {3, 1}, .groups = 2}); }, c2, "[1, 4, 5, 5]");
+  expect_invalid([&] { return oa::ml::conv_2d(x4, w4, b6, {.groups = 0}); }, c2, "[1, 4, 5, 5]");
+  expect_invalid([&] { return oa::ml::conv_2d(x_empty, w4, b6, 1, 0, 2); }, c2, "[1, 4, 0, 5]");
+  expect_invalid([&] { return oa::ml::conv_1d(x3, w3, Matrix(), 1, 0, 4); }, c1, "[3, 4, 3]");  // span 9 > 7
+  expect_invalid([&] { return oa::ml::conv_1d(x3, w3_bad); }, c1, "[3, 2, 3]");
+  expect_invalid([&] { return oa::ml::conv_1d(x3, w3, b31); }, c1, "[3, 1]");
+  expect_invalid([&] { return oa::ml::conv_1d(x3, w_i32); }, c1, "weight");
+  expect_invalid([&] { return oa::ml::conv_transpose_1d(x3, w3_bad, 1); }, t1, "[3, 2, 3]");
+  expect_invalid([&] { return oa::ml::conv_transpose_1d(x3, wt3, Matrix(), {.stride = 2, .output_padding = 2}); }, t1,
+                 "[2, 4, 7]");
+  expect_invalid([&] { return oa::ml::conv_transpose_1d(x3, wt3, Matrix(), {.groups = 3}); }, t1, "[4, 2, 3]");
+  expect_invalid([&] { return oa::ml::conv_transpose_2d(x4, wt4, b3, 1); }, t2, "[3]");
+  expect_invalid([&] { return oa::ml::conv_transpose_2d(x4, wt4, Matrix(), 1, 4); }, t2, "[4, 2, 3, 3]");
+  // Extents the shaders cannot index, and 64-bit overflow.
+  expect_invalid([&] { return oa::ml::conv_1d(x3, w3, Matrix(), {.stride = huge}); }, c1, "[2, 4, 7]");
+  expect_invalid([&] { return oa::ml::conv_1d(x3, w3, Matrix(), {.padding = std::int64_t(1) << 62}); }, c1, "[2, 4, 7]");
+  expect_invalid([&] { return oa::ml::conv_transpose_1d(x3, wt3, Matrix(), {.stride = huge}); }, t1, "[2, 4, 7]");
+}
+
+TEST(ConvTrace, OneSemanticOpWithAttributes) {
+  const Matrix x = Matrix::ones({1, 2, 6, 7}), w = Matrix::ones({3, 2, 3, 2});
+  oa::TraceCapture trace(x.engine());
+  (void)oa::ml::conv_2d(x, w, Matrix(), {.stride = {2, 1}, .padding = {1, 0}, .dilation = {1, 2}});
+  const auto ops = trace.ops();
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].label(), "oa::ml::matrix::conv_2d");
+  EXPECT_EQ(std::get<std::vector<std::int64_t>>(*ops[0].attribute("stride")), (std::vector<std::int64_t>{2, 1}));
+  EXPECT_EQ(std::get<std::vector<std::int64_t>>(*ops[0].attribute("dilation")), (std::vector<std::int64_t>{1, 2}));
+  EXPECT_EQ(std::get<std::int64_t>(*ops[0].attribute("groups")), 1);
+  EXPECT_EQ(ops[0].outputs[0], (Shape{1, 3, 3, 5}));
+}
+
+}  // namespace
+
+namespace {
+
+// ── Gradients: input, weight and bias against f64 finite differences ─────────
+
+void check_gradients(const Case& k) {
+  SCOPED_TRACE(describe(k));
+  std::vector<oa::test::GradInput> inputs{oa::test::random_input(act_shape(k, k.c, k.h, k.w), 31),
+                                          oa::test::random_input(weight_shape(k), 32)};
+  if (k.bias) inputs.push_back(oa::test::random_input({k.o}, 33));
+  oa::test::gradcheck(
+      inputs, [&](const std::vector<Matrix>& m) { return call(k, m[0], m[1], k.bias ? m[2] : Matrix()); },
+      [&](const std::vector<std::vector<double>>& v) {
+        Dims out;
+        return reference(k, v[0], v[1], k.bias ? v[2] : std::vector<double>{}, out);
+      });
+}
+
+// Strides 1-3, paddings 0-2, dilations 1-3, groups 1, 2 and C, batch 1 and 3.
+TEST(ConvGrad, Conv2d) {
+  for (const auto& k : {conv2d(1, 3, 5, 7, 6, 3, 3, params({1, 1}, {1, 1}, {1, 1})),
+                        conv2d(3, 4, 6, 7, 5, 3, 2, params({2, 2}, {0, 1}, {1, 1}, 2)),
+                        conv2d(1, 3, 3, 9, 8, 3, 3, params({3, 3}, {2, 2}, {2, 3}, 3), false),
+                        conv2d(3, 2, 3, 6, 7, 2, 3, params({1, 2}, {2, 1}, {3, 1})),
+                        conv2d(1, 4, 18, 5, 5, 3, 3, params({1, 1}, {1, 1}, {1, 1}, 2)),
+                        conv2d(1, 2, 64, 4, 3, 2, 2, params({2, 1}, {0, 0}, {1, 1}))})
+    check_gradients(k);
+}
+
+TEST(ConvGrad, ConvTranspose2d) {
+  for (const auto& k : {tconv2d(1, 3, 4, 4, 3, 3, 3, params({2, 2}, {1, 1}, {1, 1}, 1, {1, 1})),
+                        tconv2d(3, 4, 6, 3, 4, 2, 3, params({3, 1}, {0, 2}, {1, 2}, 2, {2, 0})),
+                        tconv2d(1, 3, 3, 3, 3, 3, 3, params({2, 2}, {2, 2}, {3, 3}, 3), false),
+                        tconv2d(1, 4, 18, 3, 3, 3, 3, params({1, 2}, {1, 0}, {2, 1}, 2, {0, 1})),
+                        tconv2d(1, 2, 3, 4, 4, 3, 2, params({2, 3}, {1, 1}, {2, 3}, 1, {1, 2}))})
+    check_gradients(k);
+}
+
+TEST(ConvGrad, Conv1d) {
+  for (const auto& k : {conv1d(3, 3, 4, 11, 3, params1(2, 1, 2)), conv1d(1, 4, 4, 9, 2, params1(3, 2, 3, 4), false),
+                        conv1d(1, 4, 6, 13, 3, params1(1, 0, 1, 2)),
+                        conv1d(1, 2, 2, 5, 3, params1(std::int64_t(1) << 20, 0, 1))})
+    check_gradients(k);
+}
+
+TEST(ConvGrad, ConvTranspose1d) {
+  for (const auto& k : {tconv1d(3, 3, 2, 5, 3, params1(2, 1, 1, 1, 1)), tconv1d(1, 4, 4, 6, 3, params1(3, 2, 2, 2, 2)),
+                        tconv1d(1, 3, 3, 7, 2, params1(1, 0, 3, 3), false), tconv1d(3, 2, 3, 6, 3, params1(2, 1, 2))})
+    check_gradients(k);
+}
+
+// Reductions long enough to be split across workgroups (partial sums), for
+// the tiled weight gradient (K = 18), the per-channel one (K = 6) and the bias
+// gradient; only the weight and bias gradients are checked here.
+TEST(ConvGrad, LongReductions) {
+  for (const auto& [c, l] : {std::pair<std::int64_t, std::int64_t>{6, 700}, {2, 700}, {2, 3000}}) {
+    const Case k = conv1d(3, c, 3, l, 3, params1(1, 1, 1));
+    SCOPED_TRACE(describe(k));
+    oa::test::gradcheck({oa::test::random_input({3, c, l}, 34, -1, 1, false), oa::test::random_input({3, c, 3}, 35),
+                         oa::test::random_input({3}, 36)},
+                        [&](const std::vector<Matrix>& m) { return call(k, m[0], m[1], m[2]); },
+                        [&](const std::vector<std::vector<double>>& v) {
+                          Dims out;
+                          return reference(k, v[0], v[1], v[2], out);
+                        });
+  }
+}
+
+TEST(ConvExact, DepthwiseWeightGradient) {
+  const Matrix x = Matrix::ones({1, 24, 6, 6});
+  const oa::ml::Parameter w("weight", Matrix::ones({24, 1, 3, 3}));
+  const Matrix y = oa::ml::conv_2d(x, w, oa::ml::Parameter(), {.stride = {2, 2}, .padding = {1, 1}, .groups = 24});
+  ASSERT_EQ(y.shape(), (Shape{1, 24, 3, 3}));
+  oa::backward(y, Matrix::ones(y.shape()));
+  const auto dw = w.grad().to_vector();
+  ASSERT_EQ(dw.size(), 24u * 9u);
+  const std::vector<float> want{4, 6, 6, 6, 9, 9, 6, 9, 9};
+  for (int c = 0; c < 24; ++c)
+    EXPECT_EQ(std::vector<float>(dw.begin() + c * 9, dw.begin() + c * 9 + 9), want) << "channel " << c;
+}
+
+TEST(ConvGrad, ParameterFormsAndBackwardTrace) {
+  const Matrix x = oa::set_requires_grad(Matrix::from_vector({2, 3, 5, 5}, random_values(150, 40)));
+  const oa::ml::Parameter w("w", Matrix::from_vector({4, 3, 3, 3}, random_values(108, 41)));
+  const oa::ml::Parameter b("b", Matrix::from_vector({4}, random_values(4, 42)));
+  const Matrix y = oa::ml::conv_2d(x, w, b, {.padding = {1, 1}});
+  EXPECT_EQ(y.to_vector(), oa::ml::conv_2d(x, w.value(), b.value(), {.padding = {1, 1}}).to_vector());
+  oa::TraceCapture trace(x.engine());
+  oa::backward(y, Matrix::ones(y.shape()));
+  const auto ops = trace.ops();
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].label(), "oa::ml::matrix::conv_2d backward");
+  EXPECT_EQ(ops[0].outputs.size(), 3u);
+  ASSERT_TRUE(w.grad().defined());
+  ASSERT_TRUE(b.grad().defined());
+  EXPECT_EQ(b.grad().to_vector(), std::vector<float>(4, 50.0f));
+  // The other three ops take Parameters too.
+  const Matrix x1 = Matrix::from_vector({1, 2, 7}, random_values(14, 43));
+  const oa::ml::Parameter w1("w1", Matrix::from_vector({3, 2, 3}, random_values(18, 44)));
+  const oa::ml::Parameter wt1("wt1", Matrix::from_vector({2, 3, 3}, random_values(18, 45)));
+  const oa::ml::Parameter wt2("wt2", Matrix::from_vector({3, 2, 2, 2}, random_values(24, 46)));
+  oa::backward(oa::ml::conv_1d(x1, w1, oa::ml::Parameter(), {.padding = 1}), Matrix::ones({1, 3, 7}));
+  oa::backward(oa::ml::conv_transpose_1d(x1, wt1, oa::ml::Parameter(), {.stride = 2}), Matrix::ones({1, 3, 15}));
+  oa::backward(oa::ml::conv_transpose_2d(x, wt2, oa::ml::Parameter()), Matrix::ones({2, 2, 6, 6}));
+  EXPECT_TRUE(w1.grad().defined());
+  EXPECT_TRUE(wt1.grad().defined());
+  EXPECT_TRUE(wt2.grad().defined());
+}
+
+}  // namespace

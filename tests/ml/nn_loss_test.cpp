@@ -1,0 +1,162 @@
+// cross_entropy, mse_loss and accuracy against the f64 references, with gradient checks.
+#include <limits>
+
+#include "ml/nn_common.hpp"
+#include "reference/nn.hpp"
+
+namespace {
+
+using oa::Matrix;
+using oa::Shape;
+using namespace oa::nn_test;
+namespace ml = oa::ml;
+namespace ref = oa::reference;
+using oa::test::gradcheck;
+using oa::test::random_input;
+using oa::test::test_values;
+
+ref::LossReduction to_ref(ml::Reduction r) {
+  return r == ml::Reduction::None ? ref::LossReduction::None : r == ml::Reduction::Mean ? ref::LossReduction::Mean : ref::LossReduction::Sum;
+}
+
+std::vector<std::int32_t> targets(std::int64_t n, std::int32_t classes, std::uint64_t seed) {
+  const auto u = test_values(n, seed, 0.0, 1.0);
+  std::vector<std::int32_t> t(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < t.size(); ++i) t[i] = std::min(classes - 1, static_cast<std::int32_t>(u[i] * float(classes)));
+  return t;
+}
+
+TEST(NnCrossEntropy, ForwardMatchesReferenceForEveryReduction) {
+  for (std::int64_t C : {1, 3, 10, 300}) {
+    for (auto reduction : {ml::Reduction::Mean, ml::Reduction::Sum, ml::Reduction::None}) {
+      for (double smoothing : {0.0, 0.1}) {
+        SCOPED_TRACE(testing::Message() << "C " << C << " reduction " << int(reduction) << " smoothing " << smoothing);
+        const std::int64_t N = 37;
+        const auto x = test_values(N * C, 5 + C, -4.0, 4.0);
+        auto t = targets(N, static_cast<std::int32_t>(C), 6);
+        t[2] = -100;  // ignored rows
+        t[30] = 7;
+        const ml::CrossEntropyOptions o{reduction, 7, smoothing};
+        Matrix loss;
+        const auto ops = traced([&] { loss = ml::cross_entropy(Matrix::from_vector({N, C}, x), Matrix::from_i32({N}, t), o); });
+        // Rows, then (reduced) the column sums of (loss, counted) pairs and the scalar epilogue.
+        expect_trace(ops, {{"oa::ml::cross_entropy", reduction == ml::Reduction::None ? 1u : 3u}});
+        EXPECT_TRUE(loss.shape() == (reduction == ml::Reduction::None ? Shape{N} : Shape{}));
+        // t[2] = -100 is a class outside [0, C) here, not ignored: NaN.
+        auto want = ref::cross_entropy(f64(x), t, C, to_ref(reduction), 7, smoothing);
+        const auto got = loss.to_vector();
+        if (reduction == ml::Reduction::None) {
+          EXPECT_TRUE(std::isnan(got[2]));
+          EXPECT_EQ(got[30], 0.0f);
+          t[2] = 0;
+          want = ref::cross_entropy(f64(x), t, C, to_ref(reduction), 7, smoothing);
+          std::vector<float> rest = got;
+          rest[2] = static_cast<float>(want[2]);
+          EXPECT_TRUE(oa_test::near(rest, want, 2e-5, 2e-5));
+        } else {
+          EXPECT_TRUE(std::isnan(got[0])) << "an out-of-range target poisons the reduced loss";
+        }
+      }
+    }
+  }
+}
+
+TEST(NnCrossEntropy, ReducedLossesCountOnlyRowsNotIgnored) {
+  for (std::int64_t N : {1, 5, 300}) {
+    for (auto reduction : {ml::Reduction::Mean, ml::Reduction::Sum}) {
+      SCOPED_TRACE(testing::Message() << "N " << N << " reduction " << int(reduction));
+      const std::int64_t C = 6;
+      const auto x = test_values(N * C, 9, -3.0, 3.0);
+      auto t = targets(N, C, 10);
+      for (std::int64_t i = 0; i < N; i += 3) t[i] = -100;
+      const ml::CrossEntropyOptions o{reduction, -100, 0.05};
+      const Matrix loss = ml::cross_entropy(Matrix::from_vector({N, C}, x), Matrix::from_i32({N}, t), o);
+      const auto want = ref::cross_entropy(f64(x), t, C, to_ref(reduction), -100, 0.05);
+      const float got = loss.item();
+      if (N == 1 && reduction == ml::Reduction::Mean) {
+        EXPECT_TRUE(std::isnan(got)) << "every row ignored: 0 / 0, as PyTorch";
+      } else {
+        EXPECT_TRUE(oa_test::near({got}, want, 1e-5, 2e-5));
+      }
+    }
+  }
+}
+
+TEST(NnCrossEntropy, GradientsForEveryReduction) {
+  for (auto reduction : {ml::Reduction::Mean, ml::Reduction::Sum, ml::Reduction::None}) {
+    for (std::int64_t C : {2, 9, 260}) {
+      SCOPED_TRACE(testing::Message() << "C " << C << " reduction " << int(reduction));
+      const std::int64_t N = 5;
+      auto t = targets(N, static_cast<std::int32_t>(C), 20 + C);
+      t[1] = -1;  // ignored (ignore_index -1)
+      const ml::CrossEntropyOptions o{reduction, -1, C == 9 ? 0.2 : 0.0};
+      gradcheck({random_input({N, C}, 21, -3, 3)},
+                [&](const std::vector<Matrix>& in) { return ml::cross_entropy(in[0], Matrix::from_i32({N}, t), o); },
+                [&](const std::vector<std::vector<double>>& in) {
+                  return ref::cross_entropy(in[0], t, C, to_ref(reduction), -1, o.label_smoothing);
+                });
+    }
+  }
+}
+
+TEST(NnCrossEntropy, BackwardIsOneDispatch) {
+  const Matrix x = Matrix::from_vector({4, 3}, test_values(12, 1));
+  oa::set_requires_grad(x);
+  const Matrix loss = ml::cross_entropy(x, Matrix::from_i32({4}, std::vector<std::int32_t>{0, 2, 1, 1}));
+  expect_trace(traced([&] { oa::backward(loss); }), {{"oa::ml::cross_entropy backward", 1}});
+}
+
+TEST(NnCrossEntropy, InvalidArgumentsRecordNothing) {
+  const Matrix x = Matrix::zeros({3, 4}), t = Matrix::from_i32({3}, std::vector<std::int32_t>{0, 1, 2});
+  const char* op = "oa::ml::cross_entropy";
+  expect_invalid([&] { ml::cross_entropy(Matrix::zeros({3, 4, 2}), t); }, op, {"[N, C]", "[3, 4, 2]"});
+  expect_invalid([&] { ml::cross_entropy(x, Matrix::from_i32({4}, std::vector<std::int32_t>{0, 1, 2, 3})); }, op, {"targets", "[3]", "[4]"});
+  expect_invalid([&] { ml::cross_entropy(x, Matrix::zeros({3})); }, op, {"targets", "i32"});
+  expect_invalid([&] { ml::cross_entropy(x, t, {ml::Reduction::Mean, -100, 1.5}); }, op, {"label_smoothing"});
+  expect_invalid([&] { ml::cross_entropy(x, t, {ml::Reduction::Mean, std::int64_t{1} << 40, 0.0}); }, op, {"ignore_index"});
+}
+
+TEST(NnMseLoss, ForwardAndGradients) {
+  for (auto reduction : {ml::Reduction::Mean, ml::Reduction::Sum, ml::Reduction::None}) {
+    for (const Shape& shape : {Shape{1}, Shape{3, 7}, Shape{2, 3, 700}}) {
+      SCOPED_TRACE(testing::Message() << shape.to_string() << " reduction " << int(reduction));
+      const auto a = test_values(shape.numel(), 1), b = test_values(shape.numel(), 2);
+      Matrix loss;
+      const auto ops = traced([&] { loss = ml::mse_loss(Matrix::from_vector(shape, a), Matrix::from_vector(shape, b), reduction); });
+      ASSERT_EQ(ops.size(), 1u);
+      EXPECT_EQ(ops[0].label(), "oa::ml::mse_loss");
+      EXPECT_TRUE(oa_test::near(loss.to_vector(), ref::mse_loss(f64(a), f64(b), to_ref(reduction)), 1e-6, 1e-5));
+    }
+    gradcheck({random_input({4, 5}, 3), random_input({4, 5}, 4)},
+              [&](const std::vector<Matrix>& in) { return ml::mse_loss(in[0], in[1], reduction); },
+              [&](const std::vector<std::vector<double>>& in) { return ref::mse_loss(in[0], in[1], to_ref(reduction)); });
+  }
+  gradcheck({random_input({6}, 5, -1, 1, false), random_input({6}, 6)},
+            [&](const std::vector<Matrix>& in) { return ml::mse_loss(in[0], in[1]); },
+            [&](const std::vector<std::vector<double>>& in) { return ref::mse_loss(in[0], in[1], ref::LossReduction::Mean); });
+  expect_invalid([] { ml::mse_loss(Matrix::zeros({2, 3}), Matrix::zeros({3, 2})); }, "oa::ml::mse_loss", {"[2, 3]", "[3, 2]"});
+  expect_invalid([] { ml::mse_loss(Matrix::zeros({0}), Matrix::zeros({0})); }, "oa::ml::mse_loss", {"nonempty"});
+}
+
+TEST(NnAccuracy, FractionOfRowsWhoseArgmaxIsTheTarget) {
+  for (std::int64_t N : {1, 9, 600}) {
+    SCOPED_TRACE(testing::Message() << "N " << N);
+    const std::int64_t C = 5;
+    auto x = test_values(N * C, 30 + N);
+    auto t = targets(N, C, 31);
+    for (std::int64_t i = 0; i < N; i += 2) x[i * C + t[i]] = 2.0f;  // about half the rows hit
+    if (N > 1) {
+      x[C + 0] = x[C + 4] = 3.0f;  // a tie: the first index wins
+      t[1] = 0;
+    }
+    Matrix acc;
+    const auto ops = traced([&] { acc = ml::accuracy(Matrix::from_vector({N, C}, x), Matrix::from_i32({N}, t)); });
+    expect_trace(ops, {{"oa::ml::accuracy", 3}});
+    EXPECT_TRUE(acc.shape() == Shape{});
+    EXPECT_NEAR(acc.item(), ref::accuracy(f64(x), t, C), 1e-6);
+  }
+  expect_invalid([] { ml::accuracy(Matrix::zeros({2, 3}), Matrix::from_i32({3}, std::vector<std::int32_t>{0, 0, 0})); }, "oa::ml::accuracy",
+                 {"targets"});
+}
+
+}  // namespace

@@ -1,0 +1,158 @@
+// layer_norm and batch_norm_2d against the f64 references, with gradient checks.
+#include "ml/nn_common.hpp"
+#include "reference/nn.hpp"
+
+namespace {
+
+using oa::Matrix;
+using oa::Shape;
+using namespace oa::nn_test;
+namespace ml = oa::ml;
+namespace ref = oa::reference;
+using oa::test::gradcheck;
+using oa::test::random_input;
+using oa::test::test_values;
+
+TEST(NnLayerNorm, ForwardMatchesReferenceForShortAndLongRows) {
+  // Row lengths around the lane choices (1, odd, one workgroup, several strides).
+  for (std::int64_t D : {1, 3, 17, 256, 700}) {
+    for (bool affine : {true, false}) {
+      SCOPED_TRACE(testing::Message() << "D " << D << " affine " << affine);
+      const Shape shape{2, 3, D};
+      const auto x = test_values(shape.numel(), 3 + D, -2.0, 3.0);
+      const auto w = test_values(D, 5), b = test_values(D, 6);
+      const Matrix mx = Matrix::from_vector(shape, x);
+      const Matrix mw = affine ? Matrix::from_vector({D}, w) : Matrix(), mb = affine ? Matrix::from_vector({D}, b) : Matrix();
+      Matrix y;
+      const auto ops = traced([&] { y = ml::layer_norm(mx, mw, mb, 1e-5); });
+      expect_trace(ops, {{"oa::ml::layer_norm", 1}});
+      EXPECT_EQ(ops[0].inputs.size(), affine ? 3u : 1u);
+      EXPECT_TRUE(y.shape() == shape);
+      const auto want = ref::layer_norm(f64(x), D, affine ? f64(w) : std::vector<double>{}, affine ? f64(b) : std::vector<double>{}, 1e-5);
+      EXPECT_TRUE(oa_test::near(y.to_vector(), want, 2e-5, 1e-4));
+    }
+  }
+}
+
+TEST(NnLayerNorm, GradientsForInputWeightAndBias) {
+  for (std::int64_t D : {1, 5, 300}) {
+    SCOPED_TRACE(testing::Message() << "D " << D);
+    gradcheck({random_input({3, D}, 11, -2, 2), random_input({D}, 12), random_input({D}, 13)},
+              [](const std::vector<Matrix>& in) { return ml::layer_norm(in[0], in[1], in[2], 1e-5); },
+              [D](const std::vector<std::vector<double>>& in) { return ref::layer_norm(in[0], D, in[1], in[2], 1e-5); });
+  }
+  // Only some inputs need gradients; without weight and bias.
+  gradcheck({random_input({2, 2, 7}, 14), random_input({7}, 15, -1, 1, false), random_input({7}, 16)},
+            [](const std::vector<Matrix>& in) { return ml::layer_norm(in[0], in[1], in[2], 1e-3); },
+            [](const std::vector<std::vector<double>>& in) { return ref::layer_norm(in[0], 7, in[1], in[2], 1e-3); });
+  gradcheck({random_input({4, 9}, 17)}, [](const std::vector<Matrix>& in) { return ml::layer_norm(in[0], Matrix(), Matrix()); },
+            [](const std::vector<std::vector<double>>& in) { return ref::layer_norm(in[0], 9, {}, {}, 1e-5); });
+  gradcheck({random_input({4, 6}, 18, -1, 1, false), random_input({6}, 19), random_input({6}, 20)},
+            [](const std::vector<Matrix>& in) { return ml::layer_norm(in[0], in[1], in[2]); },
+            [](const std::vector<std::vector<double>>& in) { return ref::layer_norm(in[0], 6, in[1], in[2], 1e-5); });
+}
+
+TEST(NnLayerNorm, BackwardIsOneSemanticOp) {
+  const Matrix x = Matrix::from_vector({5, 8}, test_values(40, 21)), w = Matrix::ones({8}), b = Matrix::zeros({8});
+  for (const auto& m : {x, w, b}) oa::set_requires_grad(m);
+  const Matrix y = ml::layer_norm(x, w, b);
+  const auto ops = traced([&] { oa::backward(y, Matrix::ones({5, 8})); });
+  // dx with dy * xhat, then the column sums for the weight and the bias.
+  expect_trace(ops, {{"oa::ml::layer_norm backward", 3}});
+}
+
+TEST(NnLayerNorm, InvalidArgumentsRecordNothing) {
+  const Matrix x = Matrix::zeros({2, 4});
+  expect_invalid([&] { ml::layer_norm(x, Matrix::ones({3}), Matrix()); }, "oa::ml::layer_norm", {"weight", "[3]", "[2, 4]"});
+  expect_invalid([&] { ml::layer_norm(x, Matrix(), Matrix::ones({4, 1})); }, "oa::ml::layer_norm", {"bias"});
+  expect_invalid([&] { ml::layer_norm(Matrix::zeros({}), Matrix(), Matrix()); }, "oa::ml::layer_norm", {"x", "rank"});
+  expect_invalid([&] { ml::layer_norm(Matrix::zeros({2, 0}), Matrix(), Matrix()); }, "oa::ml::layer_norm", {"x"});
+  expect_invalid([&] { ml::layer_norm(x, Matrix(), Matrix(), -1.0); }, "oa::ml::layer_norm", {"eps"});
+  expect_invalid([&] { ml::layer_norm(Matrix::from_i32({2}, std::vector<std::int32_t>{1, 2}), Matrix(), Matrix()); },
+                 "oa::ml::layer_norm", {"f32"});
+}
+
+struct BnCase {
+  std::int64_t N, C, H, W;
+};
+
+TEST(NnBatchNorm, TrainingNormalisesWithBatchStatisticsAndUpdatesRunningStatistics) {
+  for (const BnCase c : {BnCase{2, 3, 4, 5}, BnCase{1, 2, 3, 1}, BnCase{7, 1, 1, 1}, BnCase{3, 4, 9, 9}}) {
+    SCOPED_TRACE(testing::Message() << "NCHW " << c.N << " " << c.C << " " << c.H << " " << c.W);
+    const Shape shape{c.N, c.C, c.H, c.W};
+    const auto x = test_values(shape.numel(), 31, -1.0, 4.0);
+    const auto w = test_values(c.C, 32), b = test_values(c.C, 33), rm0 = test_values(c.C, 34), rv0 = test_values(c.C, 35, 0.5, 2.0);
+    const Matrix mrm = Matrix::from_vector({c.C}, rm0), mrv = Matrix::from_vector({c.C}, rv0);
+    const auto v_mean = mrm.version(), v_var = mrv.version();
+    Matrix y;
+    const auto ops = traced([&] {
+      y = ml::batch_norm_2d(Matrix::from_vector(shape, x), Matrix::from_vector({c.C}, w), Matrix::from_vector({c.C}, b), mrm, mrv, true,
+                            0.2, 1e-4);
+    });
+    ASSERT_EQ(ops.size(), 1u);
+    EXPECT_EQ(ops[0].label(), "oa::ml::batch_norm_2d");
+    EXPECT_EQ(ops[0].inputs.size(), 5u);
+    EXPECT_GT(mrm.version(), v_mean);
+    EXPECT_GT(mrv.version(), v_var);
+    std::vector<double> rm = f64(rm0), rv = f64(rv0);
+    const auto want = ref::batch_norm_2d(f64(x), c.N, c.C, c.H * c.W, f64(w), f64(b), &rm, &rv, true, 0.2, 1e-4);
+    EXPECT_TRUE(oa_test::near(y.to_vector(), want, 3e-5, 2e-4));
+    EXPECT_TRUE(oa_test::near(mrm.to_vector(), rm, 1e-6, 1e-5)) << "running_mean";
+    EXPECT_TRUE(oa_test::near(mrv.to_vector(), rv, 1e-6, 1e-5)) << "running_var";
+  }
+}
+
+TEST(NnBatchNorm, EvalUsesRunningStatisticsAndLeavesThemUnchanged) {
+  const Shape shape{2, 3, 2, 3};
+  const auto x = test_values(shape.numel(), 41), rm = test_values(3, 42), rv = test_values(3, 43, 0.5, 1.5);
+  const Matrix mrm = Matrix::from_vector({3}, rm), mrv = Matrix::from_vector({3}, rv);
+  Matrix y;
+  const auto ops = traced([&] { y = ml::batch_norm_2d(Matrix::from_vector(shape, x), Matrix(), Matrix(), mrm, mrv, false); });
+  expect_trace(ops, {{"oa::ml::batch_norm_2d", 2}});  // statistics, normalisation
+  std::vector<double> drm = f64(rm), drv = f64(rv);
+  EXPECT_TRUE(oa_test::near(y.to_vector(), ref::batch_norm_2d(f64(x), 2, 3, 6, {}, {}, &drm, &drv, false, 0.1, 1e-5), 2e-5, 1e-4));
+  EXPECT_EQ(mrm.to_vector(), rm);
+  EXPECT_EQ(mrv.to_vector(), rv);
+}
+
+TEST(NnBatchNorm, GradientsInTrainingAndEval) {
+  for (bool training : {true, false}) {
+    for (const BnCase c : {BnCase{2, 3, 2, 3}, BnCase{3, 2, 1, 1}}) {
+      SCOPED_TRACE(testing::Message() << "training " << training << " N " << c.N);
+      const auto rm = test_values(c.C, 51), rv = test_values(c.C, 52, 0.5, 1.5);
+      const std::int64_t S = c.H * c.W;
+      gradcheck({random_input({c.N, c.C, c.H, c.W}, 53, -1, 3), random_input({c.C}, 54), random_input({c.C}, 55)},
+                [&](const std::vector<Matrix>& in) {
+                  return ml::batch_norm_2d(in[0], in[1], in[2], Matrix::from_vector({c.C}, rm), Matrix::from_vector({c.C}, rv), training);
+                },
+                [&](const std::vector<std::vector<double>>& in) {
+                  std::vector<double> drm = f64(rm), drv = f64(rv);
+                  return ref::batch_norm_2d(in[0], c.N, c.C, S, in[1], in[2], &drm, &drv, training, 0.1, 1e-5);
+                });
+    }
+  }
+  // Without weight and bias, only the input gradient.
+  gradcheck({random_input({2, 2, 3, 2}, 56)},
+            [](const std::vector<Matrix>& in) {
+              return ml::batch_norm_2d(in[0], Matrix(), Matrix(), Matrix::zeros({2}), Matrix::ones({2}), true);
+            },
+            [](const std::vector<std::vector<double>>& in) {
+              std::vector<double> rm(2, 0.0), rv(2, 1.0);
+              return ref::batch_norm_2d(in[0], 2, 2, 6, {}, {}, &rm, &rv, true, 0.1, 1e-5);
+            });
+}
+
+TEST(NnBatchNorm, InvalidArgumentsRecordNothing) {
+  const Matrix x = Matrix::zeros({2, 3, 2, 2}), s = Matrix::ones({3});
+  const char* op = "oa::ml::batch_norm_2d";
+  expect_invalid([&] { ml::batch_norm_2d(Matrix::zeros({2, 3, 4}), s, s, s, Matrix::ones({3}), true); }, op, {"NCHW", "[2, 3, 4]"});
+  expect_invalid([&] { ml::batch_norm_2d(x, Matrix::ones({2}), s, Matrix::ones({3}), Matrix::ones({3}), true); }, op, {"weight", "[2]"});
+  expect_invalid([&] { ml::batch_norm_2d(x, s, s, Matrix(), Matrix::ones({3}), true); }, op, {"running_mean"});
+  expect_invalid([&] { ml::batch_norm_2d(x, s, s, Matrix::ones({3}), Matrix::ones({4}), false); }, op, {"running_var", "[4]"});
+  expect_invalid([&] { ml::batch_norm_2d(x, s, s, s, s, true); }, op, {"share"});
+  expect_invalid([&] { ml::batch_norm_2d(x, s, s, Matrix::ones({3}), Matrix::ones({3}), true, 1.5); }, op, {"momentum"});
+  expect_invalid([&] { ml::batch_norm_2d(Matrix::zeros({1, 3, 1, 1}), s, s, Matrix::ones({3}), Matrix::ones({3}), true); }, op,
+                 {"more than one value"});
+}
+
+}  // namespace

@@ -1,0 +1,110 @@
+// dropout and log_softmax against the f64 references, with gradient checks.
+#include <limits>
+
+#include "ml/nn_common.hpp"
+#include "reference/nn.hpp"
+
+namespace {
+
+using oa::Matrix;
+using oa::Shape;
+using namespace oa::nn_test;
+namespace ml = oa::ml;
+namespace ref = oa::reference;
+using oa::test::gradcheck;
+using oa::test::random_input;
+using oa::test::test_values;
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+TEST(NnDropout, MaskComesFromTheSeededPhiloxStream) {
+  for (std::int64_t n : {1, 5, 1023, 4101}) {
+    for (double p : {0.25, 0.5}) {
+      SCOPED_TRACE(testing::Message() << "n " << n << " p " << p);
+      const auto x = test_values(n, 3, 0.5, 2.0);  // nonzero, so a zero marks a dropped element
+      const std::uint64_t seed = 0x123456789abcull + static_cast<std::uint64_t>(n);
+      Matrix y;
+      const auto ops = traced([&] { y = ml::dropout(Matrix::from_vector({n}, x), p, seed); });
+      expect_trace(ops, {{"oa::ml::dropout", 1}});
+      const auto got = y.to_vector();
+      EXPECT_TRUE(oa_test::near(got, ref::dropout(f64(x), p, seed), 0, 1e-6));
+      // The documented relation to Matrix::uniform with the same seed.
+      const auto u = Matrix::uniform({n}, 0, 1, seed).to_vector();
+      std::int64_t kept = 0;
+      for (std::int64_t i = 0; i < n; ++i) {
+        EXPECT_EQ(got[i] != 0.0f, u[i] >= p) << i;
+        kept += got[i] != 0.0f;
+      }
+      if (n > 1000) {
+        EXPECT_NEAR(double(kept) / double(n), 1 - p, 0.05);
+      }
+    }
+  }
+}
+
+TEST(NnDropout, EvalIsIdentityAndEdgeProbabilities) {
+  const Matrix x = Matrix::from_vector({6}, test_values(6, 1, 0.5, 1.0));
+  const auto ops = traced([&] { EXPECT_TRUE(ml::dropout(x, 0.5, 1, false).same_as(x)); });
+  EXPECT_TRUE(ops.empty());
+  EXPECT_EQ(ml::dropout(x, 0.0, 7).to_vector(), x.to_vector());
+  EXPECT_EQ(ml::dropout(x, 1.0, 7).to_vector(), std::vector<float>(6, 0.0f));
+}
+
+TEST(NnDropout, GradientRegeneratesTheMask) {
+  gradcheck({random_input({3, 37}, 5)}, [](const std::vector<Matrix>& in) { return ml::dropout(in[0], 0.25, 99); },
+            [](const std::vector<std::vector<double>>& in) { return ref::dropout(in[0], 0.25, 99); });
+  const Matrix x = Matrix::from_vector({10}, test_values(10, 6));
+  oa::set_requires_grad(x);
+  const Matrix y = ml::dropout(x, 0.5, 3);
+  expect_trace(traced([&] { oa::backward(y, Matrix::ones({10})); }), {{"oa::ml::dropout backward", 1}});
+}
+
+TEST(NnDropout, InvalidArgumentsRecordNothing) {
+  const Matrix x = Matrix::zeros({4});
+  expect_invalid([&] { ml::dropout(x, 1.5, 1); }, "oa::ml::dropout", {"p"});
+  expect_invalid([&] { ml::dropout(x, -0.1, 1); }, "oa::ml::dropout", {"p"});
+  expect_invalid([&] { ml::dropout(Matrix(), 0.1, 1); }, "oa::ml::dropout", {"x"});
+}
+
+TEST(NnLogSoftmax, ForwardIsStableForRowsOfAnyLength) {
+  for (std::int64_t L : {1, 2, 9, 256, 1000, 5000}) {
+    SCOPED_TRACE(testing::Message() << "L " << L);
+    auto x = test_values(3 * L, 7 + L, -30.0, 30.0);
+    x[0] = 80.0f;  // exp overflows without the max shift
+    Matrix y;
+    const auto ops = traced([&] { y = ml::log_softmax(Matrix::from_vector({3, L}, x)); });
+    expect_trace(ops, {{"oa::ml::log_softmax", 1}});
+    EXPECT_TRUE(oa_test::near(y.to_vector(), ref::log_softmax(f64(x), L), 2e-5, 2e-6));
+  }
+}
+
+TEST(NnLogSoftmax, Gradients) {
+  for (std::int64_t L : {1, 6, 300}) {
+    SCOPED_TRACE(testing::Message() << "L " << L);
+    gradcheck({random_input({2, 2, L}, 11, -3, 3)}, [](const std::vector<Matrix>& in) { return ml::log_softmax(in[0]); },
+              [L](const std::vector<std::vector<double>>& in) { return ref::log_softmax(in[0], L); });
+  }
+}
+
+TEST(NnLogSoftmax, FullyMaskedRowsGiveMinusInfinityAndZeroGradient) {
+  // Row 0 fully masked, row 1 partly masked.
+  const std::vector<float> x = {-kInf, -kInf, -kInf, 0.5f, -kInf, 1.5f};
+  const Matrix mx = Matrix::from_vector({2, 3}, x);
+  oa::set_requires_grad(mx);
+  const Matrix y = ml::log_softmax(mx);
+  const auto got = y.to_vector();
+  for (int j = 0; j < 3; ++j) EXPECT_EQ(got[j], -kInf);
+  EXPECT_TRUE(oa_test::near({got[3], got[5]}, {0.5 - std::log(std::exp(0.5) + std::exp(1.5)), 1.5 - std::log(std::exp(0.5) + std::exp(1.5))},
+                            1e-6, 1e-6));
+  oa::backward(y, Matrix::from_vector({2, 3}, std::vector<float>{1, 2, 3, 1, 1, 1}));
+  const auto g = oa::grad(mx).to_vector();
+  for (int j = 0; j < 3; ++j) EXPECT_EQ(g[j], 0.0f);
+  for (float v : g) EXPECT_FALSE(std::isnan(v));
+}
+
+TEST(NnLogSoftmax, InvalidArgumentsRecordNothing) {
+  expect_invalid([] { ml::log_softmax(Matrix::zeros({})); }, "oa::ml::log_softmax", {"rank"});
+  expect_invalid([] { ml::log_softmax(Matrix::from_i32({2}, std::vector<std::int32_t>{1, 2})); }, "oa::ml::log_softmax", {"f32"});
+}
+
+}  // namespace
