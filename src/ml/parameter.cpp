@@ -17,6 +17,12 @@ const std::string& Parameter::name() const {
   return value_.impl()->autograd->name;
 }
 
+void Parameter::set_name(std::string name) const {
+  this->name();  // rejects an undefined Parameter
+  if (name.empty()) fail(ErrorKind::InvalidArgument, "oa::ml::Parameter::set_name: the name is empty");
+  value_.impl()->autograd->name = std::move(name);
+}
+
 void Parameter::assign(const Matrix& source) const {
   const std::string& n = name();
   detail::require_f32(source, "oa::ml::Parameter::assign", "source");

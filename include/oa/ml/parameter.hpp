@@ -29,6 +29,10 @@ class Parameter {
 
   bool defined() const { return value_.defined(); }
   const std::string& name() const;
+  // Renames the Parameter (every handle sees the new name). Modules use it to
+  // give their parameters hierarchical names as they are composed. Throws
+  // InvalidArgument for an empty name or an undefined Parameter.
+  void set_name(std::string name) const;
   // The value: a leaf that requires gradients (unless set_requires_grad(false)).
   const Matrix& value() const { return value_; }
   const Shape& shape() const { return value_.shape(); }
