@@ -1,0 +1,153 @@
+#pragma once
+// Batched algebra and attention (oa::ml): bmm, bmm_nt, bmm_tn, split_heads,
+// merge_heads, softmax_scaled_masked, scaled_dot_product_attention,
+// flash_attention, flash_attention_causal, scaled_dot_product_attention_causal.
+//
+// All values are F32, contiguous and row-major. Each public call records ONE
+// semantic op "oa::ml::matrix::<name>" (flash_attention and
+// flash_attention_causal record "oa::ml::matrix::scaled_dot_product_attention"
+// with attribute path = "flash"), validates every argument before anything is
+// allocated or recorded, and attaches a reverse-mode rule when an input
+// requires a gradient (every output is differentiable: the flash path's
+// log-sum-exp and the materialised path's weights too; masks are not).
+// Errors (oa::Error naming the op, the argument and the shapes):
+// InvalidArgument for ranks, extents, dtypes, mixed engines and 32-bit index
+// overflow; Unsupported for flash head dims above 256; ResourceExhausted when
+// one operand exceeds the device's maxStorageBufferRange.
+//
+// Numerical conventions (DESIGN.md):
+// - Softmax and attention rows whose every position is masked (all -inf, or a
+//   causal row with no visible key) give zero output and zero gradient, never
+//   NaN; their log-sum-exp is -inf.
+// - `causal` with query length Sq != key length Sk is aligned bottom-right:
+//   query i sees keys j <= i + Sk - Sq (FlashAttention 2.1+, MLX). The flash
+//   and materialised paths agree on this.
+// - Where `scale` is optional its default is 1/sqrt(head_dim); an explicit
+//   value (1.0 included) is honoured.
+// - Additive masks are detached: no gradient flows into them.
+// - Forward results are bitwise deterministic (no floating-point atomics).
+#include <cstdint>
+#include <optional>
+
+#include "oa/matrix/matrix.hpp"
+
+namespace oa::ml {
+
+// ── Batched matrix products ─────────────────────────────────────────────────
+// torch.bmm: for every n, C[n] = A[n] @ B[n]. Any N >= 1 (also above the
+// device's 65535 workgroups per grid dimension) and any M, K, P >= 1.
+//   bmm:    A [N, M, K], B [N, K, P] -> [N, M, P]
+//   bmm_nt: A [N, M, K], B [N, P, K] -> [N, M, P]   (A @ B^T)
+//   bmm_tn: A [N, K, M], B [N, K, P] -> [N, M, P]   (A^T @ B)
+// Gradients flow to both operands.
+Matrix bmm(const Matrix& a, const Matrix& b);
+Matrix bmm_nt(const Matrix& a, const Matrix& b);
+Matrix bmm_tn(const Matrix& a, const Matrix& b);
+
+// ── Heads ───────────────────────────────────────────────────────────────────
+// split_heads: x [B*S, D] (row b*S + s, columns h*(D/H) .. (h+1)*(D/H)) ->
+// [B*H, S, D/H] with head b*H + h. Requires B, S, H >= 1, x.rows == B*S and
+// D divisible by H. merge_heads is its exact inverse ([B*H, S, Dh] -> [B*S,
+// H*Dh]). With H = 1 both are zero-copy reshapes and record no head op. The
+// backward of one is the other.
+Matrix split_heads(const Matrix& x, std::int64_t batch, std::int64_t seq_len, std::int64_t num_heads);
+Matrix merge_heads(const Matrix& x, std::int64_t batch, std::int64_t seq_len, std::int64_t num_heads);
+
+// ── Softmax ─────────────────────────────────────────────────────────────────
+// softmax(scores * scale + mask) over the last axis (torch.softmax of the
+// scaled, masked logits). scores has rank >= 1 and is viewed as rows of its
+// last extent (any length, 1 to 65536 and beyond: one workgroup reduces each
+// long row cooperatively). `mask` is optional (an undefined Matrix means
+// none), detached from autograd, and either has the shape of `scores` or, for
+// scores [..., Sq, Sk], is [Sq, Sk] broadcast over the leading axes. Stable
+// for large logits (softmax([1000, 0]) = [1, 0]); fully masked rows are zero.
+Matrix softmax_scaled_masked(const Matrix& scores, const Matrix& mask, float scale);
+
+// ── Attention ───────────────────────────────────────────────────────────────
+// Shapes: q [BH, Sq, Dh], k [BH, Sk, Dh], v [BH, Sk, Dv] -> output [BH, Sq, Dv]
+// with output = softmax(scale * q k^T + mask (+ causal)) v per batch-head.
+// `additive_mask` is optional (undefined = none): [BH*Sq, Sk], or [Sq, Sk]
+// broadcast over BH; -inf entries hide keys. Source: "Attention Is All You
+// Need" (Vaswani et al. 2017), torch.nn.functional.scaled_dot_product_attention
+// with bottom-right causal alignment.
+
+// Output and log-sum-exp of the flash path.
+struct FlashAttentionResult {
+  Matrix output;       // [BH, Sq, Dv]
+  Matrix log_sum_exp;  // [BH, Sq], natural log of sum_j exp(scale q.k_j + mask); -inf for a fully masked row
+};
+// Output and the materialised attention probabilities.
+struct AttentionWithWeights {
+  Matrix output;   // [BH, Sq, Dv]
+  Matrix weights;  // [BH, Sq, Sk], softmax probabilities (zero rows where fully masked)
+};
+
+// Flash attention (FlashAttention-2, Dao 2023): tiled online softmax with
+// blocks of queries against blocks of keys in shared memory; no Sq x Sk matrix
+// is ever stored and there is no sequence cap. Memory O(BH * Sq * (Dv + 1)).
+// Dh and Dv must be <= 256 (Unsupported otherwise). The backward recomputes
+// probabilities block by block from the saved log-sum-exp.
+FlashAttentionResult flash_attention(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& additive_mask = {},
+                                     std::optional<float> scale = {}, bool causal = false);
+
+// Scaled dot-product attention. Takes the flash path (no probabilities stored)
+// when Dh and Dv are <= 256, the materialised path (bmm_nt, softmax, bmm)
+// otherwise. Saves what its backward needs.
+Matrix scaled_dot_product_attention(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& additive_mask = {},
+                                    std::optional<float> scale = {}, bool causal = false);
+
+// The materialised path, for callers that need the probabilities: scores
+// [BH, Sq, Sk] = q k^T, weights = softmax_scaled_masked(scores, mask, scale)
+// (with causal hiding), output = weights @ v. Memory O(BH * Sq * Sk).
+AttentionWithWeights scaled_dot_product_attention_with_weights(const Matrix& q, const Matrix& k, const Matrix& v,
+                                                               const Matrix& additive_mask = {},
+                                                               std::optional<float> scale = {}, bool causal = false);
+
+// Causal flash attention without a mask (the seed's entry point): q [BH, Sq,
+// Dh], k [BH, Sk, Dh], v [BH, Sk, Dv] as flash_attention; returns the output
+// and saves one log-sum-exp per query row for the backward.
+Matrix flash_attention_causal(const Matrix& q, const Matrix& k, const Matrix& v, float scale);
+
+// Multi-head causal self-attention on packed rows: q, k, v [B*S, D] with
+// S = seq_len, H = num_heads, D divisible by H; equivalent to
+// merge_heads(flash causal attention(split_heads(q), split_heads(k),
+// split_heads(v)), scale 1/sqrt(D/H)) but reads and writes the packed layout
+// directly (no head copies). Returns [B*S, D].
+Matrix scaled_dot_product_attention_causal(const Matrix& q, const Matrix& k, const Matrix& v, std::int64_t seq_len,
+                                           std::int64_t num_heads);
+
+// ── Explicit backward lowerings ─────────────────────────────────────────────
+// What the autograd rules call; usable directly. Each validates like its
+// forward and records one semantic op labelled "<forward name> backward".
+
+enum class BmmLayout { NN, NT, TN };  // bmm, bmm_nt, bmm_tn
+struct BmmGradients {
+  Matrix a, b;
+};
+// Gradients of C = op(A) op(B) for the given layout with respect to a and b,
+// given grad [N, M, P]; only those asked for are computed (the others stay
+// undefined, and nothing is recorded when neither is).
+BmmGradients bmm_backward(BmmLayout layout, const Matrix& a, const Matrix& b, const Matrix& grad, bool need_a = true,
+                          bool need_b = true);
+
+// d scores = scale * y * (grad - rowsum(y * grad)) for y = softmax_scaled_masked(...).
+Matrix softmax_scaled_masked_backward(const Matrix& probabilities, const Matrix& grad, float scale);
+
+struct AttentionGradients {
+  Matrix q, k, v;
+};
+// Flash backward (two passes, no atomics: one over query blocks for dq, one
+// over key blocks for dk and dv), from the forward's output and log-sum-exp.
+// `scale` is the value the forward used (already resolved, not optional).
+// `grad_log_sum_exp` [BH, Sq] (optional) is a gradient reaching the
+// log-sum-exp output (d lse_i / d s_ij = p_ij).
+AttentionGradients flash_attention_backward(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& additive_mask,
+                                            const Matrix& output, const Matrix& log_sum_exp, const Matrix& grad,
+                                            float scale, bool causal, const Matrix& grad_log_sum_exp = {});
+// Materialised-path backward from the saved weights: dv = P^T g,
+// dP = g v^T (+ grad_weights, a gradient reaching the weights output),
+// dS = softmax backward, dq = dS k, dk = dS^T q.
+AttentionGradients attention_weights_backward(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& weights,
+                                              const Matrix& grad, float scale, const Matrix& grad_weights = {});
+
+}  // namespace oa::ml

@@ -1,0 +1,109 @@
+#version 450
+// Flash attention backward, pass 1 of 2: dq, and delta = rowsum(dO * O) - g_lse
+// (g_lse: the gradient reaching the log-sum-exp output, when has_lse_grad).
+// Same work split as the forward (BLOCK_M query rows per workgroup, key and
+// value tiles through shared memory, causal tiles skipped). Probabilities are
+// recomputed from the saved log-sum-exp: p_j = exp2(s_j - lse * log2 e), then
+// ds_j = p_j (dO . v_j - delta) and dq = scale * sum_j ds_j k_j. Rows whose
+// lse is -inf (nothing visible) get dq = 0.
+#extension GL_GOOGLE_include_directive : require
+#include "common/oa.glsl"
+#include "ml/attention/flash_common.glsl"
+
+layout(std430, binding = 0) readonly buffer Q { float q_in[]; };
+layout(std430, binding = 0) readonly buffer Q4 { vec4 q4_in[]; };
+layout(std430, binding = 1) readonly buffer K { float k_in[]; };
+layout(std430, binding = 1) readonly buffer K4 { vec4 k4_in[]; };
+layout(std430, binding = 2) readonly buffer V { float v_in[]; };
+layout(std430, binding = 2) readonly buffer V4 { vec4 v4_in[]; };
+layout(std430, binding = 3) readonly buffer Mask { float mask[]; };
+layout(std430, binding = 4) readonly buffer O { float o_in[]; };
+layout(std430, binding = 4) readonly buffer O4 { vec4 o4_in[]; };
+layout(std430, binding = 5) readonly buffer DO { float do_in[]; };
+layout(std430, binding = 5) readonly buffer DO4 { vec4 do4_in[]; };
+layout(std430, binding = 6) readonly buffer Lse { float lse_in[]; };
+layout(std430, binding = 7) writeonly buffer DQ { float dq_out[]; };
+layout(std430, binding = 7) writeonly buffer DQ4 { vec4 dq4_out[]; };
+layout(std430, binding = 8) writeonly buffer Delta { float delta_out[]; };
+layout(std430, binding = 9) readonly buffer LseGrad { float lse_grad[]; };
+
+OA_PUSH_BEGIN uint heads; uint sq; uint sk; uint dh; uint dv; float scale_log2; uint causal; uint mask_mode; float scale; uint has_lse_grad; OA_PUSH_END
+
+shared vec4 k_tile[BLOCK_N * KW];
+shared vec4 v_tile[BLOCK_N * VW];
+FLASH_READER(read_q, q_in, q4_in)
+FLASH_READER(read_k, k_in, k4_in)
+FLASH_READER(read_v, v_in, v4_in)
+FLASH_READER(read_o, o_in, o4_in)
+FLASH_READER(read_do, do_in, do4_in)
+FLASH_WRITER(write_dq, dq_out, dq4_out)
+FLASH_TILE_LOADER(load_k, k_tile, read_k, KW)
+FLASH_TILE_LOADER(load_v, v_tile, read_v, VW)
+
+#define DECLARE(i) vec4 q##i = vec4(0.0), dq##i = vec4(0.0), g##i = vec4(0.0);
+#define LOAD_Q(i) if (uint(i) < KL) q##i = read_q(live, q_at, (lane * KL + uint(i)) * 4u, pc.dh) * pc.scale_log2;
+#define LOAD_DO(i)                                                  \
+  if (uint(i) < VL) {                                                  \
+    const uint c = (lane * VL + uint(i)) * 4u;                         \
+    g##i = read_do(live, o_at, c, pc.dv);                           \
+    part += dot(g##i, read_o(live, o_at, c, pc.dv));                \
+  }
+#define DOT_QK(i) if (uint(i) < KL) sp += dot(q##i, k_tile[kb + uint(i)]);
+#define DOT_GV(i) if (uint(i) < VL) gp += dot(g##i, v_tile[vb + uint(i)]);
+#define ACCUMULATE_DQ(i) if (uint(i) < KL) dq##i += ds * k_tile[kb + uint(i)];
+#define STORE_DQ(i) if (uint(i) < KL) write_dq(q_at, (lane * KL + uint(i)) * 4u, pc.dh, dq##i * pc.scale);
+
+void main() {
+  const uint lane = gl_LocalInvocationID.x % LANES;
+  const uint row0 = OA_GROUP_ID.x * BLOCK_M;
+  const uint qi = row0 + gl_LocalInvocationID.x / LANES;
+  const uint bh = OA_GROUP_ID.y;
+  const bool live = qi < pc.sq;
+  const int diag = int(pc.sk) - int(pc.sq);
+
+  const uint q_at = live ? flash_row(bh, qi, pc.sq, pc.dh, pc.heads) : 0u;
+  const uint o_at = live ? flash_row(bh, qi, pc.sq, pc.dv, pc.heads) : 0u;
+  FLASH_REGS(DECLARE)
+  FLASH_REGS(LOAD_Q)
+  float part = 0.0;
+  FLASH_REGS(LOAD_DO)
+  // d lse_i / d s_ij = p_ij, so a gradient g_lse on the log-sum-exp enters ds_ij = p_ij (dp_ij - delta_i) through delta.
+  const float delta = lane_sum(part) - (live && pc.has_lse_grad != 0u ? lse_grad[bh * pc.sq + qi] : 0.0);
+  const float lse2 = live ? lse_in[bh * pc.sq + qi] * OA_LOG2E : -OA_INF;
+
+  uint key_end = pc.sk;
+  int last_key = int(pc.sk) - 1;
+  if (pc.causal != 0u) {
+    key_end = uint(clamp(int(min(row0 + BLOCK_M, pc.sq)) + diag, 0, int(pc.sk)));
+    last_key = min(last_key, int(qi) + diag);
+  }
+  const bool any_visible = live && lse2 != -OA_INF;
+  const uint mask_row = pc.mask_mode == 1u ? bh * pc.sq + qi : qi;
+
+  for (uint key0 = 0u; key0 < key_end; key0 += BLOCK_N) {
+    barrier();
+    load_k(bh, key0, pc.sk, pc.dh, pc.heads);
+    load_v(bh, key0, pc.sk, pc.dv, pc.heads);
+    barrier();
+    for (uint j = 0u; j < BLOCK_N; ++j) {
+      const uint kb = j * KW + lane * KL;
+      const uint vb = j * VW + lane * VL;
+      float sp = 0.0, gp = 0.0;
+      FLASH_REGS(DOT_QK)
+      FLASH_REGS(DOT_GV)
+      float s = lane_sum(sp);
+      const float dp = lane_sum(gp);
+      const int key = int(key0 + j);
+      const bool visible = any_visible && key <= last_key;
+      if (visible && pc.mask_mode != 0u) s += mask[mask_row * pc.sk + uint(key)] * OA_LOG2E;
+      const float p = visible ? exp2(s - lse2) : 0.0;
+      const float ds = p * (dp - delta);
+      FLASH_REGS(ACCUMULATE_DQ)
+    }
+  }
+
+  if (live) {
+    FLASH_REGS(STORE_DQ)
+    if (lane == 0u) delta_out[bh * pc.sq + qi] = delta;
+  }
+}

@@ -1,0 +1,101 @@
+// Shared by the flash attention kernels (forward, backward dq, backward dk/dv).
+//
+// Layout: a tensor of `heads` heads per batch entry, S rows and D columns per
+// head, stored as packed rows [B*S, heads*D]; head bh = b*heads + h. heads = 1
+// is the plain [BH, S, D] layout.
+//
+// Work split: LANES adjacent invocations own one row (a query row, or a key row
+// in the dk/dv pass); lane l holds the padded columns
+// [4*KL*l, 4*KL*(l+1)) of that row's head vectors (KL vec4s) and
+// [4*VL*l, 4*VL*(l+1)) of its value vectors (VL vec4s) in registers, and a dot
+// product is finished with subgroup shuffles between the LANES lanes. Tiles of
+// BLOCK_N rows of the other operand go through shared memory as vec4 rows of
+// the padded widths DK and DV (zero padded past S and D).
+//
+// Registers are named vec4 variables (x0 .. x15), not arrays: NVIDIA's
+// compiler keeps arrays sized by specialization constants in local memory.
+// FLASH_REGS(M) expands M(0) .. M(15); each use guards with `i < KL` (or VL),
+// which specialization folds away, so at most 16 vec4s per lane per operand:
+// the host keeps DK / (4 * LANES) and DV / (4 * LANES) <= 16.
+#ifndef OA_FLASH_COMMON_GLSL
+#define OA_FLASH_COMMON_GLSL
+#extension GL_KHR_shader_subgroup_shuffle : require
+
+const float OA_LOG2E = 1.4426950408889634;
+const float OA_LN2 = 0.6931471805599453;
+
+layout(local_size_x_id = 0) in;                   // BLOCK_M * LANES invocations
+layout(constant_id = 1) const uint LANES = 2;     // invocations per row: 2, 4 or 8
+layout(constant_id = 2) const uint BLOCK_N = 32;  // rows per shared-memory tile
+layout(constant_id = 3) const uint DK = 64;       // padded head dim (multiple of 4 * LANES)
+layout(constant_id = 4) const uint DV = 64;       // padded value dim (multiple of 4 * LANES)
+const uint THREADS = gl_WorkGroupSize.x;
+const uint BLOCK_M = THREADS / LANES;
+const uint KW = DK / 4u;     // vec4s per padded head row
+const uint VW = DV / 4u;     // vec4s per padded value row
+const uint KL = KW / LANES;  // vec4s of a head row per lane
+const uint VL = VW / LANES;  // vec4s of a value row per lane
+
+#define FLASH_REGS(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9) M(10) M(11) M(12) M(13) M(14) M(15)
+
+// Element offset of row i of head bh in a tensor with S rows of D columns per head.
+uint flash_row(uint bh, uint i, uint S, uint D, uint heads) {
+  uint b = bh / heads;
+  return ((b * S + i) * heads + (bh - b * heads)) * D;
+}
+
+// Sum over the LANES invocations that own one row.
+float lane_sum(float x) {
+  x += subgroupShuffleXor(x, 1u);
+  if (LANES >= 4u) x += subgroupShuffleXor(x, 2u);
+  if (LANES >= 8u) x += subgroupShuffleXor(x, 4u);
+  return x;
+}
+
+// Defines `vec4 NAME(bool ok, uint at, uint c, uint D)`: columns c .. c+3 of
+// the row at element offset `at` of buffer SRC (vec4 view SRC4), zero where
+// !ok or past D; one vec4 load when D is a multiple of 4.
+#define FLASH_READER(NAME, SRC, SRC4)                   \
+  vec4 NAME(bool ok, uint at, uint c, uint D) {         \
+    vec4 v = vec4(0.0);                                 \
+    if (ok && c < D) {                                  \
+      if ((D & 3u) == 0u) {                             \
+        v = SRC4[(at + c) >> 2];                        \
+      } else {                                          \
+        v.x = SRC[at + c];                              \
+        if (c + 1u < D) v.y = SRC[at + c + 1u];         \
+        if (c + 2u < D) v.z = SRC[at + c + 2u];         \
+        if (c + 3u < D) v.w = SRC[at + c + 3u];         \
+      }                                                 \
+    }                                                   \
+    return v;                                           \
+  }
+
+// Defines `void NAME(uint at, uint c, uint D, vec4 v)`: stores v to columns
+// c .. c+3 of the row at element offset `at`, skipping columns past D.
+#define FLASH_WRITER(NAME, DST, DST4)                   \
+  void NAME(uint at, uint c, uint D, vec4 v) {          \
+    if (c >= D) return;                                 \
+    if ((D & 3u) == 0u) {                               \
+      DST4[(at + c) >> 2] = v;                          \
+    } else {                                            \
+      DST[at + c] = v.x;                                \
+      if (c + 1u < D) DST[at + c + 1u] = v.y;           \
+      if (c + 2u < D) DST[at + c + 2u] = v.z;           \
+      if (c + 3u < D) DST[at + c + 3u] = v.w;           \
+    }                                                   \
+  }
+
+// Defines `void NAME(uint bh, uint row0, uint S, uint D, uint heads)`, which
+// copies rows row0 .. row0 + BLOCK_N of a tensor into the shared vec4 tile
+// TILE of WIDTH vec4s per row through READ (a FLASH_READER), zero padded.
+#define FLASH_TILE_LOADER(NAME, TILE, READ, WIDTH)                                      \
+  void NAME(uint bh, uint row0, uint S, uint D, uint heads) {                          \
+    for (uint idx = gl_LocalInvocationID.x; idx < BLOCK_N * WIDTH; idx += THREADS) {   \
+      const uint r = idx / WIDTH;                                                       \
+      const bool ok = row0 + r < S;                                                     \
+      TILE[idx] = READ(ok, ok ? flash_row(bh, row0 + r, S, D, heads) : 0u, (idx - r * WIDTH) * 4u, D); \
+    }                                                                                   \
+  }
+
+#endif

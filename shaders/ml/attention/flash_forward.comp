@@ -1,0 +1,102 @@
+#version 450
+// Flash attention forward (FlashAttention-2 style, base-2 online softmax).
+// One workgroup: BLOCK_M query rows of one batch-head (grid x = query blocks,
+// y = batch-heads). Each query row keeps q (pre-scaled by scale * log2 e), its
+// output accumulator o, the running max m and the running sum l in registers;
+// key and value rows stream through shared memory in tiles of BLOCK_N. Key
+// tiles entirely above the causal diagonal of the block are never loaded.
+// Per visible key: when its score s exceeds m, o and l are rescaled by
+// exp2(m - s) and m = s; then p = exp2(s - m), l += p, o += p v.
+// Output: o / l and lse = (m + log2 l) * ln 2 per row; a row with no visible
+// key writes zeros and lse = -inf.
+#extension GL_GOOGLE_include_directive : require
+#include "common/oa.glsl"
+#include "ml/attention/flash_common.glsl"
+
+layout(std430, binding = 0) readonly buffer Q { float q_in[]; };
+layout(std430, binding = 0) readonly buffer Q4 { vec4 q4_in[]; };
+layout(std430, binding = 1) readonly buffer K { float k_in[]; };
+layout(std430, binding = 1) readonly buffer K4 { vec4 k4_in[]; };
+layout(std430, binding = 2) readonly buffer V { float v_in[]; };
+layout(std430, binding = 2) readonly buffer V4 { vec4 v4_in[]; };
+layout(std430, binding = 3) readonly buffer Mask { float mask[]; };
+layout(std430, binding = 4) writeonly buffer O { float o_out[]; };
+layout(std430, binding = 4) writeonly buffer O4 { vec4 o4_out[]; };
+layout(std430, binding = 5) writeonly buffer Lse { float lse_out[]; };
+
+// mask_mode: 0 none, 1 [BH*Sq, Sk], 2 [Sq, Sk] broadcast over batch-heads.
+OA_PUSH_BEGIN uint heads; uint sq; uint sk; uint dh; uint dv; float scale_log2; uint causal; uint mask_mode; OA_PUSH_END
+
+shared vec4 k_tile[BLOCK_N * KW];
+shared vec4 v_tile[BLOCK_N * VW];
+FLASH_READER(read_q, q_in, q4_in)
+FLASH_READER(read_k, k_in, k4_in)
+FLASH_READER(read_v, v_in, v4_in)
+FLASH_WRITER(write_o, o_out, o4_out)
+FLASH_TILE_LOADER(load_k, k_tile, read_k, KW)
+FLASH_TILE_LOADER(load_v, v_tile, read_v, VW)
+
+#define DECLARE(i) vec4 q##i = vec4(0.0), o##i = vec4(0.0);
+#define LOAD_Q(i) if (uint(i) < KL) q##i = read_q(live, q_at, (lane * KL + uint(i)) * 4u, pc.dh) * pc.scale_log2;
+#define DOT_QK(i) if (uint(i) < KL) part += dot(q##i, k_tile[kb + uint(i)]);
+#define RESCALE_O(i) if (uint(i) < VL) o##i *= alpha;
+#define ACCUMULATE_PV(i) if (uint(i) < VL) o##i += p * v_tile[vb + uint(i)];
+#define STORE_O(i) if (uint(i) < VL) write_o(o_at, (lane * VL + uint(i)) * 4u, pc.dv, o##i * inv);
+
+void main() {
+  const uint lane = gl_LocalInvocationID.x % LANES;
+  const uint row0 = OA_GROUP_ID.x * BLOCK_M;
+  const uint qi = row0 + gl_LocalInvocationID.x / LANES;
+  const uint bh = OA_GROUP_ID.y;
+  const bool live = qi < pc.sq;
+  const int diag = int(pc.sk) - int(pc.sq);  // query i sees keys j <= i + diag when causal
+
+  const uint q_at = live ? flash_row(bh, qi, pc.sq, pc.dh, pc.heads) : 0u;
+  FLASH_REGS(DECLARE)
+  FLASH_REGS(LOAD_Q)
+
+  // Keys this block may see, and the last key this row may see.
+  uint key_end = pc.sk;
+  int last_key = int(pc.sk) - 1;
+  if (pc.causal != 0u) {
+    key_end = uint(clamp(int(min(row0 + BLOCK_M, pc.sq)) + diag, 0, int(pc.sk)));
+    last_key = min(last_key, int(qi) + diag);
+  }
+  const uint mask_row = pc.mask_mode == 1u ? bh * pc.sq + qi : qi;
+
+  float m = -OA_INF;
+  float l = 0.0;
+  for (uint key0 = 0u; key0 < key_end; key0 += BLOCK_N) {
+    barrier();
+    load_k(bh, key0, pc.sk, pc.dh, pc.heads);
+    load_v(bh, key0, pc.sk, pc.dv, pc.heads);
+    barrier();
+    for (uint j = 0u; j < BLOCK_N; ++j) {
+      const uint kb = j * KW + lane * KL;
+      const uint vb = j * VW + lane * VL;
+      float part = 0.0;
+      FLASH_REGS(DOT_QK)
+      float s = lane_sum(part);
+      const int key = int(key0 + j);
+      const bool visible = live && key <= last_key;
+      if (visible && pc.mask_mode != 0u) s += mask[mask_row * pc.sk + uint(key)] * OA_LOG2E;
+      if (!visible) s = -OA_INF;
+      if (s > m) {
+        const float alpha = exp2(m - s);  // 0 while nothing was visible
+        l *= alpha;
+        FLASH_REGS(RESCALE_O)
+        m = s;
+      }
+      const float p = s == -OA_INF ? 0.0 : exp2(s - m);
+      l += p;
+      FLASH_REGS(ACCUMULATE_PV)
+    }
+  }
+
+  if (live) {
+    const float inv = l > 0.0 ? 1.0 / l : 0.0;
+    const uint o_at = flash_row(bh, qi, pc.sq, pc.dv, pc.heads);
+    FLASH_REGS(STORE_O)
+    if (lane == 0u) lse_out[bh * pc.sq + qi] = l > 0.0 ? (m + log2(l)) * OA_LN2 : -OA_INF;
+  }
+}

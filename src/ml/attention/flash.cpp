@@ -1,0 +1,343 @@
+// Flash attention: attention geometry and validation, the tiled forward and
+// two-pass backward lowerings, flash_attention, flash_attention_causal,
+// scaled_dot_product_attention_causal (packed heads read in place), and their
+// autograd rules.
+#include <algorithm>
+#include <cmath>
+
+#include "ml/attention/internal.hpp"
+
+namespace oa::ml {
+
+namespace attention_detail {
+
+AttentionGeometry attention_geometry(const char* op, const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& mask,
+                                     std::optional<float> scale, bool causal) {
+  detail::require_f32(q, op, "q");
+  detail::require_f32(k, op, "k");
+  detail::require_f32(v, op, "v");
+  detail::require_same_engine(q, k, op);
+  detail::require_same_engine(q, v, op);
+  if (q.rank() != 3 || q.numel() < 1)
+    fail(ErrorKind::InvalidArgument, "{}: q must be [BH, Sq, Dh] with every extent >= 1; found {}", op, q.shape());
+  AttentionGeometry g;
+  g.bh = q.dim(0);
+  g.sq = q.dim(1);
+  g.dh = q.dim(2);
+  if (k.rank() != 3 || k.numel() < 1 || k.dim(0) != g.bh || k.dim(2) != g.dh)
+    fail(ErrorKind::InvalidArgument, "{}: k must be [BH, Sk, Dh] = [{}, Sk >= 1, {}] to match q {}; found {}", op, g.bh, g.dh,
+         q.shape(), k.shape());
+  g.sk = k.dim(1);
+  if (v.rank() != 3 || v.numel() < 1 || v.dim(0) != g.bh || v.dim(1) != g.sk)
+    fail(ErrorKind::InvalidArgument, "{}: v must be [BH, Sk, Dv] = [{}, {}, Dv >= 1] to match k {}; found {}", op, g.bh, g.sk,
+         k.shape(), v.shape());
+  g.dv = v.dim(2);
+  const std::int64_t rows = checked_mul(g.bh, g.sq, "attention query rows");
+  if (mask.defined()) {
+    detail::require_f32(mask, op, "additive_mask");
+    detail::require_same_engine(q, mask, op);
+    if (mask.rank() == 2 && mask.dim(0) == rows && mask.dim(1) == g.sk) g.mask_mode = MaskMode::PerRow;
+    else if (mask.rank() == 2 && mask.dim(0) == g.sq && mask.dim(1) == g.sk) g.mask_mode = MaskMode::Broadcast;
+    else
+      fail(ErrorKind::InvalidArgument, "{}: additive_mask must be [BH*Sq, Sk] = [{}, {}] or [Sq, Sk] = [{}, {}] for q {}, k {}; found {}",
+           op, rows, g.sk, g.sq, g.sk, q.shape(), k.shape(), mask.shape());
+    detail::shader_u32(mask.numel(), "additive_mask element count", op);
+  }
+  detail::shader_u32(q.numel(), "q element count", op);
+  detail::shader_u32(k.numel(), "k element count", op);
+  detail::shader_u32(v.numel(), "v element count", op);
+  detail::shader_u32(checked_mul(rows, g.dv, "attention output element count"), "output element count", op);
+  g.scale = scale ? *scale : 1.0f / std::sqrt(static_cast<float>(g.dh));
+  if (!std::isfinite(g.scale)) fail(ErrorKind::InvalidArgument, "{}: scale {} is not finite (q {})", op, g.scale, q.shape());
+  g.causal = causal;
+  return g;
+}
+
+std::vector<OpAttribute> sdpa_attributes(float scale, bool causal, const char* path) {
+  return {{"scale", static_cast<double>(scale)}, {"causal", causal}, {"path", std::string(path)}};
+}
+
+}  // namespace attention_detail
+
+namespace {
+
+using namespace attention_detail;
+using runtime::BufferBinding;
+using runtime::ComputeDispatch;
+
+constexpr const char* kPackedCausal = "oa::ml::matrix::scaled_dot_product_attention_causal";
+constexpr float kLog2e = 1.4426950408889634f;
+
+const detail::ContractRegistration kSdpaContract{
+    {kSdpa, -1, 2, {{"scale", AttributeType::Float}, {"causal", AttributeType::Bool}, {"path", AttributeType::String}}}};
+const detail::ContractRegistration kPackedContract{
+    {kPackedCausal, 3, 2, {{"sequence_length", AttributeType::Int}, {"num_heads", AttributeType::Int}}}};
+
+// One flash problem: `bh` batch-heads of `heads` heads per batch entry (the
+// packed [B*S, H*D] layout when heads > 1, else [BH, S, D]).
+struct FlashProblem {
+  std::int64_t bh = 0, heads = 1, sq = 0, sk = 0, dh = 0, dv = 0;
+  float scale = 1.0f;
+  bool causal = false;
+  MaskMode mask_mode = MaskMode::None;
+  const Matrix* mask = nullptr;
+};
+
+enum class FlashPass { Forward, BackwardQ, BackwardKV };
+
+// Specialization of one flash kernel: workgroup size, lanes per row, rows per
+// shared-memory tile, padded head and value dims.
+struct FlashTiles {
+  std::uint32_t threads = 256, lanes = 2, block_n = 32, dk = 64, dv = 64;
+  std::uint32_t block_m() const { return threads / lanes; }
+  std::vector<std::uint32_t> specialization() const { return {threads, lanes, block_n, dk, dv}; }
+};
+
+std::uint32_t padded_dim(std::int64_t d) {
+  for (std::uint32_t b : {16u, 32u, 64u, 128u, 256u})
+    if (d <= b) return b;
+  fail(ErrorKind::Internal, "flash attention: head dim {} above {}", d, kMaxFlashDim);
+}
+
+// Lanes per row keep each lane's share of a row within the kernels' 16 named
+// vec4 registers per operand (4 * LANES <= DK, DV <= 64 * LANES) and bound the
+// registers a lane holds: the forward keeps q and o, the backward passes two
+// more rows.
+// GPU: 256 invocations (128 query rows at 2 lanes, the shape measured on the
+// H200), halved while that leaves too few workgroups to fill the device; CPU
+// drivers (lavapipe): 32. Tiles of 32 rows (16 on CPU), halved until they fit
+// the device's shared memory.
+FlashTiles flash_tiles(const Engine& engine, FlashPass pass, const FlashProblem& p) {
+  FlashTiles t;
+  t.dk = padded_dim(p.dh);
+  t.dv = padded_dim(p.dv);
+  const std::uint32_t widest = std::max(t.dk, t.dv), both = t.dk + t.dv;
+  if (pass == FlashPass::Forward) t.lanes = both <= 256 && widest <= 128 ? 2u : 4u;
+  else t.lanes = both <= 128 ? 2u : both <= 256 ? 4u : 8u;
+  t.dk = std::max(t.dk, 4 * t.lanes);  // every lane holds at least one vec4
+  t.dv = std::max(t.dv, 4 * t.lanes);
+  const bool cpu = engine.device().type == DeviceType::Cpu;
+  const std::int64_t rows = pass == FlashPass::BackwardKV ? p.sk : p.sq;
+  t.threads = cpu ? 32u : 256u;
+  while (!cpu && t.threads > 64 && p.bh * ((rows + t.block_m() - 1) / t.block_m()) < 256) t.threads /= 2;
+  t.block_n = cpu ? 16u : 32u;
+  auto shared_bytes = [&] {
+    return t.block_n * (t.dk + t.dv) * 4u + (pass == FlashPass::BackwardKV ? 8u * t.block_n : 0u);
+  };
+  while (t.block_n > 4 && shared_bytes() > engine.device().max_shared_memory_bytes) t.block_n /= 2;
+  if (shared_bytes() > engine.device().max_shared_memory_bytes)
+    fail(ErrorKind::Unsupported, "flash attention: head dims {} / {} need {} bytes of shared memory; the device has {}", p.dh, p.dv,
+         shared_bytes(), engine.device().max_shared_memory_bytes);
+  return t;
+}
+
+BufferBinding mask_binding(const FlashProblem& p, const Matrix& fallback) {
+  return BufferBinding::read(p.mask_mode == MaskMode::None ? fallback.storage() : p.mask->storage());
+}
+
+void push_common(runtime::PushConstants& push, const FlashProblem& p) {
+  push.u32(static_cast<std::uint32_t>(p.heads))
+      .u32(static_cast<std::uint32_t>(p.sq))
+      .u32(static_cast<std::uint32_t>(p.sk))
+      .u32(static_cast<std::uint32_t>(p.dh))
+      .u32(static_cast<std::uint32_t>(p.dv))
+      .f32(p.scale * kLog2e)
+      .u32(p.causal ? 1u : 0u)
+      .u32(static_cast<std::uint32_t>(p.mask_mode));
+}
+
+std::vector<ComputeDispatch> lower_flash_forward(const Engine& engine, const FlashProblem& p, const Matrix& q, const Matrix& k,
+                                                 const Matrix& v, const Matrix& out, const Matrix& lse) {
+  const FlashTiles t = flash_tiles(engine, FlashPass::Forward, p);
+  ComputeDispatch d;
+  d.kernel = "ml/attention/flash_forward";
+  d.specialization = t.specialization();
+  d.bindings = {BufferBinding::read(q.storage()), BufferBinding::read(k.storage()),  BufferBinding::read(v.storage()),
+                mask_binding(p, q),               BufferBinding::write(out.storage()), BufferBinding::write(lse.storage())};
+  push_common(d.push, p);
+  d.groups = {detail::groups_for(p.sq, t.block_m()), static_cast<std::uint64_t>(p.bh), 1};
+  return {std::move(d)};
+}
+
+// dq pass (also writes delta = rowsum(dO * O) - grad_lse into `delta`
+// [BH*Sq]), then the dk/dv pass. grad_lse (the log-sum-exp's gradient) may be
+// undefined.
+std::vector<ComputeDispatch> lower_flash_backward(const Engine& engine, const FlashProblem& p, const Matrix& q, const Matrix& k,
+                                                  const Matrix& v, const Matrix& out, const Matrix& lse, const Matrix& grad,
+                                                  const Matrix& grad_lse, const Matrix& dq, const Matrix& dk, const Matrix& dv,
+                                                  const Matrix& delta) {
+  const FlashTiles tq = flash_tiles(engine, FlashPass::BackwardQ, p);
+  const FlashTiles tkv = flash_tiles(engine, FlashPass::BackwardKV, p);
+  ComputeDispatch dq_pass;
+  dq_pass.kernel = "ml/attention/flash_backward_dq";
+  dq_pass.specialization = tq.specialization();
+  dq_pass.bindings = {BufferBinding::read(q.storage()),   BufferBinding::read(k.storage()),    BufferBinding::read(v.storage()),
+                      mask_binding(p, q),                 BufferBinding::read(out.storage()),  BufferBinding::read(grad.storage()),
+                      BufferBinding::read(lse.storage()), BufferBinding::write(dq.storage()), BufferBinding::write(delta.storage()),
+                      BufferBinding::read((grad_lse.defined() ? grad_lse : lse).storage())};
+  push_common(dq_pass.push, p);
+  dq_pass.push.f32(p.scale).u32(grad_lse.defined() ? 1u : 0u);
+  dq_pass.groups = {detail::groups_for(p.sq, tq.block_m()), static_cast<std::uint64_t>(p.bh), 1};
+
+  ComputeDispatch kv_pass;
+  kv_pass.kernel = "ml/attention/flash_backward_dkv";
+  kv_pass.specialization = tkv.specialization();
+  kv_pass.bindings = {BufferBinding::read(q.storage()),     BufferBinding::read(k.storage()),    BufferBinding::read(v.storage()),
+                      mask_binding(p, q),                   BufferBinding::read(grad.storage()), BufferBinding::read(lse.storage()),
+                      BufferBinding::read(delta.storage()), BufferBinding::write(dk.storage()), BufferBinding::write(dv.storage())};
+  push_common(kv_pass.push, p);
+  kv_pass.push.f32(p.scale);
+  kv_pass.groups = {detail::groups_for(p.sk, tkv.block_m()), static_cast<std::uint64_t>(p.bh), 1};
+
+  std::vector<ComputeDispatch> out_dispatches;
+  out_dispatches.push_back(std::move(dq_pass));
+  out_dispatches.push_back(std::move(kv_pass));
+  return out_dispatches;
+}
+
+FlashProblem flash_problem(const AttentionGeometry& g, const Matrix& mask) {
+  FlashProblem p;
+  p.bh = g.bh;
+  p.sq = g.sq;
+  p.sk = g.sk;
+  p.dh = g.dh;
+  p.dv = g.dv;
+  p.scale = g.scale;
+  p.causal = g.causal;
+  p.mask_mode = g.mask_mode;
+  p.mask = mask.defined() ? &mask : nullptr;
+  return p;
+}
+
+void require_flash_dims(const char* op, const AttentionGeometry& g) {
+  if (g.dh > kMaxFlashDim || g.dv > kMaxFlashDim)
+    fail(ErrorKind::Unsupported, "{}: the flash path supports head dims up to {}; found Dh {} and Dv {}", op, kMaxFlashDim, g.dh,
+         g.dv);
+}
+
+// Records the flash gradients of one problem as "<name> backward". grad_lse
+// may be undefined.
+AttentionGradients record_flash_backward(const char* name, std::vector<OpAttribute> attributes, const FlashProblem& p,
+                                         const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& out, const Matrix& lse,
+                                         const Matrix& grad, const Matrix& grad_lse) {
+  const Engine& engine = q.engine();
+  AttentionGradients g{detail::allocate(engine, q.shape()), detail::allocate(engine, k.shape()), detail::allocate(engine, v.shape())};
+  Matrix delta = detail::allocate(engine, Shape{p.bh * p.sq});
+  auto dispatches = lower_flash_backward(engine, p, q, k, v, out, lse, grad, grad_lse, g.q, g.k, g.v, delta);
+  SemanticOp op = detail::semantic(name, {&q, &k, &v}, {&g.q, &g.k, &g.v}, std::move(attributes), true);
+  if (p.mask) op.inputs.push_back(p.mask->shape());
+  for (const Matrix* m : {&out, &lse, &grad, &grad_lse})
+    if (m->defined()) op.inputs.push_back(m->shape());
+  engine.record(std::move(op), dispatches);
+  return g;
+}
+
+// The autograd rule of a flash forward: the flash backward from the saved
+// inputs, output and log-sum-exp (mask detached). `with_lse_output` when the
+// log-sum-exp is an output of the op (its gradient then enters the backward).
+void attach_flash_rule(const char* name, std::vector<OpAttribute> attributes, const FlashProblem& p, const Matrix& q,
+                       const Matrix& k, const Matrix& v, const Matrix& mask, const Matrix& out, const Matrix& lse,
+                       bool with_lse_output) {
+  if (!autograd::needs_record({&q, &k, &v})) return;
+  using autograd::SavedValue;
+  autograd::record(
+      name, {q, k, v}, with_lse_output ? std::vector<Matrix>{out, lse} : std::vector<Matrix>{out},
+      [name, attributes = std::move(attributes), p, sq = SavedValue(q), sk = SavedValue(k), sv = SavedValue(v),
+       smask = SavedValue(mask), sout = SavedValue(out), slse = SavedValue(lse)](const std::vector<Matrix>& gy,
+                                                                                const std::vector<bool>& needs) {
+        FlashProblem problem = p;
+        problem.mask = smask.get().defined() ? &smask.get() : nullptr;
+        AttentionGradients g = record_flash_backward(name, attributes, problem, sq.get(), sk.get(), sv.get(), sout.get(), slse.get(),
+                                                     gy[0], gy.size() > 1 ? gy[1] : Matrix());
+        return std::vector<Matrix>{needs[0] ? g.q : Matrix(), needs[1] ? g.k : Matrix(), needs[2] ? g.v : Matrix()};
+      });
+}
+
+FlashAttentionResult flash_forward(const AttentionGeometry& g, const Matrix& q, const Matrix& k, const Matrix& v,
+                                   const Matrix& mask) {
+  const Engine& engine = q.engine();
+  const FlashProblem p = flash_problem(g, mask);
+  FlashAttentionResult r{detail::allocate(engine, Shape{g.bh, g.sq, g.dv}), detail::allocate(engine, Shape{g.bh, g.sq})};
+  auto dispatches = lower_flash_forward(engine, p, q, k, v, r.output, r.log_sum_exp);
+  SemanticOp op = detail::semantic(kSdpa, {&q, &k, &v}, {&r.output, &r.log_sum_exp}, sdpa_attributes(g.scale, g.causal, "flash"));
+  if (mask.defined()) op.inputs.push_back(mask.shape());
+  engine.record(std::move(op), dispatches);
+  attach_flash_rule(kSdpa, sdpa_attributes(g.scale, g.causal, "flash"), p, q, k, v, mask, r.output, r.log_sum_exp, true);
+  return r;
+}
+
+}  // namespace
+
+FlashAttentionResult flash_attention(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& additive_mask,
+                                     std::optional<float> scale, bool causal) {
+  const AttentionGeometry g = attention_geometry(kSdpa, q, k, v, additive_mask, scale, causal);
+  require_flash_dims(kSdpa, g);
+  return flash_forward(g, q, k, v, additive_mask);
+}
+
+Matrix flash_attention_causal(const Matrix& q, const Matrix& k, const Matrix& v, float scale) {
+  return flash_attention(q, k, v, Matrix(), scale, true).output;
+}
+
+AttentionGradients flash_attention_backward(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& additive_mask,
+                                            const Matrix& output, const Matrix& log_sum_exp, const Matrix& grad, float scale,
+                                            bool causal, const Matrix& grad_log_sum_exp) {
+  const AttentionGeometry g = attention_geometry(kSdpa, q, k, v, additive_mask, scale, causal);
+  require_flash_dims(kSdpa, g);
+  const Shape out_shape{g.bh, g.sq, g.dv}, lse_shape{g.bh, g.sq};
+  detail::require_f32(output, kSdpa, "output");
+  detail::require_f32(log_sum_exp, kSdpa, "log_sum_exp");
+  detail::require_f32(grad, kSdpa, "grad");
+  for (const Matrix* m : {&output, &log_sum_exp, &grad}) detail::require_same_engine(q, *m, kSdpa);
+  if (grad_log_sum_exp.defined()) {
+    detail::require_f32(grad_log_sum_exp, kSdpa, "grad_log_sum_exp");
+    detail::require_same_engine(q, grad_log_sum_exp, kSdpa);
+  }
+  if (!(output.shape() == out_shape) || !(grad.shape() == out_shape) || !(log_sum_exp.shape() == lse_shape) ||
+      (grad_log_sum_exp.defined() && !(grad_log_sum_exp.shape() == lse_shape)))
+    fail(ErrorKind::InvalidArgument,
+         "{} backward: output {} and grad {} must be [BH, Sq, Dv] = {}, log_sum_exp {} (and its gradient) must be [BH, Sq] = {}",
+         kSdpa, output.shape(), grad.shape(), out_shape, log_sum_exp.shape(), lse_shape);
+  return record_flash_backward(kSdpa, sdpa_attributes(g.scale, g.causal, "flash"), flash_problem(g, additive_mask), q, k, v,
+                               output, log_sum_exp, grad, grad_log_sum_exp);
+}
+
+Matrix scaled_dot_product_attention_causal(const Matrix& q, const Matrix& k, const Matrix& v, std::int64_t seq_len,
+                                           std::int64_t num_heads) {
+  const char* op = kPackedCausal;
+  detail::require_f32(q, op, "q");
+  detail::require_f32(k, op, "k");
+  detail::require_f32(v, op, "v");
+  detail::require_same_engine(q, k, op);
+  detail::require_same_engine(q, v, op);
+  if (seq_len < 1 || num_heads < 1)
+    fail(ErrorKind::InvalidArgument, "{}: seq_len {} and num_heads {} must be >= 1 (q {})", op, seq_len, num_heads, q.shape());
+  if (q.rank() != 2 || q.numel() < 1 || q.dim(0) % seq_len != 0 || q.dim(1) % num_heads != 0)
+    fail(ErrorKind::InvalidArgument, "{}: q must be [B*S, D] with rows divisible by seq_len {} and D by num_heads {}; found {}", op,
+         seq_len, num_heads, q.shape());
+  if (!(k.shape() == q.shape()) || !(v.shape() == q.shape()))
+    fail(ErrorKind::InvalidArgument, "{}: q {}, k {} and v {} must have the same shape [B*S, D]", op, q.shape(), k.shape(),
+         v.shape());
+  detail::shader_u32(q.numel(), "element count", op);
+  FlashProblem p;
+  p.heads = num_heads;
+  p.bh = q.dim(0) / seq_len * num_heads;
+  p.sq = p.sk = seq_len;
+  p.dh = p.dv = q.dim(1) / num_heads;
+  p.scale = 1.0f / std::sqrt(static_cast<float>(p.dh));
+  p.causal = true;
+  if (p.dh > kMaxFlashDim)
+    fail(ErrorKind::Unsupported, "{}: head dim D/H = {} exceeds the flash path's {} (q {})", op, p.dh, kMaxFlashDim, q.shape());
+  detail::shader_u32(p.bh * p.sq, "query row count", op);
+
+  const Engine& engine = q.engine();
+  Matrix out = detail::allocate(engine, q.shape());
+  Matrix lse = detail::allocate(engine, Shape{p.bh, p.sq});
+  auto dispatches = lower_flash_forward(engine, p, q, k, v, out, lse);
+  const std::vector<OpAttribute> attributes = {{"sequence_length", seq_len}, {"num_heads", num_heads}};
+  engine.record(detail::semantic(op, {&q, &k, &v}, {&out, &lse}, attributes), dispatches);
+  attach_flash_rule(op, attributes, p, q, k, v, Matrix(), out, lse, false);
+  return out;
+}
+
+}  // namespace oa::ml
