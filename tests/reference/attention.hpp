@@ -9,10 +9,11 @@
 #include <limits>
 #include <vector>
 
+#include "reference/constants.hpp"
+
 namespace oa::reference {
 
 using Vec = std::vector<double>;
-inline constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
 // C[t] = op(A[t]) op(B[t]) with op(A) [M, K] and op(B) [K, P]; A is stored
 // [M, K] or, when trans_a, [K, M]; B is stored [K, P] or, when trans_b, [P, K].

@@ -8,10 +8,9 @@
 #include <limits>
 #include <vector>
 
-namespace oa::reference {
+#include "reference/constants.hpp"
 
-inline constexpr double kNegInf = -std::numeric_limits<double>::infinity();
-inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+namespace oa::reference {
 
 // Layer normalisation of each row of x [R, D]; empty weight / bias mean 1 / 0.
 inline std::vector<double> layer_norm(const std::vector<double>& x, std::int64_t D, const std::vector<double>& weight,

@@ -1,6 +1,7 @@
 #pragma once
 // Umbrella header for oa::ml::nn, the neural-network modules.
 #include "oa/ml/nn/activation.hpp"
+#include "oa/ml/nn/attention.hpp"
 #include "oa/ml/nn/conv.hpp"
 #include "oa/ml/nn/dropout.hpp"
 #include "oa/ml/nn/embedding.hpp"

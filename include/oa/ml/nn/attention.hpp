@@ -1,0 +1,80 @@
+#pragma once
+// Multi-head self-attention and the pre-norm Transformer block.
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "oa/ml/generator.hpp"
+#include "oa/ml/nn/dropout.hpp"
+#include "oa/ml/nn/linear.hpp"
+#include "oa/ml/nn/norm.hpp"
+#include "oa/ml/nn/sequential.hpp"
+
+namespace oa::ml::nn {
+
+// Multi-head self-attention (Vaswani et al. 2017) on x [B, S, D] -> [B, S, D]
+// with D = embed_dim and H = num_heads (D divisible by H, head size D / H):
+//   q, k, v = chunk(qkv(x), 3)                 one fused projection D -> 3D
+//   o_h = softmax(q_h k_h^T / sqrt(D / H)) v_h  per head (split_heads), causal
+//                                              (query i sees keys j <= i) when `causal`
+//   y = proj(merge_heads(o))
+// Children: `qkv` = Linear(D, 3D) (rows 0..D-1 of its weight project q, then
+// k, then v) and `proj` = Linear(D, D), initialised as torch.nn.Linear (the
+// layout of timm's and nanoGPT's attention; torch.nn.MultiheadAttention
+// stores the same projection as in_proj_weight but initialises it with
+// xavier-uniform and zero biases). Attention runs on the flash path
+// (oa::ml::scaled_dot_product_attention: no S x S matrix is stored) except in
+// training mode with dropout > 0, where the probabilities are materialised so
+// that dropout can act on them, as PyTorch applies attention dropout; the
+// k-th such forward uses the k-th seed of a Generator seeded with the first
+// seed the constructor draws from `generator` (before the projections').
+// Throws InvalidArgument for embed_dim or num_heads below 1, embed_dim not
+// divisible by num_heads, or dropout outside [0, 1); forward throws
+// InvalidArgument naming "oa::ml::nn::MultiHeadAttention" for x not
+// [B, S, embed_dim].
+class MultiHeadAttention : public Module {
+ public:
+  MultiHeadAttention(std::int64_t embed_dim, std::int64_t num_heads, Generator& generator, bool causal = false,
+                     double dropout = 0.0, std::optional<Engine> engine = {});
+  Matrix forward(const Matrix& x) override;
+  std::string type_name() const override { return "MultiHeadAttention"; }
+  const std::shared_ptr<Linear>& qkv() const { return qkv_; }
+  const std::shared_ptr<Linear>& proj() const { return proj_; }
+  std::int64_t embed_dim() const { return embed_dim_; }
+  std::int64_t num_heads() const { return num_heads_; }
+  bool causal() const { return causal_; }
+
+ private:
+  std::int64_t embed_dim_, num_heads_;
+  bool causal_;
+  double dropout_;
+  Generator masks_;
+  std::shared_ptr<Linear> qkv_, proj_;
+  Matrix causal_mask_;  // [S, S] additive mask for the materialised path, rebuilt when S changes
+};
+
+// Pre-norm Transformer block (GPT-2, "Language Models are Unsupervised
+// Multitask Learners"; Xiong et al. 2020) on x [B, S, D]:
+//   x = x + attn(norm1(x))
+//   x = x + mlp(norm2(x)),   mlp = Linear(D, 4D) -> GELU -> Linear(4D, D)
+// Children `norm1` (LayerNorm), `attn` (MultiHeadAttention), `norm2`
+// (LayerNorm), `mlp` (Sequential: `0` Linear, `1` GELU, `2` Linear), so its
+// parameters are norm1.weight, norm1.bias, attn.qkv.weight, attn.qkv.bias,
+// attn.proj.weight, attn.proj.bias, norm2.weight, norm2.bias, mlp.0.weight,
+// mlp.0.bias, mlp.2.weight, mlp.2.bias: 12 D^2 + 13 D in all. Throws what
+// MultiHeadAttention throws.
+class TransformerBlock : public Module {
+ public:
+  TransformerBlock(std::int64_t embed_dim, std::int64_t num_heads, Generator& generator, bool causal = false,
+                   double dropout = 0.0, std::optional<Engine> engine = {});
+  Matrix forward(const Matrix& x) override;
+  std::string type_name() const override { return "TransformerBlock"; }
+  const std::shared_ptr<MultiHeadAttention>& attn() const { return attn_; }
+
+ private:
+  std::shared_ptr<LayerNorm> norm1_, norm2_;
+  std::shared_ptr<MultiHeadAttention> attn_;
+  std::shared_ptr<Sequential> mlp_;
+};
+
+}  // namespace oa::ml::nn

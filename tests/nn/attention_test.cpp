@@ -1,0 +1,160 @@
+// MultiHeadAttention and TransformerBlock against the f64 reference
+// compositions, with gradients of the input and every parameter.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "oa/ml/nn/attention.hpp"
+#include "oa/ml/nn/sequential.hpp"
+#include "oa/oa.hpp"
+#include "reference/transformer.hpp"
+#include "support/expect.hpp"
+#include "support/module_check.hpp"
+
+namespace {
+
+using oa::Matrix;
+using oa::Shape;
+using namespace oa::ml::nn;
+namespace ref = oa::reference;
+using Args = std::vector<std::vector<double>>;
+
+template <typename Named>
+std::vector<std::string> names_of(const Named& named) {
+  std::vector<std::string> out;
+  for (const auto& entry : named) out.push_back(entry.first);
+  return out;
+}
+
+TEST(NnAttention, MultiHeadAttentionMatchesReference) {
+  for (bool causal : {false, true}) {
+    SCOPED_TRACE(testing::Message() << "causal " << causal);
+    oa::ml::Generator g(1);
+    MultiHeadAttention mha(8, 2, g, causal);
+    EXPECT_EQ(mha.parameter_count(), 3 * 64 + 24 + 64 + 8);
+    oa::TraceCapture trace(Matrix::zeros({1}).engine());
+    const Matrix y = oa::test::module_gradcheck(mha, oa::test::random_input({2, 5, 8}, 2), [&](const Args& v) {
+      return ref::multi_head_attention(v[0], 2, 5, 8, 2, causal, v[1], v[2], v[3], v[4]);
+    });
+    EXPECT_EQ(y.shape(), Shape({2, 5, 8}));
+    // One fused projection, the flash path, no materialised probabilities.
+    std::vector<std::string> forward;
+    for (const auto& op : trace.ops())
+      if (!op.backward) forward.push_back(op.name);
+    auto count = [&](const char* name) { return std::count(forward.begin(), forward.end(), name); };
+    EXPECT_EQ(count("oa::ml::nn::linear"), 2);
+    EXPECT_EQ(count("oa::matrix::chunk"), 1);
+    EXPECT_EQ(count("oa::ml::matrix::scaled_dot_product_attention"), 1);
+    EXPECT_EQ(count("oa::ml::matrix::softmax_scaled_masked"), 0);
+  }
+}
+
+TEST(NnAttention, DropoutActsOnTheProbabilitiesInTrainingOnly) {
+  const std::uint64_t seed = 3;
+  oa::ml::Generator g(seed);
+  MultiHeadAttention mha(8, 4, g, true, 0.5);
+  // The k-th training forward uses the k-th seed of a Generator seeded with the
+  // first seed drawn from `g` (before the projections' seeds).
+  oa::ml::Generator masks(oa::ml::Generator(seed).next_seed());
+  const auto xv = oa::test::test_values(2 * 3 * 8, 4);
+  const Matrix x = Matrix::from_vector({2, 3, 8}, xv);
+  std::vector<ref::Vec> p;
+  for (const auto& [name, param] : mha.named_parameters()) {
+    const auto v = param.value().to_vector();
+    p.emplace_back(v.begin(), v.end());
+  }
+  const ref::Vec xd(xv.begin(), xv.end());
+  mha.eval();
+  EXPECT_TRUE(oa_test::near(mha(x).to_vector(), ref::multi_head_attention(xd, 2, 3, 8, 4, true, p[0], p[1], p[2], p[3]), 1e-5, 1e-4));
+  mha.train();
+  const Matrix y1 = mha(x), y2 = mha(x);
+  const std::uint64_t seed1 = masks.next_seed(), seed2 = masks.next_seed();
+  EXPECT_TRUE(oa_test::near(y1.to_vector(), ref::multi_head_attention(xd, 2, 3, 8, 4, true, p[0], p[1], p[2], p[3], 0.5, seed1),
+                            1e-5, 1e-4));
+  EXPECT_TRUE(oa_test::near(y2.to_vector(), ref::multi_head_attention(xd, 2, 3, 8, 4, true, p[0], p[1], p[2], p[3], 0.5, seed2),
+                            1e-5, 1e-4));
+  // The materialised path with dropout is differentiable like the flash one.
+  const auto input = oa::test::random_input({2, 3, 8}, 5);
+  const std::uint64_t seed3 = masks.next_seed();
+  oa::test::ModuleCheckOptions options;
+  options.randomize_parameters = false;
+  oa::test::module_gradcheck(
+      mha, input,
+      [&](const Args& v) { return ref::multi_head_attention(v[0], 2, 3, 8, 4, true, v[1], v[2], v[3], v[4], 0.5, seed3); },
+      options);
+}
+
+TEST(NnAttention, TransformerBlockMatchesReference) {
+  oa::ml::Generator g(5);
+  TransformerBlock block(8, 2, g, true);
+  const Matrix y = oa::test::module_gradcheck(block, oa::test::random_input({2, 3, 8}, 6), [&](const Args& v) {
+    const ref::BlockParams p{v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12]};
+    return ref::transformer_block(v[0], 2, 3, 8, 2, true, p);
+  });
+  EXPECT_EQ(y.shape(), Shape({2, 3, 8}));
+}
+
+// A model with a stack of blocks, as a small GPT would hold them.
+class Stack : public Module {
+ public:
+  Stack(std::int64_t d, std::int64_t heads, std::int64_t depth, oa::ml::Generator& g) {
+    auto blocks = std::make_shared<Sequential>();
+    for (std::int64_t i = 0; i < depth; ++i) blocks->push_back(std::make_shared<TransformerBlock>(d, heads, g, true));
+    blocks_ = register_module("blocks", blocks);
+    norm_ = register_module("norm", std::make_shared<LayerNorm>(d));
+  }
+  Matrix forward(const Matrix& x) override { return norm_->forward(blocks_->forward(x)); }
+  std::string type_name() const override { return "Stack"; }
+
+ private:
+  std::shared_ptr<Sequential> blocks_;
+  std::shared_ptr<LayerNorm> norm_;
+};
+
+TEST(NnAttention, TransformerBlockNamesAndCount) {
+  oa::ml::Generator g(1);
+  TransformerBlock block(8, 2, g);
+  EXPECT_EQ(names_of(block.named_parameters()),
+            (std::vector<std::string>{"norm1.weight", "norm1.bias", "attn.qkv.weight", "attn.qkv.bias", "attn.proj.weight",
+                                      "attn.proj.bias", "norm2.weight", "norm2.bias", "mlp.0.weight", "mlp.0.bias",
+                                      "mlp.2.weight", "mlp.2.bias"}));
+  EXPECT_EQ(block.parameter_count(), 12 * 8 * 8 + 13 * 8);
+  const auto shapes = block.named_parameters();
+  EXPECT_EQ(shapes[2].second.shape(), Shape({24, 8}));
+  EXPECT_EQ(shapes[8].second.shape(), Shape({32, 8}));
+  EXPECT_EQ(shapes[10].second.shape(), Shape({8, 32}));
+  for (const auto& [name, p] : shapes) EXPECT_EQ(p.name(), name);
+}
+
+TEST(NnAttention, HierarchicalNamesThroughSequential) {
+  oa::ml::Generator g(2);
+  Stack model(4, 2, 2, g);
+  const auto names = names_of(model.named_parameters());
+  ASSERT_EQ(names.size(), 2u * 12 + 2);
+  EXPECT_EQ(names[2], "blocks.0.attn.qkv.weight");
+  EXPECT_EQ(names[12 + 5], "blocks.1.attn.proj.bias");
+  EXPECT_EQ(names.back(), "norm.bias");
+  EXPECT_EQ(model.parameter_count(), 2 * (12 * 16 + 13 * 4) + 2 * 4);
+  EXPECT_EQ(model.parameters().size(), names.size());
+  const auto modules = model.named_modules();
+  EXPECT_EQ(modules.front().first, "blocks");
+  EXPECT_EQ(modules[1].first, "blocks.0");
+  EXPECT_EQ(modules[1].second->type_name(), "TransformerBlock");
+  EXPECT_EQ(modules[3].first, "blocks.0.attn");
+  EXPECT_EQ(modules[4].first, "blocks.0.attn.qkv");
+}
+
+TEST(NnAttention, Errors) {
+  using oa::ErrorKind;
+  oa::ml::Generator g(7);
+  MultiHeadAttention mha(8, 2, g);
+  EXPECT_TRUE(oa_test::throws([&] { mha(Matrix::zeros({6, 8})); }, ErrorKind::InvalidArgument,
+                              {"MultiHeadAttention", "[6, 8]"}));
+  EXPECT_TRUE(oa_test::throws([&] { mha(Matrix::zeros({2, 3, 4})); }, ErrorKind::InvalidArgument,
+                              {"MultiHeadAttention", "[2, 3, 4]"}));
+  EXPECT_TRUE(oa_test::throws([&] { MultiHeadAttention(8, 2, g, false, 1.0); }, ErrorKind::InvalidArgument,
+                              {"MultiHeadAttention", "dropout 1"}));
+}
+
+}  // namespace
