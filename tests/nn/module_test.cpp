@@ -77,6 +77,8 @@ TEST(NnModule, HierarchicalNamesInPyTorchOrder) {
   for (const auto& [name, p] : tree.named_parameters()) EXPECT_EQ(p.name(), name);
   Leaf alone(2);
   EXPECT_EQ(alone.named_parameters()[0].second.name(), "a");
+  EXPECT_TRUE(oa_test::throws([&] { alone.named_parameters()[0].second.set_name(""); }, oa::ErrorKind::InvalidArgument,
+                              {"set_name", "empty"}));
   // named_tensors() hands out the module's own storage (checkpoints load into it in place).
   EXPECT_TRUE(tree.named_tensors()[1].second.storage() == tree.named_parameters()[1].second.value().storage());
 }
