@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "oa/oa.hpp"
+#include "train.hpp"
 
 namespace {
 
@@ -40,11 +41,36 @@ int main(int argc, char** argv) {
   CLI::App app{"oa: a GPU-first machine-learning matrix engine on Vulkan"};
   app.require_subcommand(1);
   auto* info_cmd = app.add_subcommand("info", "List Vulkan devices and the chosen engine's limits");
+
+  auto* train_cmd = app.add_subcommand("train", "Train a model");
+  train_cmd->require_subcommand(1);
+  oa_cli::TrainImagesArgs images;
+  auto* fmnist = train_cmd->add_subcommand("fashion-mnist", "Classify Fashion-MNIST (Debian's dataset-fashion-mnist)");
+  fmnist->add_option("--model", images.model, "convnet")->check(CLI::IsMember({"convnet"}));
+  fmnist->add_option("--epochs", images.epochs, "training epochs")->check(CLI::Range(1, 100000));
+  fmnist->add_option("--batch-size", images.batch_size, "images per step")->check(CLI::Range(1, 1 << 20));
+  fmnist->add_option("--lr", images.lr, "AdamW learning rate")->check(CLI::PositiveNumber);
+  fmnist->add_option("--seed", images.seed, "seed for initialisation and shuffling");
+  fmnist->add_option("--device", images.device, "device index or name substring (default: OA_DEVICE, then the best)");
+  fmnist->add_option("--out", images.out, "output directory (default runs/fashion-mnist-<model>)");
+  fmnist->add_option("--data", images.data_dir, "directory holding the Fashion-MNIST IDX files");
+  fmnist->add_flag("--quick", images.quick, "a small network for one epoch (about a minute on a CPU)");
+  fmnist->add_flag("--resume", images.resume, "continue from the checkpoint in --out");
+
+  std::string eval_dir, eval_device;
+  auto* eval_cmd = app.add_subcommand("eval", "Evaluate a checkpoint written by oa train fashion-mnist");
+  eval_cmd->add_option("--checkpoint", eval_dir, "the run directory")->required();
+  eval_cmd->add_option("--device", eval_device, "device index or name substring");
   CLI11_PARSE(app, argc, argv);
   try {
     if (*info_cmd) return info();
+    if (*fmnist) return oa_cli::train_images(images);
+    if (*eval_cmd) return oa_cli::eval_images(eval_dir, eval_device);
   } catch (const oa::Error& e) {
     std::cerr << "oa: " << e.message() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "oa: " << e.what() << "\n";
     return 1;
   }
   return 0;

@@ -1,0 +1,21 @@
+#pragma once
+// The models `oa train` builds: a convnet and a small ViT for 28x28 images.
+#include <memory>
+#include <string>
+
+#include "oa/oa.hpp"
+#include "oa/ml/generator.hpp"
+#include "oa/ml/nn/module.hpp"
+
+namespace oa_cli {
+
+struct ImageModelConfig {
+  std::string kind = "convnet";  // convnet | vit
+  bool quick = false;            // a much smaller network, for CPU devices
+};
+
+// Builds the model on `engine`, initialised as PyTorch does by default from `generator`.
+std::shared_ptr<oa::ml::nn::Module> make_image_model(const ImageModelConfig& config, oa::ml::Generator& generator,
+                                                     const oa::Engine& engine);
+
+}  // namespace oa_cli

@@ -1,0 +1,25 @@
+#pragma once
+// `oa train fashion-mnist` and `oa eval`.
+#include <cstdint>
+#include <string>
+
+namespace oa_cli {
+
+struct TrainImagesArgs {
+  std::string model = "convnet";
+  std::int64_t epochs = 10;
+  std::int64_t batch_size = 128;
+  double lr = 1e-3;
+  std::uint64_t seed = 0;
+  std::string device;
+  std::string out;  // default runs/fashion-mnist-<model>
+  std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  bool quick = false;
+  bool resume = false;
+};
+
+int train_images(TrainImagesArgs args);
+// Evaluates a checkpoint directory written by train_images on the test split.
+int eval_images(const std::string& checkpoint_dir, const std::string& device);
+
+}  // namespace oa_cli

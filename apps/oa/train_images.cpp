@@ -1,0 +1,188 @@
+// Image classification training on Fashion-MNIST: AdamW, cross entropy,
+// per-epoch evaluation on the 10 000-image test split, metrics.jsonl, a
+// checkpoint every epoch (--resume continues from it), Ctrl-C saves and
+// exits, and a loss/accuracy plot at the end.
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "models.hpp"
+#include "oa/oa.hpp"
+#include "plot.hpp"
+#include "progress.hpp"
+#include "train.hpp"
+
+namespace oa_cli {
+namespace {
+
+namespace fs = std::filesystem;
+using oa::Matrix;
+namespace data = oa::ml::data;
+
+volatile std::sig_atomic_t g_interrupted = 0;
+void on_sigint(int) { g_interrupted = 1; }
+
+struct Evaluation {
+  double loss = 0, accuracy = 0;
+};
+
+// Mean loss and accuracy over a loader, accumulated on the GPU (one host read).
+Evaluation evaluate(oa::ml::nn::Module& model, const data::ImageLoader& loader) {
+  oa::NoGradGuard no_grad;
+  model.eval();
+  Matrix loss_sum, correct;
+  std::int64_t count = 0;
+  for (std::int64_t b = 0; b < loader.batches(); ++b) {
+    auto batch = loader.batch(b);
+    const auto n = batch.labels.numel();
+    Matrix logits = model(batch.images);
+    Matrix l = oa::ml::cross_entropy(logits, batch.labels, {.reduction = oa::ml::Reduction::Sum});
+    Matrix c = oa::ml::accuracy(logits, batch.labels) * static_cast<float>(n);
+    loss_sum = loss_sum.defined() ? loss_sum + l : l;
+    correct = correct.defined() ? correct + c : c;
+    count += n;
+  }
+  model.train();
+  return {loss_sum.item() / static_cast<double>(count), correct.item() / static_cast<double>(count)};
+}
+
+struct RunState {
+  std::int64_t epoch = 0;  // completed epochs
+  std::vector<nlohmann::json> history;
+};
+
+void save_checkpoint(const fs::path& dir, oa::ml::nn::Module& model, oa::ml::optim::Optimizer& opt, const RunState& st,
+                     const TrainImagesArgs& args) {
+  nlohmann::json meta = {{"epoch", st.epoch}, {"model", args.model}, {"quick", args.quick}, {"seed", args.seed},
+                         {"batch_size", args.batch_size}, {"lr", args.lr}, {"epochs", args.epochs}};
+  oa::ml::save_safetensors(dir / "model.safetensors", model.named_tensors(), {{"oa.train", meta.dump()}});
+  opt.save_state(dir / "optimizer.safetensors");
+}
+
+std::string join(const fs::path& p) { return p.string(); }
+
+}  // namespace
+
+int train_images(TrainImagesArgs args) {
+  if (args.out.empty()) args.out = "runs/fashion-mnist-" + args.model + (args.quick ? "-quick" : "");
+  const fs::path out = args.out;
+  fs::create_directories(out);
+  oa::Engine engine(oa::EngineOptions{.device = args.device.empty() ? std::nullopt : std::optional(args.device)});
+  fmt::print("oa train fashion-mnist: model {}{} on {} — output in {}\n", args.model, args.quick ? " (quick)" : "",
+             engine.device().name, join(out));
+
+  data::ImageDataset train = data::load_fashion_mnist("train", args.data_dir);
+  data::ImageDataset test = data::load_fashion_mnist("t10k", args.data_dir);
+  if (args.quick) {
+    // The quick run: a small network, one epoch.
+    args.epochs = 1;
+  }
+  data::ImageLoader train_loader(std::move(train), {.batch_size = args.batch_size, .shuffle = true, .seed = args.seed},
+                                 data::kFashionMnistNormalization, engine);
+  data::ImageLoader test_loader(std::move(test), {.batch_size = 500, .shuffle = false}, data::kFashionMnistNormalization, engine);
+
+  oa::ml::Generator generator(args.seed);
+  auto model = make_image_model({args.model, args.quick}, generator, engine);
+  oa::ml::optim::AdamW optimizer(model->parameters(), {.lr = static_cast<float>(args.lr), .weight_decay = 1e-4f});
+  fmt::print("model: {} parameters; {} training images in batches of {}, {} epoch(s)\n", model->parameter_count(),
+             train_loader.dataset().count, args.batch_size, args.epochs);
+
+  RunState st;
+  if (args.resume) {
+    if (!fs::exists(out / "model.safetensors"))
+      oa::fail(oa::ErrorKind::InvalidArgument, "--resume: no checkpoint in {}", join(out));
+    auto meta = oa::ml::load_safetensors_into(out / "model.safetensors", model->named_tensors());
+    optimizer.load_state(out / "optimizer.safetensors");
+    st.epoch = nlohmann::json::parse(meta.at("oa.train")).at("epoch").get<std::int64_t>();
+    std::ifstream metrics(out / "metrics.jsonl");
+    for (std::string line; std::getline(metrics, line);)
+      if (!line.empty()) st.history.push_back(nlohmann::json::parse(line));
+    fmt::print("resumed from {} after epoch {}\n", join(out / "model.safetensors"), st.epoch);
+  } else {
+    std::ofstream(out / "metrics.jsonl", std::ios::trunc);
+  }
+
+  std::signal(SIGINT, on_sigint);
+  const std::int64_t steps = train_loader.batches();
+  for (; st.epoch < args.epochs && !g_interrupted; ++st.epoch) {
+    train_loader.set_epoch(static_cast<std::uint64_t>(st.epoch));
+    Progress progress(fmt::format("epoch {}/{}", st.epoch + 1, args.epochs), steps, "img");
+    const auto t0 = std::chrono::steady_clock::now();
+    Matrix loss_sum;
+    std::int64_t seen = 0, step = 0;
+    for (; step < steps && !g_interrupted; ++step) {
+      auto batch = train_loader.batch(step);
+      Matrix loss = oa::ml::cross_entropy((*model)(batch.images), batch.labels);
+      optimizer.zero_grad();
+      oa::backward(loss);
+      optimizer.step();
+      {
+        oa::NoGradGuard no_grad;
+        Matrix weighted = loss * static_cast<float>(batch.labels.numel());
+        loss_sum = loss_sum.defined() ? loss_sum + weighted : weighted;
+      }
+      seen += batch.labels.numel();
+      if ((step + 1) % 25 == 0 || step + 1 == steps) progress.update(step + 1, seen, loss.item());
+    }
+    progress.finish();
+    if (g_interrupted) break;
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const Evaluation ev = evaluate(*model, test_loader);
+    nlohmann::json row = {{"epoch", st.epoch + 1},          {"train_loss", loss_sum.item() / static_cast<double>(seen)},
+                          {"test_loss", ev.loss},          {"test_accuracy", ev.accuracy},
+                          {"seconds", seconds},            {"images_per_second", static_cast<double>(seen) / seconds}};
+    st.history.push_back(row);
+    std::ofstream(out / "metrics.jsonl", std::ios::app) << row.dump() << "\n";
+    fmt::print("epoch {}: train loss {:.4f}, test loss {:.4f}, test accuracy {:.2f}% ({:.1f} s, {:.0f} images/s)\n", st.epoch + 1,
+               row["train_loss"].get<double>(), ev.loss, 100 * ev.accuracy, seconds, row["images_per_second"].get<double>());
+    RunState saved = st;
+    saved.epoch = st.epoch + 1;
+    save_checkpoint(out, *model, optimizer, saved, args);
+  }
+  if (g_interrupted) {
+    save_checkpoint(out, *model, optimizer, st, args);
+    fmt::print("\ninterrupted: checkpoint saved to {} (epoch {} will restart with --resume)\n", join(out), st.epoch + 1);
+    return 130;
+  }
+
+  std::vector<Panel> panels(2);
+  panels[0].title = "loss";
+  panels[0].series = {{"train loss", {}, {}}, {"test loss", {}, {}}};
+  panels[1].title = "test accuracy";
+  panels[1].series = {{"test accuracy", {}, {}}};
+  for (auto& h : st.history) {
+    const double e = h["epoch"].get<double>();
+    panels[0].series[0].x.push_back(e), panels[0].series[0].y.push_back(h["train_loss"].get<double>());
+    panels[0].series[1].x.push_back(e), panels[0].series[1].y.push_back(h["test_loss"].get<double>());
+    panels[1].series[0].x.push_back(e), panels[1].series[0].y.push_back(h["test_accuracy"].get<double>());
+  }
+  write_line_chart((out / "plot.png").string(), panels);
+  const auto& last = st.history.back();
+  fmt::print("done: test accuracy {:.2f}%, test loss {:.4f} after {} epoch(s); checkpoint {}, metrics {}, plot {}\n",
+             100 * last["test_accuracy"].get<double>(), last["test_loss"].get<double>(), st.epoch, join(out / "model.safetensors"),
+             join(out / "metrics.jsonl"), join(out / "plot.png"));
+  return 0;
+}
+
+int eval_images(const std::string& checkpoint_dir, const std::string& device) {
+  const fs::path dir = checkpoint_dir;
+  if (!fs::exists(dir / "model.safetensors"))
+    oa::fail(oa::ErrorKind::InvalidArgument, "no checkpoint at {}", join(dir / "model.safetensors"));
+  auto meta_all = oa::ml::read_safetensors_metadata(dir / "model.safetensors");
+  if (!meta_all.count("oa.train"))
+    oa::fail(oa::ErrorKind::InvalidArgument, "{} was not written by oa train", join(dir / "model.safetensors"));
+  auto meta = nlohmann::json::parse(meta_all.at("oa.train"));
+  oa::Engine engine(oa::EngineOptions{.device = device.empty() ? std::nullopt : std::optional(device)});
+  oa::ml::Generator generator(0);
+  auto model = make_image_model({meta.at("model").get<std::string>(), meta.at("quick").get<bool>()}, generator, engine);
+  oa::ml::load_safetensors_into(dir / "model.safetensors", model->named_tensors());
+  data::ImageLoader test_loader(data::load_fashion_mnist("t10k"), {.batch_size = 500, .shuffle = false},
+                                data::kFashionMnistNormalization, engine);
+  const Evaluation ev = evaluate(*model, test_loader);
+  fmt::print("{}: test accuracy {:.2f}%, test loss {:.4f} (10000 images)\n", join(dir), 100 * ev.accuracy, ev.loss);
+  return 0;
+}
+
+}  // namespace oa_cli
