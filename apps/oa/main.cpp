@@ -1,5 +1,6 @@
 // The oa command line.
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <iostream>
 
 #include "oa/oa.hpp"
@@ -49,7 +50,17 @@ int main(int argc, char** argv) {
   fmnist->add_option("--model", images.model, "convnet")->check(CLI::IsMember({"convnet"}));
   fmnist->add_option("--epochs", images.epochs, "training epochs")->check(CLI::Range(1, 100000));
   fmnist->add_option("--batch-size", images.batch_size, "images per step")->check(CLI::Range(1, 1 << 20));
-  fmnist->add_option("--lr", images.lr, "AdamW learning rate")->check(CLI::PositiveNumber);
+  fmnist->add_option("--lr", images.lr, "AdamW learning rate")->check(CLI::Validator(
+      [](std::string& v) {
+        double x = 0;
+        try {
+          x = std::stod(v);
+        } catch (...) {
+          return std::string("must be a number");
+        }
+        return std::isfinite(x) && x > 0 ? std::string() : std::string("must be a finite number above 0");
+      },
+      "POSITIVE"));
   fmnist->add_option("--seed", images.seed, "seed for initialisation and shuffling");
   fmnist->add_option("--device", images.device, "device index or name substring (default: OA_DEVICE, then the best)");
   fmnist->add_option("--out", images.out, "output directory (default runs/fashion-mnist-<model>)");
@@ -57,15 +68,16 @@ int main(int argc, char** argv) {
   fmnist->add_flag("--quick", images.quick, "a small network for one epoch (about a minute on a CPU)");
   fmnist->add_flag("--resume", images.resume, "continue from the checkpoint in --out");
 
-  std::string eval_dir, eval_device;
+  std::string eval_dir, eval_device, eval_data = images.data_dir;
   auto* eval_cmd = app.add_subcommand("eval", "Evaluate a checkpoint written by oa train fashion-mnist");
   eval_cmd->add_option("--checkpoint", eval_dir, "the run directory")->required();
   eval_cmd->add_option("--device", eval_device, "device index or name substring");
+  eval_cmd->add_option("--data", eval_data, "directory holding the Fashion-MNIST IDX files");
   CLI11_PARSE(app, argc, argv);
   try {
     if (*info_cmd) return info();
     if (*fmnist) return oa_cli::train_images(images);
-    if (*eval_cmd) return oa_cli::eval_images(eval_dir, eval_device);
+    if (*eval_cmd) return oa_cli::eval_images(eval_dir, eval_device, eval_data);
   } catch (const oa::Error& e) {
     std::cerr << "oa: " << e.message() << "\n";
     return 1;

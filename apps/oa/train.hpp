@@ -20,6 +20,6 @@ struct TrainImagesArgs {
 
 int train_images(TrainImagesArgs args);
 // Evaluates a checkpoint directory written by train_images on the test split.
-int eval_images(const std::string& checkpoint_dir, const std::string& device);
+int eval_images(const std::string& checkpoint_dir, const std::string& device, const std::string& data_dir);
 
 }  // namespace oa_cli

@@ -2,6 +2,7 @@
 // per-epoch evaluation on the 10 000-image test split, metrics.jsonl, a
 // checkpoint every epoch (--resume continues from it), Ctrl-C saves and
 // exits, and a loss/accuracy plot at the end.
+#include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -63,18 +64,45 @@ void save_checkpoint(const fs::path& dir, oa::ml::nn::Module& model, oa::ml::opt
 
 std::string join(const fs::path& p) { return p.string(); }
 
+// The "oa.train" metadata of a checkpoint written by train_images.
+nlohmann::json run_metadata(const fs::path& file) {
+  if (!fs::exists(file)) oa::fail(oa::ErrorKind::InvalidArgument, "no checkpoint at {}", join(file));
+  auto all = oa::ml::read_safetensors_metadata(file);
+  auto it = all.find("oa.train");
+  nlohmann::json meta = it == all.end() ? nlohmann::json() : nlohmann::json::parse(it->second, nullptr, false);
+  if (!meta.is_object() || !meta.contains("epoch") || !meta["epoch"].is_number_integer() || !meta.contains("model") ||
+      !meta["model"].is_string() || !meta.contains("quick") || !meta["quick"].is_boolean())
+    oa::fail(oa::ErrorKind::InvalidArgument, "{} was not written by oa train (its oa.train metadata is missing or malformed)",
+             join(file));
+  return meta;
+}
+
+// Fashion-MNIST has 10 classes; reject label files that say otherwise.
+void check_labels(const data::ImageDataset& d, const fs::path& dir, const char* split) {
+  for (auto l : d.labels)
+    if (l < 0 || l >= 10)
+      oa::fail(oa::ErrorKind::InvalidArgument, "{}: the {} labels hold {}, outside Fashion-MNIST's classes 0..9", join(dir), split, l);
+}
+
 }  // namespace
 
 int train_images(TrainImagesArgs args) {
   if (args.out.empty()) args.out = "runs/fashion-mnist-" + args.model + (args.quick ? "-quick" : "");
   const fs::path out = args.out;
-  fs::create_directories(out);
+  if (args.resume) {
+    const auto meta = run_metadata(out / "model.safetensors");
+    if (meta["model"] != args.model || meta["quick"].get<bool>() != args.quick)
+      oa::fail(oa::ErrorKind::InvalidArgument, "--resume: {} holds a {}{} run; resume it with the same --model{}", join(out),
+               meta["model"].get<std::string>(), meta["quick"].get<bool>() ? " --quick" : "", meta["quick"].get<bool>() ? " and --quick" : "");
+  }
   oa::Engine engine(oa::EngineOptions{.device = args.device.empty() ? std::nullopt : std::optional(args.device)});
   fmt::print("oa train fashion-mnist: model {}{} on {} — output in {}\n", args.model, args.quick ? " (quick)" : "",
              engine.device().name, join(out));
 
   data::ImageDataset train = data::load_fashion_mnist("train", args.data_dir);
   data::ImageDataset test = data::load_fashion_mnist("t10k", args.data_dir);
+  check_labels(train, args.data_dir, "training");
+  check_labels(test, args.data_dir, "test");
   if (args.quick) {
     // The quick run: a small network, one epoch.
     args.epochs = 1;
@@ -90,12 +118,11 @@ int train_images(TrainImagesArgs args) {
              train_loader.dataset().count, args.batch_size, args.epochs);
 
   RunState st;
+  fs::create_directories(out);
   if (args.resume) {
-    if (!fs::exists(out / "model.safetensors"))
-      oa::fail(oa::ErrorKind::InvalidArgument, "--resume: no checkpoint in {}", join(out));
-    auto meta = oa::ml::load_safetensors_into(out / "model.safetensors", model->named_tensors());
+    oa::ml::load_safetensors_into(out / "model.safetensors", model->named_tensors());
     optimizer.load_state(out / "optimizer.safetensors");
-    st.epoch = nlohmann::json::parse(meta.at("oa.train")).at("epoch").get<std::int64_t>();
+    st.epoch = run_metadata(out / "model.safetensors")["epoch"].get<std::int64_t>();
     std::ifstream metrics(out / "metrics.jsonl");
     for (std::string line; std::getline(metrics, line);)
       if (!line.empty()) st.history.push_back(nlohmann::json::parse(line));
@@ -124,7 +151,14 @@ int train_images(TrainImagesArgs args) {
         loss_sum = loss_sum.defined() ? loss_sum + weighted : weighted;
       }
       seen += batch.labels.numel();
-      if ((step + 1) % 25 == 0 || step + 1 == steps) progress.update(step + 1, seen, loss.item());
+      if ((step + 1) % 25 == 0 || step + 1 == steps) {
+        const float value = loss.item();
+        if (!std::isfinite(value))
+          oa::fail(oa::ErrorKind::FailedPrecondition,
+                   "training diverged: loss {} at epoch {} step {}; try a lower --lr (checkpoints of completed epochs are in {})", value,
+                   st.epoch + 1, step + 1, join(out));
+        progress.update(step + 1, seen, value);
+      }
     }
     progress.finish();
     if (g_interrupted) break;
@@ -166,20 +200,16 @@ int train_images(TrainImagesArgs args) {
   return 0;
 }
 
-int eval_images(const std::string& checkpoint_dir, const std::string& device) {
+int eval_images(const std::string& checkpoint_dir, const std::string& device, const std::string& data_dir) {
   const fs::path dir = checkpoint_dir;
-  if (!fs::exists(dir / "model.safetensors"))
-    oa::fail(oa::ErrorKind::InvalidArgument, "no checkpoint at {}", join(dir / "model.safetensors"));
-  auto meta_all = oa::ml::read_safetensors_metadata(dir / "model.safetensors");
-  if (!meta_all.count("oa.train"))
-    oa::fail(oa::ErrorKind::InvalidArgument, "{} was not written by oa train", join(dir / "model.safetensors"));
-  auto meta = nlohmann::json::parse(meta_all.at("oa.train"));
+  const auto meta = run_metadata(dir / "model.safetensors");
   oa::Engine engine(oa::EngineOptions{.device = device.empty() ? std::nullopt : std::optional(device)});
   oa::ml::Generator generator(0);
   auto model = make_image_model({meta.at("model").get<std::string>(), meta.at("quick").get<bool>()}, generator, engine);
   oa::ml::load_safetensors_into(dir / "model.safetensors", model->named_tensors());
-  data::ImageLoader test_loader(data::load_fashion_mnist("t10k"), {.batch_size = 500, .shuffle = false},
-                                data::kFashionMnistNormalization, engine);
+  data::ImageDataset test = data::load_fashion_mnist("t10k", data_dir);
+  check_labels(test, data_dir, "test");
+  data::ImageLoader test_loader(std::move(test), {.batch_size = 500, .shuffle = false}, data::kFashionMnistNormalization, engine);
   const Evaluation ev = evaluate(*model, test_loader);
   fmt::print("{}: test accuracy {:.2f}%, test loss {:.4f} (10000 images)\n", join(dir), 100 * ev.accuracy, ev.loss);
   return 0;

@@ -179,9 +179,9 @@ std::uint32_t choose_device(const std::vector<DeviceInfo>& devices, const Engine
   else if (const char* env = std::getenv("OA_DEVICE")) want = env;
   if (!want.empty()) {
     if (std::all_of(want.begin(), want.end(), ::isdigit)) {
-      const auto idx = std::stoul(want);
+      const auto idx = want.size() > 9 ? devices.size() : std::stoul(want);
       if (idx >= devices.size())
-        fail(ErrorKind::InvalidArgument, "device index {} is out of range: {} Vulkan device(s) present", idx, devices.size());
+        fail(ErrorKind::InvalidArgument, "device index {} is out of range: {} Vulkan device(s) present", want, devices.size());
       return static_cast<std::uint32_t>(idx);
     }
     for (auto& d : devices)
