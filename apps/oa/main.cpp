@@ -68,6 +68,33 @@ int main(int argc, char** argv) {
   fmnist->add_flag("--quick", images.quick, "a small network for one epoch (about a minute on a CPU)");
   fmnist->add_flag("--resume", images.resume, "continue from the checkpoint in --out");
 
+  oa_cli::TrainTextArgs text;
+  auto* text_cmd = train_cmd->add_subcommand("text", "Train a character-level transformer (default: Debian's fortunes)");
+  text_cmd->add_option("--input", text.input, "a text file (default: /usr/share/games/fortunes, concatenated)");
+  text_cmd->add_option("--context", text.context, "tokens per window")->check(CLI::Range(1, 65536));
+  text_cmd->add_option("--layers", text.layers, "transformer blocks")->check(CLI::Range(1, 256));
+  text_cmd->add_option("--heads", text.heads, "attention heads")->check(CLI::Range(1, 256));
+  text_cmd->add_option("--width", text.width, "model width")->check(CLI::Range(1, 65536));
+  text_cmd->add_option("--steps", text.steps, "optimizer steps")->check(CLI::Range(1, 100000000));
+  text_cmd->add_option("--batch-size", text.batch_size, "windows per step")->check(CLI::Range(1, 1 << 20));
+  text_cmd->add_option("--eval-every", text.eval_every, "steps between validations")->check(CLI::Range(1, 100000000));
+  text_cmd->add_option("--lr", text.lr, "peak AdamW learning rate (warmup, then cosine)")->check(CLI::PositiveNumber);
+  text_cmd->add_option("--seed", text.seed, "seed");
+  text_cmd->add_option("--device", text.device, "device index or name substring");
+  text_cmd->add_option("--out", text.out, "output directory");
+
+  std::string sample_dir, sample_prompt, sample_device;
+  std::int64_t sample_length = 400;
+  double sample_temperature = 0.8;
+  std::uint64_t sample_seed = 0;
+  auto* sample_cmd = app.add_subcommand("sample", "Print text sampled from a checkpoint of oa train text");
+  sample_cmd->add_option("--checkpoint", sample_dir, "the run directory")->required();
+  sample_cmd->add_option("--prompt", sample_prompt, "text to continue");
+  sample_cmd->add_option("--length", sample_length, "characters to generate")->check(CLI::Range(1, 1000000));
+  sample_cmd->add_option("--temperature", sample_temperature, "softmax temperature")->check(CLI::Range(0.01, 100.0));
+  sample_cmd->add_option("--seed", sample_seed, "sampling seed");
+  sample_cmd->add_option("--device", sample_device, "device index or name substring");
+
   std::string eval_dir, eval_device, eval_data = images.data_dir;
   auto* eval_cmd = app.add_subcommand("eval", "Evaluate a checkpoint written by oa train fashion-mnist");
   eval_cmd->add_option("--checkpoint", eval_dir, "the run directory")->required();
@@ -77,6 +104,9 @@ int main(int argc, char** argv) {
   try {
     if (*info_cmd) return info();
     if (*fmnist) return oa_cli::train_images(images);
+    if (*text_cmd) return oa_cli::train_text(text);
+    if (*sample_cmd)
+      return oa_cli::sample_text(sample_dir, sample_prompt, sample_length, sample_temperature, sample_seed, sample_device);
     if (*eval_cmd) return oa_cli::eval_images(eval_dir, eval_device, eval_data);
   } catch (const oa::Error& e) {
     std::cerr << "oa: " << e.message() << "\n";

@@ -19,3 +19,17 @@ std::shared_ptr<oa::ml::nn::Module> make_image_model(const ImageModelConfig& con
                                                      const oa::Engine& engine);
 
 }  // namespace oa_cli
+
+namespace oa_cli {
+
+struct TextModelConfig {
+  std::int64_t context = 128, layers = 4, heads = 4, width = 128;
+};
+
+// A character-level (byte) transformer: token + position embeddings, pre-norm
+// causal TransformerBlocks (flash attention), a final LayerNorm and a linear
+// head to 256 byte logits. forward: tokens i32 [B, T] (T <= context) -> [B, T, 256].
+std::shared_ptr<oa::ml::nn::Module> make_text_model(const TextModelConfig& config, oa::ml::Generator& generator,
+                                                    const oa::Engine& engine);
+
+}  // namespace oa_cli

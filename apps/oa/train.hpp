@@ -23,3 +23,20 @@ int train_images(TrainImagesArgs args);
 int eval_images(const std::string& checkpoint_dir, const std::string& device, const std::string& data_dir);
 
 }  // namespace oa_cli
+
+namespace oa_cli {
+
+struct TrainTextArgs {
+  std::string input;  // default: Debian's fortunes, concatenated
+  std::int64_t context = 128, layers = 4, heads = 4, width = 128;
+  std::int64_t steps = 2000, batch_size = 32, eval_every = 250;
+  double lr = 1e-3;
+  std::uint64_t seed = 0;
+  std::string device, out = "runs/text";
+};
+
+int train_text(const TrainTextArgs& args);
+int sample_text(const std::string& checkpoint_dir, const std::string& prompt, std::int64_t length, double temperature,
+                std::uint64_t seed, const std::string& device);
+
+}  // namespace oa_cli

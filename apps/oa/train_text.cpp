@@ -1,0 +1,158 @@
+// Character-level (byte) language modelling: `oa train text` and `oa sample`.
+// Validation loss on the held-out last 5% of the text is reported in bits per
+// character.
+#include <cmath>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "models.hpp"
+#include "oa/oa.hpp"
+#include "progress.hpp"
+#include "train.hpp"
+
+namespace oa_cli {
+namespace {
+
+namespace fs = std::filesystem;
+using oa::Matrix;
+namespace data = oa::ml::data;
+
+// Mean cross entropy in bits per character over non-overlapping windows of the
+// validation text (at most 64 batches).
+double validation_bpc(oa::ml::nn::Module& model, const std::vector<std::uint8_t>& text, std::int64_t context,
+                      std::int64_t batch_size, const oa::Engine& engine) {
+  oa::NoGradGuard no_grad;
+  const std::int64_t windows = std::min<std::int64_t>((static_cast<std::int64_t>(text.size()) - 1) / context, 64 * batch_size);
+  if (windows < 1) oa::fail(oa::ErrorKind::InvalidArgument, "the validation text is shorter than one context window");
+  Matrix total;
+  std::int64_t count = 0;
+  for (std::int64_t w0 = 0; w0 < windows; w0 += batch_size) {
+    const std::int64_t b = std::min(batch_size, windows - w0);
+    std::vector<std::int32_t> tok(static_cast<std::size_t>(b * context)), tgt(tok.size());
+    for (std::int64_t i = 0; i < b; ++i)
+      for (std::int64_t t = 0; t < context; ++t) {
+        const auto at = static_cast<std::size_t>((w0 + i) * context + t);
+        tok[static_cast<std::size_t>(i * context + t)] = text[at];
+        tgt[static_cast<std::size_t>(i * context + t)] = text[at + 1];
+      }
+    Matrix logits = model(Matrix::from_i32({b, context}, tok, engine));
+    Matrix loss = oa::ml::cross_entropy(logits.reshape({b * context, 256}), Matrix::from_i32({b * context}, tgt, engine),
+                                        {.reduction = oa::ml::Reduction::Sum});
+    total = total.defined() ? total + loss : loss;
+    count += b * context;
+  }
+  return total.item() / static_cast<double>(count) / std::log(2.0);
+}
+
+nlohmann::json text_metadata(const fs::path& file) {
+  if (!fs::exists(file)) oa::fail(oa::ErrorKind::InvalidArgument, "no checkpoint at {}", file.string());
+  auto all = oa::ml::read_safetensors_metadata(file);
+  auto it = all.find("oa.text");
+  nlohmann::json meta = it == all.end() ? nlohmann::json() : nlohmann::json::parse(it->second, nullptr, false);
+  for (const char* k : {"context", "layers", "heads", "width"})
+    if (!meta.is_object() || !meta.contains(k) || !meta[k].is_number_integer())
+      oa::fail(oa::ErrorKind::InvalidArgument, "{} was not written by oa train text (oa.text metadata missing or malformed)",
+               file.string());
+  return meta;
+}
+
+oa::Engine make_engine(const std::string& device) {
+  return oa::Engine(oa::EngineOptions{.device = device.empty() ? std::nullopt : std::optional(device)});
+}
+
+}  // namespace
+
+int train_text(const TrainTextArgs& args) {
+  std::vector<std::uint8_t> bytes = args.input.empty() ? data::read_bytes(data::fortune_files()) : data::read_bytes({args.input});
+  data::TextSplit split = data::split_text(std::move(bytes), 0.05);
+  oa::Engine engine = make_engine(args.device);
+  fmt::print("oa train text: {} training / {} validation bytes from {} on {}\n", split.train.size(), split.validation.size(),
+             args.input.empty() ? "/usr/share/games/fortunes" : args.input, engine.device().name);
+  const TextModelConfig config{args.context, args.layers, args.heads, args.width};
+  oa::ml::Generator generator(args.seed);
+  auto model = make_text_model(config, generator, engine);
+  oa::ml::optim::AdamW optimizer(model->parameters(), {.lr = static_cast<float>(args.lr), .weight_decay = 0.1f});
+  data::TextLoader loader(split.train, args.batch_size, args.context, args.seed, engine);
+  fmt::print("model: {} parameters ({} layers, {} heads, width {}, context {})\n", model->parameter_count(), args.layers, args.heads,
+             args.width, args.context);
+  const fs::path out = args.out;
+  fs::create_directories(out);
+  std::ofstream metrics(out / "metrics.jsonl", std::ios::trunc);
+  nlohmann::json meta = {{"context", args.context}, {"layers", args.layers}, {"heads", args.heads}, {"width", args.width}};
+  Progress progress("train text", args.steps, "tok");
+  const auto t0 = std::chrono::steady_clock::now();
+  double bpc = 0;
+  for (std::int64_t step = 0; step < args.steps; ++step) {
+    optimizer.set_lr(static_cast<float>(oa::ml::optim::warmup_cosine_lr(step, args.lr, args.steps / 20, args.steps, args.lr / 10)));
+    auto batch = loader.batch(static_cast<std::uint64_t>(step));
+    Matrix logits = (*model)(batch.tokens);
+    const std::int64_t n = batch.tokens.numel();
+    Matrix loss = oa::ml::cross_entropy(logits.reshape({n, 256}), batch.targets.reshape({n}));
+    optimizer.zero_grad();
+    oa::backward(loss);
+    oa::ml::optim::clip_grad_norm(model->parameters(), 1.0f);
+    optimizer.step();
+    const bool last = step + 1 == args.steps;
+    if ((step + 1) % 25 == 0 || last) {
+      const float value = loss.item();
+      if (!std::isfinite(value))
+        oa::fail(oa::ErrorKind::FailedPrecondition, "training diverged: loss {} at step {}; try a lower --lr", value, step + 1);
+      progress.update(step + 1, (step + 1) * n, value);
+    }
+    if ((step + 1) % args.eval_every == 0 || last) {
+      progress.finish();
+      bpc = validation_bpc(*model, split.validation, args.context, args.batch_size, engine);
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      nlohmann::json row = {{"step", step + 1}, {"train_loss", loss.item()}, {"validation_bpc", bpc},
+                            {"tokens_per_second", static_cast<double>((step + 1) * n) / seconds}};
+      metrics << row.dump() << "\n" << std::flush;
+      fmt::print("step {}: validation {:.3f} bits per character ({:.0f} tokens/s)\n", step + 1, bpc,
+                 row["tokens_per_second"].get<double>());
+      oa::ml::save_safetensors(out / "model.safetensors", model->named_tensors(), {{"oa.text", meta.dump()}});
+    }
+  }
+  fmt::print("done: validation {:.3f} bits per character after {} steps; checkpoint {}, metrics {}\n", bpc, args.steps,
+             (out / "model.safetensors").string(), (out / "metrics.jsonl").string());
+  return 0;
+}
+
+int sample_text(const std::string& checkpoint_dir, const std::string& prompt, std::int64_t length, double temperature,
+                std::uint64_t seed, const std::string& device) {
+  const fs::path file = fs::path(checkpoint_dir) / "model.safetensors";
+  const auto meta = text_metadata(file);
+  const TextModelConfig config{meta["context"], meta["layers"], meta["heads"], meta["width"]};
+  oa::Engine engine = make_engine(device);
+  oa::ml::Generator generator(0);
+  auto model = make_text_model(config, generator, engine);
+  oa::ml::load_safetensors_into(file, model->named_tensors());
+  model->eval();
+  oa::NoGradGuard no_grad;
+  std::vector<std::int32_t> text(prompt.begin(), prompt.end());
+  for (auto& c : text) c &= 0xff;
+  if (text.empty()) text.push_back('\n');
+  std::mt19937_64 rng(seed);
+  fmt::print("{}", prompt);
+  for (std::int64_t i = 0; i < length; ++i) {
+    const std::int64_t t = std::min<std::int64_t>(static_cast<std::int64_t>(text.size()), config.context);
+    std::vector<std::int32_t> window(text.end() - t, text.end());
+    Matrix logits = (*model)(Matrix::from_i32({1, t}, window, engine));
+    std::vector<float> all = logits.to_vector();
+    std::vector<double> p(256);
+    double mx = -1e300;
+    for (int c = 0; c < 256; ++c) mx = std::max(mx, static_cast<double>(all[static_cast<std::size_t>((t - 1) * 256 + c)]) / temperature);
+    for (int c = 0; c < 256; ++c) p[c] = std::exp(all[static_cast<std::size_t>((t - 1) * 256 + c)] / temperature - mx);
+    std::discrete_distribution<int> pick(p.begin(), p.end());
+    const int next = pick(rng);
+    text.push_back(next);
+    std::fputc(next, stdout);
+    std::fflush(stdout);
+  }
+  std::fputc('\n', stdout);
+  return 0;
+}
+
+}  // namespace oa_cli
