@@ -8,6 +8,7 @@
 #include <string>
 
 #include "oa/oa.hpp"
+#include "support/expect.hpp"
 #include "support/gradcheck.hpp"
 
 namespace {
@@ -19,11 +20,7 @@ using oa::test::random_input;
 using Vec = std::vector<double>;
 using Inputs = std::vector<std::vector<double>>;
 
-std::size_t count_label(const std::vector<oa::SemanticOp>& ops, const std::string& label) {
-  std::size_t n = 0;
-  for (const auto& o : ops) n += o.label() == label;
-  return n;
-}
+using oa_test::count_label;
 
 // f64 reference of a [.., M, K] x op(b) with op(b) = b [.., K, N] or b^T for
 // b [.., N, K]; a 2-D operand is shared by the batch.

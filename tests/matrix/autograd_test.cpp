@@ -19,11 +19,7 @@ using oa::test::random_input;
 using Vec = std::vector<double>;
 using Inputs = std::vector<std::vector<double>>;
 
-std::size_t count_label(const std::vector<oa::SemanticOp>& ops, const std::string& label) {
-  std::size_t n = 0;
-  for (const auto& o : ops) n += o.label() == label;
-  return n;
-}
+using oa_test::count_label;
 
 TEST(AutogradTape, SharedSubexpression) {
   // y = exp(x) feeds both operands of y * y and the final add.

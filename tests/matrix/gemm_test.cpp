@@ -11,6 +11,7 @@
 #include "matrix/gemm.hpp"
 #include "matrix/lowering.hpp"
 #include "oa/oa.hpp"
+#include "support/expect.hpp"
 #include "reference/linalg.hpp"
 
 namespace {
@@ -20,13 +21,7 @@ using oa::detail::GemmProblem;
 
 const oa::detail::ContractRegistration kTestGemm{{"test::gemm", -1, 1, {}}};
 
-std::vector<float> random_values(std::int64_t n, std::uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(static_cast<std::size_t>(n));
-  for (auto& x : v) x = dist(gen);
-  return v;
-}
+using oa_test::random_values;
 
 // Runs lower_gemm as one semantic op and returns the dispatches it produced.
 std::vector<oa::runtime::ComputeDispatch> run(const GemmProblem& p) {

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "oa/oa.hpp"
+#include "support/expect.hpp"
 #include "reference/linalg.hpp"
 
 namespace {
@@ -12,13 +13,7 @@ namespace {
 using oa::Matrix;
 using oa::Shape;
 
-std::vector<float> random_values(std::int64_t n, std::uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(static_cast<std::size_t>(n));
-  for (auto& x : v) x = dist(gen);
-  return v;
-}
+using oa_test::random_values;
 
 // Records out = a x op(b) for a [batch?, M, K] and b [batch?, K, N] (or
 // [batch?, N, K] when nt), checks the trace, and returns the check of the

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "oa/oa.hpp"
+#include "support/expect.hpp"
 #include "reference/reduction.hpp"
 
 namespace {
@@ -13,13 +14,7 @@ namespace {
 using oa::Matrix;
 using oa::Shape;
 
-std::vector<float> random_values(std::int64_t n, std::uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(static_cast<std::size_t>(n));
-  for (auto& x : v) x = dist(gen);
-  return v;
-}
+using oa_test::random_values;
 
 // Runs f(x) and checks that it records exactly one semantic op named `name`.
 Matrix traced(const std::string& name, const std::function<Matrix()>& f) {

@@ -3,10 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "oa/core/error.hpp"
+#include "oa/core/op.hpp"
 
 namespace oa_test {
 
@@ -39,6 +42,22 @@ template <typename F>
     return ::testing::AssertionSuccess();
   }
   return ::testing::AssertionFailure() << "no oa::Error thrown";
+}
+
+// n values uniform in [-1, 1) from std::mt19937(seed).
+inline std::vector<float> random_values(std::int64_t n, std::uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (auto& x : v) x = dist(gen);
+  return v;
+}
+
+// How many recorded ops carry `label` (e.g. "oa::matrix::matmul backward").
+inline std::size_t count_label(const std::vector<oa::SemanticOp>& ops, const std::string& label) {
+  std::size_t n = 0;
+  for (const auto& o : ops) n += o.label() == label;
+  return n;
 }
 
 inline std::vector<float> iota(std::size_t n, float start = 0, float step = 1) {
