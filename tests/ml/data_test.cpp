@@ -253,6 +253,45 @@ TEST(DataText, ReadsSplitsAndDrawsWindows) {
   EXPECT_EQ(firsts, (std::set<int>{1, 2}));
 }
 
+// bench/twins/common.py re-creates oa's data order for the PyTorch twins; the
+// values below come from it (text_window_starts, epoch_order, split_text,
+// warmup_cosine_lr), so that the twins and oa stay in step.
+TEST(DataTwins, PythonTwinsSeeTheSameDataOrder) {
+  std::vector<std::uint8_t> bytes(200);
+  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::uint8_t>(i);
+  const auto split = data::split_text(bytes, 0.05);
+  ASSERT_EQ(split.validation.size(), 10u);
+  EXPECT_EQ(data::split_text(std::vector<std::uint8_t>(213), 0.05).validation.size(), 10u);
+  // text_window_starts(190, 11, 5, 99, 3): a window's first token is its start here.
+  const auto x = data::TextLoader(split.train, 5, 11, 99).batch(3).tokens.to_i32();
+  const std::vector<int> starts = {173, 30, 156, 101, 153};
+  for (std::size_t b = 0; b < starts.size(); ++b) EXPECT_EQ(x[b * 11], starts[b]) << b;
+  // text_window_starts(1000, 7, 6, 12345, step) for steps 0 and 41, modulo 256.
+  std::vector<std::uint8_t> long_text(1000);
+  for (std::size_t i = 0; i < long_text.size(); ++i) long_text[i] = static_cast<std::uint8_t>(i % 256);
+  const data::TextLoader loader(long_text, 6, 7, 12345);
+  const std::vector<std::vector<int>> want = {{124, 289, 909, 256, 874, 855}, {969, 933, 223, 740, 167, 954}};
+  for (int k = 0; k < 2; ++k) {
+    const auto t = loader.batch(k == 0 ? 0 : 41).tokens.to_i32();
+    for (std::size_t b = 0; b < 6; ++b) EXPECT_EQ(t[b * 7], want[static_cast<std::size_t>(k)][b] % 256) << k << " " << b;
+  }
+  // epoch_order(9, 42, 1).
+  data::ImageLoader images(tiny_images(9), {.batch_size = 4, .seed = 42});
+  images.set_epoch(1);
+  EXPECT_EQ(images.order(), (std::vector<std::int64_t>{2, 8, 6, 7, 0, 5, 3, 4, 1}));
+  // warmup_cosine_lr(step, 1e-3, 150, 3000, 1e-4): oa train text's default schedule.
+  const std::vector<std::pair<std::int64_t, double>> lr = {{0, 0.0},
+                                                           {1, 6.666666666666667e-06},
+                                                           {149, 0.0009933333333333333},
+                                                           {150, 0.001},
+                                                           {151, 0.000999999726603784},
+                                                           {1575, 0.00055},
+                                                           {2999, 0.00010000027339621613},
+                                                           {3000, 0.0001}};
+  for (const auto& [step, want_lr] : lr)
+    EXPECT_NEAR(oa::ml::optim::warmup_cosine_lr(step, 1e-3, 150, 3000, 1e-4), want_lr, 1e-18) << step;
+}
+
 TEST(DataText, ErrorsNameTheFileOrTheProblem) {
   TempDir dir;
   EXPECT_TRUE(oa_test::throws([&] { data::read_bytes({dir / "absent.txt"}); }, ErrorKind::InvalidArgument,
