@@ -91,7 +91,8 @@ void draw_panel(Canvas& cv, int ox, const Panel& p) {
     const double yv = ymin + (ymax - ymin) * i / 4, xv = xmin + (xmax - xmin) * i / 4;
     cv.line(left, Y(yv), right, Y(yv), {225, 225, 225});
     cv.text(ox + 4, static_cast<int>(Y(yv)) - 3, tick(yv));
-    cv.text(static_cast<int>(X(xv)) - 8, bottom + 6, tick(xv));
+    const std::string xt = tick(xv);
+    cv.text(static_cast<int>(X(xv)) - static_cast<int>(xt.size()) * 3, bottom + 6, xt);  // centred under its tick
   }
   cv.line(left, top, left, bottom, {0, 0, 0});
   cv.line(left, bottom, right, bottom, {0, 0, 0});
@@ -100,7 +101,8 @@ void draw_panel(Canvas& cv, int ox, const Panel& p) {
     const auto c = kColors[si % kColors.size()];
     for (std::size_t i = 1; i < s.x.size() && i < s.y.size(); ++i)
       if (std::isfinite(s.y[i - 1]) && std::isfinite(s.y[i])) cv.line(X(s.x[i - 1]), Y(s.y[i - 1]), X(s.x[i]), Y(s.y[i]), c, 2);
-    if (s.x.size() == 1 && std::isfinite(s.y[0])) cv.line(X(s.x[0]) - 2, Y(s.y[0]), X(s.x[0]) + 2, Y(s.y[0]), c, 3);
+    if (s.x.size() == 1 && std::isfinite(s.y[0]))  // a lone point: a 7x7 square
+      for (int d = -3; d <= 3; ++d) cv.line(X(s.x[0]) - 3, Y(s.y[0]) + d, X(s.x[0]) + 3, Y(s.y[0]) + d, c);
     const int ly = bottom + 22 + static_cast<int>(si % 2) * 10, lx = left + static_cast<int>(si / 2) * 150;
     cv.line(lx, ly + 3, lx + 14, ly + 3, c, 2);
     cv.text(lx + 18, ly, s.label);
