@@ -43,6 +43,13 @@ std::string quote(const std::string& s) {
   return q;
 }
 
+// The oa binary CMake built, or else the `oa` beside this test binary (as in
+// scripts/device-pack.sh's bundle).
+std::string oa_binary() {
+  if (fs::exists(OA_CLI_PATH)) return OA_CLI_PATH;
+  return (fs::read_symlink("/proc/self/exe").parent_path() / "oa").string();
+}
+
 std::string read_text(const fs::path& p) {
   const auto bytes = oa::test::read_file(p);
   return {bytes.begin(), bytes.end()};
@@ -58,7 +65,7 @@ class CliDir {
 
   // Runs oa with `args` in work().
   OaRun oa(const std::vector<std::string>& args) const {
-    std::string command = "cd " + quote(work().string()) + " && " + quote(OA_CLI_PATH);
+    std::string command = "cd " + quote(work().string()) + " && " + quote(oa_binary());
     for (const auto& a : args) command.append(" ").append(quote(a));
     command += " </dev/null >" + quote((dir_ / "stdout").string()) + " 2>" + quote((dir_ / "stderr").string());
     OaRun r;
