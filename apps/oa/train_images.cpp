@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "interrupt.hpp"
 #include "models.hpp"
 #include "oa/oa.hpp"
 #include "plot.hpp"
@@ -21,9 +22,6 @@ namespace {
 namespace fs = std::filesystem;
 using oa::Matrix;
 namespace data = oa::ml::data;
-
-volatile std::sig_atomic_t g_interrupted = 0;
-void on_sigint(int) { g_interrupted = 1; }
 
 struct Evaluation {
   double loss = 0, accuracy = 0;
