@@ -91,6 +91,7 @@ int main(int argc, char** argv) {
   text_cmd->add_option("--seed", text.seed, "seed");
   text_cmd->add_option("--device", text.device, "device index or name substring");
   text_cmd->add_option("--out", text.out, "output directory");
+  text_cmd->add_flag("--resume", text.resume, "continue from the checkpoint in --out (same model flags)");
 
   std::string sample_dir, sample_prompt, sample_device;
   std::int64_t sample_length = 400;

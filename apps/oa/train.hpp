@@ -33,6 +33,7 @@ struct TrainTextArgs {
   double lr = 1e-3;
   std::uint64_t seed = 0;
   std::string device, out = "runs/text";
+  bool resume = false;  // continue from the checkpoint in out
 };
 
 int train_text(const TrainTextArgs& args);

@@ -1,6 +1,10 @@
 // Character-level (byte) language modelling: `oa train text` and `oa sample`.
 // Validation loss on the held-out last 5% of the text is reported in bits per
-// character.
+// character. Each validation appends to metrics.jsonl and writes a checkpoint
+// (model, AdamW state, step); --resume continues from it exactly (the batch
+// and learning rate of a step depend only on the seed and the step), Ctrl-C
+// saves one and exits, and a plot of train and validation bits per character
+// is written at the end.
 #include <cmath>
 #include <csignal>
 #include <filesystem>
@@ -9,8 +13,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "interrupt.hpp"
 #include "models.hpp"
 #include "oa/oa.hpp"
+#include "plot.hpp"
 #include "progress.hpp"
 #include "run_dir.hpp"
 #include "train.hpp"
@@ -61,6 +67,91 @@ nlohmann::json text_metadata(const fs::path& file) {
   return meta;
 }
 
+// "--context C --layers L --heads H --width W".
+std::string config_flags(const TextModelConfig& c) {
+  return fmt::format("--context {} --layers {} --heads {} --width {}", c.context, c.layers, c.heads, c.width);
+}
+
+// The step a --resume run continues from: that of the checkpoint in `out`,
+// whose model must be `config`. Throws InvalidArgument (one line) when there
+// is no checkpoint, it holds another model or no step, or it has already
+// trained all `steps`. Reads only the checkpoint's header.
+std::int64_t resumable_step(const fs::path& out, const TextModelConfig& config, std::int64_t steps) {
+  const fs::path file = out / "model.safetensors";
+  if (!fs::exists(file))
+    oa::fail(oa::ErrorKind::InvalidArgument, "--resume: no checkpoint at {}; train without --resume first", file.string());
+  const auto meta = text_metadata(file);
+  const TextModelConfig saved{meta["context"], meta["layers"], meta["heads"], meta["width"]};
+  if (config_flags(saved) != config_flags(config))
+    oa::fail(oa::ErrorKind::InvalidArgument, "--resume: {} holds a model of {}, not {}; resume it with its flags", file.string(),
+             config_flags(saved), config_flags(config));
+  if (!meta.contains("step") || !meta["step"].is_number_integer() || meta["step"].get<std::int64_t>() < 0)
+    oa::fail(oa::ErrorKind::InvalidArgument, "--resume: {} does not say which step it was saved at", file.string());
+  const auto step = meta["step"].get<std::int64_t>();
+  if (step >= steps)
+    oa::fail(oa::ErrorKind::InvalidArgument, "--resume: {} is of step {}, so --steps {} leaves nothing to train", file.string(), step,
+             steps);
+  return step;
+}
+
+// Model weights (with their config and `step` as "oa.text" metadata) and
+// AdamW state, each file replaced whole.
+void save_checkpoint(const fs::path& out, oa::ml::nn::Module& model, const oa::ml::optim::Optimizer& optimizer,
+                     const TextModelConfig& c, std::int64_t step) {
+  const nlohmann::json meta = {{"context", c.context}, {"layers", c.layers}, {"heads", c.heads}, {"width", c.width}, {"step", step}};
+  oa::ml::save_safetensors(out / "model.safetensors", model.named_tensors(), {{"oa.text", meta.dump()}});
+  optimizer.save_state(out / "optimizer.safetensors");
+}
+
+// The rows of metrics.jsonl up to `step` (a missing file has none; a line cut
+// short by an interrupted write, or one past `step`, is dropped).
+std::vector<nlohmann::json> history_until(const fs::path& file, std::int64_t step) {
+  std::vector<nlohmann::json> rows;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) {
+    auto row = nlohmann::json::parse(line, nullptr, false);
+    if (row.is_object() && row.contains("step") && row["step"].is_number_integer() && row["step"].get<std::int64_t>() <= step &&
+        row.contains("train_loss") && row["train_loss"].is_number() && row.contains("validation_bpc") && row["validation_bpc"].is_number())
+      rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+// Replaces `file` with `rows` (via a temporary file and a rename) and opens
+// it for appending.
+std::ofstream rewrite_metrics(const fs::path& file, const std::vector<nlohmann::json>& rows) {
+  const fs::path temporary = file.string() + ".tmp";
+  {
+    std::ofstream tmp(temporary, std::ios::trunc);
+    for (const auto& row : rows) tmp << row.dump() << "\n";
+    if (!(tmp << std::flush)) {
+      fs::remove(temporary);
+      oa::fail(oa::ErrorKind::InvalidArgument, "cannot write {}", file.string());
+    }
+  }
+  std::error_code ec;
+  fs::rename(temporary, file, ec);
+  if (ec) {
+    fs::remove(temporary);
+    oa::fail(oa::ErrorKind::InvalidArgument, "cannot write {}: {}", file.string(), ec.message());
+  }
+  std::ofstream metrics(file, std::ios::app);
+  if (!metrics) oa::fail(oa::ErrorKind::InvalidArgument, "cannot write {}", file.string());
+  return metrics;
+}
+
+// Train loss (in bits per character: loss / ln 2) and validation bits per
+// character against step.
+void write_plot(const fs::path& file, const std::vector<nlohmann::json>& history) {
+  Panel panel{"bits per character", {{"train loss / ln 2", {}, {}}, {"validation", {}, {}}}};
+  for (const auto& row : history) {
+    const double step = row["step"].get<double>();
+    panel.series[0].x.push_back(step), panel.series[0].y.push_back(row["train_loss"].get<double>() / std::log(2.0));
+    panel.series[1].x.push_back(step), panel.series[1].y.push_back(row["validation_bpc"].get<double>());
+  }
+  write_line_chart(file.string(), {panel});
+}
+
 oa::Engine make_engine(const std::string& device) {
   return oa::Engine(oa::EngineOptions{.device = device.empty() ? std::nullopt : std::optional(device)});
 }
@@ -68,6 +159,9 @@ oa::Engine make_engine(const std::string& device) {
 }  // namespace
 
 int train_text(const TrainTextArgs& args) {
+  const fs::path out = args.out;
+  const TextModelConfig config{args.context, args.layers, args.heads, args.width};
+  const std::int64_t start = args.resume ? resumable_step(out, config, args.steps) : 0;
   const std::string source = args.input.empty() ? "/usr/share/games/fortunes" : args.input;
   std::vector<std::uint8_t> bytes = args.input.empty() ? data::read_bytes(data::fortune_files()) : data::read_bytes({args.input});
   data::TextSplit split = data::split_text(std::move(bytes), 0.05);
@@ -79,22 +173,32 @@ int train_text(const TrainTextArgs& args) {
   oa::Engine engine = make_engine(args.device);
   fmt::print("oa train text: {} training / {} validation bytes from {} on {}\n", split.train.size(), split.validation.size(), source,
              engine.device().name);
-  const TextModelConfig config{args.context, args.layers, args.heads, args.width};
   oa::ml::Generator generator(args.seed);
   auto model = make_text_model(config, generator, engine);
   oa::ml::optim::AdamW optimizer(model->parameters(), {.lr = static_cast<float>(args.lr), .weight_decay = 0.1f});
   data::TextLoader loader(split.train, args.batch_size, args.context, args.seed, engine);
   fmt::print("model: {} parameters ({} layers, {} heads, width {}, context {})\n", model->parameter_count(), args.layers, args.heads,
              args.width, args.context);
-  const fs::path out = args.out;
   prepare_run_dir(out);
-  std::ofstream metrics(out / "metrics.jsonl", std::ios::trunc);
-  if (!metrics) oa::fail(oa::ErrorKind::InvalidArgument, "cannot write {}", (out / "metrics.jsonl").string());
-  nlohmann::json meta = {{"context", args.context}, {"layers", args.layers}, {"heads", args.heads}, {"width", args.width}};
-  Progress progress("train text", args.steps, "tok");
+  std::vector<nlohmann::json> history;
+  if (args.resume) {
+    oa::ml::load_safetensors_into(out / "model.safetensors", model->named_tensors());
+    optimizer.load_state(out / "optimizer.safetensors");
+    if (optimizer.steps() != start)
+      oa::fail(oa::ErrorKind::InvalidArgument,
+               "--resume: {} is of step {} but {} of step {} (a save was cut short); train again without --resume",
+               (out / "optimizer.safetensors").string(), optimizer.steps(), (out / "model.safetensors").string(), start);
+    history = history_until(out / "metrics.jsonl", start);
+  }
+  std::ofstream metrics = rewrite_metrics(out / "metrics.jsonl", history);
+  if (args.resume) fmt::print("resumed from {} at step {}\n", (out / "model.safetensors").string(), start);
+
+  std::signal(SIGINT, on_sigint);
+  Progress progress(start == 0 ? "train text" : fmt::format("train text from step {}", start), args.steps - start, "tok");
   const auto t0 = std::chrono::steady_clock::now();
   double bpc = 0;
-  for (std::int64_t step = 0; step < args.steps; ++step) {
+  std::int64_t step = start;
+  for (; step < args.steps && !g_interrupted; ++step) {
     optimizer.set_lr(static_cast<float>(oa::ml::optim::warmup_cosine_lr(step, args.lr, args.steps / 20, args.steps, args.lr / 10)));
     auto batch = loader.batch(static_cast<std::uint64_t>(step));
     Matrix logits = (*model)(batch.tokens);
@@ -109,23 +213,33 @@ int train_text(const TrainTextArgs& args) {
       const float value = loss.item();
       if (!std::isfinite(value))
         oa::fail(oa::ErrorKind::FailedPrecondition, "training diverged: loss {} at step {}; try a lower --lr", value, step + 1);
-      progress.update(step + 1, (step + 1) * n, value);
+      progress.update(step + 1 - start, (step + 1 - start) * n, value);
     }
     if ((step + 1) % args.eval_every == 0 || last) {
       progress.finish();
       bpc = validation_bpc(*model, split.validation, args.context, args.batch_size, engine);
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       nlohmann::json row = {{"step", step + 1}, {"train_loss", loss.item()}, {"validation_bpc", bpc},
-                            {"tokens_per_second", static_cast<double>((step + 1) * n) / seconds}};
+                            {"tokens_per_second", static_cast<double>((step + 1 - start) * n) / seconds}};
       if (!(metrics << row.dump() << "\n" << std::flush))
         oa::fail(oa::ErrorKind::InvalidArgument, "cannot write {}", (out / "metrics.jsonl").string());
+      history.push_back(row);
       fmt::print("step {}: validation {:.3f} bits per character ({:.0f} tokens/s)\n", step + 1, bpc,
                  row["tokens_per_second"].get<double>());
-      oa::ml::save_safetensors(out / "model.safetensors", model->named_tensors(), {{"oa.text", meta.dump()}});
+      save_checkpoint(out, *model, optimizer, config, step + 1);
     }
   }
-  fmt::print("done: validation {:.3f} bits per character after {} steps; checkpoint {}, metrics {}\n", bpc, args.steps,
-             (out / "model.safetensors").string(), (out / "metrics.jsonl").string());
+  if (step < args.steps) {  // Ctrl-C
+    progress.finish();
+    save_checkpoint(out, *model, optimizer, config, step);
+    if (!history.empty()) write_plot(out / "plot.png", history);
+    fmt::print("interrupted after step {} of {}: checkpoint saved in {}{}; run the same command with --resume to continue\n", step,
+               args.steps, out.string(), history.empty() ? "" : fmt::format(", plot {}", (out / "plot.png").string()));
+    return 130;
+  }
+  write_plot(out / "plot.png", history);
+  fmt::print("done: validation {:.3f} bits per character after {} steps; checkpoint {}, metrics {}, plot {}\n", bpc, args.steps,
+             (out / "model.safetensors").string(), (out / "metrics.jsonl").string(), (out / "plot.png").string());
   return 0;
 }
 

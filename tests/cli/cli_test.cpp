@@ -4,20 +4,27 @@
 // one line on stderr that says what is wrong, fail before any training, and
 // leave nothing behind in its working directory.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <zlib.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "models.hpp"
 #include "oa/oa.hpp"
 #include "support/temp_dir.hpp"
+
+extern "C" char** environ;
 
 namespace {
 
@@ -64,15 +71,20 @@ class CliDir {
   fs::path operator/(const std::string& name) const { return work() / name; }
 
   // Runs oa with `args` in work().
-  OaRun oa(const std::vector<std::string>& args) const {
-    std::string command = "cd " + quote(work().string()) + " && " + quote(oa_binary());
-    for (const auto& a : args) command.append(" ").append(quote(a));
-    command += " </dev/null >" + quote((dir_ / "stdout").string()) + " 2>" + quote((dir_ / "stderr").string());
-    OaRun r;
-    r.status = std::system(command.c_str());
-    r.out = read_text(dir_ / "stdout");
-    r.err = read_text(dir_ / "stderr");
-    return r;
+  OaRun oa(const std::vector<std::string>& args) const { return finished(std::system(command(args).c_str())); }
+
+  // Starts oa with `args` in work() and returns its process id; wait() ends it.
+  pid_t start(const std::vector<std::string>& args) const {
+    const std::string shell = command(args, "exec ");
+    const char* argv[] = {"sh", "-c", shell.c_str(), nullptr};
+    pid_t pid = -1;
+    if (posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char* const*>(argv), environ) != 0) return -1;
+    return pid;
+  }
+  OaRun wait(pid_t pid) const {
+    int status = -1;
+    if (waitpid(pid, &status, 0) != pid) status = -1;
+    return finished(status);
   }
 
   // Every file and directory under work(), with file sizes.
@@ -84,6 +96,14 @@ class CliDir {
   }
 
  private:
+  // The shell command that runs oa (after `prefix`) in work().
+  std::string command(const std::vector<std::string>& args, const std::string& prefix = "") const {
+    std::string c = "cd " + quote(work().string()) + " && " + prefix + quote(oa_binary());
+    for (const auto& a : args) c.append(" ").append(quote(a));
+    return c + " </dev/null >" + quote((dir_ / "stdout").string()) + " 2>" + quote((dir_ / "stderr").string());
+  }
+  OaRun finished(int status) const { return {status, read_text(dir_ / "stdout"), read_text(dir_ / "stderr")}; }
+
   TempDir dir_;
 };
 
@@ -296,6 +316,104 @@ TEST(Cli, UnwritableOutput) {
   before = d.listing();
   EXPECT_TRUE(fails_cleanly(d.oa({"train", "fashion-mnist", "--quick", "--data", "data", "--out", "a-file/run"}), {"a-file/run"}));
   EXPECT_EQ(d.listing(), before);
+}
+
+// A text checkpoint of the tiny model (context 8) saved at `step` (no step
+// when negative), with a fresh AdamW state (step 0) if `optimizer`.
+void write_text_checkpoint(const fs::path& dir, std::int64_t step, bool optimizer) {
+  const oa::Engine engine = oa::Engine::default_engine();
+  oa::ml::Generator generator(0);
+  auto model = oa_cli::make_text_model({8, 1, 2, 16}, generator, engine);
+  nlohmann::json meta = {{"context", 8}, {"layers", 1}, {"heads", 2}, {"width", 16}};
+  if (step >= 0) meta["step"] = step;
+  fs::create_directories(dir);
+  oa::ml::save_safetensors(dir / "model.safetensors", model->named_tensors(), {{"oa.text", meta.dump()}});
+  if (optimizer) oa::ml::optim::AdamW(model->parameters()).save_state(dir / "optimizer.safetensors");
+}
+
+TEST(Cli, TextResumeRefusals) {
+  CliDir d;
+  write_text(d / "fox.txt");
+  const std::vector<std::string> resume = {"train", "text", "--input", "fox.txt", "--resume", "--out", "run"};
+  auto before = d.listing();
+  EXPECT_TRUE(fails_cleanly(d.oa(resume + kTinyText), {"--resume", "no checkpoint", "run/model.safetensors"}));
+  EXPECT_EQ(d.listing(), before);
+  // Another model: each differing flag is named.
+  write_text_checkpoint(d / "run", 1, false);
+  before = d.listing();
+  EXPECT_TRUE(fails_cleanly(d.oa(resume + std::vector<std::string>{"--context", "16", "--layers", "1", "--heads", "2", "--width", "32"}),
+                            {"--resume", "run/model.safetensors", "--context 8 --layers 1 --heads 2 --width 16",
+                             "not --context 16 --layers 1 --heads 2 --width 32"}));
+  // Already at --steps 2.
+  write_text_checkpoint(d / "run", 2, false);
+  EXPECT_TRUE(fails_cleanly(d.oa(resume + kTinyText), {"--resume", "step 2", "--steps 2"}));
+  // No step (a checkpoint of an older oa).
+  write_text_checkpoint(d / "run", -1, false);
+  EXPECT_TRUE(fails_cleanly(d.oa(resume + kTinyText), {"--resume", "which step"}));
+  // No optimizer state, then one of another step.
+  write_text_checkpoint(d / "run", 1, false);
+  EXPECT_TRUE(fails_cleanly(d.oa(resume + kTinyText), {"optimizer.safetensors"}));
+  write_text_checkpoint(d / "run", 1, true);
+  before = d.listing();
+  EXPECT_TRUE(fails_cleanly(d.oa(resume + kTinyText), {"--resume", "optimizer.safetensors", "step 0", "step 1"}));
+  EXPECT_EQ(d.listing(), before);
+}
+
+// The rows of a metrics.jsonl by step.
+std::map<std::int64_t, nlohmann::json> metrics_by_step(const fs::path& file) {
+  std::map<std::int64_t, nlohmann::json> rows;
+  std::istringstream in(read_text(file));
+  for (std::string line; std::getline(in, line);) {
+    auto row = nlohmann::json::parse(line);
+    rows[row["step"].get<std::int64_t>()] = row;
+  }
+  return rows;
+}
+
+// Ctrl-C saves a checkpoint and exits with 130; --resume then ends where an
+// uninterrupted run ends (the batches and learning rate of a step depend only
+// on the seed and the step, and the AdamW state is restored).
+TEST(Cli, TextInterruptedAndResumedEndsLikeUninterrupted) {
+  CliDir d;
+  write_text(d / "fox.txt");
+  const std::vector<std::string> args = {"train",   "text", "--input", "fox.txt", "--context", "16", "--layers",     "1",  "--heads",
+                                         "2",       "--width", "16",   "--steps", "60",        "--eval-every", "10", "--batch-size", "8"};
+  const OaRun straight = d.oa(args + std::vector<std::string>{"--out", "straight"});
+  ASSERT_TRUE(WIFEXITED(straight.status) && WEXITSTATUS(straight.status) == 0) << straight.err;
+  EXPECT_NE(straight.out.find("plot straight/plot.png"), std::string::npos) << straight.out;
+  EXPECT_TRUE(fs::exists(d / "straight" / "plot.png"));
+
+  // Interrupt as soon as the first validation is in metrics.jsonl.
+  const pid_t pid = d.start(args + std::vector<std::string>{"--out", "resumed"});
+  ASSERT_GT(pid, 0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!(fs::exists(d / "resumed" / "metrics.jsonl") && fs::file_size(d / "resumed" / "metrics.jsonl") > 0) &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ::kill(pid, SIGINT);
+  const OaRun interrupted = d.wait(pid);
+  ASSERT_TRUE(WIFEXITED(interrupted.status)) << interrupted.err;
+  ASSERT_EQ(WEXITSTATUS(interrupted.status), 130) << interrupted.out << interrupted.err;
+  EXPECT_NE(interrupted.out.find("interrupted after step"), std::string::npos) << interrupted.out;
+  EXPECT_NE(interrupted.out.find("--resume"), std::string::npos) << interrupted.out;
+  EXPECT_TRUE(fs::exists(d / "resumed" / "optimizer.safetensors"));
+  EXPECT_TRUE(fs::exists(d / "resumed" / "plot.png"));
+
+  const OaRun resumed = d.oa(args + std::vector<std::string>{"--out", "resumed", "--resume"});
+  ASSERT_TRUE(WIFEXITED(resumed.status) && WEXITSTATUS(resumed.status) == 0) << resumed.err;
+  EXPECT_NE(resumed.out.find("resumed from"), std::string::npos) << resumed.out;
+  const auto want = metrics_by_step(d / "straight" / "metrics.jsonl");
+  const auto got = metrics_by_step(d / "resumed" / "metrics.jsonl");
+  ASSERT_EQ(want.size(), 6u);
+  ASSERT_EQ(got.size(), want.size());
+  for (const auto& [step, row] : want) {
+    SCOPED_TRACE(step);
+    ASSERT_TRUE(got.contains(step));
+    EXPECT_NEAR(got.at(step)["validation_bpc"].get<double>(), row["validation_bpc"].get<double>(), 1e-5);
+    EXPECT_NEAR(got.at(step)["train_loss"].get<double>(), row["train_loss"].get<double>(), 1e-5);
+  }
+  // Finished: nothing left to resume.
+  EXPECT_TRUE(fails_cleanly(d.oa(args + std::vector<std::string>{"--out", "resumed", "--resume"}), {"nothing to train"}));
 }
 
 }  // namespace
