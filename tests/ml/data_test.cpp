@@ -196,6 +196,29 @@ TEST(DataImageLoader, ShufflesDeterministicallyPerEpoch) {
   for (std::size_t i = 0; i < labels.size(); ++i) EXPECT_EQ(labels[i], order0[4 + i] % 4);
 }
 
+// bench/twins/common.py re-creates the order for the PyTorch twins; these
+// values are what its epoch_order(count, seed, epoch) gives.
+TEST(DataImageLoader, OrderMatchesThePythonTwins) {
+  data::ImageDataset d;
+  d.count = 60000;
+  d.height = d.width = 1;
+  d.pixels.assign(60000, 0);
+  d.labels.assign(60000, 0);
+  d.classes = 1;
+  auto ends = [](const data::ImageLoader& loader) {
+    const auto& o = loader.order();
+    return std::vector<std::int64_t>{o[0], o[1], o[2], o[3], o[59996], o[59997], o[59998], o[59999]};
+  };
+  data::ImageLoader a(d, {.batch_size = 128, .seed = 0});
+  EXPECT_EQ(ends(a), (std::vector<std::int64_t>{39055, 47653, 45002, 16059, 22368, 16769, 50219, 12753}));
+  a.set_epoch(1);
+  EXPECT_EQ(ends(a), (std::vector<std::int64_t>{1564, 9078, 1967, 21042, 1183, 43568, 49018, 22525}));
+  data::ImageLoader b(d, {.batch_size = 128, .seed = 5});
+  b.set_epoch(3);
+  EXPECT_EQ(ends(b), (std::vector<std::int64_t>{41828, 5532, 33930, 42476, 13910, 11649, 31029, 44701}));
+  EXPECT_EQ(data::ImageLoader(tiny_images(9), {.batch_size = 4, .seed = 42}).order(), (std::vector<std::int64_t>{5, 4, 7, 8, 1, 3, 6, 0, 2}));
+}
+
 TEST(DataImageLoader, ComputesNormalisation) {
   data::ImageDataset d;
   d.count = 1;
