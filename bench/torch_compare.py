@@ -108,7 +108,7 @@ def main():
     with open(args.oa_results) as f:
         results = json.load(f)
     rows = []
-    print(f"{'case':<44} {'oa ms':>10} {'torch ms':>10} {'torch/oa':>9}  {'oa peak MiB':>11}")
+    print(f"{'case':<44} {'oa ms':>10} {'torch ms':>10} {'torch/oa':>9}  {'oa peak MiB':>11} {'torch peak MiB':>14}")
     for r in results:
         torch.cuda.reset_peak_memory_stats()
         try:
@@ -119,7 +119,7 @@ def main():
         ratio = t / r["gpu_ms"] if r["gpu_ms"] > 0 else float("nan")
         peak = r.get("peak_bytes", 0) / 2**20
         torch_peak = torch.cuda.max_memory_allocated() / 2**20
-        print(f"{r['name']:<44} {r['gpu_ms']:>10.3f} {t:>10.3f} {ratio:>9.2f}  {peak:>11.1f}")
+        print(f"{r['name']:<44} {r['gpu_ms']:>10.3f} {t:>10.3f} {ratio:>9.2f}  {peak:>11.1f} {torch_peak:>14.1f}")
         rows.append(dict(name=r["name"], oa_ms=r["gpu_ms"], torch_ms=t, ratio=ratio, oa_peak_mib=peak,
                          torch_peak_mib=torch_peak))
     if args.out:

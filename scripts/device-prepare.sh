@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prepares .gl/ for runs on the GPU machine (see ../shared/DEVICE.md): the
 # shared loader packages plus what oa's binaries and tests need there
-# (libfmt9, the validation layers).
+# (libfmt9, libpng16, the validation layers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ../shared/device/prepare.sh >/dev/null
@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 done)
 # Extras are unpacked outside / (unpacking more into / can break the machine).
 mkdir -p .gl/extra && cd .gl/extra
-for p in libfmt9 vulkan-validationlayers; do
+for p in libfmt9 libpng16-16 vulkan-validationlayers; do
   ls ${p}_*.deb >/dev/null 2>&1 || apt-get download "$p" >/dev/null 2>&1
 done
 cat > env.sh <<'ENV'

@@ -1,5 +1,6 @@
 // The oa command line.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 
@@ -36,22 +37,21 @@ int info() {
   return 0;
 }
 
+// Errors are one line: "oa: <what is wrong>".
+void print_error(std::string message) {
+  std::replace(message.begin(), message.end(), '\n', ' ');
+  std::cerr << "oa: " << message << "\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"oa: a GPU-first machine-learning matrix engine on Vulkan"};
   app.require_subcommand(1);
+  app.option_defaults()->always_capture_default();  // --help shows each default
   auto* info_cmd = app.add_subcommand("info", "List Vulkan devices and the chosen engine's limits");
 
-  auto* train_cmd = app.add_subcommand("train", "Train a model");
-  train_cmd->require_subcommand(1);
-  oa_cli::TrainImagesArgs images;
-  auto* fmnist = train_cmd->add_subcommand("fashion-mnist", "Classify Fashion-MNIST (Debian's dataset-fashion-mnist)");
-  fmnist->add_option("--model", images.model, "convnet or vit (a small vision transformer)")
-      ->check(CLI::IsMember({"convnet", "vit"}));
-  fmnist->add_option("--epochs", images.epochs, "training epochs")->check(CLI::Range(1, 100000));
-  fmnist->add_option("--batch-size", images.batch_size, "images per step")->check(CLI::Range(1, 1 << 20));
-  fmnist->add_option("--lr", images.lr, "AdamW learning rate")->check(CLI::Validator(
+  const CLI::Validator kPositive(
       [](std::string& v) {
         double x = 0;
         try {
@@ -61,7 +61,16 @@ int main(int argc, char** argv) {
         }
         return std::isfinite(x) && x > 0 ? std::string() : std::string("must be a finite number above 0");
       },
-      "POSITIVE"));
+      "POSITIVE");
+  auto* train_cmd = app.add_subcommand("train", "Train a model");
+  train_cmd->require_subcommand(1);
+  oa_cli::TrainImagesArgs images;
+  auto* fmnist = train_cmd->add_subcommand("fashion-mnist", "Classify Fashion-MNIST (Debian's dataset-fashion-mnist)");
+  fmnist->add_option("--model", images.model, "convnet or vit (a small vision transformer)")
+      ->check(CLI::IsMember({"convnet", "vit"}));
+  fmnist->add_option("--epochs", images.epochs, "training epochs")->check(CLI::Range(1, 100000));
+  fmnist->add_option("--batch-size", images.batch_size, "images per step")->check(CLI::Range(1, 1 << 20));
+  fmnist->add_option("--lr", images.lr, "AdamW learning rate")->check(kPositive);
   fmnist->add_option("--seed", images.seed, "seed for initialisation and shuffling");
   fmnist->add_option("--device", images.device, "device index or name substring (default: OA_DEVICE, then the best)");
   fmnist->add_option("--out", images.out, "output directory (default runs/fashion-mnist-<model>)");
@@ -79,7 +88,7 @@ int main(int argc, char** argv) {
   text_cmd->add_option("--steps", text.steps, "optimizer steps")->check(CLI::Range(1, 100000000));
   text_cmd->add_option("--batch-size", text.batch_size, "windows per step")->check(CLI::Range(1, 1 << 20));
   text_cmd->add_option("--eval-every", text.eval_every, "steps between validations")->check(CLI::Range(1, 100000000));
-  text_cmd->add_option("--lr", text.lr, "peak AdamW learning rate (warmup, then cosine)")->check(CLI::PositiveNumber);
+  text_cmd->add_option("--lr", text.lr, "peak AdamW learning rate (warmup, then cosine)")->check(kPositive);
   text_cmd->add_option("--seed", text.seed, "seed");
   text_cmd->add_option("--device", text.device, "device index or name substring");
   text_cmd->add_option("--out", text.out, "output directory");
@@ -101,7 +110,13 @@ int main(int argc, char** argv) {
   eval_cmd->add_option("--checkpoint", eval_dir, "the run directory")->required();
   eval_cmd->add_option("--device", eval_device, "device index or name substring");
   eval_cmd->add_option("--data", eval_data, "directory holding the Fashion-MNIST IDX files");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);  // --help
+    print_error(fmt::format("{} (see --help)", e.what()));
+    return 2;
+  }
   try {
     if (*info_cmd) return info();
     if (*fmnist) return oa_cli::train_images(images);
@@ -110,10 +125,10 @@ int main(int argc, char** argv) {
       return oa_cli::sample_text(sample_dir, sample_prompt, sample_length, sample_temperature, sample_seed, sample_device);
     if (*eval_cmd) return oa_cli::eval_images(eval_dir, eval_device, eval_data);
   } catch (const oa::Error& e) {
-    std::cerr << "oa: " << e.message() << "\n";
+    print_error(std::string(e.message()));
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "oa: " << e.what() << "\n";
+    print_error(e.what());
     return 1;
   }
   return 0;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 
 #include "oa/core/error.hpp"
 
@@ -76,18 +77,12 @@ std::string tick(double v) {
 }
 
 void draw_panel(Canvas& cv, int ox, const Panel& p) {
-  double xmin = 1e300, xmax = -1e300, ymin = 1e300, ymax = -1e300;
+  std::vector<double> xs, ys;
   for (auto& s : p.series)
-    for (std::size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
-      if (!std::isfinite(s.y[i])) continue;
-      xmin = std::min(xmin, s.x[i]), xmax = std::max(xmax, s.x[i]);
-      ymin = std::min(ymin, s.y[i]), ymax = std::max(ymax, s.y[i]);
-    }
-  if (xmin > xmax) xmin = 0, xmax = 1, ymin = 0, ymax = 1;
-  if (xmax == xmin) xmax = xmin + 1;
-  if (ymax == ymin) ymax = ymin + 1;
-  const double pad = (ymax - ymin) * 0.05;
-  ymin -= pad, ymax += pad;
+    for (std::size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
+      if (std::isfinite(s.x[i]) && std::isfinite(s.y[i])) xs.push_back(s.x[i]), ys.push_back(s.y[i]);
+  const AxisRange xr = axis_range(xs, false), yr = axis_range(ys, true);
+  const double xmin = xr.lo, xmax = xr.hi, ymin = yr.lo, ymax = yr.hi;
   const int left = ox + kMargin + 12, right = ox + kPanelW - 12, top = 28, bottom = kPanelH - kMargin;
   auto X = [&](double v) { return left + (v - xmin) / (xmax - xmin) * (right - left); };
   auto Y = [&](double v) { return bottom - (v - ymin) / (ymax - ymin) * (bottom - top); };
@@ -96,7 +91,8 @@ void draw_panel(Canvas& cv, int ox, const Panel& p) {
     const double yv = ymin + (ymax - ymin) * i / 4, xv = xmin + (xmax - xmin) * i / 4;
     cv.line(left, Y(yv), right, Y(yv), {225, 225, 225});
     cv.text(ox + 4, static_cast<int>(Y(yv)) - 3, tick(yv));
-    cv.text(static_cast<int>(X(xv)) - 8, bottom + 6, tick(xv));
+    const std::string xt = tick(xv);
+    cv.text(static_cast<int>(X(xv)) - static_cast<int>(xt.size()) * 3, bottom + 6, xt);  // centred under its tick
   }
   cv.line(left, top, left, bottom, {0, 0, 0});
   cv.line(left, bottom, right, bottom, {0, 0, 0});
@@ -105,7 +101,8 @@ void draw_panel(Canvas& cv, int ox, const Panel& p) {
     const auto c = kColors[si % kColors.size()];
     for (std::size_t i = 1; i < s.x.size() && i < s.y.size(); ++i)
       if (std::isfinite(s.y[i - 1]) && std::isfinite(s.y[i])) cv.line(X(s.x[i - 1]), Y(s.y[i - 1]), X(s.x[i]), Y(s.y[i]), c, 2);
-    if (s.x.size() == 1 && std::isfinite(s.y[0])) cv.line(X(s.x[0]) - 2, Y(s.y[0]), X(s.x[0]) + 2, Y(s.y[0]), c, 3);
+    if (s.x.size() == 1 && std::isfinite(s.y[0]))  // a lone point: a 7x7 square
+      for (int d = -3; d <= 3; ++d) cv.line(X(s.x[0]) - 3, Y(s.y[0]) + d, X(s.x[0]) + 3, Y(s.y[0]) + d, c);
     const int ly = bottom + 22 + static_cast<int>(si % 2) * 10, lx = left + static_cast<int>(si / 2) * 150;
     cv.line(lx, ly + 3, lx + 14, ly + 3, c, 2);
     cv.text(lx + 18, ly, s.label);
@@ -113,6 +110,24 @@ void draw_panel(Canvas& cv, int ox, const Panel& p) {
 }
 
 }  // namespace
+
+AxisRange axis_range(const std::vector<double>& values, bool pad) {
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (double v : values)
+    if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+  if (lo > hi) return {};
+  const double data_lo = lo, data_hi = hi;
+  if (lo == hi) {
+    const double half = pad ? (lo == 0 ? 1.0 : std::abs(lo) / 10) : std::max(1.0, std::abs(lo) / 20);
+    lo -= half, hi += half;
+  } else if (pad) {
+    const double margin = (hi - lo) * 0.05;
+    lo -= margin, hi += margin;
+  }
+  if (pad && data_lo >= 0) lo = std::max(lo, 0.0);
+  if (pad && data_hi <= 1) hi = std::min(hi, 1.0);
+  return {lo, hi};
+}
 
 void write_line_chart(const std::string& path, const std::vector<Panel>& panels) {
   Canvas cv(kPanelW * static_cast<int>(std::max<std::size_t>(panels.size(), 1)), kPanelH + 16);

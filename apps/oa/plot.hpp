@@ -16,6 +16,17 @@ struct Panel {
   std::vector<Series> series;
 };
 
+// The range an axis shows for `values` (non-finite ones are ignored); always
+// lo < hi. A y axis (`pad`) adds 5% of the data's span on each side, and a
+// constant series v gets v +- |v| / 10 (0 gets [-1, 1]) before that; but the
+// axis never reaches below 0 when the data do not, nor above 1 when the data
+// do not, so accuracies and fractions stay within [0, 1]. An x axis is the
+// data's span; a single value v gets v +- max(1, |v| / 20). No value gives [0, 1].
+struct AxisRange {
+  double lo = 0, hi = 1;
+};
+AxisRange axis_range(const std::vector<double>& values, bool pad);
+
 // Writes panels side by side into a PNG at `path` (via a temporary file and a
 // rename). Throws oa::Error (InvalidArgument) when the file cannot be written.
 void write_line_chart(const std::string& path, const std::vector<Panel>& panels);

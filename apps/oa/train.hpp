@@ -28,8 +28,8 @@ namespace oa_cli {
 
 struct TrainTextArgs {
   std::string input;  // default: Debian's fortunes, concatenated
-  std::int64_t context = 128, layers = 4, heads = 4, width = 128;
-  std::int64_t steps = 2000, batch_size = 32, eval_every = 250;
+  std::int64_t context = 128, layers = 4, heads = 4, width = 256;
+  std::int64_t steps = 3000, batch_size = 64, eval_every = 250;
   double lr = 1e-3;
   std::uint64_t seed = 0;
   std::string device, out = "runs/text";

@@ -12,6 +12,7 @@
 #include "models.hpp"
 #include "oa/oa.hpp"
 #include "progress.hpp"
+#include "run_dir.hpp"
 #include "train.hpp"
 
 namespace oa_cli {
@@ -67,11 +68,17 @@ oa::Engine make_engine(const std::string& device) {
 }  // namespace
 
 int train_text(const TrainTextArgs& args) {
+  const std::string source = args.input.empty() ? "/usr/share/games/fortunes" : args.input;
   std::vector<std::uint8_t> bytes = args.input.empty() ? data::read_bytes(data::fortune_files()) : data::read_bytes({args.input});
   data::TextSplit split = data::split_text(std::move(bytes), 0.05);
+  if (static_cast<std::int64_t>(split.validation.size()) < args.context + 1)
+    oa::fail(oa::ErrorKind::InvalidArgument,
+             "{}: the held-out last 5% ({} bytes) is shorter than one window of --context {} plus one byte; use a longer text or a "
+             "smaller --context",
+             source, split.validation.size(), args.context);
   oa::Engine engine = make_engine(args.device);
-  fmt::print("oa train text: {} training / {} validation bytes from {} on {}\n", split.train.size(), split.validation.size(),
-             args.input.empty() ? "/usr/share/games/fortunes" : args.input, engine.device().name);
+  fmt::print("oa train text: {} training / {} validation bytes from {} on {}\n", split.train.size(), split.validation.size(), source,
+             engine.device().name);
   const TextModelConfig config{args.context, args.layers, args.heads, args.width};
   oa::ml::Generator generator(args.seed);
   auto model = make_text_model(config, generator, engine);
@@ -80,8 +87,9 @@ int train_text(const TrainTextArgs& args) {
   fmt::print("model: {} parameters ({} layers, {} heads, width {}, context {})\n", model->parameter_count(), args.layers, args.heads,
              args.width, args.context);
   const fs::path out = args.out;
-  fs::create_directories(out);
+  prepare_run_dir(out);
   std::ofstream metrics(out / "metrics.jsonl", std::ios::trunc);
+  if (!metrics) oa::fail(oa::ErrorKind::InvalidArgument, "cannot write {}", (out / "metrics.jsonl").string());
   nlohmann::json meta = {{"context", args.context}, {"layers", args.layers}, {"heads", args.heads}, {"width", args.width}};
   Progress progress("train text", args.steps, "tok");
   const auto t0 = std::chrono::steady_clock::now();
@@ -109,7 +117,8 @@ int train_text(const TrainTextArgs& args) {
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       nlohmann::json row = {{"step", step + 1}, {"train_loss", loss.item()}, {"validation_bpc", bpc},
                             {"tokens_per_second", static_cast<double>((step + 1) * n) / seconds}};
-      metrics << row.dump() << "\n" << std::flush;
+      if (!(metrics << row.dump() << "\n" << std::flush))
+        oa::fail(oa::ErrorKind::InvalidArgument, "cannot write {}", (out / "metrics.jsonl").string());
       fmt::print("step {}: validation {:.3f} bits per character ({:.0f} tokens/s)\n", step + 1, bpc,
                  row["tokens_per_second"].get<double>());
       oa::ml::save_safetensors(out / "model.safetensors", model->named_tensors(), {{"oa.text", meta.dump()}});

@@ -34,12 +34,14 @@ import struct
 import sys
 import time
 
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
-
-import torch  # noqa: E402
-import torch.nn as nn  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
+from torch_common import (TransformerBlock, device_name, fp32_device, read_safetensors,  # noqa: E402
+                          safetensors_metadata, synchronize)
 
 # oa's kFashionMnistNormalization (f32 constants).
 MEAN, STD = 0.2860, 0.3530
@@ -71,41 +73,6 @@ def convnet(quick=False):
         nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10))
 
 
-class MultiHeadAttention(nn.Module):
-    """oa::ml::nn::MultiHeadAttention: fused qkv (q, k, v in that order), heads, proj; no dropout."""
-
-    def __init__(self, dim, heads):
-        super().__init__()
-        self.heads = heads
-        self.qkv = nn.Linear(dim, 3 * dim)
-        self.proj = nn.Linear(dim, dim)
-
-    def forward(self, x):
-        b, s, d = x.shape
-        q, k, v = self.qkv(x).chunk(3, dim=-1)
-
-        def split(t):  # [B, S, D] -> [B, H, S, D/H], head h = columns h*D/H ...
-            return t.reshape(b, s, self.heads, d // self.heads).transpose(1, 2)
-
-        o = F.scaled_dot_product_attention(split(q), split(k), split(v))  # scale 1/sqrt(D/H), not causal
-        return self.proj(o.transpose(1, 2).reshape(b, s, d))
-
-
-class TransformerBlock(nn.Module):
-    """oa::ml::nn::TransformerBlock: x + attn(norm1(x)), then h + mlp(norm2(h)), MLP 4D with exact GELU."""
-
-    def __init__(self, dim, heads):
-        super().__init__()
-        self.norm1 = nn.LayerNorm(dim, eps=1e-5)
-        self.attn = MultiHeadAttention(dim, heads)
-        self.norm2 = nn.LayerNorm(dim, eps=1e-5)
-        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
-
-    def forward(self, x):
-        h = x + self.attn(self.norm1(x))
-        return h + self.mlp(self.norm2(h))
-
-
 class VisionTransformer(nn.Module):
     """make_image_model vit: 4x4 patches, a learned position embedding, pre-norm blocks, mean pooling
     over the 49 tokens (no class token), a linear head; full D 128, 4 heads, 6 blocks (quick 32, 2, 2)."""
@@ -114,7 +81,7 @@ class VisionTransformer(nn.Module):
         super().__init__()
         self.pos = nn.Parameter(torch.empty(49, dim).normal_(0.0, 0.02))
         self.patch = nn.Conv2d(1, dim, 4, stride=4)
-        self.blocks = nn.Sequential(*[TransformerBlock(dim, heads) for _ in range(depth)])
+        self.blocks = nn.Sequential(*[TransformerBlock(dim, heads) for _ in range(depth)])  # not causal
         self.norm = nn.LayerNorm(dim, eps=1e-5)
         self.head = nn.Linear(dim, 10)
 
@@ -129,25 +96,6 @@ def make_model(kind, quick):
     if count != PARAMETERS[(kind, quick)]:
         raise SystemExit(f"the {kind} has {count} parameters; oa's has {PARAMETERS[(kind, quick)]}")
     return model
-
-
-def read_oa_checkpoint(path):
-    """A model.safetensors of oa train: ({name: f32 tensor}, the oa.train metadata)."""
-    with open(path, "rb") as f:
-        data = f.read()
-    (size,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + size])
-    meta = json.loads(header.pop("__metadata__", {}).get("oa.train", "null"))
-    if not isinstance(meta, dict) or "model" not in meta or "quick" not in meta:
-        raise SystemExit(f"{path} was not written by oa train fashion-mnist (no oa.train metadata)")
-    tensors = {}
-    for name, info in header.items():
-        if info["dtype"] != "F32":
-            raise SystemExit(f"{path}: {name} is {info['dtype']}, not F32")
-        first, last = info["data_offsets"]
-        raw = bytearray(data[8 + size + first:8 + size + last])
-        tensors[name] = torch.frombuffer(raw, dtype=torch.float32).reshape(info["shape"])
-    return tensors, meta
 
 
 # ── Data ─────────────────────────────────────────────────────────────────────
@@ -169,11 +117,6 @@ def load_split(data_dir, split, device):
     return images, targets
 
 
-def sync(device):
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-
-
 @torch.no_grad()
 def evaluate(model, images, labels):
     """Mean cross entropy and accuracy over the test split, in order, in batches of 500."""
@@ -191,9 +134,11 @@ def evaluate(model, images, labels):
 
 
 def eval_checkpoint(path, data_dir, device):
-    tensors, meta = read_oa_checkpoint(path)
+    meta = json.loads(safetensors_metadata(path).get("oa.train", "null"))
+    if not isinstance(meta, dict) or "model" not in meta or "quick" not in meta:
+        raise SystemExit(f"{path} was not written by oa train fashion-mnist (no oa.train metadata)")
     model = make_model(meta["model"], meta["quick"])
-    model.load_state_dict(tensors, strict=True)
+    model.load_state_dict(read_safetensors(path), strict=True)
     test_x, test_y = load_split(data_dir, "t10k", device)
     loss, accuracy = evaluate(model.to(device), test_x, test_y)
     print(f"{path} ({meta['model']}{' quick' if meta['quick'] else ''}, epoch {meta.get('epoch')}) in torch: "
@@ -218,14 +163,12 @@ def main():
         args.epochs = 1
     out = args.out or f"runs/torch-fashion-mnist-{args.model}{'-quick' if args.quick else ''}.jsonl"
 
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = fp32_device()
     if args.eval_checkpoint:
         return eval_checkpoint(args.eval_checkpoint, args.data, device)
     torch.manual_seed(args.seed)
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
-    print(f"torch {torch.__version__} fashion-mnist twin: model {args.model}{' (quick)' if args.quick else ''} on {name} — metrics in {out}", flush=True)
+    print(f"torch {torch.__version__} fashion-mnist twin: model {args.model}{' (quick)' if args.quick else ''} "
+          f"on {device_name(device)} — metrics in {out}", flush=True)
 
     train_x, train_y = load_split(args.data, "train", device)
     test_x, test_y = load_split(args.data, "t10k", device)
@@ -247,7 +190,7 @@ def main():
     row = None
     for epoch in range(args.epochs):
         order = torch.tensor(common.epoch_order(n, args.seed, epoch), dtype=torch.long, device=device)
-        sync(device)
+        synchronize(device)
         t0 = time.perf_counter()
         loss_sum = torch.zeros((), device=device)
         seen = 0
@@ -267,7 +210,7 @@ def main():
                 value = loss.item()
                 if not math.isfinite(value):
                     raise SystemExit(f"training diverged: loss {value} at epoch {epoch + 1} step {step + 1}")
-        sync(device)
+        synchronize(device)
         seconds = time.perf_counter() - t0
         test_loss, test_accuracy = evaluate(model, test_x, test_y)
         row = {"epoch": epoch + 1, "train_loss": loss_sum.item() / seen, "test_loss": test_loss,

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
+#include <csignal>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -210,6 +212,37 @@ TEST(NnCheckpoint, SavingReplacesAtomically) {
   EXPECT_EQ(entries, 1u);
   EXPECT_TRUE(oa_test::throws([&] { ml::save_safetensors(dir / "no-such-dir" / "x.safetensors", {{"w", Matrix::ones({1})}}); },
                ErrorKind::InvalidArgument, {"oa::ml::save_safetensors", "no-such-dir"}));
+}
+
+TEST(NnCheckpoint, AnInterruptedWriteLeavesTheOldFile) {
+  TempDir dir;
+  const auto file = dir / "ckpt.safetensors";
+  ml::save_safetensors(file, {{"w", Matrix::full({3}, 1.0f)}});
+  const auto before = oa::test::read_file(file);
+  const Matrix big = Matrix::full({1 << 14}, 2.0f);  // 64 KiB
+  ASSERT_EQ(big.to_vector().size(), 1u << 14);
+  // A file-size limit makes the write fail part-way (EFBIG), as a full disk would.
+  rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  rlimit limit = old;
+  limit.rlim_cur = 4096;
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limit), 0);
+  std::string message;
+  try {
+    ml::save_safetensors(file, {{"w", big}});
+  } catch (const oa::Error& e) {
+    message = e.what();
+  }
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, old_handler);
+  EXPECT_NE(message.find("oa::ml::save_safetensors"), std::string::npos) << message;
+  EXPECT_NE(message.find("ckpt.safetensors"), std::string::npos) << message;
+  // The old file is untouched and no temporary file is left.
+  EXPECT_EQ(oa::test::read_file(file), before);
+  std::size_t entries = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir.path())) ++entries;
+  EXPECT_EQ(entries, 1u);
 }
 
 }  // namespace

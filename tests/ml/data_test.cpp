@@ -196,29 +196,6 @@ TEST(DataImageLoader, ShufflesDeterministicallyPerEpoch) {
   for (std::size_t i = 0; i < labels.size(); ++i) EXPECT_EQ(labels[i], order0[4 + i] % 4);
 }
 
-// bench/twins/common.py re-creates the order for the PyTorch twins; these
-// values are what its epoch_order(count, seed, epoch) gives.
-TEST(DataImageLoader, OrderMatchesThePythonTwins) {
-  data::ImageDataset d;
-  d.count = 60000;
-  d.height = d.width = 1;
-  d.pixels.assign(60000, 0);
-  d.labels.assign(60000, 0);
-  d.classes = 1;
-  auto ends = [](const data::ImageLoader& loader) {
-    const auto& o = loader.order();
-    return std::vector<std::int64_t>{o[0], o[1], o[2], o[3], o[59996], o[59997], o[59998], o[59999]};
-  };
-  data::ImageLoader a(d, {.batch_size = 128, .seed = 0});
-  EXPECT_EQ(ends(a), (std::vector<std::int64_t>{39055, 47653, 45002, 16059, 22368, 16769, 50219, 12753}));
-  a.set_epoch(1);
-  EXPECT_EQ(ends(a), (std::vector<std::int64_t>{1564, 9078, 1967, 21042, 1183, 43568, 49018, 22525}));
-  data::ImageLoader b(d, {.batch_size = 128, .seed = 5});
-  b.set_epoch(3);
-  EXPECT_EQ(ends(b), (std::vector<std::int64_t>{41828, 5532, 33930, 42476, 13910, 11649, 31029, 44701}));
-  EXPECT_EQ(data::ImageLoader(tiny_images(9), {.batch_size = 4, .seed = 42}).order(), (std::vector<std::int64_t>{5, 4, 7, 8, 1, 3, 6, 0, 2}));
-}
-
 TEST(DataImageLoader, ComputesNormalisation) {
   data::ImageDataset d;
   d.count = 1;
@@ -274,6 +251,63 @@ TEST(DataText, ReadsSplitsAndDrawsWindows) {
   std::set<int> firsts;
   for (int b = 0; b < 64; ++b) firsts.insert(t[static_cast<std::size_t>(b * 2)]);
   EXPECT_EQ(firsts, (std::set<int>{1, 2}));
+}
+
+// bench/twins/common.py re-creates oa's data order for the PyTorch twins; the
+// values below come from it (text_window_starts, epoch_order, split_text,
+// warmup_cosine_lr), so that the twins and oa stay in step.
+TEST(DataTwins, PythonTwinsSeeTheSameDataOrder) {
+  std::vector<std::uint8_t> bytes(200);
+  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::uint8_t>(i);
+  const auto split = data::split_text(bytes, 0.05);
+  ASSERT_EQ(split.validation.size(), 10u);
+  EXPECT_EQ(data::split_text(std::vector<std::uint8_t>(213), 0.05).validation.size(), 10u);
+  // text_window_starts(190, 11, 5, 99, 3): a window's first token is its start here.
+  const auto x = data::TextLoader(split.train, 5, 11, 99).batch(3).tokens.to_i32();
+  const std::vector<int> starts = {173, 30, 156, 101, 153};
+  for (std::size_t b = 0; b < starts.size(); ++b) EXPECT_EQ(x[b * 11], starts[b]) << b;
+  // text_window_starts(1000, 7, 6, 12345, step) for steps 0 and 41, modulo 256.
+  std::vector<std::uint8_t> long_text(1000);
+  for (std::size_t i = 0; i < long_text.size(); ++i) long_text[i] = static_cast<std::uint8_t>(i % 256);
+  const data::TextLoader loader(long_text, 6, 7, 12345);
+  const std::vector<std::vector<int>> want = {{124, 289, 909, 256, 874, 855}, {969, 933, 223, 740, 167, 954}};
+  for (int k = 0; k < 2; ++k) {
+    const auto t = loader.batch(k == 0 ? 0 : 41).tokens.to_i32();
+    for (std::size_t b = 0; b < 6; ++b) EXPECT_EQ(t[b * 7], want[static_cast<std::size_t>(k)][b] % 256) << k << " " << b;
+  }
+  // epoch_order(9, 42, 1).
+  data::ImageLoader images(tiny_images(9), {.batch_size = 4, .seed = 42});
+  images.set_epoch(1);
+  EXPECT_EQ(images.order(), (std::vector<std::int64_t>{2, 8, 6, 7, 0, 5, 3, 4, 1}));
+  // epoch_order(60000, seed, epoch) at Fashion-MNIST's size: the first and last four.
+  data::ImageDataset fashion;
+  fashion.count = 60000;
+  fashion.height = fashion.width = 1;
+  fashion.pixels.assign(60000, 0);
+  fashion.labels.assign(60000, 0);
+  fashion.classes = 1;
+  auto ends = [](const data::ImageLoader& l) {
+    const auto& o = l.order();
+    return std::vector<std::int64_t>{o[0], o[1], o[2], o[3], o[59996], o[59997], o[59998], o[59999]};
+  };
+  data::ImageLoader seed0(fashion, {.batch_size = 128, .seed = 0});
+  EXPECT_EQ(ends(seed0), (std::vector<std::int64_t>{39055, 47653, 45002, 16059, 22368, 16769, 50219, 12753}));
+  seed0.set_epoch(1);
+  EXPECT_EQ(ends(seed0), (std::vector<std::int64_t>{1564, 9078, 1967, 21042, 1183, 43568, 49018, 22525}));
+  data::ImageLoader seed5(fashion, {.batch_size = 128, .seed = 5});
+  seed5.set_epoch(3);
+  EXPECT_EQ(ends(seed5), (std::vector<std::int64_t>{41828, 5532, 33930, 42476, 13910, 11649, 31029, 44701}));
+  // warmup_cosine_lr(step, 1e-3, 150, 3000, 1e-4): oa train text's default schedule.
+  const std::vector<std::pair<std::int64_t, double>> lr = {{0, 0.0},
+                                                           {1, 6.666666666666667e-06},
+                                                           {149, 0.0009933333333333333},
+                                                           {150, 0.001},
+                                                           {151, 0.000999999726603784},
+                                                           {1575, 0.00055},
+                                                           {2999, 0.00010000027339621613},
+                                                           {3000, 0.0001}};
+  for (const auto& [step, want_lr] : lr)
+    EXPECT_NEAR(oa::ml::optim::warmup_cosine_lr(step, 1e-3, 150, 3000, 1e-4), want_lr, 1e-18) << step;
 }
 
 TEST(DataText, ErrorsNameTheFileOrTheProblem) {

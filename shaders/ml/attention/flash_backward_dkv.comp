@@ -43,14 +43,14 @@ FLASH_TILE_LOADER(load_q, q_tile, read_q, KW)
 FLASH_TILE_LOADER(load_do, do_tile, read_do, VW)
 
 #define DECLARE(i) vec4 k##i = vec4(0.0), dk##i = vec4(0.0), v##i = vec4(0.0), dv##i = vec4(0.0);
-#define LOAD_K(i) if (uint(i) < KL) k##i = read_k(live, k_at, (lane * KL + uint(i)) * 4u, pc.dh) * pc.scale_log2;
-#define LOAD_V(i) if (uint(i) < VL) v##i = read_v(live, v_at, (lane * VL + uint(i)) * 4u, pc.dv);
-#define DOT_KQ(i) if (uint(i) < KL) sp += dot(k##i, q_tile[qb + uint(i)]);
-#define DOT_VG(i) if (uint(i) < VL) gp += dot(v##i, do_tile[gb + uint(i)]);
-#define ACCUMULATE_DV(i) if (uint(i) < VL) dv##i += p * do_tile[gb + uint(i)];
-#define ACCUMULATE_DK(i) if (uint(i) < KL) dk##i += ds * q_tile[qb + uint(i)];
-#define STORE_DK(i) if (uint(i) < KL) write_dk(k_at, (lane * KL + uint(i)) * 4u, pc.dh, dk##i * pc.scale);
-#define STORE_DV(i) if (uint(i) < VL) write_dv(v_at, (lane * VL + uint(i)) * 4u, pc.dv, dv##i);
+#define LOAD_K(i) if (uint(i) < KL) k##i = read_k(live, k_at, (uint(i) * LANES + lane) * 4u, pc.dh) * pc.scale_log2;
+#define LOAD_V(i) if (uint(i) < VL) v##i = read_v(live, v_at, (uint(i) * LANES + lane) * 4u, pc.dv);
+#define DOT_KQ(i) if (uint(i) < KL) sp += dot(k##i, q_tile[qb + uint(i) * LANES]);
+#define DOT_VG(i) if (uint(i) < VL) gp += dot(v##i, do_tile[gb + uint(i) * LANES]);
+#define ACCUMULATE_DV(i) if (uint(i) < VL) dv##i += p * do_tile[gb + uint(i) * LANES];
+#define ACCUMULATE_DK(i) if (uint(i) < KL) dk##i += ds * q_tile[qb + uint(i) * LANES];
+#define STORE_DK(i) if (uint(i) < KL) write_dk(k_at, (uint(i) * LANES + lane) * 4u, pc.dh, dk##i * pc.scale);
+#define STORE_DV(i) if (uint(i) < VL) write_dv(v_at, (uint(i) * LANES + lane) * 4u, pc.dv, dv##i);
 
 void main() {
   const uint lane = gl_LocalInvocationID.x % LANES;
@@ -78,8 +78,8 @@ void main() {
     }
     barrier();
     for (uint t = 0u; t < BLOCK_N; ++t) {
-      const uint qb = t * KW + lane * KL;
-      const uint gb = t * VW + lane * VL;
+      const uint qb = t * KW + lane;
+      const uint gb = t * VW + lane;
       float sp = 0.0, gp = 0.0;
       FLASH_REGS(DOT_KQ)
       FLASH_REGS(DOT_VG)

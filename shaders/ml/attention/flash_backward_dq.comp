@@ -41,17 +41,17 @@ FLASH_TILE_LOADER(load_k, k_tile, read_k, KW)
 FLASH_TILE_LOADER(load_v, v_tile, read_v, VW)
 
 #define DECLARE(i) vec4 q##i = vec4(0.0), dq##i = vec4(0.0), g##i = vec4(0.0);
-#define LOAD_Q(i) if (uint(i) < KL) q##i = read_q(live, q_at, (lane * KL + uint(i)) * 4u, pc.dh) * pc.scale_log2;
+#define LOAD_Q(i) if (uint(i) < KL) q##i = read_q(live, q_at, (uint(i) * LANES + lane) * 4u, pc.dh) * pc.scale_log2;
 #define LOAD_DO(i)                                                  \
   if (uint(i) < VL) {                                                  \
-    const uint c = (lane * VL + uint(i)) * 4u;                         \
+    const uint c = (uint(i) * LANES + lane) * 4u;                         \
     g##i = read_do(live, o_at, c, pc.dv);                           \
     part += dot(g##i, read_o(live, o_at, c, pc.dv));                \
   }
-#define DOT_QK(i) if (uint(i) < KL) sp += dot(q##i, k_tile[kb + uint(i)]);
-#define DOT_GV(i) if (uint(i) < VL) gp += dot(g##i, v_tile[vb + uint(i)]);
-#define ACCUMULATE_DQ(i) if (uint(i) < KL) dq##i += ds * k_tile[kb + uint(i)];
-#define STORE_DQ(i) if (uint(i) < KL) write_dq(q_at, (lane * KL + uint(i)) * 4u, pc.dh, dq##i * pc.scale);
+#define DOT_QK(i) if (uint(i) < KL) sp += dot(q##i, k_tile[kb + uint(i) * LANES]);
+#define DOT_GV(i) if (uint(i) < VL) gp += dot(g##i, v_tile[vb + uint(i) * LANES]);
+#define ACCUMULATE_DQ(i) if (uint(i) < KL) dq##i += ds * k_tile[kb + uint(i) * LANES];
+#define STORE_DQ(i) if (uint(i) < KL) write_dq(q_at, (uint(i) * LANES + lane) * 4u, pc.dh, dq##i * pc.scale);
 
 void main() {
   const uint lane = gl_LocalInvocationID.x % LANES;
@@ -86,8 +86,8 @@ void main() {
     load_v(bh, key0, pc.sk, pc.dv, pc.heads);
     barrier();
     for (uint j = 0u; j < BLOCK_N; ++j) {
-      const uint kb = j * KW + lane * KL;
-      const uint vb = j * VW + lane * VL;
+      const uint kb = j * KW + lane;
+      const uint vb = j * VW + lane;
       float sp = 0.0, gp = 0.0;
       FLASH_REGS(DOT_QK)
       FLASH_REGS(DOT_GV)

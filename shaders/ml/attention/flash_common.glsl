@@ -5,10 +5,11 @@
 // is the plain [BH, S, D] layout.
 //
 // Work split: LANES adjacent invocations own one row (a query row, or a key row
-// in the dk/dv pass); lane l holds the padded columns
-// [4*KL*l, 4*KL*(l+1)) of that row's head vectors (KL vec4s) and
-// [4*VL*l, 4*VL*(l+1)) of its value vectors (VL vec4s) in registers, and a dot
-// product is finished with subgroup shuffles between the LANES lanes. Tiles of
+// in the dk/dv pass); lane l holds vec4 columns l, l + LANES, l + 2 LANES, ...
+// of that row's head vectors (KL vec4s) and of its value vectors (VL vec4s) in
+// registers (interleaved, so that the lanes read neighbouring vec4s of a
+// shared-memory row: distinct banks), and a dot product is finished with
+// subgroup shuffles between the LANES lanes. Tiles of
 // BLOCK_N rows of the other operand go through shared memory as vec4 rows of
 // the padded widths DK and DV (zero padded past S and D).
 //

@@ -5,11 +5,13 @@
 // output accumulator o, the running max m and the running sum l in registers;
 // key and value rows stream through shared memory in tiles of BLOCK_N. Key
 // tiles entirely above the causal diagonal of the block are never loaded.
-// Per visible key: when its score s exceeds m, o and l are rescaled by
-// exp2(m - s) and m = s; then p = exp2(s - m), l += p, o += p v.
+// Keys are taken CHUNK at a time: their scores s_j are held in registers, the
+// running max moves once per chunk to m' = max(m, max_j s_j), o and l are
+// rescaled by exp2(m - m'), then p_j = exp2(s_j - m'), l += p_j, o += p_j v_j.
 // Output: o / l and lse = (m + log2 l) * ln 2 per row; a row with no visible
 // key writes zeros and lse = -inf.
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "common/oa.glsl"
 #include "ml/attention/flash_common.glsl"
 
@@ -27,6 +29,7 @@ layout(std430, binding = 5) writeonly buffer Lse { float lse_out[]; };
 // mask_mode: 0 none, 1 [BH*Sq, Sk], 2 [Sq, Sk] broadcast over batch-heads.
 OA_PUSH_BEGIN uint heads; uint sq; uint sk; uint dh; uint dv; float scale_log2; uint causal; uint mask_mode; OA_PUSH_END
 
+const uint CHUNK = 8u;  // keys scored at once (BLOCK_N is a multiple)
 shared vec4 k_tile[BLOCK_N * KW];
 shared vec4 v_tile[BLOCK_N * VW];
 FLASH_READER(read_q, q_in, q4_in)
@@ -37,11 +40,11 @@ FLASH_TILE_LOADER(load_k, k_tile, read_k, KW)
 FLASH_TILE_LOADER(load_v, v_tile, read_v, VW)
 
 #define DECLARE(i) vec4 q##i = vec4(0.0), o##i = vec4(0.0);
-#define LOAD_Q(i) if (uint(i) < KL) q##i = read_q(live, q_at, (lane * KL + uint(i)) * 4u, pc.dh) * pc.scale_log2;
-#define DOT_QK(i) if (uint(i) < KL) part += dot(q##i, k_tile[kb + uint(i)]);
+#define LOAD_Q(i) if (uint(i) < KL) q##i = read_q(live, q_at, (uint(i) * LANES + lane) * 4u, pc.dh) * pc.scale_log2;
+#define DOT_QK(i) if (uint(i) < KL) part += dot(q##i, k_tile[kb + uint(i) * LANES]);
 #define RESCALE_O(i) if (uint(i) < VL) o##i *= alpha;
-#define ACCUMULATE_PV(i) if (uint(i) < VL) o##i += p * v_tile[vb + uint(i)];
-#define STORE_O(i) if (uint(i) < VL) write_o(o_at, (lane * VL + uint(i)) * 4u, pc.dv, o##i * inv);
+#define ACCUMULATE_PV(i) if (uint(i) < VL) o##i += p * v_tile[vb + uint(i) * LANES];
+#define STORE_O(i) if (uint(i) < VL) write_o(o_at, (uint(i) * LANES + lane) * 4u, pc.dv, o##i * inv);
 
 void main() {
   const uint lane = gl_LocalInvocationID.x % LANES;
@@ -71,25 +74,31 @@ void main() {
     load_k(bh, key0, pc.sk, pc.dh, pc.heads);
     load_v(bh, key0, pc.sk, pc.dv, pc.heads);
     barrier();
-    for (uint j = 0u; j < BLOCK_N; ++j) {
-      const uint kb = j * KW + lane * KL;
-      const uint vb = j * VW + lane * VL;
-      float part = 0.0;
-      FLASH_REGS(DOT_QK)
-      float s = lane_sum(part);
-      const int key = int(key0 + j);
-      const bool visible = live && key <= last_key;
-      if (visible && pc.mask_mode != 0u) s += mask[mask_row * pc.sk + uint(key)] * OA_LOG2E;
-      if (!visible) s = -OA_INF;
-      if (s > m) {
-        const float alpha = exp2(m - s);  // 0 while nothing was visible
-        l *= alpha;
-        FLASH_REGS(RESCALE_O)
-        m = s;
+    for (uint c0 = 0u; c0 < BLOCK_N; c0 += CHUNK) {
+      float sc[CHUNK];
+      float chunk_max = -OA_INF;
+      [[unroll]] for (uint jj = 0u; jj < CHUNK; ++jj) {
+        const uint kb = (c0 + jj) * KW + lane;
+        float part = 0.0;
+        FLASH_REGS(DOT_QK)
+        float s = lane_sum(part);
+        const int key = int(key0 + c0 + jj);
+        const bool visible = live && key <= last_key;
+        if (visible && pc.mask_mode != 0u) s += mask[mask_row * pc.sk + uint(key)] * OA_LOG2E;
+        sc[jj] = visible ? s : -OA_INF;
+        chunk_max = max(chunk_max, sc[jj]);
       }
-      const float p = s == -OA_INF ? 0.0 : exp2(s - m);
-      l += p;
-      FLASH_REGS(ACCUMULATE_PV)
+      const float m_new = max(m, chunk_max);
+      const float alpha = m_new == -OA_INF ? 1.0 : exp2(m - m_new);  // 0 while nothing was visible
+      l *= alpha;
+      FLASH_REGS(RESCALE_O)
+      m = m_new;
+      [[unroll]] for (uint jj = 0u; jj < CHUNK; ++jj) {
+        const uint vb = (c0 + jj) * VW + lane;
+        const float p = sc[jj] == -OA_INF ? 0.0 : exp2(sc[jj] - m);
+        l += p;
+        FLASH_REGS(ACCUMULATE_PV)
+      }
     }
   }
 

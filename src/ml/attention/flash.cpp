@@ -103,10 +103,10 @@ std::uint32_t padded_dim(std::int64_t d) {
 // vec4 registers per operand (4 * LANES <= DK, DV <= 64 * LANES) and bound the
 // registers a lane holds: the forward keeps q and o, the backward passes two
 // more rows.
-// GPU: 256 invocations (128 query rows at 2 lanes, the shape measured on the
-// H200), halved while that leaves too few workgroups to fill the device; CPU
-// drivers (lavapipe): 32. Tiles of 32 rows (16 on CPU), halved until they fit
-// the device's shared memory.
+// GPU: 256 invocations for the forward, 128 for the backward passes (the
+// fastest of 64-512 at 2-8 lanes measured on the H200), halved while that
+// leaves too few workgroups to fill the device; CPU drivers (lavapipe): 32. Tiles of 32 rows (16 on CPU), halved until they fit
+// the device's shared memory but not below the forward's chunk of 8 keys.
 FlashTiles flash_tiles(const Engine& engine, FlashPass pass, const FlashProblem& p) {
   FlashTiles t;
   t.dk = padded_dim(p.dh);
@@ -118,13 +118,13 @@ FlashTiles flash_tiles(const Engine& engine, FlashPass pass, const FlashProblem&
   t.dv = std::max(t.dv, 4 * t.lanes);
   const bool cpu = engine.device().type == DeviceType::Cpu;
   const std::int64_t rows = pass == FlashPass::BackwardKV ? p.sk : p.sq;
-  t.threads = cpu ? 32u : 256u;
+  t.threads = cpu ? 32u : pass == FlashPass::Forward ? 256u : 128u;
   while (!cpu && t.threads > 64 && p.bh * ((rows + t.block_m() - 1) / t.block_m()) < 256) t.threads /= 2;
   t.block_n = cpu ? 16u : 32u;
   auto shared_bytes = [&] {
     return t.block_n * (t.dk + t.dv) * 4u + (pass == FlashPass::BackwardKV ? 8u * t.block_n : 0u);
   };
-  while (t.block_n > 4 && shared_bytes() > engine.device().max_shared_memory_bytes) t.block_n /= 2;
+  while (t.block_n > 8 && shared_bytes() > engine.device().max_shared_memory_bytes) t.block_n /= 2;
   if (shared_bytes() > engine.device().max_shared_memory_bytes)
     fail(ErrorKind::Unsupported, "flash attention: head dims {} / {} need {} bytes of shared memory; the device has {}", p.dh, p.dv,
          shared_bytes(), engine.device().max_shared_memory_bytes);
