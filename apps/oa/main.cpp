@@ -75,7 +75,8 @@ int main(int argc, char** argv) {
   fmnist->add_option("--device", images.device, "device index or name substring (default: OA_DEVICE, then the best)");
   fmnist->add_option("--out", images.out, "output directory (default runs/fashion-mnist-<model>)");
   fmnist->add_option("--data", images.data_dir, "directory holding the Fashion-MNIST IDX files");
-  fmnist->add_flag("--quick", images.quick, "a small network for one epoch (on a 2-core CPU: convnet about a minute, vit about ten)");
+  fmnist->add_flag("--quick", images.quick,
+                   "a small network for one epoch (on a 2-core CPU: convnet about a minute, vit about ten)");
   fmnist->add_flag("--resume", images.resume, "continue from the checkpoint in --out");
 
   oa_cli::TrainTextArgs text;

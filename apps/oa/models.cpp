@@ -51,7 +51,8 @@ class VisionTransformer final : public nn::Module {
     pos_ = register_parameter("pos", oa::ml::init::normal({kTokens, width}, 0.0f, 0.02f, g, e));
     // Filled before it is registered, so that its parameters are named "blocks.<i>.…".
     auto blocks = std::make_shared<nn::Sequential>();
-    for (std::int64_t i = 0; i < depth; ++i) blocks->push_back(std::make_shared<nn::TransformerBlock>(width, heads, g, false, 0.0, e));
+    for (std::int64_t i = 0; i < depth; ++i)
+      blocks->push_back(std::make_shared<nn::TransformerBlock>(width, heads, g, false, 0.0, e));
     blocks_ = register_module("blocks", blocks);
     norm_ = register_module("norm", std::make_shared<nn::LayerNorm>(width, 1e-5, true, true, e));
     head_ = register_module("head", std::make_shared<nn::Linear>(width, 10, g, true, e));
@@ -85,7 +86,8 @@ std::shared_ptr<nn::Module> make_image_model(const ImageModelConfig& config, oa:
   if (config.kind == "convnet") return make_convnet(config.quick, g, e);
   // full: D 128, 4 heads, 6 blocks; quick: D 32, 2 heads, 2 blocks.
   if (config.kind == "vit")
-    return config.quick ? std::make_shared<VisionTransformer>(32, 2, 2, g, e) : std::make_shared<VisionTransformer>(128, 4, 6, g, e);
+    return config.quick ? std::make_shared<VisionTransformer>(32, 2, 2, g, e)
+                        : std::make_shared<VisionTransformer>(128, 4, 6, g, e);
   oa::fail(oa::ErrorKind::InvalidArgument, "unknown model \"{}\" (expected convnet or vit)", config.kind);
 }
 

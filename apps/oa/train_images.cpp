@@ -58,7 +58,7 @@ struct RunState {
 
 // The optimisation settings besides the flags.
 struct Schedule {
-  float weight_decay = 0;
+  double weight_decay = 0;
   std::int64_t warmup_steps = 0, total_steps = 0;
   // The learning rate of step `global_step` (counted over all epochs).
   float lr(double base_lr, std::int64_t global_step) const {
@@ -135,11 +135,12 @@ int train_images(TrainImagesArgs args) {
   oa::ml::Generator generator(args.seed);
   auto model = make_image_model({args.model, args.quick}, generator, engine);
   const std::int64_t steps = train_loader.batches();
-  Schedule schedule{.weight_decay = args.model == "vit" ? 0.05f : 1e-4f, .total_steps = args.epochs * steps};
+  Schedule schedule{.weight_decay = args.model == "vit" ? 0.05 : 1e-4, .total_steps = args.epochs * steps};
   schedule.warmup_steps = schedule.total_steps / 20;
-  oa::ml::optim::AdamW optimizer(model->parameters(), {.lr = static_cast<float>(args.lr), .weight_decay = schedule.weight_decay});
-  fmt::print("model: {} parameters; {} training images in batches of {}, {} epoch(s); AdamW, weight decay {}, lr {} after {} warmup steps, "
-             "cosine to 0 at step {}\n",
+  oa::ml::optim::AdamW optimizer(model->parameters(),
+                                 {.lr = static_cast<float>(args.lr), .weight_decay = static_cast<float>(schedule.weight_decay)});
+  fmt::print("model: {} parameters; {} training images in batches of {}, {} epoch(s); AdamW, weight decay {}, "
+             "lr {} after {} warmup steps, cosine to 0 at step {}\n",
              model->parameter_count(), train_loader.dataset().count, args.batch_size, args.epochs, schedule.weight_decay, args.lr,
              schedule.warmup_steps, schedule.total_steps);
 
