@@ -66,7 +66,8 @@ int main(int argc, char** argv) {
   train_cmd->require_subcommand(1);
   oa_cli::TrainImagesArgs images;
   auto* fmnist = train_cmd->add_subcommand("fashion-mnist", "Classify Fashion-MNIST (Debian's dataset-fashion-mnist)");
-  fmnist->add_option("--model", images.model, "convnet")->check(CLI::IsMember({"convnet"}));
+  fmnist->add_option("--model", images.model, "convnet or vit (a small vision transformer)")
+      ->check(CLI::IsMember({"convnet", "vit"}));
   fmnist->add_option("--epochs", images.epochs, "training epochs")->check(CLI::Range(1, 100000));
   fmnist->add_option("--batch-size", images.batch_size, "images per step")->check(CLI::Range(1, 1 << 20));
   fmnist->add_option("--lr", images.lr, "AdamW learning rate")->check(kPositive);
@@ -74,7 +75,8 @@ int main(int argc, char** argv) {
   fmnist->add_option("--device", images.device, "device index or name substring (default: OA_DEVICE, then the best)");
   fmnist->add_option("--out", images.out, "output directory (default runs/fashion-mnist-<model>)");
   fmnist->add_option("--data", images.data_dir, "directory holding the Fashion-MNIST IDX files");
-  fmnist->add_flag("--quick", images.quick, "a small network for one epoch (about a minute on a CPU)");
+  fmnist->add_flag("--quick", images.quick,
+                   "a small network for one epoch (on a 2-core CPU: convnet about a minute, vit about ten)");
   fmnist->add_flag("--resume", images.resume, "continue from the checkpoint in --out");
 
   oa_cli::TrainTextArgs text;

@@ -36,7 +36,6 @@ import argparse
 import json
 import math
 import os
-import struct
 import sys
 import time
 
@@ -46,42 +45,9 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
+from torch_common import TransformerBlock, device_name, fp32_device, read_safetensors, synchronize  # noqa: E402
 
 VOCABULARY = 256
-
-
-class Attention(nn.Module):
-    """oa::ml::nn::MultiHeadAttention (causal, no dropout)."""
-
-    def __init__(self, width, heads):
-        super().__init__()
-        self.heads = heads
-        self.qkv = nn.Linear(width, 3 * width)
-        self.proj = nn.Linear(width, width)
-
-    def forward(self, x):
-        b, s, d = x.shape
-        q, k, v = self.qkv(x).split(d, dim=2)
-        # [B, S, D] -> [B, H, S, D / H]; head h holds columns h * D / H ... (oa::ml::split_heads).
-        q, k, v = (t.reshape(b, s, self.heads, d // self.heads).transpose(1, 2) for t in (q, k, v))
-        # The default scale is 1 / sqrt(D / H), as oa's.
-        o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        return self.proj(o.transpose(1, 2).reshape(b, s, d))
-
-
-class Block(nn.Module):
-    """oa::ml::nn::TransformerBlock: x + attn(norm1(x)), then + mlp(norm2(.))."""
-
-    def __init__(self, width, heads):
-        super().__init__()
-        self.norm1 = nn.LayerNorm(width, eps=1e-5)
-        self.attn = Attention(width, heads)
-        self.norm2 = nn.LayerNorm(width, eps=1e-5)
-        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(approximate="none"), nn.Linear(4 * width, width))
-
-    def forward(self, x):
-        x = x + self.attn(self.norm1(x))
-        return x + self.mlp(self.norm2(x))
 
 
 class CharTransformer(nn.Module):
@@ -91,7 +57,7 @@ class CharTransformer(nn.Module):
         super().__init__()
         self.tok = nn.Embedding(VOCABULARY, width)
         self.pos = nn.Embedding(context, width)
-        self.blocks = nn.Sequential(*[Block(width, heads) for _ in range(layers)])
+        self.blocks = nn.Sequential(*[TransformerBlock(width, heads, causal=True) for _ in range(layers)])
         self.norm = nn.LayerNorm(width, eps=1e-5)
         self.head = nn.Linear(width, VOCABULARY)
 
@@ -106,24 +72,6 @@ def byte_tensor(data, device):
     if not data:
         return torch.zeros(0, dtype=torch.int64, device=device)
     return torch.frombuffer(bytearray(data), dtype=torch.uint8).to(device=device, dtype=torch.int64)
-
-
-def read_safetensors(path):
-    """The F32 tensors of a safetensors file (as oa::ml::save_safetensors writes them), by name."""
-    with open(path, "rb") as f:
-        blob = f.read()
-    (n,) = struct.unpack("<Q", blob[:8])
-    header = json.loads(blob[8:8 + n])
-    tensors = {}
-    for name, entry in header.items():
-        if name == "__metadata__":
-            continue
-        if entry["dtype"] != "F32":
-            sys.exit(f"text.py: {path}: tensor {name} is {entry['dtype']}, not F32")
-        begin, end = (8 + n + offset for offset in entry["data_offsets"])
-        values = torch.frombuffer(bytearray(blob[begin:end]), dtype=torch.float32) if end > begin else torch.zeros(0)
-        tensors[name] = values.reshape(entry["shape"]).clone()
-    return tensors
 
 
 def windows(text, starts, context):
@@ -180,15 +128,7 @@ def main():
     if args.width % args.heads:
         p.error(f"--width {args.width} is not divisible by --heads {args.heads}")
 
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    torch.set_float32_matmul_precision("highest")
-    device = torch.device(args.device)
-    cuda = device.type == "cuda"
-
-    def synchronize():
-        if cuda:
-            torch.cuda.synchronize(device)
+    device = fp32_device(args.device)
 
     data = open(args.input, "rb").read() if args.input else common.fortune_text(args.fortunes)
     train_bytes, validation_bytes = common.split_text(data, 0.05)
@@ -196,9 +136,8 @@ def main():
         p.error(f"the training text ({len(train_bytes)} bytes) is shorter than --context + 1")
     if (len(validation_bytes) - 1) // args.context < 1:
         p.error(f"the validation text ({len(validation_bytes)} bytes) is shorter than one context window")
-    device_name = torch.cuda.get_device_name(device) if cuda else "CPU"
     print(f"text.py (PyTorch {torch.__version__}): {len(train_bytes)} training / {len(validation_bytes)} validation bytes "
-          f"from {args.input or args.fortunes} on {device_name}", flush=True)
+          f"from {args.input or args.fortunes} on {device_name(device)}", flush=True)
     train = byte_tensor(train_bytes, device)
     validation = byte_tensor(validation_bytes, device)
 
@@ -215,7 +154,7 @@ def main():
 
     metrics = open(args.out, "w") if args.out else None
     tokens_per_step = args.batch_size * args.context
-    synchronize()
+    synchronize(device)
     t0 = time.perf_counter()
     last_print = t0
     bpc = float("nan")
@@ -247,7 +186,7 @@ def main():
             model.eval()
             bpc = validation_bpc(model, validation, args.context, args.batch_size)
             model.train()
-            synchronize()
+            synchronize(device)
             seconds = time.perf_counter() - t0
             row = {"step": step + 1, "train_loss": loss.item(), "validation_bpc": bpc,
                    "tokens_per_second": (step + 1) * tokens_per_step / seconds}

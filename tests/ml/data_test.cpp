@@ -279,6 +279,24 @@ TEST(DataTwins, PythonTwinsSeeTheSameDataOrder) {
   data::ImageLoader images(tiny_images(9), {.batch_size = 4, .seed = 42});
   images.set_epoch(1);
   EXPECT_EQ(images.order(), (std::vector<std::int64_t>{2, 8, 6, 7, 0, 5, 3, 4, 1}));
+  // epoch_order(60000, seed, epoch) at Fashion-MNIST's size: the first and last four.
+  data::ImageDataset fashion;
+  fashion.count = 60000;
+  fashion.height = fashion.width = 1;
+  fashion.pixels.assign(60000, 0);
+  fashion.labels.assign(60000, 0);
+  fashion.classes = 1;
+  auto ends = [](const data::ImageLoader& l) {
+    const auto& o = l.order();
+    return std::vector<std::int64_t>{o[0], o[1], o[2], o[3], o[59996], o[59997], o[59998], o[59999]};
+  };
+  data::ImageLoader seed0(fashion, {.batch_size = 128, .seed = 0});
+  EXPECT_EQ(ends(seed0), (std::vector<std::int64_t>{39055, 47653, 45002, 16059, 22368, 16769, 50219, 12753}));
+  seed0.set_epoch(1);
+  EXPECT_EQ(ends(seed0), (std::vector<std::int64_t>{1564, 9078, 1967, 21042, 1183, 43568, 49018, 22525}));
+  data::ImageLoader seed5(fashion, {.batch_size = 128, .seed = 5});
+  seed5.set_epoch(3);
+  EXPECT_EQ(ends(seed5), (std::vector<std::int64_t>{41828, 5532, 33930, 42476, 13910, 11649, 31029, 44701}));
   // warmup_cosine_lr(step, 1e-3, 150, 3000, 1e-4): oa train text's default schedule.
   const std::vector<std::pair<std::int64_t, double>> lr = {{0, 0.0},
                                                            {1, 6.666666666666667e-06},

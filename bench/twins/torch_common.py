@@ -1,0 +1,91 @@
+"""The PyTorch pieces the twins share: FP32 device set-up, oa's attention
+modules (with oa::ml::nn's parameter names, so that oa's checkpoints load as
+state_dicts) and oa's safetensors files. (common.py holds what needs no torch.)
+"""
+import json
+import struct
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def fp32_device(name=None):
+    """torch.device(name), default cuda if there is one, else cpu; with TF32 off (FP32 as oa computes)."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+    return torch.device(name or ("cuda" if torch.cuda.is_available() else "cpu"))
+
+
+def device_name(device):
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
+
+
+def synchronize(device):
+    """Waits for the device's queued work (to time it)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+class MultiHeadAttention(nn.Module):
+    """oa::ml::nn::MultiHeadAttention without dropout: x [B, S, D] -> [B, S, D]."""
+
+    def __init__(self, width, heads, causal=False):
+        super().__init__()
+        self.heads = heads
+        self.causal = causal
+        self.qkv = nn.Linear(width, 3 * width)  # rows: q, then k, then v
+        self.proj = nn.Linear(width, width)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        q, k, v = self.qkv(x).split(d, dim=2)
+        # [B, S, D] -> [B, H, S, D / H]; head h holds columns h * D / H ... (oa::ml::split_heads).
+        q, k, v = (t.reshape(b, s, self.heads, d // self.heads).transpose(1, 2) for t in (q, k, v))
+        # The default scale is 1 / sqrt(D / H), as oa's.
+        o = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
+        return self.proj(o.transpose(1, 2).reshape(b, s, d))
+
+
+class TransformerBlock(nn.Module):
+    """oa::ml::nn::TransformerBlock without dropout: x + attn(norm1(x)), then + mlp(norm2(.)), exact GELU."""
+
+    def __init__(self, width, heads, causal=False):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(width, eps=1e-5)
+        self.attn = MultiHeadAttention(width, heads, causal)
+        self.norm2 = nn.LayerNorm(width, eps=1e-5)
+        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(approximate="none"), nn.Linear(4 * width, width))
+
+    def forward(self, x):
+        x = x + self.attn(self.norm1(x))
+        return x + self.mlp(self.norm2(x))
+
+
+def _read_header(path):
+    with open(path, "rb") as f:
+        blob = f.read()
+    (n,) = struct.unpack("<Q", blob[:8])
+    return blob, n, json.loads(blob[8:8 + n])
+
+
+def read_safetensors(path):
+    """The F32 tensors of a safetensors file (as oa::ml::save_safetensors writes them), by name."""
+    blob, n, header = _read_header(path)
+    tensors = {}
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        if entry["dtype"] != "F32":
+            sys.exit(f"{path}: tensor {name} is {entry['dtype']}, not F32")
+        begin, end = (8 + n + offset for offset in entry["data_offsets"])
+        values = torch.frombuffer(bytearray(blob[begin:end]), dtype=torch.float32) if end > begin else torch.zeros(0)
+        tensors[name] = values.reshape(entry["shape"]).clone()
+    return tensors
+
+
+def safetensors_metadata(path):
+    """The string metadata of a safetensors file ({} if none)."""
+    return _read_header(path)[2].get("__metadata__", {})
