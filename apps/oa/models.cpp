@@ -101,8 +101,9 @@ class CharTransformer final : public nn::Module {
   CharTransformer(const TextModelConfig& c, oa::ml::Generator& g, const oa::Engine& e) : config_(c), engine_(e) {
     tok_ = register_module("tok", std::make_shared<nn::Embedding>(256, c.width, g, e));
     pos_ = register_module("pos", std::make_shared<nn::Embedding>(c.context, c.width, g, e));
-    blocks_ = register_module("blocks", std::make_shared<nn::Sequential>());
-    for (std::int64_t i = 0; i < c.layers; ++i) blocks_->push_back(std::make_shared<nn::TransformerBlock>(c.width, c.heads, g, true, 0.0, e));
+    auto blocks = std::make_shared<nn::Sequential>();  // filled first, so that its parameters are named "blocks.<i>.…"
+    for (std::int64_t i = 0; i < c.layers; ++i) blocks->push_back(std::make_shared<nn::TransformerBlock>(c.width, c.heads, g, true, 0.0, e));
+    blocks_ = register_module("blocks", blocks);
     norm_ = register_module("norm", std::make_shared<nn::LayerNorm>(c.width, 1e-5, true, true, e));
     head_ = register_module("head", std::make_shared<nn::Linear>(c.width, 256, g, true, e));
   }

@@ -92,7 +92,10 @@ class Module {
   // Registers a buffer; returns the registered handle (in-place updates of
   // it, e.g. running statistics, are what named_tensors() exposes).
   Matrix register_buffer(const std::string& name, const Matrix& value);
-  // Registers a child; returns it with its own type.
+  // Registers a child; returns it with its own type. The child's parameters
+  // are renamed "<name>.<their path>" now (Parameter::name, which errors and
+  // optimizer state use); parameters a child gains after this keep the name
+  // relative to it, so fill a container (Sequential) before registering it.
   template <typename M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> child) {
     add_child(name, child);
