@@ -21,4 +21,4 @@ for f in .gl/extra/*.deb; do dpkg -x "$f" /opt/oa-extra; done
 export LD_LIBRARY_PATH=/opt/oa-extra/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export VK_LAYER_PATH=/opt/oa-extra/usr/share/vulkan/explicit_layer.d
 ENV
-echo "ready: carry .gl and build; begin commands with: . .gl/vk-env.sh; . .gl/extra/env.sh;"
+echo "ready: run scripts/device-pack.sh after building, carry .gl; begin commands with: . .gl/vk-env.sh; . .gl/extra/env.sh;"
