@@ -24,4 +24,42 @@ void prepare_run_dir(const std::filesystem::path& dir) {
   ::unlink(probe.c_str());
 }
 
+std::vector<nlohmann::json> read_metrics(const std::filesystem::path& file, const char* key, std::int64_t last,
+                                         std::initializer_list<const char*> numbers) {
+  std::vector<nlohmann::json> rows;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) {
+    auto row = nlohmann::json::parse(line, nullptr, false);
+    bool ok = row.is_object() && row.contains(key) && row[key].is_number_integer() && row[key].get<std::int64_t>() <= last;
+    for (const char* n : numbers) ok = ok && row.contains(n) && row[n].is_number();
+    if (ok) rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::ofstream rewrite_metrics(const std::filesystem::path& file, const std::vector<nlohmann::json>& rows) {
+  const std::filesystem::path temporary = file.string() + ".tmp";
+  {
+    std::ofstream tmp(temporary, std::ios::trunc);
+    for (const auto& row : rows) tmp << row.dump() << "\n";
+    if (!(tmp << std::flush)) {
+      std::filesystem::remove(temporary);
+      oa::fail(oa::ErrorKind::InvalidArgument, "cannot write {}", file.string());
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(temporary, file, ec);
+  if (ec) {
+    std::filesystem::remove(temporary);
+    oa::fail(oa::ErrorKind::InvalidArgument, "cannot write {}: {}", file.string(), ec.message());
+  }
+  std::ofstream metrics(file, std::ios::app);
+  if (!metrics) oa::fail(oa::ErrorKind::InvalidArgument, "cannot write {}", file.string());
+  return metrics;
+}
+
+void append_metrics(std::ofstream& out, const std::filesystem::path& file, const nlohmann::json& row) {
+  if (!(out << row.dump() << "\n" << std::flush)) oa::fail(oa::ErrorKind::InvalidArgument, "cannot write {}", file.string());
+}
+
 }  // namespace oa_cli

@@ -1,6 +1,12 @@
 #pragma once
 // The run directory `oa train` writes its checkpoints, metrics and plot to.
+#include <cstdint>
 #include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace oa_cli {
 
@@ -8,5 +14,17 @@ namespace oa_cli {
 // it, so that an unusable --out fails before any training. Throws oa::Error
 // (InvalidArgument) naming the directory and the reason.
 void prepare_run_dir(const std::filesystem::path& dir);
+
+// The rows of a metrics.jsonl file whose integer `key` ("epoch", "step") is at
+// most `last` and whose `numbers` are all numbers; a missing file has none,
+// and a line cut short by an interrupted write is dropped.
+std::vector<nlohmann::json> read_metrics(const std::filesystem::path& file, const char* key, std::int64_t last,
+                                         std::initializer_list<const char*> numbers);
+// Replaces `file` with `rows` (a temporary file, then a rename) and opens it
+// for appending. Throws oa::Error (InvalidArgument) when it cannot be written.
+std::ofstream rewrite_metrics(const std::filesystem::path& file, const std::vector<nlohmann::json>& rows);
+// Appends `row` as one line to `out` (opened by rewrite_metrics on `file`) and
+// flushes; throws oa::Error (InvalidArgument) naming `file` when that fails.
+void append_metrics(std::ofstream& out, const std::filesystem::path& file, const nlohmann::json& row);
 
 }  // namespace oa_cli

@@ -16,6 +16,7 @@
 #include "oa/oa.hpp"
 #include "plot.hpp"
 #include "progress.hpp"
+#include "run_dir.hpp"
 #include "train.hpp"
 
 namespace oa_cli {
@@ -143,18 +144,15 @@ int train_images(TrainImagesArgs args) {
              schedule.warmup_steps, schedule.total_steps);
 
   RunState st;
-  fs::create_directories(out);
+  prepare_run_dir(out);
   if (args.resume) {
     oa::ml::load_safetensors_into(out / "model.safetensors", model->named_tensors());
     optimizer.load_state(out / "optimizer.safetensors");
     st.epoch = run_metadata(out / "model.safetensors")["epoch"].get<std::int64_t>();
-    std::ifstream metrics(out / "metrics.jsonl");
-    for (std::string line; std::getline(metrics, line);)
-      if (!line.empty()) st.history.push_back(nlohmann::json::parse(line));
+    st.history = read_metrics(out / "metrics.jsonl", "epoch", st.epoch, {"train_loss", "test_loss", "test_accuracy"});
     fmt::print("resumed from {} after epoch {}\n", join(out / "model.safetensors"), st.epoch);
-  } else {
-    std::ofstream(out / "metrics.jsonl", std::ios::trunc);
   }
+  std::ofstream metrics = rewrite_metrics(out / "metrics.jsonl", st.history);
 
   std::signal(SIGINT, on_sigint);
   for (; st.epoch < args.epochs && !g_interrupted; ++st.epoch) {
@@ -193,7 +191,7 @@ int train_images(TrainImagesArgs args) {
                           {"test_loss", ev.loss},          {"test_accuracy", ev.accuracy},
                           {"seconds", seconds},            {"images_per_second", static_cast<double>(seen) / seconds}};
     st.history.push_back(row);
-    std::ofstream(out / "metrics.jsonl", std::ios::app) << row.dump() << "\n";
+    append_metrics(metrics, out / "metrics.jsonl", row);
     fmt::print("epoch {}: train loss {:.4f}, test loss {:.4f}, test accuracy {:.2f}% ({:.1f} s, {:.0f} images/s)\n", st.epoch + 1,
                row["train_loss"].get<double>(), ev.loss, 100 * ev.accuracy, seconds, row["images_per_second"].get<double>());
     RunState saved = st;

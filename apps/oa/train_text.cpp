@@ -103,43 +103,6 @@ void save_checkpoint(const fs::path& out, oa::ml::nn::Module& model, const oa::m
   optimizer.save_state(out / "optimizer.safetensors");
 }
 
-// The rows of metrics.jsonl up to `step` (a missing file has none; a line cut
-// short by an interrupted write, or one past `step`, is dropped).
-std::vector<nlohmann::json> history_until(const fs::path& file, std::int64_t step) {
-  std::vector<nlohmann::json> rows;
-  std::ifstream in(file);
-  for (std::string line; std::getline(in, line);) {
-    auto row = nlohmann::json::parse(line, nullptr, false);
-    if (row.is_object() && row.contains("step") && row["step"].is_number_integer() && row["step"].get<std::int64_t>() <= step &&
-        row.contains("train_loss") && row["train_loss"].is_number() && row.contains("validation_bpc") && row["validation_bpc"].is_number())
-      rows.push_back(std::move(row));
-  }
-  return rows;
-}
-
-// Replaces `file` with `rows` (via a temporary file and a rename) and opens
-// it for appending.
-std::ofstream rewrite_metrics(const fs::path& file, const std::vector<nlohmann::json>& rows) {
-  const fs::path temporary = file.string() + ".tmp";
-  {
-    std::ofstream tmp(temporary, std::ios::trunc);
-    for (const auto& row : rows) tmp << row.dump() << "\n";
-    if (!(tmp << std::flush)) {
-      fs::remove(temporary);
-      oa::fail(oa::ErrorKind::InvalidArgument, "cannot write {}", file.string());
-    }
-  }
-  std::error_code ec;
-  fs::rename(temporary, file, ec);
-  if (ec) {
-    fs::remove(temporary);
-    oa::fail(oa::ErrorKind::InvalidArgument, "cannot write {}: {}", file.string(), ec.message());
-  }
-  std::ofstream metrics(file, std::ios::app);
-  if (!metrics) oa::fail(oa::ErrorKind::InvalidArgument, "cannot write {}", file.string());
-  return metrics;
-}
-
 // Train loss (in bits per character: loss / ln 2) and validation bits per
 // character against step.
 void write_plot(const fs::path& file, const std::vector<nlohmann::json>& history) {
@@ -188,7 +151,7 @@ int train_text(const TrainTextArgs& args) {
       oa::fail(oa::ErrorKind::InvalidArgument,
                "--resume: {} is of step {} but {} of step {} (a save was cut short); train again without --resume",
                (out / "optimizer.safetensors").string(), optimizer.steps(), (out / "model.safetensors").string(), start);
-    history = history_until(out / "metrics.jsonl", start);
+    history = read_metrics(out / "metrics.jsonl", "step", start, {"train_loss", "validation_bpc"});
   }
   std::ofstream metrics = rewrite_metrics(out / "metrics.jsonl", history);
   if (args.resume) fmt::print("resumed from {} at step {}\n", (out / "model.safetensors").string(), start);
@@ -221,8 +184,7 @@ int train_text(const TrainTextArgs& args) {
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       nlohmann::json row = {{"step", step + 1}, {"train_loss", loss.item()}, {"validation_bpc", bpc},
                             {"tokens_per_second", static_cast<double>((step + 1 - start) * n) / seconds}};
-      if (!(metrics << row.dump() << "\n" << std::flush))
-        oa::fail(oa::ErrorKind::InvalidArgument, "cannot write {}", (out / "metrics.jsonl").string());
+      append_metrics(metrics, out / "metrics.jsonl", row);
       history.push_back(row);
       fmt::print("step {}: validation {:.3f} bits per character ({:.0f} tokens/s)\n", step + 1, bpc,
                  row["tokens_per_second"].get<double>());
