@@ -87,13 +87,16 @@ void draw_panel(Canvas& cv, int ox, const Panel& p) {
   auto X = [&](double v) { return left + (v - xmin) / (xmax - xmin) * (right - left); };
   auto Y = [&](double v) { return bottom - (v - ymin) / (ymax - ymin) * (bottom - top); };
   cv.text(ox + (kPanelW - static_cast<int>(p.title.size()) * 6) / 2, 8, p.title);
-  for (int i = 0; i <= 4; ++i) {
-    const double yv = ymin + (ymax - ymin) * i / 4, xv = xmin + (xmax - xmin) * i / 4;
+  const bool whole_x = std::all_of(xs.begin(), xs.end(), [](double v) { return v == std::floor(v); });
+  for (double yv : axis_ticks(yr, false)) {
     cv.line(left, Y(yv), right, Y(yv), {225, 225, 225});
     cv.text(ox + 4, static_cast<int>(Y(yv)) - 3, tick(yv));
+  }
+  for (double xv : axis_ticks(xr, whole_x)) {
     const std::string xt = tick(xv);
     cv.text(static_cast<int>(X(xv)) - static_cast<int>(xt.size()) * 3, bottom + 6, xt);  // centred under its tick
   }
+  cv.text(right - static_cast<int>(p.x_label.size()) * 6, bottom + 16, p.x_label);
   cv.line(left, top, left, bottom, {0, 0, 0});
   cv.line(left, bottom, right, bottom, {0, 0, 0});
   for (std::size_t si = 0; si < p.series.size(); ++si) {
@@ -110,6 +113,28 @@ void draw_panel(Canvas& cv, int ox, const Panel& p) {
 }
 
 }  // namespace
+
+std::vector<double> axis_ticks(AxisRange range, bool integers) {
+  // The smallest step of 1, 2 or 5 times a power of ten that gives at most 5 ticks.
+  double step = std::pow(10.0, std::floor(std::log10((range.hi - range.lo) / 5)));
+  auto count = [&](double s) { return std::floor(range.hi / s + 1e-9) - std::ceil(range.lo / s - 1e-9) + 1; };
+  for (double base = step;; base *= 10) {
+    double chosen = 0;
+    for (double m : {1.0, 2.0, 5.0})
+      if ((!integers || m * base >= 1) && count(m * base) <= 5) {
+        chosen = m * base;
+        break;
+      }
+    if (chosen > 0) {
+      step = chosen;
+      break;
+    }
+  }
+  std::vector<double> ticks;
+  for (double k = std::ceil(range.lo / step - 1e-9); k * step <= range.hi + step * 1e-9; ++k)
+    ticks.push_back(k == 0 ? 0.0 : k * step);  // no "-0"
+  return ticks;
+}
 
 AxisRange axis_range(const std::vector<double>& values, bool pad) {
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;

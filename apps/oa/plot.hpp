@@ -14,6 +14,7 @@ struct Series {
 struct Panel {
   std::string title;
   std::vector<Series> series;
+  std::string x_label;  // written under the x axis, e.g. "epoch"
 };
 
 // The range an axis shows for `values` (non-finite ones are ignored); always
@@ -26,6 +27,11 @@ struct AxisRange {
   double lo = 0, hi = 1;
 };
 AxisRange axis_range(const std::vector<double>& values, bool pad);
+
+// Tick positions for an axis over `range`: the multiples within it of the
+// smallest step of 1, 2 or 5 times a power of ten that gives at most 5 ticks
+// (a step of at least 1 when `integers`: epochs, steps).
+std::vector<double> axis_ticks(AxisRange range, bool integers);
 
 // Writes panels side by side into a PNG at `path` (via a temporary file and a
 // rename). Throws oa::Error (InvalidArgument) when the file cannot be written.

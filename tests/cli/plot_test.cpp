@@ -71,6 +71,17 @@ TEST(CliPlot, NoFiniteValueGivesTheUnitRange) {
   EXPECT_NEAR(y.hi, 0.71, 1e-12);
 }
 
+TEST(CliPlot, TicksAreRoundNumbersAndWholeForEpochs) {
+  using V = std::vector<double>;
+  EXPECT_EQ(oa_cli::axis_ticks({0, 2}, true), (V{0, 1, 2}));         // one epoch: no 0.5, 1.5
+  EXPECT_EQ(oa_cli::axis_ticks({1, 10}, true), (V{2, 4, 6, 8, 10}));
+  EXPECT_EQ(oa_cli::axis_ticks({250, 3000}, true), (V{1000, 2000, 3000}));
+  const V y = oa_cli::axis_ticks({-0.05, 0.95}, false);  // step 0.2, and 0 is not written "-0"
+  ASSERT_EQ(y.size(), 5u);
+  EXPECT_FALSE(std::signbit(y[0]));
+  EXPECT_NEAR(y[4], 0.8, 1e-12);
+}
+
 TEST(CliPlot, WritesAPngForASingleEpochRun) {
   oa::test::TempDir dir;
   std::vector<oa_cli::Panel> panels(2);
