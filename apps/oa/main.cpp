@@ -1,7 +1,9 @@
 // The oa command line.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <limits>
 #include <iostream>
 
 #include "oa/oa.hpp"
@@ -62,6 +64,16 @@ int main(int argc, char** argv) {
         return std::isfinite(x) && x > 0 ? std::string() : std::string("must be a finite number above 0");
       },
       "POSITIVE");
+  // A seed is a decimal integer from 0 to 2^64 - 1 (no sign, no wrap-around).
+  const CLI::Validator kSeed(
+      [](std::string& v) {
+        std::uint64_t x = 0;
+        const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+        return !v.empty() && v[0] != '-' && ec == std::errc() && end == v.data() + v.size()
+                   ? std::string()
+                   : fmt::format("must be an integer from 0 to {}", std::numeric_limits<std::uint64_t>::max());
+      },
+      "SEED");
   auto* train_cmd = app.add_subcommand("train", "Train a model");
   train_cmd->require_subcommand(1);
   oa_cli::TrainImagesArgs images;
@@ -71,9 +83,9 @@ int main(int argc, char** argv) {
   fmnist->add_option("--epochs", images.epochs, "training epochs")->check(CLI::Range(1, 100000));
   fmnist->add_option("--batch-size", images.batch_size, "images per step")->check(CLI::Range(1, 1 << 20));
   fmnist->add_option("--lr", images.lr, "AdamW learning rate")->check(kPositive);
-  fmnist->add_option("--seed", images.seed, "seed for initialisation and shuffling");
+  fmnist->add_option("--seed", images.seed, "seed for initialisation and shuffling")->check(kSeed);
   fmnist->add_option("--device", images.device, "device index or name substring (default: OA_DEVICE, then the best)");
-  fmnist->add_option("--out", images.out, "output directory (default runs/fashion-mnist-<model>)");
+  fmnist->add_option("--out", images.out, "output directory (default runs/fashion-mnist-<model>, with --quick runs/fashion-mnist-<model>-quick)");
   fmnist->add_option("--data", images.data_dir, "directory holding the Fashion-MNIST IDX files");
   fmnist->add_flag("--quick", images.quick,
                    "a small network for one epoch (on a 2-core CPU: convnet about a minute, vit about ten)");
@@ -90,7 +102,7 @@ int main(int argc, char** argv) {
   text_cmd->add_option("--batch-size", text.batch_size, "windows per step")->check(CLI::Range(1, 1 << 20));
   text_cmd->add_option("--eval-every", text.eval_every, "steps between validations")->check(CLI::Range(1, 100000000));
   text_cmd->add_option("--lr", text.lr, "peak AdamW learning rate (warmup, then cosine)")->check(kPositive);
-  text_cmd->add_option("--seed", text.seed, "seed");
+  text_cmd->add_option("--seed", text.seed, "seed")->check(kSeed);
   text_cmd->add_option("--device", text.device, "device index or name substring");
   text_cmd->add_option("--out", text.out, "output directory");
   text_cmd->add_flag("--resume", text.resume, "continue from the checkpoint in --out (same model flags)");
@@ -104,7 +116,7 @@ int main(int argc, char** argv) {
   sample_cmd->add_option("--prompt", sample_prompt, "text to continue");
   sample_cmd->add_option("--length", sample_length, "characters to generate")->check(CLI::Range(1, 1000000));
   sample_cmd->add_option("--temperature", sample_temperature, "softmax temperature")->check(CLI::Range(0.01, 100.0));
-  sample_cmd->add_option("--seed", sample_seed, "sampling seed");
+  sample_cmd->add_option("--seed", sample_seed, "sampling seed")->check(kSeed);
   sample_cmd->add_option("--device", sample_device, "device index or name substring");
 
   std::string eval_dir, eval_device, eval_data = images.data_dir;
@@ -117,6 +129,11 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);  // --help
     print_error(fmt::format("{} (see --help)", e.what()));
+    return 2;
+  }
+  // Flag values that only make sense together.
+  if (*text_cmd && text.width % text.heads != 0) {
+    print_error(fmt::format("--width {} is not divisible by --heads {} (see --help)", text.width, text.heads));
     return 2;
   }
   try {

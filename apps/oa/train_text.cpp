@@ -1,12 +1,13 @@
 // Character-level (byte) language modelling: `oa train text` and `oa sample`.
 // Validation loss on the held-out last 5% of the text is reported in bits per
 // character. Each validation appends to metrics.jsonl and writes a checkpoint
-// (model, AdamW state, step); --resume continues from it exactly (the batch
-// and learning rate of a step depend only on the seed and the step), Ctrl-C
-// saves one and exits, and a plot of train and validation bits per character
+// (model, AdamW state, step, model and training flags); --resume continues
+// from it exactly (the batch and learning rate of a step depend only on the
+// seed and the step) and refuses other flags (but --eval-every), Ctrl-C or
+// SIGTERM saves one and exits, a diverged run (non-finite loss or validation)
+// fails without saving, and a plot of train and validation bits per character
 // is written at the end.
 #include <cmath>
-#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -72,11 +73,29 @@ std::string config_flags(const TextModelConfig& c) {
   return fmt::format("--context {} --layers {} --heads {} --width {}", c.context, c.layers, c.heads, c.width);
 }
 
-// The step a --resume run continues from: that of the checkpoint in `out`,
-// whose model must be `config`. Throws InvalidArgument (one line) when there
-// is no checkpoint, it holds another model or no step, or it has already
-// trained all `steps`. Reads only the checkpoint's header.
-std::int64_t resumable_step(const fs::path& out, const TextModelConfig& config, std::int64_t steps) {
+// The training flags a --resume run must repeat (--eval-every may differ), as
+// saved in the checkpoint's oa.text metadata: the --input path as given
+// ("fortunes" for the default), --lr, --seed, --batch-size and --steps.
+nlohmann::json training_flags(const TrainTextArgs& args) {
+  return {{"input", args.input.empty() ? "fortunes" : args.input},
+          {"lr", args.lr},
+          {"seed", args.seed},
+          {"batch_size", args.batch_size},
+          {"steps", args.steps}};
+}
+
+// What a --resume run continues from.
+struct Resumable {
+  std::int64_t step = 0;   // the checkpoint's step
+  std::uint64_t bytes = 0;  // the size of the text it was trained on
+};
+
+// The checkpoint in `out` that a --resume run of `args` continues from. Throws
+// InvalidArgument (one line, naming the flag) when there is no checkpoint, it
+// holds another model, was trained with other training flags (or records none
+// or no step), or has already trained all --steps. Reads only the checkpoint's
+// header.
+Resumable resumable(const fs::path& out, const TextModelConfig& config, const TrainTextArgs& args) {
   const fs::path file = out / "model.safetensors";
   if (!fs::exists(file))
     oa::fail(oa::ErrorKind::InvalidArgument, "--resume: no checkpoint at {}; train without --resume first", file.string());
@@ -85,20 +104,34 @@ std::int64_t resumable_step(const fs::path& out, const TextModelConfig& config, 
   if (config_flags(saved) != config_flags(config))
     oa::fail(oa::ErrorKind::InvalidArgument, "--resume: {} holds a model of {}, not {}; resume it with its flags", file.string(),
              config_flags(saved), config_flags(config));
+  const auto shown = [](const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
+  const nlohmann::json flags = training_flags(args);
+  for (const auto& [key, flag] : {std::pair{"input", "--input"}, {"lr", "--lr"}, {"seed", "--seed"}, {"batch_size", "--batch-size"},
+                                  {"steps", "--steps"}}) {
+    if (!meta.contains(key))
+      oa::fail(oa::ErrorKind::InvalidArgument, "--resume: {} does not record its {} (an older oa wrote it); train again without --resume",
+               file.string(), flag);
+    if (meta[key] != flags[key])
+      oa::fail(oa::ErrorKind::InvalidArgument, "--resume: {} was trained with {} {}, not {}; resume it with its flags", file.string(),
+               flag, shown(meta[key]), shown(flags[key]));
+  }
+  if (!meta.contains("bytes") || !meta["bytes"].is_number_unsigned())
+    oa::fail(oa::ErrorKind::InvalidArgument, "--resume: {} does not record the size of its --input; train again without --resume",
+             file.string());
   if (!meta.contains("step") || !meta["step"].is_number_integer() || meta["step"].get<std::int64_t>() < 0)
     oa::fail(oa::ErrorKind::InvalidArgument, "--resume: {} does not say which step it was saved at", file.string());
   const auto step = meta["step"].get<std::int64_t>();
-  if (step >= steps)
+  if (step >= args.steps)
     oa::fail(oa::ErrorKind::InvalidArgument, "--resume: {} is of step {}, so --steps {} leaves nothing to train", file.string(), step,
-             steps);
-  return step;
+             args.steps);
+  return {step, meta["bytes"].get<std::uint64_t>()};
 }
 
-// Model weights (with their config and `step` as "oa.text" metadata) and
-// AdamW state, each file replaced whole.
-void save_checkpoint(const fs::path& out, oa::ml::nn::Module& model, const oa::ml::optim::Optimizer& optimizer,
-                     const TextModelConfig& c, std::int64_t step) {
-  const nlohmann::json meta = {{"context", c.context}, {"layers", c.layers}, {"heads", c.heads}, {"width", c.width}, {"step", step}};
+// Model weights (with `meta` and `step` as "oa.text" metadata) and AdamW
+// state, each file replaced whole.
+void save_checkpoint(const fs::path& out, oa::ml::nn::Module& model, const oa::ml::optim::Optimizer& optimizer, nlohmann::json meta,
+                     std::int64_t step) {
+  meta["step"] = step;
   oa::ml::save_safetensors(out / "model.safetensors", model.named_tensors(), {{"oa.text", meta.dump()}});
   optimizer.save_state(out / "optimizer.safetensors");
 }
@@ -115,6 +148,13 @@ void write_plot(const fs::path& file, const std::vector<nlohmann::json>& history
   write_line_chart(file.string(), {panel});
 }
 
+// Throws FailedPrecondition when a loss or validation value is not finite, so
+// that a diverged run never saves a checkpoint.
+void require_finite(double value, const char* what, std::int64_t step) {
+  if (!std::isfinite(value))
+    oa::fail(oa::ErrorKind::FailedPrecondition, "training diverged: {} {} at step {}; try a lower --lr", what, value, step);
+}
+
 oa::Engine make_engine(const std::string& device) {
   return oa::Engine(oa::EngineOptions{.device = device.empty() ? std::nullopt : std::optional(device)});
 }
@@ -124,9 +164,17 @@ oa::Engine make_engine(const std::string& device) {
 int train_text(const TrainTextArgs& args) {
   const fs::path out = args.out;
   const TextModelConfig config{args.context, args.layers, args.heads, args.width};
-  const std::int64_t start = args.resume ? resumable_step(out, config, args.steps) : 0;
+  const Resumable resume = args.resume ? resumable(out, config, args) : Resumable{};
+  const std::int64_t start = resume.step;
   const std::string source = args.input.empty() ? "/usr/share/games/fortunes" : args.input;
   std::vector<std::uint8_t> bytes = args.input.empty() ? data::read_bytes(data::fortune_files()) : data::read_bytes({args.input});
+  if (args.resume && bytes.size() != resume.bytes)
+    oa::fail(oa::ErrorKind::InvalidArgument,
+             "--resume: {} was trained on {} bytes of --input {}, which now holds {}; train again without --resume",
+             (out / "model.safetensors").string(), resume.bytes, source, bytes.size());
+  nlohmann::json meta = training_flags(args);
+  meta.update({{"context", config.context}, {"layers", config.layers}, {"heads", config.heads}, {"width", config.width},
+               {"bytes", static_cast<std::uint64_t>(bytes.size())}});
   data::TextSplit split = data::split_text(std::move(bytes), 0.05);
   if (static_cast<std::int64_t>(split.validation.size()) < args.context + 1)
     oa::fail(oa::ErrorKind::InvalidArgument,
@@ -156,17 +204,18 @@ int train_text(const TrainTextArgs& args) {
   std::ofstream metrics = rewrite_metrics(out / "metrics.jsonl", history);
   if (args.resume) fmt::print("resumed from {} at step {}\n", (out / "model.safetensors").string(), start);
 
-  std::signal(SIGINT, on_sigint);
+  install_interrupt_handler();
   Progress progress(start == 0 ? "train text" : fmt::format("train text from step {}", start), args.steps - start, "tok");
   const auto t0 = std::chrono::steady_clock::now();
   double bpc = 0;
+  Matrix loss;  // the last step's
   std::int64_t step = start;
   for (; step < args.steps && !g_interrupted; ++step) {
     optimizer.set_lr(static_cast<float>(oa::ml::optim::warmup_cosine_lr(step, args.lr, args.steps / 20, args.steps, args.lr / 10)));
     auto batch = loader.batch(static_cast<std::uint64_t>(step));
     Matrix logits = (*model)(batch.tokens);
     const std::int64_t n = batch.tokens.numel();
-    Matrix loss = oa::ml::cross_entropy(logits.reshape({n, 256}), batch.targets.reshape({n}));
+    loss = oa::ml::cross_entropy(logits.reshape({n, 256}), batch.targets.reshape({n}));
     optimizer.zero_grad();
     oa::backward(loss);
     oa::ml::optim::clip_grad_norm(model->parameters(), 1.0f);
@@ -174,13 +223,14 @@ int train_text(const TrainTextArgs& args) {
     const bool last = step + 1 == args.steps;
     if ((step + 1) % 25 == 0 || last) {
       const float value = loss.item();
-      if (!std::isfinite(value))
-        oa::fail(oa::ErrorKind::FailedPrecondition, "training diverged: loss {} at step {}; try a lower --lr", value, step + 1);
+      require_finite(value, "loss", step + 1);
       progress.update(step + 1 - start, (step + 1 - start) * n, value);
     }
     if ((step + 1) % args.eval_every == 0 || last) {
       progress.finish();
+      require_finite(loss.item(), "loss", step + 1);
       bpc = validation_bpc(*model, split.validation, args.context, args.batch_size, engine);
+      require_finite(bpc, "validation bits per character", step + 1);
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       nlohmann::json row = {{"step", step + 1}, {"train_loss", loss.item()}, {"validation_bpc", bpc},
                             {"tokens_per_second", static_cast<double>((step + 1 - start) * n) / seconds}};
@@ -188,16 +238,17 @@ int train_text(const TrainTextArgs& args) {
       history.push_back(row);
       fmt::print("step {}: validation {:.3f} bits per character ({:.0f} tokens/s)\n", step + 1, bpc,
                  row["tokens_per_second"].get<double>());
-      save_checkpoint(out, *model, optimizer, config, step + 1);
+      save_checkpoint(out, *model, optimizer, meta, step + 1);
     }
   }
-  if (step < args.steps) {  // Ctrl-C
+  if (step < args.steps) {  // Ctrl-C or SIGTERM
     progress.finish();
-    save_checkpoint(out, *model, optimizer, config, step);
+    if (loss.defined()) require_finite(loss.item(), "loss", step);
+    save_checkpoint(out, *model, optimizer, meta, step);
     if (!history.empty()) write_plot(out / "plot.png", history);
     fmt::print("interrupted after step {} of {}: checkpoint saved in {}{}; run the same command with --resume to continue\n", step,
                args.steps, out.string(), history.empty() ? "" : fmt::format(", plot {}", (out / "plot.png").string()));
-    return 130;
+    return 128 + g_interrupted;
   }
   write_plot(out / "plot.png", history);
   fmt::print("done: validation {:.3f} bits per character after {} steps; checkpoint {}, metrics {}, plot {}\n", bpc, args.steps,
@@ -220,12 +271,15 @@ int sample_text(const std::string& checkpoint_dir, const std::string& prompt, st
   for (auto& c : text) c &= 0xff;
   if (text.empty()) text.push_back('\n');
   std::mt19937_64 rng(seed);
-  fmt::print("{}", prompt);
   for (std::int64_t i = 0; i < length; ++i) {
     const std::int64_t t = std::min<std::int64_t>(static_cast<std::int64_t>(text.size()), config.context);
     std::vector<std::int32_t> window(text.end() - t, text.end());
     Matrix logits = (*model)(Matrix::from_i32({1, t}, window, engine));
     std::vector<float> all = logits.to_vector();
+    for (int c = 0; c < 256; ++c)
+      if (!std::isfinite(all[static_cast<std::size_t>((t - 1) * 256 + c)]))
+        oa::fail(oa::ErrorKind::FailedPrecondition, "{} gives non-finite logits (a diverged run?); it cannot be sampled", file.string());
+    if (i == 0) fmt::print("{}", prompt);
     std::vector<double> p(256);
     double mx = -1e300;
     for (int c = 0; c < 256; ++c) mx = std::max(mx, static_cast<double>(all[static_cast<std::size_t>((t - 1) * 256 + c)]) / temperature);

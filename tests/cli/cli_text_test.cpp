@@ -1,0 +1,144 @@
+// oa train text and oa sample on flags and checkpoints that must be refused
+// (issue: the CLI user test): --resume with other training flags, a --seed
+// out of range, --width not divisible by --heads, a checkpoint with non-finite
+// weights, a diverging run, and SIGTERM, which saves like Ctrl-C.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "cli/cli_support.hpp"
+
+namespace {
+
+using namespace oa::test::cli;
+using oa::test::write_file;
+
+// oa exited with `code`, printed nothing on stdout and one line on stderr
+// holding every fragment.
+::testing::AssertionResult usage_error(const OaRun& r, std::initializer_list<std::string> fragments) {
+  auto clean = fails_cleanly(r, fragments);
+  if (!clean) return clean;
+  if (WEXITSTATUS(r.status) != 2) return ::testing::AssertionFailure() << "exit code " << WEXITSTATUS(r.status) << ", not 2: " << r.err;
+  if (!r.out.empty()) return ::testing::AssertionFailure() << "stdout is not empty: " << r.out;
+  return ::testing::AssertionSuccess();
+}
+
+TEST(CliText, ResumeRefusesOtherTrainingFlags) {
+  CliDir d;
+  write_text(d / "fox.txt");
+  write_text(d / "fox2.txt");
+  write_text_checkpoint(d / "run", 1, true);
+  // kTinyText without its --steps 2, which each case adds unless it tries another.
+  const std::vector<std::string> model(kTinyText.begin(), kTinyText.end() - 2);
+  const std::vector<std::string> resume = std::vector<std::string>{"train", "text", "--resume", "--out", "run"} + model;
+  const auto before = d.listing();
+  const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> cases = {
+      {{"--input", "fox.txt", "--lr", "0.002"}, {"--lr 0.001", "not 0.002"}},
+      {{"--input", "fox.txt", "--seed", "7"}, {"--seed 0", "not 7"}},
+      {{"--input", "fox.txt", "--batch-size", "32"}, {"--batch-size 64", "not 32"}},
+      {{"--input", "fox.txt", "--steps", "3"}, {"--steps 2", "not 3"}},
+      {{"--input", "fox2.txt"}, {"--input fox.txt", "not fox2.txt"}},
+      {{}, {"--input fox.txt", "not fortunes"}},
+  };
+  for (const auto& [flags, fragments] : cases) {
+    std::string joined;
+    for (const auto& a : flags) joined += " " + a;
+    SCOPED_TRACE(joined);
+    const bool steps = std::find(flags.begin(), flags.end(), "--steps") != flags.end();
+    const OaRun r = d.oa(resume + flags + (steps ? std::vector<std::string>{} : std::vector<std::string>{"--steps", "2"}));
+    EXPECT_TRUE(fails_cleanly(r, {}));
+    for (const auto& f : std::vector<std::string>{"--resume", "run/model.safetensors"} + fragments)
+      EXPECT_NE(r.err.find(f), std::string::npos) << f << " not in " << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+  // The same path but a text of another size.
+  write_file(d / "fox.txt", {'a', 'b', 'c'});
+  const OaRun r = d.oa(resume + std::vector<std::string>{"--input", "fox.txt", "--steps", "2"});
+  EXPECT_TRUE(fails_cleanly(r, {"--resume", "1800 bytes", "--input fox.txt", "now holds 3"}));
+  EXPECT_EQ(r.out, "");
+  // --eval-every may differ: the flags pass, and the AdamW state of step 0 under
+  // a model of step 1 is what is refused.
+  write_text(d / "fox.txt");
+  EXPECT_TRUE(fails_cleanly(d.oa(resume + std::vector<std::string>{"--input", "fox.txt", "--steps", "2", "--eval-every", "5"}),
+                            {"optimizer.safetensors", "step 0", "step 1"}));
+  EXPECT_EQ(d.listing(), before);
+}
+
+TEST(CliFlags, SeedOutOfRange) {
+  CliDir d;
+  write_text(d / "fox.txt");
+  const auto before = d.listing();
+  const std::vector<std::vector<std::string>> commands = {
+      {"train", "fashion-mnist", "--data", "absent"},
+      {"train", "text", "--input", "fox.txt", "--out", "run"},
+      {"sample", "--checkpoint", "absent"},
+  };
+  for (const auto& command : commands)
+    for (const std::string seed : {"-5", "99999999999999999999999", "18446744073709551616", "1.5", "+3", ""}) {
+      SCOPED_TRACE(command[0] + " " + command[1] + " --seed '" + seed + "'");
+      EXPECT_TRUE(usage_error(d.oa(command + std::vector<std::string>{"--seed", seed}), {"--seed"}));
+    }
+  // 2^64 - 1 is a seed: sample goes on to look for its checkpoint.
+  const OaRun r = d.oa({"sample", "--checkpoint", "absent", "--seed", std::to_string(std::numeric_limits<std::uint64_t>::max())});
+  EXPECT_TRUE(fails_cleanly(r, {"no checkpoint"}));
+  EXPECT_EQ(WEXITSTATUS(r.status), 1);
+  EXPECT_EQ(d.listing(), before);
+}
+
+TEST(CliFlags, WidthNotDivisibleByHeads) {
+  CliDir d;
+  write_text(d / "fox.txt");
+  const auto before = d.listing();
+  EXPECT_TRUE(usage_error(d.oa({"train", "text", "--input", "fox.txt", "--out", "run", "--width", "32", "--heads", "3"}),
+                          {"--width 32", "--heads 3"}));
+  // Checked before the input is read.
+  EXPECT_TRUE(usage_error(d.oa({"train", "text", "--input", "absent.txt", "--width", "32", "--heads", "3"}), {"--width 32"}));
+  EXPECT_EQ(d.listing(), before);
+}
+
+TEST(CliText, SampleRefusesNonFiniteCheckpoint) {
+  CliDir d;
+  write_text_checkpoint(d / "run", 1, false, nlohmann::json::object(), std::numeric_limits<float>::quiet_NaN());
+  const OaRun r = d.oa({"sample", "--checkpoint", "run", "--prompt", "The", "--length", "3"});
+  EXPECT_TRUE(fails_cleanly(r, {"run/model.safetensors", "non-finite logits"}));
+  EXPECT_EQ(r.out, "");
+}
+
+// A learning rate that overflows the weights: the first validation is not
+// finite, and the run fails without writing a checkpoint.
+TEST(CliText, DivergedRunSavesNoCheckpoint) {
+  CliDir d;
+  write_text(d / "fox.txt");
+  const OaRun r = d.oa(std::vector<std::string>{"train", "text", "--input", "fox.txt", "--out", "run", "--lr", "1e30", "--eval-every", "1",
+                                                "--batch-size", "4"} +
+                       kTinyText);
+  EXPECT_TRUE(fails_cleanly(r, {"training diverged", "at step 1", "--lr"}));
+  EXPECT_FALSE(fs::exists(d / "run" / "model.safetensors"));
+  EXPECT_FALSE(fs::exists(d / "run" / "optimizer.safetensors"));
+}
+
+// SIGTERM is handled like a first Ctrl-C: a line on stderr at once, then a
+// checkpoint after the step and exit 128 + SIGTERM.
+TEST(CliText, SigtermSavesACheckpoint) {
+  CliDir d;
+  write_text(d / "fox.txt");
+  const pid_t pid = d.start({"train", "text", "--input", "fox.txt", "--out", "run", "--context", "8", "--layers", "1", "--heads", "2",
+                             "--width", "16", "--steps", "100000", "--eval-every", "1", "--batch-size", "4"});
+  ASSERT_GT(pid, 0);
+  wait_until_written(d / "run" / "metrics.jsonl");
+  ::kill(pid, SIGTERM);
+  const OaRun r = d.wait(pid);
+  ASSERT_TRUE(WIFEXITED(r.status)) << r.err;
+  EXPECT_EQ(WEXITSTATUS(r.status), 128 + SIGTERM) << r.out << r.err;
+  EXPECT_NE(r.err.find("oa: terminated; saving a checkpoint after this step"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("interrupted after step"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::exists(d / "run" / "model.safetensors"));
+  EXPECT_TRUE(fs::exists(d / "run" / "optimizer.safetensors"));
+}
+
+}  // namespace
