@@ -139,7 +139,7 @@ void save_checkpoint(const fs::path& out, oa::ml::nn::Module& model, const oa::m
 // Train loss (in bits per character: loss / ln 2) and validation bits per
 // character against step.
 void write_plot(const fs::path& file, const std::vector<nlohmann::json>& history) {
-  Panel panel{"bits per character", {{"train loss / ln 2", {}, {}}, {"validation", {}, {}}}};
+  Panel panel{"bits per character", {{"train loss / ln 2", {}, {}}, {"validation", {}, {}}}, "step"};
   for (const auto& row : history) {
     const double step = row["step"].get<double>();
     panel.series[0].x.push_back(step), panel.series[0].y.push_back(row["train_loss"].get<double>() / std::log(2.0));
