@@ -2,8 +2,10 @@
 // for the convnet, 0.05 for the ViT) with a per-step learning rate of linear
 // warmup over the first 5% of all steps, then a cosine down to 0; cross entropy,
 // per-epoch evaluation on the 10 000-image test split, metrics.jsonl, a
-// checkpoint every epoch (--resume continues from it), Ctrl-C saves and
-// exits, and a loss/accuracy plot at the end.
+// checkpoint every epoch (--resume continues from it), Ctrl-C saves the step
+// reached within the epoch and exits (--resume continues that epoch from that
+// step: an epoch's batch order depends only on the seed and the epoch), and a
+// loss/accuracy plot at the end.
 #include <cmath>
 #include <csignal>
 #include <filesystem>
@@ -52,7 +54,16 @@ Evaluation evaluate(oa::ml::nn::Module& model, const data::ImageLoader& loader) 
 
 struct RunState {
   std::int64_t epoch = 0;  // completed epochs
+  // Within epoch `epoch`: the steps done, the sum of their batch-weighted
+  // losses and the images they saw (all 0 at an epoch's start).
+  std::int64_t step = 0, seen = 0;
+  double loss_sum = 0;
   std::vector<nlohmann::json> history;
+  // The position to continue from, e.g. "epoch 2 step 40" (1-based epoch,
+  // steps done in it).
+  std::string where() const { return fmt::format("epoch {} step {}", epoch + 1, step); }
+  // The same for a checkpoint: "after epoch 2" at an epoch's end.
+  std::string checkpoint() const { return step == 0 ? fmt::format("after epoch {}", epoch) : "at " + where(); }
 };
 
 // The optimisation settings besides the flags.
@@ -68,6 +79,9 @@ struct Schedule {
 void save_checkpoint(const fs::path& dir, oa::ml::nn::Module& model, oa::ml::optim::Optimizer& opt, const RunState& st,
                      const TrainImagesArgs& args, const Schedule& schedule) {
   nlohmann::json meta = {{"epoch", st.epoch},
+                         {"step", st.step},
+                         {"train_loss_sum", st.loss_sum},
+                         {"images_seen", st.seen},
                          {"model", args.model},
                          {"quick", args.quick},
                          {"seed", args.seed},
@@ -97,6 +111,29 @@ nlohmann::json run_metadata(const fs::path& file) {
   return meta;
 }
 
+// Refuses (naming the flags) to --resume the run of checkpoint metadata
+// `meta` with other --lr, --seed, --batch-size or --epochs: the batch order
+// and the learning rate of every step depend on them.
+void check_resume_flags(const nlohmann::json& meta, const fs::path& file, const TrainImagesArgs& args) {
+  std::string had, have;
+  auto compare = [&](const char* key, const char* flag, auto value) {
+    using T = decltype(value);
+    const bool same = meta.contains(key) && meta[key].is_number() && meta[key].get<T>() == value;
+    if (same) return;
+    had += fmt::format(" {} {}", flag, meta.contains(key) ? meta[key].dump() : std::string("(not recorded)"));
+    have += fmt::format(" {} {}", flag, value);
+  };
+  compare("lr", "--lr", args.lr);
+  compare("seed", "--seed", args.seed);
+  compare("batch_size", "--batch-size", args.batch_size);
+  compare("epochs", "--epochs", args.epochs);
+  if (!had.empty())
+    oa::fail(oa::ErrorKind::InvalidArgument,
+             "--resume: {} was trained with{}, not{}; resume it with the same flags (the batch order and the learning-rate "
+             "schedule depend on them)",
+             join(file), had, have);
+}
+
 // Fashion-MNIST has 10 classes; reject label files that say otherwise.
 void check_labels(const data::ImageDataset& d, const fs::path& dir, const char* split) {
   for (auto l : d.labels)
@@ -109,11 +146,16 @@ void check_labels(const data::ImageDataset& d, const fs::path& dir, const char* 
 int train_images(TrainImagesArgs args) {
   if (args.out.empty()) args.out = "runs/fashion-mnist-" + args.model + (args.quick ? "-quick" : "");
   const fs::path out = args.out;
+  if (args.quick) {
+    // The quick run: a small network, one epoch.
+    args.epochs = 1;
+  }
   if (args.resume) {
     const auto meta = run_metadata(out / "model.safetensors");
     if (meta["model"] != args.model || meta["quick"].get<bool>() != args.quick)
       oa::fail(oa::ErrorKind::InvalidArgument, "--resume: {} holds a {}{} run; resume it with the same --model{}", join(out),
                meta["model"].get<std::string>(), meta["quick"].get<bool>() ? " --quick" : "", meta["quick"].get<bool>() ? " and --quick" : "");
+    check_resume_flags(meta, out / "model.safetensors", args);
   }
   oa::Engine engine(oa::EngineOptions{.device = args.device.empty() ? std::nullopt : std::optional(args.device)});
   fmt::print("oa train fashion-mnist: model {}{} on {} — output in {}\n", args.model, args.quick ? " (quick)" : "",
@@ -123,10 +165,6 @@ int train_images(TrainImagesArgs args) {
   data::ImageDataset test = data::load_fashion_mnist("t10k", args.data_dir);
   check_labels(train, args.data_dir, "training");
   check_labels(test, args.data_dir, "test");
-  if (args.quick) {
-    // The quick run: a small network, one epoch.
-    args.epochs = 1;
-  }
   data::ImageLoader train_loader(std::move(train), {.batch_size = args.batch_size, .shuffle = true, .seed = args.seed},
                                  data::kFashionMnistNormalization, engine);
   data::ImageLoader test_loader(std::move(test), {.batch_size = 500, .shuffle = false}, data::kFashionMnistNormalization, engine);
@@ -148,22 +186,44 @@ int train_images(TrainImagesArgs args) {
   if (args.resume) {
     oa::ml::load_safetensors_into(out / "model.safetensors", model->named_tensors());
     optimizer.load_state(out / "optimizer.safetensors");
-    st.epoch = run_metadata(out / "model.safetensors")["epoch"].get<std::int64_t>();
+    const auto meta = run_metadata(out / "model.safetensors");
+    st.epoch = meta["epoch"].get<std::int64_t>();
+    st.step = meta.value("step", std::int64_t{0});
+    st.loss_sum = meta.value("train_loss_sum", 0.0);
+    st.seen = meta.value("images_seen", std::int64_t{0});
+    if (st.epoch < 0 || st.epoch > args.epochs || st.step < 0 || st.step > steps || (st.epoch == args.epochs && st.step != 0))
+      oa::fail(oa::ErrorKind::InvalidArgument, "--resume: {} says epoch {} step {}, outside {} epoch(s) of {} steps",
+               join(out / "model.safetensors"), st.epoch, st.step, args.epochs, steps);
+    if (optimizer.steps() != st.epoch * steps + st.step)
+      oa::fail(oa::ErrorKind::InvalidArgument,
+               "--resume: {} is of optimizer step {} but {} of step {} (a save was cut short); train again without --resume",
+               join(out / "optimizer.safetensors"), optimizer.steps(), join(out / "model.safetensors"), st.epoch * steps + st.step);
     st.history = read_metrics(out / "metrics.jsonl", "epoch", st.epoch, {"train_loss", "test_loss", "test_accuracy"});
-    fmt::print("resumed from {} after epoch {}\n", join(out / "model.safetensors"), st.epoch);
+    fmt::print("resumed from {} at {}\n", join(out / "model.safetensors"), st.where());
   }
+  // Where the run directory's checkpoint of this run is ("" for none).
+  std::string saved_at = args.resume ? st.checkpoint() : std::string();
   std::ofstream metrics = rewrite_metrics(out / "metrics.jsonl", st.history);
 
-  std::signal(SIGINT, on_sigint);
+  // A diverged run stops without saving (its weights are of no use).
+  auto diverged = [&](double value) {
+    oa::fail(oa::ErrorKind::FailedPrecondition, "training diverged: loss {} by {}; try a lower --lr{}", value, st.where(),
+             saved_at.empty() ? std::string() : fmt::format(" (the checkpoint {} is in {})", saved_at, join(out)));
+  };
+  install_interrupt_handler();
   for (; st.epoch < args.epochs && !g_interrupted; ++st.epoch) {
     train_loader.set_epoch(static_cast<std::uint64_t>(st.epoch));
-    Progress progress(fmt::format("epoch {}/{}", st.epoch + 1, args.epochs), steps, "img");
+    Progress progress(st.step == 0 ? fmt::format("epoch {}/{}", st.epoch + 1, args.epochs)
+                                   : fmt::format("epoch {}/{} from step {}", st.epoch + 1, args.epochs, st.step),
+                      steps - st.step, "img");
     const auto t0 = std::chrono::steady_clock::now();
+    const std::int64_t first = st.step;
+    // The epoch's loss sum on the GPU (one read per epoch), continuing a resumed one.
     Matrix loss_sum;
-    std::int64_t seen = 0, step = 0;
-    for (; step < steps && !g_interrupted; ++step) {
-      auto batch = train_loader.batch(step);
-      optimizer.set_lr(schedule.lr(args.lr, st.epoch * steps + step));
+    std::int64_t seen_here = 0;
+    for (; st.step < steps && !g_interrupted; ++st.step) {
+      auto batch = train_loader.batch(st.step);
+      optimizer.set_lr(schedule.lr(args.lr, st.epoch * steps + st.step));
       Matrix loss = oa::ml::cross_entropy((*model)(batch.images), batch.labels);
       optimizer.zero_grad();
       oa::backward(loss);
@@ -171,41 +231,53 @@ int train_images(TrainImagesArgs args) {
       {
         oa::NoGradGuard no_grad;
         Matrix weighted = loss * static_cast<float>(batch.labels.numel());
+        if (!loss_sum.defined() && st.seen > 0) loss_sum = Matrix::full(weighted.shape(), static_cast<float>(st.loss_sum), engine);
         loss_sum = loss_sum.defined() ? loss_sum + weighted : weighted;
       }
-      seen += batch.labels.numel();
-      if ((step + 1) % 25 == 0 || step + 1 == steps) {
+      st.seen += batch.labels.numel();
+      seen_here += batch.labels.numel();
+      if ((st.step + 1) % 25 == 0 || st.step + 1 == steps) {
         const float value = loss.item();
-        if (!std::isfinite(value))
-          oa::fail(oa::ErrorKind::FailedPrecondition,
-                   "training diverged: loss {} at epoch {} step {}; try a lower --lr (checkpoints of completed epochs are in {})", value,
-                   st.epoch + 1, step + 1, join(out));
-        progress.update(step + 1, seen, value);
+        if (!std::isfinite(value)) {
+          ++st.step;
+          diverged(value);
+        }
+        progress.update(st.step + 1 - first, seen_here, value);
       }
     }
     progress.finish();
-    if (g_interrupted) break;
+    if (loss_sum.defined()) st.loss_sum = loss_sum.item();
+    if (!std::isfinite(st.loss_sum)) diverged(st.loss_sum);
+    if (st.step < steps) break;  // Ctrl-C
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const Evaluation ev = evaluate(*model, test_loader);
-    nlohmann::json row = {{"epoch", st.epoch + 1},          {"train_loss", loss_sum.item() / static_cast<double>(seen)},
+    if (!std::isfinite(ev.loss)) diverged(ev.loss);  // non-finite weights, though the batch losses were finite
+    nlohmann::json row = {{"epoch", st.epoch + 1},          {"train_loss", st.loss_sum / static_cast<double>(st.seen)},
                           {"test_loss", ev.loss},          {"test_accuracy", ev.accuracy},
-                          {"seconds", seconds},            {"images_per_second", static_cast<double>(seen) / seconds}};
+                          {"seconds", seconds},            {"images_per_second", static_cast<double>(seen_here) / seconds}};
     st.history.push_back(row);
     append_metrics(metrics, out / "metrics.jsonl", row);
     fmt::print("epoch {}: train loss {:.4f}, test loss {:.4f}, test accuracy {:.2f}% ({:.1f} s, {:.0f} images/s)\n", st.epoch + 1,
                row["train_loss"].get<double>(), ev.loss, 100 * ev.accuracy, seconds, row["images_per_second"].get<double>());
     RunState saved = st;
     saved.epoch = st.epoch + 1;
+    saved.step = saved.seen = 0;
+    saved.loss_sum = 0;
     save_checkpoint(out, *model, optimizer, saved, args, schedule);
+    saved_at = saved.checkpoint();
+    st.step = st.seen = 0;
+    st.loss_sum = 0;
   }
-  if (g_interrupted) {
+  if (g_interrupted && st.epoch < args.epochs) {
     save_checkpoint(out, *model, optimizer, st, args, schedule);
-    fmt::print("\ninterrupted: checkpoint saved to {} (epoch {} will restart with --resume)\n", join(out), st.epoch + 1);
-    return 130;
+    fmt::print("\ninterrupted: checkpoint saved to {}; run the same command with --resume to continue from {}\n", join(out),
+               st.where());
+    return 128 + g_interrupted;
   }
 
   std::vector<Panel> panels(2);
   panels[0].title = "loss";
+  panels[0].x_label = panels[1].x_label = "epoch";
   panels[0].series = {{"train loss", {}, {}}, {"test loss", {}, {}}};
   panels[1].title = "test accuracy";
   panels[1].series = {{"test accuracy", {}, {}}};

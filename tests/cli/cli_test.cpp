@@ -38,23 +38,41 @@ void write_idx_gz(const fs::path& p, std::vector<std::uint8_t> header_and_data) 
   ASSERT_EQ(gzclose(f), Z_OK);
 }
 
-std::vector<std::uint8_t> idx(std::vector<std::uint32_t> dims) {
+// An IDX file of extents `dims` whose bytes are `data` (all 1 when empty).
+std::vector<std::uint8_t> idx(std::vector<std::uint32_t> dims, const std::vector<std::uint8_t>& data = {}) {
   std::vector<std::uint8_t> b = {0, 0, 0x08, static_cast<std::uint8_t>(dims.size())};
   std::size_t count = 1;
   for (auto d : dims) {
     for (int s = 24; s >= 0; s -= 8) b.push_back(static_cast<std::uint8_t>(d >> s));
     count *= d;
   }
-  b.resize(b.size() + count, 1);
+  if (data.empty()) {
+    b.resize(b.size() + count, 1);
+  } else {
+    b.insert(b.end(), data.begin(), data.end());
+  }
   return b;
 }
 
-// A Fashion-MNIST-like directory of two 28x28 images per split, good or not.
-void write_fashion_mnist(const fs::path& dir) {
+// A Fashion-MNIST-like directory of `train` and `test` 28x28 images: with
+// the defaults two per split, all bytes 1; otherwise learnable ones (label
+// i % 10, a bright row at 2 * label, pseudo-random noise).
+void write_fashion_mnist(const fs::path& dir, std::uint32_t train = 2, std::uint32_t test = 2) {
   fs::create_directories(dir);
-  for (const char* split : {"train", "t10k"}) {
-    write_idx_gz(dir / (std::string(split) + "-images-idx3-ubyte.gz"), idx({2, 28, 28}));
-    write_idx_gz(dir / (std::string(split) + "-labels-idx1-ubyte.gz"), idx({2}));
+  for (auto [split, n] : {std::pair<const char*, std::uint32_t>{"train", train}, {"t10k", test}}) {
+    std::vector<std::uint8_t> images, labels;
+    if (n > 2) {
+      std::uint32_t r = n;
+      for (std::uint32_t i = 0; i < n; ++i) {
+        labels.push_back(static_cast<std::uint8_t>(i % 10));
+        for (std::uint32_t p = 0; p < 28 * 28; ++p) {
+          r = r * 1664525u + 1013904223u;
+          images.push_back(p / 28 == 2 * (i % 10) + 4 ? 255 : static_cast<std::uint8_t>(r >> 26));
+        }
+      }
+    }
+    write_idx_gz(dir / (std::string(split) + "-images-idx3-ubyte.gz"), idx({n, 28, 28}, images));
+    write_idx_gz(dir / (std::string(split) + "-labels-idx1-ubyte.gz"), idx({n}, labels));
   }
 }
 
@@ -242,6 +260,21 @@ TEST(Cli, TextResumeRefusals) {
   EXPECT_EQ(d.listing(), before);
 }
 
+// Runs oa with `args` in `d` and interrupts it (SIGINT) `delay` after `file`
+// has appeared non-empty; expects the exit code 130 of a saved interrupt.
+OaRun interrupted(const CliDir& d, const std::vector<std::string>& args, const fs::path& file,
+                  std::chrono::milliseconds delay = std::chrono::milliseconds(0)) {
+  const pid_t pid = d.start(args);
+  EXPECT_GT(pid, 0);
+  if (pid <= 0) return {};
+  wait_until_written(file);
+  std::this_thread::sleep_for(delay);
+  ::kill(pid, SIGINT);
+  const OaRun r = d.wait(pid);
+  EXPECT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 130) << "status " << r.status << ": " << r.out << r.err;
+  return r;
+}
+
 // The rows of a metrics.jsonl by step.
 std::map<std::int64_t, nlohmann::json> metrics_by_step(const fs::path& file) {
   std::map<std::int64_t, nlohmann::json> rows;
@@ -267,15 +300,10 @@ TEST(Cli, TextInterruptedAndResumedEndsLikeUninterrupted) {
   EXPECT_TRUE(fs::exists(d / "straight" / "plot.png"));
 
   // Interrupt as soon as the first validation is in metrics.jsonl.
-  const pid_t pid = d.start(args + std::vector<std::string>{"--out", "resumed"});
-  ASSERT_GT(pid, 0);
-  wait_until_written(d / "resumed" / "metrics.jsonl");
-  ::kill(pid, SIGINT);
-  const OaRun interrupted = d.wait(pid);
-  ASSERT_TRUE(WIFEXITED(interrupted.status)) << interrupted.err;
-  ASSERT_EQ(WEXITSTATUS(interrupted.status), 130) << interrupted.out << interrupted.err;
-  EXPECT_NE(interrupted.out.find("interrupted after step"), std::string::npos) << interrupted.out;
-  EXPECT_NE(interrupted.out.find("--resume"), std::string::npos) << interrupted.out;
+  const OaRun stopped = interrupted(d, args + std::vector<std::string>{"--out", "resumed"}, d / "resumed" / "metrics.jsonl");
+  ASSERT_FALSE(HasFailure());
+  EXPECT_NE(stopped.out.find("interrupted after step"), std::string::npos) << stopped.out;
+  EXPECT_NE(stopped.out.find("--resume"), std::string::npos) << stopped.out;
   EXPECT_TRUE(fs::exists(d / "resumed" / "optimizer.safetensors"));
   EXPECT_TRUE(fs::exists(d / "resumed" / "plot.png"));
 
@@ -294,6 +322,77 @@ TEST(Cli, TextInterruptedAndResumedEndsLikeUninterrupted) {
   }
   // Finished: nothing left to resume.
   EXPECT_TRUE(fails_cleanly(d.oa(args + std::vector<std::string>{"--out", "resumed", "--resume"}), {"nothing to train"}));
+}
+
+// An image checkpoint's metadata, as oa train fashion-mnist writes it, for a
+// run of the full convnet (its tensors are not the model's).
+void write_image_checkpoint(const fs::path& dir, const nlohmann::json& meta) {
+  fs::create_directories(dir);
+  oa::ml::save_safetensors(dir / "model.safetensors", {{"w", oa::Matrix::ones({4})}}, {{"oa.train", meta.dump()}});
+}
+
+// --resume refuses flags that change the batch order or the learning-rate
+// schedule, naming them, before touching anything.
+TEST(Cli, ImagesResumeRefusesOtherFlags) {
+  CliDir d;
+  write_fashion_mnist(d / "data");
+  write_image_checkpoint(d / "run", {{"epoch", 1}, {"step", 3}, {"model", "convnet"}, {"quick", false}, {"seed", 0}, {"batch_size", 8},
+                                     {"lr", 0.001}, {"epochs", 2}});
+  const std::vector<std::string> resume = {"train", "fashion-mnist", "--resume", "--out", "run", "--data", "data"};
+  const std::vector<std::string> same = {"--lr", "0.001", "--seed", "0", "--batch-size", "8", "--epochs", "2"};
+  const auto before = d.listing();
+  for (std::size_t i = 0; i < same.size(); i += 2) {
+    auto changed = same;
+    changed[i + 1] = same[i] == "--lr" ? "0.002" : "3";
+    SCOPED_TRACE(changed[i]);
+    EXPECT_TRUE(fails_cleanly(d.oa(resume + changed), {"--resume", "run/model.safetensors", same[i] + " " + same[i + 1],
+                                                      "not " + changed[i] + " " + changed[i + 1]}));
+  }
+  // Several at once are all named.
+  EXPECT_TRUE(fails_cleanly(d.oa(resume + std::vector<std::string>{"--seed", "4", "--epochs", "5"}),
+                            {"with --seed 0 --batch-size 8 --epochs 2, not --seed 4 --batch-size 128 --epochs 5"}));
+  EXPECT_EQ(d.listing(), before);
+}
+
+// Ctrl-C within an epoch saves the step reached; --resume continues that
+// epoch from that step and ends where an uninterrupted run ends.
+TEST(Cli, ImagesInterruptedAndResumedEndsLikeUninterrupted) {
+  CliDir d;
+  // 26 steps an epoch: the loop waits for the GPU every 25 steps and at the
+  // epoch's end, so Ctrl-C takes effect there.
+  write_fashion_mnist(d / "data", 104, 20);
+  const std::vector<std::string> args = {"train", "fashion-mnist", "--data", "data", "--epochs", "2", "--batch-size", "4", "--lr", "0.003"};
+  const OaRun straight = d.oa(args + std::vector<std::string>{"--out", "straight"});
+  ASSERT_TRUE(WIFEXITED(straight.status) && WEXITSTATUS(straight.status) == 0) << straight.err;
+
+  // Interrupt in epoch 2, as soon as the checkpoint of epoch 1 is written.
+  const OaRun stopped = interrupted(d, args + std::vector<std::string>{"--out", "resumed"}, d / "resumed" / "optimizer.safetensors");
+  ASSERT_FALSE(HasFailure());
+  EXPECT_NE(stopped.out.find("--resume to continue from epoch 2 step "), std::string::npos) << stopped.out;
+  const OaRun resumed = d.oa(args + std::vector<std::string>{"--out", "resumed", "--resume"});
+  ASSERT_TRUE(WIFEXITED(resumed.status) && WEXITSTATUS(resumed.status) == 0) << resumed.err;
+  EXPECT_NE(resumed.out.find("resumed from resumed/model.safetensors at epoch 2 step "), std::string::npos) << resumed.out;
+
+  auto rows = [&](const char* run) {
+    std::vector<nlohmann::json> out;
+    std::istringstream in(read_text(d / run / "metrics.jsonl"));
+    for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+    return out;
+  };
+  const auto want = rows("straight"), got = rows("resumed");
+  ASSERT_EQ(want.size(), 2u);
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(got[i]["epoch"], want[i]["epoch"]);
+    for (const char* key : {"train_loss", "test_loss", "test_accuracy"}) EXPECT_NEAR(got[i][key].get<double>(), want[i][key].get<double>(), 1e-6) << key;
+  }
+  // Every step ran once.
+  for (const char* run : {"straight", "resumed"}) {
+    const auto meta = oa::ml::read_safetensors_metadata(d / run / "optimizer.safetensors");
+    SCOPED_TRACE(run);
+    EXPECT_EQ(meta.at("step"), "52");
+  }
 }
 
 }  // namespace
