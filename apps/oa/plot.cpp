@@ -71,7 +71,8 @@ struct Canvas {
 
 std::string tick(double v) {
   char buf[32];
-  if (std::abs(v) >= 1000 || (std::abs(v) < 0.01 && v != 0)) std::snprintf(buf, sizeof buf, "%.1e", v);
+  if (v == std::floor(v) && std::abs(v) < 1e7) std::snprintf(buf, sizeof buf, "%.0f", v);  // steps, epochs
+  else if (std::abs(v) >= 1000 || (std::abs(v) < 0.01 && v != 0)) std::snprintf(buf, sizeof buf, "%.1e", v);
   else std::snprintf(buf, sizeof buf, "%.3g", v);
   return buf;
 }
@@ -94,9 +95,10 @@ void draw_panel(Canvas& cv, int ox, const Panel& p) {
   }
   for (double xv : axis_ticks(xr, whole_x)) {
     const std::string xt = tick(xv);
-    cv.text(static_cast<int>(X(xv)) - static_cast<int>(xt.size()) * 3, bottom + 6, xt);  // centred under its tick
+    const int width = static_cast<int>(xt.size()) * 6;  // centred under its tick, kept inside the panel
+    cv.text(std::min(static_cast<int>(X(xv)) - width / 2, ox + kPanelW - width), bottom + 6, xt);
   }
-  cv.text(right - static_cast<int>(p.x_label.size()) * 6, bottom + 16, p.x_label);
+  cv.text(right - static_cast<int>(p.x_label.size()) * 6, bottom + 17, p.x_label);
   cv.line(left, top, left, bottom, {0, 0, 0});
   cv.line(left, bottom, right, bottom, {0, 0, 0});
   for (std::size_t si = 0; si < p.series.size(); ++si) {
