@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
   fmnist->add_option("--out", images.out, "output directory (default runs/fashion-mnist-<model>, with --quick runs/fashion-mnist-<model>-quick)");
   fmnist->add_option("--data", images.data_dir, "directory holding the Fashion-MNIST IDX files");
   fmnist->add_flag("--quick", images.quick,
-                   "a small network for one epoch (on a 2-core CPU: convnet about a minute, vit about ten)");
+                   "a small network, for one epoch unless --epochs is given (on a 2-core CPU: convnet about a minute an epoch, vit about ten)");
   fmnist->add_flag("--resume", images.resume, "continue from the checkpoint in --out");
 
   oa_cli::TrainTextArgs text;
@@ -138,7 +138,10 @@ int main(int argc, char** argv) {
   }
   try {
     if (*info_cmd) return info();
-    if (*fmnist) return oa_cli::train_images(images);
+    if (*fmnist) {
+      if (images.quick && fmnist->count("--epochs") == 0) images.epochs = 1;  // the quick run: one epoch by default
+      return oa_cli::train_images(images);
+    }
     if (*text_cmd) return oa_cli::train_text(text);
     if (*sample_cmd)
       return oa_cli::sample_text(sample_dir, sample_prompt, sample_length, sample_temperature, sample_seed, sample_device);

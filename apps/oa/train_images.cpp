@@ -146,10 +146,6 @@ void check_labels(const data::ImageDataset& d, const fs::path& dir, const char* 
 int train_images(TrainImagesArgs args) {
   if (args.out.empty()) args.out = "runs/fashion-mnist-" + args.model + (args.quick ? "-quick" : "");
   const fs::path out = args.out;
-  if (args.quick) {
-    // The quick run: a small network, one epoch.
-    args.epochs = 1;
-  }
   if (args.resume) {
     const auto meta = run_metadata(out / "model.safetensors");
     if (meta["model"] != args.model || meta["quick"].get<bool>() != args.quick)
