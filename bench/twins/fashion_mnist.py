@@ -19,7 +19,7 @@ test images in order, in batches of 500, after every epoch. FP32 throughout
 Writes one JSON line per epoch (epoch, train_loss, test_loss, test_accuracy,
 seconds, images_per_second) to --out, as oa writes metrics.jsonl; `seconds`
 times the training steps of the epoch (not the evaluation), as oa does.
---quick is oa's --quick: the small networks, one epoch.
+--quick is oa's --quick: the small networks, one epoch unless --epochs is given.
 
 --eval-checkpoint loads a model.safetensors written by `oa train
 fashion-mnist` into the twin's model (same parameter names and shapes) and
@@ -148,7 +148,7 @@ def eval_checkpoint(path, data_dir, device):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", choices=["convnet", "vit"], default="convnet")
-    ap.add_argument("--epochs", type=int, default=10)
+    ap.add_argument("--epochs", type=int, default=None, help="default 10, or 1 with --quick (as oa)")
     ap.add_argument("--batch-size", type=int, default=128)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--seed", type=int, default=0)
@@ -157,10 +157,10 @@ def main():
     ap.add_argument("--quick", action="store_true", help="oa's --quick: the small network, one epoch")
     ap.add_argument("--eval-checkpoint", metavar="FILE", help="evaluate an oa model.safetensors instead of training")
     args = ap.parse_args()
+    if args.epochs is None:
+        args.epochs = 1 if args.quick else 10
     if args.epochs < 1 or args.batch_size < 1 or not (args.lr > 0 and math.isfinite(args.lr)):
         ap.error("--epochs and --batch-size must be >= 1 and --lr a finite number above 0")
-    if args.quick:
-        args.epochs = 1
     out = args.out or f"runs/torch-fashion-mnist-{args.model}{'-quick' if args.quick else ''}.jsonl"
 
     device = fp32_device()
