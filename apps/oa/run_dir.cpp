@@ -5,13 +5,19 @@
 
 #include <cerrno>
 #include <cstring>
+#include <exception>
 
 #include "oa/core/error.hpp"
 
 namespace oa_cli {
 
-void prepare_run_dir(const std::filesystem::path& dir) {
+std::filesystem::path prepare_run_dir(const std::filesystem::path& dir) {
   std::error_code ec;
+  std::filesystem::path created;  // the outermost missing directory
+  for (auto p = std::filesystem::absolute(dir, ec); !ec && !p.empty() && !std::filesystem::exists(p, ec); p = p.parent_path()) {
+    created = p;
+    if (p == p.parent_path()) break;
+  }
   std::filesystem::create_directories(dir, ec);
   if (ec) oa::fail(oa::ErrorKind::InvalidArgument, "cannot create the output directory {}: {}", dir.string(), ec.message());
   const std::filesystem::path probe = dir / fmt::format(".oa-write-test-{}", ::getpid());
@@ -22,6 +28,20 @@ void prepare_run_dir(const std::filesystem::path& dir) {
   }
   ::close(fd);
   ::unlink(probe.c_str());
+  return created;
+}
+
+RunDirCleanup::RunDirCleanup(std::filesystem::path dir, std::filesystem::path created)
+    : dir_(std::filesystem::absolute(dir)), created_(std::move(created)), exceptions_(std::uncaught_exceptions()) {}
+
+RunDirCleanup::~RunDirCleanup() {
+  if (std::uncaught_exceptions() <= exceptions_) return;
+  std::error_code ec;
+  const auto metrics = dir_ / "metrics.jsonl";
+  if (std::filesystem::is_regular_file(metrics, ec) && std::filesystem::file_size(metrics, ec) == 0) std::filesystem::remove(metrics, ec);
+  if (created_.empty()) return;
+  for (auto p = dir_; std::filesystem::is_empty(p, ec) && !ec && std::filesystem::remove(p, ec); p = p.parent_path())
+    if (p == created_) break;
 }
 
 std::vector<nlohmann::json> read_metrics(const std::filesystem::path& file, const char* key, std::int64_t last,

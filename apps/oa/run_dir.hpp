@@ -11,9 +11,26 @@
 namespace oa_cli {
 
 // Creates `dir` (with its parents) and checks that a file can be created in
-// it, so that an unusable --out fails before any training. Throws oa::Error
+// it, so that an unusable --out fails before any training; returns the
+// outermost directory it created (empty when `dir` existed). Throws oa::Error
 // (InvalidArgument) naming the directory and the reason.
-void prepare_run_dir(const std::filesystem::path& dir);
+std::filesystem::path prepare_run_dir(const std::filesystem::path& dir);
+
+// Leaves no trace of a run that fails before it writes anything: destroyed
+// while an exception propagates, it removes an empty metrics.jsonl from `dir`
+// and then the empty directories up to `created` (prepare_run_dir's result).
+class RunDirCleanup {
+ public:
+  RunDirCleanup(std::filesystem::path dir, std::filesystem::path created);
+  ~RunDirCleanup();
+  RunDirCleanup(const RunDirCleanup&) = delete;
+  RunDirCleanup& operator=(const RunDirCleanup&) = delete;
+
+ private:
+  std::filesystem::path dir_;
+  std::filesystem::path created_;
+  int exceptions_;  // std::uncaught_exceptions() at construction
+};
 
 // The rows of a metrics.jsonl file whose integer `key` ("epoch", "step") is at
 // most `last` and whose `numbers` are all numbers; a missing file has none,

@@ -178,7 +178,7 @@ int train_images(TrainImagesArgs args) {
              schedule.warmup_steps, schedule.total_steps);
 
   RunState st;
-  prepare_run_dir(out);
+  const RunDirCleanup cleanup(out, prepare_run_dir(out));  // a run failing before its first write leaves nothing
   if (args.resume) {
     oa::ml::load_safetensors_into(out / "model.safetensors", model->named_tensors());
     optimizer.load_state(out / "optimizer.safetensors");

@@ -190,7 +190,7 @@ int train_text(const TrainTextArgs& args) {
   data::TextLoader loader(split.train, args.batch_size, args.context, args.seed, engine);
   fmt::print("model: {} parameters ({} layers, {} heads, width {}, context {})\n", model->parameter_count(), args.layers, args.heads,
              args.width, args.context);
-  prepare_run_dir(out);
+  const RunDirCleanup cleanup(out, prepare_run_dir(out));  // a run failing before its first write leaves nothing
   std::vector<nlohmann::json> history;
   if (args.resume) {
     oa::ml::load_safetensors_into(out / "model.safetensors", model->named_tensors());

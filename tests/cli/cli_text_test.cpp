@@ -122,6 +122,23 @@ TEST(CliText, DivergedRunSavesNoCheckpoint) {
   EXPECT_FALSE(fs::exists(d / "run" / "optimizer.safetensors"));
 }
 
+// A run that fails at its first step (here an operand past the device's
+// storage-buffer range) leaves no run directory behind, nor the parents it
+// created for it.
+TEST(CliText, RunFailingBeforeItsFirstWriteLeavesNothing) {
+  const std::int64_t batch = 1 << 20, context = 8, width = 16;  // embedding output: batch * context * width floats
+  if (oa::Engine::default_engine().device().max_storage_buffer_range >= static_cast<std::uint64_t>(batch * context * width * 4))
+    GTEST_SKIP() << "this device can bind the whole batch; the first step would not fail";
+  CliDir d;
+  write_text(d / "fox.txt");
+  const auto before = d.listing();
+  const OaRun r = d.oa({"train", "text", "--input", "fox.txt", "--out", "new/run", "--context", std::to_string(context), "--layers", "1",
+                        "--heads", "2", "--width", std::to_string(width), "--batch-size", std::to_string(batch)});
+  EXPECT_TRUE(fails_cleanly(r, {"maxStorageBufferRange"}));
+  EXPECT_FALSE(fs::exists(d / "new"));
+  EXPECT_EQ(d.listing(), before);
+}
+
 // SIGTERM is handled like a first Ctrl-C: a line on stderr at once, then a
 // checkpoint after the step and exit 128 + SIGTERM.
 TEST(CliText, SigtermSavesACheckpoint) {
