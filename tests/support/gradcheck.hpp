@@ -72,6 +72,24 @@ inline double max_abs(const std::vector<double>& v) {
   return m;
 }
 
+// Central finite differences of `loss` with respect to args[a], each step
+// h = tol.step * max(1, |x_j|); args[a] is restored.
+template <typename Loss>
+std::vector<double> central_differences(std::vector<std::vector<double>>& args, std::size_t a, const Loss& loss,
+                                        const GradTolerance& tol = kGradTolerance) {
+  std::vector<double> fd(args[a].size());
+  for (std::size_t j = 0; j < fd.size(); ++j) {
+    const double x0 = args[a][j], h = tol.step * std::max(1.0, std::abs(x0));
+    args[a][j] = x0 + h;
+    const double up = loss(args);
+    args[a][j] = x0 - h;
+    const double down = loss(args);
+    args[a][j] = x0;
+    fd[j] = (up - down) / (2 * h);
+  }
+  return fd;
+}
+
 // Checks `gpu` against `ref` (see the top of this file). Returns the GPU
 // output for further assertions.
 inline Matrix gradcheck(const std::vector<GradInput>& inputs, const GpuForward& gpu, const ReferenceForward& ref,
@@ -103,16 +121,7 @@ inline Matrix gradcheck(const std::vector<GradInput>& inputs, const GpuForward& 
   };
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].requires_grad) continue;
-    std::vector<double> fd(ref_xs[i].size());
-    for (std::size_t j = 0; j < fd.size(); ++j) {
-      const double x0 = ref_xs[i][j], h = tol.step * std::max(1.0, std::abs(x0));
-      ref_xs[i][j] = x0 + h;
-      const double up = loss(ref_xs);
-      ref_xs[i][j] = x0 - h;
-      const double down = loss(ref_xs);
-      ref_xs[i][j] = x0;
-      fd[j] = (up - down) / (2 * h);
-    }
+    const std::vector<double> fd = central_differences(ref_xs, i, loss, tol);
     const Matrix g = grad(xs[i]);
     const std::vector<float> got = g.defined() ? g.to_vector() : std::vector<float>(fd.size(), 0.0f);
     if (g.defined()) {

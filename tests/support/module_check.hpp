@@ -57,16 +57,7 @@ inline Matrix module_gradcheck(ml::nn::Module& module, const Matrix& input, cons
   };
   for (std::size_t a = input_grad ? 0 : 1; a < args.size(); ++a) {
     const std::string what = a == 0 ? std::string("input") : "parameter " + params[a - 1].first;
-    std::vector<double> fd(args[a].size());
-    for (std::size_t j = 0; j < fd.size(); ++j) {
-      const double x0 = args[a][j], h = tol.step * std::max(1.0, std::abs(x0));
-      args[a][j] = x0 + h;
-      const double up = loss(args);
-      args[a][j] = x0 - h;
-      const double down = loss(args);
-      args[a][j] = x0;
-      fd[j] = (up - down) / (2 * h);
-    }
+    const std::vector<double> fd = central_differences(args, a, loss, tol);
     const Matrix g = a == 0 ? grad(input) : params[a - 1].second.grad();
     EXPECT_TRUE(g.defined()) << module.type_name() << ": no gradient for the " << what;
     if (!g.defined()) continue;
