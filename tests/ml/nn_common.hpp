@@ -9,9 +9,19 @@
 #include "oa/ml/nn_ops.hpp"
 #include "oa/oa.hpp"
 #include "support/expect.hpp"
+#include "reference/nn.hpp"
 #include "support/gradcheck.hpp"
 
 namespace oa::nn_test {
+
+// The names every nn op test uses; `using namespace oa::nn_test` brings them in.
+using oa::Matrix;
+using oa::Shape;
+namespace ml = oa::ml;
+namespace ref = oa::reference;
+using oa::test::gradcheck;
+using oa::test::random_input;
+using oa::test::test_values;
 
 inline std::vector<double> f64(const std::vector<float>& v) { return {v.begin(), v.end()}; }
 

@@ -1,18 +1,10 @@
 // embedding against the f64 reference; the weight gradient against finite
 // differences and an exact host accumulation.
 #include "ml/nn_common.hpp"
-#include "reference/nn.hpp"
 
 namespace {
 
-using oa::Matrix;
-using oa::Shape;
 using namespace oa::nn_test;
-namespace ml = oa::ml;
-namespace ref = oa::reference;
-using oa::test::gradcheck;
-using oa::test::random_input;
-using oa::test::test_values;
 
 // Deterministic indices in [low, high).
 std::vector<std::int32_t> indices(std::int64_t n, std::int32_t low, std::int32_t high, std::uint64_t seed) {

@@ -1,17 +1,9 @@
 // layer_norm and batch_norm_2d against the f64 references, with gradient checks.
 #include "ml/nn_common.hpp"
-#include "reference/nn.hpp"
 
 namespace {
 
-using oa::Matrix;
-using oa::Shape;
 using namespace oa::nn_test;
-namespace ml = oa::ml;
-namespace ref = oa::reference;
-using oa::test::gradcheck;
-using oa::test::random_input;
-using oa::test::test_values;
 
 TEST(NnLayerNorm, ForwardMatchesReferenceForShortAndLongRows) {
   // Row lengths around the lane choices (1, odd, one workgroup, several strides).

@@ -2,18 +2,10 @@
 #include <limits>
 
 #include "ml/nn_common.hpp"
-#include "reference/nn.hpp"
 
 namespace {
 
-using oa::Matrix;
-using oa::Shape;
 using namespace oa::nn_test;
-namespace ml = oa::ml;
-namespace ref = oa::reference;
-using oa::test::gradcheck;
-using oa::test::random_input;
-using oa::test::test_values;
 
 
 const std::vector<ref::PoolShape> kCases = {
