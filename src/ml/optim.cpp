@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <functional>
 #include <numbers>
 #include <set>
 
@@ -47,6 +48,31 @@ void require_hyper(float value, const char* op, const char* what) {
 // The byte range of element chunk `c` of a 4-byte-element Matrix.
 std::uint64_t offset_of(const detail::ElementChunk& c) { return static_cast<std::uint64_t>(c.begin) * 4; }
 std::uint64_t bytes_of(const detail::ElementChunk& c) { return static_cast<std::uint64_t>(c.count) * 4; }
+
+// Records the fused update of every parameter that has a gradient as the one
+// semantic op `sop` (each parameter and its gradient in, the parameter out):
+// `lower(i, c)` gives the dispatch of chunk c of parameter i, without its
+// workgroup count. Returns the indices of the updated parameters.
+std::vector<std::size_t> record_update(SemanticOp sop, const std::vector<Parameter>& parameters, const std::vector<Matrix>& grads,
+                                       const std::function<ComputeDispatch(std::size_t, const detail::ElementChunk&)>& lower) {
+  std::vector<ComputeDispatch> ds;
+  std::vector<std::size_t> updated;
+  for (std::size_t i = 0; i < parameters.size(); ++i) {
+    if (!grads[i].defined()) continue;
+    const Matrix& p = parameters[i].value();
+    sop.inputs.push_back(p.shape());
+    sop.inputs.push_back(grads[i].shape());
+    sop.outputs.push_back(p.shape());
+    updated.push_back(i);
+    for (const auto& c : detail::element_chunks(p.engine(), p.numel())) {
+      ComputeDispatch d = lower(i, c);
+      d.groups = {detail::groups_for(c.count, kUpdateGroup), 1, 1};
+      ds.push_back(std::move(d));
+    }
+  }
+  if (!updated.empty()) parameters[0].value().engine().record(std::move(sop), ds);
+  return updated;
+}
 
 std::int64_t parse_int(const Metadata& md, const std::string& key, const std::string& file, const char* op) {
   const auto it = md.find(key);
@@ -178,34 +204,23 @@ void Sgd::step() {
                     {"dampening", double(options_.dampening)},
                     {"weight_decay", double(options_.weight_decay)},
                     {"nesterov", options_.nesterov}};
-  std::vector<ComputeDispatch> ds;
-  std::vector<std::size_t> updated;
-  for (std::size_t i = 0; i < parameters_.size(); ++i) {
-    if (!grads[i].defined()) continue;
+  const auto updated = record_update(std::move(sop), parameters_, grads, [&](std::size_t i, const detail::ElementChunk& c) {
     const Matrix& p = parameters_[i].value();
-    sop.inputs.push_back(p.shape());
-    sop.inputs.push_back(grads[i].shape());
-    sop.outputs.push_back(p.shape());
-    updated.push_back(i);
-    for (const auto& c : detail::element_chunks(p.engine(), p.numel())) {
-      ComputeDispatch d;
-      d.kernel = "ml/optim/sgd_step";
-      d.specialization = {momentum ? 1u : 0u, options_.nesterov ? 1u : 0u};
-      const auto& buffer = momentum ? momentum_[i].storage() : p.storage();
-      d.bindings = {BufferBinding::read_write(p.storage(), offset_of(c), bytes_of(c)),
-                    BufferBinding::read(grads[i].storage(), offset_of(c), bytes_of(c)),
-                    BufferBinding::read_write(buffer, offset_of(c), bytes_of(c))};
-      d.push.u32(static_cast<std::uint32_t>(c.count))
-          .f32(lr_)
-          .f32(options_.momentum)
-          .f32(options_.dampening)
-          .f32(options_.weight_decay)
-          .u32(parameter_steps_[i] == 0 ? 1u : 0u);
-      d.groups = {detail::groups_for(c.count, kUpdateGroup), 1, 1};
-      ds.push_back(std::move(d));
-    }
-  }
-  if (!updated.empty()) parameters_[0].value().engine().record(std::move(sop), ds);
+    ComputeDispatch d;
+    d.kernel = "ml/optim/sgd_step";
+    d.specialization = {momentum ? 1u : 0u, options_.nesterov ? 1u : 0u};
+    const auto& buffer = momentum ? momentum_[i].storage() : p.storage();
+    d.bindings = {BufferBinding::read_write(p.storage(), offset_of(c), bytes_of(c)),
+                  BufferBinding::read(grads[i].storage(), offset_of(c), bytes_of(c)),
+                  BufferBinding::read_write(buffer, offset_of(c), bytes_of(c))};
+    d.push.u32(static_cast<std::uint32_t>(c.count))
+        .f32(lr_)
+        .f32(options_.momentum)
+        .f32(options_.dampening)
+        .f32(options_.weight_decay)
+        .u32(parameter_steps_[i] == 0 ? 1u : 0u);
+    return d;
+  });
   for (auto i : updated) {
     parameters_[i].value().storage()->bump_version();
     if (momentum) momentum_[i].storage()->bump_version();
@@ -245,39 +260,27 @@ void AdamW::step() {
                     {"eps", double(options_.eps)},
                     {"weight_decay", double(options_.weight_decay)},
                     {"step", steps_ + 1}};
-  std::vector<ComputeDispatch> ds;
-  std::vector<std::size_t> updated;
   const double lr = lr_;
   const float decay_factor = static_cast<float>(1.0 - lr * options_.weight_decay);
-  for (std::size_t i = 0; i < parameters_.size(); ++i) {
-    if (!grads[i].defined()) continue;
-    const Matrix& p = parameters_[i].value();
-    sop.inputs.push_back(p.shape());
-    sop.inputs.push_back(grads[i].shape());
-    sop.outputs.push_back(p.shape());
-    updated.push_back(i);
+  const auto updated = record_update(std::move(sop), parameters_, grads, [&](std::size_t i, const detail::ElementChunk& c) {
     const auto t = static_cast<double>(parameter_steps_[i] + 1);
     const double step_size = lr / (1.0 - std::pow(double(options_.beta1), t));
     const double bc2_sqrt = std::sqrt(1.0 - std::pow(double(options_.beta2), t));
-    for (const auto& c : detail::element_chunks(p.engine(), p.numel())) {
-      ComputeDispatch d;
-      d.kernel = "ml/optim/adamw_step";
-      d.bindings = {BufferBinding::read_write(p.storage(), offset_of(c), bytes_of(c)),
-                    BufferBinding::read(grads[i].storage(), offset_of(c), bytes_of(c)),
-                    BufferBinding::read_write(exp_avg_[i].storage(), offset_of(c), bytes_of(c)),
-                    BufferBinding::read_write(exp_avg_sq_[i].storage(), offset_of(c), bytes_of(c))};
-      d.push.u32(static_cast<std::uint32_t>(c.count))
-          .f32(options_.beta1)
-          .f32(options_.beta2)
-          .f32(options_.eps)
-          .f32(decay_factor)
-          .f32(static_cast<float>(step_size))
-          .f32(static_cast<float>(bc2_sqrt));
-      d.groups = {detail::groups_for(c.count, kUpdateGroup), 1, 1};
-      ds.push_back(std::move(d));
-    }
-  }
-  if (!updated.empty()) parameters_[0].value().engine().record(std::move(sop), ds);
+    ComputeDispatch d;
+    d.kernel = "ml/optim/adamw_step";
+    d.bindings = {BufferBinding::read_write(parameters_[i].value().storage(), offset_of(c), bytes_of(c)),
+                  BufferBinding::read(grads[i].storage(), offset_of(c), bytes_of(c)),
+                  BufferBinding::read_write(exp_avg_[i].storage(), offset_of(c), bytes_of(c)),
+                  BufferBinding::read_write(exp_avg_sq_[i].storage(), offset_of(c), bytes_of(c))};
+    d.push.u32(static_cast<std::uint32_t>(c.count))
+        .f32(options_.beta1)
+        .f32(options_.beta2)
+        .f32(options_.eps)
+        .f32(decay_factor)
+        .f32(static_cast<float>(step_size))
+        .f32(static_cast<float>(bc2_sqrt));
+    return d;
+  });
   for (auto i : updated) {
     parameters_[i].value().storage()->bump_version();
     exp_avg_[i].storage()->bump_version();
