@@ -1,8 +1,9 @@
 #pragma once
 // Storage: a range of device memory owned by one Engine, shared by reference
 // between Matrix values (reshape shares it). The range returns to the engine's
-// allocator when the last reference is gone and the GPU has finished every
-// command that touched it (recorded commands hold a reference until then).
+// allocator as soon as the last reference is gone, even while recorded GPU
+// work still uses it: the engine orders later users of the memory after that
+// work (stream order).
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -12,7 +13,7 @@ namespace oa::runtime {
 struct EngineState;
 struct Chunk;
 
-class Storage : public std::enable_shared_from_this<Storage> {
+class Storage {
  public:
   Storage(std::weak_ptr<EngineState> engine, Chunk* chunk, std::uint64_t bytes);
   ~Storage();
@@ -28,11 +29,8 @@ class Storage : public std::enable_shared_from_this<Storage> {
 
   Chunk* chunk() const { return chunk_; }
 
-  // Timeline value of the last batch that used this storage (engine-internal).
-  std::uint64_t last_use = 0;
-
  private:
-  std::weak_ptr<EngineState> engine_;  // weak: recorded work holds storages, not engines
+  std::weak_ptr<EngineState> engine_;  // weak: a storage may outlive its engine
   Chunk* chunk_;
   std::uint64_t bytes_;
   std::uint64_t id_;

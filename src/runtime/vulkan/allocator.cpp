@@ -31,19 +31,23 @@ std::uint64_t Allocator::size_class(std::uint64_t bytes) {
   return (bytes + step - 1) / step * step;
 }
 
-Block& Allocator::new_block(std::uint64_t size) {
-  if (size > max_allocation_)
-    fail(ErrorKind::ResourceExhausted, "allocation of {} bytes exceeds the device's maxMemoryAllocationSize ({} bytes)", size,
+Block* Allocator::new_block(std::uint64_t request, std::uint64_t cls, std::uint64_t completed) {
+  if (cls > max_allocation_)
+    fail(ErrorKind::ResourceExhausted, "allocation of {} bytes exceeds the device's maxMemoryAllocationSize ({} bytes)", request,
          max_allocation_);
-  if (stats_.reserved_bytes + size > limit_) {
-    trim_locked();
-    if (stats_.reserved_bytes + size > limit_)
-      fail(ErrorKind::ResourceExhausted, "out of device memory: {} bytes requested, {} of {} bytes reserved", size,
-           stats_.reserved_bytes, limit_);
+  const bool shared = cls < kDedicatedFrom;
+  std::uint64_t size = shared ? kBlockBytes : cls;
+  if (stats_.reserved_bytes + size > limit_) trim_locked(completed);
+  if (stats_.reserved_bytes + size > limit_ && shared) {
+    // Below a block's worth of headroom: a smaller block, whatever is left.
+    const std::uint64_t left = limit_ > stats_.reserved_bytes ? limit_ - stats_.reserved_bytes : 0;
+    size = std::max(cls, left / alignment_ * alignment_);
   }
+  if (stats_.reserved_bytes + size > limit_) return nullptr;
   auto block = std::make_unique<Block>();
   block->owner = this;
   block->size = size;
+  block->shared = shared;
   VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   bci.size = size;
   bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
@@ -58,27 +62,54 @@ Block& Allocator::new_block(std::uint64_t size) {
   mai.allocationSize = req.size;
   mai.memoryTypeIndex = memory_type_;
   VkDeviceMemory memory;
+  stats_.driver_allocations++;
   VkResult r = vkAllocateMemory(device_, &mai, nullptr, &memory);
   if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY) {
-    trim_locked();
+    trim_locked(completed);
+    stats_.driver_allocations++;
     r = vkAllocateMemory(device_, &mai, nullptr, &memory);
   }
   if (r != VK_SUCCESS)
-    fail(ErrorKind::ResourceExhausted, "out of device memory: vkAllocateMemory of {} bytes failed ({}); {} bytes reserved",
-         req.size, vk::result_name(r), stats_.reserved_bytes);
+    fail(ErrorKind::ResourceExhausted, "out of device memory: {} bytes requested; vkAllocateMemory of a {}-byte block failed ({}); {} bytes reserved",
+         request, req.size, vk::result_name(r), stats_.reserved_bytes);
   block->memory = vk::Handle<VkDeviceMemory>(memory, [dev](VkDeviceMemory m) { vkFreeMemory(dev, m, nullptr); });
   vk::check(vkBindBufferMemory(device_, buffer, memory, 0), "vkBindBufferMemory");
   if (host_visible_) vk::check(vkMapMemory(device_, memory, 0, VK_WHOLE_SIZE, 0, &block->mapped), "vkMapMemory");
   stats_.reserved_bytes += size;
+  stats_.peak_reserved_bytes = std::max(stats_.peak_reserved_bytes, stats_.reserved_bytes);
   stats_.blocks++;
   blocks_.push_back(std::move(block));
-  return *blocks_.back();
+  return blocks_.back().get();
 }
 
-void Allocator::trim_locked() {
+Chunk* Allocator::split_free(std::uint64_t cls, std::uint64_t completed, bool idle) {
+  for (auto it = free_.upper_bound(cls); it != free_.end(); ++it) {
+    auto& list = it->second;
+    for (auto c = list.rbegin(); c != list.rend(); ++c) {
+      Chunk* big = *c;
+      if (idle && big->last_use > completed) continue;
+      list.erase(std::next(c).base());
+      const std::uint64_t keep = (cls + alignment_ - 1) / alignment_ * alignment_;
+      if (big->size >= keep + kMinChunk) {
+        // The rest stays free as its own chunk; it is the same memory, so it
+        // keeps the GPU-use and hazard state.
+        auto rest = std::make_unique<Chunk>(*big);
+        rest->offset = big->offset + keep;
+        rest->size = big->size - keep;
+        big->size = keep;
+        free_[rest->size].push_back(rest.get());
+        big->block->chunks.push_back(std::move(rest));
+      }
+      return big;
+    }
+  }
+  return nullptr;
+}
+
+void Allocator::trim_locked(std::uint64_t completed) {
   for (auto it = blocks_.begin(); it != blocks_.end();) {
     Block& b = **it;
-    if (b.live != 0) {
+    if (b.live != 0 || b.last_use > completed) {
       ++it;
       continue;
     }
@@ -92,34 +123,50 @@ void Allocator::trim_locked() {
   }
 }
 
-Chunk* Allocator::allocate(std::uint64_t bytes) {
+void Allocator::trim(std::uint64_t completed) {
+  std::lock_guard lock(mutex_);
+  trim_locked(completed);
+}
+
+Chunk* Allocator::allocate(std::uint64_t bytes, std::uint64_t completed, bool idle) {
   const std::uint64_t cls = size_class(std::max<std::uint64_t>(bytes, 1));
   std::lock_guard lock(mutex_);
   Chunk* chunk = nullptr;
   auto& list = free_[cls];
-  if (!list.empty()) {
-    chunk = list.back();
-    list.pop_back();
-  } else {
-    Block* home = nullptr;
+  // Most recently freed first: in stream order it is the warmest memory.
+  for (auto it = list.rbegin(); it != list.rend(); ++it)
+    if (!idle || (*it)->last_use <= completed) {
+      chunk = *it;
+      list.erase(std::next(it).base());
+      break;
+    }
+  Block* home = nullptr;
+  if (!chunk) {
     if (cls < kDedicatedFrom) {
       for (auto& b : blocks_)
-        if (b->size == kBlockBytes && b->size - b->used >= cls) {
+        if (b->shared && b->size - b->used >= cls) {
           home = b.get();
           break;
         }
     }
-    if (!home) home = &new_block(cls < kDedicatedFrom ? kBlockBytes : cls);
+    if (!home) home = new_block(bytes, cls, completed);
+    if (!home) chunk = split_free(cls, completed, idle);
+    if (!home && !chunk)
+      fail(ErrorKind::ResourceExhausted,
+           "out of device memory: {} bytes requested; {} bytes in use, {} reserved, limit {} bytes (EngineOptions::memory_limit_bytes or the device heap)",
+           bytes, stats_.in_use_bytes, stats_.reserved_bytes, limit_);
+  }
+  if (!chunk) {
     auto c = std::make_unique<Chunk>();
     c->block = home;
     c->offset = home->used;
     c->size = cls;
-    home->used += (cls + alignment_ - 1) / alignment_ * alignment_;
+    home->used = std::min(home->size, home->used + (cls + alignment_ - 1) / alignment_ * alignment_);
     chunk = c.get();
     home->chunks.push_back(std::move(c));
   }
   chunk->block->live++;
-  stats_.in_use_bytes += cls;
+  stats_.in_use_bytes += chunk->size;
   stats_.live_storages++;
   stats_.peak_in_use_bytes = std::max(stats_.peak_in_use_bytes, stats_.in_use_bytes);
   return chunk;
@@ -128,6 +175,7 @@ Chunk* Allocator::allocate(std::uint64_t bytes) {
 void Allocator::release(Chunk* chunk) {
   std::lock_guard lock(mutex_);
   chunk->block->live--;
+  chunk->block->last_use = std::max(chunk->block->last_use, chunk->last_use);
   stats_.in_use_bytes -= chunk->size;
   stats_.live_storages--;
   free_[chunk->size].push_back(chunk);
@@ -136,6 +184,7 @@ void Allocator::release(Chunk* chunk) {
 void Allocator::reset_peak() {
   std::lock_guard lock(mutex_);
   stats_.peak_in_use_bytes = stats_.in_use_bytes;
+  stats_.peak_reserved_bytes = stats_.reserved_bytes;
 }
 
 MemoryStats Allocator::stats() const {

@@ -1,5 +1,7 @@
 // Engine on Vulkan: device creation, lazy batched recording with hazard-derived
-// barriers, timeline-semaphore retirement, host transfers, trace and profile.
+// barriers (tracked per memory chunk, so reused memory is ordered after its
+// previous user), early submission with several batches in flight, and
+// timeline-semaphore retirement of command buffers.
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -65,7 +67,22 @@ Storage::~Storage() {
 
 // ── EngineState ──────────────────────────────────────────────────────────────
 
+namespace {
+std::uint32_t batch_dispatches(std::uint32_t option) {
+  if (option) return option;
+  if (const char* env = std::getenv("OA_BATCH_DISPATCHES")) {
+    char* end = nullptr;
+    const unsigned long v = std::strtoul(env, &end, 10);
+    if (end == env || *end != '\0' || v == 0 || v > UINT32_MAX)
+      fail(ErrorKind::InvalidArgument, "OA_BATCH_DISPATCHES={} is not a positive dispatch count", env);
+    return static_cast<std::uint32_t>(v);
+  }
+  return 64;
+}
+}  // namespace
+
 EngineState::EngineState(EngineOptions opts) : options(std::move(opts)) {
+  options.max_batch_dispatches = batch_dispatches(options.max_batch_dispatches);
   Instance inst = create_instance(validation_requested(options));
   instance = std::move(inst.instance);
   messenger = std::move(inst.messenger);
@@ -159,7 +176,7 @@ EngineState::EngineState(EngineOptions opts) : options(std::move(opts)) {
 EngineState::~EngineState() {
   try {
     std::lock_guard lock(mutex);
-    if (open && open->dispatches + open->refs.size() > 0) submit();
+    if (open) submit();
     wait_for(next_value - 1);
     retire();
     save_pipeline_cache();
@@ -190,8 +207,8 @@ void EngineState::save_pipeline_cache() {
   pipeline_cache_dirty = false;
 }
 
-std::shared_ptr<Storage> EngineState::make_storage(Allocator& allocator, std::uint64_t bytes) {
-  Chunk* c = allocator.allocate(bytes);
+std::shared_ptr<Storage> EngineState::make_storage(Allocator& allocator, std::uint64_t bytes, bool idle) {
+  Chunk* c = allocator.allocate(bytes, completed, idle);
   try {
     return std::make_shared<Storage>(weak_from_this(), c, bytes);
   } catch (...) {
@@ -252,22 +269,27 @@ void EngineState::barrier(Batch& b) {
                      VK_ACCESS_TRANSFER_WRITE_BIT;
   vkCmdPipelineBarrier(b.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
-  b.touched.clear();
+  hazard_epoch++;
   stats.barriers++;
 }
 
-// True when `access` to `s` conflicts with an access since the last barrier:
-// read-after-write, write-after-read or write-after-write.
-bool EngineState::conflicts(const Batch& b, const Storage& s, Access access) const {
-  auto it = b.touched.find(s.id());
-  const std::uint8_t seen = it == b.touched.end() ? 0 : it->second;
+// True when `access` to the memory of `s` conflicts with an access since the
+// last barrier: read-after-write, write-after-read or write-after-write. The
+// earlier access may belong to a storage that has since released the memory.
+bool EngineState::conflicts(const Storage& s, Access access) const {
+  const Chunk& c = *s.chunk();
+  const std::uint8_t seen = c.hazard_epoch == hazard_epoch ? c.hazard : 0;
   return (seen & 2) || (access != Access::Read && (seen & 1));
 }
 
-void EngineState::mark(Batch& b, const std::shared_ptr<Storage>& s, Access access) {
-  b.touched[s->id()] |= static_cast<std::uint8_t>((access != Access::Write ? 1 : 0) | (access != Access::Read ? 2 : 0));
-  s->last_use = b.value;
-  b.refs.push_back(s);
+void EngineState::mark(Batch& b, const Storage& s, Access access) {
+  Chunk& c = *s.chunk();
+  if (c.hazard_epoch != hazard_epoch) {
+    c.hazard_epoch = hazard_epoch;
+    c.hazard = 0;
+  }
+  c.hazard |= static_cast<std::uint8_t>((access != Access::Write ? 1 : 0) | (access != Access::Read ? 2 : 0));
+  c.last_use = b.value;
 }
 
 void EngineState::submit() {
@@ -284,10 +306,11 @@ void EngineState::submit() {
   si.signalSemaphoreCount = 1;
   VkSemaphore sem = timeline;
   si.pSignalSemaphores = &sem;
+  if (in_flight.size() >= kMaxBatchesInFlight) wait_for(in_flight.front()->value);
   vk::check(vkQueueSubmit(queue, 1, &si, VK_NULL_HANDLE), "vkQueueSubmit");
   stats.submits++;
   next_value++;
-  b.touched.clear();
+  hazard_epoch++;  // the next batch begins with a full barrier
   in_flight.push_back(std::move(open));
 }
 
@@ -322,7 +345,6 @@ void EngineState::retire() {
     }
     b->timed.clear();
     b->queries_used = 0;
-    b->refs.clear();  // storages may return to the allocator now
     b->dispatches = 0;
     for (auto& p : b->descriptor_pools) vkResetDescriptorPool(device, p, 0);
     b->descriptor_pool_in_use = 0;
@@ -331,16 +353,16 @@ void EngineState::retire() {
   }
 }
 
-const Pipeline& EngineState::pipeline(std::string_view kernel, const std::vector<std::uint32_t>& spec, std::uint32_t bindings) {
-  auto key = std::make_pair(std::string(kernel), spec);
-  auto it = pipelines.find(key);
+const Pipeline& EngineState::pipeline(std::string_view kernel, std::span<const std::uint32_t> spec, std::uint32_t bindings) {
+  auto it = pipelines.find(PipelineKeyView{kernel, spec});
   if (it != pipelines.end()) {
     if (it->second->bindings != bindings)
       fail(ErrorKind::Internal, "kernel {} dispatched with {} bindings, earlier with {}", kernel, bindings, it->second->bindings);
     return *it->second;
   }
   VkDevice dev = device;
-  auto mit = modules.find(key.first);
+  PipelineKey key{std::string(kernel), std::vector<std::uint32_t>(spec.begin(), spec.end())};
+  auto mit = modules.find(key.kernel);
   if (mit == modules.end()) {
     const detail::EmbeddedShader* found = nullptr;
     for (auto& s : detail::embedded_shaders())
@@ -351,7 +373,7 @@ const Pipeline& EngineState::pipeline(std::string_view kernel, const std::vector
     smi.pCode = found->words;
     VkShaderModule m;
     vk::check(vkCreateShaderModule(dev, &smi, nullptr, &m), "vkCreateShaderModule");
-    mit = modules.emplace(key.first, vk::Handle<VkShaderModule>(m, [dev](VkShaderModule h) { vkDestroyShaderModule(dev, h, nullptr); })).first;
+    mit = modules.emplace(key.kernel, vk::Handle<VkShaderModule>(m, [dev](VkShaderModule h) { vkDestroyShaderModule(dev, h, nullptr); })).first;
   }
   auto p = std::make_unique<Pipeline>();
   p->bindings = bindings;

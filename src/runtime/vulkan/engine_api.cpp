@@ -46,14 +46,20 @@ const EngineOptions& Engine::options() const { return state_->options; }
 
 MemoryStats Engine::memory_stats() const {
   std::lock_guard lock(state_->mutex);
-  state_->retire();
   return state_->device_memory->stats();
 }
 
 void Engine::reset_peak_memory() const {
   std::lock_guard lock(state_->mutex);
-  state_->retire();
   state_->device_memory->reset_peak();
+}
+
+void Engine::empty_cache() const {
+  auto& s = *state_;
+  std::lock_guard lock(s.mutex);
+  synchronize();
+  s.device_memory->trim(s.completed);
+  if (s.staging_memory) s.staging_memory->trim(s.completed);
 }
 
 EngineStats Engine::stats() const {
@@ -103,17 +109,14 @@ void Engine::reset_profile() const {
 
 std::shared_ptr<Storage> Engine::allocate(std::uint64_t bytes) const {
   auto& s = *state_;
-  {
-    std::lock_guard lock(s.mutex);
-    s.retire();  // finished work may free storages
-  }
+  std::lock_guard lock(s.mutex);
   try {
-    return s.make_storage(*s.device_memory, bytes);
+    return s.make_storage(*s.device_memory, bytes, false);
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::ResourceExhausted) throw;
-    // Wait for in-flight work: its storages may be all that is missing.
+    // Empty blocks that the GPU still uses may be all that is missing.
     synchronize();
-    return s.make_storage(*s.device_memory, bytes);
+    return s.make_storage(*s.device_memory, bytes, false);
   }
 }
 
@@ -153,7 +156,10 @@ void Engine::record(SemanticOp op, std::span<const runtime::ComputeDispatch> dis
       if (g > UINT32_MAX) fail(ErrorKind::InvalidArgument, "{}: a grid of {} workgroups in one dimension is too large", op.name, g);
   }
   std::lock_guard lock(s.mutex);
-  for (const auto& d : dispatches) s.pipeline(d.kernel, d.specialization, static_cast<std::uint32_t>(d.bindings.size()));
+  // Resolve (or build) every pipeline before recording anything.
+  s.scratch_pipelines.clear();
+  for (const auto& d : dispatches)
+    s.scratch_pipelines.push_back(&s.pipeline(d.kernel, d.specialization, static_cast<std::uint32_t>(d.bindings.size())));
 
   Batch& b = s.batch();
   const bool stamp = s.profiling && b.queries && b.queries_used + 2 <= 8192;
@@ -164,30 +170,32 @@ void Engine::record(SemanticOp op, std::span<const runtime::ComputeDispatch> dis
     vkCmdWriteTimestamp(b.cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, b.queries, first_query);
   }
   std::uint32_t count = 0;
-  for (const auto& d : dispatches) {
+  for (std::size_t di = 0; di < dispatches.size(); ++di) {
+    const auto& d = dispatches[di];
     if (d.groups[0] == 0 || d.groups[1] == 0 || d.groups[2] == 0) continue;
-    const auto& p = s.pipeline(d.kernel, d.specialization, static_cast<std::uint32_t>(d.bindings.size()));
+    const auto& p = *s.scratch_pipelines[di];
     bool hazard = false;
-    for (auto& bind : d.bindings) hazard = hazard || s.conflicts(b, *bind.storage, bind.access);
+    for (auto& bind : d.bindings) hazard = hazard || s.conflicts(*bind.storage, bind.access);
     if (hazard) s.barrier(b);
-    for (auto& bind : d.bindings) s.mark(b, bind.storage, bind.access);
+    for (auto& bind : d.bindings) s.mark(b, *bind.storage, bind.access);
 
     VkDescriptorSet set = s.descriptor_set(b, p);
-    std::vector<VkDescriptorBufferInfo> infos(d.bindings.size());
-    std::vector<VkWriteDescriptorSet> writes(d.bindings.size());
+    s.scratch_infos.resize(d.bindings.size());
+    s.scratch_writes.resize(d.bindings.size());
     for (std::size_t i = 0; i < d.bindings.size(); ++i) {
       const auto& bind = d.bindings[i];
       const auto* chunk = bind.storage->chunk();
-      infos[i] = {chunk->block->buffer, chunk->offset + bind.offset_bytes,
-                  bind.size_bytes ? bind.size_bytes : bind.storage->bytes() - bind.offset_bytes};
-      writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
-      writes[i].dstSet = set;
-      writes[i].dstBinding = static_cast<std::uint32_t>(i);
-      writes[i].descriptorCount = 1;
-      writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-      writes[i].pBufferInfo = &infos[i];
+      s.scratch_infos[i] = {chunk->block->buffer, chunk->offset + bind.offset_bytes,
+                            bind.size_bytes ? bind.size_bytes : bind.storage->bytes() - bind.offset_bytes};
+      auto& w = s.scratch_writes[i];
+      w = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+      w.dstSet = set;
+      w.dstBinding = static_cast<std::uint32_t>(i);
+      w.descriptorCount = 1;
+      w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      w.pBufferInfo = &s.scratch_infos[i];
     }
-    vkUpdateDescriptorSets(s.device, static_cast<std::uint32_t>(writes.size()), writes.data(), 0, nullptr);
+    vkUpdateDescriptorSets(s.device, static_cast<std::uint32_t>(s.scratch_writes.size()), s.scratch_writes.data(), 0, nullptr);
     vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
     vkCmdBindDescriptorSets(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
 
@@ -228,20 +236,21 @@ void Engine::write(const Storage& dst, std::uint64_t offset, const void* src, st
   if (offset + bytes > dst.bytes()) fail(ErrorKind::Internal, "Engine::write: range outside the storage");
   auto& s = *state_;
   std::lock_guard lock(s.mutex);
+  s.retire();
   if (s.info.unified_memory) {
-    // Wait until the GPU no longer uses the range, then write in place.
-    if (s.open && dst.last_use == s.open->value) s.submit();
-    s.wait_for(dst.last_use);
-    std::memcpy(static_cast<char*>(dst.chunk()->block->mapped) + dst.chunk()->offset + offset, src, bytes);
-    return;
+    if (dst.chunk()->last_use <= s.completed) {  // the GPU is done with this memory: write in place
+      std::memcpy(static_cast<char*>(dst.chunk()->block->mapped) + dst.chunk()->offset + offset, src, bytes);
+      return;
+    }
   }
-  auto staging = s.make_storage(*s.staging_memory, bytes);
+  // Through memory the GPU no longer uses, copied in stream order: on a
+  // discrete GPU always, on mapped memory when recorded work still uses `dst`.
+  auto staging = s.make_storage(s.staging_memory ? *s.staging_memory : *s.device_memory, bytes, true);
   std::memcpy(static_cast<char*>(staging->chunk()->block->mapped) + staging->chunk()->offset, src, bytes);
   Batch& b = s.batch();
-  auto dsts = const_cast<Storage&>(dst).shared_from_this();
-  if (s.conflicts(b, dst, Access::Write)) s.barrier(b);
-  s.mark(b, dsts, Access::Write);
-  b.refs.push_back(staging);
+  if (s.conflicts(dst, Access::Write) || s.conflicts(*staging, Access::Read)) s.barrier(b);
+  s.mark(b, dst, Access::Write);
+  s.mark(b, *staging, Access::Read);
   VkBufferCopy region{staging->chunk()->offset, dst.chunk()->offset + offset, bytes};
   vkCmdCopyBuffer(b.cmd, staging->chunk()->block->buffer, dst.chunk()->block->buffer, 1, &region);
 }
@@ -252,17 +261,18 @@ void Engine::read(const Storage& src, std::uint64_t offset, void* dst, std::uint
   auto& s = *state_;
   std::lock_guard lock(s.mutex);
   if (s.info.unified_memory) {
-    if (s.open && src.last_use == s.open->value) s.submit();
-    s.wait_for(src.last_use);
+    const std::uint64_t last = src.chunk()->last_use;
+    if (s.open && last == s.open->value) s.submit();
+    s.wait_for(last);
     std::memcpy(dst, static_cast<const char*>(src.chunk()->block->mapped) + src.chunk()->offset + offset, bytes);
     return;
   }
-  auto staging = s.make_storage(*s.staging_memory, bytes);
+  s.retire();
+  auto staging = s.make_storage(*s.staging_memory, bytes, true);
   Batch& b = s.batch();
-  auto srcs = const_cast<Storage&>(src).shared_from_this();
-  if (s.conflicts(b, src, Access::Read)) s.barrier(b);
-  s.mark(b, srcs, Access::Read);
-  s.mark(b, staging, Access::Write);
+  if (s.conflicts(src, Access::Read) || s.conflicts(*staging, Access::Write)) s.barrier(b);
+  s.mark(b, src, Access::Read);
+  s.mark(b, *staging, Access::Write);
   VkBufferCopy region{src.chunk()->offset + offset, staging->chunk()->offset, bytes};
   vkCmdCopyBuffer(b.cmd, src.chunk()->block->buffer, staging->chunk()->block->buffer, 1, &region);
   VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
@@ -281,8 +291,8 @@ void Engine::fill(const Storage& dst, std::uint64_t offset, std::uint64_t bytes,
   auto& s = *state_;
   std::lock_guard lock(s.mutex);
   Batch& b = s.batch();
-  if (s.conflicts(b, dst, Access::Write)) s.barrier(b);
-  s.mark(b, const_cast<Storage&>(dst).shared_from_this(), Access::Write);
+  if (s.conflicts(dst, Access::Write)) s.barrier(b);
+  s.mark(b, dst, Access::Write);
   vkCmdFillBuffer(b.cmd, dst.chunk()->block->buffer, dst.chunk()->offset + offset, bytes, pattern);
 }
 
@@ -292,9 +302,9 @@ void Engine::copy(const Storage& src, std::uint64_t src_offset, const Storage& d
   auto& s = *state_;
   std::lock_guard lock(s.mutex);
   Batch& b = s.batch();
-  if (s.conflicts(b, src, Access::Read) || s.conflicts(b, dst, Access::Write)) s.barrier(b);
-  s.mark(b, const_cast<Storage&>(src).shared_from_this(), Access::Read);
-  s.mark(b, const_cast<Storage&>(dst).shared_from_this(), Access::Write);
+  if (s.conflicts(src, Access::Read) || s.conflicts(dst, Access::Write)) s.barrier(b);
+  s.mark(b, src, Access::Read);
+  s.mark(b, dst, Access::Write);
   VkBufferCopy region{src.chunk()->offset + src_offset, dst.chunk()->offset + dst_offset, bytes};
   vkCmdCopyBuffer(b.cmd, src.chunk()->block->buffer, dst.chunk()->block->buffer, 1, &region);
 }

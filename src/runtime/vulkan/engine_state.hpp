@@ -1,11 +1,13 @@
 #pragma once
 // EngineState: everything an Engine owns on its Vulkan device. Only files under
 // src/runtime/vulkan/ see this header.
+#include <algorithm>
 #include <atomic>
 #include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -17,10 +19,18 @@ namespace oa::runtime {
 
 struct Block;
 
+// A range of a block, handed to one Storage at a time. Hazards and GPU use are
+// tracked on the chunk (the memory itself), not on the Storage, so a new
+// Storage on reused memory is ordered after the old one's work.
 struct Chunk {
   Block* block = nullptr;
   std::uint64_t offset = 0;
-  std::uint64_t size = 0;  // size class
+  std::uint64_t size = 0;      // size class
+  std::uint64_t last_use = 0;  // timeline value of the last batch that used the range
+  // Accesses since the last barrier: valid while hazard_epoch equals
+  // EngineState::hazard_epoch. Bit 0 read, bit 1 written.
+  std::uint64_t hazard_epoch = 0;
+  std::uint8_t hazard = 0;
 };
 
 class Allocator;
@@ -32,25 +42,45 @@ struct Block {
   std::uint64_t size = 0;
   std::uint64_t used = 0;  // bump pointer
   void* mapped = nullptr;
+  bool shared = false;     // sub-allocated by many size classes (not a dedicated block)
   std::uint32_t live = 0;  // chunks handed out
+  std::uint64_t last_use = 0;  // latest last_use of its released chunks
   std::vector<std::unique_ptr<Chunk>> chunks;
 };
 
 // Sub-allocates storage buffers from large blocks of one memory type, by size
-// class, reusing freed chunks of the same class.
+// class, reusing freed chunks of the same class at once (stream order: the
+// engine's hazard tracking orders the new user after the old one).
+//
+// Blocks: 64 MiB shared blocks for requests below 16 MiB, a dedicated block
+// for larger ones. Under a limit smaller than a shared block, a new block takes
+// what is left of the limit (at least the request).
+//
+// Release policy: a block with no live chunk is returned to the driver by
+// trim(), which frees only blocks the GPU has finished with (`completed` is the
+// timeline value known complete). trim() runs when a new block would pass the
+// limit and when vkAllocateMemory fails; if no block can be made, a free chunk
+// of a larger class is split. Engine::allocate then waits for the GPU and tries
+// again before it reports ResourceExhausted.
 class Allocator {
  public:
   Allocator(VkDevice device, std::uint32_t memory_type, bool host_visible, std::uint64_t limit, std::uint64_t max_allocation,
             std::uint64_t alignment);
   ~Allocator();
-  Chunk* allocate(std::uint64_t bytes);
+  // `idle`: only memory whose last GPU use has completed (for host access).
+  Chunk* allocate(std::uint64_t bytes, std::uint64_t completed, bool idle);
   void release(Chunk* chunk);
+  // Frees the blocks with no live chunk whose GPU work has completed.
+  void trim(std::uint64_t completed);
   MemoryStats stats() const;
   void reset_peak();
 
  private:
-  Block& new_block(std::uint64_t size);
-  void trim_locked();  // frees blocks with no live chunk
+  // A new block with room for `cls`, or null when it would pass the limit.
+  Block* new_block(std::uint64_t request, std::uint64_t cls, std::uint64_t completed);
+  // A free chunk of a larger class, cut down to `cls`, or null.
+  Chunk* split_free(std::uint64_t cls, std::uint64_t completed, bool idle);
+  void trim_locked(std::uint64_t completed);
   static std::uint64_t size_class(std::uint64_t bytes);
 
   VkDevice device_;
@@ -72,6 +102,28 @@ struct Pipeline {
   std::uint32_t bindings = 0;
 };
 
+// Pipelines are keyed by kernel name and specialization constants; lookups
+// take views, so finding a pipeline copies nothing.
+struct PipelineKey {
+  std::string kernel;
+  std::vector<std::uint32_t> spec;
+};
+struct PipelineKeyView {
+  std::string_view kernel;
+  std::span<const std::uint32_t> spec;
+};
+struct PipelineKeyLess {
+  using is_transparent = void;
+  static PipelineKeyView view(const PipelineKey& k) { return {k.kernel, k.spec}; }
+  static PipelineKeyView view(const PipelineKeyView& v) { return v; }
+  template <typename A, typename B>
+  bool operator()(const A& a, const B& b) const {
+    const PipelineKeyView x = view(a), y = view(b);
+    if (x.kernel != y.kernel) return x.kernel < y.kernel;
+    return std::lexicographical_compare(x.spec.begin(), x.spec.end(), y.spec.begin(), y.spec.end());
+  }
+};
+
 struct TimedOp {
   std::string label;
   std::uint32_t query = 0;
@@ -86,14 +138,12 @@ struct Batch {
   vk::Handle<VkQueryPool> queries;
   std::uint32_t queries_used = 0;
   std::vector<TimedOp> timed;
-  std::vector<std::shared_ptr<Storage>> refs;
   std::uint64_t value = 0;
   std::uint32_t dispatches = 0;
-  // Hazard tracking since the last barrier, by storage id.
-  std::unordered_map<std::uint64_t, std::uint8_t> touched;  // bit 0 read, bit 1 written
 };
 
 struct EngineState : std::enable_shared_from_this<EngineState> {
+  static constexpr std::size_t kMaxBatchesInFlight = 8;
   EngineOptions options;
   DeviceInfo info;
   std::uint64_t min_storage_offset_alignment = 16;
@@ -114,12 +164,17 @@ struct EngineState : std::enable_shared_from_this<EngineState> {
 
   std::recursive_mutex mutex;
   std::unordered_map<std::string, vk::Handle<VkShaderModule>> modules;
-  std::map<std::pair<std::string, std::vector<std::uint32_t>>, std::unique_ptr<Pipeline>> pipelines;
+  std::map<PipelineKey, std::unique_ptr<Pipeline>, PipelineKeyLess> pipelines;
   std::unique_ptr<Batch> open;
   std::deque<std::unique_ptr<Batch>> in_flight;
   std::vector<std::unique_ptr<Batch>> spare;
   std::uint64_t next_value = 1;  // value the open batch will signal
   std::uint64_t completed = 0;
+  std::uint64_t hazard_epoch = 1;  // bumped by every barrier and submission
+  // Per-dispatch scratch, reused so that recording allocates nothing once warm.
+  std::vector<const Pipeline*> scratch_pipelines;
+  std::vector<VkDescriptorBufferInfo> scratch_infos;
+  std::vector<VkWriteDescriptorSet> scratch_writes;
 
   EngineStats stats;
   std::vector<std::vector<SemanticOp>> traces;
@@ -131,17 +186,19 @@ struct EngineState : std::enable_shared_from_this<EngineState> {
 
   // All below expect `mutex` held.
   Batch& batch();
-  bool conflicts(const Batch& b, const Storage& s, Access access) const;
-  void mark(Batch& b, const std::shared_ptr<Storage>& s, Access access);
+  bool conflicts(const Storage& s, Access access) const;
+  void mark(Batch& b, const Storage& s, Access access);
   void barrier(Batch& b);
+  // Submits the open batch; past kMaxBatchesInFlight batches on the GPU, first
+  // waits for the oldest (bounds how far the host runs ahead).
   void submit();
   void wait_for(std::uint64_t value);
   void retire();
-  const Pipeline& pipeline(std::string_view kernel, const std::vector<std::uint32_t>& spec, std::uint32_t bindings);
+  const Pipeline& pipeline(std::string_view kernel, std::span<const std::uint32_t> spec, std::uint32_t bindings);
   VkDescriptorSet descriptor_set(Batch& b, const Pipeline& p);
   void save_pipeline_cache();
-  // Storage whose memory is mapped, or the staging path for discrete devices.
-  std::shared_ptr<Storage> make_storage(Allocator& allocator, std::uint64_t bytes);
+  // A storage from `allocator`; `idle` as in Allocator::allocate.
+  std::shared_ptr<Storage> make_storage(Allocator& allocator, std::uint64_t bytes, bool idle);
 };
 
 
