@@ -135,7 +135,7 @@ TEST(RuntimeStreamOrder, FreedMemoryIsReusedAtOnceBehindABarrier) {
   EXPECT_EQ(oa::validation_message_count(), messages);
 }
 
-TEST(RuntimeStreamOrder, HostWriteIntoMemoryTheGpuStillUsesWaitsForIt) {
+TEST(RuntimeStreamOrder, HostWriteIntoMemoryTheGpuStillUsesIsOrderedAfterIt) {
   for (bool staging : {false, true}) {
     oa::Engine e(oa::EngineOptions{.staging_transfers = staging});
     const auto messages = oa::validation_message_count();
@@ -326,6 +326,21 @@ TEST(RuntimeAllocator, ExhaustionMidStepAndMidBackwardThenTrainingGoesOn) {
     EXPECT_LE(r.end.reserved_bytes, 2u << 20);
   }
   EXPECT_EQ(clean.end.live_storages, clean.baseline.live_storages);
+  EXPECT_EQ(oa::validation_message_count(), messages);
+}
+
+TEST(RuntimeStreamOrder, HostWriteWithoutMemoryToStageWaitsForTheGpu) {
+  oa::Engine e(oa::EngineOptions{.memory_limit_bytes = 1 << 20});
+  const auto messages = oa::validation_message_count();
+  const auto a = Matrix::full({4096}, 1.0f, e);
+  const Matrix b = a * 2.0f;
+  const Matrix z = b + 1.0f;  // a recorded read of b
+  std::vector<Matrix> hog;
+  take_all_memory(e, hog);  // no memory left to stage the upload through
+  const std::vector<float> host(4096, 7.0f);
+  e.write(*b.storage(), 0, host.data(), host.size() * sizeof(float));
+  EXPECT_EQ(z.to_vector(), std::vector<float>(4096, 3.0f)) << "the read of b saw its old value";
+  EXPECT_EQ(b.to_vector(), host);
   EXPECT_EQ(oa::validation_message_count(), messages);
 }
 

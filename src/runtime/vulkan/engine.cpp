@@ -325,6 +325,11 @@ void EngineState::wait_for(std::uint64_t value) {
   retire();
 }
 
+void EngineState::wait_for_use(const Chunk& c) {
+  if (open && c.last_use == open->value) submit();
+  wait_for(c.last_use);
+}
+
 void EngineState::retire() {
   vk::check(vkGetSemaphoreCounterValue(device, timeline, &completed), "vkGetSemaphoreCounterValue");
   while (!in_flight.empty() && in_flight.front()->value <= completed) {

@@ -237,15 +237,23 @@ void Engine::write(const Storage& dst, std::uint64_t offset, const void* src, st
   auto& s = *state_;
   std::lock_guard lock(s.mutex);
   s.retire();
-  if (s.info.unified_memory) {
-    if (dst.chunk()->last_use <= s.completed) {  // the GPU is done with this memory: write in place
-      std::memcpy(static_cast<char*>(dst.chunk()->block->mapped) + dst.chunk()->offset + offset, src, bytes);
-      return;
+  std::shared_ptr<Storage> staging;
+  if (s.staging_memory) {
+    staging = s.make_storage(*s.staging_memory, bytes, true);
+  } else if (dst.chunk()->last_use > s.completed) {
+    // Recorded work still uses `dst`: go through memory the GPU is done with
+    // and copy in stream order, or, when memory is short, wait for that work.
+    try {
+      staging = s.make_storage(*s.device_memory, bytes, true);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::ResourceExhausted) throw;
+      s.wait_for_use(*dst.chunk());
     }
   }
-  // Through memory the GPU no longer uses, copied in stream order: on a
-  // discrete GPU always, on mapped memory when recorded work still uses `dst`.
-  auto staging = s.make_storage(s.staging_memory ? *s.staging_memory : *s.device_memory, bytes, true);
+  if (!staging) {  // mapped memory the GPU no longer uses: write in place
+    std::memcpy(static_cast<char*>(dst.chunk()->block->mapped) + dst.chunk()->offset + offset, src, bytes);
+    return;
+  }
   std::memcpy(static_cast<char*>(staging->chunk()->block->mapped) + staging->chunk()->offset, src, bytes);
   Batch& b = s.batch();
   if (s.conflicts(dst, Access::Write) || s.conflicts(*staging, Access::Read)) s.barrier(b);
@@ -261,9 +269,7 @@ void Engine::read(const Storage& src, std::uint64_t offset, void* dst, std::uint
   auto& s = *state_;
   std::lock_guard lock(s.mutex);
   if (s.info.unified_memory) {
-    const std::uint64_t last = src.chunk()->last_use;
-    if (s.open && last == s.open->value) s.submit();
-    s.wait_for(last);
+    s.wait_for_use(*src.chunk());
     std::memcpy(dst, static_cast<const char*>(src.chunk()->block->mapped) + src.chunk()->offset + offset, bytes);
     return;
   }

@@ -25,7 +25,7 @@ struct Block;
 struct Chunk {
   Block* block = nullptr;
   std::uint64_t offset = 0;
-  std::uint64_t size = 0;      // size class
+  std::uint64_t size = 0;      // size class (or what is left of a split chunk)
   std::uint64_t last_use = 0;  // timeline value of the last batch that used the range
   // Accesses since the last barrier: valid while hazard_epoch equals
   // EngineState::hazard_epoch. Bit 0 read, bit 1 written.
@@ -193,6 +193,9 @@ struct EngineState : std::enable_shared_from_this<EngineState> {
   // waits for the oldest (bounds how far the host runs ahead).
   void submit();
   void wait_for(std::uint64_t value);
+  // Waits until the GPU has finished every recorded use of `c` (submitting the
+  // open batch if it is one of them).
+  void wait_for_use(const Chunk& c);
   void retire();
   const Pipeline& pipeline(std::string_view kernel, std::span<const std::uint32_t> spec, std::uint32_t bindings);
   VkDescriptorSet descriptor_set(Batch& b, const Pipeline& p);
