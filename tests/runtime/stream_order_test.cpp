@@ -69,8 +69,8 @@ struct LoopRun {
 
 // One warm-up step and a synchronize, then `steps` steps back to back (or
 // synchronized after each step) and one synchronize at the end.
-LoopRun run_loop(LoopFactory make, int steps, bool sync_every_step) {
-  oa::Engine e;
+LoopRun run_loop(LoopFactory make, int steps, bool sync_every_step, bool staging) {
+  oa::Engine e(oa::EngineOptions{.staging_transfers = staging});
   Loop l = make(e);
   oa::ml::optim::Sgd opt(l.params, {.lr = 0.05f});
   train_step(l, opt);
@@ -99,16 +99,16 @@ void expect_bitwise_equal(const std::vector<std::vector<float>>& a, const std::v
   }
 }
 
-void check_memory_independent_of_steps(LoopFactory make) {
+void check_memory_independent_of_steps(LoopFactory make, bool staging = false) {
   const auto messages = oa::validation_message_count();
-  const LoopRun one = run_loop(make, 1, false);
-  const LoopRun many = run_loop(make, 64, false);
+  const LoopRun one = run_loop(make, 1, false, staging);
+  const LoopRun many = run_loop(make, 64, false, staging);
   EXPECT_EQ(many.memory.peak_in_use_bytes, one.memory.peak_in_use_bytes);
   EXPECT_EQ(many.memory.peak_reserved_bytes, one.memory.peak_reserved_bytes);
   EXPECT_EQ(many.memory.reserved_bytes, one.memory.reserved_bytes);
   EXPECT_EQ(many.driver_allocations, 0u) << "a warm loop allocates no device memory";
   EXPECT_EQ(many.memory.in_use_bytes, one.memory.in_use_bytes);
-  const LoopRun synced = run_loop(make, 64, true);
+  const LoopRun synced = run_loop(make, 64, true, staging);
   expect_bitwise_equal(many.params, synced.params);
   EXPECT_EQ(oa::validation_message_count(), messages) << "the validation layers reported a hazard";
 }
@@ -116,6 +116,7 @@ void check_memory_independent_of_steps(LoopFactory make) {
 TEST(RuntimeStreamOrder, MatmulTrainingLoopHoldsOneStepOfMemory) { check_memory_independent_of_steps(matmul_loop); }
 TEST(RuntimeStreamOrder, ConvTrainingLoopHoldsOneStepOfMemory) { check_memory_independent_of_steps(conv_loop); }
 TEST(RuntimeStreamOrder, AttentionTrainingLoopHoldsOneStepOfMemory) { check_memory_independent_of_steps(attention_loop); }
+TEST(RuntimeStreamOrder, TrainingLoopOnTheStagingPathHoldsOneStepOfMemory) { check_memory_independent_of_steps(matmul_loop, true); }
 
 TEST(RuntimeStreamOrder, FreedMemoryIsReusedAtOnceBehindABarrier) {
   oa::Engine e;
