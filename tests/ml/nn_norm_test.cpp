@@ -44,6 +44,33 @@ TEST(NnLayerNorm, GradientsForInputWeightAndBias) {
             [](const std::vector<std::vector<double>>& in) { return ref::layer_norm(in[0], 6, in[1], in[2], 1e-5); });
 }
 
+// Offsets and spreads (in f32 ulps of the offset) for the normalisation tests:
+// at 1e30 every f32 spread has a variance past FLT_MAX, so those rows are constant.
+double norm_spread(double offset) { return offset == 1e30 ? 0.0 : 4.0; }
+
+TEST(NnLayerNorm, LargeCommonOffsetsMatchTheReference) {
+  // The statistics are taken about a value of the row, so the offset cancels
+  // before anything is rounded at its magnitude.
+  for (std::int64_t D : {3, 17, 300}) {
+    for (double offset : kOffsets) {
+      SCOPED_TRACE(testing::Message() << "D " << D << " offset " << offset);
+      const std::int64_t R = 4;
+      auto x = offset_values(R * D, offset, norm_spread(offset), 60 + D);
+      for (std::int64_t j = 0; j < D; ++j) x[j] = static_cast<float>(offset);  // a constant row: y = bias
+      const auto w = test_values(D, 61), b = test_values(D, 62), dy = test_values(R * D, 63);
+      const Matrix mx = Matrix::from_vector({R, D}, x), mw = Matrix::from_vector({D}, w), mb = Matrix::from_vector({D}, b);
+      for (const auto& m : {mx, mw, mb}) oa::set_requires_grad(m);
+      const Matrix y = ml::layer_norm(mx, mw, mb, 1e-5);
+      EXPECT_TRUE(oa_test::near(y.to_vector(), ref::layer_norm(f64(x), D, f64(w), f64(b), 1e-5), 1e-4, 1e-4)) << "forward";
+      oa::backward(y, Matrix::from_vector({R, D}, dy));
+      const auto want = ref::layer_norm_backward(f64(x), D, f64(w), f64(dy), 1e-5);
+      EXPECT_TRUE(oa_test::near(oa::grad(mx).to_vector(), want.dx, 1e-4 * max_abs(want.dx), 1e-3)) << "dx";
+      EXPECT_TRUE(oa_test::near(oa::grad(mw).to_vector(), want.dweight, 1e-4, 1e-3)) << "dweight";
+      EXPECT_TRUE(oa_test::near(oa::grad(mb).to_vector(), want.dbias, 1e-5, 1e-5)) << "dbias";
+    }
+  }
+}
+
 TEST(NnLayerNorm, BackwardIsOneSemanticOp) {
   const Matrix x = Matrix::from_vector({5, 8}, test_values(40, 21)), w = Matrix::ones({8}), b = Matrix::zeros({8});
   for (const auto& m : {x, w, b}) oa::set_requires_grad(m);

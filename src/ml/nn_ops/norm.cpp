@@ -26,8 +26,9 @@ std::shared_ptr<Storage> or_placeholder(const Matrix& m, const Matrix& fallback)
 // ── layer_norm ──────────────────────────────────────────────────────────────
 
 // dx, dweight, dbias of layer_norm (each undefined unless needed), recorded as
-// one "oa::ml::layer_norm backward" op.
-std::vector<Matrix> layer_norm_backward(const Matrix& gy, const Matrix& x, const Matrix& weight, const Matrix& mean,
+// one "oa::ml::layer_norm backward" op; mu and rstd are the forward's saved
+// statistics (mu: each row's mean minus its first element, layer_norm.comp).
+std::vector<Matrix> layer_norm_backward(const Matrix& gy, const Matrix& x, const Matrix& weight, const Matrix& mu,
                                         const Matrix& rstd, const std::vector<bool>& needs) {
   const Engine& engine = x.engine();
   const std::int64_t D = x.shape().dim(-1), R = x.numel() / D;
@@ -44,7 +45,7 @@ std::vector<Matrix> layer_norm_backward(const Matrix& gy, const Matrix& x, const
     d.bindings = {BufferBinding::read(x.storage()),
                   BufferBinding::read(or_placeholder(weight, x)),
                   BufferBinding::read(gy.storage()),
-                  BufferBinding::read(mean.storage()),
+                  BufferBinding::read(mu.storage()),
                   BufferBinding::read(rstd.storage()),
                   BufferBinding::write(need_x ? dx.storage() : unused_output(engine)),
                   BufferBinding::write(dyxhat)};
@@ -60,7 +61,7 @@ std::vector<Matrix> layer_norm_backward(const Matrix& gy, const Matrix& x, const
     db = detail::allocate(engine, Shape{D});
     detail::sum_channels(engine, gy.storage(), R, D, 1, db.storage(), ds);
   }
-  SemanticOp op = detail::semantic(kLayerNorm, {&gy, &x, &mean, &rstd}, {}, {}, true);
+  SemanticOp op = detail::semantic(kLayerNorm, {&gy, &x, &mu, &rstd}, {}, {}, true);
   for (const Matrix* g : {&dx, &dw, &db})
     if (g->defined()) op.outputs.push_back(g->shape());
   engine.record(std::move(op), ds);
@@ -81,14 +82,14 @@ Matrix layer_norm(const Matrix& x, const Matrix& weight, const Matrix& bias, dou
 
   const Engine& engine = x.engine();
   Matrix y = detail::allocate(engine, x.shape());
-  Matrix mean = detail::allocate(engine, Shape{R}), rstd = detail::allocate(engine, Shape{R});
+  Matrix mu = detail::allocate(engine, Shape{R}), rstd = detail::allocate(engine, Shape{R});
   const std::uint32_t lanes = row_lanes(D);
   ComputeDispatch d;
   d.kernel = "ml/nn/layer_norm";
   d.specialization = {lanes, weight.defined(), bias.defined()};
   d.bindings = {BufferBinding::read(x.storage()),          BufferBinding::read(or_placeholder(weight, x)),
                 BufferBinding::read(or_placeholder(bias, x)), BufferBinding::write(y.storage()),
-                BufferBinding::write(mean.storage()),       BufferBinding::write(rstd.storage())};
+                BufferBinding::write(mu.storage()),         BufferBinding::write(rstd.storage())};
   d.push.u32(static_cast<std::uint32_t>(R)).u32(static_cast<std::uint32_t>(D)).f32(static_cast<float>(eps));
   d.groups = {row_groups(R, lanes), 1, 1};
   SemanticOp op = detail::semantic(kLayerNorm, {&x}, {&y}, {{"eps", eps}});
@@ -97,9 +98,9 @@ Matrix layer_norm(const Matrix& x, const Matrix& weight, const Matrix& bias, dou
   engine.record(std::move(op), {&d, 1});
 
   autograd::record(kLayerNorm, {x, weight, bias}, {y},
-                   [sx = autograd::SavedValue(x), sw = autograd::SavedValue(weight), smean = autograd::SavedValue(mean),
+                   [sx = autograd::SavedValue(x), sw = autograd::SavedValue(weight), smu = autograd::SavedValue(mu),
                     srstd = autograd::SavedValue(rstd)](const std::vector<Matrix>& gy, const std::vector<bool>& needs) {
-                     return layer_norm_backward(gy[0], sx.get(), sw.get(), smean.get(), srstd.get(), needs);
+                     return layer_norm_backward(gy[0], sx.get(), sw.get(), smu.get(), srstd.get(), needs);
                    });
   return y;
 }
