@@ -121,6 +121,31 @@ TEST(NnBatchNorm, TrainingNormalisesWithBatchStatisticsAndUpdatesRunningStatisti
   }
 }
 
+TEST(NnBatchNorm, TrainingStatisticsWithLargeCommonOffsetsMatchTheReference) {
+  const BnCase c{3, 2, 3, 5};
+  const Shape shape{c.N, c.C, c.H, c.W};
+  const std::int64_t S = c.H * c.W;
+  for (double offset : kOffsets) {
+    SCOPED_TRACE(testing::Message() << "offset " << offset);
+    const auto x = offset_values(shape.numel(), offset, norm_spread(offset), 70);
+    const auto w = test_values(c.C, 71), b = test_values(c.C, 72), dy = test_values(shape.numel(), 73);
+    const Matrix mx = Matrix::from_vector(shape, x), mw = Matrix::from_vector({c.C}, w), mb = Matrix::from_vector({c.C}, b);
+    for (const auto& m : {mx, mw, mb}) oa::set_requires_grad(m);
+    const Matrix mrm = Matrix::zeros({c.C}), mrv = Matrix::ones({c.C});
+    const Matrix y = ml::batch_norm_2d(mx, mw, mb, mrm, mrv, true, 0.1, 1e-5);
+    std::vector<double> rm(c.C, 0.0), rv(c.C, 1.0);
+    EXPECT_TRUE(oa_test::near(y.to_vector(), ref::batch_norm_2d(f64(x), c.N, c.C, S, f64(w), f64(b), &rm, &rv, true, 0.1, 1e-5), 1e-4, 1e-4))
+        << "forward";
+    EXPECT_TRUE(oa_test::near(mrm.to_vector(), rm, 1e-6, 1e-5)) << "running_mean";
+    EXPECT_TRUE(oa_test::near(mrv.to_vector(), rv, 1e-6, 1e-4)) << "running_var";
+    oa::backward(y, Matrix::from_vector(shape, dy));
+    const auto want = ref::batch_norm_2d_backward(f64(x), c.N, c.C, S, f64(w), f64(dy), 1e-5);
+    EXPECT_TRUE(oa_test::near(oa::grad(mx).to_vector(), want.dx, 1e-4 * max_abs(want.dx), 1e-3)) << "dx";
+    EXPECT_TRUE(oa_test::near(oa::grad(mw).to_vector(), want.dweight, 1e-4, 1e-3)) << "dweight";
+    EXPECT_TRUE(oa_test::near(oa::grad(mb).to_vector(), want.dbias, 1e-5, 1e-5)) << "dbias";
+  }
+}
+
 TEST(NnBatchNorm, EvalUsesRunningStatisticsAndLeavesThemUnchanged) {
   const Shape shape{2, 3, 2, 3};
   const auto x = test_values(shape.numel(), 41), rm = test_values(3, 42), rv = test_values(3, 43, 0.5, 1.5);

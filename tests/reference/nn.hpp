@@ -116,10 +116,11 @@ inline NormGradients batch_norm_2d_backward(const std::vector<double>& x, std::i
     auto at = [&](std::int64_t n, std::int64_t s) { return (n * C + c) * S + s; };
     double mean = 0, var = 0;
     for (std::int64_t n = 0; n < N; ++n)
-      for (std::int64_t s = 0; s < S; ++s) mean += x[at(n, s)] / M;
+      for (std::int64_t s = 0; s < S; ++s) mean += x[at(n, s)];
+    mean /= M;
     for (std::int64_t n = 0; n < N; ++n)
-      for (std::int64_t s = 0; s < S; ++s) var += (x[at(n, s)] - mean) * (x[at(n, s)] - mean) / M;
-    const double rstd = 1 / std::sqrt(var + eps), w = weight.empty() ? 1.0 : weight[c];
+      for (std::int64_t s = 0; s < S; ++s) var += (x[at(n, s)] - mean) * (x[at(n, s)] - mean);
+    const double rstd = 1 / std::sqrt(var / M + eps), w = weight.empty() ? 1.0 : weight[c];
     for (std::int64_t n = 0; n < N; ++n)
       for (std::int64_t s = 0; s < S; ++s) {
         out.dweight[c] += dy[at(n, s)] * (x[at(n, s)] - mean) * rstd;
