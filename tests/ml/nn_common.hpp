@@ -45,6 +45,17 @@ inline std::vector<float> offset_values(std::int64_t n, double offset, double ul
   return v;
 }
 
+inline constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+// Expects every value of rows `nan_rows` (rows of length L) to be NaN and every other value to be finite.
+inline void expect_nan_rows(const std::vector<float>& v, std::int64_t L, std::initializer_list<std::int64_t> nan_rows, const char* what) {
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const std::int64_t r = static_cast<std::int64_t>(i) / L;
+    const bool want_nan = std::find(nan_rows.begin(), nan_rows.end(), r) != nan_rows.end();
+    EXPECT_EQ(std::isnan(v[i]), want_nan) << what << " [" << i << "] = " << v[i];
+  }
+}
+
 // The semantic ops `f` records on the default engine.
 inline std::vector<SemanticOp> traced(const std::function<void()>& f) {
   TraceCapture trace(Engine::default_engine());

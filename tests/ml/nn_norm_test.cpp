@@ -71,6 +71,19 @@ TEST(NnLayerNorm, LargeCommonOffsetsMatchTheReference) {
   }
 }
 
+TEST(NnLayerNorm, NanInARowMakesThatRowNan) {
+  const std::int64_t R = 4, D = 9;
+  auto x = test_values(R * D, 64);
+  x[0] = kNaN;          // row 0: at the start (the shift)
+  x[2 * D + 5] = kNaN;  // row 2: inside
+  const Matrix mx = Matrix::from_vector({R, D}, x);
+  oa::set_requires_grad(mx);
+  const Matrix y = ml::layer_norm(mx, Matrix::from_vector({D}, test_values(D, 65)), Matrix::from_vector({D}, test_values(D, 66)));
+  expect_nan_rows(y.to_vector(), D, {0, 2}, "y");
+  oa::backward(y, Matrix::from_vector({R, D}, test_values(R * D, 67)));
+  expect_nan_rows(oa::grad(mx).to_vector(), D, {0, 2}, "dx");
+}
+
 TEST(NnLayerNorm, BackwardIsOneSemanticOp) {
   const Matrix x = Matrix::from_vector({5, 8}, test_values(40, 21)), w = Matrix::ones({8}), b = Matrix::zeros({8});
   for (const auto& m : {x, w, b}) oa::set_requires_grad(m);
@@ -144,6 +157,20 @@ TEST(NnBatchNorm, TrainingStatisticsWithLargeCommonOffsetsMatchTheReference) {
     EXPECT_TRUE(oa_test::near(oa::grad(mw).to_vector(), want.dweight, 1e-4, 1e-3)) << "dweight";
     EXPECT_TRUE(oa_test::near(oa::grad(mb).to_vector(), want.dbias, 1e-5, 1e-5)) << "dbias";
   }
+}
+
+TEST(NnBatchNorm, NanInAChannelMakesThatChannelNanInTraining) {
+  const std::int64_t N = 2, C = 3, S = 4;
+  auto x = test_values(N * C * S, 74);
+  x[2 * S + 1] = kNaN;  // n 0, channel 2
+  const Matrix mx = Matrix::from_vector({N, C, 2, 2}, x), mrm = Matrix::zeros({C}), mrv = Matrix::ones({C});
+  oa::set_requires_grad(mx);
+  const Matrix y = ml::batch_norm_2d(mx, Matrix(), Matrix(), mrm, mrv, true);
+  // Rows of length S: (n, c) planes; channel 2 is planes 2 and 5.
+  expect_nan_rows(y.to_vector(), S, {2, 5}, "y");
+  expect_nan_rows(mrm.to_vector(), 1, {2}, "running_mean");
+  oa::backward(y, Matrix::from_vector({N, C, 2, 2}, test_values(N * C * S, 75)));
+  expect_nan_rows(oa::grad(mx).to_vector(), S, {2, 5}, "dx");
 }
 
 TEST(NnBatchNorm, EvalUsesRunningStatisticsAndLeavesThemUnchanged) {

@@ -100,6 +100,19 @@ TEST(NnLogSoftmax, LargeCommonOffsetsMatchTheReference) {
   }
 }
 
+TEST(NnLogSoftmax, NanInARowMakesThatRowNan) {
+  const std::int64_t L = 9;
+  auto x = test_values(4 * L, 32);
+  x[0] = kNaN;          // row 0: at the start
+  x[2 * L + 5] = kNaN;  // row 2: inside
+  const Matrix mx = Matrix::from_vector({4, L}, x);
+  oa::set_requires_grad(mx);
+  const Matrix y = ml::log_softmax(mx);
+  expect_nan_rows(y.to_vector(), L, {0, 2}, "y");
+  oa::backward(y, Matrix::from_vector({4, L}, test_values(4 * L, 33)));
+  expect_nan_rows(oa::grad(mx).to_vector(), L, {0, 2}, "dx");
+}
+
 TEST(NnLogSoftmax, FullyMaskedRowsGiveMinusInfinityAndZeroGradient) {
   // Row 0 fully masked, row 1 partly masked.
   const std::vector<float> x = {-kInf, -kInf, -kInf, 0.5f, -kInf, 1.5f};
