@@ -2,7 +2,10 @@
 // Helpers shared by the nn op tests (tests/ml/nn_*_test.cpp).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -20,10 +23,38 @@ using oa::Shape;
 namespace ml = oa::ml;
 namespace ref = oa::reference;
 using oa::test::gradcheck;
+using oa::test::max_abs;
 using oa::test::random_input;
 using oa::test::test_values;
 
 inline std::vector<double> f64(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+
+// Common offsets of the extreme-value tests: the f32 kernels must match the
+// f64 references as closely at each as at 0.
+inline constexpr double kOffsets[] = {0.0, 1e4, 1e8, 1e16, 1e30};
+
+// n values offset + scale * u for u in [-3, 3) (test_values), rounded to f32,
+// with scale = `ulps` f32 ulps of the offset but at least 1 (0: the offset
+// alone): distinct values whose spread is small next to a large offset.
+inline std::vector<float> offset_values(std::int64_t n, double offset, double ulps, std::uint64_t seed) {
+  const float o = static_cast<float>(offset);
+  const double ulp = static_cast<double>(std::nextafter(o, std::numeric_limits<float>::infinity()) - o);
+  const double scale = ulps == 0 ? 0.0 : std::max(1.0, ulps * ulp);
+  std::vector<float> v = test_values(n, seed, -3.0, 3.0);
+  for (float& x : v) x = static_cast<float>(offset + scale * x);
+  return v;
+}
+
+inline constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+// Expects every value of rows `nan_rows` (rows of length L) to be NaN and every other value to be finite.
+inline void expect_nan_rows(const std::vector<float>& v, std::int64_t L, std::initializer_list<std::int64_t> nan_rows, const char* what) {
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const std::int64_t r = static_cast<std::int64_t>(i) / L;
+    const bool want_nan = std::find(nan_rows.begin(), nan_rows.end(), r) != nan_rows.end();
+    EXPECT_EQ(std::isnan(v[i]), want_nan) << what << " [" << i << "] = " << v[i];
+  }
+}
 
 // The semantic ops `f` records on the default engine.
 inline std::vector<SemanticOp> traced(const std::function<void()>& f) {

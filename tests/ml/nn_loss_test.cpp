@@ -91,6 +91,71 @@ TEST(NnCrossEntropy, GradientsForEveryReduction) {
   }
 }
 
+// The loss and logit gradient of cross_entropy(x [N, C], t) with `o`, for the
+// output gradient dy, against the f64 references.
+void expect_cross_entropy_matches(const std::vector<float>& x, const std::vector<std::int32_t>& t, std::int64_t C,
+                                  const ml::CrossEntropyOptions& o, const std::vector<float>& dy) {
+  const std::int64_t N = static_cast<std::int64_t>(t.size());
+  const Matrix mx = Matrix::from_vector({N, C}, x);
+  oa::set_requires_grad(mx);
+  const Matrix loss = ml::cross_entropy(mx, Matrix::from_i32({N}, t), o);
+  const auto r = to_ref(o.reduction);
+  EXPECT_TRUE(oa_test::near(loss.to_vector(), ref::cross_entropy(f64(x), t, C, r, o.ignore_index, o.label_smoothing), 2e-5, 2e-5))
+      << "loss";
+  oa::backward(loss, Matrix::from_vector(loss.shape(), dy));
+  const auto want = ref::cross_entropy_backward(f64(x), t, C, r, o.ignore_index, o.label_smoothing, f64(dy));
+  EXPECT_TRUE(oa_test::near(oa::grad(mx).to_vector(), want, 1e-6, 1e-4)) << "gradient";
+}
+
+TEST(NnCrossEntropy, LargeCommonOffsetsMatchTheReference) {
+  // The loss is log(sum(exp(x - max))) - sum_j q_j (x_j - max): no term may
+  // round at the offset's magnitude.
+  for (std::int64_t C : {2, 9, 300}) {
+    for (double offset : kOffsets) {
+      for (auto reduction : {ml::Reduction::Mean, ml::Reduction::Sum, ml::Reduction::None}) {
+        for (double smoothing : {0.0, 0.1}) {
+          SCOPED_TRACE(testing::Message() << "C " << C << " offset " << offset << " reduction " << int(reduction) << " smoothing "
+                                          << smoothing);
+          const std::int64_t N = 6;
+          auto x = offset_values(N * C, offset, 4, 40 + C);
+          for (std::int64_t j = 0; j < C; ++j) x[j] = static_cast<float>(offset);  // a row of ties: loss log(C)
+          auto t = targets(N, static_cast<std::int32_t>(C), 41);
+          t[3] = -1;
+          const ml::CrossEntropyOptions o{reduction, -1, smoothing};
+          expect_cross_entropy_matches(x, t, C, o, reduction == ml::Reduction::None ? test_values(N, 42) : std::vector<float>{0.7f});
+          if (offset <= 1e4)  // the f64 finite differences resolve the row at this offset
+            gradcheck({{Shape{N, C}, x}}, [&](const std::vector<Matrix>& in) { return ml::cross_entropy(in[0], Matrix::from_i32({N}, t), o); },
+                      [&](const std::vector<std::vector<double>>& in) {
+                        return ref::cross_entropy(in[0], t, C, to_ref(reduction), -1, smoothing);
+                      });
+        }
+      }
+    }
+  }
+  // Rows whose spread f32 resolves next to the offset only as a difference.
+  for (double smoothing : {0.0, 0.2})
+    expect_cross_entropy_matches({1e6f + 2, 1e6f - 1, 1e6f - 1, 1e6f + 2}, {1, 0}, 2, {ml::Reduction::None, -100, smoothing}, {1, -0.5f});
+}
+
+TEST(NnCrossEntropy, NanLogitMakesThatRowNanUnlessIgnored) {
+  const std::int64_t N = 4, C = 7;
+  auto x = test_values(N * C, 43);
+  x[0] = kNaN;          // row 0: at the start
+  x[2 * C + 4] = kNaN;  // row 2: inside
+  x[3 * C + 1] = kNaN;  // row 3: ignored, so loss and gradient 0
+  const std::vector<std::int32_t> t = {1, 2, 3, -100};
+  const Matrix mx = Matrix::from_vector({N, C}, x);
+  oa::set_requires_grad(mx);
+  const Matrix loss = ml::cross_entropy(mx, Matrix::from_i32({N}, t), {ml::Reduction::None, -100, 0.1});
+  const auto l = loss.to_vector();
+  expect_nan_rows(l, 1, {0, 2}, "loss");
+  EXPECT_EQ(l[3], 0.0f);
+  oa::backward(loss, Matrix::ones({N}));
+  const auto g = oa::grad(mx).to_vector();
+  expect_nan_rows(g, C, {0, 2}, "dx");
+  for (std::int64_t j = 0; j < C; ++j) EXPECT_EQ(g[3 * C + j], 0.0f);
+}
+
 TEST(NnCrossEntropy, BackwardIsOneDispatch) {
   const Matrix x = Matrix::from_vector({4, 3}, test_values(12, 1));
   oa::set_requires_grad(x);

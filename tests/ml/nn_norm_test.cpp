@@ -44,6 +44,46 @@ TEST(NnLayerNorm, GradientsForInputWeightAndBias) {
             [](const std::vector<std::vector<double>>& in) { return ref::layer_norm(in[0], 6, in[1], in[2], 1e-5); });
 }
 
+// Offsets and spreads (in f32 ulps of the offset) for the normalisation tests:
+// at 1e30 every f32 spread has a variance past FLT_MAX, so those rows are constant.
+double norm_spread(double offset) { return offset == 1e30 ? 0.0 : 4.0; }
+
+TEST(NnLayerNorm, LargeCommonOffsetsMatchTheReference) {
+  // The statistics are taken about a value of the row, so the offset cancels
+  // before anything is rounded at its magnitude.
+  for (std::int64_t D : {3, 17, 300}) {
+    for (double offset : kOffsets) {
+      SCOPED_TRACE(testing::Message() << "D " << D << " offset " << offset);
+      const std::int64_t R = 4;
+      auto x = offset_values(R * D, offset, norm_spread(offset), 60 + D);
+      for (std::int64_t j = 0; j < D; ++j) x[j] = static_cast<float>(offset);  // a constant row: y = bias
+      const auto w = test_values(D, 61), b = test_values(D, 62), dy = test_values(R * D, 63);
+      const Matrix mx = Matrix::from_vector({R, D}, x), mw = Matrix::from_vector({D}, w), mb = Matrix::from_vector({D}, b);
+      for (const auto& m : {mx, mw, mb}) oa::set_requires_grad(m);
+      const Matrix y = ml::layer_norm(mx, mw, mb, 1e-5);
+      EXPECT_TRUE(oa_test::near(y.to_vector(), ref::layer_norm(f64(x), D, f64(w), f64(b), 1e-5), 1e-4, 1e-4)) << "forward";
+      oa::backward(y, Matrix::from_vector({R, D}, dy));
+      const auto want = ref::layer_norm_backward(f64(x), D, f64(w), f64(dy), 1e-5);
+      EXPECT_TRUE(oa_test::near(oa::grad(mx).to_vector(), want.dx, 1e-4 * max_abs(want.dx), 1e-3)) << "dx";
+      EXPECT_TRUE(oa_test::near(oa::grad(mw).to_vector(), want.dweight, 1e-4, 1e-3)) << "dweight";
+      EXPECT_TRUE(oa_test::near(oa::grad(mb).to_vector(), want.dbias, 1e-5, 1e-5)) << "dbias";
+    }
+  }
+}
+
+TEST(NnLayerNorm, NanInARowMakesThatRowNan) {
+  const std::int64_t R = 4, D = 9;
+  auto x = test_values(R * D, 64);
+  x[0] = kNaN;          // row 0: at the start (the shift)
+  x[2 * D + 5] = kNaN;  // row 2: inside
+  const Matrix mx = Matrix::from_vector({R, D}, x);
+  oa::set_requires_grad(mx);
+  const Matrix y = ml::layer_norm(mx, Matrix::from_vector({D}, test_values(D, 65)), Matrix::from_vector({D}, test_values(D, 66)));
+  expect_nan_rows(y.to_vector(), D, {0, 2}, "y");
+  oa::backward(y, Matrix::from_vector({R, D}, test_values(R * D, 67)));
+  expect_nan_rows(oa::grad(mx).to_vector(), D, {0, 2}, "dx");
+}
+
 TEST(NnLayerNorm, BackwardIsOneSemanticOp) {
   const Matrix x = Matrix::from_vector({5, 8}, test_values(40, 21)), w = Matrix::ones({8}), b = Matrix::zeros({8});
   for (const auto& m : {x, w, b}) oa::set_requires_grad(m);
@@ -92,6 +132,45 @@ TEST(NnBatchNorm, TrainingNormalisesWithBatchStatisticsAndUpdatesRunningStatisti
     EXPECT_TRUE(oa_test::near(mrm.to_vector(), rm, 1e-6, 1e-5)) << "running_mean";
     EXPECT_TRUE(oa_test::near(mrv.to_vector(), rv, 1e-6, 1e-5)) << "running_var";
   }
+}
+
+TEST(NnBatchNorm, TrainingStatisticsWithLargeCommonOffsetsMatchTheReference) {
+  const BnCase c{3, 2, 3, 5};
+  const Shape shape{c.N, c.C, c.H, c.W};
+  const std::int64_t S = c.H * c.W;
+  for (double offset : kOffsets) {
+    SCOPED_TRACE(testing::Message() << "offset " << offset);
+    const auto x = offset_values(shape.numel(), offset, norm_spread(offset), 70);
+    const auto w = test_values(c.C, 71), b = test_values(c.C, 72), dy = test_values(shape.numel(), 73);
+    const Matrix mx = Matrix::from_vector(shape, x), mw = Matrix::from_vector({c.C}, w), mb = Matrix::from_vector({c.C}, b);
+    for (const auto& m : {mx, mw, mb}) oa::set_requires_grad(m);
+    const Matrix mrm = Matrix::zeros({c.C}), mrv = Matrix::ones({c.C});
+    const Matrix y = ml::batch_norm_2d(mx, mw, mb, mrm, mrv, true, 0.1, 1e-5);
+    std::vector<double> rm(c.C, 0.0), rv(c.C, 1.0);
+    EXPECT_TRUE(oa_test::near(y.to_vector(), ref::batch_norm_2d(f64(x), c.N, c.C, S, f64(w), f64(b), &rm, &rv, true, 0.1, 1e-5), 1e-4, 1e-4))
+        << "forward";
+    EXPECT_TRUE(oa_test::near(mrm.to_vector(), rm, 1e-6, 1e-5)) << "running_mean";
+    EXPECT_TRUE(oa_test::near(mrv.to_vector(), rv, 1e-6, 1e-4)) << "running_var";
+    oa::backward(y, Matrix::from_vector(shape, dy));
+    const auto want = ref::batch_norm_2d_backward(f64(x), c.N, c.C, S, f64(w), f64(dy), 1e-5);
+    EXPECT_TRUE(oa_test::near(oa::grad(mx).to_vector(), want.dx, 1e-4 * max_abs(want.dx), 1e-3)) << "dx";
+    EXPECT_TRUE(oa_test::near(oa::grad(mw).to_vector(), want.dweight, 1e-4, 1e-3)) << "dweight";
+    EXPECT_TRUE(oa_test::near(oa::grad(mb).to_vector(), want.dbias, 1e-5, 1e-5)) << "dbias";
+  }
+}
+
+TEST(NnBatchNorm, NanInAChannelMakesThatChannelNanInTraining) {
+  const std::int64_t N = 2, C = 3, S = 4;
+  auto x = test_values(N * C * S, 74);
+  x[2 * S + 1] = kNaN;  // n 0, channel 2
+  const Matrix mx = Matrix::from_vector({N, C, 2, 2}, x), mrm = Matrix::zeros({C}), mrv = Matrix::ones({C});
+  oa::set_requires_grad(mx);
+  const Matrix y = ml::batch_norm_2d(mx, Matrix(), Matrix(), mrm, mrv, true);
+  // Rows of length S: (n, c) planes; channel 2 is planes 2 and 5.
+  expect_nan_rows(y.to_vector(), S, {2, 5}, "y");
+  expect_nan_rows(mrm.to_vector(), 1, {2}, "running_mean");
+  oa::backward(y, Matrix::from_vector({N, C, 2, 2}, test_values(N * C * S, 75)));
+  expect_nan_rows(oa::grad(mx).to_vector(), S, {2, 5}, "dx");
 }
 
 TEST(NnBatchNorm, EvalUsesRunningStatisticsAndLeavesThemUnchanged) {

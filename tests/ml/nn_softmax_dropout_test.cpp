@@ -78,6 +78,41 @@ TEST(NnLogSoftmax, Gradients) {
   }
 }
 
+TEST(NnLogSoftmax, LargeCommonOffsetsMatchTheReference) {
+  // log_softmax is shift-invariant: (x - max) - log(sum) keeps the row's
+  // spread, where x - (max + log(sum)) rounds log(sum) away next to the max.
+  for (std::int64_t L : {2, 7, 300}) {
+    for (double offset : kOffsets) {
+      SCOPED_TRACE(testing::Message() << "L " << L << " offset " << offset);
+      auto x = offset_values(3 * L, offset, 4, 30 + L);
+      for (std::int64_t j = 0; j < L; ++j) x[j] = static_cast<float>(offset);  // a row of ties: -log(L) each
+      const Matrix mx = Matrix::from_vector({3, L}, x);
+      oa::set_requires_grad(mx);
+      const Matrix y = ml::log_softmax(mx);
+      EXPECT_TRUE(oa_test::near(y.to_vector(), ref::log_softmax(f64(x), L), 2e-5, 2e-6)) << "forward";
+      const auto w = test_values(3 * L, 31);
+      oa::backward(y, Matrix::from_vector({3, L}, w));
+      EXPECT_TRUE(oa_test::near(oa::grad(mx).to_vector(), ref::log_softmax_backward(f64(x), f64(w), L), 1e-5, 1e-4)) << "gradient";
+      if (offset <= 1e4)  // the f64 finite differences resolve the row at this offset
+        gradcheck({{Shape{3, L}, x}}, [](const std::vector<Matrix>& in) { return ml::log_softmax(in[0]); },
+                  [L](const std::vector<std::vector<double>>& in) { return ref::log_softmax(in[0], L); });
+    }
+  }
+}
+
+TEST(NnLogSoftmax, NanInARowMakesThatRowNan) {
+  const std::int64_t L = 9;
+  auto x = test_values(4 * L, 32);
+  x[0] = kNaN;          // row 0: at the start
+  x[2 * L + 5] = kNaN;  // row 2: inside
+  const Matrix mx = Matrix::from_vector({4, L}, x);
+  oa::set_requires_grad(mx);
+  const Matrix y = ml::log_softmax(mx);
+  expect_nan_rows(y.to_vector(), L, {0, 2}, "y");
+  oa::backward(y, Matrix::from_vector({4, L}, test_values(4 * L, 33)));
+  expect_nan_rows(oa::grad(mx).to_vector(), L, {0, 2}, "dx");
+}
+
 TEST(NnLogSoftmax, FullyMaskedRowsGiveMinusInfinityAndZeroGradient) {
   // Row 0 fully masked, row 1 partly masked.
   const std::vector<float> x = {-kInf, -kInf, -kInf, 0.5f, -kInf, 1.5f};

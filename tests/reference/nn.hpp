@@ -33,6 +33,39 @@ inline std::vector<double> layer_norm(const std::vector<double>& x, std::int64_t
   return y;
 }
 
+struct NormGradients {
+  std::vector<double> dx, dweight, dbias;
+};
+
+// Gradients of layer_norm (x [R, D]; empty weight means 1) for the output
+// gradient dy: with xhat = (x - mean) / sqrt(var + eps) and g = dy * weight,
+//   dx = (g - mean_j(g) - xhat * mean_j(g * xhat)) / sqrt(var + eps),
+// dweight = sum over rows of dy * xhat, dbias = sum over rows of dy.
+inline NormGradients layer_norm_backward(const std::vector<double>& x, std::int64_t D, const std::vector<double>& weight,
+                                         const std::vector<double>& dy, double eps) {
+  NormGradients out{std::vector<double>(x.size()), std::vector<double>(D, 0.0), std::vector<double>(D, 0.0)};
+  const std::int64_t R = static_cast<std::int64_t>(x.size()) / D;
+  std::vector<double> xhat(D), g(D);
+  for (std::int64_t r = 0; r < R; ++r) {
+    double mean = 0, var = 0;
+    for (std::int64_t j = 0; j < D; ++j) mean += x[r * D + j];
+    mean /= static_cast<double>(D);
+    for (std::int64_t j = 0; j < D; ++j) var += (x[r * D + j] - mean) * (x[r * D + j] - mean);
+    const double rstd = 1 / std::sqrt(var / static_cast<double>(D) + eps);
+    double mg = 0, mgx = 0;
+    for (std::int64_t j = 0; j < D; ++j) {
+      xhat[j] = (x[r * D + j] - mean) * rstd;
+      g[j] = dy[r * D + j] * (weight.empty() ? 1.0 : weight[j]);
+      mg += g[j] / static_cast<double>(D);
+      mgx += g[j] * xhat[j] / static_cast<double>(D);
+      out.dweight[j] += dy[r * D + j] * xhat[j];
+      out.dbias[j] += dy[r * D + j];
+    }
+    for (std::int64_t j = 0; j < D; ++j) out.dx[r * D + j] = rstd * (g[j] - mg - xhat[j] * mgx);
+  }
+  return out;
+}
+
 // Batch normalisation of x [N, C, H * W = S]. In training the batch mean and
 // biased variance normalise, and running_mean / running_var (if given) are
 // updated with the unbiased variance; otherwise the running statistics normalise.
@@ -69,6 +102,37 @@ inline std::vector<double> batch_norm_2d(const std::vector<double>& x, std::int6
         y[i] = v;
       }
   return y;
+}
+
+// Gradients of batch_norm_2d in training (batch statistics; x [N, C, S],
+// empty weight means 1): per channel, over its M = N * S values,
+//   dx = weight (dy - mean(dy) - xhat * mean(dy * xhat)) / sqrt(var + eps),
+// dweight = sum(dy * xhat), dbias = sum(dy).
+inline NormGradients batch_norm_2d_backward(const std::vector<double>& x, std::int64_t N, std::int64_t C, std::int64_t S,
+                                            const std::vector<double>& weight, const std::vector<double>& dy, double eps) {
+  NormGradients out{std::vector<double>(x.size()), std::vector<double>(C, 0.0), std::vector<double>(C, 0.0)};
+  const double M = static_cast<double>(N * S);
+  for (std::int64_t c = 0; c < C; ++c) {
+    auto at = [&](std::int64_t n, std::int64_t s) { return (n * C + c) * S + s; };
+    double mean = 0, var = 0;
+    for (std::int64_t n = 0; n < N; ++n)
+      for (std::int64_t s = 0; s < S; ++s) mean += x[at(n, s)];
+    mean /= M;
+    for (std::int64_t n = 0; n < N; ++n)
+      for (std::int64_t s = 0; s < S; ++s) var += (x[at(n, s)] - mean) * (x[at(n, s)] - mean);
+    const double rstd = 1 / std::sqrt(var / M + eps), w = weight.empty() ? 1.0 : weight[c];
+    for (std::int64_t n = 0; n < N; ++n)
+      for (std::int64_t s = 0; s < S; ++s) {
+        out.dweight[c] += dy[at(n, s)] * (x[at(n, s)] - mean) * rstd;
+        out.dbias[c] += dy[at(n, s)];
+      }
+    for (std::int64_t n = 0; n < N; ++n)
+      for (std::int64_t s = 0; s < S; ++s) {
+        const double xhat = (x[at(n, s)] - mean) * rstd;
+        out.dx[at(n, s)] = w * rstd * (dy[at(n, s)] - out.dbias[c] / M - xhat * out.dweight[c] / M);
+      }
+  }
+  return out;
 }
 
 struct PoolShape {
@@ -165,6 +229,24 @@ inline std::vector<double> log_softmax(const std::vector<double>& x, std::int64_
   return y;
 }
 
+// Gradient of log_softmax for the output gradient dy: per row
+// dx = dy - softmax(x) * sum(dy); a row whose every element is -inf gets 0.
+inline std::vector<double> log_softmax_backward(const std::vector<double>& x, const std::vector<double>& dy, std::int64_t L) {
+  const std::vector<double> y = log_softmax(x, L);
+  std::vector<double> dx(x.size());
+  const std::int64_t R = static_cast<std::int64_t>(x.size()) / L;
+  for (std::int64_t r = 0; r < R; ++r) {
+    double s = 0;
+    bool masked = true;
+    for (std::int64_t j = 0; j < L; ++j) {
+      s += dy[r * L + j];
+      masked = masked && x[r * L + j] == kNegInf;
+    }
+    for (std::int64_t j = 0; j < L; ++j) dx[r * L + j] = masked ? 0.0 : dy[r * L + j] - std::exp(y[r * L + j]) * s;
+  }
+  return dx;
+}
+
 enum class LossReduction { None, Mean, Sum };
 
 // Cross entropy of logits [N, C] against class targets: per row
@@ -188,6 +270,28 @@ inline std::vector<double> cross_entropy(const std::vector<double>& logits, cons
   }
   if (reduction == LossReduction::None) return loss;
   return {reduction == LossReduction::Sum ? total : total / counted};
+}
+
+// Logit gradient of cross_entropy for the output gradient dy ([N] for
+// None, one value otherwise): row i gets g_i (softmax(x_i) - q_i), g_i = 0
+// for an ignored row and otherwise dy[i] (None), dy[0] (Sum) or dy[0] over
+// the number of rows not ignored (Mean).
+inline std::vector<double> cross_entropy_backward(const std::vector<double>& logits, const std::vector<std::int32_t>& targets,
+                                                  std::int64_t C, LossReduction reduction, std::int64_t ignore_index, double smoothing,
+                                                  const std::vector<double>& dy) {
+  const std::vector<double> lp = log_softmax(logits, C);
+  double counted = 0;
+  for (std::int32_t t : targets) counted += t == ignore_index ? 0 : 1;
+  std::vector<double> dx(logits.size(), 0.0);
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    if (targets[i] == ignore_index) continue;
+    const double g = reduction == LossReduction::None ? dy[i] : reduction == LossReduction::Sum ? dy[0] : dy[0] / counted;
+    for (std::int64_t j = 0; j < C; ++j) {
+      const double q = (j == targets[i] ? 1 - smoothing : 0.0) + smoothing / static_cast<double>(C);
+      dx[i * C + j] = g * (std::exp(lp[i * C + j]) - q);
+    }
+  }
+  return dx;
 }
 
 inline std::vector<double> mse_loss(const std::vector<double>& a, const std::vector<double>& b, LossReduction reduction) {

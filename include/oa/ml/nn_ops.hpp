@@ -16,6 +16,15 @@
 // over fixed segments, and scatter-shaped gradients (pooling, embedding) are
 // computed in gather form.
 //
+// Extreme values: the row ops (log_softmax, cross_entropy, layer_norm, and
+// batch_norm_2d's channels in training) take every statistic relative to a
+// value of the row (its maximum, or for the normalisations its first
+// element), so a large common offset costs no precision: results match an
+// f64 computation on the same f32 inputs for offsets up to 1e30. NaN: a NaN
+// anywhere in such a row makes every output and gradient of that row NaN, as
+// PyTorch; the elementwise ops (mse_loss, dropout, batch_norm_2d outside
+// training) propagate NaN per element.
+//
 // Errors (oa::Error): InvalidArgument, naming the op, the argument and the
 // shapes, for an undefined operand, a wrong dtype, rank or extent, operands on
 // different engines, an option out of range, or extents past what the shaders
@@ -37,7 +46,9 @@ namespace oa::ml {
 // Layer normalisation over the last axis (Ba, Kiros and Hinton 2016;
 // torch.nn.functional.layer_norm with normalized_shape = [D]):
 //   y = (x - mean) / sqrt(var + eps) * weight + bias,
-// mean and the biased variance var taken over each row of x [..., D].
+// mean and the biased variance var taken over each row of x [..., D], in two
+// passes about the row's first element (finite in f32: a row spread below
+// about 1e19).
 // weight [D] and bias [D] may each be undefined (Matrix()): weight 1, bias 0.
 // x of any rank >= 1 with D >= 1 (zero rows give an empty result); eps >= 0.
 // Gradients for x, weight and bias. Semantic op "oa::ml::layer_norm",
@@ -48,7 +59,8 @@ Matrix layer_norm(const Matrix& x, const Matrix& weight, const Matrix& bias, dou
 // torch.nn.functional.batch_norm): per channel c,
 //   y = (x - mean_c) / sqrt(var_c + eps) * weight_c + bias_c.
 // training: mean_c and the biased variance var_c over the N * H * W values of
-//   channel c (more than one is required), and the running statistics are
+//   channel c (more than one is required; two passes about the channel's
+//   first value, finite in f32: a spread below about 1e19), and the running statistics are
 //   updated in place on the GPU (their versions are bumped):
 //   running_mean = (1 - momentum) running_mean + momentum mean_c,
 //   running_var = (1 - momentum) running_var + momentum unbiased var_c.
@@ -123,7 +135,7 @@ Matrix dropout(const Matrix& x, double p, std::uint64_t seed, bool training = tr
 // ── Log-softmax ─────────────────────────────────────────────────────────────
 
 // Log-softmax over the last axis (torch.nn.functional.log_softmax(x, -1)),
-// computed stably as x - max - log(sum(exp(x - max))) with cooperative row
+// computed as (x - max) - log(sum(exp(x - max))) with cooperative row
 // reductions, for rows of any length. A row whose every element is -inf gives
 // -inf everywhere and a zero gradient (never NaN). x of rank >= 1. Semantic op
 // "oa::ml::log_softmax".
@@ -142,7 +154,9 @@ struct CrossEntropyOptions {
 // Cross entropy of logits [N, C] against class indices targets i32 [N]
 // (torch.nn.functional.cross_entropy), fused with the log-softmax: per row
 //   loss_i = -sum_j q_j log_softmax(x_i)_j,  q = (1 - s) onehot(t_i) + s / C
-// for label smoothing s; rows whose target is ignore_index give 0. Mean
+// for label smoothing s, computed as log(sum(exp(x - m))) - sum_j q_j (x_j - m)
+// with m the row maximum; rows whose target is ignore_index give 0 (and a
+// zero gradient) whatever their logits. Mean
 // divides the total by the number of rows not ignored (NaN when every row is
 // ignored, as PyTorch); Sum gives the total; None gives the losses [N].
 // Targets outside [0, C) other than ignore_index give NaN (for the row, and so

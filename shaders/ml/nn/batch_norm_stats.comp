@@ -1,13 +1,15 @@
 #version 450
 // Per-channel statistics of batch_norm_2d, one invocation per channel; writes
-// stat = [mean; rstd] (2 * C values).
-//   TRAINING: mean = s1 / M, var = s2 / M (s1, s2: channel sums of x and of
-//     (x - mean)^2), rstd = 1 / sqrt(var + eps); the running statistics are
-//     updated in place: running_mean = (1 - momentum) running_mean + momentum mean,
+// stat = [mu; rstd] (2 * C values).
+//   TRAINING: mu = s1 / M and var = s2 / M, with s1, s2 the channel sums of
+//     (x - k) and ((x - k) - mu)^2 about the channel's first value k = x[0, c, 0]
+//     (batch_norm_moments.comp): mu is the mean minus k. rstd = 1 / sqrt(var + eps);
+//     the running statistics are updated in place:
+//     running_mean = (1 - momentum) running_mean + momentum (k + mu),
 //     running_var = (1 - momentum) running_var + momentum var * M / (M - 1)
 //     (the unbiased variance, as torch.nn.functional.batch_norm).
-//   otherwise: mean = running_mean, rstd = 1 / sqrt(running_var + eps); s1 and s2
-//     are placeholders.
+//   otherwise: mu = running_mean (no shift), rstd = 1 / sqrt(running_var + eps);
+//     s1, s2 and x are placeholders.
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 layout(local_size_x = 64) in;
@@ -17,16 +19,17 @@ layout(std430, binding = 1) readonly buffer S2 { float s2[]; };
 layout(std430, binding = 2) buffer RunningMean { float running_mean[]; };
 layout(std430, binding = 3) buffer RunningVar { float running_var[]; };
 layout(std430, binding = 4) writeonly buffer Stat { float stat[]; };
-OA_PUSH_BEGIN uint C; float inv_m; float unbias; float eps; float momentum; OA_PUSH_END
+layout(std430, binding = 5) readonly buffer X { float x[]; };
+OA_PUSH_BEGIN uint C; uint S; float inv_m; float unbias; float eps; float momentum; OA_PUSH_END
 
 void main() {
   const uint c = OA_GROUP_ID.x * 64u + gl_LocalInvocationID.x;
   if (c >= pc.C) return;
   if (TRAINING) {
-    const float mean = s1[c] * pc.inv_m, var = s2[c] * pc.inv_m;
-    stat[c] = mean;
+    const float mu = s1[c] * pc.inv_m, var = s2[c] * pc.inv_m;
+    stat[c] = mu;
     stat[pc.C + c] = inversesqrt(var + pc.eps);
-    running_mean[c] = (1.0 - pc.momentum) * running_mean[c] + pc.momentum * mean;
+    running_mean[c] = (1.0 - pc.momentum) * running_mean[c] + pc.momentum * (x[c * pc.S] + mu);
     running_var[c] = (1.0 - pc.momentum) * running_var[c] + pc.momentum * var * pc.unbias;
   } else {
     stat[c] = running_mean[c];

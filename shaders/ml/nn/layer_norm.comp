@@ -1,11 +1,14 @@
 #version 450
 // Layer normalisation over the last axis (Ba et al. 2016; torch.nn.functional.layer_norm):
-// for each row r of x viewed as [R, D],
-//   mean = sum(x) / D, var = sum((x - mean)^2) / D (two passes, biased),
-//   rstd = 1 / sqrt(var + eps), y = (x - mean) * rstd * weight + bias.
-// The row's invocations reduce cooperatively (rows.glsl). Writes mean and rstd
-// per row for the backward pass. HAS_WEIGHT / HAS_BIAS: without them weight 1,
-// bias 0 (their bindings are then placeholders and never read).
+// for each row r of x viewed as [R, D], shifted by its first element k = x[r, 0],
+//   mu = sum(x - k) / D (the mean minus k), var = sum(((x - k) - mu)^2) / D
+//   (two passes, biased), rstd = 1 / sqrt(var + eps),
+//   y = ((x - k) - mu) * rstd * weight + bias.
+// The shift cancels a large common offset before anything is rounded at its
+// magnitude. The row's invocations reduce cooperatively (rows.glsl); a NaN
+// makes the row's outputs NaN. Writes mu and rstd per row for the backward
+// pass. HAS_WEIGHT / HAS_BIAS: without them weight 1, bias 0 (their bindings
+// are then placeholders and never read).
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 layout(constant_id = 1) const bool HAS_WEIGHT = true;
@@ -14,7 +17,7 @@ layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) readonly buffer W { float w[]; };
 layout(std430, binding = 2) readonly buffer B { float b[]; };
 layout(std430, binding = 3) writeonly buffer Y { float y[]; };
-layout(std430, binding = 4) writeonly buffer Mean { float mean_out[]; };
+layout(std430, binding = 4) writeonly buffer Mu { float mu_out[]; };
 layout(std430, binding = 5) writeonly buffer Rstd { float rstd_out[]; };
 OA_PUSH_BEGIN uint R; uint D; float eps; OA_PUSH_END
 #include "ml/nn/rows.glsl"
@@ -23,26 +26,27 @@ void main() {
   const uint row = rows_row(), lane = rows_lane();
   const bool live = row < pc.R;
   const uint base = row * pc.D;
+  const float k = live ? x[base] : 0.0;
   float s = 0.0;
   if (live)
-    for (uint j = lane; j < pc.D; j += LANES) s += x[base + j];
-  const float mean = rows_sum(s) / float(pc.D);
+    for (uint j = lane; j < pc.D; j += LANES) s += x[base + j] - k;
+  const float mu = rows_sum(s) / float(pc.D);
   float q = 0.0;
   if (live)
     for (uint j = lane; j < pc.D; j += LANES) {
-      const float d = x[base + j] - mean;
+      const float d = (x[base + j] - k) - mu;
       q += d * d;
     }
   const float rstd = inversesqrt(rows_sum(q) / float(pc.D) + pc.eps);
   if (!live) return;
   for (uint j = lane; j < pc.D; j += LANES) {
-    float v = (x[base + j] - mean) * rstd;
+    float v = ((x[base + j] - k) - mu) * rstd;
     if (HAS_WEIGHT) v *= w[j];
     if (HAS_BIAS) v += b[j];
     y[base + j] = v;
   }
   if (lane == 0u) {
-    mean_out[row] = mean;
+    mu_out[row] = mu;
     rstd_out[row] = rstd;
   }
 }

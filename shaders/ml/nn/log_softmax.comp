@@ -1,13 +1,15 @@
 #version 450
 // Log-softmax over rows of x [R, L] (torch.nn.functional.log_softmax, dim -1):
-// y = x - lse with lse = m + log(sum(exp(x - m))), m the row maximum (two
-// cooperative reductions, rows.glsl). A row whose every element is -inf gives
-// y = -inf and lse = -inf, never NaN. Writes lse per row for the backward pass.
+// y = (x - m) - log(sum(exp(x - m))), m the row maximum (two cooperative
+// reductions, rows.glsl). Subtracting m first keeps the row's spread exact
+// however large a common offset; m + log(sum) would round log(sum) away. A row
+// whose every element is -inf gives y = -inf, never NaN; a NaN makes m and the
+// whole row NaN. Writes m per row for the backward pass.
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) writeonly buffer Y { float y[]; };
-layout(std430, binding = 2) writeonly buffer Lse { float lse_out[]; };
+layout(std430, binding = 2) writeonly buffer RowMax { float max_out[]; };
 OA_PUSH_BEGIN uint R; uint L; OA_PUSH_END
 #include "ml/nn/rows.glsl"
 
@@ -27,7 +29,7 @@ void main() {
     for (uint j = lane; j < pc.L; j += LANES) s += exp(x[base + j] - m);
   s = rows_sum(s);
   if (!live) return;
-  const float lse = m == -OA_INF ? -OA_INF : m + log(s);
-  for (uint j = lane; j < pc.L; j += LANES) y[base + j] = m == -OA_INF ? -OA_INF : x[base + j] - lse;
-  if (lane == 0u) lse_out[row] = lse;
+  const float ls = log(s);
+  for (uint j = lane; j < pc.L; j += LANES) y[base + j] = m == -OA_INF ? -OA_INF : (x[base + j] - m) - ls;
+  if (lane == 0u) max_out[row] = m;
 }

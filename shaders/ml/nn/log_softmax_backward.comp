@@ -1,11 +1,11 @@
 #version 450
 // Input gradient of log_softmax per row: dx = dy - exp(y) * sum(dy), the sum a
-// cooperative reduction (rows.glsl). A row with lse = -inf (every input -inf)
-// gets a zero gradient.
+// cooperative reduction (rows.glsl). A row whose maximum is -inf (every input
+// -inf) gets a zero gradient.
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 layout(std430, binding = 0) readonly buffer Y { float y[]; };
-layout(std430, binding = 1) readonly buffer Lse { float lse[]; };
+layout(std430, binding = 1) readonly buffer RowMax { float row_max[]; };
 layout(std430, binding = 2) readonly buffer DY { float dy[]; };
 layout(std430, binding = 3) writeonly buffer DX { float dx[]; };
 OA_PUSH_BEGIN uint R; uint L; OA_PUSH_END
@@ -20,6 +20,6 @@ void main() {
     for (uint j = lane; j < pc.L; j += LANES) s += dy[base + j];
   s = rows_sum(s);
   if (!live) return;
-  const bool masked = lse[row] == -OA_INF;
+  const bool masked = row_max[row] == -OA_INF;
   for (uint j = lane; j < pc.L; j += LANES) dx[base + j] = masked ? 0.0 : dy[base + j] - exp(y[base + j]) * s;
 }

@@ -44,7 +44,7 @@ void require_classification(const Matrix& logits, const Matrix& targets, const c
 // ── cross_entropy ───────────────────────────────────────────────────────────
 
 // dlogits, recorded as "oa::ml::cross_entropy backward".
-Matrix cross_entropy_backward(const Matrix& gy, const Matrix& logits, const Matrix& targets, const Matrix& lse, const Matrix& sums,
+Matrix cross_entropy_backward(const Matrix& gy, const Matrix& logits, const Matrix& targets, const Matrix& stat, const Matrix& sums,
                               const CrossEntropyOptions& o) {
   const Engine& engine = logits.engine();
   Matrix dx = detail::allocate(engine, logits.shape());
@@ -53,9 +53,9 @@ Matrix cross_entropy_backward(const Matrix& gy, const Matrix& logits, const Matr
   d.specialization = {static_cast<std::uint32_t>(o.reduction == Reduction::None ? 0 : o.reduction == Reduction::Mean ? 1 : 2)};
   d.bindings = {BufferBinding::read(logits.storage()),
                 BufferBinding::read(targets.storage()),
-                BufferBinding::read(lse.storage()),
+                BufferBinding::read(stat.storage()),
                 BufferBinding::read(gy.storage()),
-                BufferBinding::read(sums.defined() ? sums.storage() : lse.storage()),
+                BufferBinding::read(sums.defined() ? sums.storage() : stat.storage()),
                 BufferBinding::write(dx.storage())};
   d.push.u32(static_cast<std::uint32_t>(dx.numel())).u32(static_cast<std::uint32_t>(logits.shape()[1]));
   d.push.i32(static_cast<std::int32_t>(o.ignore_index)).f32(static_cast<float>(o.label_smoothing));
@@ -76,7 +76,7 @@ Matrix cross_entropy(const Matrix& logits, const Matrix& targets, const CrossEnt
   const std::int64_t N = logits.shape()[0], C = logits.shape()[1];
   const bool reduced = options.reduction != Reduction::None;
   Matrix loss = detail::allocate(engine, reduced ? Shape{} : Shape{N});
-  Matrix lse = detail::allocate(engine, Shape{N});
+  Matrix stat = detail::allocate(engine, Shape{N, 2});  // per row: maximum, log(sum(exp(x - maximum)))
   Matrix sums = reduced ? detail::allocate(engine, Shape{2}) : Matrix();  // [total loss, rows counted]
   const auto rows = reduced ? engine.allocate(bytes_of(2 * N)) : loss.storage();
   std::vector<ComputeDispatch> ds;
@@ -84,7 +84,7 @@ Matrix cross_entropy(const Matrix& logits, const Matrix& targets, const CrossEnt
   ComputeDispatch d;
   d.kernel = "ml/nn/cross_entropy";
   d.specialization = {lanes, reduced};
-  d.bindings = {BufferBinding::read(logits.storage()), BufferBinding::read(targets.storage()), BufferBinding::write(lse.storage()),
+  d.bindings = {BufferBinding::read(logits.storage()), BufferBinding::read(targets.storage()), BufferBinding::write(stat.storage()),
                 BufferBinding::write(rows)};
   d.push.u32(static_cast<std::uint32_t>(N)).u32(static_cast<std::uint32_t>(C));
   d.push.i32(static_cast<std::int32_t>(options.ignore_index)).f32(static_cast<float>(options.label_smoothing));
@@ -104,10 +104,10 @@ Matrix cross_entropy(const Matrix& logits, const Matrix& targets, const CrossEnt
                                   {"label_smoothing", options.label_smoothing}}),
                 ds);
   autograd::record(kCrossEntropy, {logits, targets}, {loss},
-                   [slogits = autograd::SavedValue(logits), stargets = autograd::SavedValue(targets), slse = autograd::SavedValue(lse),
+                   [slogits = autograd::SavedValue(logits), stargets = autograd::SavedValue(targets), sstat = autograd::SavedValue(stat),
                     ssums = autograd::SavedValue(sums), options](const std::vector<Matrix>& gy, const std::vector<bool>&) {
                      return std::vector<Matrix>{
-                         cross_entropy_backward(gy[0], slogits.get(), stargets.get(), slse.get(), ssums.get(), options), Matrix()};
+                         cross_entropy_backward(gy[0], slogits.get(), stargets.get(), sstat.get(), ssums.get(), options), Matrix()};
                    });
   return loss;
 }

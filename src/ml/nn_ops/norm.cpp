@@ -26,8 +26,9 @@ std::shared_ptr<Storage> or_placeholder(const Matrix& m, const Matrix& fallback)
 // ── layer_norm ──────────────────────────────────────────────────────────────
 
 // dx, dweight, dbias of layer_norm (each undefined unless needed), recorded as
-// one "oa::ml::layer_norm backward" op.
-std::vector<Matrix> layer_norm_backward(const Matrix& gy, const Matrix& x, const Matrix& weight, const Matrix& mean,
+// one "oa::ml::layer_norm backward" op; mu and rstd are the forward's saved
+// statistics (mu: each row's mean minus its first element, layer_norm.comp).
+std::vector<Matrix> layer_norm_backward(const Matrix& gy, const Matrix& x, const Matrix& weight, const Matrix& mu,
                                         const Matrix& rstd, const std::vector<bool>& needs) {
   const Engine& engine = x.engine();
   const std::int64_t D = x.shape().dim(-1), R = x.numel() / D;
@@ -44,7 +45,7 @@ std::vector<Matrix> layer_norm_backward(const Matrix& gy, const Matrix& x, const
     d.bindings = {BufferBinding::read(x.storage()),
                   BufferBinding::read(or_placeholder(weight, x)),
                   BufferBinding::read(gy.storage()),
-                  BufferBinding::read(mean.storage()),
+                  BufferBinding::read(mu.storage()),
                   BufferBinding::read(rstd.storage()),
                   BufferBinding::write(need_x ? dx.storage() : unused_output(engine)),
                   BufferBinding::write(dyxhat)};
@@ -60,7 +61,7 @@ std::vector<Matrix> layer_norm_backward(const Matrix& gy, const Matrix& x, const
     db = detail::allocate(engine, Shape{D});
     detail::sum_channels(engine, gy.storage(), R, D, 1, db.storage(), ds);
   }
-  SemanticOp op = detail::semantic(kLayerNorm, {&gy, &x, &mean, &rstd}, {}, {}, true);
+  SemanticOp op = detail::semantic(kLayerNorm, {&gy, &x, &mu, &rstd}, {}, {}, true);
   for (const Matrix* g : {&dx, &dw, &db})
     if (g->defined()) op.outputs.push_back(g->shape());
   engine.record(std::move(op), ds);
@@ -81,14 +82,14 @@ Matrix layer_norm(const Matrix& x, const Matrix& weight, const Matrix& bias, dou
 
   const Engine& engine = x.engine();
   Matrix y = detail::allocate(engine, x.shape());
-  Matrix mean = detail::allocate(engine, Shape{R}), rstd = detail::allocate(engine, Shape{R});
+  Matrix mu = detail::allocate(engine, Shape{R}), rstd = detail::allocate(engine, Shape{R});
   const std::uint32_t lanes = row_lanes(D);
   ComputeDispatch d;
   d.kernel = "ml/nn/layer_norm";
   d.specialization = {lanes, weight.defined(), bias.defined()};
   d.bindings = {BufferBinding::read(x.storage()),          BufferBinding::read(or_placeholder(weight, x)),
                 BufferBinding::read(or_placeholder(bias, x)), BufferBinding::write(y.storage()),
-                BufferBinding::write(mean.storage()),       BufferBinding::write(rstd.storage())};
+                BufferBinding::write(mu.storage()),         BufferBinding::write(rstd.storage())};
   d.push.u32(static_cast<std::uint32_t>(R)).u32(static_cast<std::uint32_t>(D)).f32(static_cast<float>(eps));
   d.groups = {row_groups(R, lanes), 1, 1};
   SemanticOp op = detail::semantic(kLayerNorm, {&x}, {&y}, {{"eps", eps}});
@@ -97,9 +98,9 @@ Matrix layer_norm(const Matrix& x, const Matrix& weight, const Matrix& bias, dou
   engine.record(std::move(op), {&d, 1});
 
   autograd::record(kLayerNorm, {x, weight, bias}, {y},
-                   [sx = autograd::SavedValue(x), sw = autograd::SavedValue(weight), smean = autograd::SavedValue(mean),
+                   [sx = autograd::SavedValue(x), sw = autograd::SavedValue(weight), smu = autograd::SavedValue(mu),
                     srstd = autograd::SavedValue(rstd)](const std::vector<Matrix>& gy, const std::vector<bool>& needs) {
-                     return layer_norm_backward(gy[0], sx.get(), sw.get(), smean.get(), srstd.get(), needs);
+                     return layer_norm_backward(gy[0], sx.get(), sw.get(), smu.get(), srstd.get(), needs);
                    });
   return y;
 }
@@ -108,22 +109,23 @@ Matrix layer_norm(const Matrix& x, const Matrix& weight, const Matrix& bias, dou
 
 namespace {
 
-enum BatchNormMode : std::uint32_t { SquaredDeviation = 0, Normalize = 1, DyXhat = 2, DxBatch = 3, DxRunning = 4 };
+enum BatchNormMode : std::uint32_t { Normalize = 0, DyXhat = 1, DxBatch = 2, DxRunning = 3 };
 
 struct BatchNormGeometry {
   std::int64_t N, C, S;  // S = H * W
   std::int64_t count() const { return N * S; }
 };
 
-// One elementwise pass of ml/nn/batch_norm over x's NCHW elements.
-ComputeDispatch batch_norm_pass(BatchNormMode mode, const BatchNormGeometry& g, const Matrix& x, const Matrix& weight,
+// One elementwise pass of ml/nn/batch_norm over x's NCHW elements; `training`:
+// stat holds the batch statistics about each channel's first value.
+ComputeDispatch batch_norm_pass(BatchNormMode mode, bool training, const BatchNormGeometry& g, const Matrix& x, const Matrix& weight,
                                 const Matrix& bias, const std::shared_ptr<Storage>& dy, const std::shared_ptr<Storage>& stat,
                                 const std::shared_ptr<Storage>& sdy, const std::shared_ptr<Storage>& sdyxhat,
                                 const std::shared_ptr<Storage>& out) {
   const std::int64_t n = x.numel();
   ComputeDispatch d;
   d.kernel = "ml/nn/batch_norm";
-  d.specialization = {mode, weight.defined(), bias.defined()};
+  d.specialization = {mode, weight.defined(), bias.defined(), training};
   d.bindings = {BufferBinding::read(x.storage()),
                 BufferBinding::read(dy ? dy : x.storage()),
                 BufferBinding::read(stat),
@@ -151,7 +153,7 @@ std::vector<Matrix> batch_norm_backward(const Matrix& gy, const Matrix& x, const
   std::shared_ptr<Storage> sdyxhat, sdy;
   if (need_w || (need_x && training)) {
     const auto dyxhat = engine.allocate(bytes_of(x.numel()));
-    ds.push_back(batch_norm_pass(DyXhat, g, x, weight, Matrix(), gy.storage(), stat.storage(), nullptr, nullptr, dyxhat));
+    ds.push_back(batch_norm_pass(DyXhat, training, g, x, weight, Matrix(), gy.storage(), stat.storage(), nullptr, nullptr, dyxhat));
     sdyxhat = need_w ? (dw = detail::allocate(engine, Shape{g.C})).storage() : engine.allocate(bytes_of(g.C));
     detail::sum_channels(engine, dyxhat, g.N, g.C, g.S, sdyxhat, ds);
   }
@@ -161,7 +163,7 @@ std::vector<Matrix> batch_norm_backward(const Matrix& gy, const Matrix& x, const
   }
   if (need_x) {
     dx = detail::allocate(engine, x.shape());
-    ds.push_back(batch_norm_pass(training ? DxBatch : DxRunning, g, x, weight, Matrix(), gy.storage(), stat.storage(), sdy,
+    ds.push_back(batch_norm_pass(training ? DxBatch : DxRunning, training, g, x, weight, Matrix(), gy.storage(), stat.storage(), sdy,
                                  sdyxhat, dx.storage()));
   }
   SemanticOp op = detail::semantic(kBatchNorm, {&gy, &x, &stat}, {}, {{"training", training}}, true);
@@ -169,6 +171,24 @@ std::vector<Matrix> batch_norm_backward(const Matrix& gy, const Matrix& x, const
     if (m->defined()) op.outputs.push_back(m->shape());
   engine.record(std::move(op), ds);
   return {dx, dw, db};
+}
+
+// One pass of ml/nn/batch_norm_moments (PASS 0: s1 unused) and the block
+// totals per channel into `out` [C].
+void batch_norm_moments(std::uint32_t pass, const BatchNormGeometry& g, const Matrix& x, const std::shared_ptr<Storage>& s1,
+                        const std::shared_ptr<Storage>& out, std::vector<ComputeDispatch>& ds) {
+  const Engine& engine = x.engine();
+  const std::int64_t blocks = detail::groups_for(g.count(), 4096);
+  const auto part = engine.allocate(bytes_of(g.C * blocks));
+  ComputeDispatch d;
+  d.kernel = "ml/nn/batch_norm_moments";
+  d.specialization = {pass};
+  d.bindings = {BufferBinding::read(x.storage()), BufferBinding::read(s1 ? s1 : x.storage()), BufferBinding::write(part)};
+  d.push.u32(static_cast<std::uint32_t>(g.C)).u32(static_cast<std::uint32_t>(g.S)).u32(static_cast<std::uint32_t>(g.count()));
+  d.push.f32(static_cast<float>(1.0 / static_cast<double>(g.count())));
+  d.groups = {static_cast<std::uint64_t>(blocks), static_cast<std::uint64_t>(g.C), 1};
+  ds.push_back(std::move(d));
+  detail::reduce_rows(engine, part, g.C, blocks, detail::RowReduction::Sum, 1.0f, out, ds);
 }
 
 }  // namespace
@@ -194,16 +214,14 @@ Matrix batch_norm_2d(const Matrix& x, const Matrix& weight, const Matrix& bias, 
 
   const Engine& engine = x.engine();
   Matrix y = detail::allocate(engine, s);
-  Matrix stat = detail::allocate(engine, Shape{2, g.C});  // [mean; rstd] per channel
+  Matrix stat = detail::allocate(engine, Shape{2, g.C});  // [mu; rstd] per channel (batch_norm_stats.comp)
   std::vector<ComputeDispatch> ds;
   std::shared_ptr<Storage> s1, s2;
   if (training) {
     s1 = engine.allocate(bytes_of(g.C));
     s2 = engine.allocate(bytes_of(g.C));
-    const auto deviation = engine.allocate(bytes_of(s.numel()));
-    detail::sum_channels(engine, x.storage(), g.N, g.C, g.S, s1, ds);
-    ds.push_back(batch_norm_pass(SquaredDeviation, g, x, Matrix(), Matrix(), nullptr, s1, nullptr, nullptr, deviation));
-    detail::sum_channels(engine, deviation, g.N, g.C, g.S, s2, ds);
+    batch_norm_moments(0, g, x, nullptr, s1, ds);
+    batch_norm_moments(1, g, x, s1, s2, ds);
   }
   {
     const auto stats_access = training ? runtime::Access::ReadWrite : runtime::Access::Read;
@@ -215,13 +233,14 @@ Matrix batch_norm_2d(const Matrix& x, const Matrix& weight, const Matrix& bias, 
                   BufferBinding::read(training ? s2 : running_var.storage()),
                   BufferBinding{running_mean.storage(), stats_access},
                   BufferBinding{running_var.storage(), stats_access},
-                  BufferBinding::write(stat.storage())};
-    d.push.u32(static_cast<std::uint32_t>(g.C)).f32(static_cast<float>(1.0 / count));
+                  BufferBinding::write(stat.storage()),
+                  BufferBinding::read(x.storage())};
+    d.push.u32(static_cast<std::uint32_t>(g.C)).u32(static_cast<std::uint32_t>(g.S)).f32(static_cast<float>(1.0 / count));
     d.push.f32(static_cast<float>(count > 1 ? count / (count - 1) : 1.0)).f32(static_cast<float>(eps)).f32(static_cast<float>(momentum));
     d.groups = {detail::groups_for(g.C, 64), 1, 1};
     ds.push_back(std::move(d));
   }
-  ds.push_back(batch_norm_pass(Normalize, g, x, weight, bias, nullptr, stat.storage(), nullptr, nullptr, y.storage()));
+  ds.push_back(batch_norm_pass(Normalize, training, g, x, weight, bias, nullptr, stat.storage(), nullptr, nullptr, y.storage()));
   SemanticOp op = detail::semantic(kBatchNorm, {&x}, {&y}, {{"training", training}, {"momentum", momentum}, {"eps", eps}});
   for (const Matrix* m : {&weight, &bias, &running_mean, &running_var})
     if (m->defined()) op.inputs.push_back(m->shape());
