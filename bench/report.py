@@ -47,11 +47,11 @@ Per case, for oa and for PyTorch, the same step timed the same way:
   loop sees, and the ratio is taken on it.
 - **PyTorch / oa**: PyTorch wall ms / oa wall ms; above 1 means oa is faster.
 - **peak / reserved MiB**: device memory in use at most during the loops, and
-  held by the allocator after them. oa's allocator keeps its blocks for the
-  whole run, so its reserved figure is cumulative over the cases before;
-  PyTorch's cache is emptied before each case.
-- **host us/dispatch** (the `host` family): oa's host time recording the loop
-  (before the synchronize) per dispatch recorded.
+  held by the allocator after them. Each oa case runs on a fresh Engine and
+  PyTorch's cache is emptied before each case, so both are the case's own.
+- **host** family (chains of tiny additions): oa's host time recording the
+  loop (before the synchronize) per dispatch, and the loop's wall time per
+  dispatch (oa) or per op (PyTorch): the runtime's cost per op.
 
 FP32 throughout, TF32 off in PyTorch, PyTorch's default kernel choice
 (cuDNN heuristics without benchmark mode; for attention, the dispatcher of
@@ -62,6 +62,11 @@ Sq != Sk is aligned bottom-right on both sides (PyTorch:
 `causal_lower_right`). Case names give the model and layer the shape comes
 from; the parameters are in the JSON.
 """
+
+
+# The host family's extra columns: oa's host time recording per dispatch, and
+# the wall time per dispatch (oa) or per op (PyTorch) of the back-to-back loop.
+HOST_COLUMNS = " oa record us/dispatch | oa wall us/dispatch | PyTorch wall us/op |"
 
 
 def geomean(xs):
@@ -141,14 +146,18 @@ def markdown(oa, torch, rows):
     for fam, rs in fams.items():
         out += [f"## {fam}", "",
                 "| case | oa GPU ms | oa wall ms | PyTorch GPU ms | PyTorch wall ms | PyTorch / oa | "
-                "oa peak / reserved MiB | PyTorch peak MiB |" + (" oa host us/dispatch |" if fam == "host" else ""),
-                "|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if fam == "host" else "")]
+                "oa peak / reserved MiB | PyTorch peak MiB |" + HOST_COLUMNS * (fam == "host"),
+                "|---|---:|---:|---:|---:|---:|---:|---:|" + "---:|---:|---:|" * (fam == "host")]
         for r in rs:
             o, t = r["oa"], r["torch"]
             if "ratio" not in r:
                 out.append(f"| {r['name']} | {errors(r)} |||||||")
                 continue
-            host = f" {o['host_us_per_dispatch']:.2f} |" if fam == "host" else ""
+            host = ""
+            if fam == "host":
+                ops = o["params"]["ops"]
+                host = (f" {o['host_us_per_dispatch']:.2f} | {o['wall_ms'] * 1e3 / o['dispatches_per_step']:.2f} | "
+                        f"{t['wall_ms'] * 1e3 / ops:.2f} |")
             out.append(f"| {r['name']} | {fmt(o['gpu_ms'])} | {fmt(o['wall_ms'])} | {fmt(t['gpu_ms'])} | "
                        f"{fmt(t['wall_ms'])} | {r['ratio']:.2f} | {o['peak_mib']:.1f} / {o['reserved_mib']:.0f} | "
                        f"{fmt(t.get('peak_mib'), 1)} |{host}")
