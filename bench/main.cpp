@@ -175,8 +175,10 @@ int main(int argc, char** argv) {
       doc["cases"].push_back(std::move(r));
       if (!out.empty()) std::ofstream(out) << doc.dump(1) << "\n";
     }
-    fmt::print("{} cases in {:.1f} s, {} failed\n", cases.size(), ms_since(start) / 1e3, failed);
-    return failed ? 1 : 0;
+    const auto messages = oa::validation_message_count();  // nonzero only under OA_VALIDATION=1
+    fmt::print("{} cases in {:.1f} s, {} failed, {} validation messages\n", cases.size(), ms_since(start) / 1e3, failed,
+               messages);
+    return failed || messages ? 1 : 0;
   } catch (const std::exception& e) {
     std::cerr << "oa_bench: " << e.what() << "\n";
     return 1;

@@ -21,6 +21,7 @@ const oa_bench::Register kLayerNormSweep{[](bool quick) {
       {"vit_b16_b64x197_d768",    64 * 197,   768},
       {"gpt2_xl_b4x1024_d1600",    4 * 1024, 1600},
       {"gptj6b_b2x2048_d4096",     2 * 2048, 4096},
+      {"opt66b_s2048_d9216",           2048,  9216},
       {"gpt3_175b_s2048_d12288",       2048, 12288},
   };
   // clang-format on
@@ -52,6 +53,7 @@ struct Logits {
 const oa_bench::Register kCrossEntropySweep{[](bool quick) {
   // clang-format off
   const Logits shapes[] = {
+      {"resnet_cifar10_b512",        512,     10},
       {"resnet50_imagenet_b256",     256,   1000},
       {"oa_text_bytes_b64x128",     8192,    256},
       {"bert_mlm_b32x512_masked",   2560,  30522},
@@ -134,6 +136,25 @@ Shapes vit_b16() {
   return s;
 }
 
+// BERT-base: word, position and type embeddings with their layer norm, 12
+// post-norm blocks (q, k, v, o with biases, layer norm, MLP, layer norm), pooler.
+Shapes bert_base() {
+  Shapes s = {{30522, 768}, {512, 768}, {2, 768}, {768}, {768}};
+  for (int l = 0; l < 12; ++l)
+    for (auto t : Shapes{{768, 768}, {768}, {768, 768}, {768}, {768, 768}, {768}, {768, 768}, {768}, {768}, {768},
+                         {3072, 768}, {3072}, {768, 3072}, {768}, {768}, {768}})
+      s.push_back(t);
+  s.push_back({768, 768});
+  s.push_back({768});
+  return s;
+}
+
+// The DCGAN generator: five transposed convolutions (IOHW), batch norm after four.
+Shapes dcgan_generator() {
+  return {{100, 512, 4, 4}, {512}, {512}, {512, 256, 4, 4}, {256}, {256}, {256, 128, 4, 4}, {128}, {128},
+          {128, 64, 4, 4},  {64},  {64},  {64, 3, 4, 4}};
+}
+
 // One LLaMA-7B decoder layer (attention q, k, v, o; SwiGLU gate, up, down; two RMSNorm weights).
 Shapes llama7b_layer() {
   return {{4096, 4096}, {4096, 4096}, {4096, 4096}, {4096, 4096}, {11008, 4096}, {11008, 4096}, {4096, 11008}, {4096}, {4096}};
@@ -143,6 +164,8 @@ const oa_bench::Register kAdamWSweep{[](bool quick) {
   const std::pair<const char*, Shapes> models[] = {
       {"resnet50", resnet50()},
       {"vit_b16", vit_b16()},
+      {"bert_base", bert_base()},
+      {"dcgan_generator", dcgan_generator()},
       {"gpt2_small", gpt(50257, 1024, 768, 12)},
       {"oa_text_default", gpt(256, 128, 256, 4)},
       {"llama7b_layer", llama7b_layer()},

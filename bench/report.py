@@ -125,7 +125,7 @@ def markdown(oa, torch, rows):
     if quick or not on_gpu:
         out += [f"> **Check run, not a performance figure**: {'tiny `--quick` shapes, ' if quick else ''}"
                 f"oa on {oa['device']}, PyTorch on {torch['device']}. It shows the format and that every case runs "
-                "on both sides; the GPU table comes from a run on the GPU machine (below).", ""]
+                "on both sides; the GPU table comes from a run on the GPU machine (see How to regenerate).", ""]
     out += ["| | oa | PyTorch |", "|---|---|---|",
             f"| date | {oa['date']} | {torch['date']} |",
             f"| device | {oa['device']} | {torch['device']} |",
@@ -133,15 +133,15 @@ def markdown(oa, torch, rows):
             f"| software | oa_bench{' --quick' if quick else ''} | PyTorch {torch['torch']}, TF32 off |",
             f"| timing | {timing(oa)} | {timing(torch)} |", ""]
     out += ["## Summary per family", "",
-            "| family | cases | geomean PyTorch / oa (wall) | geomean (GPU time) | lowest (wall) |",
-            "|---|---:|---:|---:|---|"]
+            "| family | cases | geomean PyTorch / oa (wall) | geomean (GPU time) | below 1.0 (wall) | lowest (wall) |",
+            "|---|---:|---:|---:|---:|---|"]
     fams = families(rows)
     for fam, rs in fams.items():
         ok = [r for r in rs if "ratio" in r]
         low = min(ok, key=lambda r: r["ratio"]) if ok else None
         lowest = f"{low['ratio']:.2f} {low['name']}" if low else ""
         out.append(f"| {fam} | {len(ok)}/{len(rs)} | {fmt(geomean([r['ratio'] for r in ok]), 2)} | "
-                   f"{fmt(geomean([r['ratio_gpu'] for r in ok]), 2)} | {lowest} |")
+                   f"{fmt(geomean([r['ratio_gpu'] for r in ok]), 2)} | {sum(r['ratio'] < 1 for r in ok)} | {lowest} |")
     out.append("")
     for fam, rs in fams.items():
         out += [f"## {fam}", "",

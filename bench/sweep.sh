@@ -3,8 +3,8 @@
 # same device (CUDA when PyTorch has it, else the CPU), and the merged report,
 # into the folder given (default: $OUT, else ./bench-out). Further arguments go
 # to oa_bench (e.g. --family gemm, or --quick for a check on lavapipe).
-# Each side starts no case after OA_SECONDS / TORCH_SECONDS (default 200 and
-# 130), so that the sweep fits one device call of about 6 minutes. PYTHON
+# Each side starts no case after OA_SECONDS / TORCH_SECONDS (default 180 and
+# 120), so that the sweep fits one device call of about 6 minutes. PYTHON
 # names the interpreter with PyTorch (default python3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +15,7 @@ bench=.gl/pack/oa_bench
 [ -x "$bench" ] || bench=build/bench/oa_bench
 py=${PYTHON:-python3}
 # A failed case is reported in the JSON and the table; go on to the report.
-"$bench" --max-seconds "${OA_SECONDS:-200}" --out "$out/oa.json" "$@" | tee "$out/oa.log" || true
-"$py" bench/torch_compare.py "$out/oa.json" --out "$out/torch.json" --max-seconds "${TORCH_SECONDS:-130}" \
+"$bench" --max-seconds "${OA_SECONDS:-180}" --out "$out/oa.json" "$@" | tee "$out/oa.log" || true
+"$py" bench/torch_compare.py "$out/oa.json" --out "$out/torch.json" --max-seconds "${TORCH_SECONDS:-120}" \
   | tee "$out/torch.log" || true
 "$py" bench/report.py "$out/oa.json" "$out/torch.json" -o "$out/performance.md"
