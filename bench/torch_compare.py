@@ -50,21 +50,25 @@ def forward_step(fn, backward, dev):
 
 
 def attention(q, k, v, causal):
-    """softmax(q k^T / sqrt(D) (+ causal, aligned bottom-right as oa)) v."""
+    """A step computing softmax(q k^T / sqrt(D) (+ causal, aligned bottom-right as oa)) v."""
     sq, sk = q.shape[-2], k.shape[-2]
     if hasattr(F, "scaled_dot_product_attention"):
         if not causal:
-            return F.scaled_dot_product_attention(q, k, v)
+            return lambda: F.scaled_dot_product_attention(q, k, v)
         if sq == sk:
-            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            return lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)
         from torch.nn.attention.bias import causal_lower_right
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=causal_lower_right(sq, sk))
+        bias = causal_lower_right(sq, sk)
+        return lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
     # PyTorch before 2.0 (Debian's, for CPU checks): the materialised form.
-    s = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
-    if causal:
-        hidden = torch.ones(sq, sk, dtype=torch.bool, device=q.device).triu(sk - sq + 1)
-        s = s.masked_fill(hidden, float("-inf"))
-    return torch.softmax(s, dim=-1) @ v
+    hidden = torch.ones(sq, sk, dtype=torch.bool, device=q.device).triu(sk - sq + 1) if causal else None
+
+    def materialised():
+        s = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+        if hidden is not None:
+            s = s.masked_fill(hidden, float("-inf"))
+        return torch.softmax(s, dim=-1) @ v
+    return materialised
 
 
 def twin(kind, p, dev):
@@ -111,7 +115,7 @@ def twin(kind, p, dev):
     if kind == "sdpa":
         q = rand(p["b"], p["h"], p["sq"], p["d"], grad=bwd)
         k, v = (rand(p["b"], p["h"], p["sk"], p["d"], grad=bwd) for _ in range(2))
-        return forward_step(lambda: attention(q, k, v, p["causal"]), bwd, dev)
+        return forward_step(attention(q, k, v, p["causal"]), bwd, dev)
     if kind == "softmax":
         x = rand(p["batch"], p["rows"], p["cols"], grad=bwd)
         scale = p["scale"]
@@ -204,9 +208,8 @@ def main():
     print(f"PyTorch {torch.__version__} on {doc['device']}; oa_bench estimated {oa.get('estimate_h200_s', 0):.0f} s "
           "for its side on an H200, this side about as much")
     start = time.perf_counter()
+    oa["cases"] = [c for c in oa["cases"] if re.search(args.filter, c["name"])]
     for c in oa["cases"]:
-        if not re.search(args.filter, c["name"]):
-            continue
         r = dict(name=c["name"], family=c["family"], kind=c["kind"])
         if c.get("error", "").startswith("skipped"):
             r["error"] = "skipped: oa_bench skipped it"
