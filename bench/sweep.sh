@@ -11,8 +11,9 @@ cd "$(dirname "$0")/.."
 out=${1:-${OUT:-bench-out}}
 shift || true
 mkdir -p "$out"
-bench=.gl/pack/oa_bench
-[ -x "$bench" ] || bench=build/bench/oa_bench
+# The newer of the packed (scripts/device-pack.sh) and the built binary.
+bench=build/bench/oa_bench
+[ -x .gl/pack/oa_bench ] && { [ ! -x "$bench" ] || [ .gl/pack/oa_bench -nt "$bench" ]; } && bench=.gl/pack/oa_bench
 py=${PYTHON:-python3}
 # A failed case is reported in the JSON and the table; go on to the report.
 "$bench" --max-seconds "${OA_SECONDS:-180}" --out "$out/oa.json" "$@" | tee "$out/oa.log" || true
