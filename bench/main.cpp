@@ -1,8 +1,19 @@
-// oa_bench: times registered cases with GPU timestamps (Engine profiling) and
-// wall clock, and writes JSON for bench/torch_compare.py.
+// oa_bench: times the registered sweep and writes JSON for
+// bench/torch_compare.py and bench/report.py. Per case:
+//   gpu_ms   GPU time of one step (Vulkan timestamps around each semantic op),
+//            median over --repeat steps that each synchronize;
+//   wall_ms  wall time per step of --steps steps back to back with one
+//            synchronize at the end (what a user's loop sees), best of --loops;
+//   record_ms, host_us_per_dispatch  host time spent recording those steps
+//            (before the synchronize), per step and per dispatch;
+//   peak_mib, reserved_mib  device memory in use at most during the loop and
+//            held by the allocator after it.
+// Each case runs on a fresh Engine (compiled kernels come back from the
+// on-disk pipeline cache), so its memory figures are its own.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <regex>
@@ -10,76 +21,166 @@
 #include "bench.hpp"
 
 namespace oa_bench {
-std::vector<Case>& registry() {
-  static std::vector<Case> cases;
-  return cases;
+std::vector<Sweep>& registry() {
+  static std::vector<Sweep> sweeps;
+  return sweeps;
 }
 }  // namespace oa_bench
 
 namespace {
+using Clock = std::chrono::steady_clock;
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
+
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+struct Timing {
+  int warmup, repeat, steps, loops;
+};
+
+// Seconds one case should take on an H200, from its FLOPs and bytes at
+// rates below what PyTorch reaches (30 TFLOP/s FP32, 2 TB/s), a cost per
+// step for launches and a fixed cost per case for setup and first use, times
+// the steps Timing runs. It sizes the sweep to one device call; it is no measurement.
+double h200_estimate_s(const oa_bench::Case& c, const Timing& t) {
+  const double step_s = std::max(c.flops / 30e12, c.bytes / 2e12) + 20e-6;
+  return 0.25 + step_s * (t.warmup + t.repeat + t.steps * t.loops + 1);
+}
+
+nlohmann::json run_case(const oa_bench::Case& c, const Timing& t) {
+  nlohmann::json r = {{"name", c.name}, {"family", c.family}, {"kind", c.kind}, {"params", c.params}};
+  const auto start = Clock::now();
+  try {
+    const oa::Engine engine;
+    auto step = c.setup(engine);
+    engine.set_profiling(true);
+    for (int i = 0; i < t.warmup; ++i) step();
+    engine.synchronize();
+    std::vector<double> gpu;
+    for (int i = 0; i < t.repeat; ++i) {
+      engine.reset_profile();
+      step();
+      double total = 0;
+      for (auto& e : engine.profile().entries) total += e.gpu_ms;
+      gpu.push_back(total);
+    }
+    engine.set_profiling(false);
+    double wall = 0, record = 0, dispatches = 0;
+    engine.reset_peak_memory();
+    for (int l = 0; l < t.loops; ++l) {
+      const auto before = engine.stats().dispatches;
+      const auto t0 = Clock::now();
+      for (int i = 0; i < t.steps; ++i) step();
+      const double rec = ms_since(t0);
+      engine.synchronize();
+      const double w = ms_since(t0);
+      if (l == 0 || w < wall * t.steps) {
+        wall = w / t.steps;
+        record = rec / t.steps;
+        dispatches = double(engine.stats().dispatches - before) / t.steps;
+      }
+    }
+    const auto mem = engine.memory_stats();
+    r["gpu_ms"] = median(gpu);
+    r["wall_ms"] = wall;
+    r["record_ms"] = record;
+    r["dispatches_per_step"] = dispatches;
+    r["host_us_per_dispatch"] = dispatches > 0 ? record * 1e3 / dispatches : 0.0;
+    r["peak_mib"] = double(mem.peak_in_use_bytes) / (1 << 20);
+    r["reserved_mib"] = double(mem.reserved_bytes) / (1 << 20);
+    if (c.flops > 0) r["tflops_wall"] = c.flops / (wall * 1e-3) / 1e12;
+    if (c.bytes > 0) r["gbps_wall"] = c.bytes / (wall * 1e-3) / 1e9;
+  } catch (const std::exception& e) {  // report and go on: one failing case must not hide the rest
+    r["error"] = e.what();
+  }
+  r["seconds"] = ms_since(start) / 1e3;
+  return r;
+}
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+  return buf;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"oa_bench: GPU-timestamp benchmarks, JSON out"};
-  std::string filter = ".*", out;
-  int repeat = 20, warmup = 3;
-  bool list = false;
+  CLI::App app{"oa_bench: the benchmark sweep (GPU time, wall time of a back-to-back loop, memory), JSON out"};
+  std::string filter = ".*", family = ".*", out;
+  Timing t{2, 5, 20, 2};
+  double max_seconds = 0;
+  bool list = false, quick = false, estimate = false;
   app.add_option("--filter", filter, "regular expression over case names");
-  app.add_option("--repeat", repeat, "timed repetitions (median reported)")->check(CLI::PositiveNumber);
-  app.add_option("--warmup", warmup, "untimed repetitions first")->check(CLI::NonNegativeNumber);
-  app.add_option("--out", out, "write the results as JSON to this file");
-  app.add_flag("--list", list, "list the cases and exit");
+  app.add_option("--family", family, "regular expression over family names (conv2d, attention, ...)");
+  app.add_flag("--quick", quick, "tiny shapes under the same names, for checks on lavapipe or a CPU");
+  app.add_option("--warmup", t.warmup, "untimed steps first")->check(CLI::NonNegativeNumber);
+  app.add_option("--repeat", t.repeat, "synchronized steps timed on the GPU (median)")->check(CLI::PositiveNumber);
+  app.add_option("--steps", t.steps, "steps per back-to-back loop")->check(CLI::PositiveNumber);
+  app.add_option("--loops", t.loops, "back-to-back loops (the fastest is reported)")->check(CLI::PositiveNumber);
+  app.add_option("--max-seconds", max_seconds, "start no case after this many seconds (0 = no limit)");
+  app.add_option("--out", out, "write the results as JSON to this file (rewritten after every case)");
+  app.add_flag("--list", list, "list the cases (name, family) and exit");
+  app.add_flag("--estimate", estimate, "print the estimated H200 time of the selection and exit");
   CLI11_PARSE(app, argc, argv);
   try {
-    const std::regex re(filter);
+    const std::regex name_re(filter), family_re(family);
+    std::vector<oa_bench::Case> cases;
+    for (auto& sweep : oa_bench::registry())
+      for (auto& c : sweep(quick))
+        if (std::regex_search(c.name, name_re) && std::regex_search(c.family, family_re)) cases.push_back(std::move(c));
+    std::stable_sort(cases.begin(), cases.end(), [](auto& a, auto& b) { return a.family < b.family; });
+    double estimate_s = 0;
+    for (auto& c : cases) estimate_s += h200_estimate_s(c, t);
     if (list) {
-      for (auto& c : oa_bench::registry()) std::cout << c.name << "\n";
+      for (auto& c : cases) fmt::print("{:<48} {}\n", c.name, c.family);
       return 0;
     }
-    oa::Engine engine(oa::EngineOptions{.profiling = true});
-    nlohmann::json results = nlohmann::json::array();
-    for (auto& c : oa_bench::registry()) {
-      if (!std::regex_search(c.name, re)) continue;
-      engine.synchronize();
-      engine.reset_peak_memory();
-      auto step = c.setup(engine);
-      for (int i = 0; i < warmup; ++i) step();
-      engine.synchronize();
-      std::vector<double> gpu, wall;
-      for (int i = 0; i < repeat; ++i) {
-        engine.reset_profile();
-        const auto t0 = std::chrono::steady_clock::now();
-        step();
-        engine.synchronize();
-        wall.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-        double total = 0;
-        for (auto& e : engine.profile().entries) total += e.gpu_ms;
-        gpu.push_back(total);
+    fmt::print("{} cases; estimated on an H200: {:.0f} s for oa_bench, about {:.0f} s with torch_compare.py\n",
+               cases.size(), estimate_s, 2 * estimate_s);
+    if (estimate) return 0;
+    const oa::DeviceInfo d = oa::Engine().device();
+    nlohmann::json doc = {{"tool", "oa_bench"},
+                          {"date", utc_now()},
+                          {"device", d.name},
+                          {"driver", fmt::format("{} {}", d.driver_name, d.driver_info)},
+                          {"vulkan", d.api_version},
+                          {"quick", quick},
+                          {"timing", {{"warmup", t.warmup}, {"repeat", t.repeat}, {"steps", t.steps}, {"loops", t.loops}}},
+                          {"estimate_h200_s", estimate_s},
+                          {"cases", nlohmann::json::array()}};
+    fmt::print("{:<48} {:>10} {:>10} {:>9} {:>8} {:>9} {:>9}\n", "case", "gpu ms", "wall ms", "wall/gpu", "host us",
+               "peak MiB", "rsrv MiB");
+    const auto start = Clock::now();
+    int failed = 0;
+    for (auto& c : cases) {
+      if (max_seconds > 0 && ms_since(start) > max_seconds * 1e3) {
+        doc["cases"].push_back({{"name", c.name}, {"family", c.family}, {"kind", c.kind}, {"params", c.params},
+                                {"error", "skipped: --max-seconds reached"}});
+        continue;
       }
-      const double g = median(gpu), w = median(wall);
-      nlohmann::json r = {{"name", c.name}, {"kind", c.kind},   {"params", c.params},
-                          {"gpu_ms", g},    {"wall_ms", w},     {"device", engine.device().name},
-                          {"peak_bytes", engine.memory_stats().peak_in_use_bytes}};
-      std::string rate;
-      if (c.flops > 0 && g > 0) {
-        r["tflops"] = c.flops / (g * 1e-3) / 1e12;
-        rate = fmt::format("{:8.2f} TFLOP/s", r["tflops"].get<double>());
-      } else if (c.bytes > 0 && g > 0) {
-        r["gbps"] = c.bytes / (g * 1e-3) / 1e9;
-        rate = fmt::format("{:8.1f} GB/s", r["gbps"].get<double>());
+      auto r = run_case(c, t);
+      if (r.contains("error")) {
+        ++failed;
+        fmt::print("{:<48} FAILED: {}\n", c.name, r["error"].get<std::string>());
+      } else {
+        const double g = r["gpu_ms"], w = r["wall_ms"];
+        fmt::print("{:<48} {:>10.3f} {:>10.3f} {:>9.2f} {:>8.2f} {:>9.1f} {:>9.1f}\n", c.name, g, w, g > 0 ? w / g : 0.0,
+                   r["host_us_per_dispatch"].get<double>(), r["peak_mib"].get<double>(), r["reserved_mib"].get<double>());
       }
-      fmt::print("{:<44} gpu {:9.3f} ms  wall {:9.3f} ms  {}\n", c.name, g, w, rate);
       std::fflush(stdout);
-      results.push_back(r);
+      doc["cases"].push_back(std::move(r));
+      if (!out.empty()) std::ofstream(out) << doc.dump(1) << "\n";
     }
-    if (!out.empty()) std::ofstream(out) << results.dump(2) << "\n";
+    const auto messages = oa::validation_message_count();  // nonzero only under OA_VALIDATION=1
+    fmt::print("{} cases in {:.1f} s, {} failed, {} validation messages\n", cases.size(), ms_since(start) / 1e3, failed,
+               messages);
+    return failed || messages ? 1 : 0;
   } catch (const std::exception& e) {
     std::cerr << "oa_bench: " << e.what() << "\n";
     return 1;
   }
-  return 0;
 }

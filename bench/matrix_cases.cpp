@@ -1,23 +1,94 @@
-// Foundation cases: GEMM (mat_mul_nt) and elementwise bandwidth.
+// Matrix-level sweeps: transformer GEMMs (the projections and MLPs of GPT-2
+// and LLaMA, x [M, K] times a weight [N, K] as nn.Linear stores it, M from one
+// decoded token to 16 sequences of 1024), elementwise bandwidth, and the
+// host cost of recording a dispatch (chains of tiny elementwise ops).
 #include "bench.hpp"
 
 namespace {
 using oa::Matrix;
+using oa_bench::Case;
 
-oa_bench::Case gemm(std::int64_t m, std::int64_t n, std::int64_t k) {
-  return {fmt::format("mat_mul_nt_{}x{}x{}", m, n, k), "mat_mul_nt", {{"m", m}, {"n", n}, {"k", k}}, 2.0 * m * n * k, 0,
-          [=](const oa::Engine& e) {
-            auto a = Matrix::uniform({m, k}, -1, 1, 1, e), b = Matrix::uniform({n, k}, -1, 1, 2, e);
-            return [a, b] { (void)oa::matrix::mat_mul_nt(a, b); };
-          }};
-}
-const oa_bench::Register kGemmBig{gemm(4096, 4096, 4096)};
-const oa_bench::Register kGemmWide{gemm(4096, 512, 14336)};
-const oa_bench::Register kGemmSmall{gemm(512, 512, 512)};
+struct Gemm {
+  const char* model;  // model and layer: x [M, K] @ W[N, K]^T
+  std::int64_t m, k, n;
+  bool backward;
+};
 
-const oa_bench::Register kAdd{{"add_2^26", "add", {{"n", 1 << 26}}, 0, 3.0 * 4 * (1 << 26), [](const oa::Engine& e) {
-                                 auto a = Matrix::uniform({1 << 26}, -1, 1, 1, e);
-                                 auto b = Matrix::uniform({1 << 26}, -1, 1, 2, e);
-                                 return [a, b] { (void)(a + b); };
-                               }}};
+// clang-format off
+constexpr Gemm kGemms[] = {
+    {"llama7b_qkv_decode",       1, 4096, 12288, false},
+    {"llama7b_mlp_up_decode",    1, 4096, 11008, false},
+    {"llama7b_mlp_down_decode",  1, 11008, 4096, false},
+    {"llama7b_qkv_batch8",       8, 4096, 12288, false},
+    {"llama7b_o_batch32",       32, 4096, 4096,  false},
+    {"gpt2_mlp_up_b128",       128, 768, 3072,   false},
+    {"gpt2_qkv_s512",          512, 768, 2304,   false},
+    {"llama7b_qkv_s2048",     2048, 4096, 12288, false},
+    {"llama3_8b_kv_s4096",    4096, 4096, 1024,  false},
+    {"llama3_8b_mlp_up_s4096",4096, 4096, 14336, false},
+    {"llama7b_mlp_down_s4096",4096, 11008, 4096, true},
+    {"square_4096",           4096, 4096, 4096,  false},
+    {"gpt2_qkv_b4x1024",      4096, 768, 2304,   true},
+    {"gpt2_attn_out_b8x1024", 8192, 768, 768,    true},
+    {"gpt2_mlp_up_b8x1024",   8192, 768, 3072,   true},
+    {"gpt2_mlp_down_b16x1024",16384, 3072, 768,  true},
+    {"gpt2xl_mlp_up_b4x1024", 4096, 1600, 6400,  true},
+    {"llama7b_mlp_up_s4096",  4096, 4096, 11008, false},
+};
+// clang-format on
+
+const oa_bench::Register kGemmSweep{[](bool quick) {
+  std::vector<Case> cases;
+  for (const auto& g : kGemms) {
+    // Quick: the same aspect at a tiny size (M, K, N over 64, at least 1).
+    const std::int64_t m = quick ? std::max<std::int64_t>(1, g.m / 256) : g.m, k = quick ? g.k / 64 : g.k,
+                       n = quick ? g.n / 64 : g.n;
+    const bool bwd = g.backward;
+    cases.push_back({fmt::format("gemm_{}{}", g.model, oa_bench::suffix(bwd)), "gemm", "linear",
+                     {{"m", m}, {"k", k}, {"n", n}, {"backward", bwd}},
+                     2.0 * m * n * k * (bwd ? 3 : 1),
+                     4.0 * (m * k + n * k + m * n) * (bwd ? 3 : 1),
+                     [=](const oa::Engine& e) {
+                       auto x = oa_bench::input({m, k}, 1, e, bwd), w = oa_bench::input({n, k}, 2, e, bwd);
+                       return oa_bench::step([=] { return oa::matrix::mat_mul_nt(x, w); }, bwd, e);
+                     }});
+  }
+  return cases;
+}};
+
+// out = a + b over n floats; the bandwidth reference for the other families.
+const oa_bench::Register kElementwiseSweep{[](bool quick) {
+  std::vector<Case> cases;
+  for (const int log2n : {20, 24, 26}) {
+    const std::int64_t n = std::int64_t{1} << (quick ? log2n - 8 : log2n);
+    cases.push_back({fmt::format("add_2^{}", log2n), "elementwise", "add", {{"n", n}}, 0, 12.0 * n,
+                     [n](const oa::Engine& e) {
+                       auto a = oa_bench::input({n}, 1, e), b = oa_bench::input({n}, 2, e);
+                       return [a, b] { (void)(a + b); };
+                     }});
+  }
+  return cases;
+}};
+
+// `ops` tiny elementwise dispatches per step, chained (y = y + b: each waits
+// for the previous one, as a model's ops do) or independent (a + b, discarded).
+// Their wall and host time per dispatch is the runtime's recording cost.
+const oa_bench::Register kHostSweep{[](bool quick) {
+  std::vector<Case> cases;
+  const std::int64_t ops = quick ? 50 : 1000;
+  for (const bool chained : {true, false})
+    for (const std::int64_t n : {256, 65536}) {
+      cases.push_back({fmt::format("host_add_{}_n{}", chained ? "chain" : "independent", n), "host", "add_loop",
+                       {{"n", n}, {"ops", ops}, {"chained", chained}}, 0, 12.0 * n * ops,
+                       [=](const oa::Engine& e) {
+                         auto a = oa_bench::input({n}, 1, e), b = oa_bench::input({n}, 2, e);
+                         return std::function<void()>([=] {
+                           Matrix y = a;
+                           for (std::int64_t i = 0; i < ops; ++i) y = chained ? y + b : a + b;
+                         });
+                       }});
+    }
+  return cases;
+}};
+
 }  // namespace

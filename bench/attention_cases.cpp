@@ -1,0 +1,179 @@
+// Attention sweeps: the batched products of materialised attention (scores
+// q k^T and probabilities @ v), scaled dot-product attention over head dims
+// 32-256, causal and full, prefill, cross attention and decoding (Sq = 1),
+// forward and forward + backward, and softmax over attention scores and LM
+// vocabularies. q, k, v are [B*H, S, D] here; the PyTorch twins use [B, H, S, D].
+#include <cmath>
+#include <limits>
+
+#include "bench.hpp"
+
+namespace {
+using oa::Matrix;
+using oa_bench::Case;
+
+// The quick form of an extent: v / by, but at least min(v, low) and at most 128.
+std::int64_t shrink(std::int64_t v, std::int64_t by, std::int64_t low) {
+  return std::min<std::int64_t>(std::max(v / by, std::min(v, low)), 128);
+}
+
+struct Heads {
+  const char* model;
+  std::int64_t b, h, sq, sk, d;
+  bool causal;
+  bool backward;  // also forward + backward (the model trains this attention)
+};
+
+// clang-format off
+constexpr Heads kAttention[] = {
+    {"swin_t_stage1_window7_d32",    2048,  3,    49,    49,  32, false, true},
+    {"swin_t_stage3_window7_d32",     128, 12,    49,    49,  32, false, false},
+    {"gpt2_s1024_d64",                  8, 12,  1024,  1024,  64, true,  true},
+    {"bert_base_s512_d64",             32, 12,   512,   512,  64, false, true},
+    {"gpt2_s4096_d64",                  1, 16,  4096,  4096,  64, true,  false},
+    {"long_s16384_d64",                 1, 16, 16384, 16384,  64, true,  false},
+    {"sd15_self_s1024_d80",             8,  8,  1024,  1024,  80, false, true},
+    {"sd15_cross_s1024x77_d80",         8,  8,  1024,    77,  80, false, true},
+    {"phi2_s2048_d80",                  4, 32,  2048,  2048,  80, true,  true},
+    {"phi3_mini_s2048_d96",             2, 32,  2048,  2048,  96, true,  true},
+    {"llama7b_s2048_d128",              2, 32,  2048,  2048, 128, true,  true},
+    {"llama7b_prefill_chunk512x4096_d128", 1, 32, 512, 4096, 128, true,  false},
+    {"llama7b_decode_1x4096_d128",      8, 32,     1,  4096, 128, true,  false},
+    {"gemma7b_s2048_d256",              2, 16,  2048,  2048, 256, true,  true},
+    {"gemma7b_decode_1x8192_d256",      4, 16,     1,  8192, 256, true,  false},
+};
+// clang-format on
+
+// Score entries a query sees: causal is aligned bottom-right (query i sees keys
+// j <= i + Sk - Sq), as oa and torch.nn.attention.bias.causal_lower_right do.
+double visible(const Heads& a) {
+  if (!a.causal) return double(a.sq) * a.sk;
+  double n = 0;
+  for (std::int64_t i = 0; i < a.sq; ++i) n += double(std::clamp<std::int64_t>(i + a.sk - a.sq + 1, 0, a.sk));
+  return n;
+}
+
+const oa_bench::Register kAttentionSweep{[](bool quick) {
+  std::vector<Case> cases;
+  for (Heads a : kAttention) {
+    if (quick) {
+      a.b = 1;
+      a.h = 2;
+      a.sq = shrink(a.sq, 16, 8);
+      a.sk = shrink(a.sk, 16, 8);
+      if (a.sq > a.sk) a.sq = a.sk;
+    }
+    for (const bool bwd : {false, true}) {
+      if (bwd && !a.backward) continue;
+      const double flops = 4.0 * a.b * a.h * visible(a) * a.d * (bwd ? 3.5 : 1);
+      const double bytes = 4.0 * a.b * a.h * a.d * (2 * a.sq + 2 * a.sk) * (bwd ? 2.5 : 1);
+      cases.push_back({fmt::format("sdpa_{}_{}{}", a.causal ? "causal" : "full", a.model, oa_bench::suffix(bwd)),
+                       "attention", "sdpa",
+                       {{"b", a.b}, {"h", a.h}, {"sq", a.sq}, {"sk", a.sk}, {"d", a.d}, {"causal", a.causal}, {"backward", bwd}},
+                       flops, bytes, [a, bwd](const oa::Engine& e) {
+                         const std::int64_t bh = a.b * a.h;
+                         auto q = oa_bench::input({bh, a.sq, a.d}, 1, e, bwd), k = oa_bench::input({bh, a.sk, a.d}, 2, e, bwd),
+                              v = oa_bench::input({bh, a.sk, a.d}, 3, e, bwd);
+                         return oa_bench::step(
+                             [=] { return oa::ml::scaled_dot_product_attention(q, k, v, Matrix(), std::nullopt, a.causal); }, bwd, e);
+                       }});
+    }
+  }
+  return cases;
+}};
+
+// Attention scores (bmm_nt: q [BH, Sq, D] @ k [BH, Sk, D]^T) and values
+// (bmm: p [BH, Sq, Sk] @ v [BH, Sk, D]) of materialised attention.
+const oa_bench::Register kBmmSweep{[](bool quick) {
+  std::vector<Case> cases;
+  // clang-format off
+  const Heads shapes[] = {
+      {"gpt2_s1024_d64",          8, 12, 1024, 1024,  64, false, true},
+      {"bert_base_s512_d64",     32, 12,  512,  512,  64, false, true},
+      {"vit_b16_s197_d64",       64, 12,  197,  197,  64, false, false},
+      {"llama7b_s2048_d128",      1, 32, 2048, 2048, 128, false, false},
+      {"sd15_cross_s4096x77_d40", 2,  8, 4096,   77,  40, false, false},
+      {"llama7b_decode_1x4096_d128", 8, 32, 1, 4096, 128, false, false},
+  };
+  // clang-format on
+  for (Heads a : shapes) {
+    if (quick) {
+      a.b = 1;
+      a.h = 2;
+      a.sq = shrink(a.sq, 16, 1);
+      a.sk = shrink(a.sk, 16, 8);
+    }
+    const std::int64_t bh = a.b * a.h;
+    for (const bool scores : {true, false})
+      for (const bool bwd : {false, true}) {
+        if (bwd && !a.backward) continue;
+        // bmm_nt: m = Sq, n = Sk, k = D; bmm: m = Sq, k = Sk, n = D.
+        const std::int64_t m = a.sq, n = scores ? a.sk : a.d, k = scores ? a.d : a.sk;
+        cases.push_back({fmt::format("{}_{}{}", scores ? "bmm_nt_scores" : "bmm_values", a.model, oa_bench::suffix(bwd)), "bmm",
+                         scores ? "bmm_nt" : "bmm", {{"batch", bh}, {"m", m}, {"n", n}, {"k", k}, {"backward", bwd}},
+                         2.0 * bh * m * n * k * (bwd ? 3 : 1), 4.0 * bh * (m * k + n * k + m * n) * (bwd ? 3 : 1),
+                         [=](const oa::Engine& e) {
+                           auto x = oa_bench::input({bh, m, k}, 1, e, bwd);
+                           auto y = oa_bench::input(scores ? oa::Shape{bh, n, k} : oa::Shape{bh, k, n}, 2, e, bwd);
+                           if (scores) return oa_bench::step([=] { return oa::ml::bmm_nt(x, y); }, bwd, e);
+                           return oa_bench::step([=] { return oa::ml::bmm(x, y); }, bwd, e);
+                         }});
+      }
+  }
+  return cases;
+}};
+
+struct Rows {
+  const char* model;
+  std::int64_t batch, rows, cols;
+  float scale;
+  bool masked;    // causal mask [rows, cols] (0 or -inf) broadcast over batch
+  bool backward;
+};
+
+// softmax(scale * x + mask) over the last axis of [batch, rows, cols].
+const oa_bench::Register kSoftmaxSweep{[](bool quick) {
+  std::vector<Case> cases;
+  // clang-format off
+  const Rows shapes[] = {
+      {"gpt2_scores_causal_s1024",    96, 1024,   1024, 0.125f,   true,  true},
+      {"bert_base_scores_s512",      384,  512,    512, 0.125f,   false, true},
+      {"llama7b_scores_causal_s2048", 32, 2048,   2048, 0.08839f, true,  false},
+      {"vit_b16_scores_s197",        768,  197,    197, 0.125f,   false, false},
+      {"sd15_cross_scores_77",        64, 1024,     77, 0.15811f, false, false},
+      {"gpt2_vocab_50257",             1, 4096,  50257, 1.0f,     false, true},
+      {"llama2_vocab_32000",           1, 4096,  32000, 1.0f,     false, false},
+      {"llama3_vocab_128256",          1, 2048, 128256, 1.0f,     false, false},
+  };
+  // clang-format on
+  for (Rows r : shapes) {
+    if (quick) {
+      r.batch = std::min<std::int64_t>(r.batch, 2);
+      r.rows = shrink(r.rows, 16, 8);
+      r.cols = shrink(r.cols, 16, 8);
+      if (r.masked) r.cols = r.rows;
+    }
+    for (const bool bwd : {false, true}) {
+      if (bwd && !r.backward) continue;
+      const double elements = double(r.batch) * r.rows * r.cols;
+      cases.push_back({fmt::format("softmax_{}{}", r.model, oa_bench::suffix(bwd)), "softmax", "softmax",
+                       {{"batch", r.batch}, {"rows", r.rows}, {"cols", r.cols}, {"scale", r.scale}, {"masked", r.masked},
+                        {"backward", bwd}},
+                       0, 4 * elements * (bwd ? 5 : 2), [r, bwd](const oa::Engine& e) {
+                         auto x = oa_bench::input({r.batch, r.rows, r.cols}, 1, e, bwd);
+                         Matrix mask;
+                         if (r.masked) {
+                           std::vector<float> m(std::size_t(r.rows * r.cols), 0.0f);
+                           for (std::int64_t i = 0; i < r.rows; ++i)
+                             for (std::int64_t j = i + 1; j < r.cols; ++j)
+                               m[std::size_t(i * r.cols + j)] = -std::numeric_limits<float>::infinity();
+                           mask = Matrix::from_vector({r.rows, r.cols}, m, e);
+                         }
+                         return oa_bench::step([=] { return oa::ml::softmax_scaled_masked(x, mask, r.scale); }, bwd, e);
+                       }});
+    }
+  }
+  return cases;
+}};
+
+}  // namespace
