@@ -6,9 +6,9 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <functional>
 #include <cstring>
 #include <exception>
+#include <functional>
 
 #include "oa/core/error.hpp"
 
@@ -154,6 +154,11 @@ std::vector<std::int64_t> lr_cycles(const nlohmann::json& meta, std::int64_t rec
        std::adjacent_find(starts.begin(), starts.end(), std::greater_equal<>()) == starts.end();
   if (!ok) oa::fail(oa::ErrorKind::InvalidArgument, "--resume: {} holds malformed lr_cycles metadata", file.string());
   return starts;
+}
+
+oa::Engine make_engine(const std::string& device) {
+  if (device.empty()) return oa::Engine();
+  return about("--device " + device, [&] { return oa::Engine(oa::EngineOptions{.device = device}); });
 }
 
 std::string_view without_function(std::string_view message) {

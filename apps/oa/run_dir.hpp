@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -11,6 +13,7 @@
 #include "oa/core/error.hpp"
 #include "oa/ml/checkpoint.hpp"
 #include "oa/ml/optim.hpp"
+#include "oa/runtime/engine.hpp"
 
 namespace oa_cli {
 
@@ -79,6 +82,10 @@ decltype(auto) about(const std::string& what, Body&& body) {
     throw oa::Error(e.kind(), what + ": " + std::string(without_function(e.message())));
   }
 }
+
+// The engine of the --device flag (empty: OA_DEVICE, then the best device);
+// its errors name the flag.
+oa::Engine make_engine(const std::string& device);
 
 // Leaves no trace of a run that fails before it writes anything: destroyed
 // while an exception propagates, it removes an empty metrics.jsonl from `dir`

@@ -140,7 +140,7 @@ void check_resume_flags(const nlohmann::json& meta, const fs::path& file, const 
 }
 
 // Fashion-MNIST has 10 classes; reject label files that say otherwise.
-void check_labels(const data::ImageDataset& d, const fs::path& dir, const char* split) {
+void check_labels(const data::ImageDataset& d, const fs::path& dir, const std::string& split) {
   for (auto l : d.labels)
     if (l < 0 || l >= 10)
       oa::fail(oa::ErrorKind::InvalidArgument, "--data {}: the {} labels hold {}, outside Fashion-MNIST's classes 0..9", join(dir), split, l);
@@ -151,7 +151,9 @@ void check_labels(const data::ImageDataset& d, const fs::path& dir, const char* 
 // The fashion-mnist IDX files of `dir` (the --data flag) for `split`.
 data::ImageDataset load_split(const fs::path& dir, const char* split) {
   data::ImageDataset d = about("--data " + join(dir), [&] { return data::load_fashion_mnist(split, dir); });
-  check_labels(d, dir, split == std::string("train") ? "training" : "test");
+  const char* name = split == std::string("train") ? "training" : "test";
+  if (d.count < 1) oa::fail(oa::ErrorKind::InvalidArgument, "--data {}: the {} split holds no images", join(dir), name);
+  check_labels(d, dir, name);
   return d;
 }
 
@@ -178,7 +180,7 @@ int train_images(TrainImagesArgs args) {
     oa::fail(oa::ErrorKind::InvalidArgument,
              "{} holds a checkpoint; pass --resume to continue that run, --overwrite to replace it, or another --out", join(out));
   }
-  oa::Engine engine(oa::EngineOptions{.device = args.device.empty() ? std::nullopt : std::optional(args.device)});
+  oa::Engine engine = make_engine(args.device);
   fmt::print("oa train fashion-mnist: model {}{} on {} — output in {}\n", args.model, args.quick ? " (quick)" : "",
              engine.device().name, join(out));
 
@@ -322,7 +324,7 @@ int train_images(TrainImagesArgs args) {
 int eval_images(const std::string& checkpoint_dir, const std::string& device, const std::string& data_dir) {
   const fs::path dir = checkpoint_dir;
   const auto meta = run_metadata(dir / "model.safetensors");
-  oa::Engine engine(oa::EngineOptions{.device = device.empty() ? std::nullopt : std::optional(device)});
+  oa::Engine engine = make_engine(device);
   oa::ml::Generator generator(0);
   auto model = make_image_model({meta.at("model").get<std::string>(), meta.at("quick").get<bool>()}, generator, engine);
   oa::ml::load_safetensors_into(dir / "model.safetensors", model->named_tensors());

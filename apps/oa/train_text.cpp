@@ -164,10 +164,6 @@ void require_finite(double value, const char* what, std::int64_t step) {
     oa::fail(oa::ErrorKind::FailedPrecondition, "training diverged: {} {} at step {}; try a lower --lr", what, value, step);
 }
 
-oa::Engine make_engine(const std::string& device) {
-  return oa::Engine(oa::EngineOptions{.device = device.empty() ? std::nullopt : std::optional(device)});
-}
-
 }  // namespace
 
 int train_text(const TrainTextArgs& args) {

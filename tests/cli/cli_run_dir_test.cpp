@@ -2,7 +2,8 @@
 // start afresh over a checkpoint, resuming a finished run and extending it
 // (with the learning-rate schedule of the added steps), the checkpoint as one
 // unit (model and optimizer state both written or neither), Ctrl-C at the
-// next step, and oa eval on non-finite weights.
+// next step, oa eval on non-finite weights, and messages that name what the
+// user passed.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -241,6 +242,61 @@ TEST(CliRunDir, EvalRefusesNonFiniteWeights) {
   const OaRun r = d.oa({"eval", "--checkpoint", "run", "--data", "data"});
   EXPECT_TRUE(fails_cleanly(r, {"run/model.safetensors", "non-finite weights"}));
   EXPECT_EQ(r.out, "");
+}
+
+// Errors name the flag and the file the user gave, never a library function.
+TEST(CliMessages, NameWhatTheUserPassed) {
+  CliDir d;
+  write_text(d / "fox.txt");
+  fs::create_directories(d / "a-dir");
+  write_fashion_mnist(d / "data");
+  auto bad = idx({2, 28, 28});
+  bad[2] = 0x0d;
+  write_idx_gz(d / "data" / "t10k-images-idx3-ubyte.gz", bad);
+  write_fashion_mnist(d / "empty", 0, 0);
+  fs::create_directories(d / "run");
+  oa::ml::save_safetensors(d / "run" / "model.safetensors", {{"w", oa::Matrix::ones({64})}},
+                           {{"oa.text", R"({"context": 8, "layers": 1, "heads": 2, "width": 16})"}});
+  const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> cases = {
+      {{"train", "fashion-mnist", "--data", "absent", "--out", "out"}, {"--data absent", "cannot open", "absent/train-images-idx3-ubyte"}},
+      {{"train", "fashion-mnist", "--data", "data", "--out", "out"}, {"--data data", "t10k-images-idx3-ubyte.gz", "element type"}},
+      {{"train", "fashion-mnist", "--data", "empty", "--out", "out"}, {"--data empty", "no images"}},
+      {{"eval", "--checkpoint", "run", "--data", "data"}, {"run/model.safetensors", "not written by oa train"}},
+      {{"train", "text", "--input", "absent.txt", "--out", "out"}, {"--input absent.txt", "cannot open"}},
+      {{"train", "text", "--input", "a-dir", "--out", "out"}, {"--input a-dir", "directory"}},
+      {std::vector<std::string>{"train", "text", "--input", "fox.txt", "--out", "out", "--device", "no-such-device"} + kTinyText,
+       {"--device no-such-device"}},
+      {{"sample", "--checkpoint", "run"}, {"run/model.safetensors"}},
+  };
+  const auto before = d.listing();
+  for (const auto& [args, fragments] : cases) {
+    std::string joined;
+    for (const auto& a : args) joined += " " + a;
+    SCOPED_TRACE("oa" + joined);
+    const OaRun r = d.oa(args);
+    EXPECT_TRUE(fails_cleanly(r, {}));
+    for (const auto& f : fragments) EXPECT_NE(r.err.find(f), std::string::npos) << f << " not in " << r.err;
+    EXPECT_EQ(r.err.find("oa::"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(d.listing(), before);
+}
+
+// An unknown or missing command or dataset: the message lists those that exist.
+TEST(CliMessages, UnknownCommandOrDatasetNamesThoseThatExist) {
+  CliDir d;
+  const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> cases = {
+      {{"train", "cifar"}, {"unknown dataset 'cifar'", "fashion-mnist, text", "oa train --help"}},
+      {{"train"}, {"train needs a dataset", "fashion-mnist, text"}},
+      {{"frobnicate"}, {"unknown command 'frobnicate'", "info, train, sample, eval"}},
+      {{}, {"a command is needed", "info, train, sample, eval"}},
+  };
+  for (const auto& [args, fragments] : cases) {
+    SCOPED_TRACE(args.empty() ? std::string("oa") : "oa " + args[0]);
+    const OaRun r = d.oa(args);
+    EXPECT_TRUE(fails_cleanly(r, {}));
+    EXPECT_EQ(WEXITSTATUS(r.status), 2);
+    for (const auto& f : fragments) EXPECT_NE(r.err.find(f), std::string::npos) << f << " not in " << r.err;
+  }
 }
 
 }  // namespace
