@@ -23,14 +23,6 @@ std::filesystem::path prepare_run_dir(const std::filesystem::path& dir) {
   }
   std::filesystem::create_directories(dir, ec);
   if (ec) oa::fail(oa::ErrorKind::InvalidArgument, "cannot create the output directory {}: {}", dir.string(), ec.message());
-  const std::filesystem::path probe = dir / fmt::format(".oa-write-test-{}", ::getpid());
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    const int error = errno;
-    oa::fail(oa::ErrorKind::InvalidArgument, "cannot write in the output directory {}: {}", dir.string(), std::strerror(error));
-  }
-  ::close(fd);
-  ::unlink(probe.c_str());
   return created;
 }
 
@@ -47,6 +39,15 @@ RunDirLock::RunDirLock(const std::filesystem::path& dir) : fd_(::open(dir.c_str(
                dir.string());
     oa::fail(oa::ErrorKind::InvalidArgument, "cannot lock the output directory {}: {}", dir.string(), std::strerror(error));
   }
+  const std::filesystem::path probe = dir / fmt::format(".oa-write-test-{}", ::getpid());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    const int error = errno;
+    ::close(fd_);
+    oa::fail(oa::ErrorKind::InvalidArgument, "cannot write in the output directory {}: {}", dir.string(), std::strerror(error));
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
 }
 
 RunDirLock::~RunDirLock() { ::close(fd_); }

@@ -17,15 +17,17 @@
 
 namespace oa_cli {
 
-// Creates `dir` (with its parents) and checks that a file can be created in
-// it, so that an unusable --out fails before any training; returns the
-// outermost directory it created (empty when `dir` existed). Throws oa::Error
-// (InvalidArgument) naming the directory and the reason.
+// Creates `dir` (with its parents), so that an unusable --out fails before any
+// training; returns the outermost directory it created (empty when `dir`
+// existed). Throws oa::Error (InvalidArgument) naming the directory and the
+// reason.
 std::filesystem::path prepare_run_dir(const std::filesystem::path& dir);
 
 // An exclusive lock (flock) on the run directory `dir`, held while the object
-// lives, so that two runs never write one directory. Throws oa::Error
-// (FailedPrecondition) at once, naming `dir`, when another process holds it.
+// lives, so that two runs never write one directory; once it holds the lock it
+// checks that a file can be created in `dir`. Throws oa::Error
+// (FailedPrecondition) at once, naming `dir`, when another process holds it,
+// and InvalidArgument naming `dir` and the reason when `dir` is unusable.
 class RunDirLock {
  public:
   explicit RunDirLock(const std::filesystem::path& dir);
