@@ -146,8 +146,6 @@ void check_labels(const data::ImageDataset& d, const fs::path& dir, const std::s
       oa::fail(oa::ErrorKind::InvalidArgument, "--data {}: the {} labels hold {}, outside Fashion-MNIST's classes 0..9", join(dir), split, l);
 }
 
-}  // namespace
-
 // The fashion-mnist IDX files of `dir` (the --data flag) for `split`.
 data::ImageDataset load_split(const fs::path& dir, const char* split) {
   data::ImageDataset d = about("--data " + join(dir), [&] { return data::load_fashion_mnist(split, dir); });
@@ -156,6 +154,8 @@ data::ImageDataset load_split(const fs::path& dir, const char* split) {
   check_labels(d, dir, name);
   return d;
 }
+
+}  // namespace
 
 int train_images(TrainImagesArgs args) {
   if (args.out.empty()) args.out = "runs/fashion-mnist-" + args.model + (args.quick ? "-quick" : "");
