@@ -91,7 +91,9 @@ int main(int argc, char** argv) {
   fmnist->add_option("--lr", images.lr, "AdamW learning rate")->check(kPositive);
   fmnist->add_option("--seed", images.seed, "seed for initialisation and shuffling")->check(kSeed);
   fmnist->add_option("--device", images.device, "device index or name substring (default: OA_DEVICE, then the best)");
-  fmnist->add_option("--out", images.out, "output directory (default runs/fashion-mnist-<model>, with --quick runs/fashion-mnist-<model>-quick)");
+  fmnist->add_option("--out", images.out,
+                     "output directory, locked while a run trains in it (default runs/fashion-mnist-<model>, with --quick "
+                     "runs/fashion-mnist-<model>-quick)");
   fmnist->add_option("--data", images.data_dir, "directory holding the Fashion-MNIST IDX files");
   fmnist->add_flag("--quick", images.quick,
                    "a small network, for one epoch unless --epochs is given (on a 2-core CPU: convnet about a minute an epoch, vit about ten)");
@@ -115,7 +117,7 @@ int main(int argc, char** argv) {
   text_cmd->add_option("--lr", text.lr, "peak AdamW learning rate (warmup, then cosine)")->check(kPositive);
   text_cmd->add_option("--seed", text.seed, "seed")->check(kSeed);
   text_cmd->add_option("--device", text.device, "device index or name substring");
-  text_cmd->add_option("--out", text.out, "output directory");
+  text_cmd->add_option("--out", text.out, "output directory, locked while a run trains in it");
   auto* text_resume = text_cmd->add_flag("--resume", text.resume,
                                          "continue the run whose checkpoint is in --out (same flags but --eval-every; a larger --steps "
                                          "extends it)");
