@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "oa/oa.hpp"
+#include "run_dir.hpp"
 #include "train.hpp"
 
 namespace {
@@ -39,8 +40,10 @@ int info() {
   return 0;
 }
 
-// Errors are one line: "oa: <what is wrong>".
+// Errors are one line: "oa: <what is wrong>", without the name of the library
+// function that found it.
 void print_error(std::string message) {
+  message = oa_cli::without_function(message);
   std::replace(message.begin(), message.end(), '\n', ' ');
   std::cerr << "oa: " << message << "\n";
 }
@@ -80,16 +83,23 @@ int main(int argc, char** argv) {
   auto* fmnist = train_cmd->add_subcommand("fashion-mnist", "Classify Fashion-MNIST (Debian's dataset-fashion-mnist)");
   fmnist->add_option("--model", images.model, "convnet or vit (a small vision transformer)")
       ->check(CLI::IsMember({"convnet", "vit"}));
-  fmnist->add_option("--epochs", images.epochs, "training epochs")->check(CLI::Range(1, 100000));
+  fmnist->add_option("--epochs", images.epochs,
+                     "training epochs (with --resume, a larger value extends the run: its new steps get a warmup-cosine cycle of "
+                     "their own, 5% warmup, then cosine to 0)")
+      ->check(CLI::Range(1, 100000));
   fmnist->add_option("--batch-size", images.batch_size, "images per step")->check(CLI::Range(1, 1 << 20));
   fmnist->add_option("--lr", images.lr, "AdamW learning rate")->check(kPositive);
   fmnist->add_option("--seed", images.seed, "seed for initialisation and shuffling")->check(kSeed);
   fmnist->add_option("--device", images.device, "device index or name substring (default: OA_DEVICE, then the best)");
-  fmnist->add_option("--out", images.out, "output directory (default runs/fashion-mnist-<model>, with --quick runs/fashion-mnist-<model>-quick)");
+  fmnist->add_option("--out", images.out,
+                     "output directory, locked while a run trains in it (default runs/fashion-mnist-<model>, with --quick "
+                     "runs/fashion-mnist-<model>-quick)");
   fmnist->add_option("--data", images.data_dir, "directory holding the Fashion-MNIST IDX files");
   fmnist->add_flag("--quick", images.quick,
                    "a small network, for one epoch unless --epochs is given (on a 2-core CPU: convnet about a minute an epoch, vit about ten)");
-  fmnist->add_flag("--resume", images.resume, "continue from the checkpoint in --out");
+  auto* images_resume = fmnist->add_flag("--resume", images.resume,
+                                         "continue the run whose checkpoint is in --out (same flags; a larger --epochs extends it)");
+  fmnist->add_flag("--overwrite", images.overwrite, "start afresh over a checkpoint in --out, replacing it")->excludes(images_resume);
 
   oa_cli::TrainTextArgs text;
   auto* text_cmd = train_cmd->add_subcommand("text", "Train a character-level transformer (default: Debian's fortunes)");
@@ -98,14 +108,20 @@ int main(int argc, char** argv) {
   text_cmd->add_option("--layers", text.layers, "transformer blocks")->check(CLI::Range(1, 256));
   text_cmd->add_option("--heads", text.heads, "attention heads")->check(CLI::Range(1, 256));
   text_cmd->add_option("--width", text.width, "model width")->check(CLI::Range(1, 65536));
-  text_cmd->add_option("--steps", text.steps, "optimizer steps")->check(CLI::Range(1, 100000000));
+  text_cmd->add_option("--steps", text.steps,
+                       "optimizer steps (with --resume, a larger value extends the run: its new steps get a warmup-cosine cycle of "
+                       "their own, 5% warmup, then cosine to --lr / 10)")
+      ->check(CLI::Range(1, 100000000));
   text_cmd->add_option("--batch-size", text.batch_size, "windows per step")->check(CLI::Range(1, 1 << 20));
   text_cmd->add_option("--eval-every", text.eval_every, "steps between validations")->check(CLI::Range(1, 100000000));
   text_cmd->add_option("--lr", text.lr, "peak AdamW learning rate (warmup, then cosine)")->check(kPositive);
   text_cmd->add_option("--seed", text.seed, "seed")->check(kSeed);
   text_cmd->add_option("--device", text.device, "device index or name substring");
-  text_cmd->add_option("--out", text.out, "output directory");
-  text_cmd->add_flag("--resume", text.resume, "continue from the checkpoint in --out (same model flags)");
+  text_cmd->add_option("--out", text.out, "output directory, locked while a run trains in it");
+  auto* text_resume = text_cmd->add_flag("--resume", text.resume,
+                                         "continue the run whose checkpoint is in --out (same flags but --eval-every; a larger --steps "
+                                         "extends it)");
+  text_cmd->add_flag("--overwrite", text.overwrite, "start afresh over a checkpoint in --out, replacing it")->excludes(text_resume);
 
   std::string sample_dir, sample_prompt, sample_device;
   std::int64_t sample_length = 400;
@@ -128,6 +144,20 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);  // --help
+    // No subcommand, or an unknown one: name those that exist.
+    for (CLI::App* parent : {train_cmd, &app}) {
+      if (!*parent || !parent->get_subcommands().empty()) continue;
+      const bool top = parent == &app;
+      std::string names;
+      for (const auto* c : parent->get_subcommands({})) names += (names.empty() ? "" : ", ") + c->get_name();
+      const auto given = parent->remaining();
+      print_error(given.empty() || given.front().starts_with("-")
+                      ? fmt::format("{}, one of: {} (see {} --help)", top ? "a command is needed" : "train needs a dataset", names,
+                                    top ? "oa" : "oa train")
+                      : fmt::format("unknown {} '{}'; the {} are: {} (see {} --help)", top ? "command" : "dataset", given.front(),
+                                    top ? "commands" : "datasets", names, top ? "oa" : "oa train"));
+      return 2;
+    }
     print_error(fmt::format("{} (see --help)", e.what()));
     return 2;
   }

@@ -1,11 +1,14 @@
 #include "run_dir.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <exception>
+#include <functional>
 
 #include "oa/core/error.hpp"
 
@@ -20,15 +23,150 @@ std::filesystem::path prepare_run_dir(const std::filesystem::path& dir) {
   }
   std::filesystem::create_directories(dir, ec);
   if (ec) oa::fail(oa::ErrorKind::InvalidArgument, "cannot create the output directory {}: {}", dir.string(), ec.message());
+  return created;
+}
+
+RunDirLock::RunDirLock(const std::filesystem::path& dir) : fd_(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
+  if (fd_ < 0) {
+    const int error = errno;
+    oa::fail(oa::ErrorKind::InvalidArgument, "cannot open the output directory {}: {}", dir.string(), std::strerror(error));
+  }
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int error = errno;
+    ::close(fd_);
+    if (error == EWOULDBLOCK)
+      oa::fail(oa::ErrorKind::FailedPrecondition, "{} is in use by another oa train run; wait for it to end or choose another --out",
+               dir.string());
+    oa::fail(oa::ErrorKind::InvalidArgument, "cannot lock the output directory {}: {}", dir.string(), std::strerror(error));
+  }
   const std::filesystem::path probe = dir / fmt::format(".oa-write-test-{}", ::getpid());
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) {
     const int error = errno;
+    ::close(fd_);
     oa::fail(oa::ErrorKind::InvalidArgument, "cannot write in the output directory {}: {}", dir.string(), std::strerror(error));
   }
   ::close(fd);
   ::unlink(probe.c_str());
-  return created;
+}
+
+RunDirLock::~RunDirLock() { ::close(fd_); }
+
+namespace {
+
+namespace fs = std::filesystem;
+constexpr const char* kFiles[] = {"model.safetensors", "optimizer.safetensors"};
+constexpr const char* kMarker = "checkpoint.commit";
+
+fs::path pending(const fs::path& dir, const char* file) { return dir / (std::string(file) + ".new"); }
+
+// Makes the directory entries of `dir` (created, renamed, removed files) durable.
+void sync_dir(const fs::path& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
+// Renames every pending file of `dir` over its target and removes the marker.
+void commit(const fs::path& dir) {
+  for (const char* file : kFiles) {
+    std::error_code ec;
+    if (!fs::exists(pending(dir, file), ec)) continue;
+    fs::rename(pending(dir, file), dir / file, ec);
+    if (ec) oa::fail(oa::ErrorKind::InvalidArgument, "cannot write {}: {}", (dir / file).string(), ec.message());
+  }
+  sync_dir(dir);
+  std::error_code ec;
+  fs::remove(dir / kMarker, ec);
+  sync_dir(dir);
+}
+
+}  // namespace
+
+void save_checkpoint(const fs::path& dir, const oa::ml::NamedMatrices& model, const oa::ml::Metadata& metadata,
+                     const oa::ml::optim::Optimizer& optimizer) {
+  auto discard = [&] {
+    std::error_code ec;
+    for (const char* file : kFiles) fs::remove(pending(dir, file), ec);
+  };
+  try {
+    about("cannot write " + (dir / kFiles[0]).string(), [&] { oa::ml::save_safetensors(pending(dir, kFiles[0]), model, metadata); });
+    about("cannot write " + (dir / kFiles[1]).string(), [&] { optimizer.save_state(pending(dir, kFiles[1])); });
+    const int fd = ::open((dir / kMarker).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0 || ::fsync(fd) != 0) {
+      const int error = errno;
+      if (fd >= 0) ::close(fd);
+      oa::fail(oa::ErrorKind::InvalidArgument, "cannot write {}: {}", (dir / kMarker).string(), std::strerror(error));
+    }
+    ::close(fd);
+    sync_dir(dir);
+  } catch (...) {
+    discard();
+    throw;
+  }
+  commit(dir);
+}
+
+void recover_checkpoint(const fs::path& dir) {
+  std::error_code ec;
+  if (fs::exists(dir / kMarker, ec)) {
+    commit(dir);
+    return;
+  }
+  for (const char* file : kFiles) fs::remove(pending(dir, file), ec);
+}
+
+bool has_checkpoint(const fs::path& dir) {
+  std::error_code ec;
+  for (const char* file : kFiles)
+    if (fs::exists(dir / file, ec)) return true;
+  return false;
+}
+
+void remove_checkpoint(const fs::path& dir) {
+  std::error_code ec;
+  for (const char* file : kFiles) fs::remove(dir / file, ec);
+  fs::remove(dir / "plot.png", ec);
+}
+
+double cycle_lr(const std::vector<std::int64_t>& starts, std::int64_t total, std::int64_t step, double peak, double floor) {
+  std::size_t i = 0;
+  while (i + 1 < starts.size() && starts[i + 1] <= step) ++i;
+  const std::int64_t end = i + 1 < starts.size() ? starts[i + 1] : total;
+  const std::int64_t length = end - starts[i];
+  return oa::ml::optim::warmup_cosine_lr(step - starts[i], peak, length / 20, length, floor);
+}
+
+std::vector<std::int64_t> lr_cycles(const nlohmann::json& meta, std::int64_t recorded_total, std::int64_t total, const fs::path& file) {
+  std::vector<std::int64_t> starts;
+  bool ok = true;
+  if (meta.contains("lr_cycles")) {
+    ok = meta["lr_cycles"].is_array();
+    for (const auto& c : ok ? meta["lr_cycles"] : nlohmann::json::array()) {
+      ok = ok && c.is_number_integer();
+      if (ok) starts.push_back(c.get<std::int64_t>());
+    }
+  } else {
+    starts.push_back(0);
+  }
+  if (total > recorded_total) starts.push_back(recorded_total);
+  ok = ok && !starts.empty() && starts.front() == 0 && starts.back() < total &&
+       std::adjacent_find(starts.begin(), starts.end(), std::greater_equal<>()) == starts.end();
+  if (!ok) oa::fail(oa::ErrorKind::InvalidArgument, "--resume: {} holds malformed lr_cycles metadata", file.string());
+  return starts;
+}
+
+oa::Engine make_engine(const std::string& device) {
+  if (device.empty()) return oa::Engine();
+  return about("--device " + device, [&] { return oa::Engine(oa::EngineOptions{.device = device}); });
+}
+
+std::string_view without_function(std::string_view message) {
+  if (!message.starts_with("oa::")) return message;
+  const auto colon = message.find(": ");
+  if (colon == std::string_view::npos || message.substr(0, colon).find(' ') != std::string_view::npos) return message;
+  return message.substr(colon + 2);
 }
 
 RunDirCleanup::RunDirCleanup(std::filesystem::path dir, std::filesystem::path created)

@@ -16,6 +16,7 @@ struct TrainImagesArgs {
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   bool quick = false;
   bool resume = false;
+  bool overwrite = false;  // replace a checkpoint in out
 };
 
 int train_images(TrainImagesArgs args);
@@ -33,7 +34,8 @@ struct TrainTextArgs {
   double lr = 1e-3;
   std::uint64_t seed = 0;
   std::string device, out = "runs/text";
-  bool resume = false;  // continue from the checkpoint in out
+  bool resume = false;     // continue from the checkpoint in out
+  bool overwrite = false;  // replace a checkpoint in out
 };
 
 int train_text(const TrainTextArgs& args);

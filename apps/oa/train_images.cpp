@@ -1,11 +1,14 @@
 // Image classification training on Fashion-MNIST: AdamW (weight decay 1e-4
 // for the convnet, 0.05 for the ViT) with a per-step learning rate of linear
-// warmup over the first 5% of all steps, then a cosine down to 0; cross entropy,
-// per-epoch evaluation on the 10 000-image test split, metrics.jsonl, a
-// checkpoint every epoch (--resume continues from it), Ctrl-C saves the step
+// warmup over the first 5% of all steps, then a cosine down to 0 (a run
+// extended by --resume with a larger --epochs keeps that schedule for its old
+// steps and adds a warmup-cosine cycle of its own over the added ones); cross
+// entropy, per-epoch evaluation on the 10 000-image test split, metrics.jsonl,
+// a checkpoint every epoch (--resume continues from it), Ctrl-C saves the step
 // reached within the epoch and exits (--resume continues that epoch from that
 // step: an epoch's batch order depends only on the seed and the epoch), and a
 // loss/accuracy plot at the end.
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <filesystem>
@@ -69,15 +72,16 @@ struct RunState {
 // The optimisation settings besides the flags.
 struct Schedule {
   double weight_decay = 0;
-  std::int64_t warmup_steps = 0, total_steps = 0;
+  std::vector<std::int64_t> cycles{0};  // the steps where a warmup-cosine cycle starts (see cycle_lr)
+  std::int64_t total_steps = 0;
   // The learning rate of step `global_step` (counted over all epochs).
   float lr(double base_lr, std::int64_t global_step) const {
-    return static_cast<float>(oa::ml::optim::warmup_cosine_lr(global_step, base_lr, warmup_steps, total_steps, 0.0));
+    return static_cast<float>(cycle_lr(cycles, total_steps, global_step, base_lr, 0.0));
   }
 };
 
-void save_checkpoint(const fs::path& dir, oa::ml::nn::Module& model, oa::ml::optim::Optimizer& opt, const RunState& st,
-                     const TrainImagesArgs& args, const Schedule& schedule) {
+void save_run(const fs::path& dir, oa::ml::nn::Module& model, const oa::ml::optim::Optimizer& opt, const RunState& st,
+              const TrainImagesArgs& args, const Schedule& schedule) {
   nlohmann::json meta = {{"epoch", st.epoch},
                          {"step", st.step},
                          {"train_loss_sum", st.loss_sum},
@@ -90,10 +94,9 @@ void save_checkpoint(const fs::path& dir, oa::ml::nn::Module& model, oa::ml::opt
                          {"epochs", args.epochs},
                          {"weight_decay", schedule.weight_decay},
                          {"lr_schedule", "warmup_cosine"},
-                         {"warmup_steps", schedule.warmup_steps},
+                         {"lr_cycles", schedule.cycles},
                          {"total_steps", schedule.total_steps}};
-  oa::ml::save_safetensors(dir / "model.safetensors", model.named_tensors(), {{"oa.train", meta.dump()}});
-  opt.save_state(dir / "optimizer.safetensors");
+  save_checkpoint(dir, model.named_tensors(), {{"oa.train", meta.dump()}}, opt);
 }
 
 std::string join(const fs::path& p) { return p.string(); }
@@ -112,13 +115,15 @@ nlohmann::json run_metadata(const fs::path& file) {
 }
 
 // Refuses (naming the flags) to --resume the run of checkpoint metadata
-// `meta` with other --lr, --seed, --batch-size or --epochs: the batch order
-// and the learning rate of every step depend on them.
+// `meta` with other --lr, --seed or --batch-size, or fewer --epochs: the batch
+// order and the learning rate of every step depend on them (more --epochs
+// extend the run).
 void check_resume_flags(const nlohmann::json& meta, const fs::path& file, const TrainImagesArgs& args) {
   std::string had, have;
   auto compare = [&](const char* key, const char* flag, auto value) {
     using T = decltype(value);
-    const bool same = meta.contains(key) && meta[key].is_number() && meta[key].get<T>() == value;
+    const bool extends = std::string_view(flag) == "--epochs";
+    const bool same = meta.contains(key) && meta[key].is_number() && (extends ? meta[key].get<T>() <= value : meta[key].get<T>() == value);
     if (same) return;
     had += fmt::format(" {} {}", flag, meta.contains(key) ? meta[key].dump() : std::string("(not recorded)"));
     have += fmt::format(" {} {}", flag, value);
@@ -130,15 +135,24 @@ void check_resume_flags(const nlohmann::json& meta, const fs::path& file, const 
   if (!had.empty())
     oa::fail(oa::ErrorKind::InvalidArgument,
              "--resume: {} was trained with{}, not{}; resume it with the same flags (the batch order and the learning-rate "
-             "schedule depend on them)",
+             "schedule depend on them; a larger --epochs extends the run)",
              join(file), had, have);
 }
 
 // Fashion-MNIST has 10 classes; reject label files that say otherwise.
-void check_labels(const data::ImageDataset& d, const fs::path& dir, const char* split) {
+void check_labels(const data::ImageDataset& d, const fs::path& dir, const std::string& split) {
   for (auto l : d.labels)
     if (l < 0 || l >= 10)
-      oa::fail(oa::ErrorKind::InvalidArgument, "{}: the {} labels hold {}, outside Fashion-MNIST's classes 0..9", join(dir), split, l);
+      oa::fail(oa::ErrorKind::InvalidArgument, "--data {}: the {} labels hold {}, outside Fashion-MNIST's classes 0..9", join(dir), split, l);
+}
+
+// The fashion-mnist IDX files of `dir` (the --data flag) for `split`.
+data::ImageDataset load_split(const fs::path& dir, const char* split) {
+  data::ImageDataset d = about("--data " + join(dir), [&] { return data::load_fashion_mnist(split, dir); });
+  const char* name = split == std::string("train") ? "training" : "test";
+  if (d.count < 1) oa::fail(oa::ErrorKind::InvalidArgument, "--data {}: the {} split holds no images", join(dir), name);
+  check_labels(d, dir, name);
+  return d;
 }
 
 }  // namespace
@@ -146,21 +160,32 @@ void check_labels(const data::ImageDataset& d, const fs::path& dir, const char* 
 int train_images(TrainImagesArgs args) {
   if (args.out.empty()) args.out = "runs/fashion-mnist-" + args.model + (args.quick ? "-quick" : "");
   const fs::path out = args.out;
+  const fs::path created = prepare_run_dir(out);
+  const RunDirLock lock(out);  // held until the run ends
+  const RunDirCleanup cleanup(out, created);  // a run failing before its first write leaves nothing
+  recover_checkpoint(out);
+  std::int64_t recorded_epochs = args.epochs;  // of the run resumed
   if (args.resume) {
     const auto meta = run_metadata(out / "model.safetensors");
     if (meta["model"] != args.model || meta["quick"].get<bool>() != args.quick)
       oa::fail(oa::ErrorKind::InvalidArgument, "--resume: {} holds a {}{} run; resume it with the same --model{}", join(out),
                meta["model"].get<std::string>(), meta["quick"].get<bool>() ? " --quick" : "", meta["quick"].get<bool>() ? " and --quick" : "");
     check_resume_flags(meta, out / "model.safetensors", args);
+    recorded_epochs = meta["epochs"].get<std::int64_t>();
+    if (meta["epoch"].get<std::int64_t>() == recorded_epochs && args.epochs == recorded_epochs)
+      oa::fail(oa::ErrorKind::InvalidArgument,
+               "--resume: {} finished its --epochs {}, so there is nothing to train; pass a larger --epochs to extend the run",
+               join(out / "model.safetensors"), recorded_epochs);
+  } else if (has_checkpoint(out) && !args.overwrite) {
+    oa::fail(oa::ErrorKind::InvalidArgument,
+             "{} holds a checkpoint; pass --resume to continue that run, --overwrite to replace it, or another --out", join(out));
   }
-  oa::Engine engine(oa::EngineOptions{.device = args.device.empty() ? std::nullopt : std::optional(args.device)});
+  oa::Engine engine = make_engine(args.device);
   fmt::print("oa train fashion-mnist: model {}{} on {} — output in {}\n", args.model, args.quick ? " (quick)" : "",
              engine.device().name, join(out));
 
-  data::ImageDataset train = data::load_fashion_mnist("train", args.data_dir);
-  data::ImageDataset test = data::load_fashion_mnist("t10k", args.data_dir);
-  check_labels(train, args.data_dir, "training");
-  check_labels(test, args.data_dir, "test");
+  data::ImageDataset train = load_split(args.data_dir, "train");
+  data::ImageDataset test = load_split(args.data_dir, "t10k");
   data::ImageLoader train_loader(std::move(train), {.batch_size = args.batch_size, .shuffle = true, .seed = args.seed},
                                  data::kFashionMnistNormalization, engine);
   data::ImageLoader test_loader(std::move(test), {.batch_size = 500, .shuffle = false}, data::kFashionMnistNormalization, engine);
@@ -169,16 +194,19 @@ int train_images(TrainImagesArgs args) {
   auto model = make_image_model({args.model, args.quick}, generator, engine);
   const std::int64_t steps = train_loader.batches();
   Schedule schedule{.weight_decay = args.model == "vit" ? 0.05 : 1e-4, .total_steps = args.epochs * steps};
-  schedule.warmup_steps = schedule.total_steps / 20;
+  if (args.resume)
+    schedule.cycles = lr_cycles(run_metadata(out / "model.safetensors"), recorded_epochs * steps, schedule.total_steps,
+                                out / "model.safetensors");
   oa::ml::optim::AdamW optimizer(model->parameters(),
                                  {.lr = static_cast<float>(args.lr), .weight_decay = static_cast<float>(schedule.weight_decay)});
   fmt::print("model: {} parameters; {} training images in batches of {}, {} epoch(s); AdamW, weight decay {}, "
-             "lr {} after {} warmup steps, cosine to 0 at step {}\n",
+             "lr {} after {} warmup steps, cosine to 0 at step {}{}\n",
              model->parameter_count(), train_loader.dataset().count, args.batch_size, args.epochs, schedule.weight_decay, args.lr,
-             schedule.warmup_steps, schedule.total_steps);
+             (schedule.cycles.size() > 1 ? schedule.cycles[1] : schedule.total_steps) / 20,
+             schedule.cycles.size() > 1 ? schedule.cycles[1] : schedule.total_steps,
+             schedule.cycles.size() > 1 ? fmt::format(" (extended: a new warmup-cosine cycle from step {})", schedule.cycles.back()) : "");
 
   RunState st;
-  const RunDirCleanup cleanup(out, prepare_run_dir(out));  // a run failing before its first write leaves nothing
   if (args.resume) {
     oa::ml::load_safetensors_into(out / "model.safetensors", model->named_tensors());
     optimizer.load_state(out / "optimizer.safetensors");
@@ -187,15 +215,17 @@ int train_images(TrainImagesArgs args) {
     st.step = meta.value("step", std::int64_t{0});
     st.loss_sum = meta.value("train_loss_sum", 0.0);
     st.seen = meta.value("images_seen", std::int64_t{0});
-    if (st.epoch < 0 || st.epoch > args.epochs || st.step < 0 || st.step > steps || (st.epoch == args.epochs && st.step != 0))
+    if (st.epoch < 0 || st.epoch > recorded_epochs || st.step < 0 || st.step > steps || (st.epoch == recorded_epochs && st.step != 0))
       oa::fail(oa::ErrorKind::InvalidArgument, "--resume: {} says epoch {} step {}, outside {} epoch(s) of {} steps",
-               join(out / "model.safetensors"), st.epoch, st.step, args.epochs, steps);
+               join(out / "model.safetensors"), st.epoch, st.step, recorded_epochs, steps);
     if (optimizer.steps() != st.epoch * steps + st.step)
       oa::fail(oa::ErrorKind::InvalidArgument,
                "--resume: {} is of optimizer step {} but {} of step {} (a save was cut short); train again without --resume",
                join(out / "optimizer.safetensors"), optimizer.steps(), join(out / "model.safetensors"), st.epoch * steps + st.step);
     st.history = read_metrics(out / "metrics.jsonl", "epoch", st.epoch, {"train_loss", "test_loss", "test_accuracy"});
     fmt::print("resumed from {} at {}\n", join(out / "model.safetensors"), st.where());
+  } else if (args.overwrite) {
+    remove_checkpoint(out);
   }
   // Where the run directory's checkpoint of this run is ("" for none).
   std::string saved_at = args.resume ? st.checkpoint() : std::string();
@@ -232,14 +262,14 @@ int train_images(TrainImagesArgs args) {
       }
       st.seen += batch.labels.numel();
       seen_here += batch.labels.numel();
-      if ((st.step + 1) % 25 == 0 || st.step + 1 == steps) {
-        const float value = loss.item();
-        if (!std::isfinite(value)) {
-          ++st.step;
-          diverged(value);
-        }
-        progress.update(st.step + 1 - first, seen_here, value);
+      // Waiting for each step's loss keeps the host one step ahead at most,
+      // so that Ctrl-C takes effect after the step running when it came.
+      const float value = loss.item();
+      if (!std::isfinite(value)) {
+        ++st.step;
+        diverged(value);
       }
+      progress.update(st.step + 1 - first, seen_here, value);
     }
     progress.finish();
     if (loss_sum.defined()) st.loss_sum = loss_sum.item();
@@ -259,13 +289,13 @@ int train_images(TrainImagesArgs args) {
     saved.epoch = st.epoch + 1;
     saved.step = saved.seen = 0;
     saved.loss_sum = 0;
-    save_checkpoint(out, *model, optimizer, saved, args, schedule);
+    save_run(out, *model, optimizer, saved, args, schedule);
     saved_at = saved.checkpoint();
     st.step = st.seen = 0;
     st.loss_sum = 0;
   }
   if (g_interrupted && st.epoch < args.epochs) {
-    save_checkpoint(out, *model, optimizer, st, args, schedule);
+    save_run(out, *model, optimizer, st, args, schedule);
     fmt::print("\ninterrupted: checkpoint saved to {}; run the same command with --resume to continue from {}\n", join(out),
                st.where());
     return 128 + g_interrupted;
@@ -294,12 +324,17 @@ int train_images(TrainImagesArgs args) {
 int eval_images(const std::string& checkpoint_dir, const std::string& device, const std::string& data_dir) {
   const fs::path dir = checkpoint_dir;
   const auto meta = run_metadata(dir / "model.safetensors");
-  oa::Engine engine(oa::EngineOptions{.device = device.empty() ? std::nullopt : std::optional(device)});
+  oa::Engine engine = make_engine(device);
   oa::ml::Generator generator(0);
   auto model = make_image_model({meta.at("model").get<std::string>(), meta.at("quick").get<bool>()}, generator, engine);
   oa::ml::load_safetensors_into(dir / "model.safetensors", model->named_tensors());
-  data::ImageDataset test = data::load_fashion_mnist("t10k", data_dir);
-  check_labels(test, data_dir, "test");
+  for (const auto& [name, tensor] : model->named_tensors()) {
+    const std::vector<float> values = tensor.to_vector();
+    if (!std::all_of(values.begin(), values.end(), [](float v) { return std::isfinite(v); }))
+      oa::fail(oa::ErrorKind::FailedPrecondition, "{} holds non-finite weights in {} (a diverged run?); it cannot be evaluated",
+               join(dir / "model.safetensors"), name);
+  }
+  data::ImageDataset test = load_split(data_dir, "t10k");
   data::ImageLoader test_loader(std::move(test), {.batch_size = 500, .shuffle = false}, data::kFashionMnistNormalization, engine);
   const Evaluation ev = evaluate(*model, test_loader);
   fmt::print("{}: test accuracy {:.2f}%, test loss {:.4f} ({} images)\n", join(dir), 100 * ev.accuracy, ev.loss,

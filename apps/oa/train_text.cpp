@@ -3,7 +3,8 @@
 // character. Each validation appends to metrics.jsonl and writes a checkpoint
 // (model, AdamW state, step, model and training flags); --resume continues
 // from it exactly (the batch and learning rate of a step depend only on the
-// seed and the step) and refuses other flags (but --eval-every), Ctrl-C or
+// seed and the step) and refuses other flags (but --eval-every and a larger
+// --steps, which extends the run by a warmup-cosine cycle of its own), Ctrl-C or
 // SIGTERM saves one and exits, a diverged run (non-finite loss or validation)
 // fails without saving, and a plot of train and validation bits per character
 // is written at the end.
@@ -73,7 +74,8 @@ std::string config_flags(const TextModelConfig& c) {
   return fmt::format("--context {} --layers {} --heads {} --width {}", c.context, c.layers, c.heads, c.width);
 }
 
-// The training flags a --resume run must repeat (--eval-every may differ), as
+// The training flags a --resume run must repeat (--eval-every may differ and
+// --steps grow), as
 // saved in the checkpoint's oa.text metadata: the --input path as given
 // ("fortunes" for the default), --lr, --seed, --batch-size and --steps.
 nlohmann::json training_flags(const TrainTextArgs& args) {
@@ -88,13 +90,15 @@ nlohmann::json training_flags(const TrainTextArgs& args) {
 struct Resumable {
   std::int64_t step = 0;   // the checkpoint's step
   std::uint64_t bytes = 0;  // the size of the text it was trained on
+  std::vector<std::int64_t> cycles{0};  // the learning-rate schedule's cycle starts (see cycle_lr)
 };
 
 // The checkpoint in `out` that a --resume run of `args` continues from. Throws
 // InvalidArgument (one line, naming the flag) when there is no checkpoint, it
-// holds another model, was trained with other training flags (or records none
-// or no step), or has already trained all --steps. Reads only the checkpoint's
-// header.
+// holds another model, was trained with other training flags or fewer --steps
+// (or records none or no step), or has already trained all --steps. A larger
+// --steps adds a learning-rate cycle from the recorded --steps on. Reads only
+// the checkpoint's header.
 Resumable resumable(const fs::path& out, const TextModelConfig& config, const TrainTextArgs& args) {
   const fs::path file = out / "model.safetensors";
   if (!fs::exists(file))
@@ -111,29 +115,34 @@ Resumable resumable(const fs::path& out, const TextModelConfig& config, const Tr
     if (!meta.contains(key))
       oa::fail(oa::ErrorKind::InvalidArgument, "--resume: {} does not record its {} (an older oa wrote it); train again without --resume",
                file.string(), flag);
-    if (meta[key] != flags[key])
+    const bool extends = std::string_view(key) == "steps" && meta[key].is_number_integer() &&
+                         meta[key].get<std::int64_t>() <= args.steps;
+    if (meta[key] != flags[key] && !extends)
       oa::fail(oa::ErrorKind::InvalidArgument, "--resume: {} was trained with {} {}, not {}; resume it with its flags", file.string(),
                flag, shown(meta[key]), shown(flags[key]));
   }
+  const auto recorded = meta["steps"].get<std::int64_t>();
   if (!meta.contains("bytes") || !meta["bytes"].is_number_unsigned())
     oa::fail(oa::ErrorKind::InvalidArgument, "--resume: {} does not record the size of its --input; train again without --resume",
              file.string());
   if (!meta.contains("step") || !meta["step"].is_number_integer() || meta["step"].get<std::int64_t>() < 0)
     oa::fail(oa::ErrorKind::InvalidArgument, "--resume: {} does not say which step it was saved at", file.string());
   const auto step = meta["step"].get<std::int64_t>();
-  if (step >= args.steps)
-    oa::fail(oa::ErrorKind::InvalidArgument, "--resume: {} is of step {}, so --steps {} leaves nothing to train", file.string(), step,
-             args.steps);
-  return {step, meta["bytes"].get<std::uint64_t>()};
+  if (step > recorded)
+    oa::fail(oa::ErrorKind::InvalidArgument, "--resume: {} is of step {}, past its --steps {}", file.string(), step, recorded);
+  if (step == recorded && args.steps == recorded)
+    oa::fail(oa::ErrorKind::InvalidArgument,
+             "--resume: {} finished its --steps {}, so there is nothing to train; pass a larger --steps to extend the run",
+             file.string(), recorded);
+  return {step, meta["bytes"].get<std::uint64_t>(), lr_cycles(meta, recorded, args.steps, file)};
 }
 
 // Model weights (with `meta` and `step` as "oa.text" metadata) and AdamW
-// state, each file replaced whole.
-void save_checkpoint(const fs::path& out, oa::ml::nn::Module& model, const oa::ml::optim::Optimizer& optimizer, nlohmann::json meta,
-                     std::int64_t step) {
+// state, as one checkpoint.
+void save_run(const fs::path& out, oa::ml::nn::Module& model, const oa::ml::optim::Optimizer& optimizer, nlohmann::json meta,
+              std::int64_t step) {
   meta["step"] = step;
-  oa::ml::save_safetensors(out / "model.safetensors", model.named_tensors(), {{"oa.text", meta.dump()}});
-  optimizer.save_state(out / "optimizer.safetensors");
+  save_checkpoint(out, model.named_tensors(), {{"oa.text", meta.dump()}}, optimizer);
 }
 
 // Train loss (in bits per character: loss / ln 2) and validation bits per
@@ -155,26 +164,31 @@ void require_finite(double value, const char* what, std::int64_t step) {
     oa::fail(oa::ErrorKind::FailedPrecondition, "training diverged: {} {} at step {}; try a lower --lr", what, value, step);
 }
 
-oa::Engine make_engine(const std::string& device) {
-  return oa::Engine(oa::EngineOptions{.device = device.empty() ? std::nullopt : std::optional(device)});
-}
-
 }  // namespace
 
 int train_text(const TrainTextArgs& args) {
   const fs::path out = args.out;
+  const fs::path created = prepare_run_dir(out);
+  const RunDirLock lock(out);  // held until the run ends
+  const RunDirCleanup cleanup(out, created);  // a run failing before its first write leaves nothing
+  recover_checkpoint(out);
   const TextModelConfig config{args.context, args.layers, args.heads, args.width};
+  if (!args.resume && !args.overwrite && has_checkpoint(out))
+    oa::fail(oa::ErrorKind::InvalidArgument,
+             "{} holds a checkpoint; pass --resume to continue that run, --overwrite to replace it, or another --out", out.string());
   const Resumable resume = args.resume ? resumable(out, config, args) : Resumable{};
   const std::int64_t start = resume.step;
   const std::string source = args.input.empty() ? "/usr/share/games/fortunes" : args.input;
-  std::vector<std::uint8_t> bytes = args.input.empty() ? data::read_bytes(data::fortune_files()) : data::read_bytes({args.input});
+  std::vector<std::uint8_t> bytes = args.input.empty()
+                                        ? about("the default --input " + source, [] { return data::read_bytes(data::fortune_files()); })
+                                        : about("--input " + args.input, [&] { return data::read_bytes({args.input}); });
   if (args.resume && bytes.size() != resume.bytes)
     oa::fail(oa::ErrorKind::InvalidArgument,
              "--resume: {} was trained on {} bytes of --input {}, which now holds {}; train again without --resume",
              (out / "model.safetensors").string(), resume.bytes, source, bytes.size());
   nlohmann::json meta = training_flags(args);
   meta.update({{"context", config.context}, {"layers", config.layers}, {"heads", config.heads}, {"width", config.width},
-               {"bytes", static_cast<std::uint64_t>(bytes.size())}});
+               {"bytes", static_cast<std::uint64_t>(bytes.size())}, {"lr_cycles", resume.cycles}});
   data::TextSplit split = data::split_text(std::move(bytes), 0.05);
   if (static_cast<std::int64_t>(split.validation.size()) < args.context + 1)
     oa::fail(oa::ErrorKind::InvalidArgument,
@@ -190,7 +204,6 @@ int train_text(const TrainTextArgs& args) {
   data::TextLoader loader(split.train, args.batch_size, args.context, args.seed, engine);
   fmt::print("model: {} parameters ({} layers, {} heads, width {}, context {})\n", model->parameter_count(), args.layers, args.heads,
              args.width, args.context);
-  const RunDirCleanup cleanup(out, prepare_run_dir(out));  // a run failing before its first write leaves nothing
   std::vector<nlohmann::json> history;
   if (args.resume) {
     oa::ml::load_safetensors_into(out / "model.safetensors", model->named_tensors());
@@ -200,6 +213,8 @@ int train_text(const TrainTextArgs& args) {
                "--resume: {} is of step {} but {} of step {} (a save was cut short); train again without --resume",
                (out / "optimizer.safetensors").string(), optimizer.steps(), (out / "model.safetensors").string(), start);
     history = read_metrics(out / "metrics.jsonl", "step", start, {"train_loss", "validation_bpc"});
+  } else if (args.overwrite) {
+    remove_checkpoint(out);
   }
   std::ofstream metrics = rewrite_metrics(out / "metrics.jsonl", history);
   if (args.resume) fmt::print("resumed from {} at step {}\n", (out / "model.safetensors").string(), start);
@@ -211,7 +226,7 @@ int train_text(const TrainTextArgs& args) {
   Matrix loss;  // the last step's
   std::int64_t step = start;
   for (; step < args.steps && !g_interrupted; ++step) {
-    optimizer.set_lr(static_cast<float>(oa::ml::optim::warmup_cosine_lr(step, args.lr, args.steps / 20, args.steps, args.lr / 10)));
+    optimizer.set_lr(static_cast<float>(cycle_lr(resume.cycles, args.steps, step, args.lr, args.lr / 10)));
     auto batch = loader.batch(static_cast<std::uint64_t>(step));
     Matrix logits = (*model)(batch.tokens);
     const std::int64_t n = batch.tokens.numel();
@@ -221,14 +236,13 @@ int train_text(const TrainTextArgs& args) {
     oa::ml::optim::clip_grad_norm(model->parameters(), 1.0f);
     optimizer.step();
     const bool last = step + 1 == args.steps;
-    if ((step + 1) % 25 == 0 || last) {
-      const float value = loss.item();
-      require_finite(value, "loss", step + 1);
-      progress.update(step + 1 - start, (step + 1 - start) * n, value);
-    }
+    // Waiting for each step's loss keeps the host one step ahead at most, so
+    // that Ctrl-C takes effect after the step running when it came.
+    const float value = loss.item();
+    require_finite(value, "loss", step + 1);
+    progress.update(step + 1 - start, (step + 1 - start) * n, value);
     if ((step + 1) % args.eval_every == 0 || last) {
       progress.finish();
-      require_finite(loss.item(), "loss", step + 1);
       bpc = validation_bpc(*model, split.validation, args.context, args.batch_size, engine);
       require_finite(bpc, "validation bits per character", step + 1);
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -238,13 +252,12 @@ int train_text(const TrainTextArgs& args) {
       history.push_back(row);
       fmt::print("step {}: validation {:.3f} bits per character ({:.0f} tokens/s)\n", step + 1, bpc,
                  row["tokens_per_second"].get<double>());
-      save_checkpoint(out, *model, optimizer, meta, step + 1);
+      save_run(out, *model, optimizer, meta, step + 1);
     }
   }
   if (step < args.steps) {  // Ctrl-C or SIGTERM
     progress.finish();
-    if (loss.defined()) require_finite(loss.item(), "loss", step);
-    save_checkpoint(out, *model, optimizer, meta, step);
+    save_run(out, *model, optimizer, meta, step);
     if (!history.empty()) write_plot(out / "plot.png", history);
     fmt::print("interrupted after step {} of {}: checkpoint saved in {}{}; run the same command with --resume to continue\n", step,
                args.steps, out.string(), history.empty() ? "" : fmt::format(", plot {}", (out / "plot.png").string()));

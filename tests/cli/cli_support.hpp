@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <zlib.h>
 
 #include <chrono>
 #include <cstdint>
@@ -136,6 +137,13 @@ inline void wait_until_written(const fs::path& file) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
+// Waits (at most two minutes) until `file` exists: for a run started with
+// CliDir::start, until it holds its run directory's lock and has begun.
+inline void wait_until_exists(const fs::path& file) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!fs::exists(file) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
 // A text checkpoint of the tiny model (context 8) saved at `step` (no step
 // when negative), with a fresh AdamW state (step 0) if `optimizer`: that of
 // `oa train text --input fox.txt` (a write_text file) with kTinyText's flags
@@ -156,6 +164,59 @@ inline void write_text_checkpoint(const fs::path& dir, std::int64_t step, bool o
   fs::create_directories(dir);
   oa::ml::save_safetensors(dir / "model.safetensors", tensors, {{"oa.text", meta.dump()}});
   if (optimizer) oa::ml::optim::AdamW(model->parameters()).save_state(dir / "optimizer.safetensors");
+}
+
+// An IDX header (magic 00 00 08 <rank>, big-endian extents) and `data` bytes, gzip-compressed.
+inline void write_idx_gz(const fs::path& p, std::vector<std::uint8_t> header_and_data) {
+  gzFile f = gzopen(p.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(gzwrite(f, header_and_data.data(), static_cast<unsigned>(header_and_data.size())), static_cast<int>(header_and_data.size()));
+  ASSERT_EQ(gzclose(f), Z_OK);
+}
+
+// An IDX file of extents `dims` whose bytes are `data` (all 1 when empty).
+inline std::vector<std::uint8_t> idx(std::vector<std::uint32_t> dims, const std::vector<std::uint8_t>& data = {}) {
+  std::vector<std::uint8_t> b = {0, 0, 0x08, static_cast<std::uint8_t>(dims.size())};
+  std::size_t count = 1;
+  for (auto d : dims) {
+    for (int s = 24; s >= 0; s -= 8) b.push_back(static_cast<std::uint8_t>(d >> s));
+    count *= d;
+  }
+  if (data.empty()) {
+    b.resize(b.size() + count, 1);
+  } else {
+    b.insert(b.end(), data.begin(), data.end());
+  }
+  return b;
+}
+
+// A Fashion-MNIST-like directory of `train` and `test` 28x28 images: with
+// the defaults two per split, all bytes 1; otherwise learnable ones (label
+// i % 10, a bright row at 2 * label, pseudo-random noise).
+inline void write_fashion_mnist(const fs::path& dir, std::uint32_t train = 2, std::uint32_t test = 2) {
+  fs::create_directories(dir);
+  for (auto [split, n] : {std::pair<const char*, std::uint32_t>{"train", train}, {"t10k", test}}) {
+    std::vector<std::uint8_t> images, labels;
+    if (n > 2) {
+      std::uint32_t r = n;
+      for (std::uint32_t i = 0; i < n; ++i) {
+        labels.push_back(static_cast<std::uint8_t>(i % 10));
+        for (std::uint32_t p = 0; p < 28 * 28; ++p) {
+          r = r * 1664525u + 1013904223u;
+          images.push_back(p / 28 == 2 * (i % 10) + 4 ? 255 : static_cast<std::uint8_t>(r >> 26));
+        }
+      }
+    }
+    write_idx_gz(dir / (std::string(split) + "-images-idx3-ubyte.gz"), idx({n, 28, 28}, images));
+    write_idx_gz(dir / (std::string(split) + "-labels-idx1-ubyte.gz"), idx({n}, labels));
+  }
+}
+
+// An image checkpoint's metadata, as oa train fashion-mnist writes it, for a
+// run of the full convnet (its tensors are not the model's).
+inline void write_image_checkpoint(const fs::path& dir, const nlohmann::json& meta) {
+  fs::create_directories(dir);
+  oa::ml::save_safetensors(dir / "model.safetensors", {{"w", oa::Matrix::ones({4})}}, {{"oa.train", meta.dump()}});
 }
 
 }  // namespace oa::test::cli
