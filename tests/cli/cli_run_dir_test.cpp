@@ -216,8 +216,9 @@ TEST(CliRunDir, InterruptTakesEffectAtTheNextStep) {
   const auto t1 = wait_rows(1);
   const auto t2 = wait_rows(2);
   const auto step = (t2 - t1) / 25;
-  // Three steps into the next 25, while the host of a run that reads the loss
-  // only every 25 steps waits at step 75.
+  // Three steps into the next 25. The engine queues only a few batches ahead
+  // of the GPU, so the run stops well before step 75, where a run that looked
+  // at the flag only at its loss reads would stop.
   std::this_thread::sleep_for(3 * step);
   ::kill(pid, SIGINT);
   const OaRun r = d.wait(pid);
@@ -225,7 +226,7 @@ TEST(CliRunDir, InterruptTakesEffectAtTheNextStep) {
   ASSERT_EQ(WEXITSTATUS(r.status), 130) << r.out << r.err;
   const auto saved = metadata(d / "run" / "model.safetensors", "oa.text")["step"].get<std::int64_t>();
   EXPECT_GE(saved, 50);
-  EXPECT_LE(saved, 50 + 12) << "step time " << std::chrono::duration<double>(step).count() << " s";
+  EXPECT_LE(saved, 50 + 20) << "step time " << std::chrono::duration<double>(step).count() << " s";
 }
 
 TEST(CliRunDir, EvalRefusesNonFiniteWeights) {
