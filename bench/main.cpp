@@ -8,8 +8,9 @@
 //            (before the synchronize), per step and per dispatch;
 //   peak_mib, reserved_mib  device memory in use at most during the loop and
 //            held by the allocator after it.
-// Each case runs on a fresh Engine (compiled kernels come back from the
-// on-disk pipeline cache), so its memory figures are its own.
+// All cases share one Engine; after each the engine returns its free memory
+// to the driver (empty_cache) and restarts peak tracking, so each case's
+// memory figures are its own.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -50,11 +51,10 @@ double h200_estimate_s(const oa_bench::Case& c, const Timing& t) {
   return 0.25 + step_s * (t.warmup + t.repeat + t.steps * t.loops + 1);
 }
 
-nlohmann::json run_case(const oa_bench::Case& c, const Timing& t) {
+nlohmann::json run_case(const oa::Engine& engine, const oa_bench::Case& c, const Timing& t) {
   nlohmann::json r = {{"name", c.name}, {"family", c.family}, {"kind", c.kind}, {"params", c.params}};
   const auto start = Clock::now();
   try {
-    const oa::Engine engine;
     auto step = c.setup(engine);
     engine.set_profiling(true);
     for (int i = 0; i < t.warmup; ++i) step();
@@ -96,6 +96,9 @@ nlohmann::json run_case(const oa_bench::Case& c, const Timing& t) {
   } catch (const std::exception& e) {  // report and go on: one failing case must not hide the rest
     r["error"] = e.what();
   }
+  engine.set_profiling(false);
+  engine.synchronize();
+  engine.empty_cache();
   r["seconds"] = ms_since(start) / 1e3;
   return r;
 }
@@ -142,7 +145,8 @@ int main(int argc, char** argv) {
     fmt::print("{} cases; estimated on an H200: {:.0f} s for oa_bench, about {:.0f} s with torch_compare.py\n",
                cases.size(), estimate_s, 2 * estimate_s);
     if (estimate) return 0;
-    const oa::DeviceInfo d = oa::Engine().device();
+    const oa::Engine engine;
+    const oa::DeviceInfo& d = engine.device();
     nlohmann::json doc = {{"tool", "oa_bench"},
                           {"date", utc_now()},
                           {"device", d.name},
@@ -162,7 +166,7 @@ int main(int argc, char** argv) {
                                 {"error", "skipped: --max-seconds reached"}});
         continue;
       }
-      auto r = run_case(c, t);
+      auto r = run_case(engine, c, t);
       if (r.contains("error")) {
         ++failed;
         fmt::print("{:<48} FAILED: {}\n", c.name, r["error"].get<std::string>());
