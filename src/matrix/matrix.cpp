@@ -42,7 +42,8 @@ Engine resolve(const std::optional<Engine>& engine) { return engine ? *engine : 
 Matrix allocate(const Engine& engine, const Shape& shape, DType dtype) {
   const std::int64_t n = shape.numel();
   const std::int64_t bytes = checked_mul(n, static_cast<std::int64_t>(size_of(dtype)), "Matrix byte size");
-  auto storage = engine.allocate(static_cast<std::uint64_t>(std::max<std::int64_t>(bytes, 4)));
+  // Whole 4-byte words, so that kernels may read 1- and 2-byte elements as uint words.
+  auto storage = engine.allocate(static_cast<std::uint64_t>(std::max<std::int64_t>((bytes + 3) / 4 * 4, 4)));
   return Matrix(std::make_shared<MatrixImpl>(MatrixImpl{engine, std::move(storage), shape, dtype, nullptr}));
 }
 
@@ -147,6 +148,23 @@ Matrix Matrix::from_i32(const Shape& shape, std::span<const std::int32_t> values
   return m;
 }
 
+Matrix Matrix::from_bool(const Shape& shape, std::span<const std::uint8_t> values, std::optional<Engine> engine) {
+  if (static_cast<std::int64_t>(values.size()) != shape.numel())
+    fail(ErrorKind::InvalidArgument, "Matrix::from_bool: {} values do not fill shape {} ({} elements)", values.size(), shape,
+         shape.numel());
+  std::vector<std::uint8_t> bytes(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) bytes[i] = values[i] != 0 ? 1 : 0;
+  Engine e = detail::resolve(engine);
+  Matrix m = detail::allocate(e, shape, DType::Bool);
+  e.write(*m.storage(), 0, bytes.data(), bytes.size());
+  return m;
+}
+
+Matrix Matrix::from_bool(const Shape& shape, const std::vector<bool>& values, std::optional<Engine> engine) {
+  const std::vector<std::uint8_t> bytes(values.begin(), values.end());
+  return from_bool(shape, std::span<const std::uint8_t>(bytes), std::move(engine));
+}
+
 Matrix Matrix::arange(float start, float stop, float step, std::optional<Engine> engine) {
   if (step == 0 || !std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step))
     fail(ErrorKind::InvalidArgument, "Matrix::arange: start {}, stop {}, step {} do not describe a finite range", start, stop, step);
@@ -210,6 +228,14 @@ std::vector<std::int32_t> Matrix::to_i32() const {
   if (dtype() != DType::I32) fail(ErrorKind::InvalidArgument, "Matrix::to_i32: Matrix {} is {}, not i32", shape(), to_string(dtype()));
   std::vector<std::int32_t> out(static_cast<std::size_t>(numel()));
   impl_->engine.read(*impl_->storage, 0, out.data(), out.size() * 4);
+  return out;
+}
+
+std::vector<std::uint8_t> Matrix::to_bool() const {
+  if (dtype() != DType::Bool)
+    fail(ErrorKind::InvalidArgument, "Matrix::to_bool: Matrix {} is {}, not bool", shape(), to_string(dtype()));
+  std::vector<std::uint8_t> out(static_cast<std::size_t>(numel()));
+  impl_->engine.read(*impl_->storage, 0, out.data(), out.size());
   return out;
 }
 

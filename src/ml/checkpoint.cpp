@@ -180,6 +180,7 @@ std::string_view safetensors_dtype(DType dtype) {
     case DType::F32: return "F32";
     case DType::I32: return "I32";
     case DType::F16: return "F16";
+    case DType::Bool: return "BOOL";
   }
   return "?";
 }

@@ -92,14 +92,28 @@ inline Vec softmax_backward(const Vec& y, const Vec& dy, std::int64_t rows, std:
   return dx;
 }
 
+// x rounded to the nearest f32 value (ties to even), +-inf past the f32 range.
+inline double round_to_f32(double x) {
+  constexpr double kMax = std::numeric_limits<float>::max();
+  const double half_ulp = std::ldexp(1.0, 103);  // half the spacing of f32 values at FLT_MAX
+  if (std::fabs(x) >= kMax + half_ulp) return std::copysign(std::numeric_limits<double>::infinity(), x);
+  if (std::fabs(x) > kMax) return std::copysign(kMax, x);
+  return static_cast<double>(static_cast<float>(x));
+}
+
 // Attention problem: q [BH, Sq, Dh], k [BH, Sk, Dh], v [BH, Sk, Dv]; mask
 // (may be empty) with mask_rows rows of Sk (BH*Sq, or Sq broadcast).
+// f32_masked_logits: a masked logit is the f32 value nearest to
+// score * scale + mask (oa's and PyTorch's f32 logits: a mask that dwarfs the
+// score absorbs it, so a row masked by -FLT_MAX everywhere is uniform);
+// otherwise logits are exact f64.
 struct AttentionProblem {
   std::int64_t bh = 1, sq = 1, sk = 1, dh = 1, dv = 1;
   double scale = 1.0;
   bool causal = false;
   Vec mask;
   std::int64_t mask_rows = 1;
+  bool f32_masked_logits = false;
 };
 
 struct AttentionResult {
@@ -124,7 +138,10 @@ inline AttentionResult attention(const AttentionProblem& p, const Vec& q, const 
         for (std::int64_t d = 0; d < p.dh; ++d)
           dot += q[static_cast<std::size_t>(row * p.dh + d)] * k[static_cast<std::size_t>((b * p.sk + j) * p.dh + d)];
         double val = dot * p.scale;
-        if (!p.mask.empty()) val += p.mask[static_cast<std::size_t>((row % p.mask_rows) * p.sk + j)];
+        if (!p.mask.empty()) {
+          val += p.mask[static_cast<std::size_t>((row % p.mask_rows) * p.sk + j)];
+          if (p.f32_masked_logits) val = round_to_f32(val);
+        }
         s[static_cast<std::size_t>(j)] = val;
         mx = std::max(mx, val);
       }

@@ -42,6 +42,9 @@ class Matrix {
   // Throws InvalidArgument when values.size() != shape.numel().
   static Matrix from_vector(const Shape& shape, std::span<const float> values, std::optional<Engine> engine = {});
   static Matrix from_i32(const Shape& shape, std::span<const std::int32_t> values, std::optional<Engine> engine = {});
+  // Bool elements (torch.bool): nonzero bytes (or true) are stored as 1, zero as 0.
+  static Matrix from_bool(const Shape& shape, std::span<const std::uint8_t> values, std::optional<Engine> engine = {});
+  static Matrix from_bool(const Shape& shape, const std::vector<bool>& values, std::optional<Engine> engine = {});
   // [n] holding start, start + step, ... (n = ceil((stop - start) / step)).
   static Matrix arange(float start, float stop, float step = 1.0f, std::optional<Engine> engine = {});
   // Counter-based (Philox-4x32-10) random values: the same seed gives the same
@@ -70,6 +73,7 @@ class Matrix {
   std::vector<float> to_vector() const;  // F32 only
   std::vector<float> read_f32() const { return to_vector(); }
   std::vector<std::int32_t> to_i32() const;  // I32 only
+  std::vector<std::uint8_t> to_bool() const;  // Bool only: 0 or 1 per element
   float item() const;                        // F32 with one element
   // Overwrites all elements in place (bumps the version). Throws InvalidArgument
   // on a size or dtype mismatch.

@@ -19,6 +19,20 @@
 // - Softmax and attention rows whose every position is masked (all -inf, or a
 //   causal row with no visible key) give zero output and zero gradient, never
 //   NaN; their log-sum-exp is -inf.
+// - Only -inf hides a key. A finite mask, however large (-1e9, -FLT_MAX =
+//   finfo(float32).min), is an ordinary value: the f32 logit is
+//   fma(score, scale, mask), rounded once, so a mask that dwarfs the score
+//   absorbs it as in PyTorch's f32 arithmetic. A row masked by -FLT_MAX
+//   everywhere therefore has uniform weights (output = mean of v), a row of
+//   -FLT_MAX and 0 weights only the 0 keys, and sums of huge terms never make
+//   NaN. Both paths, forward and backward, agree on this.
+// - Large logits (|scale q.k| up to ~1e6, or a large common offset) lose no
+//   more than the f32 rounding of the inputs: the flash path keeps raw scores
+//   and the running max in the same units (FlashAttention-2's fma form), the
+//   materialised path subtracts the exact row max, so errors are relative to a
+//   row's spread, not its magnitude.
+// - NaN propagates: a NaN logit makes its whole softmax row (and that query's
+//   attention output) NaN, as torch.softmax does, on every path here.
 // - `causal` with query length Sq != key length Sk is aligned bottom-right:
 //   query i sees keys j <= i + Sk - Sq (FlashAttention 2.1+, MLX). The flash
 //   and materialised paths agree on this.
@@ -34,12 +48,15 @@
 namespace oa::ml {
 
 // ── Batched matrix products ─────────────────────────────────────────────────
-// torch.bmm: for every n, C[n] = A[n] @ B[n]. Any N >= 1 (also above the
-// device's 65535 workgroups per grid dimension) and any M, K, P >= 1.
+// torch.bmm: for every n, C[n] = A[n] @ B[n]. Any N (also above the
+// device's 65535 workgroups per grid dimension) and any M, K, P >= 0, as
+// torch.bmm: an inner extent K = 0 gives zeros [N, M, P] (and zero
+// gradients); N, M or P = 0 gives an empty result (no dispatch).
 //   bmm:    A [N, M, K], B [N, K, P] -> [N, M, P]
 //   bmm_nt: A [N, M, K], B [N, P, K] -> [N, M, P]   (A @ B^T)
 //   bmm_tn: A [N, K, M], B [N, K, P] -> [N, M, P]   (A^T @ B)
-// Gradients flow to both operands.
+// Gradients flow to both operands. InvalidArgument for ranks other than 3 or
+// batch / inner extents that differ.
 Matrix bmm(const Matrix& a, const Matrix& b);
 Matrix bmm_nt(const Matrix& a, const Matrix& b);
 Matrix bmm_tn(const Matrix& a, const Matrix& b);
@@ -58,23 +75,67 @@ Matrix merge_heads(const Matrix& x, std::int64_t batch, std::int64_t seq_len, st
 // scaled, masked logits). scores has rank >= 1 and is viewed as rows of its
 // last extent (any length, 1 to 65536 and beyond: one workgroup reduces each
 // long row cooperatively). `mask` is optional (an undefined Matrix means
-// none), detached from autograd, and either has the shape of `scores` or, for
-// scores [..., Sq, Sk], is [Sq, Sk] broadcast over the leading axes. Stable
-// for large logits (softmax([1000, 0]) = [1, 0]); fully masked rows are zero.
+// none), detached from autograd, and either has the shape of `scores` or
+// broadcasts to it as PyTorch broadcasts (rank <= 4, last extent Sk; for
+// scores [B, H, Sq, Sk]: [Sq, Sk], [1, 1, Sq, Sk], [B, 1, Sq, Sk], [B, 1, 1,
+// Sk], ...), read through strides, never copied. Logits are
+// fma(scores, scale, mask). Stable for large logits and large common offsets
+// (softmax([1000, 0]) = [1, 0], softmax([1e30, 1e30]) = [0.5, 0.5]); fully
+// masked rows are zero; a NaN logit makes its row NaN.
 Matrix softmax_scaled_masked(const Matrix& scores, const Matrix& mask, float scale);
 
 // ── Attention ───────────────────────────────────────────────────────────────
 // Shapes: q [BH, Sq, Dh], k [BH, Sk, Dh], v [BH, Sk, Dv] -> output [BH, Sq, Dv]
-// with output = softmax(scale * q k^T + mask (+ causal)) v per batch-head.
-// `additive_mask` is optional (undefined = none): [BH*Sq, Sk], or [Sq, Sk]
-// broadcast over BH; -inf entries hide keys. Source: "Attention Is All You
-// Need" (Vaswani et al. 2017), torch.nn.functional.scaled_dot_product_attention
-// with bottom-right causal alignment.
+// with output = softmax(scale * q k^T + mask (+ causal)) v per batch-head;
+// or PyTorch's 4-D form q [B, H, Sq, Dh], k [B, H, Sk, Dh], v [B, H, Sk, Dv]
+// -> [B, H, Sq, Dv] (log-sum-exp [B, H, Sq], weights [B, H, Sq, Sk]).
+// `additive_mask` is optional (undefined = none): one row per score row
+// [BH*Sq, Sk], or any shape that broadcasts to the scores [B, H, Sq, Sk]
+// (3-D inputs: [BH, Sq, Sk]) as PyTorch broadcasts, with last extent Sk:
+// [Sq, Sk], [1, 1, Sq, Sk], [B, 1, Sq, Sk], [B, H, Sq, Sk], [B, 1, 1, Sk], ...
+// The kernels read it through strides (no per-head copy). -inf entries hide
+// keys. Bad mask shapes: InvalidArgument naming the op, additive_mask and the
+// scores' shape. Source: "Attention Is All You Need" (Vaswani et al. 2017),
+// torch.nn.functional.scaled_dot_product_attention with bottom-right causal
+// alignment.
+
+// Which implementation scaled_dot_product_attention runs (as PyTorch's
+// torch.nn.attention.SDPBackend / sdpa_kernel): Flash = the tiled flash
+// kernels (Dh, Dv <= 256, Unsupported otherwise), Math = the materialised path
+// (bmm_nt, softmax_scaled_masked, bmm; O(BH Sq Sk) memory), Auto = Flash when
+// the head dims allow it, else Math. Both compute the same function within
+// f32 rounding.
+enum class SdpaBackend { Auto, Flash, Math };
+
+// Scoped backend choice for this thread (torch.nn.attention.sdpa_kernel):
+// while a guard lives, scaled_dot_product_attention calls made with
+// backend = Auto (and modules calling it, such as nn::MultiHeadAttention)
+// use `backend`. Guards nest; destruction restores the previous choice.
+class SdpaBackendGuard {
+ public:
+  explicit SdpaBackendGuard(SdpaBackend backend);
+  ~SdpaBackendGuard();
+  SdpaBackendGuard(const SdpaBackendGuard&) = delete;
+  SdpaBackendGuard& operator=(const SdpaBackendGuard&) = delete;
+  // The choice in force on this thread (Auto without a guard).
+  static SdpaBackend current();
+
+ private:
+  SdpaBackend previous_;
+  static thread_local SdpaBackend sdpa_backend_;
+};
 
 // Output and log-sum-exp of the flash path.
 struct FlashAttentionResult {
-  Matrix output;       // [BH, Sq, Dv]
-  Matrix log_sum_exp;  // [BH, Sq], natural log of sum_j exp(scale q.k_j + mask); -inf for a fully masked row
+  Matrix output;       // [BH, Sq, Dv] ([B, H, Sq, Dv] for 4-D inputs)
+  Matrix log_sum_exp;  // [BH, Sq] ([B, H, Sq]), natural log of sum_j exp(scale q.k_j + mask); -inf for a fully masked row
+  // [BH, Sq, 2] ([B, H, Sq, 2]): per row the running max m and log2 of the row
+  // sum, what the backward recomputes probabilities from (a single f32
+  // log-sum-exp cannot hold log l next to a huge m, e.g. -1e9 + log Sk). m is
+  // a raw score q.k (times the sign of scale) without a mask, the natural-log
+  // logit with one; (-inf, -inf) for a fully masked row. Pass it unchanged to
+  // flash_attention_backward.
+  Matrix softmax_stats;
 };
 // Output and the materialised attention probabilities.
 struct AttentionWithWeights {
@@ -90,11 +151,12 @@ struct AttentionWithWeights {
 FlashAttentionResult flash_attention(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& additive_mask = {},
                                      std::optional<float> scale = {}, bool causal = false);
 
-// Scaled dot-product attention. Takes the flash path (no probabilities stored)
-// when Dh and Dv are <= 256, the materialised path (bmm_nt, softmax, bmm)
-// otherwise. Saves what its backward needs.
+// Scaled dot-product attention on the path `backend` picks (Auto: the
+// thread's SdpaBackendGuard, else flash when Dh and Dv are <= 256, else the
+// materialised path). Saves what its backward needs.
 Matrix scaled_dot_product_attention(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& additive_mask = {},
-                                    std::optional<float> scale = {}, bool causal = false);
+                                    std::optional<float> scale = {}, bool causal = false,
+                                    SdpaBackend backend = SdpaBackend::Auto);
 
 // The materialised path, for callers that need the probabilities: scores
 // [BH, Sq, Sk] = q k^T, weights = softmax_scaled_masked(scores, mask, scale)
@@ -137,12 +199,12 @@ struct AttentionGradients {
   Matrix q, k, v;
 };
 // Flash backward (two passes, no atomics: one over query blocks for dq, one
-// over key blocks for dk and dv), from the forward's output and log-sum-exp.
+// over key blocks for dk and dv), from the forward's output and softmax_stats.
 // `scale` is the value the forward used (already resolved, not optional).
 // `grad_log_sum_exp` [BH, Sq] (optional) is a gradient reaching the
 // log-sum-exp output (d lse_i / d s_ij = p_ij).
 AttentionGradients flash_attention_backward(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& additive_mask,
-                                            const Matrix& output, const Matrix& log_sum_exp, const Matrix& grad,
+                                            const Matrix& output, const Matrix& softmax_stats, const Matrix& grad,
                                             float scale, bool causal, const Matrix& grad_log_sum_exp = {});
 // Materialised-path backward from the saved weights: dv = P^T g,
 // dP = g v^T (+ grad_weights, a gradient reaching the weights output),

@@ -1,11 +1,12 @@
 #version 450
 // Flash attention backward, pass 2 of 2: dk and dv.
 // One workgroup: BLOCK_M key rows of one batch-head (grid x = key blocks,
-// y = batch-heads); each key row keeps k (pre-scaled by scale * log2 e), v and
-// the dk, dv accumulators in registers while query, dO, lse and delta rows
+// y = batch-heads); each key row keeps k (times the sign of scale), v and
+// the dk, dv accumulators in registers while query, dO, stats and delta rows
 // stream through shared memory in tiles of BLOCK_N, starting at the first
-// query that can see the block when causal. Per visible pair:
-// p = exp2(s - lse * log2 e), dv += p dO_i, ds = p (dO_i . v - delta_i),
+// query that can see the block when causal. Per visible pair, with the
+// forward's stats (m_i, log2 l_i) (flash_common.glsl):
+// p = exp2((s - m_i) u - log2 l_i), dv += p dO_i, ds = p (dO_i . v - delta_i),
 // dk += ds q_i; finally dk *= scale.
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
@@ -20,19 +21,18 @@ layout(std430, binding = 2) readonly buffer V4 { vec4 v4_in[]; };
 layout(std430, binding = 3) readonly buffer Mask { float mask[]; };
 layout(std430, binding = 4) readonly buffer DO { float do_in[]; };
 layout(std430, binding = 4) readonly buffer DO4 { vec4 do4_in[]; };
-layout(std430, binding = 5) readonly buffer Lse { float lse_in[]; };
+layout(std430, binding = 5) readonly buffer Stats { vec2 stats_in[]; };
 layout(std430, binding = 6) readonly buffer Delta { float delta_in[]; };
 layout(std430, binding = 7) writeonly buffer DK_ { float dk_out[]; };
 layout(std430, binding = 7) writeonly buffer DK4 { vec4 dk4_out[]; };
 layout(std430, binding = 8) writeonly buffer DV_ { float dv_out[]; };
 layout(std430, binding = 8) writeonly buffer DV4 { vec4 dv4_out[]; };
 
-OA_PUSH_BEGIN uint heads; uint sq; uint sk; uint dh; uint dv; float scale_log2; uint causal; uint mask_mode; float scale; OA_PUSH_END
+OA_PUSH_BEGIN uint heads; uint sq; uint sk; uint dh; uint dv; float scale; uint causal; uint mask_heads; uint mask_sb; uint mask_sh; uint mask_sq; OA_PUSH_END
 
 shared vec4 q_tile[BLOCK_N * KW];
 shared vec4 do_tile[BLOCK_N * VW];
-shared float lse_tile[BLOCK_N];
-shared float delta_tile[BLOCK_N];
+shared vec3 row_tile[BLOCK_N];  // per query: m, log2 l, delta
 FLASH_READER(read_q, q_in, q4_in)
 FLASH_READER(read_k, k_in, k4_in)
 FLASH_READER(read_v, v_in, v4_in)
@@ -43,7 +43,7 @@ FLASH_TILE_LOADER(load_q, q_tile, read_q, KW)
 FLASH_TILE_LOADER(load_do, do_tile, read_do, VW)
 
 #define DECLARE(i) vec4 k##i = vec4(0.0), dk##i = vec4(0.0), v##i = vec4(0.0), dv##i = vec4(0.0);
-#define LOAD_K(i) if (uint(i) < KL) k##i = read_k(live, k_at, (uint(i) * LANES + lane) * 4u, pc.dh) * pc.scale_log2;
+#define LOAD_K(i) if (uint(i) < KL) k##i = read_k(live, k_at, (uint(i) * LANES + lane) * 4u, pc.dh) * k_sign;
 #define LOAD_V(i) if (uint(i) < VL) v##i = read_v(live, v_at, (uint(i) * LANES + lane) * 4u, pc.dv);
 #define DOT_KQ(i) if (uint(i) < KL) sp += dot(k##i, q_tile[qb + uint(i) * LANES]);
 #define DOT_VG(i) if (uint(i) < VL) gp += dot(v##i, do_tile[gb + uint(i) * LANES]);
@@ -62,6 +62,10 @@ void main() {
 
   const uint k_at = live ? flash_row(bh, kj, pc.sk, pc.dh, pc.heads) : 0u;
   const uint v_at = live ? flash_row(bh, kj, pc.sk, pc.dv, pc.heads) : 0u;
+  const float k_sign = pc.scale >= 0.0 ? 1.0 : -1.0;
+  const float u = flash_exponent_scale(pc.scale);
+  const float scale_abs = abs(pc.scale);
+  const uint mask_bh = MASKED ? flash_mask_row(bh, 0u, pc.mask_heads, pc.mask_sb, pc.mask_sh, pc.mask_sq) + kj : 0u;
   FLASH_REGS(DECLARE)
   FLASH_REGS(LOAD_K)
   FLASH_REGS(LOAD_V)
@@ -73,8 +77,8 @@ void main() {
     load_do(bh, i0, pc.sq, pc.dv, pc.heads);
     for (uint t = gl_LocalInvocationID.x; t < BLOCK_N; t += THREADS) {
       const bool in_range = i0 + t < pc.sq;
-      lse_tile[t] = in_range ? lse_in[bh * pc.sq + i0 + t] * OA_LOG2E : -OA_INF;
-      delta_tile[t] = in_range ? delta_in[bh * pc.sq + i0 + t] : 0.0;
+      const vec2 st = in_range ? stats_in[bh * pc.sq + i0 + t] : vec2(-OA_INF);
+      row_tile[t] = vec3(st, in_range ? delta_in[bh * pc.sq + i0 + t] : 0.0);
     }
     barrier();
     for (uint t = 0u; t < BLOCK_N; ++t) {
@@ -86,14 +90,11 @@ void main() {
       float s = lane_sum(sp);
       const float dp = lane_sum(gp);
       const uint qi = i0 + t;
-      const float lse2 = lse_tile[t];
-      const bool visible = live && lse2 != -OA_INF && (pc.causal == 0u || int(kj) <= int(qi) + diag);
-      if (visible && pc.mask_mode != 0u) {
-        const uint mask_row = pc.mask_mode == 1u ? bh * pc.sq + qi : qi;
-        s += mask[mask_row * pc.sk + kj] * OA_LOG2E;
-      }
-      const float p = visible ? exp2(s - lse2) : 0.0;
-      const float ds = p * (dp - delta_tile[t]);
+      const vec3 st = row_tile[t];
+      const bool visible = live && st.y != -OA_INF && (pc.causal == 0u || int(kj) <= int(qi) + diag);
+      if (MASKED && visible) s = fma(s, scale_abs, mask[mask_bh + qi * pc.mask_sq]);
+      const float p = visible ? exp2(fma(s - st.x, u, -st.y)) : 0.0;
+      const float ds = p * (dp - st.z);
       FLASH_REGS(ACCUMULATE_DV)
       FLASH_REGS(ACCUMULATE_DK)
     }

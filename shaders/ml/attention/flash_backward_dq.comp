@@ -3,9 +3,9 @@
 // (g_lse: the gradient reaching the log-sum-exp output, when has_lse_grad).
 // Same work split as the forward (BLOCK_M query rows per workgroup, key and
 // value tiles through shared memory, causal tiles skipped). Probabilities are
-// recomputed from the saved log-sum-exp: p_j = exp2(s_j - lse * log2 e), then
-// ds_j = p_j (dO . v_j - delta) and dq = scale * sum_j ds_j k_j. Rows whose
-// lse is -inf (nothing visible) get dq = 0.
+// recomputed from the forward's stats (m, log2 l) as
+// p_j = exp2((s_j - m) u - log2 l) (flash_common.glsl), then ds_j = p_j (dO . v_j - delta) and dq = scale * sum_j ds_j k_j. Rows
+// with nothing visible (log2 l = -inf) get dq = 0.
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 #include "ml/attention/flash_common.glsl"
@@ -21,13 +21,13 @@ layout(std430, binding = 4) readonly buffer O { float o_in[]; };
 layout(std430, binding = 4) readonly buffer O4 { vec4 o4_in[]; };
 layout(std430, binding = 5) readonly buffer DO { float do_in[]; };
 layout(std430, binding = 5) readonly buffer DO4 { vec4 do4_in[]; };
-layout(std430, binding = 6) readonly buffer Lse { float lse_in[]; };
+layout(std430, binding = 6) readonly buffer Stats { vec2 stats_in[]; };
 layout(std430, binding = 7) writeonly buffer DQ { float dq_out[]; };
 layout(std430, binding = 7) writeonly buffer DQ4 { vec4 dq4_out[]; };
 layout(std430, binding = 8) writeonly buffer Delta { float delta_out[]; };
 layout(std430, binding = 9) readonly buffer LseGrad { float lse_grad[]; };
 
-OA_PUSH_BEGIN uint heads; uint sq; uint sk; uint dh; uint dv; float scale_log2; uint causal; uint mask_mode; float scale; uint has_lse_grad; OA_PUSH_END
+OA_PUSH_BEGIN uint heads; uint sq; uint sk; uint dh; uint dv; float scale; uint causal; uint mask_heads; uint mask_sb; uint mask_sh; uint mask_sq; uint has_lse_grad; OA_PUSH_END
 
 shared vec4 k_tile[BLOCK_N * KW];
 shared vec4 v_tile[BLOCK_N * VW];
@@ -41,7 +41,7 @@ FLASH_TILE_LOADER(load_k, k_tile, read_k, KW)
 FLASH_TILE_LOADER(load_v, v_tile, read_v, VW)
 
 #define DECLARE(i) vec4 q##i = vec4(0.0), dq##i = vec4(0.0), g##i = vec4(0.0);
-#define LOAD_Q(i) if (uint(i) < KL) q##i = read_q(live, q_at, (uint(i) * LANES + lane) * 4u, pc.dh) * pc.scale_log2;
+#define LOAD_Q(i) if (uint(i) < KL) q##i = read_q(live, q_at, (uint(i) * LANES + lane) * 4u, pc.dh) * q_sign;
 #define LOAD_DO(i)                                                  \
   if (uint(i) < VL) {                                                  \
     const uint c = (uint(i) * LANES + lane) * 4u;                         \
@@ -63,13 +63,17 @@ void main() {
 
   const uint q_at = live ? flash_row(bh, qi, pc.sq, pc.dh, pc.heads) : 0u;
   const uint o_at = live ? flash_row(bh, qi, pc.sq, pc.dv, pc.heads) : 0u;
+  const float q_sign = pc.scale >= 0.0 ? 1.0 : -1.0;
+  const float u = flash_exponent_scale(pc.scale);
+  const float scale_abs = abs(pc.scale);
   FLASH_REGS(DECLARE)
   FLASH_REGS(LOAD_Q)
   float part = 0.0;
   FLASH_REGS(LOAD_DO)
   // d lse_i / d s_ij = p_ij, so a gradient g_lse on the log-sum-exp enters ds_ij = p_ij (dp_ij - delta_i) through delta.
   const float delta = lane_sum(part) - (live && pc.has_lse_grad != 0u ? lse_grad[bh * pc.sq + qi] : 0.0);
-  const float lse2 = live ? lse_in[bh * pc.sq + qi] * OA_LOG2E : -OA_INF;
+  const vec2 stats = live ? stats_in[bh * pc.sq + qi] : vec2(-OA_INF);
+  const float m = stats.x, log2_l = stats.y;
 
   uint key_end = pc.sk;
   int last_key = int(pc.sk) - 1;
@@ -77,8 +81,8 @@ void main() {
     key_end = uint(clamp(int(min(row0 + BLOCK_M, pc.sq)) + diag, 0, int(pc.sk)));
     last_key = min(last_key, int(qi) + diag);
   }
-  const bool any_visible = live && lse2 != -OA_INF;
-  const uint mask_row = pc.mask_mode == 1u ? bh * pc.sq + qi : qi;
+  const bool any_visible = live && log2_l != -OA_INF;
+  const uint mask_at = MASKED && live ? flash_mask_row(bh, qi, pc.mask_heads, pc.mask_sb, pc.mask_sh, pc.mask_sq) : 0u;
 
   for (uint key0 = 0u; key0 < key_end; key0 += BLOCK_N) {
     barrier();
@@ -95,8 +99,8 @@ void main() {
       const float dp = lane_sum(gp);
       const int key = int(key0 + j);
       const bool visible = any_visible && key <= last_key;
-      if (visible && pc.mask_mode != 0u) s += mask[mask_row * pc.sk + uint(key)] * OA_LOG2E;
-      const float p = visible ? exp2(s - lse2) : 0.0;
+      if (MASKED && visible) s = fma(s, scale_abs, mask[mask_at + uint(key)]);
+      const float p = visible ? exp2(fma(s - m, u, -log2_l)) : 0.0;
       const float ds = p * (dp - delta);
       FLASH_REGS(ACCUMULATE_DQ)
     }

@@ -25,6 +25,31 @@
 const float OA_LOG2E = 1.4426950408889634;
 const float OA_LN2 = 0.6931471805599453;
 
+// Numerics shared by the three passes (fixed by MASKED, a specialization
+// constant, so that each variant carries only its own arithmetic):
+// - Without a mask a score is kept raw, s = q.k (the sign of `scale` folded
+//   into q or k so that the largest s is the largest logit; also with a
+//   mask, which then uses |scale|), the running max m is a raw score too, and
+//   a probability is exp2((s - m) u) with u = |scale| log2 e: raw scores and
+//   max in the same units (FlashAttention-2), so s - m is never rounded at the
+//   magnitude of s and the error is relative to the row's spread. (The form
+//   fma(s, u, -m u) would save the multiply only where fma is fused, which
+//   Vulkan does not promise; lavapipe rounds the product.)
+// - With an additive mask the logit is formed once in f32 as
+//   t = fma(s, |scale|, mask) (natural-log units; a huge mask absorbs the
+//   score, as PyTorch's f32 logits do) and a probability is exp2((t - m) u)
+//   with u = log2 e. t - m <= 0 cannot overflow, so masks down to -FLT_MAX
+//   (and their sums with large scores) stay ordinary finite values: a row
+//   masked by -FLT_MAX everywhere is uniform, never zero or NaN; only -inf
+//   hides a key.
+// - The backward needs p = exp(logit - lse) exactly where lse is huge (a row
+//   masked by -1e9 everywhere has lse = -1e9 + log Sk, which f32 cannot
+//   hold), so the forward saves per row the pair (m, log2 l) (`stats`, m in
+//   the units above, l the row sum) and the backward forms
+//   exp2((s - m) u - log2 l).
+// - NaN in a logit makes the whole row NaN (l becomes NaN and o / l is NaN).
+layout(constant_id = 5) const bool MASKED = false;
+
 layout(local_size_x_id = 0) in;                   // BLOCK_M * LANES invocations
 layout(constant_id = 1) const uint LANES = 2;     // invocations per row: 2, 4 or 8
 layout(constant_id = 2) const uint BLOCK_N = 32;  // rows per shared-memory tile
@@ -44,6 +69,17 @@ uint flash_row(uint bh, uint i, uint S, uint D, uint heads) {
   uint b = bh / heads;
   return ((b * S + i) * heads + (bh - b * heads)) * D;
 }
+
+// Element offset of mask row (bh, i): the mask is read through strides so
+// that one [Sq, Sk] or [B, 1, Sq, Sk] mask serves every head without copies.
+uint flash_mask_row(uint bh, uint i, uint mask_heads, uint stride_b, uint stride_h, uint stride_q) {
+  const uint b = bh / mask_heads;
+  return b * stride_b + (bh - b * mask_heads) * stride_h + i * stride_q;
+}
+
+// Scale factor u of the exponent (s - m) u: log2 e for masked logits
+// (natural units), |scale| log2 e for raw scores.
+float flash_exponent_scale(float scale) { return MASKED ? OA_LOG2E : abs(scale) * OA_LOG2E; }
 
 // Sum over the LANES invocations that own one row.
 float lane_sum(float x) {

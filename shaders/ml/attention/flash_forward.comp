@@ -1,15 +1,17 @@
 #version 450
 // Flash attention forward (FlashAttention-2 style, base-2 online softmax).
 // One workgroup: BLOCK_M query rows of one batch-head (grid x = query blocks,
-// y = batch-heads). Each query row keeps q (pre-scaled by scale * log2 e), its
+// y = batch-heads). Each query row keeps q (times the sign of scale), its
 // output accumulator o, the running max m and the running sum l in registers;
 // key and value rows stream through shared memory in tiles of BLOCK_N. Key
 // tiles entirely above the causal diagonal of the block are never loaded.
-// Keys are taken CHUNK at a time: their scores s_j are held in registers, the
-// running max moves once per chunk to m' = max(m, max_j s_j), o and l are
-// rescaled by exp2(m - m'), then p_j = exp2(s_j - m'), l += p_j, o += p_j v_j.
-// Output: o / l and lse = (m + log2 l) * ln 2 per row; a row with no visible
-// key writes zeros and lse = -inf.
+// Keys are taken CHUNK at a time: their logits (raw scores, or masked logits
+// when MASKED; see flash_common.glsl) are held in registers, the running max
+// moves once per chunk to m' = max(m, max_j s_j), o and l are rescaled by
+// exp2((m - m') u), then p_j = exp2((s_j - m') u), l += p_j, o += p_j v_j.
+// Output: o / l, lse = m' (scaled to natural units) + ln l, and stats =
+// (m', log2 l) for the backward; a row with no visible key writes zeros,
+// lse = -inf and stats = (-inf, -inf).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "common/oa.glsl"
@@ -25,9 +27,10 @@ layout(std430, binding = 3) readonly buffer Mask { float mask[]; };
 layout(std430, binding = 4) writeonly buffer O { float o_out[]; };
 layout(std430, binding = 4) writeonly buffer O4 { vec4 o4_out[]; };
 layout(std430, binding = 5) writeonly buffer Lse { float lse_out[]; };
+layout(std430, binding = 6) writeonly buffer Stats { vec2 stats_out[]; };
 
-// mask_mode: 0 none, 1 [BH*Sq, Sk], 2 [Sq, Sk] broadcast over batch-heads.
-OA_PUSH_BEGIN uint heads; uint sq; uint sk; uint dh; uint dv; float scale_log2; uint causal; uint mask_mode; OA_PUSH_END
+// Mask element of (bh, i, j): flash_mask_row(bh, i, mask_heads, mask_sb, mask_sh, mask_sq) + j.
+OA_PUSH_BEGIN uint heads; uint sq; uint sk; uint dh; uint dv; float scale; uint causal; uint mask_heads; uint mask_sb; uint mask_sh; uint mask_sq; OA_PUSH_END
 
 const uint CHUNK = 8u;  // keys scored at once (BLOCK_N is a multiple)
 shared vec4 k_tile[BLOCK_N * KW];
@@ -40,7 +43,7 @@ FLASH_TILE_LOADER(load_k, k_tile, read_k, KW)
 FLASH_TILE_LOADER(load_v, v_tile, read_v, VW)
 
 #define DECLARE(i) vec4 q##i = vec4(0.0), o##i = vec4(0.0);
-#define LOAD_Q(i) if (uint(i) < KL) q##i = read_q(live, q_at, (uint(i) * LANES + lane) * 4u, pc.dh) * pc.scale_log2;
+#define LOAD_Q(i) if (uint(i) < KL) q##i = read_q(live, q_at, (uint(i) * LANES + lane) * 4u, pc.dh) * q_sign;
 #define DOT_QK(i) if (uint(i) < KL) part += dot(q##i, k_tile[kb + uint(i) * LANES]);
 #define RESCALE_O(i) if (uint(i) < VL) o##i *= alpha;
 #define ACCUMULATE_PV(i) if (uint(i) < VL) o##i += p * v_tile[vb + uint(i) * LANES];
@@ -55,6 +58,9 @@ void main() {
   const int diag = int(pc.sk) - int(pc.sq);  // query i sees keys j <= i + diag when causal
 
   const uint q_at = live ? flash_row(bh, qi, pc.sq, pc.dh, pc.heads) : 0u;
+  const float q_sign = pc.scale >= 0.0 ? 1.0 : -1.0;
+  const float u = flash_exponent_scale(pc.scale);
+  const float scale_abs = abs(pc.scale);
   FLASH_REGS(DECLARE)
   FLASH_REGS(LOAD_Q)
 
@@ -65,7 +71,7 @@ void main() {
     key_end = uint(clamp(int(min(row0 + BLOCK_M, pc.sq)) + diag, 0, int(pc.sk)));
     last_key = min(last_key, int(qi) + diag);
   }
-  const uint mask_row = pc.mask_mode == 1u ? bh * pc.sq + qi : qi;
+  const uint mask_at = MASKED && live ? flash_mask_row(bh, qi, pc.mask_heads, pc.mask_sb, pc.mask_sh, pc.mask_sq) : 0u;
 
   float m = -OA_INF;
   float l = 0.0;
@@ -84,18 +90,18 @@ void main() {
         float s = lane_sum(part);
         const int key = int(key0 + c0 + jj);
         const bool visible = live && key <= last_key;
-        if (visible && pc.mask_mode != 0u) s += mask[mask_row * pc.sk + uint(key)] * OA_LOG2E;
+        if (MASKED && visible) s = fma(s, scale_abs, mask[mask_at + uint(key)]);
         sc[jj] = visible ? s : -OA_INF;
         chunk_max = max(chunk_max, sc[jj]);
       }
       const float m_new = max(m, chunk_max);
-      const float alpha = m_new == -OA_INF ? 1.0 : exp2(m - m_new);  // 0 while nothing was visible
+      const float alpha = m == -OA_INF ? 0.0 : exp2((m - m_new) * u);  // o and l are 0 until a key is visible
       l *= alpha;
       FLASH_REGS(RESCALE_O)
       m = m_new;
       [[unroll]] for (uint jj = 0u; jj < CHUNK; ++jj) {
         const uint vb = (c0 + jj) * VW + lane;
-        const float p = sc[jj] == -OA_INF ? 0.0 : exp2(sc[jj] - m);
+        const float p = sc[jj] == -OA_INF ? 0.0 : exp2((sc[jj] - m) * u);
         l += p;
         FLASH_REGS(ACCUMULATE_PV)
       }
@@ -103,9 +109,14 @@ void main() {
   }
 
   if (live) {
-    const float inv = l > 0.0 ? 1.0 / l : 0.0;
+    // l == 0: nothing visible; a NaN l (a NaN logit) makes the whole row NaN.
+    const float inv = l == 0.0 ? 0.0 : 1.0 / l;
     const uint o_at = flash_row(bh, qi, pc.sq, pc.dv, pc.heads);
     FLASH_REGS(STORE_O)
-    if (lane == 0u) lse_out[bh * pc.sq + qi] = l > 0.0 ? (m + log2(l)) * OA_LN2 : -OA_INF;
+    if (lane == 0u) {
+      const float log2_l = l == 0.0 ? -OA_INF : log2(l);
+      lse_out[bh * pc.sq + qi] = l == 0.0 ? -OA_INF : fma(m, MASKED ? 1.0 : scale_abs, log2_l * OA_LN2);
+      stats_out[bh * pc.sq + qi] = vec2(l == 0.0 ? -OA_INF : m, log2_l);
+    }
   }
 }

@@ -1,11 +1,13 @@
 #version 450
 // y = softmax(x * scale + mask) over each row of `cols` columns, with optional
-// causal hiding for attention scores: row r of [BH, Sq, Sk] is query
-// (row_base + r) % sq and sees columns c <= query + sk - sq. Three steps per
-// row: max, sum of exp(v - max), write exp(v - max) / sum; a row with nothing
-// visible (max = -inf) is written as zeros.
-// mask_mode: 0 none, 1 one mask row per row (bound like x), 2 mask row
-// (row_base + r) % mask_period of a broadcast mask.
+// causal hiding for attention scores: row R = row_base + r of [BH, Sq, Sk] is
+// query i = R % sq of batch-head bh = R / sq and sees columns
+// c <= i + sk - sq. The logit is fma(x, scale, mask) (one rounding); the mask
+// element of (bh, i, c) is (bh / mask_heads) * mask_sb + (bh % mask_heads) *
+// mask_sh + i * mask_sq + c (strides of 0 broadcast). Three steps per row:
+// max, sum of exp(v - max), write exp(v - max) / sum. A row with nothing
+// visible (max = -inf) is written as zeros; a NaN logit makes its whole row
+// NaN (the sum is NaN).
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 #include "ml/attention/softmax_common.glsl"
@@ -14,13 +16,12 @@ layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) readonly buffer Mask { float mask[]; };
 layout(std430, binding = 2) writeonly buffer Y { float y[]; };
 
-OA_PUSH_BEGIN uint rows; uint cols; float scale; uint mask_mode; uint mask_period; uint row_base; uint causal; uint sq; uint sk; OA_PUSH_END
+OA_PUSH_BEGIN uint rows; uint cols; float scale; uint masked; uint row_base; uint causal; uint sq; uint sk; uint mask_heads; uint mask_sb; uint mask_sh; uint mask_sq; OA_PUSH_END
 
-float logit(uint row, uint c) {
-  float v = x[row * pc.cols + c] * pc.scale;
-  if (pc.mask_mode == 1u) v += mask[row * pc.cols + c];
-  else if (pc.mask_mode == 2u) v += mask[((pc.row_base + row) % pc.mask_period) * pc.cols + c];
-  return v;
+// mask_at: the row's first mask element.
+float logit(uint row, uint c, uint mask_at) {
+  const float v = x[row * pc.cols + c];
+  return pc.masked != 0u ? fma(v, pc.scale, mask[mask_at + c]) : v * pc.scale;
 }
 
 void main() {
@@ -28,10 +29,10 @@ void main() {
   const uint row = OA_GROUP_ID.x * ROWS_PER_GROUP + gl_LocalInvocationID.x / ROW_LANES;
   const bool live = row < pc.rows;
   uint visible = live ? pc.cols : 0u;
-  if (live && pc.causal != 0u) {
-    const int query = int((pc.row_base + row) % pc.sq);
-    visible = uint(clamp(query + int(pc.sk) - int(pc.sq) + 1, 0, int(pc.cols)));
-  }
+  const uint bh = (pc.row_base + row) / pc.sq, query = pc.row_base + row - bh * pc.sq;
+  const uint mb = bh / pc.mask_heads;
+  const uint mask_at = pc.masked != 0u ? mb * pc.mask_sb + (bh - mb * pc.mask_heads) * pc.mask_sh + query * pc.mask_sq : 0u;
+  if (live && pc.causal != 0u) visible = uint(clamp(int(query) + int(pc.sk) - int(pc.sq) + 1, 0, int(pc.cols)));
 
   // The first CACHE columns of this invocation stay in registers (fixed
   // indices after unrolling); columns past ROW_LANES * CACHE are re-read.
@@ -40,10 +41,10 @@ void main() {
   float m = -OA_INF;
   for (uint n = 0u; n < CACHE; ++n) {
     const uint c = lane + n * ROW_LANES;
-    cache[n] = c < visible ? logit(row, c) : -OA_INF;
+    cache[n] = c < visible ? logit(row, c, mask_at) : -OA_INF;
     m = max(m, cache[n]);
   }
-  for (uint c = tail; c < visible; c += ROW_LANES) m = max(m, logit(row, c));
+  for (uint c = tail; c < visible; c += ROW_LANES) m = max(m, logit(row, c, mask_at));
   m = row_reduce(m, 0u);
   const float m_use = m == -OA_INF ? 0.0 : m;
 
@@ -52,14 +53,14 @@ void main() {
     cache[n] = exp(cache[n] - m_use);
     l += cache[n];
   }
-  for (uint c = tail; c < visible; c += ROW_LANES) l += exp(logit(row, c) - m_use);
+  for (uint c = tail; c < visible; c += ROW_LANES) l += exp(logit(row, c, mask_at) - m_use);
   l = row_reduce(l, 1u);
-  const float inv = l > 0.0 ? 1.0 / l : 0.0;
+  const float inv = l == 0.0 ? 0.0 : 1.0 / l;  // NaN l: the whole row NaN
 
   if (!live) return;
   for (uint n = 0u; n < CACHE; ++n) {
     const uint c = lane + n * ROW_LANES;
     if (c < pc.cols) y[row * pc.cols + c] = cache[n] * inv;
   }
-  for (uint c = tail; c < pc.cols; c += ROW_LANES) y[row * pc.cols + c] = c < visible ? exp(logit(row, c) - m_use) * inv : 0.0;
+  for (uint c = tail; c < pc.cols; c += ROW_LANES) y[row * pc.cols + c] = c < visible ? exp(logit(row, c, mask_at) - m_use) * inv : 0.0;
 }

@@ -11,10 +11,11 @@ namespace attention_detail {
 std::vector<runtime::ComputeDispatch> lower_bmm(const Engine& engine, BmmLayout layout, const Matrix& a, const Matrix& b,
                                                 const Matrix& c, float beta) {
   detail::GemmProblem p;
-  p.batch = c.dim(0);
-  p.m = c.dim(1);
-  p.n = c.dim(2);
-  p.k = layout == BmmLayout::TN ? a.dim(1) : a.dim(2);
+  const auto dims = c.shape().dims();
+  p.batch = Shape(dims.first(dims.size() - 2)).numel();
+  p.m = c.dim(-2);
+  p.n = c.dim(-1);
+  p.k = layout == BmmLayout::TN ? a.dim(-2) : a.dim(-1);
   p.trans_a = layout == BmmLayout::TN;
   p.trans_b = layout == BmmLayout::NT;
   p.beta = beta;
@@ -48,8 +49,8 @@ Shape bmm_shape(BmmLayout layout, const Matrix& a, const Matrix& b) {
   static constexpr const char* kForms[3] = {"a [N, M, K] and b [N, K, P]", "a [N, M, K] and b [N, P, K]",
                                             "a [N, K, M] and b [N, K, P]"};
   const char* form = kForms[static_cast<int>(layout)];
-  if (a.rank() != 3 || b.rank() != 3 || a.numel() < 1 || b.numel() < 1)
-    fail(ErrorKind::InvalidArgument, "{}: needs {} with every extent >= 1; found a {} and b {}", name, form, a.shape(), b.shape());
+  if (a.rank() != 3 || b.rank() != 3)
+    fail(ErrorKind::InvalidArgument, "{}: needs {}; found a {} and b {}", name, form, a.shape(), b.shape());
   const std::int64_t n = a.dim(0);
   const std::int64_t m = layout == BmmLayout::TN ? a.dim(2) : a.dim(1);
   const std::int64_t k = layout == BmmLayout::TN ? a.dim(1) : a.dim(2);

@@ -11,6 +11,64 @@ namespace oa::ml {
 
 namespace attention_detail {
 
+void require_mask_dtype(const char* op, const char* arg, const Matrix& mask) {
+  detail::require_defined(mask, op, arg);
+  if (mask.dtype() != DType::F32 && mask.dtype() != DType::Bool)
+    fail(ErrorKind::InvalidArgument, "{}: {} {} must be f32 (additive) or bool (true = attend); found {}", op, arg, mask.shape(),
+         to_string(mask.dtype()));
+}
+
+ResolvedMask resolve_mask(const char* op, const char* arg, const Matrix& mask) {
+  ResolvedMask r;
+  r.values = mask;
+  if (!mask.defined() || mask.dtype() == DType::F32) return r;
+  require_mask_dtype(op, arg, mask);
+  const std::int64_t n = mask.numel();
+  r.values = detail::allocate(mask.engine(), mask.shape());
+  runtime::ComputeDispatch d;
+  d.kernel = "ml/attention/bool_mask";
+  d.bindings = {runtime::BufferBinding::read(mask.storage()), runtime::BufferBinding::write(r.values.storage())};
+  d.push.u32(detail::shader_u32(n, "mask element count", op));
+  d.groups = {detail::groups_for((n + 3) / 4, 256), 1, 1};
+  r.dispatches.push_back(std::move(d));
+  return r;
+}
+
+MaskLayout mask_layout(const char* op, const char* arg, const Matrix& mask, std::int64_t batch, std::int64_t heads, std::int64_t sq, std::int64_t sk,
+                       const Shape& scores_shape) {
+  require_mask_dtype(op, arg, mask);
+  MaskLayout m;
+  m.present = true;
+  m.heads = heads;
+  const std::int64_t rows = checked_mul(checked_mul(batch, heads, "mask batch-heads"), sq, "mask rows");
+  if (mask.rank() == 2 && mask.dim(0) == rows && mask.dim(1) == sk) {  // one mask row per score row
+    m.sq = sk;
+    m.sh = sq * sk;
+    m.sb = heads * sq * sk;
+  } else {
+    // PyTorch broadcasting against [batch, heads, sq, sk], aligned from the last axis.
+    const std::int64_t target[4] = {batch, heads, sq, sk};
+    const std::size_t max_rank = std::min<std::size_t>(4, scores_shape.rank());
+    bool ok = mask.rank() >= 1 && mask.rank() <= max_rank && mask.dim(-1) == sk;
+    std::int64_t extent[4] = {1, 1, 1, sk};
+    for (std::size_t a = 0; ok && a < mask.rank(); ++a) {
+      const std::size_t t = 4 - mask.rank() + a;
+      extent[t] = mask.shape()[a];
+      ok = extent[t] == target[t] || extent[t] == 1;
+    }
+    if (!ok)
+      fail(ErrorKind::InvalidArgument,
+           "{}: {} {} must broadcast to the scores {} (PyTorch broadcasting, last extent Sk = {}) or be one row per "
+           "score row [{}, {}]",
+           op, arg, mask.shape(), scores_shape, sk, rows, sk);
+    m.sq = extent[2] == 1 ? 0 : sk;
+    m.sh = extent[1] == 1 ? 0 : extent[2] * sk;
+    m.sb = extent[0] == 1 ? 0 : extent[1] * extent[2] * sk;
+  }
+  detail::shader_u32(mask.numel(), "mask element count", op);
+  return m;
+}
+
 AttentionGeometry attention_geometry(const char* op, const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& mask,
                                      std::optional<float> scale, bool causal) {
   detail::require_f32(q, op, "q");
@@ -18,30 +76,33 @@ AttentionGeometry attention_geometry(const char* op, const Matrix& q, const Matr
   detail::require_f32(v, op, "v");
   detail::require_same_engine(q, k, op);
   detail::require_same_engine(q, v, op);
-  if (q.rank() != 3 || q.numel() < 1)
-    fail(ErrorKind::InvalidArgument, "{}: q must be [BH, Sq, Dh] with every extent >= 1; found {}", op, q.shape());
+  if ((q.rank() != 3 && q.rank() != 4) || q.numel() < 1)
+    fail(ErrorKind::InvalidArgument, "{}: q must be [BH, Sq, Dh] or [B, H, Sq, Dh] with every extent >= 1; found {}", op, q.shape());
   AttentionGeometry g;
-  g.bh = q.dim(0);
-  g.sq = q.dim(1);
-  g.dh = q.dim(2);
-  if (k.rank() != 3 || k.numel() < 1 || k.dim(0) != g.bh || k.dim(2) != g.dh)
-    fail(ErrorKind::InvalidArgument, "{}: k must be [BH, Sk, Dh] = [{}, Sk >= 1, {}] to match q {}; found {}", op, g.bh, g.dh,
+  g.four_d = q.rank() == 4;
+  const int lead = g.four_d ? 2 : 1;  // axes before S
+  g.batch = q.dim(0);
+  g.heads = g.four_d ? q.dim(1) : 1;
+  g.bh = g.batch * g.heads;
+  g.sq = q.dim(-2);
+  g.dh = q.dim(-1);
+  auto same_lead = [&](const Matrix& x) {
+    return x.rank() == q.rank() && x.numel() >= 1 && x.dim(0) == q.dim(0) && (lead == 1 || x.dim(1) == q.dim(1));
+  };
+  const char* layout = g.four_d ? "[B, H, Sk, Dh]" : "[BH, Sk, Dh]";
+  if (!same_lead(k) || k.dim(-1) != g.dh)
+    fail(ErrorKind::InvalidArgument, "{}: k must be {} with the batch-heads and Dh of q {} (Sk >= 1); found {}", op, layout,
          q.shape(), k.shape());
-  g.sk = k.dim(1);
-  if (v.rank() != 3 || v.numel() < 1 || v.dim(0) != g.bh || v.dim(1) != g.sk)
-    fail(ErrorKind::InvalidArgument, "{}: v must be [BH, Sk, Dv] = [{}, {}, Dv >= 1] to match k {}; found {}", op, g.bh, g.sk,
-         k.shape(), v.shape());
-  g.dv = v.dim(2);
+  g.sk = k.dim(-2);
+  if (!same_lead(v) || v.dim(-2) != g.sk)
+    fail(ErrorKind::InvalidArgument, "{}: v must be {} with the batch-heads and Sk of k {} (Dv >= 1); found {}", op,
+         g.four_d ? "[B, H, Sk, Dv]" : "[BH, Sk, Dv]", k.shape(), v.shape());
+  g.dv = v.dim(-1);
   const std::int64_t rows = checked_mul(g.bh, g.sq, "attention query rows");
   if (mask.defined()) {
-    detail::require_f32(mask, op, "additive_mask");
     detail::require_same_engine(q, mask, op);
-    if (mask.rank() == 2 && mask.dim(0) == rows && mask.dim(1) == g.sk) g.mask_mode = MaskMode::PerRow;
-    else if (mask.rank() == 2 && mask.dim(0) == g.sq && mask.dim(1) == g.sk) g.mask_mode = MaskMode::Broadcast;
-    else
-      fail(ErrorKind::InvalidArgument, "{}: additive_mask must be [BH*Sq, Sk] = [{}, {}] or [Sq, Sk] = [{}, {}] for q {}, k {}; found {}",
-           op, rows, g.sk, g.sq, g.sk, q.shape(), k.shape(), mask.shape());
-    detail::shader_u32(mask.numel(), "additive_mask element count", op);
+    const Shape scores = g.four_d ? Shape{g.batch, g.heads, g.sq, g.sk} : Shape{g.bh, g.sq, g.sk};
+    g.mask = mask_layout(op, "additive_mask", mask, g.batch, g.heads, g.sq, g.sk, scores);
   }
   detail::shader_u32(q.numel(), "q element count", op);
   detail::shader_u32(k.numel(), "k element count", op);
@@ -66,7 +127,6 @@ using runtime::BufferBinding;
 using runtime::ComputeDispatch;
 
 constexpr const char* kPackedCausal = "oa::ml::matrix::scaled_dot_product_attention_causal";
-constexpr float kLog2e = 1.4426950408889634f;
 
 const detail::ContractRegistration kSdpaContract{
     {kSdpa, -1, 2, {{"scale", AttributeType::Float}, {"causal", AttributeType::Bool}, {"path", AttributeType::String}}}};
@@ -79,18 +139,19 @@ struct FlashProblem {
   std::int64_t bh = 0, heads = 1, sq = 0, sk = 0, dh = 0, dv = 0;
   float scale = 1.0f;
   bool causal = false;
-  MaskMode mask_mode = MaskMode::None;
+  MaskLayout mask_layout;
   const Matrix* mask = nullptr;
 };
 
 enum class FlashPass { Forward, BackwardQ, BackwardKV };
 
 // Specialization of one flash kernel: workgroup size, lanes per row, rows per
-// shared-memory tile, padded head and value dims.
+// shared-memory tile, padded head and value dims, and whether a mask is read.
 struct FlashTiles {
   std::uint32_t threads = 256, lanes = 2, block_n = 32, dk = 64, dv = 64;
+  bool masked = false;
   std::uint32_t block_m() const { return threads / lanes; }
-  std::vector<std::uint32_t> specialization() const { return {threads, lanes, block_n, dk, dv}; }
+  std::vector<std::uint32_t> specialization() const { return {threads, lanes, block_n, dk, dv, masked ? 1u : 0u}; }
 };
 
 std::uint32_t padded_dim(std::int64_t d) {
@@ -109,6 +170,7 @@ std::uint32_t padded_dim(std::int64_t d) {
 // the device's shared memory but not below the forward's chunk of 8 keys.
 FlashTiles flash_tiles(const Engine& engine, FlashPass pass, const FlashProblem& p) {
   FlashTiles t;
+  t.masked = p.mask_layout.present;
   t.dk = padded_dim(p.dh);
   t.dv = padded_dim(p.dv);
   const std::uint32_t widest = std::max(t.dk, t.dv), both = t.dk + t.dv;
@@ -122,7 +184,7 @@ FlashTiles flash_tiles(const Engine& engine, FlashPass pass, const FlashProblem&
   while (!cpu && t.threads > 64 && p.bh * ((rows + t.block_m() - 1) / t.block_m()) < 256) t.threads /= 2;
   t.block_n = cpu ? 16u : 32u;
   auto shared_bytes = [&] {
-    return t.block_n * (t.dk + t.dv) * 4u + (pass == FlashPass::BackwardKV ? 8u * t.block_n : 0u);
+    return t.block_n * (t.dk + t.dv) * 4u + (pass == FlashPass::BackwardKV ? 16u * t.block_n : 0u);
   };
   while (t.block_n > 8 && shared_bytes() > engine.device().max_shared_memory_bytes) t.block_n /= 2;
   if (shared_bytes() > engine.device().max_shared_memory_bytes)
@@ -132,7 +194,7 @@ FlashTiles flash_tiles(const Engine& engine, FlashPass pass, const FlashProblem&
 }
 
 BufferBinding mask_binding(const FlashProblem& p, const Matrix& fallback) {
-  return BufferBinding::read(p.mask_mode == MaskMode::None ? fallback.storage() : p.mask->storage());
+  return BufferBinding::read(p.mask_layout.present ? p.mask->storage() : fallback.storage());
 }
 
 void push_common(runtime::PushConstants& push, const FlashProblem& p) {
@@ -141,29 +203,33 @@ void push_common(runtime::PushConstants& push, const FlashProblem& p) {
       .u32(static_cast<std::uint32_t>(p.sk))
       .u32(static_cast<std::uint32_t>(p.dh))
       .u32(static_cast<std::uint32_t>(p.dv))
-      .f32(p.scale * kLog2e)
+      .f32(p.scale)
       .u32(p.causal ? 1u : 0u)
-      .u32(static_cast<std::uint32_t>(p.mask_mode));
+      .u32(static_cast<std::uint32_t>(p.mask_layout.heads))
+      .u32(static_cast<std::uint32_t>(p.mask_layout.sb))
+      .u32(static_cast<std::uint32_t>(p.mask_layout.sh))
+      .u32(static_cast<std::uint32_t>(p.mask_layout.sq));
 }
 
 std::vector<ComputeDispatch> lower_flash_forward(const Engine& engine, const FlashProblem& p, const Matrix& q, const Matrix& k,
-                                                 const Matrix& v, const Matrix& out, const Matrix& lse) {
+                                                 const Matrix& v, const Matrix& out, const Matrix& lse, const Matrix& stats) {
   const FlashTiles t = flash_tiles(engine, FlashPass::Forward, p);
   ComputeDispatch d;
   d.kernel = "ml/attention/flash_forward";
   d.specialization = t.specialization();
   d.bindings = {BufferBinding::read(q.storage()), BufferBinding::read(k.storage()),  BufferBinding::read(v.storage()),
-                mask_binding(p, q),               BufferBinding::write(out.storage()), BufferBinding::write(lse.storage())};
+                mask_binding(p, q),               BufferBinding::write(out.storage()), BufferBinding::write(lse.storage()),
+                BufferBinding::write(stats.storage())};
   push_common(d.push, p);
   d.groups = {detail::groups_for(p.sq, t.block_m()), static_cast<std::uint64_t>(p.bh), 1};
   return {std::move(d)};
 }
 
 // dq pass (also writes delta = rowsum(dO * O) - grad_lse into `delta`
-// [BH*Sq]), then the dk/dv pass. grad_lse (the log-sum-exp's gradient) may be
-// undefined.
+// [BH*Sq]), then the dk/dv pass, from the forward's stats [BH, Sq, 2].
+// grad_lse (the log-sum-exp's gradient) may be undefined.
 std::vector<ComputeDispatch> lower_flash_backward(const Engine& engine, const FlashProblem& p, const Matrix& q, const Matrix& k,
-                                                  const Matrix& v, const Matrix& out, const Matrix& lse, const Matrix& grad,
+                                                  const Matrix& v, const Matrix& out, const Matrix& stats, const Matrix& grad,
                                                   const Matrix& grad_lse, const Matrix& dq, const Matrix& dk, const Matrix& dv,
                                                   const Matrix& delta) {
   const FlashTiles tq = flash_tiles(engine, FlashPass::BackwardQ, p);
@@ -173,20 +239,19 @@ std::vector<ComputeDispatch> lower_flash_backward(const Engine& engine, const Fl
   dq_pass.specialization = tq.specialization();
   dq_pass.bindings = {BufferBinding::read(q.storage()),   BufferBinding::read(k.storage()),    BufferBinding::read(v.storage()),
                       mask_binding(p, q),                 BufferBinding::read(out.storage()),  BufferBinding::read(grad.storage()),
-                      BufferBinding::read(lse.storage()), BufferBinding::write(dq.storage()), BufferBinding::write(delta.storage()),
-                      BufferBinding::read((grad_lse.defined() ? grad_lse : lse).storage())};
+                      BufferBinding::read(stats.storage()), BufferBinding::write(dq.storage()), BufferBinding::write(delta.storage()),
+                      BufferBinding::read((grad_lse.defined() ? grad_lse : stats).storage())};
   push_common(dq_pass.push, p);
-  dq_pass.push.f32(p.scale).u32(grad_lse.defined() ? 1u : 0u);
+  dq_pass.push.u32(grad_lse.defined() ? 1u : 0u);
   dq_pass.groups = {detail::groups_for(p.sq, tq.block_m()), static_cast<std::uint64_t>(p.bh), 1};
 
   ComputeDispatch kv_pass;
   kv_pass.kernel = "ml/attention/flash_backward_dkv";
   kv_pass.specialization = tkv.specialization();
   kv_pass.bindings = {BufferBinding::read(q.storage()),     BufferBinding::read(k.storage()),    BufferBinding::read(v.storage()),
-                      mask_binding(p, q),                   BufferBinding::read(grad.storage()), BufferBinding::read(lse.storage()),
+                      mask_binding(p, q),                   BufferBinding::read(grad.storage()), BufferBinding::read(stats.storage()),
                       BufferBinding::read(delta.storage()), BufferBinding::write(dk.storage()), BufferBinding::write(dv.storage())};
   push_common(kv_pass.push, p);
-  kv_pass.push.f32(p.scale);
   kv_pass.groups = {detail::groups_for(p.sk, tkv.block_m()), static_cast<std::uint64_t>(p.bh), 1};
 
   std::vector<ComputeDispatch> out_dispatches;
@@ -204,7 +269,7 @@ FlashProblem flash_problem(const AttentionGeometry& g, const Matrix& mask) {
   p.dv = g.dv;
   p.scale = g.scale;
   p.causal = g.causal;
-  p.mask_mode = g.mask_mode;
+  p.mask_layout = g.mask;
   p.mask = mask.defined() ? &mask : nullptr;
   return p;
 }
@@ -215,54 +280,66 @@ void require_flash_dims(const char* op, const AttentionGeometry& g) {
          g.dv);
 }
 
-// Records the flash gradients of one problem as "<name> backward". grad_lse
-// may be undefined.
+// Records the flash gradients of one problem as "<name> backward" from the
+// forward's output and stats, after `prologue` (the dispatches that write
+// p.mask, if any). grad_lse may be undefined.
 AttentionGradients record_flash_backward(const char* name, std::vector<OpAttribute> attributes, const FlashProblem& p,
-                                         const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& out, const Matrix& lse,
-                                         const Matrix& grad, const Matrix& grad_lse) {
+                                         const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& out, const Matrix& stats,
+                                         const Matrix& grad, const Matrix& grad_lse,
+                                         std::vector<ComputeDispatch> prologue = {}) {
   const Engine& engine = q.engine();
   AttentionGradients g{detail::allocate(engine, q.shape()), detail::allocate(engine, k.shape()), detail::allocate(engine, v.shape())};
   Matrix delta = detail::allocate(engine, Shape{p.bh * p.sq});
-  auto dispatches = lower_flash_backward(engine, p, q, k, v, out, lse, grad, grad_lse, g.q, g.k, g.v, delta);
+  std::vector<ComputeDispatch> dispatches = std::move(prologue);
+  append(dispatches, lower_flash_backward(engine, p, q, k, v, out, stats, grad, grad_lse, g.q, g.k, g.v, delta));
   SemanticOp op = detail::semantic(name, {&q, &k, &v}, {&g.q, &g.k, &g.v}, std::move(attributes), true);
   if (p.mask) op.inputs.push_back(p.mask->shape());
-  for (const Matrix* m : {&out, &lse, &grad, &grad_lse})
+  for (const Matrix* m : {&out, &stats, &grad, &grad_lse})
     if (m->defined()) op.inputs.push_back(m->shape());
   engine.record(std::move(op), dispatches);
   return g;
 }
 
 // The autograd rule of a flash forward: the flash backward from the saved
-// inputs, output and log-sum-exp (mask detached). `with_lse_output` when the
+// inputs, output and stats (mask detached). `lse` is defined when the
 // log-sum-exp is an output of the op (its gradient then enters the backward).
 void attach_flash_rule(const char* name, std::vector<OpAttribute> attributes, const FlashProblem& p, const Matrix& q,
-                       const Matrix& k, const Matrix& v, const Matrix& mask, const Matrix& out, const Matrix& lse,
-                       bool with_lse_output) {
+                       const Matrix& k, const Matrix& v, const Matrix& mask, const Matrix& out, const Matrix& stats,
+                       const Matrix& lse) {
   if (!autograd::needs_record({&q, &k, &v})) return;
   using autograd::SavedValue;
   autograd::record(
-      name, {q, k, v}, with_lse_output ? std::vector<Matrix>{out, lse} : std::vector<Matrix>{out},
+      name, {q, k, v}, lse.defined() ? std::vector<Matrix>{out, lse} : std::vector<Matrix>{out},
       [name, attributes = std::move(attributes), p, sq = SavedValue(q), sk = SavedValue(k), sv = SavedValue(v),
-       smask = SavedValue(mask), sout = SavedValue(out), slse = SavedValue(lse)](const std::vector<Matrix>& gy,
+       smask = SavedValue(mask), sout = SavedValue(out), sstats = SavedValue(stats)](const std::vector<Matrix>& gy,
                                                                                 const std::vector<bool>& needs) {
         FlashProblem problem = p;
         problem.mask = smask.get().defined() ? &smask.get() : nullptr;
-        AttentionGradients g = record_flash_backward(name, attributes, problem, sq.get(), sk.get(), sv.get(), sout.get(), slse.get(),
+        AttentionGradients g = record_flash_backward(name, attributes, problem, sq.get(), sk.get(), sv.get(), sout.get(), sstats.get(),
                                                      gy[0], gy.size() > 1 ? gy[1] : Matrix());
         return std::vector<Matrix>{needs[0] ? g.q : Matrix(), needs[1] ? g.k : Matrix(), needs[2] ? g.v : Matrix()};
       });
 }
 
 FlashAttentionResult flash_forward(const AttentionGeometry& g, const Matrix& q, const Matrix& k, const Matrix& v,
-                                   const Matrix& mask) {
+                                   const Matrix& given_mask) {
   const Engine& engine = q.engine();
+  ResolvedMask resolved = resolve_mask(kSdpa, "additive_mask", given_mask);
+  const Matrix& mask = resolved.values;
   const FlashProblem p = flash_problem(g, mask);
-  FlashAttentionResult r{detail::allocate(engine, Shape{g.bh, g.sq, g.dv}), detail::allocate(engine, Shape{g.bh, g.sq})};
-  auto dispatches = lower_flash_forward(engine, p, q, k, v, r.output, r.log_sum_exp);
+  std::vector<std::int64_t> rows = g.four_d ? std::vector<std::int64_t>{g.batch, g.heads, g.sq} : std::vector<std::int64_t>{g.bh, g.sq};
+  FlashAttentionResult r;
+  r.log_sum_exp = detail::allocate(engine, Shape(rows));
+  rows.push_back(2);
+  r.softmax_stats = detail::allocate(engine, Shape(rows));
+  rows.back() = g.dv;
+  r.output = detail::allocate(engine, Shape(rows));
+  std::vector<ComputeDispatch> dispatches = std::move(resolved.dispatches);
+  append(dispatches, lower_flash_forward(engine, p, q, k, v, r.output, r.log_sum_exp, r.softmax_stats));
   SemanticOp op = detail::semantic(kSdpa, {&q, &k, &v}, {&r.output, &r.log_sum_exp}, sdpa_attributes(g.scale, g.causal, "flash"));
   if (mask.defined()) op.inputs.push_back(mask.shape());
   engine.record(std::move(op), dispatches);
-  attach_flash_rule(kSdpa, sdpa_attributes(g.scale, g.causal, "flash"), p, q, k, v, mask, r.output, r.log_sum_exp, true);
+  attach_flash_rule(kSdpa, sdpa_attributes(g.scale, g.causal, "flash"), p, q, k, v, mask, r.output, r.softmax_stats, r.log_sum_exp);
   return r;
 }
 
@@ -280,26 +357,32 @@ Matrix flash_attention_causal(const Matrix& q, const Matrix& k, const Matrix& v,
 }
 
 AttentionGradients flash_attention_backward(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& additive_mask,
-                                            const Matrix& output, const Matrix& log_sum_exp, const Matrix& grad, float scale,
+                                            const Matrix& output, const Matrix& softmax_stats, const Matrix& grad, float scale,
                                             bool causal, const Matrix& grad_log_sum_exp) {
   const AttentionGeometry g = attention_geometry(kSdpa, q, k, v, additive_mask, scale, causal);
   require_flash_dims(kSdpa, g);
-  const Shape out_shape{g.bh, g.sq, g.dv}, lse_shape{g.bh, g.sq};
+  std::vector<std::int64_t> rows = g.four_d ? std::vector<std::int64_t>{g.batch, g.heads, g.sq} : std::vector<std::int64_t>{g.bh, g.sq};
+  const Shape lse_shape(rows);
+  rows.push_back(2);
+  const Shape stats_shape(rows);
+  rows.back() = g.dv;
+  const Shape out_shape(rows);
   detail::require_f32(output, kSdpa, "output");
-  detail::require_f32(log_sum_exp, kSdpa, "log_sum_exp");
+  detail::require_f32(softmax_stats, kSdpa, "softmax_stats");
   detail::require_f32(grad, kSdpa, "grad");
-  for (const Matrix* m : {&output, &log_sum_exp, &grad}) detail::require_same_engine(q, *m, kSdpa);
+  for (const Matrix* m : {&output, &softmax_stats, &grad}) detail::require_same_engine(q, *m, kSdpa);
   if (grad_log_sum_exp.defined()) {
     detail::require_f32(grad_log_sum_exp, kSdpa, "grad_log_sum_exp");
     detail::require_same_engine(q, grad_log_sum_exp, kSdpa);
   }
-  if (!(output.shape() == out_shape) || !(grad.shape() == out_shape) || !(log_sum_exp.shape() == lse_shape) ||
+  if (!(output.shape() == out_shape) || !(grad.shape() == out_shape) || !(softmax_stats.shape() == stats_shape) ||
       (grad_log_sum_exp.defined() && !(grad_log_sum_exp.shape() == lse_shape)))
     fail(ErrorKind::InvalidArgument,
-         "{} backward: output {} and grad {} must be [BH, Sq, Dv] = {}, log_sum_exp {} (and its gradient) must be [BH, Sq] = {}",
-         kSdpa, output.shape(), grad.shape(), out_shape, log_sum_exp.shape(), lse_shape);
-  return record_flash_backward(kSdpa, sdpa_attributes(g.scale, g.causal, "flash"), flash_problem(g, additive_mask), q, k, v,
-                               output, log_sum_exp, grad, grad_log_sum_exp);
+         "{} backward: output {} and grad {} must be {}, softmax_stats {} must be {} and grad_log_sum_exp {}", kSdpa,
+         output.shape(), grad.shape(), out_shape, softmax_stats.shape(), stats_shape, lse_shape);
+  ResolvedMask mask = resolve_mask(kSdpa, "additive_mask", additive_mask);
+  return record_flash_backward(kSdpa, sdpa_attributes(g.scale, g.causal, "flash"), flash_problem(g, mask.values), q, k, v,
+                               output, softmax_stats, grad, grad_log_sum_exp, std::move(mask.dispatches));
 }
 
 Matrix scaled_dot_product_attention_causal(const Matrix& q, const Matrix& k, const Matrix& v, std::int64_t seq_len,
@@ -333,10 +416,11 @@ Matrix scaled_dot_product_attention_causal(const Matrix& q, const Matrix& k, con
   const Engine& engine = q.engine();
   Matrix out = detail::allocate(engine, q.shape());
   Matrix lse = detail::allocate(engine, Shape{p.bh, p.sq});
-  auto dispatches = lower_flash_forward(engine, p, q, k, v, out, lse);
+  Matrix stats = detail::allocate(engine, Shape{p.bh, p.sq, 2});
+  auto dispatches = lower_flash_forward(engine, p, q, k, v, out, lse, stats);
   const std::vector<OpAttribute> attributes = {{"sequence_length", seq_len}, {"num_heads", num_heads}};
   engine.record(detail::semantic(op, {&q, &k, &v}, {&out, &lse}, attributes), dispatches);
-  attach_flash_rule(op, attributes, p, q, k, v, Matrix(), out, lse, false);
+  attach_flash_rule(op, attributes, p, q, k, v, Matrix(), out, stats, Matrix());
   return out;
 }
 

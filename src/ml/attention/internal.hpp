@@ -15,19 +15,44 @@ inline constexpr const char* kSoftmax = "oa::ml::matrix::softmax_scaled_masked";
 // Largest head or value dim of the flash kernels (16 named vec4 registers per lane, up to 4 lanes per row).
 inline constexpr std::int64_t kMaxFlashDim = 256;
 
-// How an additive mask lines up with the rows it is added to.
-enum class MaskMode : std::uint32_t {
-  None = 0,
-  PerRow = 1,     // one mask row per score row
-  Broadcast = 2,  // mask row = score row % period
+// How an additive mask lines up with scores [BH, Sq, Sk] (BH = batch *
+// heads): score (bh, i, j) reads mask element (bh / heads) * sb +
+// (bh % heads) * sh + i * sq + j. A stride of 0 broadcasts that axis, so one
+// mask serves every head (or batch entry) without copies.
+struct MaskLayout {
+  bool present = false;
+  std::int64_t heads = 1, sb = 0, sh = 0, sq = 0;
 };
 
-// Validated geometry of q [BH, Sq, Dh], k [BH, Sk, Dh], v [BH, Sk, Dv] and
-// an optional mask [BH*Sq, Sk] or [Sq, Sk]; everything the kernels index fits
-// in 32 bits. Throws InvalidArgument naming `op`.
+// The layout of `mask` (argument `arg` of `op`) for scores [batch * heads, sq, sk]: the mask is
+// [batch*heads*sq, sk] (one row per score row) or broadcasts to
+// [batch, heads, sq, sk] as PyTorch broadcasts (any of its leading
+// extents 1 or missing; its last extent must be sk). Throws InvalidArgument
+// naming `op`, the mask and `scores_shape` otherwise.
+MaskLayout mask_layout(const char* op, const char* arg, const Matrix& mask, std::int64_t batch, std::int64_t heads, std::int64_t sq, std::int64_t sk,
+                       const Shape& scores_shape);
+
+// An attention or softmax mask as the kernels read it: F32 masks as given;
+// a Bool mask (true = attend) becomes an additive F32 mask of its own shape
+// (0 / -inf; no per-head copy), written by `dispatches`, which the op records
+// before its own. Throws InvalidArgument naming `op` and `arg` for other
+// dtypes.
+struct ResolvedMask {
+  Matrix values;
+  std::vector<runtime::ComputeDispatch> dispatches;
+};
+ResolvedMask resolve_mask(const char* op, const char* arg, const Matrix& mask);
+// Throws InvalidArgument naming `op` and `arg` unless mask is F32 or Bool.
+void require_mask_dtype(const char* op, const char* arg, const Matrix& mask);
+
+// Validated geometry of q [BH, Sq, Dh] (or [B, H, Sq, Dh]), k, v alike with
+// Sk rows, and an optional mask (mask_layout); everything the kernels index
+// fits in 32 bits. Throws InvalidArgument naming `op`.
 struct AttentionGeometry {
+  std::int64_t batch = 0, heads = 1;  // bh = batch * heads; heads = 1 for 3-D inputs
   std::int64_t bh = 0, sq = 0, sk = 0, dh = 0, dv = 0;
-  MaskMode mask_mode = MaskMode::None;
+  bool four_d = false;  // q, k, v were [B, H, S, D]
+  MaskLayout mask;
   float scale = 1.0f;
   bool causal = false;
 };
@@ -43,18 +68,17 @@ inline void append(std::vector<runtime::ComputeDispatch>& to, std::vector<runtim
 std::vector<OpAttribute> sdpa_attributes(float scale, bool causal, const char* path);
 
 // Row softmax y = softmax(x * scale + mask) over rows of `cols` columns, with
-// optional bottom-right causal hiding (score row r is query r % sq of Sk = cols
-// keys). x and y hold rows * cols elements; the mask (None: ignored) has
-// `rows` rows (PerRow) or `period` rows (Broadcast). Chunks rows so that every
-// binding fits maxStorageBufferRange.
+// optional bottom-right causal hiding. Row r is query r % sq of batch-head
+// r / sq, against Sk = cols keys; the mask (when mask.present) is read
+// through `mask` (MaskLayout). x and y hold rows * cols elements. Chunks rows
+// so that x and y fit maxStorageBufferRange.
 struct SoftmaxRows {
   std::int64_t rows = 0, cols = 0;
   float scale = 1.0f;
-  const Matrix* mask = nullptr;
-  MaskMode mask_mode = MaskMode::None;
-  std::int64_t period = 0;
+  const Matrix* mask_values = nullptr;
+  MaskLayout mask;
   bool causal = false;
-  std::int64_t sq = 0;
+  std::int64_t sq = 1;
 };
 std::vector<runtime::ComputeDispatch> lower_softmax(const Engine& engine, const char* op, const SoftmaxRows& rows, const Matrix& x,
                                                     const Matrix& y);
@@ -64,7 +88,8 @@ std::vector<runtime::ComputeDispatch> lower_softmax_backward(const Engine& engin
                                                              const Matrix& dx);
 
 // Batched product through the shared GEMM lowering: c = op(a) op(b) + beta * c
-// for the layout, a, b, c rank 3 and already validated.
+// for the layout over the last two axes, batched over the leading ones (rank
+// >= 3, contiguous, already validated; any extent may be 0).
 std::vector<runtime::ComputeDispatch> lower_bmm(const Engine& engine, BmmLayout layout, const Matrix& a, const Matrix& b,
                                                 const Matrix& c, float beta = 0.0f);
 

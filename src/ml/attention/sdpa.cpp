@@ -5,6 +5,8 @@
 
 namespace oa::ml {
 
+thread_local SdpaBackend SdpaBackendGuard::sdpa_backend_ = SdpaBackend::Auto;
+
 namespace {
 
 using namespace attention_detail;
@@ -16,21 +18,26 @@ AttentionGradients weights_backward(const AttentionGeometry& g, const Matrix& q,
 // The materialised forward; `weights_output` when the weights are returned to
 // the caller (their gradient then enters the backward).
 AttentionWithWeights materialised(const AttentionGeometry& g, const Matrix& q, const Matrix& k, const Matrix& v,
-                                  const Matrix& mask, bool weights_output) {
+                                  const Matrix& given_mask, bool weights_output) {
   detail::shader_u32(checked_mul(g.bh * g.sq, g.sk, "attention score count"), "score count", kSdpa);
   const Engine& engine = q.engine();
-  Matrix scores = detail::allocate(engine, Shape{g.bh, g.sq, g.sk});
-  AttentionWithWeights r{detail::allocate(engine, Shape{g.bh, g.sq, g.dv}), detail::allocate(engine, scores.shape())};
+  ResolvedMask resolved = resolve_mask(kSdpa, "additive_mask", given_mask);
+  const Matrix& mask = resolved.values;
+  std::vector<std::int64_t> dims = g.four_d ? std::vector<std::int64_t>{g.batch, g.heads, g.sq, g.sk}
+                                            : std::vector<std::int64_t>{g.bh, g.sq, g.sk};
+  Matrix scores = detail::allocate(engine, Shape(dims));
+  dims.back() = g.dv;
+  AttentionWithWeights r{detail::allocate(engine, Shape(dims)), detail::allocate(engine, scores.shape())};
   SoftmaxRows rows;
   rows.rows = g.bh * g.sq;
   rows.cols = g.sk;
   rows.scale = g.scale;
-  rows.mask = mask.defined() ? &mask : nullptr;
-  rows.mask_mode = g.mask_mode;
-  rows.period = g.sq;
+  rows.mask_values = mask.defined() ? &mask : nullptr;
+  rows.mask = g.mask;
   rows.causal = g.causal;
   rows.sq = g.sq;
-  std::vector<ComputeDispatch> dispatches = lower_bmm(engine, BmmLayout::NT, q, k, scores);
+  std::vector<ComputeDispatch> dispatches = std::move(resolved.dispatches);
+  append(dispatches, lower_bmm(engine, BmmLayout::NT, q, k, scores));
   append(dispatches, lower_softmax(engine, kSdpa, rows, scores, r.weights));
   append(dispatches, lower_bmm(engine, BmmLayout::NN, r.weights, v, r.output));
   SemanticOp op = detail::semantic(kSdpa, {&q, &k, &v}, {&r.output, &r.weights}, sdpa_attributes(g.scale, g.causal, "materialized"));
@@ -72,10 +79,17 @@ AttentionGradients weights_backward(const AttentionGeometry& g, const Matrix& q,
 
 }  // namespace
 
+SdpaBackendGuard::SdpaBackendGuard(SdpaBackend backend) : previous_(sdpa_backend_) { sdpa_backend_ = backend; }
+SdpaBackendGuard::~SdpaBackendGuard() { sdpa_backend_ = previous_; }
+SdpaBackend SdpaBackendGuard::current() { return sdpa_backend_; }
+
 Matrix scaled_dot_product_attention(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& additive_mask,
-                                    std::optional<float> scale, bool causal) {
+                                    std::optional<float> scale, bool causal, SdpaBackend backend) {
   const AttentionGeometry g = attention_geometry(kSdpa, q, k, v, additive_mask, scale, causal);
-  if (g.dh <= kMaxFlashDim && g.dv <= kMaxFlashDim) return flash_attention(q, k, v, additive_mask, g.scale, causal).output;
+  if (backend == SdpaBackend::Auto) backend = SdpaBackendGuard::current();
+  if (backend == SdpaBackend::Auto)
+    backend = g.dh <= kMaxFlashDim && g.dv <= kMaxFlashDim ? SdpaBackend::Flash : SdpaBackend::Math;
+  if (backend == SdpaBackend::Flash) return flash_attention(q, k, v, additive_mask, g.scale, causal).output;
   return materialised(g, q, k, v, additive_mask, false).output;
 }
 
@@ -89,7 +103,11 @@ AttentionWithWeights scaled_dot_product_attention_with_weights(const Matrix& q, 
 AttentionGradients attention_weights_backward(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& weights,
                                               const Matrix& grad, float scale, const Matrix& grad_weights) {
   const AttentionGeometry g = attention_geometry(kSdpa, q, k, v, Matrix(), scale, false);
-  const Shape weights_shape{g.bh, g.sq, g.sk}, out_shape{g.bh, g.sq, g.dv};
+  std::vector<std::int64_t> dims = g.four_d ? std::vector<std::int64_t>{g.batch, g.heads, g.sq, g.sk}
+                                            : std::vector<std::int64_t>{g.bh, g.sq, g.sk};
+  const Shape weights_shape(dims);
+  dims.back() = g.dv;
+  const Shape out_shape(dims);
   detail::require_f32(weights, kSdpa, "weights");
   detail::require_f32(grad, kSdpa, "grad");
   detail::require_same_engine(q, weights, kSdpa);
@@ -101,7 +119,7 @@ AttentionGradients attention_weights_backward(const Matrix& q, const Matrix& k, 
   if (!(weights.shape() == weights_shape) || !(grad.shape() == out_shape) ||
       (grad_weights.defined() && !(grad_weights.shape() == weights_shape)))
     fail(ErrorKind::InvalidArgument,
-         "{} backward: weights {} (and grad_weights) must be [BH, Sq, Sk] = {} and grad {} must be [BH, Sq, Dv] = {}", kSdpa,
+         "{} backward: weights {} (and grad_weights) must be {} and grad {} must be {}", kSdpa,
          weights.shape(), weights_shape, grad.shape(), out_shape);
   detail::shader_u32(weights.numel(), "score count", kSdpa);
   return weights_backward(g, q, k, v, weights, grad, grad_weights);

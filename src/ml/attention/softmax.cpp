@@ -37,6 +37,9 @@ std::int64_t rows_per_chunk(const Engine& engine, const char* op, std::int64_t r
 std::vector<ComputeDispatch> lower_softmax(const Engine& engine, const char* op, const SoftmaxRows& r, const Matrix& x,
                                            const Matrix& y) {
   const std::int64_t per = rows_per_chunk(engine, op, r.rows, r.cols);
+  if (r.mask.present && static_cast<std::uint64_t>(r.mask_values->numel()) * 4 > engine.device().max_storage_buffer_range)
+    fail(ErrorKind::ResourceExhausted, "{}: mask {} exceeds this device's maxStorageBufferRange ({} bytes)", op,
+         r.mask_values->shape(), engine.device().max_storage_buffer_range);
   const std::uint32_t lanes = row_lanes(r.cols);
   const auto row_bytes = static_cast<std::uint64_t>(r.cols) * 4;
   std::vector<ComputeDispatch> out;
@@ -46,19 +49,21 @@ std::vector<ComputeDispatch> lower_softmax(const Engine& engine, const char* op,
     ComputeDispatch d;
     d.kernel = "ml/attention/softmax_forward";
     d.specialization = {lanes};
-    BufferBinding mask = BufferBinding::read(x.storage(), off, bytes);
-    if (r.mask_mode == MaskMode::PerRow) mask = BufferBinding::read(r.mask->storage(), off, bytes);
-    if (r.mask_mode == MaskMode::Broadcast) mask = BufferBinding::read(r.mask->storage());
+    BufferBinding mask =
+        r.mask.present ? BufferBinding::read(r.mask_values->storage()) : BufferBinding::read(x.storage(), off, bytes);
     d.bindings = {BufferBinding::read(x.storage(), off, bytes), std::move(mask), BufferBinding::write(y.storage(), off, bytes)};
     d.push.u32(static_cast<std::uint32_t>(n))
         .u32(static_cast<std::uint32_t>(r.cols))
         .f32(r.scale)
-        .u32(static_cast<std::uint32_t>(r.mask_mode))
-        .u32(static_cast<std::uint32_t>(std::max<std::int64_t>(r.period, 1)))
+        .u32(r.mask.present ? 1u : 0u)
         .u32(static_cast<std::uint32_t>(r0))
         .u32(r.causal ? 1u : 0u)
         .u32(static_cast<std::uint32_t>(std::max<std::int64_t>(r.sq, 1)))
-        .u32(static_cast<std::uint32_t>(r.cols));
+        .u32(static_cast<std::uint32_t>(r.cols))
+        .u32(static_cast<std::uint32_t>(r.mask.heads))
+        .u32(static_cast<std::uint32_t>(r.mask.sb))
+        .u32(static_cast<std::uint32_t>(r.mask.sh))
+        .u32(static_cast<std::uint32_t>(r.mask.sq));
     d.groups = {detail::groups_for(n, 256 / lanes), 1, 1};
     out.push_back(std::move(d));
   }
@@ -103,17 +108,19 @@ SoftmaxRows softmax_geometry(const Matrix& scores, const Matrix& mask, float sca
   r.cols = scores.shape().cols();
   r.scale = scale;
   if (mask.defined()) {
-    detail::require_f32(mask, kSoftmax, "mask");
     detail::require_same_engine(scores, mask, kSoftmax);
-    r.mask = &mask;
-    if (mask.shape() == scores.shape()) {
-      r.mask_mode = MaskMode::PerRow;
-    } else if (scores.rank() >= 3 && mask.rank() == 2 && mask.dim(0) == scores.dim(-2) && mask.dim(1) == scores.dim(-1)) {
-      r.mask_mode = MaskMode::Broadcast;
-      r.period = mask.dim(0);
+    r.mask_values = &mask;
+    // Scores [..., Sq, Sk] as [batch, heads, Sq, Sk]: heads is the axis before Sq (rank >= 4), batch the rest.
+    const std::size_t rank = scores.rank();
+    const std::int64_t sq = rank >= 2 ? scores.dim(-2) : 1;
+    const std::int64_t heads = rank >= 4 ? scores.dim(-3) : 1;
+    r.sq = sq;
+    if (mask.shape() == scores.shape()) {  // one mask row per score row
+      require_mask_dtype(kSoftmax, "mask", mask);
+      r.mask = MaskLayout{true, 1, sq * r.cols, 0, r.cols};
+      detail::shader_u32(mask.numel(), "mask element count", kSoftmax);
     } else {
-      fail(ErrorKind::InvalidArgument, "{}: mask {} must have the shape of scores {} or be its last two axes [Sq, Sk]", kSoftmax,
-           mask.shape(), scores.shape());
+      r.mask = mask_layout(kSoftmax, "mask", mask, r.rows / sq / heads, heads, sq, r.cols, scores.shape());
     }
   }
   detail::shader_u32(r.rows, "row count", kSoftmax);
@@ -124,10 +131,13 @@ SoftmaxRows softmax_geometry(const Matrix& scores, const Matrix& mask, float sca
 }  // namespace
 
 Matrix softmax_scaled_masked(const Matrix& scores, const Matrix& mask, float scale) {
-  const SoftmaxRows r = softmax_geometry(scores, mask, scale);
+  SoftmaxRows r = softmax_geometry(scores, mask, scale);
   const Engine& engine = scores.engine();
+  ResolvedMask resolved = resolve_mask(kSoftmax, "mask", mask);
+  if (mask.defined()) r.mask_values = &resolved.values;
   Matrix y = detail::allocate(engine, scores.shape());
-  auto dispatches = lower_softmax(engine, kSoftmax, r, scores, y);
+  std::vector<runtime::ComputeDispatch> dispatches = std::move(resolved.dispatches);
+  append(dispatches, lower_softmax(engine, kSoftmax, r, scores, y));
   SemanticOp op = detail::semantic(kSoftmax, {&scores}, {&y}, {{"scale", static_cast<double>(scale)}});
   if (mask.defined()) op.inputs.push_back(mask.shape());
   engine.record(std::move(op), dispatches);

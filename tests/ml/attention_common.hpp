@@ -1,0 +1,38 @@
+#pragma once
+// Helpers shared by the attention tests (tests/ml/attention_*test.cpp).
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "oa/ml/attention.hpp"
+#include "oa/oa.hpp"
+#include "reference/attention.hpp"
+
+namespace oa::attention_test {
+
+// The names every attention test uses; `using namespace oa::attention_test` brings them in.
+using oa::Matrix;
+using oa::Shape;
+using oa::reference::Vec;
+namespace ml = oa::ml;
+namespace ref = oa::reference;
+
+inline constexpr float kInf = std::numeric_limits<float>::infinity();
+// f32 accumulation over at most a few thousand terms of magnitude ~1.
+inline constexpr double kAtol = 3e-5, kRtol = 3e-4;
+inline const char* const kSdpa = "oa::ml::matrix::scaled_dot_product_attention";
+
+inline oa::Engine engine() { return oa::Engine::default_engine(); }
+
+inline std::vector<float> random_floats(std::size_t n, std::uint32_t seed, float low = -1.0f, float high = 1.0f) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(low, high);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(gen);
+  return v;
+}
+
+inline Vec to_f64(const std::vector<float>& v) { return Vec(v.begin(), v.end()); }
+
+}  // namespace oa::attention_test
