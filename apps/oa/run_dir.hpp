@@ -1,5 +1,6 @@
 #pragma once
-// The run directory `oa train` writes its checkpoints, metrics and plot to.
+// The run directory `oa train` writes its checkpoints, metrics and plot to:
+// the pieces TrainingRun (training_run.hpp) is made of.
 #include <cstdint>
 #include <filesystem>
 #include <fstream>

@@ -1,13 +1,11 @@
-// Image classification training on Fashion-MNIST: AdamW (weight decay 1e-4
-// for the convnet, 0.05 for the ViT) with a per-step learning rate of linear
-// warmup over the first 5% of all steps, then a cosine down to 0 (a run
-// extended by --resume with a larger --epochs keeps that schedule for its old
-// steps and adds a warmup-cosine cycle of its own over the added ones); cross
-// entropy, per-epoch evaluation on the 10 000-image test split, metrics.jsonl,
-// a checkpoint every epoch (--resume continues from it), Ctrl-C saves the step
-// reached within the epoch and exits (--resume continues that epoch from that
-// step: an epoch's batch order depends only on the seed and the epoch), and a
-// loss/accuracy plot at the end.
+// `oa train fashion-mnist` and `oa eval`: image classification on
+// Fashion-MNIST with AdamW (weight decay 1e-4 for the convnet, 0.05 for the
+// ViT) and cross entropy, a per-step warmup-cosine learning rate down to 0,
+// and after each epoch an evaluation on the test split, a metrics row and a
+// checkpoint. The run protocol (--resume, --overwrite, Ctrl-C, divergence,
+// the plot) is TrainingRun's; the checkpoint's task state is the loss sum and
+// image count of an epoch cut short by Ctrl-C, which --resume continues from
+// its step (an epoch's batch order depends only on the seed and the epoch).
 #include <algorithm>
 #include <cmath>
 #include <csignal>

@@ -1,13 +1,10 @@
 // Character-level (byte) language modelling: `oa train text` and `oa sample`.
 // Validation loss on the held-out last 5% of the text is reported in bits per
-// character. Each validation appends to metrics.jsonl and writes a checkpoint
-// (model, AdamW state, step, model and training flags); --resume continues
-// from it exactly (the batch and learning rate of a step depend only on the
-// seed and the step) and refuses other flags (but --eval-every and a larger
-// --steps, which extends the run by a warmup-cosine cycle of its own), Ctrl-C or
-// SIGTERM saves one and exits, a diverged run (non-finite loss or validation)
-// fails without saving, and a plot of train and validation bits per character
-// is written at the end.
+// character; each validation appends a metrics row and saves a checkpoint.
+// The run protocol (--resume, --overwrite, Ctrl-C, divergence, the plot) is
+// TrainingRun's; --resume continues exactly, since the batch and learning
+// rate of a step depend only on the seed and the step (--eval-every may
+// differ).
 #include <cmath>
 #include <filesystem>
 #include <fstream>

@@ -110,7 +110,8 @@ class TrainingRun {
   // Whether the run should read the loss after step `step` (0-based): every
   // 25 steps (a read waits for the device) and at the run's last step.
   bool reads_loss(std::int64_t step) const { return (step + 1) % 25 == 0 || step + 1 == total_steps_; }
-  // Ctrl-C or SIGTERM came (the loops poll it every step).
+  // Ctrl-C or SIGTERM came. The loops poll it every step: the engine queues
+  // only a few batches ahead of the device, so a run stops promptly.
   static bool interrupted();
 
   // Appends `row` to metrics.jsonl and to the plotted history.
