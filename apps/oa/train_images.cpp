@@ -158,7 +158,7 @@ int train_images(TrainImagesArgs args) {
       }
       seen += batch.labels.numel();
       seen_here += batch.labels.numel();
-      if (run.reads_loss(global)) {
+      if (run.reads_loss(step, steps)) {
         const float value = loss.item();
         run.require_finite(value, "loss", global + 1);
         progress.update(step + 1 - first, seen_here, value);

@@ -128,7 +128,7 @@ int train_text(const TrainTextArgs& args) {
     oa::backward(loss);
     oa::ml::optim::clip_grad_norm(model->parameters(), 1.0f);
     optimizer.step();
-    if (run.reads_loss(step)) {
+    if (run.reads_loss(step, args.steps)) {
       const float value = loss.item();
       run.require_finite(value, "loss", step + 1);
       progress.update(step + 1 - start, (step + 1 - start) * n, value);

@@ -191,7 +191,11 @@ void TrainingRun::require_finite(double value, const char* what, std::int64_t st
                             ? fmt::format("after {} {}", spec_.unit, saved_step_ / steps_per_unit_)
                             : "at " + where(saved_step_),
                         spec_.out.string());
-  oa::fail(oa::ErrorKind::FailedPrecondition, "training diverged: {} {} at {}; try a lower --lr{}", what, value, where(step), saved);
+  // At a unit's end, "epoch 1 step 4" rather than "epoch 2 step 0".
+  const std::string at = spec_.unit != "step" && step > 0 && step % steps_per_unit_ == 0
+                             ? fmt::format("{} {} step {}", spec_.unit, step / steps_per_unit_, steps_per_unit_)
+                             : where(step);
+  oa::fail(oa::ErrorKind::FailedPrecondition, "training diverged: {} {} at {}; try a lower --lr{}", what, value, at, saved);
 }
 
 void TrainingRun::write_plot() const { write_line_chart(file("plot.png").string(), spec_.plot(history_)); }

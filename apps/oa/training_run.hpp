@@ -107,9 +107,10 @@ class TrainingRun {
   // the steps done in it), or "step 5" when the unit is "step".
   std::string where(std::int64_t step) const;
 
-  // Whether the run should read the loss after step `step` (0-based): every
-  // 25 steps (a read waits for the device) and at the run's last step.
-  bool reads_loss(std::int64_t step) const { return (step + 1) % 25 == 0 || step + 1 == total_steps_; }
+  // Whether a loop should read the loss after its step `step` (0-based) of a
+  // phase (an epoch, the run) that ends at step `end`: every 25 steps (a read
+  // waits for the device) and at the phase's last step.
+  static bool reads_loss(std::int64_t step, std::int64_t end) { return (step + 1) % 25 == 0 || step + 1 == end; }
   // Ctrl-C or SIGTERM came. The loops poll it every step: the engine queues
   // only a few batches ahead of the device, so a run stops promptly.
   static bool interrupted();

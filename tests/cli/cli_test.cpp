@@ -345,4 +345,16 @@ TEST(Cli, ImagesInterruptedAndResumedEndsLikeUninterrupted) {
   }
 }
 
+// A learning rate that overflows the weights in oa train fashion-mnist: the
+// first epoch's test loss is still finite, the second's is not. The message
+// places the divergence at the end of the epoch it was found in and names the
+// checkpoint left in --out.
+TEST(Cli, ImagesDivergedRunNamesItsLastCheckpoint) {
+  CliDir d;
+  write_fashion_mnist(d / "data");  // two images: one step an epoch
+  const OaRun r = d.oa({"train", "fashion-mnist", "--data", "data", "--quick", "--out", "run", "--lr", "1e30", "--epochs", "3"});
+  EXPECT_TRUE(fails_cleanly(r, {"training diverged", "test loss", "at epoch 2 step 1", "--lr", "the checkpoint after epoch 1 is in run"}));
+  EXPECT_EQ(nlohmann::json::parse(oa::ml::read_safetensors_metadata(d / "run" / "model.safetensors").at("oa.run"))["step"], 1);
+}
+
 }  // namespace
