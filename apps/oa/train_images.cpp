@@ -7,10 +7,9 @@
 // image count of an epoch cut short by Ctrl-C, which --resume continues from
 // its step (an epoch's batch order depends only on the seed and the epoch).
 #include <algorithm>
+#include <chrono>
 #include <cmath>
-#include <csignal>
 #include <filesystem>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 

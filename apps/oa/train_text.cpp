@@ -5,9 +5,10 @@
 // TrainingRun's; --resume continues exactly, since the batch and learning
 // rate of a step depend only on the seed and the step (--eval-every may
 // differ).
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <random>
 
 #include <nlohmann/json.hpp>
