@@ -1,8 +1,8 @@
 #pragma once
-// Ctrl-C (SIGINT) or SIGTERM during `oa train`: the training loops call
-// install_interrupt_handler() and poll g_interrupted between steps; once it is
-// set they finish the step, save a checkpoint and exit with 128 + the signal
-// number (130 for Ctrl-C). The first signal prints a line on stderr at once and
+// Ctrl-C (SIGINT) or SIGTERM during `oa train`: TrainingRun::start calls
+// install_interrupt_handler() and the training loops poll g_interrupted (as
+// TrainingRun::interrupted) every step; once it is set they finish the step,
+// save a checkpoint and exit with 128 + the signal number (130 for Ctrl-C). The first signal prints a line on stderr at once and
 // sets the flag; a second one ends the process (the default action).
 #include <csignal>
 

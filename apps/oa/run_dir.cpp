@@ -183,7 +183,7 @@ RunDirCleanup::~RunDirCleanup() {
 }
 
 std::vector<nlohmann::json> read_metrics(const std::filesystem::path& file, const char* key, std::int64_t last,
-                                         std::initializer_list<const char*> numbers) {
+                                         const std::vector<const char*>& numbers) {
   std::vector<nlohmann::json> rows;
   std::ifstream in(file);
   for (std::string line; std::getline(in, line);) {

@@ -1,5 +1,6 @@
 #pragma once
-// The run directory `oa train` writes its checkpoints, metrics and plot to.
+// The run directory `oa train` writes its checkpoints, metrics and plot to:
+// the pieces TrainingRun (training_run.hpp) is made of.
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -109,7 +110,7 @@ class RunDirCleanup {
 // most `last` and whose `numbers` are all numbers; a missing file has none,
 // and a line cut short by an interrupted write is dropped.
 std::vector<nlohmann::json> read_metrics(const std::filesystem::path& file, const char* key, std::int64_t last,
-                                         std::initializer_list<const char*> numbers);
+                                         const std::vector<const char*>& numbers);
 // Replaces `file` with `rows` (a temporary file, then a rename) and opens it
 // for appending. Throws oa::Error (InvalidArgument) when it cannot be written.
 std::ofstream rewrite_metrics(const std::filesystem::path& file, const std::vector<nlohmann::json>& rows);

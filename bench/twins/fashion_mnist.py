@@ -134,14 +134,15 @@ def evaluate(model, images, labels):
 
 
 def eval_checkpoint(path, data_dir, device):
-    meta = json.loads(safetensors_metadata(path).get("oa.train", "null"))
-    if not isinstance(meta, dict) or "model" not in meta or "quick" not in meta:
-        raise SystemExit(f"{path} was not written by oa train fashion-mnist (no oa.train metadata)")
-    model = make_model(meta["model"], meta["quick"])
+    meta = json.loads(safetensors_metadata(path).get("oa.run", "null"))
+    flags = meta.get("model") if isinstance(meta, dict) and meta.get("task") == "fashion-mnist" else None
+    if not isinstance(flags, dict) or "model" not in flags or "quick" not in flags:
+        raise SystemExit(f"{path} was not written by oa train fashion-mnist (no oa.run metadata of that task)")
+    model = make_model(flags["model"], flags["quick"])
     model.load_state_dict(read_safetensors(path), strict=True)
     test_x, test_y = load_split(data_dir, "t10k", device)
     loss, accuracy = evaluate(model.to(device), test_x, test_y)
-    print(f"{path} ({meta['model']}{' quick' if meta['quick'] else ''}, epoch {meta.get('epoch')}) in torch: "
+    print(f"{path} ({flags['model']}{' quick' if flags['quick'] else ''}, step {meta.get('step')}) in torch: "
           f"test accuracy {100 * accuracy:.2f}%, test loss {loss:.6f} ({test_x.shape[0]} images)")
 
 

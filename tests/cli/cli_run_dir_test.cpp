@@ -101,7 +101,7 @@ TEST(CliRunDir, FreshRunRefusesAnExistingCheckpoint) {
   EXPECT_EQ(read_text(d / "run" / "model.safetensors"), model);
   // --overwrite starts afresh and replaces it.
   ASSERT_TRUE(succeeded(d.oa(fresh + std::vector<std::string>{"--overwrite", "--lr", "0.002"})));
-  EXPECT_EQ(metadata(d / "run" / "model.safetensors", "oa.text")["lr"].get<double>(), 0.002);
+  EXPECT_EQ(metadata(d / "run" / "model.safetensors", "oa.run")["training"]["lr"].get<double>(), 0.002);
   EXPECT_EQ(oa::ml::read_safetensors_metadata(d / "run" / "optimizer.safetensors").at("step"), "2");
 }
 
@@ -112,7 +112,7 @@ TEST(CliRunDir, FreshRunRefusesAnExistingCheckpoint) {
 TEST(CliRunDir, ImagesResumeFinishedRunAndExtend) {
   CliDir d;
   write_fashion_mnist(d / "data");  // two images: one step an epoch
-  write_image_checkpoint(d / "run", {{"epoch", 1}, {"model", "convnet"}, {"quick", true}});
+  write_image_checkpoint(d / "run", {{"task", "fashion-mnist"}, {"model", {{"model", "convnet"}, {"quick", true}}}});
   const std::vector<std::string> run = {"train", "fashion-mnist", "--data", "data", "--quick", "--out", "run", "--lr", "0.002"};
   ASSERT_TRUE(succeeded(d.oa(run + std::vector<std::string>{"--overwrite"})));
   EXPECT_TRUE(fails_cleanly(d.oa(run + std::vector<std::string>{"--resume"}),
@@ -120,9 +120,10 @@ TEST(CliRunDir, ImagesResumeFinishedRunAndExtend) {
   const OaRun extended = d.oa(run + std::vector<std::string>{"--resume", "--epochs", "3"});
   ASSERT_TRUE(succeeded(extended));
   EXPECT_NE(extended.out.find("resumed from run/model.safetensors at epoch 2 step 0"), std::string::npos) << extended.out;
-  const auto meta = metadata(d / "run" / "model.safetensors", "oa.train");
-  EXPECT_EQ(meta["epoch"], 3);
-  EXPECT_EQ(meta["epochs"], 3);
+  const auto meta = metadata(d / "run" / "model.safetensors", "oa.run");
+  EXPECT_EQ(meta["step"], 3);
+  EXPECT_EQ(meta["total_steps"], 3);
+  EXPECT_EQ(meta["training"]["epochs"], 3);
   EXPECT_EQ(meta["lr_cycles"], nlohmann::json::array({0, 1}));
   EXPECT_EQ(oa::ml::read_safetensors_metadata(d / "run" / "optimizer.safetensors").at("step"), "3");
   // Step 2 is step 1 of the cycle [1, 3); a 3-epoch run would be at 2 of [0, 3).
@@ -137,16 +138,17 @@ TEST(CliRunDir, TextResumeFinishedRunAndExtend) {
   const std::vector<std::string> run =
       std::vector<std::string>{"train", "text", "--input", "fox.txt", "--out", "run", "--eval-every", "1", "--batch-size", "4"} + kTinyModel;
   ASSERT_TRUE(succeeded(d.oa(run + std::vector<std::string>{"--steps", "2"})));
-  EXPECT_EQ(metadata(d / "run" / "model.safetensors", "oa.text")["lr_cycles"], nlohmann::json::array({0}));
+  EXPECT_EQ(metadata(d / "run" / "model.safetensors", "oa.run")["lr_cycles"], nlohmann::json::array({0}));
   EXPECT_NEAR(saved_lr(d / "run"), cosine(1, 2, 1e-3, 1e-4), 1e-9);
   EXPECT_TRUE(fails_cleanly(d.oa(run + std::vector<std::string>{"--steps", "2", "--resume"}),
                             {"--resume", "run/model.safetensors", "finished its --steps 2", "nothing to train", "a larger --steps"}));
   const OaRun extended = d.oa(run + std::vector<std::string>{"--steps", "4", "--resume"});
   ASSERT_TRUE(succeeded(extended));
   EXPECT_NE(extended.out.find("resumed from run/model.safetensors at step 2"), std::string::npos) << extended.out;
-  const auto meta = metadata(d / "run" / "model.safetensors", "oa.text");
+  const auto meta = metadata(d / "run" / "model.safetensors", "oa.run");
   EXPECT_EQ(meta["step"], 4);
-  EXPECT_EQ(meta["steps"], 4);
+  EXPECT_EQ(meta["total_steps"], 4);
+  EXPECT_EQ(meta["training"]["steps"], 4);
   EXPECT_EQ(meta["lr_cycles"], nlohmann::json::array({0, 2}));
   // Step 3 is step 1 of the cycle [2, 4); a 4-step run would be at 3 of [0, 4).
   EXPECT_NEAR(saved_lr(d / "run"), cosine(1, 2, 1e-3, 1e-4), 1e-9);
@@ -224,9 +226,50 @@ TEST(CliRunDir, InterruptTakesEffectAtTheNextStep) {
   const OaRun r = d.wait(pid);
   ASSERT_TRUE(WIFEXITED(r.status)) << r.err;
   ASSERT_EQ(WEXITSTATUS(r.status), 130) << r.out << r.err;
-  const auto saved = metadata(d / "run" / "model.safetensors", "oa.text")["step"].get<std::int64_t>();
+  const auto saved = metadata(d / "run" / "model.safetensors", "oa.run")["step"].get<std::int64_t>();
   EXPECT_GE(saved, 50);
   EXPECT_LE(saved, 50 + 20) << "step time " << std::chrono::duration<double>(step).count() << " s";
+}
+
+// Both commands refuse, naming the training data, to resume on data of
+// another size than the checkpoint's.
+TEST(CliRunDir, ImagesResumeRefusesOtherData) {
+  CliDir d;
+  write_fashion_mnist(d / "data");
+  const std::vector<std::string> run = {"train", "fashion-mnist", "--data", "data", "--quick", "--out", "run"};
+  ASSERT_TRUE(succeeded(d.oa(run)));
+  EXPECT_EQ(metadata(d / "run" / "model.safetensors", "oa.run")["data_size"], 2);
+  write_fashion_mnist(d / "data", 4, 2);
+  const auto before = d.listing();
+  const OaRun r = d.oa(run + std::vector<std::string>{"--resume", "--epochs", "2"});
+  EXPECT_TRUE(fails_cleanly(r, {"--resume", "run/model.safetensors", "2 training images of --data data", "now holds 4"}));
+  EXPECT_EQ(d.listing(), before);
+}
+
+// A checkpoint whose metadata is under the keys an older oa wrote (oa.train,
+// oa.text) is refused by every command with one line that says so.
+TEST(CliRunDir, CheckpointOfAnOlderOaIsRefused) {
+  CliDir d;
+  write_text(d / "fox.txt");
+  write_fashion_mnist(d / "data");
+  fs::create_directories(d / "images");
+  fs::create_directories(d / "text");
+  oa::ml::save_safetensors(d / "images" / "model.safetensors", {{"w", oa::Matrix::ones({4})}},
+                           {{"oa.train", nlohmann::json{{"epoch", 1}, {"model", "convnet"}, {"quick", true}}.dump()}});
+  oa::ml::save_safetensors(d / "text" / "model.safetensors", {{"w", oa::Matrix::ones({4})}},
+                           {{"oa.text", kTinyTextModel.dump()}});
+  const auto before = d.listing();
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"eval", "--checkpoint", "images", "--data", "data"}, "oa.train"},
+      {{"train", "fashion-mnist", "--data", "data", "--quick", "--out", "images", "--resume"}, "oa.train"},
+      {{"sample", "--checkpoint", "text"}, "oa.text"},
+      {std::vector<std::string>{"train", "text", "--input", "fox.txt", "--out", "text", "--resume"} + kTinyText, "oa.text"},
+  };
+  for (const auto& [args, key] : cases) {
+    SCOPED_TRACE(args[0] + " " + args[1]);
+    EXPECT_TRUE(fails_cleanly(d.oa(args), {"model.safetensors", "written by an older oa", key, "train it again"}));
+  }
+  EXPECT_EQ(d.listing(), before);
 }
 
 TEST(CliRunDir, EvalRefusesNonFiniteWeights) {
@@ -239,7 +282,7 @@ TEST(CliRunDir, EvalRefusesNonFiniteWeights) {
   for (auto& [name, m] : tensors) m = oa::Matrix::full(m.shape(), std::numeric_limits<float>::quiet_NaN(), engine);
   fs::create_directories(d / "run");
   oa::ml::save_safetensors(d / "run" / "model.safetensors", tensors,
-                           {{"oa.train", nlohmann::json{{"epoch", 1}, {"model", "convnet"}, {"quick", true}}.dump()}});
+                           run_metadata({{"task", "fashion-mnist"}, {"model", {{"model", "convnet"}, {"quick", true}}}}));
   const OaRun r = d.oa({"eval", "--checkpoint", "run", "--data", "data"});
   EXPECT_TRUE(fails_cleanly(r, {"run/model.safetensors", "non-finite weights"}));
   EXPECT_EQ(r.out, "");
@@ -257,7 +300,7 @@ TEST(CliMessages, NameWhatTheUserPassed) {
   write_fashion_mnist(d / "empty", 0, 0);
   fs::create_directories(d / "run");
   oa::ml::save_safetensors(d / "run" / "model.safetensors", {{"w", oa::Matrix::ones({64})}},
-                           {{"oa.text", R"({"context": 8, "layers": 1, "heads": 2, "width": 16})"}});
+                           run_metadata({{"task", "text"}, {"model", kTinyTextModel}}));
   const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> cases = {
       {{"train", "fashion-mnist", "--data", "absent", "--out", "out"}, {"--data absent", "cannot open", "absent/train-images-idx3-ubyte"}},
       {{"train", "fashion-mnist", "--data", "data", "--out", "out"}, {"--data data", "t10k-images-idx3-ubyte.gz", "element type"}},

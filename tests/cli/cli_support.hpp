@@ -144,25 +144,33 @@ inline void wait_until_exists(const fs::path& file) {
   while (!fs::exists(file) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
+// The safetensors metadata of an oa train checkpoint: `meta` under "oa.run".
+inline oa::ml::Metadata run_metadata(const nlohmann::json& meta) { return {{"oa.run", meta.dump()}}; }
+
+// The "model" of a checkpoint of the tiny text model (context 8).
+inline const nlohmann::json kTinyTextModel = {{"context", 8}, {"layers", 1}, {"heads", 2}, {"width", 16}};
+
 // A text checkpoint of the tiny model (context 8) saved at `step` (no step
 // when negative), with a fresh AdamW state (step 0) if `optimizer`: that of
 // `oa train text --input fox.txt` (a write_text file) with kTinyText's flags
-// and the default --lr, --seed and --batch-size, with `meta` overriding its
-// oa.text metadata and each tensor filled with `fill` if given.
-inline void write_text_checkpoint(const fs::path& dir, std::int64_t step, bool optimizer, const nlohmann::json& meta_overrides = nlohmann::json::object(),
-                                  std::optional<float> fill = std::nullopt) {
+// and the default --lr, --seed and --batch-size, each tensor filled with
+// `fill` if given.
+inline void write_text_checkpoint(const fs::path& dir, std::int64_t step, bool optimizer, std::optional<float> fill = std::nullopt) {
   const oa::Engine engine = oa::Engine::default_engine();
   oa::ml::Generator generator(0);
   auto model = oa_cli::make_text_model({8, 1, 2, 16}, generator, engine);
-  nlohmann::json meta = {{"context", 8}, {"layers", 1},  {"heads", 2},       {"width", 16}, {"input", "fox.txt"},
-                         {"lr", 1e-3},  {"seed", 0u},   {"batch_size", 64}, {"steps", 2},  {"bytes", 1800u}};
+  nlohmann::json meta = {{"task", "text"},
+                         {"model", kTinyTextModel},
+                         {"training", {{"input", "fox.txt"}, {"lr", 1e-3}, {"seed", 0u}, {"batch_size", 64}, {"steps", 2}}},
+                         {"data_size", 1800u},
+                         {"total_steps", 2},
+                         {"lr_cycles", {0}}};
   if (step >= 0) meta["step"] = step;
-  meta.update(meta_overrides);
   auto tensors = model->named_tensors();
   if (fill)
     for (auto& [name, m] : tensors) m = oa::Matrix::full(m.shape(), *fill, engine);
   fs::create_directories(dir);
-  oa::ml::save_safetensors(dir / "model.safetensors", tensors, {{"oa.text", meta.dump()}});
+  oa::ml::save_safetensors(dir / "model.safetensors", tensors, run_metadata(meta));
   if (optimizer) oa::ml::optim::AdamW(model->parameters()).save_state(dir / "optimizer.safetensors");
 }
 
@@ -212,11 +220,11 @@ inline void write_fashion_mnist(const fs::path& dir, std::uint32_t train = 2, st
   }
 }
 
-// An image checkpoint's metadata, as oa train fashion-mnist writes it, for a
-// run of the full convnet (its tensors are not the model's).
+// A checkpoint of oa train fashion-mnist with the "oa.run" metadata `meta`
+// (its tensors are not the model's).
 inline void write_image_checkpoint(const fs::path& dir, const nlohmann::json& meta) {
   fs::create_directories(dir);
-  oa::ml::save_safetensors(dir / "model.safetensors", {{"w", oa::Matrix::ones({4})}}, {{"oa.train", meta.dump()}});
+  oa::ml::save_safetensors(dir / "model.safetensors", {{"w", oa::Matrix::ones({4})}}, run_metadata(meta));
 }
 
 }  // namespace oa::test::cli

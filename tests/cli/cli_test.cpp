@@ -1,4 +1,4 @@
-// The oa command line on bad input (issue 7): a missing dataset or input
+// The oa command line on bad input: a missing dataset or input
 // file, a corrupt IDX header, an unreadable or mismatched checkpoint, a bad
 // flag value, an unwritable output. Each run must exit nonzero with exactly
 // one line on stderr that says what is wrong, fail before any training, and
@@ -82,7 +82,7 @@ TEST(Cli, UnreadableCheckpoint) {
   EXPECT_TRUE(fails_cleanly(d.oa({"sample", "--checkpoint", "run"}), {"model.safetensors"}));
   // A valid header with a truncated payload.
   oa::ml::save_safetensors(d / "run" / "model.safetensors", {{"w", oa::Matrix::ones({64})}},
-                           {{"oa.text", R"({"context": 8, "layers": 1, "heads": 2, "width": 16})"}});
+                           run_metadata({{"task", "text"}, {"model", kTinyTextModel}}));
   fs::resize_file(d / "run" / "model.safetensors", fs::file_size(d / "run" / "model.safetensors") - 10);
   EXPECT_TRUE(fails_cleanly(d.oa({"sample", "--checkpoint", "run"}), {"model.safetensors", "truncated"}));
   EXPECT_EQ(d.listing().size(), before.size());
@@ -97,11 +97,11 @@ TEST(Cli, CheckpointThatDoesNotMatch) {
   // A text checkpoint whose metadata says width 32 but whose tensors are width 16.
   auto text_model = oa_cli::make_text_model({8, 1, 2, 16}, generator, engine);
   oa::ml::save_safetensors(d / "text" / "model.safetensors", text_model->named_tensors(),
-                           {{"oa.text", nlohmann::json{{"context", 8}, {"layers", 1}, {"heads", 2}, {"width", 32}}.dump()}});
+                           run_metadata({{"task", "text"}, {"model", {{"context", 8}, {"layers", 1}, {"heads", 2}, {"width", 32}}}}));
   // The quick convnet's weights under metadata of the full one.
   auto image_model = oa_cli::make_image_model({"convnet", true}, generator, engine);
   oa::ml::save_safetensors(d / "images" / "model.safetensors", image_model->named_tensors(),
-                           {{"oa.train", nlohmann::json{{"epoch", 1}, {"model", "convnet"}, {"quick", false}}.dump()}});
+                           run_metadata({{"task", "fashion-mnist"}, {"model", {{"model", "convnet"}, {"quick", false}}}}));
   write_fashion_mnist(d / "data");
   const auto before = d.listing();
   EXPECT_TRUE(fails_cleanly(d.oa({"sample", "--checkpoint", "text"}), {"model.safetensors", "mismatches"}));
@@ -201,7 +201,7 @@ TEST(Cli, TextResumeRefusals) {
   // Already at --steps 2.
   write_text_checkpoint(d / "run", 2, false);
   EXPECT_TRUE(fails_cleanly(d.oa(resume + kTinyText), {"--resume", "finished its --steps 2", "nothing to train", "a larger --steps"}));
-  // No step (a checkpoint of an older oa).
+  // No step.
   write_text_checkpoint(d / "run", -1, false);
   EXPECT_TRUE(fails_cleanly(d.oa(resume + kTinyText), {"--resume", "which step"}));
   // No optimizer state, then one of another step.
@@ -282,8 +282,10 @@ TEST(Cli, TextInterruptedAndResumedEndsLikeUninterrupted) {
 TEST(Cli, ImagesResumeRefusesOtherFlags) {
   CliDir d;
   write_fashion_mnist(d / "data");
-  write_image_checkpoint(d / "run", {{"epoch", 1}, {"step", 3}, {"model", "convnet"}, {"quick", false}, {"seed", 0}, {"batch_size", 8},
-                                     {"lr", 0.001}, {"epochs", 2}});
+  write_image_checkpoint(d / "run", {{"task", "fashion-mnist"},
+                                     {"model", {{"model", "convnet"}, {"quick", false}}},
+                                     {"training", {{"seed", 0}, {"batch_size", 8}, {"lr", 0.001}, {"epochs", 2}}},
+                                     {"step", 3}});
   const std::vector<std::string> resume = {"train", "fashion-mnist", "--resume", "--out", "run", "--data", "data"};
   const std::vector<std::string> same = {"--lr", "0.001", "--seed", "0", "--batch-size", "8", "--epochs", "2"};
   const auto before = d.listing();
@@ -314,6 +316,9 @@ TEST(Cli, ImagesInterruptedAndResumedEndsLikeUninterrupted) {
   const OaRun stopped = interrupted(d, args + std::vector<std::string>{"--out", "resumed"}, d / "resumed" / "optimizer.safetensors");
   ASSERT_FALSE(HasFailure());
   EXPECT_NE(stopped.out.find("--resume to continue from epoch 2 step "), std::string::npos) << stopped.out;
+  // The plot of the epochs done is written, as by oa train text.
+  EXPECT_NE(stopped.out.find(", plot resumed/plot.png"), std::string::npos) << stopped.out;
+  EXPECT_TRUE(fs::exists(d / "resumed" / "plot.png"));
   const OaRun resumed = d.oa(args + std::vector<std::string>{"--out", "resumed", "--resume"});
   ASSERT_TRUE(WIFEXITED(resumed.status) && WEXITSTATUS(resumed.status) == 0) << resumed.err;
   EXPECT_NE(resumed.out.find("resumed from resumed/model.safetensors at epoch 2 step "), std::string::npos) << resumed.out;
@@ -338,6 +343,18 @@ TEST(Cli, ImagesInterruptedAndResumedEndsLikeUninterrupted) {
     SCOPED_TRACE(run);
     EXPECT_EQ(meta.at("step"), "20");
   }
+}
+
+// A learning rate that overflows the weights in oa train fashion-mnist: the
+// first epoch's test loss is still finite, the second's is not. The message
+// places the divergence at the end of the epoch it was found in and names the
+// checkpoint left in --out.
+TEST(Cli, ImagesDivergedRunNamesItsLastCheckpoint) {
+  CliDir d;
+  write_fashion_mnist(d / "data");  // two images: one step an epoch
+  const OaRun r = d.oa({"train", "fashion-mnist", "--data", "data", "--quick", "--out", "run", "--lr", "1e30", "--epochs", "3"});
+  EXPECT_TRUE(fails_cleanly(r, {"training diverged", "test loss", "at epoch 2 step 1", "--lr", "the checkpoint after epoch 1 is in run"}));
+  EXPECT_EQ(nlohmann::json::parse(oa::ml::read_safetensors_metadata(d / "run" / "model.safetensors").at("oa.run"))["step"], 1);
 }
 
 }  // namespace

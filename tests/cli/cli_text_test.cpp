@@ -1,5 +1,5 @@
-// oa train text and oa sample on flags and checkpoints that must be refused
-// (issue: the CLI user test): --resume with other training flags, a --seed
+// oa train text and oa sample on flags and checkpoints that must be refused:
+// --resume with other training flags, a --seed
 // out of range, --width not divisible by --heads, a checkpoint with non-finite
 // weights, a diverging run, and SIGTERM, which saves like Ctrl-C.
 #include <gtest/gtest.h>
@@ -38,12 +38,14 @@ TEST(CliText, ResumeRefusesOtherTrainingFlags) {
   const std::vector<std::string> resume = std::vector<std::string>{"train", "text", "--resume", "--out", "run"} + model;
   const auto before = d.listing();
   const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> cases = {
-      {{"--input", "fox.txt", "--lr", "0.002"}, {"--lr 0.001", "not 0.002"}},
-      {{"--input", "fox.txt", "--seed", "7"}, {"--seed 0", "not 7"}},
-      {{"--input", "fox.txt", "--batch-size", "32"}, {"--batch-size 64", "not 32"}},
-      {{"--input", "fox.txt", "--steps", "1"}, {"--steps 2", "not 1"}},  // fewer (more extend the run)
-      {{"--input", "fox2.txt"}, {"--input fox.txt", "not fox2.txt"}},
-      {{}, {"--input fox.txt", "not fortunes"}},
+      {{"--input", "fox.txt", "--lr", "0.002"}, {"with --lr 0.001, not --lr 0.002"}},
+      {{"--input", "fox.txt", "--seed", "7"}, {"with --seed 0, not --seed 7"}},
+      {{"--input", "fox.txt", "--batch-size", "32"}, {"with --batch-size 64, not --batch-size 32"}},
+      {{"--input", "fox.txt", "--steps", "1"}, {"with --steps 2, not --steps 1"}},  // fewer (more extend the run)
+      {{"--input", "fox2.txt"}, {"with --input fox.txt, not --input fox2.txt"}},
+      {{}, {"with --input fox.txt, not --input fortunes"}},
+      // Several at once are all named.
+      {{"--input", "fox2.txt", "--seed", "7"}, {"with --input fox.txt --seed 0, not --input fox2.txt --seed 7"}},
   };
   for (const auto& [flags, fragments] : cases) {
     std::string joined;
@@ -103,7 +105,7 @@ TEST(CliFlags, WidthNotDivisibleByHeads) {
 
 TEST(CliText, SampleRefusesNonFiniteCheckpoint) {
   CliDir d;
-  write_text_checkpoint(d / "run", 1, false, nlohmann::json::object(), std::numeric_limits<float>::quiet_NaN());
+  write_text_checkpoint(d / "run", 1, false, std::numeric_limits<float>::quiet_NaN());
   const OaRun r = d.oa({"sample", "--checkpoint", "run", "--prompt", "The", "--length", "3"});
   EXPECT_TRUE(fails_cleanly(r, {"run/model.safetensors", "non-finite logits"}));
   EXPECT_EQ(r.out, "");

@@ -1,0 +1,218 @@
+#include "training_run.hpp"
+
+#include <cmath>
+
+#include "interrupt.hpp"
+#include "oa/core/error.hpp"
+#include "oa/ml/checkpoint.hpp"
+
+namespace oa_cli {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr const char* kMetadataKey = "oa.run";
+
+// Whether `value` has the JSON type of `like` (any integer for an integer, any number for a float).
+bool same_kind(const nlohmann::json& value, const nlohmann::json& like) {
+  if (like.is_number_integer()) return value.is_number_integer();
+  if (like.is_number()) return value.is_number();
+  return value.type() == like.type();
+}
+
+// A metadata value as a user typed it: strings without quotes.
+std::string shown(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+}  // namespace
+
+std::string describe_flags(const std::vector<RunFlag>& flags) {
+  std::string out;
+  for (const auto& f : flags) {
+    if (f.value.is_boolean() && !f.value.get<bool>()) continue;
+    if (!out.empty()) out.push_back(' ');
+    out.append(f.flag);
+    if (!f.value.is_boolean()) out.append(" ").append(shown(f.value));
+  }
+  return out;
+}
+
+nlohmann::json read_run_metadata(const fs::path& file, const std::string& task, const std::vector<RunFlag>& model) {
+  if (!fs::exists(file)) oa::fail(oa::ErrorKind::InvalidArgument, "no checkpoint at {}", file.string());
+  const auto all = oa::ml::read_safetensors_metadata(file);
+  const auto it = all.find(kMetadataKey);
+  if (it == all.end())
+    for (const char* old : {"oa.train", "oa.text"})
+      if (all.contains(old))
+        oa::fail(oa::ErrorKind::InvalidArgument,
+                 "{} was written by an older oa (its metadata is under {}, not {}), which this oa does not read; train it again",
+                 file.string(), old, kMetadataKey);
+  nlohmann::json meta = it == all.end() ? nlohmann::json() : nlohmann::json::parse(it->second, nullptr, false);
+  if (meta.is_object() && meta.contains("task") && meta["task"].is_string() && meta["task"] != task)
+    oa::fail(oa::ErrorKind::InvalidArgument, "{} was not written by oa train {} (it holds a checkpoint of oa train {})", file.string(),
+             task, meta["task"].get<std::string>());
+  bool ok = meta.is_object() && meta.contains("task") && meta.contains("model") && meta["model"].is_object();
+  for (const auto& f : model) ok = ok && meta["model"].contains(f.key) && same_kind(meta["model"][f.key], f.value);
+  if (!ok)
+    oa::fail(oa::ErrorKind::InvalidArgument, "{} was not written by oa train {} (its {} metadata is missing or malformed)", file.string(),
+             task, kMetadataKey);
+  return meta;
+}
+
+TrainingRun::TrainingRun(RunSpec spec) : spec_(std::move(spec)), created_(prepare_run_dir(spec_.out)) {
+  lock_.emplace(spec_.out);
+  cleanup_.emplace(spec_.out, created_);  // a run failing before its first write leaves nothing
+  recover_checkpoint(spec_.out);
+  const fs::path model_file = file("model.safetensors");
+  if (!spec_.resume) {
+    if (has_checkpoint(spec_.out) && !spec_.overwrite)
+      oa::fail(oa::ErrorKind::InvalidArgument,
+               "{} holds a checkpoint; pass --resume to continue that run, --overwrite to replace it, or another --out",
+               spec_.out.string());
+    return;
+  }
+  if (!fs::exists(model_file))
+    oa::fail(oa::ErrorKind::InvalidArgument, "--resume: no checkpoint at {}; train without --resume first", model_file.string());
+  meta_ = read_run_metadata(model_file, spec_.task, spec_.model);
+
+  std::vector<RunFlag> saved_model = spec_.model;
+  for (auto& f : saved_model) f.value = meta_["model"][f.key];
+  if (describe_flags(saved_model) != describe_flags(spec_.model))
+    oa::fail(oa::ErrorKind::InvalidArgument, "--resume: {} holds a model of {}, not {}; resume it with its flags", model_file.string(),
+             describe_flags(saved_model), describe_flags(spec_.model));
+
+  // Every training flag the same, but the length no smaller.
+  const nlohmann::json training = meta_.contains("training") && meta_["training"].is_object() ? meta_["training"] : nlohmann::json::object();
+  std::vector<RunFlag> had, have, flags = spec_.training;
+  flags.push_back(spec_.length);
+  for (const auto& f : flags) {
+    const bool recorded = training.contains(f.key) && same_kind(training[f.key], f.value);
+    const bool extends = &f == &flags.back() && recorded && training[f.key] <= f.value;
+    if (recorded && (training[f.key] == f.value || extends)) continue;
+    had.push_back({f.key, f.flag, recorded ? training[f.key] : nlohmann::json("(not recorded)")});
+    have.push_back(f);
+  }
+  if (!had.empty())
+    oa::fail(oa::ErrorKind::InvalidArgument,
+             "--resume: {} was trained with {}, not {}; resume it with the same flags (the batch order and the learning-rate schedule "
+             "depend on them; a larger {} extends the run)",
+             model_file.string(), describe_flags(had), describe_flags(have), spec_.length.flag);
+
+  if (!meta_.contains("data_size") || !meta_["data_size"].is_number_unsigned())
+    oa::fail(oa::ErrorKind::InvalidArgument, "--resume: {} does not record the size of its training data; train again without --resume",
+             model_file.string());
+  if (!meta_.contains("step") || !meta_["step"].is_number_integer() || meta_["step"].get<std::int64_t>() < 0)
+    oa::fail(oa::ErrorKind::InvalidArgument, "--resume: {} does not say which step it was saved at", model_file.string());
+  const auto step = meta_["step"].get<std::int64_t>();
+  if (!meta_.contains("total_steps") || !meta_["total_steps"].is_number_integer() || meta_["total_steps"].get<std::int64_t>() < step)
+    oa::fail(oa::ErrorKind::InvalidArgument, "--resume: {} is of step {}, past the steps of its run (or does not record them)",
+             model_file.string(), step);
+  const nlohmann::json& length = training[spec_.length.key];
+  if (step == meta_["total_steps"].get<std::int64_t>() && length == spec_.length.value)
+    oa::fail(oa::ErrorKind::InvalidArgument,
+             "--resume: {} finished its {} {}, so there is nothing to train; pass a larger {} to extend the run", model_file.string(),
+             spec_.length.flag, shown(length), spec_.length.flag);
+}
+
+void TrainingRun::set_data_size(std::uint64_t size, const std::string& what) {
+  data_size_ = size;
+  if (spec_.resume && meta_["data_size"].get<std::uint64_t>() != size)
+    oa::fail(oa::ErrorKind::InvalidArgument, "--resume: {} was trained on {} {}, which now holds {}; train again without --resume",
+             file("model.safetensors").string(), meta_["data_size"].get<std::uint64_t>(), what, size);
+}
+
+void TrainingRun::start(oa::ml::nn::Module& model, oa::ml::optim::Optimizer& optimizer, std::int64_t steps_per_unit) {
+  model_ = &model;
+  optimizer_ = &optimizer;
+  steps_per_unit_ = steps_per_unit;
+  total_steps_ = spec_.length.value.get<std::int64_t>() * steps_per_unit;
+  const fs::path model_file = file("model.safetensors"), optimizer_file = file("optimizer.safetensors");
+  if (spec_.resume) {
+    const auto recorded_total = meta_["total_steps"].get<std::int64_t>();
+    if (recorded_total != meta_["training"][spec_.length.key].get<std::int64_t>() * steps_per_unit)
+      oa::fail(oa::ErrorKind::InvalidArgument, "--resume: {} records {} steps for {} {} of {} steps; train again without --resume",
+               model_file.string(), recorded_total, spec_.length.flag, shown(meta_["training"][spec_.length.key]), steps_per_unit);
+    cycles_ = lr_cycles(meta_, recorded_total, total_steps_, model_file);
+    first_step_ = meta_["step"].get<std::int64_t>();
+    oa::ml::load_safetensors_into(model_file, model.named_tensors());
+    optimizer.load_state(optimizer_file);
+    if (optimizer.steps() != first_step_)
+      oa::fail(oa::ErrorKind::InvalidArgument,
+               "--resume: {} is of step {} but {} of step {} (a save was cut short); train again without --resume",
+               optimizer_file.string(), optimizer.steps(), model_file.string(), first_step_);
+    if (meta_.contains("state") && meta_["state"].is_object()) resumed_state_ = meta_["state"];
+    history_ = read_metrics(file("metrics.jsonl"), spec_.unit.c_str(), first_step_ / steps_per_unit, spec_.metrics);
+    saved_step_ = first_step_;
+  } else if (spec_.overwrite) {
+    remove_checkpoint(spec_.out);
+  }
+  metrics_ = rewrite_metrics(file("metrics.jsonl"), history_);
+  const std::int64_t first_end = cycles_.size() > 1 ? cycles_[1] : total_steps_;
+  fmt::print("schedule: lr {} after {} warmup steps, cosine to {} at step {}{}\n", spec_.lr, first_end / 20, spec_.lr_floor, first_end,
+             cycles_.size() > 1 ? fmt::format(" (extended: a new warmup-cosine cycle from step {})", cycles_.back()) : "");
+  if (spec_.resume) fmt::print("resumed from {} at {}\n", model_file.string(), where(first_step_));
+  install_interrupt_handler();
+}
+
+float TrainingRun::lr(std::int64_t step) const {
+  return static_cast<float>(cycle_lr(cycles_, total_steps_, step, spec_.lr, spec_.lr_floor));
+}
+
+std::string TrainingRun::where(std::int64_t step) const {
+  if (spec_.unit == "step") return fmt::format("step {}", step);
+  return fmt::format("{} {} step {}", spec_.unit, step / steps_per_unit_ + 1, step % steps_per_unit_);
+}
+
+bool TrainingRun::interrupted() { return g_interrupted != 0; }
+
+void TrainingRun::record(const nlohmann::json& row) {
+  append_metrics(metrics_, file("metrics.jsonl"), row);
+  history_.push_back(row);
+}
+
+nlohmann::json TrainingRun::metadata(std::int64_t step, const nlohmann::json& state) const {
+  nlohmann::json model = nlohmann::json::object(), training = nlohmann::json::object();
+  for (const auto& f : spec_.model) model[f.key] = f.value;
+  for (const auto& f : spec_.training) training[f.key] = f.value;
+  training[spec_.length.key] = spec_.length.value;
+  return {{"task", spec_.task},       {"model", model}, {"training", training}, {"data_size", data_size_},
+          {"step", step},             {"total_steps", total_steps_}, {"lr_cycles", cycles_}, {"state", state}};
+}
+
+void TrainingRun::save(std::int64_t step, const nlohmann::json& state) {
+  save_checkpoint(spec_.out, model_->named_tensors(), {{kMetadataKey, metadata(step, state).dump()}}, *optimizer_);
+  saved_step_ = step;
+}
+
+void TrainingRun::require_finite(double value, const char* what, std::int64_t step) const {
+  if (std::isfinite(value)) return;
+  std::string saved;
+  if (saved_step_ >= 0)
+    saved = fmt::format(" (the checkpoint {} is in {})",
+                        spec_.unit != "step" && saved_step_ % steps_per_unit_ == 0
+                            ? fmt::format("after {} {}", spec_.unit, saved_step_ / steps_per_unit_)
+                            : "at " + where(saved_step_),
+                        spec_.out.string());
+  // At a unit's end, "epoch 1 step 4" rather than "epoch 2 step 0".
+  const std::string at = spec_.unit != "step" && step > 0 && step % steps_per_unit_ == 0
+                             ? fmt::format("{} {} step {}", spec_.unit, step / steps_per_unit_, steps_per_unit_)
+                             : where(step);
+  oa::fail(oa::ErrorKind::FailedPrecondition, "training diverged: {} {} at {}; try a lower --lr{}", what, value, at, saved);
+}
+
+void TrainingRun::write_plot() const { write_line_chart(file("plot.png").string(), spec_.plot(history_)); }
+
+int TrainingRun::stop(std::int64_t step, const nlohmann::json& state) {
+  save(step, state);
+  if (!history_.empty()) write_plot();
+  fmt::print("interrupted after {}: checkpoint saved in {}{}; run the same command with --resume to continue from {}\n", where(step),
+             spec_.out.string(), history_.empty() ? "" : fmt::format(", plot {}", file("plot.png").string()), where(step));
+  return 128 + g_interrupted;
+}
+
+int TrainingRun::finish(const std::string& summary) {
+  write_plot();
+  fmt::print("done: {}; checkpoint {}, metrics {}, plot {}\n", summary, file("model.safetensors").string(), file("metrics.jsonl").string(),
+             file("plot.png").string());
+  return 0;
+}
+
+}  // namespace oa_cli
