@@ -345,14 +345,21 @@ TEST(Cli, ImagesInterruptedAndResumedEndsLikeUninterrupted) {
   }
 }
 
-// A learning rate that overflows the weights in oa train fashion-mnist: the
-// first epoch's test loss is still finite, the second's is not. The message
-// places the divergence at the end of the epoch it was found in and names the
-// checkpoint left in --out.
+// A learning rate that overflows the weights in oa train fashion-mnist. Where
+// the first non-finite test loss appears depends on the device's arithmetic
+// (epoch 2 on lavapipe, epoch 1 on an H200), so either is accepted: the
+// message places the divergence at the end of the epoch it was found in, and
+// names the checkpoint left in --out exactly when an earlier epoch saved one.
 TEST(Cli, ImagesDivergedRunNamesItsLastCheckpoint) {
   CliDir d;
   write_fashion_mnist(d / "data");  // two images: one step an epoch
   const OaRun r = d.oa({"train", "fashion-mnist", "--data", "data", "--quick", "--out", "run", "--lr", "1e30", "--epochs", "3"});
+  if (r.err.find("at epoch 1 step 1") != std::string::npos) {
+    EXPECT_TRUE(fails_cleanly(r, {"training diverged", "test loss", "--lr"}));
+    EXPECT_EQ(r.err.find("checkpoint"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(d / "run" / "model.safetensors"));
+    return;
+  }
   EXPECT_TRUE(fails_cleanly(r, {"training diverged", "test loss", "at epoch 2 step 1", "--lr", "the checkpoint after epoch 1 is in run"}));
   EXPECT_EQ(nlohmann::json::parse(oa::ml::read_safetensors_metadata(d / "run" / "model.safetensors").at("oa.run"))["step"], 1);
 }
