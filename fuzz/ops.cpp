@@ -91,6 +91,9 @@ class Operands {
     const Shape s = shape();
     if (kind == 14) return Matrix::empty(s, DType::F16, engine_);
     if (kind >= 12) {
+      // Beyond 64 Ki elements the values come from the device (and the engine's
+      // memory limit), not from a host vector of that size.
+      if (s.numel() > (1 << 16)) return Matrix::empty(s, DType::I32, engine_);
       std::vector<std::int32_t> values(static_cast<std::size_t>(s.numel()));
       for (std::int32_t& v : values) v = static_cast<std::int32_t>(in_.byte() % 6) - 1;
       return Matrix::from_i32(s, values, engine_);
