@@ -1,8 +1,8 @@
 // concat and chunk: validation, the column-block copy lowering, and their
-
-#include <algorithm>
 // autograd rules (each one's backward is the other's lowering).
 #include "oa/matrix/concat.hpp"
+
+#include <algorithm>
 
 #include "matrix/lowering.hpp"
 #include "oa/matrix/autograd.hpp"
