@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs what oa needs on Debian 12 with apt-get. Idempotent: quiet and fast
-# when everything is present. Lavapipe (the CPU Vulkan driver) comes from
+# Installs what oa needs on Debian 12 with apt-get (scripts/setup.sh
+# [--sanitizers]). Idempotent: quiet and fast when everything is present. Lavapipe (the CPU Vulkan driver) comes from
 # bookworm-backports (Mesa 25), which runs compute several times faster than
 # Mesa 22.3.
 set -euo pipefail
@@ -8,6 +8,9 @@ set -euo pipefail
 packages=(cmake g++ make pkg-config glslc spirv-tools libvulkan-dev vulkan-tools
   vulkan-validationlayers libgtest-dev libfmt-dev nlohmann-json3-dev libcli11-dev
   zlib1g-dev libpng-dev dataset-fashion-mnist fortunes)
+# --sanitizers adds what scripts/sanitize.sh and scripts/fuzz.sh need: clang
+# with the sanitizer and libFuzzer runtimes, and llvm-symbolizer for reports.
+if [ "${1:-}" = "--sanitizers" ]; then packages+=(clang-14 libclang-rt-14-dev llvm-14); fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -2,6 +2,8 @@
 // autograd rules (each one's backward is the other's lowering).
 #include "oa/matrix/concat.hpp"
 
+#include <algorithm>
+
 #include "matrix/lowering.hpp"
 #include "oa/matrix/autograd.hpp"
 
@@ -160,6 +162,9 @@ std::vector<Matrix> chunk(const Matrix& x, std::int64_t parts, int axis) {
   detail::require_f32(x, kChunk, "x");
   const std::size_t a = normal_axis(axis, x.shape(), kChunk, "x");
   if (parts < 1) fail(ErrorKind::InvalidArgument, "{}: parts {} must be >= 1 (x {})", kChunk, parts, x.shape());
+  if (parts > std::max<std::int64_t>(x.shape()[a], 1))
+    fail(ErrorKind::InvalidArgument, "{}: parts {} exceeds extent {} of axis {} of x {} (1 for an empty axis)", kChunk, parts,
+         x.shape()[a], axis, x.shape());
   if (x.shape()[a] % parts != 0)
     fail(ErrorKind::InvalidArgument, "{}: extent {} of axis {} of x {} is not divisible by parts {}", kChunk, x.shape()[a], axis,
          x.shape(), parts);

@@ -89,8 +89,9 @@ Header read_header(std::ifstream& in, const fs::path& path, const char* op) {
       }
       continue;
     }
-    auto bad = [&](const char* what) {
-      fail(ErrorKind::InvalidArgument, "{}: '{}': malformed header: tensor '{}' {}", op, file, key, what);
+    // Named capture: clang 14 cannot capture a structured binding.
+    auto bad = [&, &tensor = key](const char* what) {
+      fail(ErrorKind::InvalidArgument, "{}: '{}': malformed header: tensor '{}' {}", op, file, tensor, what);
     };
     if (!value.is_object()) bad("is not a JSON object");
     const auto dtype = value.find("dtype"), shape = value.find("shape"), offsets = value.find("data_offsets");

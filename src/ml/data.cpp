@@ -40,10 +40,12 @@ std::vector<std::uint8_t> gunzip(const std::vector<std::uint8_t>& packed, const 
   if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)
     fail(ErrorKind::ResourceExhausted, "{}: '{}': zlib could not start inflating", op, path.string());
   std::vector<std::uint8_t> out;
-  // The trailer's ISIZE (length mod 2^32) is a first guess at the size.
+  // The trailer's ISIZE (length mod 2^32) is a first guess at the size, bounded
+  // by deflate's largest expansion (1032:1) so that a forged trailer on a tiny
+  // file reserves no more than the file could hold.
   std::uint32_t isize = 0;
   if (packed.size() >= 18) std::memcpy(&isize, packed.data() + packed.size() - 4, 4);  // little-endian host
-  out.reserve(std::min<std::size_t>(isize, std::size_t{1} << 30));
+  out.reserve(std::min({std::size_t{isize}, packed.size() * 1032, std::size_t{1} << 30}));
   std::size_t consumed = 0;
   bool ended = false;
   constexpr std::size_t kStep = std::size_t{1} << 20;

@@ -117,6 +117,9 @@ TEST(MatrixConcat, Errors) {
   EXPECT_TRUE(oa_test::throws([&] { oa::matrix::chunk(a, 2, 1); }, ErrorKind::InvalidArgument,
                               {"oa::matrix::chunk", "not divisible", "[2, 3]"}));
   EXPECT_TRUE(oa_test::throws([&] { oa::matrix::chunk(a, 0, 1); }, ErrorKind::InvalidArgument, {"oa::matrix::chunk", "parts 0"}));
+  // An empty axis splits into one slice, not into as many as asked for.
+  EXPECT_TRUE(oa_test::throws([&] { oa::matrix::chunk(Matrix::zeros({0, 2}), std::int64_t{1} << 40, 0); },
+                              ErrorKind::InvalidArgument, {"oa::matrix::chunk", "parts 1099511627776 exceeds extent 0"}));
   EXPECT_TRUE(oa_test::throws([&] { oa::matrix::chunk(Matrix::zeros({}), 1, 0); }, ErrorKind::InvalidArgument,
                               {"oa::matrix::chunk", "out of range"}));
 }

@@ -20,6 +20,7 @@ namespace ml = oa::ml;
 
 std::vector<std::uint32_t> bits_of(const Matrix& m) {
   std::vector<std::uint32_t> out(static_cast<std::size_t>(m.numel()));
+  if (out.empty()) return out;  // memcpy from an empty vector's null data() is undefined
   if (m.dtype() == oa::DType::I32) {
     const auto v = m.to_i32();
     std::memcpy(out.data(), v.data(), v.size() * 4);

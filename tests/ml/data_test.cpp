@@ -1,8 +1,13 @@
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <new>
 #include <set>
 
 #include "oa/oa.hpp"
@@ -119,6 +124,46 @@ TEST(DataIdx, CorruptAndTruncatedFilesNameTheFileAndTheFault) {
   EXPECT_TRUE(idx_error(dir / "short.gz", "truncated data"));
 }
 
+// A gzip file whose trailer claims 2^30 - 1 bytes is rejected (its length
+// check fails) without reserving what the trailer claims: a child process
+// reads it with its address space capped 512 MiB above what it uses.
+TEST(DataIdx, ForgedGzipLengthReservesNoMoreThanTheFileCanHold) {
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  GTEST_SKIP() << "AddressSanitizer needs more address space than the cap; fuzz_idx covers this there";
+#endif
+#endif
+  TempDir dir;
+  const auto path = dir.path() / "forged.gz";
+  write_gzip(path, idx_bytes({4}, {1, 2, 3, 4}));
+  std::vector<std::uint8_t> bytes = oa::test::read_file(path);
+  ASSERT_GE(bytes.size(), 18u);
+  const std::uint32_t isize = (1u << 30) - 1;  // ISIZE: the last 4 bytes, little-endian
+  for (int i = 0; i < 4; ++i) bytes[bytes.size() - 4 + i] = static_cast<std::uint8_t>(isize >> (8 * i));
+  write_file(path, bytes);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::size_t pages = 0;
+    std::ifstream("/proc/self/statm") >> pages;
+    const rlim_t cap = static_cast<rlim_t>(pages) * static_cast<rlim_t>(sysconf(_SC_PAGESIZE)) + (rlim_t{512} << 20);
+    const rlimit limit{cap, cap};
+    if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(5);
+    try {
+      data::read_idx(path);
+      _exit(3);
+    } catch (const oa::Error& e) {
+      _exit(std::string_view(e.what()).find("gzip error") != std::string_view::npos ? 0 : 4);
+    } catch (const std::bad_alloc&) {
+      _exit(2);
+    }
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "2: out of memory, 3: accepted, 4: another error, 5: setrlimit failed";
+}
+
 TEST(DataIdx, LoadsImagesWithLabelsAndChecksDimensions) {
   TempDir dir;
   write_gzip(dir / "images.gz", idx_bytes({3, 2, 2}, pattern(12)));
@@ -133,7 +178,7 @@ TEST(DataIdx, LoadsImagesWithLabelsAndChecksDimensions) {
   EXPECT_EQ(d.labels, (std::vector<std::int32_t>{2, 0, 7}));
   EXPECT_EQ(d.classes, 8);
   for (auto [images, labels, file] : {std::tuple{"images.gz", "labels4", "labels4"}, std::tuple{"images2d", "labels.gz", "images2d"}})
-    EXPECT_TRUE(oa_test::throws([&] { data::load_idx_images(dir / images, dir / labels); }, ErrorKind::InvalidArgument,
+    EXPECT_TRUE(oa_test::throws([&, images = images, labels = labels] { data::load_idx_images(dir / images, dir / labels); }, ErrorKind::InvalidArgument,
                                 {"dimension mismatch", file}));
 }
 

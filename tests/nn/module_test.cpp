@@ -194,7 +194,7 @@ TEST(NnActivation, ForwardAndGradients) {
       {std::make_shared<Sigmoid>(), ref::sigmoid}};
   for (const auto& [module, f] : cases) {
     SCOPED_TRACE(module->type_name());
-    oa::test::module_gradcheck(*module, input, [f](const std::vector<std::vector<double>>& v) { return ref::map(v[0], f); });
+    oa::test::module_gradcheck(*module, input, [f = f](const std::vector<std::vector<double>>& v) { return ref::map(v[0], f); });
   }
 }
 

@@ -29,7 +29,8 @@ namespace oa::matrix {
 Matrix concat(const std::vector<Matrix>& xs, int axis = -1);
 
 // Splits x into `parts` equal slices along `axis` (torch.chunk(x, parts, axis)
-// where the extent is divisible by parts): slice p holds indices
+// where the extent is divisible by parts; parts is at most the extent, 1 for
+// an empty axis): slice p holds indices
 // [p * n / parts, (p + 1) * n / parts) of that axis. Gradients flow back as the
 // concatenation of the slices' gradients (zeros for a slice that got none).
 // Semantic op "oa::matrix::chunk" with `parts` outputs, attributes parts, axis.

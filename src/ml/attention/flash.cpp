@@ -176,6 +176,12 @@ FlashTiles flash_tiles(const Engine& engine, FlashPass pass, const FlashProblem&
   const std::uint32_t widest = std::max(t.dk, t.dv), both = t.dk + t.dv;
   if (pass == FlashPass::Forward) t.lanes = both <= 256 && widest <= 128 ? 2u : 4u;
   else t.lanes = both <= 128 ? 2u : both <= 256 ? 4u : 8u;
+  // A row's lanes add their partial sums by subgroup shuffles, so they must
+  // lie in one subgroup (4 lanes on some devices).
+  t.lanes = std::min(t.lanes, engine.device().subgroup_size);
+  if (t.lanes < 2 || widest > 64 * t.lanes)
+    fail(ErrorKind::Unsupported, "flash attention: head dims {} / {} need subgroups of at least {} lanes; the device has {}", p.dh,
+         p.dv, std::max(2u, (widest + 63) / 64), engine.device().subgroup_size);
   t.dk = std::max(t.dk, 4 * t.lanes);  // every lane holds at least one vec4
   t.dv = std::max(t.dv, 4 * t.lanes);
   const bool cpu = engine.device().type == DeviceType::Cpu;

@@ -204,7 +204,7 @@ void Engine::record(SemanticOp op, std::span<const runtime::ComputeDispatch> dis
     std::uint32_t grid[4] = {static_cast<std::uint32_t>(d.groups[0]), static_cast<std::uint32_t>(d.groups[1]),
                              static_cast<std::uint32_t>(d.groups[2]), 0};
     std::memcpy(push + 16, grid, 16);
-    std::memcpy(push + 32, d.push.bytes().data(), d.push.bytes().size());
+    if (!d.push.bytes().empty()) std::memcpy(push + 32, d.push.bytes().data(), d.push.bytes().size());
     // Split the grid where it exceeds maxComputeWorkGroupCount; shaders add the base.
     const std::uint64_t lim[3] = {s.info.max_workgroup_count[0], s.info.max_workgroup_count[1], s.info.max_workgroup_count[2]};
     for (std::uint64_t z = 0; z < d.groups[2]; z += lim[2])
