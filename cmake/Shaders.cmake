@@ -1,9 +1,10 @@
 # Compiles every GLSL compute shader with glslc (tracking #include dependencies
 # through depfiles), validates the SPIR-V with spirv-val, and embeds the words
-# into a static library that exposes oa::detail::embedded_shaders().
+# into an object library that defines oa::detail::embedded_shaders().
 function(oa_embed_shaders target shader_root sources)
+  set(embed_script ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/EmbedSpirv.cmake)
   set(outputs)
-  set(gen_dir ${CMAKE_BINARY_DIR}/shaders)
+  set(gen_dir ${PROJECT_BINARY_DIR}/shaders)
   foreach(src IN LISTS sources)
     file(RELATIVE_PATH rel ${shader_root} ${src})
     string(REGEX REPLACE "\\.comp$" "" name ${rel})
@@ -25,10 +26,10 @@ function(oa_embed_shaders target shader_root sources)
   add_custom_command(
     OUTPUT ${embed_cpp}
     COMMAND ${CMAKE_COMMAND} -DGEN_DIR=${gen_dir} "-DNAMES=${names}" -DOUT=${embed_cpp}
-            -P ${CMAKE_SOURCE_DIR}/cmake/EmbedSpirv.cmake
-    DEPENDS ${outputs} ${CMAKE_SOURCE_DIR}/cmake/EmbedSpirv.cmake
+            -P ${embed_script}
+    DEPENDS ${outputs} ${embed_script}
     COMMENT "embedding SPIR-V"
     VERBATIM)
-  add_library(${target} STATIC ${embed_cpp})
+  add_library(${target} OBJECT ${embed_cpp})
   target_compile_features(${target} PRIVATE cxx_std_20)
 endfunction()

@@ -1,5 +1,5 @@
 #pragma once
-// Umbrella header for oa.
+// Umbrella header for oa: every public header (tests/external checks it).
 #include "oa/core/dtype.hpp"
 #include "oa/core/error.hpp"
 #include "oa/core/op.hpp"
@@ -17,7 +17,10 @@
 #include "oa/ml/data.hpp"
 #include "oa/ml/generator.hpp"
 #include "oa/ml/init.hpp"
+#include "oa/ml/nn/nn.hpp"
 #include "oa/ml/nn_ops.hpp"
 #include "oa/ml/optim.hpp"
 #include "oa/ml/parameter.hpp"
+#include "oa/runtime/dispatch.hpp"
 #include "oa/runtime/engine.hpp"
+#include "oa/runtime/storage.hpp"
