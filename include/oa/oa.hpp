@@ -21,3 +21,4 @@
 #include "oa/ml/optim.hpp"
 #include "oa/ml/parameter.hpp"
 #include "oa/runtime/engine.hpp"
+#include "oa/runtime/graph.hpp"
