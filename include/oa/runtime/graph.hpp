@@ -11,8 +11,9 @@
 // - The step's GPU work is fixed at capture: shapes, kernel choices, push
 //   constants (learning rate, Adam's step count) and host-side branches are
 //   those of the captured run. Optimizers whose per-step constants change
-//   (Adam's bias correction, a learning-rate schedule) replay stale values;
-//   SGD with a fixed learning rate replays exactly. Run one eager step first
+//   (Adam's bias correction, a learning-rate schedule) replay stale values, and
+//   random ops in the step (dropout) replay their captured seed; SGD with a
+//   fixed learning rate replays exactly. Run one eager step first
 //   where the first step differs (SGD momentum starts its buffer on it).
 // - The memory the captured work touches stays where it was: the graph keeps
 //   every chunk of memory that a captured dispatch, fill or copy uses out of
