@@ -24,3 +24,4 @@
 #include "oa/runtime/dispatch.hpp"
 #include "oa/runtime/engine.hpp"
 #include "oa/runtime/storage.hpp"
+#include "oa/runtime/graph.hpp"

@@ -1,14 +1,17 @@
 #pragma once
 // The generic dispatch record. Every op lowers to one or more ComputeDispatch
 // values; the engine records them without knowing which operation they serve.
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
+#include <span>
 #include <string_view>
 #include <type_traits>
-#include <vector>
 
+#include "oa/core/error.hpp"
 #include "oa/runtime/storage.hpp"
 
 namespace oa::runtime {
@@ -28,34 +31,84 @@ struct BufferBinding {
   static BufferBinding read_write(std::shared_ptr<Storage> s, std::uint64_t off = 0, std::uint64_t size = 0) { return {std::move(s), Access::ReadWrite, off, size}; }
 };
 
+// A vector of at most N elements stored inline, so that building a dispatch
+// allocates nothing. Past N, push_back and assignment throw Internal.
+template <typename T, std::size_t N>
+class InlineVector {
+ public:
+  InlineVector() = default;
+  InlineVector(std::initializer_list<T> v) { assign(v.begin(), v.end()); }
+  InlineVector& operator=(std::initializer_list<T> v) {
+    assign(v.begin(), v.end());
+    return *this;
+  }
+  InlineVector& operator=(std::span<const T> v) {
+    assign(v.begin(), v.end());
+    return *this;
+  }
+  void push_back(T value) {
+    if (size_ == N) fail(ErrorKind::Internal, "a dispatch holds at most {} {}", N, kWhat);
+    items_[size_++] = std::move(value);
+  }
+  void clear() {
+    for (std::size_t i = 0; i < size_; ++i) items_[i] = T{};  // drops references at once
+    size_ = 0;
+  }
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  T& operator[](std::size_t i) { return items_[i]; }
+  const T& operator[](std::size_t i) const { return items_[i]; }
+  T* begin() { return items_.data(); }
+  T* end() { return items_.data() + size_; }
+  const T* begin() const { return items_.data(); }
+  const T* end() const { return items_.data() + size_; }
+  const T* data() const { return items_.data(); }
+  operator std::span<const T>() const { return {items_.data(), size_}; }
+
+ private:
+  static constexpr const char* kWhat = std::is_same_v<T, std::uint32_t> ? "specialization constants" : "bindings";
+  template <typename It>
+  void assign(It first, It last) {
+    clear();
+    for (; first != last; ++first) push_back(*first);
+  }
+  std::array<T, N> items_{};
+  std::size_t size_ = 0;
+};
+
 // Push constants as raw bytes. The engine prepends its own 32-byte header
 // (workgroup base and total grid, see shaders/common/oa.glsl), so an op has
-// kMaxPushBytes bytes for its own parameters.
+// kMaxPushBytes bytes for its own parameters. Bytes past that are counted but
+// not stored; Engine::record refuses such a dispatch, naming the op.
 class PushConstants {
  public:
   static constexpr std::size_t kMaxPushBytes = 96;
   template <typename T>
   PushConstants& add(T value) {
     static_assert(std::is_trivially_copyable_v<T> && sizeof(T) == 4, "push constants are 32-bit scalars");
-    const auto at = bytes_.size();
-    bytes_.resize(at + 4);
-    std::memcpy(bytes_.data() + at, &value, 4);
+    if (size_ + 4 <= kMaxPushBytes) std::memcpy(bytes_.data() + size_, &value, 4);
+    size_ += 4;
     return *this;
   }
   PushConstants& u32(std::uint32_t v) { return add(v); }
   PushConstants& i32(std::int32_t v) { return add(v); }
   PushConstants& f32(float v) { return add(v); }
-  const std::vector<std::uint8_t>& bytes() const { return bytes_; }
+  // Bytes pushed so far (may pass kMaxPushBytes) and the stored ones.
+  std::size_t size() const { return size_; }
+  std::span<const std::uint8_t> bytes() const { return {bytes_.data(), std::min(size_, kMaxPushBytes)}; }
 
  private:
-  std::vector<std::uint8_t> bytes_;
+  std::array<std::uint8_t, kMaxPushBytes> bytes_{};
+  std::size_t size_ = 0;
 };
 
 struct ComputeDispatch {
   std::string_view kernel;                   // embedded shader name, e.g. "matrix/binary"
-  std::vector<BufferBinding> bindings;       // set 0, binding i
-  PushConstants push;                        // the op's parameters
-  std::vector<std::uint32_t> specialization; // constant_id i = specialization[i]
+  static constexpr std::size_t kMaxBindings = 16;
+  static constexpr std::size_t kMaxSpecialization = 16;
+  InlineVector<BufferBinding, kMaxBindings> bindings;              // set 0, binding i
+  PushConstants push;                                              // the op's parameters
+  InlineVector<std::uint32_t, kMaxSpecialization> specialization;  // constant_id i = specialization[i]
   std::array<std::uint64_t, 3> groups{1, 1, 1};  // total workgroups; the engine splits past device limits
 };
 

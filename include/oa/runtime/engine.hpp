@@ -3,7 +3,8 @@
 // kernels and the profiler. Public headers expose no Vulkan type.
 //
 // Execution is lazy, batched and stream-ordered: ops record dispatches into an
-// open command buffer, with barriers derived from declared buffer access; the
+// open command buffer, with barriers derived from declared buffer access and
+// buffers bound by push descriptors where the device has them; the
 // batch is submitted on a host read, on synchronize(), or as soon as it holds
 // EngineOptions::max_batch_dispatches dispatches, so the GPU runs while the
 // host records the next ops. Up to 8 batches are in flight; past that the host
@@ -52,6 +53,9 @@ struct DeviceInfo {
   bool timestamps = false;               // compute-queue timestamp queries
   double timestamp_period_ns = 0.0;
   bool unified_memory = false;           // device memory is host-visible (CPU and integrated devices)
+  // VK_KHR_push_descriptor: dispatches bind buffers without descriptor sets
+  // (an engine's device() reports whether it uses them).
+  bool push_descriptors = false;
 };
 
 struct EngineOptions {
@@ -63,8 +67,9 @@ struct EngineOptions {
   // Dispatches per command buffer before the engine submits it on its own;
   // 0 uses OA_BATCH_DISPATCHES, then 64. Smaller starts the GPU sooner and
   // overlaps more; larger pays fewer vkQueueSubmit calls (tens of µs each on
-  // a discrete GPU). 64 keeps the submit cost near 5% of recording (a few µs
-  // per dispatch) while the GPU waits at most 64 dispatches for its first work.
+  // a discrete GPU; recording one dispatch costs below 1 µs on lavapipe with
+  // push descriptors). With 64 the GPU waits at most 64 dispatches for its
+  // first work.
   // options() reports the value in effect.
   std::uint32_t max_batch_dispatches = 0;
   // Caps device memory reserved from the driver (bytes; 0 = the device heap),
@@ -76,6 +81,9 @@ struct EngineOptions {
   // Moves host data through staging buffers even where device memory is
   // host-visible: the discrete-GPU path, for testing it on any device.
   bool staging_transfers = false;
+  // Binds buffers through descriptor sets even where the device has push
+  // descriptors (VK_KHR_push_descriptor): the fallback path, for testing it.
+  bool descriptor_sets = false;
 };
 
 // Device memory of the engine's allocator (torch.cuda.memory_stats' terms).

@@ -174,6 +174,27 @@ Chunk* Allocator::allocate(std::uint64_t bytes, std::uint64_t completed, bool id
 
 void Allocator::release(Chunk* chunk) {
   std::lock_guard lock(mutex_);
+  if (chunk->pins) {
+    chunk->released = true;
+    return;
+  }
+  release_locked(chunk);
+}
+
+void Allocator::pin(Chunk* chunk) {
+  std::lock_guard lock(mutex_);
+  chunk->pins++;
+}
+
+void Allocator::unpin(Chunk* chunk) {
+  std::lock_guard lock(mutex_);
+  if (--chunk->pins == 0 && chunk->released) {
+    chunk->released = false;
+    release_locked(chunk);
+  }
+}
+
+void Allocator::release_locked(Chunk* chunk) {
   chunk->block->live--;
   chunk->block->last_use = std::max(chunk->block->last_use, chunk->last_use);
   stats_.in_use_bytes -= chunk->size;

@@ -169,6 +169,11 @@ DeviceInfo describe(VkPhysicalDevice pd, std::uint32_t index) {
     if ((q.queueFlags & VK_QUEUE_COMPUTE_BIT) && q.timestampValidBits > 0) d.timestamps = true;
   d.timestamp_period_ns = l.timestampPeriod;
   d.unified_memory = d.type == DeviceType::Cpu || d.type == DeviceType::Integrated;
+  std::uint32_t n = 0;
+  vk::check(vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, nullptr), "vkEnumerateDeviceExtensionProperties");
+  std::vector<VkExtensionProperties> exts(n);
+  vk::check(vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, exts.data()), "vkEnumerateDeviceExtensionProperties");
+  for (auto& e : exts) d.push_descriptors = d.push_descriptors || std::string_view(e.extensionName) == VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME;
   return d;
 }
 

@@ -122,14 +122,28 @@ EngineState::EngineState(EngineOptions opts) : options(std::move(opts)) {
   qci.queueFamilyIndex = queue_family;
   qci.queueCount = 1;
   qci.pQueuePriorities = &priority;
+  if (options.descriptor_sets) info.push_descriptors = false;
+  std::vector<const char*> enabled;
+  if (info.push_descriptors) enabled.push_back(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
   VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   dci.pNext = &en12;
+  dci.enabledExtensionCount = static_cast<std::uint32_t>(enabled.size());
+  dci.ppEnabledExtensionNames = enabled.data();
   dci.queueCreateInfoCount = 1;
   dci.pQueueCreateInfos = &qci;
   VkDevice dev;
   vk::check(vkCreateDevice(physical, &dci, nullptr, &dev), "vkCreateDevice");
   device = vk::Handle<VkDevice>(dev, [](VkDevice d) { vkDestroyDevice(d, nullptr); });
   vkGetDeviceQueue(dev, queue_family, 0, &queue);
+  if (info.push_descriptors) {
+    push_descriptor_set = reinterpret_cast<PFN_vkCmdPushDescriptorSetKHR>(vkGetDeviceProcAddr(dev, "vkCmdPushDescriptorSetKHR"));
+    VkPhysicalDevicePushDescriptorPropertiesKHR pdp{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PUSH_DESCRIPTOR_PROPERTIES_KHR};
+    VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    p2.pNext = &pdp;
+    vkGetPhysicalDeviceProperties2(physical, &p2);
+    max_push_descriptors = push_descriptor_set ? pdp.maxPushDescriptors : 0;
+    info.push_descriptors = push_descriptor_set != nullptr;
+  }
 
   VkSemaphoreTypeCreateInfo sti{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO};
   sti.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
@@ -249,7 +263,9 @@ Batch& EngineState::batch() {
   Batch& b = *open;
   b.value = next_value;
   VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  // A captured command buffer is submitted again by every replay, possibly
+  // while an earlier replay is still pending.
+  bi.flags = capturing ? VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT : VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   vk::check(vkBeginCommandBuffer(b.cmd, &bi), "vkBeginCommandBuffer");
   if (b.queries) vkCmdResetQueryPool(b.cmd, b.queries, 0, kQueriesPerBatch);
   // Orders this batch after everything submitted earlier on the queue.
@@ -289,6 +305,12 @@ void EngineState::mark(Batch& b, const Storage& s, Access access) {
     c.hazard = 0;
   }
   c.hazard |= static_cast<std::uint8_t>((access != Access::Write ? 1 : 0) | (access != Access::Read ? 2 : 0));
+  if (capturing && c.captured_by != capturing->serial) {
+    c.block->owner->pin(&c);
+    c.captured_by = capturing->serial;
+    capturing->chunks.push_back(&c);
+    capturing->last_use_before.push_back(c.last_use);
+  }
   c.last_use = b.value;
 }
 
@@ -296,6 +318,13 @@ void EngineState::submit() {
   if (!open) return;
   Batch& b = *open;
   vk::check(vkEndCommandBuffer(b.cmd), "vkEndCommandBuffer");
+  if (capturing) {  // kept for replay, not submitted
+    capturing->dispatches += b.dispatches;
+    capturing->cmds.push_back(b.cmd);
+    capturing->batches.push_back(std::move(open));
+    hazard_epoch++;
+    return;
+  }
   VkTimelineSemaphoreSubmitInfo tsi{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
   tsi.signalSemaphoreValueCount = 1;
   tsi.pSignalSemaphoreValues = &b.value;
@@ -312,6 +341,19 @@ void EngineState::submit() {
   next_value++;
   hazard_epoch++;  // the next batch begins with a full barrier
   in_flight.push_back(std::move(open));
+}
+
+void EngineState::end_capture() {
+  submit();
+  for (std::size_t i = 0; i < capturing->chunks.size(); ++i) capturing->chunks[i]->last_use = capturing->last_use_before[i];
+  capturing = nullptr;
+}
+
+void EngineState::refuse_in_capture(const char* what) const {
+  if (capturing)
+    fail(ErrorKind::FailedPrecondition,
+         "{}: not allowed while a StepGraph is being captured (the captured work has not run yet); do it outside the "
+         "step, after replay()", what);
 }
 
 void EngineState::wait_for(std::uint64_t value) {
@@ -348,14 +390,18 @@ void EngineState::retire() {
         e.gpu_ms += static_cast<double>(ts[t.query + 1] - ts[t.query]) * info.timestamp_period_ns * 1e-6;
       }
     }
-    b->timed.clear();
-    b->queries_used = 0;
-    b->dispatches = 0;
-    for (auto& p : b->descriptor_pools) vkResetDescriptorPool(device, p, 0);
-    b->descriptor_pool_in_use = 0;
-    vkResetCommandPool(device, b->pool, 0);
-    spare.push_back(std::move(b));
+    recycle(std::move(b));
   }
+}
+
+void EngineState::recycle(std::unique_ptr<Batch> b) {
+  b->timed.clear();
+  b->queries_used = 0;
+  b->dispatches = 0;
+  for (auto& p : b->descriptor_pools) vkResetDescriptorPool(device, p, 0);
+  b->descriptor_pool_in_use = 0;
+  vkResetCommandPool(device, b->pool, 0);
+  spare.push_back(std::move(b));
 }
 
 const Pipeline& EngineState::pipeline(std::string_view kernel, std::span<const std::uint32_t> spec, std::uint32_t bindings) {
@@ -382,10 +428,12 @@ const Pipeline& EngineState::pipeline(std::string_view kernel, std::span<const s
   }
   auto p = std::make_unique<Pipeline>();
   p->bindings = bindings;
+  p->push_descriptors = push_descriptor_set && bindings <= max_push_descriptors;
   std::vector<VkDescriptorSetLayoutBinding> lb(bindings);
   for (std::uint32_t i = 0; i < bindings; ++i)
     lb[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
   VkDescriptorSetLayoutCreateInfo dli{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+  dli.flags = p->push_descriptors ? VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR : 0;
   dli.bindingCount = bindings;
   dli.pBindings = lb.data();
   VkDescriptorSetLayout dsl;

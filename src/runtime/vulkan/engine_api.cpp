@@ -70,6 +70,7 @@ EngineStats Engine::stats() const {
 void Engine::synchronize() const {
   auto& s = *state_;
   std::lock_guard lock(s.mutex);
+  s.refuse_in_capture("Engine::synchronize");
   if (s.open) s.submit();
   s.wait_for(s.next_value - 1);
 }
@@ -113,7 +114,7 @@ std::shared_ptr<Storage> Engine::allocate(std::uint64_t bytes) const {
   try {
     return s.make_storage(*s.device_memory, bytes, false);
   } catch (const Error& e) {
-    if (e.kind() != ErrorKind::ResourceExhausted) throw;
+    if (e.kind() != ErrorKind::ResourceExhausted || s.capturing) throw;
     // Empty blocks that the GPU still uses may be all that is missing.
     synchronize();
     return s.make_storage(*s.device_memory, bytes, false);
@@ -148,8 +149,8 @@ void Engine::record(SemanticOp op, std::span<const runtime::ComputeDispatch> dis
   auto& s = *state_;
   check_against_contract(op);
   for (const auto& d : dispatches) {
-    if (d.push.bytes().size() > runtime::PushConstants::kMaxPushBytes)
-      fail(ErrorKind::Internal, "{}: kernel {} pushes {} bytes; at most {}", op.name, d.kernel, d.push.bytes().size(),
+    if (d.push.size() > runtime::PushConstants::kMaxPushBytes)
+      fail(ErrorKind::Internal, "{}: kernel {} pushes {} bytes; at most {}", op.name, d.kernel, d.push.size(),
            runtime::PushConstants::kMaxPushBytes);
     for (std::size_t i = 0; i < d.bindings.size(); ++i) check_binding(s, d, i, op);
     for (auto g : d.groups)
@@ -162,7 +163,7 @@ void Engine::record(SemanticOp op, std::span<const runtime::ComputeDispatch> dis
     s.scratch_pipelines.push_back(&s.pipeline(d.kernel, d.specialization, static_cast<std::uint32_t>(d.bindings.size())));
 
   Batch& b = s.batch();
-  const bool stamp = s.profiling && b.queries && b.queries_used + 2 <= 8192;
+  const bool stamp = s.profiling && !s.capturing && b.queries && b.queries_used + 2 <= 8192;
   std::uint32_t first_query = 0;
   if (stamp) {
     first_query = b.queries_used;
@@ -179,25 +180,28 @@ void Engine::record(SemanticOp op, std::span<const runtime::ComputeDispatch> dis
     if (hazard) s.barrier(b);
     for (auto& bind : d.bindings) s.mark(b, *bind.storage, bind.access);
 
-    VkDescriptorSet set = s.descriptor_set(b, p);
-    s.scratch_infos.resize(d.bindings.size());
-    s.scratch_writes.resize(d.bindings.size());
+    // One write covers bindings 0..n-1 (consecutive bindings of one type).
+    VkDescriptorBufferInfo infos[runtime::ComputeDispatch::kMaxBindings];
     for (std::size_t i = 0; i < d.bindings.size(); ++i) {
       const auto& bind = d.bindings[i];
       const auto* chunk = bind.storage->chunk();
-      s.scratch_infos[i] = {chunk->block->buffer, chunk->offset + bind.offset_bytes,
-                            bind.size_bytes ? bind.size_bytes : bind.storage->bytes() - bind.offset_bytes};
-      auto& w = s.scratch_writes[i];
-      w = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
-      w.dstSet = set;
-      w.dstBinding = static_cast<std::uint32_t>(i);
-      w.descriptorCount = 1;
-      w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-      w.pBufferInfo = &s.scratch_infos[i];
+      infos[i] = {chunk->block->buffer, chunk->offset + bind.offset_bytes,
+                  bind.size_bytes ? bind.size_bytes : bind.storage->bytes() - bind.offset_bytes};
     }
-    vkUpdateDescriptorSets(s.device, static_cast<std::uint32_t>(s.scratch_writes.size()), s.scratch_writes.data(), 0, nullptr);
+    VkWriteDescriptorSet w{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+    w.dstBinding = 0;
+    w.descriptorCount = static_cast<std::uint32_t>(d.bindings.size());
+    w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    w.pBufferInfo = infos;
     vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
-    vkCmdBindDescriptorSets(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
+    if (p.push_descriptors) {
+      if (w.descriptorCount) s.push_descriptor_set(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &w);
+    } else {
+      VkDescriptorSet set = s.descriptor_set(b, p);
+      w.dstSet = set;
+      if (w.descriptorCount) vkUpdateDescriptorSets(s.device, 1, &w, 0, nullptr);
+      vkCmdBindDescriptorSets(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
+    }
 
     // Push block: uvec4 base, uvec4 grid, then the op's bytes (zero padded).
     std::uint8_t push[128] = {};
@@ -236,6 +240,7 @@ void Engine::write(const Storage& dst, std::uint64_t offset, const void* src, st
   if (offset + bytes > dst.bytes()) fail(ErrorKind::Internal, "Engine::write: range outside the storage");
   auto& s = *state_;
   std::lock_guard lock(s.mutex);
+  s.refuse_in_capture("Engine::write (a host write)");
   s.retire();
   std::shared_ptr<Storage> staging;
   if (s.staging_memory) {
@@ -268,6 +273,7 @@ void Engine::read(const Storage& src, std::uint64_t offset, void* dst, std::uint
   if (offset + bytes > src.bytes()) fail(ErrorKind::Internal, "Engine::read: range outside the storage");
   auto& s = *state_;
   std::lock_guard lock(s.mutex);
+  s.refuse_in_capture("Engine::read (a host read)");
   if (s.info.unified_memory) {
     s.wait_for_use(*src.chunk());
     std::memcpy(dst, static_cast<const char*>(src.chunk()->block->mapped) + src.chunk()->offset + offset, bytes);

@@ -31,6 +31,11 @@ struct Chunk {
   // EngineState::hazard_epoch. Bit 0 read, bit 1 written.
   std::uint64_t hazard_epoch = 0;
   std::uint8_t hazard = 0;
+  // Held by captured step graphs: a released chunk returns to the free lists
+  // only when the last graph using it is gone (see Allocator::pin).
+  std::uint32_t pins = 0;
+  bool released = false;
+  std::uint64_t captured_by = 0;  // serial of the last graph that pinned it
 };
 
 class Allocator;
@@ -70,6 +75,10 @@ class Allocator {
   // `idle`: only memory whose last GPU use has completed (for host access).
   Chunk* allocate(std::uint64_t bytes, std::uint64_t completed, bool idle);
   void release(Chunk* chunk);
+  // A pinned chunk stays out of the free lists: released while pinned, it is
+  // returned by the last unpin.
+  void pin(Chunk* chunk);
+  void unpin(Chunk* chunk);
   // Frees the blocks with no live chunk whose GPU work has completed.
   void trim(std::uint64_t completed);
   MemoryStats stats() const;
@@ -81,6 +90,7 @@ class Allocator {
   // A free chunk of a larger class, cut down to `cls`, or null.
   Chunk* split_free(std::uint64_t cls, std::uint64_t completed, bool idle);
   void trim_locked(std::uint64_t completed);
+  void release_locked(Chunk* chunk);
   static std::uint64_t size_class(std::uint64_t bytes);
 
   VkDevice device_;
@@ -100,6 +110,7 @@ struct Pipeline {
   vk::Handle<VkPipelineLayout> layout;
   vk::Handle<VkPipeline> pipeline;
   std::uint32_t bindings = 0;
+  bool push_descriptors = false;  // bindings are pushed (vkCmdPushDescriptorSetKHR), no descriptor set
 };
 
 // Pipelines are keyed by kernel name and specialization constants; lookups
@@ -142,6 +153,23 @@ struct Batch {
   std::uint32_t dispatches = 0;
 };
 
+struct EngineState;
+
+// A captured step (oa::StepGraph): reusable command buffers and the memory
+// they touch, pinned until the graph is destroyed.
+struct Graph {
+  std::shared_ptr<EngineState> engine;
+  std::uint64_t serial = 0;
+  std::vector<std::unique_ptr<Batch>> batches;
+  std::vector<VkCommandBuffer> cmds;
+  std::vector<Chunk*> chunks;
+  std::vector<std::uint64_t> last_use_before;  // chunks[i].last_use when the capture first touched it
+  std::uint64_t last_replay = 0;               // timeline value of the latest replay
+  std::uint32_t dispatches = 0;
+  // Waits for the last replay, returns the command buffers to the engine and unpins the memory.
+  void release();
+};
+
 struct EngineState : std::enable_shared_from_this<EngineState> {
   static constexpr std::size_t kMaxBatchesInFlight = 8;
   EngineOptions options;
@@ -156,6 +184,10 @@ struct EngineState : std::enable_shared_from_this<EngineState> {
   std::uint32_t queue_family = 0;
   vk::Handle<VkSemaphore> timeline;
   vk::Handle<VkPipelineCache> pipeline_cache;
+  // VK_KHR_push_descriptor: bindings written into the command buffer, with no
+  // descriptor set to allocate and update per dispatch. Null without it.
+  PFN_vkCmdPushDescriptorSetKHR push_descriptor_set = nullptr;
+  std::uint32_t max_push_descriptors = 0;
   std::string pipeline_cache_path;
   bool pipeline_cache_dirty = false;
 
@@ -173,8 +205,9 @@ struct EngineState : std::enable_shared_from_this<EngineState> {
   std::uint64_t hazard_epoch = 1;  // bumped by every barrier and submission
   // Per-dispatch scratch, reused so that recording allocates nothing once warm.
   std::vector<const Pipeline*> scratch_pipelines;
-  std::vector<VkDescriptorBufferInfo> scratch_infos;
-  std::vector<VkWriteDescriptorSet> scratch_writes;
+
+  Graph* capturing = nullptr;  // the step graph being captured, if any
+  std::uint64_t next_graph = 1;
 
   EngineStats stats;
   std::vector<std::vector<SemanticOp>> traces;
@@ -197,6 +230,13 @@ struct EngineState : std::enable_shared_from_this<EngineState> {
   // open batch if it is one of them).
   void wait_for_use(const Chunk& c);
   void retire();
+  // Resets a batch the GPU has finished with and keeps it for reuse.
+  void recycle(std::unique_ptr<Batch> b);
+  // Closes the capture: the open command buffer joins the graph and the
+  // touched chunks get back their pre-capture last_use (nothing ran).
+  void end_capture();
+  // Throws FailedPrecondition naming `what` while a capture is active.
+  void refuse_in_capture(const char* what) const;
   const Pipeline& pipeline(std::string_view kernel, std::span<const std::uint32_t> spec, std::uint32_t bindings);
   VkDescriptorSet descriptor_set(Batch& b, const Pipeline& p);
   void save_pipeline_cache();
