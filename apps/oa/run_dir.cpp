@@ -6,9 +6,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <exception>
 #include <functional>
+
+#include <fmt/format.h>
 
 #include "oa/core/error.hpp"
 
@@ -110,11 +113,25 @@ void save_checkpoint(const fs::path& dir, const oa::ml::NamedMatrices& model, co
 
 void recover_checkpoint(const fs::path& dir) {
   std::error_code ec;
+  // Temporary files of a save_safetensors that a second Ctrl-C cut short.
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    for (const char* file : kFiles)
+      if (entry.path().filename().string().starts_with(fmt::format(".{}.tmp-", pending(dir, file).filename().string())))
+        fs::remove(entry.path(), ec);
   if (fs::exists(dir / kMarker, ec)) {
     commit(dir);
     return;
   }
   for (const char* file : kFiles) fs::remove(pending(dir, file), ec);
+}
+
+void require_finite_weights(const fs::path& file, const oa::ml::NamedMatrices& tensors, std::string_view used) {
+  for (const auto& [name, tensor] : tensors) {
+    const std::vector<float> values = tensor.to_vector();
+    if (!std::all_of(values.begin(), values.end(), [](float v) { return std::isfinite(v); }))
+      oa::fail(oa::ErrorKind::FailedPrecondition, "{} holds non-finite weights in {} (a diverged run?); it cannot be {}", file.string(),
+               name, used);
+  }
 }
 
 bool has_checkpoint(const fs::path& dir) {
@@ -170,13 +187,17 @@ std::string_view without_function(std::string_view message) {
 }
 
 RunDirCleanup::RunDirCleanup(std::filesystem::path dir, std::filesystem::path created)
-    : dir_(std::filesystem::absolute(dir)), created_(std::move(created)), exceptions_(std::uncaught_exceptions()) {}
+    : dir_(std::filesystem::absolute(dir)),
+      created_(std::move(created)),
+      had_metrics_(std::filesystem::exists(dir_ / "metrics.jsonl")),
+      exceptions_(std::uncaught_exceptions()) {}
 
 RunDirCleanup::~RunDirCleanup() {
   if (std::uncaught_exceptions() <= exceptions_) return;
   std::error_code ec;
   const auto metrics = dir_ / "metrics.jsonl";
-  if (std::filesystem::is_regular_file(metrics, ec) && std::filesystem::file_size(metrics, ec) == 0) std::filesystem::remove(metrics, ec);
+  if (!had_metrics_ && std::filesystem::is_regular_file(metrics, ec) && std::filesystem::file_size(metrics, ec) == 0)
+    std::filesystem::remove(metrics, ec);
   if (created_.empty()) return;
   for (auto p = dir_; std::filesystem::is_empty(p, ec) && !ec && std::filesystem::remove(p, ec); p = p.parent_path())
     if (p == created_) break;

@@ -54,6 +54,10 @@ void save_checkpoint(const std::filesystem::path& dir, const oa::ml::NamedMatric
 void recover_checkpoint(const std::filesystem::path& dir);
 // Whether `dir` holds a checkpoint (either file of one).
 bool has_checkpoint(const std::filesystem::path& dir);
+// Throws FailedPrecondition naming `file` and the first tensor with a NaN or
+// an infinity (a diverged run's weights), which cannot be `used` ("evaluated",
+// "resumed").
+void require_finite_weights(const std::filesystem::path& file, const oa::ml::NamedMatrices& tensors, std::string_view used);
 // Removes the checkpoint and plot of `dir` (for --overwrite, once the new run
 // is set up).
 void remove_checkpoint(const std::filesystem::path& dir);
@@ -92,7 +96,8 @@ oa::Engine make_engine(const std::string& device);
 
 // Leaves no trace of a run that fails before it writes anything: destroyed
 // while an exception propagates, it removes an empty metrics.jsonl from `dir`
-// and then the empty directories up to `created` (prepare_run_dir's result).
+// that was not there at construction, and then the empty directories up to
+// `created` (prepare_run_dir's result).
 class RunDirCleanup {
  public:
   RunDirCleanup(std::filesystem::path dir, std::filesystem::path created);
@@ -103,7 +108,8 @@ class RunDirCleanup {
  private:
   std::filesystem::path dir_;
   std::filesystem::path created_;
-  int exceptions_;  // std::uncaught_exceptions() at construction
+  bool had_metrics_;  // metrics.jsonl existed at construction
+  int exceptions_;    // std::uncaught_exceptions() at construction
 };
 
 // The rows of a metrics.jsonl file whose integer `key` ("epoch", "step") is at

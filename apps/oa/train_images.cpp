@@ -193,12 +193,7 @@ int eval_images(const std::string& checkpoint_dir, const std::string& device, co
   oa::ml::Generator generator(0);
   auto model = make_image_model({meta["model"].get<std::string>(), meta["quick"].get<bool>()}, generator, engine);
   oa::ml::load_safetensors_into(dir / "model.safetensors", model->named_tensors());
-  for (const auto& [name, tensor] : model->named_tensors()) {
-    const std::vector<float> values = tensor.to_vector();
-    if (!std::all_of(values.begin(), values.end(), [](float v) { return std::isfinite(v); }))
-      oa::fail(oa::ErrorKind::FailedPrecondition, "{} holds non-finite weights in {} (a diverged run?); it cannot be evaluated",
-               join(dir / "model.safetensors"), name);
-  }
+  require_finite_weights(join(dir / "model.safetensors"), model->named_tensors(), "evaluated");
   data::ImageDataset test = load_split(data_dir, "t10k");
   data::ImageLoader test_loader(std::move(test), {.batch_size = 500, .shuffle = false}, data::kFashionMnistNormalization, engine);
   const Evaluation ev = evaluate(*model, test_loader);

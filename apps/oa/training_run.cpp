@@ -133,6 +133,7 @@ void TrainingRun::start(oa::ml::nn::Module& model, oa::ml::optim::Optimizer& opt
     cycles_ = lr_cycles(meta_, recorded_total, total_steps_, model_file);
     first_step_ = meta_["step"].get<std::int64_t>();
     oa::ml::load_safetensors_into(model_file, model.named_tensors());
+    require_finite_weights(model_file, model.named_tensors(), "resumed");
     optimizer.load_state(optimizer_file);
     if (optimizer.steps() != first_step_)
       oa::fail(oa::ErrorKind::InvalidArgument,

@@ -88,6 +88,7 @@ TEST(CliRunDir, FreshRunRefusesAnExistingCheckpoint) {
   write_text(d / "fox.txt");
   write_fashion_mnist(d / "data");
   write_text_checkpoint(d / "run", 2, true);
+  oa::test::write_file(d / "run" / "metrics.jsonl", {});  // a run interrupted before its first validation
   const auto model = read_text(d / "run" / "model.safetensors");
   const std::vector<std::string> fresh = std::vector<std::string>{"train", "text", "--input", "fox.txt", "--out", "run"} + kTinyText;
   const auto before = d.listing();
@@ -103,6 +104,29 @@ TEST(CliRunDir, FreshRunRefusesAnExistingCheckpoint) {
   ASSERT_TRUE(succeeded(d.oa(fresh + std::vector<std::string>{"--overwrite", "--lr", "0.002"})));
   EXPECT_EQ(metadata(d / "run" / "model.safetensors", "oa.run")["training"]["lr"].get<double>(), 0.002);
   EXPECT_EQ(oa::ml::read_safetensors_metadata(d / "run" / "optimizer.safetensors").at("step"), "2");
+}
+
+// Temporary files that a second Ctrl-C left in the middle of a save are
+// removed by the next run in the directory; the checkpoint stays.
+TEST(CliRunDir, NextRunRemovesTheTemporariesOfACutShortSave) {
+  CliDir d;
+  write_text(d / "fox.txt");
+  write_text_checkpoint(d / "run", 2, true);
+  oa::test::write_file(d / "run" / ".model.safetensors.new.tmp-4242-0", {1, 2, 3});
+  const auto model = read_text(d / "run" / "model.safetensors");
+  EXPECT_TRUE(fails_cleanly(d.oa(std::vector<std::string>{"train", "text", "--input", "fox.txt", "--out", "run"} + kTinyText),
+                            {"run holds a checkpoint"}));
+  EXPECT_FALSE(fs::exists(d / "run" / ".model.safetensors.new.tmp-4242-0"));
+  EXPECT_EQ(read_text(d / "run" / "model.safetensors"), model);
+}
+
+// --resume refuses a checkpoint whose weights are not finite, as oa eval does.
+TEST(CliRunDir, ResumeRefusesNonFiniteWeights) {
+  CliDir d;
+  write_text(d / "fox.txt");
+  write_text_checkpoint(d / "run", 1, true, std::numeric_limits<float>::quiet_NaN());
+  const OaRun r = d.oa(std::vector<std::string>{"train", "text", "--input", "fox.txt", "--out", "run", "--resume"} + kTinyText);
+  EXPECT_TRUE(fails_cleanly(r, {"run/model.safetensors", "non-finite weights", "cannot be resumed"}));
 }
 
 // A finished run is refused by --resume alike in both commands; a larger
