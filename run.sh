@@ -7,4 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")"
 scripts/setup.sh
 scripts/build.sh --target oa_cli
-exec ./build/apps/oa/oa train fashion-mnist --quick "$@"
+# Running it again starts afresh over the last run (--overwrite), unless the
+# arguments say --resume or --overwrite themselves.
+fresh=(--overwrite)
+for a in "$@"; do [[ $a == --resume || $a == --overwrite ]] && fresh=(); done
+exec ./build/apps/oa/oa train fashion-mnist --quick "${fresh[@]}" "$@"
