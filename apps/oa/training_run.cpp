@@ -36,6 +36,9 @@ std::string describe_flags(const std::vector<RunFlag>& flags) {
 }
 
 nlohmann::json read_run_metadata(const fs::path& file, const std::string& task, const std::vector<RunFlag>& model) {
+  if (fs::is_regular_file(file.parent_path()))
+    oa::fail(oa::ErrorKind::InvalidArgument, "--checkpoint {} is a file; give the run directory that holds it ({})",
+             file.parent_path().string(), file.parent_path().parent_path().empty() ? "." : file.parent_path().parent_path().string());
   if (!fs::exists(file)) oa::fail(oa::ErrorKind::InvalidArgument, "no checkpoint at {}", file.string());
   const auto all = oa::ml::read_safetensors_metadata(file);
   const auto it = all.find(kMetadataKey);

@@ -335,6 +335,8 @@ TEST(CliMessages, NameWhatTheUserPassed) {
       {std::vector<std::string>{"train", "text", "--input", "fox.txt", "--out", "out", "--device", "no-such-device"} + kTinyText,
        {"--device no-such-device"}},
       {{"sample", "--checkpoint", "run"}, {"run/model.safetensors"}},
+      {{"sample", "--checkpoint", "run/model.safetensors"}, {"--checkpoint run/model.safetensors is a file", "the run directory that holds it (run)"}},
+      {{"eval", "--checkpoint", "run/model.safetensors", "--data", "data"}, {"--checkpoint run/model.safetensors is a file"}},
   };
   const auto before = d.listing();
   for (const auto& [args, fragments] : cases) {
