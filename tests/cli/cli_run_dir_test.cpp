@@ -220,8 +220,8 @@ TEST(CliRunDir, CheckpointIsWrittenAsOneUnit) {
   EXPECT_FALSE(fs::exists(d / "run" / "model.safetensors.new"));
 }
 
-// Ctrl-C stops the run after the step running when it came: the host does not
-// record steps ahead of the device up to its next read of a loss.
+// Ctrl-C stops the run soon after it comes: the flag is read every step, and
+// the engine queues only a few batches ahead of the device.
 TEST(CliRunDir, InterruptTakesEffectAtTheNextStep) {
   CliDir d;
   write_text(d / "fox.txt");
