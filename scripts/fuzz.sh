@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
-# Runs each libFuzzer target of build-san/ (built by scripts/sanitize.sh) for
-# SECONDS (default 60) over its corpus fuzz/corpus/<target>/, one after the
-# other. New inputs go to build-san/fuzz/new/<target>/, crashes to
+# Runs each libFuzzer target of build-san/ (built by scripts/sanitize.sh) over
+# its corpus fuzz/corpus/<target>/, one after the other, either exploring for
+# SECONDS (default 60, a random seed each time) or, with --runs N, for N inputs
+# from seed 1: the same inputs on every run of the same code, as CI needs.
+# New inputs go to build-san/fuzz/new/<target>/, crashes to
 # build-san/fuzz/crash-*; merge new inputs into the corpus with
 #   build-san/fuzz/fuzz_<target> -merge=1 fuzz/corpus/<target> build-san/fuzz/new/<target>
-# Usage: scripts/fuzz.sh [SECONDS] [TARGET...] (targets: safetensors idx ops).
+# Usage: scripts/fuzz.sh [SECONDS | --runs N] [TARGET...] (targets: safetensors idx ops).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds="${1:-60}"
+budget=(-max_total_time="${1:-60}")
+if [ "${1:-}" = --runs ]; then
+  budget=(-runs="$2" -seed=1)
+  shift
+fi
 shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(safetensors idx ops)
@@ -21,7 +27,7 @@ for t in "${targets[@]}"; do
   log="build-san/fuzz/$t.log"
   start=$SECONDS
   # shellcheck disable=SC2086
-  if ! "build-san/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=60 -rss_limit_mb=6144 -malloc_limit_mb=512 \
+  if ! "build-san/fuzz/fuzz_$t" "${budget[@]}" -timeout=60 -rss_limit_mb=6144 -malloc_limit_mb=512 \
     -len_control=0 -print_final_stats=1 ${flags[$t]} \
     -artifact_prefix=build-san/fuzz/crash- "build-san/fuzz/new/$t" "fuzz/corpus/$t" >"$log" 2>&1; then
     tail -n 60 "$log"

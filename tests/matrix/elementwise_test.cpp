@@ -128,6 +128,9 @@ TEST(MatrixCreation, FullArangeFromVectorAndErrors) {
   EXPECT_TRUE(oa_test::throws([] { Matrix::from_vector({2, 2}, std::vector<float>{1, 2, 3}); }, oa::ErrorKind::InvalidArgument,
                               {"from_vector", "[2, 2]"}));
   EXPECT_TRUE(oa_test::throws([] { Matrix::arange(0, 1, 0); }, oa::ErrorKind::InvalidArgument, {"arange"}));
+  // A count past 2^63 once reached a float-to-integer conversion whose result is undefined.
+  EXPECT_TRUE(oa_test::throws([] { Matrix::arange(-3e38f, 3e38f, 1e-30f); }, oa::ErrorKind::InvalidArgument, {"arange", "too many"}));
+  EXPECT_TRUE(Matrix::arange(5, 1).to_vector().empty());
   auto i = Matrix::from_i32({3}, std::vector<std::int32_t>{-1, 0, 7});
   EXPECT_EQ(i.dtype(), oa::DType::I32);
   EXPECT_EQ(i.to_i32(), (std::vector<std::int32_t>{-1, 0, 7}));

@@ -34,6 +34,16 @@ TEST(RuntimeEngine, DeviceOverrideByNameAndIndex) {
   EXPECT_TRUE(oa_test::throws([] { oa::Engine(oa::EngineOptions{.device = "99"}); }, oa::ErrorKind::InvalidArgument, {"99"}));
 }
 
+// NVIDIA's driver refused vkCreateInstance after a few dozen instances had been
+// created and destroyed in one process; engines now share one instance.
+TEST(RuntimeEngine, ManyEnginesInOneProcess) {
+  for (int i = 0; i < 64; ++i) {
+    oa::Engine e;
+    EXPECT_EQ(Matrix::full({3}, static_cast<float>(i), e).to_vector(), std::vector<float>(3, static_cast<float>(i)));
+    EXPECT_FALSE(oa::Engine::devices().empty());
+  }
+}
+
 TEST(RuntimeEngine, ManySmallDispatchesThenOneRead) {
   oa::Engine e;
   auto x = Matrix::zeros({8}, e);

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <mutex>
 
 #include "runtime/vulkan/context.hpp"
 
@@ -67,6 +68,7 @@ bool validation_requested(const EngineOptions& options) {
   return env && std::string(env) == "1";
 }
 
+namespace {
 Instance create_instance(bool validation) {
   VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
   app.pApplicationName = "oa";
@@ -115,6 +117,32 @@ Instance create_instance(bool validation) {
     out.messenger = vk::Handle<VkDebugUtilsMessengerEXT>(m, [instance, destroy](VkDebugUtilsMessengerEXT h) { destroy(instance, h, nullptr); });
   }
   return out;
+}
+}  // namespace
+
+namespace {
+std::mutex g_instance_mutex;
+std::shared_ptr<const Instance> g_instances[2];  // without, with validation
+}  // namespace
+
+std::shared_ptr<const Instance> shared_instance(bool validation) {
+  std::lock_guard lock(g_instance_mutex);
+  auto& slot = g_instances[validation ? 1 : 0];
+  if (!slot) {
+    slot = std::make_shared<const Instance>(create_instance(validation));
+    // Registered after the driver's own exit handlers (the driver is loaded by
+    // the first instance), so the process's reference is dropped before they
+    // run; an engine alive at exit keeps its own.
+    static const bool registered = [] {
+      std::atexit([] {
+        std::lock_guard lock(g_instance_mutex);
+        for (auto& i : g_instances) i.reset();
+      });
+      return true;
+    }();
+    (void)registered;
+  }
+  return slot;
 }
 
 std::vector<VkPhysicalDevice> physical_devices(VkInstance instance) {

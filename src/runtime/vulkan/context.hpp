@@ -1,4 +1,5 @@
 #pragma once
+#include <memory>
 #include <vector>
 
 #include "runtime/vulkan/engine_state.hpp"
@@ -11,7 +12,11 @@ struct Instance {
 };
 
 bool validation_requested(const EngineOptions& options);
-Instance create_instance(bool validation);
+// The process's instance with or without the validation layers, created on
+// first use and kept until exit: engines share it rather than each creating
+// and destroying its own (NVIDIA's driver refuses vkCreateInstance after a few
+// dozen create/destroy cycles in one process).
+std::shared_ptr<const Instance> shared_instance(bool validation);
 std::vector<VkPhysicalDevice> physical_devices(VkInstance instance);
 DeviceInfo describe(VkPhysicalDevice device, std::uint32_t index);
 std::uint32_t choose_device(const std::vector<DeviceInfo>& devices, const EngineOptions& options);

@@ -83,10 +83,8 @@ std::uint32_t batch_dispatches(std::uint32_t option) {
 
 EngineState::EngineState(EngineOptions opts) : options(std::move(opts)) {
   options.max_batch_dispatches = batch_dispatches(options.max_batch_dispatches);
-  Instance inst = create_instance(validation_requested(options));
-  instance = std::move(inst.instance);
-  messenger = std::move(inst.messenger);
-  auto pds = physical_devices(instance);
+  instance = shared_instance(validation_requested(options));
+  auto pds = physical_devices(instance->instance);
   std::vector<DeviceInfo> infos;
   for (std::uint32_t i = 0; i < pds.size(); ++i) infos.push_back(describe(pds[i], i));
   const std::uint32_t chosen = choose_device(infos, options);

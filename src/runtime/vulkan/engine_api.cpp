@@ -34,9 +34,9 @@ Engine Engine::default_engine() {
 }
 
 std::vector<DeviceInfo> Engine::devices() {
-  runtime::Instance inst = runtime::create_instance(false);
+  const auto inst = runtime::shared_instance(false);
   std::vector<DeviceInfo> out;
-  auto pds = runtime::physical_devices(inst.instance);
+  auto pds = runtime::physical_devices(inst->instance);
   for (std::uint32_t i = 0; i < pds.size(); ++i) out.push_back(runtime::describe(pds[i], i));
   return out;
 }

@@ -170,14 +170,15 @@ struct Graph {
   void release();
 };
 
+struct Instance;  // runtime/vulkan/context.hpp
+
 struct EngineState : std::enable_shared_from_this<EngineState> {
   static constexpr std::size_t kMaxBatchesInFlight = 8;
   EngineOptions options;
   DeviceInfo info;
   std::uint64_t min_storage_offset_alignment = 16;
 
-  vk::Handle<VkInstance> instance;
-  vk::Handle<VkDebugUtilsMessengerEXT> messenger;
+  std::shared_ptr<const Instance> instance;
   VkPhysicalDevice physical = VK_NULL_HANDLE;
   vk::Handle<VkDevice> device;
   VkQueue queue = VK_NULL_HANDLE;
