@@ -113,9 +113,12 @@ class CharTransformer final : public nn::Module {
     if (tokens.rank() != 2 || t > config_.context)
       oa::fail(oa::ErrorKind::InvalidArgument, "CharTransformer: tokens must be [B, T] with T <= {}; found {}", config_.context,
                tokens.shape());
-    std::vector<std::int32_t> positions(static_cast<std::size_t>(t));
-    for (std::int32_t i = 0; i < t; ++i) positions[static_cast<std::size_t>(i)] = i;
-    oa::Matrix x = (*tok_)(tokens) + (*pos_)(oa::Matrix::from_i32({t}, positions, engine_));
+    if (!positions_.defined() || positions_.numel() != t) {  // 0 .. T-1, uploaded once per window length
+      std::vector<std::int32_t> p(static_cast<std::size_t>(t));
+      for (std::int32_t i = 0; i < t; ++i) p[static_cast<std::size_t>(i)] = i;
+      positions_ = oa::Matrix::from_i32({t}, p, engine_);
+    }
+    oa::Matrix x = (*tok_)(tokens) + (*pos_)(positions_);
     return (*head_)((*norm_)((*blocks_)(x)));
   }
   std::string type_name() const override { return "CharTransformer"; }
@@ -123,6 +126,7 @@ class CharTransformer final : public nn::Module {
  private:
   TextModelConfig config_;
   oa::Engine engine_;
+  oa::Matrix positions_;
   std::shared_ptr<nn::Embedding> tok_, pos_;
   std::shared_ptr<nn::Sequential> blocks_;
   std::shared_ptr<nn::LayerNorm> norm_;

@@ -36,6 +36,7 @@ struct TrainTextArgs {
   std::string device, out = "runs/text";
   bool resume = false;     // continue from the checkpoint in out
   bool overwrite = false;  // replace a checkpoint in out
+  bool eager = false;      // record every step instead of replaying a captured one
 };
 
 int train_text(const TrainTextArgs& args);

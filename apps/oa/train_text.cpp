@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <random>
 
 #include <nlohmann/json.hpp>
@@ -117,18 +118,31 @@ int train_text(const TrainTextArgs& args) {
   Progress progress(start == 0 ? "train text" : fmt::format("train text from step {}", start), args.steps - start, "tok");
   const auto t0 = std::chrono::steady_clock::now();
   double bpc = 0;
+  data::TextBatch batch = loader.batch(static_cast<std::uint64_t>(start));
+  const std::int64_t n = batch.tokens.numel();
   Matrix loss;  // the last step's
-  std::int64_t step = start;
-  for (; step < args.steps && !run.interrupted(); ++step) {
-    optimizer.set_lr(run.lr(step));
-    auto batch = loader.batch(static_cast<std::uint64_t>(step));
+  auto train_step = [&] {
     Matrix logits = (*model)(batch.tokens);
-    const std::int64_t n = batch.tokens.numel();
     loss = oa::ml::cross_entropy(logits.reshape({n, 256}), batch.targets.reshape({n}));
     optimizer.zero_grad();
     oa::backward(loss);
     oa::ml::optim::clip_grad_norm(model->parameters(), 1.0f);
     optimizer.step();
+  };
+  // The second step is recorded once and replayed after (the first, eager,
+  // creates the model's constant inputs; the batch is written into the same
+  // inputs each step; AdamW reads the step's learning rate from device memory).
+  std::optional<oa::StepGraph> graph;
+  std::int64_t step = start;
+  for (; step < args.steps && !run.interrupted(); ++step) {
+    optimizer.set_lr(run.lr(step));
+    if (step > start) loader.fill(static_cast<std::uint64_t>(step), batch);
+    if (args.eager || step == start) {
+      train_step();
+    } else {
+      if (!graph) graph.emplace(engine, train_step);
+      graph->replay(engine);
+    }
     if (run.reads_loss(step, args.steps)) {
       const float value = loss.item();
       run.require_finite(value, "loss", step + 1);

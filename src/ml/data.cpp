@@ -270,6 +270,18 @@ TextLoader::TextLoader(std::vector<std::uint8_t> text, std::int64_t batch_size, 
 }
 
 TextBatch TextLoader::batch(std::uint64_t step) const {
+  const Shape shape{batch_size_, context_};
+  TextBatch b{detail::allocate(engine_, shape, DType::I32), detail::allocate(engine_, shape, DType::I32)};
+  fill(step, b);
+  return b;
+}
+
+void TextLoader::fill(std::uint64_t step, const TextBatch& into) const {
+  const Shape shape{batch_size_, context_};
+  for (const auto& [m, name] : {std::pair{&into.tokens, "tokens"}, std::pair{&into.targets, "targets"}})
+    if (!m->defined() || m->dtype() != DType::I32 || m->shape() != shape)
+      fail(ErrorKind::InvalidArgument, "TextLoader::fill: {} must be an I32 Matrix of shape {}, got {}", name, shape,
+           m->defined() ? fmt::format("{} {}", to_string(m->dtype()), m->shape()) : std::string("an undefined Matrix"));
   Generator g = Generator(seed_).fork(step);
   const auto windows = static_cast<std::uint64_t>(size() - context_);  // starts 0 .. n - T - 1
   const auto n = static_cast<std::size_t>(checked_mul(batch_size_, context_, "TextLoader batch elements"));
@@ -282,8 +294,8 @@ TextBatch TextLoader::batch(std::uint64_t step) const {
       targets[at] = text_[start + static_cast<std::size_t>(t) + 1];
     }
   }
-  const Shape shape{batch_size_, context_};
-  return {Matrix::from_i32(shape, tokens, engine_), Matrix::from_i32(shape, targets, engine_)};
+  into.tokens.write_i32(tokens);
+  into.targets.write_i32(targets);
 }
 
 }  // namespace oa::ml::data

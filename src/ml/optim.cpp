@@ -113,8 +113,12 @@ ComputeDispatch reduce_dispatch(std::span<const Segment> inputs, bool square, bo
 
 // ── Optimizer ────────────────────────────────────────────────────────────────
 
-Optimizer::Optimizer(std::vector<Parameter> parameters, float lr, const char* kind)
-    : parameters_(std::move(parameters)), parameter_steps_(parameters_.size(), 0), lr_(lr), kind_(kind) {
+Optimizer::Optimizer(std::vector<Parameter> parameters, float lr, const char* kind, std::size_t constants_per_parameter)
+    : parameters_(std::move(parameters)),
+      parameter_steps_(parameters_.size(), 0),
+      lr_(lr),
+      kind_(kind),
+      constants_per_parameter_(constants_per_parameter) {
   const std::string op = fmt::format("oa::ml::optim::{}", kind);
   if (parameters_.empty()) fail(ErrorKind::InvalidArgument, "{}: no parameters to optimize", op);
   std::set<std::string> names;
@@ -125,11 +129,39 @@ Optimizer::Optimizer(std::vector<Parameter> parameters, float lr, const char* ki
       fail(ErrorKind::InvalidArgument, "{}: parameter '{}' lives on another engine than '{}'", op, p.name(), parameters_[0].name());
   }
   set_lr(lr);
+  step_constants_ = Matrix::zeros({static_cast<std::int64_t>(constants_per_parameter_ * parameters_.size())}, parameters_[0].value().engine());
 }
 
 void Optimizer::set_lr(float lr) {
   require_hyper(lr, fmt::format("oa::ml::optim::{}", kind_).c_str(), "lr");
   lr_ = lr;
+}
+
+void Optimizer::write_step_constants() const {
+  std::vector<float> all(constants_per_parameter_ * parameters_.size());
+  for (std::size_t i = 0; i < parameters_.size(); ++i)
+    step_constants(i, std::span<float>(all).subspan(i * constants_per_parameter_, constants_per_parameter_));
+  step_constants_.write(all);
+}
+
+void Optimizer::run_step(const std::function<std::vector<std::size_t>()>& record) {
+  const Engine& engine = parameters_[0].value().engine();
+  const bool capturing = engine.capturing();
+  if (!capturing) write_step_constants();
+  const std::vector<std::size_t> updated = record();
+  auto advance = [this, updated] {
+    for (auto i : updated) ++parameter_steps_[i];
+    ++steps_;
+  };
+  // In a capture nothing runs yet: each replay takes the constants of its own
+  // step (the learning rate set before it) and counts it.
+  if (capturing)
+    engine.on_replay([this, advance] {
+      write_step_constants();
+      advance();
+    });
+  else
+    advance();
 }
 
 void Optimizer::zero_grad() const {
@@ -182,7 +214,7 @@ void Optimizer::load_state(const std::filesystem::path& path) {
 
 // ── SGD ──────────────────────────────────────────────────────────────────────
 
-Sgd::Sgd(std::vector<Parameter> parameters, SgdOptions options) : Optimizer(std::move(parameters), options.lr, "sgd"), options_(options) {
+Sgd::Sgd(std::vector<Parameter> parameters, SgdOptions options) : Optimizer(std::move(parameters), options.lr, "sgd", 2), options_(options) {
   const char* op = "oa::ml::optim::sgd";
   require_hyper(options_.momentum, op, "momentum");
   require_hyper(options_.dampening, op, "dampening");
@@ -192,6 +224,11 @@ Sgd::Sgd(std::vector<Parameter> parameters, SgdOptions options) : Optimizer(std:
          options_.momentum, options_.dampening);
   if (options_.momentum != 0)
     for (const auto& p : parameters_) momentum_.push_back(Matrix::zeros(p.shape(), p.value().engine()));
+}
+
+void Sgd::step_constants(std::size_t i, std::span<float> out) const {
+  out[0] = lr_;
+  out[1] = parameter_steps_[i] == 0 ? 1.0f : 0.0f;  // the momentum buffer starts as d
 }
 
 void Sgd::step() {
@@ -204,29 +241,29 @@ void Sgd::step() {
                     {"dampening", double(options_.dampening)},
                     {"weight_decay", double(options_.weight_decay)},
                     {"nesterov", options_.nesterov}};
-  const auto updated = record_update(std::move(sop), parameters_, grads, [&](std::size_t i, const detail::ElementChunk& c) {
-    const Matrix& p = parameters_[i].value();
-    ComputeDispatch d;
-    d.kernel = "ml/optim/sgd_step";
-    d.specialization = {momentum ? 1u : 0u, options_.nesterov ? 1u : 0u};
-    const auto& buffer = momentum ? momentum_[i].storage() : p.storage();
-    d.bindings = {BufferBinding::read_write(p.storage(), offset_of(c), bytes_of(c)),
-                  BufferBinding::read(grads[i].storage(), offset_of(c), bytes_of(c)),
-                  BufferBinding::read_write(buffer, offset_of(c), bytes_of(c))};
-    d.push.u32(static_cast<std::uint32_t>(c.count))
-        .f32(lr_)
-        .f32(options_.momentum)
-        .f32(options_.dampening)
-        .f32(options_.weight_decay)
-        .u32(parameter_steps_[i] == 0 ? 1u : 0u);
-    return d;
+  run_step([&] {
+    const auto updated = record_update(std::move(sop), parameters_, grads, [&](std::size_t i, const detail::ElementChunk& c) {
+      const Matrix& p = parameters_[i].value();
+      ComputeDispatch d;
+      d.kernel = "ml/optim/sgd_step";
+      d.specialization = {momentum ? 1u : 0u, options_.nesterov ? 1u : 0u};
+      const auto& buffer = momentum ? momentum_[i].storage() : p.storage();
+      d.bindings = {BufferBinding::read_write(p.storage(), offset_of(c), bytes_of(c)),
+                    BufferBinding::read(grads[i].storage(), offset_of(c), bytes_of(c)),
+                    BufferBinding::read_write(buffer, offset_of(c), bytes_of(c)), BufferBinding::read(step_constants_.storage())};
+      d.push.u32(static_cast<std::uint32_t>(c.count))
+          .f32(options_.momentum)
+          .f32(options_.dampening)
+          .f32(options_.weight_decay)
+          .u32(static_cast<std::uint32_t>(i));
+      return d;
+    });
+    for (auto i : updated) {
+      parameters_[i].value().storage()->bump_version();
+      if (momentum) momentum_[i].storage()->bump_version();
+    }
+    return updated;
   });
-  for (auto i : updated) {
-    parameters_[i].value().storage()->bump_version();
-    if (momentum) momentum_[i].storage()->bump_version();
-    ++parameter_steps_[i];
-  }
-  ++steps_;
 }
 
 NamedMatrices Sgd::state() const {
@@ -238,7 +275,7 @@ NamedMatrices Sgd::state() const {
 // ── AdamW ────────────────────────────────────────────────────────────────────
 
 AdamW::AdamW(std::vector<Parameter> parameters, AdamWOptions options)
-    : Optimizer(std::move(parameters), options.lr, "adamw"), options_(options) {
+    : Optimizer(std::move(parameters), options.lr, "adamw", 3), options_(options) {
   const char* op = "oa::ml::optim::adamw";
   require_hyper(options_.eps, op, "eps");
   require_hyper(options_.weight_decay, op, "weight_decay");
@@ -248,6 +285,13 @@ AdamW::AdamW(std::vector<Parameter> parameters, AdamWOptions options)
     exp_avg_.push_back(Matrix::zeros(p.shape(), p.value().engine()));
     exp_avg_sq_.push_back(Matrix::zeros(p.shape(), p.value().engine()));
   }
+}
+
+void AdamW::step_constants(std::size_t i, std::span<float> out) const {
+  const auto t = static_cast<double>(parameter_steps_[i] + 1);
+  out[0] = static_cast<float>(1.0 - double(lr_) * options_.weight_decay);
+  out[1] = static_cast<float>(lr_ / (1.0 - std::pow(double(options_.beta1), t)));
+  out[2] = static_cast<float>(std::sqrt(1.0 - std::pow(double(options_.beta2), t)));
 }
 
 void AdamW::step() {
@@ -260,34 +304,29 @@ void AdamW::step() {
                     {"eps", double(options_.eps)},
                     {"weight_decay", double(options_.weight_decay)},
                     {"step", steps_ + 1}};
-  const double lr = lr_;
-  const float decay_factor = static_cast<float>(1.0 - lr * options_.weight_decay);
-  const auto updated = record_update(std::move(sop), parameters_, grads, [&](std::size_t i, const detail::ElementChunk& c) {
-    const auto t = static_cast<double>(parameter_steps_[i] + 1);
-    const double step_size = lr / (1.0 - std::pow(double(options_.beta1), t));
-    const double bc2_sqrt = std::sqrt(1.0 - std::pow(double(options_.beta2), t));
-    ComputeDispatch d;
-    d.kernel = "ml/optim/adamw_step";
-    d.bindings = {BufferBinding::read_write(parameters_[i].value().storage(), offset_of(c), bytes_of(c)),
-                  BufferBinding::read(grads[i].storage(), offset_of(c), bytes_of(c)),
-                  BufferBinding::read_write(exp_avg_[i].storage(), offset_of(c), bytes_of(c)),
-                  BufferBinding::read_write(exp_avg_sq_[i].storage(), offset_of(c), bytes_of(c))};
-    d.push.u32(static_cast<std::uint32_t>(c.count))
-        .f32(options_.beta1)
-        .f32(options_.beta2)
-        .f32(options_.eps)
-        .f32(decay_factor)
-        .f32(static_cast<float>(step_size))
-        .f32(static_cast<float>(bc2_sqrt));
-    return d;
+  run_step([&] {
+    const auto updated = record_update(std::move(sop), parameters_, grads, [&](std::size_t i, const detail::ElementChunk& c) {
+      ComputeDispatch d;
+      d.kernel = "ml/optim/adamw_step";
+      d.bindings = {BufferBinding::read_write(parameters_[i].value().storage(), offset_of(c), bytes_of(c)),
+                    BufferBinding::read(grads[i].storage(), offset_of(c), bytes_of(c)),
+                    BufferBinding::read_write(exp_avg_[i].storage(), offset_of(c), bytes_of(c)),
+                    BufferBinding::read_write(exp_avg_sq_[i].storage(), offset_of(c), bytes_of(c)),
+                    BufferBinding::read(step_constants_.storage())};
+      d.push.u32(static_cast<std::uint32_t>(c.count))
+          .f32(options_.beta1)
+          .f32(options_.beta2)
+          .f32(options_.eps)
+          .u32(static_cast<std::uint32_t>(i));
+      return d;
+    });
+    for (auto i : updated) {
+      parameters_[i].value().storage()->bump_version();
+      exp_avg_[i].storage()->bump_version();
+      exp_avg_sq_[i].storage()->bump_version();
+    }
+    return updated;
   });
-  for (auto i : updated) {
-    parameters_[i].value().storage()->bump_version();
-    exp_avg_[i].storage()->bump_version();
-    exp_avg_sq_[i].storage()->bump_version();
-    ++parameter_steps_[i];
-  }
-  ++steps_;
 }
 
 NamedMatrices AdamW::state() const {

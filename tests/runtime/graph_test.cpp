@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <memory>
 #include <random>
 
 #include "oa/oa.hpp"
@@ -62,7 +63,7 @@ void feed(Model& m, int step) {
   m.y.write(host_data(static_cast<std::size_t>(m.y.numel()), 200 + step));
 }
 
-void train_step(Model& m, oa::ml::optim::Sgd& opt) {
+void train_step(Model& m, oa::ml::optim::Optimizer& opt) {
   oa::backward(m.loss());
   opt.step();
   opt.zero_grad();
@@ -74,49 +75,72 @@ std::vector<std::vector<float>> values(const Model& m) {
   return out;
 }
 
-// Step 0 eager in both runs (SGD momentum starts its buffers there), then
-// steps 1..n eager, or captured once and replayed n times.
-void check_replay_matches_eager(Factory make, int n) {
+using OptimizerFactory = std::unique_ptr<oa::ml::optim::Optimizer> (*)(const std::vector<Parameter>&);
+
+std::unique_ptr<oa::ml::optim::Optimizer> sgd(const std::vector<Parameter>& p) {
+  return std::make_unique<oa::ml::optim::Sgd>(p, oa::ml::optim::SgdOptions{.lr = 0.05f, .momentum = 0.9f});
+}
+
+std::unique_ptr<oa::ml::optim::Optimizer> adamw(const std::vector<Parameter>& p) {
+  return std::make_unique<oa::ml::optim::AdamW>(p, oa::ml::optim::AdamWOptions{.lr = 0.01f, .weight_decay = 0.1f});
+}
+
+// A learning rate that changes every step, as schedules do.
+float lr_at(int step) { return static_cast<float>(oa::ml::optim::warmup_cosine_lr(step, 0.02, 2, 8, 0.002)); }
+
+// Steps 0..n-1 eager, or captured once and replayed n times; the learning
+// rate is set before every step (or replay), the inputs written.
+void check_replay_matches_eager(Factory make, OptimizerFactory optimizer, int n) {
   std::vector<std::vector<float>> eager, replayed;
+  std::int64_t eager_steps = 0;
   {
     oa::Engine e;
     Model m = make(e);
-    oa::ml::optim::Sgd opt(m.params, {.lr = 0.05f, .momentum = 0.9f});
-    for (int i = 0; i <= n; ++i) {
+    auto opt = optimizer(m.params);
+    for (int i = 0; i < n; ++i) {
       feed(m, i);
-      train_step(m, opt);
+      opt->set_lr(lr_at(i));
+      train_step(m, *opt);
     }
     eager = values(m);
+    eager_steps = opt->steps();
   }
   {
     oa::Engine e;
     Model m = make(e);
-    oa::ml::optim::Sgd opt(m.params, {.lr = 0.05f, .momentum = 0.9f});
-    feed(m, 0);
-    train_step(m, opt);
+    auto opt = optimizer(m.params);
+    const auto before = values(m);
     const auto dispatches_before = e.stats().dispatches;
-    oa::StepGraph graph(e, [&] { train_step(m, opt); });
+    oa::StepGraph graph(e, [&] { train_step(m, *opt); });
     EXPECT_GT(graph.dispatches(), 0u);
     const auto captured = e.stats().dispatches;
     EXPECT_EQ(captured - dispatches_before, graph.dispatches());
-    // The capture ran nothing: the parameters are still those after step 0.
-    const auto after_step0 = values(m);
-    for (int i = 1; i <= n; ++i) {
+    // The capture ran nothing and counted no step.
+    EXPECT_EQ(values(m), before);
+    EXPECT_EQ(opt->steps(), 0);
+    for (int i = 0; i < n; ++i) {
       feed(m, i);
+      opt->set_lr(lr_at(i));
       const auto submits = e.stats().submits;
       graph.replay(e);
-      EXPECT_LE(e.stats().submits - submits, 2u);  // the input copies (if any) and the replay
+      EXPECT_LE(e.stats().submits - submits, 2u);  // the input and constant copies (if any) and the replay
     }
     EXPECT_EQ(e.stats().dispatches, captured + 0u) << "a replay records no dispatch";
     replayed = values(m);
-    EXPECT_NE(replayed, after_step0);
+    EXPECT_EQ(opt->steps(), eager_steps);
   }
   ASSERT_EQ(eager.size(), replayed.size());
   for (std::size_t i = 0; i < eager.size(); ++i) EXPECT_EQ(eager[i], replayed[i]) << "parameter " << i;
 }
 
-TEST(RuntimeGraph, MlpStepReplayedGivesTheEagerParametersBitwise) { check_replay_matches_eager(mlp, 5); }
-TEST(RuntimeGraph, ConvStepReplayedGivesTheEagerParametersBitwise) { check_replay_matches_eager(conv, 4); }
+TEST(RuntimeGraph, MlpStepReplayedGivesTheEagerParametersBitwise) {
+  check_replay_matches_eager(mlp, sgd, 6);
+  check_replay_matches_eager(mlp, adamw, 6);
+}
+TEST(RuntimeGraph, ConvStepReplayedGivesTheEagerParametersBitwise) {
+  check_replay_matches_eager(conv, sgd, 4);
+  check_replay_matches_eager(conv, adamw, 4);
+}
 
 TEST(RuntimeGraph, HostReadsDuringCaptureAndReplayOnAnotherEngineAreRefused) {
   oa::Engine e;
@@ -134,6 +158,7 @@ TEST(RuntimeGraph, HostReadsDuringCaptureAndReplayOnAnotherEngineAreRefused) {
   oa::StepGraph graph(e, [&] { loss = m.loss(); });
   EXPECT_TRUE(oa_test::throws([&] { oa::StepGraph nested(e, [&] { oa::StepGraph inner(e, [] {}); }); },
                               oa::ErrorKind::FailedPrecondition, {"already capturing"}));
+  EXPECT_TRUE(oa_test::throws([&] { e.on_replay([] {}); }, oa::ErrorKind::FailedPrecondition, {"Engine::on_replay"}));
   oa::Engine other;
   EXPECT_TRUE(oa_test::throws([&] { graph.replay(other); }, oa::ErrorKind::InvalidArgument, {"StepGraph::replay", "another engine"}));
   graph.replay(e);

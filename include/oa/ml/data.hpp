@@ -159,6 +159,9 @@ class TextLoader {
   // The batch for `step` (a pure function of seed and step), uploaded as one
   // tokens and one targets Matrix.
   TextBatch batch(std::uint64_t step) const;
+  // Writes the batch for `step` into `into`'s Matrices (as a StepGraph's
+  // inputs need): I32 [batch_size, context] each, else InvalidArgument.
+  void fill(std::uint64_t step, const TextBatch& into) const;
 
   std::int64_t size() const { return static_cast<std::int64_t>(text_.size()); }
   std::int64_t batch_size() const { return batch_size_; }

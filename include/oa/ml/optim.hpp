@@ -9,6 +9,14 @@
 // skips parameters whose .grad is None. step() bumps the version of every
 // parameter it updates, so a backward that saved an old value refuses to run.
 //
+// The learning rate and the other per-step constants (Adam's bias
+// corrections, SGD's first-update flag) are read by the kernels from device
+// memory that step() writes in stream order (no wait), so a step captured in a
+// StepGraph (oa/runtime/graph.hpp) stays exact on replay: inside a capture
+// step() records the update only, and each replay first writes the constants
+// of its own step (with the lr set before it) and counts it in steps(). The
+// optimizer must outlive the graph's replays.
+//
 // State (momentum_buffer, exp_avg, exp_avg_sq) lives in Matrices on the
 // parameters' engine, created as zeros with the optimizer. save_state /
 // load_state write and read it as safetensors, named "<parameter>.<buffer>",
@@ -16,6 +24,8 @@
 // (steps that updated that parameter).
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <span>
 #include <vector>
 
 #include "oa/matrix/matrix.hpp"
@@ -40,8 +50,8 @@ class Optimizer {
   void zero_grad() const;
 
   float lr() const { return lr_; }
-  // The learning rate of the next step (a push constant: changing it every
-  // step costs nothing). Throws InvalidArgument for a negative or non-finite lr.
+  // The learning rate of the next step (changing it every step costs one
+  // small write). Throws InvalidArgument for a negative or non-finite lr.
   void set_lr(float lr);
   // step() calls so far.
   std::int64_t steps() const { return steps_; }
@@ -62,15 +72,28 @@ class Optimizer {
   // Throws InvalidArgument for no parameters, an undefined one, two with the
   // same name, parameters on different engines, or a bad lr; `kind` names the
   // optimizer in messages and metadata ("sgd", "adamw").
-  Optimizer(std::vector<Parameter> parameters, float lr, const char* kind);
+  // `constants_per_parameter`: how many floats step_constants() gives.
+  Optimizer(std::vector<Parameter> parameters, float lr, const char* kind, std::size_t constants_per_parameter);
   // The gradients of the parameters, undefined where there is none; throws as step().
   std::vector<Matrix> checked_gradients(const char* op) const;
+  // The constants of parameter i's next update (the learning rate, bias
+  // corrections) that its kernel reads from step_constants_.
+  virtual void step_constants(std::size_t i, std::span<float> out) const = 0;
+  // One step: writes step_constants_ (outside a capture), calls `record`
+  // (which records the update and returns the updated parameters) and counts
+  // the step; inside a capture each replay does the writing and counting.
+  void run_step(const std::function<std::vector<std::size_t>()>& record);
 
   std::vector<Parameter> parameters_;
   std::vector<std::int64_t> parameter_steps_;  // updates applied to each parameter
   float lr_;
   std::int64_t steps_ = 0;
   const char* kind_;
+  std::size_t constants_per_parameter_;
+  Matrix step_constants_;  // step_constants() of every parameter, in order
+
+ private:
+  void write_step_constants() const;
 };
 
 // torch.optim.SGD.
@@ -98,6 +121,9 @@ class Sgd final : public Optimizer {
   const SgdOptions& options() const { return options_; }
 
  private:
+  // lr, and 1 on the parameter's first update (0 after).
+  void step_constants(std::size_t i, std::span<float> out) const override;
+
   SgdOptions options_;
   std::vector<Matrix> momentum_;  // per parameter; empty without momentum
 };
@@ -129,6 +155,9 @@ class AdamW final : public Optimizer {
   const AdamWOptions& options() const { return options_; }
 
  private:
+  // 1 - lr * weight_decay, lr / (1 - beta1^t), sqrt(1 - beta2^t) at the t-th update.
+  void step_constants(std::size_t i, std::span<float> out) const override;
+
   AdamWOptions options_;
   std::vector<Matrix> exp_avg_;
   std::vector<Matrix> exp_avg_sq_;

@@ -18,6 +18,7 @@
 // only where it still uses that memory. A loop of identical steps without a
 // host read therefore holds about one step's memory.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -173,6 +174,13 @@ class Engine {
   // Copies between storages on the GPU.
   void copy(const runtime::Storage& src, std::uint64_t src_offset, const runtime::Storage& dst, std::uint64_t dst_offset,
             std::uint64_t bytes) const;
+  // True while a StepGraph captures a step on this engine.
+  bool capturing() const;
+  // During a capture: `hook` runs on the host before each replay of the graph
+  // is submitted, outside the capture (so it may write()). Ops whose per-step
+  // constants live in device memory (AdamW's learning rate and bias
+  // corrections) advance them there. Throws FailedPrecondition outside a capture.
+  void on_replay(std::function<void()> hook) const;
 
   bool operator==(const Engine& o) const { return state_ == o.state_; }
   const std::shared_ptr<runtime::EngineState>& state() const { return state_; }

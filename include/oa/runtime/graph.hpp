@@ -9,12 +9,12 @@
 //
 // What must hold for a replay to be valid:
 // - The step's GPU work is fixed at capture: shapes, kernel choices, push
-//   constants (learning rate, Adam's step count) and host-side branches are
-//   those of the captured run. Optimizers whose per-step constants change
-//   (Adam's bias correction, a learning-rate schedule) replay stale values, and
-//   random ops in the step (dropout) replay their captured seed; SGD with a
-//   fixed learning rate replays exactly. Run one eager step first
-//   where the first step differs (SGD momentum starts its buffer on it).
+//   constants and host-side branches are those of the captured run, and
+//   random ops in the step (dropout) replay their captured seed. Ops that
+//   keep per-step constants in device memory refresh them before each replay
+//   (Engine::on_replay): SGD and AdamW read the learning rate set before the
+//   replay and count the replay as a step, so a schedule and Adam's bias
+//   correction replay exactly.
 // - The memory the captured work touches stays where it was: the graph keeps
 //   every chunk of memory that a captured dispatch, fill or copy uses out of
 //   the allocator until the graph is destroyed, so storages released during the

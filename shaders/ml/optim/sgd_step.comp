@@ -4,10 +4,12 @@
 //   MOMENTUM 1: b = first ? d : momentum * b + (1 - dampening) * d
 //               d = NESTEROV 1 ? d + momentum * b : b
 //   p = p - lr * d
-// Each thread updates 4 elements (1024 per workgroup).
+// with lr and first (1 on the parameter's first update) read from binding 3
+// (two floats per parameter; pc.slot picks them). Each thread updates 4
+// elements (1024 per workgroup).
 // Bindings: 0 the parameter (read-write), 1 its gradient, 2 the momentum
-// buffer; with MOMENTUM 0 the parameter is bound at 2 as well and that
-// binding is never touched.
+// buffer, 3 the step constants; with MOMENTUM 0 the parameter is bound at 2 as
+// well and that binding is never touched.
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 layout(local_size_x = 256) in;
@@ -16,10 +18,13 @@ layout(constant_id = 1) const uint NESTEROV = 0;
 layout(std430, binding = 0) buffer P { float p[]; };
 layout(std430, binding = 1) readonly buffer G { float g[]; };
 layout(std430, binding = 2) buffer B { float b[]; };
-OA_PUSH_BEGIN uint n; float lr; float momentum; float dampening; float weight_decay; uint first; OA_PUSH_END
+layout(std430, binding = 3) readonly buffer C { float constants[]; };
+OA_PUSH_BEGIN uint n; float momentum; float dampening; float weight_decay; uint slot; OA_PUSH_END
 
 void main() {
   uint i0 = OA_GROUP_ID.x * 1024u + gl_LocalInvocationID.x;
+  float lr = constants[2u * pc.slot];
+  bool first = constants[2u * pc.slot + 1u] != 0.0;
   for (uint k = 0u; k < 4u; ++k) {
     uint i = i0 + k * 256u;
     if (i >= pc.n) return;
@@ -27,10 +32,10 @@ void main() {
     float d = g[i];
     if (pc.weight_decay != 0.0) d += pc.weight_decay * w;
     if (MOMENTUM == 1u) {
-      float v = pc.first != 0u ? d : pc.momentum * b[i] + (1.0 - pc.dampening) * d;
+      float v = first ? d : pc.momentum * b[i] + (1.0 - pc.dampening) * d;
       b[i] = v;
       d = NESTEROV == 1u ? d + pc.momentum * v : v;
     }
-    p[i] = w - pc.lr * d;
+    p[i] = w - lr * d;
   }
 }

@@ -351,7 +351,8 @@ void EngineState::refuse_in_capture(const char* what) const {
   if (capturing)
     fail(ErrorKind::FailedPrecondition,
          "{}: not allowed while a StepGraph is being captured (the captured work has not run yet); do it outside the "
-         "step, after replay()", what);
+         "step, after replay(). Matrices made from host data inside the step (from_vector, from_i32) must exist before "
+         "the capture: run the step once eagerly first", what);
 }
 
 void EngineState::wait_for(std::uint64_t value) {

@@ -321,4 +321,15 @@ void Engine::copy(const Storage& src, std::uint64_t src_offset, const Storage& d
   vkCmdCopyBuffer(b.cmd, src.chunk()->block->buffer, dst.chunk()->block->buffer, 1, &region);
 }
 
+bool Engine::capturing() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->capturing != nullptr;
+}
+
+void Engine::on_replay(std::function<void()> hook) const {
+  std::lock_guard lock(state_->mutex);
+  if (!state_->capturing) fail(ErrorKind::FailedPrecondition, "Engine::on_replay: no StepGraph is being captured on {}", state_->info.name);
+  state_->capturing->replay_hooks.push_back(std::move(hook));
+}
+
 }  // namespace oa

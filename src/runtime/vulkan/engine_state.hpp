@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -166,6 +167,7 @@ struct Graph {
   std::vector<std::uint64_t> last_use_before;  // chunks[i].last_use when the capture first touched it
   std::uint64_t last_replay = 0;               // timeline value of the latest replay
   std::uint32_t dispatches = 0;
+  std::vector<std::function<void()>> replay_hooks;  // Engine::on_replay, in registration order
   // Waits for the last replay, returns the command buffers to the engine and unpins the memory.
   void release();
 };

@@ -19,6 +19,7 @@ void Graph::release() {
   }
   for (auto& b : batches) s.recycle(std::move(b));
   batches.clear();
+  replay_hooks.clear();
   cmds.clear();
   for (Chunk* c : chunks) c->block->owner->unpin(c);
   chunks.clear();
@@ -74,8 +75,12 @@ void StepGraph::replay(const Engine& engine) const {
     fail(ErrorKind::InvalidArgument, "StepGraph::replay: the step was captured on another engine (device {}); replay it there",
          g.engine->info.name);
   auto& s = *g.engine;
+  {
+    std::lock_guard lock(s.mutex);
+    s.refuse_in_capture("StepGraph::replay");
+  }
+  for (const auto& hook : g.replay_hooks) hook();  // they take the lock themselves (write())
   std::lock_guard lock(s.mutex);
-  s.refuse_in_capture("StepGraph::replay");
   if (g.cmds.empty()) return;
   s.submit();  // work recorded before the replay (input writes) runs first
   // Bounds how far the host runs ahead, as for eager batches.
