@@ -122,8 +122,9 @@ int main(int argc, char** argv) {
                                          "continue the run whose checkpoint is in --out (same flags but --eval-every; a larger --steps "
                                          "extends it)");
   text_cmd->add_flag("--overwrite", text.overwrite, "start afresh over a checkpoint in --out, replacing it")->excludes(text_resume);
-  text_cmd->add_flag("--eager", text.eager,
-                     "record every step's kernels anew (default: record the first step once as a StepGraph and replay it)");
+  text_cmd->add_flag("--step-graph", text.step_graph,
+                     "capture the second step as a StepGraph and replay it after (the same result; pays where recording, "
+                     "not the GPU, bounds a step)");
 
   std::string sample_dir, sample_prompt, sample_device;
   std::int64_t sample_length = 400;

@@ -36,7 +36,7 @@ struct TrainTextArgs {
   std::string device, out = "runs/text";
   bool resume = false;     // continue from the checkpoint in out
   bool overwrite = false;  // replace a checkpoint in out
-  bool eager = false;      // record every step instead of replaying a captured one
+  bool step_graph = false;  // replay a captured step instead of recording each one
 };
 
 int train_text(const TrainTextArgs& args);

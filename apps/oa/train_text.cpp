@@ -129,15 +129,17 @@ int train_text(const TrainTextArgs& args) {
     oa::ml::optim::clip_grad_norm(model->parameters(), 1.0f);
     optimizer.step();
   };
-  // The second step is recorded once and replayed after (the first, eager,
-  // creates the model's constant inputs; the batch is written into the same
-  // inputs each step; AdamW reads the step's learning rate from device memory).
+  // With --step-graph the second step is captured once and replayed after
+  // (the first, eager, creates the model's constant inputs; the batch is
+  // written into the same inputs each step; AdamW reads the step's learning
+  // rate from device memory). A captured step keeps all its temporaries at
+  // once, without the reuse within a step that eager recording has.
   std::optional<oa::StepGraph> graph;
   std::int64_t step = start;
   for (; step < args.steps && !run.interrupted(); ++step) {
     optimizer.set_lr(run.lr(step));
     if (step > start) loader.fill(static_cast<std::uint64_t>(step), batch);
-    if (args.eager || step == start) {
+    if (!args.step_graph || step == start) {
       train_step();
     } else {
       if (!graph) graph.emplace(engine, train_step);

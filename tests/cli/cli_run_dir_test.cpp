@@ -180,15 +180,15 @@ TEST(CliRunDir, TextResumeFinishedRunAndExtend) {
   EXPECT_EQ(metrics_steps(d / "run" / "metrics.jsonl", "step"), (std::vector<std::int64_t>{1, 2, 3, 4}));
 }
 
-// oa train text replays a captured step from its second step on; --eager
-// records every step. Both give the same checkpoint, byte for byte.
+// oa train text --step-graph replays a captured step from its second step on;
+// by default every step is recorded. Both give the same checkpoint, byte for byte.
 TEST(CliRunDir, TextReplayedStepsEqualEagerSteps) {
   CliDir d;
   write_text(d / "fox.txt");
   const std::vector<std::string> run = std::vector<std::string>{"train", "text", "--input", "fox.txt", "--eval-every", "3",
                                                                 "--batch-size", "4", "--steps", "6"} + kTinyModel;
-  ASSERT_TRUE(succeeded(d.oa(run + std::vector<std::string>{"--out", "replayed"})));
-  ASSERT_TRUE(succeeded(d.oa(run + std::vector<std::string>{"--out", "eager", "--eager"})));
+  ASSERT_TRUE(succeeded(d.oa(run + std::vector<std::string>{"--out", "replayed", "--step-graph"})));
+  ASSERT_TRUE(succeeded(d.oa(run + std::vector<std::string>{"--out", "eager"})));
   for (const char* file : {"model.safetensors", "optimizer.safetensors"})
     EXPECT_EQ(read_text(d / "replayed" / file), read_text(d / "eager" / file)) << file;
 }
