@@ -17,9 +17,10 @@
 //   correction replay exactly.
 // - The memory the captured work touches stays where it was: the graph keeps
 //   every chunk of memory that a captured dispatch, fill or copy uses out of
-//   the allocator until the graph is destroyed, so storages released during the
-//   capture (temporaries) are never handed to other work. Memory is therefore
-//   that of all the step's temporaries at once, not reused within the step.
+//   the allocator until the graph is destroyed, so no work outside the graph
+//   ever gets it. Within the step, memory released by a temporary is reused
+//   by later work of the same step (with the barriers eager work has), so a
+//   captured step holds about the memory of one eager step.
 // - Inputs enter through storages that exist before the capture: write new
 //   data into them (Matrix::write) between replays. The write is ordered after
 //   the previous replay's reads, and the next replay after the write.

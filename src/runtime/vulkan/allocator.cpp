@@ -131,6 +131,12 @@ void Allocator::trim(std::uint64_t completed) {
 Chunk* Allocator::allocate(std::uint64_t bytes, std::uint64_t completed, bool idle) {
   const std::uint64_t cls = size_class(std::max<std::uint64_t>(bytes, 1));
   std::lock_guard lock(mutex_);
+  if (auto it = capture_free_.find(cls); !idle && it != capture_free_.end() && !it->second.empty()) {
+    Chunk* reused = it->second.back();  // still pinned and counted in use: live again
+    it->second.pop_back();
+    reused->released = false;
+    return reused;
+  }
   Chunk* chunk = nullptr;
   auto& list = free_[cls];
   // Most recently freed first: in stream order it is the warmest memory.
@@ -176,9 +182,21 @@ void Allocator::release(Chunk* chunk) {
   std::lock_guard lock(mutex_);
   if (chunk->pins) {
     chunk->released = true;
+    if (capture_serial_ && chunk->pins == 1 && chunk->captured_by == capture_serial_) capture_free_[chunk->size].push_back(chunk);
     return;
   }
   release_locked(chunk);
+}
+
+void Allocator::begin_capture(std::uint64_t serial) {
+  std::lock_guard lock(mutex_);
+  capture_serial_ = serial;
+}
+
+void Allocator::end_capture() {
+  std::lock_guard lock(mutex_);
+  capture_serial_ = 0;
+  capture_free_.clear();
 }
 
 void Allocator::pin(Chunk* chunk) {

@@ -343,6 +343,7 @@ void EngineState::submit() {
 
 void EngineState::end_capture() {
   submit();
+  device_memory->end_capture();
   for (std::size_t i = 0; i < capturing->chunks.size(); ++i) capturing->chunks[i]->last_use = capturing->last_use_before[i];
   capturing = nullptr;
 }

@@ -80,6 +80,13 @@ class Allocator {
   // returned by the last unpin.
   void pin(Chunk* chunk);
   void unpin(Chunk* chunk);
+  // While graph `serial` captures, a chunk that only it pins and that is
+  // released goes to a free list of the capture's own: later allocations of
+  // the same capture reuse it (in stream order, as eager work does), so a
+  // captured step holds about the memory of one eager step. end_capture()
+  // leaves those chunks to the graph (returned by its unpin).
+  void begin_capture(std::uint64_t serial);
+  void end_capture();
   // Frees the blocks with no live chunk whose GPU work has completed.
   void trim(std::uint64_t completed);
   MemoryStats stats() const;
@@ -103,6 +110,8 @@ class Allocator {
   mutable std::mutex mutex_;
   std::vector<std::unique_ptr<Block>> blocks_;
   std::map<std::uint64_t, std::vector<Chunk*>> free_;
+  std::uint64_t capture_serial_ = 0;  // the capturing graph, 0 when none
+  std::map<std::uint64_t, std::vector<Chunk*>> capture_free_;
   MemoryStats stats_;
 };
 

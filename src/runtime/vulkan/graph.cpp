@@ -37,6 +37,7 @@ StepGraph::StepGraph(const Engine& engine, const std::function<void()>& step) : 
     graph_->engine = engine.state();
     graph_->serial = s.next_graph++;
     s.capturing = graph_.get();
+    s.device_memory->begin_capture(graph_->serial);
   }
   try {
     step();
