@@ -132,8 +132,7 @@ int train_text(const TrainTextArgs& args) {
   // With --step-graph the second step is captured once and replayed after
   // (the first, eager, creates the model's constant inputs; the batch is
   // written into the same inputs each step; AdamW reads the step's learning
-  // rate from device memory). A captured step keeps all its temporaries at
-  // once, without the reuse within a step that eager recording has.
+  // rate from device memory).
   std::optional<oa::StepGraph> graph;
   std::int64_t step = start;
   for (; step < args.steps && !run.interrupted(); ++step) {
