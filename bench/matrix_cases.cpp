@@ -50,7 +50,7 @@ const oa_bench::Register kGemmSweep{[](bool quick) {
                      4.0 * (m * k + n * k + m * n) * (bwd ? 3 : 1),
                      [=](const oa::Engine& e) {
                        auto x = oa_bench::input({m, k}, 1, e, bwd), w = oa_bench::input({n, k}, 2, e, bwd);
-                       return oa_bench::step([=] { return oa::matrix::mat_mul_nt(x, w); }, bwd, e);
+                       return oa_bench::step([=] { return oa::matrix::matmul_nt(x, w); }, bwd, e);
                      }});
   }
   return cases;

@@ -190,7 +190,7 @@ std::vector<Matrix> call_op(Input& in, Operands& x, const Engine& engine) {
     }
     // Matrix products and layout.
     case 19: return {mx::matmul(x.matrix(), x.matrix())};
-    case 20: return {mx::mat_mul_nt(x.matrix(), x.matrix())};
+    case 20: return {mx::matmul_nt(x.matrix(), x.matrix())};
     case 21: return {mx::transpose(x.matrix())};
     case 22: {
       std::vector<Matrix> parts(in.byte() % 4);

@@ -15,13 +15,13 @@ using runtime::Access;
 using runtime::ComputeDispatch;
 
 const detail::ContractRegistration kMatmul{{"oa::matrix::matmul", 2, 1, {}}};
-const detail::ContractRegistration kMatMulNt{{"oa::matrix::mat_mul_nt", 2, 1, {}}};
+const detail::ContractRegistration kMatMulNt{{"oa::matrix::matmul_nt", 2, 1, {}}};
 const detail::ContractRegistration kTranspose{{"oa::matrix::transpose", 1, 1, {}}};
 
 // The gradients of c = a * op(b) (op(b) = b [..., K, N], or b^T for b [..., N, K]
 // when trans_b) from gc [..., M, N], recorded as one backward op of `name`:
 //   matmul:     ga = gc b^T,  gb = a^T gc
-//   mat_mul_nt: ga = gc b,    gb = gc^T a
+//   matmul_nt: ga = gc b,    gb = gc^T a
 // A 2-D operand shared by a batch gets the sum over the batch: folded into the
 // GEMM's K for b (the batch's rows are contiguous), summed by sum_to for a.
 std::vector<Matrix> product_backward(const Matrix& gc, const Matrix& a, const Matrix& b, const Shape& shape_a,
@@ -60,7 +60,7 @@ std::vector<Matrix> product_backward(const Matrix& gc, const Matrix& a, const Ma
     add(detail::lower_gemm(engine, p));
   }
   if (needs[1]) {
-    // matmul: gb_b = a_b^T gc_b [K, N]; mat_mul_nt: gb_b = gc_b^T a_b [N, K]. Both contract over M.
+    // matmul: gb_b = a_b^T gc_b [K, N]; matmul_nt: gb_b = gc_b^T a_b [N, K]. Both contract over M.
     detail::GemmProblem p;
     p.trans_a = true;
     const Matrix& left = trans_b ? gc : a;
@@ -147,7 +147,7 @@ Matrix product(const Matrix& a, const Matrix& b, bool trans_b, const char* name)
 }  // namespace
 
 Matrix matmul(const Matrix& a, const Matrix& b) { return product(a, b, false, "oa::matrix::matmul"); }
-Matrix mat_mul_nt(const Matrix& a, const Matrix& b) { return product(a, b, true, "oa::matrix::mat_mul_nt"); }
+Matrix matmul_nt(const Matrix& a, const Matrix& b) { return product(a, b, true, "oa::matrix::matmul_nt"); }
 
 namespace {
 

@@ -27,10 +27,10 @@ namespace {
 using runtime::BufferBinding;
 using runtime::ComputeDispatch;
 
-constexpr const char* kConv1d = "oa::ml::matrix::conv_1d";
-constexpr const char* kConv2d = "oa::ml::matrix::conv_2d";
-constexpr const char* kConvTranspose1d = "oa::ml::matrix::conv_transpose_1d";
-constexpr const char* kConvTranspose2d = "oa::ml::matrix::conv_transpose_2d";
+constexpr const char* kConv1d = "oa::ml::conv_1d";
+constexpr const char* kConv2d = "oa::ml::conv_2d";
+constexpr const char* kConvTranspose1d = "oa::ml::conv_transpose_1d";
+constexpr const char* kConvTranspose2d = "oa::ml::conv_transpose_2d";
 
 // Inputs: input, weight and, when given, bias (so the arity is 2 or 3).
 const detail::ContractRegistration kConv1dContract{{kConv1d, -1, 1,

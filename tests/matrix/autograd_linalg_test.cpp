@@ -49,11 +49,11 @@ void check_product(bool trans_b, const ProductCase& c, std::uint64_t seed) {
   const std::int64_t m = c.a.dim(-2), k = c.a.dim(-1), n = trans_b ? c.b.dim(-2) : c.b.dim(-1);
   const bool a_batched = c.a.rank() > 2, b_batched = c.b.rank() > 2;
   const std::int64_t batch = a_batched ? c.a.numel() / (m * k) : b_batched ? c.b.numel() / (k * n) : 1;
-  SCOPED_TRACE(std::string(trans_b ? "mat_mul_nt " : "matmul ") + c.a.to_string() + " x " + c.b.to_string());
+  SCOPED_TRACE(std::string(trans_b ? "matmul_nt " : "matmul ") + c.a.to_string() + " x " + c.b.to_string());
   gradcheck(
       {random_input(c.a, seed), random_input(c.b, seed + 1)},
       [trans_b](const std::vector<Matrix>& x) {
-        return trans_b ? oa::matrix::mat_mul_nt(x[0], x[1]) : oa::matrix::matmul(x[0], x[1]);
+        return trans_b ? oa::matrix::matmul_nt(x[0], x[1]) : oa::matrix::matmul(x[0], x[1]);
       },
       [=](const Inputs& x) { return product_ref(x[0], x[1], batch, m, k, n, a_batched, b_batched, trans_b); });
 }
@@ -86,23 +86,23 @@ TEST(AutogradLinalg, MatMulNtGradients) {
 TEST(AutogradLinalg, ProductBackwardTraceAndSavedValues) {
   auto x = Matrix::uniform({6, 4}, -1, 1, 1);                         // data: no gradient
   auto w = oa::set_requires_grad(Matrix::uniform({3, 4}, -1, 1, 2));  // weight [N, K]
-  auto y = oa::matrix::mat_mul_nt(x, w);
-  EXPECT_EQ(oa::autograd::grad_fn_name(y), "oa::matrix::mat_mul_nt");
+  auto y = oa::matrix::matmul_nt(x, w);
+  EXPECT_EQ(oa::autograd::grad_fn_name(y), "oa::matrix::matmul_nt");
   oa::TraceCapture t(x.engine());
   oa::backward(y, Matrix::ones({6, 3}));
   auto ops = t.ops();
   ASSERT_EQ(ops.size(), 1u);
-  EXPECT_EQ(ops[0].label(), "oa::matrix::mat_mul_nt backward");
+  EXPECT_EQ(ops[0].label(), "oa::matrix::matmul_nt backward");
   EXPECT_EQ(ops[0].outputs.size(), 1u);  // only the weight's gradient
   EXPECT_GE(ops[0].dispatches, 1u);
   // The data x is saved for the weight's gradient: updating it in place is caught.
-  auto y2 = oa::matrix::mat_mul_nt(x, w);
+  auto y2 = oa::matrix::matmul_nt(x, w);
   x.write(std::vector<float>(24, 0.0f));
   EXPECT_TRUE(oa_test::throws(
       [&] {
         oa::backward(y2, Matrix::ones({6, 3}));
       },
-      oa::ErrorKind::FailedPrecondition, {"oa::matrix::mat_mul_nt", "a value of shape [6, 4]"}));
+      oa::ErrorKind::FailedPrecondition, {"oa::matrix::matmul_nt", "a value of shape [6, 4]"}));
 }
 
 TEST(AutogradLinalg, TransposeGradient) {

@@ -1,4 +1,4 @@
-// matmul, mat_mul_nt and transpose against the f64 references.
+// matmul, matmul_nt and transpose against the f64 references.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -27,10 +27,10 @@ std::function<void()> product_check(std::int64_t batch, bool a_batched, bool b_b
   const Shape sb = b_batched ? (nt ? Shape{batch, n, k} : Shape{batch, k, n}) : (nt ? Shape{n, k} : Shape{k, n});
   const Matrix ma = Matrix::from_vector(sa, a), mb = Matrix::from_vector(sb, b);
   oa::TraceCapture trace(ma.engine());
-  Matrix c = nt ? oa::matrix::mat_mul_nt(ma, mb) : oa::matrix::matmul(ma, mb);
+  Matrix c = nt ? oa::matrix::matmul_nt(ma, mb) : oa::matrix::matmul(ma, mb);
   const auto ops = trace.ops();
   EXPECT_EQ(ops.size(), 1u);
-  EXPECT_EQ(ops.at(0).name, nt ? "oa::matrix::mat_mul_nt" : "oa::matrix::matmul");
+  EXPECT_EQ(ops.at(0).name, nt ? "oa::matrix::matmul_nt" : "oa::matrix::matmul");
   const bool batched = a_batched || b_batched;
   EXPECT_EQ(c.shape(), batched ? Shape({batch, m, n}) : Shape({m, n}));
   return [=, a = std::move(a), b = std::move(b)] {
@@ -125,7 +125,7 @@ TEST(MatrixMatmul, Errors) {
   oa::TraceCapture trace(engine);
   const Matrix a = Matrix::zeros({2, 3}), b = Matrix::zeros({4, 5});
   expect_error([&] { oa::matrix::matmul(a, b); }, oa::ErrorKind::InvalidArgument, "oa::matrix::matmul");
-  expect_error([&] { oa::matrix::mat_mul_nt(a, b); }, oa::ErrorKind::InvalidArgument, "oa::matrix::mat_mul_nt");
+  expect_error([&] { oa::matrix::matmul_nt(a, b); }, oa::ErrorKind::InvalidArgument, "oa::matrix::matmul_nt");
   expect_error([&] { oa::matrix::matmul(Matrix::zeros({3}), Matrix::zeros({3, 2})); }, oa::ErrorKind::InvalidArgument, "rank");
   expect_error([&] { oa::matrix::matmul(Matrix::zeros({2, 2, 3}), Matrix::zeros({3, 3, 2})); }, oa::ErrorKind::InvalidArgument,
                "batch");

@@ -21,7 +21,7 @@ namespace ref = oa::reference;
 inline constexpr float kInf = std::numeric_limits<float>::infinity();
 // f32 accumulation over at most a few thousand terms of magnitude ~1.
 inline constexpr double kAtol = 3e-5, kRtol = 3e-4;
-inline const char* const kSdpa = "oa::ml::matrix::scaled_dot_product_attention";
+inline const char* const kSdpa = "oa::ml::scaled_dot_product_attention";
 
 inline oa::Engine engine() { return oa::Engine::default_engine(); }
 

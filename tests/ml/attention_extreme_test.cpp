@@ -372,7 +372,7 @@ TEST(AttentionBmm, EmptyOuterExtents) {
   EXPECT_EQ(ml::bmm_nt(Matrix::zeros({2, 3, 5}), Matrix::zeros({2, 0, 5})).shape(), (Shape{2, 3, 0}));
   EXPECT_EQ(ml::bmm(Matrix::zeros({0, 3, 5}), Matrix::zeros({0, 5, 2})).shape(), (Shape{0, 3, 2}));
   EXPECT_TRUE(oa_test::throws([&] { ml::bmm(Matrix::zeros({2, 3, 0}), Matrix::zeros({2, 1, 4})); }, oa::ErrorKind::InvalidArgument,
-                              {"oa::ml::matrix::bmm", "[2, 3, 0]", "[2, 1, 4]"}));
+                              {"oa::ml::bmm", "[2, 3, 0]", "[2, 1, 4]"}));
 }
 
 // ── 4-D inputs and broadcast masks ──────────────────────────────────────────
@@ -469,7 +469,7 @@ TEST(AttentionShapes, BoolMasks) {
   const Matrix odd = Matrix::from_bool({5}, std::vector<std::uint8_t>{1, 0, 7, 0, 1});
   EXPECT_EQ(odd.to_bool(), (std::vector<std::uint8_t>{1, 0, 1, 0, 1}));
   EXPECT_TRUE(oa_test::throws([&] { ml::bmm(bool_mask.reshape({B, Sq, Sk}), bool_mask.reshape({B, Sq, Sk})); }, oa::ErrorKind::InvalidArgument,
-                              {"oa::ml::matrix::bmm", "bool"}));
+                              {"oa::ml::bmm", "bool"}));
   EXPECT_TRUE(oa_test::throws([&] { ml::scaled_dot_product_attention(q, k, v, Matrix::from_i32({Sq, Sk}, std::vector<std::int32_t>(15, 0))); },
                               oa::ErrorKind::InvalidArgument, {kSdpa, "additive_mask", "i32"}));
 }
@@ -490,7 +490,7 @@ TEST(AttentionShapes, Errors) {
                               {kSdpa, "k must be", "[6, 5, 8]"}));
   EXPECT_TRUE(oa_test::throws(
       [&] { ml::softmax_scaled_masked(Matrix::zeros({2, 3, 4}), Matrix::zeros({3, 3, 4}), 1.0f); }, ErrorKind::InvalidArgument,
-      {"oa::ml::matrix::softmax_scaled_masked", "mask", "[3, 3, 4]", "[2, 3, 4]"}));
+      {"oa::ml::softmax_scaled_masked", "mask", "[3, 3, 4]", "[2, 3, 4]"}));
   EXPECT_TRUE(trace.ops().empty());
 }
 

@@ -45,7 +45,7 @@ TEST(AttentionHeads, SplitExample) {
   oa::TraceCapture trace(engine());
   Matrix y = ml::split_heads(x, 1, 2, 2);
   const auto op = only_op(trace);
-  EXPECT_EQ(op.name, "oa::ml::matrix::split_heads");
+  EXPECT_EQ(op.name, "oa::ml::split_heads");
   EXPECT_EQ(op.dispatches, 1u);
   EXPECT_EQ(y.shape(), (Shape{2, 2, 2}));
   EXPECT_EQ(y.to_vector(), (std::vector<float>{0, 1, 4, 5, 2, 3, 6, 7}));
@@ -60,7 +60,7 @@ TEST(AttentionHeads, MergeInvertsSplit) {
   EXPECT_TRUE(oa_test::near(y.to_vector(), ref::split_heads(to_f64(values), B, S, H, Dh), 0.0, 0.0));
   oa::TraceCapture trace(engine());
   Matrix z = ml::merge_heads(y, B, S, H);
-  EXPECT_EQ(only_op(trace).name, "oa::ml::matrix::merge_heads");
+  EXPECT_EQ(only_op(trace).name, "oa::ml::merge_heads");
   EXPECT_EQ(z.shape(), x.shape());
   EXPECT_EQ(z.to_vector(), values);
 }
@@ -80,10 +80,10 @@ TEST(AttentionHeads, Errors) {
   auto x = Matrix::zeros({4, 6});
   oa::TraceCapture trace(engine());
   using oa::ErrorKind;
-  EXPECT_TRUE(oa_test::throws([&] { ml::split_heads(x, 2, 2, 4); }, ErrorKind::InvalidArgument, {"oa::ml::matrix::split_heads", "[4, 6]"}));
+  EXPECT_TRUE(oa_test::throws([&] { ml::split_heads(x, 2, 2, 4); }, ErrorKind::InvalidArgument, {"oa::ml::split_heads", "[4, 6]"}));
   EXPECT_TRUE(oa_test::throws([&] { ml::split_heads(x, 3, 2, 2); }, ErrorKind::InvalidArgument, {"split_heads", "[4, 6]"}));
   EXPECT_TRUE(oa_test::throws([&] { ml::split_heads(x, 2, 2, 0); }, ErrorKind::InvalidArgument, {"split_heads", "num_heads"}));
-  EXPECT_TRUE(oa_test::throws([&] { ml::merge_heads(x, 2, 2, 2); }, ErrorKind::InvalidArgument, {"oa::ml::matrix::merge_heads", "[4, 6]"}));
+  EXPECT_TRUE(oa_test::throws([&] { ml::merge_heads(x, 2, 2, 2); }, ErrorKind::InvalidArgument, {"oa::ml::merge_heads", "[4, 6]"}));
   EXPECT_TRUE(trace.ops().empty());
 }
 
@@ -112,7 +112,7 @@ TEST(AttentionSoftmax, MatchesReferenceAcrossRowLengths) {
     auto mask = Matrix::from_vector({rows, cols}, mv);
     oa::TraceCapture trace(engine());
     auto y = ml::softmax_scaled_masked(x, mask, 0.7f);
-    EXPECT_EQ(only_op(trace).name, "oa::ml::matrix::softmax_scaled_masked");
+    EXPECT_EQ(only_op(trace).name, "oa::ml::softmax_scaled_masked");
     auto got = y.to_vector();
     EXPECT_TRUE(oa_test::near(got, ref::softmax(to_f64(xv), rows, cols, 0.7, to_f64(mv), rows), kAtol, kRtol)) << "cols " << cols;
     for (std::int64_t c = 0; c < cols; ++c) ASSERT_EQ(got[static_cast<std::size_t>((rows - 1) * cols + c)], 0.0f);
@@ -135,7 +135,7 @@ TEST(AttentionSoftmax, BackwardMatchesReference) {
     auto y = ml::softmax_scaled_masked(Matrix::from_vector({rows, cols}, xv), Matrix(), 2.0f);
     oa::TraceCapture trace(engine());
     auto dx = ml::softmax_scaled_masked_backward(y, Matrix::from_vector({rows, cols}, gv), 2.0f);
-    EXPECT_EQ(only_op(trace).label(), "oa::ml::matrix::softmax_scaled_masked backward");
+    EXPECT_EQ(only_op(trace).label(), "oa::ml::softmax_scaled_masked backward");
     const Vec yr = ref::softmax(to_f64(xv), rows, cols, 2.0);
     EXPECT_TRUE(oa_test::near(dx.to_vector(), ref::softmax_backward(yr, to_f64(gv), rows, cols, 2.0), kAtol, kRtol)) << "cols " << cols;
   }
@@ -146,7 +146,7 @@ TEST(AttentionSoftmax, Errors) {
   oa::TraceCapture trace(engine());
   using oa::ErrorKind;
   EXPECT_TRUE(oa_test::throws([&] { ml::softmax_scaled_masked(x, Matrix::zeros({4, 3}), 1.0f); }, ErrorKind::InvalidArgument,
-                              {"oa::ml::matrix::softmax_scaled_masked", "mask [4, 3]", "[3, 4]"}));
+                              {"oa::ml::softmax_scaled_masked", "mask [4, 3]", "[3, 4]"}));
   EXPECT_TRUE(oa_test::throws([&] { ml::softmax_scaled_masked(Matrix::zeros({0, 4}), Matrix(), 1.0f); }, ErrorKind::InvalidArgument,
                               {"softmax_scaled_masked", "[0, 4]"}));
   EXPECT_TRUE(oa_test::throws([&] { ml::softmax_scaled_masked_backward(x, Matrix::zeros({3, 5}), 1.0f); },
@@ -156,7 +156,7 @@ TEST(AttentionSoftmax, Errors) {
 
 // ── batched products ────────────────────────────────────────────────────────
 
-const char* const kBmmNames[3] = {"oa::ml::matrix::bmm", "oa::ml::matrix::bmm_nt", "oa::ml::matrix::bmm_tn"};
+const char* const kBmmNames[3] = {"oa::ml::bmm", "oa::ml::bmm_nt", "oa::ml::bmm_tn"};
 
 Matrix run_bmm(ml::BmmLayout layout, const Matrix& a, const Matrix& b) {
   switch (layout) {
@@ -245,14 +245,14 @@ TEST(AttentionBmm, Errors) {
   oa::TraceCapture trace(engine());
   using oa::ErrorKind;
   EXPECT_TRUE(oa_test::throws([&] { ml::bmm(Matrix::zeros({2, 3, 4}), Matrix::zeros({2, 5, 6})); }, ErrorKind::InvalidArgument,
-                              {"oa::ml::matrix::bmm:", "[2, 3, 4]", "[2, 5, 6]"}));
+                              {"oa::ml::bmm:", "[2, 3, 4]", "[2, 5, 6]"}));
   EXPECT_TRUE(oa_test::throws([&] { ml::bmm_nt(Matrix::zeros({2, 3, 4}), Matrix::zeros({3, 5, 4})); }, ErrorKind::InvalidArgument,
-                              {"oa::ml::matrix::bmm_nt", "[3, 5, 4]"}));
+                              {"oa::ml::bmm_nt", "[3, 5, 4]"}));
   EXPECT_TRUE(oa_test::throws([&] { ml::bmm_tn(Matrix::zeros({3, 4}), Matrix::zeros({3, 5})); }, ErrorKind::InvalidArgument,
-                              {"oa::ml::matrix::bmm_tn", "[3, 4]"}));
+                              {"oa::ml::bmm_tn", "[3, 4]"}));
   EXPECT_TRUE(oa_test::throws(
       [&] { ml::bmm_backward(ml::BmmLayout::NN, Matrix::zeros({2, 3, 4}), Matrix::zeros({2, 4, 5}), Matrix::zeros({2, 3, 4})); },
-      ErrorKind::InvalidArgument, {"oa::ml::matrix::bmm backward", "[2, 3, 5]"}));
+      ErrorKind::InvalidArgument, {"oa::ml::bmm backward", "[2, 3, 5]"}));
   EXPECT_TRUE(trace.ops().empty());
 }
 
@@ -462,7 +462,7 @@ TEST(AttentionFlash, PackedCausalMatchesHeads) {
   oa::TraceCapture trace(engine());
   Matrix out = ml::scaled_dot_product_attention_causal(q, k, v, S, H);
   const auto op = only_op(trace);
-  EXPECT_EQ(op.name, "oa::ml::matrix::scaled_dot_product_attention_causal");
+  EXPECT_EQ(op.name, "oa::ml::scaled_dot_product_attention_causal");
   EXPECT_EQ(op.dispatches, 1u);
   EXPECT_EQ(out.shape(), (Shape{B * S, D}));
   ref::AttentionProblem p;
@@ -481,7 +481,7 @@ TEST(AttentionFlash, Errors) {
   oa::TraceCapture trace(engine());
   using oa::ErrorKind;
   EXPECT_TRUE(oa_test::throws([&] { ml::flash_attention(q, Matrix::zeros({2, 5, 3}), v); }, ErrorKind::InvalidArgument,
-                              {"oa::ml::matrix::scaled_dot_product_attention: k must be", "[2, 5, 3]", "[2, 3, 4]"}));
+                              {"oa::ml::scaled_dot_product_attention: k must be", "[2, 5, 3]", "[2, 3, 4]"}));
   EXPECT_TRUE(oa_test::throws([&] { ml::scaled_dot_product_attention(q, k, Matrix::zeros({2, 4, 6})); }, ErrorKind::InvalidArgument,
                               {"scaled_dot_product_attention: v must be", "[2, 4, 6]"}));
   EXPECT_TRUE(oa_test::throws([&] { ml::scaled_dot_product_attention_with_weights(Matrix::zeros({6, 4}), k, v); },
@@ -492,7 +492,7 @@ TEST(AttentionFlash, Errors) {
                               ErrorKind::Unsupported, {"scaled_dot_product_attention", "300"}));
   EXPECT_TRUE(oa_test::throws(
       [&] { ml::scaled_dot_product_attention_causal(Matrix::zeros({6, 4}), Matrix::zeros({6, 4}), Matrix::zeros({6, 4}), 4, 2); },
-      ErrorKind::InvalidArgument, {"oa::ml::matrix::scaled_dot_product_attention_causal", "[6, 4]"}));
+      ErrorKind::InvalidArgument, {"oa::ml::scaled_dot_product_attention_causal", "[6, 4]"}));
   EXPECT_TRUE(oa_test::throws(
       [&] {
         auto out = Matrix::zeros({2, 3, 6});
@@ -521,7 +521,7 @@ TEST(AttentionAutograd, HeadsGradients) {
   auto y = ml::split_heads(x, B, S, H);
   oa::TraceCapture trace(engine());
   oa::backward(y, Matrix::ones(y.shape()));
-  EXPECT_EQ(only_op(trace).label(), "oa::ml::matrix::split_heads backward");
+  EXPECT_EQ(only_op(trace).label(), "oa::ml::split_heads backward");
 }
 
 TEST(AttentionAutograd, SoftmaxGradients) {

@@ -10,7 +10,7 @@ using oa::ml::Parameter;
 
 TEST(AutogradTraining, HundredIterationsWithFlatMemory) {
   // A two-layer perceptron fit to a fixed random target by plain SGD:
-  // out = mat_mul_nt(gelu(x w1 + b1), w2), loss = mean((out - target)^2).
+  // out = matmul_nt(gelu(x w1 + b1), w2), loss = mean((out - target)^2).
   auto engine = oa::Engine::default_engine();
   Parameter w1("w1", Matrix::uniform({8, 12}, -0.4f, 0.4f, 1));
   Parameter b1("b1", Matrix::zeros({12}));
@@ -21,7 +21,7 @@ TEST(AutogradTraining, HundredIterationsWithFlatMemory) {
 
   auto step = [&] {
     auto h = oa::matrix::gelu(oa::matrix::matmul(x, w1.value()) + b1.value());
-    auto out = oa::matrix::mat_mul_nt(h, w2.value());
+    auto out = oa::matrix::matmul_nt(h, w2.value());
     auto loss = oa::matrix::mean_all(oa::matrix::square(out - target));
     oa::backward(loss);
     {

@@ -96,7 +96,7 @@ void check_forward(const Case& k) {
   EXPECT_EQ(y.shape(), act_shape(k, out[1], out[2], out[3]));
   EXPECT_TRUE(oa_test::near(y.to_vector(), want, 1e-4, 1e-4));
   ASSERT_EQ(ops.size(), 1u);
-  EXPECT_EQ(ops[0].name, std::string("oa::ml::matrix::") + (k.transposed ? "conv_transpose" : "conv") + (k.one_d ? "_1d" : "_2d"));
+  EXPECT_EQ(ops[0].name, std::string("oa::ml::") + (k.transposed ? "conv_transpose" : "conv") + (k.one_d ? "_1d" : "_2d"));
   EXPECT_EQ(ops[0].dispatches, 1u);
   EXPECT_EQ(ops[0].inputs.size(), k.bias ? 3u : 2u);
 }
@@ -300,7 +300,7 @@ void expect_invalid(const std::function<Matrix()>& f, const std::string& op, con
 TEST(ConvValidation, ConvTranspose2dEmptyOutput) {
   const Matrix x = Matrix::ones({1, 1, 2, 2}), w = Matrix::ones({1, 1, 2, 2});
   x.engine().synchronize();
-  expect_invalid([&] { return oa::ml::conv_transpose_2d(x, w, Matrix(), 2, 2); }, "oa::ml::matrix::conv_transpose_2d",
+  expect_invalid([&] { return oa::ml::conv_transpose_2d(x, w, Matrix(), 2, 2); }, "oa::ml::conv_transpose_2d",
                  "[1, 1, 2, 2]");
   EXPECT_TRUE(oa_test::throws([&] { (void)oa::ml::conv_transpose_2d(x, w, Matrix(), 2, 2); }, oa::ErrorKind::InvalidArgument,
                               {"would be 0"}));
@@ -313,8 +313,8 @@ TEST(ConvValidation, RejectsBadArguments) {
   const Matrix b31 = Matrix::ones({3, 1}), w_i32 = Matrix::from_i32({3, 4, 3}, std::vector<std::int32_t>(36, 1));
   const Matrix wt3 = Matrix::ones({4, 2, 3}), wt4 = Matrix::ones({4, 2, 3, 3}), b3 = Matrix::ones({3});
   x4.engine().synchronize();
-  const std::string c2 = "oa::ml::matrix::conv_2d", c1 = "oa::ml::matrix::conv_1d";
-  const std::string t2 = "oa::ml::matrix::conv_transpose_2d", t1 = "oa::ml::matrix::conv_transpose_1d";
+  const std::string c2 = "oa::ml::conv_2d", c1 = "oa::ml::conv_1d";
+  const std::string t2 = "oa::ml::conv_transpose_2d", t1 = "oa::ml::conv_transpose_1d";
   const std::int64_t huge = std::int64_t(1) << 40;
   expect_invalid([&] { return oa::ml::conv_2d(x3, w4); }, c2, "[2, 4, 7]");                    // rank
   expect_invalid([&] { return oa::ml::conv_2d(x4, w4, b6, 1, 0, 1); }, c2, "[6, 2, 3, 3]");  // channels
@@ -348,7 +348,7 @@ TEST(ConvTrace, OneSemanticOpWithAttributes) {
   (void)oa::ml::conv_2d(x, w, Matrix(), {.stride = {2, 1}, .padding = {1, 0}, .dilation = {1, 2}});
   const auto ops = trace.ops();
   ASSERT_EQ(ops.size(), 1u);
-  EXPECT_EQ(ops[0].label(), "oa::ml::matrix::conv_2d");
+  EXPECT_EQ(ops[0].label(), "oa::ml::conv_2d");
   EXPECT_EQ(std::get<std::vector<std::int64_t>>(*ops[0].attribute("stride")), (std::vector<std::int64_t>{2, 1}));
   EXPECT_EQ(std::get<std::vector<std::int64_t>>(*ops[0].attribute("dilation")), (std::vector<std::int64_t>{1, 2}));
   EXPECT_EQ(std::get<std::int64_t>(*ops[0].attribute("groups")), 1);
@@ -447,7 +447,7 @@ TEST(ConvGrad, ParameterFormsAndBackwardTrace) {
   oa::backward(y, Matrix::ones(y.shape()));
   const auto ops = trace.ops();
   ASSERT_EQ(ops.size(), 1u);
-  EXPECT_EQ(ops[0].label(), "oa::ml::matrix::conv_2d backward");
+  EXPECT_EQ(ops[0].label(), "oa::ml::conv_2d backward");
   EXPECT_EQ(ops[0].outputs.size(), 3u);
   ASSERT_TRUE(w.grad().defined());
   ASSERT_TRUE(b.grad().defined());

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "oa/ml/nn_ops.hpp"
+#include "oa/ml/functional.hpp"
 #include "oa/oa.hpp"
 #include "support/expect.hpp"
 #include "reference/nn.hpp"

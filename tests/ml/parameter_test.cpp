@@ -85,19 +85,19 @@ TEST(AutogradParameter, ModifiedAfterForwardNamesTheParameter) {
   EXPECT_EQ(oa::grad(x).to_vector(), w.value().to_vector());
 }
 
-TEST(AutogradParameter, ReexportedFreeFunctions) {
+TEST(AutogradParameter, AutogradFunctionsOnAParameterValue) {
   Parameter p("w", Matrix::full({2}, 2.0f));
   auto y = oa::matrix::square(p.value());
-  EXPECT_TRUE(oa::ml::requires_grad(y));
-  oa::ml::backward(y, Matrix::ones({2}));
-  EXPECT_EQ(oa::ml::grad(p.value()).to_vector(), (std::vector<float>{4, 4}));
-  oa::ml::zero_grad(p.value());
+  EXPECT_TRUE(oa::requires_grad(y));
+  oa::backward(y, Matrix::ones({2}));
+  EXPECT_EQ(oa::grad(p.value()).to_vector(), (std::vector<float>{4, 4}));
+  oa::zero_grad(p.value());
   {
-    oa::ml::NoGradGuard guard;
-    EXPECT_FALSE(oa::ml::grad_enabled());
-    EXPECT_FALSE(oa::ml::requires_grad(p.value() * 2.0f));
+    oa::NoGradGuard guard;
+    EXPECT_FALSE(oa::grad_enabled());
+    EXPECT_FALSE(oa::requires_grad(p.value() * 2.0f));
   }
-  EXPECT_FALSE(oa::ml::requires_grad(oa::ml::detach(y)));
+  EXPECT_FALSE(oa::requires_grad(oa::detach(y)));
 }
 
 }  // namespace

@@ -43,10 +43,10 @@ TEST(NnAttention, MultiHeadAttentionMatchesReference) {
     for (const auto& op : trace.ops())
       if (!op.backward) forward.push_back(op.name);
     auto count = [&](const char* name) { return std::count(forward.begin(), forward.end(), name); };
-    EXPECT_EQ(count("oa::ml::nn::linear"), 2);
+    EXPECT_EQ(count("oa::ml::linear"), 2);
     EXPECT_EQ(count("oa::matrix::chunk"), 1);
-    EXPECT_EQ(count("oa::ml::matrix::scaled_dot_product_attention"), 1);
-    EXPECT_EQ(count("oa::ml::matrix::softmax_scaled_masked"), 0);
+    EXPECT_EQ(count("oa::ml::scaled_dot_product_attention"), 1);
+    EXPECT_EQ(count("oa::ml::softmax_scaled_masked"), 0);
   }
 }
 

@@ -30,7 +30,7 @@ TEST(NnLinear, FunctionMatchesReferenceAndRecordsOneOp) {
       oa::test::gradcheck(
           inputs,
           [&](const std::vector<Matrix>& m) {
-            Matrix y = oa::ml::nn::linear(m[0], m[1], with_bias ? m[2] : Matrix());
+            Matrix y = oa::ml::linear(m[0], m[1], with_bias ? m[2] : Matrix());
             std::vector<std::int64_t> dims = xs.to_vector();
             dims.back() = out;
             EXPECT_EQ(y.shape(), Shape(dims));
@@ -42,8 +42,8 @@ TEST(NnLinear, FunctionMatchesReferenceAndRecordsOneOp) {
       const auto ops = trace.ops();
       std::vector<std::string> labels;
       for (const auto& op : ops)
-        if (op.name == "oa::ml::nn::linear") labels.push_back(op.label());
-      EXPECT_EQ(labels, (std::vector<std::string>{"oa::ml::nn::linear", "oa::ml::nn::linear backward"}));
+        if (op.name == "oa::ml::linear") labels.push_back(op.label());
+      EXPECT_EQ(labels, (std::vector<std::string>{"oa::ml::linear", "oa::ml::linear backward"}));
     }
   }
 }
@@ -51,8 +51,8 @@ TEST(NnLinear, FunctionMatchesReferenceAndRecordsOneOp) {
 TEST(NnLinear, EmptyExtents) {
   // No rows: an empty result. No inputs (in = 0): the bias broadcast.
   const Matrix w = Matrix::from_vector({3, 2}, oa_test::iota(6));
-  EXPECT_EQ(oa::ml::nn::linear(Matrix::zeros({0, 2}), w).shape(), Shape({0, 3}));
-  const Matrix y = oa::ml::nn::linear(Matrix::zeros({2, 0}), Matrix::zeros({3, 0}), Matrix::from_vector({3}, oa_test::iota(3, 1.0f)));
+  EXPECT_EQ(oa::ml::linear(Matrix::zeros({0, 2}), w).shape(), Shape({0, 3}));
+  const Matrix y = oa::ml::linear(Matrix::zeros({2, 0}), Matrix::zeros({3, 0}), Matrix::from_vector({3}, oa_test::iota(3, 1.0f)));
   EXPECT_TRUE(oa_test::near(y.to_vector(), {1, 2, 3, 1, 2, 3}, 0, 0));
 }
 
@@ -102,19 +102,19 @@ TEST(NnLinear, PyTorchDefaultInitialisation) {
 TEST(NnLinear, Errors) {
   using oa::ErrorKind;
   const Matrix w = Matrix::zeros({3, 4});
-  EXPECT_TRUE(oa_test::throws([&] { oa::ml::nn::linear(Matrix::zeros({2, 5}), w); }, ErrorKind::InvalidArgument,
-                              {"oa::ml::nn::linear", "[2, 5]", "[3, 4]"}));
-  EXPECT_TRUE(oa_test::throws([&] { oa::ml::nn::linear(Matrix::zeros({2, 4}), w, Matrix::zeros({4})); },
-                              ErrorKind::InvalidArgument, {"oa::ml::nn::linear", "bias [4]"}));
-  EXPECT_TRUE(oa_test::throws([&] { oa::ml::nn::linear(Matrix::zeros({}), w); }, ErrorKind::InvalidArgument,
-                              {"oa::ml::nn::linear", "rank"}));
-  EXPECT_TRUE(oa_test::throws([&] { oa::ml::nn::linear(Matrix::zeros({2, 4}), Matrix::zeros({12})); },
-                              ErrorKind::InvalidArgument, {"oa::ml::nn::linear", "[12]"}));
-  EXPECT_TRUE(oa_test::throws([&] { oa::ml::nn::linear(Matrix(), w); }, ErrorKind::InvalidArgument,
-                              {"oa::ml::nn::linear", "undefined"}));
+  EXPECT_TRUE(oa_test::throws([&] { oa::ml::linear(Matrix::zeros({2, 5}), w); }, ErrorKind::InvalidArgument,
+                              {"oa::ml::linear", "[2, 5]", "[3, 4]"}));
+  EXPECT_TRUE(oa_test::throws([&] { oa::ml::linear(Matrix::zeros({2, 4}), w, Matrix::zeros({4})); },
+                              ErrorKind::InvalidArgument, {"oa::ml::linear", "bias [4]"}));
+  EXPECT_TRUE(oa_test::throws([&] { oa::ml::linear(Matrix::zeros({}), w); }, ErrorKind::InvalidArgument,
+                              {"oa::ml::linear", "rank"}));
+  EXPECT_TRUE(oa_test::throws([&] { oa::ml::linear(Matrix::zeros({2, 4}), Matrix::zeros({12})); },
+                              ErrorKind::InvalidArgument, {"oa::ml::linear", "[12]"}));
+  EXPECT_TRUE(oa_test::throws([&] { oa::ml::linear(Matrix(), w); }, ErrorKind::InvalidArgument,
+                              {"oa::ml::linear", "undefined"}));
   const Matrix x = Matrix::zeros({2, 5});
   oa::TraceCapture trace(w.engine());
-  EXPECT_ANY_THROW(oa::ml::nn::linear(x, w));
+  EXPECT_ANY_THROW(oa::ml::linear(x, w));
   EXPECT_TRUE(trace.ops().empty());  // validation precedes recording
 }
 

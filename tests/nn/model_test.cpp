@@ -89,7 +89,7 @@ TEST(NnModel, ConstructorErrorsNameTheModule) {
   EXPECT_TRUE(oa_test::throws([&] { Dropout(1.5, g); }, ErrorKind::InvalidArgument, {"Dropout", "1.5"}));
   // Shape errors at forward come from the op, naming it.
   Linear layer(4, 2, g);
-  EXPECT_TRUE(oa_test::throws([&] { layer(Matrix::zeros({3, 5})); }, ErrorKind::InvalidArgument, {"oa::ml::nn::linear", "[3, 5]"}));
+  EXPECT_TRUE(oa_test::throws([&] { layer(Matrix::zeros({3, 5})); }, ErrorKind::InvalidArgument, {"oa::ml::linear", "[3, 5]"}));
 }
 
 }  // namespace

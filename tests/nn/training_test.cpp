@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "oa/ml/nn/nn.hpp"
-#include "oa/ml/nn_ops.hpp"
+#include "oa/ml/functional.hpp"
 #include "oa/ml/optim.hpp"
 #include "oa/oa.hpp"
 #include "support/gradcheck.hpp"

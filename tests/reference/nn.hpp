@@ -1,5 +1,5 @@
 #pragma once
-// f64 oracles for the nn ops (oa/ml/nn_ops.hpp), written from the
+// f64 oracles for the nn ops (oa/ml/functional.hpp), written from the
 // definitions (the PyTorch documentation of each function), not from the
 // shaders. Row-major vectors; shapes passed as extents.
 #include <array>

@@ -1,6 +1,6 @@
 #pragma once
 // Operation contracts and semantic ops. A contract names a public operation
-// (for example "oa::ml::matrix::conv_1d"), its input and output arity and its
+// (for example "oa::ml::conv_1d"), its input and output arity and its
 // typed attributes. Every public op call records exactly one SemanticOp, however
 // many compute dispatches it lowers to; traces and profiles are kept per
 // SemanticOp.
@@ -29,7 +29,7 @@ struct AttributeSpec {
 };
 
 struct OpContract {
-  std::string name;          // fully qualified, e.g. "oa::matrix::mat_mul_nt"
+  std::string name;          // fully qualified, e.g. "oa::matrix::matmul_nt"
   int inputs = 0;            // arity; -1 means variadic
   int outputs = 0;
   std::vector<AttributeSpec> attributes;

@@ -13,7 +13,7 @@
 //
 // Differentiable so far: the elementwise ops (a broadcast operand's gradient
 // is summed back to its shape), Matrix::reshape, transpose, matmul,
-// mat_mul_nt, sum, mean, max (ties share the gradient evenly, as torch.amax),
+// matmul_nt, sum, mean, max (ties share the gradient evenly, as torch.amax),
 // sum_all, mean_all, max_all and sum_to; argmax is not (its output is I32).
 //
 // backward(loss) walks the graph from `loss` in reverse topological order and

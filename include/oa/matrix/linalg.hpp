@@ -22,8 +22,8 @@ Matrix matmul(const Matrix& a, const Matrix& b);
 
 // a [..., M, K] x b [..., N, K]^T -> [..., M, N], i.e. out[m, n] = sum_k a[m, k] b[n, k]
 // (torch.nn.functional.linear without bias; the GEMM conv_1d lowers to).
-// Semantic op "oa::matrix::mat_mul_nt".
-Matrix mat_mul_nt(const Matrix& a, const Matrix& b);
+// Semantic op "oa::matrix::matmul_nt".
+Matrix matmul_nt(const Matrix& a, const Matrix& b);
 
 // Swaps the last two axes: x [..., R, C] -> [..., C, R], a new contiguous
 // Matrix (torch.transpose(x, -2, -1).contiguous()). Rank >= 2.

@@ -71,7 +71,6 @@ class Matrix {
 
   // ── Host transfers (submit and wait as needed) ─────────────────────────────
   std::vector<float> to_vector() const;  // F32 only
-  std::vector<float> read_f32() const { return to_vector(); }
   std::vector<std::int32_t> to_i32() const;  // I32 only
   std::vector<std::uint8_t> to_bool() const;  // Bool only: 0 or 1 per element
   float item() const;                        // F32 with one element

@@ -4,8 +4,8 @@
 // flash_attention, flash_attention_causal, scaled_dot_product_attention_causal.
 //
 // All values are F32, contiguous and row-major. Each public call records ONE
-// semantic op "oa::ml::matrix::<name>" (flash_attention and
-// flash_attention_causal record "oa::ml::matrix::scaled_dot_product_attention"
+// semantic op "oa::ml::<name>" (flash_attention and
+// flash_attention_causal record "oa::ml::scaled_dot_product_attention"
 // with attribute path = "flash"), validates every argument before anything is
 // allocated or recorded, and attaches a reverse-mode rule when an input
 // requires a gradient (every output is differentiable: the flash path's

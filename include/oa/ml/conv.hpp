@@ -23,11 +23,11 @@
 // arithmetic, or extents past what the shaders can index (coordinates beyond
 // 2^31 - 1, element counts beyond 2^32 - 1).
 //
-// Trace: each call records one semantic op "oa::ml::matrix::<name>" however
+// Trace: each call records one semantic op "oa::ml::<name>" however
 // many dispatches it lowers to, with the attributes stride, padding, dilation
 // (and output_padding for the transposed ops) as integer lists with one entry
 // per spatial axis, and groups as an integer. Its gradients are recorded by
-// autograd as one "oa::ml::matrix::<name> backward" op computing the input,
+// autograd as one "oa::ml::<name> backward" op computing the input,
 // weight and bias gradients that are needed.
 //
 // Kernels: convolution is an implicit GEMM (output positions x output

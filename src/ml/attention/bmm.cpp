@@ -31,7 +31,7 @@ namespace {
 
 using namespace attention_detail;
 
-constexpr const char* kNames[3] = {"oa::ml::matrix::bmm", "oa::ml::matrix::bmm_nt", "oa::ml::matrix::bmm_tn"};
+constexpr const char* kNames[3] = {"oa::ml::bmm", "oa::ml::bmm_nt", "oa::ml::bmm_tn"};
 const bool kRegistered = [] {
   for (const char* name : kNames) register_contract({name, 2, 1, {}});
   return true;

@@ -126,7 +126,7 @@ using namespace attention_detail;
 using runtime::BufferBinding;
 using runtime::ComputeDispatch;
 
-constexpr const char* kPackedCausal = "oa::ml::matrix::scaled_dot_product_attention_causal";
+constexpr const char* kPackedCausal = "oa::ml::scaled_dot_product_attention_causal";
 
 const detail::ContractRegistration kSdpaContract{
     {kSdpa, -1, 2, {{"scale", AttributeType::Float}, {"causal", AttributeType::Bool}, {"path", AttributeType::String}}}};

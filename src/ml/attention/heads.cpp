@@ -9,8 +9,8 @@ namespace {
 using runtime::BufferBinding;
 using runtime::ComputeDispatch;
 
-constexpr const char* kSplit = "oa::ml::matrix::split_heads";
-constexpr const char* kMerge = "oa::ml::matrix::merge_heads";
+constexpr const char* kSplit = "oa::ml::split_heads";
+constexpr const char* kMerge = "oa::ml::merge_heads";
 
 const std::vector<AttributeSpec> kHeadAttributes = {
     {"batch", AttributeType::Int}, {"sequence_length", AttributeType::Int}, {"num_heads", AttributeType::Int}};

@@ -10,8 +10,8 @@
 
 namespace oa::ml::attention_detail {
 
-inline constexpr const char* kSdpa = "oa::ml::matrix::scaled_dot_product_attention";
-inline constexpr const char* kSoftmax = "oa::ml::matrix::softmax_scaled_masked";
+inline constexpr const char* kSdpa = "oa::ml::scaled_dot_product_attention";
+inline constexpr const char* kSoftmax = "oa::ml::softmax_scaled_masked";
 // Largest head or value dim of the flash kernels (16 named vec4 registers per lane, up to 4 lanes per row).
 inline constexpr std::int64_t kMaxFlashDim = 256;
 

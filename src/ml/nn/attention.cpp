@@ -8,7 +8,7 @@
 #include "oa/matrix/elementwise.hpp"
 #include "oa/ml/attention.hpp"
 #include "oa/ml/nn/activation.hpp"
-#include "oa/ml/nn_ops.hpp"
+#include "oa/ml/functional.hpp"
 
 namespace oa::ml::nn {
 

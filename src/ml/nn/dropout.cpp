@@ -1,6 +1,6 @@
 #include "oa/ml/nn/dropout.hpp"
 
-#include "oa/ml/nn_ops.hpp"
+#include "oa/ml/functional.hpp"
 
 namespace oa::ml::nn {
 

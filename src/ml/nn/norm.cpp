@@ -1,7 +1,7 @@
 #include "oa/ml/nn/norm.hpp"
 
 #include "oa/ml/init.hpp"
-#include "oa/ml/nn_ops.hpp"
+#include "oa/ml/functional.hpp"
 
 namespace oa::ml::nn {
 

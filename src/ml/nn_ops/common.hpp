@@ -6,7 +6,7 @@
 
 #include "matrix/lowering.hpp"
 #include "oa/matrix/autograd.hpp"
-#include "oa/ml/nn_ops.hpp"
+#include "oa/ml/functional.hpp"
 
 namespace oa::ml::nn_ops {
 

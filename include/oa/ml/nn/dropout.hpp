@@ -1,5 +1,5 @@
 #pragma once
-// torch.nn.Dropout over oa::ml::dropout (oa/ml/nn_ops.hpp).
+// torch.nn.Dropout over oa::ml::dropout (oa/ml/functional.hpp).
 #include <cstdint>
 
 #include "oa/ml/generator.hpp"

@@ -1,5 +1,5 @@
 #pragma once
-// torch.nn.Embedding over oa::ml::embedding (oa/ml/nn_ops.hpp).
+// torch.nn.Embedding over oa::ml::embedding (oa/ml/functional.hpp).
 #include <cstdint>
 #include <optional>
 #include <span>

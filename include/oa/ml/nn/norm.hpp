@@ -1,7 +1,7 @@
 #pragma once
 // Normalisation modules (torch.nn.LayerNorm over the last axis,
 // torch.nn.BatchNorm2d) over oa::ml::layer_norm and oa::ml::batch_norm_2d
-// (oa/ml/nn_ops.hpp). Affine parameters start at weight 1 and bias 0, as in
+// (oa/ml/functional.hpp). Affine parameters start at weight 1 and bias 0, as in
 // PyTorch.
 #include <cstdint>
 #include <optional>

@@ -1,11 +1,11 @@
 #pragma once
 // Pooling modules over oa::ml::max_pool_2d, avg_pool_2d and global_avg_pool_2d
-// (oa/ml/nn_ops.hpp), which give their semantics, options and errors.
+// (oa/ml/functional.hpp), which give their semantics, options and errors.
 // No parameters.
 #include <cstdint>
 
 #include "oa/ml/nn/module.hpp"
-#include "oa/ml/nn_ops.hpp"
+#include "oa/ml/pool.hpp"
 
 namespace oa::ml::nn {
 

@@ -1,0 +1,21 @@
+#pragma once
+// The affine op linear (oa::ml; the module Linear is in oa/ml/nn/linear.hpp).
+// Conventions (dtypes, trace, extreme values, errors): oa/ml/functional.hpp.
+
+#include "oa/matrix/matrix.hpp"
+
+namespace oa::ml {
+
+// y = x W^T + b (torch.nn.functional.linear): x [..., in] (rank >= 1), weight
+// [out, in], bias [out] or undefined (no bias) -> y [..., out]. One GEMM whose
+// epilogue adds the bias. Gradients for x, weight and bias, recorded as one
+// backward op (two GEMMs for x and weight; the bias gradient is the column sum
+// of the output gradient, oa::matrix::sum_to). Zero rows give an empty result;
+// in = 0 gives the bias broadcast (or zeros).
+// Errors: InvalidArgument naming "oa::ml::linear" and the shapes for an
+// undefined or non-f32 operand, rank-0 x, weight not rank 2, x's last extent
+// not weight's in, bias not [out], operands on different engines.
+// Semantic op "oa::ml::linear".
+Matrix linear(const Matrix& x, const Matrix& weight, const Matrix& bias = Matrix());
+
+}  // namespace oa::ml

@@ -1,0 +1,44 @@
+#pragma once
+// Losses and metrics (oa::ml): cross_entropy, mse_loss, accuracy.
+// Conventions (dtypes, trace, extreme values, errors): oa/ml/functional.hpp.
+#include <cstdint>
+
+#include "oa/matrix/matrix.hpp"
+
+namespace oa::ml {
+
+enum class Reduction { None, Mean, Sum };
+
+struct CrossEntropyOptions {
+  Reduction reduction = Reduction::Mean;
+  std::int64_t ignore_index = -100;  // targets equal to it contribute nothing
+  double label_smoothing = 0.0;      // in [0, 1]
+};
+
+// Cross entropy of logits [N, C] against class indices targets i32 [N]
+// (torch.nn.functional.cross_entropy), fused with the log-softmax: per row
+//   loss_i = -sum_j q_j log_softmax(x_i)_j,  q = (1 - s) onehot(t_i) + s / C
+// for label smoothing s, computed as log(sum(exp(x - m))) - sum_j q_j (x_j - m)
+// with m the row maximum; rows whose target is ignore_index give 0 (and a
+// zero gradient) whatever their logits. Mean
+// divides the total by the number of rows not ignored (NaN when every row is
+// ignored, as PyTorch); Sum gives the total; None gives the losses [N].
+// Targets outside [0, C) other than ignore_index give NaN (for the row, and so
+// for a reduced loss) and a NaN gradient; they are not checked on the host.
+// Gradient for the logits. Semantic op "oa::ml::cross_entropy", attributes
+// reduction ("none", "mean", "sum"), ignore_index, label_smoothing.
+Matrix cross_entropy(const Matrix& logits, const Matrix& targets, const CrossEntropyOptions& options = {});
+
+// Mean squared error (torch.nn.functional.mse_loss): (input - target)^2 with
+// the reduction (Mean over every element, Sum, or None: input's shape).
+// input and target have the same nonempty shape. Gradients for both.
+// Semantic op "oa::ml::mse_loss", attribute reduction.
+Matrix mse_loss(const Matrix& input, const Matrix& target, Reduction reduction = Reduction::Mean);
+
+// Classification accuracy: the fraction of rows of logits [N, C] whose first
+// arg-maximum equals targets i32 [N], as an f32 Matrix [] (read it with
+// item(); no host round trip until then). Not differentiable. Semantic op
+// "oa::ml::accuracy".
+Matrix accuracy(const Matrix& logits, const Matrix& targets);
+
+}  // namespace oa::ml

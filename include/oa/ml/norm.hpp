@@ -1,0 +1,41 @@
+#pragma once
+// Normalisation (oa::ml): layer_norm, batch_norm_2d.
+// Conventions (dtypes, trace, extreme values, errors): oa/ml/functional.hpp.
+#include <cstdint>
+
+#include "oa/matrix/matrix.hpp"
+
+namespace oa::ml {
+
+// Layer normalisation over the last axis (Ba, Kiros and Hinton 2016;
+// torch.nn.functional.layer_norm with normalized_shape = [D]):
+//   y = (x - mean) / sqrt(var + eps) * weight + bias,
+// mean and the biased variance var taken over each row of x [..., D], in two
+// passes about the row's first element (finite in f32: a row spread below
+// about 1e19).
+// weight [D] and bias [D] may each be undefined (Matrix()): weight 1, bias 0.
+// x of any rank >= 1 with D >= 1 (zero rows give an empty result); eps >= 0.
+// Gradients for x, weight and bias. Semantic op "oa::ml::layer_norm",
+// attribute eps; its inputs are x and the weight and bias that are given.
+Matrix layer_norm(const Matrix& x, const Matrix& weight, const Matrix& bias, double eps = 1e-5);
+
+// Batch normalisation of NCHW activations (Ioffe and Szegedy 2015;
+// torch.nn.functional.batch_norm): per channel c,
+//   y = (x - mean_c) / sqrt(var_c + eps) * weight_c + bias_c.
+// training: mean_c and the biased variance var_c over the N * H * W values of
+//   channel c (more than one is required; two passes about the channel's
+//   first value, finite in f32: a spread below about 1e19), and the running statistics are
+//   updated in place on the GPU (their versions are bumped):
+//   running_mean = (1 - momentum) running_mean + momentum mean_c,
+//   running_var = (1 - momentum) running_var + momentum unbiased var_c.
+// otherwise: mean_c = running_mean, var_c = running_var, which stay unchanged.
+// x [N, C, H, W] with nonzero extents; weight and bias [C] or undefined (1 and 0);
+// running_mean and running_var [C], required. momentum in [0, 1], eps >= 0.
+// Gradients for x, weight and bias in both modes (in training they flow
+// through the batch statistics). Semantic op "oa::ml::batch_norm_2d",
+// attributes training, momentum, eps; inputs x, the weight and bias that are
+// given, running_mean, running_var.
+Matrix batch_norm_2d(const Matrix& x, const Matrix& weight, const Matrix& bias, const Matrix& running_mean,
+                     const Matrix& running_var, bool training, double momentum = 0.1, double eps = 1e-5);
+
+}  // namespace oa::ml
