@@ -165,7 +165,7 @@ AttentionWithWeights scaled_dot_product_attention_with_weights(const Matrix& q, 
                                                                const Matrix& additive_mask = {},
                                                                std::optional<float> scale = {}, bool causal = false);
 
-// Causal flash attention without a mask (the seed's entry point): q [BH, Sq,
+// Causal flash attention without a mask, on flattened heads: q [BH, Sq,
 // Dh], k [BH, Sk, Dh], v [BH, Sk, Dv] as flash_attention; returns the output
 // and saves one log-sum-exp per query row for the backward.
 Matrix flash_attention_causal(const Matrix& q, const Matrix& k, const Matrix& v, float scale);

@@ -82,14 +82,14 @@ struct ConvTranspose2dOptions {
 // 1-D convolution (torch.nn.functional.conv1d).
 // input [N, C, L], weight [O, C / groups, K], bias [O] or undefined -> [N, O, L_out].
 Matrix conv_1d(const Matrix& input, const Matrix& weight, const Matrix& bias = Matrix(), const Conv1dOptions& options = {});
-// The seed's form: groups 1.
+// Positional form: groups 1.
 Matrix conv_1d(const Matrix& input, const Matrix& weight, const Matrix& bias, std::int64_t stride, std::int64_t padding = 0,
                std::int64_t dilation = 1);
 
 // 2-D convolution (torch.nn.functional.conv2d), rectangular kernels allowed.
 // input [N, C, H, W], weight [O, C / groups, KH, KW], bias [O] or undefined -> [N, O, H_out, W_out].
 Matrix conv_2d(const Matrix& input, const Matrix& weight, const Matrix& bias = Matrix(), const Conv2dOptions& options = {});
-// The seed's form: the same stride and padding on both axes, dilation 1.
+// Positional form: the same stride and padding on both axes, dilation 1.
 Matrix conv_2d(const Matrix& input, const Matrix& weight, const Matrix& bias, std::int64_t stride, std::int64_t padding = 0,
                std::int64_t groups = 1);
 
@@ -98,7 +98,7 @@ Matrix conv_2d(const Matrix& input, const Matrix& weight, const Matrix& bias, st
 // input [N, C, L], weight [C, O / groups, K], bias [O] or undefined -> [N, O, L_out].
 Matrix conv_transpose_1d(const Matrix& input, const Matrix& weight, const Matrix& bias = Matrix(),
                          const ConvTranspose1dOptions& options = {});
-// The seed's form: no bias, groups 1, output_padding 0.
+// Positional form: no bias, groups 1, output_padding 0.
 Matrix conv_transpose_1d(const Matrix& input, const Matrix& weight, std::int64_t stride, std::int64_t padding = 0,
                          std::int64_t dilation = 1);
 
@@ -106,7 +106,7 @@ Matrix conv_transpose_1d(const Matrix& input, const Matrix& weight, std::int64_t
 // input [N, C, H, W], weight [C, O / groups, KH, KW], bias [O] or undefined -> [N, O, H_out, W_out].
 Matrix conv_transpose_2d(const Matrix& input, const Matrix& weight, const Matrix& bias = Matrix(),
                          const ConvTranspose2dOptions& options = {});
-// The seed's form: the same stride and padding on both axes, dilation 1, groups 1.
+// Positional form: the same stride and padding on both axes, dilation 1, groups 1.
 Matrix conv_transpose_2d(const Matrix& input, const Matrix& weight, const Matrix& bias, std::int64_t stride,
                          std::int64_t padding = 0);
 
