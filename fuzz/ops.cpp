@@ -153,7 +153,7 @@ std::vector<Matrix> call_op(Input& in, Operands& x, const Engine& engine) {
     case 13: {
       using Unary = Matrix (*)(const Matrix&);
       static constexpr Unary kUnary[] = {mx::neg,  mx::exp,    mx::abs,  mx::square, mx::relu, mx::gelu,
-                                          mx::tanh, mx::sigmoid, mx::log,  mx::sqrt,   mx::rsqrt, mx::reciprocal};
+                                          mx::tanh, mx::sigmoid, mx::log,  mx::sqrt,   mx::rsqrt, mx::reciprocal, mx::silu};
       const Matrix a = x.matrix();
       return {kUnary[in.byte() % std::size(kUnary)](a)};
     }

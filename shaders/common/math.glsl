@@ -14,6 +14,11 @@ float oa_gelu_grad(float x) {
   return 0.5 * (1.0 + oa_erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x);
 }
 float oa_sigmoid(float x) { return x >= 0.0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x)); }
+// d/dx x sigmoid(x) = s (1 + x (1 - s)), s = sigmoid(x).
+float oa_silu_grad(float x) {
+  float s = oa_sigmoid(x);
+  return s * (1.0 + x * (1.0 - s));
+}
 float oa_tanh(float x) {
   float e = exp(-2.0 * abs(x));
   return sign(x) * (1.0 - e) / (1.0 + e);

@@ -26,6 +26,7 @@ float f(float v) {
     case 11u: return v * v;
     case 12u: return inversesqrt(v);
     case 13u: return 1.0 / v;
+    case 14u: return v * oa_sigmoid(v);
   }
   return v;
 }

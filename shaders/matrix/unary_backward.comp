@@ -1,7 +1,7 @@
 #version 450
 // gx = gy * f'(.) for the unary ops of matrix/unary.comp (same OP numbering).
-// `s` is the value the forward saved: its input x for log, relu, gelu, clamp,
-// abs, square; its output y for exp, sqrt, tanh, sigmoid, rsqrt, reciprocal;
+// `s` is the value the forward saved: its input x for log, relu, gelu, silu,
+// clamp, abs, square; its output y for exp, sqrt, tanh, sigmoid, rsqrt, reciprocal;
 // unused (bound to gy) for neg and affine. Parameters a, b: clamp bounds or
 // the affine scale a.
 #extension GL_GOOGLE_include_directive : require
@@ -30,6 +30,7 @@ float df(float g, float v) {
     case 11u: return 2.0 * g * v;                            // square
     case 12u: return -0.5 * g * v * v * v;                   // rsqrt: -y^3 / 2
     case 13u: return -g * v * v;                             // reciprocal: -y^2
+    case 14u: return g * oa_silu_grad(v);                    // silu
   }
   return g;
 }

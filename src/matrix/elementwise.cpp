@@ -1,6 +1,6 @@
 #include "oa/matrix/elementwise.hpp"
 
-#include "matrix/lowering.hpp"
+#include "matrix/op_def.hpp"
 #include "oa/matrix/autograd.hpp"
 #include "oa/matrix/reduction.hpp"
 
@@ -8,81 +8,109 @@ namespace oa::matrix {
 
 namespace {
 
+using detail::apply;
+using detail::BackwardCall;
+using detail::field;
+using detail::NoAttributes;
+using detail::Op;
+using detail::OpCall;
+using detail::OutputSpec;
+using detail::Saves;
 using runtime::BufferBinding;
 using runtime::ComputeDispatch;
 
-enum UnaryOp : std::uint32_t { Neg, Exp, Log, Sqrt, Relu, Gelu, Tanh, Sigmoid, Clamp, Affine, Abs, Square, Rsqrt, Reciprocal };
-enum BinaryOp : std::uint32_t { Add, Sub, Mul, Div, Max, Min };
+// Op codes of matrix/unary.comp and matrix/unary_backward.comp.
+enum UnaryCode : std::uint32_t { Neg, Exp, Log, Sqrt, Relu, Gelu, Tanh, Sigmoid, Clamp, Affine, Abs, Square, Rsqrt, Reciprocal, Silu };
+// Op codes of matrix/binary.comp and matrix/binary_backward.comp.
+enum BinaryCode : std::uint32_t { Add, Sub, Mul, Div, Max, Min };
 
-const char* const kUnaryNames[] = {"oa::matrix::neg",   "oa::matrix::exp",     "oa::matrix::log",    "oa::matrix::sqrt",
-                                   "oa::matrix::relu",  "oa::matrix::gelu",    "oa::matrix::tanh",   "oa::matrix::sigmoid",
-                                   "oa::matrix::clamp", "oa::matrix::affine",  "oa::matrix::abs",    "oa::matrix::square",
-                                   "oa::matrix::rsqrt", "oa::matrix::reciprocal"};
-const char* const kBinaryNames[] = {"oa::matrix::add", "oa::matrix::sub",     "oa::matrix::mul",
-                                    "oa::matrix::div", "oa::matrix::maximum", "oa::matrix::minimum"};
+struct ClampAttributes {
+  float low = 0, high = 0;
+  static constexpr auto fields = std::tuple{field("low", &ClampAttributes::low), field("high", &ClampAttributes::high)};
+};
+struct AffineAttributes {
+  float alpha = 1, beta = 0;
+  static constexpr auto fields = std::tuple{field("alpha", &AffineAttributes::alpha), field("beta", &AffineAttributes::beta)};
+};
 
-const bool kRegistered = [] {
-  for (auto* n : kUnaryNames) {
-    std::vector<AttributeSpec> attrs;
-    if (std::string_view(n) == "oa::matrix::clamp") attrs = {{"low", AttributeType::Float}, {"high", AttributeType::Float}};
-    if (std::string_view(n) == "oa::matrix::affine") attrs = {{"alpha", AttributeType::Float}, {"beta", AttributeType::Float}};
-    register_contract({n, 1, 1, attrs});
-  }
-  for (auto* n : kBinaryNames) register_contract({n, 2, 1, {}});
-  return true;
-}();
+// The parameters (a, b) of the unary kernels: clamp's bounds, affine's a * x + b.
+std::pair<float, float> unary_parameters(const NoAttributes&) { return {0.0f, 0.0f}; }
+std::pair<float, float> unary_parameters(const ClampAttributes& c) { return {c.low, c.high}; }
+std::pair<float, float> unary_parameters(const AffineAttributes& c) { return {c.alpha, c.beta}; }
 
-// What the backward of each unary op reads: its input, its output, or nothing.
-enum class Saves { Nothing, Input, Output };
-constexpr Saves kUnarySaves[] = {Saves::Nothing, Saves::Output, Saves::Input,  Saves::Output, Saves::Input,
-                                 Saves::Input,   Saves::Output, Saves::Output, Saves::Input,  Saves::Nothing,
-                                 Saves::Input,   Saves::Input,  Saves::Output, Saves::Output};
-
-// Records out = kernel(x [, s]) over flat element chunks of x: the forward
+// Appends out = kernel(x [, s]) over flat element chunks of x: the forward
 // (matrix/unary) or backward (matrix/unary_backward, reading gy and saved s).
-Matrix unary_lowering(const char* name, std::string_view kernel, UnaryOp op, const Matrix& x, const Matrix* saved, float a,
-                      float b, std::vector<OpAttribute> attrs, bool backward) {
-  Matrix y = detail::allocate(x.engine(), x.shape());
-  std::vector<ComputeDispatch> ds;
+void unary_dispatches(std::string_view kernel, UnaryCode code, const Matrix& x, const Matrix* saved, const Matrix& y,
+                      std::pair<float, float> parameters, std::vector<ComputeDispatch>& ds) {
   for (auto c : detail::element_chunks(x.engine(), x.numel())) {
     const auto off = static_cast<std::uint64_t>(c.begin) * 4, bytes = static_cast<std::uint64_t>(c.count) * 4;
     ComputeDispatch d;
     d.kernel = kernel;
-    d.specialization = {op};
+    d.specialization = {code};
     d.bindings = {BufferBinding::read(x.storage(), off, bytes)};
     if (saved) d.bindings.push_back(BufferBinding::read(saved->storage(), off, bytes));
     d.bindings.push_back(BufferBinding::write(y.storage(), off, bytes));
-    d.push.u32(static_cast<std::uint32_t>(c.count)).f32(a).f32(b);
+    d.push.u32(static_cast<std::uint32_t>(c.count)).f32(parameters.first).f32(parameters.second);
     d.groups = {detail::groups_for(c.count, 1024), 1, 1};
     ds.push_back(std::move(d));
   }
-  if (saved) x.engine().record(detail::semantic(name, {&x, saved}, {&y}, std::move(attrs), backward), ds);
-  else x.engine().record(detail::semantic(name, {&x}, {&y}, std::move(attrs), backward), ds);
-  return y;
 }
 
-// gx = gy * f'(.) for unary op `op`, recorded as the backward of `name`;
-// `saved` is what kUnarySaves names (gy itself where nothing is saved).
-Matrix unary_backward(const char* name, UnaryOp op, const Matrix& gy, const Matrix& saved, float a, float b) {
-  return unary_lowering(name, "matrix/unary_backward", op, gy, &saved, a, b, {}, true);
+// gx = gy * f'(s) for unary op `code`, recorded as the backward of `name`.
+Matrix unary_gradient(const char* name, UnaryCode code, const Matrix& gy, const Matrix& saved, std::pair<float, float> parameters) {
+  Matrix gx = detail::allocate(gy.engine(), gy.shape());
+  std::vector<ComputeDispatch> ds;
+  unary_dispatches("matrix/unary_backward", code, gy, &saved, gx, parameters, ds);
+  gy.engine().record(detail::semantic(name, {&gy, &saved}, {&gx}, {}, true), ds);
+  return gx;
 }
 
-Matrix unary(const Matrix& x, UnaryOp op, float a = 0, float b = 0, std::vector<OpAttribute> attrs = {}) {
-  const char* name = kUnaryNames[op];
-  detail::require_f32(x, name, "x");
-  Matrix y = unary_lowering(name, "matrix/unary", op, x, nullptr, a, b, std::move(attrs), false);
-  if (autograd::needs_record({&x})) {
-    const Saves saves = kUnarySaves[op];
-    autograd::SavedValue saved = saves == Saves::Input ? autograd::SavedValue(x)
-                                 : saves == Saves::Output ? autograd::SavedValue(y)
-                                                          : autograd::SavedValue();
-    autograd::record(name, {x}, {y}, [name, op, a, b, saved](const std::vector<Matrix>& gy, const std::vector<bool>&) {
-      const Matrix& s = saved.get();
-      return std::vector<Matrix>{unary_backward(name, op, gy[0], s.defined() ? s : gy[0], a, b)};
-    });
-  }
-  return y;
+// What the backward of a unary op reads: its input, its output, or nothing
+// (then gy stands in for the saved binding).
+enum class Reads { Nothing, Input, Output };
+
+// A unary op y = f(x) of matrix/unary.comp; `check` validates its attributes.
+template <class A = NoAttributes>
+Op<A> unary_op(const char* name, UnaryCode code, Reads reads, std::function<void(const OpCall<A>&)> check = {}) {
+  return Op<A>({.name = name,
+                .inputs = {"x"},
+                .infer = [check](const OpCall<A>& c) {
+                  if (check) check(c);
+                  return std::vector<OutputSpec>{{c.inputs[0].shape()}};
+                },
+                .lower = {{DType::F32,
+                           [code](const OpCall<A>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+                             unary_dispatches("matrix/unary", code, c.inputs[0], nullptr, out[0], unary_parameters(c.attributes), ds);
+                           }}},
+                .saves = [reads](const OpCall<A>&, const std::vector<bool>&) {
+                  return reads == Reads::Input ? Saves{{true}, {}} : reads == Reads::Output ? Saves{{}, {true}} : Saves{};
+                },
+                .backward = [code, reads](const BackwardCall<A>& c) {
+                  const Matrix& gy = c.grad_outputs[0];
+                  const Matrix& s = reads == Reads::Input ? c.inputs[0] : reads == Reads::Output ? c.outputs[0] : gy;
+                  return std::vector<Matrix>{unary_gradient(c.name, code, gy, s, unary_parameters(c.attributes))};
+                }});
 }
+
+const auto kNeg = unary_op("oa::matrix::neg", Neg, Reads::Nothing);
+const auto kExp = unary_op("oa::matrix::exp", Exp, Reads::Output);
+const auto kLog = unary_op("oa::matrix::log", Log, Reads::Input);
+const auto kSqrt = unary_op("oa::matrix::sqrt", Sqrt, Reads::Output);
+const auto kRsqrt = unary_op("oa::matrix::rsqrt", Rsqrt, Reads::Output);
+const auto kReciprocal = unary_op("oa::matrix::reciprocal", Reciprocal, Reads::Output);
+const auto kAbs = unary_op("oa::matrix::abs", Abs, Reads::Input);
+const auto kSquare = unary_op("oa::matrix::square", Square, Reads::Input);
+const auto kRelu = unary_op("oa::matrix::relu", Relu, Reads::Input);
+const auto kGelu = unary_op("oa::matrix::gelu", Gelu, Reads::Input);
+const auto kSilu = unary_op("oa::matrix::silu", Silu, Reads::Input);
+const auto kTanh = unary_op("oa::matrix::tanh", Tanh, Reads::Output);
+const auto kSigmoid = unary_op("oa::matrix::sigmoid", Sigmoid, Reads::Output);
+const auto kClamp = unary_op<ClampAttributes>("oa::matrix::clamp", Clamp, Reads::Input, [](const OpCall<ClampAttributes>& c) {
+  if (!(c.attributes.low <= c.attributes.high))
+    fail(ErrorKind::InvalidArgument, "{}: low {} exceeds high {} (x {})", c.name, c.attributes.low, c.attributes.high,
+         c.inputs[0].shape());
+});
+const auto kAffine = unary_op<AffineAttributes>("oa::matrix::affine", Affine, Reads::Nothing);
 
 // How the operands of a binary op meet: mode 0 same shape, 1 b broadcast,
 // 2 a broadcast, with the broadcast operand indexed by (i / inner) % channels.
@@ -92,20 +120,20 @@ struct Broadcast {
   Shape out;
 };
 
-Broadcast resolve_broadcast(const Matrix& a, const Matrix& b, const char* name) {
+Broadcast resolve_broadcast(const Shape& a, const Shape& b, const char* name) {
   Broadcast r;
-  r.out = a.shape();
-  if (a.shape() == b.shape()) return r;
-  if (detail::broadcast_layout(a.shape(), b.shape(), r.channels, r.inner)) {
+  r.out = a;
+  if (a == b) return r;
+  if (detail::broadcast_layout(a, b, r.channels, r.inner)) {
     r.mode = 1;
-  } else if (detail::broadcast_layout(b.shape(), a.shape(), r.channels, r.inner)) {
+  } else if (detail::broadcast_layout(b, a, r.channels, r.inner)) {
     r.mode = 2;
-    r.out = b.shape();
+    r.out = b;
   } else {
     fail(ErrorKind::InvalidArgument,
          "{}: shapes {} and {} do not broadcast (one operand must match the other's shape, be a scalar, or span one "
          "contiguous run of its axes)",
-         name, a.shape(), b.shape());
+         name, a, b);
   }
   return r;
 }
@@ -113,10 +141,8 @@ Broadcast resolve_broadcast(const Matrix& a, const Matrix& b, const char* name) 
 // Records one dispatch per element chunk of the output: the forward
 // (matrix/binary: a, b -> out) or a backward (matrix/binary_backward: gy, a, b
 // -> the gradient of one operand at the output's shape).
-std::vector<ComputeDispatch> binary_dispatches(std::string_view kernel, std::vector<std::uint32_t> specialization,
-                                               const Matrix* gy, const Matrix& a, const Matrix& b, const Matrix& out,
-                                               const Broadcast& bc, const char* name) {
-  std::vector<ComputeDispatch> ds;
+void binary_dispatches(std::string_view kernel, std::vector<std::uint32_t> specialization, const Matrix* gy, const Matrix& a,
+                       const Matrix& b, const Matrix& out, const Broadcast& bc, const char* name, std::vector<ComputeDispatch>& ds) {
   for (auto c : detail::element_chunks(out.engine(), out.numel())) {
     const auto off = static_cast<std::uint64_t>(c.begin) * 4, bytes = static_cast<std::uint64_t>(c.count) * 4;
     ComputeDispatch d;
@@ -136,101 +162,108 @@ std::vector<ComputeDispatch> binary_dispatches(std::string_view kernel, std::vec
     d.groups = {detail::groups_for(c.count, 1024), 1, 1};
     ds.push_back(std::move(d));
   }
-  return ds;
 }
 
-// The backward of binary op `op`: gradients of a and b (of shapes `shape_a`,
-// `shape_b`) from gy (of the output's shape), each summed back to its
-// operand's shape where it was broadcast. a and b are the saved operands,
-// undefined where no needed gradient reads them (see binary()).
-std::vector<Matrix> binary_backward(BinaryOp op, const Matrix& gy, const Matrix& a, const Matrix& b, const Shape& shape_a,
-                                    const Shape& shape_b, const Broadcast& bc, const std::vector<bool>& needs) {
-  const char* name = kBinaryNames[op];
+// The backward of binary op `code`: gradients of a and b from gy (of the
+// output's shape), each summed back to its operand's shape where it was
+// broadcast. a and b are the saved operands, undefined where no needed
+// gradient reads them (see binary_op's saves).
+std::vector<Matrix> binary_backward(BinaryCode code, const BackwardCall<NoAttributes>& c) {
+  const Matrix& gy = c.grad_outputs[0];
+  const Matrix &a = c.inputs[0], &b = c.inputs[1];
+  const Broadcast bc = resolve_broadcast(c.input_shapes[0], c.input_shapes[1], c.name);
   std::vector<Matrix> g(2);
-  if (op == Add || op == Sub) {  // d/da = 1, d/db = +-1: no kernel unless negating
-    if (needs[0]) g[0] = gy;
-    if (needs[1]) g[1] = op == Add ? gy : unary_backward(name, Neg, gy, gy, 0, 0);
+  if (code == Add || code == Sub) {  // d/da = 1, d/db = +-1: no kernel unless negating
+    if (c.needs[0]) g[0] = gy;
+    if (c.needs[1]) g[1] = code == Add ? gy : unary_gradient(c.name, Neg, gy, gy, {0.0f, 0.0f});
   } else {
     // An operand that was not saved is not read: gy stands in for its binding.
     const Matrix& bound_a = a.defined() ? a : gy;
     const Matrix& bound_b = b.defined() ? b : gy;
     std::vector<ComputeDispatch> ds;
     for (std::uint32_t which = 0; which < 2; ++which) {
-      if (!needs[which]) continue;
+      if (!c.needs[which]) continue;
       g[which] = detail::allocate(gy.engine(), gy.shape());
-      auto part = binary_dispatches("matrix/binary_backward", {op, bc.mode, which}, &gy, bound_a, bound_b, g[which], bc, name);
-      ds.insert(ds.end(), part.begin(), part.end());
+      binary_dispatches("matrix/binary_backward", {code, bc.mode, which}, &gy, bound_a, bound_b, g[which], bc, c.name, ds);
     }
-    SemanticOp sem = detail::semantic(name, {&gy}, {}, {}, true);
+    SemanticOp sem = detail::semantic(c.name, {&gy}, {}, {}, true);
     for (const Matrix* m : {&a, &b})
       if (m->defined()) sem.inputs.push_back(m->shape());
     for (const Matrix& m : g)
       if (m.defined()) sem.outputs.push_back(m.shape());
     gy.engine().record(std::move(sem), ds);
   }
-  if (needs[0] && !(shape_a == gy.shape())) g[0] = sum_to(g[0], shape_a);
-  if (needs[1] && !(shape_b == gy.shape())) g[1] = sum_to(g[1], shape_b);
+  for (int i = 0; i < 2; ++i)
+    if (c.needs[i] && !(c.input_shapes[i] == gy.shape())) g[i] = sum_to(g[i], c.input_shapes[i]);
   return g;
 }
 
-Matrix binary(const Matrix& a, const Matrix& b, BinaryOp op) {
-  const char* name = kBinaryNames[op];
-  detail::require_f32(a, name, "a");
-  detail::require_f32(b, name, "b");
-  detail::require_same_engine(a, b, name);
-  const Broadcast bc = resolve_broadcast(a, b, name);
-  Matrix z = detail::allocate(a.engine(), bc.out);
-  a.engine().record(detail::semantic(name, {&a, &b}, {&z}),
-                    binary_dispatches("matrix/binary", {op, bc.mode}, nullptr, a, b, z, bc, name));
-  if (autograd::needs_record({&a, &b})) {
-    // Save what the needed gradients read: add and sub nothing; mul's ga reads
-    // b and gb reads a; div's ga reads b and gb both; maximum and minimum both.
-    const bool ga = requires_grad(a), gb = requires_grad(b);
-    const bool save_a = op == Max || op == Min || ((op == Mul || op == Div) && gb);
-    const bool save_b = op == Max || op == Min || op == Div || (op == Mul && ga);
-    autograd::SavedValue sa = save_a ? autograd::SavedValue(a) : autograd::SavedValue();
-    autograd::SavedValue sb = save_b ? autograd::SavedValue(b) : autograd::SavedValue();
-    autograd::record(name, {a, b}, {z},
-                     [op, bc, sa, sb, shape_a = a.shape(), shape_b = b.shape()](const std::vector<Matrix>& gy,
-                                                                                const std::vector<bool>& needs) {
-                       return binary_backward(op, gy[0], sa.get(), sb.get(), shape_a, shape_b, bc, needs);
-                     });
-  }
-  return z;
+// A binary op z = f(a, b) of matrix/binary.comp, broadcasting as documented
+// in oa/matrix/elementwise.hpp.
+Op<NoAttributes> binary_op(const char* name, BinaryCode code) {
+  return Op<NoAttributes>(
+      {.name = name,
+       .inputs = {"a", "b"},
+       .infer = [](const OpCall<NoAttributes>& c) {
+         detail::require_f32(c.inputs[1], c.name, "b");
+         return std::vector<OutputSpec>{{resolve_broadcast(c.inputs[0].shape(), c.inputs[1].shape(), c.name).out}};
+       },
+       .lower = {{DType::F32,
+                  [code](const OpCall<NoAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+                    const Matrix &a = c.inputs[0], &b = c.inputs[1];
+                    const Broadcast bc = resolve_broadcast(a.shape(), b.shape(), c.name);
+                    binary_dispatches("matrix/binary", {code, bc.mode}, nullptr, a, b, out[0], bc, c.name, ds);
+                  }}},
+       // Add and sub read nothing; mul's ga reads b and gb reads a; div's ga
+       // reads b and gb both; maximum and minimum both.
+       .saves = [code](const OpCall<NoAttributes>&, const std::vector<bool>& needs) {
+         const bool save_a = code == Max || code == Min || ((code == Mul || code == Div) && needs[1]);
+         const bool save_b = code == Max || code == Min || code == Div || (code == Mul && needs[0]);
+         return Saves{{save_a, save_b}, {}};
+       },
+       .backward = [code](const BackwardCall<NoAttributes>& c) { return binary_backward(code, c); }});
+}
+
+const auto kAdd = binary_op("oa::matrix::add", Add);
+const auto kSub = binary_op("oa::matrix::sub", Sub);
+const auto kMul = binary_op("oa::matrix::mul", Mul);
+const auto kDiv = binary_op("oa::matrix::div", Div);
+const auto kMaximum = binary_op("oa::matrix::maximum", Max);
+const auto kMinimum = binary_op("oa::matrix::minimum", Min);
+
+template <class A>
+Matrix call(const Op<A>& op, std::vector<Matrix> inputs, const A& attributes = {}) {
+  return apply(op, std::move(inputs), attributes)[0];
 }
 
 }  // namespace
 
-Matrix add(const Matrix& a, const Matrix& b) { return binary(a, b, Add); }
-Matrix sub(const Matrix& a, const Matrix& b) { return binary(a, b, Sub); }
-Matrix mul(const Matrix& a, const Matrix& b) { return binary(a, b, Mul); }
-Matrix div(const Matrix& a, const Matrix& b) { return binary(a, b, Div); }
-Matrix maximum(const Matrix& a, const Matrix& b) { return binary(a, b, Max); }
-Matrix minimum(const Matrix& a, const Matrix& b) { return binary(a, b, Min); }
+Matrix add(const Matrix& a, const Matrix& b) { return call(kAdd, {a, b}); }
+Matrix sub(const Matrix& a, const Matrix& b) { return call(kSub, {a, b}); }
+Matrix mul(const Matrix& a, const Matrix& b) { return call(kMul, {a, b}); }
+Matrix div(const Matrix& a, const Matrix& b) { return call(kDiv, {a, b}); }
+Matrix maximum(const Matrix& a, const Matrix& b) { return call(kMaximum, {a, b}); }
+Matrix minimum(const Matrix& a, const Matrix& b) { return call(kMinimum, {a, b}); }
 
-Matrix affine(const Matrix& x, float alpha, float beta) {
-  return unary(x, Affine, alpha, beta, {{"alpha", double(alpha)}, {"beta", double(beta)}});
-}
+Matrix affine(const Matrix& x, float alpha, float beta) { return call(kAffine, {x}, {alpha, beta}); }
 Matrix add(const Matrix& a, float s) { return affine(a, 1.0f, s); }
 Matrix sub(const Matrix& a, float s) { return affine(a, 1.0f, -s); }
 Matrix mul(const Matrix& a, float s) { return affine(a, s, 0.0f); }
 Matrix div(const Matrix& a, float s) { return affine(a, 1.0f / s, 0.0f); }
 
-Matrix neg(const Matrix& x) { return unary(x, Neg); }
-Matrix exp(const Matrix& x) { return unary(x, Exp); }
-Matrix log(const Matrix& x) { return unary(x, Log); }
-Matrix sqrt(const Matrix& x) { return unary(x, Sqrt); }
-Matrix rsqrt(const Matrix& x) { return unary(x, Rsqrt); }
-Matrix reciprocal(const Matrix& x) { return unary(x, Reciprocal); }
-Matrix abs(const Matrix& x) { return unary(x, Abs); }
-Matrix square(const Matrix& x) { return unary(x, Square); }
-Matrix relu(const Matrix& x) { return unary(x, Relu); }
-Matrix gelu(const Matrix& x) { return unary(x, Gelu); }
-Matrix tanh(const Matrix& x) { return unary(x, Tanh); }
-Matrix sigmoid(const Matrix& x) { return unary(x, Sigmoid); }
-Matrix clamp(const Matrix& x, float low, float high) {
-  if (!(low <= high)) fail(ErrorKind::InvalidArgument, "oa::matrix::clamp: low {} exceeds high {} (x {})", low, high, x.shape());
-  return unary(x, Clamp, low, high, {{"low", double(low)}, {"high", double(high)}});
-}
+Matrix neg(const Matrix& x) { return call(kNeg, {x}); }
+Matrix exp(const Matrix& x) { return call(kExp, {x}); }
+Matrix log(const Matrix& x) { return call(kLog, {x}); }
+Matrix sqrt(const Matrix& x) { return call(kSqrt, {x}); }
+Matrix rsqrt(const Matrix& x) { return call(kRsqrt, {x}); }
+Matrix reciprocal(const Matrix& x) { return call(kReciprocal, {x}); }
+Matrix abs(const Matrix& x) { return call(kAbs, {x}); }
+Matrix square(const Matrix& x) { return call(kSquare, {x}); }
+Matrix relu(const Matrix& x) { return call(kRelu, {x}); }
+Matrix gelu(const Matrix& x) { return call(kGelu, {x}); }
+Matrix silu(const Matrix& x) { return call(kSilu, {x}); }
+Matrix tanh(const Matrix& x) { return call(kTanh, {x}); }
+Matrix sigmoid(const Matrix& x) { return call(kSigmoid, {x}); }
+Matrix clamp(const Matrix& x, float low, float high) { return call(kClamp, {x}, {low, high}); }
 
 }  // namespace oa::matrix

@@ -44,6 +44,7 @@ std::vector<UnaryCase> unary_cases() {
       {"square", [](const Matrix& x) { return oa::matrix::square(x); }, [](double v) { return v * v; }, -2, 2},
       {"relu", [](const Matrix& x) { return oa::matrix::relu(x); }, [](double v) { return v > 0 ? v : 0; }, -2, 2},
       {"gelu", [](const Matrix& x) { return oa::matrix::gelu(x); }, [](double v) { return ref::gelu(v); }, -3, 3},
+      {"silu", [](const Matrix& x) { return oa::matrix::silu(x); }, [](double v) { return ref::silu(v); }, -6, 6},
       {"tanh", [](const Matrix& x) { return oa::matrix::tanh(x); }, [](double v) { return std::tanh(v); }, -2, 2},
       {"sigmoid", [](const Matrix& x) { return oa::matrix::sigmoid(x); }, [](double v) { return ref::sigmoid(v); }, -4, 4},
       {"clamp", [](const Matrix& x) { return oa::matrix::clamp(x, -0.5f, 0.7f); },

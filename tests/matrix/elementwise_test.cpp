@@ -38,6 +38,7 @@ TEST(MatrixElementwise, UnaryOpsMatchReference) {
       {"square", [](auto& x) { return oa::matrix::square(x); }, [](double v) { return v * v; }, -2, 2},
       {"relu", [](auto& x) { return oa::matrix::relu(x); }, [](double v) { return v > 0 ? v : 0; }, -2, 2},
       {"gelu", [](auto& x) { return oa::matrix::gelu(x); }, ref::gelu, -4, 4},
+      {"silu", [](auto& x) { return oa::matrix::silu(x); }, ref::silu, -30, 30},
       {"tanh", [](auto& x) { return oa::matrix::tanh(x); }, [](double v) { return std::tanh(v); }, -4, 4},
       {"sigmoid", [](auto& x) { return oa::matrix::sigmoid(x); }, ref::sigmoid, -8, 8},
       {"clamp", [](auto& x) { return oa::matrix::clamp(x, -0.5f, 0.75f); }, [](double v) { return std::clamp(v, -0.5, 0.75); }, -2, 2},

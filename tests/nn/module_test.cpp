@@ -190,6 +190,7 @@ TEST(NnActivation, ForwardAndGradients) {
   const std::vector<std::pair<std::shared_ptr<Module>, double (*)(double)>> cases{
       {std::make_shared<ReLU>(), [](double v) { return std::max(v, 0.0); }},
       {std::make_shared<GELU>(), ref::gelu},
+      {std::make_shared<SiLU>(), ref::silu},
       {std::make_shared<Tanh>(), [](double v) { return std::tanh(v); }},
       {std::make_shared<Sigmoid>(), ref::sigmoid}};
   for (const auto& [module, f] : cases) {

@@ -16,5 +16,6 @@ std::vector<double> map(const std::vector<double>& x, F f) {
 
 inline double gelu(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
 inline double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+inline double silu(double x) { return x / (1.0 + std::exp(-x)); }
 
 }  // namespace ref

@@ -35,6 +35,9 @@ Matrix square(const Matrix& x);
 Matrix relu(const Matrix& x);
 // Exact GELU, x * Phi(x) (torch.nn.functional.gelu, approximate='none').
 Matrix gelu(const Matrix& x);
+// SiLU (swish), x * sigmoid(x) (Hendrycks & Gimpel 2016, Ramachandran et al.
+// 2017; torch.nn.functional.silu), the gate of SwiGLU MLPs.
+Matrix silu(const Matrix& x);
 Matrix tanh(const Matrix& x);
 Matrix sigmoid(const Matrix& x);
 // min(max(x, low), high); throws InvalidArgument when low > high.

@@ -6,6 +6,7 @@ namespace oa::ml::nn {
 
 Matrix ReLU::forward(const Matrix& x) { return matrix::relu(x); }
 Matrix GELU::forward(const Matrix& x) { return matrix::gelu(x); }
+Matrix SiLU::forward(const Matrix& x) { return matrix::silu(x); }
 Matrix Tanh::forward(const Matrix& x) { return matrix::tanh(x); }
 Matrix Sigmoid::forward(const Matrix& x) { return matrix::sigmoid(x); }
 

@@ -1,5 +1,5 @@
 #pragma once
-// Elementwise activation modules (torch.nn.ReLU, GELU, Tanh, Sigmoid) and
+// Elementwise activation modules (torch.nn.ReLU, GELU, SiLU, Tanh, Sigmoid) and
 // Flatten (torch.nn.Flatten). None has parameters; each keeps its input's
 // shape except Flatten.
 #include <cstdint>
@@ -20,6 +20,13 @@ class GELU : public Module {
  public:
   Matrix forward(const Matrix& x) override;
   std::string type_name() const override { return "GELU"; }
+};
+
+// x * sigmoid(x) (torch.nn.SiLU; oa::matrix::silu).
+class SiLU : public Module {
+ public:
+  Matrix forward(const Matrix& x) override;
+  std::string type_name() const override { return "SiLU"; }
 };
 
 // tanh(x) (oa::matrix::tanh).

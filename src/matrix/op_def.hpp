@@ -1,0 +1,218 @@
+#pragma once
+// One declaration per op (internal to the library). An OpDef gives an op's
+// name (its C++ name), its typed attributes, its validation and output shapes,
+// its lowering per dtype and its backward rule; apply() derives from it the
+// contract, the semantic record and the autograd node, so an op is written
+// once. Model: MLX's primitives (a class per primitive with eval and vjp) and
+// PyTorch's native_functions.yaml with derivatives.yaml.
+//
+//   struct ClampAttributes {
+//     float low = 0, high = 0;
+//     static constexpr auto fields = std::tuple{field("low", &ClampAttributes::low), field("high", &ClampAttributes::high)};
+//   };
+//   const Op<ClampAttributes> kClamp{{.name = "oa::matrix::clamp", .inputs = {"x"}, .infer = ..., .lower = ..., ...}};
+//   Matrix clamp(const Matrix& x, float low, float high) { return apply(kClamp, {x}, {low, high})[0]; }
+//
+// apply() checks, before anything is allocated or recorded, that every input
+// is defined and on the first input's engine and that a lowering exists for
+// the first input's dtype (InvalidArgument naming the op and the argument);
+// infer() does the op's own checks. Then it allocates the outputs, records
+// the lowering's dispatches as one semantic op (attributes from the fields)
+// and, when an input requires a gradient and the op has a backward rule,
+// one autograd node that holds what saves() names.
+#include <functional>
+#include <initializer_list>
+#include <span>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "matrix/lowering.hpp"
+#include "oa/matrix/autograd.hpp"
+
+namespace oa::detail {
+
+// ── Typed attributes ─────────────────────────────────────────────────────────
+
+// One attribute: its name in traces and contracts, and the member holding it.
+template <class S, class T>
+struct Field {
+  using Type = T;
+  const char* name;
+  T S::*member;
+};
+template <class S, class T>
+constexpr Field<S, T> field(const char* name, T S::*member) {
+  return {name, member};
+}
+
+struct NoAttributes {
+  static constexpr std::tuple<> fields{};
+};
+
+template <class T>
+constexpr AttributeType attribute_type() {
+  if constexpr (std::is_same_v<T, bool>) return AttributeType::Bool;
+  else if constexpr (std::is_integral_v<T>) return AttributeType::Int;
+  else if constexpr (std::is_floating_point_v<T>) return AttributeType::Float;
+  else if constexpr (std::is_same_v<T, std::string>) return AttributeType::String;
+  else {
+    static_assert(std::is_same_v<T, std::vector<std::int64_t>>, "an attribute is bool, an integer, a float, a string or int64s");
+    return AttributeType::Ints;
+  }
+}
+
+template <class T>
+OpAttributeValue attribute_value(const T& v) {
+  if constexpr (std::is_same_v<T, bool>) return v;
+  else if constexpr (std::is_integral_v<T>) return static_cast<std::int64_t>(v);
+  else if constexpr (std::is_floating_point_v<T>) return static_cast<double>(v);
+  else return v;
+}
+
+template <class A>
+std::vector<AttributeSpec> attribute_specs() {
+  std::vector<AttributeSpec> out;
+  std::apply([&](const auto&... f) { (out.push_back({f.name, attribute_type<typename std::remove_cvref_t<decltype(f)>::Type>()}), ...); },
+             A::fields);
+  return out;
+}
+
+template <class A>
+std::vector<OpAttribute> attribute_values(const A& a) {
+  std::vector<OpAttribute> out;
+  std::apply([&](const auto&... f) { (out.push_back({f.name, attribute_value(a.*(f.member))}), ...); }, A::fields);
+  return out;
+}
+
+// ── The declaration ──────────────────────────────────────────────────────────
+
+struct OutputSpec {
+  Shape shape;
+  DType dtype = DType::F32;
+};
+
+// One call of an op: its inputs (defined, on one engine) and attributes.
+template <class A>
+struct OpCall {
+  const char* name;
+  const std::vector<Matrix>& inputs;
+  const A& attributes;
+  const Engine& engine;
+};
+
+// What a backward rule reads, per input and per output.
+struct Saves {
+  std::vector<bool> inputs, outputs;
+};
+
+// One backward call: the saved inputs and outputs (undefined where saves()
+// did not name them), every input's shape, the output gradients and which
+// input gradients are needed.
+template <class A>
+struct BackwardCall {
+  const char* name;
+  const A& attributes;
+  const std::vector<Matrix>& inputs;
+  const std::vector<Matrix>& outputs;
+  const std::vector<Shape>& input_shapes;
+  const std::vector<Matrix>& grad_outputs;
+  const std::vector<bool>& needs;
+  // Records `dispatches` as the semantic op "<name> backward" over the given operands.
+  void record(std::span<const runtime::ComputeDispatch> dispatches, std::initializer_list<const Matrix*> in,
+              std::initializer_list<const Matrix*> out) const {
+    grad_outputs[0].engine().record(semantic(name, in, out, {}, true), dispatches);
+  }
+};
+
+template <class A>
+using Lowering = std::function<void(const OpCall<A>&, const std::vector<Matrix>& outputs, std::vector<runtime::ComputeDispatch>&)>;
+
+template <class A>
+struct OpDef {
+  const char* name;                 // the C++ name, "oa::matrix::exp"
+  std::vector<const char*> inputs;  // argument names, in order (the arity)
+  int outputs = 1;
+  // The op's own checks (throwing InvalidArgument naming the op, the argument
+  // and the shapes) and the shape and dtype of each output.
+  std::function<std::vector<OutputSpec>(const OpCall<A>&)> infer;
+  // The lowering for each dtype of the first input.
+  std::vector<std::pair<DType, Lowering<A>>> lower;
+  // What the backward reads given the needed gradients; null: nothing.
+  std::function<Saves(const OpCall<A>&, const std::vector<bool>& needs)> saves;
+  // One gradient per input (undefined where not needed); null: not differentiable.
+  std::function<std::vector<Matrix>(const BackwardCall<A>&)> backward;
+};
+
+// An OpDef with its contract registered (at static initialisation).
+template <class A>
+struct Op {
+  OpDef<A> def;
+  explicit Op(OpDef<A> d) : def(std::move(d)) {
+    register_contract({def.name, static_cast<int>(def.inputs.size()), def.outputs, attribute_specs<A>()});
+  }
+};
+
+// ── The one generic apply ────────────────────────────────────────────────────
+
+template <class A>
+std::vector<Matrix> apply(const Op<A>& op, std::vector<Matrix> inputs, const A& attributes = {}) {
+  const OpDef<A>& def = op.def;
+  if (inputs.size() != def.inputs.size())
+    fail(ErrorKind::Internal, "{}: called with {} inputs; it takes {}", def.name, inputs.size(), def.inputs.size());
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    require_defined(inputs[i], def.name, def.inputs[i]);
+    if (i > 0) require_same_engine(inputs[0], inputs[i], def.name);
+  }
+  const Engine& engine = inputs[0].engine();
+  const Lowering<A>* lowering = nullptr;
+  std::string supported;
+  for (const auto& [dtype, fn] : def.lower) {
+    if (dtype == inputs[0].dtype()) lowering = &fn;
+    supported += (supported.empty() ? "" : ", ") + std::string(to_string(dtype));
+  }
+  if (!lowering)
+    fail(ErrorKind::InvalidArgument, "{}: {} must be {}; found {} {}", def.name, def.inputs[0], supported, to_string(inputs[0].dtype()),
+         inputs[0].shape());
+  const OpCall<A> call{def.name, inputs, attributes, engine};
+  const std::vector<OutputSpec> specs = def.infer(call);
+  std::vector<Matrix> outputs;
+  for (const auto& s : specs) outputs.push_back(allocate(engine, s.shape, s.dtype));
+  std::vector<runtime::ComputeDispatch> dispatches;
+  (*lowering)(call, outputs, dispatches);
+  SemanticOp sop;
+  sop.name = def.name;
+  for (const auto& m : inputs) sop.inputs.push_back(m.shape());
+  for (const auto& m : outputs) sop.outputs.push_back(m.shape());
+  sop.attributes = attribute_values(attributes);
+  engine.record(std::move(sop), dispatches);
+  if (def.backward && autograd::needs_record(inputs)) {
+    std::vector<bool> needs;
+    for (const auto& m : inputs) needs.push_back(requires_grad(m));
+    const Saves saves = def.saves ? def.saves(call, needs) : Saves{};
+    auto keep = [](const std::vector<Matrix>& ms, const std::vector<bool>& which) {
+      std::vector<autograd::SavedValue> out;
+      for (std::size_t i = 0; i < ms.size(); ++i)
+        out.push_back(i < which.size() && which[i] ? autograd::SavedValue(ms[i]) : autograd::SavedValue());
+      return out;
+    };
+    std::vector<Shape> shapes;
+    for (const auto& m : inputs) shapes.push_back(m.shape());
+    autograd::record(def.name, inputs, outputs,
+                     [&def, attributes, saved_in = keep(inputs, saves.inputs), saved_out = keep(outputs, saves.outputs),
+                      shapes](const std::vector<Matrix>& gy, const std::vector<bool>& needed) {
+                       auto get = [](const std::vector<autograd::SavedValue>& vs) {
+                         std::vector<Matrix> out;
+                         for (const auto& v : vs) out.push_back(v.get());
+                         return out;
+                       };
+                       const std::vector<Matrix> in = get(saved_in), out = get(saved_out);
+                       return def.backward(BackwardCall<A>{def.name, attributes, in, out, shapes, gy, needed});
+                     });
+  }
+  return outputs;
+}
+
+}  // namespace oa::detail
