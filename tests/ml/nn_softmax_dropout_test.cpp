@@ -100,17 +100,21 @@ TEST(NnLogSoftmax, LargeCommonOffsetsMatchTheReference) {
   }
 }
 
+// Rows of 9 reduce within a subgroup; rows of 300 across subgroups (256 lanes).
 TEST(NnLogSoftmax, NanInARowMakesThatRowNan) {
-  const std::int64_t L = 9;
-  auto x = test_values(4 * L, 32);
-  x[0] = kNaN;          // row 0: at the start
-  x[2 * L + 5] = kNaN;  // row 2: inside
-  const Matrix mx = Matrix::from_vector({4, L}, x);
-  oa::set_requires_grad(mx);
-  const Matrix y = ml::log_softmax(mx);
-  expect_nan_rows(y.to_vector(), L, {0, 2}, "y");
-  oa::backward(y, Matrix::from_vector({4, L}, test_values(4 * L, 33)));
-  expect_nan_rows(oa::grad(mx).to_vector(), L, {0, 2}, "dx");
+  for (const std::int64_t L : {9, 300}) {
+    SCOPED_TRACE(testing::Message() << "L " << L);
+    auto x = test_values(4 * L, 32);
+    x[0] = kNaN;              // row 0: at the start
+    x[2 * L + L / 2] = kNaN;  // row 2: inside, after a larger value
+    x[2 * L + 1] = 1e30f;
+    const Matrix mx = Matrix::from_vector({4, L}, x);
+    oa::set_requires_grad(mx);
+    const Matrix y = ml::log_softmax(mx);
+    expect_nan_rows(y.to_vector(), L, {0, 2}, "y");
+    oa::backward(y, Matrix::from_vector({4, L}, test_values(4 * L, 33)));
+    expect_nan_rows(oa::grad(mx).to_vector(), L, {0, 2}, "dx");
+  }
 }
 
 TEST(NnLogSoftmax, FullyMaskedRowsGiveMinusInfinityAndZeroGradient) {
