@@ -117,6 +117,27 @@ TEST(NnLogSoftmax, NanInARowMakesThatRowNan) {
   }
 }
 
+// The row kernels' lowering cuts rows into dispatches whose windows fit the
+// device's maxStorageBufferRange (128 MiB on lavapipe): 2^25 + 2^14 elements
+// of log_softmax, checked on the rows next to each cut.
+TEST(NnLogSoftmax, RowsPastStorageBufferRangeAreCut) {
+  const std::int64_t L = 1024, R = (std::int64_t{1} << 15) + 16;
+  std::vector<float> x(static_cast<std::size_t>(R * L));
+  for (std::int64_t i = 0; i < R * L; ++i) x[i] = static_cast<float>((i * 7919) % 1009) * 0.01f;
+  const Matrix mx = Matrix::from_vector({R, L}, x);
+  Matrix y;
+  const auto ops = traced([&] { y = ml::log_softmax(mx); });
+  const auto range = static_cast<std::int64_t>(mx.engine().device().max_storage_buffer_range);
+  const std::int64_t per = R * L * 4 <= range ? R : range / (L * 4) / 64 * 64;
+  expect_trace(ops, {{"oa::ml::log_softmax", static_cast<std::uint32_t>((R + per - 1) / per)}});
+  const auto got = y.to_vector();
+  for (std::int64_t r : {std::int64_t{0}, per - 1, std::min(per, R - 1), R - 1}) {
+    SCOPED_TRACE(testing::Message() << "row " << r);
+    const std::vector<float> row(x.begin() + r * L, x.begin() + (r + 1) * L), out(got.begin() + r * L, got.begin() + (r + 1) * L);
+    EXPECT_TRUE(oa_test::near(out, ref::log_softmax(f64(row), L), 1e-5, 1e-5));
+  }
+}
+
 TEST(NnLogSoftmax, FullyMaskedRowsGiveMinusInfinityAndZeroGradient) {
   // Row 0 fully masked, row 1 partly masked.
   const std::vector<float> x = {-kInf, -kInf, -kInf, 0.5f, -kInf, 1.5f};
