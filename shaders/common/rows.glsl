@@ -5,8 +5,8 @@
 // rows; the LANES invocations of a row each fold a strided share of it
 // (element lane, lane + LANES, ...), then combine their partial results
 // (common/reduce.glsl). LANES (a power of two, 1..256) is specialization
-// constant 0, chosen by the host's row lowering. Include after the
-// push-constant block.
+// constant 0, chosen by detail::lower_rows (src/matrix/lowering.hpp).
+// Include after the push-constant block.
 #include "common/reduce.glsl"
 layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint LANES = 256;
