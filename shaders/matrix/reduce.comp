@@ -3,8 +3,8 @@
 // P = ceil(L / chunk) segments (segment s = row * P + part covers items
 // [part * chunk, min(L, (part + 1) * chunk)) of its row); segments tile the
 // input contiguously. T invocations reduce one segment (256 / T segments per
-// workgroup): each folds a strided share of at most chunk / T items, then a
-// shared-memory tree combines the T partial results.
+// workgroup): each folds a strided share of at most chunk / T items, then the
+// T partial results are combined (common/reduce.glsl, which gives the NaN rule).
 //
 // OP 0: sum (times `scale` on output, e.g. 1/L for a mean); 1: max, NaN
 // propagating; 2: argmax, the first index of the maximum (NaN counts as the
@@ -16,6 +16,7 @@
 // words; the output binding at segment s0 plus out_off words.
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
+#include "common/reduce.glsl"
 layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint OP = 0;
 layout(constant_id = 1) const uint T = 256;
@@ -28,27 +29,6 @@ OA_PUSH_BEGIN
 OA_PUSH_END
 
 const uint G = 256u / T;
-shared float sv[256];
-shared uint si[256];
-
-// True when (v, i) should replace (w, j) as the arg-maximum.
-bool beats(float v, uint i, float w, uint j) {
-  const bool vn = isnan(v), wn = isnan(w);
-  if (vn != wn) return vn;
-  if (!vn && v != w) return v > w;
-  return i < j;
-}
-
-void fold(inout float acc, inout uint at, float v, uint i) {
-  if (OP == 0u) {
-    acc += v;
-  } else if (OP == 1u) {
-    if (isnan(v) || v > acc) acc = v;
-  } else if (beats(v, i, acc, at)) {
-    acc = v;
-    at = i;
-  }
-}
 
 void main() {
   const uint tid = gl_LocalInvocationID.x, lane = tid % T;
@@ -60,31 +40,19 @@ void main() {
     const uint start = pc.in_off + ((row - pc.r0) * pc.L + (part - pc.p0) * pc.chunk) * (IN_PAIRS ? 2u : 1u);
     const uint len = min(pc.chunk, pc.L - part * pc.chunk);
     for (uint j = lane; j < len; j += T) {
-      if (IN_PAIRS) fold(acc, at, uintBitsToFloat(x[start + 2u * j]), x[start + 2u * j + 1u]);
-      else fold(acc, at, uintBitsToFloat(x[start + j]), part * pc.chunk + j);
+      if (IN_PAIRS) oa_combine(OP, acc, at, uintBitsToFloat(x[start + 2u * j]), x[start + 2u * j + 1u]);
+      else oa_combine(OP, acc, at, uintBitsToFloat(x[start + j]), part * pc.chunk + j);
     }
   }
-  sv[tid] = acc;
-  si[tid] = at;
-  barrier();
-  for (uint w = T / 2u; w > 0u; w >>= 1u) {
-    if (lane < w) {
-      float v = sv[tid];
-      uint i = si[tid];
-      fold(v, i, sv[tid + w], si[tid + w]);
-      sv[tid] = v;
-      si[tid] = i;
-    }
-    barrier();
-  }
+  oa_segment_reduce(OP, acc, at, 1u, T);
   if (seg < pc.nseg && lane == 0u) {
     if (OUT_MODE == 0u) {
-      y[pc.out_off + seg] = floatBitsToUint(OP == 0u ? sv[tid] * pc.scale : sv[tid]);
+      y[pc.out_off + seg] = floatBitsToUint(OP == 0u ? acc * pc.scale : acc);
     } else if (OUT_MODE == 1u) {
-      y[pc.out_off + 2u * seg] = floatBitsToUint(sv[tid]);
-      y[pc.out_off + 2u * seg + 1u] = si[tid];
+      y[pc.out_off + 2u * seg] = floatBitsToUint(acc);
+      y[pc.out_off + 2u * seg + 1u] = at;
     } else {
-      y[pc.out_off + seg] = si[tid];
+      y[pc.out_off + seg] = at;
     }
   }
 }

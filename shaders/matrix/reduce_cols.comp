@@ -2,16 +2,15 @@
 // Column sums of X [R, C] (row-major) over blocks of 256 rows: Y[g][c] = sum of
 // X[r][c] for r in [g * 256, min(R, (g + 1) * 256)), g = OA_GROUP_ID.y. A
 // workgroup covers 32 adjacent columns (coalesced reads along a row); its 8
-// invocations per column fold every 8th row of the block, then a
-// shared-memory tree adds the 8 partial sums.
+// invocations per column fold every 8th row of the block, then
+// the 8 partial sums are added (common/reduce.glsl).
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
+#include "common/reduce.glsl"
 layout(local_size_x = 32, local_size_y = 8) in;
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) writeonly buffer Y { float y[]; };
 OA_PUSH_BEGIN uint R; uint C; uint x_off; uint y_off; OA_PUSH_END
-
-shared float part[8][33];
 
 void main() {
   const uint lx = gl_LocalInvocationID.x, ly = gl_LocalInvocationID.y;
@@ -20,11 +19,6 @@ void main() {
   float acc = 0.0;
   if (c < pc.C)
     for (uint r = rbeg + ly; r < rend; r += 8u) acc += x[pc.x_off + r * pc.C + c];
-  part[ly][lx] = acc;
-  barrier();
-  for (uint w = 4u; w > 0u; w >>= 1u) {
-    if (ly < w) part[ly][lx] += part[ly + w][lx];
-    barrier();
-  }
-  if (ly == 0u && c < pc.C) y[pc.y_off + group.y * pc.C + c] = part[0][lx];
+  acc = oa_segment_sum(acc, 32u, 8u);  // the 8 invocations of column lx
+  if (ly == 0u && c < pc.C) y[pc.y_off + group.y * pc.C + c] = acc;
 }

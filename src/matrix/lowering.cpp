@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "oa/core/error.hpp"
+
 namespace oa::detail {
 
 namespace {
@@ -25,6 +27,37 @@ std::int64_t window_batch(const Engine& engine, std::initializer_list<BatchSpan>
     items = std::min(items, o.extent > range ? 1 : (range - o.extent) / o.stride + 1);
   }
   return std::max<std::int64_t>(items, 1);
+}
+
+runtime::BufferBinding RowChunk::window(std::shared_ptr<runtime::Storage> storage, std::int64_t words, runtime::Access access) const {
+  return {std::move(storage), access, static_cast<std::uint64_t>(first * words) * 4, static_cast<std::uint64_t>(count * words) * 4};
+}
+
+std::vector<runtime::ComputeDispatch> lower_rows(const Engine& engine, const char* op, std::int64_t rows, std::int64_t cols,
+                                                 const std::function<void(runtime::ComputeDispatch&, const RowChunk&)>& fill) {
+  std::uint32_t lanes = 1;
+  while (lanes < 256 && lanes < cols) lanes <<= 1;
+  const auto range = static_cast<std::int64_t>(std::min<std::uint64_t>(engine.device().max_storage_buffer_range, INT64_MAX));
+  const std::int64_t row_bytes = cols * 4;
+  std::int64_t per = rows;
+  if (rows * row_bytes > range) {
+    per = range / row_bytes / kWindowAlignWords * kWindowAlignWords;
+    if (per == 0)
+      fail(ErrorKind::ResourceExhausted, "{}: a row of {} columns exceeds 1/64 of this device's maxStorageBufferRange ({} bytes)", op,
+           cols, range);
+  }
+  std::vector<runtime::ComputeDispatch> out;
+  std::int64_t r0 = 0;
+  do {  // one dispatch (of no workgroups) even for no rows
+    const RowChunk chunk{r0, std::min(per, rows - r0)};
+    runtime::ComputeDispatch d;
+    d.specialization = {lanes};
+    d.groups = {groups_for(chunk.count, 256 / lanes), 1, 1};
+    fill(d, chunk);
+    out.push_back(std::move(d));
+    r0 += per;
+  } while (r0 < rows);
+  return out;
 }
 
 bool broadcast_layout(const Shape& big, const Shape& small, std::int64_t& channels, std::int64_t& inner) {

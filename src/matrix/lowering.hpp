@@ -1,5 +1,6 @@
 #pragma once
 // Helpers shared by every op family's lowering (internal to the library).
+#include <functional>
 #include <initializer_list>
 #include <vector>
 
@@ -52,6 +53,26 @@ std::int64_t window_batch(const Engine& engine, std::initializer_list<BatchSpan>
 // aligned) equal one contiguous run of `big`'s axes. Returns false for any other
 // pattern (and when small's rank exceeds big's).
 bool broadcast_layout(const Shape& big, const Shape& small, std::int64_t& channels, std::int64_t& inner);
+
+// The one lowering of the row kernels (softmax, log_softmax, cross_entropy,
+// layer_norm; shaders/common/rows.glsl) over a row-major [rows, cols] tensor.
+// A row gets `lanes` invocations, the power of two at or above cols (at most
+// 256), as specialization constant 0, and a workgroup serves 256 / lanes rows.
+// The rows are cut into chunks whose [count, cols] f32 windows fit the
+// device's maxStorageBufferRange; every chunk but the last holds a multiple of
+// 64 rows, so per-row windows of 4 or 8 bytes a row stay 256-byte aligned.
+// `fill` completes each chunk's dispatch (kernel, further specialization
+// constants, bindings, push constants), binding its windows with
+// RowChunk::window. Throws ResourceExhausted naming `op` when one row exceeds
+// 1/64 of maxStorageBufferRange.
+struct RowChunk {
+  std::int64_t first = 0;  // first row
+  std::int64_t count = 0;  // rows
+  // The window of this chunk's rows in `storage`, `words` 4-byte words a row.
+  runtime::BufferBinding window(std::shared_ptr<runtime::Storage> storage, std::int64_t words, runtime::Access access) const;
+};
+std::vector<runtime::ComputeDispatch> lower_rows(const Engine& engine, const char* op, std::int64_t rows, std::int64_t cols,
+                                                 const std::function<void(runtime::ComputeDispatch&, const RowChunk&)>& fill);
 
 // Row reductions for op lowerings (the passes of oa::matrix::sum, max and
 // argmax; shaders/matrix/reduce.comp): appends to `dispatches` the passes that

@@ -125,6 +125,33 @@ TEST(MatrixReduction, NanAndTies) {
   EXPECT_EQ(oa::matrix::argmax(x, true).shape(), Shape({3, 1}));
 }
 
+// The NaN rule of every max reduction (shaders/common/reduce.glsl): a NaN is
+// the maximum and argmax gives the first NaN, whichever invocation, subgroup,
+// segment or pass holds it: short rows (32 lanes a row), long rows (256
+// lanes, several subgroups) and rows past one segment (two passes, argmax
+// carrying pairs).
+TEST(MatrixReduction, NanIsTheMaximumOnEveryPath) {
+  const float nan = std::nanf("");
+  for (std::int64_t length : {20, 1000, 9000}) {
+    SCOPED_TRACE(testing::Message() << "length " << length);
+    const std::int64_t rows = 4;
+    auto x = random_values(rows * length, 70);
+    x[length - 1] = nan;                      // row 0: the last element
+    x[length + length / 2] = nan;             // row 1: two NaNs and an inf; the first NaN wins
+    x[length + length - 2] = nan;
+    x[length + 1] = INFINITY;
+    x[3 * length] = nan;                      // row 3: the first element, next to a larger value
+    x[3 * length + 1] = 5.0f;
+    const Matrix mx = Matrix::from_vector({rows, length}, x);
+    std::vector<std::int32_t> index;
+    const auto want = oa::reference::row_max(x, rows, length, &index);
+    EXPECT_TRUE(oa_test::near(oa::matrix::max(mx).to_vector(), want, 0.0, 0.0));
+    EXPECT_EQ(oa::matrix::argmax(mx).to_i32(), index);
+    EXPECT_TRUE(std::isnan(oa::matrix::max_all(mx).item()));
+    EXPECT_TRUE(std::isnan(oa::matrix::max_all(Matrix::from_vector({length}, std::vector<float>(x.begin() + length, x.begin() + 2 * length))).item()));
+  }
+}
+
 TEST(MatrixReduction, EmptyAxes) {
   const Matrix x = Matrix::zeros({3, 0});
   EXPECT_EQ(oa::matrix::sum(x).to_vector(), std::vector<float>(3, 0.0f));

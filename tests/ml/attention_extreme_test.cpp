@@ -302,6 +302,33 @@ TEST(AttentionNaN, PropagatesThroughTheRow) {
   }
 }
 
+// A NaN score (from a NaN in key 2) makes NaN exactly the query rows that see
+// that key: with the causal mask queries 0 and 1 stay finite and match the
+// reference, on both paths and without a mask (the raw-score variant).
+TEST(AttentionNaN, NanKeyReachesOnlyTheQueriesThatSeeIt) {
+  for (auto backend : {ml::SdpaBackend::Flash, ml::SdpaBackend::Math}) {
+    SCOPED_TRACE(backend == ml::SdpaBackend::Flash ? "flash" : "materialized");
+    Problem pr(2, 4, 4, 8, 8, true, 7);
+    pr.k[2 * 8 + 3] = std::numeric_limits<float>::quiet_NaN();  // head 0, key 2
+    pr.upload();
+    const auto out = ml::scaled_dot_product_attention(pr.mq, pr.mk, pr.mv, Matrix(), {}, true, backend).to_vector();
+    const auto want = ref::attention(pr.p, to_f64(pr.q), to_f64(pr.k), to_f64(pr.v));
+    for (std::int64_t i = 0; i < 8 * 8; ++i) EXPECT_EQ(std::isnan(out[i]), i >= 2 * 8 && i < 4 * 8) << i;
+    EXPECT_TRUE(oa_test::near(out, want.out, kAtol, kRtol));
+  }
+}
+
+// A row longer than its lanes' register cache (3000 columns) is NaN in full
+// when one logit is NaN, the columns read again from memory included.
+TEST(AttentionNaN, LongSoftmaxRowIsNaNInFull) {
+  const std::int64_t cols = 3000;
+  auto x = random_floats(2 * cols, 11);
+  x[2900] = std::numeric_limits<float>::quiet_NaN();
+  const auto y = ml::softmax_scaled_masked(Matrix::from_vector({2, cols}, x), Matrix(), 0.5f).to_vector();
+  EXPECT_TRUE(oa_test::near(y, ref::softmax(to_f64(x), 2, cols, 0.5), kAtol, kRtol));
+  for (std::int64_t c = 0; c < cols; ++c) ASSERT_TRUE(std::isnan(y[c])) << c;
+}
+
 // ── backend choice ──────────────────────────────────────────────────────────
 
 TEST(AttentionBackend, GuardAndArgumentChooseThePath) {

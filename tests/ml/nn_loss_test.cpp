@@ -137,23 +137,28 @@ TEST(NnCrossEntropy, LargeCommonOffsetsMatchTheReference) {
     expect_cross_entropy_matches({1e6f + 2, 1e6f - 1, 1e6f - 1, 1e6f + 2}, {1, 0}, 2, {ml::Reduction::None, -100, smoothing}, {1, -0.5f});
 }
 
+// Rows of 7 reduce within a subgroup; rows of 300 across subgroups (256 lanes).
 TEST(NnCrossEntropy, NanLogitMakesThatRowNanUnlessIgnored) {
-  const std::int64_t N = 4, C = 7;
-  auto x = test_values(N * C, 43);
-  x[0] = kNaN;          // row 0: at the start
-  x[2 * C + 4] = kNaN;  // row 2: inside
-  x[3 * C + 1] = kNaN;  // row 3: ignored, so loss and gradient 0
-  const std::vector<std::int32_t> t = {1, 2, 3, -100};
-  const Matrix mx = Matrix::from_vector({N, C}, x);
-  oa::set_requires_grad(mx);
-  const Matrix loss = ml::cross_entropy(mx, Matrix::from_i32({N}, t), {ml::Reduction::None, -100, 0.1});
-  const auto l = loss.to_vector();
-  expect_nan_rows(l, 1, {0, 2}, "loss");
-  EXPECT_EQ(l[3], 0.0f);
-  oa::backward(loss, Matrix::ones({N}));
-  const auto g = oa::grad(mx).to_vector();
-  expect_nan_rows(g, C, {0, 2}, "dx");
-  for (std::int64_t j = 0; j < C; ++j) EXPECT_EQ(g[3 * C + j], 0.0f);
+  const std::int64_t N = 4;
+  for (const std::int64_t C : {7, 300}) {
+    SCOPED_TRACE(testing::Message() << "C " << C);
+    auto x = test_values(N * C, 43);
+    x[0] = kNaN;                  // row 0: at the start
+    x[2 * C + C / 2 + 1] = kNaN;  // row 2: inside, after a larger logit
+    x[2 * C + 1] = 1e30f;
+    x[3 * C + 1] = kNaN;          // row 3: ignored, so loss and gradient 0
+    const std::vector<std::int32_t> t = {1, 2, 3, -100};
+    const Matrix mx = Matrix::from_vector({N, C}, x);
+    oa::set_requires_grad(mx);
+    const Matrix loss = ml::cross_entropy(mx, Matrix::from_i32({N}, t), {ml::Reduction::None, -100, 0.1});
+    const auto l = loss.to_vector();
+    expect_nan_rows(l, 1, {0, 2}, "loss");
+    EXPECT_EQ(l[3], 0.0f);
+    oa::backward(loss, Matrix::ones({N}));
+    const auto g = oa::grad(mx).to_vector();
+    expect_nan_rows(g, C, {0, 2}, "dx");
+    for (std::int64_t j = 0; j < C; ++j) EXPECT_EQ(g[3 * C + j], 0.0f);
+  }
 }
 
 TEST(NnCrossEntropy, BackwardIsOneDispatch) {

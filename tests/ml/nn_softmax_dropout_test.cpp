@@ -100,17 +100,42 @@ TEST(NnLogSoftmax, LargeCommonOffsetsMatchTheReference) {
   }
 }
 
+// Rows of 9 reduce within a subgroup; rows of 300 across subgroups (256 lanes).
 TEST(NnLogSoftmax, NanInARowMakesThatRowNan) {
-  const std::int64_t L = 9;
-  auto x = test_values(4 * L, 32);
-  x[0] = kNaN;          // row 0: at the start
-  x[2 * L + 5] = kNaN;  // row 2: inside
-  const Matrix mx = Matrix::from_vector({4, L}, x);
-  oa::set_requires_grad(mx);
-  const Matrix y = ml::log_softmax(mx);
-  expect_nan_rows(y.to_vector(), L, {0, 2}, "y");
-  oa::backward(y, Matrix::from_vector({4, L}, test_values(4 * L, 33)));
-  expect_nan_rows(oa::grad(mx).to_vector(), L, {0, 2}, "dx");
+  for (const std::int64_t L : {9, 300}) {
+    SCOPED_TRACE(testing::Message() << "L " << L);
+    auto x = test_values(4 * L, 32);
+    x[0] = kNaN;              // row 0: at the start
+    x[2 * L + L / 2] = kNaN;  // row 2: inside, after a larger value
+    x[2 * L + 1] = 1e30f;
+    const Matrix mx = Matrix::from_vector({4, L}, x);
+    oa::set_requires_grad(mx);
+    const Matrix y = ml::log_softmax(mx);
+    expect_nan_rows(y.to_vector(), L, {0, 2}, "y");
+    oa::backward(y, Matrix::from_vector({4, L}, test_values(4 * L, 33)));
+    expect_nan_rows(oa::grad(mx).to_vector(), L, {0, 2}, "dx");
+  }
+}
+
+// The row kernels' lowering cuts rows into dispatches whose windows fit the
+// device's maxStorageBufferRange (128 MiB on lavapipe): 2^25 + 2^14 elements
+// of log_softmax, checked on the rows next to each cut.
+TEST(NnLogSoftmax, RowsPastStorageBufferRangeAreCut) {
+  const std::int64_t L = 1024, R = (std::int64_t{1} << 15) + 16;
+  std::vector<float> x(static_cast<std::size_t>(R * L));
+  for (std::int64_t i = 0; i < R * L; ++i) x[i] = static_cast<float>((i * 7919) % 1009) * 0.01f;
+  const Matrix mx = Matrix::from_vector({R, L}, x);
+  Matrix y;
+  const auto ops = traced([&] { y = ml::log_softmax(mx); });
+  const auto range = static_cast<std::int64_t>(mx.engine().device().max_storage_buffer_range);
+  const std::int64_t per = R * L * 4 <= range ? R : range / (L * 4) / 64 * 64;
+  expect_trace(ops, {{"oa::ml::log_softmax", static_cast<std::uint32_t>((R + per - 1) / per)}});
+  const auto got = y.to_vector();
+  for (std::int64_t r : {std::int64_t{0}, per - 1, std::min(per, R - 1), R - 1}) {
+    SCOPED_TRACE(testing::Message() << "row " << r);
+    const std::vector<float> row(x.begin() + r * L, x.begin() + (r + 1) * L), out(got.begin() + r * L, got.begin() + (r + 1) * L);
+    EXPECT_TRUE(oa_test::near(out, ref::log_softmax(f64(row), L), 1e-5, 1e-5));
+  }
 }
 
 TEST(NnLogSoftmax, FullyMaskedRowsGiveMinusInfinityAndZeroGradient) {

@@ -68,7 +68,7 @@ inline Vec softmax(const Vec& x, std::int64_t rows, std::int64_t cols, double sc
       double v = x[static_cast<std::size_t>(r * cols + c)] * scale;
       if (!mask.empty()) v += mask[static_cast<std::size_t>((r % mask_rows) * cols + c)];
       logits[static_cast<std::size_t>(c)] = v;
-      mx = std::max(mx, v);
+      mx = nan_max(mx, v);
     }
     if (mx == kNegInf) continue;
     double sum = 0.0;
@@ -143,7 +143,7 @@ inline AttentionResult attention(const AttentionProblem& p, const Vec& q, const 
           if (p.f32_masked_logits) val = round_to_f32(val);
         }
         s[static_cast<std::size_t>(j)] = val;
-        mx = std::max(mx, val);
+        mx = nan_max(mx, val);
       }
       if (mx == kNegInf) continue;
       double sum = 0.0;

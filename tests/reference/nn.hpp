@@ -220,7 +220,7 @@ inline std::vector<double> log_softmax(const std::vector<double>& x, std::int64_
   const std::int64_t R = static_cast<std::int64_t>(x.size()) / L;
   for (std::int64_t r = 0; r < R; ++r) {
     double m = kNegInf;
-    for (std::int64_t j = 0; j < L; ++j) m = std::max(m, x[r * L + j]);
+    for (std::int64_t j = 0; j < L; ++j) m = nan_max(m, x[r * L + j]);
     double s = 0;
     if (m != kNegInf)
       for (std::int64_t j = 0; j < L; ++j) s += std::exp(x[r * L + j] - m);

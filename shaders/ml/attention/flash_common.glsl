@@ -20,7 +20,7 @@
 // the host keeps DK / (4 * LANES) and DV / (4 * LANES) <= 16.
 #ifndef OA_FLASH_COMMON_GLSL
 #define OA_FLASH_COMMON_GLSL
-#extension GL_KHR_shader_subgroup_shuffle : require
+#include "common/reduce.glsl"
 
 const float OA_LOG2E = 1.4426950408889634;
 const float OA_LN2 = 0.6931471805599453;
@@ -47,7 +47,8 @@ const float OA_LN2 = 0.6931471805599453;
 //   hold), so the forward saves per row the pair (m, log2 l) (`stats`, m in
 //   the units above, l the row sum) and the backward forms
 //   exp2((s - m) u - log2 l).
-// - NaN in a logit makes the whole row NaN (l becomes NaN and o / l is NaN).
+// - NaN in a logit makes the whole row NaN (the running max is NaN by the
+//   rule of common/reduce.glsl, so l and o / l are NaN).
 layout(constant_id = 5) const bool MASKED = false;
 
 layout(local_size_x_id = 0) in;                   // BLOCK_M * LANES invocations
@@ -82,12 +83,7 @@ uint flash_mask_row(uint bh, uint i, uint mask_heads, uint stride_b, uint stride
 float flash_exponent_scale(float scale) { return MASKED ? OA_LOG2E : abs(scale) * OA_LOG2E; }
 
 // Sum over the LANES invocations that own one row.
-float lane_sum(float x) {
-  x += subgroupShuffleXor(x, 1u);
-  if (LANES >= 4u) x += subgroupShuffleXor(x, 2u);
-  if (LANES >= 8u) x += subgroupShuffleXor(x, 4u);
-  return x;
-}
+float lane_sum(float x) { return oa_subgroup_sum(x, LANES); }
 
 // Defines `vec4 NAME(bool ok, uint at, uint c, uint D)`: columns c .. c+3 of
 // the row at element offset `at` of buffer SRC (vec4 view SRC4), zero where

@@ -92,9 +92,9 @@ void main() {
         const bool visible = live && key <= last_key;
         if (MASKED && visible) s = fma(s, scale_abs, mask[mask_at + uint(key)]);
         sc[jj] = visible ? s : -OA_INF;
-        chunk_max = max(chunk_max, sc[jj]);
+        chunk_max = oa_max(chunk_max, sc[jj]);
       }
-      const float m_new = max(m, chunk_max);
+      const float m_new = oa_max(m, chunk_max);
       const float alpha = m == -OA_INF ? 0.0 : exp2((m - m_new) * u);  // o and l are 0 until a key is visible
       l *= alpha;
       FLASH_REGS(RESCALE_O)

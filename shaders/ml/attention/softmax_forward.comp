@@ -7,16 +7,16 @@
 // mask_sh + i * mask_sq + c (strides of 0 broadcast). Three steps per row:
 // max, sum of exp(v - max), write exp(v - max) / sum. A row with nothing
 // visible (max = -inf) is written as zeros; a NaN logit makes its whole row
-// NaN (the sum is NaN).
+// NaN, hidden columns included (the row max is NaN: common/reduce.glsl).
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
-#include "ml/attention/softmax_common.glsl"
 
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) readonly buffer Mask { float mask[]; };
 layout(std430, binding = 2) writeonly buffer Y { float y[]; };
 
 OA_PUSH_BEGIN uint rows; uint cols; float scale; uint masked; uint row_base; uint causal; uint sq; uint sk; uint mask_heads; uint mask_sb; uint mask_sh; uint mask_sq; OA_PUSH_END
+#include "ml/attention/softmax_common.glsl"
 
 // mask_at: the row's first mask element.
 float logit(uint row, uint c, uint mask_at) {
@@ -25,8 +25,7 @@ float logit(uint row, uint c, uint mask_at) {
 }
 
 void main() {
-  const uint lane = gl_LocalInvocationID.x % ROW_LANES;
-  const uint row = OA_GROUP_ID.x * ROWS_PER_GROUP + gl_LocalInvocationID.x / ROW_LANES;
+  const uint lane = rows_lane(), row = rows_row();
   const bool live = row < pc.rows;
   uint visible = live ? pc.cols : 0u;
   const uint bh = (pc.row_base + row) / pc.sq, query = pc.row_base + row - bh * pc.sq;
@@ -35,17 +34,17 @@ void main() {
   if (live && pc.causal != 0u) visible = uint(clamp(int(query) + int(pc.sk) - int(pc.sq) + 1, 0, int(pc.cols)));
 
   // The first CACHE columns of this invocation stay in registers (fixed
-  // indices after unrolling); columns past ROW_LANES * CACHE are re-read.
-  const uint tail = lane + CACHE * ROW_LANES;
+  // indices after unrolling); columns past LANES * CACHE are re-read.
+  const uint tail = lane + CACHE * LANES;
   float cache[CACHE];
   float m = -OA_INF;
   for (uint n = 0u; n < CACHE; ++n) {
-    const uint c = lane + n * ROW_LANES;
+    const uint c = lane + n * LANES;
     cache[n] = c < visible ? logit(row, c, mask_at) : -OA_INF;
-    m = max(m, cache[n]);
+    m = oa_max(m, cache[n]);
   }
-  for (uint c = tail; c < visible; c += ROW_LANES) m = max(m, logit(row, c, mask_at));
-  m = row_reduce(m, 0u);
+  for (uint c = tail; c < visible; c += LANES) m = oa_max(m, logit(row, c, mask_at));
+  m = rows_max(m);
   const float m_use = m == -OA_INF ? 0.0 : m;
 
   float l = 0.0;
@@ -53,14 +52,14 @@ void main() {
     cache[n] = exp(cache[n] - m_use);
     l += cache[n];
   }
-  for (uint c = tail; c < visible; c += ROW_LANES) l += exp(logit(row, c, mask_at) - m_use);
-  l = row_reduce(l, 1u);
+  for (uint c = tail; c < visible; c += LANES) l += exp(logit(row, c, mask_at) - m_use);
+  l = rows_sum(l);
   const float inv = l == 0.0 ? 0.0 : 1.0 / l;  // NaN l: the whole row NaN
 
   if (!live) return;
   for (uint n = 0u; n < CACHE; ++n) {
-    const uint c = lane + n * ROW_LANES;
+    const uint c = lane + n * LANES;
     if (c < pc.cols) y[row * pc.cols + c] = cache[n] * inv;
   }
-  for (uint c = tail; c < pc.cols; c += ROW_LANES) y[row * pc.cols + c] = c < visible ? exp(logit(row, c, mask_at) - m_use) * inv : 0.0;
+  for (uint c = tail; c < pc.cols; c += LANES) y[row * pc.cols + c] = (c < visible ? exp(logit(row, c, mask_at) - m_use) : 0.0) * inv;
 }

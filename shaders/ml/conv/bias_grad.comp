@@ -2,17 +2,16 @@
 // Bias gradient: db[c] = sum over n and positions p of dy[n, c, p], for dy
 // [N, C, P]. Workgroup (x = c, y = split) reduces the split's slice of the
 // N * P values of channel c: each invocation accumulates a strided share, then
-// a tree in shared memory combines them. With several splits the results are
+// the workgroup adds them (common/reduce.glsl). With several splits the results are
 // partials, `channels` floats apart, summed by ml/conv/reduce.
 // Push: channels C, positions P, batch N, values per split.
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
+#include "common/reduce.glsl"
 layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer Dy { float dy[]; };
 layout(std430, binding = 1) writeonly buffer Out { float outv[]; };
 OA_PUSH_BEGIN uint channels; uint positions; uint batch; uint per_split; OA_PUSH_END
-
-shared float partial[256];
 
 void main() {
   const uint c = OA_GROUP_ID.x;
@@ -26,11 +25,6 @@ void main() {
     const uint n = e / pc.positions;
     s += dy[(n * pc.channels + c) * pc.positions + (e - n * pc.positions)];
   }
-  partial[tid] = s;
-  barrier();
-  for (uint w = 128u; w > 0u; w >>= 1u) {
-    if (tid < w) partial[tid] += partial[tid + w];
-    barrier();
-  }
-  if (tid == 0u) outv[split * pc.channels + c] = partial[0];
+  s = oa_workgroup_sum(s);
+  if (tid == 0u) outv[split * pc.channels + c] = s;
 }

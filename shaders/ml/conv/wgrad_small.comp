@@ -5,12 +5,13 @@
 // of narrow positions m = (n, yn, xn):
 //   dW[o, k = (c, kh, kw)] = sum_m D[n, o, yn, xn] * wide[n, g*CWg + c, yn*sh - ph + kh*dh, xn*sw - pw + kw*dw]
 // Each invocation accumulates all K sums over a strided share of the positions;
-// a tree in shared memory then combines the 256 invocations, one weight at a
-// time. Splits write partial results (aux2 floats apart) that ml/conv/reduce sums
+// the workgroup then adds the 256 invocations' sums (common/reduce.glsl), one
+// weight at a time. Splits write partial results (aux2 floats apart) that ml/conv/reduce sums
 // in a fixed order. Push aux0: splits; aux1: positions per split.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "ml/conv/geometry.glsl"
+#include "common/reduce.glsl"
 
 layout(local_size_x = 256) in;
 const uint MAXK = 16u;
@@ -19,8 +20,6 @@ layout(std430, binding = 0) readonly buffer Narrow { float dn[]; };
 layout(std430, binding = 1) readonly buffer Wide { float xw[]; };
 layout(std430, binding = 2) writeonly buffer Out { float dw[]; };
 OA_CONV_PUSH
-
-shared float red[256];
 
 void main() {
   const uint tid = gl_LocalInvocationID.x;
@@ -68,14 +67,8 @@ void main() {
 
   [[unroll]] for (uint k = 0u; k < MAXK; ++k) {
     if (k < K) {  // uniform
-      red[tid] = acc[k];
-      barrier();
-      for (uint w = 128u; w > 0u; w >>= 1u) {
-        if (tid < w) red[tid] += red[tid + w];
-        barrier();
-      }
-      if (tid == 0u) dw[split * pc.aux2 + o * K + k] = red[0];
-      barrier();
+      const float s = oa_workgroup_sum(acc[k]);
+      if (tid == 0u) dw[split * pc.aux2 + o * K + k] = s;
     }
   }
 }

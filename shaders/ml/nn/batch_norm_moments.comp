@@ -7,18 +7,17 @@
 //   PASS 1: part[c, g] = sum over block g of ((x - k) - mu)^2, with
 //           mu = s1[c] / M (s1: the channel totals of pass 0, the mean minus k)
 // Block g = OA_GROUP_ID.x covers values [g * 4096, min(M, (g + 1) * 4096)) of
-// channel c = OA_GROUP_ID.y: 256 invocations each fold a strided share, then a
-// shared-memory tree adds the partial sums. G = OA_NUM_GROUPS.x blocks per channel.
+// channel c = OA_GROUP_ID.y: 256 invocations each fold a strided share, then the
+// workgroup adds the partial sums (common/reduce.glsl). G = OA_NUM_GROUPS.x blocks per channel.
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
+#include "common/reduce.glsl"
 layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint PASS = 0;
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) readonly buffer S1 { float s1[]; };
 layout(std430, binding = 2) writeonly buffer Part { float part[]; };
 OA_PUSH_BEGIN uint C; uint S; uint M; float inv_m; OA_PUSH_END
-
-shared float red[256];
 
 void main() {
   const uint t = gl_LocalInvocationID.x, g = OA_GROUP_ID.x, c = OA_GROUP_ID.y;
@@ -29,11 +28,6 @@ void main() {
     const float d = x[(i / pc.S * pc.C + c) * pc.S + i % pc.S] - k;
     acc += PASS == 0u ? d : (d - mu) * (d - mu);
   }
-  red[t] = acc;
-  barrier();
-  for (uint w = 128u; w > 0u; w >>= 1u) {
-    if (t < w) red[t] += red[t + w];
-    barrier();
-  }
-  if (t == 0u) part[c * OA_NUM_GROUPS.x + g] = red[0];
+  acc = oa_workgroup_sum(acc);
+  if (t == 0u) part[c * OA_NUM_GROUPS.x + g] = acc;
 }

@@ -2,7 +2,7 @@
 // Cross entropy of logits x [N, C] against class targets t [N]
 // (torch.nn.functional.cross_entropy), fused with the log-softmax. Per row,
 // with m the row maximum, ls = log(sum(exp(x - m))) (cooperative reductions,
-// rows.glsl) and label smoothing eps:
+// common/rows.glsl) and label smoothing eps:
 //   loss = ls - (1 - eps) (x[t] - m) - eps / C * sum(x - m)
 //        (= -sum_j q_j log p_j, q = (1 - eps) onehot(t) + eps / C, sum q = 1),
 // every term relative to m so that a large common offset costs no precision;
@@ -19,7 +19,7 @@ layout(std430, binding = 1) readonly buffer T { int target[]; };
 layout(std430, binding = 2) writeonly buffer Stat { float stat_out[]; };
 layout(std430, binding = 3) writeonly buffer Loss { float loss[]; };
 OA_PUSH_BEGIN uint R; uint L; int ignore_index; float smoothing; OA_PUSH_END
-#include "ml/nn/rows.glsl"
+#include "common/rows.glsl"
 
 void main() {
   const uint row = rows_row(), lane = rows_lane();
@@ -27,10 +27,7 @@ void main() {
   const uint base = row * pc.L;
   float m = -OA_INF;
   if (live)
-    for (uint j = lane; j < pc.L; j += LANES) {
-      const float v = x[base + j];
-      if (isnan(v) || v > m) m = v;
-    }
+    for (uint j = lane; j < pc.L; j += LANES) m = oa_max(m, x[base + j]);
   m = rows_max(m);
   float s = 0.0, sd = 0.0;
   if (live)

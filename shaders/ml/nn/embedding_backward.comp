@@ -4,17 +4,16 @@
 // dweight[v, d] = sum of dy[p, d] over the positions p with indices[p] == v,
 // in increasing p. A workgroup serves vocabulary row v and 32 adjacent
 // columns: it finds v's run of pairs by binary search, its 8 invocations per
-// column fold every 8th pair of the run, and a shared-memory tree adds the 8
-// partial sums. Rows no index selects get zeros.
+// column fold every 8th pair of the run, and the 8 partial sums are added
+// (common/reduce.glsl). Rows no index selects get zeros.
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
+#include "common/reduce.glsl"
 layout(local_size_x = 32, local_size_y = 8) in;
 layout(std430, binding = 0) readonly buffer Pairs { uvec2 pairs[]; };
 layout(std430, binding = 1) readonly buffer DY { float dy[]; };
 layout(std430, binding = 2) writeonly buffer DW { float dw[]; };
 OA_PUSH_BEGIN uint N; uint D; uint tiles; OA_PUSH_END
-
-shared float part[8][33];
 
 // The first pair whose key is not below v.
 uint lower_bound(uint v) {
@@ -34,11 +33,6 @@ void main() {
   float acc = 0.0;
   if (d < pc.D)
     for (uint t = begin + ly; t < end; t += 8u) acc += dy[pairs[t].y * pc.D + d];
-  part[ly][lx] = acc;
-  barrier();
-  for (uint w = 4u; w > 0u; w >>= 1u) {
-    if (ly < w) part[ly][lx] += part[ly + w][lx];
-    barrier();
-  }
-  if (ly == 0u && d < pc.D) dw[v * pc.D + d] = part[0][lx];
+  acc = oa_segment_sum(acc, 32u, 8u);  // the 8 invocations of column lx
+  if (ly == 0u && d < pc.D) dw[v * pc.D + d] = acc;
 }

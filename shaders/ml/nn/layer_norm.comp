@@ -5,7 +5,7 @@
 //   (two passes, biased), rstd = 1 / sqrt(var + eps),
 //   y = ((x - k) - mu) * rstd * weight + bias.
 // The shift cancels a large common offset before anything is rounded at its
-// magnitude. The row's invocations reduce cooperatively (rows.glsl); a NaN
+// magnitude. The row's invocations reduce cooperatively (common/rows.glsl); a NaN
 // makes the row's outputs NaN. Writes mu and rstd per row for the backward
 // pass. HAS_WEIGHT / HAS_BIAS: without them weight 1, bias 0 (their bindings
 // are then placeholders and never read).
@@ -20,7 +20,7 @@ layout(std430, binding = 3) writeonly buffer Y { float y[]; };
 layout(std430, binding = 4) writeonly buffer Mu { float mu_out[]; };
 layout(std430, binding = 5) writeonly buffer Rstd { float rstd_out[]; };
 OA_PUSH_BEGIN uint R; uint D; float eps; OA_PUSH_END
-#include "ml/nn/rows.glsl"
+#include "common/rows.glsl"
 
 void main() {
   const uint row = rows_row(), lane = rows_lane();

@@ -3,7 +3,7 @@
 // and xhat = ((x - k) - mu) * rstd from the saved statistics (k = x[r, 0], mu
 // the mean minus k):
 //   dx = rstd * (g - sum(g) / D - xhat * sum(g * xhat) / D),
-// the two sums reduced cooperatively (rows.glsl). WRITE_DX: write dx.
+// the two sums reduced cooperatively (common/rows.glsl). WRITE_DX: write dx.
 // WRITE_DYXHAT: also write dy * xhat, whose column sums give the weight
 // gradient (the bias gradient is the column sums of dy).
 #extension GL_GOOGLE_include_directive : require
@@ -19,7 +19,7 @@ layout(std430, binding = 4) readonly buffer Rstd { float rstd_in[]; };
 layout(std430, binding = 5) writeonly buffer DX { float dx[]; };
 layout(std430, binding = 6) writeonly buffer DYXHAT { float dyxhat[]; };
 OA_PUSH_BEGIN uint R; uint D; OA_PUSH_END
-#include "ml/nn/rows.glsl"
+#include "common/rows.glsl"
 
 void main() {
   const uint row = rows_row(), lane = rows_lane();

@@ -1,7 +1,7 @@
 #version 450
 // Log-softmax over rows of x [R, L] (torch.nn.functional.log_softmax, dim -1):
 // y = (x - m) - log(sum(exp(x - m))), m the row maximum (two cooperative
-// reductions, rows.glsl). Subtracting m first keeps the row's spread exact
+// reductions, common/rows.glsl). Subtracting m first keeps the row's spread exact
 // however large a common offset; m + log(sum) would round log(sum) away. A row
 // whose every element is -inf gives y = -inf, never NaN; a NaN makes m and the
 // whole row NaN. Writes m per row for the backward pass.
@@ -11,7 +11,7 @@ layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) writeonly buffer Y { float y[]; };
 layout(std430, binding = 2) writeonly buffer RowMax { float max_out[]; };
 OA_PUSH_BEGIN uint R; uint L; OA_PUSH_END
-#include "ml/nn/rows.glsl"
+#include "common/rows.glsl"
 
 void main() {
   const uint row = rows_row(), lane = rows_lane();
@@ -19,10 +19,7 @@ void main() {
   const uint base = row * pc.L;
   float m = -OA_INF;
   if (live)
-    for (uint j = lane; j < pc.L; j += LANES) {
-      const float v = x[base + j];
-      if (isnan(v) || v > m) m = v;
-    }
+    for (uint j = lane; j < pc.L; j += LANES) m = oa_max(m, x[base + j]);
   m = rows_max(m);
   float s = 0.0;
   if (live && m != -OA_INF)

@@ -1,6 +1,6 @@
 #version 450
 // Input gradient of log_softmax per row: dx = dy - exp(y) * sum(dy), the sum a
-// cooperative reduction (rows.glsl). A row whose maximum is -inf (every input
+// cooperative reduction (common/rows.glsl). A row whose maximum is -inf (every input
 // -inf) gets a zero gradient.
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
@@ -9,7 +9,7 @@ layout(std430, binding = 1) readonly buffer RowMax { float row_max[]; };
 layout(std430, binding = 2) readonly buffer DY { float dy[]; };
 layout(std430, binding = 3) writeonly buffer DX { float dx[]; };
 OA_PUSH_BEGIN uint R; uint L; OA_PUSH_END
-#include "ml/nn/rows.glsl"
+#include "common/rows.glsl"
 
 void main() {
   const uint row = rows_row(), lane = rows_lane();

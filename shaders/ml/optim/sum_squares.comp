@@ -7,9 +7,10 @@
 //   workgroup w reduces chunk w and writes its sum to out[w].
 // FINAL 1: one workgroup reduces everything and writes sqrt(total) to out[0].
 // Each thread sums a strided slice (at most CHUNK / 256 elements per input),
-// then the workgroup combines the 256 sums in a shared-memory tree.
+// then the workgroup adds the 256 sums (common/reduce.glsl).
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
+#include "common/reduce.glsl"
 layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint SQUARE = 1;
 layout(constant_id = 1) const uint FINAL = 0;
@@ -25,8 +26,6 @@ layout(std430, binding = 8) writeonly buffer Out { float out_[]; };
 OA_PUSH_BEGIN uvec4 count_lo; uvec4 count_hi; OA_PUSH_END
 
 const uint CHUNK = 2048u;
-shared float partial[256];
-
 uint count(uint j) { return j < 4u ? pc.count_lo[j] : pc.count_hi[j - 4u]; }
 
 float load(uint j, uint i) {
@@ -64,14 +63,9 @@ void main() {
     uint end = min(begin + CHUNK, count(j));
     for (uint i = begin + t; i < end; i += 256u) acc += term(load(j, i));
   }
-  partial[t] = acc;
-  barrier();
-  for (uint s = 128u; s > 0u; s >>= 1u) {
-    if (t < s) partial[t] += partial[t + s];
-    barrier();
-  }
+  acc = oa_workgroup_sum(acc);
   if (t == 0u) {
-    if (FINAL == 1u) out_[0] = sqrt(partial[0]);
-    else out_[OA_GROUP_ID.x] = partial[0];
+    if (FINAL == 1u) out_[0] = sqrt(acc);
+    else out_[OA_GROUP_ID.x] = acc;
   }
 }

@@ -70,8 +70,9 @@ std::vector<OpAttribute> sdpa_attributes(float scale, bool causal, const char* p
 // Row softmax y = softmax(x * scale + mask) over rows of `cols` columns, with
 // optional bottom-right causal hiding. Row r is query r % sq of batch-head
 // r / sq, against Sk = cols keys; the mask (when mask.present) is read
-// through `mask` (MaskLayout). x and y hold rows * cols elements. Chunks rows
-// so that x and y fit maxStorageBufferRange.
+// through `mask` (MaskLayout). x and y hold rows * cols elements. Lanes and
+// chunks (x and y windows within maxStorageBufferRange) come from
+// detail::lower_rows, the lowering every row kernel shares.
 struct SoftmaxRows {
   std::int64_t rows = 0, cols = 0;
   float scale = 1.0f;

@@ -9,54 +9,24 @@ namespace oa::ml {
 
 namespace attention_detail {
 
-namespace {
-
 using runtime::BufferBinding;
 using runtime::ComputeDispatch;
 
-// Invocations cooperating on one row: 8 (short rows, 32 rows per workgroup),
-// 64, or the whole workgroup of 256 for rows past 512 columns.
-std::uint32_t row_lanes(std::int64_t cols) { return cols <= 64 ? 8u : cols <= 512 ? 64u : 256u; }
-
-// Rows per dispatch such that a [rows, cols] binding fits the device's
-// maxStorageBufferRange; chunks start at multiples of 64 rows (256-byte
-// aligned offsets).
-std::int64_t rows_per_chunk(const Engine& engine, const char* op, std::int64_t rows, std::int64_t cols) {
-  const auto range = static_cast<std::int64_t>(std::min<std::uint64_t>(engine.device().max_storage_buffer_range, INT64_MAX));
-  const std::int64_t row_bytes = cols * 4;
-  if (rows * row_bytes <= range) return rows;
-  const std::int64_t per = range / row_bytes / 64 * 64;
-  if (per == 0)
-    fail(ErrorKind::ResourceExhausted, "{}: a row of {} columns exceeds 1/64 of this device's maxStorageBufferRange ({} bytes)", op,
-         cols, range);
-  return per;
-}
-
-}  // namespace
-
 std::vector<ComputeDispatch> lower_softmax(const Engine& engine, const char* op, const SoftmaxRows& r, const Matrix& x,
                                            const Matrix& y) {
-  const std::int64_t per = rows_per_chunk(engine, op, r.rows, r.cols);
   if (r.mask.present && static_cast<std::uint64_t>(r.mask_values->numel()) * 4 > engine.device().max_storage_buffer_range)
     fail(ErrorKind::ResourceExhausted, "{}: mask {} exceeds this device's maxStorageBufferRange ({} bytes)", op,
          r.mask_values->shape(), engine.device().max_storage_buffer_range);
-  const std::uint32_t lanes = row_lanes(r.cols);
-  const auto row_bytes = static_cast<std::uint64_t>(r.cols) * 4;
-  std::vector<ComputeDispatch> out;
-  for (std::int64_t r0 = 0; r0 < r.rows; r0 += per) {
-    const std::int64_t n = std::min(per, r.rows - r0);
-    const std::uint64_t off = static_cast<std::uint64_t>(r0) * row_bytes, bytes = static_cast<std::uint64_t>(n) * row_bytes;
-    ComputeDispatch d;
+  return detail::lower_rows(engine, op, r.rows, r.cols, [&](ComputeDispatch& d, const detail::RowChunk& c) {
     d.kernel = "ml/attention/softmax_forward";
-    d.specialization = {lanes};
-    BufferBinding mask =
-        r.mask.present ? BufferBinding::read(r.mask_values->storage()) : BufferBinding::read(x.storage(), off, bytes);
-    d.bindings = {BufferBinding::read(x.storage(), off, bytes), std::move(mask), BufferBinding::write(y.storage(), off, bytes)};
-    d.push.u32(static_cast<std::uint32_t>(n))
+    const BufferBinding xs = c.window(x.storage(), r.cols, runtime::Access::Read);
+    d.bindings = {xs, r.mask.present ? BufferBinding::read(r.mask_values->storage()) : xs,
+                  c.window(y.storage(), r.cols, runtime::Access::Write)};
+    d.push.u32(static_cast<std::uint32_t>(c.count))
         .u32(static_cast<std::uint32_t>(r.cols))
         .f32(r.scale)
         .u32(r.mask.present ? 1u : 0u)
-        .u32(static_cast<std::uint32_t>(r0))
+        .u32(static_cast<std::uint32_t>(c.first))
         .u32(r.causal ? 1u : 0u)
         .u32(static_cast<std::uint32_t>(std::max<std::int64_t>(r.sq, 1)))
         .u32(static_cast<std::uint32_t>(r.cols))
@@ -64,31 +34,17 @@ std::vector<ComputeDispatch> lower_softmax(const Engine& engine, const char* op,
         .u32(static_cast<std::uint32_t>(r.mask.sb))
         .u32(static_cast<std::uint32_t>(r.mask.sh))
         .u32(static_cast<std::uint32_t>(r.mask.sq));
-    d.groups = {detail::groups_for(n, 256 / lanes), 1, 1};
-    out.push_back(std::move(d));
-  }
-  return out;
+  });
 }
 
 std::vector<ComputeDispatch> lower_softmax_backward(const Engine& engine, const char* op, std::int64_t rows, std::int64_t cols,
                                                     float scale, const Matrix& y, const Matrix& dy, const Matrix& dx) {
-  const std::int64_t per = rows_per_chunk(engine, op, rows, cols);
-  const std::uint32_t lanes = row_lanes(cols);
-  const auto row_bytes = static_cast<std::uint64_t>(cols) * 4;
-  std::vector<ComputeDispatch> out;
-  for (std::int64_t r0 = 0; r0 < rows; r0 += per) {
-    const std::int64_t n = std::min(per, rows - r0);
-    const std::uint64_t off = static_cast<std::uint64_t>(r0) * row_bytes, bytes = static_cast<std::uint64_t>(n) * row_bytes;
-    ComputeDispatch d;
+  return detail::lower_rows(engine, op, rows, cols, [&](ComputeDispatch& d, const detail::RowChunk& c) {
     d.kernel = "ml/attention/softmax_backward";
-    d.specialization = {lanes};
-    d.bindings = {BufferBinding::read(y.storage(), off, bytes), BufferBinding::read(dy.storage(), off, bytes),
-                  BufferBinding::write(dx.storage(), off, bytes)};
-    d.push.u32(static_cast<std::uint32_t>(n)).u32(static_cast<std::uint32_t>(cols)).f32(scale);
-    d.groups = {detail::groups_for(n, 256 / lanes), 1, 1};
-    out.push_back(std::move(d));
-  }
-  return out;
+    d.bindings = {c.window(y.storage(), cols, runtime::Access::Read), c.window(dy.storage(), cols, runtime::Access::Read),
+                  c.window(dx.storage(), cols, runtime::Access::Write)};
+    d.push.u32(static_cast<std::uint32_t>(c.count)).u32(static_cast<std::uint32_t>(cols)).f32(scale);
+  });
 }
 
 }  // namespace attention_detail

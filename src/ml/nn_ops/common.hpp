@@ -10,22 +10,10 @@
 
 namespace oa::ml::nn_ops {
 
+using runtime::Access;
 using runtime::BufferBinding;
 using runtime::ComputeDispatch;
 using runtime::Storage;
-
-// Invocations per row for the row kernels (shaders/ml/nn/rows.glsl): the
-// power of two at or above `length`, at most 256.
-inline std::uint32_t row_lanes(std::int64_t length) {
-  std::uint32_t lanes = 1;
-  while (lanes < 256 && lanes < length) lanes <<= 1;
-  return lanes;
-}
-
-// Workgroups of a row kernel for `rows` rows.
-inline std::uint64_t row_groups(std::int64_t rows, std::uint32_t lanes) {
-  return detail::groups_for(rows, 256 / lanes);
-}
 
 // A 4-byte storage bound where a kernel declares an output that this call does
 // not produce (the shader never writes it).

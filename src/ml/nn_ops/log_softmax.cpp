@@ -15,15 +15,13 @@ Matrix log_softmax_backward(const Matrix& gy, const Matrix& y, const Matrix& row
   const Engine& engine = y.engine();
   const std::int64_t L = y.shape().dim(-1), R = L > 0 ? y.numel() / L : 0;
   Matrix dx = detail::allocate(engine, y.shape());
-  const std::uint32_t lanes = row_lanes(L);
-  ComputeDispatch d;
-  d.kernel = "ml/nn/log_softmax_backward";
-  d.specialization = {lanes};
-  d.bindings = {BufferBinding::read(y.storage()), BufferBinding::read(row_max.storage()), BufferBinding::read(gy.storage()),
-                BufferBinding::write(dx.storage())};
-  d.push.u32(static_cast<std::uint32_t>(R)).u32(static_cast<std::uint32_t>(L));
-  d.groups = {row_groups(R, lanes), 1, 1};
-  engine.record(detail::semantic(kLogSoftmax, {&gy, &y, &row_max}, {&dx}, {}, true), {&d, 1});
+  const auto ds = detail::lower_rows(engine, kLogSoftmax, R, L, [&](ComputeDispatch& d, const detail::RowChunk& c) {
+    d.kernel = "ml/nn/log_softmax_backward";
+    d.bindings = {c.window(y.storage(), L, Access::Read), c.window(row_max.storage(), 1, Access::Read),
+                  c.window(gy.storage(), L, Access::Read), c.window(dx.storage(), L, Access::Write)};
+    d.push.u32(static_cast<std::uint32_t>(c.count)).u32(static_cast<std::uint32_t>(L));
+  });
+  engine.record(detail::semantic(kLogSoftmax, {&gy, &y, &row_max}, {&dx}, {}, true), ds);
   return dx;
 }
 
@@ -37,14 +35,13 @@ Matrix log_softmax(const Matrix& x) {
   const std::int64_t L = x.shape().dim(-1), R = L > 0 ? x.numel() / L : 0;
   Matrix y = detail::allocate(engine, x.shape());
   Matrix row_max = detail::allocate(engine, Shape{R});
-  const std::uint32_t lanes = row_lanes(L);
-  ComputeDispatch d;
-  d.kernel = "ml/nn/log_softmax";
-  d.specialization = {lanes};
-  d.bindings = {BufferBinding::read(x.storage()), BufferBinding::write(y.storage()), BufferBinding::write(row_max.storage())};
-  d.push.u32(static_cast<std::uint32_t>(R)).u32(static_cast<std::uint32_t>(L));
-  d.groups = {row_groups(R, lanes), 1, 1};
-  engine.record(detail::semantic(kLogSoftmax, {&x}, {&y}), {&d, 1});
+  const auto ds = detail::lower_rows(engine, kLogSoftmax, R, L, [&](ComputeDispatch& d, const detail::RowChunk& c) {
+    d.kernel = "ml/nn/log_softmax";
+    d.bindings = {c.window(x.storage(), L, Access::Read), c.window(y.storage(), L, Access::Write),
+                  c.window(row_max.storage(), 1, Access::Write)};
+    d.push.u32(static_cast<std::uint32_t>(c.count)).u32(static_cast<std::uint32_t>(L));
+  });
+  engine.record(detail::semantic(kLogSoftmax, {&x}, {&y}), ds);
   autograd::record(kLogSoftmax, {x}, {y},
                    [sy = autograd::SavedValue(y), smax = autograd::SavedValue(row_max)](const std::vector<Matrix>& gy, const std::vector<bool>&) {
                      return std::vector<Matrix>{log_softmax_backward(gy[0], sy.get(), smax.get())};

@@ -79,17 +79,14 @@ Matrix cross_entropy(const Matrix& logits, const Matrix& targets, const CrossEnt
   Matrix stat = detail::allocate(engine, Shape{N, 2});  // per row: maximum, log(sum(exp(x - maximum)))
   Matrix sums = reduced ? detail::allocate(engine, Shape{2}) : Matrix();  // [total loss, rows counted]
   const auto rows = reduced ? engine.allocate(bytes_of(2 * N)) : loss.storage();
-  std::vector<ComputeDispatch> ds;
-  const std::uint32_t lanes = row_lanes(C);
-  ComputeDispatch d;
-  d.kernel = "ml/nn/cross_entropy";
-  d.specialization = {lanes, reduced};
-  d.bindings = {BufferBinding::read(logits.storage()), BufferBinding::read(targets.storage()), BufferBinding::write(stat.storage()),
-                BufferBinding::write(rows)};
-  d.push.u32(static_cast<std::uint32_t>(N)).u32(static_cast<std::uint32_t>(C));
-  d.push.i32(static_cast<std::int32_t>(options.ignore_index)).f32(static_cast<float>(options.label_smoothing));
-  d.groups = {row_groups(N, lanes), 1, 1};
-  ds.push_back(std::move(d));
+  std::vector<ComputeDispatch> ds = detail::lower_rows(engine, kCrossEntropy, N, C, [&](ComputeDispatch& d, const detail::RowChunk& c) {
+    d.kernel = "ml/nn/cross_entropy";
+    d.specialization.push_back(reduced);
+    d.bindings = {c.window(logits.storage(), C, Access::Read), c.window(targets.storage(), 1, Access::Read),
+                  c.window(stat.storage(), 2, Access::Write), c.window(rows, reduced ? 2 : 1, Access::Write)};
+    d.push.u32(static_cast<std::uint32_t>(c.count)).u32(static_cast<std::uint32_t>(C));
+    d.push.i32(static_cast<std::int32_t>(options.ignore_index)).f32(static_cast<float>(options.label_smoothing));
+  });
   if (reduced) {
     detail::sum_channels(engine, rows, N, 2, 1, sums.storage(), ds);
     ComputeDispatch f;

@@ -38,20 +38,19 @@ std::vector<Matrix> layer_norm_backward(const Matrix& gy, const Matrix& x, const
   if (need_x || need_w) {
     if (need_x) dx = detail::allocate(engine, x.shape());
     const auto dyxhat = need_w ? engine.allocate(bytes_of(x.numel())) : unused_output(engine);
-    const std::uint32_t lanes = row_lanes(D);
-    ComputeDispatch d;
-    d.kernel = "ml/nn/layer_norm_backward";
-    d.specialization = {lanes, weight.defined(), need_x, need_w};
-    d.bindings = {BufferBinding::read(x.storage()),
-                  BufferBinding::read(or_placeholder(weight, x)),
-                  BufferBinding::read(gy.storage()),
-                  BufferBinding::read(mu.storage()),
-                  BufferBinding::read(rstd.storage()),
-                  BufferBinding::write(need_x ? dx.storage() : unused_output(engine)),
-                  BufferBinding::write(dyxhat)};
-    d.push.u32(static_cast<std::uint32_t>(R)).u32(static_cast<std::uint32_t>(D));
-    d.groups = {row_groups(R, lanes), 1, 1};
-    ds.push_back(std::move(d));
+    const auto dxs = need_x ? dx.storage() : unused_output(engine);
+    ds = detail::lower_rows(engine, kLayerNorm, R, D, [&](ComputeDispatch& d, const detail::RowChunk& c) {
+      d.kernel = "ml/nn/layer_norm_backward";
+      for (const bool b : {weight.defined(), need_x, need_w}) d.specialization.push_back(b);
+      d.bindings = {c.window(x.storage(), D, Access::Read),
+                    BufferBinding::read(or_placeholder(weight, x)),
+                    c.window(gy.storage(), D, Access::Read),
+                    c.window(mu.storage(), 1, Access::Read),
+                    c.window(rstd.storage(), 1, Access::Read),
+                    need_x ? c.window(dxs, D, Access::Write) : BufferBinding::write(dxs),
+                    need_w ? c.window(dyxhat, D, Access::Write) : BufferBinding::write(dyxhat)};
+      d.push.u32(static_cast<std::uint32_t>(c.count)).u32(static_cast<std::uint32_t>(D));
+    });
     if (need_w) {
       dw = detail::allocate(engine, Shape{D});
       detail::sum_channels(engine, dyxhat, R, D, 1, dw.storage(), ds);
@@ -83,19 +82,18 @@ Matrix layer_norm(const Matrix& x, const Matrix& weight, const Matrix& bias, dou
   const Engine& engine = x.engine();
   Matrix y = detail::allocate(engine, x.shape());
   Matrix mu = detail::allocate(engine, Shape{R}), rstd = detail::allocate(engine, Shape{R});
-  const std::uint32_t lanes = row_lanes(D);
-  ComputeDispatch d;
-  d.kernel = "ml/nn/layer_norm";
-  d.specialization = {lanes, weight.defined(), bias.defined()};
-  d.bindings = {BufferBinding::read(x.storage()),          BufferBinding::read(or_placeholder(weight, x)),
-                BufferBinding::read(or_placeholder(bias, x)), BufferBinding::write(y.storage()),
-                BufferBinding::write(mu.storage()),         BufferBinding::write(rstd.storage())};
-  d.push.u32(static_cast<std::uint32_t>(R)).u32(static_cast<std::uint32_t>(D)).f32(static_cast<float>(eps));
-  d.groups = {row_groups(R, lanes), 1, 1};
+  const auto ds = detail::lower_rows(engine, kLayerNorm, R, D, [&](ComputeDispatch& d, const detail::RowChunk& c) {
+    d.kernel = "ml/nn/layer_norm";
+    for (const bool b : {weight.defined(), bias.defined()}) d.specialization.push_back(b);
+    d.bindings = {c.window(x.storage(), D, Access::Read),      BufferBinding::read(or_placeholder(weight, x)),
+                  BufferBinding::read(or_placeholder(bias, x)), c.window(y.storage(), D, Access::Write),
+                  c.window(mu.storage(), 1, Access::Write),     c.window(rstd.storage(), 1, Access::Write)};
+    d.push.u32(static_cast<std::uint32_t>(c.count)).u32(static_cast<std::uint32_t>(D)).f32(static_cast<float>(eps));
+  });
   SemanticOp op = detail::semantic(kLayerNorm, {&x}, {&y}, {{"eps", eps}});
   for (const Matrix* m : {&weight, &bias})
     if (m->defined()) op.inputs.push_back(m->shape());
-  engine.record(std::move(op), {&d, 1});
+  engine.record(std::move(op), ds);
 
   autograd::record(kLayerNorm, {x, weight, bias}, {y},
                    [sx = autograd::SavedValue(x), sw = autograd::SavedValue(weight), smu = autograd::SavedValue(mu),
