@@ -34,9 +34,11 @@ runtime::BufferBinding RowChunk::window(std::shared_ptr<runtime::Storage> storag
 }
 
 std::vector<runtime::ComputeDispatch> lower_rows(const Engine& engine, const char* op, std::int64_t rows, std::int64_t cols,
-                                                 const std::function<void(runtime::ComputeDispatch&, const RowChunk&)>& fill) {
+                                                 RowLanes policy, const std::function<void(runtime::ComputeDispatch&, const RowChunk&)>& fill) {
   std::uint32_t lanes = 1;
-  while (lanes < 256 && lanes < cols) lanes <<= 1;
+  if (policy == RowLanes::EightColumns) lanes = cols <= 64 ? 8u : cols <= 512 ? 64u : 256u;
+  else
+    while (lanes < 256 && lanes < cols) lanes <<= 1;
   const auto range = static_cast<std::int64_t>(std::min<std::uint64_t>(engine.device().max_storage_buffer_range, INT64_MAX));
   const std::int64_t row_bytes = cols * 4;
   std::int64_t per = rows;

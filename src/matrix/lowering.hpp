@@ -56,8 +56,8 @@ bool broadcast_layout(const Shape& big, const Shape& small, std::int64_t& channe
 
 // The one lowering of the row kernels (softmax, log_softmax, cross_entropy,
 // layer_norm; shaders/common/rows.glsl) over a row-major [rows, cols] tensor.
-// A row gets `lanes` invocations, the power of two at or above cols (at most
-// 256), as specialization constant 0, and a workgroup serves 256 / lanes rows.
+// A row gets `lanes` invocations (specialization constant 0) as RowLanes says,
+// and a workgroup serves 256 / lanes rows.
 // The rows are cut into chunks whose [count, cols] f32 windows fit the
 // device's maxStorageBufferRange; every chunk but the last holds a multiple of
 // 64 rows, so per-row windows of 4 or 8 bytes a row stay 256-byte aligned.
@@ -65,6 +65,11 @@ bool broadcast_layout(const Shape& big, const Shape& small, std::int64_t& channe
 // constants, bindings, push constants), binding its windows with
 // RowChunk::window. Throws ResourceExhausted naming `op` when one row exceeds
 // 1/64 of maxStorageBufferRange.
+// Invocations per row. PerColumn: the power of two at or above cols (at most
+// 256), for log_softmax, cross_entropy and layer_norm. EightColumns: 8 up to
+// 64 columns, 64 up to 512, 256 beyond, for the softmax kernels, where fewer
+// lanes per short row ran 2-3x faster on the H200 (rows of 77..512 columns).
+enum class RowLanes { PerColumn, EightColumns };
 struct RowChunk {
   std::int64_t first = 0;  // first row
   std::int64_t count = 0;  // rows
@@ -72,7 +77,7 @@ struct RowChunk {
   runtime::BufferBinding window(std::shared_ptr<runtime::Storage> storage, std::int64_t words, runtime::Access access) const;
 };
 std::vector<runtime::ComputeDispatch> lower_rows(const Engine& engine, const char* op, std::int64_t rows, std::int64_t cols,
-                                                 const std::function<void(runtime::ComputeDispatch&, const RowChunk&)>& fill);
+                                                 RowLanes lanes, const std::function<void(runtime::ComputeDispatch&, const RowChunk&)>& fill);
 
 // Row reductions for op lowerings (the passes of oa::matrix::sum, max and
 // argmax; shaders/matrix/reduce.comp): appends to `dispatches` the passes that

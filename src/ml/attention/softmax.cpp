@@ -17,7 +17,7 @@ std::vector<ComputeDispatch> lower_softmax(const Engine& engine, const char* op,
   if (r.mask.present && static_cast<std::uint64_t>(r.mask_values->numel()) * 4 > engine.device().max_storage_buffer_range)
     fail(ErrorKind::ResourceExhausted, "{}: mask {} exceeds this device's maxStorageBufferRange ({} bytes)", op,
          r.mask_values->shape(), engine.device().max_storage_buffer_range);
-  return detail::lower_rows(engine, op, r.rows, r.cols, [&](ComputeDispatch& d, const detail::RowChunk& c) {
+  return detail::lower_rows(engine, op, r.rows, r.cols, detail::RowLanes::EightColumns, [&](ComputeDispatch& d, const detail::RowChunk& c) {
     d.kernel = "ml/attention/softmax_forward";
     const BufferBinding xs = c.window(x.storage(), r.cols, runtime::Access::Read);
     d.bindings = {xs, r.mask.present ? BufferBinding::read(r.mask_values->storage()) : xs,
@@ -39,7 +39,7 @@ std::vector<ComputeDispatch> lower_softmax(const Engine& engine, const char* op,
 
 std::vector<ComputeDispatch> lower_softmax_backward(const Engine& engine, const char* op, std::int64_t rows, std::int64_t cols,
                                                     float scale, const Matrix& y, const Matrix& dy, const Matrix& dx) {
-  return detail::lower_rows(engine, op, rows, cols, [&](ComputeDispatch& d, const detail::RowChunk& c) {
+  return detail::lower_rows(engine, op, rows, cols, detail::RowLanes::EightColumns, [&](ComputeDispatch& d, const detail::RowChunk& c) {
     d.kernel = "ml/attention/softmax_backward";
     d.bindings = {c.window(y.storage(), cols, runtime::Access::Read), c.window(dy.storage(), cols, runtime::Access::Read),
                   c.window(dx.storage(), cols, runtime::Access::Write)};

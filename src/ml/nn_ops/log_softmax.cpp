@@ -15,7 +15,7 @@ Matrix log_softmax_backward(const Matrix& gy, const Matrix& y, const Matrix& row
   const Engine& engine = y.engine();
   const std::int64_t L = y.shape().dim(-1), R = L > 0 ? y.numel() / L : 0;
   Matrix dx = detail::allocate(engine, y.shape());
-  const auto ds = detail::lower_rows(engine, kLogSoftmax, R, L, [&](ComputeDispatch& d, const detail::RowChunk& c) {
+  const auto ds = detail::lower_rows(engine, kLogSoftmax, R, L, detail::RowLanes::PerColumn, [&](ComputeDispatch& d, const detail::RowChunk& c) {
     d.kernel = "ml/nn/log_softmax_backward";
     d.bindings = {c.window(y.storage(), L, Access::Read), c.window(row_max.storage(), 1, Access::Read),
                   c.window(gy.storage(), L, Access::Read), c.window(dx.storage(), L, Access::Write)};
@@ -35,7 +35,7 @@ Matrix log_softmax(const Matrix& x) {
   const std::int64_t L = x.shape().dim(-1), R = L > 0 ? x.numel() / L : 0;
   Matrix y = detail::allocate(engine, x.shape());
   Matrix row_max = detail::allocate(engine, Shape{R});
-  const auto ds = detail::lower_rows(engine, kLogSoftmax, R, L, [&](ComputeDispatch& d, const detail::RowChunk& c) {
+  const auto ds = detail::lower_rows(engine, kLogSoftmax, R, L, detail::RowLanes::PerColumn, [&](ComputeDispatch& d, const detail::RowChunk& c) {
     d.kernel = "ml/nn/log_softmax";
     d.bindings = {c.window(x.storage(), L, Access::Read), c.window(y.storage(), L, Access::Write),
                   c.window(row_max.storage(), 1, Access::Write)};

@@ -79,7 +79,7 @@ Matrix cross_entropy(const Matrix& logits, const Matrix& targets, const CrossEnt
   Matrix stat = detail::allocate(engine, Shape{N, 2});  // per row: maximum, log(sum(exp(x - maximum)))
   Matrix sums = reduced ? detail::allocate(engine, Shape{2}) : Matrix();  // [total loss, rows counted]
   const auto rows = reduced ? engine.allocate(bytes_of(2 * N)) : loss.storage();
-  std::vector<ComputeDispatch> ds = detail::lower_rows(engine, kCrossEntropy, N, C, [&](ComputeDispatch& d, const detail::RowChunk& c) {
+  std::vector<ComputeDispatch> ds = detail::lower_rows(engine, kCrossEntropy, N, C, detail::RowLanes::PerColumn, [&](ComputeDispatch& d, const detail::RowChunk& c) {
     d.kernel = "ml/nn/cross_entropy";
     d.specialization.push_back(reduced);
     d.bindings = {c.window(logits.storage(), C, Access::Read), c.window(targets.storage(), 1, Access::Read),

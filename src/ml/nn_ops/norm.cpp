@@ -39,7 +39,7 @@ std::vector<Matrix> layer_norm_backward(const Matrix& gy, const Matrix& x, const
     if (need_x) dx = detail::allocate(engine, x.shape());
     const auto dyxhat = need_w ? engine.allocate(bytes_of(x.numel())) : unused_output(engine);
     const auto dxs = need_x ? dx.storage() : unused_output(engine);
-    ds = detail::lower_rows(engine, kLayerNorm, R, D, [&](ComputeDispatch& d, const detail::RowChunk& c) {
+    ds = detail::lower_rows(engine, kLayerNorm, R, D, detail::RowLanes::PerColumn, [&](ComputeDispatch& d, const detail::RowChunk& c) {
       d.kernel = "ml/nn/layer_norm_backward";
       for (const bool b : {weight.defined(), need_x, need_w}) d.specialization.push_back(b);
       d.bindings = {c.window(x.storage(), D, Access::Read),
@@ -82,7 +82,7 @@ Matrix layer_norm(const Matrix& x, const Matrix& weight, const Matrix& bias, dou
   const Engine& engine = x.engine();
   Matrix y = detail::allocate(engine, x.shape());
   Matrix mu = detail::allocate(engine, Shape{R}), rstd = detail::allocate(engine, Shape{R});
-  const auto ds = detail::lower_rows(engine, kLayerNorm, R, D, [&](ComputeDispatch& d, const detail::RowChunk& c) {
+  const auto ds = detail::lower_rows(engine, kLayerNorm, R, D, detail::RowLanes::PerColumn, [&](ComputeDispatch& d, const detail::RowChunk& c) {
     d.kernel = "ml/nn/layer_norm";
     for (const bool b : {weight.defined(), bias.defined()}) d.specialization.push_back(b);
     d.bindings = {c.window(x.storage(), D, Access::Read),      BufferBinding::read(or_placeholder(weight, x)),
