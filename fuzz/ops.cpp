@@ -317,6 +317,7 @@ std::vector<Matrix> call_op(Input& in, Operands& x, const Engine& engine) {
     // Neural-network ops and losses.
     case 44: {
       const Matrix a = x.matrix(), w = x.matrix(), b = x.matrix();
+      if (in.flag()) return {rms_norm(a, w, in.real())};
       return {layer_norm(a, w, b, in.real())};
     }
     case 45: {

@@ -14,7 +14,7 @@
 //   Matrix clamp(const Matrix& x, float low, float high) { return apply(kClamp, {x}, {low, high})[0]; }
 //
 // apply() checks, before anything is allocated or recorded, that every input
-// is defined and on the first input's engine and that a lowering exists for
+// is defined (or optional and absent) and on the first input's engine and that a lowering exists for
 // the first input's dtype (InvalidArgument naming the op and the argument);
 // infer() does the op's own checks. Then it allocates the outputs, records
 // the lowering's dispatches as one semantic op (attributes from the fields)
@@ -89,9 +89,13 @@ std::vector<OpAttribute> attribute_values(const A& a) {
 
 // ── The declaration ──────────────────────────────────────────────────────────
 
+// An output. An auxiliary output (after the op's results: statistics such as
+// a norm's per-row rstd) is written by the lowering and read by the backward
+// only: the caller, the trace and the autograd graph see the results alone.
 struct OutputSpec {
   Shape shape;
   DType dtype = DType::F32;
+  bool auxiliary = false;
 };
 
 // One call of an op: its inputs (defined, on one engine) and attributes.
@@ -108,8 +112,8 @@ struct Saves {
   std::vector<bool> inputs, outputs;
 };
 
-// One backward call: the saved inputs and outputs (undefined where saves()
-// did not name them), every input's shape, the output gradients and which
+// One backward call: the saved inputs and outputs (auxiliary ones included;
+// undefined where saves() did not name them), every input's shape, the output gradients and which
 // input gradients are needed.
 template <class A>
 struct BackwardCall {
@@ -130,11 +134,19 @@ struct BackwardCall {
 template <class A>
 using Lowering = std::function<void(const OpCall<A>&, const std::vector<Matrix>& outputs, std::vector<runtime::ComputeDispatch>&)>;
 
+// An input: its argument name, and whether it may be an undefined Matrix
+// (an absent optional operand, such as a norm's weight).
+struct InputSpec {
+  InputSpec(const char* n, bool opt = false) : name(n), optional(opt) {}  // NOLINT: implicit, so {"x", "w"} lists inputs
+  const char* name;
+  bool optional;
+};
+
 template <class A>
 struct OpDef {
-  const char* name;                 // the C++ name, "oa::matrix::exp"
-  std::vector<const char*> inputs;  // argument names, in order (the arity)
-  int outputs = 1;
+  const char* name;               // the C++ name, "oa::matrix::exp"
+  std::vector<InputSpec> inputs;  // in order (the arity); the first is required
+  int outputs = 1;  // results, not counting auxiliary outputs
   // The op's own checks (throwing InvalidArgument naming the op, the argument
   // and the shapes) and the shape and dtype of each output.
   std::function<std::vector<OutputSpec>(const OpCall<A>&)> infer;
@@ -151,7 +163,9 @@ template <class A>
 struct Op {
   OpDef<A> def;
   explicit Op(OpDef<A> d) : def(std::move(d)) {
-    register_contract({def.name, static_cast<int>(def.inputs.size()), def.outputs, attribute_specs<A>()});
+    bool variadic = false;  // the semantic op lists the inputs given
+    for (const auto& in : def.inputs) variadic = variadic || in.optional;
+    register_contract({def.name, variadic ? -1 : static_cast<int>(def.inputs.size()), def.outputs, attribute_specs<A>()});
   }
 };
 
@@ -163,7 +177,8 @@ std::vector<Matrix> apply(const Op<A>& op, std::vector<Matrix> inputs, const A& 
   if (inputs.size() != def.inputs.size())
     fail(ErrorKind::Internal, "{}: called with {} inputs; it takes {}", def.name, inputs.size(), def.inputs.size());
   for (std::size_t i = 0; i < inputs.size(); ++i) {
-    require_defined(inputs[i], def.name, def.inputs[i]);
+    if (!inputs[i].defined() && def.inputs[i].optional) continue;
+    require_defined(inputs[i], def.name, def.inputs[i].name);
     if (i > 0) require_same_engine(inputs[0], inputs[i], def.name);
   }
   const Engine& engine = inputs[0].engine();
@@ -174,18 +189,22 @@ std::vector<Matrix> apply(const Op<A>& op, std::vector<Matrix> inputs, const A& 
     supported += (supported.empty() ? "" : ", ") + std::string(to_string(dtype));
   }
   if (!lowering)
-    fail(ErrorKind::InvalidArgument, "{}: {} must be {}; found {} {}", def.name, def.inputs[0], supported, to_string(inputs[0].dtype()),
-         inputs[0].shape());
+    fail(ErrorKind::InvalidArgument, "{}: {} must be {}; found {} {}", def.name, def.inputs[0].name, supported,
+         to_string(inputs[0].dtype()), inputs[0].shape());
   const OpCall<A> call{def.name, inputs, attributes, engine};
   const std::vector<OutputSpec> specs = def.infer(call);
-  std::vector<Matrix> outputs;
-  for (const auto& s : specs) outputs.push_back(allocate(engine, s.shape, s.dtype));
+  std::vector<Matrix> outputs, results;
+  for (const auto& s : specs) {
+    outputs.push_back(allocate(engine, s.shape, s.dtype));
+    if (!s.auxiliary) results.push_back(outputs.back());
+  }
   std::vector<runtime::ComputeDispatch> dispatches;
   (*lowering)(call, outputs, dispatches);
   SemanticOp sop;
   sop.name = def.name;
-  for (const auto& m : inputs) sop.inputs.push_back(m.shape());
-  for (const auto& m : outputs) sop.outputs.push_back(m.shape());
+  for (const auto& m : inputs)
+    if (m.defined()) sop.inputs.push_back(m.shape());
+  for (const auto& m : results) sop.outputs.push_back(m.shape());
   sop.attributes = attribute_values(attributes);
   engine.record(std::move(sop), dispatches);
   if (def.backward && autograd::needs_record(inputs)) {
@@ -198,9 +217,9 @@ std::vector<Matrix> apply(const Op<A>& op, std::vector<Matrix> inputs, const A& 
         out.push_back(i < which.size() && which[i] ? autograd::SavedValue(ms[i]) : autograd::SavedValue());
       return out;
     };
-    std::vector<Shape> shapes;
-    for (const auto& m : inputs) shapes.push_back(m.shape());
-    autograd::record(def.name, inputs, outputs,
+    std::vector<Shape> shapes;  // [] for an absent input
+    for (const auto& m : inputs) shapes.push_back(m.defined() ? m.shape() : Shape{});
+    autograd::record(def.name, inputs, results,
                      [&def, attributes, saved_in = keep(inputs, saves.inputs), saved_out = keep(outputs, saves.outputs),
                       shapes](const std::vector<Matrix>& gy, const std::vector<bool>& needed) {
                        auto get = [](const std::vector<autograd::SavedValue>& vs) {
@@ -212,7 +231,7 @@ std::vector<Matrix> apply(const Op<A>& op, std::vector<Matrix> inputs, const A& 
                        return def.backward(BackwardCall<A>{def.name, attributes, in, out, shapes, gy, needed});
                      });
   }
-  return outputs;
+  return results;
 }
 
 }  // namespace oa::detail

@@ -1,4 +1,4 @@
-// layer_norm and batch_norm_2d against the f64 references, with gradient checks.
+// layer_norm, rms_norm and batch_norm_2d against the f64 references, with gradient checks.
 #include "ml/nn_common.hpp"
 
 namespace {
@@ -42,6 +42,57 @@ TEST(NnLayerNorm, GradientsForInputWeightAndBias) {
   gradcheck({random_input({4, 6}, 18, -1, 1, false), random_input({6}, 19), random_input({6}, 20)},
             [](const std::vector<Matrix>& in) { return ml::layer_norm(in[0], in[1], in[2]); },
             [](const std::vector<std::vector<double>>& in) { return ref::layer_norm(in[0], 6, in[1], in[2], 1e-5); });
+}
+
+TEST(NnRmsNorm, ForwardMatchesReferenceForShortAndLongRows) {
+  for (std::int64_t D : {1, 3, 17, 256, 700}) {
+    for (bool affine : {true, false}) {
+      SCOPED_TRACE(testing::Message() << "D " << D << " affine " << affine);
+      const Shape shape{2, 3, D};
+      const auto x = test_values(shape.numel(), 7 + D, -2.0, 3.0);
+      const auto w = test_values(D, 8);
+      const Matrix mx = Matrix::from_vector(shape, x), mw = affine ? Matrix::from_vector({D}, w) : Matrix();
+      Matrix y;
+      const auto ops = traced([&] { y = ml::rms_norm(mx, mw, 1e-6); });
+      expect_trace(ops, {{"oa::ml::rms_norm", 1}});
+      EXPECT_EQ(ops[0].inputs.size(), affine ? 2u : 1u);
+      EXPECT_EQ(ops[0].outputs.size(), 1u);
+      EXPECT_TRUE(y.shape() == shape);
+      EXPECT_TRUE(oa_test::near(y.to_vector(), ref::rms_norm(f64(x), D, affine ? f64(w) : std::vector<double>{}, 1e-6), 2e-5, 1e-4));
+    }
+  }
+  // Without eps: float32's machine epsilon, as torch.nn.functional.rms_norm.
+  const auto x = test_values(12, 9);
+  EXPECT_TRUE(oa_test::near(ml::rms_norm(Matrix::from_vector({3, 4}, x)).to_vector(),
+                            ref::rms_norm(f64(x), 4, {}, std::numeric_limits<float>::epsilon()), 2e-5, 1e-4));
+}
+
+TEST(NnRmsNorm, GradientsForInputAndWeight) {
+  for (std::int64_t D : {1, 5, 300}) {
+    SCOPED_TRACE(testing::Message() << "D " << D);
+    gradcheck({random_input({3, D}, 21, -2, 2), random_input({D}, 22)},
+              [](const std::vector<Matrix>& in) { return ml::rms_norm(in[0], in[1], 1e-5); },
+              [D](const std::vector<std::vector<double>>& in) { return ref::rms_norm(in[0], D, in[1], 1e-5); });
+  }
+  gradcheck({random_input({2, 2, 7}, 23)}, [](const std::vector<Matrix>& in) { return ml::rms_norm(in[0], Matrix(), 1e-3); },
+            [](const std::vector<std::vector<double>>& in) { return ref::rms_norm(in[0], 7, {}, 1e-3); });
+  gradcheck({random_input({4, 6}, 24, -1, 1, false), random_input({6}, 25)},
+            [](const std::vector<Matrix>& in) { return ml::rms_norm(in[0], in[1], 1e-5); },
+            [](const std::vector<std::vector<double>>& in) { return ref::rms_norm(in[0], 6, in[1], 1e-5); });
+}
+
+TEST(NnRmsNorm, BadArgumentsNameTheOpAndRecordNothing) {
+  const Matrix x = Matrix::zeros({2, 4});
+  const auto ops = traced([&] {
+    EXPECT_TRUE(oa_test::throws([&] { ml::rms_norm(x, Matrix::ones({3})); }, oa::ErrorKind::InvalidArgument,
+                                {"oa::ml::rms_norm", "weight", "[3]"}));
+    EXPECT_TRUE(oa_test::throws([&] { ml::rms_norm(x, Matrix(), -1.0); }, oa::ErrorKind::InvalidArgument, {"oa::ml::rms_norm", "eps"}));
+    EXPECT_TRUE(oa_test::throws([&] { ml::rms_norm(Matrix::zeros({})); }, oa::ErrorKind::InvalidArgument, {"oa::ml::rms_norm", "rank"}));
+    EXPECT_TRUE(oa_test::throws([&] { ml::rms_norm(Matrix::from_i32({2}, std::vector<std::int32_t>{1, 2})); },
+                                oa::ErrorKind::InvalidArgument, {"oa::ml::rms_norm", "x", "f32", "i32"}));
+    EXPECT_TRUE(oa_test::throws([&] { ml::rms_norm(Matrix()); }, oa::ErrorKind::InvalidArgument, {"oa::ml::rms_norm", "x"}));
+  });
+  EXPECT_TRUE(ops.empty());
 }
 
 // Offsets and spreads (in f32 ulps of the offset) for the normalisation tests:

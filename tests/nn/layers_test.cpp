@@ -1,8 +1,9 @@
-// LayerNorm, BatchNorm2d, pooling, Embedding and Dropout modules: forward
+// LayerNorm, RMSNorm, BatchNorm2d, pooling, Embedding and Dropout modules: forward
 // against the f64 references, gradients, modes and initialisation.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <memory>
 
 #include "oa/ml/nn/dropout.hpp"
@@ -34,6 +35,17 @@ TEST(NnNormModule, LayerNorm) {
   EXPECT_EQ(plain.parameter_count(), 0);
   oa::test::module_gradcheck(plain, oa::test::random_input({7, 5}, 2),
                              [](const Args& v) { return ref::layer_norm(v[0], 5, {}, {}, 1e-3); });
+}
+
+TEST(NnNormModule, RMSNorm) {
+  RMSNorm norm(6, 1e-5);
+  EXPECT_TRUE(oa_test::near(norm.weight().value().to_vector(), std::vector<double>(6, 1.0), 0, 0));
+  oa::test::module_gradcheck(norm, oa::test::random_input({3, 4, 6}, 4), [](const Args& v) { return ref::rms_norm(v[0], 6, v[1], 1e-5); });
+  RMSNorm plain(5, {}, false);
+  EXPECT_EQ(plain.parameter_count(), 0);
+  oa::test::module_gradcheck(plain, oa::test::random_input({7, 5}, 5),
+                             [](const Args& v) { return ref::rms_norm(v[0], 5, {}, std::numeric_limits<float>::epsilon()); });
+  EXPECT_TRUE(oa_test::throws([] { RMSNorm(0); }, oa::ErrorKind::InvalidArgument, {"RMSNorm", "normalized_dim"}));
 }
 
 TEST(NnNormModule, BatchNorm2dTrainingUsesBatchStatisticsAndUpdatesRunningOnes) {

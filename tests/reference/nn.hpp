@@ -33,6 +33,19 @@ inline std::vector<double> layer_norm(const std::vector<double>& x, std::int64_t
   return y;
 }
 
+// RMS normalisation of each row of x [R, D]; empty weight means 1.
+inline std::vector<double> rms_norm(const std::vector<double>& x, std::int64_t D, const std::vector<double>& weight, double eps) {
+  std::vector<double> y(x.size());
+  const std::int64_t R = static_cast<std::int64_t>(x.size()) / D;
+  for (std::int64_t r = 0; r < R; ++r) {
+    double ms = 0;
+    for (std::int64_t j = 0; j < D; ++j) ms += x[r * D + j] * x[r * D + j];
+    const double inv = 1.0 / std::sqrt(ms / static_cast<double>(D) + eps);
+    for (std::int64_t j = 0; j < D; ++j) y[r * D + j] = x[r * D + j] * inv * (weight.empty() ? 1.0 : weight[j]);
+  }
+  return y;
+}
+
 struct NormGradients {
   std::vector<double> dx, dweight, dbias;
 };

@@ -7,7 +7,7 @@
 //   oa/ml/attention.hpp   bmm, bmm_nt, bmm_tn, split_heads, merge_heads, softmax_scaled_masked,
 //                         scaled_dot_product_attention, flash_attention
 //   oa/ml/linear.hpp      linear
-//   oa/ml/norm.hpp        layer_norm, batch_norm_2d
+//   oa/ml/norm.hpp        layer_norm, rms_norm, batch_norm_2d
 //   oa/ml/pool.hpp        max_pool_2d, avg_pool_2d, global_avg_pool_2d
 //   oa/ml/activation.hpp  log_softmax
 //   oa/ml/embedding.hpp   embedding

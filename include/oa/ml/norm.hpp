@@ -1,7 +1,8 @@
 #pragma once
-// Normalisation (oa::ml): layer_norm, batch_norm_2d.
+// Normalisation (oa::ml): layer_norm, rms_norm, batch_norm_2d.
 // Conventions (dtypes, trace, extreme values, errors): oa/ml/functional.hpp.
 #include <cstdint>
+#include <optional>
 
 #include "oa/matrix/matrix.hpp"
 
@@ -18,6 +19,16 @@ namespace oa::ml {
 // Gradients for x, weight and bias. Semantic op "oa::ml::layer_norm",
 // attribute eps; its inputs are x and the weight and bias that are given.
 Matrix layer_norm(const Matrix& x, const Matrix& weight, const Matrix& bias, double eps = 1e-5);
+
+// Root-mean-square normalisation over the last axis (Zhang and Sennrich 2019;
+// torch.nn.functional.rms_norm with normalized_shape = [D]):
+//   y = x / sqrt(mean(x^2) + eps) * weight,
+// the mean taken over each row of x [..., D]. weight [D] or undefined
+// (weight 1). eps >= 0; without one, the f32 machine epsilon (2^-23, as
+// PyTorch's default eps=None). x of any rank >= 1 with D >= 1. Gradients for x
+// and weight. Semantic op "oa::ml::rms_norm", attribute eps; its inputs are x
+// and the weight when given. Errors as layer_norm.
+Matrix rms_norm(const Matrix& x, const Matrix& weight = Matrix(), std::optional<double> eps = {});
 
 // Batch normalisation of NCHW activations (Ioffe and Szegedy 2015;
 // torch.nn.functional.batch_norm): per channel c,

@@ -7,12 +7,15 @@
 // The shift cancels a large common offset before anything is rounded at its
 // magnitude. The row's invocations reduce cooperatively (common/rows.glsl); a NaN
 // makes the row's outputs NaN. Writes mu and rstd per row for the backward
-// pass. HAS_WEIGHT / HAS_BIAS: without them weight 1, bias 0 (their bindings
-// are then placeholders and never read).
+// pass (rstd only without CENTER). HAS_WEIGHT / HAS_BIAS: without them weight 1, bias 0 (their bindings
+// are then placeholders and never read). CENTER false gives RMS normalisation
+// (Zhang & Sennrich 2019; torch.nn.functional.rms_norm): k = mu = 0, so
+// rstd = 1 / sqrt(sum(x^2) / D + eps) and y = x * rstd * weight.
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 layout(constant_id = 1) const bool HAS_WEIGHT = true;
 layout(constant_id = 2) const bool HAS_BIAS = true;
+layout(constant_id = 3) const bool CENTER = true;
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) readonly buffer W { float w[]; };
 layout(std430, binding = 2) readonly buffer B { float b[]; };
@@ -26,11 +29,14 @@ void main() {
   const uint row = rows_row(), lane = rows_lane();
   const bool live = row < pc.R;
   const uint base = row * pc.D;
-  const float k = live ? x[base] : 0.0;
-  float s = 0.0;
-  if (live)
-    for (uint j = lane; j < pc.D; j += LANES) s += x[base + j] - k;
-  const float mu = rows_sum(s) / float(pc.D);
+  const float k = CENTER && live ? x[base] : 0.0;
+  float mu = 0.0;
+  if (CENTER) {
+    float s = 0.0;
+    if (live)
+      for (uint j = lane; j < pc.D; j += LANES) s += x[base + j] - k;
+    mu = rows_sum(s) / float(pc.D);
+  }
   float q = 0.0;
   if (live)
     for (uint j = lane; j < pc.D; j += LANES) {
@@ -46,7 +52,7 @@ void main() {
     y[base + j] = v;
   }
   if (lane == 0u) {
-    mu_out[row] = mu;
+    if (CENTER) mu_out[row] = mu;  // else the binding is a placeholder
     rstd_out[row] = rstd;
   }
 }

@@ -5,12 +5,15 @@
 //   dx = rstd * (g - sum(g) / D - xhat * sum(g * xhat) / D),
 // the two sums reduced cooperatively (common/rows.glsl). WRITE_DX: write dx.
 // WRITE_DYXHAT: also write dy * xhat, whose column sums give the weight
-// gradient (the bias gradient is the column sums of dy).
+// gradient (the bias gradient is the column sums of dy). CENTER false: RMS
+// normalisation (layer_norm.comp), k = mu = 0 and no sum(g) term (mu is not read):
+//   dx = rstd * (g - xhat * sum(g * xhat) / D).
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 layout(constant_id = 1) const bool HAS_WEIGHT = true;
 layout(constant_id = 2) const bool WRITE_DX = true;
 layout(constant_id = 3) const bool WRITE_DYXHAT = true;
+layout(constant_id = 4) const bool CENTER = true;
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) readonly buffer W { float w[]; };
 layout(std430, binding = 2) readonly buffer DY { float dy[]; };
@@ -25,7 +28,7 @@ void main() {
   const uint row = rows_row(), lane = rows_lane();
   const bool live = row < pc.R;
   const uint base = row * pc.D;
-  const float k = live ? x[base] : 0.0, mu = live ? mu_in[row] : 0.0, rstd = live ? rstd_in[row] : 0.0;
+  const float k = CENTER && live ? x[base] : 0.0, mu = CENTER && live ? mu_in[row] : 0.0, rstd = live ? rstd_in[row] : 0.0;
   if (WRITE_DYXHAT && live)
     for (uint j = lane; j < pc.D; j += LANES) dyxhat[base + j] = dy[base + j] * ((x[base + j] - k) - mu) * rstd;
   if (!WRITE_DX) return;
@@ -37,7 +40,7 @@ void main() {
       sgx += g * ((x[base + j] - k) - mu) * rstd;
     }
   const float inv_d = 1.0 / float(pc.D);
-  const float mg = rows_sum(sg) * inv_d, mgx = rows_sum(sgx) * inv_d;
+  const float mg = CENTER ? rows_sum(sg) * inv_d : 0.0, mgx = rows_sum(sgx) * inv_d;
   if (!live) return;
   for (uint j = lane; j < pc.D; j += LANES) {
     const float g = HAS_WEIGHT ? dy[base + j] * w[j] : dy[base + j];

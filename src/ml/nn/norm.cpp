@@ -17,6 +17,16 @@ LayerNorm::LayerNorm(std::int64_t normalized_dim, double eps, bool elementwise_a
 
 Matrix LayerNorm::forward(const Matrix& x) { return layer_norm(x, weight_.value(), bias_.value(), eps_); }
 
+RMSNorm::RMSNorm(std::int64_t normalized_dim, std::optional<double> eps, bool elementwise_affine, std::optional<Engine> engine)
+    : eps_(eps) {
+  if (normalized_dim < 1 || (eps && !(*eps >= 0)))
+    fail(ErrorKind::InvalidArgument, "oa::ml::nn::RMSNorm: normalized_dim {} must be >= 1 and eps {} >= 0", normalized_dim,
+         eps ? fmt::format("{}", *eps) : std::string("(unset)"));
+  if (elementwise_affine) weight_ = register_parameter("weight", init::ones(Shape{normalized_dim}, engine));
+}
+
+Matrix RMSNorm::forward(const Matrix& x) { return rms_norm(x, weight_.value(), eps_); }
+
 BatchNorm2d::BatchNorm2d(std::int64_t num_features, double eps, double momentum, bool affine, std::optional<Engine> engine)
     : eps_(eps), momentum_(momentum) {
   if (num_features < 1 || !(eps >= 0) || !(momentum >= 0 && momentum <= 1))

@@ -1,7 +1,10 @@
 // layer_norm and batch_norm_2d: validation, forward and backward lowerings,
 // autograd rules.
 #include <cmath>
+#include <limits>
+#include <optional>
 
+#include "matrix/op_def.hpp"
 #include "ml/nn_ops/common.hpp"
 
 namespace oa::ml {
@@ -101,6 +104,85 @@ Matrix layer_norm(const Matrix& x, const Matrix& weight, const Matrix& bias, dou
                      return layer_norm_backward(gy[0], sx.get(), sw.get(), smu.get(), srstd.get(), needs);
                    });
   return y;
+}
+
+// ── rms_norm ────────────────────────────────────────────────────────────────
+
+namespace {
+
+struct RmsNormAttributes {
+  double eps = 0;
+  static constexpr auto fields = std::tuple{detail::field("eps", &RmsNormAttributes::eps)};
+};
+
+// layer_norm's kernels without centring (CENTER false): outputs y and the
+// auxiliary per-row rstd that the backward reads.
+const detail::Op<RmsNormAttributes> kRmsNorm{
+    {.name = "oa::ml::rms_norm",
+     .inputs = {"x", {"weight", true}},
+     .infer = [](const detail::OpCall<RmsNormAttributes>& c) {
+       const Matrix &x = c.inputs[0], &weight = c.inputs[1];
+       if (x.rank() == 0 || x.shape().dim(-1) == 0)
+         fail(ErrorKind::InvalidArgument, "{}: x {} must have rank >= 1 and a nonzero last axis", c.name, x.shape());
+       const std::int64_t D = x.shape().dim(-1);
+       if (weight.defined()) require_vector(weight, D, x, c.name, "weight");
+       require_range(c.attributes.eps, 0.0, HUGE_VAL, x, c.name, "eps");
+       detail::shader_u32(x.numel(), "element count of x", c.name);
+       return std::vector<detail::OutputSpec>{{x.shape()}, {Shape{x.numel() / D}, DType::F32, true}};
+     },
+     .lower = {{DType::F32,
+                [](const detail::OpCall<RmsNormAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+                  const Matrix &x = c.inputs[0], &weight = c.inputs[1];
+                  const std::int64_t D = x.shape().dim(-1), R = x.numel() / D;
+                  const auto rows = detail::lower_rows(c.engine, c.name, R, D, detail::RowLanes::PerColumn, [&](ComputeDispatch& d, const detail::RowChunk& r) {
+                    d.kernel = "ml/nn/layer_norm";
+                    for (const bool b : {weight.defined(), false, false}) d.specialization.push_back(b);  // no bias, no centring
+                    d.bindings = {r.window(x.storage(), D, Access::Read),          BufferBinding::read(or_placeholder(weight, x)),
+                                  BufferBinding::read(x.storage()),                r.window(out[0].storage(), D, Access::Write),
+                                  BufferBinding::write(unused_output(c.engine)),   r.window(out[1].storage(), 1, Access::Write)};
+                    d.push.u32(static_cast<std::uint32_t>(r.count)).u32(static_cast<std::uint32_t>(D)).f32(static_cast<float>(c.attributes.eps));
+                  });
+                  ds.insert(ds.end(), rows.begin(), rows.end());
+                }}},
+     .saves = [](const detail::OpCall<RmsNormAttributes>&, const std::vector<bool>&) {
+       return detail::Saves{{true, true}, {false, true}};
+     },
+     .backward = [](const detail::BackwardCall<RmsNormAttributes>& c) {
+       const Matrix &gy = c.grad_outputs[0], &x = c.inputs[0], &weight = c.inputs[1], &rstd = c.outputs[1];
+       const Engine& engine = x.engine();
+       const std::int64_t D = x.shape().dim(-1), R = x.numel() / D;
+       const bool need_x = c.needs[0], need_w = c.needs[1];
+       Matrix dx, dw;
+       if (need_x) dx = detail::allocate(engine, x.shape());
+       const auto dyxhat = need_w ? engine.allocate(bytes_of(x.numel())) : unused_output(engine);
+       const auto dxs = need_x ? dx.storage() : unused_output(engine);
+       auto ds = detail::lower_rows(engine, c.name, R, D, detail::RowLanes::PerColumn, [&](ComputeDispatch& d, const detail::RowChunk& r) {
+         d.kernel = "ml/nn/layer_norm_backward";
+         for (const bool b : {weight.defined(), need_x, need_w, false}) d.specialization.push_back(b);  // no centring
+         d.bindings = {r.window(x.storage(), D, Access::Read),
+                       BufferBinding::read(or_placeholder(weight, x)),
+                       r.window(gy.storage(), D, Access::Read),
+                       BufferBinding::read(x.storage()),  // mu: not read without centring
+                       r.window(rstd.storage(), 1, Access::Read),
+                       need_x ? r.window(dxs, D, Access::Write) : BufferBinding::write(dxs),
+                       need_w ? r.window(dyxhat, D, Access::Write) : BufferBinding::write(dyxhat)};
+         d.push.u32(static_cast<std::uint32_t>(r.count)).u32(static_cast<std::uint32_t>(D));
+       });
+       if (need_w) {
+         dw = detail::allocate(engine, Shape{D});
+         detail::sum_channels(engine, dyxhat, R, D, 1, dw.storage(), ds);
+       }
+       SemanticOp op = detail::semantic(c.name, {&gy, &x, &rstd}, {}, {}, true);
+       for (const Matrix* g : {&dx, &dw})
+         if (g->defined()) op.outputs.push_back(g->shape());
+       engine.record(std::move(op), ds);
+       return std::vector<Matrix>{dx, dw};
+     }}};
+
+}  // namespace
+
+Matrix rms_norm(const Matrix& x, const Matrix& weight, std::optional<double> eps) {
+  return detail::apply(kRmsNorm, {x, weight}, {eps.value_or(std::numeric_limits<float>::epsilon())})[0];
 }
 
 // ── batch_norm_2d ───────────────────────────────────────────────────────────

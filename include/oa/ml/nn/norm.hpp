@@ -1,7 +1,7 @@
 #pragma once
-// Normalisation modules (torch.nn.LayerNorm over the last axis,
-// torch.nn.BatchNorm2d) over oa::ml::layer_norm and oa::ml::batch_norm_2d
-// (oa/ml/functional.hpp). Affine parameters start at weight 1 and bias 0, as in
+// Normalisation modules (torch.nn.LayerNorm and torch.nn.RMSNorm over the
+// last axis, torch.nn.BatchNorm2d) over oa::ml::layer_norm, rms_norm and
+// batch_norm_2d (oa/ml/norm.hpp). Affine parameters start at weight 1 and bias 0, as in
 // PyTorch.
 #include <cstdint>
 #include <optional>
@@ -26,6 +26,23 @@ class LayerNorm : public Module {
  private:
   double eps_;
   Parameter weight_, bias_;
+};
+
+// RMS-normalises each row of x [..., D] (normalized_shape = [D]). Parameter
+// `weight` [D] when elementwise_affine. eps: as oa::ml::rms_norm (unset: the
+// f32 machine epsilon). Throws InvalidArgument for D below 1 or eps below 0.
+class RMSNorm : public Module {
+ public:
+  explicit RMSNorm(std::int64_t normalized_dim, std::optional<double> eps = {}, bool elementwise_affine = true,
+                   std::optional<Engine> engine = {});
+  Matrix forward(const Matrix& x) override;
+  std::string type_name() const override { return "RMSNorm"; }
+  const Parameter& weight() const { return weight_; }  // undefined without elementwise_affine
+  std::optional<double> eps() const { return eps_; }
+
+ private:
+  std::optional<double> eps_;
+  Parameter weight_;
 };
 
 // Normalises each channel of x [N, C, H, W]: with the batch statistics in
