@@ -118,7 +118,7 @@ Reduction reduction(Input& in) { return static_cast<Reduction>(in.byte() % 3); }
 // Calls the op chosen by the input; returns its results.
 std::vector<Matrix> call_op(Input& in, Operands& x, const Engine& engine) {
   const std::uint8_t op = in.byte();
-  switch (op % 58) {
+  switch (op % 61) {
     // Creation.
     case 0: return {Matrix::zeros(x.shape(), engine)};
     case 1: return {Matrix::full(x.shape(), in.real(), engine)};
@@ -333,7 +333,7 @@ std::vector<Matrix> call_op(Input& in, Operands& x, const Engine& engine) {
       o.kernel_size = x.pair();
       if (in.flag()) o.stride = x.pair();
       o.padding = x.pair();
-      return {op % 58 == 46 ? max_pool_2d(a, o) : avg_pool_2d(a, o)};
+      return {op % 61 == 46 ? max_pool_2d(a, o) : avg_pool_2d(a, o)};
     }
     case 48: {
       const Matrix a = x.matrix();
@@ -373,6 +373,37 @@ std::vector<Matrix> call_op(Input& in, Operands& x, const Engine& engine) {
     case 56: {
       const Matrix logits = x.matrix(), targets = x.matrix();
       return {accuracy(logits, targets)};
+    }
+    // Layout.
+    case 57: {
+      const Matrix a = x.matrix();
+      if (in.flag()) return {mx::transpose(a, static_cast<int>(in.option()), static_cast<int>(in.option()))};
+      std::vector<std::int64_t> dims(in.byte() % 5);
+      for (auto& d : dims) d = in.option();
+      return {mx::permute(a, dims)};
+    }
+    case 58: {
+      const Matrix a = x.matrix();
+      const int axis = static_cast<int>(in.option());
+      if (in.flag()) return {mx::narrow(a, axis, in.option(), in.option())};
+      std::optional<std::int64_t> start, stop;
+      if (in.flag()) start = in.option();
+      if (in.flag()) stop = in.option();
+      return {mx::slice(a, axis, start, stop, in.option())};
+    }
+    case 59: {
+      const Matrix a = x.matrix();
+      const int axis = static_cast<int>(in.option());
+      switch (in.byte() % 4) {
+        case 0: return {in.flag() ? mx::squeeze(a, axis) : mx::squeeze(a)};
+        case 1: return {mx::unsqueeze(a, axis)};
+        case 2: return {mx::flatten(a, axis, static_cast<int>(in.option()))};
+        default: {
+          std::vector<std::int64_t> sizes(in.byte() % 4);
+          for (auto& e : sizes) e = in.option();
+          return {mx::unflatten(a, axis, sizes)};
+        }
+      }
     }
     default: {
       const Matrix a = x.matrix();

@@ -7,6 +7,7 @@
 #include "oa/matrix/autograd.hpp"
 #include "oa/matrix/concat.hpp"
 #include "oa/matrix/elementwise.hpp"
+#include "oa/matrix/layout.hpp"
 #include "oa/matrix/linalg.hpp"
 #include "oa/matrix/matrix.hpp"
 #include "oa/matrix/reduction.hpp"

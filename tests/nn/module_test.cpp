@@ -170,8 +170,8 @@ TEST(NnModule, SequentialAndFlatten) {
   EXPECT_EQ(Flatten(0)(x).shape(), Shape({24}));
   EXPECT_EQ(Flatten(1, 2)(x).shape(), Shape({2, 6, 2}));
   EXPECT_EQ(Flatten(-2)(x).shape(), Shape({2, 3, 4}));
-  EXPECT_TRUE(oa_test::throws([&] { Flatten(3, 1)(x); }, oa::ErrorKind::InvalidArgument, {"Flatten", "[2, 3, 2, 2]"}));
-  EXPECT_TRUE(oa_test::throws([&] { Flatten(1, 4)(x); }, oa::ErrorKind::InvalidArgument, {"Flatten", "end_dim 4"}));
+  EXPECT_TRUE(oa_test::throws([&] { Flatten(3, 1)(x); }, oa::ErrorKind::InvalidArgument, {"flatten", "[2, 3, 2, 2]"}));
+  EXPECT_TRUE(oa_test::throws([&] { Flatten(1, 4)(x); }, oa::ErrorKind::InvalidArgument, {"flatten", "end_dim 4"}));
   Sequential chain({std::make_shared<ReLU>(), std::make_shared<Flatten>(), std::make_shared<Tanh>()});
   std::vector<double> want;
   for (float v : xv) want.push_back(std::tanh(std::max(0.0, static_cast<double>(v))));

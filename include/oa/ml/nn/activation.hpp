@@ -45,9 +45,7 @@ class Sigmoid : public Module {
 
 // Merges axes start_dim..end_dim (inclusive; negative counts from the end)
 // into one, as torch.nn.Flatten (default start_dim 1: [N, C, H, W] ->
-// [N, C*H*W]). A zero-copy reshape. forward throws InvalidArgument naming
-// "oa::ml::nn::Flatten" when an axis is out of range for the input or
-// start_dim comes after end_dim.
+// [N, C*H*W]): oa::matrix::flatten, a zero-copy reshape, whose errors it throws.
 class Flatten : public Module {
  public:
   explicit Flatten(int start_dim = 1, int end_dim = -1) : start_dim_(start_dim), end_dim_(end_dim) {}

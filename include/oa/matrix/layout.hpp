@@ -1,0 +1,67 @@
+#pragma once
+// Views and layout (oa::matrix): permute, transpose of two axes, slicing,
+// squeeze / unsqueeze, flatten / unflatten. F32 or I32 (permute, slice,
+// narrow; any dtype for the reshapes).
+//
+// Cost model. A Matrix is always contiguous and row-major: oa has no strided
+// views. The reshaping views (squeeze, unsqueeze, flatten, unflatten, like
+// Matrix::reshape) share the storage and record nothing. The views that move
+// elements (permute, transpose, slice, narrow) materialise their result with
+// one strided-copy dispatch that reads and writes each result element once
+// (as x.permute(...).contiguous() costs in PyTorch); their backward is one
+// such dispatch too (slice: a fill of zeros and a scatter).
+//
+// Axes may be negative (-1 is the last). Errors (oa::Error, InvalidArgument,
+// naming the op, the argument and the shape; nothing is recorded): an
+// undefined Matrix, an axis out of range, a dims list that is not a
+// permutation, a step below 1, a narrow outside the axis, unflatten sizes whose product differs from the
+// extent, element counts past 2^32 - 1. A dtype other than f32 or i32 for the
+// copying views. ResourceExhausted when an operand exceeds the device's
+// maxStorageBufferRange.
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "oa/matrix/matrix.hpp"
+
+namespace oa::matrix {
+
+// x with its axes reordered: result axis k is x's axis dims[k]
+// (torch.permute). Gradient: the inverse permutation. Semantic op
+// "oa::matrix::permute", attribute dims (normalised to be non-negative).
+Matrix permute(const Matrix& x, const std::vector<std::int64_t>& dims);
+
+// x with axes dim0 and dim1 swapped (torch.transpose(x, dim0, dim1)), a
+// permute (recorded as "oa::matrix::permute").
+Matrix transpose(const Matrix& x, int dim0, int dim1);
+
+// The elements start, start + step, ... before stop along `axis`, as Python's
+// x[..., start:stop:step] (torch.Tensor slicing): negative start and stop
+// count from the end, both are clamped to the axis, an empty range gives an
+// empty axis; start defaults to 0, stop to the extent. step >= 1. Gradient:
+// gy scattered into zeros. Semantic op "oa::matrix::slice", attributes axis,
+// start, stop, step (normalised: 0 <= start <= stop <= extent).
+Matrix slice(const Matrix& x, int axis, std::optional<std::int64_t> start = {}, std::optional<std::int64_t> stop = {},
+             std::int64_t step = 1);
+
+// `length` elements from `start` along `axis` (torch.narrow): start may be
+// negative (counted from the end); the range must lie inside the axis. A slice.
+Matrix narrow(const Matrix& x, int axis, std::int64_t start, std::int64_t length);
+
+// Without `axis`, x without all its extents of 1; with it, without that axis
+// when its extent is 1, else x as is (torch.squeeze). A reshape.
+Matrix squeeze(const Matrix& x, std::optional<int> axis = {});
+
+// x with a new axis of extent 1 at `axis` (-1 appends one; torch.unsqueeze).
+// A reshape.
+Matrix unsqueeze(const Matrix& x, int axis);
+
+// Axes start_dim..end_dim merged into one (torch.flatten; a rank-0 x gives
+// [1]). A reshape.
+Matrix flatten(const Matrix& x, int start_dim = 0, int end_dim = -1);
+
+// Axis `axis` split into `sizes` (one of them may be -1, inferred;
+// torch.unflatten). A reshape.
+Matrix unflatten(const Matrix& x, int axis, const std::vector<std::int64_t>& sizes);
+
+}  // namespace oa::matrix

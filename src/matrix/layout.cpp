@@ -1,0 +1,273 @@
+// The layout family: permute and slice as strided copies (matrix/strided_copy),
+// declared once each (matrix/op_def.hpp); the reshaping views over Matrix::reshape.
+#include "oa/matrix/layout.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include <fmt/ranges.h>
+
+#include "matrix/op_def.hpp"
+
+namespace oa::matrix {
+
+namespace {
+
+using detail::BackwardCall;
+using detail::field;
+using detail::Op;
+using detail::OpCall;
+using detail::OutputSpec;
+using runtime::BufferBinding;
+using runtime::ComputeDispatch;
+
+// Row-major strides of `s` in elements.
+std::vector<std::int64_t> strides_of(const Shape& s) {
+  std::vector<std::int64_t> out(s.rank(), 1);
+  for (std::size_t d = s.rank(); d-- > 1;) out[d - 1] = out[d] * s[d];
+  return out;
+}
+
+// One matrix/strided_copy dispatch between `contiguous` (row-major over
+// `extents`) and the strided side `strided` (base + sum of coordinate * stride).
+void strided_copy(const char* op, bool scatter, const Matrix& src, const Matrix& dst, const std::vector<std::int64_t>& extents,
+                  const std::vector<std::int64_t>& strides, std::int64_t base, std::vector<ComputeDispatch>& ds) {
+  const std::int64_t n = std::accumulate(extents.begin(), extents.end(), std::int64_t{1}, std::multiplies<>());
+  if (n == 0) return;
+  ComputeDispatch d;
+  d.kernel = "matrix/strided_copy";
+  d.specialization = {scatter ? 1u : 0u};
+  d.bindings = {BufferBinding::read(src.storage()), BufferBinding::write(dst.storage())};
+  d.push.u32(detail::shader_u32(n, "element count", op)).u32(detail::shader_u32(base, "element offset", op));
+  const std::size_t pad = Shape::kMaxRank - extents.size();
+  for (std::size_t d8 = 0; d8 < Shape::kMaxRank; ++d8) d.push.u32(d8 < pad ? 1u : detail::shader_u32(extents[d8 - pad], "extent", op));
+  for (std::size_t d8 = 0; d8 < Shape::kMaxRank; ++d8)
+    d.push.u32(d8 < pad ? 0u : detail::shader_u32(strides[d8 - pad], "stride", op));
+  d.groups = {detail::groups_for(n, 1024), 1, 1};
+  ds.push_back(std::move(d));
+}
+
+void require_numel_u32(const Matrix& x, const char* op) { detail::shader_u32(x.numel(), "element count of x", op); }
+
+// ── permute ─────────────────────────────────────────────────────────────────
+
+struct PermuteAttributes {
+  std::vector<std::int64_t> dims;
+  static constexpr auto fields = std::tuple{field("dims", &PermuteAttributes::dims)};
+};
+
+Shape permuted(const Shape& s, const std::vector<std::int64_t>& dims) {
+  std::vector<std::int64_t> out;
+  for (auto d : dims) out.push_back(s[static_cast<std::size_t>(d)]);
+  return Shape(out);
+}
+
+// gy's elements copied back through the permutation: gather along the inverse.
+void permute_dispatch(const char* op, const Matrix& x, const Matrix& y, const std::vector<std::int64_t>& dims,
+                      std::vector<ComputeDispatch>& ds) {
+  const auto in = strides_of(x.shape());
+  std::vector<std::int64_t> strides;
+  for (auto d : dims) strides.push_back(in[static_cast<std::size_t>(d)]);
+  strided_copy(op, false, x, y, y.shape().to_vector(), strides, 0, ds);
+}
+
+const detail::Lowering<PermuteAttributes> kPermuteLowering = [](const OpCall<PermuteAttributes>& c, const std::vector<Matrix>& out,
+                                                                std::vector<ComputeDispatch>& ds) {
+  permute_dispatch(c.name, c.inputs[0], out[0], c.attributes.dims, ds);
+};
+
+const Op<PermuteAttributes> kPermute{
+    {.name = "oa::matrix::permute",
+     .inputs = {"x"},
+     .infer = [](const OpCall<PermuteAttributes>& c) {
+       const Matrix& x = c.inputs[0];
+       std::vector<std::int64_t> seen = c.attributes.dims;
+       std::sort(seen.begin(), seen.end());
+       bool ok = seen.size() == x.rank();
+       for (std::size_t i = 0; ok && i < seen.size(); ++i) ok = seen[i] == static_cast<std::int64_t>(i);
+       if (!ok) fail(ErrorKind::InvalidArgument, "{}: dims {} is not a permutation of the axes of x {}", c.name, fmt::join(c.attributes.dims, ", "), x.shape());
+       require_numel_u32(x, c.name);
+       return std::vector<OutputSpec>{{permuted(x.shape(), c.attributes.dims), x.dtype()}};
+     },
+     .lower = {{DType::F32, kPermuteLowering}, {DType::I32, kPermuteLowering}},
+     .backward = [](const BackwardCall<PermuteAttributes>& c) {
+       const Matrix& gy = c.grad_outputs[0];
+       std::vector<std::int64_t> inverse(c.attributes.dims.size());
+       for (std::size_t k = 0; k < inverse.size(); ++k) inverse[static_cast<std::size_t>(c.attributes.dims[k])] = static_cast<std::int64_t>(k);
+       Matrix gx = detail::allocate(gy.engine(), c.input_shapes[0]);
+       std::vector<ComputeDispatch> ds;
+       permute_dispatch(c.name, gy, gx, inverse, ds);
+       c.record(ds, {&gy}, {&gx});
+       return std::vector<Matrix>{gx};
+     }}};
+
+// ── slice ───────────────────────────────────────────────────────────────────
+
+struct SliceAttributes {
+  std::int64_t axis = 0, start = 0, stop = 0, step = 1;
+  static constexpr auto fields = std::tuple{field("axis", &SliceAttributes::axis), field("start", &SliceAttributes::start),
+                                            field("stop", &SliceAttributes::stop), field("step", &SliceAttributes::step)};
+  std::int64_t count() const { return stop > start ? (stop - start + step - 1) / step : 0; }
+};
+
+// The slice's extents, strides into x and base offset.
+struct SliceGeometry {
+  std::vector<std::int64_t> extents, strides;
+  std::int64_t base = 0;
+};
+
+SliceGeometry slice_geometry(const Shape& x, const SliceAttributes& a) {
+  SliceGeometry g{x.to_vector(), strides_of(x), 0};
+  const auto axis = static_cast<std::size_t>(a.axis);
+  g.base = a.start * g.strides[axis];
+  g.strides[axis] *= a.step;
+  g.extents[axis] = a.count();
+  return g;
+}
+
+const detail::Lowering<SliceAttributes> kSliceLowering = [](const OpCall<SliceAttributes>& c, const std::vector<Matrix>& out,
+                                                            std::vector<ComputeDispatch>& ds) {
+  const SliceGeometry g = slice_geometry(c.inputs[0].shape(), c.attributes);
+  strided_copy(c.name, false, c.inputs[0], out[0], g.extents, g.strides, g.base, ds);
+};
+
+const Op<SliceAttributes> kSlice{{.name = "oa::matrix::slice",
+                                  .inputs = {"x"},
+                                  .infer = [](const OpCall<SliceAttributes>& c) {
+                                    require_numel_u32(c.inputs[0], c.name);
+                                    return std::vector<OutputSpec>{
+                                        {Shape(slice_geometry(c.inputs[0].shape(), c.attributes).extents), c.inputs[0].dtype()}};
+                                  },
+                                  .lower = {{DType::F32, kSliceLowering}, {DType::I32, kSliceLowering}},
+                                  .backward = [](const BackwardCall<SliceAttributes>& c) {
+                                    const Matrix& gy = c.grad_outputs[0];
+                                    Matrix gx = detail::allocate(gy.engine(), c.input_shapes[0]);
+                                    gy.engine().fill(*gx.storage(), 0, static_cast<std::uint64_t>(gx.numel()) * 4, 0);
+                                    const SliceGeometry g = slice_geometry(c.input_shapes[0], c.attributes);
+                                    std::vector<ComputeDispatch> ds;
+                                    strided_copy(c.name, true, gy, gx, g.extents, g.strides, g.base, ds);
+                                    c.record(ds, {&gy}, {&gx});
+                                    return std::vector<Matrix>{gx};
+                                  }}};
+
+// `axis` made non-negative; InvalidArgument naming `op` and the argument
+// `name` when out of range.
+std::int64_t normal_axis(const char* op, const Matrix& x, int axis, std::int64_t rank, const char* name = "axis") {
+  if (axis < -rank || axis >= rank)
+    fail(ErrorKind::InvalidArgument, "{}: {} {} is out of range for x {} (rank {})", op, name, axis, x.shape(), rank);
+  return axis < 0 ? axis + rank : axis;
+}
+
+Matrix apply_slice(const char* op, const Matrix& x, int axis, std::int64_t start, std::int64_t stop, std::int64_t step) {
+  detail::require_defined(x, op, "x");
+  const std::int64_t a = normal_axis(op, x, axis, static_cast<std::int64_t>(x.rank()));
+  return detail::apply(kSlice, {x}, SliceAttributes{a, start, stop, step})[0];
+}
+
+}  // namespace
+
+Matrix permute(const Matrix& x, const std::vector<std::int64_t>& dims) {
+  detail::require_defined(x, "oa::matrix::permute", "x");
+  const auto rank = static_cast<std::int64_t>(x.rank());
+  std::vector<std::int64_t> normal;
+  for (auto d : dims) {
+    if (d < -rank || d >= rank)
+      fail(ErrorKind::InvalidArgument, "oa::matrix::permute: dims {} names an axis out of range for x {}", fmt::join(dims, ", "),
+           x.shape());
+    normal.push_back(d < 0 ? d + rank : d);
+  }
+  return detail::apply(kPermute, {x}, PermuteAttributes{normal})[0];
+}
+
+Matrix transpose(const Matrix& x, int dim0, int dim1) {
+  detail::require_defined(x, "oa::matrix::transpose", "x");
+  const auto rank = static_cast<std::int64_t>(x.rank());
+  const std::int64_t a = normal_axis("oa::matrix::transpose", x, dim0, rank, "dim0"),
+                     b = normal_axis("oa::matrix::transpose", x, dim1, rank, "dim1");
+  std::vector<std::int64_t> dims(x.rank());
+  std::iota(dims.begin(), dims.end(), 0);
+  std::swap(dims[static_cast<std::size_t>(a)], dims[static_cast<std::size_t>(b)]);
+  return permute(x, dims);
+}
+
+Matrix slice(const Matrix& x, int axis, std::optional<std::int64_t> start, std::optional<std::int64_t> stop, std::int64_t step) {
+  const char* op = "oa::matrix::slice";
+  detail::require_defined(x, op, "x");
+  if (step < 1) fail(ErrorKind::InvalidArgument, "{}: step {} must be >= 1 (x {})", op, step, x.shape());
+  const std::int64_t n = x.rank() == 0 ? 0 : x.shape()[static_cast<std::size_t>(normal_axis(op, x, axis, static_cast<std::int64_t>(x.rank())))];
+  auto clamp = [n](std::int64_t v) { return std::clamp(v < 0 ? v + n : v, std::int64_t{0}, n); };
+  const std::int64_t b = clamp(start.value_or(0)), e = std::max(b, clamp(stop.value_or(n)));
+  return apply_slice(op, x, axis, b, e, step);
+}
+
+Matrix narrow(const Matrix& x, int axis, std::int64_t start, std::int64_t length) {
+  const char* op = "oa::matrix::narrow";
+  detail::require_defined(x, op, "x");
+  const std::int64_t a = normal_axis(op, x, axis, static_cast<std::int64_t>(x.rank()));
+  const std::int64_t n = x.shape()[static_cast<std::size_t>(a)], b = start < 0 ? start + n : start;
+  if (b < 0 || length < 0 || b + length > n)
+    fail(ErrorKind::InvalidArgument, "{}: start {} and length {} do not lie inside axis {} of x {} (extent {})", op, start, length, axis,
+         x.shape(), n);
+  return apply_slice(op, x, axis, b, b + length, 1);
+}
+
+Matrix squeeze(const Matrix& x, std::optional<int> axis) {
+  detail::require_defined(x, "oa::matrix::squeeze", "x");
+  std::vector<std::int64_t> dims;
+  const std::int64_t only = axis ? normal_axis("oa::matrix::squeeze", x, *axis, static_cast<std::int64_t>(x.rank())) : -1;
+  for (std::size_t d = 0; d < x.rank(); ++d)
+    if (x.shape()[d] != 1 || (axis && static_cast<std::int64_t>(d) != only)) dims.push_back(x.shape()[d]);
+  return x.reshape(dims);
+}
+
+Matrix unsqueeze(const Matrix& x, int axis) {
+  detail::require_defined(x, "oa::matrix::unsqueeze", "x");
+  if (x.rank() >= Shape::kMaxRank)
+    fail(ErrorKind::InvalidArgument, "oa::matrix::unsqueeze: x {} already has the most axes a Matrix can have ({})", x.shape(), Shape::kMaxRank);
+  const std::int64_t a = normal_axis("oa::matrix::unsqueeze", x, axis, static_cast<std::int64_t>(x.rank()) + 1);
+  std::vector<std::int64_t> dims = x.shape().to_vector();
+  dims.insert(dims.begin() + a, 1);
+  return x.reshape(dims);
+}
+
+Matrix flatten(const Matrix& x, int start_dim, int end_dim) {
+  const char* op = "oa::matrix::flatten";
+  detail::require_defined(x, op, "x");
+  if (x.rank() == 0) return x.reshape({1});
+  const auto rank = static_cast<std::int64_t>(x.rank());
+  const std::int64_t a = normal_axis(op, x, start_dim, rank, "start_dim"), b = normal_axis(op, x, end_dim, rank, "end_dim");
+  if (a > b) fail(ErrorKind::InvalidArgument, "{}: start_dim {} comes after end_dim {} for x {}", op, start_dim, end_dim, x.shape());
+  std::vector<std::int64_t> dims;
+  std::int64_t merged = 1;
+  for (std::int64_t d = 0; d < rank; ++d) {
+    if (d < a || d > b) dims.push_back(x.shape()[static_cast<std::size_t>(d)]);
+    else merged *= x.shape()[static_cast<std::size_t>(d)];
+    if (d == b) dims.push_back(merged);
+  }
+  return x.reshape(dims);
+}
+
+Matrix unflatten(const Matrix& x, int axis, const std::vector<std::int64_t>& sizes) {
+  const char* op = "oa::matrix::unflatten";
+  detail::require_defined(x, op, "x");
+  const std::int64_t a = normal_axis(op, x, axis, static_cast<std::int64_t>(x.rank()));
+  const std::int64_t n = x.shape()[static_cast<std::size_t>(a)];
+  std::int64_t known = 1;
+  int inferred = -1;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == -1 && inferred < 0) inferred = static_cast<int>(i);
+    else if (sizes[i] < 0) inferred = -2;
+    else known *= sizes[i];
+  }
+  std::vector<std::int64_t> split = sizes;
+  if (inferred >= 0 && known != 0 && n % known == 0) split[static_cast<std::size_t>(inferred)] = n / known;
+  if (sizes.empty() || inferred == -2 || (inferred >= 0 ? known == 0 || n % known != 0 : known != n))
+    fail(ErrorKind::InvalidArgument, "{}: sizes [{}] do not split axis {} of x {} (extent {})", op, fmt::join(sizes, ", "), axis, x.shape(),
+         n);
+  std::vector<std::int64_t> dims = x.shape().to_vector();
+  dims.erase(dims.begin() + a);
+  dims.insert(dims.begin() + a, split.begin(), split.end());
+  return x.reshape(dims);
+}
+
+}  // namespace oa::matrix

@@ -1,0 +1,128 @@
+// permute, transpose, slice, narrow and the reshaping views against the f64
+// index references, with finite-difference gradients.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "oa/oa.hpp"
+#include "reference/layout.hpp"
+#include "support/expect.hpp"
+#include "support/gradcheck.hpp"
+
+namespace {
+
+using oa::Matrix;
+using oa::Shape;
+using oa::test::gradcheck;
+using oa::test::random_input;
+using Inputs = std::vector<std::vector<double>>;
+namespace mx = oa::matrix;
+namespace ref = oa::reference;
+
+std::vector<double> f64(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+
+TEST(MatrixLayout, PermuteMatchesTheReferenceWithGradients) {
+  const std::vector<std::pair<Shape, std::vector<std::int64_t>>> cases = {
+      {{5}, {0}},           {{3, 4}, {1, 0}},       {{2, 3, 4}, {2, 0, 1}}, {{2, 3, 4, 5}, {0, 2, 1, 3}},
+      {{2, 1, 3, 2, 2}, {4, 3, 2, 1, 0}}, {{1, 2, 1, 2, 1, 2, 1, 2}, {7, 0, 6, 1, 5, 2, 4, 3}}};
+  std::uint64_t seed = 1;
+  for (const auto& [shape, dims] : cases) {
+    SCOPED_TRACE(shape.to_string());
+    gradcheck({random_input(shape, seed++)}, [&](const std::vector<Matrix>& x) { return mx::permute(x[0], dims); },
+              [&](const Inputs& x) { return ref::permute(x[0], shape.to_vector(), dims); });
+  }
+  // Negative axes; one semantic op with the normalised dims; i32 elements.
+  const Matrix x = Matrix::from_vector({2, 3, 4}, oa::test::test_values(24, 9));
+  oa::TraceCapture trace(x.engine());
+  const Matrix y = mx::permute(x, {-1, 0, -2});
+  const auto ops = trace.ops();
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].name, "oa::matrix::permute");
+  EXPECT_EQ(std::get<std::vector<std::int64_t>>(*ops[0].attribute("dims")), (std::vector<std::int64_t>{2, 0, 1}));
+  EXPECT_TRUE(oa_test::near(y.to_vector(), ref::permute(f64(x.to_vector()), {2, 3, 4}, {2, 0, 1}), 0, 0));
+  std::vector<std::int32_t> ints(24);
+  for (int i = 0; i < 24; ++i) ints[static_cast<std::size_t>(i)] = i - 7;
+  const auto yi = mx::permute(Matrix::from_i32({2, 3, 4}, ints), {1, 2, 0}).to_i32();
+  const auto want = ref::permute(std::vector<double>(ints.begin(), ints.end()), {2, 3, 4}, {1, 2, 0});
+  EXPECT_EQ(yi, std::vector<std::int32_t>(want.begin(), want.end()));
+}
+
+TEST(MatrixLayout, TransposeOfTwoAxesIsAPermute) {
+  const Shape shape{2, 3, 4, 5};
+  gradcheck({random_input(shape, 3)}, [](const std::vector<Matrix>& x) { return mx::transpose(x[0], 1, -1); },
+            [&](const Inputs& x) { return ref::permute(x[0], shape.to_vector(), {0, 3, 2, 1}); });
+}
+
+TEST(MatrixLayout, SliceFollowsPythonSlicingWithGradients) {
+  struct Case {
+    Shape shape;
+    int axis;
+    std::optional<std::int64_t> start, stop;
+    std::int64_t step;
+    std::int64_t b, e;  // the normalised range
+  };
+  const std::vector<Case> cases = {
+      {{10}, 0, 2, 8, 1, 2, 8},         {{10}, 0, -3, {}, 1, 7, 10},    {{10}, -1, {}, {}, 3, 0, 10},
+      {{4, 9}, 1, 1, -1, 2, 1, 8},      {{4, 9}, 0, 5, 2, 1, 4, 4},     {{3, 4, 5}, 1, -100, 100, 2, 0, 4},
+      {{2, 3, 4, 5}, 2, 3, {}, 1, 3, 4}, {{2, 3, 4, 5}, 0, 1, 2, 1, 1, 2}};
+  std::uint64_t seed = 20;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.shape.to_string() + " axis " + std::to_string(c.axis));
+    const std::size_t axis = static_cast<std::size_t>(c.axis < 0 ? c.axis + static_cast<int>(c.shape.rank()) : c.axis);
+    gradcheck({random_input(c.shape, seed++)}, [&](const std::vector<Matrix>& x) { return mx::slice(x[0], c.axis, c.start, c.stop, c.step); },
+              [&](const Inputs& x) { return ref::slice(x[0], c.shape.to_vector(), axis, c.b, c.e, c.step); });
+  }
+  // narrow: a slice of a given length; start may count from the end.
+  gradcheck({random_input({3, 8}, 40)}, [](const std::vector<Matrix>& x) { return mx::narrow(x[0], 1, -5, 3); },
+            [](const Inputs& x) { return ref::slice(x[0], {3, 8}, 1, 3, 6, 1); });
+  const Matrix x = Matrix::from_vector({4, 6}, oa::test::test_values(24, 41));
+  oa::TraceCapture trace(x.engine());
+  const Matrix y = mx::slice(x, 1, 1, -1, 2);
+  const auto ops = trace.ops();
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].name, "oa::matrix::slice");
+  EXPECT_EQ(std::get<std::int64_t>(*ops[0].attribute("stop")), 5);
+  EXPECT_TRUE(y.shape() == Shape({4, 2}));
+}
+
+TEST(MatrixLayout, ReshapingViewsShareTheStorage) {
+  const Matrix x = Matrix::from_vector({2, 1, 3, 1}, oa::test::test_values(6, 50));
+  oa::TraceCapture trace(x.engine());
+  EXPECT_TRUE(mx::squeeze(x).shape() == Shape({2, 3}));
+  EXPECT_TRUE(mx::squeeze(x, 1).shape() == Shape({2, 3, 1}));
+  EXPECT_TRUE(mx::squeeze(x, 0).shape() == x.shape());  // extent 2: unchanged, as torch.squeeze
+  EXPECT_TRUE(mx::unsqueeze(x, 0).shape() == Shape({1, 2, 1, 3, 1}));
+  EXPECT_TRUE(mx::unsqueeze(x, -1).shape() == Shape({2, 1, 3, 1, 1}));
+  EXPECT_TRUE(mx::flatten(x).shape() == Shape({6}));
+  EXPECT_TRUE(mx::flatten(x, 1, 2).shape() == Shape({2, 3, 1}));
+  EXPECT_TRUE(mx::flatten(Matrix::full({}, 2.0f)).shape() == Shape({1}));
+  EXPECT_TRUE(mx::unflatten(mx::flatten(x), 0, {3, -1}).shape() == Shape({3, 2}));
+  EXPECT_TRUE(mx::unflatten(x, 2, {1, 3, 1}).shape() == Shape({2, 1, 1, 3, 1, 1}));
+  EXPECT_TRUE(trace.ops().empty());
+  EXPECT_EQ(mx::squeeze(x).storage(), x.storage());
+  // Gradients flow through the views.
+  gradcheck({random_input({2, 6}, 51)},
+            [](const std::vector<Matrix>& v) { return mx::unflatten(mx::unsqueeze(mx::flatten(v[0]), 0), 1, {3, 4}); },
+            [](const Inputs& v) { return v[0]; });
+}
+
+TEST(MatrixLayout, BadArgumentsNameTheOpAndRecordNothing) {
+  const Matrix x = Matrix::zeros({2, 3, 4});
+  oa::TraceCapture trace(x.engine());
+  using oa::ErrorKind;
+  EXPECT_TRUE(oa_test::throws([&] { mx::permute(x, {0, 1}); }, ErrorKind::InvalidArgument, {"oa::matrix::permute", "0, 1", "[2, 3, 4]"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::permute(x, {0, 1, 1}); }, ErrorKind::InvalidArgument, {"permutation"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::permute(x, {0, 1, 3}); }, ErrorKind::InvalidArgument, {"out of range"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::transpose(x, 0, 3); }, ErrorKind::InvalidArgument, {"oa::matrix::transpose", "dim1 3"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::slice(x, 1, 0, 2, 0); }, ErrorKind::InvalidArgument, {"oa::matrix::slice", "step 0"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::slice(x, -4); }, ErrorKind::InvalidArgument, {"oa::matrix::slice", "axis -4"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::narrow(x, 2, 2, 3); }, ErrorKind::InvalidArgument, {"oa::matrix::narrow", "extent 4"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::unflatten(x, 1, {2, 2}); }, ErrorKind::InvalidArgument, {"oa::matrix::unflatten", "2, 2"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::flatten(x, 2, 1); }, ErrorKind::InvalidArgument, {"oa::matrix::flatten", "start_dim"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::permute(Matrix::from_bool({2}, std::vector<bool>{true, false}), {0}); },
+                              ErrorKind::InvalidArgument, {"oa::matrix::permute", "f32, i32", "bool"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::permute(Matrix(), {}); }, ErrorKind::InvalidArgument, {"oa::matrix::permute", "x"}));
+  EXPECT_TRUE(trace.ops().empty());
+}
+
+}  // namespace
