@@ -26,7 +26,9 @@ TEST(MatrixLayout, PermuteMatchesTheReferenceWithGradients) {
       {{5}, {0}},           {{3, 4}, {1, 0}},       {{2, 3, 4}, {2, 0, 1}}, {{2, 3, 4, 5}, {0, 2, 1, 3}},
       {{2, 1, 3, 2, 2}, {4, 3, 2, 1, 0}}, {{1, 2, 1, 2, 1, 2, 1, 2}, {7, 0, 6, 1, 5, 2, 4, 3}}};
   std::uint64_t seed = 1;
-  for (const auto& [shape, dims] : cases) {
+  for (const auto& c : cases) {
+    const Shape& shape = c.first;
+    const std::vector<std::int64_t>& dims = c.second;
     SCOPED_TRACE(shape.to_string());
     gradcheck({random_input(shape, seed++)}, [&](const std::vector<Matrix>& x) { return mx::permute(x[0], dims); },
               [&](const Inputs& x) { return ref::permute(x[0], shape.to_vector(), dims); });

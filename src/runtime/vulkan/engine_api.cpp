@@ -34,7 +34,9 @@ Engine Engine::default_engine() {
 }
 
 std::vector<DeviceInfo> Engine::devices() {
-  const auto inst = runtime::shared_instance(false);
+  // The instance engines made with default options use (OA_VALIDATION), so that
+  // listing devices does not create a second one.
+  const auto inst = runtime::shared_instance(runtime::validation_requested(EngineOptions{}));
   std::vector<DeviceInfo> out;
   auto pds = runtime::physical_devices(inst->instance);
   for (std::uint32_t i = 0; i < pds.size(); ++i) out.push_back(runtime::describe(pds[i], i));
