@@ -1,19 +1,16 @@
 #!/usr/bin/env bash
 # Runs each libFuzzer target of build-san/ (built by scripts/sanitize.sh) over
-# its corpus fuzz/corpus/<target>/, one after the other, either exploring for
-# SECONDS (default 60, a random seed each time) or, with --runs N, for N inputs
-# from seed 1: the same inputs on every run of the same code, as CI needs.
-# New inputs go to build-san/fuzz/new/<target>/, crashes to
-# build-san/fuzz/crash-*; merge new inputs into the corpus with
+# its corpus fuzz/corpus/<target>/, one after the other: with --corpus, every
+# corpus input once and nothing else (what CI runs: the same inputs on every
+# run, checked before landing); otherwise exploring for SECONDS (default 60)
+# from a random seed. New inputs go to build-san/fuzz/new/<target>/, crashes
+# to build-san/fuzz/crash-*; merge new inputs into the corpus with
 #   build-san/fuzz/fuzz_<target> -merge=1 fuzz/corpus/<target> build-san/fuzz/new/<target>
-# Usage: scripts/fuzz.sh [SECONDS | --runs N] [TARGET...] (targets: safetensors idx ops).
+# Usage: scripts/fuzz.sh [SECONDS | --corpus] [TARGET...] (targets: safetensors idx ops).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 budget=(-max_total_time="${1:-60}")
-if [ "${1:-}" = --runs ]; then
-  budget=(-runs="$2" -seed=1)
-  shift
-fi
+[ "${1:-}" = --corpus ] && budget=(-runs=0)
 shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(safetensors idx ops)
