@@ -28,6 +28,37 @@ std::shared_ptr<Storage> or_placeholder(const Matrix& m, const Matrix& fallback)
 
 // ── layer_norm ──────────────────────────────────────────────────────────────
 
+// The dx and dweight passes shared by layer_norm and rms_norm
+// (layer_norm_backward.comp, then column sums of dy * xhat): appends them to
+// `ds` and sets dx / dw where needed. mu: layer_norm's saved row statistic, or
+// null for rms_norm (no centring).
+void norm_gradients(const char* op, const Matrix& gy, const Matrix& x, const Matrix& weight, const Matrix* mu, const Matrix& rstd,
+                    bool need_x, bool need_w, Matrix& dx, Matrix& dw, std::vector<ComputeDispatch>& ds) {
+  if (!need_x && !need_w) return;
+  const Engine& engine = x.engine();
+  const std::int64_t D = x.shape().dim(-1), R = x.numel() / D;
+  if (need_x) dx = detail::allocate(engine, x.shape());
+  const auto dyxhat = need_w ? engine.allocate(bytes_of(x.numel())) : unused_output(engine);
+  const auto dxs = need_x ? dx.storage() : unused_output(engine);
+  const auto rows = detail::lower_rows(engine, op, R, D, detail::RowLanes::PerColumn, [&](ComputeDispatch& d, const detail::RowChunk& c) {
+    d.kernel = "ml/nn/layer_norm_backward";
+    for (const bool b : {weight.defined(), need_x, need_w, mu != nullptr}) d.specialization.push_back(b);
+    d.bindings = {c.window(x.storage(), D, Access::Read),
+                  BufferBinding::read(or_placeholder(weight, x)),
+                  c.window(gy.storage(), D, Access::Read),
+                  mu ? c.window(mu->storage(), 1, Access::Read) : BufferBinding::read(x.storage()),  // not read without centring
+                  c.window(rstd.storage(), 1, Access::Read),
+                  need_x ? c.window(dxs, D, Access::Write) : BufferBinding::write(dxs),
+                  need_w ? c.window(dyxhat, D, Access::Write) : BufferBinding::write(dyxhat)};
+    d.push.u32(static_cast<std::uint32_t>(c.count)).u32(static_cast<std::uint32_t>(D));
+  });
+  ds.insert(ds.end(), rows.begin(), rows.end());
+  if (need_w) {
+    dw = detail::allocate(engine, Shape{D});
+    detail::sum_channels(engine, dyxhat, R, D, 1, dw.storage(), ds);
+  }
+}
+
 // dx, dweight, dbias of layer_norm (each undefined unless needed), recorded as
 // one "oa::ml::layer_norm backward" op; mu and rstd are the forward's saved
 // statistics (mu: each row's mean minus its first element, layer_norm.comp).
@@ -35,30 +66,10 @@ std::vector<Matrix> layer_norm_backward(const Matrix& gy, const Matrix& x, const
                                         const Matrix& rstd, const std::vector<bool>& needs) {
   const Engine& engine = x.engine();
   const std::int64_t D = x.shape().dim(-1), R = x.numel() / D;
-  const bool need_x = needs[0], need_w = needs[1], need_b = needs[2];
+  const bool need_b = needs[2];
   Matrix dx, dw, db;
   std::vector<ComputeDispatch> ds;
-  if (need_x || need_w) {
-    if (need_x) dx = detail::allocate(engine, x.shape());
-    const auto dyxhat = need_w ? engine.allocate(bytes_of(x.numel())) : unused_output(engine);
-    const auto dxs = need_x ? dx.storage() : unused_output(engine);
-    ds = detail::lower_rows(engine, kLayerNorm, R, D, detail::RowLanes::PerColumn, [&](ComputeDispatch& d, const detail::RowChunk& c) {
-      d.kernel = "ml/nn/layer_norm_backward";
-      for (const bool b : {weight.defined(), need_x, need_w}) d.specialization.push_back(b);
-      d.bindings = {c.window(x.storage(), D, Access::Read),
-                    BufferBinding::read(or_placeholder(weight, x)),
-                    c.window(gy.storage(), D, Access::Read),
-                    c.window(mu.storage(), 1, Access::Read),
-                    c.window(rstd.storage(), 1, Access::Read),
-                    need_x ? c.window(dxs, D, Access::Write) : BufferBinding::write(dxs),
-                    need_w ? c.window(dyxhat, D, Access::Write) : BufferBinding::write(dyxhat)};
-      d.push.u32(static_cast<std::uint32_t>(c.count)).u32(static_cast<std::uint32_t>(D));
-    });
-    if (need_w) {
-      dw = detail::allocate(engine, Shape{D});
-      detail::sum_channels(engine, dyxhat, R, D, 1, dw.storage(), ds);
-    }
-  }
+  norm_gradients(kLayerNorm, gy, x, weight, &mu, rstd, needs[0], needs[1], dx, dw, ds);
   if (need_b) {
     db = detail::allocate(engine, Shape{D});
     detail::sum_channels(engine, gy.storage(), R, D, 1, db.storage(), ds);
@@ -150,28 +161,9 @@ const detail::Op<RmsNormAttributes> kRmsNorm{
      .backward = [](const detail::BackwardCall<RmsNormAttributes>& c) {
        const Matrix &gy = c.grad_outputs[0], &x = c.inputs[0], &weight = c.inputs[1], &rstd = c.outputs[1];
        const Engine& engine = x.engine();
-       const std::int64_t D = x.shape().dim(-1), R = x.numel() / D;
-       const bool need_x = c.needs[0], need_w = c.needs[1];
        Matrix dx, dw;
-       if (need_x) dx = detail::allocate(engine, x.shape());
-       const auto dyxhat = need_w ? engine.allocate(bytes_of(x.numel())) : unused_output(engine);
-       const auto dxs = need_x ? dx.storage() : unused_output(engine);
-       auto ds = detail::lower_rows(engine, c.name, R, D, detail::RowLanes::PerColumn, [&](ComputeDispatch& d, const detail::RowChunk& r) {
-         d.kernel = "ml/nn/layer_norm_backward";
-         for (const bool b : {weight.defined(), need_x, need_w, false}) d.specialization.push_back(b);  // no centring
-         d.bindings = {r.window(x.storage(), D, Access::Read),
-                       BufferBinding::read(or_placeholder(weight, x)),
-                       r.window(gy.storage(), D, Access::Read),
-                       BufferBinding::read(x.storage()),  // mu: not read without centring
-                       r.window(rstd.storage(), 1, Access::Read),
-                       need_x ? r.window(dxs, D, Access::Write) : BufferBinding::write(dxs),
-                       need_w ? r.window(dyxhat, D, Access::Write) : BufferBinding::write(dyxhat)};
-         d.push.u32(static_cast<std::uint32_t>(r.count)).u32(static_cast<std::uint32_t>(D));
-       });
-       if (need_w) {
-         dw = detail::allocate(engine, Shape{D});
-         detail::sum_channels(engine, dyxhat, R, D, 1, dw.storage(), ds);
-       }
+       std::vector<ComputeDispatch> ds;
+       norm_gradients(c.name, gy, x, weight, nullptr, rstd, c.needs[0], c.needs[1], dx, dw, ds);
        SemanticOp op = detail::semantic(c.name, {&gy, &x, &rstd}, {}, {}, true);
        for (const Matrix* g : {&dx, &dw})
          if (g->defined()) op.outputs.push_back(g->shape());
