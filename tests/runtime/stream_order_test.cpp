@@ -118,21 +118,60 @@ TEST(RuntimeStreamOrder, ConvTrainingLoopHoldsOneStepOfMemory) { check_memory_in
 TEST(RuntimeStreamOrder, AttentionTrainingLoopHoldsOneStepOfMemory) { check_memory_independent_of_steps(attention_loop); }
 TEST(RuntimeStreamOrder, TrainingLoopOnTheStagingPathHoldsOneStepOfMemory) { check_memory_independent_of_steps(matmul_loop, true); }
 
-TEST(RuntimeStreamOrder, FreedMemoryIsReusedAtOnceBehindABarrier) {
+// y's memory is freed while a recorded read of it (z = y + 1) has no barrier
+// after it. The next allocation of its size comes back in `w`.
+struct FreedWhileRead {
+  Matrix x, z;
+  const void* memory = nullptr;
+};
+FreedWhileRead free_while_read(const oa::Engine& e, std::int64_t n) {
+  FreedWhileRead r;
+  r.x = Matrix::full({n}, 1.0f, e);
+  e.synchronize();
+  Matrix y = r.x * 2.0f;
+  r.z = y + 1.0f;
+  r.memory = y.storage()->chunk();
+  return r;
+}
+
+TEST(RuntimeStreamOrder, FreedMemoryTouchedSinceTheLastBarrierIsLeftForFreshMemory) {
   oa::Engine e;
   const auto messages = oa::validation_message_count();
-  auto x = Matrix::full({4096}, 1.0f, e);
-  e.synchronize();
-  Matrix y = x * 2.0f;
-  const Matrix z = y + 1.0f;  // reads y
-  const auto* memory = y.storage()->chunk();
-  y = Matrix();  // y's memory is free while the read of it is only recorded
+  auto r = free_while_read(e, 4096);
   const auto barriers = e.stats().barriers;
-  const Matrix w = x * 3.0f;  // takes y's memory: must wait for the read (write-after-read)
-  EXPECT_EQ(w.storage()->chunk(), memory);
-  EXPECT_EQ(e.stats().barriers, barriers + 1);
-  EXPECT_EQ(z.to_vector(), std::vector<float>(4096, 3.0f));
+  const Matrix w = r.x * 3.0f;  // independent of z: runs beside it, in other memory
+  EXPECT_NE(w.storage()->chunk(), r.memory);
+  EXPECT_EQ(e.stats().barriers, barriers);
+  EXPECT_EQ(r.z.to_vector(), std::vector<float>(4096, 3.0f));
   EXPECT_EQ(w.to_vector(), std::vector<float>(4096, 3.0f));
+  EXPECT_EQ(oa::validation_message_count(), messages);
+}
+
+TEST(RuntimeStreamOrder, FreedMemoryIsReusedWithoutABarrierOnceOneHasPassed) {
+  oa::Engine e;
+  const auto messages = oa::validation_message_count();
+  auto r = free_while_read(e, 4096);
+  const Matrix u = r.z + 1.0f;  // reads z: a barrier, after which y's old memory is untouched
+  const auto barriers = e.stats().barriers;
+  const Matrix w = r.x * 3.0f;
+  EXPECT_EQ(w.storage()->chunk(), r.memory);
+  EXPECT_EQ(e.stats().barriers, barriers);
+  EXPECT_EQ(u.to_vector(), std::vector<float>(4096, 4.0f));
+  EXPECT_EQ(w.to_vector(), std::vector<float>(4096, 3.0f));
+  EXPECT_EQ(oa::validation_message_count(), messages);
+}
+
+TEST(RuntimeStreamOrder, WithoutRoomForFreshMemoryFreedMemoryIsReusedAtOnceBehindABarrier) {
+  // 128 Ki floats are 512 KiB: x, y and z fill the 1.75 MiB limit but for 256 KiB.
+  oa::Engine e(oa::EngineOptions{.memory_limit_bytes = 7ull << 18});
+  const auto messages = oa::validation_message_count();
+  auto r = free_while_read(e, 1 << 17);
+  const auto barriers = e.stats().barriers;
+  const Matrix w = r.x * 3.0f;  // takes y's memory: must wait for the read (write-after-read)
+  EXPECT_EQ(w.storage()->chunk(), r.memory);
+  EXPECT_EQ(e.stats().barriers, barriers + 1);
+  EXPECT_EQ(r.z.to_vector(), std::vector<float>(1 << 17, 3.0f));
+  EXPECT_EQ(w.to_vector(), std::vector<float>(1 << 17, 3.0f));
   EXPECT_EQ(oa::validation_message_count(), messages);
 }
 
@@ -147,11 +186,13 @@ TEST(RuntimeStreamOrder, HostWriteIntoMemoryTheGpuStillUsesIsOrderedAfterIt) {
     for (int i = 0; i < 8; ++i) z = y + static_cast<float>(i);  // many readers of y, all only recorded
     const auto* memory = y.storage()->chunk();
     y = Matrix();
+    const Matrix v = z + 1.0f;  // a barrier: y's memory is no longer touched since one, but still in use
     const std::vector<float> host(4096, 7.0f);
     const Matrix u = Matrix::from_vector({4096}, host, e);  // reuses y's memory
     EXPECT_EQ(u.storage()->chunk(), memory) << "staging " << staging;
     EXPECT_EQ(z.to_vector(), std::vector<float>(4096, 9.0f)) << "staging " << staging;
     EXPECT_EQ(u.to_vector(), host) << "staging " << staging;
+    EXPECT_EQ(v.to_vector(), std::vector<float>(4096, 10.0f)) << "staging " << staging;
     EXPECT_EQ(oa::validation_message_count(), messages);
   }
 }

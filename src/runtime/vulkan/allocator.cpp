@@ -9,6 +9,7 @@ namespace {
 constexpr std::uint64_t kBlockBytes = 64ull << 20;
 constexpr std::uint64_t kDedicatedFrom = 16ull << 20;
 constexpr std::uint64_t kMinChunk = 256;
+constexpr std::uint64_t kFreshPerEpoch = 64ull << 20;
 }  // namespace
 
 Allocator::Allocator(VkDevice device, std::uint32_t memory_type, bool host_visible, std::uint64_t limit,
@@ -128,9 +129,13 @@ void Allocator::trim(std::uint64_t completed) {
   trim_locked(completed);
 }
 
-Chunk* Allocator::allocate(std::uint64_t bytes, std::uint64_t completed, bool idle) {
+Chunk* Allocator::allocate(std::uint64_t bytes, std::uint64_t completed, bool idle, std::uint64_t epoch) {
   const std::uint64_t cls = size_class(std::max<std::uint64_t>(bytes, 1));
   std::lock_guard lock(mutex_);
+  if (fresh_epoch_ != epoch) {
+    fresh_epoch_ = epoch;
+    fresh_bytes_ = 0;
+  }
   if (auto it = capture_free_.find(cls); !idle && it != capture_free_.end() && !it->second.empty()) {
     Chunk* reused = it->second.back();  // still pinned and counted in use: live again
     it->second.pop_back();
@@ -139,13 +144,24 @@ Chunk* Allocator::allocate(std::uint64_t bytes, std::uint64_t completed, bool id
   }
   Chunk* chunk = nullptr;
   auto& list = free_[cls];
-  // Most recently freed first: in stream order it is the warmest memory.
-  for (auto it = list.rbegin(); it != list.rend(); ++it)
-    if (!idle || (*it)->last_use <= completed) {
-      chunk = *it;
-      list.erase(std::next(it).base());
-      break;
-    }
+  // Most recently freed first (in stream order it is the warmest memory),
+  // preferring a chunk that no access since the last barrier touched: reusing
+  // one that was touched costs a barrier, which would put independent work
+  // (the q, k and v projections of one input) in a row. When every free chunk
+  // was touched, fresh memory is taken instead, up to kFreshPerEpoch bytes
+  // between two barriers; past that the warmest chunk is reused anyway.
+  auto touched = [epoch](const Chunk* c) { return c->hazard_epoch == epoch && c->hazard != 0; };
+  auto take = [&](auto&& usable) {
+    for (auto it = list.rbegin(); it != list.rend(); ++it)
+      if ((!idle || (*it)->last_use <= completed) && usable(*it)) {
+        chunk = *it;
+        list.erase(std::next(it).base());
+        return;
+      }
+  };
+  take([&](const Chunk* c) { return !touched(c); });
+  const bool fresh = !chunk && fresh_bytes_ + cls <= kFreshPerEpoch;
+  if (!chunk && !fresh) take([](const Chunk*) { return true; });
   Block* home = nullptr;
   if (!chunk) {
     if (cls < kDedicatedFrom) {
@@ -156,13 +172,15 @@ Chunk* Allocator::allocate(std::uint64_t bytes, std::uint64_t completed, bool id
         }
     }
     if (!home) home = new_block(bytes, cls, completed);
-    if (!home) chunk = split_free(cls, completed, idle);
+    if (!home && fresh) take([](const Chunk*) { return true; });
+    if (!home && !chunk) chunk = split_free(cls, completed, idle);
     if (!home && !chunk)
       fail(ErrorKind::ResourceExhausted,
            "out of device memory: {} bytes requested; {} bytes in use, {} reserved, limit {} bytes (EngineOptions::memory_limit_bytes or the device heap)",
            bytes, stats_.in_use_bytes, stats_.reserved_bytes, limit_);
   }
   if (!chunk) {
+    fresh_bytes_ += cls;
     auto c = std::make_unique<Chunk>();
     c->block = home;
     c->offset = home->used;

@@ -220,7 +220,7 @@ void EngineState::save_pipeline_cache() {
 }
 
 std::shared_ptr<Storage> EngineState::make_storage(Allocator& allocator, std::uint64_t bytes, bool idle) {
-  Chunk* c = allocator.allocate(bytes, completed, idle);
+  Chunk* c = allocator.allocate(bytes, completed, idle, hazard_epoch);
   try {
     return std::make_shared<Storage>(weak_from_this(), c, bytes);
   } catch (...) {

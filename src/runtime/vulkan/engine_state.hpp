@@ -56,7 +56,9 @@ struct Block {
 
 // Sub-allocates storage buffers from large blocks of one memory type, by size
 // class, reusing freed chunks of the same class at once (stream order: the
-// engine's hazard tracking orders the new user after the old one).
+// engine's hazard tracking orders the new user after the old one). A freed
+// chunk that an access since the last barrier touched would cost a barrier;
+// fresh memory is taken instead, up to 64 MiB between two barriers.
 //
 // Blocks: 64 MiB shared blocks for requests below 16 MiB, a dedicated block
 // for larger ones. Under a limit smaller than a shared block, a new block takes
@@ -74,7 +76,8 @@ class Allocator {
             std::uint64_t alignment);
   ~Allocator();
   // `idle`: only memory whose last GPU use has completed (for host access).
-  Chunk* allocate(std::uint64_t bytes, std::uint64_t completed, bool idle);
+  // `epoch`: the engine's hazard epoch (bumped by every barrier).
+  Chunk* allocate(std::uint64_t bytes, std::uint64_t completed, bool idle, std::uint64_t epoch);
   void release(Chunk* chunk);
   // A pinned chunk stays out of the free lists: released while pinned, it is
   // returned by the last unpin.
@@ -112,6 +115,7 @@ class Allocator {
   std::map<std::uint64_t, std::vector<Chunk*>> free_;
   std::uint64_t capture_serial_ = 0;  // the capturing graph, 0 when none
   std::map<std::uint64_t, std::vector<Chunk*>> capture_free_;
+  std::uint64_t fresh_epoch_ = 0, fresh_bytes_ = 0;  // fresh memory taken since the last barrier
   MemoryStats stats_;
 };
 
