@@ -21,8 +21,6 @@ std::span<const EmbeddedShader> embedded_shaders();
 namespace oa::runtime {
 
 namespace {
-constexpr std::uint32_t kHeaderBytes = 32;
-constexpr std::uint32_t kPushBytes = kHeaderBytes + PushConstants::kMaxPushBytes;
 constexpr std::uint32_t kSetsPerPool = 256;
 constexpr std::uint32_t kDescriptorsPerPool = 256 * 8;
 constexpr std::uint32_t kQueriesPerBatch = 8192;
@@ -404,12 +402,15 @@ void EngineState::recycle(std::unique_ptr<Batch> b) {
   spare.push_back(std::move(b));
 }
 
-const Pipeline& EngineState::pipeline(std::string_view kernel, std::span<const std::uint32_t> spec, std::uint32_t bindings) {
+const Pipeline& EngineState::pipeline(std::string_view kernel, std::span<const std::uint32_t> spec, std::uint32_t bindings,
+                                      std::uint32_t push_bytes) {
   auto it = pipelines.find(PipelineKeyView{kernel, spec});
   if (it != pipelines.end()) {
-    if (it->second->bindings != bindings)
-      fail(ErrorKind::Internal, "kernel {} dispatched with {} bindings, earlier with {}", kernel, bindings, it->second->bindings);
-    return *it->second;
+    const Pipeline& p = *it->second;
+    if (p.bindings != bindings || std::max(p.push_bytes, kPushHeaderBytes) != push_bytes)
+      fail(ErrorKind::Internal, "kernel {} dispatched with {} bindings and {} push-constant bytes; it declares {} and {}", kernel,
+           bindings, push_bytes, p.bindings, p.push_bytes);
+    return p;
   }
   VkDevice dev = device;
   PipelineKey key{std::string(kernel), std::vector<std::uint32_t>(spec.begin(), spec.end())};
@@ -424,10 +425,21 @@ const Pipeline& EngineState::pipeline(std::string_view kernel, std::span<const s
     smi.pCode = found->words;
     VkShaderModule m;
     vk::check(vkCreateShaderModule(dev, &smi, nullptr, &m), "vkCreateShaderModule");
-    mit = modules.emplace(key.kernel, vk::Handle<VkShaderModule>(m, [dev](VkShaderModule h) { vkDestroyShaderModule(dev, h, nullptr); })).first;
+    mit = modules
+              .emplace(key.kernel, Module{vk::Handle<VkShaderModule>(m, [dev](VkShaderModule h) { vkDestroyShaderModule(dev, h, nullptr); }),
+                                          reflect({found->words, found->count})})
+              .first;
   }
+  const ShaderInterface& declared = mit->second.interface;
+  // A shader that reads no push constant (not even the grid header) declares no block.
+  const bool push_ok = declared.push_bytes == push_bytes || (declared.push_bytes == 0 && push_bytes == kPushHeaderBytes);
+  if (declared.bindings != bindings || !push_ok || spec.size() > declared.spec_ids)
+    fail(ErrorKind::Internal,
+         "kernel {} dispatched with {} bindings, {} push-constant bytes and {} specialization constants; its SPIR-V declares {}, {} and {}",
+         kernel, bindings, push_bytes, spec.size(), declared.bindings, declared.push_bytes, declared.spec_ids);
   auto p = std::make_unique<Pipeline>();
   p->bindings = bindings;
+  p->push_bytes = declared.push_bytes;
   p->push_descriptors = push_descriptor_set && bindings <= max_push_descriptors;
   std::vector<VkDescriptorSetLayoutBinding> lb(bindings);
   for (std::uint32_t i = 0; i < bindings; ++i)
@@ -454,7 +466,7 @@ const Pipeline& EngineState::pipeline(std::string_view kernel, std::span<const s
   VkComputePipelineCreateInfo cpi{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
   cpi.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
   cpi.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
-  cpi.stage.module = mit->second;
+  cpi.stage.module = mit->second.module;
   cpi.stage.pName = "main";
   cpi.stage.pSpecializationInfo = spec.empty() ? nullptr : &si;
   cpi.layout = pl;

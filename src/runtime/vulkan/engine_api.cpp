@@ -162,7 +162,8 @@ void Engine::record(SemanticOp op, std::span<const runtime::ComputeDispatch> dis
   // Resolve (or build) every pipeline before recording anything.
   s.scratch_pipelines.clear();
   for (const auto& d : dispatches)
-    s.scratch_pipelines.push_back(&s.pipeline(d.kernel, d.specialization, static_cast<std::uint32_t>(d.bindings.size())));
+    s.scratch_pipelines.push_back(&s.pipeline(d.kernel, d.specialization, static_cast<std::uint32_t>(d.bindings.size()),
+                                              static_cast<std::uint32_t>(runtime::kPushHeaderBytes + d.push.size())));
 
   Batch& b = s.batch();
   const bool stamp = s.profiling && !s.capturing && b.queries && b.queries_used + 2 <= 8192;
@@ -206,19 +207,21 @@ void Engine::record(SemanticOp op, std::span<const runtime::ComputeDispatch> dis
     }
 
     // Push block: uvec4 base, uvec4 grid, then the op's bytes (zero padded).
-    std::uint8_t push[128] = {};
+    std::uint8_t push[runtime::kPushBytes] = {};
     std::uint32_t grid[4] = {static_cast<std::uint32_t>(d.groups[0]), static_cast<std::uint32_t>(d.groups[1]),
                              static_cast<std::uint32_t>(d.groups[2]), 0};
     std::memcpy(push + 16, grid, 16);
-    if (!d.push.bytes().empty()) std::memcpy(push + 32, d.push.bytes().data(), d.push.bytes().size());
+    if (!d.push.bytes().empty()) std::memcpy(push + runtime::kPushHeaderBytes, d.push.bytes().data(), d.push.bytes().size());
     // Split the grid where it exceeds maxComputeWorkGroupCount; shaders add the base.
     const std::uint64_t lim[3] = {s.info.max_workgroup_count[0], s.info.max_workgroup_count[1], s.info.max_workgroup_count[2]};
+    if (!p.push_bytes && (d.groups[0] > lim[0] || d.groups[1] > lim[1] || d.groups[2] > lim[2]))
+      fail(ErrorKind::Internal, "{}: kernel {} reads no grid header, so its grid cannot be split", op.name, d.kernel);
     for (std::uint64_t z = 0; z < d.groups[2]; z += lim[2])
       for (std::uint64_t y = 0; y < d.groups[1]; y += lim[1])
         for (std::uint64_t x = 0; x < d.groups[0]; x += lim[0]) {
           std::uint32_t base[4] = {static_cast<std::uint32_t>(x), static_cast<std::uint32_t>(y), static_cast<std::uint32_t>(z), 0};
           std::memcpy(push, base, 16);
-          vkCmdPushConstants(b.cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), push);
+          if (p.push_bytes) vkCmdPushConstants(b.cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, p.push_bytes, push);
           vkCmdDispatch(b.cmd, static_cast<std::uint32_t>(std::min(lim[0], d.groups[0] - x)),
                         static_cast<std::uint32_t>(std::min(lim[1], d.groups[1] - y)),
                         static_cast<std::uint32_t>(std::min(lim[2], d.groups[2] - z)));

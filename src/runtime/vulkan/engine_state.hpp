@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "oa/runtime/engine.hpp"
+#include "runtime/vulkan/spirv_interface.hpp"
 #include "runtime/vulkan/vk.hpp"
 
 namespace oa::runtime {
@@ -23,6 +24,11 @@ struct Block;
 // A range of a block, handed to one Storage at a time. Hazards and GPU use are
 // tracked on the chunk (the memory itself), not on the Storage, so a new
 // Storage on reused memory is ordered after the old one's work.
+// Every push-constant block begins with a header the engine writes: uvec4
+// base (the workgroup offset of a split grid), uvec4 grid (shaders/common/oa.glsl).
+inline constexpr std::uint32_t kPushHeaderBytes = 32;
+inline constexpr std::uint32_t kPushBytes = kPushHeaderBytes + PushConstants::kMaxPushBytes;
+
 struct Chunk {
   Block* block = nullptr;
   std::uint64_t offset = 0;
@@ -124,6 +130,7 @@ struct Pipeline {
   vk::Handle<VkPipelineLayout> layout;
   vk::Handle<VkPipeline> pipeline;
   std::uint32_t bindings = 0;
+  std::uint32_t push_bytes = 0;  // the shader's push-constant block, header included; 0: it reads none
   bool push_descriptors = false;  // bindings are pushed (vkCmdPushDescriptorSetKHR), no descriptor set
 };
 
@@ -211,7 +218,11 @@ struct EngineState : std::enable_shared_from_this<EngineState> {
   std::unique_ptr<Allocator> staging_memory;  // host-visible, discrete devices only
 
   std::recursive_mutex mutex;
-  std::unordered_map<std::string, vk::Handle<VkShaderModule>> modules;
+  struct Module {
+    vk::Handle<VkShaderModule> module;
+    ShaderInterface interface;
+  };
+  std::unordered_map<std::string, Module> modules;
   std::map<PipelineKey, std::unique_ptr<Pipeline>, PipelineKeyLess> pipelines;
   std::unique_ptr<Batch> open;
   std::deque<std::unique_ptr<Batch>> in_flight;
@@ -253,7 +264,7 @@ struct EngineState : std::enable_shared_from_this<EngineState> {
   void end_capture();
   // Throws FailedPrecondition naming `what` while a capture is active.
   void refuse_in_capture(const char* what) const;
-  const Pipeline& pipeline(std::string_view kernel, std::span<const std::uint32_t> spec, std::uint32_t bindings);
+  const Pipeline& pipeline(std::string_view kernel, std::span<const std::uint32_t> spec, std::uint32_t bindings, std::uint32_t push_bytes);
   VkDescriptorSet descriptor_set(Batch& b, const Pipeline& p);
   void save_pipeline_cache();
   // A storage from `allocator`; `idle` as in Allocator::allocate.
