@@ -6,7 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "matrix/lowering.hpp"
+#include "matrix/op_def.hpp"
 #include "oa/matrix/elementwise.hpp"
 
 namespace oa::autograd {
@@ -59,8 +59,6 @@ namespace {
 thread_local bool t_grad_enabled = true;
 std::atomic<std::uint64_t> g_sequence{0};
 
-const detail::ContractRegistration kAccumulate{{"oa::autograd::accumulate", 2, 1, {}}};
-
 AutogradMeta* meta_of(const Matrix& m) { return m.defined() ? m.impl()->autograd.get() : nullptr; }
 
 AutogradMeta& ensure_meta(const Matrix& m) {
@@ -85,22 +83,28 @@ struct LeafSlot {
   Slot slot;
 };
 
-// Records y += x for same-shape f32 matrices (chunked like elementwise ops).
-void add_in_place(const Matrix& y, const Matrix& x) {
-  std::vector<runtime::ComputeDispatch> ds;
-  for (auto c : detail::element_chunks(y.engine(), y.numel())) {
-    const auto off = static_cast<std::uint64_t>(c.begin) * 4, bytes = static_cast<std::uint64_t>(c.count) * 4;
-    runtime::ComputeDispatch d;
-    d.kernel = "matrix/accumulate";
-    d.bindings = {runtime::BufferBinding::read_write(y.storage(), off, bytes),
-                  runtime::BufferBinding::read(x.storage(), off, bytes)};
-    d.push.u32(static_cast<std::uint32_t>(c.count));
-    d.groups = {detail::groups_for(c.count, 1024), 1, 1};
-    ds.push_back(std::move(d));
-  }
-  y.engine().record(detail::semantic("oa::autograd::accumulate", {&y, &x}, {&y}), ds);
-  y.storage()->bump_version();
-}
+// y += x in place for same-shape f32 matrices (chunked like elementwise ops).
+const detail::Op<detail::NoAttributes> kAccumulate{
+    {.name = "oa::autograd::accumulate",
+     .inputs = {"y", "x"},
+     .infer = [](const detail::OpCall<detail::NoAttributes>& c) {
+       return std::vector<detail::OutputSpec>{{.shape = c.inputs[0].shape(), .in_place = 0}};
+     },
+     .lower = {{DType::F32,
+                [](const detail::OpCall<detail::NoAttributes>& c, const std::vector<Matrix>& out,
+                   std::vector<runtime::ComputeDispatch>& ds) {
+                  const Matrix &y = out[0], &x = c.inputs[1];
+                  for (auto chunk : detail::element_chunks(c.engine, y.numel())) {
+                    const auto off = static_cast<std::uint64_t>(chunk.begin) * 4, bytes = static_cast<std::uint64_t>(chunk.count) * 4;
+                    runtime::ComputeDispatch d;
+                    d.kernel = "matrix/accumulate";
+                    d.bindings = {runtime::BufferBinding::read_write(y.storage(), off, bytes),
+                                  runtime::BufferBinding::read(x.storage(), off, bytes)};
+                    d.push.u32(static_cast<std::uint32_t>(chunk.count));
+                    d.groups = {detail::groups_for(chunk.count, 1024), 1, 1};
+                    ds.push_back(std::move(d));
+                  }
+                }}}}};
 
 // Copies `m` into a fresh buffer (GPU copy).
 Matrix clone(const Matrix& m) {
@@ -328,7 +332,7 @@ void accumulate(Matrix& slot, bool& owned, const Matrix& contribution) {
     owned = true;
     return;
   }
-  add_in_place(slot, contribution);
+  detail::apply(kAccumulate, {slot, contribution});
 }
 
 std::string grad_fn_name(const Matrix& m) {

@@ -1,25 +1,26 @@
-// concat and chunk: validation, the column-block copy lowering, and their
-// autograd rules (each one's backward is the other's lowering).
+// concat and chunk, declared as OpDefs over one column-block copy lowering
+// (each one's backward is the other's lowering).
 #include "oa/matrix/concat.hpp"
 
 #include <algorithm>
 
-#include "matrix/lowering.hpp"
-#include "oa/matrix/autograd.hpp"
+#include "matrix/op_def.hpp"
 
 namespace oa::matrix {
 
 namespace {
 
+using detail::apply;
+using detail::BackwardCall;
+using detail::field;
+using detail::Op;
+using detail::OpCall;
+using detail::OutputSpec;
 using runtime::Access;
 using runtime::ComputeDispatch;
 
 constexpr const char* kConcat = "oa::matrix::concat";
 constexpr const char* kChunk = "oa::matrix::chunk";
-
-const detail::ContractRegistration kConcatContract{{kConcat, -1, 1, {{"axis", AttributeType::Int}}}};
-const detail::ContractRegistration kChunkContract{
-    {kChunk, 1, -1, {{"parts", AttributeType::Int}, {"axis", AttributeType::Int}}}};
 
 // The non-negative form of `axis` for rank `rank`; throws naming `op`.
 std::size_t normal_axis(int axis, const Shape& shape, const char* op, const char* arg) {
@@ -75,107 +76,131 @@ void lower_block(const Engine& engine, std::int64_t rows, std::int64_t cols, Sid
   }
 }
 
-// Records y = the concatenation of xs along `axis` (validated) as one semantic
-// op named `name`: the forward of concat, or the backward of chunk.
-Matrix concat_lowering(const std::vector<Matrix>& xs, std::size_t axis, const char* name, std::vector<OpAttribute> attributes,
-                       bool backward) {
-  const Engine& engine = xs.front().engine();
-  std::vector<std::int64_t> dims = xs.front().shape().to_vector();
-  dims[axis] = 0;
-  for (const Matrix& x : xs) dims[axis] += x.shape()[axis];
-  Matrix y = detail::allocate(engine, Shape(dims));
-  const std::int64_t outer = outer_of(y.shape(), axis), inner = inner_of(y.shape(), axis), y_cols = dims[axis] * inner;
-  std::vector<ComputeDispatch> ds;
+// Appends y = the concatenation of xs along `axis`: the lowering of concat,
+// and the backward of chunk.
+void concat_dispatches(const std::vector<Matrix>& xs, std::size_t axis, const Matrix& y, const char* name,
+                       std::vector<ComputeDispatch>& ds) {
+  const std::int64_t outer = outer_of(y.shape(), axis), inner = inner_of(y.shape(), axis), y_cols = y.shape()[axis] * inner;
   std::int64_t column = 0;
-  SemanticOp op = detail::semantic(name, {}, {&y}, std::move(attributes), backward);
   for (const Matrix& x : xs) {
     const std::int64_t cols = x.shape()[axis] * inner;
-    lower_block(engine, outer, cols, {&x, cols, 0}, {&y, y_cols, column}, name, ds);
+    lower_block(y.engine(), outer, cols, {&x, cols, 0}, {&y, y_cols, column}, name, ds);
     column += cols;
-    op.inputs.push_back(x.shape());
   }
-  engine.record(std::move(op), ds);
-  return y;
 }
 
-// Records the slices of x along `axis` with the given extents (summing to
-// x's) as one semantic op named `name`: the forward of chunk, or the backward
-// of concat. Slice i is left undefined (and not computed) when `wanted` is
-// given and wanted[i] is false.
-std::vector<Matrix> split_lowering(const Matrix& x, std::size_t axis, const std::vector<std::int64_t>& extents,
-                                   const char* name, std::vector<OpAttribute> attributes, bool backward,
-                                   const std::vector<bool>* wanted = nullptr) {
-  const Engine& engine = x.engine();
+// Appends the slices of x along `axis` into parts (whose extents along axis
+// sum to x's), skipping undefined parts: the lowering of chunk, and the
+// backward of concat.
+void split_dispatches(const Matrix& x, std::size_t axis, const std::vector<Matrix>& parts, const std::vector<std::int64_t>& extents,
+                      const char* name, std::vector<ComputeDispatch>& ds) {
   const std::int64_t outer = outer_of(x.shape(), axis), inner = inner_of(x.shape(), axis), x_cols = x.shape()[axis] * inner;
-  std::vector<Matrix> parts;
-  std::vector<ComputeDispatch> ds;
-  SemanticOp op = detail::semantic(name, {&x}, {}, std::move(attributes), backward);
   std::int64_t column = 0;
-  for (std::size_t i = 0; i < extents.size(); ++i) {
+  for (std::size_t i = 0; i < parts.size(); ++i) {
     const std::int64_t cols = extents[i] * inner;
-    parts.emplace_back();
-    if (!wanted || (*wanted)[i]) {
-      std::vector<std::int64_t> dims = x.shape().to_vector();
-      dims[axis] = extents[i];
-      parts.back() = detail::allocate(engine, Shape(dims));
-      lower_block(engine, outer, cols, {&x, x_cols, column}, {&parts.back(), cols, 0}, name, ds);
-      op.outputs.push_back(parts.back().shape());
-    }
+    if (parts[i].defined()) lower_block(x.engine(), outer, cols, {&x, x_cols, column}, {&parts[i], cols, 0}, name, ds);
     column += cols;
   }
-  engine.record(std::move(op), ds);
-  return parts;
 }
+
+struct ConcatAttributes {
+  std::int64_t axis = 0;  // non-negative
+  static constexpr auto fields = std::tuple{field("axis", &ConcatAttributes::axis)};
+};
+
+const Op<ConcatAttributes> kConcatOp{
+    {.name = kConcat,
+     .inputs = {"xs"},
+     .variadic = true,
+     .infer = [](const OpCall<ConcatAttributes>& c) {
+       const std::vector<Matrix>& xs = c.inputs;
+       const auto a = static_cast<std::size_t>(c.attributes.axis);
+       const Shape& first = xs.front().shape();
+       std::int64_t total = 0;
+       for (std::size_t i = 0; i < xs.size(); ++i) {
+         detail::require_f32(xs[i], c.name, "xs");
+         const Shape& s = xs[i].shape();
+         bool same = s.rank() == first.rank();
+         for (std::size_t d = 0; same && d < s.rank(); ++d) same = d == a || s[d] == first[d];
+         if (!same)
+           fail(ErrorKind::InvalidArgument, "{}: xs[{}] {} does not match xs[0] {} outside axis {}", c.name, i, s, first, a);
+         total = checked_add(total, s[a], "concat extent");
+       }
+       std::vector<std::int64_t> dims = first.to_vector();
+       dims[a] = total;
+       detail::shader_u32(Shape(dims).numel(), "output elements", c.name);
+       return std::vector<OutputSpec>{{Shape(dims)}};
+     },
+     .lower = {{DType::F32,
+                [](const OpCall<ConcatAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+                  concat_dispatches(c.inputs, static_cast<std::size_t>(c.attributes.axis), out[0], c.name, ds);
+                }}},
+     .backward = [](const BackwardCall<ConcatAttributes>& c) {
+       const Matrix& gy = c.grad_outputs[0];
+       const auto a = static_cast<std::size_t>(c.attributes.axis);
+       std::vector<Matrix> g(c.input_shapes.size());
+       std::vector<std::int64_t> extents;
+       for (std::size_t i = 0; i < g.size(); ++i) {
+         extents.push_back(c.input_shapes[i][a]);
+         if (c.needs[i]) g[i] = detail::allocate(gy.engine(), c.input_shapes[i]);
+       }
+       std::vector<ComputeDispatch> ds;
+       split_dispatches(gy, a, g, extents, c.name, ds);
+       c.record(ds, {gy}, g);
+       return g;
+     }}};
+
+struct ChunkAttributes {
+  std::int64_t parts = 1, axis = 0;  // axis non-negative
+  static constexpr auto fields = std::tuple{field("parts", &ChunkAttributes::parts), field("axis", &ChunkAttributes::axis)};
+};
+
+const Op<ChunkAttributes> kChunkOp{
+    {.name = kChunk,
+     .inputs = {"x"},
+     .outputs = -1,
+     .infer = [](const OpCall<ChunkAttributes>& c) {
+       const Matrix& x = c.inputs[0];
+       const std::int64_t parts = c.attributes.parts, axis = c.attributes.axis, n = x.shape()[static_cast<std::size_t>(axis)];
+       if (parts < 1) fail(ErrorKind::InvalidArgument, "{}: parts {} must be >= 1 (x {})", c.name, parts, x.shape());
+       if (parts > std::max<std::int64_t>(n, 1))
+         fail(ErrorKind::InvalidArgument, "{}: parts {} exceeds extent {} of axis {} of x {} (1 for an empty axis)", c.name, parts, n,
+              axis, x.shape());
+       if (n % parts != 0)
+         fail(ErrorKind::InvalidArgument, "{}: extent {} of axis {} of x {} is not divisible by parts {}", c.name, n, axis, x.shape(),
+              parts);
+       detail::shader_u32(x.numel(), "elements", c.name);
+       std::vector<std::int64_t> dims = x.shape().to_vector();
+       dims[static_cast<std::size_t>(axis)] = n / parts;
+       return std::vector<OutputSpec>(static_cast<std::size_t>(parts), OutputSpec{Shape(dims)});
+     },
+     .lower = {{DType::F32,
+                [](const OpCall<ChunkAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+                  const auto a = static_cast<std::size_t>(c.attributes.axis);
+                  split_dispatches(c.inputs[0], a, out, std::vector<std::int64_t>(out.size(), out[0].shape()[a]), c.name, ds);
+                }}},
+     .backward = [](const BackwardCall<ChunkAttributes>& c) {
+       const Matrix& gy = c.grad_outputs[0];
+       Matrix gx = detail::allocate(gy.engine(), c.input_shapes[0]);
+       std::vector<ComputeDispatch> ds;
+       concat_dispatches(c.grad_outputs, static_cast<std::size_t>(c.attributes.axis), gx, c.name, ds);
+       c.record(ds, c.grad_outputs, {gx});
+       return std::vector<Matrix>{gx};
+     }}};
 
 }  // namespace
 
 Matrix concat(const std::vector<Matrix>& xs, int axis) {
   if (xs.empty()) fail(ErrorKind::InvalidArgument, "{}: xs is empty (at least one operand is required)", kConcat);
-  for (const Matrix& x : xs) detail::require_f32(x, kConcat, "xs");
-  const Shape& first = xs.front().shape();
-  const std::size_t a = normal_axis(axis, first, kConcat, "xs[0]");
-  std::int64_t total = 0;
-  for (std::size_t i = 0; i < xs.size(); ++i) {
-    const Shape& s = xs[i].shape();
-    detail::require_same_engine(xs.front(), xs[i], kConcat);
-    bool same = s.rank() == first.rank();
-    for (std::size_t d = 0; same && d < s.rank(); ++d) same = d == a || s[d] == first[d];
-    if (!same)
-      fail(ErrorKind::InvalidArgument, "{}: xs[{}] {} does not match xs[0] {} outside axis {}", kConcat, i, s, first, axis);
-    total = checked_add(total, s[a], "concat extent");
-  }
-  std::vector<std::int64_t> dims = first.to_vector();
-  dims[a] = total;
-  detail::shader_u32(Shape(dims).numel(), "output elements", kConcat);
-  Matrix y = concat_lowering(xs, a, kConcat, {{"axis", static_cast<std::int64_t>(a)}}, false);
-  if (autograd::needs_record(xs)) {
-    std::vector<std::int64_t> extents;
-    for (const Matrix& x : xs) extents.push_back(x.shape()[a]);
-    autograd::record(kConcat, xs, {y}, [a, extents](const std::vector<Matrix>& gy, const std::vector<bool>& needs) {
-      return split_lowering(gy[0], a, extents, kConcat, {{"axis", static_cast<std::int64_t>(a)}}, true, &needs);
-    });
-  }
-  return y;
+  detail::require_defined(xs.front(), kConcat, "xs");
+  const std::size_t a = normal_axis(axis, xs.front().shape(), kConcat, "xs[0]");
+  return apply(kConcatOp, xs, {static_cast<std::int64_t>(a)})[0];
 }
 
 std::vector<Matrix> chunk(const Matrix& x, std::int64_t parts, int axis) {
-  detail::require_f32(x, kChunk, "x");
+  detail::require_defined(x, kChunk, "x");
   const std::size_t a = normal_axis(axis, x.shape(), kChunk, "x");
-  if (parts < 1) fail(ErrorKind::InvalidArgument, "{}: parts {} must be >= 1 (x {})", kChunk, parts, x.shape());
-  if (parts > std::max<std::int64_t>(x.shape()[a], 1))
-    fail(ErrorKind::InvalidArgument, "{}: parts {} exceeds extent {} of axis {} of x {} (1 for an empty axis)", kChunk, parts,
-         x.shape()[a], axis, x.shape());
-  if (x.shape()[a] % parts != 0)
-    fail(ErrorKind::InvalidArgument, "{}: extent {} of axis {} of x {} is not divisible by parts {}", kChunk, x.shape()[a], axis,
-         x.shape(), parts);
-  detail::shader_u32(x.numel(), "elements", kChunk);
-  std::vector<OpAttribute> attributes{{"parts", parts}, {"axis", static_cast<std::int64_t>(a)}};
-  std::vector<Matrix> ys =
-      split_lowering(x, a, std::vector<std::int64_t>(static_cast<std::size_t>(parts), x.shape()[a] / parts), kChunk, attributes, false);
-  autograd::record(kChunk, {x}, ys, [a, attributes](const std::vector<Matrix>& gy, const std::vector<bool>&) {
-    return std::vector<Matrix>{concat_lowering(gy, a, kChunk, attributes, true)};
-  });
-  return ys;
+  return apply(kChunkOp, {x}, {parts, static_cast<std::int64_t>(a)});
 }
 
 }  // namespace oa::matrix

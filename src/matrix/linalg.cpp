@@ -3,29 +3,63 @@
 #include <algorithm>
 
 #include "matrix/gemm.hpp"
-#include "matrix/lowering.hpp"
-#include "oa/matrix/autograd.hpp"
+#include "matrix/op_def.hpp"
 #include "oa/matrix/reduction.hpp"
 
 namespace oa::matrix {
 
 namespace {
 
+using detail::apply;
+using detail::BackwardCall;
+using detail::NoAttributes;
+using detail::Op;
+using detail::OpCall;
+using detail::OutputSpec;
+using detail::Saves;
 using runtime::Access;
 using runtime::ComputeDispatch;
 
-const detail::ContractRegistration kMatmul{{"oa::matrix::matmul", 2, 1, {}}};
-const detail::ContractRegistration kMatMulNt{{"oa::matrix::matmul_nt", 2, 1, {}}};
-const detail::ContractRegistration kTranspose{{"oa::matrix::transpose", 1, 1, {}}};
+// The extents of c = a * op(b) for a [..., M, K] and b [..., K, N] (or
+// b [..., N, K] transposed when trans_b), validated: a missing batch prefix
+// broadcasts the 2-D operand over the other's batch.
+struct Product {
+  std::int64_t batch = 1, m = 0, k = 0, n = 0;
+  bool a_batched = false, b_batched = false;
+  Shape out;
+};
 
-// The gradients of c = a * op(b) (op(b) = b [..., K, N], or b^T for b [..., N, K]
-// when trans_b) from gc [..., M, N], recorded as one backward op of `name`:
+Product product_extents(const Shape& sa, const Shape& sb, bool trans_b, const char* name) {
+  if (sa.rank() < 2 || sb.rank() < 2) fail(ErrorKind::InvalidArgument, "{}: a {} and b {} must both have rank >= 2", name, sa, sb);
+  Product p;
+  p.m = sa.dim(-2);
+  p.k = sa.dim(-1);
+  const std::int64_t kb = trans_b ? sb.dim(-1) : sb.dim(-2);
+  p.n = trans_b ? sb.dim(-2) : sb.dim(-1);
+  if (p.k != kb)
+    fail(ErrorKind::InvalidArgument, "{}: inner extents differ: a {} has K = {} but b {} has K = {}", name, sa, p.k, sb, kb);
+  const auto la = sa.dims().first(sa.rank() - 2), lb = sb.dims().first(sb.rank() - 2);
+  if (!la.empty() && !lb.empty() && !std::ranges::equal(la, lb))
+    fail(ErrorKind::InvalidArgument, "{}: batch extents of a {} and b {} differ", name, sa, sb);
+  std::vector<std::int64_t> dims(la.size() >= lb.size() ? la.begin() : lb.begin(), la.size() >= lb.size() ? la.end() : lb.end());
+  p.batch = Shape(dims).numel();
+  p.a_batched = !la.empty();
+  p.b_batched = !lb.empty();
+  dims.push_back(p.m);
+  dims.push_back(p.n);
+  p.out = Shape(dims);
+  p.out.numel();  // checked: throws InvalidArgument on overflow
+  return p;
+}
+
+// The gradients of c = a * op(b) from gc [..., M, N]:
 //   matmul:     ga = gc b^T,  gb = a^T gc
 //   matmul_nt: ga = gc b,    gb = gc^T a
 // A 2-D operand shared by a batch gets the sum over the batch: folded into the
 // GEMM's K for b (the batch's rows are contiguous), summed by sum_to for a.
-std::vector<Matrix> product_backward(const Matrix& gc, const Matrix& a, const Matrix& b, const Shape& shape_a,
-                                     const Shape& shape_b, bool trans_b, const char* name, const std::vector<bool>& needs) {
+std::vector<Matrix> product_backward(const BackwardCall<NoAttributes>& call, bool trans_b) {
+  const Matrix &gc = call.grad_outputs[0], &a = call.inputs[0], &b = call.inputs[1];
+  const Shape &shape_a = call.input_shapes[0], &shape_b = call.input_shapes[1];
   const std::int64_t m = shape_a.dim(-2), k = shape_a.dim(-1), n = gc.shape().dim(-1);
   const auto gc_dims = gc.shape().dims();
   const std::int64_t batch = Shape(gc_dims.first(gc_dims.size() - 2)).numel();
@@ -35,7 +69,7 @@ std::vector<Matrix> product_backward(const Matrix& gc, const Matrix& a, const Ma
   std::vector<ComputeDispatch> ds;
   auto add = [&ds](std::vector<ComputeDispatch> more) { ds.insert(ds.end(), more.begin(), more.end()); };
   Matrix ga_batched;  // [batch, M, K] when a is shared by a batch
-  if (needs[0]) {
+  if (call.needs[0]) {
     // ga_b = gc_b op(b_b)^T: B-operand b, stored [K, N] (transposed) or [N, K] (as is).
     detail::GemmProblem p;
     p.n = k;
@@ -59,7 +93,7 @@ std::vector<Matrix> product_backward(const Matrix& gc, const Matrix& a, const Ma
     }
     add(detail::lower_gemm(engine, p));
   }
-  if (needs[1]) {
+  if (call.needs[1]) {
     // matmul: gb_b = a_b^T gc_b [K, N]; matmul_nt: gb_b = gc_b^T a_b [N, K]. Both contract over M.
     detail::GemmProblem p;
     p.trans_a = true;
@@ -84,114 +118,101 @@ std::vector<Matrix> product_backward(const Matrix& gc, const Matrix& a, const Ma
     }
     add(detail::lower_gemm(engine, p));
   }
-  SemanticOp op = detail::semantic(name, {&gc}, {}, {}, true);
-  for (const Matrix* x : {&a, &b})  // each is saved only when the other operand's gradient needs it
-    if (x->defined()) op.inputs.push_back(x->shape());
-  for (const Matrix& x : g)
-    if (x.defined()) op.outputs.push_back(x.shape());
-  engine.record(std::move(op), ds);
+  call.record(ds, {gc, a, b}, g);  // a and b are saved only when the other operand's gradient reads them
   if (ga_batched.defined()) g[0] = sum_to(ga_batched, shape_a);
   return g;
 }
 
-// a [..., M, K] times b [..., K, N] (or b [..., N, K] transposed when trans_b).
-Matrix product(const Matrix& a, const Matrix& b, bool trans_b, const char* name) {
-  detail::require_f32(a, name, "a");
-  detail::require_f32(b, name, "b");
-  detail::require_same_engine(a, b, name);
-  const Shape &sa = a.shape(), &sb = b.shape();
-  if (sa.rank() < 2 || sb.rank() < 2) fail(ErrorKind::InvalidArgument, "{}: a {} and b {} must both have rank >= 2", name, sa, sb);
-  const std::int64_t m = sa.dim(-2), k = sa.dim(-1);
-  const std::int64_t kb = trans_b ? sb.dim(-1) : sb.dim(-2), n = trans_b ? sb.dim(-2) : sb.dim(-1);
-  if (k != kb)
-    fail(ErrorKind::InvalidArgument, "{}: inner extents differ: a {} has K = {} but b {} has K = {}", name, sa, k, sb, kb);
-  const auto la = sa.dims().first(sa.rank() - 2), lb = sb.dims().first(sb.rank() - 2);
-  if (!la.empty() && !lb.empty() && !std::ranges::equal(la, lb))
-    fail(ErrorKind::InvalidArgument, "{}: batch extents of a {} and b {} differ", name, sa, sb);
-  std::vector<std::int64_t> dims(la.size() >= lb.size() ? la.begin() : lb.begin(), la.size() >= lb.size() ? la.end() : lb.end());
-  const std::int64_t batch = Shape(dims).numel();
-  dims.push_back(m);
-  dims.push_back(n);
-  const Shape out_shape(dims);
-  out_shape.numel();  // checked: throws InvalidArgument on overflow
-
-  Matrix c = detail::allocate(a.engine(), out_shape);
-  detail::GemmProblem p;
-  p.n = n;
-  p.k = k;
-  p.trans_b = trans_b;
-  p.a = {&a, 0, la.empty() ? 0 : m * k};
-  p.b = {&b, 0, lb.empty() ? 0 : k * n};
-  p.c = {&c, 0, m * n};
-  if (lb.empty()) {  // b is shared: fold a's batch into M (one larger GEMM)
-    p.m = batch * m;
-    p.a.batch_stride = p.c.batch_stride = 0;
-  } else {
-    p.batch = batch;
-    p.m = m;
-  }
-  const auto dispatches = detail::lower_gemm(a.engine(), p);
-  a.engine().record(detail::semantic(name, {&a, &b}, {&c}), dispatches);
-  if (autograd::needs_record({&a, &b})) {
-    // ga reads b, gb reads a: save only what a needed gradient reads.
-    autograd::SavedValue saved_a = requires_grad(b) ? autograd::SavedValue(a) : autograd::SavedValue();
-    autograd::SavedValue saved_b = requires_grad(a) ? autograd::SavedValue(b) : autograd::SavedValue();
-    autograd::record(name, {a, b}, {c},
-                     [saved_a, saved_b, sa, sb, trans_b, name](const std::vector<Matrix>& gc, const std::vector<bool>& needs) {
-                       return product_backward(gc[0], saved_a.get(), saved_b.get(), sa, sb, trans_b, name, needs);
-                     });
-  }
-  return c;
+// c = a * op(b) as one batched GEMM; see product_extents.
+Op<NoAttributes> product_op(const char* name, bool trans_b) {
+  return Op<NoAttributes>(
+      {.name = name,
+       .inputs = {"a", "b"},
+       .infer = [trans_b](const OpCall<NoAttributes>& c) {
+         detail::require_f32(c.inputs[1], c.name, "b");
+         return std::vector<OutputSpec>{{product_extents(c.inputs[0].shape(), c.inputs[1].shape(), trans_b, c.name).out}};
+       },
+       .lower = {{DType::F32,
+                  [trans_b](const OpCall<NoAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+                    const Matrix &a = c.inputs[0], &b = c.inputs[1];
+                    const Product e = product_extents(a.shape(), b.shape(), trans_b, c.name);
+                    detail::GemmProblem p;
+                    p.n = e.n;
+                    p.k = e.k;
+                    p.trans_b = trans_b;
+                    p.a = {&a, 0, e.a_batched ? e.m * e.k : 0};
+                    p.b = {&b, 0, e.b_batched ? e.k * e.n : 0};
+                    p.c = {&out[0], 0, e.m * e.n};
+                    if (!e.b_batched) {  // b is shared: fold a's batch into M (one larger GEMM)
+                      p.m = e.batch * e.m;
+                      p.a.batch_stride = p.c.batch_stride = 0;
+                    } else {
+                      p.batch = e.batch;
+                      p.m = e.m;
+                    }
+                    const auto more = detail::lower_gemm(c.engine, p);
+                    ds.insert(ds.end(), more.begin(), more.end());
+                  }}},
+       // ga reads b, gb reads a: save only what a needed gradient reads.
+       .saves = [](const OpCall<NoAttributes>&, const std::vector<bool>& needs) { return Saves{{needs[1], needs[0]}, {}}; },
+       .backward = [trans_b](const BackwardCall<NoAttributes>& c) { return product_backward(c, trans_b); }});
 }
 
-}  // namespace
+const auto kMatmul = product_op("oa::matrix::matmul", false);
+const auto kMatmulNt = product_op("oa::matrix::matmul_nt", true);
 
-Matrix matmul(const Matrix& a, const Matrix& b) { return product(a, b, false, "oa::matrix::matmul"); }
-Matrix matmul_nt(const Matrix& a, const Matrix& b) { return product(a, b, true, "oa::matrix::matmul_nt"); }
-
-namespace {
-
-// Records y = x with its last two axes swapped: the forward of transpose, or
+// Appends y = x with its last two axes swapped: the forward of transpose, or
 // (backward) its gradient.
-Matrix transpose_lowering(const Matrix& x, bool backward) {
-  const char* name = "oa::matrix::transpose";
+void transpose_dispatches(const Matrix& x, const Matrix& y, const char* name, std::vector<ComputeDispatch>& ds) {
   const Shape& s = x.shape();
+  const std::int64_t r = s.dim(-2), c = s.dim(-1), rc = r * c;
+  if (rc == 0) return;
+  const std::int64_t batch = s.numel() / rc;
+  const std::int64_t per = detail::window_batch(x.engine(), {{rc, rc}, {rc, rc}});
+  for (std::int64_t b0 = 0; b0 < batch; b0 += per) {
+    const std::int64_t q = std::min(per, batch - b0);
+    const auto in = detail::element_window(x.storage(), b0 * rc, q * rc, Access::Read);
+    const auto out = detail::element_window(y.storage(), b0 * rc, q * rc, Access::Write);
+    ComputeDispatch d;
+    d.kernel = "matrix/transpose";
+    d.bindings = {in.binding, out.binding};
+    d.push.u32(detail::shader_u32(r, "row count", name)).u32(detail::shader_u32(c, "column count", name));
+    d.push.u32(in.offset).u32(out.offset);
+    d.groups = {detail::groups_for(c, 32), detail::groups_for(r, 32), static_cast<std::uint64_t>(q)};
+    ds.push_back(std::move(d));
+  }
+}
+
+Shape swapped(const Shape& s) {
   std::vector<std::int64_t> dims = s.to_vector();
   std::swap(dims[s.rank() - 2], dims[s.rank() - 1]);
-  const std::int64_t r = s.dim(-2), c = s.dim(-1), rc = r * c;
-  Matrix y = detail::allocate(x.engine(), Shape(dims));
-  std::vector<ComputeDispatch> ds;
-  if (rc > 0) {
-    const std::int64_t batch = s.numel() / rc;
-    const std::int64_t per = detail::window_batch(x.engine(), {{rc, rc}, {rc, rc}});
-    for (std::int64_t b0 = 0; b0 < batch; b0 += per) {
-      const std::int64_t q = std::min(per, batch - b0);
-      const auto in = detail::element_window(x.storage(), b0 * rc, q * rc, Access::Read);
-      const auto out = detail::element_window(y.storage(), b0 * rc, q * rc, Access::Write);
-      ComputeDispatch d;
-      d.kernel = "matrix/transpose";
-      d.bindings = {in.binding, out.binding};
-      d.push.u32(detail::shader_u32(r, "row count", name)).u32(detail::shader_u32(c, "column count", name));
-      d.push.u32(in.offset).u32(out.offset);
-      d.groups = {detail::groups_for(c, 32), detail::groups_for(r, 32), static_cast<std::uint64_t>(q)};
-      ds.push_back(std::move(d));
-    }
-  }
-  x.engine().record(detail::semantic(name, {&x}, {&y}, {}, backward), ds);
-  return y;
+  return Shape(dims);
 }
+
+const Op<NoAttributes> kTranspose{
+    {.name = "oa::matrix::transpose",
+     .inputs = {"x"},
+     .infer = [](const OpCall<NoAttributes>& c) {
+       if (c.inputs[0].rank() < 2) fail(ErrorKind::InvalidArgument, "{}: x {} must have rank >= 2", c.name, c.inputs[0].shape());
+       return std::vector<OutputSpec>{{swapped(c.inputs[0].shape())}};
+     },
+     .lower = {{DType::F32,
+                [](const OpCall<NoAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+                  transpose_dispatches(c.inputs[0], out[0], c.name, ds);
+                }}},
+     .backward = [](const BackwardCall<NoAttributes>& c) {
+       const Matrix& gy = c.grad_outputs[0];
+       Matrix gx = detail::allocate(gy.engine(), swapped(gy.shape()));
+       std::vector<ComputeDispatch> ds;
+       transpose_dispatches(gy, gx, c.name, ds);
+       c.record(ds, {&gy}, {&gx});
+       return std::vector<Matrix>{gx};
+     }}};
 
 }  // namespace
 
-Matrix transpose(const Matrix& x) {
-  const char* name = "oa::matrix::transpose";
-  detail::require_f32(x, name, "x");
-  if (x.rank() < 2) fail(ErrorKind::InvalidArgument, "{}: x {} must have rank >= 2", name, x.shape());
-  Matrix y = transpose_lowering(x, false);
-  autograd::record(name, {x}, {y}, [](const std::vector<Matrix>& gy, const std::vector<bool>&) {
-    return std::vector<Matrix>{transpose_lowering(gy[0], true)};
-  });
-  return y;
-}
+Matrix matmul(const Matrix& a, const Matrix& b) { return apply(kMatmul, {a, b})[0]; }
+Matrix matmul_nt(const Matrix& a, const Matrix& b) { return apply(kMatmulNt, {a, b})[0]; }
+Matrix transpose(const Matrix& x) { return apply(kTranspose, {x})[0]; }
 
 }  // namespace oa::matrix

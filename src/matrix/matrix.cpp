@@ -4,8 +4,7 @@
 #include <cstring>
 #include <ostream>
 
-#include "matrix/lowering.hpp"
-#include "oa/matrix/autograd.hpp"
+#include "matrix/op_def.hpp"
 
 namespace oa {
 
@@ -66,27 +65,46 @@ void require_same_engine(const Matrix& a, const Matrix& b, const char* op) {
 
 namespace {
 
-const detail::ContractRegistration kRandom{{"oa::matrix::random", 0, 1, {{"distribution", AttributeType::String}, {"seed", AttributeType::Int}}}};
+// The distributions of matrix/random (its specialization constant).
+enum Distribution : std::uint32_t { Uniform, Normal, Arange };
 
-Matrix generate(const Shape& shape, std::uint32_t dist, float a, float b, std::uint64_t seed, const Engine& engine) {
-  Matrix out = detail::allocate(engine, shape);
+struct RandomAttributes {
+  std::string distribution;  // "uniform", "normal" or "arange"
+  std::uint64_t seed = 0;
+  // Not traced: the output's shape, the kernel's distribution code and its
+  // parameters (low and high, mean and stddev, or start and step).
+  Shape shape;
+  Distribution code = Uniform;
+  float a = 0, b = 0;
+  static constexpr auto fields = std::tuple{detail::field("distribution", &RandomAttributes::distribution),
+                                            detail::field("seed", &RandomAttributes::seed)};
+};
+
+// Element i takes word i of the seed's stream (matrix/random), so the values
+// do not depend on the chunking.
+const detail::Op<RandomAttributes> kRandom{
+    {.name = "oa::matrix::random",
+     .inputs = {},
+     .infer = [](const detail::OpCall<RandomAttributes>& c) { return std::vector<detail::OutputSpec>{{c.attributes.shape}}; },
+     .lower = {{DType::F32,
+                [](const detail::OpCall<RandomAttributes>& c, const std::vector<Matrix>& out, std::vector<runtime::ComputeDispatch>& ds) {
+                  const RandomAttributes& r = c.attributes;
+                  for (auto chunk : detail::element_chunks(c.engine, out[0].numel())) {
+                    runtime::ComputeDispatch d;
+                    d.kernel = "matrix/random";
+                    d.specialization = {r.code};
+                    d.bindings = {runtime::BufferBinding::write(out[0].storage(), static_cast<std::uint64_t>(chunk.begin) * 4,
+                                                                static_cast<std::uint64_t>(chunk.count) * 4)};
+                    d.push.u32(static_cast<std::uint32_t>(chunk.count)).u32(detail::shader_u32(chunk.begin, "element index", c.name))
+                        .u32(static_cast<std::uint32_t>(r.seed)).u32(static_cast<std::uint32_t>(r.seed >> 32)).f32(r.a).f32(r.b);
+                    d.groups = {detail::groups_for(chunk.count, 256), 1, 1};
+                    ds.push_back(std::move(d));
+                  }
+                }}}}};
+
+Matrix generate(const Shape& shape, Distribution dist, float a, float b, std::uint64_t seed, const Engine& engine) {
   const char* names[] = {"uniform", "normal", "arange"};
-  const std::int64_t n = shape.numel();
-  std::vector<runtime::ComputeDispatch> ds;
-  for (auto c : detail::element_chunks(engine, n)) {
-    runtime::ComputeDispatch d;
-    d.kernel = "matrix/random";
-    d.specialization = {dist};
-    d.bindings = {runtime::BufferBinding::write(out.storage(), static_cast<std::uint64_t>(c.begin) * 4, static_cast<std::uint64_t>(c.count) * 4)};
-    d.push.u32(static_cast<std::uint32_t>(c.count)).u32(detail::shader_u32(c.begin, "element index", "oa::matrix::random"))
-        .u32(static_cast<std::uint32_t>(seed)).u32(static_cast<std::uint32_t>(seed >> 32)).f32(a).f32(b);
-    d.groups = {detail::groups_for(c.count, 256), 1, 1};
-    ds.push_back(std::move(d));
-  }
-  engine.record(
-      detail::semantic("oa::matrix::random", {}, {&out}, {{"distribution", std::string(names[dist])}, {"seed", static_cast<std::int64_t>(seed)}}),
-      ds);
-  return out;
+  return detail::apply(kRandom, {}, RandomAttributes{names[dist], seed, shape, dist, a, b}, &engine)[0];
 }
 
 std::uint32_t bits(float v) {
@@ -173,17 +191,17 @@ Matrix Matrix::arange(float start, float stop, float step, std::optional<Engine>
   if (n > 0x1p53)
     fail(ErrorKind::InvalidArgument, "Matrix::arange: start {}, stop {}, step {} describe {} elements, too many to allocate", start,
          stop, step, n);
-  return generate(Shape{static_cast<std::int64_t>(n)}, 2, start, step, 0, detail::resolve(engine));
+  return generate(Shape{static_cast<std::int64_t>(n)}, Arange, start, step, 0, detail::resolve(engine));
 }
 
 Matrix Matrix::uniform(const Shape& shape, float low, float high, std::uint64_t seed, std::optional<Engine> engine) {
   if (!(low <= high)) fail(ErrorKind::InvalidArgument, "Matrix::uniform: low {} exceeds high {}", low, high);
-  return generate(shape, 0, low, high, seed, detail::resolve(engine));
+  return generate(shape, Uniform, low, high, seed, detail::resolve(engine));
 }
 
 Matrix Matrix::normal(const Shape& shape, float mean, float stddev, std::uint64_t seed, std::optional<Engine> engine) {
   if (!(stddev >= 0)) fail(ErrorKind::InvalidArgument, "Matrix::normal: stddev {} is negative", stddev);
-  return generate(shape, 1, mean, stddev, seed, detail::resolve(engine));
+  return generate(shape, Normal, mean, stddev, seed, detail::resolve(engine));
 }
 
 Matrix Matrix::reshape(const std::vector<std::int64_t>& dims) const {

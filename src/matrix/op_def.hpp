@@ -16,10 +16,12 @@
 // apply() checks, before anything is allocated or recorded, that every input
 // is defined (or optional and absent) and on the first input's engine and that a lowering exists for
 // the first input's dtype (InvalidArgument naming the op and the argument);
+// an op without inputs (a generator) runs on the engine given to apply();
 // infer() does the op's own checks. Then it allocates the outputs, records
 // the lowering's dispatches as one semantic op (attributes from the fields)
 // and, when an input requires a gradient and the op has a backward rule,
 // one autograd node that holds what saves() names.
+#include <algorithm>
 #include <functional>
 #include <initializer_list>
 #include <span>
@@ -92,10 +94,13 @@ std::vector<OpAttribute> attribute_values(const A& a) {
 // An output. An auxiliary output (after the op's results: statistics such as
 // a norm's per-row rstd) is written by the lowering and read by the backward
 // only: the caller, the trace and the autograd graph see the results alone.
+// An in-place output (in_place = i) is input i itself, not allocated: the
+// lowering writes into it and apply() bumps its version after recording.
 struct OutputSpec {
   Shape shape;
   DType dtype = DType::F32;
   bool auxiliary = false;
+  int in_place = -1;
 };
 
 // One call of an op: its inputs (defined, on one engine) and attributes.
@@ -129,6 +134,18 @@ struct BackwardCall {
               std::initializer_list<const Matrix*> out) const {
     grad_outputs[0].engine().record(semantic(name, in, out, {}, true), dispatches);
   }
+  // The same over operand lists whose undefined entries (unsaved inputs,
+  // unneeded gradients) are left out: record(ds, {gy, x, w}, grads).
+  void record(std::span<const runtime::ComputeDispatch> dispatches, const std::vector<Matrix>& in, const std::vector<Matrix>& out) const {
+    SemanticOp op;
+    op.name = name;
+    op.backward = true;
+    for (const auto& m : in)
+      if (m.defined()) op.inputs.push_back(m.shape());
+    for (const auto& m : out)
+      if (m.defined()) op.outputs.push_back(m.shape());
+    grad_outputs[0].engine().record(std::move(op), dispatches);
+  }
 };
 
 template <class A>
@@ -146,11 +163,12 @@ template <class A>
 struct OpDef {
   const char* name;               // the C++ name, "oa::matrix::exp"
   std::vector<InputSpec> inputs;  // in order (the arity); the first is required
-  int outputs = 1;  // results, not counting auxiliary outputs
+  bool variadic = false;          // the last input takes one or more operands (concat's xs)
+  int outputs = 1;  // results, not counting auxiliary outputs; -1: as many as infer gives (chunk)
   // The op's own checks (throwing InvalidArgument naming the op, the argument
   // and the shapes) and the shape and dtype of each output.
   std::function<std::vector<OutputSpec>(const OpCall<A>&)> infer;
-  // The lowering for each dtype of the first input.
+  // The lowering for each dtype of the first input; an op without inputs has one.
   std::vector<std::pair<DType, Lowering<A>>> lower;
   // What the backward reads given the needed gradients; null: nothing.
   std::function<Saves(const OpCall<A>&, const std::vector<bool>& needs)> saves;
@@ -163,7 +181,7 @@ template <class A>
 struct Op {
   OpDef<A> def;
   explicit Op(OpDef<A> d) : def(std::move(d)) {
-    bool variadic = false;  // the semantic op lists the inputs given
+    bool variadic = def.variadic;  // the semantic op lists the inputs given
     for (const auto& in : def.inputs) variadic = variadic || in.optional;
     register_contract({def.name, variadic ? -1 : static_cast<int>(def.inputs.size()), def.outputs, attribute_specs<A>()});
   }
@@ -171,21 +189,26 @@ struct Op {
 
 // ── The one generic apply ────────────────────────────────────────────────────
 
+// `generator_engine`: the engine of an op without inputs (ignored otherwise).
 template <class A>
-std::vector<Matrix> apply(const Op<A>& op, std::vector<Matrix> inputs, const A& attributes = {}) {
+std::vector<Matrix> apply(const Op<A>& op, std::vector<Matrix> inputs, const A& attributes = {},
+                          const Engine* generator_engine = nullptr) {
   const OpDef<A>& def = op.def;
-  if (inputs.size() != def.inputs.size())
+  if (def.variadic ? inputs.size() < def.inputs.size() : inputs.size() != def.inputs.size())
     fail(ErrorKind::Internal, "{}: called with {} inputs; it takes {}", def.name, inputs.size(), def.inputs.size());
+  if (inputs.empty() && (!generator_engine || def.lower.size() != 1))
+    fail(ErrorKind::Internal, "{}: an op without inputs needs an engine and one lowering", def.name);
   for (std::size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i].defined() && def.inputs[i].optional) continue;
-    require_defined(inputs[i], def.name, def.inputs[i].name);
+    const InputSpec& spec = def.inputs[std::min(i, def.inputs.size() - 1)];
+    if (!inputs[i].defined() && spec.optional) continue;
+    require_defined(inputs[i], def.name, spec.name);
     if (i > 0) require_same_engine(inputs[0], inputs[i], def.name);
   }
-  const Engine& engine = inputs[0].engine();
-  const Lowering<A>* lowering = nullptr;
+  const Engine& engine = inputs.empty() ? *generator_engine : inputs[0].engine();
+  const Lowering<A>* lowering = inputs.empty() ? &def.lower[0].second : nullptr;
   std::string supported;
   for (const auto& [dtype, fn] : def.lower) {
-    if (dtype == inputs[0].dtype()) lowering = &fn;
+    if (!inputs.empty() && dtype == inputs[0].dtype()) lowering = &fn;
     supported += (supported.empty() ? "" : ", ") + std::string(to_string(dtype));
   }
   if (!lowering)
@@ -195,7 +218,7 @@ std::vector<Matrix> apply(const Op<A>& op, std::vector<Matrix> inputs, const A& 
   const std::vector<OutputSpec> specs = def.infer(call);
   std::vector<Matrix> outputs, results;
   for (const auto& s : specs) {
-    outputs.push_back(allocate(engine, s.shape, s.dtype));
+    outputs.push_back(s.in_place >= 0 ? inputs[static_cast<std::size_t>(s.in_place)] : allocate(engine, s.shape, s.dtype));
     if (!s.auxiliary) results.push_back(outputs.back());
   }
   std::vector<runtime::ComputeDispatch> dispatches;
@@ -207,6 +230,8 @@ std::vector<Matrix> apply(const Op<A>& op, std::vector<Matrix> inputs, const A& 
   for (const auto& m : results) sop.outputs.push_back(m.shape());
   sop.attributes = attribute_values(attributes);
   engine.record(std::move(sop), dispatches);
+  for (const auto& s : specs)
+    if (s.in_place >= 0) inputs[static_cast<std::size_t>(s.in_place)].storage()->bump_version();
   if (def.backward && autograd::needs_record(inputs)) {
     std::vector<bool> needs;
     for (const auto& m : inputs) needs.push_back(requires_grad(m));

@@ -4,26 +4,25 @@
 #include <climits>
 #include <limits>
 
-#include "matrix/lowering.hpp"
-#include "oa/matrix/autograd.hpp"
+#include "matrix/op_def.hpp"
 
 namespace oa::matrix {
 
 namespace {
 
+using detail::apply;
+using detail::BackwardCall;
+using detail::field;
+using detail::NoAttributes;
+using detail::Op;
+using detail::OpCall;
+using detail::OutputSpec;
+using detail::Saves;
 using runtime::Access;
 using runtime::ComputeDispatch;
 using runtime::Storage;
 
 enum ReduceOp : std::uint32_t { Sum = 0, Max = 1, ArgMax = 2 };
-
-const bool kRegistered = [] {
-  for (const char* n : {"oa::matrix::sum", "oa::matrix::mean", "oa::matrix::max", "oa::matrix::argmax"})
-    register_contract({n, 1, 1, {{"keepdim", AttributeType::Bool}}});
-  for (const char* n : {"oa::matrix::sum_all", "oa::matrix::mean_all", "oa::matrix::max_all"}) register_contract({n, 1, 1, {}});
-  register_contract({"oa::matrix::sum_to", 1, 1, {{"shape", AttributeType::Ints}}});
-  return true;
-}();
 
 std::int64_t range_words(const Engine& engine) {
   return static_cast<std::int64_t>(engine.device().max_storage_buffer_range / 4) - 64;
@@ -99,11 +98,10 @@ void check_indexable(const Matrix& x, std::int64_t rows, const char* name) {
   detail::shader_u32(std::max(rows, x.numel()), "element count", name);
 }
 
-// Records gx = scale * gy broadcast to `shape` (viewed as [outer, channels,
-// inner], gy indexed by the channel) as the backward of `name`.
-Matrix expand(const Matrix& gy, const Shape& shape, std::int64_t channels, std::int64_t inner, float scale, const char* name) {
-  Matrix gx = detail::allocate(gy.engine(), shape);
-  std::vector<ComputeDispatch> ds;
+// Appends gx = scale * gy broadcast to gx's shape (viewed as [outer, channels,
+// inner], gy indexed by the channel).
+void expand(const Matrix& gy, const Matrix& gx, std::int64_t channels, std::int64_t inner, float scale, const char* name,
+            std::vector<ComputeDispatch>& ds) {
   for (auto c : detail::element_chunks(gy.engine(), gx.numel())) {
     const auto off = static_cast<std::uint64_t>(c.begin) * 4, bytes = static_cast<std::uint64_t>(c.count) * 4;
     ComputeDispatch d;
@@ -114,19 +112,16 @@ Matrix expand(const Matrix& gy, const Shape& shape, std::int64_t channels, std::
     d.groups = {detail::groups_for(c.count, 1024), 1, 1};
     ds.push_back(std::move(d));
   }
-  gy.engine().record(detail::semantic(name, {&gy}, {&gx}, {}, true), ds);
-  return gx;
 }
 
-// Records the backward of max over `rows` rows of `length` elements of x with
-// maxima y (torch.amax: ties share the row's gradient evenly): a mask of the
-// maxima, its per-row count (a tree reduction), then mask * gy / count.
-Matrix max_backward(const Matrix& gy, const Matrix& x, const Matrix& y, std::int64_t rows, std::int64_t length, const char* name) {
+// Appends the backward of max over `rows` rows of `length` elements of x with
+// maxima y into gx (torch.amax: ties share the row's gradient evenly): a mask
+// of the maxima, its per-row count (a tree reduction), then mask * gy / count.
+void max_backward(const Matrix& gy, const Matrix& x, const Matrix& y, const Matrix& gx, std::int64_t rows, std::int64_t length,
+                  const char* name, std::vector<ComputeDispatch>& ds) {
   const Engine& engine = x.engine();
-  Matrix gx = detail::allocate(engine, x.shape());
   const auto count = engine.allocate(static_cast<std::uint64_t>(std::max<std::int64_t>(rows, 1)) * 4);
   const auto chunks = detail::element_chunks(engine, gx.numel());
-  std::vector<ComputeDispatch> ds;
   auto pass = [&](std::uint32_t mode) {
     for (auto c : chunks) {
       const auto off = static_cast<std::uint64_t>(c.begin) * 4, bytes = static_cast<std::uint64_t>(c.count) * 4;
@@ -148,100 +143,156 @@ Matrix max_backward(const Matrix& gy, const Matrix& x, const Matrix& y, std::int
   pass(0);
   if (rows > 0) reduce_rows(engine, gx.storage(), rows, length, Sum, 1.0f, count, ds);
   pass(1);
-  engine.record(detail::semantic(name, {&gy, &x, &y}, {&gx}, {}, true), ds);
-  return gx;
 }
 
-// Attaches the backward of a sum (scaled by `scale`) or max of x's `rows` rows
-// of `length` elements, giving y.
-void record_reduction(const Matrix& x, const Matrix& y, ReduceOp op, std::int64_t rows, std::int64_t length, float scale,
-                      const char* name) {
-  if (op == ArgMax || !autograd::needs_record({&x})) return;
-  const Shape shape = x.shape();
-  if (op == Sum) {
-    autograd::record(name, {x}, {y}, [=](const std::vector<Matrix>& gy, const std::vector<bool>&) {
-      return std::vector<Matrix>{expand(gy[0], shape, rows, length, scale, name)};
-    });
-    return;
+struct KeepDimAttributes {
+  bool keepdim = false;
+  static constexpr auto fields = std::tuple{field("keepdim", &KeepDimAttributes::keepdim)};
+};
+
+// The rows a reduction of x reduces: x's last axis (KeepDimAttributes: sum,
+// mean, max, argmax), or all of x as one row (NoAttributes: the *_all forms).
+template <class A>
+struct Rows {
+  std::int64_t rows = 1, length = 0;
+  explicit Rows(const Shape& s) {
+    if constexpr (std::is_same_v<A, NoAttributes>) {
+      length = s.numel();
+    } else {
+      length = s.dim(-1);
+      rows = Shape(s.dims().first(s.rank() - 1)).numel();
+    }
   }
-  autograd::record(name, {x}, {y},
-                   [=, sx = autograd::SavedValue(x), sy = autograd::SavedValue(y)](const std::vector<Matrix>& gy,
-                                                                                     const std::vector<bool>&) {
-                     return std::vector<Matrix>{max_backward(gy[0], sx.get(), sy.get(), rows, length, name)};
-                   });
+};
+
+// Sums times this for mean (NaN for no elements, as torch), else 1.
+float scale_of(bool mean, std::int64_t length) {
+  return !mean ? 1.0f : length > 0 ? 1.0f / static_cast<float>(length) : std::numeric_limits<float>::quiet_NaN();
 }
 
-Matrix last_axis(const Matrix& x, bool keepdim, ReduceOp op, bool mean, const char* name) {
-  detail::require_f32(x, name, "x");
-  const Shape& s = x.shape();
-  if (s.rank() == 0) fail(ErrorKind::InvalidArgument, "{}: x {} must have rank >= 1 (use the *_all form for a scalar)", name, s);
-  const std::int64_t length = s.dim(-1);
-  if (op != Sum && length == 0) fail(ErrorKind::InvalidArgument, "{}: cannot reduce the empty last axis of x {}", name, s);
-  if (op == ArgMax && length > INT32_MAX)
-    fail(ErrorKind::InvalidArgument, "{}: last axis of x {} is too long for int32 indices", name, s);
-  std::vector<std::int64_t> dims(s.dims().begin(), s.dims().end() - 1);
-  const std::int64_t rows = Shape(dims).numel();
-  check_indexable(x, rows, name);
-  if (keepdim) dims.push_back(1);
-  Matrix y = detail::allocate(x.engine(), Shape(dims), op == ArgMax ? DType::I32 : DType::F32);
-  std::vector<ComputeDispatch> ds;
-  const float scale = !mean ? 1.0f : length > 0 ? 1.0f / static_cast<float>(length) : std::numeric_limits<float>::quiet_NaN();
-  if (rows > 0) reduce_rows(x.engine(), x.storage(), rows, length, op, scale, y.storage(), ds);
-  x.engine().record(detail::semantic(name, {&x}, {&y}, {{"keepdim", keepdim}}), ds);
-  record_reduction(x, y, op, rows, length, scale, name);
-  return y;
+// A reduction of matrix/reduce: its checks and output shape, the lowering,
+// and (but for argmax) its backward: gy broadcast back (sum, mean) or shared
+// among each row's maxima (max).
+template <class A>
+Op<A> reduction_op(const char* name, ReduceOp op, bool mean) {
+  auto backward = [op, mean](const BackwardCall<A>& c) {
+    const Matrix& gy = c.grad_outputs[0];
+    const Rows<A> r(c.input_shapes[0]);
+    Matrix gx = detail::allocate(gy.engine(), c.input_shapes[0]);
+    std::vector<ComputeDispatch> ds;
+    if (op == Sum) {
+      expand(gy, gx, r.rows, r.length, scale_of(mean, r.length), c.name, ds);
+      c.record(ds, {&gy}, {&gx});
+    } else {
+      max_backward(gy, c.inputs[0], c.outputs[0], gx, r.rows, r.length, c.name, ds);
+      c.record(ds, {&gy, &c.inputs[0], &c.outputs[0]}, {&gx});
+    }
+    return std::vector<Matrix>{gx};
+  };
+  return Op<A>({.name = name,
+                .inputs = {"x"},
+                .infer = [op](const OpCall<A>& c) {
+                  const Matrix& x = c.inputs[0];
+                  const Shape& s = x.shape();
+                  if constexpr (std::is_same_v<A, NoAttributes>) {
+                    if (op != Sum && s.numel() == 0) fail(ErrorKind::InvalidArgument, "{}: cannot reduce the empty x {}", c.name, s);
+                    check_indexable(x, 1, c.name);
+                    return std::vector<OutputSpec>{{Shape{}}};
+                  } else {
+                    if (s.rank() == 0)
+                      fail(ErrorKind::InvalidArgument, "{}: x {} must have rank >= 1 (use the *_all form for a scalar)", c.name, s);
+                    const std::int64_t length = s.dim(-1);
+                    if (op != Sum && length == 0)
+                      fail(ErrorKind::InvalidArgument, "{}: cannot reduce the empty last axis of x {}", c.name, s);
+                    if (op == ArgMax && length > INT32_MAX)
+                      fail(ErrorKind::InvalidArgument, "{}: last axis of x {} is too long for int32 indices", c.name, s);
+                    std::vector<std::int64_t> dims(s.dims().begin(), s.dims().end() - 1);
+                    check_indexable(x, Shape(dims).numel(), c.name);
+                    if (c.attributes.keepdim) dims.push_back(1);
+                    return std::vector<OutputSpec>{{Shape(dims), op == ArgMax ? DType::I32 : DType::F32}};
+                  }
+                },
+                .lower = {{DType::F32,
+                           [op, mean](const OpCall<A>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+                             const Rows<A> r(c.inputs[0].shape());
+                             if (r.rows > 0)
+                               reduce_rows(c.engine, c.inputs[0].storage(), r.rows, r.length, op, scale_of(mean, r.length),
+                                           out[0].storage(), ds);
+                           }}},
+                .saves = [op](const OpCall<A>&, const std::vector<bool>&) { return op == Max ? Saves{{true}, {true}} : Saves{}; },
+                .backward = op == ArgMax ? nullptr : std::function<std::vector<Matrix>(const BackwardCall<A>&)>(backward)});
 }
 
-Matrix all(const Matrix& x, ReduceOp op, bool mean, const char* name) {
-  detail::require_f32(x, name, "x");
-  const std::int64_t n = x.numel();
-  if (op != Sum && n == 0) fail(ErrorKind::InvalidArgument, "{}: cannot reduce the empty x {}", name, x.shape());
-  check_indexable(x, 1, name);
-  Matrix y = detail::allocate(x.engine(), Shape{});
-  std::vector<ComputeDispatch> ds;
-  const float scale = !mean ? 1.0f : n > 0 ? 1.0f / static_cast<float>(n) : std::numeric_limits<float>::quiet_NaN();
-  reduce_rows(x.engine(), x.storage(), 1, n, op, scale, y.storage(), ds);
-  x.engine().record(detail::semantic(name, {&x}, {&y}), ds);
-  record_reduction(x, y, op, 1, n, scale, name);
-  return y;
-}
+const auto kSum = reduction_op<KeepDimAttributes>("oa::matrix::sum", Sum, false);
+const auto kMean = reduction_op<KeepDimAttributes>("oa::matrix::mean", Sum, true);
+const auto kMax = reduction_op<KeepDimAttributes>("oa::matrix::max", Max, false);
+const auto kArgMax = reduction_op<KeepDimAttributes>("oa::matrix::argmax", ArgMax, false);
+const auto kSumAll = reduction_op<NoAttributes>("oa::matrix::sum_all", Sum, false);
+const auto kMeanAll = reduction_op<NoAttributes>("oa::matrix::mean_all", Sum, true);
+const auto kMaxAll = reduction_op<NoAttributes>("oa::matrix::max_all", Max, false);
+
+struct SumToAttributes {
+  std::vector<std::int64_t> shape;
+  static constexpr auto fields = std::tuple{field("shape", &SumToAttributes::shape)};
+};
+
+// x viewed as [outer, channels, inner] with the target indexed by the channel;
+// false when x does not broadcast from the target.
+struct Channels {
+  std::int64_t outer = 0, channels = 0, inner = 1;
+  bool broadcasts = false;
+  Channels(const Shape& s, const Shape& target) : channels(s.numel()) {
+    broadcasts = s == target || detail::broadcast_layout(s, target, channels, inner);
+    outer = channels * inner > 0 ? s.numel() / (channels * inner) : 0;
+  }
+};
+
+// x summed to a shape it broadcasts from; the gradient of a sum over
+// broadcast copies is gy broadcast back.
+const Op<SumToAttributes> kSumTo{
+    {.name = "oa::matrix::sum_to",
+     .inputs = {"x"},
+     .infer = [](const OpCall<SumToAttributes>& c) {
+       const Shape& s = c.inputs[0].shape();
+       const Shape target(c.attributes.shape);
+       const Channels v(s, target);
+       if (!v.broadcasts)
+         fail(ErrorKind::InvalidArgument,
+              "{}: x {} does not broadcast from target {} (the target must be x's shape, a scalar, or span one contiguous run of "
+              "x's axes)",
+              c.name, s, target);
+       check_indexable(c.inputs[0], v.channels, c.name);
+       return std::vector<OutputSpec>{{target}};
+     },
+     .lower = {{DType::F32,
+                [](const OpCall<SumToAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+                  const Channels v(c.inputs[0].shape(), out[0].shape());
+                  detail::sum_channels(c.engine, c.inputs[0].storage(), v.outer, v.channels, v.inner, out[0].storage(), ds);
+                }}},
+     .backward = [](const BackwardCall<SumToAttributes>& c) {
+       const Matrix& gy = c.grad_outputs[0];
+       const Shape& s = c.input_shapes[0];
+       if (gy.shape() == s) return std::vector<Matrix>{gy};
+       const Channels v(s, gy.shape());
+       Matrix gx = detail::allocate(gy.engine(), s);
+       std::vector<ComputeDispatch> ds;
+       expand(gy, gx, v.channels, v.inner, 1.0f, c.name, ds);
+       c.record(ds, {&gy}, {&gx});
+       return std::vector<Matrix>{gx};
+     }}};
 
 }  // namespace
 
-Matrix sum(const Matrix& x, bool keepdim) { return last_axis(x, keepdim, Sum, false, "oa::matrix::sum"); }
-Matrix mean(const Matrix& x, bool keepdim) { return last_axis(x, keepdim, Sum, true, "oa::matrix::mean"); }
-Matrix max(const Matrix& x, bool keepdim) { return last_axis(x, keepdim, Max, false, "oa::matrix::max"); }
-Matrix argmax(const Matrix& x, bool keepdim) { return last_axis(x, keepdim, ArgMax, false, "oa::matrix::argmax"); }
+Matrix sum(const Matrix& x, bool keepdim) { return apply(kSum, {x}, {keepdim})[0]; }
+Matrix mean(const Matrix& x, bool keepdim) { return apply(kMean, {x}, {keepdim})[0]; }
+Matrix max(const Matrix& x, bool keepdim) { return apply(kMax, {x}, {keepdim})[0]; }
+Matrix argmax(const Matrix& x, bool keepdim) { return apply(kArgMax, {x}, {keepdim})[0]; }
 
-Matrix sum_all(const Matrix& x) { return all(x, Sum, false, "oa::matrix::sum_all"); }
-Matrix mean_all(const Matrix& x) { return all(x, Sum, true, "oa::matrix::mean_all"); }
-Matrix max_all(const Matrix& x) { return all(x, Max, false, "oa::matrix::max_all"); }
+Matrix sum_all(const Matrix& x) { return apply(kSumAll, {x})[0]; }
+Matrix mean_all(const Matrix& x) { return apply(kMeanAll, {x})[0]; }
+Matrix max_all(const Matrix& x) { return apply(kMaxAll, {x})[0]; }
 
-Matrix sum_to(const Matrix& x, const Shape& target) {
-  const char* name = "oa::matrix::sum_to";
-  detail::require_f32(x, name, "x");
-  const Shape& s = x.shape();
-  std::int64_t channels = s.numel(), inner = 1;
-  if (!(s == target) && !detail::broadcast_layout(s, target, channels, inner))
-    fail(ErrorKind::InvalidArgument,
-         "{}: x {} does not broadcast from target {} (the target must be x's shape, a scalar, or span one contiguous run of "
-         "x's axes)",
-         name, s, target);
-  const std::int64_t n = s.numel(), outer = channels * inner > 0 ? n / (channels * inner) : 0;
-  check_indexable(x, channels, name);
-  Matrix y = detail::allocate(x.engine(), target);
-  const Engine& engine = x.engine();
-  std::vector<ComputeDispatch> ds;
-  detail::sum_channels(engine, x.storage(), outer, channels, inner, y.storage(), ds);
-  engine.record(detail::semantic(name, {&x}, {&y}, {{"shape", target.to_vector()}}), ds);
-  if (autograd::needs_record({&x})) {
-    // The gradient of a sum over broadcast copies is gy broadcast back.
-    autograd::record(name, {x}, {y}, [name, s, channels, inner](const std::vector<Matrix>& gy, const std::vector<bool>&) {
-      return std::vector<Matrix>{gy[0].shape() == s ? gy[0] : expand(gy[0], s, channels, inner, 1.0f, name)};
-    });
-  }
-  return y;
-}
+Matrix sum_to(const Matrix& x, const Shape& target) { return apply(kSumTo, {x}, {target.to_vector()})[0]; }
 
 }  // namespace oa::matrix
 
