@@ -1,6 +1,8 @@
 // Uses oa through the umbrella header only: relu(a @ b - 4) for a [2, 3] and
 // b [3, 2] on the default device, checked against the same sum on the host.
 // Exit status 0 when every element matches and no validation message was seen.
+// It returns with work still recorded on the default engine, which the exit
+// handlers must tear down cleanly (also under OA_VALIDATION=1).
 #include <oa/oa.hpp>
 
 #include <algorithm>
@@ -36,6 +38,9 @@ int main() {
     }
     if (mismatches != 0) return 1;
     std::printf("oa external project: relu(a @ b - 4) matches on %s\n", engine.device().name.c_str());
+    const auto x = oa::Matrix::arange(0, 24);
+    (void)x.to_vector();
+    const auto pending = oa::matrix::silu(x);  // recorded, never submitted
     return 0;
   } catch (const oa::Error& e) {
     std::fprintf(stderr, "oa error: %s\n", e.what());

@@ -186,7 +186,10 @@ EngineState::EngineState(EngineOptions opts) : options(std::move(opts)) {
 EngineState::~EngineState() {
   try {
     std::lock_guard lock(mutex);
-    if (open) submit();
+    // Work never submitted is dropped: with the engine gone, nothing can read
+    // its results. (Submitting it from the exit handlers, for the default
+    // engine, would reach layers whose own state is already torn down.)
+    open.reset();
     wait_for(next_value - 1);
     retire();
     save_pipeline_cache();
