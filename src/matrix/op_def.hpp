@@ -17,9 +17,10 @@
 // is defined (or optional and absent) and on the first input's engine and that a lowering exists for
 // the first input's dtype (InvalidArgument naming the op and the argument);
 // infer() does the op's own checks. Then it allocates the outputs, records
-// the lowering's dispatches as one semantic op (attributes from the fields)
-// and, when an input requires a gradient and the op has a backward rule,
-// one autograd node that holds what saves() names.
+// the lowering's dispatches as one semantic op (attributes from the fields),
+// bumps the versions of the inputs that writes() names and, when an input
+// requires a gradient and the op has a backward rule, records one autograd
+// node that holds what saves() names.
 #include <functional>
 #include <initializer_list>
 #include <span>
@@ -124,10 +125,20 @@ struct BackwardCall {
   const std::vector<Shape>& input_shapes;
   const std::vector<Matrix>& grad_outputs;
   const std::vector<bool>& needs;
-  // Records `dispatches` as the semantic op "<name> backward" over the given operands.
+  // Records `dispatches` as the semantic op "<name> backward" over the given
+  // operands (undefined ones, such as gradients not needed, are left out) with
+  // `traced` as its attributes (attribute_values(attributes) to repeat the forward's).
   void record(std::span<const runtime::ComputeDispatch> dispatches, std::initializer_list<const Matrix*> in,
-              std::initializer_list<const Matrix*> out) const {
-    grad_outputs[0].engine().record(semantic(name, in, out, {}, true), dispatches);
+              std::initializer_list<const Matrix*> out, std::vector<OpAttribute> traced = {}) const {
+    SemanticOp op;
+    op.name = name;
+    op.backward = true;
+    for (const Matrix* m : in)
+      if (m->defined()) op.inputs.push_back(m->shape());
+    for (const Matrix* m : out)
+      if (m->defined()) op.outputs.push_back(m->shape());
+    op.attributes = std::move(traced);
+    grad_outputs[0].engine().record(std::move(op), dispatches);
   }
 };
 
@@ -156,6 +167,10 @@ struct OpDef {
   std::function<Saves(const OpCall<A>&, const std::vector<bool>& needs)> saves;
   // One gradient per input (undefined where not needed); null: not differentiable.
   std::function<std::vector<Matrix>(const BackwardCall<A>&)> backward;
+  // Which inputs the lowering writes in place (batch_norm's running
+  // statistics in training); apply() bumps their versions after recording, so
+  // that a backward which saved one refuses. Null: none.
+  std::function<std::vector<bool>(const OpCall<A>&)> writes;
 };
 
 // An OpDef with its contract registered (at static initialisation).
@@ -207,6 +222,11 @@ std::vector<Matrix> apply(const Op<A>& op, std::vector<Matrix> inputs, const A& 
   for (const auto& m : results) sop.outputs.push_back(m.shape());
   sop.attributes = attribute_values(attributes);
   engine.record(std::move(sop), dispatches);
+  if (def.writes) {
+    const std::vector<bool> written = def.writes(call);
+    for (std::size_t i = 0; i < written.size(); ++i)
+      if (written[i] && inputs[i].defined()) inputs[i].storage()->bump_version();
+  }
   if (def.backward && autograd::needs_record(inputs)) {
     std::vector<bool> needs;
     for (const auto& m : inputs) needs.push_back(requires_grad(m));
