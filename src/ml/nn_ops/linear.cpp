@@ -65,30 +65,26 @@ const detail::Op<NoAttributes> kLinear{
        const std::int64_t out = gy.shape().dim(-1), in = x_shape.dim(-1), rows = x_shape.rows();
        std::vector<Matrix> g(3);
        std::vector<runtime::ComputeDispatch> ds;
-       if (c.needs[0]) {
-         g[0] = detail::allocate(engine, x_shape);
+       // Appends dst [m, n] = op(a) b over k, op(a) = a^T when trans_a.
+       auto gemm = [&](std::int64_t m, std::int64_t n, std::int64_t k, bool trans_a, const Matrix& a, const Matrix& b, const Matrix& dst) {
          detail::GemmProblem p;
-         p.m = rows;
-         p.n = in;
-         p.k = out;
-         p.a = {&gy, 0, 0};
-         p.b = {&weight, 0, 0};
-         p.c = {&g[0], 0, 0};
+         p.m = m;
+         p.n = n;
+         p.k = k;
+         p.trans_a = trans_a;
+         p.a = {&a, 0, 0};
+         p.b = {&b, 0, 0};
+         p.c = {&dst, 0, 0};
          const auto more = detail::lower_gemm(engine, p);
          ds.insert(ds.end(), more.begin(), more.end());
+       };
+       if (c.needs[0]) {
+         g[0] = detail::allocate(engine, x_shape);
+         gemm(rows, in, out, false, gy, weight, g[0]);
        }
        if (c.needs[1]) {
          g[1] = detail::allocate(engine, Shape{out, in});
-         detail::GemmProblem p;
-         p.m = out;
-         p.n = in;
-         p.k = rows;
-         p.trans_a = true;
-         p.a = {&gy, 0, 0};
-         p.b = {&x, 0, 0};
-         p.c = {&g[1], 0, 0};
-         const auto more = detail::lower_gemm(engine, p);
-         ds.insert(ds.end(), more.begin(), more.end());
+         gemm(out, in, rows, true, gy, x, g[1]);
        }
        const Matrix none;
        if (c.needs[0] || c.needs[1]) c.record(ds, {&gy, c.needs[0] ? &weight : &none, c.needs[1] ? &x : &none}, {&g[0], &g[1]});
