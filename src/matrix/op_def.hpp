@@ -18,9 +18,10 @@
 // the first input's dtype (InvalidArgument naming the op and the argument);
 // an op without inputs (a generator) runs on the engine given to apply();
 // infer() does the op's own checks. Then it allocates the outputs, records
-// the lowering's dispatches as one semantic op (attributes from the fields)
-// and, when an input requires a gradient and the op has a backward rule,
-// one autograd node that holds what saves() names.
+// the lowering's dispatches as one semantic op (attributes from the fields),
+// bumps the versions of the inputs that writes() names and, when an input
+// requires a gradient and the op has a backward rule, records one autograd
+// node that holds what saves() names.
 #include <algorithm>
 #include <functional>
 #include <initializer_list>
@@ -129,14 +130,12 @@ struct BackwardCall {
   const std::vector<Shape>& input_shapes;
   const std::vector<Matrix>& grad_outputs;
   const std::vector<bool>& needs;
-  // Records `dispatches` as the semantic op "<name> backward" over the given operands.
-  void record(std::span<const runtime::ComputeDispatch> dispatches, std::initializer_list<const Matrix*> in,
-              std::initializer_list<const Matrix*> out) const {
-    grad_outputs[0].engine().record(semantic(name, in, out, {}, true), dispatches);
-  }
-  // The same over operand lists whose undefined entries (unsaved inputs,
-  // unneeded gradients) are left out: record(ds, {gy, x, w}, grads).
-  void record(std::span<const runtime::ComputeDispatch> dispatches, const std::vector<Matrix>& in, const std::vector<Matrix>& out) const {
+  // Records `dispatches` as the semantic op "<name> backward" over the given
+  // operands (undefined ones, such as unsaved inputs or gradients not needed,
+  // are left out) with `traced` as its attributes (attribute_values(attributes)
+  // to repeat the forward's): record(ds, {gy, x, w}, grads).
+  void record(std::span<const runtime::ComputeDispatch> dispatches, const std::vector<Matrix>& in, const std::vector<Matrix>& out,
+              std::vector<OpAttribute> traced = {}) const {
     SemanticOp op;
     op.name = name;
     op.backward = true;
@@ -144,7 +143,15 @@ struct BackwardCall {
       if (m.defined()) op.inputs.push_back(m.shape());
     for (const auto& m : out)
       if (m.defined()) op.outputs.push_back(m.shape());
+    op.attributes = std::move(traced);
     grad_outputs[0].engine().record(std::move(op), dispatches);
+  }
+  void record(std::span<const runtime::ComputeDispatch> dispatches, std::initializer_list<const Matrix*> in,
+              std::initializer_list<const Matrix*> out, std::vector<OpAttribute> traced = {}) const {
+    std::vector<Matrix> ins, outs;
+    for (const Matrix* m : in) ins.push_back(*m);
+    for (const Matrix* m : out) outs.push_back(*m);
+    record(dispatches, ins, outs, std::move(traced));
   }
 };
 
@@ -174,6 +181,10 @@ struct OpDef {
   std::function<Saves(const OpCall<A>&, const std::vector<bool>& needs)> saves;
   // One gradient per input (undefined where not needed); null: not differentiable.
   std::function<std::vector<Matrix>(const BackwardCall<A>&)> backward;
+  // Which inputs the lowering writes in place (batch_norm's running
+  // statistics in training); apply() bumps their versions after recording, so
+  // that a backward which saved one refuses. Null: none.
+  std::function<std::vector<bool>(const OpCall<A>&)> writes;
 };
 
 // An OpDef with its contract registered (at static initialisation).
@@ -232,6 +243,11 @@ std::vector<Matrix> apply(const Op<A>& op, std::vector<Matrix> inputs, const A& 
   engine.record(std::move(sop), dispatches);
   for (const auto& s : specs)
     if (s.in_place >= 0) inputs[static_cast<std::size_t>(s.in_place)].storage()->bump_version();
+  if (def.writes) {
+    const std::vector<bool> written = def.writes(call);
+    for (std::size_t i = 0; i < written.size(); ++i)
+      if (written[i] && inputs[i].defined()) inputs[i].storage()->bump_version();
+  }
   if (def.backward && autograd::needs_record(inputs)) {
     std::vector<bool> needs;
     for (const auto& m : inputs) needs.push_back(requires_grad(m));

@@ -1,6 +1,6 @@
 // The convolution family in one place: geometry and validation, forward
-// lowering, backward lowering and the autograd rules of conv_1d, conv_2d,
-// conv_transpose_1d and conv_transpose_2d.
+// lowering and backward lowering of conv_1d, conv_2d, conv_transpose_1d and
+// conv_transpose_2d, each declared once (matrix/op_def.hpp).
 //
 // Every op is reduced to one 2-D "relation" (shaders/ml/conv/geometry.glsl): a
 // narrow tensor [N, CN, HN, WN] and a wide tensor [N, CW, HW, WW] linked by a
@@ -17,8 +17,7 @@
 #include <limits>
 #include <string>
 
-#include "matrix/lowering.hpp"
-#include "oa/matrix/autograd.hpp"
+#include "matrix/op_def.hpp"
 
 namespace oa::ml {
 
@@ -27,34 +26,24 @@ namespace {
 using runtime::BufferBinding;
 using runtime::ComputeDispatch;
 
-constexpr const char* kConv1d = "oa::ml::conv_1d";
-constexpr const char* kConv2d = "oa::ml::conv_2d";
-constexpr const char* kConvTranspose1d = "oa::ml::conv_transpose_1d";
-constexpr const char* kConvTranspose2d = "oa::ml::conv_transpose_2d";
+using detail::BackwardCall;
+using detail::OpCall;
 
-// Inputs: input, weight and, when given, bias (so the arity is 2 or 3).
-const detail::ContractRegistration kConv1dContract{{kConv1d, -1, 1,
-                                                    {{"stride", AttributeType::Ints},
-                                                     {"padding", AttributeType::Ints},
-                                                     {"dilation", AttributeType::Ints},
-                                                     {"groups", AttributeType::Int}}}};
-const detail::ContractRegistration kConv2dContract{{kConv2d, -1, 1,
-                                                    {{"stride", AttributeType::Ints},
-                                                     {"padding", AttributeType::Ints},
-                                                     {"dilation", AttributeType::Ints},
-                                                     {"groups", AttributeType::Int}}}};
-const detail::ContractRegistration kConvTranspose1dContract{{kConvTranspose1d, -1, 1,
-                                                             {{"stride", AttributeType::Ints},
-                                                              {"padding", AttributeType::Ints},
-                                                              {"output_padding", AttributeType::Ints},
-                                                              {"dilation", AttributeType::Ints},
-                                                              {"groups", AttributeType::Int}}}};
-const detail::ContractRegistration kConvTranspose2dContract{{kConvTranspose2d, -1, 1,
-                                                             {{"stride", AttributeType::Ints},
-                                                              {"padding", AttributeType::Ints},
-                                                              {"output_padding", AttributeType::Ints},
-                                                              {"dilation", AttributeType::Ints},
-                                                              {"groups", AttributeType::Int}}}};
+// The traced attributes: per spatial axis ({length}, or {height, width}).
+struct ConvAttributes {
+  std::vector<std::int64_t> stride, padding, dilation;
+  std::int64_t groups = 1;
+  static constexpr auto fields = std::tuple{detail::field("stride", &ConvAttributes::stride), detail::field("padding", &ConvAttributes::padding),
+                                            detail::field("dilation", &ConvAttributes::dilation), detail::field("groups", &ConvAttributes::groups)};
+};
+struct ConvTransposeAttributes {
+  std::vector<std::int64_t> stride, padding, output_padding, dilation;
+  std::int64_t groups = 1;
+  static constexpr auto fields = std::tuple{
+      detail::field("stride", &ConvTransposeAttributes::stride), detail::field("padding", &ConvTransposeAttributes::padding),
+      detail::field("output_padding", &ConvTransposeAttributes::output_padding),
+      detail::field("dilation", &ConvTransposeAttributes::dilation), detail::field("groups", &ConvTransposeAttributes::groups)};
+};
 
 // One public call, normalised to two spatial axes {height, width}.
 struct Spec {
@@ -116,14 +105,9 @@ const char* axis_name(const Spec& s, int axis) { return s.one_d ? "length" : axi
 // allocated or recorded.
 Relation resolve(const Spec& s, const Matrix& input, const Matrix& weight, const Matrix& bias) {
   const Check check(s, input, weight, bias);
-  const char* op = s.name;
-  detail::require_f32(input, op, "input");
-  detail::require_f32(weight, op, "weight");
-  detail::require_same_engine(input, weight, op);
-  if (bias.defined()) {
-    detail::require_f32(bias, op, "bias");
-    detail::require_same_engine(input, bias, op);
-  }
+  // apply() checked that the operands are defined, on one engine, and input f32.
+  detail::require_f32(weight, s.name, "weight");
+  if (bias.defined()) detail::require_f32(bias, s.name, "bias");
   const std::size_t rank = s.one_d ? 3 : 4;
   const char* layout = s.one_d ? "NCL" : "NCHW";
   if (input.rank() != rank) check.fail("input must be {} (rank {}); found rank {}", layout, rank, input.rank());
@@ -230,17 +214,6 @@ Relation resolve(const Spec& s, const Matrix& input, const Matrix& weight, const
 Shape output_shape(const Spec& s, const Relation& r) {
   const std::int64_t c = s.transposed ? r.cw : r.cn, h = s.transposed ? r.hw : r.hn, w = s.transposed ? r.ww : r.wn;
   return s.one_d ? Shape{r.n, c, w} : Shape{r.n, c, h, w};
-}
-
-std::vector<OpAttribute> attributes(const Spec& s) {
-  auto axes = [&](const std::array<std::int64_t, 2>& v) {
-    return s.one_d ? std::vector<std::int64_t>{v[1]} : std::vector<std::int64_t>{v[0], v[1]};
-  };
-  std::vector<OpAttribute> a{{"stride", axes(s.stride)}, {"padding", axes(s.padding)}};
-  if (s.transposed) a.push_back({"output_padding", axes(s.output_padding)});
-  a.push_back({"dilation", axes(s.dilation)});
-  a.push_back({"groups", s.groups});
-  return a;
 }
 
 // ── Lowerings ───────────────────────────────────────────────────────────────
@@ -404,90 +377,86 @@ void lower_bias_grad(const Matrix& dy, std::int64_t channels, std::int64_t posit
   if (splits > 1) out.push_back(lower_reduce(target, splits, channels, db));
 }
 
-// The backward op: gradients of input, weight and bias (where `needs` says)
-// from the output gradient `dy`, recorded as one "<name> backward" op.
-std::vector<Matrix> backward(const Spec& s, const Relation& r, const Matrix& x, const Matrix& w, bool has_bias,
-                             const Matrix& dy, const std::vector<bool>& needs) {
-  const Engine& engine = dy.engine();
-  std::vector<Matrix> grads(has_bias ? 3 : 2);
-  std::vector<ComputeDispatch> ds;
-  std::vector<Matrix> scratch;
-  const Matrix none;
-  if (needs[0]) {
-    grads[0] = detail::allocate(engine, x.shape());
-    auto d = lower_conv(r, !s.transposed, dy, w, none, grads[0]);
-    ds.insert(ds.end(), d.begin(), d.end());
-  }
-  if (needs[1]) {
-    grads[1] = detail::allocate(engine, w.shape());
-    // Narrow side: the convolution's output gradient or the transposed convolution's input.
-    lower_weight_grad(r, s.transposed ? x : dy, s.transposed ? dy : x, grads[1], s.name, ds, scratch);
-  }
-  if (has_bias && needs[2]) {
-    const std::int64_t channels = dy.shape()[1];
-    grads[2] = detail::allocate(engine, Shape{channels});
-    lower_bias_grad(dy, channels, dy.numel() / (dy.shape()[0] * channels), grads[2], ds, scratch);
-  }
-  std::vector<const Matrix*> outs;
-  for (auto& g : grads)
-    if (g.defined()) outs.push_back(&g);
-  SemanticOp op = detail::semantic(s.name, {&x, &w, &dy}, {}, attributes(s), true);
-  for (auto* g : outs) op.outputs.push_back(g->shape());
-  engine.record(std::move(op), ds);
-  return grads;
-}
-
-Matrix forward(const Spec& s, const Matrix& input, const Matrix& weight, const Matrix& bias) {
-  const Relation r = resolve(s, input, weight, bias);
-  Matrix out = detail::allocate(input.engine(), output_shape(s, r));
-  const auto ds = lower_conv(r, s.transposed, input, weight, bias, out);
-  SemanticOp op = bias.defined() ? detail::semantic(s.name, {&input, &weight, &bias}, {&out}, attributes(s))
-                                 : detail::semantic(s.name, {&input, &weight}, {&out}, attributes(s));
-  input.engine().record(std::move(op), ds);
-
-  std::vector<Matrix> inputs{input, weight};
-  if (bias.defined()) inputs.push_back(bias);
-  autograd::record(s.name, inputs, {out},
-                   [s, r, x = autograd::SavedValue(input), w = autograd::SavedValue(weight), has_bias = bias.defined()](
-                       const std::vector<Matrix>& gy, const std::vector<bool>& needs) {
-                     const Matrix& xv = x.get();
-                     const Matrix& wv = w.get();
-                     return backward(s, r, xv, wv, has_bias, gy[0], needs);
-                   });
-  return out;
-}
-
-Spec spec_1d(const char* name, bool transposed, std::int64_t stride, std::int64_t padding, std::int64_t dilation,
-             std::int64_t output_padding, std::int64_t groups) {
+// The Spec of a call of `name` with attributes `a`.
+template <class A>
+Spec spec_of(const char* name, bool one_d, const A& a) {
+  auto axes = [one_d](const std::vector<std::int64_t>& v, std::int64_t pad) {
+    return one_d ? std::array<std::int64_t, 2>{pad, v[0]} : std::array<std::int64_t, 2>{v[0], v[1]};
+  };
   Spec s;
   s.name = name;
-  s.transposed = transposed;
-  s.one_d = true;
-  s.stride = {1, stride};
-  s.padding = {0, padding};
-  s.dilation = {1, dilation};
-  s.output_padding = {0, output_padding};
-  s.groups = groups;
+  s.one_d = one_d;
+  s.stride = axes(a.stride, 1);
+  s.padding = axes(a.padding, 0);
+  s.dilation = axes(a.dilation, 1);
+  if constexpr (std::is_same_v<A, ConvTransposeAttributes>) {
+    s.transposed = true;
+    s.output_padding = axes(a.output_padding, 0);
+  }
+  s.groups = a.groups;
   return s;
 }
 
-Spec spec_2d(const char* name, bool transposed, std::array<std::int64_t, 2> stride, std::array<std::int64_t, 2> padding,
-             std::array<std::int64_t, 2> dilation, std::array<std::int64_t, 2> output_padding, std::int64_t groups) {
-  Spec s;
-  s.name = name;
-  s.transposed = transposed;
-  s.stride = stride;
-  s.padding = padding;
-  s.dilation = dilation;
-  s.output_padding = output_padding;
-  s.groups = groups;
-  return s;
+// conv_1d / conv_2d (A = ConvAttributes) or conv_transpose_1d / _2d (A =
+// ConvTransposeAttributes) over input, weight and the optional bias. The
+// backward gives the gradients of input, weight and bias (where needed) from
+// the output gradient as one backward op with the forward's attributes.
+template <class A>
+detail::Op<A> conv_op(const char* name, bool one_d) {
+  return detail::Op<A>(
+      {.name = name,
+       .inputs = {"input", "weight", {"bias", true}},
+       .infer = [one_d](const OpCall<A>& c) {
+         const Spec s = spec_of(c.name, one_d, c.attributes);
+         return std::vector<detail::OutputSpec>{{output_shape(s, resolve(s, c.inputs[0], c.inputs[1], c.inputs[2]))}};
+       },
+       .lower = {{DType::F32,
+                  [one_d](const OpCall<A>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+                    const Spec s = spec_of(c.name, one_d, c.attributes);
+                    const Relation r = resolve(s, c.inputs[0], c.inputs[1], c.inputs[2]);
+                    const auto d = lower_conv(r, s.transposed, c.inputs[0], c.inputs[1], c.inputs[2], out[0]);
+                    ds.insert(ds.end(), d.begin(), d.end());
+                  }}},
+       .saves = [](const OpCall<A>&, const std::vector<bool>&) { return detail::Saves{{true, true, false}, {}}; },
+       .backward = [one_d](const BackwardCall<A>& c) {
+         const Matrix &x = c.inputs[0], &w = c.inputs[1], &dy = c.grad_outputs[0];
+         const Spec s = spec_of(c.name, one_d, c.attributes);
+         const Relation r = resolve(s, x, w, Matrix());  // as in the forward: the bias does not enter it
+         const Engine& engine = dy.engine();
+         std::vector<Matrix> grads(3);
+         std::vector<ComputeDispatch> ds;
+         std::vector<Matrix> scratch;
+         if (c.needs[0]) {
+           grads[0] = detail::allocate(engine, x.shape());
+           const auto d = lower_conv(r, !s.transposed, dy, w, Matrix(), grads[0]);
+           ds.insert(ds.end(), d.begin(), d.end());
+         }
+         if (c.needs[1]) {
+           grads[1] = detail::allocate(engine, w.shape());
+           // Narrow side: the convolution's output gradient or the transposed convolution's input.
+           lower_weight_grad(r, s.transposed ? x : dy, s.transposed ? dy : x, grads[1], s.name, ds, scratch);
+         }
+         if (c.needs[2]) {
+           const std::int64_t channels = dy.shape()[1];
+           grads[2] = detail::allocate(engine, Shape{channels});
+           lower_bias_grad(dy, channels, dy.numel() / (dy.shape()[0] * channels), grads[2], ds, scratch);
+         }
+         c.record(ds, {&x, &w, &dy}, {&grads[0], &grads[1], &grads[2]}, detail::attribute_values(c.attributes));
+         return grads;
+       }});
 }
+
+const auto kConv1d = conv_op<ConvAttributes>("oa::ml::conv_1d", true);
+const auto kConv2d = conv_op<ConvAttributes>("oa::ml::conv_2d", false);
+const auto kConvTranspose1d = conv_op<ConvTransposeAttributes>("oa::ml::conv_transpose_1d", true);
+const auto kConvTranspose2d = conv_op<ConvTransposeAttributes>("oa::ml::conv_transpose_2d", false);
+
+std::vector<std::int64_t> list(const std::array<std::int64_t, 2>& a) { return {a[0], a[1]}; }
 
 }  // namespace
 
 Matrix conv_1d(const Matrix& input, const Matrix& weight, const Matrix& bias, const Conv1dOptions& o) {
-  return forward(spec_1d(kConv1d, false, o.stride, o.padding, o.dilation, 0, o.groups), input, weight, bias);
+  return detail::apply(kConv1d, {input, weight, bias}, {{o.stride}, {o.padding}, {o.dilation}, o.groups})[0];
 }
 
 Matrix conv_1d(const Matrix& input, const Matrix& weight, const Matrix& bias, std::int64_t stride, std::int64_t padding,
@@ -496,7 +465,7 @@ Matrix conv_1d(const Matrix& input, const Matrix& weight, const Matrix& bias, st
 }
 
 Matrix conv_2d(const Matrix& input, const Matrix& weight, const Matrix& bias, const Conv2dOptions& o) {
-  return forward(spec_2d(kConv2d, false, o.stride, o.padding, o.dilation, {0, 0}, o.groups), input, weight, bias);
+  return detail::apply(kConv2d, {input, weight, bias}, {list(o.stride), list(o.padding), list(o.dilation), o.groups})[0];
 }
 
 Matrix conv_2d(const Matrix& input, const Matrix& weight, const Matrix& bias, std::int64_t stride, std::int64_t padding,
@@ -505,8 +474,8 @@ Matrix conv_2d(const Matrix& input, const Matrix& weight, const Matrix& bias, st
 }
 
 Matrix conv_transpose_1d(const Matrix& input, const Matrix& weight, const Matrix& bias, const ConvTranspose1dOptions& o) {
-  return forward(spec_1d(kConvTranspose1d, true, o.stride, o.padding, o.dilation, o.output_padding, o.groups), input, weight,
-                 bias);
+  return detail::apply(kConvTranspose1d, {input, weight, bias},
+                       {{o.stride}, {o.padding}, {o.output_padding}, {o.dilation}, o.groups})[0];
 }
 
 Matrix conv_transpose_1d(const Matrix& input, const Matrix& weight, std::int64_t stride, std::int64_t padding,
@@ -515,8 +484,8 @@ Matrix conv_transpose_1d(const Matrix& input, const Matrix& weight, std::int64_t
 }
 
 Matrix conv_transpose_2d(const Matrix& input, const Matrix& weight, const Matrix& bias, const ConvTranspose2dOptions& o) {
-  return forward(spec_2d(kConvTranspose2d, true, o.stride, o.padding, o.dilation, o.output_padding, o.groups), input, weight,
-                 bias);
+  return detail::apply(kConvTranspose2d, {input, weight, bias},
+                       {list(o.stride), list(o.padding), list(o.output_padding), list(o.dilation), o.groups})[0];
 }
 
 Matrix conv_transpose_2d(const Matrix& input, const Matrix& weight, const Matrix& bias, std::int64_t stride,

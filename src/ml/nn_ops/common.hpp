@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "matrix/lowering.hpp"
-#include "oa/matrix/autograd.hpp"
 #include "oa/ml/functional.hpp"
 
 namespace oa::ml::nn_ops {

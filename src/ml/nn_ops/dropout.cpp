@@ -1,5 +1,6 @@
-// dropout: validation, the counter-based mask kernel (forward and backward),
-// autograd rule.
+// dropout, declared once (matrix/op_def.hpp): validation, the counter-based
+// mask kernel (forward and backward).
+#include "matrix/op_def.hpp"
 #include "ml/nn_ops/common.hpp"
 
 namespace oa::ml {
@@ -8,42 +9,63 @@ namespace {
 
 using namespace nn_ops;
 
-constexpr const char* kDropout = "oa::ml::dropout";
-const detail::ContractRegistration kDropoutContract{{kDropout, 1, 1, {{"p", AttributeType::Float}, {"seed", AttributeType::Int}}}};
+struct DropoutAttributes {
+  double p = 0;
+  std::uint64_t seed = 0;
+  static constexpr auto fields = std::tuple{detail::field("p", &DropoutAttributes::p), detail::field("seed", &DropoutAttributes::seed)};
+};
 
-// out = mask(seed) * x / (1 - p), recorded as `op` (the forward, or its
-// backward applied to the output gradient: dropout is linear in x).
-Matrix apply_mask(const Matrix& x, double p, std::uint64_t seed, bool backward) {
-  const Engine& engine = x.engine();
-  Matrix y = detail::allocate(engine, x.shape());
-  const float scale = p < 1.0 ? static_cast<float>(1.0 / (1.0 - p)) : 0.0f;
-  std::vector<ComputeDispatch> ds;
-  for (auto c : detail::element_chunks(engine, x.numel())) {
+constexpr const char* kDropoutName = "oa::ml::dropout";
+
+// The checks of dropout, in training or not.
+void require_dropout(const Matrix& x, double p, const char* name) {
+  detail::require_f32(x, name, "x");
+  require_range(p, 0.0, 1.0, x, name, "p");
+  detail::shader_u32(x.numel(), "element count of x", name);
+}
+
+// Appends y = mask(seed) * x / (1 - p) (ml/nn/dropout) over flat element chunks.
+void mask_dispatches(const char* name, const Matrix& x, const Matrix& y, const DropoutAttributes& a, std::vector<ComputeDispatch>& ds) {
+  const float scale = a.p < 1.0 ? static_cast<float>(1.0 / (1.0 - a.p)) : 0.0f;
+  for (auto c : detail::element_chunks(x.engine(), x.numel())) {
     const auto off = static_cast<std::uint64_t>(c.begin) * 4, bytes = static_cast<std::uint64_t>(c.count) * 4;
     ComputeDispatch d;
     d.kernel = "ml/nn/dropout";
     d.bindings = {BufferBinding::read(x.storage(), off, bytes), BufferBinding::write(y.storage(), off, bytes)};
-    d.push.u32(static_cast<std::uint32_t>(c.count)).u32(detail::shader_u32(c.begin, "element index", kDropout));
-    d.push.u32(static_cast<std::uint32_t>(seed)).u32(static_cast<std::uint32_t>(seed >> 32)).f32(static_cast<float>(p)).f32(scale);
+    d.push.u32(static_cast<std::uint32_t>(c.count)).u32(detail::shader_u32(c.begin, "element index", name));
+    d.push.u32(static_cast<std::uint32_t>(a.seed)).u32(static_cast<std::uint32_t>(a.seed >> 32)).f32(static_cast<float>(a.p)).f32(scale);
     d.groups = {detail::groups_for(c.count, 1024), 1, 1};
     ds.push_back(std::move(d));
   }
-  engine.record(detail::semantic(kDropout, {&x}, {&y}, {{"p", p}, {"seed", static_cast<std::int64_t>(seed)}}, backward), ds);
-  return y;
 }
+
+// Dropout is linear in x: the backward applies the same mask to dy.
+const detail::Op<DropoutAttributes> kDropout{
+    {.name = kDropoutName,
+     .inputs = {"x"},
+     .infer = [](const detail::OpCall<DropoutAttributes>& c) {
+       require_dropout(c.inputs[0], c.attributes.p, c.name);
+       return std::vector<detail::OutputSpec>{{c.inputs[0].shape()}};
+     },
+     .lower = {{DType::F32,
+                [](const detail::OpCall<DropoutAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+                  mask_dispatches(c.name, c.inputs[0], out[0], c.attributes, ds);
+                }}},
+     .backward = [](const detail::BackwardCall<DropoutAttributes>& c) {
+       const Matrix& gy = c.grad_outputs[0];
+       Matrix dx = detail::allocate(gy.engine(), gy.shape());
+       std::vector<ComputeDispatch> ds;
+       mask_dispatches(c.name, gy, dx, c.attributes, ds);
+       c.record(ds, {&gy}, {&dx}, detail::attribute_values(c.attributes));
+       return std::vector<Matrix>{dx};
+     }}};
 
 }  // namespace
 
 Matrix dropout(const Matrix& x, double p, std::uint64_t seed, bool training) {
-  detail::require_f32(x, kDropout, "x");
-  require_range(p, 0.0, 1.0, x, kDropout, "p");
-  detail::shader_u32(x.numel(), "element count of x", kDropout);
-  if (!training) return x;
-  Matrix y = apply_mask(x, p, seed, false);
-  autograd::record(kDropout, {x}, {y}, [p, seed](const std::vector<Matrix>& gy, const std::vector<bool>&) {
-    return std::vector<Matrix>{apply_mask(gy[0], p, seed, true)};
-  });
-  return y;
+  if (training) return detail::apply(kDropout, {x}, {p, seed})[0];
+  require_dropout(x, p, kDropoutName);
+  return x;
 }
 
 }  // namespace oa::ml

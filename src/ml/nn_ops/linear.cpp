@@ -1,115 +1,99 @@
-// linear(): validation, the GEMM-with-bias forward lowering, the backward
-// lowering and the autograd rule.
+// linear(), declared once (matrix/op_def.hpp): validation, the
+// GEMM-with-bias forward lowering and the backward lowering.
 #include "oa/ml/linear.hpp"
 
 #include "matrix/gemm.hpp"
-#include "matrix/lowering.hpp"
-#include "oa/matrix/autograd.hpp"
+#include "matrix/op_def.hpp"
 #include "oa/matrix/reduction.hpp"
 
 namespace oa::ml {
 
 namespace {
 
-constexpr const char* kLinear = "oa::ml::linear";
-const detail::ContractRegistration kLinearContract{{kLinear, -1, 1, {}}};
+using detail::NoAttributes;
 
-// Gradients of y = x W^T + b from gy [rows, out] (x viewed as [rows, in]),
-// recorded as one backward op:
-//   gx = gy W [rows, in], gW = gy^T x [out, in], gb = column sums of gy.
-std::vector<Matrix> linear_backward(const Matrix& gy, const Matrix& x, const Matrix& weight, const Shape& x_shape,
-                                    const Shape& bias_shape, const std::vector<bool>& needs) {
-  const Engine& engine = gy.engine();
-  const std::int64_t out = gy.shape().dim(-1), in = x_shape.dim(-1), rows = x_shape.rows();
-  std::vector<Matrix> g(3);
-  std::vector<runtime::ComputeDispatch> ds;
-  SemanticOp op = detail::semantic(kLinear, {&gy}, {}, {}, true);
-  if (needs[0]) {
-    g[0] = detail::allocate(engine, x_shape);
-    detail::GemmProblem p;
-    p.m = rows;
-    p.n = in;
-    p.k = out;
-    p.a = {&gy, 0, 0};
-    p.b = {&weight, 0, 0};
-    p.c = {&g[0], 0, 0};
-    const auto more = detail::lower_gemm(engine, p);
-    ds.insert(ds.end(), more.begin(), more.end());
-    op.inputs.push_back(weight.shape());
-    op.outputs.push_back(x_shape);
-  }
-  if (needs[1]) {
-    g[1] = detail::allocate(engine, Shape{out, in});
-    detail::GemmProblem p;
-    p.m = out;
-    p.n = in;
-    p.k = rows;
-    p.trans_a = true;
-    p.a = {&gy, 0, 0};
-    p.b = {&x, 0, 0};
-    p.c = {&g[1], 0, 0};
-    const auto more = detail::lower_gemm(engine, p);
-    ds.insert(ds.end(), more.begin(), more.end());
-    op.inputs.push_back(x_shape);
-    op.outputs.push_back(g[1].shape());
-  }
-  if (needs[0] || needs[1]) engine.record(std::move(op), ds);
-  if (needs[2]) g[2] = matrix::sum_to(gy, bias_shape);
-  return g;
-}
+// y = x W^T + b with x [..., in], weight [out, in], bias [out] (optional).
+// The backward, with x viewed as [rows, in]: gx = gy W [rows, in] and
+// gW = gy^T x [out, in] as one backward op, gb = column sums of gy (sum_to).
+const detail::Op<NoAttributes> kLinear{
+    {.name = "oa::ml::linear",
+     .inputs = {"x", "weight", {"bias", true}},
+     .infer = [](const detail::OpCall<NoAttributes>& c) {
+       const Matrix &x = c.inputs[0], &weight = c.inputs[1], &bias = c.inputs[2];
+       detail::require_f32(weight, c.name, "weight");
+       if (x.rank() < 1 || weight.rank() != 2)
+         fail(ErrorKind::InvalidArgument, "{}: x {} must have rank >= 1 and weight {} must be [out, in]", c.name, x.shape(),
+              weight.shape());
+       const std::int64_t in = weight.dim(1), out = weight.dim(0);
+       if (x.dim(-1) != in)
+         fail(ErrorKind::InvalidArgument, "{}: the last extent of x {} differs from in = {} of weight {}", c.name, x.shape(), in,
+              weight.shape());
+       if (bias.defined()) {
+         detail::require_f32(bias, c.name, "bias");
+         if (!(bias.shape() == Shape{out}))
+           fail(ErrorKind::InvalidArgument, "{}: bias {} must be [out] = [{}] for weight {}", c.name, bias.shape(), out, weight.shape());
+       }
+       std::vector<std::int64_t> dims = x.shape().to_vector();
+       dims.back() = out;
+       const Shape y_shape(dims);
+       y_shape.numel();  // checked: throws InvalidArgument on overflow
+       return std::vector<detail::OutputSpec>{{y_shape}};
+     },
+     .lower = {{DType::F32,
+                [](const detail::OpCall<NoAttributes>& c, const std::vector<Matrix>& out, std::vector<runtime::ComputeDispatch>& ds) {
+                  const Matrix &x = c.inputs[0], &weight = c.inputs[1], &bias = c.inputs[2];
+                  detail::GemmProblem p;
+                  p.m = x.shape().rows();
+                  p.n = weight.dim(0);
+                  p.k = weight.dim(1);
+                  p.trans_b = true;
+                  p.a = {&x, 0, 0};
+                  p.b = {&weight, 0, 0};
+                  p.c = {&out[0], 0, 0};
+                  p.bias = bias.defined() ? &bias : nullptr;
+                  const auto more = detail::lower_gemm(c.engine, p);
+                  ds.insert(ds.end(), more.begin(), more.end());
+                }}},
+     // gx reads the weight, gW reads x: save only what a needed gradient reads.
+     .saves = [](const detail::OpCall<NoAttributes>&, const std::vector<bool>& needs) {
+       return detail::Saves{{needs[1], needs[0], false}, {}};
+     },
+     .backward = [](const detail::BackwardCall<NoAttributes>& c) {
+       const Matrix &gy = c.grad_outputs[0], &x = c.inputs[0], &weight = c.inputs[1];
+       const Shape& x_shape = c.input_shapes[0];
+       const Engine& engine = gy.engine();
+       const std::int64_t out = gy.shape().dim(-1), in = x_shape.dim(-1), rows = x_shape.rows();
+       std::vector<Matrix> g(3);
+       std::vector<runtime::ComputeDispatch> ds;
+       // Appends dst [m, n] = op(a) b over k, op(a) = a^T when trans_a.
+       auto gemm = [&](std::int64_t m, std::int64_t n, std::int64_t k, bool trans_a, const Matrix& a, const Matrix& b, const Matrix& dst) {
+         detail::GemmProblem p;
+         p.m = m;
+         p.n = n;
+         p.k = k;
+         p.trans_a = trans_a;
+         p.a = {&a, 0, 0};
+         p.b = {&b, 0, 0};
+         p.c = {&dst, 0, 0};
+         const auto more = detail::lower_gemm(engine, p);
+         ds.insert(ds.end(), more.begin(), more.end());
+       };
+       if (c.needs[0]) {
+         g[0] = detail::allocate(engine, x_shape);
+         gemm(rows, in, out, false, gy, weight, g[0]);
+       }
+       if (c.needs[1]) {
+         g[1] = detail::allocate(engine, Shape{out, in});
+         gemm(out, in, rows, true, gy, x, g[1]);
+       }
+       const Matrix none;
+       if (c.needs[0] || c.needs[1]) c.record(ds, {&gy, c.needs[0] ? &weight : &none, c.needs[1] ? &x : &none}, {&g[0], &g[1]});
+       if (c.needs[2]) g[2] = matrix::sum_to(gy, c.input_shapes[2]);
+       return g;
+     }}};
 
 }  // namespace
 
-Matrix linear(const Matrix& x, const Matrix& weight, const Matrix& bias) {
-  detail::require_f32(x, kLinear, "x");
-  detail::require_f32(weight, kLinear, "weight");
-  detail::require_same_engine(x, weight, kLinear);
-  if (x.rank() < 1 || weight.rank() != 2)
-    fail(ErrorKind::InvalidArgument, "{}: x {} must have rank >= 1 and weight {} must be [out, in]", kLinear, x.shape(),
-         weight.shape());
-  const std::int64_t in = weight.dim(1), out = weight.dim(0);
-  if (x.dim(-1) != in)
-    fail(ErrorKind::InvalidArgument, "{}: the last extent of x {} differs from in = {} of weight {}", kLinear, x.shape(), in,
-         weight.shape());
-  if (bias.defined()) {
-    detail::require_f32(bias, kLinear, "bias");
-    detail::require_same_engine(x, bias, kLinear);
-    if (!(bias.shape() == Shape{out}))
-      fail(ErrorKind::InvalidArgument, "{}: bias {} must be [out] = [{}] for weight {}", kLinear, bias.shape(), out, weight.shape());
-  }
-  std::vector<std::int64_t> dims = x.shape().to_vector();
-  dims.back() = out;
-  const Shape y_shape(dims);
-  y_shape.numel();  // checked: throws InvalidArgument on overflow
-  const std::int64_t rows = x.shape().rows();
-
-  Matrix y = detail::allocate(x.engine(), y_shape);
-  detail::GemmProblem p;
-  p.m = rows;
-  p.n = out;
-  p.k = in;
-  p.trans_b = true;
-  p.a = {&x, 0, 0};
-  p.b = {&weight, 0, 0};
-  p.c = {&y, 0, 0};
-  p.bias = bias.defined() ? &bias : nullptr;
-  const auto dispatches = detail::lower_gemm(x.engine(), p);
-  x.engine().record(bias.defined() ? detail::semantic(kLinear, {&x, &weight, &bias}, {&y})
-                                   : detail::semantic(kLinear, {&x, &weight}, {&y}),
-                    dispatches);
-
-  if (autograd::needs_record({&x, &weight, &bias})) {
-    // gx reads the weight, gW reads x: save only what a needed gradient reads.
-    const autograd::SavedValue saved_x = requires_grad(weight) ? autograd::SavedValue(x) : autograd::SavedValue();
-    const autograd::SavedValue saved_w = requires_grad(x) ? autograd::SavedValue(weight) : autograd::SavedValue();
-    const Shape bias_shape = bias.defined() ? bias.shape() : Shape{};
-    autograd::record(kLinear, {x, weight, bias}, {y},
-                     [saved_x, saved_w, x_shape = x.shape(), bias_shape](const std::vector<Matrix>& gy,
-                                                                         const std::vector<bool>& needs) {
-                       return linear_backward(gy[0], saved_x.get(), saved_w.get(), x_shape, bias_shape, needs);
-                     });
-  }
-  return y;
-}
+Matrix linear(const Matrix& x, const Matrix& weight, const Matrix& bias) { return detail::apply(kLinear, {x, weight, bias})[0]; }
 
 }  // namespace oa::ml

@@ -1,8 +1,9 @@
-// cross_entropy, mse_loss and accuracy: validation, forward and backward
-// lowerings, autograd rules.
+// cross_entropy, mse_loss and accuracy, each declared once (matrix/op_def.hpp):
+// validation, forward and backward lowerings.
 #include <climits>
 #include <limits>
 
+#include "matrix/op_def.hpp"
 #include "ml/nn_ops/common.hpp"
 
 namespace oa::ml {
@@ -11,20 +12,13 @@ namespace {
 
 using namespace nn_ops;
 
-constexpr const char* kCrossEntropy = "oa::ml::cross_entropy";
-constexpr const char* kMseLoss = "oa::ml::mse_loss";
-constexpr const char* kAccuracy = "oa::ml::accuracy";
+using detail::BackwardCall;
+using detail::NoAttributes;
+using detail::OpCall;
+using detail::OutputSpec;
+using detail::Saves;
 
-const bool kRegistered = [] {
-  register_contract({kCrossEntropy,
-                     2,
-                     1,
-                     {{"reduction", AttributeType::String}, {"ignore_index", AttributeType::Int}, {"label_smoothing", AttributeType::Float}}});
-  register_contract({kMseLoss, 2, 1, {{"reduction", AttributeType::String}}});
-  register_contract({kAccuracy, 2, 1, {}});
-  return true;
-}();
-
+// A reduction as traced: "none", "mean" or "sum".
 const char* to_string(Reduction r) { return r == Reduction::None ? "none" : r == Reduction::Mean ? "mean" : "sum"; }
 
 // Validates logits [N, C] (nonzero extents) and targets i32 [N] for `name`.
@@ -43,75 +37,91 @@ void require_classification(const Matrix& logits, const Matrix& targets, const c
 
 // ── cross_entropy ───────────────────────────────────────────────────────────
 
-// dlogits, recorded as "oa::ml::cross_entropy backward".
-Matrix cross_entropy_backward(const Matrix& gy, const Matrix& logits, const Matrix& targets, const Matrix& stat, const Matrix& sums,
-                              const CrossEntropyOptions& o) {
-  const Engine& engine = logits.engine();
-  Matrix dx = detail::allocate(engine, logits.shape());
-  ComputeDispatch d;
-  d.kernel = "ml/nn/cross_entropy_backward";
-  d.specialization = {static_cast<std::uint32_t>(o.reduction == Reduction::None ? 0 : o.reduction == Reduction::Mean ? 1 : 2)};
-  d.bindings = {BufferBinding::read(logits.storage()),
-                BufferBinding::read(targets.storage()),
-                BufferBinding::read(stat.storage()),
-                BufferBinding::read(gy.storage()),
-                BufferBinding::read(sums.defined() ? sums.storage() : stat.storage()),
-                BufferBinding::write(dx.storage())};
-  d.push.u32(static_cast<std::uint32_t>(dx.numel())).u32(static_cast<std::uint32_t>(logits.shape()[1]));
-  d.push.i32(static_cast<std::int32_t>(o.ignore_index)).f32(static_cast<float>(o.label_smoothing));
-  d.groups = {detail::groups_for(dx.numel(), 256), 1, 1};
-  engine.record(detail::semantic(kCrossEntropy, {&gy, &logits, &targets}, {&dx}, {}, true), {&d, 1});
-  return dx;
-}
+struct CrossEntropyAttributes {
+  std::string reduction;  // to_string(Reduction)
+  std::int64_t ignore_index = 0;
+  double label_smoothing = 0;
+  static constexpr auto fields = std::tuple{detail::field("reduction", &CrossEntropyAttributes::reduction),
+                                            detail::field("ignore_index", &CrossEntropyAttributes::ignore_index),
+                                            detail::field("label_smoothing", &CrossEntropyAttributes::label_smoothing)};
+};
 
-}  // namespace
-
-Matrix cross_entropy(const Matrix& logits, const Matrix& targets, const CrossEntropyOptions& options) {
-  require_classification(logits, targets, kCrossEntropy);
-  require_range(options.label_smoothing, 0.0, 1.0, logits, kCrossEntropy, "label_smoothing");
-  if (options.ignore_index < INT32_MIN || options.ignore_index > INT32_MAX)
-    fail(ErrorKind::InvalidArgument, "{}: ignore_index {} is outside the i32 range of targets (logits {})", kCrossEntropy,
-         options.ignore_index, logits.shape());
-  const Engine& engine = logits.engine();
-  const std::int64_t N = logits.shape()[0], C = logits.shape()[1];
-  const bool reduced = options.reduction != Reduction::None;
-  Matrix loss = detail::allocate(engine, reduced ? Shape{} : Shape{N});
-  Matrix stat = detail::allocate(engine, Shape{N, 2});  // per row: maximum, log(sum(exp(x - maximum)))
-  Matrix sums = reduced ? detail::allocate(engine, Shape{2}) : Matrix();  // [total loss, rows counted]
-  const auto rows = reduced ? engine.allocate(bytes_of(2 * N)) : loss.storage();
-  std::vector<ComputeDispatch> ds = detail::lower_rows(engine, kCrossEntropy, N, C, detail::RowLanes::PerColumn, [&](ComputeDispatch& d, const detail::RowChunk& c) {
-    d.kernel = "ml/nn/cross_entropy";
-    d.specialization.push_back(reduced);
-    d.bindings = {c.window(logits.storage(), C, Access::Read), c.window(targets.storage(), 1, Access::Read),
-                  c.window(stat.storage(), 2, Access::Write), c.window(rows, reduced ? 2 : 1, Access::Write)};
-    d.push.u32(static_cast<std::uint32_t>(c.count)).u32(static_cast<std::uint32_t>(C));
-    d.push.i32(static_cast<std::int32_t>(options.ignore_index)).f32(static_cast<float>(options.label_smoothing));
-  });
-  if (reduced) {
-    detail::sum_channels(engine, rows, N, 2, 1, sums.storage(), ds);
-    ComputeDispatch f;
-    f.kernel = "ml/nn/loss_finish";
-    f.specialization = {options.reduction == Reduction::Mean};
-    f.bindings = {BufferBinding::read(sums.storage()), BufferBinding::write(loss.storage())};
-    ds.push_back(std::move(f));
-  }
-  engine.record(detail::semantic(kCrossEntropy, {&logits, &targets}, {&loss},
-                                 {{"reduction", std::string(to_string(options.reduction))},
-                                  {"ignore_index", options.ignore_index},
-                                  {"label_smoothing", options.label_smoothing}}),
-                ds);
-  autograd::record(kCrossEntropy, {logits, targets}, {loss},
-                   [slogits = autograd::SavedValue(logits), stargets = autograd::SavedValue(targets), sstat = autograd::SavedValue(stat),
-                    ssums = autograd::SavedValue(sums), options](const std::vector<Matrix>& gy, const std::vector<bool>&) {
-                     return std::vector<Matrix>{
-                         cross_entropy_backward(gy[0], slogits.get(), stargets.get(), sstat.get(), ssums.get(), options), Matrix()};
-                   });
-  return loss;
-}
+// The loss, and the auxiliary outputs that the backward reads: per row
+// [maximum, log(sum(exp(x - maximum)))] [N, 2] and, when reduced, [total
+// loss, rows counted] [2].
+const detail::Op<CrossEntropyAttributes> kCrossEntropy{
+    {.name = "oa::ml::cross_entropy",
+     .inputs = {"logits", "targets"},
+     .infer = [](const OpCall<CrossEntropyAttributes>& c) {
+       const Matrix &logits = c.inputs[0], &targets = c.inputs[1];
+       const CrossEntropyAttributes& a = c.attributes;
+       require_classification(logits, targets, c.name);
+       require_range(a.label_smoothing, 0.0, 1.0, logits, c.name, "label_smoothing");
+       if (a.ignore_index < INT32_MIN || a.ignore_index > INT32_MAX)
+         fail(ErrorKind::InvalidArgument, "{}: ignore_index {} is outside the i32 range of targets (logits {})", c.name, a.ignore_index,
+              logits.shape());
+       const std::int64_t N = logits.shape()[0];
+       const bool reduced = a.reduction != "none";
+       std::vector<OutputSpec> out{{reduced ? Shape{} : Shape{N}}, {Shape{N, 2}, DType::F32, true}};
+       if (reduced) out.push_back({Shape{2}, DType::F32, true});
+       return out;
+     },
+     .lower = {{DType::F32,
+                [](const OpCall<CrossEntropyAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+                  const Matrix &logits = c.inputs[0], &targets = c.inputs[1], &loss = out[0], &stat = out[1];
+                  const CrossEntropyAttributes& a = c.attributes;
+                  const std::int64_t N = logits.shape()[0], C = logits.shape()[1];
+                  const bool reduced = a.reduction != "none";
+                  const auto rows = reduced ? c.engine.allocate(bytes_of(2 * N)) : loss.storage();
+                  const auto passes = detail::lower_rows(c.engine, c.name, N, C, detail::RowLanes::PerColumn, [&](ComputeDispatch& d, const detail::RowChunk& r) {
+                    d.kernel = "ml/nn/cross_entropy";
+                    d.specialization.push_back(reduced);
+                    d.bindings = {r.window(logits.storage(), C, Access::Read), r.window(targets.storage(), 1, Access::Read),
+                                  r.window(stat.storage(), 2, Access::Write), r.window(rows, reduced ? 2 : 1, Access::Write)};
+                    d.push.u32(static_cast<std::uint32_t>(r.count)).u32(static_cast<std::uint32_t>(C));
+                    d.push.i32(static_cast<std::int32_t>(a.ignore_index)).f32(static_cast<float>(a.label_smoothing));
+                  });
+                  ds.insert(ds.end(), passes.begin(), passes.end());
+                  if (reduced) {
+                    const Matrix& sums = out[2];
+                    detail::sum_channels(c.engine, rows, N, 2, 1, sums.storage(), ds);
+                    ComputeDispatch f;
+                    f.kernel = "ml/nn/loss_finish";
+                    f.specialization = {a.reduction == "mean"};
+                    f.bindings = {BufferBinding::read(sums.storage()), BufferBinding::write(loss.storage())};
+                    ds.push_back(std::move(f));
+                  }
+                }}},
+     .saves = [](const OpCall<CrossEntropyAttributes>&, const std::vector<bool>&) { return Saves{{true, true}, {false, true, true}}; },
+     // dlogits; targets get none.
+     .backward = [](const BackwardCall<CrossEntropyAttributes>& c) {
+       const Matrix &gy = c.grad_outputs[0], &logits = c.inputs[0], &targets = c.inputs[1], &stat = c.outputs[1];
+       const CrossEntropyAttributes& a = c.attributes;
+       const bool reduced = a.reduction != "none";
+       Matrix dx = detail::allocate(logits.engine(), logits.shape());
+       ComputeDispatch d;
+       d.kernel = "ml/nn/cross_entropy_backward";
+       d.specialization = {static_cast<std::uint32_t>(!reduced ? 0 : a.reduction == "mean" ? 1 : 2)};
+       d.bindings = {BufferBinding::read(logits.storage()),
+                     BufferBinding::read(targets.storage()),
+                     BufferBinding::read(stat.storage()),
+                     BufferBinding::read(gy.storage()),
+                     BufferBinding::read(reduced ? c.outputs[2].storage() : stat.storage()),
+                     BufferBinding::write(dx.storage())};
+       d.push.u32(static_cast<std::uint32_t>(dx.numel())).u32(static_cast<std::uint32_t>(logits.shape()[1]));
+       d.push.i32(static_cast<std::int32_t>(a.ignore_index)).f32(static_cast<float>(a.label_smoothing));
+       d.groups = {detail::groups_for(dx.numel(), 256), 1, 1};
+       c.record({&d, 1}, {&gy, &logits, &targets}, {&dx});
+       return std::vector<Matrix>{dx, Matrix()};
+     }}};
 
 // ── mse_loss ────────────────────────────────────────────────────────────────
 
-namespace {
+struct MseLossAttributes {
+  std::string reduction;  // to_string(Reduction)
+  static constexpr auto fields = std::tuple{detail::field("reduction", &MseLossAttributes::reduction)};
+  float scale(std::int64_t n) const { return reduction == "mean" ? static_cast<float>(1.0 / static_cast<double>(n)) : 1.0f; }
+};
 
 // One pass of ml/nn/mse over a's elements into `out`.
 ComputeDispatch mse_pass(std::uint32_t mode, bool reduced, const Matrix& a, const Matrix& b, const std::shared_ptr<Storage>& dy,
@@ -126,75 +136,82 @@ ComputeDispatch mse_pass(std::uint32_t mode, bool reduced, const Matrix& a, cons
   return d;
 }
 
-// dinput and dtarget (as needed), recorded as "oa::ml::mse_loss backward".
-std::vector<Matrix> mse_loss_backward(const Matrix& gy, const Matrix& a, const Matrix& b, Reduction reduction,
-                                      const std::vector<bool>& needs) {
-  const Engine& engine = a.engine();
-  const bool reduced = reduction != Reduction::None;
-  const float scale = reduction == Reduction::Mean ? static_cast<float>(1.0 / static_cast<double>(a.numel())) : 1.0f;
-  std::vector<Matrix> grads(2);
-  std::vector<ComputeDispatch> ds;
-  SemanticOp op = detail::semantic(kMseLoss, {&gy, &a, &b}, {}, {}, true);
-  for (int i = 0; i < 2; ++i) {
-    if (!needs[i]) continue;
-    grads[i] = detail::allocate(engine, a.shape());
-    ds.push_back(mse_pass(1, reduced, a, b, gy.storage(), i == 0 ? scale : -scale, grads[i].storage()));
-    op.outputs.push_back(a.shape());
-  }
-  engine.record(std::move(op), ds);
-  return grads;
-}
-
-}  // namespace
-
-Matrix mse_loss(const Matrix& input, const Matrix& target, Reduction reduction) {
-  detail::require_f32(input, kMseLoss, "input");
-  detail::require_f32(target, kMseLoss, "target");
-  if (!(input.shape() == target.shape()) || input.numel() == 0)
-    fail(ErrorKind::InvalidArgument, "{}: input {} and target {} must have the same nonempty shape", kMseLoss, input.shape(),
-         target.shape());
-  detail::require_same_engine(input, target, kMseLoss);
-  detail::shader_u32(input.numel(), "element count of input", kMseLoss);
-  const Engine& engine = input.engine();
-  const bool reduced = reduction != Reduction::None;
-  Matrix loss = detail::allocate(engine, reduced ? Shape{} : input.shape());
-  std::vector<ComputeDispatch> ds;
-  if (!reduced) {
-    ds.push_back(mse_pass(0, false, input, target, nullptr, 1.0f, loss.storage()));
-  } else {
-    const auto squares = engine.allocate(bytes_of(input.numel()));
-    ds.push_back(mse_pass(0, false, input, target, nullptr, 1.0f, squares));
-    const float scale = reduction == Reduction::Mean ? static_cast<float>(1.0 / static_cast<double>(input.numel())) : 1.0f;
-    detail::reduce_rows(engine, squares, 1, input.numel(), detail::RowReduction::Sum, scale, loss.storage(), ds);
-  }
-  engine.record(detail::semantic(kMseLoss, {&input, &target}, {&loss}, {{"reduction", std::string(to_string(reduction))}}), ds);
-  autograd::record(kMseLoss, {input, target}, {loss},
-                   [sa = autograd::SavedValue(input), sb = autograd::SavedValue(target), reduction](const std::vector<Matrix>& gy,
-                                                                                                   const std::vector<bool>& needs) {
-                     return mse_loss_backward(gy[0], sa.get(), sb.get(), reduction, needs);
-                   });
-  return loss;
-}
+const detail::Op<MseLossAttributes> kMseLoss{
+    {.name = "oa::ml::mse_loss",
+     .inputs = {"input", "target"},
+     .infer = [](const OpCall<MseLossAttributes>& c) {
+       const Matrix &input = c.inputs[0], &target = c.inputs[1];
+       detail::require_f32(target, c.name, "target");
+       if (!(input.shape() == target.shape()) || input.numel() == 0)
+         fail(ErrorKind::InvalidArgument, "{}: input {} and target {} must have the same nonempty shape", c.name, input.shape(),
+              target.shape());
+       detail::shader_u32(input.numel(), "element count of input", c.name);
+       return std::vector<OutputSpec>{{c.attributes.reduction != "none" ? Shape{} : input.shape()}};
+     },
+     .lower = {{DType::F32,
+                [](const OpCall<MseLossAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+                  const Matrix &input = c.inputs[0], &target = c.inputs[1], &loss = out[0];
+                  if (c.attributes.reduction == "none") {
+                    ds.push_back(mse_pass(0, false, input, target, nullptr, 1.0f, loss.storage()));
+                    return;
+                  }
+                  const auto squares = c.engine.allocate(bytes_of(input.numel()));
+                  ds.push_back(mse_pass(0, false, input, target, nullptr, 1.0f, squares));
+                  detail::reduce_rows(c.engine, squares, 1, input.numel(), detail::RowReduction::Sum, c.attributes.scale(input.numel()),
+                                      loss.storage(), ds);
+                }}},
+     .saves = [](const OpCall<MseLossAttributes>&, const std::vector<bool>&) { return Saves{{true, true}, {}}; },
+     // dinput and dtarget, as needed.
+     .backward = [](const BackwardCall<MseLossAttributes>& c) {
+       const Matrix &gy = c.grad_outputs[0], &a = c.inputs[0], &b = c.inputs[1];
+       const bool reduced = c.attributes.reduction != "none";
+       const float scale = c.attributes.scale(a.numel());
+       std::vector<Matrix> grads(2);
+       std::vector<ComputeDispatch> ds;
+       for (int i = 0; i < 2; ++i) {
+         if (!c.needs[i]) continue;
+         grads[i] = detail::allocate(a.engine(), a.shape());
+         ds.push_back(mse_pass(1, reduced, a, b, gy.storage(), i == 0 ? scale : -scale, grads[i].storage()));
+       }
+       c.record(ds, {&gy, &a, &b}, {&grads[0], &grads[1]});
+       return grads;
+     }}};
 
 // ── accuracy ────────────────────────────────────────────────────────────────
 
-Matrix accuracy(const Matrix& logits, const Matrix& targets) {
-  require_classification(logits, targets, kAccuracy);
-  const Engine& engine = logits.engine();
-  const std::int64_t N = logits.shape()[0], C = logits.shape()[1];
-  Matrix y = detail::allocate(engine, Shape{});
-  const auto argmax = engine.allocate(bytes_of(N)), hits = engine.allocate(bytes_of(N));
-  std::vector<ComputeDispatch> ds;
-  detail::reduce_rows(engine, logits.storage(), N, C, detail::RowReduction::ArgMax, 1.0f, argmax, ds);
-  ComputeDispatch d;
-  d.kernel = "ml/nn/accuracy";
-  d.bindings = {BufferBinding::read(argmax), BufferBinding::read(targets.storage()), BufferBinding::write(hits)};
-  d.push.u32(static_cast<std::uint32_t>(N));
-  d.groups = {detail::groups_for(N, 256), 1, 1};
-  ds.push_back(std::move(d));
-  detail::reduce_rows(engine, hits, 1, N, detail::RowReduction::Sum, static_cast<float>(1.0 / static_cast<double>(N)), y.storage(), ds);
-  engine.record(detail::semantic(kAccuracy, {&logits, &targets}, {&y}), ds);
-  return y;
+// The fraction of rows whose first maximal logit is the target: a scalar.
+const detail::Op<NoAttributes> kAccuracy{
+    {.name = "oa::ml::accuracy",
+     .inputs = {"logits", "targets"},
+     .infer = [](const OpCall<NoAttributes>& c) {
+       require_classification(c.inputs[0], c.inputs[1], c.name);
+       return std::vector<OutputSpec>{{Shape{}}};
+     },
+     .lower = {{DType::F32, [](const OpCall<NoAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+                  const Matrix &logits = c.inputs[0], &targets = c.inputs[1];
+                  const std::int64_t N = logits.shape()[0], C = logits.shape()[1];
+                  const auto argmax = c.engine.allocate(bytes_of(N)), hits = c.engine.allocate(bytes_of(N));
+                  detail::reduce_rows(c.engine, logits.storage(), N, C, detail::RowReduction::ArgMax, 1.0f, argmax, ds);
+                  ComputeDispatch d;
+                  d.kernel = "ml/nn/accuracy";
+                  d.bindings = {BufferBinding::read(argmax), BufferBinding::read(targets.storage()), BufferBinding::write(hits)};
+                  d.push.u32(static_cast<std::uint32_t>(N));
+                  d.groups = {detail::groups_for(N, 256), 1, 1};
+                  ds.push_back(std::move(d));
+                  detail::reduce_rows(c.engine, hits, 1, N, detail::RowReduction::Sum, static_cast<float>(1.0 / static_cast<double>(N)),
+                                      out[0].storage(), ds);
+                }}}}};
+
+}  // namespace
+
+Matrix cross_entropy(const Matrix& logits, const Matrix& targets, const CrossEntropyOptions& options) {
+  return detail::apply(kCrossEntropy, {logits, targets}, {to_string(options.reduction), options.ignore_index, options.label_smoothing})[0];
 }
+
+Matrix mse_loss(const Matrix& input, const Matrix& target, Reduction reduction) {
+  return detail::apply(kMseLoss, {input, target}, {to_string(reduction)})[0];
+}
+
+Matrix accuracy(const Matrix& logits, const Matrix& targets) { return detail::apply(kAccuracy, {logits, targets})[0]; }
 
 }  // namespace oa::ml

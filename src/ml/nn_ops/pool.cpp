@@ -1,7 +1,8 @@
-// max_pool_2d, avg_pool_2d and global_avg_pool_2d: validation, forward and
-// backward lowerings, autograd rules.
+// max_pool_2d, avg_pool_2d and global_avg_pool_2d, each declared once
+// (matrix/op_def.hpp): validation, forward and backward lowerings.
 #include <climits>
 
+#include "matrix/op_def.hpp"
 #include "ml/nn_ops/common.hpp"
 
 namespace oa::ml {
@@ -10,16 +11,19 @@ namespace {
 
 using namespace nn_ops;
 
-constexpr const char* kMaxPool = "oa::ml::max_pool_2d";
-constexpr const char* kAvgPool = "oa::ml::avg_pool_2d";
-constexpr const char* kGlobalAvgPool = "oa::ml::global_avg_pool_2d";
+using detail::BackwardCall;
+using detail::NoAttributes;
+using detail::OpCall;
+using detail::OutputSpec;
+using detail::Saves;
 
-const bool kRegistered = [] {
-  for (const char* name : {kMaxPool, kAvgPool})
-    register_contract({name, 1, 1, {{"kernel_size", AttributeType::Ints}, {"stride", AttributeType::Ints}, {"padding", AttributeType::Ints}}});
-  register_contract({kGlobalAvgPool, 1, 1, {}});
-  return true;
-}();
+// A pooling window: [height, width] each, the stride resolved.
+struct PoolAttributes {
+  std::vector<std::int64_t> kernel_size, stride, padding;
+  static constexpr auto fields = std::tuple{detail::field("kernel_size", &PoolAttributes::kernel_size),
+                                            detail::field("stride", &PoolAttributes::stride),
+                                            detail::field("padding", &PoolAttributes::padding)};
+};
 
 // Window parameters and plane sizes stay well inside the kernels' int32 arithmetic.
 constexpr std::int64_t kMaxWindow = std::int64_t{1} << 24;
@@ -43,11 +47,10 @@ struct PoolGeometry {
   }
 };
 
-PoolGeometry resolve(const Matrix& x, const Pool2dOptions& o, const char* name) {
-  detail::require_f32(x, name, "x");
-  const Shape& s = x.shape();
+PoolGeometry resolve(const Shape& s, const PoolAttributes& o, const char* name) {
   if (s.rank() != 4 || s.numel() == 0) fail(ErrorKind::InvalidArgument, "{}: x must be NCHW with nonzero extents; found {}", name, s);
-  PoolGeometry g{s[0] * s[1], s[2], s[3], 0, 0, o.kernel_size, o.stride.value_or(o.kernel_size), o.padding};
+  auto pair = [](const std::vector<std::int64_t>& v) { return std::array<std::int64_t, 2>{v[0], v[1]}; };
+  PoolGeometry g{s[0] * s[1], s[2], s[3], 0, 0, pair(o.kernel_size), pair(o.stride), pair(o.padding)};
   for (int a = 0; a < 2; ++a) {
     const std::int64_t in = s[2 + a], k = g.kernel[a], st = g.stride[a], p = g.padding[a];
     if (k < 1 || st < 1 || p < 0)
@@ -72,14 +75,12 @@ PoolGeometry resolve(const Matrix& x, const Pool2dOptions& o, const char* name) 
   return g;
 }
 
-std::vector<OpAttribute> attributes(const PoolGeometry& g) {
-  auto list = [](const std::array<std::int64_t, 2>& a) { return std::vector<std::int64_t>{a[0], a[1]}; };
-  return {{"kernel_size", list(g.kernel)}, {"stride", list(g.stride)}, {"padding", list(g.padding)}};
-}
-
 // dx of a pooling op from dy [.., OH, OW] (and the saved argmax indices for
-// max pooling), recorded as one "<name> backward" op.
-Matrix pool_backward(const Matrix& gy, const Matrix& index, const Shape& x_shape, const PoolGeometry& g, const char* name) {
+// max pooling; undefined otherwise), recorded as one backward op.
+template <class A>
+Matrix pool_backward(const BackwardCall<A>& c, const Matrix& index, const PoolGeometry& g) {
+  const Matrix& gy = c.grad_outputs[0];
+  const Shape& x_shape = c.input_shapes[0];
   const Engine& engine = gy.engine();
   Matrix dx = detail::allocate(engine, x_shape);
   ComputeDispatch d;
@@ -89,29 +90,48 @@ Matrix pool_backward(const Matrix& gy, const Matrix& index, const Shape& x_shape
                 BufferBinding::write(dx.storage())};
   g.push(d.push, dx.numel());
   d.groups = {detail::groups_for(dx.numel(), 256), 1, 1};
-  SemanticOp op = index.defined() ? detail::semantic(name, {&gy, &index}, {&dx}, {}, true) : detail::semantic(name, {&gy}, {&dx}, {}, true);
-  engine.record(std::move(op), {&d, 1});
+  c.record({&d, 1}, {&gy, &index}, {&dx});
   return dx;
 }
 
-Matrix pool(const Matrix& x, const Pool2dOptions& options, bool max, const char* name) {
-  const PoolGeometry g = resolve(x, options, name);
-  const Engine& engine = x.engine();
-  const Shape& s = x.shape();
-  Matrix y = detail::allocate(engine, Shape{s[0], s[1], g.OH, g.OW});
-  Matrix index = max ? detail::allocate(engine, y.shape(), DType::I32) : Matrix();
-  ComputeDispatch d;
-  d.kernel = "ml/nn/pool2d";
-  d.specialization = {max};
-  d.bindings = {BufferBinding::read(x.storage()), BufferBinding::write(y.storage()),
-                BufferBinding::write(max ? index.storage() : unused_output(engine))};
-  g.push(d.push, y.numel());
-  d.groups = {detail::groups_for(y.numel(), 256), 1, 1};
-  engine.record(detail::semantic(name, {&x}, {&y}, attributes(g)), {&d, 1});
-  autograd::record(name, {x}, {y}, [sindex = autograd::SavedValue(index), shape = s, g, name](const std::vector<Matrix>& gy, const std::vector<bool>&) {
-    return std::vector<Matrix>{pool_backward(gy[0], sindex.get(), shape, g, name)};
-  });
-  return y;
+// max_pool_2d (max: outputs y and the auxiliary i32 argmax that the backward
+// reads) or avg_pool_2d over x [N, C, H, W] (ml/nn/pool2d).
+detail::Op<PoolAttributes> pool_op(const char* name, bool max) {
+  return detail::Op<PoolAttributes>(
+      {.name = name,
+       .inputs = {"x"},
+       .infer = [max](const OpCall<PoolAttributes>& c) {
+         const PoolGeometry g = resolve(c.inputs[0].shape(), c.attributes, c.name);
+         const Shape& s = c.inputs[0].shape();
+         std::vector<OutputSpec> out{{Shape{s[0], s[1], g.OH, g.OW}}};
+         if (max) out.push_back({out[0].shape, DType::I32, true});
+         return out;
+       },
+       .lower = {{DType::F32,
+                  [max](const OpCall<PoolAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+                    const PoolGeometry g = resolve(c.inputs[0].shape(), c.attributes, c.name);
+                    ComputeDispatch d;
+                    d.kernel = "ml/nn/pool2d";
+                    d.specialization = {max};
+                    d.bindings = {BufferBinding::read(c.inputs[0].storage()), BufferBinding::write(out[0].storage()),
+                                  BufferBinding::write(max ? out[1].storage() : unused_output(c.engine))};
+                    g.push(d.push, out[0].numel());
+                    d.groups = {detail::groups_for(out[0].numel(), 256), 1, 1};
+                    ds.push_back(std::move(d));
+                  }}},
+       .saves = [max](const OpCall<PoolAttributes>&, const std::vector<bool>&) { return Saves{{}, {false, max}}; },
+       .backward = [max](const BackwardCall<PoolAttributes>& c) {
+         const PoolGeometry g = resolve(c.input_shapes[0], c.attributes, c.name);
+         return std::vector<Matrix>{pool_backward(c, max ? c.outputs[1] : Matrix(), g)};
+       }});
+}
+
+const detail::Op<PoolAttributes> kMaxPool = pool_op("oa::ml::max_pool_2d", true);
+const detail::Op<PoolAttributes> kAvgPool = pool_op("oa::ml::avg_pool_2d", false);
+
+PoolAttributes window(const Pool2dOptions& o) {
+  const auto stride = o.stride.value_or(o.kernel_size);
+  return {{o.kernel_size[0], o.kernel_size[1]}, {stride[0], stride[1]}, {o.padding[0], o.padding[1]}};
 }
 
 Pool2dOptions square(std::int64_t kernel_size, std::int64_t stride, std::int64_t padding) {
@@ -120,10 +140,36 @@ Pool2dOptions square(std::int64_t kernel_size, std::int64_t stride, std::int64_t
   return o;
 }
 
+// The mean of each H * W plane of x [N, C, H, W]: y [N, C]. Its gradient is
+// the average pooling gradient of one window covering the plane.
+const detail::Op<NoAttributes> kGlobalAvgPool{
+    {.name = "oa::ml::global_avg_pool_2d",
+     .inputs = {"x"},
+     .infer = [](const OpCall<NoAttributes>& c) {
+       const Shape& s = c.inputs[0].shape();
+       if (s.rank() != 4 || s.numel() == 0)
+         fail(ErrorKind::InvalidArgument, "{}: x must be NCHW with nonzero extents; found {}", c.name, s);
+       detail::shader_u32(s.numel(), "element count of x", c.name);
+       require_plane(s, c.name);
+       return std::vector<OutputSpec>{{Shape{s[0], s[1]}}};
+     },
+     .lower = {{DType::F32,
+                [](const OpCall<NoAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+                  const Shape& s = c.inputs[0].shape();
+                  const std::int64_t area = s[2] * s[3];
+                  detail::reduce_rows(c.engine, c.inputs[0].storage(), s[0] * s[1], area, detail::RowReduction::Sum,
+                                      static_cast<float>(1.0 / static_cast<double>(area)), out[0].storage(), ds);
+                }}},
+     .backward = [](const BackwardCall<NoAttributes>& c) {
+       const Shape& s = c.input_shapes[0];
+       const PoolGeometry g{s[0] * s[1], s[2], s[3], 1, 1, {s[2], s[3]}, {s[2], s[3]}, {0, 0}};
+       return std::vector<Matrix>{pool_backward(c, Matrix(), g)};
+     }}};
+
 }  // namespace
 
-Matrix max_pool_2d(const Matrix& x, const Pool2dOptions& options) { return pool(x, options, true, kMaxPool); }
-Matrix avg_pool_2d(const Matrix& x, const Pool2dOptions& options) { return pool(x, options, false, kAvgPool); }
+Matrix max_pool_2d(const Matrix& x, const Pool2dOptions& options) { return detail::apply(kMaxPool, {x}, window(options))[0]; }
+Matrix avg_pool_2d(const Matrix& x, const Pool2dOptions& options) { return detail::apply(kAvgPool, {x}, window(options))[0]; }
 Matrix max_pool_2d(const Matrix& x, std::int64_t kernel_size, std::int64_t stride, std::int64_t padding) {
   return max_pool_2d(x, square(kernel_size, stride, padding));
 }
@@ -131,26 +177,6 @@ Matrix avg_pool_2d(const Matrix& x, std::int64_t kernel_size, std::int64_t strid
   return avg_pool_2d(x, square(kernel_size, stride, padding));
 }
 
-Matrix global_avg_pool_2d(const Matrix& x) {
-  detail::require_f32(x, kGlobalAvgPool, "x");
-  const Shape& s = x.shape();
-  if (s.rank() != 4 || s.numel() == 0)
-    fail(ErrorKind::InvalidArgument, "{}: x must be NCHW with nonzero extents; found {}", kGlobalAvgPool, s);
-  detail::shader_u32(s.numel(), "element count of x", kGlobalAvgPool);
-  require_plane(s, kGlobalAvgPool);
-  const Engine& engine = x.engine();
-  const std::int64_t planes = s[0] * s[1], area = s[2] * s[3];
-  Matrix y = detail::allocate(engine, Shape{s[0], s[1]});
-  std::vector<ComputeDispatch> ds;
-  detail::reduce_rows(engine, x.storage(), planes, area, detail::RowReduction::Sum, static_cast<float>(1.0 / static_cast<double>(area)),
-                      y.storage(), ds);
-  engine.record(detail::semantic(kGlobalAvgPool, {&x}, {&y}), ds);
-  // The gradient is the average pooling gradient of one window covering the plane.
-  const PoolGeometry g{planes, s[2], s[3], 1, 1, {s[2], s[3]}, {s[2], s[3]}, {0, 0}};
-  autograd::record(kGlobalAvgPool, {x}, {y}, [shape = s, g](const std::vector<Matrix>& gy, const std::vector<bool>&) {
-    return std::vector<Matrix>{pool_backward(gy[0], Matrix(), shape, g, kGlobalAvgPool)};
-  });
-  return y;
-}
+Matrix global_avg_pool_2d(const Matrix& x) { return detail::apply(kGlobalAvgPool, {x})[0]; }
 
 }  // namespace oa::ml
