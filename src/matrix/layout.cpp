@@ -152,16 +152,29 @@ const Op<SliceAttributes> kSlice{{.name = "oa::matrix::slice",
 
 // `axis` made non-negative; InvalidArgument naming `op` and the argument
 // `name` when out of range.
+// `rank` is the number of positions (x's rank, or one more for unsqueeze); a
+// 0-d x takes axis 0 or -1, as in PyTorch.
 std::int64_t normal_axis(const char* op, const Matrix& x, int axis, std::int64_t rank, const char* name = "axis") {
-  if (axis < -rank || axis >= rank)
-    fail(ErrorKind::InvalidArgument, "{}: {} {} is out of range for x {} (rank {})", op, name, axis, x.shape(), rank);
-  return axis < 0 ? axis + rank : axis;
+  const std::int64_t n = std::max<std::int64_t>(rank, 1);
+  if (axis < -n || axis >= n)
+    fail(ErrorKind::InvalidArgument, "{}: {} {} is out of range [{}, {}] for x {}", op, name, axis, -n, n - 1, x.shape());
+  return axis < 0 ? axis + n : axis;
 }
 
-Matrix apply_slice(const char* op, const Matrix& x, int axis, std::int64_t start, std::int64_t stop, std::int64_t step) {
+// The dtypes the layout ops copy, checked under the public op's name.
+void require_copyable(const Matrix& x, const char* op) {
   detail::require_defined(x, op, "x");
+  if (x.dtype() != DType::F32 && x.dtype() != DType::I32)
+    fail(ErrorKind::InvalidArgument, "{}: x must be f32 or i32; found {} {}", op, to_string(x.dtype()), x.shape());
+}
+
+// [start, stop) lies within the axis. A step past the range is cut to it
+// (the same single element, and strides and counts stay small).
+Matrix apply_slice(const char* op, const Matrix& x, int axis, std::int64_t start, std::int64_t stop, std::int64_t step) {
+  require_copyable(x, op);
+  if (x.rank() == 0) fail(ErrorKind::InvalidArgument, "{}: x {} has no axis to slice", op, x.shape());
   const std::int64_t a = normal_axis(op, x, axis, static_cast<std::int64_t>(x.rank()));
-  return detail::apply(kSlice, {x}, SliceAttributes{a, start, stop, step})[0];
+  return detail::apply(kSlice, {x}, SliceAttributes{a, start, stop, std::min(step, std::max<std::int64_t>(stop - start, 1))})[0];
 }
 
 }  // namespace
@@ -180,10 +193,11 @@ Matrix permute(const Matrix& x, const std::vector<std::int64_t>& dims) {
 }
 
 Matrix transpose(const Matrix& x, int dim0, int dim1) {
-  detail::require_defined(x, "oa::matrix::transpose", "x");
+  require_copyable(x, "oa::matrix::transpose");
   const auto rank = static_cast<std::int64_t>(x.rank());
   const std::int64_t a = normal_axis("oa::matrix::transpose", x, dim0, rank, "dim0"),
                      b = normal_axis("oa::matrix::transpose", x, dim1, rank, "dim1");
+  if (rank == 0) return permute(x, {});
   std::vector<std::int64_t> dims(x.rank());
   std::iota(dims.begin(), dims.end(), 0);
   std::swap(dims[static_cast<std::size_t>(a)], dims[static_cast<std::size_t>(b)]);
@@ -192,7 +206,7 @@ Matrix transpose(const Matrix& x, int dim0, int dim1) {
 
 Matrix slice(const Matrix& x, int axis, std::optional<std::int64_t> start, std::optional<std::int64_t> stop, std::int64_t step) {
   const char* op = "oa::matrix::slice";
-  detail::require_defined(x, op, "x");
+  require_copyable(x, op);
   if (step < 1) fail(ErrorKind::InvalidArgument, "{}: step {} must be >= 1 (x {})", op, step, x.shape());
   const std::int64_t n = x.rank() == 0 ? 0 : x.shape()[static_cast<std::size_t>(normal_axis(op, x, axis, static_cast<std::int64_t>(x.rank())))];
   auto clamp = [n](std::int64_t v) { return std::clamp(v < 0 ? v + n : v, std::int64_t{0}, n); };
@@ -202,10 +216,11 @@ Matrix slice(const Matrix& x, int axis, std::optional<std::int64_t> start, std::
 
 Matrix narrow(const Matrix& x, int axis, std::int64_t start, std::int64_t length) {
   const char* op = "oa::matrix::narrow";
-  detail::require_defined(x, op, "x");
+  require_copyable(x, op);
+  if (x.rank() == 0) fail(ErrorKind::InvalidArgument, "{}: x {} has no axis to narrow", op, x.shape());
   const std::int64_t a = normal_axis(op, x, axis, static_cast<std::int64_t>(x.rank()));
-  const std::int64_t n = x.shape()[static_cast<std::size_t>(a)], b = start < 0 ? start + n : start;
-  if (b < 0 || length < 0 || b + length > n)
+  const std::int64_t n = x.shape()[static_cast<std::size_t>(a)], b = start < 0 && start >= -n ? start + n : start;
+  if (b < 0 || b > n || length < 0 || length > n - b)
     fail(ErrorKind::InvalidArgument, "{}: start {} and length {} do not lie inside axis {} of x {} (extent {})", op, start, length, axis,
          x.shape(), n);
   return apply_slice(op, x, axis, b, b + length, 1);
@@ -250,15 +265,18 @@ Matrix flatten(const Matrix& x, int start_dim, int end_dim) {
 Matrix unflatten(const Matrix& x, int axis, const std::vector<std::int64_t>& sizes) {
   const char* op = "oa::matrix::unflatten";
   detail::require_defined(x, op, "x");
+  if (x.rank() == 0) fail(ErrorKind::InvalidArgument, "{}: x {} has no axis to unflatten", op, x.shape());
   const std::int64_t a = normal_axis(op, x, axis, static_cast<std::int64_t>(x.rank()));
   const std::int64_t n = x.shape()[static_cast<std::size_t>(a)];
   std::int64_t known = 1;
   int inferred = -1;
   for (std::size_t i = 0; i < sizes.size(); ++i) {
-    if (sizes[i] == -1 && inferred < 0) inferred = static_cast<int>(i);
-    else if (sizes[i] < 0) inferred = -2;
-    else known *= sizes[i];
+    if (sizes[i] == -1 && inferred == -1) inferred = static_cast<int>(i);
+    else if (sizes[i] < 0 || __builtin_mul_overflow(known, sizes[i], &known)) inferred = -2;
   }
+  if (x.rank() - 1 + sizes.size() > Shape::kMaxRank)
+    fail(ErrorKind::InvalidArgument, "{}: sizes [{}] would give x {} more axes than a Matrix can have ({})", op, fmt::join(sizes, ", "),
+         x.shape(), Shape::kMaxRank);
   std::vector<std::int64_t> split = sizes;
   if (inferred >= 0 && known != 0 && n % known == 0) split[static_cast<std::size_t>(inferred)] = n / known;
   if (sizes.empty() || inferred == -2 || (inferred >= 0 ? known == 0 || n % known != 0 : known != n))

@@ -213,7 +213,9 @@ std::vector<Matrix> apply(const Op<A>& op, std::vector<Matrix> inputs, const A& 
     const InputSpec& spec = def.inputs[std::min(i, def.inputs.size() - 1)];
     if (!inputs[i].defined() && spec.optional) continue;
     require_defined(inputs[i], def.name, spec.name);
-    if (i > 0) require_same_engine(inputs[0], inputs[i], def.name);
+    if (i > 0 && !(inputs[i].engine() == inputs[0].engine()))
+      fail(ErrorKind::InvalidArgument, "{}: {} {} lives on another engine than {} {}", def.name, spec.name, inputs[i].shape(),
+           def.inputs[0].name, inputs[0].shape());
   }
   const Engine& engine = inputs.empty() ? *generator_engine : inputs[0].engine();
   const Lowering<A>* lowering = inputs.empty() ? &def.lower[0].second : nullptr;

@@ -2,6 +2,8 @@
 // index references, with finite-difference gradients.
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <utility>
 #include <vector>
 
 #include "oa/oa.hpp"
@@ -124,7 +126,45 @@ TEST(MatrixLayout, BadArgumentsNameTheOpAndRecordNothing) {
   EXPECT_TRUE(oa_test::throws([&] { mx::permute(Matrix::from_bool({2}, std::vector<bool>{true, false}), {0}); },
                               ErrorKind::InvalidArgument, {"oa::matrix::permute", "f32, i32", "bool"}));
   EXPECT_TRUE(oa_test::throws([&] { mx::permute(Matrix(), {}); }, ErrorKind::InvalidArgument, {"oa::matrix::permute", "x"}));
+  // The public op is named, not the one it is built on.
+  const Matrix mask = Matrix::from_bool({2, 2}, std::vector<bool>{true, false, true, true});
+  EXPECT_TRUE(oa_test::throws([&] { mx::transpose(mask, 0, 1); }, ErrorKind::InvalidArgument, {"oa::matrix::transpose", "bool"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::narrow(mask, 0, 0, 1); }, ErrorKind::InvalidArgument, {"oa::matrix::narrow", "bool"}));
+  // Ranges whose ends would overflow int64 are refused, not wrapped.
+  constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
+  for (const auto& range : std::vector<std::pair<std::int64_t, std::int64_t>>{{2, kMax}, {-1, kMax}, {kMax, 1}}) {
+    EXPECT_TRUE(oa_test::throws([&] { mx::narrow(x, 1, range.first, range.second); }, ErrorKind::InvalidArgument,
+                                {"oa::matrix::narrow", "extent 3"}));
+  }
+  EXPECT_TRUE(oa_test::throws([&] { mx::unflatten(x, 1, {(std::int64_t{1} << 62) + 1, 4}); }, ErrorKind::InvalidArgument,
+                              {"oa::matrix::unflatten", "sizes"}));
+  const Matrix rank8 = Matrix::zeros({1, 1, 1, 1, 1, 1, 1, 4});
+  EXPECT_TRUE(oa_test::throws([&] { mx::unflatten(rank8, 7, {2, 2}); }, ErrorKind::InvalidArgument,
+                              {"oa::matrix::unflatten", "more axes", "[1, 1, 1, 1, 1, 1, 1, 4]"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::unsqueeze(x, 4); }, ErrorKind::InvalidArgument, {"oa::matrix::unsqueeze", "axis 4", "[-4, 3]"}));
   EXPECT_TRUE(trace.ops().empty());
+}
+
+TEST(MatrixLayout, StepsPastTheAxisAndZeroDimensionalInputsAsInPyTorch) {
+  // A step longer than the range takes its first element alone (x[0:10:big]).
+  const Matrix x = Matrix::from_vector({10}, oa::test::test_values(10, 60));
+  const auto xs = x.to_vector();
+  for (std::int64_t step : {std::int64_t{11}, std::int64_t{1} << 32, std::numeric_limits<std::int64_t>::max() - 8,
+                            std::numeric_limits<std::int64_t>::max()}) {
+    const Matrix y = mx::slice(x, 0, 1, {}, step);
+    ASSERT_TRUE(y.shape() == Shape({1})) << step;
+    EXPECT_EQ(y.to_vector()[0], xs[1]) << step;
+  }
+  // A step along an outer axis whose stride times the step passes 2^32 elements.
+  const Matrix wide = Matrix::zeros({2, 1 << 22});
+  EXPECT_TRUE(mx::slice(wide, 0, {}, {}, 1024).shape() == Shape({1, 1 << 22}));
+  // A 0-d x takes axis 0 and -1 (torch.squeeze(s, 0), s.transpose(-1, 0)).
+  const Matrix s = Matrix::full({}, 3.0f);
+  EXPECT_TRUE(mx::squeeze(s, 0).shape() == Shape({}));
+  EXPECT_TRUE(mx::transpose(s, 0, 0).shape() == Shape({}));
+  EXPECT_EQ(mx::transpose(s, -1, 0).to_vector(), std::vector<float>{3.0f});
+  EXPECT_TRUE(oa_test::throws([&] { mx::slice(s, 0); }, oa::ErrorKind::InvalidArgument, {"oa::matrix::slice", "no axis"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::unflatten(s, 0, {1}); }, oa::ErrorKind::InvalidArgument, {"oa::matrix::unflatten", "no axis"}));
 }
 
 }  // namespace

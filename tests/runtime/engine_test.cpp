@@ -159,7 +159,7 @@ TEST(RuntimeErrors, MixedEnginesAreRejected) {
   oa::Engine e1, e2;
   auto a = Matrix::ones({4}, e1);
   auto b = Matrix::ones({4}, e2);
-  EXPECT_TRUE(oa_test::throws([&] { (void)(a + b); }, oa::ErrorKind::InvalidArgument, {"oa::matrix::add", "different engines"}));
+  EXPECT_TRUE(oa_test::throws([&] { (void)(a + b); }, oa::ErrorKind::InvalidArgument, {"oa::matrix::add", "another engine"}));
 }
 
 TEST(RuntimeEngine, StagingTransfersAsOnADiscreteGpu) {

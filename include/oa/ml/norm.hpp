@@ -23,7 +23,9 @@ Matrix layer_norm(const Matrix& x, const Matrix& weight, const Matrix& bias, dou
 // Root-mean-square normalisation over the last axis (Zhang and Sennrich 2019;
 // torch.nn.functional.rms_norm with normalized_shape = [D]):
 //   y = x / sqrt(mean(x^2) + eps) * weight,
-// the mean taken over each row of x [..., D]. weight [D] or undefined
+// the mean taken over each row of x [..., D] in f32 (as PyTorch for f32: a
+// row whose root mean square passes about 1.8e19 overflows x^2 and gives 0,
+// with gradient 0). weight [D] or undefined
 // (weight 1). eps >= 0; without one, the f32 machine epsilon (2^-23, as
 // PyTorch's default eps=None). x of any rank >= 1 with D >= 1. Gradients for x
 // and weight. Semantic op "oa::ml::rms_norm", attribute eps; its inputs are x
