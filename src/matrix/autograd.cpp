@@ -316,7 +316,7 @@ void record(const std::string& name, const std::vector<Matrix>& inputs, const st
 
 void accumulate(Matrix& slot, bool& owned, const Matrix& contribution) {
   detail::require_defined(contribution, "oa::autograd::accumulate", "contribution");
-  if (!is_floating(contribution.dtype()))
+  if (!is_floating_point(contribution.dtype()))
     fail(ErrorKind::InvalidArgument, "oa::autograd::accumulate: contribution must be f32, f16 or bf16; found {} {}",
          to_string(contribution.dtype()), contribution.shape());
   if (!slot.defined()) {

@@ -7,24 +7,20 @@ namespace oa::matrix {
 
 namespace {
 
-using detail::BackwardCall;
-using detail::field;
-using detail::Op;
 using detail::OpCall;
-using detail::OutputSpec;
 using runtime::BufferBinding;
 using runtime::ComputeDispatch;
 
 struct CastAttributes {
   DType from = DType::F32, to = DType::F32;
-  std::string dtype;  // to's name, for the trace
-  static constexpr auto fields = std::tuple{field("dtype", &CastAttributes::dtype)};
+  std::string dtype;  // to's name: the trace attribute
+  static constexpr auto fields = std::tuple{detail::field("dtype", &CastAttributes::dtype)};
 };
 
 // The dtype codes of matrix/cast.comp.
 std::uint32_t code(DType d) { return d == DType::F32 ? 0u : d == DType::F16 ? 1u : 2u; }
 
-// Bytes of `count` elements of `d` from element `begin`, in whole words.
+// The byte offset of chunk c's elements of dtype d, and their bytes rounded up to whole words.
 std::pair<std::uint64_t, std::uint64_t> window(DType d, const detail::ElementChunk& c) {
   const auto size = static_cast<std::uint64_t>(size_of(d));
   return {static_cast<std::uint64_t>(c.begin) * size, (static_cast<std::uint64_t>(c.count) * size + 3) / 4 * 4};
@@ -49,14 +45,14 @@ void cast_dispatches(const Matrix& x, const Matrix& y, std::vector<ComputeDispat
 const detail::Lowering<CastAttributes> kCastLowering = [](const OpCall<CastAttributes>& c, const std::vector<Matrix>& out,
                                                           std::vector<ComputeDispatch>& ds) { cast_dispatches(c.inputs[0], out[0], ds); };
 
-const Op<CastAttributes> kCast{{.name = "oa::matrix::cast",
+const detail::Op<CastAttributes> kCast{{.name = "oa::matrix::cast",
                                 .inputs = {"x"},
                                 .infer = [](const OpCall<CastAttributes>& c) {
                                   detail::shader_u32(c.inputs[0].numel(), "element count of x", c.name);
-                                  return std::vector<OutputSpec>{{c.inputs[0].shape(), c.attributes.to}};
+                                  return std::vector<detail::OutputSpec>{{c.inputs[0].shape(), c.attributes.to}};
                                 },
                                 .lower = {{DType::F32, kCastLowering}, {DType::F16, kCastLowering}, {DType::BF16, kCastLowering}},
-                                .backward = [](const BackwardCall<CastAttributes>& c) {
+                                .backward = [](const detail::BackwardCall<CastAttributes>& c) {
                                   // gy has the output's dtype, or is f32 zeros standing in for an absent gradient.
                                   const Matrix& gy = c.grad_outputs[0];
                                   if (gy.dtype() == c.attributes.from) return std::vector<Matrix>{gy};
@@ -72,7 +68,7 @@ const Op<CastAttributes> kCast{{.name = "oa::matrix::cast",
 Matrix cast(const Matrix& x, DType dtype) {
   const char* op = "oa::matrix::cast";
   detail::require_defined(x, op, "x");
-  if (!is_floating(dtype))
+  if (!is_floating_point(dtype))
     fail(ErrorKind::InvalidArgument, "{}: dtype must be f32, f16 or bf16; found {} (x {} {})", op, to_string(dtype), to_string(x.dtype()),
          x.shape());
   if (x.dtype() == dtype) return x;

@@ -104,7 +104,7 @@ std::vector<std::uint8_t> encode(std::span<const float> values, DType dtype) {
 }
 
 void require_floating(const Matrix& m, const char* op) {
-  if (!is_floating(m.dtype()))
+  if (!is_floating_point(m.dtype()))
     fail(ErrorKind::InvalidArgument, "{}: Matrix {} is {}, not f32, f16 or bf16", op, m.shape(), to_string(m.dtype()));
 }
 
@@ -158,7 +158,7 @@ Matrix Matrix::from_vector(const Shape& shape, std::span<const float> values, st
 }
 
 Matrix Matrix::from_vector(const Shape& shape, std::span<const float> values, DType dtype, std::optional<Engine> engine) {
-  if (!is_floating(dtype))
+  if (!is_floating_point(dtype))
     fail(ErrorKind::InvalidArgument, "Matrix::from_vector: dtype must be f32, f16 or bf16; found {} (shape {})", to_string(dtype), shape);
   if (static_cast<std::int64_t>(values.size()) != shape.numel())
     fail(ErrorKind::InvalidArgument, "Matrix::from_vector: {} values do not fill shape {} ({} elements)", values.size(), shape,

@@ -24,7 +24,7 @@ constexpr std::string_view to_string(DType d) {
   return "?";
 }
 // F32, F16 or BF16.
-constexpr bool is_floating(DType d) { return d == DType::F32 || d == DType::F16 || d == DType::BF16; }
+constexpr bool is_floating_point(DType d) { return d == DType::F32 || d == DType::F16 || d == DType::BF16; }
 
 // Host conversions between f32 and the 16-bit formats (bit patterns as
 // uint16). f32 -> f16 and f32 -> bf16 round to nearest, ties to even (IEEE
