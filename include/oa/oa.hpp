@@ -5,6 +5,7 @@
 #include "oa/core/op.hpp"
 #include "oa/core/shape.hpp"
 #include "oa/matrix/autograd.hpp"
+#include "oa/matrix/cast.hpp"
 #include "oa/matrix/concat.hpp"
 #include "oa/matrix/elementwise.hpp"
 #include "oa/matrix/layout.hpp"

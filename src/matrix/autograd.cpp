@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "matrix/op_def.hpp"
+#include "oa/matrix/cast.hpp"
 #include "oa/matrix/elementwise.hpp"
 
 namespace oa::autograd {
@@ -44,6 +45,7 @@ struct Node {
   BackwardFn backward;      // holds the saved values; dropped on release
   std::vector<Edge> edges;  // one per input
   std::vector<Shape> input_shapes;
+  std::vector<DType> input_dtypes;  // a gradient has its input's dtype
   std::vector<Shape> output_shapes;
   Engine engine;
   bool released = false;
@@ -228,9 +230,9 @@ void run_backward(const Matrix& root, const Matrix& seed, const Matrix& user_see
       if (!e.defined()) continue;
       const Matrix& g = grad_inputs[i];
       if (g.defined()) {
-        if (!(g.shape() == n->input_shapes[i]) || g.dtype() != DType::F32)
-          fail(ErrorKind::Internal, "{}: the backward rule of {} returned a {} {} gradient for input {} of shape {}", op, n->name,
-               to_string(g.dtype()), g.shape(), i, n->input_shapes[i]);
+        if (!(g.shape() == n->input_shapes[i]) || g.dtype() != n->input_dtypes[i])
+          fail(ErrorKind::Internal, "{}: the backward rule of {} returned a {} {} gradient for input {} ({} {})", op, n->name,
+               to_string(g.dtype()), g.shape(), i, to_string(n->input_dtypes[i]), n->input_shapes[i]);
         if (e.node) {
           auto& slots = pending[e.node.get()];
           slots.resize(e.node->output_shapes.size());
@@ -306,6 +308,7 @@ void record(const std::string& name, const std::vector<Matrix>& inputs, const st
     }
     node->edges.push_back(std::move(e));
     node->input_shapes.push_back(in.defined() ? in.shape() : Shape{});
+    node->input_dtypes.push_back(in.defined() ? in.dtype() : DType::F32);
   }
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     AutogradMeta& a = ensure_meta(outputs[i]);
@@ -316,7 +319,10 @@ void record(const std::string& name, const std::vector<Matrix>& inputs, const st
 }
 
 void accumulate(Matrix& slot, bool& owned, const Matrix& contribution) {
-  detail::require_f32(contribution, "oa::autograd::accumulate", "contribution");
+  detail::require_defined(contribution, "oa::autograd::accumulate", "contribution");
+  if (!is_floating_point(contribution.dtype()))
+    fail(ErrorKind::InvalidArgument, "oa::autograd::accumulate: contribution must be f32, f16 or bf16; found {} {}",
+         to_string(contribution.dtype()), contribution.shape());
   if (!slot.defined()) {
     slot = detach(contribution);
     owned = false;
@@ -326,7 +332,15 @@ void accumulate(Matrix& slot, bool& owned, const Matrix& contribution) {
     fail(ErrorKind::InvalidArgument, "oa::autograd::accumulate: contribution {} does not match the gradient slot {}",
          contribution.shape(), slot.shape());
   detail::require_same_engine(slot, contribution, "oa::autograd::accumulate");
+  if (slot.dtype() != contribution.dtype())
+    fail(ErrorKind::InvalidArgument, "oa::autograd::accumulate: contribution {} {} does not match the gradient slot's dtype {}",
+         to_string(contribution.dtype()), contribution.shape(), to_string(slot.dtype()));
   NoGradGuard no_grad;
+  if (slot.dtype() != DType::F32) {  // 16-bit gradients add in f32 and round once
+    slot = matrix::cast(matrix::add(matrix::cast(slot, DType::F32), matrix::cast(contribution, DType::F32)), slot.dtype());
+    owned = true;
+    return;
+  }
   if (!owned) {
     slot = matrix::add(slot, contribution);
     owned = true;

@@ -107,6 +107,25 @@ Matrix generate(const Shape& shape, Distribution dist, float a, float b, std::ui
   return detail::apply(kRandom, {}, RandomAttributes{names[dist], seed, shape, dist, a, b}, &engine)[0];
 }
 
+// `values` as the bytes of `dtype` (F32, F16 or BF16) elements.
+std::vector<std::uint8_t> encode(std::span<const float> values, DType dtype) {
+  std::vector<std::uint8_t> out(values.size() * size_of(dtype));
+  if (dtype == DType::F32) {
+    if (!values.empty()) std::memcpy(out.data(), values.data(), out.size());
+    return out;
+  }
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const std::uint16_t h = dtype == DType::F16 ? f16_from_float(values[i]) : bf16_from_float(values[i]);
+    std::memcpy(out.data() + 2 * i, &h, 2);
+  }
+  return out;
+}
+
+void require_floating(const Matrix& m, const char* op) {
+  if (!is_floating_point(m.dtype()))
+    fail(ErrorKind::InvalidArgument, "{}: Matrix {} is {}, not f32, f16 or bf16", op, m.shape(), to_string(m.dtype()));
+}
+
 std::uint32_t bits(float v) {
   std::uint32_t u;
   std::memcpy(&u, &v, 4);
@@ -153,6 +172,19 @@ Matrix Matrix::from_vector(const Shape& shape, std::span<const float> values, st
   Engine e = detail::resolve(engine);
   Matrix m = detail::allocate(e, shape);
   e.write(*m.storage(), 0, values.data(), values.size() * 4);
+  return m;
+}
+
+Matrix Matrix::from_vector(const Shape& shape, std::span<const float> values, DType dtype, std::optional<Engine> engine) {
+  if (!is_floating_point(dtype))
+    fail(ErrorKind::InvalidArgument, "Matrix::from_vector: dtype must be f32, f16 or bf16; found {} (shape {})", to_string(dtype), shape);
+  if (static_cast<std::int64_t>(values.size()) != shape.numel())
+    fail(ErrorKind::InvalidArgument, "Matrix::from_vector: {} values do not fill shape {} ({} elements)", values.size(), shape,
+         shape.numel());
+  Engine e = detail::resolve(engine);
+  Matrix m = detail::allocate(e, shape, dtype);
+  const std::vector<std::uint8_t> bytes = encode(values, dtype);
+  e.write(*m.storage(), 0, bytes.data(), bytes.size());
   return m;
 }
 
@@ -240,9 +272,15 @@ Matrix Matrix::reshape(const std::vector<std::int64_t>& dims) const {
 }
 
 std::vector<float> Matrix::to_vector() const {
-  detail::require_f32(*this, "Matrix::to_vector", "self");
+  require_floating(*this, "Matrix::to_vector");
   std::vector<float> out(static_cast<std::size_t>(numel()));
-  impl_->engine.read(*impl_->storage, 0, out.data(), out.size() * 4);
+  if (dtype() == DType::F32) {
+    impl_->engine.read(*impl_->storage, 0, out.data(), out.size() * 4);
+    return out;
+  }
+  std::vector<std::uint16_t> h(out.size());
+  impl_->engine.read(*impl_->storage, 0, h.data(), h.size() * 2);
+  for (std::size_t i = 0; i < h.size(); ++i) out[i] = dtype() == DType::F16 ? float_from_f16(h[i]) : float_from_bf16(h[i]);
   return out;
 }
 
@@ -267,10 +305,11 @@ float Matrix::item() const {
 }
 
 void Matrix::write(std::span<const float> values) const {
-  detail::require_f32(*this, "Matrix::write", "self");
+  require_floating(*this, "Matrix::write");
   if (static_cast<std::int64_t>(values.size()) != numel())
     fail(ErrorKind::InvalidArgument, "Matrix::write: {} values for a Matrix {} of {} elements", values.size(), shape(), numel());
-  impl_->engine.write(*impl_->storage, 0, values.data(), values.size() * 4);
+  const std::vector<std::uint8_t> bytes = encode(values, dtype());
+  impl_->engine.write(*impl_->storage, 0, bytes.data(), bytes.size());
   impl_->storage->bump_version();
 }
 

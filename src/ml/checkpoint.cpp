@@ -46,7 +46,8 @@ DType parse_dtype(const std::string& s, const std::string& tensor, const std::st
   if (s == "F32") return DType::F32;
   if (s == "I32") return DType::I32;
   if (s == "F16") return DType::F16;
-  fail(ErrorKind::Unsupported, "{}: '{}': tensor '{}' has dtype {} (oa reads F32, I32 and F16)", op, file, tensor, s);
+  if (s == "BF16") return DType::BF16;
+  fail(ErrorKind::Unsupported, "{}: '{}': tensor '{}' has dtype {} (oa reads F32, I32, F16 and BF16)", op, file, tensor, s);
 }
 
 Header read_header(std::ifstream& in, const fs::path& path, const char* op) {
@@ -181,6 +182,7 @@ std::string_view safetensors_dtype(DType dtype) {
     case DType::F32: return "F32";
     case DType::I32: return "I32";
     case DType::F16: return "F16";
+    case DType::BF16: return "BF16";
     case DType::Bool: return "BOOL";
   }
   return "?";

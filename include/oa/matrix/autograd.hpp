@@ -27,7 +27,10 @@
 // Gradient slots: the first contribution to a slot is adopted by reference
 // (no copy); the second allocates one buffer holding the sum (recorded as
 // "oa::matrix::add"); every further contribution is added in place into that
-// buffer ("oa::autograd::accumulate", no allocation). Leaf gradients persist
+// buffer ("oa::autograd::accumulate", no allocation). A gradient has its
+// input's dtype; f16 and bf16 contributions (which reach only values made by
+// oa::matrix::cast, leaves being f32) add in f32 and round once, into a new
+// buffer each time. Leaf gradients persist
 // and accumulate across backward calls until zero_grad; distinct leaves never
 // share a gradient buffer with each other or with a user-supplied
 // output_gradient (a shared first contribution is copied once).

@@ -41,6 +41,11 @@ class Matrix {
   static Matrix full(const Shape& shape, float value, std::optional<Engine> engine = {});
   // Throws InvalidArgument when values.size() != shape.numel().
   static Matrix from_vector(const Shape& shape, std::span<const float> values, std::optional<Engine> engine = {});
+  // `values` stored as `dtype`: F32 as given; F16 or BF16 rounded on the host
+  // to nearest, ties to even (f16_from_float, bf16_from_float in
+  // oa/core/dtype.hpp), as torch.tensor(values, dtype=...). Throws
+  // InvalidArgument on a size mismatch or a dtype other than F32, F16, BF16.
+  static Matrix from_vector(const Shape& shape, std::span<const float> values, DType dtype, std::optional<Engine> engine = {});
   static Matrix from_i32(const Shape& shape, std::span<const std::int32_t> values, std::optional<Engine> engine = {});
   // Bool elements (torch.bool): nonzero bytes (or true) are stored as 1, zero as 0.
   static Matrix from_bool(const Shape& shape, std::span<const std::uint8_t> values, std::optional<Engine> engine = {});
@@ -70,12 +75,14 @@ class Matrix {
   Matrix reshape(const std::vector<std::int64_t>& shape) const;
 
   // ── Host transfers (submit and wait as needed) ─────────────────────────────
-  std::vector<float> to_vector() const;  // F32 only
+  // F32, or F16 / BF16 widened exactly to float (torch's .float().tolist()).
+  std::vector<float> to_vector() const;
   std::vector<std::int32_t> to_i32() const;  // I32 only
   std::vector<std::uint8_t> to_bool() const;  // Bool only: 0 or 1 per element
-  float item() const;                        // F32 with one element
-  // Overwrites all elements in place (bumps the version). Throws InvalidArgument
-  // on a size or dtype mismatch.
+  float item() const;                        // F32, F16 or BF16 with one element
+  // Overwrites all elements in place (bumps the version); write() rounds to
+  // F16 / BF16 as from_vector does. Throws InvalidArgument on a size mismatch
+  // or a dtype mismatch (write: F32, F16 or BF16; write_i32: I32).
   void write(std::span<const float> values) const;
   void write_i32(std::span<const std::int32_t> values) const;
 
@@ -85,7 +92,8 @@ class Matrix {
   std::shared_ptr<MatrixImpl> impl_;
 };
 
-// Shape, dtype and up to 6 leading and trailing values per row.
+// Shape, dtype and up to 6 leading and trailing values per row (F16 and BF16
+// printed as their exact float values).
 std::ostream& operator<<(std::ostream& os, const Matrix& m);
 
 namespace detail {

@@ -2,7 +2,7 @@
 // Checkpoints in the safetensors format (Hugging Face, "safetensors" file
 // format): an 8-byte little-endian u64 N, then N bytes of a JSON object (padded
 // with spaces to a multiple of 8) mapping each tensor name to
-// {"dtype": "F32" | "I32" | "F16", "shape": [...], "data_offsets": [begin, end]}
+// {"dtype": "F32" | "I32" | "F16" | "BF16", "shape": [...], "data_offsets": [begin, end]}
 // plus an optional "__metadata__" map of strings to strings, then the raw
 // little-endian data; offsets are relative to the first data byte, and the
 // tensors cover the data without gaps or overlaps.
@@ -14,7 +14,9 @@
 // Errors: oa::Error(InvalidArgument) naming the function, the file and, where
 // one is at fault, the tensor: unreadable or unwritable file, truncated file,
 // malformed header, a missing, extra or mismatched tensor. An element type oa
-// cannot hold (BF16, F64, ...) throws Unsupported naming the tensor.
+// cannot hold (F64, I64, ...) throws Unsupported naming the tensor. F16 and
+// BF16 data (IEEE binary16 and bfloat16, 2 bytes an element) are copied
+// bit for bit both ways.
 #include <concepts>
 #include <filesystem>
 #include <map>
@@ -76,7 +78,7 @@ Metadata load_parameters(const std::filesystem::path& path, const std::vector<Pa
 // The metadata of `path`; only the header is read (and checked as a whole).
 Metadata read_safetensors_metadata(const std::filesystem::path& path);
 
-// The safetensors name of a dtype ("F32", "I32", "F16").
+// The safetensors name of a dtype ("F32", "I32", "F16", "BF16", "BOOL").
 std::string_view safetensors_dtype(DType dtype);
 
 }  // namespace oa::ml

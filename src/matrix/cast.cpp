@@ -1,0 +1,78 @@
+// oa::matrix::cast: one OpDef (matrix/op_def.hpp) over the kernel matrix/cast.
+#include "oa/matrix/cast.hpp"
+
+#include "matrix/op_def.hpp"
+
+namespace oa::matrix {
+
+namespace {
+
+using detail::OpCall;
+using runtime::BufferBinding;
+using runtime::ComputeDispatch;
+
+struct CastAttributes {
+  DType from = DType::F32, to = DType::F32;
+  std::string dtype;  // to's name: the trace attribute
+  static constexpr auto fields = std::tuple{detail::field("dtype", &CastAttributes::dtype)};
+};
+
+// The dtype codes of matrix/cast.comp.
+std::uint32_t code(DType d) { return d == DType::F32 ? 0u : d == DType::F16 ? 1u : 2u; }
+
+// The byte offset of chunk c's elements of dtype d, and their bytes rounded up to whole words.
+std::pair<std::uint64_t, std::uint64_t> window(DType d, const detail::ElementChunk& c) {
+  const auto size = static_cast<std::uint64_t>(size_of(d));
+  return {static_cast<std::uint64_t>(c.begin) * size, (static_cast<std::uint64_t>(c.count) * size + 3) / 4 * 4};
+}
+
+// Appends the dispatches converting x into y (dtypes differ). Chunks start at
+// multiples of 1024 elements, so a 16-bit chunk starts on a word.
+void cast_dispatches(const Matrix& x, const Matrix& y, std::vector<ComputeDispatch>& ds) {
+  for (auto c : detail::element_chunks(x.engine(), x.numel())) {
+    const auto [in_offset, in_bytes] = window(x.dtype(), c);
+    const auto [out_offset, out_bytes] = window(y.dtype(), c);
+    ComputeDispatch d;
+    d.kernel = "matrix/cast";
+    d.specialization = {code(x.dtype()), code(y.dtype())};
+    d.bindings = {BufferBinding::read(x.storage(), in_offset, in_bytes), BufferBinding::write(y.storage(), out_offset, out_bytes)};
+    d.push.u32(static_cast<std::uint32_t>(c.count));
+    d.groups = {detail::groups_for((c.count + 1) / 2, 256), 1, 1};
+    ds.push_back(std::move(d));
+  }
+}
+
+const detail::Lowering<CastAttributes> kCastLowering = [](const OpCall<CastAttributes>& c, const std::vector<Matrix>& out,
+                                                          std::vector<ComputeDispatch>& ds) { cast_dispatches(c.inputs[0], out[0], ds); };
+
+const detail::Op<CastAttributes> kCast{{.name = "oa::matrix::cast",
+                                .inputs = {"x"},
+                                .infer = [](const OpCall<CastAttributes>& c) {
+                                  detail::shader_u32(c.inputs[0].numel(), "element count of x", c.name);
+                                  return std::vector<detail::OutputSpec>{{c.inputs[0].shape(), c.attributes.to}};
+                                },
+                                .lower = {{DType::F32, kCastLowering}, {DType::F16, kCastLowering}, {DType::BF16, kCastLowering}},
+                                .backward = [](const detail::BackwardCall<CastAttributes>& c) {
+                                  // gy has the output's dtype, or is f32 zeros standing in for an absent gradient.
+                                  const Matrix& gy = c.grad_outputs[0];
+                                  if (gy.dtype() == c.attributes.from) return std::vector<Matrix>{gy};
+                                  Matrix gx = detail::allocate(gy.engine(), gy.shape(), c.attributes.from);
+                                  std::vector<ComputeDispatch> ds;
+                                  cast_dispatches(gy, gx, ds);
+                                  c.record(ds, {&gy}, {&gx});
+                                  return std::vector<Matrix>{gx};
+                                }}};
+
+}  // namespace
+
+Matrix cast(const Matrix& x, DType dtype) {
+  const char* op = "oa::matrix::cast";
+  detail::require_defined(x, op, "x");
+  if (!is_floating_point(dtype))
+    fail(ErrorKind::InvalidArgument, "{}: dtype must be f32, f16 or bf16; found {} (x {} {})", op, to_string(dtype), to_string(x.dtype()),
+         x.shape());
+  if (x.dtype() == dtype) return x;
+  return detail::apply(kCast, {x}, CastAttributes{x.dtype(), dtype, std::string(to_string(dtype))})[0];
+}
+
+}  // namespace oa::matrix
