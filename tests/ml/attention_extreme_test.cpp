@@ -501,6 +501,36 @@ TEST(AttentionShapes, BoolMasks) {
                               oa::ErrorKind::InvalidArgument, {kSdpa, "additive_mask", "i32"}));
 }
 
+// Through autograd, a Bool mask gives the flash gradients of its additive
+// form, and the backward reads the mask resolved by the forward (its two
+// passes, no second conversion).
+TEST(AttentionShapes, BoolMaskGradients) {
+  const std::int64_t B = 2, H = 2, Sq = 3, Sk = 5, D = 4;
+  std::vector<bool> keep(static_cast<std::size_t>(B * Sq * Sk));
+  std::vector<float> additive(keep.size());
+  for (std::size_t i = 0; i < keep.size(); ++i) {
+    keep[i] = (i * 7) % 3 != 0;
+    additive[i] = keep[i] ? 0.0f : -kInf;
+  }
+  const Matrix masks[2] = {Matrix::from_bool({B, 1, Sq, Sk}, keep), Matrix::from_vector({B, 1, Sq, Sk}, additive)};
+  std::vector<std::vector<float>> grads[2];
+  for (int m = 0; m < 2; ++m) {
+    SCOPED_TRACE(m == 0 ? "bool" : "f32");
+    const Matrix q = oa::set_requires_grad(Matrix::from_vector({B, H, Sq, D}, random_floats(static_cast<std::size_t>(B * H * Sq * D), 1)));
+    const Matrix k = oa::set_requires_grad(Matrix::from_vector({B, H, Sk, D}, random_floats(static_cast<std::size_t>(B * H * Sk * D), 2)));
+    const Matrix v = oa::set_requires_grad(Matrix::from_vector({B, H, Sk, D}, random_floats(static_cast<std::size_t>(B * H * Sk * D), 3)));
+    const Matrix out = ml::scaled_dot_product_attention(q, k, v, masks[m], {}, false, ml::SdpaBackend::Flash);
+    oa::TraceCapture trace(engine());
+    oa::backward(out, Matrix::ones(out.shape()));
+    const auto ops = trace.ops();
+    ASSERT_EQ(ops.size(), 1u);
+    EXPECT_EQ(ops[0].label(), std::string(kSdpa) + " backward");
+    EXPECT_EQ(ops[0].dispatches, 2u);
+    for (const Matrix* x : {&q, &k, &v}) grads[m].push_back(oa::grad(*x).to_vector());
+  }
+  EXPECT_EQ(grads[0], grads[1]);
+}
+
 TEST(AttentionShapes, Errors) {
   const Matrix q = Matrix::zeros({2, 3, 4, 8}), k = Matrix::zeros({2, 3, 5, 8}), v = Matrix::zeros({2, 3, 5, 6});
   oa::TraceCapture trace(engine());

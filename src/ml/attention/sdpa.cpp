@@ -123,16 +123,17 @@ std::vector<Matrix> sdpa_gradients(const BackwardCall<SdpaAttributes>& c) {
   return {c.needs[0] ? r.q : Matrix(), c.needs[1] ? r.k : Matrix(), c.needs[2] ? r.v : Matrix(), Matrix()};
 }
 
-// The mask is detached. Flash's backward reads q, k, v, the mask, the output,
-// the stats and the resolved Bool mask; the materialised one q, k, v and the
-// weights.
+// The mask is detached. Flash's backward reads q, k, v, the output, the
+// stats and the mask (an F32 one as given, a Bool one resolved); the
+// materialised one q, k, v and the weights.
 const Op<SdpaAttributes> kSdpaOp{{.name = kSdpa,
                                   .inputs = {"q", "k", "v", {"additive_mask", true, true}},
                                   .outputs = 2,
                                   .infer = sdpa_outputs,
                                   .lower = {{DType::F32, lower_sdpa}},
                                   .saves = [](const OpCall<SdpaAttributes>& c, const std::vector<bool>&) {
-                                    return c.attributes.flash() ? Saves{{true, true, true, true}, {true, false, true, true}}
+                                    const bool f32_mask = c.inputs[3].defined() && c.inputs[3].dtype() == DType::F32;
+                                    return c.attributes.flash() ? Saves{{true, true, true, f32_mask}, {true, false, true, true}}
                                                                 : Saves{{true, true, true, false}, {false, true}};
                                   },
                                   .backward = sdpa_gradients}};
