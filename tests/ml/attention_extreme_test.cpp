@@ -464,16 +464,27 @@ TEST(AttentionShapes, BroadcastMaskInSoftmax) {
                             1e-6, 1e-5));
 }
 
+// A Bool mask [b, 1, sq, sk] (true = attend) and its additive form (0 / -inf).
+struct BoolMask {
+  std::vector<bool> keep;
+  std::vector<float> additive;
+};
+BoolMask bool_mask_values(std::int64_t b, std::int64_t sq, std::int64_t sk) {
+  BoolMask m{std::vector<bool>(static_cast<std::size_t>(b * sq * sk)), std::vector<float>(static_cast<std::size_t>(b * sq * sk))};
+  for (std::size_t i = 0; i < m.keep.size(); ++i) {
+    m.keep[i] = (i * 7) % 3 != 0;
+    m.additive[i] = m.keep[i] ? 0.0f : -kInf;
+  }
+  return m;
+}
+
 // Boolean masks (true = attend, torch.bool attn_mask) give what the additive
 // mask 0 / -inf gives, broadcast over heads, on both paths and in the softmax.
 TEST(AttentionShapes, BoolMasks) {
   const std::int64_t B = 2, H = 2, Sq = 3, Sk = 5, D = 4;
-  std::vector<bool> keep(static_cast<std::size_t>(B * Sq * Sk));
-  std::vector<float> additive(keep.size());
-  for (std::size_t i = 0; i < keep.size(); ++i) {
-    keep[i] = (i * 7) % 3 != 0;
-    additive[i] = keep[i] ? 0.0f : -kInf;
-  }
+  const BoolMask values = bool_mask_values(B, Sq, Sk);
+  const std::vector<bool>& keep = values.keep;
+  const std::vector<float>& additive = values.additive;
   const Matrix bool_mask = Matrix::from_bool({B, 1, Sq, Sk}, keep);
   EXPECT_EQ(bool_mask.dtype(), oa::DType::Bool);
   const auto round_trip = bool_mask.to_bool();
@@ -506,12 +517,9 @@ TEST(AttentionShapes, BoolMasks) {
 // passes, no second conversion).
 TEST(AttentionShapes, BoolMaskGradients) {
   const std::int64_t B = 2, H = 2, Sq = 3, Sk = 5, D = 4;
-  std::vector<bool> keep(static_cast<std::size_t>(B * Sq * Sk));
-  std::vector<float> additive(keep.size());
-  for (std::size_t i = 0; i < keep.size(); ++i) {
-    keep[i] = (i * 7) % 3 != 0;
-    additive[i] = keep[i] ? 0.0f : -kInf;
-  }
+  const BoolMask values = bool_mask_values(B, Sq, Sk);
+  const std::vector<bool>& keep = values.keep;
+  const std::vector<float>& additive = values.additive;
   const Matrix masks[2] = {Matrix::from_bool({B, 1, Sq, Sk}, keep), Matrix::from_vector({B, 1, Sq, Sk}, additive)};
   std::vector<std::vector<float>> grads[2];
   for (int m = 0; m < 2; ++m) {
