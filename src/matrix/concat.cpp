@@ -111,7 +111,6 @@ struct ConcatAttributes {
 const Op<ConcatAttributes> kConcatOp{
     {.name = kConcat,
      .inputs = {"xs"},
-     .variadic = true,
      .infer = [](const OpCall<ConcatAttributes>& c) {
        const std::vector<Matrix>& xs = c.inputs;
        const auto a = static_cast<std::size_t>(c.attributes.axis);
@@ -148,7 +147,8 @@ const Op<ConcatAttributes> kConcatOp{
        split_dispatches(gy, a, g, extents, c.name, ds);
        c.record(ds, {gy}, g);
        return g;
-     }}};
+     },
+     .variadic = true}};
 
 struct ChunkAttributes {
   std::int64_t parts = 1, axis = 0;  // axis non-negative

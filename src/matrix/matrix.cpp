@@ -104,7 +104,7 @@ const detail::Op<RandomAttributes> kRandom{
 
 Matrix generate(const Shape& shape, Distribution dist, float a, float b, std::uint64_t seed, const Engine& engine) {
   const char* names[] = {"uniform", "normal", "arange"};
-  return detail::apply(kRandom, {}, RandomAttributes{names[dist], seed, shape, dist, a, b}, &engine)[0];
+  return detail::apply(kRandom, {}, RandomAttributes{names[dist], seed, shape, dist, a, b}, nullptr, &engine)[0];
 }
 
 // `values` as the bytes of `dtype` (F32, F16 or BF16) elements.

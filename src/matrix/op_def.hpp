@@ -16,12 +16,17 @@
 // apply() checks, before anything is allocated or recorded, that every input
 // is defined (or optional and absent) and on the first input's engine and that a lowering exists for
 // the first input's dtype (InvalidArgument naming the op and the argument);
-// an op without inputs (a generator) runs on the engine given to apply();
 // infer() does the op's own checks. Then it allocates the outputs, records
 // the lowering's dispatches as one semantic op (attributes from the fields),
 // bumps the versions of the inputs that writes() names and, when an input
 // requires a gradient and the op has a backward rule, records one autograd
-// node that holds what saves() names.
+// node that holds what saves() names. An op without inputs (a generator) runs
+// on the engine given to apply().
+//
+// An op that updates operands in place (an optimizer step) declares outputs
+// with OutputSpec::in_place and no backward; variadic ops take their inputs
+// in repeated groups. Public explicit-backward functions run the op's backward
+// rule through apply_backward().
 #include <algorithm>
 #include <functional>
 #include <initializer_list>
@@ -51,6 +56,10 @@ constexpr Field<S, T> field(const char* name, T S::*member) {
   return {name, member};
 }
 
+// Members of an attributes struct not named in `fields` are not traced: the
+// lowering may read through them what the op does not list as operands (an
+// optimizer's state buffers) or per-call choices (whether a result is
+// differentiable).
 struct NoAttributes {
   static constexpr std::tuple<> fields{};
 };
@@ -95,13 +104,18 @@ std::vector<OpAttribute> attribute_values(const A& a) {
 // An output. An auxiliary output (after the op's results: statistics such as
 // a norm's per-row rstd) is written by the lowering and read by the backward
 // only: the caller, the trace and the autograd graph see the results alone.
-// An in-place output (in_place = i) is input i itself, not allocated: the
-// lowering writes into it and apply() bumps its version after recording.
+// An in-place output is input `in_place` itself, written by the lowering (not
+// allocated; its version is bumped after recording; such an op has no
+// backward): a result when the trace lists it as an output (an optimizer's
+// parameters), auxiliary when not (clip_grad_norm's gradients). A no_grad
+// result is returned and traced but is not an output of the autograd node:
+// the backward gets no gradient for it.
 struct OutputSpec {
   Shape shape;
   DType dtype = DType::F32;
   bool auxiliary = false;
   int in_place = -1;
+  bool no_grad = false;
 };
 
 // One call of an op: its inputs (defined, on one engine) and attributes.
@@ -119,8 +133,9 @@ struct Saves {
 };
 
 // One backward call: the saved inputs and outputs (auxiliary ones included;
-// undefined where saves() did not name them), every input's shape, the output gradients and which
-// input gradients are needed.
+// undefined where saves() did not name them), every input's shape, the
+// gradients of the results (no_grad ones left out) and which input gradients
+// are needed.
 template <class A>
 struct BackwardCall {
   const char* name;
@@ -158,20 +173,22 @@ struct BackwardCall {
 template <class A>
 using Lowering = std::function<void(const OpCall<A>&, const std::vector<Matrix>& outputs, std::vector<runtime::ComputeDispatch>&)>;
 
-// An input: its argument name, and whether it may be an undefined Matrix
-// (an absent optional operand, such as a norm's weight).
+// An input: its argument name, whether it may be an undefined Matrix (an
+// absent optional operand, such as a norm's weight), and whether it is
+// detached: no gradient flows to it (an attention mask), so it gets no edge
+// in the autograd graph and never makes the op record a node.
 struct InputSpec {
-  InputSpec(const char* n, bool opt = false) : name(n), optional(opt) {}  // NOLINT: implicit, so {"x", "w"} lists inputs
+  InputSpec(const char* n, bool opt = false, bool det = false) : name(n), optional(opt), detached(det) {}  // NOLINT: implicit, so {"x", "w"} lists inputs
   const char* name;
   bool optional;
+  bool detached;
 };
 
 template <class A>
 struct OpDef {
   const char* name;               // the C++ name, "oa::matrix::exp"
   std::vector<InputSpec> inputs;  // in order (the arity); the first is required
-  bool variadic = false;          // the last input takes one or more operands (concat's xs)
-  int outputs = 1;  // results, not counting auxiliary outputs; -1: as many as infer gives (chunk)
+  int outputs = 1;  // results, not counting auxiliary outputs; -1: as infer() gives
   // The op's own checks (throwing InvalidArgument naming the op, the argument
   // and the shapes) and the shape and dtype of each output.
   std::function<std::vector<OutputSpec>(const OpCall<A>&)> infer;
@@ -185,6 +202,9 @@ struct OpDef {
   // statistics in training); apply() bumps their versions after recording, so
   // that a backward which saved one refuses. Null: none.
   std::function<std::vector<bool>(const OpCall<A>&)> writes;
+  // The inputs repeat: `inputs` names one group (an optimizer's parameter and
+  // gradient), given once or more; the contract's arity is variadic.
+  bool variadic = false;
 };
 
 // An OpDef with its contract registered (at static initialisation).
@@ -200,17 +220,20 @@ struct Op {
 
 // ── The one generic apply ────────────────────────────────────────────────────
 
+// Returns the results; `auxiliary`, when given, receives the auxiliary outputs.
 // `generator_engine`: the engine of an op without inputs (ignored otherwise).
 template <class A>
 std::vector<Matrix> apply(const Op<A>& op, std::vector<Matrix> inputs, const A& attributes = {},
-                          const Engine* generator_engine = nullptr) {
+                          std::vector<Matrix>* auxiliary = nullptr, const Engine* generator_engine = nullptr) {
   const OpDef<A>& def = op.def;
-  if (def.variadic ? inputs.size() < def.inputs.size() : inputs.size() != def.inputs.size())
-    fail(ErrorKind::Internal, "{}: called with {} inputs; it takes {}", def.name, inputs.size(), def.inputs.size());
+  const std::size_t group = std::max<std::size_t>(def.inputs.size(), 1);
+  if (def.variadic ? inputs.empty() || inputs.size() % group != 0 : inputs.size() != def.inputs.size())
+    fail(ErrorKind::Internal, "{}: called with {} inputs; it takes {}{}", def.name, inputs.size(), def.inputs.size(),
+         def.variadic ? " per group" : "");
   if (inputs.empty() && (!generator_engine || def.lower.size() != 1))
     fail(ErrorKind::Internal, "{}: an op without inputs needs an engine and one lowering", def.name);
   for (std::size_t i = 0; i < inputs.size(); ++i) {
-    const InputSpec& spec = def.inputs[std::min(i, def.inputs.size() - 1)];
+    const InputSpec& spec = def.inputs[i % group];
     if (!inputs[i].defined() && spec.optional) continue;
     require_defined(inputs[i], def.name, spec.name);
     if (i > 0 && !(inputs[i].engine() == inputs[0].engine()))
@@ -229,10 +252,17 @@ std::vector<Matrix> apply(const Op<A>& op, std::vector<Matrix> inputs, const A& 
          to_string(inputs[0].dtype()), inputs[0].shape());
   const OpCall<A> call{def.name, inputs, attributes, engine};
   const std::vector<OutputSpec> specs = def.infer(call);
-  std::vector<Matrix> outputs, results;
+  std::vector<Matrix> outputs, results, differentiable;
   for (const auto& s : specs) {
+    if (s.in_place >= static_cast<int>(inputs.size()))
+      fail(ErrorKind::Internal, "{}: output in place of input {} of {}", def.name, s.in_place, inputs.size());
     outputs.push_back(s.in_place >= 0 ? inputs[static_cast<std::size_t>(s.in_place)] : allocate(engine, s.shape, s.dtype));
-    if (!s.auxiliary) results.push_back(outputs.back());
+    if (s.auxiliary) {
+      if (auxiliary) auxiliary->push_back(outputs.back());
+      continue;
+    }
+    results.push_back(outputs.back());
+    if (!s.no_grad) differentiable.push_back(outputs.back());
   }
   std::vector<runtime::ComputeDispatch> dispatches;
   (*lowering)(call, outputs, dispatches);
@@ -243,16 +273,19 @@ std::vector<Matrix> apply(const Op<A>& op, std::vector<Matrix> inputs, const A& 
   for (const auto& m : results) sop.outputs.push_back(m.shape());
   sop.attributes = attribute_values(attributes);
   engine.record(std::move(sop), dispatches);
-  for (const auto& s : specs)
-    if (s.in_place >= 0) inputs[static_cast<std::size_t>(s.in_place)].storage()->bump_version();
+  for (std::size_t i = 0; i < specs.size(); ++i)
+    if (specs[i].in_place >= 0) outputs[i].storage()->bump_version();
   if (def.writes) {
     const std::vector<bool> written = def.writes(call);
     for (std::size_t i = 0; i < written.size(); ++i)
       if (written[i] && inputs[i].defined()) inputs[i].storage()->bump_version();
   }
-  if (def.backward && autograd::needs_record(inputs)) {
+  std::vector<Matrix> edges = inputs;  // the autograd node's inputs: detached ones left undefined
+  for (std::size_t i = 0; i < edges.size(); ++i)
+    if (def.inputs[i % group].detached) edges[i] = Matrix();
+  if (def.backward && autograd::needs_record(edges)) {
     std::vector<bool> needs;
-    for (const auto& m : inputs) needs.push_back(requires_grad(m));
+    for (const auto& m : edges) needs.push_back(m.defined() && requires_grad(m));
     const Saves saves = def.saves ? def.saves(call, needs) : Saves{};
     auto keep = [](const std::vector<Matrix>& ms, const std::vector<bool>& which) {
       std::vector<autograd::SavedValue> out;
@@ -262,7 +295,7 @@ std::vector<Matrix> apply(const Op<A>& op, std::vector<Matrix> inputs, const A& 
     };
     std::vector<Shape> shapes;  // [] for an absent input
     for (const auto& m : inputs) shapes.push_back(m.defined() ? m.shape() : Shape{});
-    autograd::record(def.name, inputs, results,
+    autograd::record(def.name, edges, differentiable,
                      [&def, attributes, saved_in = keep(inputs, saves.inputs), saved_out = keep(outputs, saves.outputs),
                       shapes](const std::vector<Matrix>& gy, const std::vector<bool>& needed) {
                        auto get = [](const std::vector<autograd::SavedValue>& vs) {
@@ -275,6 +308,18 @@ std::vector<Matrix> apply(const Op<A>& op, std::vector<Matrix> inputs, const A& 
                      });
   }
   return results;
+}
+
+// Runs the backward rule of `op` outside autograd, for a public
+// explicit-backward function: `inputs` and `outputs` as saves() would keep
+// them (undefined where the rule does not read them), the gradients of the
+// results and which input gradients to make. The caller validates.
+template <class A>
+std::vector<Matrix> apply_backward(const Op<A>& op, const std::vector<Matrix>& inputs, const std::vector<Matrix>& outputs,
+                                   const std::vector<Matrix>& grad_outputs, const std::vector<bool>& needs, const A& attributes = {}) {
+  std::vector<Shape> shapes;  // [] for an absent input
+  for (const auto& m : inputs) shapes.push_back(m.defined() ? m.shape() : Shape{});
+  return op.def.backward(BackwardCall<A>{op.def.name, attributes, inputs, outputs, shapes, grad_outputs, needs});
 }
 
 }  // namespace oa::detail

@@ -6,33 +6,22 @@
 #include <numbers>
 #include <set>
 
-#include "matrix/lowering.hpp"
+#include "matrix/op_def.hpp"
 
 namespace oa::ml::optim {
 
 namespace {
 
+using detail::field;
+using detail::Op;
+using detail::OpCall;
+using detail::OutputSpec;
 using runtime::BufferBinding;
 using runtime::ComputeDispatch;
 
 const char* const kSgdOp = "oa::ml::optim::sgd_step";
 const char* const kAdamWOp = "oa::ml::optim::adamw_step";
 const char* const kClipOp = "oa::ml::optim::clip_grad_norm";
-
-const detail::ContractRegistration kSgdContract{{kSgdOp, -1, -1,
-                                                 {{"lr", AttributeType::Float},
-                                                  {"momentum", AttributeType::Float},
-                                                  {"dampening", AttributeType::Float},
-                                                  {"weight_decay", AttributeType::Float},
-                                                  {"nesterov", AttributeType::Bool}}}};
-const detail::ContractRegistration kAdamWContract{{kAdamWOp, -1, -1,
-                                                   {{"lr", AttributeType::Float},
-                                                    {"beta1", AttributeType::Float},
-                                                    {"beta2", AttributeType::Float},
-                                                    {"eps", AttributeType::Float},
-                                                    {"weight_decay", AttributeType::Float},
-                                                    {"step", AttributeType::Int}}}};
-const detail::ContractRegistration kClipContract{{kClipOp, -1, 1, {{"max_norm", AttributeType::Float}}}};
 
 // Elements per workgroup of the elementwise update kernels (256 threads x 4).
 constexpr std::int64_t kUpdateGroup = 1024;
@@ -49,30 +38,114 @@ void require_hyper(float value, const char* op, const char* what) {
 std::uint64_t offset_of(const detail::ElementChunk& c) { return static_cast<std::uint64_t>(c.begin) * 4; }
 std::uint64_t bytes_of(const detail::ElementChunk& c) { return static_cast<std::uint64_t>(c.count) * 4; }
 
-// Records the fused update of every parameter that has a gradient as the one
-// semantic op `sop` (each parameter and its gradient in, the parameter out):
-// `lower(i, c)` gives the dispatch of chunk c of parameter i, without its
-// workgroup count. Returns the indices of the updated parameters.
-std::vector<std::size_t> record_update(SemanticOp sop, const std::vector<Parameter>& parameters, const std::vector<Matrix>& grads,
-                                       const std::function<ComputeDispatch(std::size_t, const detail::ElementChunk&)>& lower) {
-  std::vector<ComputeDispatch> ds;
-  std::vector<std::size_t> updated;
+// ── The fused update ops ─────────────────────────────────────────────────────
+// One op per optimizer step over every parameter that has a gradient: its
+// inputs are (parameter, gradient) pairs, its results the parameters, updated
+// in place. Their attributes also hold, untraced, per pair the parameter's
+// index in the optimizer (`slots`, which indexes the step constants) and its
+// state buffers, which the step updates in place as well.
+
+// The (parameter, gradient) pairs of the parameters with a gradient; their
+// indices go to `slots`.
+std::vector<Matrix> with_gradients(const std::vector<Parameter>& parameters, const std::vector<Matrix>& grads,
+                                   std::vector<std::size_t>& slots) {
+  std::vector<Matrix> pairs;
   for (std::size_t i = 0; i < parameters.size(); ++i) {
     if (!grads[i].defined()) continue;
-    const Matrix& p = parameters[i].value();
-    sop.inputs.push_back(p.shape());
-    sop.inputs.push_back(grads[i].shape());
-    sop.outputs.push_back(p.shape());
-    updated.push_back(i);
-    for (const auto& c : detail::element_chunks(p.engine(), p.numel())) {
-      ComputeDispatch d = lower(i, c);
-      d.groups = {detail::groups_for(c.count, kUpdateGroup), 1, 1};
-      ds.push_back(std::move(d));
-    }
+    pairs.push_back(parameters[i].value());
+    pairs.push_back(grads[i]);
+    slots.push_back(i);
   }
-  if (!updated.empty()) parameters[0].value().engine().record(std::move(sop), ds);
-  return updated;
+  return pairs;
 }
+
+// An update op whose results are the parameters, written in place, and whose
+// lowering is `lower(call, j, c)` for chunk c of pair j (the dispatch without
+// its workgroup count).
+template <class A>
+Op<A> update_op(const char* name, std::function<ComputeDispatch(const OpCall<A>&, std::size_t, const detail::ElementChunk&)> lower) {
+  return Op<A>({.name = name,
+                .inputs = {"parameter", "gradient"},
+                .outputs = -1,
+                .infer = [](const OpCall<A>& c) {
+                  std::vector<OutputSpec> out;
+                  for (std::size_t j = 0; j < c.inputs.size(); j += 2)
+                    out.push_back({c.inputs[j].shape(), DType::F32, false, static_cast<int>(j)});
+                  return out;
+                },
+                .lower = {{DType::F32,
+                           [lower](const OpCall<A>& call, const std::vector<Matrix>&, std::vector<ComputeDispatch>& ds) {
+                             for (std::size_t j = 0; j < call.inputs.size() / 2; ++j)
+                               for (const auto& c : detail::element_chunks(call.engine, call.inputs[2 * j].numel())) {
+                                 ComputeDispatch d = lower(call, j, c);
+                                 d.groups = {detail::groups_for(c.count, kUpdateGroup), 1, 1};
+                                 ds.push_back(std::move(d));
+                               }
+                           }}},
+                .variadic = true});
+}
+
+struct SgdAttributes {
+  float lr = 0, momentum = 0, dampening = 0, weight_decay = 0;
+  bool nesterov = false;
+  std::vector<std::size_t> slots;
+  std::vector<Matrix> momentum_buffers;  // per pair; undefined without momentum
+  Matrix constants;                      // Optimizer::step_constants_
+  static constexpr auto fields = std::tuple{field("lr", &SgdAttributes::lr), field("momentum", &SgdAttributes::momentum),
+                                            field("dampening", &SgdAttributes::dampening),
+                                            field("weight_decay", &SgdAttributes::weight_decay),
+                                            field("nesterov", &SgdAttributes::nesterov)};
+};
+
+const Op<SgdAttributes> kSgdStep = update_op<SgdAttributes>(
+    kSgdOp, [](const OpCall<SgdAttributes>& call, std::size_t j, const detail::ElementChunk& c) {
+      const SgdAttributes& a = call.attributes;
+      const bool momentum = a.momentum != 0;
+      const Matrix &p = call.inputs[2 * j], &g = call.inputs[2 * j + 1];
+      ComputeDispatch d;
+      d.kernel = "ml/optim/sgd_step";
+      d.specialization = {momentum ? 1u : 0u, a.nesterov ? 1u : 0u};
+      const auto& buffer = momentum ? a.momentum_buffers[j].storage() : p.storage();
+      d.bindings = {BufferBinding::read_write(p.storage(), offset_of(c), bytes_of(c)),
+                    BufferBinding::read(g.storage(), offset_of(c), bytes_of(c)),
+                    BufferBinding::read_write(buffer, offset_of(c), bytes_of(c)), BufferBinding::read(a.constants.storage())};
+      d.push.u32(static_cast<std::uint32_t>(c.count))
+          .f32(a.momentum)
+          .f32(a.dampening)
+          .f32(a.weight_decay)
+          .u32(static_cast<std::uint32_t>(a.slots[j]));
+      return d;
+    });
+
+struct AdamWAttributes {
+  float lr = 0, beta1 = 0, beta2 = 0, eps = 0, weight_decay = 0;
+  std::int64_t step = 0;
+  std::vector<std::size_t> slots;
+  std::vector<Matrix> exp_avg, exp_avg_sq;  // per pair
+  Matrix constants;                         // Optimizer::step_constants_
+  static constexpr auto fields = std::tuple{field("lr", &AdamWAttributes::lr), field("beta1", &AdamWAttributes::beta1),
+                                            field("beta2", &AdamWAttributes::beta2), field("eps", &AdamWAttributes::eps),
+                                            field("weight_decay", &AdamWAttributes::weight_decay),
+                                            field("step", &AdamWAttributes::step)};
+};
+
+const Op<AdamWAttributes> kAdamWStep = update_op<AdamWAttributes>(
+    kAdamWOp, [](const OpCall<AdamWAttributes>& call, std::size_t j, const detail::ElementChunk& c) {
+      const AdamWAttributes& a = call.attributes;
+      ComputeDispatch d;
+      d.kernel = "ml/optim/adamw_step";
+      d.bindings = {BufferBinding::read_write(call.inputs[2 * j].storage(), offset_of(c), bytes_of(c)),
+                    BufferBinding::read(call.inputs[2 * j + 1].storage(), offset_of(c), bytes_of(c)),
+                    BufferBinding::read_write(a.exp_avg[j].storage(), offset_of(c), bytes_of(c)),
+                    BufferBinding::read_write(a.exp_avg_sq[j].storage(), offset_of(c), bytes_of(c)),
+                    BufferBinding::read(a.constants.storage())};
+      d.push.u32(static_cast<std::uint32_t>(c.count))
+          .f32(a.beta1)
+          .f32(a.beta2)
+          .f32(a.eps)
+          .u32(static_cast<std::uint32_t>(a.slots[j]));
+      return d;
+    });
 
 std::int64_t parse_int(const Metadata& md, const std::string& key, const std::string& file, const char* op) {
   const auto it = md.find(key);
@@ -108,6 +181,62 @@ ComputeDispatch reduce_dispatch(std::span<const Segment> inputs, bool square, bo
   d.groups = {static_cast<std::uint64_t>(groups), 1, 1};
   return d;
 }
+
+struct ClipAttributes {
+  float max_norm = 0;
+  static constexpr auto fields = std::tuple{field("max_norm", &ClipAttributes::max_norm)};
+};
+
+// The global norm of the gradients, by a tree of sum_squares passes, then
+// every gradient scaled by min(1, max_norm / (norm + 1e-6)) in place.
+void lower_clip(const OpCall<ClipAttributes>& call, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+  const Engine& engine = call.engine;
+  const Matrix& norm = out[0];
+  std::vector<Segment> level;
+  for (const auto& g : call.inputs)
+    for (const auto& c : detail::element_chunks(engine, g.numel())) level.push_back({g.storage(), offset_of(c), c.count});
+  bool square = true;
+  for (;;) {
+    std::int64_t total = 0;
+    for (const auto& s : level) total += s.count;
+    if (level.size() <= kReduceInputs && total <= kReduceChunk) {
+      ds.push_back(reduce_dispatch(level, square, true, norm.storage(), 1));
+      break;
+    }
+    std::vector<Segment> next;
+    for (std::size_t at = 0; at < level.size(); at += kReduceInputs) {
+      const std::span<const Segment> group(level.data() + at, std::min(kReduceInputs, level.size() - at));
+      std::int64_t chunks = 0;
+      for (const auto& s : group) chunks += detail::groups_for(s.count, kReduceChunk);
+      auto partial = engine.allocate(static_cast<std::uint64_t>(chunks) * 4);
+      ds.push_back(reduce_dispatch(group, square, false, partial, chunks));
+      next.push_back({std::move(partial), 0, chunks});
+    }
+    level = std::move(next);
+    square = false;
+  }
+  for (const auto& g : call.inputs)
+    for (const auto& c : detail::element_chunks(engine, g.numel())) {
+      ComputeDispatch d;
+      d.kernel = "ml/optim/scale_by_norm";
+      d.bindings = {BufferBinding::read(norm.storage()), BufferBinding::read_write(g.storage(), offset_of(c), bytes_of(c))};
+      d.push.u32(static_cast<std::uint32_t>(c.count)).f32(call.attributes.max_norm);
+      d.groups = {detail::groups_for(c.count, kUpdateGroup), 1, 1};
+      ds.push_back(std::move(d));
+    }
+}
+
+// Result: the norm []; the gradients are auxiliary outputs, scaled in place.
+const Op<ClipAttributes> kClipGradNorm{{.name = kClipOp,
+                                        .inputs = {"gradient"},
+                                        .infer = [](const OpCall<ClipAttributes>& c) {
+                                          std::vector<OutputSpec> out{{Shape{}}};
+                                          for (std::size_t j = 0; j < c.inputs.size(); ++j)
+                                            out.push_back({c.inputs[j].shape(), DType::F32, true, static_cast<int>(j)});
+                                          return out;
+                                        },
+                                        .lower = {{DType::F32, lower_clip}},
+                                        .variadic = true}};
 
 }  // namespace
 
@@ -234,35 +363,16 @@ void Sgd::step_constants(std::size_t i, std::span<float> out) const {
 void Sgd::step() {
   const std::vector<Matrix> grads = checked_gradients(kSgdOp);
   const bool momentum = options_.momentum != 0;
-  SemanticOp sop;
-  sop.name = kSgdOp;
-  sop.attributes = {{"lr", double(lr_)},
-                    {"momentum", double(options_.momentum)},
-                    {"dampening", double(options_.dampening)},
-                    {"weight_decay", double(options_.weight_decay)},
-                    {"nesterov", options_.nesterov}};
+  SgdAttributes a{lr_, options_.momentum, options_.dampening, options_.weight_decay, options_.nesterov};
+  const std::vector<Matrix> pairs = with_gradients(parameters_, grads, a.slots);
+  for (auto i : a.slots) a.momentum_buffers.push_back(momentum ? momentum_[i] : Matrix());
+  a.constants = step_constants_;
   run_step([&] {
-    const auto updated = record_update(std::move(sop), parameters_, grads, [&](std::size_t i, const detail::ElementChunk& c) {
-      const Matrix& p = parameters_[i].value();
-      ComputeDispatch d;
-      d.kernel = "ml/optim/sgd_step";
-      d.specialization = {momentum ? 1u : 0u, options_.nesterov ? 1u : 0u};
-      const auto& buffer = momentum ? momentum_[i].storage() : p.storage();
-      d.bindings = {BufferBinding::read_write(p.storage(), offset_of(c), bytes_of(c)),
-                    BufferBinding::read(grads[i].storage(), offset_of(c), bytes_of(c)),
-                    BufferBinding::read_write(buffer, offset_of(c), bytes_of(c)), BufferBinding::read(step_constants_.storage())};
-      d.push.u32(static_cast<std::uint32_t>(c.count))
-          .f32(options_.momentum)
-          .f32(options_.dampening)
-          .f32(options_.weight_decay)
-          .u32(static_cast<std::uint32_t>(i));
-      return d;
-    });
-    for (auto i : updated) {
-      parameters_[i].value().storage()->bump_version();
-      if (momentum) momentum_[i].storage()->bump_version();
-    }
-    return updated;
+    if (a.slots.empty()) return a.slots;
+    detail::apply(kSgdStep, pairs, a);
+    if (momentum)
+      for (const auto& m : a.momentum_buffers) m.storage()->bump_version();
+    return a.slots;
   });
 }
 
@@ -296,36 +406,21 @@ void AdamW::step_constants(std::size_t i, std::span<float> out) const {
 
 void AdamW::step() {
   const std::vector<Matrix> grads = checked_gradients(kAdamWOp);
-  SemanticOp sop;
-  sop.name = kAdamWOp;
-  sop.attributes = {{"lr", double(lr_)},
-                    {"beta1", double(options_.beta1)},
-                    {"beta2", double(options_.beta2)},
-                    {"eps", double(options_.eps)},
-                    {"weight_decay", double(options_.weight_decay)},
-                    {"step", steps_ + 1}};
+  AdamWAttributes a{lr_, options_.beta1, options_.beta2, options_.eps, options_.weight_decay, steps_ + 1};
+  const std::vector<Matrix> pairs = with_gradients(parameters_, grads, a.slots);
+  for (auto i : a.slots) {
+    a.exp_avg.push_back(exp_avg_[i]);
+    a.exp_avg_sq.push_back(exp_avg_sq_[i]);
+  }
+  a.constants = step_constants_;
   run_step([&] {
-    const auto updated = record_update(std::move(sop), parameters_, grads, [&](std::size_t i, const detail::ElementChunk& c) {
-      ComputeDispatch d;
-      d.kernel = "ml/optim/adamw_step";
-      d.bindings = {BufferBinding::read_write(parameters_[i].value().storage(), offset_of(c), bytes_of(c)),
-                    BufferBinding::read(grads[i].storage(), offset_of(c), bytes_of(c)),
-                    BufferBinding::read_write(exp_avg_[i].storage(), offset_of(c), bytes_of(c)),
-                    BufferBinding::read_write(exp_avg_sq_[i].storage(), offset_of(c), bytes_of(c)),
-                    BufferBinding::read(step_constants_.storage())};
-      d.push.u32(static_cast<std::uint32_t>(c.count))
-          .f32(options_.beta1)
-          .f32(options_.beta2)
-          .f32(options_.eps)
-          .u32(static_cast<std::uint32_t>(i));
-      return d;
-    });
-    for (auto i : updated) {
-      parameters_[i].value().storage()->bump_version();
-      exp_avg_[i].storage()->bump_version();
-      exp_avg_sq_[i].storage()->bump_version();
+    if (a.slots.empty()) return a.slots;
+    detail::apply(kAdamWStep, pairs, a);
+    for (std::size_t j = 0; j < a.slots.size(); ++j) {
+      a.exp_avg[j].storage()->bump_version();
+      a.exp_avg_sq[j].storage()->bump_version();
     }
-    return updated;
+    return a.slots;
   });
 }
 
@@ -343,56 +438,14 @@ NamedMatrices AdamW::state() const {
 Matrix clip_grad_norm(const std::vector<Matrix>& gradients, float max_norm) {
   if (!std::isfinite(max_norm) || max_norm < 0)
     fail(ErrorKind::InvalidArgument, "{}: max_norm = {} must be finite and non-negative", kClipOp, max_norm);
+  std::int64_t total = 0;
   for (std::size_t i = 0; i < gradients.size(); ++i) {
     detail::require_f32(gradients[i], kClipOp, fmt::format("gradient {}", i).c_str());
     detail::require_same_engine(gradients[0], gradients[i], kClipOp);
+    total += gradients[i].numel();
   }
-  const Engine engine = gradients.empty() ? Engine::default_engine() : gradients[0].engine();
-  std::vector<Segment> level;
-  for (const auto& g : gradients)
-    for (const auto& c : detail::element_chunks(engine, g.numel())) level.push_back({g.storage(), offset_of(c), c.count});
-  if (level.empty()) return Matrix::zeros(Shape{}, engine);
-
-  Matrix norm = detail::allocate(engine, Shape{});
-  std::vector<ComputeDispatch> ds;
-  bool square = true;
-  for (;;) {
-    std::int64_t total = 0;
-    for (const auto& s : level) total += s.count;
-    if (level.size() <= kReduceInputs && total <= kReduceChunk) {
-      ds.push_back(reduce_dispatch(level, square, true, norm.storage(), 1));
-      break;
-    }
-    std::vector<Segment> next;
-    for (std::size_t at = 0; at < level.size(); at += kReduceInputs) {
-      const std::span<const Segment> group(level.data() + at, std::min(kReduceInputs, level.size() - at));
-      std::int64_t chunks = 0;
-      for (const auto& s : group) chunks += detail::groups_for(s.count, kReduceChunk);
-      auto partial = engine.allocate(static_cast<std::uint64_t>(chunks) * 4);
-      ds.push_back(reduce_dispatch(group, square, false, partial, chunks));
-      next.push_back({std::move(partial), 0, chunks});
-    }
-    level = std::move(next);
-    square = false;
-  }
-  SemanticOp sop;
-  sop.name = kClipOp;
-  sop.attributes = {{"max_norm", double(max_norm)}};
-  sop.outputs = {norm.shape()};
-  for (const auto& g : gradients) {
-    sop.inputs.push_back(g.shape());
-    for (const auto& c : detail::element_chunks(engine, g.numel())) {
-      ComputeDispatch d;
-      d.kernel = "ml/optim/scale_by_norm";
-      d.bindings = {BufferBinding::read(norm.storage()), BufferBinding::read_write(g.storage(), offset_of(c), bytes_of(c))};
-      d.push.u32(static_cast<std::uint32_t>(c.count)).f32(max_norm);
-      d.groups = {detail::groups_for(c.count, kUpdateGroup), 1, 1};
-      ds.push_back(std::move(d));
-    }
-  }
-  engine.record(std::move(sop), ds);
-  for (const auto& g : gradients) g.storage()->bump_version();
-  return norm;
+  if (total == 0) return Matrix::zeros(Shape{}, gradients.empty() ? Engine::default_engine() : gradients[0].engine());
+  return detail::apply(kClipGradNorm, gradients, {max_norm})[0];
 }
 
 Matrix clip_grad_norm(const std::vector<Parameter>& parameters, float max_norm) {

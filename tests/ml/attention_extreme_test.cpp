@@ -464,16 +464,27 @@ TEST(AttentionShapes, BroadcastMaskInSoftmax) {
                             1e-6, 1e-5));
 }
 
+// A Bool mask [b, 1, sq, sk] (true = attend) and its additive form (0 / -inf).
+struct BoolMask {
+  std::vector<bool> keep;
+  std::vector<float> additive;
+};
+BoolMask bool_mask_values(std::int64_t b, std::int64_t sq, std::int64_t sk) {
+  BoolMask m{std::vector<bool>(static_cast<std::size_t>(b * sq * sk)), std::vector<float>(static_cast<std::size_t>(b * sq * sk))};
+  for (std::size_t i = 0; i < m.keep.size(); ++i) {
+    m.keep[i] = (i * 7) % 3 != 0;
+    m.additive[i] = m.keep[i] ? 0.0f : -kInf;
+  }
+  return m;
+}
+
 // Boolean masks (true = attend, torch.bool attn_mask) give what the additive
 // mask 0 / -inf gives, broadcast over heads, on both paths and in the softmax.
 TEST(AttentionShapes, BoolMasks) {
   const std::int64_t B = 2, H = 2, Sq = 3, Sk = 5, D = 4;
-  std::vector<bool> keep(static_cast<std::size_t>(B * Sq * Sk));
-  std::vector<float> additive(keep.size());
-  for (std::size_t i = 0; i < keep.size(); ++i) {
-    keep[i] = (i * 7) % 3 != 0;
-    additive[i] = keep[i] ? 0.0f : -kInf;
-  }
+  const BoolMask values = bool_mask_values(B, Sq, Sk);
+  const std::vector<bool>& keep = values.keep;
+  const std::vector<float>& additive = values.additive;
   const Matrix bool_mask = Matrix::from_bool({B, 1, Sq, Sk}, keep);
   EXPECT_EQ(bool_mask.dtype(), oa::DType::Bool);
   const auto round_trip = bool_mask.to_bool();
@@ -499,6 +510,33 @@ TEST(AttentionShapes, BoolMasks) {
                               {"oa::ml::bmm", "bool"}));
   EXPECT_TRUE(oa_test::throws([&] { ml::scaled_dot_product_attention(q, k, v, Matrix::from_i32({Sq, Sk}, std::vector<std::int32_t>(15, 0))); },
                               oa::ErrorKind::InvalidArgument, {kSdpa, "additive_mask", "i32"}));
+}
+
+// Through autograd, a Bool mask gives the flash gradients of its additive
+// form, and the backward reads the mask resolved by the forward (its two
+// passes, no second conversion).
+TEST(AttentionShapes, BoolMaskGradients) {
+  const std::int64_t B = 2, H = 2, Sq = 3, Sk = 5, D = 4;
+  const BoolMask values = bool_mask_values(B, Sq, Sk);
+  const std::vector<bool>& keep = values.keep;
+  const std::vector<float>& additive = values.additive;
+  const Matrix masks[2] = {Matrix::from_bool({B, 1, Sq, Sk}, keep), Matrix::from_vector({B, 1, Sq, Sk}, additive)};
+  std::vector<std::vector<float>> grads[2];
+  for (int m = 0; m < 2; ++m) {
+    SCOPED_TRACE(m == 0 ? "bool" : "f32");
+    const Matrix q = oa::set_requires_grad(Matrix::from_vector({B, H, Sq, D}, random_floats(static_cast<std::size_t>(B * H * Sq * D), 1)));
+    const Matrix k = oa::set_requires_grad(Matrix::from_vector({B, H, Sk, D}, random_floats(static_cast<std::size_t>(B * H * Sk * D), 2)));
+    const Matrix v = oa::set_requires_grad(Matrix::from_vector({B, H, Sk, D}, random_floats(static_cast<std::size_t>(B * H * Sk * D), 3)));
+    const Matrix out = ml::scaled_dot_product_attention(q, k, v, masks[m], {}, false, ml::SdpaBackend::Flash);
+    oa::TraceCapture trace(engine());
+    oa::backward(out, Matrix::ones(out.shape()));
+    const auto ops = trace.ops();
+    ASSERT_EQ(ops.size(), 1u);
+    EXPECT_EQ(ops[0].label(), std::string(kSdpa) + " backward");
+    EXPECT_EQ(ops[0].dispatches, 2u);
+    for (const Matrix* x : {&q, &k, &v}) grads[m].push_back(oa::grad(*x).to_vector());
+  }
+  EXPECT_EQ(grads[0], grads[1]);
 }
 
 TEST(AttentionShapes, Errors) {

@@ -1,6 +1,6 @@
-// bmm, bmm_nt, bmm_tn: validation, the lowering through the shared tiled GEMM
-// (src/matrix/gemm.hpp), the backward lowering of each layout, and their
-// autograd rules.
+// bmm, bmm_nt, bmm_tn: one OpDef each (matrix/op_def.hpp) with validation,
+// the lowering through the shared tiled GEMM (src/matrix/gemm.hpp) and the
+// backward of each layout.
 #include "matrix/gemm.hpp"
 #include "ml/attention/internal.hpp"
 
@@ -30,12 +30,9 @@ std::vector<runtime::ComputeDispatch> lower_bmm(const Engine& engine, BmmLayout 
 namespace {
 
 using namespace attention_detail;
+using detail::NoAttributes;
 
 constexpr const char* kNames[3] = {"oa::ml::bmm", "oa::ml::bmm_nt", "oa::ml::bmm_tn"};
-const bool kRegistered = [] {
-  for (const char* name : kNames) register_contract({name, 2, 1, {}});
-  return true;
-}();
 
 const char* name_of(BmmLayout layout) { return kNames[static_cast<int>(layout)]; }
 
@@ -64,67 +61,69 @@ Shape bmm_shape(BmmLayout layout, const Matrix& a, const Matrix& b) {
   return out;
 }
 
-// Records the gradients of op(a) op(b) that are needed as "<op> backward":
-// d a reads b and grad, d b reads a and grad (an operand not read may be
-// undefined). Shapes are the operands' shapes.
-BmmGradients record_bmm_backward(BmmLayout layout, const Matrix& a, const Matrix& b, const Shape& a_shape, const Shape& b_shape,
-                                 const Matrix& grad, bool need_a, bool need_b) {
-  BmmGradients g;
-  if (!need_a && !need_b) return g;
+// The gradients of op(a) op(b) that are needed, recorded as "<op> backward":
+// d a reads b and grad, d b reads a and grad (an operand not read is
+// undefined).
+std::vector<Matrix> bmm_gradients(BmmLayout layout, const BackwardCall<NoAttributes>& c) {
+  const Matrix &a = c.inputs[0], &b = c.inputs[1], &grad = c.grad_outputs[0];
+  std::vector<Matrix> g(2);
+  if (!c.needs[0] && !c.needs[1]) return g;
   const Engine& engine = grad.engine();
   std::vector<runtime::ComputeDispatch> dispatches;
-  auto add = [&](Matrix& slot, const Shape& shape, BmmLayout l, const Matrix& x, const Matrix& y) {
-    slot = detail::allocate(engine, shape);
-    append(dispatches, lower_bmm(engine, l, x, y, slot));
+  auto add = [&](std::size_t slot, BmmLayout l, const Matrix& x, const Matrix& y) {
+    if (!c.needs[slot]) return;
+    g[slot] = detail::allocate(engine, c.input_shapes[slot]);
+    append(dispatches, lower_bmm(engine, l, x, y, g[slot]));
   };
   // C = A B:     dA = G B^T, dB = A^T G.
   // C = A B^T:   dA = G B,   dB (stored [P, K]) = G^T A.
   // C = A^T B:   dA (stored [K, M]) = B G^T, dB = A G.
   switch (layout) {
     case BmmLayout::NN:
-      if (need_a) add(g.a, a_shape, BmmLayout::NT, grad, b);
-      if (need_b) add(g.b, b_shape, BmmLayout::TN, a, grad);
+      add(0, BmmLayout::NT, grad, b);
+      add(1, BmmLayout::TN, a, grad);
       break;
     case BmmLayout::NT:
-      if (need_a) add(g.a, a_shape, BmmLayout::NN, grad, b);
-      if (need_b) add(g.b, b_shape, BmmLayout::TN, grad, a);
+      add(0, BmmLayout::NN, grad, b);
+      add(1, BmmLayout::TN, grad, a);
       break;
     case BmmLayout::TN:
-      if (need_a) add(g.a, a_shape, BmmLayout::NT, b, grad);
-      if (need_b) add(g.b, b_shape, BmmLayout::NN, a, grad);
+      add(0, BmmLayout::NT, b, grad);
+      add(1, BmmLayout::NN, a, grad);
       break;
   }
-  SemanticOp op = detail::semantic(name_of(layout), {&grad}, {}, {}, true);
-  op.inputs.insert(op.inputs.begin(), {a_shape, b_shape});
-  for (const Matrix* m : {&g.a, &g.b})
-    if (m->defined()) op.outputs.push_back(m->shape());
-  engine.record(std::move(op), dispatches);
+  c.record(dispatches, {&a, &b, &grad}, {&g[0], &g[1]});
   return g;
 }
 
-Matrix forward(BmmLayout layout, const Matrix& a, const Matrix& b) {
-  const Shape shape = bmm_shape(layout, a, b);
-  Matrix c = detail::allocate(a.engine(), shape);
-  a.engine().record(detail::semantic(name_of(layout), {&a, &b}, {&c}), lower_bmm(a.engine(), layout, a, b, c));
-  if (autograd::needs_record({&a, &b})) {
-    // d a reads b, d b reads a: save only what a needed gradient reads.
-    using autograd::SavedValue;
-    SavedValue saved_a = requires_grad(b) ? SavedValue(a) : SavedValue();
-    SavedValue saved_b = requires_grad(a) ? SavedValue(b) : SavedValue();
-    autograd::record(name_of(layout), {a, b}, {c},
-                     [layout, saved_a, saved_b, sa = a.shape(), sb = b.shape()](const std::vector<Matrix>& gc, const std::vector<bool>& needs) {
-                       BmmGradients g = record_bmm_backward(layout, saved_a.get(), saved_b.get(), sa, sb, gc[0], needs[0], needs[1]);
-                       return std::vector<Matrix>{g.a, g.b};
-                     });
-  }
-  return c;
+// One layout's op: c = op(a) op(b) through the shared GEMM lowering.
+Op<NoAttributes> bmm_op(BmmLayout layout) {
+  return Op<NoAttributes>({.name = name_of(layout),
+                           .inputs = {"a", "b"},
+                           .infer = [layout](const OpCall<NoAttributes>& c) {
+                             return std::vector<OutputSpec>{{bmm_shape(layout, c.inputs[0], c.inputs[1])}};
+                           },
+                           .lower = {{DType::F32,
+                                      [layout](const OpCall<NoAttributes>& c, const std::vector<Matrix>& out,
+                                               std::vector<runtime::ComputeDispatch>& ds) {
+                                        append(ds, lower_bmm(c.engine, layout, c.inputs[0], c.inputs[1], out[0]));
+                                      }}},
+                           // d a reads b, d b reads a: save only what a needed gradient reads.
+                           .saves = [](const OpCall<NoAttributes>&, const std::vector<bool>& needs) {
+                             return Saves{{needs[1], needs[0]}, {}};
+                           },
+                           .backward = [layout](const BackwardCall<NoAttributes>& c) { return bmm_gradients(layout, c); }});
 }
+
+const Op<NoAttributes> kBmm[3] = {bmm_op(BmmLayout::NN), bmm_op(BmmLayout::NT), bmm_op(BmmLayout::TN)};
+
+const Op<NoAttributes>& op_of(BmmLayout layout) { return kBmm[static_cast<int>(layout)]; }
 
 }  // namespace
 
-Matrix bmm(const Matrix& a, const Matrix& b) { return forward(BmmLayout::NN, a, b); }
-Matrix bmm_nt(const Matrix& a, const Matrix& b) { return forward(BmmLayout::NT, a, b); }
-Matrix bmm_tn(const Matrix& a, const Matrix& b) { return forward(BmmLayout::TN, a, b); }
+Matrix bmm(const Matrix& a, const Matrix& b) { return detail::apply(op_of(BmmLayout::NN), {a, b})[0]; }
+Matrix bmm_nt(const Matrix& a, const Matrix& b) { return detail::apply(op_of(BmmLayout::NT), {a, b})[0]; }
+Matrix bmm_tn(const Matrix& a, const Matrix& b) { return detail::apply(op_of(BmmLayout::TN), {a, b})[0]; }
 
 BmmGradients bmm_backward(BmmLayout layout, const Matrix& a, const Matrix& b, const Matrix& grad, bool need_a, bool need_b) {
   const char* name = name_of(layout);
@@ -134,7 +133,8 @@ BmmGradients bmm_backward(BmmLayout layout, const Matrix& a, const Matrix& b, co
   if (!(grad.shape() == out))
     fail(ErrorKind::InvalidArgument, "{} backward: grad {} must have the output's shape {} (a {}, b {})", name, grad.shape(), out,
          a.shape(), b.shape());
-  return record_bmm_backward(layout, a, b, a.shape(), b.shape(), grad, need_a, need_b);
+  const auto g = detail::apply_backward(op_of(layout), {a, b}, {}, {grad}, {need_a, need_b});
+  return {g[0], g[1]};
 }
 
 }  // namespace oa::ml

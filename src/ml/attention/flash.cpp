@@ -1,7 +1,7 @@
-// Flash attention: attention geometry and validation, the tiled forward and
-// two-pass backward lowerings, flash_attention, flash_attention_causal,
-// scaled_dot_product_attention_causal (packed heads read in place), and their
-// autograd rules.
+// Flash attention: attention geometry and validation, masks, the tiled
+// forward and two-pass backward lowerings (the flash path of
+// scaled_dot_product_attention, sdpa.cpp), and the OpDef of
+// scaled_dot_product_attention_causal (packed heads read in place).
 #include <algorithm>
 #include <cmath>
 
@@ -18,19 +18,23 @@ void require_mask_dtype(const char* op, const char* arg, const Matrix& mask) {
          to_string(mask.dtype()));
 }
 
+void lower_bool_mask(const char* op, const Matrix& mask, const Matrix& values, std::vector<runtime::ComputeDispatch>& dispatches) {
+  const std::int64_t n = mask.numel();
+  runtime::ComputeDispatch d;
+  d.kernel = "ml/attention/bool_mask";
+  d.bindings = {runtime::BufferBinding::read(mask.storage()), runtime::BufferBinding::write(values.storage())};
+  d.push.u32(detail::shader_u32(n, "mask element count", op));
+  d.groups = {detail::groups_for((n + 3) / 4, 256), 1, 1};
+  dispatches.push_back(std::move(d));
+}
+
 ResolvedMask resolve_mask(const char* op, const char* arg, const Matrix& mask) {
   ResolvedMask r;
   r.values = mask;
   if (!mask.defined() || mask.dtype() == DType::F32) return r;
   require_mask_dtype(op, arg, mask);
-  const std::int64_t n = mask.numel();
   r.values = detail::allocate(mask.engine(), mask.shape());
-  runtime::ComputeDispatch d;
-  d.kernel = "ml/attention/bool_mask";
-  d.bindings = {runtime::BufferBinding::read(mask.storage()), runtime::BufferBinding::write(r.values.storage())};
-  d.push.u32(detail::shader_u32(n, "mask element count", op));
-  d.groups = {detail::groups_for((n + 3) / 4, 256), 1, 1};
-  r.dispatches.push_back(std::move(d));
+  lower_bool_mask(op, mask, r.values, r.dispatches);
   return r;
 }
 
@@ -114,10 +118,6 @@ AttentionGeometry attention_geometry(const char* op, const Matrix& q, const Matr
   return g;
 }
 
-std::vector<OpAttribute> sdpa_attributes(float scale, bool causal, const char* path) {
-  return {{"scale", static_cast<double>(scale)}, {"causal", causal}, {"path", std::string(path)}};
-}
-
 }  // namespace attention_detail
 
 namespace {
@@ -127,11 +127,6 @@ using runtime::BufferBinding;
 using runtime::ComputeDispatch;
 
 constexpr const char* kPackedCausal = "oa::ml::scaled_dot_product_attention_causal";
-
-const detail::ContractRegistration kSdpaContract{
-    {kSdpa, -1, 2, {{"scale", AttributeType::Float}, {"causal", AttributeType::Bool}, {"path", AttributeType::String}}}};
-const detail::ContractRegistration kPackedContract{
-    {kPackedCausal, 3, 2, {{"sequence_length", AttributeType::Int}, {"num_heads", AttributeType::Int}}}};
 
 // One flash problem: `bh` batch-heads of `heads` heads per batch entry (the
 // packed [B*S, H*D] layout when heads > 1, else [BH, S, D]).
@@ -280,120 +275,29 @@ FlashProblem flash_problem(const AttentionGeometry& g, const Matrix& mask) {
   return p;
 }
 
-void require_flash_dims(const char* op, const AttentionGeometry& g) {
-  if (g.dh > kMaxFlashDim || g.dv > kMaxFlashDim)
-    fail(ErrorKind::Unsupported, "{}: the flash path supports head dims up to {}; found Dh {} and Dv {}", op, kMaxFlashDim, g.dh,
-         g.dv);
-}
-
-// Records the flash gradients of one problem as "<name> backward" from the
-// forward's output and stats, after `prologue` (the dispatches that write
-// p.mask, if any). grad_lse may be undefined.
-AttentionGradients record_flash_backward(const char* name, std::vector<OpAttribute> attributes, const FlashProblem& p,
-                                         const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& out, const Matrix& stats,
-                                         const Matrix& grad, const Matrix& grad_lse,
-                                         std::vector<ComputeDispatch> prologue = {}) {
-  const Engine& engine = q.engine();
+// The flash gradients of one problem (delta a temporary), appended to `dispatches`.
+AttentionGradients flash_gradients(const Engine& engine, const FlashProblem& p, const Matrix& q, const Matrix& k, const Matrix& v,
+                                   const Matrix& out, const Matrix& stats, const Matrix& grad, const Matrix& grad_lse,
+                                   std::vector<ComputeDispatch>& dispatches) {
   AttentionGradients g{detail::allocate(engine, q.shape()), detail::allocate(engine, k.shape()), detail::allocate(engine, v.shape())};
   Matrix delta = detail::allocate(engine, Shape{p.bh * p.sq});
-  std::vector<ComputeDispatch> dispatches = std::move(prologue);
   append(dispatches, lower_flash_backward(engine, p, q, k, v, out, stats, grad, grad_lse, g.q, g.k, g.v, delta));
-  SemanticOp op = detail::semantic(name, {&q, &k, &v}, {&g.q, &g.k, &g.v}, std::move(attributes), true);
-  if (p.mask) op.inputs.push_back(p.mask->shape());
-  for (const Matrix* m : {&out, &stats, &grad, &grad_lse})
-    if (m->defined()) op.inputs.push_back(m->shape());
-  engine.record(std::move(op), dispatches);
   return g;
 }
 
-// The autograd rule of a flash forward: the flash backward from the saved
-// inputs, output and stats (mask detached). `lse` is defined when the
-// log-sum-exp is an output of the op (its gradient then enters the backward).
-void attach_flash_rule(const char* name, std::vector<OpAttribute> attributes, const FlashProblem& p, const Matrix& q,
-                       const Matrix& k, const Matrix& v, const Matrix& mask, const Matrix& out, const Matrix& stats,
-                       const Matrix& lse) {
-  if (!autograd::needs_record({&q, &k, &v})) return;
-  using autograd::SavedValue;
-  autograd::record(
-      name, {q, k, v}, lse.defined() ? std::vector<Matrix>{out, lse} : std::vector<Matrix>{out},
-      [name, attributes = std::move(attributes), p, sq = SavedValue(q), sk = SavedValue(k), sv = SavedValue(v),
-       smask = SavedValue(mask), sout = SavedValue(out), sstats = SavedValue(stats)](const std::vector<Matrix>& gy,
-                                                                                const std::vector<bool>& needs) {
-        FlashProblem problem = p;
-        problem.mask = smask.get().defined() ? &smask.get() : nullptr;
-        AttentionGradients g = record_flash_backward(name, attributes, problem, sq.get(), sk.get(), sv.get(), sout.get(), sstats.get(),
-                                                     gy[0], gy.size() > 1 ? gy[1] : Matrix());
-        return std::vector<Matrix>{needs[0] ? g.q : Matrix(), needs[1] ? g.k : Matrix(), needs[2] ? g.v : Matrix()};
-      });
-}
+// ── scaled_dot_product_attention_causal ──────────────────────────────────────
 
-FlashAttentionResult flash_forward(const AttentionGeometry& g, const Matrix& q, const Matrix& k, const Matrix& v,
-                                   const Matrix& given_mask) {
-  const Engine& engine = q.engine();
-  ResolvedMask resolved = resolve_mask(kSdpa, "additive_mask", given_mask);
-  const Matrix& mask = resolved.values;
-  const FlashProblem p = flash_problem(g, mask);
-  std::vector<std::int64_t> rows = g.four_d ? std::vector<std::int64_t>{g.batch, g.heads, g.sq} : std::vector<std::int64_t>{g.bh, g.sq};
-  FlashAttentionResult r;
-  r.log_sum_exp = detail::allocate(engine, Shape(rows));
-  rows.push_back(2);
-  r.softmax_stats = detail::allocate(engine, Shape(rows));
-  rows.back() = g.dv;
-  r.output = detail::allocate(engine, Shape(rows));
-  std::vector<ComputeDispatch> dispatches = std::move(resolved.dispatches);
-  append(dispatches, lower_flash_forward(engine, p, q, k, v, r.output, r.log_sum_exp, r.softmax_stats));
-  SemanticOp op = detail::semantic(kSdpa, {&q, &k, &v}, {&r.output, &r.log_sum_exp}, sdpa_attributes(g.scale, g.causal, "flash"));
-  if (mask.defined()) op.inputs.push_back(mask.shape());
-  engine.record(std::move(op), dispatches);
-  attach_flash_rule(kSdpa, sdpa_attributes(g.scale, g.causal, "flash"), p, q, k, v, mask, r.output, r.softmax_stats, r.log_sum_exp);
-  return r;
-}
+struct PackedAttributes {
+  std::int64_t sequence_length = 0, num_heads = 0;
+  static constexpr auto fields = std::tuple{field("sequence_length", &PackedAttributes::sequence_length),
+                                            field("num_heads", &PackedAttributes::num_heads)};
+};
 
-}  // namespace
-
-FlashAttentionResult flash_attention(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& additive_mask,
-                                     std::optional<float> scale, bool causal) {
-  const AttentionGeometry g = attention_geometry(kSdpa, q, k, v, additive_mask, scale, causal);
-  require_flash_dims(kSdpa, g);
-  return flash_forward(g, q, k, v, additive_mask);
-}
-
-Matrix flash_attention_causal(const Matrix& q, const Matrix& k, const Matrix& v, float scale) {
-  return flash_attention(q, k, v, Matrix(), scale, true).output;
-}
-
-AttentionGradients flash_attention_backward(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& additive_mask,
-                                            const Matrix& output, const Matrix& softmax_stats, const Matrix& grad, float scale,
-                                            bool causal, const Matrix& grad_log_sum_exp) {
-  const AttentionGeometry g = attention_geometry(kSdpa, q, k, v, additive_mask, scale, causal);
-  require_flash_dims(kSdpa, g);
-  std::vector<std::int64_t> rows = g.four_d ? std::vector<std::int64_t>{g.batch, g.heads, g.sq} : std::vector<std::int64_t>{g.bh, g.sq};
-  const Shape lse_shape(rows);
-  rows.push_back(2);
-  const Shape stats_shape(rows);
-  rows.back() = g.dv;
-  const Shape out_shape(rows);
-  detail::require_f32(output, kSdpa, "output");
-  detail::require_f32(softmax_stats, kSdpa, "softmax_stats");
-  detail::require_f32(grad, kSdpa, "grad");
-  for (const Matrix* m : {&output, &softmax_stats, &grad}) detail::require_same_engine(q, *m, kSdpa);
-  if (grad_log_sum_exp.defined()) {
-    detail::require_f32(grad_log_sum_exp, kSdpa, "grad_log_sum_exp");
-    detail::require_same_engine(q, grad_log_sum_exp, kSdpa);
-  }
-  if (!(output.shape() == out_shape) || !(grad.shape() == out_shape) || !(softmax_stats.shape() == stats_shape) ||
-      (grad_log_sum_exp.defined() && !(grad_log_sum_exp.shape() == lse_shape)))
-    fail(ErrorKind::InvalidArgument,
-         "{} backward: output {} and grad {} must be {}, softmax_stats {} must be {} and grad_log_sum_exp {}", kSdpa,
-         output.shape(), grad.shape(), out_shape, softmax_stats.shape(), stats_shape, lse_shape);
-  ResolvedMask mask = resolve_mask(kSdpa, "additive_mask", additive_mask);
-  return record_flash_backward(kSdpa, sdpa_attributes(g.scale, g.causal, "flash"), flash_problem(g, mask.values), q, k, v,
-                               output, softmax_stats, grad, grad_log_sum_exp, std::move(mask.dispatches));
-}
-
-Matrix scaled_dot_product_attention_causal(const Matrix& q, const Matrix& k, const Matrix& v, std::int64_t seq_len,
-                                           std::int64_t num_heads) {
+// The flash problem of packed q, k, v [B*S, D] (heads read in place).
+// Throws InvalidArgument (Unsupported past the flash dims) naming the op.
+FlashProblem packed_problem(const Matrix& q, const Matrix& k, const Matrix& v, const PackedAttributes& a) {
   const char* op = kPackedCausal;
+  const std::int64_t seq_len = a.sequence_length, num_heads = a.num_heads;
   detail::require_f32(q, op, "q");
   detail::require_f32(k, op, "k");
   detail::require_f32(v, op, "v");
@@ -418,16 +322,67 @@ Matrix scaled_dot_product_attention_causal(const Matrix& q, const Matrix& k, con
   if (p.dh > kMaxFlashDim)
     fail(ErrorKind::Unsupported, "{}: head dim D/H = {} exceeds the flash path's {} (q {})", op, p.dh, kMaxFlashDim, q.shape());
   detail::shader_u32(p.bh * p.sq, "query row count", op);
+  return p;
+}
 
-  const Engine& engine = q.engine();
-  Matrix out = detail::allocate(engine, q.shape());
-  Matrix lse = detail::allocate(engine, Shape{p.bh, p.sq});
-  Matrix stats = detail::allocate(engine, Shape{p.bh, p.sq, 2});
-  auto dispatches = lower_flash_forward(engine, p, q, k, v, out, lse, stats);
-  const std::vector<OpAttribute> attributes = {{"sequence_length", seq_len}, {"num_heads", num_heads}};
-  engine.record(detail::semantic(op, {&q, &k, &v}, {&out, &lse}, attributes), dispatches);
-  attach_flash_rule(op, attributes, p, q, k, v, Matrix(), out, stats, Matrix());
-  return out;
+// Results: the output [B*S, D] and the log-sum-exp [B*H, S] (no gradient);
+// the softmax stats [B*H, S, 2] are auxiliary. The backward reads q, k, v,
+// the output and the stats.
+const Op<PackedAttributes> kPackedOp{
+    {.name = kPackedCausal,
+     .inputs = {"q", "k", "v"},
+     .outputs = 2,
+     .infer = [](const OpCall<PackedAttributes>& c) {
+       const FlashProblem p = packed_problem(c.inputs[0], c.inputs[1], c.inputs[2], c.attributes);
+       return std::vector<OutputSpec>{
+           {c.inputs[0].shape()}, {Shape{p.bh, p.sq}, DType::F32, false, -1, true}, {Shape{p.bh, p.sq, 2}, DType::F32, true}};
+     },
+     .lower = {{DType::F32,
+                [](const OpCall<PackedAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+                  const Matrix &q = c.inputs[0], &k = c.inputs[1], &v = c.inputs[2];
+                  append(ds, lower_flash_forward(c.engine, packed_problem(q, k, v, c.attributes), q, k, v, out[0], out[1], out[2]));
+                }}},
+     .saves = [](const OpCall<PackedAttributes>&, const std::vector<bool>&) {
+       return Saves{{true, true, true}, {true, false, true}};
+     },
+     .backward = [](const BackwardCall<PackedAttributes>& c) {
+       const Matrix &q = c.inputs[0], &k = c.inputs[1], &v = c.inputs[2], &out = c.outputs[0], &stats = c.outputs[2];
+       const Matrix& grad = c.grad_outputs[0];
+       std::vector<ComputeDispatch> ds;
+       AttentionGradients g =
+           flash_gradients(grad.engine(), packed_problem(q, k, v, c.attributes), q, k, v, out, stats, grad, Matrix(), ds);
+       c.record(ds, {&q, &k, &v, &out, &stats, &grad}, {&g.q, &g.k, &g.v}, detail::attribute_values(c.attributes));
+       return std::vector<Matrix>{c.needs[0] ? g.q : Matrix(), c.needs[1] ? g.k : Matrix(), c.needs[2] ? g.v : Matrix()};
+     }}};
+
+}  // namespace
+
+namespace attention_detail {
+
+void require_flash_dims(const char* op, const AttentionGeometry& g) {
+  if (g.dh > kMaxFlashDim || g.dv > kMaxFlashDim)
+    fail(ErrorKind::Unsupported, "{}: the flash path supports head dims up to {}; found Dh {} and Dv {}", op, kMaxFlashDim, g.dh,
+         g.dv);
+}
+
+void lower_flash_attention(const Engine& engine, const AttentionGeometry& g, const Matrix& q, const Matrix& k, const Matrix& v,
+                           const Matrix& mask, const Matrix& out, const Matrix& lse, const Matrix& stats,
+                           std::vector<ComputeDispatch>& dispatches) {
+  append(dispatches, lower_flash_forward(engine, flash_problem(g, mask), q, k, v, out, lse, stats));
+}
+
+AttentionGradients lower_flash_attention_backward(const Engine& engine, const AttentionGeometry& g, const Matrix& q, const Matrix& k,
+                                                  const Matrix& v, const Matrix& mask, const Matrix& out, const Matrix& stats,
+                                                  const Matrix& grad, const Matrix& grad_lse,
+                                                  std::vector<ComputeDispatch>& dispatches) {
+  return flash_gradients(engine, flash_problem(g, mask), q, k, v, out, stats, grad, grad_lse, dispatches);
+}
+
+}  // namespace attention_detail
+
+Matrix scaled_dot_product_attention_causal(const Matrix& q, const Matrix& k, const Matrix& v, std::int64_t seq_len,
+                                           std::int64_t num_heads) {
+  return detail::apply(kPackedOp, {q, k, v}, {seq_len, num_heads})[0];
 }
 
 }  // namespace oa::ml

@@ -1,62 +1,70 @@
-// split_heads / merge_heads: validation, the permutation lowering, and their
-// autograd rules (each one's backward is the other permutation).
+// split_heads / merge_heads: one OpDef each (matrix/op_def.hpp) with
+// validation and the permutation lowering; each one's backward is the other
+// permutation.
 #include "ml/attention/internal.hpp"
 
 namespace oa::ml {
 
 namespace {
 
+using namespace attention_detail;
 using runtime::BufferBinding;
 using runtime::ComputeDispatch;
 
 constexpr const char* kSplit = "oa::ml::split_heads";
 constexpr const char* kMerge = "oa::ml::merge_heads";
 
-const std::vector<AttributeSpec> kHeadAttributes = {
-    {"batch", AttributeType::Int}, {"sequence_length", AttributeType::Int}, {"num_heads", AttributeType::Int}};
-const detail::ContractRegistration kSplitContract{{kSplit, 1, 1, kHeadAttributes}};
-const detail::ContractRegistration kMergeContract{{kMerge, 1, 1, kHeadAttributes}};
+struct HeadAttributes {
+  std::int64_t batch = 0, sequence_length = 0, num_heads = 0;
+  static constexpr auto fields = std::tuple{field("batch", &HeadAttributes::batch),
+                                            field("sequence_length", &HeadAttributes::sequence_length),
+                                            field("num_heads", &HeadAttributes::num_heads)};
+};
 
 struct Heads {
   std::int64_t batch, seq, heads, head_dim;
 };
 
-void require_positive(const char* op, std::int64_t batch, std::int64_t seq, std::int64_t heads, const Matrix& x) {
-  if (batch < 1 || seq < 1 || heads < 1)
-    fail(ErrorKind::InvalidArgument, "{}: batch {}, seq_len {} and num_heads {} must all be >= 1 (x {})", op, batch, seq, heads,
-         x.shape());
+// The geometry of the op's input x (merge = false: split_heads' x [B*S, D]).
+Heads heads_of(const Shape& x, const HeadAttributes& a, bool merge) {
+  return {a.batch, a.sequence_length, a.num_heads, merge ? x[2] : x[1] / a.num_heads};
 }
 
-Heads split_geometry(const Matrix& x, std::int64_t batch, std::int64_t seq, std::int64_t heads) {
+void require_positive(const char* op, const HeadAttributes& a, const Matrix& x) {
+  if (a.batch < 1 || a.sequence_length < 1 || a.num_heads < 1)
+    fail(ErrorKind::InvalidArgument, "{}: batch {}, seq_len {} and num_heads {} must all be >= 1 (x {})", op, a.batch,
+         a.sequence_length, a.num_heads, x.shape());
+}
+
+Heads split_geometry(const Matrix& x, const HeadAttributes& a) {
   detail::require_f32(x, kSplit, "x");
-  require_positive(kSplit, batch, seq, heads, x);
-  const std::int64_t rows = checked_mul(batch, seq, "split_heads batch * seq_len");
-  if (x.rank() != 2 || x.dim(0) != rows || x.dim(1) < 1 || x.dim(1) % heads != 0)
+  require_positive(kSplit, a, x);
+  const std::int64_t rows = checked_mul(a.batch, a.sequence_length, "split_heads batch * seq_len");
+  if (x.rank() != 2 || x.dim(0) != rows || x.dim(1) < 1 || x.dim(1) % a.num_heads != 0)
     fail(ErrorKind::InvalidArgument, "{}: x must be [B*S, D] = [{}, D] with D >= 1 divisible by num_heads {}; found {}", kSplit,
-         rows, heads, x.shape());
+         rows, a.num_heads, x.shape());
   detail::shader_u32(x.numel(), "element count", kSplit);
-  return {batch, seq, heads, x.dim(1) / heads};
+  return heads_of(x.shape(), a, false);
 }
 
-Heads merge_geometry(const Matrix& x, std::int64_t batch, std::int64_t seq, std::int64_t heads) {
+Heads merge_geometry(const Matrix& x, const HeadAttributes& a) {
   detail::require_f32(x, kMerge, "x");
-  require_positive(kMerge, batch, seq, heads, x);
-  const std::int64_t bh = checked_mul(batch, heads, "merge_heads batch * num_heads");
-  if (x.rank() != 3 || x.dim(0) != bh || x.dim(1) != seq || x.dim(2) < 1)
-    fail(ErrorKind::InvalidArgument, "{}: x must be [B*H, S, Dh] = [{}, {}, Dh] with Dh >= 1; found {}", kMerge, bh, seq,
-         x.shape());
+  require_positive(kMerge, a, x);
+  const std::int64_t bh = checked_mul(a.batch, a.num_heads, "merge_heads batch * num_heads");
+  if (x.rank() != 3 || x.dim(0) != bh || x.dim(1) != a.sequence_length || x.dim(2) < 1)
+    fail(ErrorKind::InvalidArgument, "{}: x must be [B*H, S, Dh] = [{}, {}, Dh] with Dh >= 1; found {}", kMerge, bh,
+         a.sequence_length, x.shape());
   detail::shader_u32(x.numel(), "element count", kMerge);
-  return {batch, seq, heads, x.dim(2)};
+  return heads_of(x.shape(), a, true);
 }
 
-std::vector<OpAttribute> head_attributes(const Heads& g) {
-  return {{"batch", g.batch}, {"sequence_length", g.seq}, {"num_heads", g.heads}};
+// The shape of the permutation of x (merge = false: packed -> heads).
+Shape permuted_shape(const Heads& g, bool merge) {
+  return merge ? Shape{g.batch * g.seq, g.heads * g.head_dim} : Shape{g.batch * g.heads, g.seq, g.head_dim};
 }
 
-// Records the permutation (merge = false: packed -> heads) as op `name`.
-Matrix permute(const char* name, bool backward, const Matrix& x, const Heads& g, bool merge) {
-  const Shape out_shape = merge ? Shape{g.batch * g.seq, g.heads * g.head_dim} : Shape{g.batch * g.heads, g.seq, g.head_dim};
-  Matrix y = detail::allocate(x.engine(), out_shape);
+// The permutation of x into y (merge = false: packed -> heads).
+void permute(const Matrix& x, const Matrix& y, const Heads& g, bool merge, std::vector<ComputeDispatch>& ds) {
   ComputeDispatch d;
   d.kernel = "ml/attention/heads";
   d.specialization = {merge ? 1u : 0u};
@@ -66,35 +74,51 @@ Matrix permute(const char* name, bool backward, const Matrix& x, const Heads& g,
       .u32(static_cast<std::uint32_t>(g.heads))
       .u32(static_cast<std::uint32_t>(g.head_dim));
   d.groups = {detail::groups_for(x.numel(), 1024), 1, 1};
-  x.engine().record(detail::semantic(name, {&x}, {&y}, head_attributes(g), backward), std::span(&d, 1));
-  return y;
+  ds.push_back(std::move(d));
 }
 
-// split's backward is the merge permutation and merge's the split one, each
-// recorded as "<op> backward".
-void attach_rule(const char* name, const Matrix& x, const Matrix& y, const Heads& g, bool merge) {
-  if (!autograd::needs_record({&x})) return;
-  autograd::record(name, {x}, {y}, [name, g, merge](const std::vector<Matrix>& gy, const std::vector<bool>&) {
-    return std::vector<Matrix>{permute(name, true, gy[0], g, !merge)};
-  });
+// The op of one direction (merge = false: split_heads); its backward is the
+// other permutation, recorded as "<op> backward".
+Op<HeadAttributes> heads_op(const char* name, bool merge) {
+  auto geometry = [merge](const Matrix& x, const HeadAttributes& a) { return merge ? merge_geometry(x, a) : split_geometry(x, a); };
+  return Op<HeadAttributes>(
+      {.name = name,
+       .inputs = {"x"},
+       .infer = [geometry, merge](const OpCall<HeadAttributes>& c) {
+         return std::vector<OutputSpec>{{permuted_shape(geometry(c.inputs[0], c.attributes), merge)}};
+       },
+       .lower = {{DType::F32,
+                  [geometry, merge](const OpCall<HeadAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+                    permute(c.inputs[0], out[0], geometry(c.inputs[0], c.attributes), merge, ds);
+                  }}},
+       .backward = [merge](const BackwardCall<HeadAttributes>& c) {
+         const Matrix& gy = c.grad_outputs[0];
+         const Heads g = heads_of(c.input_shapes[0], c.attributes, merge);
+         Matrix gx = detail::allocate(gy.engine(), c.input_shapes[0]);
+         std::vector<ComputeDispatch> ds;
+         permute(gy, gx, g, !merge, ds);
+         c.record(ds, {&gy}, {&gx}, detail::attribute_values(c.attributes));
+         return std::vector<Matrix>{gx};
+       }});
 }
+
+const Op<HeadAttributes> kSplitOp = heads_op(kSplit, false);
+const Op<HeadAttributes> kMergeOp = heads_op(kMerge, true);
 
 }  // namespace
 
 Matrix split_heads(const Matrix& x, std::int64_t batch, std::int64_t seq_len, std::int64_t num_heads) {
-  const Heads g = split_geometry(x, batch, seq_len, num_heads);
+  const HeadAttributes a{batch, seq_len, num_heads};
+  const Heads g = split_geometry(x, a);
   if (g.heads == 1) return x.reshape({g.batch, g.seq, g.head_dim});
-  Matrix y = permute(kSplit, false, x, g, false);
-  attach_rule(kSplit, x, y, g, false);
-  return y;
+  return detail::apply(kSplitOp, {x}, a)[0];
 }
 
 Matrix merge_heads(const Matrix& x, std::int64_t batch, std::int64_t seq_len, std::int64_t num_heads) {
-  const Heads g = merge_geometry(x, batch, seq_len, num_heads);
+  const HeadAttributes a{batch, seq_len, num_heads};
+  const Heads g = merge_geometry(x, a);
   if (g.heads == 1) return x.reshape({g.batch * g.seq, g.head_dim});
-  Matrix y = permute(kMerge, false, x, g, true);
-  attach_rule(kMerge, x, y, g, true);
-  return y;
+  return detail::apply(kMergeOp, {x}, a)[0];
 }
 
 }  // namespace oa::ml

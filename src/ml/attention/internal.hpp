@@ -5,10 +5,19 @@
 #include <vector>
 
 #include "matrix/lowering.hpp"
+#include "matrix/op_def.hpp"
 #include "oa/matrix/autograd.hpp"
 #include "oa/ml/attention.hpp"
 
 namespace oa::ml::attention_detail {
+
+// The declaration of the family's ops (matrix/op_def.hpp).
+using detail::BackwardCall;
+using detail::field;
+using detail::Op;
+using detail::OpCall;
+using detail::OutputSpec;
+using detail::Saves;
 
 inline constexpr const char* kSdpa = "oa::ml::scaled_dot_product_attention";
 inline constexpr const char* kSoftmax = "oa::ml::softmax_scaled_masked";
@@ -42,6 +51,9 @@ struct ResolvedMask {
   std::vector<runtime::ComputeDispatch> dispatches;
 };
 ResolvedMask resolve_mask(const char* op, const char* arg, const Matrix& mask);
+// Appends the dispatch that writes the additive F32 form of Bool `mask` into
+// `values` (of its shape).
+void lower_bool_mask(const char* op, const Matrix& mask, const Matrix& values, std::vector<runtime::ComputeDispatch>& dispatches);
 // Throws InvalidArgument naming `op` and `arg` unless mask is F32 or Bool.
 void require_mask_dtype(const char* op, const char* arg, const Matrix& mask);
 
@@ -64,8 +76,22 @@ inline void append(std::vector<runtime::ComputeDispatch>& to, std::vector<runtim
   to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
 }
 
-// Attributes recorded with every scaled_dot_product_attention op.
-std::vector<OpAttribute> sdpa_attributes(float scale, bool causal, const char* path);
+// Throws Unsupported naming `op` when g's head or value dim exceeds kMaxFlashDim.
+void require_flash_dims(const char* op, const AttentionGeometry& g);
+
+// The flash path of attention geometry g: appends the dispatches that write
+// out [.., Sq, Dv], lse [.., Sq] and the softmax stats [.., Sq, 2] from q, k,
+// v and `mask` (F32, as the kernels read it, or undefined).
+void lower_flash_attention(const Engine& engine, const AttentionGeometry& g, const Matrix& q, const Matrix& k, const Matrix& v,
+                           const Matrix& mask, const Matrix& out, const Matrix& lse, const Matrix& stats,
+                           std::vector<runtime::ComputeDispatch>& dispatches);
+// Its backward: the gradients of q, k and v from the forward's output and
+// stats, the output's gradient and the log-sum-exp's (undefined: zero),
+// written by the dispatches appended.
+AttentionGradients lower_flash_attention_backward(const Engine& engine, const AttentionGeometry& g, const Matrix& q, const Matrix& k,
+                                                  const Matrix& v, const Matrix& mask, const Matrix& out, const Matrix& stats,
+                                                  const Matrix& grad, const Matrix& grad_lse,
+                                                  std::vector<runtime::ComputeDispatch>& dispatches);
 
 // Row softmax y = softmax(x * scale + mask) over rows of `cols` columns, with
 // optional bottom-right causal hiding. Row r is query r % sq of batch-head

@@ -1,6 +1,8 @@
-// scaled_dot_product_attention (choosing the flash or the materialised path),
-// the materialised path (bmm_nt, masked softmax, bmm as one semantic op), its
-// backward from the saved weights, and its autograd rule.
+// scaled_dot_product_attention: its OpDef (matrix/op_def.hpp), whose `path`
+// attribute picks the flash lowering (flash.cpp) or the materialised one
+// (bmm_nt, masked softmax, bmm as one semantic op, with its backward from the
+// saved weights); the entry points that choose the path, and the explicit
+// backward functions.
 #include "ml/attention/internal.hpp"
 
 namespace oa::ml {
@@ -12,22 +14,63 @@ namespace {
 using namespace attention_detail;
 using runtime::ComputeDispatch;
 
-AttentionGradients weights_backward(const AttentionGeometry& g, const Matrix& q, const Matrix& k, const Matrix& v,
-                                    const Matrix& weights, const Matrix& grad, const Matrix& grad_weights);
+constexpr const char* kFlash = "flash";
+constexpr const char* kMaterialized = "materialized";
 
-// The materialised forward; `weights_output` when the weights are returned to
-// the caller (their gradient then enters the backward).
-AttentionWithWeights materialised(const AttentionGeometry& g, const Matrix& q, const Matrix& k, const Matrix& v,
-                                  const Matrix& given_mask, bool weights_output) {
+struct SdpaAttributes {
+  float scale = 1.0f;  // resolved (1 / sqrt(Dh) when not given)
+  bool causal = false;
+  std::string path;  // kFlash or kMaterialized
+  // Not traced: the materialised weights are returned to the caller, so
+  // their gradient enters the backward.
+  bool weights_grad = false;
+  static constexpr auto fields = std::tuple{field("scale", &SdpaAttributes::scale), field("causal", &SdpaAttributes::causal),
+                                            field("path", &SdpaAttributes::path)};
+  bool flash() const { return path == kFlash; }
+};
+
+// [BH, Sq] or [B, H, Sq] for g, with a last extent when given.
+Shape rows_shape(const AttentionGeometry& g, std::optional<std::int64_t> last = {}) {
+  std::vector<std::int64_t> dims = g.four_d ? std::vector<std::int64_t>{g.batch, g.heads, g.sq} : std::vector<std::int64_t>{g.bh, g.sq};
+  if (last) dims.push_back(*last);
+  return Shape(dims);
+}
+
+AttentionGeometry geometry_of(const std::vector<Matrix>& inputs, const Matrix& mask, const SdpaAttributes& a) {
+  return attention_geometry(kSdpa, inputs[0], inputs[1], inputs[2], mask, a.scale, a.causal);
+}
+
+// Flash: results output and log-sum-exp; auxiliary the softmax stats and, for
+// a Bool mask, its additive form (what the backward reads). Materialised:
+// results output and weights (without gradient unless weights_grad).
+std::vector<OutputSpec> sdpa_outputs(const OpCall<SdpaAttributes>& c) {
+  const Matrix& mask = c.inputs[3];
+  const AttentionGeometry g = geometry_of(c.inputs, mask, c.attributes);
+  if (c.attributes.flash()) {
+    require_flash_dims(kSdpa, g);
+    std::vector<OutputSpec> out{{rows_shape(g, g.dv)}, {rows_shape(g)}, {rows_shape(g, 2), DType::F32, true}};
+    if (mask.defined() && mask.dtype() == DType::Bool) out.push_back({mask.shape(), DType::F32, true});
+    return out;
+  }
   detail::shader_u32(checked_mul(g.bh * g.sq, g.sk, "attention score count"), "score count", kSdpa);
-  const Engine& engine = q.engine();
+  return {{rows_shape(g, g.dv)}, {rows_shape(g, g.sk), DType::F32, false, -1, !c.attributes.weights_grad}};
+}
+
+void lower_sdpa(const OpCall<SdpaAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+  const Matrix &q = c.inputs[0], &k = c.inputs[1], &v = c.inputs[2], &given_mask = c.inputs[3];
+  const AttentionGeometry g = geometry_of(c.inputs, given_mask, c.attributes);
+  if (c.attributes.flash()) {
+    Matrix mask = given_mask;
+    if (out.size() > 3) {
+      lower_bool_mask(kSdpa, given_mask, out[3], ds);
+      mask = out[3];
+    }
+    lower_flash_attention(c.engine, g, q, k, v, mask, out[0], out[1], out[2], ds);
+    return;
+  }
   ResolvedMask resolved = resolve_mask(kSdpa, "additive_mask", given_mask);
-  const Matrix& mask = resolved.values;
-  std::vector<std::int64_t> dims = g.four_d ? std::vector<std::int64_t>{g.batch, g.heads, g.sq, g.sk}
-                                            : std::vector<std::int64_t>{g.bh, g.sq, g.sk};
-  Matrix scores = detail::allocate(engine, Shape(dims));
-  dims.back() = g.dv;
-  AttentionWithWeights r{detail::allocate(engine, Shape(dims)), detail::allocate(engine, scores.shape())};
+  const Matrix &mask = resolved.values, &weights = out[1];
+  Matrix scores = detail::allocate(c.engine, weights.shape());
   SoftmaxRows rows;
   rows.rows = g.bh * g.sq;
   rows.cols = g.sk;
@@ -36,52 +79,83 @@ AttentionWithWeights materialised(const AttentionGeometry& g, const Matrix& q, c
   rows.mask = g.mask;
   rows.causal = g.causal;
   rows.sq = g.sq;
-  std::vector<ComputeDispatch> dispatches = std::move(resolved.dispatches);
-  append(dispatches, lower_bmm(engine, BmmLayout::NT, q, k, scores));
-  append(dispatches, lower_softmax(engine, kSdpa, rows, scores, r.weights));
-  append(dispatches, lower_bmm(engine, BmmLayout::NN, r.weights, v, r.output));
-  SemanticOp op = detail::semantic(kSdpa, {&q, &k, &v}, {&r.output, &r.weights}, sdpa_attributes(g.scale, g.causal, "materialized"));
-  if (mask.defined()) op.inputs.push_back(mask.shape());
-  engine.record(std::move(op), dispatches);
-  if (autograd::needs_record({&q, &k, &v})) {  // the mask is detached
-    using autograd::SavedValue;
-    autograd::record(kSdpa, {q, k, v}, weights_output ? std::vector<Matrix>{r.output, r.weights} : std::vector<Matrix>{r.output},
-                     [g, sq = SavedValue(q), sk = SavedValue(k), sv = SavedValue(v), sw = SavedValue(r.weights)](
-                         const std::vector<Matrix>& gy, const std::vector<bool>& needs) {
-                       AttentionGradients d = weights_backward(g, sq.get(), sk.get(), sv.get(), sw.get(), gy[0],
-                                                               gy.size() > 1 ? gy[1] : Matrix());
-                       return std::vector<Matrix>{needs[0] ? d.q : Matrix(), needs[1] ? d.k : Matrix(), needs[2] ? d.v : Matrix()};
-                     });
-  }
-  return r;
+  append(ds, std::move(resolved.dispatches));
+  append(ds, lower_bmm(c.engine, BmmLayout::NT, q, k, scores));
+  append(ds, lower_softmax(c.engine, kSdpa, rows, scores, weights));
+  append(ds, lower_bmm(c.engine, BmmLayout::NN, weights, v, out[0]));
 }
 
-// dv = P^T g; dP = g v^T (+ grad_weights); dS = scale * P (dP - rowsum(P dP));
-// dq = dS k; dk = dS^T q. grad_weights may be undefined.
-AttentionGradients weights_backward(const AttentionGeometry& g, const Matrix& q, const Matrix& k, const Matrix& v,
-                                    const Matrix& weights, const Matrix& grad, const Matrix& grad_weights) {
-  const Engine& engine = q.engine();
-  AttentionGradients r{detail::allocate(engine, q.shape()), detail::allocate(engine, k.shape()), detail::allocate(engine, v.shape())};
-  Matrix d_weights = detail::allocate(engine, weights.shape());
-  Matrix d_scores = detail::allocate(engine, weights.shape());
-  if (grad_weights.defined()) engine.copy(*grad_weights.storage(), 0, *d_weights.storage(), 0, static_cast<std::uint64_t>(weights.numel()) * 4);
-  std::vector<ComputeDispatch> dispatches = lower_bmm(engine, BmmLayout::TN, weights, grad, r.v);
-  append(dispatches, lower_bmm(engine, BmmLayout::NT, grad, v, d_weights, grad_weights.defined() ? 1.0f : 0.0f));
-  append(dispatches, lower_softmax_backward(engine, kSdpa, g.bh * g.sq, g.sk, g.scale, weights, d_weights, d_scores));
-  append(dispatches, lower_bmm(engine, BmmLayout::NN, d_scores, k, r.q));
-  append(dispatches, lower_bmm(engine, BmmLayout::TN, d_scores, q, r.k));
-  SemanticOp op = detail::semantic(kSdpa, {&q, &k, &v, &weights, &grad}, {&r.q, &r.k, &r.v},
-                                   {{"scale", static_cast<double>(g.scale)}, {"path", std::string("materialized")}}, true);
-  if (grad_weights.defined()) op.inputs.push_back(grad_weights.shape());
-  engine.record(std::move(op), dispatches);
-  return r;
+// Flash: from the forward's output and stats. Materialised: dv = P^T g;
+// dP = g v^T (+ the weights' gradient); dS = scale * P (dP - rowsum(P dP));
+// dq = dS k; dk = dS^T q.
+std::vector<Matrix> sdpa_gradients(const BackwardCall<SdpaAttributes>& c) {
+  const Matrix &q = c.inputs[0], &k = c.inputs[1], &v = c.inputs[2], &grad = c.grad_outputs[0];
+  // The gradient of the second result (log-sum-exp or weights); may be undefined.
+  const Matrix second = c.grad_outputs.size() > 1 ? c.grad_outputs[1] : Matrix();
+  const Engine& engine = grad.engine();
+  std::vector<ComputeDispatch> ds;
+  AttentionGradients r;
+  if (c.attributes.flash()) {
+    const Matrix &out = c.outputs[0], &stats = c.outputs[2];
+    Matrix mask = c.outputs.size() > 3 ? c.outputs[3] : c.inputs[3];
+    if (mask.defined() && mask.dtype() == DType::Bool) {  // an explicit backward: resolve it here
+      ResolvedMask resolved = resolve_mask(kSdpa, "additive_mask", mask);
+      mask = resolved.values;
+      append(ds, std::move(resolved.dispatches));
+    }
+    r = lower_flash_attention_backward(engine, geometry_of(c.inputs, mask, c.attributes), q, k, v, mask, out, stats, grad, second, ds);
+    c.record(ds, {&q, &k, &v, &mask, &out, &stats, &grad, &second}, {&r.q, &r.k, &r.v}, detail::attribute_values(c.attributes));
+  } else {
+    const Matrix& weights = c.outputs[1];
+    const AttentionGeometry g = geometry_of(c.inputs, Matrix(), c.attributes);
+    r = {detail::allocate(engine, q.shape()), detail::allocate(engine, k.shape()), detail::allocate(engine, v.shape())};
+    Matrix d_weights = detail::allocate(engine, weights.shape());
+    Matrix d_scores = detail::allocate(engine, weights.shape());
+    if (second.defined()) engine.copy(*second.storage(), 0, *d_weights.storage(), 0, static_cast<std::uint64_t>(weights.numel()) * 4);
+    ds = lower_bmm(engine, BmmLayout::TN, weights, grad, r.v);
+    append(ds, lower_bmm(engine, BmmLayout::NT, grad, v, d_weights, second.defined() ? 1.0f : 0.0f));
+    append(ds, lower_softmax_backward(engine, kSdpa, g.bh * g.sq, g.sk, g.scale, weights, d_weights, d_scores));
+    append(ds, lower_bmm(engine, BmmLayout::NN, d_scores, k, r.q));
+    append(ds, lower_bmm(engine, BmmLayout::TN, d_scores, q, r.k));
+    c.record(ds, {&q, &k, &v, &weights, &grad, &second}, {&r.q, &r.k, &r.v},
+             {{"scale", static_cast<double>(g.scale)}, {"path", std::string(kMaterialized)}});
+  }
+  return {c.needs[0] ? r.q : Matrix(), c.needs[1] ? r.k : Matrix(), c.needs[2] ? r.v : Matrix(), Matrix()};
 }
+
+// The mask is detached. Flash's backward reads q, k, v, the output, the
+// stats and the mask (an F32 one as given, a Bool one resolved); the
+// materialised one q, k, v and the weights.
+const Op<SdpaAttributes> kSdpaOp{{.name = kSdpa,
+                                  .inputs = {"q", "k", "v", {"additive_mask", true, true}},
+                                  .outputs = 2,
+                                  .infer = sdpa_outputs,
+                                  .lower = {{DType::F32, lower_sdpa}},
+                                  .saves = [](const OpCall<SdpaAttributes>& c, const std::vector<bool>&) {
+                                    const bool f32_mask = c.inputs[3].defined() && c.inputs[3].dtype() == DType::F32;
+                                    return c.attributes.flash() ? Saves{{true, true, true, f32_mask}, {true, false, true, true}}
+                                                                : Saves{{true, true, true, false}, {false, true}};
+                                  },
+                                  .backward = sdpa_gradients}};
 
 }  // namespace
 
 SdpaBackendGuard::SdpaBackendGuard(SdpaBackend backend) : previous_(sdpa_backend_) { sdpa_backend_ = backend; }
 SdpaBackendGuard::~SdpaBackendGuard() { sdpa_backend_ = previous_; }
 SdpaBackend SdpaBackendGuard::current() { return sdpa_backend_; }
+
+FlashAttentionResult flash_attention(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& additive_mask,
+                                     std::optional<float> scale, bool causal) {
+  const AttentionGeometry g = attention_geometry(kSdpa, q, k, v, additive_mask, scale, causal);
+  require_flash_dims(kSdpa, g);
+  std::vector<Matrix> auxiliary;
+  const auto r = detail::apply(kSdpaOp, {q, k, v, additive_mask}, {g.scale, causal, kFlash}, &auxiliary);
+  return {r[0], r[1], auxiliary[0]};
+}
+
+Matrix flash_attention_causal(const Matrix& q, const Matrix& k, const Matrix& v, float scale) {
+  return flash_attention(q, k, v, Matrix(), scale, true).output;
+}
 
 Matrix scaled_dot_product_attention(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& additive_mask,
                                     std::optional<float> scale, bool causal, SdpaBackend backend) {
@@ -90,24 +164,45 @@ Matrix scaled_dot_product_attention(const Matrix& q, const Matrix& k, const Matr
   if (backend == SdpaBackend::Auto)
     backend = g.dh <= kMaxFlashDim && g.dv <= kMaxFlashDim ? SdpaBackend::Flash : SdpaBackend::Math;
   if (backend == SdpaBackend::Flash) return flash_attention(q, k, v, additive_mask, g.scale, causal).output;
-  return materialised(g, q, k, v, additive_mask, false).output;
+  return detail::apply(kSdpaOp, {q, k, v, additive_mask}, {g.scale, causal, kMaterialized})[0];
 }
 
 AttentionWithWeights scaled_dot_product_attention_with_weights(const Matrix& q, const Matrix& k, const Matrix& v,
                                                                const Matrix& additive_mask, std::optional<float> scale,
                                                                bool causal) {
   const AttentionGeometry g = attention_geometry(kSdpa, q, k, v, additive_mask, scale, causal);
-  return materialised(g, q, k, v, additive_mask, true);
+  const auto r = detail::apply(kSdpaOp, {q, k, v, additive_mask}, {g.scale, causal, kMaterialized, true});
+  return {r[0], r[1]};
+}
+
+AttentionGradients flash_attention_backward(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& additive_mask,
+                                            const Matrix& output, const Matrix& softmax_stats, const Matrix& grad, float scale,
+                                            bool causal, const Matrix& grad_log_sum_exp) {
+  const AttentionGeometry g = attention_geometry(kSdpa, q, k, v, additive_mask, scale, causal);
+  require_flash_dims(kSdpa, g);
+  const Shape lse_shape = rows_shape(g), stats_shape = rows_shape(g, 2), out_shape = rows_shape(g, g.dv);
+  detail::require_f32(output, kSdpa, "output");
+  detail::require_f32(softmax_stats, kSdpa, "softmax_stats");
+  detail::require_f32(grad, kSdpa, "grad");
+  for (const Matrix* m : {&output, &softmax_stats, &grad}) detail::require_same_engine(q, *m, kSdpa);
+  if (grad_log_sum_exp.defined()) {
+    detail::require_f32(grad_log_sum_exp, kSdpa, "grad_log_sum_exp");
+    detail::require_same_engine(q, grad_log_sum_exp, kSdpa);
+  }
+  if (!(output.shape() == out_shape) || !(grad.shape() == out_shape) || !(softmax_stats.shape() == stats_shape) ||
+      (grad_log_sum_exp.defined() && !(grad_log_sum_exp.shape() == lse_shape)))
+    fail(ErrorKind::InvalidArgument,
+         "{} backward: output {} and grad {} must be {}, softmax_stats {} must be {} and grad_log_sum_exp {}", kSdpa,
+         output.shape(), grad.shape(), out_shape, softmax_stats.shape(), stats_shape, lse_shape);
+  const auto d = detail::apply_backward(kSdpaOp, {q, k, v, additive_mask}, {output, Matrix(), softmax_stats}, {grad, grad_log_sum_exp},
+                                        {true, true, true, false}, {g.scale, causal, kFlash});
+  return {d[0], d[1], d[2]};
 }
 
 AttentionGradients attention_weights_backward(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& weights,
                                               const Matrix& grad, float scale, const Matrix& grad_weights) {
   const AttentionGeometry g = attention_geometry(kSdpa, q, k, v, Matrix(), scale, false);
-  std::vector<std::int64_t> dims = g.four_d ? std::vector<std::int64_t>{g.batch, g.heads, g.sq, g.sk}
-                                            : std::vector<std::int64_t>{g.bh, g.sq, g.sk};
-  const Shape weights_shape(dims);
-  dims.back() = g.dv;
-  const Shape out_shape(dims);
+  const Shape weights_shape = rows_shape(g, g.sk), out_shape = rows_shape(g, g.dv);
   detail::require_f32(weights, kSdpa, "weights");
   detail::require_f32(grad, kSdpa, "grad");
   detail::require_same_engine(q, weights, kSdpa);
@@ -122,7 +217,9 @@ AttentionGradients attention_weights_backward(const Matrix& q, const Matrix& k, 
          "{} backward: weights {} (and grad_weights) must be {} and grad {} must be {}", kSdpa,
          weights.shape(), weights_shape, grad.shape(), out_shape);
   detail::shader_u32(weights.numel(), "score count", kSdpa);
-  return weights_backward(g, q, k, v, weights, grad, grad_weights);
+  const auto d = detail::apply_backward(kSdpaOp, {q, k, v, Matrix()}, {Matrix(), weights}, {grad, grad_weights},
+                                        {true, true, true, false}, {g.scale, false, kMaterialized});
+  return {d[0], d[1], d[2]};
 }
 
 }  // namespace oa::ml

@@ -1,6 +1,6 @@
-// softmax_scaled_masked: validation, the row-softmax forward and backward
-// lowerings (also used by the materialised attention path), and its autograd
-// rule (the mask is detached).
+// softmax_scaled_masked: the row-softmax forward and backward lowerings (also
+// used by the materialised attention path) and its OpDef (matrix/op_def.hpp;
+// the mask is detached).
 #include <algorithm>
 
 #include "ml/attention/internal.hpp"
@@ -53,7 +53,10 @@ namespace {
 
 using namespace attention_detail;
 
-const detail::ContractRegistration kSoftmaxContract{{kSoftmax, -1, 1, {{"scale", AttributeType::Float}}}};
+struct SoftmaxAttributes {
+  float scale = 1.0f;
+  static constexpr auto fields = std::tuple{field("scale", &SoftmaxAttributes::scale)};
+};
 
 SoftmaxRows softmax_geometry(const Matrix& scores, const Matrix& mask, float scale) {
   detail::require_f32(scores, kSoftmax, "scores");
@@ -84,25 +87,37 @@ SoftmaxRows softmax_geometry(const Matrix& scores, const Matrix& mask, float sca
   return r;
 }
 
+// y = softmax(scores * scale + mask) by rows; the mask is detached. The
+// backward reads y.
+const Op<SoftmaxAttributes> kSoftmaxOp{
+    {.name = kSoftmax,
+     .inputs = {"scores", {"mask", true, true}},
+     .infer = [](const OpCall<SoftmaxAttributes>& c) {
+       softmax_geometry(c.inputs[0], c.inputs[1], c.attributes.scale);
+       return std::vector<OutputSpec>{{c.inputs[0].shape()}};
+     },
+     .lower = {{DType::F32,
+                [](const OpCall<SoftmaxAttributes>& c, const std::vector<Matrix>& out, std::vector<runtime::ComputeDispatch>& ds) {
+                  const Matrix &scores = c.inputs[0], &mask = c.inputs[1];
+                  SoftmaxRows r = softmax_geometry(scores, mask, c.attributes.scale);
+                  ResolvedMask resolved = resolve_mask(kSoftmax, "mask", mask);
+                  if (mask.defined()) r.mask_values = &resolved.values;
+                  append(ds, std::move(resolved.dispatches));
+                  append(ds, lower_softmax(c.engine, kSoftmax, r, scores, out[0]));
+                }}},
+     .saves = [](const OpCall<SoftmaxAttributes>&, const std::vector<bool>&) { return Saves{{}, {true}}; },
+     .backward = [](const BackwardCall<SoftmaxAttributes>& c) {
+       const Matrix &y = c.outputs[0], &gy = c.grad_outputs[0];
+       Matrix dx = detail::allocate(gy.engine(), y.shape());
+       c.record(lower_softmax_backward(gy.engine(), kSoftmax, y.shape().rows(), y.shape().cols(), c.attributes.scale, y, gy, dx),
+                {&y, &gy}, {&dx}, detail::attribute_values(c.attributes));
+       return std::vector<Matrix>{dx, Matrix()};
+     }}};
+
 }  // namespace
 
 Matrix softmax_scaled_masked(const Matrix& scores, const Matrix& mask, float scale) {
-  SoftmaxRows r = softmax_geometry(scores, mask, scale);
-  const Engine& engine = scores.engine();
-  ResolvedMask resolved = resolve_mask(kSoftmax, "mask", mask);
-  if (mask.defined()) r.mask_values = &resolved.values;
-  Matrix y = detail::allocate(engine, scores.shape());
-  std::vector<runtime::ComputeDispatch> dispatches = std::move(resolved.dispatches);
-  append(dispatches, lower_softmax(engine, kSoftmax, r, scores, y));
-  SemanticOp op = detail::semantic(kSoftmax, {&scores}, {&y}, {{"scale", static_cast<double>(scale)}});
-  if (mask.defined()) op.inputs.push_back(mask.shape());
-  engine.record(std::move(op), dispatches);
-  if (autograd::needs_record({&scores})) {  // the mask is detached: scores is the rule's only input
-    autograd::record(kSoftmax, {scores}, {y}, [saved = autograd::SavedValue(y), scale](const std::vector<Matrix>& gy, const std::vector<bool>&) {
-      return std::vector<Matrix>{softmax_scaled_masked_backward(saved.get(), gy[0], scale)};
-    });
-  }
-  return y;
+  return detail::apply(kSoftmaxOp, {scores, mask}, {scale})[0];
 }
 
 Matrix softmax_scaled_masked_backward(const Matrix& probabilities, const Matrix& grad, float scale) {
@@ -112,14 +127,9 @@ Matrix softmax_scaled_masked_backward(const Matrix& probabilities, const Matrix&
   if (probabilities.rank() < 1 || probabilities.numel() < 1 || !(grad.shape() == probabilities.shape()))
     fail(ErrorKind::InvalidArgument, "{} backward: grad {} must have the shape of probabilities {} (rank >= 1, no zero extent)",
          kSoftmax, grad.shape(), probabilities.shape());
-  const std::int64_t rows = detail::shader_u32(probabilities.shape().rows(), "row count", kSoftmax);
-  const std::int64_t cols = detail::shader_u32(probabilities.shape().cols(), "column count", kSoftmax);
-  const Engine& engine = probabilities.engine();
-  Matrix dx = detail::allocate(engine, probabilities.shape());
-  auto dispatches = lower_softmax_backward(engine, kSoftmax, rows, cols, scale, probabilities, grad, dx);
-  engine.record(detail::semantic(kSoftmax, {&probabilities, &grad}, {&dx}, {{"scale", static_cast<double>(scale)}}, true),
-                dispatches);
-  return dx;
+  detail::shader_u32(probabilities.shape().rows(), "row count", kSoftmax);
+  detail::shader_u32(probabilities.shape().cols(), "column count", kSoftmax);
+  return detail::apply_backward(kSoftmaxOp, {Matrix(), Matrix()}, {probabilities}, {grad}, {true, false}, {scale})[0];
 }
 
 }  // namespace oa::ml
