@@ -56,12 +56,13 @@ void unary_dispatches(std::string_view kernel, UnaryCode code, const Matrix& x, 
   }
 }
 
-// gx = gy * f'(s) for unary op `code`, recorded as the backward of `name`.
-Matrix unary_gradient(const char* name, UnaryCode code, const Matrix& gy, const Matrix& saved, std::pair<float, float> parameters) {
+// gx = gy * f'(s) for unary op `code`, recorded as the backward of c's op.
+template <class A>
+Matrix unary_gradient(const BackwardCall<A>& c, UnaryCode code, const Matrix& gy, const Matrix& saved, std::pair<float, float> parameters) {
   Matrix gx = detail::allocate(gy.engine(), gy.shape());
   std::vector<ComputeDispatch> ds;
   unary_dispatches("matrix/unary_backward", code, gy, &saved, gx, parameters, ds);
-  gy.engine().record(detail::semantic(name, {&gy, &saved}, {&gx}, {}, true), ds);
+  c.record(ds, {&gy, &saved}, {&gx});
   return gx;
 }
 
@@ -88,7 +89,7 @@ Op<A> unary_op(const char* name, UnaryCode code, Reads reads, std::function<void
                 .backward = [code, reads](const BackwardCall<A>& c) {
                   const Matrix& gy = c.grad_outputs[0];
                   const Matrix& s = reads == Reads::Input ? c.inputs[0] : reads == Reads::Output ? c.outputs[0] : gy;
-                  return std::vector<Matrix>{unary_gradient(c.name, code, gy, s, unary_parameters(c.attributes))};
+                  return std::vector<Matrix>{unary_gradient(c, code, gy, s, unary_parameters(c.attributes))};
                 }});
 }
 
@@ -175,7 +176,7 @@ std::vector<Matrix> binary_backward(BinaryCode code, const BackwardCall<NoAttrib
   std::vector<Matrix> g(2);
   if (code == Add || code == Sub) {  // d/da = 1, d/db = +-1: no kernel unless negating
     if (c.needs[0]) g[0] = gy;
-    if (c.needs[1]) g[1] = code == Add ? gy : unary_gradient(c.name, Neg, gy, gy, {0.0f, 0.0f});
+    if (c.needs[1]) g[1] = code == Add ? gy : unary_gradient(c, Neg, gy, gy, {0.0f, 0.0f});
   } else {
     // An operand that was not saved is not read: gy stands in for its binding.
     const Matrix& bound_a = a.defined() ? a : gy;
@@ -186,12 +187,7 @@ std::vector<Matrix> binary_backward(BinaryCode code, const BackwardCall<NoAttrib
       g[which] = detail::allocate(gy.engine(), gy.shape());
       binary_dispatches("matrix/binary_backward", {code, bc.mode, which}, &gy, bound_a, bound_b, g[which], bc, c.name, ds);
     }
-    SemanticOp sem = detail::semantic(c.name, {&gy}, {}, {}, true);
-    for (const Matrix* m : {&a, &b})
-      if (m->defined()) sem.inputs.push_back(m->shape());
-    for (const Matrix& m : g)
-      if (m.defined()) sem.outputs.push_back(m.shape());
-    gy.engine().record(std::move(sem), ds);
+    c.record(ds, {gy, a, b}, g);
   }
   for (int i = 0; i < 2; ++i)
     if (c.needs[i] && !(c.input_shapes[i] == gy.shape())) g[i] = sum_to(g[i], c.input_shapes[i]);

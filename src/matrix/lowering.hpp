@@ -96,13 +96,4 @@ void sum_channels(const Engine& engine, const std::shared_ptr<runtime::Storage>&
                   std::int64_t inner, const std::shared_ptr<runtime::Storage>& out,
                   std::vector<runtime::ComputeDispatch>& dispatches);
 
-// A SemanticOp with the shapes of `inputs` and `outputs`.
-SemanticOp semantic(const char* name, std::initializer_list<const Matrix*> inputs, std::initializer_list<const Matrix*> outputs,
-                    std::vector<OpAttribute> attributes = {}, bool backward = false);
-
-// Registers a contract at static-initialisation time: static const ContractRegistration r{{...}};
-struct ContractRegistration {
-  explicit ContractRegistration(OpContract c) { register_contract(std::move(c)); }
-};
-
 }  // namespace oa::detail

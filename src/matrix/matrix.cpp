@@ -25,17 +25,6 @@ std::vector<ElementChunk> element_chunks(const Engine& engine, std::int64_t coun
   return out;
 }
 
-SemanticOp semantic(const char* name, std::initializer_list<const Matrix*> inputs, std::initializer_list<const Matrix*> outputs,
-                    std::vector<OpAttribute> attributes, bool backward) {
-  SemanticOp op;
-  op.name = name;
-  op.backward = backward;
-  for (auto* m : inputs) op.inputs.push_back(m->shape());
-  for (auto* m : outputs) op.outputs.push_back(m->shape());
-  op.attributes = std::move(attributes);
-  return op;
-}
-
 Engine resolve(const std::optional<Engine>& engine) { return engine ? *engine : Engine::default_engine(); }
 
 Matrix allocate(const Engine& engine, const Shape& shape, DType dtype) {

@@ -19,7 +19,10 @@ namespace {
 using oa::Matrix;
 using oa::detail::GemmProblem;
 
-const oa::detail::ContractRegistration kTestGemm{{"test::gemm", -1, 1, {}}};
+const bool kTestGemm = [] {
+  oa::register_contract({"test::gemm", -1, 1, {}});
+  return true;
+}();
 
 using oa_test::random_values;
 
@@ -27,7 +30,10 @@ using oa_test::random_values;
 std::vector<oa::runtime::ComputeDispatch> run(const GemmProblem& p) {
   const oa::Engine engine = p.c.matrix->engine();
   auto ds = oa::detail::lower_gemm(engine, p);
-  engine.record(oa::detail::semantic("test::gemm", {p.c.matrix}, {p.c.matrix}), ds);
+  oa::SemanticOp op;
+  op.name = "test::gemm";
+  op.inputs = op.outputs = {p.c.matrix->shape()};
+  engine.record(std::move(op), ds);
   return ds;
 }
 
