@@ -99,7 +99,7 @@ const detail::Op<detail::NoAttributes> kAccumulate{
                   for (auto chunk : detail::element_chunks(c.engine, y.numel())) {
                     const auto off = static_cast<std::uint64_t>(chunk.begin) * 4, bytes = static_cast<std::uint64_t>(chunk.count) * 4;
                     runtime::ComputeDispatch d;
-                    d.kernel = "matrix/accumulate";
+                    d.kernel = kernels::matrix_accumulate;
                     d.bindings = {runtime::BufferBinding::read_write(y.storage(), off, bytes),
                                   runtime::BufferBinding::read(x.storage(), off, bytes)};
                     d.push.u32(static_cast<std::uint32_t>(chunk.count));

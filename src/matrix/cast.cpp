@@ -33,7 +33,7 @@ void cast_dispatches(const Matrix& x, const Matrix& y, std::vector<ComputeDispat
     const auto [in_offset, in_bytes] = window(x.dtype(), c);
     const auto [out_offset, out_bytes] = window(y.dtype(), c);
     ComputeDispatch d;
-    d.kernel = "matrix/cast";
+    d.kernel = kernels::matrix_cast;
     d.specialization = {code(x.dtype()), code(y.dtype())};
     d.bindings = {BufferBinding::read(x.storage(), in_offset, in_bytes), BufferBinding::write(y.storage(), out_offset, out_bytes)};
     d.push.u32(static_cast<std::uint32_t>(c.count));

@@ -62,7 +62,7 @@ void lower_block(const Engine& engine, std::int64_t rows, std::int64_t cols, Sid
     };
     const detail::ElementWindow in = window(src, Access::Read), to = window(dst, Access::Write);
     ComputeDispatch d;
-    d.kernel = "matrix/copy_block";
+    d.kernel = kernels::matrix_copy_block;
     d.bindings = {in.binding, to.binding};
     const std::int64_t n = n_rows * cols;
     d.push.u32(detail::shader_u32(n, "elements per dispatch", op))

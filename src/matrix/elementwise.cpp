@@ -61,7 +61,7 @@ template <class A>
 Matrix unary_gradient(const BackwardCall<A>& c, UnaryCode code, const Matrix& gy, const Matrix& saved, std::pair<float, float> parameters) {
   Matrix gx = detail::allocate(gy.engine(), gy.shape());
   std::vector<ComputeDispatch> ds;
-  unary_dispatches("matrix/unary_backward", code, gy, &saved, gx, parameters, ds);
+  unary_dispatches(kernels::matrix_unary_backward, code, gy, &saved, gx, parameters, ds);
   c.record(ds, {&gy, &saved}, {&gx});
   return gx;
 }
@@ -81,7 +81,7 @@ Op<A> unary_op(const char* name, UnaryCode code, Reads reads, std::function<void
                 },
                 .lower = {{DType::F32,
                            [code](const OpCall<A>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
-                             unary_dispatches("matrix/unary", code, c.inputs[0], nullptr, out[0], unary_parameters(c.attributes), ds);
+                             unary_dispatches(kernels::matrix_unary, code, c.inputs[0], nullptr, out[0], unary_parameters(c.attributes), ds);
                            }}},
                 .saves = [reads](const OpCall<A>&, const std::vector<bool>&) {
                   return reads == Reads::Input ? Saves{{true}, {}} : reads == Reads::Output ? Saves{{}, {true}} : Saves{};
@@ -185,7 +185,7 @@ std::vector<Matrix> binary_backward(BinaryCode code, const BackwardCall<NoAttrib
     for (std::uint32_t which = 0; which < 2; ++which) {
       if (!c.needs[which]) continue;
       g[which] = detail::allocate(gy.engine(), gy.shape());
-      binary_dispatches("matrix/binary_backward", {code, bc.mode, which}, &gy, bound_a, bound_b, g[which], bc, c.name, ds);
+      binary_dispatches(kernels::matrix_binary_backward, {code, bc.mode, which}, &gy, bound_a, bound_b, g[which], bc, c.name, ds);
     }
     c.record(ds, {gy, a, b}, g);
   }
@@ -208,7 +208,7 @@ Op<NoAttributes> binary_op(const char* name, BinaryCode code) {
                   [code](const OpCall<NoAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
                     const Matrix &a = c.inputs[0], &b = c.inputs[1];
                     const Broadcast bc = resolve_broadcast(a.shape(), b.shape(), c.name);
-                    binary_dispatches("matrix/binary", {code, bc.mode}, nullptr, a, b, out[0], bc, c.name, ds);
+                    binary_dispatches(kernels::matrix_binary, {code, bc.mode}, nullptr, a, b, out[0], bc, c.name, ds);
                   }}},
        // Add and sub read nothing; mul's ga reads b and gb reads a; div's ga
        // reads b and gb both; maximum and minimum both.

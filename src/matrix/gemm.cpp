@@ -72,7 +72,7 @@ ComputeDispatch epilogue(const GemmProblem& p, std::int64_t q, std::uint32_t spl
                          const ElementWindow& c, const ElementWindow* bias) {
   const std::int64_t count = q * p.m * p.n;
   ComputeDispatch d;
-  d.kernel = "matrix/gemm_epilogue";
+  d.kernel = kernels::matrix_gemm_epilogue;
   d.bindings = {w.binding, c.binding, bias ? bias->binding : w.binding};
   d.push.u32(u32(count)).u32(u32(p.m * p.n)).u32(u32(p.n)).u32(splits).u32(w.offset);
   d.push.u32(c.offset).u32(u32(q > 1 ? p.c.batch_stride : 0)).u32(bias ? bias->offset : 0);
@@ -149,7 +149,7 @@ std::vector<ComputeDispatch> lower_gemm(const Engine& engine, const GemmProblem&
     const ElementWindow& dst = work ? *work : c;
 
     ComputeDispatch d;
-    d.kernel = "matrix/gemm";
+    d.kernel = kernels::matrix_gemm;
     d.specialization = {threads(t), t.bm, t.bn, t.bk, t.tm, t.tn, p.trans_a, p.trans_b, vec_a, vec_b, vec_c};
     d.bindings = {a.binding, b.binding, dst.binding, bias && !work ? bias->binding : a.binding};
     auto stride = [&](const GemmOperand& o) { return u32(q > 1 ? o.batch_stride : 0); };

@@ -35,7 +35,7 @@ void strided_copy(const char* op, bool scatter, const Matrix& src, const Matrix&
   const std::int64_t n = std::accumulate(extents.begin(), extents.end(), std::int64_t{1}, std::multiplies<>());
   if (n == 0) return;
   ComputeDispatch d;
-  d.kernel = "matrix/strided_copy";
+  d.kernel = kernels::matrix_strided_copy;
   d.specialization = {scatter ? 1u : 0u};
   d.bindings = {BufferBinding::read(src.storage()), BufferBinding::write(dst.storage())};
   d.push.u32(detail::shader_u32(n, "element count", op)).u32(detail::shader_u32(base, "element offset", op));

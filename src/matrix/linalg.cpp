@@ -174,7 +174,7 @@ void transpose_dispatches(const Matrix& x, const Matrix& y, const char* name, st
     const auto in = detail::element_window(x.storage(), b0 * rc, q * rc, Access::Read);
     const auto out = detail::element_window(y.storage(), b0 * rc, q * rc, Access::Write);
     ComputeDispatch d;
-    d.kernel = "matrix/transpose";
+    d.kernel = kernels::matrix_transpose;
     d.bindings = {in.binding, out.binding};
     d.push.u32(detail::shader_u32(r, "row count", name)).u32(detail::shader_u32(c, "column count", name));
     d.push.u32(in.offset).u32(out.offset);

@@ -6,6 +6,7 @@
 
 #include "oa/matrix/matrix.hpp"
 #include "oa/runtime/dispatch.hpp"
+#include "oa_kernels.hpp"
 
 namespace oa::detail {
 

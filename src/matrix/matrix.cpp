@@ -80,7 +80,7 @@ const detail::Op<RandomAttributes> kRandom{
                   const RandomAttributes& r = c.attributes;
                   for (auto chunk : detail::element_chunks(c.engine, out[0].numel())) {
                     runtime::ComputeDispatch d;
-                    d.kernel = "matrix/random";
+                    d.kernel = kernels::matrix_random;
                     d.specialization = {r.code};
                     d.bindings = {runtime::BufferBinding::write(out[0].storage(), static_cast<std::uint64_t>(chunk.begin) * 4,
                                                                 static_cast<std::uint64_t>(chunk.count) * 4)};

@@ -53,7 +53,7 @@ void reduce_rows(const Engine& engine, std::shared_ptr<Storage> in, std::int64_t
       const auto src = detail::element_window(in, first * w_in, (end - first) * w_in, Access::Read);
       const auto dstw = detail::element_window(dst, s0 * w_out, q * w_out, Access::Write);
       ComputeDispatch d;
-      d.kernel = "matrix/reduce";
+      d.kernel = kernels::matrix_reduce;
       d.specialization = {op, threads, pairs, last ? (op == ArgMax ? 2u : 0u) : (op == ArgMax ? 1u : 0u)};
       d.bindings = {src.binding, dstw.binding};
       d.push.u32(u32(q)).u32(u32(r0)).u32(u32(p0)).u32(u32(length)).u32(u32(parts)).u32(u32(chunk));
@@ -82,7 +82,7 @@ void reduce_cols(const Engine& engine, std::shared_ptr<Storage> in, std::int64_t
       const auto src = detail::element_window(in, first * cols, n * cols, Access::Read);
       const auto dstw = detail::element_window(dst, g0 * cols, q * cols, Access::Write);
       ComputeDispatch d;
-      d.kernel = "matrix/reduce_cols";
+      d.kernel = kernels::matrix_reduce_cols;
       d.bindings = {src.binding, dstw.binding};
       d.push.u32(u32(n)).u32(u32(cols)).u32(src.offset).u32(dstw.offset);
       d.groups = {detail::groups_for(cols, 32), static_cast<std::uint64_t>(q), 1};
@@ -105,7 +105,7 @@ void expand(const Matrix& gy, const Matrix& gx, std::int64_t channels, std::int6
   for (auto c : detail::element_chunks(gy.engine(), gx.numel())) {
     const auto off = static_cast<std::uint64_t>(c.begin) * 4, bytes = static_cast<std::uint64_t>(c.count) * 4;
     ComputeDispatch d;
-    d.kernel = "matrix/expand";
+    d.kernel = kernels::matrix_expand;
     d.bindings = {runtime::BufferBinding::read(gy.storage()), runtime::BufferBinding::write(gx.storage(), off, bytes)};
     d.push.u32(u32(c.count)).u32(detail::shader_u32(c.begin, "element index", name));
     d.push.u32(detail::shader_u32(channels, "row count", name)).u32(detail::shader_u32(inner, "row length", name)).f32(scale);
@@ -126,7 +126,7 @@ void max_backward(const Matrix& gy, const Matrix& x, const Matrix& y, const Matr
     for (auto c : chunks) {
       const auto off = static_cast<std::uint64_t>(c.begin) * 4, bytes = static_cast<std::uint64_t>(c.count) * 4;
       ComputeDispatch d;
-      d.kernel = "matrix/max_backward";
+      d.kernel = kernels::matrix_max_backward;
       d.specialization = {mode};
       if (mode == 0)
         d.bindings = {runtime::BufferBinding::read(x.storage(), off, bytes), runtime::BufferBinding::read(y.storage()),

@@ -232,14 +232,14 @@ runtime::PushConstants relation_push(const Relation& r, bool has_bias, std::uint
 // Implicit-GEMM tile shapes (shaders/ml/conv/igemm_<BM>x<BN>.comp): BM
 // positions x BN channels per workgroup.
 struct GemmTile {
-  const char* kernel;
+  std::string_view kernel;
   std::int64_t bm, bn;
 };
 GemmTile gemm_tile(std::int64_t channels) {
-  if (channels >= 96) return {"ml/conv/igemm_128x128", 128, 128};
-  if (channels >= 48) return {"ml/conv/igemm_128x64", 128, 64};
-  if (channels >= 24) return {"ml/conv/igemm_128x32", 128, 32};
-  return {"ml/conv/igemm_64x16", 64, 16};
+  if (channels >= 96) return {kernels::ml_conv_igemm_128x128, 128, 128};
+  if (channels >= 48) return {kernels::ml_conv_igemm_128x64, 128, 64};
+  if (channels >= 24) return {kernels::ml_conv_igemm_128x32, 128, 32};
+  return {kernels::ml_conv_igemm_64x16, 64, 16};
 }
 
 // direct.glsl: 16 x 32 output tiles; shared capacities mirror the shader.
@@ -274,7 +274,7 @@ std::vector<ComputeDispatch> lower_conv(const Relation& r, bool wide, const Matr
     const std::int64_t oh = wide ? r.hw : r.hn, ow = wide ? r.ww : r.wn;
     const std::int64_t tiles_x = (ow + kDirectTileW - 1) / kDirectTileW, tiles_y = (oh + kDirectTileH - 1) / kDirectTileH;
     const std::int64_t blocks = (cols + ob - 1) / ob;
-    d.kernel = ob == 1 ? "ml/conv/direct_ob1" : "ml/conv/direct_ob4";
+    d.kernel = ob == 1 ? kernels::ml_conv_direct_ob1 : kernels::ml_conv_direct_ob4;
     d.specialization = {wide ? 1u : 0u};
     d.push = relation_push(r, bias.defined(), u32(tile_h), u32(tile_w), u32(tiles_x));
     d.groups = {static_cast<std::uint64_t>(tiles_x * tiles_y), static_cast<std::uint64_t>(r.n * r.groups * blocks), 1};
@@ -306,7 +306,7 @@ std::int64_t split_count(std::int64_t tiles, std::int64_t items, std::int64_t mi
 // Sums `splits` partial results of `count` floats into `dst`.
 ComputeDispatch lower_reduce(const Matrix& partials, std::int64_t splits, std::int64_t count, const Matrix& dst) {
   ComputeDispatch d;
-  d.kernel = "ml/conv/reduce";
+  d.kernel = kernels::ml_conv_reduce;
   d.bindings = {BufferBinding::read(partials.storage()), BufferBinding::write(dst.storage())};
   d.push.u32(u32(count)).u32(u32(splits));
   d.groups = {detail::groups_for(count, 256), 1, 1};
@@ -326,10 +326,10 @@ void lower_weight_grad(const Relation& r, const Matrix& narrow, const Matrix& wi
   const bool small = k <= kSmallK;
   // shaders/ml/conv/wgrad_<BO>x<BK>.comp: BO output channels x BK (c, kh, kw) columns.
   struct Tile {
-    const char* kernel;
+    std::string_view kernel;
     std::int64_t bo, bk;
   };
-  const Tile t = cng >= 48 ? Tile{"ml/conv/wgrad_64x64", 64, 64} : Tile{"ml/conv/wgrad_16x32", 16, 32};
+  const Tile t = cng >= 48 ? Tile{kernels::ml_conv_wgrad_64x64, 64, 64} : Tile{kernels::ml_conv_wgrad_16x32, 16, 32};
   constexpr std::int64_t kRm = 16;  // positions per step of wgrad.glsl
   const std::int64_t tiles = small ? r.cn : detail::groups_for(k, t.bk) * detail::groups_for(cng, t.bo) * r.groups;
   std::int64_t splits = split_count(tiles, positions, small ? 1024 : 4 * kRm);
@@ -346,7 +346,7 @@ void lower_weight_grad(const Relation& r, const Matrix& narrow, const Matrix& wi
   d.bindings = {BufferBinding::read(narrow.storage()), BufferBinding::read(wide.storage()), BufferBinding::write(target.storage())};
   d.push = relation_push(r, false, u32(splits), u32(chunk), u32(count));
   if (small) {
-    d.kernel = "ml/conv/wgrad_small";
+    d.kernel = kernels::ml_conv_wgrad_small;
     d.groups = {static_cast<std::uint64_t>(splits), static_cast<std::uint64_t>(r.cn), 1};
   } else {
     d.kernel = t.kernel;
@@ -369,7 +369,7 @@ void lower_bias_grad(const Matrix& dy, std::int64_t channels, std::int64_t posit
     scratch.push_back(target);
   }
   ComputeDispatch d;
-  d.kernel = "ml/conv/bias_grad";
+  d.kernel = kernels::ml_conv_bias_grad;
   d.bindings = {BufferBinding::read(dy.storage()), BufferBinding::write(target.storage())};
   d.push.u32(u32(channels)).u32(u32(positions)).u32(u32(batch)).u32(u32(per_split));
   d.groups = {static_cast<std::uint64_t>(channels), static_cast<std::uint64_t>(splits), 1};

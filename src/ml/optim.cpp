@@ -103,7 +103,7 @@ const Op<SgdAttributes> kSgdStep = update_op<SgdAttributes>(
       const bool momentum = a.momentum != 0;
       const Matrix &p = call.inputs[2 * j], &g = call.inputs[2 * j + 1];
       ComputeDispatch d;
-      d.kernel = "ml/optim/sgd_step";
+      d.kernel = kernels::ml_optim_sgd_step;
       d.specialization = {momentum ? 1u : 0u, a.nesterov ? 1u : 0u};
       const auto& buffer = momentum ? a.momentum_buffers[j].storage() : p.storage();
       d.bindings = {BufferBinding::read_write(p.storage(), offset_of(c), bytes_of(c)),
@@ -133,7 +133,7 @@ const Op<AdamWAttributes> kAdamWStep = update_op<AdamWAttributes>(
     kAdamWOp, [](const OpCall<AdamWAttributes>& call, std::size_t j, const detail::ElementChunk& c) {
       const AdamWAttributes& a = call.attributes;
       ComputeDispatch d;
-      d.kernel = "ml/optim/adamw_step";
+      d.kernel = kernels::ml_optim_adamw_step;
       d.bindings = {BufferBinding::read_write(call.inputs[2 * j].storage(), offset_of(c), bytes_of(c)),
                     BufferBinding::read(call.inputs[2 * j + 1].storage(), offset_of(c), bytes_of(c)),
                     BufferBinding::read_write(a.exp_avg[j].storage(), offset_of(c), bytes_of(c)),
@@ -169,7 +169,7 @@ struct Segment {
 ComputeDispatch reduce_dispatch(std::span<const Segment> inputs, bool square, bool final, std::shared_ptr<runtime::Storage> out,
                                 std::int64_t groups) {
   ComputeDispatch d;
-  d.kernel = "ml/optim/sum_squares";
+  d.kernel = kernels::ml_optim_sum_squares;
   d.specialization = {square ? 1u : 0u, final ? 1u : 0u};
   for (std::size_t j = 0; j < kReduceInputs; ++j) {
     const Segment& s = j < inputs.size() ? inputs[j] : inputs[0];  // unused slots repeat input 0 with count 0
@@ -218,7 +218,7 @@ void lower_clip(const OpCall<ClipAttributes>& call, const std::vector<Matrix>& o
   for (const auto& g : call.inputs)
     for (const auto& c : detail::element_chunks(engine, g.numel())) {
       ComputeDispatch d;
-      d.kernel = "ml/optim/scale_by_norm";
+      d.kernel = kernels::ml_optim_scale_by_norm;
       d.bindings = {BufferBinding::read(norm.storage()), BufferBinding::read_write(g.storage(), offset_of(c), bytes_of(c))};
       d.push.u32(static_cast<std::uint32_t>(c.count)).f32(call.attributes.max_norm);
       d.groups = {detail::groups_for(c.count, kUpdateGroup), 1, 1};

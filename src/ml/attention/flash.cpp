@@ -21,7 +21,7 @@ void require_mask_dtype(const char* op, const char* arg, const Matrix& mask) {
 void lower_bool_mask(const char* op, const Matrix& mask, const Matrix& values, std::vector<runtime::ComputeDispatch>& dispatches) {
   const std::int64_t n = mask.numel();
   runtime::ComputeDispatch d;
-  d.kernel = "ml/attention/bool_mask";
+  d.kernel = kernels::ml_attention_bool_mask;
   d.bindings = {runtime::BufferBinding::read(mask.storage()), runtime::BufferBinding::write(values.storage())};
   d.push.u32(detail::shader_u32(n, "mask element count", op));
   d.groups = {detail::groups_for((n + 3) / 4, 256), 1, 1};
@@ -216,7 +216,7 @@ std::vector<ComputeDispatch> lower_flash_forward(const Engine& engine, const Fla
                                                  const Matrix& v, const Matrix& out, const Matrix& lse, const Matrix& stats) {
   const FlashTiles t = flash_tiles(engine, FlashPass::Forward, p);
   ComputeDispatch d;
-  d.kernel = "ml/attention/flash_forward";
+  d.kernel = kernels::ml_attention_flash_forward;
   d.specialization = t.specialization();
   d.bindings = {BufferBinding::read(q.storage()), BufferBinding::read(k.storage()),  BufferBinding::read(v.storage()),
                 mask_binding(p, q),               BufferBinding::write(out.storage()), BufferBinding::write(lse.storage()),
@@ -236,7 +236,7 @@ std::vector<ComputeDispatch> lower_flash_backward(const Engine& engine, const Fl
   const FlashTiles tq = flash_tiles(engine, FlashPass::BackwardQ, p);
   const FlashTiles tkv = flash_tiles(engine, FlashPass::BackwardKV, p);
   ComputeDispatch dq_pass;
-  dq_pass.kernel = "ml/attention/flash_backward_dq";
+  dq_pass.kernel = kernels::ml_attention_flash_backward_dq;
   dq_pass.specialization = tq.specialization();
   dq_pass.bindings = {BufferBinding::read(q.storage()),   BufferBinding::read(k.storage()),    BufferBinding::read(v.storage()),
                       mask_binding(p, q),                 BufferBinding::read(out.storage()),  BufferBinding::read(grad.storage()),
@@ -247,7 +247,7 @@ std::vector<ComputeDispatch> lower_flash_backward(const Engine& engine, const Fl
   dq_pass.groups = {detail::groups_for(p.sq, tq.block_m()), static_cast<std::uint64_t>(p.bh), 1};
 
   ComputeDispatch kv_pass;
-  kv_pass.kernel = "ml/attention/flash_backward_dkv";
+  kv_pass.kernel = kernels::ml_attention_flash_backward_dkv;
   kv_pass.specialization = tkv.specialization();
   kv_pass.bindings = {BufferBinding::read(q.storage()),     BufferBinding::read(k.storage()),    BufferBinding::read(v.storage()),
                       mask_binding(p, q),                   BufferBinding::read(grad.storage()), BufferBinding::read(stats.storage()),

@@ -66,7 +66,7 @@ Shape permuted_shape(const Heads& g, bool merge) {
 // The permutation of x into y (merge = false: packed -> heads).
 void permute(const Matrix& x, const Matrix& y, const Heads& g, bool merge, std::vector<ComputeDispatch>& ds) {
   ComputeDispatch d;
-  d.kernel = "ml/attention/heads";
+  d.kernel = kernels::ml_attention_heads;
   d.specialization = {merge ? 1u : 0u};
   d.bindings = {BufferBinding::read(x.storage()), BufferBinding::write(y.storage())};
   d.push.u32(static_cast<std::uint32_t>(x.numel()))

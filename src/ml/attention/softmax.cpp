@@ -18,7 +18,7 @@ std::vector<ComputeDispatch> lower_softmax(const Engine& engine, const char* op,
     fail(ErrorKind::ResourceExhausted, "{}: mask {} exceeds this device's maxStorageBufferRange ({} bytes)", op,
          r.mask_values->shape(), engine.device().max_storage_buffer_range);
   return detail::lower_rows(engine, op, r.rows, r.cols, detail::RowLanes::EightColumns, [&](ComputeDispatch& d, const detail::RowChunk& c) {
-    d.kernel = "ml/attention/softmax_forward";
+    d.kernel = kernels::ml_attention_softmax_forward;
     const BufferBinding xs = c.window(x.storage(), r.cols, runtime::Access::Read);
     d.bindings = {xs, r.mask.present ? BufferBinding::read(r.mask_values->storage()) : xs,
                   c.window(y.storage(), r.cols, runtime::Access::Write)};
@@ -40,7 +40,7 @@ std::vector<ComputeDispatch> lower_softmax(const Engine& engine, const char* op,
 std::vector<ComputeDispatch> lower_softmax_backward(const Engine& engine, const char* op, std::int64_t rows, std::int64_t cols,
                                                     float scale, const Matrix& y, const Matrix& dy, const Matrix& dx) {
   return detail::lower_rows(engine, op, rows, cols, detail::RowLanes::EightColumns, [&](ComputeDispatch& d, const detail::RowChunk& c) {
-    d.kernel = "ml/attention/softmax_backward";
+    d.kernel = kernels::ml_attention_softmax_backward;
     d.bindings = {c.window(y.storage(), cols, runtime::Access::Read), c.window(dy.storage(), cols, runtime::Access::Read),
                   c.window(dx.storage(), cols, runtime::Access::Write)};
     d.push.u32(static_cast<std::uint32_t>(c.count)).u32(static_cast<std::uint32_t>(cols)).f32(scale);

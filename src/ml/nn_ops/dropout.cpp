@@ -30,7 +30,7 @@ void mask_dispatches(const char* name, const Matrix& x, const Matrix& y, const D
   for (auto c : detail::element_chunks(x.engine(), x.numel())) {
     const auto off = static_cast<std::uint64_t>(c.begin) * 4, bytes = static_cast<std::uint64_t>(c.count) * 4;
     ComputeDispatch d;
-    d.kernel = "ml/nn/dropout";
+    d.kernel = kernels::ml_nn_dropout;
     d.bindings = {BufferBinding::read(x.storage(), off, bytes), BufferBinding::write(y.storage(), off, bytes)};
     d.push.u32(static_cast<std::uint32_t>(c.count)).u32(detail::shader_u32(c.begin, "element index", name));
     d.push.u32(static_cast<std::uint32_t>(a.seed)).u32(static_cast<std::uint32_t>(a.seed >> 32)).f32(static_cast<float>(a.p)).f32(scale);

@@ -30,7 +30,7 @@ Matrix embedding_backward(const detail::BackwardCall<detail::NoAttributes>& c) {
   std::vector<ComputeDispatch> ds;
   auto sort_pass = [&](std::uint32_t mode, std::int64_t k, std::int64_t j) {
     ComputeDispatch d;
-    d.kernel = "ml/nn/embedding_sort";
+    d.kernel = kernels::ml_nn_embedding_sort;
     d.specialization = {mode};
     d.bindings = {BufferBinding::read(indices.storage()), BufferBinding::read_write(pairs)};
     d.push.u32(static_cast<std::uint32_t>(n)).i32(static_cast<std::int32_t>(V)).u32(static_cast<std::uint32_t>(k)).u32(
@@ -46,7 +46,7 @@ Matrix embedding_backward(const detail::BackwardCall<detail::NoAttributes>& c) {
   Matrix dw = detail::allocate(engine, weight_shape);
   const std::int64_t tiles = (D + 31) / 32;
   ComputeDispatch d;
-  d.kernel = "ml/nn/embedding_backward";
+  d.kernel = kernels::ml_nn_embedding_backward;
   d.bindings = {BufferBinding::read(pairs), BufferBinding::read(gy.storage()), BufferBinding::write(dw.storage())};
   d.push.u32(static_cast<std::uint32_t>(n)).u32(static_cast<std::uint32_t>(D)).u32(static_cast<std::uint32_t>(tiles));
   d.groups = {static_cast<std::uint64_t>(V * tiles), 1, 1};
@@ -84,7 +84,7 @@ const detail::Op<detail::NoAttributes> kEmbedding{
                 [](const detail::OpCall<detail::NoAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
                   const Matrix &indices = c.inputs[0], &weight = c.inputs[1], &y = out[0];
                   ComputeDispatch d;
-                  d.kernel = "ml/nn/embedding";
+                  d.kernel = kernels::ml_nn_embedding;
                   d.bindings = {BufferBinding::read(indices.storage()), BufferBinding::read(weight.storage()),
                                 BufferBinding::write(y.storage())};
                   d.push.u32(static_cast<std::uint32_t>(y.numel()))

@@ -26,7 +26,7 @@ const detail::Op<detail::NoAttributes> kLogSoftmax{
                   const Matrix &x = c.inputs[0], &y = out[0], &row_max = out[1];
                   const std::int64_t L = x.shape().dim(-1), R = L > 0 ? x.numel() / L : 0;
                   const auto rows = detail::lower_rows(c.engine, c.name, R, L, detail::RowLanes::PerColumn, [&](ComputeDispatch& d, const detail::RowChunk& r) {
-                    d.kernel = "ml/nn/log_softmax";
+                    d.kernel = kernels::ml_nn_log_softmax;
                     d.bindings = {r.window(x.storage(), L, Access::Read), r.window(y.storage(), L, Access::Write),
                                   r.window(row_max.storage(), 1, Access::Write)};
                     d.push.u32(static_cast<std::uint32_t>(r.count)).u32(static_cast<std::uint32_t>(L));
@@ -40,7 +40,7 @@ const detail::Op<detail::NoAttributes> kLogSoftmax{
        const std::int64_t L = y.shape().dim(-1), R = L > 0 ? y.numel() / L : 0;
        Matrix dx = detail::allocate(engine, y.shape());
        const auto ds = detail::lower_rows(engine, c.name, R, L, detail::RowLanes::PerColumn, [&](ComputeDispatch& d, const detail::RowChunk& r) {
-         d.kernel = "ml/nn/log_softmax_backward";
+         d.kernel = kernels::ml_nn_log_softmax_backward;
          d.bindings = {r.window(y.storage(), L, Access::Read), r.window(row_max.storage(), 1, Access::Read),
                        r.window(gy.storage(), L, Access::Read), r.window(dx.storage(), L, Access::Write)};
          d.push.u32(static_cast<std::uint32_t>(r.count)).u32(static_cast<std::uint32_t>(L));

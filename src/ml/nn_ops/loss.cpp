@@ -74,7 +74,7 @@ const detail::Op<CrossEntropyAttributes> kCrossEntropy{
                   const bool reduced = a.reduction != "none";
                   const auto rows = reduced ? c.engine.allocate(bytes_of(2 * N)) : loss.storage();
                   const auto passes = detail::lower_rows(c.engine, c.name, N, C, detail::RowLanes::PerColumn, [&](ComputeDispatch& d, const detail::RowChunk& r) {
-                    d.kernel = "ml/nn/cross_entropy";
+                    d.kernel = kernels::ml_nn_cross_entropy;
                     d.specialization.push_back(reduced);
                     d.bindings = {r.window(logits.storage(), C, Access::Read), r.window(targets.storage(), 1, Access::Read),
                                   r.window(stat.storage(), 2, Access::Write), r.window(rows, reduced ? 2 : 1, Access::Write)};
@@ -86,7 +86,7 @@ const detail::Op<CrossEntropyAttributes> kCrossEntropy{
                     const Matrix& sums = out[2];
                     detail::sum_channels(c.engine, rows, N, 2, 1, sums.storage(), ds);
                     ComputeDispatch f;
-                    f.kernel = "ml/nn/loss_finish";
+                    f.kernel = kernels::ml_nn_loss_finish;
                     f.specialization = {a.reduction == "mean"};
                     f.bindings = {BufferBinding::read(sums.storage()), BufferBinding::write(loss.storage())};
                     ds.push_back(std::move(f));
@@ -100,7 +100,7 @@ const detail::Op<CrossEntropyAttributes> kCrossEntropy{
        const bool reduced = a.reduction != "none";
        Matrix dx = detail::allocate(logits.engine(), logits.shape());
        ComputeDispatch d;
-       d.kernel = "ml/nn/cross_entropy_backward";
+       d.kernel = kernels::ml_nn_cross_entropy_backward;
        d.specialization = {static_cast<std::uint32_t>(!reduced ? 0 : a.reduction == "mean" ? 1 : 2)};
        d.bindings = {BufferBinding::read(logits.storage()),
                      BufferBinding::read(targets.storage()),
@@ -127,7 +127,7 @@ struct MseLossAttributes {
 ComputeDispatch mse_pass(std::uint32_t mode, bool reduced, const Matrix& a, const Matrix& b, const std::shared_ptr<Storage>& dy,
                          float scale, const std::shared_ptr<Storage>& out) {
   ComputeDispatch d;
-  d.kernel = "ml/nn/mse";
+  d.kernel = kernels::ml_nn_mse;
   d.specialization = {mode, reduced};
   d.bindings = {BufferBinding::read(a.storage()), BufferBinding::read(b.storage()), BufferBinding::read(dy ? dy : a.storage()),
                 BufferBinding::write(out)};
@@ -193,7 +193,7 @@ const detail::Op<NoAttributes> kAccuracy{
                   const auto argmax = c.engine.allocate(bytes_of(N)), hits = c.engine.allocate(bytes_of(N));
                   detail::reduce_rows(c.engine, logits.storage(), N, C, detail::RowReduction::ArgMax, 1.0f, argmax, ds);
                   ComputeDispatch d;
-                  d.kernel = "ml/nn/accuracy";
+                  d.kernel = kernels::ml_nn_accuracy;
                   d.bindings = {BufferBinding::read(argmax), BufferBinding::read(targets.storage()), BufferBinding::write(hits)};
                   d.push.u32(static_cast<std::uint32_t>(N));
                   d.groups = {detail::groups_for(N, 256), 1, 1};

@@ -45,7 +45,7 @@ void norm_gradients(const char* op, const Matrix& gy, const Matrix& x, const Mat
   const auto dyxhat = need_w ? engine.allocate(bytes_of(x.numel())) : unused_output(engine);
   const auto dxs = need_x ? dx.storage() : unused_output(engine);
   const auto rows = detail::lower_rows(engine, op, R, D, detail::RowLanes::PerColumn, [&](ComputeDispatch& d, const detail::RowChunk& c) {
-    d.kernel = "ml/nn/layer_norm_backward";
+    d.kernel = kernels::ml_nn_layer_norm_backward;
     for (const bool b : {weight.defined(), need_x, need_w, mu != nullptr}) d.specialization.push_back(b);
     d.bindings = {c.window(x.storage(), D, Access::Read),
                   BufferBinding::read(or_placeholder(weight, x)),
@@ -93,7 +93,7 @@ const detail::Op<EpsAttributes> kLayerNorm{
                   const Matrix &x = c.inputs[0], &weight = c.inputs[1], &bias = c.inputs[2];
                   const std::int64_t D = x.shape().dim(-1), R = x.numel() / D;
                   const auto rows = detail::lower_rows(c.engine, c.name, R, D, detail::RowLanes::PerColumn, [&](ComputeDispatch& d, const detail::RowChunk& r) {
-                    d.kernel = "ml/nn/layer_norm";
+                    d.kernel = kernels::ml_nn_layer_norm;
                     for (const bool b : {weight.defined(), bias.defined()}) d.specialization.push_back(b);
                     d.bindings = {r.window(x.storage(), D, Access::Read),      BufferBinding::read(or_placeholder(weight, x)),
                                   BufferBinding::read(or_placeholder(bias, x)), r.window(out[0].storage(), D, Access::Write),
@@ -147,7 +147,7 @@ const detail::Op<EpsAttributes> kRmsNorm{
                   const Matrix &x = c.inputs[0], &weight = c.inputs[1];
                   const std::int64_t D = x.shape().dim(-1), R = x.numel() / D;
                   const auto rows = detail::lower_rows(c.engine, c.name, R, D, detail::RowLanes::PerColumn, [&](ComputeDispatch& d, const detail::RowChunk& r) {
-                    d.kernel = "ml/nn/layer_norm";
+                    d.kernel = kernels::ml_nn_layer_norm;
                     for (const bool b : {weight.defined(), false, false}) d.specialization.push_back(b);  // no bias, no centring
                     d.bindings = {r.window(x.storage(), D, Access::Read),          BufferBinding::read(or_placeholder(weight, x)),
                                   BufferBinding::read(x.storage()),                r.window(out[0].storage(), D, Access::Write),
@@ -193,7 +193,7 @@ ComputeDispatch batch_norm_pass(BatchNormMode mode, bool training, const BatchNo
                                 const std::shared_ptr<Storage>& out) {
   const std::int64_t n = x.numel();
   ComputeDispatch d;
-  d.kernel = "ml/nn/batch_norm";
+  d.kernel = kernels::ml_nn_batch_norm;
   d.specialization = {mode, weight.defined(), bias.defined(), training};
   d.bindings = {BufferBinding::read(x.storage()),
                 BufferBinding::read(dy ? dy : x.storage()),
@@ -217,7 +217,7 @@ void batch_norm_moments(std::uint32_t pass, const BatchNormGeometry& g, const Ma
   const std::int64_t blocks = detail::groups_for(g.count(), 4096);
   const auto part = engine.allocate(bytes_of(g.C * blocks));
   ComputeDispatch d;
-  d.kernel = "ml/nn/batch_norm_moments";
+  d.kernel = kernels::ml_nn_batch_norm_moments;
   d.specialization = {pass};
   d.bindings = {BufferBinding::read(x.storage()), BufferBinding::read(s1 ? s1 : x.storage()), BufferBinding::write(part)};
   d.push.u32(static_cast<std::uint32_t>(g.C)).u32(static_cast<std::uint32_t>(g.S)).u32(static_cast<std::uint32_t>(g.count()));
@@ -279,7 +279,7 @@ const detail::Op<BatchNormAttributes> kBatchNorm{
                   const auto stats_access = training ? runtime::Access::ReadWrite : runtime::Access::Read;
                   const double count = static_cast<double>(g.count());
                   ComputeDispatch d;
-                  d.kernel = "ml/nn/batch_norm_stats";
+                  d.kernel = kernels::ml_nn_batch_norm_stats;
                   d.specialization = {training};
                   d.bindings = {BufferBinding::read(training ? s1 : running_mean.storage()),
                                 BufferBinding::read(training ? s2 : running_var.storage()),

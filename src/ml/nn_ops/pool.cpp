@@ -84,7 +84,7 @@ Matrix pool_backward(const BackwardCall<A>& c, const Matrix& index, const PoolGe
   const Engine& engine = gy.engine();
   Matrix dx = detail::allocate(engine, x_shape);
   ComputeDispatch d;
-  d.kernel = "ml/nn/pool2d_backward";
+  d.kernel = kernels::ml_nn_pool2d_backward;
   d.specialization = {index.defined()};
   d.bindings = {BufferBinding::read(gy.storage()), BufferBinding::read(index.defined() ? index.storage() : gy.storage()),
                 BufferBinding::write(dx.storage())};
@@ -111,7 +111,7 @@ detail::Op<PoolAttributes> pool_op(const char* name, bool max) {
                   [max](const OpCall<PoolAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
                     const PoolGeometry g = resolve(c.inputs[0].shape(), c.attributes, c.name);
                     ComputeDispatch d;
-                    d.kernel = "ml/nn/pool2d";
+                    d.kernel = kernels::ml_nn_pool2d;
                     d.specialization = {max};
                     d.bindings = {BufferBinding::read(c.inputs[0].storage()), BufferBinding::write(out[0].storage()),
                                   BufferBinding::write(max ? out[1].storage() : unused_output(c.engine))};
