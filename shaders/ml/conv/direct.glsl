@@ -135,9 +135,14 @@ void main() {
             // element only when the residue matches the stride.
             const uint ty = uint(int(oy0 + oyl + pc.ph) - int(kh * pc.dh) - y_lo * int(pc.sh));
             const uint tx = uint(int(ox0 + oxl + pc.pw) - int(kw * pc.dw) - x_lo * int(pc.sw));
-            ly = ty / pc.sh;
-            lx = tx / pc.sw;
-            hit = ly * pc.sh == ty && lx * pc.sw == tx;
+            if (pc.sh == 1u && pc.sw == 1u) {  // uniform: no divisions at unit stride
+              ly = ty;
+              lx = tx;
+            } else {
+              ly = ty / pc.sh;
+              lx = tx / pc.sw;
+              hit = ly * pc.sh == ty && lx * pc.sw == tx;
+            }
           }
           if (hit) {
             const float v = tile[q * tile_plane + ly * tile_w + lx];
