@@ -244,20 +244,23 @@ GemmTile gemm_tile(std::int64_t channels) {
 
 // direct.glsl: 512 outputs per workgroup as a TH x TW tile of TP planes;
 // shared capacities mirror the shader.
-constexpr std::int64_t kDirectOutputs = 512, kDirectTileCap = 2048, kDirectWeightCap = 512;
+// The staged input takes 2048 floats (8 KiB), or 4096 where no tile fits that
+// (strided images); a specialization constant sizes it.
+constexpr std::int64_t kDirectOutputs = 512, kDirectWeightCap = 512;
+constexpr std::int64_t kDirectTileCaps[] = {2048, 4096};
 constexpr std::int64_t kDirectMaxChannels = 8;  // output channels per group served by direct.glsl
 
 struct DirectTile {
   std::int64_t th = 0, tw = 0, tp = 0;  // output rows, columns, planes
   std::int64_t rows = 0, pitch = 0;     // staged source rows and columns of one plane
-  std::int64_t workgroups = 0;
+  std::int64_t workgroups = 0, cap = 0;  // workgroups; floats of staged input
 };
 
-// The direct kernel's tile for `planes` output planes of oh x ow, or none
-// (tp == 0) where no tile fits shared memory: the fitting power-of-two shape
-// with the least work, counted as workgroups x (multiply-adds + 2 x staged
-// loads); ties go to wider tiles (coalesced rows), then fewer planes.
-DirectTile direct_tile(const Relation& r, bool wide, std::int64_t ob, std::int64_t planes) {
+// The direct kernel's tile for `planes` output planes of oh x ow within `cap`
+// floats of staged input, or none (tp == 0) where none fits: the power-of-two
+// shape with the least work, counted as workgroups x (multiply-adds + 2 x
+// staged loads); ties go to wider tiles (coalesced rows), then fewer planes.
+DirectTile direct_tile(const Relation& r, bool wide, std::int64_t ob, std::int64_t planes, std::int64_t cap) {
   const std::int64_t oh = wide ? r.hw : r.hn, ow = wide ? r.ww : r.wn;
   // Rows of at least 32 columns (128 bytes) where the output is that wide.
   std::int64_t tw_min = 8;
@@ -275,7 +278,8 @@ DirectTile direct_tile(const Relation& r, bool wide, std::int64_t ob, std::int64
         t.rows = (t.th - 1 + (r.kh - 1) * r.dh + r.sh - 1) / r.sh + 1;
         t.pitch = (t.tw - 1 + (r.kw - 1) * r.dw + r.sw - 1) / r.sw + 1;
       }
-      if (tp * t.rows * t.pitch > kDirectTileCap || tp * ob * r.kh * r.kw > kDirectWeightCap) continue;
+      if (tp * t.rows * t.pitch > cap || tp * ob * r.kh * r.kw > kDirectWeightCap) continue;
+      t.cap = cap;
       t.workgroups = ((oh + t.th - 1) / t.th) * ((ow + t.tw - 1) / t.tw) * ((planes + tp - 1) / tp);
       const std::int64_t staged = (tp * t.rows * t.pitch + 127) / 128 * 128;  // 128 invocations stage
       const double cost = double(t.workgroups) * double(kDirectOutputs * ob * r.kh * r.kw + 2 * staged);
@@ -302,11 +306,13 @@ std::vector<ComputeDispatch> lower_conv(const Relation& r, bool wide, const Matr
   if (r.groups > 1 && cols <= kDirectMaxChannels) {
     const std::int64_t ob = cols == 1 ? 1 : 4;
     const std::int64_t planes = r.n * r.groups * ((cols + ob - 1) / ob);
-    const DirectTile t = direct_tile(r, wide, ob, planes);
+    DirectTile t;
+    for (std::int64_t cap : kDirectTileCaps)
+      if (t.tp == 0) t = direct_tile(r, wide, ob, planes, cap);
     if (t.tp > 0) {
       const std::int64_t tiles_x = ((wide ? r.ww : r.wn) + t.tw - 1) / t.tw;
       d.kernel = ob == 1 ? "ml/conv/direct_ob1" : "ml/conv/direct_ob4";
-      d.specialization = {wide ? 1u : 0u, u32(t.tw), u32(t.tp)};
+      d.specialization = {wide ? 1u : 0u, u32(t.tw), u32(t.tp), u32(t.cap)};
       d.push = relation_push(r, bias.defined(), u32(t.rows), u32(t.pitch), u32(tiles_x));
       d.groups = {static_cast<std::uint64_t>(t.workgroups / ((planes + t.tp - 1) / t.tp)),
                   static_cast<std::uint64_t>((planes + t.tp - 1) / t.tp), 1};

@@ -28,7 +28,7 @@ layout(local_size_x = 128) in;
 const uint ROWS = 4u;  // outputs per invocation
 const uint TH = 4u * 128u / (TW * TP);
 const uint PLANE = TH * TW;    // outputs per plane
-const uint TILE_CAP = 2048u;   // floats of staged input (host checks the fit)
+layout(constant_id = 3) const uint TILE_CAP = 2048;  // floats of staged input (host checks the fit)
 const uint WEIGHT_CAP = 512u;  // floats of staged weights
 
 layout(std430, binding = 0) readonly buffer Src { float src[]; };
