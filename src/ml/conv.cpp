@@ -242,9 +242,55 @@ GemmTile gemm_tile(std::int64_t channels) {
   return {kernels::ml_conv_igemm_64x16, 64, 16};
 }
 
-// direct.glsl: 16 x 32 output tiles; shared capacities mirror the shader.
-constexpr std::int64_t kDirectTileH = 16, kDirectTileW = 32, kDirectTileCap = 2048, kDirectWeightCap = 512;
+// direct.glsl: 512 outputs per workgroup as a TH x TW tile of TP planes;
+// shared capacities mirror the shader.
+// The staged input takes 2048 floats (8 KiB), or 4096 where no tile fits that
+// (strided images); a specialization constant sizes it.
+constexpr std::int64_t kDirectOutputs = 512, kDirectWeightCap = 512;
+constexpr std::int64_t kDirectTileCaps[] = {2048, 4096};
 constexpr std::int64_t kDirectMaxChannels = 8;  // output channels per group served by direct.glsl
+
+struct DirectTile {
+  std::int64_t th = 0, tw = 0, tp = 0;  // output rows, columns, planes
+  std::int64_t rows = 0, pitch = 0;     // staged source rows and columns of one plane
+  std::int64_t workgroups = 0, cap = 0;  // workgroups; floats of staged input
+};
+
+// The direct kernel's tile for `planes` output planes of oh x ow within `cap`
+// floats of staged input, or none (tp == 0) where none fits: the power-of-two
+// shape with the least work, counted as workgroups x (multiply-adds + 2 x
+// staged loads); ties go to wider tiles (coalesced rows), then fewer planes.
+DirectTile direct_tile(const Relation& r, bool wide, std::int64_t ob, std::int64_t planes, std::int64_t cap) {
+  const std::int64_t oh = wide ? r.hw : r.hn, ow = wide ? r.ww : r.wn;
+  // Rows of at least 32 columns (128 bytes) where the output is that wide.
+  std::int64_t tw_min = 8;
+  while (tw_min < 32 && tw_min < ow) tw_min *= 2;
+  DirectTile best;
+  double best_cost = 0;
+  for (std::int64_t tw = kDirectOutputs; tw >= tw_min; tw /= 2) {
+    for (std::int64_t tp = 1; tp <= 8 && tw * tp <= kDirectOutputs; tp *= 2) {
+      DirectTile t{kDirectOutputs / (tw * tp), tw, tp};
+      if (!wide) {
+        t.rows = (t.th - 1) * r.sh + (r.kh - 1) * r.dh + 1;
+        t.pitch = (t.tw - 1) * r.sw + (r.kw - 1) * r.dw + 1;
+      } else {
+        // The tile origin's residue modulo the stride adds at most stride - 1.
+        t.rows = (t.th - 1 + (r.kh - 1) * r.dh + r.sh - 1) / r.sh + 1;
+        t.pitch = (t.tw - 1 + (r.kw - 1) * r.dw + r.sw - 1) / r.sw + 1;
+      }
+      if (tp * t.rows * t.pitch > cap || tp * ob * r.kh * r.kw > kDirectWeightCap) continue;
+      t.cap = cap;
+      t.workgroups = ((oh + t.th - 1) / t.th) * ((ow + t.tw - 1) / t.tw) * ((planes + tp - 1) / tp);
+      const std::int64_t staged = (tp * t.rows * t.pitch + 127) / 128 * 128;  // 128 invocations stage
+      const double cost = double(t.workgroups) * double(kDirectOutputs * ob * r.kh * r.kw + 2 * staged);
+      if (best.tp == 0 || cost < best_cost) {
+        best = t;
+        best_cost = cost;
+      }
+    }
+  }
+  return best;
+}
 
 // Computes `dst` (narrow when !wide, wide when wide) from `src` through the
 // weight; adds bias when defined. Grouped convolutions with few output
@@ -257,28 +303,21 @@ std::vector<ComputeDispatch> lower_conv(const Relation& r, bool wide, const Matr
   ComputeDispatch d;
   d.bindings = {BufferBinding::read(src.storage()), BufferBinding::read(weight.storage()), bias_binding,
                 BufferBinding::write(dst.storage())};
-  // Staged tile of the direct kernel (rows, pitch): the source rows and columns
-  // that a 16 x 32 output tile reaches.
-  std::int64_t tile_h, tile_w;
-  if (!wide) {
-    tile_h = (kDirectTileH - 1) * r.sh + (r.kh - 1) * r.dh + 1;
-    tile_w = (kDirectTileW - 1) * r.sw + (r.kw - 1) * r.dw + 1;
-  } else {
-    tile_h = (kDirectTileH - 1 + (r.kh - 1) * r.dh) / r.sh + 2;
-    tile_w = (kDirectTileW - 1 + (r.kw - 1) * r.dw) / r.sw + 2;
-  }
-  const std::uint32_t ob = cols == 1 ? 1 : 4;
-  const bool direct = r.groups > 1 && cols <= kDirectMaxChannels && tile_h * tile_w <= kDirectTileCap &&
-                      ob * r.kh * r.kw <= kDirectWeightCap;
-  if (direct) {
-    const std::int64_t oh = wide ? r.hw : r.hn, ow = wide ? r.ww : r.wn;
-    const std::int64_t tiles_x = (ow + kDirectTileW - 1) / kDirectTileW, tiles_y = (oh + kDirectTileH - 1) / kDirectTileH;
-    const std::int64_t blocks = (cols + ob - 1) / ob;
-    d.kernel = ob == 1 ? kernels::ml_conv_direct_ob1 : kernels::ml_conv_direct_ob4;
-    d.specialization = {wide ? 1u : 0u};
-    d.push = relation_push(r, bias.defined(), u32(tile_h), u32(tile_w), u32(tiles_x));
-    d.groups = {static_cast<std::uint64_t>(tiles_x * tiles_y), static_cast<std::uint64_t>(r.n * r.groups * blocks), 1};
-    return {std::move(d)};
+  if (r.groups > 1 && cols <= kDirectMaxChannels) {
+    const std::int64_t ob = cols == 1 ? 1 : 4;
+    const std::int64_t planes = r.n * r.groups * ((cols + ob - 1) / ob);
+    DirectTile t;
+    for (std::int64_t cap : kDirectTileCaps)
+      if (t.tp == 0) t = direct_tile(r, wide, ob, planes, cap);
+    if (t.tp > 0) {
+      const std::int64_t tiles_x = ((wide ? r.ww : r.wn) + t.tw - 1) / t.tw;
+      d.kernel = ob == 1 ? kernels::ml_conv_direct_ob1 : kernels::ml_conv_direct_ob4;
+      d.specialization = {wide ? 1u : 0u, u32(t.tw), u32(t.tp), u32(t.cap)};
+      d.push = relation_push(r, bias.defined(), u32(t.rows), u32(t.pitch), u32(tiles_x));
+      d.groups = {static_cast<std::uint64_t>(t.workgroups / ((planes + t.tp - 1) / t.tp)),
+                  static_cast<std::uint64_t>((planes + t.tp - 1) / t.tp), 1};
+      return {std::move(d)};
+    }
   }
   const GemmTile t = gemm_tile(cols);
   std::int64_t positions, phases = 1;
@@ -296,10 +335,11 @@ std::vector<ComputeDispatch> lower_conv(const Relation& r, bool wide, const Matr
   return {std::move(d)};
 }
 
-// Splits of a long reduction: enough workgroups to fill a large GPU, at most 64
-// partial results, each split at least `min_per_split` items.
-std::int64_t split_count(std::int64_t tiles, std::int64_t items, std::int64_t min_per_split) {
-  const std::int64_t want = std::max<std::int64_t>(1, 512 / std::max<std::int64_t>(tiles, 1));
+// Splits of a long reduction: about `workgroups` workgroups in all (enough to
+// fill a large GPU), at most 64 partial results, each split at least
+// `min_per_split` items.
+std::int64_t split_count(std::int64_t tiles, std::int64_t items, std::int64_t min_per_split, std::int64_t workgroups) {
+  const std::int64_t want = std::max<std::int64_t>(1, workgroups / std::max<std::int64_t>(tiles, 1));
   return std::clamp<std::int64_t>(std::min(want, items / min_per_split), 1, 64);
 }
 
@@ -322,8 +362,11 @@ void lower_weight_grad(const Relation& r, const Matrix& narrow, const Matrix& wi
                        std::vector<ComputeDispatch>& out, std::vector<Matrix>& scratch) {
   const std::int64_t cng = r.cn / r.groups, k = (r.cw / r.groups) * r.kh * r.kw;
   const std::int64_t positions = r.n * r.hn * r.wn, count = r.weight_count();
-  constexpr std::int64_t kSmallK = 16;  // wgrad_small.comp's MAXK
-  const bool small = k <= kSmallK;
+  // Per-channel reduction (ml/conv/wgrad_small<MAXK>): K <= 16 weights, or a
+  // depthwise kernel up to 64 taps (5 x 5, 7 x 7).
+  const bool depthwise = cng == 1 && r.cw == r.groups;
+  const std::int64_t small_k = k <= 16 ? 16 : depthwise && k <= 64 ? 64 : 0;
+  const bool small = small_k > 0;
   // shaders/ml/conv/wgrad_<BO>x<BK>.comp: BO output channels x BK (c, kh, kw) columns.
   struct Tile {
     std::string_view kernel;
@@ -332,7 +375,9 @@ void lower_weight_grad(const Relation& r, const Matrix& narrow, const Matrix& wi
   const Tile t = cng >= 48 ? Tile{kernels::ml_conv_wgrad_64x64, 64, 64} : Tile{kernels::ml_conv_wgrad_16x32, 16, 32};
   constexpr std::int64_t kRm = 16;  // positions per step of wgrad.glsl
   const std::int64_t tiles = small ? r.cn : detail::groups_for(k, t.bk) * detail::groups_for(cng, t.bo) * r.groups;
-  std::int64_t splits = split_count(tiles, positions, small ? 1024 : 4 * kRm);
+  // Depthwise has one workgroup per channel and split: aim for 2048 of them
+  // (about 16 per SM on a large GPU).
+  std::int64_t splits = split_count(tiles, positions, small ? 1024 : 4 * kRm, depthwise ? 2048 : 512);
   std::int64_t chunk = (positions + splits - 1) / splits;
   if (!small) chunk = (chunk + kRm - 1) / kRm * kRm;
   splits = (positions + chunk - 1) / chunk;
@@ -346,7 +391,7 @@ void lower_weight_grad(const Relation& r, const Matrix& narrow, const Matrix& wi
   d.bindings = {BufferBinding::read(narrow.storage()), BufferBinding::read(wide.storage()), BufferBinding::write(target.storage())};
   d.push = relation_push(r, false, u32(splits), u32(chunk), u32(count));
   if (small) {
-    d.kernel = kernels::ml_conv_wgrad_small;
+    d.kernel = small_k == 16 ? kernels::ml_conv_wgrad_small16 : kernels::ml_conv_wgrad_small64;
     d.groups = {static_cast<std::uint64_t>(splits), static_cast<std::uint64_t>(r.cn), 1};
   } else {
     d.kernel = t.kernel;
@@ -360,7 +405,7 @@ void lower_weight_grad(const Relation& r, const Matrix& narrow, const Matrix& wi
 void lower_bias_grad(const Matrix& dy, std::int64_t channels, std::int64_t positions, const Matrix& db,
                      std::vector<ComputeDispatch>& out, std::vector<Matrix>& scratch) {
   const std::int64_t batch = dy.shape()[0], total = batch * positions;
-  std::int64_t splits = split_count(channels, total, 4096);
+  std::int64_t splits = split_count(channels, total, 4096, 512);
   const std::int64_t per_split = (total + splits - 1) / splits;
   splits = (total + per_split - 1) / per_split;
   Matrix target = db;

@@ -424,6 +424,24 @@ TEST(ConvGrad, LongReductions) {
   }
 }
 
+// Depthwise shapes that reach each tile of the direct kernel (1 x 512 rows
+// across several tiles, several planes per workgroup for small images, the
+// larger staging of strided images) and
+// both per-channel weight-gradient variants (K <= 16, and 5 x 5 / 7 x 7 taps):
+// forward, input and weight gradients; kernels 3-7, strides 1-2, dilations,
+// paddings, transposed included.
+TEST(ConvGrad, DepthwiseTiles) {
+  for (const auto& k : {conv1d(1, 2, 2, 1026, 3, params1(1, 0, 1, 2)), conv1d(1, 4, 4, 1100, 3, params1(1, 1, 1, 4)), conv1d(1, 4, 4, 1030, 4, params1(2, 3, 1, 4), false),
+                        conv1d(1, 3, 3, 700, 5, params1(1, 4, 2, 3)), conv1d(1, 4, 4, 600, 7, params1(2, 3, 3, 4)),
+                        conv1d(3, 2, 2, 520, 6, params1(1, 5, 1, 2)), tconv1d(1, 4, 4, 600, 3, params1(2, 1, 1, 4, 1)),
+                        tconv1d(1, 2, 2, 530, 7, params1(1, 3, 2, 2), false),
+                        conv2d(2, 6, 6, 7, 7, 7, 7, params({1, 1}, {3, 3}, {1, 1}, 6)),
+                        conv2d(1, 4, 4, 14, 14, 5, 5, params({2, 2}, {2, 2}, {1, 1}, 4)),
+                        conv2d(1, 3, 3, 40, 38, 3, 3, params({2, 2}, {1, 1}, {1, 1}, 3)),
+                        conv2d(1, 2, 2, 20, 70, 3, 3, params({1, 1}, {1, 1}, {2, 1}, 2), false)})
+    check_gradients(k);
+}
+
 TEST(ConvExact, DepthwiseWeightGradient) {
   const Matrix x = Matrix::ones({1, 24, 6, 6});
   const oa::ml::Parameter w("weight", Matrix::ones({24, 1, 3, 3}));

@@ -1,6 +1,7 @@
-#version 450
+#ifndef OA_CONV_WGRAD_SMALL_GLSL
+#define OA_CONV_WGRAD_SMALL_GLSL
 // Weight gradient for few weights per output channel (depthwise and small
-// grouped kernels: K = CWg * KH * KW <= 16), where a GEMM tile would be mostly
+// grouped kernels: K = CWg * KH * KW <= MAXK), where a GEMM tile would be mostly
 // padding. Workgroup (x = split, y = output channel) reduces the split's range
 // of narrow positions m = (n, yn, xn):
 //   dW[o, k = (c, kh, kw)] = sum_m D[n, o, yn, xn] * wide[n, g*CWg + c, yn*sh - ph + kh*dh, xn*sw - pw + kw*dw]
@@ -8,18 +9,25 @@
 // the workgroup then adds the 256 invocations' sums (common/reduce.glsl), one
 // weight at a time. Splits write partial results (aux2 floats apart) that ml/conv/reduce sums
 // in a fixed order. Push aux0: splits; aux1: positions per split.
+// MAXK is fixed by the including variant file (wgrad_small<MAXK>.comp defines
+// OA_MAXK) so the accumulators unroll into registers; the per-weight offsets
+// live in shared memory, read uniformly.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "ml/conv/geometry.glsl"
 #include "common/reduce.glsl"
 
 layout(local_size_x = 256) in;
-const uint MAXK = 16u;
+const uint MAXK = OA_MAXK;
 
 layout(std430, binding = 0) readonly buffer Narrow { float dn[]; };
 layout(std430, binding = 1) readonly buffer Wide { float xw[]; };
 layout(std430, binding = 2) writeonly buffer Out { float dw[]; };
 OA_CONV_PUSH
+
+shared uint k_off[MAXK];  // wide channel plane of weight k
+shared int k_dy[MAXK];    // its row offset kh * dh
+shared int k_dx[MAXK];    // its column offset kw * dw
 
 void main() {
   const uint tid = gl_LocalInvocationID.x;
@@ -34,10 +42,7 @@ void main() {
   const uint m_begin = split * pc.aux1;
   const uint m_end = min(M, m_begin + pc.aux1);
 
-  uint k_off[MAXK];
-  int k_dy[MAXK];
-  int k_dx[MAXK];
-  [[unroll]] for (uint k = 0u; k < MAXK; ++k) {
+  for (uint k = tid; k < MAXK; k += 256u) {
     const uint kk = min(k, K - 1u);
     const uint c = kk / khw;
     const uint rem = kk - c * khw;
@@ -46,6 +51,7 @@ void main() {
     k_dy[k] = int(kh * pc.dh);
     k_dx[k] = int((rem - kh * pc.kw) * pc.dw);
   }
+  barrier();
   float acc[MAXK];
   [[unroll]] for (uint k = 0u; k < MAXK; ++k) acc[k] = 0.0;
 
@@ -58,9 +64,10 @@ void main() {
     const float d = dn[(n * pc.cn + o) * hwn + p];
     const uint base = n * pc.cw * hww;
     [[unroll]] for (uint k = 0u; k < MAXK; ++k) {
+      if (k >= K) break;  // uniform
       const int iy = iy0 + k_dy[k];
       const int ix = ix0 + k_dx[k];
-      if (k < K && iy >= 0 && iy < int(pc.hw) && ix >= 0 && ix < int(pc.ww))
+      if (iy >= 0 && iy < int(pc.hw) && ix >= 0 && ix < int(pc.ww))
         acc[k] += d * xw[base + k_off[k] + uint(iy) * pc.ww + uint(ix)];
     }
   }
@@ -72,3 +79,5 @@ void main() {
     }
   }
 }
+
+#endif

@@ -1,0 +1,5 @@
+#version 450
+// Per-channel convolution weight gradient, K <= 64 weights per output channel.
+#define OA_MAXK 64
+#extension GL_GOOGLE_include_directive : require
+#include "ml/conv/wgrad_small.glsl"
