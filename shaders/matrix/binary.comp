@@ -5,6 +5,7 @@
 // MODE 0: same shape; 1: b is broadcast; 2: a is broadcast.
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
+#include "common/elementwise_codes.glsl"
 layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint OP = 0;
 layout(constant_id = 1) const uint MODE = 0;
@@ -15,12 +16,12 @@ OA_PUSH_BEGIN uint n; uint base; uint channels; uint inner; OA_PUSH_END
 
 float op(float u, float v) {
   switch (OP) {
-    case 0u: return u + v;
-    case 1u: return u - v;
-    case 2u: return u * v;
-    case 3u: return u / v;
-    case 4u: return max(u, v);
-    case 5u: return min(u, v);
+    case Add: return u + v;
+    case Sub: return u - v;
+    case Mul: return u * v;
+    case Div: return u / v;
+    case Max: return max(u, v);
+    case Min: return min(u, v);
   }
   return u;
 }

@@ -7,6 +7,7 @@
 // evenly, as torch.maximum / torch.minimum do.
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
+#include "common/elementwise_codes.glsl"
 layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint OP = 2;
 layout(constant_id = 1) const uint MODE = 0;
@@ -22,10 +23,10 @@ float pick(bool wins, bool tie) { return wins ? 1.0 : (tie ? 0.5 : 0.0); }
 
 float grad(float g, float u, float v) {
   switch (OP) {
-    case 2u: return WHICH == 0u ? g * v : g * u;
-    case 3u: return WHICH == 0u ? g / v : -g * u / (v * v);
-    case 4u: return g * (WHICH == 0u ? pick(u > v, u == v) : pick(v > u, u == v));
-    case 5u: return g * (WHICH == 0u ? pick(u < v, u == v) : pick(v < u, u == v));
+    case Mul: return WHICH == 0u ? g * v : g * u;
+    case Div: return WHICH == 0u ? g / v : -g * u / (v * v);
+    case Max: return g * (WHICH == 0u ? pick(u > v, u == v) : pick(v > u, u == v));
+    case Min: return g * (WHICH == 0u ? pick(u < v, u == v) : pick(v < u, u == v));
   }
   return g;
 }

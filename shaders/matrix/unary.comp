@@ -3,6 +3,7 @@
 // affine y = a * x + b.
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
+#include "common/elementwise_codes.glsl"
 #include "common/math.glsl"
 layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint OP = 0;
@@ -12,21 +13,21 @@ OA_PUSH_BEGIN uint n; float a; float b; OA_PUSH_END
 
 float f(float v) {
   switch (OP) {
-    case 0u: return -v;
-    case 1u: return exp(v);
-    case 2u: return log(v);
-    case 3u: return sqrt(v);
-    case 4u: return max(v, 0.0);
-    case 5u: return oa_gelu(v);
-    case 6u: return oa_tanh(v);
-    case 7u: return oa_sigmoid(v);
-    case 8u: return min(max(v, pc.a), pc.b);
-    case 9u: return pc.a * v + pc.b;
-    case 10u: return abs(v);
-    case 11u: return v * v;
-    case 12u: return inversesqrt(v);
-    case 13u: return 1.0 / v;
-    case 14u: return v * oa_sigmoid(v);
+    case Neg: return -v;
+    case Exp: return exp(v);
+    case Log: return log(v);
+    case Sqrt: return sqrt(v);
+    case Relu: return max(v, 0.0);
+    case Gelu: return oa_gelu(v);
+    case Tanh: return oa_tanh(v);
+    case Sigmoid: return oa_sigmoid(v);
+    case Clamp: return min(max(v, pc.a), pc.b);
+    case Affine: return pc.a * v + pc.b;
+    case Abs: return abs(v);
+    case Square: return v * v;
+    case Rsqrt: return inversesqrt(v);
+    case Reciprocal: return 1.0 / v;
+    case Silu: return v * oa_sigmoid(v);
   }
   return v;
 }

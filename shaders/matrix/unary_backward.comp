@@ -6,6 +6,7 @@
 // the affine scale a.
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
+#include "common/elementwise_codes.glsl"
 #include "common/math.glsl"
 layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint OP = 0;
@@ -16,21 +17,21 @@ OA_PUSH_BEGIN uint n; float a; float b; OA_PUSH_END
 
 float df(float g, float v) {
   switch (OP) {
-    case 0u: return -g;                                      // neg
-    case 1u: return g * v;                                   // exp: y
-    case 2u: return g / v;                                   // log: 1 / x
-    case 3u: return 0.5 * g / v;                             // sqrt: 1 / (2 y)
-    case 4u: return v > 0.0 ? g : 0.0;                       // relu: x > 0
-    case 5u: return g * oa_gelu_grad(v);                     // gelu
-    case 6u: return g * (1.0 - v * v);                       // tanh: 1 - y^2
-    case 7u: return g * v * (1.0 - v);                       // sigmoid: y (1 - y)
-    case 8u: return v >= pc.a && v <= pc.b ? g : 0.0;        // clamp: inside [low, high]
-    case 9u: return g * pc.a;                                // affine
-    case 10u: return v > 0.0 ? g : (v < 0.0 ? -g : 0.0);     // abs: sign(x)
-    case 11u: return 2.0 * g * v;                            // square
-    case 12u: return -0.5 * g * v * v * v;                   // rsqrt: -y^3 / 2
-    case 13u: return -g * v * v;                             // reciprocal: -y^2
-    case 14u: return g * oa_silu_grad(v);                    // silu
+    case Neg: return -g;                                      // neg
+    case Exp: return g * v;                                   // exp: y
+    case Log: return g / v;                                   // log: 1 / x
+    case Sqrt: return 0.5 * g / v;                             // sqrt: 1 / (2 y)
+    case Relu: return v > 0.0 ? g : 0.0;                       // relu: x > 0
+    case Gelu: return g * oa_gelu_grad(v);                     // gelu
+    case Tanh: return g * (1.0 - v * v);                       // tanh: 1 - y^2
+    case Sigmoid: return g * v * (1.0 - v);                       // sigmoid: y (1 - y)
+    case Clamp: return v >= pc.a && v <= pc.b ? g : 0.0;        // clamp: inside [low, high]
+    case Affine: return g * pc.a;                                // affine
+    case Abs: return v > 0.0 ? g : (v < 0.0 ? -g : 0.0);     // abs: sign(x)
+    case Square: return 2.0 * g * v;                            // square
+    case Rsqrt: return -0.5 * g * v * v * v;                   // rsqrt: -y^3 / 2
+    case Reciprocal: return -g * v * v;                             // reciprocal: -y^2
+    case Silu: return g * oa_silu_grad(v);                    // silu
   }
   return g;
 }

@@ -20,9 +20,21 @@ using runtime::BufferBinding;
 using runtime::ComputeDispatch;
 
 // Op codes of matrix/unary.comp and matrix/unary_backward.comp.
-enum UnaryCode : std::uint32_t { Neg, Exp, Log, Sqrt, Relu, Gelu, Tanh, Sigmoid, Clamp, Affine, Abs, Square, Rsqrt, Reciprocal, Silu };
+#define OA_UNARY_CODE(name, value) name = value,
+#define OA_BINARY_CODE(name, value)
+enum UnaryCode : std::uint32_t {
+#include "common/elementwise_codes.h"
+};
+#undef OA_UNARY_CODE
+#undef OA_BINARY_CODE
 // Op codes of matrix/binary.comp and matrix/binary_backward.comp.
-enum BinaryCode : std::uint32_t { Add, Sub, Mul, Div, Max, Min };
+#define OA_UNARY_CODE(name, value)
+#define OA_BINARY_CODE(name, value) name = value,
+enum BinaryCode : std::uint32_t {
+#include "common/elementwise_codes.h"
+};
+#undef OA_UNARY_CODE
+#undef OA_BINARY_CODE
 
 struct ClampAttributes {
   float low = 0, high = 0;
