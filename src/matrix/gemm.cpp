@@ -27,6 +27,16 @@ constexpr std::int64_t kBusyGroups = 256;
 constexpr std::int64_t kSplitMinK = 128;  // K per split at least
 constexpr std::int64_t kMaxSplits = 16;
 
+// matrix/gemm_skinny, for M <= kSkinnyRows: 256 invocations per workgroup, a
+// strip of kSkinnyStrip columns, K ranges that are multiples of kSkinnyStep.
+// The op reads B once, so it splits K until about four workgroups per SM stream B.
+constexpr std::int64_t kSkinnyRows = 16;
+constexpr std::uint32_t kSkinnyThreads = 256;
+constexpr std::int64_t kSkinnyStrip = 128, kSkinnyStep = 32;
+constexpr std::int64_t kSkinnyBusyGroups = 512;
+constexpr std::int64_t kSkinnySplitMinK = 256;
+constexpr std::int64_t kSkinnyMaxSplits = 32;
+
 std::uint32_t threads(const Tile& t) { return (t.bm / t.tm) * (t.bn / t.tn); }
 std::uint64_t shared_bytes(const Tile& t) { return std::uint64_t{t.bk} * (t.bm + 4 + t.bn + 4) * 4; }
 bool fits(const DeviceInfo& d, const Tile& t) {
@@ -40,6 +50,23 @@ const Tile& choose_tile(const DeviceInfo& d, const GemmProblem& p) {
   if (p.m > 64 && p.n > 64 && fits(d, kLarge) && tile_count(p, kLarge) >= kBusyGroups) return kLarge;
   if (p.m > 32 && p.n > 32 && fits(d, kMedium)) return kMedium;
   return kSmall;
+}
+
+bool skinny(const DeviceInfo& d, const GemmProblem& p) {
+  return p.m <= kSkinnyRows && kSkinnyThreads <= d.max_workgroup_invocations && kSkinnyThreads <= d.max_workgroup_size[0];
+}
+
+// K ranges for `groups` workgroups per split: one range of K rounded up to `step`,
+// or, below `busy` groups, up to `max_splits` ranges of at least `min_k` (multiples of `step`).
+struct SplitK {
+  std::int64_t splits, kchunk;
+};
+SplitK split_k(std::int64_t k, std::int64_t groups, std::int64_t busy, std::int64_t min_k, std::int64_t max_splits,
+               std::int64_t step) {
+  if (groups >= busy || k < 2 * min_k) return {1, ceil_div(k, step) * step};
+  const std::int64_t want = std::min({ceil_div(busy, groups), k / min_k, max_splits});
+  const std::int64_t kchunk = ceil_div(ceil_div(k, want), step) * step;
+  return {ceil_div(k, kchunk), kchunk};
 }
 
 template <typename... Args>
@@ -122,16 +149,28 @@ std::vector<ComputeDispatch> lower_gemm(const Engine& engine, const GemmProblem&
     return out;
   }
 
-  const Tile& t = choose_tile(dev, p);
-  std::int64_t splits = 1, kchunk = ceil_div(p.k, t.bk) * t.bk;
-  if (const std::int64_t groups = tile_count(p, t); groups < kBusyGroups && p.k >= 2 * kSplitMinK) {
-    const std::int64_t want = std::min({ceil_div(kBusyGroups, groups), p.k / kSplitMinK, kMaxSplits});
-    kchunk = ceil_div(ceil_div(p.k, want), t.bk) * t.bk;
-    splits = ceil_div(p.k, kchunk);
-  }
   const bool vec_a = (p.trans_a ? p.m : p.k) % 4 == 0 && p.a.offset % 4 == 0 && p.a.batch_stride % 4 == 0;
   const bool vec_b = (p.trans_b ? p.k : p.n) % 4 == 0 && p.b.offset % 4 == 0 && p.b.batch_stride % 4 == 0;
-  const bool vec_c = p.n % 4 == 0 && (splits > 1 || (p.c.offset % 4 == 0 && p.c.batch_stride % 4 == 0));
+  // The kernel, its specialization, workgroups per item and split (x, y) and the K split.
+  std::string_view kernel;
+  std::vector<std::uint32_t> spec;
+  std::int64_t gx = 0, gy = 1;
+  SplitK sk{};
+  if (skinny(dev, p)) {
+    gx = ceil_div(p.n, kSkinnyStrip);
+    sk = split_k(p.k, p.batch * gx, kSkinnyBusyGroups, kSkinnySplitMinK, kSkinnyMaxSplits, kSkinnyStep);
+    kernel = kernels::matrix_gemm_skinny;
+    spec = {u32(p.m), p.trans_a, p.trans_b, !p.trans_a && vec_a, vec_b};
+  } else {
+    const Tile& t = choose_tile(dev, p);
+    gx = ceil_div(p.n, t.bn);
+    gy = ceil_div(p.m, t.bm);
+    sk = split_k(p.k, tile_count(p, t), kBusyGroups, kSplitMinK, kMaxSplits, t.bk);
+    const bool vec_c = p.n % 4 == 0 && (sk.splits > 1 || (p.c.offset % 4 == 0 && p.c.batch_stride % 4 == 0));
+    kernel = kernels::matrix_gemm;
+    spec = {threads(t), t.bm, t.bn, t.bk, t.tm, t.tn, p.trans_a, p.trans_b, vec_a, vec_b, vec_c};
+  }
+  const std::int64_t splits = sk.splits, kchunk = sk.kchunk;
 
   const std::int64_t per = window_batch(engine, {{p.a.batch_stride, a_ext},
                                                  {p.b.batch_stride, b_ext},
@@ -149,8 +188,8 @@ std::vector<ComputeDispatch> lower_gemm(const Engine& engine, const GemmProblem&
     const ElementWindow& dst = work ? *work : c;
 
     ComputeDispatch d;
-    d.kernel = kernels::matrix_gemm;
-    d.specialization = {threads(t), t.bm, t.bn, t.bk, t.tm, t.tn, p.trans_a, p.trans_b, vec_a, vec_b, vec_c};
+    d.kernel = kernel;
+    d.specialization = spec;
     d.bindings = {a.binding, b.binding, dst.binding, bias && !work ? bias->binding : a.binding};
     auto stride = [&](const GemmOperand& o) { return u32(q > 1 ? o.batch_stride : 0); };
     d.push.u32(u32(p.m)).u32(u32(p.n)).u32(u32(p.k)).u32(u32(splits)).u32(u32(kchunk));
@@ -160,7 +199,7 @@ std::vector<ComputeDispatch> lower_gemm(const Engine& engine, const GemmProblem&
     } else {
       d.push.u32(c.offset).u32(stride(p.c)).u32(0).u32(bias ? bias->offset : 0).f32(p.alpha).f32(p.beta).u32(bias ? 1 : 0);
     }
-    d.groups = {groups_for(p.n, t.bn), groups_for(p.m, t.bm), static_cast<std::uint64_t>(q * splits)};
+    d.groups = {static_cast<std::uint64_t>(gx), static_cast<std::uint64_t>(gy), static_cast<std::uint64_t>(q * splits)};
     out.push_back(std::move(d));
     if (work) {
       ElementWindow partials = *work;

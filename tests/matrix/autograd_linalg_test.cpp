@@ -83,6 +83,15 @@ TEST(AutogradLinalg, MatMulNtGradients) {
     check_product(true, c, seed += 2);
 }
 
+TEST(AutogradLinalg, FewRowGradients) {
+  // Products with M <= 16 rows per item (the skinny GEMM), odd K and N, batched and broadcast.
+  std::uint64_t seed = 200;
+  for (const ProductCase& c : std::vector<ProductCase>{{{1, 37}, {37, 130}}, {{2, 16, 9}, {9, 5}}, {{2, 1, 33}, {2, 33, 7}}})
+    check_product(false, c, seed += 2);
+  for (const ProductCase& c : std::vector<ProductCase>{{{1, 261}, {7, 261}}, {{2, 2, 33}, {2, 5, 33}}, {{3, 16, 8}, {36, 8}}})
+    check_product(true, c, seed += 2);
+}
+
 TEST(AutogradLinalg, ProductBackwardTraceAndSavedValues) {
   auto x = Matrix::uniform({6, 4}, -1, 1, 1);                         // data: no gradient
   auto w = oa::set_requires_grad(Matrix::uniform({3, 4}, -1, 1, 2));  // weight [N, K]

@@ -195,6 +195,54 @@ TEST(MatrixGemm, LargeTileForManyBigTiles) {
   expect_gemm(p, a, b, std::vector<float>(batch * m * n, 0.0f), nullptr);
 }
 
+TEST(MatrixGemm, SkinnyRowsEveryLayout) {
+  // M <= 16 takes matrix/gemm_skinny: odd and vec4-aligned sizes, batches
+  // (packed, broadcast, padded), beta and bias, and K long enough to split.
+  std::vector<std::function<void()>> checks;
+  std::uint32_t seed = 200;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (std::int64_t m : {1, 2, 7, 16}) {
+        const bool odd = m % 2 == 1;  // half the row counts per shape keeps the pipelines few
+        if (odd) checks.push_back(case_check({1, m, 33, 67, ta, tb, 1.0f, 0.0f, false, 1, -1, 3, -1, 5, -1}, seed++));
+        if (!odd) checks.push_back(case_check({3, m, 17, 1031, ta, tb, -0.5f, 0.75f, true, 0, -1, 2, 0, 0, m * 17 + 3}, seed++));
+        if (odd) checks.push_back(case_check({2, m, 132, 1024, ta, tb, 1.0f, 1.0f, true, 4, 0, 8, -1, 12, -1}, seed++));
+        if (!odd) checks.push_back(case_check({2, m, 129, 5, ta, tb, 2.0f, 0.0f, false, 0, -1, 0, -1, 0, -1}, seed++));
+        if (m == 1) checks.push_back(case_check({2, m, 7, 0, ta, tb, 1.0f, 0.5f, true, 0, -1, 0, -1, 1, -1}, seed++));
+      }
+  run_checks(checks);
+}
+
+TEST(MatrixGemm, SkinnyPathForFewRowsIsDeterministic) {
+  // 16 rows take the skinny kernel (here with split K and the epilogue), 17 the
+  // tiled one; repeated runs give bit-identical results.
+  for (std::int64_t m : {16, 17}) {
+    GemmProblem p;
+    p.m = m;
+    p.n = 40;
+    p.k = 2049;
+    p.trans_b = true;
+    const auto a = random_values(p.m * p.k, 61), b = random_values(p.k * p.n, 62);
+    const Matrix ma = Matrix::from_vector({p.m, p.k}, a), mb = Matrix::from_vector({p.n, p.k}, b);
+    const Matrix c1 = Matrix::empty({p.m, p.n}), c2 = Matrix::empty({p.m, p.n});
+    p.a = {&ma};
+    p.b = {&mb};
+    p.c = {&c1};
+    const auto ds = run(p);
+    ASSERT_FALSE(ds.empty());
+    EXPECT_EQ(ds[0].kernel, m <= 16 ? "matrix/gemm_skinny" : "matrix/gemm");
+    if (m <= 16) {
+      ASSERT_EQ(ds.size(), 2u);
+      EXPECT_GT(ds[0].groups[2], 1u);  // the K splits
+      EXPECT_EQ(ds[1].kernel, "matrix/gemm_epilogue");
+    }
+    p.c = {&c2};
+    run(p);
+    EXPECT_EQ(c1.to_vector(), c2.to_vector());
+    expect_gemm(p, a, b, std::vector<float>(p.m * p.n, 0.0f), nullptr);
+  }
+}
+
 TEST(MatrixGemm, InconsistentProblemIsInternalError) {
   const Matrix a = Matrix::zeros({10}), b = Matrix::zeros({10}), c = Matrix::zeros({4});
   GemmProblem p;

@@ -241,6 +241,25 @@ TEST(AttentionBmm, BackwardMatchesReference) {
   }
 }
 
+TEST(AttentionBmm, FewRowsForwardAndBackward) {
+  // M = 1 and 16 rows per item (the skinny GEMM) with odd K and P, every layout.
+  for (auto layout : {ml::BmmLayout::NN, ml::BmmLayout::NT, ml::BmmLayout::TN})
+    for (std::int64_t m : {1, 16}) {
+      const BmmCase c{layout, 3, m, 301, 37};
+      auto av = random_floats(static_cast<std::size_t>(c.a_shape().numel()), 61);
+      auto bv = random_floats(static_cast<std::size_t>(c.b_shape().numel()), 62);
+      auto gv = random_floats(static_cast<std::size_t>(c.n * c.m * c.p), 63);
+      auto a = Matrix::from_vector(c.a_shape(), av), b = Matrix::from_vector(c.b_shape(), bv);
+      const std::string name = std::string(kBmmNames[static_cast<int>(layout)]) + " m " + std::to_string(m);
+      EXPECT_TRUE(oa_test::near(run_bmm(layout, a, b).to_vector(), c.reference(to_f64(av), to_f64(bv)), kAtol, kRtol)) << name;
+      auto g = ml::bmm_backward(layout, a, b, Matrix::from_vector({c.n, c.m, c.p}, gv));
+      Vec da, db;
+      bmm_reference_grads(c, av, bv, gv, da, db);
+      EXPECT_TRUE(oa_test::near(g.a.to_vector(), da, kAtol, kRtol)) << name;
+      EXPECT_TRUE(oa_test::near(g.b.to_vector(), db, kAtol, kRtol)) << name;
+    }
+}
+
 TEST(AttentionBmm, Errors) {
   oa::TraceCapture trace(engine());
   using oa::ErrorKind;
