@@ -148,8 +148,9 @@ Chunk* Allocator::allocate(std::uint64_t bytes, std::uint64_t completed, bool id
   // preferring a chunk that no access since the last barrier touched: reusing
   // one that was touched costs a barrier, which would put independent work
   // (the q, k and v projections of one input) in a row. When every free chunk
-  // was touched, fresh memory is taken instead, up to kFreshPerEpoch bytes
-  // between two barriers; past that the warmest chunk is reused anyway.
+  // was touched, room left in a held shared block is taken instead (never a
+  // new driver allocation), up to kFreshPerEpoch bytes between two barriers;
+  // otherwise the warmest chunk is reused anyway.
   auto touched = [epoch](const Chunk* c) { return c->hazard_epoch == epoch && c->hazard != 0; };
   auto take = [&](auto&& usable) {
     for (auto it = list.rbegin(); it != list.rend(); ++it)
@@ -171,8 +172,10 @@ Chunk* Allocator::allocate(std::uint64_t bytes, std::uint64_t completed, bool id
           break;
         }
     }
-    if (!home) home = new_block(bytes, cls, completed);
+    // Fresh memory comes only from room in blocks already held: a touched
+    // chunk is reused before the driver is asked for more.
     if (!home && fresh) take([](const Chunk*) { return true; });
+    if (!home && !chunk) home = new_block(bytes, cls, completed);
     if (!home && !chunk) chunk = split_free(cls, completed, idle);
     if (!home && !chunk)
       fail(ErrorKind::ResourceExhausted,

@@ -64,7 +64,8 @@ struct Block {
 // class, reusing freed chunks of the same class at once (stream order: the
 // engine's hazard tracking orders the new user after the old one). A freed
 // chunk that an access since the last barrier touched would cost a barrier;
-// fresh memory is taken instead, up to 64 MiB between two barriers.
+// room left in a held shared block is taken instead (never a new driver
+// allocation), up to 64 MiB between two barriers.
 //
 // Blocks: 64 MiB shared blocks for requests below 16 MiB, a dedicated block
 // for larger ones. Under a limit smaller than a shared block, a new block takes
