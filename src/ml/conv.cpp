@@ -257,18 +257,25 @@ struct DirectTile {
 };
 
 // The direct kernel's tile for `planes` output planes of oh x ow within `cap`
-// floats of staged input, or none (tp == 0) where none fits: the power-of-two
-// shape with the least work, counted as workgroups x (multiply-adds + 2 x
-// staged loads); ties go to wider tiles (coalesced rows), then fewer planes.
+// floats of staged input, or none (tp == 0) where none fits. A 1-D output
+// (oh = 1) takes the power-of-two shape with the least work, counted as
+// workgroups x (multiply-adds + 2 x staged loads); ties go to wider tiles
+// (coalesced rows), then fewer planes; so does an image at most 8 wide. A
+// wider image takes 16 x 32 tiles of one plane in 8 KiB: on the H200 the
+// other shapes ran 1.3-2x slower on the MobileNetV2 and EfficientNet-B0
+// layers of the bench (2026-12-02).
 DirectTile direct_tile(const Relation& r, bool wide, std::int64_t ob, std::int64_t planes, std::int64_t cap) {
   const std::int64_t oh = wide ? r.hw : r.hn, ow = wide ? r.ww : r.wn;
+  const bool image = oh > 1 && ow > 8;
+  if (image && cap != kDirectTileCaps[0]) return {};
   // Rows of at least 32 columns (128 bytes) where the output is that wide.
   std::int64_t tw_min = 8;
   while (tw_min < 32 && tw_min < ow) tw_min *= 2;
+  if (image) tw_min = 32;
   DirectTile best;
   double best_cost = 0;
-  for (std::int64_t tw = kDirectOutputs; tw >= tw_min; tw /= 2) {
-    for (std::int64_t tp = 1; tp <= 8 && tw * tp <= kDirectOutputs; tp *= 2) {
+  for (std::int64_t tw = image ? 32 : kDirectOutputs; tw >= tw_min; tw /= 2) {
+    for (std::int64_t tp = 1; tp <= (image ? 1 : 8) && tw * tp <= kDirectOutputs; tp *= 2) {
       DirectTile t{kDirectOutputs / (tw * tp), tw, tp};
       if (!wide) {
         t.rows = (t.th - 1) * r.sh + (r.kh - 1) * r.dh + 1;
@@ -363,9 +370,9 @@ void lower_weight_grad(const Relation& r, const Matrix& narrow, const Matrix& wi
   const std::int64_t cng = r.cn / r.groups, k = (r.cw / r.groups) * r.kh * r.kw;
   const std::int64_t positions = r.n * r.hn * r.wn, count = r.weight_count();
   // Per-channel reduction (ml/conv/wgrad_small<MAXK>): K <= 16 weights, or a
-  // depthwise kernel up to 64 taps (5 x 5, 7 x 7).
+  // depthwise kernel of 26 to 64 taps (7 x 7; 5 x 5 ran faster on the tiled path).
   const bool depthwise = cng == 1 && r.cw == r.groups;
-  const std::int64_t small_k = k <= 16 ? 16 : depthwise && k <= 64 ? 64 : 0;
+  const std::int64_t small_k = k <= 16 ? 16 : depthwise && k > 25 && k <= 64 ? 64 : 0;
   const bool small = small_k > 0;
   // shaders/ml/conv/wgrad_<BO>x<BK>.comp: BO output channels x BK (c, kh, kw) columns.
   struct Tile {
@@ -377,7 +384,7 @@ void lower_weight_grad(const Relation& r, const Matrix& narrow, const Matrix& wi
   const std::int64_t tiles = small ? r.cn : detail::groups_for(k, t.bk) * detail::groups_for(cng, t.bo) * r.groups;
   // Depthwise has one workgroup per channel and split: aim for 2048 of them
   // (about 16 per SM on a large GPU).
-  std::int64_t splits = split_count(tiles, positions, small ? 1024 : 4 * kRm, depthwise ? 2048 : 512);
+  std::int64_t splits = split_count(tiles, positions, small ? 1024 : 4 * kRm, depthwise && small ? 2048 : 512);
   std::int64_t chunk = (positions + splits - 1) / splits;
   if (!small) chunk = (chunk + kRm - 1) / kRm * kRm;
   splits = (positions + chunk - 1) / chunk;
