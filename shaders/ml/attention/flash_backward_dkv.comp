@@ -1,10 +1,14 @@
 #version 450
 // Flash attention backward, pass 2 of 2: dk and dv.
 // One workgroup: BLOCK_M key rows of one batch-head (grid x = key blocks,
-// y = batch-heads); each key row keeps k (times the sign of scale), v and
+// y = batch-heads) and one range of query_split queries (grid z; a multiple
+// of BLOCK_N); each key row keeps k (times the sign of scale), v and
 // the dk, dv accumulators in registers while query, dO, stats and delta rows
-// stream through shared memory in tiles of BLOCK_N, starting at the first
-// query that can see the block when causal. Per visible pair, with the
+// of its range stream through shared memory in tiles of BLOCK_N, from the
+// first tile with a query that can see the block when causal. Range z writes
+// its partial sums at element offsets z * part_k and z * part_v (a later pass
+// adds the ranges in order when there are several; zeros for a range that
+// no query of it can see). Per visible pair, with the
 // forward's stats (m_i, log2 l_i) (flash_common.glsl):
 // p = exp2((s - m_i) u - log2 l_i), dv += p dO_i, ds = p (dO_i . v - delta_i),
 // dk += ds q_i; finally dk *= scale.
@@ -28,7 +32,7 @@ layout(std430, binding = 7) writeonly buffer DK4 { vec4 dk4_out[]; };
 layout(std430, binding = 8) writeonly buffer DV_ { float dv_out[]; };
 layout(std430, binding = 8) writeonly buffer DV4 { vec4 dv4_out[]; };
 
-OA_PUSH_BEGIN uint heads; uint sq; uint sk; uint dh; uint dv; float scale; uint causal; uint mask_heads; uint mask_sb; uint mask_sh; uint mask_sq; OA_PUSH_END
+OA_PUSH_BEGIN uint heads; uint sq; uint sk; uint dh; uint dv; float scale; uint causal; uint mask_heads; uint mask_sb; uint mask_sh; uint mask_sq; uint query_split; uint part_k; uint part_v; OA_PUSH_END
 
 shared vec4 q_tile[BLOCK_N * KW];
 shared vec4 do_tile[BLOCK_N * VW];
@@ -49,8 +53,8 @@ FLASH_TILE_LOADER(load_do, do_tile, read_do, VW)
 #define DOT_VG(i) if (uint(i) < VL) gp += dot(v##i, do_tile[gb + uint(i) * LANES]);
 #define ACCUMULATE_DV(i) if (uint(i) < VL) dv##i += p * do_tile[gb + uint(i) * LANES];
 #define ACCUMULATE_DK(i) if (uint(i) < KL) dk##i += ds * q_tile[qb + uint(i) * LANES];
-#define STORE_DK(i) if (uint(i) < KL) write_dk(k_at, (uint(i) * LANES + lane) * 4u, pc.dh, dk##i * pc.scale);
-#define STORE_DV(i) if (uint(i) < VL) write_dv(v_at, (uint(i) * LANES + lane) * 4u, pc.dv, dv##i);
+#define STORE_DK(i) if (uint(i) < KL) write_dk(dk_at, (uint(i) * LANES + lane) * 4u, pc.dh, dk##i * pc.scale);
+#define STORE_DV(i) if (uint(i) < VL) write_dv(dv_at, (uint(i) * LANES + lane) * 4u, pc.dv, dv##i);
 
 void main() {
   const uint lane = gl_LocalInvocationID.x % LANES;
@@ -70,13 +74,16 @@ void main() {
   FLASH_REGS(LOAD_K)
   FLASH_REGS(LOAD_V)
 
-  const uint query_begin = pc.causal != 0u ? uint(clamp(int(row0) - diag, 0, int(pc.sq))) : 0u;
-  for (uint i0 = query_begin; i0 < pc.sq; i0 += BLOCK_N) {
+  const uint range0 = OA_GROUP_ID.z * pc.query_split;
+  const uint query_end = min(pc.sq, range0 + pc.query_split);
+  const uint query_begin = pc.causal != 0u ? uint(clamp(int(row0) - diag, int(range0), int(query_end))) : range0;
+  // Tiles start at multiples of BLOCK_N past range0, so none crosses into the next range.
+  for (uint i0 = query_begin - (query_begin - range0) % BLOCK_N; i0 < query_end; i0 += BLOCK_N) {
     barrier();
     load_q(bh, i0, pc.sq, pc.dh, pc.heads);
     load_do(bh, i0, pc.sq, pc.dv, pc.heads);
     for (uint t = gl_LocalInvocationID.x; t < BLOCK_N; t += THREADS) {
-      const bool in_range = i0 + t < pc.sq;
+      const bool in_range = i0 + t < query_end;
       const vec2 st = in_range ? stats_in[bh * pc.sq + i0 + t] : vec2(-OA_INF);
       row_tile[t] = vec3(st, in_range ? delta_in[bh * pc.sq + i0 + t] : 0.0);
     }
@@ -101,6 +108,7 @@ void main() {
   }
 
   if (live) {
+    const uint dk_at = OA_GROUP_ID.z * pc.part_k + k_at, dv_at = OA_GROUP_ID.z * pc.part_v + v_at;
     FLASH_REGS(STORE_DK)
     FLASH_REGS(STORE_DV)
   }

@@ -21,9 +21,8 @@
 #ifndef OA_FLASH_COMMON_GLSL
 #define OA_FLASH_COMMON_GLSL
 #include "common/reduce.glsl"
+#include "ml/attention/flash_layout.glsl"
 
-const float OA_LOG2E = 1.4426950408889634;
-const float OA_LN2 = 0.6931471805599453;
 
 // Numerics shared by the three passes (fixed by MASKED, a specialization
 // constant, so that each variant carries only its own arithmetic):
@@ -64,12 +63,6 @@ const uint KL = KW / LANES;  // vec4s of a head row per lane
 const uint VL = VW / LANES;  // vec4s of a value row per lane
 
 #define FLASH_REGS(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9) M(10) M(11) M(12) M(13) M(14) M(15)
-
-// Element offset of row i of head bh in a tensor with S rows of D columns per head.
-uint flash_row(uint bh, uint i, uint S, uint D, uint heads) {
-  uint b = bh / heads;
-  return ((b * S + i) * heads + (bh - b * heads)) * D;
-}
 
 // Element offset of mask row (bh, i): the mask is read through strides so
 // that one [Sq, Sk] or [B, 1, Sq, Sk] mask serves every head without copies.

@@ -12,6 +12,12 @@
 // Output: o / l, lse = m' (scaled to natural units) + ln l, and stats =
 // (m', log2 l) for the backward; a row with no visible key writes zeros,
 // lse = -inf and stats = (-inf, -inf).
+// PARTIAL (split keys, when the query blocks alone leave the device idle):
+// workgroup z reads only keys [z * key_split, (z + 1) * key_split) and writes
+// its row's unnormalized o at row z * part_rows + bh * sq + i of a dense
+// [ranges * part_rows, dv] tensor (binding 4) and (m', l) at the same row of
+// binding 6; flash_combine.comp merges the ranges.
+// Binding 5 (lse) is not written then.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "common/oa.glsl"
@@ -30,7 +36,8 @@ layout(std430, binding = 5) writeonly buffer Lse { float lse_out[]; };
 layout(std430, binding = 6) writeonly buffer Stats { vec2 stats_out[]; };
 
 // Mask element of (bh, i, j): flash_mask_row(bh, i, mask_heads, mask_sb, mask_sh, mask_sq) + j.
-OA_PUSH_BEGIN uint heads; uint sq; uint sk; uint dh; uint dv; float scale; uint causal; uint mask_heads; uint mask_sb; uint mask_sh; uint mask_sq; OA_PUSH_END
+OA_PUSH_BEGIN uint heads; uint sq; uint sk; uint dh; uint dv; float scale; uint causal; uint mask_heads; uint mask_sb; uint mask_sh; uint mask_sq; uint key_split; uint part_rows; OA_PUSH_END
+layout(constant_id = 6) const bool PARTIAL = false;
 
 const uint CHUNK = 8u;  // keys scored at once (BLOCK_N is a multiple)
 shared vec4 k_tile[BLOCK_N * KW];
@@ -64,18 +71,20 @@ void main() {
   FLASH_REGS(DECLARE)
   FLASH_REGS(LOAD_Q)
 
-  // Keys this block may see, and the last key this row may see.
-  uint key_end = pc.sk;
-  int last_key = int(pc.sk) - 1;
+  // Keys this block may see, and the last key this row may see, within this
+  // workgroup's range of keys (a multiple of BLOCK_N).
+  const uint key_begin = OA_GROUP_ID.z * pc.key_split;
+  uint key_end = min(pc.sk, key_begin + pc.key_split);
+  int last_key = int(key_end) - 1;
   if (pc.causal != 0u) {
-    key_end = uint(clamp(int(min(row0 + BLOCK_M, pc.sq)) + diag, 0, int(pc.sk)));
+    key_end = uint(clamp(int(min(row0 + BLOCK_M, pc.sq)) + diag, int(key_begin), int(key_end)));
     last_key = min(last_key, int(qi) + diag);
   }
   const uint mask_at = MASKED && live ? flash_mask_row(bh, qi, pc.mask_heads, pc.mask_sb, pc.mask_sh, pc.mask_sq) : 0u;
 
   float m = -OA_INF;
   float l = 0.0;
-  for (uint key0 = 0u; key0 < key_end; key0 += BLOCK_N) {
+  for (uint key0 = key_begin; key0 < key_end; key0 += BLOCK_N) {
     barrier();
     load_k(bh, key0, pc.sk, pc.dh, pc.heads);
     load_v(bh, key0, pc.sk, pc.dv, pc.heads);
@@ -108,7 +117,13 @@ void main() {
     }
   }
 
-  if (live) {
+  if (live && PARTIAL) {
+    const uint part_row = OA_GROUP_ID.z * pc.part_rows + bh * pc.sq + qi;
+    const float inv = 1.0;
+    const uint o_at = part_row * pc.dv;
+    FLASH_REGS(STORE_O)
+    if (lane == 0u) stats_out[part_row] = vec2(m, l);
+  } else if (live) {
     // l == 0: nothing visible; a NaN l (a NaN logit) makes the whole row NaN.
     const float inv = l == 0.0 ? 0.0 : 1.0 / l;
     const uint o_at = flash_row(bh, qi, pc.sq, pc.dv, pc.heads);

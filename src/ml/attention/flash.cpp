@@ -161,7 +161,8 @@ std::uint32_t padded_dim(std::int64_t d) {
 // more rows.
 // GPU: 256 invocations for the forward, 128 for the backward passes (the
 // fastest of 64-512 at 2-8 lanes measured on the H200), halved while that
-// leaves too few workgroups to fill the device; CPU drivers (lavapipe): 32. Tiles of 32 rows (16 on CPU), halved until they fit
+// leaves too few workgroups to fill the device or more than twice the rows
+// there are; CPU drivers (lavapipe): 32. Tiles of 32 rows (16 on CPU), halved until they fit
 // the device's shared memory but not below the forward's chunk of 8 keys.
 FlashTiles flash_tiles(const Engine& engine, FlashPass pass, const FlashProblem& p) {
   FlashTiles t;
@@ -182,7 +183,7 @@ FlashTiles flash_tiles(const Engine& engine, FlashPass pass, const FlashProblem&
   const bool cpu = engine.device().type == DeviceType::Cpu;
   const std::int64_t rows = pass == FlashPass::BackwardKV ? p.sk : p.sq;
   t.threads = cpu ? 32u : pass == FlashPass::Forward ? 256u : 128u;
-  while (!cpu && t.threads > 64 && p.bh * ((rows + t.block_m() - 1) / t.block_m()) < 256) t.threads /= 2;
+  while (!cpu && t.threads > 64 && (p.bh * ((rows + t.block_m() - 1) / t.block_m()) < 256 || t.block_m() >= 2 * rows)) t.threads /= 2;
   t.block_n = cpu ? 16u : 32u;
   auto shared_bytes = [&] {
     return t.block_n * (t.dk + t.dv) * 4u + (pass == FlashPass::BackwardKV ? 16u * t.block_n : 0u);
@@ -192,6 +193,39 @@ FlashTiles flash_tiles(const Engine& engine, FlashPass pass, const FlashProblem&
     fail(ErrorKind::Unsupported, "flash attention: head dims {} / {} need {} bytes of shared memory; the device has {}", p.dh, p.dv,
          shared_bytes(), engine.device().max_shared_memory_bytes);
   return t;
+}
+
+// A pass whose rows alone would leave the device idle splits the other
+// operand's rows (keys in the forward, queries in the dk/dv pass) into
+// `count` ranges of `length` (a multiple of the tile's BLOCK_N), one
+// workgroup per row block and range, and merges the ranges' partial results
+// in a later pass. Idle: fewer than kBusyInvocations working invocations on a
+// GPU (eight workgroups on a CPU driver). Each range holds at least
+// kMinRangeTiles tiles (a range reloads its own rows), and the partial
+// results, `part_elements` floats per range, stay within the shaders' u32
+// offsets and the storage-buffer range.
+constexpr float kLog2e = 1.4426950408889634f;  // the shaders' OA_LOG2E
+constexpr std::int64_t kBusyInvocations = 131072;  // about half of an H200's resident invocations
+constexpr std::int64_t kMinRangeTiles = 4;
+
+struct Ranges {
+  std::int64_t count = 1, length = 0;
+};
+
+Ranges split_ranges(const Engine& engine, const FlashTiles& t, std::int64_t working_invocations, std::int64_t extent,
+                    std::int64_t part_elements) {
+  const auto ceil_div = [](std::int64_t a, std::int64_t b) { return (a + b - 1) / b; };
+  const DeviceInfo& d = engine.device();
+  const std::int64_t busy = d.type == DeviceType::Cpu ? 8 * std::int64_t{t.threads} : kBusyInvocations;
+  std::int64_t count = std::min(ceil_div(busy, working_invocations), ceil_div(extent, kMinRangeTiles * t.block_n));
+  count = std::min<std::int64_t>(std::max<std::int64_t>(count, 1), d.max_workgroup_count[2]);
+  Ranges r;
+  r.length = ceil_div(ceil_div(extent, count), t.block_n) * t.block_n;
+  r.count = ceil_div(extent, r.length);
+  const std::int64_t elements = r.count * part_elements;
+  if (elements > std::int64_t{UINT32_MAX} || static_cast<std::uint64_t>(elements) * 4 > d.max_storage_buffer_range) r.count = 1;
+  if (r.count == 1) r.length = extent;
+  return r;
 }
 
 BufferBinding mask_binding(const FlashProblem& p, const Matrix& fallback) {
@@ -215,15 +249,40 @@ void push_common(runtime::PushConstants& push, const FlashProblem& p) {
 std::vector<ComputeDispatch> lower_flash_forward(const Engine& engine, const FlashProblem& p, const Matrix& q, const Matrix& k,
                                                  const Matrix& v, const Matrix& out, const Matrix& lse, const Matrix& stats) {
   const FlashTiles t = flash_tiles(engine, FlashPass::Forward, p);
-  ComputeDispatch d;
+  const std::int64_t rows = p.bh * p.sq;
+  const Ranges r = split_ranges(engine, t, rows * t.lanes, p.sk, rows * std::max<std::int64_t>(p.dv, 2));
+  const bool partial = r.count > 1;
+  const auto o_parts = partial ? engine.allocate(static_cast<std::uint64_t>(r.count * rows * p.dv) * 4) : out.storage();
+  const auto ml_parts = partial ? engine.allocate(static_cast<std::uint64_t>(r.count * rows) * 8) : stats.storage();
+  std::vector<ComputeDispatch> ds(1);
+  ComputeDispatch& d = ds[0];
   d.kernel = kernels::ml_attention_flash_forward;
   d.specialization = t.specialization();
+  d.specialization.push_back(partial ? 1u : 0u);
   d.bindings = {BufferBinding::read(q.storage()), BufferBinding::read(k.storage()),  BufferBinding::read(v.storage()),
-                mask_binding(p, q),               BufferBinding::write(out.storage()), BufferBinding::write(lse.storage()),
-                BufferBinding::write(stats.storage())};
+                mask_binding(p, q),               BufferBinding::write(o_parts), BufferBinding::write(lse.storage()),
+                BufferBinding::write(ml_parts)};
   push_common(d.push, p);
-  d.groups = {detail::groups_for(p.sq, t.block_m()), static_cast<std::uint64_t>(p.bh), 1};
-  return {std::move(d)};
+  d.push.u32(static_cast<std::uint32_t>(r.length)).u32(static_cast<std::uint32_t>(partial ? rows : 0));
+  d.groups = {detail::groups_for(p.sq, t.block_m()), static_cast<std::uint64_t>(p.bh), static_cast<std::uint64_t>(r.count)};
+  if (partial) {  // merge the key ranges
+    ComputeDispatch c;
+    c.kernel = kernels::ml_attention_flash_combine;
+    c.bindings = {BufferBinding::read(o_parts), BufferBinding::read(ml_parts), BufferBinding::write(out.storage()),
+                  BufferBinding::write(lse.storage()), BufferBinding::write(stats.storage())};
+    const float scale_abs = std::abs(p.scale);
+    const bool masked = p.mask_layout.present;
+    c.push.u32(static_cast<std::uint32_t>(rows))
+        .u32(static_cast<std::uint32_t>(p.sq))
+        .u32(static_cast<std::uint32_t>(p.dv))
+        .u32(static_cast<std::uint32_t>(p.heads))
+        .u32(static_cast<std::uint32_t>(r.count))
+        .f32(masked ? kLog2e : scale_abs * kLog2e)
+        .f32(masked ? 1.0f : scale_abs);
+    c.groups = {detail::groups_for(rows * p.dv, 256), 1, 1};
+    ds.push_back(std::move(c));
+  }
+  return ds;
 }
 
 // dq pass (also writes delta = rowsum(dO * O) - grad_lse into `delta`
@@ -246,18 +305,29 @@ std::vector<ComputeDispatch> lower_flash_backward(const Engine& engine, const Fl
   dq_pass.push.u32(grad_lse.defined() ? 1u : 0u);
   dq_pass.groups = {detail::groups_for(p.sq, tq.block_m()), static_cast<std::uint64_t>(p.bh), 1};
 
+  const std::int64_t key_blocks = (p.sk + tkv.block_m() - 1) / tkv.block_m();
+  const Ranges r = split_ranges(engine, tkv, key_blocks * p.bh * tkv.threads, p.sq, std::max(k.numel(), v.numel()));
+  const auto dk_parts = r.count > 1 ? engine.allocate(static_cast<std::uint64_t>(r.count * k.numel()) * 4) : dk.storage();
+  const auto dv_parts = r.count > 1 ? engine.allocate(static_cast<std::uint64_t>(r.count * v.numel()) * 4) : dv.storage();
   ComputeDispatch kv_pass;
   kv_pass.kernel = kernels::ml_attention_flash_backward_dkv;
   kv_pass.specialization = tkv.specialization();
   kv_pass.bindings = {BufferBinding::read(q.storage()),     BufferBinding::read(k.storage()),    BufferBinding::read(v.storage()),
                       mask_binding(p, q),                   BufferBinding::read(grad.storage()), BufferBinding::read(stats.storage()),
-                      BufferBinding::read(delta.storage()), BufferBinding::write(dk.storage()), BufferBinding::write(dv.storage())};
+                      BufferBinding::read(delta.storage()), BufferBinding::write(dk_parts),      BufferBinding::write(dv_parts)};
   push_common(kv_pass.push, p);
-  kv_pass.groups = {detail::groups_for(p.sk, tkv.block_m()), static_cast<std::uint64_t>(p.bh), 1};
+  kv_pass.push.u32(static_cast<std::uint32_t>(r.length))
+      .u32(static_cast<std::uint32_t>(r.count > 1 ? k.numel() : 0))
+      .u32(static_cast<std::uint32_t>(r.count > 1 ? v.numel() : 0));
+  kv_pass.groups = {detail::groups_for(p.sk, tkv.block_m()), static_cast<std::uint64_t>(p.bh), static_cast<std::uint64_t>(r.count)};
 
   std::vector<ComputeDispatch> out_dispatches;
   out_dispatches.push_back(std::move(dq_pass));
   out_dispatches.push_back(std::move(kv_pass));
+  if (r.count > 1) {  // the ranges' partial sums, added in range order
+    detail::sum_channels(engine, dk_parts, r.count, k.numel(), 1, dk.storage(), out_dispatches);
+    detail::sum_channels(engine, dv_parts, r.count, v.numel(), 1, dv.storage(), out_dispatches);
+  }
   return out_dispatches;
 }
 
