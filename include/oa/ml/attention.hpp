@@ -146,6 +146,9 @@ struct AttentionWithWeights {
 // Flash attention (FlashAttention-2, Dao 2023): tiled online softmax with
 // blocks of queries against blocks of keys in shared memory; no Sq x Sk matrix
 // is ever stored and there is no sequence cap. Memory O(BH * Sq * (Dv + 1)).
+// When few query rows would leave the device idle (decoding, short prompt
+// chunks) the keys are split into ranges merged by their log-sum-exp
+// afterwards (flash-decoding), with O(ranges * BH * Sq * Dv) scratch.
 // Dh and Dv must be <= 256 (Unsupported otherwise). The backward recomputes
 // probabilities block by block from the saved log-sum-exp.
 FlashAttentionResult flash_attention(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& additive_mask = {},
@@ -199,7 +202,9 @@ struct AttentionGradients {
   Matrix q, k, v;
 };
 // Flash backward (two passes, no atomics: one over query blocks for dq, one
-// over key blocks for dk and dv), from the forward's output and softmax_stats.
+// over key blocks for dk and dv; with few keys the second also splits the
+// queries into ranges whose partial sums a third pass adds in a fixed order,
+// so results stay deterministic), from the forward's output and softmax_stats.
 // `scale` is the value the forward used (already resolved, not optional).
 // `grad_log_sum_exp` [BH, Sq] (optional) is a gradient reaching the
 // log-sum-exp output (d lse_i / d s_ij = p_ij).
