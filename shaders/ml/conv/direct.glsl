@@ -122,6 +122,9 @@ void main() {
     for (uint kh = 0u; kh < pc.kh; ++kh) {
       for (uint kw = 0u; kw < pc.kw; ++kw) {
         const uint tap = kh * pc.kw + kw;
+        // One plane per workgroup: its weights once per tap, not once per row.
+        float w0[OB];
+        [[unroll]] for (uint ob = 0u; ob < OB; ++ob) w0[ob] = ws[ob * khw + tap];
         [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
           const uint j = tid + 128u * r;
           const uint q = TP == 1u ? 0u : j / PLANE, oyl = (j % PLANE) / TW, oxl = j % TW;
@@ -146,7 +149,7 @@ void main() {
           }
           if (hit) {
             const float v = tile[q * tile_plane + ly * tile_w + lx];
-            [[unroll]] for (uint ob = 0u; ob < OB; ++ob) acc[r * OB + ob] += v * ws[(q * OB + ob) * khw + tap];
+            [[unroll]] for (uint ob = 0u; ob < OB; ++ob) acc[r * OB + ob] += v * (TP == 1u ? w0[ob] : ws[(q * OB + ob) * khw + tap]);
           }
         }
       }
