@@ -92,7 +92,9 @@ const oa_bench::Register kHostSweep{[](bool quick) {
   // its host time per dispatch is the optimizer's recording cost per parameter.
   const std::int64_t parameters = quick ? 64 : 512, n = 256;
   cases.push_back({fmt::format("host_adamw_p{}_n{}", parameters, n), "host", "adamw",
-                   {{"shapes", nlohmann::json(std::vector<std::vector<std::int64_t>>(parameters, {n}))}, {"parameters", parameters * n}},
+                   {{"shapes", nlohmann::json(std::vector<std::vector<std::int64_t>>(parameters, {n}))},
+                    {"parameters", parameters * n},
+                    {"ops", parameters}},
                    0, 28.0 * double(parameters * n), [=](const oa::Engine& e) {
                      std::vector<oa::ml::Parameter> params;
                      for (std::int64_t i = 0; i < parameters; ++i) {
