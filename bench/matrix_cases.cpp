@@ -88,6 +88,22 @@ const oa_bench::Register kHostSweep{[](bool quick) {
                          });
                        }});
     }
+  // An AdamW step over many tiny parameters: one dispatch per parameter, so
+  // its host time per dispatch is the optimizer's recording cost per parameter.
+  const std::int64_t parameters = quick ? 64 : 512, n = 256;
+  cases.push_back({fmt::format("host_adamw_p{}_n{}", parameters, n), "host", "adamw",
+                   {{"shapes", nlohmann::json(std::vector<std::vector<std::int64_t>>(parameters, {n}))},
+                    {"parameters", parameters * n},
+                    {"ops", parameters}},
+                   0, 28.0 * double(parameters * n), [=](const oa::Engine& e) {
+                     std::vector<oa::ml::Parameter> params;
+                     for (std::int64_t i = 0; i < parameters; ++i) {
+                       params.emplace_back(fmt::format("p{}", i), oa_bench::input({n}, 10 + i, e));
+                       oa::backward(params.back().value() * 1.0f, oa_bench::input({n}, 1000 + i, e));
+                     }
+                     auto opt = std::make_shared<oa::ml::optim::AdamW>(params);
+                     return std::function<void()>([opt] { opt->step(); });
+                   }});
   return cases;
 }};
 

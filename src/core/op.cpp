@@ -1,16 +1,25 @@
 #include "oa/core/op.hpp"
 
-#include <map>
+#include <algorithm>
+#include <functional>
 #include <mutex>
+#include <unordered_map>
 
 #include "oa/core/error.hpp"
 
 namespace oa {
 namespace {
 
+// Hashes names given as std::string or std::string_view alike, so that a
+// lookup by view builds no string.
+struct NameHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
 struct Registry {
   std::mutex mutex;
-  std::map<std::string, OpContract, std::less<>> contracts;
+  std::unordered_map<std::string, OpContract, NameHash, std::equal_to<>> contracts;
 };
 
 Registry& registry() {
@@ -54,6 +63,7 @@ std::vector<OpContract> contracts() {
   std::lock_guard lock(r.mutex);
   std::vector<OpContract> out;
   for (auto& [_, c] : r.contracts) out.push_back(c);
+  std::sort(out.begin(), out.end(), [](const OpContract& a, const OpContract& b) { return a.name < b.name; });
   return out;
 }
 

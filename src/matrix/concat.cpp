@@ -78,7 +78,7 @@ void lower_block(const Engine& engine, std::int64_t rows, std::int64_t cols, Sid
 
 // Appends y = the concatenation of xs along `axis`: the lowering of concat,
 // and the backward of chunk.
-void concat_dispatches(const std::vector<Matrix>& xs, std::size_t axis, const Matrix& y, const char* name,
+void concat_dispatches(std::span<const Matrix> xs, std::size_t axis, const Matrix& y, const char* name,
                        std::vector<ComputeDispatch>& ds) {
   const std::int64_t outer = outer_of(y.shape(), axis), inner = inner_of(y.shape(), axis), y_cols = y.shape()[axis] * inner;
   std::int64_t column = 0;
@@ -112,7 +112,7 @@ const Op<ConcatAttributes> kConcatOp{
     {.name = kConcat,
      .inputs = {"xs"},
      .infer = [](const OpCall<ConcatAttributes>& c) {
-       const std::vector<Matrix>& xs = c.inputs;
+       const std::span<const Matrix> xs = c.inputs;
        const auto a = static_cast<std::size_t>(c.attributes.axis);
        const Shape& first = xs.front().shape();
        std::int64_t total = 0;

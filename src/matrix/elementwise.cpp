@@ -154,7 +154,7 @@ Broadcast resolve_broadcast(const Shape& a, const Shape& b, const char* name) {
 // Records one dispatch per element chunk of the output: the forward
 // (matrix/binary: a, b -> out) or a backward (matrix/binary_backward: gy, a, b
 // -> the gradient of one operand at the output's shape).
-void binary_dispatches(std::string_view kernel, std::vector<std::uint32_t> specialization, const Matrix* gy, const Matrix& a,
+void binary_dispatches(std::string_view kernel, std::initializer_list<std::uint32_t> specialization, const Matrix* gy, const Matrix& a,
                        const Matrix& b, const Matrix& out, const Broadcast& bc, const char* name, std::vector<ComputeDispatch>& ds) {
   for (auto c : detail::element_chunks(out.engine(), out.numel())) {
     const auto off = static_cast<std::uint64_t>(c.begin) * 4, bytes = static_cast<std::uint64_t>(c.count) * 4;
@@ -240,8 +240,8 @@ const auto kMaximum = binary_op("oa::matrix::maximum", Max);
 const auto kMinimum = binary_op("oa::matrix::minimum", Min);
 
 template <class A>
-Matrix call(const Op<A>& op, std::vector<Matrix> inputs, const A& attributes = {}) {
-  return apply(op, std::move(inputs), attributes)[0];
+Matrix call(const Op<A>& op, std::initializer_list<Matrix> inputs, const A& attributes = {}) {
+  return apply(op, inputs, attributes)[0];
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #pragma once
 // Helpers shared by every op family's lowering (internal to the library).
+#include <algorithm>
 #include <functional>
 #include <initializer_list>
 #include <vector>
@@ -25,7 +26,31 @@ struct ElementChunk {
   std::int64_t begin = 0;
   std::int64_t count = 0;
 };
-std::vector<ElementChunk> element_chunks(const Engine& engine, std::int64_t count);
+// The pieces of [0, count) as a range of ElementChunk (held in no container):
+// for (auto c : element_chunks(engine, n)).
+class ElementChunks {
+ public:
+  ElementChunks(std::int64_t count, std::int64_t per) : count_(count), per_(per) {}
+  class iterator {
+   public:
+    iterator(std::int64_t begin, std::int64_t count, std::int64_t per) : begin_(begin), count_(count), per_(per) {}
+    ElementChunk operator*() const { return {begin_, std::min(per_, count_ - begin_)}; }
+    iterator& operator++() {
+      begin_ += per_;
+      return *this;
+    }
+    bool operator==(const iterator& o) const { return begin_ == o.begin_; }
+
+   private:
+    std::int64_t begin_, count_, per_;
+  };
+  iterator begin() const { return {0, count_, per_}; }
+  iterator end() const { return {(count_ + per_ - 1) / per_ * per_, count_, per_}; }
+
+ private:
+  std::int64_t count_, per_;
+};
+ElementChunks element_chunks(const Engine& engine, std::int64_t count);
 
 // A binding of 4-byte words [first, first + count) of `storage`. The binding
 // starts at `first`'s byte offset rounded down to 256 (the largest

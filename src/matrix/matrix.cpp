@@ -16,13 +16,11 @@ std::uint32_t shader_u32(std::int64_t value, const char* what, const char* op) {
   return static_cast<std::uint32_t>(value);
 }
 
-std::vector<ElementChunk> element_chunks(const Engine& engine, std::int64_t count) {
+ElementChunks element_chunks(const Engine& engine, std::int64_t count) {
   const auto range = engine.device().max_storage_buffer_range;
   // Whole elements, and piece offsets that keep every binding offset aligned.
-  std::int64_t per = static_cast<std::int64_t>(range / 4) / 1024 * 1024;
-  std::vector<ElementChunk> out;
-  for (std::int64_t b = 0; b < count; b += per) out.push_back({b, std::min(per, count - b)});
-  return out;
+  const std::int64_t per = static_cast<std::int64_t>(range / 4) / 1024 * 1024;
+  return {std::max<std::int64_t>(count, 0), per};
 }
 
 Engine resolve(const std::optional<Engine>& engine) { return engine ? *engine : Engine::default_engine(); }

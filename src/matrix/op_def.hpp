@@ -28,6 +28,7 @@
 // in repeated groups. Public explicit-backward functions run the op's backward
 // rule through apply_backward().
 #include <algorithm>
+#include <deque>
 #include <functional>
 #include <initializer_list>
 #include <span>
@@ -95,6 +96,7 @@ std::vector<AttributeSpec> attribute_specs() {
 template <class A>
 std::vector<OpAttribute> attribute_values(const A& a) {
   std::vector<OpAttribute> out;
+  out.reserve(std::tuple_size_v<std::remove_cvref_t<decltype(A::fields)>>);
   std::apply([&](const auto&... f) { (out.push_back({f.name, attribute_value(a.*(f.member))}), ...); }, A::fields);
   return out;
 }
@@ -122,7 +124,7 @@ struct OutputSpec {
 template <class A>
 struct OpCall {
   const char* name;
-  const std::vector<Matrix>& inputs;
+  std::span<const Matrix> inputs;
   const A& attributes;
   const Engine& engine;
 };
@@ -151,22 +153,34 @@ struct BackwardCall {
   // to repeat the forward's): record(ds, {gy, x, w}, grads).
   void record(std::span<const runtime::ComputeDispatch> dispatches, const std::vector<Matrix>& in, const std::vector<Matrix>& out,
               std::vector<OpAttribute> traced = {}) const {
-    SemanticOp op;
-    op.name = name;
-    op.backward = true;
+    SemanticOp op = semantic_op(std::move(traced));
+    op.inputs.reserve(in.size());
     for (const auto& m : in)
       if (m.defined()) op.inputs.push_back(m.shape());
+    op.outputs.reserve(out.size());
     for (const auto& m : out)
       if (m.defined()) op.outputs.push_back(m.shape());
-    op.attributes = std::move(traced);
     grad_outputs[0].engine().record(std::move(op), dispatches);
   }
   void record(std::span<const runtime::ComputeDispatch> dispatches, std::initializer_list<const Matrix*> in,
               std::initializer_list<const Matrix*> out, std::vector<OpAttribute> traced = {}) const {
-    std::vector<Matrix> ins, outs;
-    for (const Matrix* m : in) ins.push_back(*m);
-    for (const Matrix* m : out) outs.push_back(*m);
-    record(dispatches, ins, outs, std::move(traced));
+    SemanticOp op = semantic_op(std::move(traced));
+    op.inputs.reserve(in.size());
+    for (const Matrix* m : in)
+      if (m->defined()) op.inputs.push_back(m->shape());
+    op.outputs.reserve(out.size());
+    for (const Matrix* m : out)
+      if (m->defined()) op.outputs.push_back(m->shape());
+    grad_outputs[0].engine().record(std::move(op), dispatches);
+  }
+
+ private:
+  SemanticOp semantic_op(std::vector<OpAttribute> traced) const {
+    SemanticOp op;
+    op.name = name;
+    op.backward = true;
+    op.attributes = std::move(traced);
+    return op;
   }
 };
 
@@ -220,10 +234,41 @@ struct Op {
 
 // ── The one generic apply ────────────────────────────────────────────────────
 
+// A dispatch list for one apply() call, reused by later calls on the same
+// thread (one list per nesting level: a lowering may apply other ops), so that
+// a warm call allocates none. Emptied on scope exit, which drops the
+// dispatches' references to their storages.
+class DispatchScratch {
+ public:
+  DispatchScratch() : list_(take()) {}
+  ~DispatchScratch() {
+    list_.clear();
+    if (list_.capacity() > kKeep) list_ = {};
+    --depth();
+  }
+  DispatchScratch(const DispatchScratch&) = delete;
+  DispatchScratch& operator=(const DispatchScratch&) = delete;
+  std::vector<runtime::ComputeDispatch>& list() { return list_; }
+
+ private:
+  static constexpr std::size_t kKeep = 1024;  // larger lists are freed, not kept
+  static std::size_t& depth() {
+    thread_local std::size_t d = 0;
+    return d;
+  }
+  static std::vector<runtime::ComputeDispatch>& take() {
+    thread_local std::deque<std::vector<runtime::ComputeDispatch>> lists;  // stable addresses as it grows
+    if (lists.size() == depth()) lists.emplace_back();
+    return lists[depth()++];
+  }
+  std::vector<runtime::ComputeDispatch>& list_;
+};
+
 // Returns the results; `auxiliary`, when given, receives the auxiliary outputs.
 // `generator_engine`: the engine of an op without inputs (ignored otherwise).
+// The inputs are read, not copied: only an autograd node keeps them.
 template <class A>
-std::vector<Matrix> apply(const Op<A>& op, std::vector<Matrix> inputs, const A& attributes = {},
+std::vector<Matrix> apply(const Op<A>& op, std::span<const Matrix> inputs, const A& attributes = {},
                           std::vector<Matrix>* auxiliary = nullptr, const Engine* generator_engine = nullptr) {
   const OpDef<A>& def = op.def;
   const std::size_t group = std::max<std::size_t>(def.inputs.size(), 1);
@@ -242,37 +287,39 @@ std::vector<Matrix> apply(const Op<A>& op, std::vector<Matrix> inputs, const A& 
   }
   const Engine& engine = inputs.empty() ? *generator_engine : inputs[0].engine();
   const Lowering<A>* lowering = inputs.empty() ? &def.lower[0].second : nullptr;
-  std::string supported;
-  for (const auto& [dtype, fn] : def.lower) {
+  for (const auto& [dtype, fn] : def.lower)
     if (!inputs.empty() && dtype == inputs[0].dtype()) lowering = &fn;
-    supported += (supported.empty() ? "" : ", ") + std::string(to_string(dtype));
-  }
-  if (!lowering)
+  if (!lowering) {
+    std::string supported;
+    for (const auto& l : def.lower) supported += (supported.empty() ? "" : ", ") + std::string(to_string(l.first));
     fail(ErrorKind::InvalidArgument, "{}: {} must be {}; found {} {}", def.name, def.inputs[0].name, supported,
          to_string(inputs[0].dtype()), inputs[0].shape());
+  }
   const OpCall<A> call{def.name, inputs, attributes, engine};
   const std::vector<OutputSpec> specs = def.infer(call);
-  std::vector<Matrix> outputs, results, differentiable;
+  std::vector<Matrix> outputs;
+  outputs.reserve(specs.size());
   for (const auto& s : specs) {
     if (s.in_place >= static_cast<int>(inputs.size()))
       fail(ErrorKind::Internal, "{}: output in place of input {} of {}", def.name, s.in_place, inputs.size());
     outputs.push_back(s.in_place >= 0 ? inputs[static_cast<std::size_t>(s.in_place)] : allocate(engine, s.shape, s.dtype));
-    if (s.auxiliary) {
-      if (auxiliary) auxiliary->push_back(outputs.back());
-      continue;
-    }
-    results.push_back(outputs.back());
-    if (!s.no_grad) differentiable.push_back(outputs.back());
   }
-  std::vector<runtime::ComputeDispatch> dispatches;
-  (*lowering)(call, outputs, dispatches);
-  SemanticOp sop;
-  sop.name = def.name;
-  for (const auto& m : inputs)
-    if (m.defined()) sop.inputs.push_back(m.shape());
-  for (const auto& m : results) sop.outputs.push_back(m.shape());
-  sop.attributes = attribute_values(attributes);
-  engine.record(std::move(sop), dispatches);
+  {
+    DispatchScratch scratch;
+    std::vector<runtime::ComputeDispatch>& dispatches = scratch.list();
+    if (def.variadic) dispatches.reserve(inputs.size() / group);
+    (*lowering)(call, outputs, dispatches);
+    SemanticOp sop;
+    sop.name = def.name;
+    sop.inputs.reserve(inputs.size());
+    for (const auto& m : inputs)
+      if (m.defined()) sop.inputs.push_back(m.shape());
+    sop.outputs.reserve(specs.size());
+    for (std::size_t i = 0; i < specs.size(); ++i)
+      if (!specs[i].auxiliary) sop.outputs.push_back(outputs[i].shape());
+    sop.attributes = attribute_values(attributes);
+    engine.record(std::move(sop), dispatches);
+  }
   for (std::size_t i = 0; i < specs.size(); ++i)
     if (specs[i].in_place >= 0) outputs[i].storage()->bump_version();
   if (def.writes) {
@@ -280,24 +327,34 @@ std::vector<Matrix> apply(const Op<A>& op, std::vector<Matrix> inputs, const A& 
     for (std::size_t i = 0; i < written.size(); ++i)
       if (written[i] && inputs[i].defined()) inputs[i].storage()->bump_version();
   }
-  std::vector<Matrix> edges = inputs;  // the autograd node's inputs: detached ones left undefined
-  for (std::size_t i = 0; i < edges.size(); ++i)
-    if (def.inputs[i % group].detached) edges[i] = Matrix();
-  if (def.backward && autograd::needs_record(edges)) {
+  // The autograd node's inputs (edges) leave out detached inputs.
+  bool record = def.backward && grad_enabled();
+  if (record) {
+    record = false;
+    for (std::size_t i = 0; i < inputs.size() && !record; ++i)
+      record = !def.inputs[i % group].detached && inputs[i].defined() && requires_grad(inputs[i]);
+  }
+  if (record) {
+    std::vector<Matrix> edges(inputs.begin(), inputs.end()), differentiable;
     std::vector<bool> needs;
-    for (const auto& m : edges) needs.push_back(m.defined() && requires_grad(m));
+    std::vector<Shape> shapes;  // [] for an absent input
+    for (std::size_t i = 0; i < edges.size(); ++i) {
+      if (def.inputs[i % group].detached) edges[i] = Matrix();
+      needs.push_back(edges[i].defined() && requires_grad(edges[i]));
+      shapes.push_back(inputs[i].defined() ? inputs[i].shape() : Shape{});
+    }
+    for (std::size_t i = 0; i < specs.size(); ++i)
+      if (!specs[i].auxiliary && !specs[i].no_grad) differentiable.push_back(outputs[i]);
     const Saves saves = def.saves ? def.saves(call, needs) : Saves{};
-    auto keep = [](const std::vector<Matrix>& ms, const std::vector<bool>& which) {
+    auto keep = [](std::span<const Matrix> ms, const std::vector<bool>& which) {
       std::vector<autograd::SavedValue> out;
       for (std::size_t i = 0; i < ms.size(); ++i)
         out.push_back(i < which.size() && which[i] ? autograd::SavedValue(ms[i]) : autograd::SavedValue());
       return out;
     };
-    std::vector<Shape> shapes;  // [] for an absent input
-    for (const auto& m : inputs) shapes.push_back(m.defined() ? m.shape() : Shape{});
     autograd::record(def.name, edges, differentiable,
                      [&def, attributes, saved_in = keep(inputs, saves.inputs), saved_out = keep(outputs, saves.outputs),
-                      shapes](const std::vector<Matrix>& gy, const std::vector<bool>& needed) {
+                      shapes = std::move(shapes)](const std::vector<Matrix>& gy, const std::vector<bool>& needed) {
                        auto get = [](const std::vector<autograd::SavedValue>& vs) {
                          std::vector<Matrix> out;
                          for (const auto& v : vs) out.push_back(v.get());
@@ -307,7 +364,18 @@ std::vector<Matrix> apply(const Op<A>& op, std::vector<Matrix> inputs, const A& 
                        return def.backward(BackwardCall<A>{def.name, attributes, in, out, shapes, gy, needed});
                      });
   }
+  std::vector<Matrix> results;
+  results.reserve(specs.size());
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    if (!specs[i].auxiliary) results.push_back(std::move(outputs[i]));
+    else if (auxiliary) auxiliary->push_back(std::move(outputs[i]));
+  }
   return results;
+}
+template <class A>
+std::vector<Matrix> apply(const Op<A>& op, std::initializer_list<Matrix> inputs, const A& attributes = {},
+                          std::vector<Matrix>* auxiliary = nullptr, const Engine* generator_engine = nullptr) {
+  return apply(op, std::span<const Matrix>(inputs.begin(), inputs.size()), attributes, auxiliary, generator_engine);
 }
 
 // Runs the backward rule of `op` outside autograd, for a public

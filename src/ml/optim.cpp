@@ -50,6 +50,8 @@ std::uint64_t bytes_of(const detail::ElementChunk& c) { return static_cast<std::
 std::vector<Matrix> with_gradients(const std::vector<Parameter>& parameters, const std::vector<Matrix>& grads,
                                    std::vector<std::size_t>& slots) {
   std::vector<Matrix> pairs;
+  pairs.reserve(2 * parameters.size());
+  slots.reserve(parameters.size());
   for (std::size_t i = 0; i < parameters.size(); ++i) {
     if (!grads[i].defined()) continue;
     pairs.push_back(parameters[i].value());
@@ -69,6 +71,7 @@ Op<A> update_op(const char* name, std::function<ComputeDispatch(const OpCall<A>&
                 .outputs = -1,
                 .infer = [](const OpCall<A>& c) {
                   std::vector<OutputSpec> out;
+                  out.reserve(c.inputs.size() / 2);
                   for (std::size_t j = 0; j < c.inputs.size(); j += 2)
                     out.push_back({c.inputs[j].shape(), DType::F32, false, static_cast<int>(j)});
                   return out;
@@ -408,6 +411,8 @@ void AdamW::step() {
   const std::vector<Matrix> grads = checked_gradients(kAdamWOp);
   AdamWAttributes a{lr_, options_.beta1, options_.beta2, options_.eps, options_.weight_decay, steps_ + 1};
   const std::vector<Matrix> pairs = with_gradients(parameters_, grads, a.slots);
+  a.exp_avg.reserve(a.slots.size());
+  a.exp_avg_sq.reserve(a.slots.size());
   for (auto i : a.slots) {
     a.exp_avg.push_back(exp_avg_[i]);
     a.exp_avg_sq.push_back(exp_avg_sq_[i]);

@@ -38,6 +38,21 @@ class InlineVector {
  public:
   InlineVector() = default;
   InlineVector(std::initializer_list<T> v) { assign(v.begin(), v.end()); }
+  // Copies and moves touch the items held only (the rest stay T{}).
+  InlineVector(const InlineVector& o) : size_(o.size_) { std::copy(o.begin(), o.end(), items_.begin()); }
+  InlineVector(InlineVector&& o) noexcept : size_(o.size_) { std::move(o.begin(), o.end(), items_.begin()); }
+  InlineVector& operator=(const InlineVector& o) {
+    if (this != &o) assign(o.begin(), o.end());
+    return *this;
+  }
+  InlineVector& operator=(InlineVector&& o) noexcept {
+    if (this != &o) {
+      clear();
+      std::move(o.begin(), o.end(), items_.begin());
+      size_ = o.size_;
+    }
+    return *this;
+  }
   InlineVector& operator=(std::initializer_list<T> v) {
     assign(v.begin(), v.end());
     return *this;

@@ -36,7 +36,7 @@ Shape rows_shape(const AttentionGeometry& g, std::optional<std::int64_t> last = 
   return Shape(dims);
 }
 
-AttentionGeometry geometry_of(const std::vector<Matrix>& inputs, const Matrix& mask, const SdpaAttributes& a) {
+AttentionGeometry geometry_of(std::span<const Matrix> inputs, const Matrix& mask, const SdpaAttributes& a) {
   return attention_geometry(kSdpa, inputs[0], inputs[1], inputs[2], mask, a.scale, a.causal);
 }
 

@@ -261,6 +261,7 @@ Batch& EngineState::batch() {
   }
   Batch& b = *open;
   b.value = next_value;
+  b.bound = VK_NULL_HANDLE;
   VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   // A captured command buffer is submitted again by every replay, possibly
   // while an earlier replay is still pending.
@@ -407,14 +408,23 @@ void EngineState::recycle(std::unique_ptr<Batch> b) {
 
 const Pipeline& EngineState::pipeline(std::string_view kernel, std::span<const std::uint32_t> spec, std::uint32_t bindings,
                                       std::uint32_t push_bytes) {
-  auto it = pipelines.find(PipelineKeyView{kernel, spec});
-  if (it != pipelines.end()) {
-    const Pipeline& p = *it->second;
-    if (p.bindings != bindings || std::max(p.push_bytes, kPushHeaderBytes) != push_bytes)
-      fail(ErrorKind::Internal, "kernel {} dispatched with {} bindings and {} push-constant bytes; it declares {} and {}", kernel,
-           bindings, push_bytes, p.bindings, p.push_bytes);
-    return p;
+  std::size_t h = std::hash<const void*>{}(kernel.data()) ^ (spec.size() * 0x9e3779b97f4a7c15ull);
+  for (std::uint32_t v : spec) h = h * 31 + v;
+  PipelineSlot& slot = pipeline_slots[(h ^ (h >> 17)) % kPipelineSlots];
+  if (!slot.key || slot.key->kernel != kernel || !std::equal(spec.begin(), spec.end(), slot.key->spec.begin(), slot.key->spec.end())) {
+    auto it = pipelines.find(PipelineKeyView{kernel, spec});
+    if (it == pipelines.end()) return create_pipeline(kernel, spec, bindings, push_bytes);
+    slot = {&it->first, it->second.get()};
   }
+  const Pipeline& p = *slot.pipeline;
+  if (p.bindings != bindings || std::max(p.push_bytes, kPushHeaderBytes) != push_bytes)
+    fail(ErrorKind::Internal, "kernel {} dispatched with {} bindings and {} push-constant bytes; it declares {} and {}", kernel,
+         bindings, push_bytes, p.bindings, p.push_bytes);
+  return p;
+}
+
+const Pipeline& EngineState::create_pipeline(std::string_view kernel, std::span<const std::uint32_t> spec, std::uint32_t bindings,
+                                             std::uint32_t push_bytes) {
   VkDevice dev = device;
   PipelineKey key{std::string(kernel), std::vector<std::uint32_t>(spec.begin(), spec.end())};
   auto mit = modules.find(key.kernel);

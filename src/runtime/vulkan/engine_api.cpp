@@ -196,7 +196,10 @@ void Engine::record(SemanticOp op, std::span<const runtime::ComputeDispatch> dis
     w.descriptorCount = static_cast<std::uint32_t>(d.bindings.size());
     w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
     w.pBufferInfo = infos;
-    vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
+    if (b.bound != p.pipeline) {
+      vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
+      b.bound = p.pipeline;
+    }
     if (p.push_descriptors) {
       if (w.descriptorCount) s.push_descriptor_set(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &w);
     } else {

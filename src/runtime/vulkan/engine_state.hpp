@@ -2,6 +2,7 @@
 // EngineState: everything an Engine owns on its Vulkan device. Only files under
 // src/runtime/vulkan/ see this header.
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <deque>
 #include <functional>
@@ -173,6 +174,7 @@ struct Batch {
   std::vector<TimedOp> timed;
   std::uint64_t value = 0;
   std::uint32_t dispatches = 0;
+  VkPipeline bound = VK_NULL_HANDLE;  // the pipeline last bound in `cmd`, so that a repeat is not bound again
 };
 
 struct EngineState;
@@ -225,6 +227,15 @@ struct EngineState : std::enable_shared_from_this<EngineState> {
   };
   std::unordered_map<std::string, Module> modules;
   std::map<PipelineKey, std::unique_ptr<Pipeline>, PipelineKeyLess> pipelines;
+  // Recently used pipelines by a hash of the kernel name's address and the
+  // specialization: a dispatch finds its pipeline with one name comparison
+  // instead of a walk down `pipelines`. Keys point into `pipelines`.
+  struct PipelineSlot {
+    const PipelineKey* key = nullptr;
+    const Pipeline* pipeline = nullptr;
+  };
+  static constexpr std::size_t kPipelineSlots = 256;
+  std::array<PipelineSlot, kPipelineSlots> pipeline_slots{};
   std::unique_ptr<Batch> open;
   std::deque<std::unique_ptr<Batch>> in_flight;
   std::vector<std::unique_ptr<Batch>> spare;
@@ -266,6 +277,9 @@ struct EngineState : std::enable_shared_from_this<EngineState> {
   // Throws FailedPrecondition naming `what` while a capture is active.
   void refuse_in_capture(const char* what) const;
   const Pipeline& pipeline(std::string_view kernel, std::span<const std::uint32_t> spec, std::uint32_t bindings, std::uint32_t push_bytes);
+  // Builds the pipeline of `kernel` with `spec`, checked against its SPIR-V.
+  const Pipeline& create_pipeline(std::string_view kernel, std::span<const std::uint32_t> spec, std::uint32_t bindings,
+                                  std::uint32_t push_bytes);
   VkDescriptorSet descriptor_set(Batch& b, const Pipeline& p);
   void save_pipeline_cache();
   // A storage from `allocator`; `idle` as in Allocator::allocate.
