@@ -108,6 +108,18 @@ void split_dispatches(const Matrix& x, std::size_t axis, const std::vector<Matri
   }
 }
 
+// The backward of chunk and split: x's gradient as the concatenation of the
+// parts' gradients along the op's axis.
+template <class A>
+std::vector<Matrix> concat_of_gradients(const BackwardCall<A>& c) {
+  const Matrix& gy = c.grad_outputs[0];
+  Matrix gx = detail::allocate(gy.engine(), c.input_shapes[0]);
+  std::vector<ComputeDispatch> ds;
+  concat_dispatches(c.grad_outputs, static_cast<std::size_t>(c.attributes.axis), gx, c.name, ds);
+  c.record(ds, c.grad_outputs, {gx});
+  return {gx};
+}
+
 struct ConcatAttributes {
   std::int64_t axis = 0;  // non-negative
   static constexpr auto fields = std::tuple{field("axis", &ConcatAttributes::axis)};
@@ -184,14 +196,7 @@ const Op<ChunkAttributes> kChunkOp{
                   const auto a = static_cast<std::size_t>(c.attributes.axis);
                   split_dispatches(c.inputs[0], a, out, std::vector<std::int64_t>(out.size(), out[0].shape()[a]), c.name, ds);
                 }}},
-     .backward = [](const BackwardCall<ChunkAttributes>& c) {
-       const Matrix& gy = c.grad_outputs[0];
-       Matrix gx = detail::allocate(gy.engine(), c.input_shapes[0]);
-       std::vector<ComputeDispatch> ds;
-       concat_dispatches(c.grad_outputs, static_cast<std::size_t>(c.attributes.axis), gx, c.name, ds);
-       c.record(ds, c.grad_outputs, {gx});
-       return std::vector<Matrix>{gx};
-     }}};
+     .backward = [](const BackwardCall<ChunkAttributes>& c) { return concat_of_gradients(c); }}};
 
 struct SplitAttributes {
   std::vector<std::int64_t> sizes;
@@ -226,14 +231,7 @@ const Op<SplitAttributes> kSplitOp{
                 [](const OpCall<SplitAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
                   split_dispatches(c.inputs[0], static_cast<std::size_t>(c.attributes.axis), out, c.attributes.sizes, c.name, ds);
                 }}},
-     .backward = [](const BackwardCall<SplitAttributes>& c) {
-       const Matrix& gy = c.grad_outputs[0];
-       Matrix gx = detail::allocate(gy.engine(), c.input_shapes[0]);
-       std::vector<ComputeDispatch> ds;
-       concat_dispatches(c.grad_outputs, static_cast<std::size_t>(c.attributes.axis), gx, c.name, ds);
-       c.record(ds, c.grad_outputs, {gx});
-       return std::vector<Matrix>{gx};
-     }}};
+     .backward = [](const BackwardCall<SplitAttributes>& c) { return concat_of_gradients(c); }}};
 
 }  // namespace
 

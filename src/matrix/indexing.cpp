@@ -41,23 +41,6 @@ std::int64_t normal_dim(const char* op, const Matrix& x, int dim) {
   return dim < 0 ? dim + r : dim;
 }
 
-void require_i32(const Matrix& m, const char* op, const char* arg) {
-  detail::require_defined(m, op, arg);
-  if (m.dtype() != DType::I32)
-    fail(ErrorKind::InvalidArgument, "{}: {} must be i32; found {} {}", op, arg, to_string(m.dtype()), m.shape());
-}
-
-void require_bool(const Matrix& m, const char* op, const char* arg) {
-  detail::require_defined(m, op, arg);
-  if (m.dtype() != DType::Bool)
-    fail(ErrorKind::InvalidArgument, "{}: {} must be bool; found {} {}", op, arg, to_string(m.dtype()), m.shape());
-}
-
-void require_engine(const Matrix& x, const Matrix& other, const char* op, const char* arg) {
-  if (!(x.engine() == other.engine()))
-    fail(ErrorKind::InvalidArgument, "{}: {} {} lives on another engine than x {}", op, arg, other.shape(), x.shape());
-}
-
 // The [outer, N, inner] view of `s` around `dim`.
 struct AxisView {
   std::int64_t outer = 1, extent = 1, inner = 1;
@@ -130,7 +113,7 @@ const Op<DimAttributes> kIndexSelectOp{
      .inputs = {"x", {"index", false, true}},
      .infer = [](const OpCall<DimAttributes>& c) {
        const Matrix &x = c.inputs[0], &index = c.inputs[1];
-       require_i32(index, c.name, "index");
+       detail::require_dtype(index, DType::I32, c.name, "index");
        if (index.rank() > 1)
          fail(ErrorKind::InvalidArgument, "{}: index {} must have rank 0 or 1 (x {})", c.name, index.shape(), x.shape());
        std::vector<std::int64_t> dims = x.shape().to_vector();
@@ -164,7 +147,7 @@ const Op<DimAttributes> kGatherOp{{.name = kGather,
                                    .inputs = {"x", {"index", false, true}},
                                    .infer = [](const OpCall<DimAttributes>& c) {
                                      const Matrix &x = c.inputs[0], &index = c.inputs[1];
-                                     require_i32(index, c.name, "index");
+                                     detail::require_dtype(index, DType::I32, c.name, "index");
                                      require_index_beside_dim(c.name, x, index, c.attributes.dim, false);
                                      detail::shader_u32(x.numel(), "element count of x", c.name);
                                      detail::shader_u32(index.numel(), "result elements", c.name);
@@ -181,7 +164,7 @@ const Op<DimAttributes> kScatterAddOp{
      .inputs = {"x", {"index", false, true}, "src"},
      .infer = [](const OpCall<DimAttributes>& c) {
        const Matrix &x = c.inputs[0], &index = c.inputs[1], &src = c.inputs[2];
-       require_i32(index, c.name, "index");
+       detail::require_dtype(index, DType::I32, c.name, "index");
        detail::require_f32(src, c.name, "src");
        require_index_beside_dim(c.name, x, index, c.attributes.dim, false);
        if (!(src.shape() == index.shape()))
@@ -324,11 +307,21 @@ Matrix index_select(const Matrix& x, int dim, const Matrix& index) {
   return apply(kIndexSelectOp, {x, index}, {normal_dim(kIndexSelect, x, dim)})[0];
 }
 
+Matrix index_select(const Matrix& x, int dim, std::span<const std::int32_t> index) {
+  detail::require_defined(x, kIndexSelect, "x");
+  const std::int64_t n = x.shape()[static_cast<std::size_t>(normal_dim(kIndexSelect, x, dim))];
+  for (std::size_t k = 0; k < index.size(); ++k)
+    if (index[k] < 0 || index[k] >= n)
+      fail(ErrorKind::InvalidArgument, "{}: index {} at position {} is outside [0, {}) (dim {} of x {})", kIndexSelect, index[k], k, n, dim,
+           x.shape());
+  return index_select(x, dim, Matrix::from_i32({static_cast<std::int64_t>(index.size())}, index, x.engine()));
+}
+
 Matrix gather(const Matrix& x, int dim, const Matrix& index) {
   detail::require_defined(x, kGather, "x");
   const std::int64_t d = normal_dim(kGather, x, dim);
-  require_i32(index, kGather, "index");
-  require_engine(x, index, kGather, "index");
+  detail::require_dtype(index, DType::I32, kGather, "index");
+  detail::require_same_engine(x, index, kGather);
   if (x.dtype() != DType::F32 && x.dtype() != DType::I32)
     fail(ErrorKind::InvalidArgument, "{}: x must be f32 or i32; found {} {}", kGather, to_string(x.dtype()), x.shape());
   require_index_beside_dim(kGather, x, index, d, true);
@@ -340,10 +333,10 @@ Matrix gather(const Matrix& x, int dim, const Matrix& index) {
 Matrix scatter_add(const Matrix& x, int dim, const Matrix& index, const Matrix& src) {
   detail::require_f32(x, kScatterAdd, "x");
   const std::int64_t d = normal_dim(kScatterAdd, x, dim);
-  require_i32(index, kScatterAdd, "index");
+  detail::require_dtype(index, DType::I32, kScatterAdd, "index");
   detail::require_f32(src, kScatterAdd, "src");
-  require_engine(x, index, kScatterAdd, "index");
-  require_engine(x, src, kScatterAdd, "src");
+  detail::require_same_engine(x, index, kScatterAdd);
+  detail::require_same_engine(x, src, kScatterAdd);
   require_index_beside_dim(kScatterAdd, x, index, d, false);
   bool fits = src.rank() == index.rank();
   for (std::size_t a = 0; fits && a < src.rank(); ++a) fits = index.shape()[a] <= src.shape()[a];
@@ -354,11 +347,11 @@ Matrix scatter_add(const Matrix& x, int dim, const Matrix& index, const Matrix& 
 }
 
 Matrix where(const Matrix& condition, const Matrix& x, const Matrix& y) {
-  require_bool(condition, kWhere, "condition");
+  detail::require_dtype(condition, DType::Bool, kWhere, "condition");
   detail::require_f32(x, kWhere, "x");
   detail::require_f32(y, kWhere, "y");
-  require_engine(x, condition, kWhere, "condition");
-  require_engine(x, y, kWhere, "y");
+  detail::require_same_engine(x, condition, kWhere);
+  detail::require_same_engine(x, y, kWhere);
   const Shape out = broadcast_shapes(kWhere, {{"condition", condition.shape()}, {"x", x.shape()}, {"y", y.shape()}});
   detail::shader_u32(out.numel(), "result elements", kWhere);
   return apply(kWhereOp, {condition, expand(x, out.to_vector()), expand(y, out.to_vector())})[0];
@@ -366,8 +359,8 @@ Matrix where(const Matrix& condition, const Matrix& x, const Matrix& y) {
 
 Matrix masked_fill(const Matrix& x, const Matrix& mask, float value) {
   detail::require_f32(x, kMaskedFill, "x");
-  require_bool(mask, kMaskedFill, "mask");
-  require_engine(x, mask, kMaskedFill, "mask");
+  detail::require_dtype(mask, DType::Bool, kMaskedFill, "mask");
+  detail::require_same_engine(x, mask, kMaskedFill);
   const Shape out = broadcast_shapes(kMaskedFill, {{"x", x.shape()}, {"mask", mask.shape()}});
   detail::shader_u32(out.numel(), "result elements", kMaskedFill);
   return apply(kMaskedFillOp, {expand(x, out.to_vector()), mask}, {value})[0];

@@ -74,6 +74,9 @@ TEST(MatrixIndexing, IndexSelectMatchesTheReferenceWithGradients) {
   std::vector<std::int32_t> want(xi.begin() + 8, xi.end());
   want.insert(want.end(), xi.begin(), xi.begin() + 4);
   EXPECT_EQ(yi, want);
+  // Host indices are checked, then uploaded: the same result as device ones.
+  const std::vector<std::int32_t> host{2, 0, 2};
+  EXPECT_EQ(mx::index_select(x, 0, host).to_vector(), mx::index_select(x, 0, Matrix::from_i32({3}, host)).to_vector());
 }
 
 TEST(MatrixIndexing, IndicesOutOfRangeSelectNothingAndPassNoGradient) {
@@ -298,6 +301,11 @@ TEST(MatrixIndexing, BadArgumentsNameTheOpAndRecordNothing) {
                               {"oa::matrix::index_select", "rank 0 or 1", "[2, 3, 4]"}));
   EXPECT_TRUE(oa_test::throws([&] { mx::index_select(Matrix::zeros({}), 0, i1); }, ErrorKind::InvalidArgument,
                               {"oa::matrix::index_select", "rank 0"}));
+  const std::vector<std::int32_t> host{0, 2, 3};
+  EXPECT_TRUE(oa_test::throws([&] { mx::index_select(x, -2, host); }, ErrorKind::InvalidArgument,
+                              {"oa::matrix::index_select", "index 3 at position 2", "[0, 3)", "[2, 3, 4]"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::index_select(x, 0, std::vector<std::int32_t>{-1}); }, ErrorKind::InvalidArgument,
+                              {"oa::matrix::index_select", "index -1 at position 0"}));
   EXPECT_TRUE(oa_test::throws([&] { mx::gather(x, 1, i1); }, ErrorKind::InvalidArgument, {"oa::matrix::gather", "index [2]", "rank"}));
   EXPECT_TRUE(oa_test::throws([&] { mx::gather(x, 0, Matrix::from_i32({2, 4, 4}, std::vector<std::int32_t>(32, 0))); },
                               ErrorKind::InvalidArgument, {"oa::matrix::gather", "[2, 4, 4]", "no larger", "[2, 3, 4]"}));

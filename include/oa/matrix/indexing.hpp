@@ -8,8 +8,9 @@
 // Axes may be negative (-1 is the last). x is viewed as [outer, N, inner]
 // around `dim`.
 //
-// Indices out of range. Indices live on the device, and checking them would
-// cost a host round trip, so they are not checked (PyTorch raises a
+// Indices out of range. Indices given as a Matrix live on the device, and
+// checking them would cost a host round trip, so they are not checked (host
+// indices given to index_select's span form are, and refused) (PyTorch raises a
 // device-side assert instead). The rule, the one embedding follows: an index
 // outside [0, N) (negative ones included: they do not count from the end)
 // selects nothing: index_select and gather give 0 at that position and pass
@@ -30,6 +31,7 @@
 // axis out of range, rank-0 x, shapes as each op states, element counts past
 // 2^32 - 1.
 #include <cstdint>
+#include <span>
 
 #include "oa/matrix/matrix.hpp"
 
@@ -42,6 +44,10 @@ namespace oa::matrix {
 // Errors: index of rank > 1. Semantic op "oa::matrix::index_select",
 // attribute dim (non-negative).
 Matrix index_select(const Matrix& x, int dim, const Matrix& index);
+// The same with indices from the host ([K]): every index is checked
+// (InvalidArgument naming its position and value when outside [0, N), before
+// anything is uploaded or recorded), then they are uploaded.
+Matrix index_select(const Matrix& x, int dim, std::span<const std::int32_t> index);
 
 // Entries of x along dim picked per position (torch.gather(x, dim, index)):
 // index has x's rank and, outside dim, extents no larger than x's; the result
