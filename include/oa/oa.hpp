@@ -8,6 +8,7 @@
 #include "oa/matrix/cast.hpp"
 #include "oa/matrix/concat.hpp"
 #include "oa/matrix/elementwise.hpp"
+#include "oa/matrix/indexing.hpp"
 #include "oa/matrix/layout.hpp"
 #include "oa/matrix/linalg.hpp"
 #include "oa/matrix/matrix.hpp"

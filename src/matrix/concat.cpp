@@ -4,7 +4,10 @@
 
 #include <algorithm>
 
+#include <fmt/ranges.h>
+
 #include "matrix/op_def.hpp"
+#include "oa/matrix/layout.hpp"
 
 namespace oa::matrix {
 
@@ -21,6 +24,8 @@ using runtime::ComputeDispatch;
 
 constexpr const char* kConcat = "oa::matrix::concat";
 constexpr const char* kChunk = "oa::matrix::chunk";
+constexpr const char* kSplit = "oa::matrix::split";
+constexpr const char* kStack = "oa::matrix::stack";
 
 // The non-negative form of `axis` for rank `rank`; throws naming `op`.
 std::size_t normal_axis(int axis, const Shape& shape, const char* op, const char* arg) {
@@ -103,6 +108,18 @@ void split_dispatches(const Matrix& x, std::size_t axis, const std::vector<Matri
   }
 }
 
+// The backward of chunk and split: x's gradient as the concatenation of the
+// parts' gradients along the op's axis.
+template <class A>
+std::vector<Matrix> concat_of_gradients(const BackwardCall<A>& c) {
+  const Matrix& gy = c.grad_outputs[0];
+  Matrix gx = detail::allocate(gy.engine(), c.input_shapes[0]);
+  std::vector<ComputeDispatch> ds;
+  concat_dispatches(c.grad_outputs, static_cast<std::size_t>(c.attributes.axis), gx, c.name, ds);
+  c.record(ds, c.grad_outputs, {gx});
+  return {gx};
+}
+
 struct ConcatAttributes {
   std::int64_t axis = 0;  // non-negative
   static constexpr auto fields = std::tuple{field("axis", &ConcatAttributes::axis)};
@@ -179,14 +196,42 @@ const Op<ChunkAttributes> kChunkOp{
                   const auto a = static_cast<std::size_t>(c.attributes.axis);
                   split_dispatches(c.inputs[0], a, out, std::vector<std::int64_t>(out.size(), out[0].shape()[a]), c.name, ds);
                 }}},
-     .backward = [](const BackwardCall<ChunkAttributes>& c) {
-       const Matrix& gy = c.grad_outputs[0];
-       Matrix gx = detail::allocate(gy.engine(), c.input_shapes[0]);
-       std::vector<ComputeDispatch> ds;
-       concat_dispatches(c.grad_outputs, static_cast<std::size_t>(c.attributes.axis), gx, c.name, ds);
-       c.record(ds, c.grad_outputs, {gx});
-       return std::vector<Matrix>{gx};
-     }}};
+     .backward = [](const BackwardCall<ChunkAttributes>& c) { return concat_of_gradients(c); }}};
+
+struct SplitAttributes {
+  std::vector<std::int64_t> sizes;
+  std::int64_t axis = 0;  // non-negative
+  static constexpr auto fields = std::tuple{field("sizes", &SplitAttributes::sizes), field("axis", &SplitAttributes::axis)};
+};
+
+const Op<SplitAttributes> kSplitOp{
+    {.name = kSplit,
+     .inputs = {"x"},
+     .outputs = -1,
+     .infer = [](const OpCall<SplitAttributes>& c) {
+       const Matrix& x = c.inputs[0];
+       detail::require_f32(x, c.name, "x");
+       const auto axis = static_cast<std::size_t>(c.attributes.axis);
+       std::int64_t total = 0;
+       bool ok = !c.attributes.sizes.empty();
+       for (auto s : c.attributes.sizes) ok = ok && s >= 0 && !__builtin_add_overflow(total, s, &total);
+       if (!ok || total != x.shape()[axis])
+         fail(ErrorKind::InvalidArgument, "{}: sizes [{}] (non-negative, at least one) do not sum to extent {} of axis {} of x {}", c.name,
+              fmt::join(c.attributes.sizes, ", "), x.shape()[axis], axis, x.shape());
+       detail::shader_u32(x.numel(), "elements", c.name);
+       std::vector<OutputSpec> out;
+       for (auto s : c.attributes.sizes) {
+         std::vector<std::int64_t> dims = x.shape().to_vector();
+         dims[axis] = s;
+         out.push_back({Shape(dims)});
+       }
+       return out;
+     },
+     .lower = {{DType::F32,
+                [](const OpCall<SplitAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+                  split_dispatches(c.inputs[0], static_cast<std::size_t>(c.attributes.axis), out, c.attributes.sizes, c.name, ds);
+                }}},
+     .backward = [](const BackwardCall<SplitAttributes>& c) { return concat_of_gradients(c); }}};
 
 }  // namespace
 
@@ -201,6 +246,45 @@ std::vector<Matrix> chunk(const Matrix& x, std::int64_t parts, int axis) {
   detail::require_defined(x, kChunk, "x");
   const std::size_t a = normal_axis(axis, x.shape(), kChunk, "x");
   return apply(kChunkOp, {x}, {parts, static_cast<std::int64_t>(a)});
+}
+
+std::vector<Matrix> split(const Matrix& x, const std::vector<std::int64_t>& sizes, int axis) {
+  detail::require_defined(x, kSplit, "x");
+  const std::size_t a = normal_axis(axis, x.shape(), kSplit, "x");
+  return apply(kSplitOp, {x}, {sizes, static_cast<std::int64_t>(a)});
+}
+
+std::vector<Matrix> split(const Matrix& x, std::int64_t size, int axis) {
+  detail::require_defined(x, kSplit, "x");
+  const std::size_t a = normal_axis(axis, x.shape(), kSplit, "x");
+  const std::int64_t n = x.shape()[a];
+  if (size < 1 && !(size == 0 && n == 0))
+    fail(ErrorKind::InvalidArgument, "{}: size {} must be >= 1 (0 only for an empty axis; x {})", kSplit, size, x.shape());
+  std::vector<std::int64_t> sizes;
+  for (std::int64_t at = 0; at < n; at += size) sizes.push_back(std::min(size, n - at));
+  if (sizes.empty()) sizes.push_back(0);
+  return apply(kSplitOp, {x}, {sizes, static_cast<std::int64_t>(a)});
+}
+
+Matrix stack(const std::vector<Matrix>& xs, int axis) {
+  if (xs.empty()) fail(ErrorKind::InvalidArgument, "{}: xs is empty (at least one operand is required)", kStack);
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    detail::require_f32(xs[i], kStack, "xs");
+    if (!(xs[i].shape() == xs[0].shape()))
+      fail(ErrorKind::InvalidArgument, "{}: xs[{}] {} differs from xs[0] {} (stack takes operands of one shape)", kStack, i, xs[i].shape(),
+           xs[0].shape());
+    if (!(xs[i].engine() == xs[0].engine()))
+      fail(ErrorKind::InvalidArgument, "{}: xs[{}] {} lives on another engine than xs[0]", kStack, i, xs[i].shape());
+  }
+  const auto r = static_cast<int>(xs[0].rank());
+  if (r >= static_cast<int>(Shape::kMaxRank))
+    fail(ErrorKind::InvalidArgument, "{}: xs[0] {} already has the most axes a Matrix can have ({})", kStack, xs[0].shape(), Shape::kMaxRank);
+  if (axis < -(r + 1) || axis > r)
+    fail(ErrorKind::InvalidArgument, "{}: axis {} is out of range [{}, {}] for xs[0] {}", kStack, axis, -(r + 1), r, xs[0].shape());
+  const int a = axis < 0 ? axis + r + 1 : axis;
+  std::vector<Matrix> parts;
+  for (const Matrix& x : xs) parts.push_back(unsqueeze(x, a));
+  return concat(parts, a);
 }
 
 }  // namespace oa::matrix

@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "matrix/op_def.hpp"
+#include "oa/matrix/reduction.hpp"
 
 namespace oa::matrix {
 
@@ -150,6 +151,54 @@ const Op<SliceAttributes> kSlice{{.name = "oa::matrix::slice",
                                     return std::vector<Matrix>{gx};
                                   }}};
 
+// ── expand ──────────────────────────────────────────────────────────────────
+
+struct ExpandAttributes {
+  std::vector<std::int64_t> shape;  // the result's extents (no -1)
+  static constexpr auto fields = std::tuple{field("shape", &ExpandAttributes::shape)};
+};
+
+// gy summed over the axes that expand broadcast: gy is permuted so that the
+// kept axes come first, viewed as [kept, broadcast] rows and summed over the
+// last axis (oa::matrix::permute, sum: recorded under their own names).
+Matrix sum_expanded(const Matrix& gy, const Shape& x) {
+  const std::size_t rank = gy.rank(), pad = rank - x.rank();
+  std::vector<std::int64_t> order, reduced;
+  std::int64_t kept = 1, summed = 1;
+  for (std::size_t d = 0; d < rank; ++d) {
+    const bool broadcast = d < pad || (x[d - pad] == 1 && gy.shape()[d] != 1);
+    (broadcast ? reduced : order).push_back(static_cast<std::int64_t>(d));
+    (broadcast ? summed : kept) *= gy.shape()[d];
+  }
+  const bool in_order = std::is_sorted(reduced.begin(), reduced.end()) && (order.empty() || reduced.empty() || order.back() < reduced.front());
+  order.insert(order.end(), reduced.begin(), reduced.end());
+  const Matrix moved = in_order ? gy : permute(gy, order);
+  return sum(moved.reshape({kept, summed})).reshape(x.to_vector());
+}
+
+const detail::Lowering<ExpandAttributes> kExpandLowering = [](const OpCall<ExpandAttributes>& c, const std::vector<Matrix>& out,
+                                                              std::vector<ComputeDispatch>& ds) {
+  const Shape& x = c.inputs[0].shape();
+  const auto in = strides_of(x);
+  const std::size_t pad = c.attributes.shape.size() - x.rank();
+  std::vector<std::int64_t> strides(c.attributes.shape.size(), 0);
+  for (std::size_t d = 0; d < x.rank(); ++d)
+    if (x[d] != 1) strides[pad + d] = in[d];
+  strided_copy(c.name, false, c.inputs[0], out[0], c.attributes.shape, strides, 0, ds);
+};
+
+const Op<ExpandAttributes> kExpand{{.name = "oa::matrix::expand",
+                                    .inputs = {"x"},
+                                    .infer = [](const OpCall<ExpandAttributes>& c) {
+                                      const Shape out(c.attributes.shape);
+                                      detail::shader_u32(out.numel(), "result elements", c.name);
+                                      return std::vector<OutputSpec>{{out, c.inputs[0].dtype()}};
+                                    },
+                                    .lower = {{DType::F32, kExpandLowering}, {DType::I32, kExpandLowering}},
+                                    .backward = [](const BackwardCall<ExpandAttributes>& c) {
+                                      return std::vector<Matrix>{sum_expanded(c.grad_outputs[0], c.input_shapes[0])};
+                                    }}};
+
 // `axis` made non-negative; InvalidArgument naming `op` and the argument
 // `name` when out of range.
 // `rank` is the number of positions (x's rank, or one more for unsqueeze); a
@@ -224,6 +273,27 @@ Matrix narrow(const Matrix& x, int axis, std::int64_t start, std::int64_t length
     fail(ErrorKind::InvalidArgument, "{}: start {} and length {} do not lie inside axis {} of x {} (extent {})", op, start, length, axis,
          x.shape(), n);
   return apply_slice(op, x, axis, b, b + length, 1);
+}
+
+Matrix expand(const Matrix& x, const std::vector<std::int64_t>& shape) {
+  const char* op = "oa::matrix::expand";
+  require_copyable(x, op);
+  const std::size_t rank = shape.size();
+  if (rank < x.rank() || rank > Shape::kMaxRank)
+    fail(ErrorKind::InvalidArgument, "{}: shape [{}] must have between x's rank and {} axes (x {})", op, fmt::join(shape, ", "), Shape::kMaxRank,
+         x.shape());
+  const std::size_t pad = rank - x.rank();
+  std::vector<std::int64_t> out(rank);
+  for (std::size_t d = 0; d < rank; ++d) {
+    const std::int64_t e = shape[d], have = d < pad ? -2 : x.shape()[d - pad];
+    if (e == -1 && have >= 0) out[d] = have;
+    else if (e >= 0 && (have < 0 || have == 1 || have == e)) out[d] = e;
+    else
+      fail(ErrorKind::InvalidArgument, "{}: x {} cannot be expanded to [{}] (axis {}: extent {} to {}; only extents of 1 expand, -1 keeps an existing one)", op,
+           x.shape(), fmt::join(shape, ", "), d, d < pad ? std::string("new") : std::to_string(have), e);
+  }
+  if (Shape(out) == x.shape()) return x;
+  return detail::apply(kExpand, {x}, ExpandAttributes{out})[0];
 }
 
 Matrix squeeze(const Matrix& x, std::optional<int> axis) {

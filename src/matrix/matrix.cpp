@@ -37,10 +37,12 @@ void require_defined(const Matrix& m, const char* op, const char* arg) {
   if (!m.defined()) fail(ErrorKind::InvalidArgument, "{}: {} is an undefined Matrix", op, arg);
 }
 
-void require_f32(const Matrix& m, const char* op, const char* arg) {
+void require_f32(const Matrix& m, const char* op, const char* arg) { require_dtype(m, DType::F32, op, arg); }
+
+void require_dtype(const Matrix& m, DType dtype, const char* op, const char* arg) {
   require_defined(m, op, arg);
-  if (m.dtype() != DType::F32)
-    fail(ErrorKind::InvalidArgument, "{}: {} must be f32; found {} {}", op, arg, to_string(m.dtype()), m.shape());
+  if (m.dtype() != dtype)
+    fail(ErrorKind::InvalidArgument, "{}: {} must be {}; found {} {}", op, arg, to_string(dtype), to_string(m.dtype()), m.shape());
 }
 
 void require_same_engine(const Matrix& a, const Matrix& b, const char* op) {

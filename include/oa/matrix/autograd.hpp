@@ -14,7 +14,10 @@
 // Differentiable so far: the elementwise ops (a broadcast operand's gradient
 // is summed back to its shape), Matrix::reshape, transpose, matmul,
 // matmul_nt, sum, mean, max (ties share the gradient evenly, as torch.amax),
-// sum_all, mean_all, max_all and sum_to; argmax is not (its output is I32).
+// sum_all, mean_all, max_all and sum_to, the layout and concat families
+// (permute, slice, expand, concat, chunk, split), and the float operands of
+// index_select, gather, scatter_add, where and masked_fill (not their i32
+// indices or bool masks); argmax is not (its output is I32).
 //
 // backward(loss) walks the graph from `loss` in reverse topological order and
 // records the backward work on the GPU like forward work (no host round trip);

@@ -1,5 +1,6 @@
 #pragma once
-// Concatenation and its inverse along one axis (oa::matrix). F32, row-major,
+// Concatenation and its inverses along one axis (oa::matrix): concat, stack,
+// chunk, split. F32, row-major,
 // contiguous; the results are new contiguous Matrices (oa has no strided views).
 //
 // Axes may be negative (-1 is the last axis). Both ops view their operands as
@@ -35,5 +36,29 @@ Matrix concat(const std::vector<Matrix>& xs, int axis = -1);
 // concatenation of the slices' gradients (zeros for a slice that got none).
 // Semantic op "oa::matrix::chunk" with `parts` outputs, attributes parts, axis.
 std::vector<Matrix> chunk(const Matrix& x, std::int64_t parts, int axis = -1);
+
+// Splits x along `axis` into parts of the given extents (torch.split(x,
+// sizes, axis) with a list; uneven sizes allowed, zeros too): sizes are
+// non-negative and sum to the axis's extent. Gradients flow back as the
+// concatenation of the parts' gradients (zeros for a part that got none).
+// Errors: sizes that do not sum to the extent, a negative size, no sizes.
+// Semantic op "oa::matrix::split" with one output per size, attributes
+// sizes, axis.
+std::vector<Matrix> split(const Matrix& x, const std::vector<std::int64_t>& sizes, int axis = -1);
+
+// Splits x into parts of extent `size` along `axis`, the last one smaller when
+// size does not divide the extent (torch.split(x, size, axis) with an int).
+// size >= 1 (0 only for an empty axis, giving one empty part). The same op as
+// the list form. Note that split(x, {n}, axis) braces one int: it calls this
+// form; pass std::vector<std::int64_t>{n} for a one-part list.
+std::vector<Matrix> split(const Matrix& x, std::int64_t size, int axis = -1);
+
+// xs (at least one, all of one shape) joined along a new axis `axis`
+// (torch.stack(xs, axis)): axis ranges over [-(rank + 1), rank]; the result
+// has extent xs.size() there. A thin composition, recorded as one
+// "oa::matrix::concat" of the operands each given a unit axis (unsqueeze, a
+// reshape that records nothing); gradients as concat's. Errors: operands of
+// different shapes or engines, an axis out of range, rank-8 operands.
+Matrix stack(const std::vector<Matrix>& xs, int axis = 0);
 
 }  // namespace oa::matrix

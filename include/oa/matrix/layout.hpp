@@ -1,12 +1,12 @@
 #pragma once
 // Views and layout (oa::matrix): permute, transpose of two axes, slicing,
-// squeeze / unsqueeze, flatten / unflatten. F32 or I32 (permute, slice,
-// narrow; any dtype for the reshapes).
+// expand, squeeze / unsqueeze, flatten / unflatten. F32 or I32 (permute, slice,
+// narrow, expand; any dtype for the reshapes).
 //
 // Cost model. A Matrix is always contiguous and row-major: oa has no strided
 // views. The reshaping views (squeeze, unsqueeze, flatten, unflatten, like
 // Matrix::reshape) share the storage and record nothing. The views that move
-// elements (permute, transpose, slice, narrow) materialise their result with
+// elements (permute, transpose, slice, narrow, expand) materialise their result with
 // one strided-copy dispatch that reads and writes each result element once
 // (as x.permute(...).contiguous() costs in PyTorch); their backward is one
 // such dispatch too (slice: a fill of zeros and a scatter).
@@ -47,6 +47,19 @@ Matrix slice(const Matrix& x, int axis, std::optional<std::int64_t> start = {}, 
 // `length` elements from `start` along `axis` (torch.narrow): start may be
 // negative (counted from the end); the range must lie inside the axis. A slice.
 Matrix narrow(const Matrix& x, int axis, std::int64_t start, std::int64_t length);
+
+// x broadcast to `shape` (torch.Tensor.expand): shape has x's rank or more;
+// x's axes align with its last ones; -1 keeps x's extent there (not allowed
+// on the new leading axes); only an extent of 1 (or a new axis) takes another
+// extent, including 0. oa has no strided views: the result is materialised
+// by one strided copy that reads each of x's elements as often as it is
+// repeated; a shape equal to x's returns x itself (nothing recorded).
+// Gradient: the result's gradient summed over the broadcast axes (recorded
+// as oa::matrix::permute when those are not already the trailing ones, then
+// oa::matrix::sum). Errors: a shape of fewer axes than x or more than 8, an
+// extent other than 1 asked to change, -1 on a new axis, a negative extent.
+// Semantic op "oa::matrix::expand", attribute shape (no -1 left).
+Matrix expand(const Matrix& x, const std::vector<std::int64_t>& shape);
 
 // Without `axis`, x without all its extents of 1; with it, without that axis
 // when its extent is 1, else x as is (torch.squeeze). A reshape.

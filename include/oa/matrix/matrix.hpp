@@ -103,6 +103,7 @@ Matrix allocate(const Engine& engine, const Shape& shape, DType dtype = DType::F
 // unless all have the same engine and the expected dtype; names `op` and `arg`.
 void require_defined(const Matrix& m, const char* op, const char* arg);
 void require_f32(const Matrix& m, const char* op, const char* arg);
+void require_dtype(const Matrix& m, DType dtype, const char* op, const char* arg);
 void require_same_engine(const Matrix& a, const Matrix& b, const char* op);
 Engine resolve(const std::optional<Engine>& engine);
 }  // namespace detail

@@ -19,11 +19,7 @@ using runtime::Storage;
 inline std::shared_ptr<Storage> unused_output(const Engine& engine) { return engine.allocate(4); }
 
 // Throws InvalidArgument unless `m` is a defined i32 Matrix; names `op` and `arg`.
-inline void require_i32(const Matrix& m, const char* op, const char* arg) {
-  detail::require_defined(m, op, arg);
-  if (m.dtype() != DType::I32)
-    fail(ErrorKind::InvalidArgument, "{}: {} must be i32; found {} {}", op, arg, to_string(m.dtype()), m.shape());
-}
+inline void require_i32(const Matrix& m, const char* op, const char* arg) { detail::require_dtype(m, DType::I32, op, arg); }
 
 // Throws InvalidArgument unless `m` is an f32 Matrix of shape [n] on x's engine.
 inline void require_vector(const Matrix& m, std::int64_t n, const Matrix& x, const char* op, const char* arg) {

@@ -1,0 +1,34 @@
+#version 450
+// Deterministic scatter-add along one axis (scatter_add, and the backward of
+// index_select and gather) without atomics: the result is viewed as
+// [outer, N, inner] around the axis and the values as [outer, K, inner];
+//   out[o, v, i] = base[o, v, i] (BASE 1; 0 when BASE 0)
+//                + sum over k = 0 .. K-1, in increasing k, of values[o, k, i]
+//                  where the i32 index of (o, k, i) equals v,
+// that index being index[k] (MODE 0, index [K]) or index[(o K + k) inner + i]
+// (MODE 1, index shaped as the values). Each result element scans the K
+// indices of its line (cost O(K) per element); an index outside [0, N)
+// matches no element, so it contributes nothing.
+#extension GL_GOOGLE_include_directive : require
+#include "common/oa.glsl"
+layout(local_size_x = 256) in;
+layout(constant_id = 0) const uint MODE = 0;
+layout(constant_id = 1) const uint BASE = 0;
+layout(std430, binding = 0) readonly buffer Base { float base[]; };
+layout(std430, binding = 1) readonly buffer Index { int index[]; };
+layout(std430, binding = 2) readonly buffer Values { float values[]; };
+layout(std430, binding = 3) writeonly buffer Out { float y[]; };
+OA_PUSH_BEGIN uint n; uint K; uint N; uint inner; OA_PUSH_END
+
+void main() {
+  const uint i = OA_GROUP_ID.x * 256u + gl_LocalInvocationID.x;
+  if (i >= pc.n) return;
+  const uint in_row = i % pc.inner, v = (i / pc.inner) % pc.N, o = i / (pc.inner * pc.N);
+  float acc = BASE == 1u ? base[i] : 0.0;
+  for (uint k = 0u; k < pc.K; ++k) {
+    const uint at = (o * pc.K + k) * pc.inner + in_row;
+    const int idx = MODE == 0u ? index[k] : index[at];
+    if (idx >= 0 && uint(idx) == v) acc += values[at];
+  }
+  y[i] = acc;
+}

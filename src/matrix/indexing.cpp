@@ -1,0 +1,369 @@
+// The indexing family, declared once each (matrix/op_def.hpp): index_select
+// and gather over one gather kernel (matrix/index_gather), scatter_add and
+// their backward over one atomic-free scatter-add (matrix/index_scatter_add),
+// where and masked_fill over one selection kernel (matrix/select).
+#include "oa/matrix/indexing.hpp"
+
+#include <algorithm>
+
+#include "matrix/op_def.hpp"
+#include "oa/matrix/layout.hpp"
+
+namespace oa::matrix {
+
+namespace {
+
+using detail::apply;
+using detail::BackwardCall;
+using detail::field;
+using detail::Op;
+using detail::OpCall;
+using detail::OutputSpec;
+using runtime::BufferBinding;
+using runtime::ComputeDispatch;
+
+constexpr const char* kIndexSelect = "oa::matrix::index_select";
+constexpr const char* kGather = "oa::matrix::gather";
+constexpr const char* kScatterAdd = "oa::matrix::scatter_add";
+constexpr const char* kWhere = "oa::matrix::where";
+constexpr const char* kMaskedFill = "oa::matrix::masked_fill";
+
+struct DimAttributes {
+  std::int64_t dim = 0;  // non-negative
+  static constexpr auto fields = std::tuple{field("dim", &DimAttributes::dim)};
+};
+
+// `dim` made non-negative for x (rank >= 1); throws naming `op`.
+std::int64_t normal_dim(const char* op, const Matrix& x, int dim) {
+  const auto r = static_cast<std::int64_t>(x.rank());
+  if (r == 0) fail(ErrorKind::InvalidArgument, "{}: x {} has no axis to index (rank 0)", op, x.shape());
+  if (dim < -r || dim >= r) fail(ErrorKind::InvalidArgument, "{}: dim {} is out of range [{}, {}] for x {}", op, dim, -r, r - 1, x.shape());
+  return dim < 0 ? dim + r : dim;
+}
+
+// The [outer, N, inner] view of `s` around `dim`.
+struct AxisView {
+  std::int64_t outer = 1, extent = 1, inner = 1;
+};
+AxisView view_of(const Shape& s, std::int64_t dim) {
+  AxisView v;
+  for (std::size_t d = 0; d < s.rank(); ++d) {
+    const auto i = static_cast<std::int64_t>(d);
+    (i < dim ? v.outer : i == dim ? v.extent : v.inner) *= s[d];
+  }
+  return v;
+}
+
+// mode 0: index [K] (index_select); 1: index shaped as the values (gather, scatter_add).
+void gather_dispatch(std::uint32_t mode, const Matrix& x, const Matrix& index, const Matrix& y, std::int64_t dim, const char* op,
+                     std::vector<ComputeDispatch>& ds) {
+  if (y.numel() == 0) return;
+  const AxisView xv = view_of(x.shape(), dim), yv = view_of(y.shape(), dim);
+  ComputeDispatch d;
+  d.kernel = kernels::matrix_index_gather;
+  d.specialization = {mode};
+  d.bindings = {BufferBinding::read(x.storage()), BufferBinding::read(index.storage()), BufferBinding::write(y.storage())};
+  d.push.u32(detail::shader_u32(y.numel(), "result elements", op))
+      .u32(detail::shader_u32(yv.extent, "index extent", op))
+      .u32(detail::shader_u32(xv.extent, "extent of x at dim", op))
+      .u32(detail::shader_u32(xv.inner, "inner extent", op));
+  d.groups = {detail::groups_for(y.numel(), 1024), 1, 1};
+  ds.push_back(std::move(d));
+}
+
+// y (shape of x) = base (or 0 when undefined) + values scatter-added at index along dim.
+void scatter_dispatch(std::uint32_t mode, const Matrix& base, const Matrix& index, const Matrix& values, const Matrix& y, std::int64_t dim,
+                      const char* op, std::vector<ComputeDispatch>& ds) {
+  if (y.numel() == 0) return;
+  const AxisView yv = view_of(y.shape(), dim), vv = view_of(values.shape(), dim);
+  ComputeDispatch d;
+  d.kernel = kernels::matrix_index_scatter_add;
+  d.specialization = {mode, base.defined() ? 1u : 0u};
+  d.bindings = {BufferBinding::read((base.defined() ? base : values).storage()), BufferBinding::read(index.storage()),
+                BufferBinding::read(values.storage()), BufferBinding::write(y.storage())};
+  d.push.u32(detail::shader_u32(y.numel(), "result elements", op))
+      .u32(detail::shader_u32(vv.extent, "index extent", op))
+      .u32(detail::shader_u32(yv.extent, "extent of x at dim", op))
+      .u32(detail::shader_u32(yv.inner, "inner extent", op));
+  d.groups = {detail::groups_for(y.numel(), 256), 1, 1};
+  ds.push_back(std::move(d));
+}
+
+// The gradient of x for index_select (mode 0) and gather (mode 1).
+std::vector<Matrix> gather_backward(std::uint32_t mode, const BackwardCall<DimAttributes>& c) {
+  const Matrix &gy = c.grad_outputs[0], &index = c.inputs[1];
+  Matrix gx = detail::allocate(gy.engine(), c.input_shapes[0]);
+  std::vector<ComputeDispatch> ds;
+  scatter_dispatch(mode, Matrix(), index, gy, gx, c.attributes.dim, c.name, ds);
+  c.record(ds, {&gy, &index}, {&gx});
+  return {gx, Matrix()};
+}
+
+const detail::Saves kSaveIndex{{false, true}, {}};
+
+// ── index_select ────────────────────────────────────────────────────────────
+
+const detail::Lowering<DimAttributes> kIndexSelectLowering = [](const OpCall<DimAttributes>& c, const std::vector<Matrix>& out,
+                                                                 std::vector<ComputeDispatch>& ds) {
+  gather_dispatch(0, c.inputs[0], c.inputs[1], out[0], c.attributes.dim, c.name, ds);
+};
+
+const Op<DimAttributes> kIndexSelectOp{
+    {.name = kIndexSelect,
+     .inputs = {"x", {"index", false, true}},
+     .infer = [](const OpCall<DimAttributes>& c) {
+       const Matrix &x = c.inputs[0], &index = c.inputs[1];
+       detail::require_dtype(index, DType::I32, c.name, "index");
+       if (index.rank() > 1)
+         fail(ErrorKind::InvalidArgument, "{}: index {} must have rank 0 or 1 (x {})", c.name, index.shape(), x.shape());
+       std::vector<std::int64_t> dims = x.shape().to_vector();
+       dims[static_cast<std::size_t>(c.attributes.dim)] = index.numel();
+       detail::shader_u32(x.numel(), "element count of x", c.name);
+       detail::shader_u32(Shape(dims).numel(), "result elements", c.name);
+       return std::vector<OutputSpec>{{Shape(dims), x.dtype()}};
+     },
+     .lower = {{DType::F32, kIndexSelectLowering}, {DType::I32, kIndexSelectLowering}},
+     .saves = [](const OpCall<DimAttributes>&, const std::vector<bool>&) { return kSaveIndex; },
+     .backward = [](const BackwardCall<DimAttributes>& c) { return gather_backward(0, c); }}};
+
+// ── gather ──────────────────────────────────────────────────────────────────
+
+// index has x's rank and x's extents outside dim (the public gather cuts x to that).
+void require_index_beside_dim(const char* op, const Matrix& x, const Matrix& index, std::int64_t dim, bool at_most) {
+  bool ok = index.rank() == x.rank();
+  for (std::size_t d = 0; ok && d < x.rank(); ++d)
+    if (static_cast<std::int64_t>(d) != dim) ok = at_most ? index.shape()[d] <= x.shape()[d] : index.shape()[d] == x.shape()[d];
+  if (!ok)
+    fail(ErrorKind::InvalidArgument, "{}: index {} must have the rank of x {} and {} extents outside dim {}", op, index.shape(), x.shape(),
+         at_most ? "no larger" : "the same", dim);
+}
+
+const detail::Lowering<DimAttributes> kGatherLowering = [](const OpCall<DimAttributes>& c, const std::vector<Matrix>& out,
+                                                           std::vector<ComputeDispatch>& ds) {
+  gather_dispatch(1, c.inputs[0], c.inputs[1], out[0], c.attributes.dim, c.name, ds);
+};
+
+const Op<DimAttributes> kGatherOp{{.name = kGather,
+                                   .inputs = {"x", {"index", false, true}},
+                                   .infer = [](const OpCall<DimAttributes>& c) {
+                                     const Matrix &x = c.inputs[0], &index = c.inputs[1];
+                                     detail::require_dtype(index, DType::I32, c.name, "index");
+                                     require_index_beside_dim(c.name, x, index, c.attributes.dim, false);
+                                     detail::shader_u32(x.numel(), "element count of x", c.name);
+                                     detail::shader_u32(index.numel(), "result elements", c.name);
+                                     return std::vector<OutputSpec>{{index.shape(), x.dtype()}};
+                                   },
+                                   .lower = {{DType::F32, kGatherLowering}, {DType::I32, kGatherLowering}},
+                                   .saves = [](const OpCall<DimAttributes>&, const std::vector<bool>&) { return kSaveIndex; },
+                                   .backward = [](const BackwardCall<DimAttributes>& c) { return gather_backward(1, c); }}};
+
+// ── scatter_add ─────────────────────────────────────────────────────────────
+
+const Op<DimAttributes> kScatterAddOp{
+    {.name = kScatterAdd,
+     .inputs = {"x", {"index", false, true}, "src"},
+     .infer = [](const OpCall<DimAttributes>& c) {
+       const Matrix &x = c.inputs[0], &index = c.inputs[1], &src = c.inputs[2];
+       detail::require_dtype(index, DType::I32, c.name, "index");
+       detail::require_f32(src, c.name, "src");
+       require_index_beside_dim(c.name, x, index, c.attributes.dim, false);
+       if (!(src.shape() == index.shape()))
+         fail(ErrorKind::InvalidArgument, "{}: src {} must have index's shape {} (x {})", c.name, src.shape(), index.shape(), x.shape());
+       detail::shader_u32(x.numel(), "element count of x", c.name);
+       detail::shader_u32(index.numel(), "element count of index", c.name);
+       return std::vector<OutputSpec>{{x.shape()}};
+     },
+     .lower = {{DType::F32,
+                [](const OpCall<DimAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+                  scatter_dispatch(1, c.inputs[0], c.inputs[1], c.inputs[2], out[0], c.attributes.dim, c.name, ds);
+                }}},
+     .saves = [](const OpCall<DimAttributes>&, const std::vector<bool>& needs) {
+       return detail::Saves{{false, needs[2], false}, {}};
+     },
+     .backward = [](const BackwardCall<DimAttributes>& c) {
+       const Matrix &gy = c.grad_outputs[0], &index = c.inputs[1];
+       Matrix gsrc;
+       if (c.needs[2]) {
+         gsrc = detail::allocate(gy.engine(), c.input_shapes[2]);
+         std::vector<ComputeDispatch> ds;
+         gather_dispatch(1, gy, index, gsrc, c.attributes.dim, c.name, ds);
+         c.record(ds, {&gy, &index}, {&gsrc});
+       }
+       return std::vector<Matrix>{c.needs[0] ? gy : Matrix(), Matrix(), gsrc};
+     }}};
+
+// ── where and masked_fill ───────────────────────────────────────────────────
+
+// The NumPy broadcast of `shapes` (right aligned; extents equal or 1); throws
+// naming `op`, the argument names and the shapes.
+Shape broadcast_shapes(const char* op, const std::vector<std::pair<const char*, Shape>>& shapes) {
+  std::size_t rank = 0;
+  for (const auto& s : shapes) rank = std::max(rank, s.second.rank());
+  std::vector<std::int64_t> out(rank, 1);
+  bool ok = true;
+  for (const auto& s : shapes)
+    for (std::size_t d = 0; d < s.second.rank(); ++d) {
+      std::int64_t& o = out[rank - s.second.rank() + d];
+      const std::int64_t e = s.second[d];
+      if (o == 1) o = e;
+      else if (e != 1 && e != o) ok = false;
+    }
+  if (!ok) {
+    std::string names;
+    for (const auto& s : shapes) names += fmt::format("{}{} {}", names.empty() ? "" : ", ", s.first, s.second);
+    fail(ErrorKind::InvalidArgument, "{}: shapes do not broadcast: {}", op, names);
+  }
+  return Shape(out);
+}
+
+// y = cond ? A : B over `y`'s shape (matrix/select); a or b undefined: `value` there.
+void select_dispatch(const Matrix& cond, const Matrix& a, const Matrix& b, float value, const Matrix& y, const char* op,
+                     std::vector<ComputeDispatch>& ds) {
+  if (y.numel() == 0) return;
+  const Shape& ys = y.shape();
+  const Shape& cs = cond.shape();
+  const std::size_t pad = Shape::kMaxRank - ys.rank(), cpad = ys.rank() - cs.rank();
+  std::vector<std::uint32_t> ext(Shape::kMaxRank, 1), stride(Shape::kMaxRank, 0);
+  std::int64_t s = 1;
+  for (std::size_t d = ys.rank(); d-- > 0;) {
+    ext[pad + d] = detail::shader_u32(ys[d], "extent", op);
+    if (d >= cpad && cs[d - cpad] != 1) stride[pad + d] = detail::shader_u32(s, "condition stride", op);
+    if (d >= cpad) s *= cs[d - cpad];
+  }
+  const Matrix& some = a.defined() ? a : b;
+  ComputeDispatch d;
+  d.kernel = kernels::matrix_select;
+  d.bindings = {BufferBinding::read(cond.storage()), BufferBinding::read((a.defined() ? a : some).storage()),
+                BufferBinding::read((b.defined() ? b : some).storage()), BufferBinding::write(y.storage())};
+  d.push.u32(detail::shader_u32(y.numel(), "result elements", op)).u32((a.defined() ? 0u : 1u) | (b.defined() ? 0u : 2u)).f32(value);
+  for (auto e : ext) d.push.u32(e);
+  for (auto e : stride) d.push.u32(e);
+  d.groups = {detail::groups_for(y.numel(), 1024), 1, 1};
+  ds.push_back(std::move(d));
+}
+
+// cond ? gy : 0 (when_true) or cond ? 0 : gy, recorded as "<op> backward".
+template <class A>
+Matrix select_gradient(const BackwardCall<A>& c, const Matrix& cond, bool when_true) {
+  const Matrix& gy = c.grad_outputs[0];
+  Matrix g = detail::allocate(gy.engine(), gy.shape());
+  std::vector<ComputeDispatch> ds;
+  select_dispatch(cond, when_true ? gy : Matrix(), when_true ? Matrix() : gy, 0.0f, g, c.name, ds);
+  c.record(ds, {&gy, &cond}, {&g});
+  return g;
+}
+
+// x and y already have the result's shape; condition broadcasts to it.
+const Op<detail::NoAttributes> kWhereOp{
+    {.name = kWhere,
+     .inputs = {{"condition", false, true}, "x", "y"},
+     .infer = [](const OpCall<detail::NoAttributes>& c) {
+       detail::shader_u32(c.inputs[1].numel(), "result elements", c.name);
+       return std::vector<OutputSpec>{{c.inputs[1].shape()}};
+     },
+     .lower = {{DType::Bool,
+                [](const OpCall<detail::NoAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+                  select_dispatch(c.inputs[0], c.inputs[1], c.inputs[2], 0.0f, out[0], c.name, ds);
+                }}},
+     .saves = [](const OpCall<detail::NoAttributes>&, const std::vector<bool>&) { return detail::Saves{{true, false, false}, {}}; },
+     .backward = [](const BackwardCall<detail::NoAttributes>& c) {
+       const Matrix& cond = c.inputs[0];
+       return std::vector<Matrix>{Matrix(), c.needs[1] ? select_gradient(c, cond, true) : Matrix(),
+                                  c.needs[2] ? select_gradient(c, cond, false) : Matrix()};
+     }}};
+
+struct FillAttributes {
+  float value = 0;
+  static constexpr auto fields = std::tuple{field("value", &FillAttributes::value)};
+};
+
+// x already has the result's shape; mask broadcasts to it.
+const Op<FillAttributes> kMaskedFillOp{
+    {.name = kMaskedFill,
+     .inputs = {"x", {"mask", false, true}},
+     .infer = [](const OpCall<FillAttributes>& c) {
+       detail::shader_u32(c.inputs[0].numel(), "result elements", c.name);
+       return std::vector<OutputSpec>{{c.inputs[0].shape()}};
+     },
+     .lower = {{DType::F32,
+                [](const OpCall<FillAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+                  select_dispatch(c.inputs[1], Matrix(), c.inputs[0], c.attributes.value, out[0], c.name, ds);
+                }}},
+     .saves = [](const OpCall<FillAttributes>&, const std::vector<bool>&) { return kSaveIndex; },
+     .backward = [](const BackwardCall<FillAttributes>& c) { return std::vector<Matrix>{select_gradient(c, c.inputs[1], false), Matrix()}; }}};
+
+// x cut to `target`'s extents (each no larger than x's) by slices along the axes that differ.
+Matrix cut_to(const Matrix& x, const Shape& target) {
+  Matrix out = x;
+  for (std::size_t d = 0; d < x.rank(); ++d)
+    if (target[d] != x.shape()[d]) out = narrow(out, static_cast<int>(d), 0, target[d]);
+  return out;
+}
+
+}  // namespace
+
+Matrix index_select(const Matrix& x, int dim, const Matrix& index) {
+  detail::require_defined(x, kIndexSelect, "x");
+  return apply(kIndexSelectOp, {x, index}, {normal_dim(kIndexSelect, x, dim)})[0];
+}
+
+Matrix index_select(const Matrix& x, int dim, std::span<const std::int32_t> index) {
+  detail::require_defined(x, kIndexSelect, "x");
+  const std::int64_t n = x.shape()[static_cast<std::size_t>(normal_dim(kIndexSelect, x, dim))];
+  for (std::size_t k = 0; k < index.size(); ++k)
+    if (index[k] < 0 || index[k] >= n)
+      fail(ErrorKind::InvalidArgument, "{}: index {} at position {} is outside [0, {}) (dim {} of x {})", kIndexSelect, index[k], k, n, dim,
+           x.shape());
+  return index_select(x, dim, Matrix::from_i32({static_cast<std::int64_t>(index.size())}, index, x.engine()));
+}
+
+Matrix gather(const Matrix& x, int dim, const Matrix& index) {
+  detail::require_defined(x, kGather, "x");
+  const std::int64_t d = normal_dim(kGather, x, dim);
+  detail::require_dtype(index, DType::I32, kGather, "index");
+  detail::require_same_engine(x, index, kGather);
+  if (x.dtype() != DType::F32 && x.dtype() != DType::I32)
+    fail(ErrorKind::InvalidArgument, "{}: x must be f32 or i32; found {} {}", kGather, to_string(x.dtype()), x.shape());
+  require_index_beside_dim(kGather, x, index, d, true);
+  std::vector<std::int64_t> cut = index.shape().to_vector();
+  cut[static_cast<std::size_t>(d)] = x.shape()[static_cast<std::size_t>(d)];
+  return apply(kGatherOp, {cut_to(x, Shape(cut)), index}, {d})[0];
+}
+
+Matrix scatter_add(const Matrix& x, int dim, const Matrix& index, const Matrix& src) {
+  detail::require_f32(x, kScatterAdd, "x");
+  const std::int64_t d = normal_dim(kScatterAdd, x, dim);
+  detail::require_dtype(index, DType::I32, kScatterAdd, "index");
+  detail::require_f32(src, kScatterAdd, "src");
+  detail::require_same_engine(x, index, kScatterAdd);
+  detail::require_same_engine(x, src, kScatterAdd);
+  require_index_beside_dim(kScatterAdd, x, index, d, false);
+  bool fits = src.rank() == index.rank();
+  for (std::size_t a = 0; fits && a < src.rank(); ++a) fits = index.shape()[a] <= src.shape()[a];
+  if (!fits)
+    fail(ErrorKind::InvalidArgument, "{}: src {} must have index's rank and extents at least index's {} (x {})", kScatterAdd, src.shape(),
+         index.shape(), x.shape());
+  return apply(kScatterAddOp, {x, index, cut_to(src, index.shape())}, {d})[0];
+}
+
+Matrix where(const Matrix& condition, const Matrix& x, const Matrix& y) {
+  detail::require_dtype(condition, DType::Bool, kWhere, "condition");
+  detail::require_f32(x, kWhere, "x");
+  detail::require_f32(y, kWhere, "y");
+  detail::require_same_engine(x, condition, kWhere);
+  detail::require_same_engine(x, y, kWhere);
+  const Shape out = broadcast_shapes(kWhere, {{"condition", condition.shape()}, {"x", x.shape()}, {"y", y.shape()}});
+  detail::shader_u32(out.numel(), "result elements", kWhere);
+  return apply(kWhereOp, {condition, expand(x, out.to_vector()), expand(y, out.to_vector())})[0];
+}
+
+Matrix masked_fill(const Matrix& x, const Matrix& mask, float value) {
+  detail::require_f32(x, kMaskedFill, "x");
+  detail::require_dtype(mask, DType::Bool, kMaskedFill, "mask");
+  detail::require_same_engine(x, mask, kMaskedFill);
+  const Shape out = broadcast_shapes(kMaskedFill, {{"x", x.shape()}, {"mask", mask.shape()}});
+  detail::shader_u32(out.numel(), "result elements", kMaskedFill);
+  return apply(kMaskedFillOp, {expand(x, out.to_vector()), mask}, {value})[0];
+}
+
+}  // namespace oa::matrix

@@ -1,0 +1,340 @@
+// index_select, gather, scatter_add, where, masked_fill, expand, split and
+// stack against the f64 references (reference/indexing.hpp, concat.hpp),
+// with finite-difference gradients, traces and argument errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "oa/oa.hpp"
+#include "reference/concat.hpp"
+#include "reference/indexing.hpp"
+#include "support/expect.hpp"
+#include "support/gradcheck.hpp"
+
+namespace {
+
+using oa::ErrorKind;
+using oa::Matrix;
+using oa::Shape;
+using oa::test::gradcheck;
+using oa::test::random_input;
+using Inputs = std::vector<std::vector<double>>;
+namespace mx = oa::matrix;
+namespace ref = oa::reference;
+
+std::vector<double> f64(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+
+// Deterministic i32 values in [low, high).
+std::vector<std::int32_t> ints(std::int64_t n, std::uint64_t seed, int low, int high) {
+  std::vector<std::int32_t> out;
+  for (float v : oa::test::test_values(n, seed, low, high)) out.push_back(static_cast<std::int32_t>(std::floor(v)));
+  return out;
+}
+
+TEST(MatrixIndexing, IndexSelectMatchesTheReferenceWithGradients) {
+  struct Case {
+    Shape shape;
+    int dim;
+    std::vector<std::int32_t> index;
+  };
+  // Repeated indices (the gradient sums them), every axis, negative dims.
+  const std::vector<Case> cases = {{{7}, 0, {3, 0, 3, 6, 3}},
+                                   {{4, 5}, 0, {1, 1, 3}},
+                                   {{4, 5}, -1, {4, 0, 2, 0, 0, 1}},
+                                   {{2, 3, 4}, 1, {2, 2}},
+                                   {{2, 3, 4, 3}, -2, {3, 0, 1, 1, 2, 0, 3}},
+                                   {{3, 4}, 0, {}}};
+  std::uint64_t seed = 1;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.shape.to_string() + " dim " + std::to_string(c.dim));
+    const auto dim = static_cast<std::size_t>(c.dim < 0 ? c.dim + static_cast<int>(c.shape.rank()) : c.dim);
+    const Matrix index = Matrix::from_i32({static_cast<std::int64_t>(c.index.size())}, c.index);
+    gradcheck({random_input(c.shape, seed++)}, [&](const std::vector<Matrix>& x) { return mx::index_select(x[0], c.dim, index); },
+              [&](const Inputs& x) { return ref::index_select(x[0], c.shape.to_vector(), dim, c.index); });
+  }
+  // One semantic op forward and one backward; a rank-0 index keeps the axis; i32 values.
+  const Matrix x = Matrix::from_vector({3, 4}, oa::test::test_values(12, 5));
+  oa::set_requires_grad(x);
+  oa::TraceCapture trace(x.engine());
+  const Matrix y = mx::index_select(x, 1, Matrix::from_i32({}, std::vector<std::int32_t>{2}));
+  oa::backward(mx::sum_all(y));
+  const auto ops = trace.ops();
+  ASSERT_EQ(ops.size(), 4u);  // index_select, sum_all, sum_all backward, index_select backward
+  EXPECT_EQ(ops[0].name, "oa::matrix::index_select");
+  EXPECT_EQ(ops[0].dispatches, 1u);
+  EXPECT_EQ(std::get<std::int64_t>(*ops[0].attribute("dim")), 1);
+  EXPECT_EQ(ops[3].name, "oa::matrix::index_select");
+  EXPECT_TRUE(ops[3].backward);
+  EXPECT_EQ(y.shape(), Shape({3, 1}));
+  const std::vector<std::int32_t> xi = ints(12, 6, -50, 50);
+  const auto yi = mx::index_select(Matrix::from_i32({3, 4}, xi), 0, Matrix::from_i32({2}, std::vector<std::int32_t>{2, 0})).to_i32();
+  std::vector<std::int32_t> want(xi.begin() + 8, xi.end());
+  want.insert(want.end(), xi.begin(), xi.begin() + 4);
+  EXPECT_EQ(yi, want);
+  // Host indices are checked, then uploaded: the same result as device ones.
+  const std::vector<std::int32_t> host{2, 0, 2};
+  EXPECT_EQ(mx::index_select(x, 0, host).to_vector(), mx::index_select(x, 0, Matrix::from_i32({3}, host)).to_vector());
+}
+
+TEST(MatrixIndexing, IndicesOutOfRangeSelectNothingAndPassNoGradient) {
+  // -1 and N are outside [0, N): zero at that position, no gradient from it
+  // (the reference applies the same rule; the in-range rows keep theirs).
+  const Shape s{4, 3};
+  const std::vector<std::int32_t> index{1, -1, 4, 1, 3};
+  const Matrix idx = Matrix::from_i32({5}, index);
+  const Matrix y = gradcheck({random_input(s, 11)}, [&](const std::vector<Matrix>& x) { return mx::index_select(x[0], 0, idx); },
+                             [&](const Inputs& x) { return ref::index_select(x[0], s.to_vector(), 0, index); });
+  const auto v = y.to_vector();
+  for (std::size_t k = 3; k < 9; ++k) EXPECT_EQ(v[k], 0.0f) << k;  // rows 1 and 2 of the result
+  const std::vector<std::int32_t> gi{0, 3, -2, 1, 2, 7};
+  const Matrix gidx = Matrix::from_i32({2, 3}, gi);
+  gradcheck({random_input(s, 12)}, [&](const std::vector<Matrix>& x) { return mx::gather(x[0], 0, gidx); },
+            [&](const Inputs& x) { return ref::gather(x[0], s.to_vector(), 0, gi, {2, 3}); });
+  // scatter_add: an out-of-range index adds nothing and its src gets zero gradient.
+  gradcheck({random_input(s, 13), random_input({2, 3}, 14)},
+            [&](const std::vector<Matrix>& x) { return mx::scatter_add(x[0], 0, gidx, x[1]); },
+            [&](const Inputs& x) { return ref::scatter_add(x[0], s.to_vector(), 0, gi, {2, 3}, x[1], {2, 3}); });
+}
+
+TEST(MatrixIndexing, GatherMatchesTheReferenceWithGradients) {
+  struct Case {
+    Shape shape, index_shape;
+    int dim;
+  };
+  // Index smaller than x outside dim (x is cut), longer than x along dim (repeats).
+  const std::vector<Case> cases = {{{6}, {9}, 0},          {{4, 5}, {4, 5}, 1},       {{4, 5}, {7, 5}, 0},
+                                   {{4, 5}, {2, 3}, -1},   {{3, 4, 5}, {2, 6, 5}, 1}, {{2, 3, 4, 2}, {2, 3, 3, 1}, 2}};
+  std::uint64_t seed = 30;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.shape.to_string() + " index " + c.index_shape.to_string());
+    const auto dim = static_cast<std::size_t>(c.dim < 0 ? c.dim + static_cast<int>(c.shape.rank()) : c.dim);
+    const auto iv = ints(c.index_shape.numel(), seed + 100, 0, static_cast<int>(c.shape[dim]));
+    const Matrix index = Matrix::from_i32(c.index_shape, iv);
+    gradcheck({random_input(c.shape, seed++)}, [&](const std::vector<Matrix>& x) { return mx::gather(x[0], c.dim, index); },
+              [&](const Inputs& x) { return ref::gather(x[0], c.shape.to_vector(), dim, iv, c.index_shape.to_vector()); });
+  }
+  // Equal extents outside dim: one op; a smaller index adds one slice first.
+  const Matrix x = Matrix::zeros({4, 5});
+  const Matrix index = Matrix::from_i32({2, 3}, ints(6, 3, 0, 4));
+  oa::TraceCapture trace(x.engine());
+  mx::gather(x, 0, Matrix::from_i32({2, 5}, ints(10, 3, 0, 4)));
+  mx::gather(x, 0, index);
+  const auto ops = trace.ops();
+  ASSERT_EQ(ops.size(), 3u);
+  EXPECT_EQ(ops[0].name, "oa::matrix::gather");
+  EXPECT_EQ(ops[1].name, "oa::matrix::slice");
+  EXPECT_EQ(ops[2].name, "oa::matrix::gather");
+}
+
+TEST(MatrixIndexing, ScatterAddMatchesTheReferenceWithGradients) {
+  struct Case {
+    Shape shape, index_shape, src_shape;
+    int dim;
+  };
+  const std::vector<Case> cases = {{{5}, {8}, {8}, 0},
+                                   {{4, 3}, {6, 3}, {6, 3}, 0},
+                                   {{4, 3}, {4, 5}, {5, 6}, -1},
+                                   {{2, 5, 3}, {2, 7, 3}, {3, 7, 4}, 1},
+                                   {{3, 2}, {0, 2}, {1, 2}, 0}};
+  std::uint64_t seed = 50;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.shape.to_string() + " index " + c.index_shape.to_string());
+    const auto dim = static_cast<std::size_t>(c.dim < 0 ? c.dim + static_cast<int>(c.shape.rank()) : c.dim);
+    const auto iv = ints(c.index_shape.numel(), seed + 100, 0, static_cast<int>(c.shape[dim]));
+    const Matrix index = Matrix::from_i32(c.index_shape, iv);
+    gradcheck({random_input(c.shape, seed), random_input(c.src_shape, seed + 1)},
+              [&](const std::vector<Matrix>& x) { return mx::scatter_add(x[0], c.dim, index, x[1]); },
+              [&](const Inputs& x) {
+                return ref::scatter_add(x[0], c.shape.to_vector(), dim, iv, c.index_shape.to_vector(), x[1], c.src_shape.to_vector());
+              });
+    seed += 2;
+  }
+  // Many contributions to one element sum in index order: bitwise the same every run.
+  const Matrix x = Matrix::zeros({2, 3});
+  const Matrix src = Matrix::from_vector({300, 3}, oa::test::test_values(900, 9, -1e3, 1e3));
+  const Matrix index = Matrix::from_i32({300, 3}, ints(900, 10, 0, 2));
+  const auto first = mx::scatter_add(x, 0, index, src).to_vector();
+  EXPECT_EQ(mx::scatter_add(x, 0, index, src).to_vector(), first);
+  EXPECT_TRUE(oa_test::near(first, ref::scatter_add(std::vector<double>(6, 0.0), {2, 3}, 0, index.to_i32(), {300, 3}, f64(src.to_vector()), {300, 3}),
+                            1e-2, 1e-5));
+}
+
+TEST(MatrixIndexing, WhereBroadcastsAllThreeOperandsWithGradients) {
+  struct Case {
+    Shape cond, x, y, out;
+  };
+  const std::vector<Case> cases = {{{3, 4}, {3, 4}, {3, 4}, {3, 4}},
+                                   {{3, 1}, {1, 4}, {4}, {3, 4}},
+                                   {{2, 1, 4}, {3, 1}, {}, {2, 3, 4}},
+                                   {{5}, {2, 1, 3, 1}, {1, 4, 1, 5}, {2, 4, 3, 5}},
+                                   {{1}, {2, 3}, {2, 3}, {2, 3}}};
+  std::uint64_t seed = 70;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.cond.to_string() + " " + c.x.to_string() + " " + c.y.to_string());
+    std::vector<std::uint8_t> cv;
+    for (auto v : ints(c.cond.numel(), seed + 50, 0, 2)) cv.push_back(static_cast<std::uint8_t>(v));
+    const Matrix cond = Matrix::from_bool(c.cond, cv);
+    const Matrix y = gradcheck({random_input(c.x, seed), random_input(c.y, seed + 1)},
+                               [&](const std::vector<Matrix>& v) { return mx::where(cond, v[0], v[1]); },
+                               [&](const Inputs& v) {
+                                 return ref::where(cv, c.cond.to_vector(), v[0], c.x.to_vector(), v[1], c.y.to_vector(), c.out.to_vector());
+                               });
+    EXPECT_EQ(y.shape(), c.out);
+    seed += 2;
+  }
+  // Broadcast operands are expanded first (recorded), the selection is one op.
+  const Matrix x = Matrix::zeros({3, 4}), row = Matrix::zeros({4});
+  const Matrix cond = Matrix::from_bool({3, 1}, std::vector<bool>{true, false, true});
+  oa::TraceCapture trace(x.engine());
+  mx::where(cond, x, row);
+  const auto ops = trace.ops();
+  ASSERT_EQ(ops.size(), 2u);
+  EXPECT_EQ(ops[0].name, "oa::matrix::expand");
+  EXPECT_EQ(ops[1].name, "oa::matrix::where");
+  EXPECT_EQ(ops[1].dispatches, 1u);
+}
+
+TEST(MatrixIndexing, MaskedFillBroadcastsTheMaskWithGradients) {
+  struct Case {
+    Shape x, mask, out;
+    float value;
+  };
+  const std::vector<Case> cases = {{{3, 4}, {3, 4}, {3, 4}, 2.5f},
+                                   {{3, 4}, {4}, {3, 4}, -1e4f},
+                                   {{2, 3, 4}, {2, 1, 4}, {2, 3, 4}, 0.0f},
+                                   {{3, 1}, {2, 3, 5}, {2, 3, 5}, 7.0f},
+                                   {{5}, {}, {5}, -3.0f}};
+  std::uint64_t seed = 90;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.x.to_string() + " mask " + c.mask.to_string());
+    std::vector<std::uint8_t> mv;
+    for (auto v : ints(c.mask.numel(), seed + 50, 0, 2)) mv.push_back(static_cast<std::uint8_t>(v));
+    const Matrix mask = Matrix::from_bool(c.mask, mv);
+    gradcheck({random_input(c.x, seed++)}, [&](const std::vector<Matrix>& v) { return mx::masked_fill(v[0], mask, c.value); },
+              [&](const Inputs& v) { return ref::where(mv, c.mask.to_vector(), {}, {}, v[0], c.x.to_vector(), c.out.to_vector(), c.value); });
+  }
+  // -inf fills exactly, as an attention mask needs.
+  const Matrix m = Matrix::from_bool({3}, std::vector<bool>{false, true, false});
+  const auto v = mx::masked_fill(Matrix::ones({2, 3}), m, -std::numeric_limits<float>::infinity()).to_vector();
+  EXPECT_EQ(v[1], -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(v[4], -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(v[0], 1.0f);
+}
+
+TEST(MatrixIndexing, ExpandBroadcastsUnitAxesWithGradients) {
+  struct Case {
+    Shape x;
+    std::vector<std::int64_t> shape, out;
+  };
+  const std::vector<Case> cases = {{{1}, {5}, {5}},
+                                   {{3, 1}, {-1, 4}, {3, 4}},
+                                   {{4}, {2, 3, -1}, {2, 3, 4}},
+                                   {{2, 1, 3}, {2, 2, 5, 3}, {2, 2, 5, 3}},
+                                   {{1, 3, 1}, {4, -1, 2}, {4, 3, 2}},
+                                   {{}, {2, 3}, {2, 3}}};
+  std::uint64_t seed = 110;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.x.to_string());
+    gradcheck({random_input(c.x, seed++)}, [&](const std::vector<Matrix>& v) { return mx::expand(v[0], c.shape); },
+              [&](const Inputs& v) { return ref::expand(v[0], c.x.to_vector(), c.out); });
+  }
+  // The same shape is x itself; an extent of 1 may expand to 0; i32 elements.
+  const Matrix x = Matrix::zeros({3, 1});
+  oa::TraceCapture trace(x.engine());
+  EXPECT_EQ(mx::expand(x, {3, -1}).storage(), x.storage());
+  EXPECT_TRUE(trace.ops().empty());
+  EXPECT_EQ(mx::expand(x, {3, 0}).shape(), Shape({3, 0}));
+  const auto yi = mx::expand(Matrix::from_i32({2, 1}, std::vector<std::int32_t>{-4, 9}), {2, 3}).to_i32();
+  EXPECT_EQ(yi, (std::vector<std::int32_t>{-4, -4, -4, 9, 9, 9}));
+}
+
+TEST(MatrixIndexing, SplitTakesUnevenSizesAndStackANewAxis) {
+  const Shape s{3, 7, 2};
+  const std::vector<std::int64_t> sizes{2, 0, 4, 1};
+  for (std::size_t part = 0; part < sizes.size(); ++part) {
+    SCOPED_TRACE(part);
+    if (sizes[part] == 0) continue;
+    std::int64_t start = 0;
+    for (std::size_t p = 0; p < part; ++p) start += sizes[p];
+    gradcheck({random_input(s, 130)}, [&](const std::vector<Matrix>& v) { return mx::split(v[0], sizes, -2)[part]; },
+              [&](const Inputs& v) { return ref::slice(v[0], s.to_vector(), 1, start, start + sizes[part], 1); });
+  }
+  // An int size: parts of that extent, the last one shorter; one semantic op.
+  const Matrix x = Matrix::from_vector({7, 2}, oa::test::test_values(14, 3));
+  oa::TraceCapture trace(x.engine());
+  const auto parts = mx::split(x, 3, 0);
+  const auto ops = trace.ops();
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].name, "oa::matrix::split");
+  EXPECT_EQ(std::get<std::vector<std::int64_t>>(*ops[0].attribute("sizes")), (std::vector<std::int64_t>{3, 3, 1}));
+  ASSERT_EQ(parts.size(), 3u);
+  EXPECT_EQ(parts[2].shape(), Shape({1, 2}));
+  EXPECT_TRUE(oa_test::near(parts[2].to_vector(), ref::slice(f64(x.to_vector()), {7, 2}, 0, 6, 7, 1), 0, 0));
+  // stack on every position, negative ones too: the concatenation of unit-axis views.
+  const Shape e{2, 3};
+  for (int axis : {0, 1, 2, -1, -3}) {
+    SCOPED_TRACE(axis);
+    const std::size_t a = static_cast<std::size_t>(axis < 0 ? axis + 3 : axis);
+    std::vector<std::int64_t> unit = e.to_vector();
+    unit.insert(unit.begin() + static_cast<std::ptrdiff_t>(a), 1);
+    gradcheck({random_input(e, 140), random_input(e, 141), random_input(e, 142)},
+              [&](const std::vector<Matrix>& v) { return mx::stack(v, axis); },
+              [&](const Inputs& v) { return ref::concat(v, {unit, unit, unit}, a); });
+  }
+}
+
+TEST(MatrixIndexing, BadArgumentsNameTheOpAndRecordNothing) {
+  const Matrix x = Matrix::zeros({2, 3, 4});
+  const Matrix i1 = Matrix::from_i32({2}, std::vector<std::int32_t>{0, 1});
+  const Matrix i3 = Matrix::from_i32({2, 3, 4}, std::vector<std::int32_t>(24, 0));
+  const Matrix f_index = Matrix::zeros({2});
+  const Matrix cond = Matrix::from_bool({3, 4}, std::vector<bool>(12, true));
+  oa::TraceCapture trace(x.engine());
+  EXPECT_TRUE(oa_test::throws([&] { mx::index_select(x, 3, i1); }, ErrorKind::InvalidArgument,
+                              {"oa::matrix::index_select", "dim 3", "[2, 3, 4]"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::index_select(x, 0, f_index); }, ErrorKind::InvalidArgument,
+                              {"oa::matrix::index_select", "index must be i32", "f32"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::index_select(x, 0, i3); }, ErrorKind::InvalidArgument,
+                              {"oa::matrix::index_select", "rank 0 or 1", "[2, 3, 4]"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::index_select(Matrix::zeros({}), 0, i1); }, ErrorKind::InvalidArgument,
+                              {"oa::matrix::index_select", "rank 0"}));
+  const std::vector<std::int32_t> host{0, 2, 3};
+  EXPECT_TRUE(oa_test::throws([&] { mx::index_select(x, -2, host); }, ErrorKind::InvalidArgument,
+                              {"oa::matrix::index_select", "index 3 at position 2", "[0, 3)", "[2, 3, 4]"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::index_select(x, 0, std::vector<std::int32_t>{-1}); }, ErrorKind::InvalidArgument,
+                              {"oa::matrix::index_select", "index -1 at position 0"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::gather(x, 1, i1); }, ErrorKind::InvalidArgument, {"oa::matrix::gather", "index [2]", "rank"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::gather(x, 0, Matrix::from_i32({2, 4, 4}, std::vector<std::int32_t>(32, 0))); },
+                              ErrorKind::InvalidArgument, {"oa::matrix::gather", "[2, 4, 4]", "no larger", "[2, 3, 4]"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::gather(x, -4, i3); }, ErrorKind::InvalidArgument, {"oa::matrix::gather", "dim -4"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::scatter_add(x, 0, i3, Matrix::zeros({2, 3, 3})); }, ErrorKind::InvalidArgument,
+                              {"oa::matrix::scatter_add", "src [2, 3, 3]", "[2, 3, 4]"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::scatter_add(x, 0, Matrix::from_i32({2, 2, 4}, std::vector<std::int32_t>(16, 0)), x); },
+                              ErrorKind::InvalidArgument, {"oa::matrix::scatter_add", "index [2, 2, 4]", "the same"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::scatter_add(x, 0, i3, i3); }, ErrorKind::InvalidArgument, {"oa::matrix::scatter_add", "src must be f32"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::where(x, x, x); }, ErrorKind::InvalidArgument, {"oa::matrix::where", "condition must be bool"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::where(cond, x, Matrix::zeros({2, 1, 3})); }, ErrorKind::InvalidArgument,
+                              {"oa::matrix::where", "do not broadcast", "condition [3, 4]", "x [2, 3, 4]", "y [2, 1, 3]"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::where(cond, i3, x); }, ErrorKind::InvalidArgument, {"oa::matrix::where", "x must be f32"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::masked_fill(x, Matrix::from_bool({3}, std::vector<bool>(3, true)), 1.0f); },
+                              ErrorKind::InvalidArgument, {"oa::matrix::masked_fill", "x [2, 3, 4]", "mask [3]"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::masked_fill(x, x, 1.0f); }, ErrorKind::InvalidArgument, {"oa::matrix::masked_fill", "mask must be bool"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::expand(x, {2, 5, 4}); }, ErrorKind::InvalidArgument,
+                              {"oa::matrix::expand", "[2, 3, 4]", "2, 5, 4", "extent 3 to 5"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::expand(x, {3, 4}); }, ErrorKind::InvalidArgument, {"oa::matrix::expand", "rank"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::expand(x, {-1, 2, 3, 4}); }, ErrorKind::InvalidArgument, {"oa::matrix::expand", "new to -1"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::split(x, {1, 1}, 1); }, ErrorKind::InvalidArgument, {"oa::matrix::split", "1, 1", "extent 3"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::split(x, {4, -1}, 1); }, ErrorKind::InvalidArgument, {"oa::matrix::split", "4, -1"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::split(x, 0, 1); }, ErrorKind::InvalidArgument, {"oa::matrix::split", "size 0"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::split(x, 1, 3); }, ErrorKind::InvalidArgument, {"oa::matrix::split", "axis 3"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::stack({x, Matrix::zeros({2, 3, 5})}, 0); }, ErrorKind::InvalidArgument,
+                              {"oa::matrix::stack", "xs[1] [2, 3, 5]", "[2, 3, 4]"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::stack({x}, 4); }, ErrorKind::InvalidArgument, {"oa::matrix::stack", "axis 4", "[-4, 3]"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::stack({}, 0); }, ErrorKind::InvalidArgument, {"oa::matrix::stack", "empty"}));
+  EXPECT_TRUE(trace.ops().empty());
+}
+
+}  // namespace
