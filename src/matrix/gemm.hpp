@@ -47,12 +47,12 @@ struct GemmProblem {
 // Unsupported where it has no cooperative matrices for them.
 std::vector<runtime::ComputeDispatch> lower_gemm(const Engine& engine, const GemmProblem& p);
 
-// The tensor-core lowering (src/matrix/gemm_coopmat.cpp, kernel
-// matrix/gemm_coopmat) of a problem lower_gemm checked, with 16-bit A and B and
-// K > 0: its dispatches, or nullopt where the device lacks the
-// cooperative-matrix configuration the kernel needs (f16 * f16 + f32 -> f32,
-// 16 x 16 x 16, subgroup scope), its shared memory or workgroup size, or where
-// A and B are bf16 (no kernel for them yet).
+// The tensor-core lowering (src/matrix/gemm_coopmat.cpp, kernels
+// matrix/gemm_coopmat and matrix/gemm_coopmat_bf16) of a problem lower_gemm
+// checked, with 16-bit A and B and K > 0: its dispatches, or nullopt where the
+// device lacks the cooperative-matrix configuration the kernel needs (f16 *
+// f16 + f32 -> f32, or bf16 * bf16 + f32 -> f32; 16 x 16 x 16, subgroup scope),
+// its shared memory or workgroup size.
 std::optional<std::vector<runtime::ComputeDispatch>> lower_gemm_coopmat(const Engine& engine, const GemmProblem& p);
 
 // K ranges for `groups` workgroups per split: one range of K rounded up to `step`,

@@ -1,6 +1,6 @@
 // The tensor-core GEMM lowering: matrix/gemm_coopmat (GL_KHR_cooperative_matrix)
-// for f16 A and B with f32 accumulation and an f32 C, chosen by the device's
-// cooperative-matrix configurations.
+// for f16 A and B, matrix/gemm_coopmat_bf16 for bf16, with f32 accumulation
+// and an f32 C, chosen by the device's cooperative-matrix configurations.
 #include <algorithm>
 
 #include "matrix/gemm.hpp"
@@ -74,7 +74,8 @@ ElementWindow half_window(const std::shared_ptr<runtime::Storage>& storage, std:
 std::optional<std::vector<ComputeDispatch>> lower_gemm_coopmat(const Engine& engine, const GemmProblem& p) {
   const DeviceInfo& dev = engine.device();
   const DType in = p.a.matrix->dtype();
-  if (in != DType::F16 || p.k == 0 || !dev.has_cooperative_matrix({in, in, DType::F32, DType::F32, 16, 16, 16}))
+  if ((in != DType::F16 && in != DType::BF16) || p.k == 0 ||
+      !dev.has_cooperative_matrix({in, in, DType::F32, DType::F32, 16, 16, 16}))
     return std::nullopt;
   const CoopTile* tile = choose_tile(dev, p);
   if (!tile) return std::nullopt;
@@ -113,7 +114,7 @@ std::optional<std::vector<ComputeDispatch>> lower_gemm_coopmat(const Engine& eng
     const ElementWindow& dst = work ? *work : c;
 
     ComputeDispatch d;
-    d.kernel = kernels::matrix_gemm_coopmat;
+    d.kernel = in == DType::F16 ? kernels::matrix_gemm_coopmat : kernels::matrix_gemm_coopmat_bf16;
     d.specialization = spec;
     d.bindings = {a.binding, b.binding, dst.binding, bias && !work ? bias->binding : a.binding};
     auto stride = [&](const GemmOperand& o) { return u32(q > 1 ? o.batch_stride : 0); };

@@ -69,8 +69,9 @@ struct DeviceInfo {
   bool push_descriptors = false;
   // The cooperative-matrix configurations of the device (empty without
   // VK_KHR_cooperative_matrix, on devices below Vulkan 1.3, or where its
-  // feature, shaderFloat16, vulkanMemoryModel or maintenance4 is missing); an engine enables
-  // the extension and those features when the list is not empty.
+  // feature, shaderFloat16, vulkanMemoryModel or maintenance4 is missing;
+  // BF16 ones need VK_KHR_shader_bfloat16's type and cooperative-matrix
+  // features); an engine enables the extensions and features when it lists any.
   std::vector<CooperativeMatrixShape> cooperative_matrix;
   bool has_cooperative_matrix(const CooperativeMatrixShape& s) const;
 };

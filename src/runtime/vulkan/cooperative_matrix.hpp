@@ -35,16 +35,34 @@ struct VkPhysicalDeviceCooperativeMatrixFeaturesKHR {
 typedef VkResult(VKAPI_PTR* PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR)(VkPhysicalDevice, std::uint32_t*,
                                                                                    VkCooperativeMatrixPropertiesKHR*);
 #endif
+#ifndef VK_KHR_shader_bfloat16
+#define VK_KHR_shader_bfloat16 1
+#define VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME "VK_KHR_shader_bfloat16"
+inline constexpr VkStructureType VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR =
+    static_cast<VkStructureType>(1000141000);
+struct VkPhysicalDeviceShaderBfloat16FeaturesKHR {
+  VkStructureType sType;
+  void* pNext;
+  VkBool32 shaderBFloat16Type;
+  VkBool32 shaderBFloat16DotProduct;
+  VkBool32 shaderBFloat16CooperativeMatrix;
+};
+#endif
 // VK_KHR_shader_bfloat16's component type (the KHR list names bf16 with it).
 inline constexpr std::uint32_t kComponentTypeBfloat16 = 1000141000;
 
 namespace oa::runtime {
 
-// The subgroup-scope F16 / BF16 / F32 configurations the device lists, or none
+// The subgroup-scope F16 / BF16 / F32 configurations the device lists (those
+// with BF16 only where VK_KHR_shader_bfloat16 offers shaderBFloat16Type and
+// shaderBFloat16CooperativeMatrix), or none
 // when it lacks the extension, its cooperativeMatrix feature or a feature that
 // the kernels' SPIR-V declares: shaderFloat16, vulkanMemoryModel (which
 // GL_KHR_cooperative_matrix implies) and maintenance4 (LocalSizeId, glslang's
 // workgroup size from a specialization constant under Vulkan 1.3).
 std::vector<CooperativeMatrixShape> cooperative_matrix_shapes(VkInstance instance, VkPhysicalDevice device);
+
+// Whether `shapes` hold a BF16 configuration (the engine then enables VK_KHR_shader_bfloat16).
+bool uses_bfloat16(const std::vector<CooperativeMatrixShape>& shapes);
 
 }  // namespace oa::runtime

@@ -126,6 +126,12 @@ EngineState::EngineState(EngineOptions opts) : options(std::move(opts)) {
     en12.pNext = &en13;
     en13.pNext = &encm;
   }
+  VkPhysicalDeviceShaderBfloat16FeaturesKHR enbf{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR};
+  if (uses_bfloat16(info.cooperative_matrix)) {
+    enbf.shaderBFloat16Type = VK_TRUE;
+    enbf.shaderBFloat16CooperativeMatrix = VK_TRUE;
+    encm.pNext = &enbf;
+  }
   float priority = 1.0f;
   VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
   qci.queueFamilyIndex = queue_family;
@@ -135,6 +141,7 @@ EngineState::EngineState(EngineOptions opts) : options(std::move(opts)) {
   std::vector<const char*> enabled;
   if (info.push_descriptors) enabled.push_back(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
   if (!info.cooperative_matrix.empty()) enabled.push_back(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  if (uses_bfloat16(info.cooperative_matrix)) enabled.push_back(VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME);
   VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   dci.pNext = &en12;
   dci.enabledExtensionCount = static_cast<std::uint32_t>(enabled.size());
