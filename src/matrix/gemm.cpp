@@ -106,6 +106,36 @@ ComputeDispatch gemm_epilogue(const GemmProblem& p, std::int64_t q, std::uint32_
   return d;
 }
 
+void append_gemm_tiles(const Engine& engine, const GemmProblem& p, const GemmTiles& t, std::int64_t q, const ElementWindow& a,
+                       const ElementWindow& b, const ElementWindow& c, const ElementWindow* bias,
+                       std::vector<ComputeDispatch>& out) {
+  const std::int64_t splits = t.split.splits, c_ext = p.m * p.n;
+  std::optional<ElementWindow> work;
+  if (splits > 1)
+    work = element_window(engine.allocate(static_cast<std::uint64_t>(splits * q * c_ext) * 4), 0, splits * q * c_ext,
+                          Access::Write);
+  const ElementWindow& dst = work ? *work : c;
+  ComputeDispatch d;
+  d.kernel = t.kernel;
+  d.specialization = t.spec;
+  d.bindings = {a.binding, b.binding, dst.binding, bias && !work ? bias->binding : a.binding};
+  auto stride = [&](const GemmOperand& o) { return u32(q > 1 ? o.batch_stride : 0); };
+  d.push.u32(u32(p.m)).u32(u32(p.n)).u32(u32(p.k)).u32(u32(splits)).u32(u32(t.split.kchunk));
+  d.push.u32(a.offset).u32(stride(p.a)).u32(b.offset).u32(stride(p.b));
+  if (work) {
+    d.push.u32(0).u32(u32(c_ext)).u32(u32(q * c_ext)).u32(0).f32(1.0f).f32(0.0f).u32(0);
+  } else {
+    d.push.u32(c.offset).u32(stride(p.c)).u32(0).u32(bias ? bias->offset : 0).f32(p.alpha).f32(p.beta).u32(bias ? 1 : 0);
+  }
+  d.groups = {static_cast<std::uint64_t>(t.gx), static_cast<std::uint64_t>(t.gy), static_cast<std::uint64_t>(q * splits)};
+  out.push_back(std::move(d));
+  if (work) {
+    ElementWindow partials = *work;
+    partials.binding.access = Access::Read;
+    out.push_back(gemm_epilogue(p, q, u32(splits), partials, c, bias));
+  }
+}
+
 std::vector<ComputeDispatch> lower_gemm(const Engine& engine, const GemmProblem& p) {
   if (p.batch < 0 || p.m < 0 || p.n < 0 || p.k < 0) inconsistent(p, "negative extent");
   if (p.batch == 0 || p.m == 0 || p.n == 0) return {};
@@ -174,7 +204,7 @@ std::vector<ComputeDispatch> lower_gemm(const Engine& engine, const GemmProblem&
     kernel = kernels::matrix_gemm;
     spec = {threads(t), t.bm, t.bn, t.bk, t.tm, t.tn, p.trans_a, p.trans_b, vec_a, vec_b, vec_c};
   }
-  const std::int64_t splits = sk.splits, kchunk = sk.kchunk;
+  const std::int64_t splits = sk.splits;
 
   const std::int64_t per = window_batch(engine, {{p.a.batch_stride, a_ext},
                                                  {p.b.batch_stride, b_ext},
@@ -187,29 +217,7 @@ std::vector<ComputeDispatch> lower_gemm(const Engine& engine, const GemmProblem&
     };
     const auto a = window(p.a, a_ext, Access::Read), b = window(p.b, b_ext, Access::Read);
     const auto c = window(p.c, c_ext, c_access);
-    std::optional<ElementWindow> work;
-    if (splits > 1) work = element_window(engine.allocate(static_cast<std::uint64_t>(splits * q * c_ext) * 4), 0, splits * q * c_ext, Access::Write);
-    const ElementWindow& dst = work ? *work : c;
-
-    ComputeDispatch d;
-    d.kernel = kernel;
-    d.specialization = spec;
-    d.bindings = {a.binding, b.binding, dst.binding, bias && !work ? bias->binding : a.binding};
-    auto stride = [&](const GemmOperand& o) { return u32(q > 1 ? o.batch_stride : 0); };
-    d.push.u32(u32(p.m)).u32(u32(p.n)).u32(u32(p.k)).u32(u32(splits)).u32(u32(kchunk));
-    d.push.u32(a.offset).u32(stride(p.a)).u32(b.offset).u32(stride(p.b));
-    if (work) {
-      d.push.u32(0).u32(u32(c_ext)).u32(u32(q * c_ext)).u32(0).f32(1.0f).f32(0.0f).u32(0);
-    } else {
-      d.push.u32(c.offset).u32(stride(p.c)).u32(0).u32(bias ? bias->offset : 0).f32(p.alpha).f32(p.beta).u32(bias ? 1 : 0);
-    }
-    d.groups = {static_cast<std::uint64_t>(gx), static_cast<std::uint64_t>(gy), static_cast<std::uint64_t>(q * splits)};
-    out.push_back(std::move(d));
-    if (work) {
-      ElementWindow partials = *work;
-      partials.binding.access = Access::Read;
-      out.push_back(gemm_epilogue(p, q, u32(splits), partials, c, bias ? &*bias : nullptr));
-    }
+    append_gemm_tiles(engine, p, {kernel, spec, gx, gy, sk}, q, a, b, c, bias ? &*bias : nullptr, out);
   }
   return out;
 }

@@ -3,6 +3,7 @@
 // share. Internal to the library.
 #include <cstdint>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "oa/matrix/matrix.hpp"
@@ -62,6 +63,21 @@ struct GemmSplitK {
 };
 GemmSplitK gemm_split_k(std::int64_t k, std::int64_t groups, std::int64_t busy, std::int64_t min_k, std::int64_t max_splits,
                         std::int64_t step);
+
+// The kernel of a tiled lowering: its specialization, workgroups per batch item
+// along N (gx) and M (gy), and the K split.
+struct GemmTiles {
+  std::string_view kernel;
+  std::vector<std::uint32_t> spec;
+  std::int64_t gx = 0, gy = 0;
+  GemmSplitK split{};
+};
+// Appends the dispatch of t.kernel over q batch items (windows a, b and c of
+// them; push constants as shaders/matrix/gemm.comp declares them, offsets in
+// elements), and with split K its f32 workspace and the epilogue that sums it.
+void append_gemm_tiles(const Engine& engine, const GemmProblem& p, const GemmTiles& t, std::int64_t q, const ElementWindow& a,
+                       const ElementWindow& b, const ElementWindow& c, const ElementWindow* bias,
+                       std::vector<runtime::ComputeDispatch>& out);
 
 // matrix/gemm_epilogue over q batch items: C = alpha * (sum of `splits` partial
 // products in w, q * M * N f32 each) + beta * C (+ bias); splits 0 gives beta * C (+ bias).

@@ -56,8 +56,6 @@ const CoopTile* choose_tile(const DeviceInfo& d, const GemmProblem& p) {
   return large ? &kCoopLarge : nullptr;
 }
 
-std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
-
 // A binding of 16-bit elements [first, first + count) of `storage`; `offset`
 // is the index of element `first` within it (below 128, with first's residue
 // modulo 8, so 8-element copies stay aligned).
@@ -86,6 +84,7 @@ std::optional<std::vector<ComputeDispatch>> lower_gemm_coopmat(const Engine& eng
   const bool vec_a = (p.trans_a ? p.m : p.k) % 8 == 0 && p.a.offset % 8 == 0 && p.a.batch_stride % 8 == 0;
   const bool vec_b = (p.trans_b ? p.k : p.n) % 8 == 0 && p.b.offset % 8 == 0 && p.b.batch_stride % 8 == 0;
   const bool direct_c = p.n % 4 == 0 && (splits > 1 || (p.c.offset % 4 == 0 && p.c.batch_stride % 4 == 0));
+  const std::string_view kernel = in == DType::F16 ? kernels::matrix_gemm_coopmat : kernels::matrix_gemm_coopmat_bf16;
   const std::vector<std::uint32_t> spec = {threads(dev, t), t.bm,  t.bn,  t.bk,     t.wm,           t.wn,
                                            p.trans_a,       p.trans_b, vec_a, vec_b, direct_c, dev.subgroup_size};
 
@@ -107,31 +106,7 @@ std::optional<std::vector<ComputeDispatch>> lower_gemm_coopmat(const Engine& eng
     const auto a = halves(p.a, a_ext), b = halves(p.b, b_ext);
     const auto c = element_window(p.c.matrix->storage(), p.c.offset + b0 * p.c.batch_stride, (q - 1) * p.c.batch_stride + c_ext,
                                   c_access);
-    std::optional<ElementWindow> work;
-    if (splits > 1)
-      work = element_window(engine.allocate(static_cast<std::uint64_t>(splits * q * c_ext) * 4), 0, splits * q * c_ext,
-                            Access::Write);
-    const ElementWindow& dst = work ? *work : c;
-
-    ComputeDispatch d;
-    d.kernel = in == DType::F16 ? kernels::matrix_gemm_coopmat : kernels::matrix_gemm_coopmat_bf16;
-    d.specialization = spec;
-    d.bindings = {a.binding, b.binding, dst.binding, bias && !work ? bias->binding : a.binding};
-    auto stride = [&](const GemmOperand& o) { return u32(q > 1 ? o.batch_stride : 0); };
-    d.push.u32(u32(p.m)).u32(u32(p.n)).u32(u32(p.k)).u32(u32(splits)).u32(u32(sk.kchunk));
-    d.push.u32(a.offset).u32(stride(p.a)).u32(b.offset).u32(stride(p.b));
-    if (work) {
-      d.push.u32(0).u32(u32(c_ext)).u32(u32(q * c_ext)).u32(0).f32(1.0f).f32(0.0f).u32(0);
-    } else {
-      d.push.u32(c.offset).u32(stride(p.c)).u32(0).u32(bias ? bias->offset : 0).f32(p.alpha).f32(p.beta).u32(bias ? 1 : 0);
-    }
-    d.groups = {static_cast<std::uint64_t>(gx), static_cast<std::uint64_t>(gy), static_cast<std::uint64_t>(q * splits)};
-    out.push_back(std::move(d));
-    if (work) {
-      ElementWindow partials = *work;
-      partials.binding.access = Access::Read;
-      out.push_back(gemm_epilogue(p, q, u32(splits), partials, c, bias ? &*bias : nullptr));
-    }
+    append_gemm_tiles(engine, p, {kernel, spec, gx, gy, sk}, q, a, b, c, bias ? &*bias : nullptr, out);
   }
   return out;
 }
