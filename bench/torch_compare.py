@@ -7,7 +7,7 @@ Usage: torch_compare.py OA.json [--out TORCH.json] [--device cuda|cpu]
 
 OA.json is what `oa_bench --out` wrote; every case there is run under the same
 name from its kind and parameters (the twin() below). FP32 throughout with
-TF32 off. Per case:
+TF32 off, except the f16 / bf16 matmul cases (cuBLAS on the tensor cores). Per case:
   gpu_ms   one step between CUDA events, synchronized, median of --repeat
            (on a CPU: the wall time of one synchronized step);
   wall_ms  wall time per step of --steps steps back to back followed by one
@@ -90,6 +90,10 @@ def twin(kind, p, dev):
     if kind == "linear":
         x, w = rand(p["m"], p["k"], grad=bwd), rand(p["n"], p["k"], grad=bwd)
         return forward_step(lambda: F.linear(x, w), bwd, dev)
+    if kind == "matmul":  # [M, K] @ [K, N] in f32, or f16 / bf16 on the tensor cores (output in that dtype)
+        dt = dict(f32=torch.float32, f16=torch.float16, bf16=torch.bfloat16)[p["dtype"]]
+        a, b = rand(p["m"], p["k"]).to(dt), rand(p["k"], p["n"]).to(dt)
+        return lambda: torch.matmul(a, b)
     if kind in ("bmm", "bmm_nt"):
         n, m, k, q = p["batch"], p["m"], p["k"], p["n"]
         a = rand(n, m, k, grad=bwd)

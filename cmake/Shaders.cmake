@@ -1,6 +1,12 @@
 # Compiles every GLSL compute shader with glslc (tracking #include dependencies
 # through depfiles), validates the SPIR-V with spirv-val, and embeds the words
 # into an object library that defines oa::detail::embedded_shaders().
+# Cooperative-matrix shaders (under a coopmat/ folder or named *_coopmat*.comp)
+# need GL_KHR_cooperative_matrix, newer than Debian 12's glslc: OA_GLSLANG
+# (glslang 15.1) compiles them for Vulkan 1.3 and Debian 12's spirv-val, which
+# does not know their opcodes, is skipped for them. Those named *_bf16.comp
+# are then rewritten from f16 to bf16 matrices by oa_spirv_bf16
+# (tools/spirv_bf16.cpp), as glslang 15.1 has no GL_EXT_bfloat16.
 function(oa_embed_shaders target shader_root sources)
   set(embed_script ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/EmbedSpirv.cmake)
   set(outputs)
@@ -10,15 +16,31 @@ function(oa_embed_shaders target shader_root sources)
     string(REGEX REPLACE "\\.comp$" "" name ${rel})
     set(spv ${gen_dir}/${name}.spv)
     get_filename_component(spv_dir ${spv} DIRECTORY)
-    add_custom_command(
-      OUTPUT ${spv}
-      COMMAND ${CMAKE_COMMAND} -E make_directory ${spv_dir}
-      COMMAND ${GLSLC} --target-env=vulkan1.2 -O -I ${shader_root} -MD -MF ${spv}.d -o ${spv} ${src}
-      COMMAND ${SPIRV_VAL} --target-env vulkan1.2 ${spv}
-      DEPENDS ${src}
-      DEPFILE ${spv}.d
-      COMMENT "glslc ${rel}"
-      VERBATIM)
+    if(rel MATCHES "(^|/)coopmat/" OR rel MATCHES "_coopmat[^/]*\\.comp$")
+      set(bf16 "")
+      if(rel MATCHES "_bf16\\.comp$")
+        set(bf16 COMMAND oa_spirv_bf16 ${spv})
+      endif()
+      add_custom_command(
+        OUTPUT ${spv}
+        COMMAND ${CMAKE_COMMAND} -E make_directory ${spv_dir}
+        COMMAND ${OA_GLSLANG} --quiet --target-env vulkan1.3 -I${shader_root} --depfile ${spv}.d -o ${spv} ${src}
+        ${bf16}
+        DEPENDS ${src} oa_spirv_bf16
+        DEPFILE ${spv}.d
+        COMMENT "glslang ${rel}"
+        VERBATIM)
+    else()
+      add_custom_command(
+        OUTPUT ${spv}
+        COMMAND ${CMAKE_COMMAND} -E make_directory ${spv_dir}
+        COMMAND ${GLSLC} --target-env=vulkan1.2 -O -I ${shader_root} -MD -MF ${spv}.d -o ${spv} ${src}
+        COMMAND ${SPIRV_VAL} --target-env vulkan1.2 ${spv}
+        DEPENDS ${src}
+        DEPFILE ${spv}.d
+        COMMENT "glslc ${rel}"
+        VERBATIM)
+    endif()
     list(APPEND outputs ${spv})
     list(APPEND names ${name})
   endforeach()

@@ -19,15 +19,47 @@ done
 mesa_ok=0
 if dpkg-query -W -f='${Version}' mesa-vulkan-drivers 2>/dev/null | grep -q bpo12; then mesa_ok=1; fi
 
-if [ ${#missing[@]} -eq 0 ] && [ $mesa_ok -eq 1 ]; then exit 0; fi
-
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 export DEBIAN_FRONTEND=noninteractive
-echo "oa setup: installing ${missing[*]} mesa-vulkan-drivers (bookworm-backports)"
-if ! grep -rqs "bookworm-backports" /etc/apt/sources.list /etc/apt/sources.list.d/; then
-  echo "deb http://deb.debian.org/debian bookworm-backports main" | $sudo tee /etc/apt/sources.list.d/oa-backports.list >/dev/null
+
+if [ ${#missing[@]} -ne 0 ] || [ $mesa_ok -ne 1 ]; then
+  echo "oa setup: installing ${missing[*]} mesa-vulkan-drivers (bookworm-backports)"
+  if ! grep -rqs "bookworm-backports" /etc/apt/sources.list /etc/apt/sources.list.d/; then
+    echo "deb http://deb.debian.org/debian bookworm-backports main" | $sudo tee /etc/apt/sources.list.d/oa-backports.list >/dev/null
+  fi
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  $sudo apt-get install -y -qq --no-install-recommends -t bookworm-backports mesa-vulkan-drivers >/dev/null
 fi
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-$sudo apt-get install -y -qq --no-install-recommends -t bookworm-backports mesa-vulkan-drivers >/dev/null
+
+# glslang 15.1 for the cooperative-matrix shaders (GL_KHR_cooperative_matrix is
+# newer than Debian 12's glslang 12): built once from Debian trixie's source
+# package (a deb-src line only, so no trixie binary is ever installed) into
+# ~/.cache/oa, where cmake/Shaders.cmake looks for it.
+glslang_dir="${XDG_CACHE_HOME:-$HOME/.cache}/oa/glslang-15.1"
+if [ ! -x "$glslang_dir/bin/glslangValidator" ]; then
+  echo "oa setup: building glslang 15.1 from Debian trixie's source package into $glslang_dir"
+  for p in dpkg-dev python3 cmake g++ make; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+      $sudo apt-get install -y -qq --no-install-recommends "$p" >/dev/null
+  done
+  src_list=/etc/apt/sources.list.d/oa-trixie-src.list
+  if [ ! -f "$src_list" ]; then
+    echo "deb-src http://deb.debian.org/debian trixie main" | $sudo tee "$src_list" >/dev/null
+    $sudo apt-get update -qq
+  fi
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+  # Upstream's tree as released: Debian's patches only touch pkg-config files,
+  # and one of them breaks a configure without the optimizer.
+  (cd "$work" && apt-get source -qq --download-only glslang/trixie >/dev/null 2>&1 &&
+    dpkg-source -x --skip-patches glslang_*.dsc src >/dev/null 2>&1)
+  [ -f "$work/src/CMakeLists.txt" ] || { echo "oa setup: apt-get source glslang/trixie failed" >&2; exit 1; }
+  cmake -S "$work/src" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DENABLE_OPT=OFF \
+    -DENABLE_HLSL=OFF -DGLSLANG_TESTS=OFF -DCMAKE_INSTALL_PREFIX="$glslang_dir" >"$work/log" 2>&1 &&
+    cmake --build "$work/build" --target glslang-standalone -j"$(nproc)" >>"$work/log" 2>&1 ||
+    { cat "$work/log" >&2; exit 1; }
+  mkdir -p "$glslang_dir/bin"
+  cp "$(find "$work/build" -type f -name glslang -perm -u+x | head -n1)" "$glslang_dir/bin/glslangValidator"
+fi

@@ -37,6 +37,11 @@ int info() {
   fmt::print("  timestamps                   {}{}\n", d.timestamps ? "yes" : "no",
              d.timestamps ? fmt::format(" ({} ns per tick)", d.timestamp_period_ns) : "");
   fmt::print("  unified memory               {}\n", d.unified_memory ? "yes" : "no");
+  std::string shapes;
+  for (const auto& s : d.cooperative_matrix)
+    shapes += fmt::format("{}{}*{}+{}->{} {}x{}x{}", shapes.empty() ? "" : ", ", oa::to_string(s.a), oa::to_string(s.b),
+                          oa::to_string(s.c), oa::to_string(s.result), s.m, s.n, s.k);
+  fmt::print("  cooperative matrices         {}\n", shapes.empty() ? "none" : shapes);
   return 0;
 }
 

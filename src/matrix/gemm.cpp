@@ -56,34 +56,23 @@ bool skinny(const DeviceInfo& d, const GemmProblem& p) {
   return p.m <= kSkinnyRows && kSkinnyThreads <= d.max_workgroup_invocations && kSkinnyThreads <= d.max_workgroup_size[0];
 }
 
-// K ranges for `groups` workgroups per split: one range of K rounded up to `step`,
-// or, below `busy` groups, up to `max_splits` ranges of at least `min_k` (multiples of `step`).
-struct SplitK {
-  std::int64_t splits, kchunk;
-};
-SplitK split_k(std::int64_t k, std::int64_t groups, std::int64_t busy, std::int64_t min_k, std::int64_t max_splits,
-               std::int64_t step) {
-  if (groups >= busy || k < 2 * min_k) return {1, ceil_div(k, step) * step};
-  const std::int64_t want = std::min({ceil_div(busy, groups), k / min_k, max_splits});
-  const std::int64_t kchunk = ceil_div(ceil_div(k, want), step) * step;
-  return {ceil_div(k, kchunk), kchunk};
-}
-
 template <typename... Args>
 [[noreturn]] void inconsistent(const GemmProblem& p, fmt::format_string<Args...> why, Args&&... args) {
   fail(ErrorKind::Internal, "oa::detail::lower_gemm: {} (batch {}, M {}, N {}, K {}, trans_a {}, trans_b {})",
        fmt::format(why, std::forward<Args>(args)...), p.batch, p.m, p.n, p.k, p.trans_a, p.trans_b);
 }
 
-void check_matrix(const Engine& engine, const GemmProblem& p, const Matrix* m, const char* name) {
+void check_matrix(const Engine& engine, const GemmProblem& p, const Matrix* m, const char* name, DType dtype) {
   if (!m || !m->defined()) inconsistent(p, "operand {} is missing", name);
-  if (m->dtype() != DType::F32) inconsistent(p, "operand {} {} is {}, not f32", name, m->shape(), to_string(m->dtype()));
+  if (m->dtype() != dtype)
+    inconsistent(p, "operand {} {} is {}, not {}", name, m->shape(), to_string(m->dtype()), to_string(dtype));
   if (!(m->engine() == engine)) inconsistent(p, "operand {} {} lives on another engine", name, m->shape());
 }
 
 // Checks that every batch item of `o` (extent words each) lies inside its matrix.
-void check_operand(const Engine& engine, const GemmProblem& p, const GemmOperand& o, const char* name, std::int64_t extent) {
-  check_matrix(engine, p, o.matrix, name);
+void check_operand(const Engine& engine, const GemmProblem& p, const GemmOperand& o, const char* name, std::int64_t extent,
+                   DType dtype) {
+  check_matrix(engine, p, o.matrix, name, dtype);
   std::int64_t last = 0;
   if (o.offset < 0 || o.batch_stride < 0 || __builtin_mul_overflow(p.batch - 1, o.batch_stride, &last) ||
       __builtin_add_overflow(last, o.offset, &last) || __builtin_add_overflow(last, extent, &last) ||
@@ -94,8 +83,17 @@ void check_operand(const Engine& engine, const GemmProblem& p, const GemmOperand
 
 std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
 
-// The epilogue over q batch items: C = alpha * (sum of `splits` partial products in w) + beta * C (+ bias).
-ComputeDispatch epilogue(const GemmProblem& p, std::int64_t q, std::uint32_t splits, const ElementWindow& w,
+}  // namespace
+
+GemmSplitK gemm_split_k(std::int64_t k, std::int64_t groups, std::int64_t busy, std::int64_t min_k, std::int64_t max_splits,
+               std::int64_t step) {
+  if (groups >= busy || k < 2 * min_k) return {1, ceil_div(k, step) * step};
+  const std::int64_t want = std::min({ceil_div(busy, groups), k / min_k, max_splits});
+  const std::int64_t kchunk = ceil_div(ceil_div(k, want), step) * step;
+  return {ceil_div(k, kchunk), kchunk};
+}
+
+ComputeDispatch gemm_epilogue(const GemmProblem& p, std::int64_t q, std::uint32_t splits, const ElementWindow& w,
                          const ElementWindow& c, const ElementWindow* bias) {
   const std::int64_t count = q * p.m * p.n;
   ComputeDispatch d;
@@ -108,19 +106,50 @@ ComputeDispatch epilogue(const GemmProblem& p, std::int64_t q, std::uint32_t spl
   return d;
 }
 
-}  // namespace
+void append_gemm_tiles(const Engine& engine, const GemmProblem& p, const GemmTiles& t, std::int64_t q, const ElementWindow& a,
+                       const ElementWindow& b, const ElementWindow& c, const ElementWindow* bias,
+                       std::vector<ComputeDispatch>& out) {
+  const std::int64_t splits = t.split.splits, c_ext = p.m * p.n;
+  std::optional<ElementWindow> work;
+  if (splits > 1)
+    work = element_window(engine.allocate(static_cast<std::uint64_t>(splits * q * c_ext) * 4), 0, splits * q * c_ext,
+                          Access::Write);
+  const ElementWindow& dst = work ? *work : c;
+  ComputeDispatch d;
+  d.kernel = t.kernel;
+  d.specialization = t.spec;
+  d.bindings = {a.binding, b.binding, dst.binding, bias && !work ? bias->binding : a.binding};
+  auto stride = [&](const GemmOperand& o) { return u32(q > 1 ? o.batch_stride : 0); };
+  d.push.u32(u32(p.m)).u32(u32(p.n)).u32(u32(p.k)).u32(u32(splits)).u32(u32(t.split.kchunk));
+  d.push.u32(a.offset).u32(stride(p.a)).u32(b.offset).u32(stride(p.b));
+  if (work) {
+    d.push.u32(0).u32(u32(c_ext)).u32(u32(q * c_ext)).u32(0).f32(1.0f).f32(0.0f).u32(0);
+  } else {
+    d.push.u32(c.offset).u32(stride(p.c)).u32(0).u32(bias ? bias->offset : 0).f32(p.alpha).f32(p.beta).u32(bias ? 1 : 0);
+  }
+  d.groups = {static_cast<std::uint64_t>(t.gx), static_cast<std::uint64_t>(t.gy), static_cast<std::uint64_t>(q * splits)};
+  out.push_back(std::move(d));
+  if (work) {
+    ElementWindow partials = *work;
+    partials.binding.access = Access::Read;
+    out.push_back(gemm_epilogue(p, q, u32(splits), partials, c, bias));
+  }
+}
 
 std::vector<ComputeDispatch> lower_gemm(const Engine& engine, const GemmProblem& p) {
   if (p.batch < 0 || p.m < 0 || p.n < 0 || p.k < 0) inconsistent(p, "negative extent");
   if (p.batch == 0 || p.m == 0 || p.n == 0) return {};
   const std::int64_t a_ext = p.m * p.k, b_ext = p.k * p.n, c_ext = p.m * p.n;
-  check_operand(engine, p, p.c, "C", c_ext);
+  // A and B: both f32, or both f16 or both bf16; C and bias f32.
+  const DType in = p.k > 0 && p.a.matrix && p.a.matrix->defined() ? p.a.matrix->dtype() : DType::F32;
+  if (!is_floating_point(in)) inconsistent(p, "operand A is {}, not a float type", to_string(in));
+  check_operand(engine, p, p.c, "C", c_ext, DType::F32);
   if (p.k > 0) {
-    check_operand(engine, p, p.a, "A", a_ext);
-    check_operand(engine, p, p.b, "B", b_ext);
+    check_operand(engine, p, p.a, "A", a_ext, in);
+    check_operand(engine, p, p.b, "B", b_ext, in);
   }
   if (p.bias) {
-    check_matrix(engine, p, p.bias, "bias");
+    check_matrix(engine, p, p.bias, "bias", DType::F32);
     if (p.bias->numel() != p.n) inconsistent(p, "bias {} does not hold N = {} elements", p.bias->shape(), p.n);
   }
   const DeviceInfo& dev = engine.device();
@@ -144,9 +173,14 @@ std::vector<ComputeDispatch> lower_gemm(const Engine& engine, const GemmProblem&
       const auto c = element_window(p.c.matrix->storage(), p.c.offset + b0 * p.c.batch_stride,
                                     (q - 1) * p.c.batch_stride + c_ext, c_access);
       const auto none = element_window(p.c.matrix->storage(), 0, 0, Access::Read);
-      out.push_back(epilogue(p, q, 0, none, c, bias ? &*bias : nullptr));
+      out.push_back(gemm_epilogue(p, q, 0, none, c, bias ? &*bias : nullptr));
     }
     return out;
+  }
+  if (in != DType::F32) {
+    if (auto tensor_cores = lower_gemm_coopmat(engine, p)) return std::move(*tensor_cores);
+    fail(ErrorKind::Unsupported, "GEMM (batch {}, M {}, N {}, K {}) of {} operands: {} has no cooperative matrices for them",
+         p.batch, p.m, p.n, p.k, to_string(in), dev.name);
   }
 
   const bool vec_a = (p.trans_a ? p.m : p.k) % 4 == 0 && p.a.offset % 4 == 0 && p.a.batch_stride % 4 == 0;
@@ -155,22 +189,22 @@ std::vector<ComputeDispatch> lower_gemm(const Engine& engine, const GemmProblem&
   std::string_view kernel;
   std::vector<std::uint32_t> spec;
   std::int64_t gx = 0, gy = 1;
-  SplitK sk{};
+  GemmSplitK sk{};
   if (skinny(dev, p)) {
     gx = ceil_div(p.n, kSkinnyStrip);
-    sk = split_k(p.k, p.batch * gx, kSkinnyBusyGroups, kSkinnySplitMinK, kSkinnyMaxSplits, kSkinnyStep);
+    sk = gemm_split_k(p.k, p.batch * gx, kSkinnyBusyGroups, kSkinnySplitMinK, kSkinnyMaxSplits, kSkinnyStep);
     kernel = kernels::matrix_gemm_skinny;
     spec = {u32(p.m), p.trans_a, p.trans_b, !p.trans_a && vec_a, vec_b};
   } else {
     const Tile& t = choose_tile(dev, p);
     gx = ceil_div(p.n, t.bn);
     gy = ceil_div(p.m, t.bm);
-    sk = split_k(p.k, tile_count(p, t), kBusyGroups, kSplitMinK, kMaxSplits, t.bk);
+    sk = gemm_split_k(p.k, tile_count(p, t), kBusyGroups, kSplitMinK, kMaxSplits, t.bk);
     const bool vec_c = p.n % 4 == 0 && (sk.splits > 1 || (p.c.offset % 4 == 0 && p.c.batch_stride % 4 == 0));
     kernel = kernels::matrix_gemm;
     spec = {threads(t), t.bm, t.bn, t.bk, t.tm, t.tn, p.trans_a, p.trans_b, vec_a, vec_b, vec_c};
   }
-  const std::int64_t splits = sk.splits, kchunk = sk.kchunk;
+  const std::int64_t splits = sk.splits;
 
   const std::int64_t per = window_batch(engine, {{p.a.batch_stride, a_ext},
                                                  {p.b.batch_stride, b_ext},
@@ -183,29 +217,7 @@ std::vector<ComputeDispatch> lower_gemm(const Engine& engine, const GemmProblem&
     };
     const auto a = window(p.a, a_ext, Access::Read), b = window(p.b, b_ext, Access::Read);
     const auto c = window(p.c, c_ext, c_access);
-    std::optional<ElementWindow> work;
-    if (splits > 1) work = element_window(engine.allocate(static_cast<std::uint64_t>(splits * q * c_ext) * 4), 0, splits * q * c_ext, Access::Write);
-    const ElementWindow& dst = work ? *work : c;
-
-    ComputeDispatch d;
-    d.kernel = kernel;
-    d.specialization = spec;
-    d.bindings = {a.binding, b.binding, dst.binding, bias && !work ? bias->binding : a.binding};
-    auto stride = [&](const GemmOperand& o) { return u32(q > 1 ? o.batch_stride : 0); };
-    d.push.u32(u32(p.m)).u32(u32(p.n)).u32(u32(p.k)).u32(u32(splits)).u32(u32(kchunk));
-    d.push.u32(a.offset).u32(stride(p.a)).u32(b.offset).u32(stride(p.b));
-    if (work) {
-      d.push.u32(0).u32(u32(c_ext)).u32(u32(q * c_ext)).u32(0).f32(1.0f).f32(0.0f).u32(0);
-    } else {
-      d.push.u32(c.offset).u32(stride(p.c)).u32(0).u32(bias ? bias->offset : 0).f32(p.alpha).f32(p.beta).u32(bias ? 1 : 0);
-    }
-    d.groups = {static_cast<std::uint64_t>(gx), static_cast<std::uint64_t>(gy), static_cast<std::uint64_t>(q * splits)};
-    out.push_back(std::move(d));
-    if (work) {
-      ElementWindow partials = *work;
-      partials.binding.access = Access::Read;
-      out.push_back(epilogue(p, q, u32(splits), partials, c, bias ? &*bias : nullptr));
-    }
+    append_gemm_tiles(engine, p, {kernel, spec, gx, gy, sk}, q, a, b, c, bias ? &*bias : nullptr, out);
   }
   return out;
 }

@@ -2,10 +2,13 @@
 // The batched GEMM lowering that op families (linalg, convolution, attention)
 // share. Internal to the library.
 #include <cstdint>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "oa/matrix/matrix.hpp"
 #include "oa/runtime/dispatch.hpp"
+#include "matrix/lowering.hpp"
 
 namespace oa::detail {
 
@@ -29,6 +32,7 @@ struct GemmProblem {
   const Matrix* bias = nullptr;  // [N], optional
 };
 
+// A and B are f32, or both f16 or both bf16 (16-bit storage); C and bias are f32.
 // Lowers `p` to dispatches for engine.record (none when batch, M or N is 0;
 // K = 0 gives beta * C (+ bias)). Kernels: matrix/gemm_skinny for M <= 16 (per
 // batch item), which streams B once with one workgroup per strip of columns and
@@ -40,6 +44,44 @@ struct GemmProblem {
 // not overlap each other or A, B and bias. Throws ResourceExhausted when one
 // operand matrix alone exceeds maxStorageBufferRange (larger batches are split
 // across dispatches).
+// 16-bit A and B run on the device's tensor cores (lower_gemm_coopmat) and throw
+// Unsupported where it has no cooperative matrices for them.
 std::vector<runtime::ComputeDispatch> lower_gemm(const Engine& engine, const GemmProblem& p);
+
+// The tensor-core lowering (src/matrix/gemm_coopmat.cpp, kernels
+// matrix/gemm_coopmat and matrix/gemm_coopmat_bf16) of a problem lower_gemm
+// checked, with 16-bit A and B and K > 0: its dispatches, or nullopt where the
+// device lacks the cooperative-matrix configuration the kernel needs (f16 *
+// f16 + f32 -> f32, or bf16 * bf16 + f32 -> f32; 16 x 16 x 16, subgroup scope),
+// its shared memory or workgroup size.
+std::optional<std::vector<runtime::ComputeDispatch>> lower_gemm_coopmat(const Engine& engine, const GemmProblem& p);
+
+// K ranges for `groups` workgroups per split: one range of K rounded up to `step`,
+// or, below `busy` groups, up to `max_splits` ranges of at least `min_k` (multiples of `step`).
+struct GemmSplitK {
+  std::int64_t splits, kchunk;
+};
+GemmSplitK gemm_split_k(std::int64_t k, std::int64_t groups, std::int64_t busy, std::int64_t min_k, std::int64_t max_splits,
+                        std::int64_t step);
+
+// The kernel of a tiled lowering: its specialization, workgroups per batch item
+// along N (gx) and M (gy), and the K split.
+struct GemmTiles {
+  std::string_view kernel;
+  std::vector<std::uint32_t> spec;
+  std::int64_t gx = 0, gy = 0;
+  GemmSplitK split{};
+};
+// Appends the dispatch of t.kernel over q batch items (windows a, b and c of
+// them; push constants as shaders/matrix/gemm.comp declares them, offsets in
+// elements), and with split K its f32 workspace and the epilogue that sums it.
+void append_gemm_tiles(const Engine& engine, const GemmProblem& p, const GemmTiles& t, std::int64_t q, const ElementWindow& a,
+                       const ElementWindow& b, const ElementWindow& c, const ElementWindow* bias,
+                       std::vector<runtime::ComputeDispatch>& out);
+
+// matrix/gemm_epilogue over q batch items: C = alpha * (sum of `splits` partial
+// products in w, q * M * N f32 each) + beta * C (+ bias); splits 0 gives beta * C (+ bias).
+runtime::ComputeDispatch gemm_epilogue(const GemmProblem& p, std::int64_t q, std::uint32_t splits, const ElementWindow& w,
+                                       const ElementWindow& c, const ElementWindow* bias);
 
 }  // namespace oa::detail

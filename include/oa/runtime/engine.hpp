@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "oa/core/dtype.hpp"
 #include "oa/core/op.hpp"
 #include "oa/runtime/dispatch.hpp"
 #include "oa/runtime/storage.hpp"
@@ -33,6 +34,15 @@ namespace oa {
 
 enum class DeviceType { Discrete, Integrated, Virtual, Cpu, Other };
 std::string_view to_string(DeviceType t);
+
+// One subgroup-scope multiply-add D = A * B + C that the device's tensor cores
+// run on M x K and K x N operand tiles (VK_KHR_cooperative_matrix; only
+// configurations of F16, BF16 and F32 components are listed).
+struct CooperativeMatrixShape {
+  DType a = DType::F16, b = DType::F16, c = DType::F32, result = DType::F32;
+  std::uint32_t m = 0, n = 0, k = 0;
+  bool operator==(const CooperativeMatrixShape&) const = default;
+};
 
 // A Vulkan device and the limits oa's kernels depend on.
 struct DeviceInfo {
@@ -57,6 +67,13 @@ struct DeviceInfo {
   // VK_KHR_push_descriptor: dispatches bind buffers without descriptor sets
   // (an engine's device() reports whether it uses them).
   bool push_descriptors = false;
+  // The cooperative-matrix configurations of the device (empty without
+  // VK_KHR_cooperative_matrix, on devices below Vulkan 1.3, or where its
+  // feature, shaderFloat16, vulkanMemoryModel or maintenance4 is missing;
+  // BF16 ones need VK_KHR_shader_bfloat16's type and cooperative-matrix
+  // features); an engine enables the extensions and features when it lists any.
+  std::vector<CooperativeMatrixShape> cooperative_matrix;
+  bool has_cooperative_matrix(const CooperativeMatrixShape& s) const;
 };
 
 struct EngineOptions {

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "runtime/vulkan/context.hpp"
+#include "runtime/vulkan/cooperative_matrix.hpp"
 
 namespace oa::runtime {
 
@@ -73,7 +74,8 @@ Instance create_instance(bool validation) {
   VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
   app.pApplicationName = "oa";
   app.pEngineName = "oa";
-  app.apiVersion = VK_API_VERSION_1_2;
+  // 1.3 at most: the cooperative-matrix kernels are SPIR-V 1.6 modules.
+  app.apiVersion = VK_API_VERSION_1_3;
   std::uint32_t loader_version = 0;
   if (vkEnumerateInstanceVersion(&loader_version) != VK_SUCCESS || loader_version < VK_API_VERSION_1_2)
     fail(ErrorKind::Device, "the Vulkan loader is missing or older than 1.2; {}", kNoDeviceHint);
@@ -153,7 +155,7 @@ std::vector<VkPhysicalDevice> physical_devices(VkInstance instance) {
   return out;
 }
 
-DeviceInfo describe(VkPhysicalDevice pd, std::uint32_t index) {
+DeviceInfo describe(VkInstance instance, VkPhysicalDevice pd, std::uint32_t index) {
   VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
   VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
   driver.pNext = &subgroup;
@@ -202,6 +204,8 @@ DeviceInfo describe(VkPhysicalDevice pd, std::uint32_t index) {
   std::vector<VkExtensionProperties> exts(n);
   vk::check(vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, exts.data()), "vkEnumerateDeviceExtensionProperties");
   for (auto& e : exts) d.push_descriptors = d.push_descriptors || std::string_view(e.extensionName) == VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME;
+  // The cooperative-matrix kernels are SPIR-V 1.6, which needs Vulkan 1.3.
+  if (p.apiVersion >= VK_API_VERSION_1_3) d.cooperative_matrix = cooperative_matrix_shapes(instance, pd);
   return d;
 }
 

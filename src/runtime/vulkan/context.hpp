@@ -18,7 +18,7 @@ bool validation_requested(const EngineOptions& options);
 // dozen create/destroy cycles in one process).
 std::shared_ptr<const Instance> shared_instance(bool validation);
 std::vector<VkPhysicalDevice> physical_devices(VkInstance instance);
-DeviceInfo describe(VkPhysicalDevice device, std::uint32_t index);
+DeviceInfo describe(VkInstance instance, VkPhysicalDevice device, std::uint32_t index);
 std::uint32_t choose_device(const std::vector<DeviceInfo>& devices, const EngineOptions& options);
 std::uint64_t validation_messages();
 

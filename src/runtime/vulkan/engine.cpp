@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "runtime/vulkan/context.hpp"
+#include "runtime/vulkan/cooperative_matrix.hpp"
 
 namespace oa::detail {
 struct EmbeddedShader {
@@ -84,7 +85,7 @@ EngineState::EngineState(EngineOptions opts) : options(std::move(opts)) {
   instance = shared_instance(validation_requested(options));
   auto pds = physical_devices(instance->instance);
   std::vector<DeviceInfo> infos;
-  for (std::uint32_t i = 0; i < pds.size(); ++i) infos.push_back(describe(pds[i], i));
+  for (std::uint32_t i = 0; i < pds.size(); ++i) infos.push_back(describe(instance->instance, pds[i], i));
   const std::uint32_t chosen = choose_device(infos, options);
   physical = pds[chosen];
   info = infos[chosen];
@@ -113,6 +114,24 @@ EngineState::EngineState(EngineOptions opts) : options(std::move(opts)) {
   if (!f12.timelineSemaphore) fail(ErrorKind::Unsupported, "device {} lacks timeline semaphores (Vulkan 1.2)", info.name);
   VkPhysicalDeviceVulkan12Features en12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
   en12.timelineSemaphore = VK_TRUE;
+  // Cooperative matrices (the tensor-core kernels) where describe() found them,
+  // with the features their shaders declare.
+  VkPhysicalDeviceCooperativeMatrixFeaturesKHR encm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
+  VkPhysicalDeviceVulkan13Features en13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
+  if (!info.cooperative_matrix.empty()) {
+    en12.shaderFloat16 = VK_TRUE;
+    en12.vulkanMemoryModel = VK_TRUE;
+    en13.maintenance4 = VK_TRUE;
+    encm.cooperativeMatrix = VK_TRUE;
+    en12.pNext = &en13;
+    en13.pNext = &encm;
+  }
+  VkPhysicalDeviceShaderBfloat16FeaturesKHR enbf{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR};
+  if (uses_bfloat16(info.cooperative_matrix)) {
+    enbf.shaderBFloat16Type = VK_TRUE;
+    enbf.shaderBFloat16CooperativeMatrix = VK_TRUE;
+    encm.pNext = &enbf;
+  }
   float priority = 1.0f;
   VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
   qci.queueFamilyIndex = queue_family;
@@ -121,6 +140,8 @@ EngineState::EngineState(EngineOptions opts) : options(std::move(opts)) {
   if (options.descriptor_sets) info.push_descriptors = false;
   std::vector<const char*> enabled;
   if (info.push_descriptors) enabled.push_back(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+  if (!info.cooperative_matrix.empty()) enabled.push_back(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  if (uses_bfloat16(info.cooperative_matrix)) enabled.push_back(VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME);
   VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   dci.pNext = &en12;
   dci.enabledExtensionCount = static_cast<std::uint32_t>(enabled.size());

@@ -22,6 +22,10 @@ std::string_view to_string(DeviceType t) {
   }
 }
 
+bool DeviceInfo::has_cooperative_matrix(const CooperativeMatrixShape& s) const {
+  return std::find(cooperative_matrix.begin(), cooperative_matrix.end(), s) != cooperative_matrix.end();
+}
+
 std::uint64_t validation_message_count() { return runtime::validation_messages(); }
 
 Engine::Engine(EngineOptions options) : state_(std::make_shared<EngineState>(std::move(options))) {}
@@ -39,7 +43,7 @@ std::vector<DeviceInfo> Engine::devices() {
   const auto inst = runtime::shared_instance(runtime::validation_requested(EngineOptions{}));
   std::vector<DeviceInfo> out;
   auto pds = runtime::physical_devices(inst->instance);
-  for (std::uint32_t i = 0; i < pds.size(); ++i) out.push_back(runtime::describe(pds[i], i));
+  for (std::uint32_t i = 0; i < pds.size(); ++i) out.push_back(runtime::describe(inst->instance, pds[i], i));
   return out;
 }
 

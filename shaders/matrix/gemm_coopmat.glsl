@@ -1,0 +1,226 @@
+// Batched GEMM on the tensor cores (GL_KHR_cooperative_matrix, subgroup scope):
+// C_b = alpha * op(A_b) * op(B_b) + beta * C_b (+ bias[n]), row-major, A and B
+// f16 (16-bit patterns in uint buffers), products accumulated in f32, C f32;
+// matrix/gemm_coopmat_bf16 is the same module with bf16 matrices (the build
+// rewrites its one 16-bit float type, tools/spirv_bf16.cpp, so float16_t
+// must appear only as a cooperative-matrix component type here);
+// batch item b = OA_GROUP_ID.z / splits. The same push constants and split-K
+// convention as matrix/gemm (offsets and strides in elements).
+//
+// A workgroup of WM x WN subgroups computes a BM x BN tile of C; each subgroup
+// owns a (BM / WM) x (BN / WN) block as 16 x 16 f32 accumulator matrices. K
+// advances in steps of BK: the operand tiles are copied from global memory into
+// shared memory as stored (A as [BM, BK] or, with TRANS_A, [BK, BM]; B as
+// [BK, BN] or [BN, BK]), 8 halves (a uvec4) per copy, rows padded by 8 halves
+// against bank conflicts, and coopMatLoad reads them row- or column-major. Two
+// shared stages: the next step's global loads are issued into registers before
+// the current stage is multiplied, then stored into the other stage, so one
+// barrier a step suffices. Elements outside the problem (M, N and K edges)
+// are zeros.
+//
+// Epilogue: a 16 x 16 block entirely inside C goes straight to global memory
+// with coopMatStore when DIRECT_C (C's row length, offset and strides are
+// multiples of 4 floats) and there is no bias; any other block goes through a
+// per-subgroup 16 x 16 f32 scratch in shared memory, element by element.
+//
+// VEC_A / VEC_B: the operand's contiguous extent, offset and batch stride are
+// multiples of 8 elements, so a copy is one uvec4 load; otherwise 8 half loads.
+#extension GL_EXT_control_flow_attributes : require
+#extension GL_KHR_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#ifndef OA_GEMM_COOPMAT_GLSL
+#define OA_GEMM_COOPMAT_GLSL
+#include "common/oa.glsl"
+
+layout(local_size_x_id = 0) in;  // WM * WN * SUBGROUP
+layout(constant_id = 1) const uint BM = 128;
+layout(constant_id = 2) const uint BN = 128;
+layout(constant_id = 3) const uint BK = 32;
+layout(constant_id = 4) const uint WM = 2;
+layout(constant_id = 5) const uint WN = 4;
+layout(constant_id = 6) const bool TRANS_A = false;
+layout(constant_id = 7) const bool TRANS_B = false;
+layout(constant_id = 8) const bool VEC_A = false;
+layout(constant_id = 9) const bool VEC_B = false;
+layout(constant_id = 10) const bool DIRECT_C = false;
+layout(constant_id = 11) const uint SUBGROUP = 32;
+
+const uint THREADS = WM * WN * SUBGROUP;
+const uint FM = BM / WM / 16u;  // accumulator matrices per subgroup along M
+const uint FN = BN / WN / 16u;
+// Shared tiles as stored, in halves: rows x (columns + 8).
+const uint A_COLS = TRANS_A ? BM : BK, A_ROWS = TRANS_A ? BK : BM, A_LD = A_COLS + 8u;
+const uint B_COLS = TRANS_B ? BK : BN, B_ROWS = TRANS_B ? BN : BK, B_LD = B_COLS + 8u;
+const uint A_WORDS = A_ROWS * A_LD / 8u, B_WORDS = B_ROWS * B_LD / 8u;  // uvec4s per stage
+const uint LA = BM * BK / 8u / THREADS;  // uvec4 copies per invocation per A tile
+const uint LB = BN * BK / 8u / THREADS;
+
+layout(std430, binding = 0) readonly buffer A1 { uint a1[]; };
+layout(std430, binding = 0) readonly buffer A4 { uvec4 a4[]; };
+layout(std430, binding = 1) readonly buffer B1 { uint b1[]; };
+layout(std430, binding = 1) readonly buffer B4 { uvec4 b4[]; };
+layout(std430, binding = 2) buffer C1 { float c1[]; };
+layout(std430, binding = 3) readonly buffer Bias { float bias[]; };
+
+OA_PUSH_BEGIN
+  uint M; uint N; uint K; uint splits; uint kchunk;
+  uint a_off; uint a_stride; uint b_off; uint b_stride;
+  uint c_off; uint c_stride; uint c_split_stride; uint bias_off;
+  float alpha; float beta; uint has_bias;
+OA_PUSH_END
+
+shared uvec4 As[2u * A_WORDS];
+shared uvec4 Bs[2u * B_WORDS];
+shared float scratch[WM * WN * 256u];
+
+uvec4 ra[LA];
+uvec4 rb[LB];
+uint m0, n0, kend, abase, bbase;
+
+uint half_a(uint e) { return (a1[e >> 1] >> ((e & 1u) * 16u)) & 0xffffu; }
+uint half_b(uint e) { return (b1[e >> 1] >> ((e & 1u) * 16u)) & 0xffffu; }
+
+// 8 consecutive halves of A from element e, the first `valid` of them (0..8) real.
+uvec4 load8_a(uint e, uint valid) {
+  if (VEC_A) return valid == 8u ? a4[e >> 3] : uvec4(0u);
+  uint h[8];
+  [[unroll]] for (uint j = 0u; j < 8u; ++j) h[j] = j < valid ? half_a(e + j) : 0u;
+  return uvec4(h[0] | (h[1] << 16), h[2] | (h[3] << 16), h[4] | (h[5] << 16), h[6] | (h[7] << 16));
+}
+uvec4 load8_b(uint e, uint valid) {
+  if (VEC_B) return valid == 8u ? b4[e >> 3] : uvec4(0u);
+  uint h[8];
+  [[unroll]] for (uint j = 0u; j < 8u; ++j) h[j] = j < valid ? half_b(e + j) : 0u;
+  return uvec4(h[0] | (h[1] << 16), h[2] | (h[3] << 16), h[4] | (h[5] << 16), h[6] | (h[7] << 16));
+}
+
+// How many of 8 elements from index i along an extent `end` are inside it.
+uint inside(uint i, uint end) { return i >= end ? 0u : min(8u, end - i); }
+
+// Global loads of the tiles at k0 into registers: copy v covers row v / (COLS / 8)
+// of the stored tile, columns 8 * (v % (COLS / 8)) onward.
+void load_tiles(uint k0) {
+  const uint tid = gl_LocalInvocationID.x;
+  [[unroll]] for (uint l = 0u; l < LA; ++l) {
+    const uint v = tid + l * THREADS, row = v / (A_COLS / 8u), col = (v % (A_COLS / 8u)) * 8u;
+    if (!TRANS_A) {  // A_b is [M, K]
+      const uint m = m0 + row, k = k0 + col;
+      ra[l] = m < pc.M ? load8_a(abase + m * pc.K + k, inside(k, kend)) : uvec4(0u);
+    } else {  // A_b is [K, M]
+      const uint k = k0 + row, m = m0 + col;
+      ra[l] = k < kend ? load8_a(abase + k * pc.M + m, inside(m, pc.M)) : uvec4(0u);
+    }
+  }
+  [[unroll]] for (uint l = 0u; l < LB; ++l) {
+    const uint v = tid + l * THREADS, row = v / (B_COLS / 8u), col = (v % (B_COLS / 8u)) * 8u;
+    if (!TRANS_B) {  // B_b is [K, N]
+      const uint k = k0 + row, n = n0 + col;
+      rb[l] = k < kend ? load8_b(bbase + k * pc.N + n, inside(n, pc.N)) : uvec4(0u);
+    } else {  // B_b is [N, K]
+      const uint n = n0 + row, k = k0 + col;
+      rb[l] = n < pc.N ? load8_b(bbase + n * pc.K + k, inside(k, kend)) : uvec4(0u);
+    }
+  }
+}
+
+void store_tiles(uint stage) {
+  const uint tid = gl_LocalInvocationID.x;
+  [[unroll]] for (uint l = 0u; l < LA; ++l) {
+    const uint v = tid + l * THREADS;
+    As[stage * A_WORDS + (v / (A_COLS / 8u)) * (A_LD / 8u) + v % (A_COLS / 8u)] = ra[l];
+  }
+  [[unroll]] for (uint l = 0u; l < LB; ++l) {
+    const uint v = tid + l * THREADS;
+    Bs[stage * B_WORDS + (v / (B_COLS / 8u)) * (B_LD / 8u) + v % (B_COLS / 8u)] = rb[l];
+  }
+}
+
+coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> acc[FM * FN];
+
+void multiply(uint stage, uint wm, uint wn) {
+  [[unroll]] for (uint kk = 0u; kk < BK; kk += 16u) {
+    coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> fa[FM];
+    coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> fb[FN];
+    [[unroll]] for (uint i = 0u; i < FM; ++i) {
+      const uint m = wm * (BM / WM) + i * 16u;
+      if (!TRANS_A)
+        coopMatLoad(fa[i], As, stage * A_WORDS + (m * A_LD + kk) / 8u, A_LD / 8u, gl_CooperativeMatrixLayoutRowMajor);
+      else
+        coopMatLoad(fa[i], As, stage * A_WORDS + (kk * A_LD + m) / 8u, A_LD / 8u, gl_CooperativeMatrixLayoutColumnMajor);
+    }
+    [[unroll]] for (uint j = 0u; j < FN; ++j) {
+      const uint n = wn * (BN / WN) + j * 16u;
+      if (!TRANS_B)
+        coopMatLoad(fb[j], Bs, stage * B_WORDS + (kk * B_LD + n) / 8u, B_LD / 8u, gl_CooperativeMatrixLayoutRowMajor);
+      else
+        coopMatLoad(fb[j], Bs, stage * B_WORDS + (n * B_LD + kk) / 8u, B_LD / 8u, gl_CooperativeMatrixLayoutColumnMajor);
+    }
+    [[unroll]] for (uint i = 0u; i < FM; ++i)
+      [[unroll]] for (uint j = 0u; j < FN; ++j) acc[i * FN + j] = coopMatMulAdd(fa[i], fb[j], acc[i * FN + j]);
+  }
+}
+
+void main() {
+  const uvec3 group = OA_GROUP_ID;
+  const uint item = group.z / pc.splits, split = group.z % pc.splits;
+  m0 = group.y * BM;
+  n0 = group.x * BN;
+  const uint kbeg = split * pc.kchunk;
+  kend = min(pc.K, kbeg + pc.kchunk);
+  abase = pc.a_off + item * pc.a_stride;
+  bbase = pc.b_off + item * pc.b_stride;
+  const uint sg = gl_SubgroupID, wm = sg / WN, wn = sg % WN;
+
+  [[unroll]] for (uint i = 0u; i < FM * FN; ++i) acc[i] = coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(0.0);
+
+  if (kbeg < kend) {
+    load_tiles(kbeg);
+    store_tiles(0u);
+  }
+  barrier();
+  uint stage = 0u;
+  for (uint k0 = kbeg; k0 < kend; k0 += BK) {
+    const bool more = k0 + BK < kend;
+    if (more) load_tiles(k0 + BK);
+    multiply(stage, wm, wn);
+    if (more) store_tiles(stage ^ 1u);
+    barrier();
+    stage ^= 1u;
+  }
+
+  const uint cbase = pc.c_off + item * pc.c_stride + split * pc.c_split_stride;
+  const uint lane = gl_SubgroupInvocationID;
+  [[unroll]] for (uint i = 0u; i < FM; ++i) {
+    [[unroll]] for (uint j = 0u; j < FN; ++j) {
+      const uint gm = m0 + wm * (BM / WM) + i * 16u, gn = n0 + wn * (BN / WN) + j * 16u;
+      if (gm >= pc.M || gn >= pc.N) continue;
+      coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> r = acc[i * FN + j] * pc.alpha;
+      if (DIRECT_C && pc.has_bias == 0u && gm + 16u <= pc.M && gn + 16u <= pc.N) {
+        if (pc.beta != 0.0) {
+          coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> c;
+          coopMatLoad(c, c1, cbase + gm * pc.N + gn, pc.N, gl_CooperativeMatrixLayoutRowMajor);
+          r += c * pc.beta;
+        }
+        coopMatStore(r, c1, cbase + gm * pc.N + gn, pc.N, gl_CooperativeMatrixLayoutRowMajor);
+        continue;
+      }
+      coopMatStore(r, scratch, sg * 256u, 16u, gl_CooperativeMatrixLayoutRowMajor);
+      subgroupBarrier();
+      for (uint e = lane; e < 256u; e += SUBGROUP) {
+        const uint m = gm + e / 16u, n = gn + e % 16u;
+        if (m < pc.M && n < pc.N) {
+          const uint at = cbase + m * pc.N + n;
+          float v = scratch[sg * 256u + e];
+          if (pc.beta != 0.0) v += pc.beta * c1[at];
+          if (pc.has_bias != 0u) v += bias[pc.bias_off + n];
+          c1[at] = v;
+        }
+      }
+      subgroupBarrier();
+    }
+  }
+}
+
+#endif

@@ -1,0 +1,114 @@
+// The tensor-core GEMM lowering: matrix/gemm_coopmat (GL_KHR_cooperative_matrix)
+// for f16 A and B, matrix/gemm_coopmat_bf16 for bf16, with f32 accumulation
+// and an f32 C, chosen by the device's cooperative-matrix configurations.
+#include <algorithm>
+
+#include "matrix/gemm.hpp"
+
+namespace oa::detail {
+
+namespace {
+
+using runtime::Access;
+using runtime::ComputeDispatch;
+
+// A workgroup's C tile (bm x bn), its K step and its grid of wm x wn subgroups
+// (each owns a (bm / wm) x (bn / wn) block of 16 x 16 accumulators).
+struct CoopTile {
+  std::uint32_t bm, bn, bk, wm, wn;
+};
+constexpr CoopTile kCoopLarge{128, 128, 32, 2, 4};
+constexpr CoopTile kCoopSmall{64, 64, 32, 2, 2};
+
+// Workgroups that keep a large GPU busy (about two per SM on a 132-SM H200).
+// Below that, a long K splits (partial products summed by matrix/gemm_epilogue);
+// a short one takes the small tile.
+constexpr std::int64_t kCoopBusyGroups = 256;
+constexpr std::int64_t kCoopSplitMinK = 256;
+constexpr std::int64_t kCoopLongK = 2048;
+constexpr std::int64_t kCoopMaxSplits = 8;
+
+std::uint32_t threads(const DeviceInfo& d, const CoopTile& t) { return t.wm * t.wn * d.subgroup_size; }
+
+// Two stages of both operand tiles as stored (rows padded by 8 halves) and a
+// 16 x 16 f32 scratch per subgroup, as shaders/matrix/gemm_coopmat.comp declares them.
+std::uint64_t shared_bytes(const CoopTile& t, bool trans_a, bool trans_b) {
+  const std::uint64_t a = trans_a ? t.bk * (t.bm + 8) : t.bm * (t.bk + 8);
+  const std::uint64_t b = trans_b ? t.bn * (t.bk + 8) : t.bk * (t.bn + 8);
+  return 2 * 2 * (a + b) + std::uint64_t{t.wm} * t.wn * 256 * 4;
+}
+
+bool fits(const DeviceInfo& d, const CoopTile& t, const GemmProblem& p) {
+  const std::uint32_t n = threads(d, t);
+  // Every invocation copies whole uvec4s (8 halves) of each tile.
+  const bool even_copies = (t.bm * t.bk / 8) % n == 0 && (t.bn * t.bk / 8) % n == 0 && t.bm * t.bk / 8 >= n;
+  return d.subgroup_size > 0 && even_copies && n <= d.max_workgroup_invocations && n <= d.max_workgroup_size[0] &&
+         shared_bytes(t, p.trans_a, p.trans_b) <= d.max_shared_memory_bytes;
+}
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+std::int64_t tile_count(const GemmProblem& p, const CoopTile& t) { return p.batch * ceil_div(p.m, t.bm) * ceil_div(p.n, t.bn); }
+
+const CoopTile* choose_tile(const DeviceInfo& d, const GemmProblem& p) {
+  const bool large = p.m > 64 && p.n > 64 && fits(d, kCoopLarge, p);
+  if (large && (tile_count(p, kCoopLarge) >= kCoopBusyGroups || p.k >= kCoopLongK)) return &kCoopLarge;
+  if (fits(d, kCoopSmall, p)) return &kCoopSmall;
+  return large ? &kCoopLarge : nullptr;
+}
+
+// A binding of 16-bit elements [first, first + count) of `storage`; `offset`
+// is the index of element `first` within it (below 128, with first's residue
+// modulo 8, so 8-element copies stay aligned).
+ElementWindow half_window(const std::shared_ptr<runtime::Storage>& storage, std::int64_t first, std::int64_t count,
+                          Access access) {
+  const std::int64_t w0 = first / 2, w1 = (first + count + 1) / 2;
+  ElementWindow w = element_window(storage, w0, w1 - w0, access);
+  w.offset = 2 * w.offset + static_cast<std::uint32_t>(first % 2);
+  return w;
+}
+
+}  // namespace
+
+std::optional<std::vector<ComputeDispatch>> lower_gemm_coopmat(const Engine& engine, const GemmProblem& p) {
+  const DeviceInfo& dev = engine.device();
+  const DType in = p.a.matrix->dtype();
+  if ((in != DType::F16 && in != DType::BF16) || p.k == 0 ||
+      !dev.has_cooperative_matrix({in, in, DType::F32, DType::F32, 16, 16, 16}))
+    return std::nullopt;
+  const CoopTile* tile = choose_tile(dev, p);
+  if (!tile) return std::nullopt;
+  const CoopTile& t = *tile;
+  const std::int64_t gx = ceil_div(p.n, t.bn), gy = ceil_div(p.m, t.bm);
+  const GemmSplitK sk = gemm_split_k(p.k, tile_count(p, t), kCoopBusyGroups, kCoopSplitMinK, kCoopMaxSplits, t.bk);
+  const std::int64_t splits = sk.splits, a_ext = p.m * p.k, b_ext = p.k * p.n, c_ext = p.m * p.n;
+  const bool vec_a = (p.trans_a ? p.m : p.k) % 8 == 0 && p.a.offset % 8 == 0 && p.a.batch_stride % 8 == 0;
+  const bool vec_b = (p.trans_b ? p.k : p.n) % 8 == 0 && p.b.offset % 8 == 0 && p.b.batch_stride % 8 == 0;
+  const bool direct_c = p.n % 4 == 0 && (splits > 1 || (p.c.offset % 4 == 0 && p.c.batch_stride % 4 == 0));
+  const std::string_view kernel = in == DType::F16 ? kernels::matrix_gemm_coopmat : kernels::matrix_gemm_coopmat_bf16;
+  const std::vector<std::uint32_t> spec = {threads(dev, t), t.bm,  t.bn,  t.bk,     t.wm,           t.wn,
+                                           p.trans_a,       p.trans_b, vec_a, vec_b, direct_c, dev.subgroup_size};
+
+  const Access c_access = p.beta != 0.0f ? Access::ReadWrite : Access::Write;
+  std::optional<ElementWindow> bias;
+  if (p.bias) bias = element_window(p.bias->storage(), 0, p.n, Access::Read);
+  // window_batch counts 4-byte words: a 16-bit operand's item spans at most
+  // (stride + 1) / 2 words apart and extent / 2 + 1 words.
+  const std::int64_t per = window_batch(engine, {{(p.a.batch_stride + 1) / 2, a_ext / 2 + 1},
+                                                 {(p.b.batch_stride + 1) / 2, b_ext / 2 + 1},
+                                                 {p.c.batch_stride, c_ext},
+                                                 {splits > 1 ? splits * c_ext : 0, splits * c_ext}});
+  std::vector<ComputeDispatch> out;
+  for (std::int64_t b0 = 0; b0 < p.batch; b0 += per) {
+    const std::int64_t q = std::min(per, p.batch - b0);
+    auto halves = [&](const GemmOperand& o, std::int64_t ext) {
+      return half_window(o.matrix->storage(), o.offset + b0 * o.batch_stride, (q - 1) * o.batch_stride + ext, Access::Read);
+    };
+    const auto a = halves(p.a, a_ext), b = halves(p.b, b_ext);
+    const auto c = element_window(p.c.matrix->storage(), p.c.offset + b0 * p.c.batch_stride, (q - 1) * p.c.batch_stride + c_ext,
+                                  c_access);
+    append_gemm_tiles(engine, p, {kernel, spec, gx, gy, sk}, q, a, b, c, bias ? &*bias : nullptr, out);
+  }
+  return out;
+}
+
+}  // namespace oa::detail

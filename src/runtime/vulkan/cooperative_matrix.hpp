@@ -1,0 +1,68 @@
+#pragma once
+// VK_KHR_cooperative_matrix: the declarations Debian 12's Vulkan headers
+// (1.3.239) lack, from the Vulkan registry (vk.xml), and the query of a
+// device's subgroup-scope configurations.
+#include <vector>
+
+#include "oa/runtime/engine.hpp"
+#include "runtime/vulkan/vk.hpp"
+
+#ifndef VK_KHR_cooperative_matrix
+#define VK_KHR_cooperative_matrix 1
+#define VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME "VK_KHR_cooperative_matrix"
+inline constexpr VkStructureType VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR =
+    static_cast<VkStructureType>(1000506000);
+inline constexpr VkStructureType VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR = static_cast<VkStructureType>(1000506001);
+enum VkComponentTypeKHR : std::uint32_t {
+  VK_COMPONENT_TYPE_FLOAT16_KHR = 0,
+  VK_COMPONENT_TYPE_FLOAT32_KHR = 1,
+};
+enum VkScopeKHR : std::uint32_t { VK_SCOPE_SUBGROUP_KHR = 3 };
+struct VkCooperativeMatrixPropertiesKHR {
+  VkStructureType sType;
+  void* pNext;
+  std::uint32_t MSize, NSize, KSize;
+  VkComponentTypeKHR AType, BType, CType, ResultType;
+  VkBool32 saturatingAccumulation;
+  VkScopeKHR scope;
+};
+struct VkPhysicalDeviceCooperativeMatrixFeaturesKHR {
+  VkStructureType sType;
+  void* pNext;
+  VkBool32 cooperativeMatrix;
+  VkBool32 cooperativeMatrixRobustBufferAccess;
+};
+typedef VkResult(VKAPI_PTR* PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR)(VkPhysicalDevice, std::uint32_t*,
+                                                                                   VkCooperativeMatrixPropertiesKHR*);
+#endif
+#ifndef VK_KHR_shader_bfloat16
+#define VK_KHR_shader_bfloat16 1
+#define VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME "VK_KHR_shader_bfloat16"
+inline constexpr VkStructureType VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR =
+    static_cast<VkStructureType>(1000141000);
+struct VkPhysicalDeviceShaderBfloat16FeaturesKHR {
+  VkStructureType sType;
+  void* pNext;
+  VkBool32 shaderBFloat16Type;
+  VkBool32 shaderBFloat16DotProduct;
+  VkBool32 shaderBFloat16CooperativeMatrix;
+};
+#endif
+// VK_KHR_shader_bfloat16's component type (the KHR list names bf16 with it).
+inline constexpr std::uint32_t kComponentTypeBfloat16 = 1000141000;
+
+namespace oa::runtime {
+
+// The subgroup-scope F16 / BF16 / F32 configurations the device lists (those
+// with BF16 only where VK_KHR_shader_bfloat16 offers shaderBFloat16Type and
+// shaderBFloat16CooperativeMatrix), or none
+// when it lacks the extension, its cooperativeMatrix feature or a feature that
+// the kernels' SPIR-V declares: shaderFloat16, vulkanMemoryModel (which
+// GL_KHR_cooperative_matrix implies) and maintenance4 (LocalSizeId, glslang's
+// workgroup size from a specialization constant under Vulkan 1.3).
+std::vector<CooperativeMatrixShape> cooperative_matrix_shapes(VkInstance instance, VkPhysicalDevice device);
+
+// Whether `shapes` hold a BF16 configuration (the engine then enables VK_KHR_shader_bfloat16).
+bool uses_bfloat16(const std::vector<CooperativeMatrixShape>& shapes);
+
+}  // namespace oa::runtime

@@ -1,0 +1,223 @@
+// The tensor-core GEMM (src/matrix/gemm_coopmat.cpp, matrix/gemm_coopmat)
+// through lower_gemm, for f16 and bf16 A and B, against the f64 reference of
+// the rounded inputs. These tests need a device with cooperative matrices (f16
+// or bf16 * the same + f32, 16 x 16 x 16, subgroup scope): each dtype runs where
+// the device has its configuration; elsewhere (lavapipe) the tests skip.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <functional>
+#include <iostream>
+#include <memory>
+
+#include "matrix/gemm.hpp"
+#include "oa/oa.hpp"
+#include "reference/linalg.hpp"
+#include "support/expect.hpp"
+
+namespace {
+
+using oa::DType;
+using oa::Matrix;
+using oa::detail::GemmProblem;
+
+const bool kTestGemm16 = [] {
+  oa::register_contract({"test::gemm_coopmat", -1, 1, {}});
+  return true;
+}();
+
+// The 16-bit dtypes the device multiplies on its tensor cores.
+std::vector<DType> tensor_core_dtypes() {
+  std::vector<DType> out;
+  for (DType d : {DType::F16, DType::BF16})
+    if (oa::Engine::default_engine().device().has_cooperative_matrix({d, d, DType::F32, DType::F32, 16, 16, 16})) out.push_back(d);
+  return out;
+}
+#define OA_NEED_TENSOR_CORES()                                                                                         \
+  if (tensor_core_dtypes().empty())                                                                                    \
+  GTEST_SKIP() << "the device has no cooperative matrices (f16 or bf16 * the same + f32 -> f32, 16x16x16, subgroup "  \
+                  "scope): the tensor-core GEMM runs on devices that have them (the H200), not here"
+
+// Values in [-1, 1) rounded to `dtype`, so that the reference sees exactly what the kernel reads.
+std::vector<float> rounded_values(std::int64_t n, std::uint32_t seed, DType dtype) {
+  auto v = oa_test::random_values(n, seed);
+  for (auto& x : v) x = dtype == DType::F16 ? oa::float_from_f16(oa::f16_from_float(x)) : oa::float_from_bf16(oa::bf16_from_float(x));
+  return v;
+}
+
+struct Case {
+  std::int64_t batch, m, n, k;
+  bool trans_a, trans_b;
+  float alpha, beta;
+  bool bias;
+  std::int64_t a_off, a_stride, b_off, b_stride, c_off, c_stride;  // stride -1: packed
+};
+
+// The largest error seen per dtype, relative to the magnitude of the terms (sum |a b|, |beta c|, |bias|).
+double g_worst[2] = {0.0, 0.0};
+
+// f16 and bf16 products are exact in f32, so the error is the f32 accumulation's: at
+// most K additions of relative error u each (u = 2^-24 for rounding; 2^-22
+// allows for tensor cores that align and truncate the addends), plus alpha,
+// beta and bias: (K + 3) * 2^-22 times the magnitude of the terms.
+void expect_close(const GemmProblem& p, const std::vector<float>& got, const oa::reference::GemmResult& ref) {
+  double& worst = g_worst[p.a.matrix->dtype() == DType::F16 ? 0 : 1];
+  ASSERT_EQ(got.size(), ref.value.size());
+  const double u = std::ldexp(1.0, -22);
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double tol = (static_cast<double>(p.k) + 3.0) * u * ref.magnitude[i] + 1e-30;
+    if (ref.magnitude[i] > 0) worst = std::max(worst, std::abs(got[i] - ref.value[i]) / ref.magnitude[i]);
+    ASSERT_NEAR(got[i], ref.value[i], tol) << "element " << i << " of batch " << p.batch << " M " << p.m << " N " << p.n
+                                           << " K " << p.k << " trans_a " << p.trans_a << " trans_b " << p.trans_b << " "
+                                           << oa::to_string(p.a.matrix->dtype());
+  }
+}
+
+// Records the GEMM of `cs` (`dtype` A and B, f32 C) and returns the check of
+// its result, which asserts that a tensor-core kernel ran when K > 0.
+std::function<void()> case_check(const Case& cs, std::uint32_t seed, DType dtype) {
+  GemmProblem p;
+  p.batch = cs.batch;
+  p.m = cs.m;
+  p.n = cs.n;
+  p.k = cs.k;
+  p.trans_a = cs.trans_a;
+  p.trans_b = cs.trans_b;
+  p.alpha = cs.alpha;
+  p.beta = cs.beta;
+  auto stride = [&](std::int64_t s, std::int64_t packed) { return s < 0 ? packed : s; };
+  const std::int64_t as = stride(cs.a_stride, cs.m * cs.k), bs = stride(cs.b_stride, cs.k * cs.n),
+                     cstr = stride(cs.c_stride, cs.m * cs.n);
+  const auto a = rounded_values(cs.a_off + (cs.batch - 1) * as + cs.m * cs.k + 3, seed, dtype);
+  const auto b = rounded_values(cs.b_off + (cs.batch - 1) * bs + cs.k * cs.n + 5, seed + 1, dtype);
+  auto c0 = oa_test::random_values(cs.c_off + (cs.batch - 1) * cstr + cs.m * cs.n + 2, seed + 2);
+  if (cs.beta == 0.0f) c0[cs.c_off] = std::nanf("");  // beta == 0: C must not be read
+  const auto bias = oa_test::random_values(cs.n, seed + 3);
+  auto m = std::make_shared<std::array<Matrix, 4>>(std::array<Matrix, 4>{
+      Matrix::from_vector({static_cast<std::int64_t>(a.size())}, a, dtype),
+      Matrix::from_vector({static_cast<std::int64_t>(b.size())}, b, dtype),
+      Matrix::from_vector({static_cast<std::int64_t>(c0.size())}, c0), Matrix::from_vector({cs.n}, bias)});
+  p.a = {&(*m)[0], cs.a_off, as};
+  p.b = {&(*m)[1], cs.b_off, bs};
+  p.c = {&(*m)[2], cs.c_off, cstr};
+  p.bias = cs.bias ? &(*m)[3] : nullptr;
+  const oa::Engine engine = p.c.matrix->engine();
+  auto ds = oa::detail::lower_gemm(engine, p);
+  const bool coopmat = !ds.empty() && ds[0].kernel == (dtype == DType::F16 ? oa::kernels::matrix_gemm_coopmat
+                                                                           : oa::kernels::matrix_gemm_coopmat_bf16);
+  oa::SemanticOp op;
+  op.name = "test::gemm_coopmat";
+  op.inputs = op.outputs = {p.c.matrix->shape()};
+  engine.record(std::move(op), ds);
+  return [=] {
+    EXPECT_TRUE(coopmat || p.k == 0) << "M " << p.m << " N " << p.n << " K " << p.k << " took " << (ds.empty() ? "" : ds[0].kernel);
+    const auto ref = oa::reference::gemm(p.batch, p.m, p.n, p.k, p.trans_a, p.trans_b, p.alpha, p.beta, {&a, p.a.offset, as},
+                                         {&b, p.b.offset, bs}, c0, p.c.offset, cstr, cs.bias ? &bias : nullptr);
+    expect_close(p, (*m)[2].to_vector(), ref);
+  };
+}
+
+void run_checks(const std::vector<std::function<void()>>& checks) {
+  for (const auto& check : checks) check();
+}
+
+TEST(MatrixGemmCoopmat, EveryLayoutRaggedAndAligned) {
+  OA_NEED_TENSOR_CORES();
+  std::vector<std::function<void()>> checks;
+  std::uint32_t seed = 1;
+  for (DType dt : tensor_core_dtypes())
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        // Ragged M, N, K with odd offsets (half-by-half loads, staged C stores), packed batch.
+        checks.push_back(case_check({3, 77, 45, 70, ta, tb, 1.5f, 0.0f, false, 1, -1, 3, -1, 5, -1}, seed++, dt));
+        // beta and bias, B broadcast over the batch, padded C items; K one past a step.
+        checks.push_back(case_check({2, 130, 129, 33, ta, tb, -0.5f, 0.75f, true, 0, -1, 2, 0, 0, 130 * 129 + 3}, seed++, dt));
+        // Multiples of 8 (uvec4 loads, direct C stores), A broadcast, beta.
+        checks.push_back(case_check({2, 256, 136, 96, ta, tb, 1.0f, 1.0f, false, 8, 0, 16, -1, 12, -1}, seed++, dt));
+        // Many large tiles; K not a multiple of the 32-element step.
+        checks.push_back(case_check({1, 640, 520, 200, ta, tb, 1.0f, 0.0f, true, 0, -1, 0, -1, 0, -1}, seed++, dt));
+      }
+  run_checks(checks);
+  std::cout << "[ coopmat  ] worst |error| / magnitude vs f64: f16 " << g_worst[0] << ", bf16 " << g_worst[1] << "\n";
+}
+
+TEST(MatrixGemmCoopmat, SmallSizesAndSkinnyRows) {
+  OA_NEED_TENSOR_CORES();
+  std::vector<std::function<void()>> checks;
+  std::uint32_t seed = 100;
+  for (DType dt : tensor_core_dtypes())
+    for (std::int64_t m : {1, 16, 17})
+      for (std::int64_t n : {1, 15, 64})
+        for (std::int64_t k : {1, 16, 31})
+          checks.push_back(case_check({1, m, n, k, m == 17, n == 15, 1.0f, 0.0f, false, 0, -1, 0, -1, 0, -1}, seed++, dt));
+  run_checks(checks);
+}
+
+TEST(MatrixGemmCoopmat, ZeroKGivesBetaCPlusBias) {
+  OA_NEED_TENSOR_CORES();
+  for (DType dt : tensor_core_dtypes())
+    run_checks({case_check({2, 5, 7, 0, false, false, 1.0f, 0.5f, true, 0, -1, 0, -1, 1, -1}, 7, dt),
+                case_check({2, 5, 7, 0, true, true, 1.0f, 0.0f, false, 0, -1, 0, -1, 0, -1}, 8, dt)});
+}
+
+TEST(MatrixGemmCoopmat, SplitKForFewTilesAndLongK) {
+  OA_NEED_TENSOR_CORES();
+  // One 128x128 tile and a long K: the K splits are summed by the epilogue.
+  for (DType dt : tensor_core_dtypes()) {
+    GemmProblem p;
+    p.m = 128;
+    p.n = 100;
+    p.k = 4100;
+    p.alpha = 0.5f;
+    p.beta = -1.0f;
+    p.trans_b = true;
+    const auto a = rounded_values(p.m * p.k, 31, dt), b = rounded_values(p.k * p.n, 32, dt);
+    const auto c0 = oa_test::random_values(p.m * p.n, 33), bias = oa_test::random_values(p.n, 34);
+    const Matrix ma = Matrix::from_vector({p.m, p.k}, a, dt), mb = Matrix::from_vector({p.n, p.k}, b, dt);
+    const Matrix mc = Matrix::from_vector({p.m, p.n}, c0), mbias = Matrix::from_vector({p.n}, bias);
+    p.a = {&ma};
+    p.b = {&mb};
+    p.c = {&mc};
+    p.bias = &mbias;
+    const auto ds = oa::detail::lower_gemm(mc.engine(), p);
+    ASSERT_EQ(ds.size(), 2u);
+    EXPECT_EQ(ds[0].kernel, dt == DType::F16 ? oa::kernels::matrix_gemm_coopmat : oa::kernels::matrix_gemm_coopmat_bf16);
+    EXPECT_GT(ds[0].groups[2], 1u);
+    EXPECT_EQ(ds[1].kernel, oa::kernels::matrix_gemm_epilogue);
+    oa::SemanticOp op;
+    op.name = "test::gemm_coopmat";
+    op.inputs = op.outputs = {mc.shape()};
+    mc.engine().record(std::move(op), ds);
+    const auto ref = oa::reference::gemm(1, p.m, p.n, p.k, false, true, p.alpha, p.beta, {&a, 0, 0}, {&b, 0, 0}, c0, 0, 0, &bias);
+    expect_close(p, mc.to_vector(), ref);
+  }
+}
+
+TEST(MatrixGemmCoopmat, RepeatedRunsAreBitIdentical) {
+  OA_NEED_TENSOR_CORES();
+  const std::int64_t m = 300, n = 260, k = 777;
+  const DType dt = tensor_core_dtypes().back();
+  const auto a = rounded_values(m * k, 51, dt), b = rounded_values(k * n, 52, dt);
+  const Matrix ma = Matrix::from_vector({m, k}, a, dt), mb = Matrix::from_vector({k, n}, b, dt);
+  std::vector<float> first;
+  for (int r = 0; r < 2; ++r) {
+    const Matrix mc = Matrix::empty({m, n});
+    GemmProblem p;
+    p.m = m;
+    p.n = n;
+    p.k = k;
+    p.a = {&ma};
+    p.b = {&mb};
+    p.c = {&mc};
+    oa::SemanticOp op;
+    op.name = "test::gemm_coopmat";
+    op.inputs = op.outputs = {mc.shape()};
+    mc.engine().record(std::move(op), oa::detail::lower_gemm(mc.engine(), p));
+    if (r == 0) first = mc.to_vector();
+    else EXPECT_EQ(mc.to_vector(), first);
+  }
+}
+
+}  // namespace
