@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,17 +29,22 @@ namespace mx = oa::matrix;
 namespace ml = oa::ml;
 namespace ref = oa::reference;
 
-// A 16-bit operand and its values (as rounded to its dtype).
+// A 16-bit operand and its values (as rounded to its dtype). With a gradient,
+// m is the cast of an f32 leaf holding the same values (a 16-bit Matrix is
+// not a leaf): the leaf's gradient is the 16-bit gradient of m widened
+// exactly, and autograd itself refuses a gradient whose dtype is not m's.
 struct Operand {
   Matrix m;
   std::vector<float> v;
+  Matrix leaf;
 };
 
 Operand make(const Shape& shape, DType d, std::uint32_t seed, bool grad = false) {
   const auto v = ref::rounded(d == DType::F16 ? ref::kF16 : ref::kBF16, oa_test::random_values(shape.numel(), seed));
-  Matrix m = Matrix::from_vector(shape, v, d);
-  if (grad) oa::set_requires_grad(m);
-  return {m, v};
+  if (!grad) return {Matrix::from_vector(shape, v, d), v, Matrix()};
+  Matrix leaf = Matrix::from_vector(shape, v);
+  oa::set_requires_grad(leaf);
+  return {mx::cast(leaf, d), v, leaf};
 }
 
 // Sums a reference computed per batch item ([batch, rows, cols]) over the batch.
@@ -59,13 +65,14 @@ ref::GemmResult product(std::int64_t batch, std::int64_t m, std::int64_t n, std:
                    std::vector<float>(static_cast<std::size_t>(batch * m * n), 0.0f), 0, m * n, bias);
 }
 
-// `got` has dtype d and matches `want` within f32 accumulation over `terms`
-// products, (terms + 4) 2^-24 of their magnitude, plus half an ulp of d's
-// format at the result (the one rounding of the output).
-void expect_close(const Matrix& got, const ref::GemmResult& want, std::int64_t terms, DType d, const std::string& what) {
+// `got` has dtype `stored` (d unless given) and matches `want` within f32
+// accumulation over `terms` products, (terms + 4) 2^-24 of their magnitude,
+// plus half an ulp of d's format at the result (the one rounding of the output).
+void expect_close(const Matrix& got, const ref::GemmResult& want, std::int64_t terms, DType d, const std::string& what,
+                  std::optional<DType> stored = {}) {
   SCOPED_TRACE(what);
   ASSERT_TRUE(got.defined());
-  ASSERT_EQ(got.dtype(), d);
+  ASSERT_EQ(got.dtype(), stored.value_or(d));
   const auto v = got.to_vector();
   ASSERT_EQ(v.size(), want.value.size());
   for (std::size_t i = 0; i < v.size(); ++i) {
@@ -113,15 +120,15 @@ TEST(MatrixHalfProducts, MatmulAndMatmulNtWithGradients) {
         expect_close(y, product(c.batch, c.m, c.n, c.k, false, nt, a, as, b, bs), c.k, d, what + " forward");
 
         const Operand g = seed_for(y.shape(), d, seed++);
-        oa::backward(y, g.m);
+        oa::backward(mx::cast(y, DType::F32), g.m);  // the cast hands y a 16-bit gradient
         // ga = g op(b)^T; gb = a^T g (matmul) or g^T a (matmul_nt); shared operands sum over the batch.
         auto ga = product(c.batch, c.m, c.k, c.n, false, !nt, g, c.m * c.n, b, bs);
         auto gb = nt ? product(c.batch, c.n, c.k, c.m, true, false, g, c.m * c.n, a, as)
                      : product(c.batch, c.k, c.n, c.m, true, false, a, as, g, c.m * c.n);
         if (!c.a_batched) ga = over_batch(ga, c.batch);
         if (!c.b_batched) gb = over_batch(gb, c.batch);
-        expect_close(oa::grad(a.m), ga, c.n, d, what + " grad a");
-        expect_close(oa::grad(b.m), gb, c.m * c.batch, d, what + " grad b");
+        expect_close(oa::grad(a.leaf), ga, c.n, d, what + " grad a", DType::F32);
+        expect_close(oa::grad(b.leaf), gb, c.m * c.batch, d, what + " grad b", DType::F32);
       }
 }
 
@@ -145,15 +152,15 @@ TEST(MatrixHalfProducts, BmmEveryLayoutWithGradients) {
         expect_close(y, product(c.batch, c.m, c.p, c.k, tn, nt, a, as, b, bs), c.k, d, what + " forward");
 
         const Operand g = seed_for(y.shape(), d, seed++);
-        oa::backward(y, g.m);
+        oa::backward(mx::cast(y, DType::F32), g.m);  // the cast hands y a 16-bit gradient
         // bmm: dA = G B^T, dB = A^T G; bmm_nt: dA = G B, dB = G^T A; bmm_tn: dA = B G^T, dB = A G.
         const auto ga = tn ? product(c.batch, c.k, c.m, c.p, false, true, b, bs, g, gs)
                            : product(c.batch, c.m, c.k, c.p, false, !nt, g, gs, b, bs);
         const auto gb = nt   ? product(c.batch, c.p, c.k, c.m, true, false, g, gs, a, as)
                         : tn ? product(c.batch, c.k, c.p, c.m, false, false, a, as, g, gs)
                              : product(c.batch, c.k, c.p, c.m, true, false, a, as, g, gs);
-        expect_close(oa::grad(a.m), ga, c.p, d, what + " grad a");
-        expect_close(oa::grad(b.m), gb, c.m, d, what + " grad b");
+        expect_close(oa::grad(a.leaf), ga, c.p, d, what + " grad a", DType::F32);
+        expect_close(oa::grad(b.leaf), gb, c.m, d, what + " grad b", DType::F32);
       }
 }
 
@@ -178,9 +185,9 @@ TEST(MatrixHalfProducts, LinearWithGradients) {
       expect_close(y, product(1, rows, c.out, in, false, true, x, 0, w, 0, c.bias ? &bias.v : nullptr), in, d, what + " forward");
 
       const Operand g = seed_for(y.shape(), d, seed++);
-      oa::backward(y, g.m);
-      expect_close(oa::grad(x.m), product(1, rows, in, c.out, false, false, g, 0, w, 0), c.out, d, what + " grad x");
-      expect_close(oa::grad(w.m), product(1, c.out, in, rows, true, false, g, 0, x, 0), rows, d, what + " grad weight");
+      oa::backward(mx::cast(y, DType::F32), g.m);  // the cast hands y a 16-bit gradient
+      expect_close(oa::grad(x.leaf), product(1, rows, in, c.out, false, false, g, 0, w, 0), c.out, d, what + " grad x", DType::F32);
+      expect_close(oa::grad(w.leaf), product(1, c.out, in, rows, true, false, g, 0, x, 0), rows, d, what + " grad weight", DType::F32);
       if (c.bias) {
         ref::GemmResult gb{std::vector<double>(c.out, 0.0), std::vector<double>(c.out, 0.0)};
         for (std::int64_t r = 0; r < rows; ++r)
@@ -188,7 +195,7 @@ TEST(MatrixHalfProducts, LinearWithGradients) {
             gb.value[o] += g.v[r * c.out + o];
             gb.magnitude[o] += std::abs(g.v[r * c.out + o]);
           }
-        expect_close(oa::grad(bias.m), gb, rows, d, what + " grad bias");
+        expect_close(oa::grad(bias.leaf), gb, rows, d, what + " grad bias", DType::F32);
       }
     }
 }
