@@ -66,12 +66,6 @@ layout(std430, binding = 2) buffer C1 { uint c1[]; };
 layout(std430, binding = 2) buffer C2 { uvec2 c2[]; };
 layout(std430, binding = 2) buffer C4 { uvec4 c4[]; };
 layout(std430, binding = 3) readonly buffer Bias { uint bias[]; };
-#define OA_A1(i) oa_half_at(a1[(i) >> 1], (i), IN_DT)
-#define OA_A4(q) oa_half_quad(a4[q], IN_DT)
-#define OA_B1(i) oa_half_at(b1[(i) >> 1], (i), IN_DT)
-#define OA_B4(q) oa_half_quad(b4[q], IN_DT)
-#define OA_C1(i) OA_LOAD_ANY(c1, i, C_DT)
-#define OA_SET_C1(i, v) OA_STORE_ANY(c1, i, v, C_DT)
 #define OA_C4(q) (C_DT == 0u ? uintBitsToFloat(c4[q]) : oa_half_quad(c2[q], C_DT))
 #define OA_SET_C4(q, v)                 \
   if (C_DT == 0u) {                     \
@@ -79,7 +73,6 @@ layout(std430, binding = 3) readonly buffer Bias { uint bias[]; };
   } else {                              \
     c2[q] = oa_pack_quad(v, C_DT);      \
   }
-#define OA_BIAS(i) OA_LOAD_ANY(bias, i, BIAS_DT)
 #else
 layout(std430, binding = 0) readonly buffer A1 { float a1[]; };
 layout(std430, binding = 0) readonly buffer A4 { vec4 a4[]; };

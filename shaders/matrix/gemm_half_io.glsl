@@ -43,4 +43,14 @@ uvec2 oa_pack_quad(vec4 v, uint dtype) {
     atomicOr(words[(i) >> 1], oa_narrow((v), (dtype)) << oa_shift);        \
   }
 
+// Element access of matrix/gemm.glsl and matrix/gemm_skinny.glsl: word
+// arrays a1 / a4 (uvec2), b1 / b4, c1 and bias, dtype codes IN_DT, C_DT, BIAS_DT.
+#define OA_A1(i) oa_half_at(a1[(i) >> 1], (i), IN_DT)
+#define OA_A4(q) oa_half_quad(a4[q], IN_DT)
+#define OA_B1(i) oa_half_at(b1[(i) >> 1], (i), IN_DT)
+#define OA_B4(q) oa_half_quad(b4[q], IN_DT)
+#define OA_C1(i) OA_LOAD_ANY(c1, i, C_DT)
+#define OA_SET_C1(i, v) OA_STORE_ANY(c1, i, v, C_DT)
+#define OA_BIAS(i) OA_LOAD_ANY(bias, i, BIAS_DT)
+
 #endif

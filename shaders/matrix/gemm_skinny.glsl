@@ -51,13 +51,6 @@ layout(std430, binding = 1) readonly buffer B1 { uint b1[]; };
 layout(std430, binding = 1) readonly buffer B4 { uvec2 b4[]; };
 layout(std430, binding = 2) buffer C1 { uint c1[]; };
 layout(std430, binding = 3) readonly buffer Bias { uint bias[]; };
-#define OA_A1(i) oa_half_at(a1[(i) >> 1], (i), IN_DT)
-#define OA_A4(q) oa_half_quad(a4[q], IN_DT)
-#define OA_B1(i) oa_half_at(b1[(i) >> 1], (i), IN_DT)
-#define OA_B4(q) oa_half_quad(b4[q], IN_DT)
-#define OA_C1(i) OA_LOAD_ANY(c1, i, C_DT)
-#define OA_SET_C1(i, v) OA_STORE_ANY(c1, i, v, C_DT)
-#define OA_BIAS(i) OA_LOAD_ANY(bias, i, BIAS_DT)
 #else
 layout(std430, binding = 0) readonly buffer A1 { float a1[]; };
 layout(std430, binding = 0) readonly buffer A4 { vec4 a4[]; };
