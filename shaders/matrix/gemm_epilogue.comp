@@ -1,31 +1,4 @@
 #version 450
-// GEMM epilogue over count = items * M * N outputs, 4 per invocation:
-// C[item][r] = alpha * sum_{s < splits} W[s * count + item * MN + r] + beta * C[item][r] (+ bias[r % N]),
-// with C read only when beta != 0. Sums the split-K partial products of
-// matrix/gemm in a fixed order (deterministic); with splits = 0 it gives the
-// K = 0 product, beta * C (+ bias).
+// The f32 GEMM epilogue: matrix/gemm_epilogue.glsl without OA_GEMM_16.
 #extension GL_GOOGLE_include_directive : require
-#include "common/oa.glsl"
-layout(local_size_x = 256) in;
-layout(std430, binding = 0) readonly buffer W { float w[]; };
-layout(std430, binding = 1) buffer C { float c[]; };
-layout(std430, binding = 2) readonly buffer Bias { float bias[]; };
-OA_PUSH_BEGIN
-  uint count; uint MN; uint N; uint splits; uint w_off;
-  uint c_off; uint c_stride; uint bias_off; float alpha; float beta; uint has_bias;
-OA_PUSH_END
-
-void main() {
-  const uint e0 = OA_GROUP_ID.x * 1024u + gl_LocalInvocationID.x;
-  for (uint q = 0u; q < 4u; ++q) {
-    const uint e = e0 + q * 256u;
-    if (e >= pc.count) return;
-    float s = 0.0;
-    for (uint p = 0u; p < pc.splits; ++p) s += w[pc.w_off + p * pc.count + e];
-    const uint item = e / pc.MN, r = e % pc.MN, at = pc.c_off + item * pc.c_stride + r;
-    float v = pc.alpha * s;
-    if (pc.beta != 0.0) v += pc.beta * c[at];
-    if (pc.has_bias != 0u) v += bias[pc.bias_off + r % pc.N];
-    c[at] = v;
-  }
-}
+#include "matrix/gemm_epilogue.glsl"

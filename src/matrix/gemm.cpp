@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <tuple>
 
 #include "matrix/lowering.hpp"
 
@@ -62,17 +63,19 @@ template <typename... Args>
        fmt::format(why, std::forward<Args>(args)...), p.batch, p.m, p.n, p.k, p.trans_a, p.trans_b);
 }
 
-void check_matrix(const Engine& engine, const GemmProblem& p, const Matrix* m, const char* name, DType dtype) {
+// Checks that `m` is defined, on `engine` and f32 or (when `half` is not f32) of dtype `half`.
+void check_matrix(const Engine& engine, const GemmProblem& p, const Matrix* m, const char* name, DType half) {
   if (!m || !m->defined()) inconsistent(p, "operand {} is missing", name);
-  if (m->dtype() != dtype)
-    inconsistent(p, "operand {} {} is {}, not {}", name, m->shape(), to_string(m->dtype()), to_string(dtype));
+  if (m->dtype() != DType::F32 && m->dtype() != half)
+    inconsistent(p, "operand {} {} is {}, not f32{}{}", name, m->shape(), to_string(m->dtype()), half == DType::F32 ? "" : " or ",
+                 half == DType::F32 ? "" : to_string(half));
   if (!(m->engine() == engine)) inconsistent(p, "operand {} {} lives on another engine", name, m->shape());
 }
 
 // Checks that every batch item of `o` (extent words each) lies inside its matrix.
 void check_operand(const Engine& engine, const GemmProblem& p, const GemmOperand& o, const char* name, std::int64_t extent,
-                   DType dtype) {
-  check_matrix(engine, p, o.matrix, name, dtype);
+                   DType half) {
+  check_matrix(engine, p, o.matrix, name, half);
   std::int64_t last = 0;
   if (o.offset < 0 || o.batch_stride < 0 || __builtin_mul_overflow(p.batch - 1, o.batch_stride, &last) ||
       __builtin_add_overflow(last, o.offset, &last) || __builtin_add_overflow(last, extent, &last) ||
@@ -83,21 +86,37 @@ void check_operand(const Engine& engine, const GemmProblem& p, const GemmOperand
 
 std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
 
+// The dtype codes of matrix/gemm_half_io.glsl.
+std::uint32_t code(DType d) { return d == DType::F32 ? 0u : d == DType::F16 ? 1u : 2u; }
+
 }  // namespace
 
 GemmSplitK gemm_split_k(std::int64_t k, std::int64_t groups, std::int64_t busy, std::int64_t min_k, std::int64_t max_splits,
-               std::int64_t step) {
+                        std::int64_t step) {
   if (groups >= busy || k < 2 * min_k) return {1, ceil_div(k, step) * step};
   const std::int64_t want = std::min({ceil_div(busy, groups), k / min_k, max_splits});
   const std::int64_t kchunk = ceil_div(ceil_div(k, want), step) * step;
   return {ceil_div(k, kchunk), kchunk};
 }
 
+ElementWindow gemm_window(const Matrix& m, std::int64_t first, std::int64_t count, Access access) {
+  if (m.dtype() == DType::F32) return element_window(m.storage(), first, count, access);
+  ElementWindow w = element_window(m.storage(), first / 2, (first + count + 1) / 2 - first / 2, access);
+  w.offset = w.offset * 2 + u32(first % 2);
+  return w;
+}
+
 ComputeDispatch gemm_epilogue(const GemmProblem& p, std::int64_t q, std::uint32_t splits, const ElementWindow& w,
                          const ElementWindow& c, const ElementWindow* bias) {
   const std::int64_t count = q * p.m * p.n;
   ComputeDispatch d;
-  d.kernel = kernels::matrix_gemm_epilogue;
+  const DType c_dtype = p.c.matrix->dtype(), bias_dtype = p.bias ? p.bias->dtype() : DType::F32;
+  if (c_dtype == DType::F32 && bias_dtype == DType::F32) {
+    d.kernel = kernels::matrix_gemm_epilogue;
+  } else {
+    d.kernel = kernels::matrix_gemm_epilogue_half;
+    d.specialization = {code(c_dtype), code(bias_dtype)};
+  }
   d.bindings = {w.binding, c.binding, bias ? bias->binding : w.binding};
   d.push.u32(u32(count)).u32(u32(p.m * p.n)).u32(u32(p.n)).u32(splits).u32(w.offset);
   d.push.u32(c.offset).u32(u32(q > 1 ? p.c.batch_stride : 0)).u32(bias ? bias->offset : 0);
@@ -140,49 +159,84 @@ std::vector<ComputeDispatch> lower_gemm(const Engine& engine, const GemmProblem&
   if (p.batch < 0 || p.m < 0 || p.n < 0 || p.k < 0) inconsistent(p, "negative extent");
   if (p.batch == 0 || p.m == 0 || p.n == 0) return {};
   const std::int64_t a_ext = p.m * p.k, b_ext = p.k * p.n, c_ext = p.m * p.n;
-  // A and B: both f32, or both f16 or both bf16; C and bias f32.
-  const DType in = p.k > 0 && p.a.matrix && p.a.matrix->defined() ? p.a.matrix->dtype() : DType::F32;
-  if (!is_floating_point(in)) inconsistent(p, "operand A is {}, not a float type", to_string(in));
-  check_operand(engine, p, p.c, "C", c_ext, DType::F32);
+  // The 16-bit dtype of A and B (f32 when they are f32), which C and the bias may also have.
+  // With K = 0, A and B are not read: C's or the bias's 16-bit dtype stands in.
+  DType half = DType::F32;
+  auto half_of = [](const Matrix* m) {
+    return m && m->defined() && (m->dtype() == DType::F16 || m->dtype() == DType::BF16) ? m->dtype() : DType::F32;
+  };
   if (p.k > 0) {
-    check_operand(engine, p, p.a, "A", a_ext, in);
-    check_operand(engine, p, p.b, "B", b_ext, in);
+    half = half_of(p.a.matrix);
+    check_operand(engine, p, p.a, "A", a_ext, half);
+    check_operand(engine, p, p.b, "B", b_ext, half);
+    if (p.b.matrix->dtype() != p.a.matrix->dtype())
+      inconsistent(p, "A {} is {} but B {} is {}", p.a.matrix->shape(), to_string(p.a.matrix->dtype()), p.b.matrix->shape(),
+                   to_string(p.b.matrix->dtype()));
+  } else {
+    for (const Matrix* m : {p.c.matrix, p.bias})
+      if (half_of(m) != DType::F32) half = half_of(m);
   }
+  check_operand(engine, p, p.c, "C", c_ext, half);
   if (p.bias) {
-    check_matrix(engine, p, p.bias, "bias", DType::F32);
+    check_matrix(engine, p, p.bias, "bias", half);
     if (p.bias->numel() != p.n) inconsistent(p, "bias {} does not hold N = {} elements", p.bias->shape(), p.n);
   }
   const DeviceInfo& dev = engine.device();
   const std::int64_t range_words = static_cast<std::int64_t>(dev.max_storage_buffer_range / 4) - 64;
-  for (auto [name, ext] : {std::pair{"A", a_ext}, std::pair{"B", b_ext}, std::pair{"C", c_ext}})
-    if (ext > range_words)
+  const std::int64_t half_bytes = static_cast<std::int64_t>(size_of(half));
+  const std::int64_t c_bytes = static_cast<std::int64_t>(size_of(p.c.matrix->dtype()));
+  for (auto [name, ext, bytes] : {std::tuple{"A", a_ext, half_bytes}, std::tuple{"B", b_ext, half_bytes}, std::tuple{"C", c_ext, c_bytes}})
+    if (ext * bytes > range_words * 4)
       fail(ErrorKind::ResourceExhausted,
            "GEMM (batch {}, M {}, N {}, K {}): one {} operand of {} bytes exceeds this device's maxStorageBufferRange ({} "
            "bytes)",
-           p.batch, p.m, p.n, p.k, name, ext * 4, dev.max_storage_buffer_range);
+           p.batch, p.m, p.n, p.k, name, ext * bytes, dev.max_storage_buffer_range);
 
-  const Access c_access = p.beta != 0.0f ? Access::ReadWrite : Access::Write;
+  // A 16-bit C element is stored into its word by read-modify-write atomics.
+  const Access c_access = p.beta != 0.0f || c_bytes == 2 ? Access::ReadWrite : Access::Write;
   std::vector<ComputeDispatch> out;
   std::optional<ElementWindow> bias;
-  if (p.bias) bias = element_window(p.bias->storage(), 0, p.n, Access::Read);
+  if (p.bias) bias = gemm_window(*p.bias, 0, p.n, Access::Read);
 
   if (p.k == 0) {
     const std::int64_t per = window_batch(engine, {{p.c.batch_stride, c_ext}});
     for (std::int64_t b0 = 0; b0 < p.batch; b0 += per) {
       const std::int64_t q = std::min(per, p.batch - b0);
-      const auto c = element_window(p.c.matrix->storage(), p.c.offset + b0 * p.c.batch_stride,
-                                    (q - 1) * p.c.batch_stride + c_ext, c_access);
+      const auto c = gemm_window(*p.c.matrix, p.c.offset + b0 * p.c.batch_stride, (q - 1) * p.c.batch_stride + c_ext, c_access);
       const auto none = element_window(p.c.matrix->storage(), 0, 0, Access::Read);
       out.push_back(gemm_epilogue(p, q, 0, none, c, bias ? &*bias : nullptr));
     }
     return out;
   }
-  if (in != DType::F32) {
-    if (auto tensor_cores = lower_gemm_coopmat(engine, p)) return std::move(*tensor_cores);
-    fail(ErrorKind::Unsupported, "GEMM (batch {}, M {}, N {}, K {}) of {} operands: {} has no cooperative matrices for them",
-         p.batch, p.m, p.n, p.k, to_string(in), dev.name);
-  }
 
+  // 16-bit A and B run on the tensor cores where the device has cooperative
+  // matrices for them: straight into an f32 C with f32 bias, else into an f32
+  // scratch that the 16-bit epilogue scales, adds to and rounds into C.
+  // Elsewhere they take the _half kernels: the same tiles and f32 arithmetic,
+  // widening each element as it is loaded; their dtype codes follow the f32
+  // kernel's constants.
+  const bool half_in = half != DType::F32;
+  if (half_in && p.c.matrix->dtype() == DType::F32 && (!p.bias || p.bias->dtype() == DType::F32)) {
+    if (auto tensor_cores = lower_gemm_coopmat(engine, p)) return std::move(*tensor_cores);
+  } else if (half_in) {
+    const Matrix scratch = allocate(engine, Shape{p.batch * c_ext});
+    GemmProblem products = p;
+    products.alpha = 1.0f;
+    products.beta = 0.0f;
+    products.bias = nullptr;
+    products.c = {&scratch, 0, c_ext};
+    if (auto tensor_cores = lower_gemm_coopmat(engine, products)) {
+      out = std::move(*tensor_cores);
+      const std::int64_t per = window_batch(engine, {{p.c.batch_stride, c_ext}, {c_ext, c_ext}});
+      for (std::int64_t b0 = 0; b0 < p.batch; b0 += per) {
+        const std::int64_t q = std::min(per, p.batch - b0);
+        const auto w = element_window(scratch.storage(), b0 * c_ext, q * c_ext, Access::Read);
+        const auto c = gemm_window(*p.c.matrix, p.c.offset + b0 * p.c.batch_stride, (q - 1) * p.c.batch_stride + c_ext, c_access);
+        out.push_back(gemm_epilogue(p, q, 1, w, c, bias ? &*bias : nullptr));
+      }
+      return out;
+    }
+  }
   const bool vec_a = (p.trans_a ? p.m : p.k) % 4 == 0 && p.a.offset % 4 == 0 && p.a.batch_stride % 4 == 0;
   const bool vec_b = (p.trans_b ? p.k : p.n) % 4 == 0 && p.b.offset % 4 == 0 && p.b.batch_stride % 4 == 0;
   // The kernel, its specialization, workgroups per item and split (x, y) and the K split.
@@ -193,16 +247,18 @@ std::vector<ComputeDispatch> lower_gemm(const Engine& engine, const GemmProblem&
   if (skinny(dev, p)) {
     gx = ceil_div(p.n, kSkinnyStrip);
     sk = gemm_split_k(p.k, p.batch * gx, kSkinnyBusyGroups, kSkinnySplitMinK, kSkinnyMaxSplits, kSkinnyStep);
-    kernel = kernels::matrix_gemm_skinny;
+    kernel = half_in ? kernels::matrix_gemm_skinny_half : kernels::matrix_gemm_skinny;
     spec = {u32(p.m), p.trans_a, p.trans_b, !p.trans_a && vec_a, vec_b};
+    if (half_in) spec.insert(spec.end(), {code(half), sk.splits > 1 ? 0u : code(p.c.matrix->dtype()), p.bias ? code(p.bias->dtype()) : 0u});
   } else {
     const Tile& t = choose_tile(dev, p);
     gx = ceil_div(p.n, t.bn);
     gy = ceil_div(p.m, t.bm);
     sk = gemm_split_k(p.k, tile_count(p, t), kBusyGroups, kSplitMinK, kMaxSplits, t.bk);
     const bool vec_c = p.n % 4 == 0 && (sk.splits > 1 || (p.c.offset % 4 == 0 && p.c.batch_stride % 4 == 0));
-    kernel = kernels::matrix_gemm;
+    kernel = half_in ? kernels::matrix_gemm_half : kernels::matrix_gemm;
     spec = {threads(t), t.bm, t.bn, t.bk, t.tm, t.tn, p.trans_a, p.trans_b, vec_a, vec_b, vec_c};
+    if (half_in) spec.insert(spec.end(), {code(half), sk.splits > 1 ? 0u : code(p.c.matrix->dtype()), p.bias ? code(p.bias->dtype()) : 0u});
   }
   const std::int64_t splits = sk.splits;
 
@@ -213,7 +269,7 @@ std::vector<ComputeDispatch> lower_gemm(const Engine& engine, const GemmProblem&
   for (std::int64_t b0 = 0; b0 < p.batch; b0 += per) {
     const std::int64_t q = std::min(per, p.batch - b0);
     auto window = [&](const GemmOperand& o, std::int64_t ext, Access access) {
-      return element_window(o.matrix->storage(), o.offset + b0 * o.batch_stride, (q - 1) * o.batch_stride + ext, access);
+      return gemm_window(*o.matrix, o.offset + b0 * o.batch_stride, (q - 1) * o.batch_stride + ext, access);
     };
     const auto a = window(p.a, a_ext, Access::Read), b = window(p.b, b_ext, Access::Read);
     const auto c = window(p.c, c_ext, c_access);

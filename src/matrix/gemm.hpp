@@ -24,6 +24,8 @@ struct GemmOperand {
 // op(A_b) is [M, K]: A_b stored [M, K] row-major, or [K, M] when trans_a.
 // op(B_b) is [K, N]: B_b stored [K, N], or [N, K] when trans_b.  C_b is [M, N] row-major.
 // beta == 0 means C is write-only (never read). Throws Internal on an inconsistent problem.
+// Dtypes: A and B both f32, or both f16 or both bf16; C and the bias f32 or
+// A's dtype. Offsets and strides count elements of each operand's own dtype.
 struct GemmProblem {
   std::int64_t batch = 1, m = 0, n = 0, k = 0;
   bool trans_a = false, trans_b = false;
@@ -32,7 +34,6 @@ struct GemmProblem {
   const Matrix* bias = nullptr;  // [N], optional
 };
 
-// A and B are f32, or both f16 or both bf16 (16-bit storage); C and bias are f32.
 // Lowers `p` to dispatches for engine.record (none when batch, M or N is 0;
 // K = 0 gives beta * C (+ bias)). Kernels: matrix/gemm_skinny for M <= 16 (per
 // batch item), which streams B once with one workgroup per strip of columns and
@@ -41,11 +42,16 @@ struct GemmProblem {
 // and the device's shared memory and workgroup limits; and matrix/gemm_epilogue,
 // which sums split-K partial products in a fixed order when too few workgroups
 // would keep the device busy. The C regions of different batch items must
-// not overlap each other or A, B and bias. Throws ResourceExhausted when one
+// not overlap each other or A, B and bias. 16-bit A and B with f32 C and
+// bias run on the device's tensor cores where it has cooperative matrices for
+// them (lower_gemm_coopmat); otherwise they take the _half
+// builds of these kernels (matrix/gemm_half, gemm_skinny_half,
+// gemm_epilogue_half): the same tiles and f32 multiply-adds and accumulators,
+// each element widened to f32 exactly as it is loaded; a 16-bit C is rounded
+// once, to nearest even, after alpha, beta and the bias (split-K partial
+// products stay f32). Throws ResourceExhausted when one
 // operand matrix alone exceeds maxStorageBufferRange (larger batches are split
 // across dispatches).
-// 16-bit A and B run on the device's tensor cores (lower_gemm_coopmat) and throw
-// Unsupported where it has no cooperative matrices for them.
 std::vector<runtime::ComputeDispatch> lower_gemm(const Engine& engine, const GemmProblem& p);
 
 // The tensor-core lowering (src/matrix/gemm_coopmat.cpp, kernels
@@ -79,7 +85,12 @@ void append_gemm_tiles(const Engine& engine, const GemmProblem& p, const GemmTil
                        const ElementWindow& b, const ElementWindow& c, const ElementWindow* bias,
                        std::vector<runtime::ComputeDispatch>& out);
 
-// matrix/gemm_epilogue over q batch items: C = alpha * (sum of `splits` partial
+// A window of elements [first, first + count) of `m`, its offset counted in
+// elements of m's dtype (a 16-bit element i is half of word i / 2); the
+// offset keeps first's residue modulo 8, so aligned groups stay aligned.
+ElementWindow gemm_window(const Matrix& m, std::int64_t first, std::int64_t count, runtime::Access access);
+
+// matrix/gemm_epilogue (matrix/gemm_epilogue_half when C or the bias is 16-bit) over q batch items: C = alpha * (sum of `splits` partial
 // products in w, q * M * N f32 each) + beta * C (+ bias); splits 0 gives beta * C (+ bias).
 runtime::ComputeDispatch gemm_epilogue(const GemmProblem& p, std::int64_t q, std::uint32_t splits, const ElementWindow& w,
                                        const ElementWindow& c, const ElementWindow* bias);

@@ -56,17 +56,6 @@ const CoopTile* choose_tile(const DeviceInfo& d, const GemmProblem& p) {
   return large ? &kCoopLarge : nullptr;
 }
 
-// A binding of 16-bit elements [first, first + count) of `storage`; `offset`
-// is the index of element `first` within it (below 128, with first's residue
-// modulo 8, so 8-element copies stay aligned).
-ElementWindow half_window(const std::shared_ptr<runtime::Storage>& storage, std::int64_t first, std::int64_t count,
-                          Access access) {
-  const std::int64_t w0 = first / 2, w1 = (first + count + 1) / 2;
-  ElementWindow w = element_window(storage, w0, w1 - w0, access);
-  w.offset = 2 * w.offset + static_cast<std::uint32_t>(first % 2);
-  return w;
-}
-
 }  // namespace
 
 std::optional<std::vector<ComputeDispatch>> lower_gemm_coopmat(const Engine& engine, const GemmProblem& p) {
@@ -101,7 +90,7 @@ std::optional<std::vector<ComputeDispatch>> lower_gemm_coopmat(const Engine& eng
   for (std::int64_t b0 = 0; b0 < p.batch; b0 += per) {
     const std::int64_t q = std::min(per, p.batch - b0);
     auto halves = [&](const GemmOperand& o, std::int64_t ext) {
-      return half_window(o.matrix->storage(), o.offset + b0 * o.batch_stride, (q - 1) * o.batch_stride + ext, Access::Read);
+      return gemm_window(*o.matrix, o.offset + b0 * o.batch_stride, (q - 1) * o.batch_stride + ext, Access::Read);
     };
     const auto a = halves(p.a, a_ext), b = halves(p.b, b_ext);
     const auto c = element_window(p.c.matrix->storage(), p.c.offset + b0 * p.c.batch_stride, (q - 1) * p.c.batch_stride + c_ext,

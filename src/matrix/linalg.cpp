@@ -4,6 +4,7 @@
 
 #include "matrix/gemm.hpp"
 #include "matrix/op_def.hpp"
+#include "oa/matrix/cast.hpp"
 #include "oa/matrix/reduction.hpp"
 
 namespace oa::matrix {
@@ -56,9 +57,13 @@ Product product_extents(const Shape& sa, const Shape& sb, bool trans_b, const ch
 //   matmul:     ga = gc b^T,  gb = a^T gc
 //   matmul_nt: ga = gc b,    gb = gc^T a
 // A 2-D operand shared by a batch gets the sum over the batch: folded into the
-// GEMM's K for b (the batch's rows are contiguous), summed by sum_to for a.
+// GEMM's K for b (the batch's rows are contiguous), summed by sum_to for a
+// (over f32 products, rounded once to a 16-bit a's dtype). The gradients have
+// the operands' dtype and go through the same GEMM.
 std::vector<Matrix> product_backward(const BackwardCall<NoAttributes>& call, bool trans_b) {
-  const Matrix &gc = call.grad_outputs[0], &a = call.inputs[0], &b = call.inputs[1];
+  const Matrix &a = call.inputs[0], &b = call.inputs[1];
+  const DType dtype = (a.defined() ? a : b).dtype();  // the operand a needed gradient reads; both have it
+  const Matrix gc = cast(call.grad_outputs[0], dtype);
   const Shape &shape_a = call.input_shapes[0], &shape_b = call.input_shapes[1];
   const std::int64_t m = shape_a.dim(-2), k = shape_a.dim(-1), n = gc.shape().dim(-1);
   const auto gc_dims = gc.shape().dims();
@@ -84,9 +89,9 @@ std::vector<Matrix> product_backward(const BackwardCall<NoAttributes>& call, boo
       p.batch = batch;
       p.m = m;
     }
-    g[0] = detail::allocate(engine, shape_a);
+    g[0] = detail::allocate(engine, shape_a, dtype);
     if (!a_batched && batch > 1 && b_batched) {
-      ga_batched = detail::allocate(engine, Shape{batch, m, k});
+      ga_batched = detail::allocate(engine, Shape{batch, m, k});  // f32: summed before rounding
       p.c = {&ga_batched, 0, m * k};
     } else {
       p.c = {&g[0], 0, b_batched ? m * k : 0};
@@ -103,7 +108,7 @@ std::vector<Matrix> product_backward(const BackwardCall<NoAttributes>& call, boo
     const bool left_batched = trans_b || a_batched, right_batched = !trans_b || a_batched;
     p.m = left_cols;
     p.n = right_cols;
-    g[1] = detail::allocate(engine, shape_b);
+    g[1] = detail::allocate(engine, shape_b, dtype);
     if (b_batched) {
       p.batch = batch;
       p.k = m;
@@ -119,40 +124,43 @@ std::vector<Matrix> product_backward(const BackwardCall<NoAttributes>& call, boo
     add(detail::lower_gemm(engine, p));
   }
   call.record(ds, {gc, a, b}, g);  // a and b are saved only when the other operand's gradient reads them
-  if (ga_batched.defined()) g[0] = sum_to(ga_batched, shape_a);
+  if (ga_batched.defined()) g[0] = cast(sum_to(ga_batched, shape_a), dtype);
   return g;
 }
 
-// c = a * op(b) as one batched GEMM; see product_extents.
+// c = a * op(b) as one batched GEMM; see product_extents. a and b have one
+// dtype (f32, f16 or bf16), which c has.
 Op<NoAttributes> product_op(const char* name, bool trans_b) {
+  const detail::Lowering<NoAttributes> lower = [trans_b](const OpCall<NoAttributes>& c, const std::vector<Matrix>& out,
+                                                          std::vector<ComputeDispatch>& ds) {
+    const Matrix &a = c.inputs[0], &b = c.inputs[1];
+    const Product e = product_extents(a.shape(), b.shape(), trans_b, c.name);
+    detail::GemmProblem p;
+    p.n = e.n;
+    p.k = e.k;
+    p.trans_b = trans_b;
+    p.a = {&a, 0, e.a_batched ? e.m * e.k : 0};
+    p.b = {&b, 0, e.b_batched ? e.k * e.n : 0};
+    p.c = {&out[0], 0, e.m * e.n};
+    if (!e.b_batched) {  // b is shared: fold a's batch into M (one larger GEMM)
+      p.m = e.batch * e.m;
+      p.a.batch_stride = p.c.batch_stride = 0;
+    } else {
+      p.batch = e.batch;
+      p.m = e.m;
+    }
+    const auto more = detail::lower_gemm(c.engine, p);
+    ds.insert(ds.end(), more.begin(), more.end());
+  };
   return Op<NoAttributes>(
       {.name = name,
        .inputs = {"a", "b"},
        .infer = [trans_b](const OpCall<NoAttributes>& c) {
-         detail::require_f32(c.inputs[1], c.name, "b");
-         return std::vector<OutputSpec>{{product_extents(c.inputs[0].shape(), c.inputs[1].shape(), trans_b, c.name).out}};
+         detail::require_same_dtype(c.inputs[0], "a", c.inputs[1], "b", c.name);
+         return std::vector<OutputSpec>{
+             {product_extents(c.inputs[0].shape(), c.inputs[1].shape(), trans_b, c.name).out, c.inputs[0].dtype()}};
        },
-       .lower = {{DType::F32,
-                  [trans_b](const OpCall<NoAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
-                    const Matrix &a = c.inputs[0], &b = c.inputs[1];
-                    const Product e = product_extents(a.shape(), b.shape(), trans_b, c.name);
-                    detail::GemmProblem p;
-                    p.n = e.n;
-                    p.k = e.k;
-                    p.trans_b = trans_b;
-                    p.a = {&a, 0, e.a_batched ? e.m * e.k : 0};
-                    p.b = {&b, 0, e.b_batched ? e.k * e.n : 0};
-                    p.c = {&out[0], 0, e.m * e.n};
-                    if (!e.b_batched) {  // b is shared: fold a's batch into M (one larger GEMM)
-                      p.m = e.batch * e.m;
-                      p.a.batch_stride = p.c.batch_stride = 0;
-                    } else {
-                      p.batch = e.batch;
-                      p.m = e.m;
-                    }
-                    const auto more = detail::lower_gemm(c.engine, p);
-                    ds.insert(ds.end(), more.begin(), more.end());
-                  }}},
+       .lower = {{DType::F32, lower}, {DType::F16, lower}, {DType::BF16, lower}},
        // ga reads b, gb reads a: save only what a needed gradient reads.
        .saves = [](const OpCall<NoAttributes>&, const std::vector<bool>& needs) { return Saves{{needs[1], needs[0]}, {}}; },
        .backward = [trans_b](const BackwardCall<NoAttributes>& c) { return product_backward(c, trans_b); }});

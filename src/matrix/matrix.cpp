@@ -50,6 +50,12 @@ void require_same_engine(const Matrix& a, const Matrix& b, const char* op) {
     fail(ErrorKind::InvalidArgument, "{}: operands {} and {} live on different engines", op, a.shape(), b.shape());
 }
 
+void require_same_dtype(const Matrix& a, const char* a_arg, const Matrix& b, const char* b_arg, const char* op) {
+  if (a.dtype() != b.dtype())
+    fail(ErrorKind::InvalidArgument, "{}: {} {} {} and {} {} {} must have the same dtype", op, a_arg, to_string(a.dtype()), a.shape(),
+         b_arg, to_string(b.dtype()), b.shape());
+}
+
 }  // namespace detail
 
 namespace {

@@ -12,12 +12,15 @@
 #include "matrix/lowering.hpp"
 #include "oa/oa.hpp"
 #include "support/expect.hpp"
+#include "reference/dtype.hpp"
 #include "reference/linalg.hpp"
 
 namespace {
 
+using oa::DType;
 using oa::Matrix;
 using oa::detail::GemmProblem;
+namespace ref = oa::reference;
 
 const bool kTestGemm = [] {
   oa::register_contract({"test::gemm", -1, 1, {}});
@@ -37,18 +40,29 @@ std::vector<oa::runtime::ComputeDispatch> run(const GemmProblem& p) {
   return ds;
 }
 
-// C after the GEMM against the f64 reference; tolerance relative to the magnitude of the terms.
+// C after the GEMM against the f64 reference; tolerance relative to the
+// magnitude of the terms. With 16-bit operands (a, b, c0 and bias hold the
+// values as rounded to their dtypes) the bound is derived: f32 accumulation
+// over K products and the epilogue terms, (K + 4) 2^-24 times the magnitude,
+// plus, for a 16-bit C, half an ulp of C's format at the result.
 void expect_gemm(const GemmProblem& p, const std::vector<float>& a, const std::vector<float>& b, const std::vector<float>& c0,
                  const std::vector<float>* bias) {
+  const DType in = p.k > 0 ? p.a.matrix->dtype() : DType::F32, out = p.c.matrix->dtype();
   const auto ref = oa::reference::gemm(p.batch, p.m, p.n, p.k, p.trans_a, p.trans_b, p.alpha, p.beta,
                                        {&a, p.a.offset, p.a.batch_stride}, {&b, p.b.offset, p.b.batch_stride}, c0, p.c.offset,
                                        p.c.batch_stride, bias);
   const auto got = p.c.matrix->to_vector();
   ASSERT_EQ(got.size(), ref.value.size());
-  for (std::size_t i = 0; i < got.size(); ++i)
-    ASSERT_NEAR(got[i], ref.value[i], 1e-5 * ref.magnitude[i] + 1e-6)
-        << "element " << i << " of batch " << p.batch << " M " << p.m << " N " << p.n << " K " << p.k << " trans_a "
-        << p.trans_a << " trans_b " << p.trans_b;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    double tol = 1e-5 * ref.magnitude[i] + 1e-6;
+    if (in != DType::F32 || out != DType::F32) {
+      tol = static_cast<double>(p.k + 4) * 0x1p-24 * ref.magnitude[i];
+      if (out != DType::F32) tol += 0.5 * ref::ulp(out == DType::F16 ? ref::kF16 : ref::kBF16, std::abs(ref.value[i]) + tol);
+    }
+    ASSERT_NEAR(got[i], ref.value[i], tol) << "element " << i << " of batch " << p.batch << " M " << p.m << " N " << p.n << " K "
+                                           << p.k << " trans_a " << p.trans_a << " trans_b " << p.trans_b << " in "
+                                           << to_string(in) << " C " << to_string(out);
+  }
 }
 
 struct Case {
@@ -57,7 +71,14 @@ struct Case {
   float alpha, beta;
   bool bias;
   std::int64_t a_off, a_stride, b_off, b_stride, c_off, c_stride;  // stride -1: packed
+  DType in = DType::F32;   // A and B
+  DType out = DType::F32;  // C and the bias
 };
+
+// The values of `v` as stored in dtype d.
+std::vector<float> stored(const std::vector<float>& v, DType d) {
+  return d == DType::F32 ? v : ref::rounded(d == DType::F16 ? ref::kF16 : ref::kBF16, v);
+}
 
 // Records the GEMM of `cs` and returns the check of its result (run after
 // everything is recorded: one submission for many cases).
@@ -74,15 +95,16 @@ std::function<void()> case_check(const Case& cs, std::uint32_t seed) {
   auto stride = [&](std::int64_t s, std::int64_t packed) { return s < 0 ? packed : s; };
   const std::int64_t as = stride(cs.a_stride, cs.m * cs.k), bs = stride(cs.b_stride, cs.k * cs.n),
                      cstr = stride(cs.c_stride, cs.m * cs.n);
-  const auto a = random_values(cs.a_off + (cs.batch - 1) * as + cs.m * cs.k + 3, seed);
-  const auto b = random_values(cs.b_off + (cs.batch - 1) * bs + cs.k * cs.n + 5, seed + 1);
-  auto c0 = random_values(cs.c_off + (cs.batch - 1) * cstr + cs.m * cs.n + 2, seed + 2);
+  const auto a = stored(random_values(cs.a_off + (cs.batch - 1) * as + cs.m * cs.k + 3, seed), cs.in);
+  const auto b = stored(random_values(cs.b_off + (cs.batch - 1) * bs + cs.k * cs.n + 5, seed + 1), cs.in);
+  auto c0 = stored(random_values(cs.c_off + (cs.batch - 1) * cstr + cs.m * cs.n + 2, seed + 2), cs.out);
   if (cs.beta == 0.0f) c0[cs.c_off] = std::nanf("");  // beta == 0: C must not be read
-  const auto bias = random_values(cs.n, seed + 3);
+  const auto bias = stored(random_values(cs.n, seed + 3), cs.out);
   // Held by the returned check, which repoints p at them.
   auto m = std::make_shared<std::array<Matrix, 4>>(std::array<Matrix, 4>{
-      Matrix::from_vector({static_cast<std::int64_t>(a.size())}, a), Matrix::from_vector({static_cast<std::int64_t>(b.size())}, b),
-      Matrix::from_vector({static_cast<std::int64_t>(c0.size())}, c0), Matrix::from_vector({cs.n}, bias)});
+      Matrix::from_vector({static_cast<std::int64_t>(a.size())}, a, cs.in),
+      Matrix::from_vector({static_cast<std::int64_t>(b.size())}, b, cs.in),
+      Matrix::from_vector({static_cast<std::int64_t>(c0.size())}, c0, cs.out), Matrix::from_vector({cs.n}, bias, cs.out)});
   auto bind = [](GemmProblem& q, const std::array<Matrix, 4>& ms, bool with_bias) {
     q.a.matrix = &ms[0];
     q.b.matrix = &ms[1];
@@ -243,6 +265,60 @@ TEST(MatrixGemm, SkinnyPathForFewRowsIsDeterministic) {
   }
 }
 
+// 16-bit A and B (f16 and bf16), C and bias f32 or A's dtype: every layout,
+// odd and vec4-aligned sizes and offsets (odd offsets put elements in either
+// half of a word), beta, bias, broadcast and padded batches, the skinny
+// kernel (M <= 16), split K and K = 0.
+TEST(MatrixGemm, SixteenBitOperandsEveryPath) {
+  // Few cases per dtype pair: every distinct specialization is a pipeline that lavapipe compiles slowly.
+  std::vector<std::function<void()>> checks;
+  std::uint32_t seed = 300;
+  auto add = [&](Case c, DType in, DType out) {
+    c.in = in;
+    c.out = out;
+    checks.push_back(case_check(c, seed++));
+  };
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      add({3, 17, 33, 65, ta, tb, 1.5f, 0.0f, false, 1, -1, 3, -1, 5, -1}, DType::F16, DType::F16);  // tiled, odd offsets
+      add({2, 7, 33, 67, ta, tb, 1.0f, 0.0f, false, 1, -1, 3, -1, 5, -1}, DType::F16, DType::F16);   // skinny
+    }
+  for (DType in : {DType::F16, DType::BF16}) {
+    add({2, 33, 17, 63, true, false, -0.5f, 0.75f, true, 0, -1, 2, 0, 1, 33 * 17 + 3}, in, in);  // beta, bias, padded C
+    add({2, 36, 40, 64, false, true, 1.0f, 1.0f, true, 4, 0, 8, -1, 12, -1}, in, in);            // vec4 loads and stores
+    add({1, 40, 36, 1024, false, false, 0.5f, -1.0f, true, 0, -1, 0, -1, 0, -1}, in, in);        // split K
+    add({3, 16, 17, 1031, false, true, -0.5f, 0.75f, true, 0, -1, 2, 0, 1, 16 * 17 + 3}, in, in);  // skinny, split K
+    add({2, 5, 7, 0, false, false, 1.0f, 0.5f, true, 0, -1, 0, -1, 1, -1}, in, in);              // K = 0
+    add({2, 33, 17, 63, false, false, 1.0f, 0.0f, true, 0, -1, 0, -1, 0, -1}, in, DType::F32);   // f32 C and bias
+    add({2, 3, 17, 63, false, false, 1.0f, 0.5f, true, 0, -1, 0, -1, 0, -1}, in, DType::F32);
+  }
+  run_checks(checks);
+}
+
+TEST(MatrixGemm, SixteenBitOperandsTakeTheTensorCoresOrTheHalfKernels) {
+  for (std::int64_t m : {4, 40}) {
+    const Matrix a = Matrix::empty({m * 64}, DType::BF16), b = Matrix::empty({64 * 8}, DType::BF16);
+    const Matrix c = Matrix::empty({m * 8}, DType::BF16);
+    GemmProblem p;
+    p.m = m;
+    p.n = 8;
+    p.k = 64;
+    p.a = {&a};
+    p.b = {&b};
+    p.c = {&c};
+    const auto ds = oa::detail::lower_gemm(c.engine(), p);
+    if (c.engine().device().has_cooperative_matrix({DType::BF16, DType::BF16, DType::F32, DType::F32, 16, 16, 16})) {
+      // Tensor cores into an f32 scratch, then the 16-bit epilogue.
+      ASSERT_EQ(ds.size(), 2u);
+      EXPECT_EQ(ds[0].kernel, "matrix/gemm_coopmat_bf16");
+      EXPECT_EQ(ds[1].kernel, "matrix/gemm_epilogue_half");
+    } else {
+      ASSERT_EQ(ds.size(), 1u);
+      EXPECT_EQ(ds[0].kernel, m <= 16 ? "matrix/gemm_skinny_half" : "matrix/gemm_half");
+    }
+  }
+}
+
 TEST(MatrixGemm, InconsistentProblemIsInternalError) {
   const Matrix a = Matrix::zeros({10}), b = Matrix::zeros({10}), c = Matrix::zeros({4});
   GemmProblem p;
@@ -266,6 +342,18 @@ TEST(MatrixGemm, InconsistentProblemIsInternalError) {
   }
   p.batch = 1;
   p.b.matrix = nullptr;
+  EXPECT_THROW(oa::detail::lower_gemm(c.engine(), p), oa::Error);
+  // A f16 with B f32 or bf16, and C or bias of a third dtype, are inconsistent.
+  const Matrix h = Matrix::empty({10}, DType::F16), hb = Matrix::empty({10}, DType::BF16);
+  const Matrix bias_bf16 = Matrix::empty({2}, DType::BF16);
+  p.a = {&h};
+  p.b = {&b};
+  EXPECT_THROW(oa::detail::lower_gemm(c.engine(), p), oa::Error);
+  p.b = {&hb};
+  EXPECT_THROW(oa::detail::lower_gemm(c.engine(), p), oa::Error);
+  p.b = {&h};
+  EXPECT_NO_THROW(oa::detail::lower_gemm(c.engine(), p));
+  p.bias = &bias_bf16;
   EXPECT_THROW(oa::detail::lower_gemm(c.engine(), p), oa::Error);
 }
 

@@ -58,4 +58,19 @@ inline std::vector<std::uint16_t> round_all(const Float16Format& f, const std::v
   return out;
 }
 
+// The spacing of format f's values at |x| (finite x): 2^(e - fraction_bits)
+// for |x| in [2^e, 2^(e+1)), the subnormal spacing below the smallest normal.
+inline double ulp(const Float16Format& f, double x) {
+  const int min_exponent = 1 - f.bias();
+  const int e = x == 0.0 ? min_exponent : std::max(std::ilogb(x), min_exponent);
+  return std::ldexp(1.0, e - f.fraction_bits);
+}
+
+// Each x rounded to format f (to nearest, ties to even), as a float (exact).
+inline std::vector<float> rounded(const Float16Format& f, const std::vector<float>& xs) {
+  std::vector<float> out;
+  for (std::uint16_t h : round_all(f, xs)) out.push_back(static_cast<float>(decode(f, h)));
+  return out;
+}
+
 }  // namespace oa::reference

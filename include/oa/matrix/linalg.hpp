@@ -8,9 +8,21 @@
 // results are bitwise reproducible on one device. A zero inner extent K gives
 // zeros; zero M, N or batch extents give an empty result.
 //
+// Dtypes: a and b are both f32, both f16 or both bf16, and the result has
+// their dtype (as torch.matmul on fp16 gives fp16). 16-bit operands run the
+// same tiled kernels with F32 arithmetic on the 16-bit storage: each element is widened to f32 as it is
+// loaded and the product accumulates in f32, as the f32 kernels; the result is
+// rounded once, to nearest even. (On a device with cooperative
+// matrices 16-bit products may take a tensor-core kernel instead, also with
+// f32 accumulation.) Gradients have the operands' dtype and go through the
+// same GEMM; a 2-D operand's gradient summed over a batch is summed in f32
+// and rounded once.
+//
 // Errors (oa::Error, kind InvalidArgument, naming the op and both shapes):
-// rank below 2, inner extents that differ, batch extents that differ, non-f32
-// operands, operands on different engines. ResourceExhausted when one operand
+// rank below 2, inner extents that differ, batch extents that differ, a dtype
+// other than f32/f16/bf16, operands of different dtypes (naming both
+// arguments and their dtypes; torch.matmul refuses them too), operands on
+// different engines. ResourceExhausted when one operand
 // matrix exceeds the device's maxStorageBufferRange.
 #include "oa/matrix/matrix.hpp"
 

@@ -55,8 +55,13 @@ namespace oa::ml {
 //   bmm:    A [N, M, K], B [N, K, P] -> [N, M, P]
 //   bmm_nt: A [N, M, K], B [N, P, K] -> [N, M, P]   (A @ B^T)
 //   bmm_tn: A [N, K, M], B [N, K, P] -> [N, M, P]   (A^T @ B)
-// Gradients flow to both operands. InvalidArgument for ranks other than 3 or
-// batch / inner extents that differ.
+// Dtypes: A and B both f32, both f16 or both bf16; C and the gradients have
+// their dtype, computed with f32 accumulation (16-bit operands: the f32 tiled
+// kernels on 16-bit storage, each element widened as loaded and the result
+// rounded once, to nearest even; a tensor-core kernel where the device has
+// cooperative matrices). Gradients flow to both operands. InvalidArgument for
+// ranks other than 3, batch / inner extents that differ, or operands of
+// different dtypes (naming both, with their dtypes and shapes).
 Matrix bmm(const Matrix& a, const Matrix& b);
 Matrix bmm_nt(const Matrix& a, const Matrix& b);
 Matrix bmm_tn(const Matrix& a, const Matrix& b);

@@ -16,8 +16,9 @@
 //
 // Conventions of linear, norm, pool, activation, embedding, dropout and loss
 // (conv and attention document their own): all floating-point values are f32
-// (index inputs i32), row-major and contiguous, on one engine; activations
-// are NCHW where an op is 2-D.
+// (index inputs i32; linear also takes f16 or bf16, see oa/ml/linear.hpp),
+// row-major and contiguous, on one engine; activations are NCHW where an op
+// is 2-D.
 //
 // Trace and autograd: every call records exactly one semantic op
 // "oa::ml::<name>" (with the attributes listed at the op), however many

@@ -12,9 +12,16 @@ namespace oa::ml {
 // backward op (two GEMMs for x and weight; the bias gradient is the column sum
 // of the output gradient, oa::matrix::sum_to). Zero rows give an empty result;
 // in = 0 gives the bias broadcast (or zeros).
+// Dtypes: x, weight and bias all f32, all f16 or all bf16 (the bias has the
+// input's dtype, as torch.nn.functional.linear requires); y and the gradients
+// have that dtype. 16-bit operands: f32 accumulation (the f32 tiled kernels on
+// 16-bit storage, or a tensor-core kernel where the device has cooperative
+// matrices), the bias added in f32 and y rounded once, to nearest even; the
+// bias gradient is summed in f32 and rounded once.
 // Errors: InvalidArgument naming "oa::ml::linear" and the shapes for an
-// undefined or non-f32 operand, rank-0 x, weight not rank 2, x's last extent
-// not weight's in, bias not [out], operands on different engines.
+// undefined operand, a dtype other than f32/f16/bf16, operands of different
+// dtypes (naming both, with their dtypes), rank-0 x, weight not rank 2, x's
+// last extent not weight's in, bias not [out], operands on different engines.
 // Semantic op "oa::ml::linear".
 Matrix linear(const Matrix& x, const Matrix& weight, const Matrix& bias = Matrix());
 

@@ -3,6 +3,7 @@
 // backward of each layout.
 #include "matrix/gemm.hpp"
 #include "ml/attention/internal.hpp"
+#include "oa/matrix/cast.hpp"
 
 namespace oa::ml {
 
@@ -40,8 +41,7 @@ const char* name_of(BmmLayout layout) { return kNames[static_cast<int>(layout)];
 // the op and both shapes.
 Shape bmm_shape(BmmLayout layout, const Matrix& a, const Matrix& b) {
   const char* name = name_of(layout);
-  detail::require_f32(a, name, "a");
-  detail::require_f32(b, name, "b");
+  detail::require_same_dtype(a, "a", b, "b", name);
   detail::require_same_engine(a, b, name);
   static constexpr const char* kForms[3] = {"a [N, M, K] and b [N, K, P]", "a [N, M, K] and b [N, P, K]",
                                             "a [N, K, M] and b [N, K, P]"};
@@ -63,16 +63,18 @@ Shape bmm_shape(BmmLayout layout, const Matrix& a, const Matrix& b) {
 
 // The gradients of op(a) op(b) that are needed, recorded as "<op> backward":
 // d a reads b and grad, d b reads a and grad (an operand not read is
-// undefined).
+// undefined). They have the operands' dtype and go through the same GEMM.
 std::vector<Matrix> bmm_gradients(BmmLayout layout, const BackwardCall<NoAttributes>& c) {
-  const Matrix &a = c.inputs[0], &b = c.inputs[1], &grad = c.grad_outputs[0];
+  const Matrix &a = c.inputs[0], &b = c.inputs[1];
   std::vector<Matrix> g(2);
   if (!c.needs[0] && !c.needs[1]) return g;
+  const DType dtype = (a.defined() ? a : b).dtype();  // the operand a needed gradient reads; both have it
+  const Matrix grad = matrix::cast(c.grad_outputs[0], dtype);
   const Engine& engine = grad.engine();
   std::vector<runtime::ComputeDispatch> dispatches;
   auto add = [&](std::size_t slot, BmmLayout l, const Matrix& x, const Matrix& y) {
     if (!c.needs[slot]) return;
-    g[slot] = detail::allocate(engine, c.input_shapes[slot]);
+    g[slot] = detail::allocate(engine, c.input_shapes[slot], dtype);
     append(dispatches, lower_bmm(engine, l, x, y, g[slot]));
   };
   // C = A B:     dA = G B^T, dB = A^T G.
@@ -96,18 +98,19 @@ std::vector<Matrix> bmm_gradients(BmmLayout layout, const BackwardCall<NoAttribu
   return g;
 }
 
-// One layout's op: c = op(a) op(b) through the shared GEMM lowering.
+// One layout's op: c = op(a) op(b) through the shared GEMM lowering; a, b and
+// c have one dtype (f32, f16 or bf16).
 Op<NoAttributes> bmm_op(BmmLayout layout) {
+  const detail::Lowering<NoAttributes> lower = [layout](const OpCall<NoAttributes>& c, const std::vector<Matrix>& out,
+                                                         std::vector<runtime::ComputeDispatch>& ds) {
+    append(ds, lower_bmm(c.engine, layout, c.inputs[0], c.inputs[1], out[0]));
+  };
   return Op<NoAttributes>({.name = name_of(layout),
                            .inputs = {"a", "b"},
                            .infer = [layout](const OpCall<NoAttributes>& c) {
-                             return std::vector<OutputSpec>{{bmm_shape(layout, c.inputs[0], c.inputs[1])}};
+                             return std::vector<OutputSpec>{{bmm_shape(layout, c.inputs[0], c.inputs[1]), c.inputs[0].dtype()}};
                            },
-                           .lower = {{DType::F32,
-                                      [layout](const OpCall<NoAttributes>& c, const std::vector<Matrix>& out,
-                                               std::vector<runtime::ComputeDispatch>& ds) {
-                                        append(ds, lower_bmm(c.engine, layout, c.inputs[0], c.inputs[1], out[0]));
-                                      }}},
+                           .lower = {{DType::F32, lower}, {DType::F16, lower}, {DType::BF16, lower}},
                            // d a reads b, d b reads a: save only what a needed gradient reads.
                            .saves = [](const OpCall<NoAttributes>&, const std::vector<bool>& needs) {
                              return Saves{{needs[1], needs[0]}, {}};
@@ -128,7 +131,7 @@ Matrix bmm_tn(const Matrix& a, const Matrix& b) { return detail::apply(op_of(Bmm
 BmmGradients bmm_backward(BmmLayout layout, const Matrix& a, const Matrix& b, const Matrix& grad, bool need_a, bool need_b) {
   const char* name = name_of(layout);
   const Shape out = bmm_shape(layout, a, b);
-  detail::require_f32(grad, name, "grad");
+  detail::require_same_dtype(a, "a", grad, "grad", name);
   detail::require_same_engine(a, grad, name);
   if (!(grad.shape() == out))
     fail(ErrorKind::InvalidArgument, "{} backward: grad {} must have the output's shape {} (a {}, b {})", name, grad.shape(), out,

@@ -4,6 +4,7 @@
 
 #include "matrix/gemm.hpp"
 #include "matrix/op_def.hpp"
+#include "oa/matrix/cast.hpp"
 #include "oa/matrix/reduction.hpp"
 
 namespace oa::ml {
@@ -15,12 +16,30 @@ using detail::NoAttributes;
 // y = x W^T + b with x [..., in], weight [out, in], bias [out] (optional).
 // The backward, with x viewed as [rows, in]: gx = gy W [rows, in] and
 // gW = gy^T x [out, in] as one backward op, gb = column sums of gy (sum_to).
+// x, weight, bias and y have one dtype (f32, f16 or bf16), as do the
+// gradients; a 16-bit gb is summed in f32 and rounded once.
+const detail::Lowering<NoAttributes> kLinearLowering = [](const detail::OpCall<NoAttributes>& c, const std::vector<Matrix>& out,
+                                                          std::vector<runtime::ComputeDispatch>& ds) {
+  const Matrix &x = c.inputs[0], &weight = c.inputs[1], &bias = c.inputs[2];
+  detail::GemmProblem p;
+  p.m = x.shape().rows();
+  p.n = weight.dim(0);
+  p.k = weight.dim(1);
+  p.trans_b = true;
+  p.a = {&x, 0, 0};
+  p.b = {&weight, 0, 0};
+  p.c = {&out[0], 0, 0};
+  p.bias = bias.defined() ? &bias : nullptr;
+  const auto more = detail::lower_gemm(c.engine, p);
+  ds.insert(ds.end(), more.begin(), more.end());
+};
+
 const detail::Op<NoAttributes> kLinear{
     {.name = "oa::ml::linear",
      .inputs = {"x", "weight", {"bias", true}},
      .infer = [](const detail::OpCall<NoAttributes>& c) {
        const Matrix &x = c.inputs[0], &weight = c.inputs[1], &bias = c.inputs[2];
-       detail::require_f32(weight, c.name, "weight");
+       detail::require_same_dtype(x, "x", weight, "weight", c.name);
        if (x.rank() < 1 || weight.rank() != 2)
          fail(ErrorKind::InvalidArgument, "{}: x {} must have rank >= 1 and weight {} must be [out, in]", c.name, x.shape(),
               weight.shape());
@@ -29,7 +48,7 @@ const detail::Op<NoAttributes> kLinear{
          fail(ErrorKind::InvalidArgument, "{}: the last extent of x {} differs from in = {} of weight {}", c.name, x.shape(), in,
               weight.shape());
        if (bias.defined()) {
-         detail::require_f32(bias, c.name, "bias");
+         detail::require_same_dtype(x, "x", bias, "bias", c.name);
          if (!(bias.shape() == Shape{out}))
            fail(ErrorKind::InvalidArgument, "{}: bias {} must be [out] = [{}] for weight {}", c.name, bias.shape(), out, weight.shape());
        }
@@ -37,29 +56,17 @@ const detail::Op<NoAttributes> kLinear{
        dims.back() = out;
        const Shape y_shape(dims);
        y_shape.numel();  // checked: throws InvalidArgument on overflow
-       return std::vector<detail::OutputSpec>{{y_shape}};
+       return std::vector<detail::OutputSpec>{{y_shape, x.dtype()}};
      },
-     .lower = {{DType::F32,
-                [](const detail::OpCall<NoAttributes>& c, const std::vector<Matrix>& out, std::vector<runtime::ComputeDispatch>& ds) {
-                  const Matrix &x = c.inputs[0], &weight = c.inputs[1], &bias = c.inputs[2];
-                  detail::GemmProblem p;
-                  p.m = x.shape().rows();
-                  p.n = weight.dim(0);
-                  p.k = weight.dim(1);
-                  p.trans_b = true;
-                  p.a = {&x, 0, 0};
-                  p.b = {&weight, 0, 0};
-                  p.c = {&out[0], 0, 0};
-                  p.bias = bias.defined() ? &bias : nullptr;
-                  const auto more = detail::lower_gemm(c.engine, p);
-                  ds.insert(ds.end(), more.begin(), more.end());
-                }}},
+     .lower = {{DType::F32, kLinearLowering}, {DType::F16, kLinearLowering}, {DType::BF16, kLinearLowering}},
      // gx reads the weight, gW reads x: save only what a needed gradient reads.
      .saves = [](const detail::OpCall<NoAttributes>&, const std::vector<bool>& needs) {
        return detail::Saves{{needs[1], needs[0], false}, {}};
      },
      .backward = [](const detail::BackwardCall<NoAttributes>& c) {
-       const Matrix &gy = c.grad_outputs[0], &x = c.inputs[0], &weight = c.inputs[1];
+       const Matrix &x = c.inputs[0], &weight = c.inputs[1];
+       const DType dtype = (x.defined() ? x : weight.defined() ? weight : c.grad_outputs[0]).dtype();  // the inputs' dtype
+       const Matrix gy = matrix::cast(c.grad_outputs[0], dtype);
        const Shape& x_shape = c.input_shapes[0];
        const Engine& engine = gy.engine();
        const std::int64_t out = gy.shape().dim(-1), in = x_shape.dim(-1), rows = x_shape.rows();
@@ -79,16 +86,16 @@ const detail::Op<NoAttributes> kLinear{
          ds.insert(ds.end(), more.begin(), more.end());
        };
        if (c.needs[0]) {
-         g[0] = detail::allocate(engine, x_shape);
+         g[0] = detail::allocate(engine, x_shape, dtype);
          gemm(rows, in, out, false, gy, weight, g[0]);
        }
        if (c.needs[1]) {
-         g[1] = detail::allocate(engine, Shape{out, in});
+         g[1] = detail::allocate(engine, Shape{out, in}, dtype);
          gemm(out, in, rows, true, gy, x, g[1]);
        }
        const Matrix none;
        if (c.needs[0] || c.needs[1]) c.record(ds, {&gy, c.needs[0] ? &weight : &none, c.needs[1] ? &x : &none}, {&g[0], &g[1]});
-       if (c.needs[2]) g[2] = matrix::sum_to(gy, c.input_shapes[2]);
+       if (c.needs[2]) g[2] = matrix::cast(matrix::sum_to(matrix::cast(gy, DType::F32), c.input_shapes[2]), dtype);
        return g;
      }}};
 

@@ -1,0 +1,56 @@
+// 16-bit operand access for the GEMM kernels' OA_GEMM_16 variants
+// (matrix/gemm_half, matrix/gemm_skinny_half, matrix/gemm_epilogue_half).
+// Every operand is bound as 32-bit words; a dtype code (as matrix/cast: 0 f32,
+// 1 f16, 2 bf16) says how to read them. An f32 element i is word i. A 16-bit
+// element i is the low (i even) or high (i odd) half of word i / 2, and four
+// 16-bit elements from a multiple of 4 are one uvec2. Widening is exact,
+// narrowing rounds to nearest, ties to even (common/half.glsl).
+#ifndef OA_GEMM_HALF_IO_GLSL
+#define OA_GEMM_HALF_IO_GLSL
+#include "common/half.glsl"
+
+float oa_widen(uint h, uint dtype) { return uintBitsToFloat(dtype == 1u ? oa_f32_from_f16(h) : oa_f32_from_bf16(h)); }
+
+// Element i of a 16-bit matrix from w, its word i / 2.
+float oa_half_at(uint w, uint i, uint dtype) { return oa_widen((i & 1u) != 0u ? w >> 16 : w & 0xffffu, dtype); }
+
+vec4 oa_half_quad(uvec2 w, uint dtype) {
+  return vec4(oa_widen(w.x & 0xffffu, dtype), oa_widen(w.x >> 16, dtype), oa_widen(w.y & 0xffffu, dtype), oa_widen(w.y >> 16, dtype));
+}
+
+uint oa_narrow(float v, uint dtype) {
+  const uint x = floatBitsToUint(v);
+  return dtype == 1u ? oa_f16_from_f32(x) : oa_bf16_from_f32(x);
+}
+
+uvec2 oa_pack_quad(vec4 v, uint dtype) {
+  return uvec2(oa_narrow(v.x, dtype) | (oa_narrow(v.y, dtype) << 16), oa_narrow(v.z, dtype) | (oa_narrow(v.w, dtype) << 16));
+}
+
+// Element i (dtype code `dtype`) of the word array `words`, as a float.
+#define OA_LOAD_ANY(words, i, dtype) \
+  ((dtype) == 0u ? uintBitsToFloat(words[i]) : oa_half_at(words[(i) >> 1], (i), (dtype)))
+
+// Stores float v as element i of `words`. A 16-bit element shares its word
+// with a neighbour that another invocation may store at the same time, so it
+// is cleared and set by two atomics that touch only its own half.
+#define OA_STORE_ANY(words, i, v, dtype)                                   \
+  if ((dtype) == 0u) {                                                     \
+    words[i] = floatBitsToUint(v);                                         \
+  } else {                                                                 \
+    const uint oa_shift = ((i) & 1u) * 16u;                                \
+    atomicAnd(words[(i) >> 1], ~(0xffffu << oa_shift));                    \
+    atomicOr(words[(i) >> 1], oa_narrow((v), (dtype)) << oa_shift);        \
+  }
+
+// Element access of matrix/gemm.glsl and matrix/gemm_skinny.glsl: word
+// arrays a1 / a4 (uvec2), b1 / b4, c1 and bias, dtype codes IN_DT, C_DT, BIAS_DT.
+#define OA_A1(i) oa_half_at(a1[(i) >> 1], (i), IN_DT)
+#define OA_A4(q) oa_half_quad(a4[q], IN_DT)
+#define OA_B1(i) oa_half_at(b1[(i) >> 1], (i), IN_DT)
+#define OA_B4(q) oa_half_quad(b4[q], IN_DT)
+#define OA_C1(i) OA_LOAD_ANY(c1, i, C_DT)
+#define OA_SET_C1(i, v) OA_STORE_ANY(c1, i, v, C_DT)
+#define OA_BIAS(i) OA_LOAD_ANY(bias, i, BIAS_DT)
+
+#endif
