@@ -51,7 +51,7 @@
 layout(constant_id = 5) const bool MASKED = false;
 
 layout(local_size_x_id = 0) in;                   // BLOCK_M * LANES invocations
-layout(constant_id = 1) const uint LANES = 2;     // invocations per row: 2, 4 or 8
+layout(constant_id = 1) const uint LANES = 2;     // invocations per row: a power of two within a subgroup
 layout(constant_id = 2) const uint BLOCK_N = 32;  // rows per shared-memory tile
 layout(constant_id = 3) const uint DK = 64;       // padded head dim (multiple of 4 * LANES)
 layout(constant_id = 4) const uint DV = 64;       // padded value dim (multiple of 4 * LANES)

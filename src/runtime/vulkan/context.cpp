@@ -5,6 +5,7 @@
 #include <cstring>
 #include <iostream>
 #include <mutex>
+#include <optional>
 
 #include "runtime/vulkan/context.hpp"
 #include "runtime/vulkan/cooperative_matrix.hpp"
@@ -27,13 +28,19 @@ VKAPI_ATTR VkBool32 VKAPI_CALL on_validation(VkDebugUtilsMessageSeverityFlagBits
 const char* kNoDeviceHint =
     "install a Vulkan driver; on a machine without a GPU: apt-get install mesa-vulkan-drivers (lavapipe)";
 
-bool layer_available(const char* name) {
+// The spec version of an installed instance layer, or nullopt.
+std::optional<std::uint32_t> layer_version(const char* name) {
   std::uint32_t n = 0;
   vkEnumerateInstanceLayerProperties(&n, nullptr);
   std::vector<VkLayerProperties> layers(n);
   vkEnumerateInstanceLayerProperties(&n, layers.data());
-  return std::any_of(layers.begin(), layers.end(), [&](auto& l) { return std::strcmp(l.layerName, name) == 0; });
+  for (const auto& l : layers)
+    if (std::strcmp(l.layerName, name) == 0) return l.specVersion;
+  return std::nullopt;
 }
+
+// The first Vulkan headers (and validation layers) that know VK_KHR_shader_bfloat16.
+constexpr std::uint32_t kBfloat16HeaderVersion = VK_MAKE_API_VERSION(0, 1, 4, 311);
 
 DeviceType device_type(VkPhysicalDeviceType t) {
   switch (t) {
@@ -90,8 +97,9 @@ Instance create_instance(bool validation) {
   mci.pfnUserCallback = on_validation;
   VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
   ci.pApplicationInfo = &app;
+  const std::optional<std::uint32_t> validation_layer = validation ? layer_version("VK_LAYER_KHRONOS_validation") : std::nullopt;
   if (validation) {
-    if (!layer_available("VK_LAYER_KHRONOS_validation"))
+    if (!validation_layer)
       fail(ErrorKind::Unsupported, "validation was requested but VK_LAYER_KHRONOS_validation is not installed "
                                    "(apt-get install vulkan-validationlayers)");
     layers.push_back("VK_LAYER_KHRONOS_validation");
@@ -110,6 +118,7 @@ Instance create_instance(bool validation) {
   VkResult r = vkCreateInstance(&ci, nullptr, &instance);
   if (r != VK_SUCCESS) fail(ErrorKind::Device, "vkCreateInstance failed ({}); {}", vk::result_name(r), kNoDeviceHint);
   Instance out;
+  out.bfloat16 = !validation || *validation_layer >= kBfloat16HeaderVersion;
   out.instance = vk::Handle<VkInstance>(instance, [](VkInstance i) { vkDestroyInstance(i, nullptr); });
   if (validation) {
     auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(vkGetInstanceProcAddr(instance, "vkCreateDebugUtilsMessengerEXT"));
@@ -155,7 +164,7 @@ std::vector<VkPhysicalDevice> physical_devices(VkInstance instance) {
   return out;
 }
 
-DeviceInfo describe(VkInstance instance, VkPhysicalDevice pd, std::uint32_t index) {
+DeviceInfo describe(const Instance& instance, VkPhysicalDevice pd, std::uint32_t index) {
   VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
   VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
   driver.pNext = &subgroup;
@@ -205,7 +214,7 @@ DeviceInfo describe(VkInstance instance, VkPhysicalDevice pd, std::uint32_t inde
   vk::check(vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, exts.data()), "vkEnumerateDeviceExtensionProperties");
   for (auto& e : exts) d.push_descriptors = d.push_descriptors || std::string_view(e.extensionName) == VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME;
   // The cooperative-matrix kernels are SPIR-V 1.6, which needs Vulkan 1.3.
-  if (p.apiVersion >= VK_API_VERSION_1_3) d.cooperative_matrix = cooperative_matrix_shapes(instance, pd);
+  if (p.apiVersion >= VK_API_VERSION_1_3) d.cooperative_matrix = cooperative_matrix_shapes(instance.instance, pd, instance.bfloat16);
   return d;
 }
 

@@ -9,6 +9,9 @@ namespace oa::runtime {
 struct Instance {
   vk::Handle<VkInstance> instance;
   vk::Handle<VkDebugUtilsMessengerEXT> messenger;
+  // False under a validation layer older than VK_KHR_shader_bfloat16, which
+  // reports the extension as unknown: BF16 then runs the portable kernels.
+  bool bfloat16 = true;
 };
 
 bool validation_requested(const EngineOptions& options);
@@ -18,7 +21,7 @@ bool validation_requested(const EngineOptions& options);
 // dozen create/destroy cycles in one process).
 std::shared_ptr<const Instance> shared_instance(bool validation);
 std::vector<VkPhysicalDevice> physical_devices(VkInstance instance);
-DeviceInfo describe(VkInstance instance, VkPhysicalDevice device, std::uint32_t index);
+DeviceInfo describe(const Instance& instance, VkPhysicalDevice device, std::uint32_t index);
 std::uint32_t choose_device(const std::vector<DeviceInfo>& devices, const EngineOptions& options);
 std::uint64_t validation_messages();
 

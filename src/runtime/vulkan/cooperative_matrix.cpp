@@ -15,7 +15,7 @@ std::optional<DType> component(std::uint32_t t) {
 }
 }  // namespace
 
-std::vector<CooperativeMatrixShape> cooperative_matrix_shapes(VkInstance instance, VkPhysicalDevice device) {
+std::vector<CooperativeMatrixShape> cooperative_matrix_shapes(VkInstance instance, VkPhysicalDevice device, bool bfloat16) {
   std::uint32_t n = 0;
   vk::check(vkEnumerateDeviceExtensionProperties(device, nullptr, &n, nullptr), "vkEnumerateDeviceExtensionProperties");
   std::vector<VkExtensionProperties> exts(n);
@@ -26,7 +26,7 @@ std::vector<CooperativeMatrixShape> cooperative_matrix_shapes(VkInstance instanc
   if (!has(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME)) return {};
   VkPhysicalDeviceShaderBfloat16FeaturesKHR bf{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR};
   VkPhysicalDeviceCooperativeMatrixFeaturesKHR cm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
-  const bool bf16_ext = has(VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME);
+  const bool bf16_ext = bfloat16 && has(VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME);
   if (bf16_ext) cm.pNext = &bf;
   VkPhysicalDeviceVulkan13Features f13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
   f13.pNext = &cm;

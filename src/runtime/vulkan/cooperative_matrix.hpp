@@ -54,13 +54,13 @@ inline constexpr std::uint32_t kComponentTypeBfloat16 = 1000141000;
 namespace oa::runtime {
 
 // The subgroup-scope F16 / BF16 / F32 configurations the device lists (those
-// with BF16 only where VK_KHR_shader_bfloat16 offers shaderBFloat16Type and
+// with BF16 only where `bfloat16` allows and VK_KHR_shader_bfloat16 offers shaderBFloat16Type and
 // shaderBFloat16CooperativeMatrix), or none
 // when it lacks the extension, its cooperativeMatrix feature or a feature that
 // the kernels' SPIR-V declares: shaderFloat16, vulkanMemoryModel (which
 // GL_KHR_cooperative_matrix implies) and maintenance4 (LocalSizeId, glslang's
 // workgroup size from a specialization constant under Vulkan 1.3).
-std::vector<CooperativeMatrixShape> cooperative_matrix_shapes(VkInstance instance, VkPhysicalDevice device);
+std::vector<CooperativeMatrixShape> cooperative_matrix_shapes(VkInstance instance, VkPhysicalDevice device, bool bfloat16);
 
 // Whether `shapes` hold a BF16 configuration (the engine then enables VK_KHR_shader_bfloat16).
 bool uses_bfloat16(const std::vector<CooperativeMatrixShape>& shapes);

@@ -85,7 +85,7 @@ EngineState::EngineState(EngineOptions opts) : options(std::move(opts)) {
   instance = shared_instance(validation_requested(options));
   auto pds = physical_devices(instance->instance);
   std::vector<DeviceInfo> infos;
-  for (std::uint32_t i = 0; i < pds.size(); ++i) infos.push_back(describe(instance->instance, pds[i], i));
+  for (std::uint32_t i = 0; i < pds.size(); ++i) infos.push_back(describe(*instance, pds[i], i));
   const std::uint32_t chosen = choose_device(infos, options);
   physical = pds[chosen];
   info = infos[chosen];

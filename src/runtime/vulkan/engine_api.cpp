@@ -43,7 +43,7 @@ std::vector<DeviceInfo> Engine::devices() {
   const auto inst = runtime::shared_instance(runtime::validation_requested(EngineOptions{}));
   std::vector<DeviceInfo> out;
   auto pds = runtime::physical_devices(inst->instance);
-  for (std::uint32_t i = 0; i < pds.size(); ++i) out.push_back(runtime::describe(inst->instance, pds[i], i));
+  for (std::uint32_t i = 0; i < pds.size(); ++i) out.push_back(runtime::describe(*inst, pds[i], i));
   return out;
 }
 
