@@ -178,13 +178,13 @@ FlashTiles flash_tiles(const Engine& engine, FlashPass pass, const FlashProblem&
   if (t.lanes < 2 || widest > 64 * t.lanes)
     fail(ErrorKind::Unsupported, "flash attention: head dims {} / {} need subgroups of at least {} lanes; the device has {}", p.dh,
          p.dv, std::max(2u, (widest + 63) / 64), engine.device().subgroup_size);
-  // Forward rows too few to fill a workgroup (decoding, Sq = 1): more lanes
+  // Forward rows too few to fill a quarter of a workgroup (decoding): more lanes
   // per row, while each still holds a whole vec4 of both head vectors, so a
   // key's dot product is split over up to a subgroup instead of two lanes.
   const bool cpu = engine.device().type == DeviceType::Cpu;
   const std::uint32_t forward_threads = cpu ? 32u : 256u;
   if (pass == FlashPass::Forward)
-    while (2 * t.lanes <= engine.device().subgroup_size && 8 * t.lanes <= std::min(t.dk, t.dv) && p.sq * t.lanes < forward_threads)
+    while (2 * t.lanes <= engine.device().subgroup_size && 8 * t.lanes <= std::min(t.dk, t.dv) && 4 * p.sq * t.lanes <= forward_threads)
       t.lanes *= 2;
   t.dk = std::max(t.dk, 4 * t.lanes);  // every lane holds at least one vec4
   t.dv = std::max(t.dv, 4 * t.lanes);

@@ -35,7 +35,7 @@ std::vector<CooperativeMatrixShape> cooperative_matrix_shapes(VkInstance instanc
   VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   f2.pNext = &f12;
   vkGetPhysicalDeviceFeatures2(device, &f2);
-  if (!cm.cooperativeMatrix || !f12.shaderFloat16 || !f12.vulkanMemoryModel || !f13.maintenance4) return {};
+  if (!cm.cooperativeMatrix || !f12.shaderFloat16 || !f12.vulkanMemoryModel || !f12.vulkanMemoryModelDeviceScope || !f13.maintenance4) return {};
   auto query = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR>(
       vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
   if (!query) return {};

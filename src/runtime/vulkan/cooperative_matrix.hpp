@@ -57,7 +57,7 @@ namespace oa::runtime {
 // with BF16 only where `bfloat16` allows and VK_KHR_shader_bfloat16 offers shaderBFloat16Type and
 // shaderBFloat16CooperativeMatrix), or none
 // when it lacks the extension, its cooperativeMatrix feature or a feature that
-// the kernels' SPIR-V declares: shaderFloat16, vulkanMemoryModel (which
+// the kernels' SPIR-V declares: shaderFloat16, vulkanMemoryModel and its device scope (which
 // GL_KHR_cooperative_matrix implies) and maintenance4 (LocalSizeId, glslang's
 // workgroup size from a specialization constant under Vulkan 1.3).
 std::vector<CooperativeMatrixShape> cooperative_matrix_shapes(VkInstance instance, VkPhysicalDevice device, bool bfloat16);

@@ -121,6 +121,7 @@ EngineState::EngineState(EngineOptions opts) : options(std::move(opts)) {
   if (!info.cooperative_matrix.empty()) {
     en12.shaderFloat16 = VK_TRUE;
     en12.vulkanMemoryModel = VK_TRUE;
+    en12.vulkanMemoryModelDeviceScope = VK_TRUE;
     en13.maintenance4 = VK_TRUE;
     encm.cooperativeMatrix = VK_TRUE;
     en12.pNext = &en13;
