@@ -39,6 +39,10 @@ constexpr Heads kAttention[] = {
     {"llama7b_s2048_d128",              2, 32,  2048,  2048, 128, true,  true},
     {"llama7b_prefill_chunk512x4096_d128", 1, 32, 512, 4096, 128, true,  false},
     {"llama7b_decode_1x4096_d128",      8, 32,     1,  4096, 128, true,  false},
+    {"llama7b_verify4_4x4096_d128",     8, 32,     4,  4096, 128, true,  false},
+    {"mistral7b_decode_1x32768_d128",   1, 32,     1, 32768, 128, true,  false},
+    {"phi2_decode_1x2048_d80",         16, 32,     1,  2048,  80, true,  false},
+    {"whisper_l_cross_decode_1x1500_d64", 16, 20,  1,  1500,  64, false, false},
     {"gemma7b_s2048_d256",              2, 16,  2048,  2048, 256, true,  true},
     {"gemma7b_decode_1x8192_d256",      4, 16,     1,  8192, 256, true,  false},
 };

@@ -16,15 +16,18 @@ for p in libfmt9 libpng16-16; do
   ls ${p}_*.deb >/dev/null 2>&1 || apt-get download "$p" >/dev/null 2>&1
 done
 # The validation layers come from Debian trixie (1.4.309; bookworm's 1.3.239
-# does not know cooperative matrices or SPIR-V 1.6). They need glibc 2.38 and
-# libstdc++ 14, which the GPU machine (Ubuntu 24.04) has. A private apt state
-# in /tmp leaves this machine's sources alone.
-if ! ls vulkan-validationlayers_1.4*.deb >/dev/null 2>&1; then
-  rm -f vulkan-validationlayers_*.deb
+# does not know cooperative matrices or SPIR-V 1.6), with trixie's loader of
+# the same version (found first through LD_LIBRARY_PATH: a 1.3 loader under a
+# 1.4 layer makes the layer report the loader's own device-level lookups of
+# instance functions). They need glibc 2.38 and libstdc++ 14, which the GPU
+# machine (Ubuntu 24.04) has. A private apt state in /tmp leaves this
+# machine's sources alone.
+if ! ls vulkan-validationlayers_1.4*.deb libvulkan1_1.4*.deb >/dev/null 2>&1; then
+  rm -f vulkan-validationlayers_*.deb libvulkan1_*.deb
   t=/tmp/oa-trixie-apt && mkdir -p $t/lists/partial $t/cache/archives/partial
   echo "deb http://deb.debian.org/debian trixie main" > $t/sources.list
   o="-o Dir::Etc::SourceList=$t/sources.list -o Dir::Etc::SourceParts=/dev/null -o Dir::State::Lists=$t/lists -o Dir::Cache=$t/cache"
-  apt-get $o update >/dev/null 2>&1 && apt-get $o download vulkan-validationlayers >/dev/null 2>&1
+  apt-get $o update >/dev/null 2>&1 && apt-get $o download vulkan-validationlayers libvulkan1 >/dev/null 2>&1
 fi
 cat > env.sh <<'ENV'
 # Sourced after .gl/vk-env.sh on the GPU machine.

@@ -347,7 +347,7 @@ TEST(AttentionFlash, ForwardMatchesReference) {
     auto r = ml::flash_attention(in.mq, in.mk, in.mv, in.mmask, {}, c.causal);
     const auto op = only_op(trace);
     EXPECT_EQ(op.name, kSdpa);
-    // One pass; two when the keys are split into ranges.
+    // One pass; two when the keys are split into ranges (always when decoding).
     EXPECT_TRUE(op.dispatches == 1u || op.dispatches == 2u) << op.dispatches << " dispatches, " << describe(c);
     EXPECT_EQ(std::get<std::string>(*op.attribute("path")), "flash");
     EXPECT_EQ(r.output.shape(), (Shape{c.bh, c.sq, c.dv}));
@@ -376,28 +376,45 @@ TEST(AttentionFlash, BackwardMatchesReference) {
   }
 }
 
-// Few queries and many keys (decoding, a chunk of a long prompt): the
+// The flash forward of `c` in two passes (a split over key ranges, merged),
+// then its backward, against the f64 reference.
+void expect_split_forward_and_backward(const Case& c, std::uint32_t seed) {
+  Inputs in = make_inputs(c, seed);
+  oa::TraceCapture trace(engine());
+  auto f = ml::flash_attention(in.mq, in.mk, in.mv, in.mmask, {}, c.causal);
+  EXPECT_EQ(only_op(trace).dispatches, 2u) << describe(c);
+  const auto want = ref::attention(in.problem, to_f64(in.q), to_f64(in.k), to_f64(in.v));
+  EXPECT_TRUE(oa_test::near(f.output.to_vector(), want.out, kAtol, kRtol)) << "output " << describe(c);
+  EXPECT_TRUE(oa_test::near(f.log_sum_exp.to_vector(), want.lse, kAtol, kRtol)) << "lse " << describe(c);
+  auto g = ml::flash_attention_backward(in.mq, in.mk, in.mv, in.mmask, f.output, f.softmax_stats, in.mgrad,
+                                        static_cast<float>(in.problem.scale), c.causal);
+  const auto wg = ref::attention_backward(in.problem, to_f64(in.q), to_f64(in.k), to_f64(in.v), to_f64(in.grad));
+  EXPECT_TRUE(oa_test::near(g.q.to_vector(), wg.dq, kAtol, kRtol)) << "dq " << describe(c);
+  EXPECT_TRUE(oa_test::near(g.k.to_vector(), wg.dk, kAtol, kRtol)) << "dk " << describe(c);
+  EXPECT_TRUE(oa_test::near(g.v.to_vector(), wg.dv, kAtol, kRtol)) << "dv " << describe(c);
+}
+
+// Few queries and many keys (more than decoding's four, a chunk of a long prompt): the
 // forward splits the keys into ranges and merges them, on any device; the
 // backward reads the merged stats. Causal with Sq < Sk leaves ranges that
 // some query blocks cannot see.
 TEST(AttentionFlash, ForwardOverKeyRanges) {
   std::uint32_t seed = 700;
-  for (const Case& c : {Case{1, 1, 300, 40, 24, MaskKind::None, false}, Case{2, 20, 500, 16, 16, MaskKind::PerRow, true},
-                        Case{1, 3, 257, 64, 64, MaskKind::Broadcast, true}}) {
-    Inputs in = make_inputs(c, seed += 10);
-    oa::TraceCapture trace(engine());
-    auto f = ml::flash_attention(in.mq, in.mk, in.mv, in.mmask, {}, c.causal);
-    EXPECT_EQ(only_op(trace).dispatches, 2u) << describe(c);
-    const auto want = ref::attention(in.problem, to_f64(in.q), to_f64(in.k), to_f64(in.v));
-    EXPECT_TRUE(oa_test::near(f.output.to_vector(), want.out, kAtol, kRtol)) << "output " << describe(c);
-    EXPECT_TRUE(oa_test::near(f.log_sum_exp.to_vector(), want.lse, kAtol, kRtol)) << "lse " << describe(c);
-    auto g = ml::flash_attention_backward(in.mq, in.mk, in.mv, in.mmask, f.output, f.softmax_stats, in.mgrad,
-                                          static_cast<float>(in.problem.scale), c.causal);
-    const auto wg = ref::attention_backward(in.problem, to_f64(in.q), to_f64(in.k), to_f64(in.v), to_f64(in.grad));
-    EXPECT_TRUE(oa_test::near(g.q.to_vector(), wg.dq, kAtol, kRtol)) << "dq " << describe(c);
-    EXPECT_TRUE(oa_test::near(g.k.to_vector(), wg.dk, kAtol, kRtol)) << "dk " << describe(c);
-    EXPECT_TRUE(oa_test::near(g.v.to_vector(), wg.dv, kAtol, kRtol)) << "dv " << describe(c);
-  }
+  for (const Case& c : {Case{1, 5, 300, 40, 24, MaskKind::None, false}, Case{2, 20, 500, 16, 16, MaskKind::PerRow, true},
+                        Case{1, 6, 257, 64, 64, MaskKind::Broadcast, true}})
+    expect_split_forward_and_backward(c, seed += 10);
+}
+
+// At most four query rows (decoding): one workgroup per key range and row
+// (flash_decode.comp), merged by the combine pass, forward and backward.
+// Causal with Sq > Sk leaves rows that see no key; head dims that are not a
+// multiple of 4, 256-wide heads, masks, and one range or several.
+TEST(AttentionFlash, DecodeRowsOverKeyRanges) {
+  std::uint32_t seed = 800;
+  for (const Case& c : {Case{2, 1, 300, 128, 128, MaskKind::None, true}, Case{1, 4, 257, 40, 24, MaskKind::PerRow, true},
+                        Case{3, 2, 129, 256, 256, MaskKind::Broadcast, false}, Case{1, 4, 2, 64, 64, MaskKind::None, true},
+                        Case{2, 3, 1000, 5, 7, MaskKind::None, false}, Case{1, 1, 77, 80, 80, MaskKind::PerRow, false}})
+    expect_split_forward_and_backward(c, seed += 10);
 }
 
 // Few keys and many queries (cross-attention to a short context): the dk/dv

@@ -1,5 +1,5 @@
 // Flash attention: attention geometry and validation, masks, the tiled
-// forward and two-pass backward lowerings (the flash path of
+// forward (a decoding kernel for at most four query rows) and two-pass backward lowerings (the flash path of
 // scaled_dot_product_attention, sdpa.cpp), and the OpDef of
 // scaled_dot_product_attention_causal (packed heads read in place).
 #include <algorithm>
@@ -253,16 +253,82 @@ void push_common(runtime::PushConstants& push, const FlashProblem& p) {
       .u32(static_cast<std::uint32_t>(p.mask_layout.sq));
 }
 
+// The pass merging `count` key ranges' partial results (flash_combine.comp)
+// into the output, lse and stats.
+ComputeDispatch combine_ranges(const FlashProblem& p, std::int64_t count, const std::shared_ptr<runtime::Storage>& o_parts,
+                               const std::shared_ptr<runtime::Storage>& ml_parts, const Matrix& out, const Matrix& lse, const Matrix& stats) {
+  const std::int64_t rows = p.bh * p.sq;
+  ComputeDispatch c;
+  c.kernel = kernels::ml_attention_flash_combine;
+  c.bindings = {BufferBinding::read(o_parts), BufferBinding::read(ml_parts), BufferBinding::write(out.storage()),
+                BufferBinding::write(lse.storage()), BufferBinding::write(stats.storage())};
+  const float scale_abs = std::abs(p.scale);
+  const bool masked = p.mask_layout.present;
+  c.push.u32(static_cast<std::uint32_t>(rows))
+      .u32(static_cast<std::uint32_t>(p.sq))
+      .u32(static_cast<std::uint32_t>(p.dv))
+      .u32(static_cast<std::uint32_t>(p.heads))
+      .u32(static_cast<std::uint32_t>(count))
+      .f32(masked ? kLog2e : scale_abs * kLog2e)
+      .f32(masked ? 1.0f : scale_abs);
+  c.groups = {detail::groups_for(rows * p.dv, 256), 1, 1};
+  return c;
+}
+
+// Decoding (flash_decode.comp): at most kDecodeRows query rows, each read with
+// the keys and values of one range by a whole workgroup. Lanes per key keep
+// four vec4s of q per lane (within a subgroup); 256 invocations on a GPU (32
+// on a CPU driver, or one per vec4 column of v when there are more); ranges of
+// 512 keys, halved down to 64 while fewer than kDecodeGroups workgroups would
+// run (128 keys on a CPU driver). Empty when the partial results would
+// exceed the shaders' u32 offsets or the storage-buffer range.
+constexpr std::int64_t kDecodeRows = 4;
+constexpr std::int64_t kDecodeGroups = 2048;
+
+std::optional<FlashTiles> decode_tiles(const Engine& engine, const FlashProblem& p) {
+  const DeviceInfo& d = engine.device();
+  const bool cpu = d.type == DeviceType::Cpu;
+  FlashTiles t;
+  t.masked = p.mask_layout.present;
+  t.dk = padded_dim(p.dh);
+  t.dv = padded_dim(p.dv);
+  t.lanes = std::min(d.subgroup_size, std::max(2u, t.dk / 16));
+  if (t.lanes < 2 || t.dk > 64 * t.lanes) return std::nullopt;  // the tiled forward names what the device lacks
+  t.threads = std::max(cpu ? 32u : 256u, t.dv / 4);
+  t.block_n = cpu ? 128u : 512u;
+  const auto ranges = [&] { return (p.sk + t.block_n - 1) / t.block_n; };
+  while (!cpu && t.block_n > 64 && ranges() * p.bh * p.sq < kDecodeGroups) t.block_n /= 2;
+  const std::int64_t elements = ranges() * p.bh * p.sq * std::max<std::int64_t>(p.dv, 2);
+  if (ranges() > d.max_workgroup_count[0] || elements > std::int64_t{UINT32_MAX} ||
+      static_cast<std::uint64_t>(elements) * 4 > d.max_storage_buffer_range)
+    return std::nullopt;
+  return t;
+}
+
 std::vector<ComputeDispatch> lower_flash_forward(const Engine& engine, const FlashProblem& p, const Matrix& q, const Matrix& k,
                                                  const Matrix& v, const Matrix& out, const Matrix& lse, const Matrix& stats) {
-  const FlashTiles t = flash_tiles(engine, FlashPass::Forward, p);
   const std::int64_t rows = p.bh * p.sq;
+  std::vector<ComputeDispatch> ds(1);
+  ComputeDispatch& d = ds[0];
+  if (const std::optional<FlashTiles> t = p.sq <= kDecodeRows ? decode_tiles(engine, p) : std::nullopt) {
+    const std::int64_t count = (p.sk + t->block_n - 1) / t->block_n;
+    const auto o_parts = engine.allocate(static_cast<std::uint64_t>(count * rows * p.dv) * 4);
+    const auto ml_parts = engine.allocate(static_cast<std::uint64_t>(count * rows) * 8);
+    d.kernel = kernels::ml_attention_flash_decode;
+    d.specialization = t->specialization();
+    d.bindings = {BufferBinding::read(q.storage()), BufferBinding::read(k.storage()), BufferBinding::read(v.storage()),
+                  mask_binding(p, q),               BufferBinding::write(o_parts),  BufferBinding::write(ml_parts)};
+    push_common(d.push, p);
+    d.push.u32(t->block_n).u32(static_cast<std::uint32_t>(rows));
+    d.groups = {static_cast<std::uint64_t>(count), static_cast<std::uint64_t>(p.bh), static_cast<std::uint64_t>(p.sq)};
+    ds.push_back(combine_ranges(p, count, o_parts, ml_parts, out, lse, stats));
+    return ds;
+  }
+  const FlashTiles t = flash_tiles(engine, FlashPass::Forward, p);
   const Ranges r = split_ranges(engine, t, rows * t.lanes, p.sk, rows * std::max<std::int64_t>(p.dv, 2));
   const bool partial = r.count > 1;
   const auto o_parts = partial ? engine.allocate(static_cast<std::uint64_t>(r.count * rows * p.dv) * 4) : out.storage();
   const auto ml_parts = partial ? engine.allocate(static_cast<std::uint64_t>(r.count * rows) * 8) : stats.storage();
-  std::vector<ComputeDispatch> ds(1);
-  ComputeDispatch& d = ds[0];
   d.kernel = kernels::ml_attention_flash_forward;
   d.specialization = t.specialization();
   d.specialization.push_back(partial ? 1u : 0u);
@@ -272,23 +338,7 @@ std::vector<ComputeDispatch> lower_flash_forward(const Engine& engine, const Fla
   push_common(d.push, p);
   d.push.u32(static_cast<std::uint32_t>(r.length)).u32(static_cast<std::uint32_t>(partial ? rows : 0));
   d.groups = {detail::groups_for(p.sq, t.block_m()), static_cast<std::uint64_t>(p.bh), static_cast<std::uint64_t>(r.count)};
-  if (partial) {  // merge the key ranges
-    ComputeDispatch c;
-    c.kernel = kernels::ml_attention_flash_combine;
-    c.bindings = {BufferBinding::read(o_parts), BufferBinding::read(ml_parts), BufferBinding::write(out.storage()),
-                  BufferBinding::write(lse.storage()), BufferBinding::write(stats.storage())};
-    const float scale_abs = std::abs(p.scale);
-    const bool masked = p.mask_layout.present;
-    c.push.u32(static_cast<std::uint32_t>(rows))
-        .u32(static_cast<std::uint32_t>(p.sq))
-        .u32(static_cast<std::uint32_t>(p.dv))
-        .u32(static_cast<std::uint32_t>(p.heads))
-        .u32(static_cast<std::uint32_t>(r.count))
-        .f32(masked ? kLog2e : scale_abs * kLog2e)
-        .f32(masked ? 1.0f : scale_abs);
-    c.groups = {detail::groups_for(rows * p.dv, 256), 1, 1};
-    ds.push_back(std::move(c));
-  }
+  if (partial) ds.push_back(combine_ranges(p, r.count, o_parts, ml_parts, out, lse, stats));
   return ds;
 }
 
