@@ -141,7 +141,7 @@ struct FlashProblem {
 enum class FlashPass { Forward, BackwardQ, BackwardKV };
 
 // Specialization of one flash kernel: workgroup size, lanes per row, rows per
-// shared-memory tile, padded head and value dims, and whether a mask is read.
+// shared-memory tile, padded head and value dims (multiples of 4 * lanes), and whether a mask is read.
 struct FlashTiles {
   std::uint32_t threads = 256, lanes = 2, block_n = 32, dk = 64, dv = 64;
   bool masked = false;
@@ -155,23 +155,28 @@ std::uint32_t padded_dim(std::int64_t d) {
   fail(ErrorKind::Internal, "flash attention: head dim {} above {}", d, kMaxFlashDim);
 }
 
-// Lanes per row keep each lane's share of a row within the kernels' 16 named
-// vec4 registers per operand (4 * LANES <= DK, DV <= 64 * LANES) and bound the
-// registers a lane holds: the forward keeps q and o, the backward passes two
-// more rows.
+// Lanes per row: the fewest (at least 2) that keep the floats a lane holds for
+// its row within kLaneFloats (the forward holds q and o, (Dh + Dv) / lanes;
+// the backward passes two more rows) and within the kernels' 16 named vec4
+// registers per operand (4 * LANES <= DK, DV <= 64 * LANES). On the H200
+// budgets of 96, 64 and 48 floats ran the attention sweep 0.92x, 0.81x and
+// 0.69x as fast as 128 (geomean): more lanes cost more than the registers save.
 // GPU: 256 invocations for the forward, 128 for the backward passes (the
 // fastest of 64-512 at 2-8 lanes measured on the H200), halved while that
 // leaves too few workgroups to fill the device or more than twice the rows
 // there are; CPU drivers (lavapipe): 32. Tiles of 32 rows (16 on CPU), halved until they fit
 // the device's shared memory but not below the forward's chunk of 8 keys.
+constexpr std::int64_t kLaneFloats = 128;
+
 FlashTiles flash_tiles(const Engine& engine, FlashPass pass, const FlashProblem& p) {
   FlashTiles t;
   t.masked = p.mask_layout.present;
   t.dk = padded_dim(p.dh);
   t.dv = padded_dim(p.dv);
-  const std::uint32_t widest = std::max(t.dk, t.dv), both = t.dk + t.dv;
-  if (pass == FlashPass::Forward) t.lanes = both <= 256 && widest <= 128 ? 2u : 4u;
-  else t.lanes = both <= 128 ? 2u : both <= 256 ? 4u : 8u;
+  const std::uint32_t widest = std::max(t.dk, t.dv);
+  const std::int64_t held = (pass == FlashPass::Forward ? 1 : 2) * (p.dh + p.dv);
+  t.lanes = 2;
+  while ((held > kLaneFloats * t.lanes || widest > 64 * t.lanes) && t.lanes < 64) t.lanes *= 2;
   // A row's lanes add their partial sums by subgroup shuffles, so they must
   // lie in one subgroup (4 lanes on some devices).
   t.lanes = std::min(t.lanes, engine.device().subgroup_size);
@@ -186,8 +191,14 @@ FlashTiles flash_tiles(const Engine& engine, FlashPass pass, const FlashProblem&
   if (pass == FlashPass::Forward)
     while (2 * t.lanes <= engine.device().subgroup_size && 8 * t.lanes <= std::min(t.dk, t.dv) && 4 * p.sq * t.lanes <= forward_threads)
       t.lanes *= 2;
-  t.dk = std::max(t.dk, 4 * t.lanes);  // every lane holds at least one vec4
-  t.dv = std::max(t.dv, 4 * t.lanes);
+  // The kernels' widths: the head dims rounded up to whole vec4s of every
+  // lane (80 stays 80 at 2 or 4 lanes), not to the power of two that chose the lanes.
+  const auto lane_multiple = [&](std::int64_t d) {
+    const std::uint32_t step = 4 * t.lanes;
+    return (static_cast<std::uint32_t>(d) + step - 1) / step * step;
+  };
+  t.dk = lane_multiple(p.dh);
+  t.dv = lane_multiple(p.dv);
   const std::int64_t rows = pass == FlashPass::BackwardKV ? p.sk : p.sq;
   t.threads = pass == FlashPass::Forward ? forward_threads : cpu ? 32u : 128u;
   while (!cpu && t.threads > 64 && (p.bh * ((rows + t.block_m() - 1) / t.block_m()) < 256 || t.block_m() >= 2 * rows)) t.threads /= 2;
