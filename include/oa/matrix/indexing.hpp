@@ -1,6 +1,7 @@
 #pragma once
 // Indexing and selection (oa::matrix): index_select, gather, scatter_add,
-// where, masked_fill, tril, triu, one_hot, take_along_axis, topk. Values are F32 (index_select and gather also copy I32);
+// where, masked_fill, tril, triu, one_hot, take_along_axis, topk. Values are
+// F32 (index_select, gather, take_along_axis, tril and triu also copy I32);
 // indices are I32 Matrices (oa's index dtype, as embedding and argmax use; PyTorch
 // takes int64); conditions and masks are Bool Matrices (as attention's
 // masks). Results are new contiguous Matrices.
@@ -13,9 +14,9 @@
 // indices given to index_select's span form are, and refused) (PyTorch raises a
 // device-side assert instead). The rule, the one embedding follows: an index
 // outside [0, N) (negative ones included: they do not count from the end)
-// selects nothing: index_select and gather give 0 at that position and pass
-// it no gradient; scatter_add adds nothing for it (and its src element gets a
-// zero gradient).
+// selects nothing: index_select, gather and take_along_axis give 0 at that
+// position and pass it no gradient; scatter_add adds nothing for it (and its
+// src element gets a zero gradient); one_hot gives a row of zeros.
 //
 // Determinism. The scatter-adds (scatter_add and the backward of index_select
 // and gather) use no atomics: each result element scans the K indices of its
@@ -26,10 +27,10 @@
 //
 // Errors (oa::Error, InvalidArgument, naming the op, the argument and the
 // shapes; nothing is recorded): undefined operands, operands on different
-// engines, a value dtype other than f32 (f32 or i32 for index_select and
-// gather), an index that is not i32, a condition or mask that is not bool, an
-// axis out of range, rank-0 x, shapes as each op states, element counts past
-// 2^32 - 1.
+// engines, a value dtype other than f32 (f32 or i32 for index_select,
+// gather, take_along_axis, tril and triu), an index that is not i32, a
+// condition or mask that is not bool, an axis out of range, rank-0 x, shapes
+// as each op states, element counts past 2^32 - 1.
 #include <cstdint>
 #include <optional>
 #include <span>
