@@ -8,7 +8,9 @@
 //
 // OP 0: sum (times `scale` on output, e.g. 1/L for a mean); 1: max, NaN
 // propagating; 2: argmax, the first index of the maximum (NaN counts as the
-// maximum), carried as (value, index) pairs between passes.
+// maximum), carried as (value, index) pairs between passes. NEGATE: the
+// first pass reads -x, so that argmax gives argmin (the first index of the
+// minimum; a NaN still counts as the extreme).
 // IN_PAIRS: the input holds (value bits, index) pairs from an earlier argmax
 // pass. OUT_MODE 0: values; 1: (value bits, index) pairs; 2: int32 indices.
 // Push: nseg segments in this dispatch starting at global segment s0 =
@@ -22,6 +24,7 @@ layout(constant_id = 0) const uint OP = 0;
 layout(constant_id = 1) const uint T = 256;
 layout(constant_id = 2) const bool IN_PAIRS = false;
 layout(constant_id = 3) const uint OUT_MODE = 0;
+layout(constant_id = 4) const bool NEGATE = false;
 layout(std430, binding = 0) readonly buffer In { uint x[]; };
 layout(std430, binding = 1) writeonly buffer Out { uint y[]; };
 OA_PUSH_BEGIN
@@ -41,7 +44,7 @@ void main() {
     const uint len = min(pc.chunk, pc.L - part * pc.chunk);
     for (uint j = lane; j < len; j += T) {
       if (IN_PAIRS) oa_combine(OP, acc, at, uintBitsToFloat(x[start + 2u * j]), x[start + 2u * j + 1u]);
-      else oa_combine(OP, acc, at, uintBitsToFloat(x[start + j]), part * pc.chunk + j);
+      else oa_combine(OP, acc, at, NEGATE ? -uintBitsToFloat(x[start + j]) : uintBitsToFloat(x[start + j]), part * pc.chunk + j);
     }
   }
   oa_segment_reduce(OP, acc, at, 1u, T);

@@ -20,18 +20,11 @@ struct CastAttributes {
 // The dtype codes of matrix/cast.comp.
 std::uint32_t code(DType d) { return d == DType::F32 ? 0u : d == DType::F16 ? 1u : 2u; }
 
-// The byte offset of chunk c's elements of dtype d, and their bytes rounded up to whole words.
-std::pair<std::uint64_t, std::uint64_t> window(DType d, const detail::ElementChunk& c) {
-  const auto size = static_cast<std::uint64_t>(size_of(d));
-  return {static_cast<std::uint64_t>(c.begin) * size, (static_cast<std::uint64_t>(c.count) * size + 3) / 4 * 4};
-}
-
-// Appends the dispatches converting x into y (dtypes differ). Chunks start at
-// multiples of 1024 elements, so a 16-bit chunk starts on a word.
+// Appends the dispatches converting x into y (dtypes differ).
 void cast_dispatches(const Matrix& x, const Matrix& y, std::vector<ComputeDispatch>& ds) {
   for (auto c : detail::element_chunks(x.engine(), x.numel())) {
-    const auto [in_offset, in_bytes] = window(x.dtype(), c);
-    const auto [out_offset, out_bytes] = window(y.dtype(), c);
+    const auto [in_offset, in_bytes] = detail::chunk_window(x.dtype(), c);
+    const auto [out_offset, out_bytes] = detail::chunk_window(y.dtype(), c);
     ComputeDispatch d;
     d.kernel = kernels::matrix_cast;
     d.specialization = {code(x.dtype()), code(y.dtype())};

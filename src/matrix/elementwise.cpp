@@ -2,6 +2,7 @@
 
 #include "matrix/op_def.hpp"
 #include "oa/matrix/autograd.hpp"
+#include "oa/matrix/layout.hpp"
 #include "oa/matrix/reduction.hpp"
 
 namespace oa::matrix {
@@ -22,19 +23,33 @@ using runtime::ComputeDispatch;
 // Op codes of matrix/unary.comp and matrix/unary_backward.comp.
 #define OA_UNARY_CODE(name, value) name = value,
 #define OA_BINARY_CODE(name, value)
+#define OA_COMPARE_CODE(name, value)
 enum UnaryCode : std::uint32_t {
 #include "common/elementwise_codes.h"
 };
 #undef OA_UNARY_CODE
 #undef OA_BINARY_CODE
+#undef OA_COMPARE_CODE
 // Op codes of matrix/binary.comp and matrix/binary_backward.comp.
 #define OA_UNARY_CODE(name, value)
 #define OA_BINARY_CODE(name, value) name = value,
+#define OA_COMPARE_CODE(name, value)
 enum BinaryCode : std::uint32_t {
 #include "common/elementwise_codes.h"
 };
 #undef OA_UNARY_CODE
 #undef OA_BINARY_CODE
+#undef OA_COMPARE_CODE
+// Op codes of matrix/compare.comp.
+#define OA_UNARY_CODE(name, value)
+#define OA_BINARY_CODE(name, value)
+#define OA_COMPARE_CODE(name, value) name = value,
+enum CompareCode : std::uint32_t {
+#include "common/elementwise_codes.h"
+};
+#undef OA_UNARY_CODE
+#undef OA_BINARY_CODE
+#undef OA_COMPARE_CODE
 
 struct ClampAttributes {
   float low = 0, high = 0;
@@ -239,6 +254,77 @@ const auto kDiv = binary_op("oa::matrix::div", Div);
 const auto kMaximum = binary_op("oa::matrix::maximum", Max);
 const auto kMinimum = binary_op("oa::matrix::minimum", Min);
 
+// ── Comparisons ─────────────────────────────────────────────────────────────
+
+// The scalar b of a comparison's scalar form (which has no b operand); 0 when b is given.
+struct CompareAttributes {
+  float value = 0;
+  static constexpr auto fields = std::tuple{field("value", &CompareAttributes::value)};
+};
+
+// One dispatch per element chunk of a (and of b, when given) writing the mask's Bool bytes.
+detail::Lowering<CompareAttributes> compare_lowering(CompareCode code) {
+  return [code](const OpCall<CompareAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+    const Matrix &a = c.inputs[0], &b = c.inputs[1];
+    for (auto chunk : detail::element_chunks(a.engine(), a.numel())) {
+      const auto [in_offset, in_bytes] = detail::chunk_window(a.dtype(), chunk);
+      const auto [out_offset, out_bytes] = detail::chunk_window(DType::Bool, chunk);
+      ComputeDispatch d;
+      d.kernel = kernels::matrix_compare;
+      d.specialization = {code, a.dtype() == DType::I32 ? 1u : 0u, b.defined() ? 0u : 1u};
+      d.bindings = {BufferBinding::read(a.storage(), in_offset, in_bytes),
+                    BufferBinding::read((b.defined() ? b : a).storage(), in_offset, in_bytes),
+                    BufferBinding::write(out[0].storage(), out_offset, out_bytes)};
+      d.push.u32(static_cast<std::uint32_t>(chunk.count)).f32(c.attributes.value);
+      d.groups = {detail::groups_for((chunk.count + 3) / 4, 256), 1, 1};
+      ds.push_back(std::move(d));
+    }
+  };
+}
+
+// A comparison mask = a (op) b of matrix/compare.comp: a and b of one shape
+// and dtype (the public functions broadcast them), or b absent (the scalar
+// form, f32 a). Not differentiable: no backward, so apply() records no node.
+Op<CompareAttributes> compare_op(const char* name, CompareCode code) {
+  return Op<CompareAttributes>(
+      {.name = name,
+       .inputs = {"a", {"b", true}},
+       .infer = [](const OpCall<CompareAttributes>& c) {
+         const Matrix &a = c.inputs[0], &b = c.inputs[1];
+         if (!b.defined()) detail::require_f32(a, c.name, "a");
+         else if (!(a.shape() == b.shape()) || a.dtype() != b.dtype())
+           fail(ErrorKind::Internal, "{}: a {} and b {} reach the kernel unbroadcast or of two dtypes", c.name, a.shape(), b.shape());
+         detail::shader_u32(a.numel(), "element count", c.name);
+         return std::vector<OutputSpec>{{a.shape(), DType::Bool}};
+       },
+       .lower = {{DType::F32, compare_lowering(code)}, {DType::I32, compare_lowering(code)}}});
+}
+
+const auto kEq = compare_op("oa::matrix::eq", Eq);
+const auto kNe = compare_op("oa::matrix::ne", Ne);
+const auto kLt = compare_op("oa::matrix::lt", Lt);
+const auto kLe = compare_op("oa::matrix::le", Le);
+const auto kGt = compare_op("oa::matrix::gt", Gt);
+const auto kGe = compare_op("oa::matrix::ge", Ge);
+
+// a (op) b broadcast by NumPy's rules: each operand of another shape than the
+// result is first expanded (a recorded oa::matrix::expand).
+Matrix compare(const Op<CompareAttributes>& op, const Matrix& a, const Matrix& b) {
+  const char* name = op.def.name;
+  detail::require_defined(a, name, "a");
+  detail::require_defined(b, name, "b");
+  detail::require_same_engine(a, b, name);
+  if (a.dtype() != DType::F32 && a.dtype() != DType::I32)
+    fail(ErrorKind::InvalidArgument, "{}: a must be f32 or i32; found {} {}", name, to_string(a.dtype()), a.shape());
+  detail::require_same_dtype(a, "a", b, "b", name);
+  const Shape out = detail::broadcast_shapes(name, {{"a", a.shape()}, {"b", b.shape()}});
+  detail::shader_u32(out.numel(), "result elements", name);
+  NoGradGuard no_grad;  // the result is not differentiable: the expands need no history either
+  return apply(op, {expand(a, out.to_vector()), expand(b, out.to_vector())})[0];
+}
+
+Matrix compare(const Op<CompareAttributes>& op, const Matrix& a, float s) { return apply(op, {a, Matrix()}, {s})[0]; }
+
 template <class A>
 Matrix call(const Op<A>& op, std::initializer_list<Matrix> inputs, const A& attributes = {}) {
   return apply(op, inputs, attributes)[0];
@@ -273,5 +359,18 @@ Matrix silu(const Matrix& x) { return call(kSilu, {x}); }
 Matrix tanh(const Matrix& x) { return call(kTanh, {x}); }
 Matrix sigmoid(const Matrix& x) { return call(kSigmoid, {x}); }
 Matrix clamp(const Matrix& x, float low, float high) { return call(kClamp, {x}, {low, high}); }
+
+Matrix eq(const Matrix& a, const Matrix& b) { return compare(kEq, a, b); }
+Matrix ne(const Matrix& a, const Matrix& b) { return compare(kNe, a, b); }
+Matrix lt(const Matrix& a, const Matrix& b) { return compare(kLt, a, b); }
+Matrix le(const Matrix& a, const Matrix& b) { return compare(kLe, a, b); }
+Matrix gt(const Matrix& a, const Matrix& b) { return compare(kGt, a, b); }
+Matrix ge(const Matrix& a, const Matrix& b) { return compare(kGe, a, b); }
+Matrix eq(const Matrix& a, float s) { return compare(kEq, a, s); }
+Matrix ne(const Matrix& a, float s) { return compare(kNe, a, s); }
+Matrix lt(const Matrix& a, float s) { return compare(kLt, a, s); }
+Matrix le(const Matrix& a, float s) { return compare(kLe, a, s); }
+Matrix gt(const Matrix& a, float s) { return compare(kGt, a, s); }
+Matrix ge(const Matrix& a, float s) { return compare(kGe, a, s); }
 
 }  // namespace oa::matrix

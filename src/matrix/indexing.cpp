@@ -27,17 +27,23 @@ constexpr const char* kGather = "oa::matrix::gather";
 constexpr const char* kScatterAdd = "oa::matrix::scatter_add";
 constexpr const char* kWhere = "oa::matrix::where";
 constexpr const char* kMaskedFill = "oa::matrix::masked_fill";
+constexpr const char* kTril = "oa::matrix::tril";
+constexpr const char* kTriu = "oa::matrix::triu";
+constexpr const char* kOneHot = "oa::matrix::one_hot";
+constexpr const char* kTakeAlongAxis = "oa::matrix::take_along_axis";
+constexpr const char* kTopK = "oa::matrix::topk";
 
 struct DimAttributes {
   std::int64_t dim = 0;  // non-negative
   static constexpr auto fields = std::tuple{field("dim", &DimAttributes::dim)};
 };
 
-// `dim` made non-negative for x (rank >= 1); throws naming `op`.
-std::int64_t normal_dim(const char* op, const Matrix& x, int dim) {
+// `dim` made non-negative for x (rank >= 1); throws naming `op` and the argument `arg`.
+std::int64_t normal_dim(const char* op, const Matrix& x, int dim, const char* arg = "dim") {
   const auto r = static_cast<std::int64_t>(x.rank());
   if (r == 0) fail(ErrorKind::InvalidArgument, "{}: x {} has no axis to index (rank 0)", op, x.shape());
-  if (dim < -r || dim >= r) fail(ErrorKind::InvalidArgument, "{}: dim {} is out of range [{}, {}] for x {}", op, dim, -r, r - 1, x.shape());
+  if (dim < -r || dim >= r)
+    fail(ErrorKind::InvalidArgument, "{}: {} {} is out of range [{}, {}] for x {}", op, arg, dim, -r, r - 1, x.shape());
   return dim < 0 ? dim + r : dim;
 }
 
@@ -157,6 +163,74 @@ const Op<DimAttributes> kGatherOp{{.name = kGather,
                                    .saves = [](const OpCall<DimAttributes>&, const std::vector<bool>&) { return kSaveIndex; },
                                    .backward = [](const BackwardCall<DimAttributes>& c) { return gather_backward(1, c); }}};
 
+// ── take_along_axis ─────────────────────────────────────────────────────────
+
+// gather once the public function has broadcast x and indices to each other
+// outside the axis (so indices has x's extents there).
+const Op<DimAttributes> kTakeAlongAxisOp{{.name = kTakeAlongAxis,
+                                          .inputs = {"x", {"indices", false, true}},
+                                          .infer = [](const OpCall<DimAttributes>& c) {
+                                            detail::require_dtype(c.inputs[1], DType::I32, c.name, "indices");
+                                            detail::shader_u32(c.inputs[0].numel(), "element count of x", c.name);
+                                            detail::shader_u32(c.inputs[1].numel(), "result elements", c.name);
+                                            return std::vector<OutputSpec>{{c.inputs[1].shape(), c.inputs[0].dtype()}};
+                                          },
+                                          .lower = {{DType::F32, kGatherLowering}, {DType::I32, kGatherLowering}},
+                                          .saves = [](const OpCall<DimAttributes>&, const std::vector<bool>&) { return kSaveIndex; },
+                                          .backward = [](const BackwardCall<DimAttributes>& c) { return gather_backward(1, c); }}};
+
+// ── topk ────────────────────────────────────────────────────────────────────
+
+struct TopKAttributes {
+  std::int64_t k = 0, dim = 0;  // dim non-negative
+  bool largest = true;
+  static constexpr auto fields =
+      std::tuple{field("k", &TopKAttributes::k), field("dim", &TopKAttributes::dim), field("largest", &TopKAttributes::largest)};
+};
+
+// Results: the values and (no gradient) their i32 positions along dim; the
+// backward scatter-adds the values' gradient at those positions.
+const Op<TopKAttributes> kTopKOp{
+    {.name = kTopK,
+     .inputs = {"x"},
+     .outputs = 2,
+     .infer = [](const OpCall<TopKAttributes>& c) {
+       const Matrix& x = c.inputs[0];
+       const std::int64_t n = x.shape()[static_cast<std::size_t>(c.attributes.dim)];
+       if (c.attributes.k < 0 || c.attributes.k > n)
+         fail(ErrorKind::InvalidArgument, "{}: k {} is outside [0, {}] (the extent of x {} at axis {})", c.name, c.attributes.k, n, x.shape(),
+              c.attributes.dim);
+       detail::shader_u32(x.numel(), "element count of x", c.name);
+       std::vector<std::int64_t> dims = x.shape().to_vector();
+       dims[static_cast<std::size_t>(c.attributes.dim)] = c.attributes.k;
+       return std::vector<OutputSpec>{{Shape(dims)}, {.shape = Shape(dims), .dtype = DType::I32, .no_grad = true}};
+     },
+     .lower = {{DType::F32,
+                [](const OpCall<TopKAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+                  const Matrix& x = c.inputs[0];
+                  if (out[0].numel() == 0) return;
+                  const AxisView v = view_of(x.shape(), c.attributes.dim);
+                  ComputeDispatch d;
+                  d.kernel = kernels::matrix_topk;
+                  d.specialization = {c.attributes.largest ? 1u : 0u};
+                  d.bindings = {BufferBinding::read(x.storage()), BufferBinding::write(out[0].storage()), BufferBinding::write(out[1].storage())};
+                  d.push.u32(static_cast<std::uint32_t>(x.numel()))
+                      .u32(static_cast<std::uint32_t>(v.extent))
+                      .u32(static_cast<std::uint32_t>(v.inner))
+                      .u32(static_cast<std::uint32_t>(c.attributes.k));
+                  d.groups = {detail::groups_for(x.numel(), 256), 1, 1};
+                  ds.push_back(std::move(d));
+                }}},
+     .saves = [](const OpCall<TopKAttributes>&, const std::vector<bool>&) { return detail::Saves{{}, {false, true}}; },
+     .backward = [](const BackwardCall<TopKAttributes>& c) {
+       const Matrix &gy = c.grad_outputs[0], &indices = c.outputs[1];
+       Matrix gx = detail::allocate(gy.engine(), c.input_shapes[0]);
+       std::vector<ComputeDispatch> ds;
+       scatter_dispatch(1, Matrix(), indices, gy, gx, c.attributes.dim, c.name, ds);
+       c.record(ds, {&gy, &indices}, {&gx}, detail::attribute_values(c.attributes));
+       return std::vector<Matrix>{gx};
+     }}};
+
 // ── scatter_add ─────────────────────────────────────────────────────────────
 
 const Op<DimAttributes> kScatterAddOp{
@@ -193,28 +267,6 @@ const Op<DimAttributes> kScatterAddOp{
      }}};
 
 // ── where and masked_fill ───────────────────────────────────────────────────
-
-// The NumPy broadcast of `shapes` (right aligned; extents equal or 1); throws
-// naming `op`, the argument names and the shapes.
-Shape broadcast_shapes(const char* op, const std::vector<std::pair<const char*, Shape>>& shapes) {
-  std::size_t rank = 0;
-  for (const auto& s : shapes) rank = std::max(rank, s.second.rank());
-  std::vector<std::int64_t> out(rank, 1);
-  bool ok = true;
-  for (const auto& s : shapes)
-    for (std::size_t d = 0; d < s.second.rank(); ++d) {
-      std::int64_t& o = out[rank - s.second.rank() + d];
-      const std::int64_t e = s.second[d];
-      if (o == 1) o = e;
-      else if (e != 1 && e != o) ok = false;
-    }
-  if (!ok) {
-    std::string names;
-    for (const auto& s : shapes) names += fmt::format("{}{} {}", names.empty() ? "" : ", ", s.first, s.second);
-    fail(ErrorKind::InvalidArgument, "{}: shapes do not broadcast: {}", op, names);
-  }
-  return Shape(out);
-}
 
 // y = cond ? A : B over `y`'s shape (matrix/select); a or b undefined: `value` there.
 void select_dispatch(const Matrix& cond, const Matrix& a, const Matrix& b, float value, const Matrix& y, const char* op,
@@ -292,6 +344,105 @@ const Op<FillAttributes> kMaskedFillOp{
      .saves = [](const OpCall<FillAttributes>&, const std::vector<bool>&) { return kSaveIndex; },
      .backward = [](const BackwardCall<FillAttributes>& c) { return std::vector<Matrix>{select_gradient(c, c.inputs[1], false), Matrix()}; }}};
 
+// ── tril and triu ───────────────────────────────────────────────────────────
+
+struct TriangleAttributes {
+  std::int64_t diagonal = 0;
+  static constexpr auto fields = std::tuple{field("diagonal", &TriangleAttributes::diagonal)};
+};
+
+// y = x outside the triangle zeroed (matrix/triangle), one dispatch per element chunk.
+void triangle_dispatches(bool upper, const Matrix& x, const Matrix& y, std::int64_t diagonal, const char* op,
+                         std::vector<ComputeDispatch>& ds) {
+  const std::int64_t rows = x.shape()[x.rank() - 2], cols = x.shape()[x.rank() - 1];
+  // Offsets c - r lie in (-rows, cols): a diagonal beyond them acts as the bound.
+  const auto diag = static_cast<std::int32_t>(std::clamp(diagonal, -rows, cols));
+  for (auto c : detail::element_chunks(x.engine(), x.numel())) {
+    const auto off = static_cast<std::uint64_t>(c.begin) * 4, bytes = static_cast<std::uint64_t>(c.count) * 4;
+    ComputeDispatch d;
+    d.kernel = kernels::matrix_triangle;
+    d.specialization = {upper ? 1u : 0u};
+    d.bindings = {BufferBinding::read(x.storage(), off, bytes), BufferBinding::write(y.storage(), off, bytes)};
+    d.push.u32(static_cast<std::uint32_t>(c.count))
+        .u32(detail::shader_u32(c.begin, "element index", op))
+        .u32(static_cast<std::uint32_t>(rows))
+        .u32(static_cast<std::uint32_t>(cols))
+        .i32(diag);
+    d.groups = {detail::groups_for(c.count, 1024), 1, 1};
+    ds.push_back(std::move(d));
+  }
+}
+
+// tril (upper false) or triu: the same mask on the values and on the gradient.
+Op<TriangleAttributes> triangle_op(const char* name, bool upper) {
+  const detail::Lowering<TriangleAttributes> lowering = [upper](const OpCall<TriangleAttributes>& c, const std::vector<Matrix>& out,
+                                                                std::vector<ComputeDispatch>& ds) {
+    triangle_dispatches(upper, c.inputs[0], out[0], c.attributes.diagonal, c.name, ds);
+  };
+  return Op<TriangleAttributes>(
+      {.name = name,
+       .inputs = {"x"},
+       .infer = [](const OpCall<TriangleAttributes>& c) {
+         const Matrix& x = c.inputs[0];
+         if (x.rank() < 2) fail(ErrorKind::InvalidArgument, "{}: x {} must have rank 2 or more (a matrix, or a batch of them)", c.name, x.shape());
+         if (x.shape()[x.rank() - 2] > INT32_MAX || x.shape()[x.rank() - 1] > INT32_MAX)
+           fail(ErrorKind::InvalidArgument, "{}: x {} has a matrix extent past 2^31 - 1", c.name, x.shape());
+         detail::shader_u32(x.numel(), "element count of x", c.name);
+         return std::vector<OutputSpec>{{x.shape(), x.dtype()}};
+       },
+       .lower = {{DType::F32, lowering}, {DType::I32, lowering}},
+       .backward = [upper](const BackwardCall<TriangleAttributes>& c) {
+         const Matrix& gy = c.grad_outputs[0];
+         Matrix gx = detail::allocate(gy.engine(), gy.shape());
+         std::vector<ComputeDispatch> ds;
+         triangle_dispatches(upper, gy, gx, c.attributes.diagonal, c.name, ds);
+         c.record(ds, {&gy}, {&gx}, detail::attribute_values(c.attributes));
+         return std::vector<Matrix>{gx};
+       }});
+}
+
+const auto kTrilOp = triangle_op(kTril, false);
+const auto kTriuOp = triangle_op(kTriu, true);
+
+// ── one_hot ─────────────────────────────────────────────────────────────────
+
+struct OneHotAttributes {
+  std::int64_t num_classes = 0;
+  static constexpr auto fields = std::tuple{field("num_classes", &OneHotAttributes::num_classes)};
+};
+
+// Integer indices in, f32 out: not differentiable (no backward).
+const Op<OneHotAttributes> kOneHotOp{
+    {.name = kOneHot,
+     .inputs = {"indices"},
+     .infer = [](const OpCall<OneHotAttributes>& c) {
+       const Matrix& indices = c.inputs[0];
+       const std::int64_t classes = c.attributes.num_classes;
+       if (classes < 1 || classes > INT32_MAX)
+         fail(ErrorKind::InvalidArgument, "{}: num_classes {} is outside [1, 2^31 - 1] (indices {})", c.name, classes, indices.shape());
+       if (indices.rank() >= Shape::kMaxRank)
+         fail(ErrorKind::InvalidArgument, "{}: indices {} must have rank at most {} (the result adds an axis)", c.name, indices.shape(),
+              Shape::kMaxRank - 1);
+       std::vector<std::int64_t> dims = indices.shape().to_vector();
+       dims.push_back(classes);
+       detail::shader_u32(checked_mul(indices.numel(), classes, "one_hot result elements"), "result elements", c.name);
+       return std::vector<OutputSpec>{{Shape(dims)}};
+     },
+     .lower = {{DType::I32, [](const OpCall<OneHotAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+                  const Matrix& y = out[0];
+                  for (auto chunk : detail::element_chunks(y.engine(), y.numel())) {
+                    const auto off = static_cast<std::uint64_t>(chunk.begin) * 4, bytes = static_cast<std::uint64_t>(chunk.count) * 4;
+                    ComputeDispatch d;
+                    d.kernel = kernels::matrix_one_hot;
+                    d.bindings = {BufferBinding::read(c.inputs[0].storage()), BufferBinding::write(y.storage(), off, bytes)};
+                    d.push.u32(static_cast<std::uint32_t>(chunk.count))
+                        .u32(static_cast<std::uint32_t>(chunk.begin))
+                        .u32(static_cast<std::uint32_t>(c.attributes.num_classes));
+                    d.groups = {detail::groups_for(chunk.count, 1024), 1, 1};
+                    ds.push_back(std::move(d));
+                  }
+                }}}}};
+
 // x cut to `target`'s extents (each no larger than x's) by slices along the axes that differ.
 Matrix cut_to(const Matrix& x, const Shape& target) {
   Matrix out = x;
@@ -301,6 +452,21 @@ Matrix cut_to(const Matrix& x, const Shape& target) {
 }
 
 }  // namespace
+
+Matrix tril(const Matrix& x, std::int64_t diagonal) { return apply(kTrilOp, {x}, {diagonal})[0]; }
+Matrix triu(const Matrix& x, std::int64_t diagonal) { return apply(kTriuOp, {x}, {diagonal})[0]; }
+
+Matrix one_hot(const Matrix& indices, std::int64_t num_classes) { return apply(kOneHotOp, {indices}, {num_classes})[0]; }
+
+Matrix one_hot(std::span<const std::int32_t> indices, const Shape& shape, std::int64_t num_classes, std::optional<Engine> engine) {
+  if (static_cast<std::int64_t>(indices.size()) != shape.numel())
+    fail(ErrorKind::InvalidArgument, "{}: {} indices given for shape {} ({} elements)", kOneHot, indices.size(), shape, shape.numel());
+  for (std::size_t k = 0; k < indices.size(); ++k)
+    if (indices[k] < 0 || indices[k] >= num_classes)
+      fail(ErrorKind::InvalidArgument, "{}: index {} at position {} is outside [0, {}) (indices {})", kOneHot, indices[k], k, num_classes,
+           shape);
+  return one_hot(Matrix::from_i32(shape, indices, std::move(engine)), num_classes);
+}
 
 Matrix index_select(const Matrix& x, int dim, const Matrix& index) {
   detail::require_defined(x, kIndexSelect, "x");
@@ -330,6 +496,33 @@ Matrix gather(const Matrix& x, int dim, const Matrix& index) {
   return apply(kGatherOp, {cut_to(x, Shape(cut)), index}, {d})[0];
 }
 
+Matrix take_along_axis(const Matrix& x, const Matrix& indices, int axis) {
+  detail::require_defined(x, kTakeAlongAxis, "x");
+  if (x.dtype() != DType::F32 && x.dtype() != DType::I32)
+    fail(ErrorKind::InvalidArgument, "{}: x must be f32 or i32; found {} {}", kTakeAlongAxis, to_string(x.dtype()), x.shape());
+  detail::require_dtype(indices, DType::I32, kTakeAlongAxis, "indices");
+  detail::require_same_engine(x, indices, kTakeAlongAxis);
+  const std::int64_t a = normal_dim(kTakeAlongAxis, x, axis, "axis");
+  if (indices.rank() != x.rank())
+    fail(ErrorKind::InvalidArgument, "{}: indices {} must have the rank of x {}", kTakeAlongAxis, indices.shape(), x.shape());
+  std::vector<std::int64_t> xs = x.shape().to_vector(), is = indices.shape().to_vector();
+  for (std::size_t d = 0; d < xs.size(); ++d) {
+    if (static_cast<std::int64_t>(d) == a || xs[d] == is[d]) continue;
+    if (xs[d] != 1 && is[d] != 1)
+      fail(ErrorKind::InvalidArgument, "{}: indices {} and x {} do not broadcast outside axis {} (axis {}: {} against {})", kTakeAlongAxis,
+           indices.shape(), x.shape(), a, d, is[d], xs[d]);
+    xs[d] = is[d] = std::max(xs[d], is[d]);
+  }
+  return apply(kTakeAlongAxisOp, {expand(x, xs), expand(indices, is)}, {a})[0];
+}
+
+TopK topk(const Matrix& x, std::int64_t k, int axis, bool largest) {
+  detail::require_defined(x, kTopK, "x");
+  const std::int64_t a = normal_dim(kTopK, x, axis, "axis");
+  const std::vector<Matrix> r = apply(kTopKOp, {x}, {k, a, largest});
+  return {r[0], r[1]};
+}
+
 Matrix scatter_add(const Matrix& x, int dim, const Matrix& index, const Matrix& src) {
   detail::require_f32(x, kScatterAdd, "x");
   const std::int64_t d = normal_dim(kScatterAdd, x, dim);
@@ -352,7 +545,7 @@ Matrix where(const Matrix& condition, const Matrix& x, const Matrix& y) {
   detail::require_f32(y, kWhere, "y");
   detail::require_same_engine(x, condition, kWhere);
   detail::require_same_engine(x, y, kWhere);
-  const Shape out = broadcast_shapes(kWhere, {{"condition", condition.shape()}, {"x", x.shape()}, {"y", y.shape()}});
+  const Shape out = detail::broadcast_shapes(kWhere, {{"condition", condition.shape()}, {"x", x.shape()}, {"y", y.shape()}});
   detail::shader_u32(out.numel(), "result elements", kWhere);
   return apply(kWhereOp, {condition, expand(x, out.to_vector()), expand(y, out.to_vector())})[0];
 }
@@ -361,7 +554,7 @@ Matrix masked_fill(const Matrix& x, const Matrix& mask, float value) {
   detail::require_f32(x, kMaskedFill, "x");
   detail::require_dtype(mask, DType::Bool, kMaskedFill, "mask");
   detail::require_same_engine(x, mask, kMaskedFill);
-  const Shape out = broadcast_shapes(kMaskedFill, {{"x", x.shape()}, {"mask", mask.shape()}});
+  const Shape out = detail::broadcast_shapes(kMaskedFill, {{"x", x.shape()}, {"mask", mask.shape()}});
   detail::shader_u32(out.numel(), "result elements", kMaskedFill);
   return apply(kMaskedFillOp, {expand(x, out.to_vector()), mask}, {value})[0];
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 
 #include "oa/core/error.hpp"
 
@@ -27,6 +28,11 @@ std::int64_t window_batch(const Engine& engine, std::initializer_list<BatchSpan>
     items = std::min(items, o.extent > range ? 1 : (range - o.extent) / o.stride + 1);
   }
   return std::max<std::int64_t>(items, 1);
+}
+
+std::pair<std::uint64_t, std::uint64_t> chunk_window(DType d, const ElementChunk& c) {
+  const auto size = static_cast<std::uint64_t>(size_of(d));
+  return {static_cast<std::uint64_t>(c.begin) * size, (static_cast<std::uint64_t>(c.count) * size + 3) / 4 * 4};
 }
 
 runtime::BufferBinding RowChunk::window(std::shared_ptr<runtime::Storage> storage, std::int64_t words, runtime::Access access) const {
@@ -82,6 +88,26 @@ bool broadcast_layout(const Shape& big, const Shape& small, std::int64_t& channe
   for (int i = first; i <= last; ++i) channels *= big[i];
   for (std::size_t i = last + 1; i < big.rank(); ++i) inner *= big[i];
   return true;
+}
+
+Shape broadcast_shapes(const char* op, const std::vector<std::pair<const char*, Shape>>& shapes) {
+  std::size_t rank = 0;
+  for (const auto& s : shapes) rank = std::max(rank, s.second.rank());
+  std::vector<std::int64_t> out(rank, 1);
+  bool ok = true;
+  for (const auto& s : shapes)
+    for (std::size_t d = 0; d < s.second.rank(); ++d) {
+      std::int64_t& o = out[rank - s.second.rank() + d];
+      const std::int64_t e = s.second[d];
+      if (o == 1) o = e;
+      else if (e != 1 && e != o) ok = false;
+    }
+  if (!ok) {
+    std::string names;
+    for (const auto& s : shapes) names += fmt::format("{}{} {}", names.empty() ? "" : ", ", s.first, s.second);
+    fail(ErrorKind::InvalidArgument, "{}: shapes do not broadcast: {}", op, names);
+  }
+  return Shape(out);
 }
 
 }  // namespace oa::detail

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <initializer_list>
+#include <utility>
 #include <vector>
 
 #include "oa/matrix/matrix.hpp"
@@ -52,6 +53,11 @@ class ElementChunks {
 };
 ElementChunks element_chunks(const Engine& engine, std::int64_t count);
 
+// The byte offset of chunk c's elements of dtype d in their storage, and their
+// bytes rounded up to whole 4-byte words. Chunks start at multiples of 1024
+// elements, so a 16-bit or Bool chunk starts on a 256-byte boundary.
+std::pair<std::uint64_t, std::uint64_t> chunk_window(DType d, const ElementChunk& c);
+
 // A binding of 4-byte words [first, first + count) of `storage`. The binding
 // starts at `first`'s byte offset rounded down to 256 (the largest
 // minStorageBufferOffsetAlignment Vulkan allows), so `offset`, the index of word
@@ -79,6 +85,11 @@ std::int64_t window_batch(const Engine& engine, std::initializer_list<BatchSpan>
 // aligned) equal one contiguous run of `big`'s axes. Returns false for any other
 // pattern (and when small's rank exceeds big's).
 bool broadcast_layout(const Shape& big, const Shape& small, std::int64_t& channels, std::int64_t& inner);
+
+// The NumPy broadcast of `shapes` (right aligned; extents equal or 1), each
+// named by its argument; throws InvalidArgument naming `op`, the arguments and
+// the shapes.
+Shape broadcast_shapes(const char* op, const std::vector<std::pair<const char*, Shape>>& shapes);
 
 // The one lowering of the row kernels (softmax, log_softmax, cross_entropy,
 // layer_norm; shaders/common/rows.glsl) over a row-major [rows, cols] tensor.

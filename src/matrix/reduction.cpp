@@ -22,7 +22,9 @@ using runtime::Access;
 using runtime::ComputeDispatch;
 using runtime::Storage;
 
-enum ReduceOp : std::uint32_t { Sum = 0, Max = 1, ArgMax = 2 };
+// The OP codes of matrix/reduce; ArgMin runs ArgMax over -x (its NEGATE).
+enum ReduceOp : std::uint32_t { Sum = 0, Max = 1, ArgMax = 2, ArgMin = 3 };
+bool is_arg(ReduceOp op) { return op == ArgMax || op == ArgMin; }
 
 std::int64_t range_words(const Engine& engine) {
   return static_cast<std::int64_t>(engine.device().max_storage_buffer_range / 4) - 64;
@@ -31,18 +33,18 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
 
 // Appends the passes of matrix/reduce that reduce `rows` rows of `length` f32
-// items of `in` into `out` ([rows] values, or int32 indices for ArgMax). Rows
+// items of `in` into `out` ([rows] values, or int32 indices for ArgMax and ArgMin). Rows
 // longer than one segment give [rows, parts] partial results that the next
 // pass reduces again. Callers check that max(rows, rows * length) fits a u32.
 void reduce_rows(const Engine& engine, std::shared_ptr<Storage> in, std::int64_t rows, std::int64_t length, ReduceOp op,
                  float scale, const std::shared_ptr<Storage>& out, std::vector<ComputeDispatch>& ds) {
-  bool pairs = false;  // `in` holds (value, index) pairs of an earlier ArgMax pass
+  bool pairs = false;  // `in` holds (value, index) pairs of an earlier ArgMax or ArgMin pass
   for (;;) {
     const std::uint32_t threads = length > 512 ? 256 : 32;  // invocations per segment
     const std::int64_t chunk = threads == 256 ? 4096 : 512;  // items per segment
     const std::int64_t parts = std::max<std::int64_t>(1, ceil_div(length, chunk));
     const bool last = parts == 1;
-    const std::int64_t w_in = pairs ? 2 : 1, w_out = op == ArgMax && !last ? 2 : 1;
+    const std::int64_t w_in = pairs ? 2 : 1, w_out = is_arg(op) && !last ? 2 : 1;
     const auto dst = last ? out : engine.allocate(static_cast<std::uint64_t>(rows * parts * w_out) * 4);
     const std::int64_t segments = rows * parts;
     const std::int64_t per = std::max<std::int64_t>(1, range_words(engine) / (std::max<std::int64_t>(1, std::min(chunk, length)) * w_in));
@@ -54,7 +56,7 @@ void reduce_rows(const Engine& engine, std::shared_ptr<Storage> in, std::int64_t
       const auto dstw = detail::element_window(dst, s0 * w_out, q * w_out, Access::Write);
       ComputeDispatch d;
       d.kernel = kernels::matrix_reduce;
-      d.specialization = {op, threads, pairs, last ? (op == ArgMax ? 2u : 0u) : (op == ArgMax ? 1u : 0u)};
+      d.specialization = {is_arg(op) ? ArgMax : op, threads, pairs, is_arg(op) ? (last ? 2u : 1u) : 0u, op == ArgMin && !pairs};
       d.bindings = {src.binding, dstw.binding};
       d.push.u32(u32(q)).u32(u32(r0)).u32(u32(p0)).u32(u32(length)).u32(u32(parts)).u32(u32(chunk));
       d.push.u32(src.offset).u32(dstw.offset).f32(last ? scale : 1.0f);
@@ -63,7 +65,7 @@ void reduce_rows(const Engine& engine, std::shared_ptr<Storage> in, std::int64_t
     }
     if (last) return;
     in = dst;
-    pairs = op == ArgMax;
+    pairs = is_arg(op);
     length = parts;
   }
 }
@@ -171,7 +173,7 @@ float scale_of(bool mean, std::int64_t length) {
 }
 
 // A reduction of matrix/reduce: its checks and output shape, the lowering,
-// and (but for argmax) its backward: gy broadcast back (sum, mean) or shared
+// and (but for argmax and argmin) its backward: gy broadcast back (sum, mean) or shared
 // among each row's maxima (max).
 template <class A>
 Op<A> reduction_op(const char* name, ReduceOp op, bool mean) {
@@ -204,12 +206,12 @@ Op<A> reduction_op(const char* name, ReduceOp op, bool mean) {
                     const std::int64_t length = s.dim(-1);
                     if (op != Sum && length == 0)
                       fail(ErrorKind::InvalidArgument, "{}: cannot reduce the empty last axis of x {}", c.name, s);
-                    if (op == ArgMax && length > INT32_MAX)
+                    if (is_arg(op) && length > INT32_MAX)
                       fail(ErrorKind::InvalidArgument, "{}: last axis of x {} is too long for int32 indices", c.name, s);
                     std::vector<std::int64_t> dims(s.dims().begin(), s.dims().end() - 1);
                     check_indexable(x, Shape(dims).numel(), c.name);
                     if (c.attributes.keepdim) dims.push_back(1);
-                    return std::vector<OutputSpec>{{Shape(dims), op == ArgMax ? DType::I32 : DType::F32}};
+                    return std::vector<OutputSpec>{{Shape(dims), is_arg(op) ? DType::I32 : DType::F32}};
                   }
                 },
                 .lower = {{DType::F32,
@@ -220,13 +222,14 @@ Op<A> reduction_op(const char* name, ReduceOp op, bool mean) {
                                            out[0].storage(), ds);
                            }}},
                 .saves = [op](const OpCall<A>&, const std::vector<bool>&) { return op == Max ? Saves{{true}, {true}} : Saves{}; },
-                .backward = op == ArgMax ? nullptr : std::function<std::vector<Matrix>(const BackwardCall<A>&)>(backward)});
+                .backward = is_arg(op) ? nullptr : std::function<std::vector<Matrix>(const BackwardCall<A>&)>(backward)});
 }
 
 const auto kSum = reduction_op<KeepDimAttributes>("oa::matrix::sum", Sum, false);
 const auto kMean = reduction_op<KeepDimAttributes>("oa::matrix::mean", Sum, true);
 const auto kMax = reduction_op<KeepDimAttributes>("oa::matrix::max", Max, false);
 const auto kArgMax = reduction_op<KeepDimAttributes>("oa::matrix::argmax", ArgMax, false);
+const auto kArgMin = reduction_op<KeepDimAttributes>("oa::matrix::argmin", ArgMin, false);
 const auto kSumAll = reduction_op<NoAttributes>("oa::matrix::sum_all", Sum, false);
 const auto kMeanAll = reduction_op<NoAttributes>("oa::matrix::mean_all", Sum, true);
 const auto kMaxAll = reduction_op<NoAttributes>("oa::matrix::max_all", Max, false);
@@ -287,6 +290,7 @@ Matrix sum(const Matrix& x, bool keepdim) { return apply(kSum, {x}, {keepdim})[0
 Matrix mean(const Matrix& x, bool keepdim) { return apply(kMean, {x}, {keepdim})[0]; }
 Matrix max(const Matrix& x, bool keepdim) { return apply(kMax, {x}, {keepdim})[0]; }
 Matrix argmax(const Matrix& x, bool keepdim) { return apply(kArgMax, {x}, {keepdim})[0]; }
+Matrix argmin(const Matrix& x, bool keepdim) { return apply(kArgMin, {x}, {keepdim})[0]; }
 
 Matrix sum_all(const Matrix& x) { return apply(kSumAll, {x})[0]; }
 Matrix mean_all(const Matrix& x) { return apply(kMeanAll, {x})[0]; }

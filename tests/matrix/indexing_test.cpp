@@ -286,6 +286,153 @@ TEST(MatrixIndexing, SplitTakesUnevenSizesAndStackANewAxis) {
   }
 }
 
+TEST(MatrixIndexing, TrilAndTriuKeepATriangleWithGradients) {
+  struct Case {
+    Shape shape;
+    std::int64_t diagonal;
+  };
+  // Square and not, batched, diagonals above, below and past the matrix.
+  const std::vector<Case> cases = {{{4, 4}, 0}, {{3, 5}, 1}, {{5, 3}, -2}, {{2, 3, 4}, 0}, {{2, 1, 3, 3}, -1}, {{3, 4}, 9}, {{3, 4}, -7}};
+  std::uint64_t seed = 150;
+  for (const auto& c : cases) {
+    for (bool upper : {false, true}) {
+      SCOPED_TRACE(c.shape.to_string() + " diagonal " + std::to_string(c.diagonal) + (upper ? " triu" : " tril"));
+      gradcheck({random_input(c.shape, seed++)},
+                [&](const std::vector<Matrix>& x) { return upper ? mx::triu(x[0], c.diagonal) : mx::tril(x[0], c.diagonal); },
+                [&](const Inputs& x) { return ref::triangle(x[0], c.shape.to_vector(), c.diagonal, upper); });
+    }
+  }
+  // One op forward and one backward, traced with its diagonal; i32 values.
+  const Matrix x = Matrix::from_vector({3, 3}, oa::test::test_values(9, 160));
+  oa::set_requires_grad(x);
+  oa::TraceCapture trace(x.engine());
+  oa::backward(mx::sum_all(mx::triu(x, 1)));
+  const auto ops = trace.ops();
+  ASSERT_EQ(ops.size(), 4u);  // triu, sum_all, sum_all backward, triu backward
+  EXPECT_EQ(ops[0].name, "oa::matrix::triu");
+  EXPECT_EQ(ops[0].dispatches, 1u);
+  EXPECT_EQ(std::get<std::int64_t>(*ops[0].attribute("diagonal")), 1);
+  EXPECT_EQ(ops[3].name, "oa::matrix::triu");
+  EXPECT_TRUE(ops[3].backward);
+  EXPECT_EQ(oa::grad(x).to_vector(), (std::vector<float>{0, 1, 1, 0, 0, 1, 0, 0, 0}));
+  const std::vector<std::int32_t> xi = ints(6, 161, -50, 50);
+  EXPECT_EQ(mx::tril(Matrix::from_i32({2, 3}, xi)).to_i32(), (std::vector<std::int32_t>{xi[0], 0, 0, xi[3], xi[4], 0}));
+}
+
+TEST(MatrixIndexing, OneHotMatchesTheReferenceAndGivesZeroRowsOutOfRange) {
+  struct Case {
+    Shape shape;
+    std::int64_t classes;
+  };
+  const std::vector<Case> cases = {{{5}, 3}, {{2, 3}, 4}, {{}, 6}, {{2, 1, 3}, 1}, {{0, 2}, 3}, {{7}, 1030}};
+  std::uint64_t seed = 170;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.shape.to_string() + " classes " + std::to_string(c.classes));
+    // -1 and classes are outside the range: zero rows.
+    const auto iv = ints(c.shape.numel(), seed++, -1, static_cast<int>(c.classes) + 1);
+    const Matrix y = mx::one_hot(Matrix::from_i32(c.shape, iv), c.classes);
+    std::vector<std::int64_t> out = c.shape.to_vector();
+    out.push_back(c.classes);
+    EXPECT_EQ(y.shape(), Shape(out));
+    EXPECT_EQ(y.dtype(), oa::DType::F32);
+    EXPECT_TRUE(oa_test::near(y.to_vector(), ref::one_hot(iv, c.classes), 0, 0));
+  }
+  // One op, not differentiable; host indices are checked, then uploaded.
+  const std::vector<std::int32_t> host{2, 0, 1, 2};
+  oa::TraceCapture trace(oa::Engine::default_engine());
+  const Matrix y = mx::one_hot(host, {2, 2}, 3);
+  const auto ops = trace.ops();
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].name, "oa::matrix::one_hot");
+  EXPECT_EQ(std::get<std::int64_t>(*ops[0].attribute("num_classes")), 3);
+  EXPECT_FALSE(oa::requires_grad(y));
+  EXPECT_TRUE(oa_test::near(y.to_vector(), ref::one_hot(host, 3), 0, 0));
+}
+
+TEST(MatrixIndexing, TakeAlongAxisBroadcastsOutsideTheAxisWithGradients) {
+  struct Case {
+    Shape x, indices;
+    int axis;
+  };
+  // Equal extents; longer and shorter along the axis; indices or x broadcast
+  // on other axes; negative axes.
+  const std::vector<Case> cases = {{{5}, {3}, 0},         {{3, 4}, {3, 6}, 1},         {{3, 4}, {2, 4}, 0},
+                                   {{3, 4}, {1, 2}, -1}, {{1, 4, 2}, {3, 2, 2}, 1}, {{2, 3, 4}, {2, 1, 2}, -1}};
+  std::uint64_t seed = 190;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.x.to_string() + " indices " + c.indices.to_string() + " axis " + std::to_string(c.axis));
+    const auto a = static_cast<std::size_t>(c.axis < 0 ? c.axis + static_cast<int>(c.x.rank()) : c.axis);
+    const auto iv = ints(c.indices.numel(), seed + 100, 0, static_cast<int>(c.x[a]));
+    const Matrix indices = Matrix::from_i32(c.indices, iv);
+    gradcheck({random_input(c.x, seed++)}, [&](const std::vector<Matrix>& x) { return mx::take_along_axis(x[0], indices, c.axis); },
+              [&](const Inputs& x) { return ref::take_along_axis(x[0], c.x.to_vector(), iv, c.indices.to_vector(), a); });
+  }
+  // Same extents outside the axis: one op; each row's maximum through argmax; i32 x.
+  const Matrix x = Matrix::from_vector({3, 5}, oa::test::test_values(15, 200));
+  const Matrix am = mx::argmax(x, true);
+  oa::TraceCapture trace(x.engine());
+  const Matrix best = mx::take_along_axis(x, am, -1);
+  const auto ops = trace.ops();
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].name, "oa::matrix::take_along_axis");
+  EXPECT_EQ(std::get<std::int64_t>(*ops[0].attribute("dim")), 1);
+  EXPECT_EQ(best.shape(), Shape({3, 1}));
+  EXPECT_EQ(best.to_vector(), mx::max(x, true).to_vector());
+  const std::vector<std::int32_t> xi = ints(6, 201, -50, 50);
+  EXPECT_EQ(mx::take_along_axis(Matrix::from_i32({2, 3}, xi), Matrix::from_i32({2, 1}, std::vector<std::int32_t>{2, 0}), 1).to_i32(),
+            (std::vector<std::int32_t>{xi[2], xi[3]}));
+}
+
+TEST(MatrixIndexing, TopkGivesOrderedValuesAndIndicesWithGradients) {
+  struct Case {
+    Shape shape;
+    std::int64_t k;
+    int axis;
+  };
+  const std::vector<Case> cases = {{{7}, 3, 0}, {{3, 6}, 6, -1}, {{4, 5}, 2, 0}, {{2, 5, 3}, 1, 1}, {{2, 3, 9}, 4, -1}, {{3, 4}, 0, 1}};
+  std::uint64_t seed = 210;
+  for (const auto& c : cases) {
+    for (bool largest : {true, false}) {
+      SCOPED_TRACE(c.shape.to_string() + " k " + std::to_string(c.k) + " axis " + std::to_string(c.axis) + (largest ? " largest" : " smallest"));
+      const auto a = static_cast<std::size_t>(c.axis < 0 ? c.axis + static_cast<int>(c.shape.rank()) : c.axis);
+      Matrix indices;
+      const auto input = random_input(c.shape, seed++);
+      gradcheck({input},
+                [&](const std::vector<Matrix>& x) {
+                  const auto r = mx::topk(x[0], c.k, c.axis, largest);
+                  indices = r.indices;
+                  return r.values;
+                },
+                [&](const Inputs& x) { return ref::topk(x[0], c.shape.to_vector(), a, c.k, largest); });
+      std::vector<std::int32_t> want;
+      ref::topk(f64(input.values), c.shape.to_vector(), a, c.k, largest, &want);
+      EXPECT_EQ(indices.dtype(), oa::DType::I32);
+      EXPECT_EQ(indices.to_i32(), want);
+    }
+  }
+  // Ties in position order, -0 and +0 tie, NaN first (largest) or last.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Matrix t = Matrix::from_vector({6}, std::vector<float>{1, nan, 0.0f, 1, -0.0f, 3});
+  EXPECT_EQ(mx::topk(t, 6).indices.to_i32(), (std::vector<std::int32_t>{1, 5, 0, 3, 2, 4}));
+  EXPECT_EQ(mx::topk(t, 6, -1, false).indices.to_i32(), (std::vector<std::int32_t>{2, 4, 0, 3, 5, 1}));
+  // One op forward, one backward; the indices carry no gradient.
+  const Matrix x = Matrix::from_vector({2, 4}, oa::test::test_values(8, 220));
+  oa::set_requires_grad(x);
+  oa::TraceCapture trace(x.engine());
+  const auto r = mx::topk(x, 2);
+  EXPECT_FALSE(oa::requires_grad(r.indices));
+  oa::backward(mx::sum_all(r.values));
+  const auto ops = trace.ops();
+  ASSERT_EQ(ops.size(), 4u);  // topk, sum_all, sum_all backward, topk backward
+  EXPECT_EQ(ops[0].name, "oa::matrix::topk");
+  EXPECT_EQ(ops[0].dispatches, 1u);
+  EXPECT_EQ(ops[0].outputs.size(), 2u);
+  EXPECT_EQ(std::get<std::int64_t>(*ops[0].attribute("k")), 2);
+  EXPECT_TRUE(std::get<bool>(*ops[0].attribute("largest")));
+  EXPECT_EQ(ops[3].name, "oa::matrix::topk");
+  EXPECT_TRUE(ops[3].backward);
+}
+
 TEST(MatrixIndexing, BadArgumentsNameTheOpAndRecordNothing) {
   const Matrix x = Matrix::zeros({2, 3, 4});
   const Matrix i1 = Matrix::from_i32({2}, std::vector<std::int32_t>{0, 1});
@@ -334,6 +481,29 @@ TEST(MatrixIndexing, BadArgumentsNameTheOpAndRecordNothing) {
                               {"oa::matrix::stack", "xs[1] [2, 3, 5]", "[2, 3, 4]"}));
   EXPECT_TRUE(oa_test::throws([&] { mx::stack({x}, 4); }, ErrorKind::InvalidArgument, {"oa::matrix::stack", "axis 4", "[-4, 3]"}));
   EXPECT_TRUE(oa_test::throws([&] { mx::stack({}, 0); }, ErrorKind::InvalidArgument, {"oa::matrix::stack", "empty"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::one_hot(f_index, 3); }, ErrorKind::InvalidArgument,
+                              {"oa::matrix::one_hot", "indices must be i32", "f32 [2]"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::one_hot(i1, 0); }, ErrorKind::InvalidArgument, {"oa::matrix::one_hot", "num_classes 0", "[2]"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::one_hot(Matrix::from_i32({1, 1, 1, 1, 1, 1, 1, 1}, std::vector<std::int32_t>{0}), 2); },
+                              ErrorKind::InvalidArgument, {"oa::matrix::one_hot", "rank at most 7"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::one_hot(std::vector<std::int32_t>{0, 3}, {2}, 3); }, ErrorKind::InvalidArgument,
+                              {"oa::matrix::one_hot", "index 3 at position 1", "[0, 3)"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::one_hot(std::vector<std::int32_t>{0, 1}, {3}, 3); }, ErrorKind::InvalidArgument,
+                              {"oa::matrix::one_hot", "2 indices", "[3]"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::take_along_axis(x, i1, 0); }, ErrorKind::InvalidArgument,
+                              {"oa::matrix::take_along_axis", "indices [2]", "rank of x [2, 3, 4]"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::take_along_axis(x, Matrix::from_i32({2, 2, 1}, std::vector<std::int32_t>(4, 0)), 2); },
+                              ErrorKind::InvalidArgument, {"oa::matrix::take_along_axis", "[2, 2, 1]", "[2, 3, 4]", "do not broadcast"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::take_along_axis(x, i3, 3); }, ErrorKind::InvalidArgument,
+                              {"oa::matrix::take_along_axis", "axis 3", "[2, 3, 4]"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::take_along_axis(x, x, 0); }, ErrorKind::InvalidArgument,
+                              {"oa::matrix::take_along_axis", "indices must be i32"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::topk(x, 5); }, ErrorKind::InvalidArgument, {"oa::matrix::topk", "k 5", "[0, 4]", "[2, 3, 4]"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::topk(x, -1, 0); }, ErrorKind::InvalidArgument, {"oa::matrix::topk", "k -1", "[0, 2]"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::topk(x, 1, -4); }, ErrorKind::InvalidArgument, {"oa::matrix::topk", "axis -4"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::topk(i3, 1); }, ErrorKind::InvalidArgument, {"oa::matrix::topk", "x must be f32", "i32"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::tril(Matrix::zeros({4})); }, ErrorKind::InvalidArgument, {"oa::matrix::tril", "x [4]", "rank 2"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::triu(cond); }, ErrorKind::InvalidArgument, {"oa::matrix::triu", "x must be f32, i32", "bool"}));
   EXPECT_TRUE(trace.ops().empty());
 }
 

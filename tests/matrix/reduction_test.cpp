@@ -152,6 +152,33 @@ TEST(MatrixReduction, NanIsTheMaximumOnEveryPath) {
   }
 }
 
+// argmin on every path of argmax (one segment, several subgroups, two
+// passes): the first minimum, ties to the lower index, a NaN as the minimum.
+TEST(MatrixReduction, ArgminGivesTheFirstMinimumOnEveryPath) {
+  const float nan = std::nanf("");
+  for (std::int64_t length : {1, 20, 1000, 9000}) {
+    SCOPED_TRACE(testing::Message() << "length " << length);
+    const std::int64_t rows = 4;
+    auto x = random_values(rows * length, 80);
+    if (length > 1) {
+      x[length / 2] = -2.0f;  // row 0: the minimum twice; the first wins
+      x[length - 1] = -2.0f;
+      x[length + length - 1] = nan;  // row 1: a NaN after a smaller value
+      x[length] = -INFINITY;
+      for (std::int64_t j = 0; j < length; ++j) x[2 * length + j] = std::abs(x[2 * length + j]) + 1.0f;
+      x[2 * length] = 0.0f;  // row 2: +0 then -0, the minima, tie: the first wins
+      x[2 * length + 1] = -0.0f;
+    }
+    const Matrix mx = Matrix::from_vector({rows, length}, x);
+    const auto am = traced("oa::matrix::argmin", [&] { return oa::matrix::argmin(mx); });
+    EXPECT_EQ(am.dtype(), oa::DType::I32);
+    EXPECT_EQ(am.to_i32(), oa::reference::row_argmin(x, rows, length));
+  }
+  EXPECT_EQ(oa::matrix::argmin(Matrix::from_vector({2, 3}, std::vector<float>{3, 1, 1, 4, 5, -6}), true).to_i32(),
+            (std::vector<std::int32_t>{1, 2}));
+  EXPECT_EQ(oa::matrix::argmin(Matrix::zeros({2, 3}), true).shape(), Shape({2, 1}));
+}
+
 TEST(MatrixReduction, EmptyAxes) {
   const Matrix x = Matrix::zeros({3, 0});
   EXPECT_EQ(oa::matrix::sum(x).to_vector(), std::vector<float>(3, 0.0f));
@@ -162,6 +189,7 @@ TEST(MatrixReduction, EmptyAxes) {
   const std::pair<const char*, Matrix (*)(const Matrix&)> failing[] = {
       {"oa::matrix::max:", [](const Matrix& m) { return oa::matrix::max(m); }},
       {"oa::matrix::argmax:", [](const Matrix& m) { return oa::matrix::argmax(m); }},
+      {"oa::matrix::argmin:", [](const Matrix& m) { return oa::matrix::argmin(m); }},
       {"oa::matrix::max_all:", [](const Matrix& m) { return oa::matrix::max_all(m); }}};
   for (const auto& [name, f] : failing) {
     try {

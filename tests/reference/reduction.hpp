@@ -45,6 +45,26 @@ inline std::vector<double> row_max(const std::vector<float>& x, std::int64_t row
   return m;
 }
 
+// Per row: the first index of the minimum (the first NaN when there is one).
+inline std::vector<std::int32_t> row_argmin(const std::vector<float>& x, std::int64_t rows, std::int64_t L) {
+  std::vector<std::int32_t> index(static_cast<std::size_t>(rows), 0);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    double best = 0;
+    for (std::int64_t j = 0; j < L; ++j) {
+      const double v = x[r * L + j];
+      if (std::isnan(v)) {
+        index[r] = static_cast<std::int32_t>(j);
+        break;
+      }
+      if (j == 0 || v < best) {
+        best = v;
+        index[r] = static_cast<std::int32_t>(j);
+      }
+    }
+  }
+  return index;
+}
+
 // Sums x (shape `xs`) into `target` under NumPy broadcasting (right-aligned;
 // a target extent of 1, or a missing leading axis, is summed over).
 inline std::vector<double> sum_to(const std::vector<float>& x, const std::vector<std::int64_t>& xs, const std::vector<std::int64_t>& target) {

@@ -1,5 +1,6 @@
 #pragma once
-// Elementwise ops (oa::matrix::<name>). F32 only.
+// Elementwise ops (oa::matrix::<name>). F32 only, but for the comparisons
+// (f32 or i32 in, Bool out; their broadcasting is NumPy's, see below).
 //
 // Binary ops accept operands of the same shape, or one operand broadcast
 // against the other (NumPy rules, right-aligned) when its non-unit extents form
@@ -44,6 +45,35 @@ Matrix sigmoid(const Matrix& x);
 Matrix clamp(const Matrix& x, float low, float high);
 // alpha * x + beta.
 Matrix affine(const Matrix& x, float alpha, float beta);
+
+// Comparisons (torch.eq, ne, lt, le, gt, ge): a (op) b elementwise as a Bool
+// Matrix (1 where it holds, 0 where not), the masks where() and
+// masked_fill() take. a and b are both f32 or both i32; unlike the arithmetic
+// ops above they broadcast by NumPy's full rules (right aligned, extents equal
+// or 1, any pattern; as where() does), each operand of another shape than the
+// result first expanded by oa::matrix::expand (recorded as such). NaN compares
+// false under every comparison but ne, where it compares true (IEEE 754, as
+// PyTorch); -0 equals +0. Not differentiable: the result never requires a
+// gradient (inputs that require one are fine; nothing is recorded for them).
+// Errors (InvalidArgument naming the op, the argument and the shapes; nothing
+// is recorded): undefined operands, operands on two engines, a dtype other
+// than f32 or i32, a and b of two dtypes, shapes that do not broadcast.
+// Semantic op "oa::matrix::<name>", inputs a and b, attribute value 0.
+Matrix eq(const Matrix& a, const Matrix& b);
+Matrix ne(const Matrix& a, const Matrix& b);
+Matrix lt(const Matrix& a, const Matrix& b);
+Matrix le(const Matrix& a, const Matrix& b);
+Matrix gt(const Matrix& a, const Matrix& b);
+Matrix ge(const Matrix& a, const Matrix& b);
+// With a host scalar: a (op) s, a f32 (torch.gt(a, 0.5)); a NaN s makes every
+// element false (true for ne). Semantic op "oa::matrix::<name>", input a
+// alone, attribute value s.
+Matrix eq(const Matrix& a, float s);
+Matrix ne(const Matrix& a, float s);
+Matrix lt(const Matrix& a, float s);
+Matrix le(const Matrix& a, float s);
+Matrix gt(const Matrix& a, float s);
+Matrix ge(const Matrix& a, float s);
 
 }  // namespace oa::matrix
 

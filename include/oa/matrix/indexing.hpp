@@ -1,6 +1,7 @@
 #pragma once
 // Indexing and selection (oa::matrix): index_select, gather, scatter_add,
-// where, masked_fill. Values are F32 (index_select and gather also copy I32);
+// where, masked_fill, tril, triu, one_hot, take_along_axis, topk. Values are
+// F32 (index_select, gather, take_along_axis, tril and triu also copy I32);
 // indices are I32 Matrices (oa's index dtype, as embedding and argmax use; PyTorch
 // takes int64); conditions and masks are Bool Matrices (as attention's
 // masks). Results are new contiguous Matrices.
@@ -13,9 +14,9 @@
 // indices given to index_select's span form are, and refused) (PyTorch raises a
 // device-side assert instead). The rule, the one embedding follows: an index
 // outside [0, N) (negative ones included: they do not count from the end)
-// selects nothing: index_select and gather give 0 at that position and pass
-// it no gradient; scatter_add adds nothing for it (and its src element gets a
-// zero gradient).
+// selects nothing: index_select, gather and take_along_axis give 0 at that
+// position and pass it no gradient; scatter_add adds nothing for it (and its
+// src element gets a zero gradient); one_hot gives a row of zeros.
 //
 // Determinism. The scatter-adds (scatter_add and the backward of index_select
 // and gather) use no atomics: each result element scans the K indices of its
@@ -26,11 +27,12 @@
 //
 // Errors (oa::Error, InvalidArgument, naming the op, the argument and the
 // shapes; nothing is recorded): undefined operands, operands on different
-// engines, a value dtype other than f32 (f32 or i32 for index_select and
-// gather), an index that is not i32, a condition or mask that is not bool, an
-// axis out of range, rank-0 x, shapes as each op states, element counts past
-// 2^32 - 1.
+// engines, a value dtype other than f32 (f32 or i32 for index_select,
+// gather, take_along_axis, tril and triu), an index that is not i32, a
+// condition or mask that is not bool, an axis out of range, rank-0 x, shapes
+// as each op states, element counts past 2^32 - 1.
 #include <cstdint>
+#include <optional>
 #include <span>
 
 #include "oa/matrix/matrix.hpp"
@@ -57,6 +59,37 @@ Matrix index_select(const Matrix& x, int dim, std::span<const std::int32_t> inde
 // Errors: index of another rank than x or larger than x outside dim.
 // Semantic op "oa::matrix::gather", attribute dim.
 Matrix gather(const Matrix& x, int dim, const Matrix& index);
+
+// Entries of x picked along `axis` (numpy.take_along_axis(x, indices, axis),
+// torch.take_along_dim(x, indices, axis)): indices i32 with x's rank; outside
+// the axis x and indices broadcast by NumPy's rules (extents equal or 1),
+// each first expanded by oa::matrix::expand where smaller (recorded); the
+// result has the broadcast extents and indices' extent along the axis,
+// result[c] = x[c with c_axis = indices[c]], so take_along_axis(x,
+// argmax(x, true), -1) gives each row's maximum. x f32 or i32. Gradient to
+// x: a scatter-add of the result's gradient (summed back over broadcast
+// axes). Errors: indices of another rank than x, extents outside the axis
+// that do not broadcast, an axis out of range. Semantic op
+// "oa::matrix::take_along_axis", attribute dim (the axis, non-negative).
+Matrix take_along_axis(const Matrix& x, const Matrix& indices, int axis);
+
+// The k largest (largest true) or smallest entries of x along `axis`, in
+// order (torch.topk(x, k, axis, largest, sorted=True)): x f32; values (f32)
+// and indices (i32, positions along the axis) have x's shape with extent k at
+// the axis. Order: the larger (smaller) value first; NaN counts as larger
+// than every number (first when largest, last otherwise, as PyTorch); equal
+// values, -0 and +0 included, come in increasing position (PyTorch leaves the
+// order of ties unspecified). Gradient to x through the values: their
+// gradient scatter-added at the indices (0 elsewhere); none through the
+// indices. Cost: each element of a line of N scans the line (O(N^2) a line,
+// leaving early once k elements beat it): meant for N up to a few thousand.
+// Errors: rank-0 x, an axis out of range, k outside [0, N], x not f32, more
+// than 2^32 - 1 elements. Semantic op "oa::matrix::topk", attributes k, dim
+// (the axis, non-negative), largest; outputs values, indices.
+struct TopK {
+  Matrix values, indices;
+};
+TopK topk(const Matrix& x, std::int64_t k, int axis = -1, bool largest = true);
 
 // x with src's entries added at `index` along dim (torch.scatter_add(x, dim,
 // index, src)): out = copy of x; out[c with c_dim = index[c]] += src[c] for
@@ -85,5 +118,36 @@ Matrix where(const Matrix& condition, const Matrix& x, const Matrix& y);
 // Errors: shapes that do not broadcast. Semantic op "oa::matrix::masked_fill",
 // attribute value.
 Matrix masked_fill(const Matrix& x, const Matrix& mask, float value);
+
+// The lower (tril) or upper (triu) triangle of each matrix of x
+// (torch.tril(x, diagonal), torch.triu(x, diagonal)): x is [..., R, C] (rank
+// >= 2, any leading batch axes), f32 or i32; the result has x's shape and
+// dtype, with element (r, c) of each matrix kept when c - r <= diagonal
+// (tril) or c - r >= diagonal (triu) and 0 elsewhere. diagonal 0 is the main
+// diagonal, > 0 above it, < 0 below; any value (past the matrix it keeps all
+// or nothing). Gradient to x: the result's gradient under the same mask.
+// Errors: rank below 2, a matrix extent past 2^31 - 1. Semantic ops
+// "oa::matrix::tril", "oa::matrix::triu", attribute diagonal.
+Matrix tril(const Matrix& x, std::int64_t diagonal = 0);
+Matrix triu(const Matrix& x, std::int64_t diagonal = 0);
+
+// One-hot encoding (torch.nn.functional.one_hot(indices, num_classes)):
+// indices i32 [...] (rank <= 7) give f32 [..., num_classes] with
+// result[..., k] = 1 where indices[...] == k, else 0. The result is f32, not
+// PyTorch's int64, because it feeds f32 arithmetic (a matmul, a masked loss)
+// and oa has no int64; cast it or compare it for other uses. num_classes is
+// required (PyTorch's -1, the largest index plus one, would read the indices
+// back to the host). Indices on the device are not checked (the rule at the
+// top of this file, as oa::ml::embedding): one outside [0, num_classes) gives
+// a row of zeros. Not differentiable. Errors: indices not i32, num_classes
+// outside [1, 2^31 - 1], indices of rank 8, more than 2^32 - 1 result
+// elements. Semantic op "oa::matrix::one_hot", attribute num_classes.
+Matrix one_hot(const Matrix& indices, std::int64_t num_classes);
+// The same with indices from the host, shaped `shape` (indices.size() must be
+// its element count): every index is checked (InvalidArgument naming its
+// position and value when outside [0, num_classes), before anything is
+// uploaded or recorded), then they are uploaded to `engine` (the default
+// engine when not given).
+Matrix one_hot(std::span<const std::int32_t> indices, const Shape& shape, std::int64_t num_classes, std::optional<Engine> engine = {});
 
 }  // namespace oa::matrix

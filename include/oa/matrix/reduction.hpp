@@ -9,8 +9,8 @@
 // atomics). Any number of rows (grids past the device's workgroup-count limit
 // are split) and any row length.
 //
-// Empty rows: sum gives 0, mean gives NaN (torch.sum / torch.mean); max and
-// argmax throw InvalidArgument. Rank-0 x is rejected by the last-axis forms.
+// Empty rows: sum gives 0, mean gives NaN (torch.sum / torch.mean); max,
+// argmax and argmin throw InvalidArgument. Rank-0 x is rejected by the last-axis forms.
 // Errors (oa::Error, kind InvalidArgument) name the op and the shape: undefined
 // or non-f32 x, rank 0, an empty reduced axis where no identity exists.
 #include "oa/matrix/matrix.hpp"
@@ -28,6 +28,11 @@ Matrix max(const Matrix& x, bool keepdim = false);
 // the first index of the maximum; a NaN counts as the maximum. Throws
 // InvalidArgument when L exceeds INT32_MAX. Semantic op "oa::matrix::argmax".
 Matrix argmax(const Matrix& x, bool keepdim = false);
+// Index of the minimum over the last axis as I32 (torch.argmin(x, -1, keepdim)):
+// the first index of the minimum; a NaN counts as the minimum (as PyTorch,
+// NaN propagates); -0 and +0 tie. Throws InvalidArgument when L exceeds
+// INT32_MAX. Semantic op "oa::matrix::argmin".
+Matrix argmin(const Matrix& x, bool keepdim = false);
 
 // Sum, mean and maximum of all elements -> []. Semantic ops "oa::matrix::sum_all",
 // "oa::matrix::mean_all", "oa::matrix::max_all".
