@@ -69,6 +69,7 @@ void bind_autograd(py::module_& m, TensorClass& t) {
         g.exit();
         return false;
       });
+  m.attr("no_grad").attr("__module__") = "oa";
   m.def("is_grad_enabled", &grad_enabled, "False inside oa.no_grad() on this thread.");
 }
 

@@ -87,6 +87,7 @@ void bind_engine(py::module_& m) {
       .def("__hash__", [](const Engine& e) { return std::hash<const void*>()(e.state().get()); })
       .def("__repr__", [](const Engine& e) { return fmt::format("oa.Engine(device='{}')", e.device().name); });
 
+  for (const char* name : {"dtype", "DeviceInfo", "Engine"}) m.attr(name).attr("__module__") = "oa";
   m.def("validation_message_count", &validation_message_count,
         "Vulkan validation-layer messages (warnings and errors) seen in this process (OA_VALIDATION=1).");
   m.def("default_engine", &Engine::default_engine,

@@ -111,8 +111,13 @@ py::object item(const Matrix& x) {
 
 // A size given as ints (zeros(2, 3)) or as one sequence (zeros((2, 3))).
 std::vector<std::int64_t> size_of_args(const py::args& args) {
-  if (args.size() == 1 && py::isinstance<py::sequence>(args[0])) return args[0].cast<std::vector<std::int64_t>>();
-  return args.cast<std::vector<std::int64_t>>();
+  py::object size = args;
+  if (args.size() == 1 && py::isinstance<py::sequence>(args[0]) && !py::isinstance<py::str>(args[0])) size = args[0];
+  try {
+    return size.cast<std::vector<std::int64_t>>();
+  } catch (const py::cast_error&) {
+    throw py::type_error("a size must be ints or one sequence of ints, not " + py::str(py::repr(args)).cast<std::string>());
+  }
 }
 
 // The creation functions' common tail: dtype (a cast) and requires_grad.
@@ -155,6 +160,7 @@ void bind_tensor(py::module_& m, TensorClass& t) {
   using OptEngine = std::optional<Engine>;
   // NumPy defers to the Tensor's reflected operators (array + tensor).
   t.attr("__array_priority__") = 1000;
+  t.attr("__module__") = "oa";
   t.def_property_readonly("shape", [](const Matrix& x) { return shape_tuple(x.shape()); })
       .def("size",
            [](const Matrix& x, std::optional<int> dim) -> py::object {
