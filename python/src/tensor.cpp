@@ -136,6 +136,16 @@ void require_last_axis(const Matrix& x, std::int64_t dim, const char* op) {
          x.shape());
 }
 
+// x.sum(dim=None, keepdim=False) and its kin: every element, or the last axis.
+template <Matrix (*All)(const Matrix&), Matrix (*LastAxis)(const Matrix&, bool)>
+auto reduction(const char* op) {
+  return [op](const Matrix& x, std::optional<std::int64_t> dim, bool keepdim) {
+    if (!dim) return All(x);
+    require_last_axis(x, *dim, op);
+    return LastAxis(x, keepdim);
+  };
+}
+
 std::string repr(const Matrix& x) {
   std::ostringstream os;
   os << x;
@@ -208,30 +218,11 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       .def("flatten", [](const Matrix& x, int start_dim, int end_dim) { return mx::flatten(x, start_dim, end_dim); },
            py::arg("start_dim") = 0, py::arg("end_dim") = -1)
       // Reductions.
-      .def(
-          "sum",
-          [](const Matrix& x, std::optional<std::int64_t> dim, bool keepdim) {
-            if (!dim) return mx::sum_all(x);
-            require_last_axis(x, *dim, "oa.Tensor.sum");
-            return mx::sum(x, keepdim);
-          },
-          py::arg("dim") = py::none(), py::arg("keepdim") = false)
-      .def(
-          "mean",
-          [](const Matrix& x, std::optional<std::int64_t> dim, bool keepdim) {
-            if (!dim) return mx::mean_all(x);
-            require_last_axis(x, *dim, "oa.Tensor.mean");
-            return mx::mean(x, keepdim);
-          },
-          py::arg("dim") = py::none(), py::arg("keepdim") = false)
-      .def(
-          "amax",
-          [](const Matrix& x, std::optional<std::int64_t> dim, bool keepdim) {
-            if (!dim) return mx::max_all(x);
-            require_last_axis(x, *dim, "oa.Tensor.amax");
-            return mx::max(x, keepdim);
-          },
-          py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def("sum", reduction<&mx::sum_all, &mx::sum>("oa.Tensor.sum"), py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def("mean", reduction<&mx::mean_all, &mx::mean>("oa.Tensor.mean"), py::arg("dim") = py::none(),
+           py::arg("keepdim") = false)
+      .def("amax", reduction<&mx::max_all, &mx::max>("oa.Tensor.amax"), py::arg("dim") = py::none(),
+           py::arg("keepdim") = false)
       .def(
           "argmax",
           [](const Matrix& x, std::int64_t dim, bool keepdim) {
