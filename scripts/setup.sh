@@ -2,12 +2,15 @@
 # Installs what oa needs on Debian 12 with apt-get (scripts/setup.sh
 # [--sanitizers]). Idempotent: quiet and fast when everything is present. Lavapipe (the CPU Vulkan driver) comes from
 # bookworm-backports (Mesa 25), which runs compute several times faster than
-# Mesa 22.3.
+# Mesa 22.3; so does scikit-build-core, which builds the `oa` Python package.
 set -euo pipefail
 
 packages=(cmake g++ make pkg-config glslc spirv-tools libvulkan-dev vulkan-tools
   vulkan-validationlayers libgtest-dev libfmt-dev nlohmann-json3-dev libcli11-dev
-  zlib1g-dev libpng-dev dataset-fashion-mnist fortunes)
+  zlib1g-dev libpng-dev dataset-fashion-mnist fortunes python3-dev python3-venv pybind11-dev python3-numpy
+  python3-pytest)
+# Installed from bookworm-backports (checked by their ~bpo12 versions).
+backports=(mesa-vulkan-drivers python3-scikit-build-core)
 # --sanitizers adds what scripts/sanitize.sh and scripts/fuzz.sh need: clang
 # with the sanitizer and libFuzzer runtimes, and llvm-symbolizer for reports.
 if [ "${1:-}" = "--sanitizers" ]; then packages+=(clang-14 libclang-rt-14-dev llvm-14); fi
@@ -16,21 +19,24 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-mesa_ok=0
-if dpkg-query -W -f='${Version}' mesa-vulkan-drivers 2>/dev/null | grep -q bpo12; then mesa_ok=1; fi
+missing_backports=()
+for p in "${backports[@]}"; do
+  dpkg-query -W -f='${Status} ${Version}' "$p" 2>/dev/null | grep -q "install ok installed .*bpo12" || missing_backports+=("$p")
+done
 
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 export DEBIAN_FRONTEND=noninteractive
 
-if [ ${#missing[@]} -ne 0 ] || [ $mesa_ok -ne 1 ]; then
-  echo "oa setup: installing ${missing[*]} mesa-vulkan-drivers (bookworm-backports)"
+if [ ${#missing[@]} -ne 0 ] || [ ${#missing_backports[@]} -ne 0 ]; then
+  echo "oa setup: installing ${missing[*]}; from bookworm-backports: ${missing_backports[*]}"
   if ! grep -rqs "bookworm-backports" /etc/apt/sources.list /etc/apt/sources.list.d/; then
     echo "deb http://deb.debian.org/debian bookworm-backports main" | $sudo tee /etc/apt/sources.list.d/oa-backports.list >/dev/null
   fi
   $sudo apt-get update -qq
-  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  $sudo apt-get install -y -qq --no-install-recommends -t bookworm-backports mesa-vulkan-drivers >/dev/null
+  [ ${#missing[@]} -eq 0 ] || $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  [ ${#missing_backports[@]} -eq 0 ] ||
+    $sudo apt-get install -y -qq --no-install-recommends -t bookworm-backports "${missing_backports[@]}" >/dev/null
 fi
 
 # glslang 15.1 for the cooperative-matrix shaders (GL_KHR_cooperative_matrix is

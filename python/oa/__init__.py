@@ -1,0 +1,59 @@
+"""oa: a GPU machine-learning engine on Vulkan compute, shaped like PyTorch.
+
+Tensors (oa.Tensor) live on an oa.Engine (one Vulkan device; oa.default_engine()
+unless created with engine=...). Work is recorded lazily and runs on the GPU
+while Python records the next ops; .numpy(), .item() and oa.synchronize() wait
+for it. Errors of the engine are oa.Error subclasses that also derive from
+ValueError, RuntimeError or MemoryError by kind.
+"""
+from . import _oa
+from ._oa import (
+    DeviceError,
+    DeviceInfo,
+    Engine,
+    Error,
+    FailedPreconditionError,
+    InternalError,
+    InvalidArgumentError,
+    ResourceExhaustedError,
+    Tensor,
+    UnsupportedError,
+    abs,
+    arange,
+    default_engine,
+    devices,
+    validation_message_count,
+    dtype,
+    exp,
+    from_numpy,
+    full,
+    is_grad_enabled,
+    log,
+    manual_seed,
+    matmul,
+    maximum,
+    minimum,
+    neg,
+    no_grad,
+    ones,
+    rand,
+    randn,
+    reciprocal,
+    relu,
+    rsqrt,
+    sigmoid,
+    sqrt,
+    square,
+    synchronize,
+    tanh,
+    tensor,
+    zeros,
+)
+from . import nn
+
+# torch's dtype names (oa.bool is torch.bool; Python's bool is builtins.bool).
+float32 = float = dtype.float32
+float16 = half = dtype.float16
+bfloat16 = dtype.bfloat16
+int32 = dtype.int32
+globals()["bool"] = dtype.bool

@@ -1,0 +1,2 @@
+"""oa.nn: the functional ops (oa.nn.functional)."""
+from . import functional

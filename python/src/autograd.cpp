@@ -1,0 +1,76 @@
+// Autograd on oa.Tensor (oa/matrix/autograd.hpp): requires_grad, grad,
+// backward, detach, and oa.no_grad() as a context manager.
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <vector>
+
+#include "bindings.hpp"
+
+namespace oa::python {
+namespace {
+
+// `with oa.no_grad():` holds an oa::NoGradGuard on this thread; guards nest
+// (a stack, so one object may be entered again while inside).
+class NoGrad {
+ public:
+  void enter() { guards_.push_back(std::make_unique<NoGradGuard>()); }
+  void exit() {
+    if (!guards_.empty()) guards_.pop_back();
+  }
+
+ private:
+  std::vector<std::unique_ptr<NoGradGuard>> guards_;
+};
+
+}  // namespace
+
+void bind_autograd(py::module_& m, TensorClass& t) {
+  t.def_property(
+       "requires_grad", [](const Matrix& x) { return requires_grad(x); },
+       [](const Matrix& x, bool value) { set_requires_grad(x, value); },
+       "Whether backward accumulates a gradient into this leaf (or, for a result of ops, whether it has history).")
+      .def(
+          "requires_grad_", [](const Matrix& x, bool value) { return set_requires_grad(x, value); },
+          py::arg("requires_grad") = true, "Marks this float32 leaf as requiring gradients (torch.Tensor.requires_grad_).")
+      .def_property(
+          "grad", [](const Matrix& x) { return tensor_or_none(grad(x)); },
+          [](const Matrix& x, py::object value) {
+            if (!value.is_none()) throw py::type_error("oa.Tensor.grad can only be set to None (zero_grad)");
+            zero_grad(x);
+          },
+          "The gradient accumulated into this leaf by backward, or None; assign None to clear it.")
+      .def_property_readonly(
+          "grad_fn",
+          [](const Matrix& x) -> py::object {
+            const std::string name = autograd::grad_fn_name(x);
+            return name.empty() ? py::object(py::none()) : py::object(py::str(name));
+          },
+          "The name of the op that produced this value (\"oa::matrix::mul\"), or None for a leaf.")
+      .def_property_readonly("is_leaf", [](const Matrix& x) { return autograd::grad_fn_name(x).empty(); })
+      .def(
+          "backward",
+          [](const Matrix& x, const std::optional<Matrix>& gradient, bool retain_graph) {
+            if (gradient) {
+              backward(x, *gradient, retain_graph);
+            } else {
+              backward(x, retain_graph);
+            }
+          },
+          py::arg("gradient") = py::none(), py::arg("retain_graph") = false,
+          "Backward from this scalar (or from any output with `gradient` of its shape), accumulating into the leaves' "
+          ".grad (torch.Tensor.backward).")
+      .def("detach", &detach, "The same value without history (shares storage).");
+
+  py::class_<NoGrad>(m, "no_grad", "Context manager: ops inside record no autograd history (torch.no_grad).")
+      .def(py::init<>())
+      .def("__enter__", [](NoGrad& g) { g.enter(); })
+      .def("__exit__", [](NoGrad& g, const py::args&) {
+        g.exit();
+        return false;
+      });
+  m.attr("no_grad").attr("__module__") = "oa";
+  m.def("is_grad_enabled", &grad_enabled, "False inside oa.no_grad() on this thread.");
+}
+
+}  // namespace oa::python

@@ -1,0 +1,59 @@
+#pragma once
+// The pieces of the extension module oa._oa, one file per topic; module.cpp
+// calls each bind_* once. The Python class of oa::Matrix is oa.Tensor.
+#include <pybind11/pybind11.h>
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <oa/oa.hpp>
+
+namespace oa::python {
+
+namespace py = pybind11;
+using TensorClass = py::class_<Matrix>;
+
+// oa.Error and its subclasses by kind, and the translation of oa::Error.
+void bind_errors(py::module_& m);
+// oa.dtype, oa.DeviceInfo, oa.Engine, oa.devices, oa.default_engine, oa.synchronize.
+void bind_engine(py::module_& m);
+// oa.Tensor's data and arithmetic, and the creation functions.
+void bind_tensor(py::module_& m, TensorClass& tensor);
+// backward, grad, requires_grad, detach, no_grad.
+void bind_autograd(py::module_& m, TensorClass& tensor);
+// oa.nn.functional (the submodule oa._oa.functional).
+void bind_functional(py::module_& m);
+
+// The process-wide seed stream of the creation functions and dropout when no
+// seed is given (oa.manual_seed restarts it); used with the GIL held.
+ml::Generator& default_generator();
+// `seed`, or the next seed of default_generator().
+std::uint64_t seed_or_next(const std::optional<std::uint64_t>& seed);
+
+// An undefined Matrix as None.
+py::object tensor_or_none(const Matrix& m);
+// An int (repeated) or a sequence of `N` ints, as PyTorch's int-or-tuple
+// options; throws InvalidArgument naming `op` and `arg` otherwise.
+template <std::size_t N>
+std::array<std::int64_t, N> int_tuple(py::handle value, const char* op, const char* arg) {
+  std::array<std::int64_t, N> out{};
+  if (py::isinstance<py::int_>(value)) {
+    out.fill(value.cast<std::int64_t>());
+    return out;
+  }
+  if (py::isinstance<py::sequence>(value) && !py::isinstance<py::str>(value) && py::len(value) == N) {
+    const auto seq = py::reinterpret_borrow<py::sequence>(value);
+    bool ints = true;
+    for (std::size_t i = 0; i < N; ++i) ints = ints && py::isinstance<py::int_>(seq[i]);
+    if (ints) {
+      for (std::size_t i = 0; i < N; ++i) out[i] = seq[i].cast<std::int64_t>();
+      return out;
+    }
+  }
+  fail(ErrorKind::InvalidArgument, "{}: {} must be an int or a sequence of {} ints, not {}", op, arg, N,
+       py::str(py::repr(value)).cast<std::string>());
+}
+
+}  // namespace oa::python

@@ -1,0 +1,246 @@
+// oa.nn.functional: the ops of oa/ml/functional.hpp and the elementwise
+// activations under torch.nn.functional's names and keyword arguments, plus
+// oa's own batched products, head reshapes and flash attention.
+#include <pybind11/stl.h>
+
+#include <string>
+#include <vector>
+
+#include "bindings.hpp"
+
+namespace oa::python {
+namespace {
+
+namespace mx = oa::matrix;
+using OptMatrix = std::optional<Matrix>;
+
+Matrix or_undefined(const OptMatrix& m) { return m ? *m : Matrix(); }
+
+ml::Reduction reduction_of(const std::string& r, const char* op) {
+  if (r == "mean") return ml::Reduction::Mean;
+  if (r == "sum") return ml::Reduction::Sum;
+  if (r == "none") return ml::Reduction::None;
+  fail(ErrorKind::InvalidArgument, "{}: reduction must be 'none', 'mean' or 'sum', not '{}'", op, r);
+}
+
+// softmax and log_softmax run over the last axis.
+void require_last_dim(const Matrix& x, std::int64_t dim, const char* op) {
+  const auto rank = static_cast<std::int64_t>(x.rank());
+  if (dim != -1 && dim != rank - 1)
+    fail(ErrorKind::InvalidArgument, "{}: dim {} of input {}: only the last axis (-1) is supported", op, dim, x.shape());
+}
+
+// normalized_shape must be the last extent alone ([D]).
+void require_last_extent(const Matrix& x, py::handle normalized_shape, const char* op) {
+  const auto d = int_tuple<1>(normalized_shape, op, "normalized_shape")[0];
+  if (x.rank() == 0 || d != x.dim(-1))
+    fail(ErrorKind::InvalidArgument, "{}: normalized_shape [{}] of input {}: only the last extent is supported", op, d,
+         x.shape());
+}
+
+ml::Pool2dOptions pool_options(py::handle kernel_size, py::handle stride, py::handle padding, const char* op) {
+  ml::Pool2dOptions o;
+  o.kernel_size = int_tuple<2>(kernel_size, op, "kernel_size");
+  if (!stride.is_none()) o.stride = int_tuple<2>(stride, op, "stride");
+  o.padding = int_tuple<2>(padding, op, "padding");
+  return o;
+}
+
+}  // namespace
+
+void bind_functional(py::module_& f) {
+  using py::arg;
+  const auto none = py::none();
+
+  // ── Convolution (oa/ml/conv.hpp) ──────────────────────────────────────────
+  f.def(
+      "conv1d",
+      [](const Matrix& input, const Matrix& weight, const OptMatrix& bias, py::handle stride, py::handle padding,
+         py::handle dilation, std::int64_t groups) {
+        const char* op = "oa.nn.functional.conv1d";
+        ml::Conv1dOptions o{int_tuple<1>(stride, op, "stride")[0], int_tuple<1>(padding, op, "padding")[0],
+                            int_tuple<1>(dilation, op, "dilation")[0], groups};
+        return ml::conv_1d(input, weight, or_undefined(bias), o);
+      },
+      arg("input"), arg("weight"), arg("bias") = none, arg("stride") = 1, arg("padding") = 0, arg("dilation") = 1,
+      arg("groups") = 1, "input [N, C, L], weight [O, C / groups, K], bias [O] -> [N, O, L_out] (torch conv1d).");
+  f.def(
+      "conv2d",
+      [](const Matrix& input, const Matrix& weight, const OptMatrix& bias, py::handle stride, py::handle padding,
+         py::handle dilation, std::int64_t groups) {
+        const char* op = "oa.nn.functional.conv2d";
+        ml::Conv2dOptions o{int_tuple<2>(stride, op, "stride"), int_tuple<2>(padding, op, "padding"),
+                            int_tuple<2>(dilation, op, "dilation"), groups};
+        return ml::conv_2d(input, weight, or_undefined(bias), o);
+      },
+      arg("input"), arg("weight"), arg("bias") = none, arg("stride") = 1, arg("padding") = 0, arg("dilation") = 1,
+      arg("groups") = 1, "input [N, C, H, W], weight [O, C / groups, KH, KW], bias [O] -> [N, O, H_out, W_out].");
+  f.def(
+      "conv_transpose1d",
+      [](const Matrix& input, const Matrix& weight, const OptMatrix& bias, py::handle stride, py::handle padding,
+         py::handle output_padding, std::int64_t groups, py::handle dilation) {
+        const char* op = "oa.nn.functional.conv_transpose1d";
+        ml::ConvTranspose1dOptions o{int_tuple<1>(stride, op, "stride")[0], int_tuple<1>(padding, op, "padding")[0],
+                                     int_tuple<1>(output_padding, op, "output_padding")[0],
+                                     int_tuple<1>(dilation, op, "dilation")[0], groups};
+        return ml::conv_transpose_1d(input, weight, or_undefined(bias), o);
+      },
+      arg("input"), arg("weight"), arg("bias") = none, arg("stride") = 1, arg("padding") = 0, arg("output_padding") = 0,
+      arg("groups") = 1, arg("dilation") = 1, "input [N, C, L], weight [C, O / groups, K], bias [O] -> [N, O, L_out].");
+  f.def(
+      "conv_transpose2d",
+      [](const Matrix& input, const Matrix& weight, const OptMatrix& bias, py::handle stride, py::handle padding,
+         py::handle output_padding, std::int64_t groups, py::handle dilation) {
+        const char* op = "oa.nn.functional.conv_transpose2d";
+        ml::ConvTranspose2dOptions o{int_tuple<2>(stride, op, "stride"), int_tuple<2>(padding, op, "padding"),
+                                     int_tuple<2>(output_padding, op, "output_padding"),
+                                     int_tuple<2>(dilation, op, "dilation"), groups};
+        return ml::conv_transpose_2d(input, weight, or_undefined(bias), o);
+      },
+      arg("input"), arg("weight"), arg("bias") = none, arg("stride") = 1, arg("padding") = 0, arg("output_padding") = 0,
+      arg("groups") = 1, arg("dilation") = 1,
+      "input [N, C, H, W], weight [C, O / groups, KH, KW], bias [O] -> [N, O, H_out, W_out].");
+
+  // ── Linear, activations ───────────────────────────────────────────────────
+  f.def(
+      "linear",
+      [](const Matrix& input, const Matrix& weight, const OptMatrix& bias) {
+        return ml::linear(input, weight, or_undefined(bias));
+      },
+      arg("input"), arg("weight"), arg("bias") = none, "x [..., in] @ weight[out, in]^T + bias [out] -> [..., out].");
+  f.def("relu", &mx::relu, arg("input"));
+  f.def(
+      "gelu",
+      [](const Matrix& input, const std::string& approximate) {
+        if (approximate != "none")
+          fail(ErrorKind::InvalidArgument, "oa.nn.functional.gelu: approximate '{}': only 'none' (exact) is supported",
+               approximate);
+        return mx::gelu(input);
+      },
+      arg("input"), arg("approximate") = "none", "Exact GELU, x * Phi(x).");
+  f.def("silu", &mx::silu, arg("input"));
+  f.def("sigmoid", &mx::sigmoid, arg("input"));
+  f.def("tanh", &mx::tanh, arg("input"));
+  f.def(
+      "softmax",
+      [](const Matrix& input, std::int64_t dim) {
+        require_last_dim(input, dim, "oa.nn.functional.softmax");
+        return ml::softmax_scaled_masked(input, Matrix(), 1.0f);
+      },
+      arg("input"), arg("dim") = -1, "Softmax over the last axis; a row of all -inf gives zeros.");
+  f.def(
+      "log_softmax",
+      [](const Matrix& input, std::int64_t dim) {
+        require_last_dim(input, dim, "oa.nn.functional.log_softmax");
+        return ml::log_softmax(input);
+      },
+      arg("input"), arg("dim") = -1, "Log-softmax over the last axis.");
+
+  // ── Normalisation, pooling, dropout, embedding ────────────────────────────
+  f.def(
+      "layer_norm",
+      [](const Matrix& input, py::handle normalized_shape, const OptMatrix& weight, const OptMatrix& bias, double eps) {
+        require_last_extent(input, normalized_shape, "oa.nn.functional.layer_norm");
+        return ml::layer_norm(input, or_undefined(weight), or_undefined(bias), eps);
+      },
+      arg("input"), arg("normalized_shape"), arg("weight") = none, arg("bias") = none, arg("eps") = 1e-5,
+      "Layer normalisation over the last axis (normalized_shape = [D]).");
+  f.def(
+      "rms_norm",
+      [](const Matrix& input, py::handle normalized_shape, const OptMatrix& weight, std::optional<double> eps) {
+        require_last_extent(input, normalized_shape, "oa.nn.functional.rms_norm");
+        return ml::rms_norm(input, or_undefined(weight), eps);
+      },
+      arg("input"), arg("normalized_shape"), arg("weight") = none, arg("eps") = none,
+      "RMS normalisation over the last axis (normalized_shape = [D]).");
+  f.def(
+      "batch_norm",
+      [](const Matrix& input, const Matrix& running_mean, const Matrix& running_var, const OptMatrix& weight,
+         const OptMatrix& bias, bool training, double momentum, double eps) {
+        return ml::batch_norm_2d(input, or_undefined(weight), or_undefined(bias), running_mean, running_var, training,
+                                 momentum, eps);
+      },
+      arg("input"), arg("running_mean"), arg("running_var"), arg("weight") = none, arg("bias") = none,
+      arg("training") = false, arg("momentum") = 0.1, arg("eps") = 1e-5,
+      "Batch normalisation of NCHW input (running statistics required; updated in place in training).");
+  f.def(
+      "max_pool2d",
+      [](const Matrix& input, py::handle kernel_size, py::handle stride, py::handle padding) {
+        return ml::max_pool_2d(input, pool_options(kernel_size, stride, padding, "oa.nn.functional.max_pool2d"));
+      },
+      arg("input"), arg("kernel_size"), arg("stride") = none, arg("padding") = 0);
+  f.def(
+      "avg_pool2d",
+      [](const Matrix& input, py::handle kernel_size, py::handle stride, py::handle padding) {
+        return ml::avg_pool_2d(input, pool_options(kernel_size, stride, padding, "oa.nn.functional.avg_pool2d"));
+      },
+      arg("input"), arg("kernel_size"), arg("stride") = none, arg("padding") = 0,
+      "Average pooling, padding counted as zeros (count_include_pad=True).");
+  f.def(
+      "dropout",
+      [](const Matrix& input, double p, bool training, std::optional<std::uint64_t> seed) {
+        return ml::dropout(input, p, training ? seed_or_next(seed) : 0, training);
+      },
+      arg("input"), arg("p") = 0.5, arg("training") = true, arg("seed") = none,
+      "Zeroes elements with probability p and scales the rest by 1 / (1 - p); the mask is Philox keyed by `seed` "
+      "(default: the next seed of oa.manual_seed's stream).");
+  f.def("embedding", py::overload_cast<const Matrix&, const Matrix&>(&ml::embedding), arg("input"), arg("weight"),
+        "int32 indices [...] into weight [V, D] -> [..., D]; an index outside [0, V) gives a zero row.");
+
+  // ── Losses ────────────────────────────────────────────────────────────────
+  f.def(
+      "cross_entropy",
+      [](const Matrix& input, const Matrix& target, std::int64_t ignore_index, const std::string& reduction,
+         double label_smoothing) {
+        ml::CrossEntropyOptions o{reduction_of(reduction, "oa.nn.functional.cross_entropy"), ignore_index,
+                                  label_smoothing};
+        return ml::cross_entropy(input, target, o);
+      },
+      arg("input"), arg("target"), arg("ignore_index") = -100, arg("reduction") = "mean", arg("label_smoothing") = 0.0,
+      "Logits [N, C] against int32 class indices [N].");
+  f.def(
+      "mse_loss",
+      [](const Matrix& input, const Matrix& target, const std::string& reduction) {
+        return ml::mse_loss(input, target, reduction_of(reduction, "oa.nn.functional.mse_loss"));
+      },
+      arg("input"), arg("target"), arg("reduction") = "mean");
+
+  // ── Attention and batched products (oa/ml/attention.hpp) ──────────────────
+  f.def(
+      "scaled_dot_product_attention",
+      [](const Matrix& query, const Matrix& key, const Matrix& value, const OptMatrix& attn_mask, double dropout_p,
+         bool is_causal, std::optional<float> scale) {
+        if (dropout_p != 0.0)
+          fail(ErrorKind::InvalidArgument,
+               "oa.nn.functional.scaled_dot_product_attention: dropout_p {}: only 0 is supported", dropout_p);
+        return ml::scaled_dot_product_attention(query, key, value, or_undefined(attn_mask), scale, is_causal);
+      },
+      arg("query"), arg("key"), arg("value"), arg("attn_mask") = none, arg("dropout_p") = 0.0, arg("is_causal") = false,
+      arg("scale") = none,
+      "q [B, H, Sq, Dh] (or [BH, Sq, Dh]), k, v -> [B, H, Sq, Dv]; attn_mask is additive (-inf hides a key); causal "
+      "is aligned bottom-right; scale defaults to 1/sqrt(Dh).");
+  f.def(
+      "flash_attention",
+      [](const Matrix& query, const Matrix& key, const Matrix& value, const OptMatrix& attn_mask,
+         std::optional<float> scale, bool is_causal) {
+        auto r = ml::flash_attention(query, key, value, or_undefined(attn_mask), scale, is_causal);
+        return py::make_tuple(r.output, r.log_sum_exp);
+      },
+      arg("query"), arg("key"), arg("value"), arg("attn_mask") = none, arg("scale") = none, arg("is_causal") = false,
+      "The flash path (Dh, Dv <= 256): returns (output, log_sum_exp).");
+  f.def("bmm", &ml::bmm, arg("input"), arg("mat2"), "[N, M, K] @ [N, K, P] -> [N, M, P].");
+  f.def("bmm_nt", &ml::bmm_nt, arg("input"), arg("mat2"), "[N, M, K] @ [N, P, K]^T -> [N, M, P].");
+  f.def("bmm_tn", &ml::bmm_tn, arg("input"), arg("mat2"), "[N, K, M]^T @ [N, K, P] -> [N, M, P].");
+  f.def("split_heads", &ml::split_heads, arg("input"), arg("batch"), arg("seq_len"), arg("num_heads"),
+        "[B*S, D] -> [B*H, S, D/H].");
+  f.def("merge_heads", &ml::merge_heads, arg("input"), arg("batch"), arg("seq_len"), arg("num_heads"),
+        "[B*H, S, Dh] -> [B*S, H*Dh].");
+  f.def(
+      "softmax_scaled_masked",
+      [](const Matrix& scores, const OptMatrix& mask, float scale) {
+        return ml::softmax_scaled_masked(scores, or_undefined(mask), scale);
+      },
+      arg("scores"), arg("mask") = none, arg("scale") = 1.0f, "softmax(scores * scale + mask) over the last axis.");
+}
+
+}  // namespace oa::python

@@ -1,0 +1,343 @@
+// oa.Tensor (oa::Matrix): conversion from and to NumPy, properties,
+// arithmetic and the views of oa/matrix, and the creation functions.
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bindings.hpp"
+
+namespace oa::python {
+namespace {
+
+namespace mx = oa::matrix;
+
+Shape shape_of(const py::array& a) { return Shape(std::vector<std::int64_t>(a.shape(), a.shape() + a.ndim())); }
+
+py::tuple shape_tuple(const Shape& s) {
+  py::tuple t(s.rank());
+  for (std::size_t i = 0; i < s.rank(); ++i) t[i] = s[i];
+  return t;
+}
+
+// A NumPy array of `shape` that owns `values` (no copy).
+template <typename T>
+py::array owning_array(std::vector<T>&& values, const Shape& shape, py::dtype dtype) {
+  auto* owned = new std::vector<T>(std::move(values));
+  py::capsule free_when_done(owned, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+  const auto dims = shape.to_vector();
+  return py::array(dtype, std::vector<py::ssize_t>(dims.begin(), dims.end()), {}, owned->data(), free_when_done);
+}
+
+// The dtype oa.tensor gives an array of NumPy dtype `d` when none is asked
+// for: float16 stays float16, other floats become float32 (as torch.tensor
+// of Python floats), integers int32, booleans bool.
+DType inferred_dtype(const py::dtype& d, const char* op) {
+  switch (d.kind()) {
+    case 'f': return d.itemsize() == 2 ? DType::F16 : DType::F32;
+    case 'i':
+    case 'u': return DType::I32;
+    case 'b': return DType::Bool;
+    default:
+      fail(ErrorKind::InvalidArgument, "{}: NumPy dtype {} has no oa dtype (floats, integers and booleans only)", op,
+           py::str(static_cast<py::handle>(d)).cast<std::string>());
+  }
+}
+
+// oa.tensor and oa.from_numpy: `data` copied to a new leaf on `engine`.
+Matrix from_array(const py::array& data, std::optional<DType> dtype, bool requires_grad,
+                  const std::optional<Engine>& engine, const char* op) {
+  const DType target = dtype ? *dtype : inferred_dtype(data.dtype(), op);
+  const Shape shape = shape_of(data);
+  Matrix out;
+  switch (target) {
+    case DType::F32:
+    case DType::F16:
+    case DType::BF16: {
+      const auto values = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(data);
+      if (!values) throw py::error_already_set();
+      out = Matrix::from_vector(shape, std::span<const float>(values.data(), values.size()), target, engine);
+      break;
+    }
+    case DType::I32: {
+      // Through int64, so that values outside int32 are refused rather than wrapped.
+      const auto wide = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(data);
+      if (!wide) throw py::error_already_set();
+      std::vector<std::int32_t> values(wide.size());
+      for (py::ssize_t i = 0; i < wide.size(); ++i) {
+        const std::int64_t v = wide.data()[i];
+        if (v < std::numeric_limits<std::int32_t>::min() || v > std::numeric_limits<std::int32_t>::max())
+          fail(ErrorKind::InvalidArgument, "{}: element {} is {}, outside int32", op, i, v);
+        values[i] = static_cast<std::int32_t>(v);
+      }
+      out = Matrix::from_i32(shape, values, engine);
+      break;
+    }
+    case DType::Bool: {
+      const auto values = py::array_t<bool, py::array::c_style | py::array::forcecast>::ensure(data.attr("astype")("bool"));
+      if (!values) throw py::error_already_set();
+      out = Matrix::from_bool(
+          shape, std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(values.data()), values.size()), engine);
+      break;
+    }
+  }
+  if (requires_grad) set_requires_grad(out);
+  return out;
+}
+
+// x.numpy(): float32, float16 (exact), float32 for bfloat16 (NumPy has no
+// bfloat16), int32 or bool.
+py::array to_numpy(const Matrix& x) {
+  switch (x.dtype()) {
+    case DType::F32:
+    case DType::BF16: return owning_array(x.to_vector(), x.shape(), py::dtype::of<float>());
+    case DType::F16: return owning_array(x.to_vector(), x.shape(), py::dtype::of<float>()).attr("astype")("float16");
+    case DType::I32: return owning_array(x.to_i32(), x.shape(), py::dtype::of<std::int32_t>());
+    case DType::Bool: return owning_array(x.to_bool(), x.shape(), py::dtype("bool"));
+  }
+  return {};
+}
+
+py::object item(const Matrix& x) {
+  if (is_floating_point(x.dtype())) return py::float_(x.item());
+  if (x.numel() != 1)
+    fail(ErrorKind::InvalidArgument, "oa.Tensor.item: a tensor of shape {} has {} elements, not 1", x.shape(), x.numel());
+  if (x.dtype() == DType::I32) return py::int_(x.to_i32()[0]);
+  return py::bool_(x.to_bool()[0] != 0);
+}
+
+// A size given as ints (zeros(2, 3)) or as one sequence (zeros((2, 3))).
+std::vector<std::int64_t> size_of_args(const py::args& args) {
+  py::object size = args;
+  if (args.size() == 1 && py::isinstance<py::sequence>(args[0]) && !py::isinstance<py::str>(args[0])) size = args[0];
+  try {
+    return size.cast<std::vector<std::int64_t>>();
+  } catch (const py::cast_error&) {
+    throw py::type_error("a size must be ints or one sequence of ints, not " + py::str(py::repr(args)).cast<std::string>());
+  }
+}
+
+// The creation functions' common tail: dtype (a cast) and requires_grad.
+Matrix finish(Matrix m, std::optional<DType> dtype, bool requires_grad) {
+  if (dtype) m = mx::cast(m, *dtype);
+  if (requires_grad) set_requires_grad(m);
+  return m;
+}
+
+// The last-axis reductions of oa/matrix/reduction.hpp with PyTorch's dim:
+// None reduces everything, else dim must name the last axis.
+void require_last_axis(const Matrix& x, std::int64_t dim, const char* op) {
+  const auto rank = static_cast<std::int64_t>(x.rank());
+  if (dim != -1 && dim != rank - 1)
+    fail(ErrorKind::InvalidArgument, "{}: dim {} of a tensor of shape {}: only the last axis (-1) is supported", op, dim,
+         x.shape());
+}
+
+// x.sum(dim=None, keepdim=False) and its kin: every element, or the last axis.
+template <Matrix (*All)(const Matrix&), Matrix (*LastAxis)(const Matrix&, bool)>
+auto reduction(const char* op) {
+  return [op](const Matrix& x, std::optional<std::int64_t> dim, bool keepdim) {
+    if (!dim) return All(x);
+    require_last_axis(x, *dim, op);
+    return LastAxis(x, keepdim);
+  };
+}
+
+std::string repr(const Matrix& x) {
+  std::ostringstream os;
+  os << x;
+  return os.str();
+}
+
+}  // namespace
+
+ml::Generator& default_generator() {
+  static ml::Generator generator(0);
+  return generator;
+}
+
+std::uint64_t seed_or_next(const std::optional<std::uint64_t>& seed) {
+  return seed ? *seed : default_generator().next_seed();
+}
+
+py::object tensor_or_none(const Matrix& m) { return m.defined() ? py::cast(m) : py::none(); }
+
+void bind_tensor(py::module_& m, TensorClass& t) {
+  using Opt = std::optional<DType>;
+  using OptEngine = std::optional<Engine>;
+  // NumPy defers to the Tensor's reflected operators (array + tensor).
+  t.attr("__array_priority__") = 1000;
+  t.attr("__module__") = "oa";
+  t.def_property_readonly("shape", [](const Matrix& x) { return shape_tuple(x.shape()); })
+      .def("size",
+           [](const Matrix& x, std::optional<int> dim) -> py::object {
+             if (dim) return py::int_(x.dim(*dim));
+             return shape_tuple(x.shape());
+           },
+           py::arg("dim") = py::none())
+      .def_property_readonly("dtype", &Matrix::dtype)
+      .def_property_readonly("ndim", &Matrix::rank)
+      .def("dim", &Matrix::rank)
+      .def("numel", &Matrix::numel)
+      .def_property_readonly("engine", &Matrix::engine)
+      .def("__len__",
+           [](const Matrix& x) {
+             if (x.rank() == 0) throw py::type_error("len() of a 0-d tensor");
+             return x.dim(0);
+           })
+      .def("numpy", &to_numpy, "A copy as a NumPy array (bfloat16 as float32).")
+      .def(
+          "__array__",
+          [](const Matrix& x, py::object dtype, py::object) {
+            py::object a = to_numpy(x);
+            return dtype.is_none() ? a : a.attr("astype")(dtype);
+          },
+          py::arg("dtype") = py::none(), py::arg("copy") = py::none())
+      .def("tolist", [](const Matrix& x) { return to_numpy(x).attr("tolist")(); })
+      .def("item", &item)
+      .def("__float__", [](const Matrix& x) { return x.item(); })
+      .def("__repr__", &repr)
+      .def("to", [](const Matrix& x, DType dtype) { return mx::cast(x, dtype); }, py::arg("dtype"))
+      .def("float", [](const Matrix& x) { return mx::cast(x, DType::F32); })
+      .def("half", [](const Matrix& x) { return mx::cast(x, DType::F16); })
+      .def("bfloat16", [](const Matrix& x) { return mx::cast(x, DType::BF16); })
+      // Views and layout.
+      .def("reshape", [](const Matrix& x, const py::args& shape) { return x.reshape(size_of_args(shape)); })
+      .def("view", [](const Matrix& x, const py::args& shape) { return x.reshape(size_of_args(shape)); })
+      .def("permute", [](const Matrix& x, const py::args& dims) { return mx::permute(x, size_of_args(dims)); })
+      .def("transpose", [](const Matrix& x, int dim0, int dim1) { return mx::transpose(x, dim0, dim1); },
+           py::arg("dim0"), py::arg("dim1"))
+      .def_property_readonly("mT", [](const Matrix& x) { return mx::transpose(x); })
+      .def("expand", [](const Matrix& x, const py::args& shape) { return mx::expand(x, size_of_args(shape)); })
+      .def("squeeze", [](const Matrix& x, std::optional<int> dim) { return mx::squeeze(x, dim); },
+           py::arg("dim") = py::none())
+      .def("unsqueeze", [](const Matrix& x, int dim) { return mx::unsqueeze(x, dim); }, py::arg("dim"))
+      .def("flatten", [](const Matrix& x, int start_dim, int end_dim) { return mx::flatten(x, start_dim, end_dim); },
+           py::arg("start_dim") = 0, py::arg("end_dim") = -1)
+      // Reductions.
+      .def("sum", reduction<&mx::sum_all, &mx::sum>("oa.Tensor.sum"), py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def("mean", reduction<&mx::mean_all, &mx::mean>("oa.Tensor.mean"), py::arg("dim") = py::none(),
+           py::arg("keepdim") = false)
+      .def("amax", reduction<&mx::max_all, &mx::max>("oa.Tensor.amax"), py::arg("dim") = py::none(),
+           py::arg("keepdim") = false)
+      .def(
+          "argmax",
+          [](const Matrix& x, std::int64_t dim, bool keepdim) {
+            require_last_axis(x, dim, "oa.Tensor.argmax");
+            return mx::argmax(x, keepdim);
+          },
+          py::arg("dim") = -1, py::arg("keepdim") = false)
+      // Arithmetic: a Tensor or a Python number on either side.
+      .def("__add__", [](const Matrix& a, const Matrix& b) { return a + b; }, py::is_operator())
+      .def("__add__", [](const Matrix& a, float s) { return a + s; }, py::is_operator())
+      .def("__radd__", [](const Matrix& a, float s) { return a + s; }, py::is_operator())
+      .def("__sub__", [](const Matrix& a, const Matrix& b) { return a - b; }, py::is_operator())
+      .def("__sub__", [](const Matrix& a, float s) { return a - s; }, py::is_operator())
+      .def("__rsub__", [](const Matrix& a, float s) { return mx::affine(a, -1.0f, s); }, py::is_operator())
+      .def("__mul__", [](const Matrix& a, const Matrix& b) { return a * b; }, py::is_operator())
+      .def("__mul__", [](const Matrix& a, float s) { return a * s; }, py::is_operator())
+      .def("__rmul__", [](const Matrix& a, float s) { return a * s; }, py::is_operator())
+      .def("__truediv__", [](const Matrix& a, const Matrix& b) { return a / b; }, py::is_operator())
+      .def("__truediv__", [](const Matrix& a, float s) { return a / s; }, py::is_operator())
+      .def("__rtruediv__", [](const Matrix& a, float s) { return mx::reciprocal(a) * s; }, py::is_operator())
+      .def("__matmul__", [](const Matrix& a, const Matrix& b) { return mx::matmul(a, b); }, py::is_operator())
+      .def("__neg__", [](const Matrix& a) { return -a; })
+      .def("clamp",
+           [](const Matrix& x, std::optional<float> min, std::optional<float> max) {
+             return mx::clamp(x, min.value_or(-std::numeric_limits<float>::infinity()),
+                              max.value_or(std::numeric_limits<float>::infinity()));
+           },
+           py::arg("min") = py::none(), py::arg("max") = py::none());
+
+  // The elementwise functions, as methods and as oa.<name>.
+  struct Unary {
+    const char* name;
+    Matrix (*fn)(const Matrix&);
+  };
+  const Unary unary[] = {{"exp", &mx::exp},       {"log", &mx::log},         {"sqrt", &mx::sqrt},
+                         {"rsqrt", &mx::rsqrt},   {"reciprocal", &mx::reciprocal}, {"abs", &mx::abs},
+                         {"square", &mx::square}, {"relu", &mx::relu},       {"sigmoid", &mx::sigmoid},
+                         {"tanh", &mx::tanh},     {"neg", &mx::neg}};
+  for (const auto& u : unary) {
+    t.def(u.name, u.fn);
+    m.def(u.name, u.fn, py::arg("input"));
+  }
+  m.def("matmul", &mx::matmul, py::arg("input"), py::arg("other"), "torch.matmul for operands of rank >= 2.");
+  m.def("maximum", &mx::maximum, py::arg("input"), py::arg("other"));
+  m.def("minimum", &mx::minimum, py::arg("input"), py::arg("other"));
+
+  // Creation.
+  m.def(
+      "tensor",
+      [](py::object data, Opt dtype, bool requires_grad, const OptEngine& engine) {
+        const py::array array = py::module_::import("numpy").attr("asarray")(data);
+        return from_array(array, dtype, requires_grad, engine, "oa.tensor");
+      },
+      py::arg("data"), py::arg("dtype") = py::none(), py::arg("requires_grad") = false, py::arg("engine") = py::none(),
+      "A new leaf holding a copy of `data` (torch.tensor). Without dtype: float16 stays float16, other floats become "
+      "float32, integers int32, booleans bool.");
+  m.def(
+      "from_numpy",
+      [](const py::array& array, const OptEngine& engine) {
+        return from_array(array, std::nullopt, false, engine, "oa.from_numpy");
+      },
+      py::arg("ndarray"), py::arg("engine") = py::none(),
+      "A tensor holding a copy of a NumPy array (torch.from_numpy shares memory; oa's live on the device).");
+  m.def(
+      "zeros",
+      [](const py::args& size, Opt dtype, bool requires_grad, const OptEngine& engine) {
+        return finish(Matrix::zeros(Shape(size_of_args(size)), engine), dtype, requires_grad);
+      },
+      py::arg("dtype") = py::none(), py::arg("requires_grad") = false, py::arg("engine") = py::none());
+  m.def(
+      "ones",
+      [](const py::args& size, Opt dtype, bool requires_grad, const OptEngine& engine) {
+        return finish(Matrix::ones(Shape(size_of_args(size)), engine), dtype, requires_grad);
+      },
+      py::arg("dtype") = py::none(), py::arg("requires_grad") = false, py::arg("engine") = py::none());
+  m.def(
+      "full",
+      [](const std::vector<std::int64_t>& size, float fill_value, Opt dtype, bool requires_grad,
+         const OptEngine& engine) {
+        return finish(Matrix::full(Shape(size), fill_value, engine), dtype, requires_grad);
+      },
+      py::arg("size"), py::arg("fill_value"), py::arg("dtype") = py::none(), py::arg("requires_grad") = false,
+      py::arg("engine") = py::none());
+  m.def(
+      "arange",
+      [](float start, std::optional<float> end, float step, Opt dtype, bool requires_grad, const OptEngine& engine) {
+        // arange(end) counts from 0, as torch.arange.
+        Matrix r = end ? Matrix::arange(start, *end, step, engine) : Matrix::arange(0.0f, start, step, engine);
+        return finish(r, dtype, requires_grad);
+      },
+      py::arg("start"), py::arg("end") = py::none(), py::arg("step") = 1.0f, py::arg("dtype") = py::none(),
+      py::arg("requires_grad") = false, py::arg("engine") = py::none(), "float32 values start, start + step, ... below end.");
+  m.def(
+      "rand",
+      [](const py::args& size, std::optional<std::uint64_t> seed, Opt dtype, bool requires_grad,
+         const OptEngine& engine) {
+        return finish(Matrix::uniform(Shape(size_of_args(size)), 0.0f, 1.0f, seed_or_next(seed), engine), dtype,
+                      requires_grad);
+      },
+      py::arg("seed") = py::none(), py::arg("dtype") = py::none(), py::arg("requires_grad") = false,
+      py::arg("engine") = py::none(),
+      "Uniform on [0, 1) (Philox-4x32-10, Matrix::uniform): the same seed gives the same values on every device; "
+      "without one, the next seed of the stream oa.manual_seed restarts.");
+  m.def(
+      "randn",
+      [](const py::args& size, std::optional<std::uint64_t> seed, Opt dtype, bool requires_grad,
+         const OptEngine& engine) {
+        return finish(Matrix::normal(Shape(size_of_args(size)), 0.0f, 1.0f, seed_or_next(seed), engine), dtype,
+                      requires_grad);
+      },
+      py::arg("seed") = py::none(), py::arg("dtype") = py::none(), py::arg("requires_grad") = false,
+      py::arg("engine") = py::none(), "Standard normal (Box-Muller over Philox, Matrix::normal); seeds as oa.rand.");
+  m.def(
+      "manual_seed", [](std::uint64_t seed) { default_generator() = ml::Generator(seed); }, py::arg("seed"),
+      "Restarts the seed stream (oa::ml::Generator) of oa.rand, oa.randn and dropout calls given no seed.");
+}
+
+}  // namespace oa::python

@@ -1,0 +1,104 @@
+"""Bad input raises oa.Error subclasses by kind (or TypeError for wrong Python
+types), with the engine's message; no call crashes the interpreter."""
+import itertools
+
+import numpy as np
+import pytest
+
+import oa
+import oa.nn.functional as F
+
+
+def test_error_classes():
+    assert issubclass(oa.InvalidArgumentError, oa.Error) and issubclass(oa.InvalidArgumentError, ValueError)
+    assert issubclass(oa.FailedPreconditionError, RuntimeError)
+    assert issubclass(oa.ResourceExhaustedError, MemoryError)
+    for cls in (oa.UnsupportedError, oa.DeviceError, oa.InternalError):
+        assert issubclass(cls, oa.Error) and issubclass(cls, RuntimeError)
+
+
+def test_messages_name_the_op_and_shapes():
+    with pytest.raises(ValueError) as e:
+        oa.ones(2, 3) + oa.ones(4)
+    assert type(e.value) is oa.InvalidArgumentError
+    assert str(e.value).startswith("oa::matrix::add: shapes [2, 3] and [4]")
+    with pytest.raises(oa.InvalidArgumentError, match=r"oa::ml::conv_2d.*\[1, 3, 4, 4\]"):
+        F.conv2d(oa.ones(1, 3, 4, 4), oa.ones(2, 5, 3, 3))
+    with pytest.raises(oa.InvalidArgumentError, match="oa::matrix::matmul"):
+        oa.ones(2, 3) @ oa.ones(2, 3)
+
+
+def test_bad_values():
+    with pytest.raises(oa.InvalidArgumentError, match="rank 9"):
+        oa.zeros(*[1] * 9)
+    with pytest.raises(oa.InvalidArgumentError, match="negative"):
+        oa.zeros(-1)
+    with pytest.raises(oa.InvalidArgumentError, match="complex"):
+        oa.tensor([1 + 2j])
+    with pytest.raises(oa.InvalidArgumentError, match="outside int32"):
+        oa.tensor([2**40])
+    with pytest.raises(oa.InvalidArgumentError, match="stride"):
+        F.conv2d(oa.ones(1, 1, 4, 4), oa.ones(1, 1, 2, 2), stride=(1, 2, 3))
+    with pytest.raises(oa.InvalidArgumentError):
+        F.cross_entropy(oa.ones(2, 3), oa.ones(2))  # float targets
+    with pytest.raises(oa.InvalidArgumentError, match="no Vulkan device"):
+        oa.Engine(device="no such device")
+    with pytest.raises(oa.InvalidArgumentError):
+        oa.tensor([1, 2]).item()
+
+
+def test_wrong_python_types():
+    with pytest.raises(TypeError):
+        oa.zeros("a")
+    with pytest.raises(TypeError):
+        oa.ones(2) + None
+    with pytest.raises(TypeError):
+        F.relu(None)
+    with pytest.raises(TypeError):
+        F.conv2d(oa.ones(1, 1, 3, 3), oa.ones(1, 1, 1, 1), groups=1.5)
+    with pytest.raises(TypeError):
+        oa.ones(2).grad = oa.ones(2)
+
+
+def test_resource_exhausted():
+    k = oa.default_engine().device.max_storage_buffer_range // 4 + 1
+    with pytest.raises(MemoryError) as e:
+        oa.zeros(1, k) @ oa.zeros(k, 1)
+    assert type(e.value) is oa.ResourceExhaustedError and "maxStorageBufferRange" in str(e.value)
+
+
+def test_fuzz_raises_only_errors():
+    """Random shapes, dtypes and None through the bindings: each call returns
+    or raises oa.Error or TypeError (a crash would end the test run)."""
+    rng = np.random.default_rng(17)
+
+    def operand():
+        kind = rng.integers(6)
+        if kind == 0:
+            return None
+        if kind == 1:
+            return float(rng.uniform(-2, 2))
+        shape = tuple(int(d) for d in rng.integers(0, 4, size=rng.integers(0, 5)))
+        dtype = [oa.float32, oa.float16, oa.int32, oa.bool, oa.float32][int(rng.integers(5))]
+        return oa.tensor(rng.uniform(-2, 2, size=shape), dtype=dtype)
+
+    calls = [
+        lambda a, b: a + b, lambda a, b: a * b, lambda a, b: a @ b, lambda a, b: a / b,
+        lambda a, b: F.linear(a, b), lambda a, b: F.conv1d(a, b), lambda a, b: F.conv2d(a, b, padding=1),
+        lambda a, b: F.conv_transpose2d(a, b, stride=2), lambda a, b: F.layer_norm(a, 3, b),
+        lambda a, b: F.cross_entropy(a, b), lambda a, b: F.mse_loss(a, b), lambda a, b: F.bmm(a, b),
+        lambda a, b: F.scaled_dot_product_attention(a, b, b), lambda a, b: F.softmax(a),
+        lambda a, b: F.max_pool2d(a, 2), lambda a, b: F.embedding(a, b), lambda a, b: F.log_softmax(a),
+        lambda a, b: a.reshape(-1, 2), lambda a, b: a.permute(1, 0), lambda a, b: a.sum(dim=-1),
+        lambda a, b: a.to(oa.bfloat16), lambda a, b: a.requires_grad_(), lambda a, b: (a * 2).sum().backward(),
+        lambda a, b: a.item(), lambda a, b: a.numpy(), lambda a, b: F.gelu(a),
+    ]
+    outcomes = {"returned": 0, "raised": 0}
+    for call, _ in itertools.product(calls, range(12)):
+        try:
+            call(operand(), operand())
+            outcomes["returned"] += 1
+        except (oa.Error, TypeError, AttributeError):
+            outcomes["raised"] += 1
+    oa.synchronize()
+    assert outcomes["returned"] > 0 and outcomes["raised"] > 0

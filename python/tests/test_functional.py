@@ -1,0 +1,182 @@
+"""oa.nn.functional against f64 NumPy oracles, with finite-difference gradients."""
+import math
+
+import numpy as np
+import pytest
+
+import oa
+import oa.nn.functional as F
+import reference as ref
+from reference import assert_close, check_gradients, values
+
+
+def test_conv2d():
+    x, w, b = values((2, 4, 6, 5), 1), values((6, 2, 3, 2), 2), values((6,), 3)
+    kw = dict(stride=(2, 1), padding=1, dilation=(1, 2), groups=2)
+    check_gradients(
+        lambda x, w, b: F.conv2d(x, w, b, **kw),
+        lambda x, w, b: ref.conv2d(x, w, b, stride=(2, 1), padding=(1, 1), dilation=(1, 2), groups=2),
+        [x, w, b],
+    )
+    assert_close(F.conv2d(oa.tensor(x), oa.tensor(w), groups=2).numpy(), ref.conv2d(x, w, groups=2))
+
+
+def test_conv1d():
+    x, w = values((2, 3, 9), 4), values((4, 3, 3), 5)
+    out = F.conv1d(oa.tensor(x), oa.tensor(w), stride=2, padding=1, dilation=2)
+    expected = ref.conv2d(x[:, :, None], w[:, :, None], stride=(1, 2), padding=(0, 1), dilation=(1, 2))[:, :, 0]
+    assert_close(out.numpy(), expected)
+
+
+def test_conv_transpose2d():
+    x, w, b = values((1, 4, 3, 4), 6), values((4, 3, 2, 3), 7), values((6,), 8)
+    check_gradients(
+        lambda x, w, b: F.conv_transpose2d(x, w, b, stride=2, padding=(1, 0), output_padding=(1, 0), groups=2),
+        lambda x, w, b: ref.conv_transpose2d(x, w, b, (2, 2), (1, 0), (1, 0), (1, 1), groups=2),
+        [x, w, b],
+    )
+
+
+def test_conv_transpose1d():
+    x, w = values((2, 3, 5), 9), values((3, 2, 3), 10)
+    out = F.conv_transpose1d(oa.tensor(x), oa.tensor(w), stride=2, padding=1, output_padding=1)
+    expected = ref.conv_transpose2d(x[:, :, None], w[:, :, None], None, (1, 2), (0, 1), (0, 1))[:, :, 0]
+    assert_close(out.numpy(), expected)
+
+
+def test_linear_and_activations():
+    x, w, b = values((3, 5), 11), values((4, 5), 12), values((4,), 13)
+    check_gradients(F.linear, lambda x, w, b: x @ w.T + b, [x, w, b])
+    assert_close(F.linear(oa.tensor(x), oa.tensor(w)).numpy(), x.astype(np.float64) @ w.T)
+    # Away from relu's kink at 0 by more than the difference step.
+    a = values((2, 6), 14)
+    a[np.abs(a) < 0.05] = 0.3
+    check_gradients(F.relu, lambda v: np.maximum(v, 0), [a])
+    check_gradients(F.gelu, ref.gelu, [a])
+    check_gradients(F.silu, lambda v: v / (1 + np.exp(-v)), [a])
+    assert_close(F.sigmoid(oa.tensor(a)).numpy(), 1 / (1 + np.exp(-a.astype(np.float64))))
+    assert_close(F.tanh(oa.tensor(a)).numpy(), np.tanh(a.astype(np.float64)))
+    with pytest.raises(oa.InvalidArgumentError, match="approximate"):
+        F.gelu(oa.tensor(a), approximate="tanh")
+
+
+def test_softmax():
+    x = values((3, 7), 15, -3, 3)
+    check_gradients(lambda t: F.softmax(t, dim=-1), ref.softmax, [x])
+    check_gradients(lambda t: F.log_softmax(t, dim=1), ref.log_softmax, [x])
+    # A row of -inf gives zeros, never NaN.
+    rows = np.array([[-np.inf, -np.inf], [0.0, 1000.0]], dtype=np.float32)
+    assert_close(F.softmax(oa.tensor(rows)).numpy(), [[0, 0], [0, 1]])
+    mask = np.where(np.arange(7) > 3, -np.inf, 0).astype(np.float32)
+    assert_close(F.softmax_scaled_masked(oa.tensor(x), oa.tensor(mask), scale=0.5).numpy(), ref.softmax(0.5 * x + mask))
+    with pytest.raises(oa.InvalidArgumentError, match="last axis"):
+        F.softmax(oa.tensor(x), dim=0)
+
+
+def test_norms():
+    x, w, b = values((4, 6), 16, -2, 2), values((6,), 17), values((6,), 18)
+    check_gradients(lambda x, w, b: F.layer_norm(x, [6], w, b, eps=1e-3), lambda x, w, b: ref.layer_norm(x, w, b, 1e-3),
+                    [x, w, b])
+    assert_close(F.layer_norm(oa.tensor(x), 6).numpy(), ref.layer_norm(x.astype(np.float64)))
+    rms = lambda x, w: x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-6) * w
+    check_gradients(lambda x, w: F.rms_norm(x, (6,), w, eps=1e-6), rms, [x, w])
+    with pytest.raises(oa.InvalidArgumentError, match="normalized_shape"):
+        F.layer_norm(oa.tensor(x), [4, 6])
+
+
+def test_batch_norm():
+    x, w, b = values((3, 2, 2, 2), 19), values((2,), 20), values((2,), 21)
+    x64 = x.astype(np.float64)
+    mean, var = oa.zeros(2), oa.ones(2)
+    y = F.batch_norm(oa.tensor(x), mean, var, oa.tensor(w), oa.tensor(b), training=True, momentum=0.5, eps=1e-5)
+    m = x64.mean(axis=(0, 2, 3))
+    v = x64.var(axis=(0, 2, 3))
+    expected = (x64 - m.reshape(1, 2, 1, 1)) / np.sqrt(v.reshape(1, 2, 1, 1) + 1e-5) * w.reshape(1, 2, 1, 1)
+    assert_close(y.numpy(), expected + b.reshape(1, 2, 1, 1))
+    assert_close(mean.numpy(), 0.5 * m)
+    assert_close(var.numpy(), 0.5 + 0.5 * x64.var(axis=(0, 2, 3), ddof=1))
+    evaluated = F.batch_norm(oa.tensor(x), oa.zeros(2), oa.full([2], 4.0), eps=0.0)
+    assert_close(evaluated.numpy(), x64 / 2)
+
+
+def test_pooling():
+    x = values((2, 3, 5, 6), 22)
+    t, x64 = oa.tensor(x), x.astype(np.float64)
+    out = F.max_pool2d(t, 2)
+    expected = x64[:, :, :4, :6].reshape(2, 3, 2, 2, 3, 2).max(axis=(3, 5))
+    assert_close(out.numpy(), expected)
+    avg = F.avg_pool2d(t, kernel_size=(3, 2), stride=(2, 2), padding=(1, 0))
+    padded = np.pad(x64, ((0, 0), (0, 0), (1, 1), (0, 0)))
+    expected = np.array([[[[padded[n, c, 2 * i : 2 * i + 3, 2 * j : 2 * j + 2].mean() for j in range(3)]
+                            for i in range(3)] for c in range(3)] for n in range(2)])
+    assert_close(avg.numpy(), expected)
+    check_gradients(lambda v: F.avg_pool2d(v, 2), lambda v: v.reshape(2, 3, 2, 2, 3, 2).mean(axis=(3, 5)),
+                    [x[:, :, :4, :]])
+
+
+def test_dropout():
+    x = np.ones((64, 64), dtype=np.float32)
+    t = oa.tensor(x)
+    y = F.dropout(t, p=0.25, seed=7).numpy()
+    kept = y != 0
+    assert abs(kept.mean() - 0.75) < 0.03
+    assert_close(y[kept], np.full(kept.sum(), 1 / 0.75))
+    np.testing.assert_array_equal(F.dropout(t, 0.25, seed=7).numpy(), y)
+    np.testing.assert_array_equal(F.dropout(t, 0.25, training=False).numpy(), x)
+
+
+def test_embedding():
+    w = values((5, 3), 23)
+    idx = np.array([[4, 0], [2, 2]])
+    assert_close(F.embedding(oa.tensor(idx), oa.tensor(w)).numpy(), w[idx])
+    wt = oa.tensor(w, requires_grad=True)
+    F.embedding(oa.tensor(idx), wt).sum().backward()
+    assert_close(wt.grad.numpy(), np.array([[1] * 3, [0] * 3, [2] * 3, [0] * 3, [1] * 3]))
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy(reduction):
+    logits = values((5, 4), 24, -2, 2)
+    target = np.array([1, 3, -100, 0, 2])
+    kw = dict(ignore_index=-100, reduction=reduction, label_smoothing=0.1)
+    check_gradients(lambda x: F.cross_entropy(x, oa.tensor(target), **kw),
+                    lambda x: np.asarray(ref.cross_entropy(x, target, **kw)), [logits])
+
+
+def test_mse_loss():
+    a, b = values((3, 4), 25), values((3, 4), 26)
+    check_gradients(F.mse_loss, lambda a, b: np.mean((a - b) ** 2), [a, b])
+    check_gradients(lambda a, b: F.mse_loss(a, b, reduction="none"), lambda a, b: (a - b) ** 2, [a, b])
+    with pytest.raises(oa.InvalidArgumentError, match="reduction"):
+        F.mse_loss(oa.tensor(a), oa.tensor(b), reduction="max")
+
+
+def test_scaled_dot_product_attention():
+    q, k, v = values((1, 2, 3, 4), 27), values((1, 2, 5, 4), 28), values((1, 2, 5, 3), 29)
+    check_gradients(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+                    lambda q, k, v: ref.attention(q, k, v, causal=True), [q, k, v])
+    mask = np.where(values((3, 5), 30) > 0.6, -np.inf, 0).astype(np.float32)
+    mask[:, 0] = 0
+    out = F.scaled_dot_product_attention(oa.tensor(q), oa.tensor(k), oa.tensor(v), attn_mask=oa.tensor(mask), scale=0.3)
+    assert_close(out.numpy(), ref.attention(q, k, v, mask=mask, scale=0.3))
+    flat = [oa.tensor(a.reshape(2, a.shape[2], a.shape[3])) for a in (q, k, v)]
+    output, lse = F.flash_attention(*flat, is_causal=True)
+    assert_close(output.numpy(), ref.attention(q, k, v, causal=True).reshape(2, 3, 3))
+    s = np.einsum("bqd,bkd->bqk", q.reshape(2, 3, 4), k.reshape(2, 5, 4)) / 2
+    s = np.where(np.arange(5)[None, :] > np.arange(3)[:, None] + 2, -np.inf, s)
+    assert_close(lse.numpy(), np.log(np.exp(s).sum(-1)))
+    with pytest.raises(oa.InvalidArgumentError, match="dropout_p"):
+        F.scaled_dot_product_attention(*flat, dropout_p=0.1)
+
+
+def test_batched_products_and_heads():
+    a, b = values((2, 3, 4), 31), values((2, 4, 5), 32)
+    check_gradients(F.bmm, lambda a, b: a @ b, [a, b])
+    bt = values((2, 5, 4), 33)
+    assert_close(F.bmm_nt(oa.tensor(a), oa.tensor(bt)).numpy(), a.astype(np.float64) @ bt.transpose(0, 2, 1))
+    at = values((2, 4, 3), 34)
+    assert_close(F.bmm_tn(oa.tensor(at), oa.tensor(b)).numpy(), at.astype(np.float64).transpose(0, 2, 1) @ b)
+    x = values((2 * 3, 8), 35)  # B = 2, S = 3, D = 8, H = 4
+    heads = F.split_heads(oa.tensor(x), 2, 3, 4)
+    np.testing.assert_array_equal(heads.numpy(), x.reshape(2, 3, 4, 2).transpose(0, 2, 1, 3).reshape(8, 3, 2))
+    np.testing.assert_array_equal(F.merge_heads(heads, batch=2, seq_len=3, num_heads=4).numpy(), x)

@@ -1,0 +1,163 @@
+"""oa.Tensor: conversion, creation, arithmetic and views against NumPy (f64)."""
+import numpy as np
+import pytest
+
+import oa
+from reference import assert_close, values
+
+
+@pytest.mark.parametrize(
+    "array, dtype, numpy_dtype",
+    [
+        (np.arange(6, dtype=np.float64).reshape(2, 3) / 7, oa.float32, np.float32),
+        (np.array([1.5, -2.25, 65504.0], dtype=np.float16), oa.float16, np.float16),
+        (np.array([[1, -2], [2**31 - 1, -(2**31)]], dtype=np.int64), oa.int32, np.int32),
+        (np.array([True, False, True]), oa.bool, np.bool_),
+        (np.float32(3.5), oa.float32, np.float32),
+    ],
+)
+def test_round_trip(array, dtype, numpy_dtype):
+    t = oa.tensor(array)
+    assert t.dtype == dtype
+    assert t.shape == array.shape
+    out = t.numpy()
+    assert out.dtype == numpy_dtype
+    np.testing.assert_array_equal(out, array.astype(numpy_dtype))
+    np.testing.assert_array_equal(np.asarray(t), out)
+    assert oa.from_numpy(np.asarray(array)).dtype == dtype
+
+
+def test_explicit_dtypes():
+    x = [0.1, 1.0 / 3.0, 300.7]
+    np.testing.assert_array_equal(oa.tensor(x, dtype=oa.float16).numpy(), np.array(x, dtype=np.float16))
+    # bfloat16 comes back widened to float32: the top half of the f32 bits, rounded to nearest even.
+    bf = oa.tensor(x, dtype=oa.bfloat16).numpy()
+    assert bf.dtype == np.float32
+    bits = np.array(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16).astype(np.uint32).view(np.float32)
+    np.testing.assert_array_equal(bf, rounded)
+    np.testing.assert_array_equal(oa.tensor([1.7, -2.2], dtype=oa.int32).numpy(), [1, -2])
+    np.testing.assert_array_equal(oa.tensor([0.5, 0.0], dtype=oa.bool).numpy(), [True, False])
+    assert oa.tensor([1.0], dtype=oa.float16).float().dtype == oa.float32
+
+
+def test_item_and_lists():
+    assert oa.tensor(2.5).item() == 2.5
+    assert oa.tensor([7]).item() == 7
+    assert oa.tensor([True]).item() is True
+    assert float(oa.tensor([[0.25]])) == 0.25
+    assert oa.tensor([[1, 2], [3, 4]]).tolist() == [[1, 2], [3, 4]]
+    t = oa.zeros(4, 2)
+    assert len(t) == 4 and t.ndim == 2 and t.dim() == 2 and t.numel() == 8 and t.size(-1) == 2 and t.size() == (4, 2)
+
+
+def test_creation():
+    np.testing.assert_array_equal(oa.zeros(2, 3).numpy(), np.zeros((2, 3)))
+    np.testing.assert_array_equal(oa.ones((3,)).numpy(), np.ones(3))
+    np.testing.assert_array_equal(oa.full([2, 2], 1.5).numpy(), np.full((2, 2), 1.5))
+    np.testing.assert_array_equal(oa.arange(5).numpy(), np.arange(5, dtype=np.float32))
+    assert_close(oa.arange(1, 2, 0.25).numpy(), np.arange(1, 2, 0.25))
+    assert oa.zeros(2, dtype=oa.float16).dtype == oa.float16
+    assert oa.ones(3, requires_grad=True).requires_grad
+
+
+def test_random_is_seeded():
+    a = oa.rand(64, 32, seed=5).numpy()
+    np.testing.assert_array_equal(a, oa.rand(64, 32, seed=5).numpy())
+    assert not np.array_equal(a, oa.rand(64, 32, seed=6).numpy())
+    assert a.min() >= 0 and a.max() < 1 and abs(a.mean() - 0.5) < 0.05
+    n = oa.randn(64, 64, seed=1).numpy()
+    assert abs(n.mean()) < 0.05 and abs(n.std() - 1) < 0.05
+    oa.manual_seed(3)
+    first = [oa.rand(8).numpy(), oa.randn(8).numpy()]
+    oa.manual_seed(3)
+    np.testing.assert_array_equal(oa.rand(8).numpy(), first[0])
+    np.testing.assert_array_equal(oa.randn(8).numpy(), first[1])
+
+
+def test_arithmetic():
+    a, b = values((3, 4), 1), values((3, 4), 2, 0.5, 2.0)
+    ta, tb = oa.tensor(a), oa.tensor(b)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    assert_close((ta + tb).numpy(), a64 + b64)
+    assert_close((ta - tb).numpy(), a64 - b64)
+    assert_close((ta * tb).numpy(), a64 * b64)
+    assert_close((ta / tb).numpy(), a64 / b64)
+    assert_close((-ta).numpy(), -a64)
+    assert_close((ta + 2).numpy(), a64 + 2)
+    assert_close((3 - ta).numpy(), 3 - a64)
+    assert_close((0.5 * ta).numpy(), 0.5 * a64)
+    assert_close((ta / 4).numpy(), a64 / 4)
+    assert_close((2 / tb).numpy(), 2 / b64)
+    assert_close((ta @ tb.mT).numpy(), a64 @ b64.T)
+    assert_close(oa.matmul(ta, oa.tensor(b.T)).numpy(), a64 @ b64.T)
+    # A per-row vector broadcasts (NumPy's rules, one contiguous run of axes).
+    row = values((4,), 3)
+    assert_close((ta * oa.tensor(row)).numpy(), a64 * row)
+    assert_close((np.float64(2.0) * ta).numpy(), 2 * a64)
+
+
+def test_elementwise_functions():
+    x = values((2, 5), 4, 0.1, 3.0)
+    t, x64 = oa.tensor(x), x.astype(np.float64)
+    for name, ref in [
+        ("exp", np.exp),
+        ("log", np.log),
+        ("sqrt", np.sqrt),
+        ("rsqrt", lambda v: 1 / np.sqrt(v)),
+        ("reciprocal", lambda v: 1 / v),
+        ("abs", np.abs),
+        ("square", np.square),
+        ("relu", lambda v: np.maximum(v, 0)),
+        ("sigmoid", lambda v: 1 / (1 + np.exp(-v))),
+        ("tanh", np.tanh),
+        ("neg", np.negative),
+    ]:
+        assert_close(getattr(oa, name)(t).numpy(), ref(x64))
+        assert_close(getattr(t, name)().numpy(), ref(x64))
+    assert_close(t.clamp(min=1.0).numpy(), np.maximum(x64, 1.0))
+    assert_close(t.clamp(0.5, 1.5).numpy(), np.clip(x64, 0.5, 1.5))
+    assert_close(oa.maximum(t, oa.full([2, 5], 1.0)).numpy(), np.maximum(x64, 1.0))
+
+
+def test_reductions():
+    x = values((3, 5), 5)
+    t, x64 = oa.tensor(x), x.astype(np.float64)
+    assert_close(t.sum().numpy(), x64.sum())
+    assert_close(t.sum(dim=-1).numpy(), x64.sum(-1))
+    assert_close(t.sum(1, keepdim=True).numpy(), x64.sum(1, keepdims=True))
+    assert_close(t.mean(dim=-1).numpy(), x64.mean(-1))
+    assert_close(t.amax(dim=-1).numpy(), x64.max(-1))
+    assert_close(t.amax().numpy(), x64.max())
+    np.testing.assert_array_equal(t.argmax(dim=-1).numpy(), x.argmax(-1))
+    with pytest.raises(oa.InvalidArgumentError, match="only the last axis"):
+        t.sum(dim=0)
+
+
+def test_views():
+    x = values((2, 3, 4), 6)
+    t = oa.tensor(x)
+    np.testing.assert_array_equal(t.reshape(6, 4).numpy(), x.reshape(6, 4))
+    np.testing.assert_array_equal(t.view(-1).numpy(), x.reshape(-1))
+    np.testing.assert_array_equal(t.permute(2, 0, 1).numpy(), x.transpose(2, 0, 1))
+    np.testing.assert_array_equal(t.transpose(0, 2).numpy(), x.swapaxes(0, 2))
+    np.testing.assert_array_equal(t.unsqueeze(1).numpy(), x[:, None])
+    np.testing.assert_array_equal(t.unsqueeze(0).squeeze(0).numpy(), x)
+    np.testing.assert_array_equal(t.flatten(1).numpy(), x.reshape(2, 12))
+    np.testing.assert_array_equal(oa.tensor(x[:, :1]).expand(2, 3, 4).numpy(), np.broadcast_to(x[:, :1], (2, 3, 4)))
+
+
+def test_engines():
+    devices = oa.devices()
+    assert devices and devices[0].index == 0 and devices[0].name
+    engine = oa.Engine(device=0)
+    assert engine.device.name == devices[0].name
+    assert engine != oa.default_engine() and oa.default_engine() == oa.default_engine()
+    t = oa.ones(3, engine=engine)
+    assert t.engine == engine
+    np.testing.assert_array_equal((t + t).numpy(), [2, 2, 2])
+    oa.synchronize(engine)
+    oa.synchronize()
+    assert engine.memory_stats()["live_storages"] >= 1
+    with pytest.raises(oa.Error):
+        t + oa.ones(3)
