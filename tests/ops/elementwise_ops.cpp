@@ -64,7 +64,7 @@ OA_OP_CASES(affine, "oa::matrix::affine") {
   return cases;
 }
 
-// f(a, b) with broadcasting: equal shapes, a row vector, b over a run of
+// f(a, b) with broadcasting: one element, equal shapes, a row vector, b over a run of
 // inner axes, and a scalar-shaped b. `backward_traced`: whether the backward
 // records a kernel (add passes the gradient through).
 std::vector<OpCase> binary(const std::function<Matrix(const Matrix&, const Matrix&)>& f, const std::function<double(double, double)>& r,
@@ -73,7 +73,8 @@ std::vector<OpCase> binary(const std::function<Matrix(const Matrix&, const Matri
     const char* label;
     Shape a, b;
   };
-  const std::vector<Shapes> shapes = {{"same", {3, 5}, {3, 5}},
+  const std::vector<Shapes> shapes = {{"one", {1}, {1}},
+                                      {"same", {17, 65}, {17, 65}},
                                       {"row", {4, 33}, {33}},
                                       {"inner", {2, 3, 4}, {3, 1}},
                                       {"scalar", {2, 7}, {1}}};

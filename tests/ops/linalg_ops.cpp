@@ -71,7 +71,7 @@ OA_OP_CASES(matmul_nt, "oa::matrix::matmul_nt") { return products(oa::matrix::ma
 OA_OP_CASES(transpose, "oa::matrix::transpose") {
   std::vector<OpCase> cases;
   std::uint64_t seed = 91;
-  for (const Shape& shape : {Shape{3, 5}, Shape{2, 17, 33}})
+  for (const Shape& shape : {Shape{1, 1}, Shape{3, 5}, Shape{2, 3, 4}, Shape{2, 17, 33}})
     cases.push_back({label("x", shape.numel()), {random_input(shape, seed++)},
                      [](const Inputs& x) { return oa::matrix::transpose(x[0]); },
                      [shape](const RefInputs& x) {

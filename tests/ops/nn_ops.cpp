@@ -80,9 +80,11 @@ std::vector<OpCase> pools(bool max) {
     const char* label;
     reference::PoolShape p;
   };
-  const std::vector<Case> cs = {{"k2", {2, 3, 4, 6, {2, 2}, {2, 2}, {0, 0}}},
-                                {"k3_s2_p1", {1, 2, 5, 5, {3, 3}, {2, 2}, {1, 1}}},
-                                {"k2x3_s1", {1, 1, 4, 5, {2, 3}, {1, 1}, {0, 1}}}};
+  const std::vector<Case> cs = {{"k2_odd", {2, 3, 5, 7, {2, 2}, {2, 2}, {0, 0}}},
+                                {"k3_s2_p1", {1, 2, 6, 5, {3, 3}, {2, 2}, {1, 1}}},
+                                {"k3x2_s1x2_p1x0", {1, 1, 7, 4, {3, 2}, {1, 2}, {1, 0}}},
+                                {"k4_p2", {2, 1, 4, 4, {4, 4}, {1, 1}, {2, 2}}},
+                                {"k1_s3x1", {1, 3, 3, 3, {1, 1}, {3, 1}, {0, 0}}}};
   std::vector<OpCase> cases;
   std::uint64_t seed = max ? 331 : 341;
   for (const auto& c : cs) {
@@ -147,7 +149,7 @@ OA_OP_CASES(mse_loss, "oa::ml::mse_loss") {
   std::vector<OpCase> cases;
   std::uint64_t seed = 371;
   for (auto r : {oa::ml::Reduction::Mean, oa::ml::Reduction::Sum, oa::ml::Reduction::None}) {
-    cases.push_back({name_of(r), {random_input({3, 7}, seed), random_input({3, 7}, seed + 1)},
+    cases.push_back({name_of(r), {random_input({4, 5}, seed), random_input({4, 5}, seed + 1)},
                      [r](const Inputs& x) { return oa::ml::mse_loss(x[0], x[1], r); },
                      [r](const RefInputs& x) { return reference::mse_loss(x[0], x[1], reference_of(r)); }});
     seed += 2;
