@@ -112,6 +112,12 @@ OA_OP_CASES(concat, "oa::matrix::concat") {
     cases.push_back({c.label, inputs, [axis = c.axis](const Inputs& x) { return oa::matrix::concat(x, axis); },
                      [shapes, axis](const RefInputs& x) { return oa::reference::concat(x, shapes, axis); }});
   }
+  // An operand that needs no gradient.
+  cases.push_back({"one_without_grad",
+                   {random_input({2, 3, 4}, seed), random_input({2, 1, 4}, seed + 1), random_input({2, 2, 4}, seed + 2, -1, 1, false)},
+                   [](const Inputs& x) { return oa::matrix::concat(x, 1); },
+                   [](const RefInputs& x) { return reference::concat(x, {{2, 3, 4}, {2, 1, 4}, {2, 2, 4}}, 1); }});
+  seed += 3;
   cases.push_back({"stack", {random_input({2, 3}, seed), random_input({2, 3}, seed + 1)},
                    [](const Inputs& x) { return oa::matrix::stack(x, 1); },
                    [](const RefInputs& x) { return oa::reference::concat(x, {{2, 1, 3}, {2, 1, 3}}, 1); }});
