@@ -23,19 +23,9 @@ namespace ref = oa::reference;
 
 std::vector<double> f64(const std::vector<float>& v) { return {v.begin(), v.end()}; }
 
-TEST(MatrixLayout, PermuteMatchesTheReferenceWithGradients) {
-  const std::vector<std::pair<Shape, std::vector<std::int64_t>>> cases = {
-      {{5}, {0}},           {{3, 4}, {1, 0}},       {{2, 3, 4}, {2, 0, 1}}, {{2, 3, 4, 5}, {0, 2, 1, 3}},
-      {{2, 1, 3, 2, 2}, {4, 3, 2, 1, 0}}, {{1, 2, 1, 2, 1, 2, 1, 2}, {7, 0, 6, 1, 5, 2, 4, 3}}};
-  std::uint64_t seed = 1;
-  for (const auto& c : cases) {
-    const Shape& shape = c.first;
-    const std::vector<std::int64_t>& dims = c.second;
-    SCOPED_TRACE(shape.to_string());
-    gradcheck({random_input(shape, seed++)}, [&](const std::vector<Matrix>& x) { return mx::permute(x[0], dims); },
-              [&](const Inputs& x) { return ref::permute(x[0], shape.to_vector(), dims); });
-  }
-  // Negative axes; one semantic op with the normalised dims; i32 elements.
+TEST(MatrixLayout, PermuteTraceAndIntegers) {
+  // Negative axes; one semantic op with the normalised dims; i32 elements
+  // (gradients of every rank: the op table, tests/ops/layout_ops.cpp).
   const Matrix x = Matrix::from_vector({2, 3, 4}, oa::test::test_values(24, 9));
   oa::TraceCapture trace(x.engine());
   const Matrix y = mx::permute(x, {-1, 0, -2});
@@ -51,34 +41,8 @@ TEST(MatrixLayout, PermuteMatchesTheReferenceWithGradients) {
   EXPECT_EQ(yi, std::vector<std::int32_t>(want.begin(), want.end()));
 }
 
-TEST(MatrixLayout, TransposeOfTwoAxesIsAPermute) {
-  const Shape shape{2, 3, 4, 5};
-  gradcheck({random_input(shape, 3)}, [](const std::vector<Matrix>& x) { return mx::transpose(x[0], 1, -1); },
-            [&](const Inputs& x) { return ref::permute(x[0], shape.to_vector(), {0, 3, 2, 1}); });
-}
-
-TEST(MatrixLayout, SliceFollowsPythonSlicingWithGradients) {
-  struct Case {
-    Shape shape;
-    int axis;
-    std::optional<std::int64_t> start, stop;
-    std::int64_t step;
-    std::int64_t b, e;  // the normalised range
-  };
-  const std::vector<Case> cases = {
-      {{10}, 0, 2, 8, 1, 2, 8},         {{10}, 0, -3, {}, 1, 7, 10},    {{10}, -1, {}, {}, 3, 0, 10},
-      {{4, 9}, 1, 1, -1, 2, 1, 8},      {{4, 9}, 0, 5, 2, 1, 4, 4},     {{3, 4, 5}, 1, -100, 100, 2, 0, 4},
-      {{2, 3, 4, 5}, 2, 3, {}, 1, 3, 4}, {{2, 3, 4, 5}, 0, 1, 2, 1, 1, 2}};
-  std::uint64_t seed = 20;
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.shape.to_string() + " axis " + std::to_string(c.axis));
-    const std::size_t axis = static_cast<std::size_t>(c.axis < 0 ? c.axis + static_cast<int>(c.shape.rank()) : c.axis);
-    gradcheck({random_input(c.shape, seed++)}, [&](const std::vector<Matrix>& x) { return mx::slice(x[0], c.axis, c.start, c.stop, c.step); },
-              [&](const Inputs& x) { return ref::slice(x[0], c.shape.to_vector(), axis, c.b, c.e, c.step); });
-  }
-  // narrow: a slice of a given length; start may count from the end.
-  gradcheck({random_input({3, 8}, 40)}, [](const std::vector<Matrix>& x) { return mx::narrow(x[0], 1, -5, 3); },
-            [](const Inputs& x) { return ref::slice(x[0], {3, 8}, 1, 3, 6, 1); });
+TEST(MatrixLayout, SliceTrace) {
+  // Python slicing and its gradients: the op table (tests/ops/layout_ops.cpp).
   const Matrix x = Matrix::from_vector({4, 6}, oa::test::test_values(24, 41));
   oa::TraceCapture trace(x.engine());
   const Matrix y = mx::slice(x, 1, 1, -1, 2);

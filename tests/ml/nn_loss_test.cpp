@@ -189,10 +189,8 @@ TEST(NnMseLoss, ForwardAndGradients) {
       EXPECT_EQ(ops[0].label(), "oa::ml::mse_loss");
       EXPECT_TRUE(oa_test::near(loss.to_vector(), ref::mse_loss(f64(a), f64(b), to_ref(reduction)), 1e-6, 1e-5));
     }
-    gradcheck({random_input({4, 5}, 3), random_input({4, 5}, 4)},
-              [&](const std::vector<Matrix>& in) { return ml::mse_loss(in[0], in[1], reduction); },
-              [&](const std::vector<std::vector<double>>& in) { return ref::mse_loss(in[0], in[1], to_ref(reduction)); });
   }
+  // Gradients for each reduction: the op table (tests/ops/nn_ops.cpp); here for the target alone.
   gradcheck({random_input({6}, 5, -1, 1, false), random_input({6}, 6)},
             [&](const std::vector<Matrix>& in) { return ml::mse_loss(in[0], in[1]); },
             [&](const std::vector<std::vector<double>>& in) { return ref::mse_loss(in[0], in[1], ref::LossReduction::Mean); });

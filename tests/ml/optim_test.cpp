@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "oa/oa.hpp"
+#include "reference/optim.hpp"
 #include "support/expect.hpp"
 #include "support/temp_dir.hpp"
 
@@ -39,45 +40,6 @@ Parameter make_param(const std::string& name, const Shape& shape, const std::vec
   return oa_test::near(got, want, tol, tol);
 }
 
-// torch.optim.SGD in f64, written from its documented update.
-struct SgdReference {
-  optim::SgdOptions o;
-  std::vector<double> buf;
-  bool first = true;
-  void step(std::vector<double>& p, const std::vector<double>& g, double lr) {
-    if (buf.empty()) buf.assign(p.size(), 0.0);
-    for (std::size_t i = 0; i < p.size(); ++i) {
-      double d = g[i] + double(o.weight_decay) * p[i];
-      if (o.momentum != 0) {
-        buf[i] = first ? d : double(o.momentum) * buf[i] + (1.0 - double(o.dampening)) * d;
-        d = o.nesterov ? d + double(o.momentum) * buf[i] : buf[i];
-      }
-      p[i] -= lr * d;
-    }
-    first = false;
-  }
-};
-
-// torch.optim.AdamW in f64.
-struct AdamWReference {
-  optim::AdamWOptions o;
-  std::vector<double> m, v;
-  int t = 0;
-  void step(std::vector<double>& p, const std::vector<double>& g, double lr) {
-    if (m.empty()) m.assign(p.size(), 0.0), v.assign(p.size(), 0.0);
-    ++t;
-    const double b1 = o.beta1, b2 = o.beta2;
-    for (std::size_t i = 0; i < p.size(); ++i) {
-      p[i] *= 1.0 - lr * double(o.weight_decay);
-      m[i] = b1 * m[i] + (1.0 - b1) * g[i];
-      v[i] = b2 * v[i] + (1.0 - b2) * g[i] * g[i];
-      const double mhat = m[i] / (1.0 - std::pow(b1, t));
-      const double vhat = v[i] / (1.0 - std::pow(b2, t));
-      p[i] -= lr * mhat / (std::sqrt(vhat) + double(o.eps));
-    }
-  }
-};
-
 TEST(NnOptim, SgdMatchesHandComputedUpdates) {
   const std::vector<optim::SgdOptions> configs = {
       {.lr = 0.1f},
@@ -95,7 +57,7 @@ TEST(NnOptim, SgdMatchesHandComputedUpdates) {
     auto pw = make_param("fc.weight", {3, 5}, w);
     auto pb = make_param("fc.bias", {7}, b);
     optim::Sgd sgd({pw, pb}, o);
-    SgdReference rw{o}, rb{o};
+    oa::reference::SgdReference rw{o}, rb{o};
     for (int s = 0; s < 3; ++s) {
       const double lr = o.lr * lrs_scale[static_cast<std::size_t>(s)];
       sgd.set_lr(static_cast<float>(lr));
@@ -121,7 +83,7 @@ TEST(NnOptim, AdamWMatchesHandComputedUpdatesAndSkipsMissingGradients) {
   auto pw = make_param("w", {3, 11}, w);
   auto pb = make_param("b", {5}, b);
   optim::AdamW adam({pw, pb}, o);
-  AdamWReference rw{o}, rb{o};
+  oa::reference::AdamWReference rw{o}, rb{o};
   for (int s = 0; s < 3; ++s) {
     const auto gw = values(33, 0.9, 0.7 * s), gb = values(5, 2.0, 1.5 * s);
     set_grad(pw, gw);

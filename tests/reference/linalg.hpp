@@ -58,8 +58,9 @@ inline GemmResult gemm(std::int64_t batch, std::int64_t M, std::int64_t N, std::
   return r;
 }
 
-// x [batch, R, C] -> [batch, C, R].
-inline std::vector<double> transpose(const std::vector<float>& x, std::int64_t batch, std::int64_t R, std::int64_t C) {
+// x [batch, R, C] -> [batch, C, R] (float or double values).
+template <typename T>
+std::vector<double> transpose(const std::vector<T>& x, std::int64_t batch, std::int64_t R, std::int64_t C) {
   std::vector<double> y(x.size());
   for (std::int64_t b = 0; b < batch; ++b)
     for (std::int64_t r = 0; r < R; ++r)

@@ -1,5 +1,6 @@
 #pragma once
-// f64 host references for reductions, written from the definitions.
+// f64 host references for reductions, written from the definitions, over
+// float or double values.
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -8,7 +9,8 @@
 namespace oa::reference {
 
 // Per row of x viewed as [rows, L]: the sum, and the sum of magnitudes (for tolerances).
-inline std::vector<double> row_sums(const std::vector<float>& x, std::int64_t rows, std::int64_t L, std::vector<double>* magnitude = nullptr) {
+template <typename T>
+std::vector<double> row_sums(const std::vector<T>& x, std::int64_t rows, std::int64_t L, std::vector<double>* magnitude = nullptr) {
   std::vector<double> s(rows, 0.0);
   if (magnitude) magnitude->assign(rows, 0.0);
   for (std::int64_t r = 0; r < rows; ++r)
@@ -21,7 +23,8 @@ inline std::vector<double> row_sums(const std::vector<float>& x, std::int64_t ro
 
 // Per row: the maximum (NaN if the row holds a NaN) and the first index of the
 // maximum (the first NaN when there is one).
-inline std::vector<double> row_max(const std::vector<float>& x, std::int64_t rows, std::int64_t L, std::vector<std::int32_t>* index = nullptr) {
+template <typename T>
+std::vector<double> row_max(const std::vector<T>& x, std::int64_t rows, std::int64_t L, std::vector<std::int32_t>* index = nullptr) {
   std::vector<double> m(rows);
   if (index) index->assign(rows, 0);
   for (std::int64_t r = 0; r < rows; ++r) {
@@ -67,7 +70,8 @@ inline std::vector<std::int32_t> row_argmin(const std::vector<float>& x, std::in
 
 // Sums x (shape `xs`) into `target` under NumPy broadcasting (right-aligned;
 // a target extent of 1, or a missing leading axis, is summed over).
-inline std::vector<double> sum_to(const std::vector<float>& x, const std::vector<std::int64_t>& xs, const std::vector<std::int64_t>& target) {
+template <typename T>
+std::vector<double> sum_to(const std::vector<T>& x, const std::vector<std::int64_t>& xs, const std::vector<std::int64_t>& target) {
   std::int64_t tn = 1;
   for (auto d : target) tn *= d;
   std::vector<double> y(tn, 0.0);

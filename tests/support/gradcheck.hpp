@@ -36,12 +36,51 @@ struct GradTolerance {
 inline constexpr GradTolerance kGradTolerance{};
 
 // One input: its shape and host values (converted to f64 for the reference),
-// and whether its gradient is checked (requires_grad on the GPU).
+// whether its gradient is checked (requires_grad on the GPU) and its dtype:
+// F16 and BF16 values are rounded on the host (the reference sees the rounded
+// values), I32 and Bool values are integers held as floats.
 struct GradInput {
   Shape shape;
   std::vector<float> values;
   bool requires_grad = true;
+  DType dtype = DType::F32;
 };
+
+// The values `in` holds on the GPU.
+inline std::vector<float> stored_values(const GradInput& in) {
+  std::vector<float> v = in.values;
+  if (in.dtype == DType::F16)
+    for (auto& x : v) x = float_from_f16(f16_from_float(x));
+  if (in.dtype == DType::BF16)
+    for (auto& x : v) x = float_from_bf16(bf16_from_float(x));
+  return v;
+}
+
+inline Matrix make_input(const GradInput& in) {
+  if (in.dtype == DType::I32) {
+    const std::vector<std::int32_t> ints(in.values.begin(), in.values.end());
+    return Matrix::from_i32(in.shape, ints);
+  }
+  if (in.dtype == DType::Bool) {
+    std::vector<std::uint8_t> bytes;
+    for (float x : in.values) bytes.push_back(x != 0);
+    return Matrix::from_bool(in.shape, bytes);
+  }
+  return Matrix::from_vector(in.shape, in.values, in.dtype);
+}
+
+// A Matrix's elements as floats, whatever its dtype.
+inline std::vector<float> host_values(const Matrix& m) {
+  if (m.dtype() == DType::I32) {
+    const std::vector<std::int32_t> ints = m.to_i32();
+    return {ints.begin(), ints.end()};
+  }
+  if (m.dtype() == DType::Bool) {
+    const std::vector<std::uint8_t> bytes = m.to_bool();
+    return {bytes.begin(), bytes.end()};
+  }
+  return m.to_vector();
+}
 
 using GpuForward = std::function<Matrix(const std::vector<Matrix>& inputs)>;
 using ReferenceForward = std::function<std::vector<double>(const std::vector<std::vector<double>>& inputs)>;
@@ -97,14 +136,15 @@ inline Matrix gradcheck(const std::vector<GradInput>& inputs, const GpuForward& 
   std::vector<Matrix> xs;
   std::vector<std::vector<double>> ref_xs;
   for (const auto& in : inputs) {
-    xs.push_back(Matrix::from_vector(in.shape, in.values));
+    xs.push_back(make_input(in));
     if (in.requires_grad) set_requires_grad(xs.back());
-    ref_xs.emplace_back(in.values.begin(), in.values.end());
+    const std::vector<float> stored = stored_values(in);
+    ref_xs.emplace_back(stored.begin(), stored.end());
   }
   Matrix out = gpu(xs);
   const std::vector<float> w = test_values(out.numel(), seed);
   const std::vector<double> ref_out = ref(ref_xs);
-  EXPECT_TRUE(oa_test::near(out.to_vector(), ref_out, tol.forward_atol * std::max(1.0, max_abs(ref_out)), tol.forward_rtol))
+  EXPECT_TRUE(oa_test::near(host_values(out), ref_out, tol.forward_atol * std::max(1.0, max_abs(ref_out)), tol.forward_rtol))
       << "forward output";
 
   bool any = false;

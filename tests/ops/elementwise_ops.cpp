@@ -1,0 +1,127 @@
+// Op table cases of the elementwise ops (oa/matrix/elementwise.hpp).
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include "ops/op_table.hpp"
+#include "reference/elementwise.hpp"
+#include "reference/indexing.hpp"
+
+namespace oa::test {
+namespace {
+
+// f(x) over shapes from one element to several rows of 129 (a ragged last
+// workgroup), inputs in [low, high) (kinks and poles outside or at measure zero).
+std::vector<OpCase> unary(const std::function<Matrix(const Matrix&)>& f, const std::function<double(double)>& r, double low,
+                          double high) {
+  std::vector<OpCase> cases;
+  std::uint64_t seed = 11;
+  for (const Shape& shape : {Shape{1}, Shape{3, 5}, Shape{9, 129}})
+    cases.push_back({label("x", shape.numel()), {random_input(shape, seed++, low, high)},
+                     [f](const Inputs& x) { return f(x[0]); }, [r](const RefInputs& x) { return ref::map(x[0], r); }});
+  return cases;
+}
+
+OA_OP_CASES(neg, "oa::matrix::neg") { return unary(oa::matrix::neg, [](double v) { return -v; }, -2, 2); }
+OA_OP_CASES(exp, "oa::matrix::exp") { return unary(oa::matrix::exp, [](double v) { return std::exp(v); }, -2, 2); }
+OA_OP_CASES(log, "oa::matrix::log") { return unary(oa::matrix::log, [](double v) { return std::log(v); }, 0.5, 2); }
+OA_OP_CASES(sqrt, "oa::matrix::sqrt") { return unary(oa::matrix::sqrt, [](double v) { return std::sqrt(v); }, 0.5, 2); }
+OA_OP_CASES(rsqrt, "oa::matrix::rsqrt") { return unary(oa::matrix::rsqrt, [](double v) { return 1 / std::sqrt(v); }, 0.5, 2); }
+OA_OP_CASES(reciprocal, "oa::matrix::reciprocal") { return unary(oa::matrix::reciprocal, [](double v) { return 1 / v; }, 0.5, 2); }
+OA_OP_CASES(abs, "oa::matrix::abs") { return unary(oa::matrix::abs, [](double v) { return std::abs(v); }, -2, 2); }
+OA_OP_CASES(square, "oa::matrix::square") { return unary(oa::matrix::square, [](double v) { return v * v; }, -2, 2); }
+OA_OP_CASES(relu, "oa::matrix::relu") { return unary(oa::matrix::relu, [](double v) { return v > 0 ? v : 0; }, -2, 2); }
+OA_OP_CASES(gelu, "oa::matrix::gelu") { return unary(oa::matrix::gelu, ref::gelu, -3, 3); }
+OA_OP_CASES(silu, "oa::matrix::silu") { return unary(oa::matrix::silu, ref::silu, -6, 6); }
+OA_OP_CASES(tanh, "oa::matrix::tanh") { return unary(oa::matrix::tanh, [](double v) { return std::tanh(v); }, -2, 2); }
+OA_OP_CASES(sigmoid, "oa::matrix::sigmoid") { return unary(oa::matrix::sigmoid, ref::sigmoid, -4, 4); }
+OA_OP_CASES(clamp, "oa::matrix::clamp") {
+  return unary([](const Matrix& x) { return oa::matrix::clamp(x, -0.5f, 0.7f); },
+               [](double v) { return std::min(std::max(v, -0.5), 0.7); }, -1, 1);
+}
+
+// affine(x, alpha, beta) and the scalar forms of the arithmetic operators, which are affine maps.
+OA_OP_CASES(affine, "oa::matrix::affine") {
+  struct Form {
+    const char* label;
+    std::function<Matrix(const Matrix&)> f;
+    double alpha, beta;
+  };
+  const std::vector<Form> forms = {
+      {"affine", [](const Matrix& x) { return oa::matrix::affine(x, -1.5f, 0.25f); }, -1.5, 0.25},
+      {"add_scalar", [](const Matrix& x) { return x + 3.0f; }, 1, 3},
+      {"sub_scalar", [](const Matrix& x) { return x - 3.0f; }, 1, -3},
+      {"mul_scalar", [](const Matrix& x) { return x * 0.5f; }, 0.5, 0},
+      {"div_scalar", [](const Matrix& x) { return x / 4.0f; }, 0.25, 0},
+  };
+  std::vector<OpCase> cases;
+  std::uint64_t seed = 31;
+  for (const auto& form : forms) {
+    const double alpha = form.alpha, beta = form.beta;
+    cases.push_back({form.label, {random_input({3, 5}, seed++, -2, 2)}, [f = form.f](const Inputs& x) { return f(x[0]); },
+                     [alpha, beta](const RefInputs& x) { return ref::map(x[0], [&](double v) { return alpha * v + beta; }); }});
+  }
+  return cases;
+}
+
+// f(a, b) with broadcasting: one element, equal shapes, a row vector, b over a run of
+// inner axes, and a scalar-shaped b. `backward_traced`: whether the backward
+// records a kernel (add passes the gradient through).
+std::vector<OpCase> binary(const std::function<Matrix(const Matrix&, const Matrix&)>& f, const std::function<double(double, double)>& r,
+                           double b_low, double b_high, bool backward_traced = true) {
+  struct Shapes {
+    const char* label;
+    Shape a, b;
+  };
+  const std::vector<Shapes> shapes = {{"one", {1}, {1}},
+                                      {"same", {17, 65}, {17, 65}},
+                                      {"row", {4, 33}, {33}},
+                                      {"inner", {2, 3, 4}, {3, 1}},
+                                      {"scalar", {2, 7}, {1}}};
+  std::vector<OpCase> cases;
+  std::uint64_t seed = 41;
+  for (const auto& s : shapes) {
+    std::vector<std::int64_t> out(std::max(s.a.rank(), s.b.rank()));
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      auto extent = [&](const Shape& x) { return i + x.rank() < out.size() ? std::int64_t{1} : x[i + x.rank() - out.size()]; };
+      out[i] = std::max(extent(s.a), extent(s.b));
+    }
+    const std::vector<std::int64_t> sa = s.a.to_vector(), sb = s.b.to_vector();
+    cases.push_back({s.label,
+                     {random_input(s.a, seed, -2, 2), random_input(s.b, seed + 1, b_low, b_high)},
+                     [f](const Inputs& x) { return f(x[0], x[1]); },
+                     [r, sa, sb, out](const RefInputs& x) {
+                       const std::vector<double> a = oa::reference::expand(x[0], sa, out), b = oa::reference::expand(x[1], sb, out);
+                       std::vector<double> y(a.size());
+                       for (std::size_t i = 0; i < y.size(); ++i) y[i] = r(a[i], b[i]);
+                       return y;
+                     },
+                     kGradTolerance,
+                     {},
+                     backward_traced});
+    seed += 2;
+  }
+  return cases;
+}
+
+OA_OP_CASES(add, "oa::matrix::add") {
+  return binary([](const Matrix& a, const Matrix& b) { return a + b; }, [](double u, double v) { return u + v; }, -2, 2, false);
+}
+OA_OP_CASES(sub, "oa::matrix::sub") {
+  return binary([](const Matrix& a, const Matrix& b) { return a - b; }, [](double u, double v) { return u - v; }, -2, 2);
+}
+OA_OP_CASES(mul, "oa::matrix::mul") {
+  return binary([](const Matrix& a, const Matrix& b) { return a * b; }, [](double u, double v) { return u * v; }, -2, 2);
+}
+OA_OP_CASES(div, "oa::matrix::div") {
+  return binary([](const Matrix& a, const Matrix& b) { return a / b; }, [](double u, double v) { return u / v; }, 0.5, 2);
+}
+OA_OP_CASES(maximum, "oa::matrix::maximum") {
+  return binary(oa::matrix::maximum, [](double u, double v) { return std::max(u, v); }, -2, 2);
+}
+OA_OP_CASES(minimum, "oa::matrix::minimum") {
+  return binary(oa::matrix::minimum, [](double u, double v) { return std::min(u, v); }, -2, 2);
+}
+
+}  // namespace
+}  // namespace oa::test

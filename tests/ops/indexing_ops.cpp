@@ -1,0 +1,94 @@
+// Op table cases of the indexing ops (oa/matrix/indexing.hpp).
+#include "ops/op_table.hpp"
+#include "reference/indexing.hpp"
+
+namespace oa::test {
+namespace {
+
+// Repeated indices (their gradients add up) and, on the last axis, indices
+// outside [0, N) (they select 0 and pass no gradient).
+OA_OP_CASES(index_select, "oa::matrix::index_select") {
+  struct Case {
+    const char* label;
+    Shape x;
+    int dim;
+    std::vector<float> index;
+  };
+  const std::vector<Case> cs = {{"rows", {4, 5}, 0, {3, 0, 3}}, {"last", {2, 3, 5}, -1, {4, -1, 1, 5, 1}}, {"middle", {2, 3, 4}, 1, {2}}};
+  std::vector<OpCase> cases;
+  std::uint64_t seed = 121;
+  for (const auto& c : cs) {
+    const std::vector<std::int64_t> xs = c.x.to_vector();
+    const std::size_t dim = c.dim < 0 ? xs.size() - 1 : static_cast<std::size_t>(c.dim);
+    cases.push_back({c.label, {random_input(c.x, seed++), ints({static_cast<std::int64_t>(c.index.size())}, c.index)},
+                     [dim = c.dim](const Inputs& x) { return oa::matrix::index_select(x[0], dim, x[1]); },
+                     [xs, dim](const RefInputs& x) { return oa::reference::index_select(x[0], xs, dim, as_ints(x[1])); }});
+  }
+  return cases;
+}
+
+OA_OP_CASES(gather, "oa::matrix::gather") {
+  std::vector<OpCase> cases;
+  const std::vector<std::int64_t> xs = {3, 4};
+  cases.push_back({"last", {random_input({3, 4}, 131), ints({3, 4}, {3, 0, 0, 1, 2, 2, 2, 2, 1, 3, 0, 7})},
+                   [](const Inputs& x) { return oa::matrix::gather(x[0], 1, x[1]); },
+                   [xs](const RefInputs& x) { return oa::reference::gather(x[0], xs, 1, as_ints(x[1]), {3, 4}); }});
+  cases.push_back({"rows", {random_input({3, 4}, 132), ints({2, 4}, {2, 0, 1, 1, 0, 0, 2, 1})},
+                   [](const Inputs& x) { return oa::matrix::gather(x[0], 0, x[1]); },
+                   [xs](const RefInputs& x) { return oa::reference::gather(x[0], xs, 0, as_ints(x[1]), {2, 4}); }});
+  // An index smaller than x outside dim cuts x first.
+  cases.push_back({"smaller", {random_input({3, 4}, 133), ints({2, 2}, {1, 3, 0, 0})},
+                   [](const Inputs& x) { return oa::matrix::gather(x[0], 1, x[1]); },
+                   [](const RefInputs& x) {
+                     std::vector<double> cut(x[0].begin(), x[0].begin() + 8);
+                     return oa::reference::gather(cut, {2, 4}, 1, as_ints(x[1]), {2, 2});
+                   },
+                   kGradTolerance,
+                   {"oa::matrix::slice", "oa::matrix::gather"}});
+  return cases;
+}
+
+OA_OP_CASES(scatter_add, "oa::matrix::scatter_add") {
+  std::vector<OpCase> cases;
+  cases.push_back({"rows", {random_input({3, 4}, 141), ints({2, 4}, {2, 0, 2, 1, 2, 2, 0, 5}), random_input({2, 4}, 142)},
+                   [](const Inputs& x) { return oa::matrix::scatter_add(x[0], 0, x[1], x[2]); },
+                   [](const RefInputs& x) { return oa::reference::scatter_add(x[0], {3, 4}, 0, as_ints(x[1]), {2, 4}, x[2], {2, 4}); }});
+  cases.push_back({"last", {random_input({2, 5}, 143), ints({2, 3}, {4, 4, 0, 1, 3, 1}), random_input({2, 3}, 144)},
+                   [](const Inputs& x) { return oa::matrix::scatter_add(x[0], -1, x[1], x[2]); },
+                   [](const RefInputs& x) { return oa::reference::scatter_add(x[0], {2, 5}, 1, as_ints(x[1]), {2, 3}, x[2], {2, 3}); }});
+  // A larger src is cut to index's shape first.
+  cases.push_back({"larger_src", {random_input({3, 4}, 145), ints({2, 4}, {1, 1, 0, 2, 0, 2, 2, 1}), random_input({3, 5}, 146)},
+                   [](const Inputs& x) { return oa::matrix::scatter_add(x[0], 0, x[1], x[2]); },
+                   [](const RefInputs& x) { return oa::reference::scatter_add(x[0], {3, 4}, 0, as_ints(x[1]), {2, 4}, x[2], {3, 5}); },
+                   kGradTolerance,
+                   {"oa::matrix::slice", "oa::matrix::slice", "oa::matrix::scatter_add"}});
+  return cases;
+}
+
+OA_OP_CASES(where, "oa::matrix::where") {
+  std::vector<OpCase> cases;
+  cases.push_back({"same", {bools({2, 3}, {1, 0, 0, 1, 1, 0}), random_input({2, 3}, 151), random_input({2, 3}, 152)},
+                   [](const Inputs& x) { return oa::matrix::where(x[0], x[1], x[2]); },
+                   [](const RefInputs& x) { return oa::reference::where(as_bytes(x[0]), {2, 3}, x[1], {2, 3}, x[2], {2, 3}, {2, 3}); }});
+  // A [3, 1] condition and a [4] y broadcast to x's [3, 4]: y is expanded first.
+  cases.push_back({"broadcast", {bools({3, 1}, {1, 0, 1}), random_input({3, 4}, 153), random_input({4}, 154)},
+                   [](const Inputs& x) { return oa::matrix::where(x[0], x[1], x[2]); },
+                   [](const RefInputs& x) { return oa::reference::where(as_bytes(x[0]), {3, 1}, x[1], {3, 4}, x[2], {4}, {3, 4}); },
+                   kGradTolerance,
+                   {"oa::matrix::expand", "oa::matrix::where"}});
+  return cases;
+}
+
+OA_OP_CASES(masked_fill, "oa::matrix::masked_fill") {
+  std::vector<OpCase> cases;
+  cases.push_back({"same", {random_input({2, 3}, 161), bools({2, 3}, {0, 1, 0, 0, 1, 1})},
+                   [](const Inputs& x) { return oa::matrix::masked_fill(x[0], x[1], -2.5f); },
+                   [](const RefInputs& x) { return oa::reference::where(as_bytes(x[1]), {2, 3}, {}, {2, 3}, x[0], {2, 3}, {2, 3}, -2.5); }});
+  cases.push_back({"broadcast_mask", {random_input({3, 4}, 162), bools({4}, {1, 0, 0, 1})},
+                   [](const Inputs& x) { return oa::matrix::masked_fill(x[0], x[1], 7.0f); },
+                   [](const RefInputs& x) { return oa::reference::where(as_bytes(x[1]), {4}, {}, {4}, x[0], {3, 4}, {3, 4}, 7.0); }});
+  return cases;
+}
+
+}  // namespace
+}  // namespace oa::test

@@ -1,0 +1,86 @@
+#pragma once
+// The op test table (as ggml's test-backend-ops): every public op registers
+// its cases once, by its contract name (oa/core/op.hpp), and one driver
+// (op_table_test.cpp) runs each case: the GPU output against the f64
+// reference, every gradient against central finite differences of that
+// reference (support/gradcheck.hpp) and the trace, which must record the op
+// under its contract name as one semantic op (and its backward as
+// "<name> backward" when a gradient is checked). OpTable.EveryContractHasCases
+// fails for a contract without cases.
+//
+//   OA_OP_CASES(exp, "oa::matrix::exp") {
+//     return {{"3x5", {random_input({3, 5}, 1)}, [](const Inputs& x) { return oa::matrix::exp(x[0]); },
+//              [](const RefInputs& x) { return ref::map(x[0], [](double v) { return std::exp(v); }); }}};
+//   }
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "oa/oa.hpp"
+#include "support/gradcheck.hpp"
+
+namespace oa::test {
+
+using Inputs = std::vector<Matrix>;
+using RefInputs = std::vector<std::vector<double>>;
+
+// One case of an op. `label` tells the op's cases apart ([A-Za-z0-9_] only:
+// it is part of the test's name). Inputs that require grad get their gradient
+// checked; an op without a backward gives inputs that do not. `traced` is how
+// the forward trace must read: empty means the op alone, once; a case whose
+// callable records more (a composite such as the materialised attention path,
+// an optimizer's steps with the backward that makes their gradients) lists
+// every label it records, in order, the op's own among them.
+struct OpCase {
+  std::string label;
+  std::vector<GradInput> inputs;
+  GpuForward run;
+  ReferenceForward reference;
+  GradTolerance tolerance = kGradTolerance;
+  std::vector<std::string> traced = {};
+  // Whether the backward records "<name> backward" (false for an op whose
+  // backward rule applies other public ops).
+  bool backward_traced = true;
+};
+
+// prefix followed by n ("x" and 15 give "x15"), for case labels.
+inline std::string label(const char* prefix, std::int64_t n) {
+  std::string s = prefix;
+  s += std::to_string(n);
+  return s;
+}
+
+// Index (I32) and mask (Bool) inputs, given as floats; their references'
+// values back as integers.
+inline GradInput ints(const Shape& shape, std::vector<float> values) { return {shape, std::move(values), false, DType::I32}; }
+inline GradInput bools(const Shape& shape, std::vector<float> values) { return {shape, std::move(values), false, DType::Bool}; }
+inline std::vector<std::int32_t> as_ints(const std::vector<double>& x) { return {x.begin(), x.end()}; }
+inline std::vector<std::uint8_t> as_bytes(const std::vector<double>& x) { return {x.begin(), x.end()}; }
+
+struct OpEntry {
+  std::string op;  // the contract name
+  std::function<std::vector<OpCase>()> cases;
+};
+
+inline std::vector<OpEntry>& op_registry() {
+  static std::vector<OpEntry> entries;
+  return entries;
+}
+
+// Registers the cases of `op` (made when the tests are listed, after static
+// initialisation). Returns true, for a static initialiser.
+inline bool register_op(std::string op, std::function<std::vector<OpCase>()> cases) {
+  op_registry().push_back({std::move(op), std::move(cases)});
+  return true;
+}
+
+// Defines and registers the case list of contract `name`; `id` names the
+// function (unique in its file).
+#define OA_OP_CASES(id, name)                                                                        \
+  std::vector<::oa::test::OpCase> id##_op_cases();                                                   \
+  [[maybe_unused]] const bool id##_op_registered = ::oa::test::register_op(name, &id##_op_cases); \
+  std::vector<::oa::test::OpCase> id##_op_cases()
+
+}  // namespace oa::test
