@@ -123,5 +123,38 @@ OA_OP_CASES(minimum, "oa::matrix::minimum") {
   return binary(oa::matrix::minimum, [](double u, double v) { return std::min(u, v); }, -2, 2);
 }
 
+// A comparison over ties, signed zeros and NaNs: same shapes, a row broadcast
+// (expanded first) and the scalar form. No input needs a gradient: the mask has none.
+std::vector<OpCase> comparison(const std::string& op, const std::function<Matrix(const Matrix&, const Matrix&)>& tensor,
+                               const std::function<Matrix(const Matrix&, float)>& scalar) {
+  const std::vector<float> a = {1, -2, 0.5f, -0.0f, NAN, 3, 2, 2}, b = {1, 2, -0.5f, 0.0f, 1, NAN, 2, 1}, row = {1, NAN, 0.5f, 2};
+  const std::vector<std::int64_t> s = {2, 4};
+  const auto as_doubles = [](const std::vector<std::uint8_t>& m) { return std::vector<double>(m.begin(), m.end()); };
+  std::vector<OpCase> cases;
+  cases.push_back({"same", {{{2, 4}, a, false}, {{2, 4}, b, false}}, [tensor](const Inputs& x) { return tensor(x[0], x[1]); },
+                   [=](const RefInputs& x) { return as_doubles(ref::compare(op, x[0], s, x[1], s, s)); }});
+  cases.push_back({"row", {{{2, 4}, a, false}, {{4}, row, false}}, [tensor](const Inputs& x) { return tensor(x[0], x[1]); },
+                   [=](const RefInputs& x) { return as_doubles(ref::compare(op, x[0], s, x[1], {4}, s)); },
+                   kGradTolerance,
+                   {"oa::matrix::expand", "oa::matrix::" + op}});
+  cases.push_back({"scalar", {{{2, 4}, a, false}}, [scalar](const Inputs& x) { return scalar(x[0], 0.5f); },
+                   [=](const RefInputs& x) { return as_doubles(ref::compare(op, x[0], s, {0.5}, {1}, s)); }});
+  return cases;
+}
+
+#define OA_COMPARISON_CASES(op)                                                                                    \
+  OA_OP_CASES(op, "oa::matrix::" #op) {                                                                            \
+    return comparison(                                                                                             \
+        #op, [](const Matrix& a, const Matrix& b) { return oa::matrix::op(a, b); },                                \
+        [](const Matrix& a, float v) { return oa::matrix::op(a, v); });                                            \
+  }
+OA_COMPARISON_CASES(eq)
+OA_COMPARISON_CASES(ne)
+OA_COMPARISON_CASES(lt)
+OA_COMPARISON_CASES(le)
+OA_COMPARISON_CASES(gt)
+OA_COMPARISON_CASES(ge)
+#undef OA_COMPARISON_CASES
+
 }  // namespace
 }  // namespace oa::test

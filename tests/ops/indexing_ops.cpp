@@ -90,5 +90,52 @@ OA_OP_CASES(masked_fill, "oa::matrix::masked_fill") {
   return cases;
 }
 
+// Lower and upper triangles of a batch of 3 x 4 matrices, on, above and below the diagonal.
+std::vector<OpCase> triangle(bool upper) {
+  std::vector<OpCase> cases;
+  std::uint64_t seed = 161;
+  for (const std::int64_t diagonal : {0, 1, -2})
+    cases.push_back({label(diagonal < 0 ? "below" : "diagonal", diagonal < 0 ? -diagonal : diagonal), {random_input({2, 3, 4}, seed++)},
+                     [=](const Inputs& x) { return upper ? oa::matrix::triu(x[0], diagonal) : oa::matrix::tril(x[0], diagonal); },
+                     [=](const RefInputs& x) { return oa::reference::triangle(x[0], {2, 3, 4}, diagonal, upper); }});
+  return cases;
+}
+
+OA_OP_CASES(tril, "oa::matrix::tril") { return triangle(false); }
+OA_OP_CASES(triu, "oa::matrix::triu") { return triangle(true); }
+
+// Indices outside [0, classes) give rows of zeros.
+OA_OP_CASES(one_hot, "oa::matrix::one_hot") {
+  return {{"rows", {ints({2, 3}, {0, 2, 4, -1, 1, 3})}, [](const Inputs& x) { return oa::matrix::one_hot(x[0], 4); },
+           [](const RefInputs& x) { return oa::reference::one_hot(as_ints(x[0]), 4); }}};
+}
+
+// Repeated indices along either axis (their gradients add up).
+OA_OP_CASES(take_along_axis, "oa::matrix::take_along_axis") {
+  std::vector<OpCase> cases;
+  cases.push_back({"last", {random_input({3, 4}, 171), ints({3, 2}, {3, 3, 0, 1, 2, 0})},
+                   [](const Inputs& x) { return oa::matrix::take_along_axis(x[0], x[1], -1); },
+                   [](const RefInputs& x) { return oa::reference::take_along_axis(x[0], {3, 4}, as_ints(x[1]), {3, 2}, 1); }});
+  cases.push_back({"rows", {random_input({3, 4}, 172), ints({2, 4}, {2, 0, 1, 1, 2, 2, 0, 1})},
+                   [](const Inputs& x) { return oa::matrix::take_along_axis(x[0], x[1], 0); },
+                   [](const RefInputs& x) { return oa::reference::take_along_axis(x[0], {3, 4}, as_ints(x[1]), {2, 4}, 0); }});
+  return cases;
+}
+
+// The k largest or smallest along either axis, sorted (distinct values: the
+// gradient flows to the chosen positions).
+OA_OP_CASES(topk, "oa::matrix::topk") {
+  std::vector<OpCase> cases;
+  std::uint64_t seed = 181;
+  for (const bool largest : {true, false})
+    for (const int axis : {-1, 0})
+      cases.push_back({std::string(largest ? "largest" : "smallest") + (axis < 0 ? "_last" : "_rows"), {random_input({3, 5}, seed++)},
+                       [=](const Inputs& x) { return oa::matrix::topk(x[0], 2, axis, largest).values; },
+                       [=](const RefInputs& x) {
+                         return oa::reference::topk(x[0], {3, 5}, axis < 0 ? 1 : 0, 2, largest);
+                       }});
+  return cases;
+}
+
 }  // namespace
 }  // namespace oa::test

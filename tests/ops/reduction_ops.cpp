@@ -80,5 +80,13 @@ OA_OP_CASES(sum_to, "oa::matrix::sum_to") {
   return cases;
 }
 
+std::vector<double> argminima(const std::vector<double>& x, std::int64_t rows, std::int64_t L) {
+  std::vector<double> negated(x.size());
+  std::transform(x.begin(), x.end(), negated.begin(), [](double v) { return -v; });
+  return argmaxima(negated, rows, L);
+}
+
+OA_OP_CASES(argmin, "oa::matrix::argmin") { return last_axis(oa::matrix::argmin, argminima, false); }
+
 }  // namespace
 }  // namespace oa::test
