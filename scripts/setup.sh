@@ -43,7 +43,10 @@ fi
 # newer than Debian 12's glslang 12): built once from Debian trixie's source
 # package (a deb-src line only, so no trixie binary is ever installed) into
 # ~/.cache/oa, where cmake/Shaders.cmake looks for it.
+# A step with caches of its own (XDG_CACHE_HOME, as .ci/run's 4-lane step
+# sets for lavapipe) uses the one already built in ~/.cache, where cmake also looks.
 glslang_dir="${XDG_CACHE_HOME:-$HOME/.cache}/oa/glslang-15.1"
+[ -x "$HOME/.cache/oa/glslang-15.1/bin/glslangValidator" ] && glslang_dir="$HOME/.cache/oa/glslang-15.1"
 if [ ! -x "$glslang_dir/bin/glslangValidator" ]; then
   echo "oa setup: building glslang 15.1 from Debian trixie's source package into $glslang_dir"
   for p in dpkg-dev python3 cmake g++ make; do
