@@ -47,6 +47,9 @@ from ._oa import (
     synchronize,
     tanh,
     tensor,
+    tril,
+    triu,
+    where,
     zeros,
 )
 from . import nn

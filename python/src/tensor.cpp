@@ -245,6 +245,24 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       .def("__rtruediv__", [](const Matrix& a, float s) { return mx::reciprocal(a) * s; }, py::is_operator())
       .def("__matmul__", [](const Matrix& a, const Matrix& b) { return mx::matmul(a, b); }, py::is_operator())
       .def("__neg__", [](const Matrix& a) { return -a; })
+      // Comparisons give bool tensors (torch.Tensor.__eq__ ...); a Tensor stays
+      // hashable by identity, as torch.Tensor.
+      .def("__eq__", [](const Matrix& a, const Matrix& b) { return mx::eq(a, b); }, py::is_operator())
+      .def("__eq__", [](const Matrix& a, float s) { return mx::eq(a, s); }, py::is_operator())
+      .def("__ne__", [](const Matrix& a, const Matrix& b) { return mx::ne(a, b); }, py::is_operator())
+      .def("__ne__", [](const Matrix& a, float s) { return mx::ne(a, s); }, py::is_operator())
+      .def("__lt__", [](const Matrix& a, const Matrix& b) { return mx::lt(a, b); }, py::is_operator())
+      .def("__lt__", [](const Matrix& a, float s) { return mx::lt(a, s); }, py::is_operator())
+      .def("__le__", [](const Matrix& a, const Matrix& b) { return mx::le(a, b); }, py::is_operator())
+      .def("__le__", [](const Matrix& a, float s) { return mx::le(a, s); }, py::is_operator())
+      .def("__gt__", [](const Matrix& a, const Matrix& b) { return mx::gt(a, b); }, py::is_operator())
+      .def("__gt__", [](const Matrix& a, float s) { return mx::gt(a, s); }, py::is_operator())
+      .def("__ge__", [](const Matrix& a, const Matrix& b) { return mx::ge(a, b); }, py::is_operator())
+      .def("__ge__", [](const Matrix& a, float s) { return mx::ge(a, s); }, py::is_operator())
+      .def("__hash__", [](const py::object& self) { return reinterpret_cast<std::intptr_t>(self.ptr()); })
+      .def("masked_fill", &mx::masked_fill, py::arg("mask"), py::arg("value"))
+      .def("tril", &mx::tril, py::arg("diagonal") = 0)
+      .def("triu", &mx::triu, py::arg("diagonal") = 0)
       .def("clamp",
            [](const Matrix& x, std::optional<float> min, std::optional<float> max) {
              return mx::clamp(x, min.value_or(-std::numeric_limits<float>::infinity()),
@@ -267,6 +285,10 @@ void bind_tensor(py::module_& m, TensorClass& t) {
   }
   m.def("matmul", &mx::matmul, py::arg("input"), py::arg("other"), "torch.matmul for operands of rank >= 2.");
   m.def("maximum", &mx::maximum, py::arg("input"), py::arg("other"));
+  m.def("where", &mx::where, py::arg("condition"), py::arg("input"), py::arg("other"),
+        "torch.where(condition, input, other): NumPy broadcasting, condition bool.");
+  m.def("tril", &mx::tril, py::arg("input"), py::arg("diagonal") = 0);
+  m.def("triu", &mx::triu, py::arg("input"), py::arg("diagonal") = 0);
   m.def("minimum", &mx::minimum, py::arg("input"), py::arg("other"));
 
   // Creation.

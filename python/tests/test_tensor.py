@@ -161,3 +161,25 @@ def test_engines():
     assert engine.memory_stats()["live_storages"] >= 1
     with pytest.raises(oa.Error):
         t + oa.ones(3)
+
+
+def test_comparisons_masks_and_triangles():
+    a = np.array([[1.0, -2.0, 0.5, -0.0], [np.nan, 3.0, 2.0, 2.0]], dtype=np.float32)
+    b = np.array([1.0, np.nan, 0.5, 2.0], dtype=np.float32)
+    ta, tb = oa.tensor(a), oa.tensor(b)
+    with np.errstate(invalid="ignore"):
+        for got, want in [
+            (ta == tb, a == b), (ta != tb, a != b), (ta < tb, a < b), (ta <= tb, a <= b),
+            (ta > tb, a > b), (ta >= tb, a >= b), (ta > 0.5, a > 0.5), (0.5 < ta, a > 0.5), (ta == 2.0, a == 2.0),
+        ]:
+            assert got.dtype == oa.bool
+            np.testing.assert_array_equal(got.numpy(), want)
+    x, y = values((2, 4), 7), values((4,), 8)
+    mask = ta > 0.0
+    np.testing.assert_array_equal(oa.where(mask, oa.tensor(x), oa.tensor(y)).numpy(), np.where(a > 0, x, y))
+    np.testing.assert_array_equal(oa.tensor(x).masked_fill(mask, -1.0).numpy(), np.where(a > 0, np.float32(-1), x))
+    m = values((2, 3, 4), 9)
+    np.testing.assert_array_equal(oa.tril(oa.tensor(m), 1).numpy(), np.tril(m, 1))
+    np.testing.assert_array_equal(oa.tensor(m).triu(-1).numpy(), np.triu(m, -1))
+    assert (ta == None) is False  # noqa: E711 (not a comparison of values: Python's identity fallback)
+    assert len({ta, tb, ta}) == 2  # hashable by identity, as torch.Tensor
