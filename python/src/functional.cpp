@@ -119,6 +119,11 @@ void bind_functional(py::module_& f) {
       },
       arg("input"), arg("approximate") = "none", "Exact GELU, x * Phi(x).");
   f.def("silu", &mx::silu, arg("input"));
+  f.def("softplus", &mx::softplus, arg("input"), "log(1 + exp(x)) with beta 1, threshold 20.");
+  f.def("mish", &mx::mish, arg("input"));
+  f.def("hardswish", &mx::hardswish, arg("input"));
+  f.def("leaky_relu", &mx::leaky_relu, arg("input"), arg("negative_slope") = 0.01f);
+  f.def("elu", &mx::elu, arg("input"), arg("alpha") = 1.0f);
   f.def("sigmoid", &mx::sigmoid, arg("input"));
   f.def("tanh", &mx::tanh, arg("input"));
   f.def(

@@ -278,7 +278,10 @@ void bind_tensor(py::module_& m, TensorClass& t) {
   const Unary unary[] = {{"exp", &mx::exp},       {"log", &mx::log},         {"sqrt", &mx::sqrt},
                          {"rsqrt", &mx::rsqrt},   {"reciprocal", &mx::reciprocal}, {"abs", &mx::abs},
                          {"square", &mx::square}, {"relu", &mx::relu},       {"sigmoid", &mx::sigmoid},
-                         {"tanh", &mx::tanh},     {"neg", &mx::neg}};
+                         {"tanh", &mx::tanh},     {"neg", &mx::neg},         {"sin", &mx::sin},
+                         {"cos", &mx::cos},       {"exp2", &mx::exp2},       {"log1p", &mx::log1p},
+                         {"expm1", &mx::expm1},   {"erf", &mx::erf},         {"sign", &mx::sign},
+                         {"floor", &mx::floor},   {"ceil", &mx::ceil},       {"round", &mx::round}};
   for (const auto& u : unary) {
     t.def(u.name, u.fn);
     m.def(u.name, u.fn, py::arg("input"));

@@ -180,3 +180,22 @@ def test_batched_products_and_heads():
     heads = F.split_heads(oa.tensor(x), 2, 3, 4)
     np.testing.assert_array_equal(heads.numpy(), x.reshape(2, 3, 4, 2).transpose(0, 2, 1, 3).reshape(8, 3, 2))
     np.testing.assert_array_equal(F.merge_heads(heads, batch=2, seq_len=3, num_heads=4).numpy(), x)
+
+
+def test_more_activations_and_elementwise():
+    x = values((3, 7), 21, -3, 3)
+    t = oa.tensor(x)
+    xd = x.astype(np.float64)
+    softplus = np.where(xd > 20, xd, np.log1p(np.exp(xd)))
+    for got, want in [
+        (F.softplus(t), softplus),
+        (F.mish(t), xd * np.tanh(softplus)),
+        (F.hardswish(t), xd * np.clip(xd + 3, 0, 6) / 6),
+        (F.leaky_relu(t, 0.2), np.where(xd > 0, xd, 0.2 * xd)),
+        (F.elu(t, alpha=1.5), np.where(xd > 0, xd, 1.5 * np.expm1(xd))),
+        (oa.sin(t), np.sin(xd)), (oa.cos(t), np.cos(xd)), (oa.exp2(t), np.exp2(xd)),
+        (oa.expm1(t), np.expm1(xd)), (oa.erf(t), [[math.erf(v) for v in row] for row in xd]),
+        (oa.log1p(oa.tensor(np.abs(x))), np.log1p(np.abs(xd))),
+        (t.floor(), np.floor(xd)), (t.ceil(), np.ceil(xd)), (t.round(), np.round(xd)), (t.sign(), np.sign(xd)),
+    ]:
+        assert_close(got.numpy(), np.asarray(want))

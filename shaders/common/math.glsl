@@ -19,6 +19,20 @@ float oa_silu_grad(float x) {
   float s = oa_sigmoid(x);
   return s * (1.0 + x * (1.0 - s));
 }
+// log(1 + x) accurate near 0 (Goldberg 1991: the rounding of 1 + x cancels).
+float oa_log1p(float x) {
+  const float u = 1.0 + x;
+  return u == 1.0 ? x : log(u) * (x / (u - 1.0));
+}
+// exp(x) - 1 accurate near 0 (Kahan's form: the rounding of exp(x) cancels).
+float oa_expm1(float x) {
+  const float u = exp(x);
+  if (u == 1.0) return x;
+  if (u - 1.0 == -1.0) return -1.0;
+  return isinf(u) ? u : (u - 1.0) * (x / log(u));
+}
+// log(1 + exp(x)), linear above 20 (torch.nn.functional.softplus, beta 1, threshold 20).
+float oa_softplus(float x) { return x > 20.0 ? x : oa_log1p(exp(x)); }
 float oa_tanh(float x) {
   float e = exp(-2.0 * abs(x));
   return sign(x) * (1.0 - e) / (1.0 + e);

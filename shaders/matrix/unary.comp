@@ -1,6 +1,6 @@
 #version 450
-// y = f(x) elementwise; OP selects f. Parameters a, b: clamp bounds or the
-// affine y = a * x + b.
+// y = f(x) elementwise; OP selects f. Parameters a, b: clamp bounds, the
+// affine y = a * x + b, leaky_relu's negative slope or elu's alpha (a).
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 #include "common/elementwise_codes.glsl"
@@ -28,6 +28,21 @@ float f(float v) {
     case Rsqrt: return inversesqrt(v);
     case Reciprocal: return 1.0 / v;
     case Silu: return v * oa_sigmoid(v);
+    case Sin: return sin(v);
+    case Cos: return cos(v);
+    case Exp2: return exp2(v);
+    case Log1p: return oa_log1p(v);
+    case Expm1: return oa_expm1(v);
+    case Erf: return oa_erf(v);
+    case Softplus: return oa_softplus(v);
+    case Mish: return v * oa_tanh(oa_softplus(v));
+    case Hardswish: return v * clamp(v + 3.0, 0.0, 6.0) / 6.0;
+    case Sign: return isnan(v) ? v : sign(v);
+    case Floor: return floor(v);
+    case Ceil: return ceil(v);
+    case Round: return roundEven(v);
+    case LeakyRelu: return v > 0.0 ? v : pc.a * v;
+    case Elu: return v > 0.0 ? v : pc.a * oa_expm1(v);
   }
   return v;
 }

@@ -1,9 +1,11 @@
 #version 450
 // gx = gy * f'(.) for the unary ops of matrix/unary.comp (same OP numbering).
 // `s` is the value the forward saved: its input x for log, relu, gelu, silu,
-// clamp, abs, square; its output y for exp, sqrt, tanh, sigmoid, rsqrt, reciprocal;
-// unused (bound to gy) for neg and affine. Parameters a, b: clamp bounds or
-// the affine scale a.
+// clamp, abs, square, sin, cos, log1p, erf, softplus, mish, hardswish,
+// leaky_relu, elu; its output y for exp, sqrt, tanh, sigmoid, rsqrt,
+// reciprocal, exp2, expm1; unused (bound to gy) for neg, affine and the
+// piecewise-constant sign, floor, ceil, round (gradient 0, as PyTorch).
+// Parameters a, b: clamp bounds, the affine scale a, leaky_relu's slope or elu's alpha (a).
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 #include "common/elementwise_codes.glsl"
@@ -32,6 +34,24 @@ float df(float g, float v) {
     case Rsqrt: return -0.5 * g * v * v * v;                   // rsqrt: -y^3 / 2
     case Reciprocal: return -g * v * v;                             // reciprocal: -y^2
     case Silu: return g * oa_silu_grad(v);                    // silu
+    case Sin: return g * cos(v);
+    case Cos: return -g * sin(v);
+    case Exp2: return g * v * 0.6931471805599453;                // exp2: y ln 2
+    case Log1p: return g / (1.0 + v);
+    case Expm1: return g * (v + 1.0);                            // expm1: y + 1
+    case Erf: return g * 1.1283791670955126 * exp(-v * v);       // 2 / sqrt(pi) exp(-x^2)
+    case Softplus: return g * oa_sigmoid(v);
+    case Mish: {
+      const float t = oa_tanh(oa_softplus(v));
+      return g * (t + v * oa_sigmoid(v) * (1.0 - t * t));
+    }
+    case Hardswish: return v < -3.0 ? 0.0 : v > 3.0 ? g : g * (v / 3.0 + 0.5);
+    case Sign:
+    case Floor:
+    case Ceil:
+    case Round: return 0.0;
+    case LeakyRelu: return v > 0.0 ? g : pc.a * g;
+    case Elu: return v > 0.0 ? g : g * pc.a * exp(v);
   }
   return g;
 }

@@ -60,8 +60,20 @@ struct AffineAttributes {
   static constexpr auto fields = std::tuple{field("alpha", &AffineAttributes::alpha), field("beta", &AffineAttributes::beta)};
 };
 
-// The parameters (a, b) of the unary kernels: clamp's bounds, affine's a * x + b.
+struct SlopeAttributes {
+  float negative_slope = 0.01f;
+  static constexpr auto fields = std::tuple{field("negative_slope", &SlopeAttributes::negative_slope)};
+};
+struct AlphaAttributes {
+  float alpha = 1;
+  static constexpr auto fields = std::tuple{field("alpha", &AlphaAttributes::alpha)};
+};
+
+// The parameters (a, b) of the unary kernels: clamp's bounds, affine's a * x
+// + b, leaky_relu's negative slope, elu's alpha.
 std::pair<float, float> unary_parameters(const NoAttributes&) { return {0.0f, 0.0f}; }
+std::pair<float, float> unary_parameters(const SlopeAttributes& c) { return {c.negative_slope, 0.0f}; }
+std::pair<float, float> unary_parameters(const AlphaAttributes& c) { return {c.alpha, 0.0f}; }
 std::pair<float, float> unary_parameters(const ClampAttributes& c) { return {c.low, c.high}; }
 std::pair<float, float> unary_parameters(const AffineAttributes& c) { return {c.alpha, c.beta}; }
 
@@ -133,6 +145,21 @@ const auto kGelu = unary_op("oa::matrix::gelu", Gelu, Reads::Input);
 const auto kSilu = unary_op("oa::matrix::silu", Silu, Reads::Input);
 const auto kTanh = unary_op("oa::matrix::tanh", Tanh, Reads::Output);
 const auto kSigmoid = unary_op("oa::matrix::sigmoid", Sigmoid, Reads::Output);
+const auto kSin = unary_op("oa::matrix::sin", Sin, Reads::Input);
+const auto kCos = unary_op("oa::matrix::cos", Cos, Reads::Input);
+const auto kExp2 = unary_op("oa::matrix::exp2", Exp2, Reads::Output);
+const auto kLog1p = unary_op("oa::matrix::log1p", Log1p, Reads::Input);
+const auto kExpm1 = unary_op("oa::matrix::expm1", Expm1, Reads::Output);
+const auto kErf = unary_op("oa::matrix::erf", Erf, Reads::Input);
+const auto kSoftplus = unary_op("oa::matrix::softplus", Softplus, Reads::Input);
+const auto kMish = unary_op("oa::matrix::mish", Mish, Reads::Input);
+const auto kHardswish = unary_op("oa::matrix::hardswish", Hardswish, Reads::Input);
+const auto kSign = unary_op("oa::matrix::sign", Sign, Reads::Nothing);
+const auto kFloor = unary_op("oa::matrix::floor", Floor, Reads::Nothing);
+const auto kCeil = unary_op("oa::matrix::ceil", Ceil, Reads::Nothing);
+const auto kRound = unary_op("oa::matrix::round", Round, Reads::Nothing);
+const auto kLeakyRelu = unary_op<SlopeAttributes>("oa::matrix::leaky_relu", LeakyRelu, Reads::Input);
+const auto kElu = unary_op<AlphaAttributes>("oa::matrix::elu", Elu, Reads::Input);
 const auto kClamp = unary_op<ClampAttributes>("oa::matrix::clamp", Clamp, Reads::Input, [](const OpCall<ClampAttributes>& c) {
   if (!(c.attributes.low <= c.attributes.high))
     fail(ErrorKind::InvalidArgument, "{}: low {} exceeds high {} (x {})", c.name, c.attributes.low, c.attributes.high,
@@ -359,6 +386,21 @@ Matrix silu(const Matrix& x) { return call(kSilu, {x}); }
 Matrix tanh(const Matrix& x) { return call(kTanh, {x}); }
 Matrix sigmoid(const Matrix& x) { return call(kSigmoid, {x}); }
 Matrix clamp(const Matrix& x, float low, float high) { return call(kClamp, {x}, {low, high}); }
+Matrix sin(const Matrix& x) { return call(kSin, {x}); }
+Matrix cos(const Matrix& x) { return call(kCos, {x}); }
+Matrix exp2(const Matrix& x) { return call(kExp2, {x}); }
+Matrix log1p(const Matrix& x) { return call(kLog1p, {x}); }
+Matrix expm1(const Matrix& x) { return call(kExpm1, {x}); }
+Matrix erf(const Matrix& x) { return call(kErf, {x}); }
+Matrix softplus(const Matrix& x) { return call(kSoftplus, {x}); }
+Matrix mish(const Matrix& x) { return call(kMish, {x}); }
+Matrix hardswish(const Matrix& x) { return call(kHardswish, {x}); }
+Matrix sign(const Matrix& x) { return call(kSign, {x}); }
+Matrix floor(const Matrix& x) { return call(kFloor, {x}); }
+Matrix ceil(const Matrix& x) { return call(kCeil, {x}); }
+Matrix round(const Matrix& x) { return call(kRound, {x}); }
+Matrix leaky_relu(const Matrix& x, float negative_slope) { return call(kLeakyRelu, {x}, {negative_slope}); }
+Matrix elu(const Matrix& x, float alpha) { return call(kElu, {x}, {alpha}); }
 
 Matrix eq(const Matrix& a, const Matrix& b) { return compare(kEq, a, b); }
 Matrix ne(const Matrix& a, const Matrix& b) { return compare(kNe, a, b); }

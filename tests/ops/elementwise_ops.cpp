@@ -35,6 +35,41 @@ OA_OP_CASES(gelu, "oa::matrix::gelu") { return unary(oa::matrix::gelu, ref::gelu
 OA_OP_CASES(silu, "oa::matrix::silu") { return unary(oa::matrix::silu, ref::silu, -6, 6); }
 OA_OP_CASES(tanh, "oa::matrix::tanh") { return unary(oa::matrix::tanh, [](double v) { return std::tanh(v); }, -2, 2); }
 OA_OP_CASES(sigmoid, "oa::matrix::sigmoid") { return unary(oa::matrix::sigmoid, ref::sigmoid, -4, 4); }
+OA_OP_CASES(sin, "oa::matrix::sin") { return unary(oa::matrix::sin, [](double v) { return std::sin(v); }, -3, 3); }
+OA_OP_CASES(cos, "oa::matrix::cos") { return unary(oa::matrix::cos, [](double v) { return std::cos(v); }, -3, 3); }
+OA_OP_CASES(exp2, "oa::matrix::exp2") { return unary(oa::matrix::exp2, [](double v) { return std::exp2(v); }, -3, 3); }
+OA_OP_CASES(log1p, "oa::matrix::log1p") { return unary(oa::matrix::log1p, [](double v) { return std::log1p(v); }, -0.5, 2); }
+OA_OP_CASES(expm1, "oa::matrix::expm1") { return unary(oa::matrix::expm1, [](double v) { return std::expm1(v); }, -2, 2); }
+OA_OP_CASES(erf, "oa::matrix::erf") { return unary(oa::matrix::erf, [](double v) { return std::erf(v); }, -2, 2); }
+OA_OP_CASES(softplus, "oa::matrix::softplus") {
+  return unary(oa::matrix::softplus, [](double v) { return v > 20 ? v : std::log1p(std::exp(v)); }, -5, 25);
+}
+OA_OP_CASES(mish, "oa::matrix::mish") {
+  return unary(oa::matrix::mish, [](double v) { return v * std::tanh(std::log1p(std::exp(v))); }, -5, 5);
+}
+OA_OP_CASES(hardswish, "oa::matrix::hardswish") {
+  return unary(oa::matrix::hardswish, [](double v) { return v * std::min(std::max(v + 3, 0.0), 6.0) / 6; }, -5, 5);
+}
+OA_OP_CASES(leaky_relu, "oa::matrix::leaky_relu") {
+  return unary([](const Matrix& x) { return oa::matrix::leaky_relu(x, 0.2f); }, [](double v) { return v > 0 ? v : 0.2 * v; }, -2, 2);
+}
+OA_OP_CASES(elu, "oa::matrix::elu") {
+  return unary([](const Matrix& x) { return oa::matrix::elu(x, 1.5f); }, [](double v) { return v > 0 ? v : 1.5 * std::expm1(v); }, -3, 2);
+}
+
+// A piecewise-constant op (gradient 0) on values at least 0.2 from its jumps
+// (integers and half-integers), so that the finite differences see no step.
+std::vector<OpCase> steps(const std::function<Matrix(const Matrix&)>& f, const std::function<double(double)>& r) {
+  const std::vector<float> v = {-2.3f, -1.7f, -0.2f, 0.3f, 1.2f, 1.8f, 2.7f, -2.8f, 3.2f, -3.3f};
+  return {{"x10", {{{2, 5}, v, true}}, [f](const Inputs& x) { return f(x[0]); },
+           [r](const RefInputs& x) { return ref::map(x[0], r); }}};
+}
+
+OA_OP_CASES(sign, "oa::matrix::sign") { return steps(oa::matrix::sign, [](double v) { return double((v > 0) - (v < 0)); }); }
+OA_OP_CASES(floor, "oa::matrix::floor") { return steps(oa::matrix::floor, [](double v) { return std::floor(v); }); }
+OA_OP_CASES(ceil, "oa::matrix::ceil") { return steps(oa::matrix::ceil, [](double v) { return std::ceil(v); }); }
+OA_OP_CASES(round, "oa::matrix::round") { return steps(oa::matrix::round, [](double v) { return std::nearbyint(v); }); }
+
 OA_OP_CASES(clamp, "oa::matrix::clamp") {
   return unary([](const Matrix& x) { return oa::matrix::clamp(x, -0.5f, 0.7f); },
                [](double v) { return std::min(std::max(v, -0.5), 0.7); }, -1, 1);

@@ -45,6 +45,30 @@ Matrix sigmoid(const Matrix& x);
 Matrix clamp(const Matrix& x, float low, float high);
 // alpha * x + beta.
 Matrix affine(const Matrix& x, float alpha, float beta);
+// torch.sin, cos, exp2, log1p, expm1 and erf (log1p and expm1 keep their
+// relative accuracy near 0; erf within 2e-7 absolute).
+Matrix sin(const Matrix& x);
+Matrix cos(const Matrix& x);
+Matrix exp2(const Matrix& x);
+Matrix log1p(const Matrix& x);
+Matrix expm1(const Matrix& x);
+Matrix erf(const Matrix& x);
+// log(1 + exp(x)), x itself above 20 (torch.nn.functional.softplus, beta 1,
+// threshold 20); mish x tanh(softplus(x)) (Misra 2019); hardswish
+// x relu6(x + 3) / 6 (Howard et al. 2019, MobileNetV3), as the torch.nn.functional ones.
+Matrix softplus(const Matrix& x);
+Matrix mish(const Matrix& x);
+Matrix hardswish(const Matrix& x);
+// Piecewise constant, gradient 0 as in PyTorch: sign (-1, 0 or 1; NaN stays
+// NaN), floor, ceil, round (half to even, as torch.round).
+Matrix sign(const Matrix& x);
+Matrix floor(const Matrix& x);
+Matrix ceil(const Matrix& x);
+Matrix round(const Matrix& x);
+// x where x > 0, else negative_slope * x (torch.nn.functional.leaky_relu).
+Matrix leaky_relu(const Matrix& x, float negative_slope = 0.01f);
+// x where x > 0, else alpha (exp(x) - 1) (Clevert et al. 2015; torch.nn.functional.elu).
+Matrix elu(const Matrix& x, float alpha = 1.0f);
 
 // Comparisons (torch.eq, ne, lt, le, gt, ge): a (op) b elementwise as a Bool
 // Matrix (1 where it holds, 0 where not), the masks where() and
