@@ -136,15 +136,27 @@ void require_last_axis(const Matrix& x, std::int64_t dim, const char* op) {
          x.shape());
 }
 
-// x.sum(dim=None, keepdim=False) and its kin: every element, or the last axis.
-template <Matrix (*All)(const Matrix&), Matrix (*LastAxis)(const Matrix&, bool)>
-auto reduction(const char* op) {
-  return [op](const Matrix& x, std::optional<std::int64_t> dim, bool keepdim) {
-    if (!dim) return All(x);
-    require_last_axis(x, *dim, op);
-    return LastAxis(x, keepdim);
+// PyTorch's dim of a reduction: None (every axis), an int, or a tuple or
+// list of ints, as the axis list of oa/matrix/reduction.hpp.
+std::vector<int> reduction_dims(const py::object& dim) {
+  if (dim.is_none()) return {};
+  if (py::isinstance<py::int_>(dim)) return {dim.cast<int>()};
+  return dim.cast<std::vector<int>>();
+}
+
+// x.sum(dim=None, keepdim=False) and its kin over any axes.
+template <Matrix (*Reduce)(const Matrix&, const std::vector<int>&, bool)>
+auto reduction() {
+  return [](const Matrix& x, const py::object& dim, bool keepdim) { return Reduce(x, reduction_dims(dim), keepdim); };
+}
+// x.var(dim=None, correction=1, keepdim=False), x.std(...).
+template <Matrix (*Reduce)(const Matrix&, const std::vector<int>&, float, bool)>
+auto spread() {
+  return [](const Matrix& x, const py::object& dim, float correction, bool keepdim) {
+    return Reduce(x, reduction_dims(dim), correction, keepdim);
   };
 }
+Matrix norm(const Matrix& x, float p, const py::object& dim, bool keepdim) { return mx::norm(x, p, reduction_dims(dim), keepdim); }
 
 std::string repr(const Matrix& x) {
   std::ostringstream os;
@@ -218,11 +230,25 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       .def("flatten", [](const Matrix& x, int start_dim, int end_dim) { return mx::flatten(x, start_dim, end_dim); },
            py::arg("start_dim") = 0, py::arg("end_dim") = -1)
       // Reductions.
-      .def("sum", reduction<&mx::sum_all, &mx::sum>("oa.Tensor.sum"), py::arg("dim") = py::none(), py::arg("keepdim") = false)
-      .def("mean", reduction<&mx::mean_all, &mx::mean>("oa.Tensor.mean"), py::arg("dim") = py::none(),
+      // Reductions over dim = None (every axis), an int or a tuple of ints.
+      // max and min give the values alone (torch.amax, torch.amin).
+      .def("sum", reduction<&mx::sum>(), py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def("mean", reduction<&mx::mean>(), py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def("amax", reduction<&mx::max>(), py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def("amin", reduction<&mx::min>(), py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def("max", reduction<&mx::max>(), py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def("min", reduction<&mx::min>(), py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def("prod", reduction<&mx::prod>(), py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def("logsumexp", reduction<&mx::logsumexp>(), py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def("var", spread<&mx::var>(), py::arg("dim") = py::none(), py::kw_only(), py::arg("correction") = 1.0f,
            py::arg("keepdim") = false)
-      .def("amax", reduction<&mx::max_all, &mx::max>("oa.Tensor.amax"), py::arg("dim") = py::none(),
+      .def("std", spread<&mx::std>(), py::arg("dim") = py::none(), py::kw_only(), py::arg("correction") = 1.0f,
            py::arg("keepdim") = false)
+      .def("norm", &norm, py::arg("p") = 2.0f, py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def("cumsum", &mx::cumsum, py::arg("dim"))
+      .def("__pow__", [](const Matrix& a, const Matrix& b) { return mx::pow(a, b); }, py::is_operator())
+      .def("__pow__", [](const Matrix& a, float e) { return mx::pow(a, e); }, py::is_operator())
+      .def("__rpow__", [](const Matrix& b, float s) { return mx::pow(Matrix::full({}, s, b.engine()), b); }, py::is_operator())
       .def(
           "argmax",
           [](const Matrix& x, std::int64_t dim, bool keepdim) {
@@ -293,6 +319,20 @@ void bind_tensor(py::module_& m, TensorClass& t) {
   m.def("tril", &mx::tril, py::arg("input"), py::arg("diagonal") = 0);
   m.def("triu", &mx::triu, py::arg("input"), py::arg("diagonal") = 0);
   m.def("minimum", &mx::minimum, py::arg("input"), py::arg("other"));
+  m.def("pow", [](const Matrix& a, const Matrix& b) { return mx::pow(a, b); }, py::arg("input"), py::arg("exponent"));
+  m.def("pow", [](const Matrix& a, float e) { return mx::pow(a, e); }, py::arg("input"), py::arg("exponent"));
+  m.def("cumsum", &mx::cumsum, py::arg("input"), py::arg("dim"));
+  m.def("sum", reduction<&mx::sum>(), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
+  m.def("mean", reduction<&mx::mean>(), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
+  m.def("amax", reduction<&mx::max>(), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
+  m.def("amin", reduction<&mx::min>(), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
+  m.def("prod", reduction<&mx::prod>(), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
+  m.def("logsumexp", reduction<&mx::logsumexp>(), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
+  m.def("var", spread<&mx::var>(), py::arg("input"), py::arg("dim") = py::none(), py::kw_only(), py::arg("correction") = 1.0f,
+        py::arg("keepdim") = false);
+  m.def("std", spread<&mx::std>(), py::arg("input"), py::arg("dim") = py::none(), py::kw_only(), py::arg("correction") = 1.0f,
+        py::arg("keepdim") = false);
+  m.def("norm", &norm, py::arg("input"), py::arg("p") = 2.0f, py::arg("dim") = py::none(), py::arg("keepdim") = false);
 
   // Creation.
   m.def(

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import oa
-from reference import assert_close, values
+from reference import assert_close, check_gradients, values
 
 
 @pytest.mark.parametrize(
@@ -130,8 +130,62 @@ def test_reductions():
     assert_close(t.amax(dim=-1).numpy(), x64.max(-1))
     assert_close(t.amax().numpy(), x64.max())
     np.testing.assert_array_equal(t.argmax(dim=-1).numpy(), x.argmax(-1))
-    with pytest.raises(oa.InvalidArgumentError, match="only the last axis"):
-        t.sum(dim=0)
+    with pytest.raises(oa.InvalidArgumentError, match="out of range"):
+        t.sum(dim=2)
+    with pytest.raises(oa.InvalidArgumentError, match="twice"):
+        t.sum(dim=(1, -1))
+
+
+def test_reductions_over_axes():
+    x = values((2, 3, 4), 7)
+    t, x64 = oa.tensor(x), x.astype(np.float64)
+    for dim in [0, 1, (0, 2), (2, 0, 1), None]:
+        axis = dim if dim is None or isinstance(dim, int) else tuple(dim)
+        for keepdim in [False, True]:
+            assert_close(t.sum(dim=dim, keepdim=keepdim).numpy(), x64.sum(axis=axis, keepdims=keepdim))
+            assert_close(t.mean(dim, keepdim=keepdim).numpy(), x64.mean(axis=axis, keepdims=keepdim))
+            assert_close(t.max(dim, keepdim).numpy(), x64.max(axis=axis, keepdims=keepdim))
+            assert_close(t.min(dim, keepdim).numpy(), x64.min(axis=axis, keepdims=keepdim))
+            assert_close(t.prod(dim, keepdim).numpy(), x64.prod(axis=axis, keepdims=keepdim))
+            assert_close(t.var(dim, keepdim=keepdim).numpy(), x64.var(axis=axis, ddof=1, keepdims=keepdim))
+            assert_close(t.std(dim, correction=0, keepdim=keepdim).numpy(), x64.std(axis=axis, keepdims=keepdim))
+            m = x64.max(axis=axis, keepdims=True)
+            lse = np.log(np.exp(x64 - m).sum(axis=axis, keepdims=True)) + m
+            assert_close(t.logsumexp(dim, keepdim).numpy(), lse if keepdim else lse.reshape(np.sum(x64, axis=axis).shape))
+            assert_close(t.norm(2, dim, keepdim).numpy(), np.sqrt((x64 * x64).sum(axis=axis, keepdims=keepdim)))
+            assert_close(t.norm(1, dim, keepdim).numpy(), np.abs(x64).sum(axis=axis, keepdims=keepdim))
+            assert_close(t.norm(float("inf"), dim, keepdim).numpy(), np.abs(x64).max(axis=axis, keepdims=keepdim))
+    assert_close(oa.sum(t, (0, 2)).numpy(), x64.sum(axis=(0, 2)))
+    for d in [0, 1, -1]:
+        assert_close(t.cumsum(d).numpy(), np.cumsum(x64, axis=d))
+        assert_close(oa.cumsum(t, d).numpy(), np.cumsum(x64, axis=d))
+    check_gradients(lambda a: a.var((0, 2)), lambda a: a.var(axis=(0, 2), ddof=1), [x])
+    check_gradients(lambda a: a.max(1), lambda a: a.max(axis=1), [x])
+    check_gradients(lambda a: a.cumsum(1), lambda a: np.cumsum(a, axis=1), [x])
+
+
+def test_broadcasting_and_pow():
+    a, b = values((3, 1, 5), 8), values((4, 1), 9)
+    ta, tb = oa.tensor(a), oa.tensor(b)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    assert_close((ta + tb).numpy(), a64 + b64)
+    assert_close((ta - tb).numpy(), a64 - b64)
+    assert_close((ta * tb).numpy(), a64 * b64)
+    assert_close(oa.maximum(ta, tb).numpy(), np.maximum(a64, b64))
+    assert_close(oa.minimum(ta, tb).numpy(), np.minimum(a64, b64))
+    p = values((3, 1, 5), 10, 0.5, 2.0)
+    tp, p64 = oa.tensor(p), p.astype(np.float64)
+    assert_close((tp / tb).numpy(), p64 / b64)
+    assert_close((tp ** tb).numpy(), p64**b64)
+    assert_close(oa.pow(tp, tb).numpy(), p64**b64)
+    assert_close((ta**3).numpy(), a64**3)
+    assert_close((ta**2.0).numpy(), a64**2)
+    assert_close((2.0**ta).numpy(), 2.0**a64)
+    assert_close((ta**0).numpy(), np.ones_like(a64))
+    check_gradients(lambda x, y: x * y, lambda x, y: x * y, [a, b])
+    check_gradients(lambda x, y: x**y, lambda x, y: x**y, [p, b])
+    with pytest.raises(oa.InvalidArgumentError, match="do not broadcast"):
+        ta + oa.tensor(values((2, 5), 11))
 
 
 def test_views():

@@ -37,4 +37,17 @@ float oa_tanh(float x) {
   float e = exp(-2.0 * abs(x));
   return sign(x) * (1.0 - e) / (1.0 + e);
 }
+// a^b as torch.pow (C's pow): 1 when b is 0 (0^0 and NaN^0 included) or a is
+// 1; a negative base with an integer exponent takes the sign of (-1)^b, with
+// a fractional one gives NaN; 0^b is 0 for b > 0 and +inf for b < 0.
+float oa_pow(float a, float b) {
+  if (b == 0.0 || a == 1.0) return 1.0;
+  if (isnan(a) || isnan(b)) return a + b;
+  if (a == 0.0) return b > 0.0 ? 0.0 : 1.0 / 0.0;
+  if (b == 2.0) return a * a;
+  const float m = exp2(b * log2(abs(a)));
+  if (a > 0.0) return m;
+  if (b != floor(b)) return uintBitsToFloat(0x7fc00000u);
+  return mod(b, 2.0) == 1.0 ? -m : m;
+}
 #endif

@@ -1,8 +1,8 @@
 // Workgroup and subgroup reductions shared by every oa kernel that combines
-// values across invocations: sum, max and arg-max.
+// values across invocations: sum, max, arg-max, min and product.
 //
-// NaN rule (every max and arg-max, as torch.amax / torch.argmax): a NaN is
-// the maximum. oa_max(a, b) is NaN when either is NaN (GLSL's max(x, NaN) is
+// NaN rule (every max, min and arg-max, as torch.amax / torch.amin /
+// torch.argmax): a NaN is the maximum (and the minimum). oa_max(a, b) is NaN when either is NaN (GLSL's max(x, NaN) is
 // undefined, so kernels never use it on data that may hold NaN); an arg-max
 // returns the first index of a NaN when there is one, otherwise the first
 // index of the largest value. -inf is the identity of max.
@@ -27,10 +27,12 @@
 #extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_EXT_control_flow_attributes : require
 
-const uint OA_SUM = 0u, OA_MAX = 1u, OA_ARGMAX = 2u;
+const uint OA_SUM = 0u, OA_MAX = 1u, OA_ARGMAX = 2u, OA_MIN = 3u, OA_PROD = 4u;
 
 // max(a, b) with NaN propagating.
 float oa_max(float a, float b) { return a > b || isnan(a) ? a : b; }
+// min(a, b) with NaN propagating.
+float oa_min(float a, float b) { return a < b || isnan(a) ? a : b; }
 
 // True when (v, i) should replace (w, j) as the arg-maximum: a NaN beats a
 // number, a larger value a smaller one, and among equals (or NaNs) the lower index.
@@ -41,13 +43,17 @@ bool oa_argmax_beats(float v, uint i, float w, uint j) {
   return i < j;
 }
 
-// Folds (w, j) into the running (v, i) under `op` (OA_SUM, OA_MAX, OA_ARGMAX;
-// the index only matters for OA_ARGMAX).
+// Folds (w, j) into the running (v, i) under `op` (OA_SUM, OA_MAX, OA_ARGMAX,
+// OA_MIN, OA_PROD; the index only matters for OA_ARGMAX).
 void oa_combine(uint op, inout float v, inout uint i, float w, uint j) {
   if (op == OA_SUM) {
     v += w;
   } else if (op == OA_MAX) {
     v = oa_max(v, w);
+  } else if (op == OA_MIN) {
+    v = oa_min(v, w);
+  } else if (op == OA_PROD) {
+    v *= w;
   } else if (oa_argmax_beats(w, j, v, i)) {
     v = w;
     i = j;

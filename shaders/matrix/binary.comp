@@ -6,6 +6,7 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 #include "common/elementwise_codes.glsl"
+#include "common/math.glsl"
 layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint OP = 0;
 layout(constant_id = 1) const uint MODE = 0;
@@ -22,6 +23,7 @@ float op(float u, float v) {
     case Div: return u / v;
     case Max: return max(u, v);
     case Min: return min(u, v);
+    case Pow: return oa_pow(u, v);
   }
   return u;
 }

@@ -3,11 +3,13 @@
 // the output's shape; a broadcast operand's gradient is then summed back to
 // its shape by the caller. OP and MODE number as in matrix/binary.comp (MODE
 // 1: b is broadcast, 2: a is broadcast, indexed by (g / inner) % C). OP: 2 mul,
-// 3 div, 4 maximum, 5 minimum; ties of maximum/minimum split the gradient
-// evenly, as torch.maximum / torch.minimum do.
+// 3 div, 4 maximum, 5 minimum, 6 pow; ties of maximum/minimum split the gradient
+// evenly, as torch.maximum / torch.minimum do. pow as torch.pow: d/da =
+// b a^(b-1) (0 where b is 0), d/db = a^b log(a) (0 where a is 0 and b >= 0).
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 #include "common/elementwise_codes.glsl"
+#include "common/math.glsl"
 layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint OP = 2;
 layout(constant_id = 1) const uint MODE = 0;
@@ -27,6 +29,9 @@ float grad(float g, float u, float v) {
     case Div: return WHICH == 0u ? g / v : -g * u / (v * v);
     case Max: return g * (WHICH == 0u ? pick(u > v, u == v) : pick(v > u, u == v));
     case Min: return g * (WHICH == 0u ? pick(u < v, u == v) : pick(v < u, u == v));
+    case Pow:
+      if (WHICH == 0u) return v == 0.0 ? 0.0 : g * v * oa_pow(u, v - 1.0);
+      return u == 0.0 && v >= 0.0 ? 0.0 : g * oa_pow(u, v) * log(u);
   }
   return g;
 }

@@ -7,10 +7,11 @@
 // T partial results are combined (common/reduce.glsl, which gives the NaN rule).
 //
 // OP 0: sum (times `scale` on output, e.g. 1/L for a mean); 1: max, NaN
-// propagating; 2: argmax, the first index of the maximum (NaN counts as the
+// propagating; 3: min, NaN propagating; 4: product; 2: argmax, the first index of the maximum (NaN counts as the
 // maximum), carried as (value, index) pairs between passes. NEGATE: the
 // first pass reads -x, so that argmax gives argmin (the first index of the
 // minimum; a NaN still counts as the extreme).
+// SQRT: the final values are square roots (of scale * sum: std, 2-norm).
 // IN_PAIRS: the input holds (value bits, index) pairs from an earlier argmax
 // pass. OUT_MODE 0: values; 1: (value bits, index) pairs; 2: int32 indices.
 // Push: nseg segments in this dispatch starting at global segment s0 =
@@ -25,6 +26,7 @@ layout(constant_id = 1) const uint T = 256;
 layout(constant_id = 2) const bool IN_PAIRS = false;
 layout(constant_id = 3) const uint OUT_MODE = 0;
 layout(constant_id = 4) const bool NEGATE = false;
+layout(constant_id = 5) const bool SQRT = false;
 layout(std430, binding = 0) readonly buffer In { uint x[]; };
 layout(std430, binding = 1) writeonly buffer Out { uint y[]; };
 OA_PUSH_BEGIN
@@ -36,7 +38,7 @@ const uint G = 256u / T;
 void main() {
   const uint tid = gl_LocalInvocationID.x, lane = tid % T;
   const uint seg = OA_GROUP_ID.x * G + tid / T;
-  float acc = OP == 0u ? 0.0 : -OA_INF;
+  float acc = OP == OA_SUM ? 0.0 : OP == OA_PROD ? 1.0 : OP == OA_MIN ? OA_INF : -OA_INF;
   uint at = 0xffffffffu;
   if (seg < pc.nseg) {
     const uint s = pc.r0 * pc.P + pc.p0 + seg, row = s / pc.P, part = s % pc.P;
@@ -50,7 +52,8 @@ void main() {
   oa_segment_reduce(OP, acc, at, 1u, T);
   if (seg < pc.nseg && lane == 0u) {
     if (OUT_MODE == 0u) {
-      y[pc.out_off + seg] = floatBitsToUint(OP == 0u ? acc * pc.scale : acc);
+      const float v = OP == OA_SUM ? acc * pc.scale : acc;
+      y[pc.out_off + seg] = floatBitsToUint(SQRT ? sqrt(v) : v);
     } else if (OUT_MODE == 1u) {
       y[pc.out_off + 2u * seg] = floatBitsToUint(acc);
       y[pc.out_off + 2u * seg + 1u] = at;

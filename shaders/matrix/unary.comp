@@ -1,6 +1,7 @@
 #version 450
 // y = f(x) elementwise; OP selects f. Parameters a, b: clamp bounds, the
-// affine y = a * x + b, leaky_relu's negative slope or elu's alpha (a).
+// affine y = a * x + b, leaky_relu's negative slope, elu's alpha or pow's
+// exponent (a).
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 #include "common/elementwise_codes.glsl"
@@ -43,6 +44,7 @@ float f(float v) {
     case Round: return roundEven(v);
     case LeakyRelu: return v > 0.0 ? v : pc.a * v;
     case Elu: return v > 0.0 ? v : pc.a * oa_expm1(v);
+    case PowScalar: return oa_pow(v, pc.a);
   }
   return v;
 }

@@ -2,10 +2,10 @@
 // gx = gy * f'(.) for the unary ops of matrix/unary.comp (same OP numbering).
 // `s` is the value the forward saved: its input x for log, relu, gelu, silu,
 // clamp, abs, square, sin, cos, log1p, erf, softplus, mish, hardswish,
-// leaky_relu, elu; its output y for exp, sqrt, tanh, sigmoid, rsqrt,
+// leaky_relu, elu, pow; its output y for exp, sqrt, tanh, sigmoid, rsqrt,
 // reciprocal, exp2, expm1; unused (bound to gy) for neg, affine and the
 // piecewise-constant sign, floor, ceil, round (gradient 0, as PyTorch).
-// Parameters a, b: clamp bounds, the affine scale a, leaky_relu's slope or elu's alpha (a).
+// Parameters a, b: clamp bounds, the affine scale a, leaky_relu's slope, elu's alpha or pow's exponent (a).
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 #include "common/elementwise_codes.glsl"
@@ -52,6 +52,7 @@ float df(float g, float v) {
     case Round: return 0.0;
     case LeakyRelu: return v > 0.0 ? g : pc.a * g;
     case Elu: return v > 0.0 ? g : g * pc.a * exp(v);
+    case PowScalar: return pc.a == 0.0 ? 0.0 : g * pc.a * oa_pow(v, pc.a - 1.0);  // pow: b x^(b-1), 0 for b = 0
   }
   return g;
 }

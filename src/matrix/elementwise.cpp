@@ -68,12 +68,17 @@ struct AlphaAttributes {
   float alpha = 1;
   static constexpr auto fields = std::tuple{field("alpha", &AlphaAttributes::alpha)};
 };
+struct ExponentAttributes {
+  float exponent = 1;
+  static constexpr auto fields = std::tuple{field("exponent", &ExponentAttributes::exponent)};
+};
 
 // The parameters (a, b) of the unary kernels: clamp's bounds, affine's a * x
 // + b, leaky_relu's negative slope, elu's alpha.
 std::pair<float, float> unary_parameters(const NoAttributes&) { return {0.0f, 0.0f}; }
 std::pair<float, float> unary_parameters(const SlopeAttributes& c) { return {c.negative_slope, 0.0f}; }
 std::pair<float, float> unary_parameters(const AlphaAttributes& c) { return {c.alpha, 0.0f}; }
+std::pair<float, float> unary_parameters(const ExponentAttributes& c) { return {c.exponent, 0.0f}; }
 std::pair<float, float> unary_parameters(const ClampAttributes& c) { return {c.low, c.high}; }
 std::pair<float, float> unary_parameters(const AffineAttributes& c) { return {c.alpha, c.beta}; }
 
@@ -223,7 +228,8 @@ void binary_dispatches(std::string_view kernel, std::initializer_list<std::uint3
 // output's shape), each summed back to its operand's shape where it was
 // broadcast. a and b are the saved operands, undefined where no needed
 // gradient reads them (see binary_op's saves).
-std::vector<Matrix> binary_backward(BinaryCode code, const BackwardCall<NoAttributes>& c) {
+template <class A>
+std::vector<Matrix> binary_backward(BinaryCode code, const BackwardCall<A>& c) {
   const Matrix& gy = c.grad_outputs[0];
   const Matrix &a = c.inputs[0], &b = c.inputs[1];
   const Broadcast bc = resolve_broadcast(c.input_shapes[0], c.input_shapes[1], c.name);
@@ -280,6 +286,61 @@ const auto kMul = binary_op("oa::matrix::mul", Mul);
 const auto kDiv = binary_op("oa::matrix::div", Div);
 const auto kMaximum = binary_op("oa::matrix::maximum", Max);
 const auto kMinimum = binary_op("oa::matrix::minimum", Min);
+
+// pow(a, b) with b a Matrix (broadcast as the binary ops) or, when b is
+// absent, the scalar `exponent` (matrix/unary's PowScalar). Both forms read
+// their inputs in the backward.
+const detail::Lowering<ExponentAttributes> kPowLowering = [](const OpCall<ExponentAttributes>& c, const std::vector<Matrix>& out,
+                                                             std::vector<ComputeDispatch>& ds) {
+  const Matrix &a = c.inputs[0], &b = c.inputs[1];
+  if (!b.defined()) {
+    unary_dispatches(kernels::matrix_unary, PowScalar, a, nullptr, out[0], unary_parameters(c.attributes), ds);
+    return;
+  }
+  const Broadcast bc = resolve_broadcast(a.shape(), b.shape(), c.name);
+  binary_dispatches(kernels::matrix_binary, {Pow, bc.mode}, nullptr, a, b, out[0], bc, c.name, ds);
+};
+const Op<ExponentAttributes> kPow{
+    {.name = "oa::matrix::pow",
+     .inputs = {"a", {"b", true}},
+     .infer = [](const OpCall<ExponentAttributes>& c) {
+       const Matrix &a = c.inputs[0], &b = c.inputs[1];
+       if (!b.defined()) return std::vector<OutputSpec>{{a.shape()}};
+       detail::require_f32(b, c.name, "b");
+       return std::vector<OutputSpec>{{resolve_broadcast(a.shape(), b.shape(), c.name).out}};
+     },
+     .lower = {{DType::F32, kPowLowering}},
+     .saves = [](const OpCall<ExponentAttributes>& c, const std::vector<bool>&) { return Saves{{true, c.inputs[1].defined()}, {}}; },
+     .backward = [](const BackwardCall<ExponentAttributes>& c) {
+       if (c.inputs[1].defined()) return binary_backward(Pow, c);
+       return std::vector<Matrix>{unary_gradient(c, PowScalar, c.grad_outputs[0], c.inputs[0], unary_parameters(c.attributes)), Matrix()};
+     }}};
+
+// a (op) b broadcast by NumPy's rules. Operands that the kernel's broadcast
+// covers (the same shape, or one operand spanning a contiguous run of the
+// other's axes) go to it as they are; otherwise an operand of another shape
+// than the result is first expanded to it (a recorded oa::matrix::expand,
+// whose backward sums the gradient back), and the other keeps its shape
+// where the kernel can broadcast it.
+template <class A>
+Matrix binary(const Op<A>& op, const Matrix& a, const Matrix& b) {
+  const char* name = op.def.name;
+  detail::require_defined(a, name, "a");
+  detail::require_defined(b, name, "b");
+  detail::require_same_engine(a, b, name);
+  detail::require_f32(a, name, "a");
+  detail::require_f32(b, name, "b");
+  std::int64_t channels = 1, inner = 1;
+  const Shape &sa = a.shape(), &sb = b.shape();
+  if (sa == sb || detail::broadcast_layout(sa, sb, channels, inner) || detail::broadcast_layout(sb, sa, channels, inner))
+    return apply(op, {a, b})[0];
+  const Shape out = detail::broadcast_shapes(name, {{"a", sa}, {"b", sb}});
+  detail::shader_u32(out.numel(), "result elements", name);
+  const bool expand_a = !(sa == out) && (!(sb == out) || !detail::broadcast_layout(out, sa, channels, inner));
+  const Matrix a2 = expand_a ? expand(a, out.to_vector()) : a;
+  const bool expand_b = !(sb == out) && (!(a2.shape() == out) || !detail::broadcast_layout(out, sb, channels, inner));
+  return apply(op, {a2, expand_b ? expand(b, out.to_vector()) : b})[0];
+}
 
 // ── Comparisons ─────────────────────────────────────────────────────────────
 
@@ -359,12 +420,12 @@ Matrix call(const Op<A>& op, std::initializer_list<Matrix> inputs, const A& attr
 
 }  // namespace
 
-Matrix add(const Matrix& a, const Matrix& b) { return call(kAdd, {a, b}); }
-Matrix sub(const Matrix& a, const Matrix& b) { return call(kSub, {a, b}); }
-Matrix mul(const Matrix& a, const Matrix& b) { return call(kMul, {a, b}); }
-Matrix div(const Matrix& a, const Matrix& b) { return call(kDiv, {a, b}); }
-Matrix maximum(const Matrix& a, const Matrix& b) { return call(kMaximum, {a, b}); }
-Matrix minimum(const Matrix& a, const Matrix& b) { return call(kMinimum, {a, b}); }
+Matrix add(const Matrix& a, const Matrix& b) { return binary(kAdd, a, b); }
+Matrix sub(const Matrix& a, const Matrix& b) { return binary(kSub, a, b); }
+Matrix mul(const Matrix& a, const Matrix& b) { return binary(kMul, a, b); }
+Matrix div(const Matrix& a, const Matrix& b) { return binary(kDiv, a, b); }
+Matrix maximum(const Matrix& a, const Matrix& b) { return binary(kMaximum, a, b); }
+Matrix minimum(const Matrix& a, const Matrix& b) { return binary(kMinimum, a, b); }
 
 Matrix affine(const Matrix& x, float alpha, float beta) { return call(kAffine, {x}, {alpha, beta}); }
 Matrix add(const Matrix& a, float s) { return affine(a, 1.0f, s); }
@@ -401,6 +462,8 @@ Matrix ceil(const Matrix& x) { return call(kCeil, {x}); }
 Matrix round(const Matrix& x) { return call(kRound, {x}); }
 Matrix leaky_relu(const Matrix& x, float negative_slope) { return call(kLeakyRelu, {x}, {negative_slope}); }
 Matrix elu(const Matrix& x, float alpha) { return call(kElu, {x}, {alpha}); }
+Matrix pow(const Matrix& a, const Matrix& b) { return binary(kPow, a, b); }
+Matrix pow(const Matrix& x, float exponent) { return call(kPow, {x, Matrix()}, {exponent}); }
 
 Matrix eq(const Matrix& a, const Matrix& b) { return compare(kEq, a, b); }
 Matrix ne(const Matrix& a, const Matrix& b) { return compare(kNe, a, b); }

@@ -31,14 +31,15 @@ std::vector<std::int64_t> strides_of(const Shape& s) {
 
 // One matrix/strided_copy dispatch between `contiguous` (row-major over
 // `extents`) and the strided side `strided` (base + sum of coordinate * stride).
-void strided_copy(const char* op, bool scatter, const Matrix& src, const Matrix& dst, const std::vector<std::int64_t>& extents,
-                  const std::vector<std::int64_t>& strides, std::int64_t base, std::vector<ComputeDispatch>& ds) {
+void strided_copy(const char* op, bool scatter, const std::shared_ptr<runtime::Storage>& src, const std::shared_ptr<runtime::Storage>& dst,
+                  const std::vector<std::int64_t>& extents, const std::vector<std::int64_t>& strides, std::int64_t base,
+                  std::vector<ComputeDispatch>& ds) {
   const std::int64_t n = std::accumulate(extents.begin(), extents.end(), std::int64_t{1}, std::multiplies<>());
   if (n == 0) return;
   ComputeDispatch d;
   d.kernel = kernels::matrix_strided_copy;
   d.specialization = {scatter ? 1u : 0u};
-  d.bindings = {BufferBinding::read(src.storage()), BufferBinding::write(dst.storage())};
+  d.bindings = {BufferBinding::read(src), BufferBinding::write(dst)};
   d.push.u32(detail::shader_u32(n, "element count", op)).u32(detail::shader_u32(base, "element offset", op));
   const std::size_t pad = Shape::kMaxRank - extents.size();
   for (std::size_t d8 = 0; d8 < Shape::kMaxRank; ++d8) d.push.u32(d8 < pad ? 1u : detail::shader_u32(extents[d8 - pad], "extent", op));
@@ -46,6 +47,11 @@ void strided_copy(const char* op, bool scatter, const Matrix& src, const Matrix&
     d.push.u32(d8 < pad ? 0u : detail::shader_u32(strides[d8 - pad], "stride", op));
   d.groups = {detail::groups_for(n, 1024), 1, 1};
   ds.push_back(std::move(d));
+}
+
+void strided_copy(const char* op, bool scatter, const Matrix& src, const Matrix& dst, const std::vector<std::int64_t>& extents,
+                  const std::vector<std::int64_t>& strides, std::int64_t base, std::vector<ComputeDispatch>& ds) {
+  strided_copy(op, scatter, src.storage(), dst.storage(), extents, strides, base, ds);
 }
 
 void require_numel_u32(const Matrix& x, const char* op) { detail::shader_u32(x.numel(), "element count of x", op); }
@@ -63,13 +69,21 @@ Shape permuted(const Shape& s, const std::vector<std::int64_t>& dims) {
   return Shape(out);
 }
 
-// gy's elements copied back through the permutation: gather along the inverse.
+// y = x with its axes reordered by dims (a gather along them); the backward
+// gathers gy along the inverse permutation.
+void permute_dispatch(const char* op, const std::shared_ptr<runtime::Storage>& x, const Shape& x_shape, const std::shared_ptr<runtime::Storage>& y,
+                      const std::vector<std::int64_t>& dims, std::vector<ComputeDispatch>& ds) {
+  const auto in = strides_of(x_shape);
+  std::vector<std::int64_t> strides, extents;
+  for (auto d : dims) {
+    strides.push_back(in[static_cast<std::size_t>(d)]);
+    extents.push_back(x_shape[static_cast<std::size_t>(d)]);
+  }
+  strided_copy(op, false, x, y, extents, strides, 0, ds);
+}
 void permute_dispatch(const char* op, const Matrix& x, const Matrix& y, const std::vector<std::int64_t>& dims,
                       std::vector<ComputeDispatch>& ds) {
-  const auto in = strides_of(x.shape());
-  std::vector<std::int64_t> strides;
-  for (auto d : dims) strides.push_back(in[static_cast<std::size_t>(d)]);
-  strided_copy(op, false, x, y, y.shape().to_vector(), strides, 0, ds);
+  permute_dispatch(op, x.storage(), x.shape(), y.storage(), dims, ds);
 }
 
 const detail::Lowering<PermuteAttributes> kPermuteLowering = [](const OpCall<PermuteAttributes>& c, const std::vector<Matrix>& out,
@@ -359,3 +373,12 @@ Matrix unflatten(const Matrix& x, int axis, const std::vector<std::int64_t>& siz
 }
 
 }  // namespace oa::matrix
+
+namespace oa::detail {
+
+void permute_into(const char* op, const std::shared_ptr<runtime::Storage>& x, const Shape& x_shape, const std::shared_ptr<runtime::Storage>& y,
+                  const std::vector<std::int64_t>& dims, std::vector<runtime::ComputeDispatch>& dispatches) {
+  matrix::permute_dispatch(op, x, x_shape, y, dims, dispatches);
+}
+
+}  // namespace oa::detail

@@ -91,6 +91,13 @@ bool broadcast_layout(const Shape& big, const Shape& small, std::int64_t& channe
 // the shapes.
 Shape broadcast_shapes(const char* op, const std::vector<std::pair<const char*, Shape>>& shapes);
 
+// Appends the matrix/strided_copy dispatch that writes into `y` the 32-bit
+// elements of `x` (row-major, shape x_shape) with their axes reordered: y's
+// axis k is x's axis dims[k] (the lowering of oa::matrix::permute). Callers
+// check that the element count fits a u32.
+void permute_into(const char* op, const std::shared_ptr<runtime::Storage>& x, const Shape& x_shape, const std::shared_ptr<runtime::Storage>& y,
+                  const std::vector<std::int64_t>& dims, std::vector<runtime::ComputeDispatch>& dispatches);
+
 // The one lowering of the row kernels (softmax, log_softmax, cross_entropy,
 // layer_norm; shaders/common/rows.glsl) over a row-major [rows, cols] tensor.
 // A row gets `lanes` invocations (specialization constant 0) as RowLanes says,

@@ -4,7 +4,12 @@
 #include <climits>
 #include <limits>
 
+#include <fmt/ranges.h>
+
 #include "matrix/op_def.hpp"
+#include "oa/matrix/elementwise.hpp"
+#include "oa/matrix/indexing.hpp"
+#include "oa/matrix/layout.hpp"
 
 namespace oa::matrix {
 
@@ -23,7 +28,7 @@ using runtime::ComputeDispatch;
 using runtime::Storage;
 
 // The OP codes of matrix/reduce; ArgMin runs ArgMax over -x (its NEGATE).
-enum ReduceOp : std::uint32_t { Sum = 0, Max = 1, ArgMax = 2, ArgMin = 3 };
+enum ReduceOp : std::uint32_t { Sum = 0, Max = 1, ArgMax = 2, Min = 3, Prod = 4, ArgMin = 5 };
 bool is_arg(ReduceOp op) { return op == ArgMax || op == ArgMin; }
 
 std::int64_t range_words(const Engine& engine) {
@@ -35,9 +40,10 @@ std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
 // Appends the passes of matrix/reduce that reduce `rows` rows of `length` f32
 // items of `in` into `out` ([rows] values, or int32 indices for ArgMax and ArgMin). Rows
 // longer than one segment give [rows, parts] partial results that the next
-// pass reduces again. Callers check that max(rows, rows * length) fits a u32.
+// pass reduces again. `root`: the final values are square roots. Callers
+// check that max(rows, rows * length) fits a u32.
 void reduce_rows(const Engine& engine, std::shared_ptr<Storage> in, std::int64_t rows, std::int64_t length, ReduceOp op,
-                 float scale, const std::shared_ptr<Storage>& out, std::vector<ComputeDispatch>& ds) {
+                 float scale, const std::shared_ptr<Storage>& out, std::vector<ComputeDispatch>& ds, bool root = false) {
   bool pairs = false;  // `in` holds (value, index) pairs of an earlier ArgMax or ArgMin pass
   for (;;) {
     const std::uint32_t threads = length > 512 ? 256 : 32;  // invocations per segment
@@ -56,7 +62,7 @@ void reduce_rows(const Engine& engine, std::shared_ptr<Storage> in, std::int64_t
       const auto dstw = detail::element_window(dst, s0 * w_out, q * w_out, Access::Write);
       ComputeDispatch d;
       d.kernel = kernels::matrix_reduce;
-      d.specialization = {is_arg(op) ? ArgMax : op, threads, pairs, is_arg(op) ? (last ? 2u : 1u) : 0u, op == ArgMin && !pairs};
+      d.specialization = {is_arg(op) ? ArgMax : op, threads, pairs, is_arg(op) ? (last ? 2u : 1u) : 0u, op == ArgMin && !pairs, root && last};
       d.bindings = {src.binding, dstw.binding};
       d.push.u32(u32(q)).u32(u32(r0)).u32(u32(p0)).u32(u32(length)).u32(u32(parts)).u32(u32(chunk));
       d.push.u32(src.offset).u32(dstw.offset).f32(last ? scale : 1.0f);
@@ -100,9 +106,152 @@ void check_indexable(const Matrix& x, std::int64_t rows, const char* name) {
   detail::shader_u32(std::max(rows, x.numel()), "element count", name);
 }
 
+// Sums times this for mean (NaN for no elements, as torch), else 1.
+float scale_of(bool mean, std::int64_t length) {
+  return !mean ? 1.0f : length > 0 ? 1.0f / static_cast<float>(length) : std::numeric_limits<float>::quiet_NaN();
+}
+
+// ── Reductions over any set of axes ─────────────────────────────────────────
+
+enum class Kind { Sum, Mean, Max, Min, Prod, Var, Std, LogSumExp, Norm };
+
+struct DimsAttributes {
+  std::vector<std::int64_t> dims;  // sorted, non-negative, distinct
+  bool keepdim = false;
+  static constexpr auto fields = std::tuple{field("dims", &DimsAttributes::dims), field("keepdim", &DimsAttributes::keepdim)};
+};
+struct VarAttributes {
+  std::vector<std::int64_t> dims;
+  float correction = 1;
+  bool keepdim = false;
+  static constexpr auto fields = std::tuple{field("dims", &VarAttributes::dims), field("correction", &VarAttributes::correction),
+                                            field("keepdim", &VarAttributes::keepdim)};
+};
+struct NormAttributes {
+  float p = 2;
+  std::vector<std::int64_t> dims;
+  bool keepdim = false;
+  static constexpr auto fields = std::tuple{field("p", &NormAttributes::p), field("dims", &NormAttributes::dims),
+                                            field("keepdim", &NormAttributes::keepdim)};
+};
+float correction_of(const VarAttributes& a) { return a.correction; }
+float correction_of(const auto&) { return 0.0f; }
+float order_of(const NormAttributes& a) { return a.p; }
+float order_of(const auto&) { return 0.0f; }
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// x's shape seen by a reduction over `dims`: neighbouring axes that are all
+// reduced or all kept merge into one run (extents of 1 dropped); `rows` kept
+// elements by `length` reduced ones. When a kept run follows a reduced one,
+// `moves`: the merged x (`extents`) must be permuted by `order` (kept runs
+// first) before its rows are contiguous.
+struct Layout {
+  std::int64_t rows = 1, length = 1;
+  std::vector<std::int64_t> extents, order;
+  bool moves = false;
+  Layout(const Shape& s, const std::vector<std::int64_t>& dims) {
+    std::vector<bool> reduced_run;
+    for (std::size_t d = 0; d < s.rank(); ++d) {
+      const bool reduced = std::binary_search(dims.begin(), dims.end(), static_cast<std::int64_t>(d));
+      (reduced ? length : rows) *= s[d];
+      if (s[d] == 1) continue;
+      if (!reduced_run.empty() && reduced_run.back() == reduced) {
+        extents.back() *= s[d];
+      } else {
+        moves = moves || (!reduced && !reduced_run.empty() && reduced_run.back());
+        extents.push_back(s[d]);
+        reduced_run.push_back(reduced);
+      }
+    }
+    for (int pass = 0; pass < 2; ++pass)
+      for (std::size_t r = 0; r < extents.size(); ++r)
+        if (reduced_run[r] == (pass == 1)) order.push_back(static_cast<std::int64_t>(r));
+  }
+};
+
+// The reduced shape: dims dropped, or kept as extents of 1.
+Shape reduced_shape(const Shape& s, const std::vector<std::int64_t>& dims, bool keepdim) {
+  std::vector<std::int64_t> out;
+  for (std::size_t d = 0; d < s.rank(); ++d) {
+    if (!std::binary_search(dims.begin(), dims.end(), static_cast<std::int64_t>(d))) out.push_back(s[d]);
+    else if (keepdim) out.push_back(1);
+  }
+  return Shape(out);
+}
+
+// A fresh f32 buffer of `words` values (at least one, so that empty rows bind something).
+std::shared_ptr<Storage> scratch(const Engine& engine, std::int64_t words) {
+  return engine.allocate(static_cast<std::uint64_t>(std::max<std::int64_t>(words, 1)) * 4);
+}
+
+// Appends y = f(x, r[row]) of matrix/reduce_map over `count` elements (see
+// its MODE): element g belongs to row (g / inner) % rows.
+void map_rows(const Engine& engine, std::uint32_t mode, const std::shared_ptr<Storage>& x, const std::shared_ptr<Storage>& r,
+              const std::shared_ptr<Storage>& y, std::int64_t count, std::int64_t rows, std::int64_t inner, const char* name,
+              std::vector<ComputeDispatch>& ds) {
+  for (auto c : detail::element_chunks(engine, count)) {
+    const auto off = static_cast<std::uint64_t>(c.begin) * 4, bytes = static_cast<std::uint64_t>(c.count) * 4;
+    ComputeDispatch d;
+    d.kernel = kernels::matrix_reduce_map;
+    d.specialization = {mode};
+    d.bindings = {runtime::BufferBinding::read(x, off, bytes), runtime::BufferBinding::read(r),
+                  runtime::BufferBinding::write(y, off, bytes)};
+    d.push.u32(u32(c.count)).u32(detail::shader_u32(c.begin, "element index", name));
+    d.push.u32(detail::shader_u32(std::max<std::int64_t>(rows, 1), "row count", name)).u32(detail::shader_u32(inner, "row length", name));
+    d.groups = {detail::groups_for(c.count, 1024), 1, 1};
+    ds.push_back(std::move(d));
+  }
+}
+
+// Appends the passes that reduce x (shape s) over `dims` into out (the
+// reduced values in row-major order of the kept axes) for reduction `kind`.
+void reduce_axes(const Engine& engine, const char* name, Kind kind, const std::shared_ptr<Storage>& x, const Shape& s,
+                 const std::vector<std::int64_t>& dims, float correction, float p, const std::shared_ptr<Storage>& out,
+                 std::vector<ComputeDispatch>& ds) {
+  const Layout v(s, dims);
+  const std::int64_t rows = v.rows, n = v.length;
+  if (rows == 0) return;
+  std::shared_ptr<Storage> src = x;
+  if (v.moves && rows * n > 0) {
+    src = scratch(engine, rows * n);
+    detail::permute_into(name, x, Shape(v.extents), src, v.order, ds);
+  }
+  switch (kind) {
+    case Kind::Sum:
+    case Kind::Mean: reduce_rows(engine, src, rows, n, Sum, scale_of(kind == Kind::Mean, n), out, ds); return;
+    case Kind::Max: reduce_rows(engine, src, rows, n, Max, 1.0f, out, ds); return;
+    case Kind::Min: reduce_rows(engine, src, rows, n, Min, 1.0f, out, ds); return;
+    case Kind::Prod: reduce_rows(engine, src, rows, n, Prod, 1.0f, out, ds); return;
+    case Kind::Var:
+    case Kind::Std: {
+      const auto m = scratch(engine, rows), dev = scratch(engine, rows * n);
+      reduce_rows(engine, src, rows, n, Sum, scale_of(true, n), m, ds);
+      map_rows(engine, 0, src, m, dev, rows * n, rows, n, name, ds);
+      const float dof = std::max(0.0f, static_cast<float>(n) - correction);
+      reduce_rows(engine, dev, rows, n, Sum, 1.0f / dof, out, ds, kind == Kind::Std);
+      return;
+    }
+    case Kind::LogSumExp: {
+      const auto m = scratch(engine, rows), e = scratch(engine, rows * n), total = scratch(engine, rows);
+      reduce_rows(engine, src, rows, n, Max, 1.0f, m, ds);
+      map_rows(engine, 1, src, m, e, rows * n, rows, n, name, ds);
+      reduce_rows(engine, e, rows, n, Sum, 1.0f, total, ds);
+      map_rows(engine, 2, total, m, out, rows, rows, 1, name, ds);
+      return;
+    }
+    case Kind::Norm: {
+      const auto t = scratch(engine, rows * n);
+      map_rows(engine, p == 2.0f ? 3 : 4, src, src, t, rows * n, rows, n, name, ds);
+      reduce_rows(engine, t, rows, n, p == kInf ? Max : Sum, 1.0f, out, ds, p == 2.0f);
+      return;
+    }
+  }
+}
+
 // Appends gx = scale * gy broadcast to gx's shape (viewed as [outer, channels,
 // inner], gy indexed by the channel).
-void expand(const Matrix& gy, const Matrix& gx, std::int64_t channels, std::int64_t inner, float scale, const char* name,
+void expand_channels(const Matrix& gy, const Matrix& gx, std::int64_t channels, std::int64_t inner, float scale, const char* name,
             std::vector<ComputeDispatch>& ds) {
   for (auto c : detail::element_chunks(gy.engine(), gx.numel())) {
     const auto off = static_cast<std::uint64_t>(c.begin) * 4, bytes = static_cast<std::uint64_t>(c.count) * 4;
@@ -116,13 +265,14 @@ void expand(const Matrix& gy, const Matrix& gx, std::int64_t channels, std::int6
   }
 }
 
-// Appends the backward of max over `rows` rows of `length` elements of x with
-// maxima y into gx (torch.amax: ties share the row's gradient evenly): a mask
-// of the maxima, its per-row count (a tree reduction), then mask * gy / count.
-void max_backward(const Matrix& gy, const Matrix& x, const Matrix& y, const Matrix& gx, std::int64_t rows, std::int64_t length,
-                  const char* name, std::vector<ComputeDispatch>& ds) {
+// Appends the backward of max or min over `rows` contiguous rows of `length`
+// elements of x with extremes y into gx (torch.amax: ties share the row's
+// gradient evenly): a mask of the extremes, its per-row count (a tree
+// reduction), then mask * gy / count.
+void extreme_backward(const Matrix& gy, const Matrix& x, const Matrix& y, const Matrix& gx, std::int64_t rows, std::int64_t length,
+                      const char* name, std::vector<ComputeDispatch>& ds) {
   const Engine& engine = x.engine();
-  const auto count = engine.allocate(static_cast<std::uint64_t>(std::max<std::int64_t>(rows, 1)) * 4);
+  const auto count = scratch(engine, rows);
   const auto chunks = detail::element_chunks(engine, gx.numel());
   auto pass = [&](std::uint32_t mode) {
     for (auto c : chunks) {
@@ -147,106 +297,246 @@ void max_backward(const Matrix& gy, const Matrix& x, const Matrix& y, const Matr
   pass(1);
 }
 
+std::vector<int> as_ints(const std::vector<std::int64_t>& dims) { return {dims.begin(), dims.end()}; }
+
+// An f32 mask of `mask` (1 where it holds) of shape s.
+Matrix ones_where(const Matrix& mask, const Shape& s, const Engine& engine) {
+  return masked_fill(Matrix::zeros(s, engine), mask, 1.0f);
+}
+
+// The backward of `kind`. Where a kernel serves the pattern (sum and mean
+// with the kept axes one contiguous run, max and min over contiguous rows),
+// one recorded "<name> backward"; otherwise public ops, recorded under
+// their own names.
+template <class A>
+Matrix reduction_backward(Kind kind, const BackwardCall<A>& c) {
+  const Matrix& gy = c.grad_outputs[0];
+  const Shape& s = c.input_shapes[0];
+  const std::vector<std::int64_t>& dims = c.attributes.dims;
+  const Shape kept = reduced_shape(s, dims, true);
+  const Layout v(s, dims);
+  const Engine& engine = gy.engine();
+  std::int64_t channels = 1, inner = 1;
+  if ((kind == Kind::Sum || kind == Kind::Mean) && detail::broadcast_layout(s, kept, channels, inner)) {
+    Matrix gx = detail::allocate(engine, s);
+    std::vector<ComputeDispatch> ds;
+    expand_channels(gy, gx, channels, inner, scale_of(kind == Kind::Mean, v.length), c.name, ds);
+    c.record(ds, {&gy}, {&gx});
+    return gx;
+  }
+  if ((kind == Kind::Max || kind == Kind::Min) && !v.moves) {
+    Matrix gx = detail::allocate(engine, s);
+    std::vector<ComputeDispatch> ds;
+    extreme_backward(gy, c.inputs[0], c.outputs[0], gx, v.rows, v.length, c.name, ds);
+    c.record(ds, {&gy, &c.inputs[0], &c.outputs[0]}, {&gx});
+    return gx;
+  }
+  const Matrix g = gy.reshape(kept.to_vector());
+  const Matrix& x = c.inputs[0];
+  const Matrix y = c.outputs[0].defined() ? c.outputs[0].reshape(kept.to_vector()) : Matrix();
+  const std::vector<int> axes = as_ints(dims);
+  const float dof = std::max(0.0f, static_cast<float>(v.length) - correction_of(c.attributes));
+  switch (kind) {
+    case Kind::Sum: return expand(g, s.to_vector());
+    case Kind::Mean: return expand(mul(g, scale_of(true, v.length)), s.to_vector());
+    case Kind::Max:
+    case Kind::Min: {
+      const Matrix hits = ones_where(eq(x, y), s, engine);
+      return mul(hits, div(g, sum(hits, axes, true)));
+    }
+    case Kind::Prod: {
+      // Zeros are replaced by 1: p1 is the product of the nonzero elements.
+      const Matrix zero = eq(x, 0.0f), x1 = masked_fill(x, zero, 1.0f);
+      const Matrix p1 = prod(x1, axes, true), zeros = sum(ones_where(zero, s, engine), axes, true);
+      const Matrix at_zero = masked_fill(p1, ne(zeros, 1.0f), 0.0f), elsewhere = masked_fill(div(p1, x1), ne(zeros, 0.0f), 0.0f);
+      return mul(g, where(zero, at_zero, elsewhere));
+    }
+    case Kind::Var: return mul(sub(x, mean(x, axes, true)), mul(g, 2.0f / dof));
+    case Kind::Std: return mul(sub(x, mean(x, axes, true)), div(g, mul(y, dof)));
+    case Kind::LogSumExp: return mul(g, exp(sub(x, y)));
+    case Kind::Norm: {
+      const float p = order_of(c.attributes);
+      if (p == 2.0f) return mul(x, masked_fill(div(g, y), eq(y, 0.0f), 0.0f));
+      if (p == 1.0f) return mul(sign(x), g);
+      const Matrix hits = ones_where(eq(abs(x), y), s, engine);
+      return mul(mul(sign(x), hits), div(g, sum(hits, axes, true)));
+    }
+  }
+  return Matrix();
+}
+
+// What each backward reads: max, min, std, logsumexp and norm their input
+// and output; prod, var their input; sum and mean nothing.
+Saves reduction_saves(Kind kind) {
+  const bool input = kind != Kind::Sum && kind != Kind::Mean;
+  const bool output = kind == Kind::Max || kind == Kind::Min || kind == Kind::Std || kind == Kind::LogSumExp || kind == Kind::Norm;
+  return Saves{{input}, {output}};
+}
+
+// A reduction over any axes (attributes A: dims and keepdim, with var's
+// correction or norm's order p).
+template <class A>
+Op<A> reduction_op(const char* name, Kind kind) {
+  return Op<A>({.name = name,
+                .inputs = {"x"},
+                .infer = [kind](const OpCall<A>& c) {
+                  const Matrix& x = c.inputs[0];
+                  const Shape& s = x.shape();
+                  const Layout v(s, c.attributes.dims);
+                  const bool no_identity = kind == Kind::Max || kind == Kind::Min || (kind == Kind::Norm && order_of(c.attributes) == kInf);
+                  if (no_identity && v.length == 0 && v.rows > 0)
+                    fail(ErrorKind::InvalidArgument, "{}: cannot reduce x {} over the empty axes [{}]", c.name, s, fmt::join(c.attributes.dims, ", "));
+                  if constexpr (std::is_same_v<A, NormAttributes>) {
+                    const float p = c.attributes.p;
+                    if (p != 1.0f && p != 2.0f && p != kInf)
+                      fail(ErrorKind::InvalidArgument, "{}: p {} is not supported for x {} (1, 2 or inf)", c.name, p, s);
+                  }
+                  check_indexable(x, v.rows, c.name);
+                  return std::vector<OutputSpec>{{reduced_shape(s, c.attributes.dims, c.attributes.keepdim)}};
+                },
+                .lower = {{DType::F32,
+                           [kind](const OpCall<A>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+                             const Matrix& x = c.inputs[0];
+                             reduce_axes(c.engine, c.name, kind, x.storage(), x.shape(), c.attributes.dims, correction_of(c.attributes),
+                                         order_of(c.attributes), out[0].storage(), ds);
+                           }}},
+                .saves = [kind](const OpCall<A>&, const std::vector<bool>&) { return reduction_saves(kind); },
+                .backward = [kind](const BackwardCall<A>& c) { return std::vector<Matrix>{reduction_backward(kind, c)}; }});
+}
+
+const auto kSum = reduction_op<DimsAttributes>("oa::matrix::sum", Kind::Sum);
+const auto kMean = reduction_op<DimsAttributes>("oa::matrix::mean", Kind::Mean);
+const auto kMax = reduction_op<DimsAttributes>("oa::matrix::max", Kind::Max);
+const auto kMin = reduction_op<DimsAttributes>("oa::matrix::min", Kind::Min);
+const auto kProd = reduction_op<DimsAttributes>("oa::matrix::prod", Kind::Prod);
+const auto kVar = reduction_op<VarAttributes>("oa::matrix::var", Kind::Var);
+const auto kStd = reduction_op<VarAttributes>("oa::matrix::std", Kind::Std);
+const auto kLogSumExp = reduction_op<DimsAttributes>("oa::matrix::logsumexp", Kind::LogSumExp);
+const auto kNorm = reduction_op<NormAttributes>("oa::matrix::norm", Kind::Norm);
+
+// `dim` as sorted non-negative axes of x (every axis when empty); throws
+// InvalidArgument naming `op` for an undefined x, an axis out of range or
+// one listed twice. A rank-0 x takes 0 or -1, which reduce nothing.
+std::vector<std::int64_t> reduced_axes(const char* op, const Matrix& x, const std::vector<int>& dim) {
+  detail::require_defined(x, op, "x");
+  const auto rank = static_cast<std::int64_t>(x.rank()), n = std::max<std::int64_t>(rank, 1);
+  std::vector<std::int64_t> out;
+  for (int d : dim) {
+    if (d < -n || d >= n)
+      fail(ErrorKind::InvalidArgument, "{}: dim {} is out of range [{}, {}] for x {}", op, d, -n, n - 1, x.shape());
+    const std::int64_t a = d < 0 ? d + n : d;
+    if (std::find(out.begin(), out.end(), a) != out.end())
+      fail(ErrorKind::InvalidArgument, "{}: dim [{}] names axis {} twice (x {})", op, fmt::join(dim, ", "), a, x.shape());
+    out.push_back(a);
+  }
+  if (rank == 0) return {};
+  if (dim.empty())
+    for (std::int64_t a = 0; a < rank; ++a) out.push_back(a);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// ── argmax, argmin ──────────────────────────────────────────────────────────
+
 struct KeepDimAttributes {
   bool keepdim = false;
   static constexpr auto fields = std::tuple{field("keepdim", &KeepDimAttributes::keepdim)};
 };
 
-// The rows a reduction of x reduces: x's last axis (KeepDimAttributes: sum,
-// mean, max, argmax), or all of x as one row (NoAttributes: the *_all forms).
-template <class A>
-struct Rows {
-  std::int64_t rows = 1, length = 0;
-  explicit Rows(const Shape& s) {
-    if constexpr (std::is_same_v<A, NoAttributes>) {
-      length = s.numel();
-    } else {
-      length = s.dim(-1);
-      rows = Shape(s.dims().first(s.rank() - 1)).numel();
-    }
-  }
+// The index of the extreme of each last-axis row (not differentiable).
+Op<KeepDimAttributes> arg_op(const char* name, ReduceOp op) {
+  return Op<KeepDimAttributes>(
+      {.name = name,
+       .inputs = {"x"},
+       .infer = [](const OpCall<KeepDimAttributes>& c) {
+         const Matrix& x = c.inputs[0];
+         const Shape& s = x.shape();
+         if (s.rank() == 0) fail(ErrorKind::InvalidArgument, "{}: x {} must have rank >= 1", c.name, s);
+         const std::int64_t length = s.dim(-1);
+         if (length == 0) fail(ErrorKind::InvalidArgument, "{}: cannot reduce the empty last axis of x {}", c.name, s);
+         if (length > INT32_MAX) fail(ErrorKind::InvalidArgument, "{}: last axis of x {} is too long for int32 indices", c.name, s);
+         check_indexable(x, s.numel() / length, c.name);
+         return std::vector<OutputSpec>{{reduced_shape(s, {static_cast<std::int64_t>(s.rank()) - 1}, c.attributes.keepdim), DType::I32}};
+       },
+       .lower = {{DType::F32, [op](const OpCall<KeepDimAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+                    const Shape& s = c.inputs[0].shape();
+                    const std::int64_t length = s.dim(-1), rows = s.numel() / length;
+                    if (rows > 0) reduce_rows(c.engine, c.inputs[0].storage(), rows, length, op, 1.0f, out[0].storage(), ds);
+                  }}}});
+}
+
+const auto kArgMax = arg_op("oa::matrix::argmax", ArgMax);
+const auto kArgMin = arg_op("oa::matrix::argmin", ArgMin);
+
+// ── cumsum ──────────────────────────────────────────────────────────────────
+
+struct CumsumAttributes {
+  std::int64_t dim = 0;
+  static constexpr auto fields = std::tuple{field("dim", &CumsumAttributes::dim)};
 };
 
-// Sums times this for mean (NaN for no elements, as torch), else 1.
-float scale_of(bool mean, std::int64_t length) {
-  return !mean ? 1.0f : length > 0 ? 1.0f / static_cast<float>(length) : std::numeric_limits<float>::quiet_NaN();
+// Appends the matrix/cumsum scan of x (shape s) along `dim` into y.
+void cumsum_dispatch(const Matrix& x, const Matrix& y, std::int64_t dim, bool reverse, std::vector<ComputeDispatch>& ds) {
+  const Shape& s = x.shape();
+  if (s.numel() == 0) return;
+  const std::int64_t length = s.rank() == 0 ? 1 : s[static_cast<std::size_t>(dim)];
+  std::int64_t inner = 1;
+  for (std::size_t d = static_cast<std::size_t>(dim) + 1; d < s.rank(); ++d) inner *= s[d];
+  const std::int64_t lines = s.numel() / length;
+  ComputeDispatch d;
+  d.kernel = kernels::matrix_cumsum;
+  d.specialization = {reverse ? 1u : 0u};
+  d.bindings = {runtime::BufferBinding::read(x.storage()), runtime::BufferBinding::write(y.storage())};
+  d.push.u32(u32(lines)).u32(u32(length)).u32(u32(inner));
+  d.groups = {detail::groups_for(lines, 256), 1, 1};
+  ds.push_back(std::move(d));
 }
 
-// A reduction of matrix/reduce: its checks and output shape, the lowering,
-// and (but for argmax and argmin) its backward: gy broadcast back (sum, mean) or shared
-// among each row's maxima (max).
-template <class A>
-Op<A> reduction_op(const char* name, ReduceOp op, bool mean) {
-  auto backward = [op, mean](const BackwardCall<A>& c) {
-    const Matrix& gy = c.grad_outputs[0];
-    const Rows<A> r(c.input_shapes[0]);
-    Matrix gx = detail::allocate(gy.engine(), c.input_shapes[0]);
-    std::vector<ComputeDispatch> ds;
-    if (op == Sum) {
-      expand(gy, gx, r.rows, r.length, scale_of(mean, r.length), c.name, ds);
-      c.record(ds, {&gy}, {&gx});
-    } else {
-      max_backward(gy, c.inputs[0], c.outputs[0], gx, r.rows, r.length, c.name, ds);
-      c.record(ds, {&gy, &c.inputs[0], &c.outputs[0]}, {&gx});
-    }
-    return std::vector<Matrix>{gx};
-  };
-  return Op<A>({.name = name,
-                .inputs = {"x"},
-                .infer = [op](const OpCall<A>& c) {
-                  const Matrix& x = c.inputs[0];
-                  const Shape& s = x.shape();
-                  if constexpr (std::is_same_v<A, NoAttributes>) {
-                    if (op != Sum && s.numel() == 0) fail(ErrorKind::InvalidArgument, "{}: cannot reduce the empty x {}", c.name, s);
-                    check_indexable(x, 1, c.name);
-                    return std::vector<OutputSpec>{{Shape{}}};
-                  } else {
-                    if (s.rank() == 0)
-                      fail(ErrorKind::InvalidArgument, "{}: x {} must have rank >= 1 (use the *_all form for a scalar)", c.name, s);
-                    const std::int64_t length = s.dim(-1);
-                    if (op != Sum && length == 0)
-                      fail(ErrorKind::InvalidArgument, "{}: cannot reduce the empty last axis of x {}", c.name, s);
-                    if (is_arg(op) && length > INT32_MAX)
-                      fail(ErrorKind::InvalidArgument, "{}: last axis of x {} is too long for int32 indices", c.name, s);
-                    std::vector<std::int64_t> dims(s.dims().begin(), s.dims().end() - 1);
-                    check_indexable(x, Shape(dims).numel(), c.name);
-                    if (c.attributes.keepdim) dims.push_back(1);
-                    return std::vector<OutputSpec>{{Shape(dims), is_arg(op) ? DType::I32 : DType::F32}};
-                  }
-                },
-                .lower = {{DType::F32,
-                           [op, mean](const OpCall<A>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
-                             const Rows<A> r(c.inputs[0].shape());
-                             if (r.rows > 0)
-                               reduce_rows(c.engine, c.inputs[0].storage(), r.rows, r.length, op, scale_of(mean, r.length),
-                                           out[0].storage(), ds);
-                           }}},
-                .saves = [op](const OpCall<A>&, const std::vector<bool>&) { return op == Max ? Saves{{true}, {true}} : Saves{}; },
-                .backward = is_arg(op) ? nullptr : std::function<std::vector<Matrix>(const BackwardCall<A>&)>(backward)});
-}
-
-const auto kSum = reduction_op<KeepDimAttributes>("oa::matrix::sum", Sum, false);
-const auto kMean = reduction_op<KeepDimAttributes>("oa::matrix::mean", Sum, true);
-const auto kMax = reduction_op<KeepDimAttributes>("oa::matrix::max", Max, false);
-const auto kArgMax = reduction_op<KeepDimAttributes>("oa::matrix::argmax", ArgMax, false);
-const auto kArgMin = reduction_op<KeepDimAttributes>("oa::matrix::argmin", ArgMin, false);
-const auto kSumAll = reduction_op<NoAttributes>("oa::matrix::sum_all", Sum, false);
-const auto kMeanAll = reduction_op<NoAttributes>("oa::matrix::mean_all", Sum, true);
-const auto kMaxAll = reduction_op<NoAttributes>("oa::matrix::max_all", Max, false);
+const Op<CumsumAttributes> kCumsum{{.name = "oa::matrix::cumsum",
+                                    .inputs = {"x"},
+                                    .infer = [](const OpCall<CumsumAttributes>& c) {
+                                      check_indexable(c.inputs[0], 1, c.name);
+                                      return std::vector<OutputSpec>{{c.inputs[0].shape()}};
+                                    },
+                                    .lower = {{DType::F32,
+                                               [](const OpCall<CumsumAttributes>& c, const std::vector<Matrix>& out,
+                                                  std::vector<ComputeDispatch>& ds) {
+                                                 cumsum_dispatch(c.inputs[0], out[0], c.attributes.dim, false, ds);
+                                               }}},
+                                    .backward = [](const BackwardCall<CumsumAttributes>& c) {
+                                      const Matrix& gy = c.grad_outputs[0];
+                                      Matrix gx = detail::allocate(gy.engine(), c.input_shapes[0]);
+                                      std::vector<ComputeDispatch> ds;
+                                      cumsum_dispatch(gy, gx, c.attributes.dim, true, ds);
+                                      c.record(ds, {&gy}, {&gx});
+                                      return std::vector<Matrix>{gx};
+                                    }}};
 
 struct SumToAttributes {
   std::vector<std::int64_t> shape;
   static constexpr auto fields = std::tuple{field("shape", &SumToAttributes::shape)};
 };
 
-// x viewed as [outer, channels, inner] with the target indexed by the channel;
-// false when x does not broadcast from the target.
+// x viewed as [outer, channels, inner] with the target indexed by the
+// channel (`channels_view`), or else, when the target broadcasts to x by
+// NumPy's rules, the axes of x to sum over (`axes`: x's leading extra axes
+// and those where the target has 1); `broadcasts` false otherwise.
 struct Channels {
   std::int64_t outer = 0, channels = 0, inner = 1;
-  bool broadcasts = false;
+  bool channels_view = false, broadcasts = false;
+  std::vector<std::int64_t> axes;
   Channels(const Shape& s, const Shape& target) : channels(s.numel()) {
-    broadcasts = s == target || detail::broadcast_layout(s, target, channels, inner);
+    channels_view = s == target || detail::broadcast_layout(s, target, channels, inner);
     outer = channels * inner > 0 ? s.numel() / (channels * inner) : 0;
+    broadcasts = channels_view;
+    if (broadcasts || target.rank() > s.rank()) return;
+    const std::size_t pad = s.rank() - target.rank();
+    broadcasts = true;
+    for (std::size_t d = 0; d < s.rank(); ++d) {
+      const std::int64_t t = d < pad ? 1 : target[d - pad];
+      if (d < pad || (t == 1 && s[d] != 1)) axes.push_back(static_cast<std::int64_t>(d));
+      else broadcasts = broadcasts && t == s[d];
+    }
   }
 };
 
@@ -260,41 +550,70 @@ const Op<SumToAttributes> kSumTo{
        const Shape target(c.attributes.shape);
        const Channels v(s, target);
        if (!v.broadcasts)
-         fail(ErrorKind::InvalidArgument,
-              "{}: x {} does not broadcast from target {} (the target must be x's shape, a scalar, or span one contiguous run of "
-              "x's axes)",
+         fail(ErrorKind::InvalidArgument, "{}: x {} does not broadcast from target {} (NumPy's rules: right aligned, extents equal or 1)",
               c.name, s, target);
        check_indexable(c.inputs[0], v.channels, c.name);
        return std::vector<OutputSpec>{{target}};
      },
      .lower = {{DType::F32,
                 [](const OpCall<SumToAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
-                  const Channels v(c.inputs[0].shape(), out[0].shape());
-                  detail::sum_channels(c.engine, c.inputs[0].storage(), v.outer, v.channels, v.inner, out[0].storage(), ds);
+                  const Matrix& x = c.inputs[0];
+                  const Channels v(x.shape(), out[0].shape());
+                  if (v.channels_view) detail::sum_channels(c.engine, x.storage(), v.outer, v.channels, v.inner, out[0].storage(), ds);
+                  else reduce_axes(c.engine, c.name, Kind::Sum, x.storage(), x.shape(), v.axes, 0.0f, 0.0f, out[0].storage(), ds);
                 }}},
      .backward = [](const BackwardCall<SumToAttributes>& c) {
        const Matrix& gy = c.grad_outputs[0];
        const Shape& s = c.input_shapes[0];
        if (gy.shape() == s) return std::vector<Matrix>{gy};
        const Channels v(s, gy.shape());
+       if (!v.channels_view) return std::vector<Matrix>{expand(gy, s.to_vector())};
        Matrix gx = detail::allocate(gy.engine(), s);
        std::vector<ComputeDispatch> ds;
-       expand(gy, gx, v.channels, v.inner, 1.0f, c.name, ds);
+       expand_channels(gy, gx, v.channels, v.inner, 1.0f, c.name, ds);
        c.record(ds, {&gy}, {&gx});
        return std::vector<Matrix>{gx};
      }}};
 
+// The public reductions: `dim` checked and normalised before apply.
+template <class A>
+Matrix reduce(const Op<A>& op, const Matrix& x, const std::vector<int>& dim, A attributes) {
+  attributes.dims = reduced_axes(op.def.name, x, dim);
+  return apply(op, {x}, attributes)[0];
+}
+
 }  // namespace
 
-Matrix sum(const Matrix& x, bool keepdim) { return apply(kSum, {x}, {keepdim})[0]; }
-Matrix mean(const Matrix& x, bool keepdim) { return apply(kMean, {x}, {keepdim})[0]; }
-Matrix max(const Matrix& x, bool keepdim) { return apply(kMax, {x}, {keepdim})[0]; }
+Matrix sum(const Matrix& x, const std::vector<int>& dim, bool keepdim) { return reduce(kSum, x, dim, DimsAttributes{{}, keepdim}); }
+Matrix mean(const Matrix& x, const std::vector<int>& dim, bool keepdim) { return reduce(kMean, x, dim, DimsAttributes{{}, keepdim}); }
+Matrix max(const Matrix& x, const std::vector<int>& dim, bool keepdim) { return reduce(kMax, x, dim, DimsAttributes{{}, keepdim}); }
+Matrix min(const Matrix& x, const std::vector<int>& dim, bool keepdim) { return reduce(kMin, x, dim, DimsAttributes{{}, keepdim}); }
+Matrix prod(const Matrix& x, const std::vector<int>& dim, bool keepdim) { return reduce(kProd, x, dim, DimsAttributes{{}, keepdim}); }
+Matrix var(const Matrix& x, const std::vector<int>& dim, float correction, bool keepdim) {
+  return reduce(kVar, x, dim, VarAttributes{{}, correction, keepdim});
+}
+Matrix std(const Matrix& x, const std::vector<int>& dim, float correction, bool keepdim) {
+  return reduce(kStd, x, dim, VarAttributes{{}, correction, keepdim});
+}
+Matrix logsumexp(const Matrix& x, const std::vector<int>& dim, bool keepdim) {
+  return reduce(kLogSumExp, x, dim, DimsAttributes{{}, keepdim});
+}
+Matrix norm(const Matrix& x, float p, const std::vector<int>& dim, bool keepdim) { return reduce(kNorm, x, dim, NormAttributes{p, {}, keepdim}); }
+
+Matrix sum_all(const Matrix& x) { return sum(x, std::vector<int>{}); }
+Matrix mean_all(const Matrix& x) { return mean(x, std::vector<int>{}); }
+Matrix max_all(const Matrix& x) { return max(x, std::vector<int>{}); }
+
 Matrix argmax(const Matrix& x, bool keepdim) { return apply(kArgMax, {x}, {keepdim})[0]; }
 Matrix argmin(const Matrix& x, bool keepdim) { return apply(kArgMin, {x}, {keepdim})[0]; }
 
-Matrix sum_all(const Matrix& x) { return apply(kSumAll, {x})[0]; }
-Matrix mean_all(const Matrix& x) { return apply(kMeanAll, {x})[0]; }
-Matrix max_all(const Matrix& x) { return apply(kMaxAll, {x})[0]; }
+Matrix cumsum(const Matrix& x, int dim) {
+  const char* op = "oa::matrix::cumsum";
+  detail::require_defined(x, op, "x");
+  const auto n = std::max<std::int64_t>(static_cast<std::int64_t>(x.rank()), 1);
+  if (dim < -n || dim >= n) fail(ErrorKind::InvalidArgument, "{}: dim {} is out of range [{}, {}] for x {}", op, dim, -n, n - 1, x.shape());
+  return apply(kCumsum, {x}, {dim < 0 ? dim + n : dim})[0];
+}
 
 Matrix sum_to(const Matrix& x, const Shape& target) { return apply(kSumTo, {x}, {target.to_vector()})[0]; }
 

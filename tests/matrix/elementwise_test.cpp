@@ -101,12 +101,12 @@ TEST(MatrixElementwise, BinaryOpsSameShapeAndBroadcast) {
 
 TEST(MatrixElementwise, BadBroadcastNamesOpAndShapes) {
   auto a = Matrix::ones({3, 4, 5});
-  auto b = Matrix::ones({3, 1, 5});  // non-contiguous run of axes
+  auto b = Matrix::ones({2, 5});  // 2 against 4: no broadcast
   auto c = Matrix::ones({4, 4});
   a.engine().synchronize();
   oa::TraceCapture trace(a.engine());
   const auto live = a.engine().memory_stats().live_storages;
-  EXPECT_TRUE(oa_test::throws([&] { (void)(a + b); }, oa::ErrorKind::InvalidArgument, {"oa::matrix::add", "[3, 4, 5]", "[3, 1, 5]"}));
+  EXPECT_TRUE(oa_test::throws([&] { (void)(a + b); }, oa::ErrorKind::InvalidArgument, {"oa::matrix::add", "[3, 4, 5]", "[2, 5]", "do not broadcast"}));
   EXPECT_TRUE(oa_test::throws([&] { (void)(a * c); }, oa::ErrorKind::InvalidArgument, {"oa::matrix::mul"}));
   EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::clamp(a, 1, 0); }, oa::ErrorKind::InvalidArgument, {"oa::matrix::clamp"}));
   EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::relu(Matrix()); }, oa::ErrorKind::InvalidArgument, {"oa::matrix::relu"}));

@@ -102,12 +102,12 @@ TEST(MatrixReduction, MultiPassOverLongRow) {
   const Matrix mx = Matrix::from_vector({n}, x);
   std::vector<double> magnitude;
   const auto sum = oa::reference::row_sums(x, 1, n, &magnitude)[0];
-  const auto s = traced("oa::matrix::sum_all", [&] { return oa::matrix::sum_all(mx); });
+  const auto s = traced("oa::matrix::sum", [&] { return oa::matrix::sum_all(mx); });
   EXPECT_EQ(s.shape(), Shape{});
   EXPECT_NEAR(s.item(), sum, 1e-6 * magnitude[0]);
-  const auto m = traced("oa::matrix::mean_all", [&] { return oa::matrix::mean_all(mx); });
+  const auto m = traced("oa::matrix::mean", [&] { return oa::matrix::mean_all(mx); });
   EXPECT_NEAR(m.item(), sum / n, 1e-6 * magnitude[0] / n);
-  const auto mm = traced("oa::matrix::max_all", [&] { return oa::matrix::max_all(mx); });
+  const auto mm = traced("oa::matrix::max", [&] { return oa::matrix::max_all(mx); });
   EXPECT_EQ(mm.item(), 3.0f);
   const auto am = oa::matrix::argmax(mx);
   EXPECT_EQ(am.shape(), Shape{});
@@ -190,7 +190,9 @@ TEST(MatrixReduction, EmptyAxes) {
       {"oa::matrix::max:", [](const Matrix& m) { return oa::matrix::max(m); }},
       {"oa::matrix::argmax:", [](const Matrix& m) { return oa::matrix::argmax(m); }},
       {"oa::matrix::argmin:", [](const Matrix& m) { return oa::matrix::argmin(m); }},
-      {"oa::matrix::max_all:", [](const Matrix& m) { return oa::matrix::max_all(m); }}};
+      {"oa::matrix::max:", [](const Matrix& m) { return oa::matrix::max_all(m); }},
+      {"oa::matrix::min:", [](const Matrix& m) { return oa::matrix::min(m, {1}); }},
+      {"oa::matrix::norm:", [](const Matrix& m) { return oa::matrix::norm(m, INFINITY, {-1}); }}};
   for (const auto& [name, f] : failing) {
     try {
       f(x);
@@ -200,9 +202,44 @@ TEST(MatrixReduction, EmptyAxes) {
       EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
     }
   }
-  EXPECT_THROW(oa::matrix::sum(Matrix::full({}, 1.0f)), oa::Error);
   EXPECT_THROW(oa::matrix::sum(Matrix::from_i32({2}, std::vector<std::int32_t>{1, 2})), oa::Error);
   EXPECT_TRUE(trace.ops().empty());
+  // Reductions with an identity over empty axes, as PyTorch.
+  EXPECT_EQ(oa::matrix::prod(x, {1}).to_vector(), std::vector<float>(3, 1.0f));
+  EXPECT_EQ(oa::matrix::norm(x, 2.0f, {1}).to_vector(), std::vector<float>(3, 0.0f));
+  for (float v : oa::matrix::logsumexp(x, {1}).to_vector()) EXPECT_EQ(v, -INFINITY);
+  for (float v : oa::matrix::var(x, {1}).to_vector()) EXPECT_TRUE(std::isnan(v));
+}
+
+TEST(MatrixReduction, AxesAndErrors) {
+  // A rank-0 x reduces to itself; an empty dim list reduces every axis.
+  EXPECT_EQ(oa::matrix::sum(Matrix::full({}, 2.0f)).item(), 2.0f);
+  const Matrix x = Matrix::from_vector({2, 3}, std::vector<float>{1, -2, 3, 4, 5, -6});
+  EXPECT_EQ(oa::matrix::sum(x, {}).item(), 5.0f);
+  EXPECT_EQ(oa::matrix::sum(x, {0}, true).shape(), Shape({1, 3}));
+  EXPECT_EQ(oa::matrix::sum(x, {0}).to_vector(), (std::vector<float>{5, 3, -3}));
+  EXPECT_EQ(oa::matrix::min(x, {-1}).to_vector(), (std::vector<float>{-2, -6}));
+  EXPECT_EQ(oa::matrix::prod(x, {0}).to_vector(), (std::vector<float>{4, -10, -18}));
+  EXPECT_EQ(oa::matrix::norm(x, 1.0f).item(), 21.0f);
+  // NaN propagates through max and min over any axes.
+  const Matrix n = Matrix::from_vector({2, 2}, std::vector<float>{1, NAN, 2, 3});
+  EXPECT_TRUE(std::isnan(oa::matrix::min(n, {0}).to_vector()[1]));
+  EXPECT_TRUE(std::isnan(oa::matrix::max(n, {0}).to_vector()[1]));
+  // logsumexp of -inf is -inf, of +inf is +inf; no overflow for large values.
+  const auto l = oa::matrix::logsumexp(Matrix::from_vector({3, 2}, std::vector<float>{-INFINITY, -INFINITY, INFINITY, 1, 1000, 1000}), {1}).to_vector();
+  EXPECT_EQ(l[0], -INFINITY);
+  EXPECT_EQ(l[1], INFINITY);
+  EXPECT_NEAR(l[2], 1000 + std::log(2.0), 1e-3);
+  oa::TraceCapture trace(x.engine());
+  const auto live = x.engine().memory_stats().live_storages;
+  EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::sum(x, {2}); }, oa::ErrorKind::InvalidArgument, {"oa::matrix::sum", "dim 2", "[2, 3]"}));
+  EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::var(x, {1, -1}); }, oa::ErrorKind::InvalidArgument, {"oa::matrix::var", "twice"}));
+  EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::norm(x, 3.0f); }, oa::ErrorKind::InvalidArgument, {"oa::matrix::norm", "p 3"}));
+  EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::cumsum(x, 2); }, oa::ErrorKind::InvalidArgument, {"oa::matrix::cumsum", "dim 2"}));
+  EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::sum_to(x, Shape{2}); }, oa::ErrorKind::InvalidArgument, {"oa::matrix::sum_to", "[2, 3]", "[2]"}));
+  EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::mean(Matrix(), {0}); }, oa::ErrorKind::InvalidArgument, {"oa::matrix::mean"}));
+  EXPECT_TRUE(trace.ops().empty());
+  EXPECT_EQ(x.engine().memory_stats().live_storages, live);
 }
 
 void check_sum_to(const Shape& xs, const Shape& target, std::uint32_t seed) {

@@ -100,19 +100,26 @@ OA_OP_CASES(affine, "oa::matrix::affine") {
 }
 
 // f(a, b) with broadcasting: one element, equal shapes, a row vector, b over a run of
-// inner axes, and a scalar-shaped b. `backward_traced`: whether the backward
-// records a kernel (add passes the gradient through).
-std::vector<OpCase> binary(const std::function<Matrix(const Matrix&, const Matrix&)>& f, const std::function<double(double, double)>& r,
-                           double b_low, double b_high, bool backward_traced = true) {
+// inner axes, a scalar-shaped b, and the general patterns that expand an
+// operand first (an outer product of [3, 1] and [1, 4], b [3, 1, 5] against
+// [3, 4, 5], a of lower rank than b). `backward_traced`: whether the
+// backward records a kernel (add passes the gradient through).
+std::vector<OpCase> binary(const std::string& op, const std::function<Matrix(const Matrix&, const Matrix&)>& f,
+                           const std::function<double(double, double)>& r, double a_low, double a_high, double b_low, double b_high,
+                           bool backward_traced = true) {
   struct Shapes {
     const char* label;
     Shape a, b;
+    bool expands = false;
   };
   const std::vector<Shapes> shapes = {{"one", {1}, {1}},
                                       {"same", {17, 65}, {17, 65}},
                                       {"row", {4, 33}, {33}},
                                       {"inner", {2, 3, 4}, {3, 1}},
-                                      {"scalar", {2, 7}, {1}}};
+                                      {"scalar", {2, 7}, {1}},
+                                      {"outer", {3, 1}, {1, 4}, true},
+                                      {"middle", {3, 4, 5}, {3, 1, 5}, true},
+                                      {"rank_up", {4}, {2, 3, 1}, true}};
   std::vector<OpCase> cases;
   std::uint64_t seed = 41;
   for (const auto& s : shapes) {
@@ -123,7 +130,7 @@ std::vector<OpCase> binary(const std::function<Matrix(const Matrix&, const Matri
     }
     const std::vector<std::int64_t> sa = s.a.to_vector(), sb = s.b.to_vector();
     cases.push_back({s.label,
-                     {random_input(s.a, seed, -2, 2), random_input(s.b, seed + 1, b_low, b_high)},
+                     {random_input(s.a, seed, a_low, a_high), random_input(s.b, seed + 1, b_low, b_high)},
                      [f](const Inputs& x) { return f(x[0], x[1]); },
                      [r, sa, sb, out](const RefInputs& x) {
                        const std::vector<double> a = oa::reference::expand(x[0], sa, out), b = oa::reference::expand(x[1], sb, out);
@@ -132,7 +139,7 @@ std::vector<OpCase> binary(const std::function<Matrix(const Matrix&, const Matri
                        return y;
                      },
                      kGradTolerance,
-                     {},
+                     s.expands ? std::vector<std::string>{"oa::matrix::expand", op} : std::vector<std::string>{},
                      backward_traced});
     seed += 2;
   }
@@ -140,22 +147,47 @@ std::vector<OpCase> binary(const std::function<Matrix(const Matrix&, const Matri
 }
 
 OA_OP_CASES(add, "oa::matrix::add") {
-  return binary([](const Matrix& a, const Matrix& b) { return a + b; }, [](double u, double v) { return u + v; }, -2, 2, false);
+  return binary("oa::matrix::add", [](const Matrix& a, const Matrix& b) { return a + b; }, [](double u, double v) { return u + v; }, -2, 2,
+                -2, 2, false);
 }
 OA_OP_CASES(sub, "oa::matrix::sub") {
-  return binary([](const Matrix& a, const Matrix& b) { return a - b; }, [](double u, double v) { return u - v; }, -2, 2);
+  return binary("oa::matrix::sub", [](const Matrix& a, const Matrix& b) { return a - b; }, [](double u, double v) { return u - v; }, -2, 2,
+                -2, 2);
 }
 OA_OP_CASES(mul, "oa::matrix::mul") {
-  return binary([](const Matrix& a, const Matrix& b) { return a * b; }, [](double u, double v) { return u * v; }, -2, 2);
+  return binary("oa::matrix::mul", [](const Matrix& a, const Matrix& b) { return a * b; }, [](double u, double v) { return u * v; }, -2, 2,
+                -2, 2);
 }
 OA_OP_CASES(div, "oa::matrix::div") {
-  return binary([](const Matrix& a, const Matrix& b) { return a / b; }, [](double u, double v) { return u / v; }, 0.5, 2);
+  return binary("oa::matrix::div", [](const Matrix& a, const Matrix& b) { return a / b; }, [](double u, double v) { return u / v; }, -2, 2,
+                0.5, 2);
 }
 OA_OP_CASES(maximum, "oa::matrix::maximum") {
-  return binary(oa::matrix::maximum, [](double u, double v) { return std::max(u, v); }, -2, 2);
+  return binary("oa::matrix::maximum", oa::matrix::maximum, [](double u, double v) { return std::max(u, v); }, -2, 2, -2, 2);
 }
 OA_OP_CASES(minimum, "oa::matrix::minimum") {
-  return binary(oa::matrix::minimum, [](double u, double v) { return std::min(u, v); }, -2, 2);
+  return binary("oa::matrix::minimum", oa::matrix::minimum, [](double u, double v) { return std::min(u, v); }, -2, 2, -2, 2);
+}
+// pow(a, b) over positive bases (both gradients finite), and the scalar
+// exponent form: an integer exponent of negative bases, a square, a
+// fractional and a negative exponent of positive bases, and x^0 = 1 (gradient 0).
+OA_OP_CASES(pow, "oa::matrix::pow") {
+  std::vector<OpCase> cases = binary(
+      "oa::matrix::pow", [](const Matrix& a, const Matrix& b) { return oa::matrix::pow(a, b); },
+      [](double u, double v) { return std::pow(u, v); }, 0.5, 2, -2, 2);
+  struct Exponent {
+    const char* label;
+    float exponent;
+    double low, high;
+  };
+  const std::vector<Exponent> exponents = {
+      {"cube", 3.0f, -2, 2}, {"square", 2.0f, -2, 2}, {"root", 0.5f, 0.5, 2}, {"inverse", -1.5f, 0.5, 2}, {"zero", 0.0f, -2, 2}};
+  std::uint64_t seed = 61;
+  for (const auto& e : exponents)
+    cases.push_back({e.label, {random_input({3, 5}, seed++, e.low, e.high)},
+                     [p = e.exponent](const Inputs& x) { return oa::matrix::pow(x[0], p); },
+                     [p = double(e.exponent)](const RefInputs& x) { return ref::map(x[0], [p](double v) { return std::pow(v, p); }); }});
+  return cases;
 }
 
 // A comparison over ties, signed zeros and NaNs: same shapes, a row broadcast

@@ -1,6 +1,8 @@
 // Op table cases of the reductions (oa/matrix/reduction.hpp).
 #include <algorithm>
+#include <cmath>
 #include <functional>
+#include <limits>
 
 #include "ops/op_table.hpp"
 #include "reference/reduction.hpp"
@@ -8,60 +10,205 @@
 namespace oa::test {
 namespace {
 
-// A last-axis reduction over short, odd and long rows (several workgroups a
-// row), with and without keepdim; `grads`: whether the op has a backward.
+// The axis sets of the reductions' cases: every axis, the last (with
+// keepdim), a leading axis, both ends, a middle axis (kept axes on both
+// sides, keepdim), the leading block, a rank-0 x and a long last axis
+// (several segments a row; no gradient). `moves`: the reduced axes are not
+// trailing (x is permuted first); `split`: the kept axes are not one
+// contiguous run.
+struct Axes {
+  const char* label;
+  Shape shape;
+  std::vector<int> dims;
+  bool keepdim, moves, split, grads = true;
+};
+const std::vector<Axes> kAxes = {
+    {"all5", {5}, {}, false, false, false},
+    {"last3x7_keepdim", {3, 7}, {-1}, true, false, false},
+    {"first4x6", {4, 6}, {0}, false, true, false},
+    {"ends2x3x33", {2, 3, 33}, {2, 0}, false, true, false},
+    {"middle2x3x4x5_keepdim", {2, 3, 4, 5}, {1}, true, true, true},
+    {"lead2x3x4", {2, 3, 4}, {0, -2}, false, true, false},
+    {"scalar", {}, {}, false, false, false},
+    {"long2x5000", {2, 5000}, {1}, false, false, false, false},
+};
+
+using Fold = std::function<double(const std::vector<double>&)>;
+using Reduce = std::function<Matrix(const Matrix&, const std::vector<int>&, bool)>;
+
+std::vector<std::int64_t> normal_dims(const Axes& a) {
+  std::vector<std::int64_t> out;
+  const auto rank = static_cast<std::int64_t>(a.shape.rank());
+  for (int d : a.dims) out.push_back(d < 0 ? d + rank : d);
+  if (a.dims.empty())
+    for (std::int64_t d = 0; d < rank; ++d) out.push_back(d);
+  return out;
+}
+
+// The cases of reduction f (reference fold r) over kAxes with inputs in
+// [low, high). `kernel_backward`: which cases record "<op> backward" (the
+// others differentiate through public ops); `include`: which of kAxes to run.
+std::vector<OpCase> over_axes(const Reduce& f, const Fold& r, double low, double high,
+                              const std::function<bool(const Axes&)>& kernel_backward,
+                              const std::function<bool(const Axes&)>& include = [](const Axes&) { return true; }) {
+  std::vector<OpCase> cases;
+  std::uint64_t seed = 51;
+  for (const Axes& a : kAxes) {
+    if (!include(a)) continue;
+    const std::vector<int> dims = a.dims;
+    const bool keepdim = a.keepdim;
+    cases.push_back({a.label,
+                     {random_input(a.shape, seed++, low, high, a.grads)},
+                     [f, dims, keepdim](const Inputs& x) { return f(x[0], dims, keepdim); },
+                     [r, xs = a.shape.to_vector(), nd = normal_dims(a)](const RefInputs& x) { return oa::reference::reduce_axes(x[0], xs, nd, r); },
+                     kGradTolerance,
+                     {},
+                     kernel_backward(a)});
+  }
+  return cases;
+}
+
+double fold_sum(const std::vector<double>& v) {
+  double s = 0;
+  for (double e : v) s += e;
+  return s;
+}
+double fold_mean(const std::vector<double>& v) { return fold_sum(v) / static_cast<double>(v.size()); }
+double fold_max(const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); }
+double fold_min(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
+double fold_prod(const std::vector<double>& v) {
+  double p = 1;
+  for (double e : v) p *= e;
+  return p;
+}
+Fold fold_var(double correction) {
+  return [correction](const std::vector<double>& v) {
+    const double m = fold_mean(v);
+    double s = 0;
+    for (double e : v) s += (e - m) * (e - m);
+    return s / std::max(0.0, static_cast<double>(v.size()) - correction);
+  };
+}
+double fold_logsumexp(const std::vector<double>& v) {
+  const double m = fold_max(v);
+  double s = 0;
+  for (double e : v) s += std::exp(e - m);
+  return m + std::log(s);
+}
+Fold fold_norm(double p) {
+  return [p](const std::vector<double>& v) {
+    double s = 0;
+    for (double e : v) s = std::isinf(p) ? std::max(s, std::abs(e)) : s + std::pow(std::abs(e), p);
+    return std::isinf(p) ? s : std::pow(s, 1 / p);
+  };
+}
+
+bool never(const Axes&) { return false; }
+bool short_rows(const Axes& a) { return a.grads; }
+// Groups of more than one element (n - 1 > 0).
+bool several(const Axes& a) { return a.shape.rank() > 0; }
+bool kept_contiguous(const Axes& a) { return !a.split; }
+bool trailing(const Axes& a) { return !a.moves; }
+
+Reduce with_correction(Matrix (*f)(const Matrix&, const std::vector<int>&, float, bool), float correction) {
+  return [f, correction](const Matrix& x, const std::vector<int>& dims, bool keepdim) { return f(x, dims, correction, keepdim); };
+}
+Reduce with_order(float p) {
+  return [p](const Matrix& x, const std::vector<int>& dims, bool keepdim) { return oa::matrix::norm(x, p, dims, keepdim); };
+}
+
+// Cases of one op over two variants (var's corrections, norm's orders), labelled by suffix.
+std::vector<OpCase> variants(std::vector<std::pair<std::string, std::vector<OpCase>>> parts) {
+  std::vector<OpCase> out;
+  for (auto& [suffix, cases] : parts)
+    for (auto& c : cases) {
+      c.label += suffix;
+      out.push_back(std::move(c));
+    }
+  return out;
+}
+
+Matrix sum_dims(const Matrix& x, const std::vector<int>& d, bool k) { return oa::matrix::sum(x, d, k); }
+Matrix mean_dims(const Matrix& x, const std::vector<int>& d, bool k) { return oa::matrix::mean(x, d, k); }
+Matrix max_dims(const Matrix& x, const std::vector<int>& d, bool k) { return oa::matrix::max(x, d, k); }
+
+OA_OP_CASES(sum, "oa::matrix::sum") { return over_axes(sum_dims, fold_sum, -2, 2, kept_contiguous); }
+OA_OP_CASES(mean, "oa::matrix::mean") { return over_axes(mean_dims, fold_mean, -2, 2, kept_contiguous); }
+OA_OP_CASES(max, "oa::matrix::max") { return over_axes(max_dims, fold_max, -2, 2, trailing); }
+OA_OP_CASES(min, "oa::matrix::min") { return over_axes(oa::matrix::min, fold_min, -2, 2, trailing); }
+OA_OP_CASES(prod, "oa::matrix::prod") {
+  std::vector<OpCase> cases = over_axes(oa::matrix::prod, fold_prod, 0.6, 1.5, never, short_rows);
+  // Groups of a [3, 4] x holding no zero, one zero and two zeros (torch.prod's three gradient cases).
+  cases.push_back({"zeros3x4",
+                   {{{3, 4}, {0.5f, -1.5f, 2.0f, 1.25f, 0.0f, 0.75f, -2.0f, 1.5f, 0.0f, 1.5f, 0.0f, -0.5f}, true}},
+                   [](const Inputs& x) { return oa::matrix::prod(x[0], {1}); },
+                   [](const RefInputs& x) { return oa::reference::reduce_axes(x[0], {3, 4}, {1}, fold_prod); },
+                   kGradTolerance,
+                   {},
+                   false});
+  return cases;
+}
+OA_OP_CASES(var, "oa::matrix::var") {
+  return variants({{"", over_axes(with_correction(oa::matrix::var, 1.0f), fold_var(1), -2, 2, never, several)},
+                   {"_c0", over_axes(with_correction(oa::matrix::var, 0.0f), fold_var(0), -2, 2, never, short_rows)}});
+}
+OA_OP_CASES(std, "oa::matrix::std") {
+  return variants({{"", over_axes(with_correction(oa::matrix::std, 1.0f), [](const std::vector<double>& v) { return std::sqrt(fold_var(1)(v)); },
+                                  -2, 2, never, several)},
+                   {"_c0", over_axes(with_correction(oa::matrix::std, 0.0f),
+                                     [](const std::vector<double>& v) { return std::sqrt(fold_var(0)(v)); }, -2, 2, never,
+                                     [](const Axes& a) { return a.grads && a.shape.rank() > 0; })}});
+}
+OA_OP_CASES(logsumexp, "oa::matrix::logsumexp") { return over_axes(oa::matrix::logsumexp, fold_logsumexp, -3, 3, never); }
+OA_OP_CASES(norm, "oa::matrix::norm") {
+  const double inf = std::numeric_limits<double>::infinity();
+  return variants({{"_p2", over_axes(with_order(2.0f), fold_norm(2), -2, 2, never)},
+                   {"_p1", over_axes(with_order(1.0f), fold_norm(1), -2, 2, never, short_rows)},
+                   {"_pinf", over_axes(with_order(std::numeric_limits<float>::infinity()), fold_norm(inf), -2, 2, never, short_rows)}});
+}
+
+// Rows of the last axis, for argmax and argmin.
 std::vector<OpCase> last_axis(const std::function<Matrix(const Matrix&, bool)>& f,
-                              const std::function<std::vector<double>(const std::vector<double>&, std::int64_t, std::int64_t)>& r,
-                              bool grads = true) {
+                              const std::function<std::vector<double>(const std::vector<double>&, std::int64_t, std::int64_t)>& r) {
   std::vector<OpCase> cases;
   std::uint64_t seed = 51;
   for (const Shape& shape : {Shape{5}, Shape{3, 7}, Shape{2, 3, 33}, Shape{2, 3, 1030}})
     for (bool keepdim : {false, true}) {
       const std::int64_t L = shape.cols(), rows = shape.numel() / L;
       cases.push_back({label("x", shape.numel()) + (keepdim ? "_keepdim" : ""),
-                       {random_input(shape, seed++, -2, 2, grads)},
+                       {random_input(shape, seed++, -2, 2, false)},
                        [f, keepdim](const Inputs& x) { return f(x[0], keepdim); },
                        [r, rows, L](const RefInputs& x) { return r(x[0], rows, L); }});
     }
   return cases;
 }
 
-std::vector<double> sums(const std::vector<double>& x, std::int64_t rows, std::int64_t L) {
-  return oa::reference::row_sums(x, rows, L);
-}
-std::vector<double> means(const std::vector<double>& x, std::int64_t rows, std::int64_t L) {
-  std::vector<double> s = sums(x, rows, L);
-  for (auto& v : s) v /= static_cast<double>(L);
-  return s;
-}
-std::vector<double> maxima(const std::vector<double>& x, std::int64_t rows, std::int64_t L) {
-  return oa::reference::row_max(x, rows, L);
-}
 std::vector<double> argmaxima(const std::vector<double>& x, std::int64_t rows, std::int64_t L) {
   std::vector<std::int32_t> index;
   oa::reference::row_max(x, rows, L, &index);
   return {index.begin(), index.end()};
 }
 
-OA_OP_CASES(sum, "oa::matrix::sum") { return last_axis(oa::matrix::sum, sums); }
-OA_OP_CASES(mean, "oa::matrix::mean") { return last_axis(oa::matrix::mean, means); }
-OA_OP_CASES(max, "oa::matrix::max") { return last_axis(oa::matrix::max, maxima); }
-OA_OP_CASES(argmax, "oa::matrix::argmax") { return last_axis(oa::matrix::argmax, argmaxima, false); }
+OA_OP_CASES(argmax, "oa::matrix::argmax") { return last_axis(oa::matrix::argmax, argmaxima); }
 
-// A reduction of all elements, over one element, a matrix and more than one workgroup.
-std::vector<OpCase> all(const std::function<Matrix(const Matrix&)>& f,
-                        const std::function<std::vector<double>(const std::vector<double>&, std::int64_t, std::int64_t)>& r) {
+OA_OP_CASES(cumsum, "oa::matrix::cumsum") {
+  struct Scan {
+    const char* label;
+    Shape shape;
+    int dim;
+  };
+  const std::vector<Scan> scans = {{"x7", {7}, 0},           {"rows3x5", {3, 5}, 1},  {"cols3x5", {3, 5}, 0},
+                                   {"middle2x3x4", {2, 3, 4}, -2}, {"long2x600", {2, 600}, -1}, {"scalar", {}, 0}};
   std::vector<OpCase> cases;
-  std::uint64_t seed = 61;
-  for (const Shape& shape : {Shape{1}, Shape{4, 5}, Shape{3, 700}})
-    cases.push_back({label("x", shape.numel()), {random_input(shape, seed++, -2, 2)}, [f](const Inputs& x) { return f(x[0]); },
-                     [r, n = shape.numel()](const RefInputs& x) { return r(x[0], 1, n); }});
+  std::uint64_t seed = 81;
+  for (const auto& s : scans) {
+    const auto rank = static_cast<int>(s.shape.rank());
+    const auto axis = static_cast<std::size_t>(s.dim < 0 ? s.dim + rank : s.dim);
+    cases.push_back({s.label, {random_input(s.shape, seed++, -2, 2)}, [dim = s.dim](const Inputs& x) { return oa::matrix::cumsum(x[0], dim); },
+                     [xs = s.shape.to_vector(), axis](const RefInputs& x) { return oa::reference::cumsum(x[0], xs, axis); }});
+  }
   return cases;
 }
-
-OA_OP_CASES(sum_all, "oa::matrix::sum_all") { return all(oa::matrix::sum_all, sums); }
-OA_OP_CASES(mean_all, "oa::matrix::mean_all") { return all(oa::matrix::mean_all, means); }
-OA_OP_CASES(max_all, "oa::matrix::max_all") { return all(oa::matrix::max_all, maxima); }
 
 OA_OP_CASES(sum_to, "oa::matrix::sum_to") {
   struct Target {
@@ -69,14 +216,18 @@ OA_OP_CASES(sum_to, "oa::matrix::sum_to") {
     Shape x, target;
   };
   const std::vector<Target> targets = {{"scalar", {3, 5}, {}},          {"rows", {4, 6}, {6}},
-                                       {"channels", {2, 3, 2, 2}, {1, 3, 1, 1}}, {"leading", {2, 3, 4}, {3, 4}}};
+                                       {"channels", {2, 3, 2, 2}, {1, 3, 1, 1}}, {"leading", {2, 3, 4}, {3, 4}},
+                                       {"split", {2, 3, 4}, {2, 1, 4}},           {"split_rank", {2, 3, 5, 4}, {3, 1, 4}}};
   std::vector<OpCase> cases;
   std::uint64_t seed = 71;
   for (const auto& t : targets)
     cases.push_back({t.label, {random_input(t.x, seed++)}, [target = t.target](const Inputs& x) { return oa::matrix::sum_to(x[0], target); },
                      [xs = t.x.to_vector(), target = t.target.to_vector()](const RefInputs& x) {
                        return oa::reference::sum_to(x[0], xs, target);
-                     }});
+                     },
+                     kGradTolerance,
+                     {},
+                     std::string(t.label).rfind("split", 0) != 0});  // split targets differentiate through oa::matrix::expand
   return cases;
 }
 
@@ -86,7 +237,7 @@ std::vector<double> argminima(const std::vector<double>& x, std::int64_t rows, s
   return argmaxima(negated, rows, L);
 }
 
-OA_OP_CASES(argmin, "oa::matrix::argmin") { return last_axis(oa::matrix::argmin, argminima, false); }
+OA_OP_CASES(argmin, "oa::matrix::argmin") { return last_axis(oa::matrix::argmin, argminima); }
 
 }  // namespace
 }  // namespace oa::test

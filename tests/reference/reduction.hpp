@@ -2,7 +2,9 @@
 // f64 host references for reductions, written from the definitions, over
 // float or double values.
 #include <cmath>
+#include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -86,6 +88,47 @@ std::vector<double> sum_to(const std::vector<T>& x, const std::vector<std::int64
     std::int64_t t = 0;
     for (std::size_t a = 0; a < target.size(); ++a) t = t * target[a] + (target[a] == 1 ? 0 : idx[a + shift]);
     y[t] += x[e];
+  }
+  return y;
+}
+
+// x (shape xs) reduced over the axes `dims` (non-negative, any order): each
+// result element (row-major over the kept axes) is `fold` of the values of
+// its group, in x's row-major order.
+inline std::vector<double> reduce_axes(const std::vector<double>& x, const std::vector<std::int64_t>& xs, const std::vector<std::int64_t>& dims,
+                                       const std::function<double(const std::vector<double>&)>& fold) {
+  std::vector<std::int64_t> kept_extent;
+  for (std::size_t a = 0; a < xs.size(); ++a)
+    if (std::find(dims.begin(), dims.end(), static_cast<std::int64_t>(a)) == dims.end()) kept_extent.push_back(xs[a]);
+  std::int64_t groups = 1;
+  for (auto e : kept_extent) groups *= e;
+  std::vector<std::vector<double>> members(static_cast<std::size_t>(groups));
+  for (std::size_t e = 0; e < x.size(); ++e) {
+    std::int64_t rest = static_cast<std::int64_t>(e), g = 0, scale = 1;
+    for (std::size_t a = xs.size(); a-- > 0;) {
+      const std::int64_t c = rest % xs[a];
+      rest /= xs[a];
+      if (std::find(dims.begin(), dims.end(), static_cast<std::int64_t>(a)) == dims.end()) {
+        g += c * scale;
+        scale *= xs[a];
+      }
+    }
+    members[static_cast<std::size_t>(g)].push_back(x[e]);
+  }
+  std::vector<double> y;
+  for (const auto& m : members) y.push_back(fold(m));
+  return y;
+}
+
+// Inclusive prefix sums of x (shape xs) along axis `dim`.
+inline std::vector<double> cumsum(const std::vector<double>& x, const std::vector<std::int64_t>& xs, std::size_t dim) {
+  std::int64_t inner = 1;
+  for (std::size_t a = dim + 1; a < xs.size(); ++a) inner *= xs[a];
+  const std::int64_t length = xs.empty() ? 1 : xs[dim];
+  std::vector<double> y(x);
+  for (std::size_t e = 0; e < y.size(); ++e) {
+    const auto i = static_cast<std::int64_t>(e);
+    if ((i / inner) % length > 0) y[e] += y[e - static_cast<std::size_t>(inner)];
   }
   return y;
 }

@@ -2,12 +2,25 @@
 // Elementwise ops (oa::matrix::<name>). F32 only, but for the comparisons
 // (f32 or i32 in, Bool out; their broadcasting is NumPy's, see below).
 //
-// Binary ops accept operands of the same shape, or one operand broadcast
-// against the other (NumPy rules, right-aligned) when its non-unit extents form
-// one contiguous run of the other's axes: a scalar ([] or [1]), a trailing row
-// ([C] against [N, C]), or a per-channel vector ([C] or [1, C, 1, 1] against
-// NCHW). Other broadcast patterns throw InvalidArgument naming both shapes.
-// Mixed engines throw InvalidArgument. Semantic op: "oa::matrix::<name>".
+// Binary ops (add, sub, mul, div, maximum, minimum, pow) broadcast by NumPy's
+// rules (torch broadcasting semantics): shapes right-aligned, each pair of
+// extents equal or one of them 1 (an absent leading axis counts as 1); the
+// result has the broadcast shape. Gradients of a broadcast operand are summed
+// back to its shape.
+// Cost model. The kernel reads both operands directly when they have the same
+// shape or when one of them spans one contiguous run of the other's axes (a
+// scalar, a trailing row [C] against [N, C], a per-channel vector [1, C, 1, 1]
+// against NCHW): one pass over the result, the small operand indexed by
+// (i / inner) % C, its gradient summed back by oa::matrix::sum_to. Any other
+// pattern ([N, 1] against [1, M], [3, 1, 5] against [3, 4, 5]) first
+// materialises each operand that the kernel cannot index into the result's
+// shape with oa::matrix::expand (one strided copy of result size, recorded as
+// such, whose backward sums the gradient back), then runs the same kernel: at
+// most two extra result-sized copies forward and the matching reductions
+// backward.
+// Errors (InvalidArgument naming the op, the operands and their shapes;
+// nothing recorded): undefined or non-f32 operands, operands on two engines,
+// shapes that do not broadcast. Semantic op: "oa::matrix::<name>".
 #include "oa/matrix/matrix.hpp"
 
 namespace oa::matrix {
@@ -18,6 +31,17 @@ Matrix mul(const Matrix& a, const Matrix& b);
 Matrix div(const Matrix& a, const Matrix& b);
 Matrix maximum(const Matrix& a, const Matrix& b);
 Matrix minimum(const Matrix& a, const Matrix& b);
+// a^b elementwise (torch.pow(a, b)), b a Matrix broadcast with a, or a host
+// float exponent. As C's pow: x^0 = 1 for every x (0^0 and NaN^0 included),
+// 1^y = 1, a negative base with an integer exponent gives the sign of (-1)^b
+// and with a fractional exponent NaN, 0^b is 0 for b > 0 and +inf for b < 0.
+// Computed as exp2(b log2 |a|) in f32 (b = 2 multiplies exactly).
+// Gradients (torch's): d/da = b a^(b-1), taken as 0 where b = 0; d/db =
+// a^b log(a), taken as 0 where a = 0 and b >= 0 (NaN for a negative base).
+// Semantic op "oa::matrix::pow": inputs a and b (b absent in the scalar
+// form), attribute exponent (0 when b is given).
+Matrix pow(const Matrix& a, const Matrix& b);
+Matrix pow(const Matrix& x, float exponent);
 
 // With a host scalar: a (op) s.
 Matrix add(const Matrix& a, float s);

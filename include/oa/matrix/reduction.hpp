@@ -1,53 +1,135 @@
 #pragma once
-// Reductions (oa::matrix). F32 input, row-major, contiguous.
+// Reductions and scans (oa::matrix). F32 input, row-major, contiguous.
 //
-// The last-axis forms view x [..., L] as rows of length L and give [...]
-// (or [..., 1] with keepdim). The *_all forms reduce every element to a
-// rank-0 Matrix []. Each is a cooperative tree reduction inside a workgroup;
-// rows longer than one workgroup's share are reduced in several passes over
-// fixed segments, so results are bitwise reproducible on one device (no
-// atomics). Any number of rows (grids past the device's workgroup-count limit
-// are split) and any row length.
+// Axes. `dim` lists the axes to reduce, as torch.sum(x, dim, keepdim) takes
+// them: any set of x's axes, negative ones counting from the end, in any
+// order; an empty list reduces every axis (as PyTorch does for dim=[]). The
+// result drops the reduced axes, or keeps each as an extent of 1 with
+// keepdim. A rank-0 x takes dim {} , {0} or {-1} and gives itself. The
+// last-axis forms (sum(x), sum(x, true), ...) reduce dim {-1}, the *_all
+// forms dim {}; they record the same ops.
 //
-// Empty rows: sum gives 0, mean gives NaN (torch.sum / torch.mean); max,
-// argmax and argmin throw InvalidArgument. Rank-0 x is rejected by the last-axis forms.
-// Errors (oa::Error, kind InvalidArgument) name the op and the shape: undefined
-// or non-f32 x, rank 0, an empty reduced axis where no identity exists.
+// Cost model. x's axes are merged into runs (neighbouring axes that are all
+// reduced or all kept; extents of 1 dropped). When the reduced run is last
+// (a last-axis reduction, every axis, a leading kept block) the kernel reads
+// x in place as [rows, length] rows; otherwise (a reduced run followed by
+// kept axes, or several reduced runs: NCHW over {0, 2, 3}) x is first
+// copied with the reduced runs moved last by one strided copy (one read and
+// one write of x, as x.permute(...).contiguous() in PyTorch), then reduced.
+// Each row is a cooperative tree reduction inside a workgroup; rows longer
+// than one workgroup's share are reduced in several passes over fixed
+// segments, so results are bitwise reproducible on one device (no atomics).
+// var and std take two passes (the mean, then the mean squared deviation
+// from it), logsumexp shifts by the row's maximum, norm squares or takes
+// absolute values in an elementwise pass before the tree: each such pass is
+// one more read and write of x. Any number of rows and any row length.
+//
+// NaN: max, min, and the inf-norm propagate NaN (torch.amax, torch.amin).
+// Empty reductions: sum and norm give 0, prod 1, mean and var NaN, logsumexp
+// -inf (as PyTorch); max, min and norm with p = inf throw InvalidArgument.
+// Errors (oa::Error, kind InvalidArgument, naming the op, the argument and
+// the shape; nothing recorded): undefined or non-f32 x, an axis out of range,
+// an axis listed twice, an empty reduction where no identity exists, an
+// unsupported norm order, element counts past 2^32 - 1.
+#include <concepts>
+#include <vector>
+
 #include "oa/matrix/matrix.hpp"
 
 namespace oa::matrix {
 
-// Sum over the last axis (torch.sum(x, -1, keepdim)). Semantic op "oa::matrix::sum".
-Matrix sum(const Matrix& x, bool keepdim = false);
-// Mean over the last axis (torch.mean(x, -1, keepdim)). Semantic op "oa::matrix::mean".
-Matrix mean(const Matrix& x, bool keepdim = false);
-// Maximum over the last axis (torch.amax(x, -1, keepdim)); NaN propagates.
-// Semantic op "oa::matrix::max".
-Matrix max(const Matrix& x, bool keepdim = false);
-// Index of the maximum over the last axis as I32 (torch.argmax(x, -1, keepdim)):
-// the first index of the maximum; a NaN counts as the maximum. Throws
-// InvalidArgument when L exceeds INT32_MAX. Semantic op "oa::matrix::argmax".
-Matrix argmax(const Matrix& x, bool keepdim = false);
-// Index of the minimum over the last axis as I32 (torch.argmin(x, -1, keepdim)):
-// the first index of the minimum; a NaN counts as the minimum (as PyTorch,
-// NaN propagates); -0 and +0 tie. Throws InvalidArgument when L exceeds
-// INT32_MAX. Semantic op "oa::matrix::argmin".
-Matrix argmin(const Matrix& x, bool keepdim = false);
+// Sum over `dim` (torch.sum). Gradient: gy broadcast back. Semantic op
+// "oa::matrix::sum", attributes dims (sorted, non-negative) and keepdim.
+Matrix sum(const Matrix& x, const std::vector<int>& dim, bool keepdim = false);
+// Mean over `dim` (torch.mean). Gradient: gy / n broadcast back. Semantic op
+// "oa::matrix::mean" (attributes as sum).
+Matrix mean(const Matrix& x, const std::vector<int>& dim, bool keepdim = false);
+// Maximum and minimum over `dim` (torch.amax, torch.amin); NaN propagates.
+// Gradient as torch.amax / amin: gy split evenly among the elements equal to
+// the extreme. Semantic ops "oa::matrix::max", "oa::matrix::min".
+Matrix max(const Matrix& x, const std::vector<int>& dim, bool keepdim = false);
+Matrix min(const Matrix& x, const std::vector<int>& dim, bool keepdim = false);
+// Product over `dim` (torch.prod). Gradient (torch.prod's): prod / x where
+// the reduced group holds no zero; where it holds one zero, the product of
+// the others at the zero and 0 elsewhere; where it holds more, 0.
+// Semantic op "oa::matrix::prod".
+Matrix prod(const Matrix& x, const std::vector<int>& dim, bool keepdim = false);
+// Variance and standard deviation over `dim` (torch.var, torch.std): the sum
+// of squared deviations from the mean over max(0, n - correction), n the
+// number of reduced elements (correction 1: Bessel's unbiased estimate; 0:
+// the population variance); n - correction <= 0 gives inf or NaN, as PyTorch.
+// Two passes (mean, then squared deviations), f32 tree sums. Gradients:
+// 2 (x - mean) gy / (n - correction), and that over 2 std for std. Semantic
+// ops "oa::matrix::var", "oa::matrix::std", attributes dims, correction, keepdim.
+Matrix var(const Matrix& x, const std::vector<int>& dim, float correction = 1.0f, bool keepdim = false);
+Matrix std(const Matrix& x, const std::vector<int>& dim, float correction = 1.0f, bool keepdim = false);
+// log(sum(exp(x))) over `dim` (torch.logsumexp), computed as m + log(sum
+// exp(x - m)) with m the maximum (finite rows never overflow; a group of
+// -inf gives -inf, one holding +inf gives +inf). Gradient: gy exp(x - y),
+// the softmax. Semantic op "oa::matrix::logsumexp".
+Matrix logsumexp(const Matrix& x, const std::vector<int>& dim, bool keepdim = false);
+// Vector norm of order p over `dim` (torch.linalg.vector_norm(x, ord=p, dim,
+// keepdim); torch.norm): p = 2 (sqrt of the sum of squares), 1 (sum of
+// absolute values) or +inf (the largest absolute value, NaN propagating); any
+// other p throws InvalidArgument. An empty dim reduces every axis. Gradients
+// (torch's): x gy / y for p = 2 (0 where y is 0), sign(x) gy for p = 1, and
+// for p = inf sign(x) gy split evenly among the elements of largest |x|.
+// Semantic op "oa::matrix::norm", attributes p, dims, keepdim.
+Matrix norm(const Matrix& x, float p = 2.0f, const std::vector<int>& dim = {}, bool keepdim = false);
 
-// Sum, mean and maximum of all elements -> []. Semantic ops "oa::matrix::sum_all",
-// "oa::matrix::mean_all", "oa::matrix::max_all".
+// The last-axis forms: dim {-1} (torch.sum(x, -1, keepdim), ...). keepdim
+// must be a bool itself (a template), so that sum(x, {1}) names axis 1.
+inline Matrix sum(const Matrix& x) { return sum(x, std::vector<int>{-1}); }
+inline Matrix mean(const Matrix& x) { return mean(x, std::vector<int>{-1}); }
+inline Matrix max(const Matrix& x) { return max(x, std::vector<int>{-1}); }
+template <std::same_as<bool> B>
+Matrix sum(const Matrix& x, B keepdim) {
+  return sum(x, std::vector<int>{-1}, keepdim);
+}
+template <std::same_as<bool> B>
+Matrix mean(const Matrix& x, B keepdim) {
+  return mean(x, std::vector<int>{-1}, keepdim);
+}
+template <std::same_as<bool> B>
+Matrix max(const Matrix& x, B keepdim) {
+  return max(x, std::vector<int>{-1}, keepdim);
+}
+
+// Sum, mean and maximum of all elements -> [] (dim {}).
 Matrix sum_all(const Matrix& x);
 Matrix mean_all(const Matrix& x);
 Matrix max_all(const Matrix& x);
 
+// Index of the maximum over the last axis as I32 (torch.argmax(x, -1, keepdim)):
+// the first index of the maximum; a NaN counts as the maximum. Throws
+// InvalidArgument for a rank-0 x, an empty last axis, or L past INT32_MAX.
+// Semantic op "oa::matrix::argmax".
+Matrix argmax(const Matrix& x, bool keepdim = false);
+// Index of the minimum over the last axis as I32 (torch.argmin(x, -1, keepdim)):
+// the first index of the minimum; a NaN counts as the minimum (as PyTorch,
+// NaN propagates); -0 and +0 tie. Errors as argmax. Semantic op "oa::matrix::argmin".
+Matrix argmin(const Matrix& x, bool keepdim = false);
+
 // Sums x down to `target`, the inverse of the broadcasting of oa::matrix's
-// binary ops (oa/matrix/elementwise.hpp): target is x's shape, a scalar ([] or
-// all-ones), or its non-unit extents (right aligned) equal one contiguous run
-// of x's axes, e.g. [C] against [N, C], [C] or [1, C, 1, 1] against NCHW.
-// Gives a Matrix of shape `target` whose element c is the sum of x over every
-// element that c was broadcast to. Used for the gradients of broadcast
-// operands. Throws InvalidArgument naming both shapes for any other target.
+// binary ops (oa/matrix/elementwise.hpp): target broadcasts to x by NumPy's
+// rules (right aligned, each extent equal to x's or 1). Gives a Matrix of
+// shape `target` whose element c is the sum of x over every element that c
+// was broadcast to. Used for the gradients of broadcast operands. A target
+// whose non-unit extents are one contiguous run of x's axes ([C] against
+// [N, C], [1, C, 1, 1] against NCHW) is summed in place; others reduce as
+// sum over the broadcast axes (see the cost model above). Throws
+// InvalidArgument naming both shapes for a target that does not broadcast to x.
 // Semantic op "oa::matrix::sum_to".
 Matrix sum_to(const Matrix& x, const Shape& target);
+
+// Inclusive prefix sums along axis `dim` (torch.cumsum(x, dim)): y has x's
+// shape and y[..., i, ...] = sum of x[..., k, ...] for k <= i. One invocation
+// scans one line along the axis serially with compensated (Kahan) f32
+// summation, neighbouring invocations reading neighbouring addresses (lines
+// = numel / extent of dim; a line's latency is its length). A rank-0 x takes
+// dim 0 or -1. Gradient: the reverse cumulative sum of gy. Errors: undefined
+// or non-f32 x, dim out of range, element counts past 2^32 - 1. Semantic op
+// "oa::matrix::cumsum", attribute dim (non-negative).
+Matrix cumsum(const Matrix& x, int dim);
 
 }  // namespace oa::matrix
