@@ -21,7 +21,7 @@ def test_messages_name_the_op_and_shapes():
     with pytest.raises(ValueError) as e:
         oa.ones(2, 3) + oa.ones(4)
     assert type(e.value) is oa.InvalidArgumentError
-    assert str(e.value).startswith("oa::matrix::add: shapes [2, 3] and [4]")
+    assert str(e.value).startswith("oa::matrix::add: shapes do not broadcast: a [2, 3], b [4]")
     with pytest.raises(oa.InvalidArgumentError, match=r"oa::ml::conv_2d.*\[1, 3, 4, 4\]"):
         F.conv2d(oa.ones(1, 3, 4, 4), oa.ones(2, 5, 3, 3))
     with pytest.raises(oa.InvalidArgumentError, match="oa::matrix::matmul"):
