@@ -224,24 +224,23 @@ class Linear(_Native):
         return f"in_features={self.in_features}, out_features={self.out_features}"
 
 
-class Conv1d(_Native):
-    """torch.nn.Conv1d (oa::ml::nn::Conv1d): x [N, C, L] -> [N, O, L_out]; padding_mode 'zeros' only."""
+def _convolution(name, factory, doc):
+    """Conv1d and Conv2d: torch's constructor arguments over the C++ constructor `factory`."""
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
                  padding_mode="zeros", engine=None):
-        _zeros_only(padding_mode, "Conv1d")
-        super().__init__(_native.conv1d(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
-                                        engine))
+        _zeros_only(padding_mode, name)
+        _Native.__init__(self, factory(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+                                       engine))
+
+    return type(name, (_Native,), {"__init__": __init__, "__doc__": doc})
 
 
-class Conv2d(_Native):
-    """torch.nn.Conv2d (oa::ml::nn::Conv2d): x [N, C, H, W] -> [N, O, H_out, W_out]; padding_mode 'zeros' only."""
-
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
-                 padding_mode="zeros", engine=None):
-        _zeros_only(padding_mode, "Conv2d")
-        super().__init__(_native.conv2d(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
-                                        engine))
+Conv1d = _convolution("Conv1d", _native.conv1d,
+                      "torch.nn.Conv1d (oa::ml::nn::Conv1d): x [N, C, L] -> [N, O, L_out]; padding_mode 'zeros' only.")
+Conv2d = _convolution("Conv2d", _native.conv2d,
+                      "torch.nn.Conv2d (oa::ml::nn::Conv2d): x [N, C, H, W] -> [N, O, H_out, W_out]; padding_mode "
+                      "'zeros' only.")
 
 
 class ConvTranspose2d(_Native):
