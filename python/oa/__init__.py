@@ -19,6 +19,17 @@ from ._oa import (
     Tensor,
     UnsupportedError,
     abs,
+    argmin,
+    cat,
+    chunk,
+    gather,
+    index_select,
+    masked_select,
+    scatter_add,
+    split,
+    stack,
+    take_along_dim,
+    topk,
     ceil,
     cos,
     erf,
@@ -35,6 +46,8 @@ from ._oa import (
     validation_message_count,
     dtype,
     exp,
+    load,
+    load_metadata,
     from_numpy,
     full,
     is_grad_enabled,
@@ -62,6 +75,7 @@ from ._oa import (
     reciprocal,
     relu,
     rsqrt,
+    save,
     sigmoid,
     sqrt,
     square,
@@ -74,6 +88,7 @@ from ._oa import (
     zeros,
 )
 from . import nn
+from . import optim
 
 # torch's dtype names (oa.bool is torch.bool; Python's bool is builtins.bool).
 float32 = float = dtype.float32

@@ -25,6 +25,14 @@ void bind_tensor(py::module_& m, TensorClass& tensor);
 void bind_autograd(py::module_& m, TensorClass& tensor);
 // oa.nn.functional (the submodule oa._oa.functional).
 void bind_functional(py::module_& m);
+// x[key], and the selection ops (index_select, gather, topk, cat, ...).
+void bind_indexing(py::module_& m, TensorClass& tensor);
+// The C++ layers behind oa.nn's modules (the submodule oa._oa.nn).
+void bind_nn(py::module_& m, TensorClass& tensor);
+// oa.optim (oa._oa.optim), and oa.save / oa.load (safetensors).
+void bind_optim(py::module_& m);
+// oa.nn.functional.one_hot.
+void bind_one_hot(py::module_& functional);
 
 // The process-wide seed stream of the creation functions and dropout when no
 // seed is given (oa.manual_seed restarts it); used with the GIL held.

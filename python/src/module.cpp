@@ -11,6 +11,11 @@ PYBIND11_MODULE(_oa, m) {
                          "copies share the value and its autograd identity.");
   op::bind_tensor(m, tensor);
   op::bind_autograd(m, tensor);
+  op::bind_indexing(m, tensor);
   auto functional = m.def_submodule("functional", "The functional ops (oa.nn.functional)");
   op::bind_functional(functional);
+  op::bind_one_hot(functional);
+  auto nn = m.def_submodule("nn", "The C++ layers behind oa.nn's modules");
+  op::bind_nn(nn, tensor);
+  op::bind_optim(m);
 }

@@ -5,6 +5,8 @@
 #include "oa/matrix/indexing.hpp"
 
 #include <algorithm>
+#include <limits>
+#include <vector>
 
 #include "matrix/op_def.hpp"
 #include "oa/matrix/layout.hpp"
@@ -481,6 +483,29 @@ Matrix index_select(const Matrix& x, int dim, std::span<const std::int32_t> inde
       fail(ErrorKind::InvalidArgument, "{}: index {} at position {} is outside [0, {}) (dim {} of x {})", kIndexSelect, index[k], k, n, dim,
            x.shape());
   return index_select(x, dim, Matrix::from_i32({static_cast<std::int64_t>(index.size())}, index, x.engine()));
+}
+
+Matrix masked_select(const Matrix& x, const Matrix& mask) {
+  constexpr const char* op = "oa::matrix::masked_select";
+  detail::require_defined(x, op, "x");
+  detail::require_dtype(mask, DType::Bool, op, "mask");
+  detail::require_same_engine(x, mask, op);
+  if (x.dtype() != DType::F32 && x.dtype() != DType::I32)
+    fail(ErrorKind::InvalidArgument, "{}: x must be f32 or i32; found {} {}", op, to_string(x.dtype()), x.shape());
+  const std::size_t k = mask.rank();
+  bool leading = k >= 1 && k <= x.rank();
+  for (std::size_t i = 0; leading && i < k; ++i) leading = mask.shape()[i] == x.shape()[i];
+  if (!leading)
+    fail(ErrorKind::InvalidArgument, "{}: mask {} must have the leading extents of x {} (rank 1 or more)", op, mask.shape(),
+         x.shape());
+  if (mask.numel() > std::numeric_limits<std::int32_t>::max())
+    fail(ErrorKind::InvalidArgument, "{}: mask {} has more than 2^31 - 1 elements", op, mask.shape());
+  const std::vector<std::uint8_t> selected = mask.to_bool();
+  std::vector<std::int32_t> positions;
+  for (std::size_t i = 0; i < selected.size(); ++i)
+    if (selected[i] != 0) positions.push_back(static_cast<std::int32_t>(i));
+  const Matrix rows = flatten(x, 0, static_cast<int>(k) - 1);
+  return index_select(rows, 0, Matrix::from_i32({static_cast<std::int64_t>(positions.size())}, positions, x.engine()));
 }
 
 Matrix gather(const Matrix& x, int dim, const Matrix& index) {

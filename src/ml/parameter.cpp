@@ -12,6 +12,17 @@ Parameter::Parameter(std::string name, const Matrix& initial) {
   value_.impl()->autograd->name = std::move(name);
 }
 
+Parameter Parameter::of(const Matrix& value) {
+  if (!value.defined()) fail(ErrorKind::InvalidArgument, "oa::ml::Parameter::of: the value is undefined");
+  const auto& a = value.impl()->autograd;
+  if (!a || a->name.empty() || !autograd::grad_fn_name(value).empty())
+    fail(ErrorKind::InvalidArgument, "oa::ml::Parameter::of: a {} {} that is not a Parameter's value (not a named leaf)",
+         to_string(value.dtype()), value.shape());
+  Parameter p;
+  p.value_ = value;
+  return p;
+}
+
 const std::string& Parameter::name() const {
   if (!value_.defined()) fail(ErrorKind::InvalidArgument, "oa::ml::Parameter: use of an undefined Parameter");
   return value_.impl()->autograd->name;

@@ -1,4 +1,4 @@
-// index_select, gather, scatter_add, where, masked_fill, expand, split and
+// index_select, gather, scatter_add, where, masked_fill, masked_select, expand, split and
 // stack against the f64 references (reference/indexing.hpp, concat.hpp),
 // with finite-difference gradients, traces and argument errors.
 #include <gtest/gtest.h>
@@ -222,6 +222,28 @@ TEST(MatrixIndexing, MaskedFillBroadcastsTheMaskWithGradients) {
   EXPECT_EQ(v[1], -std::numeric_limits<float>::infinity());
   EXPECT_EQ(v[4], -std::numeric_limits<float>::infinity());
   EXPECT_EQ(v[0], 1.0f);
+}
+
+TEST(MatrixIndexing, MaskedSelectTakesTheRowsOfTheLeadingAxesWithGradients) {
+  // x [2, 3, 2]; a mask [2, 3] selects rows of 2, a mask of x's shape elements.
+  const std::vector<bool> rows{true, false, true, false, false, true};
+  const Matrix mask = Matrix::from_bool({2, 3}, rows);
+  gradcheck({random_input({2, 3, 2}, 120)}, [&](const std::vector<Matrix>& v) { return mx::masked_select(v[0], mask); },
+            [&](const Inputs& v) {
+              std::vector<double> out;
+              for (std::size_t r = 0; r < rows.size(); ++r)
+                if (rows[r]) out.insert(out.end(), {v[0][2 * r], v[0][2 * r + 1]});
+              return out;
+            });
+  const Matrix x = Matrix::from_vector({2, 2}, std::vector<float>{1, 2, 3, 4});
+  const Matrix all = mx::masked_select(x, Matrix::from_bool({2, 2}, std::vector<bool>{false, true, true, false}));
+  EXPECT_EQ(all.shape(), Shape({2}));
+  EXPECT_EQ(all.to_vector(), (std::vector<float>{2, 3}));
+  EXPECT_EQ(mx::masked_select(x, Matrix::from_bool({2}, std::vector<bool>{false, false})).shape(), Shape({0, 2}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::masked_select(x, Matrix::from_bool({3}, std::vector<bool>(3, true))); },
+                              ErrorKind::InvalidArgument, {"oa::matrix::masked_select", "mask [3]", "leading extents", "x [2, 2]"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::masked_select(x, Matrix::zeros({2})); }, ErrorKind::InvalidArgument,
+                              {"oa::matrix::masked_select", "mask"}));
 }
 
 TEST(MatrixIndexing, ExpandBroadcastsUnitAxesWithGradients) {

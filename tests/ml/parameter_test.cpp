@@ -36,6 +36,19 @@ TEST(AutogradParameter, IdentityAndVersions) {
   EXPECT_FALSE(q.requires_grad());
 }
 
+TEST(AutogradParameter, OfAValueIsTheSameParameter) {
+  Parameter p("w", Matrix::ones({3}));
+  const Parameter q = Parameter::of(p.value());
+  EXPECT_TRUE(q.value().same_as(p.value()));
+  q.set_name("renamed");
+  EXPECT_EQ(p.name(), "renamed");
+  EXPECT_TRUE(oa_test::throws([] { Parameter::of(Matrix::ones({3})); }, ErrorKind::InvalidArgument,
+                              {"oa::ml::Parameter::of", "not a Parameter's value"}));
+  EXPECT_TRUE(oa_test::throws([&] { Parameter::of(p.value() * 2.0f); }, ErrorKind::InvalidArgument,
+                              {"oa::ml::Parameter::of", "not a named leaf"}));
+  EXPECT_TRUE(oa_test::throws([] { Parameter::of(Matrix()); }, ErrorKind::InvalidArgument, {"oa::ml::Parameter::of", "undefined"}));
+}
+
 TEST(AutogradParameter, Errors) {
   EXPECT_TRUE(
       oa_test::throws([] { Parameter("", Matrix::ones({2})); }, ErrorKind::InvalidArgument, {"oa::ml::Parameter", "name"}));

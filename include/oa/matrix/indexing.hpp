@@ -1,6 +1,6 @@
 #pragma once
 // Indexing and selection (oa::matrix): index_select, gather, scatter_add,
-// where, masked_fill, tril, triu, one_hot, take_along_axis, topk. Values are
+// where, masked_fill, masked_select, tril, triu, one_hot, take_along_axis, topk. Values are
 // F32 (index_select, gather, take_along_axis, tril and triu also copy I32);
 // indices are I32 Matrices (oa's index dtype, as embedding and argmax use; PyTorch
 // takes int64); conditions and masks are Bool Matrices (as attention's
@@ -100,6 +100,20 @@ TopK topk(const Matrix& x, std::int64_t k, int axis = -1, bool largest = true);
 // to src gather(gy, dim, index). Semantic op "oa::matrix::scatter_add",
 // attribute dim.
 Matrix scatter_add(const Matrix& x, int dim, const Matrix& index, const Matrix& src);
+
+// The entries (rows) of x where mask holds (PyTorch's x[mask]; with mask of
+// x's shape, torch.masked_select(x, mask) without broadcasting): mask is bool
+// with x's leading extents [d0, ..., dk-1] (1 <= k <= rank of x); x is
+// [d0, ..., dk-1, rest...], f32 or i32; the result is [count, rest...], the
+// selected entries in the mask's row-major order. The count depends on the
+// mask's values, so this reads the mask back to the host: it waits for the
+// work recorded so far (a synchronization, as torch.masked_select costs on a
+// GPU). A composition: the leading axes merged (a reshape), then one
+// index_select of the selected positions (recorded as
+// "oa::matrix::index_select"); gradient to x as index_select's, none to mask.
+// Errors: rank-0 x, a mask that is not bool, of rank 0 or of other leading
+// extents than x, x not f32 or i32, more than 2^31 - 1 mask elements.
+Matrix masked_select(const Matrix& x, const Matrix& mask);
 
 // x where condition holds, else y (torch.where(condition, x, y)): condition
 // bool, x and y f32; the three broadcast together by NumPy's rules (right

@@ -27,6 +27,12 @@ class Parameter {
   // InvalidArgument for an empty name or an undefined or non-f32 `initial`.
   Parameter(std::string name, const Matrix& initial);
 
+  // The Parameter whose value() is `value` (a handle sharing it, as copies
+  // do), for code that holds values only (the Python bindings hand
+  // optimizers the tensors that modules return). Throws InvalidArgument when
+  // `value` is not a Parameter's value: undefined, or not a named leaf.
+  static Parameter of(const Matrix& value);
+
   bool defined() const { return value_.defined(); }
   const std::string& name() const;
   // Renames the Parameter (every handle sees the new name). Modules use it to

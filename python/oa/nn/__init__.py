@@ -1,2 +1,21 @@
-"""oa.nn: the functional ops (oa.nn.functional)."""
+"""oa.nn: modules (torch.nn's names and constructor arguments) and the functional ops (oa.nn.functional)."""
 from . import functional
+from .modules import (
+    BatchNorm2d,
+    Conv1d,
+    Conv2d,
+    ConvTranspose2d,
+    Dropout,
+    Embedding,
+    GELU,
+    LayerNorm,
+    Linear,
+    Module,
+    MultiheadAttention,
+    Parameter,
+    ReLU,
+    Sequential,
+    Sigmoid,
+    SiLU,
+    Tanh,
+)

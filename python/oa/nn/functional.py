@@ -27,6 +27,7 @@ log_softmax = _f.log_softmax
 max_pool2d = _f.max_pool2d
 merge_heads = _f.merge_heads
 mse_loss = _f.mse_loss
+one_hot = _f.one_hot
 relu = _f.relu
 rms_norm = _f.rms_norm
 scaled_dot_product_attention = _f.scaled_dot_product_attention

@@ -1,0 +1,354 @@
+"""oa.nn's modules: the Module base (torch.nn.Module), Parameter, and the layers.
+
+The built-in layers wrap the C++ module objects of oa/ml/nn (oa._oa.nn)
+rather than re-implementing them in Python over oa.nn.functional. That keeps
+one implementation of everything a layer decides besides its arithmetic:
+the order in which initialisation seeds are drawn (weight, then bias; the
+dropout stream; attention's projections), the init rules of oa/ml/init.hpp,
+buffers and their in-place updates (BatchNorm2d's running statistics),
+the training/eval behaviour, and the hierarchical parameter names. A model
+built here after oa.manual_seed(s) is therefore the C++ model built from
+Generator(s), tensor for tensor. A wrapped layer mirrors its C++ object's
+parameters (as oa.nn.Parameter handles sharing their values), buffers and
+children, so a Python Module sees it as any other module; forward is the C++
+forward (one call across the binding).
+"""
+from collections import OrderedDict
+import itertools
+
+from .. import _oa
+from .._oa import Tensor
+
+_native = _oa.nn
+_unnamed = itertools.count()
+
+
+class Parameter(Tensor):
+    """A trainable tensor (torch.nn.Parameter): the value of an oa::ml::Parameter.
+
+    Parameter(data) takes over data's storage as a new float32 leaf that
+    requires gradients (data itself is not modified). Its name (errors and
+    optimizer state use it) becomes its path in a module once the module is
+    assigned as a child, as in the C++ library.
+    """
+
+    def __init__(self, data, requires_grad=True):
+        super().__init__(_native.new_parameter(data, f"parameter{next(_unnamed)}"))
+        if not requires_grad:
+            self.requires_grad = False
+
+    @classmethod
+    def _of(cls, value):
+        """The Parameter object for an oa::ml::Parameter's value (a C++ layer's)."""
+        p = cls.__new__(cls)
+        Tensor.__init__(p, value)
+        return p
+
+
+class Module:
+    """The base of layers (torch.nn.Module): subclass it, assign Parameters,
+    Modules and buffers as attributes in __init__ (after super().__init__()),
+    and define forward."""
+
+    def __init__(self):
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "training", True)
+
+    def __setattr__(self, name, value):
+        if "_parameters" not in self.__dict__:
+            raise AttributeError(f"{type(self).__name__}: call super().__init__() before assigning attributes")
+        for table in (self._parameters, self._buffers, self._modules):
+            table.pop(name, None)
+        if isinstance(value, Parameter):
+            self._parameters[name] = value
+        elif isinstance(value, Module):
+            _prefix_names(value, name, self)
+            self._modules[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name):
+        for table in ("_parameters", "_buffers", "_modules"):
+            entries = self.__dict__.get(table)
+            if entries is not None and name in entries:
+                return entries[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def register_buffer(self, name, tensor):
+        """State saved by state_dict but not trained (torch's register_buffer)."""
+        self._buffers[name] = tensor
+
+    def register_parameter(self, name, param):
+        setattr(self, name, param)
+
+    def add_module(self, name, module):
+        setattr(self, name, module)
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} has no forward")
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    def named_children(self):
+        return iter(self._modules.items())
+
+    def children(self):
+        return iter(self._modules.values())
+
+    def named_modules(self, prefix=""):
+        """(name, module) for this module ("") and every descendant, depth first."""
+        yield prefix, self
+        for name, child in self._modules.items():
+            yield from child.named_modules(f"{prefix}.{name}" if prefix else name)
+
+    def modules(self):
+        return (m for _, m in self.named_modules())
+
+    def _entries(self, table, prefix=""):
+        for name, value in getattr(self, table).items():
+            yield prefix + name, value
+        for name, child in self._modules.items():
+            yield from child._entries(table, f"{prefix}{name}.")
+
+    def named_parameters(self, prefix=""):
+        """(name, Parameter), each Parameter once (under its first path), own first."""
+        seen = set()
+        for name, p in self._entries("_parameters", f"{prefix}." if prefix else ""):
+            if id(p) not in seen:
+                seen.add(id(p))
+                yield name, p
+
+    def parameters(self):
+        return (p for _, p in self.named_parameters())
+
+    def named_buffers(self):
+        return self._entries("_buffers")
+
+    def buffers(self):
+        return (b for _, b in self.named_buffers())
+
+    def state_dict(self):
+        """name -> tensor, per module its parameters, then its buffers, then each
+        child's (PyTorch's order); the tensors are the module's own (no copy)."""
+        out = OrderedDict()
+        self._state(out, "")
+        return out
+
+    def _state(self, out, prefix):
+        for name, value in itertools.chain(self._parameters.items(), self._buffers.items()):
+            out[prefix + name] = value
+        for name, child in self._modules.items():
+            child._state(out, f"{prefix}{name}.")
+
+    def load_state_dict(self, state_dict, strict=True):
+        """Overwrites every entry in place from state_dict (shapes and dtypes must
+        match). strict: the keys must be exactly state_dict()'s. Returns
+        (missing_keys, unexpected_keys)."""
+        own = self.state_dict()
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]
+        if strict and (missing or unexpected):
+            raise KeyError(f"load_state_dict: missing keys {missing}, unexpected keys {unexpected}")
+        for name, target in own.items():
+            if name in state_dict:
+                _native.write(target, state_dict[name], name)
+        return missing, unexpected
+
+    def train(self, mode=True):
+        object.__setattr__(self, "training", mode)
+        for child in self._modules.values():
+            child.train(mode)
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    def zero_grad(self):
+        for p in self.parameters():
+            p.grad = None
+
+    def extra_repr(self):
+        return ""
+
+    def __repr__(self):
+        lines = [f"  ({name}): " + repr(child).replace("\n", "\n  ") for name, child in self._modules.items()]
+        head = f"{type(self).__name__}({self.extra_repr()}"
+        return head + ("\n" + "\n".join(lines) + "\n)" if lines else ")")
+
+
+def _prefix_names(child, name, parent):
+    """Renames child's parameters "<name>.<path>" (as oa::ml::nn::Module does
+    when a child is registered), except those parent already holds (tied)."""
+    known = {id(p) for p in parent.parameters()}
+    for path, p in child.named_parameters():
+        if id(p) not in known:
+            _native.set_parameter_name(p, f"{name}.{path}")
+
+
+class _Native(Module):
+    """A C++ layer (oa._oa.nn.NativeModule) seen as a Module: its parameters,
+    buffers and children mirrored, forward and train forwarded."""
+
+    def __init__(self, native):
+        super().__init__()
+        object.__setattr__(self, "_native", native)
+        for name, value in native.own_parameters():
+            self._parameters[name] = Parameter._of(value)
+        for name, value in native.own_buffers():
+            self._buffers[name] = value
+        for name, child in native.named_children():
+            self._modules[name] = _Native(child)
+
+    def forward(self, input):
+        return self._native.forward(input)
+
+    def train(self, mode=True):
+        super().train(mode)
+        self._native.train(mode)
+        return self
+
+
+
+class Linear(_Native):
+    """torch.nn.Linear: weight [out, in], bias [out], U(-1/sqrt(in), 1/sqrt(in))
+    (oa::ml::nn::Linear). x [..., in] -> [..., out]."""
+
+    def __init__(self, in_features, out_features, bias=True, engine=None):
+        super().__init__(_native.linear(in_features, out_features, bias, engine))
+        self.in_features, self.out_features = in_features, out_features
+
+    def extra_repr(self):
+        return f"in_features={self.in_features}, out_features={self.out_features}"
+
+
+def _convolution(name, factory, doc):
+    """Conv1d and Conv2d: torch's constructor arguments over the C++ constructor `factory`."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
+                 padding_mode="zeros", engine=None):
+        _zeros_only(padding_mode, name)
+        _Native.__init__(self, factory(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+                                       engine))
+
+    return type(name, (_Native,), {"__init__": __init__, "__doc__": doc})
+
+
+Conv1d = _convolution("Conv1d", _native.conv1d,
+                      "torch.nn.Conv1d (oa::ml::nn::Conv1d): x [N, C, L] -> [N, O, L_out]; padding_mode 'zeros' only.")
+Conv2d = _convolution("Conv2d", _native.conv2d,
+                      "torch.nn.Conv2d (oa::ml::nn::Conv2d): x [N, C, H, W] -> [N, O, H_out, W_out]; padding_mode "
+                      "'zeros' only.")
+
+
+class ConvTranspose2d(_Native):
+    """torch.nn.ConvTranspose2d (oa::ml::nn::ConvTranspose2d): weight [C, O / groups, KH, KW]."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
+                 bias=True, dilation=1, padding_mode="zeros", engine=None):
+        _zeros_only(padding_mode, "ConvTranspose2d")
+        super().__init__(_native.conv_transpose2d(in_channels, out_channels, kernel_size, stride, padding,
+                                                  output_padding, groups, bias, dilation, engine))
+
+
+def _zeros_only(padding_mode, layer):
+    if padding_mode != "zeros":
+        raise ValueError(f"oa.nn.{layer}: padding_mode '{padding_mode}': only 'zeros' is supported")
+
+
+class LayerNorm(_Native):
+    """torch.nn.LayerNorm over the last axis (normalized_shape = D or [D]; oa::ml::nn::LayerNorm)."""
+
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, engine=None):
+        if not isinstance(normalized_shape, int):
+            if len(normalized_shape) != 1:
+                raise ValueError(f"oa.nn.LayerNorm: normalized_shape {normalized_shape}: only the last axis is supported")
+            normalized_shape = normalized_shape[0]
+        super().__init__(_native.layer_norm(normalized_shape, eps, elementwise_affine, bias, engine))
+
+
+class BatchNorm2d(_Native):
+    """torch.nn.BatchNorm2d (oa::ml::nn::BatchNorm2d): batch statistics in training (running_mean and
+    running_var updated in place), running statistics in eval; track_running_stats True only."""
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, engine=None):
+        if not track_running_stats or momentum is None:
+            raise ValueError("oa.nn.BatchNorm2d: track_running_stats=True with a momentum is required")
+        super().__init__(_native.batch_norm2d(num_features, eps, momentum, affine, engine))
+
+
+class Embedding(_Native):
+    """torch.nn.Embedding (oa::ml::nn::Embedding): weight N(0, 1); int32 indices [...] -> [..., D]."""
+
+    def __init__(self, num_embeddings, embedding_dim, engine=None):
+        super().__init__(_native.embedding(num_embeddings, embedding_dim, engine))
+
+
+class Dropout(_Native):
+    """torch.nn.Dropout (oa::ml::nn::Dropout): the k-th training call uses the k-th seed of a stream
+    seeded from oa.manual_seed's stream at construction; identity in eval."""
+
+    def __init__(self, p=0.5):
+        super().__init__(_native.dropout(p))
+
+
+class MultiheadAttention(_Native):
+    """Multi-head self-attention (oa::ml::nn::MultiHeadAttention): children qkv = Linear(D, 3D) and
+    proj = Linear(D, D), initialised as torch.nn.Linear (torch.nn.MultiheadAttention's in_proj_weight
+    holds the same projection, initialised with xavier-uniform). Self-attention only (key and value
+    None or query itself); causal is fixed at construction (oa's argument). forward returns
+    (output, None), as torch's with need_weights=False."""
+
+    def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, batch_first=False, causal=False, engine=None):
+        if not bias:
+            raise ValueError("oa.nn.MultiheadAttention: bias=False is not supported")
+        super().__init__(_native.multihead_attention(embed_dim, num_heads, causal, dropout, engine))
+        self.batch_first, self.causal = batch_first, causal
+
+    def forward(self, query, key=None, value=None, need_weights=False, is_causal=None):
+        if (key is not None and key is not query) or (value is not None and value is not query):
+            raise ValueError("oa.nn.MultiheadAttention: self-attention only (key and value must be query)")
+        if need_weights:
+            raise ValueError("oa.nn.MultiheadAttention: need_weights=True is not supported")
+        if is_causal is not None and is_causal != self.causal:
+            raise ValueError(f"oa.nn.MultiheadAttention: is_causal={is_causal} but the module was built with "
+                             f"causal={self.causal}")
+        x = query if self.batch_first else query.transpose(0, 1)
+        y = self._native.forward(x)
+        return (y if self.batch_first else y.transpose(0, 1)), None
+
+
+def _activation(name, factory, doc):
+    return type(name, (_Native,), {"__init__": lambda self: _Native.__init__(self, factory()), "__doc__": doc})
+
+
+ReLU = _activation("ReLU", _native.relu, "max(x, 0) (oa::ml::nn::ReLU).")
+GELU = _activation("GELU", _native.gelu, "Exact GELU (approximate='none'; oa::ml::nn::GELU).")
+SiLU = _activation("SiLU", _native.silu, "x * sigmoid(x) (oa::ml::nn::SiLU).")
+Tanh = _activation("Tanh", _native.tanh, "tanh(x) (oa::ml::nn::Tanh).")
+Sigmoid = _activation("Sigmoid", _native.sigmoid, "1 / (1 + exp(-x)) (oa::ml::nn::Sigmoid).")
+
+
+class Sequential(Module):
+    """torch.nn.Sequential: children "0", "1", ... applied in order (any Modules, Python or built-in)."""
+
+    def __init__(self, *modules):
+        super().__init__()
+        for i, m in enumerate(modules):
+            setattr(self, str(i), m)
+
+    def __getitem__(self, i):
+        return list(self._modules.values())[i]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def forward(self, input):
+        for m in self._modules.values():
+            input = m(input)
+        return input

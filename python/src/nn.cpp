@@ -1,0 +1,152 @@
+// The C++ layers of oa/ml/nn behind oa.nn's built-in modules (the submodule
+// oa._oa.nn), and oa.nn.Parameter's link to oa::ml::Parameter.
+//
+// Each layer is built by its C++ constructor with the process-wide seed
+// stream (default_generator(), restarted by oa.manual_seed), so a model built
+// in Python after oa.manual_seed(s) draws the same initialisation seeds, in
+// the same order, as the C++ model built with Generator(s).
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bindings.hpp"
+
+namespace oa::python {
+namespace {
+
+namespace nn = oa::ml::nn;
+using NativeModule = std::shared_ptr<nn::Module>;
+using OptEngine = std::optional<Engine>;
+
+// A module's own entries (no '.' in the name: the children's are prefixed).
+template <typename Entries>
+Entries own(Entries all) {
+  Entries out;
+  for (auto& entry : all)
+    if (entry.first.find('.') == std::string::npos) out.push_back(std::move(entry));
+  return out;
+}
+
+}  // namespace
+
+void bind_nn(py::module_& m, TensorClass& tensor) {
+  using py::arg;
+  const auto none = py::none();
+  tensor.def(py::init([](const Matrix& other) { return other; }), arg("other"),
+             "A handle sharing `other`'s value and autograd identity (oa.nn.Parameter builds on it).");
+
+  m.def(
+      "new_parameter",
+      [](const Matrix& data, const std::string& name) { return ml::Parameter(name, data).value(); }, arg("data"),
+      arg("name"), "The value of a new oa::ml::Parameter taking over data's storage (a float32 leaf requiring grad).");
+  m.def(
+      "set_parameter_name", [](const Matrix& value, const std::string& name) { ml::Parameter::of(value).set_name(name); },
+      arg("value"), arg("name"));
+  m.def("parameter_name", [](const Matrix& value) { return ml::Parameter::of(value).name(); }, arg("value"));
+  m.def(
+      "write",
+      [](const Matrix& target, const Matrix& source, const std::string& name) {
+        if (!(target.shape() == source.shape()) || target.dtype() != source.dtype())
+          fail(ErrorKind::InvalidArgument, "oa.nn.Module.load_state_dict: '{}' is {} {} in the module, {} {} in the state_dict",
+               name, to_string(target.dtype()), target.shape(), to_string(source.dtype()), source.shape());
+        if (target.dtype() == DType::I32) {
+          target.write_i32(source.to_i32());
+        } else {
+          target.write(source.to_vector());
+        }
+      },
+      arg("target"), arg("source"), arg("name"), "Overwrites target in place (its version is bumped) with source's values.");
+
+  py::class_<nn::Module, NativeModule>(m, "NativeModule", "A C++ layer (oa::ml::nn::Module)")
+      .def("forward", [](nn::Module& self, const Matrix& x) { return self.forward(x); }, arg("input"))
+      .def("train", &nn::Module::train, arg("mode") = true)
+      .def_property_readonly("type_name", &nn::Module::type_name)
+      .def("own_parameters",
+           [](const nn::Module& self) {
+             std::vector<std::pair<std::string, Matrix>> out;
+             for (const auto& [name, p] : own(self.named_parameters())) out.emplace_back(name, p.value());
+             return out;
+           })
+      .def("own_buffers", [](const nn::Module& self) { return own(self.named_buffers()); })
+      .def("named_children", &nn::Module::named_children);
+
+  m.def(
+      "linear",
+      [](std::int64_t in, std::int64_t out, bool bias, const OptEngine& engine) -> NativeModule {
+        return std::make_shared<nn::Linear>(in, out, default_generator(), bias, engine);
+      },
+      arg("in_features"), arg("out_features"), arg("bias"), arg("engine") = none);
+  m.def(
+      "conv1d",
+      [](std::int64_t in, std::int64_t out, py::handle k, py::handle stride, py::handle padding,
+                  py::handle dilation, std::int64_t groups, bool bias, const OptEngine& engine) -> NativeModule {
+        const char* op = "oa.nn.Conv1d";
+        ml::Conv1dOptions o{int_tuple<1>(stride, op, "stride")[0], int_tuple<1>(padding, op, "padding")[0],
+                            int_tuple<1>(dilation, op, "dilation")[0], groups};
+        return std::make_shared<nn::Conv1d>(in, out, int_tuple<1>(k, op, "kernel_size")[0], default_generator(), o, bias, engine);
+      },
+      arg("in_channels"), arg("out_channels"), arg("kernel_size"), arg("stride"), arg("padding"), arg("dilation"),
+      arg("groups"), arg("bias"), arg("engine") = none);
+  m.def(
+      "conv2d",
+      [](std::int64_t in, std::int64_t out, py::handle k, py::handle stride, py::handle padding,
+                  py::handle dilation, std::int64_t groups, bool bias, const OptEngine& engine) -> NativeModule {
+        const char* op = "oa.nn.Conv2d";
+        ml::Conv2dOptions o{int_tuple<2>(stride, op, "stride"), int_tuple<2>(padding, op, "padding"),
+                            int_tuple<2>(dilation, op, "dilation"), groups};
+        return std::make_shared<nn::Conv2d>(in, out, int_tuple<2>(k, op, "kernel_size"), default_generator(), o, bias, engine);
+      },
+      arg("in_channels"), arg("out_channels"), arg("kernel_size"), arg("stride"), arg("padding"), arg("dilation"),
+      arg("groups"), arg("bias"), arg("engine") = none);
+  m.def(
+      "conv_transpose2d",
+      [](std::int64_t in, std::int64_t out, py::handle k, py::handle stride, py::handle padding,
+                  py::handle output_padding, std::int64_t groups, bool bias, py::handle dilation,
+                  const OptEngine& engine) -> NativeModule {
+        const char* op = "oa.nn.ConvTranspose2d";
+        ml::ConvTranspose2dOptions o{int_tuple<2>(stride, op, "stride"), int_tuple<2>(padding, op, "padding"),
+                                     int_tuple<2>(output_padding, op, "output_padding"),
+                                     int_tuple<2>(dilation, op, "dilation"), groups};
+        return std::make_shared<nn::ConvTranspose2d>(in, out, int_tuple<2>(k, op, "kernel_size"), default_generator(), o, bias,
+                                                     engine);
+      },
+      arg("in_channels"), arg("out_channels"), arg("kernel_size"), arg("stride"), arg("padding"), arg("output_padding"),
+      arg("groups"), arg("bias"), arg("dilation"), arg("engine") = none);
+  m.def(
+      "layer_norm",
+      [](std::int64_t d, double eps, bool affine, bool bias, const OptEngine& engine) -> NativeModule {
+        return std::make_shared<nn::LayerNorm>(d, eps, affine, bias, engine);
+      },
+      arg("normalized_dim"), arg("eps"), arg("elementwise_affine"), arg("bias"), arg("engine") = none);
+  m.def(
+      "batch_norm2d",
+      [](std::int64_t c, double eps, double momentum, bool affine, const OptEngine& engine) -> NativeModule {
+        return std::make_shared<nn::BatchNorm2d>(c, eps, momentum, affine, engine);
+      },
+      arg("num_features"), arg("eps"), arg("momentum"), arg("affine"), arg("engine") = none);
+  m.def(
+      "embedding",
+      [](std::int64_t n, std::int64_t d, const OptEngine& engine) -> NativeModule {
+        return std::make_shared<nn::Embedding>(n, d, default_generator(), engine);
+      },
+      arg("num_embeddings"), arg("embedding_dim"), arg("engine") = none);
+  m.def(
+      "dropout", [](double p) -> NativeModule { return std::make_shared<nn::Dropout>(p, default_generator()); },
+      arg("p"));
+  m.def(
+      "multihead_attention",
+      [](std::int64_t d, std::int64_t heads, bool causal, double dropout, const OptEngine& engine) -> NativeModule {
+        return std::make_shared<nn::MultiHeadAttention>(d, heads, default_generator(), causal, dropout, engine);
+      },
+      arg("embed_dim"), arg("num_heads"), arg("causal"), arg("dropout"), arg("engine") = none);
+  m.def("relu", []() -> NativeModule { return std::make_shared<nn::ReLU>(); });
+  m.def("gelu", []() -> NativeModule { return std::make_shared<nn::GELU>(); });
+  m.def("silu", []() -> NativeModule { return std::make_shared<nn::SiLU>(); });
+  m.def("tanh", []() -> NativeModule { return std::make_shared<nn::Tanh>(); });
+  m.def("sigmoid", []() -> NativeModule { return std::make_shared<nn::Sigmoid>(); });
+}
+
+}  // namespace oa::python

@@ -1,0 +1,137 @@
+"""x[key] and the selection ops against NumPy, gradients by finite differences."""
+import numpy as np
+import pytest
+
+import oa
+from reference import assert_close, check_gradients, values
+
+
+X = values((4, 5, 3), seed=1)
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        1,
+        -1,
+        (slice(None), slice(1, 3)),
+        slice(None, None, 2),
+        (Ellipsis, None),
+        (None, 2, Ellipsis, slice(0, 2)),
+        (slice(-3, None), 0, -2),
+        (Ellipsis, 1),
+        (slice(1, 10, 3),),
+        (slice(3, 1),),
+    ],
+)
+def test_basic_indexing(key):
+    assert_close(oa.tensor(X)[key].numpy(), X[key], rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("index", [[2, 0, 2], [[1, -1], [0, 3]], np.array([3, 1])])
+def test_list_index(index):
+    assert_close(oa.tensor(X)[index].numpy(), X[np.asarray(index)], rtol=0, atol=0)
+    assert_close(oa.tensor(X)[:, index].numpy(), X[:, np.asarray(index)], rtol=0, atol=0)
+
+
+def test_tensor_index():
+    idx = np.array([[4, 0], [2, 2]], dtype=np.int32)
+    assert_close(oa.tensor(X)[:, oa.tensor(idx)].numpy(), X[:, idx], rtol=0, atol=0)
+    assert_close(oa.tensor(X)[oa.tensor(np.int32(3))].numpy(), X[3], rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("mask_shape", [(4,), (4, 5), (4, 5, 3)])
+def test_mask_index(mask_shape):
+    mask = np.random.default_rng(3).uniform(size=mask_shape) > 0.5
+    assert_close(oa.tensor(X)[oa.tensor(mask)].numpy(), X[mask], rtol=0, atol=0)
+    assert_close(oa.masked_select(oa.tensor(X), oa.tensor(mask)).numpy(), X[mask], rtol=0, atol=0)
+
+
+def test_mask_selecting_nothing_and_list_mask():
+    assert oa.tensor(X)[oa.tensor([False] * 4)].shape == (0, 5, 3)
+    mask = [True, False, False, True]
+    assert_close(oa.tensor(X)[mask].numpy(), X[np.array(mask)], rtol=0, atol=0)
+
+
+def test_int32_values_index():
+    a = np.arange(12, dtype=np.int32).reshape(3, 4)
+    np.testing.assert_array_equal(oa.tensor(a)[1:, [3, 0]].numpy(), a[1:, [3, 0]])
+
+
+@pytest.mark.parametrize(
+    "oa_fn, ref_fn",
+    [
+        (lambda x: x[1:3, ::2], lambda x: x[1:3, ::2]),
+        (lambda x: x[-1, None], lambda x: x[-1, None]),
+        (lambda x: x[[2, 0, 2]], lambda x: x[[2, 0, 2]]),
+        (lambda x: x[:, oa.tensor(np.array([1, 1, 0], dtype=np.int32))], lambda x: x[:, [1, 1, 0]]),
+        (lambda x: x[oa.tensor(np.array([[True, False, True], [False, True, True]] * 2))],
+         lambda x: x[np.array([[True, False, True], [False, True, True]] * 2)]),
+    ],
+)
+def test_indexing_gradients(oa_fn, ref_fn):
+    check_gradients(oa_fn, ref_fn, [values((4, 3), seed=5)])
+
+
+def test_selection_ops():
+    x = values((3, 6), seed=7)
+    t = oa.tensor(x)
+    idx = np.array([[5, 0], [1, 1], [2, 4]], dtype=np.int32)
+    assert_close(oa.gather(t, 1, oa.tensor(idx)).numpy(), np.take_along_axis(x, idx, 1), rtol=0, atol=0)
+    assert_close(oa.take_along_dim(t, oa.tensor(idx), 1).numpy(), np.take_along_axis(x, idx, 1), rtol=0, atol=0)
+    assert_close(t.index_select(0, oa.tensor(np.array([2, 0], dtype=np.int32))).numpy(), x[[2, 0]], rtol=0, atol=0)
+    values_, indices = oa.topk(t, 2)
+    order = np.argsort(-x, axis=1, kind="stable")[:, :2]
+    np.testing.assert_array_equal(indices.numpy(), order)
+    assert_close(values_.numpy(), np.take_along_axis(x, order, 1), rtol=0, atol=0)
+    np.testing.assert_array_equal(oa.argmin(t).numpy(), np.argmin(x, axis=1))
+    np.testing.assert_array_equal(t.argmin(keepdim=True).numpy(), np.argmin(x, axis=1)[:, None])
+    full_idx = np.tile(idx, (1, 3))
+    full_src = np.tile(values((3, 2), seed=8), (1, 3))
+    expected = x.copy()
+    np.add.at(expected, (np.arange(3)[:, None].repeat(6, 1), full_idx), full_src)
+    assert_close(oa.scatter_add(t, 1, oa.tensor(full_idx), oa.tensor(full_src)).numpy(), expected)
+    one_hot = oa.nn.functional.one_hot(oa.tensor(np.array([2, 0], dtype=np.int32)), 3).numpy()
+    np.testing.assert_array_equal(one_hot, np.eye(3, dtype=np.float32)[[2, 0]])
+
+
+def test_concat_family():
+    a, b = values((2, 3), seed=1), values((2, 3), seed=2)
+    assert_close(oa.cat([oa.tensor(a), oa.tensor(b)], dim=1).numpy(), np.concatenate([a, b], 1), rtol=0, atol=0)
+    assert_close(oa.stack([oa.tensor(a), oa.tensor(b)]).numpy(), np.stack([a, b]), rtol=0, atol=0)
+    parts = oa.split(oa.tensor(a), [1, 2], dim=1)
+    assert [p.shape for p in parts] == [(2, 1), (2, 2)]
+    assert_close(parts[1].numpy(), a[:, 1:], rtol=0, atol=0)
+    assert [p.shape for p in oa.tensor(a).split(2, dim=1)] == [(2, 2), (2, 1)]
+    assert [p.shape for p in oa.tensor(a).chunk(3, dim=1)] == [(2, 1)] * 3
+    check_gradients(lambda x, y: oa.cat([x, y], dim=0), lambda x, y: np.concatenate([x, y], 0), [a, b])
+
+
+@pytest.mark.parametrize(
+    "key, error",
+    [
+        (4, IndexError),
+        (-5, IndexError),
+        ((0, 0, 0, 0), IndexError),
+        ((Ellipsis, Ellipsis), IndexError),
+        (slice(None, None, -1), ValueError),
+        ([0, 7], IndexError),
+        ("a", TypeError),
+        (1.5, TypeError),
+        (([0], [1]), IndexError),
+    ],
+)
+def test_bad_indices(key, error):
+    with pytest.raises(error):
+        oa.tensor(X)[key]
+
+
+def test_bad_masks_and_index_tensors():
+    with pytest.raises(oa.InvalidArgumentError, match="leading extents"):
+        oa.tensor(X)[oa.tensor([True] * 5)]
+    with pytest.raises(IndexError, match="leading axes"):
+        oa.tensor(X)[:, oa.tensor([True] * 5)]
+    with pytest.raises(TypeError, match="int32 or bool"):
+        oa.tensor(X)[oa.zeros(2)]
+    with pytest.raises(ValueError):
+        oa.masked_select(oa.tensor(X), oa.zeros(4))

@@ -1,0 +1,169 @@
+"""oa.nn modules, oa.optim and oa.save / oa.load."""
+import json
+import struct
+
+import numpy as np
+import pytest
+
+import oa
+from reference import assert_close, values
+
+nn = oa.nn
+F = oa.nn.functional
+
+
+class Xor(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.hidden = nn.Linear(2, 8)
+        self.act = nn.Tanh()
+        self.out = nn.Linear(8, 1)
+
+    def forward(self, x):
+        return self.out(self.act(self.hidden(x)))
+
+
+def test_module_subclass_trains_xor():
+    oa.manual_seed(0)
+    model = Xor()
+    x = oa.tensor([[0.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 1.0]])
+    y = oa.tensor([[0.0], [1.0], [1.0], [0.0]])
+    opt = oa.optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
+    for _ in range(300):
+        opt.zero_grad()
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+    assert loss.item() < 0.01
+    np.testing.assert_array_equal(model(x).numpy() > 0.5, y.numpy() > 0.5)
+
+
+def test_names_state_dict_and_modes():
+    oa.manual_seed(1)
+    model = nn.Sequential(nn.Conv2d(1, 2, 3, padding=1), nn.BatchNorm2d(2), nn.ReLU(), Xor())
+    names = [n for n, _ in model.named_parameters()]
+    assert names == ["0.weight", "0.bias", "1.weight", "1.bias", "3.hidden.weight", "3.hidden.bias", "3.out.weight",
+                     "3.out.bias"]
+    assert list(model.state_dict()) == names[:4] + ["1.running_mean", "1.running_var"] + names[4:]
+    assert [type(m).__name__ for m in model.children()] == ["Conv2d", "BatchNorm2d", "ReLU", "Xor"]
+    assert len(list(model.modules())) == 8
+    assert model[0].weight.shape == (2, 1, 3, 3)
+    model.eval()
+    assert not model[3].hidden.training
+    # The running statistics move only in training mode.
+    x = oa.tensor(values((2, 2, 4, 4), seed=2))
+    model[1](x)
+    assert_close(model[1].running_mean.numpy(), np.zeros(2))
+    model.train()
+    model[1](x)
+    assert np.abs(model[1].running_mean.numpy()).max() > 0
+
+
+def test_same_seed_same_initialisation_and_linear_bounds():
+    oa.manual_seed(7)
+    a = nn.Linear(16, 4)
+    oa.manual_seed(7)
+    b = nn.Linear(16, 4)
+    np.testing.assert_array_equal(a.weight.numpy(), b.weight.numpy())
+    w = a.weight.numpy()
+    assert np.abs(w).max() <= 0.25 and np.abs(w).max() > 0.15  # U(-1/sqrt(16), 1/sqrt(16))
+    x = values((3, 16), seed=3)
+    assert_close(a(oa.tensor(x)).numpy(), x @ w.T + a.bias.numpy())
+
+
+def test_layers_forward_shapes():
+    oa.manual_seed(2)
+    assert nn.Conv1d(2, 3, 3)(oa.randn(1, 2, 8)).shape == (1, 3, 6)
+    assert nn.ConvTranspose2d(2, 3, 2, stride=2)(oa.randn(1, 2, 3, 3)).shape == (1, 3, 6, 6)
+    assert nn.LayerNorm(5)(oa.randn(2, 5)).shape == (2, 5)
+    emb = nn.Embedding(10, 4)
+    assert emb(oa.tensor([[1, 2, 9]])).shape == (1, 3, 4)
+    drop = nn.Dropout(0.5)
+    x = oa.ones(100)
+    assert (drop(x).numpy() == 0).any()
+    drop.eval()
+    np.testing.assert_array_equal(drop(x).numpy(), np.ones(100))
+    mha = nn.MultiheadAttention(8, 2, batch_first=True)
+    out, weights = mha(oa.randn(2, 5, 8))
+    assert out.shape == (2, 5, 8) and weights is None
+    assert [n for n, _ in mha.named_parameters()] == ["qkv.weight", "qkv.bias", "proj.weight", "proj.bias"]
+    assert nn.MultiheadAttention(8, 2)(oa.randn(5, 2, 8))[0].shape == (5, 2, 8)
+    for act, ref in [(nn.ReLU(), lambda v: np.maximum(v, 0)), (nn.Tanh(), np.tanh),
+                     (nn.Sigmoid(), lambda v: 1 / (1 + np.exp(-v))), (nn.SiLU(), lambda v: v / (1 + np.exp(-v)))]:
+        v = values((6,), seed=4)
+        assert_close(act(oa.tensor(v)).numpy(), ref(v))
+    assert nn.GELU()(oa.zeros(3)).shape == (3,)
+
+
+def test_parameter_and_zero_grad():
+    p = nn.Parameter(oa.ones(3))
+    assert isinstance(p, oa.Tensor) and p.requires_grad and p.is_leaf
+    (p * 2).sum().backward()
+    np.testing.assert_array_equal(p.grad.numpy(), [2, 2, 2])
+    m = nn.Module()
+    m.p = p
+    m.zero_grad()
+    assert p.grad is None
+    with pytest.raises(ValueError, match="not a Parameter"):
+        oa.optim.SGD([oa.ones(3, requires_grad=True)])
+
+
+def test_adamw_matches_the_formula():
+    p = nn.Parameter(oa.tensor([1.0, -2.0]))
+    opt = oa.optim.AdamW([p], lr=0.1, betas=(0.9, 0.99), eps=1e-8, weight_decay=0.1)
+    (p * p).sum().backward()
+    opt.step()
+    w = np.array([1.0, -2.0])
+    g = 2 * w
+    w = w * (1 - 0.1 * 0.1)
+    m, v = 0.1 * g, 0.01 * g * g
+    w = w - 0.1 / 0.1 * m / (np.sqrt(v) / np.sqrt(0.01) + 1e-8)
+    assert_close(p.numpy(), w)
+    assert opt.steps == 1
+    opt.lr = oa.optim.warmup_cosine_lr(5, 1.0, 10, 100)
+    assert opt.lr == pytest.approx(0.5)
+
+
+def test_sgd_nesterov_and_weight_decay():
+    p = nn.Parameter(oa.tensor([1.0]))
+    opt = oa.optim.SGD([p], lr=0.1, momentum=0.5, weight_decay=0.2, nesterov=True)
+    for _ in range(2):
+        opt.zero_grad()
+        (p * 3.0).sum().backward()
+        opt.step()
+    w, b = 1.0, None
+    for _ in range(2):
+        d = 3.0 + 0.2 * w
+        b = d if b is None else 0.5 * b + d
+        w -= 0.1 * (d + 0.5 * b)
+    assert_close(p.numpy(), [w])
+    with pytest.raises(ValueError):
+        oa.optim.SGD([p], lr=0.1, nesterov=True)
+
+
+def test_save_load_round_trip(tmp_path):
+    oa.manual_seed(3)
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm2d(4))
+    path = tmp_path / "model.safetensors"
+    oa.save(model.state_dict(), path)
+    loaded = oa.load(path)
+    assert list(loaded) == list(model.state_dict())
+    for name, t in model.state_dict().items():
+        np.testing.assert_array_equal(loaded[name].numpy(), t.numpy())
+    # The header is safetensors: u64 length, JSON with dtype, shape, data_offsets.
+    raw = path.read_bytes()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + n])
+    assert header["0.weight"]["dtype"] == "F32" and header["0.weight"]["shape"] == [4, 3]
+    begin, end = header["0.weight"]["data_offsets"]
+    np.testing.assert_array_equal(np.frombuffer(raw[8 + n + begin:8 + n + end], dtype="<f4").reshape(4, 3),
+                                  model[0].weight.numpy())
+    oa.manual_seed(4)
+    other = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm2d(4))
+    assert not np.array_equal(other[0].weight.numpy(), model[0].weight.numpy())
+    other.load_state_dict(oa.load(path))
+    np.testing.assert_array_equal(other[0].weight.numpy(), model[0].weight.numpy())
+    with pytest.raises(KeyError):
+        other.load_state_dict({"0.weight": loaded["0.weight"]})
+    with pytest.raises(ValueError, match="0.bias"):
+        other.load_state_dict({**loaded, "0.bias": oa.zeros(5)})
