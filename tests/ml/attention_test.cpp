@@ -327,16 +327,17 @@ Inputs make_inputs(const Case& c, std::uint32_t seed) {
 }
 
 // Every sequence length of 1, 2, 17, 64, 65, 130 and head dim of 1, 16, 40,
-// 64, 128 (and the largest flash head dim, 256) appears, with and without masks (both layouts, with a fully masked
+// 64, 80, 128 (and the largest flash head dim, 256) appears, with and without masks (both layouts, with a fully masked
 // row), causal or not, Sq != Sk both ways (Sq > Sk causal leaves early rows
-// with no visible key), and Dv != Dh.
+// with no visible key), and Dv != Dh (Sq <= 4 runs the decoding kernel).
 const std::vector<Case> kSweep = {
     {1, 1, 1, 1, 1, MaskKind::None, false},          {2, 2, 2, 16, 16, MaskKind::PerRow, true},
     {2, 17, 17, 40, 40, MaskKind::None, true},       {1, 64, 64, 64, 64, MaskKind::Broadcast, false},
     {1, 65, 65, 128, 128, MaskKind::None, true},     {1, 130, 130, 16, 16, MaskKind::PerRow, true},
     {2, 17, 65, 40, 24, MaskKind::Broadcast, true},  {1, 65, 17, 64, 24, MaskKind::None, true},
     {3, 130, 2, 1, 3, MaskKind::PerRow, false},      {1, 2, 130, 128, 40, MaskKind::None, false},
-    {1, 3, 5, 256, 8, MaskKind::None, true},
+    {1, 3, 5, 256, 8, MaskKind::None, true},         {1, 20, 40, 256, 80, MaskKind::PerRow, true},
+    {1, 33, 50, 80, 80, MaskKind::None, false},
 };
 
 TEST(AttentionFlash, ForwardMatchesReference) {
