@@ -47,7 +47,7 @@ void require_dtype(const Matrix& m, DType dtype, const char* op, const char* arg
 
 void require_same_engine(const Matrix& a, const Matrix& b, const char* op) {
   if (!(a.engine() == b.engine()))
-    fail(ErrorKind::InvalidArgument, "{}: operands {} and {} live on different engines", op, a.shape(), b.shape());
+    fail(ErrorKind::InvalidArgument, "{}: operand {} lives on another engine than operand {}", op, b.shape(), a.shape());
 }
 
 void require_same_dtype(const Matrix& a, const char* a_arg, const Matrix& b, const char* b_arg, const char* op) {
