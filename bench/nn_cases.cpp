@@ -209,11 +209,11 @@ struct Recurrent {
 const oa_bench::Register kRecurrentSweep{[](bool quick) {
   // clang-format off
   const Recurrent shapes[] = {
-      {"lstm2_b32_t64_h256",         true,  2, 32,  64,  256,  256},
-      {"lstm1_b64_t35_h650",         true,  1, 64,  35,  650,  650},   // Zaremba et al. 2014, medium
-      {"lstm2_b20_t35_h1500",        true,  2, 20,  35, 1500, 1500},   // Zaremba et al. 2014, large
-      {"gru1_b64_t100_h512",         false, 1, 64, 100,  128,  512},
-      {"gru2_b16_t256_h1024",        false, 2, 16, 256, 1024, 1024},
+      {"l2_b32_t64_h256",            true,  2, 32,  64,  256,  256},
+      {"ptb_medium_l2_b20_t35_h650", true,  2, 20,  35,  650,  650},   // Zaremba et al. 2014, medium
+      {"ptb_large_l2_b20_t35_h1500", true,  2, 20,  35, 1500, 1500},   // Zaremba et al. 2014, large
+      {"l1_b64_t100_i128_h512",      false, 1, 64, 100,  128,  512},
+      {"l2_b16_t256_h1024",          false, 2, 16, 256, 1024, 1024},
   };
   // clang-format on
   std::vector<Case> cases;
