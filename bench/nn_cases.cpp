@@ -1,7 +1,10 @@
 // Training-loop sweeps: layer norm over transformer activations, cross
 // entropy over LM vocabularies and ImageNet classes, and the AdamW step over
-// the parameter lists of real models (many small tensors or a few big ones).
+// the parameter lists of real models (many small tensors or a few big ones),
+// and the recurrent layers (LSTM, GRU) over language-model sequences.
 #include "bench.hpp"
+
+#include "oa/ml/nn/rnn.hpp"
 
 namespace {
 using oa::Matrix;
@@ -192,6 +195,53 @@ const oa_bench::Register kAdamWSweep{[](bool quick) {
                        auto opt = std::make_shared<oa::ml::optim::AdamW>(params);
                        return std::function<void()>([opt] { opt->step(); });
                      }});
+  }
+  return cases;
+}};
+
+struct Recurrent {
+  const char* model;
+  bool lstm;
+  std::int64_t layers, batch, steps, input, hidden;
+};
+
+// nn::LSTM / nn::GRU over x [T, B, I] (time-major), forward or forward + backward.
+const oa_bench::Register kRecurrentSweep{[](bool quick) {
+  // clang-format off
+  const Recurrent shapes[] = {
+      {"l2_b32_t64_h256",            true,  2, 32,  64,  256,  256},
+      {"ptb_medium_l2_b20_t35_h650", true,  2, 20,  35,  650,  650},   // Zaremba et al. 2014, medium
+      {"ptb_large_l2_b20_t35_h1500", true,  2, 20,  35, 1500, 1500},   // Zaremba et al. 2014, large
+      {"l1_b64_t100_i128_h512",      false, 1, 64, 100,  128,  512},
+      {"l2_b16_t256_h1024",          false, 2, 16, 256, 1024, 1024},
+  };
+  // clang-format on
+  std::vector<Case> cases;
+  for (Recurrent r : shapes) {
+    if (quick) {
+      r.batch = std::min<std::int64_t>(r.batch, 4);
+      r.steps = std::min<std::int64_t>(r.steps, 8);
+      r.input = std::max<std::int64_t>(r.input / 32, 4);
+      r.hidden = std::max<std::int64_t>(r.hidden / 32, 4);
+    }
+    for (const bool bwd : {false, true}) {
+      const std::int64_t g = r.lstm ? 4 : 3;
+      // The GEMMs: per layer and step the input and recurrent projections (three times that with the backward).
+      const double flops = 2.0 * r.steps * r.batch * g * r.hidden * (r.input + r.hidden + (r.layers - 1) * 2.0 * r.hidden) * (bwd ? 3 : 1);
+      cases.push_back({fmt::format("{}_{}{}", r.lstm ? "lstm" : "gru", r.model, oa_bench::suffix(bwd)), "rnn", r.lstm ? "lstm" : "gru",
+                       {{"layers", r.layers}, {"batch", r.batch}, {"steps", r.steps}, {"input", r.input}, {"hidden", r.hidden},
+                        {"backward", bwd}},
+                       flops, 0,
+                       [r, bwd](const oa::Engine& e) {
+                         oa::ml::Generator gen(1);
+                         std::shared_ptr<oa::ml::nn::Module> m;
+                         const oa::ml::nn::RNNOptions o{.num_layers = r.layers};
+                         if (r.lstm) m = std::make_shared<oa::ml::nn::LSTM>(r.input, r.hidden, gen, o, e);
+                         else m = std::make_shared<oa::ml::nn::GRU>(r.input, r.hidden, gen, o, e);
+                         auto x = oa_bench::input({r.steps, r.batch, r.input}, 1, e, bwd);
+                         return oa_bench::step([m, x] { return m->forward(x); }, bwd, e);
+                       }});
+    }
   }
   return cases;
 }};

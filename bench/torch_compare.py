@@ -142,6 +142,10 @@ def twin(kind, p, dev):
             t.grad = rand(*t.shape)
         opt = torch.optim.AdamW(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2)
         return opt.step
+    if kind in ("lstm", "gru"):
+        layer = (torch.nn.LSTM if kind == "lstm" else torch.nn.GRU)(p["input"], p["hidden"], p["layers"]).to(dev)
+        x = rand(p["steps"], p["batch"], p["input"], grad=bwd)
+        return forward_step(lambda: layer(x)[0], bwd, dev)
     raise ValueError(f"no PyTorch twin for kind {kind}")
 
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bindings.hpp"
+#include "oa/ml/nn/rnn.hpp"
 
 namespace oa::python {
 namespace {
@@ -142,6 +143,37 @@ void bind_nn(py::module_& m, TensorClass& tensor) {
         return std::make_shared<nn::MultiHeadAttention>(d, heads, default_generator(), causal, dropout, engine);
       },
       arg("embed_dim"), arg("num_heads"), arg("causal"), arg("dropout"), arg("engine") = none);
+  // LSTM and GRU: built as the base class, seen as their own types (for the state form).
+  using OptMatrix = std::optional<Matrix>;
+  py::class_<nn::LSTM, nn::Module, std::shared_ptr<nn::LSTM>>(m, "NativeLSTM", "oa::ml::nn::LSTM")
+      .def(
+          "forward_with_state",
+          [](nn::LSTM& self, const Matrix& x, const OptMatrix& h0, const OptMatrix& c0) {
+            const nn::LSTMOutput r = self.forward_with_state(x, {h0.value_or(Matrix()), c0.value_or(Matrix())});
+            return py::make_tuple(r.output, py::make_tuple(r.state.h, r.state.c));
+          },
+          arg("input"), arg("h0"), arg("c0"));
+  py::class_<nn::GRU, nn::Module, std::shared_ptr<nn::GRU>>(m, "NativeGRU", "oa::ml::nn::GRU")
+      .def(
+          "forward_with_state",
+          [](nn::GRU& self, const Matrix& x, const OptMatrix& h0) {
+            const nn::GRUOutput r = self.forward_with_state(x, h0.value_or(Matrix()));
+            return py::make_tuple(r.output, r.h);
+          },
+          arg("input"), arg("h0"));
+  for (const char* kind : {"lstm", "gru"}) {
+    const bool lstm = kind[0] == 'l';
+    m.def(
+        kind,
+        [lstm](std::int64_t input, std::int64_t hidden, std::int64_t layers, bool bias, bool batch_first, double dropout,
+               const OptEngine& engine) -> NativeModule {
+          const nn::RNNOptions o{layers, bias, batch_first, dropout};
+          if (lstm) return std::make_shared<nn::LSTM>(input, hidden, default_generator(), o, engine);
+          return std::make_shared<nn::GRU>(input, hidden, default_generator(), o, engine);
+        },
+        arg("input_size"), arg("hidden_size"), arg("num_layers"), arg("bias"), arg("batch_first"), arg("dropout"),
+        arg("engine") = none);
+  }
   m.def("relu", []() -> NativeModule { return std::make_shared<nn::ReLU>(); });
   m.def("gelu", []() -> NativeModule { return std::make_shared<nn::GELU>(); });
   m.def("silu", []() -> NativeModule { return std::make_shared<nn::SiLU>(); });

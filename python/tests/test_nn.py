@@ -167,3 +167,60 @@ def test_save_load_round_trip(tmp_path):
         other.load_state_dict({"0.weight": loaded["0.weight"]})
     with pytest.raises(ValueError, match="0.bias"):
         other.load_state_dict({**loaded, "0.bias": oa.zeros(5)})
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _recurrent_reference(lstm, params, x, num_layers, h0, c0=None):
+    """torch.nn.LSTM / GRU's equations in f64 over x [T, B, I]: (output, h_n[, c_n])."""
+    hn, cn = [], []
+    for k in range(num_layers):
+        w_ih, w_hh = params[f"weight_ih_l{k}"], params[f"weight_hh_l{k}"]
+        b_ih, b_hh = params[f"bias_ih_l{k}"], params[f"bias_hh_l{k}"]
+        h = h0[k].copy()
+        c = c0[k].copy() if lstm else None
+        outs = []
+        for t in range(x.shape[0]):
+            gx, gh = x[t] @ w_ih.T + b_ih, h @ w_hh.T + b_hh
+            if lstm:
+                i, f, g, o = np.split(gx + gh, 4, axis=1)
+                c = _sigmoid(f) * c + _sigmoid(i) * np.tanh(g)
+                h = _sigmoid(o) * np.tanh(c)
+            else:
+                (xr, xz, xn), (hr, hz, hn_) = np.split(gx, 3, axis=1), np.split(gh, 3, axis=1)
+                r, z = _sigmoid(xr + hr), _sigmoid(xz + hz)
+                n = np.tanh(xn + r * hn_)
+                h = (1 - z) * n + z * h
+            outs.append(h)
+        x = np.stack(outs)
+        hn.append(h)
+        cn.append(c)
+    return x, np.stack(hn), (np.stack(cn) if lstm else None)
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+def test_recurrent_matches_numpy(kind):
+    oa.manual_seed(3)
+    T, B, I, H, L = 4, 2, 3, 5, 2
+    model = getattr(nn, kind)(I, H, num_layers=L, batch_first=True)
+    gates = 4 if kind == "LSTM" else 3
+    assert list(model.state_dict()) == [f"{w}_l{k}" for k in range(L)
+                                        for w in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+    assert model.weight_ih_l1.shape == (gates * H, H)
+    params = {name: p.numpy().astype(np.float64) for name, p in model.named_parameters()}
+    x, h0, c0 = values((B, T, I), 1), values((L, B, H), 2), values((L, B, H), 3)
+    xt = x.transpose(1, 0, 2).astype(np.float64)
+    if kind == "LSTM":
+        out, (hn, cn) = model(oa.tensor(x), (oa.tensor(h0), oa.tensor(c0)))
+        want, want_h, want_c = _recurrent_reference(True, params, xt, L, h0.astype(np.float64), c0.astype(np.float64))
+        assert_close(cn.numpy(), want_c)
+    else:
+        out, hn = model(oa.tensor(x), oa.tensor(h0))
+        want, want_h, _ = _recurrent_reference(False, params, xt, L, h0.astype(np.float64))
+    assert_close(out.numpy(), want.transpose(1, 0, 2))
+    assert_close(hn.numpy(), want_h)
+    out, _ = model(oa.tensor(x))  # zero initial state
+    out.sum().backward()
+    assert all(p.grad is not None for p in model.parameters())

@@ -253,6 +253,42 @@ class ConvTranspose2d(_Native):
                                                   output_padding, groups, bias, dilation, engine))
 
 
+def _recurrent(name, factory, doc):
+    """LSTM and GRU: torch's constructor arguments over the C++ constructor
+    `factory`; forward(input, hx=None) returns (output, h_n) for GRU and
+    (output, (h_n, c_n)) for LSTM, as torch does."""
+    lstm = name == "LSTM"
+
+    def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
+                 bidirectional=False, engine=None):
+        if bidirectional:
+            raise ValueError(f"oa.nn.{name}: bidirectional is not supported")
+        _Native.__init__(self, factory(input_size, hidden_size, num_layers, bias, batch_first, dropout, engine))
+        self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
+        self.batch_first = batch_first
+
+    def forward(self, input, hx=None):
+        if not lstm:
+            return self._native.forward_with_state(input, hx)
+        h0, c0 = hx if hx is not None else (None, None)
+        return self._native.forward_with_state(input, h0, c0)
+
+    def extra_repr(self):
+        return f"{self.input_size}, {self.hidden_size}, num_layers={self.num_layers}, batch_first={self.batch_first}"
+
+    return type(name, (_Native,), {"__init__": __init__, "forward": forward, "extra_repr": extra_repr, "__doc__": doc})
+
+
+LSTM = _recurrent("LSTM", _native.lstm,
+                  "torch.nn.LSTM (oa::ml::nn::LSTM): input [T, B, I] ([B, T, I] with batch_first), hx = (h0, c0) "
+                  "[num_layers, B, H] or None -> (output [T, B, H], (h_n, c_n)); parameters weight_ih_l{k} [4H, I], "
+                  "weight_hh_l{k} [4H, H], bias_ih_l{k}, bias_hh_l{k} [4H] (gates i, f, g, o). No bidirectional.")
+GRU = _recurrent("GRU", _native.gru,
+                 "torch.nn.GRU (oa::ml::nn::GRU): input [T, B, I] ([B, T, I] with batch_first), h0 [num_layers, B, H] "
+                 "or None -> (output [T, B, H], h_n); parameters weight_ih_l{k} [3H, I], weight_hh_l{k} [3H, H], "
+                 "bias_ih_l{k}, bias_hh_l{k} [3H] (gates r, z, n). No bidirectional.")
+
+
 def _zeros_only(padding_mode, layer):
     if padding_mode != "zeros":
         raise ValueError(f"oa.nn.{layer}: padding_mode '{padding_mode}': only 'zeros' is supported")

@@ -1,0 +1,31 @@
+#version 450
+// The GRU cell after its gate GEMMs (Cho et al. 2014; torch.nn.GRUCell's
+// gate order r, z, n). gx = W_ih x + b_ih and gh = W_hh h_prev + b_hh are
+// [B, 3H] (blocks of H in the order r, z, n); per batch row b and unit j:
+//   r = sigmoid(gx_r + gh_r), z = sigmoid(gx_z + gh_z),
+//   n = tanh(gx_n + r * gh_n),  h = (1 - z) * n + z * h_prev.
+// Also writes r, z, n (layout of gx) for the backward pass.
+// One invocation per (b, j); n = B * H.
+#extension GL_GOOGLE_include_directive : require
+#include "common/oa.glsl"
+#include "common/math.glsl"
+layout(local_size_x = 256) in;
+layout(std430, binding = 0) readonly buffer GX { float gx[]; };
+layout(std430, binding = 1) readonly buffer GH { float gh[]; };
+layout(std430, binding = 2) readonly buffer HP { float h_prev[]; };
+layout(std430, binding = 3) writeonly buffer HO { float h_out[]; };
+layout(std430, binding = 4) writeonly buffer ACT { float act[]; };
+OA_PUSH_BEGIN uint n; uint H; OA_PUSH_END
+
+void main() {
+  const uint e = OA_GROUP_ID.x * 256u + gl_LocalInvocationID.x;
+  if (e >= pc.n) return;
+  const uint b = e / pc.H, j = e - b * pc.H, base = b * 3u * pc.H + j;
+  const float r = oa_sigmoid(gx[base] + gh[base]);
+  const float z = oa_sigmoid(gx[base + pc.H] + gh[base + pc.H]);
+  const float nn = oa_tanh(gx[base + 2u * pc.H] + r * gh[base + 2u * pc.H]);
+  h_out[e] = (1.0 - z) * nn + z * h_prev[e];
+  act[base] = r;
+  act[base + pc.H] = z;
+  act[base + 2u * pc.H] = nn;
+}

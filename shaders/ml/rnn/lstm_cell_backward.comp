@@ -1,0 +1,36 @@
+#version 450
+// Gradients of lstm_cell.comp from the saved activated gates i, f, g, o
+// ([B, 4H]), c_prev and c, given dh and dc ([B, H]):
+//   dct = dc + dh * o * (1 - tanh(c)^2),
+//   da_i = dct * g * i (1 - i),     da_f = dct * c_prev * f (1 - f),
+//   da_g = dct * i * (1 - g^2),     da_o = dh * tanh(c) * o (1 - o),
+//   dc_prev = dct * f.
+// da [B, 4H] is the gradient of both gx and gh (their sum feeds the gates).
+// WRITE_DC_PREV: write dc_prev (else its binding is a placeholder).
+#extension GL_GOOGLE_include_directive : require
+#include "common/oa.glsl"
+#include "common/math.glsl"
+layout(constant_id = 0) const bool WRITE_DC_PREV = true;
+layout(local_size_x = 256) in;
+layout(std430, binding = 0) readonly buffer DH { float dh[]; };
+layout(std430, binding = 1) readonly buffer DC { float dc[]; };
+layout(std430, binding = 2) readonly buffer ACT { float act[]; };
+layout(std430, binding = 3) readonly buffer CP { float c_prev[]; };
+layout(std430, binding = 4) readonly buffer CO { float c_out[]; };
+layout(std430, binding = 5) writeonly buffer DA { float da[]; };
+layout(std430, binding = 6) writeonly buffer DCP { float dc_prev[]; };
+OA_PUSH_BEGIN uint n; uint H; OA_PUSH_END
+
+void main() {
+  const uint e = OA_GROUP_ID.x * 256u + gl_LocalInvocationID.x;
+  if (e >= pc.n) return;
+  const uint b = e / pc.H, j = e - b * pc.H, base = b * 4u * pc.H + j;
+  const float i = act[base], f = act[base + pc.H], g = act[base + 2u * pc.H], o = act[base + 3u * pc.H];
+  const float tc = oa_tanh(c_out[e]);
+  const float dct = dc[e] + dh[e] * o * (1.0 - tc * tc);
+  da[base] = dct * g * i * (1.0 - i);
+  da[base + pc.H] = dct * c_prev[e] * f * (1.0 - f);
+  da[base + 2u * pc.H] = dct * i * (1.0 - g * g);
+  da[base + 3u * pc.H] = dh[e] * tc * o * (1.0 - o);
+  if (WRITE_DC_PREV) dc_prev[e] = dct * f;
+}
