@@ -24,7 +24,7 @@ OA_OP_CASES(lstm_cell, "oa::ml::lstm_cell") {
   const std::int64_t B = 2, H = 5;
   cases.push_back({"summed_gates", {random_input({B, 4 * H}, 911, -3, 3), random_input({B, H}, 912, -2, 2)},
                    [](const Inputs& x) { return oa::ml::lstm_cell(x[0], Matrix(), x[1]).first; },
-                   [H](const RefInputs& x) { return reference::lstm_cell(x[0], {}, x[1], H).first; }});
+                   [H = H](const RefInputs& x) { return reference::lstm_cell(x[0], {}, x[1], H).first; }});
   cases.push_back({"two_steps",
                    {random_input({B, 4 * H}, 913, -3, 3), random_input({B, 4 * H}, 914, -3, 3), random_input({B, H}, 915, -2, 2),
                     random_input({B, 4 * H}, 916, -3, 3)},
@@ -32,7 +32,7 @@ OA_OP_CASES(lstm_cell, "oa::ml::lstm_cell") {
                      const auto [h1, c1] = oa::ml::lstm_cell(x[0], x[1], x[2]);
                      return oa::ml::lstm_cell(x[3], Matrix(), c1).first;
                    },
-                   [H](const RefInputs& x) {
+                   [H = H](const RefInputs& x) {
                      const auto first = reference::lstm_cell(x[0], x[1], x[2], H);
                      return reference::lstm_cell(x[3], {}, first.second, H).first;
                    },
@@ -57,7 +57,7 @@ OA_OP_CASES(gru_cell, "oa::ml::gru_cell") {
   cases.push_back({"detached_gh",
                    {random_input({B, 3 * H}, 931, -3, 3), random_input({B, 3 * H}, 932, -3, 3, false), random_input({B, H}, 933, -2, 2)},
                    [](const Inputs& x) { return oa::ml::gru_cell(x[0], x[1], x[2]); },
-                   [H](const RefInputs& x) { return reference::gru_cell(x[0], x[1], x[2], H); }});
+                   [H = H](const RefInputs& x) { return reference::gru_cell(x[0], x[1], x[2], H); }});
   return cases;
 }
 
