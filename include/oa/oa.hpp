@@ -22,6 +22,8 @@
 #include "oa/ml/nn/nn.hpp"
 #include "oa/ml/functional.hpp"
 #include "oa/ml/optim.hpp"
+#include "oa/ml/rnn.hpp"
+#include "oa/ml/nn/rnn.hpp"
 #include "oa/ml/parameter.hpp"
 #include "oa/runtime/dispatch.hpp"
 #include "oa/runtime/engine.hpp"
