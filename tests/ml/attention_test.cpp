@@ -398,11 +398,13 @@ void expect_split_forward_and_backward(const Case& c, std::uint32_t seed) {
 // Few queries and many keys (more than decoding's four, a chunk of a long prompt): the
 // forward splits the keys into ranges and merges them, on any device; the
 // backward reads the merged stats. Causal with Sq < Sk leaves ranges that
-// some query blocks cannot see.
+// some query blocks cannot see; Sq 130 gives each lane group two query rows
+// on a CPU driver.
 TEST(AttentionFlash, ForwardOverKeyRanges) {
   std::uint32_t seed = 700;
   for (const Case& c : {Case{1, 5, 300, 40, 24, MaskKind::None, false}, Case{2, 20, 500, 16, 16, MaskKind::PerRow, true},
-                        Case{1, 6, 257, 64, 64, MaskKind::Broadcast, true}})
+                        Case{1, 6, 257, 64, 64, MaskKind::Broadcast, true},
+                        Case{1, 130, 600, 64, 64, MaskKind::PerRow, true}})
     expect_split_forward_and_backward(c, seed += 10);
 }
 

@@ -141,11 +141,12 @@ struct FlashProblem {
 enum class FlashPass { Forward, BackwardQ, BackwardKV };
 
 // Specialization of one flash kernel: workgroup size, lanes per row, rows per
-// shared-memory tile, padded head and value dims (multiples of 4 * lanes), and whether a mask is read.
+// shared-memory tile, padded head and value dims (multiples of 4 * lanes), and
+// whether a mask is read; the forward's query rows per lane group (ROWS).
 struct FlashTiles {
-  std::uint32_t threads = 256, lanes = 2, block_n = 32, dk = 64, dv = 64;
+  std::uint32_t threads = 256, lanes = 2, block_n = 32, dk = 64, dv = 64, rows = 1;
   bool masked = false;
-  std::uint32_t block_m() const { return threads / lanes; }
+  std::uint32_t block_m() const { return threads / lanes * rows; }
   std::vector<std::uint32_t> specialization() const { return {threads, lanes, block_n, dk, dv, masked ? 1u : 0u}; }
 };
 
@@ -156,8 +157,8 @@ std::uint32_t padded_dim(std::int64_t d) {
 }
 
 // Lanes per row: the fewest (at least 2) that keep the floats a lane holds for
-// its row within kLaneFloats (the forward holds q and o, (Dh + Dv) / lanes;
-// the backward passes two more rows) and within the kernels' 16 named vec4
+// its rows within kLaneFloats (the forward holds q and o, (Dh + Dv) / lanes
+// per row of its lane group; the backward passes two more rows) and within the kernels' 16 named vec4
 // registers per operand (4 * LANES <= DK, DV <= 64 * LANES). On the H200
 // budgets of 96, 64 and 48 floats ran the attention sweep 0.92x, 0.81x and
 // 0.69x as fast as 128 (geomean): more lanes cost more than the registers save.
@@ -168,13 +169,14 @@ std::uint32_t padded_dim(std::int64_t d) {
 // the device's shared memory but not below the forward's chunk of 8 keys.
 constexpr std::int64_t kLaneFloats = 128;
 
-FlashTiles flash_tiles(const Engine& engine, FlashPass pass, const FlashProblem& p) {
+FlashTiles flash_tiles(const Engine& engine, FlashPass pass, const FlashProblem& p, std::uint32_t lane_group_rows = 1) {
   FlashTiles t;
   t.masked = p.mask_layout.present;
+  t.rows = lane_group_rows;
   t.dk = padded_dim(p.dh);
   t.dv = padded_dim(p.dv);
   const std::uint32_t widest = std::max(t.dk, t.dv);
-  const std::int64_t held = (pass == FlashPass::Forward ? 1 : 2) * (p.dh + p.dv);
+  const std::int64_t held = (pass == FlashPass::Forward ? t.rows : 2) * (p.dh + p.dv);
   t.lanes = 2;
   while ((held > kLaneFloats * t.lanes || widest > 64 * t.lanes) && t.lanes < 64) t.lanes *= 2;
   // A row's lanes add their partial sums by subgroup shuffles, so they must
@@ -211,6 +213,22 @@ FlashTiles flash_tiles(const Engine& engine, FlashPass pass, const FlashProblem&
     fail(ErrorKind::Unsupported, "flash attention: head dims {} / {} need {} bytes of shared memory; the device has {}", p.dh, p.dv,
          shared_bytes(), engine.device().max_shared_memory_bytes);
   return t;
+}
+
+// The forward gives each lane group two query rows, so that every key and
+// value read from shared memory serves both, when
+// - the two rows fit kLaneFloats without more lanes per row, or one row
+//   already needs 4 or more (a row's dot products then cost shuffles either
+//   way): on the H200, 2 -> 4 lanes at head dims 80-128 ran 0.96-1.01x, and
+//   4 -> 8 lanes at 256 ran 1.39x;
+// - the query rows fill at least 4 of the taller blocks per head (causal
+//   blocks' work grows with their row, and a taller last block is a longer
+//   tail: GPT-2 s1024 with 4 blocks ran 0.94x, s4096 with 16 ran 1.08x).
+FlashTiles forward_tiles(const Engine& engine, const FlashProblem& p) {
+  const FlashTiles one = flash_tiles(engine, FlashPass::Forward, p);
+  const FlashTiles two = flash_tiles(engine, FlashPass::Forward, p, 2);
+  const bool fits = 2 * (p.dh + p.dv) <= kLaneFloats * two.lanes && (two.lanes == one.lanes || one.lanes >= 4);
+  return fits && p.sq >= 4 * std::int64_t{two.block_m()} ? two : one;
 }
 
 // A pass whose rows alone would leave the device idle splits the other
@@ -335,14 +353,15 @@ std::vector<ComputeDispatch> lower_flash_forward(const Engine& engine, const Fla
     ds.push_back(combine_ranges(p, count, o_parts, ml_parts, out, lse, stats));
     return ds;
   }
-  const FlashTiles t = flash_tiles(engine, FlashPass::Forward, p);
-  const Ranges r = split_ranges(engine, t, rows * t.lanes, p.sk, rows * std::max<std::int64_t>(p.dv, 2));
+  const FlashTiles t = forward_tiles(engine, p);
+  const Ranges r = split_ranges(engine, t, rows * t.lanes / t.rows, p.sk, rows * std::max<std::int64_t>(p.dv, 2));
   const bool partial = r.count > 1;
   const auto o_parts = partial ? engine.allocate(static_cast<std::uint64_t>(r.count * rows * p.dv) * 4) : out.storage();
   const auto ml_parts = partial ? engine.allocate(static_cast<std::uint64_t>(r.count * rows) * 8) : stats.storage();
   d.kernel = kernels::ml_attention_flash_forward;
   d.specialization = t.specialization();
   d.specialization.push_back(partial ? 1u : 0u);
+  d.specialization.push_back(t.rows);
   d.bindings = {BufferBinding::read(q.storage()), BufferBinding::read(k.storage()),  BufferBinding::read(v.storage()),
                 mask_binding(p, q),               BufferBinding::write(o_parts), BufferBinding::write(lse.storage()),
                 BufferBinding::write(ml_parts)};
