@@ -221,14 +221,14 @@ FlashTiles flash_tiles(const Engine& engine, FlashPass pass, const FlashProblem&
 //   already needs 4 or more (a row's dot products then cost shuffles either
 //   way): on the H200, 2 -> 4 lanes at head dims 80-128 ran 0.96-1.01x, and
 //   4 -> 8 lanes at 256 ran 1.39x;
-// - the query rows fill at least 4 of the taller blocks per head (causal
+// - the query rows fill more than 4 of the taller blocks per head (causal
 //   blocks' work grows with their row, and a taller last block is a longer
 //   tail: GPT-2 s1024 with 4 blocks ran 0.94x, s4096 with 16 ran 1.08x).
 FlashTiles forward_tiles(const Engine& engine, const FlashProblem& p) {
   const FlashTiles one = flash_tiles(engine, FlashPass::Forward, p);
   const FlashTiles two = flash_tiles(engine, FlashPass::Forward, p, 2);
   const bool fits = 2 * (p.dh + p.dv) <= kLaneFloats * two.lanes && (two.lanes == one.lanes || one.lanes >= 4);
-  return fits && p.sq >= 4 * std::int64_t{two.block_m()} ? two : one;
+  return fits && p.sq > 4 * std::int64_t{two.block_m()} ? two : one;
 }
 
 // A pass whose rows alone would leave the device idle splits the other
