@@ -186,7 +186,7 @@ const oa_bench::Register kAdamWSweep{[](bool quick) {
     }
     // Per parameter element: read p, g, m, v; write p, m, v.
     cases.push_back({fmt::format("adamw_{}", model), "adamw", "adamw", {{"shapes", js}, {"parameters", count}}, 0, 28 * count,
-                     [shapes](const oa::Engine& e) {
+                     [shapes = shapes](const oa::Engine& e) {
                        std::vector<oa::ml::Parameter> params;
                        for (std::size_t i = 0; i < shapes.size(); ++i) {
                          params.emplace_back(fmt::format("p{}", i), Matrix::uniform(oa::Shape(shapes[i]), -1, 1, i + 1, e));
