@@ -157,28 +157,35 @@ std::uint32_t padded_dim(std::int64_t d) {
 }
 
 // Lanes per row: the fewest (at least 2) that keep the floats a lane holds for
-// its rows within kLaneFloats (the forward holds q and o, (Dh + Dv) / lanes
-// per row of its lane group; the backward passes two more rows) and within the kernels' 16 named vec4
-// registers per operand (4 * LANES <= DK, DV <= 64 * LANES). On the H200
-// budgets of 96, 64 and 48 floats ran the attention sweep 0.92x, 0.81x and
-// 0.69x as fast as 128 (geomean): more lanes cost more than the registers save.
+// its rows within `lane_floats` (the forward holds q and o, (Dh + Dv) / lanes
+// per row of its lane group; the backward passes two more rows) and within
+// the kernels' 16 named vec4 registers per operand (4 * LANES <= DK, DV <=
+// 64 * LANES). Budgets measured on the H200 (attention sweep, wall time):
+// - forward, one row: 128 (96, 64 and 48 ran 0.92x, 0.81x and 0.69x as fast;
+//   256 moves head dim 128's two rows to 2 lanes, 0.95x);
+// - forward, two rows: 192 (head dims 80 and 96 then keep 2 lanes: 1.18-1.21x);
+// - backward: 256 (against 128, forward + backward at head dims 80-128 ran
+//   1.08-1.58x, 32-64 unchanged; 512 ran as 256).
 // GPU: 256 invocations for the forward, 128 for the backward passes (the
 // fastest of 64-512 at 2-8 lanes measured on the H200), halved while that
 // leaves too few workgroups to fill the device or more than twice the rows
 // there are; CPU drivers (lavapipe): 32. Tiles of 32 rows (16 on CPU), halved until they fit
 // the device's shared memory but not below the forward's chunk of 8 keys.
-constexpr std::int64_t kLaneFloats = 128;
+constexpr std::int64_t kForwardLaneFloats = 128;
+constexpr std::int64_t kTwoRowLaneFloats = 192;
+constexpr std::int64_t kBackwardLaneFloats = 256;
 
-FlashTiles flash_tiles(const Engine& engine, FlashPass pass, const FlashProblem& p, std::uint32_t lane_group_rows = 1) {
+FlashTiles flash_tiles(const Engine& engine, FlashPass pass, const FlashProblem& p, std::uint32_t lane_group_rows,
+                       std::int64_t lane_floats) {
   FlashTiles t;
   t.masked = p.mask_layout.present;
   t.rows = lane_group_rows;
   t.dk = padded_dim(p.dh);
   t.dv = padded_dim(p.dv);
   const std::uint32_t widest = std::max(t.dk, t.dv);
-  const std::int64_t held = (pass == FlashPass::Forward ? t.rows : 2) * (p.dh + p.dv);
+  const std::int64_t held = (pass == FlashPass::Forward ? 1 : 2) * t.rows * (p.dh + p.dv);
   t.lanes = 2;
-  while ((held > kLaneFloats * t.lanes || widest > 64 * t.lanes) && t.lanes < 64) t.lanes *= 2;
+  while ((held > lane_floats * t.lanes || widest > 64 * t.lanes) && t.lanes < 64) t.lanes *= 2;
   // A row's lanes add their partial sums by subgroup shuffles, so they must
   // lie in one subgroup (4 lanes on some devices).
   t.lanes = std::min(t.lanes, engine.device().subgroup_size);
@@ -215,20 +222,38 @@ FlashTiles flash_tiles(const Engine& engine, FlashPass pass, const FlashProblem&
   return t;
 }
 
+// Whether `t` keeps its lane groups' rows within `lane_floats` per lane (a
+// subgroup narrower than the lanes asked for caps them).
+bool within_budget(const FlashTiles& t, FlashPass pass, const FlashProblem& p, std::int64_t lane_floats) {
+  return (pass == FlashPass::Forward ? 1 : 2) * t.rows * (p.dh + p.dv) <= lane_floats * t.lanes;
+}
+
 // The forward gives each lane group two query rows, so that every key and
-// value read from shared memory serves both, when
-// - the two rows fit kLaneFloats without more lanes per row, or one row
-//   already needs 4 or more (a row's dot products then cost shuffles either
-//   way): on the H200, 2 -> 4 lanes at head dims 80-128 ran 0.96-1.01x, and
-//   4 -> 8 lanes at 256 ran 1.39x;
-// - the query rows fill more than 4 of the taller blocks per head (causal
-//   blocks' work grows with their row, and a taller last block is a longer
-//   tail: GPT-2 s1024 with 4 blocks ran 0.94x, s4096 with 16 ran 1.08x).
+// value read from shared memory serves both, when (H200 A/B, wall time)
+// - the two rows fit kTwoRowLaneFloats without more lanes per row, or one
+//   row already needs 4 or more (a row's dot products then cost shuffles
+//   either way): 2 -> 4 lanes at head dim 128 ran 1.01x, 4 -> 8 at 256 1.39x;
+// - the query rows fill more than 4 of the taller blocks per head, in
+//   workgroups as large as one row's (causal blocks' work grows with their
+//   row, and a taller last block is a longer tail: GPT-2 s1024 with 4 blocks
+//   ran 0.94x, s4096 with 16 1.08x; a 512-row prefill in 64-invocation
+//   workgroups 0.45x).
 FlashTiles forward_tiles(const Engine& engine, const FlashProblem& p) {
-  const FlashTiles one = flash_tiles(engine, FlashPass::Forward, p);
-  const FlashTiles two = flash_tiles(engine, FlashPass::Forward, p, 2);
-  const bool fits = 2 * (p.dh + p.dv) <= kLaneFloats * two.lanes && (two.lanes == one.lanes || one.lanes >= 4);
-  return fits && p.sq > 4 * std::int64_t{two.block_m()} ? two : one;
+  const FlashTiles one = flash_tiles(engine, FlashPass::Forward, p, 1, kForwardLaneFloats);
+  const FlashTiles two = flash_tiles(engine, FlashPass::Forward, p, 2, kTwoRowLaneFloats);
+  const bool fits = within_budget(two, FlashPass::Forward, p, kTwoRowLaneFloats) && (two.lanes == one.lanes || one.lanes >= 4);
+  return fits && two.threads == one.threads && p.sq > 4 * std::int64_t{two.block_m()} ? two : one;
+}
+
+// The dk/dv pass gives each lane group two key rows (every query and dO read
+// from shared memory serves both) for head dims Dh + Dv >= 256, when the
+// subgroup has the lanes: on the H200, forward + backward ran 1.06x at head
+// dim 128 and 1.18x at 256, but 0.97x at 80-96 and 0.85x at 64.
+FlashTiles key_value_tiles(const Engine& engine, const FlashProblem& p) {
+  const FlashTiles one = flash_tiles(engine, FlashPass::BackwardKV, p, 1, kBackwardLaneFloats);
+  if (p.dh + p.dv < 256) return one;
+  const FlashTiles two = flash_tiles(engine, FlashPass::BackwardKV, p, 2, kBackwardLaneFloats);
+  return within_budget(two, FlashPass::BackwardKV, p, kBackwardLaneFloats) ? two : one;
 }
 
 // A pass whose rows alone would leave the device idle splits the other
@@ -379,8 +404,8 @@ std::vector<ComputeDispatch> lower_flash_backward(const Engine& engine, const Fl
                                                   const Matrix& v, const Matrix& out, const Matrix& stats, const Matrix& grad,
                                                   const Matrix& grad_lse, const Matrix& dq, const Matrix& dk, const Matrix& dv,
                                                   const Matrix& delta) {
-  const FlashTiles tq = flash_tiles(engine, FlashPass::BackwardQ, p);
-  const FlashTiles tkv = flash_tiles(engine, FlashPass::BackwardKV, p);
+  const FlashTiles tq = flash_tiles(engine, FlashPass::BackwardQ, p, 1, kBackwardLaneFloats);
+  const FlashTiles tkv = key_value_tiles(engine, p);
   ComputeDispatch dq_pass;
   dq_pass.kernel = kernels::ml_attention_flash_backward_dq;
   dq_pass.specialization = tq.specialization();
@@ -399,6 +424,7 @@ std::vector<ComputeDispatch> lower_flash_backward(const Engine& engine, const Fl
   ComputeDispatch kv_pass;
   kv_pass.kernel = kernels::ml_attention_flash_backward_dkv;
   kv_pass.specialization = tkv.specialization();
+  kv_pass.specialization.push_back(tkv.rows);
   kv_pass.bindings = {BufferBinding::read(q.storage()),     BufferBinding::read(k.storage()),    BufferBinding::read(v.storage()),
                       mask_binding(p, q),                   BufferBinding::read(grad.storage()), BufferBinding::read(stats.storage()),
                       BufferBinding::read(delta.storage()), BufferBinding::write(dk_parts),      BufferBinding::write(dv_parts)};
