@@ -1,7 +1,7 @@
 // `mpirun -np 2 oa train fashion-mnist` (ctest DistCli): two ranks with half
 // the batch each train like one process with the whole batch, rank 0 alone
-// prints and writes the run directory, and a run that fails on its ranks
-// ends the job with the error.
+// prints and writes the run directory, --resume continues on every rank, and
+// a run that fails on its ranks ends the job with the error.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -46,6 +46,17 @@ TEST(DistCli, TwoRanksTrainLikeOneProcessWithTheGlobalBatch) {
   EXPECT_NEAR(got["test_accuracy"].get<double>(), want["test_accuracy"].get<double>(), 0.051);  // at most one of 20 images
   EXPECT_EQ(oa::ml::read_safetensors_metadata(d / "two" / "optimizer.safetensors").at("step"), "5");
   EXPECT_TRUE(fs::exists(d / "two" / "plot.png"));
+
+  // --resume under MPI: every rank continues from rank 0's checkpoint.
+  const OaRun one_more = d.oa(common + std::vector<std::string>{"--batch-size", "8", "--out", "one", "--resume", "--epochs", "2"});
+  ASSERT_TRUE(WIFEXITED(one_more.status) && WEXITSTATUS(one_more.status) == 0) << one_more.err;
+  const OaRun two_more =
+      d.mpirun(2, common + std::vector<std::string>{"--batch-size", "4", "--out", "two", "--resume", "--epochs", "2"});
+  ASSERT_TRUE(WIFEXITED(two_more.status) && WEXITSTATUS(two_more.status) == 0) << two_more.out << two_more.err;
+  EXPECT_EQ(count(two_more.out, "resumed from two/model.safetensors at epoch 2 step 0"), 1u) << two_more.out;
+  const auto want2 = last_row(d / "one" / "metrics.jsonl"), got2 = last_row(d / "two" / "metrics.jsonl");
+  EXPECT_EQ(got2["epoch"], 2);
+  for (const char* key : {"train_loss", "test_loss"}) EXPECT_NEAR(got2[key].get<double>(), want2[key].get<double>(), 1e-4) << key;
 
   // oa train text is one process only: every rank fails, and the job ends.
   const OaRun text = d.mpirun(2, {"train", "text", "--out", "text"});
