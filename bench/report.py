@@ -4,6 +4,8 @@ report (Markdown, docs/performance.md by default).
 
 Usage: report.py OA.json TORCH.json [-o docs/performance.md]
 
+A section of the existing output from "## Data-parallel training" on is kept.
+
 The ratio is PyTorch time / oa time on wall time per step of the back-to-back
 loop (above 1 means oa is faster); each family gets the geometric mean of its
 ratios. Runs on quick shapes or off a GPU are labelled as such in the output.
@@ -12,6 +14,8 @@ import argparse
 import json
 import math
 import sys
+
+KEPT_FROM = "## Data-parallel training"
 
 REGENERATE = """\
 ## How to regenerate
@@ -184,8 +188,18 @@ def main():
     with open(args.torch_json) as f:
         torch = json.load(f)
     rows = merge(oa, torch)
+    # Sections measured by other means (data-parallel training) follow the
+    # sweep's; a regenerated report keeps them.
+    kept = ""
+    try:
+        with open(args.out) as f:
+            old = f.read()
+        if KEPT_FROM in old:
+            kept = "\n" + old[old.index(KEPT_FROM):]
+    except FileNotFoundError:
+        pass
     with open(args.out, "w") as f:
-        f.write(markdown(oa, torch, rows))
+        f.write(markdown(oa, torch, rows) + kept)
     print(f"report: {len(rows)} cases, {sum('ratio' in r for r in rows)} with both figures -> {args.out}")
     return 0
 

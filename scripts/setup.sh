@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(cmake g++ make pkg-config glslc spirv-tools libvulkan-dev vulkan-tools
   vulkan-validationlayers libgtest-dev libfmt-dev nlohmann-json3-dev libcli11-dev
   zlib1g-dev libpng-dev dataset-fashion-mnist fortunes python3-dev python3-venv pybind11-dev python3-numpy
-  python3-pytest)
+  python3-pytest openmpi-bin libopenmpi-dev)
 # Installed from bookworm-backports (checked by their ~bpo12 versions).
 backports=(mesa-vulkan-drivers python3-scikit-build-core)
 # --sanitizers adds what scripts/sanitize.sh and scripts/fuzz.sh need: clang

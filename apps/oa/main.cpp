@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <iostream>
 
@@ -42,6 +43,11 @@ int info() {
     shapes += fmt::format("{}{}*{}+{}->{} {}x{}x{}", shapes.empty() ? "" : ", ", oa::to_string(s.a), oa::to_string(s.b),
                           oa::to_string(s.c), oa::to_string(s.result), s.m, s.n, s.k);
   fmt::print("  cooperative matrices         {}\n", shapes.empty() ? "none" : shapes);
+  const auto& world = oa::dist::Communicator::world();
+  fmt::print("  MPI                          {}\n",
+             std::getenv("OMPI_COMM_WORLD_SIZE")
+                 ? fmt::format("rank {} of {} (local rank {})", world.rank(), world.size(), world.local_rank())
+                 : std::string("not launched by mpirun (a world of 1)"));
   return 0;
 }
 
@@ -51,6 +57,16 @@ void print_error(std::string message) {
   message = oa_cli::without_function(message);
   std::replace(message.begin(), message.end(), '\n', ' ');
   std::cerr << "oa: " << message << "\n";
+}
+
+// Under MPI a rank that fails ends the whole job, so that no peer waits for
+// it; a single process returns `code`.
+int stop_job(int code) {
+  try {
+    if (oa::dist::Communicator::world().size() > 1) oa::dist::Communicator::world().abort(code);
+  } catch (const oa::Error&) {  // the world itself failed to start (a bad OA_DIST_TIMEOUT): nothing to end
+  }
+  return code;
 }
 
 }  // namespace
@@ -100,6 +116,9 @@ int main(int argc, char** argv) {
                      "output directory, locked while a run trains in it (default runs/fashion-mnist-<model>, with --quick "
                      "runs/fashion-mnist-<model>-quick)");
   fmnist->add_option("--data", images.data_dir, "directory holding the Fashion-MNIST IDX files");
+  fmnist->add_option("--bucket-mb", images.bucket_mb,
+                     "under mpirun: MiB of gradients per all-reduce bucket (smaller buckets start during backward sooner)")
+      ->check(kPositive);
   fmnist->add_flag("--quick", images.quick,
                    "a small network, for one epoch unless --epochs is given (on a 2-core CPU: convnet about a minute an epoch, vit about ten)");
   auto* images_resume = fmnist->add_flag("--resume", images.resume,
@@ -180,16 +199,20 @@ int main(int argc, char** argv) {
       if (images.quick && fmnist->count("--epochs") == 0) images.epochs = 1;  // the quick run: one epoch by default
       return oa_cli::train_images(images);
     }
-    if (*text_cmd) return oa_cli::train_text(text);
+    if (*text_cmd) {
+      if (oa::dist::Communicator::world().size() > 1)
+        oa::fail(oa::ErrorKind::Unsupported, "oa train text trains in one process only; run it without mpirun");
+      return oa_cli::train_text(text);
+    }
     if (*sample_cmd)
       return oa_cli::sample_text(sample_dir, sample_prompt, sample_length, sample_temperature, sample_seed, sample_device);
     if (*eval_cmd) return oa_cli::eval_images(eval_dir, eval_device, eval_data);
   } catch (const oa::Error& e) {
     print_error(std::string(e.message()));
-    return 1;
+    return stop_job(1);
   } catch (const std::exception& e) {
     print_error(e.what());
-    return 1;
+    return stop_job(1);
   }
   return 0;
 }

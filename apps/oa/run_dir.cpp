@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "oa/core/error.hpp"
+#include "oa/dist/communicator.hpp"
 
 namespace oa_cli {
 
@@ -175,7 +176,8 @@ std::vector<std::int64_t> lr_cycles(const nlohmann::json& meta, std::int64_t rec
 }
 
 oa::Engine make_engine(const std::string& device) {
-  if (device.empty()) return oa::Engine();
+  // Under MPI each process of a machine takes a device of its own (OA_DEVICE still overrides).
+  if (device.empty()) return oa::Engine(oa::EngineOptions{.local_rank = static_cast<std::uint32_t>(oa::dist::Communicator::world().local_rank())});
   return about("--device " + device, [&] { return oa::Engine(oa::EngineOptions{.device = device}); });
 }
 

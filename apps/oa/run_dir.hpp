@@ -90,7 +90,8 @@ decltype(auto) about(const std::string& what, Body&& body) {
   }
 }
 
-// The engine of the --device flag (empty: OA_DEVICE, then the best device);
+// The engine of the --device flag (empty: OA_DEVICE, then the best device, or
+// under MPI the local rank-th of the best type);
 // its errors name the flag.
 oa::Engine make_engine(const std::string& device);
 

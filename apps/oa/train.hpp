@@ -17,6 +17,7 @@ struct TrainImagesArgs {
   bool quick = false;
   bool resume = false;
   bool overwrite = false;  // replace a checkpoint in out
+  double bucket_mb = 25;   // under MPI: MiB of gradients per all-reduce bucket
 };
 
 int train_images(TrainImagesArgs args);

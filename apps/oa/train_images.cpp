@@ -6,10 +6,15 @@
 // the plot) is TrainingRun's; the checkpoint's task state is the loss sum and
 // image count of an epoch cut short by Ctrl-C, which --resume continues from
 // its step (an epoch's batch order depends only on the seed and the epoch).
+// Under MPI each rank trains on its shard of every epoch (DistributedSampler)
+// in batches of --batch-size, so a step sees --batch-size x ranks images;
+// gradients are averaged by oa::dist::DataParallel, and the losses and the
+// evaluation are summed over the ranks.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -32,8 +37,9 @@ struct Evaluation {
   double loss = 0, accuracy = 0;
 };
 
-// Mean loss and accuracy over a loader, accumulated on the GPU (one host read).
-Evaluation evaluate(oa::ml::nn::Module& model, const data::ImageLoader& loader) {
+// Mean loss and accuracy over a loader (this rank's shard), accumulated on the
+// GPU (one host read), then summed over the ranks.
+Evaluation evaluate(oa::ml::nn::Module& model, const data::ImageLoader& loader, oa::dist::Communicator& world) {
   oa::NoGradGuard no_grad;
   model.eval();
   Matrix loss_sum, correct;
@@ -49,7 +55,9 @@ Evaluation evaluate(oa::ml::nn::Module& model, const data::ImageLoader& loader) 
     count += n;
   }
   model.train();
-  return {loss_sum.item() / static_cast<double>(count), correct.item() / static_cast<double>(count)};
+  std::vector<double> sums = {loss_sum.item(), correct.item(), static_cast<double>(count)};
+  world.all_reduce(std::span<double>(sums));
+  return {sums[0] / sums[2], sums[1] / sums[2]};
 }
 
 // Loss (train and test) and test accuracy against epoch.
@@ -107,47 +115,69 @@ int train_images(TrainImagesArgs args) {
                     .lr = args.lr,
                     .lr_floor = 0,
                     .plot = plot_panels});
+  oa::dist::Communicator& world = run.world();
   oa::Engine engine = make_engine(args.device);
-  fmt::print("oa train fashion-mnist: model {}{} on {} — output in {}\n", args.model, args.quick ? " (quick)" : "",
-             engine.device().name, args.out);
+  if (run.writer())
+    fmt::print("oa train fashion-mnist: model {}{} on {}{} — output in {}\n", args.model, args.quick ? " (quick)" : "",
+               engine.device().name, world.size() > 1 ? fmt::format(" ({} MPI ranks, each on its own engine)", world.size()) : "",
+               args.out);
 
   data::ImageDataset train = load_split(args.data_dir, "train");
   run.set_data_size(static_cast<std::uint64_t>(train.count), "training images of --data " + join(args.data_dir));
   data::ImageDataset test = load_split(args.data_dir, "t10k");
-  data::ImageLoader train_loader(std::move(train), {.batch_size = args.batch_size, .shuffle = true, .seed = args.seed},
-                                 data::kFashionMnistNormalization, engine);
-  data::ImageLoader test_loader(std::move(test), {.batch_size = 500, .shuffle = false}, data::kFashionMnistNormalization, engine);
+  const std::int64_t ranks = world.size(), rank = world.rank();
+  data::ImageLoader train_loader(
+      std::move(train), {.batch_size = args.batch_size, .shuffle = true, .seed = args.seed, .num_replicas = ranks, .rank = rank},
+      data::kFashionMnistNormalization, engine);
+  data::ImageLoader test_loader(std::move(test), {.batch_size = 500, .shuffle = false, .num_replicas = ranks, .rank = rank},
+                                data::kFashionMnistNormalization, engine);
 
   oa::ml::Generator generator(args.seed);
   auto model = make_image_model(config, generator, engine);
   const std::int64_t steps = train_loader.batches();
   const double weight_decay = args.model == "vit" ? 0.05 : 1e-4;
   oa::ml::optim::AdamW optimizer(model->parameters(), {.lr = static_cast<float>(args.lr), .weight_decay = static_cast<float>(weight_decay)});
-  fmt::print("model: {} parameters; {} training images in batches of {}, {} epoch(s); AdamW, weight decay {}\n", model->parameter_count(),
-             train_loader.dataset().count, args.batch_size, args.epochs, weight_decay);
+  if (run.writer())
+    fmt::print("model: {} parameters; {} training images in batches of {}{}, {} epoch(s); AdamW, weight decay {}\n",
+               model->parameter_count(), train_loader.dataset().count, args.batch_size,
+               ranks > 1 ? fmt::format(" per rank ({} per step)", args.batch_size * ranks) : "", args.epochs, weight_decay);
   run.start(*model, optimizer, steps);
+  // Under MPI: rank 0's weights everywhere, gradients averaged over the ranks.
+  std::optional<oa::dist::DataParallel> data_parallel;
+  if (ranks > 1)
+    data_parallel.emplace(model->parameters(), world,
+                          oa::dist::DataParallelOptions{.bucket_bytes = static_cast<std::uint64_t>(std::ceil(args.bucket_mb * (1 << 20)))});
 
   // Within the epoch of `global`: the sum of the batch-weighted losses and the
   // images seen (both 0 at an epoch's start), as the checkpoint keeps them.
-  std::int64_t global = run.first_step(), seen = run.resumed_state().value("images_seen", std::int64_t{0});
-  double loss_sum = run.resumed_state().value("train_loss_sum", 0.0);
+  // Under MPI, rank 0 carries the resumed epoch's sums and each rank adds its own.
+  std::int64_t global = run.first_step(), seen = run.writer() ? run.resumed_state().value("images_seen", std::int64_t{0}) : 0;
+  double loss_sum = run.writer() ? run.resumed_state().value("train_loss_sum", 0.0) : 0.0;
   auto state = [&] { return nlohmann::json{{"train_loss_sum", loss_sum}, {"images_seen", seen}}; };
-  for (std::int64_t epoch = global / steps; epoch < args.epochs && !run.interrupted(); ++epoch) {
+  for (std::int64_t epoch = global / steps; epoch < args.epochs && !run.stop_requested(); ++epoch) {
     train_loader.set_epoch(static_cast<std::uint64_t>(epoch));
     const std::int64_t first = global - epoch * steps;
-    Progress progress(first == 0 ? fmt::format("epoch {}/{}", epoch + 1, args.epochs)
-                                 : fmt::format("epoch {}/{} from step {}", epoch + 1, args.epochs, first),
-                      steps - first, "img");
+    std::optional<Progress> progress;
+    if (run.writer())
+      progress.emplace(first == 0 ? fmt::format("epoch {}/{}", epoch + 1, args.epochs)
+                                  : fmt::format("epoch {}/{} from step {}", epoch + 1, args.epochs, first),
+                       steps - first, "img");
     const auto t0 = std::chrono::steady_clock::now();
     // The epoch's loss sum on the GPU (one read per epoch), continuing a resumed one.
     Matrix gpu_loss_sum;
     std::int64_t seen_here = 0, step = first;
-    for (; step < steps && !run.interrupted(); ++step, ++global) {
+    double exposed = 0, started_early = 0;  // DataParallel: wait for all-reduces after backward; buckets started during it
+    for (; step < steps && !run.stop_requested(); ++step, ++global) {
       auto batch = train_loader.batch(step);
       optimizer.set_lr(run.lr(global));
       Matrix loss = oa::ml::cross_entropy((*model)(batch.images), batch.labels);
       optimizer.zero_grad();
       oa::backward(loss);
+      if (data_parallel) {
+        data_parallel->all_reduce_gradients();
+        exposed += data_parallel->stats().exposed_seconds;
+        started_early += data_parallel->stats().started_in_backward;
+      }
       optimizer.step();
       {
         oa::NoGradGuard no_grad;
@@ -158,29 +188,44 @@ int train_images(TrainImagesArgs args) {
       seen += batch.labels.numel();
       seen_here += batch.labels.numel();
       if (run.reads_loss(step, steps)) {
-        const float value = loss.item();
+        double value = loss.item();
+        world.all_reduce(std::span<double>(&value, 1), oa::dist::ReduceOp::Average);
         run.require_finite(value, "loss", global + 1);
-        progress.update(step + 1 - first, seen_here, value);
+        if (progress) progress->update(step + 1 - first, seen_here * ranks, static_cast<float>(value));
       }
     }
-    progress.finish();
+    if (progress) progress->finish();
     if (gpu_loss_sum.defined()) loss_sum = gpu_loss_sum.item();
+    if (ranks > 1) {  // the epoch's sums over the ranks
+      std::vector<double> sums = {loss_sum, static_cast<double>(seen), static_cast<double>(seen_here)};
+      world.all_reduce(std::span<double>(sums));
+      loss_sum = sums[0], seen = static_cast<std::int64_t>(sums[1]), seen_here = static_cast<std::int64_t>(sums[2]);
+    }
     run.require_finite(loss_sum, "loss", global);
     if (step < steps) break;  // Ctrl-C
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const Evaluation ev = evaluate(*model, test_loader);
+    const Evaluation ev = evaluate(*model, test_loader, world);
     run.require_finite(ev.loss, "test loss", global);  // non-finite weights, though the batch losses were finite
     const nlohmann::json row = {{"epoch", epoch + 1},   {"train_loss", loss_sum / static_cast<double>(seen)},
                                 {"test_loss", ev.loss}, {"test_accuracy", ev.accuracy},
                                 {"seconds", seconds},   {"images_per_second", static_cast<double>(seen_here) / seconds}};
     run.record(row);
-    fmt::print("epoch {}: train loss {:.4f}, test loss {:.4f}, test accuracy {:.2f}% ({:.1f} s, {:.0f} images/s)\n", epoch + 1,
+    if (run.writer())
+      fmt::print("epoch {}: train loss {:.4f}, test loss {:.4f}, test accuracy {:.2f}% ({:.1f} s, {:.0f} images/s)\n", epoch + 1,
                row["train_loss"].get<double>(), ev.loss, 100 * ev.accuracy, seconds, row["images_per_second"].get<double>());
+    if (data_parallel && run.writer() && step > first) {
+      const auto& st = data_parallel->stats();
+      const double n = static_cast<double>(step - first);
+      fmt::print("all-reduce per step: {:.1f} KiB in {} bucket(s), {:.2f} of them started during backward; {:.2f} ms not hidden "
+                 "behind backward (rank 0)\n",
+                 static_cast<double>(st.bytes) / 1024, st.buckets, started_early / n, 1e3 * exposed / n);
+    }
     seen = 0;
     loss_sum = 0;
     run.save(global, state());
   }
-  if (run.interrupted() && global < run.total_steps()) return run.stop(global, state());
+  if (global < run.total_steps()) return run.stop(global, state());
+  if (!run.writer()) return 0;
   const auto& last = run.history().back();
   return run.finish(fmt::format("test accuracy {:.2f}%, test loss {:.4f} after {} epoch(s)", 100 * last["test_accuracy"].get<double>(),
                                 last["test_loss"].get<double>(), args.epochs));
@@ -196,7 +241,7 @@ int eval_images(const std::string& checkpoint_dir, const std::string& device, co
   require_finite_weights(join(dir / "model.safetensors"), model->named_tensors(), "evaluated");
   data::ImageDataset test = load_split(data_dir, "t10k");
   data::ImageLoader test_loader(std::move(test), {.batch_size = 500, .shuffle = false}, data::kFashionMnistNormalization, engine);
-  const Evaluation ev = evaluate(*model, test_loader);
+  const Evaluation ev = evaluate(*model, test_loader, oa::dist::Communicator::world());
   fmt::print("{}: test accuracy {:.2f}%, test loss {:.4f} ({} images)\n", join(dir), 100 * ev.accuracy, ev.loss,
              test_loader.dataset().count);
   return 0;

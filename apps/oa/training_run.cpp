@@ -60,7 +60,9 @@ nlohmann::json read_run_metadata(const fs::path& file, const std::string& task, 
   return meta;
 }
 
-TrainingRun::TrainingRun(RunSpec spec) : spec_(std::move(spec)), created_(prepare_run_dir(spec_.out)) {
+TrainingRun::TrainingRun(RunSpec spec) : spec_(std::move(spec)) {
+  if (!writer()) return;
+  created_ = prepare_run_dir(spec_.out);
   lock_.emplace(spec_.out);
   cleanup_.emplace(spec_.out, created_);  // a run failing before its first write leaves nothing
   recover_checkpoint(spec_.out);
@@ -117,7 +119,7 @@ TrainingRun::TrainingRun(RunSpec spec) : spec_(std::move(spec)), created_(prepar
 
 void TrainingRun::set_data_size(std::uint64_t size, const std::string& what) {
   data_size_ = size;
-  if (spec_.resume && meta_["data_size"].get<std::uint64_t>() != size)
+  if (spec_.resume && writer() && meta_["data_size"].get<std::uint64_t>() != size)
     oa::fail(oa::ErrorKind::InvalidArgument, "--resume: {} was trained on {} {}, which now holds {}; train again without --resume",
              file("model.safetensors").string(), meta_["data_size"].get<std::uint64_t>(), what, size);
 }
@@ -128,6 +130,21 @@ void TrainingRun::start(oa::ml::nn::Module& model, oa::ml::optim::Optimizer& opt
   steps_per_unit_ = steps_per_unit;
   total_steps_ = spec_.length.value.get<std::int64_t>() * steps_per_unit;
   const fs::path model_file = file("model.safetensors"), optimizer_file = file("optimizer.safetensors");
+  if (!writer()) {
+    // What rank 0 found, once it has checked (and completed) the checkpoint.
+    std::string shared;
+    world_.broadcast(shared, 0);
+    const auto state = nlohmann::json::parse(shared);
+    first_step_ = state["first_step"].get<std::int64_t>();
+    cycles_ = state["cycles"].get<std::vector<std::int64_t>>();
+    resumed_state_ = state["resumed_state"];
+    if (spec_.resume) {
+      oa::ml::load_safetensors_into(model_file, model.named_tensors());
+      optimizer.load_state(optimizer_file);
+    }
+    install_interrupt_handler();
+    return;
+  }
   if (spec_.resume) {
     const auto recorded_total = meta_["total_steps"].get<std::int64_t>();
     if (recorded_total != meta_["training"][spec_.length.key].get<std::int64_t>() * steps_per_unit)
@@ -149,6 +166,10 @@ void TrainingRun::start(oa::ml::nn::Module& model, oa::ml::optim::Optimizer& opt
     remove_checkpoint(spec_.out);
   }
   metrics_ = rewrite_metrics(file("metrics.jsonl"), history_);
+  if (world_.size() > 1) {
+    std::string shared = nlohmann::json{{"first_step", first_step_}, {"cycles", cycles_}, {"resumed_state", resumed_state_}}.dump();
+    world_.broadcast(shared, 0);
+  }
   const std::int64_t first_end = cycles_.size() > 1 ? cycles_[1] : total_steps_;
   fmt::print("schedule: lr {} after {} warmup steps, cosine to {} at step {}{}\n", spec_.lr, first_end / 20, spec_.lr_floor, first_end,
              cycles_.size() > 1 ? fmt::format(" (extended: a new warmup-cosine cycle from step {})", cycles_.back()) : "");
@@ -167,7 +188,15 @@ std::string TrainingRun::where(std::int64_t step) const {
 
 bool TrainingRun::interrupted() { return g_interrupted != 0; }
 
+bool TrainingRun::stop_requested() const {
+  if (world_.size() == 1) return interrupted();
+  double any = interrupted() ? 1 : 0;
+  world_.all_reduce(std::span<double>(&any, 1));
+  return any > 0;
+}
+
 void TrainingRun::record(const nlohmann::json& row) {
+  if (!writer()) return;
   append_metrics(metrics_, file("metrics.jsonl"), row);
   history_.push_back(row);
 }
@@ -182,6 +211,7 @@ nlohmann::json TrainingRun::metadata(std::int64_t step, const nlohmann::json& st
 }
 
 void TrainingRun::save(std::int64_t step, const nlohmann::json& state) {
+  if (!writer()) return;
   save_checkpoint(spec_.out, model_->named_tensors(), {{kMetadataKey, metadata(step, state).dump()}}, *optimizer_);
   saved_step_ = step;
 }
@@ -206,6 +236,7 @@ void TrainingRun::write_plot() const { write_line_chart(file("plot.png").string(
 
 int TrainingRun::stop(std::int64_t step, const nlohmann::json& state) {
   save(step, state);
+  if (!writer()) return 128 + g_interrupted;
   if (!history_.empty()) write_plot();
   fmt::print("interrupted after {}: checkpoint saved in {}{}; run the same command with --resume to continue from {}\n", where(step),
              spec_.out.string(), history_.empty() ? "" : fmt::format(", plot {}", file("plot.png").string()), where(step));
@@ -213,6 +244,7 @@ int TrainingRun::stop(std::int64_t step, const nlohmann::json& state) {
 }
 
 int TrainingRun::finish(const std::string& summary) {
+  if (!writer()) return 0;
   write_plot();
   fmt::print("done: {}; checkpoint {}, metrics {}, plot {}\n", summary, file("model.safetensors").string(), file("metrics.jsonl").string(),
              file("plot.png").string());

@@ -17,6 +17,11 @@
 //   total_steps  the steps of the run (length x steps per unit)
 //   lr_cycles    the steps where a warmup-cosine cycle starts (see cycle_lr)
 //   state        the task's own state at `step` (an object)
+//
+// Under MPI (`mpirun -np N oa train ...`) rank 0 alone is the writer: it locks
+// and checks the run directory, writes metrics, checkpoints and the plot, and
+// prints; the other ranks touch no file but the checkpoint they resume from
+// (read after rank 0 has checked it) and print nothing.
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -27,6 +32,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "oa/dist/communicator.hpp"
 #include "oa/ml/nn/module.hpp"
 #include "oa/ml/optim.hpp"
 #include "plot.hpp"
@@ -114,6 +120,12 @@ class TrainingRun {
   // Ctrl-C or SIGTERM came. The loops poll it every step: the engine queues
   // only a few batches ahead of the device, so a run stops promptly.
   static bool interrupted();
+  // interrupted() on any rank of the job (a collective under MPI: every rank
+  // polls it at the same points, so that all stop at the same step).
+  bool stop_requested() const;
+  // Rank 0 (the only rank of a single process): the rank that writes and prints.
+  bool writer() const { return world_.rank() == 0; }
+  oa::dist::Communicator& world() const { return world_; }
 
   // Appends `row` to metrics.jsonl and to the plotted history.
   void record(const nlohmann::json& row);
@@ -135,6 +147,7 @@ class TrainingRun {
   void write_plot() const;
 
   RunSpec spec_;
+  oa::dist::Communicator& world_ = oa::dist::Communicator::world();
   std::filesystem::path created_;  // by prepare_run_dir
   std::optional<RunDirLock> lock_;
   std::optional<RunDirCleanup> cleanup_;

@@ -4,6 +4,8 @@
 #include "oa/core/error.hpp"
 #include "oa/core/op.hpp"
 #include "oa/core/shape.hpp"
+#include "oa/dist/communicator.hpp"
+#include "oa/dist/data_parallel.hpp"
 #include "oa/matrix/autograd.hpp"
 #include "oa/matrix/cast.hpp"
 #include "oa/matrix/concat.hpp"

@@ -4,10 +4,12 @@ Tensors (oa.Tensor) live on an oa.Engine (one Vulkan device; oa.default_engine()
 unless created with engine=...). Work is recorded lazily and runs on the GPU
 while Python records the next ops; .numpy(), .item() and oa.synchronize() wait
 for it. Errors of the engine are oa.Error subclasses that also derive from
-ValueError, RuntimeError or MemoryError by kind.
+ValueError, RuntimeError or MemoryError by kind (oa.CommunicationError: a
+collective of data-parallel training over MPI failed or timed out).
 """
 from . import _oa
 from ._oa import (
+    CommunicationError,
     DeviceError,
     DeviceInfo,
     Engine,

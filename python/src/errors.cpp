@@ -29,6 +29,8 @@ void bind_errors(py::module_& m) {
        "Device memory or a device limit ran out."},
       {ErrorKind::Unsupported, "UnsupportedError", PyExc_RuntimeError, "The device or build lacks a needed feature."},
       {ErrorKind::Device, "DeviceError", PyExc_RuntimeError, "The Vulkan loader or driver failed."},
+      {ErrorKind::Communication, "CommunicationError", PyExc_RuntimeError,
+       "An MPI collective of oa::dist failed, or a peer rank did not join it in time."},
       {ErrorKind::Internal, "InternalError", PyExc_RuntimeError, "A bug in oa."},
   };
   for (const auto& k : kinds) {

@@ -13,7 +13,7 @@ def test_error_classes():
     assert issubclass(oa.InvalidArgumentError, oa.Error) and issubclass(oa.InvalidArgumentError, ValueError)
     assert issubclass(oa.FailedPreconditionError, RuntimeError)
     assert issubclass(oa.ResourceExhaustedError, MemoryError)
-    for cls in (oa.UnsupportedError, oa.DeviceError, oa.InternalError):
+    for cls in (oa.UnsupportedError, oa.DeviceError, oa.CommunicationError, oa.InternalError):
         assert issubclass(cls, oa.Error) and issubclass(cls, RuntimeError)
 
 

@@ -9,6 +9,7 @@ std::string_view to_string(ErrorKind kind) {
     case ErrorKind::ResourceExhausted: return "ResourceExhausted";
     case ErrorKind::Unsupported: return "Unsupported";
     case ErrorKind::Device: return "Device";
+    case ErrorKind::Communication: return "Communication";
     case ErrorKind::Internal: return "Internal";
   }
   return "Unknown";

@@ -60,6 +60,7 @@ namespace {
 
 thread_local bool t_grad_enabled = true;
 std::atomic<std::uint64_t> g_sequence{0};
+std::atomic<std::uint64_t> g_hook_ids{1};
 
 AutogradMeta* meta_of(const Matrix& m) { return m.defined() ? m.impl()->autograd.get() : nullptr; }
 
@@ -182,14 +183,25 @@ void run_backward(const Matrix& root, const Matrix& seed, const Matrix& user_see
     accumulate(s.grad, s.owned, g);
   };
 
+  auto run_hooks = [&](const AutogradMeta& meta) {
+    const Matrix& g = leaves[leaf_index.at(&meta)].slot.grad;
+    for (const auto& [id, hook] : meta.grad_ready_hooks) hook(g);
+  };
+
   if (!rm->grad_fn) {  // the output is itself a leaf
     to_leaf(root.impl()->autograd, seed);
+    run_hooks(*rm);
     commit(leaves, user_seed);
     return;
   }
 
   Node* start = rm->grad_fn.get();
   auto consumers = discover(start, op);
+  // Edges still to run into each hooked leaf: its gradient is complete at 0.
+  std::unordered_map<const AutogradMeta*, std::size_t> hooked_edges;
+  for (const auto& [n, count] : consumers)
+    for (const Edge& e : n->edges)
+      if (e.leaf && !e.leaf->grad_ready_hooks.empty()) ++hooked_edges[e.leaf.get()];
   std::unordered_map<Node*, std::vector<Slot>> pending;
   pending[start].resize(start->output_shapes.size());
   {
@@ -242,6 +254,10 @@ void run_backward(const Matrix& root, const Matrix& seed, const Matrix& user_see
         }
       }
       if (e.node && --consumers[e.node.get()] == 0) ready.push(e.node.get());
+      if (e.leaf) {
+        auto it = hooked_edges.find(e.leaf.get());
+        if (it != hooked_edges.end() && --it->second == 0 && leaf_index.count(e.leaf.get())) run_hooks(*e.leaf);
+      }
     }
     if (!retain_graph) n->release();
   }
@@ -407,6 +423,45 @@ void zero_grad(const Matrix& leaf) {
     a->grad = Matrix();
     a->grad_owned = false;
   }
+}
+
+namespace {
+
+// The autograd state of `leaf`, which must be a leaf that requires grad.
+AutogradMeta& require_leaf(const Matrix& leaf, const char* op) {
+  detail::require_defined(leaf, op, "leaf");
+  AutogradMeta* a = leaf.impl()->autograd.get();
+  if (!a || !a->requires_grad || a->grad_fn)
+    fail(ErrorKind::InvalidArgument, "{}: leaf {} is not a leaf that requires grad{}", op, leaf.shape(),
+         a && a->grad_fn ? fmt::format(" (it was computed by {})", a->grad_fn->name) : std::string());
+  return *a;
+}
+
+}  // namespace
+
+void set_grad(const Matrix& leaf, const Matrix& gradient) {
+  AutogradMeta& a = require_leaf(leaf, "oa::set_grad");
+  detail::require_defined(gradient, "oa::set_grad", "gradient");
+  detail::require_same_engine(leaf, gradient, "oa::set_grad");
+  if (!(gradient.shape() == leaf.shape()) || gradient.dtype() != leaf.dtype())
+    fail(ErrorKind::InvalidArgument, "oa::set_grad: gradient {} {} does not match leaf {} {}", to_string(gradient.dtype()),
+         gradient.shape(), to_string(leaf.dtype()), leaf.shape());
+  a.grad = detach(gradient);
+  a.grad_owned = false;
+}
+
+std::uint64_t register_grad_ready_hook(const Matrix& leaf, std::function<void(const Matrix& gradient)> hook) {
+  AutogradMeta& a = require_leaf(leaf, "oa::register_grad_ready_hook");
+  if (!hook) fail(ErrorKind::InvalidArgument, "oa::register_grad_ready_hook: the hook is empty");
+  const std::uint64_t id = autograd::g_hook_ids.fetch_add(1, std::memory_order_relaxed);
+  a.grad_ready_hooks.emplace_back(id, std::move(hook));
+  return id;
+}
+
+void remove_grad_ready_hook(const Matrix& leaf, std::uint64_t id) {
+  if (!leaf.defined() || !leaf.impl()->autograd) return;
+  auto& hooks = leaf.impl()->autograd->grad_ready_hooks;
+  std::erase_if(hooks, [id](const auto& h) { return h.first == id; });
 }
 
 Matrix detach(const Matrix& m) {

@@ -180,6 +180,8 @@ ImageLoader::ImageLoader(ImageDataset data, LoaderOptions options, Normalization
     fail(ErrorKind::InvalidArgument, "{}: dimension mismatch: {} pixels and {} labels for {} images of {} x {}", op,
          data_.pixels.size(), data_.labels.size(), data_.count, data_.height, data_.width);
   if (options_.batch_size < 1) fail(ErrorKind::InvalidArgument, "{}: batch_size {} must be at least 1", op, options_.batch_size);
+  if (options_.num_replicas < 1 || options_.rank < 0 || options_.rank >= options_.num_replicas)
+    fail(ErrorKind::InvalidArgument, "{}: rank {} is outside [0, num_replicas = {})", op, options_.rank, options_.num_replicas);
   if (!std::isfinite(normalization_.mean) || !std::isfinite(normalization_.std) || !(normalization_.std > 0))
     fail(ErrorKind::InvalidArgument, "{}: normalization mean {} / std {} must be finite with std > 0", op, normalization_.mean,
          normalization_.std);
@@ -187,17 +189,24 @@ ImageLoader::ImageLoader(ImageDataset data, LoaderOptions options, Normalization
 }
 
 std::int64_t ImageLoader::batches() const {
-  const auto b = options_.batch_size;
-  return options_.drop_last ? data_.count / b : (data_.count + b - 1) / b;
+  const auto b = options_.batch_size, n = static_cast<std::int64_t>(order_.size());
+  return options_.drop_last ? n / b : (n + b - 1) / b;
 }
 
 void ImageLoader::set_epoch(std::uint64_t epoch) {
   epoch_ = epoch;
   order_.resize(static_cast<std::size_t>(data_.count));
   for (std::size_t i = 0; i < order_.size(); ++i) order_[i] = static_cast<std::int64_t>(i);
-  if (!options_.shuffle) return;
-  Generator g = Generator(options_.seed).fork(epoch);
-  for (std::size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[g.next_below(i)]);
+  if (options_.shuffle) {
+    Generator g = Generator(options_.seed).fork(epoch);
+    for (std::size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[g.next_below(i)]);
+  }
+  if (options_.num_replicas == 1) return;
+  const auto replicas = static_cast<std::size_t>(options_.num_replicas);
+  const std::size_t shard = (order_.size() + replicas - 1) / replicas;
+  std::vector<std::int64_t> mine(shard);
+  for (std::size_t j = 0; j < shard; ++j) mine[j] = order_[(static_cast<std::size_t>(options_.rank) + j * replicas) % order_.size()];
+  order_ = std::move(mine);
 }
 
 ImageBatch ImageLoader::batch(std::int64_t index) const {
@@ -205,7 +214,7 @@ ImageBatch ImageLoader::batch(std::int64_t index) const {
     fail(ErrorKind::InvalidArgument, "oa::ml::data::ImageLoader::batch: index {} outside [0, {}) (batch_size {}, {} images)", index,
          batches(), options_.batch_size, data_.count);
   const std::int64_t first = index * options_.batch_size;
-  const std::int64_t b = std::min(options_.batch_size, data_.count - first);
+  const std::int64_t b = std::min(options_.batch_size, static_cast<std::int64_t>(order_.size()) - first);
   const std::int64_t plane = data_.height * data_.width;
   // A lookup table from byte to normalised value keeps the conversion exact and cheap.
   float table[256];

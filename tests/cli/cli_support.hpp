@@ -67,6 +67,11 @@ class CliDir {
 
   // Runs oa with `args` in work().
   OaRun oa(const std::vector<std::string>& args) const { return finished(std::system(command(args).c_str())); }
+  // Runs oa with `args` in work() as `ranks` MPI processes (OpenMPI's mpirun).
+  OaRun mpirun(int ranks, const std::vector<std::string>& args) const {
+    const std::string launcher = "mpirun -np " + std::to_string(ranks) + " --oversubscribe --allow-run-as-root ";
+    return finished(std::system(command(args, launcher).c_str()));
+  }
 
   // Starts oa with `args` in work() and returns its process id; wait() ends it.
   pid_t start(const std::vector<std::string>& args) const {

@@ -39,6 +39,44 @@ TEST(AutogradTape, SharedSubexpression) {
       });
 }
 
+// The hook sees a leaf's complete gradient of this backward as soon as the
+// last Node feeding it has run, before the Nodes nearer the inputs.
+TEST(AutogradTape, GradReadyHooksFireWhenALeafIsComplete) {
+  Matrix x = oa::set_requires_grad(Matrix::from_vector({3}, std::vector<float>{1, 2, 3}));
+  Matrix w = oa::set_requires_grad(Matrix::from_vector({3}, std::vector<float>{4, 5, 6}));
+  Matrix v = oa::set_requires_grad(Matrix::from_vector({3}, std::vector<float>{-1, 1, 2}));
+  std::vector<std::string> seen;
+  std::vector<float> w_grad;
+  const auto hw = oa::register_grad_ready_hook(w, [&](const Matrix& g) {
+    seen.push_back("w");
+    w_grad = g.to_vector();
+    EXPECT_FALSE(oa::grad(w).defined());  // added into grad(w) at the end of backward
+  });
+  oa::register_grad_ready_hook(x, [&](const Matrix&) { seen.push_back("x"); });
+  // v is used twice: its gradient is complete only after both uses.
+  oa::register_grad_ready_hook(v, [&](const Matrix& g) {
+    seen.push_back("v");
+    EXPECT_EQ(g.to_vector(), (std::vector<float>{15, 21, 29}));
+  });
+  auto loss = [&] { return oa::matrix::sum_all((x * v) * w + v * 11.0f); };
+  oa::backward(loss());
+  EXPECT_EQ(seen, (std::vector<std::string>{"w", "x", "v"}));
+  EXPECT_EQ(w_grad, (std::vector<float>{-1, 2, 6}));
+  EXPECT_EQ(oa::grad(w).to_vector(), w_grad);
+
+  oa::remove_grad_ready_hook(w, hw);
+  seen.clear();
+  oa::backward(loss());
+  EXPECT_EQ(seen, (std::vector<std::string>{"x", "v"}));
+  EXPECT_EQ(oa::grad(w).to_vector(), (std::vector<float>{-2, 4, 12}));
+
+  oa::set_grad(w, Matrix::ones({3}));
+  EXPECT_EQ(oa::grad(w).to_vector(), (std::vector<float>{1, 1, 1}));
+  EXPECT_TRUE(oa_test::throws([&] { oa::set_grad(w, Matrix::ones({2})); }, ErrorKind::InvalidArgument, {"oa::set_grad", "[2]"}));
+  EXPECT_TRUE(oa_test::throws([&] { oa::register_grad_ready_hook(x * 2.0f, [](const Matrix&) {}); }, ErrorKind::InvalidArgument,
+                              {"oa::register_grad_ready_hook", "computed by"}));
+}
+
 TEST(AutogradTape, DiamondGraph) {
   // a = 2x + 1 fans out to tanh(a) and sigmoid(a), which meet again in a product.
   gradcheck(

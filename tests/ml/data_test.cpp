@@ -241,6 +241,33 @@ TEST(DataImageLoader, ShufflesDeterministicallyPerEpoch) {
   for (std::size_t i = 0; i < labels.size(); ++i) EXPECT_EQ(labels[i], order0[4 + i] % 4);
 }
 
+// DistributedSampler's sharding: disjoint parts of each epoch's order, padded
+// by wrapping around; batch k of the shards together is the one-loader batch k
+// of num_replicas x batch_size.
+TEST(DataImageLoader, ShardsEachEpochOverReplicas) {
+  const auto d = tiny_images(11);
+  for (std::uint64_t epoch : {0u, 3u}) {
+    data::ImageLoader whole(d, {.batch_size = 6, .seed = 5});
+    whole.set_epoch(epoch);
+    std::vector<std::int64_t> joined(12, -1);
+    for (std::int64_t r = 0; r < 3; ++r) {
+      data::ImageLoader shard(d, {.batch_size = 2, .seed = 5, .num_replicas = 3, .rank = r});
+      shard.set_epoch(epoch);
+      ASSERT_EQ(shard.order().size(), 4u);
+      EXPECT_EQ(shard.batches(), 2);
+      for (std::size_t j = 0; j < 4; ++j) joined[static_cast<std::size_t>(r) + 3 * j] = shard.order()[j];
+      EXPECT_EQ(shard.batch(1).labels.numel(), 2);
+    }
+    for (std::size_t i = 0; i < 11; ++i) EXPECT_EQ(joined[i], whole.order()[i]) << "position " << i;
+    EXPECT_EQ(joined[11], whole.order()[0]);  // the padding wraps around
+  }
+  data::ImageLoader unshuffled(d, {.batch_size = 8, .shuffle = false, .num_replicas = 2, .rank = 1});
+  EXPECT_EQ(unshuffled.order(), (std::vector<std::int64_t>{1, 3, 5, 7, 9, 0}));
+  EXPECT_TRUE(oa_test::throws([&] { data::ImageLoader(d, {.num_replicas = 2, .rank = 2}); }, ErrorKind::InvalidArgument,
+                              {"rank 2", "num_replicas = 2"}));
+  EXPECT_TRUE(oa_test::throws([&] { data::ImageLoader(d, {.num_replicas = 0}); }, ErrorKind::InvalidArgument, {"num_replicas = 0"}));
+}
+
 TEST(DataImageLoader, ComputesNormalisation) {
   data::ImageDataset d;
   d.count = 1;

@@ -59,6 +59,43 @@ TEST(RuntimeEngine, ManySmallDispatchesThenOneRead) {
   EXPECT_GE(e.stats().barriers, 10000u - e.stats().submits);
 }
 
+// read_async snapshots the range as the recorded work leaves it, and get()
+// returns while more work is recorded after it (a wait that did not submit
+// the batch it waits on would never end), on both transfer paths.
+TEST(RuntimeEngine, ReadAsyncSnapshotsAndGetNeverWaitsOnUnsubmittedWork) {
+  for (bool staging : {false, true}) {
+    oa::Engine e(oa::EngineOptions{.staging_transfers = staging});
+    Matrix x = Matrix::full({1000}, 2.0f, e) * 3.0f;  // recorded, not submitted
+    const auto submits = e.stats().submits;
+    oa::PendingRead r = e.read_async(*x.storage(), 4, 8);
+    EXPECT_EQ(e.stats().submits, submits + 1);
+    Matrix later = x;
+    for (int i = 0; i < 10; ++i) later = later + 1.0f;  // recorded after the read, into an open batch
+    x.write(std::vector<float>(1000, -1.0f));
+    float got[2] = {0, 0};
+    r.get(got);
+    EXPECT_TRUE(r.ready());
+    EXPECT_EQ(got[0], 6.0f);
+    EXPECT_EQ(got[1], 6.0f);
+    EXPECT_EQ(later.to_vector()[0], 16.0f);
+    EXPECT_EQ(r.bytes(), 8u);
+  }
+  EXPECT_TRUE(oa_test::throws([] { oa::PendingRead().get(nullptr); }, oa::ErrorKind::FailedPrecondition, {"PendingRead::get"}));
+}
+
+// Each process of a job picks the local_rank-th device of the preferred type.
+TEST(RuntimeEngine, LocalRankPicksADeviceOfThePreferredType) {
+  if (std::getenv("OA_DEVICE")) GTEST_SKIP() << "OA_DEVICE overrides the choice";
+  const auto first = oa::Engine().device();
+  std::uint32_t same_type = 0;
+  for (const auto& d : oa::Engine::devices()) same_type += d.type == first.type;
+  oa::Engine wrapped(oa::EngineOptions{.local_rank = same_type});
+  EXPECT_EQ(wrapped.device().index, first.index);
+  oa::Engine second(oa::EngineOptions{.local_rank = 1});
+  EXPECT_EQ(second.device().type, first.type);
+  EXPECT_EQ(second.device().index == first.index, same_type == 1);
+}
+
 TEST(RuntimeEngine, IndependentDispatchesNeedNoBarrier) {
   oa::Engine e;
   auto a = Matrix::ones({64}, e);

@@ -15,6 +15,7 @@ enum class ErrorKind {
   ResourceExhausted,   // device memory or a device limit ran out
   Unsupported,         // the device or build lacks a needed feature
   Device,              // the Vulkan loader or driver failed
+  Communication,       // an MPI collective failed or timed out (oa::dist)
   Internal,            // a bug in oa
 };
 

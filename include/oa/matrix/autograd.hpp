@@ -82,6 +82,8 @@ struct AutogradMeta {
   Matrix grad;                             // accumulated gradient of a leaf (undefined until backward)
   bool grad_owned = false;                 // `grad` is a buffer autograd may add into in place
   std::string name;                        // a Parameter's name (carried to reshaped views), for messages
+  // register_grad_ready_hook's hooks, by id, in registration order.
+  std::vector<std::pair<std::uint64_t, std::function<void(const Matrix&)>>> grad_ready_hooks;
 };
 
 }  // namespace oa
@@ -165,6 +167,27 @@ Matrix grad(const Matrix& leaf);
 // Clears the leaf's gradient (to undefined, like PyTorch's set_to_none); the
 // next backward adopts its first contribution without a copy.
 void zero_grad(const Matrix& leaf);
+// Replaces the leaf's accumulated gradient with `gradient` (shared, not
+// copied; the next backward adds into a copy), as assigning torch's
+// Tensor.grad. Throws InvalidArgument for an undefined operand, a leaf that
+// does not require grad or has history, or a shape, dtype or engine mismatch.
+void set_grad(const Matrix& leaf, const Matrix& gradient);
+
+// Calls `hook(gradient)` during every backward whose graph reaches `leaf`, as
+// soon as that backward's gradient of it is complete (every Node that
+// contributes to it has run), while later Nodes have still to run:
+// data-parallel training starts a bucket's all-reduce from it. `gradient` is
+// this call's contribution, of the leaf's shape; grad(leaf) still holds what
+// earlier calls accumulated (the contribution is added at the end of
+// backward). Hooks run in registration order with gradient mode off; one that
+// throws aborts backward (no leaf gradient changes). A backward that gives
+// the leaf no gradient does not call it. Returns an id for
+// remove_grad_ready_hook. Throws InvalidArgument for a leaf that does not
+// require grad or has history. After torch's
+// Tensor.register_post_accumulate_grad_hook, called before the accumulation.
+std::uint64_t register_grad_ready_hook(const Matrix& leaf, std::function<void(const Matrix& gradient)> hook);
+// Removes a hook by the id register_grad_ready_hook returned (an unknown id is ignored).
+void remove_grad_ready_hook(const Matrix& leaf, std::uint64_t id);
 
 // The same value without history (shares storage; requires_grad false).
 Matrix detach(const Matrix& m);

@@ -81,6 +81,13 @@ struct LoaderOptions {
   bool shuffle = true;     // a fresh permutation per epoch
   std::uint64_t seed = 0;  // the shuffling seed
   bool drop_last = false;  // drop a final partial batch
+  // Sharding for data-parallel training (torch's DistributedSampler): each
+  // epoch's order is padded by wrapping around to a multiple of num_replicas,
+  // and this loader serves its positions rank, rank + num_replicas, ... So the
+  // replicas' batch k together are the single-process batch k of
+  // num_replicas x batch_size samples, and every epoch they see disjoint parts.
+  std::int64_t num_replicas = 1;
+  std::int64_t rank = 0;
 };
 
 struct ImageBatch {
@@ -93,11 +100,12 @@ struct ImageBatch {
 // from Generator(seed).fork(e); so (seed, epoch, index) fixes a batch.
 class ImageLoader {
  public:
-  // Throws InvalidArgument for an empty dataset, batch_size < 1, std <= 0 or a
-  // non-finite mean / std.
+  // Throws InvalidArgument for an empty dataset, batch_size < 1, std <= 0, a
+  // non-finite mean / std, num_replicas < 1 or rank outside [0, num_replicas).
   ImageLoader(ImageDataset data, LoaderOptions options, Normalization normalization = {}, std::optional<Engine> engine = {});
 
-  // Batches per epoch: ceil(count / B), or floor(count / B) with drop_last.
+  // Batches per epoch: ceil(n / B), or floor(n / B) with drop_last, for the
+  // n = ceil(count / num_replicas) samples of this loader's shard.
   std::int64_t batches() const;
   // Selects epoch `epoch`'s sample order (epoch 0 is selected at construction).
   void set_epoch(std::uint64_t epoch);

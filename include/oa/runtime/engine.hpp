@@ -80,6 +80,10 @@ struct EngineOptions {
   // Index or case-insensitive name substring; unset uses OA_DEVICE, then the
   // best device (discrete > integrated > virtual > CPU).
   std::optional<std::string> device;
+  // Without `device` and OA_DEVICE: picks the local_rank-th (modulo their
+  // count) of the devices of the preferred type, so that each process of a
+  // job on one machine gets a GPU of its own (oa::dist sets it).
+  std::uint32_t local_rank = 0;
   // Vulkan validation layers with synchronization validation; unset uses OA_VALIDATION=1.
   std::optional<bool> validation;
   // Dispatches per command buffer before the engine submits it on its own;
@@ -140,6 +144,27 @@ namespace runtime {
 struct EngineState;
 }
 
+// A host read started by Engine::read_async: a snapshot of the range, copied on
+// the GPU into host-visible memory by work submitted at once, so the host
+// goes on recording while the copy runs. Dropping it unread is fine.
+class PendingRead {
+ public:
+  PendingRead() = default;
+  std::uint64_t bytes() const { return bytes_; }
+  // True once the GPU has finished the copy (never waits).
+  bool ready() const;
+  // Waits for the copy (submitting first whatever of it is still recorded) and
+  // copies bytes() into `dst`. Throws FailedPrecondition for an empty
+  // PendingRead and inside a StepGraph capture.
+  void get(void* dst) const;
+
+ private:
+  friend class Engine;
+  std::shared_ptr<runtime::EngineState> state_;
+  std::shared_ptr<runtime::Storage> snapshot_;
+  std::uint64_t bytes_ = 0;
+};
+
 class Engine {
  public:
   // Creates an engine on the chosen device. Throws Error(Device) when no Vulkan
@@ -186,6 +211,10 @@ class Engine {
   // submits what is needed and waits.
   void write(const runtime::Storage& dst, std::uint64_t offset, const void* src, std::uint64_t bytes) const;
   void read(const runtime::Storage& src, std::uint64_t offset, void* dst, std::uint64_t bytes) const;
+  // Starts a read of the range as it stands after the work recorded so far
+  // (later writes to it are not seen) and submits that work; see PendingRead.
+  // Throws FailedPrecondition inside a StepGraph capture.
+  PendingRead read_async(const runtime::Storage& src, std::uint64_t offset, std::uint64_t bytes) const;
   // Fills a range with a 32-bit pattern on the GPU (vkCmdFillBuffer).
   void fill(const runtime::Storage& dst, std::uint64_t offset, std::uint64_t bytes, std::uint32_t pattern) const;
   // Copies between storages on the GPU.

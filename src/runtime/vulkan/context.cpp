@@ -238,7 +238,10 @@ std::uint32_t choose_device(const std::vector<DeviceInfo>& devices, const Engine
   }
   auto best = std::min_element(devices.begin(), devices.end(),
                                [](auto& a, auto& b) { return preference(a.type) < preference(b.type); });
-  return best->index;
+  std::vector<std::uint32_t> same;  // the devices of the preferred type, in index order
+  for (auto& d : devices)
+    if (d.type == best->type) same.push_back(d.index);
+  return same[options.local_rank % same.size()];
 }
 
 }  // namespace oa::runtime

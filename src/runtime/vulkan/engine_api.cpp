@@ -280,19 +280,13 @@ void Engine::write(const Storage& dst, std::uint64_t offset, const void* src, st
   vkCmdCopyBuffer(b.cmd, staging->chunk()->block->buffer, dst.chunk()->block->buffer, 1, &region);
 }
 
-void Engine::read(const Storage& src, std::uint64_t offset, void* dst, std::uint64_t bytes) const {
-  if (bytes == 0) return;
-  if (offset + bytes > src.bytes()) fail(ErrorKind::Internal, "Engine::read: range outside the storage");
-  auto& s = *state_;
-  std::lock_guard lock(s.mutex);
-  s.refuse_in_capture("Engine::read (a host read)");
-  if (s.info.unified_memory) {
-    s.wait_for_use(*src.chunk());
-    std::memcpy(dst, static_cast<const char*>(src.chunk()->block->mapped) + src.chunk()->offset + offset, bytes);
-    return;
-  }
+namespace {
+
+// Records a copy of the range into fresh host-visible memory (staging memory
+// on a discrete device), with the barrier that makes it visible to host reads.
+std::shared_ptr<Storage> record_host_copy(EngineState& s, const Storage& src, std::uint64_t offset, std::uint64_t bytes) {
   s.retire();
-  auto staging = s.make_storage(*s.staging_memory, bytes, true);
+  auto staging = s.make_storage(s.staging_memory ? *s.staging_memory : *s.device_memory, bytes, true);
   Batch& b = s.batch();
   if (s.conflicts(src, Access::Read) || s.conflicts(*staging, Access::Write)) s.barrier(b);
   s.mark(b, src, Access::Read);
@@ -303,10 +297,60 @@ void Engine::read(const Storage& src, std::uint64_t offset, void* dst, std::uint
   mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
   mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
   vkCmdPipelineBarrier(b.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
-  const std::uint64_t value = b.value;
+  return staging;
+}
+
+const char* mapped(const Storage& s) { return static_cast<const char*>(s.chunk()->block->mapped) + s.chunk()->offset; }
+
+}  // namespace
+
+void Engine::read(const Storage& src, std::uint64_t offset, void* dst, std::uint64_t bytes) const {
+  if (bytes == 0) return;
+  if (offset + bytes > src.bytes()) fail(ErrorKind::Internal, "Engine::read: range outside the storage");
+  auto& s = *state_;
+  std::lock_guard lock(s.mutex);
+  s.refuse_in_capture("Engine::read (a host read)");
+  if (s.info.unified_memory) {
+    s.wait_for_use(*src.chunk());
+    std::memcpy(dst, mapped(src) + offset, bytes);
+    return;
+  }
+  auto staging = record_host_copy(s, src, offset, bytes);
+  s.wait_for_use(*staging->chunk());
+  std::memcpy(dst, mapped(*staging), bytes);
+}
+
+PendingRead Engine::read_async(const Storage& src, std::uint64_t offset, std::uint64_t bytes) const {
+  if (offset + bytes > src.bytes()) fail(ErrorKind::Internal, "Engine::read_async: range outside the storage");
+  auto& s = *state_;
+  std::lock_guard lock(s.mutex);
+  s.refuse_in_capture("Engine::read_async (a host read)");
+  PendingRead r;
+  r.state_ = state_;
+  r.bytes_ = bytes;
+  if (bytes == 0) return r;
+  r.snapshot_ = record_host_copy(s, src, offset, bytes);
   s.submit();
-  s.wait_for(value);
-  std::memcpy(dst, static_cast<const char*>(staging->chunk()->block->mapped) + staging->chunk()->offset, bytes);
+  return r;
+}
+
+bool PendingRead::ready() const {
+  if (!snapshot_) return state_ != nullptr;
+  std::lock_guard lock(state_->mutex);
+  state_->retire();
+  return snapshot_->chunk()->last_use <= state_->completed;
+}
+
+void PendingRead::get(void* dst) const {
+  if (!state_) fail(ErrorKind::FailedPrecondition, "PendingRead::get: no read was started (a default-constructed PendingRead)");
+  if (!snapshot_) return;
+  auto& s = *state_;
+  std::lock_guard lock(s.mutex);
+  s.refuse_in_capture("PendingRead::get (a host read)");
+  // Submits the copy's batch if it is still open before waiting on it: a
+  // wait on unsubmitted work would never end.
+  s.wait_for_use(*snapshot_->chunk());
+  std::memcpy(dst, mapped(*snapshot_), bytes_);
 }
 
 void Engine::fill(const Storage& dst, std::uint64_t offset, std::uint64_t bytes, std::uint32_t pattern) const {
