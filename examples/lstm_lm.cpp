@@ -4,7 +4,6 @@
 // cross entropy. Prints the loss per step; exits non-zero unless the last
 // loss is below half the first (a few seconds on lavapipe).
 #include <cstdint>
-#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,6 +11,7 @@
 #include "oa/ml/nn/nn.hpp"
 #include "oa/ml/nn/rnn.hpp"
 #include "oa/oa.hpp"
+#include "training.hpp"
 
 namespace {
 
@@ -44,7 +44,6 @@ class LanguageModel : public nn::Module {
 int main() {
   oa::ml::Generator gen(2024);
   LanguageModel model(gen);
-  oa::ml::optim::AdamW opt(model.parameters(), {.lr = 2e-2f, .weight_decay = 0});
 
   // Sequences [T + 1, B] laid out time-major: inputs are steps 0..T-1, targets 1..T.
   std::vector<std::int32_t> inputs, targets;
@@ -57,20 +56,5 @@ int main() {
     }
   const Matrix x = Matrix::from_i32({kSteps, kBatch}, inputs), y = Matrix::from_i32({kSteps * kBatch}, targets);
 
-  float first = 0, last = 0;
-  for (int step = 0; step < 25; ++step) {
-    opt.zero_grad();
-    const Matrix loss = oa::ml::cross_entropy(model(x), y);
-    oa::backward(loss);
-    opt.step();
-    last = loss.item();
-    if (step == 0) first = last;
-    std::printf("step %2d  loss %.4f\n", step, static_cast<double>(last));
-  }
-  if (!(last < 0.5f * first)) {
-    std::fprintf(stderr, "lstm_lm: the loss did not halve (first %.4f, last %.4f)\n", static_cast<double>(first),
-                 static_cast<double>(last));
-    return 1;
-  }
-  return 0;
+  return examples::train_until_loss_halves("lstm_lm", model, x, y, 25, 2e-2f);
 }
