@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "oa/oa.hpp"
 #include "training.hpp"
@@ -80,17 +79,6 @@ int main() {
   oa::ml::Generator gen(2024);
   LanguageModel model(gen);
 
-  // Sequences [B, S + 1]: inputs are positions 0..S-1, targets 1..S.
-  std::vector<std::int32_t> inputs, targets;
-  for (std::int64_t b = 0; b < kBatch; ++b) {
-    std::int32_t v = static_cast<std::int32_t>(b * 7 % kVocab);
-    for (std::int64_t t = 0; t <= kSeq; ++t) {
-      if (t < kSeq) inputs.push_back(v);
-      if (t > 0) targets.push_back(v);
-      v = (5 * v + 3) % kVocab;
-    }
-  }
-  const Matrix x = Matrix::from_i32({kBatch, kSeq}, inputs), y = Matrix::from_i32({kBatch * kSeq}, targets);
-
-  return examples::train_until_loss_halves("gpt_block", model, x, y, 25, 1e-2f);
+  const examples::NextTokenTask task = examples::next_token_task(kVocab, kBatch, kSeq, false);
+  return examples::train_until_loss_halves("gpt_block", model, task.inputs, task.targets, 25, 1e-2f);
 }

@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "oa/ml/nn/nn.hpp"
 #include "oa/ml/nn/rnn.hpp"
@@ -45,16 +44,6 @@ int main() {
   oa::ml::Generator gen(2024);
   LanguageModel model(gen);
 
-  // Sequences [T + 1, B] laid out time-major: inputs are steps 0..T-1, targets 1..T.
-  std::vector<std::int32_t> inputs, targets;
-  for (std::int64_t t = 0; t <= kSteps; ++t)
-    for (std::int64_t b = 0; b < kBatch; ++b) {
-      std::int32_t v = static_cast<std::int32_t>(b * 7 % kVocab);
-      for (std::int64_t k = 0; k < t; ++k) v = (5 * v + 3) % kVocab;
-      if (t < kSteps) inputs.push_back(v);
-      if (t > 0) targets.push_back(v);
-    }
-  const Matrix x = Matrix::from_i32({kSteps, kBatch}, inputs), y = Matrix::from_i32({kSteps * kBatch}, targets);
-
-  return examples::train_until_loss_halves("lstm_lm", model, x, y, 25, 2e-2f);
+  const examples::NextTokenTask task = examples::next_token_task(kVocab, kBatch, kSteps, true);
+  return examples::train_until_loss_halves("lstm_lm", model, task.inputs, task.targets, 25, 2e-2f);
 }
