@@ -4,14 +4,13 @@
 // cross entropy. Prints the loss per step; exits non-zero unless the last
 // loss is below half the first (a few seconds on lavapipe).
 #include <cstdint>
-#include <cstdio>
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "oa/ml/nn/nn.hpp"
 #include "oa/ml/nn/rnn.hpp"
 #include "oa/oa.hpp"
+#include "training.hpp"
 
 namespace {
 
@@ -44,33 +43,7 @@ class LanguageModel : public nn::Module {
 int main() {
   oa::ml::Generator gen(2024);
   LanguageModel model(gen);
-  oa::ml::optim::AdamW opt(model.parameters(), {.lr = 2e-2f, .weight_decay = 0});
 
-  // Sequences [T + 1, B] laid out time-major: inputs are steps 0..T-1, targets 1..T.
-  std::vector<std::int32_t> inputs, targets;
-  for (std::int64_t t = 0; t <= kSteps; ++t)
-    for (std::int64_t b = 0; b < kBatch; ++b) {
-      std::int32_t v = static_cast<std::int32_t>(b * 7 % kVocab);
-      for (std::int64_t k = 0; k < t; ++k) v = (5 * v + 3) % kVocab;
-      if (t < kSteps) inputs.push_back(v);
-      if (t > 0) targets.push_back(v);
-    }
-  const Matrix x = Matrix::from_i32({kSteps, kBatch}, inputs), y = Matrix::from_i32({kSteps * kBatch}, targets);
-
-  float first = 0, last = 0;
-  for (int step = 0; step < 25; ++step) {
-    opt.zero_grad();
-    const Matrix loss = oa::ml::cross_entropy(model(x), y);
-    oa::backward(loss);
-    opt.step();
-    last = loss.item();
-    if (step == 0) first = last;
-    std::printf("step %2d  loss %.4f\n", step, static_cast<double>(last));
-  }
-  if (!(last < 0.5f * first)) {
-    std::fprintf(stderr, "lstm_lm: the loss did not halve (first %.4f, last %.4f)\n", static_cast<double>(first),
-                 static_cast<double>(last));
-    return 1;
-  }
-  return 0;
+  const examples::NextTokenTask task = examples::next_token_task(kVocab, kBatch, kSteps, true);
+  return examples::train_until_loss_halves("lstm_lm", model, task.inputs, task.targets, 25, 2e-2f);
 }

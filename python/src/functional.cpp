@@ -159,6 +159,32 @@ void bind_functional(py::module_& f) {
       arg("input"), arg("normalized_shape"), arg("weight") = none, arg("eps") = none,
       "RMS normalisation over the last axis (normalized_shape = [D]).");
   f.def(
+      "group_norm",
+      [](const Matrix& input, std::int64_t num_groups, const OptMatrix& weight, const OptMatrix& bias, double eps) {
+        return ml::group_norm(input, num_groups, or_undefined(weight), or_undefined(bias), eps);
+      },
+      arg("input"), arg("num_groups"), arg("weight") = none, arg("bias") = none, arg("eps") = 1e-5,
+      "Group normalisation of [N, C, *] input over each (sample, group of C / num_groups channels).");
+  f.def(
+      "instance_norm",
+      [](const Matrix& input, const OptMatrix& running_mean, const OptMatrix& running_var, const OptMatrix& weight,
+         const OptMatrix& bias, bool use_input_stats, double /*momentum: for running statistics only*/, double eps) {
+        if (running_mean || running_var || !use_input_stats)
+          fail(ErrorKind::InvalidArgument,
+               "oa.nn.functional.instance_norm: running statistics are not supported (running_mean and running_var None, "
+               "use_input_stats True)");
+        if (input.rank() < 2)
+          fail(ErrorKind::InvalidArgument, "oa.nn.functional.instance_norm: input {} must be [N, C, *]", input.shape());
+        return ml::group_norm(input, input.dim(1), or_undefined(weight), or_undefined(bias), eps);
+      },
+      arg("input"), arg("running_mean") = none, arg("running_var") = none, arg("weight") = none, arg("bias") = none,
+      arg("use_input_stats") = true, arg("momentum") = 0.1, arg("eps") = 1e-5,
+      "Instance normalisation of [N, C, *] input over each (sample, channel): group_norm with C groups.");
+  f.def(
+      "rope", [](const Matrix& input, std::int64_t offset, double base) { return ml::rope(input, offset, base); }, arg("input"),
+      arg("offset") = 0, arg("base") = 10000.0,
+      "Rotary position embedding of [..., S, D] input, half-split pairs (i, i + D/2) as GPT-NeoX and Llama.");
+  f.def(
       "batch_norm",
       [](const Matrix& input, const Matrix& running_mean, const Matrix& running_var, const OptMatrix& weight,
          const OptMatrix& bias, bool training, double momentum, double eps) {

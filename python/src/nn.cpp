@@ -123,6 +123,30 @@ void bind_nn(py::module_& m, TensorClass& tensor) {
       },
       arg("normalized_dim"), arg("eps"), arg("elementwise_affine"), arg("bias"), arg("engine") = none);
   m.def(
+      "rms_norm",
+      [](std::int64_t d, std::optional<double> eps, bool affine, const OptEngine& engine) -> NativeModule {
+        return std::make_shared<nn::RMSNorm>(d, eps, affine, engine);
+      },
+      arg("normalized_dim"), arg("eps"), arg("elementwise_affine"), arg("engine") = none);
+  m.def(
+      "group_norm",
+      [](std::int64_t groups, std::int64_t channels, double eps, bool affine, const OptEngine& engine) -> NativeModule {
+        return std::make_shared<nn::GroupNorm>(groups, channels, eps, affine, engine);
+      },
+      arg("num_groups"), arg("num_channels"), arg("eps"), arg("affine"), arg("engine") = none);
+  m.def(
+      "instance_norm2d",
+      [](std::int64_t c, double eps, bool affine, const OptEngine& engine) -> NativeModule {
+        return std::make_shared<nn::InstanceNorm2d>(c, eps, affine, engine);
+      },
+      arg("num_features"), arg("eps"), arg("affine"), arg("engine") = none);
+  m.def(
+      "batch_norm1d",
+      [](std::int64_t c, double eps, double momentum, bool affine, const OptEngine& engine) -> NativeModule {
+        return std::make_shared<nn::BatchNorm1d>(c, eps, momentum, affine, engine);
+      },
+      arg("num_features"), arg("eps"), arg("momentum"), arg("affine"), arg("engine") = none);
+  m.def(
       "batch_norm2d",
       [](std::int64_t c, double eps, double momentum, bool affine, const OptEngine& engine) -> NativeModule {
         return std::make_shared<nn::BatchNorm2d>(c, eps, momentum, affine, engine);
@@ -145,6 +169,15 @@ void bind_nn(py::module_& m, TensorClass& tensor) {
       arg("embed_dim"), arg("num_heads"), arg("causal"), arg("dropout"), arg("engine") = none);
   // LSTM and GRU: built as the base class, seen as their own types (for the state form).
   using OptMatrix = std::optional<Matrix>;
+  py::class_<nn::MultiHeadAttention, nn::Module, std::shared_ptr<nn::MultiHeadAttention>>(m, "NativeMultiHeadAttention",
+                                                                                       "oa::ml::nn::MultiHeadAttention")
+      .def(
+          "forward_masked",
+          [](nn::MultiHeadAttention& self, const Matrix& query, const Matrix& key, const Matrix& value, const OptMatrix& key_padding_mask,
+             const OptMatrix& attn_mask) {
+            return self.forward(query, key, value, key_padding_mask.value_or(Matrix()), attn_mask.value_or(Matrix()));
+          },
+          arg("query"), arg("key"), arg("value"), arg("key_padding_mask"), arg("attn_mask"));
   py::class_<nn::LSTM, nn::Module, std::shared_ptr<nn::LSTM>>(m, "NativeLSTM", "oa::ml::nn::LSTM")
       .def(
           "forward_with_state",

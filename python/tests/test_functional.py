@@ -99,6 +99,40 @@ def test_batch_norm():
     assert_close(evaluated.numpy(), x64 / 2)
 
 
+def group_norm_reference(x, groups, w=None, b=None, eps=1e-5):
+    n, c = x.shape[:2]
+    g = x.reshape(n, groups, -1)
+    y = ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + eps)).reshape(x.shape)
+    per_channel = (1, c) + (1,) * (x.ndim - 2)
+    return y * (1 if w is None else w.reshape(per_channel)) + (0 if b is None else b.reshape(per_channel))
+
+
+def test_group_norm_and_instance_norm():
+    x, w, b = values((2, 4, 3, 2), 23, -2, 2), values((4,), 24, 0.5, 1.5), values((4,), 25)
+    check_gradients(lambda x, w, b: F.group_norm(x, 2, w, b, eps=1e-5), lambda x, w, b: group_norm_reference(x, 2, w, b),
+                    [x, w, b])
+    check_gradients(lambda x: F.instance_norm(x), lambda x: group_norm_reference(x, 4), [x])
+    with pytest.raises(oa.InvalidArgumentError, match="num_groups"):
+        F.group_norm(oa.tensor(x), 3)
+    with pytest.raises(oa.InvalidArgumentError, match="running statistics"):
+        F.instance_norm(oa.tensor(x), oa.zeros(4), oa.ones(4))
+
+
+def rope_reference(x, offset=0, base=10000.0):
+    s, d = x.shape[-2:]
+    angle = (offset + np.arange(s))[:, None] * base ** (-2.0 * np.arange(d // 2) / d)[None, :]
+    lo, hi = x[..., : d // 2], x[..., d // 2 :]
+    return np.concatenate([lo * np.cos(angle) - hi * np.sin(angle), hi * np.cos(angle) + lo * np.sin(angle)], axis=-1)
+
+
+def test_rope():
+    x = values((2, 2, 5, 8), 26, -2, 2)
+    check_gradients(lambda x: F.rope(x, offset=3), lambda x: rope_reference(x, 3), [x])
+    assert_close(F.rope(oa.tensor(x), base=100.0).numpy(), rope_reference(x.astype(np.float64), 0, 100.0))
+    with pytest.raises(oa.InvalidArgumentError, match="even D"):
+        F.rope(oa.tensor(values((2, 3, 5), 27)))
+
+
 def test_pooling():
     x = values((2, 3, 5, 6), 22)
     t, x64 = oa.tensor(x), x.astype(np.float64)

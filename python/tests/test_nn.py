@@ -95,6 +95,60 @@ def test_layers_forward_shapes():
     assert nn.GELU()(oa.zeros(3)).shape == (3,)
 
 
+def test_norm_modules():
+    x = values((3, 4, 2, 2), 30, -2, 2)
+    x64 = x.astype(np.float64)
+    gn = nn.GroupNorm(2, 4)
+    assert [n for n, _ in gn.named_parameters()] == ["weight", "bias"]
+    g = x64.reshape(3, 2, -1)
+    expected = ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + 1e-5)).reshape(x.shape)
+    assert_close(gn(oa.tensor(x)).numpy(), expected)
+    inorm = nn.InstanceNorm2d(4)
+    assert list(inorm.named_parameters()) == []
+    p = x64.reshape(3, 4, -1)
+    expected = ((p - p.mean(-1, keepdims=True)) / np.sqrt(p.var(-1, keepdims=True) + 1e-5)).reshape(x.shape)
+    assert_close(inorm(oa.tensor(x)).numpy(), expected)
+    with pytest.raises(ValueError, match="track_running_stats"):
+        nn.InstanceNorm2d(4, track_running_stats=True)
+    bn = nn.BatchNorm1d(4, momentum=0.5)
+    v = x.reshape(3, 4, 4)
+    v64 = v.astype(np.float64)
+    m, var = v64.mean(axis=(0, 2)), v64.var(axis=(0, 2))
+    assert_close(bn(oa.tensor(v)).numpy(), (v64 - m[None, :, None]) / np.sqrt(var[None, :, None] + 1e-5))
+    assert_close(bn.running_mean.numpy(), 0.5 * m)
+    assert list(bn.state_dict()) == ["weight", "bias", "running_mean", "running_var"]
+    flat = v[:, :, 0]
+    bn.eval()
+    assert_close(bn(oa.tensor(flat)).numpy(), (flat - 0.5 * m) / np.sqrt(bn.running_var.numpy() + 1e-5))
+    rms = nn.RMSNorm([4], eps=1e-6)
+    assert_close(rms(oa.tensor(flat)).numpy(), flat / np.sqrt((flat.astype(np.float64) ** 2).mean(-1, keepdims=True) + 1e-6))
+
+
+def test_multihead_attention_masks():
+    oa.manual_seed(3)
+    mha = nn.MultiheadAttention(8, 2, batch_first=True)
+    q, k = values((2, 3, 8), 31), values((2, 4, 8), 32)
+    padding = np.array([[False, False, True, False], [False, True, True, False]])
+    out, _ = mha(oa.tensor(q), oa.tensor(k), oa.tensor(k), key_padding_mask=oa.tensor(padding))
+    # Padded keys do not matter: replacing them changes nothing.
+    k2 = k.copy()
+    k2[padding] = 5.0
+    out2, _ = mha(oa.tensor(q), oa.tensor(k2), oa.tensor(k2), key_padding_mask=oa.tensor(padding))
+    assert_close(out.numpy(), out2.numpy())
+    # The same mask as a float attn_mask per head ([B * H, Sq, Sk], -inf where padded).
+    additive = np.repeat(np.where(padding, -np.inf, 0.0).astype(np.float32), 2 * 3, axis=0).reshape(2, 2, 3, 4)
+    out3, _ = mha(oa.tensor(q), oa.tensor(k), oa.tensor(k), attn_mask=oa.tensor(additive.reshape(4, 3, 4)))
+    assert_close(out.numpy(), out3.numpy())
+    # NumPy: softmax(q k^T / sqrt(dh) + mask) v per head, with the module's weights.
+    w, b = mha.qkv.weight.numpy().astype(np.float64), mha.qkv.bias.numpy().astype(np.float64)
+    heads = lambda t: t.reshape(2, -1, 2, 4).transpose(0, 2, 1, 3)
+    qh, kh, vh = heads(q @ w[:8].T + b[:8]), heads(k @ w[8:16].T + b[8:16]), heads(k @ w[16:].T + b[16:])
+    s = qh @ kh.transpose(0, 1, 3, 2) / 2.0 + np.where(padding, -np.inf, 0.0)[:, None, None, :]
+    p = np.exp(s - s.max(-1, keepdims=True))
+    o = ((p / p.sum(-1, keepdims=True)) @ vh).transpose(0, 2, 1, 3).reshape(2, 3, 8)
+    assert_close(out.numpy(), o @ mha.proj.weight.numpy().T + mha.proj.bias.numpy())
+
+
 def test_parameter_and_zero_grad():
     p = nn.Parameter(oa.ones(3))
     assert isinstance(p, oa.Tensor) and p.requires_grad and p.is_leaf

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <limits>
 
 #include "oa/ml/nn/attention.hpp"
 #include "oa/ml/nn/sequential.hpp"
@@ -143,6 +145,76 @@ TEST(NnAttention, HierarchicalNamesThroughSequential) {
   EXPECT_EQ(modules[1].second->type_name(), "TransformerBlock");
   EXPECT_EQ(modules[3].first, "blocks.0.attn");
   EXPECT_EQ(modules[4].first, "blocks.0.attn.qkv");
+}
+
+// Cross-attention through forward(query, key, value, key_padding_mask,
+// attn_mask) as a one-input module (the query), so that module_gradcheck
+// checks the query's and every parameter's gradient.
+class MaskedAttention : public Module {
+ public:
+  MaskedAttention(std::shared_ptr<MultiHeadAttention> mha, Matrix key, Matrix value, Matrix key_padding_mask, Matrix attn_mask)
+      : mha_(register_module("attn", std::move(mha))), key_(key), value_(value), key_padding_mask_(key_padding_mask), attn_mask_(attn_mask) {}
+  Matrix forward(const Matrix& query) override { return (*mha_)(query, key_, value_, key_padding_mask_, attn_mask_); }
+  std::string type_name() const override { return "MaskedAttention"; }
+
+ private:
+  std::shared_ptr<MultiHeadAttention> mha_;
+  Matrix key_, value_, key_padding_mask_, attn_mask_;
+};
+
+// torch.nn.MultiheadAttention's masks: a Bool key_padding_mask [B, Sk] (true
+// = ignored) with a Bool attn_mask [Sq, Sk] (true = not allowed), then a F32
+// attn_mask [B * H, Sq, Sk] with causal, against the reference with the
+// equivalent additive mask [B * H * Sq, Sk].
+TEST(NnAttention, MultiHeadAttentionKeyPaddingAndAttnMasks) {
+  const std::int64_t B = 2, H = 2, Sq = 3, Sk = 4, D = 8;
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<std::uint8_t> padding{0, 0, 1, 0, 0, 1, 1, 0};  // batch 0 ignores key 2, batch 1 keys 1 and 2
+  const std::vector<std::uint8_t> allowed{0, 1, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0};  // true = query i may not see key j
+  const auto key = oa::test::test_values(B * Sk * D, 21), value = oa::test::test_values(B * Sk * D, 22);
+  const auto additive = oa::test::test_values(B * H * Sq * Sk, 23);
+  for (bool bool_masks : {true, false}) {
+    SCOPED_TRACE(testing::Message() << (bool_masks ? "bool masks" : "f32 attn_mask, causal"));
+    oa::ml::Generator g(5);
+    auto mha = std::make_shared<MultiHeadAttention>(D, H, g, !bool_masks);
+    ref::Vec mask(static_cast<std::size_t>(B * H * Sq * Sk));
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t h = 0; h < H; ++h)
+        for (std::int64_t i = 0; i < Sq; ++i)
+          for (std::int64_t j = 0; j < Sk; ++j) {
+            const std::size_t at = static_cast<std::size_t>(((b * H + h) * Sq + i) * Sk + j);
+            mask[at] = bool_masks ? (padding[static_cast<std::size_t>(b * Sk + j)] != 0 || allowed[static_cast<std::size_t>(i * Sk + j)] != 0 ? -inf : 0.0)
+                                  : additive[at];
+          }
+    const Matrix attn_mask = bool_masks ? Matrix::from_bool({Sq, Sk}, allowed)
+                                        : Matrix::from_vector({B * H, Sq, Sk}, additive);
+    MaskedAttention module(mha, Matrix::from_vector({B, Sk, D}, key), Matrix::from_vector({B, Sk, D}, value),
+                           bool_masks ? Matrix::from_bool({B, Sk}, padding) : Matrix(), attn_mask);
+    const ref::Vec kd(key.begin(), key.end()), vd(value.begin(), value.end());
+    const Matrix y = oa::test::module_gradcheck(module, oa::test::random_input({B, Sq, D}, 24), [&](const Args& v) {
+      return ref::multi_head_attention(v[0], kd, vd, B, Sq, Sk, D, H, !bool_masks, mask, v[1], v[2], v[3], v[4]);
+    });
+    EXPECT_EQ(y.shape(), Shape({B, Sq, D}));
+  }
+}
+
+TEST(NnAttention, ForwardInputs) {
+  oa::ml::Generator g(8);
+  MultiHeadAttention mha(8, 2, g);
+  const Matrix x = Matrix::from_vector({2, 3, 8}, oa::test::test_values(48, 9));
+  // forward(x, x, x) is self-attention; forward_inputs takes either form.
+  const std::vector<float> self = mha(x).to_vector();
+  EXPECT_TRUE(oa_test::near(mha(x, x, x).to_vector(), {self.begin(), self.end()}, 1e-6, 1e-5));
+  const std::array<Matrix, 1> one{x};
+  EXPECT_EQ(mha.forward_inputs(one).to_vector(), self);
+  EXPECT_TRUE(oa_test::throws([&] { mha(x, x); }, oa::ErrorKind::InvalidArgument, {"MultiHeadAttention", "2 inputs"}));
+  // A one-input module refuses several.
+  Linear linear(8, 8, g);
+  EXPECT_TRUE(oa_test::throws([&] { linear(x, x); }, oa::ErrorKind::InvalidArgument, {"Linear", "one input", "2 were given"}));
+  EXPECT_TRUE(oa_test::throws([&] { mha(x, x, x, Matrix::from_bool({2, 5}, std::vector<bool>(10, false))); }, oa::ErrorKind::InvalidArgument,
+                              {"MultiHeadAttention", "key_padding_mask", "[2, 5]"}));
+  EXPECT_TRUE(oa_test::throws([&] { mha(x, x, x, Matrix(), Matrix::zeros({3, 4})); }, oa::ErrorKind::InvalidArgument,
+                              {"MultiHeadAttention", "attn_mask", "[3, 4]"}));
 }
 
 TEST(NnAttention, Errors) {

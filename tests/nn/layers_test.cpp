@@ -1,4 +1,4 @@
-// LayerNorm, RMSNorm, BatchNorm2d, pooling, Embedding and Dropout modules: forward
+// LayerNorm, RMSNorm, GroupNorm, InstanceNorm2d, BatchNorm1d, BatchNorm2d, pooling, Embedding and Dropout modules: forward
 // against the f64 references, gradients, modes and initialisation.
 #include <gtest/gtest.h>
 
@@ -74,6 +74,46 @@ TEST(NnNormModule, BatchNorm2dEvalUsesRunningStatistics) {
   });
   EXPECT_EQ(bn.running_mean().to_vector(), mean);  // unchanged in eval mode
   EXPECT_EQ(bn.running_var().to_vector(), var);
+}
+
+TEST(NnNormModule, GroupNormAndInstanceNorm2d) {
+  GroupNorm gn(2, 4);
+  EXPECT_EQ(gn.parameter_count(), 8);
+  oa::test::module_gradcheck(gn, oa::test::random_input({2, 4, 3, 2}, 6, -2.0, 2.0),
+                             [](const Args& v) { return ref::group_norm(v[0], 2, 4, 6, 2, v[1], v[2], 1e-5); });
+  InstanceNorm2d in(3);
+  EXPECT_EQ(in.parameter_count(), 0);  // affine off by default, as PyTorch
+  const auto x = oa::test::random_input({2, 3, 2, 2}, 7, -2.0, 2.0);
+  oa::test::module_gradcheck(in, x, [](const Args& v) { return ref::group_norm(v[0], 2, 3, 4, 3, {}, {}, 1e-5); });
+  in.eval();  // no running statistics: eval normalises alike
+  const Matrix xm = Matrix::from_vector(x.shape, x.values);
+  EXPECT_TRUE(oa_test::near(in(xm).to_vector(), ref::group_norm(f64(x.values), 2, 3, 4, 3, {}, {}, 1e-5), 1e-5, 1e-4));
+  InstanceNorm2d affine(3, 1e-5, true);
+  EXPECT_EQ(affine.parameter_count(), 6);
+  EXPECT_TRUE(oa_test::throws([] { GroupNorm(3, 4); }, oa::ErrorKind::InvalidArgument, {"GroupNorm", "num_groups 3", "num_channels 4"}));
+  EXPECT_TRUE(oa_test::throws([&] { gn(Matrix::zeros({2, 6, 3})); }, oa::ErrorKind::InvalidArgument, {"GroupNorm", "[2, 6, 3]", "4"}));
+  EXPECT_TRUE(oa_test::throws([&] { in(Matrix::zeros({2, 3, 4})); }, oa::ErrorKind::InvalidArgument, {"InstanceNorm2d", "[2, 3, 4]"}));
+}
+
+// BatchNorm1d on [N, C] and [N, C, L]: batch_norm_2d's statistics over N (* L).
+TEST(NnNormModule, BatchNorm1d) {
+  for (const Shape& shape : {Shape{5, 3}, Shape{3, 3, 4}}) {
+    SCOPED_TRACE(shape.to_string());
+    BatchNorm1d bn(3, 1e-5, 0.2);
+    const std::int64_t N = shape[0], L = shape.rank() == 3 ? shape[2] : 1;
+    const auto input = oa::test::random_input(shape, 8, -2.0, 3.0);
+    const Matrix y = oa::test::module_gradcheck(bn, input, [&](const Args& v) {
+      return ref::batch_norm_2d(v[0], N, 3, L, v[1], v[2], nullptr, nullptr, true, 0.2, 1e-5);
+    });
+    EXPECT_EQ(y.shape(), shape);
+    std::vector<double> running_mean(3, 0.0), running_var(3, 1.0);
+    ref::batch_norm_2d(f64(input.values), N, 3, L, {}, {}, &running_mean, &running_var, true, 0.2, 1e-5);
+    EXPECT_TRUE(oa_test::near(bn.running_mean().to_vector(), running_mean, 1e-6, 1e-5));
+    EXPECT_TRUE(oa_test::near(bn.running_var().to_vector(), running_var, 1e-6, 1e-5));
+  }
+  BatchNorm1d bn(3);
+  EXPECT_TRUE(oa_test::throws([&] { bn(Matrix::zeros({2, 3, 2, 2})); }, oa::ErrorKind::InvalidArgument, {"BatchNorm1d", "[2, 3, 2, 2]"}));
+  EXPECT_TRUE(oa_test::throws([] { BatchNorm1d(0); }, oa::ErrorKind::InvalidArgument, {"BatchNorm1d", "num_features 0"}));
 }
 
 TEST(NnPoolModule, MaxAvgAndGlobal) {

@@ -45,6 +45,57 @@ OA_OP_CASES(rms_norm, "oa::ml::rms_norm") {
   return cases;
 }
 
+// [N, C, S] with several groups, instance norm (G = C), one group (layer norm
+// over [C, S]) and a rank-2 input, with and without weight and bias.
+OA_OP_CASES(group_norm, "oa::ml::group_norm") {
+  struct Case {
+    const char* label;
+    Shape shape;
+    std::int64_t groups;
+    bool affine;
+  };
+  std::vector<OpCase> cases;
+  std::uint64_t seed = 331;
+  for (const Case& k : {Case{"groups2_affine", {2, 4, 3, 2}, 2, true}, Case{"instance_plain", {2, 3, 5}, 3, false},
+                        Case{"one_group_affine", {3, 6, 4}, 1, true}, Case{"rank2_affine", {3, 4}, 2, true}}) {
+    const std::int64_t N = k.shape[0], C = k.shape[1], S = k.shape.numel() / (N * C), G = k.groups;
+    const bool affine = k.affine;
+    std::vector<GradInput> inputs = {random_input(k.shape, seed, -2, 2)};
+    if (affine) inputs.insert(inputs.end(), {random_input({C}, seed + 1, 0.5, 1.5), random_input({C}, seed + 2)});
+    cases.push_back({k.label, inputs,
+                     [G, affine](const Inputs& x) {
+                       return oa::ml::group_norm(x[0], G, affine ? x[1] : Matrix(), affine ? x[2] : Matrix(), 1e-5);
+                     },
+                     [N, C, S, G, affine](const RefInputs& x) {
+                       return reference::group_norm(x[0], N, C, S, G, affine ? x[1] : std::vector<double>{},
+                                                    affine ? x[2] : std::vector<double>{}, 1e-5);
+                     }});
+    seed += 3;
+  }
+  return cases;
+}
+
+// [B, H, S, D] with an offset, a rank-2 input from position 0, and another base.
+OA_OP_CASES(rope, "oa::ml::rope") {
+  struct Case {
+    const char* label;
+    Shape shape;
+    std::int64_t offset;
+    double base;
+  };
+  std::vector<OpCase> cases;
+  std::uint64_t seed = 341;
+  for (const Case& k : {Case{"bhsd_offset3", {2, 2, 5, 8}, 3, 10000.0}, Case{"sd_start", {4, 6}, 0, 10000.0},
+                        Case{"base100_offset40", {1, 3, 4, 4}, 40, 100.0}}) {
+    const std::int64_t S = k.shape.dim(-2), D = k.shape.dim(-1), offset = k.offset;
+    const double base = k.base;
+    cases.push_back({k.label, {random_input(k.shape, seed++, -2, 2)},
+                     [offset, base](const Inputs& x) { return oa::ml::rope(x[0], offset, base); },
+                     [S, D, offset, base](const RefInputs& x) { return reference::rope(x[0], S, D, offset, base); }});
+  }
+  return cases;
+}
+
 // Training (batch statistics; the running ones are updated) and evaluation
 // (running statistics), with and without weight and bias.
 OA_OP_CASES(batch_norm_2d, "oa::ml::batch_norm_2d") {

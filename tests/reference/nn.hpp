@@ -46,6 +46,46 @@ inline std::vector<double> rms_norm(const std::vector<double>& x, std::int64_t D
   return y;
 }
 
+// Group normalisation of x [N, C, S] with G groups of C / G channels; empty
+// weight / bias (per channel) mean 1 / 0.
+inline std::vector<double> group_norm(const std::vector<double>& x, std::int64_t N, std::int64_t C, std::int64_t S, std::int64_t G,
+                                      const std::vector<double>& weight, const std::vector<double>& bias, double eps) {
+  std::vector<double> y(x.size());
+  const std::int64_t cg = C / G;
+  for (std::int64_t n = 0; n < N; ++n)
+    for (std::int64_t g = 0; g < G; ++g) {
+      double mean = 0, var = 0;
+      for (std::int64_t c = g * cg; c < (g + 1) * cg; ++c)
+        for (std::int64_t s = 0; s < S; ++s) mean += x[(n * C + c) * S + s];
+      mean /= static_cast<double>(cg * S);
+      for (std::int64_t c = g * cg; c < (g + 1) * cg; ++c)
+        for (std::int64_t s = 0; s < S; ++s) var += (x[(n * C + c) * S + s] - mean) * (x[(n * C + c) * S + s] - mean);
+      var /= static_cast<double>(cg * S);
+      for (std::int64_t c = g * cg; c < (g + 1) * cg; ++c)
+        for (std::int64_t s = 0; s < S; ++s) {
+          const std::int64_t i = (n * C + c) * S + s;
+          y[i] = (x[i] - mean) / std::sqrt(var + eps) * (weight.empty() ? 1.0 : weight[c]) + (bias.empty() ? 0.0 : bias[c]);
+        }
+    }
+  return y;
+}
+
+// Rotary position embedding of x [R, S, D] (half-split pairs (i, i + D / 2)),
+// position offset + s, frequency base^(-2i / D).
+inline std::vector<double> rope(const std::vector<double>& x, std::int64_t S, std::int64_t D, std::int64_t offset, double base) {
+  std::vector<double> y(x.size());
+  const std::int64_t R = static_cast<std::int64_t>(x.size()) / (S * D), h = D / 2;
+  for (std::int64_t r = 0; r < R; ++r)
+    for (std::int64_t s = 0; s < S; ++s)
+      for (std::int64_t i = 0; i < h; ++i) {
+        const double angle = static_cast<double>(offset + s) * std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(D));
+        const std::int64_t a = (r * S + s) * D + i, b = a + h;
+        y[a] = x[a] * std::cos(angle) - x[b] * std::sin(angle);
+        y[b] = x[b] * std::cos(angle) + x[a] * std::sin(angle);
+      }
+  return y;
+}
+
 struct NormGradients {
   std::vector<double> dx, dweight, dbias;
 };

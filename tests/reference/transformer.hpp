@@ -13,39 +13,47 @@
 
 namespace oa::reference {
 
-// Multi-head self-attention on x [B, S, D] (H heads) with the fused
-// projection qkv (w_qkv [3D, D], b_qkv [3D]: q, k, v in that order) and the
-// output projection (w_o [D, D], b_o [D]). With dropout > 0 the attention
-// probabilities [B*H, S, S] go through oa's dropout (reference/nn.hpp) with
+// Multi-head attention of query [B, Sq, D] over key and value [B, Sk, D]
+// (H heads) with the fused projection qkv (w_qkv [3D, D], b_qkv [3D]: rows
+// for q, k, v in that order) and the output projection (w_o [D, D], b_o [D]).
+// mask: empty, or additive [B*H*Sq, Sk]. With dropout > 0 the attention
+// probabilities [B*H, Sq, Sk] go through oa's dropout (reference/nn.hpp) with
 // `seed` before they weight v.
-inline Vec multi_head_attention(const Vec& x, std::int64_t batch, std::int64_t seq, std::int64_t d, std::int64_t heads, bool causal,
-                                const Vec& w_qkv, const Vec& b_qkv, const Vec& w_o, const Vec& b_o, double dropout_p = 0.0,
-                                std::uint64_t seed = 0) {
-  const std::int64_t rows = batch * seq, dh = d / heads;
-  const Vec qkv = linear(x, w_qkv, b_qkv, rows, d, 3 * d);
-  Vec part[3];
-  for (int p = 0; p < 3; ++p) {
-    part[p].resize(static_cast<std::size_t>(rows * d));
-    for (std::int64_t r = 0; r < rows; ++r)
-      for (std::int64_t i = 0; i < d; ++i)
-        part[p][static_cast<std::size_t>(r * d + i)] = qkv[static_cast<std::size_t>(r * 3 * d + p * d + i)];
-  }
+inline Vec multi_head_attention(const Vec& query, const Vec& key, const Vec& value, std::int64_t batch, std::int64_t sq, std::int64_t sk,
+                                std::int64_t d, std::int64_t heads, bool causal, const Vec& mask, const Vec& w_qkv, const Vec& b_qkv,
+                                const Vec& w_o, const Vec& b_o, double dropout_p = 0.0, std::uint64_t seed = 0) {
+  const std::int64_t dh = d / heads;
+  // Part p (0: q, 1: k, 2: v) of the projection of x [B, seq, D], as heads [B*H, seq, Dh].
+  auto project = [&](const Vec& x, std::int64_t seq, std::int64_t p) {
+    const Vec w(w_qkv.begin() + p * d * d, w_qkv.begin() + (p + 1) * d * d), b(b_qkv.begin() + p * d, b_qkv.begin() + (p + 1) * d);
+    return split_heads(linear(x, w, b, batch * seq, d, d), batch, seq, heads, dh);
+  };
   AttentionProblem problem;
   problem.bh = batch * heads;
-  problem.sq = problem.sk = seq;
+  problem.sq = sq;
+  problem.sk = sk;
   problem.dh = problem.dv = dh;
   problem.scale = 1.0 / std::sqrt(static_cast<double>(dh));
   problem.causal = causal;
-  const Vec v = split_heads(part[2], batch, seq, heads, dh);
-  const AttentionResult a = attention(problem, split_heads(part[0], batch, seq, heads, dh), split_heads(part[1], batch, seq, heads, dh), v);
-  const Vec o = dropout_p > 0 ? bmm(dropout(a.probs, dropout_p, seed), v, batch * heads, seq, seq, dh, false, false) : a.out;
-  Vec merged(o.size());  // [B*H, S, Dh] -> [B*S, H*Dh]
+  problem.mask = mask;
+  problem.mask_rows = batch * heads * sq;
+  const Vec v = project(value, sk, 2);
+  const AttentionResult a = attention(problem, project(query, sq, 0), project(key, sk, 1), v);
+  const Vec o = dropout_p > 0 ? bmm(dropout(a.probs, dropout_p, seed), v, batch * heads, sq, sk, dh, false, false) : a.out;
+  Vec merged(o.size());  // [B*H, Sq, Dh] -> [B*Sq, H*Dh]
   for (std::int64_t b = 0; b < batch; ++b)
     for (std::int64_t h = 0; h < heads; ++h)
-      for (std::int64_t s = 0; s < seq; ++s)
+      for (std::int64_t s = 0; s < sq; ++s)
         for (std::int64_t i = 0; i < dh; ++i)
-          merged[static_cast<std::size_t>((b * seq + s) * d + h * dh + i)] = o[static_cast<std::size_t>(((b * heads + h) * seq + s) * dh + i)];
-  return linear(merged, w_o, b_o, rows, d, d);
+          merged[static_cast<std::size_t>((b * sq + s) * d + h * dh + i)] = o[static_cast<std::size_t>(((b * heads + h) * sq + s) * dh + i)];
+  return linear(merged, w_o, b_o, batch * sq, d, d);
+}
+
+// Multi-head self-attention on x [B, S, D]: the above with query = key = value = x and no mask.
+inline Vec multi_head_attention(const Vec& x, std::int64_t batch, std::int64_t seq, std::int64_t d, std::int64_t heads, bool causal,
+                                const Vec& w_qkv, const Vec& b_qkv, const Vec& w_o, const Vec& b_o, double dropout_p = 0.0,
+                                std::uint64_t seed = 0) {
+  return multi_head_attention(x, x, x, batch, seq, seq, d, heads, causal, {}, w_qkv, b_qkv, w_o, b_o, dropout_p, seed);
 }
 
 // Parameters of a pre-norm Transformer block in its named_parameters() order.

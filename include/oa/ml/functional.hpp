@@ -7,14 +7,15 @@
 //   oa/ml/attention.hpp   bmm, bmm_nt, bmm_tn, split_heads, merge_heads, softmax_scaled_masked,
 //                         scaled_dot_product_attention, flash_attention
 //   oa/ml/linear.hpp      linear
-//   oa/ml/norm.hpp        layer_norm, rms_norm, batch_norm_2d
+//   oa/ml/norm.hpp        layer_norm, rms_norm, group_norm, batch_norm_2d
+//   oa/ml/rope.hpp        rope
 //   oa/ml/pool.hpp        max_pool_2d, avg_pool_2d, global_avg_pool_2d
 //   oa/ml/activation.hpp  log_softmax
 //   oa/ml/embedding.hpp   embedding
 //   oa/ml/dropout.hpp     dropout
 //   oa/ml/loss.hpp        cross_entropy, mse_loss, accuracy
 //
-// Conventions of linear, norm, pool, activation, embedding, dropout and loss
+// Conventions of linear, norm, rope, pool, activation, embedding, dropout and loss
 // (conv and attention document their own): all floating-point values are f32
 // (index inputs i32; linear also takes f16 or bf16, see oa/ml/linear.hpp),
 // row-major and contiguous, on one engine; activations are NCHW where an op
@@ -50,6 +51,7 @@
 #include "oa/ml/attention.hpp"
 #include "oa/ml/linear.hpp"
 #include "oa/ml/norm.hpp"
+#include "oa/ml/rope.hpp"
 #include "oa/ml/pool.hpp"
 #include "oa/ml/activation.hpp"
 #include "oa/ml/embedding.hpp"

@@ -1,5 +1,5 @@
 #pragma once
-// Normalisation (oa::ml): layer_norm, rms_norm, batch_norm_2d.
+// Normalisation (oa::ml): layer_norm, rms_norm, group_norm, batch_norm_2d.
 // Conventions (dtypes, trace, extreme values, errors): oa/ml/functional.hpp.
 #include <cstdint>
 #include <optional>
@@ -31,6 +31,24 @@ Matrix layer_norm(const Matrix& x, const Matrix& weight, const Matrix& bias, dou
 // and weight. Semantic op "oa::ml::rms_norm", attribute eps; its inputs are x
 // and the weight when given. Errors as layer_norm.
 Matrix rms_norm(const Matrix& x, const Matrix& weight = Matrix(), std::optional<double> eps = {});
+
+// Group normalisation (Wu and He 2018; torch.nn.functional.group_norm): the
+// C channels of x [N, C, *] are split into num_groups groups of C / G
+// consecutive channels, and each (sample, group) is normalised over its
+// C / G * S values (S: the product of the trailing extents), then scaled and
+// shifted per channel c:
+//   y = (x - mean) / sqrt(var + eps) * weight_c + bias_c,
+// mean and the biased variance as layer_norm's (two passes about the group's
+// first value) on the view [N * G, C / G * S]. With G = C this is instance
+// normalisation (torch.nn.functional.instance_norm without running statistics),
+// with G = 1 layer normalisation over [C, *].
+// x of rank >= 2 with nonzero extents; num_groups >= 1 dividing C; weight
+// and bias [C] or undefined (1 and 0); eps >= 0. Gradients for x, weight and
+// bias. Throws InvalidArgument naming "oa::ml::group_norm", the argument and
+// the shapes otherwise. Semantic op "oa::ml::group_norm", attributes
+// num_groups and eps; its inputs are x and the weight and bias that are given.
+Matrix group_norm(const Matrix& x, std::int64_t num_groups, const Matrix& weight = Matrix(), const Matrix& bias = Matrix(),
+                  double eps = 1e-5);
 
 // Batch normalisation of NCHW activations (Ioffe and Szegedy 2015;
 // torch.nn.functional.batch_norm): per channel c,

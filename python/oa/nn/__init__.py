@@ -1,6 +1,7 @@
 """oa.nn: modules (torch.nn's names and constructor arguments) and the functional ops (oa.nn.functional)."""
 from . import functional
 from .modules import (
+    BatchNorm1d,
     BatchNorm2d,
     Conv1d,
     Conv2d,
@@ -9,6 +10,8 @@ from .modules import (
     Embedding,
     GELU,
     GRU,
+    GroupNorm,
+    InstanceNorm2d,
     LayerNorm,
     Linear,
     LSTM,
@@ -16,6 +19,7 @@ from .modules import (
     MultiheadAttention,
     Parameter,
     ReLU,
+    RMSNorm,
     Sequential,
     Sigmoid,
     SiLU,

@@ -3,7 +3,7 @@
 Each is one op of oa's C++ engine (oa/ml/functional.hpp, oa/matrix): shapes,
 layouts and errors are documented there and in each function's docstring.
 Besides PyTorch's names: bmm, bmm_nt, bmm_tn, split_heads, merge_heads,
-softmax_scaled_masked and flash_attention.
+softmax_scaled_masked, flash_attention and rope.
 """
 from .._oa import functional as _f
 
@@ -21,6 +21,8 @@ dropout = _f.dropout
 embedding = _f.embedding
 flash_attention = _f.flash_attention
 gelu = _f.gelu
+group_norm = _f.group_norm
+instance_norm = _f.instance_norm
 layer_norm = _f.layer_norm
 linear = _f.linear
 log_softmax = _f.log_softmax
@@ -30,6 +32,7 @@ mse_loss = _f.mse_loss
 one_hot = _f.one_hot
 relu = _f.relu
 rms_norm = _f.rms_norm
+rope = _f.rope
 scaled_dot_product_attention = _f.scaled_dot_product_attention
 sigmoid = _f.sigmoid
 silu = _f.silu

@@ -294,25 +294,61 @@ def _zeros_only(padding_mode, layer):
         raise ValueError(f"oa.nn.{layer}: padding_mode '{padding_mode}': only 'zeros' is supported")
 
 
+def _last_axis(normalized_shape, layer):
+    """D from normalized_shape D or [D] (the norms act on the last axis only)."""
+    if isinstance(normalized_shape, int):
+        return normalized_shape
+    if len(normalized_shape) != 1:
+        raise ValueError(f"oa.nn.{layer}: normalized_shape {normalized_shape}: only the last axis is supported")
+    return normalized_shape[0]
+
+
 class LayerNorm(_Native):
     """torch.nn.LayerNorm over the last axis (normalized_shape = D or [D]; oa::ml::nn::LayerNorm)."""
 
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, engine=None):
-        if not isinstance(normalized_shape, int):
-            if len(normalized_shape) != 1:
-                raise ValueError(f"oa.nn.LayerNorm: normalized_shape {normalized_shape}: only the last axis is supported")
-            normalized_shape = normalized_shape[0]
-        super().__init__(_native.layer_norm(normalized_shape, eps, elementwise_affine, bias, engine))
+        super().__init__(_native.layer_norm(_last_axis(normalized_shape, "LayerNorm"), eps, elementwise_affine, bias, engine))
 
 
-class BatchNorm2d(_Native):
-    """torch.nn.BatchNorm2d (oa::ml::nn::BatchNorm2d): batch statistics in training (running_mean and
-    running_var updated in place), running statistics in eval; track_running_stats True only."""
+class RMSNorm(_Native):
+    """torch.nn.RMSNorm over the last axis (normalized_shape = D or [D]; oa::ml::nn::RMSNorm); eps None
+    is the float32 machine epsilon, as PyTorch's."""
 
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, engine=None):
+        super().__init__(_native.rms_norm(_last_axis(normalized_shape, "RMSNorm"), eps, elementwise_affine, engine))
+
+
+class GroupNorm(_Native):
+    """torch.nn.GroupNorm (oa::ml::nn::GroupNorm): [N, C, *] normalised over each (sample, group of
+    C / num_groups channels); weight 1 and bias 0 per channel when affine."""
+
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, engine=None):
+        super().__init__(_native.group_norm(num_groups, num_channels, eps, affine, engine))
+
+
+class InstanceNorm2d(_Native):
+    """torch.nn.InstanceNorm2d (oa::ml::nn::InstanceNorm2d): [N, C, H, W] normalised over each (sample,
+    channel); affine off by default; track_running_stats False only (PyTorch's default)."""
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, engine=None):
+        if track_running_stats:
+            raise ValueError("oa.nn.InstanceNorm2d: track_running_stats=True is not supported")
+        super().__init__(_native.instance_norm2d(num_features, eps, affine, engine))
+
+
+def _batch_norm(name, factory, shapes):
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, engine=None):
         if not track_running_stats or momentum is None:
-            raise ValueError("oa.nn.BatchNorm2d: track_running_stats=True with a momentum is required")
-        super().__init__(_native.batch_norm2d(num_features, eps, momentum, affine, engine))
+            raise ValueError(f"oa.nn.{name}: track_running_stats=True with a momentum is required")
+        _Native.__init__(self, factory(num_features, eps, momentum, affine, engine))
+
+    doc = (f"torch.nn.{name} (oa::ml::nn::{name}) of {shapes}: batch statistics in training (running_mean and "
+           "running_var updated in place), running statistics in eval; track_running_stats True only.")
+    return type(name, (_Native,), {"__init__": __init__, "__doc__": doc})
+
+
+BatchNorm1d = _batch_norm("BatchNorm1d", _native.batch_norm1d, "[N, C] or [N, C, L]")
+BatchNorm2d = _batch_norm("BatchNorm2d", _native.batch_norm2d, "[N, C, H, W]")
 
 
 class Embedding(_Native):
@@ -331,11 +367,13 @@ class Dropout(_Native):
 
 
 class MultiheadAttention(_Native):
-    """Multi-head self-attention (oa::ml::nn::MultiHeadAttention): children qkv = Linear(D, 3D) and
+    """Multi-head attention (oa::ml::nn::MultiHeadAttention): children qkv = Linear(D, 3D) and
     proj = Linear(D, D), initialised as torch.nn.Linear (torch.nn.MultiheadAttention's in_proj_weight
-    holds the same projection, initialised with xavier-uniform). Self-attention only (key and value
-    None or query itself); causal is fixed at construction (oa's argument). forward returns
-    (output, None), as torch's with need_weights=False."""
+    holds the same projection, initialised with xavier-uniform). key and value default to query;
+    key_padding_mask [B, Sk] (bool: True = ignored, or float: added) and attn_mask ([Sq, Sk] or
+    [B * num_heads, Sq, Sk]; bool: True = not allowed, or float: added) as torch's; a query that may
+    see no key gives zeros (torch: NaN). causal is fixed at construction (oa's argument). forward
+    returns (output, None), as torch's with need_weights=False."""
 
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, batch_first=False, causal=False, engine=None):
         if not bias:
@@ -343,17 +381,22 @@ class MultiheadAttention(_Native):
         super().__init__(_native.multihead_attention(embed_dim, num_heads, causal, dropout, engine))
         self.batch_first, self.causal = batch_first, causal
 
-    def forward(self, query, key=None, value=None, need_weights=False, is_causal=None):
-        if (key is not None and key is not query) or (value is not None and value is not query):
-            raise ValueError("oa.nn.MultiheadAttention: self-attention only (key and value must be query)")
+    def forward(self, query, key=None, value=None, key_padding_mask=None, need_weights=False, attn_mask=None,
+                is_causal=None):
         if need_weights:
             raise ValueError("oa.nn.MultiheadAttention: need_weights=True is not supported")
         if is_causal is not None and is_causal != self.causal:
             raise ValueError(f"oa.nn.MultiheadAttention: is_causal={is_causal} but the module was built with "
                              f"causal={self.causal}")
-        x = query if self.batch_first else query.transpose(0, 1)
-        y = self._native.forward(x)
-        return (y if self.batch_first else y.transpose(0, 1)), None
+        key = query if key is None else key
+        value = query if value is None else value
+        batch_major = (lambda t: t) if self.batch_first else (lambda t: t.transpose(0, 1))
+        if key is query and value is query and key_padding_mask is None and attn_mask is None:
+            y = self._native.forward(batch_major(query))
+        else:
+            y = self._native.forward_masked(batch_major(query), batch_major(key), batch_major(value), key_padding_mask,
+                                            attn_mask)
+        return batch_major(y), None
 
 
 def _activation(name, factory, doc):

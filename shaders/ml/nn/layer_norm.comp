@@ -11,19 +11,23 @@
 // are then placeholders and never read). CENTER false gives RMS normalisation
 // (Zhang & Sennrich 2019; torch.nn.functional.rms_norm): k = mu = 0, so
 // rstd = 1 / sqrt(sum(x^2) / D + eps) and y = x * rstd * weight.
+// GROUPED: group normalisation (Wu & He 2018) over the [N * G, C / G * S] view,
+// weight and bias per channel (ml/nn/norm_channel.glsl).
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 layout(constant_id = 1) const bool HAS_WEIGHT = true;
 layout(constant_id = 2) const bool HAS_BIAS = true;
 layout(constant_id = 3) const bool CENTER = true;
+layout(constant_id = 4) const bool GROUPED = false;
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) readonly buffer W { float w[]; };
 layout(std430, binding = 2) readonly buffer B { float b[]; };
 layout(std430, binding = 3) writeonly buffer Y { float y[]; };
 layout(std430, binding = 4) writeonly buffer Mu { float mu_out[]; };
 layout(std430, binding = 5) writeonly buffer Rstd { float rstd_out[]; };
-OA_PUSH_BEGIN uint R; uint D; float eps; OA_PUSH_END
+OA_PUSH_BEGIN uint R; uint D; float eps; uint G; uint S; uint row0; OA_PUSH_END
 #include "common/rows.glsl"
+#include "ml/nn/norm_channel.glsl"
 
 void main() {
   const uint row = rows_row(), lane = rows_lane();
@@ -47,8 +51,9 @@ void main() {
   if (!live) return;
   for (uint j = lane; j < pc.D; j += LANES) {
     float v = ((x[base + j] - k) - mu) * rstd;
-    if (HAS_WEIGHT) v *= w[j];
-    if (HAS_BIAS) v += b[j];
+    const uint c = norm_channel(row, j);
+    if (HAS_WEIGHT) v *= w[c];
+    if (HAS_BIAS) v += b[c];
     y[base + j] = v;
   }
   if (lane == 0u) {

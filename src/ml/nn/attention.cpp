@@ -6,6 +6,8 @@
 
 #include "oa/matrix/concat.hpp"
 #include "oa/matrix/elementwise.hpp"
+#include "oa/matrix/indexing.hpp"
+#include "oa/matrix/layout.hpp"
 #include "oa/ml/attention.hpp"
 #include "oa/ml/nn/activation.hpp"
 #include "oa/ml/functional.hpp"
@@ -35,23 +37,94 @@ Matrix MultiHeadAttention::forward(const Matrix& x) {
     fail(ErrorKind::InvalidArgument, "{}: x {} must be [B, S, {}] with B, S >= 1", kMha, x.shape(), embed_dim_);
   const std::int64_t batch = x.dim(0), seq = x.dim(1), heads = num_heads_;
   const std::vector<Matrix> qkv = matrix::chunk(qkv_->forward(x.reshape({batch * seq, embed_dim_})), 3, 1);
-  const Matrix q = split_heads(qkv[0], batch, seq, heads), k = split_heads(qkv[1], batch, seq, heads),
-               v = split_heads(qkv[2], batch, seq, heads);
+  const Shape h{batch, heads, seq, embed_dim_ / heads};
+  const auto split = [&](const Matrix& m) { return split_heads(m, batch, seq, heads).reshape(h.to_vector()); };
+  return proj_->forward(attend(split(qkv[0]), split(qkv[1]), split(qkv[2]), Matrix())).reshape({batch, seq, embed_dim_});
+}
+
+namespace {
+
+// torch's mask forms as an additive mask of `shape`: Bool (true = hidden)
+// becomes -inf where true and 0 elsewhere, F32 is added as it is.
+Matrix additive_mask(const Matrix& mask, const char* arg, const Shape& shape) {
+  if (mask.dtype() != DType::Bool) detail::require_f32(mask, kMha, arg);
+  const Matrix m = mask.reshape(shape.to_vector());
+  if (mask.dtype() != DType::Bool) return m;
+  return matrix::masked_fill(Matrix::zeros(shape, mask.engine()), m, -std::numeric_limits<float>::infinity());
+}
+
+}  // namespace
+
+Matrix MultiHeadAttention::forward(const Matrix& query, const Matrix& key, const Matrix& value, const Matrix& key_padding_mask,
+                                   const Matrix& attn_mask) {
+  for (const auto& [m, arg] : {std::pair{&query, "query"}, std::pair{&key, "key"}, std::pair{&value, "value"}}) {
+    detail::require_f32(*m, kMha, arg);
+    if (m->rank() != 3 || m->dim(2) != embed_dim_ || m->dim(0) < 1 || m->dim(1) < 1)
+      fail(ErrorKind::InvalidArgument, "{}: {} {} must be [B, S, {}] with B, S >= 1", kMha, arg, m->shape(), embed_dim_);
+  }
+  const std::int64_t batch = query.dim(0), sq = query.dim(1), sk = key.dim(1), heads = num_heads_, dh = embed_dim_ / heads;
+  if (key.dim(0) != batch || !(value.shape() == key.shape()))
+    fail(ErrorKind::InvalidArgument, "{}: key {} and value {} must both be [{}, Sk, {}] for query {}", kMha, key.shape(), value.shape(),
+         batch, embed_dim_, query.shape());
+  Matrix mask;
+  if (key_padding_mask.defined()) {
+    if (!(key_padding_mask.shape() == Shape{batch, sk}))
+      fail(ErrorKind::InvalidArgument, "{}: key_padding_mask {} must be [B, Sk] = [{}, {}]", kMha, key_padding_mask.shape(), batch, sk);
+    mask = additive_mask(key_padding_mask, "key_padding_mask", Shape{batch, 1, 1, sk});
+  }
+  if (attn_mask.defined()) {
+    const Shape& s = attn_mask.shape();
+    if (!(s == Shape{sq, sk}) && !(s == Shape{batch * heads, sq, sk}))
+      fail(ErrorKind::InvalidArgument, "{}: attn_mask {} must be [Sq, Sk] = [{}, {}] or [B * H, Sq, Sk] = [{}, {}, {}]", kMha, s, sq, sk,
+           batch * heads, sq, sk);
+    const Matrix m = additive_mask(attn_mask, "attn_mask", s.rank() == 2 ? Shape{1, 1, sq, sk} : Shape{batch, heads, sq, sk});
+    mask = mask.defined() ? mask + m : m;
+  }
+  const Matrix &w = qkv_->weight().value(), &b = qkv_->bias().value();
+  // The part-th third of the fused projection (0: q, 1: k, 2: v) as heads [B, H, S, Dh].
+  const auto project = [&](const Matrix& x, std::int64_t part) {
+    const std::int64_t seq = x.dim(1);
+    const Matrix y = linear(x.reshape({batch * seq, embed_dim_}), matrix::narrow(w, 0, part * embed_dim_, embed_dim_),
+                            matrix::narrow(b, 0, part * embed_dim_, embed_dim_));
+    return split_heads(y, batch, seq, heads).reshape({batch, heads, seq, dh});
+  };
+  const Matrix o = attend(project(query, 0), project(key, 1), project(value, 2), mask);
+  return proj_->forward(o).reshape({batch, sq, embed_dim_});
+}
+
+Matrix MultiHeadAttention::forward_inputs(std::span<const Matrix> inputs) {
+  if (inputs.size() == 1) return forward(inputs[0]);
+  if (inputs.size() < 3 || inputs.size() > 5)
+    fail(ErrorKind::InvalidArgument, "{}: forward takes x, or query, key, value[, key_padding_mask[, attn_mask]]; {} inputs were given",
+         kMha, inputs.size());
+  return forward(inputs[0], inputs[1], inputs[2], inputs.size() > 3 ? inputs[3] : Matrix(), inputs.size() > 4 ? inputs[4] : Matrix());
+}
+
+Matrix MultiHeadAttention::attend(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& mask) {
+  const std::int64_t batch = q.dim(0), heads = q.dim(1), sq = q.dim(2), sk = k.dim(2), dh = q.dim(3);
   Matrix o;
   if (training() && dropout_ > 0) {
-    if (causal_ && (!causal_mask_.defined() || causal_mask_.dim(0) != seq)) {
-      std::vector<float> mask(static_cast<std::size_t>(seq * seq), 0.0f);
-      for (std::int64_t i = 0; i < seq; ++i)
-        for (std::int64_t j = i + 1; j < seq; ++j) mask[static_cast<std::size_t>(i * seq + j)] = -std::numeric_limits<float>::infinity();
-      causal_mask_ = Matrix::from_vector(Shape{seq, seq}, mask, x.engine());
+    // Materialised probabilities, so that dropout acts on them; causal hiding
+    // (bottom-right aligned) as an additive mask.
+    Matrix full_mask = mask;
+    if (causal_) {
+      if (!causal_mask_.defined() || causal_mask_.dim(0) != sq || causal_mask_.dim(1) != sk) {
+        std::vector<float> m(static_cast<std::size_t>(sq * sk), 0.0f);
+        for (std::int64_t i = 0; i < sq; ++i)
+          for (std::int64_t j = i + sk - sq + 1; j < sk; ++j)
+            if (j >= 0) m[static_cast<std::size_t>(i * sk + j)] = -std::numeric_limits<float>::infinity();
+        causal_mask_ = Matrix::from_vector(Shape{sq, sk}, m, q.engine());
+      }
+      full_mask = mask.defined() ? mask + causal_mask_ : causal_mask_;
     }
-    const float scale = 1.0f / std::sqrt(static_cast<float>(embed_dim_ / heads));
-    const Matrix weights = softmax_scaled_masked(bmm_nt(q, k), causal_ ? causal_mask_ : Matrix(), scale);
-    o = bmm(ml::dropout(weights, dropout_, masks_.next_seed(), true), v);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+    const Matrix scores = bmm_nt(q.reshape({batch * heads, sq, dh}), k.reshape({batch * heads, sk, dh}));
+    const Matrix weights = softmax_scaled_masked(scores.reshape({batch, heads, sq, sk}), full_mask, scale);
+    o = bmm(ml::dropout(weights.reshape({batch * heads, sq, sk}), dropout_, masks_.next_seed(), true), v.reshape({batch * heads, sk, dh}));
   } else {
-    o = scaled_dot_product_attention(q, k, v, Matrix(), std::nullopt, causal_);
+    o = scaled_dot_product_attention(q, k, v, mask, std::nullopt, causal_).reshape({batch * heads, sq, dh});
   }
-  return proj_->forward(merge_heads(o, batch, seq, heads)).reshape({batch, seq, embed_dim_});
+  return merge_heads(o, batch, sq, heads);
 }
 
 TransformerBlock::TransformerBlock(std::int64_t embed_dim, std::int64_t num_heads, Generator& generator, bool causal,

@@ -11,6 +11,12 @@ void Module::train(bool on) {
   for (auto& [name, child] : children_) child->train(on);
 }
 
+Matrix Module::forward_inputs(std::span<const Matrix> inputs) {
+  if (inputs.size() != 1)
+    fail(ErrorKind::InvalidArgument, "oa::ml::nn::{}: forward takes one input; {} were given", type_name(), inputs.size());
+  return forward(inputs[0]);
+}
+
 void Module::check_name(const std::string& name, const char* what) const {
   if (name.empty()) fail(ErrorKind::InvalidArgument, "oa::ml::nn::{}: a {} name is empty", type_name(), what);
   if (name.find('.') != std::string::npos)

@@ -27,10 +27,44 @@ RMSNorm::RMSNorm(std::int64_t normalized_dim, std::optional<double> eps, bool el
 
 Matrix RMSNorm::forward(const Matrix& x) { return rms_norm(x, weight_.value(), eps_); }
 
-BatchNorm2d::BatchNorm2d(std::int64_t num_features, double eps, double momentum, bool affine, std::optional<Engine> engine)
-    : eps_(eps), momentum_(momentum) {
+GroupNorm::GroupNorm(std::int64_t num_groups, std::int64_t num_channels, double eps, bool affine, std::optional<Engine> engine)
+    : num_groups_(num_groups), num_channels_(num_channels), eps_(eps) {
+  if (num_groups < 1 || num_channels < 1 || num_channels % num_groups != 0 || !(eps >= 0))
+    fail(ErrorKind::InvalidArgument, "oa::ml::nn::GroupNorm: num_groups {} and num_channels {} must be >= 1, num_groups dividing num_channels, and eps {} >= 0",
+         num_groups, num_channels, eps);
+  if (affine) {
+    weight_ = register_parameter("weight", init::ones(Shape{num_channels}, engine));
+    bias_ = register_parameter("bias", init::zeros(Shape{num_channels}, engine));
+  }
+}
+
+Matrix GroupNorm::forward(const Matrix& x) {
+  if (x.rank() >= 2 && x.dim(1) != num_channels_)
+    fail(ErrorKind::InvalidArgument, "oa::ml::nn::GroupNorm: x {} must have num_channels = {} channels (axis 1)", x.shape(), num_channels_);
+  return group_norm(x, num_groups_, weight_.value(), bias_.value(), eps_);
+}
+
+InstanceNorm2d::InstanceNorm2d(std::int64_t num_features, double eps, bool affine, std::optional<Engine> engine)
+    : num_features_(num_features), eps_(eps) {
+  if (num_features < 1 || !(eps >= 0))
+    fail(ErrorKind::InvalidArgument, "oa::ml::nn::InstanceNorm2d: num_features {} must be >= 1 and eps {} >= 0", num_features, eps);
+  if (affine) {
+    weight_ = register_parameter("weight", init::ones(Shape{num_features}, engine));
+    bias_ = register_parameter("bias", init::zeros(Shape{num_features}, engine));
+  }
+}
+
+Matrix InstanceNorm2d::forward(const Matrix& x) {
+  if (x.rank() != 4 || x.dim(1) != num_features_)
+    fail(ErrorKind::InvalidArgument, "oa::ml::nn::InstanceNorm2d: x {} must be [N, {}, H, W]", x.shape(), num_features_);
+  return group_norm(x, num_features_, weight_.value(), bias_.value(), eps_);
+}
+
+BatchNormBase::BatchNormBase(const char* type, std::int64_t num_features, double eps, double momentum, bool affine,
+                             std::optional<Engine> engine)
+    : type_(type), eps_(eps), momentum_(momentum) {
   if (num_features < 1 || !(eps >= 0) || !(momentum >= 0 && momentum <= 1))
-    fail(ErrorKind::InvalidArgument, "oa::ml::nn::BatchNorm2d: num_features {} must be >= 1, eps {} >= 0 and momentum {} in [0, 1]",
+    fail(ErrorKind::InvalidArgument, "oa::ml::nn::{}: num_features {} must be >= 1, eps {} >= 0 and momentum {} in [0, 1]", type,
          num_features, eps, momentum);
   const Shape c{num_features};
   if (affine) {
@@ -41,8 +75,15 @@ BatchNorm2d::BatchNorm2d(std::int64_t num_features, double eps, double momentum,
   running_var_ = register_buffer("running_var", init::ones(c, engine));
 }
 
-Matrix BatchNorm2d::forward(const Matrix& x) {
+Matrix BatchNormBase::normalize(const Matrix& x) {
   return batch_norm_2d(x, weight_.value(), bias_.value(), running_mean_, running_var_, training(), momentum_, eps_);
+}
+
+Matrix BatchNorm1d::forward(const Matrix& x) {
+  if (x.rank() != 2 && x.rank() != 3)
+    fail(ErrorKind::InvalidArgument, "oa::ml::nn::BatchNorm1d: x {} must be [N, C] or [N, C, L]", x.shape());
+  const std::int64_t length = x.rank() == 3 ? x.dim(2) : 1;
+  return normalize(x.reshape({x.dim(0), x.dim(1), length, 1})).reshape(x.shape().to_vector());
 }
 
 }  // namespace oa::ml::nn

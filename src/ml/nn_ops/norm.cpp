@@ -1,4 +1,4 @@
-// layer_norm, rms_norm and batch_norm_2d, each declared once (matrix/op_def.hpp):
+// layer_norm, rms_norm, group_norm and batch_norm_2d, each declared once (matrix/op_def.hpp):
 // validation, forward and backward lowerings.
 #include <cmath>
 #include <limits>
@@ -32,21 +32,59 @@ std::shared_ptr<Storage> or_placeholder(const Matrix& m, const Matrix& fallback)
 
 // ── layer_norm ──────────────────────────────────────────────────────────────
 
-// The dx and dweight passes shared by layer_norm and rms_norm
-// (layer_norm_backward.comp, then column sums of dy * xhat): appends them to
-// `ds` and sets dx / dw where needed. mu: layer_norm's saved row statistic, or
-// null for rms_norm (no centring).
+// How the layer_norm kernels map a row's columns to weight and bias entries
+// (ml/nn/norm_channel.glsl): per column (layer_norm, rms_norm: groups = span =
+// 1), or for group_norm over x [N, C, S] viewed as rows [N * G, C / G * S],
+// per channel (groups = G, span = S).
+struct NormGrouping {
+  std::int64_t groups = 1, span = 1;
+  bool grouped() const { return groups != 1 || span != 1; }
+  // The kernels' GROUPED constant and their push constants G, S, row0.
+  void push(ComputeDispatch& d, const detail::RowChunk& r) const {
+    d.push.u32(static_cast<std::uint32_t>(groups)).u32(static_cast<std::uint32_t>(span)).u32(static_cast<std::uint32_t>(r.first));
+  }
+};
+
+// The forward pass of layer_norm, rms_norm (center false, no bias) and
+// group_norm (layer_norm.comp) over x's rows [R, D]: y, and per row mu (when
+// centring) and rstd.
+template <typename Attributes>
+void norm_forward(const OpCall<Attributes>& c, const Matrix& weight, const Matrix& bias, bool center, std::int64_t D,
+                  const NormGrouping& grouping, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+  const Matrix& x = c.inputs[0];
+  const std::int64_t R = x.numel() / D;
+  const Matrix* rstd = &out[center ? 2 : 1];
+  const auto rows = detail::lower_rows(c.engine, c.name, R, D, detail::RowLanes::PerColumn, [&](ComputeDispatch& d, const detail::RowChunk& r) {
+    d.kernel = kernels::ml_nn_layer_norm;
+    for (const bool b : {weight.defined(), bias.defined(), center, grouping.grouped()}) d.specialization.push_back(b);
+    d.bindings = {r.window(x.storage(), D, Access::Read),
+                  BufferBinding::read(or_placeholder(weight, x)),
+                  BufferBinding::read(or_placeholder(bias, x)),
+                  r.window(out[0].storage(), D, Access::Write),
+                  center ? r.window(out[1].storage(), 1, Access::Write) : BufferBinding::write(unused_output(c.engine)),
+                  r.window(rstd->storage(), 1, Access::Write)};
+    d.push.u32(static_cast<std::uint32_t>(r.count)).u32(static_cast<std::uint32_t>(D)).f32(static_cast<float>(c.attributes.eps));
+    grouping.push(d, r);
+  });
+  ds.insert(ds.end(), rows.begin(), rows.end());
+}
+
+// The dx and dweight passes shared by layer_norm, rms_norm and group_norm
+// (layer_norm_backward.comp over x's rows [R, D], then the channel sums of
+// dy * xhat): appends them to `ds` and sets dx / dw where needed. mu: the
+// saved row statistic, or null for rms_norm (no centring).
 void norm_gradients(const char* op, const Matrix& gy, const Matrix& x, const Matrix& weight, const Matrix* mu, const Matrix& rstd,
-                    bool need_x, bool need_w, Matrix& dx, Matrix& dw, std::vector<ComputeDispatch>& ds) {
+                    std::int64_t D, const NormGrouping& grouping, bool need_x, bool need_w, Matrix& dx, Matrix& dw,
+                    std::vector<ComputeDispatch>& ds) {
   if (!need_x && !need_w) return;
   const Engine& engine = x.engine();
-  const std::int64_t D = x.shape().dim(-1), R = x.numel() / D;
+  const std::int64_t R = x.numel() / D;
   if (need_x) dx = detail::allocate(engine, x.shape());
   const auto dyxhat = need_w ? engine.allocate(bytes_of(x.numel())) : unused_output(engine);
   const auto dxs = need_x ? dx.storage() : unused_output(engine);
   const auto rows = detail::lower_rows(engine, op, R, D, detail::RowLanes::PerColumn, [&](ComputeDispatch& d, const detail::RowChunk& c) {
     d.kernel = kernels::ml_nn_layer_norm_backward;
-    for (const bool b : {weight.defined(), need_x, need_w, mu != nullptr}) d.specialization.push_back(b);
+    for (const bool b : {weight.defined(), need_x, need_w, mu != nullptr, grouping.grouped()}) d.specialization.push_back(b);
     d.bindings = {c.window(x.storage(), D, Access::Read),
                   BufferBinding::read(or_placeholder(weight, x)),
                   c.window(gy.storage(), D, Access::Read),
@@ -55,12 +93,33 @@ void norm_gradients(const char* op, const Matrix& gy, const Matrix& x, const Mat
                   need_x ? c.window(dxs, D, Access::Write) : BufferBinding::write(dxs),
                   need_w ? c.window(dyxhat, D, Access::Write) : BufferBinding::write(dyxhat)};
     d.push.u32(static_cast<std::uint32_t>(c.count)).u32(static_cast<std::uint32_t>(D));
+    grouping.push(d, c);
   });
   ds.insert(ds.end(), rows.begin(), rows.end());
   if (need_w) {
-    dw = detail::allocate(engine, Shape{D});
-    detail::sum_channels(engine, dyxhat, R, D, 1, dw.storage(), ds);
+    const std::int64_t channels = grouping.groups * D / grouping.span;
+    dw = detail::allocate(engine, Shape{channels});
+    detail::sum_channels(engine, dyxhat, R / grouping.groups, channels, grouping.span, dw.storage(), ds);
   }
+}
+
+// The backward of layer_norm and group_norm (inputs x, weight, bias; outputs
+// y, mu, rstd over x's rows [R, D]): dx, dweight and dbias (each undefined
+// unless needed) as one backward op.
+template <typename Attributes>
+std::vector<Matrix> centred_norm_backward(const BackwardCall<Attributes>& c, std::int64_t D, const NormGrouping& grouping) {
+  const Matrix &gy = c.grad_outputs[0], &x = c.inputs[0], &weight = c.inputs[1], &mu = c.outputs[1], &rstd = c.outputs[2];
+  const Engine& engine = x.engine();
+  Matrix dx, dw, db;
+  std::vector<ComputeDispatch> ds;
+  norm_gradients(c.name, gy, x, weight, &mu, rstd, D, grouping, c.needs[0], c.needs[1], dx, dw, ds);
+  if (c.needs[2]) {
+    const std::int64_t channels = grouping.groups * D / grouping.span;
+    db = detail::allocate(engine, Shape{channels});
+    detail::sum_channels(engine, gy.storage(), x.numel() / D / grouping.groups, channels, grouping.span, db.storage(), ds);
+  }
+  c.record(ds, {&gy, &x, &mu, &rstd}, {&dx, &dw, &db});
+  return std::vector<Matrix>{dx, dw, db};
 }
 
 // The checks of layer_norm and rms_norm: x [..., D] with D > 0, its optional
@@ -90,36 +149,12 @@ const detail::Op<EpsAttributes> kLayerNorm{
      },
      .lower = {{DType::F32,
                 [](const OpCall<EpsAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
-                  const Matrix &x = c.inputs[0], &weight = c.inputs[1], &bias = c.inputs[2];
-                  const std::int64_t D = x.shape().dim(-1), R = x.numel() / D;
-                  const auto rows = detail::lower_rows(c.engine, c.name, R, D, detail::RowLanes::PerColumn, [&](ComputeDispatch& d, const detail::RowChunk& r) {
-                    d.kernel = kernels::ml_nn_layer_norm;
-                    for (const bool b : {weight.defined(), bias.defined()}) d.specialization.push_back(b);
-                    d.bindings = {r.window(x.storage(), D, Access::Read),      BufferBinding::read(or_placeholder(weight, x)),
-                                  BufferBinding::read(or_placeholder(bias, x)), r.window(out[0].storage(), D, Access::Write),
-                                  r.window(out[1].storage(), 1, Access::Write), r.window(out[2].storage(), 1, Access::Write)};
-                    d.push.u32(static_cast<std::uint32_t>(r.count)).u32(static_cast<std::uint32_t>(D)).f32(static_cast<float>(c.attributes.eps));
-                  });
-                  ds.insert(ds.end(), rows.begin(), rows.end());
+                  norm_forward(c, c.inputs[1], c.inputs[2], true, c.inputs[0].shape().dim(-1), {}, out, ds);
                 }}},
      .saves = [](const OpCall<EpsAttributes>&, const std::vector<bool>&) {
        return Saves{{true, true, false}, {false, true, true}};
      },
-     // dx, dweight, dbias (each undefined unless needed) as one backward op.
-     .backward = [](const BackwardCall<EpsAttributes>& c) {
-       const Matrix &gy = c.grad_outputs[0], &x = c.inputs[0], &weight = c.inputs[1], &mu = c.outputs[1], &rstd = c.outputs[2];
-       const Engine& engine = x.engine();
-       const std::int64_t D = x.shape().dim(-1), R = x.numel() / D;
-       Matrix dx, dw, db;
-       std::vector<ComputeDispatch> ds;
-       norm_gradients(c.name, gy, x, weight, &mu, rstd, c.needs[0], c.needs[1], dx, dw, ds);
-       if (c.needs[2]) {
-         db = detail::allocate(engine, Shape{D});
-         detail::sum_channels(engine, gy.storage(), R, D, 1, db.storage(), ds);
-       }
-       c.record(ds, {&gy, &x, &mu, &rstd}, {&dx, &dw, &db});
-       return std::vector<Matrix>{dx, dw, db};
-     }}};
+     .backward = [](const BackwardCall<EpsAttributes>& c) { return centred_norm_backward(c, c.inputs[0].shape().dim(-1), {}); }}};
 
 }  // namespace
 
@@ -144,17 +179,7 @@ const detail::Op<EpsAttributes> kRmsNorm{
      },
      .lower = {{DType::F32,
                 [](const OpCall<EpsAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
-                  const Matrix &x = c.inputs[0], &weight = c.inputs[1];
-                  const std::int64_t D = x.shape().dim(-1), R = x.numel() / D;
-                  const auto rows = detail::lower_rows(c.engine, c.name, R, D, detail::RowLanes::PerColumn, [&](ComputeDispatch& d, const detail::RowChunk& r) {
-                    d.kernel = kernels::ml_nn_layer_norm;
-                    for (const bool b : {weight.defined(), false, false}) d.specialization.push_back(b);  // no bias, no centring
-                    d.bindings = {r.window(x.storage(), D, Access::Read),          BufferBinding::read(or_placeholder(weight, x)),
-                                  BufferBinding::read(x.storage()),                r.window(out[0].storage(), D, Access::Write),
-                                  BufferBinding::write(unused_output(c.engine)),   r.window(out[1].storage(), 1, Access::Write)};
-                    d.push.u32(static_cast<std::uint32_t>(r.count)).u32(static_cast<std::uint32_t>(D)).f32(static_cast<float>(c.attributes.eps));
-                  });
-                  ds.insert(ds.end(), rows.begin(), rows.end());
+                  norm_forward(c, c.inputs[1], Matrix(), false, c.inputs[0].shape().dim(-1), {}, out, ds);
                 }}},
      .saves = [](const OpCall<EpsAttributes>&, const std::vector<bool>&) {
        return Saves{{true, true}, {false, true}};
@@ -163,7 +188,7 @@ const detail::Op<EpsAttributes> kRmsNorm{
        const Matrix &gy = c.grad_outputs[0], &x = c.inputs[0], &weight = c.inputs[1], &rstd = c.outputs[1];
        Matrix dx, dw;
        std::vector<ComputeDispatch> ds;
-       norm_gradients(c.name, gy, x, weight, nullptr, rstd, c.needs[0], c.needs[1], dx, dw, ds);
+       norm_gradients(c.name, gy, x, weight, nullptr, rstd, x.shape().dim(-1), {}, c.needs[0], c.needs[1], dx, dw, ds);
        c.record(ds, {&gy, &x, &rstd}, {&dx, &dw});
        return std::vector<Matrix>{dx, dw};
      }}};
@@ -172,6 +197,68 @@ const detail::Op<EpsAttributes> kRmsNorm{
 
 Matrix rms_norm(const Matrix& x, const Matrix& weight, std::optional<double> eps) {
   return detail::apply(kRmsNorm, {x, weight}, {eps.value_or(std::numeric_limits<float>::epsilon())})[0];
+}
+
+// ── group_norm ──────────────────────────────────────────────────────────────
+
+namespace {
+
+struct GroupNormAttributes {
+  std::int64_t num_groups = 1;
+  double eps = 0;
+  static constexpr auto fields = std::tuple{detail::field("num_groups", &GroupNormAttributes::num_groups),
+                                            detail::field("eps", &GroupNormAttributes::eps)};
+};
+
+// x [N, C, *] as rows [N * G, C / G * S] (S: the product of the trailing
+// extents), weight and bias per channel.
+struct GroupNormView {
+  std::int64_t D;
+  NormGrouping grouping;
+};
+GroupNormView group_norm_view(const Matrix& x, std::int64_t num_groups) {
+  const std::int64_t C = x.shape()[1], S = x.numel() / (x.shape()[0] * C);
+  return {C / num_groups * S, {num_groups, S}};
+}
+
+// layer_norm's kernels over the rows of the group view, the affine step per
+// channel (GROUPED): outputs y and the auxiliary per-row statistics mu and
+// rstd [N * G] that the backward reads.
+const detail::Op<GroupNormAttributes> kGroupNorm{
+    {.name = "oa::ml::group_norm",
+     .inputs = {"x", {"weight", true}, {"bias", true}},
+     .infer = [](const OpCall<GroupNormAttributes>& c) {
+       const Matrix& x = c.inputs[0];
+       const Shape& s = x.shape();
+       const std::int64_t G = c.attributes.num_groups;
+       if (s.rank() < 2 || s.numel() == 0)
+         fail(ErrorKind::InvalidArgument, "{}: x must be [N, C, *] with nonzero extents; found {}", c.name, s);
+       if (G < 1 || s[1] % G != 0)
+         fail(ErrorKind::InvalidArgument, "{}: num_groups = {} must be >= 1 and divide the channels C = {} of x {}", c.name, G, s[1], s);
+       for (std::size_t i = 1; i < c.inputs.size(); ++i)
+         if (c.inputs[i].defined()) require_vector(c.inputs[i], s[1], x, c.name, i == 1 ? "weight" : "bias");
+       require_range(c.attributes.eps, 0.0, HUGE_VAL, x, c.name, "eps");
+       detail::shader_u32(x.numel(), "element count of x", c.name);
+       const Shape stats{s[0] * G};
+       return std::vector<OutputSpec>{{s}, {stats, DType::F32, true}, {stats, DType::F32, true}};
+     },
+     .lower = {{DType::F32,
+                [](const OpCall<GroupNormAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+                  const GroupNormView v = group_norm_view(c.inputs[0], c.attributes.num_groups);
+                  norm_forward(c, c.inputs[1], c.inputs[2], true, v.D, v.grouping, out, ds);
+                }}},
+     .saves = [](const OpCall<GroupNormAttributes>&, const std::vector<bool>&) {
+       return Saves{{true, true, false}, {false, true, true}};
+     },
+     .backward = [](const BackwardCall<GroupNormAttributes>& c) {
+       const GroupNormView v = group_norm_view(c.inputs[0], c.attributes.num_groups);
+       return centred_norm_backward(c, v.D, v.grouping);
+     }}};
+
+}  // namespace
+
+Matrix group_norm(const Matrix& x, std::int64_t num_groups, const Matrix& weight, const Matrix& bias, double eps) {
+  return detail::apply(kGroupNorm, {x, weight, bias}, {num_groups, eps})[0];
 }
 
 // ── batch_norm_2d ───────────────────────────────────────────────────────────

@@ -32,11 +32,28 @@ namespace oa::ml::nn {
 // divisible by num_heads, or dropout outside [0, 1); forward throws
 // InvalidArgument naming "oa::ml::nn::MultiHeadAttention" for x not
 // [B, S, embed_dim].
+//
+// forward(query, key, value, key_padding_mask, attn_mask) is
+// torch.nn.MultiheadAttention's forward with batch_first = True (returning
+// the output only): query [B, Sq, D], key and value [B, Sk, D], projected by
+// the q, k and v rows of `qkv` (so forward(x, x, x) equals forward(x)).
+// key_padding_mask [B, Sk] (optional): Bool, true = that key is ignored (a
+// -inf score), or F32 added to the scores. attn_mask (optional): [Sq, Sk] or
+// [B * H, Sq, Sk] (head h of batch b at row b * H + h), Bool, true = not
+// allowed to attend, or F32 added to the scores. Both masks, `causal` and
+// dropout combine. A query that may attend to no key gets a zero output (the
+// softmax convention of oa/ml/attention.hpp; PyTorch gives NaN there).
+// forward_inputs takes {x} or {query, key, value[, key_padding_mask[,
+// attn_mask]]}. Throws InvalidArgument naming the module, the argument and
+// the shapes for other shapes or dtypes.
 class MultiHeadAttention : public Module {
  public:
   MultiHeadAttention(std::int64_t embed_dim, std::int64_t num_heads, Generator& generator, bool causal = false,
                      double dropout = 0.0, std::optional<Engine> engine = {});
   Matrix forward(const Matrix& x) override;
+  Matrix forward(const Matrix& query, const Matrix& key, const Matrix& value, const Matrix& key_padding_mask = Matrix(),
+                 const Matrix& attn_mask = Matrix());
+  Matrix forward_inputs(std::span<const Matrix> inputs) override;
   std::string type_name() const override { return "MultiHeadAttention"; }
   const std::shared_ptr<Linear>& qkv() const { return qkv_; }
   const std::shared_ptr<Linear>& proj() const { return proj_; }
@@ -49,6 +66,10 @@ class MultiHeadAttention : public Module {
   bool causal_;
   double dropout_;
   Generator masks_;
+  // Attention of the heads q [B, H, Sq, Dh], k and v [B, H, Sk, Dh] with an
+  // optional additive mask broadcasting to [B, H, Sq, Sk]; returns [B * Sq, D].
+  Matrix attend(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& mask);
+
   std::shared_ptr<Linear> qkv_, proj_;
   Matrix causal_mask_;  // [S, S] additive mask for the materialised path, rebuilt when S changes
 };

@@ -30,8 +30,11 @@
 // Errors: oa::Error(InvalidArgument) naming the module type and the entry for an
 // empty name, a name containing '.', a name already used by a parameter,
 // buffer or child of the same module, an undefined value or child.
+#include <array>
+#include <concepts>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -55,6 +58,20 @@ class Module {
   // The layer's computation. Each subclass documents its shapes.
   virtual Matrix forward(const Matrix& input) = 0;
   Matrix operator()(const Matrix& input) { return forward(input); }
+
+  // The computation of a module with several inputs (attention's query, key,
+  // value and masks; an undefined Matrix stands for an optional input left
+  // out), in the order the subclass documents. The default takes exactly one
+  // input and calls forward(input); otherwise it throws InvalidArgument
+  // naming the module type and the input count.
+  virtual Matrix forward_inputs(std::span<const Matrix> inputs);
+  // module(a, b, ...): forward_inputs({a, b, ...}).
+  template <typename... Rest>
+    requires(sizeof...(Rest) >= 1 && (std::convertible_to<const Rest&, const Matrix&> && ...))
+  Matrix operator()(const Matrix& first, const Rest&... rest) {
+    const std::array<Matrix, 1 + sizeof...(Rest)> inputs{first, rest...};
+    return forward_inputs(inputs);
+  }
 
   // The type's name, as PyTorch prints it ("Linear", "Conv2d", ...).
   virtual std::string type_name() const = 0;

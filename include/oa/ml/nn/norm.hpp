@@ -1,6 +1,7 @@
 #pragma once
 // Normalisation modules (torch.nn.LayerNorm and torch.nn.RMSNorm over the
-// last axis, torch.nn.BatchNorm2d) over oa::ml::layer_norm, rms_norm and
+// last axis, torch.nn.GroupNorm, torch.nn.InstanceNorm2d, torch.nn.BatchNorm1d
+// and torch.nn.BatchNorm2d) over oa::ml::layer_norm, rms_norm, group_norm and
 // batch_norm_2d (oa/ml/norm.hpp). Affine parameters start at weight 1 and bias 0, as in
 // PyTorch.
 #include <cstdint>
@@ -45,28 +46,93 @@ class RMSNorm : public Module {
   Parameter weight_;
 };
 
-// Normalises each channel of x [N, C, H, W]: with the batch statistics in
-// training mode (updating the running statistics in place), with the running
-// statistics in eval mode. Parameters `weight` [C] and `bias` [C] when affine;
-// buffers `running_mean` [C] (zeros) and `running_var` [C] (ones).
-// PyTorch's `num_batches_tracked` counter is not kept (it only matters for
-// momentum = None, a cumulative average, which is not offered). Throws
-// InvalidArgument for num_features below 1, eps below 0 or momentum outside [0, 1].
-class BatchNorm2d : public Module {
+// Normalises x [N, C, *] over each (sample, group of num_channels /
+// num_groups channels), oa::ml::group_norm. Parameters `weight` [C] and
+// `bias` [C] when affine. Throws InvalidArgument for num_groups or
+// num_channels below 1, num_groups not dividing num_channels, or eps below 0;
+// forward throws what group_norm throws (x's C must equal num_channels).
+class GroupNorm : public Module {
  public:
-  explicit BatchNorm2d(std::int64_t num_features, double eps = 1e-5, double momentum = 0.1, bool affine = true,
-                       std::optional<Engine> engine = {});
+  GroupNorm(std::int64_t num_groups, std::int64_t num_channels, double eps = 1e-5, bool affine = true,
+            std::optional<Engine> engine = {});
   Matrix forward(const Matrix& x) override;
-  std::string type_name() const override { return "BatchNorm2d"; }
+  std::string type_name() const override { return "GroupNorm"; }
+  const Parameter& weight() const { return weight_; }  // undefined without affine
+  const Parameter& bias() const { return bias_; }
+  std::int64_t num_groups() const { return num_groups_; }
+
+ private:
+  std::int64_t num_groups_, num_channels_;
+  double eps_;
+  Parameter weight_, bias_;
+};
+
+// Normalises each (sample, channel) plane of x [N, C, H, W] over its H * W
+// values (group_norm with one group per channel). As PyTorch's defaults:
+// affine off (with it, `weight` [C] and `bias` [C]), and no running
+// statistics (track_running_stats = false is the only mode offered), so
+// training and eval behave alike. Throws InvalidArgument for num_features
+// below 1 or eps below 0; forward for x not [N, num_features, H, W].
+class InstanceNorm2d : public Module {
+ public:
+  explicit InstanceNorm2d(std::int64_t num_features, double eps = 1e-5, bool affine = false, std::optional<Engine> engine = {});
+  Matrix forward(const Matrix& x) override;
+  std::string type_name() const override { return "InstanceNorm2d"; }
+  const Parameter& weight() const { return weight_; }  // undefined without affine
+  const Parameter& bias() const { return bias_; }
+
+ private:
+  std::int64_t num_features_;
+  double eps_;
+  Parameter weight_, bias_;
+};
+
+// What BatchNorm1d and BatchNorm2d share (PyTorch's _BatchNorm): parameters
+// `weight` [C] and `bias` [C] when affine; buffers `running_mean` [C] (zeros)
+// and `running_var` [C] (ones). In training mode the batch statistics
+// normalise (and update the running statistics in place), in eval mode the
+// running statistics. PyTorch's `num_batches_tracked` counter is not kept (it
+// only matters for momentum = None, a cumulative average, which is not
+// offered). Throws InvalidArgument, naming the module, for num_features below
+// 1, eps below 0 or momentum outside [0, 1].
+class BatchNormBase : public Module {
+ public:
+  std::string type_name() const override { return type_; }  // "BatchNorm1d" or "BatchNorm2d"
   const Parameter& weight() const { return weight_; }  // undefined without affine
   const Parameter& bias() const { return bias_; }
   const Matrix& running_mean() const { return running_mean_; }
   const Matrix& running_var() const { return running_var_; }
 
+ protected:
+  BatchNormBase(const char* type, std::int64_t num_features, double eps, double momentum, bool affine, std::optional<Engine> engine);
+  // oa::ml::batch_norm_2d of x [N, C, H, W] with this module's state and mode.
+  Matrix normalize(const Matrix& x);
+
  private:
+  std::string type_;
   double eps_, momentum_;
   Parameter weight_, bias_;
   Matrix running_mean_, running_var_;
+};
+
+// Normalises each channel of x [N, C] or [N, C, L] over its N (* L) values
+// (batch_norm_2d of the view [N, C, L, 1]). Forward throws InvalidArgument
+// naming "oa::ml::nn::BatchNorm1d" for x of another rank.
+class BatchNorm1d : public BatchNormBase {
+ public:
+  explicit BatchNorm1d(std::int64_t num_features, double eps = 1e-5, double momentum = 0.1, bool affine = true,
+                       std::optional<Engine> engine = {})
+      : BatchNormBase("BatchNorm1d", num_features, eps, momentum, affine, engine) {}
+  Matrix forward(const Matrix& x) override;
+};
+
+// Normalises each channel of x [N, C, H, W] over its N * H * W values.
+class BatchNorm2d : public BatchNormBase {
+ public:
+  explicit BatchNorm2d(std::int64_t num_features, double eps = 1e-5, double momentum = 0.1, bool affine = true,
+                       std::optional<Engine> engine = {})
+      : BatchNormBase("BatchNorm2d", num_features, eps, momentum, affine, engine) {}
+  Matrix forward(const Matrix& x) override { return normalize(x); }
 };
 
 }  // namespace oa::ml::nn
