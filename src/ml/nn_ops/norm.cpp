@@ -54,7 +54,7 @@ void norm_gradients(const char* op, const Matrix& gy, const Matrix& x, const Mat
                   c.window(rstd.storage(), 1, Access::Read),
                   need_x ? c.window(dxs, D, Access::Write) : BufferBinding::write(dxs),
                   need_w ? c.window(dyxhat, D, Access::Write) : BufferBinding::write(dyxhat)};
-    d.push.u32(static_cast<std::uint32_t>(c.count)).u32(static_cast<std::uint32_t>(D));
+    d.push.set(push::ml_nn_layer_norm_backward{.R = static_cast<std::uint32_t>(c.count), .D = static_cast<std::uint32_t>(D)});
   });
   ds.insert(ds.end(), rows.begin(), rows.end());
   if (need_w) {
@@ -98,7 +98,9 @@ const detail::Op<EpsAttributes> kLayerNorm{
                     d.bindings = {r.window(x.storage(), D, Access::Read),      BufferBinding::read(or_placeholder(weight, x)),
                                   BufferBinding::read(or_placeholder(bias, x)), r.window(out[0].storage(), D, Access::Write),
                                   r.window(out[1].storage(), 1, Access::Write), r.window(out[2].storage(), 1, Access::Write)};
-                    d.push.u32(static_cast<std::uint32_t>(r.count)).u32(static_cast<std::uint32_t>(D)).f32(static_cast<float>(c.attributes.eps));
+                    d.push.set(push::ml_nn_layer_norm{.R = static_cast<std::uint32_t>(r.count),
+                                                      .D = static_cast<std::uint32_t>(D),
+                                                      .eps = static_cast<float>(c.attributes.eps)});
                   });
                   ds.insert(ds.end(), rows.begin(), rows.end());
                 }}},
@@ -152,7 +154,9 @@ const detail::Op<EpsAttributes> kRmsNorm{
                     d.bindings = {r.window(x.storage(), D, Access::Read),          BufferBinding::read(or_placeholder(weight, x)),
                                   BufferBinding::read(x.storage()),                r.window(out[0].storage(), D, Access::Write),
                                   BufferBinding::write(unused_output(c.engine)),   r.window(out[1].storage(), 1, Access::Write)};
-                    d.push.u32(static_cast<std::uint32_t>(r.count)).u32(static_cast<std::uint32_t>(D)).f32(static_cast<float>(c.attributes.eps));
+                    d.push.set(push::ml_nn_layer_norm{.R = static_cast<std::uint32_t>(r.count),
+                                                      .D = static_cast<std::uint32_t>(D),
+                                                      .eps = static_cast<float>(c.attributes.eps)});
                   });
                   ds.insert(ds.end(), rows.begin(), rows.end());
                 }}},
@@ -203,8 +207,10 @@ ComputeDispatch batch_norm_pass(BatchNormMode mode, bool training, const BatchNo
                 BufferBinding::read(sdy ? sdy : x.storage()),
                 BufferBinding::read(sdyxhat ? sdyxhat : x.storage()),
                 BufferBinding::write(out)};
-  d.push.u32(static_cast<std::uint32_t>(n)).u32(static_cast<std::uint32_t>(g.C)).u32(static_cast<std::uint32_t>(g.S));
-  d.push.f32(static_cast<float>(1.0 / static_cast<double>(g.count())));
+  d.push.set(push::ml_nn_batch_norm{.n = static_cast<std::uint32_t>(n),
+                                    .C = static_cast<std::uint32_t>(g.C),
+                                    .S = static_cast<std::uint32_t>(g.S),
+                                    .inv_m = static_cast<float>(1.0 / static_cast<double>(g.count()))});
   d.groups = {detail::groups_for(n, 1024), 1, 1};
   return d;
 }
@@ -220,8 +226,10 @@ void batch_norm_moments(std::uint32_t pass, const BatchNormGeometry& g, const Ma
   d.kernel = kernels::ml_nn_batch_norm_moments;
   d.specialization = {pass};
   d.bindings = {BufferBinding::read(x.storage()), BufferBinding::read(s1 ? s1 : x.storage()), BufferBinding::write(part)};
-  d.push.u32(static_cast<std::uint32_t>(g.C)).u32(static_cast<std::uint32_t>(g.S)).u32(static_cast<std::uint32_t>(g.count()));
-  d.push.f32(static_cast<float>(1.0 / static_cast<double>(g.count())));
+  d.push.set(push::ml_nn_batch_norm_moments{.C = static_cast<std::uint32_t>(g.C),
+                                            .S = static_cast<std::uint32_t>(g.S),
+                                            .M = static_cast<std::uint32_t>(g.count()),
+                                            .inv_m = static_cast<float>(1.0 / static_cast<double>(g.count()))});
   d.groups = {static_cast<std::uint64_t>(blocks), static_cast<std::uint64_t>(g.C), 1};
   ds.push_back(std::move(d));
   detail::reduce_rows(engine, part, g.C, blocks, detail::RowReduction::Sum, 1.0f, out, ds);
@@ -287,10 +295,12 @@ const detail::Op<BatchNormAttributes> kBatchNorm{
                                 BufferBinding{running_var.storage(), stats_access},
                                 BufferBinding::write(stat.storage()),
                                 BufferBinding::read(x.storage())};
-                  d.push.u32(static_cast<std::uint32_t>(g.C)).u32(static_cast<std::uint32_t>(g.S)).f32(static_cast<float>(1.0 / count));
-                  d.push.f32(static_cast<float>(count > 1 ? count / (count - 1) : 1.0))
-                      .f32(static_cast<float>(c.attributes.eps))
-                      .f32(static_cast<float>(c.attributes.momentum));
+                  d.push.set(push::ml_nn_batch_norm_stats{.C = static_cast<std::uint32_t>(g.C),
+                                                          .S = static_cast<std::uint32_t>(g.S),
+                                                          .inv_m = static_cast<float>(1.0 / count),
+                                                          .unbias = static_cast<float>(count > 1 ? count / (count - 1) : 1.0),
+                                                          .eps = static_cast<float>(c.attributes.eps),
+                                                          .momentum = static_cast<float>(c.attributes.momentum)});
                   d.groups = {detail::groups_for(g.C, 64), 1, 1};
                   ds.push_back(std::move(d));
                   ds.push_back(batch_norm_pass(Normalize, training, g, x, c.inputs[1], c.inputs[2], nullptr, stat.storage(), nullptr,

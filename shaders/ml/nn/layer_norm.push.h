@@ -1,0 +1,5 @@
+OA_PUSH(ml_nn_layer_norm)
+  OA_FIELD(uint, R)
+  OA_FIELD(uint, D)
+  OA_FIELD(float, eps)
+OA_PUSH_END
