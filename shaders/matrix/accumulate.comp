@@ -6,7 +6,7 @@
 layout(local_size_x = 256) in;
 layout(std430, binding = 0) buffer Y { float y[]; };
 layout(std430, binding = 1) readonly buffer X { float x[]; };
-OA_PUSH_BEGIN uint n; OA_PUSH_END
+#include "matrix/accumulate.push.h"
 
 void main() {
   uint i0 = OA_GROUP_ID.x * 1024u + gl_LocalInvocationID.x;

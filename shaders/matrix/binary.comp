@@ -13,7 +13,7 @@ layout(constant_id = 1) const uint MODE = 0;
 layout(std430, binding = 0) readonly buffer A { float a[]; };
 layout(std430, binding = 1) readonly buffer B { float b[]; };
 layout(std430, binding = 2) writeonly buffer Z { float z[]; };
-OA_PUSH_BEGIN uint n; uint base; uint channels; uint inner; OA_PUSH_END
+#include "matrix/binary.push.h"
 
 float op(float u, float v) {
   switch (OP) {

@@ -18,7 +18,7 @@ layout(std430, binding = 0) readonly buffer GY { float gy[]; };
 layout(std430, binding = 1) readonly buffer A { float a[]; };
 layout(std430, binding = 2) readonly buffer B { float b[]; };
 layout(std430, binding = 3) writeonly buffer G { float g_out[]; };
-OA_PUSH_BEGIN uint n; uint base; uint channels; uint inner; OA_PUSH_END
+#include "matrix/binary.push.h"
 
 // 1 when this operand is the one selected, 1/2 on a tie, else 0.
 float pick(bool wins, bool tie) { return wins ? 1.0 : (tie ? 0.5 : 0.0); }

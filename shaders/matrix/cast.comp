@@ -16,7 +16,7 @@ layout(constant_id = 0) const uint FROM = 0;
 layout(constant_id = 1) const uint TO = 1;
 layout(std430, binding = 0) readonly buffer In { uint src[]; };
 layout(std430, binding = 1) writeonly buffer Out { uint dst[]; };
-OA_PUSH_BEGIN uint n; OA_PUSH_END
+#include "matrix/cast.push.h"
 
 uint widen(uint h) { return FROM == 1u ? oa_f32_from_f16(h) : oa_f32_from_bf16(h); }
 uint narrow(uint x) { return TO == 1u ? oa_f16_from_f32(x) : oa_bf16_from_f32(x); }

@@ -16,7 +16,7 @@ layout(constant_id = 2) const uint SCALAR = 0;
 layout(std430, binding = 0) readonly buffer A { uint a[]; };
 layout(std430, binding = 1) readonly buffer B { uint b[]; };
 layout(std430, binding = 2) writeonly buffer Out { uint words[]; };
-OA_PUSH_BEGIN uint n; float value; OA_PUSH_END
+#include "matrix/compare.push.h"
 
 bool is_nan(uint bits) { return (bits & 0x7fffffffu) > 0x7f800000u; }
 

@@ -9,7 +9,7 @@
 layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer In { float src[]; };
 layout(std430, binding = 1) writeonly buffer Out { float dst[]; };
-OA_PUSH_BEGIN uint n; uint cols; uint src_stride; uint src_offset; uint dst_stride; uint dst_offset; OA_PUSH_END
+#include "matrix/copy_block.push.h"
 
 void main() {
   const uint i0 = OA_GROUP_ID.x * 1024u + gl_LocalInvocationID.x;

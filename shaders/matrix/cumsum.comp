@@ -10,7 +10,7 @@ layout(local_size_x = 256) in;
 layout(constant_id = 0) const bool REVERSE = false;
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) writeonly buffer Y { float y[]; };
-OA_PUSH_BEGIN uint lines; uint L; uint inner; OA_PUSH_END
+#include "matrix/cumsum.push.h"
 
 void main() {
   const uint line = OA_GROUP_ID.x * 256u + gl_LocalInvocationID.x;

@@ -8,7 +8,7 @@
 layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer V { float v[]; };
 layout(std430, binding = 1) writeonly buffer Out { float y[]; };
-OA_PUSH_BEGIN uint n; uint base; uint channels; uint inner; float scale; OA_PUSH_END
+#include "matrix/expand.push.h"
 
 void main() {
   uint i0 = OA_GROUP_ID.x * 1024u + gl_LocalInvocationID.x;

@@ -92,12 +92,7 @@ layout(std430, binding = 3) readonly buffer Bias { float bias[]; };
 #define OA_BIAS(i) bias[i]
 #endif
 
-OA_PUSH_BEGIN
-  uint M; uint N; uint K; uint splits; uint kchunk;
-  uint a_off; uint a_stride; uint b_off; uint b_stride;
-  uint c_off; uint c_stride; uint c_split_stride; uint bias_off;
-  float alpha; float beta; uint has_bias;
-OA_PUSH_END
+#include "matrix/gemm.push.h"
 
 shared vec4 As[BK * SA / 4u];
 shared vec4 Bs[BK * SB / 4u];

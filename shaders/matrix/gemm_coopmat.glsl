@@ -64,12 +64,7 @@ layout(std430, binding = 1) readonly buffer B4 { uvec4 b4[]; };
 layout(std430, binding = 2) buffer C1 { float c1[]; };
 layout(std430, binding = 3) readonly buffer Bias { float bias[]; };
 
-OA_PUSH_BEGIN
-  uint M; uint N; uint K; uint splits; uint kchunk;
-  uint a_off; uint a_stride; uint b_off; uint b_stride;
-  uint c_off; uint c_stride; uint c_split_stride; uint bias_off;
-  float alpha; float beta; uint has_bias;
-OA_PUSH_END
+#include "matrix/gemm.push.h"
 
 shared uvec4 As[2u * A_WORDS];
 shared uvec4 Bs[2u * B_WORDS];

@@ -31,10 +31,7 @@ layout(std430, binding = 2) readonly buffer Bias { float bias[]; };
 #define OA_SET_C(i, v) c[i] = v
 #define OA_BIAS(i) bias[i]
 #endif
-OA_PUSH_BEGIN
-  uint count; uint MN; uint N; uint splits; uint w_off;
-  uint c_off; uint c_stride; uint bias_off; float alpha; float beta; uint has_bias;
-OA_PUSH_END
+#include "matrix/gemm_epilogue.push.h"
 
 void main() {
   const uint e0 = OA_GROUP_ID.x * 1024u + gl_LocalInvocationID.x;

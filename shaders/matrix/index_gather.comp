@@ -13,7 +13,7 @@ layout(constant_id = 0) const uint MODE = 0;
 layout(std430, binding = 0) readonly buffer X { uint x[]; };
 layout(std430, binding = 1) readonly buffer Index { int index[]; };
 layout(std430, binding = 2) writeonly buffer Out { uint y[]; };
-OA_PUSH_BEGIN uint n; uint K; uint N; uint inner; OA_PUSH_END
+#include "matrix/index_gather.push.h"
 
 void main() {
   const uint i0 = OA_GROUP_ID.x * 1024u + gl_LocalInvocationID.x;

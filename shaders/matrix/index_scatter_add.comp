@@ -18,7 +18,7 @@ layout(std430, binding = 0) readonly buffer Base { float base[]; };
 layout(std430, binding = 1) readonly buffer Index { int index[]; };
 layout(std430, binding = 2) readonly buffer Values { float values[]; };
 layout(std430, binding = 3) writeonly buffer Out { float y[]; };
-OA_PUSH_BEGIN uint n; uint K; uint N; uint inner; OA_PUSH_END
+#include "matrix/index_scatter_add.push.h"
 
 void main() {
   const uint i = OA_GROUP_ID.x * 256u + gl_LocalInvocationID.x;

@@ -13,7 +13,7 @@ layout(constant_id = 0) const uint MODE = 0;
 layout(std430, binding = 0) readonly buffer A { float a[]; };
 layout(std430, binding = 1) readonly buffer R { float r[]; };
 layout(std430, binding = 2) buffer Out { float y[]; };
-OA_PUSH_BEGIN uint n; uint base; uint channels; uint inner; OA_PUSH_END
+#include "matrix/max_backward.push.h"
 
 void main() {
   uint i0 = OA_GROUP_ID.x * 1024u + gl_LocalInvocationID.x;

@@ -8,7 +8,7 @@
 layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer I { int indices[]; };
 layout(std430, binding = 1) writeonly buffer Y { float y[]; };
-OA_PUSH_BEGIN uint n; uint base; uint classes; OA_PUSH_END
+#include "matrix/one_hot.push.h"
 
 void main() {
   const uint i0 = OA_GROUP_ID.x * 1024u + gl_LocalInvocationID.x;

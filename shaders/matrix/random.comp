@@ -10,7 +10,7 @@
 layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint DIST = 0;
 layout(std430, binding = 0) writeonly buffer Out { float y[]; };
-OA_PUSH_BEGIN uint n; uint base; uint seed_lo; uint seed_hi; float a; float b; OA_PUSH_END
+#include "matrix/random.push.h"
 
 void main() {
   uint i = OA_GROUP_ID.x * 256u + gl_LocalInvocationID.x;

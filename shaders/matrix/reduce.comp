@@ -29,9 +29,7 @@ layout(constant_id = 4) const bool NEGATE = false;
 layout(constant_id = 5) const bool SQRT = false;
 layout(std430, binding = 0) readonly buffer In { uint x[]; };
 layout(std430, binding = 1) writeonly buffer Out { uint y[]; };
-OA_PUSH_BEGIN
-  uint nseg; uint r0; uint p0; uint L; uint P; uint chunk; uint in_off; uint out_off; float scale;
-OA_PUSH_END
+#include "matrix/reduce.push.h"
 
 const uint G = 256u / T;
 

@@ -10,7 +10,7 @@
 layout(local_size_x = 32, local_size_y = 8) in;
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) writeonly buffer Y { float y[]; };
-OA_PUSH_BEGIN uint R; uint C; uint x_off; uint y_off; OA_PUSH_END
+#include "matrix/reduce_cols.push.h"
 
 void main() {
   const uint lx = gl_LocalInvocationID.x, ly = gl_LocalInvocationID.y;

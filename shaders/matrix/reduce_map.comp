@@ -15,7 +15,7 @@ layout(constant_id = 0) const uint MODE = 0;
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) readonly buffer R { float r[]; };
 layout(std430, binding = 2) writeonly buffer Y { float y[]; };
-OA_PUSH_BEGIN uint n; uint base; uint channels; uint inner; OA_PUSH_END
+#include "matrix/reduce_map.push.h"
 
 float shift(float m) { return isinf(m) ? 0.0 : m; }
 

@@ -14,7 +14,7 @@ layout(std430, binding = 0) readonly buffer Cond { uint words[]; };
 layout(std430, binding = 1) readonly buffer A { float a[]; };
 layout(std430, binding = 2) readonly buffer B { float b[]; };
 layout(std430, binding = 3) writeonly buffer Out { float y[]; };
-OA_PUSH_BEGIN uint n; uint flags; float value; uint ext[8]; uint cstride[8]; OA_PUSH_END
+#include "matrix/select.push.h"
 
 void main() {
   const uint i0 = OA_GROUP_ID.x * 1024u + gl_LocalInvocationID.x;

@@ -11,7 +11,7 @@ layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint SCATTER = 0;
 layout(std430, binding = 0) readonly buffer In { uint src[]; };
 layout(std430, binding = 1) writeonly buffer Out { uint dst[]; };
-OA_PUSH_BEGIN uint n; uint base; uint ext[8]; uint stride[8]; OA_PUSH_END
+#include "matrix/strided_copy.push.h"
 
 void main() {
   const uint i0 = OA_GROUP_ID.x * 1024u + gl_LocalInvocationID.x;

@@ -16,7 +16,7 @@ layout(constant_id = 0) const uint LARGEST = 1;
 layout(std430, binding = 0) readonly buffer X { uint x[]; };
 layout(std430, binding = 1) writeonly buffer V { uint values[]; };
 layout(std430, binding = 2) writeonly buffer I { int indices[]; };
-OA_PUSH_BEGIN uint n; uint extent; uint inner; uint k; OA_PUSH_END
+#include "matrix/topk.push.h"
 
 bool is_nan(uint bits) { return (bits & 0x7fffffffu) > 0x7f800000u; }
 

@@ -10,7 +10,7 @@ layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint UPPER = 0;
 layout(std430, binding = 0) readonly buffer X { uint x[]; };
 layout(std430, binding = 1) writeonly buffer Y { uint y[]; };
-OA_PUSH_BEGIN uint n; uint base; uint rows; uint cols; int diagonal; OA_PUSH_END
+#include "matrix/triangle.push.h"
 
 void main() {
   const uint i0 = OA_GROUP_ID.x * 1024u + gl_LocalInvocationID.x;

@@ -10,7 +10,7 @@ layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint OP = 0;
 layout(std430, binding = 0) readonly buffer In { float x[]; };
 layout(std430, binding = 1) writeonly buffer Out { float y[]; };
-OA_PUSH_BEGIN uint n; float a; float b; OA_PUSH_END
+#include "matrix/unary.push.h"
 
 float f(float v) {
   switch (OP) {

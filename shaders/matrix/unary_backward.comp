@@ -15,7 +15,7 @@ layout(constant_id = 0) const uint OP = 0;
 layout(std430, binding = 0) readonly buffer GY { float gy[]; };
 layout(std430, binding = 1) readonly buffer S { float s[]; };
 layout(std430, binding = 2) writeonly buffer GX { float gx[]; };
-OA_PUSH_BEGIN uint n; float a; float b; OA_PUSH_END
+#include "matrix/unary.push.h"
 
 float df(float g, float v) {
   switch (OP) {

@@ -103,7 +103,7 @@ const detail::Op<detail::NoAttributes> kAccumulate{
                     d.kernel = kernels::matrix_accumulate;
                     d.bindings = {runtime::BufferBinding::read_write(y.storage(), off, bytes),
                                   runtime::BufferBinding::read(x.storage(), off, bytes)};
-                    d.push.u32(static_cast<std::uint32_t>(chunk.count));
+                    d.push.set(push::matrix_accumulate{.n = static_cast<std::uint32_t>(chunk.count)});
                     d.groups = {detail::groups_for(chunk.count, 1024), 1, 1};
                     ds.push_back(std::move(d));
                   }

@@ -29,7 +29,7 @@ void cast_dispatches(const Matrix& x, const Matrix& y, std::vector<ComputeDispat
     d.kernel = kernels::matrix_cast;
     d.specialization = {code(x.dtype()), code(y.dtype())};
     d.bindings = {BufferBinding::read(x.storage(), in_offset, in_bytes), BufferBinding::write(y.storage(), out_offset, out_bytes)};
-    d.push.u32(static_cast<std::uint32_t>(c.count));
+    d.push.set(push::matrix_cast{.n = static_cast<std::uint32_t>(c.count)});
     d.groups = {detail::groups_for((c.count + 1) / 2, 256), 1, 1};
     ds.push_back(std::move(d));
   }

@@ -70,12 +70,12 @@ void lower_block(const Engine& engine, std::int64_t rows, std::int64_t cols, Sid
     d.kernel = kernels::matrix_copy_block;
     d.bindings = {in.binding, to.binding};
     const std::int64_t n = n_rows * cols;
-    d.push.u32(detail::shader_u32(n, "elements per dispatch", op))
-        .u32(detail::shader_u32(cols, "block width", op))
-        .u32(detail::shader_u32(src.stride, "row stride", op))
-        .u32(in.offset)
-        .u32(detail::shader_u32(dst.stride, "row stride", op))
-        .u32(to.offset);
+    d.push.set(push::matrix_copy_block{.n = detail::shader_u32(n, "elements per dispatch", op),
+                                       .cols = detail::shader_u32(cols, "block width", op),
+                                       .src_stride = detail::shader_u32(src.stride, "row stride", op),
+                                       .src_offset = in.offset,
+                                       .dst_stride = detail::shader_u32(dst.stride, "row stride", op),
+                                       .dst_offset = to.offset});
     d.groups = {detail::groups_for(n, 1024), 1, 1};
     out.push_back(std::move(d));
   }

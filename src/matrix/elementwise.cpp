@@ -94,7 +94,7 @@ void unary_dispatches(std::string_view kernel, UnaryCode code, const Matrix& x, 
     d.bindings = {BufferBinding::read(x.storage(), off, bytes)};
     if (saved) d.bindings.push_back(BufferBinding::read(saved->storage(), off, bytes));
     d.bindings.push_back(BufferBinding::write(y.storage(), off, bytes));
-    d.push.u32(static_cast<std::uint32_t>(c.count)).f32(parameters.first).f32(parameters.second);
+    d.push.set(push::matrix_unary{.n = static_cast<std::uint32_t>(c.count), .a = parameters.first, .b = parameters.second});
     d.groups = {detail::groups_for(c.count, 1024), 1, 1};
     ds.push_back(std::move(d));
   }
@@ -215,10 +215,10 @@ void binary_dispatches(std::string_view kernel, std::initializer_list<std::uint3
     d.bindings.push_back(bind(a, bc.mode == 2));
     d.bindings.push_back(bind(b, bc.mode == 1));
     d.bindings.push_back(BufferBinding::write(out.storage(), off, bytes));
-    d.push.u32(static_cast<std::uint32_t>(c.count))
-        .u32(detail::shader_u32(c.begin, "element index", name))
-        .u32(detail::shader_u32(bc.channels, "broadcast extent", name))
-        .u32(detail::shader_u32(bc.inner, "broadcast stride", name));
+    d.push.set(push::matrix_binary{.n = static_cast<std::uint32_t>(c.count),
+                                   .base = detail::shader_u32(c.begin, "element index", name),
+                                   .channels = detail::shader_u32(bc.channels, "broadcast extent", name),
+                                   .inner = detail::shader_u32(bc.inner, "broadcast stride", name)});
     d.groups = {detail::groups_for(c.count, 1024), 1, 1};
     ds.push_back(std::move(d));
   }
@@ -363,7 +363,7 @@ detail::Lowering<CompareAttributes> compare_lowering(CompareCode code) {
       d.bindings = {BufferBinding::read(a.storage(), in_offset, in_bytes),
                     BufferBinding::read((b.defined() ? b : a).storage(), in_offset, in_bytes),
                     BufferBinding::write(out[0].storage(), out_offset, out_bytes)};
-      d.push.u32(static_cast<std::uint32_t>(chunk.count)).f32(c.attributes.value);
+      d.push.set(push::matrix_compare{.n = static_cast<std::uint32_t>(chunk.count), .value = c.attributes.value});
       d.groups = {detail::groups_for((chunk.count + 3) / 4, 256), 1, 1};
       ds.push_back(std::move(d));
     }

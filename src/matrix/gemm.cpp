@@ -84,8 +84,6 @@ void check_operand(const Engine& engine, const GemmProblem& p, const GemmOperand
                  o.offset, o.batch_stride, extent, o.matrix->numel(), o.matrix->shape());
 }
 
-std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
-
 // The dtype codes of matrix/gemm_half_io.glsl.
 std::uint32_t code(DType d) { return d == DType::F32 ? 0u : d == DType::F16 ? 1u : 2u; }
 
@@ -118,9 +116,17 @@ ComputeDispatch gemm_epilogue(const GemmProblem& p, std::int64_t q, std::uint32_
     d.specialization = {code(c_dtype), code(bias_dtype)};
   }
   d.bindings = {w.binding, c.binding, bias ? bias->binding : w.binding};
-  d.push.u32(u32(count)).u32(u32(p.m * p.n)).u32(u32(p.n)).u32(splits).u32(w.offset);
-  d.push.u32(c.offset).u32(u32(q > 1 ? p.c.batch_stride : 0)).u32(bias ? bias->offset : 0);
-  d.push.f32(p.alpha).f32(p.beta).u32(bias ? 1 : 0);
+  d.push.set(push::matrix_gemm_epilogue{.count = u32(count),
+                                        .MN = u32(p.m * p.n),
+                                        .N = u32(p.n),
+                                        .splits = splits,
+                                        .w_off = w.offset,
+                                        .c_off = c.offset,
+                                        .c_stride = u32(q > 1 ? p.c.batch_stride : 0),
+                                        .bias_off = bias ? bias->offset : 0,
+                                        .alpha = p.alpha,
+                                        .beta = p.beta,
+                                        .has_bias = bias ? 1u : 0u});
   d.groups = {groups_for(count, 1024), 1, 1};
   return d;
 }
@@ -139,13 +145,23 @@ void append_gemm_tiles(const Engine& engine, const GemmProblem& p, const GemmTil
   d.specialization = t.spec;
   d.bindings = {a.binding, b.binding, dst.binding, bias && !work ? bias->binding : a.binding};
   auto stride = [&](const GemmOperand& o) { return u32(q > 1 ? o.batch_stride : 0); };
-  d.push.u32(u32(p.m)).u32(u32(p.n)).u32(u32(p.k)).u32(u32(splits)).u32(u32(t.split.kchunk));
-  d.push.u32(a.offset).u32(stride(p.a)).u32(b.offset).u32(stride(p.b));
-  if (work) {
-    d.push.u32(0).u32(u32(c_ext)).u32(u32(q * c_ext)).u32(0).f32(1.0f).f32(0.0f).u32(0);
-  } else {
-    d.push.u32(c.offset).u32(stride(p.c)).u32(0).u32(bias ? bias->offset : 0).f32(p.alpha).f32(p.beta).u32(bias ? 1 : 0);
-  }
+  // Split-K partials go to `work` ([splits, q, m, n], plain products); the epilogue then applies alpha, beta and bias.
+  d.push.set(push::matrix_gemm{.M = u32(p.m),
+                               .N = u32(p.n),
+                               .K = u32(p.k),
+                               .splits = u32(splits),
+                               .kchunk = u32(t.split.kchunk),
+                               .a_off = a.offset,
+                               .a_stride = stride(p.a),
+                               .b_off = b.offset,
+                               .b_stride = stride(p.b),
+                               .c_off = work ? 0u : c.offset,
+                               .c_stride = work ? u32(c_ext) : stride(p.c),
+                               .c_split_stride = work ? u32(q * c_ext) : 0u,
+                               .bias_off = work || !bias ? 0u : bias->offset,
+                               .alpha = work ? 1.0f : p.alpha,
+                               .beta = work ? 0.0f : p.beta,
+                               .has_bias = !work && bias ? 1u : 0u});
   d.groups = {static_cast<std::uint64_t>(t.gx), static_cast<std::uint64_t>(t.gy), static_cast<std::uint64_t>(q * splits)};
   out.push_back(std::move(d));
   if (work) {

@@ -5,6 +5,7 @@
 #include "oa/matrix/indexing.hpp"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <vector>
 
@@ -71,10 +72,10 @@ void gather_dispatch(std::uint32_t mode, const Matrix& x, const Matrix& index, c
   d.kernel = kernels::matrix_index_gather;
   d.specialization = {mode};
   d.bindings = {BufferBinding::read(x.storage()), BufferBinding::read(index.storage()), BufferBinding::write(y.storage())};
-  d.push.u32(detail::shader_u32(y.numel(), "result elements", op))
-      .u32(detail::shader_u32(yv.extent, "index extent", op))
-      .u32(detail::shader_u32(xv.extent, "extent of x at dim", op))
-      .u32(detail::shader_u32(xv.inner, "inner extent", op));
+  d.push.set(push::matrix_index_gather{.n = detail::shader_u32(y.numel(), "result elements", op),
+                                       .K = detail::shader_u32(yv.extent, "index extent", op),
+                                       .N = detail::shader_u32(xv.extent, "extent of x at dim", op),
+                                       .inner = detail::shader_u32(xv.inner, "inner extent", op)});
   d.groups = {detail::groups_for(y.numel(), 1024), 1, 1};
   ds.push_back(std::move(d));
 }
@@ -89,10 +90,10 @@ void scatter_dispatch(std::uint32_t mode, const Matrix& base, const Matrix& inde
   d.specialization = {mode, base.defined() ? 1u : 0u};
   d.bindings = {BufferBinding::read((base.defined() ? base : values).storage()), BufferBinding::read(index.storage()),
                 BufferBinding::read(values.storage()), BufferBinding::write(y.storage())};
-  d.push.u32(detail::shader_u32(y.numel(), "result elements", op))
-      .u32(detail::shader_u32(vv.extent, "index extent", op))
-      .u32(detail::shader_u32(yv.extent, "extent of x at dim", op))
-      .u32(detail::shader_u32(yv.inner, "inner extent", op));
+  d.push.set(push::matrix_index_scatter_add{.n = detail::shader_u32(y.numel(), "result elements", op),
+                                            .K = detail::shader_u32(vv.extent, "index extent", op),
+                                            .N = detail::shader_u32(yv.extent, "extent of x at dim", op),
+                                            .inner = detail::shader_u32(yv.inner, "inner extent", op)});
   d.groups = {detail::groups_for(y.numel(), 256), 1, 1};
   ds.push_back(std::move(d));
 }
@@ -216,10 +217,10 @@ const Op<TopKAttributes> kTopKOp{
                   d.kernel = kernels::matrix_topk;
                   d.specialization = {c.attributes.largest ? 1u : 0u};
                   d.bindings = {BufferBinding::read(x.storage()), BufferBinding::write(out[0].storage()), BufferBinding::write(out[1].storage())};
-                  d.push.u32(static_cast<std::uint32_t>(x.numel()))
-                      .u32(static_cast<std::uint32_t>(v.extent))
-                      .u32(static_cast<std::uint32_t>(v.inner))
-                      .u32(static_cast<std::uint32_t>(c.attributes.k));
+                  d.push.set(push::matrix_topk{.n = static_cast<std::uint32_t>(x.numel()),
+                                               .extent = static_cast<std::uint32_t>(v.extent),
+                                               .inner = static_cast<std::uint32_t>(v.inner),
+                                               .k = static_cast<std::uint32_t>(c.attributes.k)});
                   d.groups = {detail::groups_for(x.numel(), 256), 1, 1};
                   ds.push_back(std::move(d));
                 }}},
@@ -277,7 +278,8 @@ void select_dispatch(const Matrix& cond, const Matrix& a, const Matrix& b, float
   const Shape& ys = y.shape();
   const Shape& cs = cond.shape();
   const std::size_t pad = Shape::kMaxRank - ys.rank(), cpad = ys.rank() - cs.rank();
-  std::vector<std::uint32_t> ext(Shape::kMaxRank, 1), stride(Shape::kMaxRank, 0);
+  std::array<std::uint32_t, Shape::kMaxRank> ext{}, stride{};
+  ext.fill(1);
   std::int64_t s = 1;
   for (std::size_t d = ys.rank(); d-- > 0;) {
     ext[pad + d] = detail::shader_u32(ys[d], "extent", op);
@@ -289,9 +291,11 @@ void select_dispatch(const Matrix& cond, const Matrix& a, const Matrix& b, float
   d.kernel = kernels::matrix_select;
   d.bindings = {BufferBinding::read(cond.storage()), BufferBinding::read((a.defined() ? a : some).storage()),
                 BufferBinding::read((b.defined() ? b : some).storage()), BufferBinding::write(y.storage())};
-  d.push.u32(detail::shader_u32(y.numel(), "result elements", op)).u32((a.defined() ? 0u : 1u) | (b.defined() ? 0u : 2u)).f32(value);
-  for (auto e : ext) d.push.u32(e);
-  for (auto e : stride) d.push.u32(e);
+  d.push.set(push::matrix_select{.n = detail::shader_u32(y.numel(), "result elements", op),
+                                 .flags = (a.defined() ? 0u : 1u) | (b.defined() ? 0u : 2u),
+                                 .value = value,
+                                 .ext = ext,
+                                 .cstride = stride});
   d.groups = {detail::groups_for(y.numel(), 1024), 1, 1};
   ds.push_back(std::move(d));
 }
@@ -365,11 +369,11 @@ void triangle_dispatches(bool upper, const Matrix& x, const Matrix& y, std::int6
     d.kernel = kernels::matrix_triangle;
     d.specialization = {upper ? 1u : 0u};
     d.bindings = {BufferBinding::read(x.storage(), off, bytes), BufferBinding::write(y.storage(), off, bytes)};
-    d.push.u32(static_cast<std::uint32_t>(c.count))
-        .u32(detail::shader_u32(c.begin, "element index", op))
-        .u32(static_cast<std::uint32_t>(rows))
-        .u32(static_cast<std::uint32_t>(cols))
-        .i32(diag);
+    d.push.set(push::matrix_triangle{.n = static_cast<std::uint32_t>(c.count),
+                                     .base = detail::shader_u32(c.begin, "element index", op),
+                                     .rows = static_cast<std::uint32_t>(rows),
+                                     .cols = static_cast<std::uint32_t>(cols),
+                                     .diagonal = diag});
     d.groups = {detail::groups_for(c.count, 1024), 1, 1};
     ds.push_back(std::move(d));
   }
@@ -437,9 +441,9 @@ const Op<OneHotAttributes> kOneHotOp{
                     ComputeDispatch d;
                     d.kernel = kernels::matrix_one_hot;
                     d.bindings = {BufferBinding::read(c.inputs[0].storage()), BufferBinding::write(y.storage(), off, bytes)};
-                    d.push.u32(static_cast<std::uint32_t>(chunk.count))
-                        .u32(static_cast<std::uint32_t>(chunk.begin))
-                        .u32(static_cast<std::uint32_t>(c.attributes.num_classes));
+                    d.push.set(push::matrix_one_hot{.n = static_cast<std::uint32_t>(chunk.count),
+                                                    .base = static_cast<std::uint32_t>(chunk.begin),
+                                                    .classes = static_cast<std::uint32_t>(c.attributes.num_classes)});
                     d.groups = {detail::groups_for(chunk.count, 1024), 1, 1};
                     ds.push_back(std::move(d));
                   }

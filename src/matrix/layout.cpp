@@ -3,6 +3,7 @@
 #include "oa/matrix/layout.hpp"
 
 #include <algorithm>
+#include <array>
 #include <numeric>
 
 #include <fmt/ranges.h>
@@ -40,11 +41,16 @@ void strided_copy(const char* op, bool scatter, const std::shared_ptr<runtime::S
   d.kernel = kernels::matrix_strided_copy;
   d.specialization = {scatter ? 1u : 0u};
   d.bindings = {BufferBinding::read(src), BufferBinding::write(dst)};
-  d.push.u32(detail::shader_u32(n, "element count", op)).u32(detail::shader_u32(base, "element offset", op));
   const std::size_t pad = Shape::kMaxRank - extents.size();
-  for (std::size_t d8 = 0; d8 < Shape::kMaxRank; ++d8) d.push.u32(d8 < pad ? 1u : detail::shader_u32(extents[d8 - pad], "extent", op));
-  for (std::size_t d8 = 0; d8 < Shape::kMaxRank; ++d8)
-    d.push.u32(d8 < pad ? 0u : detail::shader_u32(strides[d8 - pad], "stride", op));
+  std::array<std::uint32_t, Shape::kMaxRank> ext{}, stride{};
+  for (std::size_t d8 = 0; d8 < Shape::kMaxRank; ++d8) {
+    ext[d8] = d8 < pad ? 1u : detail::shader_u32(extents[d8 - pad], "extent", op);
+    stride[d8] = d8 < pad ? 0u : detail::shader_u32(strides[d8 - pad], "stride", op);
+  }
+  d.push.set(push::matrix_strided_copy{.n = detail::shader_u32(n, "element count", op),
+                                       .base = detail::shader_u32(base, "element offset", op),
+                                       .ext = ext,
+                                       .stride = stride});
   d.groups = {detail::groups_for(n, 1024), 1, 1};
   ds.push_back(std::move(d));
 }

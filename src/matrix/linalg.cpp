@@ -184,8 +184,10 @@ void transpose_dispatches(const Matrix& x, const Matrix& y, const char* name, st
     ComputeDispatch d;
     d.kernel = kernels::matrix_transpose;
     d.bindings = {in.binding, out.binding};
-    d.push.u32(detail::shader_u32(r, "row count", name)).u32(detail::shader_u32(c, "column count", name));
-    d.push.u32(in.offset).u32(out.offset);
+    d.push.set(push::matrix_transpose{.R = detail::shader_u32(r, "row count", name),
+                                      .C = detail::shader_u32(c, "column count", name),
+                                      .x_off = in.offset,
+                                      .y_off = out.offset});
     d.groups = {detail::groups_for(c, 32), detail::groups_for(r, 32), static_cast<std::uint64_t>(q)};
     ds.push_back(std::move(d));
   }

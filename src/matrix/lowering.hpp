@@ -9,12 +9,17 @@
 #include "oa/matrix/matrix.hpp"
 #include "oa/runtime/dispatch.hpp"
 #include "oa_kernels.hpp"
+#include "oa_push.hpp"
 
 namespace oa::detail {
 
 // Narrows a validated extent to the 32-bit shader ABI; throws InvalidArgument
 // naming `op` and `what` past UINT32_MAX.
 std::uint32_t shader_u32(std::int64_t value, const char* what, const char* op);
+
+// An extent the op has already checked against the 32-bit shader ABI, as a
+// push-constant value.
+inline std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
 
 // Workgroups for `items` work items at `per_group` items per workgroup.
 inline std::uint64_t groups_for(std::int64_t items, std::int64_t per_group) {

@@ -90,8 +90,12 @@ const detail::Op<RandomAttributes> kRandom{
                     d.specialization = {r.code};
                     d.bindings = {runtime::BufferBinding::write(out[0].storage(), static_cast<std::uint64_t>(chunk.begin) * 4,
                                                                 static_cast<std::uint64_t>(chunk.count) * 4)};
-                    d.push.u32(static_cast<std::uint32_t>(chunk.count)).u32(detail::shader_u32(chunk.begin, "element index", c.name))
-                        .u32(static_cast<std::uint32_t>(r.seed)).u32(static_cast<std::uint32_t>(r.seed >> 32)).f32(r.a).f32(r.b);
+                    d.push.set(push::matrix_random{.n = static_cast<std::uint32_t>(chunk.count),
+                                                   .base = detail::shader_u32(chunk.begin, "element index", c.name),
+                                                   .seed_lo = static_cast<std::uint32_t>(r.seed),
+                                                   .seed_hi = static_cast<std::uint32_t>(r.seed >> 32),
+                                                   .a = r.a,
+                                                   .b = r.b});
                     d.groups = {detail::groups_for(chunk.count, 256), 1, 1};
                     ds.push_back(std::move(d));
                   }

@@ -23,6 +23,7 @@ using detail::Op;
 using detail::OpCall;
 using detail::OutputSpec;
 using detail::Saves;
+using detail::u32;
 using runtime::Access;
 using runtime::ComputeDispatch;
 using runtime::Storage;
@@ -35,7 +36,6 @@ std::int64_t range_words(const Engine& engine) {
   return static_cast<std::int64_t>(engine.device().max_storage_buffer_range / 4) - 64;
 }
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
-std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
 
 // Appends the passes of matrix/reduce that reduce `rows` rows of `length` f32
 // items of `in` into `out` ([rows] values, or int32 indices for ArgMax and ArgMin). Rows
@@ -64,8 +64,15 @@ void reduce_rows(const Engine& engine, std::shared_ptr<Storage> in, std::int64_t
       d.kernel = kernels::matrix_reduce;
       d.specialization = {is_arg(op) ? ArgMax : op, threads, pairs, is_arg(op) ? (last ? 2u : 1u) : 0u, op == ArgMin && !pairs, root && last};
       d.bindings = {src.binding, dstw.binding};
-      d.push.u32(u32(q)).u32(u32(r0)).u32(u32(p0)).u32(u32(length)).u32(u32(parts)).u32(u32(chunk));
-      d.push.u32(src.offset).u32(dstw.offset).f32(last ? scale : 1.0f);
+      d.push.set(push::matrix_reduce{.nseg = u32(q),
+                                     .r0 = u32(r0),
+                                     .p0 = u32(p0),
+                                     .L = u32(length),
+                                     .P = u32(parts),
+                                     .chunk = u32(chunk),
+                                     .in_off = src.offset,
+                                     .out_off = dstw.offset,
+                                     .scale = last ? scale : 1.0f});
       d.groups = {detail::groups_for(q, 256 / threads), 1, 1};
       ds.push_back(std::move(d));
     }
@@ -92,7 +99,7 @@ void reduce_cols(const Engine& engine, std::shared_ptr<Storage> in, std::int64_t
       ComputeDispatch d;
       d.kernel = kernels::matrix_reduce_cols;
       d.bindings = {src.binding, dstw.binding};
-      d.push.u32(u32(n)).u32(u32(cols)).u32(src.offset).u32(dstw.offset);
+      d.push.set(push::matrix_reduce_cols{.R = u32(n), .C = u32(cols), .x_off = src.offset, .y_off = dstw.offset});
       d.groups = {detail::groups_for(cols, 32), static_cast<std::uint64_t>(q), 1};
       ds.push_back(std::move(d));
     }
@@ -197,8 +204,10 @@ void map_rows(const Engine& engine, std::uint32_t mode, const std::shared_ptr<St
     d.specialization = {mode};
     d.bindings = {runtime::BufferBinding::read(x, off, bytes), runtime::BufferBinding::read(r),
                   runtime::BufferBinding::write(y, off, bytes)};
-    d.push.u32(u32(c.count)).u32(detail::shader_u32(c.begin, "element index", name));
-    d.push.u32(detail::shader_u32(std::max<std::int64_t>(rows, 1), "row count", name)).u32(detail::shader_u32(inner, "row length", name));
+    d.push.set(push::matrix_reduce_map{.n = u32(c.count),
+                                       .base = detail::shader_u32(c.begin, "element index", name),
+                                       .channels = detail::shader_u32(std::max<std::int64_t>(rows, 1), "row count", name),
+                                       .inner = detail::shader_u32(inner, "row length", name)});
     d.groups = {detail::groups_for(c.count, 1024), 1, 1};
     ds.push_back(std::move(d));
   }
@@ -258,8 +267,11 @@ void expand_channels(const Matrix& gy, const Matrix& gx, std::int64_t channels, 
     ComputeDispatch d;
     d.kernel = kernels::matrix_expand;
     d.bindings = {runtime::BufferBinding::read(gy.storage()), runtime::BufferBinding::write(gx.storage(), off, bytes)};
-    d.push.u32(u32(c.count)).u32(detail::shader_u32(c.begin, "element index", name));
-    d.push.u32(detail::shader_u32(channels, "row count", name)).u32(detail::shader_u32(inner, "row length", name)).f32(scale);
+    d.push.set(push::matrix_expand{.n = u32(c.count),
+                                   .base = detail::shader_u32(c.begin, "element index", name),
+                                   .channels = detail::shader_u32(channels, "row count", name),
+                                   .inner = detail::shader_u32(inner, "row length", name),
+                                   .scale = scale});
     d.groups = {detail::groups_for(c.count, 1024), 1, 1};
     ds.push_back(std::move(d));
   }
@@ -286,8 +298,10 @@ void extreme_backward(const Matrix& gy, const Matrix& x, const Matrix& y, const 
       else
         d.bindings = {runtime::BufferBinding::read(gy.storage()), runtime::BufferBinding::read(count),
                       runtime::BufferBinding::read_write(gx.storage(), off, bytes)};
-      d.push.u32(u32(c.count)).u32(detail::shader_u32(c.begin, "element index", name));
-      d.push.u32(detail::shader_u32(rows, "row count", name)).u32(detail::shader_u32(length, "row length", name));
+      d.push.set(push::matrix_max_backward{.n = u32(c.count),
+                                           .base = detail::shader_u32(c.begin, "element index", name),
+                                           .channels = detail::shader_u32(rows, "row count", name),
+                                           .inner = detail::shader_u32(length, "row length", name)});
       d.groups = {detail::groups_for(c.count, 1024), 1, 1};
       ds.push_back(std::move(d));
     }
@@ -487,7 +501,7 @@ void cumsum_dispatch(const Matrix& x, const Matrix& y, std::int64_t dim, bool re
   d.kernel = kernels::matrix_cumsum;
   d.specialization = {reverse ? 1u : 0u};
   d.bindings = {runtime::BufferBinding::read(x.storage()), runtime::BufferBinding::write(y.storage())};
-  d.push.u32(u32(lines)).u32(u32(length)).u32(u32(inner));
+  d.push.set(push::matrix_cumsum{.lines = u32(lines), .L = u32(length), .inner = u32(inner)});
   d.groups = {detail::groups_for(lines, 256), 1, 1};
   ds.push_back(std::move(d));
 }

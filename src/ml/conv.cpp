@@ -28,6 +28,7 @@ using runtime::ComputeDispatch;
 
 using detail::BackwardCall;
 using detail::OpCall;
+using detail::u32;
 
 // The traced attributes: per spatial axis ({length}, or {height, width}).
 struct ConvAttributes {
@@ -218,15 +219,30 @@ Shape output_shape(const Spec& s, const Relation& r) {
 
 // ── Lowerings ───────────────────────────────────────────────────────────────
 
-std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
-
-runtime::PushConstants relation_push(const Relation& r, bool has_bias, std::uint32_t aux0 = 0, std::uint32_t aux1 = 0,
+// The push constants every conv kernel shares (shaders/ml/conv/geometry.push.h);
+// aux0..2 mean what each kernel documents.
+push::ml_conv_geometry relation_push(const Relation& r, bool has_bias, std::uint32_t aux0 = 0, std::uint32_t aux1 = 0,
                                      std::uint32_t aux2 = 0) {
-  runtime::PushConstants p;
-  for (std::int64_t v : {r.n, r.cn, r.hn, r.wn, r.cw, r.hw, r.ww, r.kh, r.kw, r.sh, r.sw, r.ph, r.pw, r.dh, r.dw, r.groups})
-    p.u32(u32(v));
-  p.u32(has_bias ? 1u : 0u).u32(aux0).u32(aux1).u32(aux2);
-  return p;
+  return {.n = u32(r.n),
+          .cn = u32(r.cn),
+          .hn = u32(r.hn),
+          .wn = u32(r.wn),
+          .cw = u32(r.cw),
+          .hw = u32(r.hw),
+          .ww = u32(r.ww),
+          .kh = u32(r.kh),
+          .kw = u32(r.kw),
+          .sh = u32(r.sh),
+          .sw = u32(r.sw),
+          .ph = u32(r.ph),
+          .pw = u32(r.pw),
+          .dh = u32(r.dh),
+          .dw = u32(r.dw),
+          .groups = u32(r.groups),
+          .has_bias = has_bias ? 1u : 0u,
+          .aux0 = aux0,
+          .aux1 = aux1,
+          .aux2 = aux2};
 }
 
 // Implicit-GEMM tile shapes (shaders/ml/conv/igemm_<BM>x<BN>.comp): BM
@@ -320,7 +336,7 @@ std::vector<ComputeDispatch> lower_conv(const Relation& r, bool wide, const Matr
       const std::int64_t tiles_x = ((wide ? r.ww : r.wn) + t.tw - 1) / t.tw;
       d.kernel = ob == 1 ? kernels::ml_conv_direct_ob1 : kernels::ml_conv_direct_ob4;
       d.specialization = {wide ? 1u : 0u, u32(t.tw), u32(t.tp), u32(t.cap)};
-      d.push = relation_push(r, bias.defined(), u32(t.rows), u32(t.pitch), u32(tiles_x));
+      d.push.set(relation_push(r, bias.defined(), u32(t.rows), u32(t.pitch), u32(tiles_x)));
       d.groups = {static_cast<std::uint64_t>(t.workgroups / ((planes + t.tp - 1) / t.tp)),
                   static_cast<std::uint64_t>((planes + t.tp - 1) / t.tp), 1};
       return {std::move(d)};
@@ -336,7 +352,7 @@ std::vector<ComputeDispatch> lower_conv(const Relation& r, bool wide, const Matr
   }
   d.kernel = t.kernel;
   d.specialization = {wide ? 1u : 0u};
-  d.push = relation_push(r, bias.defined());
+  d.push.set(relation_push(r, bias.defined()));
   d.groups = {detail::groups_for(positions, t.bm), detail::groups_for(cols, t.bn),
               static_cast<std::uint64_t>(r.groups * phases)};
   return {std::move(d)};
@@ -355,7 +371,7 @@ ComputeDispatch lower_reduce(const Matrix& partials, std::int64_t splits, std::i
   ComputeDispatch d;
   d.kernel = kernels::ml_conv_reduce;
   d.bindings = {BufferBinding::read(partials.storage()), BufferBinding::write(dst.storage())};
-  d.push.u32(u32(count)).u32(u32(splits));
+  d.push.set(push::ml_conv_reduce{.count = u32(count), .splits = u32(splits)});
   d.groups = {detail::groups_for(count, 256), 1, 1};
   return d;
 }
@@ -396,7 +412,7 @@ void lower_weight_grad(const Relation& r, const Matrix& narrow, const Matrix& wi
   }
   ComputeDispatch d;
   d.bindings = {BufferBinding::read(narrow.storage()), BufferBinding::read(wide.storage()), BufferBinding::write(target.storage())};
-  d.push = relation_push(r, false, u32(splits), u32(chunk), u32(count));
+  d.push.set(relation_push(r, false, u32(splits), u32(chunk), u32(count)));
   if (small) {
     d.kernel = small_k == 16 ? kernels::ml_conv_wgrad_small16 : kernels::ml_conv_wgrad_small64;
     d.groups = {static_cast<std::uint64_t>(splits), static_cast<std::uint64_t>(r.cn), 1};
@@ -423,7 +439,10 @@ void lower_bias_grad(const Matrix& dy, std::int64_t channels, std::int64_t posit
   ComputeDispatch d;
   d.kernel = kernels::ml_conv_bias_grad;
   d.bindings = {BufferBinding::read(dy.storage()), BufferBinding::write(target.storage())};
-  d.push.u32(u32(channels)).u32(u32(positions)).u32(u32(batch)).u32(u32(per_split));
+  d.push.set(push::ml_conv_bias_grad{.channels = u32(channels),
+                                     .positions = u32(positions),
+                                     .batch = u32(batch),
+                                     .per_split = u32(per_split)});
   d.groups = {static_cast<std::uint64_t>(channels), static_cast<std::uint64_t>(splits), 1};
   out.push_back(std::move(d));
   if (splits > 1) out.push_back(lower_reduce(target, splits, channels, db));

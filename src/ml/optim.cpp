@@ -1,5 +1,6 @@
 #include "oa/ml/optim.hpp"
 
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <functional>
@@ -112,11 +113,11 @@ const Op<SgdAttributes> kSgdStep = update_op<SgdAttributes>(
       d.bindings = {BufferBinding::read_write(p.storage(), offset_of(c), bytes_of(c)),
                     BufferBinding::read(g.storage(), offset_of(c), bytes_of(c)),
                     BufferBinding::read_write(buffer, offset_of(c), bytes_of(c)), BufferBinding::read(a.constants.storage())};
-      d.push.u32(static_cast<std::uint32_t>(c.count))
-          .f32(a.momentum)
-          .f32(a.dampening)
-          .f32(a.weight_decay)
-          .u32(static_cast<std::uint32_t>(a.slots[j]));
+      d.push.set(push::ml_optim_sgd_step{.n = static_cast<std::uint32_t>(c.count),
+                                         .momentum = a.momentum,
+                                         .dampening = a.dampening,
+                                         .weight_decay = a.weight_decay,
+                                         .slot = static_cast<std::uint32_t>(a.slots[j])});
       return d;
     });
 
@@ -142,11 +143,11 @@ const Op<AdamWAttributes> kAdamWStep = update_op<AdamWAttributes>(
                     BufferBinding::read_write(a.exp_avg[j].storage(), offset_of(c), bytes_of(c)),
                     BufferBinding::read_write(a.exp_avg_sq[j].storage(), offset_of(c), bytes_of(c)),
                     BufferBinding::read(a.constants.storage())};
-      d.push.u32(static_cast<std::uint32_t>(c.count))
-          .f32(a.beta1)
-          .f32(a.beta2)
-          .f32(a.eps)
-          .u32(static_cast<std::uint32_t>(a.slots[j]));
+      d.push.set(push::ml_optim_adamw_step{.n = static_cast<std::uint32_t>(c.count),
+                                           .beta1 = a.beta1,
+                                           .beta2 = a.beta2,
+                                           .eps = a.eps,
+                                           .slot = static_cast<std::uint32_t>(a.slots[j])});
       return d;
     });
 
@@ -179,8 +180,10 @@ ComputeDispatch reduce_dispatch(std::span<const Segment> inputs, bool square, bo
     d.bindings.push_back(BufferBinding::read(s.storage, s.offset_bytes, static_cast<std::uint64_t>(s.count) * 4));
   }
   d.bindings.push_back(BufferBinding::write(std::move(out)));
-  for (std::size_t j = 0; j < kReduceInputs; ++j)
-    d.push.u32(j < inputs.size() ? detail::shader_u32(inputs[j].count, "gradient piece", kClipOp) : 0u);
+  std::array<std::uint32_t, kReduceInputs> counts{};  // 0 in the unused slots
+  for (std::size_t j = 0; j < inputs.size(); ++j) counts[j] = detail::shader_u32(inputs[j].count, "gradient piece", kClipOp);
+  d.push.set(push::ml_optim_sum_squares{.count_lo = std::array{counts[0], counts[1], counts[2], counts[3]},
+                                        .count_hi = std::array{counts[4], counts[5], counts[6], counts[7]}});
   d.groups = {static_cast<std::uint64_t>(groups), 1, 1};
   return d;
 }
@@ -223,7 +226,7 @@ void lower_clip(const OpCall<ClipAttributes>& call, const std::vector<Matrix>& o
       ComputeDispatch d;
       d.kernel = kernels::ml_optim_scale_by_norm;
       d.bindings = {BufferBinding::read(norm.storage()), BufferBinding::read_write(g.storage(), offset_of(c), bytes_of(c))};
-      d.push.u32(static_cast<std::uint32_t>(c.count)).f32(call.attributes.max_norm);
+      d.push.set(push::ml_optim_scale_by_norm{.n = static_cast<std::uint32_t>(c.count), .max_norm = call.attributes.max_norm});
       d.groups = {detail::groups_for(c.count, kUpdateGroup), 1, 1};
       ds.push_back(std::move(d));
     }

@@ -21,6 +21,7 @@ using oa::DType;
 using oa::Matrix;
 using oa::detail::GemmProblem;
 namespace ref = oa::reference;
+namespace kernels = oa::kernels;
 
 const bool kTestGemm = [] {
   oa::register_contract({"test::gemm", -1, 1, {}});
@@ -187,9 +188,9 @@ TEST(MatrixGemm, SplitKWhenFewTiles) {
   oa::TraceCapture trace(mc.engine());
   const auto ds = run(p);
   ASSERT_EQ(ds.size(), 2u);
-  EXPECT_EQ(ds[0].kernel, "matrix/gemm");
+  EXPECT_EQ(ds[0].kernel, kernels::matrix_gemm);
   EXPECT_GT(ds[0].groups[2], 1u);  // the K splits
-  EXPECT_EQ(ds[1].kernel, "matrix/gemm_epilogue");
+  EXPECT_EQ(ds[1].kernel, kernels::matrix_gemm_epilogue);
   const auto ops = trace.ops();
   ASSERT_EQ(ops.size(), 1u);
   EXPECT_EQ(ops[0].dispatches, 2u);
@@ -252,11 +253,11 @@ TEST(MatrixGemm, SkinnyPathForFewRowsIsDeterministic) {
     p.c = {&c1};
     const auto ds = run(p);
     ASSERT_FALSE(ds.empty());
-    EXPECT_EQ(ds[0].kernel, m <= 16 ? "matrix/gemm_skinny" : "matrix/gemm");
+    EXPECT_EQ(ds[0].kernel, m <= 16 ? kernels::matrix_gemm_skinny : kernels::matrix_gemm);
     if (m <= 16) {
       ASSERT_EQ(ds.size(), 2u);
       EXPECT_GT(ds[0].groups[2], 1u);  // the K splits
-      EXPECT_EQ(ds[1].kernel, "matrix/gemm_epilogue");
+      EXPECT_EQ(ds[1].kernel, kernels::matrix_gemm_epilogue);
     }
     p.c = {&c2};
     run(p);
@@ -310,11 +311,11 @@ TEST(MatrixGemm, SixteenBitOperandsTakeTheTensorCoresOrTheHalfKernels) {
     if (c.engine().device().has_cooperative_matrix({DType::BF16, DType::BF16, DType::F32, DType::F32, 16, 16, 16})) {
       // Tensor cores into an f32 scratch, then the 16-bit epilogue.
       ASSERT_EQ(ds.size(), 2u);
-      EXPECT_EQ(ds[0].kernel, "matrix/gemm_coopmat_bf16");
-      EXPECT_EQ(ds[1].kernel, "matrix/gemm_epilogue_half");
+      EXPECT_EQ(ds[0].kernel, kernels::matrix_gemm_coopmat_bf16);
+      EXPECT_EQ(ds[1].kernel, kernels::matrix_gemm_epilogue_half);
     } else {
       ASSERT_EQ(ds.size(), 1u);
-      EXPECT_EQ(ds[0].kernel, m <= 16 ? "matrix/gemm_skinny_half" : "matrix/gemm_half");
+      EXPECT_EQ(ds[0].kernel, m <= 16 ? kernels::matrix_gemm_skinny_half : kernels::matrix_gemm_half);
     }
   }
 }

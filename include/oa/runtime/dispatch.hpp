@@ -93,24 +93,22 @@ class InlineVector {
 
 // Push constants as raw bytes. The engine prepends its own 32-byte header
 // (workgroup base and total grid, see shaders/common/oa.glsl), so an op has
-// kMaxPushBytes bytes for its own parameters. Bytes past that are counted but
-// not stored; Engine::record refuses such a dispatch, naming the op.
+// kMaxPushBytes bytes for its own parameters. They are set from one layout
+// struct, oa::push::<kernel> (declared once in shaders/**/<kernel>.push.h for
+// both the shader and C++), e.g. push.set(push::matrix_unary{.n = n, .a = 0, .b = 0}).
 class PushConstants {
  public:
   static constexpr std::size_t kMaxPushBytes = 96;
-  template <typename T>
-  PushConstants& add(T value) {
-    static_assert(std::is_trivially_copyable_v<T> && sizeof(T) == 4, "push constants are 32-bit scalars");
-    if (size_ + 4 <= kMaxPushBytes) std::memcpy(bytes_.data() + size_, &value, 4);
-    size_ += 4;
+  template <typename Layout>
+  PushConstants& set(const Layout& layout) {
+    static_assert(std::is_trivially_copyable_v<Layout> && sizeof(Layout) % 4 == 0, "push constants are 32-bit members");
+    static_assert(sizeof(Layout) <= kMaxPushBytes, "a kernel's push constants fit in kMaxPushBytes");
+    std::memcpy(bytes_.data(), &layout, sizeof(Layout));
+    size_ = sizeof(Layout);
     return *this;
   }
-  PushConstants& u32(std::uint32_t v) { return add(v); }
-  PushConstants& i32(std::int32_t v) { return add(v); }
-  PushConstants& f32(float v) { return add(v); }
-  // Bytes pushed so far (may pass kMaxPushBytes) and the stored ones.
   std::size_t size() const { return size_; }
-  std::span<const std::uint8_t> bytes() const { return {bytes_.data(), std::min(size_, kMaxPushBytes)}; }
+  std::span<const std::uint8_t> bytes() const { return {bytes_.data(), size_}; }
 
  private:
   std::array<std::uint8_t, kMaxPushBytes> bytes_{};

@@ -8,7 +8,7 @@
 layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer Mask { uint words[]; };
 layout(std430, binding = 1) writeonly buffer Out { float y[]; };
-OA_PUSH_BEGIN uint n; OA_PUSH_END
+#include "ml/attention/bool_mask.push.h"
 
 void main() {
   const uint w = OA_GROUP_ID.x * 256u + gl_LocalInvocationID.x;

@@ -34,7 +34,7 @@ layout(std430, binding = 7) writeonly buffer DK4 { vec4 dk4_out[]; };
 layout(std430, binding = 8) writeonly buffer DV_ { float dv_out[]; };
 layout(std430, binding = 8) writeonly buffer DV4 { vec4 dv4_out[]; };
 
-OA_PUSH_BEGIN uint heads; uint sq; uint sk; uint dh; uint dv; float scale; uint causal; uint mask_heads; uint mask_sb; uint mask_sh; uint mask_sq; uint query_split; uint part_k; uint part_v; OA_PUSH_END
+#include "ml/attention/flash_backward_dkv.push.h"
 
 layout(constant_id = 6) const uint ROWS = 1;  // key rows per lane group: 1 or 2
 

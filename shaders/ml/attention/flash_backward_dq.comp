@@ -27,7 +27,7 @@ layout(std430, binding = 7) writeonly buffer DQ4 { vec4 dq4_out[]; };
 layout(std430, binding = 8) writeonly buffer Delta { float delta_out[]; };
 layout(std430, binding = 9) readonly buffer LseGrad { float lse_grad[]; };
 
-OA_PUSH_BEGIN uint heads; uint sq; uint sk; uint dh; uint dv; float scale; uint causal; uint mask_heads; uint mask_sb; uint mask_sh; uint mask_sq; uint has_lse_grad; OA_PUSH_END
+#include "ml/attention/flash_backward_dq.push.h"
 
 shared vec4 k_tile[BLOCK_N * KW];
 shared vec4 v_tile[BLOCK_N * VW];

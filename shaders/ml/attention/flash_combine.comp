@@ -20,7 +20,7 @@ layout(std430, binding = 2) writeonly buffer O { float o_out[]; };
 layout(std430, binding = 3) writeonly buffer Lse { float lse_out[]; };
 layout(std430, binding = 4) writeonly buffer Stats { vec2 stats_out[]; };
 // rows = bh * sq; lse_scale turns m into natural units (1 for masked logits, |scale| for raw scores).
-OA_PUSH_BEGIN uint rows; uint sq; uint dv; uint heads; uint ranges; float u; float lse_scale; OA_PUSH_END
+#include "ml/attention/flash_combine.push.h"
 
 void main() {
   const uint e = OA_GROUP_ID.x * 256u + gl_LocalInvocationID.x;

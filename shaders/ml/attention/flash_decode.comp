@@ -36,7 +36,7 @@ layout(std430, binding = 4) writeonly buffer O4 { vec4 o4_out[]; };
 layout(std430, binding = 5) writeonly buffer Stats { vec2 stats_out[]; };
 
 // The push block of flash_forward.comp; key_split = BLOCK_N.
-OA_PUSH_BEGIN uint heads; uint sq; uint sk; uint dh; uint dv; float scale; uint causal; uint mask_heads; uint mask_sb; uint mask_sh; uint mask_sq; uint key_split; uint part_rows; OA_PUSH_END
+#include "ml/attention/flash_forward.push.h"
 
 const uint SLICES = THREADS / VW;  // key slices of the p V pass (the host keeps VW <= THREADS)
 shared float p_keys[BLOCK_N];

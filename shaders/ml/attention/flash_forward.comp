@@ -38,7 +38,7 @@ layout(std430, binding = 5) writeonly buffer Lse { float lse_out[]; };
 layout(std430, binding = 6) writeonly buffer Stats { vec2 stats_out[]; };
 
 // Mask element of (bh, i, j): flash_mask_row(bh, i, mask_heads, mask_sb, mask_sh, mask_sq) + j.
-OA_PUSH_BEGIN uint heads; uint sq; uint sk; uint dh; uint dv; float scale; uint causal; uint mask_heads; uint mask_sb; uint mask_sh; uint mask_sq; uint key_split; uint part_rows; OA_PUSH_END
+#include "ml/attention/flash_forward.push.h"
 layout(constant_id = 6) const bool PARTIAL = false;
 layout(constant_id = 7) const uint ROWS = 1;  // query rows per lane group: 1 or 2
 

@@ -9,7 +9,7 @@ layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint MERGE = 0;
 layout(std430, binding = 0) readonly buffer In { float x[]; };
 layout(std430, binding = 1) writeonly buffer Out { float y[]; };
-OA_PUSH_BEGIN uint n; uint seq; uint heads; uint dh; OA_PUSH_END
+#include "ml/attention/heads.push.h"
 
 void main() {
   const uint i0 = OA_GROUP_ID.x * 1024u + gl_LocalInvocationID.x;

@@ -8,7 +8,7 @@ layout(std430, binding = 0) readonly buffer Y { float y[]; };
 layout(std430, binding = 1) readonly buffer DY { float dy[]; };
 layout(std430, binding = 2) writeonly buffer DX { float dx[]; };
 
-OA_PUSH_BEGIN uint rows; uint cols; float scale; OA_PUSH_END
+#include "ml/attention/softmax_backward.push.h"
 #include "ml/attention/softmax_common.glsl"
 
 void main() {

@@ -15,7 +15,7 @@ layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) readonly buffer Mask { float mask[]; };
 layout(std430, binding = 2) writeonly buffer Y { float y[]; };
 
-OA_PUSH_BEGIN uint rows; uint cols; float scale; uint masked; uint row_base; uint causal; uint sq; uint sk; uint mask_heads; uint mask_sb; uint mask_sh; uint mask_sq; OA_PUSH_END
+#include "ml/attention/softmax_forward.push.h"
 #include "ml/attention/softmax_common.glsl"
 
 // mask_at: the row's first mask element.

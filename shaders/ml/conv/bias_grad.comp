@@ -11,7 +11,7 @@
 layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer Dy { float dy[]; };
 layout(std430, binding = 1) writeonly buffer Out { float outv[]; };
-OA_PUSH_BEGIN uint channels; uint positions; uint batch; uint per_split; OA_PUSH_END
+#include "ml/conv/bias_grad.push.h"
 
 void main() {
   const uint c = OA_GROUP_ID.x;

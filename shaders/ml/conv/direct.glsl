@@ -35,7 +35,7 @@ layout(std430, binding = 0) readonly buffer Src { float src[]; };
 layout(std430, binding = 1) readonly buffer Weight { float wt[]; };
 layout(std430, binding = 2) readonly buffer Bias { float bias[]; };
 layout(std430, binding = 3) writeonly buffer Dst { float dst[]; };
-OA_CONV_PUSH
+#include "ml/conv/geometry.push.h"
 
 shared float tile[TILE_CAP];
 shared float ws[WEIGHT_CAP];

@@ -10,11 +10,6 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 
-#define OA_CONV_PUSH                                                                                      \
-  OA_PUSH_BEGIN uint n; uint cn; uint hn; uint wn; uint cw; uint hw; uint ww; uint kh; uint kw; uint sh;  \
-  uint sw; uint ph; uint pw; uint dh; uint dw; uint groups; uint has_bias; uint aux0; uint aux1; uint aux2; \
-  OA_PUSH_END
-
 // floor(a / b) for b > 0.
 int oa_floor_div(int a, int b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 

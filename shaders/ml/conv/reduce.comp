@@ -7,7 +7,7 @@
 layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer Part { float part[]; };
 layout(std430, binding = 1) writeonly buffer Out { float outv[]; };
-OA_PUSH_BEGIN uint count; uint splits; OA_PUSH_END
+#include "ml/conv/reduce.push.h"
 
 void main() {
   const uint i = OA_GROUP_ID.x * 256u + gl_LocalInvocationID.x;

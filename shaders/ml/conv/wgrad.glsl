@@ -24,7 +24,7 @@ const uint BOP = BO + 1u, BKP = BKK + 1u;  // padded rows: conflict-free column 
 layout(std430, binding = 0) readonly buffer Narrow { float dn[]; };
 layout(std430, binding = 1) readonly buffer Wide { float xw[]; };
 layout(std430, binding = 2) writeonly buffer Out { float dw[]; };
-OA_CONV_PUSH
+#include "ml/conv/geometry.push.h"
 
 shared float Ds[RM * BOP];
 shared float As[RM * BKP];

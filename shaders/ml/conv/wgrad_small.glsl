@@ -23,7 +23,7 @@ const uint MAXK = OA_MAXK;
 layout(std430, binding = 0) readonly buffer Narrow { float dn[]; };
 layout(std430, binding = 1) readonly buffer Wide { float xw[]; };
 layout(std430, binding = 2) writeonly buffer Out { float dw[]; };
-OA_CONV_PUSH
+#include "ml/conv/geometry.push.h"
 
 shared uint k_off[MAXK];  // wide channel plane of weight k
 shared int k_dy[MAXK];    // its row offset kh * dh

@@ -7,7 +7,7 @@ layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer Argmax { int argmax[]; };
 layout(std430, binding = 1) readonly buffer T { int target[]; };
 layout(std430, binding = 2) writeonly buffer Out { float hit[]; };
-OA_PUSH_BEGIN uint n; OA_PUSH_END
+#include "ml/nn/accuracy.push.h"
 
 void main() {
   const uint i = OA_GROUP_ID.x * 256u + gl_LocalInvocationID.x;

@@ -26,7 +26,7 @@ layout(std430, binding = 4) readonly buffer B { float b[]; };
 layout(std430, binding = 5) readonly buffer SDY { float sdy[]; };
 layout(std430, binding = 6) readonly buffer SDYXHAT { float sdyxhat[]; };
 layout(std430, binding = 7) writeonly buffer Out { float out_[]; };
-OA_PUSH_BEGIN uint n; uint C; uint S; float inv_m; OA_PUSH_END
+#include "ml/nn/batch_norm.push.h"
 
 float value(uint e) {
   const uint c = (e / pc.S) % pc.C;

@@ -17,7 +17,7 @@ layout(constant_id = 0) const uint PASS = 0;
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) readonly buffer S1 { float s1[]; };
 layout(std430, binding = 2) writeonly buffer Part { float part[]; };
-OA_PUSH_BEGIN uint C; uint S; uint M; float inv_m; OA_PUSH_END
+#include "ml/nn/batch_norm_moments.push.h"
 
 void main() {
   const uint t = gl_LocalInvocationID.x, g = OA_GROUP_ID.x, c = OA_GROUP_ID.y;

@@ -20,7 +20,7 @@ layout(std430, binding = 2) buffer RunningMean { float running_mean[]; };
 layout(std430, binding = 3) buffer RunningVar { float running_var[]; };
 layout(std430, binding = 4) writeonly buffer Stat { float stat[]; };
 layout(std430, binding = 5) readonly buffer X { float x[]; };
-OA_PUSH_BEGIN uint C; uint S; float inv_m; float unbias; float eps; float momentum; OA_PUSH_END
+#include "ml/nn/batch_norm_stats.push.h"
 
 void main() {
   const uint c = OA_GROUP_ID.x * 64u + gl_LocalInvocationID.x;

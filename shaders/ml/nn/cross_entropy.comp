@@ -18,7 +18,7 @@ layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) readonly buffer T { int target[]; };
 layout(std430, binding = 2) writeonly buffer Stat { float stat_out[]; };
 layout(std430, binding = 3) writeonly buffer Loss { float loss[]; };
-OA_PUSH_BEGIN uint R; uint L; int ignore_index; float smoothing; OA_PUSH_END
+#include "ml/nn/cross_entropy.push.h"
 #include "common/rows.glsl"
 
 void main() {

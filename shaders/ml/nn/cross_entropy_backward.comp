@@ -15,7 +15,7 @@ layout(std430, binding = 2) readonly buffer Stat { float stat[]; };
 layout(std430, binding = 3) readonly buffer DY { float dy[]; };
 layout(std430, binding = 4) readonly buffer Sums { float sums[]; };
 layout(std430, binding = 5) writeonly buffer DX { float dx[]; };
-OA_PUSH_BEGIN uint n; uint C; int ignore_index; float smoothing; OA_PUSH_END
+#include "ml/nn/cross_entropy_backward.push.h"
 
 void main() {
   const uint e = OA_GROUP_ID.x * 256u + gl_LocalInvocationID.x;

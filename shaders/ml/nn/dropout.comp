@@ -12,7 +12,7 @@
 layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) writeonly buffer Y { float y[]; };
-OA_PUSH_BEGIN uint n; uint base; uint seed_lo; uint seed_hi; float p; float scale; OA_PUSH_END
+#include "ml/nn/dropout.push.h"
 
 void main() {
   const uint i0 = (OA_GROUP_ID.x * 256u + gl_LocalInvocationID.x) * 4u;

@@ -8,7 +8,7 @@ layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer Indices { int indices[]; };
 layout(std430, binding = 1) readonly buffer Weight { float weight[]; };
 layout(std430, binding = 2) writeonly buffer Out { float out_[]; };
-OA_PUSH_BEGIN uint n; uint D; int V; OA_PUSH_END
+#include "ml/nn/embedding.push.h"
 
 void main() {
   const uint e = OA_GROUP_ID.x * 256u + gl_LocalInvocationID.x;

@@ -13,7 +13,7 @@ layout(local_size_x = 32, local_size_y = 8) in;
 layout(std430, binding = 0) readonly buffer Pairs { uvec2 pairs[]; };
 layout(std430, binding = 1) readonly buffer DY { float dy[]; };
 layout(std430, binding = 2) writeonly buffer DW { float dw[]; };
-OA_PUSH_BEGIN uint N; uint D; uint tiles; OA_PUSH_END
+#include "ml/nn/embedding_backward.push.h"
 
 // The first pair whose key is not below v.
 uint lower_bound(uint v) {

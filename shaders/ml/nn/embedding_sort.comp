@@ -15,7 +15,7 @@ layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint MODE = 0;
 layout(std430, binding = 0) readonly buffer Indices { int indices[]; };
 layout(std430, binding = 1) buffer Pairs { uvec2 pairs[]; };
-OA_PUSH_BEGIN uint N; int V; uint k; uint j; OA_PUSH_END
+#include "ml/nn/embedding_sort.push.h"
 
 shared uvec2 block[512];
 

@@ -25,7 +25,7 @@ layout(std430, binding = 2) readonly buffer B { float b[]; };
 layout(std430, binding = 3) writeonly buffer Y { float y[]; };
 layout(std430, binding = 4) writeonly buffer Mu { float mu_out[]; };
 layout(std430, binding = 5) writeonly buffer Rstd { float rstd_out[]; };
-OA_PUSH_BEGIN uint R; uint D; float eps; uint G; uint S; uint row0; OA_PUSH_END
+#include "ml/nn/layer_norm.push.h"
 #include "common/rows.glsl"
 #include "ml/nn/norm_channel.glsl"
 

@@ -23,7 +23,7 @@ layout(std430, binding = 3) readonly buffer Mu { float mu_in[]; };
 layout(std430, binding = 4) readonly buffer Rstd { float rstd_in[]; };
 layout(std430, binding = 5) writeonly buffer DX { float dx[]; };
 layout(std430, binding = 6) writeonly buffer DYXHAT { float dyxhat[]; };
-OA_PUSH_BEGIN uint R; uint D; uint G; uint S; uint row0; OA_PUSH_END
+#include "ml/nn/layer_norm_backward.push.h"
 #include "common/rows.glsl"
 #include "ml/nn/norm_channel.glsl"
 

@@ -10,7 +10,7 @@
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) writeonly buffer Y { float y[]; };
 layout(std430, binding = 2) writeonly buffer RowMax { float max_out[]; };
-OA_PUSH_BEGIN uint R; uint L; OA_PUSH_END
+#include "ml/nn/log_softmax.push.h"
 #include "common/rows.glsl"
 
 void main() {

@@ -8,7 +8,7 @@ layout(std430, binding = 0) readonly buffer Y { float y[]; };
 layout(std430, binding = 1) readonly buffer RowMax { float row_max[]; };
 layout(std430, binding = 2) readonly buffer DY { float dy[]; };
 layout(std430, binding = 3) writeonly buffer DX { float dx[]; };
-OA_PUSH_BEGIN uint R; uint L; OA_PUSH_END
+#include "ml/nn/log_softmax_backward.push.h"
 #include "common/rows.glsl"
 
 void main() {

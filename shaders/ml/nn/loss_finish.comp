@@ -8,6 +8,5 @@ layout(local_size_x = 1) in;
 layout(constant_id = 0) const bool MEAN = true;
 layout(std430, binding = 0) readonly buffer Sums { float sums[]; };
 layout(std430, binding = 1) writeonly buffer Out { float out_[]; };
-OA_PUSH_BEGIN OA_PUSH_END
 
 void main() { out_[0] = MEAN ? sums[0] / sums[1] : sums[0]; }

@@ -12,7 +12,7 @@ layout(std430, binding = 0) readonly buffer A { float a[]; };
 layout(std430, binding = 1) readonly buffer B { float b[]; };
 layout(std430, binding = 2) readonly buffer DY { float dy[]; };
 layout(std430, binding = 3) writeonly buffer Out { float out_[]; };
-OA_PUSH_BEGIN uint n; float scale; OA_PUSH_END
+#include "ml/nn/mse.push.h"
 
 void main() {
   const uint e = OA_GROUP_ID.x * 256u + gl_LocalInvocationID.x;

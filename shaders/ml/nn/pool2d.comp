@@ -16,7 +16,7 @@ layout(constant_id = 0) const bool MAX = true;
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) writeonly buffer Y { float y[]; };
 layout(std430, binding = 2) writeonly buffer Index { int index[]; };
-OA_PUSH_BEGIN uint n; uint H; uint W; uint OH; uint OW; int KH; int KW; int SH; int SW; int PH; int PW; OA_PUSH_END
+#include "ml/nn/pool2d.push.h"
 
 void main() {
   const uint e = OA_GROUP_ID.x * 256u + gl_LocalInvocationID.x;

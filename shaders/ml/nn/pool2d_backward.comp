@@ -13,7 +13,7 @@ layout(constant_id = 0) const bool MAX = true;
 layout(std430, binding = 0) readonly buffer DY { float dy[]; };
 layout(std430, binding = 1) readonly buffer Index { int index[]; };
 layout(std430, binding = 2) writeonly buffer DX { float dx[]; };
-OA_PUSH_BEGIN uint n; uint H; uint W; uint OH; uint OW; int KH; int KW; int SH; int SW; int PH; int PW; OA_PUSH_END
+#include "ml/nn/pool2d.push.h"
 
 // The first output index whose window (start o * S - P, length K) reaches i, and one past the last.
 ivec2 covering(int i, int K, int S, int P, int O) {

@@ -12,7 +12,7 @@ layout(local_size_x = 256) in;
 layout(constant_id = 0) const bool INVERSE = false;
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) writeonly buffer Y { float y[]; };
-OA_PUSH_BEGIN uint pairs; uint S; uint half_d; uint offset; float log2_base; OA_PUSH_END
+#include "ml/nn/rope.push.h"
 
 void main() {
   const uint t = OA_GROUP_ID.x * 256u + gl_LocalInvocationID.x;

@@ -18,7 +18,7 @@ layout(std430, binding = 1) readonly buffer G { float g[]; };
 layout(std430, binding = 2) buffer M { float m[]; };
 layout(std430, binding = 3) buffer V { float v[]; };
 layout(std430, binding = 4) readonly buffer C { float constants[]; };
-OA_PUSH_BEGIN uint n; float beta1; float beta2; float eps; uint slot; OA_PUSH_END
+#include "ml/optim/adamw_step.push.h"
 
 void main() {
   uint i0 = OA_GROUP_ID.x * 1024u + gl_LocalInvocationID.x;

@@ -7,7 +7,7 @@
 layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer N { float norm[]; };
 layout(std430, binding = 1) buffer G { float g[]; };
-OA_PUSH_BEGIN uint n; float max_norm; OA_PUSH_END
+#include "ml/optim/scale_by_norm.push.h"
 
 void main() {
   float scale = min(pc.max_norm / (norm[0] + 1e-6), 1.0);

@@ -19,7 +19,7 @@ layout(std430, binding = 0) buffer P { float p[]; };
 layout(std430, binding = 1) readonly buffer G { float g[]; };
 layout(std430, binding = 2) buffer B { float b[]; };
 layout(std430, binding = 3) readonly buffer C { float constants[]; };
-OA_PUSH_BEGIN uint n; float momentum; float dampening; float weight_decay; uint slot; OA_PUSH_END
+#include "ml/optim/sgd_step.push.h"
 
 void main() {
   uint i0 = OA_GROUP_ID.x * 1024u + gl_LocalInvocationID.x;

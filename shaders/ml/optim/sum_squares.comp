@@ -23,7 +23,7 @@ layout(std430, binding = 5) readonly buffer X5 { float x5[]; };
 layout(std430, binding = 6) readonly buffer X6 { float x6[]; };
 layout(std430, binding = 7) readonly buffer X7 { float x7[]; };
 layout(std430, binding = 8) writeonly buffer Out { float out_[]; };
-OA_PUSH_BEGIN uvec4 count_lo; uvec4 count_hi; OA_PUSH_END
+#include "ml/optim/sum_squares.push.h"
 
 const uint CHUNK = 2048u;
 uint count(uint j) { return j < 4u ? pc.count_lo[j] : pc.count_hi[j - 4u]; }

@@ -15,7 +15,7 @@ layout(std430, binding = 1) readonly buffer GH { float gh[]; };
 layout(std430, binding = 2) readonly buffer HP { float h_prev[]; };
 layout(std430, binding = 3) writeonly buffer HO { float h_out[]; };
 layout(std430, binding = 4) writeonly buffer ACT { float act[]; };
-OA_PUSH_BEGIN uint n; uint H; OA_PUSH_END
+#include "ml/rnn/cell.push.h"
 
 void main() {
   const uint e = OA_GROUP_ID.x * 256u + gl_LocalInvocationID.x;

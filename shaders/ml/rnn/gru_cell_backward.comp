@@ -20,7 +20,7 @@ layout(std430, binding = 3) readonly buffer HP { float h_prev[]; };
 layout(std430, binding = 4) writeonly buffer DGX { float dgx[]; };
 layout(std430, binding = 5) writeonly buffer DGH { float dgh[]; };
 layout(std430, binding = 6) writeonly buffer DHP { float dh_prev[]; };
-OA_PUSH_BEGIN uint n; uint H; OA_PUSH_END
+#include "ml/rnn/cell.push.h"
 
 void main() {
   const uint e = OA_GROUP_ID.x * 256u + gl_LocalInvocationID.x;

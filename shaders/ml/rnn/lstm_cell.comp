@@ -19,7 +19,7 @@ layout(std430, binding = 2) readonly buffer CP { float c_prev[]; };
 layout(std430, binding = 3) writeonly buffer HO { float h_out[]; };
 layout(std430, binding = 4) writeonly buffer CO { float c_out[]; };
 layout(std430, binding = 5) writeonly buffer ACT { float act[]; };
-OA_PUSH_BEGIN uint n; uint H; OA_PUSH_END
+#include "ml/rnn/cell.push.h"
 
 float gate(uint k) { return HAS_GH ? gx[k] + gh[k] : gx[k]; }
 

@@ -19,7 +19,7 @@ layout(std430, binding = 3) readonly buffer CP { float c_prev[]; };
 layout(std430, binding = 4) readonly buffer CO { float c_out[]; };
 layout(std430, binding = 5) writeonly buffer DA { float da[]; };
 layout(std430, binding = 6) writeonly buffer DCP { float dc_prev[]; };
-OA_PUSH_BEGIN uint n; uint H; OA_PUSH_END
+#include "ml/rnn/cell.push.h"
 
 void main() {
   const uint e = OA_GROUP_ID.x * 256u + gl_LocalInvocationID.x;

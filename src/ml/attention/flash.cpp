@@ -23,7 +23,7 @@ void lower_bool_mask(const char* op, const Matrix& mask, const Matrix& values, s
   runtime::ComputeDispatch d;
   d.kernel = kernels::ml_attention_bool_mask;
   d.bindings = {runtime::BufferBinding::read(mask.storage()), runtime::BufferBinding::write(values.storage())};
-  d.push.u32(detail::shader_u32(n, "mask element count", op));
+  d.push.set(push::ml_attention_bool_mask{.n = detail::shader_u32(n, "mask element count", op)});
   d.groups = {detail::groups_for((n + 3) / 4, 256), 1, 1};
   dispatches.push_back(std::move(d));
 }
@@ -123,6 +123,7 @@ AttentionGeometry attention_geometry(const char* op, const Matrix& q, const Matr
 namespace {
 
 using namespace attention_detail;
+using detail::u32;
 using runtime::BufferBinding;
 using runtime::ComputeDispatch;
 
@@ -293,18 +294,19 @@ BufferBinding mask_binding(const FlashProblem& p, const Matrix& fallback) {
   return BufferBinding::read(p.mask_layout.present ? p.mask->storage() : fallback.storage());
 }
 
-void push_common(runtime::PushConstants& push, const FlashProblem& p) {
-  push.u32(static_cast<std::uint32_t>(p.heads))
-      .u32(static_cast<std::uint32_t>(p.sq))
-      .u32(static_cast<std::uint32_t>(p.sk))
-      .u32(static_cast<std::uint32_t>(p.dh))
-      .u32(static_cast<std::uint32_t>(p.dv))
-      .f32(p.scale)
-      .u32(p.causal ? 1u : 0u)
-      .u32(static_cast<std::uint32_t>(p.mask_layout.heads))
-      .u32(static_cast<std::uint32_t>(p.mask_layout.sb))
-      .u32(static_cast<std::uint32_t>(p.mask_layout.sh))
-      .u32(static_cast<std::uint32_t>(p.mask_layout.sq));
+// The push constants that every flash kernel's layout starts with.
+push::ml_attention_flash_problem problem_push(const FlashProblem& p) {
+  return {.heads = u32(p.heads),
+          .sq = u32(p.sq),
+          .sk = u32(p.sk),
+          .dh = u32(p.dh),
+          .dv = u32(p.dv),
+          .scale = p.scale,
+          .causal = p.causal ? 1u : 0u,
+          .mask_heads = u32(p.mask_layout.heads),
+          .mask_sb = u32(p.mask_layout.sb),
+          .mask_sh = u32(p.mask_layout.sh),
+          .mask_sq = u32(p.mask_layout.sq)};
 }
 
 // The pass merging `count` key ranges' partial results (flash_combine.comp)
@@ -318,13 +320,13 @@ ComputeDispatch combine_ranges(const FlashProblem& p, std::int64_t count, const 
                 BufferBinding::write(lse.storage()), BufferBinding::write(stats.storage())};
   const float scale_abs = std::abs(p.scale);
   const bool masked = p.mask_layout.present;
-  c.push.u32(static_cast<std::uint32_t>(rows))
-      .u32(static_cast<std::uint32_t>(p.sq))
-      .u32(static_cast<std::uint32_t>(p.dv))
-      .u32(static_cast<std::uint32_t>(p.heads))
-      .u32(static_cast<std::uint32_t>(count))
-      .f32(masked ? kLog2e : scale_abs * kLog2e)
-      .f32(masked ? 1.0f : scale_abs);
+  c.push.set(push::ml_attention_flash_combine{.rows = static_cast<std::uint32_t>(rows),
+                                              .sq = static_cast<std::uint32_t>(p.sq),
+                                              .dv = static_cast<std::uint32_t>(p.dv),
+                                              .heads = static_cast<std::uint32_t>(p.heads),
+                                              .ranges = static_cast<std::uint32_t>(count),
+                                              .u = masked ? kLog2e : scale_abs * kLog2e,
+                                              .lse_scale = masked ? 1.0f : scale_abs});
   c.groups = {detail::groups_for(rows * p.dv, 256), 1, 1};
   return c;
 }
@@ -372,8 +374,7 @@ std::vector<ComputeDispatch> lower_flash_forward(const Engine& engine, const Fla
     d.specialization = t->specialization();
     d.bindings = {BufferBinding::read(q.storage()), BufferBinding::read(k.storage()), BufferBinding::read(v.storage()),
                   mask_binding(p, q),               BufferBinding::write(o_parts),  BufferBinding::write(ml_parts)};
-    push_common(d.push, p);
-    d.push.u32(t->block_n).u32(static_cast<std::uint32_t>(rows));
+    d.push.set(push::ml_attention_flash_forward{.problem = problem_push(p), .key_split = t->block_n, .part_rows = u32(rows)});
     d.groups = {static_cast<std::uint64_t>(count), static_cast<std::uint64_t>(p.bh), static_cast<std::uint64_t>(p.sq)};
     ds.push_back(combine_ranges(p, count, o_parts, ml_parts, out, lse, stats));
     return ds;
@@ -390,8 +391,9 @@ std::vector<ComputeDispatch> lower_flash_forward(const Engine& engine, const Fla
   d.bindings = {BufferBinding::read(q.storage()), BufferBinding::read(k.storage()),  BufferBinding::read(v.storage()),
                 mask_binding(p, q),               BufferBinding::write(o_parts), BufferBinding::write(lse.storage()),
                 BufferBinding::write(ml_parts)};
-  push_common(d.push, p);
-  d.push.u32(static_cast<std::uint32_t>(r.length)).u32(static_cast<std::uint32_t>(partial ? rows : 0));
+  d.push.set(push::ml_attention_flash_forward{.problem = problem_push(p),
+                                              .key_split = u32(r.length),
+                                              .part_rows = u32(partial ? rows : 0)});
   d.groups = {detail::groups_for(p.sq, t.block_m()), static_cast<std::uint64_t>(p.bh), static_cast<std::uint64_t>(r.count)};
   if (partial) ds.push_back(combine_ranges(p, r.count, o_parts, ml_parts, out, lse, stats));
   return ds;
@@ -413,8 +415,7 @@ std::vector<ComputeDispatch> lower_flash_backward(const Engine& engine, const Fl
                       mask_binding(p, q),                 BufferBinding::read(out.storage()),  BufferBinding::read(grad.storage()),
                       BufferBinding::read(stats.storage()), BufferBinding::write(dq.storage()), BufferBinding::write(delta.storage()),
                       BufferBinding::read((grad_lse.defined() ? grad_lse : stats).storage())};
-  push_common(dq_pass.push, p);
-  dq_pass.push.u32(grad_lse.defined() ? 1u : 0u);
+  dq_pass.push.set(push::ml_attention_flash_backward_dq{.problem = problem_push(p), .has_lse_grad = grad_lse.defined() ? 1u : 0u});
   dq_pass.groups = {detail::groups_for(p.sq, tq.block_m()), static_cast<std::uint64_t>(p.bh), 1};
 
   const std::int64_t key_blocks = (p.sk + tkv.block_m() - 1) / tkv.block_m();
@@ -428,10 +429,10 @@ std::vector<ComputeDispatch> lower_flash_backward(const Engine& engine, const Fl
   kv_pass.bindings = {BufferBinding::read(q.storage()),     BufferBinding::read(k.storage()),    BufferBinding::read(v.storage()),
                       mask_binding(p, q),                   BufferBinding::read(grad.storage()), BufferBinding::read(stats.storage()),
                       BufferBinding::read(delta.storage()), BufferBinding::write(dk_parts),      BufferBinding::write(dv_parts)};
-  push_common(kv_pass.push, p);
-  kv_pass.push.u32(static_cast<std::uint32_t>(r.length))
-      .u32(static_cast<std::uint32_t>(r.count > 1 ? k.numel() : 0))
-      .u32(static_cast<std::uint32_t>(r.count > 1 ? v.numel() : 0));
+  kv_pass.push.set(push::ml_attention_flash_backward_dkv{.problem = problem_push(p),
+                                                          .query_split = u32(r.length),
+                                                          .part_k = u32(r.count > 1 ? k.numel() : 0),
+                                                          .part_v = u32(r.count > 1 ? v.numel() : 0)});
   kv_pass.groups = {detail::groups_for(p.sk, tkv.block_m()), static_cast<std::uint64_t>(p.bh), static_cast<std::uint64_t>(r.count)};
 
   std::vector<ComputeDispatch> out_dispatches;

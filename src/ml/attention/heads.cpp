@@ -69,10 +69,10 @@ void permute(const Matrix& x, const Matrix& y, const Heads& g, bool merge, std::
   d.kernel = kernels::ml_attention_heads;
   d.specialization = {merge ? 1u : 0u};
   d.bindings = {BufferBinding::read(x.storage()), BufferBinding::write(y.storage())};
-  d.push.u32(static_cast<std::uint32_t>(x.numel()))
-      .u32(static_cast<std::uint32_t>(g.seq))
-      .u32(static_cast<std::uint32_t>(g.heads))
-      .u32(static_cast<std::uint32_t>(g.head_dim));
+  d.push.set(push::ml_attention_heads{.n = static_cast<std::uint32_t>(x.numel()),
+                                      .seq = static_cast<std::uint32_t>(g.seq),
+                                      .heads = static_cast<std::uint32_t>(g.heads),
+                                      .dh = static_cast<std::uint32_t>(g.head_dim)});
   d.groups = {detail::groups_for(x.numel(), 1024), 1, 1};
   ds.push_back(std::move(d));
 }

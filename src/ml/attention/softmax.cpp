@@ -22,18 +22,18 @@ std::vector<ComputeDispatch> lower_softmax(const Engine& engine, const char* op,
     const BufferBinding xs = c.window(x.storage(), r.cols, runtime::Access::Read);
     d.bindings = {xs, r.mask.present ? BufferBinding::read(r.mask_values->storage()) : xs,
                   c.window(y.storage(), r.cols, runtime::Access::Write)};
-    d.push.u32(static_cast<std::uint32_t>(c.count))
-        .u32(static_cast<std::uint32_t>(r.cols))
-        .f32(r.scale)
-        .u32(r.mask.present ? 1u : 0u)
-        .u32(static_cast<std::uint32_t>(c.first))
-        .u32(r.causal ? 1u : 0u)
-        .u32(static_cast<std::uint32_t>(std::max<std::int64_t>(r.sq, 1)))
-        .u32(static_cast<std::uint32_t>(r.cols))
-        .u32(static_cast<std::uint32_t>(r.mask.heads))
-        .u32(static_cast<std::uint32_t>(r.mask.sb))
-        .u32(static_cast<std::uint32_t>(r.mask.sh))
-        .u32(static_cast<std::uint32_t>(r.mask.sq));
+    d.push.set(push::ml_attention_softmax_forward{.rows = static_cast<std::uint32_t>(c.count),
+                                                  .cols = static_cast<std::uint32_t>(r.cols),
+                                                  .scale = r.scale,
+                                                  .masked = r.mask.present ? 1u : 0u,
+                                                  .row_base = static_cast<std::uint32_t>(c.first),
+                                                  .causal = r.causal ? 1u : 0u,
+                                                  .sq = static_cast<std::uint32_t>(std::max<std::int64_t>(r.sq, 1)),
+                                                  .sk = static_cast<std::uint32_t>(r.cols),
+                                                  .mask_heads = static_cast<std::uint32_t>(r.mask.heads),
+                                                  .mask_sb = static_cast<std::uint32_t>(r.mask.sb),
+                                                  .mask_sh = static_cast<std::uint32_t>(r.mask.sh),
+                                                  .mask_sq = static_cast<std::uint32_t>(r.mask.sq)});
   });
 }
 
@@ -43,7 +43,9 @@ std::vector<ComputeDispatch> lower_softmax_backward(const Engine& engine, const 
     d.kernel = kernels::ml_attention_softmax_backward;
     d.bindings = {c.window(y.storage(), cols, runtime::Access::Read), c.window(dy.storage(), cols, runtime::Access::Read),
                   c.window(dx.storage(), cols, runtime::Access::Write)};
-    d.push.u32(static_cast<std::uint32_t>(c.count)).u32(static_cast<std::uint32_t>(cols)).f32(scale);
+    d.push.set(push::ml_attention_softmax_backward{.rows = static_cast<std::uint32_t>(c.count),
+                                                   .cols = static_cast<std::uint32_t>(cols),
+                                                   .scale = scale});
   });
 }
 

@@ -32,8 +32,12 @@ void mask_dispatches(const char* name, const Matrix& x, const Matrix& y, const D
     ComputeDispatch d;
     d.kernel = kernels::ml_nn_dropout;
     d.bindings = {BufferBinding::read(x.storage(), off, bytes), BufferBinding::write(y.storage(), off, bytes)};
-    d.push.u32(static_cast<std::uint32_t>(c.count)).u32(detail::shader_u32(c.begin, "element index", name));
-    d.push.u32(static_cast<std::uint32_t>(a.seed)).u32(static_cast<std::uint32_t>(a.seed >> 32)).f32(static_cast<float>(a.p)).f32(scale);
+    d.push.set(push::ml_nn_dropout{.n = static_cast<std::uint32_t>(c.count),
+                                   .base = detail::shader_u32(c.begin, "element index", name),
+                                   .seed_lo = static_cast<std::uint32_t>(a.seed),
+                                   .seed_hi = static_cast<std::uint32_t>(a.seed >> 32),
+                                   .p = static_cast<float>(a.p),
+                                   .scale = scale});
     d.groups = {detail::groups_for(c.count, 1024), 1, 1};
     ds.push_back(std::move(d));
   }

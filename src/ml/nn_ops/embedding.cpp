@@ -33,8 +33,10 @@ Matrix embedding_backward(const detail::BackwardCall<detail::NoAttributes>& c) {
     d.kernel = kernels::ml_nn_embedding_sort;
     d.specialization = {mode};
     d.bindings = {BufferBinding::read(indices.storage()), BufferBinding::read_write(pairs)};
-    d.push.u32(static_cast<std::uint32_t>(n)).i32(static_cast<std::int32_t>(V)).u32(static_cast<std::uint32_t>(k)).u32(
-        static_cast<std::uint32_t>(j));
+    d.push.set(push::ml_nn_embedding_sort{.N = static_cast<std::uint32_t>(n),
+                                          .V = static_cast<std::int32_t>(V),
+                                          .k = static_cast<std::uint32_t>(k),
+                                          .j = static_cast<std::uint32_t>(j)});
     d.groups = {detail::groups_for(total, mode == 1 ? 512 : kSortBlock), 1, 1};
     ds.push_back(std::move(d));
   };
@@ -48,7 +50,9 @@ Matrix embedding_backward(const detail::BackwardCall<detail::NoAttributes>& c) {
   ComputeDispatch d;
   d.kernel = kernels::ml_nn_embedding_backward;
   d.bindings = {BufferBinding::read(pairs), BufferBinding::read(gy.storage()), BufferBinding::write(dw.storage())};
-  d.push.u32(static_cast<std::uint32_t>(n)).u32(static_cast<std::uint32_t>(D)).u32(static_cast<std::uint32_t>(tiles));
+  d.push.set(push::ml_nn_embedding_backward{.N = static_cast<std::uint32_t>(n),
+                                            .D = static_cast<std::uint32_t>(D),
+                                            .tiles = static_cast<std::uint32_t>(tiles)});
   d.groups = {static_cast<std::uint64_t>(V * tiles), 1, 1};
   ds.push_back(std::move(d));
   c.record(ds, {&gy, &indices}, {&dw});
@@ -87,9 +91,9 @@ const detail::Op<detail::NoAttributes> kEmbedding{
                   d.kernel = kernels::ml_nn_embedding;
                   d.bindings = {BufferBinding::read(indices.storage()), BufferBinding::read(weight.storage()),
                                 BufferBinding::write(y.storage())};
-                  d.push.u32(static_cast<std::uint32_t>(y.numel()))
-                      .u32(static_cast<std::uint32_t>(weight.shape()[1]))
-                      .i32(static_cast<std::int32_t>(weight.shape()[0]));
+                  d.push.set(push::ml_nn_embedding{.n = static_cast<std::uint32_t>(y.numel()),
+                                                   .D = static_cast<std::uint32_t>(weight.shape()[1]),
+                                                   .V = static_cast<std::int32_t>(weight.shape()[0])});
                   d.groups = {detail::groups_for(y.numel(), 256), 1, 1};
                   ds.push_back(std::move(d));
                 }}},

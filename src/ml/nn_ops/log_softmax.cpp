@@ -29,7 +29,8 @@ const detail::Op<detail::NoAttributes> kLogSoftmax{
                     d.kernel = kernels::ml_nn_log_softmax;
                     d.bindings = {r.window(x.storage(), L, Access::Read), r.window(y.storage(), L, Access::Write),
                                   r.window(row_max.storage(), 1, Access::Write)};
-                    d.push.u32(static_cast<std::uint32_t>(r.count)).u32(static_cast<std::uint32_t>(L));
+                    d.push.set(push::ml_nn_log_softmax{.R = static_cast<std::uint32_t>(r.count),
+                                                       .L = static_cast<std::uint32_t>(L)});
                   });
                   ds.insert(ds.end(), rows.begin(), rows.end());
                 }}},
@@ -43,7 +44,8 @@ const detail::Op<detail::NoAttributes> kLogSoftmax{
          d.kernel = kernels::ml_nn_log_softmax_backward;
          d.bindings = {r.window(y.storage(), L, Access::Read), r.window(row_max.storage(), 1, Access::Read),
                        r.window(gy.storage(), L, Access::Read), r.window(dx.storage(), L, Access::Write)};
-         d.push.u32(static_cast<std::uint32_t>(r.count)).u32(static_cast<std::uint32_t>(L));
+         d.push.set(push::ml_nn_log_softmax_backward{.R = static_cast<std::uint32_t>(r.count),
+                                                     .L = static_cast<std::uint32_t>(L)});
        });
        c.record(ds, {&gy, &y, &row_max}, {&dx});
        return std::vector<Matrix>{dx};

@@ -78,8 +78,10 @@ const detail::Op<CrossEntropyAttributes> kCrossEntropy{
                     d.specialization.push_back(reduced);
                     d.bindings = {r.window(logits.storage(), C, Access::Read), r.window(targets.storage(), 1, Access::Read),
                                   r.window(stat.storage(), 2, Access::Write), r.window(rows, reduced ? 2 : 1, Access::Write)};
-                    d.push.u32(static_cast<std::uint32_t>(r.count)).u32(static_cast<std::uint32_t>(C));
-                    d.push.i32(static_cast<std::int32_t>(a.ignore_index)).f32(static_cast<float>(a.label_smoothing));
+                    d.push.set(push::ml_nn_cross_entropy{.R = static_cast<std::uint32_t>(r.count),
+                                                         .L = static_cast<std::uint32_t>(C),
+                                                         .ignore_index = static_cast<std::int32_t>(a.ignore_index),
+                                                         .smoothing = static_cast<float>(a.label_smoothing)});
                   });
                   ds.insert(ds.end(), passes.begin(), passes.end());
                   if (reduced) {
@@ -108,8 +110,10 @@ const detail::Op<CrossEntropyAttributes> kCrossEntropy{
                      BufferBinding::read(gy.storage()),
                      BufferBinding::read(reduced ? c.outputs[2].storage() : stat.storage()),
                      BufferBinding::write(dx.storage())};
-       d.push.u32(static_cast<std::uint32_t>(dx.numel())).u32(static_cast<std::uint32_t>(logits.shape()[1]));
-       d.push.i32(static_cast<std::int32_t>(a.ignore_index)).f32(static_cast<float>(a.label_smoothing));
+       d.push.set(push::ml_nn_cross_entropy_backward{.n = static_cast<std::uint32_t>(dx.numel()),
+                                                     .C = static_cast<std::uint32_t>(logits.shape()[1]),
+                                                     .ignore_index = static_cast<std::int32_t>(a.ignore_index),
+                                                     .smoothing = static_cast<float>(a.label_smoothing)});
        d.groups = {detail::groups_for(dx.numel(), 256), 1, 1};
        c.record({&d, 1}, {&gy, &logits, &targets}, {&dx});
        return std::vector<Matrix>{dx, Matrix()};
@@ -131,7 +135,7 @@ ComputeDispatch mse_pass(std::uint32_t mode, bool reduced, const Matrix& a, cons
   d.specialization = {mode, reduced};
   d.bindings = {BufferBinding::read(a.storage()), BufferBinding::read(b.storage()), BufferBinding::read(dy ? dy : a.storage()),
                 BufferBinding::write(out)};
-  d.push.u32(static_cast<std::uint32_t>(a.numel())).f32(scale);
+  d.push.set(push::ml_nn_mse{.n = static_cast<std::uint32_t>(a.numel()), .scale = scale});
   d.groups = {detail::groups_for(a.numel(), 256), 1, 1};
   return d;
 }
@@ -195,7 +199,7 @@ const detail::Op<NoAttributes> kAccuracy{
                   ComputeDispatch d;
                   d.kernel = kernels::ml_nn_accuracy;
                   d.bindings = {BufferBinding::read(argmax), BufferBinding::read(targets.storage()), BufferBinding::write(hits)};
-                  d.push.u32(static_cast<std::uint32_t>(N));
+                  d.push.set(push::ml_nn_accuracy{.n = static_cast<std::uint32_t>(N)});
                   d.groups = {detail::groups_for(N, 256), 1, 1};
                   ds.push_back(std::move(d));
                   detail::reduce_rows(c.engine, hits, 1, N, detail::RowReduction::Sum, static_cast<float>(1.0 / static_cast<double>(N)),

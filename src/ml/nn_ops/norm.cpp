@@ -39,10 +39,9 @@ std::shared_ptr<Storage> or_placeholder(const Matrix& m, const Matrix& fallback)
 struct NormGrouping {
   std::int64_t groups = 1, span = 1;
   bool grouped() const { return groups != 1 || span != 1; }
-  // The kernels' GROUPED constant and their push constants G, S, row0.
-  void push(ComputeDispatch& d, const detail::RowChunk& r) const {
-    d.push.u32(static_cast<std::uint32_t>(groups)).u32(static_cast<std::uint32_t>(span)).u32(static_cast<std::uint32_t>(r.first));
-  }
+  // The kernels' push constants G and S (GROUPED is grouped()).
+  std::uint32_t G() const { return static_cast<std::uint32_t>(groups); }
+  std::uint32_t S() const { return static_cast<std::uint32_t>(span); }
 };
 
 // The forward pass of layer_norm, rms_norm (center false, no bias) and
@@ -63,8 +62,12 @@ void norm_forward(const OpCall<Attributes>& c, const Matrix& weight, const Matri
                   r.window(out[0].storage(), D, Access::Write),
                   center ? r.window(out[1].storage(), 1, Access::Write) : BufferBinding::write(unused_output(c.engine)),
                   r.window(rstd->storage(), 1, Access::Write)};
-    d.push.u32(static_cast<std::uint32_t>(r.count)).u32(static_cast<std::uint32_t>(D)).f32(static_cast<float>(c.attributes.eps));
-    grouping.push(d, r);
+    d.push.set(push::ml_nn_layer_norm{.R = static_cast<std::uint32_t>(r.count),
+                                      .D = static_cast<std::uint32_t>(D),
+                                      .eps = static_cast<float>(c.attributes.eps),
+                                      .G = grouping.G(),
+                                      .S = grouping.S(),
+                                      .row0 = static_cast<std::uint32_t>(r.first)});
   });
   ds.insert(ds.end(), rows.begin(), rows.end());
 }
@@ -92,8 +95,11 @@ void norm_gradients(const char* op, const Matrix& gy, const Matrix& x, const Mat
                   c.window(rstd.storage(), 1, Access::Read),
                   need_x ? c.window(dxs, D, Access::Write) : BufferBinding::write(dxs),
                   need_w ? c.window(dyxhat, D, Access::Write) : BufferBinding::write(dyxhat)};
-    d.push.u32(static_cast<std::uint32_t>(c.count)).u32(static_cast<std::uint32_t>(D));
-    grouping.push(d, c);
+    d.push.set(push::ml_nn_layer_norm_backward{.R = static_cast<std::uint32_t>(c.count),
+                                               .D = static_cast<std::uint32_t>(D),
+                                               .G = grouping.G(),
+                                               .S = grouping.S(),
+                                               .row0 = static_cast<std::uint32_t>(c.first)});
   });
   ds.insert(ds.end(), rows.begin(), rows.end());
   if (need_w) {
@@ -290,8 +296,10 @@ ComputeDispatch batch_norm_pass(BatchNormMode mode, bool training, const BatchNo
                 BufferBinding::read(sdy ? sdy : x.storage()),
                 BufferBinding::read(sdyxhat ? sdyxhat : x.storage()),
                 BufferBinding::write(out)};
-  d.push.u32(static_cast<std::uint32_t>(n)).u32(static_cast<std::uint32_t>(g.C)).u32(static_cast<std::uint32_t>(g.S));
-  d.push.f32(static_cast<float>(1.0 / static_cast<double>(g.count())));
+  d.push.set(push::ml_nn_batch_norm{.n = static_cast<std::uint32_t>(n),
+                                    .C = static_cast<std::uint32_t>(g.C),
+                                    .S = static_cast<std::uint32_t>(g.S),
+                                    .inv_m = static_cast<float>(1.0 / static_cast<double>(g.count()))});
   d.groups = {detail::groups_for(n, 1024), 1, 1};
   return d;
 }
@@ -307,8 +315,10 @@ void batch_norm_moments(std::uint32_t pass, const BatchNormGeometry& g, const Ma
   d.kernel = kernels::ml_nn_batch_norm_moments;
   d.specialization = {pass};
   d.bindings = {BufferBinding::read(x.storage()), BufferBinding::read(s1 ? s1 : x.storage()), BufferBinding::write(part)};
-  d.push.u32(static_cast<std::uint32_t>(g.C)).u32(static_cast<std::uint32_t>(g.S)).u32(static_cast<std::uint32_t>(g.count()));
-  d.push.f32(static_cast<float>(1.0 / static_cast<double>(g.count())));
+  d.push.set(push::ml_nn_batch_norm_moments{.C = static_cast<std::uint32_t>(g.C),
+                                            .S = static_cast<std::uint32_t>(g.S),
+                                            .M = static_cast<std::uint32_t>(g.count()),
+                                            .inv_m = static_cast<float>(1.0 / static_cast<double>(g.count()))});
   d.groups = {static_cast<std::uint64_t>(blocks), static_cast<std::uint64_t>(g.C), 1};
   ds.push_back(std::move(d));
   detail::reduce_rows(engine, part, g.C, blocks, detail::RowReduction::Sum, 1.0f, out, ds);
@@ -374,10 +384,12 @@ const detail::Op<BatchNormAttributes> kBatchNorm{
                                 BufferBinding{running_var.storage(), stats_access},
                                 BufferBinding::write(stat.storage()),
                                 BufferBinding::read(x.storage())};
-                  d.push.u32(static_cast<std::uint32_t>(g.C)).u32(static_cast<std::uint32_t>(g.S)).f32(static_cast<float>(1.0 / count));
-                  d.push.f32(static_cast<float>(count > 1 ? count / (count - 1) : 1.0))
-                      .f32(static_cast<float>(c.attributes.eps))
-                      .f32(static_cast<float>(c.attributes.momentum));
+                  d.push.set(push::ml_nn_batch_norm_stats{.C = static_cast<std::uint32_t>(g.C),
+                                                          .S = static_cast<std::uint32_t>(g.S),
+                                                          .inv_m = static_cast<float>(1.0 / count),
+                                                          .unbias = static_cast<float>(count > 1 ? count / (count - 1) : 1.0),
+                                                          .eps = static_cast<float>(c.attributes.eps),
+                                                          .momentum = static_cast<float>(c.attributes.momentum)});
                   d.groups = {detail::groups_for(g.C, 64), 1, 1};
                   ds.push_back(std::move(d));
                   ds.push_back(batch_norm_pass(Normalize, training, g, x, c.inputs[1], c.inputs[2], nullptr, stat.storage(), nullptr,

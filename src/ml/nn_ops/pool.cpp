@@ -39,11 +39,20 @@ struct PoolGeometry {
   std::int64_t planes, H, W, OH, OW;
   std::array<std::int64_t, 2> kernel, stride, padding;
 
-  void push(runtime::PushConstants& push, std::int64_t n) const {
-    push.u32(static_cast<std::uint32_t>(n)).u32(static_cast<std::uint32_t>(H)).u32(static_cast<std::uint32_t>(W));
-    push.u32(static_cast<std::uint32_t>(OH)).u32(static_cast<std::uint32_t>(OW));
-    for (const auto& a : {kernel, stride, padding})
-      push.i32(static_cast<std::int32_t>(a[0])).i32(static_cast<std::int32_t>(a[1]));
+  // The push constants of ml/nn/pool2d and pool2d_backward over `n` elements.
+  push::ml_nn_pool2d layout(std::int64_t n) const {
+    const auto i32 = [](std::int64_t v) { return static_cast<std::int32_t>(v); };
+    return {.n = static_cast<std::uint32_t>(n),
+            .H = static_cast<std::uint32_t>(H),
+            .W = static_cast<std::uint32_t>(W),
+            .OH = static_cast<std::uint32_t>(OH),
+            .OW = static_cast<std::uint32_t>(OW),
+            .KH = i32(kernel[0]),
+            .KW = i32(kernel[1]),
+            .SH = i32(stride[0]),
+            .SW = i32(stride[1]),
+            .PH = i32(padding[0]),
+            .PW = i32(padding[1])};
   }
 };
 
@@ -88,7 +97,7 @@ Matrix pool_backward(const BackwardCall<A>& c, const Matrix& index, const PoolGe
   d.specialization = {index.defined()};
   d.bindings = {BufferBinding::read(gy.storage()), BufferBinding::read(index.defined() ? index.storage() : gy.storage()),
                 BufferBinding::write(dx.storage())};
-  g.push(d.push, dx.numel());
+  d.push.set(g.layout(dx.numel()));
   d.groups = {detail::groups_for(dx.numel(), 256), 1, 1};
   c.record({&d, 1}, {&gy, &index}, {&dx});
   return dx;
@@ -115,7 +124,7 @@ detail::Op<PoolAttributes> pool_op(const char* name, bool max) {
                     d.specialization = {max};
                     d.bindings = {BufferBinding::read(c.inputs[0].storage()), BufferBinding::write(out[0].storage()),
                                   BufferBinding::write(max ? out[1].storage() : unused_output(c.engine))};
-                    g.push(d.push, out[0].numel());
+                    d.push.set(g.layout(out[0].numel()));
                     d.groups = {detail::groups_for(out[0].numel(), 256), 1, 1};
                     ds.push_back(std::move(d));
                   }}},

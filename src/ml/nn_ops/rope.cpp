@@ -25,8 +25,11 @@ ComputeDispatch rotation(const Matrix& x, const std::shared_ptr<Storage>& y, con
   d.kernel = kernels::ml_nn_rope;
   d.specialization = {inverse};
   d.bindings = {BufferBinding::read(x.storage()), BufferBinding::write(y)};
-  d.push.u32(static_cast<std::uint32_t>(pairs)).u32(static_cast<std::uint32_t>(S)).u32(static_cast<std::uint32_t>(D / 2));
-  d.push.u32(static_cast<std::uint32_t>(a.offset)).f32(static_cast<float>(std::log2(a.base)));
+  d.push.set(push::ml_nn_rope{.pairs = static_cast<std::uint32_t>(pairs),
+                              .S = static_cast<std::uint32_t>(S),
+                              .half_d = static_cast<std::uint32_t>(D / 2),
+                              .offset = static_cast<std::uint32_t>(a.offset),
+                              .log2_base = static_cast<float>(std::log2(a.base))});
   d.groups = {detail::groups_for(pairs, 256), 1, 1};
   return d;
 }

@@ -38,7 +38,7 @@ std::int64_t require_cell(const OpCall<NoAttributes>& c, std::int64_t gates, con
 
 // One invocation per element of the [B, H] state.
 void set_cell_grid(ComputeDispatch& d, std::int64_t n, std::int64_t H) {
-  d.push.u32(static_cast<std::uint32_t>(n)).u32(static_cast<std::uint32_t>(H));
+  d.push.set(push::ml_rnn_cell{.n = static_cast<std::uint32_t>(n), .H = static_cast<std::uint32_t>(H)});
   d.groups = {detail::groups_for(n, 256), 1, 1};
 }
 

@@ -155,9 +155,6 @@ void Engine::record(SemanticOp op, std::span<const runtime::ComputeDispatch> dis
   auto& s = *state_;
   check_against_contract(op);
   for (const auto& d : dispatches) {
-    if (d.push.size() > runtime::PushConstants::kMaxPushBytes)
-      fail(ErrorKind::Internal, "{}: kernel {} pushes {} bytes; at most {}", op.name, d.kernel, d.push.size(),
-           runtime::PushConstants::kMaxPushBytes);
     for (std::size_t i = 0; i < d.bindings.size(); ++i) check_binding(s, d, i, op);
     for (auto g : d.groups)
       if (g > UINT32_MAX) fail(ErrorKind::InvalidArgument, "{}: a grid of {} workgroups in one dimension is too large", op.name, g);

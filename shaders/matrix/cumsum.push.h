@@ -1,0 +1,5 @@
+OA_PUSH(matrix_cumsum)
+  OA_FIELD(uint, lines)
+  OA_FIELD(uint, L)
+  OA_FIELD(uint, inner)
+OA_PUSH_END

@@ -1,0 +1,6 @@
+OA_PUSH(matrix_index_gather)
+  OA_FIELD(uint, n)
+  OA_FIELD(uint, K)
+  OA_FIELD(uint, N)
+  OA_FIELD(uint, inner)
+OA_PUSH_END

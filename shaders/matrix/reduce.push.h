@@ -1,0 +1,11 @@
+OA_PUSH(matrix_reduce)
+  OA_FIELD(uint, nseg)
+  OA_FIELD(uint, r0)
+  OA_FIELD(uint, p0)
+  OA_FIELD(uint, L)
+  OA_FIELD(uint, P)
+  OA_FIELD(uint, chunk)
+  OA_FIELD(uint, in_off)
+  OA_FIELD(uint, out_off)
+  OA_FIELD(float, scale)
+OA_PUSH_END

@@ -1,0 +1,5 @@
+#include "ml/attention/flash_problem.push.h"
+OA_PUSH(ml_attention_flash_backward_dq)
+  OA_PART(ml_attention_flash_problem, problem)
+  OA_FIELD(uint, has_lse_grad)
+OA_PUSH_END

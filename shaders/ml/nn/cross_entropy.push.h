@@ -1,0 +1,6 @@
+OA_PUSH(ml_nn_cross_entropy)
+  OA_FIELD(uint, R)
+  OA_FIELD(uint, L)
+  OA_FIELD(int, ignore_index)
+  OA_FIELD(float, smoothing)
+OA_PUSH_END

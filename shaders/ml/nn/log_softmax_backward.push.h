@@ -1,0 +1,4 @@
+OA_PUSH(ml_nn_log_softmax_backward)
+  OA_FIELD(uint, R)
+  OA_FIELD(uint, L)
+OA_PUSH_END

@@ -1,0 +1,7 @@
+OA_PUSH(ml_optim_sgd_step)
+  OA_FIELD(uint, n)
+  OA_FIELD(float, momentum)
+  OA_FIELD(float, dampening)
+  OA_FIELD(float, weight_decay)
+  OA_FIELD(uint, slot)
+OA_PUSH_END
