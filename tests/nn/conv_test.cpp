@@ -8,6 +8,7 @@
 #include "oa/ml/nn/conv.hpp"
 #include "oa/oa.hpp"
 #include "reference/conv.hpp"
+#include "support/expect.hpp"
 #include "support/module_check.hpp"
 
 namespace {
@@ -31,6 +32,30 @@ TEST(NnConvModule, Conv1d) {
     return ref::conv2d(v[0], {2, 4, 1, 7}, v[1], {6, 2, 1, 3}, v[2], p, out);
   });
   EXPECT_EQ(y.shape(), Shape({2, 6, 4}));
+}
+
+// Output t reads inputs t - d (K - 1) .. t: the reference convolves the input
+// left-padded by d (K - 1) zeros, without padding.
+TEST(NnConvModule, CausalConv1d) {
+  oa::ml::Generator g(7);
+  CausalConv1d conv(4, 6, 3, g, 2, 2);
+  EXPECT_EQ(conv.weight().shape(), Shape({6, 2, 3}));
+  const std::int64_t L = 9, pad = 4;
+  ref::ConvParams p;
+  p.dilation = {1, 2};
+  p.groups = 2;
+  const auto y = oa::test::module_gradcheck(conv, oa::test::random_input({2, 4, L}, 8), [&](const Args& v) {
+    std::vector<double> padded(2 * 4 * (L + pad), 0.0);
+    for (std::int64_t r = 0; r < 2 * 4; ++r)
+      for (std::int64_t t = 0; t < L; ++t) padded[r * (L + pad) + pad + t] = v[0][r * L + t];
+    std::array<std::int64_t, 4> out;
+    return ref::conv2d(padded, {2, 4, 1, L + pad}, v[1], {6, 2, 1, 3}, v[2], p, out);
+  });
+  EXPECT_EQ(y.shape(), Shape({2, 6, L}));
+  // A kernel of 1 needs no padding; a dilation below 1 is refused, naming the module.
+  CausalConv1d pointwise(3, 2, 1, g);
+  EXPECT_EQ(pointwise.forward(oa::Matrix::uniform(Shape{1, 3, 5}, -1, 1, 9)).shape(), Shape({1, 2, 5}));
+  EXPECT_TRUE(oa_test::throws([&] { CausalConv1d(2, 2, 3, g, 0); }, oa::ErrorKind::InvalidArgument, {"CausalConv1d", "dilation"}));
 }
 
 TEST(NnConvModule, Conv2dRectangularKernelNoBias) {

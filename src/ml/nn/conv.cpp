@@ -1,8 +1,11 @@
 #include "oa/ml/nn/conv.hpp"
 
+#include <algorithm>
 #include <span>
 #include <vector>
 
+#include "oa/core/error.hpp"
+#include "oa/matrix/layout.hpp"
 #include "oa/ml/init.hpp"
 
 namespace oa::ml::nn {
@@ -26,6 +29,12 @@ Shape weight_shape(const char* module, std::int64_t in_channels, std::int64_t ou
   return Shape(dims);
 }
 
+// A kernel below 1 is left to Conv1d's check.
+Conv1dOptions causal_options(std::int64_t kernel_size, std::int64_t dilation, std::int64_t groups) {
+  if (dilation < 1) fail(ErrorKind::InvalidArgument, "CausalConv1d: dilation must be at least 1, got {}", dilation);
+  return {.stride = 1, .padding = dilation * (std::max<std::int64_t>(kernel_size, 1) - 1), .dilation = dilation, .groups = groups};
+}
+
 }  // namespace
 
 Conv1d::Conv1d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel_size, Generator& generator,
@@ -38,6 +47,15 @@ Conv1d::Conv1d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t
 }
 
 Matrix Conv1d::forward(const Matrix& x) { return conv_1d(x, weight_, bias_, options_); }
+
+CausalConv1d::CausalConv1d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel_size, Generator& generator,
+                           std::int64_t dilation, std::int64_t groups, bool bias, std::optional<Engine> engine)
+    : Conv1d(in_channels, out_channels, kernel_size, generator, causal_options(kernel_size, dilation, groups), bias, std::move(engine)) {}
+
+Matrix CausalConv1d::forward(const Matrix& x) {
+  const Matrix y = Conv1d::forward(x);
+  return options().padding == 0 ? y : matrix::narrow(y, 2, 0, x.shape().dim(2));
+}
 
 Conv2d::Conv2d(std::int64_t in_channels, std::int64_t out_channels, std::array<std::int64_t, 2> kernel_size,
                Generator& generator, const Conv2dOptions& options, bool bias, std::optional<Engine> engine)

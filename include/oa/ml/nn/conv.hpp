@@ -55,6 +55,21 @@ class Conv2d : public Module {
   Parameter weight_, bias_;
 };
 
+// Causal 1-d convolution (WaveNet, van den Oord et al. 2016; temporal
+// convolutional networks, Bai et al. 2018): forward x [N, in, L] -> [N, out,
+// L], where output t reads inputs t - dilation * (K - 1) .. t only (zeros
+// before the start). Stride 1. A Conv1d with padding dilation * (K - 1) whose
+// last dilation * (K - 1) outputs are dropped (one narrow copy), so its
+// parameters, init and errors are Conv1d's; the constructor also throws
+// InvalidArgument naming CausalConv1d for a dilation below 1.
+class CausalConv1d : public Conv1d {
+ public:
+  CausalConv1d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel_size, Generator& generator,
+               std::int64_t dilation = 1, std::int64_t groups = 1, bool bias = true, std::optional<Engine> engine = {});
+  Matrix forward(const Matrix& x) override;
+  std::string type_name() const override { return "CausalConv1d"; }
+};
+
 // forward: x [N, in, L] -> [N, out, L_out] (conv_transpose_1d).
 class ConvTranspose1d : public Module {
  public:
