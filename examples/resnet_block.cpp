@@ -1,4 +1,4 @@
-// A tiny ResNet in oa's public API: a 3x3 convolution stem, one basic block
+// A tiny ResNet in oa's public API: a stem (3x3 convolution, GroupNorm, ReLU), one basic block
 // (He et al. 2016) with GroupNorm (Wu and He 2018) in place of BatchNorm:
 // conv -> GroupNorm -> ReLU -> conv -> GroupNorm, plus the identity, -> ReLU,
 // then global average pooling and a Linear classifier. It learns four

@@ -215,6 +215,8 @@ TEST(NnAttention, ForwardInputs) {
                               {"MultiHeadAttention", "key_padding_mask", "[2, 5]"}));
   EXPECT_TRUE(oa_test::throws([&] { mha(x, x, x, Matrix(), Matrix::zeros({3, 4})); }, oa::ErrorKind::InvalidArgument,
                               {"MultiHeadAttention", "attn_mask", "[3, 4]"}));
+  EXPECT_TRUE(oa_test::throws([&] { mha(x, x, x, Matrix(), Matrix::from_i32({3, 3}, std::vector<std::int32_t>(9, 0))); },
+                              oa::ErrorKind::InvalidArgument, {"MultiHeadAttention", "attn_mask", "bool", "f32", "i32 [3, 3]"}));
 }
 
 TEST(NnAttention, Errors) {

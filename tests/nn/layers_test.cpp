@@ -114,6 +114,8 @@ TEST(NnNormModule, BatchNorm1d) {
   BatchNorm1d bn(3);
   EXPECT_TRUE(oa_test::throws([&] { bn(Matrix::zeros({2, 3, 2, 2})); }, oa::ErrorKind::InvalidArgument, {"BatchNorm1d", "[2, 3, 2, 2]"}));
   EXPECT_TRUE(oa_test::throws([] { BatchNorm1d(0); }, oa::ErrorKind::InvalidArgument, {"BatchNorm1d", "num_features 0"}));
+  EXPECT_TRUE(oa_test::throws([&] { bn(Matrix::zeros({2, 4})); }, oa::ErrorKind::InvalidArgument, {"BatchNorm1d", "[2, 4]", "num_features = 3"}));
+  EXPECT_TRUE(oa_test::throws([&] { bn(Matrix::zeros({1, 3})); }, oa::ErrorKind::InvalidArgument, {"BatchNorm1d", "[1, 3]", "more than one"}));
 }
 
 TEST(NnPoolModule, MaxAvgAndGlobal) {

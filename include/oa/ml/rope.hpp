@@ -18,7 +18,7 @@ namespace oa::ml {
 // Angles are computed in f32 (as Llama's and GPT-NeoX's f32 frequency tables),
 // so positions in the millions lose the low bits of their angle.
 // x f32 of rank >= 2 with an even D >= 2 and S >= 1; offset >= 0 with
-// offset + S below 2^24 (exact in f32); base > 0. The gradient for x is the
+// offset + S at most 2^24 (every position exact in f32); base > 0. The gradient for x is the
 // inverse rotation of the output gradient. Throws InvalidArgument naming
 // "oa::ml::rope", the argument and x's shape otherwise. Semantic op
 // "oa::ml::rope", attributes offset and base.

@@ -47,7 +47,9 @@ namespace {
 // torch's mask forms as an additive mask of `shape`: Bool (true = hidden)
 // becomes -inf where true and 0 elsewhere, F32 is added as it is.
 Matrix additive_mask(const Matrix& mask, const char* arg, const Shape& shape) {
-  if (mask.dtype() != DType::Bool) detail::require_f32(mask, kMha, arg);
+  if (mask.dtype() != DType::Bool && mask.dtype() != DType::F32)
+    fail(ErrorKind::InvalidArgument, "{}: {} must be bool (true = ignore) or f32 (added); found {} {}", kMha, arg, to_string(mask.dtype()),
+         mask.shape());
   const Matrix m = mask.reshape(shape.to_vector());
   if (mask.dtype() != DType::Bool) return m;
   return matrix::masked_fill(Matrix::zeros(shape, mask.engine()), m, -std::numeric_limits<float>::infinity());

@@ -83,6 +83,12 @@ Matrix BatchNorm1d::forward(const Matrix& x) {
   if (x.rank() != 2 && x.rank() != 3)
     fail(ErrorKind::InvalidArgument, "oa::ml::nn::BatchNorm1d: x {} must be [N, C] or [N, C, L]", x.shape());
   const std::int64_t length = x.rank() == 3 ? x.dim(2) : 1;
+  const std::int64_t features = running_mean().numel();
+  if (x.dim(1) != features)
+    fail(ErrorKind::InvalidArgument, "oa::ml::nn::BatchNorm1d: x {} must have num_features = {} channels (axis 1)", x.shape(), features);
+  if (training() && x.dim(0) * length < 2)
+    fail(ErrorKind::InvalidArgument, "oa::ml::nn::BatchNorm1d: x {} has {} value per channel; training needs more than one",
+         x.shape(), x.dim(0) * length);
   return normalize(x.reshape({x.dim(0), x.dim(1), length, 1})).reshape(x.shape().to_vector());
 }
 
