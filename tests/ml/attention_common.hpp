@@ -5,6 +5,7 @@
 #include <random>
 #include <vector>
 
+#include "ml/attention/internal.hpp"
 #include "oa/ml/attention.hpp"
 #include "oa/oa.hpp"
 #include "reference/attention.hpp"
@@ -17,6 +18,20 @@ using oa::Shape;
 using oa::reference::Vec;
 namespace ml = oa::ml;
 namespace ref = oa::reference;
+namespace attention_detail = oa::ml::attention_detail;
+
+// The lowerings of attention a test runs through: the flash forward with
+// the fused or the GEMM backward, and the materialised path.
+struct AttentionPath {
+  ml::SdpaBackend backend;
+  attention_detail::FlashBackward backward;
+  const char* name;
+};
+inline constexpr AttentionPath kAttentionPaths[] = {
+    {ml::SdpaBackend::Flash, attention_detail::FlashBackward::Fused, "flash"},
+    {ml::SdpaBackend::Flash, attention_detail::FlashBackward::Gemm, "flash, GEMM backward"},
+    {ml::SdpaBackend::Math, attention_detail::FlashBackward::Auto, "materialized"},
+};
 
 inline constexpr float kInf = std::numeric_limits<float>::infinity();
 // f32 accumulation over at most a few thousand terms of magnitude ~1.

@@ -1,8 +1,8 @@
 // Attention family under extreme values and PyTorch-shaped inputs: finite huge
 // masks (-1e4 .. -FLT_MAX, whole and partial rows, with causal), large logits,
 // large common offsets, NaN propagation, empty and K = 0 products, the
-// backend choice, 4-D inputs and broadcast masks. Every path (flash and
-// materialised) against the f64 references in tests/reference/attention.hpp,
+// backend choice, 4-D inputs and broadcast masks. Every path (flash with its
+// fused or GEMM backward, and materialised) against the f64 references in tests/reference/attention.hpp,
 // gradients against the analytic f64 backward and, where the function is
 // smooth, central finite differences.
 #include <gtest/gtest.h>
@@ -100,10 +100,11 @@ PathResult run_path(Problem& pr, ml::SdpaBackend backend) {
   return {out.to_vector(), oa::grad(pr.mq).to_vector(), oa::grad(pr.mk).to_vector(), oa::grad(pr.mv).to_vector()};
 }
 
-void expect_matches_reference(Problem& pr, ml::SdpaBackend backend, const std::string& what, double atol = kAtol,
+void expect_matches_reference(Problem& pr, const AttentionPath& path, const std::string& what, double atol = kAtol,
                               double rtol = kRtol) {
-  SCOPED_TRACE(what + (backend == ml::SdpaBackend::Flash ? " flash" : " materialized"));
-  const PathResult r = run_path(pr, backend);
+  SCOPED_TRACE(what + " " + path.name);
+  attention_detail::FlashBackwardGuard method(path.backward);
+  const PathResult r = run_path(pr, path.backend);
   const auto want = ref::attention(pr.p, to_f64(pr.q), to_f64(pr.k), to_f64(pr.v));
   const auto g = ref::attention_backward(pr.p, to_f64(pr.q), to_f64(pr.k), to_f64(pr.v), to_f64(pr.grad));
   EXPECT_FALSE(any_nan(r.out) || any_nan(r.dq) || any_nan(r.dk) || any_nan(r.dv));
@@ -121,21 +122,23 @@ TEST(AttentionHugeMask, BothPathsMatchReference) {
   std::uint32_t seed = 10;
   for (float value : kHugeMasks)
     for (bool causal : {false, true})
-      for (auto backend : {ml::SdpaBackend::Flash, ml::SdpaBackend::Math}) {
+      for (const AttentionPath& path : kAttentionPaths) {
         Problem pr(2, 6, 9, 8, 5, causal, seed += 10);
         pr.set_mask(huge_mask(pr.bh * pr.sq, pr.sq, pr.sk, value, seed + 7));
         // Near -1e4 a masked f32 logit keeps ~1e-3 of the score; an f32 score
         // error can move it to the next f32 value.
         const double rtol = value == -1e4f ? 2e-3 : kRtol;
-        expect_matches_reference(pr, backend, "mask " + std::to_string(value) + (causal ? " causal" : ""), kAtol, rtol);
+        expect_matches_reference(pr, path, "mask " + std::to_string(value) + (causal ? " causal" : ""), kAtol, rtol);
       }
 }
 
 // A row masked by -FLT_MAX everywhere is uniform: its output is the mean of v
 // (PyTorch's answer); a row of -FLT_MAX and 0 weights only its 0 keys.
 TEST(AttentionHugeMask, LowestFloatRowIsUniform) {
-  for (auto backend : {ml::SdpaBackend::Flash, ml::SdpaBackend::Math}) {
-    SCOPED_TRACE(backend == ml::SdpaBackend::Flash ? "flash" : "materialized");
+  for (const AttentionPath& path : kAttentionPaths) {
+    attention_detail::FlashBackwardGuard method(path.backward);
+    const ml::SdpaBackend backend = path.backend;
+    SCOPED_TRACE(path.name);
     Problem pr(1, 2, 3, 4, 2, false, 77);
     pr.set_mask({-FLT_MAX, -FLT_MAX, -FLT_MAX, -FLT_MAX, 0.0f, -FLT_MAX});
     const PathResult r = run_path(pr, backend);
@@ -191,8 +194,10 @@ TEST(AttentionHugeMask, PartialRowGradients) {
   using oa::test::GradInput;
   std::uint64_t seed = 700;
   for (float value : kHugeMasks)
-    for (auto backend : {ml::SdpaBackend::Flash, ml::SdpaBackend::Math}) {
-      SCOPED_TRACE(std::to_string(value) + (backend == ml::SdpaBackend::Flash ? " flash" : " materialized"));
+    for (const AttentionPath& path : kAttentionPaths) {
+      attention_detail::FlashBackwardGuard method(path.backward);
+      const ml::SdpaBackend backend = path.backend;
+      SCOPED_TRACE(std::to_string(value) + (std::string(" ") + path.name));
       const std::int64_t bh = 2, sq = 3, sk = 5, dh = 4;
       std::vector<float> mask(static_cast<std::size_t>(bh * sq * sk), 0.0f);
       for (std::size_t i = 0; i < mask.size(); ++i)
@@ -238,10 +243,12 @@ TEST(AttentionLargeLogits, BothPathsMatchReference) {
   std::uint32_t seed = 40;
   for (int exponent : {13, 17, 20})  // offsets 8192 .. 3 * 2^20 (about 1e4 .. 3e6)
     for (bool causal : {false, true})
-      for (auto backend : {ml::SdpaBackend::Flash, ml::SdpaBackend::Math}) {
+      for (const AttentionPath& path : kAttentionPaths) {
+        attention_detail::FlashBackwardGuard method(path.backward);
+        const ml::SdpaBackend backend = path.backend;
         Problem pr = large_logit_problem(exponent, causal, seed += 10);
         SCOPED_TRACE("2^" + std::to_string(exponent) + (causal ? " causal" : "") +
-                     (backend == ml::SdpaBackend::Flash ? " flash" : " materialized"));
+                     (std::string(" ") + path.name));
         pr.upload();
         for (const Matrix* m : {&pr.mq, &pr.mk, &pr.mv}) oa::set_requires_grad(*m);
         Matrix out = ml::scaled_dot_product_attention(pr.mq, pr.mk, pr.mv, Matrix(), 1.0f, causal, backend);
@@ -426,8 +433,10 @@ TEST(AttentionShapes, FourDimensionalWithBroadcastMasks) {
   const std::vector<std::vector<std::int64_t>> mask_shapes = {{}, {Sq, Sk}, {1, 1, Sq, Sk}, {B, 1, Sq, Sk}, {B, H, Sq, Sk}, {B, 1, 1, Sk}, {H, Sq, Sk}};
   std::uint32_t seed = 300;
   for (const auto& ms : mask_shapes)
-    for (auto backend : {ml::SdpaBackend::Flash, ml::SdpaBackend::Math}) {
-      SCOPED_TRACE("mask rank " + std::to_string(ms.size()) + (backend == ml::SdpaBackend::Flash ? " flash" : " materialized"));
+    for (const AttentionPath& path : kAttentionPaths) {
+      attention_detail::FlashBackwardGuard method(path.backward);
+      const ml::SdpaBackend backend = path.backend;
+      SCOPED_TRACE("mask rank " + std::to_string(ms.size()) + (std::string(" ") + path.name));
       Problem pr(B * H, Sq, Sk, Dh, Dv, true, seed += 10);
       Matrix mask;
       if (!ms.empty()) {

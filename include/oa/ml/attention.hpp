@@ -155,7 +155,7 @@ struct AttentionWithWeights {
 // chunks) the keys are split into ranges merged by their log-sum-exp
 // afterwards (flash-decoding), with O(ranges * BH * Sq * Dv) scratch.
 // Dh and Dv must be <= 256 (Unsupported otherwise). The backward recomputes
-// probabilities block by block from the saved log-sum-exp.
+// probabilities from the saved softmax stats (flash_attention_backward).
 FlashAttentionResult flash_attention(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& additive_mask = {},
                                      std::optional<float> scale = {}, bool causal = false);
 
@@ -206,10 +206,17 @@ Matrix softmax_scaled_masked_backward(const Matrix& probabilities, const Matrix&
 struct AttentionGradients {
   Matrix q, k, v;
 };
-// Flash backward (two passes, no atomics: one over query blocks for dq, one
-// over key blocks for dk and dv; with few keys the second also splits the
-// queries into ranges whose partial sums a third pass adds in a fixed order,
-// so results stay deterministic), from the forward's output and softmax_stats.
+// Flash backward from the forward's output and softmax_stats, lowered one of
+// two ways, both deterministic (no atomics):
+// - fused: two passes, one over query blocks for dq, one over key blocks for
+//   dk and dv (with few keys the second also splits the queries into ranges
+//   whose partial sums a third pass adds in a fixed order); O(BH * Sq) scratch;
+// - through GEMMs, on GPUs where they are faster (at least 64 queries and
+//   keys, [BH, S, D] inputs; non-causal, or causal with Dh + Dv >= 192): the
+//   scores and their gradients of a chunk of batch-heads are materialised
+//   (up to 2 x 128 MiB of scratch, one head at least; the fused passes serve
+//   heads larger than that), then dv = P^T grad, dq = dS k, dk = dS^T q as
+//   for the materialised path, from the same probabilities.
 // `scale` is the value the forward used (already resolved, not optional).
 // `grad_log_sum_exp` [BH, Sq] (optional) is a gradient reaching the
 // log-sum-exp output (d lse_i / d s_ij = p_ij).

@@ -64,13 +64,6 @@ const uint VL = VW / LANES;  // vec4s of a value row per lane
 
 #define FLASH_REGS(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9) M(10) M(11) M(12) M(13) M(14) M(15)
 
-// Element offset of mask row (bh, i): the mask is read through strides so
-// that one [Sq, Sk] or [B, 1, Sq, Sk] mask serves every head without copies.
-uint flash_mask_row(uint bh, uint i, uint mask_heads, uint stride_b, uint stride_h, uint stride_q) {
-  const uint b = bh / mask_heads;
-  return b * stride_b + (bh - b * mask_heads) * stride_h + i * stride_q;
-}
-
 // Scale factor u of the exponent (s - m) u: log2 e for masked logits
 // (natural units), |scale| log2 e for raw scores.
 float flash_exponent_scale(float scale) { return MASKED ? OA_LOG2E : abs(scale) * OA_LOG2E; }

@@ -1,10 +1,12 @@
 // Flash attention: attention geometry and validation, masks, the tiled
-// forward (a decoding kernel for at most four query rows) and two-pass backward lowerings (the flash path of
+// forward (a decoding kernel for at most four query rows) and the backward
+// lowerings, fused in two passes or through GEMMs (the flash path of
 // scaled_dot_product_attention, sdpa.cpp), and the OpDef of
 // scaled_dot_product_attention_causal (packed heads read in place).
 #include <algorithm>
 #include <cmath>
 
+#include "matrix/gemm.hpp"
 #include "ml/attention/internal.hpp"
 
 namespace oa::ml {
@@ -445,6 +447,102 @@ std::vector<ComputeDispatch> lower_flash_backward(const Engine& engine, const Fl
   return out_dispatches;
 }
 
+// Batch-heads per chunk of the GEMM backward: as many as keep one chunk's
+// scores within FlashBackwardGuard::score_bytes() (and the storage-buffer
+// range); 0 when one head's do not.
+std::int64_t gemm_backward_heads(const Engine& engine, const FlashProblem& p) {
+  const std::uint64_t per_head = static_cast<std::uint64_t>(p.sq * p.sk) * 4;
+  const std::uint64_t budget = std::min<std::uint64_t>(FlashBackwardGuard::score_bytes(), engine.device().max_storage_buffer_range);
+  return std::min<std::int64_t>(p.bh, static_cast<std::int64_t>(budget / per_head));
+}
+
+// Whether the backward goes through GEMMs. They need each head's rows
+// contiguous ([BH, S, D], not packed heads) and one head's scores within the
+// budget. Auto, from the H200's attention sweep (forward + backward, wall
+// time, against the fused passes): on GPUs, for at least kGemmBackwardMinRows
+// query rows and keys, without causality (BERT d64 1.42x, SD1.5 self d80
+// 1.30x and cross 77 keys 1.43x; Swin's 49 ran the same) or causal with
+// Dh + Dv >= 192, where the fused passes' per-row registers run out first
+// (Phi-3 d96 1.17x, Llama d128 1.83x, Gemma d256 2.42x). The GEMMs compute
+// the hidden half of causal scores too: GPT-2 d64 ran the same, Phi-2 d80
+// 0.79x.
+constexpr std::int64_t kGemmBackwardMinRows = 64;
+constexpr std::int64_t kGemmBackwardMinCausalDims = 192;
+
+bool use_gemm_backward(const Engine& engine, const FlashProblem& p) {
+  if (p.heads != 1 || gemm_backward_heads(engine, p) < 1) return false;
+  switch (FlashBackwardGuard::current()) {
+    case FlashBackward::Fused:
+      return false;
+    case FlashBackward::Gemm:
+      return true;
+    case FlashBackward::Auto:
+      break;
+  }
+  return engine.device().type != DeviceType::Cpu && p.sq >= kGemmBackwardMinRows && p.sk >= kGemmBackwardMinRows &&
+         (!p.causal || p.dh + p.dv >= kGemmBackwardMinCausalDims);
+}
+
+// The backward through the shared GEMMs, a chunk of batch-heads at a time
+// (scores and their gradients [chunk, Sq, Sk] reused by every chunk):
+// S = sign(scale) q k^T and dP = dO v^T, then flash_backward_scores.comp
+// turns them into P and dS = scale * P (dP - delta) in place, then
+// dv = P^T dO, dq = dS k, dk = dS^T q.
+std::vector<ComputeDispatch> lower_gemm_backward(const Engine& engine, const FlashProblem& p, const Matrix& q, const Matrix& k,
+                                                 const Matrix& v, const Matrix& out, const Matrix& stats, const Matrix& grad,
+                                                 const Matrix& grad_lse, const Matrix& dq, const Matrix& dk, const Matrix& dv) {
+  const std::int64_t per = gemm_backward_heads(engine, p);
+  const Matrix scores = detail::allocate(engine, Shape{per, p.sq, p.sk});
+  const Matrix grads = detail::allocate(engine, Shape{per, p.sq, p.sk});
+  const std::int64_t sqk = p.sq * p.sk;
+  std::vector<ComputeDispatch> ds;
+  for (std::int64_t h0 = 0; h0 < p.bh; h0 += per) {
+    const std::int64_t n = std::min(per, p.bh - h0);
+    // Operand x of this chunk, `rows` x `cols` per batch-head.
+    const auto chunk = [&](const Matrix& x, std::int64_t rows, std::int64_t cols) {
+      return detail::GemmOperand{&x, h0 * rows * cols, rows * cols};
+    };
+    const auto gemm = [&](std::int64_t m, std::int64_t cols, std::int64_t depth, bool trans_a, bool trans_b, float alpha,
+                          detail::GemmOperand a, detail::GemmOperand b, detail::GemmOperand c) {
+      detail::GemmProblem problem;
+      problem.batch = n;
+      problem.m = m;
+      problem.n = cols;
+      problem.k = depth;
+      problem.trans_a = trans_a;
+      problem.trans_b = trans_b;
+      problem.alpha = alpha;
+      problem.a = a;
+      problem.b = b;
+      problem.c = c;
+      append(ds, detail::lower_gemm(engine, problem));
+    };
+    const detail::GemmOperand s{&scores, 0, sqk}, g{&grads, 0, sqk};
+    gemm(p.sq, p.sk, p.dh, false, true, p.scale >= 0.0f ? 1.0f : -1.0f, chunk(q, p.sq, p.dh), chunk(k, p.sk, p.dh), s);
+    gemm(p.sq, p.sk, p.dv, false, true, 1.0f, chunk(grad, p.sq, p.dv), chunk(v, p.sk, p.dv), g);
+    const std::int64_t rows = n * p.sq;  // one row chunk: the scores fit the storage-buffer range
+    append(ds, detail::lower_rows(engine, kSdpa, rows, p.sk, detail::RowLanes::EightColumns, [&](ComputeDispatch& d, const detail::RowChunk&) {
+      d.kernel = kernels::ml_attention_flash_backward_scores;
+      d.specialization.push_back(p.mask_layout.present ? 1u : 0u);
+      d.bindings = {BufferBinding::read_write(scores.storage()),
+                    BufferBinding::read_write(grads.storage()),
+                    BufferBinding::read(out.storage()),
+                    BufferBinding::read(grad.storage()),
+                    BufferBinding::read(stats.storage()),
+                    mask_binding(p, q),
+                    BufferBinding::read((grad_lse.defined() ? grad_lse : stats).storage())};
+      d.push.set(push::ml_attention_flash_backward_scores{.problem = problem_push(p),
+                                                           .row0 = u32(h0 * p.sq),
+                                                           .rows = u32(rows),
+                                                           .has_lse_grad = grad_lse.defined() ? 1u : 0u});
+    }));
+    gemm(p.sk, p.dv, p.sq, true, false, 1.0f, s, chunk(grad, p.sq, p.dv), chunk(dv, p.sk, p.dv));
+    gemm(p.sq, p.dh, p.sk, false, false, 1.0f, g, chunk(k, p.sk, p.dh), chunk(dq, p.sq, p.dh));
+    gemm(p.sk, p.dh, p.sq, true, false, 1.0f, g, chunk(q, p.sq, p.dh), chunk(dk, p.sk, p.dh));
+  }
+  return ds;
+}
+
 FlashProblem flash_problem(const AttentionGeometry& g, const Matrix& mask) {
   FlashProblem p;
   p.bh = g.bh;
@@ -464,6 +562,10 @@ AttentionGradients flash_gradients(const Engine& engine, const FlashProblem& p, 
                                    const Matrix& out, const Matrix& stats, const Matrix& grad, const Matrix& grad_lse,
                                    std::vector<ComputeDispatch>& dispatches) {
   AttentionGradients g{detail::allocate(engine, q.shape()), detail::allocate(engine, k.shape()), detail::allocate(engine, v.shape())};
+  if (use_gemm_backward(engine, p)) {
+    append(dispatches, lower_gemm_backward(engine, p, q, k, v, out, stats, grad, grad_lse, g.q, g.k, g.v));
+    return g;
+  }
   Matrix delta = detail::allocate(engine, Shape{p.bh * p.sq});
   append(dispatches, lower_flash_backward(engine, p, q, k, v, out, stats, grad, grad_lse, g.q, g.k, g.v, delta));
   return g;

@@ -1,5 +1,6 @@
 #pragma once
 // Pieces shared by the attention family's translation units (internal).
+#include <cstdint>
 #include <iterator>
 #include <optional>
 #include <vector>
@@ -87,11 +88,48 @@ void lower_flash_attention(const Engine& engine, const AttentionGeometry& g, con
                            std::vector<runtime::ComputeDispatch>& dispatches);
 // Its backward: the gradients of q, k and v from the forward's output and
 // stats, the output's gradient and the log-sum-exp's (undefined: zero),
-// written by the dispatches appended.
+// written by the dispatches appended. Lowered either by the fused kernels
+// (flash_backward_dq, then flash_backward_dkv: O(BH Sq) extra memory) or
+// through the shared GEMMs (scores and their gradients materialised for a
+// chunk of batch-heads at a time, at most twice FlashBackwardGuard::score_bytes()), as
+// FlashBackwardGuard and the rule in flash.cpp choose.
 AttentionGradients lower_flash_attention_backward(const Engine& engine, const AttentionGeometry& g, const Matrix& q, const Matrix& k,
                                                   const Matrix& v, const Matrix& mask, const Matrix& out, const Matrix& stats,
                                                   const Matrix& grad, const Matrix& grad_lse,
                                                   std::vector<runtime::ComputeDispatch>& dispatches);
+
+// The lowering of the flash backward. Auto: the rule in flash.cpp; tests
+// force the others to check both on every device.
+enum class FlashBackward { Auto, Fused, Gemm };
+// 128 MiB of scores (and as much of their gradients) per chunk: a chunk of
+// Llama's 2048 x 2048 scores is 8 heads, 2048 GEMM tiles of 128 x 128.
+inline constexpr std::uint64_t kGemmBackwardScoreBytes = std::uint64_t{128} << 20;
+// Scoped choice for this thread (as SdpaBackendGuard), with the GEMM
+// lowering's budget for one chunk's scores (tests shrink it to make chunks).
+// Gemm falls back to Fused where the GEMM lowering cannot serve the problem
+// (packed heads, or one head's scores above the budget).
+class FlashBackwardGuard {
+ public:
+  explicit FlashBackwardGuard(FlashBackward method, std::uint64_t score_bytes = kGemmBackwardScoreBytes)
+      : previous_(method_), previous_bytes_(score_bytes_) {
+    method_ = method;
+    score_bytes_ = score_bytes;
+  }
+  ~FlashBackwardGuard() {
+    method_ = previous_;
+    score_bytes_ = previous_bytes_;
+  }
+  FlashBackwardGuard(const FlashBackwardGuard&) = delete;
+  FlashBackwardGuard& operator=(const FlashBackwardGuard&) = delete;
+  static FlashBackward current() { return method_; }
+  static std::uint64_t score_bytes() { return score_bytes_; }
+
+ private:
+  FlashBackward previous_;
+  std::uint64_t previous_bytes_;
+  static inline thread_local FlashBackward method_ = FlashBackward::Auto;
+  static inline thread_local std::uint64_t score_bytes_ = kGemmBackwardScoreBytes;
+};
 
 // Row softmax y = softmax(x * scale + mask) over rows of `cols` columns, with
 // optional bottom-right causal hiding. Row r is query r % sq of batch-head
