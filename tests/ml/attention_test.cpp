@@ -386,6 +386,25 @@ TEST(AttentionFlash, BackwardMatchesReference) {
   }
 }
 
+// Causal problems past one block of 256 query rows: the GEMM backward gives
+// each block only the keys its last row sees (Sq > Sk leaves early rows
+// without keys, Sq < Sk shifts the diagonal), with and without masks.
+TEST(AttentionFlash, GemmBackwardOverCausalBlocks) {
+  attention_detail::FlashBackwardGuard guard(attention_detail::FlashBackward::Gemm);
+  std::uint32_t seed = 900;
+  for (const Case& c : {Case{2, 700, 650, 8, 4, MaskKind::None, true}, Case{1, 1100, 1200, 4, 8, MaskKind::Broadcast, true},
+                        Case{1, 600, 600, 4, 4, MaskKind::PerRow, true}}) {
+    Inputs in = make_inputs(c, seed += 10);
+    auto f = ml::flash_attention(in.mq, in.mk, in.mv, in.mmask, {}, c.causal);
+    auto g = ml::flash_attention_backward(in.mq, in.mk, in.mv, in.mmask, f.output, f.softmax_stats, in.mgrad,
+                                          static_cast<float>(in.problem.scale), c.causal);
+    const auto want = ref::attention_backward(in.problem, to_f64(in.q), to_f64(in.k), to_f64(in.v), to_f64(in.grad));
+    EXPECT_TRUE(oa_test::near(g.q.to_vector(), want.dq, kAtol, kRtol)) << "dq " << describe(c);
+    EXPECT_TRUE(oa_test::near(g.k.to_vector(), want.dk, kAtol, kRtol)) << "dk " << describe(c);
+    EXPECT_TRUE(oa_test::near(g.v.to_vector(), want.dv, kAtol, kRtol)) << "dv " << describe(c);
+  }
+}
+
 // The flash forward of `c` in two passes (a split over key ranges, merged),
 // then its backward, against the f64 reference.
 void expect_split_forward_and_backward(const Case& c, std::uint32_t seed) {

@@ -212,11 +212,12 @@ struct AttentionGradients {
 //   dk and dv (with few keys the second also splits the queries into ranges
 //   whose partial sums a third pass adds in a fixed order); O(BH * Sq) scratch;
 // - through GEMMs, on GPUs where they are faster (at least 64 queries and
-//   keys, [BH, S, D] inputs; non-causal, or causal with Dh + Dv >= 192): the
-//   scores and their gradients of a chunk of batch-heads are materialised
-//   (up to 2 x 128 MiB of scratch, one head at least; the fused passes serve
-//   heads larger than that), then dv = P^T grad, dq = dS k, dk = dS^T q as
-//   for the materialised path, from the same probabilities.
+//   keys, [BH, S, D] inputs): the scores and their gradients of a chunk of
+//   batch-heads are materialised (causal: one block of 256 query rows at a
+//   time, against the keys it sees), up to 2 x 128 MiB of scratch (one
+//   head's block at least; the fused passes serve larger ones), then
+//   dv = P^T grad, dq = dS k, dk = dS^T q as for the materialised path,
+//   from the same probabilities.
 // `scale` is the value the forward used (already resolved, not optional).
 // `grad_log_sum_exp` [BH, Sq] (optional) is a gradient reaching the
 // log-sum-exp output (d lse_i / d s_ij = p_ij).

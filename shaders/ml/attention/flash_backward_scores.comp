@@ -1,12 +1,13 @@
 #version 450
-// Flash attention backward through GEMMs, the step between them: for `rows`
-// score rows (query rows row0 .. row0 + rows of the [BH*Sq] rows), turns raw
-// scores s = q.k (times the sign of scale; rows of Sk in `scores`) into
-// probabilities p = exp2((s - m) u - log2 l) from the forward's stats, as the
-// fused passes do (flash_common.glsl), and the products dp = dO.v (rows of Sk
-// in `grads`) into score gradients scale * p (dp - delta), delta =
-// rowsum(dO * O) - g_lse, both in place. Hidden keys (causal, -inf mask, a
-// row with nothing visible) get p = 0 and a zero gradient.
+// Flash attention backward through GEMMs, the step between them, for one
+// block of `queries` query rows (query0 ..) of each batch-head head0 ..
+// against its first `cols` keys: turns raw scores s = q.k (times the sign of
+// scale; `rows` rows of `cols` in `scores`, head-major) into probabilities
+// p = exp2((s - m) u - log2 l) from the forward's stats, as the fused passes
+// do (flash_common.glsl), and the products dp = dO.v (alike in `grads`) into
+// score gradients scale * p (dp - delta), delta = rowsum(dO * O) - g_lse,
+// both in place. Hidden keys (causal, -inf mask, a row with nothing
+// visible) get p = 0 and a zero gradient.
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 
@@ -27,9 +28,10 @@ layout(constant_id = 1) const bool MASKED = false;
 void main() {
   const uint lane = rows_lane(), r = rows_row();
   const bool live = r < pc.rows;
-  const uint row = pc.row0 + r;
   const uint sq = pc.sq, sk = pc.sk, dv = pc.dv;
-  const uint bh = row / sq, i = row - bh * sq;
+  const uint head = r / pc.queries;
+  const uint bh = pc.head0 + head, i = pc.query0 + (r - head * pc.queries);
+  const uint row = bh * sq + i;
 
   float part = 0.0;
   if (live) {
@@ -47,8 +49,8 @@ void main() {
   const bool any_visible = st.y != -OA_INF;
   const uint mask_at =
       MASKED ? flash_mask_row(bh, i, pc.mask_heads, pc.mask_sb, pc.mask_sh, pc.mask_sq) : 0u;
-  const uint base = r * sk;
-  for (uint j = lane; j < sk; j += LANES) {
+  const uint base = r * pc.cols;
+  for (uint j = lane; j < pc.cols; j += LANES) {
     const bool visible = any_visible && int(j) <= last;
     float s = scores[base + j];
     if (MASKED && visible) s = fma(s, scale_abs, mask[mask_at + j]);

@@ -447,27 +447,52 @@ std::vector<ComputeDispatch> lower_flash_backward(const Engine& engine, const Fl
   return out_dispatches;
 }
 
+// The GEMM backward's query blocks: rows [first, first + rows) of each head
+// against keys [0, keys). One block without causality; causal problems take
+// blocks of kCausalBlockRows queries, each against only the keys its last
+// row sees, so the GEMMs skip most of the hidden half (at 8 blocks they
+// compute 9/16 of the scores instead of all). On the H200, 256-row blocks
+// ran 1.05-1.12x faster than 512 at head dims 64-128 (Gemma's 256: 0.97x).
+struct QueryBlock {
+  std::int64_t first = 0, rows = 0, keys = 0;
+};
+constexpr std::int64_t kCausalBlockRows = 256;
+
+std::vector<QueryBlock> query_blocks(const FlashProblem& p) {
+  if (!p.causal) return {{0, p.sq, p.sk}};
+  std::vector<QueryBlock> blocks;
+  for (std::int64_t first = 0; first < p.sq; first += kCausalBlockRows) {
+    const std::int64_t rows = std::min(kCausalBlockRows, p.sq - first);
+    blocks.push_back({first, rows, std::clamp<std::int64_t>(first + rows + p.sk - p.sq, 0, p.sk)});
+  }
+  return blocks;
+}
+
+// Score elements per batch-head of the largest of `blocks` (the blocks take
+// turns in the same buffers).
+std::int64_t block_scores(const std::vector<QueryBlock>& blocks) {
+  std::int64_t n = 0;
+  for (const QueryBlock& b : blocks) n = std::max(n, b.rows * b.keys);
+  return n;
+}
+
 // Batch-heads per chunk of the GEMM backward: as many as keep one chunk's
 // scores within FlashBackwardGuard::score_bytes() (and the storage-buffer
 // range); 0 when one head's do not.
 std::int64_t gemm_backward_heads(const Engine& engine, const FlashProblem& p) {
-  const std::uint64_t per_head = static_cast<std::uint64_t>(p.sq * p.sk) * 4;
+  const std::uint64_t per_head = static_cast<std::uint64_t>(std::max<std::int64_t>(block_scores(query_blocks(p)), 1)) * 4;
   const std::uint64_t budget = std::min<std::uint64_t>(FlashBackwardGuard::score_bytes(), engine.device().max_storage_buffer_range);
   return std::min<std::int64_t>(p.bh, static_cast<std::int64_t>(budget / per_head));
 }
 
 // Whether the backward goes through GEMMs. They need each head's rows
-// contiguous ([BH, S, D], not packed heads) and one head's scores within the
-// budget. Auto, from the H200's attention sweep (forward + backward, wall
-// time, against the fused passes): on GPUs, for at least kGemmBackwardMinRows
-// query rows and keys, without causality (BERT d64 1.42x, SD1.5 self d80
-// 1.30x and cross 77 keys 1.43x; Swin's 49 ran the same) or causal with
-// Dh + Dv >= 192, where the fused passes' per-row registers run out first
-// (Phi-3 d96 1.17x, Llama d128 1.83x, Gemma d256 2.42x). The GEMMs compute
-// the hidden half of causal scores too: GPT-2 d64 ran the same, Phi-2 d80
-// 0.79x.
+// contiguous ([BH, S, D], not packed heads) and one head's block of scores
+// within the budget. Auto: on GPUs, for at least kGemmBackwardMinRows query
+// rows and keys. On the H200's attention sweep (forward + backward, wall
+// time, against the fused passes) that ran GPT-2 d64 causal 1.36x, BERT d64
+// 1.40x, SD1.5 self d80 1.27x and cross (77 keys) 1.43x, Phi-2 d80 1.14x,
+// Phi-3 d96 1.68x, Llama d128 2.58x, Gemma d256 3.11x; Swin's 49 ran the same.
 constexpr std::int64_t kGemmBackwardMinRows = 64;
-constexpr std::int64_t kGemmBackwardMinCausalDims = 192;
 
 bool use_gemm_backward(const Engine& engine, const FlashProblem& p) {
   if (p.heads != 1 || gemm_backward_heads(engine, p) < 1) return false;
@@ -479,66 +504,78 @@ bool use_gemm_backward(const Engine& engine, const FlashProblem& p) {
     case FlashBackward::Auto:
       break;
   }
-  return engine.device().type != DeviceType::Cpu && p.sq >= kGemmBackwardMinRows && p.sk >= kGemmBackwardMinRows &&
-         (!p.causal || p.dh + p.dv >= kGemmBackwardMinCausalDims);
+  return engine.device().type != DeviceType::Cpu && p.sq >= kGemmBackwardMinRows && p.sk >= kGemmBackwardMinRows;
 }
 
-// The backward through the shared GEMMs, a chunk of batch-heads at a time
-// (scores and their gradients [chunk, Sq, Sk] reused by every chunk):
+// The backward through the shared GEMMs, a chunk of batch-heads and one
+// query block at a time (the block's scores and their gradients, [chunk,
+// rows, keys] each, in two buffers that every block reuses):
 // S = sign(scale) q k^T and dP = dO v^T, then flash_backward_scores.comp
 // turns them into P and dS = scale * P (dP - delta) in place, then
-// dv = P^T dO, dq = dS k, dk = dS^T q.
+// dv += P^T dO, dq = dS k, dk += dS^T q. The last block sees every key, so
+// it goes first and initialises dk and dv; the earlier ones add to their
+// key prefixes.
 std::vector<ComputeDispatch> lower_gemm_backward(const Engine& engine, const FlashProblem& p, const Matrix& q, const Matrix& k,
                                                  const Matrix& v, const Matrix& out, const Matrix& stats, const Matrix& grad,
                                                  const Matrix& grad_lse, const Matrix& dq, const Matrix& dk, const Matrix& dv) {
+  const std::vector<QueryBlock> blocks = query_blocks(p);
   const std::int64_t per = gemm_backward_heads(engine, p);
-  const Matrix scores = detail::allocate(engine, Shape{per, p.sq, p.sk});
-  const Matrix grads = detail::allocate(engine, Shape{per, p.sq, p.sk});
-  const std::int64_t sqk = p.sq * p.sk;
+  const Matrix scores = detail::allocate(engine, Shape{per, block_scores(blocks)});
+  const Matrix grads = detail::allocate(engine, Shape{per, block_scores(blocks)});
   std::vector<ComputeDispatch> ds;
   for (std::int64_t h0 = 0; h0 < p.bh; h0 += per) {
     const std::int64_t n = std::min(per, p.bh - h0);
-    // Operand x of this chunk, `rows` x `cols` per batch-head.
-    const auto chunk = [&](const Matrix& x, std::int64_t rows, std::int64_t cols) {
-      return detail::GemmOperand{&x, h0 * rows * cols, rows * cols};
-    };
-    const auto gemm = [&](std::int64_t m, std::int64_t cols, std::int64_t depth, bool trans_a, bool trans_b, float alpha,
-                          detail::GemmOperand a, detail::GemmOperand b, detail::GemmOperand c) {
-      detail::GemmProblem problem;
-      problem.batch = n;
-      problem.m = m;
-      problem.n = cols;
-      problem.k = depth;
-      problem.trans_a = trans_a;
-      problem.trans_b = trans_b;
-      problem.alpha = alpha;
-      problem.a = a;
-      problem.b = b;
-      problem.c = c;
-      append(ds, detail::lower_gemm(engine, problem));
-    };
-    const detail::GemmOperand s{&scores, 0, sqk}, g{&grads, 0, sqk};
-    gemm(p.sq, p.sk, p.dh, false, true, p.scale >= 0.0f ? 1.0f : -1.0f, chunk(q, p.sq, p.dh), chunk(k, p.sk, p.dh), s);
-    gemm(p.sq, p.sk, p.dv, false, true, 1.0f, chunk(grad, p.sq, p.dv), chunk(v, p.sk, p.dv), g);
-    const std::int64_t rows = n * p.sq;  // one row chunk: the scores fit the storage-buffer range
-    append(ds, detail::lower_rows(engine, kSdpa, rows, p.sk, detail::RowLanes::EightColumns, [&](ComputeDispatch& d, const detail::RowChunk&) {
-      d.kernel = kernels::ml_attention_flash_backward_scores;
-      d.specialization.push_back(p.mask_layout.present ? 1u : 0u);
-      d.bindings = {BufferBinding::read_write(scores.storage()),
-                    BufferBinding::read_write(grads.storage()),
-                    BufferBinding::read(out.storage()),
-                    BufferBinding::read(grad.storage()),
-                    BufferBinding::read(stats.storage()),
-                    mask_binding(p, q),
-                    BufferBinding::read((grad_lse.defined() ? grad_lse : stats).storage())};
-      d.push.set(push::ml_attention_flash_backward_scores{.problem = problem_push(p),
-                                                           .row0 = u32(h0 * p.sq),
-                                                           .rows = u32(rows),
-                                                           .has_lse_grad = grad_lse.defined() ? 1u : 0u});
-    }));
-    gemm(p.sk, p.dv, p.sq, true, false, 1.0f, s, chunk(grad, p.sq, p.dv), chunk(dv, p.sk, p.dv));
-    gemm(p.sq, p.dh, p.sk, false, false, 1.0f, g, chunk(k, p.sk, p.dh), chunk(dq, p.sq, p.dh));
-    gemm(p.sk, p.dh, p.sq, true, false, 1.0f, g, chunk(q, p.sq, p.dh), chunk(dk, p.sk, p.dh));
+    for (auto b = blocks.rbegin(); b != blocks.rend(); ++b) {
+      // Rows [first, first + rows) of operand x, `rows_per_head` x `cols` per batch-head.
+      const auto rows_of = [&](const Matrix& x, std::int64_t rows_per_head, std::int64_t cols, std::int64_t first) {
+        return detail::GemmOperand{&x, (h0 * rows_per_head + first) * cols, rows_per_head * cols};
+      };
+      const auto gemm = [&](std::int64_t m, std::int64_t cols, std::int64_t depth, bool trans_a, bool trans_b, float alpha, float beta,
+                            detail::GemmOperand a, detail::GemmOperand x, detail::GemmOperand c) {
+        detail::GemmProblem problem;
+        problem.batch = n;
+        problem.m = m;
+        problem.n = cols;
+        problem.k = depth;
+        problem.trans_a = trans_a;
+        problem.trans_b = trans_b;
+        problem.alpha = alpha;
+        problem.beta = beta;
+        problem.a = a;
+        problem.b = x;
+        problem.c = c;
+        append(ds, detail::lower_gemm(engine, problem));
+      };
+      const detail::GemmOperand s{&scores, 0, b->rows * b->keys}, g{&grads, 0, b->rows * b->keys};
+      const auto q_rows = rows_of(q, p.sq, p.dh, b->first), grad_rows = rows_of(grad, p.sq, p.dv, b->first);
+      const auto k_rows = rows_of(k, p.sk, p.dh, 0), v_rows = rows_of(v, p.sk, p.dv, 0);
+      const float accumulate = b == blocks.rbegin() ? 0.0f : 1.0f;
+      gemm(b->rows, b->keys, p.dh, false, true, p.scale >= 0.0f ? 1.0f : -1.0f, 0.0f, q_rows, k_rows, s);
+      gemm(b->rows, b->keys, p.dv, false, true, 1.0f, 0.0f, grad_rows, v_rows, g);
+      // One row chunk: the scores fit the storage-buffer range.
+      append(ds, detail::lower_rows(engine, kSdpa, n * b->rows, b->keys, detail::RowLanes::EightColumns,
+                                    [&](ComputeDispatch& d, const detail::RowChunk&) {
+                                      d.kernel = kernels::ml_attention_flash_backward_scores;
+                                      d.specialization.push_back(p.mask_layout.present ? 1u : 0u);
+                                      d.bindings = {BufferBinding::read_write(scores.storage()),
+                                                    BufferBinding::read_write(grads.storage()),
+                                                    BufferBinding::read(out.storage()),
+                                                    BufferBinding::read(grad.storage()),
+                                                    BufferBinding::read(stats.storage()),
+                                                    mask_binding(p, q),
+                                                    BufferBinding::read((grad_lse.defined() ? grad_lse : stats).storage())};
+                                      d.push.set(push::ml_attention_flash_backward_scores{.problem = problem_push(p),
+                                                                                           .head0 = u32(h0),
+                                                                                           .query0 = u32(b->first),
+                                                                                           .queries = u32(b->rows),
+                                                                                           .cols = u32(b->keys),
+                                                                                           .rows = u32(n * b->rows),
+                                                                                           .has_lse_grad = grad_lse.defined() ? 1u : 0u});
+                                    }));
+      gemm(b->keys, p.dv, b->rows, true, false, 1.0f, accumulate, s, grad_rows, rows_of(dv, p.sk, p.dv, 0));
+      gemm(b->rows, p.dh, b->keys, false, false, 1.0f, 0.0f, g, k_rows, rows_of(dq, p.sq, p.dh, b->first));
+      gemm(b->keys, p.dh, b->rows, true, false, 1.0f, accumulate, g, q_rows, rows_of(dk, p.sk, p.dh, 0));
+    }
   }
   return ds;
 }
