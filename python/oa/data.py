@@ -43,6 +43,15 @@ class Dataset:
         raise NotImplementedError(f"{type(self).__name__} has no __len__")
 
 
+def _int(value, what, low=0, high=None):
+    """value as an int in [low, high) (no upper bound when high is None), else ValueError naming `what`."""
+    if (isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < low
+            or (high is not None and value >= high)):
+        bound = f"in [{low}, {high})" if high is not None else f">= {low}"
+        raise ValueError(f"{what} must be an int {bound}, not {value!r}")
+    return int(value)
+
+
 def _index(index, length, name):
     """index as an int in [0, length) (negative counts from the end), else IndexError."""
     if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)):
@@ -132,11 +141,9 @@ class TextDataset(Dataset):
     gives the non-overlapping windows `oa train text` validates on."""
 
     def __init__(self, text, context, stride=1):
-        for name, value in (("context", context), ("stride", stride)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise ValueError(f"oa.data.TextDataset: {name} must be an int >= 1, not {value!r}")
         self.text = np.frombuffer(bytes(text), dtype=np.uint8)
-        self.context, self.stride = int(context), int(stride)
+        self.context = _int(context, "oa.data.TextDataset: context", 1)
+        self.stride = _int(stride, "oa.data.TextDataset: stride", 1)
 
     def __len__(self):
         return max(0, (len(self.text) - 1 - self.context) // self.stride + 1)
@@ -169,16 +176,13 @@ class DataLoader:
     and uploaded once, on `engine`)."""
 
     def __init__(self, dataset, batch_size=1, shuffle=False, seed=0, drop_last=False, engine=None):
-        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
-            raise ValueError(f"oa.data.DataLoader: batch_size must be an int >= 1, not {batch_size!r}")
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**64:
-            raise ValueError(f"oa.data.DataLoader: seed must be an int in [0, 2^64), not {seed!r}")
-        self.dataset, self.batch_size, self.shuffle = dataset, int(batch_size), bool(shuffle)
-        self.seed, self.drop_last, self.engine = int(seed), bool(drop_last), engine
+        self.dataset, self.shuffle, self.drop_last, self.engine = dataset, bool(shuffle), bool(drop_last), engine
+        self.batch_size = _int(batch_size, "oa.data.DataLoader: batch_size", 1)
+        self.seed = _int(seed, "oa.data.DataLoader: seed", 0, 2**64)
         self.epoch = 0
 
     def set_epoch(self, epoch):
-        self.epoch = epoch
+        self.epoch = _int(epoch, "oa.data.DataLoader.set_epoch: epoch", 0, 2**64)
 
     def __len__(self):
         n = len(self.dataset)
@@ -204,9 +208,8 @@ class TextLoader:
 
     def __init__(self, text, batch_size, context, seed=0, steps=None, engine=None):
         self._native = _native.TextLoader(bytes(text), batch_size, context, seed, engine)
-        if steps is not None and (isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0):
-            raise ValueError(f"oa.data.TextLoader: steps must be None or an int >= 0, not {steps!r}")
-        self.steps, self.batch_size, self.context = steps, batch_size, context
+        self.steps = None if steps is None else _int(steps, "oa.data.TextLoader: steps")
+        self.batch_size, self.context = batch_size, context
 
     def batch(self, step):
         return self._native.batch(step)
