@@ -98,8 +98,8 @@ def main():
     parser.add_argument("--oa-bench", default="build/bench/oa_bench", help="the oa_bench binary to run for C++")
     parser.add_argument("--cpp", help="oa_bench JSON of the host family instead of running oa_bench")
     parser.add_argument("--quick", action="store_true", help="oa_bench --quick: 50 op calls per step, not 1000")
-    parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--loops", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=2, help="steps per loop (oa_bench's default is 20)")
+    parser.add_argument("--loops", type=int, default=5)
     parser.add_argument("--batch-dispatches", type=int, default=100000,
                         help="OA_BATCH_DISPATCHES for both (0: the engine's default)")
     args = parser.parse_args()
