@@ -14,7 +14,10 @@ adds. Both run with OA_BATCH_DISPATCHES=--batch-dispatches (100000): the
 loop's work is recorded into one command buffer and submitted at the
 synchronize, so that the recording time is the host's cost alone (with the
 engine's default of 64, a submission every 64 dispatches makes recording wait
-for the device whenever its queue is full). The C++ figures come from
+for the device whenever its queue is full). Keep a loop short (the default
+2 steps of 1000 calls): in one open command buffer the recording cost per
+dispatch grows with the dispatches already in it (on lavapipe 2026-12-03, an
+8 x 8 add: 6 us each for 2000 of them, 36 us for 20000). The C++ figures come from
 running oa_bench (--oa-bench, default build/bench/oa_bench) with the same
 --steps and --loops, or from its JSON (--cpp FILE, written by
 `oa_bench --family host --out FILE`). On lavapipe
