@@ -1,7 +1,8 @@
 // Matrix-level sweeps: transformer GEMMs (the projections and MLPs of GPT-2
 // and LLaMA, x [M, K] times a weight [N, K] as nn.Linear stores it, M from one
 // decoded token to 16 sequences of 1024), elementwise bandwidth, and the
-// host cost of recording a dispatch (chains of tiny elementwise ops).
+// host cost of recording a dispatch (chains of tiny elementwise ops) and of
+// an op call (8 x 8 operands).
 #include "bench.hpp"
 
 namespace {
@@ -88,6 +89,24 @@ const oa_bench::Register kHostSweep{[](bool quick) {
                          });
                        }});
     }
+  // `ops` independent calls of one small op on 8 x 8 operands (a + b, a @ b,
+  // a Linear(8, 8) layer's forward): the host cost of an op call, which
+  // bench/python_overhead.py measures the same way from Python.
+  for (const char* op : {"add", "matmul", "linear"}) {
+    const std::string kind = op;
+    cases.push_back({fmt::format("host_{}_8x8", op), "host", "op_loop", {{"op", op}, {"n", 8}, {"ops", ops}}, 0,
+                     4.0 * 8 * 8 * 3 * ops, [=](const oa::Engine& e) {
+                       auto a = oa_bench::input({8, 8}, 1, e), b = oa_bench::input({8, 8}, 2, e);
+                       oa::ml::Generator g(0);
+                       auto layer = std::make_shared<oa::ml::nn::Linear>(8, 8, g, true, e);
+                       std::function<void()> call = [=] { (void)(a + b); };
+                       if (kind == "matmul") call = [=] { (void)oa::matrix::matmul(a, b); };
+                       if (kind == "linear") call = [=] { (void)(*layer)(a); };
+                       return std::function<void()>([=] {
+                         for (std::int64_t i = 0; i < ops; ++i) call();
+                       });
+                     }});
+  }
   // An AdamW step over many tiny parameters: one dispatch per parameter, so
   // its host time per dispatch is the optimizer's recording cost per parameter.
   const std::int64_t parameters = quick ? 64 : 512, n = 256;

@@ -87,6 +87,15 @@ def twin(kind, p, dev):
                 y = y + b if p["chained"] else a + b
             return y
         return loop
+    if kind == "op_loop":  # independent calls of one small op: add, matmul, or a Linear layer's forward
+        a, b = rand(p["n"], p["n"]), rand(p["n"], p["n"])
+        layer = torch.nn.Linear(p["n"], p["n"]).to(dev)
+        op = dict(add=lambda: a + b, matmul=lambda: a @ b, linear=lambda: layer(a))[p["op"]]
+
+        def calls():
+            for _ in range(p["ops"]):
+                op()
+        return calls
     if kind == "linear":
         x, w = rand(p["m"], p["k"], grad=bwd), rand(p["n"], p["k"], grad=bwd)
         return forward_step(lambda: F.linear(x, w), bwd, dev)

@@ -89,6 +89,7 @@ from ._oa import (
     where,
     zeros,
 )
+from . import data
 from . import nn
 from . import optim
 

@@ -33,12 +33,18 @@ void bind_nn(py::module_& m, TensorClass& tensor);
 void bind_optim(py::module_& m);
 // oa.nn.functional.one_hot.
 void bind_one_hot(py::module_& functional);
+// oa.data's readers and loaders (the submodule oa._oa.data).
+void bind_data(py::module_& m);
 
 // The process-wide seed stream of the creation functions and dropout when no
 // seed is given (oa.manual_seed restarts it); used with the GIL held.
 ml::Generator& default_generator();
 // `seed`, or the next seed of default_generator().
 std::uint64_t seed_or_next(const std::optional<std::uint64_t>& seed);
+
+// Pooling options from torch's kernel_size, stride (None: the kernel size)
+// and padding, each an int or a pair; throws InvalidArgument naming `op`.
+ml::Pool2dOptions pool_options(py::handle kernel_size, py::handle stride, py::handle padding, const char* op);
 
 // An undefined Matrix as None.
 py::object tensor_or_none(const Matrix& m);

@@ -38,6 +38,8 @@ void require_last_extent(const Matrix& x, py::handle normalized_shape, const cha
          x.shape());
 }
 
+}  // namespace
+
 ml::Pool2dOptions pool_options(py::handle kernel_size, py::handle stride, py::handle padding, const char* op) {
   ml::Pool2dOptions o;
   o.kernel_size = int_tuple<2>(kernel_size, op, "kernel_size");
@@ -45,8 +47,6 @@ ml::Pool2dOptions pool_options(py::handle kernel_size, py::handle stride, py::ha
   o.padding = int_tuple<2>(padding, op, "padding");
   return o;
 }
-
-}  // namespace
 
 void bind_functional(py::module_& f) {
   using py::arg;
@@ -235,6 +235,9 @@ void bind_functional(py::module_& f) {
         return ml::mse_loss(input, target, reduction_of(reduction, "oa.nn.functional.mse_loss"));
       },
       arg("input"), arg("target"), arg("reduction") = "mean");
+  f.def("accuracy", &ml::accuracy, arg("input"), arg("target"),
+        "The fraction of rows of logits [N, C] whose first arg-maximum is the int32 target [N], as a float32 "
+        "tensor [] (oa::ml::accuracy; not differentiable).");
 
   // ── Attention and batched products (oa/ml/attention.hpp) ──────────────────
   f.def(

@@ -36,6 +36,24 @@ bool is_mask(py::handle entry) {
   return false;
 }
 
+// An int entry as an int: a Python int or a NumPy integer scalar (not a
+// bool); IndexError when it does not fit in 64 bits. nullopt for others.
+std::optional<std::int64_t> int_index(py::handle e) {
+  if (py::isinstance<py::bool_>(e)) return std::nullopt;
+  if (!py::isinstance<py::int_>(e) && !py::isinstance(e, py::module_::import("numpy").attr("integer"))) return std::nullopt;
+  const Py_ssize_t v = PyNumber_AsSsize_t(e.ptr(), PyExc_IndexError);
+  if (v == -1 && PyErr_Occurred()) throw py::error_already_set();
+  return v;
+}
+
+// A slice's start, stop or step; past 64 bits clipped, as Python's slices are.
+std::optional<std::int64_t> slice_part(py::handle v) {
+  if (v.is_none()) return std::nullopt;
+  const Py_ssize_t n = PyNumber_AsSsize_t(v.ptr(), nullptr);
+  if (n == -1 && PyErr_Occurred()) throw py::error_already_set();
+  return n;
+}
+
 // How many of x's axes a key entry consumes.
 std::size_t axes_of(py::handle entry) {
   if (entry.is_none() || entry.is(py::ellipsis())) return 0;
@@ -95,19 +113,18 @@ Matrix get_item(const Matrix& x, py::handle key) {
       ++axis;
     } else if (py::isinstance<py::bool_>(e)) {
       throw py::type_error("oa.Tensor.__getitem__: a Python bool is not an index");
-    } else if (py::isinstance<py::int_>(e)) {
+    } else if (const auto index = int_index(e)) {
       const std::int64_t n = r.dim(static_cast<int>(axis));
-      const std::int64_t i = e.cast<std::int64_t>();
+      const std::int64_t i = *index;
       if (i < -n || i >= n)
         index_error("oa.Tensor.__getitem__: index " + std::to_string(i) + " is out of bounds for axis " + std::to_string(axis) +
                     " of extent " + std::to_string(n));
       r = mx::squeeze(mx::narrow(r, static_cast<int>(axis), i, 1), static_cast<int>(axis));
     } else if (py::isinstance<py::slice>(e)) {
       const auto s = py::reinterpret_borrow<py::slice>(e);
-      const auto part = [](py::handle v) { return v.is_none() ? std::optional<std::int64_t>() : v.cast<std::int64_t>(); };
-      const std::int64_t step = s.attr("step").is_none() ? 1 : s.attr("step").cast<std::int64_t>();
+      const std::int64_t step = slice_part(s.attr("step")).value_or(1);
       if (step < 1) throw py::value_error("oa.Tensor.__getitem__: a slice step must be positive, not " + std::to_string(step));
-      const auto start = part(s.attr("start")), stop = part(s.attr("stop"));
+      const auto start = slice_part(s.attr("start")), stop = slice_part(s.attr("stop"));
       if (start || stop || step != 1) r = mx::slice(r, static_cast<int>(axis), start, stop, step);
       ++axis;
     } else {

@@ -18,4 +18,5 @@ PYBIND11_MODULE(_oa, m) {
   auto nn = m.def_submodule("nn", "The C++ layers behind oa.nn's modules");
   op::bind_nn(nn, tensor);
   op::bind_optim(m);
+  op::bind_data(m);
 }

@@ -207,6 +207,27 @@ void bind_nn(py::module_& m, TensorClass& tensor) {
         arg("input_size"), arg("hidden_size"), arg("num_layers"), arg("bias"), arg("batch_first"), arg("dropout"),
         arg("engine") = none);
   }
+  m.def(
+      "transformer_block",
+      [](std::int64_t d, std::int64_t heads, bool causal, double dropout, const OptEngine& engine) -> NativeModule {
+        return std::make_shared<nn::TransformerBlock>(d, heads, default_generator(), causal, dropout, engine);
+      },
+      arg("embed_dim"), arg("num_heads"), arg("causal"), arg("dropout"), arg("engine") = none);
+  m.def(
+      "max_pool2d",
+      [](py::handle kernel_size, py::handle stride, py::handle padding) -> NativeModule {
+        return std::make_shared<nn::MaxPool2d>(pool_options(kernel_size, stride, padding, "oa.nn.MaxPool2d"));
+      },
+      arg("kernel_size"), arg("stride"), arg("padding"));
+  m.def(
+      "avg_pool2d",
+      [](py::handle kernel_size, py::handle stride, py::handle padding) -> NativeModule {
+        return std::make_shared<nn::AvgPool2d>(pool_options(kernel_size, stride, padding, "oa.nn.AvgPool2d"));
+      },
+      arg("kernel_size"), arg("stride"), arg("padding"));
+  m.def(
+      "flatten", [](int start_dim, int end_dim) -> NativeModule { return std::make_shared<nn::Flatten>(start_dim, end_dim); },
+      arg("start_dim"), arg("end_dim"));
   m.def("relu", []() -> NativeModule { return std::make_shared<nn::ReLU>(); });
   m.def("gelu", []() -> NativeModule { return std::make_shared<nn::GELU>(); });
   m.def("silu", []() -> NativeModule { return std::make_shared<nn::SiLU>(); });

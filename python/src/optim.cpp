@@ -81,8 +81,13 @@ void bind_optim(py::module_& m) {
       "save",
       [](const py::object& state_dict, const std::filesystem::path& path, const std::map<std::string, std::string>& metadata) {
         ml::NamedMatrices tensors;
-        for (py::handle item : state_dict.attr("items")())
-          tensors.emplace_back(item[py::int_(0)].cast<std::string>(), item[py::int_(1)].cast<Matrix>());
+        for (py::handle item : state_dict.attr("items")()) {
+          const py::object name = item[py::int_(0)], value = item[py::int_(1)];
+          if (!py::isinstance<py::str>(name) || !py::isinstance<Matrix>(value))
+            throw py::type_error("oa.save: state_dict must map str to oa.Tensor; " + py::repr(name).cast<std::string>() +
+                                 " maps to " + py::str(py::type::handle_of(value).attr("__name__")).cast<std::string>());
+          tensors.emplace_back(name.cast<std::string>(), value.cast<Matrix>());
+        }
         ml::save_safetensors(path, tensors, metadata);
       },
       arg("state_dict"), arg("path"), arg("metadata") = std::map<std::string, std::string>{},

@@ -102,3 +102,17 @@ def test_fuzz_raises_only_errors():
             outcomes["raised"] += 1
     oa.synchronize()
     assert outcomes["returned"] > 0 and outcomes["raised"] > 0
+
+
+def test_fuzz_findings(tmp_path):
+    """Calls that fuzz/fuzz_python.py found answering with an unclear error; each now gets a clear one or works."""
+    x = oa.tensor(np.arange(12, dtype=np.float32).reshape(3, 4))
+    np.testing.assert_array_equal(x[np.int64(1)].numpy(), x.numpy()[1])  # NumPy integers index as ints
+    np.testing.assert_array_equal(x[np.int32(-1), 1:np.int64(3)].numpy(), x.numpy()[-1, 1:3])
+    with pytest.raises(IndexError):
+        x[2**70]
+    np.testing.assert_array_equal(x[-2**70:2**70].numpy(), x.numpy())  # slices clip, as Python's
+    with pytest.raises(TypeError, match="oa.save: state_dict must map str to oa.Tensor; 'a' maps to int"):
+        oa.save({"a": 5}, tmp_path / "x.safetensors")
+    with pytest.raises(ValueError, match="set_epoch: epoch must be an int in"):
+        oa.data.DataLoader([1, 2]).set_epoch(-1)

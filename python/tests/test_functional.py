@@ -146,6 +146,20 @@ def test_pooling():
     assert_close(avg.numpy(), expected)
     check_gradients(lambda v: F.avg_pool2d(v, 2), lambda v: v.reshape(2, 3, 2, 2, 3, 2).mean(axis=(3, 5)),
                     [x[:, :, :4, :]])
+    # The modules are the same ops.
+    assert_close(oa.nn.MaxPool2d(2)(t).numpy(), F.max_pool2d(t, 2).numpy(), rtol=0, atol=0)
+    assert_close(oa.nn.AvgPool2d((3, 2), stride=2, padding=(1, 0))(t).numpy(), avg.numpy(), rtol=0, atol=0)
+    with pytest.raises(oa.InvalidArgumentError, match="oa.nn.MaxPool2d: kernel_size"):
+        oa.nn.MaxPool2d((2, 2, 2))
+
+
+def test_accuracy():
+    logits = values((6, 4), 31)
+    logits[2] = [0.5, 0.5, 0.1, 0.0]  # a tie: the first arg-maximum counts
+    target = np.array([0, 1, 0, 3, 2, 1], dtype=np.int32)
+    got = F.accuracy(oa.tensor(logits), oa.tensor(target))
+    assert got.shape == () and got.dtype == oa.float32
+    assert got.item() == pytest.approx(np.mean(np.argmax(logits, axis=1) == target))
 
 
 def test_dropout():

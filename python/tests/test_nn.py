@@ -93,6 +93,28 @@ def test_layers_forward_shapes():
         v = values((6,), seed=4)
         assert_close(act(oa.tensor(v)).numpy(), ref(v))
     assert nn.GELU()(oa.zeros(3)).shape == (3,)
+    assert nn.Flatten()(oa.zeros(2, 3, 4, 5)).shape == (2, 60)
+    assert nn.Flatten(0, 1)(oa.zeros(2, 3, 4)).shape == (6, 4)
+
+
+def test_transformer_block_is_pre_norm_and_causal():
+    oa.manual_seed(3)
+    d = 8
+    block = nn.TransformerBlock(d, 2, causal=True)
+    names = [n for n, _ in block.named_parameters()]
+    assert names == ["norm1.weight", "norm1.bias", "attn.qkv.weight", "attn.qkv.bias", "attn.proj.weight",
+                     "attn.proj.bias", "norm2.weight", "norm2.bias", "mlp.0.weight", "mlp.0.bias", "mlp.2.weight",
+                     "mlp.2.bias"]
+    assert sum(p.numel() for p in block.parameters()) == 12 * d * d + 13 * d
+    x = values((2, 5, d), 41)
+    changed = x.copy()
+    changed[:, 3:] += 1.0  # later positions change; a causal block's first three outputs do not
+    a, b = block(oa.tensor(x)).numpy(), block(oa.tensor(changed)).numpy()
+    assert a.shape == (2, 5, d)
+    np.testing.assert_allclose(a[:, :3], b[:, :3], rtol=1e-5, atol=1e-5)
+    assert not np.allclose(a[:, 3:], b[:, 3:])
+    with pytest.raises(oa.InvalidArgumentError):
+        nn.TransformerBlock(6, 4)
 
 
 def test_norm_modules():

@@ -345,8 +345,15 @@ std::ostream& operator<<(std::ostream& os, const Matrix& m) {
       row(v, r);
     }
   };
-  if (m.dtype() == DType::I32) show(m.to_i32());
-  else show(m.to_vector());
+  if (m.dtype() == DType::I32) {
+    show(m.to_i32());
+  } else if (m.dtype() == DType::Bool) {
+    std::vector<int> bits;  // printed as 0 and 1
+    for (const auto b : m.to_bool()) bits.push_back(b ? 1 : 0);
+    show(bits);
+  } else {
+    show(m.to_vector());
+  }
   return os;
 }
 

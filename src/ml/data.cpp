@@ -170,21 +170,67 @@ Normalization compute_normalization(const ImageDataset& data) {
   return {static_cast<float>(mean), static_cast<float>(std::sqrt(var))};
 }
 
+namespace {
+
+// What image_batch and ImageLoader refuse in a dataset and a normalization.
+void check_images(const ImageDataset& data, const Normalization& normalization, const char* op) {
+  if (static_cast<std::int64_t>(data.labels.size()) != data.count ||
+      static_cast<std::int64_t>(data.pixels.size()) !=
+          checked_mul(checked_mul(data.count, data.height, "image bytes"), data.width, "image bytes"))
+    fail(ErrorKind::InvalidArgument, "{}: dimension mismatch: {} pixels and {} labels for {} images of {} x {}", op,
+         data.pixels.size(), data.labels.size(), data.count, data.height, data.width);
+  if (!std::isfinite(normalization.mean) || !std::isfinite(normalization.std) || !(normalization.std > 0))
+    fail(ErrorKind::InvalidArgument, "{}: normalization mean {} / std {} must be finite with std > 0", op, normalization.mean,
+         normalization.std);
+}
+
+}  // namespace
+
+ImageBatch image_batch(const ImageDataset& data, std::span<const std::int64_t> indices, Normalization normalization,
+                       std::optional<Engine> engine) {
+  const char* op = "oa::ml::data::image_batch";
+  check_images(data, normalization, op);
+  if (indices.empty()) fail(ErrorKind::InvalidArgument, "{}: no indices given", op);
+  for (const std::int64_t s : indices)
+    if (s < 0 || s >= data.count) fail(ErrorKind::InvalidArgument, "{}: index {} is outside [0, {})", op, s, data.count);
+  const auto b = static_cast<std::int64_t>(indices.size());
+  const std::int64_t plane = data.height * data.width;
+  // A lookup table from byte to normalised value keeps the conversion exact and cheap.
+  float table[256];
+  for (int v = 0; v < 256; ++v)
+    table[v] = static_cast<float>((v / 255.0 - normalization.mean) / static_cast<double>(normalization.std));
+  std::vector<float> pixels(static_cast<std::size_t>(checked_mul(b, plane, "batch pixels")));
+  std::vector<std::int32_t> labels(static_cast<std::size_t>(b));
+  for (std::int64_t i = 0; i < b; ++i) {
+    const std::int64_t s = indices[static_cast<std::size_t>(i)];
+    const std::uint8_t* src = data.pixels.data() + s * plane;
+    float* dst = pixels.data() + i * plane;
+    for (std::int64_t k = 0; k < plane; ++k) dst[k] = table[src[k]];
+    labels[static_cast<std::size_t>(i)] = data.labels[static_cast<std::size_t>(s)];
+  }
+  const Engine e = oa::detail::resolve(engine);
+  return {Matrix::from_vector(Shape{b, 1, data.height, data.width}, pixels, e), Matrix::from_i32(Shape{b}, labels, e)};
+}
+
+std::vector<std::int64_t> epoch_order(std::int64_t count, bool shuffle, std::uint64_t seed, std::uint64_t epoch) {
+  if (count < 0) fail(ErrorKind::InvalidArgument, "oa::ml::data::epoch_order: count {} is negative", count);
+  std::vector<std::int64_t> order(static_cast<std::size_t>(count));
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::int64_t>(i);
+  if (shuffle) {
+    Generator g = Generator(seed).fork(epoch);
+    for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[g.next_below(i)]);
+  }
+  return order;
+}
+
 ImageLoader::ImageLoader(ImageDataset data, LoaderOptions options, Normalization normalization, std::optional<Engine> engine)
     : data_(std::move(data)), options_(options), normalization_(normalization), engine_(oa::detail::resolve(engine)) {
   const char* op = "oa::ml::data::ImageLoader";
   if (data_.count < 1) fail(ErrorKind::InvalidArgument, "{}: the dataset is empty", op);
-  if (static_cast<std::int64_t>(data_.labels.size()) != data_.count ||
-      static_cast<std::int64_t>(data_.pixels.size()) !=
-          checked_mul(checked_mul(data_.count, data_.height, "image bytes"), data_.width, "image bytes"))
-    fail(ErrorKind::InvalidArgument, "{}: dimension mismatch: {} pixels and {} labels for {} images of {} x {}", op,
-         data_.pixels.size(), data_.labels.size(), data_.count, data_.height, data_.width);
+  check_images(data_, normalization_, op);
   if (options_.batch_size < 1) fail(ErrorKind::InvalidArgument, "{}: batch_size {} must be at least 1", op, options_.batch_size);
   if (options_.num_replicas < 1 || options_.rank < 0 || options_.rank >= options_.num_replicas)
     fail(ErrorKind::InvalidArgument, "{}: rank {} is outside [0, num_replicas = {})", op, options_.rank, options_.num_replicas);
-  if (!std::isfinite(normalization_.mean) || !std::isfinite(normalization_.std) || !(normalization_.std > 0))
-    fail(ErrorKind::InvalidArgument, "{}: normalization mean {} / std {} must be finite with std > 0", op, normalization_.mean,
-         normalization_.std);
   set_epoch(0);
 }
 
@@ -195,12 +241,7 @@ std::int64_t ImageLoader::batches() const {
 
 void ImageLoader::set_epoch(std::uint64_t epoch) {
   epoch_ = epoch;
-  order_.resize(static_cast<std::size_t>(data_.count));
-  for (std::size_t i = 0; i < order_.size(); ++i) order_[i] = static_cast<std::int64_t>(i);
-  if (options_.shuffle) {
-    Generator g = Generator(options_.seed).fork(epoch);
-    for (std::size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[g.next_below(i)]);
-  }
+  order_ = epoch_order(data_.count, options_.shuffle, options_.seed, epoch);
   if (options_.num_replicas == 1) return;
   const auto replicas = static_cast<std::size_t>(options_.num_replicas);
   const std::size_t shard = (order_.size() + replicas - 1) / replicas;
@@ -213,23 +254,9 @@ ImageBatch ImageLoader::batch(std::int64_t index) const {
   if (index < 0 || index >= batches())
     fail(ErrorKind::InvalidArgument, "oa::ml::data::ImageLoader::batch: index {} outside [0, {}) (batch_size {}, {} images)", index,
          batches(), options_.batch_size, data_.count);
-  const std::int64_t first = index * options_.batch_size;
-  const std::int64_t b = std::min(options_.batch_size, static_cast<std::int64_t>(order_.size()) - first);
-  const std::int64_t plane = data_.height * data_.width;
-  // A lookup table from byte to normalised value keeps the conversion exact and cheap.
-  float table[256];
-  for (int v = 0; v < 256; ++v)
-    table[v] = static_cast<float>((v / 255.0 - normalization_.mean) / static_cast<double>(normalization_.std));
-  std::vector<float> pixels(static_cast<std::size_t>(b * plane));
-  std::vector<std::int32_t> labels(static_cast<std::size_t>(b));
-  for (std::int64_t i = 0; i < b; ++i) {
-    const std::int64_t s = order_[static_cast<std::size_t>(first + i)];
-    const std::uint8_t* src = data_.pixels.data() + s * plane;
-    float* dst = pixels.data() + i * plane;
-    for (std::int64_t k = 0; k < plane; ++k) dst[k] = table[src[k]];
-    labels[static_cast<std::size_t>(i)] = data_.labels[static_cast<std::size_t>(s)];
-  }
-  return {Matrix::from_vector(Shape{b, 1, data_.height, data_.width}, pixels, engine_), Matrix::from_i32(Shape{b}, labels, engine_)};
+  const auto first = static_cast<std::size_t>(index * options_.batch_size);
+  const auto b = std::min(static_cast<std::size_t>(options_.batch_size), order_.size() - first);
+  return image_batch(data_, std::span<const std::int64_t>(order_).subspan(first, b), normalization_, engine_);
 }
 
 std::vector<std::uint8_t> read_bytes(const std::vector<fs::path>& paths) {

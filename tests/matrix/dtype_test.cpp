@@ -145,6 +145,9 @@ TEST(MatrixDtype, CreationReadBackAndPrinting) {
     os << Matrix::from_vector({1, 3}, std::vector<float>{1.5f, -2, 0.25f}, d);
     EXPECT_EQ(os.str(), "Matrix([1, 3], " + std::string(oa::to_string(d)) + ")\n  [1.5 -2 0.25]");
   }
+  std::ostringstream bits;
+  bits << Matrix::from_bool({1, 3}, std::vector<bool>{true, false, true});
+  EXPECT_EQ(bits.str(), "Matrix([1, 3], bool)\n  [1 0 1]");
   EXPECT_TRUE(oa_test::throws([] { Matrix::from_vector({2}, std::vector<float>{1, 2}, DType::I32); }, ErrorKind::InvalidArgument,
                               {"Matrix::from_vector", "i32"}));
   EXPECT_TRUE(oa_test::throws([] { Matrix::from_vector({3}, std::vector<float>{1, 2}, DType::F16); }, ErrorKind::InvalidArgument,

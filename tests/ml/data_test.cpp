@@ -236,9 +236,20 @@ TEST(DataImageLoader, ShufflesDeterministicallyPerEpoch) {
   EXPECT_EQ(a.order(), b.order());
   a.set_epoch(0);
   EXPECT_EQ(a.order(), order0);
+  EXPECT_EQ(data::epoch_order(9, true, 42, 0), order0);
+  EXPECT_EQ(data::epoch_order(9, false, 42, 3), (std::vector<std::int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8}));
+  EXPECT_TRUE(data::epoch_order(0, true, 42, 0).empty());
+  EXPECT_TRUE(oa_test::throws([] { data::epoch_order(-1, true, 0, 0); }, ErrorKind::InvalidArgument, {"epoch_order", "-1"}));
   // The batch follows the order.
   const auto labels = a.batch(1).labels.to_i32();
   for (std::size_t i = 0; i < labels.size(); ++i) EXPECT_EQ(labels[i], order0[4 + i] % 4);
+  // It is image_batch of the order's slice.
+  const auto direct = data::image_batch(d, std::span<const std::int64_t>(order0).subspan(4, 4));
+  EXPECT_EQ(direct.images.to_vector(), a.batch(1).images.to_vector());
+  EXPECT_EQ(direct.labels.to_i32(), labels);
+  const std::vector<std::int64_t> outside = {0, 9};
+  EXPECT_TRUE(oa_test::throws([&] { data::image_batch(d, outside); }, ErrorKind::InvalidArgument, {"image_batch", "index 9"}));
+  EXPECT_TRUE(oa_test::throws([&] { data::image_batch(d, {}); }, ErrorKind::InvalidArgument, {"image_batch", "no indices"}));
 }
 
 // DistributedSampler's sharding: disjoint parts of each epoch's order, padded

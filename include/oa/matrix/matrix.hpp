@@ -93,7 +93,7 @@ class Matrix {
 };
 
 // Shape, dtype and up to 6 leading and trailing values per row (F16 and BF16
-// printed as their exact float values).
+// printed as their exact float values, bool as 0 and 1).
 std::ostream& operator<<(std::ostream& os, const Matrix& m);
 
 namespace detail {

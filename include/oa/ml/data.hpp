@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -95,9 +96,23 @@ struct ImageBatch {
   Matrix labels;  // I32 [B]
 };
 
+// The samples `indices` of `data`, in that order, normalised and uploaded as
+// one images and one labels Matrix (ImageLoader's batches; oa.data's
+// ImageDataset). Throws InvalidArgument for no indices, an index outside
+// [0, count), a dataset whose pixel or label count does not match its
+// dimensions, or a normalization std <= 0 or not finite.
+ImageBatch image_batch(const ImageDataset& data, std::span<const std::int64_t> indices, Normalization normalization = {},
+                       std::optional<Engine> engine = {});
+
+// The sample order of epoch `epoch` over `count` samples: 0 .. count - 1
+// without shuffling, otherwise a Fisher-Yates permutation drawn from
+// Generator(seed).fork(epoch) (ImageLoader's order, and oa.data.DataLoader's
+// for any dataset). Throws InvalidArgument for count < 0.
+std::vector<std::int64_t> epoch_order(std::int64_t count, bool shuffle, std::uint64_t seed, std::uint64_t epoch);
+
 // Deterministic mini-batches over an ImageDataset. The order for epoch e is
-// the identity without shuffling, otherwise a Fisher-Yates permutation drawn
-// from Generator(seed).fork(e); so (seed, epoch, index) fixes a batch.
+// epoch_order(count, shuffle, seed, e) (then sharded); so (seed, epoch, index)
+// fixes a batch.
 class ImageLoader {
  public:
   // Throws InvalidArgument for an empty dataset, batch_size < 1, std <= 0, a

@@ -1,6 +1,7 @@
 """oa.nn: modules (torch.nn's names and constructor arguments) and the functional ops (oa.nn.functional)."""
 from . import functional
 from .modules import (
+    AvgPool2d,
     BatchNorm1d,
     BatchNorm2d,
     Conv1d,
@@ -8,6 +9,7 @@ from .modules import (
     ConvTranspose2d,
     Dropout,
     Embedding,
+    Flatten,
     GELU,
     GRU,
     GroupNorm,
@@ -15,6 +17,7 @@ from .modules import (
     LayerNorm,
     Linear,
     LSTM,
+    MaxPool2d,
     Module,
     MultiheadAttention,
     Parameter,
@@ -24,4 +27,5 @@ from .modules import (
     Sigmoid,
     SiLU,
     Tanh,
+    TransformerBlock,
 )

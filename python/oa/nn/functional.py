@@ -2,11 +2,12 @@
 
 Each is one op of oa's C++ engine (oa/ml/functional.hpp, oa/matrix): shapes,
 layouts and errors are documented there and in each function's docstring.
-Besides PyTorch's names: bmm, bmm_nt, bmm_tn, split_heads, merge_heads,
+Besides PyTorch's names: accuracy, bmm, bmm_nt, bmm_tn, split_heads, merge_heads,
 softmax_scaled_masked, flash_attention and rope.
 """
 from .._oa import functional as _f
 
+accuracy = _f.accuracy
 avg_pool2d = _f.avg_pool2d
 batch_norm = _f.batch_norm
 bmm = _f.bmm

@@ -399,6 +399,37 @@ class MultiheadAttention(_Native):
         return batch_major(y), None
 
 
+class TransformerBlock(_Native):
+    """A pre-norm Transformer block (oa::ml::nn::TransformerBlock; GPT-2's): x [B, S, D] ->
+    x + attn(norm1(x)), then + mlp(norm2(x)) with mlp = Linear(D, 4D), GELU, Linear(4D, D).
+    Children norm1, attn (qkv, proj), norm2, mlp (0, 1, 2); causal attention when causal."""
+
+    def __init__(self, embed_dim, num_heads, causal=False, dropout=0.0, engine=None):
+        super().__init__(_native.transformer_block(embed_dim, num_heads, causal, dropout, engine))
+
+
+def _pool(name, factory, doc):
+    def __init__(self, kernel_size, stride=None, padding=0):
+        _Native.__init__(self, factory(kernel_size, stride, padding))
+
+    return type(name, (_Native,), {"__init__": __init__, "__doc__": doc})
+
+
+MaxPool2d = _pool("MaxPool2d", _native.max_pool2d,
+                  "torch.nn.MaxPool2d (oa::ml::nn::MaxPool2d): [N, C, H, W] -> [N, C, OH, OW]; stride None is the "
+                  "kernel size; padding counts as -inf.")
+AvgPool2d = _pool("AvgPool2d", _native.avg_pool2d,
+                  "torch.nn.AvgPool2d (oa::ml::nn::AvgPool2d, count_include_pad=True): [N, C, H, W] -> "
+                  "[N, C, OH, OW]; stride None is the kernel size.")
+
+
+class Flatten(_Native):
+    """torch.nn.Flatten (oa::ml::nn::Flatten): axes start_dim .. end_dim merged into one."""
+
+    def __init__(self, start_dim=1, end_dim=-1):
+        super().__init__(_native.flatten(start_dim, end_dim))
+
+
 def _activation(name, factory, doc):
     return type(name, (_Native,), {"__init__": lambda self: _Native.__init__(self, factory()), "__doc__": doc})
 
