@@ -199,11 +199,7 @@ int main(int argc, char** argv) {
       if (images.quick && fmnist->count("--epochs") == 0) images.epochs = 1;  // the quick run: one epoch by default
       return oa_cli::train_images(images);
     }
-    if (*text_cmd) {
-      if (oa::dist::Communicator::world().size() > 1)
-        oa::fail(oa::ErrorKind::Unsupported, "oa train text trains in one process only; run it without mpirun");
-      return oa_cli::train_text(text);
-    }
+    if (*text_cmd) return oa_cli::train_text(text);
     if (*sample_cmd)
       return oa_cli::sample_text(sample_dir, sample_prompt, sample_length, sample_temperature, sample_seed, sample_device);
     if (*eval_cmd) return oa_cli::eval_images(eval_dir, eval_device, eval_data);
