@@ -106,6 +106,13 @@ TEST(DistCli, TwoRanksTrainLikeOneProcessWithTheGlobalBatchAndResumeWithAnyNumbe
   EXPECT_EQ(rows(d / "mid_epoch" / "metrics.jsonl").size(), 1u);
 }
 
+TEST(DistCli, InfoShowsEachRankAndTheSize) {
+  CliDir d;
+  const OaRun info = d.mpirun(2, {"info"});
+  ASSERT_TRUE(succeeded(info)) << info.err;
+  for (const char* rank : {"rank 0 of 2 (local rank 0)", "rank 1 of 2 (local rank 1)"}) EXPECT_EQ(count(info.out, rank), 1u) << info.out;
+}
+
 // oa train text under MPI: 2 ranks of 4 windows train as 1 process of 8 (the
 // run checks at each checkpoint that the ranks' weights are identical), and
 // 1 process of 8 continues the 2 ranks' run.
