@@ -249,8 +249,9 @@ void TrainingRun::require_identical_replicas(std::int64_t step) const {
       std::memcpy(&bits, &v, sizeof bits);
       for (int k = 0; k < 4; ++k) hash = (hash ^ ((bits >> (8 * k)) & 0xffu)) * 1099511628211ull;
     }
-  // The sum over the ranks of each 32-bit half is exact in a double; it is
-  // size() times this rank's only if every rank holds the same.
+  // The sum over the ranks of each 32-bit half is exact in a double, and it
+  // is size() times every rank's own only if all hold the same; the ranks
+  // then agree on whether any found otherwise.
   std::vector<double> halves = {static_cast<double>(hash >> 32), static_cast<double>(hash & 0xffffffffu)};
   world_.all_reduce(std::span<double>(halves));
   double differs = halves[0] != world_.size() * static_cast<double>(hash >> 32) ||
