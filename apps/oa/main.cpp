@@ -151,6 +151,9 @@ int main(int argc, char** argv) {
                                          "continue the run whose checkpoint is in --out (same flags but --eval-every; a larger --steps "
                                          "extends it; another --batch-size or number of MPI ranks draws that many windows a step)");
   text_cmd->add_flag("--overwrite", text.overwrite, "start afresh over a checkpoint in --out, replacing it")->excludes(text_resume);
+  text_cmd->add_option("--bucket-mb", text.bucket_mb,
+                       "under mpirun: MiB of gradients per all-reduce bucket (smaller buckets start during backward sooner)")
+      ->check(kPositive);
   text_cmd->add_flag("--step-graph", text.step_graph,
                      "capture the second step as a StepGraph and replay it after (the same result; pays where recording, "
                      "not the GPU, bounds a step; one process only, not under mpirun)");

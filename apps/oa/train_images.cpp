@@ -191,7 +191,7 @@ int train_images(TrainImagesArgs args) {
     // The epoch's loss sum on the GPU (one read per epoch), continuing a resumed one.
     Matrix gpu_loss_sum;
     std::int64_t seen_here = 0, b = 0;
-    double exposed = 0, started_early = 0;  // DataParallel: wait for all-reduces after backward; buckets started during it
+    AllReduceTally all_reduces;
     for (; b < batches && !run.stop_requested(); ++b) {
       auto batch = train_loader.batch(b);
       optimizer.set_lr(run.lr(epoch * steps + std::min(position / global_batch, steps - 1)));
@@ -200,8 +200,7 @@ int train_images(TrainImagesArgs args) {
       oa::backward(loss);
       if (data_parallel) {
         data_parallel->all_reduce_gradients();
-        exposed += data_parallel->stats().exposed_seconds;
-        started_early += data_parallel->stats().started_in_backward;
+        all_reduces.add(data_parallel->stats());
       }
       optimizer.step();
       {
@@ -240,13 +239,7 @@ int train_images(TrainImagesArgs args) {
     if (run.writer())
       fmt::print("epoch {}: train loss {:.4f}, test loss {:.4f}, test accuracy {:.2f}% ({:.1f} s, {:.0f} images/s)\n", epoch + 1,
                row["train_loss"].get<double>(), ev.loss, 100 * ev.accuracy, seconds, row["images_per_second"].get<double>());
-    if (data_parallel && run.writer() && b > 0) {
-      const auto& st = data_parallel->stats();
-      const double n = static_cast<double>(b);
-      fmt::print("all-reduce per step: {:.1f} KiB in {} bucket(s), {:.2f} of them started during backward; {:.2f} ms not hidden "
-                 "behind backward (rank 0)\n",
-                 static_cast<double>(st.bytes) / 1024, st.buckets, started_early / n, 1e3 * exposed / n);
-    }
+    if (const std::string line = all_reduces.report(); run.writer() && !line.empty()) fmt::print("{}\n", line);
     seen = 0;
     loss_sum = 0;
     run.save(global, state(epoch + 1, 0));

@@ -133,7 +133,10 @@ int train_text(const TrainTextArgs& args) {
   run.start(*model, optimizer, 1);
   // Under MPI: rank 0's weights everywhere, gradients averaged over the ranks.
   std::optional<oa::dist::DataParallel> data_parallel;
-  if (ranks > 1) data_parallel.emplace(model->parameters(), world);
+  if (ranks > 1)
+    data_parallel.emplace(model->parameters(), world,
+                          oa::dist::DataParallelOptions{.bucket_bytes = static_cast<std::uint64_t>(std::ceil(args.bucket_mb * (1 << 20)))});
+  AllReduceTally all_reduces;
 
   const std::int64_t start = run.first_step();
   std::optional<Progress> progress;
@@ -149,7 +152,10 @@ int train_text(const TrainTextArgs& args) {
     loss = oa::ml::cross_entropy(logits.reshape({n, 256}), batch.targets.reshape({n}));
     optimizer.zero_grad();
     oa::backward(loss);
-    if (data_parallel) data_parallel->all_reduce_gradients();
+    if (data_parallel) {
+      data_parallel->all_reduce_gradients();
+      all_reduces.add(data_parallel->stats());
+    }
     oa::ml::optim::clip_grad_norm(model->parameters(), 1.0f);
     optimizer.step();
   };
@@ -187,9 +193,10 @@ int train_text(const TrainTextArgs& args) {
       const nlohmann::json row = {{"step", step + 1}, {"train_loss", mean_loss()}, {"validation_bpc", bpc},
                                   {"tokens_per_second", static_cast<double>((step + 1 - start) * n * ranks) / seconds}};
       run.record(row);
+      const std::string all_reduced = all_reduces.report();
       if (run.writer())
-        fmt::print("step {}: validation {:.3f} bits per character ({:.0f} tokens/s)\n", step + 1, bpc,
-                   row["tokens_per_second"].get<double>());
+        fmt::print("step {}: validation {:.3f} bits per character ({:.0f} tokens/s){}\n", step + 1, bpc,
+                   row["tokens_per_second"].get<double>(), all_reduced.empty() ? "" : "; " + all_reduced);
       run.save(step + 1);
     }
   }

@@ -26,6 +26,24 @@ std::string shown(const nlohmann::json& v) { return v.is_string() ? v.get<std::s
 
 }  // namespace
 
+void AllReduceTally::add(const oa::dist::DataParallelStats& step) {
+  last_ = step;
+  exposed_ += step.exposed_seconds;
+  started_early_ += step.started_in_backward;
+  ++steps_;
+}
+
+std::string AllReduceTally::report() {
+  if (steps_ == 0) return "";
+  const double n = static_cast<double>(steps_);
+  std::string line = fmt::format(
+      "all-reduce per step: {:.1f} KiB in {} bucket(s), {:.2f} of them started during backward; {:.2f} ms not hidden behind "
+      "backward (rank 0)",
+      static_cast<double>(last_.bytes) / 1024, last_.buckets, started_early_ / n, 1e3 * exposed_ / n);
+  *this = AllReduceTally();
+  return line;
+}
+
 std::string describe_flags(const std::vector<RunFlag>& flags) {
   std::string out;
   for (const auto& f : flags) {

@@ -35,6 +35,7 @@
 #include <nlohmann/json.hpp>
 
 #include "oa/dist/communicator.hpp"
+#include "oa/dist/data_parallel.hpp"
 #include "oa/ml/nn/module.hpp"
 #include "oa/ml/optim.hpp"
 #include "plot.hpp"
@@ -51,6 +52,23 @@ struct RunFlag {
 // "--context 8 --layers 1" for `flags`: a true boolean is its flag alone, a
 // false one is left out.
 std::string describe_flags(const std::vector<RunFlag>& flags);
+
+// DataParallel's work summed over the steps since the last report (an epoch,
+// the steps between validations), for rank 0 to print.
+class AllReduceTally {
+ public:
+  // After each all_reduce_gradients().
+  void add(const oa::dist::DataParallelStats& step);
+  // "all-reduce per step: <KiB> in <n> bucket(s), <mean> of them started
+  // during backward; <ms> not hidden behind backward (rank 0)" over the steps
+  // added since the last report, which it then forgets; empty when none were.
+  std::string report();
+
+ private:
+  oa::dist::DataParallelStats last_;
+  double exposed_ = 0, started_early_ = 0;
+  std::int64_t steps_ = 0;
+};
 
 // What a task tells TrainingRun about itself.
 struct RunSpec {

@@ -117,11 +117,13 @@ TEST(DistCli, TextTrainsOnTwoRanksLikeOneProcessAndResumesOnOne) {
                                            "--heads", "2",   "--width", "16",      "--eval-every", "1"};
   const std::vector<std::string> one = {"--batch-size", "8"}, two = {"--batch-size", "4"}, more = {"--resume", "--steps", "4"};
   ASSERT_TRUE(succeeded(d.oa(common + one + std::vector<std::string>{"--steps", "2", "--out", "one"})));
-  const OaRun first = d.mpirun(2, common + two + std::vector<std::string>{"--steps", "2", "--out", "two_then_one"});
+  const OaRun first =
+      d.mpirun(2, common + two + std::vector<std::string>{"--steps", "2", "--out", "two_then_one", "--bucket-mb", "0.01"});
   ASSERT_TRUE(succeeded(first)) << first.out << first.err;
   EXPECT_EQ(count(first.out, "(2 MPI ranks, each on its own engine)"), 1u) << first.out;
   EXPECT_EQ(count(first.out, "batches of 4 windows per rank (8 per step)"), 1u) << first.out;
   EXPECT_EQ(count(first.out, "step 2: validation"), 1u) << first.out;
+  EXPECT_EQ(count(first.out, "all-reduce per step: "), 2u) << first.out;  // one line per validation
   expect_same_metrics(d / "two_then_one" / "metrics.jsonl", d / "one" / "metrics.jsonl", {"train_loss", "validation_bpc"});
 
   ASSERT_TRUE(succeeded(d.oa(common + one + std::vector<std::string>{"--out", "one"} + more)));
