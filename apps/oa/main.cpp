@@ -108,7 +108,8 @@ int main(int argc, char** argv) {
                      "training epochs (with --resume, a larger value extends the run: its new steps get a warmup-cosine cycle of "
                      "their own, 5% warmup, then cosine to 0)")
       ->check(CLI::Range(1, 100000));
-  fmnist->add_option("--batch-size", images.batch_size, "images per step")->check(CLI::Range(1, 1 << 20));
+  fmnist->add_option("--batch-size", images.batch_size, "images per step (under mpirun: per rank, so a step sees --batch-size x ranks)")
+      ->check(CLI::Range(1, 1 << 20));
   fmnist->add_option("--lr", images.lr, "AdamW learning rate")->check(kPositive);
   fmnist->add_option("--seed", images.seed, "seed for initialisation and shuffling")->check(kSeed);
   fmnist->add_option("--device", images.device, "device index or name substring (default: OA_DEVICE, then the best)");
@@ -121,8 +122,11 @@ int main(int argc, char** argv) {
       ->check(kPositive);
   fmnist->add_flag("--quick", images.quick,
                    "a small network, for one epoch unless --epochs is given (on a 2-core CPU: convnet about a minute an epoch, vit about ten)");
-  auto* images_resume = fmnist->add_flag("--resume", images.resume,
-                                         "continue the run whose checkpoint is in --out (same flags; a larger --epochs extends it)");
+  auto* images_resume = fmnist->add_flag(
+      "--resume", images.resume,
+      "continue the run whose checkpoint is in --out (same flags, but a larger --epochs extends it; another --batch-size or number of "
+      "MPI ranks continues from the next image of the epoch's shuffled order not trained on, sharded over the new ranks, at the "
+      "learning rate of that point of the epoch)");
   fmnist->add_flag("--overwrite", images.overwrite, "start afresh over a checkpoint in --out, replacing it")->excludes(images_resume);
 
   oa_cli::TrainTextArgs text;
@@ -136,7 +140,8 @@ int main(int argc, char** argv) {
                        "optimizer steps (with --resume, a larger value extends the run: its new steps get a warmup-cosine cycle of "
                        "their own, 5% warmup, then cosine to --lr / 10)")
       ->check(CLI::Range(1, 100000000));
-  text_cmd->add_option("--batch-size", text.batch_size, "windows per step")->check(CLI::Range(1, 1 << 20));
+  text_cmd->add_option("--batch-size", text.batch_size, "windows per step (under mpirun: per rank, so a step sees --batch-size x ranks)")
+      ->check(CLI::Range(1, 1 << 20));
   text_cmd->add_option("--eval-every", text.eval_every, "steps between validations")->check(CLI::Range(1, 100000000));
   text_cmd->add_option("--lr", text.lr, "peak AdamW learning rate (warmup, then cosine)")->check(kPositive);
   text_cmd->add_option("--seed", text.seed, "seed")->check(kSeed);
@@ -144,11 +149,14 @@ int main(int argc, char** argv) {
   text_cmd->add_option("--out", text.out, "output directory, locked while a run trains in it");
   auto* text_resume = text_cmd->add_flag("--resume", text.resume,
                                          "continue the run whose checkpoint is in --out (same flags but --eval-every; a larger --steps "
-                                         "extends it)");
+                                         "extends it; another --batch-size or number of MPI ranks draws that many windows a step)");
   text_cmd->add_flag("--overwrite", text.overwrite, "start afresh over a checkpoint in --out, replacing it")->excludes(text_resume);
+  text_cmd->add_option("--bucket-mb", text.bucket_mb,
+                       "under mpirun: MiB of gradients per all-reduce bucket (smaller buckets start during backward sooner)")
+      ->check(kPositive);
   text_cmd->add_flag("--step-graph", text.step_graph,
                      "capture the second step as a StepGraph and replay it after (the same result; pays where recording, "
-                     "not the GPU, bounds a step)");
+                     "not the GPU, bounds a step; one process only, not under mpirun)");
 
   std::string sample_dir, sample_prompt, sample_device;
   std::int64_t sample_length = 400;
@@ -199,11 +207,7 @@ int main(int argc, char** argv) {
       if (images.quick && fmnist->count("--epochs") == 0) images.epochs = 1;  // the quick run: one epoch by default
       return oa_cli::train_images(images);
     }
-    if (*text_cmd) {
-      if (oa::dist::Communicator::world().size() > 1)
-        oa::fail(oa::ErrorKind::Unsupported, "oa train text trains in one process only; run it without mpirun");
-      return oa_cli::train_text(text);
-    }
+    if (*text_cmd) return oa_cli::train_text(text);
     if (*sample_cmd)
       return oa_cli::sample_text(sample_dir, sample_prompt, sample_length, sample_temperature, sample_seed, sample_device);
     if (*eval_cmd) return oa_cli::eval_images(eval_dir, eval_device, eval_data);

@@ -38,6 +38,7 @@ struct TrainTextArgs {
   bool resume = false;     // continue from the checkpoint in out
   bool overwrite = false;  // replace a checkpoint in out
   bool step_graph = false;  // replay a captured step instead of recording each one
+  double bucket_mb = 25;    // under MPI: MiB of gradients per all-reduce bucket
 };
 
 int train_text(const TrainTextArgs& args);

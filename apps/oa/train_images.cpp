@@ -3,13 +3,21 @@
 // ViT) and cross entropy, a per-step warmup-cosine learning rate down to 0,
 // and after each epoch an evaluation on the test split, a metrics row and a
 // checkpoint. The run protocol (--resume, --overwrite, Ctrl-C, divergence,
-// the plot) is TrainingRun's; the checkpoint's task state is the loss sum and
-// image count of an epoch cut short by Ctrl-C, which --resume continues from
-// its step (an epoch's batch order depends only on the seed and the epoch).
-// Under MPI each rank trains on its shard of every epoch (DistributedSampler)
-// in batches of --batch-size, so a step sees --batch-size x ranks images;
-// gradients are averaged by oa::dist::DataParallel, and the losses and the
-// evaluation are summed over the ranks.
+// the plot) is TrainingRun's. Under MPI each rank trains on its shard of every
+// epoch (DistributedSampler) in batches of --batch-size, so a step sees a
+// global batch of G = --batch-size x ranks images; gradients are averaged by
+// oa::dist::DataParallel, and the losses and the evaluation are summed over
+// the ranks.
+//
+// The checkpoint's task state is the epoch, the position in that epoch's
+// global shuffled order (the images trained on, which depends only on the
+// seed and the epoch), and the loss sum and image count of an epoch cut short
+// by Ctrl-C. --resume continues from the next image of that order not trained
+// on, with any number of ranks and any --batch-size: the rest of the epoch is
+// sharded over the ranks of the resumed run. An epoch has S = ceil(count / G)
+// steps, and the step that starts at position q of epoch e takes the learning
+// rate of schedule step e x S + floor(q / G), so that a resumed run keeps to
+// the schedule by epochs when G changes.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -108,7 +116,7 @@ int train_images(TrainImagesArgs args) {
                     .resume = args.resume,
                     .overwrite = args.overwrite,
                     .model = model_flags(config),
-                    .training = {{"lr", "--lr", args.lr}, {"seed", "--seed", args.seed}, {"batch_size", "--batch-size", args.batch_size}},
+                    .training = {{"lr", "--lr", args.lr}, {"seed", "--seed", args.seed}},
                     .length = {"epochs", "--epochs", args.epochs},
                     .unit = "epoch",
                     .metrics = {"train_loss", "test_loss", "test_accuracy"},
@@ -134,49 +142,65 @@ int train_images(TrainImagesArgs args) {
 
   oa::ml::Generator generator(args.seed);
   auto model = make_image_model(config, generator, engine);
-  const std::int64_t steps = train_loader.batches();
+  const std::int64_t steps = train_loader.batches(), global_batch = args.batch_size * ranks, count = train_loader.dataset().count;
   const double weight_decay = args.model == "vit" ? 0.05 : 1e-4;
   oa::ml::optim::AdamW optimizer(model->parameters(), {.lr = static_cast<float>(args.lr), .weight_decay = static_cast<float>(weight_decay)});
   if (run.writer())
     fmt::print("model: {} parameters; {} training images in batches of {}{}, {} epoch(s); AdamW, weight decay {}\n",
-               model->parameter_count(), train_loader.dataset().count, args.batch_size,
-               ranks > 1 ? fmt::format(" per rank ({} per step)", args.batch_size * ranks) : "", args.epochs, weight_decay);
-  run.start(*model, optimizer, steps);
+               model->parameter_count(), count, args.batch_size,
+               ranks > 1 ? fmt::format(" per rank ({} per step)", global_batch) : "", args.epochs, weight_decay);
+  // The schedule steps of an epoch done at `position` images of its order.
+  const auto steps_done = [&](std::int64_t position) { return (position + global_batch - 1) / global_batch; };
+  run.start(*model, optimizer, steps, [&](const nlohmann::json& state) {
+    if (!state.contains("position") || !state["position"].is_number_integer())
+      oa::fail(oa::ErrorKind::InvalidArgument,
+               "--resume: the checkpoint in {}, saved within an epoch by an older oa, does not record its position in the epoch; "
+               "resume it with the --batch-size and number of ranks it was trained with",
+               args.out);
+    return steps_done(state["position"].get<std::int64_t>());
+  });
   // Under MPI: rank 0's weights everywhere, gradients averaged over the ranks.
   std::optional<oa::dist::DataParallel> data_parallel;
   if (ranks > 1)
     data_parallel.emplace(model->parameters(), world,
                           oa::dist::DataParallelOptions{.bucket_bytes = static_cast<std::uint64_t>(std::ceil(args.bucket_mb * (1 << 20)))});
 
-  // Within the epoch of `global`: the sum of the batch-weighted losses and the
-  // images seen (both 0 at an epoch's start), as the checkpoint keeps them.
-  // Under MPI, rank 0 carries the resumed epoch's sums and each rank adds its own.
-  std::int64_t global = run.first_step(), seen = run.writer() ? run.resumed_state().value("images_seen", std::int64_t{0}) : 0;
-  double loss_sum = run.writer() ? run.resumed_state().value("train_loss_sum", 0.0) : 0.0;
-  auto state = [&] { return nlohmann::json{{"train_loss_sum", loss_sum}, {"images_seen", seen}}; };
-  for (std::int64_t epoch = global / steps; epoch < args.epochs && !run.stop_requested(); ++epoch) {
-    train_loader.set_epoch(static_cast<std::uint64_t>(epoch));
-    const std::int64_t first = global - epoch * steps;
+  // Where the run is: the epoch, the images of its order trained on, and the
+  // schedule step. A checkpoint of an older oa, without the epoch and
+  // position, was saved by a run of this global batch.
+  const nlohmann::json& resumed = run.resumed_state();
+  std::int64_t global = run.first_step(), epoch = resumed.value("epoch", global / steps);
+  std::int64_t position = resumed.value("position", (global - epoch * steps) * global_batch);
+  // Within the epoch: the sum of the batch-weighted losses and the images seen
+  // (both 0 at an epoch's start), as the checkpoint keeps them. Under MPI,
+  // rank 0 carries the resumed epoch's sums and each rank adds its own.
+  std::int64_t seen = run.writer() ? resumed.value("images_seen", std::int64_t{0}) : 0;
+  double loss_sum = run.writer() ? resumed.value("train_loss_sum", 0.0) : 0.0;
+  auto state = [&](std::int64_t at_epoch, std::int64_t at_position) {
+    return nlohmann::json{{"epoch", at_epoch}, {"position", at_position}, {"train_loss_sum", loss_sum}, {"images_seen", seen}};
+  };
+  for (; epoch < args.epochs && !run.stop_requested(); ++epoch, position = 0) {
+    train_loader.set_epoch(static_cast<std::uint64_t>(epoch), position);
+    const std::int64_t batches = train_loader.batches();
     std::optional<Progress> progress;
     if (run.writer())
-      progress.emplace(first == 0 ? fmt::format("epoch {}/{}", epoch + 1, args.epochs)
-                                  : fmt::format("epoch {}/{} from step {}", epoch + 1, args.epochs, first),
-                       steps - first, "img");
+      progress.emplace(position == 0 ? fmt::format("epoch {}/{}", epoch + 1, args.epochs)
+                                     : fmt::format("epoch {}/{} from image {} of {}", epoch + 1, args.epochs, position, count),
+                       batches, "img");
     const auto t0 = std::chrono::steady_clock::now();
     // The epoch's loss sum on the GPU (one read per epoch), continuing a resumed one.
     Matrix gpu_loss_sum;
-    std::int64_t seen_here = 0, step = first;
-    double exposed = 0, started_early = 0;  // DataParallel: wait for all-reduces after backward; buckets started during it
-    for (; step < steps && !run.stop_requested(); ++step, ++global) {
-      auto batch = train_loader.batch(step);
-      optimizer.set_lr(run.lr(global));
+    std::int64_t seen_here = 0, b = 0;
+    AllReduceTally all_reduces;
+    for (; b < batches && !run.stop_requested(); ++b) {
+      auto batch = train_loader.batch(b);
+      optimizer.set_lr(run.lr(epoch * steps + std::min(position / global_batch, steps - 1)));
       Matrix loss = oa::ml::cross_entropy((*model)(batch.images), batch.labels);
       optimizer.zero_grad();
       oa::backward(loss);
       if (data_parallel) {
         data_parallel->all_reduce_gradients();
-        exposed += data_parallel->stats().exposed_seconds;
-        started_early += data_parallel->stats().started_in_backward;
+        all_reduces.add(data_parallel->stats());
       }
       optimizer.step();
       {
@@ -187,11 +211,13 @@ int train_images(TrainImagesArgs args) {
       }
       seen += batch.labels.numel();
       seen_here += batch.labels.numel();
-      if (run.reads_loss(step, steps)) {
+      position = std::min(position + global_batch, count);
+      global = epoch * steps + steps_done(position);
+      if (run.reads_loss(b, batches)) {
         double value = loss.item();
         world.all_reduce(std::span<double>(&value, 1), oa::dist::ReduceOp::Average);
-        run.require_finite(value, "loss", global + 1);
-        if (progress) progress->update(step + 1 - first, seen_here * ranks, static_cast<float>(value));
+        run.require_finite(value, "loss", global);
+        if (progress) progress->update(b + 1, seen_here * ranks, static_cast<float>(value));
       }
     }
     if (progress) progress->finish();
@@ -202,7 +228,7 @@ int train_images(TrainImagesArgs args) {
       loss_sum = sums[0], seen = static_cast<std::int64_t>(sums[1]), seen_here = static_cast<std::int64_t>(sums[2]);
     }
     run.require_finite(loss_sum, "loss", global);
-    if (step < steps) break;  // Ctrl-C
+    if (b < batches) break;  // Ctrl-C
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const Evaluation ev = evaluate(*model, test_loader, world);
     run.require_finite(ev.loss, "test loss", global);  // non-finite weights, though the batch losses were finite
@@ -213,18 +239,12 @@ int train_images(TrainImagesArgs args) {
     if (run.writer())
       fmt::print("epoch {}: train loss {:.4f}, test loss {:.4f}, test accuracy {:.2f}% ({:.1f} s, {:.0f} images/s)\n", epoch + 1,
                row["train_loss"].get<double>(), ev.loss, 100 * ev.accuracy, seconds, row["images_per_second"].get<double>());
-    if (data_parallel && run.writer() && step > first) {
-      const auto& st = data_parallel->stats();
-      const double n = static_cast<double>(step - first);
-      fmt::print("all-reduce per step: {:.1f} KiB in {} bucket(s), {:.2f} of them started during backward; {:.2f} ms not hidden "
-                 "behind backward (rank 0)\n",
-                 static_cast<double>(st.bytes) / 1024, st.buckets, started_early / n, 1e3 * exposed / n);
-    }
+    if (const std::string line = all_reduces.report(); run.writer() && !line.empty()) fmt::print("{}\n", line);
     seen = 0;
     loss_sum = 0;
-    run.save(global, state());
+    run.save(global, state(epoch + 1, 0));
   }
-  if (global < run.total_steps()) return run.stop(global, state());
+  if (global < run.total_steps()) return run.stop(global, state(epoch, position));
   if (!run.writer()) return 0;
   const auto& last = run.history().back();
   return run.finish(fmt::format("test accuracy {:.2f}%, test loss {:.4f} after {} epoch(s)", 100 * last["test_accuracy"].get<double>(),

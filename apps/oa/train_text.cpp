@@ -4,7 +4,13 @@
 // The run protocol (--resume, --overwrite, Ctrl-C, divergence, the plot) is
 // TrainingRun's; --resume continues exactly, since the batch and learning
 // rate of a step depend only on the seed and the step (--eval-every may
-// differ).
+// differ; another --batch-size or number of ranks draws that many windows
+// from the step's generator).
+// Under MPI each rank trains on its own windows of every step (TextLoader's
+// sharding: rank r takes draws r x B .. r x B + B - 1 of the step's), so a
+// step sees --batch-size x ranks windows, as one process with that batch;
+// gradients are averaged by oa::dist::DataParallel, the losses averaged and
+// the validation sums summed over the ranks; rank 0 alone prints and writes.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -30,15 +36,16 @@ using oa::Matrix;
 namespace data = oa::ml::data;
 
 // Mean cross entropy in bits per character over non-overlapping windows of the
-// validation text (at most 64 batches).
+// validation text (at most 64 batches); under MPI each rank takes every
+// ranks-th batch, and the sums are added over the ranks.
 double validation_bpc(oa::ml::nn::Module& model, const std::vector<std::uint8_t>& text, std::int64_t context,
-                      std::int64_t batch_size, const oa::Engine& engine) {
+                      std::int64_t batch_size, const oa::Engine& engine, oa::dist::Communicator& world) {
   oa::NoGradGuard no_grad;
   const std::int64_t windows = std::min<std::int64_t>((static_cast<std::int64_t>(text.size()) - 1) / context, 64 * batch_size);
   if (windows < 1) oa::fail(oa::ErrorKind::InvalidArgument, "the validation text is shorter than one context window");
   Matrix total;
   std::int64_t count = 0;
-  for (std::int64_t w0 = 0; w0 < windows; w0 += batch_size) {
+  for (std::int64_t w0 = world.rank() * batch_size; w0 < windows; w0 += world.size() * batch_size) {
     const std::int64_t b = std::min(batch_size, windows - w0);
     std::vector<std::int32_t> tok(static_cast<std::size_t>(b * context)), tgt(tok.size());
     for (std::int64_t i = 0; i < b; ++i)
@@ -53,7 +60,9 @@ double validation_bpc(oa::ml::nn::Module& model, const std::vector<std::uint8_t>
     total = total.defined() ? total + loss : loss;
     count += b * context;
   }
-  return total.item() / static_cast<double>(count) / std::log(2.0);
+  std::vector<double> sums = {total.defined() ? total.item() : 0.0, static_cast<double>(count)};
+  world.all_reduce(std::span<double>(sums));
+  return sums[0] / sums[1] / std::log(2.0);
 }
 
 // The flags that define the model.
@@ -76,6 +85,12 @@ std::vector<Panel> plot_panels(const std::vector<nlohmann::json>& history) {
 }  // namespace
 
 int train_text(const TrainTextArgs& args) {
+  oa::dist::Communicator& world = oa::dist::Communicator::world();
+  const std::int64_t ranks = world.size();
+  if (args.step_graph && ranks > 1)
+    oa::fail(oa::ErrorKind::InvalidArgument,
+             "--step-graph trains in one process only (a captured step cannot hold the all-reduces of gradients); run it without "
+             "mpirun or without --step-graph");
   const TextModelConfig config{args.context, args.layers, args.heads, args.width};
   TrainingRun run({.task = "text",
                     .out = args.out,
@@ -84,8 +99,7 @@ int train_text(const TrainTextArgs& args) {
                     .model = model_flags(config),
                     .training = {{"input", "--input", args.input.empty() ? "fortunes" : args.input},
                                  {"lr", "--lr", args.lr},
-                                 {"seed", "--seed", args.seed},
-                                 {"batch_size", "--batch-size", args.batch_size}},
+                                 {"seed", "--seed", args.seed}},
                     .length = {"steps", "--steps", args.steps},
                     .unit = "step",
                     .metrics = {"train_loss", "validation_bpc"},
@@ -104,18 +118,30 @@ int train_text(const TrainTextArgs& args) {
              "smaller --context",
              source, split.validation.size(), args.context);
   oa::Engine engine = make_engine(args.device);
-  fmt::print("oa train text: {} training / {} validation bytes from {} on {}\n", split.train.size(), split.validation.size(), source,
-             engine.device().name);
+  if (run.writer())
+    fmt::print("oa train text: {} training / {} validation bytes from {} on {}{}\n", split.train.size(), split.validation.size(),
+               source, engine.device().name,
+               ranks > 1 ? fmt::format(" ({} MPI ranks, each on its own engine)", ranks) : "");
   oa::ml::Generator generator(args.seed);
   auto model = make_text_model(config, generator, engine);
   oa::ml::optim::AdamW optimizer(model->parameters(), {.lr = static_cast<float>(args.lr), .weight_decay = 0.1f});
-  data::TextLoader loader(split.train, args.batch_size, args.context, args.seed, engine);
-  fmt::print("model: {} parameters ({} layers, {} heads, width {}, context {})\n", model->parameter_count(), args.layers, args.heads,
-             args.width, args.context);
+  data::TextLoader loader(split.train, args.batch_size, args.context, args.seed, engine, ranks, world.rank());
+  if (run.writer())
+    fmt::print("model: {} parameters ({} layers, {} heads, width {}, context {}); batches of {} windows{}\n",
+               model->parameter_count(), args.layers, args.heads, args.width, args.context, args.batch_size,
+               ranks > 1 ? fmt::format(" per rank ({} per step)", args.batch_size * ranks) : "");
   run.start(*model, optimizer, 1);
+  // Under MPI: rank 0's weights everywhere, gradients averaged over the ranks.
+  std::optional<oa::dist::DataParallel> data_parallel;
+  if (ranks > 1)
+    data_parallel.emplace(model->parameters(), world,
+                          oa::dist::DataParallelOptions{.bucket_bytes = static_cast<std::uint64_t>(std::ceil(args.bucket_mb * (1 << 20)))});
+  AllReduceTally all_reduces;
 
   const std::int64_t start = run.first_step();
-  Progress progress(start == 0 ? "train text" : fmt::format("train text from step {}", start), args.steps - start, "tok");
+  std::optional<Progress> progress;
+  if (run.writer())
+    progress.emplace(start == 0 ? "train text" : fmt::format("train text from step {}", start), args.steps - start, "tok");
   const auto t0 = std::chrono::steady_clock::now();
   double bpc = 0;
   data::TextBatch batch = loader.batch(static_cast<std::uint64_t>(start));
@@ -126,6 +152,10 @@ int train_text(const TrainTextArgs& args) {
     loss = oa::ml::cross_entropy(logits.reshape({n, 256}), batch.targets.reshape({n}));
     optimizer.zero_grad();
     oa::backward(loss);
+    if (data_parallel) {
+      data_parallel->all_reduce_gradients();
+      all_reduces.add(data_parallel->stats());
+    }
     oa::ml::optim::clip_grad_norm(model->parameters(), 1.0f);
     optimizer.step();
   };
@@ -135,7 +165,13 @@ int train_text(const TrainTextArgs& args) {
   // rate from device memory).
   std::optional<oa::StepGraph> graph;
   std::int64_t step = start;
-  for (; step < args.steps && !run.interrupted(); ++step) {
+  // The last step's loss, averaged over the ranks (a host read).
+  const auto mean_loss = [&] {
+    double value = loss.item();
+    world.all_reduce(std::span<double>(&value, 1), oa::dist::ReduceOp::Average);
+    return value;
+  };
+  for (; step < args.steps && !run.stop_requested(); ++step) {
     optimizer.set_lr(run.lr(step));
     if (step > start) loader.fill(static_cast<std::uint64_t>(step), batch);
     if (!args.step_graph || step == start) {
@@ -145,25 +181,27 @@ int train_text(const TrainTextArgs& args) {
       graph->replay(engine);
     }
     if (run.reads_loss(step, args.steps)) {
-      const float value = loss.item();
+      const double value = mean_loss();
       run.require_finite(value, "loss", step + 1);
-      progress.update(step + 1 - start, (step + 1 - start) * n, value);
+      if (progress) progress->update(step + 1 - start, (step + 1 - start) * n * ranks, static_cast<float>(value));
     }
     if ((step + 1) % args.eval_every == 0 || step + 1 == args.steps) {
-      progress.finish();
-      bpc = validation_bpc(*model, split.validation, args.context, args.batch_size, engine);
+      if (progress) progress->finish();
+      bpc = validation_bpc(*model, split.validation, args.context, args.batch_size, engine, world);
       run.require_finite(bpc, "validation bits per character", step + 1);
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      const nlohmann::json row = {{"step", step + 1}, {"train_loss", loss.item()}, {"validation_bpc", bpc},
-                                  {"tokens_per_second", static_cast<double>((step + 1 - start) * n) / seconds}};
+      const nlohmann::json row = {{"step", step + 1}, {"train_loss", mean_loss()}, {"validation_bpc", bpc},
+                                  {"tokens_per_second", static_cast<double>((step + 1 - start) * n * ranks) / seconds}};
       run.record(row);
-      fmt::print("step {}: validation {:.3f} bits per character ({:.0f} tokens/s)\n", step + 1, bpc,
-                 row["tokens_per_second"].get<double>());
+      const std::string all_reduced = all_reduces.report();
+      if (run.writer())
+        fmt::print("step {}: validation {:.3f} bits per character ({:.0f} tokens/s){}\n", step + 1, bpc,
+                   row["tokens_per_second"].get<double>(), all_reduced.empty() ? "" : "; " + all_reduced);
       run.save(step + 1);
     }
   }
   if (step < args.steps) {  // Ctrl-C or SIGTERM
-    progress.finish();
+    if (progress) progress->finish();
     return run.stop(step);
   }
   return run.finish(fmt::format("validation {:.3f} bits per character after {} steps", bpc, args.steps));

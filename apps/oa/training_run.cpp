@@ -1,6 +1,8 @@
 #include "training_run.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "interrupt.hpp"
 #include "oa/core/error.hpp"
@@ -23,6 +25,24 @@ bool same_kind(const nlohmann::json& value, const nlohmann::json& like) {
 std::string shown(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
 }  // namespace
+
+void AllReduceTally::add(const oa::dist::DataParallelStats& step) {
+  last_ = step;
+  exposed_ += step.exposed_seconds;
+  started_early_ += step.started_in_backward;
+  ++steps_;
+}
+
+std::string AllReduceTally::report() {
+  if (steps_ == 0) return "";
+  const double n = static_cast<double>(steps_);
+  std::string line = fmt::format(
+      "all-reduce per step: {:.1f} KiB in {} bucket(s), {:.2f} of them started during backward; {:.2f} ms not hidden behind "
+      "backward (rank 0)",
+      static_cast<double>(last_.bytes) / 1024, last_.buckets, started_early_ / n, 1e3 * exposed_ / n);
+  *this = AllReduceTally();
+  return line;
+}
 
 std::string describe_flags(const std::vector<RunFlag>& flags) {
   std::string out;
@@ -124,7 +144,8 @@ void TrainingRun::set_data_size(std::uint64_t size, const std::string& what) {
              file("model.safetensors").string(), meta_["data_size"].get<std::uint64_t>(), what, size);
 }
 
-void TrainingRun::start(oa::ml::nn::Module& model, oa::ml::optim::Optimizer& optimizer, std::int64_t steps_per_unit) {
+void TrainingRun::start(oa::ml::nn::Module& model, oa::ml::optim::Optimizer& optimizer, std::int64_t steps_per_unit,
+                        const std::function<std::int64_t(const nlohmann::json&)>& steps_into_unit) {
   model_ = &model;
   optimizer_ = &optimizer;
   steps_per_unit_ = steps_per_unit;
@@ -146,20 +167,40 @@ void TrainingRun::start(oa::ml::nn::Module& model, oa::ml::optim::Optimizer& opt
     return;
   }
   if (spec_.resume) {
+    if (meta_.contains("state") && meta_["state"].is_object()) resumed_state_ = meta_["state"];
+    // The checkpoint's run had recorded_total steps for its length, so
+    // `recorded` steps per unit; another global batch gives this run another
+    // number, and the schedule's steps are mapped unit for unit.
     const auto recorded_total = meta_["total_steps"].get<std::int64_t>();
-    if (recorded_total != meta_["training"][spec_.length.key].get<std::int64_t>() * steps_per_unit)
-      oa::fail(oa::ErrorKind::InvalidArgument, "--resume: {} records {} steps for {} {} of {} steps; train again without --resume",
-               model_file.string(), recorded_total, spec_.length.flag, shown(meta_["training"][spec_.length.key]), steps_per_unit);
-    cycles_ = lr_cycles(meta_, recorded_total, total_steps_, model_file);
-    first_step_ = meta_["step"].get<std::int64_t>();
+    const nlohmann::json& recorded_length = meta_["training"][spec_.length.key];
+    if (recorded_length.get<std::int64_t>() < 1 || recorded_total % recorded_length.get<std::int64_t>() != 0 ||
+        recorded_total == 0)
+      oa::fail(oa::ErrorKind::InvalidArgument, "--resume: {} records {} steps for {} {}; train again without --resume",
+               model_file.string(), recorded_total, spec_.length.flag, shown(recorded_length));
+    const std::int64_t recorded = recorded_total / recorded_length.get<std::int64_t>(), step = meta_["step"].get<std::int64_t>();
+    nlohmann::json schedule = meta_;
+    first_step_ = step;
+    if (recorded != steps_per_unit) {
+      if (schedule.contains("lr_cycles") && schedule["lr_cycles"].is_array())
+        for (auto& c : schedule["lr_cycles"])
+          if (c.is_number_integer()) c = c.get<std::int64_t>() / recorded * steps_per_unit;
+      first_step_ = step / recorded * steps_per_unit;
+      if (step % recorded != 0) {
+        if (!steps_into_unit)
+          oa::fail(oa::ErrorKind::InvalidArgument, "--resume: {} was saved within {} {} by a run of {} steps per {}, not {}",
+                   model_file.string(), spec_.unit, step / recorded + 1, recorded, spec_.unit, steps_per_unit);
+        first_step_ += std::min(steps_into_unit(resumed_state_), steps_per_unit - 1);
+      }
+    }
+    cycles_ = lr_cycles(schedule, recorded_length.get<std::int64_t>() * steps_per_unit, total_steps_, model_file);
     oa::ml::load_safetensors_into(model_file, model.named_tensors());
     require_finite_weights(model_file, model.named_tensors(), "resumed");
     optimizer.load_state(optimizer_file);
-    if (optimizer.steps() != first_step_)
+    const nlohmann::json optimizer_steps = meta_.value("optimizer_steps", meta_["step"]);
+    if (!optimizer_steps.is_number_integer() || optimizer.steps() != optimizer_steps.get<std::int64_t>())
       oa::fail(oa::ErrorKind::InvalidArgument,
                "--resume: {} is of step {} but {} of step {} (a save was cut short); train again without --resume",
-               optimizer_file.string(), optimizer.steps(), model_file.string(), first_step_);
-    if (meta_.contains("state") && meta_["state"].is_object()) resumed_state_ = meta_["state"];
+               optimizer_file.string(), optimizer.steps(), model_file.string(), optimizer_steps.dump());
     history_ = read_metrics(file("metrics.jsonl"), spec_.unit.c_str(), first_step_ / steps_per_unit, spec_.metrics);
     saved_step_ = first_step_;
   } else if (spec_.overwrite) {
@@ -206,11 +247,44 @@ nlohmann::json TrainingRun::metadata(std::int64_t step, const nlohmann::json& st
   for (const auto& f : spec_.model) model[f.key] = f.value;
   for (const auto& f : spec_.training) training[f.key] = f.value;
   training[spec_.length.key] = spec_.length.value;
-  return {{"task", spec_.task},       {"model", model}, {"training", training}, {"data_size", data_size_},
-          {"step", step},             {"total_steps", total_steps_}, {"lr_cycles", cycles_}, {"state", state}};
+  return {{"task", spec_.task},
+          {"model", model},
+          {"training", training},
+          {"data_size", data_size_},
+          {"step", step},
+          {"optimizer_steps", optimizer_->steps()},
+          {"total_steps", total_steps_},
+          {"lr_cycles", cycles_},
+          {"state", state}};
+}
+
+void TrainingRun::require_identical_replicas(std::int64_t step) const {
+  if (world_.size() == 1) return;
+  std::uint64_t hash = 14695981039346656037ull;  // FNV-1a over the parameters' f32 bytes
+  for (const auto& p : model_->parameters())
+    for (float v : p.value().to_vector()) {
+      std::uint32_t bits = 0;
+      std::memcpy(&bits, &v, sizeof bits);
+      for (int k = 0; k < 4; ++k) hash = (hash ^ ((bits >> (8 * k)) & 0xffu)) * 1099511628211ull;
+    }
+  // The sum over the ranks of each 32-bit half is exact in a double, and it
+  // is size() times every rank's own only if all hold the same; the ranks
+  // then agree on whether any found otherwise.
+  std::vector<double> halves = {static_cast<double>(hash >> 32), static_cast<double>(hash & 0xffffffffu)};
+  world_.all_reduce(std::span<double>(halves));
+  double differs = halves[0] != world_.size() * static_cast<double>(hash >> 32) ||
+                           halves[1] != world_.size() * static_cast<double>(hash & 0xffffffffu)
+                       ? 1
+                       : 0;
+  world_.all_reduce(std::span<double>(&differs, 1));
+  if (differs > 0)
+    oa::fail(oa::ErrorKind::Internal,
+             "the {} ranks' weights differ after {} (data-parallel training keeps them identical, bit for bit); nothing was saved",
+             world_.size(), where(step));
 }
 
 void TrainingRun::save(std::int64_t step, const nlohmann::json& state) {
+  require_identical_replicas(step);
   if (!writer()) return;
   save_checkpoint(spec_.out, model_->named_tensors(), {{kMetadataKey, metadata(step, state).dump()}}, *optimizer_);
   saved_step_ = step;

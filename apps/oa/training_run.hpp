@@ -13,7 +13,9 @@
 //   training     {key: value} of the flags a --resume run must repeat, and the
 //                length flag (--epochs, --steps)
 //   data_size    the size of the training data (images, bytes)
-//   step         optimizer steps done
+//   step         the steps of the schedule done (length x steps per unit in all)
+//   optimizer_steps  the optimizer's steps (the same as step unless a --resume
+//                changed the steps per unit)
 //   total_steps  the steps of the run (length x steps per unit)
 //   lr_cycles    the steps where a warmup-cosine cycle starts (see cycle_lr)
 //   state        the task's own state at `step` (an object)
@@ -33,6 +35,7 @@
 #include <nlohmann/json.hpp>
 
 #include "oa/dist/communicator.hpp"
+#include "oa/dist/data_parallel.hpp"
 #include "oa/ml/nn/module.hpp"
 #include "oa/ml/optim.hpp"
 #include "plot.hpp"
@@ -49,6 +52,23 @@ struct RunFlag {
 // "--context 8 --layers 1" for `flags`: a true boolean is its flag alone, a
 // false one is left out.
 std::string describe_flags(const std::vector<RunFlag>& flags);
+
+// DataParallel's work summed over the steps since the last report (an epoch,
+// the steps between validations), for rank 0 to print.
+class AllReduceTally {
+ public:
+  // After each all_reduce_gradients().
+  void add(const oa::dist::DataParallelStats& step);
+  // "all-reduce per step: <KiB> in <n> bucket(s), <mean> of them started
+  // during backward; <ms> not hidden behind backward (rank 0)" over the steps
+  // added since the last report, which it then forgets; empty when none were.
+  std::string report();
+
+ private:
+  oa::dist::DataParallelStats last_;
+  double exposed_ = 0, started_early_ = 0;
+  std::int64_t steps_ = 0;
+};
 
 // What a task tells TrainingRun about itself.
 struct RunSpec {
@@ -98,9 +118,16 @@ class TrainingRun {
   // metrics rows up to it; --overwrite: removes the old checkpoint. Rewrites
   // metrics.jsonl and installs the Ctrl-C handler. `model` and `optimizer`
   // must outlive the run.
-  void start(oa::ml::nn::Module& model, oa::ml::optim::Optimizer& optimizer, std::int64_t steps_per_unit);
+  // A checkpoint of another number of steps per unit (another global batch:
+  // other --batch-size or number of ranks) resumes at the same unit: its
+  // schedule's cycle starts (unit boundaries) are mapped unit for unit, and a
+  // checkpoint saved within a unit continues at `steps_into_unit(state)` steps
+  // into it (the task's reading of its saved state; without it such a
+  // checkpoint is refused).
+  void start(oa::ml::nn::Module& model, oa::ml::optim::Optimizer& optimizer, std::int64_t steps_per_unit,
+             const std::function<std::int64_t(const nlohmann::json&)>& steps_into_unit = {});
 
-  // Steps done at start() (0 for a fresh run) and of the whole run.
+  // Schedule steps done at start() (0 for a fresh run) and of the whole run.
   std::int64_t first_step() const { return first_step_; }
   std::int64_t total_steps() const { return total_steps_; }
   // The learning rate of step `step` (0-based, over the whole run).
@@ -129,7 +156,9 @@ class TrainingRun {
 
   // Appends `row` to metrics.jsonl and to the plotted history.
   void record(const nlohmann::json& row);
-  // Saves the checkpoint after `step` steps with the task's `state`.
+  // Saves the checkpoint after `step` steps with the task's `state`. Under
+  // MPI, first checks on every rank that all hold the same parameters, bit
+  // for bit (Internal error otherwise, and nothing is saved).
   void save(std::int64_t step, const nlohmann::json& state = nlohmann::json::object());
   // Throws FailedPrecondition unless `value` (`what`: "loss", ...) after
   // `step` steps is finite, so that a diverged run saves nothing; the message
@@ -145,6 +174,7 @@ class TrainingRun {
   std::filesystem::path file(const char* name) const { return spec_.out / name; }
   nlohmann::json metadata(std::int64_t step, const nlohmann::json& state) const;
   void write_plot() const;
+  void require_identical_replicas(std::int64_t step) const;
 
   RunSpec spec_;
   oa::dist::Communicator& world_ = oa::dist::Communicator::world();

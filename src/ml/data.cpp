@@ -239,15 +239,17 @@ std::int64_t ImageLoader::batches() const {
   return options_.drop_last ? n / b : (n + b - 1) / b;
 }
 
-void ImageLoader::set_epoch(std::uint64_t epoch) {
+void ImageLoader::set_epoch(std::uint64_t epoch, std::int64_t start) {
+  if (start < 0 || start >= data_.count)
+    fail(ErrorKind::InvalidArgument, "oa::ml::data::ImageLoader::set_epoch: start {} outside [0, {}) (the dataset's images)", start,
+         data_.count);
   epoch_ = epoch;
-  order_ = epoch_order(data_.count, options_.shuffle, options_.seed, epoch);
-  if (options_.num_replicas == 1) return;
-  const auto replicas = static_cast<std::size_t>(options_.num_replicas);
-  const std::size_t shard = (order_.size() + replicas - 1) / replicas;
-  std::vector<std::int64_t> mine(shard);
-  for (std::size_t j = 0; j < shard; ++j) mine[j] = order_[(static_cast<std::size_t>(options_.rank) + j * replicas) % order_.size()];
-  order_ = std::move(mine);
+  const std::vector<std::int64_t> all = epoch_order(data_.count, options_.shuffle, options_.seed, epoch);
+  const auto rest = static_cast<std::size_t>(data_.count - start), replicas = static_cast<std::size_t>(options_.num_replicas);
+  const std::size_t shard = (rest + replicas - 1) / replicas;
+  order_.resize(shard);
+  for (std::size_t j = 0; j < shard; ++j)
+    order_[j] = all[static_cast<std::size_t>(start) + (static_cast<std::size_t>(options_.rank) + j * replicas) % rest];
 }
 
 ImageBatch ImageLoader::batch(std::int64_t index) const {
@@ -296,13 +298,21 @@ TextSplit split_text(std::vector<std::uint8_t> bytes, double validation_fraction
 }
 
 TextLoader::TextLoader(std::vector<std::uint8_t> text, std::int64_t batch_size, std::int64_t context, std::uint64_t seed,
-                       std::optional<Engine> engine)
-    : text_(std::move(text)), batch_size_(batch_size), context_(context), seed_(seed), engine_(oa::detail::resolve(engine)) {
+                       std::optional<Engine> engine, std::int64_t num_replicas, std::int64_t rank)
+    : text_(std::move(text)),
+      batch_size_(batch_size),
+      context_(context),
+      seed_(seed),
+      engine_(oa::detail::resolve(engine)),
+      num_replicas_(num_replicas),
+      rank_(rank) {
   const char* op = "oa::ml::data::TextLoader";
   if (batch_size_ < 1 || context_ < 1)
     fail(ErrorKind::InvalidArgument, "{}: batch_size {} and context {} must be at least 1", op, batch_size_, context_);
   if (size() < context_ + 1)
     fail(ErrorKind::InvalidArgument, "{}: a text of {} bytes is shorter than one window of context {} + 1", op, size(), context_);
+  if (num_replicas_ < 1 || rank_ < 0 || rank_ >= num_replicas_)
+    fail(ErrorKind::InvalidArgument, "{}: rank {} is outside [0, num_replicas = {})", op, rank_, num_replicas_);
 }
 
 TextBatch TextLoader::batch(std::uint64_t step) const {
@@ -322,6 +332,7 @@ void TextLoader::fill(std::uint64_t step, const TextBatch& into) const {
   const auto windows = static_cast<std::uint64_t>(size() - context_);  // starts 0 .. n - T - 1
   const auto n = static_cast<std::size_t>(checked_mul(batch_size_, context_, "TextLoader batch elements"));
   std::vector<std::int32_t> tokens(n), targets(n);
+  for (std::int64_t skipped = 0; skipped < rank_ * batch_size_; ++skipped) g.next_below(windows);  // the lower ranks' draws
   for (std::int64_t b = 0; b < batch_size_; ++b) {
     const auto start = static_cast<std::size_t>(g.next_below(windows));
     for (std::int64_t t = 0; t < context_; ++t) {

@@ -40,7 +40,6 @@ TEST(CliText, ResumeRefusesOtherTrainingFlags) {
   const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> cases = {
       {{"--input", "fox.txt", "--lr", "0.002"}, {"with --lr 0.001, not --lr 0.002"}},
       {{"--input", "fox.txt", "--seed", "7"}, {"with --seed 0, not --seed 7"}},
-      {{"--input", "fox.txt", "--batch-size", "32"}, {"with --batch-size 64, not --batch-size 32"}},
       {{"--input", "fox.txt", "--steps", "1"}, {"with --steps 2, not --steps 1"}},  // fewer (more extend the run)
       {{"--input", "fox2.txt"}, {"with --input fox.txt, not --input fox2.txt"}},
       {{}, {"with --input fox.txt, not --input fortunes"}},

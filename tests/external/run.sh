@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Builds and runs the project in this folder against oa in every supported way:
 # find_package(oa) on a temporary install of BUILD_DIR, pkg-config (shared and
-# --static flags) on that install, and add_subdirectory of SOURCE_DIR. Also
-# checks that the installed oa/oa.hpp reaches every public header.
+# --static flags) on that install, and add_subdirectory of SOURCE_DIR; with
+# MPI (mpirun present) its oa::dist program too, through find_package(oa
+# COMPONENTS dist), pkg-config oa-dist and add_subdirectory, run as one
+# process and as two ranks. Also checks that the installed oa/oa.hpp reaches
+# every public header.
 # Usage: run.sh CMAKE CXX SOURCE_DIR BUILD_DIR
 set -euo pipefail
 cmake=$1 cxx=$2
@@ -11,12 +14,19 @@ here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 step() { echo "== $*"; }
+mpi=$(command -v mpirun || true)
+# Runs the oa::dist program $1 alone and as two ranks.
+run_dist() {
+  "$1"
+  "$mpi" -np 2 --oversubscribe --allow-run-as-root "$1"
+}
 
 step "install into a temporary prefix"
 "$cmake" --install "$build" --prefix "$tmp/prefix" >/dev/null
 pc=$(find "$tmp/prefix" -name oa.pc)
 [ -n "$pc" ] || { echo "oa.pc was not installed"; exit 1; }
 export PKG_CONFIG_PATH=$(dirname "$pc")
+[ -z "$mpi" ] || [ -f "$PKG_CONFIG_PATH/oa-dist.pc" ] || { echo "oa-dist.pc was not installed"; exit 1; }
 
 step "oa/oa.hpp includes every public header"
 cflags=$(pkg-config --cflags oa)
@@ -33,6 +43,7 @@ step "find_package(oa)"
 "$cmake" -S "$here" -B "$tmp/find" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
 "$cmake" --build "$tmp/find" >/dev/null
 "$tmp/find/external"
+[ -z "$mpi" ] || run_dist "$tmp/find/external_dist"
 
 step "pkg-config --cflags --libs oa (and --static)"
 # shellcheck disable=SC2086
@@ -43,6 +54,17 @@ step "pkg-config --cflags --libs oa (and --static)"
 "$cxx" "$tmp/main.o" $(pkg-config --static --libs oa) -o "$tmp/pc_static"
 "$tmp/pc_shared"
 "$tmp/pc_static"
+if [ -n "$mpi" ]; then
+  step "pkg-config --cflags --libs oa-dist (and --static)"
+  # shellcheck disable=SC2046
+  "$cxx" -std=c++20 $(pkg-config --cflags oa-dist) -c "$here/dist_main.cpp" -o "$tmp/dist_main.o"
+  # shellcheck disable=SC2046
+  "$cxx" "$tmp/dist_main.o" $(pkg-config --libs oa-dist) -o "$tmp/pc_dist_shared"
+  # shellcheck disable=SC2046
+  "$cxx" "$tmp/dist_main.o" $(pkg-config --static --libs oa-dist) -o "$tmp/pc_dist_static"
+  run_dist "$tmp/pc_dist_shared"
+  run_dist "$tmp/pc_dist_static"
+fi
 
 step "add_subdirectory(oa)"
 "$cmake" -S "$here" -B "$tmp/sub" -DCMAKE_CXX_COMPILER="$cxx" -DOA_SOURCE_DIR="$src" >/dev/null
@@ -54,3 +76,4 @@ for dir in tests bench apps; do
 done
 "$cmake" --build "$tmp/sub" -j"$(nproc)" >/dev/null
 "$tmp/sub/external"
+[ -z "$mpi" ] || run_dist "$tmp/sub/external_dist"

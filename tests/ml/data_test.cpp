@@ -279,6 +279,34 @@ TEST(DataImageLoader, ShardsEachEpochOverReplicas) {
   EXPECT_TRUE(oa_test::throws([&] { data::ImageLoader(d, {.num_replicas = 0}); }, ErrorKind::InvalidArgument, {"num_replicas = 0"}));
 }
 
+// A run resumed at position q of an epoch with another number of replicas:
+// the shards of set_epoch(e, q) are the rest of the epoch's whole order,
+// q .. count - 1, sharded as at the epoch's start (padded by wrapping around
+// within the rest).
+TEST(DataImageLoader, ResumesAnEpochAtAPositionWithOtherReplicas) {
+  const auto d = tiny_images(11);
+  data::ImageLoader whole(d, {.batch_size = 4, .seed = 7});
+  whole.set_epoch(2);
+  for (std::int64_t replicas : {1, 2, 3}) {
+    std::vector<std::int64_t> joined;
+    std::vector<data::ImageLoader> shards;
+    for (std::int64_t r = 0; r < replicas; ++r) {
+      shards.emplace_back(d, data::LoaderOptions{.batch_size = 2, .seed = 7, .num_replicas = replicas, .rank = r});
+      shards.back().set_epoch(2, 5);
+      ASSERT_EQ(shards.back().order().size(), static_cast<std::size_t>((6 + replicas - 1) / replicas)) << replicas;
+    }
+    for (std::size_t j = 0; j < shards[0].order().size(); ++j)
+      for (const auto& s : shards) joined.push_back(s.order()[j]);
+    for (std::size_t i = 0; i < joined.size(); ++i) EXPECT_EQ(joined[i], whole.order()[5 + i % 6]) << replicas << " position " << i;
+  }
+  data::ImageLoader one(d, {.batch_size = 4, .seed = 7});
+  one.set_epoch(2, 10);
+  EXPECT_EQ(one.order(), (std::vector<std::int64_t>{whole.order()[10]}));
+  EXPECT_EQ(one.batches(), 1);
+  EXPECT_TRUE(oa_test::throws([&] { one.set_epoch(0, -1); }, ErrorKind::InvalidArgument, {"ImageLoader::set_epoch", "start -1", "[0, 11)"}));
+  EXPECT_TRUE(oa_test::throws([&] { one.set_epoch(0, 11); }, ErrorKind::InvalidArgument, {"start 11 outside [0, 11)"}));
+}
+
 TEST(DataImageLoader, ComputesNormalisation) {
   data::ImageDataset d;
   d.count = 1;
@@ -402,6 +430,25 @@ TEST(DataText, ErrorsNameTheFileOrTheProblem) {
   EXPECT_THROW(data::TextLoader(std::vector<std::uint8_t>{1, 2}, 1, 2, 0), oa::Error);
   EXPECT_NO_THROW(data::TextLoader(std::vector<std::uint8_t>{1, 2, 3}, 1, 2, 0));
   EXPECT_THROW(data::TextLoader(std::vector<std::uint8_t>{1, 2, 3}, 0, 2, 0), oa::Error);
+  EXPECT_TRUE(oa_test::throws([] { data::TextLoader(std::vector<std::uint8_t>{1, 2, 3}, 1, 2, 0, {}, 2, 2); },
+                              ErrorKind::InvalidArgument, {"TextLoader", "rank 2", "num_replicas = 2"}));
+}
+
+// Sharded, the replicas' batches of a step together are the one-loader batch
+// of num_replicas x B windows, rank by rank.
+TEST(DataText, ShardsEachStepsWindowsOverReplicas) {
+  std::vector<std::uint8_t> text(300);
+  for (std::size_t i = 0; i < text.size(); ++i) text[i] = static_cast<std::uint8_t>(i * 7 % 256);
+  const data::TextLoader whole(text, 6, 5, 3);
+  for (std::uint64_t step : {0u, 9u}) {
+    const auto want = whole.batch(step).targets.to_i32();
+    std::vector<std::int32_t> joined;
+    for (std::int64_t r = 0; r < 3; ++r) {
+      const auto part = data::TextLoader(text, 2, 5, 3, {}, 3, r).batch(step).targets.to_i32();
+      joined.insert(joined.end(), part.begin(), part.end());
+    }
+    EXPECT_EQ(joined, want) << "step " << step;
+  }
 }
 
 TEST(DataFashionMnist, ReadsTheInstalledTestSplit) {

@@ -122,8 +122,13 @@ class ImageLoader {
   // Batches per epoch: ceil(n / B), or floor(n / B) with drop_last, for the
   // n = ceil(count / num_replicas) samples of this loader's shard.
   std::int64_t batches() const;
-  // Selects epoch `epoch`'s sample order (epoch 0 is selected at construction).
-  void set_epoch(std::uint64_t epoch);
+  // Selects epoch `epoch`'s sample order (epoch 0 is selected at construction)
+  // from position `start` of that epoch's whole order on: the rest of the
+  // epoch, count - start samples, sharded over the replicas as above (padded
+  // by wrapping around within the rest). A run resumed with another number of
+  // replicas continues an epoch from the first sample it had not trained on.
+  // Throws InvalidArgument unless 0 <= start < count.
+  void set_epoch(std::uint64_t epoch, std::int64_t start = 0);
   std::uint64_t epoch() const { return epoch_; }
   // Batch `index` of the current epoch: B samples (fewer for a final partial
   // batch), uploaded as one images and one labels Matrix. Throws
@@ -170,14 +175,17 @@ struct TextBatch {
 // Random context windows over a byte corpus (vocabulary 256). Batch `step`
 // takes B windows of T + 1 bytes whose starts are uniform on [0, n - T - 1],
 // drawn from Generator(seed).fork(step): tokens are the first T bytes,
-// targets the last T.
+// targets the last T. Sharded for data-parallel training (num_replicas > 1),
+// step `step` draws num_replicas x B starts and replica `rank` takes draws
+// rank x B .. rank x B + B - 1: the replicas' batches together are the
+// single-loader batch of num_replicas x B windows.
 class TextLoader {
  public:
   static constexpr std::int32_t kVocabulary = 256;
-  // Throws InvalidArgument for batch_size < 1, context < 1, or a text shorter
-  // than context + 1 bytes.
+  // Throws InvalidArgument for batch_size < 1, context < 1, a text shorter
+  // than context + 1 bytes, num_replicas < 1 or rank outside [0, num_replicas).
   TextLoader(std::vector<std::uint8_t> text, std::int64_t batch_size, std::int64_t context, std::uint64_t seed,
-             std::optional<Engine> engine = {});
+             std::optional<Engine> engine = {}, std::int64_t num_replicas = 1, std::int64_t rank = 0);
 
   // The batch for `step` (a pure function of seed and step), uploaded as one
   // tokens and one targets Matrix.
@@ -196,6 +204,7 @@ class TextLoader {
   std::int64_t context_;
   std::uint64_t seed_;
   Engine engine_;
+  std::int64_t num_replicas_, rank_;
 };
 
 }  // namespace oa::ml::data
