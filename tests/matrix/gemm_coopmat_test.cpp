@@ -127,13 +127,7 @@ TEST(MatrixGemmCoopmat, SplitKForFewTilesAndLongK) {
   OA_NEED_TENSOR_CORES();
   // One 128x128 tile and a long K: the K splits are summed by the epilogue.
   for (DType dt : tensor_core_dtypes()) {
-    GemmProblem p;
-    p.m = 128;
-    p.n = 100;
-    p.k = 4100;
-    p.alpha = 0.5f;
-    p.beta = -1.0f;
-    p.trans_b = true;
+    GemmProblem p{.m = 128, .n = 100, .k = 4100, .trans_b = true, .alpha = 0.5f, .beta = -1.0f};
     const auto a = oa_test::stored(oa_test::random_values(p.m * p.k, 31), dt);
     const auto b = oa_test::stored(oa_test::random_values(p.k * p.n, 32), dt);
     const auto c0 = oa_test::random_values(p.m * p.n, 33), bias = oa_test::random_values(p.n, 34);

@@ -114,12 +114,7 @@ TEST(MatrixGemm, EmptyProblemHasNoDispatches) {
 TEST(MatrixGemm, SplitKWhenFewTiles) {
   // One 64x64 tile and a long K: the lowering splits K and sums the partial
   // products in a second (epilogue) dispatch.
-  GemmProblem p;
-  p.m = 40;
-  p.n = 36;
-  p.k = 1024;
-  p.alpha = 0.5f;
-  p.beta = -1.0f;
+  GemmProblem p{.m = 40, .n = 36, .k = 1024, .alpha = 0.5f, .beta = -1.0f};
   const auto a = random_values(p.m * p.k, 31), b = random_values(p.k * p.n, 32), c0 = random_values(p.m * p.n, 33),
              bias = random_values(p.n, 34);
   const Matrix ma = Matrix::from_vector({p.m, p.k}, a), mb = Matrix::from_vector({p.k, p.n}, b),

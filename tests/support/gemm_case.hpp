@@ -41,15 +41,9 @@ struct GemmCaseOperands {
 };
 
 inline GemmCaseOperands gemm_case_operands(const GemmCase& cs, std::uint32_t seed) {
-  GemmCaseOperands r{.problem = {.batch = cs.batch,
-                                 .m = cs.m,
-                                 .n = cs.n,
-                                 .k = cs.k,
-                                 .trans_a = cs.trans_a,
-                                 .trans_b = cs.trans_b,
-                                 .alpha = cs.alpha,
-                                 .beta = cs.beta}};
+  GemmCaseOperands r;
   oa::detail::GemmProblem& p = r.problem;
+  p = {.batch = cs.batch, .m = cs.m, .n = cs.n, .k = cs.k, .trans_a = cs.trans_a, .trans_b = cs.trans_b, .alpha = cs.alpha, .beta = cs.beta};
   auto stride = [](std::int64_t s, std::int64_t packed) { return s < 0 ? packed : s; };
   const std::int64_t as = stride(cs.a_stride, cs.m * cs.k), bs = stride(cs.b_stride, cs.k * cs.n),
                      cstr = stride(cs.c_stride, cs.m * cs.n);
