@@ -31,13 +31,7 @@ const oa_bench::Register kGemm16Sweep{[](bool quick) {
                          const Matrix b = oa::matrix::cast(oa_bench::input({k, n}, 2, e), dt);
                          return std::function<void()>([=] {
                            const Matrix c = Matrix::empty({m, n}, DType::F32, e);
-                           oa::detail::GemmProblem p;
-                           p.m = m;
-                           p.n = n;
-                           p.k = k;
-                           p.a = {&a};
-                           p.b = {&b};
-                           p.c = {&c};
+                           const oa::detail::GemmProblem p{.m = m, .n = n, .k = k, .a = {&a}, .b = {&b}, .c = {&c}};
                            oa::SemanticOp op;
                            op.name = "bench::gemm16";
                            op.inputs = {a.shape(), b.shape()};

@@ -29,20 +29,10 @@
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "common/oa.glsl"
-#ifdef OA_GEMM_16
-#include "matrix/gemm_half_io.glsl"
-#endif
+#include "matrix/gemm_tile_spec.glsl"
 
-layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint BM = 64;
-layout(constant_id = 2) const uint BN = 64;
-layout(constant_id = 3) const uint BK = 16;
 layout(constant_id = 4) const uint TM = 4;
 layout(constant_id = 5) const uint TN = 4;
-layout(constant_id = 6) const bool TRANS_A = false;
-layout(constant_id = 7) const bool TRANS_B = false;
-layout(constant_id = 8) const bool VEC_A = false;
-layout(constant_id = 9) const bool VEC_B = false;
 layout(constant_id = 10) const bool VEC_C = false;
 
 const uint THREADS = (BM / TM) * (BN / TN);
@@ -58,14 +48,11 @@ const uint LB = BN * BK / (4u * THREADS);
 layout(constant_id = 11) const uint IN_DT = 1;
 layout(constant_id = 12) const uint C_DT = 0;
 layout(constant_id = 13) const uint BIAS_DT = 0;
-layout(std430, binding = 0) readonly buffer A1 { uint a1[]; };
-layout(std430, binding = 0) readonly buffer A4 { uvec2 a4[]; };
-layout(std430, binding = 1) readonly buffer B1 { uint b1[]; };
-layout(std430, binding = 1) readonly buffer B4 { uvec2 b4[]; };
-layout(std430, binding = 2) buffer C1 { uint c1[]; };
+#endif
+#include "matrix/gemm_operands.glsl"
+#ifdef OA_GEMM_16
 layout(std430, binding = 2) buffer C2 { uvec2 c2[]; };
 layout(std430, binding = 2) buffer C4 { uvec4 c4[]; };
-layout(std430, binding = 3) readonly buffer Bias { uint bias[]; };
 #define OA_C4(q) (C_DT == 0u ? uintBitsToFloat(c4[q]) : oa_half_quad(c2[q], C_DT))
 #define OA_SET_C4(q, v)                 \
   if (C_DT == 0u) {                     \
@@ -74,147 +61,86 @@ layout(std430, binding = 3) readonly buffer Bias { uint bias[]; };
     c2[q] = oa_pack_quad(v, C_DT);      \
   }
 #else
-layout(std430, binding = 0) readonly buffer A1 { float a1[]; };
-layout(std430, binding = 0) readonly buffer A4 { vec4 a4[]; };
-layout(std430, binding = 1) readonly buffer B1 { float b1[]; };
-layout(std430, binding = 1) readonly buffer B4 { vec4 b4[]; };
-layout(std430, binding = 2) buffer C1 { float c1[]; };
 layout(std430, binding = 2) buffer C4 { vec4 c4[]; };
-layout(std430, binding = 3) readonly buffer Bias { float bias[]; };
-#define OA_A1(i) a1[i]
-#define OA_A4(q) a4[q]
-#define OA_B1(i) b1[i]
-#define OA_B4(q) b4[q]
-#define OA_C1(i) c1[i]
-#define OA_SET_C1(i, v) c1[i] = v
 #define OA_C4(q) c4[q]
 #define OA_SET_C4(q, v) c4[q] = v
-#define OA_BIAS(i) bias[i]
 #endif
-
-#include "matrix/gemm.push.h"
 
 shared vec4 As[BK * SA / 4u];
 shared vec4 Bs[BK * SB / 4u];
 
 vec4 ra[LA];
 vec4 rb[LB];
-uint tid, m0, n0, kend, abase, bbase;
+uint tid, m0, n0;
 
-// Global loads of the A tile at k0 into registers (zero outside the problem).
-void load_a(uint k0) {
-  [[unroll]] for (uint l = 0u; l < LA; ++l) {
-    if (!TRANS_A) {  // A_b is [M, K]: k is contiguous
-      if (VEC_A) {
-        uint v = tid + l * THREADS, row = v / (BK / 4u), k = k0 + (v % (BK / 4u)) * 4u, m = m0 + row;
-        ra[l] = (m < pc.M && k < kend) ? OA_A4((abase + m * pc.K + k) >> 2) : vec4(0.0);
-      } else {
-        [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-          uint e = tid + (l * 4u + c) * THREADS, m = m0 + e / BK, k = k0 + e % BK;
-          ra[l][c] = (m < pc.M && k < kend) ? OA_A1(abase + m * pc.K + k) : 0.0;
-        }
-      }
-    } else {  // A_b is [K, M]: m is contiguous
-      if (VEC_A) {
-        uint v = tid + l * THREADS, k = k0 + v / (BM / 4u), m = m0 + (v % (BM / 4u)) * 4u;
-        ra[l] = (m < pc.M && k < kend) ? OA_A4((abase + k * pc.M + m) >> 2) : vec4(0.0);
-      } else {
-        [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-          uint e = tid + (l * 4u + c) * THREADS, k = k0 + e / BM, m = m0 + e % BM;
-          ra[l][c] = (m < pc.M && k < kend) ? OA_A1(abase + k * pc.M + m) : 0.0;
-        }
-      }
-    }
+// An operand tile at k0 as global loads into the registers R (L vec4 per
+// invocation), zero outside the problem: the operand's extent X (M or N) from
+// x0 over BX, stored X-major (K_MAJOR: [X, K], k contiguous) or [K, X] (X
+// contiguous), at base; LOAD1 / LOAD4 read an element / a quad of it.
+#define OA_GEMM_LOAD_TILE(R, L, K_MAJOR, VEC, BX, X, x0, base, LOAD1, LOAD4)                          \
+  [[unroll]] for (uint l = 0u; l < L; ++l) {                                                          \
+    if (K_MAJOR) {                                                                                    \
+      if (VEC) {                                                                                      \
+        uint v = tid + l * THREADS, x = x0 + v / (BK / 4u), k = k0 + (v % (BK / 4u)) * 4u;            \
+        R[l] = (x < X && k < kend) ? LOAD4((base + x * pc.K + k) >> 2) : vec4(0.0);                   \
+      } else {                                                                                        \
+        [[unroll]] for (uint c = 0u; c < 4u; ++c) {                                                   \
+          uint e = tid + (l * 4u + c) * THREADS, x = x0 + e / BK, k = k0 + e % BK;                    \
+          R[l][c] = (x < X && k < kend) ? LOAD1(base + x * pc.K + k) : 0.0;                           \
+        }                                                                                             \
+      }                                                                                               \
+    } else {                                                                                          \
+      if (VEC) {                                                                                      \
+        uint v = tid + l * THREADS, k = k0 + v / (BX / 4u), x = x0 + (v % (BX / 4u)) * 4u;            \
+        R[l] = (x < X && k < kend) ? LOAD4((base + k * X + x) >> 2) : vec4(0.0);                      \
+      } else {                                                                                        \
+        [[unroll]] for (uint c = 0u; c < 4u; ++c) {                                                   \
+          uint e = tid + (l * 4u + c) * THREADS, k = k0 + e / BX, x = x0 + e % BX;                    \
+          R[l][c] = (x < X && k < kend) ? LOAD1(base + k * X + x) : 0.0;                              \
+        }                                                                                             \
+      }                                                                                               \
+    }                                                                                                 \
   }
-}
 
-void store_a() {
-  [[unroll]] for (uint l = 0u; l < LA; ++l) {
-    if (!TRANS_A) {
-      if (VEC_A) {
-        uint v = tid + l * THREADS, row = v / (BK / 4u), k = (v % (BK / 4u)) * 4u;
-        [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-          uint f = (k + c) * SA + row;
-          As[f >> 2][f & 3u] = ra[l][c];
-        }
-      } else {
-        [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-          uint e = tid + (l * 4u + c) * THREADS, f = (e % BK) * SA + e / BK;
-          As[f >> 2][f & 3u] = ra[l][c];
-        }
-      }
-    } else {
-      if (VEC_A) {
-        uint v = tid + l * THREADS;
-        As[(v / (BM / 4u)) * (SA / 4u) + v % (BM / 4u)] = ra[l];
-      } else {
-        [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-          uint e = tid + (l * 4u + c) * THREADS, f = (e / BM) * SA + e % BM;
-          As[f >> 2][f & 3u] = ra[l][c];
-        }
-      }
-    }
+// The registers R of OA_GEMM_LOAD_TILE into the k-major shared tile S (rows of
+// LD floats).
+#define OA_GEMM_STORE_TILE(S, R, L, K_MAJOR, VEC, BX, LD)                                              \
+  [[unroll]] for (uint l = 0u; l < L; ++l) {                                                          \
+    if (K_MAJOR) {                                                                                    \
+      if (VEC) {                                                                                      \
+        uint v = tid + l * THREADS, x = v / (BK / 4u), k = (v % (BK / 4u)) * 4u;                      \
+        [[unroll]] for (uint c = 0u; c < 4u; ++c) {                                                   \
+          uint f = (k + c) * LD + x;                                                                  \
+          S[f >> 2][f & 3u] = R[l][c];                                                                \
+        }                                                                                             \
+      } else {                                                                                        \
+        [[unroll]] for (uint c = 0u; c < 4u; ++c) {                                                   \
+          uint e = tid + (l * 4u + c) * THREADS, f = (e % BK) * LD + e / BK;                          \
+          S[f >> 2][f & 3u] = R[l][c];                                                                \
+        }                                                                                             \
+      }                                                                                               \
+    } else {                                                                                          \
+      if (VEC) {                                                                                      \
+        uint v = tid + l * THREADS;                                                                   \
+        S[(v / (BX / 4u)) * (LD / 4u) + v % (BX / 4u)] = R[l];                                        \
+      } else {                                                                                        \
+        [[unroll]] for (uint c = 0u; c < 4u; ++c) {                                                   \
+          uint e = tid + (l * 4u + c) * THREADS, f = (e / BX) * LD + e % BX;                          \
+          S[f >> 2][f & 3u] = R[l][c];                                                                \
+        }                                                                                             \
+      }                                                                                               \
+    }                                                                                                 \
   }
-}
 
-// Global loads of the B tile at k0 (op(B_b) is [K, N]).
-void load_b(uint k0) {
-  [[unroll]] for (uint l = 0u; l < LB; ++l) {
-    if (!TRANS_B) {  // B_b is [K, N]: n is contiguous
-      if (VEC_B) {
-        uint v = tid + l * THREADS, k = k0 + v / (BN / 4u), n = n0 + (v % (BN / 4u)) * 4u;
-        rb[l] = (n < pc.N && k < kend) ? OA_B4((bbase + k * pc.N + n) >> 2) : vec4(0.0);
-      } else {
-        [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-          uint e = tid + (l * 4u + c) * THREADS, k = k0 + e / BN, n = n0 + e % BN;
-          rb[l][c] = (n < pc.N && k < kend) ? OA_B1(bbase + k * pc.N + n) : 0.0;
-        }
-      }
-    } else {  // B_b is [N, K]: k is contiguous
-      if (VEC_B) {
-        uint v = tid + l * THREADS, n = n0 + v / (BK / 4u), k = k0 + (v % (BK / 4u)) * 4u;
-        rb[l] = (n < pc.N && k < kend) ? OA_B4((bbase + n * pc.K + k) >> 2) : vec4(0.0);
-      } else {
-        [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-          uint e = tid + (l * 4u + c) * THREADS, n = n0 + e / BK, k = k0 + e % BK;
-          rb[l][c] = (n < pc.N && k < kend) ? OA_B1(bbase + n * pc.K + k) : 0.0;
-        }
-      }
-    }
-  }
-}
-
-void store_b() {
-  [[unroll]] for (uint l = 0u; l < LB; ++l) {
-    if (!TRANS_B) {
-      if (VEC_B) {
-        uint v = tid + l * THREADS;
-        Bs[(v / (BN / 4u)) * (SB / 4u) + v % (BN / 4u)] = rb[l];
-      } else {
-        [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-          uint e = tid + (l * 4u + c) * THREADS, f = (e / BN) * SB + e % BN;
-          Bs[f >> 2][f & 3u] = rb[l][c];
-        }
-      }
-    } else {
-      if (VEC_B) {
-        uint v = tid + l * THREADS, col = v / (BK / 4u), k = (v % (BK / 4u)) * 4u;
-        [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-          uint f = (k + c) * SB + col;
-          Bs[f >> 2][f & 3u] = rb[l][c];
-        }
-      } else {
-        [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-          uint e = tid + (l * 4u + c) * THREADS, f = (e % BK) * SB + e / BK;
-          Bs[f >> 2][f & 3u] = rb[l][c];
-        }
-      }
-    }
-  }
-}
+// op(A_b) is [M, K]; A_b is stored [M, K] or (TRANS_A) [K, M].
+void load_a(uint k0) { OA_GEMM_LOAD_TILE(ra, LA, !TRANS_A, VEC_A, BM, pc.M, m0, abase, OA_A1, OA_A4) }
+void store_a() { OA_GEMM_STORE_TILE(As, ra, LA, !TRANS_A, VEC_A, BM, SA) }
+// op(B_b) is [K, N]; B_b is stored [K, N] or (TRANS_B) [N, K].
+void load_b(uint k0) { OA_GEMM_LOAD_TILE(rb, LB, TRANS_B, VEC_B, BN, pc.N, n0, bbase, OA_B1, OA_B4) }
+void store_b() { OA_GEMM_STORE_TILE(Bs, rb, LB, TRANS_B, VEC_B, BN, SB) }
 
 // C at block row i, column group g: alpha * acc (+ beta * C) (+ bias).
-void store_c(uint cbase, uint i, uint g, uint ty, uint tx, vec4 acc) {
+void store_c(uint i, uint g, uint ty, uint tx, vec4 acc) {
   const uint m = m0 + (i / 4u) * RM + ty * 4u + i % 4u, n = n0 + g * RN + tx * 4u;
   if (m >= pc.M || n >= pc.N) return;
   const uint at = cbase + m * pc.N + n;
@@ -225,14 +151,8 @@ void store_c(uint cbase, uint i, uint g, uint ty, uint tx, vec4 acc) {
       v += vec4(OA_BIAS(pc.bias_off + n), OA_BIAS(pc.bias_off + n + 1u), OA_BIAS(pc.bias_off + n + 2u), OA_BIAS(pc.bias_off + n + 3u));
     OA_SET_C4(at >> 2, v);
   } else {
-    [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-      if (n + c < pc.N) {
-        float r = v[c];
-        if (pc.beta != 0.0) r += pc.beta * OA_C1(at + c);
-        if (pc.has_bias != 0u) r += OA_BIAS(pc.bias_off + n + c);
-        OA_SET_C1(at + c, r);
-      }
-    }
+    [[unroll]] for (uint c = 0u; c < 4u; ++c)
+      if (n + c < pc.N) store_c1(at + c, n + c, v[c]);
   }
 }
 
@@ -240,13 +160,9 @@ void main() {
   tid = gl_LocalInvocationID.x;
   const uint tx = tid % (BN / TN), ty = tid / (BN / TN);
   const uvec3 group = OA_GROUP_ID;
-  const uint item = group.z / pc.splits, split = group.z % pc.splits;
   m0 = group.y * BM;
   n0 = group.x * BN;
-  const uint kbeg = split * pc.kchunk;
-  kend = min(pc.K, kbeg + pc.kchunk);
-  abase = pc.a_off + item * pc.a_stride;
-  bbase = pc.b_off + item * pc.b_stride;
+  const uint kbeg = gemm_split_begin();
 
   // acc<i><g>: row i of the block, columns 4g..4g+3; rows >= TM and groups >= TN/4 fold away.
   vec4 acc00 = vec4(0.0), acc10 = vec4(0.0), acc20 = vec4(0.0), acc30 = vec4(0.0);
@@ -282,10 +198,9 @@ void main() {
     }
   }
 
-  const uint cbase = pc.c_off + item * pc.c_stride + split * pc.c_split_stride;
 #define OA_GEMM_STORE(i)                                    \
-  store_c(cbase, uint(i), 0u, ty, tx, acc##i##0);            \
-  if (TN == 8u) store_c(cbase, uint(i), 1u, ty, tx, acc##i##1);
+  store_c(uint(i), 0u, ty, tx, acc##i##0);            \
+  if (TN == 8u) store_c(uint(i), 1u, ty, tx, acc##i##1);
   OA_GEMM_STORE(0) OA_GEMM_STORE(1) OA_GEMM_STORE(2) OA_GEMM_STORE(3)
   if (TM == 8u) {
     OA_GEMM_STORE(4) OA_GEMM_STORE(5) OA_GEMM_STORE(6) OA_GEMM_STORE(7)

@@ -34,16 +34,9 @@
 #define OA_GEMM_COOPMAT_GLSL
 #include "common/oa.glsl"
 
-layout(local_size_x_id = 0) in;  // WM * WN * SUBGROUP
-layout(constant_id = 1) const uint BM = 128;
-layout(constant_id = 2) const uint BN = 128;
-layout(constant_id = 3) const uint BK = 32;
+#include "matrix/gemm_tile_spec.glsl"
 layout(constant_id = 4) const uint WM = 2;
 layout(constant_id = 5) const uint WN = 4;
-layout(constant_id = 6) const bool TRANS_A = false;
-layout(constant_id = 7) const bool TRANS_B = false;
-layout(constant_id = 8) const bool VEC_A = false;
-layout(constant_id = 9) const bool VEC_B = false;
 layout(constant_id = 10) const bool DIRECT_C = false;
 layout(constant_id = 11) const uint SUBGROUP = 32;
 
@@ -57,14 +50,8 @@ const uint A_WORDS = A_ROWS * A_LD / 8u, B_WORDS = B_ROWS * B_LD / 8u;  // uvec4
 const uint LA = BM * BK / 8u / THREADS;  // uvec4 copies per invocation per A tile
 const uint LB = BN * BK / 8u / THREADS;
 
-layout(std430, binding = 0) readonly buffer A1 { uint a1[]; };
-layout(std430, binding = 0) readonly buffer A4 { uvec4 a4[]; };
-layout(std430, binding = 1) readonly buffer B1 { uint b1[]; };
-layout(std430, binding = 1) readonly buffer B4 { uvec4 b4[]; };
-layout(std430, binding = 2) buffer C1 { float c1[]; };
-layout(std430, binding = 3) readonly buffer Bias { float bias[]; };
-
-#include "matrix/gemm.push.h"
+#define OA_GEMM_PACKED_AB
+#include "matrix/gemm_operands.glsl"
 
 shared uvec4 As[2u * A_WORDS];
 shared uvec4 Bs[2u * B_WORDS];
@@ -72,7 +59,7 @@ shared float scratch[WM * WN * 256u];
 
 uvec4 ra[LA];
 uvec4 rb[LB];
-uint m0, n0, kend, abase, bbase;
+uint m0, n0;
 
 uint half_a(uint e) { return (a1[e >> 1] >> ((e & 1u) * 16u)) & 0xffffu; }
 uint half_b(uint e) { return (b1[e >> 1] >> ((e & 1u) * 16u)) & 0xffffu; }
@@ -134,24 +121,27 @@ void store_tiles(uint stage) {
 
 coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> acc[FM * FN];
 
+// The COUNT 16 x 16 fragments F[i] of one operand at kk from stage `stage` of
+// its shared tile S (WORDS uvec4s a stage, rows of LD halves), fragment i at
+// x0 + 16 i along M or N: the tile stored X-major (X_ROWS, k contiguous) is
+// read with layout X_ROWS_LAYOUT, one stored k-major with K_ROWS_LAYOUT.
+#define OA_COOP_LOAD_OPERAND(F, COUNT, S, WORDS, LD, x0, X_ROWS, X_ROWS_LAYOUT, K_ROWS_LAYOUT)      \
+  [[unroll]] for (uint i = 0u; i < COUNT; ++i) {                                                  \
+    const uint x = x0 + i * 16u;                                                                  \
+    if (X_ROWS)                                                                                   \
+      coopMatLoad(F[i], S, stage * WORDS + (x * LD + kk) / 8u, LD / 8u, X_ROWS_LAYOUT);           \
+    else                                                                                          \
+      coopMatLoad(F[i], S, stage * WORDS + (kk * LD + x) / 8u, LD / 8u, K_ROWS_LAYOUT);           \
+  }
+
 void multiply(uint stage, uint wm, uint wn) {
   [[unroll]] for (uint kk = 0u; kk < BK; kk += 16u) {
     coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> fa[FM];
     coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> fb[FN];
-    [[unroll]] for (uint i = 0u; i < FM; ++i) {
-      const uint m = wm * (BM / WM) + i * 16u;
-      if (!TRANS_A)
-        coopMatLoad(fa[i], As, stage * A_WORDS + (m * A_LD + kk) / 8u, A_LD / 8u, gl_CooperativeMatrixLayoutRowMajor);
-      else
-        coopMatLoad(fa[i], As, stage * A_WORDS + (kk * A_LD + m) / 8u, A_LD / 8u, gl_CooperativeMatrixLayoutColumnMajor);
-    }
-    [[unroll]] for (uint j = 0u; j < FN; ++j) {
-      const uint n = wn * (BN / WN) + j * 16u;
-      if (!TRANS_B)
-        coopMatLoad(fb[j], Bs, stage * B_WORDS + (kk * B_LD + n) / 8u, B_LD / 8u, gl_CooperativeMatrixLayoutRowMajor);
-      else
-        coopMatLoad(fb[j], Bs, stage * B_WORDS + (n * B_LD + kk) / 8u, B_LD / 8u, gl_CooperativeMatrixLayoutColumnMajor);
-    }
+    OA_COOP_LOAD_OPERAND(fa, FM, As, A_WORDS, A_LD, wm * (BM / WM), !TRANS_A, gl_CooperativeMatrixLayoutRowMajor,
+                         gl_CooperativeMatrixLayoutColumnMajor)
+    OA_COOP_LOAD_OPERAND(fb, FN, Bs, B_WORDS, B_LD, wn * (BN / WN), TRANS_B, gl_CooperativeMatrixLayoutColumnMajor,
+                         gl_CooperativeMatrixLayoutRowMajor)
     [[unroll]] for (uint i = 0u; i < FM; ++i)
       [[unroll]] for (uint j = 0u; j < FN; ++j) acc[i * FN + j] = coopMatMulAdd(fa[i], fb[j], acc[i * FN + j]);
   }
@@ -159,13 +149,9 @@ void multiply(uint stage, uint wm, uint wn) {
 
 void main() {
   const uvec3 group = OA_GROUP_ID;
-  const uint item = group.z / pc.splits, split = group.z % pc.splits;
   m0 = group.y * BM;
   n0 = group.x * BN;
-  const uint kbeg = split * pc.kchunk;
-  kend = min(pc.K, kbeg + pc.kchunk);
-  abase = pc.a_off + item * pc.a_stride;
-  bbase = pc.b_off + item * pc.b_stride;
+  const uint kbeg = gemm_split_begin();
   const uint sg = gl_SubgroupID, wm = sg / WN, wn = sg % WN;
 
   [[unroll]] for (uint i = 0u; i < FM * FN; ++i) acc[i] = coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(0.0);
@@ -185,7 +171,6 @@ void main() {
     stage ^= 1u;
   }
 
-  const uint cbase = pc.c_off + item * pc.c_stride + split * pc.c_split_stride;
   const uint lane = gl_SubgroupInvocationID;
   [[unroll]] for (uint i = 0u; i < FM; ++i) {
     [[unroll]] for (uint j = 0u; j < FN; ++j) {
@@ -205,13 +190,7 @@ void main() {
       subgroupBarrier();
       for (uint e = lane; e < 256u; e += SUBGROUP) {
         const uint m = gm + e / 16u, n = gn + e % 16u;
-        if (m < pc.M && n < pc.N) {
-          const uint at = cbase + m * pc.N + n;
-          float v = scratch[sg * 256u + e];
-          if (pc.beta != 0.0) v += pc.beta * c1[at];
-          if (pc.has_bias != 0u) v += bias[pc.bias_off + n];
-          c1[at] = v;
-        }
+        if (m < pc.M && n < pc.N) store_c1(cbase + m * pc.N + n, n, scratch[sg * 256u + e]);
       }
       subgroupBarrier();
     }

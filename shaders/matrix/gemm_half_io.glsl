@@ -1,5 +1,5 @@
 // 16-bit operand access for the GEMM kernels' OA_GEMM_16 variants
-// (matrix/gemm_half, matrix/gemm_skinny_half, matrix/gemm_epilogue_half).
+// (matrix/gemm_operands.glsl, matrix/gemm_epilogue_half).
 // Every operand is bound as 32-bit words; a dtype code (as matrix/cast: 0 f32,
 // 1 f16, 2 bf16) says how to read them. An f32 element i is word i. A 16-bit
 // element i is the low (i even) or high (i odd) half of word i / 2, and four
@@ -42,15 +42,5 @@ uvec2 oa_pack_quad(vec4 v, uint dtype) {
     atomicAnd(words[(i) >> 1], ~(0xffffu << oa_shift));                    \
     atomicOr(words[(i) >> 1], oa_narrow((v), (dtype)) << oa_shift);        \
   }
-
-// Element access of matrix/gemm.glsl and matrix/gemm_skinny.glsl: word
-// arrays a1 / a4 (uvec2), b1 / b4, c1 and bias, dtype codes IN_DT, C_DT, BIAS_DT.
-#define OA_A1(i) oa_half_at(a1[(i) >> 1], (i), IN_DT)
-#define OA_A4(q) oa_half_quad(a4[q], IN_DT)
-#define OA_B1(i) oa_half_at(b1[(i) >> 1], (i), IN_DT)
-#define OA_B4(q) oa_half_quad(b4[q], IN_DT)
-#define OA_C1(i) OA_LOAD_ANY(c1, i, C_DT)
-#define OA_SET_C1(i, v) OA_STORE_ANY(c1, i, v, C_DT)
-#define OA_BIAS(i) OA_LOAD_ANY(bias, i, BIAS_DT)
 
 #endif

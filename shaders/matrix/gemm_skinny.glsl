@@ -25,9 +25,6 @@
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "common/oa.glsl"
-#ifdef OA_GEMM_16
-#include "matrix/gemm_half_io.glsl"
-#endif
 
 layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint MR = 1;  // rows, 1..16 (= pc.M)
@@ -45,33 +42,10 @@ const uint KT = THREADS / NT;  // k lanes
 layout(constant_id = 5) const uint IN_DT = 1;
 layout(constant_id = 6) const uint C_DT = 0;
 layout(constant_id = 7) const uint BIAS_DT = 0;
-layout(std430, binding = 0) readonly buffer A1 { uint a1[]; };
-layout(std430, binding = 0) readonly buffer A4 { uvec2 a4[]; };
-layout(std430, binding = 1) readonly buffer B1 { uint b1[]; };
-layout(std430, binding = 1) readonly buffer B4 { uvec2 b4[]; };
-layout(std430, binding = 2) buffer C1 { uint c1[]; };
-layout(std430, binding = 3) readonly buffer Bias { uint bias[]; };
-#else
-layout(std430, binding = 0) readonly buffer A1 { float a1[]; };
-layout(std430, binding = 0) readonly buffer A4 { vec4 a4[]; };
-layout(std430, binding = 1) readonly buffer B1 { float b1[]; };
-layout(std430, binding = 1) readonly buffer B4 { vec4 b4[]; };
-layout(std430, binding = 2) buffer C1 { float c1[]; };
-layout(std430, binding = 3) readonly buffer Bias { float bias[]; };
-#define OA_A1(i) a1[i]
-#define OA_A4(q) a4[q]
-#define OA_B1(i) b1[i]
-#define OA_B4(q) b4[q]
-#define OA_C1(i) c1[i]
-#define OA_SET_C1(i, v) c1[i] = v
-#define OA_BIAS(i) bias[i]
 #endif
-
-#include "matrix/gemm.push.h"
+#include "matrix/gemm_operands.glsl"
 
 shared vec4 red[THREADS];
-
-uint abase, bbase, kend;
 
 // op(A_b)[i, k .. k + 3], zero past kend.
 vec4 a_quad(uint i, uint k) {
@@ -99,28 +73,17 @@ vec4 b_quad(uint n, uint k) {
 }
 
 // Row i of C at columns n .. n + 3 from the summed products s: alpha * s (+ beta * C) (+ bias).
-void store_row(uint cbase, uint i, uint n, vec4 s) {
-  [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-    if (n + c < pc.N) {
-      const uint at = cbase + i * pc.N + n + c;
-      float r = pc.alpha * s[c];
-      if (pc.beta != 0.0) r += pc.beta * OA_C1(at);
-      if (pc.has_bias != 0u) r += OA_BIAS(pc.bias_off + n + c);
-      OA_SET_C1(at, r);
-    }
-  }
+void store_row(uint i, uint n, vec4 s) {
+  [[unroll]] for (uint c = 0u; c < 4u; ++c)
+    if (n + c < pc.N) store_c1(cbase + i * pc.N + n + c, n + c, pc.alpha * s[c]);
 }
 
 void main() {
   const uint tid = gl_LocalInvocationID.x;
   const uint kl = TRANS_B ? tid % KT : tid / NT, nt = TRANS_B ? tid / KT : tid % NT;
   const uvec3 group = OA_GROUP_ID;
-  const uint item = group.z / pc.splits, split = group.z % pc.splits;
   const uint n = group.x * (4u * NT) + 4u * nt;
-  const uint kbeg = split * pc.kchunk;
-  kend = min(pc.K, kbeg + pc.kchunk);
-  abase = pc.a_off + item * pc.a_stride;
-  bbase = pc.b_off + item * pc.b_stride;
+  const uint kbeg = gemm_split_begin();
 
   vec4 acc0 = vec4(0.0), acc1 = vec4(0.0), acc2 = vec4(0.0), acc3 = vec4(0.0);
   vec4 acc4 = vec4(0.0), acc5 = vec4(0.0), acc6 = vec4(0.0), acc7 = vec4(0.0);
@@ -149,7 +112,6 @@ void main() {
   }
 
   // Row i: sum the KT lanes' partials of each column quad (red[kl * NT + nt]) and store.
-  const uint cbase = pc.c_off + item * pc.c_stride + split * pc.c_split_stride;
 #define OA_SKINNY_STORE(i)                                                                             \
   if (MR > uint(i)) {                                                                                  \
     barrier();                                                                                         \
@@ -159,7 +121,7 @@ void main() {
       if (kl < s) red[kl * NT + nt] += red[(kl + s) * NT + nt];                                        \
     }                                                                                                  \
     barrier();                                                                                         \
-    if (tid < NT) store_row(cbase, uint(i), group.x * (4u * NT) + 4u * tid, red[tid]);                 \
+    if (tid < NT) store_row(uint(i), group.x * (4u * NT) + 4u * tid, red[tid]);                 \
   }
   OA_SKINNY_STORE(0) OA_SKINNY_STORE(1) OA_SKINNY_STORE(2) OA_SKINNY_STORE(3)
   OA_SKINNY_STORE(4) OA_SKINNY_STORE(5) OA_SKINNY_STORE(6) OA_SKINNY_STORE(7)

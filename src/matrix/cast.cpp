@@ -7,9 +7,7 @@ namespace oa::matrix {
 
 namespace {
 
-using detail::OpCall;
-using runtime::BufferBinding;
-using runtime::ComputeDispatch;
+using namespace detail::op_def;
 
 struct CastAttributes {
   DType from = DType::F32, to = DType::F32;

@@ -13,14 +13,7 @@ namespace oa::matrix {
 
 namespace {
 
-using detail::apply;
-using detail::BackwardCall;
-using detail::field;
-using detail::Op;
-using detail::OpCall;
-using detail::OutputSpec;
-using runtime::Access;
-using runtime::ComputeDispatch;
+using namespace detail::op_def;
 
 constexpr const char* kConcat = "oa::matrix::concat";
 constexpr const char* kChunk = "oa::matrix::chunk";

@@ -9,16 +9,7 @@ namespace oa::matrix {
 
 namespace {
 
-using detail::apply;
-using detail::BackwardCall;
-using detail::field;
-using detail::NoAttributes;
-using detail::Op;
-using detail::OpCall;
-using detail::OutputSpec;
-using detail::Saves;
-using runtime::BufferBinding;
-using runtime::ComputeDispatch;
+using namespace detail::op_def;
 
 // Op codes of matrix/unary.comp and matrix/unary_backward.comp.
 #define OA_UNARY_CODE(name, value) name = value,

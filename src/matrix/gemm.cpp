@@ -22,9 +22,7 @@ constexpr Tile kLarge{128, 128, 16, 8, 8};
 constexpr Tile kMedium{64, 64, 16, 4, 4};
 constexpr Tile kSmall{32, 32, 16, 4, 4};
 
-// Workgroups that keep a large GPU busy (about two per SM on a 132-SM H200).
-// Fewer large tiles fall back to 64x64 tiles, then to splitting K.
-constexpr std::int64_t kBusyGroups = 256;
+// Fewer than kGemmBusyGroups large tiles fall back to 64x64 tiles, then to splitting K.
 constexpr std::int64_t kSplitMinK = 128;  // K per split at least
 constexpr std::int64_t kMaxSplits = 16;
 
@@ -44,11 +42,9 @@ bool fits(const DeviceInfo& d, const Tile& t) {
   return shared_bytes(t) <= d.max_shared_memory_bytes && threads(t) <= d.max_workgroup_invocations &&
          threads(t) <= d.max_workgroup_size[0];
 }
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
-std::int64_t tile_count(const GemmProblem& p, const Tile& t) { return p.batch * ceil_div(p.m, t.bm) * ceil_div(p.n, t.bn); }
 
 const Tile& choose_tile(const DeviceInfo& d, const GemmProblem& p) {
-  if (p.m > 64 && p.n > 64 && fits(d, kLarge) && tile_count(p, kLarge) >= kBusyGroups) return kLarge;
+  if (p.m > 64 && p.n > 64 && fits(d, kLarge) && gemm_tile_count(p, kLarge.bm, kLarge.bn) >= kGemmBusyGroups) return kLarge;
   if (p.m > 32 && p.n > 32 && fits(d, kMedium)) return kMedium;
   return kSmall;
 }
@@ -270,7 +266,7 @@ std::vector<ComputeDispatch> lower_gemm(const Engine& engine, const GemmProblem&
     const Tile& t = choose_tile(dev, p);
     gx = ceil_div(p.n, t.bn);
     gy = ceil_div(p.m, t.bm);
-    sk = gemm_split_k(p.k, tile_count(p, t), kBusyGroups, kSplitMinK, kMaxSplits, t.bk);
+    sk = gemm_split_k(p.k, gemm_tile_count(p, t.bm, t.bn), kGemmBusyGroups, kSplitMinK, kMaxSplits, t.bk);
     const bool vec_c = p.n % 4 == 0 && (sk.splits > 1 || (p.c.offset % 4 == 0 && p.c.batch_stride % 4 == 0));
     kernel = half_in ? kernels::matrix_gemm_half : kernels::matrix_gemm;
     spec = {threads(t), t.bm, t.bn, t.bk, t.tm, t.tn, p.trans_a, p.trans_b, vec_a, vec_b, vec_c};

@@ -62,6 +62,15 @@ std::vector<runtime::ComputeDispatch> lower_gemm(const Engine& engine, const Gem
 // its shared memory or workgroup size.
 std::optional<std::vector<runtime::ComputeDispatch>> lower_gemm_coopmat(const Engine& engine, const GemmProblem& p);
 
+// Workgroups that keep a large GPU busy (about two per SM on a 132-SM H200):
+// below that many tiles the tiled kernels take a smaller tile or split K.
+inline constexpr std::int64_t kGemmBusyGroups = 256;
+
+// The workgroups of p with a bm x bn tile of C each.
+inline std::int64_t gemm_tile_count(const GemmProblem& p, std::int64_t bm, std::int64_t bn) {
+  return p.batch * ceil_div(p.m, bm) * ceil_div(p.n, bn);
+}
+
 // K ranges for `groups` workgroups per split: one range of K rounded up to `step`,
 // or, below `busy` groups, up to `max_splits` ranges of at least `min_k` (multiples of `step`).
 struct GemmSplitK {

@@ -9,9 +9,6 @@ namespace oa::detail {
 
 namespace {
 
-using runtime::Access;
-using runtime::ComputeDispatch;
-
 // A workgroup's C tile (bm x bn), its K step and its grid of wm x wn subgroups
 // (each owns a (bm / wm) x (bn / wn) block of 16 x 16 accumulators).
 struct CoopTile {
@@ -20,10 +17,8 @@ struct CoopTile {
 constexpr CoopTile kCoopLarge{128, 128, 32, 2, 4};
 constexpr CoopTile kCoopSmall{64, 64, 32, 2, 2};
 
-// Workgroups that keep a large GPU busy (about two per SM on a 132-SM H200).
-// Below that, a long K splits (partial products summed by matrix/gemm_epilogue);
-// a short one takes the small tile.
-constexpr std::int64_t kCoopBusyGroups = 256;
+// Below kGemmBusyGroups tiles, a long K splits (partial products summed by
+// matrix/gemm_epilogue); a short one takes the small tile.
 constexpr std::int64_t kCoopSplitMinK = 256;
 constexpr std::int64_t kCoopLongK = 2048;
 constexpr std::int64_t kCoopMaxSplits = 8;
@@ -46,19 +41,17 @@ bool fits(const DeviceInfo& d, const CoopTile& t, const GemmProblem& p) {
          shared_bytes(t, p.trans_a, p.trans_b) <= d.max_shared_memory_bytes;
 }
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
-std::int64_t tile_count(const GemmProblem& p, const CoopTile& t) { return p.batch * ceil_div(p.m, t.bm) * ceil_div(p.n, t.bn); }
 
 const CoopTile* choose_tile(const DeviceInfo& d, const GemmProblem& p) {
   const bool large = p.m > 64 && p.n > 64 && fits(d, kCoopLarge, p);
-  if (large && (tile_count(p, kCoopLarge) >= kCoopBusyGroups || p.k >= kCoopLongK)) return &kCoopLarge;
+  if (large && (gemm_tile_count(p, kCoopLarge.bm, kCoopLarge.bn) >= kGemmBusyGroups || p.k >= kCoopLongK)) return &kCoopLarge;
   if (fits(d, kCoopSmall, p)) return &kCoopSmall;
   return large ? &kCoopLarge : nullptr;
 }
 
 }  // namespace
 
-std::optional<std::vector<ComputeDispatch>> lower_gemm_coopmat(const Engine& engine, const GemmProblem& p) {
+std::optional<std::vector<runtime::ComputeDispatch>> lower_gemm_coopmat(const Engine& engine, const GemmProblem& p) {
   const DeviceInfo& dev = engine.device();
   const DType in = p.a.matrix->dtype();
   if ((in != DType::F16 && in != DType::BF16) || p.k == 0 ||
@@ -68,7 +61,7 @@ std::optional<std::vector<ComputeDispatch>> lower_gemm_coopmat(const Engine& eng
   if (!tile) return std::nullopt;
   const CoopTile& t = *tile;
   const std::int64_t gx = ceil_div(p.n, t.bn), gy = ceil_div(p.m, t.bm);
-  const GemmSplitK sk = gemm_split_k(p.k, tile_count(p, t), kCoopBusyGroups, kCoopSplitMinK, kCoopMaxSplits, t.bk);
+  const GemmSplitK sk = gemm_split_k(p.k, gemm_tile_count(p, t.bm, t.bn), kGemmBusyGroups, kCoopSplitMinK, kCoopMaxSplits, t.bk);
   const std::int64_t splits = sk.splits, a_ext = p.m * p.k, b_ext = p.k * p.n, c_ext = p.m * p.n;
   const bool vec_a = (p.trans_a ? p.m : p.k) % 8 == 0 && p.a.offset % 8 == 0 && p.a.batch_stride % 8 == 0;
   const bool vec_b = (p.trans_b ? p.k : p.n) % 8 == 0 && p.b.offset % 8 == 0 && p.b.batch_stride % 8 == 0;
@@ -77,20 +70,20 @@ std::optional<std::vector<ComputeDispatch>> lower_gemm_coopmat(const Engine& eng
   const std::vector<std::uint32_t> spec = {threads(dev, t), t.bm,  t.bn,  t.bk,     t.wm,           t.wn,
                                            p.trans_a,       p.trans_b, vec_a, vec_b, direct_c, dev.subgroup_size};
 
-  const Access c_access = p.beta != 0.0f ? Access::ReadWrite : Access::Write;
+  const runtime::Access c_access = p.beta != 0.0f ? runtime::Access::ReadWrite : runtime::Access::Write;
   std::optional<ElementWindow> bias;
-  if (p.bias) bias = element_window(p.bias->storage(), 0, p.n, Access::Read);
+  if (p.bias) bias = element_window(p.bias->storage(), 0, p.n, runtime::Access::Read);
   // window_batch counts 4-byte words: a 16-bit operand's item spans at most
   // (stride + 1) / 2 words apart and extent / 2 + 1 words.
   const std::int64_t per = window_batch(engine, {{(p.a.batch_stride + 1) / 2, a_ext / 2 + 1},
                                                  {(p.b.batch_stride + 1) / 2, b_ext / 2 + 1},
                                                  {p.c.batch_stride, c_ext},
                                                  {splits > 1 ? splits * c_ext : 0, splits * c_ext}});
-  std::vector<ComputeDispatch> out;
+  std::vector<runtime::ComputeDispatch> out;
   for (std::int64_t b0 = 0; b0 < p.batch; b0 += per) {
     const std::int64_t q = std::min(per, p.batch - b0);
     auto halves = [&](const GemmOperand& o, std::int64_t ext) {
-      return gemm_window(*o.matrix, o.offset + b0 * o.batch_stride, (q - 1) * o.batch_stride + ext, Access::Read);
+      return gemm_window(*o.matrix, o.offset + b0 * o.batch_stride, (q - 1) * o.batch_stride + ext, runtime::Access::Read);
     };
     const auto a = halves(p.a, a_ext), b = halves(p.b, b_ext);
     const auto c = element_window(p.c.matrix->storage(), p.c.offset + b0 * p.c.batch_stride, (q - 1) * p.c.batch_stride + c_ext,

@@ -16,14 +16,7 @@ namespace oa::matrix {
 
 namespace {
 
-using detail::apply;
-using detail::BackwardCall;
-using detail::field;
-using detail::Op;
-using detail::OpCall;
-using detail::OutputSpec;
-using runtime::BufferBinding;
-using runtime::ComputeDispatch;
+using namespace detail::op_def;
 
 constexpr const char* kIndexSelect = "oa::matrix::index_select";
 constexpr const char* kGather = "oa::matrix::gather";

@@ -15,13 +15,7 @@ namespace oa::matrix {
 
 namespace {
 
-using detail::BackwardCall;
-using detail::field;
-using detail::Op;
-using detail::OpCall;
-using detail::OutputSpec;
-using runtime::BufferBinding;
-using runtime::ComputeDispatch;
+using namespace detail::op_def;
 
 // Row-major strides of `s` in elements.
 std::vector<std::int64_t> strides_of(const Shape& s) {

@@ -11,15 +11,7 @@ namespace oa::matrix {
 
 namespace {
 
-using detail::apply;
-using detail::BackwardCall;
-using detail::NoAttributes;
-using detail::Op;
-using detail::OpCall;
-using detail::OutputSpec;
-using detail::Saves;
-using runtime::Access;
-using runtime::ComputeDispatch;
+using namespace detail::op_def;
 
 // The extents of c = a * op(b) for a [..., M, K] and b [..., K, N] (or
 // b [..., N, K] transposed when trans_b), validated: a missing batch prefix

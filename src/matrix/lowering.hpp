@@ -21,10 +21,11 @@ std::uint32_t shader_u32(std::int64_t value, const char* what, const char* op);
 // push-constant value.
 inline std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
 
+// a / b rounded up, for a >= 0 and b > 0.
+inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
 // Workgroups for `items` work items at `per_group` items per workgroup.
-inline std::uint64_t groups_for(std::int64_t items, std::int64_t per_group) {
-  return static_cast<std::uint64_t>((items + per_group - 1) / per_group);
-}
+inline std::uint64_t groups_for(std::int64_t items, std::int64_t per_group) { return static_cast<std::uint64_t>(ceil_div(items, per_group)); }
 
 // Pieces of a flat element range such that each piece's binding stays within
 // the device's maxStorageBufferRange. Elementwise ops record one dispatch per piece.

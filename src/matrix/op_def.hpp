@@ -390,4 +390,23 @@ std::vector<Matrix> apply_backward(const Op<A>& op, const std::vector<Matrix>& i
   return op.def.backward(BackwardCall<A>{op.def.name, attributes, inputs, outputs, shapes, grad_outputs, needs});
 }
 
+// The names an op definition file (src/matrix, src/ml) writes unqualified:
+// `using namespace detail::op_def;` in its anonymous namespace brings them in.
+namespace op_def {
+using detail::apply;
+using detail::BackwardCall;
+using detail::ceil_div;
+using detail::field;
+using detail::NoAttributes;
+using detail::Op;
+using detail::OpCall;
+using detail::OutputSpec;
+using detail::Saves;
+using detail::u32;
+using runtime::Access;
+using runtime::BufferBinding;
+using runtime::ComputeDispatch;
+using runtime::Storage;
+}  // namespace op_def
+
 }  // namespace oa::detail

@@ -15,18 +15,7 @@ namespace oa::matrix {
 
 namespace {
 
-using detail::apply;
-using detail::BackwardCall;
-using detail::field;
-using detail::NoAttributes;
-using detail::Op;
-using detail::OpCall;
-using detail::OutputSpec;
-using detail::Saves;
-using detail::u32;
-using runtime::Access;
-using runtime::ComputeDispatch;
-using runtime::Storage;
+using namespace detail::op_def;
 
 // The OP codes of matrix/reduce; ArgMin runs ArgMax over -x (its NEGATE).
 enum ReduceOp : std::uint32_t { Sum = 0, Max = 1, ArgMax = 2, Min = 3, Prod = 4, ArgMin = 5 };
@@ -35,7 +24,6 @@ bool is_arg(ReduceOp op) { return op == ArgMax || op == ArgMin; }
 std::int64_t range_words(const Engine& engine) {
   return static_cast<std::int64_t>(engine.device().max_storage_buffer_range / 4) - 64;
 }
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 // Appends the passes of matrix/reduce that reduce `rows` rows of `length` f32
 // items of `in` into `out` ([rows] values, or int32 indices for ArgMax and ArgMin). Rows

@@ -23,12 +23,7 @@ namespace oa::ml {
 
 namespace {
 
-using runtime::BufferBinding;
-using runtime::ComputeDispatch;
-
-using detail::BackwardCall;
-using detail::OpCall;
-using detail::u32;
+using namespace detail::op_def;
 
 // The traced attributes: per spatial axis ({length}, or {height, width}).
 struct ConvAttributes {

@@ -13,12 +13,7 @@ namespace oa::ml::optim {
 
 namespace {
 
-using detail::field;
-using detail::Op;
-using detail::OpCall;
-using detail::OutputSpec;
-using runtime::BufferBinding;
-using runtime::ComputeDispatch;
+using namespace detail::op_def;
 
 const char* const kSgdOp = "oa::ml::optim::sgd_step";
 const char* const kAdamWOp = "oa::ml::optim::adamw_step";

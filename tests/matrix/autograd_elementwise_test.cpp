@@ -12,12 +12,7 @@
 
 namespace {
 
-using oa::Matrix;
-using oa::Shape;
-using oa::test::gradcheck;
-using oa::test::random_input;
-using Vec = std::vector<double>;
-using Inputs = std::vector<std::vector<double>>;
+using namespace oa::test::gradcheck_names;
 
 TEST(AutogradElementwise, UnaryBackwardTrace) {
   auto x = oa::set_requires_grad(Matrix::uniform({4, 5}, 0.5f, 2.0f, 3));

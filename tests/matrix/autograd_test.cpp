@@ -12,12 +12,7 @@
 namespace {
 
 using oa::ErrorKind;
-using oa::Matrix;
-using oa::Shape;
-using oa::test::gradcheck;
-using oa::test::random_input;
-using Vec = std::vector<double>;
-using Inputs = std::vector<std::vector<double>>;
+using namespace oa::test::gradcheck_names;
 
 using oa_test::count_label;
 

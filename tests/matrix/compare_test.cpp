@@ -50,7 +50,7 @@ std::vector<float> tie_values(std::int64_t n, std::uint64_t seed) {
   return v;
 }
 
-std::vector<double> f64(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+using oa_test::f64;
 
 TEST(MatrixCompare, BroadcastsLikeWhereAndMatchesTheReference) {
   struct Case {

@@ -16,6 +16,7 @@
 #include "oa/oa.hpp"
 #include "reference/linalg.hpp"
 #include "support/expect.hpp"
+#include "support/gemm_case.hpp"
 
 namespace {
 
@@ -40,21 +41,6 @@ std::vector<DType> tensor_core_dtypes() {
   GTEST_SKIP() << "the device has no cooperative matrices (f16 or bf16 * the same + f32 -> f32, 16x16x16, subgroup "  \
                   "scope): the tensor-core GEMM runs on devices that have them (the H200), not here"
 
-// Values in [-1, 1) rounded to `dtype`, so that the reference sees exactly what the kernel reads.
-std::vector<float> rounded_values(std::int64_t n, std::uint32_t seed, DType dtype) {
-  auto v = oa_test::random_values(n, seed);
-  for (auto& x : v) x = dtype == DType::F16 ? oa::float_from_f16(oa::f16_from_float(x)) : oa::float_from_bf16(oa::bf16_from_float(x));
-  return v;
-}
-
-struct Case {
-  std::int64_t batch, m, n, k;
-  bool trans_a, trans_b;
-  float alpha, beta;
-  bool bias;
-  std::int64_t a_off, a_stride, b_off, b_stride, c_off, c_stride;  // stride -1: packed
-};
-
 // The largest error seen per dtype, relative to the magnitude of the terms (sum |a b|, |beta c|, |bias|).
 double g_worst[2] = {0.0, 0.0};
 
@@ -77,45 +63,20 @@ void expect_close(const GemmProblem& p, const std::vector<float>& got, const oa:
 
 // Records the GEMM of `cs` (`dtype` A and B, f32 C) and returns the check of
 // its result, which asserts that a tensor-core kernel ran when K > 0.
-std::function<void()> case_check(const Case& cs, std::uint32_t seed, DType dtype) {
-  GemmProblem p;
-  p.batch = cs.batch;
-  p.m = cs.m;
-  p.n = cs.n;
-  p.k = cs.k;
-  p.trans_a = cs.trans_a;
-  p.trans_b = cs.trans_b;
-  p.alpha = cs.alpha;
-  p.beta = cs.beta;
-  auto stride = [&](std::int64_t s, std::int64_t packed) { return s < 0 ? packed : s; };
-  const std::int64_t as = stride(cs.a_stride, cs.m * cs.k), bs = stride(cs.b_stride, cs.k * cs.n),
-                     cstr = stride(cs.c_stride, cs.m * cs.n);
-  const auto a = rounded_values(cs.a_off + (cs.batch - 1) * as + cs.m * cs.k + 3, seed, dtype);
-  const auto b = rounded_values(cs.b_off + (cs.batch - 1) * bs + cs.k * cs.n + 5, seed + 1, dtype);
-  auto c0 = oa_test::random_values(cs.c_off + (cs.batch - 1) * cstr + cs.m * cs.n + 2, seed + 2);
-  if (cs.beta == 0.0f) c0[cs.c_off] = std::nanf("");  // beta == 0: C must not be read
-  const auto bias = oa_test::random_values(cs.n, seed + 3);
-  auto m = std::make_shared<std::array<Matrix, 4>>(std::array<Matrix, 4>{
-      Matrix::from_vector({static_cast<std::int64_t>(a.size())}, a, dtype),
-      Matrix::from_vector({static_cast<std::int64_t>(b.size())}, b, dtype),
-      Matrix::from_vector({static_cast<std::int64_t>(c0.size())}, c0), Matrix::from_vector({cs.n}, bias)});
-  p.a = {&(*m)[0], cs.a_off, as};
-  p.b = {&(*m)[1], cs.b_off, bs};
-  p.c = {&(*m)[2], cs.c_off, cstr};
-  p.bias = cs.bias ? &(*m)[3] : nullptr;
-  const oa::Engine engine = p.c.matrix->engine();
-  auto ds = oa::detail::lower_gemm(engine, p);
+std::function<void()> case_check(oa_test::GemmCase cs, std::uint32_t seed, DType dtype) {
+  cs.in = dtype;
+  const auto ops = std::make_shared<const oa_test::GemmCaseOperands>(oa_test::gemm_case_operands(cs, seed));
+  const GemmProblem& p = ops->problem;
+  const auto ds = oa_test::record_gemm(p, "test::gemm_coopmat");
   const bool coopmat = !ds.empty() && ds[0].kernel == (dtype == DType::F16 ? oa::kernels::matrix_gemm_coopmat
                                                                            : oa::kernels::matrix_gemm_coopmat_bf16);
-  oa::SemanticOp op;
-  op.name = "test::gemm_coopmat";
-  op.inputs = op.outputs = {p.c.matrix->shape()};
-  engine.record(std::move(op), ds);
-  return [=] {
+  return [ops, ds, coopmat] {
+    const GemmProblem& p = ops->problem;
     EXPECT_TRUE(coopmat || p.k == 0) << "M " << p.m << " N " << p.n << " K " << p.k << " took " << (ds.empty() ? "" : ds[0].kernel);
-    const auto ref = oa::reference::gemm(p.batch, p.m, p.n, p.k, p.trans_a, p.trans_b, p.alpha, p.beta, {&a, p.a.offset, as},
-                                         {&b, p.b.offset, bs}, c0, p.c.offset, cstr, cs.bias ? &bias : nullptr);
-    expect_close(p, (*m)[2].to_vector(), ref);
+    const auto ref = oa::reference::gemm(p.batch, p.m, p.n, p.k, p.trans_a, p.trans_b, p.alpha, p.beta,
+                                         {&ops->a, p.a.offset, p.a.batch_stride}, {&ops->b, p.b.offset, p.b.batch_stride}, ops->c0,
+                                         p.c.offset, p.c.batch_stride, p.bias ? &ops->bias : nullptr);
+    expect_close(p, p.c.matrix->to_vector(), ref);
   };
 }
 
@@ -166,14 +127,9 @@ TEST(MatrixGemmCoopmat, SplitKForFewTilesAndLongK) {
   OA_NEED_TENSOR_CORES();
   // One 128x128 tile and a long K: the K splits are summed by the epilogue.
   for (DType dt : tensor_core_dtypes()) {
-    GemmProblem p;
-    p.m = 128;
-    p.n = 100;
-    p.k = 4100;
-    p.alpha = 0.5f;
-    p.beta = -1.0f;
-    p.trans_b = true;
-    const auto a = rounded_values(p.m * p.k, 31, dt), b = rounded_values(p.k * p.n, 32, dt);
+    GemmProblem p{.m = 128, .n = 100, .k = 4100, .trans_b = true, .alpha = 0.5f, .beta = -1.0f};
+    const auto a = oa_test::stored(oa_test::random_values(p.m * p.k, 31), dt);
+    const auto b = oa_test::stored(oa_test::random_values(p.k * p.n, 32), dt);
     const auto c0 = oa_test::random_values(p.m * p.n, 33), bias = oa_test::random_values(p.n, 34);
     const Matrix ma = Matrix::from_vector({p.m, p.k}, a, dt), mb = Matrix::from_vector({p.n, p.k}, b, dt);
     const Matrix mc = Matrix::from_vector({p.m, p.n}, c0), mbias = Matrix::from_vector({p.n}, bias);
@@ -181,15 +137,11 @@ TEST(MatrixGemmCoopmat, SplitKForFewTilesAndLongK) {
     p.b = {&mb};
     p.c = {&mc};
     p.bias = &mbias;
-    const auto ds = oa::detail::lower_gemm(mc.engine(), p);
+    const auto ds = oa_test::record_gemm(p, "test::gemm_coopmat");
     ASSERT_EQ(ds.size(), 2u);
     EXPECT_EQ(ds[0].kernel, dt == DType::F16 ? oa::kernels::matrix_gemm_coopmat : oa::kernels::matrix_gemm_coopmat_bf16);
     EXPECT_GT(ds[0].groups[2], 1u);
     EXPECT_EQ(ds[1].kernel, oa::kernels::matrix_gemm_epilogue);
-    oa::SemanticOp op;
-    op.name = "test::gemm_coopmat";
-    op.inputs = op.outputs = {mc.shape()};
-    mc.engine().record(std::move(op), ds);
     const auto ref = oa::reference::gemm(1, p.m, p.n, p.k, false, true, p.alpha, p.beta, {&a, 0, 0}, {&b, 0, 0}, c0, 0, 0, &bias);
     expect_close(p, mc.to_vector(), ref);
   }
@@ -199,22 +151,13 @@ TEST(MatrixGemmCoopmat, RepeatedRunsAreBitIdentical) {
   OA_NEED_TENSOR_CORES();
   const std::int64_t m = 300, n = 260, k = 777;
   const DType dt = tensor_core_dtypes().back();
-  const auto a = rounded_values(m * k, 51, dt), b = rounded_values(k * n, 52, dt);
+  const auto a = oa_test::stored(oa_test::random_values(m * k, 51), dt);
+  const auto b = oa_test::stored(oa_test::random_values(k * n, 52), dt);
   const Matrix ma = Matrix::from_vector({m, k}, a, dt), mb = Matrix::from_vector({k, n}, b, dt);
   std::vector<float> first;
   for (int r = 0; r < 2; ++r) {
     const Matrix mc = Matrix::empty({m, n});
-    GemmProblem p;
-    p.m = m;
-    p.n = n;
-    p.k = k;
-    p.a = {&ma};
-    p.b = {&mb};
-    p.c = {&mc};
-    oa::SemanticOp op;
-    op.name = "test::gemm_coopmat";
-    op.inputs = op.outputs = {mc.shape()};
-    mc.engine().record(std::move(op), oa::detail::lower_gemm(mc.engine(), p));
+    oa_test::record_gemm({.m = m, .n = n, .k = k, .a = {&ma}, .b = {&mb}, .c = {&mc}}, "test::gemm_coopmat");
     if (r == 0) first = mc.to_vector();
     else EXPECT_EQ(mc.to_vector(), first);
   }

@@ -12,6 +12,7 @@
 #include "matrix/lowering.hpp"
 #include "oa/oa.hpp"
 #include "support/expect.hpp"
+#include "support/gemm_case.hpp"
 #include "reference/dtype.hpp"
 #include "reference/linalg.hpp"
 
@@ -30,16 +31,8 @@ const bool kTestGemm = [] {
 
 using oa_test::random_values;
 
-// Runs lower_gemm as one semantic op and returns the dispatches it produced.
-std::vector<oa::runtime::ComputeDispatch> run(const GemmProblem& p) {
-  const oa::Engine engine = p.c.matrix->engine();
-  auto ds = oa::detail::lower_gemm(engine, p);
-  oa::SemanticOp op;
-  op.name = "test::gemm";
-  op.inputs = op.outputs = {p.c.matrix->shape()};
-  engine.record(std::move(op), ds);
-  return ds;
-}
+// Records p through the test's semantic op.
+std::vector<oa::runtime::ComputeDispatch> run(const GemmProblem& p) { return oa_test::record_gemm(p, "test::gemm"); }
 
 // C after the GEMM against the f64 reference; tolerance relative to the
 // magnitude of the terms. With 16-bit operands (a, b, c0 and bias hold the
@@ -66,62 +59,12 @@ void expect_gemm(const GemmProblem& p, const std::vector<float>& a, const std::v
   }
 }
 
-struct Case {
-  std::int64_t batch, m, n, k;
-  bool trans_a, trans_b;
-  float alpha, beta;
-  bool bias;
-  std::int64_t a_off, a_stride, b_off, b_stride, c_off, c_stride;  // stride -1: packed
-  DType in = DType::F32;   // A and B
-  DType out = DType::F32;  // C and the bias
-};
-
-// The values of `v` as stored in dtype d.
-std::vector<float> stored(const std::vector<float>& v, DType d) {
-  return d == DType::F32 ? v : ref::rounded(d == DType::F16 ? ref::kF16 : ref::kBF16, v);
-}
-
 // Records the GEMM of `cs` and returns the check of its result (run after
 // everything is recorded: one submission for many cases).
-std::function<void()> case_check(const Case& cs, std::uint32_t seed) {
-  GemmProblem p;
-  p.batch = cs.batch;
-  p.m = cs.m;
-  p.n = cs.n;
-  p.k = cs.k;
-  p.trans_a = cs.trans_a;
-  p.trans_b = cs.trans_b;
-  p.alpha = cs.alpha;
-  p.beta = cs.beta;
-  auto stride = [&](std::int64_t s, std::int64_t packed) { return s < 0 ? packed : s; };
-  const std::int64_t as = stride(cs.a_stride, cs.m * cs.k), bs = stride(cs.b_stride, cs.k * cs.n),
-                     cstr = stride(cs.c_stride, cs.m * cs.n);
-  const auto a = stored(random_values(cs.a_off + (cs.batch - 1) * as + cs.m * cs.k + 3, seed), cs.in);
-  const auto b = stored(random_values(cs.b_off + (cs.batch - 1) * bs + cs.k * cs.n + 5, seed + 1), cs.in);
-  auto c0 = stored(random_values(cs.c_off + (cs.batch - 1) * cstr + cs.m * cs.n + 2, seed + 2), cs.out);
-  if (cs.beta == 0.0f) c0[cs.c_off] = std::nanf("");  // beta == 0: C must not be read
-  const auto bias = stored(random_values(cs.n, seed + 3), cs.out);
-  // Held by the returned check, which repoints p at them.
-  auto m = std::make_shared<std::array<Matrix, 4>>(std::array<Matrix, 4>{
-      Matrix::from_vector({static_cast<std::int64_t>(a.size())}, a, cs.in),
-      Matrix::from_vector({static_cast<std::int64_t>(b.size())}, b, cs.in),
-      Matrix::from_vector({static_cast<std::int64_t>(c0.size())}, c0, cs.out), Matrix::from_vector({cs.n}, bias, cs.out)});
-  auto bind = [](GemmProblem& q, const std::array<Matrix, 4>& ms, bool with_bias) {
-    q.a.matrix = &ms[0];
-    q.b.matrix = &ms[1];
-    q.c.matrix = &ms[2];
-    q.bias = with_bias ? &ms[3] : nullptr;
-  };
-  p.a = {nullptr, cs.a_off, as};
-  p.b = {nullptr, cs.b_off, bs};
-  p.c = {nullptr, cs.c_off, cstr};
-  bind(p, *m, cs.bias);
-  run(p);
-  return [=] {
-    GemmProblem q = p;
-    bind(q, *m, cs.bias);
-    expect_gemm(q, a, b, c0, cs.bias ? &bias : nullptr);
-  };
+std::function<void()> case_check(const oa_test::GemmCase& cs, std::uint32_t seed) {
+  const auto ops = std::make_shared<const oa_test::GemmCaseOperands>(oa_test::gemm_case_operands(cs, seed));
+  run(ops->problem);
+  return [ops] { expect_gemm(ops->problem, ops->a, ops->b, ops->c0, ops->problem.bias ? &ops->bias : nullptr); };
 }
 
 void run_checks(const std::vector<std::function<void()>>& checks) {
@@ -171,12 +114,7 @@ TEST(MatrixGemm, EmptyProblemHasNoDispatches) {
 TEST(MatrixGemm, SplitKWhenFewTiles) {
   // One 64x64 tile and a long K: the lowering splits K and sums the partial
   // products in a second (epilogue) dispatch.
-  GemmProblem p;
-  p.m = 40;
-  p.n = 36;
-  p.k = 1024;
-  p.alpha = 0.5f;
-  p.beta = -1.0f;
+  GemmProblem p{.m = 40, .n = 36, .k = 1024, .alpha = 0.5f, .beta = -1.0f};
   const auto a = random_values(p.m * p.k, 31), b = random_values(p.k * p.n, 32), c0 = random_values(p.m * p.n, 33),
              bias = random_values(p.n, 34);
   const Matrix ma = Matrix::from_vector({p.m, p.k}, a), mb = Matrix::from_vector({p.k, p.n}, b),
@@ -274,7 +212,7 @@ TEST(MatrixGemm, SixteenBitOperandsEveryPath) {
   // Few cases per dtype pair: every distinct specialization is a pipeline that lavapipe compiles slowly.
   std::vector<std::function<void()>> checks;
   std::uint32_t seed = 300;
-  auto add = [&](Case c, DType in, DType out) {
+  auto add = [&](oa_test::GemmCase c, DType in, DType out) {
     c.in = in;
     c.out = out;
     checks.push_back(case_check(c, seed++));

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "oa/oa.hpp"
@@ -17,15 +18,22 @@
 namespace {
 
 using oa::ErrorKind;
-using oa::Matrix;
-using oa::Shape;
-using oa::test::gradcheck;
-using oa::test::random_input;
-using Inputs = std::vector<std::vector<double>>;
+using namespace oa::test::gradcheck_names;
 namespace mx = oa::matrix;
 namespace ref = oa::reference;
 
-std::vector<double> f64(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+using oa_test::f64;
+
+// The trace of `name` on a differentiable input, then sum_all and backward:
+// four ops (name, sum_all, sum_all backward, name backward), the forward in
+// one dispatch.
+void expect_op_and_backward(const std::vector<oa::SemanticOp>& ops, const std::string& name) {
+  ASSERT_EQ(ops.size(), 4u);
+  EXPECT_EQ(ops[0].name, name);
+  EXPECT_EQ(ops[0].dispatches, 1u);
+  EXPECT_EQ(ops[3].name, name);
+  EXPECT_TRUE(ops[3].backward);
+}
 
 // Deterministic i32 values in [low, high).
 std::vector<std::int32_t> ints(std::int64_t n, std::uint64_t seed, int low, int high) {
@@ -62,12 +70,8 @@ TEST(MatrixIndexing, IndexSelectMatchesTheReferenceWithGradients) {
   const Matrix y = mx::index_select(x, 1, Matrix::from_i32({}, std::vector<std::int32_t>{2}));
   oa::backward(mx::sum_all(y));
   const auto ops = trace.ops();
-  ASSERT_EQ(ops.size(), 4u);  // index_select, sum_all, sum_all backward, index_select backward
-  EXPECT_EQ(ops[0].name, "oa::matrix::index_select");
-  EXPECT_EQ(ops[0].dispatches, 1u);
+  ASSERT_NO_FATAL_FAILURE(expect_op_and_backward(ops, "oa::matrix::index_select"));
   EXPECT_EQ(std::get<std::int64_t>(*ops[0].attribute("dim")), 1);
-  EXPECT_EQ(ops[3].name, "oa::matrix::index_select");
-  EXPECT_TRUE(ops[3].backward);
   EXPECT_EQ(y.shape(), Shape({3, 1}));
   const std::vector<std::int32_t> xi = ints(12, 6, -50, 50);
   const auto yi = mx::index_select(Matrix::from_i32({3, 4}, xi), 0, Matrix::from_i32({2}, std::vector<std::int32_t>{2, 0})).to_i32();
@@ -330,12 +334,8 @@ TEST(MatrixIndexing, TrilAndTriuKeepATriangleWithGradients) {
   oa::TraceCapture trace(x.engine());
   oa::backward(mx::sum_all(mx::triu(x, 1)));
   const auto ops = trace.ops();
-  ASSERT_EQ(ops.size(), 4u);  // triu, sum_all, sum_all backward, triu backward
-  EXPECT_EQ(ops[0].name, "oa::matrix::triu");
-  EXPECT_EQ(ops[0].dispatches, 1u);
+  ASSERT_NO_FATAL_FAILURE(expect_op_and_backward(ops, "oa::matrix::triu"));
   EXPECT_EQ(std::get<std::int64_t>(*ops[0].attribute("diagonal")), 1);
-  EXPECT_EQ(ops[3].name, "oa::matrix::triu");
-  EXPECT_TRUE(ops[3].backward);
   EXPECT_EQ(oa::grad(x).to_vector(), (std::vector<float>{0, 1, 1, 0, 0, 1, 0, 0, 0}));
   const std::vector<std::int32_t> xi = ints(6, 161, -50, 50);
   EXPECT_EQ(mx::tril(Matrix::from_i32({2, 3}, xi)).to_i32(), (std::vector<std::int32_t>{xi[0], 0, 0, xi[3], xi[4], 0}));
@@ -445,14 +445,10 @@ TEST(MatrixIndexing, TopkGivesOrderedValuesAndIndicesWithGradients) {
   EXPECT_FALSE(oa::requires_grad(r.indices));
   oa::backward(mx::sum_all(r.values));
   const auto ops = trace.ops();
-  ASSERT_EQ(ops.size(), 4u);  // topk, sum_all, sum_all backward, topk backward
-  EXPECT_EQ(ops[0].name, "oa::matrix::topk");
-  EXPECT_EQ(ops[0].dispatches, 1u);
+  ASSERT_NO_FATAL_FAILURE(expect_op_and_backward(ops, "oa::matrix::topk"));
   EXPECT_EQ(ops[0].outputs.size(), 2u);
   EXPECT_EQ(std::get<std::int64_t>(*ops[0].attribute("k")), 2);
   EXPECT_TRUE(std::get<bool>(*ops[0].attribute("largest")));
-  EXPECT_EQ(ops[3].name, "oa::matrix::topk");
-  EXPECT_TRUE(ops[3].backward);
 }
 
 TEST(MatrixIndexing, BadArgumentsNameTheOpAndRecordNothing) {

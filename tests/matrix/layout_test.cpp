@@ -13,15 +13,11 @@
 
 namespace {
 
-using oa::Matrix;
-using oa::Shape;
-using oa::test::gradcheck;
-using oa::test::random_input;
-using Inputs = std::vector<std::vector<double>>;
+using namespace oa::test::gradcheck_names;
 namespace mx = oa::matrix;
 namespace ref = oa::reference;
 
-std::vector<double> f64(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+using oa_test::f64;
 
 TEST(MatrixLayout, PermuteTraceAndIntegers) {
   // Negative axes; one semantic op with the normalised dims; i32 elements

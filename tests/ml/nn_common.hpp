@@ -27,7 +27,7 @@ using oa::test::max_abs;
 using oa::test::random_input;
 using oa::test::test_values;
 
-inline std::vector<double> f64(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+using oa_test::f64;
 
 // Common offsets of the extreme-value tests: the f32 kernels must match the
 // f64 references as closely at each as at 0.

@@ -16,11 +16,8 @@
 
 namespace {
 
-using oa::Matrix;
-using oa::Shape;
-using namespace oa::ml::nn;
+using namespace oa::test::module_names;
 namespace ref = oa::reference;
-using Args = std::vector<std::vector<double>>;
 
 template <typename Named>
 std::vector<std::string> names_of(const Named& named) {

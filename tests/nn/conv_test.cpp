@@ -13,10 +13,8 @@
 
 namespace {
 
-using oa::Shape;
-using namespace oa::ml::nn;
+using namespace oa::test::module_names;
 namespace ref = oa::reference;
-using Args = std::vector<std::vector<double>>;
 
 TEST(NnConvModule, Conv1d) {
   oa::ml::Generator g(1);

@@ -17,13 +17,10 @@
 
 namespace {
 
-using oa::Matrix;
-using oa::Shape;
-using namespace oa::ml::nn;
+using namespace oa::test::module_names;
 namespace ref = oa::reference;
-using Args = std::vector<std::vector<double>>;
 
-std::vector<double> f64(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+using oa_test::f64;
 
 TEST(NnNormModule, LayerNorm) {
   LayerNorm norm(6);

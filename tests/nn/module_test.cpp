@@ -16,9 +16,7 @@
 
 namespace {
 
-using oa::Matrix;
-using oa::Shape;
-using namespace oa::ml::nn;
+using namespace oa::test::module_names;
 
 // A module with two parameters and a buffer; y = x * a + b (a, b [n]).
 class Leaf : public Module {

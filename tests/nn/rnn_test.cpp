@@ -18,11 +18,8 @@
 namespace {
 
 using oa::ErrorKind;
-using oa::Matrix;
-using oa::Shape;
-using namespace oa::ml::nn;
+using namespace oa::test::module_names;
 namespace reference = oa::reference;
-using Args = std::vector<std::vector<double>>;
 
 // The reference layers from args[first..] in named_parameters() order.
 std::vector<reference::RecurrentLayer> layers_of(const Args& a, std::size_t first, std::int64_t num_layers, bool bias) {

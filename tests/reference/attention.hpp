@@ -32,26 +32,30 @@ inline Vec bmm(const Vec& a, const Vec& b, std::int64_t n, std::int64_t m, std::
   return c;
 }
 
-// [B*S, H*Dh] -> [B*H, S, Dh].
-inline Vec split_heads(const Vec& x, std::int64_t batch, std::int64_t seq, std::int64_t heads, std::int64_t dh) {
+// x between the merged layout [B*S, H*Dh] and the split one [B*H, S, Dh]:
+// merged to split when `split`, else split to merged.
+inline Vec permute_heads(const Vec& x, std::int64_t batch, std::int64_t seq, std::int64_t heads, std::int64_t dh, bool split) {
   Vec y(x.size());
   for (std::int64_t b = 0; b < batch; ++b)
     for (std::int64_t h = 0; h < heads; ++h)
       for (std::int64_t s = 0; s < seq; ++s)
-        for (std::int64_t d = 0; d < dh; ++d)
-          y[static_cast<std::size_t>(((b * heads + h) * seq + s) * dh + d)] = x[static_cast<std::size_t>((b * seq + s) * heads * dh + h * dh + d)];
+        for (std::int64_t d = 0; d < dh; ++d) {
+          const auto merged = static_cast<std::size_t>((b * seq + s) * heads * dh + h * dh + d);
+          const auto separate = static_cast<std::size_t>(((b * heads + h) * seq + s) * dh + d);
+          if (split) y[separate] = x[merged];
+          else y[merged] = x[separate];
+        }
   return y;
+}
+
+// [B*S, H*Dh] -> [B*H, S, Dh].
+inline Vec split_heads(const Vec& x, std::int64_t batch, std::int64_t seq, std::int64_t heads, std::int64_t dh) {
+  return permute_heads(x, batch, seq, heads, dh, true);
 }
 
 // [B*H, S, Dh] -> [B*S, H*Dh] (the inverse of split_heads).
 inline Vec merge_heads(const Vec& x, std::int64_t batch, std::int64_t seq, std::int64_t heads, std::int64_t dh) {
-  Vec y(x.size());
-  for (std::int64_t b = 0; b < batch; ++b)
-    for (std::int64_t h = 0; h < heads; ++h)
-      for (std::int64_t s = 0; s < seq; ++s)
-        for (std::int64_t d = 0; d < dh; ++d)
-          y[static_cast<std::size_t>((b * seq + s) * heads * dh + h * dh + d)] = x[static_cast<std::size_t>(((b * heads + h) * seq + s) * dh + d)];
-  return y;
+  return permute_heads(x, batch, seq, heads, dh, false);
 }
 
 // Row softmax of x * scale + mask over rows of `cols`; mask (may be empty) row

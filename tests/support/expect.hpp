@@ -44,6 +44,9 @@ template <typename F>
   return ::testing::AssertionFailure() << "no oa::Error thrown";
 }
 
+// The values of `v` widened to f64 (what the references take).
+inline std::vector<double> f64(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+
 // n values uniform in [-1, 1) from std::mt19937(seed).
 inline std::vector<float> random_values(std::int64_t n, std::uint32_t seed) {
   std::mt19937 gen(seed);

@@ -173,4 +173,15 @@ inline Matrix gradcheck(const std::vector<GradInput>& inputs, const GpuForward& 
   return out;
 }
 
+// The names the gradient tests write unqualified: `using namespace
+// oa::test::gradcheck_names;` brings them in.
+namespace gradcheck_names {
+using oa::Matrix;
+using oa::Shape;
+using oa::test::gradcheck;
+using oa::test::random_input;
+using Vec = std::vector<double>;
+using Inputs = std::vector<std::vector<double>>;
+}  // namespace gradcheck_names
+
 }  // namespace oa::test

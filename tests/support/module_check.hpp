@@ -75,4 +75,13 @@ inline Matrix module_gradcheck(ml::nn::Module& module, const GradInput& input, c
                           options);
 }
 
+// The names the module tests write unqualified: `using namespace
+// oa::test::module_names;` brings them in, with the nn modules.
+namespace module_names {
+using oa::Matrix;
+using oa::Shape;
+using namespace oa::ml::nn;
+using Args = std::vector<std::vector<double>>;
+}  // namespace module_names
+
 }  // namespace oa::test

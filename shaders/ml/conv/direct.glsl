@@ -16,7 +16,7 @@
 // Push aux0, aux1: staged rows and row pitch of one plane; aux2: tiles along x.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
-#include "ml/conv/geometry.glsl"
+#include "ml/conv/forward_io.glsl"
 
 // OB (output channels per plane) is fixed by the including variant file
 // (direct_ob<OB>.comp defines OA_OB) so the register arrays unroll.
@@ -30,12 +30,6 @@ const uint TH = 4u * 128u / (TW * TP);
 const uint PLANE = TH * TW;    // outputs per plane
 layout(constant_id = 3) const uint TILE_CAP = 2048;  // floats of staged input (host checks the fit)
 const uint WEIGHT_CAP = 512u;  // floats of staged weights
-
-layout(std430, binding = 0) readonly buffer Src { float src[]; };
-layout(std430, binding = 1) readonly buffer Weight { float wt[]; };
-layout(std430, binding = 2) readonly buffer Bias { float bias[]; };
-layout(std430, binding = 3) writeonly buffer Dst { float dst[]; };
-#include "ml/conv/geometry.push.h"
 
 shared float tile[TILE_CAP];
 shared float ws[WEIGHT_CAP];

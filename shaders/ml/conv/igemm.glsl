@@ -15,7 +15,7 @@
 // invocation accumulates TM x TN outputs in registers.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
-#include "ml/conv/geometry.glsl"
+#include "ml/conv/forward_io.glsl"
 
 // The tile shape is fixed at compile time by the including variant file
 // (igemm_<BM>x<BN>.comp defines OA_BM, OA_BN, OA_TM, OA_TN) so that the
@@ -25,12 +25,6 @@ layout(constant_id = 0) const uint WIDE = 0;
 layout(local_size_x = (OA_BM / OA_TM) * (OA_BN / OA_TN)) in;
 const uint BK = 16;
 const uint BNP = BN + 4;  // padded row of the B tile (keeps 16-byte alignment)
-
-layout(std430, binding = 0) readonly buffer Src { float src[]; };
-layout(std430, binding = 1) readonly buffer Weight { float wt[]; };
-layout(std430, binding = 2) readonly buffer Bias { float bias[]; };
-layout(std430, binding = 3) writeonly buffer Dst { float dst[]; };
-#include "ml/conv/geometry.push.h"
 
 shared float As[BK * BM];
 shared float Bs[BK * BNP];

@@ -12,7 +12,7 @@
 // order. Push aux0: splits; aux1: positions per split (a multiple of RM).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
-#include "ml/conv/geometry.glsl"
+#include "ml/conv/wgrad_io.glsl"
 
 // The tile shape is fixed by the including variant file (wgrad_<BO>x<BKK>.comp
 // defines OA_BO, OA_BKK, OA_TO, OA_TK) so the register tiles unroll.
@@ -20,11 +20,6 @@ const uint BO = OA_BO, BKK = OA_BKK, TO = OA_TO, TK = OA_TK;
 layout(local_size_x = (OA_BO / OA_TO) * (OA_BKK / OA_TK)) in;
 const uint RM = 16u;
 const uint BOP = BO + 1u, BKP = BKK + 1u;  // padded rows: conflict-free column stores
-
-layout(std430, binding = 0) readonly buffer Narrow { float dn[]; };
-layout(std430, binding = 1) readonly buffer Wide { float xw[]; };
-layout(std430, binding = 2) writeonly buffer Out { float dw[]; };
-#include "ml/conv/geometry.push.h"
 
 shared float Ds[RM * BOP];
 shared float As[RM * BKP];

@@ -14,16 +14,11 @@
 // live in shared memory, read uniformly.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
-#include "ml/conv/geometry.glsl"
+#include "ml/conv/wgrad_io.glsl"
 #include "common/reduce.glsl"
 
 layout(local_size_x = 256) in;
 const uint MAXK = OA_MAXK;
-
-layout(std430, binding = 0) readonly buffer Narrow { float dn[]; };
-layout(std430, binding = 1) readonly buffer Wide { float xw[]; };
-layout(std430, binding = 2) writeonly buffer Out { float dw[]; };
-#include "ml/conv/geometry.push.h"
 
 shared uint k_off[MAXK];  // wide channel plane of weight k
 shared int k_dy[MAXK];    // its row offset kh * dh

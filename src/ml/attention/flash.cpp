@@ -581,17 +581,15 @@ std::vector<ComputeDispatch> lower_gemm_backward(const Engine& engine, const Fla
 }
 
 FlashProblem flash_problem(const AttentionGeometry& g, const Matrix& mask) {
-  FlashProblem p;
-  p.bh = g.bh;
-  p.sq = g.sq;
-  p.sk = g.sk;
-  p.dh = g.dh;
-  p.dv = g.dv;
-  p.scale = g.scale;
-  p.causal = g.causal;
-  p.mask_layout = g.mask;
-  p.mask = mask.defined() ? &mask : nullptr;
-  return p;
+  return {.bh = g.bh,
+          .sq = g.sq,
+          .sk = g.sk,
+          .dh = g.dh,
+          .dv = g.dv,
+          .scale = g.scale,
+          .causal = g.causal,
+          .mask_layout = g.mask,
+          .mask = mask.defined() ? &mask : nullptr};
 }
 
 // The flash gradients of one problem (delta a temporary), appended to `dispatches`.

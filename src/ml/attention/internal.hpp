@@ -13,12 +13,7 @@
 namespace oa::ml::attention_detail {
 
 // The declaration of the family's ops (matrix/op_def.hpp).
-using detail::BackwardCall;
-using detail::field;
-using detail::Op;
-using detail::OpCall;
-using detail::OutputSpec;
-using detail::Saves;
+using namespace detail::op_def;
 
 inline constexpr const char* kSdpa = "oa::ml::scaled_dot_product_attention";
 inline constexpr const char* kSoftmax = "oa::ml::softmax_scaled_masked";

@@ -79,7 +79,11 @@ Matrix RNNBase::hidden_gates(std::int64_t k, const Matrix& h) const {
   return linear(h, l.weight_hh.value(), l.bias_hh.value());
 }
 
-Matrix RNNBase::layer_output(std::int64_t k, const std::vector<Matrix>& steps) {
+Matrix RNNBase::run_layer(std::int64_t k, const Matrix& x, const std::function<Matrix(const Matrix& gates_x)>& step) {
+  const std::vector<Matrix> gx = input_gates(k, x);
+  std::vector<Matrix> steps;
+  steps.reserve(gx.size());
+  for (const Matrix& g : gx) steps.push_back(step(g));
   Matrix out = matrix::stack(steps, 0);
   if (k + 1 < options_.num_layers && training() && options_.dropout > 0)
     out = dropout(out, options_.dropout, masks_.next_seed(), true);
@@ -96,19 +100,15 @@ Matrix LSTM::forward(const Matrix& input) { return forward_with_state(input).out
 
 LSTMOutput LSTM::forward_with_state(const Matrix& input, const LSTMState& state) {
   Matrix x = time_major(input);
-  const std::int64_t T = x.shape()[0], B = x.shape()[1];
+  const std::int64_t B = x.shape()[1];
   const std::vector<Matrix> h0 = layer_states(state.h, B, "h0"), c0 = layer_states(state.c, B, "c0");
   std::vector<Matrix> hn, cn;
   for (std::int64_t k = 0; k < options().num_layers; ++k) {
-    const std::vector<Matrix> gx = input_gates(k, x);
     Matrix h = h0[static_cast<std::size_t>(k)], c = c0[static_cast<std::size_t>(k)];
-    std::vector<Matrix> steps;
-    steps.reserve(static_cast<std::size_t>(T));
-    for (std::int64_t t = 0; t < T; ++t) {
-      std::tie(h, c) = lstm_cell(gx[static_cast<std::size_t>(t)], hidden_gates(k, h), c);
-      steps.push_back(h);
-    }
-    x = layer_output(k, steps);
+    x = run_layer(k, x, [&](const Matrix& gx) {
+      std::tie(h, c) = lstm_cell(gx, hidden_gates(k, h), c);
+      return h;
+    });
     hn.push_back(h);
     cn.push_back(c);
   }
@@ -125,19 +125,15 @@ Matrix GRU::forward(const Matrix& input) { return forward_with_state(input).outp
 
 GRUOutput GRU::forward_with_state(const Matrix& input, const Matrix& h0) {
   Matrix x = time_major(input);
-  const std::int64_t T = x.shape()[0], B = x.shape()[1];
+  const std::int64_t B = x.shape()[1];
   const std::vector<Matrix> initial = layer_states(h0, B, "h0");
   std::vector<Matrix> hn;
   for (std::int64_t k = 0; k < options().num_layers; ++k) {
-    const std::vector<Matrix> gx = input_gates(k, x);
     Matrix h = initial[static_cast<std::size_t>(k)];
-    std::vector<Matrix> steps;
-    steps.reserve(static_cast<std::size_t>(T));
-    for (std::int64_t t = 0; t < T; ++t) {
-      h = gru_cell(gx[static_cast<std::size_t>(t)], hidden_gates(k, h), h);
-      steps.push_back(h);
-    }
-    x = layer_output(k, steps);
+    x = run_layer(k, x, [&](const Matrix& gx) {
+      h = gru_cell(gx, hidden_gates(k, h), h);
+      return h;
+    });
     hn.push_back(h);
   }
   return {caller_layout(x), matrix::stack(hn, 0)};

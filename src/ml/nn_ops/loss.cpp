@@ -12,11 +12,7 @@ namespace {
 
 using namespace nn_ops;
 
-using detail::BackwardCall;
-using detail::NoAttributes;
-using detail::OpCall;
-using detail::OutputSpec;
-using detail::Saves;
+using namespace detail::op_def;
 
 // A reduction as traced: "none", "mean" or "sum".
 const char* to_string(Reduction r) { return r == Reduction::None ? "none" : r == Reduction::Mean ? "mean" : "sum"; }

@@ -13,10 +13,7 @@ namespace {
 
 using namespace nn_ops;
 
-using detail::BackwardCall;
-using detail::OpCall;
-using detail::OutputSpec;
-using detail::Saves;
+using namespace detail::op_def;
 
 // layer_norm's and rms_norm's attribute.
 struct EpsAttributes {

@@ -11,11 +11,7 @@ namespace {
 
 using namespace nn_ops;
 
-using detail::BackwardCall;
-using detail::NoAttributes;
-using detail::OpCall;
-using detail::OutputSpec;
-using detail::Saves;
+using namespace detail::op_def;
 
 // A pooling window: [height, width] each, the stride resolved.
 struct PoolAttributes {

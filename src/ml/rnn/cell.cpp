@@ -10,11 +10,7 @@ namespace {
 
 using namespace nn_ops;
 
-using detail::BackwardCall;
-using detail::NoAttributes;
-using detail::OpCall;
-using detail::OutputSpec;
-using detail::Saves;
+using namespace detail::op_def;
 
 // The checks of a cell with `gates` gate blocks: gates_x [B, gates * H],
 // gates_h (when given) of its shape, state [B, H]; every extent nonzero.

@@ -78,6 +78,16 @@ std::uint32_t batch_dispatches(std::uint32_t option) {
   }
   return 64;
 }
+
+// A device object made by `create` from `info`, owned: destroyed with `destroy`.
+// Throws Device naming `what` when the call fails.
+template <class H, class Info>
+vk::Handle<H> create_owned(VkDevice dev, VkResult (*create)(VkDevice, const Info*, const VkAllocationCallbacks*, H*),
+                           void (*destroy)(VkDevice, H, const VkAllocationCallbacks*), const Info& info, const char* what) {
+  H h;
+  vk::check(create(dev, &info, nullptr, &h), what);
+  return vk::Handle<H>(h, [dev, destroy](H x) { destroy(dev, x, nullptr); });
+}
 }  // namespace
 
 EngineState::EngineState(EngineOptions opts) : options(std::move(opts)) {
@@ -167,9 +177,7 @@ EngineState::EngineState(EngineOptions opts) : options(std::move(opts)) {
   sti.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
   VkSemaphoreCreateInfo sci{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
   sci.pNext = &sti;
-  VkSemaphore sem;
-  vk::check(vkCreateSemaphore(dev, &sci, nullptr, &sem), "vkCreateSemaphore");
-  timeline = vk::Handle<VkSemaphore>(sem, [dev](VkSemaphore s) { vkDestroySemaphore(dev, s, nullptr); });
+  timeline = create_owned(dev, vkCreateSemaphore, vkDestroySemaphore, sci, "vkCreateSemaphore");
 
   const std::uint64_t limit = options.memory_limit_bytes ? options.memory_limit_bytes : info.device_local_bytes;
   const std::uint64_t max_alloc = info.max_memory_allocation_bytes ? info.max_memory_allocation_bytes : UINT64_MAX;
@@ -264,11 +272,9 @@ Batch& EngineState::batch() {
     VkCommandPoolCreateInfo cpi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
     cpi.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
     cpi.queueFamilyIndex = queue_family;
-    VkCommandPool pool;
-    vk::check(vkCreateCommandPool(dev, &cpi, nullptr, &pool), "vkCreateCommandPool");
-    open->pool = vk::Handle<VkCommandPool>(pool, [dev](VkCommandPool p) { vkDestroyCommandPool(dev, p, nullptr); });
+    open->pool = create_owned(dev, vkCreateCommandPool, vkDestroyCommandPool, cpi, "vkCreateCommandPool");
     VkCommandBufferAllocateInfo cai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-    cai.commandPool = pool;
+    cai.commandPool = open->pool.get();
     cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
     cai.commandBufferCount = 1;
     vk::check(vkAllocateCommandBuffers(dev, &cai, &open->cmd), "vkAllocateCommandBuffers");
@@ -276,9 +282,7 @@ Batch& EngineState::batch() {
       VkQueryPoolCreateInfo qpi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
       qpi.queryType = VK_QUERY_TYPE_TIMESTAMP;
       qpi.queryCount = kQueriesPerBatch;
-      VkQueryPool qp;
-      vk::check(vkCreateQueryPool(dev, &qpi, nullptr, &qp), "vkCreateQueryPool");
-      open->queries = vk::Handle<VkQueryPool>(qp, [dev](VkQueryPool q) { vkDestroyQueryPool(dev, q, nullptr); });
+      open->queries = create_owned(dev, vkCreateQueryPool, vkDestroyQueryPool, qpi, "vkCreateQueryPool");
     }
   }
   Batch& b = *open;
@@ -458,10 +462,8 @@ const Pipeline& EngineState::create_pipeline(std::string_view kernel, std::span<
     VkShaderModuleCreateInfo smi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     smi.codeSize = found->count * 4;
     smi.pCode = found->words;
-    VkShaderModule m;
-    vk::check(vkCreateShaderModule(dev, &smi, nullptr, &m), "vkCreateShaderModule");
     mit = modules
-              .emplace(key.kernel, Module{vk::Handle<VkShaderModule>(m, [dev](VkShaderModule h) { vkDestroyShaderModule(dev, h, nullptr); }),
+              .emplace(key.kernel, Module{create_owned(dev, vkCreateShaderModule, vkDestroyShaderModule, smi, "vkCreateShaderModule"),
                                           reflect({found->words, found->count})})
               .first;
   }
@@ -483,18 +485,15 @@ const Pipeline& EngineState::create_pipeline(std::string_view kernel, std::span<
   dli.flags = p->push_descriptors ? VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR : 0;
   dli.bindingCount = bindings;
   dli.pBindings = lb.data();
-  VkDescriptorSetLayout dsl;
-  vk::check(vkCreateDescriptorSetLayout(dev, &dli, nullptr, &dsl), "vkCreateDescriptorSetLayout");
-  p->set_layout = vk::Handle<VkDescriptorSetLayout>(dsl, [dev](VkDescriptorSetLayout h) { vkDestroyDescriptorSetLayout(dev, h, nullptr); });
+  p->set_layout = create_owned(dev, vkCreateDescriptorSetLayout, vkDestroyDescriptorSetLayout, dli, "vkCreateDescriptorSetLayout");
+  const VkDescriptorSetLayout dsl = p->set_layout.get();
   VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, kPushBytes};
   VkPipelineLayoutCreateInfo pli{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
   pli.setLayoutCount = 1;
   pli.pSetLayouts = &dsl;
   pli.pushConstantRangeCount = 1;
   pli.pPushConstantRanges = &range;
-  VkPipelineLayout pl;
-  vk::check(vkCreatePipelineLayout(dev, &pli, nullptr, &pl), "vkCreatePipelineLayout");
-  p->layout = vk::Handle<VkPipelineLayout>(pl, [dev](VkPipelineLayout h) { vkDestroyPipelineLayout(dev, h, nullptr); });
+  p->layout = create_owned(dev, vkCreatePipelineLayout, vkDestroyPipelineLayout, pli, "vkCreatePipelineLayout");
   std::vector<VkSpecializationMapEntry> entries(spec.size());
   for (std::uint32_t i = 0; i < spec.size(); ++i) entries[i] = {i, i * 4, 4};
   VkSpecializationInfo si{static_cast<std::uint32_t>(entries.size()), entries.data(), spec.size() * 4, spec.data()};
@@ -504,7 +503,7 @@ const Pipeline& EngineState::create_pipeline(std::string_view kernel, std::span<
   cpi.stage.module = mit->second.module;
   cpi.stage.pName = "main";
   cpi.stage.pSpecializationInfo = spec.empty() ? nullptr : &si;
-  cpi.layout = pl;
+  cpi.layout = p->layout.get();
   VkPipeline pipe;
   vk::check(vkCreateComputePipelines(dev, pipeline_cache, 1, &cpi, nullptr, &pipe), "vkCreateComputePipelines");
   p->pipeline = vk::Handle<VkPipeline>(pipe, [dev](VkPipeline h) { vkDestroyPipeline(dev, h, nullptr); });
@@ -522,9 +521,7 @@ VkDescriptorSet EngineState::descriptor_set(Batch& b, const Pipeline& p) {
       dpi.maxSets = kSetsPerPool;
       dpi.poolSizeCount = 1;
       dpi.pPoolSizes = &size;
-      VkDescriptorPool pool;
-      vk::check(vkCreateDescriptorPool(dev, &dpi, nullptr, &pool), "vkCreateDescriptorPool");
-      b.descriptor_pools.emplace_back(pool, [dev](VkDescriptorPool h) { vkDestroyDescriptorPool(dev, h, nullptr); });
+      b.descriptor_pools.push_back(create_owned(dev, vkCreateDescriptorPool, vkDestroyDescriptorPool, dpi, "vkCreateDescriptorPool"));
     }
     VkDescriptorSetLayout layout = p.set_layout;
     VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};

@@ -29,6 +29,7 @@
 // extents and I = input_size, a state not [num_layers, B, H]; and what the
 // ops throw.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -77,9 +78,11 @@ class RNNBase : public Module {
   std::vector<Matrix> input_gates(std::int64_t k, const Matrix& x) const;
   // Layer k's recurrent projection h W_hh^T + b_hh of h [B, H].
   Matrix hidden_gates(std::int64_t k, const Matrix& h) const;
-  // Layer k's outputs (h per step) joined as [T, B, H], with dropout after
-  // every layer but the last in training.
-  Matrix layer_output(std::int64_t k, const std::vector<Matrix>& steps);
+  // Layer k over x [T, B, I_k]: `step` takes each time step's input gates
+  // (input_gates) in order, advances the caller's state by one cell and
+  // returns the new h [B, H]. Returns those h joined as [T, B, H], with
+  // dropout after every layer but the last in training.
+  Matrix run_layer(std::int64_t k, const Matrix& x, const std::function<Matrix(const Matrix& gates_x)>& step);
 
  private:
   struct Layer {

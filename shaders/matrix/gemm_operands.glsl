@@ -1,0 +1,80 @@
+// The operand buffers, their element access and the push constants shared by
+// the GEMM kernels (matrix/gemm.glsl, matrix/gemm_skinny.glsl,
+// matrix/gemm_coopmat.glsl), bound as the host binds them: 0 A, 1 B, 2 C,
+// 3 the bias. A and B are each bound twice, by element (a1, b1) and by quad
+// (a4, b4). The element types:
+// - f32 (the default): every buffer float, a quad a vec4;
+// - OA_GEMM_16: every buffer 32-bit words, A and B f16 or bf16 (dtype code
+//   IN_DT), C and the bias f32 or A's dtype (C_DT, BIAS_DT), a quad four
+//   16-bit elements (uvec2), accessed through matrix/gemm_half_io.glsl;
+// - OA_GEMM_PACKED_AB (matrix/gemm_coopmat.glsl): A and B 16-bit patterns in
+//   uint words, a quad eight halves (uvec4) used as stored; C and the bias f32.
+// OA_A1(i) / OA_B1(i) read element i of A / B as a float, OA_A4(q) / OA_B4(q)
+// quad q as a vec4 (not with OA_GEMM_PACKED_AB); OA_C1, OA_SET_C1 and OA_BIAS
+// read and write C and read the bias by element.
+#ifndef OA_GEMM_OPERANDS_GLSL
+#define OA_GEMM_OPERANDS_GLSL
+
+#if defined(OA_GEMM_16)
+#include "matrix/gemm_half_io.glsl"
+#define OA_GEMM_AB uint
+#define OA_GEMM_AB_QUAD uvec2
+#define OA_GEMM_C uint
+#define OA_A1(i) oa_half_at(a1[(i) >> 1], (i), IN_DT)
+#define OA_A4(q) oa_half_quad(a4[q], IN_DT)
+#define OA_B1(i) oa_half_at(b1[(i) >> 1], (i), IN_DT)
+#define OA_B4(q) oa_half_quad(b4[q], IN_DT)
+#define OA_C1(i) OA_LOAD_ANY(c1, i, C_DT)
+#define OA_SET_C1(i, v) OA_STORE_ANY(c1, i, v, C_DT)
+#define OA_BIAS(i) OA_LOAD_ANY(bias, i, BIAS_DT)
+#else
+#if defined(OA_GEMM_PACKED_AB)
+#define OA_GEMM_AB uint
+#define OA_GEMM_AB_QUAD uvec4
+#else
+#define OA_GEMM_AB float
+#define OA_GEMM_AB_QUAD vec4
+#define OA_A1(i) a1[i]
+#define OA_A4(q) a4[q]
+#define OA_B1(i) b1[i]
+#define OA_B4(q) b4[q]
+#endif
+#define OA_GEMM_C float
+#define OA_C1(i) c1[i]
+#define OA_SET_C1(i, v) c1[i] = v
+#define OA_BIAS(i) bias[i]
+#endif
+
+layout(std430, binding = 0) readonly buffer A1 { OA_GEMM_AB a1[]; };
+layout(std430, binding = 0) readonly buffer A4 { OA_GEMM_AB_QUAD a4[]; };
+layout(std430, binding = 1) readonly buffer B1 { OA_GEMM_AB b1[]; };
+layout(std430, binding = 1) readonly buffer B4 { OA_GEMM_AB_QUAD b4[]; };
+layout(std430, binding = 2) buffer C1 { OA_GEMM_C c1[]; };
+layout(std430, binding = 3) readonly buffer Bias { OA_GEMM_C bias[]; };
+
+#include "matrix/gemm.push.h"
+
+// This workgroup's K range [kbeg, kend) and the bases of A, B and C: batch
+// item OA_GROUP_ID.z / splits, K split s = OA_GROUP_ID.z % splits over
+// [s * kchunk, min(K, (s + 1) * kchunk)), C the item's split-s slice.
+uint kend, abase, bbase, cbase;
+
+// Sets kend, abase, bbase and cbase; returns kbeg.
+uint gemm_split_begin() {
+  const uint z = OA_GROUP_ID.z, item = z / pc.splits, split = z % pc.splits;
+  const uint kbeg = split * pc.kchunk;
+  kend = min(pc.K, kbeg + pc.kchunk);
+  abase = pc.a_off + item * pc.a_stride;
+  bbase = pc.b_off + item * pc.b_stride;
+  cbase = pc.c_off + item * pc.c_stride + split * pc.c_split_stride;
+  return kbeg;
+}
+
+// Element at of C, in column n, from the scaled product r: r (+ beta * C) (+ bias[n]).
+void store_c1(uint at, uint n, float r) {
+  if (pc.beta != 0.0) r += pc.beta * OA_C1(at);
+  if (pc.has_bias != 0u) r += OA_BIAS(pc.bias_off + n);
+  OA_SET_C1(at, r);
+}
+
+#endif
