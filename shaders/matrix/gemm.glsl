@@ -143,7 +143,7 @@ void store_b() { OA_GEMM_STORE_TILE(Bs, rb, LB, TRANS_B, VEC_B, BN, SB) }
 void store_c(uint i, uint g, uint ty, uint tx, vec4 acc) {
   const uint m = m0 + (i / 4u) * RM + ty * 4u + i % 4u, n = n0 + g * RN + tx * 4u;
   if (m >= pc.M || n >= pc.N) return;
-  const uint at = cbase + m * pc.N + n;
+  const uint at = gemm_c_base() + m * pc.N + n;
   vec4 v = pc.alpha * acc;
   if (VEC_C) {
     if (pc.beta != 0.0) v += pc.beta * OA_C4(at >> 2);

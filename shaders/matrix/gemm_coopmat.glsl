@@ -180,17 +180,17 @@ void main() {
       if (DIRECT_C && pc.has_bias == 0u && gm + 16u <= pc.M && gn + 16u <= pc.N) {
         if (pc.beta != 0.0) {
           coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> c;
-          coopMatLoad(c, c1, cbase + gm * pc.N + gn, pc.N, gl_CooperativeMatrixLayoutRowMajor);
+          coopMatLoad(c, c1, gemm_c_base() + gm * pc.N + gn, pc.N, gl_CooperativeMatrixLayoutRowMajor);
           r += c * pc.beta;
         }
-        coopMatStore(r, c1, cbase + gm * pc.N + gn, pc.N, gl_CooperativeMatrixLayoutRowMajor);
+        coopMatStore(r, c1, gemm_c_base() + gm * pc.N + gn, pc.N, gl_CooperativeMatrixLayoutRowMajor);
         continue;
       }
       coopMatStore(r, scratch, sg * 256u, 16u, gl_CooperativeMatrixLayoutRowMajor);
       subgroupBarrier();
       for (uint e = lane; e < 256u; e += SUBGROUP) {
         const uint m = gm + e / 16u, n = gn + e % 16u;
-        if (m < pc.M && n < pc.N) store_c1(cbase + m * pc.N + n, n, scratch[sg * 256u + e]);
+        if (m < pc.M && n < pc.N) store_c1(gemm_c_base() + m * pc.N + n, n, scratch[sg * 256u + e]);
       }
       subgroupBarrier();
     }

@@ -75,7 +75,7 @@ vec4 b_quad(uint n, uint k) {
 // Row i of C at columns n .. n + 3 from the summed products s: alpha * s (+ beta * C) (+ bias).
 void store_row(uint i, uint n, vec4 s) {
   [[unroll]] for (uint c = 0u; c < 4u; ++c)
-    if (n + c < pc.N) store_c1(cbase + i * pc.N + n + c, n + c, pc.alpha * s[c]);
+    if (n + c < pc.N) store_c1(gemm_c_base() + i * pc.N + n + c, n + c, pc.alpha * s[c]);
 }
 
 void main() {
