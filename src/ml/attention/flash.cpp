@@ -479,10 +479,10 @@ std::int64_t block_scores(const std::vector<QueryBlock>& blocks) {
 // Batch-heads per chunk of the GEMM backward: as many as keep one chunk's
 // scores within FlashBackwardGuard::score_bytes() (and the storage-buffer
 // range); 0 when one head's do not.
-std::int64_t gemm_backward_heads(const Engine& engine, const FlashProblem& p) {
-  const std::uint64_t per_head = static_cast<std::uint64_t>(std::max<std::int64_t>(block_scores(query_blocks(p)), 1)) * 4;
+std::int64_t gemm_backward_heads(const Engine& engine, const std::vector<QueryBlock>& blocks, std::int64_t bh) {
+  const std::uint64_t per_head = static_cast<std::uint64_t>(std::max<std::int64_t>(block_scores(blocks), 1)) * 4;
   const std::uint64_t budget = std::min<std::uint64_t>(FlashBackwardGuard::score_bytes(), engine.device().max_storage_buffer_range);
-  return std::min<std::int64_t>(p.bh, static_cast<std::int64_t>(budget / per_head));
+  return std::min<std::int64_t>(bh, static_cast<std::int64_t>(budget / per_head));
 }
 
 // Whether the backward goes through GEMMs. They need each head's rows
@@ -494,8 +494,8 @@ std::int64_t gemm_backward_heads(const Engine& engine, const FlashProblem& p) {
 // Phi-3 d96 1.68x, Llama d128 2.58x, Gemma d256 3.11x; Swin's 49 ran the same.
 constexpr std::int64_t kGemmBackwardMinRows = 64;
 
-bool use_gemm_backward(const Engine& engine, const FlashProblem& p) {
-  if (p.heads != 1 || gemm_backward_heads(engine, p) < 1) return false;
+bool use_gemm_backward(const Engine& engine, const FlashProblem& p, const std::vector<QueryBlock>& blocks) {
+  if (p.heads != 1 || gemm_backward_heads(engine, blocks, p.bh) < 1) return false;
   switch (FlashBackwardGuard::current()) {
     case FlashBackward::Fused:
       return false;
@@ -515,11 +515,11 @@ bool use_gemm_backward(const Engine& engine, const FlashProblem& p) {
 // dv += P^T dO, dq = dS k, dk += dS^T q. The last block sees every key, so
 // it goes first and initialises dk and dv; the earlier ones add to their
 // key prefixes.
-std::vector<ComputeDispatch> lower_gemm_backward(const Engine& engine, const FlashProblem& p, const Matrix& q, const Matrix& k,
-                                                 const Matrix& v, const Matrix& out, const Matrix& stats, const Matrix& grad,
-                                                 const Matrix& grad_lse, const Matrix& dq, const Matrix& dk, const Matrix& dv) {
-  const std::vector<QueryBlock> blocks = query_blocks(p);
-  const std::int64_t per = gemm_backward_heads(engine, p);
+std::vector<ComputeDispatch> lower_gemm_backward(const Engine& engine, const FlashProblem& p, const std::vector<QueryBlock>& blocks,
+                                                 const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& out,
+                                                 const Matrix& stats, const Matrix& grad, const Matrix& grad_lse, const Matrix& dq,
+                                                 const Matrix& dk, const Matrix& dv) {
+  const std::int64_t per = gemm_backward_heads(engine, blocks, p.bh);
   const Matrix scores = detail::allocate(engine, Shape{per, block_scores(blocks)});
   const Matrix grads = detail::allocate(engine, Shape{per, block_scores(blocks)});
   std::vector<ComputeDispatch> ds;
@@ -597,8 +597,8 @@ AttentionGradients flash_gradients(const Engine& engine, const FlashProblem& p, 
                                    const Matrix& out, const Matrix& stats, const Matrix& grad, const Matrix& grad_lse,
                                    std::vector<ComputeDispatch>& dispatches) {
   AttentionGradients g{detail::allocate(engine, q.shape()), detail::allocate(engine, k.shape()), detail::allocate(engine, v.shape())};
-  if (use_gemm_backward(engine, p)) {
-    append(dispatches, lower_gemm_backward(engine, p, q, k, v, out, stats, grad, grad_lse, g.q, g.k, g.v));
+  if (const std::vector<QueryBlock> blocks = query_blocks(p); use_gemm_backward(engine, p, blocks)) {
+    append(dispatches, lower_gemm_backward(engine, p, blocks, q, k, v, out, stats, grad, grad_lse, g.q, g.k, g.v));
     return g;
   }
   Matrix delta = detail::allocate(engine, Shape{p.bh * p.sq});
