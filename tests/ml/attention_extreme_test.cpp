@@ -103,7 +103,7 @@ PathResult run_path(Problem& pr, ml::SdpaBackend backend) {
 void expect_matches_reference(Problem& pr, const AttentionPath& path, const std::string& what, double atol = kAtol,
                               double rtol = kRtol) {
   SCOPED_TRACE(what + " " + path.name);
-  attention_detail::FlashBackwardGuard method(path.backward);
+  const auto lowering = path.guard();
   const PathResult r = run_path(pr, path.backend);
   const auto want = ref::attention(pr.p, to_f64(pr.q), to_f64(pr.k), to_f64(pr.v));
   const auto g = ref::attention_backward(pr.p, to_f64(pr.q), to_f64(pr.k), to_f64(pr.v), to_f64(pr.grad));
@@ -136,7 +136,7 @@ TEST(AttentionHugeMask, BothPathsMatchReference) {
 // (PyTorch's answer); a row of -FLT_MAX and 0 weights only its 0 keys.
 TEST(AttentionHugeMask, LowestFloatRowIsUniform) {
   for (const AttentionPath& path : kAttentionPaths) {
-    attention_detail::FlashBackwardGuard method(path.backward);
+    const auto lowering = path.guard();
     const ml::SdpaBackend backend = path.backend;
     SCOPED_TRACE(path.name);
     Problem pr(1, 2, 3, 4, 2, false, 77);
@@ -195,7 +195,7 @@ TEST(AttentionHugeMask, PartialRowGradients) {
   std::uint64_t seed = 700;
   for (float value : kHugeMasks)
     for (const AttentionPath& path : kAttentionPaths) {
-      attention_detail::FlashBackwardGuard method(path.backward);
+      const auto lowering = path.guard();
       const ml::SdpaBackend backend = path.backend;
       SCOPED_TRACE(std::to_string(value) + (std::string(" ") + path.name));
       const std::int64_t bh = 2, sq = 3, sk = 5, dh = 4;
@@ -244,7 +244,7 @@ TEST(AttentionLargeLogits, BothPathsMatchReference) {
   for (int exponent : {13, 17, 20})  // offsets 8192 .. 3 * 2^20 (about 1e4 .. 3e6)
     for (bool causal : {false, true})
       for (const AttentionPath& path : kAttentionPaths) {
-        attention_detail::FlashBackwardGuard method(path.backward);
+        const auto lowering = path.guard();
         const ml::SdpaBackend backend = path.backend;
         Problem pr = large_logit_problem(exponent, causal, seed += 10);
         SCOPED_TRACE("2^" + std::to_string(exponent) + (causal ? " causal" : "") +
@@ -434,7 +434,7 @@ TEST(AttentionShapes, FourDimensionalWithBroadcastMasks) {
   std::uint32_t seed = 300;
   for (const auto& ms : mask_shapes)
     for (const AttentionPath& path : kAttentionPaths) {
-      attention_detail::FlashBackwardGuard method(path.backward);
+      const auto lowering = path.guard();
       const ml::SdpaBackend backend = path.backend;
       SCOPED_TRACE("mask rank " + std::to_string(ms.size()) + (std::string(" ") + path.name));
       Problem pr(B * H, Sq, Sk, Dh, Dv, true, seed += 10);
