@@ -401,12 +401,13 @@ TEST(AttentionFlash, BackwardMatchesReference) {
 
 // Causal problems past one block of 256 query rows: the GEMM lowerings give
 // each block only the keys its last row sees (Sq > Sk leaves early rows
-// without keys, Sq < Sk shifts the diagonal), with and without masks.
-TEST(AttentionFlash, GemmLoweringsOverCausalBlocks) {
+// without keys, Sq < Sk shifts the diagonal), with and without masks; and
+// rows of more keys than the forward's scores pass holds in registers.
+TEST(AttentionFlash, GemmLoweringsOverCausalBlocksAndLongRows) {
   attention_detail::FlashLoweringGuard guard(FlashLowering::Gemm, FlashLowering::Gemm);
   std::uint32_t seed = 900;
   for (const Case& c : {Case{2, 700, 650, 8, 4, MaskKind::None, true}, Case{1, 1100, 1200, 4, 8, MaskKind::Broadcast, true},
-                        Case{1, 600, 600, 4, 4, MaskKind::PerRow, true}}) {
+                        Case{1, 600, 600, 4, 4, MaskKind::PerRow, true}, Case{1, 66, 2100, 4, 4, MaskKind::PerRow, false}}) {
     Inputs in = make_inputs(c, seed += 10);
     auto f = ml::flash_attention(in.mq, in.mk, in.mv, in.mmask, {}, c.causal);
     const auto want_f = ref::attention(in.problem, to_f64(in.q), to_f64(in.k), to_f64(in.v));
