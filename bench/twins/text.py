@@ -6,7 +6,7 @@ random initial values differ (both use PyTorch's default initialisation).
 Usage: text.py [--input FILE | --fortunes DIR] [--context N] [--layers N]
                [--heads N] [--width N] [--steps N] [--batch-size B]
                [--eval-every N] [--lr X] [--seed S] [--device D]
-               [--init FILE.safetensors] [--out FILE.jsonl]
+               [--init FILE.safetensors] [--out FILE.jsonl] [--profile FILE.json]
 
 What it mirrors (apps/oa/train_text.cpp, apps/oa/models.cpp):
 - data: the --input bytes, or Debian's fortunes concatenated
@@ -31,6 +31,9 @@ FP32 throughout with TF32 off. Writes one JSON line per validation to --out,
 with the keys of oa's metrics.jsonl. --init starts from given weights
 instead (a safetensors file with oa's parameter names, which are this
 model's state_dict keys), to follow oa step by step from the same start.
+--profile FILE.json times the training steps' CUDA kernels and ops as oa train
+text --profile does (torch_common.StepProfile), over the steps after the
+first 3 up to the first validation (at most 50).
 """
 import argparse
 import json
@@ -45,7 +48,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
-from torch_common import TransformerBlock, device_name, fp32_device, read_safetensors, synchronize  # noqa: E402
+from torch_common import StepProfile, TransformerBlock, device_name, fp32_device, read_safetensors, synchronize  # noqa: E402
 
 VOCABULARY = 256
 
@@ -119,6 +122,7 @@ def main():
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--init", help="initial weights (safetensors, oa's parameter names)")
     p.add_argument("--out", help="metrics file (JSON lines)")
+    p.add_argument("--profile", metavar="FILE", help="write the training steps' CUDA time per kernel and op to FILE (JSON)")
     args = p.parse_args()
     for name in ("context", "layers", "heads", "width", "steps", "batch_size", "eval_every"):
         if getattr(args, name) < 1:
@@ -158,7 +162,9 @@ def main():
     t0 = time.perf_counter()
     last_print = t0
     bpc = float("nan")
+    profile = StepProfile(args.profile, args.steps, device)
     for step in range(args.steps):
+        profile.before_step()
         lr = common.warmup_cosine_lr(step, args.lr, args.steps // 20, args.steps, args.lr / 10)
         for group in optimizer.param_groups:
             group["lr"] = lr
@@ -183,6 +189,7 @@ def main():
                 print(f"train text step {done}/{args.steps} loss {value:.4f} {done * tokens_per_step / elapsed:.0f} tok/s "
                       f"elapsed {clock(elapsed)} eta {clock(elapsed / done * (args.steps - done))}", flush=True)
         if (step + 1) % args.eval_every == 0 or last:
+            profile.stop()
             model.eval()
             bpc = validation_bpc(model, validation, args.context, args.batch_size)
             model.train()
