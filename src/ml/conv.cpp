@@ -310,10 +310,50 @@ DirectTile direct_tile(const Relation& r, bool wide, std::int64_t ob, std::int64
   return best;
 }
 
+// shaders/ml/conv/depthwise.comp: 4 consecutive outputs of up to 4 rows per
+// invocation, 128 invocations per workgroup; register capacities mirror the
+// shader. Its rows per invocation shrink until about kDepthwiseFill
+// invocations run (enough to fill a GPU of 132 multiprocessors).
+constexpr std::int64_t kDepthwiseColumns = 4, kDepthwiseMaxRows = 4, kDepthwiseMaxTaps = 64, kDepthwiseMaxSpan = 32;
+constexpr std::int64_t kDepthwiseMaxRowsIn = 64;  // input rows one invocation walks (unrolled code size)
+constexpr std::int64_t kDepthwiseFill = std::int64_t(1) << 18;
+
+// The depthwise kernel's dispatch computing `dst` from `src` where it serves
+// the problem: a depthwise relation (one input and one output channel per
+// group) whose kernel, strides and dilations fit its registers; a gather
+// (wide) only at stride 1, as the convolution of the narrow tensor with the
+// rotated weight and padding (K - 1) * d - p. Sets the kernel, specialization,
+// push constants and workgroups of `d` and returns true where it serves.
+bool lower_depthwise(const Relation& r, bool wide, bool has_bias, ComputeDispatch& d) {
+  if (r.groups != r.cn || r.groups != r.cw) return false;
+  Relation k = r;  // the relation the kernel computes: narrow from wide
+  if (wide) {
+    k.cn = r.cw, k.hn = r.hw, k.wn = r.ww;
+    k.cw = r.cn, k.hw = r.hn, k.ww = r.wn;
+    k.ph = (r.kh - 1) * r.dh - r.ph;
+    k.pw = (r.kw - 1) * r.dw - r.pw;
+    if (r.sh != 1 || r.sw != 1 || k.ph < 0 || k.pw < 0) return false;
+  }
+  const auto rows_in = [&k](std::int64_t out_rows) { return (out_rows - 1) * k.sh + (k.kh - 1) * k.dh + 1; };
+  const std::int64_t span = (kDepthwiseColumns - 1) * k.sw + (k.kw - 1) * k.dw + 1;
+  if (k.kh * k.kw > kDepthwiseMaxTaps || span > kDepthwiseMaxSpan || rows_in(1) > kDepthwiseMaxRowsIn) return false;
+  const std::int64_t strips = (k.wn + kDepthwiseColumns - 1) / kDepthwiseColumns, planes = k.n * k.cn;
+  std::int64_t rows = kDepthwiseMaxRows;
+  const auto invocations = [&](std::int64_t out_rows) { return planes * ((k.hn + out_rows - 1) / out_rows) * strips; };
+  while (rows > 1 && (rows > k.hn || invocations(rows) < kDepthwiseFill || rows_in(rows) > kDepthwiseMaxRowsIn)) rows /= 2;
+  // Invocation indices stay 32-bit.
+  if (invocations(rows) > std::int64_t(std::numeric_limits<std::uint32_t>::max()) - 128) return false;
+  d.kernel = kernels::ml_conv_depthwise;
+  d.specialization = {u32(k.kh), u32(k.kw), u32(k.sh), u32(k.sw), u32(k.dh), u32(k.dw), u32(rows), wide ? 1u : 0u};
+  d.push.set(relation_push(k, has_bias, u32(strips), u32((k.hn + rows - 1) / rows)));
+  d.groups = {detail::groups_for(invocations(rows), 128), 1, 1};
+  return true;
+}
+
 // Computes `dst` (narrow when !wide, wide when wide) from `src` through the
-// weight; adds bias when defined. Grouped convolutions with few output
-// channels per group (depthwise included) use the direct kernel, the rest the
-// implicit GEMM.
+// weight; adds bias when defined. Depthwise problems that fit use the
+// depthwise kernel; other grouped convolutions with few output channels per
+// group the direct kernel, the rest the implicit GEMM.
 std::vector<ComputeDispatch> lower_conv(const Relation& r, bool wide, const Matrix& src, const Matrix& weight, const Matrix& bias,
                                         const Matrix& dst) {
   const std::int64_t cols = wide ? r.cw / r.groups : r.cn / r.groups;
@@ -321,6 +361,7 @@ std::vector<ComputeDispatch> lower_conv(const Relation& r, bool wide, const Matr
   ComputeDispatch d;
   d.bindings = {BufferBinding::read(src.storage()), BufferBinding::read(weight.storage()), bias_binding,
                 BufferBinding::write(dst.storage())};
+  if (lower_depthwise(r, wide, bias.defined(), d)) return {std::move(d)};
   if (r.groups > 1 && cols <= kDirectMaxChannels) {
     const std::int64_t ob = cols == 1 ? 1 : 4;
     const std::int64_t planes = r.n * r.groups * ((cols + ob - 1) / ob);
