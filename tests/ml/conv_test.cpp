@@ -458,6 +458,22 @@ TEST(ConvGrad, LongReductions) {
   }
 }
 
+// Depthwise weight gradients split across workgroups (partial sums added in
+// a second pass), 1-D and 2-D; the input is taken as constant.
+TEST(ConvGrad, DepthwiseLongReductions) {
+  for (const auto& k : {conv1d(3, 2, 2, 3000, 4, params1(1, 3, 1, 2)),
+                        conv2d(2, 3, 3, 61, 62, 3, 3, params({2, 1}, {1, 1}, {1, 2}, 3))}) {
+    SCOPED_TRACE(describe(k));
+    oa::test::gradcheck({oa::test::random_input(act_shape(k, k.c, k.h, k.w), 37, -1, 1, false),
+                         oa::test::random_input(weight_shape(k), 38), oa::test::random_input({k.o}, 39)},
+                        [&](const std::vector<Matrix>& m) { return call(k, m[0], m[1], m[2]); },
+                        [&](const std::vector<std::vector<double>>& v) {
+                          Dims out;
+                          return reference(k, v[0], v[1], v[2], out);
+                        });
+  }
+}
+
 // Depthwise shapes through the depthwise kernel (forward; input gradients
 // at stride 1 as its rotated-weight form), the direct kernel (input gradients
 // and transposed forwards at stride 2: 1 x 512 rows across several tiles,

@@ -1,47 +1,29 @@
 #version 450
-// Direct depthwise convolution: one input and one output channel per group
-// (groups = C), weight [C, 1, KH, KW]; dst is the narrow side [N, C, HN, WN],
-// src the wide side [N, C, HW, WW] (geometry.glsl). Each invocation computes
-// R output rows x V = 4 consecutive columns of one plane (n, c). It walks the
-// input rows its outputs reach, reads each row's window straight from global
-// memory into registers (the caches serve the overlap between neighbours),
-// and adds every tap that meets that row; the plane's KH x KW weights stay in
-// registers. Taps, strides, dilations and R are specialization constants, so
-// the loops unroll into register arithmetic. FLIP = 1 reads the weights
-// rotated by 180 degrees: a stride-1 transposed depthwise convolution (the
-// gather form, also the convolution's input gradient) is this convolution
-// with padding (K - 1) * d - p (conv.cpp forms that relation).
-// Invocation i covers strip i % aux0 of row group (i / aux0) % aux1 of plane
-// i / (aux0 * aux1). Push aux0: strips per row, ceil(WN / V); aux1: row groups
-// per plane, ceil(HN / R).
+// Direct depthwise convolution (depthwise.glsl): dst is the narrow side, src
+// the wide side. Each invocation computes one item, R rows x 4 columns of
+// outputs, adding every tap that meets each wide row it reads; the plane's
+// KH x KW weights stay in registers. FLIP = 1 reads the weights rotated by
+// 180 degrees: a stride-1 transposed depthwise convolution (the gather form,
+// also the convolution's input gradient) is this convolution with padding
+// (K - 1) * d - p (conv.cpp forms that relation). Invocation i computes item
+// i. Push aux0: strips per row, ceil(WN / 4); aux1: row groups per plane,
+// ceil(HN / R).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "ml/conv/forward_io.glsl"
+#define OA_DW_WIDE(i) src[i]
+#include "ml/conv/depthwise.glsl"
 
 layout(std430, binding = 3) writeonly buffer Dst4 { vec4 dst4[]; };
 
 layout(local_size_x = 128) in;
-layout(constant_id = 0) const uint KH = 3;
-layout(constant_id = 1) const uint KW = 3;
-layout(constant_id = 2) const uint SH = 1;
-layout(constant_id = 3) const uint SW = 1;
-layout(constant_id = 4) const uint DH = 1;
-layout(constant_id = 5) const uint DW = 1;
-layout(constant_id = 6) const uint R = 1;  // output rows per invocation
 layout(constant_id = 7) const uint FLIP = 0;
-const uint V = 4u;  // output columns per invocation
-// Register capacities (conv.cpp keeps every problem within them).
-const uint MAX_TAPS = 64u, MAX_SPAN = 32u, MAX_R = 4u;
-const uint SPAN = (V - 1u) * SW + (KW - 1u) * DW + 1u;     // input columns of one strip
-const uint ROWS_IN = (R - 1u) * SH + (KH - 1u) * DH + 1u;  // input rows of one invocation
 
 void main() {
-  const uint i = OA_GROUP_ID.x * 128u + gl_LocalInvocationID.x;
-  const uint strip = i % pc.aux0, rows = i / pc.aux0;
-  const uint plane = rows / pc.aux1;  // n * C + c
+  const uvec3 item = dw_item(OA_GROUP_ID.x * 128u + gl_LocalInvocationID.x, pc.aux0, pc.aux1);
+  const uint ox0 = item.x, oy0 = item.y, plane = item.z;  // plane = n * C + c
   if (plane >= pc.n * pc.cn) return;
   const uint c = plane % pc.cn;
-  const uint oy0 = (rows - plane * pc.aux1) * R, ox0 = strip * V;
 
   float w[MAX_TAPS];
   [[unroll]] for (uint k = 0u; k < KH * KW; ++k) w[k] = wt[c * KH * KW + (FLIP != 0u ? KH * KW - 1u - k : k)];
@@ -49,17 +31,10 @@ void main() {
   [[unroll]] for (uint k = 0u; k < R * V; ++k) acc[k] = 0.0;
 
   const int iy0 = int(oy0 * SH) - int(pc.ph), ix0 = int(ox0 * SW) - int(pc.pw);
-  const uint src_plane = plane * pc.hw * pc.ww;
   [[unroll]] for (uint j = 0u; j < ROWS_IN; ++j) {
-    const int iy = iy0 + int(j);
-    if (iy < 0 || iy >= int(pc.hw)) continue;  // a padding row adds nothing
-    const uint row = src_plane + uint(iy) * pc.ww;
     float x[MAX_SPAN];
-    [[unroll]] for (uint e = 0u; e < SPAN; ++e) {
-      const int ix = ix0 + int(e);
-      x[e] = ix >= 0 && ix < int(pc.ww) ? src[row + uint(ix)] : 0.0;
-    }
-    // Output row r meets this input row through kernel row kh where r * SH + kh * DH = j.
+    dw_window(plane * pc.hw * pc.ww, iy0 + int(j), ix0, x);
+    // Output row r meets wide row j through kernel row kh where r * SH + kh * DH = j.
     [[unroll]] for (uint r = 0u; r < R; ++r) {
       [[unroll]] for (uint kh = 0u; kh < KH; ++kh) {
         if (r * SH + kh * DH != j) continue;
