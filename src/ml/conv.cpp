@@ -312,8 +312,9 @@ DirectTile direct_tile(const Relation& r, bool wide, std::int64_t ob, std::int64
 
 // The depthwise kernels (shaders/ml/conv/depthwise.glsl): items of 4
 // consecutive narrow columns of up to 4 rows; register capacities mirror the
-// shader. Rows per item shrink until about kDepthwiseFill items remain
-// (enough invocations to fill a GPU of 132 multiprocessors).
+// shader. The forward takes one item per invocation, so its rows per item
+// shrink until about kDepthwiseFill items remain (enough invocations to fill
+// a GPU of 132 multiprocessors).
 constexpr std::int64_t kDepthwiseColumns = 4, kDepthwiseMaxRows = 4, kDepthwiseMaxTaps = 64, kDepthwiseMaxSpan = 32;
 constexpr std::int64_t kDepthwiseMaxRowsIn = 64;  // wide rows one item walks (unrolled code size)
 constexpr std::int64_t kDepthwiseFill = std::int64_t(1) << 18;
@@ -327,8 +328,8 @@ struct DepthwiseTiling {
 
 // The tiling of relation k (narrow from wide) where it is depthwise (one input
 // and one output channel per group) and its kernel, strides and dilations fit
-// the registers.
-DepthwiseTiling depthwise_tiling(const Relation& k) {
+// the registers: the most rows per item that leave at least `fill` items.
+DepthwiseTiling depthwise_tiling(const Relation& k, std::int64_t fill) {
   if (k.groups != k.cn || k.groups != k.cw) return {};
   const auto rows_in = [&k](std::int64_t rows) { return (rows - 1) * k.sh + (k.kh - 1) * k.dh + 1; };
   const std::int64_t span = (kDepthwiseColumns - 1) * k.sw + (k.kw - 1) * k.dw + 1;
@@ -337,7 +338,7 @@ DepthwiseTiling depthwise_tiling(const Relation& k) {
     return DepthwiseTiling{rows, (k.wn + kDepthwiseColumns - 1) / kDepthwiseColumns, (k.hn + rows - 1) / rows};
   };
   std::int64_t rows = kDepthwiseMaxRows;
-  while (rows > 1 && (rows > k.hn || k.n * k.cn * tiling(rows).items() < kDepthwiseFill || rows_in(rows) > kDepthwiseMaxRowsIn))
+  while (rows > 1 && (rows > k.hn || k.n * k.cn * tiling(rows).items() < fill || rows_in(rows) > kDepthwiseMaxRowsIn))
     rows /= 2;
   // Item indices stay 32-bit.
   if (k.n * k.cn * tiling(rows).items() > std::int64_t(std::numeric_limits<std::uint32_t>::max()) - 128) return {};
@@ -364,7 +365,7 @@ bool lower_depthwise(const Relation& r, bool wide, bool has_bias, ComputeDispatc
     k.pw = (r.kw - 1) * r.dw - r.pw;
     if (r.sh != 1 || r.sw != 1 || k.ph < 0 || k.pw < 0) return false;
   }
-  const DepthwiseTiling t = depthwise_tiling(k);
+  const DepthwiseTiling t = depthwise_tiling(k, kDepthwiseFill);
   if (t.rows == 0) return false;
   d.kernel = kernels::ml_conv_depthwise;
   d.specialization = depthwise_specialization(k, t);
@@ -449,10 +450,11 @@ Matrix weight_grad_target(const Matrix& dw, std::int64_t splits, std::int64_t co
 // dW of a depthwise relation through ml/conv/depthwise_wgrad where
 // depthwise_tiling serves it: one workgroup per channel and split, about 2048
 // workgroups in all (16 per multiprocessor of a large GPU), each split at
-// least 256 items. Returns false where it does not serve.
+// least 256 items; items of the most rows (the splits give the parallelism).
+// Returns false where it does not serve.
 bool lower_depthwise_weight_grad(const Relation& r, const Matrix& narrow, const Matrix& wide, const Matrix& dw, const char* op,
                                  std::vector<ComputeDispatch>& out, std::vector<Matrix>& scratch) {
-  const DepthwiseTiling t = depthwise_tiling(r);
+  const DepthwiseTiling t = depthwise_tiling(r, 0);
   if (t.rows == 0) return false;
   const std::int64_t items = r.n * t.items(), count = r.weight_count();
   std::int64_t splits = split_count(r.cn, items, 256, 2048);
