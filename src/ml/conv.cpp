@@ -350,27 +350,34 @@ decltype(ComputeDispatch::specialization) depthwise_specialization(const Relatio
   return {u32(k.kh), u32(k.kw), u32(k.sh), u32(k.sw), u32(k.dh), u32(k.dw), u32(t.rows)};
 }
 
-// ml/conv/depthwise computing `dst` from `src` where it serves the problem:
-// a convolution (narrow from wide) that depthwise_tiling accepts, or a gather
-// (wide from narrow) at stride 1 as the convolution of the narrow tensor with
-// the rotated weight and padding (K - 1) * d - p. Sets the kernel,
-// specialization, push constants and workgroups of `d` and returns true where
-// it serves.
+// ml/conv/depthwise computing `dst` from `src` where it serves the problem
+// (see the shader's forms): a convolution (narrow from wide) that
+// depthwise_tiling accepts; a gather (wide from narrow) at stride 1 as the
+// convolution of the narrow tensor with the rotated weight and padding
+// (K - 1) * d - p, at strides 2 and 4 (dividing the 4 columns of an item)
+// as a gather. Sets the kernel, specialization, push constants and
+// workgroups of `d` and returns true where it serves.
 bool lower_depthwise(const Relation& r, bool wide, bool has_bias, ComputeDispatch& d) {
-  Relation k = r;  // the relation the kernel computes: narrow from wide
+  // Tiled as a stride-1 convolution of dst (narrow) from src (wide); for the
+  // strided gather only dst's extents and the stride-1 window bounds count.
+  Relation k = r;
   if (wide) {
     k.cn = r.cw, k.hn = r.hw, k.wn = r.ww;
     k.cw = r.cn, k.hw = r.hn, k.ww = r.wn;
     k.ph = (r.kh - 1) * r.dh - r.ph;
     k.pw = (r.kw - 1) * r.dw - r.pw;
-    if (r.sh != 1 || r.sw != 1 || k.ph < 0 || k.pw < 0) return false;
+    k.sh = k.sw = 1;
   }
+  const bool rotated = wide && r.sh == 1 && r.sw == 1 && k.ph >= 0 && k.pw >= 0;
+  const bool strided = wide && !rotated && kDepthwiseColumns % r.sw == 0;
+  if (wide && !rotated && !strided) return false;
   const DepthwiseTiling t = depthwise_tiling(k, kDepthwiseFill);
   if (t.rows == 0) return false;
   d.kernel = kernels::ml_conv_depthwise;
-  d.specialization = depthwise_specialization(k, t);
-  d.specialization.push_back(wide ? 1u : 0u);  // FLIP
-  d.push.set(relation_push(k, has_bias, u32(t.strips), u32(t.row_groups)));
+  d.specialization = depthwise_specialization(strided ? r : k, t);
+  d.specialization.push_back(strided ? 2u : rotated ? 1u : 0u);  // FORM
+  d.specialization.push_back(u32(r.pw % r.sw));                  // PW_RES
+  d.push.set(relation_push(strided ? r : k, has_bias, u32(t.strips), u32(t.row_groups)));
   d.groups = {detail::groups_for(k.n * k.cn * t.items(), 128), 1, 1};
   return true;
 }

@@ -219,6 +219,20 @@ TEST(ConvForward, DepthwiseMatchesReference) {
     check_forward(k);
 }
 
+// Grouped convolutions with few channels per group that are not depthwise
+// (two input channels per group, or two output channels per input channel)
+// reach each tile of the direct kernel: 1 x 512 rows across several tiles,
+// several planes per workgroup for small images, the larger staging of
+// strided images; gathers included.
+TEST(ConvForward, FewChannelsPerGroupDirectTiles) {
+  for (const auto& k : {conv1d(1, 4, 2, 1100, 3, params1(1, 1, 1, 2)), conv1d(2, 2, 4, 700, 5, params1(2, 2, 2, 2), false),
+                        conv2d(2, 4, 4, 7, 7, 3, 3, params({1, 1}, {1, 1}, {1, 1}, 2)),
+                        conv2d(1, 3, 6, 40, 38, 3, 3, params({2, 2}, {1, 1}, {1, 1}, 3)),
+                        tconv1d(1, 2, 4, 600, 3, params1(2, 1, 1, 2, 1)),
+                        tconv2d(1, 4, 2, 9, 20, 3, 3, params({2, 2}, {1, 1}, {1, 1}, 2, {1, 1}))})
+    check_forward(k);
+}
+
 // Problems large enough that each invocation of the depthwise kernel takes
 // 4 and 2 output rows (smaller ones take one row to fill the GPU).
 TEST(ConvForward, DepthwiseRowsPerInvocation) {
@@ -474,13 +488,12 @@ TEST(ConvGrad, DepthwiseLongReductions) {
   }
 }
 
-// Depthwise shapes through the depthwise kernel (forward; input gradients
-// at stride 1 as its rotated-weight form), the direct kernel (input gradients
-// and transposed forwards at stride 2: 1 x 512 rows across several tiles,
-// the larger staging of strided images) and both per-channel weight-gradient
-// variants (K <= 16, and 5 x 5 / 7 x 7 taps): forward, input and weight
-// gradients; kernels 3-7, strides 1-2, dilations, paddings, batch 1-3,
-// transposed included.
+// Depthwise shapes through each form of the depthwise kernel (convolution;
+// stride-1 gathers as the rotated-weight convolution; gathers at strides 2
+// and 4 and where the padding exceeds the kernel) and the direct kernel
+// (gathers at stride 3), and the depthwise weight gradient: forward, input
+// and weight gradients; kernels 1-7, strides 1-4, dilations, paddings,
+// batch 1-3, transposed included.
 TEST(ConvGrad, DepthwiseTiles) {
   for (const auto& k : {conv1d(1, 2, 2, 1026, 3, params1(1, 0, 1, 2)), conv1d(1, 4, 4, 1100, 3, params1(1, 1, 1, 4)), conv1d(1, 4, 4, 1030, 4, params1(2, 3, 1, 4), false),
                         conv1d(1, 3, 3, 700, 5, params1(1, 4, 2, 3)), conv1d(1, 4, 4, 600, 7, params1(2, 3, 3, 4)),
@@ -491,7 +504,11 @@ TEST(ConvGrad, DepthwiseTiles) {
                         conv2d(1, 3, 3, 40, 38, 3, 3, params({2, 2}, {1, 1}, {1, 1}, 3)),
                         conv2d(1, 2, 2, 20, 70, 3, 3, params({1, 1}, {1, 1}, {2, 1}, 2), false),
                         conv2d(3, 2, 2, 6, 9, 4, 2, params({1, 1}, {2, 0}, {1, 3}, 2)),
-                        conv1d(2, 3, 3, 11, 1, params1(1, 0, 1, 3))})
+                        conv1d(2, 3, 3, 11, 1, params1(1, 0, 1, 3)),
+                        conv2d(1, 2, 2, 5, 6, 2, 2, params({1, 1}, {2, 1}, {1, 1}, 2)),
+                        conv2d(2, 3, 3, 13, 11, 3, 3, params({3, 2}, {1, 2}, {1, 2}, 3)),
+                        tconv1d(1, 3, 3, 9, 5, params1(4, 1, 1, 3, 2)),
+                        conv1d(1, 2, 2, 30, 3, params1(3, 1, 1, 2))})
     check_gradients(k);
 }
 

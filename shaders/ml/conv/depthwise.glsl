@@ -8,8 +8,8 @@
 // are read one at a time, each row's window straight from global memory into
 // registers (the caches serve the overlap between neighbours). Taps,
 // strides, dilations and R are specialization constants, so the loops unroll
-// into register arithmetic. The includer defines OA_DW_WIDE(i), the wide
-// tensor's element i, before including this file.
+// into register arithmetic. The includer defines OA_DW_SRC(i), element i of
+// the tensor it reads rows from, before including this file.
 #extension GL_EXT_control_flow_attributes : require
 
 layout(constant_id = 0) const uint KH = 3;
@@ -33,14 +33,16 @@ uvec3 dw_item(uint i, uint strips, uint groups) {
   return uvec3(strip * V, (rows - plane * groups) * R, plane);
 }
 
-// The wide row `iy` of the plane starting at `plane_base`, columns ix0 +
-// e (e < SPAN), zero outside the tensor (padding).
-void dw_window(uint plane_base, int iy, int ix0, out float x[MAX_SPAN]) {
-  const bool row_in = iy >= 0 && iy < int(pc.hw);
-  const uint row = plane_base + uint(max(iy, 0)) * pc.ww;
-  [[unroll]] for (uint e = 0u; e < SPAN; ++e) {
+// Row `iy` of an h x w plane starting at `plane_base` of the tensor that
+// OA_DW_SRC reads, columns ix0 + e (e < span), zero outside the plane
+// (padding). The wide tensor (h = HW, w = WW, span = SPAN) but for
+// depthwise.comp's strided gather.
+void dw_window(uint plane_base, int iy, int ix0, uint h, uint w, uint span, out float x[MAX_SPAN]) {
+  const bool row_in = iy >= 0 && iy < int(h);
+  const uint row = plane_base + uint(max(iy, 0)) * w;
+  [[unroll]] for (uint e = 0u; e < span; ++e) {
     const int ix = ix0 + int(e);
-    x[e] = row_in && ix >= 0 && ix < int(pc.ww) ? OA_DW_WIDE(row + uint(ix)) : 0.0;
+    x[e] = row_in && ix >= 0 && ix < int(w) ? OA_DW_SRC(row + uint(ix)) : 0.0;
   }
 }
 

@@ -13,7 +13,7 @@
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "ml/conv/wgrad_io.glsl"
-#define OA_DW_WIDE(i) xw[i]
+#define OA_DW_SRC(i) xw[i]
 #include "ml/conv/depthwise.glsl"
 #include "common/reduce.glsl"
 
@@ -39,7 +39,7 @@ void main() {
     const int iy0 = int(oy0 * SH) - int(pc.ph), ix0 = int(ox0 * SW) - int(pc.pw);
     [[unroll]] for (uint j = 0u; j < ROWS_IN; ++j) {
       float x[MAX_SPAN];
-      dw_window(plane * pc.hw * pc.ww, iy0 + int(j), ix0, x);
+      dw_window(plane * pc.hw * pc.ww, iy0 + int(j), ix0, pc.hw, pc.ww, SPAN, x);
       // Narrow row r meets wide row j through kernel row kh where r * SH + kh * DH = j.
       [[unroll]] for (uint r = 0u; r < R; ++r) {
         [[unroll]] for (uint kh = 0u; kh < KH; ++kh) {
