@@ -376,7 +376,7 @@ bool lower_depthwise(const Relation& r, bool wide, bool has_bias, ComputeDispatc
   d.kernel = kernels::ml_conv_depthwise;
   d.specialization = depthwise_specialization(strided ? r : k, t);
   d.specialization.push_back(strided ? 2u : rotated ? 1u : 0u);  // FORM
-  d.specialization.push_back(u32(r.pw % r.sw));                  // PW_RES
+  d.specialization.push_back(strided ? u32(r.pw % r.sw) : 0u);   // PW_RES (one pipeline for the other forms)
   d.push.set(relation_push(strided ? r : k, has_bias, u32(t.strips), u32(t.row_groups)));
   d.groups = {detail::groups_for(k.n * k.cn * t.items(), 128), 1, 1};
   return true;
