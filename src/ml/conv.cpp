@@ -310,10 +310,82 @@ DirectTile direct_tile(const Relation& r, bool wide, std::int64_t ob, std::int64
   return best;
 }
 
+// The depthwise kernels (shaders/ml/conv/depthwise.glsl): items of 4
+// consecutive narrow columns of up to 4 rows; register capacities mirror the
+// shader. The forward takes one item per invocation, so its rows per item
+// shrink until about kDepthwiseFill items remain (enough invocations to fill
+// a GPU of 132 multiprocessors).
+constexpr std::int64_t kDepthwiseColumns = 4, kDepthwiseMaxRows = 4, kDepthwiseMaxTaps = 64, kDepthwiseMaxSpan = 32;
+constexpr std::int64_t kDepthwiseMaxRowsIn = 64;  // wide rows one item walks (unrolled code size)
+constexpr std::int64_t kDepthwiseFill = std::int64_t(1) << 18;
+
+// How the depthwise kernels tile a relation: rows per item (0 where they do
+// not serve it), strips per row and row groups per plane.
+struct DepthwiseTiling {
+  std::int64_t rows = 0, strips = 0, row_groups = 0;
+  std::int64_t items() const { return strips * row_groups; }  // per plane
+};
+
+// The tiling of relation k (narrow from wide) where it is depthwise (one input
+// and one output channel per group) and its kernel, strides and dilations fit
+// the registers: the most rows per item that leave at least `fill` items.
+DepthwiseTiling depthwise_tiling(const Relation& k, std::int64_t fill) {
+  if (k.groups != k.cn || k.groups != k.cw) return {};
+  const auto rows_in = [&k](std::int64_t rows) { return (rows - 1) * k.sh + (k.kh - 1) * k.dh + 1; };
+  const std::int64_t span = (kDepthwiseColumns - 1) * k.sw + (k.kw - 1) * k.dw + 1;
+  if (k.kh * k.kw > kDepthwiseMaxTaps || span > kDepthwiseMaxSpan || rows_in(1) > kDepthwiseMaxRowsIn) return {};
+  const auto tiling = [&k](std::int64_t rows) {
+    return DepthwiseTiling{rows, (k.wn + kDepthwiseColumns - 1) / kDepthwiseColumns, (k.hn + rows - 1) / rows};
+  };
+  std::int64_t rows = kDepthwiseMaxRows;
+  while (rows > 1 && (rows > k.hn || k.n * k.cn * tiling(rows).items() < fill || rows_in(rows) > kDepthwiseMaxRowsIn))
+    rows /= 2;
+  // Item indices stay 32-bit.
+  if (k.n * k.cn * tiling(rows).items() > std::int64_t(std::numeric_limits<std::uint32_t>::max()) - 128) return {};
+  return tiling(rows);
+}
+
+// Specialization constants 0-6 of the depthwise kernels.
+decltype(ComputeDispatch::specialization) depthwise_specialization(const Relation& k, const DepthwiseTiling& t) {
+  return {u32(k.kh), u32(k.kw), u32(k.sh), u32(k.sw), u32(k.dh), u32(k.dw), u32(t.rows)};
+}
+
+// ml/conv/depthwise computing `dst` from `src` where it serves the problem
+// (see the shader's forms): a convolution (narrow from wide) that
+// depthwise_tiling accepts; a gather (wide from narrow) at stride 1 as the
+// convolution of the narrow tensor with the rotated weight and padding
+// (K - 1) * d - p, at strides 2 and 4 (dividing the 4 columns of an item)
+// as a gather. Sets the kernel, specialization, push constants and
+// workgroups of `d` and returns true where it serves.
+bool lower_depthwise(const Relation& r, bool wide, bool has_bias, ComputeDispatch& d) {
+  // Tiled as a stride-1 convolution of dst (narrow) from src (wide); for the
+  // strided gather only dst's extents and the stride-1 window bounds count.
+  Relation k = r;
+  if (wide) {
+    k.cn = r.cw, k.hn = r.hw, k.wn = r.ww;
+    k.cw = r.cn, k.hw = r.hn, k.ww = r.wn;
+    k.ph = (r.kh - 1) * r.dh - r.ph;
+    k.pw = (r.kw - 1) * r.dw - r.pw;
+    k.sh = k.sw = 1;
+  }
+  const bool rotated = wide && r.sh == 1 && r.sw == 1 && k.ph >= 0 && k.pw >= 0;
+  const bool strided = wide && !rotated && kDepthwiseColumns % r.sw == 0;
+  if (wide && !rotated && !strided) return false;
+  const DepthwiseTiling t = depthwise_tiling(k, kDepthwiseFill);
+  if (t.rows == 0) return false;
+  d.kernel = kernels::ml_conv_depthwise;
+  d.specialization = depthwise_specialization(strided ? r : k, t);
+  d.specialization.push_back(strided ? 2u : rotated ? 1u : 0u);  // FORM
+  d.specialization.push_back(strided ? u32(r.pw % r.sw) : 0u);   // PW_RES (one pipeline for the other forms)
+  d.push.set(relation_push(strided ? r : k, has_bias, u32(t.strips), u32(t.row_groups)));
+  d.groups = {detail::groups_for(k.n * k.cn * t.items(), 128), 1, 1};
+  return true;
+}
+
 // Computes `dst` (narrow when !wide, wide when wide) from `src` through the
-// weight; adds bias when defined. Grouped convolutions with few output
-// channels per group (depthwise included) use the direct kernel, the rest the
-// implicit GEMM.
+// weight; adds bias when defined. Depthwise problems that fit use the
+// depthwise kernel; other grouped convolutions with few output channels per
+// group the direct kernel, the rest the implicit GEMM.
 std::vector<ComputeDispatch> lower_conv(const Relation& r, bool wide, const Matrix& src, const Matrix& weight, const Matrix& bias,
                                         const Matrix& dst) {
   const std::int64_t cols = wide ? r.cw / r.groups : r.cn / r.groups;
@@ -321,6 +393,7 @@ std::vector<ComputeDispatch> lower_conv(const Relation& r, bool wide, const Matr
   ComputeDispatch d;
   d.bindings = {BufferBinding::read(src.storage()), BufferBinding::read(weight.storage()), bias_binding,
                 BufferBinding::write(dst.storage())};
+  if (lower_depthwise(r, wide, bias.defined(), d)) return {std::move(d)};
   if (r.groups > 1 && cols <= kDirectMaxChannels) {
     const std::int64_t ob = cols == 1 ? 1 : 4;
     const std::int64_t planes = r.n * r.groups * ((cols + ob - 1) / ob);
@@ -371,13 +444,51 @@ ComputeDispatch lower_reduce(const Matrix& partials, std::int64_t splits, std::i
   return d;
 }
 
+// Allocates the partial sums of `splits` splits of a weight gradient of
+// `count` floats (scratch), or returns dw itself for one split.
+Matrix weight_grad_target(const Matrix& dw, std::int64_t splits, std::int64_t count, const char* op,
+                          std::vector<Matrix>& scratch) {
+  if (splits == 1) return dw;
+  detail::shader_u32(splits * count, "weight-gradient partial sums", op);
+  scratch.push_back(detail::allocate(dw.engine(), Shape{splits, count}));
+  return scratch.back();
+}
+
+// dW of a depthwise relation through ml/conv/depthwise_wgrad where
+// depthwise_tiling serves it: one workgroup per channel and split, about 2048
+// workgroups in all (16 per multiprocessor of a large GPU), each split at
+// least 256 items; items of the most rows (the splits give the parallelism).
+// Returns false where it does not serve.
+bool lower_depthwise_weight_grad(const Relation& r, const Matrix& narrow, const Matrix& wide, const Matrix& dw, const char* op,
+                                 std::vector<ComputeDispatch>& out, std::vector<Matrix>& scratch) {
+  const DepthwiseTiling t = depthwise_tiling(r, 0);
+  if (t.rows == 0) return false;
+  const std::int64_t items = r.n * t.items(), count = r.weight_count();
+  std::int64_t splits = split_count(r.cn, items, 256, 2048);
+  const std::int64_t per_split = (items + splits - 1) / splits;
+  splits = (items + per_split - 1) / per_split;
+  const Matrix target = weight_grad_target(dw, splits, count, op, scratch);
+  ComputeDispatch d;
+  d.kernel = kernels::ml_conv_depthwise_wgrad;
+  d.bindings = {BufferBinding::read(narrow.storage()), BufferBinding::read(wide.storage()), BufferBinding::write(target.storage())};
+  d.specialization = depthwise_specialization(r, t);
+  d.push.set(relation_push(r, false, u32(t.strips), u32(t.row_groups), u32(per_split)));
+  d.groups = {static_cast<std::uint64_t>(splits), static_cast<std::uint64_t>(r.cn), 1};
+  out.push_back(std::move(d));
+  if (splits > 1) out.push_back(lower_reduce(target, splits, count, dw));
+  return true;
+}
+
 // dW (shape of the weight) from the narrow tensor (the convolution's output
-// gradient or the transposed convolution's input) and the wide tensor. Few
-// weights per output channel (depthwise, small groups) use a per-channel
-// reduction, the rest a tiled GEMM; both split long position ranges into
-// partial sums that a second pass adds in a fixed order.
+// gradient or the transposed convolution's input) and the wide tensor.
+// Depthwise relations that fit its registers use the depthwise kernel; other
+// few weights per output channel (small groups, depthwise with wide strides
+// or dilations) a per-channel reduction, the rest a tiled GEMM; all split
+// long position ranges into partial sums that a second pass adds in a fixed
+// order.
 void lower_weight_grad(const Relation& r, const Matrix& narrow, const Matrix& wide, const Matrix& dw, const char* op,
                        std::vector<ComputeDispatch>& out, std::vector<Matrix>& scratch) {
+  if (lower_depthwise_weight_grad(r, narrow, wide, dw, op, out, scratch)) return;
   const std::int64_t cng = r.cn / r.groups, k = (r.cw / r.groups) * r.kh * r.kw;
   const std::int64_t positions = r.n * r.hn * r.wn, count = r.weight_count();
   // Per-channel reduction (ml/conv/wgrad_small<MAXK>): K <= 16 weights, or a
@@ -399,12 +510,7 @@ void lower_weight_grad(const Relation& r, const Matrix& narrow, const Matrix& wi
   std::int64_t chunk = (positions + splits - 1) / splits;
   if (!small) chunk = (chunk + kRm - 1) / kRm * kRm;
   splits = (positions + chunk - 1) / chunk;
-  Matrix target = dw;
-  if (splits > 1) {
-    detail::shader_u32(splits * count, "weight-gradient partial sums", op);
-    target = detail::allocate(dw.engine(), Shape{splits, count});
-    scratch.push_back(target);
-  }
+  const Matrix target = weight_grad_target(dw, splits, count, op, scratch);
   ComputeDispatch d;
   d.bindings = {BufferBinding::read(narrow.storage()), BufferBinding::read(wide.storage()), BufferBinding::write(target.storage())};
   d.push.set(relation_push(r, false, u32(splits), u32(chunk), u32(count)));

@@ -194,6 +194,54 @@ TEST(ConvForward, ConvTranspose1dMatchesReference) {
   for (const auto& k : conv_transpose1d_cases()) check_forward(k);
 }
 
+// Depthwise (groups = channels): the depthwise kernel for every convolution
+// and for stride-1 transposed convolutions. Kernels 1-7, strides 1-2,
+// paddings, dilations, widths a multiple of 4 (vector stores) and not, batch
+// 1 and 3, bias or not; the stride-2 transposed ones take the direct kernel.
+TEST(ConvForward, DepthwiseMatchesReference) {
+  for (const auto& k :
+       {conv1d(3, 5, 5, 19, 1, params1(1, 0, 1, 5)), conv1d(1, 4, 4, 13, 2, params1(2, 1, 1, 4), false),
+        conv1d(3, 6, 6, 21, 3, params1(1, 2, 1, 6)), conv1d(2, 8, 8, 16, 4, params1(1, 3, 1, 8)),
+        conv1d(1, 3, 3, 23, 5, params1(2, 2, 2, 3), false), conv1d(2, 4, 4, 30, 6, params1(1, 5, 3, 4)),
+        conv1d(1, 7, 7, 33, 7, params1(2, 3, 1, 7)), conv2d(3, 3, 3, 8, 8, 1, 1, params({1, 1}, {0, 0}, {1, 1}, 3)),
+        conv2d(1, 4, 4, 9, 11, 2, 2, params({2, 2}, {1, 0}, {1, 1}, 4), false),
+        conv2d(2, 5, 5, 13, 12, 3, 3, params({1, 1}, {1, 1}, {1, 1}, 5)),
+        conv2d(1, 6, 6, 15, 9, 3, 3, params({2, 2}, {1, 1}, {1, 1}, 6)),
+        conv2d(3, 2, 2, 10, 16, 4, 4, params({1, 2}, {2, 1}, {1, 1}, 2), false),
+        conv2d(1, 4, 4, 14, 14, 5, 5, params({1, 1}, {2, 2}, {1, 1}, 4)),
+        conv2d(2, 3, 3, 17, 13, 5, 3, params({2, 1}, {2, 1}, {2, 2}, 3)),
+        conv2d(1, 8, 8, 7, 7, 7, 7, params({1, 1}, {3, 3}, {1, 1}, 8)),
+        conv2d(2, 3, 3, 11, 20, 7, 7, params({1, 1}, {3, 3}, {1, 1}, 3), false),
+        tconv1d(2, 4, 4, 17, 4, params1(1, 2, 1, 4)), tconv1d(1, 3, 3, 12, 3, params1(1, 0, 2, 3), false),
+        tconv2d(1, 5, 5, 9, 10, 3, 3, params({1, 1}, {1, 1}, {1, 1}, 5)),
+        tconv2d(2, 3, 3, 6, 7, 5, 5, params({1, 1}, {2, 0}, {1, 2}, 3), false),
+        tconv2d(1, 4, 4, 5, 6, 3, 3, params({2, 2}, {1, 1}, {1, 1}, 4, {1, 1}))})
+    check_forward(k);
+}
+
+// Grouped convolutions with few channels per group that are not depthwise
+// (two input channels per group, or two output channels per input channel)
+// reach each tile of the direct kernel: 1 x 512 rows across several tiles,
+// several planes per workgroup for small images, the larger staging of
+// strided images; gathers included.
+TEST(ConvForward, FewChannelsPerGroupDirectTiles) {
+  for (const auto& k : {conv1d(1, 4, 2, 1100, 3, params1(1, 1, 1, 2)), conv1d(2, 2, 4, 700, 5, params1(2, 2, 2, 2), false),
+                        conv2d(2, 4, 4, 7, 7, 3, 3, params({1, 1}, {1, 1}, {1, 1}, 2)),
+                        conv2d(1, 3, 6, 40, 38, 3, 3, params({2, 2}, {1, 1}, {1, 1}, 3)),
+                        tconv1d(1, 2, 4, 600, 3, params1(2, 1, 1, 2, 1)),
+                        tconv2d(1, 4, 2, 9, 20, 3, 3, params({2, 2}, {1, 1}, {1, 1}, 2, {1, 1}))})
+    check_forward(k);
+}
+
+// Problems large enough that each invocation of the depthwise kernel takes
+// 4 and 2 output rows (smaller ones take one row to fill the GPU).
+TEST(ConvForward, DepthwiseRowsPerInvocation) {
+  for (const auto& k : {conv2d(2, 32, 32, 256, 256, 3, 3, params({1, 1}, {1, 1}, {1, 1}, 32), false),
+                        conv2d(1, 64, 64, 131, 254, 5, 5, params({1, 1}, {2, 2}, {1, 1}, 64)),
+                        tconv2d(2, 32, 32, 255, 256, 3, 3, params({1, 1}, {1, 1}, {1, 1}, 32))})
+    check_forward(k);
+}
+
 TEST(ConvForward, SeedFormsMatchOptionForms) {
   const Matrix x = Matrix::from_vector({3, 2, 6, 5}, random_values(180, 4));
   const Matrix w = Matrix::from_vector({4, 1, 3, 3}, random_values(36, 5));
@@ -424,12 +472,28 @@ TEST(ConvGrad, LongReductions) {
   }
 }
 
-// Depthwise shapes that reach each tile of the direct kernel (1 x 512 rows
-// across several tiles, several planes per workgroup for small images, the
-// larger staging of strided images) and
-// both per-channel weight-gradient variants (K <= 16, and 5 x 5 / 7 x 7 taps):
-// forward, input and weight gradients; kernels 3-7, strides 1-2, dilations,
-// paddings, transposed included.
+// Depthwise weight gradients split across workgroups (partial sums added in
+// a second pass), 1-D and 2-D; the input is taken as constant.
+TEST(ConvGrad, DepthwiseLongReductions) {
+  for (const auto& k : {conv1d(3, 2, 2, 3000, 4, params1(1, 3, 1, 2)),
+                        conv2d(2, 3, 3, 61, 62, 3, 3, params({2, 1}, {1, 1}, {1, 2}, 3))}) {
+    SCOPED_TRACE(describe(k));
+    oa::test::gradcheck({oa::test::random_input(act_shape(k, k.c, k.h, k.w), 37, -1, 1, false),
+                         oa::test::random_input(weight_shape(k), 38), oa::test::random_input({k.o}, 39)},
+                        [&](const std::vector<Matrix>& m) { return call(k, m[0], m[1], m[2]); },
+                        [&](const std::vector<std::vector<double>>& v) {
+                          Dims out;
+                          return reference(k, v[0], v[1], v[2], out);
+                        });
+  }
+}
+
+// Depthwise shapes through each form of the depthwise kernel (convolution;
+// stride-1 gathers as the rotated-weight convolution; gathers at strides 2
+// and 4 and where the padding exceeds the kernel) and the direct kernel
+// (gathers at stride 3), and the depthwise weight gradient: forward, input
+// and weight gradients; kernels 1-7, strides 1-4, dilations, paddings,
+// batch 1-3, transposed included.
 TEST(ConvGrad, DepthwiseTiles) {
   for (const auto& k : {conv1d(1, 2, 2, 1026, 3, params1(1, 0, 1, 2)), conv1d(1, 4, 4, 1100, 3, params1(1, 1, 1, 4)), conv1d(1, 4, 4, 1030, 4, params1(2, 3, 1, 4), false),
                         conv1d(1, 3, 3, 700, 5, params1(1, 4, 2, 3)), conv1d(1, 4, 4, 600, 7, params1(2, 3, 3, 4)),
@@ -438,7 +502,13 @@ TEST(ConvGrad, DepthwiseTiles) {
                         conv2d(2, 6, 6, 7, 7, 7, 7, params({1, 1}, {3, 3}, {1, 1}, 6)),
                         conv2d(1, 4, 4, 14, 14, 5, 5, params({2, 2}, {2, 2}, {1, 1}, 4)),
                         conv2d(1, 3, 3, 40, 38, 3, 3, params({2, 2}, {1, 1}, {1, 1}, 3)),
-                        conv2d(1, 2, 2, 20, 70, 3, 3, params({1, 1}, {1, 1}, {2, 1}, 2), false)})
+                        conv2d(1, 2, 2, 20, 70, 3, 3, params({1, 1}, {1, 1}, {2, 1}, 2), false),
+                        conv2d(3, 2, 2, 6, 9, 4, 2, params({1, 1}, {2, 0}, {1, 3}, 2)),
+                        conv1d(2, 3, 3, 11, 1, params1(1, 0, 1, 3)),
+                        conv2d(1, 2, 2, 5, 6, 2, 2, params({1, 1}, {2, 1}, {1, 1}, 2)),
+                        conv2d(2, 3, 3, 13, 11, 3, 3, params({3, 2}, {1, 2}, {1, 2}, 3)),
+                        tconv1d(1, 3, 3, 9, 5, params1(4, 1, 1, 3, 2)),
+                        conv1d(1, 2, 2, 30, 3, params1(3, 1, 1, 2))})
     check_gradients(k);
 }
 

@@ -33,12 +33,15 @@
 // Kernels: convolution is an implicit GEMM (output positions x output
 // channels, the input patch gathered into shared memory on the fly), or a
 // direct kernel staging input tiles with their halo when a group has few
-// output channels (depthwise included). Transposed convolution is the adjoint
-// in gather form, one dense GEMM per output stride phase. The input gradient
-// of either op is the other op's kernel applied to the output gradient; the
-// weight gradient is a tiled GEMM-shaped reduction over batch and space (a
-// per-channel reduction for depthwise-sized kernels) and the bias gradient a
-// reduction, both split into partial sums added in a fixed order. Results are
+// output channels. Depthwise problems (groups = input channels = output
+// channels, kernels up to 64 taps) take a depthwise kernel: a few
+// consecutive outputs per invocation from input windows held in registers.
+// Transposed convolution is the adjoint in gather form, one dense GEMM per
+// output stride phase. The input gradient of either op is the other op's
+// kernel applied to the output gradient; the weight gradient is a tiled
+// GEMM-shaped reduction over batch and space (a per-channel reduction for
+// depthwise and depthwise-sized kernels) and the bias gradient a reduction,
+// both split into partial sums added in a fixed order. Results are
 // deterministic: no floating-point atomics.
 #include <array>
 #include <cstdint>
