@@ -6,6 +6,7 @@
 #include "oa/core/shape.hpp"
 #include "oa/dist/communicator.hpp"
 #include "oa/dist/data_parallel.hpp"
+#include "oa/matrix/autocast.hpp"
 #include "oa/matrix/autograd.hpp"
 #include "oa/matrix/cast.hpp"
 #include "oa/matrix/concat.hpp"
