@@ -16,6 +16,7 @@
 #include "oa/matrix/linalg.hpp"
 #include "oa/matrix/matrix.hpp"
 #include "oa/matrix/reduction.hpp"
+#include "oa/ml/amp.hpp"
 #include "oa/ml/attention.hpp"
 #include "oa/ml/checkpoint.hpp"
 #include "oa/ml/conv.hpp"

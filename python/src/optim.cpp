@@ -26,7 +26,7 @@ std::vector<ml::Parameter> parameters_of(const py::iterable& params) {
 // The part both optimizers share, with PyTorch's names.
 template <typename T>
 void bind_common(py::class_<T, optim::Optimizer>& c) {
-  c.def("step", &T::step, "One update of every parameter that has a gradient.")
+  c.def("step", [](T& self) { self.step(); }, "One update of every parameter that has a gradient.")
       .def("zero_grad", &T::zero_grad, "Clears every parameter's gradient.")
       .def_property("lr", &T::lr, &T::set_lr, "The learning rate of the next step.")
       .def_property_readonly("steps", &T::steps, "step() calls so far.")
