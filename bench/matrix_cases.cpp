@@ -1,6 +1,7 @@
 // Matrix-level sweeps: transformer GEMMs (the projections and MLPs of GPT-2
 // and LLaMA, x [M, K] times a weight [N, K] as nn.Linear stores it, M from one
-// decoded token to 16 sequences of 1024), elementwise bandwidth, and the
+// decoded token to 16 sequences of 1024; those of oa train text's small
+// transformer at its defaults), elementwise bandwidth, and the
 // host cost of recording a dispatch (chains of tiny elementwise ops) and of
 // an op call (8 x 8 operands).
 #include "bench.hpp"
@@ -35,6 +36,9 @@ constexpr Gemm kGemms[] = {
     {"gpt2_mlp_down_b16x1024",16384, 3072, 768,  true},
     {"gpt2xl_mlp_up_b4x1024", 4096, 1600, 6400,  true},
     {"llama7b_mlp_up_s4096",  4096, 4096, 11008, false},
+    {"chartext_attn_out_b64x128", 8192, 256, 256, true},   // oa train text's defaults
+    {"chartext_mlp_up_b64x128",   8192, 256, 1024, true},
+    {"chartext_mlp_down_b64x128", 8192, 1024, 256, true},
 };
 // clang-format on
 

@@ -9,6 +9,7 @@
 
 #include "oa/oa.hpp"
 #include "run_dir.hpp"
+#include "step_profile.hpp"
 #include "train.hpp"
 
 namespace {
@@ -98,6 +99,10 @@ int main(int argc, char** argv) {
                    : fmt::format("must be an integer from 0 to {}", std::numeric_limits<std::uint64_t>::max());
       },
       "SEED");
+  const std::string kProfileHelp = fmt::format(
+      "time each op of the training steps on the GPU (leaving out the first {} steps and the evaluations); at the end print the GPU "
+      "ms per step of each op and write them to profile.json in --out (rank 0 under mpirun)",
+      oa_cli::StepProfile::kWarmupSteps);
   auto* train_cmd = app.add_subcommand("train", "Train a model");
   train_cmd->require_subcommand(1);
   oa_cli::TrainImagesArgs images;
@@ -132,6 +137,7 @@ int main(int argc, char** argv) {
       "MPI ranks continues from the next image of the epoch's shuffled order not trained on, sharded over the new ranks, at the "
       "learning rate of that point of the epoch)");
   fmnist->add_flag("--overwrite", images.overwrite, "start afresh over a checkpoint in --out, replacing it")->excludes(images_resume);
+  fmnist->add_flag("--profile", images.profile, kProfileHelp);
 
   oa_cli::TrainTextArgs text;
   auto* text_cmd = train_cmd->add_subcommand("text", "Train a character-level transformer (default: Debian's fortunes)");
@@ -159,9 +165,10 @@ int main(int argc, char** argv) {
                        "under mpirun: MiB of gradients per all-reduce bucket (smaller buckets start during backward sooner)")
       ->check(kPositive);
   text_cmd->add_option("--precision", text.precision, precision_help)->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
-  text_cmd->add_flag("--step-graph", text.step_graph,
+  auto* step_graph = text_cmd->add_flag("--step-graph", text.step_graph,
                      "capture the second step as a StepGraph and replay it after (the same result; pays where recording, "
                      "not the GPU, bounds a step; one process only, not under mpirun)");
+  text_cmd->add_flag("--profile", text.profile, kProfileHelp)->excludes(step_graph);
 
   std::string sample_dir, sample_prompt, sample_device;
   std::int64_t sample_length = 400;

@@ -31,6 +31,7 @@
 #include "plot.hpp"
 #include "progress.hpp"
 #include "run_dir.hpp"
+#include "step_profile.hpp"
 #include "train.hpp"
 #include "training_run.hpp"
 
@@ -185,6 +186,7 @@ int train_images(TrainImagesArgs args) {
   auto state = [&](std::int64_t at_epoch, std::int64_t at_position) {
     return nlohmann::json{{"epoch", at_epoch}, {"position", at_position}, {"train_loss_sum", loss_sum}, {"images_seen", seen}};
   };
+  StepProfile profile(engine, args.profile, run.writer(), args.out, run.total_steps() - global);
   for (; epoch < args.epochs && !run.stop_requested(); ++epoch, position = 0) {
     train_loader.set_epoch(static_cast<std::uint64_t>(epoch), position);
     const std::int64_t batches = train_loader.batches();
@@ -199,6 +201,7 @@ int train_images(TrainImagesArgs args) {
     std::int64_t seen_here = 0, b = 0;
     AllReduceTally all_reduces;
     for (; b < batches && !run.stop_requested(); ++b) {
+      profile.before_step();
       auto batch = train_loader.batch(b);
       optimizer.set_lr(run.lr(epoch * steps + std::min(position / global_batch, steps - 1)));
       Matrix loss;
@@ -241,7 +244,9 @@ int train_images(TrainImagesArgs args) {
     run.require_finite(loss_sum, "loss", global);
     if (b < batches) break;  // Ctrl-C
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    profile.pause();
     const Evaluation ev = evaluate(*model, test_loader, world, precision.dtype());
+    profile.resume();
     run.require_finite(ev.loss, "test loss", global);  // non-finite weights, though the batch losses were finite
     const nlohmann::json row = {{"epoch", epoch + 1},   {"train_loss", loss_sum / static_cast<double>(seen)},
                                 {"test_loss", ev.loss}, {"test_accuracy", ev.accuracy},
@@ -255,6 +260,7 @@ int train_images(TrainImagesArgs args) {
     loss_sum = 0;
     run.save(global, precision.with_scaler(state(epoch + 1, 0)));
   }
+  profile.report();
   if (global < run.total_steps()) return run.stop(global, precision.with_scaler(state(epoch, position)));
   if (!run.writer()) return 0;
   const auto& last = run.history().back();

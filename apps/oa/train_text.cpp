@@ -25,6 +25,7 @@
 #include "plot.hpp"
 #include "progress.hpp"
 #include "run_dir.hpp"
+#include "step_profile.hpp"
 #include "train.hpp"
 #include "training_run.hpp"
 
@@ -144,6 +145,7 @@ int train_text(const TrainTextArgs& args) {
   AllReduceTally all_reduces;
 
   const std::int64_t start = run.first_step();
+  StepProfile profile(engine, args.profile, run.writer(), args.out, args.steps - start);
   std::optional<Progress> progress;
   if (run.writer())
     progress.emplace(start == 0 ? "train text" : fmt::format("train text from step {}", start), args.steps - start, "tok");
@@ -185,6 +187,7 @@ int train_text(const TrainTextArgs& args) {
     return value;
   };
   for (; step < args.steps && !run.stop_requested(); ++step) {
+    profile.before_step();
     optimizer.set_lr(run.lr(step));
     if (step > start) loader.fill(static_cast<std::uint64_t>(step), batch);
     if (!args.step_graph || step == start) {
@@ -200,7 +203,9 @@ int train_text(const TrainTextArgs& args) {
     }
     if ((step + 1) % args.eval_every == 0 || step + 1 == args.steps) {
       if (progress) progress->finish();
+      profile.pause();
       bpc = validation_bpc(*model, split.validation, args.context, args.batch_size, engine, world, precision);
+      profile.resume();
       run.require_finite(bpc, "validation bits per character", step + 1);
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const nlohmann::json row = {{"step", step + 1}, {"train_loss", mean_loss()}, {"validation_bpc", bpc},
@@ -215,8 +220,10 @@ int train_text(const TrainTextArgs& args) {
   }
   if (step < args.steps) {  // Ctrl-C or SIGTERM
     if (progress) progress->finish();
+    profile.report();
     return run.stop(step, precision.with_scaler(nlohmann::json::object()));
   }
+  profile.report();
   return run.finish(fmt::format("validation {:.3f} bits per character after {} steps", bpc, args.steps));
 }
 

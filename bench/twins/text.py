@@ -7,7 +7,7 @@ Usage: text.py [--input FILE | --fortunes DIR] [--context N] [--layers N]
                [--heads N] [--width N] [--steps N] [--batch-size B]
                [--eval-every N] [--lr X] [--seed S] [--device D]
                [--precision fp32|fp16|bf16]
-               [--init FILE.safetensors] [--out FILE.jsonl]
+               [--init FILE.safetensors] [--out FILE.jsonl] [--profile FILE.json]
 
 What it mirrors (apps/oa/train_text.cpp, apps/oa/models.cpp):
 - data: the --input bytes, or Debian's fortunes concatenated
@@ -35,6 +35,9 @@ before clipping); the master weights and AdamW's state stay FP32. Writes one JSO
 with the keys of oa's metrics.jsonl. --init starts from given weights
 instead (a safetensors file with oa's parameter names, which are this
 model's state_dict keys), to follow oa step by step from the same start.
+--profile FILE.json times the training steps' CUDA kernels and ops as oa train
+text --profile does (torch_common.StepProfile), over the steps after the
+first 3 up to the first validation (at most 50).
 """
 import argparse
 import json
@@ -49,8 +52,8 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
-from torch_common import (PRECISIONS, TransformerBlock, autocast, device_name, fp32_device, read_safetensors,  # noqa: E402
-                          synchronize)
+from torch_common import (PRECISIONS, StepProfile, TransformerBlock, autocast, device_name, fp32_device,  # noqa: E402
+                          read_safetensors, synchronize)
 
 VOCABULARY = 256
 
@@ -126,6 +129,7 @@ def main():
     p.add_argument("--precision", choices=PRECISIONS, default="fp32", help="as oa train text --precision")
     p.add_argument("--init", help="initial weights (safetensors, oa's parameter names)")
     p.add_argument("--out", help="metrics file (JSON lines)")
+    p.add_argument("--profile", metavar="FILE", help="write the training steps' CUDA time per kernel and op to FILE (JSON)")
     args = p.parse_args()
     for name in ("context", "layers", "heads", "width", "steps", "batch_size", "eval_every"):
         if getattr(args, name) < 1:
@@ -166,7 +170,9 @@ def main():
     t0 = time.perf_counter()
     last_print = t0
     bpc = float("nan")
+    profile = StepProfile(args.profile, args.steps, device)
     for step in range(args.steps):
+        profile.before_step()
         lr = common.warmup_cosine_lr(step, args.lr, args.steps // 20, args.steps, args.lr / 10)
         for group in optimizer.param_groups:
             group["lr"] = lr
@@ -194,6 +200,7 @@ def main():
                 print(f"train text step {done}/{args.steps} loss {value:.4f} {done * tokens_per_step / elapsed:.0f} tok/s "
                       f"elapsed {clock(elapsed)} eta {clock(elapsed / done * (args.steps - done))}", flush=True)
         if (step + 1) % args.eval_every == 0 or last:
+            profile.stop()
             model.eval()
             bpc = validation_bpc(model, validation, args.context, args.batch_size, args.precision)
             model.train()

@@ -73,6 +73,63 @@ class TransformerBlock(nn.Module):
         return x + self.mlp(self.norm2(x))
 
 
+class StepProfile:
+    """oa train's --profile for a twin: CUDA time per kernel and per op (torch.profiler) over the training steps after
+    the first 3 (fewer in a shorter run), up to the first validation, the end or 50 steps (the profiler's events grow
+    with every step). Call before_step() before each step
+    and stop() before a validation and at the end: the first stop() prints the tables and writes the JSON file `path`
+    {"steps", "after_steps", "gpu_ms_per_step", "kernels": [{"name", "calls", "gpu_ms", "gpu_ms_per_step"}],
+    "ops": [{"name", "calls", "gpu_ms", "gpu_ms_per_step"}]}: kernels by self time (their sum is the GPU time); ops
+    (aten ops, autograd backward nodes, optimizer steps) by the total of their kernels and their children's, so that
+    nested ops overlap."""
+
+    WARMUP_STEPS, MAX_STEPS = 3, 50
+
+    def __init__(self, path, steps, device):
+        self.path, self.device = path, device
+        self.skip = min(self.WARMUP_STEPS, steps - 1)
+        self.seen, self.profiler, self.done = 0, None, False
+
+    def before_step(self):
+        if self.seen == self.skip + self.MAX_STEPS:
+            self.stop()
+        if self.path and self.seen == self.skip and not self.done:
+            synchronize(self.device)
+            self.profiler = torch.profiler.profile(
+                activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA])
+            self.profiler.__enter__()
+        self.seen += 1
+
+    def stop(self):
+        if self.profiler is None or self.done:
+            return
+        synchronize(self.device)
+        self.profiler.__exit__(None, None, None)
+        self.done = True
+        steps = self.seen - self.skip
+        kernels, ops = [], []
+        for e in self.profiler.key_averages():
+            if getattr(e, "is_user_annotation", False):
+                continue  # the GPU range of a record_function (AdamW.step), not a kernel
+            if e.device_type == torch.autograd.DeviceType.CUDA:
+                kernels.append((e.key, e.count, e.self_device_time_total / 1e3))
+            elif e.device_time_total > 0:
+                ops.append((e.key, e.count, e.device_time_total / 1e3))
+        total = sum(k[2] for k in kernels)
+        rows = lambda items: [{"name": n, "calls": c, "gpu_ms": ms, "gpu_ms_per_step": ms / steps}
+                              for n, c, ms in sorted(items, key=lambda x: -x[2])]
+        with open(self.path, "w") as f:
+            json.dump({"steps": steps, "after_steps": self.skip, "gpu_ms_per_step": total / steps,
+                       "kernels": rows(kernels), "ops": rows(ops)}, f, indent=1)
+        print(f"GPU time over {steps} training step(s) after the first {self.skip}, per step ({self.path}): "
+              f"{total / steps:.4f} ms")
+        for title, items in (("kernel", kernels), ("op (with its children)", ops)):
+            print(f"{title[:90]:<90} {'calls/step':>10} {'gpu ms/step':>12}")
+            for r in rows(items)[:40]:
+                print(f"{r['name'][:90]:<90} {r['calls'] / steps:>10.4g} {r['gpu_ms_per_step']:>12.4f}")
+        sys.stdout.flush()
+
+
 def _read_header(path):
     with open(path, "rb") as f:
         blob = f.read()

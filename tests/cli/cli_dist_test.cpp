@@ -2,7 +2,7 @@
 // half the batch each train like one process with the whole batch, rank 0
 // alone prints and writes the run directory, --resume continues on every
 // rank, also with another number of ranks, and a run that fails on its ranks
-// ends the job with the error.
+// ends the job with the error. --profile under MPI is rank 0's alone.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -46,9 +46,12 @@ TEST(DistCli, TwoRanksTrainLikeOneProcessWithTheGlobalBatchAndResumeWithAnyNumbe
   const std::vector<std::string> common = {"train", "fashion-mnist", "--quick", "--data", "data", "--lr", "0.003"};
   const OaRun one = d.oa(common + std::vector<std::string>{"--batch-size", "8", "--out", "one"});
   ASSERT_TRUE(WIFEXITED(one.status) && WEXITSTATUS(one.status) == 0) << one.err;
-  const OaRun two = d.mpirun(2, common + std::vector<std::string>{"--batch-size", "4", "--out", "two", "--bucket-mb", "0.001"});
+  const OaRun two =
+      d.mpirun(2, common + std::vector<std::string>{"--batch-size", "4", "--out", "two", "--bucket-mb", "0.001", "--profile"});
   ASSERT_TRUE(WIFEXITED(two.status) && WEXITSTATUS(two.status) == 0) << two.out << two.err;
   EXPECT_EQ(count(two.out, "epoch 1: train loss"), 1u) << two.out;
+  EXPECT_EQ(count(two.out, "GPU time per op over 2 training step(s)"), 1u) << two.out;  // rank 0's profile only
+  EXPECT_TRUE(fs::exists(d / "two" / "profile.json"));
   EXPECT_EQ(count(two.out, "done: "), 1u) << two.out;
   EXPECT_NE(two.out.find("(2 MPI ranks, each on its own engine)"), std::string::npos) << two.out;
   EXPECT_NE(two.out.find("in batches of 4 per rank (8 per step)"), std::string::npos) << two.out;

@@ -156,6 +156,22 @@ TEST(MatrixGemm, LargeTileForManyBigTiles) {
   expect_gemm(p, a, b, std::vector<float>(batch * m * n, 0.0f), nullptr);
 }
 
+TEST(MatrixGemm, WideTileBetweenLargeAndMedium) {
+  // 64 items of 65 x 130: too few 128x128 tiles, enough 64x128 ones.
+  const std::int64_t batch = 64, m = 65, n = 130, k = 33;
+  const auto a = random_values(batch * m * k, 51), b = random_values(batch * k * n, 52), bias = random_values(n, 53);
+  const Matrix ma = Matrix::from_vector({batch * m * k}, a), mb = Matrix::from_vector({batch * k * n}, b);
+  const Matrix mc = Matrix::empty({batch * m * n}), mbias = Matrix::from_vector({n}, bias);
+  const GemmProblem p{.batch = batch, .m = m, .n = n, .k = k, .a = {&ma, 0, m * k}, .b = {&mb, 0, k * n}, .c = {&mc, 0, m * n}, .bias = &mbias};
+  const auto ds = run(p);
+  ASSERT_EQ(ds.size(), 1u);
+  ASSERT_GE(ds[0].specialization.size(), 6u);
+  EXPECT_EQ(ds[0].specialization[1], 64u);   // BM
+  EXPECT_EQ(ds[0].specialization[2], 128u);  // BN
+  EXPECT_EQ(ds[0].specialization[5], 8u);    // TN
+  expect_gemm(p, a, b, std::vector<float>(batch * m * n, 0.0f), &bias);
+}
+
 TEST(MatrixGemm, SkinnyRowsEveryLayout) {
   // M <= 16 takes matrix/gemm_skinny: odd and vec4-aligned sizes, batches
   // (packed, broadcast, padded), beta and bias, and K long enough to split.

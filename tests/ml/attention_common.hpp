@@ -20,17 +20,21 @@ namespace ml = oa::ml;
 namespace ref = oa::reference;
 namespace attention_detail = oa::ml::attention_detail;
 
-// The lowerings of attention a test runs through: the flash forward with
-// the fused or the GEMM backward, and the materialised path.
+// The lowerings of attention a test runs through: the flash path with its
+// forward and backward each fused or through GEMMs, and the materialised path.
 struct AttentionPath {
   ml::SdpaBackend backend;
-  attention_detail::FlashBackward backward;
+  attention_detail::FlashLowering forward, backward;
   const char* name;
+  // Makes this path's flash lowerings the current ones while it lives.
+  attention_detail::FlashLoweringGuard guard() const { return attention_detail::FlashLoweringGuard(forward, backward); }
 };
+using attention_detail::FlashLowering;
 inline constexpr AttentionPath kAttentionPaths[] = {
-    {ml::SdpaBackend::Flash, attention_detail::FlashBackward::Fused, "flash"},
-    {ml::SdpaBackend::Flash, attention_detail::FlashBackward::Gemm, "flash, GEMM backward"},
-    {ml::SdpaBackend::Math, attention_detail::FlashBackward::Auto, "materialized"},
+    {ml::SdpaBackend::Flash, FlashLowering::Fused, FlashLowering::Fused, "flash"},
+    {ml::SdpaBackend::Flash, FlashLowering::Fused, FlashLowering::Gemm, "flash, GEMM backward"},
+    {ml::SdpaBackend::Flash, FlashLowering::Gemm, FlashLowering::Gemm, "flash through GEMMs"},
+    {ml::SdpaBackend::Math, FlashLowering::Auto, FlashLowering::Auto, "materialized"},
 };
 
 inline constexpr float kInf = std::numeric_limits<float>::infinity();

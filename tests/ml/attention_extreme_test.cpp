@@ -103,7 +103,7 @@ PathResult run_path(Problem& pr, ml::SdpaBackend backend) {
 void expect_matches_reference(Problem& pr, const AttentionPath& path, const std::string& what, double atol = kAtol,
                               double rtol = kRtol) {
   SCOPED_TRACE(what + " " + path.name);
-  attention_detail::FlashBackwardGuard method(path.backward);
+  const auto lowering = path.guard();
   const PathResult r = run_path(pr, path.backend);
   const auto want = ref::attention(pr.p, to_f64(pr.q), to_f64(pr.k), to_f64(pr.v));
   const auto g = ref::attention_backward(pr.p, to_f64(pr.q), to_f64(pr.k), to_f64(pr.v), to_f64(pr.grad));
@@ -136,7 +136,7 @@ TEST(AttentionHugeMask, BothPathsMatchReference) {
 // (PyTorch's answer); a row of -FLT_MAX and 0 weights only its 0 keys.
 TEST(AttentionHugeMask, LowestFloatRowIsUniform) {
   for (const AttentionPath& path : kAttentionPaths) {
-    attention_detail::FlashBackwardGuard method(path.backward);
+    const auto lowering = path.guard();
     const ml::SdpaBackend backend = path.backend;
     SCOPED_TRACE(path.name);
     Problem pr(1, 2, 3, 4, 2, false, 77);
@@ -155,8 +155,10 @@ TEST(AttentionHugeMask, LowestFloatRowIsUniform) {
 // -inf, and causal rows that see nothing: no NaN; rows left with no key are
 // zero, the rest an ordinary softmax.
 TEST(AttentionHugeMask, HugeSumsNeverMakeNaN) {
-  for (auto backend : {ml::SdpaBackend::Flash, ml::SdpaBackend::Math}) {
-    SCOPED_TRACE(backend == ml::SdpaBackend::Flash ? "flash" : "materialized");
+  for (const AttentionPath& path : kAttentionPaths) {
+    const auto lowering = path.guard();
+    const ml::SdpaBackend backend = path.backend;
+    SCOPED_TRACE(path.name);
     Problem pr(1, 4, 3, 2, 2, true, 91);  // Sq > Sk causal: query 0 sees no key
     for (auto& x : pr.q) x *= 1e34f;      // |score * scale| ~ 1e33: adds to -FLT_MAX past the f32 range
     std::vector<float> mask(12, -FLT_MAX);
@@ -195,7 +197,7 @@ TEST(AttentionHugeMask, PartialRowGradients) {
   std::uint64_t seed = 700;
   for (float value : kHugeMasks)
     for (const AttentionPath& path : kAttentionPaths) {
-      attention_detail::FlashBackwardGuard method(path.backward);
+      const auto lowering = path.guard();
       const ml::SdpaBackend backend = path.backend;
       SCOPED_TRACE(std::to_string(value) + (std::string(" ") + path.name));
       const std::int64_t bh = 2, sq = 3, sk = 5, dh = 4;
@@ -244,7 +246,7 @@ TEST(AttentionLargeLogits, BothPathsMatchReference) {
   for (int exponent : {13, 17, 20})  // offsets 8192 .. 3 * 2^20 (about 1e4 .. 3e6)
     for (bool causal : {false, true})
       for (const AttentionPath& path : kAttentionPaths) {
-        attention_detail::FlashBackwardGuard method(path.backward);
+        const auto lowering = path.guard();
         const ml::SdpaBackend backend = path.backend;
         Problem pr = large_logit_problem(exponent, causal, seed += 10);
         SCOPED_TRACE("2^" + std::to_string(exponent) + (causal ? " causal" : "") +
@@ -296,8 +298,10 @@ TEST(AttentionNaN, PropagatesThroughTheRow) {
   auto y = ml::softmax_scaled_masked(Matrix::from_vector({2, 2}, std::vector<float>{1.0f, nan, 1.0f, 1.0f}), Matrix(), 1.0f).to_vector();
   EXPECT_TRUE(std::isnan(y[0]) && std::isnan(y[1]));
   EXPECT_EQ(y[2], 0.5f);
-  for (auto backend : {ml::SdpaBackend::Flash, ml::SdpaBackend::Math}) {
-    SCOPED_TRACE(backend == ml::SdpaBackend::Flash ? "flash" : "materialized");
+  for (const AttentionPath& path : kAttentionPaths) {
+    const auto lowering = path.guard();
+    const ml::SdpaBackend backend = path.backend;
+    SCOPED_TRACE(path.name);
     Problem pr(1, 2, 3, 2, 2, false, 3);
     std::vector<float> mask(6, 0.0f);
     mask[4] = nan;  // query 1, key 1
@@ -313,8 +317,10 @@ TEST(AttentionNaN, PropagatesThroughTheRow) {
 // that key: with the causal mask queries 0 and 1 stay finite and match the
 // reference, on both paths and without a mask (the raw-score variant).
 TEST(AttentionNaN, NanKeyReachesOnlyTheQueriesThatSeeIt) {
-  for (auto backend : {ml::SdpaBackend::Flash, ml::SdpaBackend::Math}) {
-    SCOPED_TRACE(backend == ml::SdpaBackend::Flash ? "flash" : "materialized");
+  for (const AttentionPath& path : kAttentionPaths) {
+    const auto lowering = path.guard();
+    const ml::SdpaBackend backend = path.backend;
+    SCOPED_TRACE(path.name);
     Problem pr(2, 4, 4, 8, 8, true, 7);
     pr.k[2 * 8 + 3] = std::numeric_limits<float>::quiet_NaN();  // head 0, key 2
     pr.upload();
@@ -434,7 +440,7 @@ TEST(AttentionShapes, FourDimensionalWithBroadcastMasks) {
   std::uint32_t seed = 300;
   for (const auto& ms : mask_shapes)
     for (const AttentionPath& path : kAttentionPaths) {
-      attention_detail::FlashBackwardGuard method(path.backward);
+      const auto lowering = path.guard();
       const ml::SdpaBackend backend = path.backend;
       SCOPED_TRACE("mask rank " + std::to_string(ms.size()) + (std::string(" ") + path.name));
       Problem pr(B * H, Sq, Sk, Dh, Dv, true, seed += 10);
@@ -502,8 +508,10 @@ TEST(AttentionShapes, BoolMasks) {
   const Matrix q = Matrix::from_vector({B, H, Sq, D}, random_floats(static_cast<std::size_t>(B * H * Sq * D), 1));
   const Matrix k = Matrix::from_vector({B, H, Sk, D}, random_floats(static_cast<std::size_t>(B * H * Sk * D), 2));
   const Matrix v = Matrix::from_vector({B, H, Sk, D}, random_floats(static_cast<std::size_t>(B * H * Sk * D), 3));
-  for (auto backend : {ml::SdpaBackend::Flash, ml::SdpaBackend::Math}) {
-    SCOPED_TRACE(backend == ml::SdpaBackend::Flash ? "flash" : "materialized");
+  for (const AttentionPath& path : kAttentionPaths) {
+    const auto lowering = path.guard();
+    const ml::SdpaBackend backend = path.backend;
+    SCOPED_TRACE(path.name);
     oa::TraceCapture trace(engine());
     const auto got = ml::scaled_dot_product_attention(q, k, v, bool_mask, {}, false, backend).to_vector();
     EXPECT_EQ(trace.ops().size(), 1u);

@@ -340,62 +340,79 @@ const std::vector<Case> kSweep = {
     {1, 33, 50, 80, 80, MaskKind::None, false},
 };
 
+// Both lowerings of the forward: the fused kernel (two passes when the keys
+// are split into ranges, always when decoding) and the GEMMs, with a budget
+// of two heads' scores so that three heads take two chunks.
 TEST(AttentionFlash, ForwardMatchesReference) {
-  std::uint32_t seed = 100;
-  for (const Case& c : kSweep) {
-    Inputs in = make_inputs(c, seed += 10);
-    oa::TraceCapture trace(engine());
-    auto r = ml::flash_attention(in.mq, in.mk, in.mv, in.mmask, {}, c.causal);
-    const auto op = only_op(trace);
-    EXPECT_EQ(op.name, kSdpa);
-    // One pass; two when the keys are split into ranges (always when decoding).
-    EXPECT_TRUE(op.dispatches == 1u || op.dispatches == 2u) << op.dispatches << " dispatches, " << describe(c);
-    EXPECT_EQ(std::get<std::string>(*op.attribute("path")), "flash");
-    EXPECT_EQ(r.output.shape(), (Shape{c.bh, c.sq, c.dv}));
-    const auto want = ref::attention(in.problem, to_f64(in.q), to_f64(in.k), to_f64(in.v));
-    EXPECT_TRUE(oa_test::near(r.output.to_vector(), want.out, kAtol, kRtol)) << "output " << describe(c);
-    EXPECT_TRUE(oa_test::near(r.log_sum_exp.to_vector(), want.lse, kAtol, kRtol)) << "lse " << describe(c);
+  for (const FlashLowering method : {FlashLowering::Fused, FlashLowering::Gemm}) {
+    const bool gemm = method == FlashLowering::Gemm;
+    std::uint32_t seed = 100;
+    for (const Case& c : kSweep) {
+      Inputs in = make_inputs(c, seed += 10);
+      attention_detail::FlashLoweringGuard guard(method, FlashLowering::Auto, static_cast<std::uint64_t>(2 * c.sq * c.sk * 4));
+      oa::TraceCapture trace(engine());
+      auto r = ml::flash_attention(in.mq, in.mk, in.mv, in.mmask, {}, c.causal);
+      const auto op = only_op(trace);
+      const std::string what = describe(c) + (gemm ? " gemm" : " fused");
+      EXPECT_EQ(op.name, kSdpa);
+      // Per chunk and block: the score GEMM, the scores pass and the output GEMM (and any split-K sums).
+      if (gemm) EXPECT_GE(op.dispatches, c.bh > 2 ? 6u : 3u) << op.dispatches << " dispatches, " << what;
+      else EXPECT_TRUE(op.dispatches == 1u || op.dispatches == 2u) << op.dispatches << " dispatches, " << what;
+      EXPECT_EQ(std::get<std::string>(*op.attribute("path")), "flash");
+      EXPECT_EQ(r.output.shape(), (Shape{c.bh, c.sq, c.dv}));
+      const auto want = ref::attention(in.problem, to_f64(in.q), to_f64(in.k), to_f64(in.v));
+      EXPECT_TRUE(oa_test::near(r.output.to_vector(), want.out, kAtol, kRtol)) << "output " << what;
+      EXPECT_TRUE(oa_test::near(r.log_sum_exp.to_vector(), want.lse, kAtol, kRtol)) << "lse " << what;
+    }
   }
 }
 
 // Both lowerings of the backward: the fused passes (dq, then dk/dv; two sums
 // more when dk/dv is split over query ranges) and the GEMMs, with a budget
-// of two heads' scores so that three heads take two chunks.
+// of two heads' scores so that three heads take two chunks, each after
+// either forward (both write the same stats).
 TEST(AttentionFlash, BackwardMatchesReference) {
-  for (auto method : {attention_detail::FlashBackward::Fused, attention_detail::FlashBackward::Gemm}) {
-    const bool gemm = method == attention_detail::FlashBackward::Gemm;
-    std::uint32_t seed = 500;
-    for (const Case& c : kSweep) {
-      Inputs in = make_inputs(c, seed += 10);
-      auto f = ml::flash_attention(in.mq, in.mk, in.mv, in.mmask, {}, c.causal);
-      const auto scale = static_cast<float>(in.problem.scale);
-      attention_detail::FlashBackwardGuard guard(method, static_cast<std::uint64_t>(2 * c.sq * c.sk * 4));
-      oa::TraceCapture trace(engine());
-      auto g = ml::flash_attention_backward(in.mq, in.mk, in.mv, in.mmask, f.output, f.softmax_stats, in.mgrad, scale, c.causal);
-      const auto op = only_op(trace);
-      const std::string what = describe(c) + (gemm ? " gemm" : " fused");
-      EXPECT_EQ(op.label(), std::string(kSdpa) + " backward");
-      // Per chunk: two score GEMMs, the scores pass and three gradient GEMMs (and any split-K sums).
-      if (gemm) EXPECT_GE(op.dispatches, c.bh > 2 ? 12u : 6u) << op.dispatches << " dispatches, " << what;
-      else EXPECT_TRUE(op.dispatches == 2u || op.dispatches == 4u) << op.dispatches << " dispatches, " << what;
-      const auto want = ref::attention_backward(in.problem, to_f64(in.q), to_f64(in.k), to_f64(in.v), to_f64(in.grad));
-      EXPECT_TRUE(oa_test::near(g.q.to_vector(), want.dq, kAtol, kRtol)) << "dq " << what;
-      EXPECT_TRUE(oa_test::near(g.k.to_vector(), want.dk, kAtol, kRtol)) << "dk " << what;
-      EXPECT_TRUE(oa_test::near(g.v.to_vector(), want.dv, kAtol, kRtol)) << "dv " << what;
+  for (const FlashLowering forward : {FlashLowering::Fused, FlashLowering::Gemm}) {
+    for (const FlashLowering method : {FlashLowering::Fused, FlashLowering::Gemm}) {
+      const bool gemm = method == FlashLowering::Gemm;
+      std::uint32_t seed = 500;
+      for (const Case& c : kSweep) {
+        Inputs in = make_inputs(c, seed += 10);
+        attention_detail::FlashLoweringGuard guard(forward, method, static_cast<std::uint64_t>(2 * c.sq * c.sk * 4));
+        auto f = ml::flash_attention(in.mq, in.mk, in.mv, in.mmask, {}, c.causal);
+        const auto scale = static_cast<float>(in.problem.scale);
+        oa::TraceCapture trace(engine());
+        auto g = ml::flash_attention_backward(in.mq, in.mk, in.mv, in.mmask, f.output, f.softmax_stats, in.mgrad, scale, c.causal);
+        const auto op = only_op(trace);
+        const std::string what = describe(c) + (forward == FlashLowering::Gemm ? " after the gemm forward," : " after the fused forward,") +
+                                 (gemm ? " gemm" : " fused");
+        EXPECT_EQ(op.label(), std::string(kSdpa) + " backward");
+        // Per chunk: two score GEMMs, the scores pass and three gradient GEMMs (and any split-K sums).
+        if (gemm) EXPECT_GE(op.dispatches, c.bh > 2 ? 12u : 6u) << op.dispatches << " dispatches, " << what;
+        else EXPECT_TRUE(op.dispatches == 2u || op.dispatches == 4u) << op.dispatches << " dispatches, " << what;
+        const auto want = ref::attention_backward(in.problem, to_f64(in.q), to_f64(in.k), to_f64(in.v), to_f64(in.grad));
+        EXPECT_TRUE(oa_test::near(g.q.to_vector(), want.dq, kAtol, kRtol)) << "dq " << what;
+        EXPECT_TRUE(oa_test::near(g.k.to_vector(), want.dk, kAtol, kRtol)) << "dk " << what;
+        EXPECT_TRUE(oa_test::near(g.v.to_vector(), want.dv, kAtol, kRtol)) << "dv " << what;
+      }
     }
   }
 }
 
-// Causal problems past one block of 256 query rows: the GEMM backward gives
+// Causal problems past one block of 256 query rows: the GEMM lowerings give
 // each block only the keys its last row sees (Sq > Sk leaves early rows
-// without keys, Sq < Sk shifts the diagonal), with and without masks.
-TEST(AttentionFlash, GemmBackwardOverCausalBlocks) {
-  attention_detail::FlashBackwardGuard guard(attention_detail::FlashBackward::Gemm);
+// without keys, Sq < Sk shifts the diagonal), with and without masks; and
+// rows of more keys than the forward's scores pass holds in registers.
+TEST(AttentionFlash, GemmLoweringsOverCausalBlocksAndLongRows) {
+  attention_detail::FlashLoweringGuard guard(FlashLowering::Gemm, FlashLowering::Gemm);
   std::uint32_t seed = 900;
   for (const Case& c : {Case{2, 700, 650, 8, 4, MaskKind::None, true}, Case{1, 1100, 1200, 4, 8, MaskKind::Broadcast, true},
-                        Case{1, 600, 600, 4, 4, MaskKind::PerRow, true}}) {
+                        Case{1, 600, 600, 4, 4, MaskKind::PerRow, true}, Case{1, 66, 2100, 4, 4, MaskKind::PerRow, false}}) {
     Inputs in = make_inputs(c, seed += 10);
     auto f = ml::flash_attention(in.mq, in.mk, in.mv, in.mmask, {}, c.causal);
+    const auto want_f = ref::attention(in.problem, to_f64(in.q), to_f64(in.k), to_f64(in.v));
+    EXPECT_TRUE(oa_test::near(f.output.to_vector(), want_f.out, kAtol, kRtol)) << "output " << describe(c);
+    EXPECT_TRUE(oa_test::near(f.log_sum_exp.to_vector(), want_f.lse, kAtol, kRtol)) << "lse " << describe(c);
     auto g = ml::flash_attention_backward(in.mq, in.mk, in.mv, in.mmask, f.output, f.softmax_stats, in.mgrad,
                                           static_cast<float>(in.problem.scale), c.causal);
     const auto want = ref::attention_backward(in.problem, to_f64(in.q), to_f64(in.k), to_f64(in.v), to_f64(in.grad));
@@ -405,9 +422,10 @@ TEST(AttentionFlash, GemmBackwardOverCausalBlocks) {
   }
 }
 
-// The flash forward of `c` in two passes (a split over key ranges, merged),
-// then its backward, against the f64 reference.
+// The fused flash forward of `c` in two passes (a split over key ranges,
+// merged), then its backward, against the f64 reference.
 void expect_split_forward_and_backward(const Case& c, std::uint32_t seed) {
+  attention_detail::FlashLoweringGuard fused(FlashLowering::Fused, FlashLowering::Auto);
   Inputs in = make_inputs(c, seed);
   oa::TraceCapture trace(engine());
   auto f = ml::flash_attention(in.mq, in.mk, in.mv, in.mmask, {}, c.causal);

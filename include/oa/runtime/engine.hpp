@@ -136,7 +136,9 @@ struct ProfileEntry {
 };
 struct Profile {
   std::vector<ProfileEntry> entries;  // sorted by gpu_ms, descending
-  std::string to_table() const;
+  // Op, calls, dispatches, GPU ms and share of the total; for a profile of
+  // `steps` > 1 identical steps, calls, dispatches and ms per step.
+  std::string to_table(std::uint64_t steps = 1) const;
   std::string to_json() const;
 };
 

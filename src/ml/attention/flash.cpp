@@ -447,12 +447,13 @@ std::vector<ComputeDispatch> lower_flash_backward(const Engine& engine, const Fl
   return out_dispatches;
 }
 
-// The GEMM backward's query blocks: rows [first, first + rows) of each head
+// The GEMM lowerings' query blocks: rows [first, first + rows) of each head
 // against keys [0, keys). One block without causality; causal problems take
 // blocks of kCausalBlockRows queries, each against only the keys its last
 // row sees, so the GEMMs skip most of the hidden half (at 8 blocks they
 // compute 9/16 of the scores instead of all). On the H200, 256-row blocks
-// ran 1.05-1.12x faster than 512 at head dims 64-128 (Gemma's 256: 0.97x).
+// ran 1.05-1.12x faster than 512 at head dims 64-128 in the backward
+// (Gemma's 256: 0.97x).
 struct QueryBlock {
   std::int64_t first = 0, rows = 0, keys = 0;
 };
@@ -476,35 +477,117 @@ std::int64_t block_scores(const std::vector<QueryBlock>& blocks) {
   return n;
 }
 
-// Batch-heads per chunk of the GEMM backward: as many as keep one chunk's
-// scores within FlashBackwardGuard::score_bytes() (and the storage-buffer
+// Batch-heads per chunk of the GEMM lowerings: as many as keep one chunk's
+// scores within FlashLoweringGuard::score_bytes() (and the storage-buffer
 // range); 0 when one head's do not.
-std::int64_t gemm_backward_heads(const Engine& engine, const std::vector<QueryBlock>& blocks, std::int64_t bh) {
+std::int64_t gemm_chunk_heads(const Engine& engine, const std::vector<QueryBlock>& blocks, std::int64_t bh) {
   const std::uint64_t per_head = static_cast<std::uint64_t>(std::max<std::int64_t>(block_scores(blocks), 1)) * 4;
-  const std::uint64_t budget = std::min<std::uint64_t>(FlashBackwardGuard::score_bytes(), engine.device().max_storage_buffer_range);
+  const std::uint64_t budget = std::min<std::uint64_t>(FlashLoweringGuard::score_bytes(), engine.device().max_storage_buffer_range);
   return std::min<std::int64_t>(bh, static_cast<std::int64_t>(budget / per_head));
 }
 
-// Whether the backward goes through GEMMs. They need each head's rows
-// contiguous ([BH, S, D], not packed heads) and one head's block of scores
-// within the budget. Auto: on GPUs, for at least kGemmBackwardMinRows query
-// rows and keys. On the H200's attention sweep (forward + backward, wall
-// time, against the fused passes) that ran GPT-2 d64 causal 1.36x, BERT d64
-// 1.40x, SD1.5 self d80 1.27x and cross (77 keys) 1.43x, Phi-2 d80 1.14x,
-// Phi-3 d96 1.68x, Llama d128 2.58x, Gemma d256 3.11x; Swin's 49 ran the same.
+// Whether a pass goes through GEMMs, by `choice` (the guard's) or, for Auto,
+// `gpu_rule`. They need each head's rows contiguous ([BH, S, D], not packed
+// heads) and one head's block of scores within the budget.
+bool use_gemm(const Engine& engine, const FlashProblem& p, const std::vector<QueryBlock>& blocks, FlashLowering choice,
+              bool gpu_rule) {
+  if (p.heads != 1 || gemm_chunk_heads(engine, blocks, p.bh) < 1) return false;
+  switch (choice) {
+    case FlashLowering::Fused:
+      return false;
+    case FlashLowering::Gemm:
+      return true;
+    case FlashLowering::Auto:
+      break;
+  }
+  return engine.device().type != DeviceType::Cpu && gpu_rule;
+}
+
+// Auto rule of the backward: at least kGemmBackwardMinRows query rows and
+// keys. On the H200's attention sweep (forward + backward, wall time,
+// against the fused passes) that ran GPT-2 d64 causal 1.36x, BERT d64 1.40x,
+// SD1.5 self d80 1.27x and cross (77 keys) 1.43x, Phi-2 d80 1.14x, Phi-3 d96
+// 1.68x, Llama d128 2.58x, Gemma d256 3.11x; Swin's 49 ran the same.
 constexpr std::int64_t kGemmBackwardMinRows = 64;
 
 bool use_gemm_backward(const Engine& engine, const FlashProblem& p, const std::vector<QueryBlock>& blocks) {
-  if (p.heads != 1 || gemm_backward_heads(engine, blocks, p.bh) < 1) return false;
-  switch (FlashBackwardGuard::current()) {
-    case FlashBackward::Fused:
-      return false;
-    case FlashBackward::Gemm:
-      return true;
-    case FlashBackward::Auto:
-      break;
+  return use_gemm(engine, p, blocks, FlashLoweringGuard::backward(), p.sq >= kGemmBackwardMinRows && p.sk >= kGemmBackwardMinRows);
+}
+
+// Auto rule of the forward: head dims of at least kGemmForwardMinDim, at
+// least kGemmForwardMinRows query rows and keys. On the H200's attention
+// sweep (wall time, against the fused forward) the GEMMs ran Llama d128
+// causal s2048 1.30x, its 512 x 4096 prefill 2.51x, Gemma d256 1.70x; below
+// head dim 128 they lost: GPT-2 d64 0.87x, BERT d64 0.86x, s16384 d64 0.77x,
+// Phi-2 d80 0.78x, Phi-3 d96 0.92x (SD1.5 d80 without causality 1.06x).
+constexpr std::int64_t kGemmForwardMinRows = 64;
+constexpr std::int64_t kGemmForwardMinDim = 128;
+
+bool use_gemm_forward(const Engine& engine, const FlashProblem& p, const std::vector<QueryBlock>& blocks) {
+  return use_gemm(engine, p, blocks, FlashLoweringGuard::forward(),
+                  p.dh >= kGemmForwardMinDim && p.sq >= kGemmForwardMinRows && p.sk >= kGemmForwardMinRows);
+}
+
+// Rows [first, first + rows) of operand x, `rows_per_head` x `cols` per
+// batch-head, from batch-head h0 on: a batched GEMM operand.
+detail::GemmOperand head_rows(const Matrix& x, std::int64_t h0, std::int64_t rows_per_head, std::int64_t cols, std::int64_t first) {
+  return {&x, (h0 * rows_per_head + first) * cols, rows_per_head * cols};
+}
+
+// Appends c = alpha op(a) op(b) + beta c, [m, n] by depth k, for `batch` batch-heads.
+void append_head_gemm(const Engine& engine, std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, bool trans_a,
+                      bool trans_b, float alpha, float beta, detail::GemmOperand a, detail::GemmOperand b, detail::GemmOperand c,
+                      std::vector<ComputeDispatch>& ds) {
+  append(ds, detail::lower_gemm(engine, {.batch = batch,
+                                         .m = m,
+                                         .n = n,
+                                         .k = k,
+                                         .trans_a = trans_a,
+                                         .trans_b = trans_b,
+                                         .alpha = alpha,
+                                         .beta = beta,
+                                         .a = a,
+                                         .b = b,
+                                         .c = c}));
+}
+
+// The forward through the shared GEMMs, a chunk of batch-heads and one query
+// block at a time (the block's scores, [chunk, rows, keys], in one buffer
+// that every block reuses): S = sign(scale) q k^T, then
+// flash_forward_scores.comp turns S into P in place and writes the rows' lse
+// and stats, then out = P v.
+std::vector<ComputeDispatch> lower_gemm_forward(const Engine& engine, const FlashProblem& p, const std::vector<QueryBlock>& blocks,
+                                                const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& out, const Matrix& lse,
+                                                const Matrix& stats) {
+  const std::int64_t per = gemm_chunk_heads(engine, blocks, p.bh);
+  const Matrix scores = detail::allocate(engine, Shape{per, block_scores(blocks)});
+  std::vector<ComputeDispatch> ds;
+  for (std::int64_t h0 = 0; h0 < p.bh; h0 += per) {
+    const std::int64_t n = std::min(per, p.bh - h0);
+    for (const QueryBlock& b : blocks) {
+      const detail::GemmOperand s{&scores, 0, b.rows * b.keys};
+      append_head_gemm(engine, n, b.rows, b.keys, p.dh, false, true, p.scale >= 0.0f ? 1.0f : -1.0f, 0.0f,
+                       head_rows(q, h0, p.sq, p.dh, b.first), head_rows(k, h0, p.sk, p.dh, 0), s, ds);
+      // One row chunk: the scores fit the storage-buffer range.
+      append(ds, detail::lower_rows(engine, kSdpa, n * b.rows, b.keys, detail::RowLanes::EightColumns,
+                                    [&](ComputeDispatch& d, const detail::RowChunk&) {
+                                      d.kernel = kernels::ml_attention_flash_forward_scores;
+                                      d.specialization.push_back(p.mask_layout.present ? 1u : 0u);
+                                      d.bindings = {BufferBinding::read_write(scores.storage()), mask_binding(p, q),
+                                                    BufferBinding::write(lse.storage()), BufferBinding::write(stats.storage())};
+                                      d.push.set(push::ml_attention_flash_forward_scores{
+                                          .problem = problem_push(p),
+                                          .block = {.head0 = u32(h0),
+                                                    .query0 = u32(b.first),
+                                                    .queries = u32(b.rows),
+                                                    .cols = u32(b.keys),
+                                                    .rows = u32(n * b.rows)}});
+                                    }));
+      append_head_gemm(engine, n, b.rows, p.dv, b.keys, false, false, 1.0f, 0.0f, s, head_rows(v, h0, p.sk, p.dv, 0),
+                       head_rows(out, h0, p.sq, p.dv, b.first), ds);
+    }
   }
-  return engine.device().type != DeviceType::Cpu && p.sq >= kGemmBackwardMinRows && p.sk >= kGemmBackwardMinRows;
+  return ds;
 }
 
 // The backward through the shared GEMMs, a chunk of batch-heads and one
@@ -519,39 +602,19 @@ std::vector<ComputeDispatch> lower_gemm_backward(const Engine& engine, const Fla
                                                  const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& out,
                                                  const Matrix& stats, const Matrix& grad, const Matrix& grad_lse, const Matrix& dq,
                                                  const Matrix& dk, const Matrix& dv) {
-  const std::int64_t per = gemm_backward_heads(engine, blocks, p.bh);
+  const std::int64_t per = gemm_chunk_heads(engine, blocks, p.bh);
   const Matrix scores = detail::allocate(engine, Shape{per, block_scores(blocks)});
   const Matrix grads = detail::allocate(engine, Shape{per, block_scores(blocks)});
   std::vector<ComputeDispatch> ds;
   for (std::int64_t h0 = 0; h0 < p.bh; h0 += per) {
     const std::int64_t n = std::min(per, p.bh - h0);
+    const auto k_rows = head_rows(k, h0, p.sk, p.dh, 0), v_rows = head_rows(v, h0, p.sk, p.dv, 0);
     for (auto b = blocks.rbegin(); b != blocks.rend(); ++b) {
-      // Rows [first, first + rows) of operand x, `rows_per_head` x `cols` per batch-head.
-      const auto rows_of = [&](const Matrix& x, std::int64_t rows_per_head, std::int64_t cols, std::int64_t first) {
-        return detail::GemmOperand{&x, (h0 * rows_per_head + first) * cols, rows_per_head * cols};
-      };
-      const auto gemm = [&](std::int64_t m, std::int64_t cols, std::int64_t depth, bool trans_a, bool trans_b, float alpha, float beta,
-                            detail::GemmOperand a, detail::GemmOperand x, detail::GemmOperand c) {
-        detail::GemmProblem problem;
-        problem.batch = n;
-        problem.m = m;
-        problem.n = cols;
-        problem.k = depth;
-        problem.trans_a = trans_a;
-        problem.trans_b = trans_b;
-        problem.alpha = alpha;
-        problem.beta = beta;
-        problem.a = a;
-        problem.b = x;
-        problem.c = c;
-        append(ds, detail::lower_gemm(engine, problem));
-      };
       const detail::GemmOperand s{&scores, 0, b->rows * b->keys}, g{&grads, 0, b->rows * b->keys};
-      const auto q_rows = rows_of(q, p.sq, p.dh, b->first), grad_rows = rows_of(grad, p.sq, p.dv, b->first);
-      const auto k_rows = rows_of(k, p.sk, p.dh, 0), v_rows = rows_of(v, p.sk, p.dv, 0);
+      const auto q_rows = head_rows(q, h0, p.sq, p.dh, b->first), grad_rows = head_rows(grad, h0, p.sq, p.dv, b->first);
       const float accumulate = b == blocks.rbegin() ? 0.0f : 1.0f;
-      gemm(b->rows, b->keys, p.dh, false, true, p.scale >= 0.0f ? 1.0f : -1.0f, 0.0f, q_rows, k_rows, s);
-      gemm(b->rows, b->keys, p.dv, false, true, 1.0f, 0.0f, grad_rows, v_rows, g);
+      append_head_gemm(engine, n, b->rows, b->keys, p.dh, false, true, p.scale >= 0.0f ? 1.0f : -1.0f, 0.0f, q_rows, k_rows, s, ds);
+      append_head_gemm(engine, n, b->rows, b->keys, p.dv, false, true, 1.0f, 0.0f, grad_rows, v_rows, g, ds);
       // One row chunk: the scores fit the storage-buffer range.
       append(ds, detail::lower_rows(engine, kSdpa, n * b->rows, b->keys, detail::RowLanes::EightColumns,
                                     [&](ComputeDispatch& d, const detail::RowChunk&) {
@@ -564,17 +627,21 @@ std::vector<ComputeDispatch> lower_gemm_backward(const Engine& engine, const Fla
                                                     BufferBinding::read(stats.storage()),
                                                     mask_binding(p, q),
                                                     BufferBinding::read((grad_lse.defined() ? grad_lse : stats).storage())};
-                                      d.push.set(push::ml_attention_flash_backward_scores{.problem = problem_push(p),
-                                                                                           .head0 = u32(h0),
-                                                                                           .query0 = u32(b->first),
-                                                                                           .queries = u32(b->rows),
-                                                                                           .cols = u32(b->keys),
-                                                                                           .rows = u32(n * b->rows),
-                                                                                           .has_lse_grad = grad_lse.defined() ? 1u : 0u});
+                                      d.push.set(push::ml_attention_flash_backward_scores{
+                                          .problem = problem_push(p),
+                                          .block = {.head0 = u32(h0),
+                                                    .query0 = u32(b->first),
+                                                    .queries = u32(b->rows),
+                                                    .cols = u32(b->keys),
+                                                    .rows = u32(n * b->rows)},
+                                          .has_lse_grad = grad_lse.defined() ? 1u : 0u});
                                     }));
-      gemm(b->keys, p.dv, b->rows, true, false, 1.0f, accumulate, s, grad_rows, rows_of(dv, p.sk, p.dv, 0));
-      gemm(b->rows, p.dh, b->keys, false, false, 1.0f, 0.0f, g, k_rows, rows_of(dq, p.sq, p.dh, b->first));
-      gemm(b->keys, p.dh, b->rows, true, false, 1.0f, accumulate, g, q_rows, rows_of(dk, p.sk, p.dh, 0));
+      append_head_gemm(engine, n, b->keys, p.dv, b->rows, true, false, 1.0f, accumulate, s, grad_rows,
+                       head_rows(dv, h0, p.sk, p.dv, 0), ds);
+      append_head_gemm(engine, n, b->rows, p.dh, b->keys, false, false, 1.0f, 0.0f, g, k_rows,
+                       head_rows(dq, h0, p.sq, p.dh, b->first), ds);
+      append_head_gemm(engine, n, b->keys, p.dh, b->rows, true, false, 1.0f, accumulate, g, q_rows,
+                       head_rows(dk, h0, p.sk, p.dh, 0), ds);
     }
   }
   return ds;
@@ -689,7 +756,12 @@ void require_flash_dims(const char* op, const AttentionGeometry& g) {
 void lower_flash_attention(const Engine& engine, const AttentionGeometry& g, const Matrix& q, const Matrix& k, const Matrix& v,
                            const Matrix& mask, const Matrix& out, const Matrix& lse, const Matrix& stats,
                            std::vector<ComputeDispatch>& dispatches) {
-  append(dispatches, lower_flash_forward(engine, flash_problem(g, mask), q, k, v, out, lse, stats));
+  const FlashProblem p = flash_problem(g, mask);
+  if (const std::vector<QueryBlock> blocks = query_blocks(p); use_gemm_forward(engine, p, blocks)) {
+    append(dispatches, lower_gemm_forward(engine, p, blocks, q, k, v, out, lse, stats));
+    return;
+  }
+  append(dispatches, lower_flash_forward(engine, p, q, k, v, out, lse, stats));
 }
 
 AttentionGradients lower_flash_attention_backward(const Engine& engine, const AttentionGeometry& g, const Matrix& q, const Matrix& k,

@@ -77,7 +77,11 @@ void require_flash_dims(const char* op, const AttentionGeometry& g);
 
 // The flash path of attention geometry g: appends the dispatches that write
 // out [.., Sq, Dv], lse [.., Sq] and the softmax stats [.., Sq, 2] from q, k,
-// v and `mask` (F32, as the kernels read it, or undefined).
+// v and `mask` (F32, as the kernels read it, or undefined). Lowered either by
+// the fused kernels (flash_forward, or flash_decode for a few query rows) or
+// through the shared GEMMs (the scores materialised for a chunk of
+// batch-heads at a time, at most FlashLoweringGuard::score_bytes()), as
+// FlashLoweringGuard and the rule in flash.cpp choose.
 void lower_flash_attention(const Engine& engine, const AttentionGeometry& g, const Matrix& q, const Matrix& k, const Matrix& v,
                            const Matrix& mask, const Matrix& out, const Matrix& lse, const Matrix& stats,
                            std::vector<runtime::ComputeDispatch>& dispatches);
@@ -85,45 +89,52 @@ void lower_flash_attention(const Engine& engine, const AttentionGeometry& g, con
 // stats, the output's gradient and the log-sum-exp's (undefined: zero),
 // written by the dispatches appended. Lowered either by the fused kernels
 // (flash_backward_dq, then flash_backward_dkv: O(BH Sq) extra memory) or
-// through the shared GEMMs (scores and their gradients materialised for a
-// chunk of batch-heads at a time, at most twice FlashBackwardGuard::score_bytes()), as
-// FlashBackwardGuard and the rule in flash.cpp choose.
+// through the shared GEMMs (scores and their gradients materialised, at most
+// twice FlashLoweringGuard::score_bytes()). Either backward follows either
+// forward: both write the same stats.
 AttentionGradients lower_flash_attention_backward(const Engine& engine, const AttentionGeometry& g, const Matrix& q, const Matrix& k,
                                                   const Matrix& v, const Matrix& mask, const Matrix& out, const Matrix& stats,
                                                   const Matrix& grad, const Matrix& grad_lse,
                                                   std::vector<runtime::ComputeDispatch>& dispatches);
 
-// The lowering of the flash backward. Auto: the rule in flash.cpp; tests
-// force the others to check both on every device.
-enum class FlashBackward { Auto, Fused, Gemm };
+// A lowering of the flash forward or backward. Auto: the rule in flash.cpp;
+// tests force the others to check each on every device.
+enum class FlashLowering { Auto, Fused, Gemm };
 // 128 MiB of scores (and as much of their gradients) per chunk: a chunk of
 // Llama's 2048 x 2048 scores is 8 heads, 2048 GEMM tiles of 128 x 128.
-inline constexpr std::uint64_t kGemmBackwardScoreBytes = std::uint64_t{128} << 20;
-// Scoped choice for this thread (as SdpaBackendGuard), with the GEMM
-// lowering's budget for one chunk's scores (tests shrink it to make chunks).
-// Gemm falls back to Fused where the GEMM lowering cannot serve the problem
-// (packed heads, or one head's scores above the budget).
-class FlashBackwardGuard {
+inline constexpr std::uint64_t kGemmScoreBytes = std::uint64_t{128} << 20;
+// Scoped choice for this thread (as SdpaBackendGuard) of the forward's and
+// the backward's lowering, with the GEMM lowerings' budget for one chunk's
+// scores (tests shrink it to make chunks). Gemm falls back to Fused where the
+// GEMM lowering cannot serve the problem (packed heads, or one head's scores
+// above the budget).
+class FlashLoweringGuard {
  public:
-  explicit FlashBackwardGuard(FlashBackward method, std::uint64_t score_bytes = kGemmBackwardScoreBytes)
-      : previous_(method_), previous_bytes_(score_bytes_) {
-    method_ = method;
+  FlashLoweringGuard(FlashLowering forward, FlashLowering backward, std::uint64_t score_bytes = kGemmScoreBytes)
+      : previous_{forward_, backward_, score_bytes_} {
+    forward_ = forward;
+    backward_ = backward;
     score_bytes_ = score_bytes;
   }
-  ~FlashBackwardGuard() {
-    method_ = previous_;
-    score_bytes_ = previous_bytes_;
+  ~FlashLoweringGuard() {
+    forward_ = previous_.forward;
+    backward_ = previous_.backward;
+    score_bytes_ = previous_.score_bytes;
   }
-  FlashBackwardGuard(const FlashBackwardGuard&) = delete;
-  FlashBackwardGuard& operator=(const FlashBackwardGuard&) = delete;
-  static FlashBackward current() { return method_; }
+  FlashLoweringGuard(const FlashLoweringGuard&) = delete;
+  FlashLoweringGuard& operator=(const FlashLoweringGuard&) = delete;
+  static FlashLowering forward() { return forward_; }
+  static FlashLowering backward() { return backward_; }
   static std::uint64_t score_bytes() { return score_bytes_; }
 
  private:
-  FlashBackward previous_;
-  std::uint64_t previous_bytes_;
-  static inline thread_local FlashBackward method_ = FlashBackward::Auto;
-  static inline thread_local std::uint64_t score_bytes_ = kGemmBackwardScoreBytes;
+  struct {
+    FlashLowering forward, backward;
+    std::uint64_t score_bytes;
+  } previous_;
+  static inline thread_local FlashLowering forward_ = FlashLowering::Auto;
+  static inline thread_local FlashLowering backward_ = FlashLowering::Auto;
+  static inline thread_local std::uint64_t score_bytes_ = kGemmScoreBytes;
 };
 
 // Row softmax y = softmax(x * scale + mask) over rows of `cols` columns, with
