@@ -125,6 +125,10 @@ int main(int argc, char** argv) {
   fmnist->add_option("--bucket-mb", images.bucket_mb,
                      "under mpirun: MiB of gradients per all-reduce bucket (smaller buckets start during backward sooner)")
       ->check(kPositive);
+  const char* const precision_help =
+      "arithmetic: fp32, or mixed precision with F32 master weights: fp16 (autocast to F16 around the forward pass and the loss, "
+      "dynamic loss scaling) or bf16 (autocast to BF16); recorded in the checkpoint, and --resume refuses another";
+  fmnist->add_option("--precision", images.precision, precision_help)->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   fmnist->add_flag("--quick", images.quick,
                    "a small network, for one epoch unless --epochs is given (on a 2-core CPU: convnet about a minute an epoch, vit about ten)");
   auto* images_resume = fmnist->add_flag(
@@ -160,6 +164,7 @@ int main(int argc, char** argv) {
   text_cmd->add_option("--bucket-mb", text.bucket_mb,
                        "under mpirun: MiB of gradients per all-reduce bucket (smaller buckets start during backward sooner)")
       ->check(kPositive);
+  text_cmd->add_option("--precision", text.precision, precision_help)->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   auto* step_graph = text_cmd->add_flag("--step-graph", text.step_graph,
                      "capture the second step as a StepGraph and replay it after (the same result; pays where recording, "
                      "not the GPU, bounds a step; one process only, not under mpirun)");

@@ -19,6 +19,7 @@ struct TrainImagesArgs {
   bool overwrite = false;  // replace a checkpoint in out
   double bucket_mb = 25;   // under MPI: MiB of gradients per all-reduce bucket
   bool profile = false;    // GPU time per op of the training steps (step_profile.hpp)
+  std::string precision = "fp32";  // fp32, fp16 or bf16 (autocast; fp16 with loss scaling)
 };
 
 int train_images(TrainImagesArgs args);
@@ -41,6 +42,7 @@ struct TrainTextArgs {
   bool step_graph = false;  // replay a captured step instead of recording each one
   double bucket_mb = 25;    // under MPI: MiB of gradients per all-reduce bucket
   bool profile = false;     // GPU time per op of the training steps (step_profile.hpp)
+  std::string precision = "fp32";  // fp32, fp16 or bf16 (autocast; fp16 with loss scaling)
 };
 
 int train_text(const TrainTextArgs& args);

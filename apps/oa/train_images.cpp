@@ -47,9 +47,12 @@ struct Evaluation {
 };
 
 // Mean loss and accuracy over a loader (this rank's shard), accumulated on the
-// GPU (one host read), then summed over the ranks.
-Evaluation evaluate(oa::ml::nn::Module& model, const data::ImageLoader& loader, oa::dist::Communicator& world) {
+// GPU (one host read), then summed over the ranks; under autocast to `low`
+// when given (the training's --precision).
+Evaluation evaluate(oa::ml::nn::Module& model, const data::ImageLoader& loader, oa::dist::Communicator& world,
+                    std::optional<oa::DType> low = std::nullopt) {
   oa::NoGradGuard no_grad;
+  const oa::AutocastGuard autocast(low.value_or(oa::DType::F16), low.has_value());
   model.eval();
   Matrix loss_sum, correct;
   std::int64_t count = 0;
@@ -117,7 +120,7 @@ int train_images(TrainImagesArgs args) {
                     .resume = args.resume,
                     .overwrite = args.overwrite,
                     .model = model_flags(config),
-                    .training = {{"lr", "--lr", args.lr}, {"seed", "--seed", args.seed}},
+                    .training = {{"lr", "--lr", args.lr}, {"seed", "--seed", args.seed}, Precision::flag(args.precision)},
                     .length = {"epochs", "--epochs", args.epochs},
                     .unit = "epoch",
                     .metrics = {"train_loss", "test_loss", "test_accuracy"},
@@ -126,10 +129,11 @@ int train_images(TrainImagesArgs args) {
                     .plot = plot_panels});
   oa::dist::Communicator& world = run.world();
   oa::Engine engine = make_engine(args.device);
+  Precision precision(args.precision, engine);
   if (run.writer())
-    fmt::print("oa train fashion-mnist: model {}{} on {}{} — output in {}\n", args.model, args.quick ? " (quick)" : "",
-               engine.device().name, world.size() > 1 ? fmt::format(" ({} MPI ranks, each on its own engine)", world.size()) : "",
-               args.out);
+    fmt::print("oa train fashion-mnist: model {}{}, {} on {}{} — output in {}\n", args.model, args.quick ? " (quick)" : "",
+               args.precision, engine.device().name,
+               world.size() > 1 ? fmt::format(" ({} MPI ranks, each on its own engine)", world.size()) : "", args.out);
 
   data::ImageDataset train = load_split(args.data_dir, "train");
   run.set_data_size(static_cast<std::uint64_t>(train.count), "training images of --data " + join(args.data_dir));
@@ -160,6 +164,8 @@ int train_images(TrainImagesArgs args) {
                args.out);
     return steps_done(state["position"].get<std::int64_t>());
   });
+  precision.restore_scaler(run.resumed_state());
+  oa::ml::amp::GradScaler& scaler = precision.scaler();
   // Under MPI: rank 0's weights everywhere, gradients averaged over the ranks.
   std::optional<oa::dist::DataParallel> data_parallel;
   if (ranks > 1)
@@ -198,14 +204,19 @@ int train_images(TrainImagesArgs args) {
       profile.before_step();
       auto batch = train_loader.batch(b);
       optimizer.set_lr(run.lr(epoch * steps + std::min(position / global_batch, steps - 1)));
-      Matrix loss = oa::ml::cross_entropy((*model)(batch.images), batch.labels);
+      Matrix loss;
+      {
+        const oa::AutocastGuard autocast = precision.autocast();
+        loss = oa::ml::cross_entropy((*model)(batch.images), batch.labels);
+      }
       optimizer.zero_grad();
-      oa::backward(loss);
+      oa::backward(scaler.scale(loss));
       if (data_parallel) {
         data_parallel->all_reduce_gradients();
         all_reduces.add(data_parallel->stats());
       }
-      optimizer.step();
+      scaler.step(optimizer);
+      scaler.update();
       {
         oa::NoGradGuard no_grad;
         Matrix weighted = loss * static_cast<float>(batch.labels.numel());
@@ -234,7 +245,7 @@ int train_images(TrainImagesArgs args) {
     if (b < batches) break;  // Ctrl-C
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     profile.pause();
-    const Evaluation ev = evaluate(*model, test_loader, world);
+    const Evaluation ev = evaluate(*model, test_loader, world, precision.dtype());
     profile.resume();
     run.require_finite(ev.loss, "test loss", global);  // non-finite weights, though the batch losses were finite
     const nlohmann::json row = {{"epoch", epoch + 1},   {"train_loss", loss_sum / static_cast<double>(seen)},
@@ -247,10 +258,10 @@ int train_images(TrainImagesArgs args) {
     if (const std::string line = all_reduces.report(); run.writer() && !line.empty()) fmt::print("{}\n", line);
     seen = 0;
     loss_sum = 0;
-    run.save(global, state(epoch + 1, 0));
+    run.save(global, precision.with_scaler(state(epoch + 1, 0)));
   }
   profile.report();
-  if (global < run.total_steps()) return run.stop(global, state(epoch, position));
+  if (global < run.total_steps()) return run.stop(global, precision.with_scaler(state(epoch, position)));
   if (!run.writer()) return 0;
   const auto& last = run.history().back();
   return run.finish(fmt::format("test accuracy {:.2f}%, test loss {:.4f} after {} epoch(s)", 100 * last["test_accuracy"].get<double>(),

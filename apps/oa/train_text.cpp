@@ -40,8 +40,9 @@ namespace data = oa::ml::data;
 // validation text (at most 64 batches); under MPI each rank takes every
 // ranks-th batch, and the sums are added over the ranks.
 double validation_bpc(oa::ml::nn::Module& model, const std::vector<std::uint8_t>& text, std::int64_t context,
-                      std::int64_t batch_size, const oa::Engine& engine, oa::dist::Communicator& world) {
+                      std::int64_t batch_size, const oa::Engine& engine, oa::dist::Communicator& world, const Precision& precision) {
   oa::NoGradGuard no_grad;
+  const oa::AutocastGuard autocast = precision.autocast();
   const std::int64_t windows = std::min<std::int64_t>((static_cast<std::int64_t>(text.size()) - 1) / context, 64 * batch_size);
   if (windows < 1) oa::fail(oa::ErrorKind::InvalidArgument, "the validation text is shorter than one context window");
   Matrix total;
@@ -100,7 +101,8 @@ int train_text(const TrainTextArgs& args) {
                     .model = model_flags(config),
                     .training = {{"input", "--input", args.input.empty() ? "fortunes" : args.input},
                                  {"lr", "--lr", args.lr},
-                                 {"seed", "--seed", args.seed}},
+                                 {"seed", "--seed", args.seed},
+                                 Precision::flag(args.precision)},
                     .length = {"steps", "--steps", args.steps},
                     .unit = "step",
                     .metrics = {"train_loss", "validation_bpc"},
@@ -119,6 +121,7 @@ int train_text(const TrainTextArgs& args) {
              "smaller --context",
              source, split.validation.size(), args.context);
   oa::Engine engine = make_engine(args.device);
+  Precision precision(args.precision, engine);
   if (run.writer())
     fmt::print("oa train text: {} training / {} validation bytes from {} on {}{}\n", split.train.size(), split.validation.size(),
                source, engine.device().name,
@@ -128,10 +131,12 @@ int train_text(const TrainTextArgs& args) {
   oa::ml::optim::AdamW optimizer(model->parameters(), {.lr = static_cast<float>(args.lr), .weight_decay = 0.1f});
   data::TextLoader loader(split.train, args.batch_size, args.context, args.seed, engine, ranks, world.rank());
   if (run.writer())
-    fmt::print("model: {} parameters ({} layers, {} heads, width {}, context {}); batches of {} windows{}\n",
+    fmt::print("model: {} parameters ({} layers, {} heads, width {}, context {}); batches of {} windows{}; {}\n",
                model->parameter_count(), args.layers, args.heads, args.width, args.context, args.batch_size,
-               ranks > 1 ? fmt::format(" per rank ({} per step)", args.batch_size * ranks) : "");
+               ranks > 1 ? fmt::format(" per rank ({} per step)", args.batch_size * ranks) : "", args.precision);
   run.start(*model, optimizer, 1);
+  precision.restore_scaler(run.resumed_state());
+  oa::ml::amp::GradScaler& scaler = precision.scaler();
   // Under MPI: rank 0's weights everywhere, gradients averaged over the ranks.
   std::optional<oa::dist::DataParallel> data_parallel;
   if (ranks > 1)
@@ -149,17 +154,25 @@ int train_text(const TrainTextArgs& args) {
   data::TextBatch batch = loader.batch(static_cast<std::uint64_t>(start));
   const std::int64_t n = batch.tokens.numel();
   Matrix loss;  // the last step's
+  // --precision: autocast around the forward pass and the loss; for fp16 the
+  // scaled loss's gradients are unscaled before clipping, and a step with an
+  // inf or NaN gradient is skipped on the device.
   auto train_step = [&] {
-    Matrix logits = (*model)(batch.tokens);
-    loss = oa::ml::cross_entropy(logits.reshape({n, 256}), batch.targets.reshape({n}));
+    {
+      const oa::AutocastGuard autocast = precision.autocast();
+      Matrix logits = (*model)(batch.tokens);
+      loss = oa::ml::cross_entropy(logits.reshape({n, 256}), batch.targets.reshape({n}));
+    }
     optimizer.zero_grad();
-    oa::backward(loss);
+    oa::backward(scaler.scale(loss));
     if (data_parallel) {
       data_parallel->all_reduce_gradients();
       all_reduces.add(data_parallel->stats());
     }
+    scaler.unscale_(optimizer);
     oa::ml::optim::clip_grad_norm(model->parameters(), 1.0f);
-    optimizer.step();
+    scaler.step(optimizer);
+    scaler.update();
   };
   // With --step-graph the second step is captured once and replayed after
   // (the first, eager, creates the model's constant inputs; the batch is
@@ -191,7 +204,7 @@ int train_text(const TrainTextArgs& args) {
     if ((step + 1) % args.eval_every == 0 || step + 1 == args.steps) {
       if (progress) progress->finish();
       profile.pause();
-      bpc = validation_bpc(*model, split.validation, args.context, args.batch_size, engine, world);
+      bpc = validation_bpc(*model, split.validation, args.context, args.batch_size, engine, world, precision);
       profile.resume();
       run.require_finite(bpc, "validation bits per character", step + 1);
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -202,13 +215,13 @@ int train_text(const TrainTextArgs& args) {
       if (run.writer())
         fmt::print("step {}: validation {:.3f} bits per character ({:.0f} tokens/s){}\n", step + 1, bpc,
                    row["tokens_per_second"].get<double>(), all_reduced.empty() ? "" : "; " + all_reduced);
-      run.save(step + 1);
+      run.save(step + 1, precision.with_scaler(nlohmann::json::object()));
     }
   }
   if (step < args.steps) {  // Ctrl-C or SIGTERM
     if (progress) progress->finish();
     profile.report();
-    return run.stop(step);
+    return run.stop(step, precision.with_scaler(nlohmann::json::object()));
   }
   profile.report();
   return run.finish(fmt::format("validation {:.3f} bits per character after {} steps", bpc, args.steps));

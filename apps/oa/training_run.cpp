@@ -109,16 +109,17 @@ TrainingRun::TrainingRun(RunSpec spec) : spec_(std::move(spec)) {
   std::vector<RunFlag> had, have, flags = spec_.training;
   flags.push_back(spec_.length);
   for (const auto& f : flags) {
-    const bool recorded = training.contains(f.key) && same_kind(training[f.key], f.value);
-    const bool extends = &f == &flags.back() && recorded && training[f.key] <= f.value;
-    if (recorded && (training[f.key] == f.value || extends)) continue;
-    had.push_back({f.key, f.flag, recorded ? training[f.key] : nlohmann::json("(not recorded)")});
+    const nlohmann::json value = training.contains(f.key) ? training[f.key] : f.unrecorded;
+    const bool recorded = !value.is_null() && same_kind(value, f.value);
+    const bool extends = &f == &flags.back() && recorded && value <= f.value;
+    if (recorded && (value == f.value || extends)) continue;
+    had.push_back({f.key, f.flag, recorded ? value : nlohmann::json("(not recorded)")});
     have.push_back(f);
   }
   if (!had.empty())
     oa::fail(oa::ErrorKind::InvalidArgument,
-             "--resume: {} was trained with {}, not {}; resume it with the same flags (the batch order and the learning-rate schedule "
-             "depend on them; a larger {} extends the run)",
+             "--resume: {} was trained with {}, not {}; resume it with the same flags (the batch order, the learning-rate schedule "
+             "and the arithmetic depend on them; a larger {} extends the run)",
              model_file.string(), describe_flags(had), describe_flags(have), spec_.length.flag);
 
   if (!meta_.contains("data_size") || !meta_["data_size"].is_number_unsigned())
@@ -323,6 +324,37 @@ int TrainingRun::finish(const std::string& summary) {
   fmt::print("done: {}; checkpoint {}, metrics {}, plot {}\n", summary, file("model.safetensors").string(), file("metrics.jsonl").string(),
              file("plot.png").string());
   return 0;
+}
+
+RunFlag Precision::flag(const std::string& name) {
+  if (name != "fp32" && name != "fp16" && name != "bf16")
+    oa::fail(oa::ErrorKind::InvalidArgument, "--precision {}: must be fp32, fp16 or bf16", name);
+  return {"precision", "--precision", name, "fp32"};
+}
+
+Precision::Precision(const std::string& name, const oa::Engine& engine) : scaler_({.enabled = name == "fp16"}, engine) {
+  flag(name);
+  if (name == "fp16") dtype_ = oa::DType::F16;
+  else if (name == "bf16") dtype_ = oa::DType::BF16;
+}
+
+oa::AutocastGuard Precision::autocast() const { return oa::AutocastGuard(dtype_.value_or(oa::DType::F16), dtype_.has_value()); }
+
+nlohmann::json Precision::with_scaler(nlohmann::json state) const {
+  if (scaler_.enabled()) {
+    const oa::ml::amp::GradScalerState s = scaler_.state();
+    state["grad_scaler"] = {{"scale", s.scale}, {"growth_tracker", s.growth_tracker}};
+  }
+  return state;
+}
+
+void Precision::restore_scaler(const nlohmann::json& state) {
+  if (!scaler_.enabled() || !state.contains("grad_scaler")) return;
+  const nlohmann::json& s = state["grad_scaler"];
+  if (!s.is_object() || !s.contains("scale") || !s["scale"].is_number() || !s.contains("growth_tracker") ||
+      !s["growth_tracker"].is_number_integer())
+    oa::fail(oa::ErrorKind::InvalidArgument, "--resume: the checkpoint's grad_scaler state {} is malformed", s.dump());
+  scaler_.load_state({s["scale"].get<float>(), s["growth_tracker"].get<std::int64_t>()});
 }
 
 }  // namespace oa_cli

@@ -10,8 +10,8 @@
 // "oa.run":
 //   task         the dataset of `oa train` ("fashion-mnist", "text")
 //   model        {key: value} of the flags that define the model
-//   training     {key: value} of the flags a --resume run must repeat, and the
-//                length flag (--epochs, --steps)
+//   training     {key: value} of the flags a --resume run must repeat (--precision
+//                among them), and the length flag (--epochs, --steps)
 //   data_size    the size of the training data (images, bytes)
 //   step         the steps of the schedule done (length x steps per unit in all)
 //   optimizer_steps  the optimizer's steps (the same as step unless a --resume
@@ -36,6 +36,8 @@
 
 #include "oa/dist/communicator.hpp"
 #include "oa/dist/data_parallel.hpp"
+#include "oa/matrix/autocast.hpp"
+#include "oa/ml/amp.hpp"
 #include "oa/ml/nn/module.hpp"
 #include "oa/ml/optim.hpp"
 #include "plot.hpp"
@@ -47,6 +49,9 @@ namespace oa_cli {
 struct RunFlag {
   std::string key, flag;
   nlohmann::json value;
+  // A training flag's value in a checkpoint that does not record it (one
+  // written before the flag existed); null: such a checkpoint is refused.
+  nlohmann::json unrecorded = nullptr;
 };
 
 // "--context 8 --layers 1" for `flags`: a true boolean is its flag alone, a
@@ -94,6 +99,34 @@ struct RunSpec {
 // is no checkpoint, when it holds metadata of another task, of an older oa
 // (the keys "oa.train", "oa.text") or none.
 nlohmann::json read_run_metadata(const std::filesystem::path& file, const std::string& task, const std::vector<RunFlag>& model);
+
+// --precision of `oa train`: fp32, fp16 (F16 autocast around the forward
+// pass and the loss, with dynamic loss scaling by oa::ml::amp::GradScaler) or
+// bf16 (BF16 autocast, no scaler). A task lists flag() among its training
+// flags, so that the checkpoint records it and --resume refuses another one
+// (a checkpoint written before the flag existed is fp32), and keeps the
+// scaler's state in its checkpoint state under "grad_scaler".
+class Precision {
+ public:
+  // The scaler's state lives on `engine`. Throws InvalidArgument naming
+  // --precision for a name other than fp32, fp16 and bf16.
+  Precision(const std::string& name, const oa::Engine& engine);
+  // The training flag (the same check).
+  static RunFlag flag(const std::string& name);
+  // The guard to hold around the forward pass and the loss (disabled for fp32).
+  oa::AutocastGuard autocast() const;
+  // F16 or BF16; nullopt for fp32.
+  std::optional<oa::DType> dtype() const { return dtype_; }
+  // Enabled for fp16 only: backward(scaler().scale(loss)), scaler().step(optimizer), scaler().update().
+  oa::ml::amp::GradScaler& scaler() { return scaler_; }
+  // `state` with the scaler's state added (fp16; a host read), and its restoration from a resumed state.
+  nlohmann::json with_scaler(nlohmann::json state) const;
+  void restore_scaler(const nlohmann::json& state);
+
+ private:
+  std::optional<oa::DType> dtype_;
+  oa::ml::amp::GradScaler scaler_;
+};
 
 class TrainingRun {
  public:

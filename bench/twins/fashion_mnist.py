@@ -10,10 +10,12 @@ kept, AdamW (betas 0.9 / 0.999, eps 1e-8, weight decay 1e-4 for the convnet and
 0.05 for the ViT), the learning rate of every step (linear warmup over the
 first 5% of all steps, then a cosine to 0), and the evaluation on the 10 000
 test images in order, in batches of 500, after every epoch. FP32 throughout
-(TF32 off).
+(TF32 off), or with --precision fp16 / bf16 as oa's: torch.autocast(device_type,
+dtype) around the forward pass and the loss (and the evaluation), and for fp16
+torch.amp.GradScaler; the master weights and AdamW's state stay FP32.
 
     python3 bench/twins/fashion_mnist.py --model convnet|vit [--epochs N] [--batch-size 128]
-        [--lr 1e-3] [--seed 0] [--data DIR] [--out FILE.jsonl] [--quick]
+        [--lr 1e-3] [--seed 0] [--data DIR] [--out FILE.jsonl] [--quick] [--precision fp32|fp16|bf16]
     python3 bench/twins/fashion_mnist.py --eval-checkpoint RUN/model.safetensors [--data DIR]
 
 Writes one JSON line per epoch (epoch, train_loss, test_loss, test_accuracy,
@@ -40,7 +42,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
-from torch_common import (TransformerBlock, device_name, fp32_device, read_safetensors,  # noqa: E402
+from torch_common import (PRECISIONS, TransformerBlock, autocast, device_name, fp32_device, read_safetensors,  # noqa: E402
                           safetensors_metadata, synchronize)
 
 # oa's kFashionMnistNormalization (f32 constants).
@@ -118,15 +120,16 @@ def load_split(data_dir, split, device):
 
 
 @torch.no_grad()
-def evaluate(model, images, labels):
-    """Mean cross entropy and accuracy over the test split, in order, in batches of 500."""
+def evaluate(model, images, labels, precision="fp32"):
+    """Mean cross entropy and accuracy over the test split, in order, in batches of 500 (under autocast for fp16 / bf16)."""
     model.eval()
     loss_sum = torch.zeros((), device=images.device)
     correct = torch.zeros((), device=images.device, dtype=torch.long)
     for first in range(0, images.shape[0], TEST_BATCH):
         x, y = images[first:first + TEST_BATCH], labels[first:first + TEST_BATCH]
-        logits = model(x)
-        loss_sum += F.cross_entropy(logits, y, reduction="sum")
+        with autocast(images.device, precision):
+            logits = model(x)
+            loss_sum += F.cross_entropy(logits, y, reduction="sum")
         correct += (logits.argmax(dim=1) == y).sum()
     model.train()
     n = images.shape[0]
@@ -156,6 +159,7 @@ def main():
     ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     ap.add_argument("--out", default=None, help="metrics file (default runs/torch-fashion-mnist-<model>.jsonl)")
     ap.add_argument("--quick", action="store_true", help="oa's --quick: the small network, one epoch")
+    ap.add_argument("--precision", choices=PRECISIONS, default="fp32", help="as oa train fashion-mnist --precision")
     ap.add_argument("--eval-checkpoint", metavar="FILE", help="evaluate an oa model.safetensors instead of training")
     args = ap.parse_args()
     if args.epochs is None:
@@ -168,8 +172,8 @@ def main():
     if args.eval_checkpoint:
         return eval_checkpoint(args.eval_checkpoint, args.data, device)
     torch.manual_seed(args.seed)
-    print(f"torch {torch.__version__} fashion-mnist twin: model {args.model}{' (quick)' if args.quick else ''} "
-          f"on {device_name(device)} — metrics in {out}", flush=True)
+    print(f"torch {torch.__version__} fashion-mnist twin: model {args.model}{' (quick)' if args.quick else ''}, "
+          f"{args.precision} on {device_name(device)} — metrics in {out}", flush=True)
 
     train_x, train_y = load_split(args.data, "train", device)
     test_x, test_y = load_split(args.data, "t10k", device)
@@ -185,6 +189,7 @@ def main():
           f"AdamW, weight decay {WEIGHT_DECAY[args.model]}, lr {args.lr} after {warmup} warmup steps, "
           f"cosine to 0 at step {total}", flush=True)
 
+    scaler = torch.amp.GradScaler(device.type, enabled=args.precision == "fp16")
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     open(out, "w").close()
     model.train()
@@ -201,10 +206,12 @@ def main():
             lr = f32(common.warmup_cosine_lr(epoch * steps + step, args.lr, warmup, total, 0.0))
             for group in optimizer.param_groups:
                 group["lr"] = lr
-            loss = F.cross_entropy(model(x), y)
+            with autocast(device, args.precision):
+                loss = F.cross_entropy(model(x), y)
             optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
             loss_sum += loss.detach() * y.shape[0]
             seen += y.shape[0]
             if (step + 1) % 25 == 0 or step + 1 == steps:  # oa reads the loss as often (progress, divergence)
@@ -213,7 +220,7 @@ def main():
                     raise SystemExit(f"training diverged: loss {value} at epoch {epoch + 1} step {step + 1}")
         synchronize(device)
         seconds = time.perf_counter() - t0
-        test_loss, test_accuracy = evaluate(model, test_x, test_y)
+        test_loss, test_accuracy = evaluate(model, test_x, test_y, args.precision)
         row = {"epoch": epoch + 1, "train_loss": loss_sum.item() / seen, "test_loss": test_loss,
                "test_accuracy": test_accuracy, "seconds": seconds, "images_per_second": seen / seconds}
         with open(out, "a") as f:

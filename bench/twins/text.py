@@ -6,6 +6,7 @@ random initial values differ (both use PyTorch's default initialisation).
 Usage: text.py [--input FILE | --fortunes DIR] [--context N] [--layers N]
                [--heads N] [--width N] [--steps N] [--batch-size B]
                [--eval-every N] [--lr X] [--seed S] [--device D]
+               [--precision fp32|fp16|bf16]
                [--init FILE.safetensors] [--out FILE.jsonl] [--profile FILE.json]
 
 What it mirrors (apps/oa/train_text.cpp, apps/oa/models.cpp):
@@ -27,7 +28,10 @@ What it mirrors (apps/oa/train_text.cpp, apps/oa/models.cpp):
   summed cross entropy / positions / ln 2;
 - tokens_per_second: tokens trained on so far / seconds since the first step
   (validation time included, as oa's).
-FP32 throughout with TF32 off. Writes one JSON line per validation to --out,
+FP32 throughout with TF32 off, or with --precision fp16 / bf16 as oa's:
+torch.autocast(device_type, dtype) around the forward pass and the loss (and
+the validation), and for fp16 torch.amp.GradScaler (gradients unscaled
+before clipping); the master weights and AdamW's state stay FP32. Writes one JSON line per validation to --out,
 with the keys of oa's metrics.jsonl. --init starts from given weights
 instead (a safetensors file with oa's parameter names, which are this
 model's state_dict keys), to follow oa step by step from the same start.
@@ -48,7 +52,8 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
-from torch_common import StepProfile, TransformerBlock, device_name, fp32_device, read_safetensors, synchronize  # noqa: E402
+from torch_common import (PRECISIONS, StepProfile, TransformerBlock, autocast, device_name, fp32_device,  # noqa: E402
+                          read_safetensors, synchronize)
 
 VOCABULARY = 256
 
@@ -85,8 +90,8 @@ def windows(text, starts, context):
 
 
 @torch.no_grad()
-def validation_bpc(model, text, context, batch_size):
-    """train_text.cpp's validation_bpc."""
+def validation_bpc(model, text, context, batch_size, precision):
+    """train_text.cpp's validation_bpc, under autocast for --precision fp16 / bf16."""
     count_windows = min((text.numel() - 1) // context, 64 * batch_size)
     total = torch.zeros((), dtype=torch.float32, device=text.device)
     count = 0
@@ -94,8 +99,9 @@ def validation_bpc(model, text, context, batch_size):
         b = min(batch_size, count_windows - w0)
         starts = torch.arange(w0, w0 + b, device=text.device) * context
         tokens, targets = windows(text, starts, context)
-        logits = model(tokens)
-        total = total + F.cross_entropy(logits.reshape(b * context, VOCABULARY), targets.reshape(b * context), reduction="sum")
+        with autocast(text.device, precision):
+            logits = model(tokens)
+            total = total + F.cross_entropy(logits.reshape(b * context, VOCABULARY), targets.reshape(b * context), reduction="sum")
         count += b * context
     return total.item() / count / math.log(2.0)
 
@@ -120,6 +126,7 @@ def main():
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--precision", choices=PRECISIONS, default="fp32", help="as oa train text --precision")
     p.add_argument("--init", help="initial weights (safetensors, oa's parameter names)")
     p.add_argument("--out", help="metrics file (JSON lines)")
     p.add_argument("--profile", metavar="FILE", help="write the training steps' CUDA time per kernel and op to FILE (JSON)")
@@ -154,7 +161,8 @@ def main():
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.1)
     parameters = sum(t.numel() for t in model.parameters())
     print(f"model: {parameters} parameters ({args.layers} layers, {args.heads} heads, width {args.width}, "
-          f"context {args.context})", flush=True)
+          f"context {args.context}); {args.precision}", flush=True)
+    scaler = torch.amp.GradScaler(device.type, enabled=args.precision == "fp16")
 
     metrics = open(args.out, "w") if args.out else None
     tokens_per_step = args.batch_size * args.context
@@ -170,12 +178,15 @@ def main():
             group["lr"] = lr
         starts = common.text_window_starts(len(train_bytes), args.context, args.batch_size, args.seed, step)
         tokens, targets = windows(train, torch.tensor(starts, dtype=torch.int64, device=device), args.context)
-        logits = model(tokens)
-        loss = F.cross_entropy(logits.reshape(tokens_per_step, VOCABULARY), targets.reshape(tokens_per_step))
+        with autocast(device, args.precision):
+            logits = model(tokens)
+            loss = F.cross_entropy(logits.reshape(tokens_per_step, VOCABULARY), targets.reshape(tokens_per_step))
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
+        scaler.step(optimizer)
+        scaler.update()
         last = step + 1 == args.steps
         if (step + 1) % 25 == 0 or last:
             value = loss.item()
@@ -191,7 +202,7 @@ def main():
         if (step + 1) % args.eval_every == 0 or last:
             profile.stop()
             model.eval()
-            bpc = validation_bpc(model, validation, args.context, args.batch_size)
+            bpc = validation_bpc(model, validation, args.context, args.batch_size, args.precision)
             model.train()
             synchronize(device)
             seconds = time.perf_counter() - t0

@@ -19,6 +19,15 @@ def fp32_device(name=None):
     return torch.device(name or ("cuda" if torch.cuda.is_available() else "cpu"))
 
 
+PRECISIONS = ("fp32", "fp16", "bf16")  # oa train --precision
+
+
+def autocast(device, precision):
+    """torch.autocast to F16 / BF16 for --precision fp16 / bf16 (oa's AutocastGuard); disabled for fp32."""
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(precision, torch.float16)
+    return torch.autocast(device.type, dtype=dtype, enabled=precision != "fp32")
+
+
 def device_name(device):
     return torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
 

@@ -22,6 +22,7 @@ from ._oa import (
     UnsupportedError,
     abs,
     argmin,
+    autocast,
     cat,
     chunk,
     gather,
@@ -89,6 +90,7 @@ from ._oa import (
     where,
     zeros,
 )
+from . import amp
 from . import data
 from . import nn
 from . import optim

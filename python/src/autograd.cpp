@@ -1,5 +1,5 @@
 // Autograd on oa.Tensor (oa/matrix/autograd.hpp): requires_grad, grad,
-// backward, detach, and oa.no_grad() as a context manager.
+// backward, detach, and oa.no_grad() and oa.autocast() as context managers.
 #include <pybind11/stl.h>
 
 #include <memory>
@@ -21,6 +21,22 @@ class NoGrad {
 
  private:
   std::vector<std::unique_ptr<NoGradGuard>> guards_;
+};
+
+// `with oa.autocast(dtype, enabled):` holds an oa::AutocastGuard on this
+// thread, nesting as NoGrad.
+class Autocast {
+ public:
+  Autocast(DType dtype, bool enabled) : dtype_(dtype), enabled_(enabled) {}
+  void enter() { guards_.push_back(std::make_unique<AutocastGuard>(dtype_, enabled_)); }
+  void exit() {
+    if (!guards_.empty()) guards_.pop_back();
+  }
+
+ private:
+  DType dtype_;
+  bool enabled_;
+  std::vector<std::unique_ptr<AutocastGuard>> guards_;
 };
 
 }  // namespace
@@ -71,6 +87,21 @@ void bind_autograd(py::module_& m, TensorClass& t) {
       });
   m.attr("no_grad").attr("__module__") = "oa";
   m.def("is_grad_enabled", &grad_enabled, "False inside oa.no_grad() on this thread.");
+
+  py::class_<Autocast>(m, "autocast",
+                       "Context manager: mixed precision on this thread (torch.autocast(device_type, dtype, enabled)). Inside, "
+                       "matmul, linear and bmm run in `dtype` (oa.float16 or oa.bfloat16, their f32 inputs cast, master weights "
+                       "cast once per scope); softmax, norms, losses and reductions run in float32; other ops take the widest "
+                       "of their inputs' dtypes (float32 where they have no 16-bit kernel). One policy table "
+                       "(oa/matrix/autocast.hpp); backward runs outside it. enabled=False disables it inside another scope. "
+                       "Raises ValueError for a dtype other than float16 or bfloat16.")
+      .def(py::init<DType, bool>(), py::arg("dtype"), py::arg("enabled") = true)
+      .def("__enter__", [](Autocast& a) { a.enter(); })
+      .def("__exit__", [](Autocast& a, const py::args&) {
+        a.exit();
+        return false;
+      });
+  m.attr("autocast").attr("__module__") = "oa";
 }
 
 }  // namespace oa::python

@@ -1,4 +1,5 @@
-// oa.optim over oa/ml/optim.hpp (SGD, AdamW, the warmup-cosine schedule) and
+// oa.optim over oa/ml/optim.hpp (SGD, AdamW, the warmup-cosine schedule),
+// oa.amp.GradScaler over oa/ml/amp.hpp and
 // oa.save / oa.load over the safetensors code of oa/ml/checkpoint.hpp.
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
@@ -26,7 +27,7 @@ std::vector<ml::Parameter> parameters_of(const py::iterable& params) {
 // The part both optimizers share, with PyTorch's names.
 template <typename T>
 void bind_common(py::class_<T, optim::Optimizer>& c) {
-  c.def("step", &T::step, "One update of every parameter that has a gradient.")
+  c.def("step", [](T& self) { self.step(); }, "One update of every parameter that has a gradient.")
       .def("zero_grad", &T::zero_grad, "Clears every parameter's gradient.")
       .def_property("lr", &T::lr, &T::set_lr, "The learning rate of the next step.")
       .def_property_readonly("steps", &T::steps, "step() calls so far.")
@@ -69,6 +70,42 @@ void bind_optim(py::module_& m) {
             arg("params"), arg("lr") = 1e-3f, arg("betas") = std::pair<float, float>{0.9f, 0.999f}, arg("eps") = 1e-8f,
             arg("weight_decay") = 1e-2f);
   bind_common(adamw);
+
+  auto amp = m.def_submodule("amp", "Dynamic loss scaling for float16 training (oa::ml::amp)");
+  py::class_<ml::amp::GradScaler>(amp, "GradScaler",
+                                  "torch.amp.GradScaler over oa::ml::amp::GradScaler: scale(loss), unscale_(optimizer), "
+                                  "step(optimizer) (skipped on the device after an inf or NaN gradient), update() (back off "
+                                  "x backoff_factor, or grow x growth_factor after growth_interval clean steps). The scale "
+                                  "and the decisions stay on the device.")
+      .def(py::init([](float init_scale, float growth_factor, float backoff_factor, std::int64_t growth_interval, bool enabled) {
+             return std::make_unique<ml::amp::GradScaler>(
+                 ml::amp::GradScalerOptions{init_scale, growth_factor, backoff_factor, growth_interval, enabled});
+           }),
+           arg("init_scale") = 65536.0f, arg("growth_factor") = 2.0f, arg("backoff_factor") = 0.5f, arg("growth_interval") = 2000,
+           arg("enabled") = true)
+      .def("scale", &ml::amp::GradScaler::scale, arg("outputs"), "outputs * scale (outputs itself when disabled).")
+      .def("unscale_", &ml::amp::GradScaler::unscale_, arg("optimizer"),
+           "Divides the optimizer's gradients by the scale in place and records whether any is inf or NaN.")
+      .def("step", &ml::amp::GradScaler::step, arg("optimizer"), "unscale_ unless done, then the optimizer's step, skipped after an inf or NaN.")
+      .def("update", &ml::amp::GradScaler::update, "Backs off or grows the scale; clears the found-inf flag.")
+      .def("get_scale", &ml::amp::GradScaler::get_scale, "The current scale (1.0 when disabled).")
+      .def("is_enabled", &ml::amp::GradScaler::enabled)
+      .def(
+          "state_dict",
+          [](const ml::amp::GradScaler& s) {
+            const auto st = s.state();
+            py::dict d;
+            d["scale"] = st.scale;
+            d["_growth_tracker"] = st.growth_tracker;
+            return d;
+          },
+          "{'scale': float, '_growth_tracker': int} (torch's keys).")
+      .def(
+          "load_state_dict",
+          [](ml::amp::GradScaler& s, const py::dict& d) {
+            s.load_state({d["scale"].cast<float>(), d["_growth_tracker"].cast<std::int64_t>()});
+          },
+          arg("state_dict"));
 
   o.def("warmup_cosine_lr", &optim::warmup_cosine_lr, arg("step"), arg("base_lr"), arg("warmup_steps"), arg("total_steps"),
         arg("min_lr") = 0.0,

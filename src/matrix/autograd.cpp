@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "matrix/op_def.hpp"
+#include "oa/matrix/autocast.hpp"
 #include "oa/matrix/cast.hpp"
 #include "oa/matrix/elementwise.hpp"
 
@@ -174,6 +175,7 @@ void run_backward(const Matrix& root, const Matrix& seed, const Matrix& user_see
   require_history(root, op);
   AutogradMeta* rm = meta_of(root);
   NoGradGuard no_grad;
+  const AutocastGuard no_autocast(DType::F32, false);  // rules run in the saved dtypes
   std::vector<LeafSlot> leaves;
   std::unordered_map<const AutogradMeta*, std::size_t> leaf_index;
   auto to_leaf = [&](const std::shared_ptr<AutogradMeta>& meta, const Matrix& g) {

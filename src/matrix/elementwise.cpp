@@ -319,8 +319,8 @@ Matrix binary(const Op<A>& op, const Matrix& a, const Matrix& b) {
   detail::require_defined(a, name, "a");
   detail::require_defined(b, name, "b");
   detail::require_same_engine(a, b, name);
-  detail::require_f32(a, name, "a");
-  detail::require_f32(b, name, "b");
+  // The dtypes are apply()'s to check (after autocast's casts): a's by the
+  // lowering, b's by infer.
   std::int64_t channels = 1, inner = 1;
   const Shape &sa = a.shape(), &sb = b.shape();
   if (sa == sb || detail::broadcast_layout(sa, sb, channels, inner) || detail::broadcast_layout(sb, sa, channels, inner))

@@ -13,6 +13,8 @@
 //   const Op<ClampAttributes> kClamp{{.name = "oa::matrix::clamp", .inputs = {"x"}, .infer = ..., .lower = ..., ...}};
 //   Matrix clamp(const Matrix& x, float low, float high) { return apply(kClamp, {x}, {low, high})[0]; }
 //
+// Under autocast, apply() first casts the inputs as the policy table says
+// (oa/matrix/autocast.hpp) and applies the op to the cast inputs.
 // apply() checks, before anything is allocated or recorded, that every input
 // is defined (or optional and absent) and on the first input's engine and that a lowering exists for
 // the first input's dtype (InvalidArgument naming the op and the argument);
@@ -234,6 +236,12 @@ struct Op {
 
 // ── The one generic apply ────────────────────────────────────────────────────
 
+// Autocast (oa/matrix/autocast.hpp): whether a scope is enabled on this
+// thread, and the inputs of `op` cast as its policy says, given the dtypes
+// it has lowerings for (bit i: DType i). False when no input needs a cast.
+bool autocast_active();
+bool autocast_inputs(const char* op, std::span<const Matrix> inputs, unsigned lowered_dtypes, std::vector<Matrix>& out);
+
 // A dispatch list for one apply() call, reused by later calls on the same
 // thread (one list per nesting level: a lowering may apply other ops), so that
 // a warm call allocates none. Emptied on scope exit, which drops the
@@ -284,6 +292,12 @@ std::vector<Matrix> apply(const Op<A>& op, std::span<const Matrix> inputs, const
     if (i > 0 && !(inputs[i].engine() == inputs[0].engine()))
       fail(ErrorKind::InvalidArgument, "{}: {} {} lives on another engine than {} {}", def.name, spec.name, inputs[i].shape(),
            def.inputs[0].name, inputs[0].shape());
+  }
+  if (!inputs.empty() && autocast_active()) {
+    unsigned lowered = 0;
+    for (const auto& l : def.lower) lowered |= 1u << static_cast<unsigned>(l.first);
+    std::vector<Matrix> cast_inputs;
+    if (autocast_inputs(def.name, inputs, lowered, cast_inputs)) return apply(op, std::span<const Matrix>(cast_inputs), attributes, auxiliary);
   }
   const Engine& engine = inputs.empty() ? *generator_engine : inputs[0].engine();
   const Lowering<A>* lowering = inputs.empty() ? &def.lower[0].second : nullptr;

@@ -57,9 +57,20 @@ std::vector<Matrix> with_gradients(const std::vector<Parameter>& parameters, con
   return pairs;
 }
 
+// What every update op reads besides its pairs: per pair the parameter's
+// index in the optimizer (`slots`, which indexes the step constants and the
+// update counts), the step constants, the update counts and found_inf.
+struct UpdateBuffers {
+  std::vector<std::size_t> slots;
+  Matrix constants;  // Optimizer::step_constants_
+  Matrix counts;     // Optimizer::counts_
+  Matrix found_inf;  // GradScaler's, or Optimizer::no_inf_
+  std::uint32_t stride = 0;  // step constants per parameter
+};
+
 // An update op whose results are the parameters, written in place, and whose
 // lowering is `lower(call, j, c)` for chunk c of pair j (the dispatch without
-// its workgroup count).
+// its workgroup count), then ml/optim/count_steps over the update counts.
 template <class A>
 Op<A> update_op(const char* name, std::function<ComputeDispatch(const OpCall<A>&, std::size_t, const detail::ElementChunk&)> lower) {
   return Op<A>({.name = name,
@@ -80,16 +91,22 @@ Op<A> update_op(const char* name, std::function<ComputeDispatch(const OpCall<A>&
                                  d.groups = {detail::groups_for(c.count, kUpdateGroup), 1, 1};
                                  ds.push_back(std::move(d));
                                }
+                             const UpdateBuffers& b = call.attributes;
+                             ComputeDispatch d;
+                             d.kernel = kernels::ml_optim_count_steps;
+                             d.bindings = {BufferBinding::read_write(b.counts.storage()), BufferBinding::read(b.constants.storage()),
+                                           BufferBinding::read(b.found_inf.storage())};
+                             d.push.set(push::ml_optim_count_steps{.n = static_cast<std::uint32_t>(b.counts.numel()), .stride = b.stride});
+                             d.groups = {1, 1, 1};
+                             ds.push_back(std::move(d));
                            }}},
                 .variadic = true});
 }
 
-struct SgdAttributes {
+struct SgdAttributes : UpdateBuffers {
   float lr = 0, momentum = 0, dampening = 0, weight_decay = 0;
   bool nesterov = false;
-  std::vector<std::size_t> slots;
   std::vector<Matrix> momentum_buffers;  // per pair; undefined without momentum
-  Matrix constants;                      // Optimizer::step_constants_
   static constexpr auto fields = std::tuple{field("lr", &SgdAttributes::lr), field("momentum", &SgdAttributes::momentum),
                                             field("dampening", &SgdAttributes::dampening),
                                             field("weight_decay", &SgdAttributes::weight_decay),
@@ -107,7 +124,8 @@ const Op<SgdAttributes> kSgdStep = update_op<SgdAttributes>(
       const auto& buffer = momentum ? a.momentum_buffers[j].storage() : p.storage();
       d.bindings = {BufferBinding::read_write(p.storage(), offset_of(c), bytes_of(c)),
                     BufferBinding::read(g.storage(), offset_of(c), bytes_of(c)),
-                    BufferBinding::read_write(buffer, offset_of(c), bytes_of(c)), BufferBinding::read(a.constants.storage())};
+                    BufferBinding::read_write(buffer, offset_of(c), bytes_of(c)), BufferBinding::read(a.constants.storage()),
+                    BufferBinding::read(a.counts.storage()), BufferBinding::read(a.found_inf.storage())};
       d.push.set(push::ml_optim_sgd_step{.n = static_cast<std::uint32_t>(c.count),
                                          .momentum = a.momentum,
                                          .dampening = a.dampening,
@@ -116,12 +134,10 @@ const Op<SgdAttributes> kSgdStep = update_op<SgdAttributes>(
       return d;
     });
 
-struct AdamWAttributes {
+struct AdamWAttributes : UpdateBuffers {
   float lr = 0, beta1 = 0, beta2 = 0, eps = 0, weight_decay = 0;
   std::int64_t step = 0;
-  std::vector<std::size_t> slots;
   std::vector<Matrix> exp_avg, exp_avg_sq;  // per pair
-  Matrix constants;                         // Optimizer::step_constants_
   static constexpr auto fields = std::tuple{field("lr", &AdamWAttributes::lr), field("beta1", &AdamWAttributes::beta1),
                                             field("beta2", &AdamWAttributes::beta2), field("eps", &AdamWAttributes::eps),
                                             field("weight_decay", &AdamWAttributes::weight_decay),
@@ -137,12 +153,15 @@ const Op<AdamWAttributes> kAdamWStep = update_op<AdamWAttributes>(
                     BufferBinding::read(call.inputs[2 * j + 1].storage(), offset_of(c), bytes_of(c)),
                     BufferBinding::read_write(a.exp_avg[j].storage(), offset_of(c), bytes_of(c)),
                     BufferBinding::read_write(a.exp_avg_sq[j].storage(), offset_of(c), bytes_of(c)),
-                    BufferBinding::read(a.constants.storage())};
+                    BufferBinding::read(a.constants.storage()), BufferBinding::read(a.counts.storage()),
+                    BufferBinding::read(a.found_inf.storage())};
       d.push.set(push::ml_optim_adamw_step{.n = static_cast<std::uint32_t>(c.count),
                                            .beta1 = a.beta1,
                                            .beta2 = a.beta2,
                                            .eps = a.eps,
-                                           .slot = static_cast<std::uint32_t>(a.slots[j])});
+                                           .slot = static_cast<std::uint32_t>(a.slots[j]),
+                                           .log_beta1 = static_cast<float>(std::log(double(a.beta1))),
+                                           .log_beta2 = static_cast<float>(std::log(double(a.beta2)))});
       return d;
     });
 
@@ -245,7 +264,6 @@ const Op<ClipAttributes> kClipGradNorm{{.name = kClipOp,
 
 Optimizer::Optimizer(std::vector<Parameter> parameters, float lr, const char* kind, std::size_t constants_per_parameter)
     : parameters_(std::move(parameters)),
-      parameter_steps_(parameters_.size(), 0),
       lr_(lr),
       kind_(kind),
       constants_per_parameter_(constants_per_parameter) {
@@ -259,7 +277,11 @@ Optimizer::Optimizer(std::vector<Parameter> parameters, float lr, const char* ki
       fail(ErrorKind::InvalidArgument, "{}: parameter '{}' lives on another engine than '{}'", op, p.name(), parameters_[0].name());
   }
   set_lr(lr);
-  step_constants_ = Matrix::zeros({static_cast<std::int64_t>(constants_per_parameter_ * parameters_.size())}, parameters_[0].value().engine());
+  const Engine& engine = parameters_[0].value().engine();
+  const auto n = static_cast<std::int64_t>(parameters_.size());
+  step_constants_ = Matrix::zeros({static_cast<std::int64_t>(constants_per_parameter_ + 1) * n}, engine);
+  counts_ = Matrix::zeros({n}, engine);
+  no_inf_ = Matrix::zeros(Shape{}, engine);
 }
 
 void Optimizer::set_lr(float lr) {
@@ -267,38 +289,45 @@ void Optimizer::set_lr(float lr) {
   lr_ = lr;
 }
 
-void Optimizer::write_step_constants() const {
-  std::vector<float> all(constants_per_parameter_ * parameters_.size());
-  for (std::size_t i = 0; i < parameters_.size(); ++i)
-    step_constants(i, std::span<float>(all).subspan(i * constants_per_parameter_, constants_per_parameter_));
+void Optimizer::write_step_constants(const std::vector<std::size_t>& updated) const {
+  const std::size_t stride = constants_per_parameter_ + 1;
+  std::vector<float> all(stride * parameters_.size());
+  for (std::size_t i = 0; i < parameters_.size(); ++i) step_constants(i, std::span<float>(all).subspan(i * stride, constants_per_parameter_));
+  for (auto i : updated) all[(i + 1) * stride - 1] = 1.0f;
   step_constants_.write(all);
 }
 
-void Optimizer::run_step(const std::function<std::vector<std::size_t>()>& record) {
+void Optimizer::run_step(const std::vector<std::size_t>& updated, const std::function<void()>& record) {
   const Engine& engine = parameters_[0].value().engine();
   const bool capturing = engine.capturing();
-  if (!capturing) write_step_constants();
-  const std::vector<std::size_t> updated = record();
-  auto advance = [this, updated] {
-    for (auto i : updated) ++parameter_steps_[i];
-    ++steps_;
-  };
+  if (!capturing) write_step_constants(updated);
+  if (!updated.empty()) record();
   // In a capture nothing runs yet: each replay takes the constants of its own
   // step (the learning rate set before it) and counts it.
   if (capturing)
-    engine.on_replay([this, advance] {
-      write_step_constants();
-      advance();
+    engine.on_replay([this, updated] {
+      write_step_constants(updated);
+      ++steps_;
     });
   else
-    advance();
+    ++steps_;
+}
+
+std::vector<std::int64_t> Optimizer::parameter_steps() const {
+  const std::vector<float> counts = counts_.to_vector();
+  return {counts.begin(), counts.end()};
 }
 
 void Optimizer::zero_grad() const {
   for (const auto& p : parameters_) p.zero_grad();
 }
 
-std::vector<Matrix> Optimizer::checked_gradients(const char* op) const {
+std::vector<Matrix> Optimizer::checked_gradients(const char* op, const Matrix& found_inf, Matrix& flag) const {
+  if (found_inf.defined() && (found_inf.dtype() != DType::F32 || found_inf.numel() != 1 || found_inf.rank() != 0 ||
+                              !(found_inf.engine() == parameters_[0].value().engine())))
+    fail(ErrorKind::InvalidArgument, "{}: found_inf must be f32 [] on the parameters' engine; found {} {}", op,
+         to_string(found_inf.dtype()), found_inf.shape());
+  flag = found_inf.defined() ? found_inf : no_inf_;
   std::vector<Matrix> grads;
   grads.reserve(parameters_.size());
   for (const auto& p : parameters_) {
@@ -315,7 +344,8 @@ std::vector<Matrix> Optimizer::checked_gradients(const char* op) const {
 
 void Optimizer::save_state(const std::filesystem::path& path) const {
   Metadata md{{"optimizer", kind_}, {"lr", fmt::format("{}", lr_)}, {"step", std::to_string(steps_)}};
-  for (std::size_t i = 0; i < parameters_.size(); ++i) md[parameters_[i].name() + ".step"] = std::to_string(parameter_steps_[i]);
+  const std::vector<std::int64_t> per = parameter_steps();
+  for (std::size_t i = 0; i < parameters_.size(); ++i) md[parameters_[i].name() + ".step"] = std::to_string(per[i]);
   save_safetensors(path, state(), md);
 }
 
@@ -339,12 +369,12 @@ void Optimizer::load_state(const std::filesystem::path& path) {
   load_safetensors_into(path, state());
   lr_ = lr;
   steps_ = steps;
-  parameter_steps_ = std::move(per);
+  counts_.write(std::vector<float>(per.begin(), per.end()));
 }
 
 // ── SGD ──────────────────────────────────────────────────────────────────────
 
-Sgd::Sgd(std::vector<Parameter> parameters, SgdOptions options) : Optimizer(std::move(parameters), options.lr, "sgd", 2), options_(options) {
+Sgd::Sgd(std::vector<Parameter> parameters, SgdOptions options) : Optimizer(std::move(parameters), options.lr, "sgd", 1), options_(options) {
   const char* op = "oa::ml::optim::sgd";
   require_hyper(options_.momentum, op, "momentum");
   require_hyper(options_.dampening, op, "dampening");
@@ -356,24 +386,21 @@ Sgd::Sgd(std::vector<Parameter> parameters, SgdOptions options) : Optimizer(std:
     for (const auto& p : parameters_) momentum_.push_back(Matrix::zeros(p.shape(), p.value().engine()));
 }
 
-void Sgd::step_constants(std::size_t i, std::span<float> out) const {
-  out[0] = lr_;
-  out[1] = parameter_steps_[i] == 0 ? 1.0f : 0.0f;  // the momentum buffer starts as d
-}
+void Sgd::step_constants(std::size_t, std::span<float> out) const { out[0] = lr_; }
 
-void Sgd::step() {
-  const std::vector<Matrix> grads = checked_gradients(kSgdOp);
+void Sgd::step(const Matrix& found_inf) {
+  SgdAttributes a;
+  const std::vector<Matrix> grads = checked_gradients(kSgdOp, found_inf, a.found_inf);
   const bool momentum = options_.momentum != 0;
-  SgdAttributes a{lr_, options_.momentum, options_.dampening, options_.weight_decay, options_.nesterov};
+  a.lr = lr_, a.momentum = options_.momentum, a.dampening = options_.dampening, a.weight_decay = options_.weight_decay;
+  a.nesterov = options_.nesterov;
   const std::vector<Matrix> pairs = with_gradients(parameters_, grads, a.slots);
   for (auto i : a.slots) a.momentum_buffers.push_back(momentum ? momentum_[i] : Matrix());
-  a.constants = step_constants_;
-  run_step([&] {
-    if (a.slots.empty()) return a.slots;
+  a.constants = step_constants_, a.counts = counts_, a.stride = static_cast<std::uint32_t>(constants_per_parameter_ + 1);
+  run_step(a.slots, [&] {
     detail::apply(kSgdStep, pairs, a);
     if (momentum)
       for (const auto& m : a.momentum_buffers) m.storage()->bump_version();
-    return a.slots;
   });
 }
 
@@ -386,7 +413,7 @@ NamedMatrices Sgd::state() const {
 // ── AdamW ────────────────────────────────────────────────────────────────────
 
 AdamW::AdamW(std::vector<Parameter> parameters, AdamWOptions options)
-    : Optimizer(std::move(parameters), options.lr, "adamw", 3), options_(options) {
+    : Optimizer(std::move(parameters), options.lr, "adamw", 2), options_(options) {
   const char* op = "oa::ml::optim::adamw";
   require_hyper(options_.eps, op, "eps");
   require_hyper(options_.weight_decay, op, "weight_decay");
@@ -398,16 +425,16 @@ AdamW::AdamW(std::vector<Parameter> parameters, AdamWOptions options)
   }
 }
 
-void AdamW::step_constants(std::size_t i, std::span<float> out) const {
-  const auto t = static_cast<double>(parameter_steps_[i] + 1);
+void AdamW::step_constants(std::size_t, std::span<float> out) const {
   out[0] = static_cast<float>(1.0 - double(lr_) * options_.weight_decay);
-  out[1] = static_cast<float>(lr_ / (1.0 - std::pow(double(options_.beta1), t)));
-  out[2] = static_cast<float>(std::sqrt(1.0 - std::pow(double(options_.beta2), t)));
+  out[1] = lr_;
 }
 
-void AdamW::step() {
-  const std::vector<Matrix> grads = checked_gradients(kAdamWOp);
-  AdamWAttributes a{lr_, options_.beta1, options_.beta2, options_.eps, options_.weight_decay, steps_ + 1};
+void AdamW::step(const Matrix& found_inf) {
+  AdamWAttributes a;
+  const std::vector<Matrix> grads = checked_gradients(kAdamWOp, found_inf, a.found_inf);
+  a.lr = lr_, a.beta1 = options_.beta1, a.beta2 = options_.beta2, a.eps = options_.eps, a.weight_decay = options_.weight_decay;
+  a.step = steps_ + 1;
   const std::vector<Matrix> pairs = with_gradients(parameters_, grads, a.slots);
   a.exp_avg.reserve(a.slots.size());
   a.exp_avg_sq.reserve(a.slots.size());
@@ -415,15 +442,13 @@ void AdamW::step() {
     a.exp_avg.push_back(exp_avg_[i]);
     a.exp_avg_sq.push_back(exp_avg_sq_[i]);
   }
-  a.constants = step_constants_;
-  run_step([&] {
-    if (a.slots.empty()) return a.slots;
+  a.constants = step_constants_, a.counts = counts_, a.stride = static_cast<std::uint32_t>(constants_per_parameter_ + 1);
+  run_step(a.slots, [&] {
     detail::apply(kAdamWStep, pairs, a);
     for (std::size_t j = 0; j < a.slots.size(); ++j) {
       a.exp_avg[j].storage()->bump_version();
       a.exp_avg_sq[j].storage()->bump_version();
     }
-    return a.slots;
   });
 }
 

@@ -41,6 +41,8 @@ TEST(CliText, ResumeRefusesOtherTrainingFlags) {
       {{"--input", "fox.txt", "--lr", "0.002"}, {"with --lr 0.001, not --lr 0.002"}},
       {{"--input", "fox.txt", "--seed", "7"}, {"with --seed 0, not --seed 7"}},
       {{"--input", "fox.txt", "--steps", "1"}, {"with --steps 2, not --steps 1"}},  // fewer (more extend the run)
+      // A checkpoint that does not record --precision was trained in fp32.
+      {{"--input", "fox.txt", "--precision", "fp16"}, {"with --precision fp32, not --precision fp16"}},
       {{"--input", "fox2.txt"}, {"with --input fox.txt, not --input fox2.txt"}},
       {{}, {"with --input fox.txt, not --input fortunes"}},
       // Several at once are all named.
@@ -138,6 +140,35 @@ TEST(CliText, RunFailingBeforeItsFirstWriteLeavesNothing) {
   EXPECT_TRUE(fails_cleanly(r, {"maxStorageBufferRange"}));
   EXPECT_FALSE(fs::exists(d / "new"));
   EXPECT_EQ(d.listing(), before);
+}
+
+// --precision fp16 records itself and the loss scaler's state in the
+// checkpoint; --resume continues it and refuses another precision.
+TEST(CliText, PrecisionIsRecordedAndResumeRefusesAnother) {
+  CliDir d;
+  write_text(d / "fox.txt");
+  const OaRun help = d.oa({"train", "text", "--help"});
+  EXPECT_NE(help.out.find("--precision"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("fp16"), std::string::npos) << help.out;
+  const std::vector<std::string> run = std::vector<std::string>{"train", "text", "--input", "fox.txt", "--out", "run", "--batch-size", "4"} +
+                                       std::vector<std::string>(kTinyText.begin(), kTinyText.end() - 2);
+  const OaRun r = d.oa(run + std::vector<std::string>{"--steps", "1", "--precision", "fp16"});
+  ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.out << r.err;
+  const auto meta = nlohmann::json::parse(oa::ml::read_safetensors_metadata(d / "run" / "model.safetensors").at("oa.run"));
+  EXPECT_EQ(meta["training"]["precision"], "fp16");
+  // 2^16 after a clean step, half that after an inf or NaN gradient.
+  const auto& scaler = meta["state"]["grad_scaler"];
+  EXPECT_TRUE((scaler["scale"] == 65536.0 && scaler["growth_tracker"] == 1) || (scaler["scale"] == 32768.0 && scaler["growth_tracker"] == 0))
+      << scaler.dump();
+  EXPECT_TRUE(fails_cleanly(d.oa(run + std::vector<std::string>{"--steps", "2", "--resume", "--precision", "bf16"}),
+                            {"--resume", "with --precision fp16, not --precision bf16"}));
+  EXPECT_TRUE(fails_cleanly(d.oa(run + std::vector<std::string>{"--steps", "2", "--resume"}), {"with --precision fp16, not --precision fp32"}));
+  const OaRun resumed = d.oa(run + std::vector<std::string>{"--steps", "2", "--resume", "--precision", "fp16"});
+  ASSERT_TRUE(WIFEXITED(resumed.status) && WEXITSTATUS(resumed.status) == 0) << resumed.out << resumed.err;
+  const auto after = nlohmann::json::parse(oa::ml::read_safetensors_metadata(d / "run" / "model.safetensors").at("oa.run"));
+  EXPECT_EQ(after["step"], 2);
+  EXPECT_TRUE(after["state"].contains("grad_scaler")) << after.dump();
+  EXPECT_TRUE(usage_error(d.oa(run + std::vector<std::string>{"--precision", "fp8"}), {"--precision"}));
 }
 
 // SIGTERM is handled like a first Ctrl-C: a line on stderr at once, then a

@@ -37,6 +37,8 @@ const std::map<std::string, std::string>& not_a_function() {
       {"oa::matrix::random", "the static factories Matrix::uniform, Matrix::normal and Matrix::arange, one op with the distribution as attribute"},
       {"oa::ml::optim::sgd_step", "the member function SGD::step (one op over every parameter)"},
       {"oa::ml::optim::adamw_step", "the member function AdamW::step (one op over every parameter)"},
+      {"oa::ml::amp::unscale_grads", "the member function GradScaler::unscale_ (one op over every gradient)"},
+      {"oa::ml::amp::update_scale", "the member function GradScaler::update"},
   };
   return ops;
 }

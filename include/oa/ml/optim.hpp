@@ -2,20 +2,25 @@
 // Optimizers, gradient clipping and learning-rate schedules (oa::ml::optim).
 //
 // SGD and AdamW update every parameter with one fused kernel dispatch per
-// parameter (per maxStorageBufferRange piece of a very large one): no host
-// round trip, no temporaries. A step is one semantic op
-// ("oa::ml::optim::sgd_step" / "oa::ml::optim::adamw_step") spanning those
-// dispatches. Parameters whose gradient is undefined are skipped, as PyTorch
+// parameter (per maxStorageBufferRange piece of a very large one) and one
+// that advances the update counts: no host round trip, no temporaries. A step
+// is one semantic op ("oa::ml::optim::sgd_step" / "oa::ml::optim::adamw_step")
+// spanning those dispatches. Parameters whose gradient is undefined are skipped, as PyTorch
 // skips parameters whose .grad is None. step() bumps the version of every
 // parameter it updates, so a backward that saved an old value refuses to run.
 //
-// The learning rate and the other per-step constants (Adam's bias
-// corrections, SGD's first-update flag) are read by the kernels from device
-// memory that step() writes in stream order (no wait), so a step captured in a
-// StepGraph (oa/runtime/graph.hpp) stays exact on replay: inside a capture
-// step() records the update only, and each replay first writes the constants
-// of its own step (with the lr set before it) and counts it in steps(). The
-// optimizer must outlive the graph's replays.
+// The learning rate is read by the kernels from device memory that step()
+// writes in stream order (no wait), and each parameter's update count (Adam's
+// bias corrections, SGD's first update) lives on the device, where the step
+// advances it; so a step captured in a StepGraph (oa/runtime/graph.hpp) stays
+// exact on replay: inside a capture step() records the update only, and each
+// replay first writes the learning rate set before it and counts it in
+// steps(). The optimizer must outlive the graph's replays.
+//
+// Loss scaling (oa/ml/amp.hpp): step(found_inf) reads GradScaler's found-inf
+// flag on the device and, where it is nonzero, changes nothing (parameters,
+// state and update counts), with no host read, as torch's fused optimizers
+// take found_inf; steps() still counts the call.
 //
 // State (momentum_buffer, exp_avg, exp_avg_sq) lives in Matrices on the
 // parameters' engine, created as zeros with the optimizer. save_state /
@@ -45,7 +50,13 @@ class Optimizer {
   // Updates every parameter that has a gradient. Throws InvalidArgument,
   // before recording anything, when a gradient's shape, dtype or engine
   // differs from its parameter's (naming the parameter).
-  virtual void step() = 0;
+  void step() { step(Matrix()); }
+  // The same, except that nothing changes where `found_inf` (f32 [], nonzero
+  // after an inf or NaN gradient: GradScaler::found_inf()) is nonzero when
+  // the step runs on the device; undefined: step(). Besides step()'s errors,
+  // throws InvalidArgument for a found_inf that is not f32 [] on the
+  // parameters' engine. Source: torch's fused AdamW/SGD step(found_inf=...).
+  virtual void step(const Matrix& found_inf) = 0;
   // Clears every parameter's gradient (Parameter::zero_grad).
   void zero_grad() const;
 
@@ -53,8 +64,11 @@ class Optimizer {
   // The learning rate of the next step (changing it every step costs one
   // small write). Throws InvalidArgument for a negative or non-finite lr.
   void set_lr(float lr);
-  // step() calls so far.
+  // step() calls so far (a step skipped for found_inf included).
   std::int64_t steps() const { return steps_; }
+  // Updates applied to each parameter, in parameter order: its step() calls
+  // with a gradient and found_inf zero. A host read (waits for the device).
+  std::vector<std::int64_t> parameter_steps() const;
   const std::vector<Parameter>& parameters() const { return parameters_; }
 
   // The state Matrices, "<parameter>.<buffer>", in parameter order.
@@ -72,28 +86,31 @@ class Optimizer {
   // Throws InvalidArgument for no parameters, an undefined one, two with the
   // same name, parameters on different engines, or a bad lr; `kind` names the
   // optimizer in messages and metadata ("sgd", "adamw").
-  // `constants_per_parameter`: how many floats step_constants() gives.
+  // `constants_per_parameter`: how many floats step_constants() gives (one
+  // more, the updated flag that ml/optim/count_steps reads, follows them).
   Optimizer(std::vector<Parameter> parameters, float lr, const char* kind, std::size_t constants_per_parameter);
-  // The gradients of the parameters, undefined where there is none; throws as step().
-  std::vector<Matrix> checked_gradients(const char* op) const;
-  // The constants of parameter i's next update (the learning rate, bias
-  // corrections) that its kernel reads from step_constants_.
+  // The gradients of the parameters, undefined where there is none, and
+  // found_inf or no_inf_; throws as step(found_inf).
+  std::vector<Matrix> checked_gradients(const char* op, const Matrix& found_inf, Matrix& flag) const;
+  // The constants of parameter i's next update (the learning rate) that its
+  // kernel reads from step_constants_.
   virtual void step_constants(std::size_t i, std::span<float> out) const = 0;
-  // One step: writes step_constants_ (outside a capture), calls `record`
-  // (which records the update and returns the updated parameters) and counts
+  // One step updating the parameters `updated`: writes step_constants_
+  // (outside a capture), calls `record` (which records the update) and counts
   // the step; inside a capture each replay does the writing and counting.
-  void run_step(const std::function<std::vector<std::size_t>()>& record);
+  void run_step(const std::vector<std::size_t>& updated, const std::function<void()>& record);
 
   std::vector<Parameter> parameters_;
-  std::vector<std::int64_t> parameter_steps_;  // updates applied to each parameter
   float lr_;
   std::int64_t steps_ = 0;
   const char* kind_;
   std::size_t constants_per_parameter_;
-  Matrix step_constants_;  // step_constants() of every parameter, in order
+  Matrix step_constants_;  // step_constants() and the updated flag of every parameter, in order
+  Matrix counts_;          // f32 [parameters]: updates applied to each parameter (on the device)
+  Matrix no_inf_;          // f32 [] zero: found_inf of a step without a GradScaler
 
  private:
-  void write_step_constants() const;
+  void write_step_constants(const std::vector<std::size_t>& updated) const;
 };
 
 // torch.optim.SGD.
@@ -115,13 +132,14 @@ class Sgd final : public Optimizer {
   // negative or non-finite, and for nesterov without momentum > 0 and
   // dampening == 0 (as PyTorch), besides the Optimizer checks.
   Sgd(std::vector<Parameter> parameters, SgdOptions options = {});
-  void step() override;
+  using Optimizer::step;
+  void step(const Matrix& found_inf) override;
   NamedMatrices state() const override;
   // The options given (options().lr is the initial rate; lr() the current one).
   const SgdOptions& options() const { return options_; }
 
  private:
-  // lr, and 1 on the parameter's first update (0 after).
+  // lr.
   void step_constants(std::size_t i, std::span<float> out) const override;
 
   SgdOptions options_;
@@ -149,13 +167,14 @@ class AdamW final : public Optimizer {
   // Throws InvalidArgument for a negative or non-finite lr, eps or
   // weight_decay, or betas outside [0, 1), besides the Optimizer checks.
   AdamW(std::vector<Parameter> parameters, AdamWOptions options = {});
-  void step() override;
+  using Optimizer::step;
+  void step(const Matrix& found_inf) override;
   NamedMatrices state() const override;
   // The options given (options().lr is the initial rate; lr() the current one).
   const AdamWOptions& options() const { return options_; }
 
  private:
-  // 1 - lr * weight_decay, lr / (1 - beta1^t), sqrt(1 - beta2^t) at the t-th update.
+  // 1 - lr * weight_decay and lr (the kernel takes the bias corrections from the update count).
   void step_constants(std::size_t i, std::span<float> out) const override;
 
   AdamWOptions options_;

@@ -4,12 +4,14 @@
 //   MOMENTUM 1: b = first ? d : momentum * b + (1 - dampening) * d
 //               d = NESTEROV 1 ? d + momentum * b : b
 //   p = p - lr * d
-// with lr and first (1 on the parameter's first update) read from binding 3
-// (two floats per parameter; pc.slot picks them). Each thread updates 4
-// elements (1024 per workgroup).
+// with lr read from binding 3 (two floats per parameter, pc.slot picks
+// them) and first when the parameter's update count (binding 4) is 0.
+// Nothing changes when found_inf (binding 5, GradScaler's) is nonzero. Each
+// thread updates 4 elements (1024 per workgroup).
 // Bindings: 0 the parameter (read-write), 1 its gradient, 2 the momentum
-// buffer, 3 the step constants; with MOMENTUM 0 the parameter is bound at 2 as
-// well and that binding is never touched.
+// buffer, 3 the step constants, 4 the update counts, 5 found_inf; with
+// MOMENTUM 0 the parameter is bound at 2 as well and that binding is never
+// touched.
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 layout(local_size_x = 256) in;
@@ -19,12 +21,15 @@ layout(std430, binding = 0) buffer P { float p[]; };
 layout(std430, binding = 1) readonly buffer G { float g[]; };
 layout(std430, binding = 2) buffer B { float b[]; };
 layout(std430, binding = 3) readonly buffer C { float constants[]; };
+layout(std430, binding = 4) readonly buffer N { float counts[]; };
+layout(std430, binding = 5) readonly buffer F { float found_inf[]; };
 #include "ml/optim/sgd_step.push.h"
 
 void main() {
+  if (found_inf[0] != 0.0) return;
   uint i0 = OA_GROUP_ID.x * 1024u + gl_LocalInvocationID.x;
   float lr = constants[2u * pc.slot];
-  bool first = constants[2u * pc.slot + 1u] != 0.0;
+  bool first = counts[pc.slot] == 0.0;
   for (uint k = 0u; k < 4u; ++k) {
     uint i = i0 + k * 256u;
     if (i >= pc.n) return;

@@ -36,8 +36,9 @@ void require_positive(const char* op, const HeadAttributes& a, const Matrix& x) 
          a.sequence_length, a.num_heads, x.shape());
 }
 
+// x's dtype is apply()'s to check (after autocast's casts).
 Heads split_geometry(const Matrix& x, const HeadAttributes& a) {
-  detail::require_f32(x, kSplit, "x");
+  detail::require_defined(x, kSplit, "x");
   require_positive(kSplit, a, x);
   const std::int64_t rows = checked_mul(a.batch, a.sequence_length, "split_heads batch * seq_len");
   if (x.rank() != 2 || x.dim(0) != rows || x.dim(1) < 1 || x.dim(1) % a.num_heads != 0)
@@ -48,7 +49,7 @@ Heads split_geometry(const Matrix& x, const HeadAttributes& a) {
 }
 
 Heads merge_geometry(const Matrix& x, const HeadAttributes& a) {
-  detail::require_f32(x, kMerge, "x");
+  detail::require_defined(x, kMerge, "x");
   require_positive(kMerge, a, x);
   const std::int64_t bh = checked_mul(a.batch, a.num_heads, "merge_heads batch * num_heads");
   if (x.rank() != 3 || x.dim(0) != bh || x.dim(1) != a.sequence_length || x.dim(2) < 1)
@@ -110,14 +111,14 @@ const Op<HeadAttributes> kMergeOp = heads_op(kMerge, true);
 Matrix split_heads(const Matrix& x, std::int64_t batch, std::int64_t seq_len, std::int64_t num_heads) {
   const HeadAttributes a{batch, seq_len, num_heads};
   const Heads g = split_geometry(x, a);
-  if (g.heads == 1) return x.reshape({g.batch, g.seq, g.head_dim});
+  if (g.heads == 1 && x.dtype() == DType::F32) return x.reshape({g.batch, g.seq, g.head_dim});
   return detail::apply(kSplitOp, {x}, a)[0];
 }
 
 Matrix merge_heads(const Matrix& x, std::int64_t batch, std::int64_t seq_len, std::int64_t num_heads) {
   const HeadAttributes a{batch, seq_len, num_heads};
   const Heads g = merge_geometry(x, a);
-  if (g.heads == 1) return x.reshape({g.batch * g.seq, g.head_dim});
+  if (g.heads == 1 && x.dtype() == DType::F32) return x.reshape({g.batch * g.seq, g.head_dim});
   return detail::apply(kMergeOp, {x}, a)[0];
 }
 

@@ -1,0 +1,15 @@
+"""oa.amp: torch.amp's GradScaler over oa::ml::amp::GradScaler (oa/ml/amp.hpp).
+
+    scaler = oa.amp.GradScaler()
+    with oa.autocast(oa.float16):
+        loss = loss_fn(model(x), y)
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+
+The scale, the inf/NaN check and the skip decision stay on the device (no
+host read per step). bfloat16 needs no scaler.
+"""
+from ._oa.amp import GradScaler
+
+__all__ = ["GradScaler"]
