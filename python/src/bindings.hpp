@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 #include <oa/oa.hpp>
 
@@ -68,6 +69,30 @@ std::array<std::int64_t, N> int_tuple(py::handle value, const char* op, const ch
   }
   fail(ErrorKind::InvalidArgument, "{}: {} must be an int or a sequence of {} ints, not {}", op, arg, N,
        py::str(py::repr(value)).cast<std::string>());
+}
+
+// Convolution options (ml::Conv1dOptions, Conv2dOptions, ConvTranspose1dOptions
+// or ConvTranspose2dOptions) from torch's per-axis arguments, each an int or
+// one int per axis; output_padding only for the transposed ones. Throws
+// InvalidArgument naming `op` and the argument.
+template <class Options>
+Options conv_options(const char* op, py::handle stride, py::handle padding, py::handle dilation, std::int64_t groups,
+                     py::handle output_padding = {}) {
+  constexpr std::size_t axes = std::is_same_v<decltype(Options::stride), std::int64_t> ? 1 : 2;
+  const auto per_axis = [op](py::handle value, const char* arg) {
+    const auto t = int_tuple<axes>(value, op, arg);
+    if constexpr (axes == 1)
+      return t[0];
+    else
+      return t;
+  };
+  Options o;
+  o.stride = per_axis(stride, "stride");
+  o.padding = per_axis(padding, "padding");
+  if constexpr (requires(Options& x) { x.output_padding; }) o.output_padding = per_axis(output_padding, "output_padding");
+  o.dilation = per_axis(dilation, "dilation");
+  o.groups = groups;
+  return o;
 }
 
 }  // namespace oa::python

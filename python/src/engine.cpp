@@ -9,6 +9,8 @@
 
 namespace oa::python {
 
+using namespace py::literals;
+
 void bind_engine(py::module_& m) {
   py::enum_<DType>(m, "dtype", "Element types (torch.float32, float16, bfloat16, int32, bool)")
       .value("float32", DType::F32)
@@ -62,26 +64,15 @@ void bind_engine(py::module_& m) {
       .def("memory_stats",
            [](const Engine& e) {
              const MemoryStats s = e.memory_stats();
-             py::dict d;
-             d["in_use_bytes"] = s.in_use_bytes;
-             d["reserved_bytes"] = s.reserved_bytes;
-             d["peak_in_use_bytes"] = s.peak_in_use_bytes;
-             d["peak_reserved_bytes"] = s.peak_reserved_bytes;
-             d["live_storages"] = s.live_storages;
-             d["blocks"] = s.blocks;
-             d["driver_allocations"] = s.driver_allocations;
-             return d;
+             return py::dict("in_use_bytes"_a = s.in_use_bytes, "reserved_bytes"_a = s.reserved_bytes,
+                             "peak_in_use_bytes"_a = s.peak_in_use_bytes, "peak_reserved_bytes"_a = s.peak_reserved_bytes,
+                             "live_storages"_a = s.live_storages, "blocks"_a = s.blocks, "driver_allocations"_a = s.driver_allocations);
            })
       .def("stats",
            [](const Engine& e) {
              const EngineStats s = e.stats();
-             py::dict d;
-             d["dispatches"] = s.dispatches;
-             d["barriers"] = s.barriers;
-             d["submits"] = s.submits;
-             d["semantic_ops"] = s.semantic_ops;
-             d["pipelines"] = s.pipelines;
-             return d;
+             return py::dict("dispatches"_a = s.dispatches, "barriers"_a = s.barriers, "submits"_a = s.submits,
+                             "semantic_ops"_a = s.semantic_ops, "pipelines"_a = s.pipelines);
            })
       .def("__eq__", [](const Engine& a, const Engine& b) { return a == b; })
       .def("__hash__", [](const Engine& e) { return std::hash<const void*>()(e.state().get()); })

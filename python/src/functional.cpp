@@ -58,9 +58,7 @@ void bind_functional(py::module_& f) {
       [](const Matrix& input, const Matrix& weight, const OptMatrix& bias, py::handle stride, py::handle padding,
          py::handle dilation, std::int64_t groups) {
         const char* op = "oa.nn.functional.conv1d";
-        ml::Conv1dOptions o{int_tuple<1>(stride, op, "stride")[0], int_tuple<1>(padding, op, "padding")[0],
-                            int_tuple<1>(dilation, op, "dilation")[0], groups};
-        return ml::conv_1d(input, weight, or_undefined(bias), o);
+        return ml::conv_1d(input, weight, or_undefined(bias), conv_options<ml::Conv1dOptions>(op, stride, padding, dilation, groups));
       },
       arg("input"), arg("weight"), arg("bias") = none, arg("stride") = 1, arg("padding") = 0, arg("dilation") = 1,
       arg("groups") = 1, "input [N, C, L], weight [O, C / groups, K], bias [O] -> [N, O, L_out] (torch conv1d).");
@@ -69,9 +67,7 @@ void bind_functional(py::module_& f) {
       [](const Matrix& input, const Matrix& weight, const OptMatrix& bias, py::handle stride, py::handle padding,
          py::handle dilation, std::int64_t groups) {
         const char* op = "oa.nn.functional.conv2d";
-        ml::Conv2dOptions o{int_tuple<2>(stride, op, "stride"), int_tuple<2>(padding, op, "padding"),
-                            int_tuple<2>(dilation, op, "dilation"), groups};
-        return ml::conv_2d(input, weight, or_undefined(bias), o);
+        return ml::conv_2d(input, weight, or_undefined(bias), conv_options<ml::Conv2dOptions>(op, stride, padding, dilation, groups));
       },
       arg("input"), arg("weight"), arg("bias") = none, arg("stride") = 1, arg("padding") = 0, arg("dilation") = 1,
       arg("groups") = 1, "input [N, C, H, W], weight [O, C / groups, KH, KW], bias [O] -> [N, O, H_out, W_out].");
@@ -80,10 +76,8 @@ void bind_functional(py::module_& f) {
       [](const Matrix& input, const Matrix& weight, const OptMatrix& bias, py::handle stride, py::handle padding,
          py::handle output_padding, std::int64_t groups, py::handle dilation) {
         const char* op = "oa.nn.functional.conv_transpose1d";
-        ml::ConvTranspose1dOptions o{int_tuple<1>(stride, op, "stride")[0], int_tuple<1>(padding, op, "padding")[0],
-                                     int_tuple<1>(output_padding, op, "output_padding")[0],
-                                     int_tuple<1>(dilation, op, "dilation")[0], groups};
-        return ml::conv_transpose_1d(input, weight, or_undefined(bias), o);
+        return ml::conv_transpose_1d(input, weight, or_undefined(bias),
+                                     conv_options<ml::ConvTranspose1dOptions>(op, stride, padding, dilation, groups, output_padding));
       },
       arg("input"), arg("weight"), arg("bias") = none, arg("stride") = 1, arg("padding") = 0, arg("output_padding") = 0,
       arg("groups") = 1, arg("dilation") = 1, "input [N, C, L], weight [C, O / groups, K], bias [O] -> [N, O, L_out].");
@@ -92,10 +86,8 @@ void bind_functional(py::module_& f) {
       [](const Matrix& input, const Matrix& weight, const OptMatrix& bias, py::handle stride, py::handle padding,
          py::handle output_padding, std::int64_t groups, py::handle dilation) {
         const char* op = "oa.nn.functional.conv_transpose2d";
-        ml::ConvTranspose2dOptions o{int_tuple<2>(stride, op, "stride"), int_tuple<2>(padding, op, "padding"),
-                                     int_tuple<2>(output_padding, op, "output_padding"),
-                                     int_tuple<2>(dilation, op, "dilation"), groups};
-        return ml::conv_transpose_2d(input, weight, or_undefined(bias), o);
+        return ml::conv_transpose_2d(input, weight, or_undefined(bias),
+                                     conv_options<ml::ConvTranspose2dOptions>(op, stride, padding, dilation, groups, output_padding));
       },
       arg("input"), arg("weight"), arg("bias") = none, arg("stride") = 1, arg("padding") = 0, arg("output_padding") = 0,
       arg("groups") = 1, arg("dilation") = 1,

@@ -85,8 +85,7 @@ void bind_nn(py::module_& m, TensorClass& tensor) {
       [](std::int64_t in, std::int64_t out, py::handle k, py::handle stride, py::handle padding,
                   py::handle dilation, std::int64_t groups, bool bias, const OptEngine& engine) -> NativeModule {
         const char* op = "oa.nn.Conv1d";
-        ml::Conv1dOptions o{int_tuple<1>(stride, op, "stride")[0], int_tuple<1>(padding, op, "padding")[0],
-                            int_tuple<1>(dilation, op, "dilation")[0], groups};
+        const auto o = conv_options<ml::Conv1dOptions>(op, stride, padding, dilation, groups);
         return std::make_shared<nn::Conv1d>(in, out, int_tuple<1>(k, op, "kernel_size")[0], default_generator(), o, bias, engine);
       },
       arg("in_channels"), arg("out_channels"), arg("kernel_size"), arg("stride"), arg("padding"), arg("dilation"),
@@ -96,8 +95,7 @@ void bind_nn(py::module_& m, TensorClass& tensor) {
       [](std::int64_t in, std::int64_t out, py::handle k, py::handle stride, py::handle padding,
                   py::handle dilation, std::int64_t groups, bool bias, const OptEngine& engine) -> NativeModule {
         const char* op = "oa.nn.Conv2d";
-        ml::Conv2dOptions o{int_tuple<2>(stride, op, "stride"), int_tuple<2>(padding, op, "padding"),
-                            int_tuple<2>(dilation, op, "dilation"), groups};
+        const auto o = conv_options<ml::Conv2dOptions>(op, stride, padding, dilation, groups);
         return std::make_shared<nn::Conv2d>(in, out, int_tuple<2>(k, op, "kernel_size"), default_generator(), o, bias, engine);
       },
       arg("in_channels"), arg("out_channels"), arg("kernel_size"), arg("stride"), arg("padding"), arg("dilation"),
@@ -108,9 +106,7 @@ void bind_nn(py::module_& m, TensorClass& tensor) {
                   py::handle output_padding, std::int64_t groups, bool bias, py::handle dilation,
                   const OptEngine& engine) -> NativeModule {
         const char* op = "oa.nn.ConvTranspose2d";
-        ml::ConvTranspose2dOptions o{int_tuple<2>(stride, op, "stride"), int_tuple<2>(padding, op, "padding"),
-                                     int_tuple<2>(output_padding, op, "output_padding"),
-                                     int_tuple<2>(dilation, op, "dilation"), groups};
+        const auto o = conv_options<ml::ConvTranspose2dOptions>(op, stride, padding, dilation, groups, output_padding);
         return std::make_shared<nn::ConvTranspose2d>(in, out, int_tuple<2>(k, op, "kernel_size"), default_generator(), o, bias,
                                                      engine);
       },

@@ -6,6 +6,7 @@
 
 #include <fmt/ranges.h>
 
+#include "matrix/axis.hpp"
 #include "matrix/op_def.hpp"
 #include "oa/matrix/layout.hpp"
 
@@ -19,14 +20,6 @@ constexpr const char* kConcat = "oa::matrix::concat";
 constexpr const char* kChunk = "oa::matrix::chunk";
 constexpr const char* kSplit = "oa::matrix::split";
 constexpr const char* kStack = "oa::matrix::stack";
-
-// The non-negative form of `axis` for rank `rank`; throws naming `op`.
-std::size_t normal_axis(int axis, const Shape& shape, const char* op, const char* arg) {
-  const int r = static_cast<int>(shape.rank());
-  const int a = axis < 0 ? axis + r : axis;
-  if (r == 0 || a < 0 || a >= r) fail(ErrorKind::InvalidArgument, "{}: axis {} is out of range for {} {}", op, axis, arg, shape);
-  return static_cast<std::size_t>(a);
-}
 
 // Product of the extents before `axis` and after it.
 std::int64_t outer_of(const Shape& s, std::size_t axis) {
@@ -231,25 +224,25 @@ const Op<SplitAttributes> kSplitOp{
 Matrix concat(const std::vector<Matrix>& xs, int axis) {
   if (xs.empty()) fail(ErrorKind::InvalidArgument, "{}: xs is empty (at least one operand is required)", kConcat);
   detail::require_defined(xs.front(), kConcat, "xs");
-  const std::size_t a = normal_axis(axis, xs.front().shape(), kConcat, "xs[0]");
+  const std::size_t a = static_cast<std::size_t>(detail::existing_axis(kConcat, xs.front().shape(), axis, "axis", "xs[0]"));
   return apply(kConcatOp, xs, {static_cast<std::int64_t>(a)})[0];
 }
 
 std::vector<Matrix> chunk(const Matrix& x, std::int64_t parts, int axis) {
   detail::require_defined(x, kChunk, "x");
-  const std::size_t a = normal_axis(axis, x.shape(), kChunk, "x");
+  const std::size_t a = static_cast<std::size_t>(detail::existing_axis(kChunk, x.shape(), axis));
   return apply(kChunkOp, {x}, {parts, static_cast<std::int64_t>(a)});
 }
 
 std::vector<Matrix> split(const Matrix& x, const std::vector<std::int64_t>& sizes, int axis) {
   detail::require_defined(x, kSplit, "x");
-  const std::size_t a = normal_axis(axis, x.shape(), kSplit, "x");
+  const std::size_t a = static_cast<std::size_t>(detail::existing_axis(kSplit, x.shape(), axis));
   return apply(kSplitOp, {x}, {sizes, static_cast<std::int64_t>(a)});
 }
 
 std::vector<Matrix> split(const Matrix& x, std::int64_t size, int axis) {
   detail::require_defined(x, kSplit, "x");
-  const std::size_t a = normal_axis(axis, x.shape(), kSplit, "x");
+  const std::size_t a = static_cast<std::size_t>(detail::existing_axis(kSplit, x.shape(), axis));
   const std::int64_t n = x.shape()[a];
   if (size < 1 && !(size == 0 && n == 0))
     fail(ErrorKind::InvalidArgument, "{}: size {} must be >= 1 (0 only for an empty axis; x {})", kSplit, size, x.shape());
@@ -272,9 +265,7 @@ Matrix stack(const std::vector<Matrix>& xs, int axis) {
   const auto r = static_cast<int>(xs[0].rank());
   if (r >= static_cast<int>(Shape::kMaxRank))
     fail(ErrorKind::InvalidArgument, "{}: xs[0] {} already has the most axes a Matrix can have ({})", kStack, xs[0].shape(), Shape::kMaxRank);
-  if (axis < -(r + 1) || axis > r)
-    fail(ErrorKind::InvalidArgument, "{}: axis {} is out of range [{}, {}] for xs[0] {}", kStack, axis, -(r + 1), r, xs[0].shape());
-  const int a = axis < 0 ? axis + r + 1 : axis;
+  const auto a = static_cast<int>(detail::normal_axis(kStack, xs[0].shape(), axis, r + 1, "axis", "xs[0]"));
   std::vector<Matrix> parts;
   for (const Matrix& x : xs) parts.push_back(unsqueeze(x, a));
   return concat(parts, a);

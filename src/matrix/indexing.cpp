@@ -9,6 +9,7 @@
 #include <limits>
 #include <vector>
 
+#include "matrix/axis.hpp"
 #include "matrix/op_def.hpp"
 #include "oa/matrix/layout.hpp"
 
@@ -33,15 +34,6 @@ struct DimAttributes {
   std::int64_t dim = 0;  // non-negative
   static constexpr auto fields = std::tuple{field("dim", &DimAttributes::dim)};
 };
-
-// `dim` made non-negative for x (rank >= 1); throws naming `op` and the argument `arg`.
-std::int64_t normal_dim(const char* op, const Matrix& x, int dim, const char* arg = "dim") {
-  const auto r = static_cast<std::int64_t>(x.rank());
-  if (r == 0) fail(ErrorKind::InvalidArgument, "{}: x {} has no axis to index (rank 0)", op, x.shape());
-  if (dim < -r || dim >= r)
-    fail(ErrorKind::InvalidArgument, "{}: {} {} is out of range [{}, {}] for x {}", op, arg, dim, -r, r - 1, x.shape());
-  return dim < 0 ? dim + r : dim;
-}
 
 // The [outer, N, inner] view of `s` around `dim`.
 struct AxisView {
@@ -469,12 +461,12 @@ Matrix one_hot(std::span<const std::int32_t> indices, const Shape& shape, std::i
 
 Matrix index_select(const Matrix& x, int dim, const Matrix& index) {
   detail::require_defined(x, kIndexSelect, "x");
-  return apply(kIndexSelectOp, {x, index}, {normal_dim(kIndexSelect, x, dim)})[0];
+  return apply(kIndexSelectOp, {x, index}, {detail::existing_axis(kIndexSelect, x.shape(), dim, "dim")})[0];
 }
 
 Matrix index_select(const Matrix& x, int dim, std::span<const std::int32_t> index) {
   detail::require_defined(x, kIndexSelect, "x");
-  const std::int64_t n = x.shape()[static_cast<std::size_t>(normal_dim(kIndexSelect, x, dim))];
+  const std::int64_t n = x.shape()[static_cast<std::size_t>(detail::existing_axis(kIndexSelect, x.shape(), dim, "dim"))];
   for (std::size_t k = 0; k < index.size(); ++k)
     if (index[k] < 0 || index[k] >= n)
       fail(ErrorKind::InvalidArgument, "{}: index {} at position {} is outside [0, {}) (dim {} of x {})", kIndexSelect, index[k], k, n, dim,
@@ -507,7 +499,7 @@ Matrix masked_select(const Matrix& x, const Matrix& mask) {
 
 Matrix gather(const Matrix& x, int dim, const Matrix& index) {
   detail::require_defined(x, kGather, "x");
-  const std::int64_t d = normal_dim(kGather, x, dim);
+  const std::int64_t d = detail::existing_axis(kGather, x.shape(), dim, "dim");
   detail::require_dtype(index, DType::I32, kGather, "index");
   detail::require_same_engine(x, index, kGather);
   if (x.dtype() != DType::F32 && x.dtype() != DType::I32)
@@ -524,7 +516,7 @@ Matrix take_along_axis(const Matrix& x, const Matrix& indices, int axis) {
     fail(ErrorKind::InvalidArgument, "{}: x must be f32 or i32; found {} {}", kTakeAlongAxis, to_string(x.dtype()), x.shape());
   detail::require_dtype(indices, DType::I32, kTakeAlongAxis, "indices");
   detail::require_same_engine(x, indices, kTakeAlongAxis);
-  const std::int64_t a = normal_dim(kTakeAlongAxis, x, axis, "axis");
+  const std::int64_t a = detail::existing_axis(kTakeAlongAxis, x.shape(), axis);
   if (indices.rank() != x.rank())
     fail(ErrorKind::InvalidArgument, "{}: indices {} must have the rank of x {}", kTakeAlongAxis, indices.shape(), x.shape());
   std::vector<std::int64_t> xs = x.shape().to_vector(), is = indices.shape().to_vector();
@@ -540,14 +532,14 @@ Matrix take_along_axis(const Matrix& x, const Matrix& indices, int axis) {
 
 TopK topk(const Matrix& x, std::int64_t k, int axis, bool largest) {
   detail::require_defined(x, kTopK, "x");
-  const std::int64_t a = normal_dim(kTopK, x, axis, "axis");
+  const std::int64_t a = detail::existing_axis(kTopK, x.shape(), axis);
   const std::vector<Matrix> r = apply(kTopKOp, {x}, {k, a, largest});
   return {r[0], r[1]};
 }
 
 Matrix scatter_add(const Matrix& x, int dim, const Matrix& index, const Matrix& src) {
   detail::require_f32(x, kScatterAdd, "x");
-  const std::int64_t d = normal_dim(kScatterAdd, x, dim);
+  const std::int64_t d = detail::existing_axis(kScatterAdd, x.shape(), dim, "dim");
   detail::require_dtype(index, DType::I32, kScatterAdd, "index");
   detail::require_f32(src, kScatterAdd, "src");
   detail::require_same_engine(x, index, kScatterAdd);

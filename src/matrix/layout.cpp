@@ -8,6 +8,7 @@
 
 #include <fmt/ranges.h>
 
+#include "matrix/axis.hpp"
 #include "matrix/op_def.hpp"
 #include "oa/matrix/reduction.hpp"
 
@@ -213,17 +214,6 @@ const Op<ExpandAttributes> kExpand{{.name = "oa::matrix::expand",
                                       return std::vector<Matrix>{sum_expanded(c.grad_outputs[0], c.input_shapes[0])};
                                     }}};
 
-// `axis` made non-negative; InvalidArgument naming `op` and the argument
-// `name` when out of range.
-// `rank` is the number of positions (x's rank, or one more for unsqueeze); a
-// 0-d x takes axis 0 or -1, as in PyTorch.
-std::int64_t normal_axis(const char* op, const Matrix& x, int axis, std::int64_t rank, const char* name = "axis") {
-  const std::int64_t n = std::max<std::int64_t>(rank, 1);
-  if (axis < -n || axis >= n)
-    fail(ErrorKind::InvalidArgument, "{}: {} {} is out of range [{}, {}] for x {}", op, name, axis, -n, n - 1, x.shape());
-  return axis < 0 ? axis + n : axis;
-}
-
 // The dtypes the layout ops copy, checked under the public op's name.
 void require_copyable(const Matrix& x, const char* op) {
   detail::require_defined(x, op, "x");
@@ -236,7 +226,7 @@ void require_copyable(const Matrix& x, const char* op) {
 Matrix apply_slice(const char* op, const Matrix& x, int axis, std::int64_t start, std::int64_t stop, std::int64_t step) {
   require_copyable(x, op);
   if (x.rank() == 0) fail(ErrorKind::InvalidArgument, "{}: x {} has no axis to slice", op, x.shape());
-  const std::int64_t a = normal_axis(op, x, axis, static_cast<std::int64_t>(x.rank()));
+  const std::int64_t a = detail::normal_axis(op, x.shape(), axis, static_cast<std::int64_t>(x.rank()));
   return detail::apply(kSlice, {x}, SliceAttributes{a, start, stop, std::min(step, std::max<std::int64_t>(stop - start, 1))})[0];
 }
 
@@ -258,8 +248,8 @@ Matrix permute(const Matrix& x, const std::vector<std::int64_t>& dims) {
 Matrix transpose(const Matrix& x, int dim0, int dim1) {
   require_copyable(x, "oa::matrix::transpose");
   const auto rank = static_cast<std::int64_t>(x.rank());
-  const std::int64_t a = normal_axis("oa::matrix::transpose", x, dim0, rank, "dim0"),
-                     b = normal_axis("oa::matrix::transpose", x, dim1, rank, "dim1");
+  const std::int64_t a = detail::normal_axis("oa::matrix::transpose", x.shape(), dim0, rank, "dim0"),
+                     b = detail::normal_axis("oa::matrix::transpose", x.shape(), dim1, rank, "dim1");
   if (rank == 0) return permute(x, {});
   std::vector<std::int64_t> dims(x.rank());
   std::iota(dims.begin(), dims.end(), 0);
@@ -271,7 +261,8 @@ Matrix slice(const Matrix& x, int axis, std::optional<std::int64_t> start, std::
   const char* op = "oa::matrix::slice";
   require_copyable(x, op);
   if (step < 1) fail(ErrorKind::InvalidArgument, "{}: step {} must be >= 1 (x {})", op, step, x.shape());
-  const std::int64_t n = x.rank() == 0 ? 0 : x.shape()[static_cast<std::size_t>(normal_axis(op, x, axis, static_cast<std::int64_t>(x.rank())))];
+  const std::int64_t n =
+      x.rank() == 0 ? 0 : x.shape()[static_cast<std::size_t>(detail::normal_axis(op, x.shape(), axis, static_cast<std::int64_t>(x.rank())))];
   auto clamp = [n](std::int64_t v) { return std::clamp(v < 0 ? v + n : v, std::int64_t{0}, n); };
   const std::int64_t b = clamp(start.value_or(0)), e = std::max(b, clamp(stop.value_or(n)));
   return apply_slice(op, x, axis, b, e, step);
@@ -281,7 +272,7 @@ Matrix narrow(const Matrix& x, int axis, std::int64_t start, std::int64_t length
   const char* op = "oa::matrix::narrow";
   require_copyable(x, op);
   if (x.rank() == 0) fail(ErrorKind::InvalidArgument, "{}: x {} has no axis to narrow", op, x.shape());
-  const std::int64_t a = normal_axis(op, x, axis, static_cast<std::int64_t>(x.rank()));
+  const std::int64_t a = detail::normal_axis(op, x.shape(), axis, static_cast<std::int64_t>(x.rank()));
   const std::int64_t n = x.shape()[static_cast<std::size_t>(a)], b = start < 0 && start >= -n ? start + n : start;
   if (b < 0 || b > n || length < 0 || length > n - b)
     fail(ErrorKind::InvalidArgument, "{}: start {} and length {} do not lie inside axis {} of x {} (extent {})", op, start, length, axis,
@@ -313,7 +304,8 @@ Matrix expand(const Matrix& x, const std::vector<std::int64_t>& shape) {
 Matrix squeeze(const Matrix& x, std::optional<int> axis) {
   detail::require_defined(x, "oa::matrix::squeeze", "x");
   std::vector<std::int64_t> dims;
-  const std::int64_t only = axis ? normal_axis("oa::matrix::squeeze", x, *axis, static_cast<std::int64_t>(x.rank())) : -1;
+  const std::int64_t only =
+      axis ? detail::normal_axis("oa::matrix::squeeze", x.shape(), *axis, static_cast<std::int64_t>(x.rank())) : -1;
   for (std::size_t d = 0; d < x.rank(); ++d)
     if (x.shape()[d] != 1 || (axis && static_cast<std::int64_t>(d) != only)) dims.push_back(x.shape()[d]);
   return x.reshape(dims);
@@ -323,7 +315,7 @@ Matrix unsqueeze(const Matrix& x, int axis) {
   detail::require_defined(x, "oa::matrix::unsqueeze", "x");
   if (x.rank() >= Shape::kMaxRank)
     fail(ErrorKind::InvalidArgument, "oa::matrix::unsqueeze: x {} already has the most axes a Matrix can have ({})", x.shape(), Shape::kMaxRank);
-  const std::int64_t a = normal_axis("oa::matrix::unsqueeze", x, axis, static_cast<std::int64_t>(x.rank()) + 1);
+  const std::int64_t a = detail::normal_axis("oa::matrix::unsqueeze", x.shape(), axis, static_cast<std::int64_t>(x.rank()) + 1);
   std::vector<std::int64_t> dims = x.shape().to_vector();
   dims.insert(dims.begin() + a, 1);
   return x.reshape(dims);
@@ -334,7 +326,8 @@ Matrix flatten(const Matrix& x, int start_dim, int end_dim) {
   detail::require_defined(x, op, "x");
   if (x.rank() == 0) return x.reshape({1});
   const auto rank = static_cast<std::int64_t>(x.rank());
-  const std::int64_t a = normal_axis(op, x, start_dim, rank, "start_dim"), b = normal_axis(op, x, end_dim, rank, "end_dim");
+  const std::int64_t a = detail::normal_axis(op, x.shape(), start_dim, rank, "start_dim"),
+                     b = detail::normal_axis(op, x.shape(), end_dim, rank, "end_dim");
   if (a > b) fail(ErrorKind::InvalidArgument, "{}: start_dim {} comes after end_dim {} for x {}", op, start_dim, end_dim, x.shape());
   std::vector<std::int64_t> dims;
   std::int64_t merged = 1;
@@ -350,7 +343,7 @@ Matrix unflatten(const Matrix& x, int axis, const std::vector<std::int64_t>& siz
   const char* op = "oa::matrix::unflatten";
   detail::require_defined(x, op, "x");
   if (x.rank() == 0) fail(ErrorKind::InvalidArgument, "{}: x {} has no axis to unflatten", op, x.shape());
-  const std::int64_t a = normal_axis(op, x, axis, static_cast<std::int64_t>(x.rank()));
+  const std::int64_t a = detail::normal_axis(op, x.shape(), axis, static_cast<std::int64_t>(x.rank()));
   const std::int64_t n = x.shape()[static_cast<std::size_t>(a)];
   std::int64_t known = 1;
   int inferred = -1;

@@ -6,6 +6,7 @@
 
 #include <fmt/ranges.h>
 
+#include "matrix/axis.hpp"
 #include "matrix/op_def.hpp"
 #include "oa/matrix/elementwise.hpp"
 #include "oa/matrix/indexing.hpp"
@@ -421,12 +422,10 @@ const auto kNorm = reduction_op<NormAttributes>("oa::matrix::norm", Kind::Norm);
 // one listed twice. A rank-0 x takes 0 or -1, which reduce nothing.
 std::vector<std::int64_t> reduced_axes(const char* op, const Matrix& x, const std::vector<int>& dim) {
   detail::require_defined(x, op, "x");
-  const auto rank = static_cast<std::int64_t>(x.rank()), n = std::max<std::int64_t>(rank, 1);
+  const auto rank = static_cast<std::int64_t>(x.rank());
   std::vector<std::int64_t> out;
   for (int d : dim) {
-    if (d < -n || d >= n)
-      fail(ErrorKind::InvalidArgument, "{}: dim {} is out of range [{}, {}] for x {}", op, d, -n, n - 1, x.shape());
-    const std::int64_t a = d < 0 ? d + n : d;
+    const std::int64_t a = detail::normal_axis(op, x.shape(), d, rank, "dim");
     if (std::find(out.begin(), out.end(), a) != out.end())
       fail(ErrorKind::InvalidArgument, "{}: dim [{}] names axis {} twice (x {})", op, fmt::join(dim, ", "), a, x.shape());
     out.push_back(a);
@@ -612,9 +611,7 @@ Matrix argmin(const Matrix& x, bool keepdim) { return apply(kArgMin, {x}, {keepd
 Matrix cumsum(const Matrix& x, int dim) {
   const char* op = "oa::matrix::cumsum";
   detail::require_defined(x, op, "x");
-  const auto n = std::max<std::int64_t>(static_cast<std::int64_t>(x.rank()), 1);
-  if (dim < -n || dim >= n) fail(ErrorKind::InvalidArgument, "{}: dim {} is out of range [{}, {}] for x {}", op, dim, -n, n - 1, x.shape());
-  return apply(kCumsum, {x}, {dim < 0 ? dim + n : dim})[0];
+  return apply(kCumsum, {x}, {detail::normal_axis(op, x.shape(), dim, static_cast<std::int64_t>(x.rank()), "dim")})[0];
 }
 
 Matrix sum_to(const Matrix& x, const Shape& target) { return apply(kSumTo, {x}, {target.to_vector()})[0]; }

@@ -5,7 +5,7 @@
 
 namespace oa {
 
-// Element types. The seed families compute in F32; I32 holds indices; Bool
+// Element types. The op families compute in F32; I32 holds indices; Bool
 // (one byte per element, 0 = false, 1 = true, as torch.bool) holds masks.
 // F16 is IEEE 754-2008 binary16 (1 sign, 5 exponent, 10 fraction bits;
 // torch.float16) and BF16 is bfloat16 (1 sign, 8 exponent, 7 fraction bits:

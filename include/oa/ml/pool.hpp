@@ -17,6 +17,8 @@ struct Pool2dOptions {
   std::array<std::int64_t, 2> kernel_size{1, 1};
   std::optional<std::array<std::int64_t, 2>> stride;
   std::array<std::int64_t, 2> padding{0, 0};
+  // A square kernel, stride and padding; stride 0 means stride = kernel_size.
+  static Pool2dOptions square(std::int64_t kernel_size, std::int64_t stride = 0, std::int64_t padding = 0);
 };
 
 // Max pooling (torch.nn.functional.max_pool2d): x [N, C, H, W] ->

@@ -37,16 +37,24 @@ Conv1dOptions causal_options(std::int64_t kernel_size, std::int64_t dilation, st
 
 }  // namespace
 
-Conv1d::Conv1d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel_size, Generator& generator,
-               const Conv1dOptions& options, bool bias, std::optional<Engine> engine)
+template <class Options>
+ConvModule<Options>::ConvModule(const char* module, std::int64_t in_channels, std::int64_t out_channels,
+                                std::span<const std::int64_t> kernel_size, bool transposed, Generator& generator, const Options& options,
+                                bool bias, std::optional<Engine> engine)
     : options_(options) {
-  const std::int64_t k[] = {kernel_size};
-  const Shape w = weight_shape("Conv1d", in_channels, out_channels, k, options.groups, false);
+  const Shape w = weight_shape(module, in_channels, out_channels, kernel_size, options.groups, transposed);
   weight_ = register_parameter("weight", init::default_weight(w, generator, engine));
   if (bias) bias_ = register_parameter("bias", init::default_bias(Shape{out_channels}, w, generator, engine));
 }
 
-Matrix Conv1d::forward(const Matrix& x) { return conv_1d(x, weight_, bias_, options_); }
+template class ConvModule<Conv1dOptions>;
+template class ConvModule<Conv2dOptions>;
+template class ConvModule<ConvTranspose1dOptions>;
+template class ConvModule<ConvTranspose2dOptions>;
+
+Conv1d::Conv1d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel_size, Generator& generator,
+               const Conv1dOptions& options, bool bias, std::optional<Engine> engine)
+    : ConvModule("Conv1d", in_channels, out_channels, std::array{kernel_size}, false, generator, options, bias, std::move(engine)) {}
 
 CausalConv1d::CausalConv1d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel_size, Generator& generator,
                            std::int64_t dilation, std::int64_t groups, bool bias, std::optional<Engine> engine)
@@ -59,39 +67,17 @@ Matrix CausalConv1d::forward(const Matrix& x) {
 
 Conv2d::Conv2d(std::int64_t in_channels, std::int64_t out_channels, std::array<std::int64_t, 2> kernel_size,
                Generator& generator, const Conv2dOptions& options, bool bias, std::optional<Engine> engine)
-    : options_(options) {
-  const Shape w = weight_shape("Conv2d", in_channels, out_channels, kernel_size, options.groups, false);
-  weight_ = register_parameter("weight", init::default_weight(w, generator, engine));
-  if (bias) bias_ = register_parameter("bias", init::default_bias(Shape{out_channels}, w, generator, engine));
-}
-
-Matrix Conv2d::forward(const Matrix& x) { return conv_2d(x, weight_, bias_, options_); }
+    : ConvModule("Conv2d", in_channels, out_channels, kernel_size, false, generator, options, bias, std::move(engine)) {}
 
 ConvTranspose1d::ConvTranspose1d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel_size,
                                  Generator& generator, const ConvTranspose1dOptions& options, bool bias,
                                  std::optional<Engine> engine)
-    : options_(options) {
-  const std::int64_t k[] = {kernel_size};
-  const Shape w = weight_shape("ConvTranspose1d", in_channels, out_channels, k, options.groups, true);
-  weight_ = register_parameter("weight", init::default_weight(w, generator, engine));
-  if (bias) bias_ = register_parameter("bias", init::default_bias(Shape{out_channels}, w, generator, engine));
-}
-
-Matrix ConvTranspose1d::forward(const Matrix& x) {
-  return conv_transpose_1d(x, weight_, bias_, options_);
-}
+    : ConvModule("ConvTranspose1d", in_channels, out_channels, std::array{kernel_size}, true, generator, options, bias,
+                 std::move(engine)) {}
 
 ConvTranspose2d::ConvTranspose2d(std::int64_t in_channels, std::int64_t out_channels, std::array<std::int64_t, 2> kernel_size,
                                  Generator& generator, const ConvTranspose2dOptions& options, bool bias,
                                  std::optional<Engine> engine)
-    : options_(options) {
-  const Shape w = weight_shape("ConvTranspose2d", in_channels, out_channels, kernel_size, options.groups, true);
-  weight_ = register_parameter("weight", init::default_weight(w, generator, engine));
-  if (bias) bias_ = register_parameter("bias", init::default_bias(Shape{out_channels}, w, generator, engine));
-}
-
-Matrix ConvTranspose2d::forward(const Matrix& x) {
-  return conv_transpose_2d(x, weight_, bias_, options_);
-}
+    : ConvModule("ConvTranspose2d", in_channels, out_channels, kernel_size, true, generator, options, bias, std::move(engine)) {}
 
 }  // namespace oa::ml::nn

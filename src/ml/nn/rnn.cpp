@@ -37,17 +37,6 @@ RNNBase::RNNBase(std::int64_t input_size, std::int64_t hidden_size, std::int64_t
   masks_ = Generator(generator.next_seed());
 }
 
-Matrix RNNBase::time_major(const Matrix& input) const {
-  detail::require_defined(input, name_, "input");
-  const Shape& s = input.shape();
-  if (s.rank() != 3 || s.numel() == 0 || s[2] != input_size_)
-    fail(ErrorKind::InvalidArgument, "{}: input must be {} with I = input_size {} and nonzero extents; found {}", name_,
-         options_.batch_first ? "[B, T, I]" : "[T, B, I]", input_size_, s);
-  return options_.batch_first ? matrix::transpose(input, 0, 1) : input;
-}
-
-Matrix RNNBase::caller_layout(const Matrix& output) const { return options_.batch_first ? matrix::transpose(output, 0, 1) : output; }
-
 std::vector<Matrix> RNNBase::layer_states(const Matrix& state, std::int64_t batch, const char* arg) const {
   const std::int64_t L = options_.num_layers, H = hidden_size_;
   std::vector<Matrix> out;
@@ -79,14 +68,30 @@ Matrix RNNBase::hidden_gates(std::int64_t k, const Matrix& h) const {
   return linear(h, l.weight_hh.value(), l.bias_hh.value());
 }
 
-Matrix RNNBase::run_layer(std::int64_t k, const Matrix& x, const std::function<Matrix(const Matrix& gates_x)>& step) {
-  const std::vector<Matrix> gx = input_gates(k, x);
-  std::vector<Matrix> steps;
-  steps.reserve(gx.size());
-  for (const Matrix& g : gx) steps.push_back(step(g));
-  Matrix out = matrix::stack(steps, 0);
-  if (k + 1 < options_.num_layers && training() && options_.dropout > 0)
-    out = dropout(out, options_.dropout, masks_.next_seed(), true);
+RNNBase::Sequence RNNBase::run(const Matrix& input, const std::vector<std::pair<Matrix, const char*>>& initial, const Cell& cell) {
+  detail::require_defined(input, name_, "input");
+  const Shape& s = input.shape();
+  if (s.rank() != 3 || s.numel() == 0 || s[2] != input_size_)
+    fail(ErrorKind::InvalidArgument, "{}: input must be {} with I = input_size {} and nonzero extents; found {}", name_,
+         options_.batch_first ? "[B, T, I]" : "[T, B, I]", input_size_, s);
+  Matrix x = options_.batch_first ? matrix::transpose(input, 0, 1) : input;  // [T, B, I]
+  const std::int64_t B = x.shape()[1], L = options_.num_layers;
+  std::vector<std::vector<Matrix>> initial_states, final_states(initial.size());  // [state][layer]
+  for (const auto& [state, arg] : initial) initial_states.push_back(layer_states(state, B, arg));
+  for (std::int64_t k = 0; k < L; ++k) {
+    std::vector<Matrix> state;
+    for (const std::vector<Matrix>& layers : initial_states) state.push_back(layers[static_cast<std::size_t>(k)]);
+    std::vector<Matrix> h;
+    for (const Matrix& gx : input_gates(k, x)) {
+      cell(k, gx, state);
+      h.push_back(state[0]);
+    }
+    x = matrix::stack(h, 0);
+    if (k + 1 < L && training() && options_.dropout > 0) x = dropout(x, options_.dropout, masks_.next_seed(), true);
+    for (std::size_t i = 0; i < state.size(); ++i) final_states[i].push_back(state[i]);
+  }
+  Sequence out{options_.batch_first ? matrix::transpose(x, 0, 1) : x, {}};
+  for (const std::vector<Matrix>& layers : final_states) out.state.push_back(matrix::stack(layers, 0));
   return out;
 }
 
@@ -99,20 +104,10 @@ LSTM::LSTM(std::int64_t input_size, std::int64_t hidden_size, Generator& generat
 Matrix LSTM::forward(const Matrix& input) { return forward_with_state(input).output; }
 
 LSTMOutput LSTM::forward_with_state(const Matrix& input, const LSTMState& state) {
-  Matrix x = time_major(input);
-  const std::int64_t B = x.shape()[1];
-  const std::vector<Matrix> h0 = layer_states(state.h, B, "h0"), c0 = layer_states(state.c, B, "c0");
-  std::vector<Matrix> hn, cn;
-  for (std::int64_t k = 0; k < options().num_layers; ++k) {
-    Matrix h = h0[static_cast<std::size_t>(k)], c = c0[static_cast<std::size_t>(k)];
-    x = run_layer(k, x, [&](const Matrix& gx) {
-      std::tie(h, c) = lstm_cell(gx, hidden_gates(k, h), c);
-      return h;
-    });
-    hn.push_back(h);
-    cn.push_back(c);
-  }
-  return {caller_layout(x), {matrix::stack(hn, 0), matrix::stack(cn, 0)}};
+  Sequence r = run(input, {{state.h, "h0"}, {state.c, "c0"}}, [this](std::int64_t k, const Matrix& gx, std::vector<Matrix>& s) {
+    std::tie(s[0], s[1]) = lstm_cell(gx, hidden_gates(k, s[0]), s[1]);
+  });
+  return {r.output, {r.state[0], r.state[1]}};
 }
 
 // ── GRU ─────────────────────────────────────────────────────────────────────
@@ -124,19 +119,10 @@ GRU::GRU(std::int64_t input_size, std::int64_t hidden_size, Generator& generator
 Matrix GRU::forward(const Matrix& input) { return forward_with_state(input).output; }
 
 GRUOutput GRU::forward_with_state(const Matrix& input, const Matrix& h0) {
-  Matrix x = time_major(input);
-  const std::int64_t B = x.shape()[1];
-  const std::vector<Matrix> initial = layer_states(h0, B, "h0");
-  std::vector<Matrix> hn;
-  for (std::int64_t k = 0; k < options().num_layers; ++k) {
-    Matrix h = initial[static_cast<std::size_t>(k)];
-    x = run_layer(k, x, [&](const Matrix& gx) {
-      h = gru_cell(gx, hidden_gates(k, h), h);
-      return h;
-    });
-    hn.push_back(h);
-  }
-  return {caller_layout(x), matrix::stack(hn, 0)};
+  Sequence r = run(input, {{h0, "h0"}}, [this](std::int64_t k, const Matrix& gx, std::vector<Matrix>& s) {
+    s[0] = gru_cell(gx, hidden_gates(k, s[0]), s[0]);
+  });
+  return {r.output, r.state[0]};
 }
 
 }  // namespace oa::ml::nn

@@ -139,12 +139,6 @@ PoolAttributes window(const Pool2dOptions& o) {
   return {{o.kernel_size[0], o.kernel_size[1]}, {stride[0], stride[1]}, {o.padding[0], o.padding[1]}};
 }
 
-Pool2dOptions square(std::int64_t kernel_size, std::int64_t stride, std::int64_t padding) {
-  Pool2dOptions o{{kernel_size, kernel_size}, std::nullopt, {padding, padding}};
-  if (stride != 0) o.stride = std::array<std::int64_t, 2>{stride, stride};
-  return o;
-}
-
 // The mean of each H * W plane of x [N, C, H, W]: y [N, C]. Its gradient is
 // the average pooling gradient of one window covering the plane.
 const detail::Op<NoAttributes> kGlobalAvgPool{
@@ -173,13 +167,19 @@ const detail::Op<NoAttributes> kGlobalAvgPool{
 
 }  // namespace
 
+Pool2dOptions Pool2dOptions::square(std::int64_t kernel_size, std::int64_t stride, std::int64_t padding) {
+  Pool2dOptions o{{kernel_size, kernel_size}, std::nullopt, {padding, padding}};
+  if (stride != 0) o.stride = std::array<std::int64_t, 2>{stride, stride};
+  return o;
+}
+
 Matrix max_pool_2d(const Matrix& x, const Pool2dOptions& options) { return detail::apply(kMaxPool, {x}, window(options))[0]; }
 Matrix avg_pool_2d(const Matrix& x, const Pool2dOptions& options) { return detail::apply(kAvgPool, {x}, window(options))[0]; }
 Matrix max_pool_2d(const Matrix& x, std::int64_t kernel_size, std::int64_t stride, std::int64_t padding) {
-  return max_pool_2d(x, square(kernel_size, stride, padding));
+  return max_pool_2d(x, Pool2dOptions::square(kernel_size, stride, padding));
 }
 Matrix avg_pool_2d(const Matrix& x, std::int64_t kernel_size, std::int64_t stride, std::int64_t padding) {
-  return avg_pool_2d(x, square(kernel_size, stride, padding));
+  return avg_pool_2d(x, Pool2dOptions::square(kernel_size, stride, padding));
 }
 
 Matrix global_avg_pool_2d(const Matrix& x) { return detail::apply(kGlobalAvgPool, {x})[0]; }

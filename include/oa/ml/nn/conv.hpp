@@ -16,6 +16,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 
 #include "oa/ml/conv.hpp"
 #include "oa/ml/generator.hpp"
@@ -23,36 +24,42 @@
 
 namespace oa::ml::nn {
 
-// forward: x [N, in, L] -> [N, out, L_out] (conv_1d).
-class Conv1d : public Module {
+// What the convolution modules share (torch.nn's _ConvNd): their options,
+// weight and bias.
+template <class Options>
+class ConvModule : public Module {
  public:
-  Conv1d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel_size, Generator& generator,
-         const Conv1dOptions& options = {}, bool bias = true, std::optional<Engine> engine = {});
-  Matrix forward(const Matrix& x) override;
-  std::string type_name() const override { return "Conv1d"; }
   const Parameter& weight() const { return weight_; }
   const Parameter& bias() const { return bias_; }  // undefined without bias
-  const Conv1dOptions& options() const { return options_; }
+  const Options& options() const { return options_; }
+
+ protected:
+  // Checks the sizes (errors naming `module`) and registers the parameters;
+  // `transposed`: the weight is IOK / IOHW.
+  ConvModule(const char* module, std::int64_t in_channels, std::int64_t out_channels, std::span<const std::int64_t> kernel_size,
+             bool transposed, Generator& generator, const Options& options, bool bias, std::optional<Engine> engine);
 
  private:
-  Conv1dOptions options_;
+  Options options_;
   Parameter weight_, bias_;
 };
 
+// forward: x [N, in, L] -> [N, out, L_out] (conv_1d).
+class Conv1d : public ConvModule<Conv1dOptions> {
+ public:
+  Conv1d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel_size, Generator& generator,
+         const Conv1dOptions& options = {}, bool bias = true, std::optional<Engine> engine = {});
+  Matrix forward(const Matrix& x) override { return conv_1d(x, weight(), bias(), options()); }
+  std::string type_name() const override { return "Conv1d"; }
+};
+
 // forward: x [N, in, H, W] -> [N, out, H_out, W_out] (conv_2d). kernel_size is {KH, KW}.
-class Conv2d : public Module {
+class Conv2d : public ConvModule<Conv2dOptions> {
  public:
   Conv2d(std::int64_t in_channels, std::int64_t out_channels, std::array<std::int64_t, 2> kernel_size, Generator& generator,
          const Conv2dOptions& options = {}, bool bias = true, std::optional<Engine> engine = {});
-  Matrix forward(const Matrix& x) override;
+  Matrix forward(const Matrix& x) override { return conv_2d(x, weight(), bias(), options()); }
   std::string type_name() const override { return "Conv2d"; }
-  const Parameter& weight() const { return weight_; }
-  const Parameter& bias() const { return bias_; }
-  const Conv2dOptions& options() const { return options_; }
-
- private:
-  Conv2dOptions options_;
-  Parameter weight_, bias_;
 };
 
 // Causal 1-d convolution (WaveNet, van den Oord et al. 2016; temporal
@@ -71,36 +78,27 @@ class CausalConv1d : public Conv1d {
 };
 
 // forward: x [N, in, L] -> [N, out, L_out] (conv_transpose_1d).
-class ConvTranspose1d : public Module {
+class ConvTranspose1d : public ConvModule<ConvTranspose1dOptions> {
  public:
   ConvTranspose1d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel_size, Generator& generator,
                   const ConvTranspose1dOptions& options = {}, bool bias = true, std::optional<Engine> engine = {});
-  Matrix forward(const Matrix& x) override;
+  Matrix forward(const Matrix& x) override { return conv_transpose_1d(x, weight(), bias(), options()); }
   std::string type_name() const override { return "ConvTranspose1d"; }
-  const Parameter& weight() const { return weight_; }
-  const Parameter& bias() const { return bias_; }
-  const ConvTranspose1dOptions& options() const { return options_; }
-
- private:
-  ConvTranspose1dOptions options_;
-  Parameter weight_, bias_;
 };
 
 // forward: x [N, in, H, W] -> [N, out, H_out, W_out] (conv_transpose_2d). kernel_size is {KH, KW}.
-class ConvTranspose2d : public Module {
+class ConvTranspose2d : public ConvModule<ConvTranspose2dOptions> {
  public:
   ConvTranspose2d(std::int64_t in_channels, std::int64_t out_channels, std::array<std::int64_t, 2> kernel_size,
                   Generator& generator, const ConvTranspose2dOptions& options = {}, bool bias = true,
                   std::optional<Engine> engine = {});
-  Matrix forward(const Matrix& x) override;
+  Matrix forward(const Matrix& x) override { return conv_transpose_2d(x, weight(), bias(), options()); }
   std::string type_name() const override { return "ConvTranspose2d"; }
-  const Parameter& weight() const { return weight_; }
-  const Parameter& bias() const { return bias_; }
-  const ConvTranspose2dOptions& options() const { return options_; }
-
- private:
-  ConvTranspose2dOptions options_;
-  Parameter weight_, bias_;
 };
+
+extern template class ConvModule<Conv1dOptions>;
+extern template class ConvModule<Conv2dOptions>;
+extern template class ConvModule<ConvTranspose1dOptions>;
+extern template class ConvModule<ConvTranspose2dOptions>;
 
 }  // namespace oa::ml::nn

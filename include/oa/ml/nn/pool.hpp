@@ -9,29 +9,33 @@
 
 namespace oa::ml::nn {
 
-// torch.nn.MaxPool2d: x [N, C, H, W] -> [N, C, OH, OW].
-class MaxPool2d : public Module {
+// What MaxPool2d and AvgPool2d share: their options, given whole or as a
+// square kernel (Pool2dOptions::square).
+class Pool2dModule : public Module {
  public:
-  explicit MaxPool2d(const Pool2dOptions& options) : options_(options) {}
-  // Square kernel; stride 0 means stride = kernel_size.
-  explicit MaxPool2d(std::int64_t kernel_size, std::int64_t stride = 0, std::int64_t padding = 0);
-  Matrix forward(const Matrix& x) override { return max_pool_2d(x, options_); }
-  std::string type_name() const override { return "MaxPool2d"; }
+  explicit Pool2dModule(const Pool2dOptions& options) : options_(options) {}
+  explicit Pool2dModule(std::int64_t kernel_size, std::int64_t stride = 0, std::int64_t padding = 0)
+      : options_(Pool2dOptions::square(kernel_size, stride, padding)) {}
+  const Pool2dOptions& options() const { return options_; }
 
  private:
   Pool2dOptions options_;
 };
 
-// torch.nn.AvgPool2d (count_include_pad = true): x [N, C, H, W] -> [N, C, OH, OW].
-class AvgPool2d : public Module {
+// torch.nn.MaxPool2d: x [N, C, H, W] -> [N, C, OH, OW].
+class MaxPool2d : public Pool2dModule {
  public:
-  explicit AvgPool2d(const Pool2dOptions& options) : options_(options) {}
-  explicit AvgPool2d(std::int64_t kernel_size, std::int64_t stride = 0, std::int64_t padding = 0);
-  Matrix forward(const Matrix& x) override { return avg_pool_2d(x, options_); }
-  std::string type_name() const override { return "AvgPool2d"; }
+  using Pool2dModule::Pool2dModule;
+  Matrix forward(const Matrix& x) override { return max_pool_2d(x, options()); }
+  std::string type_name() const override { return "MaxPool2d"; }
+};
 
- private:
-  Pool2dOptions options_;
+// torch.nn.AvgPool2d (count_include_pad = true): x [N, C, H, W] -> [N, C, OH, OW].
+class AvgPool2d : public Pool2dModule {
+ public:
+  using Pool2dModule::Pool2dModule;
+  Matrix forward(const Matrix& x) override { return avg_pool_2d(x, options()); }
+  std::string type_name() const override { return "AvgPool2d"; }
 };
 
 // The mean over H and W: x [N, C, H, W] -> [N, C] (torch.nn.AdaptiveAvgPool2d(1)

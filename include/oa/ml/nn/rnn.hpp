@@ -32,6 +32,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "oa/ml/generator.hpp"
@@ -48,8 +49,8 @@ struct RNNOptions {
 };
 
 // What LSTM and GRU share (torch.nn.RNNBase): the parameters, the input
-// layout, the per-layer input projection and recurrent GEMM, and dropout
-// between layers.
+// layout, the loop over layers and time steps with its input projection and
+// recurrent GEMM, and dropout between layers; each gives only its cell.
 class RNNBase : public Module {
  public:
   std::int64_t input_size() const { return input_size_; }
@@ -67,27 +68,31 @@ class RNNBase : public Module {
   RNNBase(std::int64_t input_size, std::int64_t hidden_size, std::int64_t gates, const char* name, Generator& generator,
           const RNNOptions& options, std::optional<Engine> engine);
 
-  // input as [T, B, I] (transposed from batch_first); checks it.
-  Matrix time_major(const Matrix& input) const;
-  // output [T, B, H] in the caller's layout.
-  Matrix caller_layout(const Matrix& output) const;
-  // Each layer's initial state [B, H] from `state` [num_layers, B, H] (`arg`
-  // in errors), or zeros when it is undefined.
-  std::vector<Matrix> layer_states(const Matrix& state, std::int64_t batch, const char* arg) const;
-  // Layer k's input projection x W_ih^T + b_ih of x [T, B, I_k], one [B, G * H] per step.
-  std::vector<Matrix> input_gates(std::int64_t k, const Matrix& x) const;
   // Layer k's recurrent projection h W_hh^T + b_hh of h [B, H].
   Matrix hidden_gates(std::int64_t k, const Matrix& h) const;
-  // Layer k over x [T, B, I_k]: `step` takes each time step's input gates
-  // (input_gates) in order, advances the caller's state by one cell and
-  // returns the new h [B, H]. Returns those h joined as [T, B, H], with
-  // dropout after every layer but the last in training.
-  Matrix run_layer(std::int64_t k, const Matrix& x, const std::function<Matrix(const Matrix& gates_x)>& step);
+  // Advances layer k's state (h, or h and c: each [B, H], h first) by one
+  // time step, from that step's input gates x W_ih^T + b_ih [B, G * H].
+  using Cell = std::function<void(std::int64_t k, const Matrix& gates_x, std::vector<Matrix>& state)>;
+  struct Sequence {
+    Matrix output;              // [T, B, H] or [B, T, H] (batch_first)
+    std::vector<Matrix> state;  // the final value of each state, [num_layers, B, H]
+  };
+  // The sequence of input [T, B, I] or [B, T, I] (batch_first; checked) from
+  // the initial states, each [num_layers, B, H] (named in errors) or
+  // undefined (zeros): every layer runs `cell` over the time steps, its h
+  // sequence the next layer's input, with dropout between layers in training.
+  Sequence run(const Matrix& input, const std::vector<std::pair<Matrix, const char*>>& initial, const Cell& cell);
 
  private:
   struct Layer {
     Parameter weight_ih, weight_hh, bias_ih, bias_hh;
   };
+  // Each layer's initial state [B, H] from `state` [num_layers, B, H] (`arg`
+  // in errors), or zeros when it is undefined.
+  std::vector<Matrix> layer_states(const Matrix& state, std::int64_t batch, const char* arg) const;
+  // Layer k's input projection of x [T, B, I_k], one [B, G * H] per step.
+  std::vector<Matrix> input_gates(std::int64_t k, const Matrix& x) const;
+
   std::int64_t input_size_, hidden_size_;
   RNNOptions options_;
   const char* name_;
