@@ -23,11 +23,14 @@ constexpr Tile kWide{64, 128, 16, 4, 8};
 constexpr Tile kMedium{64, 64, 16, 4, 4};
 constexpr Tile kSmall{32, 32, 16, 4, 4};
 
-// Fewer than kGemmBusyGroups large tiles fall back to 64x128 tiles, then to
-// 64x64 tiles, then to splitting K. On an H200 (2026-12-04), 64x128 beat
-// 64x64 by 10-25% at M = 8192, N = 256, K = 256..1024 (a small transformer's
-// projections and their input gradients), and tied 128x128 where both keep
-// the device busy.
+// Fewer than kGemmBusyGroups large tiles fall back to 64x128 tiles (for K
+// up to kWideMaxK), then to 64x64 tiles, then to splitting K. On an H200
+// (2026-12-04), 64x128 beat 64x64 by 10-25% at M = 8192, N = 256,
+// K = 256..1024 (a small transformer's projections and their input
+// gradients) and tied 128x128 where both keep the device busy, but lost at
+// K = 8192 (GPT-2's MLP weight gradients over 8192 tokens: forward and
+// backward 0.84x).
+constexpr std::int64_t kWideMaxK = 1024;
 constexpr std::int64_t kSplitMinK = 128;  // K per split at least
 constexpr std::int64_t kMaxSplits = 16;
 
@@ -50,7 +53,9 @@ bool fits(const DeviceInfo& d, const Tile& t) {
 
 const Tile& choose_tile(const DeviceInfo& d, const GemmProblem& p) {
   for (const Tile* t : {&kLarge, &kWide})
-    if (p.m > t->bm / 2 && p.n > t->bn / 2 && fits(d, *t) && gemm_tile_count(p, t->bm, t->bn) >= kGemmBusyGroups) return *t;
+    if (p.m > t->bm / 2 && p.n > t->bn / 2 && (t != &kWide || p.k <= kWideMaxK) && fits(d, *t) &&
+        gemm_tile_count(p, t->bm, t->bn) >= kGemmBusyGroups)
+      return *t;
   if (p.m > 32 && p.n > 32 && fits(d, kMedium)) return kMedium;
   return kSmall;
 }
