@@ -127,8 +127,7 @@ namespace detail {
 
 bool autocast_active() { return t_dtype.has_value(); }
 
-bool autocast_inputs(const char* op, std::span<const Matrix> inputs, unsigned lowered_dtypes, std::vector<Matrix>& out) {
-  const AutocastPolicy policy = autocast_policy(op);
+bool autocast_inputs(AutocastPolicy policy, std::span<const Matrix> inputs, unsigned lowered_dtypes, std::vector<Matrix>& out) {
   if (policy == AutocastPolicy::Keep) return false;
   auto floating = [](const Matrix& m) { return m.defined() && is_floating_point(m.dtype()); };
   std::optional<DType> target;

@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "matrix/lowering.hpp"
+#include "oa/matrix/autocast.hpp"
 #include "oa/matrix/autograd.hpp"
 
 namespace oa::detail {
@@ -223,11 +224,15 @@ struct OpDef {
   bool variadic = false;
 };
 
-// An OpDef with its contract registered (at static initialisation).
+// An OpDef with its contract registered (at static initialisation), and what
+// apply() reads of it on every call under autocast, resolved once here.
 template <class A>
 struct Op {
   OpDef<A> def;
-  explicit Op(OpDef<A> d) : def(std::move(d)) {
+  AutocastPolicy autocast;      // the op's entry in the autocast table
+  unsigned lowered_dtypes = 0;  // bit i: a lowering for DType i
+  explicit Op(OpDef<A> d) : def(std::move(d)), autocast(autocast_policy(def.name)) {
+    for (const auto& l : def.lower) lowered_dtypes |= 1u << static_cast<unsigned>(l.first);
     bool variadic = def.variadic;  // the semantic op lists the inputs given
     for (const auto& in : def.inputs) variadic = variadic || in.optional;
     register_contract({def.name, variadic ? -1 : static_cast<int>(def.inputs.size()), def.outputs, attribute_specs<A>()});
@@ -237,10 +242,10 @@ struct Op {
 // ── The one generic apply ────────────────────────────────────────────────────
 
 // Autocast (oa/matrix/autocast.hpp): whether a scope is enabled on this
-// thread, and the inputs of `op` cast as its policy says, given the dtypes
+// thread, and the inputs of an op cast as its `policy` says, given the dtypes
 // it has lowerings for (bit i: DType i). False when no input needs a cast.
 bool autocast_active();
-bool autocast_inputs(const char* op, std::span<const Matrix> inputs, unsigned lowered_dtypes, std::vector<Matrix>& out);
+bool autocast_inputs(AutocastPolicy policy, std::span<const Matrix> inputs, unsigned lowered_dtypes, std::vector<Matrix>& out);
 
 // A dispatch list for one apply() call, reused by later calls on the same
 // thread (one list per nesting level: a lowering may apply other ops), so that
@@ -294,10 +299,9 @@ std::vector<Matrix> apply(const Op<A>& op, std::span<const Matrix> inputs, const
            def.inputs[0].name, inputs[0].shape());
   }
   if (!inputs.empty() && autocast_active()) {
-    unsigned lowered = 0;
-    for (const auto& l : def.lower) lowered |= 1u << static_cast<unsigned>(l.first);
     std::vector<Matrix> cast_inputs;
-    if (autocast_inputs(def.name, inputs, lowered, cast_inputs)) return apply(op, std::span<const Matrix>(cast_inputs), attributes, auxiliary);
+    if (autocast_inputs(op.autocast, inputs, op.lowered_dtypes, cast_inputs))
+      return apply(op, std::span<const Matrix>(cast_inputs), attributes, auxiliary);
   }
   const Engine& engine = inputs.empty() ? *generator_engine : inputs[0].engine();
   const Lowering<A>* lowering = inputs.empty() ? &def.lower[0].second : nullptr;

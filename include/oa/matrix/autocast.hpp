@@ -3,7 +3,8 @@
 //
 // While an AutocastGuard enables it on a thread, every op called on that
 // thread has its floating inputs cast by the one generic apply
-// (src/matrix/op_def.hpp) according to ONE table, autocast_policy(op name):
+// (src/matrix/op_def.hpp) according to ONE table, autocast_policy(op name),
+// looked up once per op when the op is declared (not on each call):
 //   Lower    the GEMM family (matmul, matmul_nt, linear, bmm, bmm_nt, bmm_tn):
 //            f32 inputs are cast to the scope's dtype (F16 or BF16), so the
 //            op runs on the tensor cores where the device has them and its
