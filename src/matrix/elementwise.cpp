@@ -128,32 +128,40 @@ Op<A> unary_op(const char* name, UnaryCode code, Reads reads, std::function<void
                 }});
 }
 
-const auto kNeg = unary_op("oa::matrix::neg", Neg, Reads::Nothing);
-const auto kExp = unary_op("oa::matrix::exp", Exp, Reads::Output);
-const auto kLog = unary_op("oa::matrix::log", Log, Reads::Input);
-const auto kSqrt = unary_op("oa::matrix::sqrt", Sqrt, Reads::Output);
-const auto kRsqrt = unary_op("oa::matrix::rsqrt", Rsqrt, Reads::Output);
-const auto kReciprocal = unary_op("oa::matrix::reciprocal", Reciprocal, Reads::Output);
-const auto kAbs = unary_op("oa::matrix::abs", Abs, Reads::Input);
-const auto kSquare = unary_op("oa::matrix::square", Square, Reads::Input);
-const auto kRelu = unary_op("oa::matrix::relu", Relu, Reads::Input);
-const auto kGelu = unary_op("oa::matrix::gelu", Gelu, Reads::Input);
-const auto kSilu = unary_op("oa::matrix::silu", Silu, Reads::Input);
-const auto kTanh = unary_op("oa::matrix::tanh", Tanh, Reads::Output);
-const auto kSigmoid = unary_op("oa::matrix::sigmoid", Sigmoid, Reads::Output);
-const auto kSin = unary_op("oa::matrix::sin", Sin, Reads::Input);
-const auto kCos = unary_op("oa::matrix::cos", Cos, Reads::Input);
-const auto kExp2 = unary_op("oa::matrix::exp2", Exp2, Reads::Output);
-const auto kLog1p = unary_op("oa::matrix::log1p", Log1p, Reads::Input);
-const auto kExpm1 = unary_op("oa::matrix::expm1", Expm1, Reads::Output);
-const auto kErf = unary_op("oa::matrix::erf", Erf, Reads::Input);
-const auto kSoftplus = unary_op("oa::matrix::softplus", Softplus, Reads::Input);
-const auto kMish = unary_op("oa::matrix::mish", Mish, Reads::Input);
-const auto kHardswish = unary_op("oa::matrix::hardswish", Hardswish, Reads::Input);
-const auto kSign = unary_op("oa::matrix::sign", Sign, Reads::Nothing);
-const auto kFloor = unary_op("oa::matrix::floor", Floor, Reads::Nothing);
-const auto kCeil = unary_op("oa::matrix::ceil", Ceil, Reads::Nothing);
-const auto kRound = unary_op("oa::matrix::round", Round, Reads::Nothing);
+// The unary ops without attributes as a list of X(name, code, what the
+// backward reads), expanded into the ops here and their public functions
+// below.
+#define OA_UNARY_OPS(X)             \
+  X(neg, Neg, Nothing)              \
+  X(exp, Exp, Output)               \
+  X(log, Log, Input)                \
+  X(sqrt, Sqrt, Output)             \
+  X(rsqrt, Rsqrt, Output)           \
+  X(reciprocal, Reciprocal, Output) \
+  X(abs, Abs, Input)                \
+  X(square, Square, Input)          \
+  X(relu, Relu, Input)              \
+  X(gelu, Gelu, Input)              \
+  X(silu, Silu, Input)              \
+  X(tanh, Tanh, Output)             \
+  X(sigmoid, Sigmoid, Output)       \
+  X(sin, Sin, Input)                \
+  X(cos, Cos, Input)                \
+  X(exp2, Exp2, Output)             \
+  X(log1p, Log1p, Input)            \
+  X(expm1, Expm1, Output)           \
+  X(erf, Erf, Input)                \
+  X(softplus, Softplus, Input)      \
+  X(mish, Mish, Input)              \
+  X(hardswish, Hardswish, Input)    \
+  X(sign, Sign, Nothing)            \
+  X(floor, Floor, Nothing)          \
+  X(ceil, Ceil, Nothing)            \
+  X(round, Round, Nothing)
+#define OA_UNARY_OP(name, code, reads) const auto k_##name = unary_op("oa::matrix::" #name, code, Reads::reads);
+OA_UNARY_OPS(OA_UNARY_OP)
+#undef OA_UNARY_OP
+
 const auto kLeakyRelu = unary_op<SlopeAttributes>("oa::matrix::leaky_relu", LeakyRelu, Reads::Input);
 const auto kElu = unary_op<AlphaAttributes>("oa::matrix::elu", Elu, Reads::Input);
 const auto kClamp = unary_op<ClampAttributes>("oa::matrix::clamp", Clamp, Reads::Input, [](const OpCall<ClampAttributes>& c) {
@@ -271,12 +279,9 @@ Op<NoAttributes> binary_op(const char* name, BinaryCode code) {
        .backward = [code](const BackwardCall<NoAttributes>& c) { return binary_backward(code, c); }});
 }
 
-const auto kAdd = binary_op("oa::matrix::add", Add);
-const auto kSub = binary_op("oa::matrix::sub", Sub);
-const auto kMul = binary_op("oa::matrix::mul", Mul);
-const auto kDiv = binary_op("oa::matrix::div", Div);
-const auto kMaximum = binary_op("oa::matrix::maximum", Max);
-const auto kMinimum = binary_op("oa::matrix::minimum", Min);
+#define OA_BINARY_OP(name, code) const auto k_##name = binary_op("oa::matrix::" #name, code);
+OA_MATRIX_BINARY_OPS(OA_BINARY_OP)
+#undef OA_BINARY_OP
 
 // pow(a, b) with b a Matrix (broadcast as the binary ops) or, when b is
 // absent, the scalar `exponent` (matrix/unary's PowScalar). Both forms read
@@ -379,12 +384,9 @@ Op<CompareAttributes> compare_op(const char* name, CompareCode code) {
        .lower = {{DType::F32, compare_lowering(code)}, {DType::I32, compare_lowering(code)}}});
 }
 
-const auto kEq = compare_op("oa::matrix::eq", Eq);
-const auto kNe = compare_op("oa::matrix::ne", Ne);
-const auto kLt = compare_op("oa::matrix::lt", Lt);
-const auto kLe = compare_op("oa::matrix::le", Le);
-const auto kGt = compare_op("oa::matrix::gt", Gt);
-const auto kGe = compare_op("oa::matrix::ge", Ge);
+#define OA_COMPARE_OP(name, code) const auto k_##name = compare_op("oa::matrix::" #name, code);
+OA_MATRIX_COMPARISONS(OA_COMPARE_OP)
+#undef OA_COMPARE_OP
 
 // a (op) b broadcast by NumPy's rules: each operand of another shape than the
 // result is first expanded (a recorded oa::matrix::expand).
@@ -411,12 +413,10 @@ Matrix call(const Op<A>& op, std::initializer_list<Matrix> inputs, const A& attr
 
 }  // namespace
 
-Matrix add(const Matrix& a, const Matrix& b) { return binary(kAdd, a, b); }
-Matrix sub(const Matrix& a, const Matrix& b) { return binary(kSub, a, b); }
-Matrix mul(const Matrix& a, const Matrix& b) { return binary(kMul, a, b); }
-Matrix div(const Matrix& a, const Matrix& b) { return binary(kDiv, a, b); }
-Matrix maximum(const Matrix& a, const Matrix& b) { return binary(kMaximum, a, b); }
-Matrix minimum(const Matrix& a, const Matrix& b) { return binary(kMinimum, a, b); }
+#define OA_DEFINE(name, code) \
+  Matrix name(const Matrix& a, const Matrix& b) { return binary(k_##name, a, b); }
+OA_MATRIX_BINARY_OPS(OA_DEFINE)
+#undef OA_DEFINE
 
 Matrix affine(const Matrix& x, float alpha, float beta) { return call(kAffine, {x}, {alpha, beta}); }
 Matrix add(const Matrix& a, float s) { return affine(a, 1.0f, s); }
@@ -424,49 +424,20 @@ Matrix sub(const Matrix& a, float s) { return affine(a, 1.0f, -s); }
 Matrix mul(const Matrix& a, float s) { return affine(a, s, 0.0f); }
 Matrix div(const Matrix& a, float s) { return affine(a, 1.0f / s, 0.0f); }
 
-Matrix neg(const Matrix& x) { return call(kNeg, {x}); }
-Matrix exp(const Matrix& x) { return call(kExp, {x}); }
-Matrix log(const Matrix& x) { return call(kLog, {x}); }
-Matrix sqrt(const Matrix& x) { return call(kSqrt, {x}); }
-Matrix rsqrt(const Matrix& x) { return call(kRsqrt, {x}); }
-Matrix reciprocal(const Matrix& x) { return call(kReciprocal, {x}); }
-Matrix abs(const Matrix& x) { return call(kAbs, {x}); }
-Matrix square(const Matrix& x) { return call(kSquare, {x}); }
-Matrix relu(const Matrix& x) { return call(kRelu, {x}); }
-Matrix gelu(const Matrix& x) { return call(kGelu, {x}); }
-Matrix silu(const Matrix& x) { return call(kSilu, {x}); }
-Matrix tanh(const Matrix& x) { return call(kTanh, {x}); }
-Matrix sigmoid(const Matrix& x) { return call(kSigmoid, {x}); }
+#define OA_DEFINE(name, code, reads) \
+  Matrix name(const Matrix& x) { return call(k_##name, {x}); }
+OA_UNARY_OPS(OA_DEFINE)
+#undef OA_DEFINE
 Matrix clamp(const Matrix& x, float low, float high) { return call(kClamp, {x}, {low, high}); }
-Matrix sin(const Matrix& x) { return call(kSin, {x}); }
-Matrix cos(const Matrix& x) { return call(kCos, {x}); }
-Matrix exp2(const Matrix& x) { return call(kExp2, {x}); }
-Matrix log1p(const Matrix& x) { return call(kLog1p, {x}); }
-Matrix expm1(const Matrix& x) { return call(kExpm1, {x}); }
-Matrix erf(const Matrix& x) { return call(kErf, {x}); }
-Matrix softplus(const Matrix& x) { return call(kSoftplus, {x}); }
-Matrix mish(const Matrix& x) { return call(kMish, {x}); }
-Matrix hardswish(const Matrix& x) { return call(kHardswish, {x}); }
-Matrix sign(const Matrix& x) { return call(kSign, {x}); }
-Matrix floor(const Matrix& x) { return call(kFloor, {x}); }
-Matrix ceil(const Matrix& x) { return call(kCeil, {x}); }
-Matrix round(const Matrix& x) { return call(kRound, {x}); }
 Matrix leaky_relu(const Matrix& x, float negative_slope) { return call(kLeakyRelu, {x}, {negative_slope}); }
 Matrix elu(const Matrix& x, float alpha) { return call(kElu, {x}, {alpha}); }
 Matrix pow(const Matrix& a, const Matrix& b) { return binary(kPow, a, b); }
 Matrix pow(const Matrix& x, float exponent) { return call(kPow, {x, Matrix()}, {exponent}); }
 
-Matrix eq(const Matrix& a, const Matrix& b) { return compare(kEq, a, b); }
-Matrix ne(const Matrix& a, const Matrix& b) { return compare(kNe, a, b); }
-Matrix lt(const Matrix& a, const Matrix& b) { return compare(kLt, a, b); }
-Matrix le(const Matrix& a, const Matrix& b) { return compare(kLe, a, b); }
-Matrix gt(const Matrix& a, const Matrix& b) { return compare(kGt, a, b); }
-Matrix ge(const Matrix& a, const Matrix& b) { return compare(kGe, a, b); }
-Matrix eq(const Matrix& a, float s) { return compare(kEq, a, s); }
-Matrix ne(const Matrix& a, float s) { return compare(kNe, a, s); }
-Matrix lt(const Matrix& a, float s) { return compare(kLt, a, s); }
-Matrix le(const Matrix& a, float s) { return compare(kLe, a, s); }
-Matrix gt(const Matrix& a, float s) { return compare(kGt, a, s); }
-Matrix ge(const Matrix& a, float s) { return compare(kGe, a, s); }
+#define OA_DEFINE(name, code)                                                       \
+  Matrix name(const Matrix& a, const Matrix& b) { return compare(k_##name, a, b); } \
+  Matrix name(const Matrix& a, float s) { return compare(k_##name, a, s); }
+OA_MATRIX_COMPARISONS(OA_DEFINE)
+#undef OA_DEFINE
 
 }  // namespace oa::matrix
