@@ -16,11 +16,6 @@ namespace {
 
 using namespace detail::op_def;
 
-constexpr const char* kConcat = "oa::matrix::concat";
-constexpr const char* kChunk = "oa::matrix::chunk";
-constexpr const char* kSplit = "oa::matrix::split";
-constexpr const char* kStack = "oa::matrix::stack";
-
 // Product of the extents before `axis` and after it.
 std::int64_t outer_of(const Shape& s, std::size_t axis) {
   std::int64_t n = 1;
@@ -112,7 +107,7 @@ struct ConcatAttributes {
 };
 
 const Op<ConcatAttributes> kConcatOp{
-    {.name = kConcat,
+    {.name = "oa::matrix::concat",
      .inputs = {"xs"},
      .infer = [](const OpCall<ConcatAttributes>& c) {
        const std::span<const Matrix> xs = c.inputs;
@@ -159,7 +154,7 @@ struct ChunkAttributes {
 };
 
 const Op<ChunkAttributes> kChunkOp{
-    {.name = kChunk,
+    {.name = "oa::matrix::chunk",
      .inputs = {"x"},
      .outputs = -1,
      .infer = [](const OpCall<ChunkAttributes>& c) {
@@ -191,7 +186,7 @@ struct SplitAttributes {
 };
 
 const Op<SplitAttributes> kSplitOp{
-    {.name = kSplit,
+    {.name = "oa::matrix::split",
      .inputs = {"x"},
      .outputs = -1,
      .infer = [](const OpCall<SplitAttributes>& c) {
@@ -222,30 +217,34 @@ const Op<SplitAttributes> kSplitOp{
 }  // namespace
 
 Matrix concat(const std::vector<Matrix>& xs, int axis) {
-  if (xs.empty()) fail(ErrorKind::InvalidArgument, "{}: xs is empty (at least one operand is required)", kConcat);
-  detail::require_defined(xs.front(), kConcat, "xs");
-  const std::size_t a = static_cast<std::size_t>(detail::existing_axis(kConcat, xs.front().shape(), axis, "axis", "xs[0]"));
+  const char* name = kConcatOp.def.name;
+  if (xs.empty()) fail(ErrorKind::InvalidArgument, "{}: xs is empty (at least one operand is required)", name);
+  detail::require_defined(xs.front(), name, "xs");
+  const std::size_t a = static_cast<std::size_t>(detail::existing_axis(name, xs.front().shape(), axis, "axis", "xs[0]"));
   return apply(kConcatOp, xs, {static_cast<std::int64_t>(a)})[0];
 }
 
 std::vector<Matrix> chunk(const Matrix& x, std::int64_t parts, int axis) {
-  detail::require_defined(x, kChunk, "x");
-  const std::size_t a = static_cast<std::size_t>(detail::existing_axis(kChunk, x.shape(), axis));
+  const char* name = kChunkOp.def.name;
+  detail::require_defined(x, name, "x");
+  const std::size_t a = static_cast<std::size_t>(detail::existing_axis(name, x.shape(), axis));
   return apply(kChunkOp, {x}, {parts, static_cast<std::int64_t>(a)});
 }
 
 std::vector<Matrix> split(const Matrix& x, const std::vector<std::int64_t>& sizes, int axis) {
-  detail::require_defined(x, kSplit, "x");
-  const std::size_t a = static_cast<std::size_t>(detail::existing_axis(kSplit, x.shape(), axis));
+  const char* name = kSplitOp.def.name;
+  detail::require_defined(x, name, "x");
+  const std::size_t a = static_cast<std::size_t>(detail::existing_axis(name, x.shape(), axis));
   return apply(kSplitOp, {x}, {sizes, static_cast<std::int64_t>(a)});
 }
 
 std::vector<Matrix> split(const Matrix& x, std::int64_t size, int axis) {
-  detail::require_defined(x, kSplit, "x");
-  const std::size_t a = static_cast<std::size_t>(detail::existing_axis(kSplit, x.shape(), axis));
+  const char* name = kSplitOp.def.name;
+  detail::require_defined(x, name, "x");
+  const std::size_t a = static_cast<std::size_t>(detail::existing_axis(name, x.shape(), axis));
   const std::int64_t n = x.shape()[a];
   if (size < 1 && !(size == 0 && n == 0))
-    fail(ErrorKind::InvalidArgument, "{}: size {} must be >= 1 (0 only for an empty axis; x {})", kSplit, size, x.shape());
+    fail(ErrorKind::InvalidArgument, "{}: size {} must be >= 1 (0 only for an empty axis; x {})", name, size, x.shape());
   std::vector<std::int64_t> sizes;
   for (std::int64_t at = 0; at < n; at += size) sizes.push_back(std::min(size, n - at));
   if (sizes.empty()) sizes.push_back(0);
@@ -253,19 +252,20 @@ std::vector<Matrix> split(const Matrix& x, std::int64_t size, int axis) {
 }
 
 Matrix stack(const std::vector<Matrix>& xs, int axis) {
-  if (xs.empty()) fail(ErrorKind::InvalidArgument, "{}: xs is empty (at least one operand is required)", kStack);
+  const char* name = "oa::matrix::stack";  // unsqueezes and a concat: no op of its own
+  if (xs.empty()) fail(ErrorKind::InvalidArgument, "{}: xs is empty (at least one operand is required)", name);
   for (std::size_t i = 0; i < xs.size(); ++i) {
-    detail::require_f32(xs[i], kStack, "xs");
+    detail::require_f32(xs[i], name, "xs");
     if (!(xs[i].shape() == xs[0].shape()))
-      fail(ErrorKind::InvalidArgument, "{}: xs[{}] {} differs from xs[0] {} (stack takes operands of one shape)", kStack, i, xs[i].shape(),
+      fail(ErrorKind::InvalidArgument, "{}: xs[{}] {} differs from xs[0] {} (stack takes operands of one shape)", name, i, xs[i].shape(),
            xs[0].shape());
     if (!(xs[i].engine() == xs[0].engine()))
-      fail(ErrorKind::InvalidArgument, "{}: xs[{}] {} lives on another engine than xs[0]", kStack, i, xs[i].shape());
+      fail(ErrorKind::InvalidArgument, "{}: xs[{}] {} lives on another engine than xs[0]", name, i, xs[i].shape());
   }
   const auto r = static_cast<int>(xs[0].rank());
   if (r >= static_cast<int>(Shape::kMaxRank))
-    fail(ErrorKind::InvalidArgument, "{}: xs[0] {} already has the most axes a Matrix can have ({})", kStack, xs[0].shape(), Shape::kMaxRank);
-  const auto a = static_cast<int>(detail::normal_axis(kStack, xs[0].shape(), axis, r + 1, "axis", "xs[0]"));
+    fail(ErrorKind::InvalidArgument, "{}: xs[0] {} already has the most axes a Matrix can have ({})", name, xs[0].shape(), Shape::kMaxRank);
+  const auto a = static_cast<int>(detail::normal_axis(name, xs[0].shape(), axis, r + 1, "axis", "xs[0]"));
   std::vector<Matrix> parts;
   for (const Matrix& x : xs) parts.push_back(unsqueeze(x, a));
   return concat(parts, a);
