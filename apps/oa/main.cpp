@@ -70,15 +70,9 @@ int stop_job(int code) {
   return code;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"oa: a GPU-first machine-learning matrix engine on Vulkan"};
-  app.require_subcommand(1);
-  app.option_defaults()->always_capture_default();  // --help shows each default
-  auto* info_cmd = app.add_subcommand("info", "List Vulkan devices and the chosen engine's limits");
-
-  const CLI::Validator kPositive(
+// A finite number above 0.
+CLI::Validator positive_number() {
+  return CLI::Validator(
       [](std::string& v) {
         double x = 0;
         try {
@@ -89,8 +83,11 @@ int main(int argc, char** argv) {
         return std::isfinite(x) && x > 0 ? std::string() : std::string("must be a finite number above 0");
       },
       "POSITIVE");
-  // A seed is a decimal integer from 0 to 2^64 - 1 (no sign, no wrap-around).
-  const CLI::Validator kSeed(
+}
+
+// A seed is a decimal integer from 0 to 2^64 - 1 (no sign, no wrap-around).
+CLI::Validator seed_number() {
+  return CLI::Validator(
       [](std::string& v) {
         std::uint64_t x = 0;
         const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
@@ -99,10 +96,47 @@ int main(int argc, char** argv) {
                    : fmt::format("must be an integer from 0 to {}", std::numeric_limits<std::uint64_t>::max());
       },
       "SEED");
-  const std::string kProfileHelp = fmt::format(
-      "time each op of the training steps on the GPU (leaving out the first {} steps and the evaluations); at the end print the GPU "
-      "ms per step of each op and write them to profile.json in --out (rank 0 under mpirun)",
-      oa_cli::StepProfile::kWarmupSteps);
+}
+
+// The help of the flags where the tasks say it differently.
+struct RunFlagHelp {
+  const char *batch, *lr, *seed, *device, *out, *resume;  // batch: what a batch holds, "images"
+};
+
+// The flags of oa_cli::RunArgs on the subcommand of one `oa train` task.
+void add_run_flags(CLI::App& task, oa_cli::RunArgs& args, const RunFlagHelp& help) {
+  task.add_option("--batch-size", args.batch_size,
+                  fmt::format("{} per step (under mpirun: per rank, so a step sees --batch-size x ranks)", help.batch))
+      ->check(CLI::Range(1, 1 << 20));
+  task.add_option("--lr", args.lr, help.lr)->check(positive_number());
+  task.add_option("--seed", args.seed, help.seed)->check(seed_number());
+  task.add_option("--device", args.device, help.device);
+  task.add_option("--out", args.out, help.out);
+  task.add_option("--bucket-mb", args.bucket_mb,
+                  "under mpirun: MiB of gradients per all-reduce bucket (smaller buckets start during backward sooner)")
+      ->check(positive_number());
+  task.add_option("--precision", args.precision,
+                  "arithmetic: fp32, or mixed precision with F32 master weights: fp16 (autocast to F16 around the forward pass and "
+                  "the loss, dynamic loss scaling) or bf16 (autocast to BF16); recorded in the checkpoint, and --resume refuses "
+                  "another")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+  auto* resume = task.add_flag("--resume", args.resume, help.resume);
+  task.add_flag("--overwrite", args.overwrite, "start afresh over a checkpoint in --out, replacing it")->excludes(resume);
+  task.add_flag("--profile", args.profile,
+                fmt::format("time each op of the training steps on the GPU (leaving out the first {} steps and the evaluations); at "
+                            "the end print the GPU ms per step of each op and write them to profile.json in --out (rank 0 under "
+                            "mpirun)",
+                            oa_cli::StepProfile::kWarmupSteps));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"oa: a GPU-first machine-learning matrix engine on Vulkan"};
+  app.require_subcommand(1);
+  app.option_defaults()->always_capture_default();  // --help shows each default
+  auto* info_cmd = app.add_subcommand("info", "List Vulkan devices and the chosen engine's limits");
+
   auto* train_cmd = app.add_subcommand("train", "Train a model");
   train_cmd->require_subcommand(1);
   oa_cli::TrainImagesArgs images;
@@ -113,31 +147,19 @@ int main(int argc, char** argv) {
                      "training epochs (with --resume, a larger value extends the run: its new steps get a warmup-cosine cycle of "
                      "their own, 5% warmup, then cosine to 0)")
       ->check(CLI::Range(1, 100000));
-  fmnist->add_option("--batch-size", images.batch_size, "images per step (under mpirun: per rank, so a step sees --batch-size x ranks)")
-      ->check(CLI::Range(1, 1 << 20));
-  fmnist->add_option("--lr", images.lr, "AdamW learning rate")->check(kPositive);
-  fmnist->add_option("--seed", images.seed, "seed for initialisation and shuffling")->check(kSeed);
-  fmnist->add_option("--device", images.device, "device index or name substring (default: OA_DEVICE, then the best)");
-  fmnist->add_option("--out", images.out,
-                     "output directory, locked while a run trains in it (default runs/fashion-mnist-<model>, with --quick "
-                     "runs/fashion-mnist-<model>-quick)");
+  add_run_flags(*fmnist, images,
+                {.batch = "images",
+                 .lr = "AdamW learning rate",
+                 .seed = "seed for initialisation and shuffling",
+                 .device = "device index or name substring (default: OA_DEVICE, then the best)",
+                 .out = "output directory, locked while a run trains in it (default runs/fashion-mnist-<model>, with --quick "
+                        "runs/fashion-mnist-<model>-quick)",
+                 .resume = "continue the run whose checkpoint is in --out (same flags, but a larger --epochs extends it; another "
+                           "--batch-size or number of MPI ranks continues from the next image of the epoch's shuffled order not "
+                           "trained on, sharded over the new ranks, at the learning rate of that point of the epoch)"});
   fmnist->add_option("--data", images.data_dir, "directory holding the Fashion-MNIST IDX files");
-  fmnist->add_option("--bucket-mb", images.bucket_mb,
-                     "under mpirun: MiB of gradients per all-reduce bucket (smaller buckets start during backward sooner)")
-      ->check(kPositive);
-  const char* const precision_help =
-      "arithmetic: fp32, or mixed precision with F32 master weights: fp16 (autocast to F16 around the forward pass and the loss, "
-      "dynamic loss scaling) or bf16 (autocast to BF16); recorded in the checkpoint, and --resume refuses another";
-  fmnist->add_option("--precision", images.precision, precision_help)->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   fmnist->add_flag("--quick", images.quick,
                    "a small network, for one epoch unless --epochs is given (on a 2-core CPU: convnet about a minute an epoch, vit about ten)");
-  auto* images_resume = fmnist->add_flag(
-      "--resume", images.resume,
-      "continue the run whose checkpoint is in --out (same flags, but a larger --epochs extends it; another --batch-size or number of "
-      "MPI ranks continues from the next image of the epoch's shuffled order not trained on, sharded over the new ranks, at the "
-      "learning rate of that point of the epoch)");
-  fmnist->add_flag("--overwrite", images.overwrite, "start afresh over a checkpoint in --out, replacing it")->excludes(images_resume);
-  fmnist->add_flag("--profile", images.profile, kProfileHelp);
 
   oa_cli::TrainTextArgs text;
   auto* text_cmd = train_cmd->add_subcommand("text", "Train a character-level transformer (default: Debian's fortunes)");
@@ -150,25 +172,19 @@ int main(int argc, char** argv) {
                        "optimizer steps (with --resume, a larger value extends the run: its new steps get a warmup-cosine cycle of "
                        "their own, 5% warmup, then cosine to --lr / 10)")
       ->check(CLI::Range(1, 100000000));
-  text_cmd->add_option("--batch-size", text.batch_size, "windows per step (under mpirun: per rank, so a step sees --batch-size x ranks)")
-      ->check(CLI::Range(1, 1 << 20));
   text_cmd->add_option("--eval-every", text.eval_every, "steps between validations")->check(CLI::Range(1, 100000000));
-  text_cmd->add_option("--lr", text.lr, "peak AdamW learning rate (warmup, then cosine)")->check(kPositive);
-  text_cmd->add_option("--seed", text.seed, "seed")->check(kSeed);
-  text_cmd->add_option("--device", text.device, "device index or name substring");
-  text_cmd->add_option("--out", text.out, "output directory, locked while a run trains in it");
-  auto* text_resume = text_cmd->add_flag("--resume", text.resume,
-                                         "continue the run whose checkpoint is in --out (same flags but --eval-every; a larger --steps "
-                                         "extends it; another --batch-size or number of MPI ranks draws that many windows a step)");
-  text_cmd->add_flag("--overwrite", text.overwrite, "start afresh over a checkpoint in --out, replacing it")->excludes(text_resume);
-  text_cmd->add_option("--bucket-mb", text.bucket_mb,
-                       "under mpirun: MiB of gradients per all-reduce bucket (smaller buckets start during backward sooner)")
-      ->check(kPositive);
-  text_cmd->add_option("--precision", text.precision, precision_help)->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+  add_run_flags(*text_cmd, text,
+                {.batch = "windows",
+                 .lr = "peak AdamW learning rate (warmup, then cosine)",
+                 .seed = "seed",
+                 .device = "device index or name substring",
+                 .out = "output directory, locked while a run trains in it",
+                 .resume = "continue the run whose checkpoint is in --out (same flags but --eval-every; a larger --steps extends it; "
+                           "another --batch-size or number of MPI ranks draws that many windows a step)"});
   auto* step_graph = text_cmd->add_flag("--step-graph", text.step_graph,
                      "capture the second step as a StepGraph and replay it after (the same result; pays where recording, "
                      "not the GPU, bounds a step; one process only, not under mpirun)");
-  text_cmd->add_flag("--profile", text.profile, kProfileHelp)->excludes(step_graph);
+  text_cmd->get_option("--profile")->excludes(step_graph);
 
   std::string sample_dir, sample_prompt, sample_device;
   std::int64_t sample_length = 400;
@@ -179,7 +195,7 @@ int main(int argc, char** argv) {
   sample_cmd->add_option("--prompt", sample_prompt, "text to continue");
   sample_cmd->add_option("--length", sample_length, "characters to generate")->check(CLI::Range(1, 1000000));
   sample_cmd->add_option("--temperature", sample_temperature, "softmax temperature")->check(CLI::Range(0.01, 100.0));
-  sample_cmd->add_option("--seed", sample_seed, "sampling seed")->check(kSeed);
+  sample_cmd->add_option("--seed", sample_seed, "sampling seed")->check(seed_number());
   sample_cmd->add_option("--device", sample_device, "device index or name substring");
 
   std::string eval_dir, eval_device, eval_data = images.data_dir;

@@ -166,11 +166,7 @@ int train_images(TrainImagesArgs args) {
   });
   precision.restore_scaler(run.resumed_state());
   oa::ml::amp::GradScaler& scaler = precision.scaler();
-  // Under MPI: rank 0's weights everywhere, gradients averaged over the ranks.
-  std::optional<oa::dist::DataParallel> data_parallel;
-  if (ranks > 1)
-    data_parallel.emplace(model->parameters(), world,
-                          oa::dist::DataParallelOptions{.bucket_bytes = static_cast<std::uint64_t>(std::ceil(args.bucket_mb * (1 << 20)))});
+  const auto data_parallel = run.data_parallel(model->parameters(), args.bucket_mb);
 
   // Where the run is: the epoch, the images of its order trained on, and the
   // schedule step. A checkpoint of an older oa, without the epoch and

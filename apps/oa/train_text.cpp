@@ -137,11 +137,7 @@ int train_text(const TrainTextArgs& args) {
   run.start(*model, optimizer, 1);
   precision.restore_scaler(run.resumed_state());
   oa::ml::amp::GradScaler& scaler = precision.scaler();
-  // Under MPI: rank 0's weights everywhere, gradients averaged over the ranks.
-  std::optional<oa::dist::DataParallel> data_parallel;
-  if (ranks > 1)
-    data_parallel.emplace(model->parameters(), world,
-                          oa::dist::DataParallelOptions{.bucket_bytes = static_cast<std::uint64_t>(std::ceil(args.bucket_mb * (1 << 20)))});
+  const auto data_parallel = run.data_parallel(model->parameters(), args.bucket_mb);
   AllReduceTally all_reduces;
 
   const std::int64_t start = run.first_step();

@@ -237,6 +237,13 @@ bool TrainingRun::stop_requested() const {
   return any > 0;
 }
 
+std::unique_ptr<oa::dist::DataParallel> TrainingRun::data_parallel(std::vector<oa::ml::Parameter> parameters, double bucket_mb) const {
+  if (world_.size() == 1) return nullptr;
+  return std::make_unique<oa::dist::DataParallel>(
+      std::move(parameters), world_,
+      oa::dist::DataParallelOptions{.bucket_bytes = static_cast<std::uint64_t>(std::ceil(bucket_mb * (1 << 20)))});
+}
+
 void TrainingRun::record(const nlohmann::json& row) {
   if (!writer()) return;
   append_metrics(metrics_, file("metrics.jsonl"), row);
