@@ -38,6 +38,35 @@ void require_last_extent(const Matrix& x, py::handle normalized_shape, const cha
          x.shape());
 }
 
+// oa.nn.functional.<name>: `conv` under torch's keywords. The transposed
+// convolutions (whose Options have output_padding) take output_padding after
+// padding and dilation last, as torch.nn.functional does.
+template <class Options, Matrix (*conv)(const Matrix&, const Matrix&, const Matrix&, const Options&)>
+void def_conv(py::module_& f, const char* name, const char* doc) {
+  using py::arg;
+  const auto run = [op = std::string("oa.nn.functional.") + name](const Matrix& input, const Matrix& weight, const OptMatrix& bias,
+                                                                   py::handle stride, py::handle padding, py::handle dilation,
+                                                                   std::int64_t groups, py::handle output_padding) {
+    return conv(input, weight, or_undefined(bias), conv_options<Options>(op.c_str(), stride, padding, dilation, groups, output_padding));
+  };
+  if constexpr (requires(Options& o) { o.output_padding; })
+    f.def(
+        name,
+        [run](const Matrix& input, const Matrix& weight, const OptMatrix& bias, py::handle stride, py::handle padding,
+              py::handle output_padding, std::int64_t groups, py::handle dilation) {
+          return run(input, weight, bias, stride, padding, dilation, groups, output_padding);
+        },
+        arg("input"), arg("weight"), arg("bias") = py::none(), arg("stride") = 1, arg("padding") = 0, arg("output_padding") = 0,
+        arg("groups") = 1, arg("dilation") = 1, doc);
+  else
+    f.def(
+        name,
+        [run](const Matrix& input, const Matrix& weight, const OptMatrix& bias, py::handle stride, py::handle padding,
+              py::handle dilation, std::int64_t groups) { return run(input, weight, bias, stride, padding, dilation, groups, {}); },
+        arg("input"), arg("weight"), arg("bias") = py::none(), arg("stride") = 1, arg("padding") = 0, arg("dilation") = 1,
+        arg("groups") = 1, doc);
+}
+
 }  // namespace
 
 ml::Pool2dOptions pool_options(py::handle kernel_size, py::handle stride, py::handle padding, const char* op) {
@@ -53,45 +82,14 @@ void bind_functional(py::module_& f) {
   const auto none = py::none();
 
   // ── Convolution (oa/ml/conv.hpp) ──────────────────────────────────────────
-  f.def(
-      "conv1d",
-      [](const Matrix& input, const Matrix& weight, const OptMatrix& bias, py::handle stride, py::handle padding,
-         py::handle dilation, std::int64_t groups) {
-        const char* op = "oa.nn.functional.conv1d";
-        return ml::conv_1d(input, weight, or_undefined(bias), conv_options<ml::Conv1dOptions>(op, stride, padding, dilation, groups));
-      },
-      arg("input"), arg("weight"), arg("bias") = none, arg("stride") = 1, arg("padding") = 0, arg("dilation") = 1,
-      arg("groups") = 1, "input [N, C, L], weight [O, C / groups, K], bias [O] -> [N, O, L_out] (torch conv1d).");
-  f.def(
-      "conv2d",
-      [](const Matrix& input, const Matrix& weight, const OptMatrix& bias, py::handle stride, py::handle padding,
-         py::handle dilation, std::int64_t groups) {
-        const char* op = "oa.nn.functional.conv2d";
-        return ml::conv_2d(input, weight, or_undefined(bias), conv_options<ml::Conv2dOptions>(op, stride, padding, dilation, groups));
-      },
-      arg("input"), arg("weight"), arg("bias") = none, arg("stride") = 1, arg("padding") = 0, arg("dilation") = 1,
-      arg("groups") = 1, "input [N, C, H, W], weight [O, C / groups, KH, KW], bias [O] -> [N, O, H_out, W_out].");
-  f.def(
-      "conv_transpose1d",
-      [](const Matrix& input, const Matrix& weight, const OptMatrix& bias, py::handle stride, py::handle padding,
-         py::handle output_padding, std::int64_t groups, py::handle dilation) {
-        const char* op = "oa.nn.functional.conv_transpose1d";
-        return ml::conv_transpose_1d(input, weight, or_undefined(bias),
-                                     conv_options<ml::ConvTranspose1dOptions>(op, stride, padding, dilation, groups, output_padding));
-      },
-      arg("input"), arg("weight"), arg("bias") = none, arg("stride") = 1, arg("padding") = 0, arg("output_padding") = 0,
-      arg("groups") = 1, arg("dilation") = 1, "input [N, C, L], weight [C, O / groups, K], bias [O] -> [N, O, L_out].");
-  f.def(
-      "conv_transpose2d",
-      [](const Matrix& input, const Matrix& weight, const OptMatrix& bias, py::handle stride, py::handle padding,
-         py::handle output_padding, std::int64_t groups, py::handle dilation) {
-        const char* op = "oa.nn.functional.conv_transpose2d";
-        return ml::conv_transpose_2d(input, weight, or_undefined(bias),
-                                     conv_options<ml::ConvTranspose2dOptions>(op, stride, padding, dilation, groups, output_padding));
-      },
-      arg("input"), arg("weight"), arg("bias") = none, arg("stride") = 1, arg("padding") = 0, arg("output_padding") = 0,
-      arg("groups") = 1, arg("dilation") = 1,
-      "input [N, C, H, W], weight [C, O / groups, KH, KW], bias [O] -> [N, O, H_out, W_out].");
+  def_conv<ml::Conv1dOptions, ml::conv_1d>(f, "conv1d",
+                                           "input [N, C, L], weight [O, C / groups, K], bias [O] -> [N, O, L_out] (torch conv1d).");
+  def_conv<ml::Conv2dOptions, ml::conv_2d>(f, "conv2d",
+                                           "input [N, C, H, W], weight [O, C / groups, KH, KW], bias [O] -> [N, O, H_out, W_out].");
+  def_conv<ml::ConvTranspose1dOptions, ml::conv_transpose_1d>(
+      f, "conv_transpose1d", "input [N, C, L], weight [C, O / groups, K], bias [O] -> [N, O, L_out].");
+  def_conv<ml::ConvTranspose2dOptions, ml::conv_transpose_2d>(
+      f, "conv_transpose2d", "input [N, C, H, W], weight [C, O / groups, KH, KW], bias [O] -> [N, O, H_out, W_out].");
 
   // ── Linear, activations ───────────────────────────────────────────────────
   f.def(
