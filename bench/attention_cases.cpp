@@ -17,6 +17,17 @@ std::int64_t shrink(std::int64_t v, std::int64_t by, std::int64_t low) {
   return std::min<std::int64_t>(std::max(v / by, std::min(v, low)), 128);
 }
 
+// The quick form of a model's attention (Heads, Products): one sequence, two
+// heads, lengths shrunk, the query length to no less than min(sq, low_sq).
+template <class Attention>
+Attention quick_form(Attention a, std::int64_t low_sq) {
+  a.b = 1;
+  a.h = 2;
+  a.sq = shrink(a.sq, 16, low_sq);
+  a.sk = shrink(a.sk, 16, 8);
+  return a;
+}
+
 struct Heads {
   const char* model;
   std::int64_t b, h, sq, sk, d;
@@ -61,10 +72,7 @@ const oa_bench::Register kAttentionSweep{[](bool quick) {
   std::vector<Case> cases;
   for (Heads a : kAttention) {
     if (quick) {
-      a.b = 1;
-      a.h = 2;
-      a.sq = shrink(a.sq, 16, 8);
-      a.sk = shrink(a.sk, 16, 8);
+      a = quick_form(a, 8);
       if (a.sq > a.sk) a.sq = a.sk;
     }
     for (const bool bwd : {false, true}) {
@@ -86,27 +94,29 @@ const oa_bench::Register kAttentionSweep{[](bool quick) {
   return cases;
 }};
 
+// The attention of one model as materialised attention's batched products see it.
+struct Products {
+  const char* model;
+  std::int64_t b, h, sq, sk, d;
+  bool backward;  // also forward + backward
+};
+
 // Attention scores (bmm_nt: q [BH, Sq, D] @ k [BH, Sk, D]^T) and values
 // (bmm: p [BH, Sq, Sk] @ v [BH, Sk, D]) of materialised attention.
 const oa_bench::Register kBmmSweep{[](bool quick) {
   std::vector<Case> cases;
   // clang-format off
-  const Heads shapes[] = {
-      {"gpt2_s1024_d64",          8, 12, 1024, 1024,  64, false, true},
-      {"bert_base_s512_d64",     32, 12,  512,  512,  64, false, true},
-      {"vit_b16_s197_d64",       64, 12,  197,  197,  64, false, false},
-      {"llama7b_s2048_d128",      1, 32, 2048, 2048, 128, false, false},
-      {"sd15_cross_s4096x77_d40", 2,  8, 4096,   77,  40, false, false},
-      {"llama7b_decode_1x4096_d128", 8, 32, 1, 4096, 128, false, false},
+  const Products shapes[] = {
+      {"gpt2_s1024_d64",          8, 12, 1024, 1024,  64, true},
+      {"bert_base_s512_d64",     32, 12,  512,  512,  64, true},
+      {"vit_b16_s197_d64",       64, 12,  197,  197,  64, false},
+      {"llama7b_s2048_d128",      1, 32, 2048, 2048, 128, false},
+      {"sd15_cross_s4096x77_d40", 2,  8, 4096,   77,  40, false},
+      {"llama7b_decode_1x4096_d128", 8, 32, 1, 4096, 128, false},
   };
   // clang-format on
-  for (Heads a : shapes) {
-    if (quick) {
-      a.b = 1;
-      a.h = 2;
-      a.sq = shrink(a.sq, 16, 1);
-      a.sk = shrink(a.sk, 16, 8);
-    }
+  for (Products a : shapes) {
+    if (quick) a = quick_form(a, 1);
     const std::int64_t bh = a.b * a.h;
     for (const bool scores : {true, false})
       for (const bool bwd : {false, true}) {
