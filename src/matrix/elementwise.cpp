@@ -128,9 +128,13 @@ Op<A> unary_op(const char* name, UnaryCode code, Reads reads, std::function<void
                 }});
 }
 
-// The unary ops without attributes as a list of X(name, code, what the
-// backward reads), expanded into the ops here and their public functions
-// below.
+// The ops of one form as lists of X(name, code[, reads]): the op
+// oa::matrix::<name> (its function declared in oa/matrix/elementwise.hpp),
+// its code in the kernels (shaders/common/elementwise_codes.h) and, for the
+// unary ops without attributes, what its backward reads. Each list expands
+// into the ops' OpDefs here and their functions' definitions below.
+#define OA_BINARY_OPS(X) X(add, Add) X(sub, Sub) X(mul, Mul) X(div, Div) X(maximum, Max) X(minimum, Min)
+#define OA_COMPARISONS(X) X(eq, Eq) X(ne, Ne) X(lt, Lt) X(le, Le) X(gt, Gt) X(ge, Ge)
 #define OA_UNARY_OPS(X)             \
   X(neg, Neg, Nothing)              \
   X(exp, Exp, Output)               \
@@ -280,7 +284,7 @@ Op<NoAttributes> binary_op(const char* name, BinaryCode code) {
 }
 
 #define OA_BINARY_OP(name, code) const auto k_##name = binary_op("oa::matrix::" #name, code);
-OA_MATRIX_BINARY_OPS(OA_BINARY_OP)
+OA_BINARY_OPS(OA_BINARY_OP)
 #undef OA_BINARY_OP
 
 // pow(a, b) with b a Matrix (broadcast as the binary ops) or, when b is
@@ -385,7 +389,7 @@ Op<CompareAttributes> compare_op(const char* name, CompareCode code) {
 }
 
 #define OA_COMPARE_OP(name, code) const auto k_##name = compare_op("oa::matrix::" #name, code);
-OA_MATRIX_COMPARISONS(OA_COMPARE_OP)
+OA_COMPARISONS(OA_COMPARE_OP)
 #undef OA_COMPARE_OP
 
 // a (op) b broadcast by NumPy's rules: each operand of another shape than the
@@ -415,7 +419,7 @@ Matrix call(const Op<A>& op, std::initializer_list<Matrix> inputs, const A& attr
 
 #define OA_DEFINE(name, code) \
   Matrix name(const Matrix& a, const Matrix& b) { return binary(k_##name, a, b); }
-OA_MATRIX_BINARY_OPS(OA_DEFINE)
+OA_BINARY_OPS(OA_DEFINE)
 #undef OA_DEFINE
 
 Matrix affine(const Matrix& x, float alpha, float beta) { return call(kAffine, {x}, {alpha, beta}); }
@@ -437,7 +441,7 @@ Matrix pow(const Matrix& x, float exponent) { return call(kPow, {x, Matrix()}, {
 #define OA_DEFINE(name, code)                                                       \
   Matrix name(const Matrix& a, const Matrix& b) { return compare(k_##name, a, b); } \
   Matrix name(const Matrix& a, float s) { return compare(k_##name, a, s); }
-OA_MATRIX_COMPARISONS(OA_DEFINE)
+OA_COMPARISONS(OA_DEFINE)
 #undef OA_DEFINE
 
 }  // namespace oa::matrix

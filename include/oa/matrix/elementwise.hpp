@@ -23,17 +23,14 @@
 // shapes that do not broadcast. Semantic op: "oa::matrix::<name>".
 #include "oa/matrix/matrix.hpp"
 
-// The binary ops and the comparisons as lists of X(name, code), `code` the
-// op's code in the kernels (shaders/common/elementwise_codes.h): they expand
-// into the functions declared below and, in src/matrix/elementwise.cpp, into
-// each op's OpDef and the functions' definitions.
-#define OA_MATRIX_BINARY_OPS(X) X(add, Add) X(sub, Sub) X(mul, Mul) X(div, Div) X(maximum, Max) X(minimum, Min)
-#define OA_MATRIX_COMPARISONS(X) X(eq, Eq) X(ne, Ne) X(lt, Lt) X(le, Le) X(gt, Gt) X(ge, Ge)
-
 namespace oa::matrix {
 
-#define OA_MATRIX_DECLARE(name, code) Matrix name(const Matrix& a, const Matrix& b);
-OA_MATRIX_BINARY_OPS(OA_MATRIX_DECLARE)
+Matrix add(const Matrix& a, const Matrix& b);
+Matrix sub(const Matrix& a, const Matrix& b);
+Matrix mul(const Matrix& a, const Matrix& b);
+Matrix div(const Matrix& a, const Matrix& b);
+Matrix maximum(const Matrix& a, const Matrix& b);
+Matrix minimum(const Matrix& a, const Matrix& b);
 // a^b elementwise (torch.pow(a, b)), b a Matrix broadcast with a, or a host
 // float exponent. As C's pow: x^0 = 1 for every x (0^0 and NaN^0 included),
 // 1^y = 1, a negative base with an integer exponent gives the sign of (-1)^b
@@ -110,14 +107,21 @@ Matrix elu(const Matrix& x, float alpha = 1.0f);
 // is recorded): undefined operands, operands on two engines, a dtype other
 // than f32 or i32, a and b of two dtypes, shapes that do not broadcast.
 // Semantic op "oa::matrix::<name>", inputs a and b, attribute value 0.
-OA_MATRIX_COMPARISONS(OA_MATRIX_DECLARE)
-#undef OA_MATRIX_DECLARE
+Matrix eq(const Matrix& a, const Matrix& b);
+Matrix ne(const Matrix& a, const Matrix& b);
+Matrix lt(const Matrix& a, const Matrix& b);
+Matrix le(const Matrix& a, const Matrix& b);
+Matrix gt(const Matrix& a, const Matrix& b);
+Matrix ge(const Matrix& a, const Matrix& b);
 // With a host scalar: a (op) s, a f32 (torch.gt(a, 0.5)); a NaN s makes every
 // element false (true for ne). Semantic op "oa::matrix::<name>", input a
 // alone, attribute value s.
-#define OA_MATRIX_DECLARE(name, code) Matrix name(const Matrix& a, float s);
-OA_MATRIX_COMPARISONS(OA_MATRIX_DECLARE)
-#undef OA_MATRIX_DECLARE
+Matrix eq(const Matrix& a, float s);
+Matrix ne(const Matrix& a, float s);
+Matrix lt(const Matrix& a, float s);
+Matrix le(const Matrix& a, float s);
+Matrix gt(const Matrix& a, float s);
+Matrix ge(const Matrix& a, float s);
 
 }  // namespace oa::matrix
 
