@@ -260,6 +260,10 @@ std::vector<Matrix> call_op(Input& in, Operands& x, const Engine& engine) {
     case 33: {
       const Matrix a = x.matrix();
       const std::int64_t batch = in.option(), seq = in.option();
+      if (in.flag()) {
+        const QkvHeads r = split_qkv_heads(a, batch, seq, in.option());
+        return {r.q, r.k, r.v};
+      }
       return {split_heads(a, batch, seq, in.option())};
     }
     case 34: {

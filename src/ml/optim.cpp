@@ -59,18 +59,34 @@ std::vector<Matrix> with_gradients(const std::vector<Parameter>& parameters, con
 
 // What every update op reads besides its pairs: per pair the parameter's
 // index in the optimizer (`slots`, which indexes the step constants and the
-// update counts), the step constants, the update counts and found_inf.
+// update counts), the step constants, the update counts and found_inf; or,
+// for a step that pushes them (Optimizer::pushes_step_values), per pair its
+// step constants and update count, and no buffers.
 struct UpdateBuffers {
   std::vector<std::size_t> slots;
   Matrix constants;  // Optimizer::step_constants_
   Matrix counts;     // Optimizer::counts_
   Matrix found_inf;  // GradScaler's, or Optimizer::no_inf_
   std::uint32_t stride = 0;  // step constants per parameter
+  bool pushed = false;
+  std::vector<float> pushed_constants;  // stride - 1 per pair
+  std::vector<float> pushed_counts;     // per pair
 };
+
+// The bindings of the step constants, the update counts and found_inf of pair
+// j's chunk c: the buffers, or (pushed) the gradient's chunk, never read.
+std::array<BufferBinding, 3> step_buffers(const UpdateBuffers& b, const Matrix& gradient, const detail::ElementChunk& c) {
+  if (b.pushed) {
+    const BufferBinding g = BufferBinding::read(gradient.storage(), offset_of(c), bytes_of(c));
+    return {g, g, g};
+  }
+  return {BufferBinding::read(b.constants.storage()), BufferBinding::read(b.counts.storage()), BufferBinding::read(b.found_inf.storage())};
+}
 
 // An update op whose results are the parameters, written in place, and whose
 // lowering is `lower(call, j, c)` for chunk c of pair j (the dispatch without
-// its workgroup count), then ml/optim/count_steps over the update counts.
+// its workgroup count), then, unless the step pushes its values,
+// ml/optim/count_steps over the update counts.
 template <class A>
 Op<A> update_op(const char* name, std::function<ComputeDispatch(const OpCall<A>&, std::size_t, const detail::ElementChunk&)> lower) {
   return Op<A>({.name = name,
@@ -92,6 +108,7 @@ Op<A> update_op(const char* name, std::function<ComputeDispatch(const OpCall<A>&
                                  ds.push_back(std::move(d));
                                }
                              const UpdateBuffers& b = call.attributes;
+                             if (b.pushed) return;
                              ComputeDispatch d;
                              d.kernel = kernels::ml_optim_count_steps;
                              d.bindings = {BufferBinding::read_write(b.counts.storage()), BufferBinding::read(b.constants.storage()),
@@ -121,16 +138,19 @@ const Op<SgdAttributes> kSgdStep = update_op<SgdAttributes>(
       ComputeDispatch d;
       d.kernel = kernels::ml_optim_sgd_step;
       d.specialization = {momentum ? 1u : 0u, a.nesterov ? 1u : 0u};
+      d.specialization.push_back(a.pushed ? 1u : 0u);
       const auto& buffer = momentum ? a.momentum_buffers[j].storage() : p.storage();
+      const auto step = step_buffers(a, g, c);
       d.bindings = {BufferBinding::read_write(p.storage(), offset_of(c), bytes_of(c)),
                     BufferBinding::read(g.storage(), offset_of(c), bytes_of(c)),
-                    BufferBinding::read_write(buffer, offset_of(c), bytes_of(c)), BufferBinding::read(a.constants.storage()),
-                    BufferBinding::read(a.counts.storage()), BufferBinding::read(a.found_inf.storage())};
+                    BufferBinding::read_write(buffer, offset_of(c), bytes_of(c)), step[0], step[1], step[2]};
       d.push.set(push::ml_optim_sgd_step{.n = static_cast<std::uint32_t>(c.count),
                                          .momentum = a.momentum,
                                          .dampening = a.dampening,
                                          .weight_decay = a.weight_decay,
-                                         .slot = static_cast<std::uint32_t>(a.slots[j])});
+                                         .slot = static_cast<std::uint32_t>(a.slots[j]),
+                                         .count = a.pushed ? a.pushed_counts[j] : 0.0f,
+                                         .lr = a.pushed ? a.pushed_constants[j] : 0.0f});
       return d;
     });
 
@@ -149,19 +169,22 @@ const Op<AdamWAttributes> kAdamWStep = update_op<AdamWAttributes>(
       const AdamWAttributes& a = call.attributes;
       ComputeDispatch d;
       d.kernel = kernels::ml_optim_adamw_step;
+      d.specialization = {a.pushed ? 1u : 0u};
+      const auto step = step_buffers(a, call.inputs[2 * j + 1], c);
       d.bindings = {BufferBinding::read_write(call.inputs[2 * j].storage(), offset_of(c), bytes_of(c)),
                     BufferBinding::read(call.inputs[2 * j + 1].storage(), offset_of(c), bytes_of(c)),
                     BufferBinding::read_write(a.exp_avg[j].storage(), offset_of(c), bytes_of(c)),
-                    BufferBinding::read_write(a.exp_avg_sq[j].storage(), offset_of(c), bytes_of(c)),
-                    BufferBinding::read(a.constants.storage()), BufferBinding::read(a.counts.storage()),
-                    BufferBinding::read(a.found_inf.storage())};
+                    BufferBinding::read_write(a.exp_avg_sq[j].storage(), offset_of(c), bytes_of(c)), step[0], step[1], step[2]};
       d.push.set(push::ml_optim_adamw_step{.n = static_cast<std::uint32_t>(c.count),
                                            .beta1 = a.beta1,
                                            .beta2 = a.beta2,
                                            .eps = a.eps,
                                            .slot = static_cast<std::uint32_t>(a.slots[j]),
                                            .log_beta1 = static_cast<float>(std::log(double(a.beta1))),
-                                           .log_beta2 = static_cast<float>(std::log(double(a.beta2)))});
+                                           .log_beta2 = static_cast<float>(std::log(double(a.beta2))),
+                                           .count = a.pushed ? a.pushed_counts[j] : 0.0f,
+                                           .lr = a.pushed ? a.pushed_constants[2 * j + 1] : 0.0f,
+                                           .decay_factor = a.pushed ? a.pushed_constants[2 * j] : 0.0f});
       return d;
     });
 
@@ -281,6 +304,7 @@ Optimizer::Optimizer(std::vector<Parameter> parameters, float lr, const char* ki
   const auto n = static_cast<std::int64_t>(parameters_.size());
   step_constants_ = Matrix::zeros({static_cast<std::int64_t>(constants_per_parameter_ + 1) * n}, engine);
   counts_ = Matrix::zeros({n}, engine);
+  host_counts_.assign(parameters_.size(), 0);
   no_inf_ = Matrix::zeros(Shape{}, engine);
 }
 
@@ -289,7 +313,11 @@ void Optimizer::set_lr(float lr) {
   lr_ = lr;
 }
 
-void Optimizer::write_step_constants(const std::vector<std::size_t>& updated) const {
+void Optimizer::write_step_constants(const std::vector<std::size_t>& updated) {
+  if (!counts_on_device_) {
+    counts_.write(std::vector<float>(host_counts_.begin(), host_counts_.end()));
+    counts_on_device_ = true;
+  }
   const std::size_t stride = constants_per_parameter_ + 1;
   std::vector<float> all(stride * parameters_.size());
   for (std::size_t i = 0; i < parameters_.size(); ++i) step_constants(i, std::span<float>(all).subspan(i * stride, constants_per_parameter_));
@@ -297,23 +325,44 @@ void Optimizer::write_step_constants(const std::vector<std::size_t>& updated) co
   step_constants_.write(all);
 }
 
-void Optimizer::run_step(const std::vector<std::size_t>& updated, const std::function<void()>& record) {
+bool Optimizer::pushes_step_values(const Matrix& found_inf, const std::vector<std::size_t>& updated, std::vector<float>& constants,
+                                   std::vector<float>& counts) {
+  if (found_inf.defined() || parameters_[0].value().engine().capturing()) return false;
+  if (counts_on_device_) {  // after steps with found_inf: their counts, once
+    const std::vector<float> device = counts_.to_vector();
+    host_counts_.assign(device.begin(), device.end());
+    counts_on_device_ = false;
+  }
+  constants.resize(updated.size() * constants_per_parameter_);
+  counts.reserve(updated.size());
+  for (std::size_t j = 0; j < updated.size(); ++j) {
+    step_constants(updated[j], std::span<float>(constants).subspan(j * constants_per_parameter_, constants_per_parameter_));
+    counts.push_back(static_cast<float>(host_counts_[updated[j]]));
+  }
+  return true;
+}
+
+void Optimizer::run_step(const std::vector<std::size_t>& updated, bool pushed, const std::function<void()>& record) {
   const Engine& engine = parameters_[0].value().engine();
   const bool capturing = engine.capturing();
-  if (!capturing) write_step_constants(updated);
+  if (!capturing && !pushed) write_step_constants(updated);
   if (!updated.empty()) record();
   // In a capture nothing runs yet: each replay takes the constants of its own
   // step (the learning rate set before it) and counts it.
-  if (capturing)
+  if (capturing) {
     engine.on_replay([this, updated] {
       write_step_constants(updated);
       ++steps_;
     });
-  else
-    ++steps_;
+    return;
+  }
+  if (pushed)
+    for (auto i : updated) ++host_counts_[i];
+  ++steps_;
 }
 
 std::vector<std::int64_t> Optimizer::parameter_steps() const {
+  if (!counts_on_device_) return host_counts_;
   const std::vector<float> counts = counts_.to_vector();
   return {counts.begin(), counts.end()};
 }
@@ -369,7 +418,8 @@ void Optimizer::load_state(const std::filesystem::path& path) {
   load_safetensors_into(path, state());
   lr_ = lr;
   steps_ = steps;
-  counts_.write(std::vector<float>(per.begin(), per.end()));
+  host_counts_ = per;
+  counts_on_device_ = false;
 }
 
 // ── SGD ──────────────────────────────────────────────────────────────────────
@@ -397,7 +447,8 @@ void Sgd::step(const Matrix& found_inf) {
   const std::vector<Matrix> pairs = with_gradients(parameters_, grads, a.slots);
   for (auto i : a.slots) a.momentum_buffers.push_back(momentum ? momentum_[i] : Matrix());
   a.constants = step_constants_, a.counts = counts_, a.stride = static_cast<std::uint32_t>(constants_per_parameter_ + 1);
-  run_step(a.slots, [&] {
+  a.pushed = pushes_step_values(found_inf, a.slots, a.pushed_constants, a.pushed_counts);
+  run_step(a.slots, a.pushed, [&] {
     detail::apply(kSgdStep, pairs, a);
     if (momentum)
       for (const auto& m : a.momentum_buffers) m.storage()->bump_version();
@@ -443,7 +494,8 @@ void AdamW::step(const Matrix& found_inf) {
     a.exp_avg_sq.push_back(exp_avg_sq_[i]);
   }
   a.constants = step_constants_, a.counts = counts_, a.stride = static_cast<std::uint32_t>(constants_per_parameter_ + 1);
-  run_step(a.slots, [&] {
+  a.pushed = pushes_step_values(found_inf, a.slots, a.pushed_constants, a.pushed_counts);
+  run_step(a.slots, a.pushed, [&] {
     detail::apply(kAdamWStep, pairs, a);
     for (std::size_t j = 0; j < a.slots.size(); ++j) {
       a.exp_avg[j].storage()->bump_version();

@@ -76,6 +76,22 @@ TEST(AttentionHeads, OneHeadIsAReshape) {
   EXPECT_EQ(z.shape(), x.shape());
 }
 
+TEST(AttentionHeads, SplitQkvIsChunkThenSplit) {
+  const std::int64_t B = 3, S = 5, H = 4, Dh = 3;
+  auto values = random_floats(static_cast<std::size_t>(B * S * 3 * H * Dh), 12);
+  auto x = Matrix::from_vector({B * S, 3 * H * Dh}, values);
+  oa::TraceCapture trace(engine());
+  const ml::QkvHeads r = ml::split_qkv_heads(x, B, S, H);
+  const auto op = only_op(trace);
+  EXPECT_EQ(op.name, "oa::ml::split_qkv_heads");
+  EXPECT_EQ(op.dispatches, 1u);
+  const Matrix* parts[] = {&r.q, &r.k, &r.v};
+  for (int part = 0; part < 3; ++part) {
+    EXPECT_EQ(parts[part]->shape(), (Shape{B * H, S, Dh}));
+    EXPECT_TRUE(oa_test::near(parts[part]->to_vector(), ref::split_qkv_heads(to_f64(values), B, S, H, Dh, part), 0.0, 0.0));
+  }
+}
+
 TEST(AttentionHeads, Errors) {
   auto x = Matrix::zeros({4, 6});
   oa::TraceCapture trace(engine());
@@ -84,6 +100,11 @@ TEST(AttentionHeads, Errors) {
   EXPECT_TRUE(oa_test::throws([&] { ml::split_heads(x, 3, 2, 2); }, ErrorKind::InvalidArgument, {"split_heads", "[4, 6]"}));
   EXPECT_TRUE(oa_test::throws([&] { ml::split_heads(x, 2, 2, 0); }, ErrorKind::InvalidArgument, {"split_heads", "num_heads"}));
   EXPECT_TRUE(oa_test::throws([&] { ml::merge_heads(x, 2, 2, 2); }, ErrorKind::InvalidArgument, {"oa::ml::merge_heads", "[4, 6]"}));
+  EXPECT_TRUE(oa_test::throws([&] { ml::split_qkv_heads(x, 2, 2, 4); }, ErrorKind::InvalidArgument, {"oa::ml::split_qkv_heads", "qkv", "[4, 6]"}));
+  EXPECT_TRUE(oa_test::throws([&] { ml::split_qkv_heads(x, 3, 2, 1); }, ErrorKind::InvalidArgument, {"split_qkv_heads", "[4, 6]"}));
+  EXPECT_TRUE(oa_test::throws([&] { ml::split_qkv_heads(x, 2, 2, 0); }, ErrorKind::InvalidArgument, {"split_qkv_heads", "num_heads"}));
+  EXPECT_TRUE(oa_test::throws([&] { ml::split_qkv_heads(Matrix::zeros({4, 6, 1}), 2, 2, 1); }, ErrorKind::InvalidArgument,
+                              {"split_qkv_heads", "[4, 6, 1]"}));
   EXPECT_TRUE(trace.ops().empty());
 }
 
@@ -653,6 +674,35 @@ TEST(AttentionAutograd, HeadsGradients) {
   oa::TraceCapture trace(engine());
   oa::backward(y, Matrix::ones(y.shape()));
   EXPECT_EQ(only_op(trace).label(), "oa::ml::split_heads backward");
+}
+
+// All three results reach the loss: the backward's single pass writes every
+// third of the qkv gradient.
+TEST(AttentionAutograd, SplitQkvGradients) {
+  const std::int64_t B = 2, S = 3, H = 2, Dh = 3;
+  gradcheck({random_input({B * S, 3 * H * Dh}, 4)},
+            [&](const std::vector<Matrix>& x) {
+              const ml::QkvHeads r = ml::split_qkv_heads(x[0], B, S, H);
+              return oa::matrix::concat({r.q, r.k * 2.0f, r.v * -1.5f}, 0);
+            },
+            [&](const Inputs64& x) {
+              Vec out;
+              const double factor[] = {1.0, 2.0, -1.5};
+              for (int part = 0; part < 3; ++part)
+                for (double v : ref::split_qkv_heads(x[0], B, S, H, Dh, part)) out.push_back(v * factor[part]);
+              return out;
+            });
+  auto x = oa::set_requires_grad(Matrix::uniform({B * S, 3 * H * Dh}, -1, 1, 3));
+  const ml::QkvHeads r = ml::split_qkv_heads(x, B, S, H);
+  const Matrix ones = Matrix::ones(r.k.shape());
+  oa::TraceCapture trace(engine());
+  oa::backward(r.k, ones);
+  std::size_t found = 0;
+  for (const auto& op : trace.ops()) found += op.label() == "oa::ml::split_qkv_heads backward";
+  EXPECT_EQ(found, 1u);
+  const auto g = to_f64(oa::grad(x).to_vector());
+  for (int part = 0; part < 3; ++part)
+    for (double v : ref::split_qkv_heads(g, B, S, H, Dh, part)) EXPECT_EQ(v, part == 1 ? 1.0 : 0.0);
 }
 
 TEST(AttentionAutograd, SoftmaxGradients) {

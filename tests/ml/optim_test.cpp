@@ -104,7 +104,7 @@ TEST(NnOptim, AdamWMatchesHandComputedUpdatesAndSkipsMissingGradients) {
   EXPECT_TRUE(matches(state[2].second.to_vector(), rb.m));
 }
 
-TEST(NnOptim, OneFusedDispatchPerParameterPlusTheCountsAndZeroGrad) {
+TEST(NnOptim, OneFusedDispatchPerParameterAndZeroGrad) {
   auto a = make_param("a", {2049}, values(2049, 1.0, 0.0));
   auto b = make_param("b", {3}, values(3, 1.0, 1.0));
   auto c = make_param("c", {4, 4}, values(16, 1.0, 2.0));
@@ -118,7 +118,7 @@ TEST(NnOptim, OneFusedDispatchPerParameterPlusTheCountsAndZeroGrad) {
   const auto ops = trace.ops();
   ASSERT_EQ(ops.size(), 1u);
   EXPECT_EQ(ops[0].name, "oa::ml::optim::adamw_step");
-  EXPECT_EQ(ops[0].dispatches, 3u);  // a, c (b has no gradient), then the update counts
+  EXPECT_EQ(ops[0].dispatches, 2u);  // a, c (b has no gradient)
   EXPECT_EQ(ops[0].inputs.size(), 4u);
   EXPECT_EQ(ops[0].outputs, (std::vector<Shape>{Shape{2049}, Shape{4, 4}}));
   EXPECT_EQ(engine.stats().submits, before.submits);  // no host round trip
@@ -132,7 +132,20 @@ TEST(NnOptim, OneFusedDispatchPerParameterPlusTheCountsAndZeroGrad) {
   const auto ops2 = t2.ops();
   ASSERT_EQ(ops2.size(), 1u);
   EXPECT_EQ(ops2[0].name, "oa::ml::optim::sgd_step");
-  EXPECT_EQ(ops2[0].dispatches, 2u);
+  EXPECT_EQ(ops2[0].dispatches, 1u);
+  // With found_inf the counts live on the device: one more dispatch advances them.
+  sgd.zero_grad();
+  set_grad(a, values(2049, 1.0, 0.5));
+  oa::TraceCapture t3(engine);
+  adam.step(Matrix::zeros(Shape{}, engine));
+  const auto ops3 = t3.ops();
+  ASSERT_EQ(ops3.size(), 1u);
+  EXPECT_EQ(ops3[0].dispatches, 2u);  // a, then the update counts
+  EXPECT_EQ(adam.parameter_steps(), (std::vector<std::int64_t>{2, 0, 1}));
+  adam.zero_grad();
+  set_grad(c, values(16, 1.0, 0.5));
+  adam.step();  // plain again: continues from the device's counts
+  EXPECT_EQ(adam.parameter_steps(), (std::vector<std::int64_t>{2, 0, 2}));
 }
 
 TEST(NnOptim, RejectsBadOptionsAndParameters) {

@@ -37,13 +37,15 @@ TEST(NnAttention, MultiHeadAttentionMatchesReference) {
       return ref::multi_head_attention(v[0], 2, 5, 8, 2, causal, v[1], v[2], v[3], v[4]);
     });
     EXPECT_EQ(y.shape(), Shape({2, 5, 8}));
-    // One fused projection, the flash path, no materialised probabilities.
+    // One fused projection split into heads in one pass, the flash path, no
+    // materialised probabilities.
     std::vector<std::string> forward;
     for (const auto& op : trace.ops())
       if (!op.backward) forward.push_back(op.name);
     auto count = [&](const char* name) { return std::count(forward.begin(), forward.end(), name); };
     EXPECT_EQ(count("oa::ml::linear"), 2);
-    EXPECT_EQ(count("oa::matrix::chunk"), 1);
+    EXPECT_EQ(count("oa::ml::split_qkv_heads"), 1);
+    EXPECT_EQ(count("oa::ml::split_heads"), 0);
     EXPECT_EQ(count("oa::ml::scaled_dot_product_attention"), 1);
     EXPECT_EQ(count("oa::ml::softmax_scaled_masked"), 0);
   }

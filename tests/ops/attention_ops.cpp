@@ -22,6 +22,20 @@ OA_OP_CASES(merge_heads, "oa::ml::merge_heads") {
            [](const RefInputs& x) { return reference::merge_heads(x[0], B, S, H, Dh); }}};
 }
 
+// Each of the three results (the backward gets zeros for the other two).
+OA_OP_CASES(split_qkv_heads, "oa::ml::split_qkv_heads") {
+  const std::int64_t B = 2, S = 3, H = 2, Dh = 4;
+  std::vector<OpCase> cases;
+  for (int part = 0; part < 3; ++part)
+    cases.push_back({label("part", part), {random_input({B * S, 3 * H * Dh}, 503)},
+                     [part](const Inputs& x) {
+                       const oa::ml::QkvHeads r = oa::ml::split_qkv_heads(x[0], B, S, H);
+                       return part == 0 ? r.q : part == 1 ? r.k : r.v;
+                     },
+                     [part](const RefInputs& x) { return reference::split_qkv_heads(x[0], B, S, H, Dh, part); }});
+  return cases;
+}
+
 // Without a mask, with a [Sq, Sk] mask broadcast to every batch item (a
 // -inf entry included), and rows of 300 (more than one workgroup's lanes).
 OA_OP_CASES(softmax_scaled_masked, "oa::ml::softmax_scaled_masked") {

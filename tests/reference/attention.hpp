@@ -58,6 +58,19 @@ inline Vec merge_heads(const Vec& x, std::int64_t batch, std::int64_t seq, std::
   return permute_heads(x, batch, seq, heads, dh, false);
 }
 
+// Part `part` (0: q, 1: k, 2: v) of a fused projection [B*S, 3*H*Dh] as
+// heads [B*H, S, Dh]: element (b*H + h, s, d) is qkv[b*S + s][part*H*Dh + h*Dh + d].
+inline Vec split_qkv_heads(const Vec& qkv, std::int64_t batch, std::int64_t seq, std::int64_t heads, std::int64_t dh, int part) {
+  Vec y(qkv.size() / 3);
+  for (std::int64_t b = 0; b < batch; ++b)
+    for (std::int64_t h = 0; h < heads; ++h)
+      for (std::int64_t s = 0; s < seq; ++s)
+        for (std::int64_t d = 0; d < dh; ++d)
+          y[static_cast<std::size_t>(((b * heads + h) * seq + s) * dh + d)] =
+              qkv[static_cast<std::size_t>((b * seq + s) * 3 * heads * dh + part * heads * dh + h * dh + d)];
+  return y;
+}
+
 // Row softmax of x * scale + mask over rows of `cols`; mask (may be empty) row
 // r % mask_rows; when causal, row r is query r % sq and sees columns
 // c <= query + cols - sq. Fully hidden rows are zero.

@@ -1,6 +1,6 @@
 #pragma once
 // Batched algebra and attention (oa::ml): bmm, bmm_nt, bmm_tn, split_heads,
-// merge_heads, softmax_scaled_masked, scaled_dot_product_attention,
+// merge_heads, split_qkv_heads, softmax_scaled_masked, scaled_dot_product_attention,
 // flash_attention, flash_attention_causal, scaled_dot_product_attention_causal.
 //
 // All values are F32, contiguous and row-major. Each public call records ONE
@@ -74,6 +74,18 @@ Matrix bmm_tn(const Matrix& a, const Matrix& b);
 // backward of one is the other.
 Matrix split_heads(const Matrix& x, std::int64_t batch, std::int64_t seq_len, std::int64_t num_heads);
 Matrix merge_heads(const Matrix& x, std::int64_t batch, std::int64_t seq_len, std::int64_t num_heads);
+
+// split_qkv_heads: a fused projection qkv [B*S, 3*D] (row b*S + s holds q,
+// then k, then v, D = H*Dh columns each) -> q, k, v [B*H, S, Dh], as
+// split_heads of each third of matrix::chunk(qkv, 3, 1) (the layout of
+// nn::MultiHeadAttention's qkv Linear) but in one pass; its backward writes
+// the gradient of qkv in one pass too. Requires B, S, H >= 1, qkv.rows ==
+// B*S and columns divisible by 3*H (InvalidArgument naming the op and qkv's
+// shape otherwise).
+struct QkvHeads {
+  Matrix q, k, v;
+};
+QkvHeads split_qkv_heads(const Matrix& qkv, std::int64_t batch, std::int64_t seq_len, std::int64_t num_heads);
 
 // ── Softmax ─────────────────────────────────────────────────────────────────
 // softmax(scores * scale + mask) over the last axis (torch.softmax of the

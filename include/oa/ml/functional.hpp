@@ -4,8 +4,8 @@
 // op). Modules over them are in oa/ml/nn/.
 //
 //   oa/ml/conv.hpp        conv_1d, conv_2d (groups), conv_transpose_1d, conv_transpose_2d
-//   oa/ml/attention.hpp   bmm, bmm_nt, bmm_tn, split_heads, merge_heads, softmax_scaled_masked,
-//                         scaled_dot_product_attention, flash_attention
+//   oa/ml/attention.hpp   bmm, bmm_nt, bmm_tn, split_heads, merge_heads, split_qkv_heads,
+//                         softmax_scaled_masked, scaled_dot_product_attention, flash_attention
 //   oa/ml/linear.hpp      linear
 //   oa/ml/norm.hpp        layer_norm, rms_norm, group_norm, batch_norm_2d
 //   oa/ml/rope.hpp        rope

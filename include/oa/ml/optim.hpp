@@ -2,20 +2,24 @@
 // Optimizers, gradient clipping and learning-rate schedules (oa::ml::optim).
 //
 // SGD and AdamW update every parameter with one fused kernel dispatch per
-// parameter (per maxStorageBufferRange piece of a very large one) and one
-// that advances the update counts: no host round trip, no temporaries. A step
-// is one semantic op ("oa::ml::optim::sgd_step" / "oa::ml::optim::adamw_step")
-// spanning those dispatches. Parameters whose gradient is undefined are skipped, as PyTorch
+// parameter (per maxStorageBufferRange piece of a very large one): no host
+// round trip, no temporaries. A step is one semantic op
+// ("oa::ml::optim::sgd_step" / "oa::ml::optim::adamw_step") spanning those
+// dispatches. Parameters whose gradient is undefined are skipped, as PyTorch
 // skips parameters whose .grad is None. step() bumps the version of every
 // parameter it updates, so a backward that saved an old value refuses to run.
 //
-// The learning rate is read by the kernels from device memory that step()
-// writes in stream order (no wait), and each parameter's update count (Adam's
-// bias corrections, SGD's first update) lives on the device, where the step
-// advances it; so a step captured in a StepGraph (oa/runtime/graph.hpp) stays
-// exact on replay: inside a capture step() records the update only, and each
-// replay first writes the learning rate set before it and counts it in
-// steps(). The optimizer must outlive the graph's replays.
+// A plain step() passes the learning rate and each parameter's update count
+// (Adam's bias corrections, SGD's first update) to the kernels as push
+// constants; the counts stay on the host. A step with found_inf, or one
+// captured in a StepGraph (oa/runtime/graph.hpp), instead reads them from
+// device memory: the learning rate is written there in stream order (no
+// wait), the counts live there and one more dispatch advances them, so a
+// captured step stays exact on replay (inside a capture step() records the
+// update only, and each replay first writes the learning rate set before it
+// and counts it in steps()). The optimizer must outlive the graph's replays.
+// The first plain step after such steps reads their counts back once (a
+// host read). Both forms compute the same updates bit for bit.
 //
 // Loss scaling (oa/ml/amp.hpp): step(found_inf) reads GradScaler's found-inf
 // flag on the device and, where it is nonzero, changes nothing (parameters,
@@ -95,10 +99,19 @@ class Optimizer {
   // The constants of parameter i's next update (the learning rate) that its
   // kernel reads from step_constants_.
   virtual void step_constants(std::size_t i, std::span<float> out) const = 0;
+  // Whether this step pushes its values to the update kernels instead of
+  // reading buffers: a step without found_inf outside a capture, which then
+  // writes nothing and runs no count kernel (the update counts are kept on
+  // the host until a step with found_inf or a capture needs them on the
+  // device). If so, `constants` gets step_constants() and `counts` the update
+  // count of each parameter in `updated`.
+  bool pushes_step_values(const Matrix& found_inf, const std::vector<std::size_t>& updated, std::vector<float>& constants,
+                          std::vector<float>& counts);
   // One step updating the parameters `updated`: writes step_constants_
-  // (outside a capture), calls `record` (which records the update) and counts
-  // the step; inside a capture each replay does the writing and counting.
-  void run_step(const std::vector<std::size_t>& updated, const std::function<void()>& record);
+  // (outside a capture, unless `pushed`), calls `record` (which records the
+  // update) and counts the step; inside a capture each replay does the
+  // writing and counting.
+  void run_step(const std::vector<std::size_t>& updated, bool pushed, const std::function<void()>& record);
 
   std::vector<Parameter> parameters_;
   float lr_;
@@ -108,9 +121,12 @@ class Optimizer {
   Matrix step_constants_;  // step_constants() and the updated flag of every parameter, in order
   Matrix counts_;          // f32 [parameters]: updates applied to each parameter (on the device)
   Matrix no_inf_;          // f32 [] zero: found_inf of a step without a GradScaler
+  std::vector<std::int64_t> host_counts_;  // the same, current while !counts_on_device_
+  bool counts_on_device_ = false;          // counts_ is current (and host_counts_ may be stale)
 
  private:
-  void write_step_constants(const std::vector<std::size_t>& updated) const;
+  // Uploads the host's update counts if counts_ is stale, then the step constants.
+  void write_step_constants(const std::vector<std::size_t>& updated);
 };
 
 // torch.optim.SGD.

@@ -9,12 +9,15 @@
 // the parameter's t-th update: t - 1 is its update count (binding 5), lr and
 // decay_factor are read from binding 4 (three floats per parameter, pc.slot
 // picks them). Nothing changes when found_inf (binding 6, GradScaler's) is
-// nonzero. Each thread updates 4 elements (1024 per workgroup).
+// nonzero. PUSHED = 1 (a step without found_inf): the update count, lr and
+// decay_factor come from the push constants instead and bindings 4 to 6 are
+// never touched. Each thread updates 4 elements (1024 per workgroup).
 // Bindings: 0 parameter, 1 gradient, 2 exp_avg (m), 3 exp_avg_sq (v), 4 step
 // constants, 5 update counts, 6 found_inf.
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 layout(local_size_x = 256) in;
+layout(constant_id = 0) const uint PUSHED = 0;
 layout(std430, binding = 0) buffer P { float p[]; };
 layout(std430, binding = 1) readonly buffer G { float g[]; };
 layout(std430, binding = 2) buffer M { float m[]; };
@@ -39,11 +42,12 @@ float bias_correction(float t, float log_beta) {
 }
 
 void main() {
-  if (found_inf[0] != 0.0) return;
+  if (PUSHED == 0u && found_inf[0] != 0.0) return;
   uint i0 = OA_GROUP_ID.x * 1024u + gl_LocalInvocationID.x;
-  float t = counts[pc.slot] + 1.0;
-  float decay_factor = constants[3u * pc.slot];
-  float step_size = constants[3u * pc.slot + 1u] / bias_correction(t, pc.log_beta1);
+  float t = (PUSHED == 1u ? pc.count : counts[pc.slot]) + 1.0;
+  float decay_factor = PUSHED == 1u ? pc.decay_factor : constants[3u * pc.slot];
+  float lr = PUSHED == 1u ? pc.lr : constants[3u * pc.slot + 1u];
+  float step_size = lr / bias_correction(t, pc.log_beta1);
   float bc2_sqrt = sqrt(bias_correction(t, pc.log_beta2));
   for (uint k = 0u; k < 4u; ++k) {
     uint i = i0 + k * 256u;

@@ -6,4 +6,7 @@ OA_PUSH(ml_optim_adamw_step)
   OA_FIELD(uint, slot)
   OA_FIELD(float, log_beta1)
   OA_FIELD(float, log_beta2)
+  OA_FIELD(float, count)
+  OA_FIELD(float, lr)
+  OA_FIELD(float, decay_factor)
 OA_PUSH_END

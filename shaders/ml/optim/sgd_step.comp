@@ -6,7 +6,9 @@
 //   p = p - lr * d
 // with lr read from binding 3 (two floats per parameter, pc.slot picks
 // them) and first when the parameter's update count (binding 4) is 0.
-// Nothing changes when found_inf (binding 5, GradScaler's) is nonzero. Each
+// Nothing changes when found_inf (binding 5, GradScaler's) is nonzero.
+// PUSHED = 1 (a step without found_inf): the update count and lr come from
+// the push constants instead and bindings 3 to 5 are never touched. Each
 // thread updates 4 elements (1024 per workgroup).
 // Bindings: 0 the parameter (read-write), 1 its gradient, 2 the momentum
 // buffer, 3 the step constants, 4 the update counts, 5 found_inf; with
@@ -17,6 +19,7 @@
 layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint MOMENTUM = 0;
 layout(constant_id = 1) const uint NESTEROV = 0;
+layout(constant_id = 2) const uint PUSHED = 0;
 layout(std430, binding = 0) buffer P { float p[]; };
 layout(std430, binding = 1) readonly buffer G { float g[]; };
 layout(std430, binding = 2) buffer B { float b[]; };
@@ -26,10 +29,10 @@ layout(std430, binding = 5) readonly buffer F { float found_inf[]; };
 #include "ml/optim/sgd_step.push.h"
 
 void main() {
-  if (found_inf[0] != 0.0) return;
+  if (PUSHED == 0u && found_inf[0] != 0.0) return;
   uint i0 = OA_GROUP_ID.x * 1024u + gl_LocalInvocationID.x;
-  float lr = constants[2u * pc.slot];
-  bool first = counts[pc.slot] == 0.0;
+  float lr = PUSHED == 1u ? pc.lr : constants[2u * pc.slot];
+  bool first = (PUSHED == 1u ? pc.count : counts[pc.slot]) == 0.0;
   for (uint k = 0u; k < 4u; ++k) {
     uint i = i0 + k * 256u;
     if (i >= pc.n) return;

@@ -1,6 +1,7 @@
 // split_heads / merge_heads: one OpDef each (matrix/op_def.hpp) with
 // validation and the permutation lowering; each one's backward is the other
-// permutation.
+// permutation. split_qkv_heads: the packed q, k, v projection to three heads
+// layouts in one pass, and back in its backward.
 #include "ml/attention/internal.hpp"
 
 namespace oa::ml {
@@ -13,6 +14,7 @@ using runtime::ComputeDispatch;
 
 constexpr const char* kSplit = "oa::ml::split_heads";
 constexpr const char* kMerge = "oa::ml::merge_heads";
+constexpr const char* kSplitQkv = "oa::ml::split_qkv_heads";
 
 struct HeadAttributes {
   std::int64_t batch = 0, sequence_length = 0, num_heads = 0;
@@ -106,6 +108,59 @@ Op<HeadAttributes> heads_op(const char* name, bool merge) {
 const Op<HeadAttributes> kSplitOp = heads_op(kSplit, false);
 const Op<HeadAttributes> kMergeOp = heads_op(kMerge, true);
 
+// qkv [B*S, 3D] with D = H * Dh; returns the geometry of each head tensor.
+Heads qkv_geometry(const Matrix& qkv, const HeadAttributes& a) {
+  detail::require_defined(qkv, kSplitQkv, "qkv");
+  require_positive(kSplitQkv, a, qkv);
+  const std::int64_t rows = checked_mul(a.batch, a.sequence_length, "split_qkv_heads batch * seq_len");
+  if (qkv.rank() != 2 || qkv.dim(0) != rows || qkv.dim(1) < 1 || qkv.dim(1) % (3 * a.num_heads) != 0)
+    fail(ErrorKind::InvalidArgument,
+         "{}: qkv must be [B*S, 3*D] = [{}, 3*D] with D >= 1 divisible by num_heads {}; found {}", kSplitQkv, rows, a.num_heads,
+         qkv.shape());
+  detail::shader_u32(qkv.numel(), "element count", kSplitQkv);
+  return {a.batch, a.sequence_length, a.num_heads, qkv.dim(1) / (3 * a.num_heads)};
+}
+
+// One dispatch between packed (qkv or its gradient) and the three head
+// tensors; backward = true writes packed.
+ComputeDispatch qkv_dispatch(const Matrix& packed, const Matrix& q, const Matrix& k, const Matrix& v, const Heads& g, bool backward) {
+  const auto heads = [backward](const Matrix& m) { return backward ? BufferBinding::read(m.storage()) : BufferBinding::write(m.storage()); };
+  ComputeDispatch d;
+  d.kernel = kernels::ml_attention_qkv_heads;
+  d.specialization = {backward ? 1u : 0u};
+  d.bindings = {backward ? BufferBinding::write(packed.storage()) : BufferBinding::read(packed.storage()), heads(q), heads(k), heads(v)};
+  d.push.set(push::ml_attention_heads{.n = static_cast<std::uint32_t>(q.numel()),
+                                      .seq = static_cast<std::uint32_t>(g.seq),
+                                      .heads = static_cast<std::uint32_t>(g.heads),
+                                      .dh = static_cast<std::uint32_t>(g.head_dim)});
+  d.groups = {detail::groups_for(q.numel(), 1024), 1, 1};
+  return d;
+}
+
+// Results q, k, v; the backward writes the gradient of qkv from theirs (zeros
+// stand in for an unused one) in one pass.
+const Op<HeadAttributes> kSplitQkvOp{
+    {.name = kSplitQkv,
+     .inputs = {"qkv"},
+     .outputs = 3,
+     .infer = [](const OpCall<HeadAttributes>& c) {
+       const Shape s = permuted_shape(qkv_geometry(c.inputs[0], c.attributes), false);
+       return std::vector<OutputSpec>{{s}, {s}, {s}};
+     },
+     .lower = {{DType::F32,
+                [](const OpCall<HeadAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+                  ds.push_back(qkv_dispatch(c.inputs[0], out[0], out[1], out[2], qkv_geometry(c.inputs[0], c.attributes), false));
+                }}},
+     .backward = [](const BackwardCall<HeadAttributes>& c) {
+       const std::vector<Matrix>& gy = c.grad_outputs;
+       const Shape& shape = c.input_shapes[0];
+       const Heads g{c.attributes.batch, c.attributes.sequence_length, c.attributes.num_heads, shape[1] / (3 * c.attributes.num_heads)};
+       Matrix gx = detail::allocate(gy[0].engine(), shape);
+       const ComputeDispatch d = qkv_dispatch(gx, gy[0], gy[1], gy[2], g, true);
+       c.record(std::span(&d, 1), {&gy[0], &gy[1], &gy[2]}, {&gx}, detail::attribute_values(c.attributes));
+       return std::vector<Matrix>{gx};
+     }}};
+
 }  // namespace
 
 Matrix split_heads(const Matrix& x, std::int64_t batch, std::int64_t seq_len, std::int64_t num_heads) {
@@ -120,6 +175,11 @@ Matrix merge_heads(const Matrix& x, std::int64_t batch, std::int64_t seq_len, st
   const Heads g = merge_geometry(x, a);
   if (g.heads == 1 && x.dtype() == DType::F32) return x.reshape({g.batch * g.seq, g.head_dim});
   return detail::apply(kMergeOp, {x}, a)[0];
+}
+
+QkvHeads split_qkv_heads(const Matrix& qkv, std::int64_t batch, std::int64_t seq_len, std::int64_t num_heads) {
+  std::vector<Matrix> r = detail::apply(kSplitQkvOp, {qkv}, HeadAttributes{batch, seq_len, num_heads});
+  return {std::move(r[0]), std::move(r[1]), std::move(r[2])};
 }
 
 }  // namespace oa::ml

@@ -4,7 +4,6 @@
 #include <limits>
 #include <vector>
 
-#include "oa/matrix/concat.hpp"
 #include "oa/matrix/elementwise.hpp"
 #include "oa/matrix/indexing.hpp"
 #include "oa/matrix/layout.hpp"
@@ -36,10 +35,9 @@ Matrix MultiHeadAttention::forward(const Matrix& x) {
   if (x.rank() != 3 || x.dim(2) != embed_dim_ || x.dim(0) < 1 || x.dim(1) < 1)
     fail(ErrorKind::InvalidArgument, "{}: x {} must be [B, S, {}] with B, S >= 1", kMha, x.shape(), embed_dim_);
   const std::int64_t batch = x.dim(0), seq = x.dim(1), heads = num_heads_;
-  const std::vector<Matrix> qkv = matrix::chunk(qkv_->forward(x.reshape({batch * seq, embed_dim_})), 3, 1);
-  const Shape h{batch, heads, seq, embed_dim_ / heads};
-  const auto split = [&](const Matrix& m) { return split_heads(m, batch, seq, heads).reshape(h.to_vector()); };
-  return proj_->forward(attend(split(qkv[0]), split(qkv[1]), split(qkv[2]), Matrix())).reshape({batch, seq, embed_dim_});
+  const QkvHeads qkv = split_qkv_heads(qkv_->forward(x.reshape({batch * seq, embed_dim_})), batch, seq, heads);
+  const std::vector<std::int64_t> h{batch, heads, seq, embed_dim_ / heads};
+  return proj_->forward(attend(qkv.q.reshape(h), qkv.k.reshape(h), qkv.v.reshape(h), Matrix())).reshape({batch, seq, embed_dim_});
 }
 
 namespace {

@@ -14,8 +14,9 @@ namespace oa::ml::nn {
 
 // Multi-head self-attention (Vaswani et al. 2017) on x [B, S, D] -> [B, S, D]
 // with D = embed_dim and H = num_heads (D divisible by H, head size D / H):
-//   q, k, v = chunk(qkv(x), 3)                 one fused projection D -> 3D
-//   o_h = softmax(q_h k_h^T / sqrt(D / H)) v_h  per head (split_heads), causal
+//   q, k, v = chunk(qkv(x), 3)                 one fused projection D -> 3D, split
+//                                              into heads in one pass (split_qkv_heads)
+//   o_h = softmax(q_h k_h^T / sqrt(D / H)) v_h  per head, causal
 //                                              (query i sees keys j <= i) when `causal`
 //   y = proj(merge_heads(o))
 // Children: `qkv` = Linear(D, 3D) (rows 0..D-1 of its weight project q, then
