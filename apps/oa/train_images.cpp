@@ -166,11 +166,13 @@ int train_images(TrainImagesArgs args) {
   });
   precision.restore_scaler(run.resumed_state());
   oa::ml::amp::GradScaler& scaler = precision.scaler();
-  // Under MPI: rank 0's weights everywhere, gradients averaged over the ranks.
+  // Under MPI: rank 0's weights everywhere, gradients averaged over the ranks,
+  // buffers averaged before evaluations and checkpoints.
   std::optional<oa::dist::DataParallel> data_parallel;
   if (ranks > 1)
     data_parallel.emplace(model->parameters(), world,
-                          oa::dist::DataParallelOptions{.bucket_bytes = static_cast<std::uint64_t>(std::ceil(args.bucket_mb * (1 << 20)))});
+                          oa::dist::DataParallelOptions{.bucket_bytes = static_cast<std::uint64_t>(std::ceil(args.bucket_mb * (1 << 20)))},
+                          model->named_buffers());
 
   // Where the run is: the epoch, the images of its order trained on, and the
   // schedule step. A checkpoint of an older oa, without the epoch and
@@ -245,6 +247,7 @@ int train_images(TrainImagesArgs args) {
     if (b < batches) break;  // Ctrl-C
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     profile.pause();
+    if (data_parallel) data_parallel->average_buffers();
     const Evaluation ev = evaluate(*model, test_loader, world, precision.dtype());
     profile.resume();
     run.require_finite(ev.loss, "test loss", global);  // non-finite weights, though the batch losses were finite
@@ -261,7 +264,10 @@ int train_images(TrainImagesArgs args) {
     run.save(global, precision.with_scaler(state(epoch + 1, 0)));
   }
   profile.report();
-  if (global < run.total_steps()) return run.stop(global, precision.with_scaler(state(epoch, position)));
+  if (global < run.total_steps()) {
+    if (data_parallel) data_parallel->average_buffers();
+    return run.stop(global, precision.with_scaler(state(epoch, position)));
+  }
   if (!run.writer()) return 0;
   const auto& last = run.history().back();
   return run.finish(fmt::format("test accuracy {:.2f}%, test loss {:.4f} after {} epoch(s)", 100 * last["test_accuracy"].get<double>(),

@@ -137,11 +137,13 @@ int train_text(const TrainTextArgs& args) {
   run.start(*model, optimizer, 1);
   precision.restore_scaler(run.resumed_state());
   oa::ml::amp::GradScaler& scaler = precision.scaler();
-  // Under MPI: rank 0's weights everywhere, gradients averaged over the ranks.
+  // Under MPI: rank 0's weights everywhere, gradients averaged over the ranks,
+  // buffers averaged before evaluations and checkpoints.
   std::optional<oa::dist::DataParallel> data_parallel;
   if (ranks > 1)
     data_parallel.emplace(model->parameters(), world,
-                          oa::dist::DataParallelOptions{.bucket_bytes = static_cast<std::uint64_t>(std::ceil(args.bucket_mb * (1 << 20)))});
+                          oa::dist::DataParallelOptions{.bucket_bytes = static_cast<std::uint64_t>(std::ceil(args.bucket_mb * (1 << 20)))},
+                          model->named_buffers());
   AllReduceTally all_reduces;
 
   const std::int64_t start = run.first_step();
@@ -204,6 +206,7 @@ int train_text(const TrainTextArgs& args) {
     if ((step + 1) % args.eval_every == 0 || step + 1 == args.steps) {
       if (progress) progress->finish();
       profile.pause();
+      if (data_parallel) data_parallel->average_buffers();
       bpc = validation_bpc(*model, split.validation, args.context, args.batch_size, engine, world, precision);
       profile.resume();
       run.require_finite(bpc, "validation bits per character", step + 1);
@@ -221,6 +224,7 @@ int train_text(const TrainTextArgs& args) {
   if (step < args.steps) {  // Ctrl-C or SIGTERM
     if (progress) progress->finish();
     profile.report();
+    if (data_parallel) data_parallel->average_buffers();
     return run.stop(step, precision.with_scaler(nlohmann::json::object()));
   }
   profile.report();
