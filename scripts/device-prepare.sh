@@ -111,8 +111,11 @@ done
 ln -sf orterun /opt/oa-mpi/usr/bin/mpirun
 export PATH=/opt/oa-mpi/usr/bin:$PATH
 export LD_LIBRARY_PATH=/opt/oa-mpi/lib/x86_64-linux-gnu:/opt/oa-mpi/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# PMIx finds its plugins and help files through PMIX_PKGLIBDIR and
+# PMIX_PKGDATADIR (PMIX_PREFIX alone leaves them at /usr, where the machine
+# may hold another PMIx's plugins).
 export OPAL_PREFIX=/opt/oa-mpi/usr PMIX_PREFIX=/opt/oa-mpi/usr/lib/x86_64-linux-gnu/pmix2
-export PMIX_MCA_mca_base_component_path=$PMIX_PREFIX/lib/pmix
+export PMIX_PKGLIBDIR=$PMIX_PREFIX/lib/pmix PMIX_PKGDATADIR=$PMIX_PREFIX/share/pmix
 export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp OMPI_MCA_mtl=^ofi,psm,psm2 OMPI_MCA_osc=^ucx
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
