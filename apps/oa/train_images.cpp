@@ -166,7 +166,7 @@ int train_images(TrainImagesArgs args) {
   });
   precision.restore_scaler(run.resumed_state());
   oa::ml::amp::GradScaler& scaler = precision.scaler();
-  const auto data_parallel = run.data_parallel(model->parameters(), args.bucket_mb);
+  const auto data_parallel = run.data_parallel(model->parameters(), model->named_buffers(), args.bucket_mb);
 
   // Where the run is: the epoch, the images of its order trained on, and the
   // schedule step. A checkpoint of an older oa, without the epoch and
@@ -241,6 +241,7 @@ int train_images(TrainImagesArgs args) {
     if (b < batches) break;  // Ctrl-C
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     profile.pause();
+    if (data_parallel) data_parallel->average_buffers();
     const Evaluation ev = evaluate(*model, test_loader, world, precision.dtype());
     profile.resume();
     run.require_finite(ev.loss, "test loss", global);  // non-finite weights, though the batch losses were finite
@@ -257,7 +258,10 @@ int train_images(TrainImagesArgs args) {
     run.save(global, precision.with_scaler(state(epoch + 1, 0)));
   }
   profile.report();
-  if (global < run.total_steps()) return run.stop(global, precision.with_scaler(state(epoch, position)));
+  if (global < run.total_steps()) {
+    if (data_parallel) data_parallel->average_buffers();
+    return run.stop(global, precision.with_scaler(state(epoch, position)));
+  }
   if (!run.writer()) return 0;
   const auto& last = run.history().back();
   return run.finish(fmt::format("test accuracy {:.2f}%, test loss {:.4f} after {} epoch(s)", 100 * last["test_accuracy"].get<double>(),

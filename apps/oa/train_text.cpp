@@ -137,7 +137,7 @@ int train_text(const TrainTextArgs& args) {
   run.start(*model, optimizer, 1);
   precision.restore_scaler(run.resumed_state());
   oa::ml::amp::GradScaler& scaler = precision.scaler();
-  const auto data_parallel = run.data_parallel(model->parameters(), args.bucket_mb);
+  const auto data_parallel = run.data_parallel(model->parameters(), model->named_buffers(), args.bucket_mb);
   AllReduceTally all_reduces;
 
   const std::int64_t start = run.first_step();
@@ -200,6 +200,7 @@ int train_text(const TrainTextArgs& args) {
     if ((step + 1) % args.eval_every == 0 || step + 1 == args.steps) {
       if (progress) progress->finish();
       profile.pause();
+      if (data_parallel) data_parallel->average_buffers();
       bpc = validation_bpc(*model, split.validation, args.context, args.batch_size, engine, world, precision);
       profile.resume();
       run.require_finite(bpc, "validation bits per character", step + 1);
@@ -217,6 +218,7 @@ int train_text(const TrainTextArgs& args) {
   if (step < args.steps) {  // Ctrl-C or SIGTERM
     if (progress) progress->finish();
     profile.report();
+    if (data_parallel) data_parallel->average_buffers();
     return run.stop(step, precision.with_scaler(nlohmann::json::object()));
   }
   profile.report();

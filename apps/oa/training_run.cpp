@@ -237,11 +237,12 @@ bool TrainingRun::stop_requested() const {
   return any > 0;
 }
 
-std::unique_ptr<oa::dist::DataParallel> TrainingRun::data_parallel(std::vector<oa::ml::Parameter> parameters, double bucket_mb) const {
+std::unique_ptr<oa::dist::DataParallel> TrainingRun::data_parallel(std::vector<oa::ml::Parameter> parameters,
+                                                                   oa::ml::NamedMatrices buffers, double bucket_mb) const {
   if (world_.size() == 1) return nullptr;
   return std::make_unique<oa::dist::DataParallel>(
       std::move(parameters), world_,
-      oa::dist::DataParallelOptions{.bucket_bytes = static_cast<std::uint64_t>(std::ceil(bucket_mb * (1 << 20)))});
+      oa::dist::DataParallelOptions{.bucket_bytes = static_cast<std::uint64_t>(std::ceil(bucket_mb * (1 << 20)))}, std::move(buffers));
 }
 
 void TrainingRun::record(const nlohmann::json& row) {

@@ -184,10 +184,12 @@ class TrainingRun {
   // interrupted() on any rank of the job (a collective under MPI: every rank
   // polls it at the same points, so that all stop at the same step).
   bool stop_requested() const;
-  // Under MPI, the DataParallel of `parameters`: rank 0's weights everywhere,
-  // gradients averaged over the ranks in buckets of `bucket_mb` MiB. Null in
-  // a single process.
-  std::unique_ptr<oa::dist::DataParallel> data_parallel(std::vector<oa::ml::Parameter> parameters, double bucket_mb) const;
+  // Under MPI, the DataParallel of `parameters` and `buffers`: rank 0's
+  // weights and buffers everywhere, gradients averaged over the ranks in
+  // buckets of `bucket_mb` MiB (buffers are averaged before evaluations and
+  // checkpoints). Null in a single process.
+  std::unique_ptr<oa::dist::DataParallel> data_parallel(std::vector<oa::ml::Parameter> parameters, oa::ml::NamedMatrices buffers,
+                                                        double bucket_mb) const;
   // Rank 0 (the only rank of a single process): the rank that writes and prints.
   bool writer() const { return world_.rank() == 0; }
   oa::dist::Communicator& world() const { return world_; }

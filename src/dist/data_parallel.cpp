@@ -31,6 +31,7 @@ struct DataParallel::State {
   Communicator* comm = nullptr;
   Engine engine;
   std::vector<ml::Parameter> params;
+  ml::NamedMatrices buffers;
   std::vector<std::pair<std::size_t, std::size_t>> where;  // parameter -> (bucket, position in it)
   std::vector<Bucket> buckets;
   std::vector<std::uint64_t> hooks;
@@ -77,7 +78,9 @@ struct DataParallel::State {
   }
 };
 
-DataParallel::DataParallel(std::vector<ml::Parameter> parameters, Communicator& comm, DataParallelOptions options) : comm_(comm) {
+DataParallel::DataParallel(std::vector<ml::Parameter> parameters, Communicator& comm, DataParallelOptions options,
+                           ml::NamedMatrices buffers)
+    : comm_(comm) {
   const char* op = "oa::dist::DataParallel";
   if (parameters.empty()) fail(ErrorKind::InvalidArgument, "{}: no parameters", op);
   if (options.bucket_bytes == 0) fail(ErrorKind::InvalidArgument, "{}: bucket_bytes must be at least 1", op);
@@ -87,11 +90,18 @@ DataParallel::DataParallel(std::vector<ml::Parameter> parameters, Communicator& 
       fail(ErrorKind::InvalidArgument, "{}: Parameter '{}' lives on another engine than '{}'", op, parameters[i].name(),
            parameters[0].name());
   }
+  for (const auto& [name, m] : buffers) {
+    if (!m.defined()) fail(ErrorKind::InvalidArgument, "{}: buffer '{}' is undefined", op, name);
+    if (m.dtype() != DType::F32)
+      fail(ErrorKind::InvalidArgument, "{}: buffer '{}' is {} {}; expected f32", op, name, to_string(m.dtype()), m.shape());
+  }
   state_ = std::make_unique<State>(parameters[0].value().engine());
   State& s = *state_;
   s.comm = &comm;
   s.params = std::move(parameters);
+  s.buffers = std::move(buffers);
   for (const auto& p : s.params) comm.broadcast(p.value(), 0);
+  for (const auto& [name, m] : s.buffers) comm.broadcast(m, 0);
   if (comm.size() == 1) return;
 
   s.where.resize(s.params.size());
@@ -150,6 +160,22 @@ void DataParallel::all_reduce_gradients() {
   stats_.buckets = static_cast<std::uint32_t>(s.buckets.size());
   s.next_start = 0;
   s.started_in_backward = 0;
+}
+
+void DataParallel::average_buffers() {
+  if (comm_.size() == 1 || state_->buffers.empty()) return;
+  std::vector<float> values;
+  for (const auto& [name, m] : state_->buffers) {
+    const std::vector<float> v = m.to_vector();
+    values.insert(values.end(), v.begin(), v.end());
+  }
+  comm_.all_reduce(std::span<float>(values), ReduceOp::Average);
+  std::size_t offset = 0;
+  for (const auto& [name, m] : state_->buffers) {
+    const auto n = static_cast<std::size_t>(m.numel());
+    m.write(std::span<const float>(values).subspan(offset, n));
+    offset += n;
+  }
 }
 
 }  // namespace oa::dist

@@ -19,13 +19,28 @@
 // rank then holds the same gradients, bit for bit, so a deterministic
 // optimizer (SGD, AdamW) keeps the replicas bitwise identical.
 //
+// Buffers (state that is not trained, such as BatchNorm's running
+// statistics) are broadcast from rank 0 at construction too; in training each
+// rank then updates its copy from its own shard. average_buffers() replaces
+// every buffer by its mean over the ranks: call it before the buffers are read
+// (an evaluation, a checkpoint). PyTorch's DDP instead broadcasts rank 0's
+// buffers before every forward, discarding what the other ranks saw. Averaging
+// keeps every shard's statistics, and as a running-statistics update is linear
+// in the batch's statistics, averaging the replicas once equals averaging the
+// ranks' batch means and variances at every step, at no cost per step. (The
+// running variance so tracks the mean of the ranks' batch variances, not the
+// variance of the global batch, which would also count the spread of the
+// ranks' means; that takes SyncBatchNorm's per-step all-reduce.)
+//
 // With a world of size 1 nothing is copied or read: all_reduce_gradients()
-// returns at once and training is exactly single-process training.
+// and average_buffers() return at once and training is exactly
+// single-process training.
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "oa/dist/communicator.hpp"
+#include "oa/ml/checkpoint.hpp"
 #include "oa/ml/parameter.hpp"
 
 namespace oa::dist {
@@ -45,12 +60,14 @@ struct DataParallelStats {
 
 class DataParallel {
  public:
-  // Broadcasts `parameters` from rank 0 (a collective: every rank constructs
-  // its DataParallel at the same point) and registers the gradient hooks.
-  // Throws InvalidArgument for no parameters, an undefined one, parameters on
-  // several engines, or bucket_bytes 0; Error(Communication) as the
+  // Broadcasts `parameters` and `buffers` (Module::named_buffers(), f32) from
+  // rank 0 (a collective: every rank constructs its DataParallel at the same
+  // point) and registers the gradient hooks. Throws InvalidArgument for no
+  // parameters, an undefined one, parameters on several engines, an undefined
+  // or non-f32 buffer, or bucket_bytes 0; Error(Communication) as the
   // Communicator's collectives.
-  DataParallel(std::vector<ml::Parameter> parameters, Communicator& comm, DataParallelOptions options = {});
+  DataParallel(std::vector<ml::Parameter> parameters, Communicator& comm, DataParallelOptions options = {},
+               ml::NamedMatrices buffers = {});
   ~DataParallel();
   DataParallel(const DataParallel&) = delete;
   DataParallel& operator=(const DataParallel&) = delete;
@@ -59,6 +76,10 @@ class DataParallel {
   // gradient by its average over the ranks (see above). Throws
   // Error(Communication) as Communicator's collectives.
   void all_reduce_gradients();
+  // Replaces every buffer, in place, by its average over the ranks (one
+  // all-reduce of them all, through host memory; see above). A collective.
+  // Throws Error(Communication) as Communicator's collectives.
+  void average_buffers();
 
   Communicator& communicator() const { return comm_; }
   std::size_t bucket_count() const;
