@@ -161,11 +161,17 @@ def test_scaled_dot_product_attention_mask():
             lambda q, k, v: torch_attention(q, k, v, attn_mask=torch.tensor(mask), scale=0.7), attention_inputs(3, 6))
 
 
-@pytest.mark.xfail(strict=True, reason="oa aligns is_causal bottom-right when Sq != Sk (documented); torch's "
-                                       "is_causal is top-left (tril of ones(Sq, Sk))")
-def test_scaled_dot_product_attention_causal_rectangular():
+@pytest.mark.parametrize("sq, sk", [(3, 6), (6, 3)])
+def test_scaled_dot_product_attention_causal_rectangular(sq, sk):
+    # torch's is_causal is top-left (key j for query i where j <= i) whatever the lengths.
     compare(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
-            lambda q, k, v: torch_attention(q, k, v, is_causal=True), attention_inputs(3, 6))
+            lambda q, k, v: torch_attention(q, k, v, is_causal=True), attention_inputs(sq, sk))
+
+
+def test_scaled_dot_product_attention_causal_rectangular_refuses_a_mask():
+    q, k, v = (oa.tensor(a) for a in attention_inputs(3, 6))
+    with pytest.raises(ValueError, match="is_causal"):
+        F.scaled_dot_product_attention(q, k, v, attn_mask=oa.zeros(3, 6), is_causal=True)
 
 
 # ── Modules: torch's initial parameters copied into oa's ────────────────────
