@@ -7,57 +7,15 @@
 #include <limits>
 
 #include "bench.hpp"
+#include "model_shapes.hpp"
 
 namespace {
 using oa::Matrix;
 using oa_bench::Case;
-
-// The quick form of an extent: v / by, but at least min(v, low) and at most 128.
-std::int64_t shrink(std::int64_t v, std::int64_t by, std::int64_t low) {
-  return std::min<std::int64_t>(std::max(v / by, std::min(v, low)), 128);
-}
-
-// The quick form of a model's attention (Heads, Products): one sequence, two
-// heads, lengths shrunk, the query length to no less than min(sq, low_sq).
-template <class Attention>
-Attention quick_form(Attention a, std::int64_t low_sq) {
-  a.b = 1;
-  a.h = 2;
-  a.sq = shrink(a.sq, 16, low_sq);
-  a.sk = shrink(a.sk, 16, 8);
-  return a;
-}
-
-struct Heads {
-  const char* model;
-  std::int64_t b, h, sq, sk, d;
-  bool causal;
-  bool backward;  // also forward + backward (the model trains this attention)
-};
-
-// clang-format off
-constexpr Heads kAttention[] = {
-    {"swin_t_stage1_window7_d32",    2048,  3,    49,    49,  32, false, true},
-    {"swin_t_stage3_window7_d32",     128, 12,    49,    49,  32, false, false},
-    {"gpt2_s1024_d64",                  8, 12,  1024,  1024,  64, true,  true},
-    {"bert_base_s512_d64",             32, 12,   512,   512,  64, false, true},
-    {"gpt2_s4096_d64",                  1, 16,  4096,  4096,  64, true,  false},
-    {"long_s16384_d64",                 1, 16, 16384, 16384,  64, true,  false},
-    {"sd15_self_s1024_d80",             8,  8,  1024,  1024,  80, false, true},
-    {"sd15_cross_s1024x77_d80",         8,  8,  1024,    77,  80, false, true},
-    {"phi2_s2048_d80",                  4, 32,  2048,  2048,  80, true,  true},
-    {"phi3_mini_s2048_d96",             2, 32,  2048,  2048,  96, true,  true},
-    {"llama7b_s2048_d128",              2, 32,  2048,  2048, 128, true,  true},
-    {"llama7b_prefill_chunk512x4096_d128", 1, 32, 512, 4096, 128, true,  false},
-    {"llama7b_decode_1x4096_d128",      8, 32,     1,  4096, 128, true,  false},
-    {"llama7b_verify4_4x4096_d128",     8, 32,     4,  4096, 128, true,  false},
-    {"mistral7b_decode_1x32768_d128",   1, 32,     1, 32768, 128, true,  false},
-    {"phi2_decode_1x2048_d80",         16, 32,     1,  2048,  80, true,  false},
-    {"whisper_l_cross_decode_1x1500_d64", 16, 20,  1,  1500,  64, false, false},
-    {"gemma7b_s2048_d256",              2, 16,  2048,  2048, 256, true,  true},
-    {"gemma7b_decode_1x8192_d256",      4, 16,     1,  8192, 256, true,  false},
-};
-// clang-format on
+using oa_bench::Heads;
+using oa_bench::kAttention;
+using oa_bench::quick_form;
+using oa_bench::quick_extent;
 
 // Score entries a query sees: causal is aligned bottom-right (query i sees keys
 // j <= i + Sk - Sq), as oa and torch.nn.attention.bias.causal_lower_right do.
@@ -163,8 +121,8 @@ const oa_bench::Register kSoftmaxSweep{[](bool quick) {
   for (Rows r : shapes) {
     if (quick) {
       r.batch = std::min<std::int64_t>(r.batch, 2);
-      r.rows = shrink(r.rows, 16, 8);
-      r.cols = shrink(r.cols, 16, 8);
+      r.rows = quick_extent(r.rows, 16, 8);
+      r.cols = quick_extent(r.cols, 16, 8);
       if (r.masked) r.cols = r.rows;
     }
     for (const bool bwd : {false, true}) {

@@ -5,46 +5,16 @@
 // host cost of recording a dispatch (chains of tiny elementwise ops) and of
 // an op call (8 x 8 operands).
 #include "bench.hpp"
+#include "model_shapes.hpp"
 
 namespace {
 using oa::Matrix;
 using oa_bench::Case;
 
-struct Gemm {
-  const char* model;  // model and layer: x [M, K] @ W[N, K]^T
-  std::int64_t m, k, n;
-  bool backward;
-};
-
-// clang-format off
-constexpr Gemm kGemms[] = {
-    {"llama7b_qkv_decode",       1, 4096, 12288, false},
-    {"llama7b_mlp_up_decode",    1, 4096, 11008, false},
-    {"llama7b_mlp_down_decode",  1, 11008, 4096, false},
-    {"llama7b_qkv_batch8",       8, 4096, 12288, false},
-    {"llama7b_o_batch32",       32, 4096, 4096,  false},
-    {"gpt2_mlp_up_b128",       128, 768, 3072,   false},
-    {"gpt2_qkv_s512",          512, 768, 2304,   false},
-    {"llama7b_qkv_s2048",     2048, 4096, 12288, false},
-    {"llama3_8b_kv_s4096",    4096, 4096, 1024,  false},
-    {"llama3_8b_mlp_up_s4096",4096, 4096, 14336, false},
-    {"llama7b_mlp_down_s4096",4096, 11008, 4096, true},
-    {"square_4096",           4096, 4096, 4096,  false},
-    {"gpt2_qkv_b4x1024",      4096, 768, 2304,   true},
-    {"gpt2_attn_out_b8x1024", 8192, 768, 768,    true},
-    {"gpt2_mlp_up_b8x1024",   8192, 768, 3072,   true},
-    {"gpt2_mlp_down_b16x1024",16384, 3072, 768,  true},
-    {"gpt2xl_mlp_up_b4x1024", 4096, 1600, 6400,  true},
-    {"llama7b_mlp_up_s4096",  4096, 4096, 11008, false},
-    {"chartext_attn_out_b64x128", 8192, 256, 256, true},   // oa train text's defaults
-    {"chartext_mlp_up_b64x128",   8192, 256, 1024, true},
-    {"chartext_mlp_down_b64x128", 8192, 1024, 256, true},
-};
-// clang-format on
 
 const oa_bench::Register kGemmSweep{[](bool quick) {
   std::vector<Case> cases;
-  for (const auto& g : kGemms) {
+  for (const auto& g : oa_bench::kGemms) {
     // Quick: the same aspect at a tiny size (M, K, N over 64, at least 1).
     const std::int64_t m = quick ? std::max<std::int64_t>(1, g.m / 256) : g.m, k = quick ? g.k / 64 : g.k,
                        n = quick ? g.n / 64 : g.n;

@@ -11,6 +11,7 @@
 #include "run_dir.hpp"
 #include "step_profile.hpp"
 #include "train.hpp"
+#include "tune.hpp"
 
 namespace {
 
@@ -203,6 +204,23 @@ int main(int argc, char** argv) {
   eval_cmd->add_option("--checkpoint", eval_dir, "the run directory")->required();
   eval_cmd->add_option("--device", eval_device, "device index or name substring");
   eval_cmd->add_option("--data", eval_data, "directory holding the Fashion-MNIST IDX files");
+  oa_cli::TuneArgs tune_args;
+  std::string tune_device;
+  auto* tune_cmd = app.add_subcommand(
+      "tune",
+      "Time each tuning point's variants (GEMM tiles, K splits, attention lowerings, ...) over layer shapes of real models on "
+      "one device and write the table of the fastest, which later engines on that device load (the variant in effect stays "
+      "unless another is --min-gain faster)");
+  tune_cmd->add_option("--device", tune_device, "device index or name substring (default: the engine's default device)");
+  tune_cmd->add_option("--out", tune_args.out, "the table to write (default: ~/.cache/oa/tuning/<device>.json, the user table)");
+  tune_cmd->add_flag("--quick", tune_args.quick, "two tiny shapes per point, one repetition: checks that every variant runs");
+  tune_cmd->add_option("--points", tune_args.points, "the tuning points to time, comma-separated (default: all)")->delimiter(',');
+  tune_cmd->add_option("--repetitions", tune_args.repetitions, "timed runs per variant and shape (the median counts)")
+      ->check(CLI::Range(1, 1000));
+  tune_cmd->add_option("--max-seconds", tune_args.max_seconds, "stop timing new shapes after this long (0: no limit)")
+      ->check(CLI::Range(0.0, 1e9));
+  tune_cmd->add_option("--min-gain", tune_args.min_gain, "how much faster (a ratio of times) a variant must be to replace the one in effect")
+      ->check(CLI::Range(1.0, 100.0));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -239,6 +257,10 @@ int main(int argc, char** argv) {
     if (*sample_cmd)
       return oa_cli::sample_text(sample_dir, sample_prompt, sample_length, sample_temperature, sample_seed, sample_device);
     if (*eval_cmd) return oa_cli::eval_images(eval_dir, eval_device, eval_data);
+    if (*tune_cmd) {
+      if (!tune_device.empty()) tune_args.device = tune_device;
+      return oa_cli::tune(tune_args);
+    }
   } catch (const oa::Error& e) {
     print_error(std::string(e.message()));
     return stop_job(1);

@@ -23,20 +23,19 @@ constexpr Tile kWide{64, 128, 16, 4, 8};
 constexpr Tile kMedium{64, 64, 16, 4, 4};
 constexpr Tile kSmall{32, 32, 16, 4, 4};
 
-// Fewer than kGemmBusyGroups large tiles fall back to 64x128 tiles (for K
-// up to kWideMaxK), then to 64x64 tiles, then to splitting K. On an H200
-// (2026-12-04), 64x128 beat 64x64 by 10-25% at M = 8192, N = 256,
-// K = 256..1024 (a small transformer's projections and their input
-// gradients) and tied 128x128 where both keep the device busy, but lost at
-// K = 8192 (GPT-2's MLP weight gradients over 8192 tokens: forward and
-// backward 0.84x).
-constexpr std::int64_t kWideMaxK = 1024;
+// The tile of the tuning point gemm.tile (oa/runtime/tuning.hpp): a fixed
+// tile where the device can run it, else the largest tile that keeps
+// kGemmBusyGroups workgroups busy (busy-square: of the square tiles; the H200
+// table leaves the 64x128 tile out above K = 1024), then 64x64 tiles, then
+// 32x32. A K split (gemm.split_k "busy") then fills the device where even
+// those are too few.
 constexpr std::int64_t kSplitMinK = 128;  // K per split at least
 constexpr std::int64_t kMaxSplits = 16;
 
-// matrix/gemm_skinny, for M <= kSkinnyRows: 256 invocations per workgroup, a
-// strip of kSkinnyStrip columns, K ranges that are multiples of kSkinnyStep.
-// The op reads B once, so it splits K until about four workgroups per SM stream B.
+// matrix/gemm_skinny, for M <= kSkinnyRows (where gemm.skinny says so): 256
+// invocations per workgroup, a strip of kSkinnyStrip columns, K ranges that
+// are multiples of kSkinnyStep. The op reads B once, so it splits K until
+// about four workgroups per SM stream B.
 constexpr std::int64_t kSkinnyRows = 16;
 constexpr std::uint32_t kSkinnyThreads = 256;
 constexpr std::int64_t kSkinnyStrip = 128, kSkinnyStep = 32;
@@ -51,17 +50,21 @@ bool fits(const DeviceInfo& d, const Tile& t) {
          threads(t) <= d.max_workgroup_size[0];
 }
 
-const Tile& choose_tile(const DeviceInfo& d, const GemmProblem& p) {
+const Tile& choose_tile(const Tuning& tuning, const DeviceInfo& d, const GemmProblem& p) {
+  const std::string_view variant = tuning.choose("gemm.tile", {p.batch, p.m, p.n, p.k});
+  for (const auto& [name, t] : {std::pair{"128x128", &kLarge}, {"64x128", &kWide}, {"64x64", &kMedium}, {"32x32", &kSmall}})
+    if (variant == name && fits(d, *t)) return *t;
   for (const Tile* t : {&kLarge, &kWide})
-    if (p.m > t->bm / 2 && p.n > t->bn / 2 && (t != &kWide || p.k <= kWideMaxK) && fits(d, *t) &&
+    if (p.m > t->bm / 2 && p.n > t->bn / 2 && (t != &kWide || variant != "busy-square") && fits(d, *t) &&
         gemm_tile_count(p, t->bm, t->bn) >= kGemmBusyGroups)
       return *t;
   if (p.m > 32 && p.n > 32 && fits(d, kMedium)) return kMedium;
   return kSmall;
 }
 
-bool skinny(const DeviceInfo& d, const GemmProblem& p) {
-  return p.m <= kSkinnyRows && kSkinnyThreads <= d.max_workgroup_invocations && kSkinnyThreads <= d.max_workgroup_size[0];
+bool skinny(const Tuning& tuning, const DeviceInfo& d, const GemmProblem& p) {
+  return p.m <= kSkinnyRows && kSkinnyThreads <= d.max_workgroup_invocations && kSkinnyThreads <= d.max_workgroup_size[0] &&
+         tuning.choose("gemm.skinny", {p.batch, p.m, p.n, p.k}) == "skinny";
 }
 
 template <typename... Args>
@@ -95,6 +98,10 @@ void check_operand(const Engine& engine, const GemmProblem& p, const GemmOperand
 std::uint32_t code(DType d) { return d == DType::F32 ? 0u : d == DType::F16 ? 1u : 2u; }
 
 }  // namespace
+
+std::int64_t gemm_busy_groups(const Tuning& tuning, const GemmProblem& p, std::int64_t busy) {
+  return tuning.choose("gemm.split_k", {p.batch, p.m, p.n, p.k}) == "busy" ? busy : 0;
+}
 
 GemmSplitK gemm_split_k(std::int64_t k, std::int64_t groups, std::int64_t busy, std::int64_t min_k, std::int64_t max_splits,
                         std::int64_t step) {
@@ -267,17 +274,18 @@ std::vector<ComputeDispatch> lower_gemm(const Engine& engine, const GemmProblem&
   std::vector<std::uint32_t> spec;
   std::int64_t gx = 0, gy = 1;
   GemmSplitK sk{};
-  if (skinny(dev, p)) {
+  const std::shared_ptr<const Tuning> tuning = tuning_of(engine);
+  if (skinny(*tuning, dev, p)) {
     gx = ceil_div(p.n, kSkinnyStrip);
-    sk = gemm_split_k(p.k, p.batch * gx, kSkinnyBusyGroups, kSkinnySplitMinK, kSkinnyMaxSplits, kSkinnyStep);
+    sk = gemm_split_k(p.k, p.batch * gx, gemm_busy_groups(*tuning, p, kSkinnyBusyGroups), kSkinnySplitMinK, kSkinnyMaxSplits, kSkinnyStep);
     kernel = half_in ? kernels::matrix_gemm_skinny_half : kernels::matrix_gemm_skinny;
     spec = {u32(p.m), p.trans_a, p.trans_b, !p.trans_a && vec_a, vec_b};
     if (half_in) spec.insert(spec.end(), {code(half), sk.splits > 1 ? 0u : code(p.c.matrix->dtype()), p.bias ? code(p.bias->dtype()) : 0u});
   } else {
-    const Tile& t = choose_tile(dev, p);
+    const Tile& t = choose_tile(*tuning, dev, p);
     gx = ceil_div(p.n, t.bn);
     gy = ceil_div(p.m, t.bm);
-    sk = gemm_split_k(p.k, gemm_tile_count(p, t.bm, t.bn), kGemmBusyGroups, kSplitMinK, kMaxSplits, t.bk);
+    sk = gemm_split_k(p.k, gemm_tile_count(p, t.bm, t.bn), gemm_busy_groups(*tuning, p, kGemmBusyGroups), kSplitMinK, kMaxSplits, t.bk);
     const bool vec_c = p.n % 4 == 0 && (sk.splits > 1 || (p.c.offset % 4 == 0 && p.c.batch_stride % 4 == 0));
     kernel = half_in ? kernels::matrix_gemm_half : kernels::matrix_gemm;
     spec = {threads(t), t.bm, t.bn, t.bk, t.tm, t.tn, p.trans_a, p.trans_b, vec_a, vec_b, vec_c};

@@ -8,6 +8,7 @@
 
 #include "oa/matrix/matrix.hpp"
 #include "oa/runtime/dispatch.hpp"
+#include "oa/runtime/tuning.hpp"
 #include "matrix/lowering.hpp"
 
 namespace oa::detail {
@@ -76,6 +77,9 @@ inline std::int64_t gemm_tile_count(const GemmProblem& p, std::int64_t bm, std::
 struct GemmSplitK {
   std::int64_t splits, kchunk;
 };
+// `busy` for gemm_split_k, or 0 (no split) where the tuning point gemm.split_k
+// chooses "none" for p.
+std::int64_t gemm_busy_groups(const Tuning& tuning, const GemmProblem& p, std::int64_t busy);
 GemmSplitK gemm_split_k(std::int64_t k, std::int64_t groups, std::int64_t busy, std::int64_t min_k, std::int64_t max_splits,
                         std::int64_t step);
 

@@ -61,7 +61,8 @@ std::optional<std::vector<runtime::ComputeDispatch>> lower_gemm_coopmat(const En
   if (!tile) return std::nullopt;
   const CoopTile& t = *tile;
   const std::int64_t gx = ceil_div(p.n, t.bn), gy = ceil_div(p.m, t.bm);
-  const GemmSplitK sk = gemm_split_k(p.k, gemm_tile_count(p, t.bm, t.bn), kGemmBusyGroups, kCoopSplitMinK, kCoopMaxSplits, t.bk);
+  const GemmSplitK sk = gemm_split_k(p.k, gemm_tile_count(p, t.bm, t.bn), gemm_busy_groups(*tuning_of(engine), p, kGemmBusyGroups),
+                                      kCoopSplitMinK, kCoopMaxSplits, t.bk);
   const std::int64_t splits = sk.splits, a_ext = p.m * p.k, b_ext = p.k * p.n, c_ext = p.m * p.n;
   const bool vec_a = (p.trans_a ? p.m : p.k) % 8 == 0 && p.a.offset % 8 == 0 && p.a.batch_stride % 8 == 0;
   const bool vec_b = (p.trans_b ? p.k : p.n) % 8 == 0 && p.b.offset % 8 == 0 && p.b.batch_stride % 8 == 0;

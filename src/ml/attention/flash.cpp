@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "oa/runtime/tuning.hpp"
 #include "matrix/gemm.hpp"
 #include "ml/attention/internal.hpp"
 
@@ -143,12 +144,25 @@ struct FlashProblem {
 
 enum class FlashPass { Forward, BackwardQ, BackwardKV };
 
+// The variant of tuning point `point` (oa/runtime/tuning.hpp; keys bh, sq, sk,
+// dh, dv, causal) for p.
+std::string_view tuned(const Engine& engine, std::string_view point, const FlashProblem& p) {
+  return tuning_of(engine)->choose(point, {p.bh, p.sq, p.sk, p.dh, p.dv, p.causal ? 1 : 0});
+}
+
+// Whether the fused kernels take the narrow plan (tuning point
+// attention.flash_plan): 32 invocations and 16-key tiles, no shrinking for
+// occupancy, ranges split for eight busy workgroups, decoding ranges of 128
+// keys, as suits a CPU driver's few threads; else the wide plan for a GPU.
+bool narrow_plan(const Engine& engine, const FlashProblem& p) { return tuned(engine, "attention.flash_plan", p) == "narrow"; }
+
 // Specialization of one flash kernel: workgroup size, lanes per row, rows per
 // shared-memory tile, padded head and value dims (multiples of 4 * lanes), and
 // whether a mask is read; the forward's query rows per lane group (ROWS).
 struct FlashTiles {
   std::uint32_t threads = 256, lanes = 2, block_n = 32, dk = 64, dv = 64, rows = 1;
   bool masked = false;
+  bool narrow = false;  // the narrow plan (narrow_plan)
   std::uint32_t block_m() const { return threads / lanes * rows; }
   std::vector<std::uint32_t> specialization() const { return {threads, lanes, block_n, dk, dv, masked ? 1u : 0u}; }
 };
@@ -169,10 +183,10 @@ std::uint32_t padded_dim(std::int64_t d) {
 // - forward, two rows: 192 (head dims 80 and 96 then keep 2 lanes: 1.18-1.21x);
 // - backward: 256 (against 128, forward + backward at head dims 80-128 ran
 //   1.08-1.58x, 32-64 unchanged; 512 ran as 256).
-// GPU: 256 invocations for the forward, 128 for the backward passes (the
+// Wide plan: 256 invocations for the forward, 128 for the backward passes (the
 // fastest of 64-512 at 2-8 lanes measured on the H200), halved while that
 // leaves too few workgroups to fill the device or more than twice the rows
-// there are; CPU drivers (lavapipe): 32. Tiles of 32 rows (16 on CPU), halved until they fit
+// there are; narrow plan: 32. Tiles of 32 rows (16 narrow), halved until they fit
 // the device's shared memory but not below the forward's chunk of 8 keys.
 constexpr std::int64_t kForwardLaneFloats = 128;
 constexpr std::int64_t kTwoRowLaneFloats = 192;
@@ -198,8 +212,8 @@ FlashTiles flash_tiles(const Engine& engine, FlashPass pass, const FlashProblem&
   // Forward rows too few to fill a quarter of a workgroup (decoding): more lanes
   // per row, while each still holds a whole vec4 of both head vectors, so a
   // key's dot product is split over up to a subgroup instead of two lanes.
-  const bool cpu = engine.device().type == DeviceType::Cpu;
-  const std::uint32_t forward_threads = cpu ? 32u : 256u;
+  t.narrow = narrow_plan(engine, p);
+  const std::uint32_t forward_threads = t.narrow ? 32u : 256u;
   if (pass == FlashPass::Forward)
     while (2 * t.lanes <= engine.device().subgroup_size && 8 * t.lanes <= std::min(t.dk, t.dv) && 4 * p.sq * t.lanes <= forward_threads)
       t.lanes *= 2;
@@ -212,9 +226,9 @@ FlashTiles flash_tiles(const Engine& engine, FlashPass pass, const FlashProblem&
   t.dk = lane_multiple(p.dh);
   t.dv = lane_multiple(p.dv);
   const std::int64_t rows = pass == FlashPass::BackwardKV ? p.sk : p.sq;
-  t.threads = pass == FlashPass::Forward ? forward_threads : cpu ? 32u : 128u;
-  while (!cpu && t.threads > 64 && (p.bh * ((rows + t.block_m() - 1) / t.block_m()) < 256 || t.block_m() >= 2 * rows)) t.threads /= 2;
-  t.block_n = cpu ? 16u : 32u;
+  t.threads = pass == FlashPass::Forward ? forward_threads : t.narrow ? 32u : 128u;
+  while (!t.narrow && t.threads > 64 && (p.bh * ((rows + t.block_m() - 1) / t.block_m()) < 256 || t.block_m() >= 2 * rows)) t.threads /= 2;
+  t.block_n = t.narrow ? 16u : 32u;
   auto shared_bytes = [&] {
     return t.block_n * (t.dk + t.dv) * 4u + (pass == FlashPass::BackwardKV ? 16u * t.block_n : 0u);
   };
@@ -263,8 +277,8 @@ FlashTiles key_value_tiles(const Engine& engine, const FlashProblem& p) {
 // operand's rows (keys in the forward, queries in the dk/dv pass) into
 // `count` ranges of `length` (a multiple of the tile's BLOCK_N), one
 // workgroup per row block and range, and merges the ranges' partial results
-// in a later pass. Idle: fewer than kBusyInvocations working invocations on a
-// GPU (eight workgroups on a CPU driver). Each range holds at least
+// in a later pass. Idle: fewer than kBusyInvocations working invocations (eight
+// workgroups in the narrow plan). Each range holds at least
 // kMinRangeTiles tiles (a range reloads its own rows), and the partial
 // results, `part_elements` floats per range, stay within the shaders' u32
 // offsets and the storage-buffer range.
@@ -280,7 +294,7 @@ Ranges split_ranges(const Engine& engine, const FlashTiles& t, std::int64_t work
                     std::int64_t part_elements) {
   const auto ceil_div = [](std::int64_t a, std::int64_t b) { return (a + b - 1) / b; };
   const DeviceInfo& d = engine.device();
-  const std::int64_t busy = d.type == DeviceType::Cpu ? 8 * std::int64_t{t.threads} : kBusyInvocations;
+  const std::int64_t busy = t.narrow ? 8 * std::int64_t{t.threads} : kBusyInvocations;
   std::int64_t count = std::min(ceil_div(busy, working_invocations), ceil_div(extent, kMinRangeTiles * t.block_n));
   count = std::min<std::int64_t>(std::max<std::int64_t>(count, 1), d.max_workgroup_count[2]);
   Ranges r;
@@ -335,27 +349,27 @@ ComputeDispatch combine_ranges(const FlashProblem& p, std::int64_t count, const 
 
 // Decoding (flash_decode.comp): at most kDecodeRows query rows, each read with
 // the keys and values of one range by a whole workgroup. Lanes per key keep
-// four vec4s of q per lane (within a subgroup); 256 invocations on a GPU (32
-// on a CPU driver, or one per vec4 column of v when there are more); ranges of
+// four vec4s of q per lane (within a subgroup); 256 invocations (32 in the
+// narrow plan, or one per vec4 column of v when there are more); ranges of
 // 512 keys, halved down to 64 while fewer than kDecodeGroups workgroups would
-// run (128 keys on a CPU driver). Empty when the partial results would
+// run (128 keys in the narrow plan). Empty when the partial results would
 // exceed the shaders' u32 offsets or the storage-buffer range.
 constexpr std::int64_t kDecodeRows = 4;
 constexpr std::int64_t kDecodeGroups = 2048;
 
 std::optional<FlashTiles> decode_tiles(const Engine& engine, const FlashProblem& p) {
   const DeviceInfo& d = engine.device();
-  const bool cpu = d.type == DeviceType::Cpu;
   FlashTiles t;
+  t.narrow = narrow_plan(engine, p);
   t.masked = p.mask_layout.present;
   t.dk = padded_dim(p.dh);
   t.dv = padded_dim(p.dv);
   t.lanes = std::min(d.subgroup_size, std::max(2u, t.dk / 16));
   if (t.lanes < 2 || t.dk > 64 * t.lanes) return std::nullopt;  // the tiled forward names what the device lacks
-  t.threads = std::max(cpu ? 32u : 256u, t.dv / 4);
-  t.block_n = cpu ? 128u : 512u;
+  t.threads = std::max(t.narrow ? 32u : 256u, t.dv / 4);
+  t.block_n = t.narrow ? 128u : 512u;
   const auto ranges = [&] { return (p.sk + t.block_n - 1) / t.block_n; };
-  while (!cpu && t.block_n > 64 && ranges() * p.bh * p.sq < kDecodeGroups) t.block_n /= 2;
+  while (!t.narrow && t.block_n > 64 && ranges() * p.bh * p.sq < kDecodeGroups) t.block_n /= 2;
   const std::int64_t elements = ranges() * p.bh * p.sq * std::max<std::int64_t>(p.dv, 2);
   if (ranges() > d.max_workgroup_count[0] || elements > std::int64_t{UINT32_MAX} ||
       static_cast<std::uint64_t>(elements) * 4 > d.max_storage_buffer_range)
@@ -487,10 +501,12 @@ std::int64_t gemm_chunk_heads(const Engine& engine, const std::vector<QueryBlock
 }
 
 // Whether a pass goes through GEMMs, by `choice` (the guard's) or, for Auto,
-// `gpu_rule`. They need each head's rows contiguous ([BH, S, D], not packed
+// the tuning point `point` (attention.forward_lowering or
+// attention.backward_lowering; the H200 table gives the measurements behind
+// its rules). They need each head's rows contiguous ([BH, S, D], not packed
 // heads) and one head's block of scores within the budget.
 bool use_gemm(const Engine& engine, const FlashProblem& p, const std::vector<QueryBlock>& blocks, FlashLowering choice,
-              bool gpu_rule) {
+              std::string_view point) {
   if (p.heads != 1 || gemm_chunk_heads(engine, blocks, p.bh) < 1) return false;
   switch (choice) {
     case FlashLowering::Fused:
@@ -500,32 +516,15 @@ bool use_gemm(const Engine& engine, const FlashProblem& p, const std::vector<Que
     case FlashLowering::Auto:
       break;
   }
-  return engine.device().type != DeviceType::Cpu && gpu_rule;
+  return tuned(engine, point, p) == "gemm";
 }
-
-// Auto rule of the backward: at least kGemmBackwardMinRows query rows and
-// keys. On the H200's attention sweep (forward + backward, wall time,
-// against the fused passes) that ran GPT-2 d64 causal 1.36x, BERT d64 1.40x,
-// SD1.5 self d80 1.27x and cross (77 keys) 1.43x, Phi-2 d80 1.14x, Phi-3 d96
-// 1.68x, Llama d128 2.58x, Gemma d256 3.11x; Swin's 49 ran the same.
-constexpr std::int64_t kGemmBackwardMinRows = 64;
 
 bool use_gemm_backward(const Engine& engine, const FlashProblem& p, const std::vector<QueryBlock>& blocks) {
-  return use_gemm(engine, p, blocks, FlashLoweringGuard::backward(), p.sq >= kGemmBackwardMinRows && p.sk >= kGemmBackwardMinRows);
+  return use_gemm(engine, p, blocks, FlashLoweringGuard::backward(), "attention.backward_lowering");
 }
 
-// Auto rule of the forward: head dims of at least kGemmForwardMinDim, at
-// least kGemmForwardMinRows query rows and keys. On the H200's attention
-// sweep (wall time, against the fused forward) the GEMMs ran Llama d128
-// causal s2048 1.30x, its 512 x 4096 prefill 2.51x, Gemma d256 1.70x; below
-// head dim 128 they lost: GPT-2 d64 0.87x, BERT d64 0.86x, s16384 d64 0.77x,
-// Phi-2 d80 0.78x, Phi-3 d96 0.92x (SD1.5 d80 without causality 1.06x).
-constexpr std::int64_t kGemmForwardMinRows = 64;
-constexpr std::int64_t kGemmForwardMinDim = 128;
-
 bool use_gemm_forward(const Engine& engine, const FlashProblem& p, const std::vector<QueryBlock>& blocks) {
-  return use_gemm(engine, p, blocks, FlashLoweringGuard::forward(),
-                  p.dh >= kGemmForwardMinDim && p.sq >= kGemmForwardMinRows && p.sk >= kGemmForwardMinRows);
+  return use_gemm(engine, p, blocks, FlashLoweringGuard::forward(), "attention.forward_lowering");
 }
 
 // Rows [first, first + rows) of operand x, `rows_per_head` x `cols` per

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "oa/runtime/tuning.hpp"
 #include "runtime/vulkan/context.hpp"
 #include "runtime/vulkan/cooperative_matrix.hpp"
 
@@ -38,14 +39,12 @@ std::uint32_t find_memory_type(VkPhysicalDevice pd, VkMemoryPropertyFlags want, 
 }
 
 std::string cache_path(const DeviceInfo& d, const VkPhysicalDeviceProperties& p) {
-  std::filesystem::path dir;
-  if (const char* x = std::getenv("XDG_CACHE_HOME")) dir = x;
-  else if (const char* h = std::getenv("HOME")) dir = std::filesystem::path(h) / ".cache";
-  else return {};
+  const std::filesystem::path dir = cache_folder();
+  if (dir.empty()) return {};
   std::string id;
   for (auto b : p.pipelineCacheUUID) id += fmt::format("{:02x}", b);
   (void)d;
-  return (dir / "oa" / fmt::format("pipelines-{:x}-{:x}-{}.bin", p.vendorID, p.deviceID, id)).string();
+  return (dir / fmt::format("pipelines-{:x}-{:x}-{}.bin", p.vendorID, p.deviceID, id)).string();
 }
 
 std::vector<char> read_file(const std::string& path) {
@@ -99,6 +98,7 @@ EngineState::EngineState(EngineOptions opts) : options(std::move(opts)) {
   const std::uint32_t chosen = choose_device(infos, options);
   physical = pds[chosen];
   info = infos[chosen];
+  tuning = std::make_shared<const Tuning>(Tuning::for_device(info));
   VkPhysicalDeviceProperties props;
   vkGetPhysicalDeviceProperties(physical, &props);
   min_storage_offset_alignment = props.limits.minStorageBufferOffsetAlignment;

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "oa/runtime/tuning.hpp"
 #include "runtime/vulkan/context.hpp"
 
 namespace oa {
@@ -49,6 +50,17 @@ std::vector<DeviceInfo> Engine::devices() {
 
 const DeviceInfo& Engine::device() const { return state_->info; }
 const EngineOptions& Engine::options() const { return state_->options; }
+
+std::shared_ptr<const Tuning> tuning_of(const Engine& engine) {
+  std::lock_guard lock(engine.state()->mutex);
+  return engine.state()->tuning;
+}
+
+void set_tuning(const Engine& engine, Tuning tuning) {
+  auto next = std::make_shared<const Tuning>(std::move(tuning));
+  std::lock_guard lock(engine.state()->mutex);
+  engine.state()->tuning = std::move(next);
+}
 
 MemoryStats Engine::memory_stats() const {
   std::lock_guard lock(state_->mutex);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "oa/runtime/engine.hpp"
+#include "oa/runtime/tuning.hpp"
 #include "runtime/vulkan/spirv_interface.hpp"
 #include "runtime/vulkan/vk.hpp"
 
@@ -201,6 +202,7 @@ struct EngineState : std::enable_shared_from_this<EngineState> {
   static constexpr std::size_t kMaxBatchesInFlight = 8;
   EngineOptions options;
   DeviceInfo info;
+  std::shared_ptr<const Tuning> tuning;  // replaced whole by Engine::set_tuning (under `mutex`)
   std::uint64_t min_storage_offset_alignment = 16;
 
   std::shared_ptr<const Instance> instance;

@@ -1,0 +1,235 @@
+#include "tune.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "model_shapes.hpp"
+#include "oa/oa.hpp"
+#include "oa/runtime/tuning.hpp"
+
+namespace oa_cli {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+using Step = std::function<void()>;
+
+// One timed problem of one tuning point; `fixed` pins other points' variants
+// while it runs (so that the point measured is the one that decides).
+struct TuneCase {
+  std::string point, name;
+  std::vector<std::int64_t> keys;
+  std::vector<std::pair<std::string, std::string>> fixed;
+  std::function<Step(const oa::Engine&)> setup;
+};
+
+oa::Matrix input(const oa::Shape& s, std::uint64_t seed, const oa::Engine& e, bool grad) {
+  oa::Matrix m = oa::Matrix::uniform(s, -1, 1, seed, e);
+  if (grad) oa::set_requires_grad(m);
+  return m;
+}
+
+// Each GEMM of the bench's transformer layers (x [M, K] @ W[N, K]^T, and for
+// the layers that train, the input gradient M x K by depth N and the weight
+// gradient N x K by depth M), as matmul_nt of that size: for gemm.skinny
+// (M <= 16) or gemm.tile, and for gemm.split_k.
+std::vector<TuneCase> gemm_cases(bool quick) {
+  std::vector<TuneCase> cases;
+  std::set<std::pair<std::string, std::vector<std::int64_t>>> seen;
+  for (const oa_bench::Gemm& g : oa_bench::kGemms) {
+    const std::int64_t m = quick ? std::max<std::int64_t>(1, g.m / 256) : g.m, k = quick ? g.k / 64 : g.k,
+                       n = quick ? g.n / 64 : g.n;
+    std::vector<std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t>> products{{"", m, n, k}};
+    if (g.backward) {
+      products.emplace_back("_dx", m, k, n);
+      products.emplace_back("_dw", n, k, m);
+    }
+    for (const auto& [suffix, pm, pn, pk] : products) {
+      const std::vector<std::int64_t> keys{1, pm, pn, pk};
+      for (const char* point : {pm <= 16 ? "gemm.skinny" : "gemm.tile", "gemm.split_k"}) {
+        if (!seen.insert({point, keys}).second) continue;
+        cases.push_back({point, fmt::format("{}{}", g.model, suffix), keys, {}, [pm, pn, pk](const oa::Engine& e) -> Step {
+                           const oa::Matrix x = input({pm, pk}, 1, e, false), w = input({pn, pk}, 2, e, false);
+                           return [x, w] { (void)oa::matrix::matmul_nt(x, w); };
+                         }});
+      }
+    }
+  }
+  return cases;
+}
+
+// The bench's attention heads ([B*H, S, D]): the forward for
+// attention.forward_lowering and (through the fused kernels)
+// attention.flash_plan, forward + backward for attention.backward_lowering
+// where the model trains them.
+std::vector<TuneCase> attention_cases(bool quick) {
+  std::vector<TuneCase> cases;
+  for (oa_bench::Heads a : oa_bench::kAttention) {
+    if (quick) {
+      a = oa_bench::quick_form(a, 8);
+      a.sq = std::min(a.sq, a.sk);
+    }
+    const std::int64_t bh = a.b * a.h;
+    const std::vector<std::int64_t> keys{bh, a.sq, a.sk, a.d, a.d, a.causal ? 1 : 0};
+    auto setup = [a, bh](bool backward) {
+      return [a, bh, backward](const oa::Engine& e) -> Step {
+        const oa::Matrix q = input({bh, a.sq, a.d}, 1, e, backward), k = input({bh, a.sk, a.d}, 2, e, backward),
+                         v = input({bh, a.sk, a.d}, 3, e, backward);
+        auto forward = [=] { return oa::ml::scaled_dot_product_attention(q, k, v, oa::Matrix(), std::nullopt, a.causal); };
+        if (!backward) return [forward] { (void)forward(); };
+        const oa::Matrix dy = oa::Matrix::ones({bh, a.sq, a.d}, e);
+        return [forward, dy] { oa::backward(forward(), dy); };
+      };
+    };
+    const std::string name = fmt::format("{}_{}", a.causal ? "causal" : "full", a.model);
+    cases.push_back({"attention.forward_lowering", name, keys, {}, setup(false)});
+    cases.push_back({"attention.flash_plan", name, keys, {{"attention.forward_lowering", "fused"}}, setup(false)});
+    if (a.backward) cases.push_back({"attention.backward_lowering", name + "_fwd_bwd", keys, {}, setup(true)});
+  }
+  return cases;
+}
+
+// A table that sends every problem of each `fixed` point to its variant.
+oa::TuningTable forcing(const std::vector<std::pair<std::string, std::string>>& fixed) {
+  oa::TuningTable t;
+  for (const auto& [point, variant] : fixed) {
+    oa::TuningRule r;
+    r.when.resize(oa::tuning_point(point).keys.size());
+    r.variant = variant;
+    t.add_rule(point, std::move(r));
+  }
+  return t;
+}
+
+// The median time of `step` over `repetitions` runs after one untimed run (which
+// compiles the pipelines): GPU ms from the profiler's timestamps, else wall ms.
+double median_ms(const oa::Engine& e, const Step& step, int repetitions) {
+  step();
+  e.synchronize();
+  std::vector<double> times;
+  for (int r = 0; r < repetitions; ++r) {
+    e.reset_profile();
+    const auto start = std::chrono::steady_clock::now();
+    step();
+    const oa::Profile p = e.profile();  // synchronizes
+    const double wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    double gpu = 0;
+    for (const oa::ProfileEntry& entry : p.entries) gpu += entry.gpu_ms;
+    times.push_back(gpu > 0 ? gpu : wall);
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+// The power-of-two bucket [2^i, 2^(i+1) - 1] holding v (v itself below 1).
+std::pair<std::optional<std::int64_t>, std::optional<std::int64_t>> bucket(std::int64_t v) {
+  if (v < 1) return {v, v};
+  std::int64_t low = 1;
+  while (low <= v / 2) low *= 2;
+  return {low, 2 * low - 1};
+}
+
+}  // namespace
+
+int tune(const TuneArgs& args) {
+  for (const std::string& p : args.points) (void)oa::tuning_point(p);  // names the known points when one is not
+  oa::EngineOptions options;
+  options.device = args.device;
+  options.profiling = true;
+  const oa::Engine engine(options);
+  const oa::DeviceInfo& device = engine.device();
+  const std::shared_ptr<const oa::Tuning> base = oa::tuning_of(engine);
+  const std::filesystem::path out =
+      !args.out.empty() ? std::filesystem::path(args.out) : oa::cache_folder() / "tuning" / oa::tuning_file_name(device);
+  if (out.empty()) throw oa::Error(oa::ErrorKind::InvalidArgument, "oa tune: no --out and neither XDG_CACHE_HOME nor HOME is set");
+  const int repetitions = args.quick ? 1 : args.repetitions;
+  std::cout << fmt::format("oa tune on {} ({}, {}): {} repetition(s) per variant, median {} time\n", device.name,
+                           device.driver_name, device.driver_info, repetitions, device.timestamps ? "GPU" : "wall");
+
+  // Quick: the first kQuickShapes shapes of each point.
+  constexpr std::size_t kQuickShapes = 2;
+  std::vector<TuneCase> cases;
+  std::map<std::string, std::size_t> per_point;
+  for (auto& list : {gemm_cases(args.quick), attention_cases(args.quick)})
+    for (const TuneCase& c : list)
+      if ((args.points.empty() || std::find(args.points.begin(), args.points.end(), c.point) != args.points.end()) &&
+          (!args.quick || per_point[c.point]++ < kQuickShapes))
+        cases.push_back(c);
+
+  oa::TuningTable table = oa::TuningTable::parse(R"({"oa_tuning": 1})", out.string());
+  Json measurements = Json::array();
+  const auto start = std::chrono::steady_clock::now();
+  std::size_t skipped = 0;
+  for (const TuneCase& c : cases) {
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (args.max_seconds > 0 && elapsed > args.max_seconds) {
+      ++skipped;
+      continue;
+    }
+    const oa::TuningPoint& point = oa::tuning_point(c.point);
+    const std::string in_effect(base->choose(c.point, c.keys));
+    Json ms = Json::object();
+    std::string fastest;
+    double best = 0;
+    for (std::string_view variant : point.variants) {
+      std::vector<std::pair<std::string, std::string>> fixed = c.fixed;
+      fixed.emplace_back(c.point, std::string(variant));
+      std::vector<oa::TuningTable> layers{forcing(fixed)};
+      layers.insert(layers.end(), base->layers().begin(), base->layers().end());
+      oa::set_tuning(engine, oa::Tuning(std::move(layers)));
+      const double t = median_ms(engine, c.setup(engine), repetitions);
+      ms[std::string(variant)] = t;
+      if (fastest.empty() || t < best) {
+        fastest = variant;
+        best = t;
+      }
+    }
+    oa::set_tuning(engine, *base);
+    const double current = ms[in_effect].get<double>();
+    const std::string chosen = current > best * args.min_gain ? fastest : in_effect;
+    oa::TuningRule rule;
+    for (std::size_t i = 0; i < c.keys.size(); ++i)
+      rule.when.push_back(point.keys[i] == "causal" ? std::pair{std::optional(c.keys[i]), std::optional(c.keys[i])} : bucket(c.keys[i]));
+    rule.variant = chosen;
+    // Shapes of one bucket: the first measured decides.
+    const auto& rules = table.rules(c.point);
+    if (std::none_of(rules.begin(), rules.end(), [&](const oa::TuningRule& r) { return r.when == rule.when; }))
+      table.add_rule(c.point, std::move(rule));
+    Json keys = Json::object();
+    for (std::size_t i = 0; i < c.keys.size(); ++i) keys[std::string(point.keys[i])] = c.keys[i];
+    measurements.push_back({{"point", c.point}, {"case", c.name}, {"keys", keys}, {"ms", ms}, {"in_effect", in_effect},
+                            {"fastest", fastest}, {"chosen", chosen}});
+    std::string times;
+    for (const auto& [v, t] : ms.items()) times += fmt::format(" {}={:.4f}", v, t.get<double>());
+    std::cout << fmt::format("{:<28} {:<44} in effect {:<12} fastest {:<12} {:.2f}x |{}\n", c.point, c.name, in_effect, fastest,
+                             current / best, times)
+              << std::flush;
+  }
+  if (skipped > 0) std::cout << fmt::format("{} of {} shapes skipped: past --max-seconds {}\n", skipped, cases.size(), args.max_seconds);
+  table.set_measurements(
+      Json({{"device", device.name}, {"driver", device.driver_name + " " + device.driver_info}, {"cases", measurements}}).dump());
+  std::error_code ec;
+  if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path(), ec);
+  {
+    std::ofstream f(out, std::ios::binary | std::ios::trunc);
+    if (!f) throw oa::Error(oa::ErrorKind::InvalidArgument, fmt::format("oa tune: cannot write {}", out.string()));
+    f << table.to_json(device.name);
+    if (!f.flush()) throw oa::Error(oa::ErrorKind::InvalidArgument, fmt::format("oa tune: cannot write {}", out.string()));
+  }
+  (void)oa::TuningTable::load(out);  // reads back as engines will
+  std::size_t rules = 0;
+  for (const oa::TuningPoint& p : oa::tuning_points()) rules += table.rules(p.name).size();
+  std::cout << fmt::format("wrote {} ({} rules from {} shapes)\n", out.string(), rules, measurements.size());
+  return 0;
+}
+
+}  // namespace oa_cli

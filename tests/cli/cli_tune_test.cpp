@@ -1,0 +1,41 @@
+// oa tune --quick on the test device: every variant of every tuning point
+// runs over the quick shapes, and the table written loads back and steers an
+// engine.
+#include <gtest/gtest.h>
+
+#include "cli/cli_support.hpp"
+#include "oa/runtime/tuning.hpp"
+
+namespace {
+
+using namespace oa::test::cli;
+
+TEST(CliTune, QuickWritesATableThatLoadsBack) {
+  CliDir d;
+  const OaRun r = d.oa({"tune", "--quick", "--out", "table.json"});
+  ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.out << r.err;
+  const oa::TuningTable t = oa::TuningTable::load(d / "table.json");
+  const oa::DeviceInfo& device = oa::Engine::default_engine().device();
+  EXPECT_TRUE(t.matches(device));
+  for (const oa::TuningPoint& p : oa::tuning_points()) EXPECT_FALSE(t.rules(p.name).empty()) << p.name;
+  const auto doc = nlohmann::json::parse(read_text(d / "table.json"));
+  EXPECT_EQ(doc["measurements"]["device"], device.name);
+  for (const auto& c : doc["measurements"]["cases"]) {
+    for (const auto& [variant, ms] : c["ms"].items()) EXPECT_GE(ms.get<double>(), 0.0) << c.dump();
+    EXPECT_NE(r.out.find(c["case"].get<std::string>()), std::string::npos) << c.dump();
+  }
+  EXPECT_NE(r.out.find("wrote table.json"), std::string::npos) << r.out;
+  // The measured rules come first; other problems fall through to the shipped tables.
+  const oa::Tuning tuning({t});
+  const auto& first = t.rules("gemm.tile").front();
+  EXPECT_EQ(tuning.choose("gemm.tile", {*first.when[0].first, *first.when[1].first, *first.when[2].first, *first.when[3].first}),
+            first.variant);
+}
+
+TEST(CliTune, BadFlagsFailCleanly) {
+  CliDir d;
+  EXPECT_TRUE(fails_cleanly(d.oa({"tune", "--repetitions", "0"}), {"--repetitions"}));
+  EXPECT_TRUE(fails_cleanly(d.oa({"tune", "--quick", "--device", "no such device"}), {"no such device"}));
+}
+
+}  // namespace

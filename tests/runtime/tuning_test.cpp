@@ -1,0 +1,208 @@
+// Tuning tables (oa/runtime/tuning.hpp): parsing and the errors of bad
+// tables, lookup by shape bucket and through the layers, the shipped tables'
+// rules for the H200 and lavapipe, and every variant of the GEMM and
+// attention points forced by a table against the f64 references.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "oa/oa.hpp"
+#include "oa/runtime/tuning.hpp"
+#include "reference/attention.hpp"
+#include "reference/linalg.hpp"
+#include "support/expect.hpp"
+
+namespace {
+
+using oa::ErrorKind;
+using oa::Matrix;
+using oa::Tuning;
+using oa::TuningTable;
+namespace ref = oa::reference;
+
+TuningTable parse(const std::string& json) { return TuningTable::parse(json, "test.json"); }
+
+oa::DeviceInfo device_named(const std::string& name, oa::DeviceType type, const std::string& driver = "") {
+  oa::DeviceInfo d;
+  d.name = name;
+  d.type = type;
+  d.driver_name = driver;
+  return d;
+}
+
+// Forces `variant` of `point` on the default engine while it lives.
+class Forced {
+ public:
+  Forced(const std::string& point, const std::string& variant) : engine_(oa::Engine::default_engine()), saved_(*oa::tuning_of(engine_)) {
+    std::vector<TuningTable> layers{parse(R"({"oa_tuning": 1, "points": {")" + point + R"(": [{"use": ")" + variant + R"("}]}})")};
+    layers.insert(layers.end(), saved_.layers().begin(), saved_.layers().end());
+    oa::set_tuning(engine_, Tuning(std::move(layers)));
+  }
+  ~Forced() { oa::set_tuning(engine_, saved_); }
+
+ private:
+  oa::Engine engine_;
+  Tuning saved_;
+};
+
+TEST(RuntimeTuning, ShippedTablesParseAndEndInTheGenericOne) {
+  const auto& tables = oa::shipped_tuning_tables();
+  ASSERT_GE(tables.size(), 3u);
+  EXPECT_TRUE(tables.back().any_device());
+  for (std::size_t i = 0; i + 1 < tables.size(); ++i) EXPECT_FALSE(tables[i].any_device()) << tables[i].source();
+  // Every point of the generic table ends with a rule for every problem.
+  for (const oa::TuningPoint& p : oa::tuning_points()) {
+    const auto& rules = tables.back().rules(p.name);
+    ASSERT_FALSE(rules.empty()) << p.name;
+    for (const auto& [lo, hi] : rules.back().when) EXPECT_TRUE(!lo && !hi) << p.name;
+  }
+}
+
+TEST(RuntimeTuning, BadTablesNameTheFileAndTheEntry) {
+  const auto bad = [](const std::string& json, std::initializer_list<const char*> fragments) {
+    return oa_test::throws([&] { (void)parse(json); }, ErrorKind::InvalidArgument, fragments);
+  };
+  EXPECT_TRUE(bad("{", {"test.json", "not JSON"}));
+  EXPECT_TRUE(bad("[]", {"test.json", "not a JSON object"}));
+  EXPECT_TRUE(bad(R"({"oa_tuning": 2})", {"test.json", "oa_tuning"}));
+  EXPECT_TRUE(bad(R"({"oa_tuning": 1, "colour": 1})", {"test.json", "unknown field \"colour\""}));
+  EXPECT_TRUE(bad(R"({"oa_tuning": 1, "points": {"gemm.tiles": []}})", {"test.json", "points.gemm.tiles", "unknown decision point", "gemm.tile"}));
+  EXPECT_TRUE(bad(R"({"oa_tuning": 1, "points": {"gemm.tile": [{"use": "huge"}]}})",
+                  {"test.json", "points.gemm.tile[0]", "unknown variant \"huge\"", "busy-square"}));
+  EXPECT_TRUE(bad(R"({"oa_tuning": 1, "points": {"gemm.tile": [{"use": "busy"}, {"when": {"q": 3}, "use": "busy"}]}})",
+                  {"test.json", "points.gemm.tile[1].when.q", "unknown key", "batch, m, n, k"}));
+  EXPECT_TRUE(bad(R"({"oa_tuning": 1, "points": {"gemm.tile": [{"when": {"k": [9, 3]}, "use": "busy"}]}})",
+                  {"test.json", "points.gemm.tile[0]", "key k has lower bound 9 above upper bound 3"}));
+  EXPECT_TRUE(bad(R"({"oa_tuning": 1, "points": {"gemm.tile": [{"when": {"k": "big"}, "use": "busy"}]}})",
+                  {"test.json", "points.gemm.tile[0].when.k", "neither an integer nor [lo, hi]"}));
+  EXPECT_TRUE(bad(R"({"oa_tuning": 1, "points": {"gemm.tile": [{"when": {"k": [1.5, null]}, "use": "busy"}]}})",
+                  {"test.json", "points.gemm.tile[0].when.k", "not an integer or null"}));
+  EXPECT_TRUE(bad(R"({"oa_tuning": 1, "points": {"gemm.tile": [{"when": {}}]}})", {"test.json", "points.gemm.tile[0]", "no \"use\""}));
+  EXPECT_TRUE(bad(R"({"oa_tuning": 1, "device": {"vendor": "x"}})", {"test.json", "device.vendor", "unknown filter"}));
+  EXPECT_TRUE(oa_test::throws([] { (void)TuningTable::load("/nonexistent/table.json"); }, ErrorKind::InvalidArgument,
+                              {"/nonexistent/table.json", "cannot be read"}));
+}
+
+TEST(RuntimeTuning, LookupByShapeBucketThroughTheLayers) {
+  const TuningTable user = parse(R"({"oa_tuning": 1, "points": {"gemm.tile": [
+      {"when": {"m": [1024, 2047], "k": 64}, "use": "32x32"},
+      {"when": {"n": [null, 100]}, "use": "64x64"}]}})");
+  const Tuning t({user});
+  EXPECT_EQ(t.choose("gemm.tile", {1, 1024, 4096, 64}), "32x32");
+  EXPECT_EQ(t.choose("gemm.tile", {1, 2047, 4096, 64}), "32x32");
+  EXPECT_EQ(t.choose("gemm.tile", {1, 2048, 50, 64}), "64x64");  // the second rule
+  // No rule of the user table matches: the generic table's rules (K <= 1024 or not).
+  EXPECT_EQ(t.choose("gemm.tile", {1, 2048, 4096, 64}), "busy");
+  EXPECT_EQ(t.choose("gemm.tile", {1, 2048, 4096, 8192}), "busy-square");
+  // A point the user table leaves out.
+  EXPECT_EQ(t.choose("gemm.skinny", {1, 1, 4096, 4096}), "skinny");
+  EXPECT_TRUE(oa_test::throws([&] { (void)t.choose("gemm.tile", {1, 2}); }, ErrorKind::Internal, {"gemm.tile", "2 keys"}));
+  // to_json reads back to the same rules.
+  const TuningTable again = TuningTable::parse(user.to_json(), "again.json");
+  EXPECT_EQ(Tuning({again}).choose("gemm.tile", {1, 1500, 4096, 64}), "32x32");
+  EXPECT_EQ(Tuning({again}).choose("gemm.tile", {1, 1500, 99, 65}), "64x64");
+}
+
+TEST(RuntimeTuning, ShippedTablesKeepTheMeasuredRules) {
+  const Tuning h200 = Tuning::for_device(device_named("NVIDIA H200", oa::DeviceType::Discrete, "NVIDIA"));
+  const Tuning lavapipe = Tuning::for_device(device_named("llvmpipe (LLVM 15.0.6, 256 bits)", oa::DeviceType::Cpu, "llvmpipe"));
+  const Tuning other = Tuning::for_device(device_named("Some GPU", oa::DeviceType::Discrete, "other"));
+  for (const Tuning* gpu : {&h200, &other}) {
+    EXPECT_EQ(gpu->choose("gemm.tile", {1, 8192, 256, 1024}), "busy");
+    EXPECT_EQ(gpu->choose("gemm.tile", {1, 768, 3072, 8192}), "busy-square");
+    EXPECT_EQ(gpu->choose("attention.forward_lowering", {64, 2048, 2048, 128, 128, 1}), "gemm");
+    EXPECT_EQ(gpu->choose("attention.forward_lowering", {64, 2048, 2048, 64, 64, 1}), "fused");
+    EXPECT_EQ(gpu->choose("attention.forward_lowering", {64, 32, 2048, 128, 128, 1}), "fused");
+    EXPECT_EQ(gpu->choose("attention.backward_lowering", {64, 64, 64, 32, 32, 0}), "gemm");
+    EXPECT_EQ(gpu->choose("attention.backward_lowering", {64, 49, 49, 32, 32, 0}), "fused");
+    EXPECT_EQ(gpu->choose("attention.flash_plan", {64, 49, 49, 32, 32, 0}), "wide");
+  }
+  EXPECT_EQ(lavapipe.choose("attention.forward_lowering", {64, 2048, 2048, 128, 128, 1}), "fused");
+  EXPECT_EQ(lavapipe.choose("attention.backward_lowering", {64, 2048, 2048, 128, 128, 1}), "fused");
+  EXPECT_EQ(lavapipe.choose("attention.flash_plan", {64, 2048, 2048, 128, 128, 1}), "narrow");
+  EXPECT_EQ(lavapipe.choose("gemm.tile", {1, 768, 3072, 8192}), "busy-square");
+  EXPECT_EQ(oa::tuning_file_name(device_named("NVIDIA H200", oa::DeviceType::Discrete)), "nvidia-h200.json");
+}
+
+TEST(RuntimeTuning, AUserTableFromOaTuningOverridesAndABadOneNamesItself) {
+  const std::string dir = ::testing::TempDir();
+  const std::string good = dir + "/oa_tuning_good.json", bad = dir + "/oa_tuning_bad.json";
+  {
+    std::ofstream(good) << R"({"oa_tuning": 1, "points": {"attention.flash_plan": [{"use": "wide"}]}})";
+    std::ofstream(bad) << R"({"oa_tuning": 1, "points": {"attention.flash_plan": [{"use": "medium"}]}})";
+  }
+  const auto lavapipe = device_named("llvmpipe", oa::DeviceType::Cpu);
+  ::setenv("OA_TUNING", good.c_str(), 1);
+  EXPECT_EQ(Tuning::for_device(lavapipe).choose("attention.flash_plan", {1, 8, 8, 8, 8, 0}), "wide");
+  ::setenv("OA_TUNING", bad.c_str(), 1);
+  EXPECT_TRUE(oa_test::throws([&] { (void)Tuning::for_device(lavapipe); }, ErrorKind::InvalidArgument,
+                              {"oa_tuning_bad.json", "points.attention.flash_plan[0]", "unknown variant \"medium\""}));
+  ::unsetenv("OA_TUNING");
+}
+
+// C = A B^T through each forced variant of each GEMM point, against the f64
+// reference: skinny rows, tiles that fill the device or not, and K split or not.
+TEST(MatrixTuning, EveryGemmVariantMatchesTheReference) {
+  struct Shape {
+    std::int64_t m, n, k;
+  };
+  for (const oa::TuningPoint* p : {&oa::tuning_point("gemm.skinny"), &oa::tuning_point("gemm.tile"), &oa::tuning_point("gemm.split_k")})
+    for (std::string_view variant : p->variants)
+      for (const Shape s : {Shape{3, 70, 600}, Shape{130, 90, 40}, Shape{40, 200, 1100}}) {
+        SCOPED_TRACE(fmt::format("{} = {}, M {} N {} K {}", p->name, variant, s.m, s.n, s.k));
+        const Forced forced(std::string(p->name), std::string(variant));
+        const auto a = oa_test::random_values(s.m * s.k, 1), b = oa_test::random_values(s.n * s.k, 2);
+        const Matrix c = oa::matrix::matmul_nt(Matrix::from_vector({s.m, s.k}, a), Matrix::from_vector({s.n, s.k}, b));
+        const auto want = ref::gemm(1, s.m, s.n, s.k, false, true, 1.0, 0.0, {&a, 0, 0}, {&b, 0, 0},
+                                    std::vector<float>(static_cast<std::size_t>(s.m * s.n)), 0, 0);
+        EXPECT_TRUE(oa_test::near(c.to_vector(), want.value, 1e-4, 1e-4));
+      }
+}
+
+// Attention forward and backward through each forced variant of each
+// attention point, against the f64 reference (causal, Sq != Sk, 64 rows so
+// that the GEMM lowerings apply, and a decoding row).
+TEST(AttentionTuning, EveryAttentionVariantMatchesTheReference) {
+  struct Case {
+    std::int64_t bh, sq, sk, d;
+    bool causal;
+  };
+  for (const oa::TuningPoint* p : {&oa::tuning_point("attention.forward_lowering"), &oa::tuning_point("attention.backward_lowering"),
+                                   &oa::tuning_point("attention.flash_plan")}) {
+    std::set<std::uint64_t> dispatches;  // of the first case, per variant
+    for (std::string_view variant : p->variants)
+      for (const Case c : {Case{1, 64, 72, 16, true}, Case{1, 1, 40, 16, false}}) {
+        SCOPED_TRACE(fmt::format("{} = {}, BH {} Sq {} Sk {} D {} causal {}", p->name, variant, c.bh, c.sq, c.sk, c.d, c.causal));
+        const Forced forced(std::string(p->name), std::string(variant));
+        const auto q = oa_test::random_values(c.bh * c.sq * c.d, 3), k = oa_test::random_values(c.bh * c.sk * c.d, 4),
+                   v = oa_test::random_values(c.bh * c.sk * c.d, 5), g = oa_test::random_values(c.bh * c.sq * c.d, 6);
+        const Matrix mq = Matrix::from_vector({c.bh, c.sq, c.d}, q), mk = Matrix::from_vector({c.bh, c.sk, c.d}, k),
+                     mv = Matrix::from_vector({c.bh, c.sk, c.d}, v);
+        for (const Matrix& m : {mq, mk, mv}) oa::set_requires_grad(m);
+        const double scale = 1.0 / std::sqrt(static_cast<double>(c.d));
+        const Matrix dout = Matrix::from_vector({c.bh, c.sq, c.d}, g);
+        const std::uint64_t before = oa::Engine::default_engine().stats().dispatches;
+        const Matrix out = oa::ml::scaled_dot_product_attention(mq, mk, mv, Matrix(), std::nullopt, c.causal);
+        oa::backward(out, dout);
+        oa::Engine::default_engine().synchronize();
+        if (c.sq > 1) dispatches.insert(oa::Engine::default_engine().stats().dispatches - before);
+        ref::AttentionProblem rp{.bh = c.bh, .sq = c.sq, .sk = c.sk, .dh = c.d, .dv = c.d, .scale = scale, .causal = c.causal};
+        const auto want = ref::attention(rp, oa_test::f64(q), oa_test::f64(k), oa_test::f64(v));
+        const auto grads = ref::attention_backward(rp, oa_test::f64(q), oa_test::f64(k), oa_test::f64(v), oa_test::f64(g));
+        EXPECT_TRUE(oa_test::near(out.to_vector(), want.out, 1e-5, 1e-4));
+        EXPECT_TRUE(oa_test::near(oa::grad(mq).to_vector(), grads.dq, 1e-4, 1e-3));
+        EXPECT_TRUE(oa_test::near(oa::grad(mk).to_vector(), grads.dk, 1e-4, 1e-3));
+        EXPECT_TRUE(oa_test::near(oa::grad(mv).to_vector(), grads.dv, 1e-4, 1e-3));
+      }
+    // The lowerings differ in their dispatches, so the table did steer them.
+    if (p->name != "attention.flash_plan") {
+      EXPECT_EQ(dispatches.size(), 2u) << p->name;
+    }
+  }
+}
+
+}  // namespace
