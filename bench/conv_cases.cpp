@@ -3,101 +3,22 @@
 // (MobileNetV2, EfficientNet, ConvNeXt) and 1-D (the short convolutions of
 // Mamba and Hyena), audio front ends (wav2vec 2.0, Whisper) and transposed
 // convolutions of decoders and GANs (DCGAN, U-Net, HiFi-GAN).
-#include <numeric>
 #include <string_view>
 
 #include "bench.hpp"
+#include "model_shapes.hpp"
 
 namespace {
 using oa_bench::Case;
-
-struct Conv {
-  const char* family;  // its sweep: conv2d, depthwise, conv1d_audio or conv_transpose
-  const char* model;
-  int dims;  // 1: [N, C, L]; 2: [N, C, S, S]
-  std::int64_t n, c_in, c_out, size, k, stride, padding, groups;
-};
-
-// clang-format off
-constexpr Conv kLayers[] = {
-    {"conv2d",         "resnet50_stem_7x7_s2",          2, 32,    3,   64, 224, 7, 2, 3,  1},
-    {"conv2d",         "resnet50_layer1_1x1_reduce",    2, 32,  256,   64,  56, 1, 1, 0,  1},
-    {"conv2d",         "resnet50_layer1_3x3",           2, 32,   64,   64,  56, 3, 1, 1,  1},
-    {"conv2d",         "resnet50_layer1_1x1_expand",    2, 32,   64,  256,  56, 1, 1, 0,  1},
-    {"conv2d",         "resnet50_layer2_3x3_s2",        2, 32,  128,  128,  56, 3, 2, 1,  1},
-    {"conv2d",         "resnet50_layer2_3x3",           2, 32,  128,  128,  28, 3, 1, 1,  1},
-    {"conv2d",         "resnet50_layer3_3x3",           2, 32,  256,  256,  14, 3, 1, 1,  1},
-    {"conv2d",         "resnet50_layer4_3x3",           2, 32,  512,  512,   7, 3, 1, 1,  1},
-    {"conv2d",         "resnet50_layer4_1x1_reduce",    2, 32, 2048,  512,   7, 1, 1, 0,  1},
-    {"conv2d",         "resnet50_downsample_1x1_s2",    2, 32,  512, 1024,  28, 1, 2, 0,  1},
-    {"conv2d",         "vgg16_conv3_3x3",               2, 16,  256,  256,  56, 3, 1, 1,  1},
-    {"conv2d",         "resnext50_layer1_3x3_g32",      2, 32,  128,  128,  56, 3, 1, 1, 32},
-    {"conv2d",         "resnext50_layer3_3x3_g32",      2, 32,  512,  512,  14, 3, 1, 1, 32},
-    {"depthwise",      "mobilenetv2_dw3x3_c144_56",     2, 32,  144,  144,  56, 3, 1, 1, 144},
-    {"depthwise",      "mobilenetv2_dw3x3_s2_c144_56",  2, 32,  144,  144,  56, 3, 2, 1, 144},
-    {"depthwise",      "mobilenetv2_dw3x3_c384_14",     2, 32,  384,  384,  14, 3, 1, 1, 384},
-    {"depthwise",      "efficientnet_b0_dw5x5_c240_28", 2, 32,  240,  240,  28, 5, 1, 2, 240},
-    {"depthwise",      "efficientnet_b0_dw5x5_c672_14", 2, 32,  672,  672,  14, 5, 1, 2, 672},
-    {"depthwise",      "convnext_t_dw7x7_c96_56",       2, 32,   96,   96,  56, 7, 1, 3,  96},
-    {"depthwise",      "convnext_t_dw7x7_c384_14",      2, 32,  384,  384,  14, 7, 1, 3, 384},
-    {"depthwise",      "convnext_t_dw7x7_c768_7",       2, 32,  768,  768,   7, 7, 1, 3, 768},
-    {"depthwise",      "hyena_short_k3_c2304_l2048",    1,  8, 2304, 2304, 2048, 3, 1, 2, 2304},
-    {"depthwise",      "mamba130m_k4_c1536_l2048",      1,  8, 1536, 1536, 2048, 4, 1, 3, 1536},
-    {"depthwise",      "mamba370m_k4_c2048_l2048",      1,  8, 2048, 2048, 2048, 4, 1, 3, 2048},
-    {"depthwise",      "mamba1.4b_k4_c4096_l2048",      1,  8, 4096, 4096, 2048, 4, 1, 3, 4096},
-    {"depthwise",      "mamba370m_k3_c2048_l2048",      1,  8, 2048, 2048, 2048, 3, 1, 2, 2048},
-    {"depthwise",      "mamba370m_k5_c2048_l2048",      1,  8, 2048, 2048, 2048, 5, 1, 4, 2048},
-    {"depthwise",      "mamba370m_k7_c2048_l2048",      1,  8, 2048, 2048, 2048, 7, 1, 6, 2048},
-    // wav2vec 2.0 feature encoder on 4 x 10 s of 16 kHz audio, its positional
-    // convolution, and the Whisper encoder stems on 30 s of 80-bin log-mel frames.
-    {"conv1d_audio",   "wav2vec2_conv0_k10_s5",         1,  4,    1,  512, 160000, 10, 5, 0, 1},
-    {"conv1d_audio",   "wav2vec2_conv1_k3_s2",          1,  4,  512,  512, 31999, 3, 2, 0, 1},
-    {"conv1d_audio",   "wav2vec2_conv2_k3_s2",          1,  4,  512,  512, 15999, 3, 2, 0, 1},
-    {"conv1d_audio",   "wav2vec2_conv3_k3_s2",          1,  4,  512,  512,  7999, 3, 2, 0, 1},
-    {"conv1d_audio",   "wav2vec2_conv4_k3_s2",          1,  4,  512,  512,  3999, 3, 2, 0, 1},
-    {"conv1d_audio",   "wav2vec2_conv5_k2_s2",          1,  4,  512,  512,  1999, 2, 2, 0, 1},
-    {"conv1d_audio",   "wav2vec2_conv6_k2_s2",          1,  4,  512,  512,   999, 2, 2, 0, 1},
-    {"conv1d_audio",   "wav2vec2_pos_conv_k128_g16",    1,  4,  768,  768,   499, 128, 1, 64, 16},
-    {"conv1d_audio",   "whisper_base_conv1_k3",         1, 16,   80,  512,  3000, 3, 1, 1, 1},
-    {"conv1d_audio",   "whisper_base_conv2_k3_s2",      1, 16,  512,  512,  3000, 3, 2, 1, 1},
-    {"conv1d_audio",   "whisper_large_conv1_k3",        1, 16,   80, 1280,  3000, 3, 1, 1, 1},
-    {"conv1d_audio",   "whisper_large_conv2_k3_s2",     1, 16, 1280, 1280,  3000, 3, 2, 1, 1},
-    // Transposed: c_in -> c_out, size is the input extent.
-    {"conv_transpose", "dcgan_g1_z100_4x4",             2, 128, 100,  512,   1, 4, 1, 0, 1},
-    {"conv_transpose", "dcgan_g2_512to256_8x8",         2, 128, 512,  256,   4, 4, 2, 1, 1},
-    {"conv_transpose", "dcgan_g3_256to128_16x16",       2, 128, 256,  128,   8, 4, 2, 1, 1},
-    {"conv_transpose", "dcgan_g4_128to64_32x32",        2, 128, 128,   64,  16, 4, 2, 1, 1},
-    {"conv_transpose", "dcgan_g5_64to3_64x64",          2, 128,  64,    3,  32, 4, 2, 1, 1},
-    {"conv_transpose", "unet_up1_1024to512_k2",         2,   8, 1024, 512,  32, 2, 2, 0, 1},
-    {"conv_transpose", "unet_up2_512to256_k2",          2,   8, 512,  256,  64, 2, 2, 0, 1},
-    {"conv_transpose", "unet_up3_256to128_k2",          2,   8, 256,  128, 128, 2, 2, 0, 1},
-    {"conv_transpose", "unet_up4_128to64_k2",           2,   8, 128,   64, 256, 2, 2, 0, 1},
-    {"conv_transpose", "hifigan_up1_512to256_k16_s8",   1,  16, 512,  256,  32, 16, 8, 4, 1},
-    {"conv_transpose", "hifigan_up2_256to128_k16_s8",   1,  16, 256,  128, 256, 16, 8, 4, 1},
-    {"conv_transpose", "hifigan_up3_128to64_k4_s2",     1,  16, 128,   64, 2048, 4, 2, 1, 1},
-    {"conv_transpose", "hifigan_up4_64to32_k4_s2",      1,  16,  64,   32, 4096, 4, 2, 1, 1},
-};
-// clang-format on
-
-// The tiny form of a layer for quick checks: one image, channels / 16, space
-// / 8 (2-D) or / 64 (1-D), groups kept dividing both channel counts.
-Conv tiny(Conv c) {
-  const bool depthwise = c.groups == c.c_in && c.groups > 1;
-  c.n = 1;
-  c.c_in = c.c_in <= 3 ? c.c_in : std::max<std::int64_t>(c.c_in / 16, 4);
-  c.c_out = c.c_out <= 3 ? c.c_out : std::max<std::int64_t>(c.c_out / 16, 4);
-  if (depthwise) c.c_out = c.c_in;
-  c.groups = depthwise ? c.c_in : std::gcd(std::gcd(c.groups, c.c_in), c.c_out);
-  c.size = std::max<std::int64_t>(c.size / (c.dims == 2 ? 8 : 64), c.size == 1 ? 1 : 2 * c.k);
-  return c;
-}
+using oa_bench::Conv;
+using oa_bench::kLayers;
 
 std::int64_t out_extent(const Conv& c, bool transposed) {
   return transposed ? (c.size - 1) * c.stride - 2 * c.padding + c.k : (c.size + 2 * c.padding - c.k) / c.stride + 1;
 }
 
 void add_cases(std::vector<Case>& cases, const char* family, Conv full, bool transposed, bool quick) {
-  const Conv c = quick ? tiny(full) : full;
+  const Conv c = quick ? oa_bench::quick_conv(full) : full;
   const std::int64_t out = out_extent(c, transposed);
   const auto space = [&](std::int64_t s) { return c.dims == 2 ? s * s : s; };
   const std::int64_t taps = c.dims == 2 ? c.k * c.k : c.k;

@@ -208,7 +208,7 @@ int main(int argc, char** argv) {
   std::string tune_device;
   auto* tune_cmd = app.add_subcommand(
       "tune",
-      "Time each tuning point's variants (GEMM tiles, K splits, attention lowerings, ...) over layer shapes of real models on "
+      "Time each tuning point's variants (GEMM tiles, K splits, convolution kernels, attention lowerings, ...) over layer shapes of real models on "
       "one device and write the table of the fastest, which later engines on that device load (the variant in effect stays "
       "unless another is --min-gain faster)");
   tune_cmd->add_option("--device", tune_device, "device index or name substring (default: the engine's default device)");

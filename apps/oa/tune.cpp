@@ -23,12 +23,15 @@ namespace {
 using Json = nlohmann::ordered_json;
 using Step = std::function<void()>;
 
+// Variants of other tuning points, pinned: (point, variant).
+using Pins = std::vector<std::pair<std::string, std::string>>;
+
 // One timed problem of one tuning point; `fixed` pins other points' variants
 // while it runs (so that the point measured is the one that decides).
 struct TuneCase {
   std::string point, name;
   std::vector<std::int64_t> keys;
-  std::vector<std::pair<std::string, std::string>> fixed;
+  Pins fixed;
   std::function<Step(const oa::Engine&)> setup;
 };
 
@@ -98,8 +101,41 @@ std::vector<TuneCase> attention_cases(bool quick) {
   return cases;
 }
 
+// The bench's convolutions (CNN layers, depthwise 2-D and 1-D, audio front
+// ends), forward: for conv.igemm_tile (the depthwise ones with conv.kernel
+// pinned to the implicit GEMM), and for conv.kernel where they are grouped.
+// The keys are those of lower_conv: batch, output channels per group, groups,
+// output positions per image and channel, taps.
+std::vector<TuneCase> conv_cases(bool quick) {
+  std::vector<TuneCase> cases;
+  for (const oa_bench::Conv& full : oa_bench::kLayers) {
+    if (std::string_view(full.family) == "conv_transpose") continue;
+    const oa_bench::Conv c = quick ? oa_bench::quick_conv(full) : full;
+    const std::int64_t out = (c.size + 2 * c.padding - c.k) / c.stride + 1;
+    const std::vector<std::int64_t> keys{c.n, c.c_out / c.groups, c.groups, c.dims == 2 ? out * out : out,
+                                         c.dims == 2 ? c.k * c.k : c.k};
+    auto setup = [c](const oa::Engine& e) -> Step {
+      std::vector<std::int64_t> xs{c.n, c.c_in, c.size}, ws{c.c_out, c.c_in / c.groups, c.k};
+      if (c.dims == 2) {
+        xs.push_back(c.size);
+        ws.push_back(c.k);
+      }
+      const oa::Matrix x = input(oa::Shape(xs), 1, e, false), w = input(oa::Shape(ws), 2, e, false), b = input({c.c_out}, 3, e, false);
+      if (c.dims == 2)
+        return [=] {
+          (void)oa::ml::conv_2d(x, w, b, {.stride = {c.stride, c.stride}, .padding = {c.padding, c.padding}, .groups = c.groups});
+        };
+      return [=] { (void)oa::ml::conv_1d(x, w, b, {.stride = c.stride, .padding = c.padding, .groups = c.groups}); };
+    };
+    const bool depthwise = c.groups == c.c_in && c.groups > 1;
+    cases.push_back({"conv.igemm_tile", c.model, keys, depthwise ? Pins{{"conv.kernel", "igemm"}} : Pins{}, setup});
+    if (c.groups > 1) cases.push_back({"conv.kernel", c.model, keys, {}, setup});
+  }
+  return cases;
+}
+
 // A table that sends every problem of each `fixed` point to its variant.
-oa::TuningTable forcing(const std::vector<std::pair<std::string, std::string>>& fixed) {
+oa::TuningTable forcing(const Pins& fixed) {
   oa::TuningTable t;
   for (const auto& [point, variant] : fixed) {
     oa::TuningRule r;
@@ -159,7 +195,7 @@ int tune(const TuneArgs& args) {
   constexpr std::size_t kQuickShapes = 2;
   std::vector<TuneCase> cases;
   std::map<std::string, std::size_t> per_point;
-  for (auto& list : {gemm_cases(args.quick), attention_cases(args.quick)})
+  for (auto& list : {gemm_cases(args.quick), conv_cases(args.quick), attention_cases(args.quick)})
     for (const TuneCase& c : list)
       if ((args.points.empty() || std::find(args.points.begin(), args.points.end(), c.point) != args.points.end()) &&
           (!args.quick || per_point[c.point]++ < kQuickShapes))
@@ -181,7 +217,7 @@ int tune(const TuneArgs& args) {
     std::string fastest;
     double best = 0;
     for (std::string_view variant : point.variants) {
-      std::vector<std::pair<std::string, std::string>> fixed = c.fixed;
+      Pins fixed = c.fixed;
       fixed.emplace_back(c.point, std::string(variant));
       std::vector<oa::TuningTable> layers{forcing(fixed)};
       layers.insert(layers.end(), base->layers().begin(), base->layers().end());

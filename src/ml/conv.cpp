@@ -18,6 +18,7 @@
 #include <string>
 
 #include "matrix/op_def.hpp"
+#include "oa/runtime/tuning.hpp"
 
 namespace oa::ml {
 
@@ -241,17 +242,16 @@ push::ml_conv_geometry relation_push(const Relation& r, bool has_bias, std::uint
 }
 
 // Implicit-GEMM tile shapes (shaders/ml/conv/igemm_<BM>x<BN>.comp): BM
-// positions x BN channels per workgroup.
+// positions x BN channels per workgroup, named as the tuning point
+// conv.igemm_tile names them.
 struct GemmTile {
-  std::string_view kernel;
+  std::string_view kernel, name;
   std::int64_t bm, bn;
 };
-GemmTile gemm_tile(std::int64_t channels) {
-  if (channels >= 96) return {kernels::ml_conv_igemm_128x128, 128, 128};
-  if (channels >= 48) return {kernels::ml_conv_igemm_128x64, 128, 64};
-  if (channels >= 24) return {kernels::ml_conv_igemm_128x32, 128, 32};
-  return {kernels::ml_conv_igemm_64x16, 64, 16};
-}
+constexpr GemmTile kGemmTiles[] = {{kernels::ml_conv_igemm_128x128, "128x128", 128, 128},
+                                   {kernels::ml_conv_igemm_128x64, "128x64", 128, 64},
+                                   {kernels::ml_conv_igemm_128x32, "128x32", 128, 32},
+                                   {kernels::ml_conv_igemm_64x16, "64x16", 64, 16}};
 
 // direct.glsl: 512 outputs per workgroup as a TH x TW tile of TP planes;
 // shared capacities mirror the shader.
@@ -383,18 +383,24 @@ bool lower_depthwise(const Relation& r, bool wide, bool has_bias, ComputeDispatc
 }
 
 // Computes `dst` (narrow when !wide, wide when wide) from `src` through the
-// weight; adds bias when defined. Depthwise problems that fit use the
-// depthwise kernel; other grouped convolutions with few output channels per
-// group the direct kernel, the rest the implicit GEMM.
+// weight; adds bias when defined. The tuning point conv.kernel names the
+// first kernel to try: depthwise (problems that fit the depthwise kernel),
+// then direct (other grouped convolutions with few output channels per
+// group), then the implicit GEMM, whose tile conv.igemm_tile names.
 std::vector<ComputeDispatch> lower_conv(const Relation& r, bool wide, const Matrix& src, const Matrix& weight, const Matrix& bias,
                                         const Matrix& dst) {
   const std::int64_t cols = wide ? r.cw / r.groups : r.cn / r.groups;
+  // The tuning points' keys: batch, output channels per group, groups, output
+  // positions per image and channel, kernel taps.
+  const std::shared_ptr<const Tuning> tuning = tuning_of(src.engine());
+  const std::int64_t keys[] = {r.n, cols, r.groups, wide ? r.hw * r.ww : r.hn * r.wn, r.kh * r.kw};
+  const std::string_view first = tuning->choose("conv.kernel", keys);
   const BufferBinding bias_binding = BufferBinding::read(bias.defined() ? bias.storage() : weight.storage());
   ComputeDispatch d;
   d.bindings = {BufferBinding::read(src.storage()), BufferBinding::read(weight.storage()), bias_binding,
                 BufferBinding::write(dst.storage())};
-  if (lower_depthwise(r, wide, bias.defined(), d)) return {std::move(d)};
-  if (r.groups > 1 && cols <= kDirectMaxChannels) {
+  if (first == "depthwise" && lower_depthwise(r, wide, bias.defined(), d)) return {std::move(d)};
+  if (first != "igemm" && r.groups > 1 && cols <= kDirectMaxChannels) {
     const std::int64_t ob = cols == 1 ? 1 : 4;
     const std::int64_t planes = r.n * r.groups * ((cols + ob - 1) / ob);
     DirectTile t;
@@ -410,7 +416,8 @@ std::vector<ComputeDispatch> lower_conv(const Relation& r, bool wide, const Matr
       return {std::move(d)};
     }
   }
-  const GemmTile t = gemm_tile(cols);
+  const std::string_view tile = tuning->choose("conv.igemm_tile", keys);
+  const GemmTile& t = *std::find_if(std::begin(kGemmTiles), std::end(kGemmTiles), [&](const GemmTile& g) { return g.name == tile; });
   std::int64_t positions, phases = 1;
   if (!wide) {
     positions = r.n * r.hn * r.wn;

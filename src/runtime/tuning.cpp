@@ -130,6 +130,7 @@ bool TuningRule::matches(std::span<const std::int64_t> keys) const {
 
 const std::vector<TuningPoint>& tuning_points() {
   static const std::vector<std::string_view> gemm_keys{"batch", "m", "n", "k"};
+  static const std::vector<std::string_view> conv_keys{"batch", "channels", "groups", "positions", "taps"};
   static const std::vector<std::string_view> attention_keys{"bh", "sq", "sk", "dh", "dv", "causal"};
   static const std::vector<TuningPoint> points{
       {"gemm.skinny", gemm_keys, {"skinny", "tiled"},
@@ -139,6 +140,11 @@ const std::vector<TuningPoint>& tuning_points() {
        "(a fixed tile the device cannot run falls back to busy)"},
       {"gemm.split_k", gemm_keys, {"busy", "none"},
        "splitting K across workgroups while too few would run (busy), or never"},
+      {"conv.kernel", conv_keys, {"depthwise", "direct", "igemm"},
+       "a convolution's (or its input gradient's) first kernel to try: depthwise (one channel per group, small windows), "
+       "direct (grouped, at most 8 output channels per group), then the implicit GEMM, which serves all"},
+      {"conv.igemm_tile", conv_keys, {"128x128", "128x64", "128x32", "64x16"},
+       "the implicit-GEMM convolution's tile: output positions x output channels per workgroup"},
       {"attention.forward_lowering", attention_keys, {"fused", "gemm"},
        "the attention forward: the fused flash kernels, or GEMMs around a softmax pass (needs contiguous heads)"},
       {"attention.backward_lowering", attention_keys, {"fused", "gemm"},

@@ -13,6 +13,7 @@
 #include "oa/oa.hpp"
 #include "oa/runtime/tuning.hpp"
 #include "reference/attention.hpp"
+#include "reference/conv.hpp"
 #include "reference/linalg.hpp"
 #include "support/expect.hpp"
 
@@ -120,6 +121,11 @@ TEST(RuntimeTuning, ShippedTablesKeepTheMeasuredRules) {
     EXPECT_EQ(gpu->choose("attention.backward_lowering", {64, 64, 64, 32, 32, 0}), "gemm");
     EXPECT_EQ(gpu->choose("attention.backward_lowering", {64, 49, 49, 32, 32, 0}), "fused");
     EXPECT_EQ(gpu->choose("attention.flash_plan", {64, 49, 49, 32, 32, 0}), "wide");
+    EXPECT_EQ(gpu->choose("conv.igemm_tile", {32, 96, 1, 3136, 9}), "128x128");
+    EXPECT_EQ(gpu->choose("conv.igemm_tile", {32, 95, 1, 3136, 9}), "128x64");
+    EXPECT_EQ(gpu->choose("conv.igemm_tile", {32, 24, 1, 3136, 9}), "128x32");
+    EXPECT_EQ(gpu->choose("conv.igemm_tile", {32, 23, 1, 3136, 9}), "64x16");
+    EXPECT_EQ(gpu->choose("conv.kernel", {32, 1, 144, 3136, 9}), "depthwise");
   }
   EXPECT_EQ(lavapipe.choose("attention.forward_lowering", {64, 2048, 2048, 128, 128, 1}), "fused");
   EXPECT_EQ(lavapipe.choose("attention.backward_lowering", {64, 2048, 2048, 128, 128, 1}), "fused");
@@ -160,6 +166,36 @@ TEST(MatrixTuning, EveryGemmVariantMatchesTheReference) {
         const auto want = ref::gemm(1, s.m, s.n, s.k, false, true, 1.0, 0.0, {&a, 0, 0}, {&b, 0, 0},
                                     std::vector<float>(static_cast<std::size_t>(s.m * s.n)), 0, 0);
         EXPECT_TRUE(oa_test::near(c.to_vector(), want.value, 1e-4, 1e-4));
+      }
+}
+
+// A 3x3 convolution (stride 1, padding 1) and its input gradient through
+// each forced variant of each convolution point, against the f64 reference
+// (the input gradient as the transposed convolution of the output gradient):
+// depthwise, grouped with few channels per group, and dense.
+TEST(ConvTuning, EveryConvVariantMatchesTheReference) {
+  struct Case {
+    std::int64_t c, o, groups, size;
+  };
+  for (const oa::TuningPoint* p : {&oa::tuning_point("conv.kernel"), &oa::tuning_point("conv.igemm_tile")})
+    for (std::string_view variant : p->variants)
+      for (const Case c : {Case{8, 8, 8, 6}, Case{16, 16, 4, 5}, Case{6, 40, 1, 4}}) {
+        SCOPED_TRACE(fmt::format("{} = {}, C {} O {} groups {} size {}", p->name, variant, c.c, c.o, c.groups, c.size));
+        const Forced forced(std::string(p->name), std::string(variant));
+        const std::array<std::int64_t, 4> xs{1, c.c, c.size, c.size}, ws{c.o, c.c / c.groups, 3, 3};
+        const auto x = oa_test::random_values(c.c * c.size * c.size, 7), w = oa_test::random_values(c.o * (c.c / c.groups) * 9, 8),
+                   b = oa_test::random_values(c.o, 9), g = oa_test::random_values(c.o * c.size * c.size, 10);
+        const Matrix mx = Matrix::from_vector({1, c.c, c.size, c.size}, x);
+        oa::set_requires_grad(mx);
+        const Matrix y = oa::ml::conv_2d(mx, Matrix::from_vector({c.o, c.c / c.groups, 3, 3}, w), Matrix::from_vector({c.o}, b),
+                                         {.padding = {1, 1}, .groups = c.groups});
+        oa::backward(y, Matrix::from_vector({1, c.o, c.size, c.size}, g));
+        const ref::ConvParams rp{.padding = {1, 1}, .groups = c.groups};
+        std::array<std::int64_t, 4> shape{};
+        EXPECT_TRUE(oa_test::near(y.to_vector(), ref::conv2d(oa_test::f64(x), xs, oa_test::f64(w), ws, oa_test::f64(b), rp, shape), 1e-4, 1e-4));
+        EXPECT_TRUE(oa_test::near(oa::grad(mx).to_vector(),
+                                  ref::conv_transpose2d(oa_test::f64(g), {1, c.o, c.size, c.size}, oa_test::f64(w), ws, {}, rp, shape), 1e-4,
+                                  1e-4));
       }
 }
 
