@@ -127,6 +127,13 @@ TEST(RuntimeTuning, ShippedTablesKeepTheMeasuredRules) {
     EXPECT_EQ(gpu->choose("conv.igemm_tile", {32, 23, 1, 3136, 9}), "64x16");
     EXPECT_EQ(gpu->choose("conv.kernel", {32, 1, 144, 3136, 9}), "depthwise");
   }
+  // Rules measured by oa tune on the H200 come before its general rules.
+  EXPECT_EQ(h200.choose("gemm.tile", {1, 32, 4096, 4096}), "64x128");
+  EXPECT_EQ(other.choose("gemm.tile", {1, 32, 4096, 4096}), "busy-square");
+  EXPECT_EQ(h200.choose("conv.igemm_tile", {32, 512, 1, 49, 9}), "128x64");
+  EXPECT_EQ(other.choose("conv.igemm_tile", {32, 512, 1, 49, 9}), "128x128");
+  EXPECT_EQ(h200.choose("attention.forward_lowering", {256, 4, 4096, 128, 128, 1}), "gemm");
+  EXPECT_EQ(other.choose("attention.forward_lowering", {256, 4, 4096, 128, 128, 1}), "fused");
   EXPECT_EQ(lavapipe.choose("attention.forward_lowering", {64, 2048, 2048, 128, 128, 1}), "fused");
   EXPECT_EQ(lavapipe.choose("attention.backward_lowering", {64, 2048, 2048, 128, 128, 1}), "fused");
   EXPECT_EQ(lavapipe.choose("attention.flash_plan", {64, 2048, 2048, 128, 128, 1}), "narrow");
