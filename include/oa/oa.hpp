@@ -33,3 +33,4 @@
 #include "oa/runtime/engine.hpp"
 #include "oa/runtime/storage.hpp"
 #include "oa/runtime/graph.hpp"
+#include "oa/runtime/tuning.hpp"
