@@ -143,14 +143,15 @@ def cross_entropy(logits, target, ignore_index=-100, reduction="mean", label_smo
     return losses.sum() / (kept if reduction == "mean" else 1)
 
 
-def attention(q, k, v, mask=None, causal=False, scale=None):
-    """softmax(scale q k^T + mask) v over the last two axes, causal bottom-right."""
+def attention(q, k, v, mask=None, causal=False, scale=None, top_left=False):
+    """softmax(scale q k^T + mask) v over the last two axes; causal aligned
+    bottom-right (oa's flash attention), or top-left (torch's is_causal)."""
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
     s = np.einsum("...qd,...kd->...qk", q, k) * scale
     if mask is not None:
         s = s + mask
     if causal:
         sq, sk = s.shape[-2], s.shape[-1]
-        hidden = np.arange(sk)[None, :] > np.arange(sq)[:, None] + sk - sq
+        hidden = np.arange(sk)[None, :] > np.arange(sq)[:, None] + (0 if top_left else sk - sq)
         s = np.where(hidden, -np.inf, s)
     return np.einsum("...qk,...kd->...qd", softmax(s), v)

@@ -202,7 +202,7 @@ def test_mse_loss():
 def test_scaled_dot_product_attention():
     q, k, v = values((1, 2, 3, 4), 27), values((1, 2, 5, 4), 28), values((1, 2, 5, 3), 29)
     check_gradients(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
-                    lambda q, k, v: ref.attention(q, k, v, causal=True), [q, k, v])
+                    lambda q, k, v: ref.attention(q, k, v, causal=True, top_left=True), [q, k, v])
     mask = np.where(values((3, 5), 30) > 0.6, -np.inf, 0).astype(np.float32)
     mask[:, 0] = 0
     out = F.scaled_dot_product_attention(oa.tensor(q), oa.tensor(k), oa.tensor(v), attn_mask=oa.tensor(mask), scale=0.3)
