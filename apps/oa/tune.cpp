@@ -60,10 +60,12 @@ std::vector<TuneCase> gemm_cases(bool quick) {
       const std::vector<std::int64_t> keys{1, pm, pn, pk};
       for (const char* point : {pm <= 16 ? "gemm.skinny" : "gemm.tile", "gemm.split_k"}) {
         if (!seen.insert({point, keys}).second) continue;
-        cases.push_back({point, fmt::format("{}{}", g.model, suffix), keys, {}, [pm, pn, pk](const oa::Engine& e) -> Step {
-                           const oa::Matrix x = input({pm, pk}, 1, e, false), w = input({pn, pk}, 2, e, false);
-                           return [x, w] { (void)oa::matrix::matmul_nt(x, w); };
-                         }});
+        // Copies of the bindings: lambdas capture variables, not structured bindings (clang 14).
+        auto step = [rows = pm, cols = pn, depth = pk](const oa::Engine& e) -> Step {
+          const oa::Matrix x = input({rows, depth}, 1, e, false), w = input({cols, depth}, 2, e, false);
+          return [x, w] { (void)oa::matrix::matmul_nt(x, w); };
+        };
+        cases.push_back({point, fmt::format("{}{}", g.model, suffix), keys, {}, step});
       }
     }
   }
