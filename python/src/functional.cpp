@@ -238,30 +238,15 @@ void bind_functional(py::module_& f) {
         if (dropout_p != 0.0)
           fail(ErrorKind::InvalidArgument,
                "oa.nn.functional.scaled_dot_product_attention: dropout_p {}: only 0 is supported", dropout_p);
-        const auto& qs = query.shape().dims();
-        const auto& ks = key.shape().dims();
-        const std::int64_t sq = qs.size() >= 2 ? qs[qs.size() - 2] : 0, sk = ks.size() >= 2 ? ks[ks.size() - 2] : 0;
-        if (!is_causal || sq == sk || sq == 0 || sk == 0)
-          return ml::scaled_dot_product_attention(query, key, value, or_undefined(attn_mask), scale, is_causal);
-        // torch's is_causal keeps key j for query i where j <= i (top-left);
-        // oa's causal flag aligns bottom-right, so Sq != Sk takes an explicit mask.
-        if (attn_mask)
-          fail(ErrorKind::InvalidArgument,
-               "oa.nn.functional.scaled_dot_product_attention: attn_mask {} with is_causal and query length {} != key "
-               "length {}: put the causal part into attn_mask (as torch, which refuses both)",
-               attn_mask->shape(), sq, sk);
-        std::vector<float> hide(static_cast<std::size_t>(sq * sk), 0.0f);
-        for (std::int64_t i = 0; i < sq; ++i)
-          for (std::int64_t j = i + 1; j < sk; ++j) hide[static_cast<std::size_t>(i * sk + j)] = -INFINITY;
-        const Matrix mask = Matrix::from_vector(Shape{sq, sk}, hide, query.engine());
-        return ml::scaled_dot_product_attention(query, key, value, mask, scale, false);
+        return ml::scaled_dot_product_attention(query, key, value, or_undefined(attn_mask), scale, is_causal,
+                                                ml::SdpaBackend::Auto, ml::CausalVariant::UpperLeft);
       },
       arg("query"), arg("key"), arg("value"), arg("attn_mask") = none, arg("dropout_p") = 0.0, arg("is_causal") = false,
       arg("scale") = none,
       "q [B, H, Sq, Dh] (or [BH, Sq, Dh]), k, v -> [B, H, Sq, Dv]; attn_mask is additive (-inf hides a key); "
       "is_causal keeps key j for query i where j <= i, as torch (top-left; oa.nn.functional.flash_attention's "
-      "causal aligns bottom-right, as for decoding with a cache); scale defaults to 1/sqrt(Dh). Raises ValueError "
-      "for dropout_p != 0, or attn_mask together with is_causal when Sq != Sk.");
+      "causal aligns bottom-right, as for decoding with a cache), and may be combined with attn_mask (torch refuses "
+      "both); scale defaults to 1/sqrt(Dh). Raises ValueError for dropout_p != 0.");
   f.def(
       "flash_attention",
       [](const Matrix& query, const Matrix& key, const Matrix& value, const OptMatrix& attn_mask,

@@ -168,10 +168,15 @@ def test_scaled_dot_product_attention_causal_rectangular(sq, sk):
             lambda q, k, v: torch_attention(q, k, v, is_causal=True), attention_inputs(sq, sk))
 
 
-def test_scaled_dot_product_attention_causal_rectangular_refuses_a_mask():
-    q, k, v = (oa.tensor(a) for a in attention_inputs(3, 6))
-    with pytest.raises(ValueError, match="is_causal"):
-        F.scaled_dot_product_attention(q, k, v, attn_mask=oa.zeros(3, 6), is_causal=True)
+@pytest.mark.parametrize("sq, sk", [(3, 6), (6, 3)])
+def test_scaled_dot_product_attention_causal_and_mask(sq, sk):
+    # torch refuses attn_mask together with is_causal; oa hides what either hides,
+    # which torch computes with the causal part folded into the mask.
+    mask = np.where(values((sq, sk), 32) > 0.6, -np.inf, 0).astype(np.float32)
+    mask[:, 0] = 0
+    causal = np.where(np.tril(np.ones((sq, sk), dtype=bool)), 0, -np.inf).astype(np.float32)
+    compare(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=oa.tensor(mask), is_causal=True),
+            lambda q, k, v: torch_attention(q, k, v, attn_mask=torch.tensor(mask + causal)), attention_inputs(sq, sk))
 
 
 # ── Modules: torch's initial parameters copied into oa's ────────────────────

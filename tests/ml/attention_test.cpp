@@ -304,12 +304,13 @@ struct Case {
   std::int64_t bh, sq, sk, dh, dv;
   MaskKind mask;
   bool causal;
+  ml::CausalVariant variant = ml::CausalVariant::LowerRight;
 };
 
 std::string describe(const Case& c) {
   return "bh " + std::to_string(c.bh) + " sq " + std::to_string(c.sq) + " sk " + std::to_string(c.sk) + " dh " +
          std::to_string(c.dh) + " dv " + std::to_string(c.dv) + " mask " + std::to_string(static_cast<int>(c.mask)) +
-         (c.causal ? " causal" : "");
+         (c.causal ? " causal" : "") + (c.variant == ml::CausalVariant::UpperLeft ? " upper-left" : "");
 }
 
 // Inputs of one case on the device, and the matching f64 problem.
@@ -337,6 +338,7 @@ Inputs make_inputs(const Case& c, std::uint32_t seed) {
   p.dv = c.dv;
   p.scale = 1.0 / std::sqrt(static_cast<double>(c.dh));
   p.causal = c.causal;
+  p.upper_left = c.variant == ml::CausalVariant::UpperLeft;
   if (c.mask != MaskKind::None) {
     const std::int64_t rows = c.mask == MaskKind::PerRow ? c.bh * c.sq : c.sq;
     in.mask = random_mask(rows, c.sk, seed + 4, 0.15, c.sq > 2 ? 1 : -1);
@@ -359,6 +361,10 @@ const std::vector<Case> kSweep = {
     {3, 130, 2, 1, 3, MaskKind::PerRow, false},      {1, 2, 130, 128, 40, MaskKind::None, false},
     {1, 3, 5, 256, 8, MaskKind::None, true},         {1, 20, 40, 256, 80, MaskKind::PerRow, true},
     {1, 33, 50, 80, 80, MaskKind::None, false},
+    // Causality aligned top-left (torch's is_causal): Sq < Sk, Sq > Sk, decoding.
+    {2, 17, 65, 40, 24, MaskKind::Broadcast, true, ml::CausalVariant::UpperLeft},
+    {1, 65, 17, 64, 24, MaskKind::None, true, ml::CausalVariant::UpperLeft},
+    {1, 3, 130, 128, 40, MaskKind::PerRow, true, ml::CausalVariant::UpperLeft},
 };
 
 // Both lowerings of the forward: the fused kernel (two passes when the keys
@@ -372,7 +378,7 @@ TEST(AttentionFlash, ForwardMatchesReference) {
       Inputs in = make_inputs(c, seed += 10);
       attention_detail::FlashLoweringGuard guard(method, FlashLowering::Auto, static_cast<std::uint64_t>(2 * c.sq * c.sk * 4));
       oa::TraceCapture trace(engine());
-      auto r = ml::flash_attention(in.mq, in.mk, in.mv, in.mmask, {}, c.causal);
+      auto r = ml::flash_attention(in.mq, in.mk, in.mv, in.mmask, {}, c.causal, c.variant);
       const auto op = only_op(trace);
       const std::string what = describe(c) + (gemm ? " gemm" : " fused");
       EXPECT_EQ(op.name, kSdpa);
@@ -400,10 +406,10 @@ TEST(AttentionFlash, BackwardMatchesReference) {
       for (const Case& c : kSweep) {
         Inputs in = make_inputs(c, seed += 10);
         attention_detail::FlashLoweringGuard guard(forward, method, static_cast<std::uint64_t>(2 * c.sq * c.sk * 4));
-        auto f = ml::flash_attention(in.mq, in.mk, in.mv, in.mmask, {}, c.causal);
+        auto f = ml::flash_attention(in.mq, in.mk, in.mv, in.mmask, {}, c.causal, c.variant);
         const auto scale = static_cast<float>(in.problem.scale);
         oa::TraceCapture trace(engine());
-        auto g = ml::flash_attention_backward(in.mq, in.mk, in.mv, in.mmask, f.output, f.softmax_stats, in.mgrad, scale, c.causal);
+        auto g = ml::flash_attention_backward(in.mq, in.mk, in.mv, in.mmask, f.output, f.softmax_stats, in.mgrad, scale, c.causal, {}, c.variant);
         const auto op = only_op(trace);
         const std::string what = describe(c) + (forward == FlashLowering::Gemm ? " after the gemm forward," : " after the fused forward,") +
                                  (gemm ? " gemm" : " fused");
@@ -430,12 +436,12 @@ TEST(AttentionFlash, GemmLoweringsOverCausalBlocksAndLongRows) {
   for (const Case& c : {Case{2, 700, 650, 8, 4, MaskKind::None, true}, Case{1, 1100, 1200, 4, 8, MaskKind::Broadcast, true},
                         Case{1, 600, 600, 4, 4, MaskKind::PerRow, true}, Case{1, 66, 2100, 4, 4, MaskKind::PerRow, false}}) {
     Inputs in = make_inputs(c, seed += 10);
-    auto f = ml::flash_attention(in.mq, in.mk, in.mv, in.mmask, {}, c.causal);
+    auto f = ml::flash_attention(in.mq, in.mk, in.mv, in.mmask, {}, c.causal, c.variant);
     const auto want_f = ref::attention(in.problem, to_f64(in.q), to_f64(in.k), to_f64(in.v));
     EXPECT_TRUE(oa_test::near(f.output.to_vector(), want_f.out, kAtol, kRtol)) << "output " << describe(c);
     EXPECT_TRUE(oa_test::near(f.log_sum_exp.to_vector(), want_f.lse, kAtol, kRtol)) << "lse " << describe(c);
     auto g = ml::flash_attention_backward(in.mq, in.mk, in.mv, in.mmask, f.output, f.softmax_stats, in.mgrad,
-                                          static_cast<float>(in.problem.scale), c.causal);
+                                          static_cast<float>(in.problem.scale), c.causal, {}, c.variant);
     const auto want = ref::attention_backward(in.problem, to_f64(in.q), to_f64(in.k), to_f64(in.v), to_f64(in.grad));
     EXPECT_TRUE(oa_test::near(g.q.to_vector(), want.dq, kAtol, kRtol)) << "dq " << describe(c);
     EXPECT_TRUE(oa_test::near(g.k.to_vector(), want.dk, kAtol, kRtol)) << "dk " << describe(c);
@@ -449,13 +455,13 @@ void expect_split_forward_and_backward(const Case& c, std::uint32_t seed) {
   attention_detail::FlashLoweringGuard fused(FlashLowering::Fused, FlashLowering::Auto);
   Inputs in = make_inputs(c, seed);
   oa::TraceCapture trace(engine());
-  auto f = ml::flash_attention(in.mq, in.mk, in.mv, in.mmask, {}, c.causal);
+  auto f = ml::flash_attention(in.mq, in.mk, in.mv, in.mmask, {}, c.causal, c.variant);
   EXPECT_EQ(only_op(trace).dispatches, 2u) << describe(c);
   const auto want = ref::attention(in.problem, to_f64(in.q), to_f64(in.k), to_f64(in.v));
   EXPECT_TRUE(oa_test::near(f.output.to_vector(), want.out, kAtol, kRtol)) << "output " << describe(c);
   EXPECT_TRUE(oa_test::near(f.log_sum_exp.to_vector(), want.lse, kAtol, kRtol)) << "lse " << describe(c);
   auto g = ml::flash_attention_backward(in.mq, in.mk, in.mv, in.mmask, f.output, f.softmax_stats, in.mgrad,
-                                        static_cast<float>(in.problem.scale), c.causal);
+                                        static_cast<float>(in.problem.scale), c.causal, {}, c.variant);
   const auto wg = ref::attention_backward(in.problem, to_f64(in.q), to_f64(in.k), to_f64(in.v), to_f64(in.grad));
   EXPECT_TRUE(oa_test::near(g.q.to_vector(), wg.dq, kAtol, kRtol)) << "dq " << describe(c);
   EXPECT_TRUE(oa_test::near(g.k.to_vector(), wg.dk, kAtol, kRtol)) << "dk " << describe(c);
@@ -495,10 +501,10 @@ TEST(AttentionFlash, KeyGradientsOverQueryRanges) {
   for (const Case& c : {Case{1, 700, 20, 40, 24, MaskKind::None, false}, Case{1, 700, 20, 16, 16, MaskKind::PerRow, true},
                         Case{2, 333, 9, 64, 64, MaskKind::Broadcast, false}}) {
     Inputs in = make_inputs(c, seed += 10);
-    auto f = ml::flash_attention(in.mq, in.mk, in.mv, in.mmask, {}, c.causal);
+    auto f = ml::flash_attention(in.mq, in.mk, in.mv, in.mmask, {}, c.causal, c.variant);
     oa::TraceCapture trace(engine());
     auto g = ml::flash_attention_backward(in.mq, in.mk, in.mv, in.mmask, f.output, f.softmax_stats, in.mgrad,
-                                          static_cast<float>(in.problem.scale), c.causal);
+                                          static_cast<float>(in.problem.scale), c.causal, {}, c.variant);
     EXPECT_EQ(only_op(trace).dispatches, 4u) << describe(c);
     const auto want = ref::attention_backward(in.problem, to_f64(in.q), to_f64(in.k), to_f64(in.v), to_f64(in.grad));
     EXPECT_TRUE(oa_test::near(g.q.to_vector(), want.dq, kAtol, kRtol)) << "dq " << describe(c);
@@ -512,7 +518,7 @@ TEST(AttentionMaterialized, ForwardMatchesReference) {
   for (const Case& c : kSweep) {
     Inputs in = make_inputs(c, seed += 10);
     oa::TraceCapture trace(engine());
-    auto r = ml::scaled_dot_product_attention_with_weights(in.mq, in.mk, in.mv, in.mmask, {}, c.causal);
+    auto r = ml::scaled_dot_product_attention_with_weights(in.mq, in.mk, in.mv, in.mmask, {}, c.causal, c.variant);
     const auto op = only_op(trace);
     EXPECT_EQ(op.name, kSdpa);
     EXPECT_EQ(std::get<std::string>(*op.attribute("path")), "materialized");
@@ -526,7 +532,7 @@ TEST(AttentionMaterialized, BackwardMatchesReference) {
   std::uint32_t seed = 1300;
   for (const Case& c : kSweep) {
     Inputs in = make_inputs(c, seed += 10);
-    auto f = ml::scaled_dot_product_attention_with_weights(in.mq, in.mk, in.mv, in.mmask, {}, c.causal);
+    auto f = ml::scaled_dot_product_attention_with_weights(in.mq, in.mk, in.mv, in.mmask, {}, c.causal, c.variant);
     oa::TraceCapture trace(engine());
     auto g = ml::attention_weights_backward(in.mq, in.mk, in.mv, f.weights, in.mgrad, static_cast<float>(in.problem.scale));
     EXPECT_EQ(only_op(trace).label(), std::string(kSdpa) + " backward");
@@ -740,6 +746,8 @@ const std::vector<Case> kGradSweep = {
     {1, 65, 65, 1, 1, MaskKind::None, true},      {1, 130, 130, 1, 1, MaskKind::PerRow, true},
     {1, 17, 65, 16, 8, MaskKind::Broadcast, true}, {1, 65, 17, 40, 24, MaskKind::None, true},
     {1, 2, 130, 64, 24, MaskKind::PerRow, false},
+    {1, 17, 65, 16, 8, MaskKind::Broadcast, true, ml::CausalVariant::UpperLeft},
+    {1, 65, 17, 40, 24, MaskKind::None, true, ml::CausalVariant::UpperLeft},
 };
 
 std::vector<GradInput> grad_inputs(const Case& c, std::uint64_t seed) {
@@ -761,6 +769,7 @@ ref::AttentionProblem grad_problem(const Case& c, const Inputs64& x) {
   p.dv = c.dv;
   p.scale = 1.0 / std::sqrt(static_cast<double>(static_cast<float>(c.dh)));
   p.causal = c.causal;
+  p.upper_left = c.variant == ml::CausalVariant::UpperLeft;
   if (x.size() > 3) {
     p.mask = x[3];
     p.mask_rows = c.mask == MaskKind::PerRow ? c.bh * c.sq : c.sq;
@@ -776,7 +785,7 @@ TEST(AttentionAutograd, FlashGradients) {
     SCOPED_TRACE(describe(c));
     gradcheck(
         grad_inputs(c, seed += 10),
-        [&](const std::vector<Matrix>& x) { return ml::scaled_dot_product_attention(x[0], x[1], x[2], optional_mask(x), {}, c.causal); },
+        [&](const std::vector<Matrix>& x) { return ml::scaled_dot_product_attention(x[0], x[1], x[2], optional_mask(x), {}, c.causal, ml::SdpaBackend::Auto, c.variant); },
         [&](const Inputs64& x) { return ref::attention(grad_problem(c, x), x[0], x[1], x[2]).out; });
   }
 }
@@ -788,7 +797,7 @@ TEST(AttentionAutograd, MaterializedGradients) {
     gradcheck(
         grad_inputs(c, seed += 10),
         [&](const std::vector<Matrix>& x) {
-          return ml::scaled_dot_product_attention_with_weights(x[0], x[1], x[2], optional_mask(x), {}, c.causal).output;
+          return ml::scaled_dot_product_attention_with_weights(x[0], x[1], x[2], optional_mask(x), {}, c.causal, c.variant).output;
         },
         [&](const Inputs64& x) { return ref::attention(grad_problem(c, x), x[0], x[1], x[2]).out; });
   }
@@ -804,11 +813,11 @@ TEST(AttentionAutograd, WeightsAndLogSumExpGradients) {
   gradcheck(
       inputs,
       [&](const std::vector<Matrix>& x) {
-        return ml::scaled_dot_product_attention_with_weights(x[0], x[1], x[2], x[3], {}, c.causal).weights;
+        return ml::scaled_dot_product_attention_with_weights(x[0], x[1], x[2], x[3], {}, c.causal, c.variant).weights;
       },
       [&](const Inputs64& x) { return ref::attention(grad_problem(c, x), x[0], x[1], x[2]).probs; });
   gradcheck(
-      inputs, [&](const std::vector<Matrix>& x) { return ml::flash_attention(x[0], x[1], x[2], x[3], {}, c.causal).log_sum_exp; },
+      inputs, [&](const std::vector<Matrix>& x) { return ml::flash_attention(x[0], x[1], x[2], x[3], {}, c.causal, c.variant).log_sum_exp; },
       [&](const Inputs64& x) { return ref::attention(grad_problem(c, x), x[0], x[1], x[2]).lse; });
 }
 

@@ -128,6 +128,7 @@ struct AttentionProblem {
   std::int64_t bh = 1, sq = 1, sk = 1, dh = 1, dv = 1;
   double scale = 1.0;
   bool causal = false;
+  bool upper_left = false;  // causal: query i sees keys j <= i (else j <= i + Sk - Sq)
   Vec mask;
   std::int64_t mask_rows = 1;
   bool f32_masked_logits = false;
@@ -150,7 +151,7 @@ inline AttentionResult attention(const AttentionProblem& p, const Vec& q, const 
       Vec s(static_cast<std::size_t>(p.sk), kNegInf);
       double mx = kNegInf;
       for (std::int64_t j = 0; j < p.sk; ++j) {
-        if (p.causal && j > i + p.sk - p.sq) continue;
+        if (p.causal && j > i + (p.upper_left ? 0 : p.sk - p.sq)) continue;
         double dot = 0.0;
         for (std::int64_t d = 0; d < p.dh; ++d)
           dot += q[static_cast<std::size_t>(row * p.dh + d)] * k[static_cast<std::size_t>((b * p.sk + j) * p.dh + d)];

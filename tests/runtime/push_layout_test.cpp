@@ -22,7 +22,7 @@ static_assert(!std::is_default_constructible_v<matrix_unary>);
 template <typename L>
 concept WithoutProblem = requires { L{.has_lse_grad = 1u}; };
 static_assert(!WithoutProblem<oa::push::ml_attention_flash_backward_dq>);
-static_assert(sizeof(oa::push::ml_attention_flash_backward_dq) == 12 * 4);
+static_assert(sizeof(oa::push::ml_attention_flash_backward_dq) == 13 * 4);
 
 // Arrays are 4-byte strided and uvec4 is 16-byte aligned, as in std430.
 static_assert(sizeof(oa::push::matrix_select) == 19 * 4);

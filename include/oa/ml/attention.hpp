@@ -33,9 +33,12 @@
 //   row's spread, not its magnitude.
 // - NaN propagates: a NaN logit makes its whole softmax row (and that query's
 //   attention output) NaN, as torch.softmax does, on every path here.
-// - `causal` with query length Sq != key length Sk is aligned bottom-right:
-//   query i sees keys j <= i + Sk - Sq (FlashAttention 2.1+, MLX). The flash
-//   and materialised paths agree on this.
+// - `causal` with query length Sq != key length Sk is aligned bottom-right by
+//   default: query i sees keys j <= i + Sk - Sq (FlashAttention 2.1+, MLX,
+//   torch's CausalVariant.LOWER_RIGHT). CausalVariant::UpperLeft aligns it
+//   top-left instead: query i sees keys j <= i (torch's is_causal=True, a
+//   torch.tril mask, CausalVariant.UPPER_LEFT). The two agree when Sq = Sk.
+//   Every path (flash, materialised, decoding) honours either.
 // - Where `scale` is optional its default is 1/sqrt(head_dim); an explicit
 //   value (1.0 included) is honoured.
 // - Additive masks are detached: no gradient flows into them.
@@ -113,8 +116,12 @@ Matrix softmax_scaled_masked(const Matrix& scores, const Matrix& mask, float sca
 // The kernels read it through strides (no per-head copy). -inf entries hide
 // keys. Bad mask shapes: InvalidArgument naming the op, additive_mask and the
 // scores' shape. Source: "Attention Is All You Need" (Vaswani et al. 2017),
-// torch.nn.functional.scaled_dot_product_attention with bottom-right causal
-// alignment.
+// torch.nn.functional.scaled_dot_product_attention (its is_causal is
+// causal with CausalVariant::UpperLeft).
+
+// Where a causal diagonal starts when Sq != Sk (torch.nn.attention.bias.CausalVariant):
+// LowerRight: query i sees keys j <= i + Sk - Sq; UpperLeft: keys j <= i.
+enum class CausalVariant { LowerRight, UpperLeft };
 
 // Which implementation scaled_dot_product_attention runs (as PyTorch's
 // torch.nn.attention.SDPBackend / sdpa_kernel): Flash = the tiled flash
@@ -169,21 +176,24 @@ struct AttentionWithWeights {
 // Dh and Dv must be <= 256 (Unsupported otherwise). The backward recomputes
 // probabilities from the saved softmax stats (flash_attention_backward).
 FlashAttentionResult flash_attention(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& additive_mask = {},
-                                     std::optional<float> scale = {}, bool causal = false);
+                                     std::optional<float> scale = {}, bool causal = false,
+                                     CausalVariant causal_variant = CausalVariant::LowerRight);
 
 // Scaled dot-product attention on the path `backend` picks (Auto: the
 // thread's SdpaBackendGuard, else flash when Dh and Dv are <= 256, else the
 // materialised path). Saves what its backward needs.
 Matrix scaled_dot_product_attention(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& additive_mask = {},
                                     std::optional<float> scale = {}, bool causal = false,
-                                    SdpaBackend backend = SdpaBackend::Auto);
+                                    SdpaBackend backend = SdpaBackend::Auto,
+                                    CausalVariant causal_variant = CausalVariant::LowerRight);
 
 // The materialised path, for callers that need the probabilities: scores
 // [BH, Sq, Sk] = q k^T, weights = softmax_scaled_masked(scores, mask, scale)
 // (with causal hiding), output = weights @ v. Memory O(BH * Sq * Sk).
 AttentionWithWeights scaled_dot_product_attention_with_weights(const Matrix& q, const Matrix& k, const Matrix& v,
                                                                const Matrix& additive_mask = {},
-                                                               std::optional<float> scale = {}, bool causal = false);
+                                                               std::optional<float> scale = {}, bool causal = false,
+                                                               CausalVariant causal_variant = CausalVariant::LowerRight);
 
 // Causal flash attention without a mask, on flattened heads: q [BH, Sq,
 // Dh], k [BH, Sk, Dh], v [BH, Sk, Dv] as flash_attention; returns the output
@@ -235,7 +245,8 @@ struct AttentionGradients {
 // log-sum-exp output (d lse_i / d s_ij = p_ij).
 AttentionGradients flash_attention_backward(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& additive_mask,
                                             const Matrix& output, const Matrix& softmax_stats, const Matrix& grad,
-                                            float scale, bool causal, const Matrix& grad_log_sum_exp = {});
+                                            float scale, bool causal, const Matrix& grad_log_sum_exp = {},
+                                            CausalVariant causal_variant = CausalVariant::LowerRight);
 // Materialised-path backward from the saved weights: dv = P^T g,
 // dP = g v^T (+ grad_weights, a gradient reaching the weights output),
 // dS = softmax backward, dq = dS k, dk = dS^T q.

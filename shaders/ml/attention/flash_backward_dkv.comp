@@ -99,7 +99,7 @@ void main() {
   const uint bh = OA_GROUP_ID.y;
   const bool live = kj < pc.sk;
   const bool live_b = ROWS == 2u && kj_b < pc.sk;
-  const int diag = int(pc.sk) - int(pc.sq);  // query i sees key j when j <= i + diag
+  const int diag = pc.diag;  // query i sees key j when j <= i + diag
 
   const uint k_at = live ? flash_row(bh, kj, pc.sk, pc.dh, pc.heads) : 0u;
   const uint v_at = live ? flash_row(bh, kj, pc.sk, pc.dv, pc.heads) : 0u;

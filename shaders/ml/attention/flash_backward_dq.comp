@@ -59,7 +59,7 @@ void main() {
   const uint qi = row0 + gl_LocalInvocationID.x / LANES;
   const uint bh = OA_GROUP_ID.y;
   const bool live = qi < pc.sq;
-  const int diag = int(pc.sk) - int(pc.sq);
+  const int diag = pc.diag;  // query i sees key j when j <= i + diag
 
   const uint q_at = live ? flash_row(bh, qi, pc.sq, pc.dh, pc.heads) : 0u;
   const uint o_at = live ? flash_row(bh, qi, pc.sq, pc.dv, pc.heads) : 0u;

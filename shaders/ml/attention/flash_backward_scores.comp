@@ -45,7 +45,7 @@ void main() {
   const vec2 st = stats_in[row];
   const float scale = pc.scale, scale_abs = abs(scale);
   const float u = MASKED ? OA_LOG2E : scale_abs * OA_LOG2E;
-  const int last = pc.causal != 0u ? int(i) + int(sk) - int(sq) : int(sk) - 1;
+  const int last = pc.causal != 0u ? int(i) + pc.diag : int(sk) - 1;
   const bool any_visible = st.y != -OA_INF;
   const uint mask_at =
       MASKED ? flash_mask_row(bh, i, pc.mask_heads, pc.mask_sb, pc.mask_sh, pc.mask_sq) : 0u;

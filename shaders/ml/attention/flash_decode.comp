@@ -57,7 +57,7 @@ void main() {
   const uint key0 = OA_GROUP_ID.x * BLOCK_N;
   // Keys of this range that the row may see: [key0, key0 + n).
   int last_key = int(pc.sk) - 1;
-  if (pc.causal != 0u) last_key = min(last_key, int(qi) + int(pc.sk) - int(pc.sq));
+  if (pc.causal != 0u) last_key = min(last_key, int(qi) + pc.diag);
   const uint n = uint(clamp(last_key + 1 - int(key0), 0, int(BLOCK_N)));
 
   const uint q_at = flash_row(bh, qi, pc.sq, pc.dh, pc.heads);

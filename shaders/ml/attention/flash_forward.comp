@@ -108,7 +108,7 @@ void main() {
   const uint bh = OA_GROUP_ID.y;
   const bool live = qi < pc.sq;
   const bool live_b = ROWS == 2u && qi_b < pc.sq;
-  const int diag = int(pc.sk) - int(pc.sq);  // query i sees keys j <= i + diag when causal
+  const int diag = pc.diag;  // query i sees keys j <= i + diag when causal
 
   const uint q_at = live ? flash_row(bh, qi, pc.sq, pc.dh, pc.heads) : 0u;
   const uint q_at_b = live_b ? flash_row(bh, qi_b, pc.sq, pc.dh, pc.heads) : 0u;

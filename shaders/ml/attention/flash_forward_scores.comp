@@ -48,7 +48,7 @@ void main() {
   const float scale_abs = abs(pc.scale);
   const float u = MASKED ? OA_LOG2E : scale_abs * OA_LOG2E;
   // Keys [0, end) are visible (before the mask).
-  const int last = pc.causal != 0u ? int(i) + int(pc.sk) - int(pc.sq) : int(pc.cols) - 1;
+  const int last = pc.causal != 0u ? int(i) + pc.diag : int(pc.cols) - 1;
   const uint end = live ? uint(clamp(last + 1, 0, int(pc.cols))) : 0u;
   const uint mask_at = MASKED && live ? flash_mask_row(bh, i, pc.mask_heads, pc.mask_sb, pc.mask_sh, pc.mask_sq) : 0u;
   const uint base = r * pc.cols;

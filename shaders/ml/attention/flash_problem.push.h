@@ -10,6 +10,7 @@
   OA_FIELD(uint, dv)                               \
   OA_FIELD(float, scale)                           \
   OA_FIELD(uint, causal)                           \
+  OA_FIELD(int, diag)                              \
   OA_FIELD(uint, mask_heads)                       \
   OA_FIELD(uint, mask_sb)                          \
   OA_FIELD(uint, mask_sh)                          \

@@ -2,7 +2,7 @@
 // y = softmax(x * scale + mask) over each row of `cols` columns, with optional
 // causal hiding for attention scores: row R = row_base + r of [BH, Sq, Sk] is
 // query i = R % sq of batch-head bh = R / sq and sees columns
-// c <= i + sk - sq. The logit is fma(x, scale, mask) (one rounding); the mask
+// c <= i + diag (Sk - Sq aligned bottom-right, 0 top-left). The logit is fma(x, scale, mask) (one rounding); the mask
 // element of (bh, i, c) is (bh / mask_heads) * mask_sb + (bh % mask_heads) *
 // mask_sh + i * mask_sq + c (strides of 0 broadcast). Three steps per row:
 // max, sum of exp(v - max), write exp(v - max) / sum. A row with nothing
@@ -31,7 +31,7 @@ void main() {
   const uint bh = (pc.row_base + row) / pc.sq, query = pc.row_base + row - bh * pc.sq;
   const uint mb = bh / pc.mask_heads;
   const uint mask_at = pc.masked != 0u ? mb * pc.mask_sb + (bh - mb * pc.mask_heads) * pc.mask_sh + query * pc.mask_sq : 0u;
-  if (live && pc.causal != 0u) visible = uint(clamp(int(query) + int(pc.sk) - int(pc.sq) + 1, 0, int(pc.cols)));
+  if (live && pc.causal != 0u) visible = uint(clamp(int(query) + pc.diag + 1, 0, int(pc.cols)));
 
   // The first CACHE columns of this invocation stay in registers (fixed
   // indices after unrolling); columns past LANES * CACHE are re-read.

@@ -77,7 +77,7 @@ MaskLayout mask_layout(const char* op, const char* arg, const Matrix& mask, std:
 }
 
 AttentionGeometry attention_geometry(const char* op, const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& mask,
-                                     std::optional<float> scale, bool causal) {
+                                     std::optional<float> scale, bool causal, CausalVariant variant) {
   detail::require_f32(q, op, "q");
   detail::require_f32(k, op, "k");
   detail::require_f32(v, op, "v");
@@ -118,6 +118,7 @@ AttentionGeometry attention_geometry(const char* op, const Matrix& q, const Matr
   g.scale = scale ? *scale : 1.0f / std::sqrt(static_cast<float>(g.dh));
   if (!std::isfinite(g.scale)) fail(ErrorKind::InvalidArgument, "{}: scale {} is not finite (q {})", op, g.scale, q.shape());
   g.causal = causal;
+  g.diag = variant == CausalVariant::UpperLeft ? 0 : g.sk - g.sq;
   return g;
 }
 
@@ -138,6 +139,7 @@ struct FlashProblem {
   std::int64_t bh = 0, heads = 1, sq = 0, sk = 0, dh = 0, dv = 0;
   float scale = 1.0f;
   bool causal = false;
+  std::int64_t diag = 0;  // causal: query i sees keys j <= i + diag
   MaskLayout mask_layout;
   const Matrix* mask = nullptr;
 };
@@ -319,6 +321,7 @@ push::ml_attention_flash_problem problem_push(const FlashProblem& p) {
           .dv = u32(p.dv),
           .scale = p.scale,
           .causal = p.causal ? 1u : 0u,
+          .diag = static_cast<std::int32_t>(p.diag),
           .mask_heads = u32(p.mask_layout.heads),
           .mask_sb = u32(p.mask_layout.sb),
           .mask_sh = u32(p.mask_layout.sh),
@@ -465,7 +468,9 @@ std::vector<ComputeDispatch> lower_flash_backward(const Engine& engine, const Fl
 // against keys [0, keys). One block without causality; causal problems take
 // blocks of kCausalBlockRows queries, each against only the keys its last
 // row sees, so the GEMMs skip most of the hidden half (at 8 blocks they
-// compute 9/16 of the scores instead of all). On the H200, 256-row blocks
+// compute 9/16 of the scores instead of all); the last block takes every key
+// (the backward's first pass initialises dk and dv over all of them, and
+// aligned bottom-right it sees them all anyway). On the H200, 256-row blocks
 // ran 1.05-1.12x faster than 512 at head dims 64-128 in the backward
 // (Gemma's 256: 0.97x).
 struct QueryBlock {
@@ -478,8 +483,9 @@ std::vector<QueryBlock> query_blocks(const FlashProblem& p) {
   std::vector<QueryBlock> blocks;
   for (std::int64_t first = 0; first < p.sq; first += kCausalBlockRows) {
     const std::int64_t rows = std::min(kCausalBlockRows, p.sq - first);
-    blocks.push_back({first, rows, std::clamp<std::int64_t>(first + rows + p.sk - p.sq, 0, p.sk)});
+    blocks.push_back({first, rows, std::clamp<std::int64_t>(first + rows + p.diag, 0, p.sk)});
   }
+  blocks.back().keys = p.sk;
   return blocks;
 }
 
@@ -654,6 +660,7 @@ FlashProblem flash_problem(const AttentionGeometry& g, const Matrix& mask) {
           .dv = g.dv,
           .scale = g.scale,
           .causal = g.causal,
+          .diag = g.diag,
           .mask_layout = g.mask,
           .mask = mask.defined() ? &mask : nullptr};
 }

@@ -63,9 +63,10 @@ struct AttentionGeometry {
   MaskLayout mask;
   float scale = 1.0f;
   bool causal = false;
+  std::int64_t diag = 0;  // causal: query i sees keys j <= i + diag (Sk - Sq lower-right, 0 upper-left)
 };
 AttentionGeometry attention_geometry(const char* op, const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& mask,
-                                     std::optional<float> scale, bool causal);
+                                     std::optional<float> scale, bool causal, CausalVariant variant);
 
 // Moves the dispatches of `from` to the end of `to`.
 inline void append(std::vector<runtime::ComputeDispatch>& to, std::vector<runtime::ComputeDispatch> from) {
@@ -138,7 +139,7 @@ class FlashLoweringGuard {
 };
 
 // Row softmax y = softmax(x * scale + mask) over rows of `cols` columns, with
-// optional bottom-right causal hiding. Row r is query r % sq of batch-head
+// optional causal hiding. Row r is query r % sq of batch-head
 // r / sq, against Sk = cols keys; the mask (when mask.present) is read
 // through `mask` (MaskLayout). x and y hold rows * cols elements. Lanes and
 // chunks (x and y windows within maxStorageBufferRange) come from
@@ -150,6 +151,7 @@ struct SoftmaxRows {
   MaskLayout mask;
   bool causal = false;
   std::int64_t sq = 1;
+  std::int64_t diag = 0;  // causal: query i sees keys j <= i + diag
 };
 std::vector<runtime::ComputeDispatch> lower_softmax(const Engine& engine, const char* op, const SoftmaxRows& rows, const Matrix& x,
                                                     const Matrix& y);

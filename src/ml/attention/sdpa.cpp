@@ -24,10 +24,15 @@ struct SdpaAttributes {
   // Not traced: the materialised weights are returned to the caller, so
   // their gradient enters the backward.
   bool weights_grad = false;
+  bool upper_left = false;  // causal aligned top-left (CausalVariant::UpperLeft)
   static constexpr auto fields = std::tuple{field("scale", &SdpaAttributes::scale), field("causal", &SdpaAttributes::causal),
-                                            field("path", &SdpaAttributes::path)};
+                                            field("path", &SdpaAttributes::path),
+                                            field("upper_left", &SdpaAttributes::upper_left)};
   bool flash() const { return path == kFlash; }
 };
+
+bool upper_left(CausalVariant v) { return v == CausalVariant::UpperLeft; }
+CausalVariant variant_of(bool upper_left) { return upper_left ? CausalVariant::UpperLeft : CausalVariant::LowerRight; }
 
 // [BH, Sq] or [B, H, Sq] for g, with a last extent when given.
 Shape rows_shape(const AttentionGeometry& g, std::optional<std::int64_t> last = {}) {
@@ -37,7 +42,7 @@ Shape rows_shape(const AttentionGeometry& g, std::optional<std::int64_t> last = 
 }
 
 AttentionGeometry geometry_of(std::span<const Matrix> inputs, const Matrix& mask, const SdpaAttributes& a) {
-  return attention_geometry(kSdpa, inputs[0], inputs[1], inputs[2], mask, a.scale, a.causal);
+  return attention_geometry(kSdpa, inputs[0], inputs[1], inputs[2], mask, a.scale, a.causal, variant_of(a.upper_left));
 }
 
 // Flash: results output and log-sum-exp; auxiliary the softmax stats and, for
@@ -79,6 +84,7 @@ void lower_sdpa(const OpCall<SdpaAttributes>& c, const std::vector<Matrix>& out,
   rows.mask = g.mask;
   rows.causal = g.causal;
   rows.sq = g.sq;
+  rows.diag = g.diag;
   append(ds, std::move(resolved.dispatches));
   append(ds, lower_bmm(c.engine, BmmLayout::NT, q, k, scores));
   append(ds, lower_softmax(c.engine, kSdpa, rows, scores, weights));
@@ -145,11 +151,12 @@ SdpaBackendGuard::~SdpaBackendGuard() { sdpa_backend_ = previous_; }
 SdpaBackend SdpaBackendGuard::current() { return sdpa_backend_; }
 
 FlashAttentionResult flash_attention(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& additive_mask,
-                                     std::optional<float> scale, bool causal) {
-  const AttentionGeometry g = attention_geometry(kSdpa, q, k, v, additive_mask, scale, causal);
+                                     std::optional<float> scale, bool causal, CausalVariant causal_variant) {
+  const AttentionGeometry g = attention_geometry(kSdpa, q, k, v, additive_mask, scale, causal, causal_variant);
   require_flash_dims(kSdpa, g);
   std::vector<Matrix> auxiliary;
-  const auto r = detail::apply(kSdpaOp, {q, k, v, additive_mask}, {g.scale, causal, kFlash}, &auxiliary);
+  const auto r = detail::apply(kSdpaOp, {q, k, v, additive_mask}, {g.scale, causal, kFlash, false, upper_left(causal_variant)},
+                               &auxiliary);
   return {r[0], r[1], auxiliary[0]};
 }
 
@@ -158,27 +165,28 @@ Matrix flash_attention_causal(const Matrix& q, const Matrix& k, const Matrix& v,
 }
 
 Matrix scaled_dot_product_attention(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& additive_mask,
-                                    std::optional<float> scale, bool causal, SdpaBackend backend) {
-  const AttentionGeometry g = attention_geometry(kSdpa, q, k, v, additive_mask, scale, causal);
+                                    std::optional<float> scale, bool causal, SdpaBackend backend, CausalVariant causal_variant) {
+  const AttentionGeometry g = attention_geometry(kSdpa, q, k, v, additive_mask, scale, causal, causal_variant);
   if (backend == SdpaBackend::Auto) backend = SdpaBackendGuard::current();
   if (backend == SdpaBackend::Auto)
     backend = g.dh <= kMaxFlashDim && g.dv <= kMaxFlashDim ? SdpaBackend::Flash : SdpaBackend::Math;
-  if (backend == SdpaBackend::Flash) return flash_attention(q, k, v, additive_mask, g.scale, causal).output;
-  return detail::apply(kSdpaOp, {q, k, v, additive_mask}, {g.scale, causal, kMaterialized})[0];
+  if (backend == SdpaBackend::Flash) return flash_attention(q, k, v, additive_mask, g.scale, causal, causal_variant).output;
+  return detail::apply(kSdpaOp, {q, k, v, additive_mask}, {g.scale, causal, kMaterialized, false, upper_left(causal_variant)})[0];
 }
 
 AttentionWithWeights scaled_dot_product_attention_with_weights(const Matrix& q, const Matrix& k, const Matrix& v,
                                                                const Matrix& additive_mask, std::optional<float> scale,
-                                                               bool causal) {
-  const AttentionGeometry g = attention_geometry(kSdpa, q, k, v, additive_mask, scale, causal);
-  const auto r = detail::apply(kSdpaOp, {q, k, v, additive_mask}, {g.scale, causal, kMaterialized, true});
+                                                               bool causal, CausalVariant causal_variant) {
+  const AttentionGeometry g = attention_geometry(kSdpa, q, k, v, additive_mask, scale, causal, causal_variant);
+  const auto r =
+      detail::apply(kSdpaOp, {q, k, v, additive_mask}, {g.scale, causal, kMaterialized, true, upper_left(causal_variant)});
   return {r[0], r[1]};
 }
 
 AttentionGradients flash_attention_backward(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& additive_mask,
                                             const Matrix& output, const Matrix& softmax_stats, const Matrix& grad, float scale,
-                                            bool causal, const Matrix& grad_log_sum_exp) {
-  const AttentionGeometry g = attention_geometry(kSdpa, q, k, v, additive_mask, scale, causal);
+                                            bool causal, const Matrix& grad_log_sum_exp, CausalVariant causal_variant) {
+  const AttentionGeometry g = attention_geometry(kSdpa, q, k, v, additive_mask, scale, causal, causal_variant);
   require_flash_dims(kSdpa, g);
   const Shape lse_shape = rows_shape(g), stats_shape = rows_shape(g, 2), out_shape = rows_shape(g, g.dv);
   detail::require_f32(output, kSdpa, "output");
@@ -195,13 +203,13 @@ AttentionGradients flash_attention_backward(const Matrix& q, const Matrix& k, co
          "{} backward: output {} and grad {} must be {}, softmax_stats {} must be {} and grad_log_sum_exp {}", kSdpa,
          output.shape(), grad.shape(), out_shape, softmax_stats.shape(), stats_shape, lse_shape);
   const auto d = detail::apply_backward(kSdpaOp, {q, k, v, additive_mask}, {output, Matrix(), softmax_stats}, {grad, grad_log_sum_exp},
-                                        {true, true, true, false}, {g.scale, causal, kFlash});
+                                        {true, true, true, false}, {g.scale, causal, kFlash, false, upper_left(causal_variant)});
   return {d[0], d[1], d[2]};
 }
 
 AttentionGradients attention_weights_backward(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& weights,
                                               const Matrix& grad, float scale, const Matrix& grad_weights) {
-  const AttentionGeometry g = attention_geometry(kSdpa, q, k, v, Matrix(), scale, false);
+  const AttentionGeometry g = attention_geometry(kSdpa, q, k, v, Matrix(), scale, false, CausalVariant::LowerRight);
   const Shape weights_shape = rows_shape(g, g.sk), out_shape = rows_shape(g, g.dv);
   detail::require_f32(weights, kSdpa, "weights");
   detail::require_f32(grad, kSdpa, "grad");
