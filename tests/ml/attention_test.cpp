@@ -347,6 +347,15 @@ Inputs make_inputs(const Case& c, std::uint32_t seed) {
   return in;
 }
 
+// The gradients g of in's problem against its f64 backward; `what` names the
+// case in failure messages.
+void expect_gradients(const ml::AttentionGradients& g, const Inputs& in, const std::string& what) {
+  const auto want = ref::attention_backward(in.problem, to_f64(in.q), to_f64(in.k), to_f64(in.v), to_f64(in.grad));
+  EXPECT_TRUE(oa_test::near(g.q.to_vector(), want.dq, kAtol, kRtol)) << "dq " << what;
+  EXPECT_TRUE(oa_test::near(g.k.to_vector(), want.dk, kAtol, kRtol)) << "dk " << what;
+  EXPECT_TRUE(oa_test::near(g.v.to_vector(), want.dv, kAtol, kRtol)) << "dv " << what;
+}
+
 // Every sequence length of 1, 2, 17, 64, 65, 130 and head dim of 1, 16, 40,
 // 64, 80, 128 (and the largest flash head dim, 256) appears, with and without masks (both layouts, with a fully masked
 // row), causal or not, Sq != Sk both ways (Sq > Sk causal leaves early rows
@@ -411,10 +420,7 @@ TEST(AttentionFlash, BackwardMatchesReference) {
         // Per chunk: two score GEMMs, the scores pass and three gradient GEMMs (and any split-K sums).
         if (gemm) EXPECT_GE(op.dispatches, c.bh > 2 ? 12u : 6u) << op.dispatches << " dispatches, " << what;
         else EXPECT_TRUE(op.dispatches == 2u || op.dispatches == 4u) << op.dispatches << " dispatches, " << what;
-        const auto want = ref::attention_backward(in.problem, to_f64(in.q), to_f64(in.k), to_f64(in.v), to_f64(in.grad));
-        EXPECT_TRUE(oa_test::near(g.q.to_vector(), want.dq, kAtol, kRtol)) << "dq " << what;
-        EXPECT_TRUE(oa_test::near(g.k.to_vector(), want.dk, kAtol, kRtol)) << "dk " << what;
-        EXPECT_TRUE(oa_test::near(g.v.to_vector(), want.dv, kAtol, kRtol)) << "dv " << what;
+        expect_gradients(g, in, what);
       }
     }
   }
@@ -436,10 +442,7 @@ TEST(AttentionFlash, GemmLoweringsOverCausalBlocksAndLongRows) {
     EXPECT_TRUE(oa_test::near(f.log_sum_exp.to_vector(), want_f.lse, kAtol, kRtol)) << "lse " << describe(c);
     auto g = ml::flash_attention_backward(in.mq, in.mk, in.mv, in.mmask, f.output, f.softmax_stats, in.mgrad,
                                           static_cast<float>(in.problem.scale), c.causal);
-    const auto want = ref::attention_backward(in.problem, to_f64(in.q), to_f64(in.k), to_f64(in.v), to_f64(in.grad));
-    EXPECT_TRUE(oa_test::near(g.q.to_vector(), want.dq, kAtol, kRtol)) << "dq " << describe(c);
-    EXPECT_TRUE(oa_test::near(g.k.to_vector(), want.dk, kAtol, kRtol)) << "dk " << describe(c);
-    EXPECT_TRUE(oa_test::near(g.v.to_vector(), want.dv, kAtol, kRtol)) << "dv " << describe(c);
+    expect_gradients(g, in, describe(c));
   }
 }
 
@@ -456,10 +459,7 @@ void expect_split_forward_and_backward(const Case& c, std::uint32_t seed) {
   EXPECT_TRUE(oa_test::near(f.log_sum_exp.to_vector(), want.lse, kAtol, kRtol)) << "lse " << describe(c);
   auto g = ml::flash_attention_backward(in.mq, in.mk, in.mv, in.mmask, f.output, f.softmax_stats, in.mgrad,
                                         static_cast<float>(in.problem.scale), c.causal);
-  const auto wg = ref::attention_backward(in.problem, to_f64(in.q), to_f64(in.k), to_f64(in.v), to_f64(in.grad));
-  EXPECT_TRUE(oa_test::near(g.q.to_vector(), wg.dq, kAtol, kRtol)) << "dq " << describe(c);
-  EXPECT_TRUE(oa_test::near(g.k.to_vector(), wg.dk, kAtol, kRtol)) << "dk " << describe(c);
-  EXPECT_TRUE(oa_test::near(g.v.to_vector(), wg.dv, kAtol, kRtol)) << "dv " << describe(c);
+  expect_gradients(g, in, describe(c));
 }
 
 // Few queries and many keys (more than decoding's four, a chunk of a long prompt): the
@@ -500,10 +500,7 @@ TEST(AttentionFlash, KeyGradientsOverQueryRanges) {
     auto g = ml::flash_attention_backward(in.mq, in.mk, in.mv, in.mmask, f.output, f.softmax_stats, in.mgrad,
                                           static_cast<float>(in.problem.scale), c.causal);
     EXPECT_EQ(only_op(trace).dispatches, 4u) << describe(c);
-    const auto want = ref::attention_backward(in.problem, to_f64(in.q), to_f64(in.k), to_f64(in.v), to_f64(in.grad));
-    EXPECT_TRUE(oa_test::near(g.q.to_vector(), want.dq, kAtol, kRtol)) << "dq " << describe(c);
-    EXPECT_TRUE(oa_test::near(g.k.to_vector(), want.dk, kAtol, kRtol)) << "dk " << describe(c);
-    EXPECT_TRUE(oa_test::near(g.v.to_vector(), want.dv, kAtol, kRtol)) << "dv " << describe(c);
+    expect_gradients(g, in, describe(c));
   }
 }
 
@@ -530,10 +527,7 @@ TEST(AttentionMaterialized, BackwardMatchesReference) {
     oa::TraceCapture trace(engine());
     auto g = ml::attention_weights_backward(in.mq, in.mk, in.mv, f.weights, in.mgrad, static_cast<float>(in.problem.scale));
     EXPECT_EQ(only_op(trace).label(), std::string(kSdpa) + " backward");
-    const auto want = ref::attention_backward(in.problem, to_f64(in.q), to_f64(in.k), to_f64(in.v), to_f64(in.grad));
-    EXPECT_TRUE(oa_test::near(g.q.to_vector(), want.dq, kAtol, kRtol)) << "dq " << describe(c);
-    EXPECT_TRUE(oa_test::near(g.k.to_vector(), want.dk, kAtol, kRtol)) << "dk " << describe(c);
-    EXPECT_TRUE(oa_test::near(g.v.to_vector(), want.dv, kAtol, kRtol)) << "dv " << describe(c);
+    expect_gradients(g, in, describe(c));
   }
 }
 
