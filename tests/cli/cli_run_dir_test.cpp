@@ -53,10 +53,8 @@ std::vector<std::int64_t> metrics_steps(const fs::path& file, const char* key) {
 
 TEST(CliRunDir, SecondRunIntoTheSameOutFailsAtOnce) {
   CliDir d;
-  write_text(d / "fox.txt");
   write_fashion_mnist(d / "data");
-  const pid_t first = d.start({"train", "text", "--input", "fox.txt", "--out", "run", "--context", "8", "--layers", "1", "--heads", "2",
-                               "--width", "16", "--steps", "100000", "--eval-every", "100000", "--batch-size", "4"});
+  const pid_t first = start_endless_text_run(d, {"--context", "8", "--width", "16", "--eval-every", "100000", "--batch-size", "4"});
   ASSERT_GT(first, 0);
   wait_until_exists(d / "run" / "metrics.jsonl");  // the first run is training
   const auto before = d.listing();
@@ -237,9 +235,7 @@ TEST(CliRunDir, CheckpointIsWrittenAsOneUnit) {
 // the engine queues only a few batches ahead of the device.
 TEST(CliRunDir, InterruptTakesEffectAtTheNextStep) {
   CliDir d;
-  write_text(d / "fox.txt");
-  const pid_t pid = d.start({"train", "text", "--input", "fox.txt", "--out", "run", "--context", "32", "--layers", "1", "--heads", "2",
-                             "--width", "64", "--batch-size", "16", "--steps", "100000", "--eval-every", "25"});
+  const pid_t pid = start_endless_text_run(d, {"--context", "32", "--width", "64", "--batch-size", "16", "--eval-every", "25"});
   ASSERT_GT(pid, 0);
   // The time of a step, from the first validation to the second.
   const fs::path metrics = d / "run" / "metrics.jsonl";

@@ -134,6 +134,16 @@ inline std::vector<std::string> operator+(std::vector<std::string> a, const std:
   return a;
 }
 
+// Starts (CliDir::start) `oa train text` on a write_text fox.txt in `d`, into
+// run/, with one layer, two heads, 100000 steps and `flags` (context, width,
+// batch size, validation interval): a run that lasts until it is stopped.
+inline pid_t start_endless_text_run(const CliDir& d, const std::vector<std::string>& flags) {
+  write_text(d / "fox.txt");
+  return d.start(std::vector<std::string>{"train", "text", "--input", "fox.txt", "--out", "run", "--layers", "1", "--heads", "2", "--steps",
+                                          "100000"} +
+                 flags);
+}
+
 // Waits (at most two minutes) until `file` exists and is not empty: for a run
 // started with CliDir::start, its first validation's line in metrics.jsonl.
 inline void wait_until_written(const fs::path& file) {

@@ -175,9 +175,7 @@ TEST(CliText, PrecisionIsRecordedAndResumeRefusesAnother) {
 // checkpoint after the step and exit 128 + SIGTERM.
 TEST(CliText, SigtermSavesACheckpoint) {
   CliDir d;
-  write_text(d / "fox.txt");
-  const pid_t pid = d.start({"train", "text", "--input", "fox.txt", "--out", "run", "--context", "8", "--layers", "1", "--heads", "2",
-                             "--width", "16", "--steps", "100000", "--eval-every", "1", "--batch-size", "4"});
+  const pid_t pid = start_endless_text_run(d, {"--context", "8", "--width", "16", "--eval-every", "1", "--batch-size", "4"});
   ASSERT_GT(pid, 0);
   wait_until_written(d / "run" / "metrics.jsonl");
   ::kill(pid, SIGTERM);

@@ -42,6 +42,25 @@ std::vector<std::int32_t> ints(std::int64_t n, std::uint64_t seed, int low, int 
   return out;
 }
 
+// `axis` of an operand of `shape`, a negative one counted from the end.
+std::size_t axis_of(const Shape& shape, int axis) {
+  return static_cast<std::size_t>(axis < 0 ? axis + static_cast<int>(shape.rank()) : axis);
+}
+
+// An I32 index of `index_shape` into `shape` along `axis`: random values in
+// [0, extent) from `seed`, and the axis counted from the front.
+struct RandomIndex {
+  std::size_t axis;
+  std::vector<std::int32_t> values;
+  Matrix index;
+};
+RandomIndex random_index(const Shape& shape, int axis, const Shape& index_shape, std::uint64_t seed) {
+  const std::size_t a = axis_of(shape, axis);
+  std::vector<std::int32_t> values = ints(index_shape.numel(), seed, 0, static_cast<int>(shape[a]));
+  const Matrix index = Matrix::from_i32(index_shape, values);
+  return {a, std::move(values), index};
+}
+
 TEST(MatrixIndexing, IndexSelectMatchesTheReferenceWithGradients) {
   struct Case {
     Shape shape;
@@ -58,7 +77,7 @@ TEST(MatrixIndexing, IndexSelectMatchesTheReferenceWithGradients) {
   std::uint64_t seed = 1;
   for (const auto& c : cases) {
     SCOPED_TRACE(c.shape.to_string() + " dim " + std::to_string(c.dim));
-    const auto dim = static_cast<std::size_t>(c.dim < 0 ? c.dim + static_cast<int>(c.shape.rank()) : c.dim);
+    const std::size_t dim = axis_of(c.shape, c.dim);
     const Matrix index = Matrix::from_i32({static_cast<std::int64_t>(c.index.size())}, c.index);
     gradcheck({random_input(c.shape, seed++)}, [&](const std::vector<Matrix>& x) { return mx::index_select(x[0], c.dim, index); },
               [&](const Inputs& x) { return ref::index_select(x[0], c.shape.to_vector(), dim, c.index); });
@@ -114,11 +133,9 @@ TEST(MatrixIndexing, GatherMatchesTheReferenceWithGradients) {
   std::uint64_t seed = 30;
   for (const auto& c : cases) {
     SCOPED_TRACE(c.shape.to_string() + " index " + c.index_shape.to_string());
-    const auto dim = static_cast<std::size_t>(c.dim < 0 ? c.dim + static_cast<int>(c.shape.rank()) : c.dim);
-    const auto iv = ints(c.index_shape.numel(), seed + 100, 0, static_cast<int>(c.shape[dim]));
-    const Matrix index = Matrix::from_i32(c.index_shape, iv);
-    gradcheck({random_input(c.shape, seed++)}, [&](const std::vector<Matrix>& x) { return mx::gather(x[0], c.dim, index); },
-              [&](const Inputs& x) { return ref::gather(x[0], c.shape.to_vector(), dim, iv, c.index_shape.to_vector()); });
+    const RandomIndex ix = random_index(c.shape, c.dim, c.index_shape, seed + 100);
+    gradcheck({random_input(c.shape, seed++)}, [&](const std::vector<Matrix>& x) { return mx::gather(x[0], c.dim, ix.index); },
+              [&](const Inputs& x) { return ref::gather(x[0], c.shape.to_vector(), ix.axis, ix.values, c.index_shape.to_vector()); });
   }
   // Equal extents outside dim: one op; a smaller index adds one slice first.
   const Matrix x = Matrix::zeros({4, 5});
@@ -146,13 +163,12 @@ TEST(MatrixIndexing, ScatterAddMatchesTheReferenceWithGradients) {
   std::uint64_t seed = 50;
   for (const auto& c : cases) {
     SCOPED_TRACE(c.shape.to_string() + " index " + c.index_shape.to_string());
-    const auto dim = static_cast<std::size_t>(c.dim < 0 ? c.dim + static_cast<int>(c.shape.rank()) : c.dim);
-    const auto iv = ints(c.index_shape.numel(), seed + 100, 0, static_cast<int>(c.shape[dim]));
-    const Matrix index = Matrix::from_i32(c.index_shape, iv);
+    const RandomIndex ix = random_index(c.shape, c.dim, c.index_shape, seed + 100);
     gradcheck({random_input(c.shape, seed), random_input(c.src_shape, seed + 1)},
-              [&](const std::vector<Matrix>& x) { return mx::scatter_add(x[0], c.dim, index, x[1]); },
+              [&](const std::vector<Matrix>& x) { return mx::scatter_add(x[0], c.dim, ix.index, x[1]); },
               [&](const Inputs& x) {
-                return ref::scatter_add(x[0], c.shape.to_vector(), dim, iv, c.index_shape.to_vector(), x[1], c.src_shape.to_vector());
+                return ref::scatter_add(x[0], c.shape.to_vector(), ix.axis, ix.values, c.index_shape.to_vector(), x[1],
+                                        c.src_shape.to_vector());
               });
     seed += 2;
   }
@@ -383,11 +399,9 @@ TEST(MatrixIndexing, TakeAlongAxisBroadcastsOutsideTheAxisWithGradients) {
   std::uint64_t seed = 190;
   for (const auto& c : cases) {
     SCOPED_TRACE(c.x.to_string() + " indices " + c.indices.to_string() + " axis " + std::to_string(c.axis));
-    const auto a = static_cast<std::size_t>(c.axis < 0 ? c.axis + static_cast<int>(c.x.rank()) : c.axis);
-    const auto iv = ints(c.indices.numel(), seed + 100, 0, static_cast<int>(c.x[a]));
-    const Matrix indices = Matrix::from_i32(c.indices, iv);
-    gradcheck({random_input(c.x, seed++)}, [&](const std::vector<Matrix>& x) { return mx::take_along_axis(x[0], indices, c.axis); },
-              [&](const Inputs& x) { return ref::take_along_axis(x[0], c.x.to_vector(), iv, c.indices.to_vector(), a); });
+    const RandomIndex ix = random_index(c.x, c.axis, c.indices, seed + 100);
+    gradcheck({random_input(c.x, seed++)}, [&](const std::vector<Matrix>& x) { return mx::take_along_axis(x[0], ix.index, c.axis); },
+              [&](const Inputs& x) { return ref::take_along_axis(x[0], c.x.to_vector(), ix.values, c.indices.to_vector(), ix.axis); });
   }
   // Same extents outside the axis: one op; each row's maximum through argmax; i32 x.
   const Matrix x = Matrix::from_vector({3, 5}, oa::test::test_values(15, 200));
@@ -416,7 +430,7 @@ TEST(MatrixIndexing, TopkGivesOrderedValuesAndIndicesWithGradients) {
   for (const auto& c : cases) {
     for (bool largest : {true, false}) {
       SCOPED_TRACE(c.shape.to_string() + " k " + std::to_string(c.k) + " axis " + std::to_string(c.axis) + (largest ? " largest" : " smallest"));
-      const auto a = static_cast<std::size_t>(c.axis < 0 ? c.axis + static_cast<int>(c.shape.rank()) : c.axis);
+      const std::size_t a = axis_of(c.shape, c.axis);
       Matrix indices;
       const auto input = random_input(c.shape, seed++);
       gradcheck({input},

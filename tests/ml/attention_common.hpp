@@ -1,8 +1,11 @@
 #pragma once
 // Helpers shared by the attention tests (tests/ml/attention_*test.cpp).
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "ml/attention/internal.hpp"
@@ -36,6 +39,19 @@ inline constexpr AttentionPath kAttentionPaths[] = {
     {ml::SdpaBackend::Flash, FlashLowering::Gemm, FlashLowering::Gemm, "flash through GEMMs"},
     {ml::SdpaBackend::Math, FlashLowering::Auto, FlashLowering::Auto, "materialized"},
 };
+
+// Runs body(backend) once per path of kAttentionPaths, with that path's
+// lowerings current and "<what> <path name>" (the name alone when `what` is
+// empty) traced in failure messages; stops after a fatal failure.
+template <typename Body>
+void for_each_path(const std::string& what, Body&& body) {
+  for (const AttentionPath& path : kAttentionPaths) {
+    const auto lowering = path.guard();
+    SCOPED_TRACE(what.empty() ? std::string(path.name) : what + " " + path.name);
+    body(path.backend);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
 
 inline constexpr float kInf = std::numeric_limits<float>::infinity();
 // f32 accumulation over at most a few thousand terms of magnitude ~1.

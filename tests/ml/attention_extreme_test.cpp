@@ -100,11 +100,8 @@ PathResult run_path(Problem& pr, ml::SdpaBackend backend) {
   return {out.to_vector(), oa::grad(pr.mq).to_vector(), oa::grad(pr.mk).to_vector(), oa::grad(pr.mv).to_vector()};
 }
 
-void expect_matches_reference(Problem& pr, const AttentionPath& path, const std::string& what, double atol = kAtol,
-                              double rtol = kRtol) {
-  SCOPED_TRACE(what + " " + path.name);
-  const auto lowering = path.guard();
-  const PathResult r = run_path(pr, path.backend);
+void expect_matches_reference(Problem& pr, ml::SdpaBackend backend, double atol, double rtol) {
+  const PathResult r = run_path(pr, backend);
   const auto want = ref::attention(pr.p, to_f64(pr.q), to_f64(pr.k), to_f64(pr.v));
   const auto g = ref::attention_backward(pr.p, to_f64(pr.q), to_f64(pr.k), to_f64(pr.v), to_f64(pr.grad));
   EXPECT_FALSE(any_nan(r.out) || any_nan(r.dq) || any_nan(r.dk) || any_nan(r.dv));
@@ -122,23 +119,20 @@ TEST(AttentionHugeMask, BothPathsMatchReference) {
   std::uint32_t seed = 10;
   for (float value : kHugeMasks)
     for (bool causal : {false, true})
-      for (const AttentionPath& path : kAttentionPaths) {
+      for_each_path("mask " + std::to_string(value) + (causal ? " causal" : ""), [&](ml::SdpaBackend backend) {
         Problem pr(2, 6, 9, 8, 5, causal, seed += 10);
         pr.set_mask(huge_mask(pr.bh * pr.sq, pr.sq, pr.sk, value, seed + 7));
         // Near -1e4 a masked f32 logit keeps ~1e-3 of the score; an f32 score
         // error can move it to the next f32 value.
         const double rtol = value == -1e4f ? 2e-3 : kRtol;
-        expect_matches_reference(pr, path, "mask " + std::to_string(value) + (causal ? " causal" : ""), kAtol, rtol);
-      }
+        expect_matches_reference(pr, backend, kAtol, rtol);
+      });
 }
 
 // A row masked by -FLT_MAX everywhere is uniform: its output is the mean of v
 // (PyTorch's answer); a row of -FLT_MAX and 0 weights only its 0 keys.
 TEST(AttentionHugeMask, LowestFloatRowIsUniform) {
-  for (const AttentionPath& path : kAttentionPaths) {
-    const auto lowering = path.guard();
-    const ml::SdpaBackend backend = path.backend;
-    SCOPED_TRACE(path.name);
+  for_each_path("", [&](ml::SdpaBackend backend) {
     Problem pr(1, 2, 3, 4, 2, false, 77);
     pr.set_mask({-FLT_MAX, -FLT_MAX, -FLT_MAX, -FLT_MAX, 0.0f, -FLT_MAX});
     const PathResult r = run_path(pr, backend);
@@ -148,17 +142,14 @@ TEST(AttentionHugeMask, LowestFloatRowIsUniform) {
       EXPECT_FLOAT_EQ(r.out[static_cast<std::size_t>(2 + d)], pr.v[static_cast<std::size_t>(2 + d)]);
     }
     EXPECT_FALSE(any_nan(r.dq) || any_nan(r.dk) || any_nan(r.dv));
-  }
+  });
 }
 
 // -FLT_MAX on every key plus logits large enough that their sum overflows to
 // -inf, and causal rows that see nothing: no NaN; rows left with no key are
 // zero, the rest an ordinary softmax.
 TEST(AttentionHugeMask, HugeSumsNeverMakeNaN) {
-  for (const AttentionPath& path : kAttentionPaths) {
-    const auto lowering = path.guard();
-    const ml::SdpaBackend backend = path.backend;
-    SCOPED_TRACE(path.name);
+  for_each_path("", [&](ml::SdpaBackend backend) {
     Problem pr(1, 4, 3, 2, 2, true, 91);  // Sq > Sk causal: query 0 sees no key
     for (auto& x : pr.q) x *= 1e34f;      // |score * scale| ~ 1e33: adds to -FLT_MAX past the f32 range
     std::vector<float> mask(12, -FLT_MAX);
@@ -171,7 +162,7 @@ TEST(AttentionHugeMask, HugeSumsNeverMakeNaN) {
     EXPECT_FALSE(any_nan(got));
     EXPECT_TRUE(oa_test::near(got, want.out, kAtol, kRtol));
     EXPECT_EQ(got[0], 0.0f);
-  }
+  });
 }
 
 // The flash path's saved statistics: with -1e9 hiding whole rows the
@@ -196,10 +187,7 @@ TEST(AttentionHugeMask, PartialRowGradients) {
   using oa::test::GradInput;
   std::uint64_t seed = 700;
   for (float value : kHugeMasks)
-    for (const AttentionPath& path : kAttentionPaths) {
-      const auto lowering = path.guard();
-      const ml::SdpaBackend backend = path.backend;
-      SCOPED_TRACE(std::to_string(value) + (std::string(" ") + path.name));
+    for_each_path(std::to_string(value), [&](ml::SdpaBackend backend) {
       const std::int64_t bh = 2, sq = 3, sk = 5, dh = 4;
       std::vector<float> mask(static_cast<std::size_t>(bh * sq * sk), 0.0f);
       for (std::size_t i = 0; i < mask.size(); ++i)
@@ -219,7 +207,7 @@ TEST(AttentionHugeMask, PartialRowGradients) {
       oa::test::gradcheck(
           inputs, [&](const std::vector<Matrix>& x) { return ml::scaled_dot_product_attention(x[0], x[1], x[2], m, 0.5f, true, backend); },
           [&](const std::vector<Vec>& x) { return ref::attention(p, x[0], x[1], x[2]).out; });
-    }
+    });
 }
 
 // ── large logits and large common offsets ──────────────────────────────────
@@ -245,12 +233,8 @@ TEST(AttentionLargeLogits, BothPathsMatchReference) {
   std::uint32_t seed = 40;
   for (int exponent : {13, 17, 20})  // offsets 8192 .. 3 * 2^20 (about 1e4 .. 3e6)
     for (bool causal : {false, true})
-      for (const AttentionPath& path : kAttentionPaths) {
-        const auto lowering = path.guard();
-        const ml::SdpaBackend backend = path.backend;
+      for_each_path("2^" + std::to_string(exponent) + (causal ? " causal" : ""), [&](ml::SdpaBackend backend) {
         Problem pr = large_logit_problem(exponent, causal, seed += 10);
-        SCOPED_TRACE("2^" + std::to_string(exponent) + (causal ? " causal" : "") +
-                     (std::string(" ") + path.name));
         pr.upload();
         for (const Matrix* m : {&pr.mq, &pr.mk, &pr.mv}) oa::set_requires_grad(*m);
         Matrix out = ml::scaled_dot_product_attention(pr.mq, pr.mk, pr.mv, Matrix(), 1.0f, causal, backend);
@@ -261,7 +245,7 @@ TEST(AttentionLargeLogits, BothPathsMatchReference) {
         EXPECT_TRUE(oa_test::near(oa::grad(pr.mq).to_vector(), g.dq, kAtol, kRtol)) << "dq";
         EXPECT_TRUE(oa_test::near(oa::grad(pr.mk).to_vector(), g.dk, kAtol, kRtol)) << "dk";
         EXPECT_TRUE(oa_test::near(oa::grad(pr.mv).to_vector(), g.dv, kAtol, kRtol)) << "dv";
-      }
+      });
 }
 
 // The log-sum-exp output with a large common offset keeps f32 relative
@@ -298,10 +282,7 @@ TEST(AttentionNaN, PropagatesThroughTheRow) {
   auto y = ml::softmax_scaled_masked(Matrix::from_vector({2, 2}, std::vector<float>{1.0f, nan, 1.0f, 1.0f}), Matrix(), 1.0f).to_vector();
   EXPECT_TRUE(std::isnan(y[0]) && std::isnan(y[1]));
   EXPECT_EQ(y[2], 0.5f);
-  for (const AttentionPath& path : kAttentionPaths) {
-    const auto lowering = path.guard();
-    const ml::SdpaBackend backend = path.backend;
-    SCOPED_TRACE(path.name);
+  for_each_path("", [&](ml::SdpaBackend backend) {
     Problem pr(1, 2, 3, 2, 2, false, 3);
     std::vector<float> mask(6, 0.0f);
     mask[4] = nan;  // query 1, key 1
@@ -310,17 +291,14 @@ TEST(AttentionNaN, PropagatesThroughTheRow) {
     const auto out = ml::scaled_dot_product_attention(pr.mq, pr.mk, pr.mv, pr.mmask, {}, false, backend).to_vector();
     EXPECT_FALSE(std::isnan(out[0]) || std::isnan(out[1]));
     EXPECT_TRUE(std::isnan(out[2]) && std::isnan(out[3]));
-  }
+  });
 }
 
 // A NaN score (from a NaN in key 2) makes NaN exactly the query rows that see
 // that key: with the causal mask queries 0 and 1 stay finite and match the
 // reference, on both paths and without a mask (the raw-score variant).
 TEST(AttentionNaN, NanKeyReachesOnlyTheQueriesThatSeeIt) {
-  for (const AttentionPath& path : kAttentionPaths) {
-    const auto lowering = path.guard();
-    const ml::SdpaBackend backend = path.backend;
-    SCOPED_TRACE(path.name);
+  for_each_path("", [&](ml::SdpaBackend backend) {
     Problem pr(2, 4, 4, 8, 8, true, 7);
     pr.k[2 * 8 + 3] = std::numeric_limits<float>::quiet_NaN();  // head 0, key 2
     pr.upload();
@@ -328,7 +306,7 @@ TEST(AttentionNaN, NanKeyReachesOnlyTheQueriesThatSeeIt) {
     const auto want = ref::attention(pr.p, to_f64(pr.q), to_f64(pr.k), to_f64(pr.v));
     for (std::int64_t i = 0; i < 8 * 8; ++i) EXPECT_EQ(std::isnan(out[i]), i >= 2 * 8 && i < 4 * 8) << i;
     EXPECT_TRUE(oa_test::near(out, want.out, kAtol, kRtol));
-  }
+  });
 }
 
 // A row longer than its lanes' register cache (3000 columns) is NaN in full
@@ -439,10 +417,7 @@ TEST(AttentionShapes, FourDimensionalWithBroadcastMasks) {
   const std::vector<std::vector<std::int64_t>> mask_shapes = {{}, {Sq, Sk}, {1, 1, Sq, Sk}, {B, 1, Sq, Sk}, {B, H, Sq, Sk}, {B, 1, 1, Sk}, {H, Sq, Sk}};
   std::uint32_t seed = 300;
   for (const auto& ms : mask_shapes)
-    for (const AttentionPath& path : kAttentionPaths) {
-      const auto lowering = path.guard();
-      const ml::SdpaBackend backend = path.backend;
-      SCOPED_TRACE("mask rank " + std::to_string(ms.size()) + (std::string(" ") + path.name));
+    for_each_path("mask rank " + std::to_string(ms.size()), [&](ml::SdpaBackend backend) {
       Problem pr(B * H, Sq, Sk, Dh, Dv, true, seed += 10);
       Matrix mask;
       if (!ms.empty()) {
@@ -467,7 +442,7 @@ TEST(AttentionShapes, FourDimensionalWithBroadcastMasks) {
       EXPECT_TRUE(oa_test::near(oa::grad(q).to_vector(), g.dq, kAtol, kRtol));
       EXPECT_TRUE(oa_test::near(oa::grad(k).to_vector(), g.dk, kAtol, kRtol));
       EXPECT_TRUE(oa_test::near(oa::grad(v).to_vector(), g.dv, kAtol, kRtol));
-    }
+    });
 }
 
 TEST(AttentionShapes, BroadcastMaskInSoftmax) {
@@ -508,16 +483,13 @@ TEST(AttentionShapes, BoolMasks) {
   const Matrix q = Matrix::from_vector({B, H, Sq, D}, random_floats(static_cast<std::size_t>(B * H * Sq * D), 1));
   const Matrix k = Matrix::from_vector({B, H, Sk, D}, random_floats(static_cast<std::size_t>(B * H * Sk * D), 2));
   const Matrix v = Matrix::from_vector({B, H, Sk, D}, random_floats(static_cast<std::size_t>(B * H * Sk * D), 3));
-  for (const AttentionPath& path : kAttentionPaths) {
-    const auto lowering = path.guard();
-    const ml::SdpaBackend backend = path.backend;
-    SCOPED_TRACE(path.name);
+  for_each_path("", [&](ml::SdpaBackend backend) {
     oa::TraceCapture trace(engine());
     const auto got = ml::scaled_dot_product_attention(q, k, v, bool_mask, {}, false, backend).to_vector();
     EXPECT_EQ(trace.ops().size(), 1u);
     const auto want = ml::scaled_dot_product_attention(q, k, v, float_mask, {}, false, backend).to_vector();
     EXPECT_EQ(got, want);
-  }
+  });
   const Matrix scores = Matrix::from_vector({B, H, Sq, Sk}, random_floats(static_cast<std::size_t>(B * H * Sq * Sk), 4));
   EXPECT_EQ(ml::softmax_scaled_masked(scores, bool_mask, 1.0f).to_vector(), ml::softmax_scaled_masked(scores, float_mask, 1.0f).to_vector());
   // An odd element count still round-trips, and float ops refuse bool operands.

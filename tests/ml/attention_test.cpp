@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <random>
 #include <string>
 
@@ -349,6 +350,33 @@ Inputs make_inputs(const Case& c, std::uint32_t seed) {
   return in;
 }
 
+// The gradients g of in's problem against its f64 backward; `what` names the
+// case in failure messages.
+void expect_gradients(const ml::AttentionGradients& g, const Inputs& in, const std::string& what) {
+  const auto want = ref::attention_backward(in.problem, to_f64(in.q), to_f64(in.k), to_f64(in.v), to_f64(in.grad));
+  EXPECT_TRUE(oa_test::near(g.q.to_vector(), want.dq, kAtol, kRtol)) << "dq " << what;
+  EXPECT_TRUE(oa_test::near(g.k.to_vector(), want.dk, kAtol, kRtol)) << "dk " << what;
+  EXPECT_TRUE(oa_test::near(g.v.to_vector(), want.dv, kAtol, kRtol)) << "dv " << what;
+}
+
+// flash_attention of `c` (output and log-sum-exp) and flash_attention_backward
+// against the f64 reference, on the current lowerings; with
+// `forward_dispatches`, the forward's dispatch count too.
+void expect_flash_matches_reference(const Case& c, const Inputs& in, std::optional<std::uint32_t> forward_dispatches = std::nullopt) {
+  std::optional<oa::TraceCapture> trace;
+  if (forward_dispatches) trace.emplace(engine());
+  auto f = ml::flash_attention(in.mq, in.mk, in.mv, in.mmask, {}, c.causal, c.variant);
+  if (trace) {
+    EXPECT_EQ(only_op(*trace).dispatches, *forward_dispatches) << describe(c);
+  }
+  const auto want = ref::attention(in.problem, to_f64(in.q), to_f64(in.k), to_f64(in.v));
+  EXPECT_TRUE(oa_test::near(f.output.to_vector(), want.out, kAtol, kRtol)) << "output " << describe(c);
+  EXPECT_TRUE(oa_test::near(f.log_sum_exp.to_vector(), want.lse, kAtol, kRtol)) << "lse " << describe(c);
+  auto g = ml::flash_attention_backward(in.mq, in.mk, in.mv, in.mmask, f.output, f.softmax_stats, in.mgrad,
+                                        static_cast<float>(in.problem.scale), c.causal, {}, c.variant);
+  expect_gradients(g, in, describe(c));
+}
+
 // Every sequence length of 1, 2, 17, 64, 65, 130 and head dim of 1, 16, 40,
 // 64, 80, 128 (and the largest flash head dim, 256) appears, with and without masks (both layouts, with a fully masked
 // row), causal or not, Sq != Sk both ways (Sq > Sk causal leaves early rows
@@ -417,10 +445,7 @@ TEST(AttentionFlash, BackwardMatchesReference) {
         // Per chunk: two score GEMMs, the scores pass and three gradient GEMMs (and any split-K sums).
         if (gemm) EXPECT_GE(op.dispatches, c.bh > 2 ? 12u : 6u) << op.dispatches << " dispatches, " << what;
         else EXPECT_TRUE(op.dispatches == 2u || op.dispatches == 4u) << op.dispatches << " dispatches, " << what;
-        const auto want = ref::attention_backward(in.problem, to_f64(in.q), to_f64(in.k), to_f64(in.v), to_f64(in.grad));
-        EXPECT_TRUE(oa_test::near(g.q.to_vector(), want.dq, kAtol, kRtol)) << "dq " << what;
-        EXPECT_TRUE(oa_test::near(g.k.to_vector(), want.dk, kAtol, kRtol)) << "dk " << what;
-        EXPECT_TRUE(oa_test::near(g.v.to_vector(), want.dv, kAtol, kRtol)) << "dv " << what;
+        expect_gradients(g, in, what);
       }
     }
   }
@@ -434,38 +459,17 @@ TEST(AttentionFlash, GemmLoweringsOverCausalBlocksAndLongRows) {
   attention_detail::FlashLoweringGuard guard(FlashLowering::Gemm, FlashLowering::Gemm);
   std::uint32_t seed = 900;
   for (const Case& c : {Case{2, 700, 650, 8, 4, MaskKind::None, true}, Case{1, 1100, 1200, 4, 8, MaskKind::Broadcast, true},
-                        Case{1, 600, 600, 4, 4, MaskKind::PerRow, true}, Case{1, 66, 2100, 4, 4, MaskKind::PerRow, false}}) {
-    Inputs in = make_inputs(c, seed += 10);
-    auto f = ml::flash_attention(in.mq, in.mk, in.mv, in.mmask, {}, c.causal, c.variant);
-    const auto want_f = ref::attention(in.problem, to_f64(in.q), to_f64(in.k), to_f64(in.v));
-    EXPECT_TRUE(oa_test::near(f.output.to_vector(), want_f.out, kAtol, kRtol)) << "output " << describe(c);
-    EXPECT_TRUE(oa_test::near(f.log_sum_exp.to_vector(), want_f.lse, kAtol, kRtol)) << "lse " << describe(c);
-    auto g = ml::flash_attention_backward(in.mq, in.mk, in.mv, in.mmask, f.output, f.softmax_stats, in.mgrad,
-                                          static_cast<float>(in.problem.scale), c.causal, {}, c.variant);
-    const auto want = ref::attention_backward(in.problem, to_f64(in.q), to_f64(in.k), to_f64(in.v), to_f64(in.grad));
-    EXPECT_TRUE(oa_test::near(g.q.to_vector(), want.dq, kAtol, kRtol)) << "dq " << describe(c);
-    EXPECT_TRUE(oa_test::near(g.k.to_vector(), want.dk, kAtol, kRtol)) << "dk " << describe(c);
-    EXPECT_TRUE(oa_test::near(g.v.to_vector(), want.dv, kAtol, kRtol)) << "dv " << describe(c);
-  }
+                        Case{1, 600, 600, 4, 4, MaskKind::PerRow, true}, Case{1, 66, 2100, 4, 4, MaskKind::PerRow, false},
+                        Case{1, 600, 300, 4, 4, MaskKind::None, true, ml::CausalVariant::UpperLeft},
+                        Case{1, 300, 700, 4, 4, MaskKind::Broadcast, true, ml::CausalVariant::UpperLeft}})
+    expect_flash_matches_reference(c, make_inputs(c, seed += 10));
 }
 
 // The fused flash forward of `c` in two passes (a split over key ranges,
 // merged), then its backward, against the f64 reference.
 void expect_split_forward_and_backward(const Case& c, std::uint32_t seed) {
   attention_detail::FlashLoweringGuard fused(FlashLowering::Fused, FlashLowering::Auto);
-  Inputs in = make_inputs(c, seed);
-  oa::TraceCapture trace(engine());
-  auto f = ml::flash_attention(in.mq, in.mk, in.mv, in.mmask, {}, c.causal, c.variant);
-  EXPECT_EQ(only_op(trace).dispatches, 2u) << describe(c);
-  const auto want = ref::attention(in.problem, to_f64(in.q), to_f64(in.k), to_f64(in.v));
-  EXPECT_TRUE(oa_test::near(f.output.to_vector(), want.out, kAtol, kRtol)) << "output " << describe(c);
-  EXPECT_TRUE(oa_test::near(f.log_sum_exp.to_vector(), want.lse, kAtol, kRtol)) << "lse " << describe(c);
-  auto g = ml::flash_attention_backward(in.mq, in.mk, in.mv, in.mmask, f.output, f.softmax_stats, in.mgrad,
-                                        static_cast<float>(in.problem.scale), c.causal, {}, c.variant);
-  const auto wg = ref::attention_backward(in.problem, to_f64(in.q), to_f64(in.k), to_f64(in.v), to_f64(in.grad));
-  EXPECT_TRUE(oa_test::near(g.q.to_vector(), wg.dq, kAtol, kRtol)) << "dq " << describe(c);
-  EXPECT_TRUE(oa_test::near(g.k.to_vector(), wg.dk, kAtol, kRtol)) << "dk " << describe(c);
-  EXPECT_TRUE(oa_test::near(g.v.to_vector(), wg.dv, kAtol, kRtol)) << "dv " << describe(c);
+  expect_flash_matches_reference(c, make_inputs(c, seed), 2u);
 }
 
 // Few queries and many keys (more than decoding's four, a chunk of a long prompt): the
@@ -506,10 +510,7 @@ TEST(AttentionFlash, KeyGradientsOverQueryRanges) {
     auto g = ml::flash_attention_backward(in.mq, in.mk, in.mv, in.mmask, f.output, f.softmax_stats, in.mgrad,
                                           static_cast<float>(in.problem.scale), c.causal, {}, c.variant);
     EXPECT_EQ(only_op(trace).dispatches, 4u) << describe(c);
-    const auto want = ref::attention_backward(in.problem, to_f64(in.q), to_f64(in.k), to_f64(in.v), to_f64(in.grad));
-    EXPECT_TRUE(oa_test::near(g.q.to_vector(), want.dq, kAtol, kRtol)) << "dq " << describe(c);
-    EXPECT_TRUE(oa_test::near(g.k.to_vector(), want.dk, kAtol, kRtol)) << "dk " << describe(c);
-    EXPECT_TRUE(oa_test::near(g.v.to_vector(), want.dv, kAtol, kRtol)) << "dv " << describe(c);
+    expect_gradients(g, in, describe(c));
   }
 }
 
@@ -536,10 +537,7 @@ TEST(AttentionMaterialized, BackwardMatchesReference) {
     oa::TraceCapture trace(engine());
     auto g = ml::attention_weights_backward(in.mq, in.mk, in.mv, f.weights, in.mgrad, static_cast<float>(in.problem.scale));
     EXPECT_EQ(only_op(trace).label(), std::string(kSdpa) + " backward");
-    const auto want = ref::attention_backward(in.problem, to_f64(in.q), to_f64(in.k), to_f64(in.v), to_f64(in.grad));
-    EXPECT_TRUE(oa_test::near(g.q.to_vector(), want.dq, kAtol, kRtol)) << "dq " << describe(c);
-    EXPECT_TRUE(oa_test::near(g.k.to_vector(), want.dk, kAtol, kRtol)) << "dk " << describe(c);
-    EXPECT_TRUE(oa_test::near(g.v.to_vector(), want.dv, kAtol, kRtol)) << "dv " << describe(c);
+    expect_gradients(g, in, describe(c));
   }
 }
 
@@ -779,28 +777,28 @@ ref::AttentionProblem grad_problem(const Case& c, const Inputs64& x) {
 
 Matrix optional_mask(const std::vector<Matrix>& x) { return x.size() > 3 ? x[3] : Matrix(); }
 
-TEST(AttentionAutograd, FlashGradients) {
-  std::uint64_t seed = 100;
+// Finite-difference gradients of attention(x, c) (x: q, k, v and the mask
+// when c has one) on every case of kGradSweep, inputs from seed + 10 on.
+template <typename Attention>
+void expect_sweep_gradients(std::uint64_t seed, Attention attention) {
   for (const Case& c : kGradSweep) {
     SCOPED_TRACE(describe(c));
     gradcheck(
-        grad_inputs(c, seed += 10),
-        [&](const std::vector<Matrix>& x) { return ml::scaled_dot_product_attention(x[0], x[1], x[2], optional_mask(x), {}, c.causal, ml::SdpaBackend::Auto, c.variant); },
+        grad_inputs(c, seed += 10), [&](const std::vector<Matrix>& x) { return attention(x, c); },
         [&](const Inputs64& x) { return ref::attention(grad_problem(c, x), x[0], x[1], x[2]).out; });
   }
 }
 
+TEST(AttentionAutograd, FlashGradients) {
+  expect_sweep_gradients(100, [](const std::vector<Matrix>& x, const Case& c) {
+    return ml::scaled_dot_product_attention(x[0], x[1], x[2], optional_mask(x), {}, c.causal, ml::SdpaBackend::Auto, c.variant);
+  });
+}
+
 TEST(AttentionAutograd, MaterializedGradients) {
-  std::uint64_t seed = 300;
-  for (const Case& c : kGradSweep) {
-    SCOPED_TRACE(describe(c));
-    gradcheck(
-        grad_inputs(c, seed += 10),
-        [&](const std::vector<Matrix>& x) {
-          return ml::scaled_dot_product_attention_with_weights(x[0], x[1], x[2], optional_mask(x), {}, c.causal, c.variant).output;
-        },
-        [&](const Inputs64& x) { return ref::attention(grad_problem(c, x), x[0], x[1], x[2]).out; });
-  }
+  expect_sweep_gradients(300, [](const std::vector<Matrix>& x, const Case& c) {
+    return ml::scaled_dot_product_attention_with_weights(x[0], x[1], x[2], optional_mask(x), {}, c.causal, c.variant).output;
+  });
 }
 
 // Gradients that reach the extra outputs: the weights of the materialised

@@ -19,13 +19,6 @@ namespace {
 using namespace oa::test::module_names;
 namespace ref = oa::reference;
 
-template <typename Named>
-std::vector<std::string> names_of(const Named& named) {
-  std::vector<std::string> out;
-  for (const auto& entry : named) out.push_back(entry.first);
-  return out;
-}
-
 TEST(NnAttention, MultiHeadAttentionMatchesReference) {
   for (bool causal : {false, true}) {
     SCOPED_TRACE(testing::Message() << "causal " << causal);

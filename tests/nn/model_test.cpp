@@ -14,20 +14,12 @@
 #include "oa/oa.hpp"
 #include "support/expect.hpp"
 #include "support/gradcheck.hpp"
+#include "support/module_check.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
 
-using oa::Matrix;
-using oa::Shape;
-using namespace oa::ml::nn;
-
-template <typename Named>
-std::vector<std::string> names_of(const Named& named) {
-  std::vector<std::string> out;
-  for (const auto& entry : named) out.push_back(entry.first);
-  return out;
-}
+using namespace oa::test::module_names;
 
 std::shared_ptr<Sequential> small_convnet(std::uint64_t seed) {
   oa::ml::Generator g(seed);

@@ -50,13 +50,6 @@ class Tree : public Module {
   std::shared_ptr<Sequential> stack_;
 };
 
-template <typename Named>
-std::vector<std::string> names_of(const Named& named) {
-  std::vector<std::string> out;
-  for (const auto& entry : named) out.push_back(entry.first);
-  return out;
-}
-
 TEST(NnModule, HierarchicalNamesInPyTorchOrder) {
   Tree tree;
   // Own entries first, then each child's, in registration order (state_dict order).

@@ -33,55 +33,45 @@ std::vector<std::string> step_trace(const char* op, int steps) {
   return labels;
 }
 
-OA_OP_CASES(sgd_step, "oa::ml::optim::sgd_step") {
-  struct Case {
-    const char* label;
-    optim::SgdOptions o;
-  };
-  const std::vector<Case> cs = {{"plain", {0.1f}},
-                                {"weight_decay", {0.1f, 0.0f, 0.0f, 0.01f}},
-                                {"momentum", {0.1f, 0.9f, 0.1f, 0.01f}},
-                                {"nesterov", {0.05f, 0.9f, 0.0f, 0.0f, true}}};
+template <class Options>
+struct StepCase {
+  const char* label;
+  Options o;
+};
+
+// The cases of optimizer step `op`: per labelled options, a [3, 5] parameter
+// after `steps` steps of `Optimizer` (stepped) against as many steps of its
+// f64 `Reference`, the inputs drawn from seeds seed, seed + 1, then on by 2.
+template <class Optimizer, class Reference, class Options>
+std::vector<OpCase> step_cases(const char* op, const std::vector<StepCase<Options>>& cs, std::uint64_t seed, int steps) {
   std::vector<OpCase> cases;
-  std::uint64_t seed = 701;
   for (const auto& c : cs) {
-    const optim::SgdOptions o = c.o;
+    const Options o = c.o;
     cases.push_back({c.label, {random_input({3, 5}, seed, -1, 1, false), random_input({3, 5}, seed + 1, -1, 1, false)},
-                     [o](const Inputs& x) { return stepped<optim::Sgd>(x, o, 2); },
-                     [o](const RefInputs& x) {
-                       oa::reference::SgdReference r{o};
+                     [o, steps](const Inputs& x) { return stepped<Optimizer>(x, o, steps); },
+                     [o, steps](const RefInputs& x) {
+                       Reference r{o};
                        std::vector<double> p = x[0];
-                       for (int s = 0; s < 2; ++s) r.step(p, x[1], o.lr);
+                       for (int s = 0; s < steps; ++s) r.step(p, x[1], o.lr);
                        return p;
                      },
-                     kGradTolerance, step_trace("oa::ml::optim::sgd_step", 2)});
+                     kGradTolerance, step_trace(op, steps)});
     seed += 2;
   }
   return cases;
 }
 
+OA_OP_CASES(sgd_step, "oa::ml::optim::sgd_step") {
+  const std::vector<StepCase<optim::SgdOptions>> cs = {{"plain", {0.1f}},
+                                                       {"weight_decay", {0.1f, 0.0f, 0.0f, 0.01f}},
+                                                       {"momentum", {0.1f, 0.9f, 0.1f, 0.01f}},
+                                                       {"nesterov", {0.05f, 0.9f, 0.0f, 0.0f, true}}};
+  return step_cases<optim::Sgd, oa::reference::SgdReference>("oa::ml::optim::sgd_step", cs, 701, 2);
+}
+
 OA_OP_CASES(adamw_step, "oa::ml::optim::adamw_step") {
-  struct Case {
-    const char* label;
-    optim::AdamWOptions o;
-  };
-  const std::vector<Case> cs = {{"default", {0.01f}}, {"no_decay", {0.01f, 0.8f, 0.99f, 1e-6f, 0.0f}}};
-  std::vector<OpCase> cases;
-  std::uint64_t seed = 711;
-  for (const auto& c : cs) {
-    const optim::AdamWOptions o = c.o;
-    cases.push_back({c.label, {random_input({3, 5}, seed, -1, 1, false), random_input({3, 5}, seed + 1, -1, 1, false)},
-                     [o](const Inputs& x) { return stepped<optim::AdamW>(x, o, 3); },
-                     [o](const RefInputs& x) {
-                       oa::reference::AdamWReference r{o};
-                       std::vector<double> p = x[0];
-                       for (int s = 0; s < 3; ++s) r.step(p, x[1], o.lr);
-                       return p;
-                     },
-                     kGradTolerance, step_trace("oa::ml::optim::adamw_step", 3)});
-    seed += 2;
-  }
-  return cases;
+  const std::vector<StepCase<optim::AdamWOptions>> cs = {{"default", {0.01f}}, {"no_decay", {0.01f, 0.8f, 0.99f, 1e-6f, 0.0f}}};
+  return step_cases<optim::AdamW, oa::reference::AdamWReference>("oa::ml::optim::adamw_step", cs, 711, 3);
 }
 
 // The total L2 norm of the gradients (the op's result) and a gradient after

@@ -75,6 +75,15 @@ inline Matrix module_gradcheck(ml::nn::Module& module, const GradInput& input, c
                           options);
 }
 
+// The names of named_parameters(), named_buffers(), named_modules() and the
+// like, in their order.
+template <typename Named>
+std::vector<std::string> names_of(const Named& named) {
+  std::vector<std::string> out;
+  for (const auto& entry : named) out.push_back(entry.first);
+  return out;
+}
+
 // The names the module tests write unqualified: `using namespace
 // oa::test::module_names;` brings them in, with the nn modules.
 namespace module_names {
@@ -82,6 +91,7 @@ using oa::Matrix;
 using oa::Shape;
 using namespace oa::ml::nn;
 using Args = std::vector<std::vector<double>>;
+using oa::test::names_of;
 }  // namespace module_names
 
 }  // namespace oa::test
