@@ -51,36 +51,35 @@
 
 namespace oa::ml {
 
-struct Conv1dOptions {
-  std::int64_t stride = 1;
-  std::int64_t padding = 0;  // zeros on both ends
-  std::int64_t dilation = 1;
+// The options of a convolution (torch's keyword arguments), per axis an
+// Extent: one std::int64_t (1-D) or {height, width} (2-D).
+template <class Extent>
+inline constexpr Extent kConvOnes = Extent{1};
+template <>
+inline constexpr std::array<std::int64_t, 2> kConvOnes<std::array<std::int64_t, 2>> = {1, 1};
+
+template <class Extent>
+struct ConvOptions {
+  Extent stride = kConvOnes<Extent>;
+  Extent padding{};  // zeros on both ends
+  Extent dilation = kConvOnes<Extent>;
   std::int64_t groups = 1;
 };
 
-// Per-axis options are {height, width}.
-struct Conv2dOptions {
-  std::array<std::int64_t, 2> stride{1, 1};
-  std::array<std::int64_t, 2> padding{0, 0};
-  std::array<std::int64_t, 2> dilation{1, 1};
+// Transposed: output_padding is extra length at the end, below stride or dilation.
+template <class Extent>
+struct ConvTransposeOptions {
+  Extent stride = kConvOnes<Extent>;
+  Extent padding{};
+  Extent output_padding{};
+  Extent dilation = kConvOnes<Extent>;
   std::int64_t groups = 1;
 };
 
-struct ConvTranspose1dOptions {
-  std::int64_t stride = 1;
-  std::int64_t padding = 0;
-  std::int64_t output_padding = 0;  // extra length at the end; below stride or dilation
-  std::int64_t dilation = 1;
-  std::int64_t groups = 1;
-};
-
-struct ConvTranspose2dOptions {
-  std::array<std::int64_t, 2> stride{1, 1};
-  std::array<std::int64_t, 2> padding{0, 0};
-  std::array<std::int64_t, 2> output_padding{0, 0};
-  std::array<std::int64_t, 2> dilation{1, 1};
-  std::int64_t groups = 1;
-};
+using Conv1dOptions = ConvOptions<std::int64_t>;
+using Conv2dOptions = ConvOptions<std::array<std::int64_t, 2>>;
+using ConvTranspose1dOptions = ConvTransposeOptions<std::int64_t>;
+using ConvTranspose2dOptions = ConvTransposeOptions<std::array<std::int64_t, 2>>;
 
 // 1-D convolution (torch.nn.functional.conv1d).
 // input [N, C, L], weight [O, C / groups, K], bias [O] or undefined -> [N, O, L_out].
