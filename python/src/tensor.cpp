@@ -6,6 +6,7 @@
 #include <limits>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "bindings.hpp"
@@ -109,6 +110,31 @@ py::object item(const Matrix& x) {
   return py::bool_(x.to_bool()[0] != 0);
 }
 
+// x.item() of a one-element tensor, else InvalidArgument (ValueError, as
+// torch) naming `op`: int(x) and float(x).
+py::object scalar(const Matrix& x, const char* op) {
+  if (x.numel() != 1)
+    fail(ErrorKind::InvalidArgument, "{}: only one element tensors can be converted to Python scalars, not shape {}", op,
+         x.shape());
+  return item(x);
+}
+
+// int(x) of a one-element x as an exact Python int (a bool element too).
+py::int_ to_int(const Matrix& x, const char* op) {
+  PyObject* v = PyNumber_Long(scalar(x, op).ptr());
+  if (!v) throw py::error_already_set();
+  return py::reinterpret_steal<py::int_>(v);
+}
+
+// torch's truth value: a one-element tensor is its value != 0 (NaN is true);
+// any other count is ambiguous (FailedPrecondition: a RuntimeError, as torch).
+bool truth(const Matrix& x) {
+  if (x.numel() != 1)
+    fail(ErrorKind::FailedPrecondition, "oa.Tensor.__bool__: Boolean value of Tensor with {} values is ambiguous (shape {})",
+         x.numel() == 0 ? "no" : "more than one", x.shape());
+  return PyObject_IsTrue(item(x).ptr()) == 1;
+}
+
 // A size given as ints (zeros(2, 3)) or as one sequence (zeros((2, 3))).
 std::vector<std::int64_t> size_of_args(const py::args& args) {
   py::object size = args;
@@ -157,6 +183,111 @@ auto spread() {
   };
 }
 Matrix norm(const Matrix& x, float p, const py::object& dim, bool keepdim) { return mx::norm(x, p, reduction_dims(dim), keepdim); }
+
+// torch's in-place ops (x += y, x.add_(y), ...): the result is computed out
+// of place, cast to x's dtype, then copied on the device into x's own storage
+// (shared by its views and detach()) and x's version is bumped, so that
+// backward through an op that saved x refuses it. With grad mode on, a leaf
+// that requires grad is refused as in torch, and so is an operand with
+// autograd history (oa records no history through an in-place op).
+void require_in_place(const Matrix& x, const Matrix* other, const char* op) {
+  if (!grad_enabled()) return;
+  if (requires_grad(x) && autograd::grad_fn_name(x).empty())
+    fail(ErrorKind::FailedPrecondition,
+         "{}: a leaf Variable that requires grad is being used in an in-place operation (update it inside "
+         "`with oa.no_grad():`, as optimizers do)",
+         op);
+  if (requires_grad(x) || (other && requires_grad(*other)))
+    fail(ErrorKind::FailedPrecondition,
+         "{}: an in-place op on values with autograd history is not recorded for backward; write x = x + y (or the "
+         "op's out-of-place form) instead, or update inside `with oa.no_grad():`",
+         op);
+}
+
+void write_in_place(const Matrix& x, const Matrix& result, const char* op) {
+  if (!(result.shape() == x.shape()))
+    fail(ErrorKind::InvalidArgument, "{}: the result's shape {} (broadcast) does not match the tensor's shape {}", op,
+         result.shape(), x.shape());
+  const Matrix value = result.dtype() == x.dtype() ? result : mx::cast(result, x.dtype());
+  if (value.storage() != x.storage()) {
+    const auto bytes = static_cast<std::uint64_t>(x.numel()) * size_of(x.dtype());
+    x.engine().copy(*value.storage(), 0, *x.storage(), 0, bytes);
+  }
+  x.storage()->bump_version();
+}
+
+// x.<method>(arg) and, where `dunder` is given, the augmented assignment
+// (x += y), for a Tensor and/or a Python number `arg`; both return x itself
+// (the same Python object, so a Parameter stays a Parameter).
+template <class Other>
+using InPlaceFn = Matrix (*)(const Matrix&, const Other&);
+
+struct InPlaceOp {
+  const char* method;
+  const char* name;  // for errors
+  const char* dunder;
+  const char* arg;
+  InPlaceFn<Matrix> tensor;
+  InPlaceFn<float> number;
+};
+
+template <class Other>
+py::object apply_in_place(const py::object& self, const Other& other, InPlaceFn<Other> fn, const char* op) {
+  const auto& x = self.cast<const Matrix&>();
+  if constexpr (std::is_same_v<Other, Matrix>) {
+    require_in_place(x, &other, op);
+  } else {
+    require_in_place(x, nullptr, op);
+  }
+  Matrix result;
+  {
+    NoGradGuard no_grad;
+    result = fn(x, other);
+  }
+  write_in_place(x, result, op);
+  return self;
+}
+
+void bind_in_place(TensorClass& t) {
+  static const char* doc =
+      "In place, as torch's: computes the op, casts the result to x's dtype and writes it into x's own storage "
+      "(seen by x's views and detach()), bumps x's version (backward through an op that saved x then refuses), and "
+      "returns x itself. With grad mode on, a leaf that requires grad is refused (RuntimeError, as torch) and so are "
+      "values with autograd history: update inside `with oa.no_grad():`, or write x = x + y.";
+  static const InPlaceOp ops[] = {
+      {"add_", "oa.Tensor.add_", "__iadd__", "other", [](const Matrix& a, const Matrix& b) { return a + b; },
+       [](const Matrix& a, const float& s) { return a + s; }},
+      {"sub_", "oa.Tensor.sub_", "__isub__", "other", [](const Matrix& a, const Matrix& b) { return a - b; },
+       [](const Matrix& a, const float& s) { return a - s; }},
+      {"mul_", "oa.Tensor.mul_", "__imul__", "other", [](const Matrix& a, const Matrix& b) { return a * b; },
+       [](const Matrix& a, const float& s) { return a * s; }},
+      {"div_", "oa.Tensor.div_", "__itruediv__", "other", [](const Matrix& a, const Matrix& b) { return a / b; },
+       [](const Matrix& a, const float& s) { return a / s; }},
+      // src broadcast to x's shape, as torch's copy_.
+      {"copy_", "oa.Tensor.copy_", nullptr, "src",
+       [](const Matrix& x, const Matrix& src) { return x.shape() == src.shape() ? src : mx::expand(src, x.shape().to_vector()); },
+       nullptr},
+      {"fill_", "oa.Tensor.fill_", nullptr, "value", nullptr,
+       [](const Matrix& x, const float& v) { return Matrix::full(x.shape(), v, x.engine()); }},
+  };
+  for (const InPlaceOp& op : ops) {
+    if (op.tensor) {
+      const auto fn = [&op](const py::object& self, const Matrix& other) {
+        return apply_in_place<Matrix>(self, other, op.tensor, op.name);
+      };
+      t.def(op.method, fn, py::arg(op.arg), doc);
+      if (op.dunder) t.def(op.dunder, fn, py::is_operator());
+    }
+    if (op.number) {
+      const auto fn = [&op](const py::object& self, float other) {
+        return apply_in_place<float>(self, other, op.number, op.name);
+      };
+      t.def(op.method, fn, py::arg(op.arg), doc);
+      if (op.dunder) t.def(op.dunder, fn, py::is_operator());
+    }
+  }
+  t.def("zero_", [](const py::object& self) { return self.attr("fill_")(0.0f); }, "x.fill_(0): in place, as fill_.");
+}
 
 std::string repr(const Matrix& x) {
   std::ostringstream os;
@@ -210,7 +341,18 @@ void bind_tensor(py::module_& m, TensorClass& t) {
           py::arg("dtype") = py::none(), py::arg("copy") = py::none())
       .def("tolist", [](const Matrix& x) { return to_numpy(x).attr("tolist")(); })
       .def("item", &item)
-      .def("__float__", [](const Matrix& x) { return x.item(); })
+      // Python's conversions, as torch: bool() of one element (x > 0 in an
+      // if), int() truncates, float(), and operator.index() of one int32 or
+      // bool element (a list index).
+      .def("__bool__", &truth)
+      .def("__int__", [](const Matrix& x) { return to_int(x, "oa.Tensor.__int__"); })
+      .def("__float__", [](const Matrix& x) { return py::float_(scalar(x, "oa.Tensor.__float__")); })
+      .def("__index__",
+           [](const Matrix& x) {
+             if (x.numel() != 1 || is_floating_point(x.dtype()))
+               throw py::type_error("only integer tensors of a single element can be converted to an index");
+             return to_int(x, "oa.Tensor.__index__");
+           })
       .def("__repr__", &repr)
       .def("to", [](const Matrix& x, DType dtype) { return mx::cast(x, dtype); }, py::arg("dtype"))
       .def("float", [](const Matrix& x) { return mx::cast(x, DType::F32); })
@@ -295,6 +437,8 @@ void bind_tensor(py::module_& m, TensorClass& t) {
                               max.value_or(std::numeric_limits<float>::infinity()));
            },
            py::arg("min") = py::none(), py::arg("max") = py::none());
+
+  bind_in_place(t);
 
   // The elementwise functions, as methods and as oa.<name>.
   struct Unary {
