@@ -3,6 +3,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <cmath>
 #include <limits>
 #include <sstream>
 #include <string>
@@ -146,9 +147,40 @@ std::vector<std::int64_t> size_of_args(const py::args& args) {
   }
 }
 
-// The creation functions' common tail: dtype (a cast) and requires_grad.
+// x.to(dtype) over the conversions oa's C++ ops give: between the floating
+// dtypes (mx::cast), bool to a floating dtype (1 and 0, through where), and
+// any dtype to bool (x != 0). There is no op between int32 and the floating
+// dtypes, nor from bool to int32: those raise UnsupportedError.
+Matrix convert(const Matrix& x, DType dtype) {
+  const DType from = x.dtype();
+  if (from == dtype) return x;
+  if (is_floating_point(from) && is_floating_point(dtype)) return mx::cast(x, dtype);
+  if (from == DType::Bool && is_floating_point(dtype))
+    return mx::cast(mx::where(x, Matrix::ones({}, x.engine()), Matrix::zeros({}, x.engine())), dtype);
+  if (dtype == DType::Bool) {
+    if (from == DType::I32) {
+      const std::int32_t zero = 0;
+      return mx::ne(x, Matrix::from_i32({}, std::span(&zero, 1), x.engine()));
+    }
+    return mx::ne(mx::cast(x, DType::F32), 0.0f);
+  }
+  fail(ErrorKind::Unsupported, "oa.Tensor.to: no conversion from {} to {} (oa converts between float32, float16 and "
+       "bfloat16, from bool to those, and from any dtype to bool)", to_string(from), to_string(dtype));
+}
+
+// zeros, ones, full and fill_: `value` everywhere as `dtype` (int32 filled on
+// the host: no op converts float32 to int32).
+Matrix filled(const Shape& shape, float value, DType dtype, const std::optional<Engine>& engine, const char* op) {
+  if (dtype != DType::I32) return convert(Matrix::full(shape, value, engine), dtype);
+  if (value != std::trunc(value) || std::abs(value) > 2147483520.0f)
+    fail(ErrorKind::InvalidArgument, "{}: value {} is not an int32", op, value);
+  const std::vector<std::int32_t> values(static_cast<std::size_t>(shape.numel()), static_cast<std::int32_t>(value));
+  return Matrix::from_i32(shape, values, engine);
+}
+
+// The creation functions' common tail: dtype (a conversion) and requires_grad.
 Matrix finish(Matrix m, std::optional<DType> dtype, bool requires_grad) {
-  if (dtype) m = mx::cast(m, *dtype);
+  if (dtype) m = convert(m, *dtype);
   if (requires_grad) set_requires_grad(m);
   return m;
 }
@@ -208,7 +240,7 @@ void write_in_place(const Matrix& x, const Matrix& result, const char* op) {
   if (!(result.shape() == x.shape()))
     fail(ErrorKind::InvalidArgument, "{}: the result's shape {} (broadcast) does not match the tensor's shape {}", op,
          result.shape(), x.shape());
-  const Matrix value = result.dtype() == x.dtype() ? result : mx::cast(result, x.dtype());
+  const Matrix value = convert(result, x.dtype());
   if (value.storage() != x.storage()) {
     const auto bytes = static_cast<std::uint64_t>(x.numel()) * size_of(x.dtype());
     x.engine().copy(*value.storage(), 0, *x.storage(), 0, bytes);
@@ -268,7 +300,7 @@ void bind_in_place(TensorClass& t) {
        [](const Matrix& x, const Matrix& src) { return x.shape() == src.shape() ? src : mx::expand(src, x.shape().to_vector()); },
        nullptr},
       {"fill_", "oa.Tensor.fill_", nullptr, "value", nullptr,
-       [](const Matrix& x, const float& v) { return Matrix::full(x.shape(), v, x.engine()); }},
+       [](const Matrix& x, const float& v) { return filled(x.shape(), v, x.dtype(), x.engine(), "oa.Tensor.fill_"); }},
   };
   for (const InPlaceOp& op : ops) {
     if (op.tensor) {
@@ -354,10 +386,12 @@ void bind_tensor(py::module_& m, TensorClass& t) {
              return to_int(x, "oa.Tensor.__index__");
            })
       .def("__repr__", &repr)
-      .def("to", [](const Matrix& x, DType dtype) { return mx::cast(x, dtype); }, py::arg("dtype"))
-      .def("float", [](const Matrix& x) { return mx::cast(x, DType::F32); })
-      .def("half", [](const Matrix& x) { return mx::cast(x, DType::F16); })
-      .def("bfloat16", [](const Matrix& x) { return mx::cast(x, DType::BF16); })
+      // Conversions (see convert): (pred == target).float().mean() is an accuracy.
+      .def("to", &convert, py::arg("dtype"))
+      .def("float", [](const Matrix& x) { return convert(x, DType::F32); })
+      .def("half", [](const Matrix& x) { return convert(x, DType::F16); })
+      .def("bfloat16", [](const Matrix& x) { return convert(x, DType::BF16); })
+      .def("bool", [](const Matrix& x) { return convert(x, DType::Bool); })
       // Views and layout.
       .def("reshape", [](const Matrix& x, const py::args& shape) { return x.reshape(size_of_args(shape)); })
       .def("view", [](const Matrix& x, const py::args& shape) { return x.reshape(size_of_args(shape)); })
@@ -498,20 +532,22 @@ void bind_tensor(py::module_& m, TensorClass& t) {
   m.def(
       "zeros",
       [](const py::args& size, Opt dtype, bool requires_grad, const OptEngine& engine) {
-        return finish(Matrix::zeros(Shape(size_of_args(size)), engine), dtype, requires_grad);
+        return finish(filled(Shape(size_of_args(size)), 0.0f, dtype.value_or(DType::F32), engine, "oa.zeros"), {},
+                      requires_grad);
       },
       py::arg("dtype") = py::none(), py::arg("requires_grad") = false, py::arg("engine") = py::none());
   m.def(
       "ones",
       [](const py::args& size, Opt dtype, bool requires_grad, const OptEngine& engine) {
-        return finish(Matrix::ones(Shape(size_of_args(size)), engine), dtype, requires_grad);
+        return finish(filled(Shape(size_of_args(size)), 1.0f, dtype.value_or(DType::F32), engine, "oa.ones"), {},
+                      requires_grad);
       },
       py::arg("dtype") = py::none(), py::arg("requires_grad") = false, py::arg("engine") = py::none());
   m.def(
       "full",
       [](const std::vector<std::int64_t>& size, float fill_value, Opt dtype, bool requires_grad,
          const OptEngine& engine) {
-        return finish(Matrix::full(Shape(size), fill_value, engine), dtype, requires_grad);
+        return finish(filled(Shape(size), fill_value, dtype.value_or(DType::F32), engine, "oa.full"), {}, requires_grad);
       },
       py::arg("size"), py::arg("fill_value"), py::arg("dtype") = py::none(), py::arg("requires_grad") = false,
       py::arg("engine") = py::none());

@@ -292,3 +292,44 @@ def test_int_float_index():
         [1, 2][oa.tensor(1.0)]
     with pytest.raises(TypeError, match="index"):
         [1, 2][oa.tensor([1, 1])]
+
+
+def test_conversions_between_dtypes():
+    pred = oa.tensor([1, 2, 3, 0])
+    target = oa.tensor([1, 0, 3, 3])
+    correct = (pred == target).float()
+    assert correct.dtype == oa.float32
+    np.testing.assert_array_equal(correct.numpy(), [1, 0, 1, 0])
+    assert correct.mean().item() == 0.5  # accuracy
+    mask = oa.tensor([True, False])
+    for dtype, numpy_dtype in ((oa.float16, np.float16), (oa.bfloat16, np.float32), (oa.float32, np.float32)):
+        np.testing.assert_array_equal(mask.to(dtype).numpy(), np.array([1, 0], numpy_dtype))
+    np.testing.assert_array_equal(oa.tensor([0.0, -0.5, 2.0]).bool().numpy(), [False, True, True])
+    np.testing.assert_array_equal(oa.tensor([0, 3]).to(oa.bool).numpy(), [False, True])
+    np.testing.assert_array_equal(oa.tensor([0.0, 1.5], dtype=oa.float16).to(oa.bool).numpy(), [False, True])
+    assert mask.to(oa.bool) is not None and mask.bool().dtype == oa.bool
+    with pytest.raises(oa.UnsupportedError, match="no conversion from i32"):
+        pred.float()
+    with pytest.raises(oa.UnsupportedError, match="no conversion from f32 to i32"):
+        oa.tensor([1.0]).to(oa.int32)
+
+
+def test_creation_with_int32_and_bool_dtypes():
+    z = oa.zeros(2, dtype=oa.int32)
+    assert z.dtype == oa.int32
+    np.testing.assert_array_equal(z.numpy(), np.zeros(2, np.int32))
+    np.testing.assert_array_equal(oa.ones(2, 3, dtype=oa.int32).numpy(), np.ones((2, 3), np.int32))
+    np.testing.assert_array_equal(oa.full((2,), -7, dtype=oa.int32).numpy(), [-7, -7])
+    np.testing.assert_array_equal(oa.ones(3, dtype=oa.bool).numpy(), [True] * 3)
+    np.testing.assert_array_equal(oa.zeros(3, dtype=oa.bool).numpy(), [False] * 3)
+    np.testing.assert_array_equal(oa.full((2,), 2.5, dtype=oa.float16).numpy(), np.full(2, 2.5, np.float16))
+    with pytest.raises(oa.InvalidArgumentError, match="int32"):
+        oa.full((2,), 0.5, dtype=oa.int32)
+    i = oa.tensor([1, 2, 3])
+    i.fill_(4)
+    np.testing.assert_array_equal(i.numpy(), [4, 4, 4])
+    i.zero_()
+    np.testing.assert_array_equal(i.numpy(), [0, 0, 0])
+    f = oa.zeros(2)
+    f.copy_(oa.tensor([True, False]))
+    np.testing.assert_array_equal(f.numpy(), [1, 0])
