@@ -116,6 +116,12 @@ def test_in_place_on_parameter_under_no_grad():
     np.testing.assert_allclose(m.weight.numpy(), before + 1, rtol=1e-6)
     np.testing.assert_array_equal(m.bias.numpy(), np.zeros(3, np.float32))
     assert w.is_leaf and w.requires_grad
+    with oa.no_grad():
+        m.weight += 1  # sets m.weight again: the same Parameter, in its place
+    assert m.weight is w and list(m.state_dict()) == ["weight", "bias"]
+    np.testing.assert_allclose(m.weight.numpy(), before + 2, rtol=1e-6)
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        m.weight *= 2
 
 
 def test_in_place_refusals_with_grad():

@@ -59,15 +59,17 @@ class Module:
     def __setattr__(self, name, value):
         if "_parameters" not in self.__dict__:
             raise AttributeError(f"{type(self).__name__}: call super().__init__() before assigning attributes")
+        # Reassigning an entry keeps its place (m.weight += 1 sets m.weight again).
+        target = self._parameters if isinstance(value, Parameter) else self._modules if isinstance(value, Module) else None
         for table in (self._parameters, self._buffers, self._modules):
-            table.pop(name, None)
-        if isinstance(value, Parameter):
-            self._parameters[name] = value
-        elif isinstance(value, Module):
+            if table is not target:
+                table.pop(name, None)
+        if target is self._modules:
             _prefix_names(value, name, self)
-            self._modules[name] = value
-        else:
+        if target is None:
             object.__setattr__(self, name, value)
+        else:
+            target[name] = value
 
     def __getattr__(self, name):
         for table in ("_parameters", "_buffers", "_modules"):
