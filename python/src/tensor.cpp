@@ -376,7 +376,9 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       // Python's conversions, as torch: bool() of one element (x > 0 in an
       // if), int() truncates, float(), and operator.index() of one int32 or
       // bool element (a list index).
-      .def("__bool__", &truth)
+      .def("__bool__", &truth,
+           "torch's truth value: one element is its value != 0; more or no elements raise oa.FailedPreconditionError "
+           "(a RuntimeError: ambiguous).")
       .def("__int__", [](const Matrix& x) { return to_int(x, "oa.Tensor.__int__"); })
       .def("__float__", [](const Matrix& x) { return py::float_(scalar(x, "oa.Tensor.__float__")); })
       .def("__index__",
@@ -387,7 +389,9 @@ void bind_tensor(py::module_& m, TensorClass& t) {
            })
       .def("__repr__", &repr)
       // Conversions (see convert): (pred == target).float().mean() is an accuracy.
-      .def("to", &convert, py::arg("dtype"))
+      .def("to", &convert, py::arg("dtype"),
+           "A copy as `dtype` (x itself if already): between float32, float16 and bfloat16, bool to those (1, 0), any "
+           "dtype to bool (x != 0); int32 to or from a float dtype raises oa.UnsupportedError.")
       .def("float", [](const Matrix& x) { return convert(x, DType::F32); })
       .def("half", [](const Matrix& x) { return convert(x, DType::F16); })
       .def("bfloat16", [](const Matrix& x) { return convert(x, DType::BF16); })
