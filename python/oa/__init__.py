@@ -6,6 +6,14 @@ while Python records the next ops; .numpy(), .item() and oa.synchronize() wait
 for it. Errors of the engine are oa.Error subclasses that also derive from
 ValueError, RuntimeError or MemoryError by kind (oa.CommunicationError: a
 collective of data-parallel training over MPI failed or timed out).
+
+A one-element Tensor converts as torch's: bool() (so `if x < 0.1:` works),
+int(), float(), and as a list index when int32 or bool; bool() of more or
+fewer elements raises (RuntimeError: ambiguous). `x += y` and the methods
+add_, sub_, mul_, div_, copy_, fill_, zero_ write x's own storage (see
+oa.Tensor.add_). A child forked (os.fork, multiprocessing's 'fork' start
+method) after the parent used oa raises oa.FailedPreconditionError on its
+first use of oa: use the 'spawn' or 'forkserver' start method instead.
 """
 from . import _oa
 from ._oa import (

@@ -3,9 +3,11 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <cmath>
 #include <limits>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "bindings.hpp"
@@ -109,6 +111,31 @@ py::object item(const Matrix& x) {
   return py::bool_(x.to_bool()[0] != 0);
 }
 
+// x.item() of a one-element tensor, else InvalidArgument (ValueError, as
+// torch) naming `op`: int(x) and float(x).
+py::object scalar(const Matrix& x, const char* op) {
+  if (x.numel() != 1)
+    fail(ErrorKind::InvalidArgument, "{}: only one element tensors can be converted to Python scalars, not shape {}", op,
+         x.shape());
+  return item(x);
+}
+
+// int(x) of a one-element x as an exact Python int (a bool element too).
+py::int_ to_int(const Matrix& x, const char* op) {
+  PyObject* v = PyNumber_Long(scalar(x, op).ptr());
+  if (!v) throw py::error_already_set();
+  return py::reinterpret_steal<py::int_>(v);
+}
+
+// torch's truth value: a one-element tensor is its value != 0 (NaN is true);
+// any other count is ambiguous (FailedPrecondition: a RuntimeError, as torch).
+bool truth(const Matrix& x) {
+  if (x.numel() != 1)
+    fail(ErrorKind::FailedPrecondition, "oa.Tensor.__bool__: Boolean value of Tensor with {} values is ambiguous (shape {})",
+         x.numel() == 0 ? "no" : "more than one", x.shape());
+  return PyObject_IsTrue(item(x).ptr()) == 1;
+}
+
 // A size given as ints (zeros(2, 3)) or as one sequence (zeros((2, 3))).
 std::vector<std::int64_t> size_of_args(const py::args& args) {
   py::object size = args;
@@ -120,9 +147,40 @@ std::vector<std::int64_t> size_of_args(const py::args& args) {
   }
 }
 
-// The creation functions' common tail: dtype (a cast) and requires_grad.
+// x.to(dtype) over the conversions oa's C++ ops give: between the floating
+// dtypes (mx::cast), bool to a floating dtype (1 and 0, through where), and
+// any dtype to bool (x != 0). There is no op between int32 and the floating
+// dtypes, nor from bool to int32: those raise UnsupportedError.
+Matrix convert(const Matrix& x, DType dtype) {
+  const DType from = x.dtype();
+  if (from == dtype) return x;
+  if (is_floating_point(from) && is_floating_point(dtype)) return mx::cast(x, dtype);
+  if (from == DType::Bool && is_floating_point(dtype))
+    return mx::cast(mx::where(x, Matrix::ones({}, x.engine()), Matrix::zeros({}, x.engine())), dtype);
+  if (dtype == DType::Bool) {
+    if (from == DType::I32) {
+      const std::int32_t zero = 0;
+      return mx::ne(x, Matrix::from_i32({}, std::span(&zero, 1), x.engine()));
+    }
+    return mx::ne(mx::cast(x, DType::F32), 0.0f);
+  }
+  fail(ErrorKind::Unsupported, "oa.Tensor.to: no conversion from {} to {} (oa converts between float32, float16 and "
+       "bfloat16, from bool to those, and from any dtype to bool)", to_string(from), to_string(dtype));
+}
+
+// zeros, ones, full and fill_: `value` everywhere as `dtype` (int32 filled on
+// the host: no op converts float32 to int32).
+Matrix filled(const Shape& shape, float value, DType dtype, const std::optional<Engine>& engine, const char* op) {
+  if (dtype != DType::I32) return convert(Matrix::full(shape, value, engine), dtype);
+  if (value != std::trunc(value) || std::abs(value) > 2147483520.0f)
+    fail(ErrorKind::InvalidArgument, "{}: value {} is not an int32", op, value);
+  const std::vector<std::int32_t> values(static_cast<std::size_t>(shape.numel()), static_cast<std::int32_t>(value));
+  return Matrix::from_i32(shape, values, engine);
+}
+
+// The creation functions' common tail: dtype (a conversion) and requires_grad.
 Matrix finish(Matrix m, std::optional<DType> dtype, bool requires_grad) {
-  if (dtype) m = mx::cast(m, *dtype);
+  if (dtype) m = convert(m, *dtype);
   if (requires_grad) set_requires_grad(m);
   return m;
 }
@@ -157,6 +215,111 @@ auto spread() {
   };
 }
 Matrix norm(const Matrix& x, float p, const py::object& dim, bool keepdim) { return mx::norm(x, p, reduction_dims(dim), keepdim); }
+
+// torch's in-place ops (x += y, x.add_(y), ...): the result is computed out
+// of place, cast to x's dtype, then copied on the device into x's own storage
+// (shared by its views and detach()) and x's version is bumped, so that
+// backward through an op that saved x refuses it. With grad mode on, a leaf
+// that requires grad is refused as in torch, and so is an operand with
+// autograd history (oa records no history through an in-place op).
+void require_in_place(const Matrix& x, const Matrix* other, const char* op) {
+  if (!grad_enabled()) return;
+  if (requires_grad(x) && autograd::grad_fn_name(x).empty())
+    fail(ErrorKind::FailedPrecondition,
+         "{}: a leaf Variable that requires grad is being used in an in-place operation (update it inside "
+         "`with oa.no_grad():`, as optimizers do)",
+         op);
+  if (requires_grad(x) || (other && requires_grad(*other)))
+    fail(ErrorKind::FailedPrecondition,
+         "{}: an in-place op on values with autograd history is not recorded for backward; write x = x + y (or the "
+         "op's out-of-place form) instead, or update inside `with oa.no_grad():`",
+         op);
+}
+
+void write_in_place(const Matrix& x, const Matrix& result, const char* op) {
+  if (!(result.shape() == x.shape()))
+    fail(ErrorKind::InvalidArgument, "{}: the result's shape {} (broadcast) does not match the tensor's shape {}", op,
+         result.shape(), x.shape());
+  const Matrix value = convert(result, x.dtype());
+  if (value.storage() != x.storage()) {
+    const auto bytes = static_cast<std::uint64_t>(x.numel()) * size_of(x.dtype());
+    x.engine().copy(*value.storage(), 0, *x.storage(), 0, bytes);
+  }
+  x.storage()->bump_version();
+}
+
+// x.<method>(arg) and, where `dunder` is given, the augmented assignment
+// (x += y), for a Tensor and/or a Python number `arg`; both return x itself
+// (the same Python object, so a Parameter stays a Parameter).
+template <class Other>
+using InPlaceFn = Matrix (*)(const Matrix&, const Other&);
+
+struct InPlaceOp {
+  const char* method;
+  const char* name;  // for errors
+  const char* dunder;
+  const char* arg;
+  InPlaceFn<Matrix> tensor;
+  InPlaceFn<float> number;
+};
+
+template <class Other>
+py::object apply_in_place(const py::object& self, const Other& other, InPlaceFn<Other> fn, const char* op) {
+  const auto& x = self.cast<const Matrix&>();
+  if constexpr (std::is_same_v<Other, Matrix>) {
+    require_in_place(x, &other, op);
+  } else {
+    require_in_place(x, nullptr, op);
+  }
+  Matrix result;
+  {
+    NoGradGuard no_grad;
+    result = fn(x, other);
+  }
+  write_in_place(x, result, op);
+  return self;
+}
+
+void bind_in_place(TensorClass& t) {
+  static const char* doc =
+      "In place, as torch's: computes the op, casts the result to x's dtype and writes it into x's own storage "
+      "(seen by x's views and detach()), bumps x's version (backward through an op that saved x then refuses), and "
+      "returns x itself. With grad mode on, a leaf that requires grad is refused (RuntimeError, as torch) and so are "
+      "values with autograd history: update inside `with oa.no_grad():`, or write x = x + y.";
+  static const InPlaceOp ops[] = {
+      {"add_", "oa.Tensor.add_", "__iadd__", "other", [](const Matrix& a, const Matrix& b) { return a + b; },
+       [](const Matrix& a, const float& s) { return a + s; }},
+      {"sub_", "oa.Tensor.sub_", "__isub__", "other", [](const Matrix& a, const Matrix& b) { return a - b; },
+       [](const Matrix& a, const float& s) { return a - s; }},
+      {"mul_", "oa.Tensor.mul_", "__imul__", "other", [](const Matrix& a, const Matrix& b) { return a * b; },
+       [](const Matrix& a, const float& s) { return a * s; }},
+      {"div_", "oa.Tensor.div_", "__itruediv__", "other", [](const Matrix& a, const Matrix& b) { return a / b; },
+       [](const Matrix& a, const float& s) { return a / s; }},
+      // src broadcast to x's shape, as torch's copy_.
+      {"copy_", "oa.Tensor.copy_", nullptr, "src",
+       [](const Matrix& x, const Matrix& src) { return x.shape() == src.shape() ? src : mx::expand(src, x.shape().to_vector()); },
+       nullptr},
+      {"fill_", "oa.Tensor.fill_", nullptr, "value", nullptr,
+       [](const Matrix& x, const float& v) { return filled(x.shape(), v, x.dtype(), x.engine(), "oa.Tensor.fill_"); }},
+  };
+  for (const InPlaceOp& op : ops) {
+    if (op.tensor) {
+      const auto fn = [&op](const py::object& self, const Matrix& other) {
+        return apply_in_place<Matrix>(self, other, op.tensor, op.name);
+      };
+      t.def(op.method, fn, py::arg(op.arg), doc);
+      if (op.dunder) t.def(op.dunder, fn, py::is_operator());
+    }
+    if (op.number) {
+      const auto fn = [&op](const py::object& self, float other) {
+        return apply_in_place<float>(self, other, op.number, op.name);
+      };
+      t.def(op.method, fn, py::arg(op.arg), doc);
+      if (op.dunder) t.def(op.dunder, fn, py::is_operator());
+    }
+  }
+  t.def("zero_", [](const py::object& self) { return self.attr("fill_")(0.0f); }, "x.fill_(0): in place, as fill_.");
+}
 
 std::string repr(const Matrix& x) {
   std::ostringstream os;
@@ -210,12 +373,29 @@ void bind_tensor(py::module_& m, TensorClass& t) {
           py::arg("dtype") = py::none(), py::arg("copy") = py::none())
       .def("tolist", [](const Matrix& x) { return to_numpy(x).attr("tolist")(); })
       .def("item", &item)
-      .def("__float__", [](const Matrix& x) { return x.item(); })
+      // Python's conversions, as torch: bool() of one element (x > 0 in an
+      // if), int() truncates, float(), and operator.index() of one int32 or
+      // bool element (a list index).
+      .def("__bool__", &truth,
+           "torch's truth value: one element is its value != 0; more or no elements raise oa.FailedPreconditionError "
+           "(a RuntimeError: ambiguous).")
+      .def("__int__", [](const Matrix& x) { return to_int(x, "oa.Tensor.__int__"); })
+      .def("__float__", [](const Matrix& x) { return py::float_(scalar(x, "oa.Tensor.__float__")); })
+      .def("__index__",
+           [](const Matrix& x) {
+             if (x.numel() != 1 || is_floating_point(x.dtype()))
+               throw py::type_error("only integer tensors of a single element can be converted to an index");
+             return to_int(x, "oa.Tensor.__index__");
+           })
       .def("__repr__", &repr)
-      .def("to", [](const Matrix& x, DType dtype) { return mx::cast(x, dtype); }, py::arg("dtype"))
-      .def("float", [](const Matrix& x) { return mx::cast(x, DType::F32); })
-      .def("half", [](const Matrix& x) { return mx::cast(x, DType::F16); })
-      .def("bfloat16", [](const Matrix& x) { return mx::cast(x, DType::BF16); })
+      // Conversions (see convert): (pred == target).float().mean() is an accuracy.
+      .def("to", &convert, py::arg("dtype"),
+           "A copy as `dtype` (x itself if already): between float32, float16 and bfloat16, bool to those (1, 0), any "
+           "dtype to bool (x != 0); int32 to or from a float dtype raises oa.UnsupportedError.")
+      .def("float", [](const Matrix& x) { return convert(x, DType::F32); })
+      .def("half", [](const Matrix& x) { return convert(x, DType::F16); })
+      .def("bfloat16", [](const Matrix& x) { return convert(x, DType::BF16); })
+      .def("bool", [](const Matrix& x) { return convert(x, DType::Bool); })
       // Views and layout.
       .def("reshape", [](const Matrix& x, const py::args& shape) { return x.reshape(size_of_args(shape)); })
       .def("view", [](const Matrix& x, const py::args& shape) { return x.reshape(size_of_args(shape)); })
@@ -296,6 +476,8 @@ void bind_tensor(py::module_& m, TensorClass& t) {
            },
            py::arg("min") = py::none(), py::arg("max") = py::none());
 
+  bind_in_place(t);
+
   // The elementwise functions, as methods and as oa.<name>.
   struct Unary {
     const char* name;
@@ -354,20 +536,22 @@ void bind_tensor(py::module_& m, TensorClass& t) {
   m.def(
       "zeros",
       [](const py::args& size, Opt dtype, bool requires_grad, const OptEngine& engine) {
-        return finish(Matrix::zeros(Shape(size_of_args(size)), engine), dtype, requires_grad);
+        return finish(filled(Shape(size_of_args(size)), 0.0f, dtype.value_or(DType::F32), engine, "oa.zeros"), {},
+                      requires_grad);
       },
       py::arg("dtype") = py::none(), py::arg("requires_grad") = false, py::arg("engine") = py::none());
   m.def(
       "ones",
       [](const py::args& size, Opt dtype, bool requires_grad, const OptEngine& engine) {
-        return finish(Matrix::ones(Shape(size_of_args(size)), engine), dtype, requires_grad);
+        return finish(filled(Shape(size_of_args(size)), 1.0f, dtype.value_or(DType::F32), engine, "oa.ones"), {},
+                      requires_grad);
       },
       py::arg("dtype") = py::none(), py::arg("requires_grad") = false, py::arg("engine") = py::none());
   m.def(
       "full",
       [](const std::vector<std::int64_t>& size, float fill_value, Opt dtype, bool requires_grad,
          const OptEngine& engine) {
-        return finish(Matrix::full(Shape(size), fill_value, engine), dtype, requires_grad);
+        return finish(filled(Shape(size), fill_value, dtype.value_or(DType::F32), engine, "oa.full"), {}, requires_grad);
       },
       py::arg("size"), py::arg("fill_value"), py::arg("dtype") = py::none(), py::arg("requires_grad") = false,
       py::arg("engine") = py::none());

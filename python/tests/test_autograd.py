@@ -73,3 +73,78 @@ def test_gradients_of_arithmetic():
     m = values((4, 2), 3)
     check_gradients(lambda x, y: x @ y, lambda x, y: x @ y, [a, m])
     check_gradients(lambda x: (x * x).sum(dim=-1), lambda x: (x * x).sum(-1), [a])
+
+
+def test_in_place_ops_write_the_tensor_itself():
+    x = oa.tensor([1.0, 2.0, 3.0])
+    alias, view = x, x.reshape(3, 1)
+    x += 1
+    assert x is alias
+    x -= oa.tensor([0.5, 0.5, 0.5])
+    x *= 2
+    x /= oa.tensor(4.0)
+    want = ((np.array([1.0, 2.0, 3.0]) + 1 - 0.5) * 2) / 4
+    np.testing.assert_allclose(x.numpy(), want, rtol=1e-6)
+    np.testing.assert_allclose(view.numpy().ravel(), want, rtol=1e-6)  # views share the storage
+    assert x.add_(1) is x and x.mul_(oa.tensor([1.0, 0.0, 2.0])) is x and x.sub_(0.5) is x and x.div_(2) is x
+    want = ((want + 1) * [1, 0, 2] - 0.5) / 2
+    np.testing.assert_allclose(x.numpy(), want, rtol=1e-6)
+    assert x.fill_(7) is x
+    np.testing.assert_array_equal(x.numpy(), [7, 7, 7])
+    x.zero_()
+    np.testing.assert_array_equal(x.numpy(), [0, 0, 0])
+    y = oa.zeros(2, 3)
+    y.copy_(oa.tensor([1.0, 2.0, 3.0]))  # broadcast, as torch
+    np.testing.assert_array_equal(y.numpy(), [[1, 2, 3], [1, 2, 3]])
+    h = oa.zeros(2, dtype=oa.float16)
+    h.copy_(oa.tensor([0.1, 65504.0]))  # cast to the tensor's dtype
+    np.testing.assert_array_equal(h.numpy(), np.array([0.1, 65504.0], dtype=np.float16))
+    with pytest.raises(oa.InvalidArgumentError, match="shape"):
+        x += oa.zeros(2, 3)
+    with pytest.raises(TypeError):
+        x += "a"
+
+
+def test_in_place_on_parameter_under_no_grad():
+    m = oa.nn.Linear(2, 3)
+    w = m.weight
+    before = w.numpy()
+    with oa.no_grad():
+        w += 1
+        m.bias.zero_()
+    assert m.weight is w and isinstance(m.weight, oa.nn.Parameter) and "weight" in dict(m.named_parameters())
+    np.testing.assert_allclose(m.weight.numpy(), before + 1, rtol=1e-6)
+    np.testing.assert_array_equal(m.bias.numpy(), np.zeros(3, np.float32))
+    assert w.is_leaf and w.requires_grad
+    with oa.no_grad():
+        m.weight += 1  # sets m.weight again: the same Parameter, in its place
+    assert m.weight is w and list(m.state_dict()) == ["weight", "bias"]
+    np.testing.assert_allclose(m.weight.numpy(), before + 2, rtol=1e-6)
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        m.weight *= 2
+
+
+def test_in_place_refusals_with_grad():
+    w = oa.ones(3, requires_grad=True)
+    with pytest.raises(oa.FailedPreconditionError, match="a leaf Variable that requires grad is being used in an in-place operation"):
+        w += 1
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        w.mul_(2)
+    assert w.is_leaf
+    np.testing.assert_array_equal(w.numpy(), [1, 1, 1])
+    h = w * 2
+    with pytest.raises(oa.FailedPreconditionError, match="x = x \\+ y"):
+        h += 1
+    plain = oa.zeros(3)
+    with pytest.raises(oa.FailedPreconditionError, match="autograd history"):
+        plain += w
+    np.testing.assert_array_equal(plain.numpy(), [0, 0, 0])
+
+
+def test_in_place_after_save_for_backward_is_refused():
+    x = oa.tensor([1.0, 2.0])
+    w = oa.tensor([3.0, 4.0], requires_grad=True)
+    y = (x * w).sum()  # mul saves x for w's gradient
+    x += 1
+    with pytest.raises(oa.FailedPreconditionError, match="version|modified"):
+        y.backward()

@@ -300,3 +300,72 @@ def test_recurrent_matches_numpy(kind):
     out, _ = model(oa.tensor(x))  # zero initial state
     out.sum().backward()
     assert all(p.grad is not None for p in model.parameters())
+
+
+def test_sequential_from_ordered_dict():
+    from collections import OrderedDict
+    oa.manual_seed(3)
+    model = nn.Sequential(OrderedDict(fc=nn.Linear(2, 3), act=nn.ReLU(), out=nn.Linear(3, 1)))
+    assert len(model) == 3 and list(dict(model.named_children())) == ["fc", "act", "out"]
+    assert list(model.state_dict()) == ["fc.weight", "fc.bias", "out.weight", "out.bias"]
+    assert model.fc is model[0] and model[-1] is model.out
+    x = values((4, 2), 1)
+    w1, b1 = model.fc.weight.numpy(), model.fc.bias.numpy()
+    w2, b2 = model.out.weight.numpy(), model.out.bias.numpy()
+    want = np.maximum(x @ w1.T + b1, 0) @ w2.T + b2
+    assert_close(model(oa.tensor(x)).numpy(), want, rtol=1e-5, atol=1e-6)
+    head = model[:2]
+    assert isinstance(head, nn.Sequential) and list(dict(head.named_children())) == ["fc", "act"]
+    with pytest.raises(TypeError, match="not an oa.nn.Module"):
+        nn.Sequential(OrderedDict(fc=3))
+
+
+def test_module_list():
+    class Stack(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.ModuleList([nn.Linear(2, 2) for _ in range(2)])
+
+        def forward(self, x):
+            for layer in self.layers:
+                x = layer(x)
+            return x
+
+    model = Stack()
+    assert len(model.layers) == 2 and len(list(model.parameters())) == 4
+    assert list(model.state_dict()) == ["layers.0.weight", "layers.0.bias", "layers.1.weight", "layers.1.bias"]
+    first = model.layers[0]
+    model.layers.append(nn.Dropout(0.5))
+    model.layers.extend([nn.Linear(2, 3)])
+    model.layers.insert(1, nn.LayerNorm(2))
+    assert [type(m).__name__ for m in model.layers] == ["Linear", "LayerNorm", "Linear", "Dropout", "Linear"]
+    assert model.layers[0] is first and model.layers[-1] is model.layers[4]
+    assert list(model.state_dict())[:4] == ["layers.0.weight", "layers.0.bias", "layers.1.weight", "layers.1.bias"]
+    model.eval()
+    assert all(not m.training for m in model.layers)
+    model.train()
+    assert all(m.training for m in model.layers)
+    assert [type(m).__name__ for m in model.layers[1:3]] == ["LayerNorm", "Linear"]
+    with pytest.raises(IndexError):
+        model.layers[5]
+    with pytest.raises(TypeError):
+        model.layers.append(oa.zeros(2))
+
+
+def test_module_dict():
+    d = nn.ModuleDict({"enc": nn.Linear(2, 3), "act": nn.ReLU()})
+    d["dec"] = nn.Linear(3, 2)
+    assert list(d) == ["enc", "act", "dec"] and list(d.keys()) == ["enc", "act", "dec"] and len(d) == 3
+    assert "enc" in d and "nope" not in d
+    assert [type(m).__name__ for m in d.values()] == ["Linear", "ReLU", "Linear"]
+    assert dict(d.items())["dec"] is d["dec"]
+    assert list(d.state_dict()) == ["enc.weight", "enc.bias", "dec.weight", "dec.bias"]
+    assert len(list(d.parameters())) == 4
+    d.update([("extra", nn.Tanh())])
+    del d["act"]
+    assert list(d) == ["enc", "dec", "extra"]
+    d.eval()
+    assert not d["enc"].training
+    x = oa.tensor(values((1, 2), 2))
+    out = d["dec"](d["enc"](x))
+    assert out.shape == (1, 2)

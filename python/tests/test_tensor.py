@@ -238,3 +238,98 @@ def test_comparisons_masks_and_triangles():
     assert repr(ta > 0.0) == "Matrix([2, 4], bool)\n  [1 0 1 0]\n  [0 1 1 1]"
     assert (ta == None) is False  # noqa: E711 (not a comparison of values: Python's identity fallback)
     assert len({ta, tb, ta}) == 2  # hashable by identity, as torch.Tensor
+
+
+@pytest.mark.parametrize("value, dtype, expected", [
+    ([0.0], None, False), ([-1.0], None, True), (2.5, None, True), (float("nan"), None, True),
+    ([0.0], oa.float16, False), ([0.5], oa.bfloat16, True), ([0], None, False), ([[-3]], None, True),
+    ([False], None, False), (True, None, True),
+])
+def test_truth_value_of_one_element(value, dtype, expected):
+    assert bool(oa.tensor(value, dtype=dtype)) is expected
+    assert bool(np.asarray(value, dtype=np.float64).ravel()[0]) is expected  # NumPy agrees
+
+
+def test_truth_value_in_conditions():
+    assert not bool(oa.tensor([-1.0]) > 0)
+    assert bool(oa.tensor([1.0]) > 0)
+    taken = "small" if oa.tensor(0.05) < 0.1 else "large"
+    assert taken == "small"
+    assert (oa.tensor(5.0) < 0.1) is not None and not (oa.tensor(5.0) < 0.1)
+
+
+@pytest.mark.parametrize("shape", [(2,), (2, 3), (0,), (1, 0)])
+def test_truth_value_of_other_counts_is_ambiguous(shape):
+    x = oa.zeros(*shape)
+    with pytest.raises(oa.FailedPreconditionError, match="ambiguous") as e:
+        bool(x)
+    assert isinstance(e.value, RuntimeError)
+    with pytest.raises(RuntimeError, match="ambiguous"):
+        if oa.tensor([0.0, 2.0]):
+            pass
+
+
+def test_list_index_compares_by_identity_first():
+    ones, zeros = oa.ones(2), oa.zeros(2)
+    items = [ones, zeros]
+    assert items.index(ones) == 0
+    assert ones in items
+    with pytest.raises(RuntimeError, match="ambiguous"):  # ones == zeros is elementwise, as torch
+        items.index(zeros)
+    a, b = oa.tensor(1.0), oa.tensor(2.0)
+    assert [a, b].index(b) == 1
+
+
+def test_int_float_index():
+    assert int(oa.tensor(-2.7)) == -2 and int(oa.tensor([[7]])) == 7 and int(oa.tensor(True)) == 1 and type(int(oa.tensor(True))) is int
+    assert float(oa.tensor([3])) == 3.0 and isinstance(float(oa.tensor([3])), float)
+    assert float(oa.tensor(0.25, dtype=oa.float16)) == 0.25
+    assert [10, 20, 30][oa.tensor(2)] == 30 and [10, 20][oa.tensor(True)] == 20
+    for conversion in (int, float):
+        with pytest.raises(ValueError, match="one element"):
+            conversion(oa.zeros(2))
+    with pytest.raises(TypeError, match="index"):
+        [1, 2][oa.tensor(1.0)]
+    with pytest.raises(TypeError, match="index"):
+        [1, 2][oa.tensor([1, 1])]
+
+
+def test_conversions_between_dtypes():
+    pred = oa.tensor([1, 2, 3, 0])
+    target = oa.tensor([1, 0, 3, 3])
+    correct = (pred == target).float()
+    assert correct.dtype == oa.float32
+    np.testing.assert_array_equal(correct.numpy(), [1, 0, 1, 0])
+    assert correct.mean().item() == 0.5  # accuracy
+    mask = oa.tensor([True, False])
+    for dtype, numpy_dtype in ((oa.float16, np.float16), (oa.bfloat16, np.float32), (oa.float32, np.float32)):
+        np.testing.assert_array_equal(mask.to(dtype).numpy(), np.array([1, 0], numpy_dtype))
+    np.testing.assert_array_equal(oa.tensor([0.0, -0.5, 2.0]).bool().numpy(), [False, True, True])
+    np.testing.assert_array_equal(oa.tensor([0, 3]).to(oa.bool).numpy(), [False, True])
+    np.testing.assert_array_equal(oa.tensor([0.0, 1.5], dtype=oa.float16).to(oa.bool).numpy(), [False, True])
+    assert mask.to(oa.bool) is not None and mask.bool().dtype == oa.bool
+    with pytest.raises(oa.UnsupportedError, match="no conversion from i32"):
+        pred.float()
+    with pytest.raises(oa.UnsupportedError, match="no conversion from f32 to i32"):
+        oa.tensor([1.0]).to(oa.int32)
+
+
+def test_creation_with_int32_and_bool_dtypes():
+    z = oa.zeros(2, dtype=oa.int32)
+    assert z.dtype == oa.int32
+    np.testing.assert_array_equal(z.numpy(), np.zeros(2, np.int32))
+    np.testing.assert_array_equal(oa.ones(2, 3, dtype=oa.int32).numpy(), np.ones((2, 3), np.int32))
+    np.testing.assert_array_equal(oa.full((2,), -7, dtype=oa.int32).numpy(), [-7, -7])
+    np.testing.assert_array_equal(oa.ones(3, dtype=oa.bool).numpy(), [True] * 3)
+    np.testing.assert_array_equal(oa.zeros(3, dtype=oa.bool).numpy(), [False] * 3)
+    np.testing.assert_array_equal(oa.full((2,), 2.5, dtype=oa.float16).numpy(), np.full(2, 2.5, np.float16))
+    with pytest.raises(oa.InvalidArgumentError, match="int32"):
+        oa.full((2,), 0.5, dtype=oa.int32)
+    i = oa.tensor([1, 2, 3])
+    i.fill_(4)
+    np.testing.assert_array_equal(i.numpy(), [4, 4, 4])
+    i.zero_()
+    np.testing.assert_array_equal(i.numpy(), [0, 0, 0])
+    f = oa.zeros(2)
+    f.copy_(oa.tensor([True, False]))
+    np.testing.assert_array_equal(f.numpy(), [1, 0])

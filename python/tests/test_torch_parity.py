@@ -286,3 +286,88 @@ def test_optimizer_steps(make):
         opt_oa.step()
         opt_torch.step()
         assert_close(p_oa.numpy(), p_torch.detach().numpy(), **FORWARD)
+
+
+def _outcome(fn):
+    """fn()'s value, or the built-in exception class it raised (oa's errors derive from them)."""
+    try:
+        return fn()
+    except (RuntimeError, ValueError, TypeError) as e:
+        return next(c for c in (RuntimeError, ValueError, TypeError) if isinstance(e, c))
+
+
+@pytest.mark.parametrize("data", [[0.0], [-1.0], 2.5, [[0]], [3], [True], False, [0.0, 2.0], [], [[1, 2]]])
+def test_python_conversions_match_torch(data):
+    x, t = oa.tensor(np.asarray(data)), torch.tensor(np.asarray(data))
+    for conversion in (bool, int, float, lambda v: [10, 20, 30, 40][v]):
+        assert _outcome(lambda: conversion(x)) == _outcome(lambda: conversion(t))
+    if x.dtype.is_floating_point:  # oa compares floating tensors with numbers
+        assert _outcome(lambda: bool(x > 0)) == _outcome(lambda: bool(t > 0))
+
+
+def test_list_index_matches_torch():
+    a, b = oa.ones(2), oa.zeros(2)
+    ta, tb = torch.ones(2), torch.zeros(2)
+    assert [a, b].index(a) == [ta, tb].index(ta) == 0
+    assert _outcome(lambda: [a, b].index(b)) == _outcome(lambda: [ta, tb].index(tb)) == RuntimeError
+
+
+def test_module_containers_match_torch():
+    from collections import OrderedDict
+    ours = oa.nn.Sequential(OrderedDict(fc=oa.nn.Linear(2, 3), act=oa.nn.ReLU(), out=oa.nn.Linear(3, 1)))
+    theirs = torch.nn.Sequential(OrderedDict(fc=torch.nn.Linear(2, 3), act=torch.nn.ReLU(), out=torch.nn.Linear(3, 1)))
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    assert list(ours[1:].state_dict()) == list(theirs[1:].state_dict())
+    lists = []
+    for nn_ in (oa.nn, torch.nn):
+        lst = nn_.ModuleList([nn_.Linear(2, 2)])
+        lst.append(nn_.ReLU())
+        lst.insert(0, nn_.Linear(2, 3))
+        lst.extend([nn_.Linear(2, 1)])
+        lists.append(lst)
+    assert list(lists[0].state_dict()) == list(lists[1].state_dict())
+    assert [type(m).__name__ for m in lists[0][1:]] == [type(m).__name__ for m in lists[1][1:]]
+    dicts = [nn_.ModuleDict({"b": nn_.Linear(2, 2), "a": nn_.Tanh()}) for nn_ in (oa.nn, torch.nn)]
+    assert list(dicts[0].state_dict()) == list(dicts[1].state_dict()) and list(dicts[0]) == list(dicts[1])
+
+
+def test_in_place_ops_match_torch():
+    start = values((2, 3), 5)
+    other = values((3,), 6)
+    results = []
+    for lib in (oa, torch):
+        x = lib.tensor(start)
+        y = lib.tensor(other)
+        alias = x
+        x += y
+        x *= 2.0
+        x -= 0.25
+        x /= lib.tensor(other) + 3.0
+        x.add_(1.5).mul_(y).sub_(y).div_(4.0)
+        assert alias is x
+        results.append(x.numpy().copy())
+        x.copy_(y)
+        results.append(x.numpy().copy())
+        x.fill_(-2.0)
+        results.append(x.numpy().copy())
+    for a, b in zip(results[:3], results[3:]):
+        assert_close(a, b, **FORWARD)
+    for lib in (oa, torch):
+        leaf = lib.ones(2, requires_grad=True)
+        with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place operation"):
+            leaf += 1
+        with lib.no_grad():
+            leaf += 1
+        assert leaf.is_leaf and leaf.requires_grad
+        assert leaf.detach().numpy().tolist() == [2.0, 2.0]
+
+
+def test_conversions_match_torch():
+    pred, target = np.array([1, 2, 3, 0]), np.array([1, 0, 3, 3])
+    ours = (oa.tensor(pred) == oa.tensor(target)).float().mean().item()
+    theirs = (torch.tensor(pred) == torch.tensor(target)).float().mean().item()
+    assert ours == theirs
+    x = np.array([0.0, -0.5, 2.0], np.float32)
+    np.testing.assert_array_equal(oa.tensor(x).bool().numpy(), torch.tensor(x).bool().numpy())
+    np.testing.assert_array_equal(oa.zeros(2, dtype=oa.int32).numpy(), torch.zeros(2, dtype=torch.int32).numpy())
+    np.testing.assert_array_equal(oa.full((2,), 3, dtype=oa.int32).numpy(), torch.full((2,), 3, dtype=torch.int32).numpy())

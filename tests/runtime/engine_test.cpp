@@ -1,6 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
+#include <thread>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "oa/oa.hpp"
 #include "support/expect.hpp"
@@ -213,4 +220,42 @@ TEST(RuntimeEngine, StagingTransfersAsOnADiscreteGpu) {
     ASSERT_EQ(cv[i], static_cast<float>(i)) << i;
   }
   EXPECT_EQ(Matrix::from_i32({3}, std::vector<std::int32_t>{4, 5, 6}, e).to_i32(), (std::vector<std::int32_t>{4, 5, 6}));
+}
+
+// A child forked after the parent created an engine cannot use it (the
+// driver's threads are not inherited; waits would never return): every use
+// throws FailedPrecondition naming the fix, and exit (static destructors,
+// inherited matrices) does not wait on the GPU.
+TEST(RuntimeEngine, ForkedChildRefusesWorkAndExits) {
+  Matrix kept = Matrix::ones(Shape{4}) * 2.0f;
+  ASSERT_EQ(kept.to_vector()[0], 2.0f);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    int failures = 0;
+    const auto refused = [&](auto use) {
+      if (!oa_test::throws(use, oa::ErrorKind::FailedPrecondition, {"forked", "spawn", "forkserver"})) ++failures;
+    };
+    refused([] { Matrix::zeros(Shape{3}); });
+    refused([&] { (void)kept.to_vector(); });
+    refused([&] { (void)(kept + 1.0f); });
+    refused([] { oa::Engine::default_engine().synchronize(); });
+    refused([] { oa::Engine e; });
+    kept = Matrix();
+    std::exit(failures);  // runs the default engine's destructor
+  }
+  int status = 0;
+  pid_t done = 0;
+  for (int i = 0; i < 600 && done == 0; ++i) {
+    done = waitpid(pid, &status, WNOHANG);
+    if (done == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (done == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    FAIL() << "the forked child hung";
+  }
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "uses of the engine not refused in the child";
+  EXPECT_EQ((kept + 1.0f).to_vector()[3], 3.0f);  // the parent is unaffected
 }

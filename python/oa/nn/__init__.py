@@ -19,6 +19,8 @@ from .modules import (
     LSTM,
     MaxPool2d,
     Module,
+    ModuleDict,
+    ModuleList,
     MultiheadAttention,
     Parameter,
     ReLU,

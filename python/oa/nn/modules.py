@@ -59,15 +59,17 @@ class Module:
     def __setattr__(self, name, value):
         if "_parameters" not in self.__dict__:
             raise AttributeError(f"{type(self).__name__}: call super().__init__() before assigning attributes")
+        # Reassigning an entry keeps its place (m.weight += 1 sets m.weight again).
+        target = self._parameters if isinstance(value, Parameter) else self._modules if isinstance(value, Module) else None
         for table in (self._parameters, self._buffers, self._modules):
-            table.pop(name, None)
-        if isinstance(value, Parameter):
-            self._parameters[name] = value
-        elif isinstance(value, Module):
+            if table is not target:
+                table.pop(name, None)
+        if target is self._modules:
             _prefix_names(value, name, self)
-            self._modules[name] = value
-        else:
+        if target is None:
             object.__setattr__(self, name, value)
+        else:
+            target[name] = value
 
     def __getattr__(self, name):
         for table in ("_parameters", "_buffers", "_modules"):
@@ -441,16 +443,9 @@ Tanh = _activation("Tanh", _native.tanh, "tanh(x) (oa::ml::nn::Tanh).")
 Sigmoid = _activation("Sigmoid", _native.sigmoid, "1 / (1 + exp(-x)) (oa::ml::nn::Sigmoid).")
 
 
-class Sequential(Module):
-    """torch.nn.Sequential: children "0", "1", ... applied in order (any Modules, Python or built-in)."""
-
-    def __init__(self, *modules):
-        super().__init__()
-        for i, m in enumerate(modules):
-            setattr(self, str(i), m)
-
-    def __getitem__(self, i):
-        return list(self._modules.values())[i]
+class _Chain(Module):
+    """Children in order, appended under their position ("0", "1", ...): what
+    Sequential and ModuleList share."""
 
     def __len__(self):
         return len(self._modules)
@@ -458,7 +453,133 @@ class Sequential(Module):
     def __iter__(self):
         return iter(self._modules.values())
 
+    def append(self, module):
+        self.add_module(str(len(self)), _require_module(module, f"{type(self).__name__}.append"))
+        return self
+
+
+class Sequential(_Chain):
+    """torch.nn.Sequential: Sequential(m0, m1, ...) names its children "0",
+    "1", ...; Sequential(OrderedDict(name=module, ...)) keeps the given names.
+    forward applies them in order (any Modules, Python or built-in)."""
+
+    def __init__(self, *modules):
+        super().__init__()
+        if len(modules) == 1 and isinstance(modules[0], OrderedDict):
+            for name, m in modules[0].items():
+                self.add_module(name, _require_module(m, "Sequential"))
+        else:
+            for i, m in enumerate(modules):
+                self.add_module(str(i), _require_module(m, "Sequential"))
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return _holding(Sequential(), list(self._modules.items())[i])
+        return list(self._modules.values())[i]
+
     def forward(self, input):
         for m in self._modules.values():
             input = m(input)
         return input
+
+
+def _holding(container, named_modules):
+    """container holding the (name, module) pairs without renaming their
+    parameters: a slice of a Sequential (names kept) or ModuleList (renumbered), as torch's."""
+    for name, m in named_modules:
+        container._modules[name] = m
+    return container
+
+
+def _require_module(value, op):
+    if not isinstance(value, Module):
+        raise TypeError(f"oa.nn.{op}: {type(value).__name__} is not an oa.nn.Module")
+    return value
+
+
+class ModuleList(_Chain):
+    """torch.nn.ModuleList: a list of child modules named "0", "1", ... (so
+    parameters(), state_dict(), train() and eval() see them); indexing, len,
+    iteration, append, extend and insert (renumbering as torch). No forward."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.extend(modules)
+
+    def _index(self, i):
+        n = len(self._modules)
+        if not -n <= i < n:
+            raise IndexError(f"oa.nn.ModuleList: index {i} is out of range for {n} modules")
+        return i % n
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return _holding(ModuleList(), ((str(k), m) for k, m in enumerate(list(self._modules.values())[i])))
+        return self._modules[str(self._index(i))]
+
+    def __setitem__(self, i, module):
+        self.add_module(str(self._index(i)), _require_module(module, "ModuleList"))
+
+    def extend(self, modules):
+        for m in modules:
+            self.append(m)
+        return self
+
+    def insert(self, index, module):
+        children = list(self._modules.values())
+        children.insert(index, _require_module(module, "ModuleList.insert"))
+        self._modules.clear()
+        for i, m in enumerate(children):
+            self.add_module(str(i), m)
+
+
+class ModuleDict(Module):
+    """torch.nn.ModuleDict: child modules by name, in insertion order (so
+    parameters(), state_dict(), train() and eval() see them); d[name],
+    d[name] = m, del, in, len, iteration over the names, keys, items, values,
+    update, pop and clear. No forward."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, name):
+        return self._modules[name]
+
+    def __setitem__(self, name, module):
+        self.add_module(name, _require_module(module, "ModuleDict"))
+
+    def __delitem__(self, name):
+        del self._modules[name]
+
+    def __contains__(self, name):
+        return name in self._modules
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules)
+
+    def keys(self):
+        return self._modules.keys()
+
+    def items(self):
+        return self._modules.items()
+
+    def values(self):
+        return self._modules.values()
+
+    def update(self, modules):
+        """From a mapping or from (name, module) pairs."""
+        pairs = modules.items() if hasattr(modules, "items") else modules
+        for name, m in pairs:
+            self[name] = m
+
+    def pop(self, name):
+        return self._modules.pop(name)
+
+    def clear(self):
+        self._modules.clear()

@@ -25,4 +25,15 @@ DeviceInfo describe(const Instance& instance, VkPhysicalDevice device, std::uint
 std::uint32_t choose_device(const std::vector<DeviceInfo>& devices, const EngineOptions& options);
 std::uint64_t validation_messages();
 
+// A process forked after it created an engine inherits the engines' memory but
+// not the driver's threads, so waiting on the GPU there never returns. Engines
+// therefore refuse all work in such a child: require_unforked throws
+// FailedPrecondition naming `op` and the fix; forked_child() makes destructors
+// leak rather than wait. Each EngineState constructor calls watch_for_fork().
+void watch_for_fork();
+bool forked_child();
+void require_unforked(const char* op);
+// A new EngineState, never destroyed in a forked child.
+std::shared_ptr<EngineState> make_engine_state(EngineOptions options);
+
 }  // namespace oa::runtime

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <pthread.h>
+
 #include "oa/runtime/tuning.hpp"
 #include "runtime/vulkan/context.hpp"
 #include "runtime/vulkan/cooperative_matrix.hpp"
@@ -60,7 +62,37 @@ Storage::Storage(std::weak_ptr<EngineState> engine, Chunk* chunk, std::uint64_t 
     : engine_(std::move(engine)), chunk_(chunk), bytes_(bytes), id_(g_storage_ids++) {}
 
 Storage::~Storage() {
+  if (forked_child()) return;
   if (auto e = engine_.lock()) chunk_->block->owner->release(chunk_);
+}
+
+// ── Fork ────────────────────────────────────────────────────────────────────
+
+namespace {
+std::atomic<bool> g_forked_child{false};
+}  // namespace
+
+void watch_for_fork() {
+  static const int registered = pthread_atfork(nullptr, nullptr, [] { g_forked_child.store(true, std::memory_order_relaxed); });
+  (void)registered;
+}
+
+bool forked_child() { return g_forked_child.load(std::memory_order_relaxed); }
+
+void require_unforked(const char* op) {
+  if (forked_child())
+    fail(ErrorKind::FailedPrecondition,
+         "{}: this process was forked (os.fork, or multiprocessing's default 'fork' start method) after it had created an "
+         "oa engine, and a forked child cannot use the GPU state it inherited. Use the 'spawn' or 'forkserver' start method "
+         "(multiprocessing.set_start_method('spawn') or get_context('spawn')), or create oa tensors only in the child "
+         "processes",
+         op);
+}
+
+std::shared_ptr<EngineState> make_engine_state(EngineOptions options) {
+  return std::shared_ptr<EngineState>(new EngineState(std::move(options)), [](EngineState* s) {
+    if (!forked_child()) delete s;
+  });
 }
 
 // ── EngineState ──────────────────────────────────────────────────────────────
@@ -90,6 +122,8 @@ vk::Handle<H> create_owned(VkDevice dev, VkResult (*create)(VkDevice, const Info
 }  // namespace
 
 EngineState::EngineState(EngineOptions opts) : options(std::move(opts)) {
+  require_unforked("oa::Engine");
+  watch_for_fork();
   options.max_batch_dispatches = batch_dispatches(options.max_batch_dispatches);
   instance = shared_instance(validation_requested(options));
   auto pds = physical_devices(instance->instance);

@@ -29,12 +29,12 @@ bool DeviceInfo::has_cooperative_matrix(const CooperativeMatrixShape& s) const {
 
 std::uint64_t validation_message_count() { return runtime::validation_messages(); }
 
-Engine::Engine(EngineOptions options) : state_(std::make_shared<EngineState>(std::move(options))) {}
+Engine::Engine(EngineOptions options) : state_(runtime::make_engine_state(std::move(options))) {}
 
 Engine Engine::default_engine() {
   // Initialised on first use (thread-safe). Its destructor is registered after
   // the driver's exit handlers, so it runs before the driver tears down.
-  static const std::shared_ptr<EngineState> state = std::make_shared<EngineState>(EngineOptions{});
+  static const std::shared_ptr<EngineState> state = runtime::make_engine_state(EngineOptions{});
   return Engine(state);
 }
 
@@ -73,6 +73,7 @@ void Engine::reset_peak_memory() const {
 }
 
 void Engine::empty_cache() const {
+  runtime::require_unforked("oa::Engine::empty_cache");
   auto& s = *state_;
   std::lock_guard lock(s.mutex);
   synchronize();
@@ -86,6 +87,7 @@ EngineStats Engine::stats() const {
 }
 
 void Engine::synchronize() const {
+  runtime::require_unforked("oa::Engine::synchronize");
   auto& s = *state_;
   std::lock_guard lock(s.mutex);
   s.refuse_in_capture("Engine::synchronize");
@@ -127,6 +129,7 @@ void Engine::reset_profile() const {
 }
 
 std::shared_ptr<Storage> Engine::allocate(std::uint64_t bytes) const {
+  runtime::require_unforked("oa::Engine::allocate");
   auto& s = *state_;
   std::lock_guard lock(s.mutex);
   try {
@@ -164,6 +167,7 @@ void check_binding(const EngineState& s, const runtime::ComputeDispatch& d, std:
 }  // namespace
 
 void Engine::record(SemanticOp op, std::span<const runtime::ComputeDispatch> dispatches) const {
+  runtime::require_unforked("oa::Engine::record");
   auto& s = *state_;
   check_against_contract(op);
   for (const auto& d : dispatches) {
@@ -257,6 +261,7 @@ void Engine::record(SemanticOp op, std::span<const runtime::ComputeDispatch> dis
 }
 
 void Engine::write(const Storage& dst, std::uint64_t offset, const void* src, std::uint64_t bytes) const {
+  runtime::require_unforked("oa::Engine::write");
   if (bytes == 0) return;
   if (offset + bytes > dst.bytes()) fail(ErrorKind::Internal, "Engine::write: range outside the storage");
   auto& s = *state_;
@@ -314,6 +319,7 @@ const char* mapped(const Storage& s) { return static_cast<const char*>(s.chunk()
 }  // namespace
 
 void Engine::read(const Storage& src, std::uint64_t offset, void* dst, std::uint64_t bytes) const {
+  runtime::require_unforked("oa::Engine::read");
   if (bytes == 0) return;
   if (offset + bytes > src.bytes()) fail(ErrorKind::Internal, "Engine::read: range outside the storage");
   auto& s = *state_;
@@ -330,6 +336,7 @@ void Engine::read(const Storage& src, std::uint64_t offset, void* dst, std::uint
 }
 
 PendingRead Engine::read_async(const Storage& src, std::uint64_t offset, std::uint64_t bytes) const {
+  runtime::require_unforked("oa::Engine::read_async");
   if (offset + bytes > src.bytes()) fail(ErrorKind::Internal, "Engine::read_async: range outside the storage");
   auto& s = *state_;
   std::lock_guard lock(s.mutex);
@@ -351,6 +358,7 @@ bool PendingRead::ready() const {
 }
 
 void PendingRead::get(void* dst) const {
+  runtime::require_unforked("oa::PendingRead::get");
   if (!state_) fail(ErrorKind::FailedPrecondition, "PendingRead::get: no read was started (a default-constructed PendingRead)");
   if (!snapshot_) return;
   auto& s = *state_;
@@ -363,6 +371,7 @@ void PendingRead::get(void* dst) const {
 }
 
 void Engine::fill(const Storage& dst, std::uint64_t offset, std::uint64_t bytes, std::uint32_t pattern) const {
+  runtime::require_unforked("oa::Engine::fill");
   if (bytes == 0) return;
   if (offset % 4 || bytes % 4 || offset + bytes > dst.bytes()) fail(ErrorKind::Internal, "Engine::fill: bad range");
   auto& s = *state_;
@@ -374,6 +383,7 @@ void Engine::fill(const Storage& dst, std::uint64_t offset, std::uint64_t bytes,
 }
 
 void Engine::copy(const Storage& src, std::uint64_t src_offset, const Storage& dst, std::uint64_t dst_offset, std::uint64_t bytes) const {
+  runtime::require_unforked("oa::Engine::copy");
   if (bytes == 0) return;
   if (src_offset + bytes > src.bytes() || dst_offset + bytes > dst.bytes()) fail(ErrorKind::Internal, "Engine::copy: bad range");
   auto& s = *state_;

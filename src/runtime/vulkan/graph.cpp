@@ -9,7 +9,7 @@ namespace oa {
 namespace runtime {
 
 void Graph::release() {
-  if (!engine) return;
+  if (!engine || forked_child()) return;  // a forked child must not wait on the GPU
   EngineState& s = *engine;
   std::lock_guard lock(s.mutex);
   try {
