@@ -2,6 +2,7 @@
 modules (with oa::ml::nn's parameter names, so that oa's checkpoints load as
 state_dicts) and oa's safetensors files. (common.py holds what needs no torch.)
 """
+import contextlib
 import json
 import struct
 import sys
@@ -23,9 +24,23 @@ PRECISIONS = ("fp32", "fp16", "bf16")  # oa train --precision
 
 
 def autocast(device, precision):
-    """torch.autocast to F16 / BF16 for --precision fp16 / bf16 (oa's AutocastGuard); disabled for fp32."""
-    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(precision, torch.float16)
-    return torch.autocast(device.type, dtype=dtype, enabled=precision != "fp32")
+    """torch.autocast to F16 / BF16 for --precision fp16 / bf16 (oa's AutocastGuard); no context at all for fp32
+    (older torch refuses even a disabled CPU autocast of F16). Exits naming the flag for fp16 on a CPU, which torch's
+    CPU autocast does not offer."""
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    if precision == "fp16" and device.type == "cpu":
+        sys.exit("--precision fp16: torch's autocast on the CPU offers bf16 only; use bf16 or fp32, or a CUDA device")
+    return torch.autocast(device.type, dtype={"fp16": torch.float16, "bf16": torch.bfloat16}[precision])
+
+
+def grad_scaler(device, precision):
+    """The loss scaler of --precision (enabled for fp16 only): torch.amp.GradScaler, or torch.cuda.amp's in a torch
+    older than 2.3 (there a disabled one serves the CPU too)."""
+    enabled = precision == "fp16"
+    if hasattr(torch.amp, "GradScaler"):
+        return torch.amp.GradScaler(device.type, enabled=enabled)
+    return torch.cuda.amp.GradScaler(enabled=enabled)
 
 
 def device_name(device):
