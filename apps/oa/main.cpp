@@ -230,7 +230,9 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--device", tune_device, "device index or name substring (default: the engine's default device)");
   tune_cmd->add_option("--out", tune_args.out, "the table to write (default: ~/.cache/oa/tuning/<device>.json, the user table)");
   tune_cmd->add_flag("--quick", tune_args.quick, "two tiny shapes per point, one repetition: checks that every variant runs");
-  tune_cmd->add_option("--points", tune_args.points, "the tuning points to time, comma-separated (default: all)")->delimiter(',')->check(tuning_point_name());
+  tune_cmd->add_option("--points", tune_args.points, "the tuning points to time, comma-separated (default: all)")
+      ->delimiter(',')
+      ->check(tuning_point_name());
   tune_cmd->add_option("--repetitions", tune_args.repetitions, "timed runs per variant and shape (the median counts)")
       ->check(CLI::Range(1, 1000));
   tune_cmd->add_option("--max-seconds", tune_args.max_seconds, "stop timing new shapes after this long (0: no limit)")

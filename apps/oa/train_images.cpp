@@ -48,9 +48,9 @@ struct Evaluation {
 
 // Mean loss and accuracy over a loader (this rank's shard), accumulated on the
 // GPU (one host read), then summed over the ranks; under autocast to `low`
-// when given (the training's --precision).
+// when given (the run's --precision).
 Evaluation evaluate(oa::ml::nn::Module& model, const data::ImageLoader& loader, oa::dist::Communicator& world,
-                    std::optional<oa::DType> low = std::nullopt) {
+                    std::optional<oa::DType> low) {
   oa::NoGradGuard no_grad;
   const oa::AutocastGuard autocast(low.value_or(oa::DType::F16), low.has_value());
   model.eval();
