@@ -3,11 +3,12 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
-#include <iostream>
 
 #include "oa/oa.hpp"
+#include "oa/runtime/tuning.hpp"
 #include "run_dir.hpp"
 #include "step_profile.hpp"
 #include "train.hpp"
@@ -54,11 +55,12 @@ int info() {
 }
 
 // Errors are one line: "oa: <what is wrong>", without the name of the library
-// function that found it.
+// function that found it, written at once (so that the lines of MPI ranks
+// failing together do not interleave).
 void print_error(std::string message) {
-  message = oa_cli::without_function(message);
-  std::replace(message.begin(), message.end(), '\n', ' ');
-  std::cerr << "oa: " << message << "\n";
+  std::string line = "oa: " + std::string(oa_cli::without_function(message)) + "\n";
+  std::replace(line.begin(), line.end() - 1, '\n', ' ');
+  std::fwrite(line.data(), 1, line.size(), stderr);
 }
 
 // Under MPI a rank that fails ends the whole job, so that no peer waits for
@@ -84,6 +86,20 @@ CLI::Validator positive_number() {
         return std::isfinite(x) && x > 0 ? std::string() : std::string("must be a finite number above 0");
       },
       "POSITIVE");
+}
+
+// One of the tuning points (oa::tuning_points()).
+CLI::Validator tuning_point_name() {
+  return CLI::Validator(
+      [](std::string& v) {
+        std::string names;
+        for (const oa::TuningPoint& p : oa::tuning_points()) {
+          if (p.name == v) return std::string();
+          names += (names.empty() ? "" : ", ") + std::string(p.name);
+        }
+        return fmt::format("unknown tuning point '{}'; the points are: {}", v, names);
+      },
+      "POINT");
 }
 
 // A seed is a decimal integer from 0 to 2^64 - 1 (no sign, no wrap-around).
@@ -214,7 +230,9 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--device", tune_device, "device index or name substring (default: the engine's default device)");
   tune_cmd->add_option("--out", tune_args.out, "the table to write (default: ~/.cache/oa/tuning/<device>.json, the user table)");
   tune_cmd->add_flag("--quick", tune_args.quick, "two tiny shapes per point, one repetition: checks that every variant runs");
-  tune_cmd->add_option("--points", tune_args.points, "the tuning points to time, comma-separated (default: all)")->delimiter(',');
+  tune_cmd->add_option("--points", tune_args.points, "the tuning points to time, comma-separated (default: all)")
+      ->delimiter(',')
+      ->check(tuning_point_name());
   tune_cmd->add_option("--repetitions", tune_args.repetitions, "timed runs per variant and shape (the median counts)")
       ->check(CLI::Range(1, 1000));
   tune_cmd->add_option("--max-seconds", tune_args.max_seconds, "stop timing new shapes after this long (0: no limit)")
@@ -253,7 +271,16 @@ int main(int argc, char** argv) {
       if (images.quick && fmnist->count("--epochs") == 0) images.epochs = 1;  // the quick run: one epoch by default
       return oa_cli::train_images(images);
     }
-    if (*text_cmd) return oa_cli::train_text(text);
+    if (*text_cmd) {
+      // Every rank refuses alike before any work, so each ends cleanly (rank 0 says why).
+      if (text.step_graph && oa::dist::Communicator::world().size() > 1) {
+        if (oa::dist::Communicator::world().rank() == 0)
+          print_error("--step-graph trains in one process only (a captured step cannot hold the all-reduces of gradients); run it "
+                      "without mpirun or without --step-graph");
+        return 2;
+      }
+      return oa_cli::train_text(text);
+    }
     if (*sample_cmd)
       return oa_cli::sample_text(sample_dir, sample_prompt, sample_length, sample_temperature, sample_seed, sample_device);
     if (*eval_cmd) return oa_cli::eval_images(eval_dir, eval_device, eval_data);

@@ -28,7 +28,8 @@ struct TrainImagesArgs : RunArgs {
 };
 
 int train_images(TrainImagesArgs args);
-// Evaluates a checkpoint directory written by train_images on the test split.
+// Evaluates a checkpoint directory written by train_images on the test split,
+// under the autocast of the --precision it records (as the run validated).
 int eval_images(const std::string& checkpoint_dir, const std::string& device, const std::string& data_dir);
 
 }  // namespace oa_cli
@@ -43,7 +44,7 @@ struct TrainTextArgs : RunArgs {
   std::string input;  // default: Debian's fortunes, concatenated
   std::int64_t context = 128, layers = 4, heads = 4, width = 256;
   std::int64_t steps = 3000, eval_every = 250;
-  bool step_graph = false;  // replay a captured step instead of recording each one
+  bool step_graph = false;  // replay a captured step instead of recording each one (one process only: main refuses it under mpirun)
 };
 
 int train_text(const TrainTextArgs& args);

@@ -48,9 +48,9 @@ struct Evaluation {
 
 // Mean loss and accuracy over a loader (this rank's shard), accumulated on the
 // GPU (one host read), then summed over the ranks; under autocast to `low`
-// when given (the training's --precision).
+// when given (the run's --precision).
 Evaluation evaluate(oa::ml::nn::Module& model, const data::ImageLoader& loader, oa::dist::Communicator& world,
-                    std::optional<oa::DType> low = std::nullopt) {
+                    std::optional<oa::DType> low) {
   oa::NoGradGuard no_grad;
   const oa::AutocastGuard autocast(low.value_or(oa::DType::F16), low.has_value());
   model.eval();
@@ -110,6 +110,31 @@ data::ImageDataset load_split(const fs::path& dir, const char* split) {
   return d;
 }
 
+// The task state of a checkpoint resumed at schedule step `step` of a run of
+// `steps` steps an epoch, on `count` training images, must agree with that
+// step: its epoch (0-based) is step / steps, its position is within the
+// epoch, its sums are those of images seen. A key an older oa did not write
+// may be missing. Throws InvalidArgument naming `file` and the values.
+void check_resumed_state(const nlohmann::json& state, std::int64_t step, std::int64_t steps, std::int64_t count, const fs::path& file) {
+  const auto refuse = [&](const char* key, const std::string& why) {
+    oa::fail(oa::ErrorKind::InvalidArgument, "--resume: {} holds state.{} {}, but {}; train again without --resume", join(file), key,
+             state[key].dump(), why);
+  };
+  const auto integer_in = [&](const char* key, std::int64_t low, std::int64_t high) {
+    return state[key].is_number_integer() && state[key].get<std::int64_t>() >= low && state[key].get<std::int64_t>() < high;
+  };
+  const std::int64_t epoch = step / steps;
+  if (state.contains("epoch") && !integer_in("epoch", epoch, epoch + 1))
+    refuse("epoch", fmt::format("it was saved at epoch {} step {} (state.epoch {})", epoch + 1, step % steps, epoch));
+  if (state.contains("position") && !integer_in("position", 0, count))
+    refuse("position", fmt::format("an epoch's position is an image from 0 to {}", count - 1));
+  if (state.contains("images_seen") && !integer_in("images_seen", 0, count + 1))
+    refuse("images_seen", fmt::format("an epoch has {} images", count));
+  if (state.contains("train_loss_sum") && !(state["train_loss_sum"].is_number() && std::isfinite(state["train_loss_sum"].get<double>()) &&
+                                            state["train_loss_sum"].get<double>() >= 0))
+    refuse("train_loss_sum", "a sum of losses is a finite number from 0");
+}
+
 }  // namespace
 
 int train_images(TrainImagesArgs args) {
@@ -154,6 +179,7 @@ int train_images(TrainImagesArgs args) {
     fmt::print("model: {} parameters; {} training images in batches of {}{}, {} epoch(s); AdamW, weight decay {}\n",
                model->parameter_count(), count, args.batch_size,
                ranks > 1 ? fmt::format(" per rank ({} per step)", global_batch) : "", args.epochs, weight_decay);
+  const fs::path checkpoint = fs::path(args.out) / "model.safetensors";
   // The schedule steps of an epoch done at `position` images of its order.
   const auto steps_done = [&](std::int64_t position) { return (position + global_batch - 1) / global_batch; };
   run.start(*model, optimizer, steps, [&](const nlohmann::json& state) {
@@ -163,8 +189,10 @@ int train_images(TrainImagesArgs args) {
                "resume it with the --batch-size and number of ranks it was trained with",
                args.out);
     return steps_done(state["position"].get<std::int64_t>());
+  }, [&](const nlohmann::json& state, std::int64_t first_step) {
+    check_resumed_state(state, first_step, steps, count, checkpoint);
   });
-  precision.restore_scaler(run.resumed_state());
+  precision.restore_scaler(run.resumed_state(), checkpoint);
   oa::ml::amp::GradScaler& scaler = precision.scaler();
   const auto data_parallel = run.data_parallel(model->parameters(), model->named_buffers(), args.bucket_mb);
 
@@ -270,17 +298,24 @@ int train_images(TrainImagesArgs args) {
 
 int eval_images(const std::string& checkpoint_dir, const std::string& device, const std::string& data_dir) {
   const fs::path dir = checkpoint_dir;
-  const auto meta = read_run_metadata(dir / "model.safetensors", "fashion-mnist", model_flags({}))["model"];
+  const fs::path file = dir / "model.safetensors";
+  const auto run = read_run_metadata(file, "fashion-mnist", model_flags({}));
+  const auto& meta = run["model"];
+  // The run's validations were under its --precision's autocast: so is this one (a checkpoint that does not record it is fp32).
+  const nlohmann::json recorded =
+      run.contains("training") && run["training"].is_object() ? run["training"].value("precision", nlohmann::json("fp32")) : "fp32";
+  const std::string name = recorded.is_string() ? recorded.get<std::string>() : recorded.dump();
   oa::Engine engine = make_engine(device);
+  const Precision precision = about(join(file), [&] { return Precision(name, engine); });
   oa::ml::Generator generator(0);
   auto model = make_image_model({meta["model"].get<std::string>(), meta["quick"].get<bool>()}, generator, engine);
-  oa::ml::load_safetensors_into(dir / "model.safetensors", model->named_tensors());
-  require_finite_weights(join(dir / "model.safetensors"), model->named_tensors(), "evaluated");
+  oa::ml::load_safetensors_into(file, model->named_tensors());
+  require_finite_weights(join(file), model->named_tensors(), "evaluated");
   data::ImageDataset test = load_split(data_dir, "t10k");
   data::ImageLoader test_loader(std::move(test), {.batch_size = 500, .shuffle = false}, data::kFashionMnistNormalization, engine);
-  const Evaluation ev = evaluate(*model, test_loader, oa::dist::Communicator::world());
-  fmt::print("{}: test accuracy {:.2f}%, test loss {:.4f} ({} images)\n", join(dir), 100 * ev.accuracy, ev.loss,
-             test_loader.dataset().count);
+  const Evaluation ev = evaluate(*model, test_loader, oa::dist::Communicator::world(), precision.dtype());
+  fmt::print("{}: test accuracy {:.2f}%, test loss {:.4f} ({} images, {})\n", join(dir), 100 * ev.accuracy, ev.loss,
+             test_loader.dataset().count, name);
   return 0;
 }
 

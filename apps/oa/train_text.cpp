@@ -89,10 +89,6 @@ std::vector<Panel> plot_panels(const std::vector<nlohmann::json>& history) {
 int train_text(const TrainTextArgs& args) {
   oa::dist::Communicator& world = oa::dist::Communicator::world();
   const std::int64_t ranks = world.size();
-  if (args.step_graph && ranks > 1)
-    oa::fail(oa::ErrorKind::InvalidArgument,
-             "--step-graph trains in one process only (a captured step cannot hold the all-reduces of gradients); run it without "
-             "mpirun or without --step-graph");
   const TextModelConfig config{args.context, args.layers, args.heads, args.width};
   TrainingRun run({.task = "text",
                     .out = args.out,
@@ -135,7 +131,7 @@ int train_text(const TrainTextArgs& args) {
                model->parameter_count(), args.layers, args.heads, args.width, args.context, args.batch_size,
                ranks > 1 ? fmt::format(" per rank ({} per step)", args.batch_size * ranks) : "", args.precision);
   run.start(*model, optimizer, 1);
-  precision.restore_scaler(run.resumed_state());
+  precision.restore_scaler(run.resumed_state(), fs::path(args.out) / "model.safetensors");
   oa::ml::amp::GradScaler& scaler = precision.scaler();
   const auto data_parallel = run.data_parallel(model->parameters(), model->named_buffers(), args.bucket_mb);
   AllReduceTally all_reduces;

@@ -146,7 +146,8 @@ void TrainingRun::set_data_size(std::uint64_t size, const std::string& what) {
 }
 
 void TrainingRun::start(oa::ml::nn::Module& model, oa::ml::optim::Optimizer& optimizer, std::int64_t steps_per_unit,
-                        const std::function<std::int64_t(const nlohmann::json&)>& steps_into_unit) {
+                        const std::function<std::int64_t(const nlohmann::json&)>& steps_into_unit,
+                        const std::function<void(const nlohmann::json&, std::int64_t)>& check_state) {
   model_ = &model;
   optimizer_ = &optimizer;
   steps_per_unit_ = steps_per_unit;
@@ -193,6 +194,7 @@ void TrainingRun::start(oa::ml::nn::Module& model, oa::ml::optim::Optimizer& opt
         first_step_ += std::min(steps_into_unit(resumed_state_), steps_per_unit - 1);
       }
     }
+    if (check_state) check_state(resumed_state_, first_step_);
     cycles_ = lr_cycles(schedule, recorded_length.get<std::int64_t>() * steps_per_unit, total_steps_, model_file);
     oa::ml::load_safetensors_into(model_file, model.named_tensors());
     require_finite_weights(model_file, model.named_tensors(), "resumed");
@@ -356,12 +358,16 @@ nlohmann::json Precision::with_scaler(nlohmann::json state) const {
   return state;
 }
 
-void Precision::restore_scaler(const nlohmann::json& state) {
+void Precision::restore_scaler(const nlohmann::json& state, const fs::path& file) {
   if (!scaler_.enabled() || !state.contains("grad_scaler")) return;
   const nlohmann::json& s = state["grad_scaler"];
-  if (!s.is_object() || !s.contains("scale") || !s["scale"].is_number() || !s.contains("growth_tracker") ||
-      !s["growth_tracker"].is_number_integer())
-    oa::fail(oa::ErrorKind::InvalidArgument, "--resume: the checkpoint's grad_scaler state {} is malformed", s.dump());
+  if (!s.is_object() || !s.contains("scale") || !s["scale"].is_number() || !std::isfinite(s["scale"].get<float>()) ||
+      s["scale"].get<float>() <= 0 || !s.contains("growth_tracker") || !s["growth_tracker"].is_number_integer() ||
+      s["growth_tracker"].get<std::int64_t>() < 0)
+    oa::fail(oa::ErrorKind::InvalidArgument,
+             "--resume: {} holds state.grad_scaler {}, but a loss scaler's state is a scale (a finite number above 0) and a "
+             "growth_tracker (an integer from 0); train again without --resume",
+             file.string(), s.dump());
   scaler_.load_state({s["scale"].get<float>(), s["growth_tracker"].get<std::int64_t>()});
 }
 

@@ -120,9 +120,11 @@ class Precision {
   std::optional<oa::DType> dtype() const { return dtype_; }
   // Enabled for fp16 only: backward(scaler().scale(loss)), scaler().step(optimizer), scaler().update().
   oa::ml::amp::GradScaler& scaler() { return scaler_; }
-  // `state` with the scaler's state added (fp16; a host read), and its restoration from a resumed state.
+  // `state` with the scaler's state added (fp16; a host read), and its
+  // restoration from the state resumed from `file` (InvalidArgument naming
+  // `file` for a malformed one).
   nlohmann::json with_scaler(nlohmann::json state) const;
-  void restore_scaler(const nlohmann::json& state);
+  void restore_scaler(const nlohmann::json& state, const std::filesystem::path& file);
 
  private:
   std::optional<oa::DType> dtype_;
@@ -157,9 +159,12 @@ class TrainingRun {
   // schedule's cycle starts (unit boundaries) are mapped unit for unit, and a
   // checkpoint saved within a unit continues at `steps_into_unit(state)` steps
   // into it (the task's reading of its saved state; without it such a
-  // checkpoint is refused).
+  // checkpoint is refused). `check_state(state, first_step)` (rank 0, --resume)
+  // refuses a saved task state that disagrees with the step resumed at, before
+  // anything is loaded or rewritten.
   void start(oa::ml::nn::Module& model, oa::ml::optim::Optimizer& optimizer, std::int64_t steps_per_unit,
-             const std::function<std::int64_t(const nlohmann::json&)>& steps_into_unit = {});
+             const std::function<std::int64_t(const nlohmann::json&)>& steps_into_unit = {},
+             const std::function<void(const nlohmann::json&, std::int64_t)>& check_state = {});
 
   // Schedule steps done at start() (0 for a fresh run) and of the whole run.
   std::int64_t first_step() const { return first_step_; }

@@ -179,7 +179,6 @@ std::pair<std::optional<std::int64_t>, std::optional<std::int64_t>> bucket(std::
 }  // namespace
 
 int tune(const TuneArgs& args) {
-  for (const std::string& p : args.points) (void)oa::tuning_point(p);  // names the known points when one is not
   oa::EngineOptions options;
   options.device = args.device;
   options.profiling = true;

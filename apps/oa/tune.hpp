@@ -12,7 +12,7 @@ struct TuneArgs {
   std::optional<std::string> device;  // index or name substring; unset: the default device
   std::string out;                    // the table's file; empty: the user table of the device
   bool quick = false;                 // two tiny shapes per point, one repetition (a check that it runs)
-  std::vector<std::string> points;    // the tuning points to time; empty: all
+  std::vector<std::string> points;    // the tuning points to time (known ones: main checks); empty: all
   int repetitions = 5;                // timed runs per variant and shape (the median counts)
   double max_seconds = 0;             // stop timing new shapes after this long (0: no limit)
   // A measured winner replaces the variant in effect only when it is at

@@ -25,8 +25,11 @@ times the training steps of the epoch (not the evaluation), as oa does.
 
 --eval-checkpoint loads a model.safetensors written by `oa train
 fashion-mnist` into the twin's model (same parameter names and shapes) and
-evaluates it on the test split: its figures must equal `oa eval`'s (up to
-float rounding), which checks that the two networks compute the same function.
+evaluates it on the test split in FP32: for a checkpoint of an fp32 run its
+figures must equal `oa eval`'s (up to float rounding), which checks that the
+two networks compute the same function. (`oa eval` evaluates under the
+precision the run recorded, and torch's autocast covers other ops than oa's,
+so for fp16 / bf16 runs the figures differ in their last digits.)
 """
 import argparse
 import json
@@ -42,8 +45,8 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
-from torch_common import (PRECISIONS, TransformerBlock, autocast, device_name, fp32_device, read_safetensors,  # noqa: E402
-                          safetensors_metadata, synchronize)
+from torch_common import (PRECISIONS, TransformerBlock, autocast, device_name, fp32_device, grad_scaler,  # noqa: E402
+                          read_safetensors, safetensors_metadata, synchronize)
 
 # oa's kFashionMnistNormalization (f32 constants).
 MEAN, STD = 0.2860, 0.3530
@@ -145,7 +148,7 @@ def eval_checkpoint(path, data_dir, device):
     model.load_state_dict(read_safetensors(path), strict=True)
     test_x, test_y = load_split(data_dir, "t10k", device)
     loss, accuracy = evaluate(model.to(device), test_x, test_y)
-    print(f"{path} ({flags['model']}{' quick' if flags['quick'] else ''}, step {meta.get('step')}) in torch: "
+    print(f"{path} ({flags['model']}{' quick' if flags['quick'] else ''}, step {meta.get('step')}) in torch, fp32: "
           f"test accuracy {100 * accuracy:.2f}%, test loss {loss:.6f} ({test_x.shape[0]} images)")
 
 
@@ -189,7 +192,7 @@ def main():
           f"AdamW, weight decay {WEIGHT_DECAY[args.model]}, lr {args.lr} after {warmup} warmup steps, "
           f"cosine to 0 at step {total}", flush=True)
 
-    scaler = torch.amp.GradScaler(device.type, enabled=args.precision == "fp16")
+    scaler = grad_scaler(device, args.precision)
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     open(out, "w").close()
     model.train()

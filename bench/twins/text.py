@@ -52,7 +52,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
-from torch_common import (PRECISIONS, StepProfile, TransformerBlock, autocast, device_name, fp32_device,  # noqa: E402
+from torch_common import (PRECISIONS, StepProfile, TransformerBlock, autocast, device_name, fp32_device, grad_scaler,  # noqa: E402
                           read_safetensors, synchronize)
 
 VOCABULARY = 256
@@ -162,7 +162,7 @@ def main():
     parameters = sum(t.numel() for t in model.parameters())
     print(f"model: {parameters} parameters ({args.layers} layers, {args.heads} heads, width {args.width}, "
           f"context {args.context}); {args.precision}", flush=True)
-    scaler = torch.amp.GradScaler(device.type, enabled=args.precision == "fp16")
+    scaler = grad_scaler(device, args.precision)
 
     metrics = open(args.out, "w") if args.out else None
     tokens_per_step = args.batch_size * args.context

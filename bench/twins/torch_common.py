@@ -2,7 +2,9 @@
 modules (with oa::ml::nn's parameter names, so that oa's checkpoints load as
 state_dicts) and oa's safetensors files. (common.py holds what needs no torch.)
 """
+import contextlib
 import json
+import math
 import struct
 import sys
 
@@ -22,10 +24,29 @@ def fp32_device(name=None):
 PRECISIONS = ("fp32", "fp16", "bf16")  # oa train --precision
 
 
+def _require_precision(device, precision):
+    """Exits naming the flag for --precision fp16 on a CPU, which torch's CPU autocast does not offer."""
+    if precision == "fp16" and device.type == "cpu":
+        sys.exit("--precision fp16: torch's autocast on the CPU offers bf16 only; use bf16 or fp32, or a CUDA device")
+
+
 def autocast(device, precision):
-    """torch.autocast to F16 / BF16 for --precision fp16 / bf16 (oa's AutocastGuard); disabled for fp32."""
-    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(precision, torch.float16)
-    return torch.autocast(device.type, dtype=dtype, enabled=precision != "fp32")
+    """torch.autocast to F16 / BF16 for --precision fp16 / bf16 (oa's AutocastGuard); no context at all for fp32
+    (older torch refuses even a disabled CPU autocast of F16)."""
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    _require_precision(device, precision)
+    return torch.autocast(device.type, dtype={"fp16": torch.float16, "bf16": torch.bfloat16}[precision])
+
+
+def grad_scaler(device, precision):
+    """The loss scaler of --precision (enabled for fp16 only): torch.amp.GradScaler, or torch.cuda.amp's in a torch
+    older than 2.3 (there a disabled one serves the CPU too). Created before any work, it refuses fp16 on a CPU."""
+    _require_precision(device, precision)
+    enabled = precision == "fp16"
+    if hasattr(torch.amp, "GradScaler"):
+        return torch.amp.GradScaler(device.type, enabled=enabled)
+    return torch.cuda.amp.GradScaler(enabled=enabled)
 
 
 def device_name(device):
@@ -54,8 +75,20 @@ class MultiHeadAttention(nn.Module):
         # [B, S, D] -> [B, H, S, D / H]; head h holds columns h * D / H ... (oa::ml::split_heads).
         q, k, v = (t.reshape(b, s, self.heads, d // self.heads).transpose(1, 2) for t in (q, k, v))
         # The default scale is 1 / sqrt(D / H), as oa's.
-        o = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
+        o = attention(q, k, v, self.causal)
         return self.proj(o.transpose(1, 2).reshape(b, s, d))
+
+
+def attention(q, k, v, causal):
+    """softmax(q k^T / sqrt(d)) v over [B, H, S, d], a query attending to no later key when `causal`:
+    F.scaled_dot_product_attention, spelled out in a torch older than 2.0 that lacks it."""
+    if hasattr(F, "scaled_dot_product_attention"):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if causal:
+        later = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).triu(1)
+        scores = scores.masked_fill(later, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v
 
 
 class TransformerBlock(nn.Module):

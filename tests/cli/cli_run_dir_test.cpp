@@ -321,6 +321,75 @@ TEST(CliRunDir, EvalRefusesNonFiniteWeights) {
   EXPECT_EQ(r.out, "");
 }
 
+// The last row of a metrics.jsonl.
+nlohmann::json last_metrics(const fs::path& file) {
+  std::istringstream in(read_text(file));
+  std::string line, last;
+  while (std::getline(in, line)) last = line;
+  return nlohmann::json::parse(last);
+}
+
+// oa eval evaluates under the autocast of the --precision the checkpoint
+// records, as the run's evaluations were: it prints the run's last test
+// figures and the precision.
+TEST(CliRunDir, EvalReproducesTheRunsLastFiguresUnderItsPrecision) {
+  CliDir d;
+  write_fashion_mnist(d / "data", 40, 20);
+  ASSERT_TRUE(succeeded(
+      d.oa({"train", "fashion-mnist", "--quick", "--data", "data", "--batch-size", "8", "--lr", "0.003", "--precision", "bf16", "--out", "run"})));
+  const nlohmann::json last = last_metrics(d / "run" / "metrics.jsonl");
+  const OaRun r = d.oa({"eval", "--checkpoint", "run", "--data", "data"});
+  ASSERT_TRUE(succeeded(r));
+  EXPECT_EQ(r.out, fmt::format("run: test accuracy {:.2f}%, test loss {:.4f} (20 images, bf16)\n", 100 * last["test_accuracy"].get<double>(),
+                               last["test_loss"].get<double>()));
+}
+
+// A checkpoint whose task state disagrees with its step (edited by hand, or
+// corrupt) is refused before any training, naming the file and the values,
+// and left as it was.
+TEST(CliRunDir, ImagesResumeRefusesAStateThatDisagreesWithItsStep) {
+  CliDir d;
+  write_fashion_mnist(d / "data", 40, 20);  // 5 steps of 8 an epoch
+  const std::vector<std::string> run = {"train", "fashion-mnist", "--quick", "--data", "data", "--batch-size", "8", "--out", "run"};
+  ASSERT_TRUE(succeeded(d.oa(run)));
+  const nlohmann::json mid = {{"epoch", 0}, {"position", 24}, {"train_loss_sum", 48.0}, {"images_seen", 24}};
+  const auto with = [&](const char* key, nlohmann::json value) {
+    nlohmann::json state = mid;
+    state[key] = std::move(value);
+    return state;
+  };
+  struct Case {
+    std::int64_t step;
+    nlohmann::json state;
+    std::string epochs;
+    std::vector<std::string> fragments;
+  };
+  const std::vector<Case> cases = {
+      // Within epoch 1 of --epochs 1, but an epoch past the run's.
+      {3, with("epoch", 5), "1", {"state.epoch 5", "saved at epoch 1 step 3 (state.epoch 0)"}},
+      // At the end of epoch 1, extended by --epochs 2.
+      {5, {{"epoch", 5}, {"position", 0}, {"train_loss_sum", 0.0}, {"images_seen", 0}}, "2", {"state.epoch 5", "epoch 2 step 0"}},
+      {3, with("epoch", "0"), "1", {"state.epoch \"0\""}},
+      {3, with("position", 40), "1", {"state.position 40", "from 0 to 39"}},
+      {3, with("position", -8), "1", {"state.position -8"}},
+      {3, with("images_seen", 41), "1", {"state.images_seen 41"}},
+      {3, with("train_loss_sum", -1.0), "1", {"state.train_loss_sum -1.0"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.state.dump());
+    edit_run_metadata(d / "run" / "model.safetensors", [&](nlohmann::json& meta) {
+      meta["step"] = c.step;
+      meta["state"] = c.state;
+    });
+    const auto before = d.listing();
+    const OaRun r = d.oa(run + std::vector<std::string>{"--resume", "--epochs", c.epochs});
+    EXPECT_TRUE(fails_cleanly(r, std::initializer_list<std::string>{"--resume", "run/model.safetensors", "train again without --resume"}));
+    for (const auto& f : c.fragments) EXPECT_NE(r.err.find(f), std::string::npos) << r.err;
+    EXPECT_EQ(WEXITSTATUS(r.status), 1);
+    EXPECT_EQ(d.listing(), before);
+  }
+}
+
 // Errors name the flag and the file the user gave, never a library function.
 TEST(CliMessages, NameWhatTheUserPassed) {
   CliDir d;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -119,6 +120,16 @@ inline ::testing::AssertionResult fails_cleanly(const OaRun& r, std::initializer
   return ::testing::AssertionSuccess();
 }
 
+// oa exited with 2 (a usage error), printed nothing on stdout and one line on
+// stderr holding every fragment.
+inline ::testing::AssertionResult usage_error(const OaRun& r, std::initializer_list<std::string> fragments) {
+  auto clean = fails_cleanly(r, fragments);
+  if (!clean) return clean;
+  if (WEXITSTATUS(r.status) != 2) return ::testing::AssertionFailure() << "exit code " << WEXITSTATUS(r.status) << ", not 2: " << r.err;
+  if (!r.out.empty()) return ::testing::AssertionFailure() << "stdout is not empty: " << r.out;
+  return ::testing::AssertionSuccess();
+}
+
 // A small text for `oa train text`: long enough for context 8.
 inline void write_text(const fs::path& p) {
   std::string text;
@@ -161,6 +172,15 @@ inline void wait_until_exists(const fs::path& file) {
 
 // The safetensors metadata of an oa train checkpoint: `meta` under "oa.run".
 inline oa::ml::Metadata run_metadata(const nlohmann::json& meta) { return {{"oa.run", meta.dump()}}; }
+
+// Rewrites the "oa.run" metadata of the checkpoint `file` with `edit`
+// applied, keeping its tensors (a tampered checkpoint).
+inline void edit_run_metadata(const fs::path& file, const std::function<void(nlohmann::json&)>& edit) {
+  auto checkpoint = oa::ml::load_safetensors(file);
+  auto meta = nlohmann::json::parse(checkpoint.metadata.at("oa.run"));
+  edit(meta);
+  oa::ml::save_safetensors(file, checkpoint.tensors, run_metadata(meta));
+}
 
 // The "model" of a checkpoint of the tiny text model (context 8).
 inline const nlohmann::json kTinyTextModel = {{"context", 8}, {"layers", 1}, {"heads", 2}, {"width", 16}};

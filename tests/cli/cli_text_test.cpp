@@ -18,16 +18,6 @@ namespace {
 using namespace oa::test::cli;
 using oa::test::write_file;
 
-// oa exited with `code`, printed nothing on stdout and one line on stderr
-// holding every fragment.
-::testing::AssertionResult usage_error(const OaRun& r, std::initializer_list<std::string> fragments) {
-  auto clean = fails_cleanly(r, fragments);
-  if (!clean) return clean;
-  if (WEXITSTATUS(r.status) != 2) return ::testing::AssertionFailure() << "exit code " << WEXITSTATUS(r.status) << ", not 2: " << r.err;
-  if (!r.out.empty()) return ::testing::AssertionFailure() << "stdout is not empty: " << r.out;
-  return ::testing::AssertionSuccess();
-}
-
 TEST(CliText, ResumeRefusesOtherTrainingFlags) {
   CliDir d;
   write_text(d / "fox.txt");
@@ -169,6 +159,13 @@ TEST(CliText, PrecisionIsRecordedAndResumeRefusesAnother) {
   EXPECT_EQ(after["step"], 2);
   EXPECT_TRUE(after["state"].contains("grad_scaler")) << after.dump();
   EXPECT_TRUE(usage_error(d.oa(run + std::vector<std::string>{"--precision", "fp8"}), {"--precision"}));
+  // A loss scaler's state that no run writes is refused, naming the file and the values.
+  edit_run_metadata(d / "run" / "model.safetensors", [](nlohmann::json& m) { m["state"]["grad_scaler"]["scale"] = -1.0; });
+  const auto before = d.listing();
+  const OaRun tampered = d.oa(run + std::vector<std::string>{"--steps", "3", "--resume", "--precision", "fp16"});
+  EXPECT_TRUE(fails_cleanly(tampered, {"--resume", "run/model.safetensors", "state.grad_scaler", "-1.0"}));
+  EXPECT_EQ(WEXITSTATUS(tampered.status), 1);
+  EXPECT_EQ(d.listing(), before);
 }
 
 // SIGTERM is handled like a first Ctrl-C: a line on stderr at once, then a

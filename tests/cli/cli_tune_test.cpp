@@ -34,7 +34,11 @@ TEST(CliTune, QuickWritesATableThatLoadsBack) {
 
 TEST(CliTune, BadFlagsFailCleanly) {
   CliDir d;
-  EXPECT_TRUE(fails_cleanly(d.oa({"tune", "--repetitions", "0"}), {"--repetitions"}));
+  EXPECT_TRUE(usage_error(d.oa({"tune", "--repetitions", "0"}), {"--repetitions"}));
+  // An unknown point is a bad flag value: named with the points there are.
+  const OaRun unknown = d.oa({"tune", "--quick", "--points", "gemm.tile,nonexistent"});
+  EXPECT_TRUE(usage_error(unknown, {"oa: --points", "unknown tuning point 'nonexistent'", "gemm.tile, "}));
+  EXPECT_EQ(unknown.err.find("oa: oa"), std::string::npos) << unknown.err;
   EXPECT_TRUE(fails_cleanly(d.oa({"tune", "--quick", "--device", "no such device"}), {"no such device"}));
 }
 
