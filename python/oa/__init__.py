@@ -11,7 +11,11 @@ A one-element Tensor converts as torch's: bool() (so `if x < 0.1:` works),
 int(), float(), and as a list index when int32 or bool; bool() of more or
 fewer elements raises (RuntimeError: ambiguous). `x += y` and the methods
 add_, sub_, mul_, div_, copy_, fill_, zero_ write x's own storage (see
-oa.Tensor.add_). A child forked (os.fork, multiprocessing's 'fork' start
+oa.Tensor.add_), which reshape, view, flatten, squeeze, unsqueeze, x[:],
+x[...] and detach() share. Unlike torch's views, x[key], transpose, permute,
+mT, expand, split and chunk return copies: an in-place op on one raises
+oa.FailedPreconditionError (write x.copy_(oa.where(mask, new, x)) or
+rebuild x with oa.cat instead). A child forked (os.fork, multiprocessing's 'fork' start
 method) after the parent used oa raises oa.FailedPreconditionError on its
 first use of oa: use the 'spawn' or 'forkserver' start method instead.
 """

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include <oa/oa.hpp>
 
@@ -46,6 +47,16 @@ std::uint64_t seed_or_next(const std::optional<std::uint64_t>& seed);
 // Pooling options from torch's kernel_size, stride (None: the kernel size)
 // and padding, each an int or a pair; throws InvalidArgument naming `op`.
 ml::Pool2dOptions pool_options(py::handle kernel_size, py::handle stride, py::handle padding, const char* op);
+
+// Marks `result` as a copy made by `op` (x[key], transpose, permute, mT,
+// expand, split, chunk), whose torch twin is a view of `source`: in-place ops
+// on it (or on what shares its storage) raise, since oa cannot write through
+// to `source`. A result that shares source's storage (x[:]) is not marked.
+// Returns `result`; used with the GIL held.
+Matrix copy_not_view(const Matrix& source, Matrix result, const char* op);
+std::vector<Matrix> copies_not_views(const Matrix& source, std::vector<Matrix> results, const char* op);
+// Unmarks x's storage: a new Parameter that takes it over owns it.
+void forget_copy(const Matrix& x);
 
 // An undefined Matrix as None.
 py::object tensor_or_none(const Matrix& m);

@@ -10,7 +10,9 @@
 // (a list is checked on the host; a tensor's indices live on the device and
 // are not: one outside the axis gives zeros), a bool tensor or list a
 // masked_select over the axes it covers (it reads the mask back: a
-// synchronization). Gradients flow through all of them. Assignment
+// synchronization). Gradients flow through all of them. The result is a
+// copy (torch: a view) unless it is x itself, so copy_not_view marks it and
+// in-place ops on it raise. Assignment
 // (x[key] = value) is not offered: oa's tensors have no in-place writes
 // into part of a value.
 #include <pybind11/numpy.h>
@@ -165,7 +167,7 @@ Matrix get_item(const Matrix& x, py::handle key) {
       }
     }
   }
-  return r;
+  return copy_not_view(x, r, "oa.Tensor.__getitem__");
 }
 
 Matrix argmin(const Matrix& x, int dim, bool keepdim) {
@@ -177,8 +179,14 @@ Matrix argmin(const Matrix& x, int dim, bool keepdim) {
 
 // torch's split_size_or_sections: an int or a list of ints.
 std::vector<Matrix> split_any(const Matrix& x, py::handle split_size_or_sections, int dim) {
-  if (py::isinstance<py::int_>(split_size_or_sections)) return mx::split(x, split_size_or_sections.cast<std::int64_t>(), dim);
-  return mx::split(x, split_size_or_sections.cast<std::vector<std::int64_t>>(), dim);
+  return copies_not_views(x,
+                          py::isinstance<py::int_>(split_size_or_sections)
+                              ? mx::split(x, split_size_or_sections.cast<std::int64_t>(), dim)
+                              : mx::split(x, split_size_or_sections.cast<std::vector<std::int64_t>>(), dim),
+                          "oa.split");
+}
+std::vector<Matrix> chunk(const Matrix& x, std::int64_t chunks, int dim) {
+  return copies_not_views(x, mx::chunk(x, chunks, dim), "oa.chunk");
 }
 
 }  // namespace
@@ -187,7 +195,8 @@ void bind_indexing(py::module_& m, TensorClass& t) {
   using py::arg;
   t.def("__getitem__", &get_item, arg("key"),
         "x[key] with ints, slices (step >= 1), None, ..., an int32 tensor or list of ints (index_select), a bool tensor "
-        "(masked_select, which synchronizes).");
+        "(masked_select, which synchronizes). Unlike torch, the result is a copy, not a view (x[:] and x[...] excepted): "
+        "in-place ops on it raise oa.FailedPreconditionError; there is no x[key] = value.");
   t.def("index_select", [](const Matrix& x, int dim, const Matrix& index) { return mx::index_select(x, dim, index); },
         arg("dim"), arg("index"));
   t.def("gather", [](const Matrix& x, int dim, const Matrix& index) { return mx::gather(x, dim, index); }, arg("dim"),
@@ -199,8 +208,10 @@ void bind_indexing(py::module_& m, TensorClass& t) {
     auto r = mx::topk(x, k, dim, largest);
     return py::make_tuple(r.values, r.indices);
   }, arg("k"), arg("dim") = -1, arg("largest") = true);
-  t.def("split", &split_any, arg("split_size_or_sections"), arg("dim") = 0);
-  t.def("chunk", &mx::chunk, arg("chunks"), arg("dim") = 0);
+  t.def("split", &split_any, arg("split_size_or_sections"), arg("dim") = 0,
+        "torch's split, but copies, not views: in-place ops on them raise oa.FailedPreconditionError.");
+  t.def("chunk", &chunk, arg("chunks"), arg("dim") = 0,
+        "torch's chunk, but copies, not views: in-place ops on them raise oa.FailedPreconditionError.");
 
   m.def("index_select", [](const Matrix& input, int dim, const Matrix& index) { return mx::index_select(input, dim, index); },
         arg("input"), arg("dim"), arg("index"), "torch.index_select with an int32 index [K].");
@@ -220,9 +231,11 @@ void bind_indexing(py::module_& m, TensorClass& t) {
         "int32 index of the minimum over the last axis (dim -1).");
   m.def("cat", &mx::concat, arg("tensors"), arg("dim") = 0, "torch.cat (float32).");
   m.def("stack", &mx::stack, arg("tensors"), arg("dim") = 0, "torch.stack (float32).");
-  m.def("split", &split_any, arg("tensor"), arg("split_size_or_sections"), arg("dim") = 0, "torch.split (float32).");
-  m.def("chunk", &mx::chunk, arg("input"), arg("chunks"), arg("dim") = 0,
-        "torch.chunk where the extent divides evenly (float32).");
+  m.def("split", &split_any, arg("tensor"), arg("split_size_or_sections"), arg("dim") = 0,
+        "torch.split (float32), but copies, not views: in-place ops on them raise oa.FailedPreconditionError.");
+  m.def("chunk", &chunk, arg("input"), arg("chunks"), arg("dim") = 0,
+        "torch.chunk where the extent divides evenly (float32), but copies, not views: in-place ops on them raise "
+        "oa.FailedPreconditionError.");
 }
 
 void bind_one_hot(py::module_& functional) {

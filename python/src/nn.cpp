@@ -41,7 +41,11 @@ void bind_nn(py::module_& m, TensorClass& tensor) {
 
   m.def(
       "new_parameter",
-      [](const Matrix& data, const std::string& name) { return ml::Parameter(name, data).value(); }, arg("data"),
+      [](const Matrix& data, const std::string& name) {
+        forget_copy(data);
+        return ml::Parameter(name, data).value();
+      },
+      arg("data"),
       arg("name"), "The value of a new oa::ml::Parameter taking over data's storage (a float32 leaf requiring grad).");
   m.def(
       "set_parameter_name", [](const Matrix& value, const std::string& name) { ml::Parameter::of(value).set_name(name); },

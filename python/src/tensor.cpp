@@ -3,11 +3,13 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <sstream>
 #include <string>
 #include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 #include "bindings.hpp"
@@ -222,7 +224,28 @@ Matrix norm(const Matrix& x, float p, const py::object& dim, bool keepdim) { ret
 // backward through an op that saved x refuses it. With grad mode on, a leaf
 // that requires grad is refused as in torch, and so is an operand with
 // autograd history (oa records no history through an in-place op).
+// The storages of copy_not_view's results by storage id (unique for the
+// process), with the op that made each; expired entries are dropped whenever
+// the table has doubled since the last sweep.
+struct CopyMark {
+  std::weak_ptr<runtime::Storage> storage;
+  const char* op;
+};
+std::unordered_map<std::uint64_t, CopyMark>& copy_marks() {
+  static std::unordered_map<std::uint64_t, CopyMark> marks;
+  return marks;
+}
+
 void require_in_place(const Matrix& x, const Matrix* other, const char* op) {
+  const auto& marks = copy_marks();
+  if (const auto it = marks.find(x.storage()->id()); it != marks.end())
+    fail(ErrorKind::FailedPrecondition,
+         "{}: this tensor was made by {}, which in oa returns a copy, not a view as in torch (so do x[key], "
+         "transpose, permute, mT, expand, split and chunk): an in-place op on it would not reach the tensor it was "
+         "taken from. Compute the new value out of place and rebuild the whole tensor, e.g. "
+         "x.copy_(oa.where(mask, new_values, x)), x = oa.cat([...]) or oa.scatter_add(...); only reshape, view, "
+         "flatten, squeeze, unsqueeze, x[:], x[...] and detach() share storage",
+         op, it->second.op);
   if (!grad_enabled()) return;
   if (requires_grad(x) && autograd::grad_fn_name(x).empty())
     fail(ErrorKind::FailedPrecondition,
@@ -235,6 +258,29 @@ void require_in_place(const Matrix& x, const Matrix* other, const char* op) {
          "op's out-of-place form) instead, or update inside `with oa.no_grad():`",
          op);
 }
+
+}  // namespace
+
+Matrix copy_not_view(const Matrix& source, Matrix result, const char* op) {
+  if (result.storage() == source.storage()) return result;
+  static std::size_t swept_at = 64;
+  auto& marks = copy_marks();
+  if (marks.size() >= 2 * swept_at) {
+    std::erase_if(marks, [](const auto& entry) { return entry.second.storage.expired(); });
+    swept_at = std::max<std::size_t>(64, marks.size());
+  }
+  marks[result.storage()->id()] = {result.storage(), op};
+  return result;
+}
+
+std::vector<Matrix> copies_not_views(const Matrix& source, std::vector<Matrix> results, const char* op) {
+  for (Matrix& r : results) r = copy_not_view(source, std::move(r), op);
+  return results;
+}
+
+void forget_copy(const Matrix& x) { copy_marks().erase(x.storage()->id()); }
+
+namespace {
 
 void write_in_place(const Matrix& x, const Matrix& result, const char* op) {
   if (!(result.shape() == x.shape()))
@@ -280,12 +326,18 @@ py::object apply_in_place(const py::object& self, const Other& other, InPlaceFn<
   return self;
 }
 
+// `v` in x's shape and dtype: the value of x.fill_(v).
+Matrix refilled(const Matrix& x, const float& v) { return filled(x.shape(), v, x.dtype(), x.engine(), "oa.Tensor.fill_"); }
+
 void bind_in_place(TensorClass& t) {
   static const char* doc =
       "In place, as torch's: computes the op, casts the result to x's dtype and writes it into x's own storage "
       "(seen by x's views and detach()), bumps x's version (backward through an op that saved x then refuses), and "
       "returns x itself. With grad mode on, a leaf that requires grad is refused (RuntimeError, as torch) and so are "
-      "values with autograd history: update inside `with oa.no_grad():`, or write x = x + y.";
+      "values with autograd history: update inside `with oa.no_grad():`, or write x = x + y. A tensor made by x[key], "
+      "transpose, permute, mT, expand, split or chunk is a copy in oa, not a view as in torch, so in-place ops on it "
+      "(or on its reshapes) raise oa.FailedPreconditionError instead of silently missing the source: rebuild the "
+      "source, e.g. x.copy_(oa.where(mask, new_values, x)) or oa.cat.";
   static const InPlaceOp ops[] = {
       {"add_", "oa.Tensor.add_", "__iadd__", "other", [](const Matrix& a, const Matrix& b) { return a + b; },
        [](const Matrix& a, const float& s) { return a + s; }},
@@ -299,8 +351,7 @@ void bind_in_place(TensorClass& t) {
       {"copy_", "oa.Tensor.copy_", nullptr, "src",
        [](const Matrix& x, const Matrix& src) { return x.shape() == src.shape() ? src : mx::expand(src, x.shape().to_vector()); },
        nullptr},
-      {"fill_", "oa.Tensor.fill_", nullptr, "value", nullptr,
-       [](const Matrix& x, const float& v) { return filled(x.shape(), v, x.dtype(), x.engine(), "oa.Tensor.fill_"); }},
+      {"fill_", "oa.Tensor.fill_", nullptr, "value", nullptr, &refilled},
   };
   for (const InPlaceOp& op : ops) {
     if (op.tensor) {
@@ -318,7 +369,8 @@ void bind_in_place(TensorClass& t) {
       if (op.dunder) t.def(op.dunder, fn, py::is_operator());
     }
   }
-  t.def("zero_", [](const py::object& self) { return self.attr("fill_")(0.0f); }, "x.fill_(0): in place, as fill_.");
+  t.def("zero_", [](const py::object& self) { return apply_in_place<float>(self, 0.0f, &refilled, "oa.Tensor.zero_"); },
+        "x.fill_(0): in place, as fill_.");
 }
 
 std::string repr(const Matrix& x) {
@@ -396,14 +448,31 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       .def("half", [](const Matrix& x) { return convert(x, DType::F16); })
       .def("bfloat16", [](const Matrix& x) { return convert(x, DType::BF16); })
       .def("bool", [](const Matrix& x) { return convert(x, DType::Bool); })
-      // Views and layout.
+      // Reshapes (views: they share the storage) and layout ops (copies).
       .def("reshape", [](const Matrix& x, const py::args& shape) { return x.reshape(size_of_args(shape)); })
       .def("view", [](const Matrix& x, const py::args& shape) { return x.reshape(size_of_args(shape)); })
-      .def("permute", [](const Matrix& x, const py::args& dims) { return mx::permute(x, size_of_args(dims)); })
-      .def("transpose", [](const Matrix& x, int dim0, int dim1) { return mx::transpose(x, dim0, dim1); },
-           py::arg("dim0"), py::arg("dim1"))
-      .def_property_readonly("mT", [](const Matrix& x) { return mx::transpose(x); })
-      .def("expand", [](const Matrix& x, const py::args& shape) { return mx::expand(x, size_of_args(shape)); })
+      // permute, transpose, mT and expand return copies (torch: views), so
+      // in-place ops on their results raise (see copy_not_view).
+      .def("permute",
+           [](const Matrix& x, const py::args& dims) {
+             return copy_not_view(x, mx::permute(x, size_of_args(dims)), "oa.Tensor.permute");
+           },
+           "torch's permute, but a copy, not a view: in-place ops on the result raise oa.FailedPreconditionError.")
+      .def("transpose",
+           [](const Matrix& x, int dim0, int dim1) {
+             return copy_not_view(x, mx::transpose(x, dim0, dim1), "oa.Tensor.transpose");
+           },
+           py::arg("dim0"), py::arg("dim1"),
+           "torch's transpose, but a copy, not a view: in-place ops on the result raise oa.FailedPreconditionError.")
+      .def_property_readonly(
+          "mT", [](const Matrix& x) { return copy_not_view(x, mx::transpose(x), "oa.Tensor.mT"); },
+          "The last two axes swapped: a copy, not a view as torch's; in-place ops on it raise "
+          "oa.FailedPreconditionError.")
+      .def("expand",
+           [](const Matrix& x, const py::args& shape) {
+             return copy_not_view(x, mx::expand(x, size_of_args(shape)), "oa.Tensor.expand");
+           },
+           "torch's expand, but a copy, not a view: in-place ops on the result raise oa.FailedPreconditionError.")
       .def("squeeze", [](const Matrix& x, std::optional<int> dim) { return mx::squeeze(x, dim); },
            py::arg("dim") = py::none())
       .def("unsqueeze", [](const Matrix& x, int dim) { return mx::unsqueeze(x, dim); }, py::arg("dim"))

@@ -105,6 +105,91 @@ def test_in_place_ops_write_the_tensor_itself():
         x += "a"
 
 
+# oa's slicing/indexing, transpose, permute, mT, expand, split and chunk
+# return copies, not torch's views: an in-place op on one would silently miss
+# the tensor it was taken from, so it raises, naming the op and the way out.
+COPIES = {
+    "x[1:3]": lambda x: x[1:3],
+    "x[0]": lambda x: x[0],
+    "x[::2]": lambda x: x[::2],
+    "x[idx]": lambda x: x[oa.tensor([0, 2])],
+    "x[list]": lambda x: x[[1, 0]],
+    "x[mask]": lambda x: x[oa.tensor([True, False, True, False])],
+    "x[:, 1]": lambda x: x[:, 1],
+    "transpose": lambda x: x.transpose(0, 1),
+    "permute": lambda x: x.permute(1, 0),
+    "mT": lambda x: x.mT,
+    "expand": lambda x: x[None].expand(2, 4, 3),
+    "chunk": lambda x: x.chunk(2)[0],
+    "oa.chunk": lambda x: oa.chunk(x, 2)[1],
+    "split": lambda x: x.split(1)[0],
+    "oa.split": lambda x: oa.split(x, [1, 3])[1],
+    "reshape of a copy": lambda x: x[1:3].reshape(-1),
+    "x[:] of a copy": lambda x: x.mT[:],
+}
+IN_PLACE = {
+    "add_": lambda t: t.add_(1),
+    "sub_": lambda t: t.sub_(oa.ones(1)),
+    "mul_": lambda t: t.mul_(2),
+    "div_": lambda t: t.div_(2),
+    "fill_": lambda t: t.fill_(5),
+    "zero_": lambda t: t.zero_(),
+    "copy_": lambda t: t.copy_(oa.ones(1)),
+}
+
+
+@pytest.mark.parametrize("make", COPIES.values(), ids=COPIES.keys())
+@pytest.mark.parametrize("write", IN_PLACE.values(), ids=IN_PLACE.keys())
+def test_in_place_on_a_copy_made_by_a_torch_view_op_raises(make, write):
+    x = oa.tensor(np.arange(12, dtype=np.float32).reshape(4, 3))
+    t = make(x)
+    with pytest.raises(oa.FailedPreconditionError, match="a copy, not a view") as e:
+        write(t)
+    assert isinstance(e.value, RuntimeError) and "oa.Tensor." in str(e.value) and "oa.where" in str(e.value)
+    np.testing.assert_array_equal(x.numpy(), np.arange(12).reshape(4, 3))
+
+
+def test_augmented_assignment_on_a_copy_raises():
+    x = oa.zeros(5)
+    s = x[1:3]
+    for op in ("+=", "-=", "*=", "/="):
+        with pytest.raises(oa.FailedPreconditionError, match=r"oa.Tensor.(add|sub|mul|div)_: this tensor was made by oa.Tensor.__getitem__"):
+            exec(f"s {op} 1", {}, {"s": s})
+    np.testing.assert_array_equal(x.numpy(), np.zeros(5))
+
+
+def test_in_place_on_storage_sharing_views_is_seen_by_both():
+    x = oa.zeros(2, 3)
+    for view in (x.reshape(6), x.view(3, 2), x.flatten(), x[None].squeeze(0), x.unsqueeze(0), x[:], x[...], x.detach()):
+        view.add_(1)
+    np.testing.assert_array_equal(x.numpy(), np.full((2, 3), 8.0))
+    v = x.reshape(6)
+    x.mul_(2)
+    np.testing.assert_array_equal(v.numpy(), np.full(6, 16.0))
+    y = x[1:2] + 0  # out of place: a tensor of its own, free to write
+    y.add_(1)
+    np.testing.assert_array_equal(y.numpy(), np.full((1, 3), 17.0))
+    p = oa.nn.Parameter(oa.ones(3, 2).mT)  # a Parameter owns the storage it takes over
+    with oa.no_grad():
+        p.zero_()
+    np.testing.assert_array_equal(p.numpy(), np.zeros((2, 3)))
+
+
+def test_zeroing_a_row_of_a_parameter_through_an_index_raises():
+    m = oa.nn.Linear(3, 2)
+    before = m.weight.numpy()
+    with oa.no_grad():
+        with pytest.raises(oa.FailedPreconditionError, match="oa.Tensor.zero_.*__getitem__"):
+            m.weight[0].zero_()
+        with pytest.raises(oa.FailedPreconditionError, match="oa.Tensor.fill_"):
+            m.bias[0:1].fill_(5.0)
+        # The way that works: rebuild the whole value and write it in place.
+        row0 = oa.tensor([[True], [False]])
+        m.weight.copy_(oa.where(row0, oa.zeros(2, 3), m.weight))
+    np.testing.assert_array_equal(m.weight.numpy()[0], np.zeros(3))
+    np.testing.assert_array_equal(m.weight.numpy()[1], before[1])
+
+
 def test_in_place_on_parameter_under_no_grad():
     m = oa.nn.Linear(2, 3)
     w = m.weight
