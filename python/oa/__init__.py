@@ -15,7 +15,8 @@ oa.Tensor.add_), which reshape, view, flatten, squeeze, unsqueeze, x[:],
 x[...] and detach() share. Unlike torch's views, x[key], transpose, permute,
 mT, expand, split and chunk return copies: an in-place op on one raises
 oa.FailedPreconditionError (write x.copy_(oa.where(mask, new, x)) or
-rebuild x with oa.cat instead). A child forked (os.fork, multiprocessing's 'fork' start
+rebuild x with oa.cat instead), and a copy does not see later writes to
+its source. A child forked (os.fork, multiprocessing's 'fork' start
 method) after the parent used oa raises oa.FailedPreconditionError on its
 first use of oa: use the 'spawn' or 'forkserver' start method instead.
 """

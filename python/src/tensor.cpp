@@ -218,12 +218,6 @@ auto spread() {
 }
 Matrix norm(const Matrix& x, float p, const py::object& dim, bool keepdim) { return mx::norm(x, p, reduction_dims(dim), keepdim); }
 
-// torch's in-place ops (x += y, x.add_(y), ...): the result is computed out
-// of place, cast to x's dtype, then copied on the device into x's own storage
-// (shared by its views and detach()) and x's version is bumped, so that
-// backward through an op that saved x refuses it. With grad mode on, a leaf
-// that requires grad is refused as in torch, and so is an operand with
-// autograd history (oa records no history through an in-place op).
 // The storages of copy_not_view's results by storage id (unique for the
 // process), with the op that made each; expired entries are dropped whenever
 // the table has doubled since the last sweep.
@@ -236,6 +230,13 @@ std::unordered_map<std::uint64_t, CopyMark>& copy_marks() {
   return marks;
 }
 
+// torch's in-place ops (x += y, x.add_(y), ...): the result is computed out
+// of place, cast to x's dtype, then copied on the device into x's own storage
+// (shared by its views and detach()) and x's version is bumped, so that
+// backward through an op that saved x refuses it. With grad mode on, a leaf
+// that requires grad is refused as in torch, and so is an operand with
+// autograd history (oa records no history through an in-place op). A
+// copy_not_view result is refused in any mode.
 void require_in_place(const Matrix& x, const Matrix* other, const char* op) {
   const auto& marks = copy_marks();
   if (const auto it = marks.find(x.storage()->id()); it != marks.end())
