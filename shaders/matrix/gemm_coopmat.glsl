@@ -46,7 +46,7 @@ layout(constant_id = 10) const bool DIRECT_C = false;
 layout(constant_id = 11) const uint SUBGROUP = 32;
 layout(constant_id = 12) const uint STAGES = 2;
 layout(constant_id = 13) const uint GROUP_M = 1;
-layout(constant_id = 14) const bool INTERIOR = false;
+layout(constant_id = 14) const uint PREFETCH = 1;
 
 const uint THREADS = WM * WN * SUBGROUP;
 const uint FM = BM / WM / 16u;  // accumulator matrices per subgroup along M
@@ -66,8 +66,9 @@ const uint LB = BN * BK / 8u / THREADS;
 const uint B0 = STAGES * A_WORDS;
 shared uvec4 tiles[STAGES * (A_WORDS + B_WORDS)];
 
-uvec4 ra[LA];
-uvec4 rb[LB];
+// PREFETCH sets of the next K steps' copies, in registers.
+uvec4 ra[PREFETCH * LA];
+uvec4 rb[PREFETCH * LB];
 uint m0, n0;
 
 uint half_a(uint e) { return (a1[e >> 1] >> ((e & 1u) * 16u)) & 0xffffu; }
@@ -90,24 +91,25 @@ uvec4 load8_b(uint e, uint valid) {
 // How many of 8 elements from index i along an extent `end` are inside it.
 uint inside(uint i, uint end) { return i >= end ? 0u : min(8u, end - i); }
 
-// Global loads of the tiles at k0 into registers: copy v covers row v / (COLS / 8)
-// of the stored tile, columns 8 * (v % (COLS / 8)) onward.
-// The same loads for a K step whose tiles lie wholly inside A and B (VEC_A and VEC_B).
-void load_inside(uint k0) {
+// Global loads of the tiles at k0 into register set `set` where the tiles lie
+// wholly inside A and B (VEC_A and VEC_B): copy v covers row v / (COLS / 8) of
+// the stored tile, columns 8 * (v % (COLS / 8)) onward.
+void load_inside(uint k0, uint set) {
   const uint tid = gl_LocalInvocationID.x;
   [[unroll]] for (uint l = 0u; l < LA; ++l) {
     const uint v = tid + l * THREADS, row = v / (A_COLS / 8u), col = (v % (A_COLS / 8u)) * 8u;
-    ra[l] = a4[(TRANS_A ? abase + (k0 + row) * pc.M + m0 + col : abase + (m0 + row) * pc.K + k0 + col) >> 3];
+    ra[set * LA + l] = a4[(TRANS_A ? abase + (k0 + row) * pc.M + m0 + col : abase + (m0 + row) * pc.K + k0 + col) >> 3];
   }
   [[unroll]] for (uint l = 0u; l < LB; ++l) {
     const uint v = tid + l * THREADS, row = v / (B_COLS / 8u), col = (v % (B_COLS / 8u)) * 8u;
-    rb[l] = b4[(TRANS_B ? bbase + (n0 + row) * pc.K + k0 + col : bbase + (k0 + row) * pc.N + n0 + col) >> 3];
+    rb[set * LB + l] = b4[(TRANS_B ? bbase + (n0 + row) * pc.K + k0 + col : bbase + (k0 + row) * pc.N + n0 + col) >> 3];
   }
 }
 
-void load_tiles(uint k0) {
-  if (INTERIOR && VEC_A && VEC_B && m0 + BM <= pc.M && n0 + BN <= pc.N && k0 + BK <= kend) {
-    load_inside(k0);
+// The same loads anywhere, elements outside the problem read as zeros.
+void load_tiles(uint k0, uint set) {
+  if (VEC_A && VEC_B && m0 + BM <= pc.M && n0 + BN <= pc.N && k0 + BK <= kend) {
+    load_inside(k0, set);
     return;
   }
   const uint tid = gl_LocalInvocationID.x;
@@ -115,33 +117,34 @@ void load_tiles(uint k0) {
     const uint v = tid + l * THREADS, row = v / (A_COLS / 8u), col = (v % (A_COLS / 8u)) * 8u;
     if (!TRANS_A) {  // A_b is [M, K]
       const uint m = m0 + row, k = k0 + col;
-      ra[l] = m < pc.M ? load8_a(abase + m * pc.K + k, inside(k, kend)) : uvec4(0u);
+      ra[set * LA + l] = m < pc.M ? load8_a(abase + m * pc.K + k, inside(k, kend)) : uvec4(0u);
     } else {  // A_b is [K, M]
       const uint k = k0 + row, m = m0 + col;
-      ra[l] = k < kend ? load8_a(abase + k * pc.M + m, inside(m, pc.M)) : uvec4(0u);
+      ra[set * LA + l] = k < kend ? load8_a(abase + k * pc.M + m, inside(m, pc.M)) : uvec4(0u);
     }
   }
   [[unroll]] for (uint l = 0u; l < LB; ++l) {
     const uint v = tid + l * THREADS, row = v / (B_COLS / 8u), col = (v % (B_COLS / 8u)) * 8u;
     if (!TRANS_B) {  // B_b is [K, N]
       const uint k = k0 + row, n = n0 + col;
-      rb[l] = k < kend ? load8_b(bbase + k * pc.N + n, inside(n, pc.N)) : uvec4(0u);
+      rb[set * LB + l] = k < kend ? load8_b(bbase + k * pc.N + n, inside(n, pc.N)) : uvec4(0u);
     } else {  // B_b is [N, K]
       const uint n = n0 + row, k = k0 + col;
-      rb[l] = n < pc.N ? load8_b(bbase + n * pc.K + k, inside(k, kend)) : uvec4(0u);
+      rb[set * LB + l] = n < pc.N ? load8_b(bbase + n * pc.K + k, inside(k, kend)) : uvec4(0u);
     }
   }
 }
 
-void store_tiles(uint stage) {
+// Stores register set `set` into shared stage `stage`.
+void store_tiles(uint stage, uint set) {
   const uint tid = gl_LocalInvocationID.x;
   [[unroll]] for (uint l = 0u; l < LA; ++l) {
     const uint v = tid + l * THREADS;
-    tiles[stage * A_WORDS + (v / (A_COLS / 8u)) * (A_LD / 8u) + v % (A_COLS / 8u)] = ra[l];
+    tiles[stage * A_WORDS + (v / (A_COLS / 8u)) * (A_LD / 8u) + v % (A_COLS / 8u)] = ra[set * LA + l];
   }
   [[unroll]] for (uint l = 0u; l < LB; ++l) {
     const uint v = tid + l * THREADS;
-    tiles[B0 + stage * B_WORDS + (v / (B_COLS / 8u)) * (B_LD / 8u) + v % (B_COLS / 8u)] = rb[l];
+    tiles[B0 + stage * B_WORDS + (v / (B_COLS / 8u)) * (B_LD / 8u) + v % (B_COLS / 8u)] = rb[set * LB + l];
   }
 }
 
@@ -193,25 +196,47 @@ void main() {
   [[unroll]] for (uint i = 0u; i < FM * FN; ++i) acc[i] = coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(0.0);
 
   if (kbeg < kend) {
-    load_tiles(kbeg);
-    store_tiles(0u);
+    load_tiles(kbeg, 0u);
+    store_tiles(0u, 0u);
   }
   barrier();
-  uint stage = 0u;
-  for (uint k0 = kbeg; k0 < kend; k0 += BK) {
-    const bool more = k0 + BK < kend;
-    if (more) load_tiles(k0 + BK);
-    multiply(stage, wm, wn);
-    if (STAGES == 1u) {
-      barrier();
-      if (more) {
-        store_tiles(0u);
-        barrier();
+  if (PREFETCH == 2u) {
+    // One shared stage; register set h holds step k + BK and set h ^ 1 step
+    // k + 2 BK while step k (the h-th of a pair) is multiplied, so each step's
+    // loads have two steps' products to arrive.
+    if (kbeg + BK < kend) load_tiles(kbeg + BK, 0u);
+    if (kbeg + 2u * BK < kend) load_tiles(kbeg + 2u * BK, 1u);
+    for (uint k0 = kbeg; k0 < kend; k0 += 2u * BK) {
+      [[unroll]] for (uint h = 0u; h < 2u; ++h) {
+        const uint k = k0 + h * BK;
+        if (k < kend) {
+          multiply(0u, wm, wn);
+          barrier();
+          if (k + BK < kend) {
+            store_tiles(0u, h);
+            barrier();
+            if (k + 3u * BK < kend) load_tiles(k + 3u * BK, h);
+          }
+        }
       }
-    } else {
-      if (more) store_tiles(stage ^ 1u);
-      barrier();
-      stage ^= 1u;
+    }
+  } else {
+    uint stage = 0u;
+    for (uint k0 = kbeg; k0 < kend; k0 += BK) {
+      const bool more = k0 + BK < kend;
+      if (more) load_tiles(k0 + BK, 0u);
+      multiply(stage, wm, wn);
+      if (STAGES == 1u) {
+        barrier();
+        if (more) {
+          store_tiles(0u, 0u);
+          barrier();
+        }
+      } else {
+        if (more) store_tiles(stage ^ 1u, 0u);
+        barrier();
+        stage ^= 1u;
+      }
     }
   }
 

@@ -11,25 +11,27 @@ namespace {
 
 // A workgroup's C tile (bm x bn), its K step, its grid of wm x wn subgroups
 // (each owns a (bm / wm) x (bn / wn) block of 16 x 16 accumulators), its
-// shared stages (1 or 2) and the tile rows per band of its walk over C.
+// shared stages (1 or 2), the tile rows per band of its walk over C and the
+// K steps its loads run ahead (2 only with one stage).
 struct CoopTile {
   std::string_view name;
-  std::uint32_t bm, bn, bk, wm, wn, stages, group_m;
-  bool interior = false;
+  std::uint32_t bm, bn, bk, wm, wn, stages, group_m, prefetch;
 };
-// The variants of the tuning point gemm.coopmat_tile, largest first.
+// The variants of the tuning point gemm.coopmat_tile.
 constexpr CoopTile kCoopTiles[] = {
-    {"256x128", 256, 128, 32, 4, 2, 1, 8},   {"128x256", 128, 256, 32, 2, 4, 1, 8},
-    {"128x256i", 128, 256, 32, 2, 4, 1, 8, true},
-    {"128x256k16", 128, 256, 16, 2, 4, 2, 8}, {"128x128k64", 128, 128, 64, 2, 2, 1, 8},
-    {"128x128", 128, 128, 32, 2, 2, 2, 8},    {"128x128i", 128, 128, 32, 2, 2, 2, 8, true},
-    {"128x128w8i", 128, 128, 32, 2, 4, 2, 1, true},
-    {"128x128w8", 128, 128, 32, 2, 4, 2, 1},  {"128x128w8g", 128, 128, 32, 2, 4, 2, 8},
-    {"64x64", 64, 64, 32, 2, 2, 2, 1},
+    {"128x256", 128, 256, 32, 2, 4, 1, 8, 1},     {"128x256g1", 128, 256, 32, 2, 4, 1, 1, 1},
+    {"128x256p2", 128, 256, 32, 2, 4, 1, 8, 2},   {"128x256k48", 128, 256, 48, 2, 4, 1, 8, 1},
+    {"128x256k48p2", 128, 256, 48, 2, 4, 1, 8, 2}, {"256x128", 256, 128, 32, 4, 2, 1, 8, 1},
+    {"256x128p2", 256, 128, 32, 4, 2, 1, 8, 2},   {"256x128k48", 256, 128, 48, 4, 2, 1, 8, 1},
+    {"128x128", 128, 128, 32, 2, 4, 2, 1, 1},     {"64x64", 64, 64, 32, 2, 2, 2, 1, 1},
 };
+constexpr const CoopTile& kCoopWide = kCoopTiles[0];
 constexpr const CoopTile& kCoopLarge = kCoopTiles[8];
-constexpr const CoopTile& kCoopSmall = kCoopTiles[10];
+constexpr const CoopTile& kCoopSmall = kCoopTiles[9];
 
+// The wide tile runs one workgroup per SM (its accumulators take half the
+// registers): kCoopWideBusy of them keep an H200 busy.
+constexpr std::int64_t kCoopWideBusy = 128;
 // Below kGemmBusyGroups tiles, a long K splits (partial products summed by
 // matrix/gemm_epilogue); a short one takes the small tile.
 constexpr std::int64_t kCoopSplitMinK = 256;
@@ -57,14 +59,16 @@ bool fits(const DeviceInfo& d, const CoopTile& t, const GemmProblem& p) {
 }
 
 // The tile of gemm.coopmat_tile: a fixed one where the device can run it,
-// else (busy) the large tile where enough of them keep the device busy or K
-// is long, then the small one.
+// else (busy) the wide tile, then the large one, where enough of them keep
+// the device busy or K is long (it splits), then the small one.
 const CoopTile* choose_tile(const Tuning& tuning, const DeviceInfo& d, const GemmProblem& p) {
   const std::string_view variant = tuning.choose("gemm.coopmat_tile", {p.batch, p.m, p.n, p.k});
   for (const CoopTile& t : kCoopTiles)
     if (variant == t.name && fits(d, t, p)) return &t;
+  for (const auto& [t, busy] : {std::pair{&kCoopWide, kCoopWideBusy}, {&kCoopLarge, kGemmBusyGroups}})
+    if (p.m > t->bm / 2 && p.n > t->bn / 2 && fits(d, *t, p) && (gemm_tile_count(p, t->bm, t->bn) >= busy || p.k >= kCoopLongK))
+      return t;
   const bool large = p.m > 64 && p.n > 64 && fits(d, kCoopLarge, p);
-  if (large && (gemm_tile_count(p, kCoopLarge.bm, kCoopLarge.bn) >= kGemmBusyGroups || p.k >= kCoopLongK)) return &kCoopLarge;
   if (fits(d, kCoopSmall, p)) return &kCoopSmall;
   return large ? &kCoopLarge : nullptr;
 }
@@ -91,7 +95,7 @@ std::optional<std::vector<runtime::ComputeDispatch>> lower_gemm_coopmat(const En
   const std::string_view kernel = in == DType::F16 ? kernels::matrix_gemm_coopmat : kernels::matrix_gemm_coopmat_bf16;
   const std::vector<std::uint32_t> spec = {threads(dev, t), t.bm,   t.bn,     t.bk,   t.wm,      t.wn,
                                            p.trans_a,       p.trans_b, vec_a, vec_b, direct_c, dev.subgroup_size,
-                                           t.stages,        t.group_m, t.interior};
+                                           t.stages,        t.group_m, t.prefetch};
 
   const runtime::Access c_access = p.beta != 0.0f ? runtime::Access::ReadWrite : runtime::Access::Write;
   std::optional<ElementWindow> bias;
