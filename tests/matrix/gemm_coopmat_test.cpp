@@ -149,9 +149,9 @@ TEST(MatrixGemmCoopmat, SplitKForFewTilesAndLongK) {
 }
 
 // Every variant of the tuning point gemm.coopmat_tile, forced: ragged edges
-// (M, N, K not multiples of any tile, staged C stores with bias) and aligned
-// ones (uvec4 loads, direct C stores), in every layout; a fixed tile the
-// device can run must be the one dispatched.
+// (M, N, K not multiples of any tile, staged C stores with bias), aligned
+// ones (uvec4 loads, direct C stores) and a K of one or two steps, in every
+// layout; a fixed tile the device can run must be the one dispatched.
 TEST(MatrixGemmCoopmat, EveryTileVariant) {
   OA_NEED_TENSOR_CORES();
   const oa::Engine engine = oa::Engine::default_engine();
@@ -170,6 +170,8 @@ TEST(MatrixGemmCoopmat, EveryTileVariant) {
         for (bool tb : {false, true}) {
           checks.push_back(case_check({1, 300, 520, 200, ta, tb, 1.5f, 0.5f, true, 0, -1, 0, -1, 0, -1}, seed++, dt));
           checks.push_back(case_check({1, 512, 264, 96, ta, tb, 1.0f, 0.0f, false, 0, -1, 0, -1, 0, -1}, seed++, dt));
+          // One or two K steps: the loads ahead run past K.
+          checks.push_back(case_check({1, 256, 512, 40, ta, tb, 1.0f, 0.0f, false, 0, -1, 0, -1, 0, -1}, seed++, dt));
         }
     if (fixed) {
       const Matrix a = Matrix::empty({300, 200}, tensor_core_dtypes()[0]), b = Matrix::empty({200, 520}, a.dtype());
