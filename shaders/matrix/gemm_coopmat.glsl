@@ -55,8 +55,8 @@ const uint FN = BN / WN / 16u;
 const uint A_COLS = TRANS_A ? BM : BK, A_ROWS = TRANS_A ? BK : BM, A_LD = A_COLS + 8u;
 const uint B_COLS = TRANS_B ? BK : BN, B_ROWS = TRANS_B ? BN : BK, B_LD = B_COLS + 8u;
 const uint A_WORDS = A_ROWS * A_LD / 8u, B_WORDS = B_ROWS * B_LD / 8u;  // uvec4s per stage
-const uint LA = BM * BK / 8u / THREADS;  // uvec4 copies per invocation per A tile
-const uint LB = BN * BK / 8u / THREADS;
+const uint CA = BM * BK / 8u, CB = BN * BK / 8u;  // uvec4 copies per A and B tile
+const uint LA = (CA + THREADS - 1u) / THREADS, LB = (CB + THREADS - 1u) / THREADS;  // per invocation
 
 #define OA_GEMM_PACKED_AB
 #include "matrix/gemm_operands.glsl"
@@ -93,14 +93,17 @@ uint inside(uint i, uint end) { return i >= end ? 0u : min(8u, end - i); }
 
 // Global loads of the tiles at k0 into register set `set` where the tiles lie
 // wholly inside A and B (VEC_A and VEC_B): copy v covers row v / (COLS / 8) of
-// the stored tile, columns 8 * (v % (COLS / 8)) onward.
+// the stored tile, columns 8 * (v % (COLS / 8)) onward (the last copies of a
+// tile that the invocations do not divide evenly are left to the first ones).
 void load_inside(uint k0, uint set) {
   const uint tid = gl_LocalInvocationID.x;
   [[unroll]] for (uint l = 0u; l < LA; ++l) {
+    if (CA % THREADS != 0u && tid + l * THREADS >= CA) break;
     const uint v = tid + l * THREADS, row = v / (A_COLS / 8u), col = (v % (A_COLS / 8u)) * 8u;
     ra[set * LA + l] = a4[(TRANS_A ? abase + (k0 + row) * pc.M + m0 + col : abase + (m0 + row) * pc.K + k0 + col) >> 3];
   }
   [[unroll]] for (uint l = 0u; l < LB; ++l) {
+    if (CB % THREADS != 0u && tid + l * THREADS >= CB) break;
     const uint v = tid + l * THREADS, row = v / (B_COLS / 8u), col = (v % (B_COLS / 8u)) * 8u;
     rb[set * LB + l] = b4[(TRANS_B ? bbase + (n0 + row) * pc.K + k0 + col : bbase + (k0 + row) * pc.N + n0 + col) >> 3];
   }
@@ -114,6 +117,7 @@ void load_tiles(uint k0, uint set) {
   }
   const uint tid = gl_LocalInvocationID.x;
   [[unroll]] for (uint l = 0u; l < LA; ++l) {
+    if (CA % THREADS != 0u && tid + l * THREADS >= CA) break;
     const uint v = tid + l * THREADS, row = v / (A_COLS / 8u), col = (v % (A_COLS / 8u)) * 8u;
     if (!TRANS_A) {  // A_b is [M, K]
       const uint m = m0 + row, k = k0 + col;
@@ -124,6 +128,7 @@ void load_tiles(uint k0, uint set) {
     }
   }
   [[unroll]] for (uint l = 0u; l < LB; ++l) {
+    if (CB % THREADS != 0u && tid + l * THREADS >= CB) break;
     const uint v = tid + l * THREADS, row = v / (B_COLS / 8u), col = (v % (B_COLS / 8u)) * 8u;
     if (!TRANS_B) {  // B_b is [K, N]
       const uint k = k0 + row, n = n0 + col;
@@ -139,10 +144,12 @@ void load_tiles(uint k0, uint set) {
 void store_tiles(uint stage, uint set) {
   const uint tid = gl_LocalInvocationID.x;
   [[unroll]] for (uint l = 0u; l < LA; ++l) {
+    if (CA % THREADS != 0u && tid + l * THREADS >= CA) break;
     const uint v = tid + l * THREADS;
     tiles[stage * A_WORDS + (v / (A_COLS / 8u)) * (A_LD / 8u) + v % (A_COLS / 8u)] = ra[set * LA + l];
   }
   [[unroll]] for (uint l = 0u; l < LB; ++l) {
+    if (CB % THREADS != 0u && tid + l * THREADS >= CB) break;
     const uint v = tid + l * THREADS;
     tiles[B0 + stage * B_WORDS + (v / (B_COLS / 8u)) * (B_LD / 8u) + v % (B_COLS / 8u)] = rb[set * LB + l];
   }

@@ -2,6 +2,7 @@
 // for f16 A and B, matrix/gemm_coopmat_bf16 for bf16, with f32 accumulation
 // and an f32 C, chosen by the device's cooperative-matrix configurations.
 #include <algorithm>
+#include <stdexcept>
 
 #include "matrix/gemm.hpp"
 
@@ -23,11 +24,17 @@ constexpr CoopTile kCoopTiles[] = {
     {"128x256p2", 128, 256, 32, 2, 4, 1, 8, 2},   {"128x256k48", 128, 256, 48, 2, 4, 1, 8, 1},
     {"128x256k48p2", 128, 256, 48, 2, 4, 1, 8, 2}, {"256x128", 256, 128, 32, 4, 2, 1, 8, 1},
     {"256x128p2", 256, 128, 32, 4, 2, 1, 8, 2},   {"256x128k48", 256, 128, 48, 4, 2, 1, 8, 1},
+    {"128x192", 128, 192, 32, 2, 3, 2, 8, 1},     {"192x128", 192, 128, 32, 3, 2, 2, 8, 1},
     {"128x128", 128, 128, 32, 2, 4, 2, 1, 1},     {"64x64", 64, 64, 32, 2, 2, 2, 1, 1},
 };
-constexpr const CoopTile& kCoopWide = kCoopTiles[0];
-constexpr const CoopTile& kCoopLarge = kCoopTiles[8];
-constexpr const CoopTile& kCoopSmall = kCoopTiles[9];
+constexpr const CoopTile& coop_tile(std::string_view name) {
+  for (const CoopTile& t : kCoopTiles)
+    if (t.name == name) return t;
+  throw std::logic_error("gemm_coopmat: no such tile");  // a compile-time error in the constants below
+}
+constexpr const CoopTile& kCoopWide = coop_tile("128x256");
+constexpr const CoopTile& kCoopLarge = coop_tile("128x128");
+constexpr const CoopTile& kCoopSmall = coop_tile("64x64");
 
 // The wide tile runs one workgroup per SM (its accumulators take half the
 // registers): kCoopWideBusy of them keep an H200 busy.
@@ -50,11 +57,9 @@ std::uint64_t shared_bytes(const CoopTile& t, bool trans_a, bool trans_b) {
 
 bool fits(const DeviceInfo& d, const CoopTile& t, const GemmProblem& p) {
   const std::uint32_t n = threads(d, t);
-  // Every invocation copies whole uvec4s (8 halves) of each tile; the
-  // epilogue's 16 x 16 f32 scratch per subgroup lies over the tiles.
-  const bool even_copies = (t.bm * t.bk / 8) % n == 0 && (t.bn * t.bk / 8) % n == 0 && t.bm * t.bk / 8 >= n;
+  // The epilogue's 16 x 16 f32 scratch per subgroup lies over the tiles.
   const std::uint64_t bytes = shared_bytes(t, p.trans_a, p.trans_b);
-  return d.subgroup_size > 0 && even_copies && n <= d.max_workgroup_invocations && n <= d.max_workgroup_size[0] &&
+  return d.subgroup_size > 0 && n <= d.max_workgroup_invocations && n <= d.max_workgroup_size[0] &&
          bytes <= d.max_shared_memory_bytes && bytes >= std::uint64_t{t.wm} * t.wn * 1024;
 }
 
