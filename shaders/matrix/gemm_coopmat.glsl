@@ -19,14 +19,11 @@
 // larger tiles) into the same one between two barriers. Elements outside the
 // problem (M, N and K edges) are zeros.
 //
-// Workgroups walk C's tiles in bands of GROUP_M tile rows, down each column of
-// a band before the next column, so that the workgroups running together share
-// their A and B tiles in the L2 cache (GROUP_M = 1: row by row).
-//
 // Epilogue: a 16 x 16 block entirely inside C goes straight to global memory
 // with coopMatStore when DIRECT_C (C's row length, offset and strides are
 // multiples of 4 floats) and there is no bias; any other block goes through a
-// per-subgroup 16 x 16 f32 scratch laid over the shared tiles, element by element.
+// per-subgroup 16 x 16 f32 scratch laid over the shared tiles, element by
+// element.
 //
 // VEC_A / VEC_B: the operand's contiguous extent, offset and batch stride are
 // multiples of 8 elements, so a copy is one uvec4 load; otherwise 8 half loads.
@@ -45,8 +42,6 @@ layout(constant_id = 5) const uint WN = 4;
 layout(constant_id = 10) const bool DIRECT_C = false;
 layout(constant_id = 11) const uint SUBGROUP = 32;
 layout(constant_id = 12) const uint STAGES = 2;
-layout(constant_id = 13) const uint GROUP_M = 1;
-layout(constant_id = 14) const uint PREFETCH = 1;
 
 const uint THREADS = WM * WN * SUBGROUP;
 const uint FM = BM / WM / 16u;  // accumulator matrices per subgroup along M
@@ -55,8 +50,8 @@ const uint FN = BN / WN / 16u;
 const uint A_COLS = TRANS_A ? BM : BK, A_ROWS = TRANS_A ? BK : BM, A_LD = A_COLS + 8u;
 const uint B_COLS = TRANS_B ? BK : BN, B_ROWS = TRANS_B ? BN : BK, B_LD = B_COLS + 8u;
 const uint A_WORDS = A_ROWS * A_LD / 8u, B_WORDS = B_ROWS * B_LD / 8u;  // uvec4s per stage
-const uint CA = BM * BK / 8u, CB = BN * BK / 8u;  // uvec4 copies per A and B tile
-const uint LA = (CA + THREADS - 1u) / THREADS, LB = (CB + THREADS - 1u) / THREADS;  // per invocation
+const uint LA = BM * BK / 8u / THREADS;  // uvec4 copies per invocation per A tile
+const uint LB = BN * BK / 8u / THREADS;
 
 #define OA_GEMM_PACKED_AB
 #include "matrix/gemm_operands.glsl"
@@ -66,9 +61,9 @@ const uint LA = (CA + THREADS - 1u) / THREADS, LB = (CB + THREADS - 1u) / THREAD
 const uint B0 = STAGES * A_WORDS;
 shared uvec4 tiles[STAGES * (A_WORDS + B_WORDS)];
 
-// PREFETCH sets of the next K steps' copies, in registers.
-uvec4 ra[PREFETCH * LA];
-uvec4 rb[PREFETCH * LB];
+// The next K step's copies, in registers.
+uvec4 ra[LA];
+uvec4 rb[LB];
 uint m0, n0;
 
 uint half_a(uint e) { return (a1[e >> 1] >> ((e & 1u) * 16u)) & 0xffffu; }
@@ -91,76 +86,70 @@ uvec4 load8_b(uint e, uint valid) {
 // How many of 8 elements from index i along an extent `end` are inside it.
 uint inside(uint i, uint end) { return i >= end ? 0u : min(8u, end - i); }
 
-// Global loads of the tiles at k0 into register set `set` where the tiles lie
+// Global loads of the tiles at k0 into registers where the tiles lie
 // wholly inside A and B (VEC_A and VEC_B): copy v covers row v / (COLS / 8) of
-// the stored tile, columns 8 * (v % (COLS / 8)) onward (the last copies of a
-// tile that the invocations do not divide evenly are left to the first ones).
-void load_inside(uint k0, uint set) {
+// the stored tile, columns 8 * (v % (COLS / 8)) onward.
+void load_inside(uint k0) {
   const uint tid = gl_LocalInvocationID.x;
   [[unroll]] for (uint l = 0u; l < LA; ++l) {
-    if (CA % THREADS != 0u && tid + l * THREADS >= CA) break;
     const uint v = tid + l * THREADS, row = v / (A_COLS / 8u), col = (v % (A_COLS / 8u)) * 8u;
-    ra[set * LA + l] = a4[(TRANS_A ? abase + (k0 + row) * pc.M + m0 + col : abase + (m0 + row) * pc.K + k0 + col) >> 3];
+    ra[l] = a4[(TRANS_A ? abase + (k0 + row) * pc.M + m0 + col : abase + (m0 + row) * pc.K + k0 + col) >> 3];
   }
   [[unroll]] for (uint l = 0u; l < LB; ++l) {
-    if (CB % THREADS != 0u && tid + l * THREADS >= CB) break;
     const uint v = tid + l * THREADS, row = v / (B_COLS / 8u), col = (v % (B_COLS / 8u)) * 8u;
-    rb[set * LB + l] = b4[(TRANS_B ? bbase + (n0 + row) * pc.K + k0 + col : bbase + (k0 + row) * pc.N + n0 + col) >> 3];
+    rb[l] = b4[(TRANS_B ? bbase + (n0 + row) * pc.K + k0 + col : bbase + (k0 + row) * pc.N + n0 + col) >> 3];
   }
 }
 
 // The same loads anywhere, elements outside the problem read as zeros.
-void load_tiles(uint k0, uint set) {
+void load_tiles(uint k0) {
   if (VEC_A && VEC_B && m0 + BM <= pc.M && n0 + BN <= pc.N && k0 + BK <= kend) {
-    load_inside(k0, set);
+    load_inside(k0);
     return;
   }
   const uint tid = gl_LocalInvocationID.x;
   [[unroll]] for (uint l = 0u; l < LA; ++l) {
-    if (CA % THREADS != 0u && tid + l * THREADS >= CA) break;
     const uint v = tid + l * THREADS, row = v / (A_COLS / 8u), col = (v % (A_COLS / 8u)) * 8u;
     if (!TRANS_A) {  // A_b is [M, K]
       const uint m = m0 + row, k = k0 + col;
-      ra[set * LA + l] = m < pc.M ? load8_a(abase + m * pc.K + k, inside(k, kend)) : uvec4(0u);
+      ra[l] = m < pc.M ? load8_a(abase + m * pc.K + k, inside(k, kend)) : uvec4(0u);
     } else {  // A_b is [K, M]
       const uint k = k0 + row, m = m0 + col;
-      ra[set * LA + l] = k < kend ? load8_a(abase + k * pc.M + m, inside(m, pc.M)) : uvec4(0u);
+      ra[l] = k < kend ? load8_a(abase + k * pc.M + m, inside(m, pc.M)) : uvec4(0u);
     }
   }
   [[unroll]] for (uint l = 0u; l < LB; ++l) {
-    if (CB % THREADS != 0u && tid + l * THREADS >= CB) break;
     const uint v = tid + l * THREADS, row = v / (B_COLS / 8u), col = (v % (B_COLS / 8u)) * 8u;
     if (!TRANS_B) {  // B_b is [K, N]
       const uint k = k0 + row, n = n0 + col;
-      rb[set * LB + l] = k < kend ? load8_b(bbase + k * pc.N + n, inside(n, pc.N)) : uvec4(0u);
+      rb[l] = k < kend ? load8_b(bbase + k * pc.N + n, inside(n, pc.N)) : uvec4(0u);
     } else {  // B_b is [N, K]
       const uint n = n0 + row, k = k0 + col;
-      rb[set * LB + l] = n < pc.N ? load8_b(bbase + n * pc.K + k, inside(k, kend)) : uvec4(0u);
+      rb[l] = n < pc.N ? load8_b(bbase + n * pc.K + k, inside(k, kend)) : uvec4(0u);
     }
   }
 }
 
-// Stores register set `set` into shared stage `stage`.
-void store_tiles(uint stage, uint set) {
+// Stores the registers' copies into shared stage `stage`.
+void store_tiles(uint stage) {
   const uint tid = gl_LocalInvocationID.x;
   [[unroll]] for (uint l = 0u; l < LA; ++l) {
-    if (CA % THREADS != 0u && tid + l * THREADS >= CA) break;
     const uint v = tid + l * THREADS;
-    tiles[stage * A_WORDS + (v / (A_COLS / 8u)) * (A_LD / 8u) + v % (A_COLS / 8u)] = ra[set * LA + l];
+    tiles[stage * A_WORDS + (v / (A_COLS / 8u)) * (A_LD / 8u) + v % (A_COLS / 8u)] = ra[l];
   }
   [[unroll]] for (uint l = 0u; l < LB; ++l) {
-    if (CB % THREADS != 0u && tid + l * THREADS >= CB) break;
     const uint v = tid + l * THREADS;
-    tiles[B0 + stage * B_WORDS + (v / (B_COLS / 8u)) * (B_LD / 8u) + v % (B_COLS / 8u)] = rb[set * LB + l];
+    tiles[B0 + stage * B_WORDS + (v / (B_COLS / 8u)) * (B_LD / 8u) + v % (B_COLS / 8u)] = rb[l];
   }
 }
 
 coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> acc[FM * FN];
 
 // The COUNT 16 x 16 fragments F[i] of one operand at kk from stage `stage` of
-// its shared tile at tiles[BASE] (WORDS uvec4s a stage, rows of LD halves), fragment i at
-// x0 + 16 i along M or N: the tile stored X-major (X_ROWS, k contiguous) is
-// read with layout X_ROWS_LAYOUT, one stored k-major with K_ROWS_LAYOUT.
+// its shared tile at tiles[BASE] (WORDS uvec4s a stage, rows of LD halves),
+// fragment i at x0 + 16 i along M or N: the tile stored X-major (X_ROWS, k
+// contiguous) is read with layout X_ROWS_LAYOUT, one stored k-major with
+// K_ROWS_LAYOUT.
 #define OA_COOP_LOAD_OPERAND(F, COUNT, BASE, WORDS, LD, x0, X_ROWS, X_ROWS_LAYOUT, K_ROWS_LAYOUT)   \
   [[unroll]] for (uint i = 0u; i < COUNT; ++i) {                                                  \
     const uint x = x0 + i * 16u;                                                                  \
@@ -183,67 +172,35 @@ void multiply(uint stage, uint wm, uint wn) {
   }
 }
 
-// This workgroup's tile of C: (row, column) in tiles, in bands of GROUP_M rows.
-uvec2 tile_of_group() {
-  const uvec3 group = OA_GROUP_ID;
-  if (GROUP_M == 1u) return group.yx;
-  const uint cols = (pc.N + BN - 1u) / BN, rows = (pc.M + BM - 1u) / BM;
-  const uint id = group.y * cols + group.x, band = id / (GROUP_M * cols), first = band * GROUP_M;
-  const uint height = min(GROUP_M, rows - first), within = id - band * GROUP_M * cols;
-  return uvec2(first + within % height, within / height);
-}
-
 void main() {
-  const uvec2 tile = tile_of_group();
-  m0 = tile.x * BM;
-  n0 = tile.y * BN;
+  const uvec3 group = OA_GROUP_ID;
+  m0 = group.y * BM;
+  n0 = group.x * BN;
   const uint kbeg = gemm_split_begin();
   const uint sg = gl_SubgroupID, wm = sg / WN, wn = sg % WN;
 
   [[unroll]] for (uint i = 0u; i < FM * FN; ++i) acc[i] = coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(0.0);
 
   if (kbeg < kend) {
-    load_tiles(kbeg, 0u);
-    store_tiles(0u, 0u);
+    load_tiles(kbeg);
+    store_tiles(0u);
   }
   barrier();
-  if (PREFETCH == 2u) {
-    // One shared stage; register set h holds step k + BK and set h ^ 1 step
-    // k + 2 BK while step k (the h-th of a pair) is multiplied, so each step's
-    // loads have two steps' products to arrive.
-    if (kbeg + BK < kend) load_tiles(kbeg + BK, 0u);
-    if (kbeg + 2u * BK < kend) load_tiles(kbeg + 2u * BK, 1u);
-    for (uint k0 = kbeg; k0 < kend; k0 += 2u * BK) {
-      [[unroll]] for (uint h = 0u; h < 2u; ++h) {
-        const uint k = k0 + h * BK;
-        if (k < kend) {
-          multiply(0u, wm, wn);
-          barrier();
-          if (k + BK < kend) {
-            store_tiles(0u, h);
-            barrier();
-            if (k + 3u * BK < kend) load_tiles(k + 3u * BK, h);
-          }
-        }
-      }
-    }
-  } else {
-    uint stage = 0u;
-    for (uint k0 = kbeg; k0 < kend; k0 += BK) {
-      const bool more = k0 + BK < kend;
-      if (more) load_tiles(k0 + BK, 0u);
-      multiply(stage, wm, wn);
-      if (STAGES == 1u) {
+  uint stage = 0u;
+  for (uint k0 = kbeg; k0 < kend; k0 += BK) {
+    const bool more = k0 + BK < kend;
+    if (more) load_tiles(k0 + BK);
+    multiply(stage, wm, wn);
+    if (STAGES == 1u) {
+      barrier();
+      if (more) {
+        store_tiles(0u);
         barrier();
-        if (more) {
-          store_tiles(0u, 0u);
-          barrier();
-        }
-      } else {
-        if (more) store_tiles(stage ^ 1u, 0u);
-        barrier();
-        stage ^= 1u;
       }
+    } else {
+      if (more) store_tiles(stage ^ 1u);
+      barrier();
+      stage ^= 1u;
     }
   }
 

@@ -11,21 +11,16 @@ namespace oa::detail {
 namespace {
 
 // A workgroup's C tile (bm x bn), its K step, its grid of wm x wn subgroups
-// (each owns a (bm / wm) x (bn / wn) block of 16 x 16 accumulators), its
-// shared stages (1 or 2), the tile rows per band of its walk over C and the
-// K steps its loads run ahead (2 only with one stage).
+// (each owns a (bm / wm) x (bn / wn) block of 16 x 16 accumulators) and its
+// shared stages (1 or 2).
 struct CoopTile {
   std::string_view name;
-  std::uint32_t bm, bn, bk, wm, wn, stages, group_m, prefetch;
+  std::uint32_t bm, bn, bk, wm, wn, stages;
 };
 // The variants of the tuning point gemm.coopmat_tile.
 constexpr CoopTile kCoopTiles[] = {
-    {"128x256", 128, 256, 32, 2, 4, 1, 8, 1},     {"128x256g1", 128, 256, 32, 2, 4, 1, 1, 1},
-    {"128x256p2", 128, 256, 32, 2, 4, 1, 8, 2},   {"128x256k48", 128, 256, 48, 2, 4, 1, 8, 1},
-    {"128x256k48p2", 128, 256, 48, 2, 4, 1, 8, 2}, {"256x128", 256, 128, 32, 4, 2, 1, 8, 1},
-    {"256x128p2", 256, 128, 32, 4, 2, 1, 8, 2},   {"256x128k48", 256, 128, 48, 4, 2, 1, 8, 1},
-    {"128x192", 128, 192, 32, 2, 3, 2, 8, 1},     {"192x128", 192, 128, 32, 3, 2, 2, 8, 1},
-    {"128x128", 128, 128, 32, 2, 4, 2, 1, 1},     {"64x64", 64, 64, 32, 2, 2, 2, 1, 1},
+    {"128x256", 128, 256, 32, 2, 4, 1}, {"256x128", 256, 128, 32, 4, 2, 1}, {"128x256k48", 128, 256, 48, 2, 4, 1},
+    {"128x128", 128, 128, 32, 2, 4, 2}, {"64x64", 64, 64, 32, 2, 2, 2},
 };
 constexpr const CoopTile& coop_tile(std::string_view name) {
   for (const CoopTile& t : kCoopTiles)
@@ -36,8 +31,8 @@ constexpr const CoopTile& kCoopWide = coop_tile("128x256");
 constexpr const CoopTile& kCoopLarge = coop_tile("128x128");
 constexpr const CoopTile& kCoopSmall = coop_tile("64x64");
 
-// The wide tile runs one workgroup per SM (its accumulators take half the
-// registers): kCoopWideBusy of them keep an H200 busy.
+// The wide tile's invocations each hold 128 accumulator registers, so about
+// one workgroup runs per SM: kCoopWideBusy of them keep an H200 busy.
 constexpr std::int64_t kCoopWideBusy = 128;
 // Below kGemmBusyGroups tiles, a long K splits (partial products summed by
 // matrix/gemm_epilogue); a short one takes the small tile.
@@ -57,9 +52,11 @@ std::uint64_t shared_bytes(const CoopTile& t, bool trans_a, bool trans_b) {
 
 bool fits(const DeviceInfo& d, const CoopTile& t, const GemmProblem& p) {
   const std::uint32_t n = threads(d, t);
-  // The epilogue's 16 x 16 f32 scratch per subgroup lies over the tiles.
+  // Every invocation copies whole uvec4s (8 halves) of each tile; the
+  // epilogue's 16 x 16 f32 scratch per subgroup lies over the tiles.
+  const bool even_copies = (t.bm * t.bk / 8) % n == 0 && (t.bn * t.bk / 8) % n == 0 && t.bm * t.bk / 8 >= n;
   const std::uint64_t bytes = shared_bytes(t, p.trans_a, p.trans_b);
-  return d.subgroup_size > 0 && n <= d.max_workgroup_invocations && n <= d.max_workgroup_size[0] &&
+  return d.subgroup_size > 0 && even_copies && n <= d.max_workgroup_invocations && n <= d.max_workgroup_size[0] &&
          bytes <= d.max_shared_memory_bytes && bytes >= std::uint64_t{t.wm} * t.wn * 1024;
 }
 
@@ -98,9 +95,9 @@ std::optional<std::vector<runtime::ComputeDispatch>> lower_gemm_coopmat(const En
   const bool vec_b = (p.trans_b ? p.k : p.n) % 8 == 0 && p.b.offset % 8 == 0 && p.b.batch_stride % 8 == 0;
   const bool direct_c = p.n % 4 == 0 && (splits > 1 || (p.c.offset % 4 == 0 && p.c.batch_stride % 4 == 0));
   const std::string_view kernel = in == DType::F16 ? kernels::matrix_gemm_coopmat : kernels::matrix_gemm_coopmat_bf16;
-  const std::vector<std::uint32_t> spec = {threads(dev, t), t.bm,   t.bn,     t.bk,   t.wm,      t.wn,
+  const std::vector<std::uint32_t> spec = {threads(dev, t), t.bm,      t.bn,  t.bk,  t.wm,     t.wn,
                                            p.trans_a,       p.trans_b, vec_a, vec_b, direct_c, dev.subgroup_size,
-                                           t.stages,        t.group_m, t.prefetch};
+                                           t.stages};
 
   const runtime::Access c_access = p.beta != 0.0f ? runtime::Access::ReadWrite : runtime::Access::Write;
   std::optional<ElementWindow> bias;
