@@ -101,7 +101,9 @@ def twin(kind, p, dev):
         return forward_step(lambda: F.linear(x, w), bwd, dev)
     if kind == "matmul":  # [M, K] @ [K, N] in f32, or f16 / bf16 on the tensor cores (output in that dtype)
         dt = dict(f32=torch.float32, f16=torch.float16, bf16=torch.bfloat16)[p["dtype"]]
-        a, b = rand(p["m"], p["k"]).to(dt), rand(p["k"], p["n"]).to(dt)
+        m, n, k = p["m"], p["n"], p["k"]  # A stored [K, M] with trans_a, B stored [N, K] with trans_b
+        a = rand(k, m).to(dt).t() if p.get("trans_a") else rand(m, k).to(dt)
+        b = rand(n, k).to(dt).t() if p.get("trans_b") else rand(k, n).to(dt)
         return lambda: torch.matmul(a, b)
     if kind in ("bmm", "bmm_nt"):
         n, m, k, q = p["batch"], p["m"], p["k"], p["n"]

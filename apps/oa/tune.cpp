@@ -44,7 +44,8 @@ oa::Matrix input(const oa::Shape& s, std::uint64_t seed, const oa::Engine& e, bo
 // Each GEMM of the bench's transformer layers (x [M, K] @ W[N, K]^T, and for
 // the layers that train, the input gradient M x K by depth N and the weight
 // gradient N x K by depth M), as matmul_nt of that size: for gemm.skinny
-// (M <= 16) or gemm.tile, and for gemm.split_k.
+// (M <= 16) or gemm.tile, for gemm.split_k, and with f16 operands for
+// gemm.coopmat_tile (M > 16).
 std::vector<TuneCase> gemm_cases(bool quick) {
   std::vector<TuneCase> cases;
   std::set<std::pair<std::string, std::vector<std::int64_t>>> seen;
@@ -58,11 +59,17 @@ std::vector<TuneCase> gemm_cases(bool quick) {
     }
     for (const auto& [suffix, pm, pn, pk] : products) {
       const std::vector<std::int64_t> keys{1, pm, pn, pk};
-      for (const char* point : {pm <= 16 ? "gemm.skinny" : "gemm.tile", "gemm.split_k"}) {
+      std::vector<const char*> points{pm <= 16 ? "gemm.skinny" : "gemm.tile", "gemm.split_k"};
+      if (pm > 16) points.push_back("gemm.coopmat_tile");
+      for (const char* point : points) {
         if (!seen.insert({point, keys}).second) continue;
         // Copies of the bindings: lambdas capture variables, not structured bindings (clang 14).
-        auto step = [rows = pm, cols = pn, depth = pk](const oa::Engine& e) -> Step {
-          const oa::Matrix x = input({rows, depth}, 1, e, false), w = input({cols, depth}, 2, e, false);
+        auto step = [rows = pm, cols = pn, depth = pk, half = std::string_view(point) == "gemm.coopmat_tile"](const oa::Engine& e) -> Step {
+          oa::Matrix x = input({rows, depth}, 1, e, false), w = input({cols, depth}, 2, e, false);
+          if (half) {
+            x = oa::matrix::cast(x, oa::DType::F16);
+            w = oa::matrix::cast(w, oa::DType::F16);
+          }
           return [x, w] { (void)oa::matrix::matmul_nt(x, w); };
         };
         cases.push_back({point, fmt::format("{}{}", g.model, suffix), keys, {}, step});

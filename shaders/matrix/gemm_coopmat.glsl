@@ -12,16 +12,18 @@
 // advances in steps of BK: the operand tiles are copied from global memory into
 // shared memory as stored (A as [BM, BK] or, with TRANS_A, [BK, BM]; B as
 // [BK, BN] or [BN, BK]), 8 halves (a uvec4) per copy, rows padded by 8 halves
-// against bank conflicts, and coopMatLoad reads them row- or column-major. Two
-// shared stages: the next step's global loads are issued into registers before
-// the current stage is multiplied, then stored into the other stage, so one
-// barrier a step suffices. Elements outside the problem (M, N and K edges)
-// are zeros.
+// against bank conflicts, and coopMatLoad reads them row- or column-major. The
+// next step's global loads are issued into registers before the current tiles
+// are multiplied. With STAGES = 2 they are then stored into the other shared
+// stage (one barrier a step); with STAGES = 1 (half the shared memory, for
+// larger tiles) into the same one between two barriers. Elements outside the
+// problem (M, N and K edges) are zeros.
 //
 // Epilogue: a 16 x 16 block entirely inside C goes straight to global memory
 // with coopMatStore when DIRECT_C (C's row length, offset and strides are
 // multiples of 4 floats) and there is no bias; any other block goes through a
-// per-subgroup 16 x 16 f32 scratch in shared memory, element by element.
+// per-subgroup 16 x 16 f32 scratch laid over the shared tiles, element by
+// element.
 //
 // VEC_A / VEC_B: the operand's contiguous extent, offset and batch stride are
 // multiples of 8 elements, so a copy is one uvec4 load; otherwise 8 half loads.
@@ -39,6 +41,7 @@ layout(constant_id = 4) const uint WM = 2;
 layout(constant_id = 5) const uint WN = 4;
 layout(constant_id = 10) const bool DIRECT_C = false;
 layout(constant_id = 11) const uint SUBGROUP = 32;
+layout(constant_id = 12) const uint STAGES = 2;
 
 const uint THREADS = WM * WN * SUBGROUP;
 const uint FM = BM / WM / 16u;  // accumulator matrices per subgroup along M
@@ -53,10 +56,12 @@ const uint LB = BN * BK / 8u / THREADS;
 #define OA_GEMM_PACKED_AB
 #include "matrix/gemm_operands.glsl"
 
-shared uvec4 As[2u * A_WORDS];
-shared uvec4 Bs[2u * B_WORDS];
-shared float scratch[WM * WN * 256u];
+// STAGES A tiles, then STAGES B tiles; the host keeps this at least the
+// epilogue's WM * WN * 64 uvec4s.
+const uint B0 = STAGES * A_WORDS;
+shared uvec4 tiles[STAGES * (A_WORDS + B_WORDS)];
 
+// The next K step's copies, in registers.
 uvec4 ra[LA];
 uvec4 rb[LB];
 uint m0, n0;
@@ -81,9 +86,27 @@ uvec4 load8_b(uint e, uint valid) {
 // How many of 8 elements from index i along an extent `end` are inside it.
 uint inside(uint i, uint end) { return i >= end ? 0u : min(8u, end - i); }
 
-// Global loads of the tiles at k0 into registers: copy v covers row v / (COLS / 8)
-// of the stored tile, columns 8 * (v % (COLS / 8)) onward.
+// Global loads of the tiles at k0 into registers where the tiles lie
+// wholly inside A and B (VEC_A and VEC_B): copy v covers row v / (COLS / 8) of
+// the stored tile, columns 8 * (v % (COLS / 8)) onward.
+void load_inside(uint k0) {
+  const uint tid = gl_LocalInvocationID.x;
+  [[unroll]] for (uint l = 0u; l < LA; ++l) {
+    const uint v = tid + l * THREADS, row = v / (A_COLS / 8u), col = (v % (A_COLS / 8u)) * 8u;
+    ra[l] = a4[(TRANS_A ? abase + (k0 + row) * pc.M + m0 + col : abase + (m0 + row) * pc.K + k0 + col) >> 3];
+  }
+  [[unroll]] for (uint l = 0u; l < LB; ++l) {
+    const uint v = tid + l * THREADS, row = v / (B_COLS / 8u), col = (v % (B_COLS / 8u)) * 8u;
+    rb[l] = b4[(TRANS_B ? bbase + (n0 + row) * pc.K + k0 + col : bbase + (k0 + row) * pc.N + n0 + col) >> 3];
+  }
+}
+
+// The same loads anywhere, elements outside the problem read as zeros.
 void load_tiles(uint k0) {
+  if (VEC_A && VEC_B && m0 + BM <= pc.M && n0 + BN <= pc.N && k0 + BK <= kend) {
+    load_inside(k0);
+    return;
+  }
   const uint tid = gl_LocalInvocationID.x;
   [[unroll]] for (uint l = 0u; l < LA; ++l) {
     const uint v = tid + l * THREADS, row = v / (A_COLS / 8u), col = (v % (A_COLS / 8u)) * 8u;
@@ -107,40 +130,42 @@ void load_tiles(uint k0) {
   }
 }
 
+// Stores the registers' copies into shared stage `stage`.
 void store_tiles(uint stage) {
   const uint tid = gl_LocalInvocationID.x;
   [[unroll]] for (uint l = 0u; l < LA; ++l) {
     const uint v = tid + l * THREADS;
-    As[stage * A_WORDS + (v / (A_COLS / 8u)) * (A_LD / 8u) + v % (A_COLS / 8u)] = ra[l];
+    tiles[stage * A_WORDS + (v / (A_COLS / 8u)) * (A_LD / 8u) + v % (A_COLS / 8u)] = ra[l];
   }
   [[unroll]] for (uint l = 0u; l < LB; ++l) {
     const uint v = tid + l * THREADS;
-    Bs[stage * B_WORDS + (v / (B_COLS / 8u)) * (B_LD / 8u) + v % (B_COLS / 8u)] = rb[l];
+    tiles[B0 + stage * B_WORDS + (v / (B_COLS / 8u)) * (B_LD / 8u) + v % (B_COLS / 8u)] = rb[l];
   }
 }
 
 coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> acc[FM * FN];
 
 // The COUNT 16 x 16 fragments F[i] of one operand at kk from stage `stage` of
-// its shared tile S (WORDS uvec4s a stage, rows of LD halves), fragment i at
-// x0 + 16 i along M or N: the tile stored X-major (X_ROWS, k contiguous) is
-// read with layout X_ROWS_LAYOUT, one stored k-major with K_ROWS_LAYOUT.
-#define OA_COOP_LOAD_OPERAND(F, COUNT, S, WORDS, LD, x0, X_ROWS, X_ROWS_LAYOUT, K_ROWS_LAYOUT)      \
+// its shared tile at tiles[BASE] (WORDS uvec4s a stage, rows of LD halves),
+// fragment i at x0 + 16 i along M or N: the tile stored X-major (X_ROWS, k
+// contiguous) is read with layout X_ROWS_LAYOUT, one stored k-major with
+// K_ROWS_LAYOUT.
+#define OA_COOP_LOAD_OPERAND(F, COUNT, BASE, WORDS, LD, x0, X_ROWS, X_ROWS_LAYOUT, K_ROWS_LAYOUT)   \
   [[unroll]] for (uint i = 0u; i < COUNT; ++i) {                                                  \
     const uint x = x0 + i * 16u;                                                                  \
     if (X_ROWS)                                                                                   \
-      coopMatLoad(F[i], S, stage * WORDS + (x * LD + kk) / 8u, LD / 8u, X_ROWS_LAYOUT);           \
+      coopMatLoad(F[i], tiles, BASE + stage * WORDS + (x * LD + kk) / 8u, LD / 8u, X_ROWS_LAYOUT);  \
     else                                                                                          \
-      coopMatLoad(F[i], S, stage * WORDS + (kk * LD + x) / 8u, LD / 8u, K_ROWS_LAYOUT);           \
+      coopMatLoad(F[i], tiles, BASE + stage * WORDS + (kk * LD + x) / 8u, LD / 8u, K_ROWS_LAYOUT);  \
   }
 
 void multiply(uint stage, uint wm, uint wn) {
   [[unroll]] for (uint kk = 0u; kk < BK; kk += 16u) {
     coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> fa[FM];
     coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> fb[FN];
-    OA_COOP_LOAD_OPERAND(fa, FM, As, A_WORDS, A_LD, wm * (BM / WM), !TRANS_A, gl_CooperativeMatrixLayoutRowMajor,
+    OA_COOP_LOAD_OPERAND(fa, FM, 0u, A_WORDS, A_LD, wm * (BM / WM), !TRANS_A, gl_CooperativeMatrixLayoutRowMajor,
                          gl_CooperativeMatrixLayoutColumnMajor)
-    OA_COOP_LOAD_OPERAND(fb, FN, Bs, B_WORDS, B_LD, wn * (BN / WN), TRANS_B, gl_CooperativeMatrixLayoutColumnMajor,
+    OA_COOP_LOAD_OPERAND(fb, FN, B0, B_WORDS, B_LD, wn * (BN / WN), TRANS_B, gl_CooperativeMatrixLayoutColumnMajor,
                          gl_CooperativeMatrixLayoutRowMajor)
     [[unroll]] for (uint i = 0u; i < FM; ++i)
       [[unroll]] for (uint j = 0u; j < FN; ++j) acc[i * FN + j] = coopMatMulAdd(fa[i], fb[j], acc[i * FN + j]);
@@ -166,9 +191,17 @@ void main() {
     const bool more = k0 + BK < kend;
     if (more) load_tiles(k0 + BK);
     multiply(stage, wm, wn);
-    if (more) store_tiles(stage ^ 1u);
-    barrier();
-    stage ^= 1u;
+    if (STAGES == 1u) {
+      barrier();
+      if (more) {
+        store_tiles(0u);
+        barrier();
+      }
+    } else {
+      if (more) store_tiles(stage ^ 1u);
+      barrier();
+      stage ^= 1u;
+    }
   }
 
   const uint lane = gl_SubgroupInvocationID;
@@ -186,11 +219,11 @@ void main() {
         coopMatStore(r, c1, gemm_c_base() + gm * pc.N + gn, pc.N, gl_CooperativeMatrixLayoutRowMajor);
         continue;
       }
-      coopMatStore(r, scratch, sg * 256u, 16u, gl_CooperativeMatrixLayoutRowMajor);
+      coopMatStore(r, tiles, sg * 64u, 4u, gl_CooperativeMatrixLayoutRowMajor);
       subgroupBarrier();
       for (uint e = lane; e < 256u; e += SUBGROUP) {
         const uint m = gm + e / 16u, n = gn + e % 16u;
-        if (m < pc.M && n < pc.N) store_c1(gemm_c_base() + m * pc.N + n, n, scratch[sg * 256u + e]);
+        if (m < pc.M && n < pc.N) store_c1(gemm_c_base() + m * pc.N + n, n, uintBitsToFloat(tiles[sg * 64u + e / 4u][e % 4u]));
       }
       subgroupBarrier();
     }

@@ -2,6 +2,7 @@
 // for f16 A and B, matrix/gemm_coopmat_bf16 for bf16, with f32 accumulation
 // and an f32 C, chosen by the device's cooperative-matrix configurations.
 #include <algorithm>
+#include <stdexcept>
 
 #include "matrix/gemm.hpp"
 
@@ -9,14 +10,30 @@ namespace oa::detail {
 
 namespace {
 
-// A workgroup's C tile (bm x bn), its K step and its grid of wm x wn subgroups
-// (each owns a (bm / wm) x (bn / wn) block of 16 x 16 accumulators).
+// A workgroup's C tile (bm x bn), its K step, its grid of wm x wn subgroups
+// (each owns a (bm / wm) x (bn / wn) block of 16 x 16 accumulators) and its
+// shared stages (1 or 2).
 struct CoopTile {
-  std::uint32_t bm, bn, bk, wm, wn;
+  std::string_view name;
+  std::uint32_t bm, bn, bk, wm, wn, stages;
 };
-constexpr CoopTile kCoopLarge{128, 128, 32, 2, 4};
-constexpr CoopTile kCoopSmall{64, 64, 32, 2, 2};
+// The variants of the tuning point gemm.coopmat_tile.
+constexpr CoopTile kCoopTiles[] = {
+    {"128x256", 128, 256, 32, 2, 4, 1}, {"256x128", 256, 128, 32, 4, 2, 1}, {"128x256k48", 128, 256, 48, 2, 4, 1},
+    {"128x128", 128, 128, 32, 2, 4, 2}, {"64x64", 64, 64, 32, 2, 2, 2},
+};
+constexpr const CoopTile& coop_tile(std::string_view name) {
+  for (const CoopTile& t : kCoopTiles)
+    if (t.name == name) return t;
+  throw std::logic_error("gemm_coopmat: no such tile");  // a compile-time error in the constants below
+}
+constexpr const CoopTile& kCoopWide = coop_tile("128x256");
+constexpr const CoopTile& kCoopLarge = coop_tile("128x128");
+constexpr const CoopTile& kCoopSmall = coop_tile("64x64");
 
+// The wide tile's invocations each hold 128 accumulator registers, so about
+// one workgroup runs per SM: kCoopWideBusy of them keep an H200 busy.
+constexpr std::int64_t kCoopWideBusy = 128;
 // Below kGemmBusyGroups tiles, a long K splits (partial products summed by
 // matrix/gemm_epilogue); a short one takes the small tile.
 constexpr std::int64_t kCoopSplitMinK = 256;
@@ -25,26 +42,35 @@ constexpr std::int64_t kCoopMaxSplits = 8;
 
 std::uint32_t threads(const DeviceInfo& d, const CoopTile& t) { return t.wm * t.wn * d.subgroup_size; }
 
-// Two stages of both operand tiles as stored (rows padded by 8 halves) and a
-// 16 x 16 f32 scratch per subgroup, as shaders/matrix/gemm_coopmat.comp declares them.
+// The shared stages of both operand tiles as stored (rows padded by 8 halves),
+// as shaders/matrix/gemm_coopmat.glsl declares them.
 std::uint64_t shared_bytes(const CoopTile& t, bool trans_a, bool trans_b) {
   const std::uint64_t a = trans_a ? t.bk * (t.bm + 8) : t.bm * (t.bk + 8);
   const std::uint64_t b = trans_b ? t.bn * (t.bk + 8) : t.bk * (t.bn + 8);
-  return 2 * 2 * (a + b) + std::uint64_t{t.wm} * t.wn * 256 * 4;
+  return 2 * t.stages * (a + b);
 }
 
 bool fits(const DeviceInfo& d, const CoopTile& t, const GemmProblem& p) {
   const std::uint32_t n = threads(d, t);
-  // Every invocation copies whole uvec4s (8 halves) of each tile.
+  // Every invocation copies whole uvec4s (8 halves) of each tile; the
+  // epilogue's 16 x 16 f32 scratch per subgroup lies over the tiles.
   const bool even_copies = (t.bm * t.bk / 8) % n == 0 && (t.bn * t.bk / 8) % n == 0 && t.bm * t.bk / 8 >= n;
+  const std::uint64_t bytes = shared_bytes(t, p.trans_a, p.trans_b);
   return d.subgroup_size > 0 && even_copies && n <= d.max_workgroup_invocations && n <= d.max_workgroup_size[0] &&
-         shared_bytes(t, p.trans_a, p.trans_b) <= d.max_shared_memory_bytes;
+         bytes <= d.max_shared_memory_bytes && bytes >= std::uint64_t{t.wm} * t.wn * 1024;
 }
 
-
-const CoopTile* choose_tile(const DeviceInfo& d, const GemmProblem& p) {
+// The tile of gemm.coopmat_tile: a fixed one where the device can run it,
+// else (busy) the wide tile, then the large one, where enough of them keep
+// the device busy or K is long (it splits), then the small one.
+const CoopTile* choose_tile(const Tuning& tuning, const DeviceInfo& d, const GemmProblem& p) {
+  const std::string_view variant = tuning.choose("gemm.coopmat_tile", {p.batch, p.m, p.n, p.k});
+  for (const CoopTile& t : kCoopTiles)
+    if (variant == t.name && fits(d, t, p)) return &t;
+  for (const auto& [t, busy] : {std::pair{&kCoopWide, kCoopWideBusy}, {&kCoopLarge, kGemmBusyGroups}})
+    if (p.m > t->bm / 2 && p.n > t->bn / 2 && fits(d, *t, p) && (gemm_tile_count(p, t->bm, t->bn) >= busy || p.k >= kCoopLongK))
+      return t;
   const bool large = p.m > 64 && p.n > 64 && fits(d, kCoopLarge, p);
-  if (large && (gemm_tile_count(p, kCoopLarge.bm, kCoopLarge.bn) >= kGemmBusyGroups || p.k >= kCoopLongK)) return &kCoopLarge;
   if (fits(d, kCoopSmall, p)) return &kCoopSmall;
   return large ? &kCoopLarge : nullptr;
 }
@@ -57,19 +83,21 @@ std::optional<std::vector<runtime::ComputeDispatch>> lower_gemm_coopmat(const En
   if ((in != DType::F16 && in != DType::BF16) || p.k == 0 ||
       !dev.has_cooperative_matrix({in, in, DType::F32, DType::F32, 16, 16, 16}))
     return std::nullopt;
-  const CoopTile* tile = choose_tile(dev, p);
+  const std::shared_ptr<const Tuning> tuning = tuning_of(engine);
+  const CoopTile* tile = choose_tile(*tuning, dev, p);
   if (!tile) return std::nullopt;
   const CoopTile& t = *tile;
   const std::int64_t gx = ceil_div(p.n, t.bn), gy = ceil_div(p.m, t.bm);
-  const GemmSplitK sk = gemm_split_k(p.k, gemm_tile_count(p, t.bm, t.bn), gemm_busy_groups(*tuning_of(engine), p, kGemmBusyGroups),
+  const GemmSplitK sk = gemm_split_k(p.k, gemm_tile_count(p, t.bm, t.bn), gemm_busy_groups(*tuning, p, kGemmBusyGroups),
                                       kCoopSplitMinK, kCoopMaxSplits, t.bk);
   const std::int64_t splits = sk.splits, a_ext = p.m * p.k, b_ext = p.k * p.n, c_ext = p.m * p.n;
   const bool vec_a = (p.trans_a ? p.m : p.k) % 8 == 0 && p.a.offset % 8 == 0 && p.a.batch_stride % 8 == 0;
   const bool vec_b = (p.trans_b ? p.k : p.n) % 8 == 0 && p.b.offset % 8 == 0 && p.b.batch_stride % 8 == 0;
   const bool direct_c = p.n % 4 == 0 && (splits > 1 || (p.c.offset % 4 == 0 && p.c.batch_stride % 4 == 0));
   const std::string_view kernel = in == DType::F16 ? kernels::matrix_gemm_coopmat : kernels::matrix_gemm_coopmat_bf16;
-  const std::vector<std::uint32_t> spec = {threads(dev, t), t.bm,  t.bn,  t.bk,     t.wm,           t.wn,
-                                           p.trans_a,       p.trans_b, vec_a, vec_b, direct_c, dev.subgroup_size};
+  const std::vector<std::uint32_t> spec = {threads(dev, t), t.bm,      t.bn,  t.bk,  t.wm,     t.wn,
+                                           p.trans_a,       p.trans_b, vec_a, vec_b, direct_c, dev.subgroup_size,
+                                           t.stages};
 
   const runtime::Access c_access = p.beta != 0.0f ? runtime::Access::ReadWrite : runtime::Access::Write;
   std::optional<ElementWindow> bias;

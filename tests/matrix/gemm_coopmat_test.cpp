@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <cmath>
 #include <functional>
 #include <iostream>
@@ -145,6 +146,44 @@ TEST(MatrixGemmCoopmat, SplitKForFewTilesAndLongK) {
     const auto ref = oa::reference::gemm(1, p.m, p.n, p.k, false, true, p.alpha, p.beta, {&a, 0, 0}, {&b, 0, 0}, c0, 0, 0, &bias);
     expect_close(p, mc.to_vector(), ref);
   }
+}
+
+// Every variant of the tuning point gemm.coopmat_tile, forced: ragged edges
+// (M, N, K not multiples of any tile, staged C stores with bias), aligned
+// ones (uvec4 loads, direct C stores) and a K of one or two steps, in every
+// layout; a fixed tile the device can run must be the one dispatched.
+TEST(MatrixGemmCoopmat, EveryTileVariant) {
+  OA_NEED_TENSOR_CORES();
+  const oa::Engine engine = oa::Engine::default_engine();
+  const oa::Tuning saved = *oa::tuning_of(engine);
+  std::uint32_t seed = 300;
+  for (const std::string_view variant : oa::tuning_point("gemm.coopmat_tile").variants) {
+    std::vector<oa::TuningTable> layers{oa::TuningTable::parse(
+        R"({"oa_tuning": 1, "points": {"gemm.coopmat_tile": [{"use": ")" + std::string(variant) + R"("}]}})", "test")};
+    layers.insert(layers.end(), saved.layers().begin(), saved.layers().end());
+    oa::set_tuning(engine, oa::Tuning(std::move(layers)));
+    std::uint32_t bm = 0, bn = 0;
+    const bool fixed = std::sscanf(std::string(variant).c_str(), "%ux%u", &bm, &bn) == 2;
+    std::vector<std::function<void()>> checks;
+    for (DType dt : tensor_core_dtypes())
+      for (bool ta : {false, true})
+        for (bool tb : {false, true}) {
+          checks.push_back(case_check({1, 300, 520, 200, ta, tb, 1.5f, 0.5f, true, 0, -1, 0, -1, 0, -1}, seed++, dt));
+          checks.push_back(case_check({1, 512, 264, 96, ta, tb, 1.0f, 0.0f, false, 0, -1, 0, -1, 0, -1}, seed++, dt));
+          // One or two K steps: the loads ahead run past K.
+          checks.push_back(case_check({1, 256, 512, 40, ta, tb, 1.0f, 0.0f, false, 0, -1, 0, -1, 0, -1}, seed++, dt));
+        }
+    if (fixed) {
+      const Matrix a = Matrix::empty({300, 200}, tensor_core_dtypes()[0]), b = Matrix::empty({200, 520}, a.dtype());
+      const Matrix c = Matrix::empty({300, 520});
+      const auto ds = oa::detail::lower_gemm(engine, {.m = 300, .n = 520, .k = 200, .a = {&a}, .b = {&b}, .c = {&c}});
+      ASSERT_FALSE(ds.empty());
+      EXPECT_EQ(ds[0].specialization[1], bm) << variant;
+      EXPECT_EQ(ds[0].specialization[2], bn) << variant;
+    }
+    run_checks(checks);
+  }
+  oa::set_tuning(engine, saved);
 }
 
 TEST(MatrixGemmCoopmat, RepeatedRunsAreBitIdentical) {
