@@ -16,6 +16,7 @@
 #include "reference/conv.hpp"
 #include "reference/linalg.hpp"
 #include "support/expect.hpp"
+#include "support/forced_tuning.hpp"
 
 namespace {
 
@@ -35,20 +36,7 @@ oa::DeviceInfo device_named(const std::string& name, oa::DeviceType type, const 
   return d;
 }
 
-// Forces `variant` of `point` on the default engine while it lives.
-class Forced {
- public:
-  Forced(const std::string& point, const std::string& variant) : engine_(oa::Engine::default_engine()), saved_(*oa::tuning_of(engine_)) {
-    std::vector<TuningTable> layers{parse(R"({"oa_tuning": 1, "points": {")" + point + R"(": [{"use": ")" + variant + R"("}]}})")};
-    layers.insert(layers.end(), saved_.layers().begin(), saved_.layers().end());
-    oa::set_tuning(engine_, Tuning(std::move(layers)));
-  }
-  ~Forced() { oa::set_tuning(engine_, saved_); }
-
- private:
-  oa::Engine engine_;
-  Tuning saved_;
-};
+using oa_test::Forced;
 
 TEST(RuntimeTuning, ShippedTablesParseAndEndInTheGenericOne) {
   const auto& tables = oa::shipped_tuning_tables();
