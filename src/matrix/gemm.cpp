@@ -17,10 +17,9 @@ using runtime::BufferBinding;
 using runtime::ComputeDispatch;
 
 // A workgroup's C tile (bm x bn), its K step, each invocation's register
-// block, the shared tiles per operand (2: double-buffered) and the
-// invocations along N in a group of 32 (0: a whole row; matrix/gemm.glsl).
+// block and the shared tiles per operand (2: double-buffered).
 struct Tile {
-  std::uint32_t bm, bn, bk, tm, tn, buffers = 1, lanes_x = 0;
+  std::uint32_t bm, bn, bk, tm, tn, buffers = 1;
 };
 constexpr Tile kLarge{128, 128, 16, 8, 8};
 constexpr Tile kWide{64, 128, 16, 4, 8};
@@ -33,15 +32,14 @@ constexpr std::pair<std::string_view, Tile> kNamedTiles[] = {
     {"64x64", kMedium},
     {"32x32", kSmall},
     {"128x128db", {128, 128, 16, 8, 8, 2}},
-    {"128x128dbw", {128, 128, 16, 8, 8, 2, 8}},
-    {"128x128k8db", {128, 128, 8, 8, 8, 2, 8}},
-    {"128x128k32w", {128, 128, 32, 8, 8, 1, 8}},
-    {"128x128n16db", {128, 128, 16, 8, 16, 2}},
+    {"128x128k8db", {128, 128, 8, 8, 8, 2}},
+    {"128x128k32", {128, 128, 32, 8, 8}},
+    {"128x128n16k8", {128, 128, 8, 8, 16}},
     {"128x128n16k8db", {128, 128, 8, 8, 16, 2}},
+    {"256x128n16k8db", {256, 128, 8, 8, 16, 2}},
     {"64x128db", {64, 128, 16, 4, 8, 2}},
-    {"64x128dbw", {64, 128, 16, 4, 8, 2, 8}},
-    {"64x64dbw", {64, 64, 16, 4, 4, 2, 8}},
-    {"32x128db", {32, 128, 16, 4, 8, 2, 8}},
+    {"64x64db", {64, 64, 16, 4, 4, 2}},
+    {"32x128db", {32, 128, 16, 4, 8, 2}},
 };
 
 // The tile of the tuning point gemm.tile (oa/runtime/tuning.hpp): a fixed
@@ -309,7 +307,7 @@ std::vector<ComputeDispatch> lower_gemm(const Engine& engine, const GemmProblem&
     sk = gemm_split_k(p.k, gemm_tile_count(p, t.bm, t.bn), gemm_busy_groups(*tuning, p, kGemmBusyGroups), kSplitMinK, kMaxSplits, t.bk);
     const bool vec_c = p.n % 4 == 0 && (sk.splits > 1 || (p.c.offset % 4 == 0 && p.c.batch_stride % 4 == 0));
     kernel = half_in ? kernels::matrix_gemm_half : kernels::matrix_gemm;
-    spec = {threads(t), t.bm, t.bn, t.bk, t.tm, t.tn, p.trans_a, p.trans_b, vec_a, vec_b, vec_c, t.buffers, t.lanes_x};
+    spec = {threads(t), t.bm, t.bn, t.bk, t.tm, t.tn, p.trans_a, p.trans_b, vec_a, vec_b, vec_c, t.buffers};
     if (half_in) spec.insert(spec.end(), {code(half), sk.splits > 1 ? 0u : code(p.c.matrix->dtype()), p.bias ? code(p.bias->dtype()) : 0u});
   }
   const std::int64_t splits = sk.splits;
