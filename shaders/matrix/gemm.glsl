@@ -2,18 +2,14 @@
 // row-major, for batch item b = OA_GROUP_ID.z / splits.
 //
 // A workgroup computes a BM x BN tile of C; each of its (BM/TM) * (BN/TN)
-// invocations holds a TM x TN register block (TM in {4, 8}, TN in {4, 8, 16})
-// in named vec4 accumulators (acc<row><column group>): NVIDIA's compiler kept a
-// vec4[8][2] accumulator array in local memory, 13x slower than named
-// variables on an H200. K advances in
+// invocations holds a TM x TN register block (TM, TN in {4, 8}) in named vec4
+// accumulators (acc<row><column group>): NVIDIA's compiler kept a vec4[8][2]
+// accumulator array in local memory, 13x slower than named variables on an H200. K advances in
 // steps of BK: both operand tiles are staged k-major in shared memory (a row of
 // BM or BN floats per k, padded by 4 floats against bank conflicts), and the
 // next step's global loads are issued into registers before the current step
-// is multiplied. With BUFFERS = 2 the shared tiles are double-buffered: a
-// step multiplies one buffer, then stores the next step's registers into the
-// other, so one barrier per step suffices instead of two. An invocation owns
-// rows {g * BM / (TM/4) + ty * 4 + 0..3} and the matching columns, so its
-// shared-memory reads are vec4 and conflict-free.
+// is multiplied. An invocation owns rows {g * BM / (TM/4) + ty * 4 + 0..3} and
+// the matching columns, so its shared-memory reads are vec4 and conflict-free.
 //
 // Split-K: OA_GROUP_ID.z % splits selects the K range [split * kchunk,
 // min(K, (split + 1) * kchunk)); the host then points C at a workspace of
@@ -38,7 +34,6 @@
 layout(constant_id = 4) const uint TM = 4;
 layout(constant_id = 5) const uint TN = 4;
 layout(constant_id = 10) const bool VEC_C = false;
-layout(constant_id = 11) const uint BUFFERS = 1;  // 1 or 2 shared tiles per operand
 
 const uint THREADS = (BM / TM) * (BN / TN);
 const uint SA = BM + 4u;  // floats per k-row of the A tile
@@ -50,9 +45,9 @@ const uint LB = BN * BK / (4u * THREADS);
 
 #ifdef OA_GEMM_16
 // Dtype codes (matrix/gemm_half_io.glsl) of A and B (1 or 2), C and the bias (0 or A's).
-layout(constant_id = 12) const uint IN_DT = 1;
-layout(constant_id = 13) const uint C_DT = 0;
-layout(constant_id = 14) const uint BIAS_DT = 0;
+layout(constant_id = 11) const uint IN_DT = 1;
+layout(constant_id = 12) const uint C_DT = 0;
+layout(constant_id = 13) const uint BIAS_DT = 0;
 #endif
 #include "matrix/gemm_operands.glsl"
 #ifdef OA_GEMM_16
@@ -71,10 +66,8 @@ layout(std430, binding = 2) buffer C4 { vec4 c4[]; };
 #define OA_SET_C4(q, v) c4[q] = v
 #endif
 
-const uint TILE_A = BK * SA / 4u;  // vec4 per shared A tile
-const uint TILE_B = BK * SB / 4u;
-shared vec4 As[BUFFERS * TILE_A];
-shared vec4 Bs[BUFFERS * TILE_B];
+shared vec4 As[BK * SA / 4u];
+shared vec4 Bs[BK * SB / 4u];
 
 vec4 ra[LA];
 vec4 rb[LB];
@@ -109,31 +102,31 @@ uint tid, m0, n0;
     }                                                                                                 \
   }
 
-// The registers R of OA_GEMM_LOAD_TILE into the k-major shared tile at vec4
-// O of S (rows of LD floats).
-#define OA_GEMM_STORE_TILE(S, O, R, L, K_MAJOR, VEC, BX, LD)                                          \
+// The registers R of OA_GEMM_LOAD_TILE into the k-major shared tile S (rows of
+// LD floats).
+#define OA_GEMM_STORE_TILE(S, R, L, K_MAJOR, VEC, BX, LD)                                              \
   [[unroll]] for (uint l = 0u; l < L; ++l) {                                                          \
     if (K_MAJOR) {                                                                                    \
       if (VEC) {                                                                                      \
         uint v = tid + l * THREADS, x = v / (BK / 4u), k = (v % (BK / 4u)) * 4u;                      \
         [[unroll]] for (uint c = 0u; c < 4u; ++c) {                                                   \
           uint f = (k + c) * LD + x;                                                                  \
-          S[O + (f >> 2)][f & 3u] = R[l][c];                                                          \
+          S[f >> 2][f & 3u] = R[l][c];                                                                \
         }                                                                                             \
       } else {                                                                                        \
         [[unroll]] for (uint c = 0u; c < 4u; ++c) {                                                   \
           uint e = tid + (l * 4u + c) * THREADS, f = (e % BK) * LD + e / BK;                          \
-          S[O + (f >> 2)][f & 3u] = R[l][c];                                                          \
+          S[f >> 2][f & 3u] = R[l][c];                                                                \
         }                                                                                             \
       }                                                                                               \
     } else {                                                                                          \
       if (VEC) {                                                                                      \
         uint v = tid + l * THREADS;                                                                   \
-        S[O + (v / (BX / 4u)) * (LD / 4u) + v % (BX / 4u)] = R[l];                                    \
+        S[(v / (BX / 4u)) * (LD / 4u) + v % (BX / 4u)] = R[l];                                        \
       } else {                                                                                        \
         [[unroll]] for (uint c = 0u; c < 4u; ++c) {                                                   \
           uint e = tid + (l * 4u + c) * THREADS, f = (e / BX) * LD + e % BX;                          \
-          S[O + (f >> 2)][f & 3u] = R[l][c];                                                          \
+          S[f >> 2][f & 3u] = R[l][c];                                                                \
         }                                                                                             \
       }                                                                                               \
     }                                                                                                 \
@@ -141,10 +134,10 @@ uint tid, m0, n0;
 
 // op(A_b) is [M, K]; A_b is stored [M, K] or (TRANS_A) [K, M].
 void load_a(uint k0) { OA_GEMM_LOAD_TILE(ra, LA, !TRANS_A, VEC_A, BM, pc.M, m0, abase, OA_A1, OA_A4) }
-void store_a(uint buf) { OA_GEMM_STORE_TILE(As, buf * TILE_A, ra, LA, !TRANS_A, VEC_A, BM, SA) }
+void store_a() { OA_GEMM_STORE_TILE(As, ra, LA, !TRANS_A, VEC_A, BM, SA) }
 // op(B_b) is [K, N]; B_b is stored [K, N] or (TRANS_B) [N, K].
 void load_b(uint k0) { OA_GEMM_LOAD_TILE(rb, LB, TRANS_B, VEC_B, BN, pc.N, n0, bbase, OA_B1, OA_B4) }
-void store_b(uint buf) { OA_GEMM_STORE_TILE(Bs, buf * TILE_B, rb, LB, TRANS_B, VEC_B, BN, SB) }
+void store_b() { OA_GEMM_STORE_TILE(Bs, rb, LB, TRANS_B, VEC_B, BN, SB) }
 
 // C at block row i, column group g: alpha * acc (+ beta * C) (+ bias).
 void store_c(uint i, uint g, uint ty, uint tx, vec4 acc) {
@@ -171,96 +164,43 @@ void main() {
   n0 = group.x * BN;
   const uint kbeg = gemm_split_begin();
 
-  // acc<i><g>: row i of the block, columns 4g..4g+3 (of the column groups
-  // RN apart); rows >= TM and groups >= TN/4 fold away.
-#define OA_GEMM_ACC(g)                                                                     \
-  vec4 acc0##g = vec4(0.0), acc1##g = vec4(0.0), acc2##g = vec4(0.0), acc3##g = vec4(0.0); \
-  vec4 acc4##g = vec4(0.0), acc5##g = vec4(0.0), acc6##g = vec4(0.0), acc7##g = vec4(0.0);
-  OA_GEMM_ACC(0) OA_GEMM_ACC(1) OA_GEMM_ACC(2) OA_GEMM_ACC(3)
-#undef OA_GEMM_ACC
+  // acc<i><g>: row i of the block, columns 4g..4g+3; rows >= TM and groups >= TN/4 fold away.
+  vec4 acc00 = vec4(0.0), acc10 = vec4(0.0), acc20 = vec4(0.0), acc30 = vec4(0.0);
+  vec4 acc40 = vec4(0.0), acc50 = vec4(0.0), acc60 = vec4(0.0), acc70 = vec4(0.0);
+  vec4 acc01 = vec4(0.0), acc11 = vec4(0.0), acc21 = vec4(0.0), acc31 = vec4(0.0);
+  vec4 acc41 = vec4(0.0), acc51 = vec4(0.0), acc61 = vec4(0.0), acc71 = vec4(0.0);
 
-  // One K step from the shared tiles at vec4 offsets AO, BO (constants, so
-  // that every shared read has a fixed address: a loop-carried buffer index
-  // ran the double-buffered tiles 15-50% slower on an H200).
-#define OA_GEMM_ROW(i, a)                                \
-  acc##i##0 = fma(vec4(a), b0, acc##i##0);               \
-  if (TN >= 8u) acc##i##1 = fma(vec4(a), b1, acc##i##1); \
-  if (TN == 16u) {                                       \
-    acc##i##2 = fma(vec4(a), b2, acc##i##2);             \
-    acc##i##3 = fma(vec4(a), b3, acc##i##3);             \
-  }
-#define OA_GEMM_MULTIPLY(AO, BO)                                                                  \
-  [[unroll]] for (uint kk = 0u; kk < BK; ++kk) {                                                  \
-    const vec4 a0 = As[AO + (kk * SA) / 4u + ty], b0 = Bs[BO + (kk * SB) / 4u + tx];              \
-    const vec4 a1 = TM == 8u ? As[AO + (kk * SA + RM) / 4u + ty] : vec4(0.0);                     \
-    const vec4 b1 = TN >= 8u ? Bs[BO + (kk * SB + RN) / 4u + tx] : vec4(0.0);                     \
-    const vec4 b2 = TN == 16u ? Bs[BO + (kk * SB + 2u * RN) / 4u + tx] : vec4(0.0);               \
-    const vec4 b3 = TN == 16u ? Bs[BO + (kk * SB + 3u * RN) / 4u + tx] : vec4(0.0);               \
-    OA_GEMM_ROW(0, a0.x) OA_GEMM_ROW(1, a0.y) OA_GEMM_ROW(2, a0.z) OA_GEMM_ROW(3, a0.w)           \
-    if (TM == 8u) {                                                                               \
-      OA_GEMM_ROW(4, a1.x) OA_GEMM_ROW(5, a1.y) OA_GEMM_ROW(6, a1.z) OA_GEMM_ROW(7, a1.w)         \
-    }                                                                                             \
-  }
   if (kbeg < kend) {
     load_a(kbeg);
     load_b(kbeg);
   }
-  if (BUFFERS == 1u) {
-    for (uint k0 = kbeg; k0 < kend; k0 += BK) {
-      barrier();  // the previous step's reads of As / Bs are done
-      store_a(0u);
-      store_b(0u);
-      barrier();
-      if (k0 + BK < kend) {
-        load_a(k0 + BK);
-        load_b(k0 + BK);
-      }
-      OA_GEMM_MULTIPLY(0u, 0u)
-    }
-  } else {
-    // Two steps per iteration, buffer 0 then buffer 1; a step stores the
-    // next one's registers into the buffer that the step before it read.
-    if (kbeg < kend) {
-      store_a(0u);
-      store_b(0u);
-    }
+  for (uint k0 = kbeg; k0 < kend; k0 += BK) {
+    barrier();  // the previous step's reads of As / Bs are done
+    store_a();
+    store_b();
     barrier();
-    for (uint k0 = kbeg; k0 < kend; k0 += 2u * BK) {
-      bool more = k0 + BK < kend;
-      if (more) {
-        load_a(k0 + BK);
-        load_b(k0 + BK);
+    if (k0 + BK < kend) {
+      load_a(k0 + BK);
+      load_b(k0 + BK);
+    }
+    [[unroll]] for (uint kk = 0u; kk < BK; ++kk) {
+      const vec4 a0 = As[(kk * SA) / 4u + ty], b0 = Bs[(kk * SB) / 4u + tx];
+      const vec4 a1 = TM == 8u ? As[(kk * SA + RM) / 4u + ty] : vec4(0.0);
+      const vec4 b1 = TN == 8u ? Bs[(kk * SB + RN) / 4u + tx] : vec4(0.0);
+#define OA_GEMM_ROW(i, a)                                   \
+  acc##i##0 = fma(vec4(a), b0, acc##i##0);                  \
+  if (TN == 8u) acc##i##1 = fma(vec4(a), b1, acc##i##1);
+      OA_GEMM_ROW(0, a0.x) OA_GEMM_ROW(1, a0.y) OA_GEMM_ROW(2, a0.z) OA_GEMM_ROW(3, a0.w)
+      if (TM == 8u) {
+        OA_GEMM_ROW(4, a1.x) OA_GEMM_ROW(5, a1.y) OA_GEMM_ROW(6, a1.z) OA_GEMM_ROW(7, a1.w)
       }
-      OA_GEMM_MULTIPLY(0u, 0u)
-      if (more) {
-        store_a(1u);
-        store_b(1u);
-      }
-      barrier();
-      if (!more) break;
-      more = k0 + 2u * BK < kend;
-      if (more) {
-        load_a(k0 + 2u * BK);
-        load_b(k0 + 2u * BK);
-      }
-      OA_GEMM_MULTIPLY(TILE_A, TILE_B)
-      if (more) {
-        store_a(0u);
-        store_b(0u);
-      }
-      barrier();
+#undef OA_GEMM_ROW
     }
   }
-#undef OA_GEMM_MULTIPLY
-#undef OA_GEMM_ROW
 
 #define OA_GEMM_STORE(i)                                    \
-  store_c(uint(i), 0u, ty, tx, acc##i##0);                  \
-  if (TN >= 8u) store_c(uint(i), 1u, ty, tx, acc##i##1);    \
-  if (TN == 16u) {                                          \
-    store_c(uint(i), 2u, ty, tx, acc##i##2);                \
-    store_c(uint(i), 3u, ty, tx, acc##i##3);                \
-  }
+  store_c(uint(i), 0u, ty, tx, acc##i##0);            \
+  if (TN == 8u) store_c(uint(i), 1u, ty, tx, acc##i##1);
   OA_GEMM_STORE(0) OA_GEMM_STORE(1) OA_GEMM_STORE(2) OA_GEMM_STORE(3)
   if (TM == 8u) {
     OA_GEMM_STORE(4) OA_GEMM_STORE(5) OA_GEMM_STORE(6) OA_GEMM_STORE(7)

@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <optional>
-#include <string_view>
 #include <tuple>
-#include <utility>
 
 #include "matrix/lowering.hpp"
 
@@ -16,31 +14,14 @@ using runtime::Access;
 using runtime::BufferBinding;
 using runtime::ComputeDispatch;
 
-// A workgroup's C tile (bm x bn), its K step, each invocation's register
-// block and the shared tiles per operand (2: double-buffered).
+// A workgroup's C tile (bm x bn), its K step and each invocation's register block.
 struct Tile {
-  std::uint32_t bm, bn, bk, tm, tn, buffers = 1;
+  std::uint32_t bm, bn, bk, tm, tn;
 };
 constexpr Tile kLarge{128, 128, 16, 8, 8};
 constexpr Tile kWide{64, 128, 16, 4, 8};
 constexpr Tile kMedium{64, 64, 16, 4, 4};
 constexpr Tile kSmall{32, 32, 16, 4, 4};
-// The gemm.tile variants that name one tile.
-constexpr std::pair<std::string_view, Tile> kNamedTiles[] = {
-    {"128x128", kLarge},
-    {"64x128", kWide},
-    {"64x64", kMedium},
-    {"32x32", kSmall},
-    {"128x128db", {128, 128, 16, 8, 8, 2}},
-    {"128x128k8db", {128, 128, 8, 8, 8, 2}},
-    {"128x128k32", {128, 128, 32, 8, 8}},
-    {"128x128n16k8", {128, 128, 8, 8, 16}},
-    {"128x128n16k8db", {128, 128, 8, 8, 16, 2}},
-    {"256x128n16k8db", {256, 128, 8, 8, 16, 2}},
-    {"64x128db", {64, 128, 16, 4, 8, 2}},
-    {"64x64db", {64, 64, 16, 4, 4, 2}},
-    {"32x128db", {32, 128, 16, 4, 8, 2}},
-};
 
 // The tile of the tuning point gemm.tile (oa/runtime/tuning.hpp): a fixed
 // tile where the device can run it, else the largest tile that keeps
@@ -63,7 +44,7 @@ constexpr std::int64_t kSkinnySplitMinK = 256;
 constexpr std::int64_t kSkinnyMaxSplits = 32;
 
 std::uint32_t threads(const Tile& t) { return (t.bm / t.tm) * (t.bn / t.tn); }
-std::uint64_t shared_bytes(const Tile& t) { return std::uint64_t{t.buffers} * t.bk * (t.bm + 4 + t.bn + 4) * 4; }
+std::uint64_t shared_bytes(const Tile& t) { return std::uint64_t{t.bk} * (t.bm + 4 + t.bn + 4) * 4; }
 bool fits(const DeviceInfo& d, const Tile& t) {
   return shared_bytes(t) <= d.max_shared_memory_bytes && threads(t) <= d.max_workgroup_invocations &&
          threads(t) <= d.max_workgroup_size[0];
@@ -71,8 +52,8 @@ bool fits(const DeviceInfo& d, const Tile& t) {
 
 const Tile& choose_tile(const Tuning& tuning, const DeviceInfo& d, const GemmProblem& p) {
   const std::string_view variant = tuning.choose("gemm.tile", {p.batch, p.m, p.n, p.k});
-  for (const auto& [name, t] : kNamedTiles)
-    if (variant == name && fits(d, t)) return t;
+  for (const auto& [name, t] : {std::pair{"128x128", &kLarge}, {"64x128", &kWide}, {"64x64", &kMedium}, {"32x32", &kSmall}})
+    if (variant == name && fits(d, *t)) return *t;
   for (const Tile* t : {&kLarge, &kWide})
     if (p.m > t->bm / 2 && p.n > t->bn / 2 && (t != &kWide || variant != "busy-square") && fits(d, *t) &&
         gemm_tile_count(p, t->bm, t->bn) >= kGemmBusyGroups)
@@ -307,7 +288,7 @@ std::vector<ComputeDispatch> lower_gemm(const Engine& engine, const GemmProblem&
     sk = gemm_split_k(p.k, gemm_tile_count(p, t.bm, t.bn), gemm_busy_groups(*tuning, p, kGemmBusyGroups), kSplitMinK, kMaxSplits, t.bk);
     const bool vec_c = p.n % 4 == 0 && (sk.splits > 1 || (p.c.offset % 4 == 0 && p.c.batch_stride % 4 == 0));
     kernel = half_in ? kernels::matrix_gemm_half : kernels::matrix_gemm;
-    spec = {threads(t), t.bm, t.bn, t.bk, t.tm, t.tn, p.trans_a, p.trans_b, vec_a, vec_b, vec_c, t.buffers};
+    spec = {threads(t), t.bm, t.bn, t.bk, t.tm, t.tn, p.trans_a, p.trans_b, vec_a, vec_b, vec_c};
     if (half_in) spec.insert(spec.end(), {code(half), sk.splits > 1 ? 0u : code(p.c.matrix->dtype()), p.bias ? code(p.bias->dtype()) : 0u});
   }
   const std::int64_t splits = sk.splits;

@@ -135,12 +135,9 @@ const std::vector<TuningPoint>& tuning_points() {
   static const std::vector<TuningPoint> points{
       {"gemm.skinny", gemm_keys, {"skinny", "tiled"},
        "GEMMs of at most 16 rows: the skinny kernel (a strip of columns per workgroup) or the tiled one"},
-      {"gemm.tile", gemm_keys,
-       {"busy", "busy-square", "128x128", "64x128", "64x64", "32x32", "128x128db", "128x128k8db", "128x128k32", "128x128n16k8",
-        "128x128n16k8db", "256x128n16k8db", "64x128db", "64x64db", "32x128db"},
+      {"gemm.tile", gemm_keys, {"busy", "busy-square", "128x128", "64x128", "64x64", "32x32"},
        "the tiled GEMM's C tile: the largest that keeps the device busy (busy-square: of the square ones), or a fixed one "
-       "(k8, k32: a K step of 8, 32, else 16; n16: 16 columns per invocation; db: double-buffered shared tiles; a fixed tile "
-       "the device cannot run falls back to busy)"},
+       "(a fixed tile the device cannot run falls back to busy)"},
       {"gemm.split_k", gemm_keys, {"busy", "none"},
        "splitting K across workgroups while too few would run (busy), or never"},
       {"conv.kernel", conv_keys, {"depthwise", "direct", "igemm"},
