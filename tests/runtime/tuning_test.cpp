@@ -118,6 +118,8 @@ TEST(RuntimeTuning, ShippedTablesKeepTheMeasuredRules) {
   // Rules measured by oa tune on the H200 come before its general rules.
   EXPECT_EQ(h200.choose("gemm.tile", {1, 32, 4096, 4096}), "64x128");
   EXPECT_EQ(other.choose("gemm.tile", {1, 32, 4096, 4096}), "busy-square");
+  EXPECT_EQ(h200.choose("gemm.tile", {1, 4096, 14336, 4096}), "64x128");  // Llama 3's MLP up-projection
+  EXPECT_EQ(h200.choose("gemm.tile", {1, 4096, 4096, 4096}), "busy-square");
   EXPECT_EQ(h200.choose("conv.igemm_tile", {32, 512, 1, 49, 9}), "128x64");
   EXPECT_EQ(other.choose("conv.igemm_tile", {32, 512, 1, 49, 9}), "128x128");
   EXPECT_EQ(h200.choose("attention.forward_lowering", {256, 4, 4096, 128, 128, 1}), "gemm");
