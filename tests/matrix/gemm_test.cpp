@@ -12,6 +12,7 @@
 #include "matrix/lowering.hpp"
 #include "oa/oa.hpp"
 #include "support/expect.hpp"
+#include "support/forced_tuning.hpp"
 #include "support/gemm_case.hpp"
 #include "reference/dtype.hpp"
 #include "reference/linalg.hpp"
@@ -84,6 +85,19 @@ TEST(MatrixGemm, TransposeAlphaBetaBiasCombinations) {
       checks.push_back(case_check({2, 36, 40, 64, ta, tb, 1.0f, 1.0f, true, 4, 0, 8, -1, 12, -1}, seed++));
     }
   run_checks(checks);
+}
+
+// Each fixed tile of gemm.tile forced, over extents that are not multiples
+// of any tile: A [M, K] and B [K, N] read by elements (odd extents and
+// offsets), and both transposed, read by quads (multiples of 4), with batch
+// strides (padded, broadcast), beta and bias.
+TEST(MatrixGemm, EveryFixedTileEveryLayout) {
+  for (const char* tile : {"128x128", "64x128", "64x64", "32x32"}) {
+    SCOPED_TRACE(tile);
+    const oa_test::Forced forced("gemm.tile", tile);
+    run_checks({case_check({2, 131, 70, 37, false, false, 1.5f, 0.0f, false, 1, -1, 3, -1, 5, -1}, 400),
+                case_check({2, 68, 136, 52, true, true, -0.5f, 0.75f, true, 4, 0, 8, 52 * 136 + 8, 12, -1}, 401)});
+  }
 }
 
 TEST(MatrixGemm, OddSizes) {

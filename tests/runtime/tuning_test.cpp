@@ -16,6 +16,7 @@
 #include "reference/conv.hpp"
 #include "reference/linalg.hpp"
 #include "support/expect.hpp"
+#include "support/forced_tuning.hpp"
 
 namespace {
 
@@ -35,20 +36,7 @@ oa::DeviceInfo device_named(const std::string& name, oa::DeviceType type, const 
   return d;
 }
 
-// Forces `variant` of `point` on the default engine while it lives.
-class Forced {
- public:
-  Forced(const std::string& point, const std::string& variant) : engine_(oa::Engine::default_engine()), saved_(*oa::tuning_of(engine_)) {
-    std::vector<TuningTable> layers{parse(R"({"oa_tuning": 1, "points": {")" + point + R"(": [{"use": ")" + variant + R"("}]}})")};
-    layers.insert(layers.end(), saved_.layers().begin(), saved_.layers().end());
-    oa::set_tuning(engine_, Tuning(std::move(layers)));
-  }
-  ~Forced() { oa::set_tuning(engine_, saved_); }
-
- private:
-  oa::Engine engine_;
-  Tuning saved_;
-};
+using oa_test::Forced;
 
 TEST(RuntimeTuning, ShippedTablesParseAndEndInTheGenericOne) {
   const auto& tables = oa::shipped_tuning_tables();
@@ -130,6 +118,8 @@ TEST(RuntimeTuning, ShippedTablesKeepTheMeasuredRules) {
   // Rules measured by oa tune on the H200 come before its general rules.
   EXPECT_EQ(h200.choose("gemm.tile", {1, 32, 4096, 4096}), "64x128");
   EXPECT_EQ(other.choose("gemm.tile", {1, 32, 4096, 4096}), "busy-square");
+  EXPECT_EQ(h200.choose("gemm.tile", {1, 4096, 14336, 4096}), "64x128");  // Llama 3's MLP up-projection
+  EXPECT_EQ(h200.choose("gemm.tile", {1, 4096, 4096, 4096}), "busy-square");
   EXPECT_EQ(h200.choose("conv.igemm_tile", {32, 512, 1, 49, 9}), "128x64");
   EXPECT_EQ(other.choose("conv.igemm_tile", {32, 512, 1, 49, 9}), "128x128");
   EXPECT_EQ(h200.choose("attention.forward_lowering", {256, 4, 4096, 128, 128, 1}), "gemm");
