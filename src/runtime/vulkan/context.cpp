@@ -146,6 +146,7 @@ std::shared_ptr<const Instance> shared_instance(bool validation) {
     // run; an engine alive at exit keeps its own.
     static const bool registered = [] {
       std::atexit([] {
+        if (forked_child()) return;  // the driver's state belongs to the parent: leave it
         std::lock_guard lock(g_instance_mutex);
         for (auto& i : g_instances) i.reset();
       });
