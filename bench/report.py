@@ -42,9 +42,10 @@ same names), then `torch_compare.py --device cpu`, then this script.
 Per case, for oa and for PyTorch, the same step timed the same way:
 
 - **GPU ms**: one step, synchronized, median of 5 (the defaults; the table
-  above gives the run's): oa from Vulkan timestamps
-  around each semantic op (summed), PyTorch between two CUDA events (on a CPU:
-  the step's wall time).
+  above gives the run's): oa from the Vulkan timestamp before its first op to
+  the one after its last, PyTorch between two CUDA events (on a CPU: the
+  step's wall time); both include the GPU's gaps between kernels. The JSON
+  also has oa's `gpu_kernels_ms`, the time inside its ops alone.
 - **wall ms**: wall time per step of 20 steps issued back to back with one
   synchronize at the end (`engine.synchronize()`, `torch.cuda.synchronize()`),
   the better of 2 such loops, after 2 warm-up steps. This is what a training

@@ -120,10 +120,21 @@ struct RunFlagHelp {
   const char *batch, *lr, *seed, *device, *out, *resume;  // batch: what a batch holds, "images"
 };
 
+// Without --batch-size, a task's default batch is the global batch of a step:
+// under mpirun each rank takes its share, rounded up, so that N ranks train as
+// one process does (the same steps an epoch, the same learning rate).
+void split_default_batch(const CLI::App& task, oa_cli::RunArgs& args) {
+  if (task.count("--batch-size") > 0) return;
+  const std::int64_t ranks = oa::dist::Communicator::world().size();
+  args.batch_size = (args.batch_size + ranks - 1) / ranks;
+}
+
 // The flags of oa_cli::RunArgs on the subcommand of one `oa train` task.
 void add_run_flags(CLI::App& task, oa_cli::RunArgs& args, const RunFlagHelp& help) {
   task.add_option("--batch-size", args.batch_size,
-                  fmt::format("{} per step (under mpirun: per rank, so a step sees --batch-size x ranks)", help.batch))
+                  fmt::format("{} per step; under mpirun: per rank, so a step sees --batch-size x ranks, and without the "
+                              "flag each rank takes its share of the default, rounded up",
+                              help.batch))
       ->check(CLI::Range(1, 1 << 20));
   task.add_option("--lr", args.lr, help.lr)->check(positive_number());
   task.add_option("--seed", args.seed, help.seed)->check(seed_number());
@@ -269,6 +280,7 @@ int main(int argc, char** argv) {
     if (*info_cmd) return info();
     if (*fmnist) {
       if (images.quick && fmnist->count("--epochs") == 0) images.epochs = 1;  // the quick run: one epoch by default
+      split_default_batch(*fmnist, images);
       return oa_cli::train_images(images);
     }
     if (*text_cmd) {
@@ -279,6 +291,7 @@ int main(int argc, char** argv) {
                       "without mpirun or without --step-graph");
         return 2;
       }
+      split_default_batch(*text_cmd, text);
       return oa_cli::train_text(text);
     }
     if (*sample_cmd)

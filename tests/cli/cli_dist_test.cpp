@@ -109,6 +109,23 @@ TEST(DistCli, InfoShowsEachRankAndTheSize) {
   for (const char* rank : {"rank 0 of 2 (local rank 0)", "rank 1 of 2 (local rank 1)"}) EXPECT_EQ(count(info.out, rank), 1u) << info.out;
 }
 
+// Without --batch-size the default is the global batch: 2 ranks take 32 of
+// the 64 windows each and train as 1 process does; 3 ranks take 22 each.
+TEST(DistCli, TheDefaultBatchIsSplitAcrossTheRanks) {
+  CliDir d;
+  write_text(d / "fox.txt");
+  const std::vector<std::string> common = {"train",  "text", "--input", "fox.txt", "--context", "8",        "--layers", "1",
+                                           "--heads", "2",   "--width", "16",      "--steps",   "2", "--eval-every", "1"};
+  ASSERT_TRUE(succeeded(d.oa(common + std::vector<std::string>{"--out", "one"})));
+  const OaRun two = d.mpirun(2, common + std::vector<std::string>{"--out", "two"});
+  ASSERT_TRUE(succeeded(two)) << two.out << two.err;
+  EXPECT_EQ(count(two.out, "batches of 32 windows per rank (64 per step)"), 1u) << two.out;
+  expect_same_metrics(d / "two" / "metrics.jsonl", d / "one" / "metrics.jsonl", {"train_loss", "validation_bpc"});
+  const OaRun three = d.mpirun(3, common + std::vector<std::string>{"--out", "three"});
+  ASSERT_TRUE(succeeded(three)) << three.out << three.err;
+  EXPECT_EQ(count(three.out, "batches of 22 windows per rank (66 per step)"), 1u) << three.out;
+}
+
 // oa train text under MPI: 2 ranks of 4 windows train as 1 process of 8 (the
 // run checks at each checkpoint that the ranks' weights are identical), and
 // 1 process of 8 continues the 2 ranks' run.

@@ -195,6 +195,11 @@ TEST(RuntimeProfile, GpuTimePerSemanticOp) {
     EXPECT_EQ(entry.calls, 3u);
     EXPECT_GE(entry.gpu_ms, 0.0);
   }
+  for (auto& entry : p.entries)  // the span holds every op
+    EXPECT_GE(p.span_ms, entry.gpu_ms / static_cast<double>(entry.calls) * (1 - 1e-9));
+  EXPECT_GT(p.span_ms, 0.0);
+  e.reset_profile();
+  EXPECT_EQ(e.profile().span_ms, 0.0);
   EXPECT_NE(p.to_table().find("oa::matrix::exp"), std::string::npos);
   EXPECT_NE(p.to_json().find("\"gpu_ms\""), std::string::npos);
 }

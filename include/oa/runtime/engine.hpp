@@ -136,6 +136,10 @@ struct ProfileEntry {
 };
 struct Profile {
   std::vector<ProfileEntry> entries;  // sorted by gpu_ms, descending
+  // GPU time from the start of the first profiled op to the end of the last,
+  // the gaps between ops included (what CUDA events around the same work
+  // measure); 0 with no profiled op.
+  double span_ms = 0.0;
   // Op, calls, dispatches, GPU ms and share of the total; for a profile of
   // `steps` > 1 identical steps, calls, dispatches and ms per step.
   std::string to_table(std::uint64_t steps = 1) const;

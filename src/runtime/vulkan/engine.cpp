@@ -450,6 +450,8 @@ void EngineState::retire() {
         e.calls++;
         e.dispatches += t.dispatches;
         e.gpu_ms += static_cast<double>(ts[t.query + 1] - ts[t.query]) * info.timestamp_period_ns * 1e-6;
+        profile_first = std::min(profile_first, ts[t.query]);
+        profile_last = std::max(profile_last, ts[t.query + 1]);
       }
     }
     recycle(std::move(b));

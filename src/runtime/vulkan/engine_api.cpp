@@ -118,6 +118,9 @@ Profile Engine::profile() const {
   std::lock_guard lock(state_->mutex);
   Profile p;
   for (auto& [_, e] : state_->profile) p.entries.push_back(e);
+  const auto& s = *state_;
+  if (s.profile_last > s.profile_first)
+    p.span_ms = static_cast<double>(s.profile_last - s.profile_first) * s.info.timestamp_period_ns * 1e-6;
   std::sort(p.entries.begin(), p.entries.end(), [](auto& a, auto& b) { return a.gpu_ms > b.gpu_ms; });
   return p;
 }
@@ -126,6 +129,8 @@ void Engine::reset_profile() const {
   synchronize();
   std::lock_guard lock(state_->mutex);
   state_->profile.clear();
+  state_->profile_first = UINT64_MAX;
+  state_->profile_last = 0;
 }
 
 std::shared_ptr<Storage> Engine::allocate(std::uint64_t bytes) const {

@@ -254,6 +254,7 @@ struct EngineState : std::enable_shared_from_this<EngineState> {
   std::vector<std::vector<SemanticOp>> traces;
   bool profiling = false;
   std::map<std::string, ProfileEntry> profile;
+  std::uint64_t profile_first = UINT64_MAX, profile_last = 0;  // timestamps bounding the profiled ops
 
   explicit EngineState(EngineOptions opts);
   ~EngineState();
