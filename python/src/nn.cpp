@@ -40,13 +40,10 @@ void bind_nn(py::module_& m, TensorClass& tensor) {
              "A handle sharing `other`'s value and autograd identity (oa.nn.Parameter builds on it).");
 
   m.def(
-      "new_parameter",
-      [](const Matrix& data, const std::string& name) {
-        forget_copy(data);
-        return ml::Parameter(name, data).value();
-      },
-      arg("data"),
-      arg("name"), "The value of a new oa::ml::Parameter taking over data's storage (a float32 leaf requiring grad).");
+      "new_parameter", [](const Matrix& data, const std::string& name) { return ml::Parameter(name, writable(data)).value(); },
+      arg("data"), arg("name"),
+      "The value of a new oa::ml::Parameter (a float32 leaf requiring grad) taking over data's storage, or a copy of "
+      "data when data was made by x[key], transpose, permute, mT, expand, split or chunk.");
   m.def(
       "set_parameter_name", [](const Matrix& value, const std::string& name) { ml::Parameter::of(value).set_name(name); },
       arg("value"), arg("name"));

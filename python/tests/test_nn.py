@@ -184,6 +184,34 @@ def test_parameter_and_zero_grad():
         oa.optim.SGD([oa.ones(3, requires_grad=True)])
 
 
+def test_assigning_a_tensor_to_a_parameter_raises():
+    class Scale(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(oa.ones(2))
+
+        def forward(self, x):
+            return x * self.w
+
+    m = Scale()
+    w = m.w
+    with pytest.raises(TypeError, match=r"cannot assign 'oa.Tensor' as parameter 'w' \(oa.nn.Parameter or None expected\)"):
+        m.w = m.w * 0.0
+    with pytest.raises(TypeError, match="cannot assign 'builtins.float' as parameter 'w'"):
+        m.w = 2.0
+    assert m.w is w and list(m.parameters()) == [w]
+    np.testing.assert_array_equal(m(oa.full((2,), 3.0)).numpy(), [3, 3])
+    m.w = nn.Parameter(oa.full((2,), 2.0))
+    assert list(m.parameters()) == [m.w] and m.w is not w
+    np.testing.assert_array_equal(m(oa.full((2,), 3.0)).numpy(), [6, 6])
+    m.w = None
+    assert m.w is None and list(m.parameters()) == []
+    lin = nn.Linear(2, 2)
+    with pytest.raises(TypeError, match="as parameter 'weight'"):
+        lin.weight = lin.weight * 0.0
+    assert [name for name, _ in lin.named_parameters()] == ["weight", "bias"]
+
+
 def test_adamw_matches_the_formula():
     p = nn.Parameter(oa.tensor([1.0, -2.0]))
     opt = oa.optim.AdamW([p], lr=0.1, betas=(0.9, 0.99), eps=1e-8, weight_decay=0.1)

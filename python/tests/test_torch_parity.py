@@ -362,6 +362,46 @@ def test_in_place_ops_match_torch():
         assert leaf.detach().numpy().tolist() == [2.0, 2.0]
 
 
+def test_pow_alpha_and_matmul_assignment_match_torch():
+    start, other = values((2, 3), 7), values((3,), 8)
+    results = []
+    for lib in (oa, torch):
+        x, y = lib.tensor(start), lib.tensor(other)
+        flat = x.view(6)
+        x **= 2
+        x.pow_(lib.tensor([1.0, 0.5, 2.0]) + 0.0 * y)
+        x.add_(y, alpha=-0.5).sub_(y, alpha=2.0).add_(1.5, alpha=2.0).sub_(0.25, alpha=-4.0)
+        results += [flat.numpy().copy(), x.add(y, alpha=3.0).numpy(), x.sub(y, alpha=-2.0).numpy(),
+                    lib.add(x, 2.0, alpha=0.5).numpy(), lib.sub(x, y, alpha=0.5).numpy()]
+        # x @= m rebinds x (torch 1.13 has no __imatmul__): the old tensor and its views keep their values.
+        alias = x
+        x @= lib.ones(3, 4)
+        assert x is not alias and tuple(x.shape) == (2, 4)
+    half = len(results) // 2
+    for a, b in zip(results[:half], results[half:]):
+        assert_close(a, b, **FORWARD)
+
+
+def test_parameter_assignments_match_torch():
+    grads = []
+    for lib in (oa, torch):
+        lin = lib.nn.Linear(2, 2)
+        with pytest.raises(TypeError, match=r"cannot assign '.*' as parameter 'weight' \(.*Parameter or None expected\)"):
+            lin.weight = lin.weight * 0.0
+        assert [name for name, _ in lin.named_parameters()] == ["weight", "bias"]
+        p = lib.nn.Parameter(lib.ones(2))
+        (p * 3).sum().backward()
+        p.grad += 1
+        p.grad = p.grad * 2
+        (p * 3).sum().backward()
+        grads.append(p.grad.numpy().copy())
+        with pytest.raises((RuntimeError, ValueError)):
+            p.grad = lib.ones(3)
+        with pytest.raises(TypeError):
+            p.grad = 5
+    np.testing.assert_array_equal(grads[0], grads[1])
+
+
 def test_conversions_match_torch():
     pred, target = np.array([1, 2, 3, 0]), np.array([1, 0, 3, 3])
     ours = (oa.tensor(pred) == oa.tensor(target)).float().mean().item()
