@@ -72,6 +72,12 @@ void bind_nn(py::module_& m, TensorClass& tensor) {
              for (const auto& [name, p] : own(self.named_parameters())) out.emplace_back(name, p.value());
              return out;
            })
+      .def(
+          "set_parameter",
+          [](nn::Module& self, const std::string& name, const Matrix& value) {
+            self.set_parameter(name, ml::Parameter::of(value));
+          },
+          arg("name"), arg("value"), "Makes the Parameter whose value is `value` the own parameter `name` (forward uses it).")
       .def("own_buffers", [](const nn::Module& self) { return own(self.named_buffers()); })
       .def("named_children", &nn::Module::named_children);
 

@@ -215,6 +215,23 @@ class _Native(Module):
         for name, child in native.named_children():
             self._modules[name] = _Native(child)
 
+    def __setattr__(self, name, value):
+        """A Parameter assigned to a parameter's name replaces it in the C++
+        layer too (forward uses it; assigning another module's Parameter ties
+        them); the C++ layer checks shape and dtype before anything changes.
+        None, and new values for buffers and children, are refused: the C++
+        layer would not see them."""
+        if name in self._parameters and isinstance(value, Parameter):
+            self._native.set_parameter(name, value)
+        elif name in self._parameters and value is None:
+            raise ValueError(f"oa.nn.{type(self).__name__}: parameter '{name}' cannot be set to None (build the layer "
+                             "without it instead)")
+        elif name in self._buffers or name in self._modules:
+            raise AttributeError(f"oa.nn.{type(self).__name__}: '{name}' cannot be reassigned (a built-in layer's "
+                                 f"{'buffer' if name in self._buffers else 'child module'}; write into it in place "
+                                 "or build another layer)")
+        super().__setattr__(name, value)
+
     def forward(self, input):
         return self._native.forward(input)
 
