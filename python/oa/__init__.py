@@ -9,8 +9,9 @@ collective of data-parallel training over MPI failed or timed out).
 
 A one-element Tensor converts as torch's: bool() (so `if x < 0.1:` works),
 int(), float(), and as a list index when int32 or bool; bool() of more or
-fewer elements raises (RuntimeError: ambiguous). `x += y` and the methods
-add_, sub_, mul_, div_, copy_, fill_, zero_ write x's own storage (see
+fewer elements raises (RuntimeError: ambiguous). `x += y` (and -=, *=, /=,
+**=) and the methods add_, sub_, mul_, div_, pow_, copy_, fill_, zero_
+write x's own storage (see
 oa.Tensor.add_), which reshape, view, flatten, squeeze, unsqueeze, x[:],
 x[...] and detach() share. Unlike torch's views, x[key], transpose, permute,
 mT, expand, split and chunk return copies: an in-place op on one raises
@@ -34,6 +35,7 @@ from ._oa import (
     Tensor,
     UnsupportedError,
     abs,
+    add,
     argmin,
     autocast,
     cat,
@@ -95,6 +97,7 @@ from ._oa import (
     sigmoid,
     sqrt,
     square,
+    sub,
     synchronize,
     tanh,
     tensor,

@@ -51,11 +51,20 @@ void bind_autograd(py::module_& m, TensorClass& t) {
           py::arg("requires_grad") = true, "Marks this float32 leaf as requiring gradients (torch.Tensor.requires_grad_).")
       .def_property(
           "grad", [](const Matrix& x) { return tensor_or_none(grad(x)); },
-          [](const Matrix& x, py::object value) {
-            if (!value.is_none()) throw py::type_error("oa.Tensor.grad can only be set to None (zero_grad)");
-            zero_grad(x);
+          [](const Matrix& x, const py::object& value) {
+            if (value.is_none()) return zero_grad(x);
+            if (!py::isinstance<Matrix>(value))
+              throw py::type_error("oa.Tensor.grad: assigned grad expected to be a Tensor or None, not " +
+                                   py::str(value.get_type().attr("__name__")).cast<std::string>());
+            const auto& gradient = value.cast<const Matrix&>();
+            const Matrix current = grad(x);
+            // x.grad += y has already written the gradient in place.
+            if (current.defined() && current.storage() == gradient.storage() && current.shape() == gradient.shape()) return;
+            set_grad(x, gradient);
           },
-          "The gradient accumulated into this leaf by backward, or None; assign None to clear it.")
+          "The gradient accumulated into this leaf by backward, or None. Assign None to clear it, or a tensor of the "
+          "leaf's shape and dtype to replace it (shared, not copied; the next backward adds into a copy), as torch; "
+          "x.grad += y updates it in place.")
       .def_property_readonly(
           "grad_fn",
           [](const Matrix& x) -> py::object {

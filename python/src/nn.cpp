@@ -40,13 +40,10 @@ void bind_nn(py::module_& m, TensorClass& tensor) {
              "A handle sharing `other`'s value and autograd identity (oa.nn.Parameter builds on it).");
 
   m.def(
-      "new_parameter",
-      [](const Matrix& data, const std::string& name) {
-        forget_copy(data);
-        return ml::Parameter(name, data).value();
-      },
-      arg("data"),
-      arg("name"), "The value of a new oa::ml::Parameter taking over data's storage (a float32 leaf requiring grad).");
+      "new_parameter", [](const Matrix& data, const std::string& name) { return ml::Parameter(name, writable(data)).value(); },
+      arg("data"), arg("name"),
+      "The value of a new oa::ml::Parameter (a float32 leaf requiring grad) taking over data's storage, or a copy of "
+      "data when data was made by x[key], transpose, permute, mT, expand, split or chunk.");
   m.def(
       "set_parameter_name", [](const Matrix& value, const std::string& name) { ml::Parameter::of(value).set_name(name); },
       arg("value"), arg("name"));
@@ -75,6 +72,12 @@ void bind_nn(py::module_& m, TensorClass& tensor) {
              for (const auto& [name, p] : own(self.named_parameters())) out.emplace_back(name, p.value());
              return out;
            })
+      .def(
+          "set_parameter",
+          [](nn::Module& self, const std::string& name, const Matrix& value) {
+            self.set_parameter(name, ml::Parameter::of(value));
+          },
+          arg("name"), arg("value"), "Makes the Parameter whose value is `value` the own parameter `name` (forward uses it).")
       .def("own_buffers", [](const nn::Module& self) { return own(self.named_buffers()); })
       .def("named_children", &nn::Module::named_children);
 

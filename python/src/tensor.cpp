@@ -260,6 +260,12 @@ void require_in_place(const Matrix& x, const Matrix* other, const char* op) {
          op);
 }
 
+// Copies from's values into `to` (same element count and dtype) on the device.
+void copy_values(const Matrix& from, const Matrix& to) {
+  const auto bytes = static_cast<std::uint64_t>(to.numel()) * size_of(to.dtype());
+  to.engine().copy(*from.storage(), 0, *to.storage(), 0, bytes);
+}
+
 }  // namespace
 
 Matrix copy_not_view(const Matrix& source, Matrix result, const char* op) {
@@ -279,7 +285,12 @@ std::vector<Matrix> copies_not_views(const Matrix& source, std::vector<Matrix> r
   return results;
 }
 
-void forget_copy(const Matrix& x) { copy_marks().erase(x.storage()->id()); }
+Matrix writable(const Matrix& x) {
+  if (!copy_marks().contains(x.storage()->id())) return x;
+  const Matrix own = Matrix::empty(x.shape(), x.dtype(), x.engine());
+  copy_values(x, own);
+  return own;
+}
 
 namespace {
 
@@ -288,11 +299,22 @@ void write_in_place(const Matrix& x, const Matrix& result, const char* op) {
     fail(ErrorKind::InvalidArgument, "{}: the result's shape {} (broadcast) does not match the tensor's shape {}", op,
          result.shape(), x.shape());
   const Matrix value = convert(result, x.dtype());
-  if (value.storage() != x.storage()) {
-    const auto bytes = static_cast<std::uint64_t>(x.numel()) * size_of(x.dtype());
-    x.engine().copy(*value.storage(), 0, *x.storage(), 0, bytes);
-  }
+  if (value.storage() != x.storage()) copy_values(value, x);
   x.storage()->bump_version();
+}
+
+// other * alpha: torch's alpha of add and sub (other itself for alpha 1).
+Matrix scaled(const Matrix& other, float alpha) { return alpha == 1.0f ? other : other * alpha; }
+float scaled(float other, float alpha) { return other * alpha; }
+
+// torch's add and sub: x + other * alpha and x - other * alpha.
+template <class Other>
+Matrix add_alpha(const Matrix& x, const Other& other, float alpha) {
+  return x + scaled(other, alpha);
+}
+template <class Other>
+Matrix sub_alpha(const Matrix& x, const Other& other, float alpha) {
+  return x - scaled(other, alpha);
 }
 
 // x.<method>(arg) and, where `dunder` is given, the augmented assignment
@@ -303,15 +325,17 @@ using InPlaceFn = Matrix (*)(const Matrix&, const Other&);
 
 struct InPlaceOp {
   const char* method;
-  const char* name;  // for errors
+  const char* name;  // the method's, for errors
   const char* dunder;
+  const char* dunder_name;  // the augmented assignment's, for errors
   const char* arg;
+  bool alpha;  // the method takes torch's alpha (arg * alpha is applied)
   InPlaceFn<Matrix> tensor;
   InPlaceFn<float> number;
 };
 
 template <class Other>
-py::object apply_in_place(const py::object& self, const Other& other, InPlaceFn<Other> fn, const char* op) {
+py::object apply_in_place(const py::object& self, const Other& other, InPlaceFn<Other> fn, const char* op, float alpha = 1.0f) {
   const auto& x = self.cast<const Matrix&>();
   if constexpr (std::is_same_v<Other, Matrix>) {
     require_in_place(x, &other, op);
@@ -321,7 +345,7 @@ py::object apply_in_place(const py::object& self, const Other& other, InPlaceFn<
   Matrix result;
   {
     NoGradGuard no_grad;
-    result = fn(x, other);
+    result = fn(x, scaled(other, alpha));
   }
   write_in_place(x, result, op);
   return self;
@@ -330,45 +354,57 @@ py::object apply_in_place(const py::object& self, const Other& other, InPlaceFn<
 // `v` in x's shape and dtype: the value of x.fill_(v).
 Matrix refilled(const Matrix& x, const float& v) { return filled(x.shape(), v, x.dtype(), x.engine(), "oa.Tensor.fill_"); }
 
+const char* const in_place_doc =
+    "In place, as torch's: computes the op, casts the result to x's dtype and writes it into x's own storage "
+    "(seen by x's views and detach()), bumps x's version (backward through an op that saved x then refuses), and "
+    "returns x itself. With grad mode on, a leaf that requires grad is refused (RuntimeError, as torch) and so are "
+    "values with autograd history: update inside `with oa.no_grad():`, or write x = x + y. A tensor made by x[key], "
+    "transpose, permute, mT, expand, split or chunk is a copy in oa, not a view as in torch, so in-place ops on it "
+    "(or on its reshapes) raise oa.FailedPreconditionError instead of silently missing the source: rebuild the "
+    "source, e.g. x.copy_(oa.where(mask, new_values, x)) or oa.cat.";
+
+// op's method (with alpha where op takes it) and augmented assignment for an `Other` argument.
+template <class Other>
+void bind_in_place_op(TensorClass& t, const InPlaceOp& op, InPlaceFn<Other> fn) {
+  if (op.alpha) {
+    t.def(
+        op.method,
+        [&op, fn](const py::object& self, const Other& other, float alpha) {
+          return apply_in_place<Other>(self, other, fn, op.name, alpha);
+        },
+        py::arg(op.arg), py::kw_only(), py::arg("alpha") = 1.0f, in_place_doc);
+  } else {
+    t.def(
+        op.method, [&op, fn](const py::object& self, const Other& other) { return apply_in_place<Other>(self, other, fn, op.name); },
+        py::arg(op.arg), in_place_doc);
+  }
+  if (op.dunder)
+    t.def(
+        op.dunder, [&op, fn](const py::object& self, const Other& other) { return apply_in_place<Other>(self, other, fn, op.dunder_name); },
+        py::is_operator());
+}
+
 void bind_in_place(TensorClass& t) {
-  static const char* doc =
-      "In place, as torch's: computes the op, casts the result to x's dtype and writes it into x's own storage "
-      "(seen by x's views and detach()), bumps x's version (backward through an op that saved x then refuses), and "
-      "returns x itself. With grad mode on, a leaf that requires grad is refused (RuntimeError, as torch) and so are "
-      "values with autograd history: update inside `with oa.no_grad():`, or write x = x + y. A tensor made by x[key], "
-      "transpose, permute, mT, expand, split or chunk is a copy in oa, not a view as in torch, so in-place ops on it "
-      "(or on its reshapes) raise oa.FailedPreconditionError instead of silently missing the source: rebuild the "
-      "source, e.g. x.copy_(oa.where(mask, new_values, x)) or oa.cat.";
   static const InPlaceOp ops[] = {
-      {"add_", "oa.Tensor.add_", "__iadd__", "other", [](const Matrix& a, const Matrix& b) { return a + b; },
-       [](const Matrix& a, const float& s) { return a + s; }},
-      {"sub_", "oa.Tensor.sub_", "__isub__", "other", [](const Matrix& a, const Matrix& b) { return a - b; },
-       [](const Matrix& a, const float& s) { return a - s; }},
-      {"mul_", "oa.Tensor.mul_", "__imul__", "other", [](const Matrix& a, const Matrix& b) { return a * b; },
-       [](const Matrix& a, const float& s) { return a * s; }},
-      {"div_", "oa.Tensor.div_", "__itruediv__", "other", [](const Matrix& a, const Matrix& b) { return a / b; },
-       [](const Matrix& a, const float& s) { return a / s; }},
+      {"add_", "oa.Tensor.add_", "__iadd__", "+= (oa.Tensor.__iadd__)", "other", true,
+       [](const Matrix& a, const Matrix& b) { return a + b; }, [](const Matrix& a, const float& s) { return a + s; }},
+      {"sub_", "oa.Tensor.sub_", "__isub__", "-= (oa.Tensor.__isub__)", "other", true,
+       [](const Matrix& a, const Matrix& b) { return a - b; }, [](const Matrix& a, const float& s) { return a - s; }},
+      {"mul_", "oa.Tensor.mul_", "__imul__", "*= (oa.Tensor.__imul__)", "other", false,
+       [](const Matrix& a, const Matrix& b) { return a * b; }, [](const Matrix& a, const float& s) { return a * s; }},
+      {"div_", "oa.Tensor.div_", "__itruediv__", "/= (oa.Tensor.__itruediv__)", "other", false,
+       [](const Matrix& a, const Matrix& b) { return a / b; }, [](const Matrix& a, const float& s) { return a / s; }},
+      {"pow_", "oa.Tensor.pow_", "__ipow__", "**= (oa.Tensor.__ipow__)", "exponent", false,
+       [](const Matrix& a, const Matrix& b) { return mx::pow(a, b); }, [](const Matrix& a, const float& e) { return mx::pow(a, e); }},
       // src broadcast to x's shape, as torch's copy_.
-      {"copy_", "oa.Tensor.copy_", nullptr, "src",
+      {"copy_", "oa.Tensor.copy_", nullptr, nullptr, "src", false,
        [](const Matrix& x, const Matrix& src) { return x.shape() == src.shape() ? src : mx::expand(src, x.shape().to_vector()); },
        nullptr},
-      {"fill_", "oa.Tensor.fill_", nullptr, "value", nullptr, &refilled},
+      {"fill_", "oa.Tensor.fill_", nullptr, nullptr, "value", false, nullptr, &refilled},
   };
   for (const InPlaceOp& op : ops) {
-    if (op.tensor) {
-      const auto fn = [&op](const py::object& self, const Matrix& other) {
-        return apply_in_place<Matrix>(self, other, op.tensor, op.name);
-      };
-      t.def(op.method, fn, py::arg(op.arg), doc);
-      if (op.dunder) t.def(op.dunder, fn, py::is_operator());
-    }
-    if (op.number) {
-      const auto fn = [&op](const py::object& self, float other) {
-        return apply_in_place<float>(self, other, op.number, op.name);
-      };
-      t.def(op.method, fn, py::arg(op.arg), doc);
-      if (op.dunder) t.def(op.dunder, fn, py::is_operator());
-    }
+    if (op.tensor) bind_in_place_op<Matrix>(t, op, op.tensor);
+    if (op.number) bind_in_place_op<float>(t, op, op.number);
   }
   t.def("zero_", [](const py::object& self) { return apply_in_place<float>(self, 0.0f, &refilled, "oa.Tensor.zero_"); },
         "x.fill_(0): in place, as fill_.");
@@ -521,6 +557,10 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       .def("__rtruediv__", [](const Matrix& a, float s) { return mx::reciprocal(a) * s; }, py::is_operator())
       .def("__matmul__", [](const Matrix& a, const Matrix& b) { return mx::matmul(a, b); }, py::is_operator())
       .def("__neg__", [](const Matrix& a) { return -a; })
+      .def("add", &add_alpha<Matrix>, py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f, "x + other * alpha (torch.add).")
+      .def("add", &add_alpha<float>, py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f)
+      .def("sub", &sub_alpha<Matrix>, py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f, "x - other * alpha (torch.sub).")
+      .def("sub", &sub_alpha<float>, py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f)
       // Comparisons give bool tensors (torch.Tensor.__eq__ ...); a Tensor stays
       // hashable by identity, as torch.Tensor.
       .def("__eq__", [](const Matrix& a, const Matrix& b) { return mx::eq(a, b); }, py::is_operator())
@@ -571,6 +611,12 @@ void bind_tensor(py::module_& m, TensorClass& t) {
   m.def("tril", &mx::tril, py::arg("input"), py::arg("diagonal") = 0);
   m.def("triu", &mx::triu, py::arg("input"), py::arg("diagonal") = 0);
   m.def("minimum", &mx::minimum, py::arg("input"), py::arg("other"));
+  m.def("add", &add_alpha<Matrix>, py::arg("input"), py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f,
+        "input + other * alpha (torch.add).");
+  m.def("add", &add_alpha<float>, py::arg("input"), py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f);
+  m.def("sub", &sub_alpha<Matrix>, py::arg("input"), py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f,
+        "input - other * alpha (torch.sub).");
+  m.def("sub", &sub_alpha<float>, py::arg("input"), py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f);
   m.def("pow", [](const Matrix& a, const Matrix& b) { return mx::pow(a, b); }, py::arg("input"), py::arg("exponent"));
   m.def("pow", [](const Matrix& a, float e) { return mx::pow(a, e); }, py::arg("input"), py::arg("exponent"));
   m.def("cumsum", &mx::cumsum, py::arg("input"), py::arg("dim"));

@@ -132,6 +132,7 @@ IN_PLACE = {
     "sub_": lambda t: t.sub_(oa.ones(1)),
     "mul_": lambda t: t.mul_(2),
     "div_": lambda t: t.div_(2),
+    "pow_": lambda t: t.pow_(2),
     "fill_": lambda t: t.fill_(5),
     "zero_": lambda t: t.zero_(),
     "copy_": lambda t: t.copy_(oa.ones(1)),
@@ -149,13 +150,109 @@ def test_in_place_on_a_copy_made_by_a_torch_view_op_raises(make, write):
     np.testing.assert_array_equal(x.numpy(), np.arange(12).reshape(4, 3))
 
 
-def test_augmented_assignment_on_a_copy_raises():
+def test_augmented_assignment_on_a_copy_raises_naming_the_operator():
     x = oa.zeros(5)
     s = x[1:3]
-    for op in ("+=", "-=", "*=", "/="):
-        with pytest.raises(oa.FailedPreconditionError, match=r"oa.Tensor.(add|sub|mul|div)_: this tensor was made by oa.Tensor.__getitem__"):
+    for op, dunder in (("+=", "iadd"), ("-=", "isub"), ("*=", "imul"), ("/=", "itruediv"), ("**=", "ipow")):
+        with pytest.raises(oa.FailedPreconditionError) as e:
             exec(f"s {op} 1", {}, {"s": s})
+        assert str(e.value).startswith(f"{op} (oa.Tensor.__{dunder}__): this tensor was made by oa.Tensor.__getitem__")
     np.testing.assert_array_equal(x.numpy(), np.zeros(5))
+
+
+@pytest.mark.parametrize("make", COPIES.values(), ids=COPIES.keys())
+def test_a_copy_keeps_refusing_in_place_ops_after_a_parameter_is_made_from_it(make):
+    start = np.arange(12, dtype=np.float32).reshape(4, 3)
+    x = oa.tensor(start)
+    t = make(x)
+    before = t.numpy()
+    p = oa.nn.Parameter(t)
+    with pytest.raises(oa.FailedPreconditionError, match="a copy, not a view"):
+        t.add_(100)
+    # The Parameter owns a copy of t, which optimizers may update in place.
+    with oa.no_grad():
+        p.add_(1)
+    np.testing.assert_array_equal(p.numpy(), before + 1)
+    np.testing.assert_array_equal(t.numpy(), before)
+    np.testing.assert_array_equal(x.numpy(), start)
+
+
+def test_a_parameter_of_a_reshaped_copy_leaves_the_copy_refusing():
+    x = oa.tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+    s = x.mT
+    p = oa.nn.Parameter(s.reshape(6))
+    with pytest.raises(oa.FailedPreconditionError, match="oa.Tensor.mul_: this tensor was made by oa.Tensor.mT"):
+        s.mul_(0)
+    np.testing.assert_array_equal(s.numpy(), np.arange(6).reshape(2, 3).T)
+    np.testing.assert_array_equal(p.numpy(), np.arange(6).reshape(2, 3).T.reshape(6))
+    # A Parameter of a tensor that is not such a copy shares its storage, as in torch.
+    t = oa.zeros(3)
+    q = oa.nn.Parameter(t)
+    with oa.no_grad():
+        q.add_(1)
+    np.testing.assert_array_equal(t.numpy(), [1, 1, 1])
+
+
+def test_pow_in_place_is_seen_by_views_and_keeps_parameters():
+    x = oa.tensor([[1.0, 2.0], [3.0, 4.0]])
+    alias, flat = x, x.view(4)
+    x **= 2
+    assert x is alias
+    np.testing.assert_array_equal(flat.numpy(), [1, 4, 9, 16])
+    x.pow_(oa.tensor([0.5, 1.0]))
+    assert_close(flat.numpy(), [1, 4, 3, 16])
+    m = oa.nn.Linear(2, 2)
+    w, before = m.weight, m.weight.numpy()
+    with oa.no_grad():
+        m.weight **= 2
+    assert m.weight is w and list(m.state_dict()) == ["weight", "bias"] and any(p is w for p in m.parameters())
+    assert_close(m.weight.numpy(), before**2)
+    with pytest.raises(oa.FailedPreconditionError, match=r"\*\*= \(oa.Tensor.__ipow__\): a leaf Variable"):
+        m.weight **= 2
+
+
+def test_augmented_assignments_without_an_oa_op_raise_type_error():
+    x = oa.ones(2)
+    for op in ("//=", "%=", "&=", "|=", "^=", "<<=", ">>="):
+        with pytest.raises(TypeError):
+            exec(f"x {op} 1", {}, {"x": x})
+    np.testing.assert_array_equal(x.numpy(), [1, 1])
+
+
+def test_add_and_sub_with_alpha():
+    x, y = oa.tensor([1.0, 2.0]), oa.tensor([10.0, 20.0])
+    np.testing.assert_array_equal(x.add(y, alpha=2).numpy(), [21, 42])
+    np.testing.assert_array_equal(oa.sub(x, y, alpha=0.5).numpy(), [-4, -8])
+    np.testing.assert_array_equal(oa.add(x, 3.0, alpha=2).numpy(), [7, 8])
+    x.sub_(y, alpha=0.1).add_(1.0, alpha=-2)
+    assert_close(x.numpy(), [-2.0, -2.0])
+    p = oa.nn.Parameter(oa.tensor([1.0, 2.0]))
+    (p * p).sum().backward()
+    with oa.no_grad():
+        p.add_(p.grad, alpha=-0.25)  # torch's optimizer step
+    assert_close(p.numpy(), [0.5, 1.0])
+
+
+def test_assigning_grad():
+    p = oa.nn.Parameter(oa.ones(2))
+    (p * 3).sum().backward()
+    g = p.grad
+    p.grad += 1  # in place; Python then assigns the same gradient back
+    np.testing.assert_array_equal(p.grad.numpy(), [4, 4])
+    np.testing.assert_array_equal(g.numpy(), [4, 4])
+    p.grad = oa.full((2,), 7.0)
+    np.testing.assert_array_equal(p.grad.numpy(), [7, 7])
+    (p * 3).sum().backward()
+    np.testing.assert_array_equal(p.grad.numpy(), [10, 10])
+    with pytest.raises(ValueError, match="does not match"):
+        p.grad = oa.ones(3)
+    with pytest.raises(ValueError, match="does not match"):
+        p.grad += oa.ones(3, 2)  # broadcast to [3, 2]: refused before any write
+    with pytest.raises(TypeError, match="Tensor or None"):
+        p.grad = 5
+    np.testing.assert_array_equal(p.grad.numpy(), [10, 10])
+    p.grad = None
+    assert p.grad is None
 
 
 def test_in_place_on_storage_sharing_views_is_seen_by_both():
@@ -169,7 +266,7 @@ def test_in_place_on_storage_sharing_views_is_seen_by_both():
     y = x[1:2] + 0  # out of place: a tensor of its own, free to write
     y.add_(1)
     np.testing.assert_array_equal(y.numpy(), np.full((1, 3), 17.0))
-    p = oa.nn.Parameter(oa.ones(3, 2).mT)  # a Parameter owns the storage it takes over
+    p = oa.nn.Parameter(oa.ones(3, 2).mT)  # a Parameter of a copy owns a copy of it
     with oa.no_grad():
         p.zero_()
     np.testing.assert_array_equal(p.numpy(), np.zeros((2, 3)))

@@ -57,6 +57,8 @@ def test_wrong_python_types():
     with pytest.raises(TypeError):
         F.conv2d(oa.ones(1, 1, 3, 3), oa.ones(1, 1, 1, 1), groups=1.5)
     with pytest.raises(TypeError):
+        oa.ones(2).grad = "a"
+    with pytest.raises(ValueError, match="not a leaf that requires grad"):
         oa.ones(2).grad = oa.ones(2)
 
 

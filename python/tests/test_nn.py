@@ -184,6 +184,34 @@ def test_parameter_and_zero_grad():
         oa.optim.SGD([oa.ones(3, requires_grad=True)])
 
 
+def test_assigning_a_tensor_to_a_parameter_raises():
+    class Scale(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(oa.ones(2))
+
+        def forward(self, x):
+            return x * self.w
+
+    m = Scale()
+    w = m.w
+    with pytest.raises(TypeError, match=r"cannot assign 'oa.Tensor' as parameter 'w' \(oa.nn.Parameter or None expected\)"):
+        m.w = m.w * 0.0
+    with pytest.raises(TypeError, match="cannot assign 'builtins.float' as parameter 'w'"):
+        m.w = 2.0
+    assert m.w is w and list(m.parameters()) == [w]
+    np.testing.assert_array_equal(m(oa.full((2,), 3.0)).numpy(), [3, 3])
+    m.w = nn.Parameter(oa.full((2,), 2.0))
+    assert list(m.parameters()) == [m.w] and m.w is not w
+    np.testing.assert_array_equal(m(oa.full((2,), 3.0)).numpy(), [6, 6])
+    m.w = None
+    assert m.w is None and list(m.parameters()) == []
+    lin = nn.Linear(2, 2)
+    with pytest.raises(TypeError, match="as parameter 'weight'"):
+        lin.weight = lin.weight * 0.0
+    assert [name for name, _ in lin.named_parameters()] == ["weight", "bias"]
+
+
 def test_adamw_matches_the_formula():
     p = nn.Parameter(oa.tensor([1.0, -2.0]))
     opt = oa.optim.AdamW([p], lr=0.1, betas=(0.9, 0.99), eps=1e-8, weight_decay=0.1)
@@ -369,3 +397,56 @@ def test_module_dict():
     x = oa.tensor(values((1, 2), 2))
     out = d["dec"](d["enc"](x))
     assert out.shape == (1, 2)
+
+
+@pytest.mark.parametrize("make, x", [
+    (lambda: nn.Embedding(6, 4), np.array([[0, 5, 2]], np.int32)),
+    (lambda: nn.RMSNorm(5), values((2, 5), 30)),
+    (lambda: nn.MultiheadAttention(8, 2, batch_first=True), values((2, 3, 8), 31)),
+    (lambda: nn.TransformerBlock(8, 2, causal=True), values((2, 3, 8), 32)),
+], ids=["embedding", "rms-norm", "multihead-attention", "transformer-block"])
+def test_assigned_parameters_drive_forward(make, x):
+    """Layers without a torch 1.13 twin: every parameter replaced by a new Parameter gives what the same
+    layer computes with those values loaded in place, gradients landing on the new Parameters."""
+    assigned, loaded = make(), make()
+    new = {name: values(tuple(p.shape), seed, 0.5, 1.5)
+           for seed, (name, p) in enumerate(assigned.named_parameters(), 33)}
+    for name, v in new.items():
+        *owners, last = name.split(".")
+        module = assigned
+        for owner in owners:
+            module = getattr(module, owner)
+        setattr(module, last, nn.Parameter(oa.tensor(v)))
+    loaded.load_state_dict({**loaded.state_dict(), **{k: oa.tensor(v) for k, v in new.items()}})
+    outputs = []
+    for m in (assigned, loaded):
+        y = m(oa.tensor(x))
+        y = y[0] if isinstance(y, tuple) else y
+        (y * y).sum().backward()
+        outputs.append(y.numpy())
+    assert_close(outputs[0], outputs[1], rtol=0, atol=0)
+    theirs = dict(loaded.named_parameters())
+    for name, p in assigned.named_parameters():
+        np.testing.assert_array_equal(p.numpy(), new[name])
+        assert_close(p.grad.numpy(), theirs[name].grad.numpy(), rtol=0, atol=0)
+
+
+def test_bad_parameter_assignments_leave_the_layer_unchanged():
+    lin, x = nn.Linear(2, 3), oa.tensor(values((4, 2), 40))
+    before, params = lin(x).numpy(), list(lin.named_parameters())
+    with pytest.raises(ValueError, match=r"Linear: set_parameter: parameter 'weight' is f32 \[3, 2\], "
+                                         r"the new Parameter '.*' is f32 \[2, 2\]"):
+        lin.weight = nn.Parameter(oa.zeros(2, 2))
+    with pytest.raises(ValueError, match=r"Linear: parameter 'bias' cannot be set to None"):
+        lin.bias = None
+    rnn = nn.LSTM(2, 3)
+    with pytest.raises(ValueError, match=r"LSTM: set_parameter: parameter 'bias_hh_l0' is f32 \[12\], .* f32 \[9\]"):
+        rnn.bias_hh_l0 = nn.Parameter(oa.zeros(9))
+    bn, block = nn.BatchNorm2d(3), nn.TransformerBlock(8, 2)
+    with pytest.raises(AttributeError, match=r"BatchNorm2d: 'running_mean' cannot be reassigned \(a built-in layer's buffer"):
+        bn.running_mean = oa.ones(3)
+    with pytest.raises(AttributeError, match=r"TransformerBlock: 'attn' cannot be reassigned \(a built-in layer's child"):
+        block.attn = nn.MultiheadAttention(8, 2)
+    assert list(lin.named_parameters()) == params and lin.bias is params[1][1]
+    np.testing.assert_array_equal(lin(x).numpy(), before)
+    assert [n for n, _ in block.named_parameters()][:4] == ["norm1.weight", "norm1.bias", "attn.qkv.weight", "attn.qkv.bias"]

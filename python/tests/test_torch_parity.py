@@ -362,6 +362,46 @@ def test_in_place_ops_match_torch():
         assert leaf.detach().numpy().tolist() == [2.0, 2.0]
 
 
+def test_pow_alpha_and_matmul_assignment_match_torch():
+    start, other = values((2, 3), 7), values((3,), 8)
+    results = []
+    for lib in (oa, torch):
+        x, y = lib.tensor(start), lib.tensor(other)
+        flat = x.view(6)
+        x **= 2
+        x.pow_(lib.tensor([1.0, 0.5, 2.0]) + 0.0 * y)
+        x.add_(y, alpha=-0.5).sub_(y, alpha=2.0).add_(1.5, alpha=2.0).sub_(0.25, alpha=-4.0)
+        results += [flat.numpy().copy(), x.add(y, alpha=3.0).numpy(), x.sub(y, alpha=-2.0).numpy(),
+                    lib.add(x, 2.0, alpha=0.5).numpy(), lib.sub(x, y, alpha=0.5).numpy()]
+        # x @= m rebinds x (torch 1.13 has no __imatmul__): the old tensor and its views keep their values.
+        alias = x
+        x @= lib.ones(3, 4)
+        assert x is not alias and tuple(x.shape) == (2, 4)
+    half = len(results) // 2
+    for a, b in zip(results[:half], results[half:]):
+        assert_close(a, b, **FORWARD)
+
+
+def test_parameter_assignments_match_torch():
+    grads = []
+    for lib in (oa, torch):
+        lin = lib.nn.Linear(2, 2)
+        with pytest.raises(TypeError, match=r"cannot assign '.*' as parameter 'weight' \(.*Parameter or None expected\)"):
+            lin.weight = lin.weight * 0.0
+        assert [name for name, _ in lin.named_parameters()] == ["weight", "bias"]
+        p = lib.nn.Parameter(lib.ones(2))
+        (p * 3).sum().backward()
+        p.grad += 1
+        p.grad = p.grad * 2
+        (p * 3).sum().backward()
+        grads.append(p.grad.numpy().copy())
+        with pytest.raises((RuntimeError, ValueError)):
+            p.grad = lib.ones(3)
+        with pytest.raises(TypeError):
+            p.grad = 5
+    np.testing.assert_array_equal(grads[0], grads[1])
+
+
 def test_conversions_match_torch():
     pred, target = np.array([1, 2, 3, 0]), np.array([1, 0, 3, 3])
     ours = (oa.tensor(pred) == oa.tensor(target)).float().mean().item()
@@ -371,3 +411,115 @@ def test_conversions_match_torch():
     np.testing.assert_array_equal(oa.tensor(x).bool().numpy(), torch.tensor(x).bool().numpy())
     np.testing.assert_array_equal(oa.zeros(2, dtype=oa.int32).numpy(), torch.zeros(2, dtype=torch.int32).numpy())
     np.testing.assert_array_equal(oa.full((2,), 3, dtype=oa.int32).numpy(), torch.full((2,), 3, dtype=torch.int32).numpy())
+
+
+# ── Assigning Parameters to built-in layers; tied weights ───────────────────
+
+def assign(module, path, value):
+    """module.<path> = value for a dotted path ("qkv.weight")."""
+    *owners, name = path.split(".")
+    for owner in owners:
+        module = getattr(module, owner)
+    setattr(module, name, value)
+
+
+@pytest.mark.parametrize("make, x, forward", [
+    (lambda lib: lib.nn.Linear(5, 4), values((3, 5), 70), None),
+    (lambda lib: lib.nn.Conv1d(4, 6, 3, padding=1, groups=2), values((2, 4, 7), 71), None),
+    (lambda lib: lib.nn.Conv2d(4, 6, 3, stride=2, padding=1), values((2, 4, 6, 5), 72), None),
+    (lambda lib: lib.nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1), values((2, 4, 3, 3), 73), None),
+    (lambda lib: lib.nn.LayerNorm(7), values((2, 3, 7), 74), None),
+    (lambda lib: lib.nn.GroupNorm(2, 4), values((2, 4, 3, 3), 75), None),
+    (lambda lib: lib.nn.InstanceNorm2d(3, affine=True), values((2, 3, 4, 4), 76), None),
+    (lambda lib: lib.nn.BatchNorm1d(3), values((4, 3, 5), 77), None),
+    (lambda lib: lib.nn.BatchNorm2d(3), values((4, 3, 3, 2), 78), None),
+    (lambda lib: lib.nn.LSTM(3, 4, num_layers=2), values((5, 2, 3), 79), lambda m, x: m(x)[0]),
+    (lambda lib: lib.nn.GRU(3, 4, num_layers=2, batch_first=True), values((2, 5, 3), 80), lambda m, x: m(x)[0]),
+], ids=["linear", "conv1d", "conv2d", "conv-transpose2d", "layer-norm", "group-norm", "instance-norm2d", "batch-norm1d",
+        "batch-norm2d", "lstm", "gru"])
+def test_assigned_parameters_drive_forward_as_torch(make, x, forward):
+    """Every parameter replaced by a new Parameter in both libraries: forward and gradients then agree (the
+    new values differ from the initial ones, so a layer still computing with its old weights fails)."""
+    torch.manual_seed(0)
+    oa_module, torch_module = make(oa), make(torch)
+    for seed, (name, p) in enumerate(list(torch_module.named_parameters()), 81):
+        new = values(tuple(p.shape), seed, 0.5, 1.5)
+        assign(torch_module, name, torch.nn.Parameter(torch.tensor(new)))
+        assign(oa_module, name, oa.nn.Parameter(oa.tensor(new)))
+    assert [n for n, _ in oa_module.named_parameters()] == [n for n, _ in torch_module.named_parameters()]
+    compare_module(oa_module, torch_module, x, *([forward] if forward else []))
+
+
+class TinyLM:
+    """Embedding -> LayerNorm -> Linear head tied to the embedding (GPT-2's `head.weight = emb.weight`),
+    built the same way in oa and torch."""
+
+    @staticmethod
+    def make(lib, vocab=7, dim=4):
+        class Model(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.emb = lib.nn.Embedding(vocab, dim)
+                self.norm = lib.nn.LayerNorm(dim)
+                self.head = lib.nn.Linear(dim, vocab, bias=False)
+                self.head.weight = self.emb.weight
+
+            def forward(self, idx):
+                return self.head(self.norm(self.emb(idx)))
+
+        return Model()
+
+    @staticmethod
+    def loss(lib, model, idx, targets):
+        logits = model(idx)
+        return lib.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+
+def test_tied_embedding_and_head_match_torch(tmp_path):
+    torch.manual_seed(0)
+    ours, theirs = TinyLM.make(oa), TinyLM.make(torch)
+    with torch.no_grad():
+        theirs.norm.weight.copy_(torch.tensor(values((4,), 90, 0.5, 1.5)))
+    ours.load_state_dict({k: oa.tensor(v.detach().numpy().copy()) for k, v in theirs.state_dict().items()})
+    assert ours.head.weight is ours.emb.weight
+    # One Parameter, listed once under its first path; state_dict keeps both keys (as torch's).
+    assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()] == \
+        ["emb.weight", "norm.weight", "norm.bias"]
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    idx, targets = np.array([[0, 3, 5], [6, 1, 2]], np.int32), np.array([[3, 5, 1], [1, 2, 0]], np.int32)
+    data = {oa: (oa.tensor(idx), oa.tensor(targets)), torch: (torch.tensor(idx, dtype=torch.long),
+                                                              torch.tensor(targets, dtype=torch.long))}
+    opt_oa, opt_torch = oa.optim.AdamW(ours.parameters(), lr=0.1), torch.optim.AdamW(theirs.parameters(), lr=0.1)
+    for _ in range(3):
+        losses = []
+        for lib, model, opt in ((oa, ours, opt_oa), (torch, theirs, opt_torch)):
+            opt.zero_grad()
+            loss = TinyLM.loss(lib, model, *data[lib])
+            loss.backward()
+            losses.append(loss.item())
+        assert_close(losses[0], losses[1], **FORWARD)
+        # The tied weight's gradient sums the embedding's and the head's uses (torch's).
+        assert_close(ours.emb.weight.grad.numpy(), theirs.emb.weight.grad.numpy(), **GRADIENT)
+        opt_oa.step()
+        opt_torch.step()
+        assert ours.head.weight is ours.emb.weight
+        assert_close(ours.emb.weight.numpy(), theirs.emb.weight.detach().numpy(), **FORWARD)
+    # The gradient is the sum of both uses: the untied model's two gradients add up to it.
+    state = {k: oa.tensor(v.numpy()) for k, v in ours.state_dict().items()}
+    untied = TinyLM.make(oa)
+    untied.head.weight = oa.nn.Parameter(oa.tensor(ours.emb.weight.numpy()))
+    untied.load_state_dict(state)
+    assert untied.head.weight is not untied.emb.weight
+    TinyLM.loss(oa, untied, *data[oa]).backward()
+    ours.zero_grad()
+    TinyLM.loss(oa, ours, *data[oa]).backward()
+    assert_close(ours.emb.weight.grad.numpy(), untied.emb.weight.grad.numpy() + untied.head.weight.grad.numpy(),
+                 **GRADIENT)
+    # Round trip through a file: both keys saved, loaded back into a tied model (still tied, same loss).
+    oa.save(ours.state_dict(), tmp_path / "tied.safetensors")
+    loaded = oa.load(tmp_path / "tied.safetensors")
+    assert sorted(loaded) == sorted(theirs.state_dict())
+    again = TinyLM.make(oa)
+    again.load_state_dict(loaded)
+    assert again.head.weight is again.emb.weight
+    assert TinyLM.loss(oa, again, *data[oa]).item() == TinyLM.loss(oa, ours, *data[oa]).item()

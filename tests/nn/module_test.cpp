@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "oa/ml/nn/activation.hpp"
+#include "oa/ml/nn/embedding.hpp"
+#include "oa/ml/nn/linear.hpp"
 #include "oa/ml/nn/sequential.hpp"
 #include "oa/oa.hpp"
 #include "reference/elementwise.hpp"
@@ -93,6 +95,69 @@ TEST(NnModule, TiedParametersAreListedOnce) {
   EXPECT_EQ(tied.parameter_count(), 4);
   EXPECT_EQ(names_of(tied.named_tensors()),
             (std::vector<std::string>{"encoder.a", "encoder.b", "encoder.count", "decoder.a", "decoder.b", "decoder.count"}));
+}
+
+// GPT-2's tying: the head's weight set to the embedding's Parameter.
+class TiedLM : public Module {
+ public:
+  TiedLM() {
+    oa::ml::Generator g(3);
+    emb_ = register_module("emb", std::make_shared<Embedding>(5, 3, g));
+    head_ = register_module("head", std::make_shared<Linear>(3, 5, g, false));
+    head_->set_parameter("weight", emb_->weight());
+  }
+  Matrix forward(const Matrix& idx) override { return head_->forward(emb_->forward(idx)); }
+  std::string type_name() const override { return "TiedLM"; }
+  std::shared_ptr<Embedding> emb_;
+  std::shared_ptr<Linear> head_;
+};
+
+TEST(NnModule, SetParameterTiesAndForwardUsesIt) {
+  TiedLM lm;
+  EXPECT_EQ(names_of(lm.named_parameters()), (std::vector<std::string>{"emb.weight"}));
+  EXPECT_EQ(names_of(lm.named_tensors()), (std::vector<std::string>{"emb.weight", "head.weight"}));
+  EXPECT_TRUE(lm.head_->weight().value().impl() == lm.emb_->weight().value().impl());
+  // y[t, v] = sum_d E[idx_t, d] E[v, d] (E: the one weight, embedding and head).
+  const std::vector<std::int32_t> idx{1, 4};
+  const Matrix y = lm.head_->forward(lm.emb_->forward(idx, Shape{2}));
+  const std::vector<float> e = lm.emb_->weight().value().to_vector(), out = y.to_vector();
+  for (int t = 0; t < 2; ++t)
+    for (int v = 0; v < 5; ++v) {
+      double want = 0;
+      for (int d = 0; d < 3; ++d) want += double(e[idx[t] * 3 + d]) * e[v * 3 + d];
+      EXPECT_NEAR(out[t * 5 + v], want, 1e-5) << t << " " << v;
+    }
+  oa::backward(oa::matrix::sum_all(y));
+  // d sum(y) / dE[v, d] = sum_t E[idx_t, d] (head use) + [v in idx] * sum_u E[u, d] (embedding use).
+  const std::vector<float> g = lm.emb_->weight().grad().to_vector();
+  for (int v = 0; v < 5; ++v)
+    for (int d = 0; d < 3; ++d) {
+      double want = 0;
+      for (int t = 0; t < 2; ++t) want += e[idx[t] * 3 + d];
+      for (int t = 0; t < 2; ++t)
+        if (idx[t] == v)
+          for (int u = 0; u < 5; ++u) want += e[u * 3 + d];
+      EXPECT_NEAR(g[v * 3 + d], want, 1e-5) << v << " " << d;
+    }
+}
+
+TEST(NnModule, SetParameterErrorsChangeNothing) {
+  using oa::ErrorKind;
+  oa::ml::Generator g(1);
+  Linear lin(2, 3, g);
+  const oa::ml::Parameter w = lin.weight();
+  EXPECT_TRUE(oa_test::throws([&] { lin.set_parameter("weight", oa::ml::Parameter("w", Matrix::zeros({2, 2}))); },
+                              ErrorKind::InvalidArgument, {"Linear", "'weight'", "[3, 2]", "[2, 2]"}));
+  EXPECT_TRUE(oa_test::throws([&] { lin.set_parameter("scale", w); }, ErrorKind::InvalidArgument,
+                              {"Linear", "'scale'", "not a parameter"}));
+  EXPECT_TRUE(oa_test::throws([&] { lin.set_parameter("bias", oa::ml::Parameter()); }, ErrorKind::InvalidArgument,
+                              {"Linear", "'bias'", "undefined"}));
+  Leaf leaf(2);  // keeps handles without rebinding them: refused
+  EXPECT_TRUE(oa_test::throws([&] { leaf.set_parameter("a", oa::ml::Parameter("a2", Matrix::zeros({2}))); },
+                              ErrorKind::InvalidArgument, {"Leaf", "'a'", "cannot be replaced"}));
+  EXPECT_TRUE(lin.weight().value().impl() == w.value().impl());
+  EXPECT_TRUE(lin.named_parameters()[0].second.value().impl() == w.value().impl());
+  EXPECT_EQ(leaf.named_parameters()[0].second.name(), "a");
 }
 
 TEST(NnModule, GradientsReachEveryParameterAndZeroGradClearsThem) {

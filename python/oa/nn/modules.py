@@ -30,6 +30,13 @@ class Parameter(Tensor):
     requires gradients (data itself is not modified). Its name (errors and
     optimizer state use it) becomes its path in a module once the module is
     assigned as a child, as in the C++ library.
+
+    When data was made by x[key], transpose, permute, mT, expand, split or
+    chunk (or is a reshape of such a result), it is a copy of part of x in
+    oa, and the Parameter gets storage of its own: a copy of data, which
+    optimizers can update in place. Unlike torch, where Parameter(x[0]) is a
+    view of x, updates to such a Parameter never reach x, nor x's updates
+    the Parameter; data itself still refuses in-place ops.
     """
 
     def __init__(self, data, requires_grad=True):
@@ -59,6 +66,10 @@ class Module:
     def __setattr__(self, name, value):
         if "_parameters" not in self.__dict__:
             raise AttributeError(f"{type(self).__name__}: call super().__init__() before assigning attributes")
+        if name in self._parameters and not (value is None or isinstance(value, Parameter)):
+            kind = type(value)
+            raise TypeError(f"cannot assign '{kind.__module__}.{kind.__qualname__}' as parameter '{name}' "
+                            "(oa.nn.Parameter or None expected)")
         # Reassigning an entry keeps its place (m.weight += 1 sets m.weight again).
         target = self._parameters if isinstance(value, Parameter) else self._modules if isinstance(value, Module) else None
         for table in (self._parameters, self._buffers, self._modules):
@@ -203,6 +214,23 @@ class _Native(Module):
             self._buffers[name] = value
         for name, child in native.named_children():
             self._modules[name] = _Native(child)
+
+    def __setattr__(self, name, value):
+        """A Parameter assigned to a parameter's name replaces it in the C++
+        layer too (forward uses it; assigning another module's Parameter ties
+        them); the C++ layer checks shape and dtype before anything changes.
+        None, and new values for buffers and children, are refused: the C++
+        layer would not see them."""
+        if name in self._parameters and isinstance(value, Parameter):
+            self._native.set_parameter(name, value)
+        elif name in self._parameters and value is None:
+            raise ValueError(f"oa.nn.{type(self).__name__}: parameter '{name}' cannot be set to None (build the layer "
+                             "without it instead)")
+        elif name in self._buffers or name in self._modules:
+            raise AttributeError(f"oa.nn.{type(self).__name__}: '{name}' cannot be reassigned (a built-in layer's "
+                                 f"{'buffer' if name in self._buffers else 'child module'}; write into it in place "
+                                 "or build another layer)")
+        super().__setattr__(name, value)
 
     def forward(self, input):
         return self._native.forward(input)

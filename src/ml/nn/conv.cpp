@@ -47,6 +47,12 @@ ConvModule<Options>::ConvModule(const char* module, std::int64_t in_channels, st
   if (bias) bias_ = register_parameter("bias", init::default_bias(Shape{out_channels}, w, generator, engine));
 }
 
+template <class Options>
+bool ConvModule<Options>::rebind_parameter(const std::string& name, const Parameter& p) {
+  (name == "weight" ? weight_ : bias_) = p;
+  return true;
+}
+
 template class ConvModule<Conv1dOptions>;
 template class ConvModule<Conv2dOptions>;
 template class ConvModule<ConvTranspose1dOptions>;

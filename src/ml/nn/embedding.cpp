@@ -14,6 +14,11 @@ Embedding::Embedding(std::int64_t num_embeddings, std::int64_t embedding_dim, Ge
 
 Matrix Embedding::forward(const Matrix& indices) { return embedding(indices, weight_.value()); }
 
+bool Embedding::rebind_parameter(const std::string&, const Parameter& p) {
+  weight_ = p;
+  return true;
+}
+
 Matrix Embedding::forward(std::span<const std::int32_t> indices, const Shape& shape) {
   return embedding(indices, shape, weight_.value());
 }

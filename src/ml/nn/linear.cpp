@@ -18,4 +18,9 @@ Linear::Linear(std::int64_t in_features, std::int64_t out_features, Generator& g
 
 Matrix Linear::forward(const Matrix& x) { return linear(x, weight_.value(), bias_.value()); }
 
+bool Linear::rebind_parameter(const std::string& name, const Parameter& p) {
+  (name == "weight" ? weight_ : bias_) = p;
+  return true;
+}
+
 }  // namespace oa::ml::nn

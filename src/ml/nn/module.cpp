@@ -1,5 +1,6 @@
 #include "oa/ml/nn/module.hpp"
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "oa/core/error.hpp"
@@ -35,6 +36,25 @@ Parameter Module::register_parameter(const std::string& name, const Matrix& init
   parameters_.emplace_back(name, p);
   return p;
 }
+
+void Module::set_parameter(const std::string& name, const Parameter& p) {
+  const auto entry = std::ranges::find(parameters_, name, &std::pair<std::string, Parameter>::first);
+  if (entry == parameters_.end())
+    fail(ErrorKind::InvalidArgument, "oa::ml::nn::{}: set_parameter: '{}' is not a parameter of this module", type_name(), name);
+  if (!p.defined())
+    fail(ErrorKind::InvalidArgument, "oa::ml::nn::{}: set_parameter: the new Parameter for '{}' is undefined", type_name(), name);
+  const Matrix &old = entry->second.value(), &value = p.value();
+  if (!(value.shape() == old.shape()) || value.dtype() != old.dtype())
+    fail(ErrorKind::InvalidArgument, "oa::ml::nn::{}: set_parameter: parameter '{}' is {} {}, the new Parameter '{}' is {} {}",
+         type_name(), name, to_string(old.dtype()), old.shape(), p.name(), to_string(value.dtype()), value.shape());
+  detail::require_same_engine(old, value, ("oa::ml::nn::" + type_name() + ": set_parameter").c_str());
+  if (!rebind_parameter(name, p))
+    fail(ErrorKind::InvalidArgument, "oa::ml::nn::{}: set_parameter: parameter '{}' cannot be replaced in this module",
+         type_name(), name);
+  entry->second = p;
+}
+
+bool Module::rebind_parameter(const std::string&, const Parameter&) { return false; }
 
 Matrix Module::register_buffer(const std::string& name, const Matrix& value) {
   check_name(name, "buffer");

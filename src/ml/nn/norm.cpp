@@ -17,6 +17,11 @@ LayerNorm::LayerNorm(std::int64_t normalized_dim, double eps, bool elementwise_a
 
 Matrix LayerNorm::forward(const Matrix& x) { return layer_norm(x, weight_.value(), bias_.value(), eps_); }
 
+bool LayerNorm::rebind_parameter(const std::string& name, const Parameter& p) {
+  (name == "weight" ? weight_ : bias_) = p;
+  return true;
+}
+
 RMSNorm::RMSNorm(std::int64_t normalized_dim, std::optional<double> eps, bool elementwise_affine, std::optional<Engine> engine)
     : eps_(eps) {
   if (normalized_dim < 1 || (eps && !(*eps >= 0)))
@@ -26,6 +31,11 @@ RMSNorm::RMSNorm(std::int64_t normalized_dim, std::optional<double> eps, bool el
 }
 
 Matrix RMSNorm::forward(const Matrix& x) { return rms_norm(x, weight_.value(), eps_); }
+
+bool RMSNorm::rebind_parameter(const std::string&, const Parameter& p) {
+  weight_ = p;
+  return true;
+}
 
 GroupNorm::GroupNorm(std::int64_t num_groups, std::int64_t num_channels, double eps, bool affine, std::optional<Engine> engine)
     : num_groups_(num_groups), num_channels_(num_channels), eps_(eps) {
@@ -44,6 +54,11 @@ Matrix GroupNorm::forward(const Matrix& x) {
   return group_norm(x, num_groups_, weight_.value(), bias_.value(), eps_);
 }
 
+bool GroupNorm::rebind_parameter(const std::string& name, const Parameter& p) {
+  (name == "weight" ? weight_ : bias_) = p;
+  return true;
+}
+
 InstanceNorm2d::InstanceNorm2d(std::int64_t num_features, double eps, bool affine, std::optional<Engine> engine)
     : num_features_(num_features), eps_(eps) {
   if (num_features < 1 || !(eps >= 0))
@@ -58,6 +73,11 @@ Matrix InstanceNorm2d::forward(const Matrix& x) {
   if (x.rank() != 4 || x.dim(1) != num_features_)
     fail(ErrorKind::InvalidArgument, "oa::ml::nn::InstanceNorm2d: x {} must be [N, {}, H, W]", x.shape(), num_features_);
   return group_norm(x, num_features_, weight_.value(), bias_.value(), eps_);
+}
+
+bool InstanceNorm2d::rebind_parameter(const std::string& name, const Parameter& p) {
+  (name == "weight" ? weight_ : bias_) = p;
+  return true;
 }
 
 BatchNormBase::BatchNormBase(const char* type, std::int64_t num_features, double eps, double momentum, bool affine,
@@ -77,6 +97,11 @@ BatchNormBase::BatchNormBase(const char* type, std::int64_t num_features, double
 
 Matrix BatchNormBase::normalize(const Matrix& x) {
   return batch_norm_2d(x, weight_.value(), bias_.value(), running_mean_, running_var_, training(), momentum_, eps_);
+}
+
+bool BatchNormBase::rebind_parameter(const std::string& name, const Parameter& p) {
+  (name == "weight" ? weight_ : bias_) = p;
+  return true;
 }
 
 Matrix BatchNorm1d::forward(const Matrix& x) {

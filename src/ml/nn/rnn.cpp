@@ -37,6 +37,15 @@ RNNBase::RNNBase(std::int64_t input_size, std::int64_t hidden_size, std::int64_t
   masks_ = Generator(generator.next_seed());
 }
 
+bool RNNBase::rebind_parameter(const std::string& name, const Parameter& p) {
+  // name: "<field>_l<k>", as the constructor registers it.
+  const std::size_t split = name.rfind("_l");
+  Layer& l = layers_.at(std::stoul(name.substr(split + 2)));
+  const std::string field = name.substr(0, split);
+  (field == "weight_ih" ? l.weight_ih : field == "weight_hh" ? l.weight_hh : field == "bias_ih" ? l.bias_ih : l.bias_hh) = p;
+  return true;
+}
+
 std::vector<Matrix> RNNBase::layer_states(const Matrix& state, std::int64_t batch, const char* arg) const {
   const std::int64_t L = options_.num_layers, H = hidden_size_;
   std::vector<Matrix> out;

@@ -40,6 +40,8 @@ class ConvModule : public Module {
              bool transposed, Generator& generator, const Options& options, bool bias, std::optional<Engine> engine);
 
  private:
+  bool rebind_parameter(const std::string& name, const Parameter& p) override;
+
   Options options_;
   Parameter weight_, bias_;
 };

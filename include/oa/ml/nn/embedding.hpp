@@ -25,6 +25,8 @@ class Embedding : public Module {
   const Parameter& weight() const { return weight_; }
 
  private:
+  bool rebind_parameter(const std::string& name, const Parameter& p) override;
+
   Parameter weight_;
 };
 

@@ -27,6 +27,8 @@ class Linear : public Module {
   const Parameter& bias() const { return bias_; }  // undefined without bias
 
  private:
+  bool rebind_parameter(const std::string& name, const Parameter& p) override;
+
   std::int64_t in_features_, out_features_;
   Parameter weight_, bias_;
 };

@@ -99,6 +99,16 @@ class Module {
   std::int64_t parameter_count() const;
   // Clears the gradient of every parameter.
   void zero_grad() const;
+  // Makes `p` this module's own parameter `name` (torch's `module.name = p`):
+  // forward computes with p from then on. A Parameter set on two modules is
+  // tied: one leaf, whose gradient sums both uses, listed once by
+  // named_parameters() (under its first path) and under every path by
+  // named_tensors(). Throws InvalidArgument, naming the module type and the
+  // parameter, when p is undefined, `name` is not an own parameter, p's shape,
+  // dtype or engine differs from the current value's (both shapes named), or
+  // the module cannot rebind it (rebind_parameter returned false); nothing
+  // changes then.
+  void set_parameter(const std::string& name, const Parameter& p);
 
  protected:
   Module() = default;
@@ -109,6 +119,11 @@ class Module {
   // Registers a buffer; returns the registered handle (in-place updates of
   // it, e.g. running statistics, are what named_tensors() exposes).
   Matrix register_buffer(const std::string& name, const Matrix& value);
+  // Points the handle a subclass keeps of its own parameter `name` at `p`
+  // (set_parameter has checked both) and returns true; a subclass whose
+  // forward reads handles it keeps must override it. The default returns
+  // false: set_parameter then refuses.
+  virtual bool rebind_parameter(const std::string& name, const Parameter& p);
   // Registers a child; returns it with its own type. The child's parameters
   // are renamed "<name>.<their path>" now (Parameter::name, which errors and
   // optimizer state use); parameters a child gains after this keep the name

@@ -25,6 +25,8 @@ class LayerNorm : public Module {
   double eps() const { return eps_; }
 
  private:
+  bool rebind_parameter(const std::string& name, const Parameter& p) override;
+
   double eps_;
   Parameter weight_, bias_;
 };
@@ -42,6 +44,8 @@ class RMSNorm : public Module {
   std::optional<double> eps() const { return eps_; }
 
  private:
+  bool rebind_parameter(const std::string& name, const Parameter& p) override;
+
   std::optional<double> eps_;
   Parameter weight_;
 };
@@ -62,6 +66,8 @@ class GroupNorm : public Module {
   std::int64_t num_groups() const { return num_groups_; }
 
  private:
+  bool rebind_parameter(const std::string& name, const Parameter& p) override;
+
   std::int64_t num_groups_, num_channels_;
   double eps_;
   Parameter weight_, bias_;
@@ -82,6 +88,8 @@ class InstanceNorm2d : public Module {
   const Parameter& bias() const { return bias_; }
 
  private:
+  bool rebind_parameter(const std::string& name, const Parameter& p) override;
+
   std::int64_t num_features_;
   double eps_;
   Parameter weight_, bias_;
@@ -109,6 +117,8 @@ class BatchNormBase : public Module {
   Matrix normalize(const Matrix& x);
 
  private:
+  bool rebind_parameter(const std::string& name, const Parameter& p) override;
+
   std::string type_;
   double eps_, momentum_;
   Parameter weight_, bias_;

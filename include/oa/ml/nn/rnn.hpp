@@ -84,6 +84,8 @@ class RNNBase : public Module {
   Sequence run(const Matrix& input, const std::vector<std::pair<Matrix, const char*>>& initial, const Cell& cell);
 
  private:
+  bool rebind_parameter(const std::string& name, const Parameter& p) override;
+
   struct Layer {
     Parameter weight_ih, weight_hh, bias_ih, bias_hh;
   };
