@@ -13,13 +13,10 @@ using oa_bench::Case;
 using oa_bench::Conv;
 using oa_bench::kLayers;
 
-std::int64_t out_extent(const Conv& c, bool transposed) {
-  return transposed ? (c.size - 1) * c.stride - 2 * c.padding + c.k : (c.size + 2 * c.padding - c.k) / c.stride + 1;
-}
-
-void add_cases(std::vector<Case>& cases, const char* family, Conv full, bool transposed, bool quick) {
+void add_cases(std::vector<Case>& cases, const char* family, Conv full, bool quick) {
   const Conv c = quick ? oa_bench::quick_conv(full) : full;
-  const std::int64_t out = out_extent(c, transposed);
+  const bool transposed = oa_bench::transposed(c);
+  const std::int64_t out = oa_bench::out_extent(c);
   const auto space = [&](std::int64_t s) { return c.dims == 2 ? s * s : s; };
   const std::int64_t taps = c.dims == 2 ? c.k * c.k : c.k;
   // Multiply-adds: every output (convolution) or input (transposed) position
@@ -40,24 +37,10 @@ void add_cases(std::vector<Case>& cases, const char* family, Conv full, bool tra
     }
     cases.push_back(
         {fmt::format("{}_{}{}", kind, c.model, oa_bench::suffix(bwd)), family, kind, p, 2 * macs * (bwd ? 3 : 1),
-         4 * elements * (bwd ? 3 : 1), [c, bwd, transposed](const oa::Engine& e) {
-           const std::int64_t per_group_out = c.c_out / c.groups, per_group_in = c.c_in / c.groups;
-           std::vector<std::int64_t> xs{c.n, c.c_in, c.size}, ws{transposed ? c.c_in : c.c_out, transposed ? per_group_out : per_group_in, c.k};
-           if (c.dims == 2) {
-             xs.push_back(c.size);
-             ws.push_back(c.k);
-           }
-           auto x = oa_bench::input(oa::Shape(xs), 1, e, bwd), w = oa_bench::input(oa::Shape(ws), 2, e, bwd),
+         4 * elements * (bwd ? 3 : 1), [c, bwd](const oa::Engine& e) {
+           auto x = oa_bench::input(oa_bench::conv_input_shape(c), 1, e, bwd), w = oa_bench::input(oa_bench::conv_weight_shape(c), 2, e, bwd),
                 b = oa_bench::input({c.c_out}, 3, e, bwd);
-           std::function<oa::Matrix()> f;
-           if (c.dims == 2 && !transposed)
-             f = [=] { return oa::ml::conv_2d(x, w, b, {.stride = {c.stride, c.stride}, .padding = {c.padding, c.padding}, .groups = c.groups}); };
-           else if (c.dims == 1 && !transposed)
-             f = [=] { return oa::ml::conv_1d(x, w, b, {.stride = c.stride, .padding = c.padding, .groups = c.groups}); };
-           else if (c.dims == 2)
-             f = [=] { return oa::ml::conv_transpose_2d(x, w, b, {.stride = {c.stride, c.stride}, .padding = {c.padding, c.padding}, .groups = c.groups}); };
-           else
-             f = [=] { return oa::ml::conv_transpose_1d(x, w, b, {.stride = c.stride, .padding = c.padding, .groups = c.groups}); };
+           const std::function<oa::Matrix()> f = [=] { return oa_bench::conv_forward(c, x, w, b); };
            return oa_bench::step(f, bwd, e);
          }});
   }
@@ -68,7 +51,7 @@ oa_bench::Sweep sweep(std::string_view family) {
   return [family](bool quick) {
     std::vector<Case> cases;
     for (const auto& c : kLayers)
-      if (c.family == family) add_cases(cases, c.family, c, family == "conv_transpose", quick);
+      if (c.family == family) add_cases(cases, c.family, c, quick);
     return cases;
   };
 }

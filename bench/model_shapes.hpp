@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
+#include <string_view>
+
+#include "oa/oa.hpp"
 
 namespace oa_bench {
 
@@ -162,6 +165,34 @@ inline constexpr Conv kLayers[] = {
     {"conv_transpose", "hifigan_up4_64to32_k4_s2",      1,  16,  64,   32, 4096, 4, 2, 1, 1},
 };
 // clang-format on
+
+// Whether a layer is a transposed convolution (the conv_transpose sweep).
+inline bool transposed(const Conv& c) { return std::string_view(c.family) == "conv_transpose"; }
+
+// A layer's output extent along each spatial dimension.
+inline std::int64_t out_extent(const Conv& c) {
+  return transposed(c) ? (c.size - 1) * c.stride - 2 * c.padding + c.k : (c.size + 2 * c.padding - c.k) / c.stride + 1;
+}
+
+// A layer's input [N, c_in, size(, size)] and weight shapes: OIHW (or OIL)
+// for a convolution, [c_in, c_out / groups, ...] for a transposed one.
+inline oa::Shape conv_input_shape(const Conv& c) {
+  return c.dims == 2 ? oa::Shape{c.n, c.c_in, c.size, c.size} : oa::Shape{c.n, c.c_in, c.size};
+}
+inline oa::Shape conv_weight_shape(const Conv& c) {
+  const std::int64_t o = transposed(c) ? c.c_in : c.c_out, i = transposed(c) ? c.c_out / c.groups : c.c_in / c.groups;
+  return c.dims == 2 ? oa::Shape{o, i, c.k, c.k} : oa::Shape{o, i, c.k};
+}
+
+// The layer's forward pass of x through w and b (bias [c_out]).
+inline oa::Matrix conv_forward(const Conv& c, const oa::Matrix& x, const oa::Matrix& w, const oa::Matrix& b) {
+  if (c.dims == 2 && !transposed(c))
+    return oa::ml::conv_2d(x, w, b, {.stride = {c.stride, c.stride}, .padding = {c.padding, c.padding}, .groups = c.groups});
+  if (c.dims == 1 && !transposed(c)) return oa::ml::conv_1d(x, w, b, {.stride = c.stride, .padding = c.padding, .groups = c.groups});
+  if (c.dims == 2)
+    return oa::ml::conv_transpose_2d(x, w, b, {.stride = {c.stride, c.stride}, .padding = {c.padding, c.padding}, .groups = c.groups});
+  return oa::ml::conv_transpose_1d(x, w, b, {.stride = c.stride, .padding = c.padding, .groups = c.groups});
+}
 
 // The tiny form of a layer for the quick sweeps: one image, channels / 16,
 // space / 8 (2-D) or / 64 (1-D), groups kept dividing both channel counts.

@@ -111,30 +111,22 @@ std::vector<TuneCase> attention_cases(bool quick) {
 }
 
 // The bench's convolutions (CNN layers, depthwise 2-D and 1-D, audio front
-// ends), forward: for conv.igemm_tile (the depthwise ones with conv.kernel
-// pinned to the implicit GEMM), and for conv.kernel where they are grouped.
-// The keys are those of lower_conv: batch, output channels per group, groups,
-// output positions per image and channel, taps.
+// ends, transposed convolutions of decoders and GANs), forward: for
+// conv.igemm_tile (the depthwise ones with conv.kernel pinned to the implicit
+// GEMM), and for conv.kernel where they are grouped. The keys are those of
+// lower_conv: batch, output channels per group, groups, output positions per
+// image and channel, taps, transposed.
 std::vector<TuneCase> conv_cases(bool quick) {
   std::vector<TuneCase> cases;
   for (const oa_bench::Conv& full : oa_bench::kLayers) {
-    if (std::string_view(full.family) == "conv_transpose") continue;
     const oa_bench::Conv c = quick ? oa_bench::quick_conv(full) : full;
-    const std::int64_t out = (c.size + 2 * c.padding - c.k) / c.stride + 1;
+    const std::int64_t out = oa_bench::out_extent(c);
     const std::vector<std::int64_t> keys{c.n, c.c_out / c.groups, c.groups, c.dims == 2 ? out * out : out,
-                                         c.dims == 2 ? c.k * c.k : c.k};
+                                         c.dims == 2 ? c.k * c.k : c.k, oa_bench::transposed(c) ? 1 : 0};
     auto setup = [c](const oa::Engine& e) -> Step {
-      std::vector<std::int64_t> xs{c.n, c.c_in, c.size}, ws{c.c_out, c.c_in / c.groups, c.k};
-      if (c.dims == 2) {
-        xs.push_back(c.size);
-        ws.push_back(c.k);
-      }
-      const oa::Matrix x = input(oa::Shape(xs), 1, e, false), w = input(oa::Shape(ws), 2, e, false), b = input({c.c_out}, 3, e, false);
-      if (c.dims == 2)
-        return [=] {
-          (void)oa::ml::conv_2d(x, w, b, {.stride = {c.stride, c.stride}, .padding = {c.padding, c.padding}, .groups = c.groups});
-        };
-      return [=] { (void)oa::ml::conv_1d(x, w, b, {.stride = c.stride, .padding = c.padding, .groups = c.groups}); };
+      const oa::Matrix x = input(oa_bench::conv_input_shape(c), 1, e, false), w = input(oa_bench::conv_weight_shape(c), 2, e, false),
+                       b = input({c.c_out}, 3, e, false);
+      return [=] { (void)oa_bench::conv_forward(c, x, w, b); };
     };
     const bool depthwise = c.groups == c.c_in && c.groups > 1;
     cases.push_back({"conv.igemm_tile", c.model, keys, depthwise ? Pins{{"conv.kernel", "igemm"}} : Pins{}, setup});
@@ -199,15 +191,19 @@ int tune(const TuneArgs& args) {
   std::cout << fmt::format("oa tune on {} ({}, {}): {} repetition(s) per variant, median {} time\n", device.name,
                            device.driver_name, device.driver_info, repetitions, device.timestamps ? "GPU" : "wall");
 
-  // Quick: the first kQuickShapes shapes of each point.
+  // Quick: the first kQuickShapes shapes of each point and its last (the
+  // sweeps' other end: the transposed convolutions for the conv points).
   constexpr std::size_t kQuickShapes = 2;
-  std::vector<TuneCase> cases;
-  std::map<std::string, std::size_t> per_point;
+  std::vector<TuneCase> all, cases;
   for (auto& list : {gemm_cases(args.quick), conv_cases(args.quick), attention_cases(args.quick)})
     for (const TuneCase& c : list)
-      if ((args.points.empty() || std::find(args.points.begin(), args.points.end(), c.point) != args.points.end()) &&
-          (!args.quick || per_point[c.point]++ < kQuickShapes))
-        cases.push_back(c);
+      if (args.points.empty() || std::find(args.points.begin(), args.points.end(), c.point) != args.points.end()) all.push_back(c);
+  std::map<std::string, std::size_t> per_point, seen;
+  for (const TuneCase& c : all) per_point[c.point]++;
+  for (const TuneCase& c : all) {
+    const std::size_t i = seen[c.point]++;
+    if (!args.quick || i < kQuickShapes || i + 1 == per_point[c.point]) cases.push_back(c);
+  }
 
   oa::TuningTable table = oa::TuningTable::parse(R"({"oa_tuning": 1})", out.string());
   Json measurements = Json::array();

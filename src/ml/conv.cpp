@@ -391,9 +391,10 @@ std::vector<ComputeDispatch> lower_conv(const Relation& r, bool wide, const Matr
                                         const Matrix& dst) {
   const std::int64_t cols = wide ? r.cw / r.groups : r.cn / r.groups;
   // The tuning points' keys: batch, output channels per group, groups, output
-  // positions per image and channel, kernel taps.
+  // positions per image and channel, kernel taps, and 1 for the transposed
+  // direction (conv_transpose's forward, a convolution's input gradient).
   const std::shared_ptr<const Tuning> tuning = tuning_of(src.engine());
-  const std::int64_t keys[] = {r.n, cols, r.groups, wide ? r.hw * r.ww : r.hn * r.wn, r.kh * r.kw};
+  const std::int64_t keys[] = {r.n, cols, r.groups, wide ? r.hw * r.ww : r.hn * r.wn, r.kh * r.kw, wide ? 1 : 0};
   const std::string_view first = tuning->choose("conv.kernel", keys);
   const BufferBinding bias_binding = BufferBinding::read(bias.defined() ? bias.storage() : weight.storage());
   ComputeDispatch d;

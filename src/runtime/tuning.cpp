@@ -130,7 +130,7 @@ bool TuningRule::matches(std::span<const std::int64_t> keys) const {
 
 const std::vector<TuningPoint>& tuning_points() {
   static const std::vector<std::string_view> gemm_keys{"batch", "m", "n", "k"};
-  static const std::vector<std::string_view> conv_keys{"batch", "channels", "groups", "positions", "taps"};
+  static const std::vector<std::string_view> conv_keys{"batch", "channels", "groups", "positions", "taps", "transposed"};
   static const std::vector<std::string_view> attention_keys{"bh", "sq", "sk", "dh", "dv", "causal"};
   static const std::vector<TuningPoint> points{
       {"gemm.skinny", gemm_keys, {"skinny", "tiled"},

@@ -3,6 +3,8 @@
 // engine.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "cli/cli_support.hpp"
 #include "oa/runtime/tuning.hpp"
 
@@ -25,6 +27,10 @@ TEST(CliTune, QuickWritesATableThatLoadsBack) {
     EXPECT_NE(r.out.find(c["case"].get<std::string>()), std::string::npos) << c.dump();
   }
   EXPECT_NE(r.out.find("wrote table.json"), std::string::npos) << r.out;
+  // The conv points' last shape is a transposed convolution, keyed apart.
+  const auto& conv = t.rules("conv.igemm_tile");
+  EXPECT_TRUE(std::any_of(conv.begin(), conv.end(), [](const oa::TuningRule& rule) { return rule.when[5].first == 1; }));
+  EXPECT_NE(r.out.find("hifigan_up4_64to32_k4_s2"), std::string::npos) << r.out;
   // The measured rules come first; other problems fall through to the shipped tables.
   const oa::Tuning tuning({t});
   const auto& first = t.rules("gemm.tile").front();

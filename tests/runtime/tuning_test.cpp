@@ -96,6 +96,14 @@ TEST(RuntimeTuning, LookupByShapeBucketThroughTheLayers) {
   EXPECT_EQ(Tuning({again}).choose("gemm.tile", {1, 1500, 99, 65}), "64x64");
 }
 
+// conv points: a rule bounding `transposed` decides for one direction only.
+TEST(RuntimeTuning, ConvRulesCanTellTheTransposedDirectionApart) {
+  const Tuning t({parse(R"({"oa_tuning": 1, "points": {"conv.igemm_tile": [
+      {"when": {"transposed": [1, 1], "channels": [1, 63]}, "use": "64x16"}]}})")});
+  EXPECT_EQ(t.choose("conv.igemm_tile", {8, 32, 1, 4096, 16, 1}), "64x16");
+  EXPECT_NE(t.choose("conv.igemm_tile", {8, 32, 1, 4096, 16, 0}), "64x16");
+}
+
 TEST(RuntimeTuning, ShippedTablesKeepTheMeasuredRules) {
   const Tuning h200 = Tuning::for_device(device_named("NVIDIA H200", oa::DeviceType::Discrete, "NVIDIA"));
   const Tuning lavapipe = Tuning::for_device(device_named("llvmpipe (LLVM 15.0.6, 256 bits)", oa::DeviceType::Cpu, "llvmpipe"));
@@ -109,19 +117,19 @@ TEST(RuntimeTuning, ShippedTablesKeepTheMeasuredRules) {
     EXPECT_EQ(gpu->choose("attention.backward_lowering", {64, 64, 64, 32, 32, 0}), "gemm");
     EXPECT_EQ(gpu->choose("attention.backward_lowering", {64, 49, 49, 32, 32, 0}), "fused");
     EXPECT_EQ(gpu->choose("attention.flash_plan", {64, 49, 49, 32, 32, 0}), "wide");
-    EXPECT_EQ(gpu->choose("conv.igemm_tile", {32, 96, 1, 3136, 9}), "128x128");
-    EXPECT_EQ(gpu->choose("conv.igemm_tile", {32, 95, 1, 3136, 9}), "128x64");
-    EXPECT_EQ(gpu->choose("conv.igemm_tile", {32, 24, 1, 3136, 9}), "128x32");
-    EXPECT_EQ(gpu->choose("conv.igemm_tile", {32, 23, 1, 3136, 9}), "64x16");
-    EXPECT_EQ(gpu->choose("conv.kernel", {32, 1, 144, 3136, 9}), "depthwise");
+    EXPECT_EQ(gpu->choose("conv.igemm_tile", {32, 96, 1, 3136, 9, 0}), "128x128");
+    EXPECT_EQ(gpu->choose("conv.igemm_tile", {32, 95, 1, 3136, 9, 0}), "128x64");
+    EXPECT_EQ(gpu->choose("conv.igemm_tile", {32, 24, 1, 3136, 9, 0}), "128x32");
+    EXPECT_EQ(gpu->choose("conv.igemm_tile", {32, 23, 1, 3136, 9, 0}), "64x16");
+    EXPECT_EQ(gpu->choose("conv.kernel", {32, 1, 144, 3136, 9, 0}), "depthwise");
   }
   // Rules measured by oa tune on the H200 come before its general rules.
   EXPECT_EQ(h200.choose("gemm.tile", {1, 32, 4096, 4096}), "64x128");
   EXPECT_EQ(other.choose("gemm.tile", {1, 32, 4096, 4096}), "busy-square");
   EXPECT_EQ(h200.choose("gemm.tile", {1, 4096, 14336, 4096}), "64x128");  // Llama 3's MLP up-projection
   EXPECT_EQ(h200.choose("gemm.tile", {1, 4096, 4096, 4096}), "busy-square");
-  EXPECT_EQ(h200.choose("conv.igemm_tile", {32, 512, 1, 49, 9}), "128x64");
-  EXPECT_EQ(other.choose("conv.igemm_tile", {32, 512, 1, 49, 9}), "128x128");
+  EXPECT_EQ(h200.choose("conv.igemm_tile", {32, 512, 1, 49, 9, 0}), "128x64");
+  EXPECT_EQ(other.choose("conv.igemm_tile", {32, 512, 1, 49, 9, 0}), "128x128");
   EXPECT_EQ(h200.choose("attention.forward_lowering", {256, 4, 4096, 128, 128, 1}), "gemm");
   EXPECT_EQ(other.choose("attention.forward_lowering", {256, 4, 4096, 128, 128, 1}), "fused");
   EXPECT_EQ(lavapipe.choose("attention.forward_lowering", {64, 2048, 2048, 128, 128, 1}), "fused");
