@@ -3,10 +3,12 @@
 // values; the engine records them without knowing which operation they serve.
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
 #include <memory>
+#include <new>
 #include <span>
 #include <string_view>
 #include <type_traits>
@@ -32,15 +34,16 @@ struct BufferBinding {
 };
 
 // A vector of at most N elements stored inline, so that building a dispatch
-// allocates nothing. Past N, push_back and assignment throw Internal.
+// allocates nothing. Past N, push_back and assignment throw Internal. Only
+// the items held are ever constructed, so a large N costs no time.
 template <typename T, std::size_t N>
 class InlineVector {
  public:
   InlineVector() = default;
   InlineVector(std::initializer_list<T> v) { assign(v.begin(), v.end()); }
-  // Copies and moves touch the items held only (the rest stay T{}).
-  InlineVector(const InlineVector& o) : size_(o.size_) { std::copy(o.begin(), o.end(), items_.begin()); }
-  InlineVector(InlineVector&& o) noexcept : size_(o.size_) { std::move(o.begin(), o.end(), items_.begin()); }
+  InlineVector(const InlineVector& o) { assign(o.begin(), o.end()); }
+  InlineVector(InlineVector&& o) noexcept { take(o); }
+  ~InlineVector() { clear(); }
   InlineVector& operator=(const InlineVector& o) {
     if (this != &o) assign(o.begin(), o.end());
     return *this;
@@ -48,8 +51,7 @@ class InlineVector {
   InlineVector& operator=(InlineVector&& o) noexcept {
     if (this != &o) {
       clear();
-      std::move(o.begin(), o.end(), items_.begin());
-      size_ = o.size_;
+      take(o);
     }
     return *this;
   }
@@ -63,31 +65,38 @@ class InlineVector {
   }
   void push_back(T value) {
     if (size_ == N) fail(ErrorKind::Internal, "a dispatch holds at most {} {}", N, kWhat);
-    items_[size_++] = std::move(value);
+    std::construct_at(slot(size_), std::move(value));
+    ++size_;
   }
-  void clear() {
-    for (std::size_t i = 0; i < size_; ++i) items_[i] = T{};  // drops references at once
+  void clear() {  // drops references at once
+    std::destroy(begin(), end());
     size_ = 0;
   }
   std::size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  T& operator[](std::size_t i) { return items_[i]; }
-  const T& operator[](std::size_t i) const { return items_[i]; }
-  T* begin() { return items_.data(); }
-  T* end() { return items_.data() + size_; }
-  const T* begin() const { return items_.data(); }
-  const T* end() const { return items_.data() + size_; }
-  const T* data() const { return items_.data(); }
-  operator std::span<const T>() const { return {items_.data(), size_}; }
+  T& operator[](std::size_t i) { return begin()[i]; }
+  const T& operator[](std::size_t i) const { return begin()[i]; }
+  T* begin() { return std::launder(slot(0)); }
+  T* end() { return begin() + size_; }
+  const T* begin() const { return std::launder(reinterpret_cast<const T*>(storage_)); }
+  const T* end() const { return begin() + size_; }
+  const T* data() const { return begin(); }
+  operator std::span<const T>() const { return {begin(), size_}; }
 
  private:
   static constexpr const char* kWhat = std::is_same_v<T, std::uint32_t> ? "specialization constants" : "bindings";
+  T* slot(std::size_t i) { return reinterpret_cast<T*>(storage_) + i; }
   template <typename It>
   void assign(It first, It last) {
     clear();
     for (; first != last; ++first) push_back(*first);
   }
-  std::array<T, N> items_{};
+  // Moves o's items here (this is empty) and empties o.
+  void take(InlineVector& o) noexcept {
+    for (T& item : o) std::construct_at(slot(size_++), std::move(item));
+    o.clear();
+  }
+  alignas(T) std::byte storage_[N * sizeof(T)];
   std::size_t size_ = 0;
 };
 
