@@ -34,16 +34,6 @@ layout(std430, binding = 34) readonly buffer F { float found_inf[]; };
 #include "ml/optim/adamw_step.push.h"
 #include "ml/optim/update_items.glsl"
 
-// Element i of item j: load its parameter, gradient, m and v; store p, m, v.
-#define LOAD(k) case k: w = p##k[i]; grad = g##k[i]; mi = m##k[i]; vi = v##k[i]; break;
-#define STORE(k) case k: p##k[i] = w; m##k[i] = mi; v##k[i] = vi; break;
-void load(uint j, uint i, out float w, out float grad, out float mi, out float vi) {
-  switch (int(j)) { LOAD(0) LOAD(1) LOAD(2) LOAD(3) LOAD(4) LOAD(5) LOAD(6) default: LOAD(7) }
-}
-void store(uint j, uint i, float w, float mi, float vi) {
-  switch (int(j)) { STORE(0) STORE(1) STORE(2) STORE(3) STORE(4) STORE(5) STORE(6) default: STORE(7) }
-}
-
 // 1 - beta^t = -expm1(t log(beta)) from log_beta = log(beta) (-inf for beta
 // 0): a series near 0, where 1 - exp() would cancel, exp() elsewhere; relative
 // error a few f32 ulps, with no reliance on the accuracy of the device's log.
@@ -58,6 +48,21 @@ float bias_correction(float t, float log_beta) {
   return -sum;
 }
 
+// The update of item k's elements i0 + 0, 256, 512, 768 (those below its count).
+#define UPDATE(k)                                                              \
+  for (uint s = 0u; s < 4u; ++s) {                                             \
+    uint i = i0 + s * 256u;                                                    \
+    if (i >= pc.n[k]) return;                                                  \
+    float grad = g##k[i];                                                      \
+    float w = p##k[i] * decay_factor;                                          \
+    float mi = m##k[i];                                                        \
+    mi = mi + (1.0 - pc.beta1) * (grad - mi);                                  \
+    float vi = pc.beta2 * v##k[i] + (1.0 - pc.beta2) * grad * grad;            \
+    m##k[i] = mi;                                                              \
+    v##k[i] = vi;                                                              \
+    p##k[i] = w - step_size * (mi / (sqrt(vi) / bc2_sqrt + pc.eps));           \
+  }
+
 void main() {
   if (PUSHED == 0u && found_inf[0] != 0.0) return;
   uint local;
@@ -69,15 +74,16 @@ void main() {
   float lr = PUSHED == 1u ? pc.lr : constants[3u * slot + 1u];
   float step_size = lr / bias_correction(t, pc.log_beta1);
   float bc2_sqrt = sqrt(bias_correction(t, pc.log_beta2));
-  for (uint k = 0u; k < 4u; ++k) {
-    uint i = i0 + k * 256u;
-    if (i >= pc.n[j]) return;
-    float w, grad, mi, vi;
-    load(j, i, w, grad, mi, vi);
-    w *= decay_factor;
-    mi = mi + (1.0 - pc.beta1) * (grad - mi);
-    vi = pc.beta2 * vi + (1.0 - pc.beta2) * grad * grad;
-    w = w - step_size * (mi / (sqrt(vi) / bc2_sqrt + pc.eps));
-    store(j, i, w, mi, vi);
+  // One branch per workgroup (j is uniform), the whole update inside: a
+  // branch per access would run every case on lavapipe.
+  switch (int(j)) {
+    case 0: UPDATE(0) break;
+    case 1: UPDATE(1) break;
+    case 2: UPDATE(2) break;
+    case 3: UPDATE(3) break;
+    case 4: UPDATE(4) break;
+    case 5: UPDATE(5) break;
+    case 6: UPDATE(6) break;
+    default: UPDATE(7)
   }
 }

@@ -34,17 +34,21 @@ layout(std430, binding = 26) readonly buffer F { float found_inf[]; };
 #include "ml/optim/sgd_step.push.h"
 #include "ml/optim/update_items.glsl"
 
-// Element i of item j: load its parameter, gradient and (MOMENTUM 1) momentum
-// buffer; store p and the buffer.
-#define LOAD(k) case k: w = p##k[i]; grad = g##k[i]; if (MOMENTUM == 1u) v = b##k[i]; break;
-#define STORE(k) case k: p##k[i] = w; if (MOMENTUM == 1u) b##k[i] = v; break;
-void load(uint j, uint i, out float w, out float grad, out float v) {
-  v = 0.0;
-  switch (int(j)) { LOAD(0) LOAD(1) LOAD(2) LOAD(3) LOAD(4) LOAD(5) LOAD(6) default: LOAD(7) }
-}
-void store(uint j, uint i, float w, float v) {
-  switch (int(j)) { STORE(0) STORE(1) STORE(2) STORE(3) STORE(4) STORE(5) STORE(6) default: STORE(7) }
-}
+// The update of item k's elements i0 + 0, 256, 512, 768 (those below its count).
+#define UPDATE(k)                                                       \
+  for (uint s = 0u; s < 4u; ++s) {                                      \
+    uint i = i0 + s * 256u;                                             \
+    if (i >= pc.n[k]) return;                                           \
+    float w = p##k[i];                                                  \
+    float d = g##k[i];                                                  \
+    if (pc.weight_decay != 0.0) d += pc.weight_decay * w;               \
+    if (MOMENTUM == 1u) {                                               \
+      float v = first ? d : pc.momentum * b##k[i] + (1.0 - pc.dampening) * d; \
+      b##k[i] = v;                                                      \
+      d = NESTEROV == 1u ? d + pc.momentum * v : v;                     \
+    }                                                                   \
+    p##k[i] = w - lr * d;                                               \
+  }
 
 void main() {
   if (PUSHED == 0u && found_inf[0] != 0.0) return;
@@ -54,16 +58,16 @@ void main() {
   uint i0 = local * 1024u + gl_LocalInvocationID.x;
   float lr = PUSHED == 1u ? pc.lr : constants[2u * slot];
   bool first = (PUSHED == 1u ? pc.count : counts[slot]) == 0.0;
-  for (uint k = 0u; k < 4u; ++k) {
-    uint i = i0 + k * 256u;
-    if (i >= pc.n[j]) return;
-    float w, d, v;
-    load(j, i, w, d, v);
-    if (pc.weight_decay != 0.0) d += pc.weight_decay * w;
-    if (MOMENTUM == 1u) {
-      v = first ? d : pc.momentum * v + (1.0 - pc.dampening) * d;
-      d = NESTEROV == 1u ? d + pc.momentum * v : v;
-    }
-    store(j, i, w - lr * d, v);
+  // One branch per workgroup (j is uniform), the whole update inside: a
+  // branch per access would run every case on lavapipe.
+  switch (int(j)) {
+    case 0: UPDATE(0) break;
+    case 1: UPDATE(1) break;
+    case 2: UPDATE(2) break;
+    case 3: UPDATE(3) break;
+    case 4: UPDATE(4) break;
+    case 5: UPDATE(5) break;
+    case 6: UPDATE(6) break;
+    default: UPDATE(7)
   }
 }
