@@ -55,7 +55,7 @@ Per case, for oa and for PyTorch, the same step timed the same way:
   held by the allocator after them. Each oa case runs on a fresh Engine and
   PyTorch's cache is emptied before each case, so both are the case's own.
 - **host** family (chains of tiny additions, and an AdamW step over many tiny
-  parameters, one dispatch each): oa's host time recording the loop (before
+  parameters, 8 to a dispatch): oa's host time recording the loop (before
   the synchronize) per dispatch, and the loop's wall time per dispatch (oa) or
   per op (PyTorch; per parameter for AdamW): the runtime's cost per op.
 

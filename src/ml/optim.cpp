@@ -1,10 +1,13 @@
 #include "oa/ml/optim.hpp"
 
+#include <algorithm>
 #include <array>
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <functional>
 #include <numbers>
+#include <numeric>
 #include <set>
 
 #include "matrix/op_def.hpp"
@@ -40,6 +43,18 @@ std::uint64_t bytes_of(const detail::ElementChunk& c) { return static_cast<std::
 // in place. Their attributes also hold, untraced, per pair the parameter's
 // index in the optimizer (`slots`, which indexes the step constants) and its
 // state buffers, which the step updates in place as well.
+// The lowering is multi-tensor, as PyTorch's foreach AdamW and Apex's
+// multi_tensor_apply: the element chunks of all pairs (items) go to the
+// kernel up to kItems per dispatch (shaders/ml/optim/update_items.push.h), so
+// a step over many small parameters costs a few dispatches.
+
+constexpr std::size_t kItems = OA_OPTIM_ITEMS;
+
+// Element chunk `chunk` of pair `pair`: one item of an update dispatch.
+struct UpdateItem {
+  std::size_t pair = 0;
+  detail::ElementChunk chunk;
+};
 
 // The (parameter, gradient) pairs of the parameters with a gradient; their
 // indices go to `slots`.
@@ -73,22 +88,63 @@ struct UpdateBuffers {
   std::vector<float> pushed_counts;     // per pair
 };
 
-// The bindings of the step constants, the update counts and found_inf of pair
-// j's chunk c: the buffers, or (pushed) the gradient's chunk, never read.
-std::array<BufferBinding, 3> step_buffers(const UpdateBuffers& b, const Matrix& gradient, const detail::ElementChunk& c) {
+// The binding of an item's range of `m` (a parameter, its gradient or state).
+BufferBinding item_binding(const Matrix& m, const UpdateItem& item, runtime::Access access) {
+  return {m.storage(), access, offset_of(item.chunk), bytes_of(item.chunk)};
+}
+
+// The item in place k of a dispatch: unused places repeat item 0 (with no
+// elements, so never touched).
+const UpdateItem& item_at(std::span<const UpdateItem> items, std::size_t k) { return items[k < items.size() ? k : 0]; }
+
+// Appends the bindings of the step constants, the update counts and found_inf:
+// the buffers, or (pushed) the gradient range of item 0, never read.
+void bind_step_buffers(const UpdateBuffers& b, std::span<const Matrix> pairs, std::span<const UpdateItem> items, ComputeDispatch& d) {
   if (b.pushed) {
-    const BufferBinding g = BufferBinding::read(gradient.storage(), offset_of(c), bytes_of(c));
-    return {g, g, g};
+    for (int i = 0; i < 3; ++i) d.bindings.push_back(item_binding(pairs[2 * items[0].pair + 1], items[0], runtime::Access::Read));
+    return;
   }
-  return {BufferBinding::read(b.constants.storage()), BufferBinding::read(b.counts.storage()), BufferBinding::read(b.found_inf.storage())};
+  for (const Matrix* m : {&b.constants, &b.counts, &b.found_inf}) d.bindings.push_back(BufferBinding::read(m->storage()));
+}
+
+// The element counts and slots of `items` (0 in the unused places).
+push::ml_optim_update_items item_push(const UpdateBuffers& b, std::span<const UpdateItem> items) {
+  std::array<std::uint32_t, kItems> n{}, slot{};
+  for (std::size_t k = 0; k < items.size(); ++k) {
+    n[k] = static_cast<std::uint32_t>(items[k].chunk.count);
+    slot[k] = static_cast<std::uint32_t>(b.slots[items[k].pair]);
+  }
+  return {.n = n, .slot = slot};
+}
+
+// The pairs in dispatch order: those that push equal step values (bit for
+// bit) next to each other, `starts` true where a run of equal values begins
+// (a new dispatch); all in one run when the step reads its values from buffers.
+std::vector<std::size_t> dispatch_order(const UpdateBuffers& b, std::size_t pairs, std::vector<bool>& starts) {
+  std::vector<std::size_t> order(pairs);
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  starts.assign(pairs, false);
+  if (!b.pushed) return order;
+  // Per pair its pushed values as bits: the update count, then the step constants.
+  const std::size_t per = b.stride;
+  std::vector<std::uint32_t> keys(pairs * per);
+  for (std::size_t j = 0; j < pairs; ++j) {
+    keys[j * per] = std::bit_cast<std::uint32_t>(b.pushed_counts[j]);
+    for (std::size_t c = 1; c < per; ++c) keys[j * per + c] = std::bit_cast<std::uint32_t>(b.pushed_constants[j * (per - 1) + c - 1]);
+  }
+  auto key = [&](std::size_t j) { return std::span<const std::uint32_t>(keys).subspan(j * per, per); };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t i, std::size_t j) { return std::ranges::lexicographical_compare(key(i), key(j)); });
+  for (std::size_t at = 1; at < pairs; ++at) starts[at] = !std::ranges::equal(key(order[at]), key(order[at - 1]));
+  return order;
 }
 
 // An update op whose results are the parameters, written in place, and whose
-// lowering is `lower(call, j, c)` for chunk c of pair j (the dispatch without
-// its workgroup count), then, unless the step pushes its values,
-// ml/optim/count_steps over the update counts.
+// lowering is `lower(call, items)` for each dispatch of up to kItems items
+// (the dispatch without its workgroup count), then, unless the step pushes
+// its values, ml/optim/count_steps over the update counts.
 template <class A>
-Op<A> update_op(const char* name, std::function<ComputeDispatch(const OpCall<A>&, std::size_t, const detail::ElementChunk&)> lower) {
+Op<A> update_op(const char* name, std::function<ComputeDispatch(const OpCall<A>&, std::span<const UpdateItem>)> lower) {
   return Op<A>({.name = name,
                 .inputs = {"parameter", "gradient"},
                 .outputs = -1,
@@ -101,13 +157,28 @@ Op<A> update_op(const char* name, std::function<ComputeDispatch(const OpCall<A>&
                 },
                 .lower = {{DType::F32,
                            [lower](const OpCall<A>& call, const std::vector<Matrix>&, std::vector<ComputeDispatch>& ds) {
-                             for (std::size_t j = 0; j < call.inputs.size() / 2; ++j)
-                               for (const auto& c : detail::element_chunks(call.engine, call.inputs[2 * j].numel())) {
-                                 ComputeDispatch d = lower(call, j, c);
-                                 d.groups = {detail::groups_for(c.count, kUpdateGroup), 1, 1};
-                                 ds.push_back(std::move(d));
-                               }
                              const UpdateBuffers& b = call.attributes;
+                             std::vector<bool> starts;
+                             const std::vector<std::size_t> order = dispatch_order(b, call.inputs.size() / 2, starts);
+                             std::array<UpdateItem, kItems> items;
+                             std::size_t held = 0;
+                             std::uint64_t groups = 0;
+                             auto flush = [&] {
+                               if (held == 0) return;
+                               ComputeDispatch d = lower(call, std::span<const UpdateItem>(items.data(), held));
+                               d.groups = {groups, 1, 1};
+                               ds.push_back(std::move(d));
+                               held = 0, groups = 0;
+                             };
+                             for (std::size_t at = 0; at < order.size(); ++at) {
+                               if (starts[at]) flush();
+                               for (const auto& c : detail::element_chunks(call.engine, call.inputs[2 * order[at]].numel())) {
+                                 if (held == kItems) flush();
+                                 items[held++] = {order[at], c};
+                                 groups += detail::groups_for(c.count, kUpdateGroup);
+                               }
+                             }
+                             flush();
                              if (b.pushed) return;
                              ComputeDispatch d;
                              d.kernel = kernels::ml_optim_count_steps;
@@ -131,26 +202,27 @@ struct SgdAttributes : UpdateBuffers {
 };
 
 const Op<SgdAttributes> kSgdStep = update_op<SgdAttributes>(
-    kSgdOp, [](const OpCall<SgdAttributes>& call, std::size_t j, const detail::ElementChunk& c) {
+    kSgdOp, [](const OpCall<SgdAttributes>& call, std::span<const UpdateItem> items) {
       const SgdAttributes& a = call.attributes;
       const bool momentum = a.momentum != 0;
-      const Matrix &p = call.inputs[2 * j], &g = call.inputs[2 * j + 1];
       ComputeDispatch d;
       d.kernel = kernels::ml_optim_sgd_step;
-      d.specialization = {momentum ? 1u : 0u, a.nesterov ? 1u : 0u};
-      d.specialization.push_back(a.pushed ? 1u : 0u);
-      const auto& buffer = momentum ? a.momentum_buffers[j].storage() : p.storage();
-      const auto step = step_buffers(a, g, c);
-      d.bindings = {BufferBinding::read_write(p.storage(), offset_of(c), bytes_of(c)),
-                    BufferBinding::read(g.storage(), offset_of(c), bytes_of(c)),
-                    BufferBinding::read_write(buffer, offset_of(c), bytes_of(c)), step[0], step[1], step[2]};
-      d.push.set(push::ml_optim_sgd_step{.n = static_cast<std::uint32_t>(c.count),
-                                         .momentum = a.momentum,
+      d.specialization = {momentum ? 1u : 0u, a.nesterov ? 1u : 0u, a.pushed ? 1u : 0u};
+      for (std::size_t k = 0; k < kItems; ++k) {
+        const UpdateItem& it = item_at(items, k);
+        const Matrix& p = call.inputs[2 * it.pair];
+        d.bindings.push_back(item_binding(p, it, runtime::Access::ReadWrite));
+        d.bindings.push_back(item_binding(call.inputs[2 * it.pair + 1], it, runtime::Access::Read));
+        d.bindings.push_back(item_binding(momentum ? a.momentum_buffers[it.pair] : p, it, runtime::Access::ReadWrite));
+      }
+      bind_step_buffers(a, call.inputs, items, d);
+      const std::size_t j = items[0].pair;
+      d.push.set(push::ml_optim_sgd_step{.momentum = a.momentum,
                                          .dampening = a.dampening,
                                          .weight_decay = a.weight_decay,
-                                         .slot = static_cast<std::uint32_t>(a.slots[j]),
                                          .count = a.pushed ? a.pushed_counts[j] : 0.0f,
-                                         .lr = a.pushed ? a.pushed_constants[j] : 0.0f});
+                                         .lr = a.pushed ? a.pushed_constants[j] : 0.0f,
+                                         .items = item_push(a, items)});
       return d;
     });
 
@@ -165,26 +237,29 @@ struct AdamWAttributes : UpdateBuffers {
 };
 
 const Op<AdamWAttributes> kAdamWStep = update_op<AdamWAttributes>(
-    kAdamWOp, [](const OpCall<AdamWAttributes>& call, std::size_t j, const detail::ElementChunk& c) {
+    kAdamWOp, [](const OpCall<AdamWAttributes>& call, std::span<const UpdateItem> items) {
       const AdamWAttributes& a = call.attributes;
       ComputeDispatch d;
       d.kernel = kernels::ml_optim_adamw_step;
       d.specialization = {a.pushed ? 1u : 0u};
-      const auto step = step_buffers(a, call.inputs[2 * j + 1], c);
-      d.bindings = {BufferBinding::read_write(call.inputs[2 * j].storage(), offset_of(c), bytes_of(c)),
-                    BufferBinding::read(call.inputs[2 * j + 1].storage(), offset_of(c), bytes_of(c)),
-                    BufferBinding::read_write(a.exp_avg[j].storage(), offset_of(c), bytes_of(c)),
-                    BufferBinding::read_write(a.exp_avg_sq[j].storage(), offset_of(c), bytes_of(c)), step[0], step[1], step[2]};
-      d.push.set(push::ml_optim_adamw_step{.n = static_cast<std::uint32_t>(c.count),
-                                           .beta1 = a.beta1,
+      for (std::size_t k = 0; k < kItems; ++k) {
+        const UpdateItem& it = item_at(items, k);
+        d.bindings.push_back(item_binding(call.inputs[2 * it.pair], it, runtime::Access::ReadWrite));
+        d.bindings.push_back(item_binding(call.inputs[2 * it.pair + 1], it, runtime::Access::Read));
+        d.bindings.push_back(item_binding(a.exp_avg[it.pair], it, runtime::Access::ReadWrite));
+        d.bindings.push_back(item_binding(a.exp_avg_sq[it.pair], it, runtime::Access::ReadWrite));
+      }
+      bind_step_buffers(a, call.inputs, items, d);
+      const std::size_t j = items[0].pair;
+      d.push.set(push::ml_optim_adamw_step{.beta1 = a.beta1,
                                            .beta2 = a.beta2,
                                            .eps = a.eps,
-                                           .slot = static_cast<std::uint32_t>(a.slots[j]),
                                            .log_beta1 = static_cast<float>(std::log(double(a.beta1))),
                                            .log_beta2 = static_cast<float>(std::log(double(a.beta2))),
                                            .count = a.pushed ? a.pushed_counts[j] : 0.0f,
                                            .lr = a.pushed ? a.pushed_constants[2 * j + 1] : 0.0f,
-                                           .decay_factor = a.pushed ? a.pushed_constants[2 * j] : 0.0f});
+                                           .decay_factor = a.pushed ? a.pushed_constants[2 * j] : 0.0f,
+                                           .items = item_push(a, items)});
       return d;
     });
 

@@ -104,7 +104,7 @@ TEST(NnOptim, AdamWMatchesHandComputedUpdatesAndSkipsMissingGradients) {
   EXPECT_TRUE(matches(state[2].second.to_vector(), rb.m));
 }
 
-TEST(NnOptim, OneFusedDispatchPerParameterAndZeroGrad) {
+TEST(NnOptim, OneFusedOpPerStepAndZeroGrad) {
   auto a = make_param("a", {2049}, values(2049, 1.0, 0.0));
   auto b = make_param("b", {3}, values(3, 1.0, 1.0));
   auto c = make_param("c", {4, 4}, values(16, 1.0, 2.0));
@@ -118,7 +118,7 @@ TEST(NnOptim, OneFusedDispatchPerParameterAndZeroGrad) {
   const auto ops = trace.ops();
   ASSERT_EQ(ops.size(), 1u);
   EXPECT_EQ(ops[0].name, "oa::ml::optim::adamw_step");
-  EXPECT_EQ(ops[0].dispatches, 2u);  // a, c (b has no gradient)
+  EXPECT_EQ(ops[0].dispatches, 1u);  // a and c in one dispatch (b has no gradient)
   EXPECT_EQ(ops[0].inputs.size(), 4u);
   EXPECT_EQ(ops[0].outputs, (std::vector<Shape>{Shape{2049}, Shape{4, 4}}));
   EXPECT_EQ(engine.stats().submits, before.submits);  // no host round trip
@@ -146,6 +146,164 @@ TEST(NnOptim, OneFusedDispatchPerParameterAndZeroGrad) {
   set_grad(c, values(16, 1.0, 0.5));
   adam.step();  // plain again: continues from the device's counts
   EXPECT_EQ(adam.parameter_steps(), (std::vector<std::int64_t>{2, 0, 2}));
+}
+
+// ── Multi-tensor steps ───────────────────────────────────────────────────────
+// A step updates up to 8 element ranges of parameters per dispatch. Each
+// parameter must get exactly what a step over it alone gives (the one-item
+// dispatch of the same kernel), and what the f64 reference gives.
+
+// Sizes around the 1024 elements of an update workgroup.
+const std::vector<std::int64_t> kMixedSizes = {1, 255, 1024, 1025, 3000, 7, 2048, 1, 513, 4097, 9, 100, 256};
+
+// One step of the schedule: the learning rate (times the options' lr), the
+// found_inf passed (-1: none, the step pushes its values; 0 or 1: read from
+// GradScaler's flag, 1 skipping the step) and a parameter without gradient (-1: none).
+struct ScheduledStep {
+  double lr_scale;
+  int found_inf;
+  int no_grad;
+};
+// Missing gradients make the update counts differ, so pushed steps split into
+// dispatches of equal counts.
+const std::vector<ScheduledStep> kSchedule = {{1.0, -1, -1}, {0.5, 0, 3}, {0.5, 1, -1}, {0.25, -1, 5}, {1.0, -1, -1}, {0.5, 0, 12}};
+
+std::vector<double> gradient_at(std::size_t i, std::size_t s, std::int64_t n) {
+  return values(static_cast<std::size_t>(n), 0.9, 1.7 * static_cast<double>(s) + static_cast<double>(i));
+}
+
+// The parameters and then the optimizer state after the schedule, with one
+// optimizer over all parameters (`together`) or one per parameter.
+template <class Opt, class Options>
+std::vector<std::vector<float>> run_schedule(const Options& o, bool together) {
+  std::vector<Parameter> ps;
+  for (std::size_t i = 0; i < kMixedSizes.size(); ++i)
+    ps.push_back(make_param(fmt::format("p{}", i), {kMixedSizes[i]}, values(static_cast<std::size_t>(kMixedSizes[i]), 1.0, 0.3 * i)));
+  std::vector<std::unique_ptr<Opt>> opts;
+  if (together) opts.push_back(std::make_unique<Opt>(ps, o));
+  else
+    for (const auto& p : ps) opts.push_back(std::make_unique<Opt>(std::vector<Parameter>{p}, o));
+  for (std::size_t s = 0; s < kSchedule.size(); ++s) {
+    const ScheduledStep& step = kSchedule[s];
+    for (std::size_t i = 0; i < ps.size(); ++i) {
+      if (static_cast<int>(i) == step.no_grad) ps[i].zero_grad();
+      else set_grad(ps[i], gradient_at(i, s, kMixedSizes[i]));
+    }
+    for (auto& opt : opts) {
+      opt->set_lr(static_cast<float>(o.lr * step.lr_scale));
+      if (step.found_inf < 0) opt->step();
+      else opt->step(Matrix::from_vector(Shape{}, std::vector<float>{static_cast<float>(step.found_inf)}));
+    }
+  }
+  std::vector<std::vector<float>> out;
+  for (const auto& p : ps) out.push_back(p.value().to_vector());
+  for (auto& opt : opts)
+    for (const auto& [name, m] : opt->state()) out.push_back(m.to_vector());
+  return out;
+}
+
+// The parameters after the schedule by the f64 reference `R`.
+template <class R, class Options>
+std::vector<std::vector<double>> reference_schedule(const Options& o) {
+  std::vector<std::vector<double>> ps;
+  std::vector<R> refs;
+  for (std::size_t i = 0; i < kMixedSizes.size(); ++i) {
+    ps.push_back(values(static_cast<std::size_t>(kMixedSizes[i]), 1.0, 0.3 * i));
+    refs.push_back(R{o});
+  }
+  for (std::size_t s = 0; s < kSchedule.size(); ++s) {
+    if (kSchedule[s].found_inf == 1) continue;
+    const float lr = static_cast<float>(o.lr * kSchedule[s].lr_scale);
+    for (std::size_t i = 0; i < ps.size(); ++i)
+      if (static_cast<int>(i) != kSchedule[s].no_grad) refs[i].step(ps[i], gradient_at(i, s, kMixedSizes[i]), lr);
+  }
+  return ps;
+}
+
+template <class Opt, class R, class Options>
+void expect_multi_tensor_step(const Options& o) {
+  const auto together = run_schedule<Opt>(o, true), alone = run_schedule<Opt>(o, false);
+  ASSERT_EQ(together.size(), alone.size());
+  // The state of one optimizer lists per parameter what the optimizers of one
+  // parameter each list; both list the parameters first.
+  for (std::size_t i = 0; i < together.size(); ++i) EXPECT_EQ(together[i], alone[i]) << "value " << i;
+  const auto want = reference_schedule<R>(o);
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(matches(together[i], want[i], 1e-5)) << "parameter " << i;
+}
+
+TEST(NnOptim, MultiTensorSgdGivesEachParameterItsOwnStep) {
+  const std::vector<optim::SgdOptions> configs = {
+      {.lr = 0.1f},
+      {.lr = 0.1f, .momentum = 0.9f, .dampening = 0.1f},
+      {.lr = 0.1f, .momentum = 0.5f, .weight_decay = 0.01f, .nesterov = true},
+      {.lr = 0.2f, .weight_decay = 0.1f},
+  };
+  for (std::size_t k = 0; k < configs.size(); ++k) {
+    SCOPED_TRACE(k);
+    expect_multi_tensor_step<optim::Sgd, oa::reference::SgdReference>(configs[k]);
+  }
+}
+
+TEST(NnOptim, MultiTensorAdamWGivesEachParameterItsOwnStep) {
+  expect_multi_tensor_step<optim::AdamW, oa::reference::AdamWReference>(optim::AdamWOptions{.lr = 0.01f, .weight_decay = 0.1f});
+  expect_multi_tensor_step<optim::AdamW, oa::reference::AdamWReference>(
+      optim::AdamWOptions{.lr = 0.02f, .beta1 = 0.8f, .beta2 = 0.99f, .eps = 1e-6f, .weight_decay = 0.0f});
+}
+
+// The dispatches that one step of `opt` records.
+std::uint64_t step_dispatches(optim::Optimizer& opt, const Matrix& found_inf = {}) {
+  const auto engine = opt.parameters()[0].value().engine();
+  const auto before = engine.stats().dispatches;
+  opt.step(found_inf);
+  return engine.stats().dispatches - before;
+}
+
+TEST(NnOptim, AStepOverManySmallParametersRecordsFewDispatches) {
+  std::vector<Parameter> ps;
+  for (int i = 0; i < 64; ++i) {
+    ps.push_back(make_param(fmt::format("p{}", i), {256}, values(256, 1.0, i)));
+    set_grad(ps.back(), values(256, 0.5, 2.0 * i));
+  }
+  optim::AdamW adam(ps);
+  optim::Sgd sgd(ps, {.lr = 0.1f, .momentum = 0.9f});
+  const auto no_inf = Matrix::zeros(Shape{}, ps[0].value().engine());
+  EXPECT_EQ(step_dispatches(adam), 8u);
+  EXPECT_EQ(step_dispatches(adam, no_inf), 8u + 1);  // and the update counts
+  EXPECT_EQ(step_dispatches(sgd), 8u);
+  EXPECT_EQ(step_dispatches(sgd, no_inf), 8u + 1);
+  // Parameters whose update counts differ push different values: 63 of one
+  // count and 1 of another.
+  ps[10].zero_grad();
+  adam.step();
+  set_grad(ps[10], values(256, 0.5, 20.0));
+  EXPECT_EQ(step_dispatches(adam), 8u + 1);
+  EXPECT_EQ(step_dispatches(adam, no_inf), 8u + 1);
+}
+
+// A parameter past maxStorageBufferRange is updated in element ranges, each
+// an item of its own, next to small parameters in the same dispatch.
+TEST(NnOptim, AParameterPastTheStorageRangeIsUpdatedInRanges) {
+  const auto engine = oa::Engine::default_engine();
+  const std::uint64_t range = engine.device().max_storage_buffer_range;
+  if (range > (std::uint64_t{1} << 27)) GTEST_SKIP() << "maxStorageBufferRange " << range << " makes a parameter past it too large to test";
+  const std::int64_t per = static_cast<std::int64_t>(range / 4) / 1024 * 1024, n = per + 1500;
+  const Parameter big("big", Matrix::uniform({n}, -1, 1, 3, engine));
+  const auto small = make_param("small", {300}, values(300, 1.0, 0.0));
+  const optim::AdamWOptions o{.lr = 0.01f, .weight_decay = 0.1f};
+  optim::AdamW adam({small, big}, o);
+  const auto p0 = big.value().to_vector();
+  oa::backward(oa::matrix::affine(big.value(), 1.0f, 0.0f), Matrix::uniform({n}, -1, 1, 4, engine));
+  set_grad(small, values(300, 0.5, 1.0));
+  const auto g = big.grad().to_vector();
+  EXPECT_EQ(step_dispatches(adam), 1u);  // small, then big's two ranges
+  const auto got = big.value().to_vector();
+  // Elements on both sides of the range boundary and at the ends, against the reference.
+  for (std::int64_t i : {std::int64_t{0}, per - 2, per - 1, per, per + 1, n - 1}) {
+    oa::reference::AdamWReference r{o};
+    std::vector<double> p{p0[static_cast<std::size_t>(i)]};
+    r.step(p, {g[static_cast<std::size_t>(i)]}, o.lr);
+    EXPECT_TRUE(matches({got[static_cast<std::size_t>(i)]}, p)) << "element " << i;
+  }
 }
 
 TEST(NnOptim, RejectsBadOptionsAndParameters) {

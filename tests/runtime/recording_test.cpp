@@ -52,8 +52,9 @@ TEST(RuntimeRecording, DispatchLimitsAreErrors) {
   oa::runtime::ComputeDispatch d;
   for (std::size_t i = 0; i < oa::runtime::ComputeDispatch::kMaxBindings; ++i)
     d.bindings.push_back(oa::runtime::BufferBinding::write(x.storage()));
-  EXPECT_TRUE(oa_test::throws([&] { d.bindings.push_back(oa::runtime::BufferBinding::read(x.storage())); },
-                              oa::ErrorKind::Internal, {"at most 16 bindings"}));
+  const std::string limit = "at most " + std::to_string(oa::runtime::ComputeDispatch::kMaxBindings) + " bindings";
+  EXPECT_TRUE(oa_test::throws([&] { d.bindings.push_back(oa::runtime::BufferBinding::read(x.storage())); }, oa::ErrorKind::Internal,
+                              {limit.c_str()}));
   EXPECT_TRUE(oa_test::throws([&] { d.specialization = std::vector<std::uint32_t>(17, 1u); }, oa::ErrorKind::Internal,
                               {"at most 16 specialization constants"}));
 }

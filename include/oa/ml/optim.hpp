@@ -1,9 +1,12 @@
 #pragma once
 // Optimizers, gradient clipping and learning-rate schedules (oa::ml::optim).
 //
-// SGD and AdamW update every parameter with one fused kernel dispatch per
-// parameter (per maxStorageBufferRange piece of a very large one): no host
-// round trip, no temporaries. A step is one semantic op
+// SGD and AdamW update every parameter with one fused kernel, multi-tensor as
+// PyTorch's foreach/fused optimizers: each dispatch updates up to 8
+// parameters (or maxStorageBufferRange pieces of a very large one), so a step
+// over many small parameters costs a few dispatches; no host round trip, no
+// temporaries. A plain step puts only parameters with equal update counts in
+// one dispatch. A step is one semantic op
 // ("oa::ml::optim::sgd_step" / "oa::ml::optim::adamw_step") spanning those
 // dispatches. Parameters whose gradient is undefined are skipped, as PyTorch
 // skips parameters whose .grad is None. step() bumps the version of every

@@ -126,7 +126,7 @@ class PushConstants {
 
 struct ComputeDispatch {
   std::string_view kernel;                   // embedded shader name, e.g. "matrix/binary"
-  static constexpr std::size_t kMaxBindings = 16;
+  static constexpr std::size_t kMaxBindings = 36;  // ml/optim/adamw_step binds 35
   static constexpr std::size_t kMaxSpecialization = 16;
   InlineVector<BufferBinding, kMaxBindings> bindings;              // set 0, binding i
   PushConstants push;                                              // the op's parameters

@@ -1,31 +1,38 @@
 #version 450
-// One AdamW step on one parameter (Loshchilov & Hutter 2019, as
-// torch.optim.AdamW computes it, amsgrad off):
+// One AdamW step (Loshchilov & Hutter 2019, as torch.optim.AdamW computes it,
+// amsgrad off) on up to OA_OPTIM_ITEMS parameters (or element ranges of
+// them) in one dispatch, as PyTorch's foreach/fused AdamW:
 //   p = p * (1 - lr * weight_decay)                       (decay_factor)
 //   m = m + (1 - beta1) * (g - m)                         (lerp)
 //   v = beta2 * v + (1 - beta2) * g * g
 //   p = p - step_size * m / (sqrt(v) / bc2_sqrt + eps)
 // with step_size = lr / (1 - beta1^t) and bc2_sqrt = sqrt(1 - beta2^t) at
-// the parameter's t-th update: t - 1 is its update count (binding 5), lr and
-// decay_factor are read from binding 4 (three floats per parameter, pc.slot
-// picks them). Nothing changes when found_inf (binding 6, GradScaler's) is
-// nonzero. PUSHED = 1 (a step without found_inf): the update count, lr and
-// decay_factor come from the push constants instead and bindings 4 to 6 are
-// never touched. Each thread updates 4 elements (1024 per workgroup).
-// Bindings: 0 parameter, 1 gradient, 2 exp_avg (m), 3 exp_avg_sq (v), 4 step
-// constants, 5 update counts, 6 found_inf.
+// the parameter's t-th update: t - 1 is its update count (binding 33), lr and
+// decay_factor are read from binding 32 (three floats per parameter, the
+// item's slot picks them). Nothing changes when found_inf (binding 34,
+// GradScaler's) is nonzero. PUSHED = 1 (a step without found_inf): the update
+// count, lr and decay_factor, the same for every item, come from the push
+// constants instead and bindings 32 to 34 are never touched. Workgroups map to
+// items as update_items.push.h says; each thread updates 4 elements (1024 per
+// workgroup).
+// Bindings: 4j parameter, 4j + 1 gradient, 4j + 2 exp_avg (m), 4j + 3
+// exp_avg_sq (v) of item j; 32 step constants, 33 update counts, 34 found_inf.
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint PUSHED = 0;
-layout(std430, binding = 0) buffer P { float p[]; };
-layout(std430, binding = 1) readonly buffer G { float g[]; };
-layout(std430, binding = 2) buffer M { float m[]; };
-layout(std430, binding = 3) buffer V { float v[]; };
-layout(std430, binding = 4) readonly buffer C { float constants[]; };
-layout(std430, binding = 5) readonly buffer N { float counts[]; };
-layout(std430, binding = 6) readonly buffer F { float found_inf[]; };
+// The four buffers of item k.
+#define ITEM(k)                                                       \
+  layout(std430, binding = 4 * k) buffer P##k { float p##k[]; };       \
+  layout(std430, binding = 4 * k + 1) readonly buffer G##k { float g##k[]; }; \
+  layout(std430, binding = 4 * k + 2) buffer M##k { float m##k[]; };   \
+  layout(std430, binding = 4 * k + 3) buffer V##k { float v##k[]; };
+ITEM(0) ITEM(1) ITEM(2) ITEM(3) ITEM(4) ITEM(5) ITEM(6) ITEM(7)
+layout(std430, binding = 32) readonly buffer C { float constants[]; };
+layout(std430, binding = 33) readonly buffer N { float counts[]; };
+layout(std430, binding = 34) readonly buffer F { float found_inf[]; };
 #include "ml/optim/adamw_step.push.h"
+#include "ml/optim/update_items.glsl"
 
 // 1 - beta^t = -expm1(t log(beta)) from log_beta = log(beta) (-inf for beta
 // 0): a series near 0, where 1 - exp() would cancel, exp() elsewhere; relative
@@ -41,24 +48,42 @@ float bias_correction(float t, float log_beta) {
   return -sum;
 }
 
+// The update of item k's elements i0 + 0, 256, 512, 768 (those below its count).
+#define UPDATE(k)                                                              \
+  for (uint s = 0u; s < 4u; ++s) {                                             \
+    uint i = i0 + s * 256u;                                                    \
+    if (i >= pc.n[k]) return;                                                  \
+    float grad = g##k[i];                                                      \
+    float w = p##k[i] * decay_factor;                                          \
+    float mi = m##k[i];                                                        \
+    mi = mi + (1.0 - pc.beta1) * (grad - mi);                                  \
+    float vi = pc.beta2 * v##k[i] + (1.0 - pc.beta2) * grad * grad;            \
+    m##k[i] = mi;                                                              \
+    v##k[i] = vi;                                                              \
+    p##k[i] = w - step_size * (mi / (sqrt(vi) / bc2_sqrt + pc.eps));           \
+  }
+
 void main() {
   if (PUSHED == 0u && found_inf[0] != 0.0) return;
-  uint i0 = OA_GROUP_ID.x * 1024u + gl_LocalInvocationID.x;
-  float t = (PUSHED == 1u ? pc.count : counts[pc.slot]) + 1.0;
-  float decay_factor = PUSHED == 1u ? pc.decay_factor : constants[3u * pc.slot];
-  float lr = PUSHED == 1u ? pc.lr : constants[3u * pc.slot + 1u];
+  uint local;
+  uint j = update_item(OA_GROUP_ID.x, local);
+  uint slot = pc.slot[j];
+  uint i0 = local * 1024u + gl_LocalInvocationID.x;
+  float t = (PUSHED == 1u ? pc.count : counts[slot]) + 1.0;
+  float decay_factor = PUSHED == 1u ? pc.decay_factor : constants[3u * slot];
+  float lr = PUSHED == 1u ? pc.lr : constants[3u * slot + 1u];
   float step_size = lr / bias_correction(t, pc.log_beta1);
   float bc2_sqrt = sqrt(bias_correction(t, pc.log_beta2));
-  for (uint k = 0u; k < 4u; ++k) {
-    uint i = i0 + k * 256u;
-    if (i >= pc.n) return;
-    float grad = g[i];
-    float w = p[i] * decay_factor;
-    float mi = m[i];
-    mi = mi + (1.0 - pc.beta1) * (grad - mi);
-    float vi = pc.beta2 * v[i] + (1.0 - pc.beta2) * grad * grad;
-    m[i] = mi;
-    v[i] = vi;
-    p[i] = w - step_size * (mi / (sqrt(vi) / bc2_sqrt + pc.eps));
+  // One branch per workgroup (j is uniform), the whole update inside: a
+  // branch per access would run every case on lavapipe.
+  switch (int(j)) {
+    case 0: UPDATE(0) break;
+    case 1: UPDATE(1) break;
+    case 2: UPDATE(2) break;
+    case 3: UPDATE(3) break;
+    case 4: UPDATE(4) break;
+    case 5: UPDATE(5) break;
+    case 6: UPDATE(6) break;
+    default: UPDATE(7)
   }
 }
