@@ -470,8 +470,20 @@ TEST(ConvGrad, Conv2d) {
 // Winograd F(2x2, 3x3) forced: the forward and the input gradient (the
 // stride-1 correlation of the output gradient, padded by 2 - padding, with
 // the rotated weight transposed) through it, paddings 0-3, batch 1-2; the
-// weight gradient keeps its own kernels.
+// weight gradient keeps its own kernels. An input gradient alone takes the
+// four Winograd dispatches where the implicit GEMM takes one.
 TEST(ConvGrad, Winograd) {
+  const auto input_grad_dispatches = [](const char* variant) {
+    const oa_test::Forced forced("conv.kernel", variant);
+    const Matrix x = oa::set_requires_grad(Matrix::from_vector({2, 3, 6, 5}, random_values(180, 47)));
+    const Matrix y = oa::ml::conv_2d(x, Matrix::from_vector({4, 3, 3, 3}, random_values(108, 48)), Matrix(), {.padding = {1, 1}});
+    oa::TraceCapture trace(x.engine());
+    oa::backward(y, Matrix::ones(y.shape()));
+    const auto ops = trace.ops();
+    return ops.size() == 1 ? ops[0].dispatches : 0;
+  };
+  EXPECT_EQ(input_grad_dispatches("igemm"), 1u);
+  EXPECT_EQ(input_grad_dispatches("winograd"), 4u);
   const oa_test::Forced forced("conv.kernel", "winograd");
   for (const auto& k : {conv2d(2, 3, 4, 6, 7, 3, 3, params({1, 1}, {1, 1}, {1, 1})),
                         conv2d(1, 5, 3, 7, 5, 3, 3, params({1, 1}, {0, 0}, {1, 1}), false),
