@@ -94,7 +94,7 @@ inline constexpr Heads kAttention[] = {
 };
 // clang-format on
 
-// Convolutions: CNN layers (ResNet-50, VGG-16, ResNeXt-50), depthwise 2-D
+// Convolutions: CNN layers (ResNet-50, VGG-16, ResNeXt-50, Darknet-53, U-Net), depthwise 2-D
 // (MobileNetV2, EfficientNet, ConvNeXt) and 1-D (the short convolutions of
 // Mamba and Hyena), audio front ends (wav2vec 2.0, Whisper) and transposed
 // convolutions of decoders and GANs (DCGAN, U-Net, HiFi-GAN).
@@ -118,6 +118,12 @@ inline constexpr Conv kLayers[] = {
     {"conv2d",         "resnet50_layer4_1x1_reduce",    2, 32, 2048,  512,   7, 1, 1, 0,  1},
     {"conv2d",         "resnet50_downsample_1x1_s2",    2, 32,  512, 1024,  28, 1, 2, 0,  1},
     {"conv2d",         "vgg16_conv3_3x3",               2, 16,  256,  256,  56, 3, 1, 1,  1},
+    {"conv2d",         "vgg16_conv1_2_3x3",             2,  8,   64,   64, 224, 3, 1, 1,  1},
+    {"conv2d",         "vgg16_conv4_3_3x3",             2, 16,  512,  512,  28, 3, 1, 1,  1},
+    {"conv2d",         "vgg16_conv5_3_3x3",             2, 16,  512,  512,  14, 3, 1, 1,  1},
+    {"conv2d",         "darknet53_3x3_128to256_52",     2, 16,  128,  256,  52, 3, 1, 1,  1},
+    {"conv2d",         "unet_dec_3x3_256to128_64",      2,  8,  256,  128,  64, 3, 1, 1,  1},
+    {"conv2d",         "resnet50_layer3_3x3_b1",        2,  1,  256,  256,  14, 3, 1, 1,  1},
     {"conv2d",         "resnext50_layer1_3x3_g32",      2, 32,  128,  128,  56, 3, 1, 1, 32},
     {"conv2d",         "resnext50_layer3_3x3_g32",      2, 32,  512,  512,  14, 3, 1, 1, 32},
     {"depthwise",      "mobilenetv2_dw3x3_c144_56",     2, 32,  144,  144,  56, 3, 1, 1, 144},

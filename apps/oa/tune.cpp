@@ -113,9 +113,10 @@ std::vector<TuneCase> attention_cases(bool quick) {
 // The bench's convolutions (CNN layers, depthwise 2-D and 1-D, audio front
 // ends, transposed convolutions of decoders and GANs), forward: for
 // conv.igemm_tile (the depthwise ones with conv.kernel pinned to the implicit
-// GEMM), and for conv.kernel where they are grouped. The keys are those of
-// lower_conv: batch, output channels per group, groups, output positions per
-// image and channel, taps, transposed.
+// GEMM), and for conv.kernel where they are grouped or where Winograd serves
+// them (ungrouped 2-D 3x3 of stride 1). The keys are those of lower_conv:
+// batch, output channels per group, groups, output positions per image and
+// channel, taps, transposed.
 std::vector<TuneCase> conv_cases(bool quick) {
   std::vector<TuneCase> cases;
   for (const oa_bench::Conv& full : oa_bench::kLayers) {
@@ -130,7 +131,8 @@ std::vector<TuneCase> conv_cases(bool quick) {
     };
     const bool depthwise = c.groups == c.c_in && c.groups > 1;
     cases.push_back({"conv.igemm_tile", c.model, keys, depthwise ? Pins{{"conv.kernel", "igemm"}} : Pins{}, setup});
-    if (c.groups > 1) cases.push_back({"conv.kernel", c.model, keys, {}, setup});
+    const bool winograd = c.dims == 2 && c.groups == 1 && c.k == 3 && c.stride == 1;
+    if (c.groups > 1 || winograd) cases.push_back({"conv.kernel", c.model, keys, {}, setup});
   }
   return cases;
 }

@@ -17,6 +17,7 @@
 #include <limits>
 #include <string>
 
+#include "matrix/gemm.hpp"
 #include "matrix/op_def.hpp"
 #include "oa/runtime/tuning.hpp"
 
@@ -382,11 +383,91 @@ bool lower_depthwise(const Relation& r, bool wide, bool has_bias, ComputeDispatc
   return true;
 }
 
+// Winograd F(2x2, 3x3) (Lavin & Gray, "Fast Algorithms for Convolutional
+// Neural Networks", 2016) for an ungrouped 3x3 relation of stride and
+// dilation 1, as a stride-1 correlation of a source with a 3x3 kernel: the
+// convolution (narrow from wide), or the gather (wide from narrow) as the
+// correlation of the narrow tensor, padded by 2 - padding, with the rotated
+// weight transposed. ml/conv/winograd_weight transforms the weight into U
+// [16, C, K4] and ml/conv/winograd_input the source's 4x4 tiles (2x2 apart)
+// into V [16, C, T4] (C source channels, K output channels, T tiles, K4 and
+// T4 rounded up to 4 for vector loads); 16 GEMMs (lower_gemm) give U^T V
+// [16, K4, T4], each operand row-major along its GEMM extent; and
+// ml/conv/winograd_output turns each tile's 16 products into its 2x2 outputs,
+// adds the bias and stores them. Returns false (nothing appended) where it
+// does not serve, or where an intermediate exceeds what one binding holds.
+bool lower_winograd(const Relation& r, bool wide, const Matrix& src, const Matrix& weight, const Matrix& bias,
+                    const Matrix& dst, std::vector<ComputeDispatch>& out) {
+  if (r.groups != 1 || r.kh != 3 || r.kw != 3 || r.sh != 1 || r.sw != 1 || r.dh != 1 || r.dw != 1) return false;
+  const std::int64_t c = wide ? r.cn : r.cw, k = wide ? r.cw : r.cn;
+  const std::int64_t h = wide ? r.hn : r.hw, w = wide ? r.wn : r.ww;
+  const std::int64_t oh = wide ? r.hw : r.hn, ow = wide ? r.ww : r.wn;
+  const std::int64_t ph = wide ? 2 - r.ph : r.ph, pw = wide ? 2 - r.pw : r.pw;
+  const std::int64_t tiles_w = (ow + 1) / 2, tiles_hw = ((oh + 1) / 2) * tiles_w, tiles = r.n * tiles_hw;
+  const std::int64_t tiles_pad = (tiles + 3) / 4 * 4, k_pad = (k + 3) / 4 * 4;
+  const Engine& engine = src.engine();
+  const std::int64_t limit = std::min<std::int64_t>(std::numeric_limits<std::uint32_t>::max(),
+                                                    static_cast<std::int64_t>(engine.device().max_storage_buffer_range / 4));
+  for (std::int64_t extent : {c * tiles_pad, c * k_pad, k_pad * tiles_pad})
+    if (16 * extent > limit) return false;
+  const Matrix u = detail::allocate(engine, Shape{16, c, k_pad});
+  const Matrix v = detail::allocate(engine, Shape{16, c, tiles_pad});
+  const Matrix products = detail::allocate(engine, Shape{16, k_pad, tiles_pad});
+  const push::ml_conv_winograd push{.n = u32(r.n),
+                                    .c = u32(c),
+                                    .h = u32(h),
+                                    .w = u32(w),
+                                    .k = u32(k),
+                                    .oh = u32(oh),
+                                    .ow = u32(ow),
+                                    .ph = static_cast<std::int32_t>(ph),
+                                    .pw = static_cast<std::int32_t>(pw),
+                                    .tiles_w = u32(tiles_w),
+                                    .tiles_hw = u32(tiles_hw),
+                                    .tiles = u32(tiles),
+                                    .tiles_pad = u32(tiles_pad),
+                                    .k_pad = u32(k_pad),
+                                    .has_bias = bias.defined() ? 1u : 0u,
+                                    .wk_stride = u32(wide ? 9 : 9 * c),
+                                    .wc_stride = u32(wide ? 9 * k : 9),
+                                    .flip = wide ? 1u : 0u};
+  // One transform pass: `items` invocations along x (per_group a workgroup) times `rows` workgroups along y.
+  const auto transform = [&](std::string_view kernel, std::initializer_list<BufferBinding> bindings, std::int64_t items,
+                             std::int64_t per_group, std::int64_t rows) {
+    ComputeDispatch d;
+    d.kernel = kernel;
+    d.bindings = bindings;
+    d.push.set(push);
+    d.groups = {detail::groups_for(items, per_group), static_cast<std::uint64_t>(rows), 1};
+    out.push_back(std::move(d));
+  };
+  transform(kernels::ml_conv_winograd_weight, {BufferBinding::read(weight.storage()), BufferBinding::write(u.storage())}, k_pad,
+            64, c);
+  transform(kernels::ml_conv_winograd_input, {BufferBinding::read(src.storage()), BufferBinding::write(v.storage())}, tiles_pad,
+            256, c);
+  const auto gemm = detail::lower_gemm(engine, {.batch = 16,
+                                                .m = k_pad,
+                                                .n = tiles_pad,
+                                                .k = c,
+                                                .trans_a = true,
+                                                .a = {&u, 0, c * k_pad},
+                                                .b = {&v, 0, c * tiles_pad},
+                                                .c = {&products, 0, k_pad * tiles_pad}});
+  out.insert(out.end(), gemm.begin(), gemm.end());
+  transform(kernels::ml_conv_winograd_output,
+            {BufferBinding::read(products.storage()), BufferBinding::read(bias.defined() ? bias.storage() : weight.storage()),
+             BufferBinding::write(dst.storage())},
+            tiles, 256, k);
+  return true;
+}
+
 // Computes `dst` (narrow when !wide, wide when wide) from `src` through the
 // weight; adds bias when defined. The tuning point conv.kernel names the
-// first kernel to try: depthwise (problems that fit the depthwise kernel),
-// then direct (other grouped convolutions with few output channels per
-// group), then the implicit GEMM, whose tile conv.igemm_tile names.
+// first kernel to try in the order winograd (ungrouped 3x3 problems of
+// stride and dilation 1), depthwise (problems that fit the depthwise
+// kernel), direct (other grouped convolutions with few output channels per
+// group), then the implicit GEMM, whose tile conv.igemm_tile names; a kernel
+// that does not serve the problem passes it to the next.
 std::vector<ComputeDispatch> lower_conv(const Relation& r, bool wide, const Matrix& src, const Matrix& weight, const Matrix& bias,
                                         const Matrix& dst) {
   const std::int64_t cols = wide ? r.cw / r.groups : r.cn / r.groups;
@@ -396,11 +477,15 @@ std::vector<ComputeDispatch> lower_conv(const Relation& r, bool wide, const Matr
   const std::shared_ptr<const Tuning> tuning = tuning_of(src.engine());
   const std::int64_t keys[] = {r.n, cols, r.groups, wide ? r.hw * r.ww : r.hn * r.wn, r.kh * r.kw, wide ? 1 : 0};
   const std::string_view first = tuning->choose("conv.kernel", keys);
+  if (first == "winograd") {
+    std::vector<ComputeDispatch> out;
+    if (lower_winograd(r, wide, src, weight, bias, dst, out)) return out;
+  }
   const BufferBinding bias_binding = BufferBinding::read(bias.defined() ? bias.storage() : weight.storage());
   ComputeDispatch d;
   d.bindings = {BufferBinding::read(src.storage()), BufferBinding::read(weight.storage()), bias_binding,
                 BufferBinding::write(dst.storage())};
-  if (first == "depthwise" && lower_depthwise(r, wide, bias.defined(), d)) return {std::move(d)};
+  if ((first == "winograd" || first == "depthwise") && lower_depthwise(r, wide, bias.defined(), d)) return {std::move(d)};
   if (first != "igemm" && r.groups > 1 && cols <= kDirectMaxChannels) {
     const std::int64_t ob = cols == 1 ? 1 : 4;
     const std::int64_t planes = r.n * r.groups * ((cols + ob - 1) / ob);

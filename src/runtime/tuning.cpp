@@ -143,9 +143,10 @@ const std::vector<TuningPoint>& tuning_points() {
        "or has a long K, else 64x64 (busy), or a fixed one (a fixed tile the device cannot run falls back to busy)"},
       {"gemm.split_k", gemm_keys, {"busy", "none"},
        "splitting K across workgroups while too few would run (busy), or never"},
-      {"conv.kernel", conv_keys, {"depthwise", "direct", "igemm"},
-       "a convolution's (or its input gradient's) first kernel to try: depthwise (one channel per group, small windows), "
-       "direct (grouped, at most 8 output channels per group), then the implicit GEMM, which serves all"},
+      {"conv.kernel", conv_keys, {"winograd", "depthwise", "direct", "igemm"},
+       "a convolution's (or its input gradient's) first kernel to try: winograd (F(2x2, 3x3): ungrouped 3x3, stride and "
+       "dilation 1), depthwise (one channel per group, small windows), direct (grouped, at most 8 output channels per "
+       "group), then the implicit GEMM, which serves all"},
       {"conv.igemm_tile", conv_keys, {"128x128", "128x64", "128x32", "64x16"},
        "the implicit-GEMM convolution's tile: output positions x output channels per workgroup"},
       {"attention.forward_lowering", attention_keys, {"fused", "gemm"},

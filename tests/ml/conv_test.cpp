@@ -10,6 +10,7 @@
 #include "oa/oa.hpp"
 #include "reference/conv.hpp"
 #include "support/expect.hpp"
+#include "support/forced_tuning.hpp"
 #include "support/gradcheck.hpp"
 
 namespace {
@@ -79,7 +80,13 @@ std::vector<double> reference(const Case& k, const std::vector<double>& x, const
                       : oa::reference::conv2d(x, xs, w, weight_dims(k), b, k.p, out);
 }
 
-void check_forward(const Case& k) {
+// The dispatches one forward call records: one kernel, unless a
+// multi-pass lowering is forced.
+struct Dispatches {
+  std::uint64_t low = 1, high = 1;
+};
+
+void check_forward(const Case& k, double tolerance = 1e-4, Dispatches dispatches = {}) {
   SCOPED_TRACE(describe(k));
   const Dims wd = weight_dims(k);
   const auto xv = random_values(k.n * k.c * k.h * k.w, 1);
@@ -94,10 +101,11 @@ void check_forward(const Case& k) {
   Dims out;
   const auto want = reference(k, widen(xv), widen(wv), widen(bv), out);
   EXPECT_EQ(y.shape(), act_shape(k, out[1], out[2], out[3]));
-  EXPECT_TRUE(oa_test::near(y.to_vector(), want, 1e-4, 1e-4));
+  EXPECT_TRUE(oa_test::near(y.to_vector(), want, tolerance, tolerance));
   ASSERT_EQ(ops.size(), 1u);
   EXPECT_EQ(ops[0].name, std::string("oa::ml::") + (k.transposed ? "conv_transpose" : "conv") + (k.one_d ? "_1d" : "_2d"));
-  EXPECT_EQ(ops[0].dispatches, 1u);
+  EXPECT_GE(ops[0].dispatches, dispatches.low);
+  EXPECT_LE(ops[0].dispatches, dispatches.high);
   EXPECT_EQ(ops[0].inputs.size(), k.bias ? 3u : 2u);
 }
 
@@ -240,6 +248,32 @@ TEST(ConvForward, DepthwiseRowsPerInvocation) {
                         conv2d(1, 64, 64, 131, 254, 5, 5, params({1, 1}, {2, 2}, {1, 1}, 64)),
                         tconv2d(2, 32, 32, 255, 256, 3, 3, params({1, 1}, {1, 1}, {1, 1}, 32))})
     check_forward(k);
+}
+
+// Winograd F(2x2, 3x3) forced (conv.kernel = winograd): ungrouped 3x3
+// convolutions of stride 1 with paddings 0-3, odd and rectangular extents
+// (partial output tiles), channel counts that are not multiples of 4 (the
+// padded GEMM extents), batch 1-3, bias or not, a reduction over 300
+// channels (the GEMM splits K), and stride-1 3x3 transposed convolutions
+// (the gather form). Four dispatches (weight, input, GEMM, output
+// transforms), five with a split K. Tolerance: the transforms add and
+// subtract up to 4 input values, 9 weight taps (halved twice) and 9
+// products per output, so the f32 rounding of a Winograd output is a few
+// times that of the direct sum; here every error against the f64 oracle
+// stays within 3e-6 (1 + |reference|) (outputs up to about 17 in magnitude,
+// errors up to 8e-6 over 2700 terms), and 3e-5 leaves a margin of 10x.
+TEST(ConvForward, WinogradMatchesReference) {
+  const oa_test::Forced forced("conv.kernel", "winograd");
+  for (const auto& k : {conv2d(2, 3, 5, 7, 9, 3, 3, params({1, 1}, {1, 1}, {1, 1})),
+                        conv2d(3, 5, 6, 8, 11, 3, 3, params({1, 1}, {0, 0}, {1, 1}), false),
+                        conv2d(1, 6, 7, 10, 5, 3, 3, params({1, 1}, {2, 2}, {1, 1})),
+                        conv2d(2, 17, 13, 9, 9, 3, 3, params({1, 1}, {1, 1}, {1, 1})),
+                        conv2d(1, 4, 9, 5, 6, 3, 3, params({1, 1}, {3, 2}, {1, 1})),
+                        conv2d(1, 3, 4, 3, 3, 3, 3, params({1, 1}, {0, 0}, {1, 1})),
+                        conv2d(1, 300, 8, 4, 5, 3, 3, params({1, 1}, {1, 1}, {1, 1})),
+                        tconv2d(2, 5, 7, 6, 9, 3, 3, params({1, 1}, {1, 1}, {1, 1})),
+                        tconv2d(1, 4, 3, 5, 4, 3, 3, params({1, 1}, {0, 2}, {1, 1}), false)})
+    check_forward(k, 3e-5, {4, 5});
 }
 
 TEST(ConvForward, SeedFormsMatchOptionForms) {
@@ -430,6 +464,32 @@ TEST(ConvGrad, Conv2d) {
                         conv2d(3, 2, 3, 6, 7, 2, 3, params({1, 2}, {2, 1}, {3, 1})),
                         conv2d(1, 4, 18, 5, 5, 3, 3, params({1, 1}, {1, 1}, {1, 1}, 2)),
                         conv2d(1, 2, 64, 4, 3, 2, 2, params({2, 1}, {0, 0}, {1, 1}))})
+    check_gradients(k);
+}
+
+// Winograd F(2x2, 3x3) forced: the forward and the input gradient (the
+// stride-1 correlation of the output gradient, padded by 2 - padding, with
+// the rotated weight transposed) through it, paddings 0-3, batch 1-2; the
+// weight gradient keeps its own kernels. An input gradient alone takes the
+// four Winograd dispatches where the implicit GEMM takes one.
+TEST(ConvGrad, Winograd) {
+  const auto input_grad_dispatches = [](const char* variant) {
+    const oa_test::Forced forced("conv.kernel", variant);
+    const Matrix x = oa::set_requires_grad(Matrix::from_vector({2, 3, 6, 5}, random_values(180, 47)));
+    const Matrix y = oa::ml::conv_2d(x, Matrix::from_vector({4, 3, 3, 3}, random_values(108, 48)), Matrix(), {.padding = {1, 1}});
+    oa::TraceCapture trace(x.engine());
+    oa::backward(y, Matrix::ones(y.shape()));
+    const auto ops = trace.ops();
+    return ops.size() == 1 ? ops[0].dispatches : 0;
+  };
+  EXPECT_EQ(input_grad_dispatches("igemm"), 1u);
+  EXPECT_EQ(input_grad_dispatches("winograd"), 4u);
+  const oa_test::Forced forced("conv.kernel", "winograd");
+  for (const auto& k : {conv2d(2, 3, 4, 6, 7, 3, 3, params({1, 1}, {1, 1}, {1, 1})),
+                        conv2d(1, 5, 3, 7, 5, 3, 3, params({1, 1}, {0, 0}, {1, 1}), false),
+                        conv2d(2, 2, 5, 5, 6, 3, 3, params({1, 1}, {2, 2}, {1, 1})),
+                        conv2d(1, 3, 2, 4, 5, 3, 3, params({1, 1}, {3, 1}, {1, 1})),
+                        tconv2d(2, 3, 5, 5, 4, 3, 3, params({1, 1}, {1, 1}, {1, 1}))})
     check_gradients(k);
 }
 

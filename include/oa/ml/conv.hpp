@@ -36,6 +36,13 @@
 // output channels. Depthwise problems (groups = input channels = output
 // channels, kernels up to 64 taps) take a depthwise kernel: a few
 // consecutive outputs per invocation from input windows held in registers.
+// Ungrouped 3x3 problems of stride and dilation 1 (forward, and the other
+// op's input gradient) may take Winograd F(2x2, 3x3) (Lavin & Gray 2016):
+// 4x4 input tiles and the kernels transformed, 16 batched GEMMs, the
+// products transformed back; where the device's tuning table says it is
+// faster (oa/runtime/tuning.hpp, point conv.kernel). Its f32 rounding
+// error is a few times the direct sum's (the transforms add up to 4 inputs,
+// 9 weight taps and 9 products per output).
 // Transposed convolution is the adjoint in gather form, one dense GEMM per
 // output stride phase. The input gradient of either op is the other op's
 // kernel applied to the output gradient; the weight gradient is a tiled
