@@ -119,6 +119,32 @@ def test_mse_loss(reduction):
             [values((3, 5), 25), values((3, 5), 26)])
 
 
+@pytest.mark.parametrize("kw", [dict(), dict(reduction="sum", label_smoothing=0.1), dict(reduction="none", ignore_index=1)])
+def test_loss_modules(kw):
+    target = np.array([1, 3, 0, 2, 1, 2], dtype=np.int32)
+    loss_oa, loss_torch = oa.nn.CrossEntropyLoss(**kw), torch.nn.CrossEntropyLoss(**kw)
+    compare(lambda x: loss_oa(x, oa.tensor(target)), lambda x: loss_torch(x, torch.tensor(target, dtype=torch.long)),
+            [values((6, 4), 27, -3, 3)])
+    reduction = kw.get("reduction", "mean")
+    mse_oa, mse_torch = oa.nn.MSELoss(reduction=reduction), torch.nn.MSELoss(reduction=reduction)
+    compare(mse_oa, mse_torch, [values((3, 5), 28), values((3, 5), 29)])
+    with pytest.raises(TypeError):
+        oa.nn.CrossEntropyLoss(oa.ones(4))  # class weights: the functional has none
+    with pytest.raises(ValueError):
+        oa.nn.MSELoss(reduction="avg")(oa.ones(2), oa.ones(2))
+    with pytest.raises(ValueError):
+        oa.nn.CrossEntropyLoss()(oa.ones(6, 4), oa.tensor(target[:5]))
+
+
+def test_flatten_and_identity_modules():
+    compare(oa.nn.Flatten(), torch.nn.Flatten(), [values((2, 3, 4, 5), 30)])
+    compare(oa.nn.Flatten(0, 2), torch.nn.Flatten(0, 2), [values((2, 3, 4, 5), 31)])
+    compare(oa.nn.Identity(3, bias=False), torch.nn.Identity(3, bias=False), [values((2, 3), 32)])
+    x = oa.ones(2)
+    assert oa.nn.Identity()(x) is x
+    assert list(oa.nn.Identity().parameters()) == [] and oa.nn.Identity().state_dict() == {}
+
+
 @pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=(3, 2), stride=(2, 1), padding=1)])
 @pytest.mark.parametrize("pool", ["max_pool2d", "avg_pool2d"])
 def test_pooling(pool, kw):
