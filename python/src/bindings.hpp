@@ -56,6 +56,9 @@ ml::Pool2dOptions pool_options(py::handle kernel_size, py::handle stride, py::ha
 // Returns `result`; used with the GIL held.
 Matrix copy_not_view(const Matrix& source, Matrix result, const char* op);
 std::vector<Matrix> copies_not_views(const Matrix& source, std::vector<Matrix> results, const char* op);
+// A copy of x's values (any dtype) in a new storage, made on the device;
+// nothing is recorded for autograd.
+Matrix device_copy(const Matrix& x);
 // x, or a device copy of x when x's storage is marked by copy_not_view: a new
 // Parameter made from it then owns storage that in-place ops may update,
 // while x (and whatever shares its storage) keeps refusing them.

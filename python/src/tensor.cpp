@@ -286,12 +286,13 @@ std::vector<Matrix> copies_not_views(const Matrix& source, std::vector<Matrix> r
   return results;
 }
 
-Matrix writable(const Matrix& x) {
-  if (!copy_marks().contains(x.storage()->id())) return x;
+Matrix device_copy(const Matrix& x) {
   const Matrix own = Matrix::empty(x.shape(), x.dtype(), x.engine());
   copy_values(x, own);
   return own;
 }
+
+Matrix writable(const Matrix& x) { return copy_marks().contains(x.storage()->id()) ? device_copy(x) : x; }
 
 namespace {
 
@@ -525,10 +526,7 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       .def(
           "clone",
           [](const Matrix& x) {
-            if (grad_enabled() && requires_grad(x)) return x * 1.0f;
-            const Matrix own = Matrix::empty(x.shape(), x.dtype(), x.engine());
-            copy_values(x, own);
-            return own;
+            return grad_enabled() && requires_grad(x) ? x * 1.0f : device_copy(x);
           },
           "torch's clone: the same values (any dtype) in a new storage, which in-place ops may write. Differentiable: "
           "with grad mode on and x requiring grad, the copy is recorded (x * 1) and its gradient flows to x.")
