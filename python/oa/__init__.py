@@ -10,14 +10,14 @@ collective of data-parallel training over MPI failed or timed out).
 A one-element Tensor converts as torch's: bool() (so `if x < 0.1:` works),
 int(), float(), and as a list index when int32 or bool; bool() of more or
 fewer elements raises (RuntimeError: ambiguous). `x += y` (and -=, *=, /=,
-**=) and the methods add_, sub_, mul_, div_, pow_, copy_, fill_, zero_
-write x's own storage (see
-oa.Tensor.add_), which reshape, view, flatten, squeeze, unsqueeze, x[:],
-x[...] and detach() share. Unlike torch's views, x[key], transpose, permute,
-mT, expand, split and chunk return copies: an in-place op on one raises
-oa.FailedPreconditionError (write x.copy_(oa.where(mask, new, x)) or
-rebuild x with oa.cat instead), and a copy does not see later writes to
-its source. A child forked (os.fork, multiprocessing's 'fork' start
+**=), item assignment `x[key] = value` and the methods add_, sub_, mul_,
+div_, pow_, copy_, fill_, zero_ write x's own storage (see
+oa.Tensor.add_ and oa.Tensor.__setitem__), which reshape, view, flatten,
+squeeze, unsqueeze, x[:], x[...] and detach() share; clone() makes a new
+one. Unlike torch's views, x[key], transpose, permute, mT, T, expand, split
+and chunk return copies: an in-place op on one (x[0][1] = v included)
+raises oa.FailedPreconditionError (write x[0, 1] = v on the source
+instead), and a copy does not see later writes to its source. A child forked (os.fork, multiprocessing's 'fork' start
 method) after the parent used oa raises oa.FailedPreconditionError on its
 first use of oa: use the 'spawn' or 'forkserver' start method instead.
 """

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -55,10 +56,21 @@ ml::Pool2dOptions pool_options(py::handle kernel_size, py::handle stride, py::ha
 // Returns `result`; used with the GIL held.
 Matrix copy_not_view(const Matrix& source, Matrix result, const char* op);
 std::vector<Matrix> copies_not_views(const Matrix& source, std::vector<Matrix> results, const char* op);
+// A copy of x's values (any dtype) in a new storage, made on the device;
+// nothing is recorded for autograd.
+Matrix device_copy(const Matrix& x);
 // x, or a device copy of x when x's storage is marked by copy_not_view: a new
 // Parameter made from it then owns storage that in-place ops may update,
 // while x (and whatever shares its storage) keeps refusing them.
 Matrix writable(const Matrix& x);
+
+// torch's in-place protocol (x += y, x[key] = v, ...): refuses a copy_not_view
+// result in any mode and, with grad mode on, a leaf that requires grad or an
+// `other` operand (or x) with autograd history; then runs `compute` under
+// no_grad, casts its result (x's shape) to x's dtype, writes it into x's own
+// storage on the device (seen by everything sharing it) and bumps x's version.
+// Throws oa::Error (FailedPrecondition, InvalidArgument) naming `op`.
+void update_in_place(const Matrix& x, const Matrix* other, const std::function<Matrix()>& compute, const char* op);
 
 // An undefined Matrix as None.
 py::object tensor_or_none(const Matrix& m);

@@ -12,9 +12,14 @@
 // masked_select over the axes it covers (it reads the mask back: a
 // synchronization). Gradients flow through all of them. The result is a
 // copy (torch: a view) unless it is x itself, so copy_not_view marks it and
-// in-place ops on it raise. Assignment
-// (x[key] = value) is not offered: oa's tensors have no in-place writes
-// into part of a value.
+// in-place ops on it raise.
+//
+// x[key] = value undoes the same steps in reverse on the value (broadcast to
+// x[key]'s shape) and on ones: each step is an index_select by its inverse
+// map, computed on the host from the key (an int32 index tensor or a mask is
+// read back for it), so the assigned values and a mask of the assigned
+// positions arrive in x's shape; a where merges them with x, and the result
+// is written into x's storage as the other in-place ops are.
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
@@ -68,7 +73,7 @@ std::size_t axes_of(py::handle entry) {
 
 // Host indices along an axis of extent n: negative ones count from the end;
 // any outside [-n, n) is an IndexError.
-std::vector<std::int32_t> host_indices(py::handle entry, std::int64_t n, std::size_t axis) {
+std::vector<std::int32_t> host_indices(py::handle entry, std::int64_t n, std::size_t axis, const char* op) {
   const auto wide = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(
       py::module_::import("numpy").attr("asarray")(entry));
   if (!wide) throw py::error_already_set();
@@ -76,7 +81,7 @@ std::vector<std::int32_t> host_indices(py::handle entry, std::int64_t n, std::si
   for (py::ssize_t i = 0; i < wide.size(); ++i) {
     std::int64_t v = wide.data()[i];
     if (v < -n || v >= n)
-      index_error("oa.Tensor.__getitem__: index " + std::to_string(v) + " is out of bounds for axis " + std::to_string(axis) +
+      index_error(std::string(op) + ": index " + std::to_string(v) + " is out of bounds for axis " + std::to_string(axis) +
                   " of extent " + std::to_string(n));
     out[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(v < 0 ? v + n : v);
   }
@@ -93,81 +98,239 @@ Matrix select_along(const Matrix& x, std::size_t axis, const Matrix& flat_indice
   return mx::unflatten(r, a, shape.to_vector());
 }
 
-Matrix get_item(const Matrix& x, py::handle key) {
+// One entry of a key, resolved against the partial result it indexes (the
+// tensor after the entries before it): x[key] applies the steps in order,
+// x[key] = value undoes them in reverse.
+struct Step {
+  enum class Kind { NewAxis, Int, Slice, Indices, Mask } kind;
+  int axis = 0;             // the partial result's axis it applies to
+  std::int64_t extent = 0;  // that axis's extent (Mask: the product of the extents it covers)
+  // Int: start is the index (non-negative). Slice: Python's normalised start,
+  // step and count; lo and hi as written.
+  std::int64_t start = 0, step = 1, count = 0;
+  std::optional<std::int64_t> lo, hi;
+  // Indices: an int32 tensor not read back, else `positions` (checked,
+  // non-negative). Mask: the bool tensor; `positions` holds the flat
+  // positions where it is true once read back.
+  Matrix tensor;
+  std::vector<std::int32_t> positions;
+  std::vector<std::int64_t> shape;  // Indices: the index's shape; Mask: the extents it covers
+};
+
+// The steps of x[key] (`op` names the caller in errors). read_back: int32
+// index tensors and masks are read to the host (a synchronization) and
+// checked, an index outside its axis raising IndexError; otherwise they stay
+// on the device unchecked. `selected` receives the shape of x[key] (a mask's
+// count is -1 unless read back).
+std::vector<Step> parse_key(const Matrix& x, py::handle key, bool read_back, const char* op,
+                            std::vector<std::int64_t>& selected) {
   py::tuple entries = py::isinstance<py::tuple>(key) ? py::reinterpret_borrow<py::tuple>(key) : py::make_tuple(key);
   std::size_t consumed = 0, ellipses = 0;
   for (py::handle e : entries) {
     consumed += axes_of(e);
     ellipses += e.is(py::ellipsis()) ? 1 : 0;
   }
-  if (ellipses > 1) index_error("oa.Tensor.__getitem__: an index can only have a single ellipsis ('...')");
-  if (consumed > x.rank())
-    index_error("oa.Tensor.__getitem__: too many indices for a tensor of shape " + fmt::format("{}", x.shape()));
+  if (ellipses > 1) index_error(std::string(op) + ": an index can only have a single ellipsis ('...')");
+  if (consumed > x.rank()) index_error(std::string(op) + ": too many indices for a tensor of shape " + fmt::format("{}", x.shape()));
 
-  Matrix r = x;
-  std::size_t axis = 0;  // the axis of r that the next entry indexes
+  const py::module_ np = py::module_::import("numpy");
+  std::vector<std::int64_t>& shape = selected;
+  shape = x.shape().to_vector();
+  std::vector<Step> steps;
+  std::size_t axis = 0;  // the axis of the partial result that the next entry indexes
   bool advanced = false;
+  const auto out_of_range = [op](std::int64_t i, std::size_t axis, std::int64_t n) {
+    index_error(std::string(op) + ": index " + std::to_string(i) + " is out of bounds for axis " + std::to_string(axis) +
+                " of extent " + std::to_string(n));
+  };
   for (py::handle e : entries) {
+    Step s{};
+    s.axis = static_cast<int>(axis);
     if (e.is(py::ellipsis())) {
       axis += x.rank() - consumed;
-    } else if (e.is_none()) {
-      r = mx::unsqueeze(r, static_cast<int>(axis));
+      continue;
+    }
+    if (e.is_none()) {
+      s.kind = Step::Kind::NewAxis;
+      shape.insert(shape.begin() + static_cast<std::ptrdiff_t>(axis), 1);
       ++axis;
     } else if (py::isinstance<py::bool_>(e)) {
-      throw py::type_error("oa.Tensor.__getitem__: a Python bool is not an index");
+      throw py::type_error(std::string(op) + ": a Python bool is not an index");
     } else if (const auto index = int_index(e)) {
-      const std::int64_t n = r.dim(static_cast<int>(axis));
-      const std::int64_t i = *index;
-      if (i < -n || i >= n)
-        index_error("oa.Tensor.__getitem__: index " + std::to_string(i) + " is out of bounds for axis " + std::to_string(axis) +
-                    " of extent " + std::to_string(n));
-      r = mx::squeeze(mx::narrow(r, static_cast<int>(axis), i, 1), static_cast<int>(axis));
+      s.kind = Step::Kind::Int;
+      s.extent = shape[axis];
+      if (*index < -s.extent || *index >= s.extent) out_of_range(*index, axis, s.extent);
+      s.start = *index < 0 ? *index + s.extent : *index;
+      shape.erase(shape.begin() + static_cast<std::ptrdiff_t>(axis));
     } else if (py::isinstance<py::slice>(e)) {
-      const auto s = py::reinterpret_borrow<py::slice>(e);
-      const std::int64_t step = slice_part(s.attr("step")).value_or(1);
-      if (step < 1) throw py::value_error("oa.Tensor.__getitem__: a slice step must be positive, not " + std::to_string(step));
-      const auto start = slice_part(s.attr("start")), stop = slice_part(s.attr("stop"));
-      if (start || stop || step != 1) r = mx::slice(r, static_cast<int>(axis), start, stop, step);
+      const auto sl = py::reinterpret_borrow<py::slice>(e);
+      s.kind = Step::Kind::Slice;
+      s.extent = shape[axis];
+      s.step = slice_part(sl.attr("step")).value_or(1);
+      if (s.step < 1) throw py::value_error(std::string(op) + ": a slice step must be positive, not " + std::to_string(s.step));
+      s.lo = slice_part(sl.attr("start"));
+      s.hi = slice_part(sl.attr("stop"));
+      Py_ssize_t start = 0, stop = 0, step = 0, count = 0;
+      if (!sl.compute(static_cast<Py_ssize_t>(s.extent), &start, &stop, &step, &count)) throw py::error_already_set();
+      s.start = start;
+      s.count = count;
+      shape[axis] = count;
       ++axis;
     } else {
       if (advanced)
-        index_error("oa.Tensor.__getitem__: one tensor or list index per subscript is supported (use index_select or gather)");
+        index_error(std::string(op) + ": one tensor or list index per subscript is supported (use index_select or gather)");
       advanced = true;
       if (is_mask(e)) {
-        const Matrix mask = py::isinstance<Matrix>(e) ? e.cast<Matrix>()
-                                                      : Matrix::from_bool(Shape(py::module_::import("numpy")
-                                                                                    .attr("shape")(e)
-                                                                                    .cast<std::vector<std::int64_t>>()),
-                                                                          py::module_::import("numpy")
-                                                                              .attr("asarray")(e, "uint8")
-                                                                              .attr("ravel")()
-                                                                              .cast<std::vector<std::uint8_t>>(),
-                                                                          r.engine());
-        if (axis != 0)
-          index_error("oa.Tensor.__getitem__: a bool mask is supported on the leading axes only (it follows slices or ints)");
-        r = mx::masked_select(r, mask);
+        s.kind = Step::Kind::Mask;
+        if (py::isinstance<Matrix>(e)) {
+          s.tensor = e.cast<Matrix>();
+          s.shape = s.tensor.shape().to_vector();
+        } else {
+          s.shape = np.attr("shape")(e).cast<std::vector<std::int64_t>>();
+          s.tensor = Matrix::from_bool(Shape(s.shape), np.attr("asarray")(e, "uint8").attr("ravel")().cast<std::vector<std::uint8_t>>(),
+                                       x.engine());
+        }
+        if (axis != 0) index_error(std::string(op) + ": a bool mask is supported on the leading axes only (it follows slices or ints)");
+        s.extent = 1;
+        for (std::size_t k = 0; k < s.shape.size(); ++k) {
+          if (s.shape[k] != shape[k])
+            index_error(std::string(op) + ": the mask's shape " + fmt::format("{}", Shape(s.shape)) +
+                        " does not match the indexed tensor's leading extents " + fmt::format("{}", Shape(shape)));
+          s.extent *= s.shape[k];
+        }
+        s.count = -1;
+        if (read_back) {
+          const auto values = s.tensor.to_bool();
+          for (std::size_t k = 0; k < values.size(); ++k)
+            if (values[k]) s.positions.push_back(static_cast<std::int32_t>(k));
+          s.count = static_cast<std::int64_t>(s.positions.size());
+        }
+        shape.erase(shape.begin(), shape.begin() + static_cast<std::ptrdiff_t>(s.shape.size()));
+        shape.insert(shape.begin(), s.count);
         axis += 1;
-      } else if (py::isinstance<Matrix>(e)) {
-        const Matrix& index = e.cast<const Matrix&>();
-        if (index.dtype() != DType::I32)
-          throw py::type_error("oa.Tensor.__getitem__: a tensor index must be int32 or bool, not " +
-                               std::string(to_string(index.dtype())));
-        r = select_along(r, axis, index.reshape({index.numel()}), index.shape());
-        axis += index.rank();
-      } else if (py::isinstance<py::sequence>(e) && !py::isinstance<py::str>(e)) {
-        const auto shape = py::module_::import("numpy").attr("shape")(e).cast<std::vector<std::int64_t>>();
-        const auto values = host_indices(e, r.dim(static_cast<int>(axis)), axis);
-        const Matrix flat = Matrix::from_i32({static_cast<std::int64_t>(values.size())}, values, r.engine());
-        r = select_along(r, axis, flat, Shape(shape));
-        axis += shape.size();
       } else {
-        throw py::type_error("oa.Tensor.__getitem__: an index must be an int, slice, None, ..., a list or an int32/bool "
-                             "tensor, not " +
-                             py::str(py::type::handle_of(e).attr("__name__")).cast<std::string>());
+        s.kind = Step::Kind::Indices;
+        s.extent = shape[axis];
+        if (py::isinstance<Matrix>(e)) {
+          s.tensor = e.cast<Matrix>();
+          if (s.tensor.dtype() != DType::I32)
+            throw py::type_error(std::string(op) + ": a tensor index must be int32 or bool, not " +
+                                 std::string(to_string(s.tensor.dtype())));
+          s.shape = s.tensor.shape().to_vector();
+          if (read_back) {
+            s.positions = s.tensor.to_i32();
+            for (std::int32_t& p : s.positions) {
+              if (p < -s.extent || p >= s.extent) out_of_range(p, axis, s.extent);
+              if (p < 0) p += static_cast<std::int32_t>(s.extent);
+            }
+            s.tensor = Matrix();
+          }
+        } else if (py::isinstance<py::sequence>(e) && !py::isinstance<py::str>(e)) {
+          s.shape = np.attr("shape")(e).cast<std::vector<std::int64_t>>();
+          s.positions = host_indices(e, s.extent, axis, op);
+        } else {
+          throw py::type_error(std::string(op) + ": an index must be an int, slice, None, ..., a list or an int32/bool tensor, not " +
+                               py::str(py::type::handle_of(e).attr("__name__")).cast<std::string>());
+        }
+        shape.erase(shape.begin() + static_cast<std::ptrdiff_t>(axis));
+        shape.insert(shape.begin() + static_cast<std::ptrdiff_t>(axis), s.shape.begin(), s.shape.end());
+        axis += s.shape.size();
       }
+    }
+    steps.push_back(std::move(s));
+  }
+  return steps;
+}
+
+Matrix get_item(const Matrix& x, py::handle key) {
+  std::vector<std::int64_t> selected;
+  Matrix r = x;
+  for (const Step& s : parse_key(x, key, false, "oa.Tensor.__getitem__", selected)) {
+    switch (s.kind) {
+      case Step::Kind::NewAxis: r = mx::unsqueeze(r, s.axis); break;
+      case Step::Kind::Int: r = mx::squeeze(mx::narrow(r, s.axis, s.start, 1), s.axis); break;
+      case Step::Kind::Slice:
+        if (s.lo || s.hi || s.step != 1) r = mx::slice(r, s.axis, s.lo, s.hi, s.step);
+        break;
+      case Step::Kind::Indices: {
+        const Matrix flat = s.tensor.defined()
+                                ? s.tensor.reshape({s.tensor.numel()})
+                                : Matrix::from_i32({static_cast<std::int64_t>(s.positions.size())}, s.positions, r.engine());
+        r = select_along(r, static_cast<std::size_t>(s.axis), flat, Shape(s.shape));
+        break;
+      }
+      case Step::Kind::Mask: r = mx::masked_select(r, s.tensor); break;
     }
   }
   return copy_not_view(x, r, "oa.Tensor.__getitem__");
+}
+
+// Undoes one step of x[key] for the assigned values t (the step's result
+// shape): t placed into the step's source shape, zeros elsewhere. Each step
+// is one index_select along its axis by the inverse map (for every source
+// position along the axis, the selected position it came from, or -1, which
+// selects zero); for an index with repeats the last one wins, as torch's
+// sequential assignment on the CPU.
+Matrix place(Matrix t, const Step& s) {
+  std::vector<std::int32_t> inverse(static_cast<std::size_t>(s.extent), -1);
+  switch (s.kind) {
+    case Step::Kind::NewAxis: return mx::squeeze(t, s.axis);
+    case Step::Kind::Int:
+      t = mx::unsqueeze(t, s.axis);
+      inverse[static_cast<std::size_t>(s.start)] = 0;
+      break;
+    case Step::Kind::Slice:
+      if (s.start == 0 && s.step == 1 && s.count == s.extent) return t;
+      for (std::int64_t j = 0; j < s.count; ++j) inverse[static_cast<std::size_t>(s.start + j * s.step)] = static_cast<std::int32_t>(j);
+      break;
+    case Step::Kind::Indices:
+      if (s.shape.empty()) t = mx::unsqueeze(t, s.axis);
+      if (s.shape.size() > 1) t = mx::flatten(t, s.axis, s.axis + static_cast<int>(s.shape.size()) - 1);
+      [[fallthrough]];
+    case Step::Kind::Mask:
+      for (std::size_t k = 0; k < s.positions.size(); ++k) inverse[static_cast<std::size_t>(s.positions[k])] = static_cast<std::int32_t>(k);
+      break;
+  }
+  t = mx::index_select(t, s.axis, Matrix::from_i32({s.extent}, inverse, t.engine()));
+  if (s.kind == Step::Kind::Mask && s.shape.size() != 1) t = mx::unflatten(t, 0, s.shape);
+  return t;
+}
+
+// x[key] = value (see __setitem__'s docstring).
+void set_item(const Matrix& x, py::handle key, py::handle value) {
+  constexpr const char* op = "oa.Tensor.__setitem__";
+  const bool is_tensor = py::isinstance<Matrix>(value);
+  if (!is_tensor && !py::isinstance<py::float_>(value) && !py::isinstance<py::int_>(value))
+    throw py::type_error(std::string(op) + ": the value must be a Python number or an oa.Tensor, not " +
+                         py::str(py::type::handle_of(value).attr("__name__")).cast<std::string>());
+  const Matrix v = is_tensor ? value.cast<Matrix>() : Matrix::full({}, value.cast<float>(), x.engine());
+  update_in_place(x, is_tensor ? &v : nullptr, [&] {
+    if (!is_floating_point(x.dtype()) || !is_floating_point(v.dtype()))
+      fail(ErrorKind::Unsupported, "{}: assignment into a {} tensor from a {} value: both must be floating point", op,
+           to_string(x.dtype()), to_string(v.dtype()));
+    std::vector<std::int64_t> selected;
+    const std::vector<Step> steps = parse_key(x, key, true, op, selected);
+    const Matrix x32 = mx::cast(x, DType::F32);
+    if (Shape(selected).numel() == 0) return x32;
+    // value broadcast to x[key]'s shape, leading extents of 1 dropped first (as torch).
+    std::vector<std::int64_t> vs = v.shape().to_vector();
+    while (vs.size() > selected.size() && vs.front() == 1) vs.erase(vs.begin());
+    bool broadcasts = vs.size() <= selected.size();
+    for (std::size_t k = 0; broadcasts && k < vs.size(); ++k) {
+      const std::int64_t a = vs[vs.size() - 1 - k], b = selected[selected.size() - 1 - k];
+      broadcasts = a == b || a == 1;
+    }
+    if (!broadcasts)
+      fail(ErrorKind::InvalidArgument, "{}: a value of shape {} cannot be broadcast to the indexing result's shape {}", op,
+           v.shape(), Shape(selected));
+    Matrix values = mx::expand(mx::cast(v, DType::F32).reshape(vs), selected);
+    Matrix chosen = Matrix::ones(Shape(selected), x.engine());
+    for (auto s = steps.rbegin(); s != steps.rend(); ++s) {
+      values = place(values, *s);
+      chosen = place(chosen, *s);
+    }
+    return mx::where(mx::gt(chosen, 0.5f), values, x32);
+  }, op);
 }
 
 Matrix argmin(const Matrix& x, int dim, bool keepdim) {
@@ -196,7 +359,19 @@ void bind_indexing(py::module_& m, TensorClass& t) {
   t.def("__getitem__", &get_item, arg("key"),
         "x[key] with ints, slices (step >= 1), None, ..., an int32 tensor or list of ints (index_select), a bool tensor "
         "(masked_select, which synchronizes). Unlike torch, the result is a copy, not a view (x[:] and x[...] excepted): "
-        "in-place ops on it raise oa.FailedPreconditionError; there is no x[key] = value.");
+        "in-place ops on it raise oa.FailedPreconditionError (assign with x[key] = value instead). An int32 tensor index "
+        "is not checked (an index outside the axis gives zeros).");
+  t.def("__setitem__", &set_item, arg("key"), arg("value"),
+        "x[key] = value, as torch: the same keys as x[key]; value a Python number or a floating-point tensor that "
+        "broadcasts to x[key]'s shape (leading extents of 1 dropped first), cast to x's dtype. Writes x's own storage "
+        "on the device (every tensor sharing it, as x.view(...) or x.detach(), sees the change) and bumps x's version; "
+        "refused as the other in-place ops (see oa.Tensor.add_): on a copy made by x[key], transpose, ..., on a leaf "
+        "that requires grad outside oa.no_grad(), on values with autograd history. An int32 tensor index or a bool "
+        "mask is read back to the host (a synchronization): an index outside its axis raises IndexError, a mask of "
+        "other extents than the axes it covers IndexError. Repeated indices: the last assignment wins. Errors: "
+        "oa.UnsupportedError for an int32 or bool x or value; oa.InvalidArgumentError (a ValueError; torch raises "
+        "RuntimeError) for a value that does not broadcast; IndexError, TypeError and ValueError as x[key]. Cost: one "
+        "index_select per int, sliced (not whole-axis) or advanced entry, of x's size, and one where.");
   t.def("index_select", [](const Matrix& x, int dim, const Matrix& index) { return mx::index_select(x, dim, index); },
         arg("dim"), arg("index"));
   t.def("gather", [](const Matrix& x, int dim, const Matrix& index) { return mx::gather(x, dim, index); }, arg("dim"),

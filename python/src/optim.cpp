@@ -4,7 +4,9 @@
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
+#include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +25,101 @@ std::vector<ml::Parameter> parameters_of(const py::iterable& params) {
   for (py::handle p : params) out.push_back(ml::Parameter::of(p.cast<const Matrix&>()));
   return out;
 }
+
+// torch's optimizer.state_dict(): {'state': {i: {buffer: copy, ..., 'step':
+// float32 [] updates so far}} for each parameter i updated at least once,
+// 'param_groups': [group with 'lr' and 'params': [0, ..., n - 1]]}.
+py::dict state_dict(const optim::Optimizer& self, py::dict group) {
+  const auto& params = self.parameters();
+  const std::vector<std::int64_t> counts = self.parameter_steps();
+  const ml::NamedMatrices buffers = self.state();  // "<parameter>.<buffer>" (buffer names have no dot)
+  py::dict state;
+  py::list indices;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    indices.append(i);
+    if (counts[i] == 0) continue;
+    py::dict entry;
+    for (const auto& [name, m] : buffers)
+      if (name.substr(0, name.rfind('.')) == params[i].name()) entry[py::str(name.substr(name.rfind('.') + 1))] = device_copy(m);
+    entry["step"] = Matrix::full({}, static_cast<float>(counts[i]), params[i].value().engine());
+    state[py::int_(i)] = entry;
+  }
+  group["lr"] = self.lr();
+  group["params"] = indices;
+  py::dict out;
+  out["state"] = state;
+  py::list groups;
+  groups.append(group);
+  out["param_groups"] = groups;
+  return out;
+}
+
+// torch's optimizer.load_state_dict(state_dict) through Optimizer::load_state:
+// one param group over this optimizer's n parameters, whose hyperparameters
+// besides lr must equal `group`'s (compared as float32; oa's options are
+// fixed at construction); a parameter absent from 'state' restarts (zero
+// buffers, no updates); a present one without 'step' (torch's SGD) counts as
+// updated once. The global step count becomes the largest parameter's.
+void load_state_dict(optim::Optimizer& self, const py::dict& state_dict, const py::dict& group, const char* op) {
+  const auto& params = self.parameters();
+  const auto invalid = [op](const std::string& what) { fail(ErrorKind::InvalidArgument, "{}: {}", op, what); };
+  if (!state_dict.contains("state") || !state_dict.contains("param_groups")) invalid("a state_dict has keys 'state' and 'param_groups'");
+  const py::list groups = state_dict["param_groups"];
+  if (groups.size() != 1) invalid(fmt::format("{} param groups given; oa's optimizers have one", groups.size()));
+  const py::dict saved = groups[0];
+  if (!saved.contains("params") || py::len(saved["params"]) != params.size())
+    invalid(fmt::format("the param group lists {} parameters; this optimizer has {}",
+                        saved.contains("params") ? py::len(saved["params"]) : 0, params.size()));
+  for (const auto& [key, value] : group) {
+    const std::string k = key.cast<std::string>();
+    if (k == "lr" || k == "params" || !saved.contains(key)) continue;
+    const py::object want = py::reinterpret_borrow<py::object>(value), got = saved[key];
+    const auto as_f32 = [](const py::handle& v) {
+      return py::module_::import("numpy").attr("asarray")(v, "float32").attr("tolist")();
+    };
+    const bool numeric = !want.is_none() && !py::isinstance<py::bool_>(want);
+    if (numeric ? !as_f32(want).equal(as_f32(got)) : !want.equal(got))
+      invalid(fmt::format("param group '{}' is {} in the state_dict but {} in this optimizer (oa's hyperparameters are fixed at "
+                          "construction; only lr is loaded)",
+                          k, py::repr(got).cast<std::string>(), py::repr(want).cast<std::string>()));
+  }
+  const py::dict state = state_dict["state"];
+  std::vector<std::int64_t> counts(params.size(), 0);
+  std::vector<std::optional<py::dict>> entries(params.size());
+  for (const auto& [key, value] : state) {
+    const auto i = key.cast<std::int64_t>();
+    if (i < 0 || i >= static_cast<std::int64_t>(params.size()))
+      invalid(fmt::format("'state' has an entry for parameter {}; this optimizer has {}", i, params.size()));
+    const auto entry = py::reinterpret_borrow<py::dict>(value);
+    entries[i] = entry;
+    counts[i] = entry.contains("step") ? static_cast<std::int64_t>(py::float_(entry["step"]).cast<double>()) : 1;
+  }
+  ml::NamedMatrices tensors;
+  for (const auto& [name, m] : self.state()) {
+    const std::string owner = name.substr(0, name.rfind('.')), buffer = name.substr(name.rfind('.') + 1);
+    const auto i = static_cast<std::size_t>(
+        std::find_if(params.begin(), params.end(), [&](const ml::Parameter& p) { return p.name() == owner; }) - params.begin());
+    if (!entries[i]) {
+      tensors.emplace_back(name, Matrix::zeros(m.shape(), m.engine()));
+    } else if (entries[i]->contains(buffer.c_str()) && !(*entries[i])[buffer.c_str()].is_none()) {
+      tensors.emplace_back(name, (*entries[i])[buffer.c_str()].cast<Matrix>());
+    }
+  }
+  self.load_state(tensors, saved["lr"].cast<float>(), *std::max_element(counts.begin(), counts.end()), counts);
+}
+
+const char* const state_dict_doc =
+    "torch's optimizer.state_dict(): {'state': {i: {'momentum_buffer' (SGD with momentum) or 'exp_avg' and 'exp_avg_sq' "
+    "(AdamW), and 'step': float32 [] updates so far}} for each parameter i updated at least once, 'param_groups': [one "
+    "dict of the hyperparameters, 'lr' and 'params': [0, ..., n - 1]]}. The tensors are device copies (torch's are "
+    "references to the live state).";
+const char* const load_state_dict_doc =
+    "torch's optimizer.load_state_dict(state_dict) (from state_dict() of an optimizer of this kind, oa's or torch's, over "
+    "parameters of the same shapes): copies the buffers into the state on the device and restores each parameter's "
+    "update count and lr, so training continues bit for bit. A parameter absent from 'state' restarts; one without "
+    "'step' (torch's SGD) counts as updated once. Raises oa.InvalidArgumentError, before changing anything, for another "
+    "group count, parameter count, a hyperparameter other than lr that differs from this optimizer's (oa's are fixed at "
+    "construction), or a missing or mismatched buffer.";
 
 // The part both optimizers share, with PyTorch's names.
 template <typename T>
@@ -58,6 +155,16 @@ void bind_optim(py::module_& m) {
           arg("params"), arg("lr") = 1e-3f, arg("momentum") = 0.0f, arg("dampening") = 0.0f, arg("weight_decay") = 0.0f,
           arg("nesterov") = false);
   bind_common(sgd);
+  const auto sgd_group = [](const optim::Sgd& s) {
+    const auto& o = s.options();
+    return py::dict(py::arg("momentum") = o.momentum, py::arg("dampening") = o.dampening, py::arg("weight_decay") = o.weight_decay,
+                    py::arg("nesterov") = o.nesterov, py::arg("maximize") = false, py::arg("foreach") = py::none(),
+                    py::arg("differentiable") = false);
+  };
+  sgd.def("state_dict", [sgd_group](const optim::Sgd& s) { return state_dict(s, sgd_group(s)); }, state_dict_doc)
+      .def("load_state_dict",
+           [sgd_group](optim::Sgd& s, const py::dict& d) { load_state_dict(s, d, sgd_group(s), "oa.optim.SGD.load_state_dict"); },
+           arg("state_dict"), load_state_dict_doc);
 
   py::class_<optim::AdamW, optim::Optimizer> adamw(
       o, "AdamW",
@@ -70,6 +177,18 @@ void bind_optim(py::module_& m) {
             arg("params"), arg("lr") = 1e-3f, arg("betas") = std::pair<float, float>{0.9f, 0.999f}, arg("eps") = 1e-8f,
             arg("weight_decay") = 1e-2f);
   bind_common(adamw);
+  const auto adamw_group = [](const optim::AdamW& a) {
+    const auto& o = a.options();
+    return py::dict(py::arg("betas") = py::make_tuple(o.beta1, o.beta2), py::arg("eps") = o.eps,
+                    py::arg("weight_decay") = o.weight_decay, py::arg("amsgrad") = false, py::arg("foreach") = py::none(),
+                    py::arg("maximize") = false, py::arg("capturable") = false);
+  };
+  adamw.def("state_dict", [adamw_group](const optim::AdamW& a) { return state_dict(a, adamw_group(a)); }, state_dict_doc)
+      .def("load_state_dict",
+           [adamw_group](optim::AdamW& a, const py::dict& d) {
+             load_state_dict(a, d, adamw_group(a), "oa.optim.AdamW.load_state_dict");
+           },
+           arg("state_dict"), load_state_dict_doc);
 
   auto amp = m.def_submodule("amp", "Dynamic loss scaling for float16 training (oa::ml::amp)");
   py::class_<ml::amp::GradScaler>(amp, "GradScaler",

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <sstream>
 #include <string>
@@ -242,10 +243,10 @@ void require_in_place(const Matrix& x, const Matrix* other, const char* op) {
   if (const auto it = marks.find(x.storage()->id()); it != marks.end())
     fail(ErrorKind::FailedPrecondition,
          "{}: this tensor was made by {}, which in oa returns a copy, not a view as in torch (so do x[key], "
-         "transpose, permute, mT, expand, split and chunk): an in-place op on it would not reach the tensor it was "
-         "taken from. Compute the new value out of place and rebuild the whole tensor, e.g. "
-         "x.copy_(oa.where(mask, new_values, x)), x = oa.cat([...]) or oa.scatter_add(...); only reshape, view, "
-         "flatten, squeeze, unsqueeze, x[:], x[...] and detach() share storage",
+         "transpose, permute, mT, T, expand, split and chunk): an in-place op on it would not reach the tensor it was "
+         "taken from. Assign into the source in one subscript instead (x[i, j] = v, not x[i][j] = v), or compute "
+         "the new value out of place; only reshape, view, flatten, squeeze, unsqueeze, x[:], x[...] and detach() "
+         "share storage",
          op, it->second.op);
   if (!grad_enabled()) return;
   if (requires_grad(x) && autograd::grad_fn_name(x).empty())
@@ -285,12 +286,13 @@ std::vector<Matrix> copies_not_views(const Matrix& source, std::vector<Matrix> r
   return results;
 }
 
-Matrix writable(const Matrix& x) {
-  if (!copy_marks().contains(x.storage()->id())) return x;
+Matrix device_copy(const Matrix& x) {
   const Matrix own = Matrix::empty(x.shape(), x.dtype(), x.engine());
   copy_values(x, own);
   return own;
 }
+
+Matrix writable(const Matrix& x) { return copy_marks().contains(x.storage()->id()) ? device_copy(x) : x; }
 
 namespace {
 
@@ -302,6 +304,20 @@ void write_in_place(const Matrix& x, const Matrix& result, const char* op) {
   if (value.storage() != x.storage()) copy_values(value, x);
   x.storage()->bump_version();
 }
+
+}  // namespace
+
+void update_in_place(const Matrix& x, const Matrix* other, const std::function<Matrix()>& compute, const char* op) {
+  require_in_place(x, other, op);
+  Matrix result;
+  {
+    NoGradGuard no_grad;
+    result = compute();
+  }
+  write_in_place(x, result, op);
+}
+
+namespace {
 
 // other * alpha: torch's alpha of add and sub (other itself for alpha 1).
 Matrix scaled(const Matrix& other, float alpha) { return alpha == 1.0f ? other : other * alpha; }
@@ -337,17 +353,9 @@ struct InPlaceOp {
 template <class Other>
 py::object apply_in_place(const py::object& self, const Other& other, InPlaceFn<Other> fn, const char* op, float alpha = 1.0f) {
   const auto& x = self.cast<const Matrix&>();
-  if constexpr (std::is_same_v<Other, Matrix>) {
-    require_in_place(x, &other, op);
-  } else {
-    require_in_place(x, nullptr, op);
-  }
-  Matrix result;
-  {
-    NoGradGuard no_grad;
-    result = fn(x, scaled(other, alpha));
-  }
-  write_in_place(x, result, op);
+  const Matrix* tensor_operand = nullptr;
+  if constexpr (std::is_same_v<Other, Matrix>) tensor_operand = &other;
+  update_in_place(x, tensor_operand, [&] { return fn(x, scaled(other, alpha)); }, op);
   return self;
 }
 
@@ -359,9 +367,9 @@ const char* const in_place_doc =
     "(seen by x's views and detach()), bumps x's version (backward through an op that saved x then refuses), and "
     "returns x itself. With grad mode on, a leaf that requires grad is refused (RuntimeError, as torch) and so are "
     "values with autograd history: update inside `with oa.no_grad():`, or write x = x + y. A tensor made by x[key], "
-    "transpose, permute, mT, expand, split or chunk is a copy in oa, not a view as in torch, so in-place ops on it "
-    "(or on its reshapes) raise oa.FailedPreconditionError instead of silently missing the source: rebuild the "
-    "source, e.g. x.copy_(oa.where(mask, new_values, x)) or oa.cat.";
+    "transpose, permute, mT, T, expand, split or chunk is a copy in oa, not a view as in torch, so in-place ops on it "
+    "(or on its reshapes) raise oa.FailedPreconditionError instead of silently missing the source: assign into the "
+    "source instead (x[key] = value).";
 
 // op's method (with alpha where op takes it) and augmented assignment for an `Other` argument.
 template <class Other>
@@ -505,6 +513,23 @@ void bind_tensor(py::module_& m, TensorClass& t) {
           "mT", [](const Matrix& x) { return copy_not_view(x, mx::transpose(x), "oa.Tensor.mT"); },
           "The last two axes swapped: a copy, not a view as torch's; in-place ops on it raise "
           "oa.FailedPreconditionError.")
+      .def_property_readonly(
+          "T",
+          [](const Matrix& x) {
+            if (x.rank() < 2) return x;
+            std::vector<std::int64_t> reversed(x.rank());
+            for (std::size_t i = 0; i < x.rank(); ++i) reversed[i] = static_cast<std::int64_t>(x.rank() - 1 - i);
+            return copy_not_view(x, mx::permute(x, reversed), "oa.Tensor.T");
+          },
+          "torch's x.T: the axes reversed ([R, C] -> [C, R]; rank 0 and 1: x itself). A copy, not a view as torch's, "
+          "for rank >= 2: in-place ops on it raise oa.FailedPreconditionError.")
+      .def(
+          "clone",
+          [](const Matrix& x) {
+            return grad_enabled() && requires_grad(x) ? x * 1.0f : device_copy(x);
+          },
+          "torch's clone: the same values (any dtype) in a new storage, which in-place ops may write. Differentiable: "
+          "with grad mode on and x requiring grad, the copy is recorded (x * 1) and its gradient flows to x.")
       .def("expand",
            [](const Matrix& x, const py::args& shape) {
              return copy_not_view(x, mx::expand(x, size_of_args(shape)), "oa.Tensor.expand");

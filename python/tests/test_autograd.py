@@ -105,7 +105,7 @@ def test_in_place_ops_write_the_tensor_itself():
         x += "a"
 
 
-# oa's slicing/indexing, transpose, permute, mT, expand, split and chunk
+# oa's slicing/indexing, transpose, permute, mT, T, expand, split and chunk
 # return copies, not torch's views: an in-place op on one would silently miss
 # the tensor it was taken from, so it raises, naming the op and the way out.
 COPIES = {
@@ -119,6 +119,7 @@ COPIES = {
     "transpose": lambda x: x.transpose(0, 1),
     "permute": lambda x: x.permute(1, 0),
     "mT": lambda x: x.mT,
+    "T": lambda x: x.T,
     "expand": lambda x: x[None].expand(2, 4, 3),
     "chunk": lambda x: x.chunk(2)[0],
     "oa.chunk": lambda x: oa.chunk(x, 2)[1],
@@ -136,6 +137,7 @@ IN_PLACE = {
     "fill_": lambda t: t.fill_(5),
     "zero_": lambda t: t.zero_(),
     "copy_": lambda t: t.copy_(oa.ones(1)),
+    "x[key] = v": lambda t: t.__setitem__(0, 1.0),
 }
 
 
@@ -146,7 +148,7 @@ def test_in_place_on_a_copy_made_by_a_torch_view_op_raises(make, write):
     t = make(x)
     with pytest.raises(oa.FailedPreconditionError, match="a copy, not a view") as e:
         write(t)
-    assert isinstance(e.value, RuntimeError) and "oa.Tensor." in str(e.value) and "oa.where" in str(e.value)
+    assert isinstance(e.value, RuntimeError) and "oa.Tensor." in str(e.value) and "x[i, j] = v" in str(e.value)
     np.testing.assert_array_equal(x.numpy(), np.arange(12).reshape(4, 3))
 
 

@@ -127,7 +127,7 @@ def test_bad_indices(key, error):
 
 
 def test_bad_masks_and_index_tensors():
-    with pytest.raises(oa.InvalidArgumentError, match="leading extents"):
+    with pytest.raises(IndexError, match="leading extents"):
         oa.tensor(X)[oa.tensor([True] * 5)]
     with pytest.raises(IndexError, match="leading axes"):
         oa.tensor(X)[:, oa.tensor([True] * 5)]

@@ -119,6 +119,32 @@ def test_mse_loss(reduction):
             [values((3, 5), 25), values((3, 5), 26)])
 
 
+@pytest.mark.parametrize("kw", [dict(), dict(reduction="sum", label_smoothing=0.1), dict(reduction="none", ignore_index=1)])
+def test_loss_modules(kw):
+    target = np.array([1, 3, 0, 2, 1, 2], dtype=np.int32)
+    loss_oa, loss_torch = oa.nn.CrossEntropyLoss(**kw), torch.nn.CrossEntropyLoss(**kw)
+    compare(lambda x: loss_oa(x, oa.tensor(target)), lambda x: loss_torch(x, torch.tensor(target, dtype=torch.long)),
+            [values((6, 4), 27, -3, 3)])
+    reduction = kw.get("reduction", "mean")
+    mse_oa, mse_torch = oa.nn.MSELoss(reduction=reduction), torch.nn.MSELoss(reduction=reduction)
+    compare(mse_oa, mse_torch, [values((3, 5), 28), values((3, 5), 29)])
+    with pytest.raises(TypeError):
+        oa.nn.CrossEntropyLoss(oa.ones(4))  # class weights: the functional has none
+    with pytest.raises(ValueError):
+        oa.nn.MSELoss(reduction="avg")(oa.ones(2), oa.ones(2))
+    with pytest.raises(ValueError):
+        oa.nn.CrossEntropyLoss()(oa.ones(6, 4), oa.tensor(target[:5]))
+
+
+def test_flatten_and_identity_modules():
+    compare(oa.nn.Flatten(), torch.nn.Flatten(), [values((2, 3, 4, 5), 30)])
+    compare(oa.nn.Flatten(0, 2), torch.nn.Flatten(0, 2), [values((2, 3, 4, 5), 31)])
+    compare(oa.nn.Identity(3, bias=False), torch.nn.Identity(3, bias=False), [values((2, 3), 32)])
+    x = oa.ones(2)
+    assert oa.nn.Identity()(x) is x
+    assert list(oa.nn.Identity().parameters()) == [] and oa.nn.Identity().state_dict() == {}
+
+
 @pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=(3, 2), stride=(2, 1), padding=1)])
 @pytest.mark.parametrize("pool", ["max_pool2d", "avg_pool2d"])
 def test_pooling(pool, kw):
@@ -271,7 +297,9 @@ def test_multihead_attention(causal):
     lambda lib, ps: lib.optim.SGD(ps, lr=0.05, momentum=0.9, weight_decay=0.1, nesterov=True),
     lambda lib, ps: lib.optim.AdamW(ps, lr=0.05, betas=(0.9, 0.99), eps=1e-8, weight_decay=0.1),
     lambda lib, ps: lib.optim.AdamW(ps, lr=0.01, betas=(0.8, 0.999), eps=1e-6, weight_decay=0.0),
-], ids=["sgd", "sgd-momentum-wd", "sgd-dampening", "sgd-nesterov", "adamw", "adamw-no-wd"])
+    lambda lib, ps: lib.optim.Adam(ps, lr=0.05, betas=(0.9, 0.99), eps=1e-8, weight_decay=0.1),
+    lambda lib, ps: lib.optim.Adam(ps, lr=0.01),
+], ids=["sgd", "sgd-momentum-wd", "sgd-dampening", "sgd-nesterov", "adamw", "adamw-no-wd", "adam-l2", "adam"])
 def test_optimizer_steps(make):
     start, target, scale = values((4, 3), 60, -2, 2), values((4, 3), 61, -2, 2), values((4, 3), 62, 0.5, 2)
     p_oa, p_torch = oa.nn.Parameter(oa.tensor(start)), torch.nn.Parameter(torch.tensor(start))
@@ -523,3 +551,123 @@ def test_tied_embedding_and_head_match_torch(tmp_path):
     again.load_state_dict(loaded)
     assert again.head.weight is again.emb.weight
     assert TinyLM.loss(oa, again, *data[oa]).item() == TinyLM.loss(oa, ours, *data[oa]).item()
+
+
+# ── Optimizer state: torch's state_dict structure, and resuming bit for bit ──
+
+OPTIMIZERS = {
+    "sgd": lambda lib, ps: lib.optim.SGD(ps, lr=0.05, momentum=0.9, weight_decay=0.01),
+    "sgd-plain": lambda lib, ps: lib.optim.SGD(ps, lr=0.05),
+    "adamw": lambda lib, ps: lib.optim.AdamW(ps, lr=0.02, betas=(0.8, 0.99), weight_decay=0.1),
+    "adam": lambda lib, ps: lib.optim.Adam(ps, lr=0.02, weight_decay=0.05),
+}
+
+
+def _train(lib, params, opt, steps, seed):
+    """`steps` updates of a quadratic loss on params whose gradient misses the second parameter every other step."""
+    for s in range(steps):
+        opt.zero_grad(**({"set_to_none": True} if lib is torch else {}))  # oa's zero_grad clears, as torch 2's
+        target = lib.tensor(values((4, 3), seed + s))
+        loss = ((params[0] - target) ** 2).sum()
+        if s % 2 == 0:
+            loss = loss + (params[1] * params[1]).sum()
+        loss.backward()
+        opt.step()
+
+
+def _trained(lib, make, seed, steps, train_seed):
+    """Parameters [4, 3] and [5] from `seed`, their optimizer, after `steps` updates of _train."""
+    params = [lib.nn.Parameter(lib.tensor(values((4, 3), seed))), lib.nn.Parameter(lib.tensor(values((5,), seed + 1)))]
+    opt = make(lib, params)
+    _train(lib, params, opt, steps, train_seed)
+    return params, opt
+
+
+@pytest.mark.parametrize("name", OPTIMIZERS)
+def test_optimizer_state_dict_round_trip(name):
+    make = OPTIMIZERS[name]
+    ps, opt = _trained(oa, make, 70, 3, 100)
+    saved = opt.state_dict()
+    # torch's structure and keys.
+    want = _trained(torch, make, 70, 3, 100)[1].state_dict()
+    assert saved.keys() == want.keys() and list(saved["state"]) == list(want["state"])
+    for i, entry in want["state"].items():
+        for k, v in entry.items():
+            if v is not None:
+                assert_close(saved["state"][i][k].numpy(), v.numpy(), **FORWARD)
+    assert set(saved["param_groups"][0]) == set(want["param_groups"][0])
+    assert saved["param_groups"][0]["params"] == want["param_groups"][0]["params"]
+    # A new optimizer over copies of the parameters continues bit for bit.
+    snapshot = {i: {k: v.numpy() for k, v in e.items()} for i, e in saved["state"].items()}
+    copies = [oa.nn.Parameter(oa.tensor(p.numpy())) for p in ps]
+    resumed = make(oa, copies)
+    resumed.load_state_dict(saved)
+    _train(oa, ps, opt, 4, 200)
+    _train(oa, copies, resumed, 4, 200)
+    for a, b in zip(ps, copies):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert resumed.lr == opt.lr
+    # The saved tensors are copies: training on did not change them.
+    for i, entry in saved["state"].items():
+        for k, v in entry.items():
+            np.testing.assert_array_equal(v.numpy(), snapshot[i][k])
+
+
+@pytest.mark.parametrize("name", ["sgd", "adamw", "adam"])
+def test_optimizer_loads_torch_state_dict(name):
+    make = OPTIMIZERS[name]
+    tps, topt = _trained(torch, make, 72, 3, 300)
+    sd = topt.state_dict()
+    converted = {"state": {i: {k: (oa.tensor(v.numpy()) if isinstance(v, torch.Tensor) else v) for k, v in e.items()}
+                           for i, e in sd["state"].items()},
+                 "param_groups": sd["param_groups"]}
+    ps = [oa.nn.Parameter(oa.tensor(p.detach().numpy())) for p in tps]
+    opt = make(oa, ps)
+    opt.load_state_dict(converted)
+    _train(torch, tps, topt, 3, 400)
+    _train(oa, ps, opt, 3, 400)
+    for a, b in zip(ps, tps):
+        assert_close(a.numpy(), b.detach().numpy(), **FORWARD)
+
+
+def test_optimizer_state_dict_errors():
+    ps = [oa.nn.Parameter(oa.tensor(values((4, 3), 74)))]
+    opt = oa.optim.AdamW(ps, lr=0.01)
+    _train_one = lambda o: (o.zero_grad(), (ps[0] * ps[0]).sum().backward(), o.step())
+    _train_one(opt)
+    sd = opt.state_dict()
+    before = ps[0].numpy()
+    other = oa.optim.AdamW(ps, lr=0.01, weight_decay=0.5)
+    with pytest.raises(oa.InvalidArgumentError, match="'weight_decay'"):
+        other.load_state_dict(sd)
+    with pytest.raises(oa.InvalidArgumentError, match="param groups"):
+        opt.load_state_dict({"state": {}, "param_groups": []})
+    with pytest.raises(oa.InvalidArgumentError, match="'state' and 'param_groups'"):
+        opt.load_state_dict({})
+    bad = {"state": {0: {**sd["state"][0], "exp_avg": oa.zeros(3, 4)}}, "param_groups": sd["param_groups"]}
+    with pytest.raises(oa.InvalidArgumentError, match="exp_avg"):
+        opt.load_state_dict(bad)
+    with pytest.raises(oa.InvalidArgumentError, match="parameter 3"):
+        opt.load_state_dict({"state": {3: sd["state"][0]}, "param_groups": sd["param_groups"]})
+    with pytest.raises(oa.InvalidArgumentError, match="'weight_decay'"):
+        oa.optim.Adam(ps, weight_decay=0.1).load_state_dict(oa.optim.Adam(ps).state_dict())
+    np.testing.assert_array_equal(ps[0].numpy(), before)
+
+
+def test_adam_without_decay_is_adamw_without_decay():
+    a = [oa.nn.Parameter(oa.tensor(values((4, 3), 75))), oa.nn.Parameter(oa.tensor(values((5,), 76)))]
+    b = [oa.nn.Parameter(oa.tensor(p.numpy())) for p in a]
+    _train(oa, a, oa.optim.Adam(a, lr=0.03), 4, 500)
+    _train(oa, b, oa.optim.AdamW(b, lr=0.03, weight_decay=0.0), 4, 500)
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x.numpy(), y.numpy())
+    # The L2 term does not stay in the gradient.
+    p = oa.nn.Parameter(oa.tensor(values((3,), 77)))
+    opt = oa.optim.Adam([p], weight_decay=0.5)
+    (p * 2.0).sum().backward()
+    opt.step()
+    np.testing.assert_array_equal(p.grad.numpy(), np.full(3, 2.0, np.float32))
+    with pytest.raises(oa.InvalidArgumentError):
+        oa.optim.Adam([p], weight_decay=-1.0)
+    with pytest.raises(oa.UnsupportedError):
+        oa.amp.GradScaler().step(opt)

@@ -6,9 +6,11 @@
 #include <charconv>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <numbers>
 #include <numeric>
 #include <set>
+#include <string_view>
 
 #include "matrix/op_def.hpp"
 
@@ -490,7 +492,50 @@ void Optimizer::load_state(const std::filesystem::path& path) {
   const std::int64_t steps = parse_int(md, "step", file, op);
   std::vector<std::int64_t> per(parameters_.size());
   for (std::size_t i = 0; i < parameters_.size(); ++i) per[i] = parse_int(md, parameters_[i].name() + ".step", file, op);
-  load_safetensors_into(path, state());
+  restore(load_safetensors(path, parameters_[0].value().engine()).tensors, lr, steps, per, "'" + file + "'");
+}
+
+void Optimizer::load_state(const NamedMatrices& tensors, float lr, std::int64_t steps,
+                           const std::vector<std::int64_t>& parameter_steps) {
+  restore(tensors, lr, steps, parameter_steps, "the given state");
+}
+
+void Optimizer::restore(const NamedMatrices& tensors, float lr, std::int64_t steps, const std::vector<std::int64_t>& per,
+                        const std::string& source) {
+  const char* op = "oa::ml::optim::Optimizer::load_state";
+  if (!std::isfinite(lr) || lr < 0) fail(ErrorKind::InvalidArgument, "{}: {}: lr = {} is not a learning rate", op, source, lr);
+  if (steps < 0) fail(ErrorKind::InvalidArgument, "{}: {}: step = {} is negative", op, source, steps);
+  if (per.size() != parameters_.size())
+    fail(ErrorKind::InvalidArgument, "{}: {}: {} parameter step counts for {} parameters", op, source, per.size(), parameters_.size());
+  for (std::size_t i = 0; i < per.size(); ++i)
+    if (per[i] < 0 || per[i] > steps)
+      fail(ErrorKind::InvalidArgument, "{}: {}: parameter '{}' has {} updates, outside [0, step = {}]", op, source,
+           parameters_[i].name(), per[i], steps);
+  const NamedMatrices targets = state();
+  std::map<std::string_view, const Matrix*> given;
+  for (const auto& [name, m] : tensors)
+    if (!given.emplace(name, &m).second) fail(ErrorKind::InvalidArgument, "{}: {}: tensor '{}' is given twice", op, source, name);
+  const Engine& engine = parameters_[0].value().engine();
+  for (const auto& [name, target] : targets) {
+    const auto it = given.find(name);
+    if (it == given.end())
+      fail(ErrorKind::InvalidArgument, "{}: {}: state tensor '{}' ({} {}) is missing", op, source, name, to_string(target.dtype()),
+           target.shape());
+    const Matrix& m = *it->second;
+    if (!m.defined() || !(m.shape() == target.shape()) || m.dtype() != target.dtype() || !(m.engine() == engine))
+      fail(ErrorKind::InvalidArgument, "{}: {}: state tensor '{}' is {}; the optimizer's is {} {} on the parameters' engine", op,
+           source, name, m.defined() ? fmt::format("{} {}", to_string(m.dtype()), m.shape()) : std::string("undefined"),
+           to_string(target.dtype()), target.shape());
+    given.erase(it);
+  }
+  if (!given.empty())
+    fail(ErrorKind::InvalidArgument, "{}: {}: tensor '{}' matches no state tensor of this optimizer", op, source, given.begin()->first);
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    const Matrix& target = targets[i].second;
+    const auto from = std::find_if(tensors.begin(), tensors.end(), [&](const auto& t) { return t.first == targets[i].first; });
+    engine.copy(*from->second.storage(), 0, *target.storage(), 0, static_cast<std::uint64_t>(target.numel()) * size_of(target.dtype()));
+    target.storage()->bump_version();
+  }
   lr_ = lr;
   steps_ = steps;
   host_counts_ = per;

@@ -435,4 +435,62 @@ TEST(NnOptim, StateRoundTripsThroughCheckpoints) {
   EXPECT_EQ(sgd2.state().size(), 2u);
 }
 
+TEST(NnOptim, StateRoundTripsInMemory) {
+  const optim::AdamWOptions o{.lr = 0.02f, .weight_decay = 0.1f};
+  auto w = make_param("w", {4, 3}, values(12, 1.0, 0.1));
+  auto b = make_param("b", {3}, values(3, 1.0, 0.9));
+  optim::AdamW adam({w, b}, o);
+  for (int s = 0; s < 3; ++s) {
+    set_grad(w, values(12, 1.0, s));
+    if (s == 1) set_grad(b, values(3, 1.0, s));
+    else b.zero_grad();
+    adam.step();
+  }
+  // Snapshots of the state (state() holds the live buffers).
+  oa::ml::NamedMatrices saved;
+  for (const auto& [name, m] : adam.state()) saved.emplace_back(name, Matrix::from_vector(m.shape(), m.to_vector()));
+  EXPECT_EQ(adam.parameter_steps(), (std::vector<std::int64_t>{3, 1}));
+
+  auto w2 = Parameter("w", Matrix::from_vector({4, 3}, w.value().to_vector()));
+  auto b2 = Parameter("b", Matrix::from_vector({3}, b.value().to_vector()));
+  optim::AdamW resumed({w2, b2}, o);
+  resumed.load_state(saved, 0.015f, adam.steps(), adam.parameter_steps());
+  adam.set_lr(0.015f);
+  EXPECT_EQ(resumed.steps(), 3);
+  EXPECT_EQ(resumed.lr(), 0.015f);
+  EXPECT_EQ(resumed.parameter_steps(), adam.parameter_steps());
+  for (int s = 0; s < 2; ++s)
+    for (auto* opt : {static_cast<optim::Optimizer*>(&adam), static_cast<optim::Optimizer*>(&resumed)}) {
+      const auto& ps = opt->parameters();
+      set_grad(ps[0], values(12, 1.0, 7.0 + s));
+      set_grad(ps[1], values(3, 1.0, 7.0 - s));
+      opt->step();
+    }
+  EXPECT_EQ(w.value().to_vector(), w2.value().to_vector());
+  EXPECT_EQ(b.value().to_vector(), b2.value().to_vector());
+
+  // Faults are refused, naming them, before anything changes.
+  const auto before = resumed.state()[0].second.to_vector();
+  auto missing = saved;
+  missing.pop_back();
+  auto extra = saved;
+  extra.emplace_back("c.exp_avg", Matrix::zeros({3}));
+  auto wrong = saved;
+  wrong[0].second = Matrix::zeros({3, 4});
+  const std::vector<std::int64_t> counts{3, 1};
+  EXPECT_TRUE(oa_test::throws([&] { resumed.load_state(missing, 0.01f, 3, counts); }, oa::ErrorKind::InvalidArgument,
+                              {"load_state", "'b.exp_avg_sq'", "missing"}));
+  EXPECT_TRUE(oa_test::throws([&] { resumed.load_state(extra, 0.01f, 3, counts); }, oa::ErrorKind::InvalidArgument,
+                              {"'c.exp_avg'", "matches no state tensor"}));
+  EXPECT_TRUE(oa_test::throws([&] { resumed.load_state(wrong, 0.01f, 3, counts); }, oa::ErrorKind::InvalidArgument,
+                              {"'w.exp_avg'", "[3, 4]", "[4, 3]"}));
+  EXPECT_TRUE(oa_test::throws([&] { resumed.load_state(saved, -1.0f, 3, counts); }, oa::ErrorKind::InvalidArgument, {"lr = -1"}));
+  EXPECT_TRUE(oa_test::throws([&] { resumed.load_state(saved, 0.01f, 3, {3}); }, oa::ErrorKind::InvalidArgument,
+                              {"1 parameter step counts for 2 parameters"}));
+  EXPECT_TRUE(oa_test::throws([&] { resumed.load_state(saved, 0.01f, 2, counts); }, oa::ErrorKind::InvalidArgument,
+                              {"'w' has 3 updates, outside [0, step = 2]"}));
+  EXPECT_EQ(resumed.state()[0].second.to_vector(), before);
+  EXPECT_EQ(resumed.lr(), 0.015f);
+}
+
 }  // namespace

@@ -38,6 +38,7 @@
 #include <filesystem>
 #include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "oa/matrix/matrix.hpp"
@@ -88,6 +89,15 @@ class Optimizer {
   // and the fault (another optimizer kind, missing or malformed metadata, or
   // a missing, extra or mismatched state tensor) before changing anything.
   void load_state(const std::filesystem::path& path);
+  // The same from memory (what state(), lr(), steps() and parameter_steps()
+  // give, as torch's optimizer.load_state_dict): `tensors` must hold exactly
+  // state()'s names, each with the same shape and dtype on the parameters'
+  // engine; they are copied into the state on the device (versions bumped).
+  // Throws InvalidArgument naming the fault before changing anything: a
+  // missing, extra, repeated or mismatched tensor, a negative or non-finite
+  // lr, negative steps, or parameter_steps of another count than the
+  // parameters or outside [0, steps].
+  void load_state(const NamedMatrices& tensors, float lr, std::int64_t steps, const std::vector<std::int64_t>& parameter_steps);
 
  protected:
   // Throws InvalidArgument for no parameters, an undefined one, two with the
@@ -130,6 +140,9 @@ class Optimizer {
  private:
   // Uploads the host's update counts if counts_ is stale, then the step constants.
   void write_step_constants(const std::vector<std::size_t>& updated);
+  // Both load_state forms; `source` names where the state came from in errors.
+  void restore(const NamedMatrices& tensors, float lr, std::int64_t steps, const std::vector<std::int64_t>& parameter_steps,
+               const std::string& source);
 };
 
 // torch.optim.SGD.

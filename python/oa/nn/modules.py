@@ -460,6 +460,44 @@ class Flatten(_Native):
         super().__init__(_native.flatten(start_dim, end_dim))
 
 
+class Identity(Module):
+    """torch.nn.Identity: forward returns its input itself (any shape); constructor arguments are ignored, as torch's."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, input):
+        return input
+
+
+class CrossEntropyLoss(Module):
+    """torch.nn.CrossEntropyLoss over oa.nn.functional.cross_entropy: logits [N, C] and int32 class indices [N]
+    give a scalar (reduction 'mean' over the targets not equal to ignore_index, or 'sum') or [N] ('none');
+    label_smoothing in [0, 1] mixes the one-hot target with the uniform distribution. No class weights (the
+    functional has none; torch's first positional argument, weight, is therefore not accepted: the arguments are
+    keyword-only). Errors: the functional's (oa.InvalidArgumentError for shapes, dtypes, an unknown reduction)."""
+
+    def __init__(self, *, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+        super().__init__()
+        self.ignore_index, self.reduction, self.label_smoothing = ignore_index, reduction, label_smoothing
+
+    def forward(self, input, target):
+        return _oa.functional.cross_entropy(input, target, ignore_index=self.ignore_index, reduction=self.reduction,
+                                            label_smoothing=self.label_smoothing)
+
+
+class MSELoss(Module):
+    """torch.nn.MSELoss over oa.nn.functional.mse_loss: (input - target)^2 for two tensors of one shape, its mean
+    (reduction 'mean'), sum ('sum') or the elementwise values ('none'). Errors: the functional's."""
+
+    def __init__(self, *, reduction="mean"):
+        super().__init__()
+        self.reduction = reduction
+
+    def forward(self, input, target):
+        return _oa.functional.mse_loss(input, target, reduction=self.reduction)
+
+
 def _activation(name, factory, doc):
     return type(name, (_Native,), {"__init__": lambda self: _Native.__init__(self, factory()), "__doc__": doc})
 
