@@ -1,6 +1,7 @@
 #pragma once
 // The pieces of the extension module oa._oa, one file per topic; module.cpp
 // calls each bind_* once. The Python class of oa::Matrix is oa.Tensor.
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
 #include <array>
@@ -48,6 +49,18 @@ std::uint64_t seed_or_next(const std::optional<std::uint64_t>& seed);
 // Pooling options from torch's kernel_size, stride (None: the kernel size)
 // and padding, each an int or a pair; throws InvalidArgument naming `op`.
 ml::Pool2dOptions pool_options(py::handle kernel_size, py::handle stride, py::handle padding, const char* op);
+
+// oa.tensor and oa.from_numpy: `data` copied to a new leaf on `engine`, of
+// `dtype` or, without it, float16 for float16, float32 for other floats, int32
+// for integers (outside int32 refused) and bool for booleans. Throws
+// InvalidArgument naming `op`.
+Matrix from_array(const py::array& data, std::optional<DType> dtype, bool requires_grad, const std::optional<Engine>& engine,
+                  const char* op);
+// x.to(dtype) over the conversions oa's C++ ops give: between the floating
+// dtypes (mx::cast), bool to a floating dtype (1 and 0, through where), and
+// any dtype to bool (x != 0). There is no op between int32 and the floating
+// dtypes, nor from bool to int32: those raise UnsupportedError.
+Matrix convert(const Matrix& x, DType dtype);
 
 // Marks `result` as a copy made by `op` (x[key], transpose, permute, mT,
 // expand, split, chunk), whose torch twin is a view of `source`: in-place ops

@@ -219,7 +219,10 @@ void bind_functional(py::module_& f) {
         return ml::cross_entropy(input, target, o);
       },
       arg("input"), arg("target"), arg("ignore_index") = -100, arg("reduction") = "mean", arg("label_smoothing") = 0.0,
-      "Logits [N, C] against int32 class indices [N].");
+      "torch.nn.functional.cross_entropy (oa::ml::cross_entropy): logits [N, C] against int32 class indices [N], "
+      "logits [N, C, d1, ...] against [N, d1, ...], logits [C] against a target []; or float32 class probabilities "
+      "of logits' shape (ignore_index does not apply). No class weights. A class index outside [0, C) other than "
+      "ignore_index is not checked (the indices live on the device): its loss and gradient are NaN.");
   f.def(
       "mse_loss",
       [](const Matrix& input, const Matrix& target, const std::string& reduction) {

@@ -137,7 +137,8 @@ std::vector<Step> parse_key(const Matrix& x, py::handle key, bool read_back, con
   std::vector<std::int64_t>& shape = selected;
   shape = x.shape().to_vector();
   std::vector<Step> steps;
-  std::size_t axis = 0;  // the axis of the partial result that the next entry indexes
+  std::size_t axis = 0;    // the axis of the partial result that the next entry indexes
+  std::size_t source = 0;  // the axis of x that it indexes (what errors name)
   bool advanced = false;
   const auto out_of_range = [op](std::int64_t i, std::size_t axis, std::int64_t n) {
     index_error(std::string(op) + ": index " + std::to_string(i) + " is out of bounds for axis " + std::to_string(axis) +
@@ -148,6 +149,7 @@ std::vector<Step> parse_key(const Matrix& x, py::handle key, bool read_back, con
     s.axis = static_cast<int>(axis);
     if (e.is(py::ellipsis())) {
       axis += x.rank() - consumed;
+      source += x.rank() - consumed;
       continue;
     }
     if (e.is_none()) {
@@ -159,9 +161,10 @@ std::vector<Step> parse_key(const Matrix& x, py::handle key, bool read_back, con
     } else if (const auto index = int_index(e)) {
       s.kind = Step::Kind::Int;
       s.extent = shape[axis];
-      if (*index < -s.extent || *index >= s.extent) out_of_range(*index, axis, s.extent);
+      if (*index < -s.extent || *index >= s.extent) out_of_range(*index, source, s.extent);
       s.start = *index < 0 ? *index + s.extent : *index;
       shape.erase(shape.begin() + static_cast<std::ptrdiff_t>(axis));
+      ++source;
     } else if (py::isinstance<py::slice>(e)) {
       const auto sl = py::reinterpret_borrow<py::slice>(e);
       s.kind = Step::Kind::Slice;
@@ -176,6 +179,7 @@ std::vector<Step> parse_key(const Matrix& x, py::handle key, bool read_back, con
       s.count = count;
       shape[axis] = count;
       ++axis;
+      ++source;
     } else {
       if (advanced)
         index_error(std::string(op) + ": one tensor or list index per subscript is supported (use index_select or gather)");
@@ -208,6 +212,7 @@ std::vector<Step> parse_key(const Matrix& x, py::handle key, bool read_back, con
         shape.erase(shape.begin(), shape.begin() + static_cast<std::ptrdiff_t>(s.shape.size()));
         shape.insert(shape.begin(), s.count);
         axis += 1;
+        source += s.shape.size();
       } else {
         s.kind = Step::Kind::Indices;
         s.extent = shape[axis];
@@ -220,14 +225,14 @@ std::vector<Step> parse_key(const Matrix& x, py::handle key, bool read_back, con
           if (read_back) {
             s.positions = s.tensor.to_i32();
             for (std::int32_t& p : s.positions) {
-              if (p < -s.extent || p >= s.extent) out_of_range(p, axis, s.extent);
+              if (p < -s.extent || p >= s.extent) out_of_range(p, source, s.extent);
               if (p < 0) p += static_cast<std::int32_t>(s.extent);
             }
             s.tensor = Matrix();
           }
         } else if (py::isinstance<py::sequence>(e) && !py::isinstance<py::str>(e)) {
           s.shape = np.attr("shape")(e).cast<std::vector<std::int64_t>>();
-          s.positions = host_indices(e, s.extent, axis, op);
+          s.positions = host_indices(e, s.extent, source, op);
         } else {
           throw py::type_error(std::string(op) + ": an index must be an int, slice, None, ..., a list or an int32/bool tensor, not " +
                                py::str(py::type::handle_of(e).attr("__name__")).cast<std::string>());
@@ -235,6 +240,7 @@ std::vector<Step> parse_key(const Matrix& x, py::handle key, bool read_back, con
         shape.erase(shape.begin() + static_cast<std::ptrdiff_t>(axis));
         shape.insert(shape.begin() + static_cast<std::ptrdiff_t>(axis), s.shape.begin(), s.shape.end());
         axis += s.shape.size();
+        ++source;
       }
     }
     steps.push_back(std::move(s));
@@ -296,22 +302,50 @@ Matrix place(Matrix t, const Step& s) {
   return t;
 }
 
+// The dtype x[key] = value computes in: x's own for f32 and i32 (where selects
+// those), f32 for the 16-bit floats and bool (written back rounded, or as
+// value != 0).
+DType assignment_dtype(DType x) { return x == DType::I32 ? DType::I32 : DType::F32; }
+
+// value (a tensor, a Python number, a NumPy array or a nested list) as a
+// Matrix of `dtype` on x's engine, as torch casts what is assigned to x's
+// dtype (a float into int32 truncates toward zero). oa has no op between
+// int32 and the floating dtypes, nor from bool to int32: those tensors raise
+// UnsupportedError.
+Matrix assigned_values(const Matrix& x, py::handle value, DType dtype, const char* op) {
+  if (!py::isinstance<Matrix>(value)) {
+    if (py::isinstance<py::str>(value) || py::isinstance<py::bytes>(value) || value.is_none())
+      throw py::type_error(std::string(op) + ": the value must be a number, an oa.Tensor, a NumPy array or a list, not " +
+                           py::str(py::type::handle_of(value).attr("__name__")).cast<std::string>());
+    const py::module_ np = py::module_::import("numpy");
+    const py::array array = dtype == DType::F32 ? np.attr("asarray")(value, "float64") : np.attr("asarray")(value);
+    const char kind = array.dtype().kind();
+    if (kind != 'f' && kind != 'i' && kind != 'u' && kind != 'b')
+      throw py::type_error(std::string(op) + ": the value must be numbers or booleans, not NumPy dtype " +
+                           py::str(static_cast<py::handle>(array.dtype())).cast<std::string>());
+    return from_array(array, dtype, false, x.engine(), op);
+  }
+  const Matrix v = value.cast<Matrix>();
+  const bool fits = dtype == DType::I32 ? v.dtype() == DType::I32 : v.dtype() != DType::I32;
+  if (!fits)
+    fail(ErrorKind::Unsupported, "{}: assignment into x of dtype {} from a tensor of dtype {}: oa has no conversion between int32 and "
+         "the other dtypes (assign an int32 tensor into int32, any other into float or bool)", op, to_string(x.dtype()),
+         to_string(v.dtype()));
+  return convert(v, dtype);
+}
+
 // x[key] = value (see __setitem__'s docstring).
 void set_item(const Matrix& x, py::handle key, py::handle value) {
   constexpr const char* op = "oa.Tensor.__setitem__";
+  const DType dtype = assignment_dtype(x.dtype());
+  const Matrix v = assigned_values(x, value, dtype, op);
   const bool is_tensor = py::isinstance<Matrix>(value);
-  if (!is_tensor && !py::isinstance<py::float_>(value) && !py::isinstance<py::int_>(value))
-    throw py::type_error(std::string(op) + ": the value must be a Python number or an oa.Tensor, not " +
-                         py::str(py::type::handle_of(value).attr("__name__")).cast<std::string>());
-  const Matrix v = is_tensor ? value.cast<Matrix>() : Matrix::full({}, value.cast<float>(), x.engine());
-  update_in_place(x, is_tensor ? &v : nullptr, [&] {
-    if (!is_floating_point(x.dtype()) || !is_floating_point(v.dtype()))
-      fail(ErrorKind::Unsupported, "{}: assignment into a {} tensor from a {} value: both must be floating point", op,
-           to_string(x.dtype()), to_string(v.dtype()));
+  const Matrix given = is_tensor ? value.cast<Matrix>() : Matrix();
+  update_in_place(x, is_tensor ? &given : nullptr, [&] {
     std::vector<std::int64_t> selected;
     const std::vector<Step> steps = parse_key(x, key, true, op, selected);
-    const Matrix x32 = mx::cast(x, DType::F32);
-    if (Shape(selected).numel() == 0) return x32;
+    const Matrix base = convert(x, dtype);
+    if (Shape(selected).numel() == 0) return base;
     // value broadcast to x[key]'s shape, leading extents of 1 dropped first (as torch).
     std::vector<std::int64_t> vs = v.shape().to_vector();
     while (vs.size() > selected.size() && vs.front() == 1) vs.erase(vs.begin());
@@ -323,13 +357,13 @@ void set_item(const Matrix& x, py::handle key, py::handle value) {
     if (!broadcasts)
       fail(ErrorKind::InvalidArgument, "{}: a value of shape {} cannot be broadcast to the indexing result's shape {}", op,
            v.shape(), Shape(selected));
-    Matrix values = mx::expand(mx::cast(v, DType::F32).reshape(vs), selected);
+    Matrix values = mx::expand(v.reshape(vs), selected);
     Matrix chosen = Matrix::ones(Shape(selected), x.engine());
     for (auto s = steps.rbegin(); s != steps.rend(); ++s) {
       values = place(values, *s);
       chosen = place(chosen, *s);
     }
-    return mx::where(mx::gt(chosen, 0.5f), values, x32);
+    return mx::where(mx::gt(chosen, 0.5f), values, base);
   }, op);
 }
 
@@ -362,14 +396,18 @@ void bind_indexing(py::module_& m, TensorClass& t) {
         "in-place ops on it raise oa.FailedPreconditionError (assign with x[key] = value instead). An int32 tensor index "
         "is not checked (an index outside the axis gives zeros).");
   t.def("__setitem__", &set_item, arg("key"), arg("value"),
-        "x[key] = value, as torch: the same keys as x[key]; value a Python number or a floating-point tensor that "
-        "broadcasts to x[key]'s shape (leading extents of 1 dropped first), cast to x's dtype. Writes x's own storage "
+        "x[key] = value, as torch: the same keys as x[key]; value a Python number, an oa.Tensor, a NumPy array or a "
+        "(nested) list that broadcasts to x[key]'s shape (leading extents of 1 dropped first), cast to x's dtype (a float "
+        "into int32 truncates toward zero, a nonzero into bool is True). x may be float32, float16, bfloat16, int32 or "
+        "bool. Writes x's own storage "
         "on the device (every tensor sharing it, as x.view(...) or x.detach(), sees the change) and bumps x's version; "
         "refused as the other in-place ops (see oa.Tensor.add_): on a copy made by x[key], transpose, ..., on a leaf "
         "that requires grad outside oa.no_grad(), on values with autograd history. An int32 tensor index or a bool "
         "mask is read back to the host (a synchronization): an index outside its axis raises IndexError, a mask of "
         "other extents than the axes it covers IndexError. Repeated indices: the last assignment wins. Errors: "
-        "oa.UnsupportedError for an int32 or bool x or value; oa.InvalidArgumentError (a ValueError; torch raises "
+        "oa.UnsupportedError for an int32 tensor assigned into another dtype or any other tensor into int32 (oa has no "
+        "conversion between them); TypeError for a value of other types; oa.InvalidArgumentError for a NumPy or list "
+        "value outside int32 assigned into int32; oa.InvalidArgumentError (a ValueError; torch raises "
         "RuntimeError) for a value that does not broadcast; IndexError, TypeError and ValueError as x[key]. Cost: one "
         "index_select per int, sliced (not whole-axis) or advanced entry, of x's size, and one where.");
   t.def("index_select", [](const Matrix& x, int dim, const Matrix& index) { return mx::index_select(x, dim, index); },

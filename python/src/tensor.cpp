@@ -52,7 +52,8 @@ DType inferred_dtype(const py::dtype& d, const char* op) {
   }
 }
 
-// oa.tensor and oa.from_numpy: `data` copied to a new leaf on `engine`.
+}  // namespace
+
 Matrix from_array(const py::array& data, std::optional<DType> dtype, bool requires_grad,
                   const std::optional<Engine>& engine, const char* op) {
   const DType target = dtype ? *dtype : inferred_dtype(data.dtype(), op);
@@ -92,6 +93,8 @@ Matrix from_array(const py::array& data, std::optional<DType> dtype, bool requir
   if (requires_grad) set_requires_grad(out);
   return out;
 }
+
+namespace {
 
 // x.numpy(): float32, float16 (exact), float32 for bfloat16 (NumPy has no
 // bfloat16), int32 or bool.
@@ -150,10 +153,8 @@ std::vector<std::int64_t> size_of_args(const py::args& args) {
   }
 }
 
-// x.to(dtype) over the conversions oa's C++ ops give: between the floating
-// dtypes (mx::cast), bool to a floating dtype (1 and 0, through where), and
-// any dtype to bool (x != 0). There is no op between int32 and the floating
-// dtypes, nor from bool to int32: those raise UnsupportedError.
+}  // namespace
+
 Matrix convert(const Matrix& x, DType dtype) {
   const DType from = x.dtype();
   if (from == dtype) return x;
@@ -170,6 +171,8 @@ Matrix convert(const Matrix& x, DType dtype) {
   fail(ErrorKind::Unsupported, "oa.Tensor.to: no conversion from {} to {} (oa converts between float32, float16 and "
        "bfloat16, from bool to those, and from any dtype to bool)", to_string(from), to_string(dtype));
 }
+
+namespace {
 
 // zeros, ones, full and fill_: `value` everywhere as `dtype` (int32 filled on
 // the host: no op converts float32 to int32).

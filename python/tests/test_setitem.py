@@ -145,9 +145,53 @@ def test_bad_assignments():
         x[0] = "a"
     with pytest.raises(TypeError, match="int32 or bool"):
         x[oa.zeros(2)] = 1.0
-    with pytest.raises(oa.UnsupportedError):
-        oa.tensor([1, 2], dtype=oa.int32)[0] = 1
+    with pytest.raises(oa.UnsupportedError, match="int32"):
+        oa.tensor([1, 2], dtype=oa.int32)[0] = oa.ones(1)
+    with pytest.raises(oa.UnsupportedError, match="int32"):
+        x[0] = oa.tensor(np.zeros(5, np.int32))
+    with pytest.raises(TypeError, match="NoneType"):
+        x[0] = None
+    with pytest.raises(oa.InvalidArgumentError, match="outside int32"):
+        oa.tensor([1, 2], dtype=oa.int32)[0] = 2**40
     np.testing.assert_array_equal(x.numpy(), X)
+
+
+@pytest.mark.parametrize("key, axis", [((0, 5), 1), ((Ellipsis, 7), 2), ((1, slice(None), [0, 9]), 2),
+                                       ((None, 0, 0, -6), 2), ((np.array([True, False, True]), 4), 1)], ids=str)
+def test_out_of_range_names_the_axis_of_x(key, axis):
+    with pytest.raises(IndexError, match=f"for axis {axis} of extent"):
+        oa.tensor(X)[key] = 1.0
+
+
+@pytest.mark.parametrize("value", [[1.5, 2.5, 3.5, 4.5, 5.5], [[1, 2, 3, 4, 5]], np.arange(5, dtype=np.float64),
+                                   np.arange(5, dtype=np.int64), [True, False, True, False, True], 3, True, 1e30])
+def test_assign_lists_numpy_and_numbers(value):
+    a, t = oa.tensor(X), torch.tensor(X)
+    a[1, 2] = value
+    t[1, 2] = torch.tensor(value, dtype=torch.float32) if isinstance(value, (list, np.ndarray)) else value
+    np.testing.assert_array_equal(a.numpy(), t.numpy())
+
+
+def test_assign_into_int32_and_bool():
+    base = np.arange(24, dtype=np.int32).reshape(4, 6)
+    a, t = oa.tensor(base), torch.tensor(base)
+    for key, value in [(1, 100), ((0, slice(None, None, 2)), -5), ((2, [1, 3]), np.array([7, 8], np.int32)),
+                       ((3, 0), 2.9), ((3, 1), -2.9), (np.array([True, False, False, True]), [[9] * 6])]:
+        oa_key, torch_key = both(key)
+        a[oa_key] = oa.tensor(value) if isinstance(value, np.ndarray) else value
+        t[torch_key] = torch.tensor(value, dtype=torch.int32) if isinstance(value, (list, np.ndarray)) else value
+    assert a.dtype == oa.int32
+    np.testing.assert_array_equal(a.numpy(), t.numpy())
+
+    mask = np.zeros((3, 4), bool)
+    a, t = oa.tensor(mask), torch.tensor(mask)
+    for key, value in [((0, 1), True), (1, [1, 0, 2.5, 0]), ((2, slice(1, 3)), oa.tensor([True, False])),
+                       ((2, 3), oa.tensor(-0.5)), ((0, 1), 0)]:
+        a[key] = value
+        t[key] = torch.tensor(value.numpy()) if isinstance(value, oa.Tensor) else (
+            torch.tensor(value) if isinstance(value, list) else value)
+    assert a.dtype == oa.bool
+    np.testing.assert_array_equal(a.numpy(), t.numpy())
 
 
 def test_assign_half_and_rank0():

@@ -114,6 +114,38 @@ def test_cross_entropy(reduction, label_smoothing, ignore_index):
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("shape", [(4,), (3, 4, 5), (2, 4, 3, 2)], ids=str)
+def test_cross_entropy_other_shapes(reduction, shape):
+    """torch's [C] and [N, C, d1, ...] forms with class indices (one ignored), label smoothing 0.1."""
+    rng = np.random.default_rng(sum(shape))
+    target = rng.integers(0, 4, size=shape[:1] + shape[2:] if len(shape) > 1 else ()).astype(np.int32)
+    if target.ndim:
+        target.flat[1] = -100
+    kw = dict(reduction=reduction, label_smoothing=0.1)
+    compare(lambda x: F.cross_entropy(x, oa.tensor(target), **kw),
+            lambda x: TF.cross_entropy(x, torch.tensor(target, dtype=torch.long), **kw),
+            [values(shape, 31, -3, 3)])
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("shape", [(5, 4), (2, 3, 4), (3,)], ids=str)
+def test_cross_entropy_class_probabilities(reduction, shape):
+    """Float targets of the logits' shape: gradients to both logits and targets."""
+    probabilities = np.exp(values(shape, 32))
+    probabilities /= probabilities.sum(axis=1 if len(shape) > 1 else 0, keepdims=True)
+    kw = dict(reduction=reduction, label_smoothing=0.2)
+    compare(lambda x, p: F.cross_entropy(x, p, **kw), lambda x, p: TF.cross_entropy(x, p, **kw),
+            [values(shape, 33, -3, 3), probabilities.astype(np.float32)])
+
+
+def test_cross_entropy_shape_errors():
+    with pytest.raises(oa.InvalidArgumentError, match=r"targets of shape.*\[2, 4, 3\].*\[2, 4\]"):
+        F.cross_entropy(oa.ones(2, 4, 3), oa.tensor(np.zeros((2, 4), np.int32)))
+    with pytest.raises(oa.InvalidArgumentError, match=r"logits' shape \[2, 4\]; found \[2, 3\]"):
+        F.cross_entropy(oa.ones(2, 4), oa.ones(2, 3))
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 def test_mse_loss(reduction):
     compare(lambda a, b: F.mse_loss(a, b, reduction=reduction), lambda a, b: TF.mse_loss(a, b, reduction=reduction),
             [values((3, 5), 25), values((3, 5), 26)])

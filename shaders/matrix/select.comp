@@ -6,14 +6,15 @@
 // the Bool condition (one byte per element, read from uint words by shifts, so
 // no 8-bit storage feature is needed) is broadcast: its byte for the result
 // coordinates c is at sum_d c_d * cstride[d] (stride 0 on broadcast axes).
-// Each invocation writes 4 elements.
+// Elements are copied as 32-bit words, so f32 and i32 values select alike
+// (the push value is an f32's bits). Each invocation writes 4 elements.
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer Cond { uint words[]; };
-layout(std430, binding = 1) readonly buffer A { float a[]; };
-layout(std430, binding = 2) readonly buffer B { float b[]; };
-layout(std430, binding = 3) writeonly buffer Out { float y[]; };
+layout(std430, binding = 1) readonly buffer A { uint a[]; };
+layout(std430, binding = 2) readonly buffer B { uint b[]; };
+layout(std430, binding = 3) writeonly buffer Out { uint y[]; };
 #include "matrix/select.push.h"
 
 void main() {
@@ -27,7 +28,8 @@ void main() {
       rest /= pc.ext[d];
     }
     const bool c = ((words[s / 4u] >> (8u * (s % 4u))) & 0xffu) != 0u;
-    if (c) y[i] = (pc.flags & 1u) != 0u ? pc.value : a[i];
-    else y[i] = (pc.flags & 2u) != 0u ? pc.value : b[i];
+    const uint value = floatBitsToUint(pc.value);
+    if (c) y[i] = (pc.flags & 1u) != 0u ? value : a[i];
+    else y[i] = (pc.flags & 2u) != 0u ? value : b[i];
   }
 }

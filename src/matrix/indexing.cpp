@@ -30,6 +30,11 @@ constexpr const char* kOneHot = "oa::matrix::one_hot";
 constexpr const char* kTakeAlongAxis = "oa::matrix::take_along_axis";
 constexpr const char* kTopK = "oa::matrix::topk";
 
+void require_f32_or_i32(const Matrix& x, const char* op) {
+  if (x.dtype() != DType::F32 && x.dtype() != DType::I32)
+    fail(ErrorKind::InvalidArgument, "{}: x must be f32 or i32; found {} {}", op, to_string(x.dtype()), x.shape());
+}
+
 struct DimAttributes {
   std::int64_t dim = 0;  // non-negative
   static constexpr auto fields = std::tuple{field("dim", &DimAttributes::dim)};
@@ -302,7 +307,8 @@ const Op<detail::NoAttributes> kWhereOp{
      .inputs = {{"condition", false, true}, "x", "y"},
      .infer = [](const OpCall<detail::NoAttributes>& c) {
        detail::shader_u32(c.inputs[1].numel(), "result elements", c.name);
-       return std::vector<OutputSpec>{{c.inputs[1].shape()}};
+       const Matrix& x = c.inputs[1];
+       return std::vector<OutputSpec>{{.shape = x.shape(), .dtype = x.dtype(), .no_grad = x.dtype() == DType::I32}};
      },
      .lower = {{DType::Bool,
                 [](const OpCall<detail::NoAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
@@ -479,8 +485,7 @@ Matrix masked_select(const Matrix& x, const Matrix& mask) {
   detail::require_defined(x, op, "x");
   detail::require_dtype(mask, DType::Bool, op, "mask");
   detail::require_same_engine(x, mask, op);
-  if (x.dtype() != DType::F32 && x.dtype() != DType::I32)
-    fail(ErrorKind::InvalidArgument, "{}: x must be f32 or i32; found {} {}", op, to_string(x.dtype()), x.shape());
+  require_f32_or_i32(x, op);
   const std::size_t k = mask.rank();
   bool leading = k >= 1 && k <= x.rank();
   for (std::size_t i = 0; leading && i < k; ++i) leading = mask.shape()[i] == x.shape()[i];
@@ -502,8 +507,7 @@ Matrix gather(const Matrix& x, int dim, const Matrix& index) {
   const std::int64_t d = detail::existing_axis(kGather, x.shape(), dim, "dim");
   detail::require_dtype(index, DType::I32, kGather, "index");
   detail::require_same_engine(x, index, kGather);
-  if (x.dtype() != DType::F32 && x.dtype() != DType::I32)
-    fail(ErrorKind::InvalidArgument, "{}: x must be f32 or i32; found {} {}", kGather, to_string(x.dtype()), x.shape());
+  require_f32_or_i32(x, kGather);
   require_index_beside_dim(kGather, x, index, d, true);
   std::vector<std::int64_t> cut = index.shape().to_vector();
   cut[static_cast<std::size_t>(d)] = x.shape()[static_cast<std::size_t>(d)];
@@ -512,8 +516,7 @@ Matrix gather(const Matrix& x, int dim, const Matrix& index) {
 
 Matrix take_along_axis(const Matrix& x, const Matrix& indices, int axis) {
   detail::require_defined(x, kTakeAlongAxis, "x");
-  if (x.dtype() != DType::F32 && x.dtype() != DType::I32)
-    fail(ErrorKind::InvalidArgument, "{}: x must be f32 or i32; found {} {}", kTakeAlongAxis, to_string(x.dtype()), x.shape());
+  require_f32_or_i32(x, kTakeAlongAxis);
   detail::require_dtype(indices, DType::I32, kTakeAlongAxis, "indices");
   detail::require_same_engine(x, indices, kTakeAlongAxis);
   const std::int64_t a = detail::existing_axis(kTakeAlongAxis, x.shape(), axis);
@@ -555,8 +558,8 @@ Matrix scatter_add(const Matrix& x, int dim, const Matrix& index, const Matrix& 
 
 Matrix where(const Matrix& condition, const Matrix& x, const Matrix& y) {
   detail::require_dtype(condition, DType::Bool, kWhere, "condition");
-  detail::require_f32(x, kWhere, "x");
-  detail::require_f32(y, kWhere, "y");
+  require_f32_or_i32(x, kWhere);
+  detail::require_dtype(y, x.dtype(), kWhere, "y");
   detail::require_same_engine(x, condition, kWhere);
   detail::require_same_engine(x, y, kWhere);
   const Shape out = detail::broadcast_shapes(kWhere, {{"condition", condition.shape()}, {"x", x.shape()}, {"y", y.shape()}});

@@ -217,6 +217,20 @@ TEST(MatrixIndexing, WhereBroadcastsAllThreeOperandsWithGradients) {
   EXPECT_EQ(ops[1].dispatches, 1u);
 }
 
+TEST(MatrixIndexing, WhereSelectsInt32ValuesBitForBit) {
+  // Words whose f32 reading is a NaN (-1, 0x7fa00000, a signalling one) or a
+  // denormal (1) must come through unchanged.
+  const std::vector<std::int32_t> xv = {-1, 0x7fa00000, 1, std::numeric_limits<std::int32_t>::min(), 7, -7};
+  const std::vector<std::int32_t> yv = {0x7fc00001, 0, std::numeric_limits<std::int32_t>::max(), 2, 3, 4};
+  const Matrix x = Matrix::from_i32({2, 3}, xv), y = Matrix::from_i32({2, 3}, yv);
+  const std::vector<bool> pick = {true, false, true};
+  const Matrix cond = Matrix::from_bool({3}, pick);
+  const Matrix r = mx::where(cond, x, y);
+  ASSERT_EQ(r.dtype(), oa::DType::I32);
+  const auto got = r.to_i32();
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], pick[i % 3] ? xv[i] : yv[i]) << i;
+}
+
 TEST(MatrixIndexing, MaskedFillBroadcastsTheMaskWithGradients) {
   struct Case {
     Shape x, mask, out;
@@ -497,7 +511,8 @@ TEST(MatrixIndexing, BadArgumentsNameTheOpAndRecordNothing) {
   EXPECT_TRUE(oa_test::throws([&] { mx::where(x, x, x); }, ErrorKind::InvalidArgument, {"oa::matrix::where", "condition must be bool"}));
   EXPECT_TRUE(oa_test::throws([&] { mx::where(cond, x, Matrix::zeros({2, 1, 3})); }, ErrorKind::InvalidArgument,
                               {"oa::matrix::where", "do not broadcast", "condition [3, 4]", "x [2, 3, 4]", "y [2, 1, 3]"}));
-  EXPECT_TRUE(oa_test::throws([&] { mx::where(cond, i3, x); }, ErrorKind::InvalidArgument, {"oa::matrix::where", "x must be f32"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::where(cond, i3, x); }, ErrorKind::InvalidArgument, {"oa::matrix::where", "y must be i32"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::where(cond, cond, cond); }, ErrorKind::InvalidArgument, {"oa::matrix::where", "x must be f32 or i32"}));
   EXPECT_TRUE(oa_test::throws([&] { mx::masked_fill(x, Matrix::from_bool({3}, std::vector<bool>(3, true)), 1.0f); },
                               ErrorKind::InvalidArgument, {"oa::matrix::masked_fill", "x [2, 3, 4]", "mask [3]"}));
   EXPECT_TRUE(oa_test::throws([&] { mx::masked_fill(x, x, 1.0f); }, ErrorKind::InvalidArgument, {"oa::matrix::masked_fill", "mask must be bool"}));

@@ -173,9 +173,74 @@ TEST(NnCrossEntropy, InvalidArgumentsRecordNothing) {
   const char* op = "oa::ml::cross_entropy";
   expect_invalid([&] { ml::cross_entropy(Matrix::zeros({3, 4, 2}), t); }, op, {"[N, C]", "[3, 4, 2]"});
   expect_invalid([&] { ml::cross_entropy(x, Matrix::from_i32({4}, std::vector<std::int32_t>{0, 1, 2, 3})); }, op, {"targets", "[3]", "[4]"});
-  expect_invalid([&] { ml::cross_entropy(x, Matrix::zeros({3})); }, op, {"targets", "i32"});
+  expect_invalid([&] { ml::cross_entropy(x, Matrix::zeros({3})); }, op, {"targets", "logits' shape [3, 4]", "[3]"});
+  expect_invalid([&] { ml::cross_entropy(x, Matrix::from_vector({3, 4}, std::vector<float>(12), oa::DType::F16)); }, op, {"targets", "f32"});
+  expect_invalid([&] { ml::cross_entropy(Matrix::zeros({3, 4, 2}), Matrix::from_i32({3, 4}, std::vector<std::int32_t>(12))); }, op,
+                 {"[N, d1, ...]", "[3, 4, 2]", "[3, 4]"});
   expect_invalid([&] { ml::cross_entropy(x, t, {ml::Reduction::Mean, -100, 1.5}); }, op, {"label_smoothing"});
   expect_invalid([&] { ml::cross_entropy(x, t, {ml::Reduction::Mean, std::int64_t{1} << 40, 0.0}); }, op, {"ignore_index"});
+}
+
+// logits [N, C, P] (P positions) as rows [N * P, C], as the reference takes them.
+std::vector<double> class_last(const std::vector<double>& x, std::int64_t N, std::int64_t C, std::int64_t P) {
+  std::vector<double> rows(x.size());
+  for (std::int64_t n = 0; n < N; ++n)
+    for (std::int64_t c = 0; c < C; ++c)
+      for (std::int64_t p = 0; p < P; ++p) rows[static_cast<std::size_t>((n * P + p) * C + c)] = x[static_cast<std::size_t>((n * C + c) * P + p)];
+  return rows;
+}
+
+TEST(NnCrossEntropy, ClassAxisSecondOfHigherRankLogits) {
+  // [N, C, H, W] against [N, H, W], and one sample: [C] against [].
+  const std::int64_t N = 2, C = 5, H = 3, W = 2, P = H * W;
+  auto t = targets(N * P, static_cast<std::int32_t>(C), 40);
+  t[3] = -100;
+  for (auto reduction : {ml::Reduction::Mean, ml::Reduction::None}) {
+    SCOPED_TRACE(int(reduction));
+    const ml::CrossEntropyOptions o{reduction, -100, 0.1};
+    const Matrix loss = gradcheck({random_input({N, C, H, W}, 41, -3, 3)},
+                                  [&](const std::vector<Matrix>& in) { return ml::cross_entropy(in[0], Matrix::from_i32({N, H, W}, t), o); },
+                                  [&](const std::vector<std::vector<double>>& in) {
+                                    return ref::cross_entropy(class_last(in[0], N, C, P), t, C, to_ref(reduction), -100, 0.1);
+                                  });
+    EXPECT_TRUE(loss.shape() == (reduction == ml::Reduction::None ? Shape{N, H, W} : Shape{}));
+  }
+  const std::vector<std::int32_t> one{3};
+  const Matrix loss = gradcheck({random_input({C}, 42, -3, 3)},
+                                [&](const std::vector<Matrix>& in) {
+                                  return ml::cross_entropy(in[0], Matrix::from_i32({}, one), {ml::Reduction::None});
+                                },
+                                [&](const std::vector<std::vector<double>>& in) {
+                                  return ref::cross_entropy(in[0], one, C, ref::LossReduction::None, -100, 0.0);
+                                });
+  EXPECT_TRUE(loss.shape() == Shape{});
+}
+
+TEST(NnCrossEntropy, ClassProbabilityTargetsWithGradientsToBoth) {
+  // Rows of [N, C, P] logits and probabilities: -sum_c q_c log_softmax(x)_c, q = (1 - s) p + s / C.
+  const std::int64_t N = 3, C = 4, P = 2;
+  for (auto reduction : {ml::Reduction::Mean, ml::Reduction::Sum, ml::Reduction::None}) {
+    SCOPED_TRACE(int(reduction));
+    const double s = 0.2;
+    const ml::CrossEntropyOptions o{reduction, -100, s};
+    gradcheck({random_input({N, C, P}, 43, -3, 3), random_input({N, C, P}, 44, 0, 1)},
+              [&](const std::vector<Matrix>& in) { return ml::cross_entropy(in[0], in[1], o); },
+              [&](const std::vector<std::vector<double>>& in) {
+                const auto lp = ref::log_softmax(class_last(in[0], N, C, P), C);
+                const auto p = class_last(in[1], N, C, P);
+                std::vector<double> loss(static_cast<std::size_t>(N * P), 0.0);
+                double total = 0;
+                for (std::size_t r = 0; r < loss.size(); ++r) {
+                  for (std::int64_t c = 0; c < C; ++c) {
+                    const std::size_t i = r * static_cast<std::size_t>(C) + static_cast<std::size_t>(c);
+                    loss[r] -= ((1 - s) * p[i] + s / static_cast<double>(C)) * lp[i];
+                  }
+                  total += loss[r];
+                }
+                if (reduction == ml::Reduction::None) return loss;
+                return std::vector<double>{reduction == ml::Reduction::Sum ? total : total / static_cast<double>(loss.size())};
+              });
+  }
 }
 
 TEST(NnMseLoss, ForwardAndGradients) {

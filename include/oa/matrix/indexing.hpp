@@ -1,7 +1,7 @@
 #pragma once
 // Indexing and selection (oa::matrix): index_select, gather, scatter_add,
 // where, masked_fill, masked_select, tril, triu, one_hot, take_along_axis, topk. Values are
-// F32 (index_select, gather, take_along_axis, tril and triu also copy I32);
+// F32 (index_select, gather, take_along_axis, where, tril and triu also copy I32);
 // indices are I32 Matrices (oa's index dtype, as embedding and argmax use; PyTorch
 // takes int64); conditions and masks are Bool Matrices (as attention's
 // masks). Results are new contiguous Matrices.
@@ -28,7 +28,7 @@
 // Errors (oa::Error, InvalidArgument, naming the op, the argument and the
 // shapes; nothing is recorded): undefined operands, operands on different
 // engines, a value dtype other than f32 (f32 or i32 for index_select,
-// gather, take_along_axis, tril and triu), an index that is not i32, a
+// gather, take_along_axis, where, tril and triu), an index that is not i32, a
 // condition or mask that is not bool, an axis out of range, rank-0 x, shapes
 // as each op states, element counts past 2^32 - 1.
 #include <cstdint>
@@ -116,7 +116,8 @@ Matrix scatter_add(const Matrix& x, int dim, const Matrix& index, const Matrix& 
 Matrix masked_select(const Matrix& x, const Matrix& mask);
 
 // x where condition holds, else y (torch.where(condition, x, y)): condition
-// bool, x and y f32; the three broadcast together by NumPy's rules (right
+// bool, x and y both f32 or both i32 (the result's dtype; i32 has no
+// gradient); the three broadcast together by NumPy's rules (right
 // aligned, extents equal or 1, any pattern) to the result's shape. Gradients:
 // to x the result's gradient where condition holds (0 elsewhere), to y where
 // it does not, summed back over broadcast axes; none to condition. An x or y

@@ -16,7 +16,7 @@ struct CrossEntropyOptions {
 };
 
 // Cross entropy of logits [N, C] against class indices targets i32 [N]
-// (torch.nn.functional.cross_entropy), fused with the log-softmax: per row
+// (torch.nn.functional.cross_entropy), one op fused with the log-softmax: per row
 //   loss_i = -sum_j q_j log_softmax(x_i)_j,  q = (1 - s) onehot(t_i) + s / C
 // for label smoothing s, computed as log(sum(exp(x - m))) - sum_j q_j (x_j - m)
 // with m the row maximum; rows whose target is ignore_index give 0 (and a
@@ -27,6 +27,19 @@ struct CrossEntropyOptions {
 // for a reduced loss) and a NaN gradient; they are not checked on the host.
 // Gradient for the logits. Semantic op "oa::ml::cross_entropy", attributes
 // reduction ("none", "mean", "sum"), ignore_index, label_smoothing.
+//
+// torch's other forms are accepted too, each lowered onto the [N, C] op or
+// composed of recorded ops:
+// - logits [C] with a target [] (one sample), and logits [N, C, d1, ...] (a
+//   class axis second, as image segmentation's [N, C, H, W]) with targets
+//   [N, d1, ...]: the class axis is moved last (oa::matrix::permute) and the
+//   positions flattened into rows; None gives the losses in targets' shape.
+// - class probabilities: f32 targets of logits' shape, p summing to 1 over the
+//   class axis: loss = -sum_c q_c log_softmax(x)_c per position with
+//   q = (1 - s) p + s / C; Mean divides by the number of positions;
+//   ignore_index does not apply. Gradients to the logits and the targets.
+// Errors (InvalidArgument): class-index targets whose shape is not logits'
+// without the class axis, f32 targets of another shape, rank-0 logits.
 Matrix cross_entropy(const Matrix& logits, const Matrix& targets, const CrossEntropyOptions& options = {});
 
 // Mean squared error (torch.nn.functional.mse_loss): (input - target)^2 with

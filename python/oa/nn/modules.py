@@ -473,7 +473,10 @@ class Identity(Module):
 class CrossEntropyLoss(Module):
     """torch.nn.CrossEntropyLoss over oa.nn.functional.cross_entropy: logits [N, C] and int32 class indices [N]
     give a scalar (reduction 'mean' over the targets not equal to ignore_index, or 'sum') or [N] ('none');
-    label_smoothing in [0, 1] mixes the one-hot target with the uniform distribution. No class weights (the
+    logits [N, C, d1, ...] take targets [N, d1, ...] (losses of that shape for 'none'), and float32 targets of the
+    logits' shape are class probabilities (the mean is over positions; ignore_index does not apply);
+    label_smoothing in [0, 1] mixes the target with the uniform distribution. A class index outside [0, C) other
+    than ignore_index is not checked (it lives on the device; torch raises): its loss is NaN. No class weights (the
     functional has none; torch's first positional argument, weight, is therefore not accepted: the arguments are
     keyword-only). Errors: the functional's (oa.InvalidArgumentError for shapes, dtypes, an unknown reduction)."""
 

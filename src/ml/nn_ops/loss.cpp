@@ -5,6 +5,9 @@
 
 #include "matrix/op_def.hpp"
 #include "ml/nn_ops/common.hpp"
+#include "oa/matrix/elementwise.hpp"
+#include "oa/matrix/layout.hpp"
+#include "oa/matrix/reduction.hpp"
 
 namespace oa::ml {
 
@@ -204,8 +207,64 @@ const detail::Op<NoAttributes> kAccuracy{
 
 }  // namespace
 
+namespace {
+
+// logits [C] or [N, C, d1, ...] as rows [positions, C] (classes moved last).
+Matrix class_rows(const Matrix& logits) {
+  const auto r = static_cast<std::int64_t>(logits.rank());
+  if (r == 1) return logits.reshape({1, logits.shape()[0]});
+  if (r == 2) return logits;
+  std::vector<std::int64_t> order{0};
+  for (std::int64_t d = 2; d < r; ++d) order.push_back(d);
+  order.push_back(1);
+  return matrix::flatten(matrix::permute(logits, order), 0, static_cast<int>(r) - 2);
+}
+
+// The shape of a loss per position: logits' without the class axis.
+Shape positions_shape(const Shape& logits) {
+  std::vector<std::int64_t> dims = logits.to_vector();
+  dims.erase(dims.begin() + (dims.size() == 1 ? 0 : 1));
+  return Shape(dims);
+}
+
+// -sum_c q_c log_softmax(x)_c per position, q = (1 - s) p + s / C for class
+// probabilities p of logits' shape, then reduced (Mean over positions).
+Matrix cross_entropy_probabilities(const Matrix& logits, const Matrix& probabilities, const CrossEntropyOptions& o) {
+  const char* op = "oa::ml::cross_entropy";
+  detail::require_f32(probabilities, op, "targets");
+  detail::require_same_engine(logits, probabilities, op);
+  if (!(probabilities.shape() == logits.shape()))
+    fail(ErrorKind::InvalidArgument, "{}: class probabilities (f32 targets) must have logits' shape {}; found {}", op, logits.shape(),
+         probabilities.shape());
+  require_range(o.label_smoothing, 0.0, 1.0, logits, op, "label_smoothing");
+  const Matrix x = class_rows(logits);
+  Matrix q = class_rows(probabilities);
+  if (o.label_smoothing > 0.0) {
+    const auto s = static_cast<float>(o.label_smoothing);
+    q = q * (1.0f - s) + s / static_cast<float>(x.shape()[1]);
+  }
+  const Matrix per_position = -matrix::sum(q * log_softmax(x), std::vector<int>{1});
+  switch (o.reduction) {
+    case Reduction::Mean: return matrix::mean_all(per_position);
+    case Reduction::Sum: return matrix::sum_all(per_position);
+    case Reduction::None: break;
+  }
+  return per_position.reshape(positions_shape(logits.shape()).to_vector());
+}
+
+}  // namespace
+
 Matrix cross_entropy(const Matrix& logits, const Matrix& targets, const CrossEntropyOptions& options) {
-  return detail::apply(kCrossEntropy, {logits, targets}, {to_string(options.reduction), options.ignore_index, options.label_smoothing})[0];
+  const char* op = "oa::ml::cross_entropy";
+  detail::require_defined(logits, op, "logits");
+  detail::require_defined(targets, op, "targets");
+  if (is_floating_point(targets.dtype())) return cross_entropy_probabilities(logits, targets, options);
+  if (logits.rank() == 2) return detail::apply(kCrossEntropy, {logits, targets}, {to_string(options.reduction), options.ignore_index, options.label_smoothing})[0];
+  if (logits.rank() == 0 || !(targets.shape() == positions_shape(logits.shape())))
+    fail(ErrorKind::InvalidArgument, "{}: logits [C], [N, C] or [N, C, d1, ...] need class-index targets of shape [], [N] or [N, d1, ...]; "
+         "found logits {} and targets {}", op, logits.shape(), targets.shape());
+  const Matrix loss = cross_entropy(class_rows(logits), targets.reshape({targets.numel()}), options);
+  return options.reduction == Reduction::None ? loss.reshape(targets.shape().to_vector()) : loss;
 }
 
 Matrix mse_loss(const Matrix& input, const Matrix& target, Reduction reduction) {
