@@ -1,4 +1,4 @@
-// oa.optim over oa/ml/optim.hpp (SGD, AdamW, the warmup-cosine schedule),
+// oa.optim over oa/ml/optim.hpp (SGD, Adam, AdamW, the warmup-cosine schedule),
 // oa.amp.GradScaler over oa/ml/amp.hpp and
 // oa.save / oa.load over the safetensors code of oa/ml/checkpoint.hpp.
 #include <pybind11/stl.h>
@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -18,11 +19,17 @@ namespace {
 
 namespace optim = oa::ml::optim;
 
-// The oa::ml::Parameters of the tensors handed to an optimizer (each must be
-// an oa.nn.Parameter: Parameter::of throws for other tensors).
-std::vector<ml::Parameter> parameters_of(const py::iterable& params) {
+// The oa::ml::Parameters of the tensors handed to `op` (each must be an
+// oa.nn.Parameter: Parameter::of throws for other tensors; TypeError for what
+// is no tensor at all).
+std::vector<ml::Parameter> parameters_of(const py::iterable& params, const char* op) {
   std::vector<ml::Parameter> out;
-  for (py::handle p : params) out.push_back(ml::Parameter::of(p.cast<const Matrix&>()));
+  for (py::handle p : params) {
+    if (!py::isinstance<Matrix>(p))
+      throw py::type_error(fmt::format("{}: params must be oa.nn.Parameter tensors (a module's parameters()); got {}", op,
+                                       py::str(py::type::handle_of(p).attr("__name__")).cast<std::string>()));
+    out.push_back(ml::Parameter::of(p.cast<const Matrix&>()));
+  }
   return out;
 }
 
@@ -109,8 +116,8 @@ void load_state_dict(optim::Optimizer& self, const py::dict& state_dict, const p
 }
 
 const char* const state_dict_doc =
-    "torch's optimizer.state_dict(): {'state': {i: {'momentum_buffer' (SGD with momentum) or 'exp_avg' and 'exp_avg_sq' "
-    "(AdamW), and 'step': float32 [] updates so far}} for each parameter i updated at least once, 'param_groups': [one "
+    "torch's optimizer.state_dict(): {'state': {i: {'momentum_buffer' (SGD with momentum) or 'exp_avg', 'exp_avg_sq' "
+    "and with amsgrad 'max_exp_avg_sq' (Adam, AdamW), and 'step': float32 [] updates so far}} for each parameter i updated at least once, 'param_groups': [one "
     "dict of the hyperparameters, 'lr' and 'params': [0, ..., n - 1]]}. The tensors are device copies (torch's are "
     "references to the live state).";
 const char* const load_state_dict_doc =
@@ -119,9 +126,10 @@ const char* const load_state_dict_doc =
     "update count and lr, so training continues bit for bit. A parameter absent from 'state' restarts; one without "
     "'step' (torch's SGD) counts as updated once. Raises oa.InvalidArgumentError, before changing anything, for another "
     "group count, parameter count, a hyperparameter other than lr that differs from this optimizer's (oa's are fixed at "
-    "construction), or a missing or mismatched buffer.";
+    "construction; amsgrad included, so a state with 'max_exp_avg_sq' loads only where amsgrad is on), or a missing or "
+    "mismatched buffer.";
 
-// The part both optimizers share, with PyTorch's names.
+// The part the optimizers share, with PyTorch's names.
 template <typename T>
 void bind_common(py::class_<T, optim::Optimizer>& c) {
   c.def("step", [](T& self) { self.step(); }, "One update of every parameter that has a gradient.")
@@ -133,6 +141,33 @@ void bind_common(py::class_<T, optim::Optimizer>& c) {
         for (const auto& p : self.parameters()) out.push_back(p.value());
         return out;
       });
+}
+
+// oa.optim.<name> over optim::Adam or optim::AdamW (T, constructed from
+// Options), with torch's arguments and param group keys.
+template <class T, class Options>
+void bind_adam(py::module_& o, const char* name, float default_weight_decay, const char* doc) {
+  using py::arg;
+  py::class_<T, optim::Optimizer> c(o, name, doc);
+  const std::string op = fmt::format("oa.optim.{}", name);
+  c.def(py::init([op](const py::iterable& params, float lr, std::pair<float, float> betas, float eps, float weight_decay, bool amsgrad) {
+          return std::make_unique<T>(parameters_of(params, op.c_str()),
+                                     Options{lr, betas.first, betas.second, eps, weight_decay, amsgrad});
+        }),
+        arg("params"), arg("lr") = 1e-3f, arg("betas") = std::pair<float, float>{0.9f, 0.999f}, arg("eps") = 1e-8f,
+        arg("weight_decay") = default_weight_decay, arg("amsgrad") = false);
+  bind_common(c);
+  const auto group = [](const T& a) {
+    const auto& o = a.options();
+    py::dict g(py::arg("betas") = py::make_tuple(o.beta1, o.beta2), py::arg("eps") = o.eps, py::arg("weight_decay") = o.weight_decay,
+               py::arg("amsgrad") = o.amsgrad, py::arg("maximize") = false, py::arg("foreach") = py::none(),
+               py::arg("capturable") = false);
+    if constexpr (std::is_same_v<T, optim::Adam>) g["differentiable"] = false, g["fused"] = false;
+    return g;
+  };
+  c.def("state_dict", [group](const T& a) { return state_dict(a, group(a)); }, state_dict_doc)
+      .def("load_state_dict", [group, op](T& a, const py::dict& d) { load_state_dict(a, d, group(a), (op + ".load_state_dict").c_str()); },
+           arg("state_dict"), load_state_dict_doc);
 }
 
 }  // namespace
@@ -149,7 +184,7 @@ void bind_optim(py::module_& m) {
                                                 "per parameter.");
   sgd.def(py::init([](const py::iterable& params, float lr, float momentum, float dampening, float weight_decay,
                       bool nesterov) {
-            return std::make_unique<optim::Sgd>(parameters_of(params),
+            return std::make_unique<optim::Sgd>(parameters_of(params, "oa.optim.SGD"),
                                                 optim::SgdOptions{lr, momentum, dampening, weight_decay, nesterov});
           }),
           arg("params"), arg("lr") = 1e-3f, arg("momentum") = 0.0f, arg("dampening") = 0.0f, arg("weight_decay") = 0.0f,
@@ -166,29 +201,16 @@ void bind_optim(py::module_& m) {
            [sgd_group](optim::Sgd& s, const py::dict& d) { load_state_dict(s, d, sgd_group(s), "oa.optim.SGD.load_state_dict"); },
            arg("state_dict"), load_state_dict_doc);
 
-  py::class_<optim::AdamW, optim::Optimizer> adamw(
-      o, "AdamW",
-      "torch.optim.AdamW (amsgrad off) over oa::ml::optim::AdamW: decoupled weight decay (Loshchilov & Hutter 2019), "
-      "Adam's bias correction, eps outside the square root. One fused kernel per parameter.");
-  adamw.def(py::init([](const py::iterable& params, float lr, std::pair<float, float> betas, float eps, float weight_decay) {
-              return std::make_unique<optim::AdamW>(parameters_of(params),
-                                                    optim::AdamWOptions{lr, betas.first, betas.second, eps, weight_decay});
-            }),
-            arg("params"), arg("lr") = 1e-3f, arg("betas") = std::pair<float, float>{0.9f, 0.999f}, arg("eps") = 1e-8f,
-            arg("weight_decay") = 1e-2f);
-  bind_common(adamw);
-  const auto adamw_group = [](const optim::AdamW& a) {
-    const auto& o = a.options();
-    return py::dict(py::arg("betas") = py::make_tuple(o.beta1, o.beta2), py::arg("eps") = o.eps,
-                    py::arg("weight_decay") = o.weight_decay, py::arg("amsgrad") = false, py::arg("foreach") = py::none(),
-                    py::arg("maximize") = false, py::arg("capturable") = false);
-  };
-  adamw.def("state_dict", [adamw_group](const optim::AdamW& a) { return state_dict(a, adamw_group(a)); }, state_dict_doc)
-      .def("load_state_dict",
-           [adamw_group](optim::AdamW& a, const py::dict& d) {
-             load_state_dict(a, d, adamw_group(a), "oa.optim.AdamW.load_state_dict");
-           },
-           arg("state_dict"), load_state_dict_doc);
+  bind_adam<optim::Adam, optim::AdamOptions>(
+      o, "Adam", 0.0f,
+      "torch.optim.Adam over oa::ml::optim::Adam: weight_decay is an L2 term added to the gradient inside the fused "
+      "update (p.grad is left as it was), Adam's bias correction, eps outside the square root; amsgrad keeps the "
+      "running maximum of exp_avg_sq (state 'max_exp_avg_sq') for the denominator. One fused kernel per parameter.");
+  bind_adam<optim::AdamW, optim::AdamWOptions>(
+      o, "AdamW", 1e-2f,
+      "torch.optim.AdamW over oa::ml::optim::AdamW: decoupled weight decay (Loshchilov & Hutter 2019), Adam's bias "
+      "correction, eps outside the square root; amsgrad keeps the running maximum of exp_avg_sq (state "
+      "'max_exp_avg_sq') for the denominator. One fused kernel per parameter.");
 
   auto amp = m.def_submodule("amp", "Dynamic loss scaling for float16 training (oa::ml::amp)");
   py::class_<ml::amp::GradScaler>(amp, "GradScaler",
@@ -230,7 +252,9 @@ void bind_optim(py::module_& m) {
         arg("min_lr") = 0.0,
         "Linear warmup to base_lr over warmup_steps, then half a cosine down to min_lr at total_steps (step 0-based).");
   o.def("clip_grad_norm_",
-        [](const py::iterable& params, float max_norm) { return optim::clip_grad_norm(parameters_of(params), max_norm); },
+        [](const py::iterable& params, float max_norm) {
+          return optim::clip_grad_norm(parameters_of(params, "oa.optim.clip_grad_norm_"), max_norm);
+        },
         arg("parameters"), arg("max_norm"), "Scales the gradients in place to a global L2 norm <= max_norm; returns the norm.");
 
   m.def(

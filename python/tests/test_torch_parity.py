@@ -7,6 +7,8 @@ the same with 1e-4 and 1e-3 (both sides accumulate in f32, in different orders).
 torch 1.13 has no scaled_dot_product_attention: its torch side is composed from
 torch's softmax and matmul under torch's documented definition.
 """
+import math
+
 import numpy as np
 import pytest
 
@@ -320,7 +322,7 @@ def test_multihead_attention(causal):
         assert_close(dict(mha_oa.named_parameters())[k].grad.numpy(), theirs[t].grad.numpy(), **GRADIENT)
 
 
-# ── Optimizers: five steps on the same quadratic ────────────────────────────
+# ── Optimizers: ten steps on the same quadratic ─────────────────────────────
 
 @pytest.mark.parametrize("make", [
     lambda lib, ps: lib.optim.SGD(ps, lr=0.05),
@@ -331,13 +333,16 @@ def test_multihead_attention(causal):
     lambda lib, ps: lib.optim.AdamW(ps, lr=0.01, betas=(0.8, 0.999), eps=1e-6, weight_decay=0.0),
     lambda lib, ps: lib.optim.Adam(ps, lr=0.05, betas=(0.9, 0.99), eps=1e-8, weight_decay=0.1),
     lambda lib, ps: lib.optim.Adam(ps, lr=0.01),
-], ids=["sgd", "sgd-momentum-wd", "sgd-dampening", "sgd-nesterov", "adamw", "adamw-no-wd", "adam-l2", "adam"])
+    lambda lib, ps: lib.optim.Adam(ps, lr=0.05, betas=(0.9, 0.99), weight_decay=0.1, amsgrad=True),
+    lambda lib, ps: lib.optim.AdamW(ps, lr=0.05, betas=(0.8, 0.99), weight_decay=0.1, amsgrad=True),
+], ids=["sgd", "sgd-momentum-wd", "sgd-dampening", "sgd-nesterov", "adamw", "adamw-no-wd", "adam-l2", "adam",
+        "adam-l2-amsgrad", "adamw-amsgrad"])
 def test_optimizer_steps(make):
     start, target, scale = values((4, 3), 60, -2, 2), values((4, 3), 61, -2, 2), values((4, 3), 62, 0.5, 2)
     p_oa, p_torch = oa.nn.Parameter(oa.tensor(start)), torch.nn.Parameter(torch.tensor(start))
     opt_oa, opt_torch = make(oa, [p_oa]), make(torch, [p_torch])
     t_oa, s_oa, t_torch, s_torch = oa.tensor(target), oa.tensor(scale), torch.tensor(target), torch.tensor(scale)
-    for _ in range(5):
+    for _ in range(10):  # the gradients shrink: amsgrad's maximum differs from exp_avg_sq
         opt_oa.zero_grad()
         opt_torch.zero_grad()
         d_oa, d_torch = p_oa - t_oa, p_torch - t_torch
@@ -592,6 +597,8 @@ OPTIMIZERS = {
     "sgd-plain": lambda lib, ps: lib.optim.SGD(ps, lr=0.05),
     "adamw": lambda lib, ps: lib.optim.AdamW(ps, lr=0.02, betas=(0.8, 0.99), weight_decay=0.1),
     "adam": lambda lib, ps: lib.optim.Adam(ps, lr=0.02, weight_decay=0.05),
+    "adam-amsgrad": lambda lib, ps: lib.optim.Adam(ps, lr=0.02, weight_decay=0.05, amsgrad=True),
+    "adamw-amsgrad": lambda lib, ps: lib.optim.AdamW(ps, lr=0.02, amsgrad=True),
 }
 
 
@@ -645,7 +652,7 @@ def test_optimizer_state_dict_round_trip(name):
             np.testing.assert_array_equal(v.numpy(), snapshot[i][k])
 
 
-@pytest.mark.parametrize("name", ["sgd", "adamw", "adam"])
+@pytest.mark.parametrize("name", ["sgd", "adamw", "adam", "adam-amsgrad"])
 def test_optimizer_loads_torch_state_dict(name):
     make = OPTIMIZERS[name]
     tps, topt = _trained(torch, make, 72, 3, 300)
@@ -683,6 +690,14 @@ def test_optimizer_state_dict_errors():
         opt.load_state_dict({"state": {3: sd["state"][0]}, "param_groups": sd["param_groups"]})
     with pytest.raises(oa.InvalidArgumentError, match="'weight_decay'"):
         oa.optim.Adam(ps, weight_decay=0.1).load_state_dict(oa.optim.Adam(ps).state_dict())
+    with pytest.raises(oa.InvalidArgumentError, match="'amsgrad' is False in the state_dict but True"):
+        oa.optim.AdamW(ps, amsgrad=True).load_state_dict(sd)
+    q = [oa.nn.Parameter(oa.tensor(before))]
+    amsgrad = oa.optim.AdamW(q, lr=0.01, amsgrad=True)
+    (q[0] * q[0]).sum().backward()
+    amsgrad.step()
+    with pytest.raises(oa.InvalidArgumentError, match="'amsgrad' is True in the state_dict but False"):
+        opt.load_state_dict(amsgrad.state_dict())
     np.testing.assert_array_equal(ps[0].numpy(), before)
 
 
@@ -701,5 +716,51 @@ def test_adam_without_decay_is_adamw_without_decay():
     np.testing.assert_array_equal(p.grad.numpy(), np.full(3, 2.0, np.float32))
     with pytest.raises(oa.InvalidArgumentError):
         oa.optim.Adam([p], weight_decay=-1.0)
-    with pytest.raises(oa.UnsupportedError):
-        oa.amp.GradScaler().step(opt)
+
+
+def test_grad_scaler_steps_adam_with_weight_decay_as_torch():
+    """oa.amp.GradScaler over Adam with L2 decay and amsgrad: torch's Adam on the unscaled gradients, the step with
+    an inf gradient skipped (the scale is a power of two, so unscaling is exact)."""
+    start, target = values((4, 3), 80, -2, 2), values((4, 3), 81, -2, 2)
+    p_oa, p_torch = oa.nn.Parameter(oa.tensor(start)), torch.nn.Parameter(torch.tensor(start))
+    opt_oa = oa.optim.Adam([p_oa], lr=0.05, weight_decay=0.1, amsgrad=True)
+    opt_torch = torch.optim.Adam([p_torch], lr=0.05, weight_decay=0.1, amsgrad=True)
+    scaler = oa.amp.GradScaler(init_scale=1024.0)
+    for s in range(6):
+        loss = ((p_oa - oa.tensor(target)) ** 2).sum() * (math.inf if s == 2 else 1.0)
+        opt_oa.zero_grad()
+        scaler.scale(loss).backward()
+        scaler.step(opt_oa)
+        scaler.update()
+        if s != 2:
+            opt_torch.zero_grad()
+            ((p_torch - torch.tensor(target)) ** 2).sum().backward()
+            opt_torch.step()
+        assert_close(p_oa.numpy(), p_torch.detach().numpy(), **FORWARD)
+    assert scaler.get_scale() == 512.0
+    assert opt_oa.state_dict()["state"][0]["step"].item() == 5
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW"])
+def test_optimizer_takes_one_param_group(name):
+    """torch's param group form: one group, its keys overriding the arguments, trains as the plain form; several
+    groups, unknown keys and what is no tensor raise TypeError saying what is supported."""
+    a = [oa.nn.Parameter(oa.tensor(values((4, 3), 78))), oa.nn.Parameter(oa.tensor(values((5,), 79)))]
+    b = [oa.nn.Parameter(oa.tensor(p.numpy())) for p in a]
+    cls = getattr(oa.optim, name)
+    grouped = cls([{"params": a, "lr": 0.03, "weight_decay": 0.01}], lr=0.5)
+    assert grouped.lr == pytest.approx(0.03)
+    _train(oa, a, grouped, 2, 510)
+    _train(oa, b, cls(iter(b), lr=0.03, weight_decay=0.01), 2, 510)
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x.numpy(), y.numpy())
+    with pytest.raises(TypeError, match="2 param groups given; oa's optimizers hold one set of hyperparameters"):
+        cls([{"params": a[:1]}, {"params": a[1:], "lr": 0.1}])
+    with pytest.raises(TypeError, match=r"key\(s\) \['initial_lr'\] are not options"):
+        cls([{"params": a, "initial_lr": 0.1}])
+    with pytest.raises(TypeError, match="needs the key 'params'"):
+        cls([{"lr": 0.1}])
+    with pytest.raises(TypeError, match="params must be oa.nn.Parameter tensors"):
+        cls([1.0])
+    with pytest.raises(TypeError, match="not a tensor"):
+        cls(a[0])

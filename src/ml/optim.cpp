@@ -88,6 +88,7 @@ struct UpdateBuffers {
   bool pushed = false;
   std::vector<float> pushed_constants;  // stride - 1 per pair
   std::vector<float> pushed_counts;     // per pair
+  std::size_t items_per_dispatch = kItems;
 };
 
 // The binding of an item's range of `m` (a parameter, its gradient or state).
@@ -142,7 +143,8 @@ std::vector<std::size_t> dispatch_order(const UpdateBuffers& b, std::size_t pair
 }
 
 // An update op whose results are the parameters, written in place, and whose
-// lowering is `lower(call, items)` for each dispatch of up to kItems items
+// lowering is `lower(call, items)` for each dispatch of up to
+// items_per_dispatch items
 // (the dispatch without its workgroup count), then, unless the step pushes
 // its values, ml/optim/count_steps over the update counts.
 template <class A>
@@ -175,7 +177,7 @@ Op<A> update_op(const char* name, std::function<ComputeDispatch(const OpCall<A>&
                              for (std::size_t at = 0; at < order.size(); ++at) {
                                if (starts[at]) flush();
                                for (const auto& c : detail::element_chunks(call.engine, call.inputs[2 * order[at]].numel())) {
-                                 if (held == kItems) flush();
+                                 if (held == b.items_per_dispatch) flush();
                                  items[held++] = {order[at], c};
                                  groups += detail::groups_for(c.count, kUpdateGroup);
                                }
@@ -230,26 +232,41 @@ const Op<SgdAttributes> kSgdStep = update_op<SgdAttributes>(
 
 struct AdamWAttributes : UpdateBuffers {
   float lr = 0, beta1 = 0, beta2 = 0, eps = 0, weight_decay = 0;
+  bool decoupled = true, amsgrad = false;
   std::int64_t step = 0;
-  std::vector<Matrix> exp_avg, exp_avg_sq;  // per pair
+  std::vector<Matrix> exp_avg, exp_avg_sq, max_exp_avg_sq;  // per pair; max_exp_avg_sq with amsgrad only
   static constexpr auto fields = std::tuple{field("lr", &AdamWAttributes::lr), field("beta1", &AdamWAttributes::beta1),
                                             field("beta2", &AdamWAttributes::beta2), field("eps", &AdamWAttributes::eps),
                                             field("weight_decay", &AdamWAttributes::weight_decay),
-                                            field("step", &AdamWAttributes::step)};
+                                            field("decoupled", &AdamWAttributes::decoupled),
+                                            field("amsgrad", &AdamWAttributes::amsgrad), field("step", &AdamWAttributes::step)};
 };
 
+// Adam's and AdamW's step (shaders/ml/optim/adamw_step.comp). With amsgrad a
+// dispatch holds up to OA_ADAM_AMSGRAD_ITEMS items, whose running maxima take
+// the places of the last two items' buffers.
 const Op<AdamWAttributes> kAdamWStep = update_op<AdamWAttributes>(
     kAdamWOp, [](const OpCall<AdamWAttributes>& call, std::span<const UpdateItem> items) {
       const AdamWAttributes& a = call.attributes;
       ComputeDispatch d;
       d.kernel = kernels::ml_optim_adamw_step;
-      d.specialization = {a.pushed ? 1u : 0u};
-      for (std::size_t k = 0; k < kItems; ++k) {
+      d.specialization = {a.pushed ? 1u : 0u, a.decoupled ? 0u : 1u, a.amsgrad ? 1u : 0u};
+      const std::size_t places = a.amsgrad ? OA_ADAM_AMSGRAD_ITEMS : kItems;
+      for (std::size_t k = 0; k < places; ++k) {
         const UpdateItem& it = item_at(items, k);
         d.bindings.push_back(item_binding(call.inputs[2 * it.pair], it, runtime::Access::ReadWrite));
         d.bindings.push_back(item_binding(call.inputs[2 * it.pair + 1], it, runtime::Access::Read));
         d.bindings.push_back(item_binding(a.exp_avg[it.pair], it, runtime::Access::ReadWrite));
         d.bindings.push_back(item_binding(a.exp_avg_sq[it.pair], it, runtime::Access::ReadWrite));
+      }
+      if (a.amsgrad) {
+        for (std::size_t k = 0; k < places; ++k) {
+          const UpdateItem& it = item_at(items, k);
+          d.bindings.push_back(item_binding(a.max_exp_avg_sq[it.pair], it, runtime::Access::ReadWrite));
+        }
+        // The two places left of the last two items' buffers, never read.
+        while (d.bindings.size() < 4 * kItems)
+          d.bindings.push_back(item_binding(call.inputs[2 * items[0].pair + 1], items[0], runtime::Access::Read));
       }
       bind_step_buffers(a, call.inputs, items, d);
       const std::size_t j = items[0].pair;
@@ -260,10 +277,18 @@ const Op<AdamWAttributes> kAdamWStep = update_op<AdamWAttributes>(
                                            .log_beta2 = static_cast<float>(std::log(double(a.beta2))),
                                            .count = a.pushed ? a.pushed_counts[j] : 0.0f,
                                            .lr = a.pushed ? a.pushed_constants[2 * j + 1] : 0.0f,
-                                           .decay_factor = a.pushed ? a.pushed_constants[2 * j] : 0.0f,
+                                           .decay = a.pushed ? a.pushed_constants[2 * j] : 0.0f,
                                            .items = item_push(a, items)});
       return d;
     });
+
+// What a missing (`here` true) or unexpected state tensor `name` says about
+// amsgrad, whose running maxima only its optimizers keep.
+std::string amsgrad_hint(std::string_view name, bool here) {
+  if (!name.ends_with(".max_exp_avg_sq")) return "";
+  return here ? " (this optimizer has amsgrad on; the state was saved with it off)"
+              : " (the state was saved with amsgrad on; this optimizer has it off)";
+}
 
 std::int64_t parse_int(const Metadata& md, const std::string& key, const std::string& file, const char* op) {
   const auto it = md.find(key);
@@ -519,8 +544,8 @@ void Optimizer::restore(const NamedMatrices& tensors, float lr, std::int64_t ste
   for (const auto& [name, target] : targets) {
     const auto it = given.find(name);
     if (it == given.end())
-      fail(ErrorKind::InvalidArgument, "{}: {}: state tensor '{}' ({} {}) is missing", op, source, name, to_string(target.dtype()),
-           target.shape());
+      fail(ErrorKind::InvalidArgument, "{}: {}: state tensor '{}' ({} {}) is missing{}", op, source, name, to_string(target.dtype()),
+           target.shape(), amsgrad_hint(name, true));
     const Matrix& m = *it->second;
     if (!m.defined() || !(m.shape() == target.shape()) || m.dtype() != target.dtype() || !(m.engine() == engine))
       fail(ErrorKind::InvalidArgument, "{}: {}: state tensor '{}' is {}; the optimizer's is {} {} on the parameters' engine", op,
@@ -529,7 +554,8 @@ void Optimizer::restore(const NamedMatrices& tensors, float lr, std::int64_t ste
     given.erase(it);
   }
   if (!given.empty())
-    fail(ErrorKind::InvalidArgument, "{}: {}: tensor '{}' matches no state tensor of this optimizer", op, source, given.begin()->first);
+    fail(ErrorKind::InvalidArgument, "{}: {}: tensor '{}' matches no state tensor of this optimizer{}", op, source, given.begin()->first,
+         amsgrad_hint(given.begin()->first, false));
   for (std::size_t i = 0; i < targets.size(); ++i) {
     const Matrix& target = targets[i].second;
     const auto from = std::find_if(tensors.begin(), tensors.end(), [&](const auto& t) { return t.first == targets[i].first; });
@@ -581,57 +607,68 @@ NamedMatrices Sgd::state() const {
   return out;
 }
 
-// ── AdamW ────────────────────────────────────────────────────────────────────
+// ── Adam and AdamW ───────────────────────────────────────────────────────────
 
-AdamW::AdamW(std::vector<Parameter> parameters, AdamWOptions options)
-    : Optimizer(std::move(parameters), options.lr, "adamw", 2), options_(options) {
-  const char* op = "oa::ml::optim::adamw";
-  require_hyper(options_.eps, op, "eps");
-  require_hyper(options_.weight_decay, op, "weight_decay");
-  for (auto [beta, name] : {std::pair{options_.beta1, "beta1"}, std::pair{options_.beta2, "beta2"}})
+AdamFamily::AdamFamily(std::vector<Parameter> parameters, float lr, const char* kind, Hyper hyper)
+    : Optimizer(std::move(parameters), lr, kind, 2), hyper_(hyper) {
+  const std::string op = fmt::format("oa::ml::optim::{}", kind);
+  require_hyper(hyper_.eps, op.c_str(), "eps");
+  require_hyper(hyper_.weight_decay, op.c_str(), "weight_decay");
+  for (auto [beta, name] : {std::pair{hyper_.beta1, "beta1"}, std::pair{hyper_.beta2, "beta2"}})
     if (!(beta >= 0 && beta < 1)) fail(ErrorKind::InvalidArgument, "{}: {} = {} is outside [0, 1)", op, name, beta);
   for (const auto& p : parameters_) {
     exp_avg_.push_back(Matrix::zeros(p.shape(), p.value().engine()));
     exp_avg_sq_.push_back(Matrix::zeros(p.shape(), p.value().engine()));
+    if (hyper_.amsgrad) max_exp_avg_sq_.push_back(Matrix::zeros(p.shape(), p.value().engine()));
   }
 }
 
-void AdamW::step_constants(std::size_t, std::span<float> out) const {
-  out[0] = static_cast<float>(1.0 - double(lr_) * options_.weight_decay);
+void AdamFamily::step_constants(std::size_t, std::span<float> out) const {
+  out[0] = hyper_.decoupled ? static_cast<float>(1.0 - double(lr_) * hyper_.weight_decay) : hyper_.weight_decay;
   out[1] = lr_;
 }
 
-void AdamW::step(const Matrix& found_inf) {
+void AdamFamily::step(const Matrix& found_inf) {
   AdamWAttributes a;
   const std::vector<Matrix> grads = checked_gradients(kAdamWOp, found_inf, a.found_inf);
-  a.lr = lr_, a.beta1 = options_.beta1, a.beta2 = options_.beta2, a.eps = options_.eps, a.weight_decay = options_.weight_decay;
+  a.lr = lr_, a.beta1 = hyper_.beta1, a.beta2 = hyper_.beta2, a.eps = hyper_.eps, a.weight_decay = hyper_.weight_decay;
+  a.decoupled = hyper_.decoupled, a.amsgrad = hyper_.amsgrad;
+  a.items_per_dispatch = hyper_.amsgrad ? OA_ADAM_AMSGRAD_ITEMS : kItems;
   a.step = steps_ + 1;
   const std::vector<Matrix> pairs = with_gradients(parameters_, grads, a.slots);
-  a.exp_avg.reserve(a.slots.size());
-  a.exp_avg_sq.reserve(a.slots.size());
   for (auto i : a.slots) {
     a.exp_avg.push_back(exp_avg_[i]);
     a.exp_avg_sq.push_back(exp_avg_sq_[i]);
+    if (hyper_.amsgrad) a.max_exp_avg_sq.push_back(max_exp_avg_sq_[i]);
   }
   a.constants = step_constants_, a.counts = counts_, a.stride = static_cast<std::uint32_t>(constants_per_parameter_ + 1);
   a.pushed = pushes_step_values(found_inf, a.slots, a.pushed_constants, a.pushed_counts);
   run_step(a.slots, a.pushed, [&] {
     detail::apply(kAdamWStep, pairs, a);
-    for (std::size_t j = 0; j < a.slots.size(); ++j) {
-      a.exp_avg[j].storage()->bump_version();
-      a.exp_avg_sq[j].storage()->bump_version();
-    }
+    for (const auto* buffers : {&a.exp_avg, &a.exp_avg_sq, &a.max_exp_avg_sq})
+      for (const auto& m : *buffers) m.storage()->bump_version();
   });
 }
 
-NamedMatrices AdamW::state() const {
+NamedMatrices AdamFamily::state() const {
   NamedMatrices out;
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     out.emplace_back(parameters_[i].name() + ".exp_avg", exp_avg_[i]);
     out.emplace_back(parameters_[i].name() + ".exp_avg_sq", exp_avg_sq_[i]);
+    if (hyper_.amsgrad) out.emplace_back(parameters_[i].name() + ".max_exp_avg_sq", max_exp_avg_sq_[i]);
   }
   return out;
 }
+
+Adam::Adam(std::vector<Parameter> parameters, AdamOptions options)
+    : AdamFamily(std::move(parameters), options.lr, "adam",
+                 {options.beta1, options.beta2, options.eps, options.weight_decay, options.amsgrad, false}),
+      options_(options) {}
+
+AdamW::AdamW(std::vector<Parameter> parameters, AdamWOptions options)
+    : AdamFamily(std::move(parameters), options.lr, "adamw",
+                 {options.beta1, options.beta2, options.eps, options.weight_decay, options.amsgrad, true}),
+      options_(options) {}
 
 // ── Gradient clipping ────────────────────────────────────────────────────────
 

@@ -10,6 +10,7 @@
 
 #include "models.hpp"
 #include "oa/oa.hpp"
+#include "reference/optim.hpp"
 #include "support/expect.hpp"
 
 namespace {
@@ -192,6 +193,42 @@ TEST(NnGradScaler, RefusesMisuseAndPassesThroughWhenDisabled) {
   off.step(sgd);
   off.update();
   EXPECT_EQ(sgd.parameter_steps(), (std::vector<std::int64_t>{2}));
+}
+
+// F32 master weights of an F16 autocast matmul stepped by Adam (L2 decay,
+// amsgrad) through the scaler: the first scale overflows F16 (the step is
+// skipped on the device), the others update the weights as the f64 reference
+// does with the unscaled gradients.
+TEST(NnMixedPrecision, AdamWithL2AndAmsgradStepsF32MasterWeightsOfAnF16Forward) {
+  const std::vector<float> w0 = {0.5f, -0.25f, 1.0f, 0.75f, -1.0f, 0.125f}, xs = {1.0f, 2.0f, -1.0f, 0.5f, 0.25f, -2.0f};
+  const auto w = Parameter("w", Matrix::from_vector({3, 2}, w0));
+  const Matrix x = Matrix::from_vector({2, 3}, xs);
+  const optim::AdamOptions o{.lr = 0.05f, .beta2 = 0.9f, .weight_decay = 0.1f, .amsgrad = true};
+  optim::Adam adam({w}, o);
+  oa::reference::AdamReference ref{o};
+  std::vector<double> want(w0.begin(), w0.end());
+  GradScaler scaler({.init_scale = 131072.0f});  // the first gradient of w overflows F16
+  for (int step = 0; step < 4; ++step) {
+    Matrix loss;
+    {
+      oa::AutocastGuard autocast(DType::F16);
+      const Matrix y = mx::matmul(x, w.value());
+      EXPECT_EQ(y.dtype(), DType::F16);
+      loss = mx::sum_all(mx::mul(mx::cast(y, DType::F32), Matrix::full({2, 2}, 0.25f / (1 + step))));
+    }
+    adam.zero_grad();
+    oa::backward(scaler.scale(loss));
+    scaler.unscale_(adam);
+    const bool skipped = scaler.found_inf().item() != 0;
+    EXPECT_EQ(skipped, step == 0);
+    EXPECT_EQ(w.grad().dtype(), DType::F32);
+    const std::vector<float> g = w.grad().to_vector();
+    scaler.step(adam);
+    scaler.update();
+    if (!skipped) ref.step(want, std::vector<double>(g.begin(), g.end()), o.lr);
+  }
+  EXPECT_EQ(adam.parameter_steps(), (std::vector<std::int64_t>{3}));
+  EXPECT_TRUE(oa_test::near(w.value().to_vector(), want, 2e-6, 2e-6));
 }
 
 // A byte-level transformer (the CLI's text model, tiny) trained a few AdamW

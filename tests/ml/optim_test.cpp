@@ -104,6 +104,33 @@ TEST(NnOptim, AdamWMatchesHandComputedUpdatesAndSkipsMissingGradients) {
   EXPECT_TRUE(matches(state[2].second.to_vector(), rb.m));
 }
 
+TEST(NnOptim, AdamAddsTheL2TermInsideTheStepAndKeepsTheRunningMaximum) {
+  const optim::AdamOptions o{.lr = 0.05f, .beta1 = 0.8f, .beta2 = 0.9f, .eps = 1e-6f, .weight_decay = 0.2f, .amsgrad = true};
+  std::vector<double> w = values(21, 1.0, 0.4), w_plain = w;
+  auto pw = make_param("w", {3, 7}, w);
+  optim::Adam adam({pw}, o);
+  oa::reference::AdamReference r{o}, r_plain{{.lr = o.lr, .beta1 = o.beta1, .beta2 = o.beta2, .eps = o.eps, .weight_decay = o.weight_decay}};
+  oa::TraceCapture trace(pw.value().engine());
+  for (int s = 0; s < 4; ++s) {
+    const auto g = values(21, 1.0 / (1 + 2 * s), 0.9 * s);  // shrinking: v falls below its maximum
+    set_grad(pw, g);
+    adam.step();
+    EXPECT_EQ(pw.grad().to_vector(), std::vector<float>(g.begin(), g.end()));  // the L2 term stays out of the gradient
+    r.step(w, g, o.lr);
+    r_plain.step(w_plain, g, o.lr);
+  }
+  EXPECT_TRUE(matches(pw.value().to_vector(), w));
+  EXPECT_FALSE(matches(pw.value().to_vector(), w_plain, 1e-4));  // the maximum made a difference
+  const auto state = adam.state();
+  ASSERT_EQ(state.size(), 3u);
+  EXPECT_EQ(state[2].first, "w.max_exp_avg_sq");
+  EXPECT_TRUE(matches(state[1].second.to_vector(), r.v));
+  EXPECT_TRUE(matches(state[2].second.to_vector(), r.vmax));
+  std::size_t steps = 0;
+  for (const auto& op : trace.ops()) steps += op.name == "oa::ml::optim::adamw_step" && op.dispatches == 1;
+  EXPECT_EQ(steps, 4u);
+}
+
 TEST(NnOptim, OneFusedOpPerStepAndZeroGrad) {
   auto a = make_param("a", {2049}, values(2049, 1.0, 0.0));
   auto b = make_param("b", {3}, values(3, 1.0, 1.0));
@@ -250,6 +277,15 @@ TEST(NnOptim, MultiTensorAdamWGivesEachParameterItsOwnStep) {
       optim::AdamWOptions{.lr = 0.02f, .beta1 = 0.8f, .beta2 = 0.99f, .eps = 1e-6f, .weight_decay = 0.0f});
 }
 
+TEST(NnOptim, MultiTensorAdamAndAmsgradGiveEachParameterItsOwnStep) {
+  // The schedule's gradients change every step, so v falls below its running maximum in places.
+  expect_multi_tensor_step<optim::Adam, oa::reference::AdamReference>(optim::AdamOptions{.lr = 0.01f, .weight_decay = 0.1f});
+  expect_multi_tensor_step<optim::Adam, oa::reference::AdamReference>(
+      optim::AdamOptions{.lr = 0.02f, .beta1 = 0.8f, .beta2 = 0.9f, .eps = 1e-6f, .weight_decay = 0.05f, .amsgrad = true});
+  expect_multi_tensor_step<optim::AdamW, oa::reference::AdamWReference>(
+      optim::AdamWOptions{.lr = 0.02f, .beta2 = 0.9f, .weight_decay = 0.1f, .amsgrad = true});
+}
+
 // The dispatches that one step of `opt` records.
 std::uint64_t step_dispatches(optim::Optimizer& opt, const Matrix& found_inf = {}) {
   const auto engine = opt.parameters()[0].value().engine();
@@ -271,6 +307,8 @@ TEST(NnOptim, AStepOverManySmallParametersRecordsFewDispatches) {
   EXPECT_EQ(step_dispatches(adam, no_inf), 8u + 1);  // and the update counts
   EXPECT_EQ(step_dispatches(sgd), 8u);
   EXPECT_EQ(step_dispatches(sgd, no_inf), 8u + 1);
+  optim::Adam amsgrad(ps, {.amsgrad = true});
+  EXPECT_EQ(step_dispatches(amsgrad), 11u);  // 6 parameters a dispatch
   // Parameters whose update counts differ push different values: 63 of one
   // count and 1 of another.
   ps[10].zero_grad();
@@ -491,6 +529,44 @@ TEST(NnOptim, StateRoundTripsInMemory) {
                               {"'w' has 3 updates, outside [0, step = 2]"}));
   EXPECT_EQ(resumed.state()[0].second.to_vector(), before);
   EXPECT_EQ(resumed.lr(), 0.015f);
+}
+
+// Adam with amsgrad resumes bit for bit from a file and from memory (the
+// running maxima included); a state saved with amsgrad on is refused, naming it, by one with it off.
+TEST(NnOptim, AmsgradStateRoundTripsAndAMismatchIsNamed) {
+  oa::test::TempDir dir;
+  const optim::AdamOptions o{.lr = 0.02f, .weight_decay = 0.1f, .amsgrad = true};
+  auto w = make_param("w", {4, 3}, values(12, 1.0, 0.1));
+  optim::Adam adam({w}, o);
+  for (int s = 0; s < 3; ++s) {
+    set_grad(w, values(12, 1.0 / (1 + s), s));
+    adam.step();
+  }
+  adam.save_state(dir / "adam.safetensors");
+  EXPECT_EQ(oa::ml::read_safetensors_metadata(dir / "adam.safetensors").at("optimizer"), "adam");
+  oa::ml::NamedMatrices saved;
+  for (const auto& [name, m] : adam.state()) saved.emplace_back(name, Matrix::from_vector(m.shape(), m.to_vector()));
+  auto w_file = Parameter("w", Matrix::from_vector({4, 3}, w.value().to_vector()));
+  auto w_memory = Parameter("w", Matrix::from_vector({4, 3}, w.value().to_vector()));
+  optim::Adam from_file({w_file}, o), from_memory({w_memory}, o);
+  from_file.load_state(dir / "adam.safetensors");
+  from_memory.load_state(saved, adam.lr(), adam.steps(), adam.parameter_steps());
+  for (auto* opt : {&adam, &from_file, &from_memory}) {
+    set_grad(opt->parameters()[0], values(12, 0.1, 5.0));  // small: the running maxima decide
+    opt->step();
+  }
+  EXPECT_EQ(w.value().to_vector(), w_file.value().to_vector());
+  EXPECT_EQ(w.value().to_vector(), w_memory.value().to_vector());
+
+  optim::Adam plain({w_file}, {.weight_decay = 0.1f});
+  EXPECT_TRUE(oa_test::throws([&] { plain.load_state(dir / "adam.safetensors"); }, oa::ErrorKind::InvalidArgument,
+                              {"'w.max_exp_avg_sq'", "saved with amsgrad on"}));
+  optim::AdamW adamw({w_file}, {.amsgrad = true});
+  EXPECT_TRUE(oa_test::throws([&] { adamw.load_state(dir / "adam.safetensors"); }, oa::ErrorKind::InvalidArgument,
+                              {"'adam', not 'adamw'"}));
+  saved.pop_back();
+  EXPECT_TRUE(oa_test::throws([&] { from_memory.load_state(saved, 0.01f, 4, {4}); }, oa::ErrorKind::InvalidArgument,
+                              {"'w.max_exp_avg_sq'", "missing", "amsgrad on"}));
 }
 
 }  // namespace

@@ -69,9 +69,15 @@ OA_OP_CASES(sgd_step, "oa::ml::optim::sgd_step") {
   return step_cases<optim::Sgd, oa::reference::SgdReference>("oa::ml::optim::sgd_step", cs, 701, 2);
 }
 
+// AdamW's cases, then Adam's (the same op with L2 decay).
 OA_OP_CASES(adamw_step, "oa::ml::optim::adamw_step") {
-  const std::vector<StepCase<optim::AdamWOptions>> cs = {{"default", {0.01f}}, {"no_decay", {0.01f, 0.8f, 0.99f, 1e-6f, 0.0f}}};
-  return step_cases<optim::AdamW, oa::reference::AdamWReference>("oa::ml::optim::adamw_step", cs, 711, 3);
+  const std::vector<StepCase<optim::AdamWOptions>> cs = {
+      {"default", {0.01f}}, {"no_decay", {0.01f, 0.8f, 0.99f, 1e-6f, 0.0f}}, {"amsgrad", {0.01f, 0.9f, 0.999f, 1e-8f, 0.1f, true}}};
+  auto cases = step_cases<optim::AdamW, oa::reference::AdamWReference>("oa::ml::optim::adamw_step", cs, 711, 3);
+  const std::vector<StepCase<optim::AdamOptions>> l2 = {{"adam_l2", {0.01f, 0.9f, 0.999f, 1e-8f, 0.1f}},
+                                                        {"adam_l2_amsgrad", {0.01f, 0.8f, 0.99f, 1e-6f, 0.05f, true}}};
+  for (auto& c : step_cases<optim::Adam, oa::reference::AdamReference>("oa::ml::optim::adamw_step", l2, 717, 3)) cases.push_back(std::move(c));
+  return cases;
 }
 
 // The total L2 norm of the gradients (the op's result) and a gradient after

@@ -85,6 +85,10 @@ std::unique_ptr<oa::ml::optim::Optimizer> adamw(const std::vector<Parameter>& p)
   return std::make_unique<oa::ml::optim::AdamW>(p, oa::ml::optim::AdamWOptions{.lr = 0.01f, .weight_decay = 0.1f});
 }
 
+std::unique_ptr<oa::ml::optim::Optimizer> adam_amsgrad(const std::vector<Parameter>& p) {
+  return std::make_unique<oa::ml::optim::Adam>(p, oa::ml::optim::AdamOptions{.lr = 0.01f, .weight_decay = 0.1f, .amsgrad = true});
+}
+
 // A learning rate that changes every step, as schedules do.
 float lr_at(int step) { return static_cast<float>(oa::ml::optim::warmup_cosine_lr(step, 0.02, 2, 8, 0.002)); }
 
@@ -136,6 +140,7 @@ void check_replay_matches_eager(Factory make, OptimizerFactory optimizer, int n)
 TEST(RuntimeGraph, MlpStepReplayedGivesTheEagerParametersBitwise) {
   check_replay_matches_eager(mlp, sgd, 6);
   check_replay_matches_eager(mlp, adamw, 6);
+  check_replay_matches_eager(mlp, adam_amsgrad, 3);
 }
 TEST(RuntimeGraph, ConvStepReplayedGivesTheEagerParametersBitwise) {
   check_replay_matches_eager(conv, sgd, 4);

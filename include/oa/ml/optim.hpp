@@ -1,14 +1,15 @@
 #pragma once
 // Optimizers, gradient clipping and learning-rate schedules (oa::ml::optim).
 //
-// SGD and AdamW update every parameter with one fused kernel, multi-tensor as
-// PyTorch's foreach/fused optimizers: each dispatch updates up to 8
-// parameters (or maxStorageBufferRange pieces of a very large one), so a step
-// over many small parameters costs a few dispatches; no host round trip, no
-// temporaries. A plain step puts only parameters with equal update counts in
-// one dispatch. A step is one semantic op
-// ("oa::ml::optim::sgd_step" / "oa::ml::optim::adamw_step") spanning those
-// dispatches. Parameters whose gradient is undefined are skipped, as PyTorch
+// SGD, Adam and AdamW update every parameter with one fused kernel,
+// multi-tensor as PyTorch's foreach/fused optimizers: each dispatch updates
+// up to 8 parameters (6 with amsgrad; or maxStorageBufferRange pieces of a
+// very large one), so a step over many small parameters costs a few
+// dispatches; no host round trip, no temporaries. A plain step puts only
+// parameters with equal update counts in one dispatch. A step is one
+// semantic op ("oa::ml::optim::sgd_step", or "oa::ml::optim::adamw_step" for
+// Adam and AdamW) spanning those dispatches. Parameters whose gradient is
+// undefined are skipped, as PyTorch
 // skips parameters whose .grad is None. step() bumps the version of every
 // parameter it updates, so a backward that saved an old value refuses to run.
 //
@@ -29,7 +30,7 @@
 // state and update counts), with no host read, as torch's fused optimizers
 // take found_inf; steps() still counts the call.
 //
-// State (momentum_buffer, exp_avg, exp_avg_sq) lives in Matrices on the
+// State (momentum_buffer, exp_avg, exp_avg_sq, max_exp_avg_sq) lives in Matrices on the
 // parameters' engine, created as zeros with the optimizer. save_state /
 // load_state write and read it as safetensors, named "<parameter>.<buffer>",
 // with metadata "optimizer", "lr", "step" (steps taken) and "<parameter>.step"
@@ -102,7 +103,7 @@ class Optimizer {
  protected:
   // Throws InvalidArgument for no parameters, an undefined one, two with the
   // same name, parameters on different engines, or a bad lr; `kind` names the
-  // optimizer in messages and metadata ("sgd", "adamw").
+  // optimizer in messages and metadata ("sgd", "adam", "adamw").
   // `constants_per_parameter`: how many floats step_constants() gives (one
   // more, the updated flag that ml/optim/count_steps reads, follows them).
   Optimizer(std::vector<Parameter> parameters, float lr, const char* kind, std::size_t constants_per_parameter);
@@ -178,40 +179,89 @@ class Sgd final : public Optimizer {
   std::vector<Matrix> momentum_;  // per parameter; empty without momentum
 };
 
-// torch.optim.AdamW (amsgrad off).
+// torch.optim.Adam.
+struct AdamOptions {
+  float lr = 1e-3f;
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float eps = 1e-8f;
+  float weight_decay = 0.0f;
+  bool amsgrad = false;
+};
+
+// torch.optim.AdamW.
 struct AdamWOptions {
   float lr = 1e-3f;
   float beta1 = 0.9f;
   float beta2 = 0.999f;
   float eps = 1e-8f;
   float weight_decay = 1e-2f;
+  bool amsgrad = false;
 };
 
-// Decoupled weight decay (Loshchilov & Hutter, "Decoupled Weight Decay
-// Regularization", ICLR 2019) with Adam's bias correction (Kingma & Ba 2015),
-// eps outside the square root; at the parameter's t-th update:
-//   p = p * (1 - lr * weight_decay)
-//   m = beta1 * m + (1 - beta1) * g,   v = beta2 * v + (1 - beta2) * g^2
+// What Adam and AdamW share: Adam's moments with bias correction (Kingma &
+// Ba 2015), eps outside the square root, and AMSGrad (Reddi et al., "On the
+// Convergence of Adam and Beyond", ICLR 2018) as torch computes them; at the
+// parameter's t-th update, with d the gradient as the weight decay leaves it:
+//   m = beta1 * m + (1 - beta1) * d,   v = beta2 * v + (1 - beta2) * d^2
+//   amsgrad: v_max = max(v_max, v), and v_max stands for v below
 //   p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
-// State: "<name>.exp_avg" and "<name>.exp_avg_sq".
-class AdamW final : public Optimizer {
+// Both record the one op "oa::ml::optim::adamw_step" (its attribute
+// `decoupled` tells AdamW from Adam). State: "<name>.exp_avg",
+// "<name>.exp_avg_sq" and, with amsgrad, "<name>.max_exp_avg_sq" (all f32,
+// zeros at first, as torch's).
+class AdamFamily : public Optimizer {
  public:
-  // Throws InvalidArgument for a negative or non-finite lr, eps or
-  // weight_decay, or betas outside [0, 1), besides the Optimizer checks.
-  AdamW(std::vector<Parameter> parameters, AdamWOptions options = {});
   using Optimizer::step;
   void step(const Matrix& found_inf) override;
   NamedMatrices state() const override;
+
+ protected:
+  // The hyperparameters besides lr; `decoupled`: AdamW's decay, else Adam's L2 term.
+  struct Hyper {
+    float beta1, beta2, eps, weight_decay;
+    bool amsgrad, decoupled;
+  };
+  // Throws InvalidArgument for a negative or non-finite lr, eps or
+  // weight_decay, or betas outside [0, 1), besides the Optimizer checks;
+  // `kind` names the optimizer ("adam", "adamw").
+  AdamFamily(std::vector<Parameter> parameters, float lr, const char* kind, Hyper hyper);
+
+ private:
+  // AdamW: 1 - lr * weight_decay, Adam: weight_decay; then lr (the kernel
+  // takes the bias corrections from the update count).
+  void step_constants(std::size_t i, std::span<float> out) const override;
+
+  Hyper hyper_;
+  std::vector<Matrix> exp_avg_;
+  std::vector<Matrix> exp_avg_sq_;
+  std::vector<Matrix> max_exp_avg_sq_;  // per parameter with amsgrad; empty without
+};
+
+// torch.optim.Adam: weight decay as an L2 term of the gradient,
+// d = grad + weight_decay * p, computed inside the fused update (the
+// parameter's gradient is left as it was). Errors: as AdamFamily's.
+class Adam final : public AdamFamily {
+ public:
+  Adam(std::vector<Parameter> parameters, AdamOptions options = {});
+  // The options given (options().lr is the initial rate; lr() the current one).
+  const AdamOptions& options() const { return options_; }
+
+ private:
+  AdamOptions options_;
+};
+
+// torch.optim.AdamW: decoupled weight decay (Loshchilov & Hutter, "Decoupled
+// Weight Decay Regularization", ICLR 2019), p = p * (1 - lr * weight_decay)
+// before the update, with d = grad. Errors: as AdamFamily's.
+class AdamW final : public AdamFamily {
+ public:
+  AdamW(std::vector<Parameter> parameters, AdamWOptions options = {});
   // The options given (options().lr is the initial rate; lr() the current one).
   const AdamWOptions& options() const { return options_; }
 
  private:
-  // 1 - lr * weight_decay and lr (the kernel takes the bias corrections from the update count).
-  void step_constants(std::size_t i, std::span<float> out) const override;
-
   AdamWOptions options_;
-  std::vector<Matrix> exp_avg_;
-  std::vector<Matrix> exp_avg_sq_;
 };
 
 // Gradient clipping by global norm (torch.nn.utils.clip_grad_norm_, L2):
