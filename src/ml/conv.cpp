@@ -19,6 +19,7 @@
 
 #include "matrix/gemm.hpp"
 #include "matrix/op_def.hpp"
+#include "oa/matrix/cast.hpp"
 #include "oa/runtime/tuning.hpp"
 
 namespace oa::ml {
@@ -103,9 +104,9 @@ const char* axis_name(const Spec& s, int axis) { return s.one_d ? "length" : axi
 // allocated or recorded.
 Relation resolve(const Spec& s, const Matrix& input, const Matrix& weight, const Matrix& bias) {
   const Check check(s, input, weight, bias);
-  // apply() checked that the operands are defined, on one engine, and input f32.
-  detail::require_f32(weight, s.name, "weight");
-  if (bias.defined()) detail::require_f32(bias, s.name, "bias");
+  // apply() checked that the operands are defined, on one engine, and input f32, f16 or bf16.
+  detail::require_same_dtype(input, "input", weight, "weight", s.name);
+  if (bias.defined()) detail::require_same_dtype(input, "input", bias, "bias", s.name);
   const std::size_t rank = s.one_d ? 3 : 4;
   const char* layout = s.one_d ? "NCL" : "NCHW";
   if (input.rank() != rank) check.fail("input must be {} (rank {}); found rank {}", layout, rank, input.rank());
@@ -642,6 +643,127 @@ void lower_bias_grad(const Matrix& dy, std::int64_t channels, std::int64_t posit
   if (splits > 1) out.push_back(lower_reduce(target, splits, channels, db));
 }
 
+// ── 16-bit lowering ─────────────────────────────────────────────────────────
+//
+// F16 and BF16 convolutions run as GEMMs (detail::lower_gemm: on the tensor
+// cores where the device has cooperative matrices, else with f32 arithmetic
+// on 16-bit loads) over chunks of images in the column layout of
+// ml/conv/columns_half: rows (input channel, tap row, tap column) by columns
+// (image, narrow position). Per chunk and group g (Kg = R / groups rows of
+// the R = CW * KH * KW, Q columns):
+//   narrow from wide: cols = im2col(wide) (16-bit); rows = W_g cols_g (f32);
+//                     narrow = rows + bias, rounded once;
+//   wide from narrow: rows = gather(narrow) (16-bit); cols = W_g^T rows_g
+//                     (f32); wide = col2im(cols) + bias, rounded once;
+//   weight gradient:  dW_g += rows_g cols_g^T over the chunks, in f32.
+// Every shape, depthwise and tiny channel counts included, takes this path.
+
+// Each chunk's workspaces and windows stay near this many bytes.
+constexpr std::int64_t kHalfChunkBytes = std::int64_t(64) << 20;
+
+// Images per chunk for a pass that binds buffers of `image_bytes` bytes per
+// image: as many as fit kHalfChunkBytes (at least 1). Where a 16-bit tensor
+// has an odd element count per image, chunks hold an even number of images
+// (but the last), so every chunk starts on a whole 32-bit word. Throws
+// ResourceExhausted naming `op` when one chunk's buffer exceeds
+// maxStorageBufferRange.
+std::int64_t half_chunk(const Relation& r, const Engine& engine, const char* op, std::initializer_list<std::int64_t> image_bytes) {
+  std::int64_t total = 0, largest = 0;
+  for (std::int64_t b : image_bytes) {
+    total += b;
+    largest = std::max(largest, b);
+  }
+  std::int64_t q = std::clamp<std::int64_t>(kHalfChunkBytes / total, 1, r.n);
+  const bool odd = (r.cn * r.hn * r.wn) % 2 != 0 || (r.cw * r.hw * r.ww) % 2 != 0;
+  if (odd && q < r.n) q = std::max<std::int64_t>(2, q / 2 * 2);
+  const std::int64_t range = static_cast<std::int64_t>(engine.device().max_storage_buffer_range) - 256;
+  if (q * largest > range)
+    fail(ErrorKind::ResourceExhausted, "{}: a 16-bit chunk of {} image(s) needs a buffer of {} bytes, more than this device's "
+         "maxStorageBufferRange ({} bytes)", op, q, q * largest, engine.device().max_storage_buffer_range);
+  return q;
+}
+
+// The 32-bit words holding 16-bit elements [first, first + count) of m; first is even.
+detail::ElementWindow half_window(const Matrix& m, std::int64_t first, std::int64_t count, Access access) {
+  return detail::element_window(m.storage(), first / 2, (count + 1) / 2, access);
+}
+
+// One pass of ml/conv/columns_half over a chunk of q images (see the shader),
+// writing `count` elements of dst.
+ComputeDispatch columns_pass(std::uint32_t mode, const Relation& r, std::int64_t q, DType dtype, const detail::ElementWindow& src,
+                             const Matrix& bias, const Matrix& weight, const detail::ElementWindow& dst, std::int64_t count) {
+  Relation chunk = r;
+  chunk.n = q;
+  ComputeDispatch d;
+  d.kernel = kernels::ml_conv_columns_half;
+  d.specialization = {mode, dtype == DType::F16 ? 1u : 2u};
+  d.bindings = {src.binding, BufferBinding::read(bias.defined() ? bias.storage() : weight.storage()), dst.binding};
+  d.push.set(relation_push(chunk, bias.defined(), src.offset, dst.offset, u32(count)));
+  d.groups = {detail::groups_for((count + 1) / 2, 256), 1, 1};
+  return d;
+}
+
+// The 16-bit counterpart of lower_conv: dst (narrow when !wide, wide when
+// wide) from src through the weight, plus the bias when defined; all four of
+// one dtype.
+void lower_conv_half(const Relation& r, bool wide, const Matrix& src, const Matrix& weight, const Matrix& bias, const Matrix& dst,
+                     const char* op, std::vector<ComputeDispatch>& out) {
+  const Engine& engine = src.engine();
+  const DType dtype = src.dtype();
+  const std::int64_t p = r.hn * r.wn, rows = r.cw * r.kh * r.kw, kg = rows / r.groups, cng = r.cn / r.groups;
+  const std::int64_t narrow_image = r.cn * p, wide_image = r.cw * r.hw * r.ww;
+  // 16-bit columns or rows, and their f32 product.
+  const std::int64_t half_rows = wide ? r.cn : rows, f32_rows = wide ? rows : r.cn;
+  const std::int64_t q = half_chunk(r, engine, op, {2 * narrow_image, 2 * wide_image, 2 * half_rows * p, 4 * f32_rows * p});
+  const Matrix half = detail::allocate(engine, Shape{half_rows * q * p}, dtype);
+  const Matrix product = detail::allocate(engine, Shape{f32_rows * q * p});
+  const std::int64_t src_image = wide ? narrow_image : wide_image, dst_image = wide ? wide_image : narrow_image;
+  for (std::int64_t n0 = 0; n0 < r.n; n0 += q) {
+    const std::int64_t qc = std::min(q, r.n - n0), cols = qc * p;
+    out.push_back(columns_pass(wide ? 1 : 0, r, qc, dtype, half_window(src, n0 * src_image, qc * src_image, Access::Read), Matrix(),
+                               weight, half_window(half, 0, half_rows * cols, Access::Write), half_rows * cols));
+    detail::GemmProblem g{.batch = r.groups, .m = wide ? kg : cng, .n = cols, .k = wide ? cng : kg, .trans_a = wide};
+    g.a = {&weight, 0, cng * kg};
+    g.b = {&half, 0, (wide ? cng : kg) * cols};
+    g.c = {&product, 0, (wide ? kg : cng) * cols};
+    const auto gemm = detail::lower_gemm(engine, g);
+    out.insert(out.end(), gemm.begin(), gemm.end());
+    out.push_back(columns_pass(wide ? 3 : 2, r, qc, dtype, detail::element_window(product.storage(), 0, f32_rows * cols, Access::Read),
+                               bias, weight, half_window(dst, n0 * dst_image, qc * dst_image, Access::Write), qc * dst_image));
+  }
+}
+
+// The 16-bit counterpart of lower_weight_grad: the weight gradient (shape
+// `weight`) from the narrow and wide tensors of one dtype. Returns the matrix
+// it writes: the gradient in that dtype where one chunk holds the batch (one
+// GEMM rounds straight into it), else its f32 sum over the chunks, for the
+// caller to round.
+Matrix lower_weight_grad_half(const Relation& r, const Matrix& narrow, const Matrix& wide, const Shape& weight, const char* op,
+                              std::vector<ComputeDispatch>& out) {
+  const Engine& engine = narrow.engine();
+  const DType dtype = narrow.dtype();
+  const std::int64_t p = r.hn * r.wn, rows = r.cw * r.kh * r.kw, kg = rows / r.groups, cng = r.cn / r.groups;
+  const std::int64_t narrow_image = r.cn * p, wide_image = r.cw * r.hw * r.ww;
+  const std::int64_t q = half_chunk(r, engine, op, {2 * narrow_image, 2 * wide_image, 2 * rows * p, 2 * r.cn * p});
+  const Matrix cols = detail::allocate(engine, Shape{rows * q * p}, dtype);
+  const Matrix gathered = detail::allocate(engine, Shape{r.cn * q * p}, dtype);
+  const Matrix target = detail::allocate(engine, weight, q >= r.n ? dtype : DType::F32);
+  for (std::int64_t n0 = 0; n0 < r.n; n0 += q) {
+    const std::int64_t qc = std::min(q, r.n - n0), q_cols = qc * p;
+    out.push_back(columns_pass(0, r, qc, dtype, half_window(wide, n0 * wide_image, qc * wide_image, Access::Read), Matrix(), narrow,
+                               half_window(cols, 0, rows * q_cols, Access::Write), rows * q_cols));
+    out.push_back(columns_pass(1, r, qc, dtype, half_window(narrow, n0 * narrow_image, qc * narrow_image, Access::Read), Matrix(),
+                               narrow, half_window(gathered, 0, r.cn * q_cols, Access::Write), r.cn * q_cols));
+    detail::GemmProblem g{.batch = r.groups, .m = cng, .n = kg, .k = q_cols, .trans_b = true, .beta = n0 > 0 ? 1.0f : 0.0f};
+    g.a = {&gathered, 0, cng * q_cols};
+    g.b = {&cols, 0, kg * q_cols};
+    g.c = {&target, 0, cng * kg};
+    const auto gemm = detail::lower_gemm(engine, g);
+    out.insert(out.end(), gemm.begin(), gemm.end());
+  }
+  return target;
+}
+
 // The Spec of a call of `name` with attributes `a`.
 template <class A>
 Spec spec_of(const char* name, bool one_d, const A& a) {
@@ -662,6 +784,50 @@ Spec spec_of(const char* name, bool one_d, const A& a) {
   return s;
 }
 
+// The F16 / BF16 forward lowering of a conv op (lower_conv_half).
+template <class A>
+detail::Lowering<A> half_lowering(bool one_d) {
+  return [one_d](const OpCall<A>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+    const Spec s = spec_of(c.name, one_d, c.attributes);
+    const Relation r = resolve(s, c.inputs[0], c.inputs[1], c.inputs[2]);
+    lower_conv_half(r, s.transposed, c.inputs[0], c.inputs[1], c.inputs[2], out[0], c.name, ds);
+  };
+}
+
+// The backward of a 16-bit call: the gradients in the inputs' dtype, the
+// weight's summed over the batch in f32 and the bias's summed in f32, each
+// rounded once.
+template <class A>
+std::vector<Matrix> backward_half(const BackwardCall<A>& c, const Spec& s) {
+  const Matrix &x = c.inputs[0], &w = c.inputs[1];
+  const DType dtype = x.dtype();
+  const Matrix dy = matrix::cast(c.grad_outputs[0], dtype);
+  const Relation r = resolve(s, x, w, Matrix());
+  const Engine& engine = dy.engine();
+  const std::int64_t channels = dy.shape()[1];
+  // The bias gradient's f32 sums read an f32 copy of dy.
+  const Matrix dy32 = c.needs[2] ? matrix::cast(dy, DType::F32) : Matrix();
+  std::vector<Matrix> grads(3);
+  Matrix dw, db_sum;
+  std::vector<ComputeDispatch> ds;
+  std::vector<Matrix> scratch;
+  if (c.needs[0]) {
+    grads[0] = detail::allocate(engine, x.shape(), dtype);
+    lower_conv_half(r, !s.transposed, dy, w, Matrix(), grads[0], s.name, ds);
+  }
+  if (c.needs[1]) {
+    dw = lower_weight_grad_half(r, s.transposed ? x : dy, s.transposed ? dy : x, w.shape(), s.name, ds);
+  }
+  if (c.needs[2]) {
+    db_sum = detail::allocate(engine, Shape{channels});
+    lower_bias_grad(dy32, channels, dy.numel() / (dy.shape()[0] * channels), db_sum, ds, scratch);
+  }
+  c.record(ds, {&x, &w, &dy}, {&grads[0], &dw, &db_sum}, detail::attribute_values(c.attributes));
+  if (dw.defined()) grads[1] = matrix::cast(dw, dtype);
+  if (db_sum.defined()) grads[2] = matrix::cast(db_sum, dtype);
+  return grads;
+}
+
 // conv_1d / conv_2d (A = ConvAttributes) or conv_transpose_1d / _2d (A =
 // ConvTransposeAttributes) over input, weight and the optional bias. The
 // backward gives the gradients of input, weight and bias (where needed) from
@@ -673,7 +839,8 @@ detail::Op<A> conv_op(const char* name, bool one_d) {
        .inputs = {"input", "weight", {"bias", true}},
        .infer = [one_d](const OpCall<A>& c) {
          const Spec s = spec_of(c.name, one_d, c.attributes);
-         return std::vector<detail::OutputSpec>{{output_shape(s, resolve(s, c.inputs[0], c.inputs[1], c.inputs[2]))}};
+         return std::vector<detail::OutputSpec>{
+             {output_shape(s, resolve(s, c.inputs[0], c.inputs[1], c.inputs[2])), c.inputs[0].dtype()}};
        },
        .lower = {{DType::F32,
                   [one_d](const OpCall<A>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
@@ -681,9 +848,12 @@ detail::Op<A> conv_op(const char* name, bool one_d) {
                     const Relation r = resolve(s, c.inputs[0], c.inputs[1], c.inputs[2]);
                     const auto d = lower_conv(r, s.transposed, c.inputs[0], c.inputs[1], c.inputs[2], out[0]);
                     ds.insert(ds.end(), d.begin(), d.end());
-                  }}},
+                  }},
+                 {DType::F16, half_lowering<A>(one_d)},
+                 {DType::BF16, half_lowering<A>(one_d)}},
        .saves = [](const OpCall<A>&, const std::vector<bool>&) { return detail::Saves{{true, true, false}, {}}; },
        .backward = [one_d](const BackwardCall<A>& c) {
+         if (c.inputs[0].dtype() != DType::F32) return backward_half(c, spec_of(c.name, one_d, c.attributes));
          const Matrix &x = c.inputs[0], &w = c.inputs[1], &dy = c.grad_outputs[0];
          const Spec s = spec_of(c.name, one_d, c.attributes);
          const Relation r = resolve(s, x, w, Matrix());  // as in the forward: the bias does not enter it

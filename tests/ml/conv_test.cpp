@@ -5,10 +5,14 @@
 
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <string>
+#include <tuple>
 
+#include "matrix/gemm.hpp"
 #include "oa/oa.hpp"
 #include "reference/conv.hpp"
+#include "reference/dtype.hpp"
 #include "support/expect.hpp"
 #include "support/forced_tuning.hpp"
 #include "support/gradcheck.hpp"
@@ -611,6 +615,266 @@ TEST(ConvGrad, ParameterFormsAndBackwardTrace) {
   EXPECT_TRUE(w1.grad().defined());
   EXPECT_TRUE(wt1.grad().defined());
   EXPECT_TRUE(wt2.grad().defined());
+}
+
+}  // namespace
+
+// ── F16 and BF16 ──────────────────────────────────────────────────────────────
+// The forward against the f64 reference of the inputs as rounded to their
+// dtype; the gradients against the f32 path on the same rounded values (a
+// 16-bit output moves in steps too coarse for finite differences; those cover
+// the f32 path). Tolerance: f32 accumulation over `terms` products, (terms +
+// 4) 2^-24 of their magnitude (the same sum over absolute values), plus half
+// an ulp of the dtype at the result (the output's one rounding).
+
+namespace {
+
+using oa::DType;
+namespace ref = oa::reference;
+
+const ref::Float16Format& format_of(DType d) { return d == DType::F16 ? ref::kF16 : ref::kBF16; }
+
+// Values rounded to d, an f32 leaf holding them and its cast to d (a 16-bit
+// Matrix is not a leaf: the leaf gets the 16-bit gradient widened exactly).
+struct HalfInput {
+  std::vector<float> v;
+  Matrix leaf, m;
+};
+
+HalfInput half_input(const Shape& shape, DType d, std::uint32_t seed) {
+  HalfInput h;
+  h.v = ref::rounded(format_of(d), random_values(shape.numel(), seed));
+  h.leaf = oa::set_requires_grad(Matrix::from_vector(shape, h.v));
+  h.m = oa::matrix::cast(h.leaf, d);
+  return h;
+}
+
+std::vector<double> absolute(const std::vector<float>& v) {
+  std::vector<double> out;
+  for (float x : v) out.push_back(std::abs(static_cast<double>(x)));
+  return out;
+}
+
+// `unit`: the relative error of one f32 addition (2^-22 allows for tensor
+// cores that align and truncate the addends).
+void expect_half_close(const std::vector<float>& got, const std::vector<double>& want, const std::vector<double>& magnitude,
+                       double terms, DType d, const char* what, double unit = 0x1p-24) {
+  SCOPED_TRACE(what);
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double acc = (terms + 4) * unit * magnitude[i];
+    const double tol = acc + 0.5 * ref::ulp(format_of(d), std::abs(want[i]) + acc);
+    ASSERT_NEAR(got[i], want[i], tol) << "element " << i;
+  }
+}
+
+// One f32 call's gradients of sum(g * y) with respect to x, w and b (b absent without bias).
+std::vector<std::vector<double>> f32_gradients(const Case& k, const std::vector<double>& x, const std::vector<double>& w,
+                                               const std::vector<double>& b, const std::vector<double>& g) {
+  auto leaf = [](const Shape& s, const std::vector<double>& v) {
+    return oa::set_requires_grad(Matrix::from_vector(s, std::vector<float>(v.begin(), v.end())));
+  };
+  const Matrix xm = leaf(act_shape(k, k.c, k.h, k.w), x), wm = leaf(weight_shape(k), w);
+  const Matrix bm = k.bias ? leaf({k.o}, b) : Matrix();
+  const Matrix y = call(k, xm, wm, bm);
+  oa::backward(y, Matrix::from_vector(y.shape(), std::vector<float>(g.begin(), g.end())));
+  std::vector<std::vector<double>> out{widen(oa::grad(xm).to_vector()), widen(oa::grad(wm).to_vector())};
+  if (k.bias) out.push_back(widen(oa::grad(bm).to_vector()));
+  return out;
+}
+
+void check_half(const Case& k, DType d, double unit = 0x1p-24) {
+  SCOPED_TRACE(describe(k) + " " + std::string(oa::to_string(d)));
+  const HalfInput x = half_input(act_shape(k, k.c, k.h, k.w), d, 51), w = half_input(weight_shape(k), d, 52);
+  const HalfInput b = k.bias ? half_input({k.o}, d, 53) : HalfInput{};
+  oa::TraceCapture trace(x.m.engine());
+  const Matrix y = call(k, x.m, w.m, b.m);
+  const auto ops = trace.ops();
+  EXPECT_EQ(oa_test::count_label(ops, std::string("oa::ml::") + (k.transposed ? "conv_transpose" : "conv") + (k.one_d ? "_1d" : "_2d")),
+            1u);
+  ASSERT_EQ(y.dtype(), d);
+  Dims out;
+  const auto want = reference(k, widen(x.v), widen(w.v), widen(b.v), out);
+  const auto magnitude = reference(k, absolute(x.v), absolute(w.v), absolute(b.v), out);
+  EXPECT_EQ(y.shape(), act_shape(k, out[1], out[2], out[3]));
+  const double terms = static_cast<double>(std::max(k.c, k.o) / k.p.groups * k.kh * k.kw);
+  expect_half_close(y.to_vector(), want, magnitude, terms, d, "forward", unit);
+
+  // Backward from a seed of d's values; the f32 path twice (for the values and, over absolute values, the magnitudes).
+  const auto g = ref::rounded(format_of(d), random_values(y.numel(), 54));
+  oa::backward(oa::matrix::cast(y, DType::F32), Matrix::from_vector(y.shape(), g));
+  const auto want_grads = f32_gradients(k, widen(x.v), widen(w.v), widen(b.v), widen(g));
+  const auto magnitudes = f32_gradients(k, absolute(x.v), absolute(w.v), absolute(b.v), absolute(g));
+  // Each side sums at most terms + one image's positions per batch item products; both sides accumulate.
+  const double grad_terms = 2 * (terms + static_cast<double>(std::max(y.numel(), x.leaf.numel())));
+  const char* names[] = {"input gradient", "weight gradient", "bias gradient"};
+  const Matrix* leaves[] = {&x.leaf, &w.leaf, &b.leaf};
+  for (std::size_t i = 0; i < want_grads.size(); ++i) {
+    ASSERT_EQ(oa::grad(*leaves[i]).dtype(), DType::F32);
+    expect_half_close(oa::grad(*leaves[i]).to_vector(), want_grads[i], magnitudes[i], grad_terms, d, names[i], unit);
+  }
+}
+
+// Groups, depthwise, strides, paddings, dilations and output_padding, 1-D and
+// 2-D, with and without bias, batch 1 and 3, odd element counts per image.
+const std::vector<Case>& half_cases() {
+  static const std::vector<Case> cases{
+      conv2d(3, 4, 6, 7, 5, 3, 2, params({2, 1}, {1, 0}, {1, 2}, 2)),
+      conv2d(1, 6, 6, 9, 8, 3, 3, params({1, 2}, {1, 1}, {2, 1}, 6), false),  // depthwise
+      conv2d(2, 3, 20, 5, 6, 1, 1, params({1, 1}, {0, 0}, {1, 1})),
+      tconv2d(3, 4, 6, 3, 4, 2, 3, params({3, 1}, {0, 2}, {1, 2}, 2, {2, 0})),
+      tconv2d(1, 3, 3, 4, 5, 3, 3, params({2, 2}, {1, 1}, {1, 1}, 3, {1, 1}), false),  // depthwise
+      conv1d(3, 3, 4, 11, 3, params1(2, 1, 2)),
+      tconv1d(3, 4, 4, 6, 3, params1(3, 2, 2, 2, 2)),
+  };
+  return cases;
+}
+
+TEST(ConvHalf, ForwardAndGradientsInF16AndBF16) {
+  for (DType d : {DType::F16, DType::BF16})
+    for (std::size_t i = 0; i < half_cases().size(); ++i)
+      if (d == DType::F16 || i % 3 == 0) check_half(half_cases()[i], d);  // fewer pipelines to compile on lavapipe
+}
+
+// Mixed dtypes are refused before anything is recorded, naming the op, the
+// arguments and both dtypes.
+TEST(ConvHalf, RejectsMixedDtypes) {
+  const Matrix x16 = oa::matrix::cast(Matrix::ones({1, 4, 5, 5}), DType::F16), w32 = Matrix::ones({6, 4, 3, 3});
+  const Matrix w16 = oa::matrix::cast(w32, DType::F16), b_bf16 = oa::matrix::cast(Matrix::ones({6}), DType::BF16);
+  const Matrix x1 = Matrix::ones({1, 4, 7}), wt16 = oa::matrix::cast(Matrix::ones({4, 2, 3}), DType::F16);
+  x16.engine().synchronize();
+  for (const auto& [f, op, fragments] :
+       {std::tuple{std::function<Matrix()>([&] { return oa::ml::conv_2d(x16, w32); }), "oa::ml::conv_2d",
+                   std::vector<const char*>{"weight", "f16", "f32"}},
+        std::tuple{std::function<Matrix()>([&] { return oa::ml::conv_2d(x16, w16, b_bf16); }), "oa::ml::conv_2d",
+                   std::vector<const char*>{"bias", "bf16", "f16"}},
+        std::tuple{std::function<Matrix()>([&] { return oa::ml::conv_transpose_1d(x1, wt16, Matrix(), {.stride = 2}); }), "oa::ml::conv_transpose_1d",
+                   std::vector<const char*>{"weight", "f16", "f32"}}}) {
+    expect_invalid(f, op, fragments[0]);
+    for (const char* fragment : fragments) EXPECT_TRUE(oa_test::throws(f, oa::ErrorKind::InvalidArgument, {op, fragment}));
+  }
+}
+
+// A batch of long 1-D images whose 16-bit workspaces take several chunks:
+// chunks of two images (an odd element count per image), the weight
+// gradient summed over them in f32. Values in {-1, 0, 1} keep every f32 sum
+// exact, so each result is the exact sum rounded once to f16.
+TEST(ConvHalf, ChunkedBatchIsExact) {
+  const std::int64_t n = 3, l = 2'000'001;
+  auto ternary = [](std::int64_t count, std::uint32_t seed) {
+    auto v = random_values(count, seed);
+    for (auto& x : v) x = x < -0.33f ? -1.0f : x > 0.33f ? 1.0f : 0.0f;
+    return v;
+  };
+  const auto xv = ternary(n * l, 61), wv = ternary(3, 62), gv = ternary(n * l, 63);
+  const std::vector<float> bv{1.0f};
+  const Matrix x = oa::set_requires_grad(Matrix::from_vector({n, 1, l}, xv));
+  const Matrix w = oa::set_requires_grad(Matrix::from_vector({1, 1, 3}, wv));
+  const Matrix b = oa::set_requires_grad(Matrix::from_vector({1}, bv));
+  const Matrix y = oa::ml::conv_1d(oa::matrix::cast(x, DType::F16), oa::matrix::cast(w, DType::F16), oa::matrix::cast(b, DType::F16),
+                                   {.padding = 1});
+  oa::backward(oa::matrix::cast(y, DType::F32), Matrix::from_vector({n, 1, l}, gv));
+  // y[i] = b + sum_t w[t] x[i + t - 1]; dx[i] = sum_t w[t] g[i - t + 1]; dw[t] = sum g[i] x[i + t - 1]; db = sum g.
+  auto at = [l](const std::vector<float>& v, std::int64_t img, std::int64_t i) {
+    return i < 0 || i >= l ? 0.0 : static_cast<double>(v[static_cast<std::size_t>(img * l + i)]);
+  };
+  std::vector<double> y_want(static_cast<std::size_t>(n * l)), dx_want(y_want.size()), dw_want(3, 0.0), db_want(1, 0.0);
+  for (std::int64_t img = 0; img < n; ++img)
+    for (std::int64_t i = 0; i < l; ++i) {
+      double s = bv[0], dx = 0;
+      for (std::int64_t t = 0; t < 3; ++t) {
+        s += wv[t] * at(xv, img, i + t - 1);
+        dx += wv[t] * at(gv, img, i - t + 1);
+        dw_want[t] += at(gv, img, i) * at(xv, img, i + t - 1);
+      }
+      y_want[static_cast<std::size_t>(img * l + i)] = s;
+      dx_want[static_cast<std::size_t>(img * l + i)] = dx;
+      db_want[0] += at(gv, img, i);
+    }
+  auto rounded = [](const std::vector<double>& v) {
+    return ref::rounded(ref::kF16, std::vector<float>(v.begin(), v.end()));  // exact integers below 2^24
+  };
+  EXPECT_EQ(y.to_vector(), rounded(y_want));
+  EXPECT_EQ(oa::grad(x).to_vector(), rounded(dx_want));
+  EXPECT_EQ(oa::grad(w).to_vector(), rounded(dw_want));
+  EXPECT_EQ(oa::grad(b).to_vector(), rounded(db_want));
+}
+
+// A small conv net (conv_2d, conv_transpose_1d, a linear classifier)
+// trained a few SGD steps under F16 autocast (with the scaler) and BF16
+// autocast ends near its F32 run; the convolutions run in the 16-bit dtype.
+TEST(ConvHalf, AutocastConvNetTrainsNearF32) {
+  const std::int64_t batch = 4;
+  const Matrix x = Matrix::from_vector({batch, 1, 6, 6}, random_values(batch * 36, 71));
+  const Matrix t = Matrix::from_i32({batch}, std::vector<std::int32_t>{0, 2, 1, 2});
+  auto train = [&](std::optional<DType> precision) {
+    const oa::ml::Parameter w1("w1", Matrix::from_vector({3, 1, 3, 3}, random_values(27, 72)));
+    const oa::ml::Parameter b1("b1", Matrix::from_vector({3}, random_values(3, 73)));
+    const oa::ml::Parameter w2("w2", Matrix::from_vector({3, 2, 3}, random_values(18, 74)));
+    const oa::ml::Parameter w3("w3", Matrix::from_vector({3, 2 * 19}, random_values(114, 75)));
+    oa::ml::optim::Sgd sgd({w1, b1, w2, w3}, {.lr = 0.05f});
+    // A scale of 2^10: the default 2^16 overflows these f16 gradients and skips the first steps.
+    oa::ml::amp::GradScaler scaler({.init_scale = 1024.0f, .enabled = precision == DType::F16});
+    std::vector<float> losses;
+    for (int step = 0; step < 3; ++step) {
+      Matrix loss;
+      {
+        oa::AutocastGuard autocast(precision.value_or(DType::F16), precision.has_value());
+        const Matrix h = oa::matrix::relu(oa::ml::conv_2d(x, w1, b1, {.stride = {2, 2}, .padding = {1, 1}}));  // [4, 3, 3, 3]
+        const Matrix u = oa::ml::conv_transpose_1d(h.reshape({batch, 3, 9}), w2, oa::ml::Parameter(), {.stride = 2});  // [4, 2, 19]
+        EXPECT_EQ(u.dtype(), precision.value_or(DType::F32));
+        loss = oa::ml::cross_entropy(oa::ml::linear(u.reshape({batch, 38}), w3.value(), Matrix()), t);
+      }
+      sgd.zero_grad();
+      oa::backward(scaler.scale(loss));
+      EXPECT_EQ(w1.grad().dtype(), DType::F32);
+      scaler.step(sgd);
+      scaler.update();
+      losses.push_back(loss.item());
+    }
+    return losses;
+  };
+  const auto loss32 = train(std::nullopt);
+  EXPECT_LT(loss32.back(), loss32.front());
+  for (DType low : {DType::F16, DType::BF16}) {
+    const double tol = low == DType::F16 ? 5e-3 : 4e-2;
+    const auto loss = train(low);
+    for (std::size_t i = 0; i < loss.size(); ++i) EXPECT_NEAR(loss[i], loss32[i], tol * std::abs(loss32[i])) << "step " << i;
+  }
+}
+
+// The tensor cores, where the device has cooperative matrices for f16 or
+// bf16 * the same + f32 -> f32 at 16 x 16 x 16 (the H200; the test skips on
+// lavapipe): the GEMMs of a convolution with 32 channels and 64 positions
+// per image (forward: W [32, 288] x columns [288, 128]; input gradient: W^T
+// x rows [32, 128]; weight gradient: rows x columns^T) take the cooperative-
+// matrix kernel, and the convolution matches the f64 reference within the
+// tensor cores' accumulation bound.
+TEST(ConvHalf, TensorCoreGemms) {
+  const oa::Engine engine = oa::Engine::default_engine();
+  std::vector<DType> dtypes;
+  for (DType d : {DType::F16, DType::BF16})
+    if (engine.device().has_cooperative_matrix({d, d, DType::F32, DType::F32, 16, 16, 16})) dtypes.push_back(d);
+  if (dtypes.empty())
+    GTEST_SKIP() << "the device has no cooperative matrices (f16 or bf16 * the same + f32 -> f32, 16x16x16, subgroup scope)";
+  const Case k = conv2d(2, 32, 32, 8, 8, 3, 3, params({1, 1}, {1, 1}, {1, 1}));
+  const std::int64_t cng = 32, kg = 32 * 9, q = 2 * 64;
+  for (DType d : dtypes) {
+    const Matrix weight = oa::detail::allocate(engine, {cng * kg}, d), cols = oa::detail::allocate(engine, {kg * q}, d);
+    const Matrix rows = oa::detail::allocate(engine, {cng * q}, d);
+    const Matrix narrow32 = oa::detail::allocate(engine, {cng * q}), cols32 = oa::detail::allocate(engine, {kg * q});
+    const Matrix dw32 = oa::detail::allocate(engine, {cng * kg});
+    const std::string_view kernel = d == DType::F16 ? oa::kernels::matrix_gemm_coopmat : oa::kernels::matrix_gemm_coopmat_bf16;
+    for (const oa::detail::GemmProblem& p :
+         {oa::detail::GemmProblem{.m = cng, .n = q, .k = kg, .a = {&weight}, .b = {&cols}, .c = {&narrow32}},
+          oa::detail::GemmProblem{.m = kg, .n = q, .k = cng, .trans_a = true, .a = {&weight}, .b = {&rows}, .c = {&cols32}},
+          oa::detail::GemmProblem{.m = cng, .n = kg, .k = q, .trans_b = true, .a = {&rows}, .b = {&cols}, .c = {&dw32}}}) {
+      const auto ds = oa::detail::lower_gemm(engine, p);
+      ASSERT_FALSE(ds.empty());
+      EXPECT_EQ(ds[0].kernel, kernel) << "M " << p.m << " N " << p.n << " K " << p.k;
+    }
+    check_half(k, d, 0x1p-22);
+  }
 }
 
 }  // namespace

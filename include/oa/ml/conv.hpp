@@ -6,7 +6,18 @@
 // Layouts: activations NCL / NCHW; convolution weights OIK / OIHW with
 // I = in_channels / groups; transposed-convolution weights IOK / IOHW with
 // O = out_channels / groups. Bias is [out_channels]; an undefined Matrix
-// (Matrix()) means no bias. All values are f32 and live on one engine.
+// (Matrix()) means no bias. Input, weight and bias live on one engine and
+// have one dtype, f32, f16 or bf16, which the output and the gradients have.
+//
+// F16 and BF16 accumulate in f32 and round each output once. Every shape
+// (depthwise and few channels included) runs as GEMMs: im2col of a chunk of
+// images into 16-bit columns, a GEMM per group into f32, then the output plus
+// bias rounded once; the input gradient as GEMMs into f32 columns summed by
+// col2im and rounded once; the weight gradient as GEMMs summed over the
+// chunks in f32; the bias gradient summed in f32. The GEMMs run on the
+// tensor cores where the device has cooperative matrices, and with f32
+// arithmetic on 16-bit loads elsewhere (lavapipe). Chunks of images keep the
+// workspaces near 64 MiB.
 //
 // Output extents (per spatial axis; s stride, p padding, d dilation, k kernel,
 // op output_padding):
@@ -18,10 +29,13 @@
 // channel counts that disagree with the weight or are not divisible by groups,
 // stride, dilation or groups below 1, negative padding, output_padding not
 // below stride or dilation (as PyTorch), an effective kernel larger than the
-// padded input, a transposed output of less than 1, an undefined or non-f32
-// argument, arguments on different engines, 64-bit overflow of shape
-// arithmetic, or extents past what the shaders can index (coordinates beyond
-// 2^31 - 1, element counts beyond 2^32 - 1).
+// padded input, a transposed output of less than 1, an undefined argument,
+// an input that is not f32, f16 or bf16, a weight or bias of another dtype
+// than the input (the message names both dtypes), arguments on different
+// engines, 64-bit overflow of shape arithmetic, or extents past what the
+// shaders can index (coordinates beyond 2^31 - 1, element counts beyond
+// 2^32 - 1); ResourceExhausted where one image's 16-bit workspace exceeds
+// the device's maxStorageBufferRange.
 //
 // Trace: each call records one semantic op "oa::ml::<name>" however
 // many dispatches it lowers to, with the attributes stride, padding, dilation
@@ -30,7 +44,7 @@
 // autograd as one "oa::ml::<name> backward" op computing the input,
 // weight and bias gradients that are needed.
 //
-// Kernels: convolution is an implicit GEMM (output positions x output
+// Kernels (f32): convolution is an implicit GEMM (output positions x output
 // channels, the input patch gathered into shared memory on the fly), or a
 // direct kernel staging input tiles with their halo when a group has few
 // output channels. Depthwise problems (groups = input channels = output
