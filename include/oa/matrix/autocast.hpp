@@ -5,14 +5,17 @@
 // thread has its floating inputs cast by the one generic apply
 // (src/matrix/op_def.hpp) according to ONE table, autocast_policy(op name),
 // looked up once per op when the op is declared (not on each call):
-//   Lower    the GEMM family (matmul, matmul_nt, linear, bmm, bmm_nt, bmm_tn):
-//            f32 inputs are cast to the scope's dtype (F16 or BF16), so the
-//            op runs on the tensor cores where the device has them and its
-//            result has that dtype (torch.autocast's "lower_precision_fp" list).
+//   Lower    the GEMM family (matmul, matmul_nt, linear, bmm, bmm_nt, bmm_tn)
+//            and attention (scaled_dot_product_attention and its packed
+//            causal form): f32 inputs are cast to the scope's dtype (F16 or
+//            BF16), so the op runs on the tensor cores where the device has
+//            them and its result has that dtype (torch.autocast's
+//            "lower_precision_fp" list). A detached input (an attention
+//            mask) is left as it is.
 //   F32      softmax, log_softmax, the norms, the losses, the reductions,
-//            exp/log/pow-like ops, and convolution and attention (no 16-bit
-//            lowering yet: move them to Lower when one lands): 16-bit inputs
-//            are widened to f32 (torch's "fp32" list).
+//            exp/log/pow-like ops, and convolution (no 16-bit lowering yet:
+//            move it to Lower when one lands): 16-bit inputs are widened to
+//            f32 (torch's "fp32" list).
 //   Promote  every op not listed: mixed floating inputs are widened to the
 //            widest (f16 with bf16 gives f32, as torch's type promotion), and
 //            to f32 where the op has no lowering for that dtype (oa's
