@@ -666,7 +666,7 @@ std::vector<ComputeDispatch> lower_gemm_backward(const Engine& engine, const Fla
       const detail::GemmOperand pr{&probs, 0, b->rows * keys}, gl{&grads_low, 0, b->rows * keys};
       const auto q_rows = head_rows(q, h0, p.sq, p.dh, b->first), grad_rows = head_rows(grad, h0, p.sq, p.dv, b->first);
       const float accumulate = last ? 0.0f : 1.0f;
-      if (keys < p.sk) {  // keys no query sees: zero gradients (products of depth 0)
+      if (last && keys < p.sk) {  // keys no query sees: zero gradients (products of depth 0)
         append_head_gemm(engine, n, p.sk - keys, p.dh, 0, false, false, 1.0f, 0.0f, s, s, head_rows(dk_sum, h0, p.sk, p.dh, keys), ds);
         append_head_gemm(engine, n, p.sk - keys, p.dv, 0, false, false, 1.0f, 0.0f, s, s, head_rows(dv_sum, h0, p.sk, p.dv, keys), ds);
       }
