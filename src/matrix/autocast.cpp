@@ -25,9 +25,10 @@ constexpr std::pair<std::string_view, AutocastPolicy> kPolicies[] = {
     {"oa::ml::conv_2d", AutocastPolicy::Lower},
     {"oa::ml::conv_transpose_1d", AutocastPolicy::Lower},
     {"oa::ml::conv_transpose_2d", AutocastPolicy::Lower},
+    // Attention: 16-bit q, k, v and output, f32 softmax statistics (the mask, detached, stays as given).
+    {"oa::ml::scaled_dot_product_attention", AutocastPolicy::Lower},
+    {"oa::ml::scaled_dot_product_attention_causal", AutocastPolicy::Lower},
     // No 16-bit lowering yet.
-    {"oa::ml::scaled_dot_product_attention", AutocastPolicy::F32},
-    {"oa::ml::scaled_dot_product_attention_causal", AutocastPolicy::F32},
     {"oa::ml::lstm_cell", AutocastPolicy::F32},
     {"oa::ml::gru_cell", AutocastPolicy::F32},
     // Softmax statistics, norms, losses.
@@ -127,9 +128,15 @@ namespace detail {
 
 bool autocast_active() { return t_dtype.has_value(); }
 
-bool autocast_inputs(AutocastPolicy policy, std::span<const Matrix> inputs, unsigned lowered_dtypes, std::vector<Matrix>& out) {
+bool autocast_inputs(AutocastPolicy policy, std::span<const Matrix> inputs, unsigned lowered_dtypes, unsigned detached_inputs,
+                     std::size_t group, std::vector<Matrix>& out) {
   if (policy == AutocastPolicy::Keep) return false;
-  auto floating = [](const Matrix& m) { return m.defined() && is_floating_point(m.dtype()); };
+  // Lower casts what carries a gradient; a detached input (a mask) keeps its dtype.
+  const auto kept = [&](const Matrix& m) {
+    const std::size_t i = static_cast<std::size_t>(&m - inputs.data()) % std::max<std::size_t>(group, 1);
+    return policy == AutocastPolicy::Lower && i < 32 && (detached_inputs >> i & 1u);
+  };
+  auto floating = [&](const Matrix& m) { return m.defined() && is_floating_point(m.dtype()) && !kept(m); };
   std::optional<DType> target;
   if (policy == AutocastPolicy::Lower) {
     target = *t_dtype;

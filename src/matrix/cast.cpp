@@ -1,13 +1,34 @@
 // oa::matrix::cast: one OpDef (matrix/op_def.hpp) over the kernel matrix/cast.
 #include "oa/matrix/cast.hpp"
 
+#include "matrix/cast_lowering.hpp"
 #include "matrix/op_def.hpp"
+
+namespace oa::detail {
+
+void cast_dispatches(const Matrix& x, const Matrix& y, std::int64_t count, std::vector<runtime::ComputeDispatch>& ds) {
+  for (auto c : element_chunks(x.engine(), count)) {
+    const auto [in_offset, in_bytes] = chunk_window(x.dtype(), c);
+    const auto [out_offset, out_bytes] = chunk_window(y.dtype(), c);
+    runtime::ComputeDispatch d;
+    d.kernel = kernels::matrix_cast;
+    d.specialization = {dtype_code(x.dtype()), dtype_code(y.dtype())};
+    d.bindings = {runtime::BufferBinding::read(x.storage(), in_offset, in_bytes),
+                  runtime::BufferBinding::write(y.storage(), out_offset, out_bytes)};
+    d.push.set(push::matrix_cast{.n = static_cast<std::uint32_t>(c.count)});
+    d.groups = {groups_for((c.count + 1) / 2, 256), 1, 1};
+    ds.push_back(std::move(d));
+  }
+}
+
+}  // namespace oa::detail
 
 namespace oa::matrix {
 
 namespace {
 
 using namespace detail::op_def;
+using detail::cast_dispatches;
 
 struct CastAttributes {
   DType from = DType::F32, to = DType::F32;
@@ -15,26 +36,10 @@ struct CastAttributes {
   static constexpr auto fields = std::tuple{detail::field("dtype", &CastAttributes::dtype)};
 };
 
-// The dtype codes of matrix/cast.comp.
-std::uint32_t code(DType d) { return d == DType::F32 ? 0u : d == DType::F16 ? 1u : 2u; }
-
-// Appends the dispatches converting x into y (dtypes differ).
-void cast_dispatches(const Matrix& x, const Matrix& y, std::vector<ComputeDispatch>& ds) {
-  for (auto c : detail::element_chunks(x.engine(), x.numel())) {
-    const auto [in_offset, in_bytes] = detail::chunk_window(x.dtype(), c);
-    const auto [out_offset, out_bytes] = detail::chunk_window(y.dtype(), c);
-    ComputeDispatch d;
-    d.kernel = kernels::matrix_cast;
-    d.specialization = {code(x.dtype()), code(y.dtype())};
-    d.bindings = {BufferBinding::read(x.storage(), in_offset, in_bytes), BufferBinding::write(y.storage(), out_offset, out_bytes)};
-    d.push.set(push::matrix_cast{.n = static_cast<std::uint32_t>(c.count)});
-    d.groups = {detail::groups_for((c.count + 1) / 2, 256), 1, 1};
-    ds.push_back(std::move(d));
-  }
-}
-
 const detail::Lowering<CastAttributes> kCastLowering = [](const OpCall<CastAttributes>& c, const std::vector<Matrix>& out,
-                                                          std::vector<ComputeDispatch>& ds) { cast_dispatches(c.inputs[0], out[0], ds); };
+                                                          std::vector<ComputeDispatch>& ds) {
+  cast_dispatches(c.inputs[0], out[0], c.inputs[0].numel(), ds);
+};
 
 const detail::Op<CastAttributes> kCast{{.name = "oa::matrix::cast",
                                 .inputs = {"x"},
@@ -49,7 +54,7 @@ const detail::Op<CastAttributes> kCast{{.name = "oa::matrix::cast",
                                   if (gy.dtype() == c.attributes.from) return std::vector<Matrix>{gy};
                                   Matrix gx = detail::allocate(gy.engine(), gy.shape(), c.attributes.from);
                                   std::vector<ComputeDispatch> ds;
-                                  cast_dispatches(gy, gx, ds);
+                                  cast_dispatches(gy, gx, gy.numel(), ds);
                                   c.record(ds, {&gy}, {&gx});
                                   return std::vector<Matrix>{gx};
                                 }}};

@@ -4,6 +4,7 @@
 #include <optional>
 #include <tuple>
 
+#include "matrix/cast_lowering.hpp"
 #include "matrix/lowering.hpp"
 
 namespace oa::detail {
@@ -94,9 +95,6 @@ void check_operand(const Engine& engine, const GemmProblem& p, const GemmOperand
                  o.offset, o.batch_stride, extent, o.matrix->numel(), o.matrix->shape());
 }
 
-// The dtype codes of matrix/gemm_half_io.glsl.
-std::uint32_t code(DType d) { return d == DType::F32 ? 0u : d == DType::F16 ? 1u : 2u; }
-
 }  // namespace
 
 std::int64_t gemm_busy_groups(const Tuning& tuning, const GemmProblem& p, std::int64_t busy) {
@@ -127,7 +125,7 @@ ComputeDispatch gemm_epilogue(const GemmProblem& p, std::int64_t q, std::uint32_
     d.kernel = kernels::matrix_gemm_epilogue;
   } else {
     d.kernel = kernels::matrix_gemm_epilogue_half;
-    d.specialization = {code(c_dtype), code(bias_dtype)};
+    d.specialization = {dtype_code(c_dtype), dtype_code(bias_dtype)};
   }
   d.bindings = {w.binding, c.binding, bias ? bias->binding : w.binding};
   d.push.set(push::matrix_gemm_epilogue{.count = u32(count),
@@ -280,7 +278,7 @@ std::vector<ComputeDispatch> lower_gemm(const Engine& engine, const GemmProblem&
     sk = gemm_split_k(p.k, p.batch * gx, gemm_busy_groups(*tuning, p, kSkinnyBusyGroups), kSkinnySplitMinK, kSkinnyMaxSplits, kSkinnyStep);
     kernel = half_in ? kernels::matrix_gemm_skinny_half : kernels::matrix_gemm_skinny;
     spec = {u32(p.m), p.trans_a, p.trans_b, !p.trans_a && vec_a, vec_b};
-    if (half_in) spec.insert(spec.end(), {code(half), sk.splits > 1 ? 0u : code(p.c.matrix->dtype()), p.bias ? code(p.bias->dtype()) : 0u});
+    if (half_in) spec.insert(spec.end(), {dtype_code(half), sk.splits > 1 ? 0u : dtype_code(p.c.matrix->dtype()), p.bias ? dtype_code(p.bias->dtype()) : 0u});
   } else {
     const Tile& t = choose_tile(*tuning, dev, p);
     gx = ceil_div(p.n, t.bn);
@@ -289,7 +287,7 @@ std::vector<ComputeDispatch> lower_gemm(const Engine& engine, const GemmProblem&
     const bool vec_c = p.n % 4 == 0 && (sk.splits > 1 || (p.c.offset % 4 == 0 && p.c.batch_stride % 4 == 0));
     kernel = half_in ? kernels::matrix_gemm_half : kernels::matrix_gemm;
     spec = {threads(t), t.bm, t.bn, t.bk, t.tm, t.tn, p.trans_a, p.trans_b, vec_a, vec_b, vec_c};
-    if (half_in) spec.insert(spec.end(), {code(half), sk.splits > 1 ? 0u : code(p.c.matrix->dtype()), p.bias ? code(p.bias->dtype()) : 0u});
+    if (half_in) spec.insert(spec.end(), {dtype_code(half), sk.splits > 1 ? 0u : dtype_code(p.c.matrix->dtype()), p.bias ? dtype_code(p.bias->dtype()) : 0u});
   }
   const std::int64_t splits = sk.splits;
 

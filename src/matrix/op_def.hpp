@@ -231,8 +231,11 @@ struct Op {
   OpDef<A> def;
   AutocastPolicy autocast;      // the op's entry in the autocast table
   unsigned lowered_dtypes = 0;  // bit i: a lowering for DType i
+  unsigned detached_inputs = 0;  // bit i: def.inputs[i] is detached
   explicit Op(OpDef<A> d) : def(std::move(d)), autocast(autocast_policy(def.name)) {
     for (const auto& l : def.lower) lowered_dtypes |= 1u << static_cast<unsigned>(l.first);
+    for (std::size_t i = 0; i < def.inputs.size() && i < 32; ++i)
+      if (def.inputs[i].detached) detached_inputs |= 1u << i;
     bool variadic = def.variadic;  // the semantic op lists the inputs given
     for (const auto& in : def.inputs) variadic = variadic || in.optional;
     register_contract({def.name, variadic ? -1 : static_cast<int>(def.inputs.size()), def.outputs, attribute_specs<A>()});
@@ -243,9 +246,12 @@ struct Op {
 
 // Autocast (oa/matrix/autocast.hpp): whether a scope is enabled on this
 // thread, and the inputs of an op cast as its `policy` says, given the dtypes
-// it has lowerings for (bit i: DType i). False when no input needs a cast.
+// it has lowerings for (bit i: DType i) and its detached inputs (bit i: input
+// i of each group; Lower leaves them, an attention mask, as they are). False
+// when no input needs a cast.
 bool autocast_active();
-bool autocast_inputs(AutocastPolicy policy, std::span<const Matrix> inputs, unsigned lowered_dtypes, std::vector<Matrix>& out);
+bool autocast_inputs(AutocastPolicy policy, std::span<const Matrix> inputs, unsigned lowered_dtypes, unsigned detached_inputs,
+                     std::size_t group, std::vector<Matrix>& out);
 
 // A dispatch list for one apply() call, reused by later calls on the same
 // thread (one list per nesting level: a lowering may apply other ops), so that
@@ -300,7 +306,7 @@ std::vector<Matrix> apply(const Op<A>& op, std::span<const Matrix> inputs, const
   }
   if (!inputs.empty() && autocast_active()) {
     std::vector<Matrix> cast_inputs;
-    if (autocast_inputs(op.autocast, inputs, op.lowered_dtypes, cast_inputs))
+    if (autocast_inputs(op.autocast, inputs, op.lowered_dtypes, op.detached_inputs, group, cast_inputs))
       return apply(op, std::span<const Matrix>(cast_inputs), attributes, auxiliary);
   }
   const Engine& engine = inputs.empty() ? *generator_engine : inputs[0].engine();

@@ -266,9 +266,6 @@ TEST(MatrixDtype, OpsWithout16BitLoweringsRefuse16BitOperands) {
       {"oa::ml::mse_loss", "target", [](const Matrix& h, const Matrix& f) { ml::mse_loss(f, h); }, {2, 3}},
       {"oa::ml::embedding", "weight", [&](const Matrix& h, const Matrix&) { ml::embedding(i2, h); }, {2, 3}},
       {"oa::ml::dropout", "x", [](const Matrix& h, const Matrix&) { ml::dropout(h, 0.5, 1); }, {2, 3}},
-      {"oa::ml::scaled_dot_product_attention", "q",
-       [](const Matrix& h, const Matrix& f) { ml::scaled_dot_product_attention(h, f, f); }, {1, 2, 4}},
-      {"oa::ml::scaled_dot_product_attention", "q", [](const Matrix& h, const Matrix& f) { ml::flash_attention_causal(h, f, f, 0.5f); }, {1, 2, 4}},
   };
   for (DType d : {DType::F16, DType::BF16}) {
     for (const auto& c : cases) {

@@ -2,6 +2,7 @@
 // Helpers shared by the attention tests (tests/ml/attention_*test.cpp).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <random>
@@ -69,5 +70,21 @@ inline std::vector<float> random_floats(std::size_t n, std::uint32_t seed, float
 }
 
 inline Vec to_f64(const std::vector<float>& v) { return Vec(v.begin(), v.end()); }
+
+// The f64 problem of attention over q [bh, sq, dh], k [bh, sk, dh], v [bh, sk, dv]
+// with the default scale 1/sqrt(dh), without a mask.
+inline ref::AttentionProblem attention_problem(std::int64_t bh, std::int64_t sq, std::int64_t sk, std::int64_t dh, std::int64_t dv,
+                                               bool causal, ml::CausalVariant variant) {
+  ref::AttentionProblem p;
+  p.bh = bh;
+  p.sq = sq;
+  p.sk = sk;
+  p.dh = dh;
+  p.dv = dv;
+  p.scale = 1.0 / std::sqrt(static_cast<double>(dh));
+  p.causal = causal;
+  p.upper_left = variant == ml::CausalVariant::UpperLeft;
+  return p;
+}
 
 }  // namespace oa::attention_test

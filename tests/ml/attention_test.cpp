@@ -332,14 +332,7 @@ Inputs make_inputs(const Case& c, std::uint32_t seed) {
   in.mv = Matrix::from_vector({c.bh, c.sk, c.dv}, in.v);
   in.mgrad = Matrix::from_vector({c.bh, c.sq, c.dv}, in.grad);
   auto& p = in.problem;
-  p.bh = c.bh;
-  p.sq = c.sq;
-  p.sk = c.sk;
-  p.dh = c.dh;
-  p.dv = c.dv;
-  p.scale = 1.0 / std::sqrt(static_cast<double>(c.dh));
-  p.causal = c.causal;
-  p.upper_left = c.variant == ml::CausalVariant::UpperLeft;
+  p = attention_problem(c.bh, c.sq, c.sk, c.dh, c.dv, c.causal, c.variant);
   if (c.mask != MaskKind::None) {
     const std::int64_t rows = c.mask == MaskKind::PerRow ? c.bh * c.sq : c.sq;
     in.mask = random_mask(rows, c.sk, seed + 4, 0.15, c.sq > 2 ? 1 : -1);
@@ -463,6 +456,45 @@ TEST(AttentionFlash, GemmLoweringsOverCausalBlocksAndLongRows) {
                         Case{1, 600, 300, 4, 4, MaskKind::None, true, ml::CausalVariant::UpperLeft},
                         Case{1, 300, 700, 4, 4, MaskKind::Broadcast, true, ml::CausalVariant::UpperLeft}})
     expect_flash_matches_reference(c, make_inputs(c, seed += 10));
+}
+
+// Upper-left causal attention with Sq < Sk hides keys Sq .. Sk - 1 from every
+// query: the GEMM backward stops its last block at the diagonal, so its
+// gradients are bitwise those of k and v cut to the first Sq keys (same
+// forward output and stats), and exactly zero past them.
+TEST(AttentionFlash, GemmBackwardStopsAtTheDiagonal) {
+  const std::int64_t bh = 2, sq = 300, sk = 700, dh = 8, dv = 4;
+  const auto q = random_floats(bh * sq * dh, 1), k = random_floats(bh * sk * dh, 2), v = random_floats(bh * sk * dv, 3);
+  const auto grad = Matrix::from_vector({bh, sq, dv}, random_floats(bh * sq * dv, 4));
+  // The first `keys` rows of each head of x [bh, sk, d].
+  const auto cut = [&](const std::vector<float>& x, std::int64_t keys, std::int64_t d) {
+    std::vector<float> out;
+    for (std::int64_t h = 0; h < bh; ++h) out.insert(out.end(), x.begin() + h * sk * d, x.begin() + (h * sk + keys) * d);
+    return Matrix::from_vector({bh, keys, d}, out);
+  };
+  const Matrix mq = Matrix::from_vector({bh, sq, dh}, q), mk = cut(k, sk, dh), mv = cut(v, sk, dv);
+  attention_detail::FlashLoweringGuard guard(FlashLowering::Gemm, FlashLowering::Gemm);
+  const auto f = ml::flash_attention(mq, mk, mv, Matrix(), {}, true, ml::CausalVariant::UpperLeft);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+  const auto full = ml::flash_attention_backward(mq, mk, mv, Matrix(), f.output, f.softmax_stats, grad, scale, true, {},
+                                                 ml::CausalVariant::UpperLeft);
+  const auto seen = ml::flash_attention_backward(mq, cut(k, sq, dh), cut(v, sq, dv), Matrix(), f.output, f.softmax_stats, grad, scale,
+                                                 true, {}, ml::CausalVariant::UpperLeft);
+  EXPECT_EQ(full.q.to_vector(), seen.q.to_vector());
+  const auto expect_cut = [&](const Matrix& g, const Matrix& want, std::int64_t d, const char* what) {
+    const auto x = g.to_vector(), y = want.to_vector();
+    for (std::int64_t h = 0; h < bh; ++h)
+      for (std::int64_t j = 0; j < sk * d; ++j) {
+        const float got = x[static_cast<std::size_t>(h * sk * d + j)];
+        const float expected = j < sq * d ? y[static_cast<std::size_t>(h * sq * d + j)] : 0.0f;
+        if (got != expected || std::signbit(got) != std::signbit(expected)) {
+          ADD_FAILURE() << what << " head " << h << " element " << j << ": " << got << " != " << expected;
+          return;
+        }
+      }
+  };
+  expect_cut(full.k, seen.k, dh, "dk");
+  expect_cut(full.v, seen.v, dv, "dv");
 }
 
 // The fused flash forward of `c` in two passes (a split over key ranges,
@@ -759,15 +791,7 @@ std::vector<GradInput> grad_inputs(const Case& c, std::uint64_t seed) {
 }
 
 ref::AttentionProblem grad_problem(const Case& c, const Inputs64& x) {
-  ref::AttentionProblem p;
-  p.bh = c.bh;
-  p.sq = c.sq;
-  p.sk = c.sk;
-  p.dh = c.dh;
-  p.dv = c.dv;
-  p.scale = 1.0 / std::sqrt(static_cast<double>(static_cast<float>(c.dh)));
-  p.causal = c.causal;
-  p.upper_left = c.variant == ml::CausalVariant::UpperLeft;
+  ref::AttentionProblem p = attention_problem(c.bh, c.sq, c.sk, c.dh, c.dv, c.causal, c.variant);
   if (x.size() > 3) {
     p.mask = x[3];
     p.mask_rows = c.mask == MaskKind::PerRow ? c.bh * c.sq : c.sq;

@@ -5,15 +5,17 @@
 // thread has its floating inputs cast by the one generic apply
 // (src/matrix/op_def.hpp) according to ONE table, autocast_policy(op name),
 // looked up once per op when the op is declared (not on each call):
-//   Lower    the GEMM family (matmul, matmul_nt, linear, bmm, bmm_nt, bmm_tn)
-//            and the convolutions (conv_1d, conv_2d, conv_transpose_1d,
-//            conv_transpose_2d): f32 inputs are cast to the scope's dtype
-//            (F16 or BF16), so the op runs on the tensor cores where the
+//   Lower    the GEMM family (matmul, matmul_nt, linear, bmm, bmm_nt, bmm_tn),
+//            the convolutions (conv_1d, conv_2d, conv_transpose_1d,
+//            conv_transpose_2d) and attention (scaled_dot_product_attention
+//            and its packed causal form): f32 inputs are cast to the scope's
+//            dtype (F16 or BF16), so the op runs on the tensor cores where the
 //            device has them and its result has that dtype (torch.autocast's
-//            "lower_precision_fp" list).
+//            "lower_precision_fp" list). A detached input (an attention
+//            mask) is left as it is.
 //   F32      softmax, log_softmax, the norms, the losses, the reductions,
-//            exp/log/pow-like ops, and attention and the recurrent cells (no
-//            16-bit lowering yet: move them to Lower when one lands): 16-bit
+//            exp/log/pow-like ops, and the recurrent cells (no 16-bit
+//            lowering yet: move them to Lower when one lands): 16-bit
 //            inputs are widened to f32 (torch's "fp32" list).
 //   Promote  every op not listed: mixed floating inputs are widened to the
 //            widest (f16 with bf16 gives f32, as torch's type promotion), and

@@ -3,7 +3,7 @@
 // merge_heads, split_qkv_heads, softmax_scaled_masked, scaled_dot_product_attention,
 // flash_attention, flash_attention_causal, scaled_dot_product_attention_causal.
 //
-// All values are F32, contiguous and row-major. Each public call records ONE
+// Values are F32 unless said otherwise below, contiguous and row-major. Each public call records ONE
 // semantic op "oa::ml::<name>" (flash_attention and
 // flash_attention_causal record "oa::ml::scaled_dot_product_attention"
 // with attribute path = "flash"), validates every argument before anything is
@@ -43,6 +43,21 @@
 //   value (1.0 included) is honoured.
 // - Additive masks are detached: no gradient flows into them.
 // - Forward results are bitwise deterministic (no floating-point atomics).
+//
+// 16 bits: scaled_dot_product_attention (every path), flash_attention,
+// flash_attention_causal, scaled_dot_product_attention_causal and their
+// backwards also take F16 or BF16 q, k, v (one dtype for the three: mixing
+// them is InvalidArgument naming the op and each dtype). The additive mask
+// stays F32 (or Bool). Output and gradients have q's dtype; scores, softmax
+// statistics (log-sum-exp, softmax_stats), the materialised weights and
+// every accumulator are F32, as in torch's kernels. GEMM-shaped work (scores
+// q k^T with F32 results, P v; in the backward dO v^T, P^T dO, dS k, dS^T q)
+// goes through the shared GEMM lowering, on tensor cores where the device
+// has cooperative matrices; P and dS are rounded to q's dtype before their
+// GEMMs, as torch's math path rounds the softmax. The fused flash kernels
+// (decoding included) widen each element as they read it and compute in
+// F32; each result is rounded once. The conventions above hold for the
+// rounded inputs.
 #include <cstdint>
 #include <optional>
 
@@ -163,8 +178,8 @@ struct FlashAttentionResult {
 };
 // Output and the materialised attention probabilities.
 struct AttentionWithWeights {
-  Matrix output;   // [BH, Sq, Dv]
-  Matrix weights;  // [BH, Sq, Sk], softmax probabilities (zero rows where fully masked)
+  Matrix output;   // [BH, Sq, Dv], q's dtype
+  Matrix weights;  // [BH, Sq, Sk], F32 softmax probabilities (zero rows where fully masked)
 };
 
 // Flash attention (FlashAttention-2, Dao 2023): tiled online softmax with
@@ -242,14 +257,16 @@ struct AttentionGradients {
 //   from the same probabilities.
 // `scale` is the value the forward used (already resolved, not optional).
 // `grad_log_sum_exp` [BH, Sq] (optional) is a gradient reaching the
-// log-sum-exp output (d lse_i / d s_ij = p_ij).
+// log-sum-exp output (d lse_i / d s_ij = p_ij). output and grad have q's
+// dtype; softmax_stats and grad_log_sum_exp are F32.
 AttentionGradients flash_attention_backward(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& additive_mask,
                                             const Matrix& output, const Matrix& softmax_stats, const Matrix& grad,
                                             float scale, bool causal, const Matrix& grad_log_sum_exp = {},
                                             CausalVariant causal_variant = CausalVariant::LowerRight);
 // Materialised-path backward from the saved weights: dv = P^T g,
 // dP = g v^T (+ grad_weights, a gradient reaching the weights output),
-// dS = softmax backward, dq = dS k, dk = dS^T q.
+// dS = softmax backward, dq = dS k, dk = dS^T q. grad has q's dtype;
+// weights and grad_weights are F32.
 AttentionGradients attention_weights_backward(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& weights,
                                               const Matrix& grad, float scale, const Matrix& grad_weights = {});
 

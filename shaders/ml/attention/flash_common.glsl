@@ -71,23 +71,46 @@ float flash_exponent_scale(float scale) { return MASKED ? OA_LOG2E : abs(scale) 
 // Sum over the LANES invocations that own one row.
 float lane_sum(float x) { return oa_subgroup_sum(x, LANES); }
 
+// Tensor inputs (q, k, v, and O and dO in the backward). In the f32 build
+// they are float arrays with vec4 views. With OA_FLASH_16 defined (the _half
+// builds, OA_FLASH_16 being the id of the constant FLASH_DT: 1 f16, 2 bf16)
+// they are 16-bit arrays bound as 32-bit words (matrix/gemm_half_io.glsl):
+// element i is half of word i / 2 and four elements from a multiple of 4 are
+// one uvec2. Readers widen each element to f32 exactly; everything after the
+// read (tiles, arithmetic, results) is the f32 build's.
+#ifdef OA_FLASH_16
+#include "matrix/gemm_half_io.glsl"
+layout(constant_id = OA_FLASH_16) const uint FLASH_DT = 1u;
+#define FLASH_INPUT(BINDING, BLOCK, NAME, BLOCK4, NAME4)                   \
+  layout(std430, binding = BINDING) readonly buffer BLOCK { uint NAME[]; }; \
+  layout(std430, binding = BINDING) readonly buffer BLOCK4 { uvec2 NAME4[]; };
+#define FLASH_ELEMENT(SRC, i) oa_half_at(SRC[(i) >> 1], (i), FLASH_DT)
+#define FLASH_QUAD(SRC4, q) oa_half_quad(SRC4[q], FLASH_DT)
+#else
+#define FLASH_INPUT(BINDING, BLOCK, NAME, BLOCK4, NAME4)                    \
+  layout(std430, binding = BINDING) readonly buffer BLOCK { float NAME[]; }; \
+  layout(std430, binding = BINDING) readonly buffer BLOCK4 { vec4 NAME4[]; };
+#define FLASH_ELEMENT(SRC, i) SRC[i]
+#define FLASH_QUAD(SRC4, q) SRC4[q]
+#endif
+
 // Defines `vec4 NAME(bool ok, uint at, uint c, uint D)`: columns c .. c+3 of
-// the row at element offset `at` of buffer SRC (vec4 view SRC4), zero where
+// the row at element offset `at` of input SRC (vec4 view SRC4), zero where
 // !ok or past D; one vec4 load when D is a multiple of 4.
-#define FLASH_READER(NAME, SRC, SRC4)                   \
-  vec4 NAME(bool ok, uint at, uint c, uint D) {         \
-    vec4 v = vec4(0.0);                                 \
-    if (ok && c < D) {                                  \
-      if ((D & 3u) == 0u) {                             \
-        v = SRC4[(at + c) >> 2];                        \
-      } else {                                          \
-        v.x = SRC[at + c];                              \
-        if (c + 1u < D) v.y = SRC[at + c + 1u];         \
-        if (c + 2u < D) v.z = SRC[at + c + 2u];         \
-        if (c + 3u < D) v.w = SRC[at + c + 3u];         \
-      }                                                 \
-    }                                                   \
-    return v;                                           \
+#define FLASH_READER(NAME, SRC, SRC4)                          \
+  vec4 NAME(bool ok, uint at, uint c, uint D) {                \
+    vec4 v = vec4(0.0);                                        \
+    if (ok && c < D) {                                         \
+      if ((D & 3u) == 0u) {                                    \
+        v = FLASH_QUAD(SRC4, (at + c) >> 2);                   \
+      } else {                                                 \
+        v.x = FLASH_ELEMENT(SRC, at + c);                      \
+        if (c + 1u < D) v.y = FLASH_ELEMENT(SRC, at + c + 1u); \
+        if (c + 2u < D) v.z = FLASH_ELEMENT(SRC, at + c + 2u); \
+        if (c + 3u < D) v.w = FLASH_ELEMENT(SRC, at + c + 3u); \
+      }                                                        \
+    }                                                          \
+    return v;                                                  \
   }
 
 // Defines `void NAME(uint at, uint c, uint D, vec4 v)`: stores v to columns

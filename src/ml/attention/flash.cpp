@@ -7,8 +7,10 @@
 #include <cmath>
 
 #include "oa/runtime/tuning.hpp"
+#include "matrix/cast_lowering.hpp"
 #include "matrix/gemm.hpp"
 #include "ml/attention/internal.hpp"
+#include "oa/matrix/cast.hpp"
 
 namespace oa::ml {
 
@@ -76,11 +78,18 @@ MaskLayout mask_layout(const char* op, const char* arg, const Matrix& mask, std:
   return m;
 }
 
+void require_attention_dtypes(const char* op, const Matrix& q, const Matrix& k, const Matrix& v) {
+  detail::require_defined(q, op, "q");
+  detail::require_defined(k, op, "k");
+  detail::require_defined(v, op, "v");
+  if (!is_floating_point(q.dtype()) || k.dtype() != q.dtype() || v.dtype() != q.dtype())
+    fail(ErrorKind::InvalidArgument, "{}: q, k and v must have one dtype, f32, f16 or bf16; found q {} {}, k {} {} and v {} {}", op,
+         to_string(q.dtype()), q.shape(), to_string(k.dtype()), k.shape(), to_string(v.dtype()), v.shape());
+}
+
 AttentionGeometry attention_geometry(const char* op, const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& mask,
                                      std::optional<float> scale, bool causal, CausalVariant variant) {
-  detail::require_f32(q, op, "q");
-  detail::require_f32(k, op, "k");
-  detail::require_f32(v, op, "v");
+  require_attention_dtypes(op, q, k, v);
   detail::require_same_engine(q, k, op);
   detail::require_same_engine(q, v, op);
   if ((q.rank() != 3 && q.rank() != 4) || q.numel() < 1)
@@ -308,6 +317,14 @@ Ranges split_ranges(const Engine& engine, const FlashTiles& t, std::int64_t work
   return r;
 }
 
+// Kernel `f32` or, for 16-bit tensors, its _half build `half` (whose dtype
+// constant follows the f32 build's specialization constants: appended to `spec`).
+std::string_view tensor_kernel(const Matrix& q, std::string_view f32, std::string_view half, decltype(ComputeDispatch::specialization)& spec) {
+  if (q.dtype() == DType::F32) return f32;
+  spec.push_back(detail::dtype_code(q.dtype()));
+  return half;
+}
+
 BufferBinding mask_binding(const FlashProblem& p, const Matrix& fallback) {
   return BufferBinding::read(p.mask_layout.present ? p.mask->storage() : fallback.storage());
 }
@@ -389,8 +406,8 @@ std::vector<ComputeDispatch> lower_flash_forward(const Engine& engine, const Fla
     const std::int64_t count = (p.sk + t->block_n - 1) / t->block_n;
     const auto o_parts = engine.allocate(static_cast<std::uint64_t>(count * rows * p.dv) * 4);
     const auto ml_parts = engine.allocate(static_cast<std::uint64_t>(count * rows) * 8);
-    d.kernel = kernels::ml_attention_flash_decode;
     d.specialization = t->specialization();
+    d.kernel = tensor_kernel(q, kernels::ml_attention_flash_decode, kernels::ml_attention_flash_decode_half, d.specialization);
     d.bindings = {BufferBinding::read(q.storage()), BufferBinding::read(k.storage()), BufferBinding::read(v.storage()),
                   mask_binding(p, q),               BufferBinding::write(o_parts),  BufferBinding::write(ml_parts)};
     d.push.set(push::ml_attention_flash_forward{.problem = problem_push(p), .key_split = t->block_n, .part_rows = u32(rows)});
@@ -403,10 +420,10 @@ std::vector<ComputeDispatch> lower_flash_forward(const Engine& engine, const Fla
   const bool partial = r.count > 1;
   const auto o_parts = partial ? engine.allocate(static_cast<std::uint64_t>(r.count * rows * p.dv) * 4) : out.storage();
   const auto ml_parts = partial ? engine.allocate(static_cast<std::uint64_t>(r.count * rows) * 8) : stats.storage();
-  d.kernel = kernels::ml_attention_flash_forward;
   d.specialization = t.specialization();
   d.specialization.push_back(partial ? 1u : 0u);
   d.specialization.push_back(t.rows);
+  d.kernel = tensor_kernel(q, kernels::ml_attention_flash_forward, kernels::ml_attention_flash_forward_half, d.specialization);
   d.bindings = {BufferBinding::read(q.storage()), BufferBinding::read(k.storage()),  BufferBinding::read(v.storage()),
                 mask_binding(p, q),               BufferBinding::write(o_parts), BufferBinding::write(lse.storage()),
                 BufferBinding::write(ml_parts)};
@@ -428,8 +445,9 @@ std::vector<ComputeDispatch> lower_flash_backward(const Engine& engine, const Fl
   const FlashTiles tq = flash_tiles(engine, FlashPass::BackwardQ, p, 1, kBackwardLaneFloats);
   const FlashTiles tkv = key_value_tiles(engine, p);
   ComputeDispatch dq_pass;
-  dq_pass.kernel = kernels::ml_attention_flash_backward_dq;
   dq_pass.specialization = tq.specialization();
+  dq_pass.kernel =
+      tensor_kernel(q, kernels::ml_attention_flash_backward_dq, kernels::ml_attention_flash_backward_dq_half, dq_pass.specialization);
   dq_pass.bindings = {BufferBinding::read(q.storage()),   BufferBinding::read(k.storage()),    BufferBinding::read(v.storage()),
                       mask_binding(p, q),                 BufferBinding::read(out.storage()),  BufferBinding::read(grad.storage()),
                       BufferBinding::read(stats.storage()), BufferBinding::write(dq.storage()), BufferBinding::write(delta.storage()),
@@ -442,9 +460,10 @@ std::vector<ComputeDispatch> lower_flash_backward(const Engine& engine, const Fl
   const auto dk_parts = r.count > 1 ? engine.allocate(static_cast<std::uint64_t>(r.count * k.numel()) * 4) : dk.storage();
   const auto dv_parts = r.count > 1 ? engine.allocate(static_cast<std::uint64_t>(r.count * v.numel()) * 4) : dv.storage();
   ComputeDispatch kv_pass;
-  kv_pass.kernel = kernels::ml_attention_flash_backward_dkv;
   kv_pass.specialization = tkv.specialization();
   kv_pass.specialization.push_back(tkv.rows);
+  kv_pass.kernel =
+      tensor_kernel(q, kernels::ml_attention_flash_backward_dkv, kernels::ml_attention_flash_backward_dkv_half, kv_pass.specialization);
   kv_pass.bindings = {BufferBinding::read(q.storage()),     BufferBinding::read(k.storage()),    BufferBinding::read(v.storage()),
                       mask_binding(p, q),                   BufferBinding::read(grad.storage()), BufferBinding::read(stats.storage()),
                       BufferBinding::read(delta.storage()), BufferBinding::write(dk_parts),      BufferBinding::write(dv_parts)};
@@ -468,9 +487,9 @@ std::vector<ComputeDispatch> lower_flash_backward(const Engine& engine, const Fl
 // against keys [0, keys). One block without causality; causal problems take
 // blocks of kCausalBlockRows queries, each against only the keys its last
 // row sees, so the GEMMs skip most of the hidden half (at 8 blocks they
-// compute 9/16 of the scores instead of all); the last block takes every key
-// (the backward's first pass initialises dk and dv over all of them, and
-// aligned bottom-right it sees them all anyway). On the H200, 256-row blocks
+// compute 9/16 of the scores instead of all). The last block is given every
+// key (aligned bottom-right it sees them all anyway; the backward trims it to
+// the keys its rows see, visible_keys). On the H200, 256-row blocks
 // ran 1.05-1.12x faster than 512 at head dims 64-128 in the backward
 // (Gemma's 256: 0.97x).
 struct QueryBlock {
@@ -478,12 +497,17 @@ struct QueryBlock {
 };
 constexpr std::int64_t kCausalBlockRows = 256;
 
+// Keys [0, result) hold every key that causal query rows [first, first + rows) see.
+std::int64_t visible_keys(const FlashProblem& p, std::int64_t first, std::int64_t rows) {
+  return std::clamp<std::int64_t>(first + rows + p.diag, 0, p.sk);
+}
+
 std::vector<QueryBlock> query_blocks(const FlashProblem& p) {
   if (!p.causal) return {{0, p.sq, p.sk}};
   std::vector<QueryBlock> blocks;
   for (std::int64_t first = 0; first < p.sq; first += kCausalBlockRows) {
     const std::int64_t rows = std::min(kCausalBlockRows, p.sq - first);
-    blocks.push_back({first, rows, std::clamp<std::int64_t>(first + rows + p.diag, 0, p.sk)});
+    blocks.push_back({first, rows, visible_keys(p, first, rows)});
   }
   blocks.back().keys = p.sk;
   return blocks;
@@ -560,17 +584,21 @@ void append_head_gemm(const Engine& engine, std::int64_t batch, std::int64_t m, 
 // block at a time (the block's scores, [chunk, rows, keys], in one buffer
 // that every block reuses): S = sign(scale) q k^T, then
 // flash_forward_scores.comp turns S into P in place and writes the rows' lse
-// and stats, then out = P v.
+// and stats, then out = P v. With 16-bit q, k, v the scores and P are f32
+// and P is rounded to their dtype for P v (as torch's math path rounds the
+// softmax), which writes the 16-bit out.
 std::vector<ComputeDispatch> lower_gemm_forward(const Engine& engine, const FlashProblem& p, const std::vector<QueryBlock>& blocks,
                                                 const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& out, const Matrix& lse,
                                                 const Matrix& stats) {
   const std::int64_t per = gemm_chunk_heads(engine, blocks, p.bh);
+  const bool half = q.dtype() != DType::F32;
   const Matrix scores = detail::allocate(engine, Shape{per, block_scores(blocks)});
+  const Matrix probs = half ? detail::allocate(engine, scores.shape(), q.dtype()) : scores;
   std::vector<ComputeDispatch> ds;
   for (std::int64_t h0 = 0; h0 < p.bh; h0 += per) {
     const std::int64_t n = std::min(per, p.bh - h0);
     for (const QueryBlock& b : blocks) {
-      const detail::GemmOperand s{&scores, 0, b.rows * b.keys};
+      const detail::GemmOperand s{&scores, 0, b.rows * b.keys}, pr{&probs, 0, b.rows * b.keys};
       append_head_gemm(engine, n, b.rows, b.keys, p.dh, false, true, p.scale >= 0.0f ? 1.0f : -1.0f, 0.0f,
                        head_rows(q, h0, p.sq, p.dh, b.first), head_rows(k, h0, p.sk, p.dh, 0), s, ds);
       // One row chunk: the scores fit the storage-buffer range.
@@ -588,7 +616,8 @@ std::vector<ComputeDispatch> lower_gemm_forward(const Engine& engine, const Flas
                                                     .cols = u32(b.keys),
                                                     .rows = u32(n * b.rows)}});
                                     }));
-      append_head_gemm(engine, n, b.rows, p.dv, b.keys, false, false, 1.0f, 0.0f, s, head_rows(v, h0, p.sk, p.dv, 0),
+      if (half) detail::cast_dispatches(scores, probs, n * b.rows * b.keys, ds);
+      append_head_gemm(engine, n, b.rows, p.dv, b.keys, false, false, 1.0f, 0.0f, pr, head_rows(v, h0, p.sk, p.dv, 0),
                        head_rows(out, h0, p.sq, p.dv, b.first), ds);
     }
   }
@@ -600,35 +629,58 @@ std::vector<ComputeDispatch> lower_gemm_forward(const Engine& engine, const Flas
 // rows, keys] each, in two buffers that every block reuses):
 // S = sign(scale) q k^T and dP = dO v^T, then flash_backward_scores.comp
 // turns them into P and dS = scale * P (dP - delta) in place, then
-// dv += P^T dO, dq = dS k, dk += dS^T q. The last block sees every key, so
-// it goes first and initialises dk and dv; the earlier ones add to their
-// key prefixes.
+// dv += P^T dO, dq = dS k, dk += dS^T q. The last block sees the most keys,
+// so it goes first and initialises dk and dv (zeros past its keys); the
+// earlier ones add to their key prefixes. With 16-bit tensors the scores,
+// P, dS and the dk, dv sums are f32 (O and dO widened for the scores pass);
+// P and dS are rounded to the tensors' dtype for the gradient GEMMs (as
+// torch's math path rounds them), and dk, dv once at the end.
 std::vector<ComputeDispatch> lower_gemm_backward(const Engine& engine, const FlashProblem& p, const std::vector<QueryBlock>& blocks,
                                                  const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& out,
                                                  const Matrix& stats, const Matrix& grad, const Matrix& grad_lse, const Matrix& dq,
                                                  const Matrix& dk, const Matrix& dv) {
   const std::int64_t per = gemm_chunk_heads(engine, blocks, p.bh);
+  const bool half = q.dtype() != DType::F32;
   const Matrix scores = detail::allocate(engine, Shape{per, block_scores(blocks)});
   const Matrix grads = detail::allocate(engine, Shape{per, block_scores(blocks)});
+  const Matrix probs = half ? detail::allocate(engine, scores.shape(), q.dtype()) : scores;
+  const Matrix grads_low = half ? detail::allocate(engine, grads.shape(), q.dtype()) : grads;
+  const Matrix out_f32 = half ? detail::allocate(engine, out.shape()) : out;
+  const Matrix grad_f32 = half ? detail::allocate(engine, grad.shape()) : grad;
+  const Matrix dk_sum = half ? detail::allocate(engine, dk.shape()) : dk;
+  const Matrix dv_sum = half ? detail::allocate(engine, dv.shape()) : dv;
   std::vector<ComputeDispatch> ds;
+  if (half) {
+    detail::cast_dispatches(out, out_f32, out.numel(), ds);
+    detail::cast_dispatches(grad, grad_f32, grad.numel(), ds);
+  }
   for (std::int64_t h0 = 0; h0 < p.bh; h0 += per) {
     const std::int64_t n = std::min(per, p.bh - h0);
     const auto k_rows = head_rows(k, h0, p.sk, p.dh, 0), v_rows = head_rows(v, h0, p.sk, p.dv, 0);
     for (auto b = blocks.rbegin(); b != blocks.rend(); ++b) {
-      const detail::GemmOperand s{&scores, 0, b->rows * b->keys}, g{&grads, 0, b->rows * b->keys};
+      const bool last = b == blocks.rbegin();
+      // The last block stops at its last row's diagonal (upper-left with Sq < Sk hides the rest), so
+      // the backward computes what it computes for k and v cut to the keys the queries see.
+      const std::int64_t keys = last ? visible_keys(p, b->first, b->rows) : b->keys;
+      const detail::GemmOperand s{&scores, 0, b->rows * keys}, g{&grads, 0, b->rows * keys};
+      const detail::GemmOperand pr{&probs, 0, b->rows * keys}, gl{&grads_low, 0, b->rows * keys};
       const auto q_rows = head_rows(q, h0, p.sq, p.dh, b->first), grad_rows = head_rows(grad, h0, p.sq, p.dv, b->first);
-      const float accumulate = b == blocks.rbegin() ? 0.0f : 1.0f;
-      append_head_gemm(engine, n, b->rows, b->keys, p.dh, false, true, p.scale >= 0.0f ? 1.0f : -1.0f, 0.0f, q_rows, k_rows, s, ds);
-      append_head_gemm(engine, n, b->rows, b->keys, p.dv, false, true, 1.0f, 0.0f, grad_rows, v_rows, g, ds);
+      const float accumulate = last ? 0.0f : 1.0f;
+      if (last && keys < p.sk) {  // keys no query sees: zero gradients (products of depth 0)
+        append_head_gemm(engine, n, p.sk - keys, p.dh, 0, false, false, 1.0f, 0.0f, s, s, head_rows(dk_sum, h0, p.sk, p.dh, keys), ds);
+        append_head_gemm(engine, n, p.sk - keys, p.dv, 0, false, false, 1.0f, 0.0f, s, s, head_rows(dv_sum, h0, p.sk, p.dv, keys), ds);
+      }
+      append_head_gemm(engine, n, b->rows, keys, p.dh, false, true, p.scale >= 0.0f ? 1.0f : -1.0f, 0.0f, q_rows, k_rows, s, ds);
+      append_head_gemm(engine, n, b->rows, keys, p.dv, false, true, 1.0f, 0.0f, grad_rows, v_rows, g, ds);
       // One row chunk: the scores fit the storage-buffer range.
-      append(ds, detail::lower_rows(engine, kSdpa, n * b->rows, b->keys, detail::RowLanes::EightColumns,
+      append(ds, detail::lower_rows(engine, kSdpa, n * b->rows, keys, detail::RowLanes::EightColumns,
                                     [&](ComputeDispatch& d, const detail::RowChunk&) {
                                       d.kernel = kernels::ml_attention_flash_backward_scores;
                                       d.specialization.push_back(p.mask_layout.present ? 1u : 0u);
                                       d.bindings = {BufferBinding::read_write(scores.storage()),
                                                     BufferBinding::read_write(grads.storage()),
-                                                    BufferBinding::read(out.storage()),
-                                                    BufferBinding::read(grad.storage()),
+                                                    BufferBinding::read(out_f32.storage()),
+                                                    BufferBinding::read(grad_f32.storage()),
                                                     BufferBinding::read(stats.storage()),
                                                     mask_binding(p, q),
                                                     BufferBinding::read((grad_lse.defined() ? grad_lse : stats).storage())};
@@ -637,17 +689,25 @@ std::vector<ComputeDispatch> lower_gemm_backward(const Engine& engine, const Fla
                                           .block = {.head0 = u32(h0),
                                                     .query0 = u32(b->first),
                                                     .queries = u32(b->rows),
-                                                    .cols = u32(b->keys),
+                                                    .cols = u32(keys),
                                                     .rows = u32(n * b->rows)},
                                           .has_lse_grad = grad_lse.defined() ? 1u : 0u});
                                     }));
-      append_head_gemm(engine, n, b->keys, p.dv, b->rows, true, false, 1.0f, accumulate, s, grad_rows,
-                       head_rows(dv, h0, p.sk, p.dv, 0), ds);
-      append_head_gemm(engine, n, b->rows, p.dh, b->keys, false, false, 1.0f, 0.0f, g, k_rows,
+      if (half) {
+        detail::cast_dispatches(scores, probs, n * b->rows * keys, ds);
+        detail::cast_dispatches(grads, grads_low, n * b->rows * keys, ds);
+      }
+      append_head_gemm(engine, n, keys, p.dv, b->rows, true, false, 1.0f, accumulate, pr, grad_rows,
+                       head_rows(dv_sum, h0, p.sk, p.dv, 0), ds);
+      append_head_gemm(engine, n, b->rows, p.dh, keys, false, false, 1.0f, 0.0f, gl, k_rows,
                        head_rows(dq, h0, p.sq, p.dh, b->first), ds);
-      append_head_gemm(engine, n, b->keys, p.dh, b->rows, true, false, 1.0f, accumulate, g, q_rows,
-                       head_rows(dk, h0, p.sk, p.dh, 0), ds);
+      append_head_gemm(engine, n, keys, p.dh, b->rows, true, false, 1.0f, accumulate, gl, q_rows,
+                       head_rows(dk_sum, h0, p.sk, p.dh, 0), ds);
     }
+  }
+  if (half) {
+    detail::cast_dispatches(dk_sum, dk, dk.numel(), ds);
+    detail::cast_dispatches(dv_sum, dv, dv.numel(), ds);
   }
   return ds;
 }
@@ -666,17 +726,40 @@ FlashProblem flash_problem(const AttentionGeometry& g, const Matrix& mask) {
 }
 
 // The flash gradients of one problem (delta a temporary), appended to `dispatches`.
+// The gradients have q's dtype (grad has it too). The fused passes write
+// f32, rounded once into 16-bit gradients.
 AttentionGradients flash_gradients(const Engine& engine, const FlashProblem& p, const Matrix& q, const Matrix& k, const Matrix& v,
                                    const Matrix& out, const Matrix& stats, const Matrix& grad, const Matrix& grad_lse,
                                    std::vector<ComputeDispatch>& dispatches) {
-  AttentionGradients g{detail::allocate(engine, q.shape()), detail::allocate(engine, k.shape()), detail::allocate(engine, v.shape())};
+  const DType dtype = q.dtype();
+  AttentionGradients g{detail::allocate(engine, q.shape(), dtype), detail::allocate(engine, k.shape(), dtype),
+                       detail::allocate(engine, v.shape(), dtype)};
   if (const std::vector<QueryBlock> blocks = query_blocks(p); use_gemm_backward(engine, p, blocks)) {
     append(dispatches, lower_gemm_backward(engine, p, blocks, q, k, v, out, stats, grad, grad_lse, g.q, g.k, g.v));
     return g;
   }
   Matrix delta = detail::allocate(engine, Shape{p.bh * p.sq});
-  append(dispatches, lower_flash_backward(engine, p, q, k, v, out, stats, grad, grad_lse, g.q, g.k, g.v, delta));
+  if (dtype == DType::F32) {
+    append(dispatches, lower_flash_backward(engine, p, q, k, v, out, stats, grad, grad_lse, g.q, g.k, g.v, delta));
+    return g;
+  }
+  const AttentionGradients wide{detail::allocate(engine, q.shape()), detail::allocate(engine, k.shape()), detail::allocate(engine, v.shape())};
+  append(dispatches, lower_flash_backward(engine, p, q, k, v, out, stats, grad, grad_lse, wide.q, wide.k, wide.v, delta));
+  detail::cast_dispatches(wide.q, g.q, q.numel(), dispatches);
+  detail::cast_dispatches(wide.k, g.k, k.numel(), dispatches);
+  detail::cast_dispatches(wide.v, g.v, v.numel(), dispatches);
   return g;
+}
+
+// The fused forward (lower_flash_forward) into `out` of q's dtype: the
+// kernels write f32, rounded once into a 16-bit out.
+std::vector<ComputeDispatch> fused_forward(const Engine& engine, const FlashProblem& p, const Matrix& q, const Matrix& k, const Matrix& v,
+                                           const Matrix& out, const Matrix& lse, const Matrix& stats) {
+  if (out.dtype() == DType::F32) return lower_flash_forward(engine, p, q, k, v, out, lse, stats);
+  const Matrix wide = detail::allocate(engine, out.shape());
+  std::vector<ComputeDispatch> ds = lower_flash_forward(engine, p, q, k, v, wide, lse, stats);
+  detail::cast_dispatches(wide, out, out.numel(), ds);
+  return ds;
 }
 
 // ── scaled_dot_product_attention_causal ──────────────────────────────────────
@@ -692,9 +775,7 @@ struct PackedAttributes {
 FlashProblem packed_problem(const Matrix& q, const Matrix& k, const Matrix& v, const PackedAttributes& a) {
   const char* op = kPackedCausal;
   const std::int64_t seq_len = a.sequence_length, num_heads = a.num_heads;
-  detail::require_f32(q, op, "q");
-  detail::require_f32(k, op, "k");
-  detail::require_f32(v, op, "v");
+  require_attention_dtypes(op, q, k, v);
   detail::require_same_engine(q, k, op);
   detail::require_same_engine(q, v, op);
   if (seq_len < 1 || num_heads < 1)
@@ -719,9 +800,14 @@ FlashProblem packed_problem(const Matrix& q, const Matrix& k, const Matrix& v, c
   return p;
 }
 
-// Results: the output [B*S, D] and the log-sum-exp [B*H, S] (no gradient);
-// the softmax stats [B*H, S, 2] are auxiliary. The backward reads q, k, v,
-// the output and the stats.
+// Results: the output [B*S, D] (q's dtype) and the log-sum-exp [B*H, S] (f32,
+// no gradient); the softmax stats [B*H, S, 2] (f32) are auxiliary. The
+// backward reads q, k, v, the output and the stats.
+const detail::Lowering<PackedAttributes> kPackedLowering = [](const OpCall<PackedAttributes>& c, const std::vector<Matrix>& out,
+                                                              std::vector<ComputeDispatch>& ds) {
+  const Matrix &q = c.inputs[0], &k = c.inputs[1], &v = c.inputs[2];
+  append(ds, fused_forward(c.engine, packed_problem(q, k, v, c.attributes), q, k, v, out[0], out[1], out[2]));
+};
 const Op<PackedAttributes> kPackedOp{
     {.name = kPackedCausal,
      .inputs = {"q", "k", "v"},
@@ -729,19 +815,17 @@ const Op<PackedAttributes> kPackedOp{
      .infer = [](const OpCall<PackedAttributes>& c) {
        const FlashProblem p = packed_problem(c.inputs[0], c.inputs[1], c.inputs[2], c.attributes);
        return std::vector<OutputSpec>{
-           {c.inputs[0].shape()}, {Shape{p.bh, p.sq}, DType::F32, false, -1, true}, {Shape{p.bh, p.sq, 2}, DType::F32, true}};
+           {c.inputs[0].shape(), c.inputs[0].dtype()},
+           {Shape{p.bh, p.sq}, DType::F32, false, -1, true},
+           {Shape{p.bh, p.sq, 2}, DType::F32, true}};
      },
-     .lower = {{DType::F32,
-                [](const OpCall<PackedAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
-                  const Matrix &q = c.inputs[0], &k = c.inputs[1], &v = c.inputs[2];
-                  append(ds, lower_flash_forward(c.engine, packed_problem(q, k, v, c.attributes), q, k, v, out[0], out[1], out[2]));
-                }}},
+     .lower = {{DType::F32, kPackedLowering}, {DType::F16, kPackedLowering}, {DType::BF16, kPackedLowering}},
      .saves = [](const OpCall<PackedAttributes>&, const std::vector<bool>&) {
        return Saves{{true, true, true}, {true, false, true}};
      },
      .backward = [](const BackwardCall<PackedAttributes>& c) {
        const Matrix &q = c.inputs[0], &k = c.inputs[1], &v = c.inputs[2], &out = c.outputs[0], &stats = c.outputs[2];
-       const Matrix& grad = c.grad_outputs[0];
+       const Matrix grad = matrix::cast(c.grad_outputs[0], q.dtype());
        std::vector<ComputeDispatch> ds;
        AttentionGradients g =
            flash_gradients(grad.engine(), packed_problem(q, k, v, c.attributes), q, k, v, out, stats, grad, Matrix(), ds);
@@ -767,7 +851,7 @@ void lower_flash_attention(const Engine& engine, const AttentionGeometry& g, con
     append(dispatches, lower_gemm_forward(engine, p, blocks, q, k, v, out, lse, stats));
     return;
   }
-  append(dispatches, lower_flash_forward(engine, p, q, k, v, out, lse, stats));
+  append(dispatches, fused_forward(engine, p, q, k, v, out, lse, stats));
 }
 
 AttentionGradients lower_flash_attention_backward(const Engine& engine, const AttentionGeometry& g, const Matrix& q, const Matrix& k,

@@ -3,7 +3,9 @@
 // (bmm_nt, masked softmax, bmm as one semantic op, with its backward from the
 // saved weights); the entry points that choose the path, and the explicit
 // backward functions.
+#include "matrix/cast_lowering.hpp"
 #include "ml/attention/internal.hpp"
+#include "oa/matrix/cast.hpp"
 
 namespace oa::ml {
 
@@ -45,20 +47,32 @@ AttentionGeometry geometry_of(std::span<const Matrix> inputs, const Matrix& mask
   return attention_geometry(kSdpa, inputs[0], inputs[1], inputs[2], mask, a.scale, a.causal, variant_of(a.upper_left));
 }
 
-// Flash: results output and log-sum-exp; auxiliary the softmax stats and, for
-// a Bool mask, its additive form (what the backward reads). Materialised:
-// results output and weights (without gradient unless weights_grad).
+// Flash: results output (q's dtype) and log-sum-exp (f32); auxiliary the
+// softmax stats and, for a Bool mask, its additive form (what the backward
+// reads). Materialised: results output (q's dtype) and the f32 weights
+// (without gradient unless weights_grad).
 std::vector<OutputSpec> sdpa_outputs(const OpCall<SdpaAttributes>& c) {
   const Matrix& mask = c.inputs[3];
   const AttentionGeometry g = geometry_of(c.inputs, mask, c.attributes);
+  const DType dtype = c.inputs[0].dtype();
   if (c.attributes.flash()) {
     require_flash_dims(kSdpa, g);
-    std::vector<OutputSpec> out{{rows_shape(g, g.dv)}, {rows_shape(g)}, {rows_shape(g, 2), DType::F32, true}};
+    std::vector<OutputSpec> out{{rows_shape(g, g.dv), dtype}, {rows_shape(g)}, {rows_shape(g, 2), DType::F32, true}};
     if (mask.defined() && mask.dtype() == DType::Bool) out.push_back({mask.shape(), DType::F32, true});
     return out;
   }
   detail::shader_u32(checked_mul(g.bh * g.sq, g.sk, "attention score count"), "score count", kSdpa);
-  return {{rows_shape(g, g.dv)}, {rows_shape(g, g.sk), DType::F32, false, -1, !c.attributes.weights_grad}};
+  return {{rows_shape(g, g.dv), dtype}, {rows_shape(g, g.sk), DType::F32, false, -1, !c.attributes.weights_grad}};
+}
+
+// `weights` (f32) as the left operand of a GEMM with 16-bit tensors of
+// `dtype`: rounded to it by dispatches appended to ds (as torch's math path
+// rounds the softmax); as they are for f32.
+Matrix gemm_weights(const Matrix& weights, DType dtype, std::vector<ComputeDispatch>& ds) {
+  if (dtype == DType::F32) return weights;
+  Matrix low = detail::allocate(weights.engine(), weights.shape(), dtype);
+  detail::cast_dispatches(weights, low, weights.numel(), ds);
+  return low;
 }
 
 void lower_sdpa(const OpCall<SdpaAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
@@ -88,14 +102,17 @@ void lower_sdpa(const OpCall<SdpaAttributes>& c, const std::vector<Matrix>& out,
   append(ds, std::move(resolved.dispatches));
   append(ds, lower_bmm(c.engine, BmmLayout::NT, q, k, scores));
   append(ds, lower_softmax(c.engine, kSdpa, rows, scores, weights));
-  append(ds, lower_bmm(c.engine, BmmLayout::NN, weights, v, out[0]));
+  const Matrix probs = gemm_weights(weights, q.dtype(), ds);
+  append(ds, lower_bmm(c.engine, BmmLayout::NN, probs, v, out[0]));
 }
 
 // Flash: from the forward's output and stats. Materialised: dv = P^T g;
 // dP = g v^T (+ the weights' gradient); dS = scale * P (dP - rowsum(P dP));
-// dq = dS k; dk = dS^T q.
+// dq = dS k; dk = dS^T q. The gradients have q's dtype; with 16-bit tensors
+// dP and dS are f32 and P, dS are rounded to that dtype for their GEMMs.
 std::vector<Matrix> sdpa_gradients(const BackwardCall<SdpaAttributes>& c) {
-  const Matrix &q = c.inputs[0], &k = c.inputs[1], &v = c.inputs[2], &grad = c.grad_outputs[0];
+  const Matrix &q = c.inputs[0], &k = c.inputs[1], &v = c.inputs[2];
+  const Matrix grad = matrix::cast(c.grad_outputs[0], q.dtype());
   // The gradient of the second result (log-sum-exp or weights); may be undefined.
   const Matrix second = c.grad_outputs.size() > 1 ? c.grad_outputs[1] : Matrix();
   const Engine& engine = grad.engine();
@@ -114,15 +131,19 @@ std::vector<Matrix> sdpa_gradients(const BackwardCall<SdpaAttributes>& c) {
   } else {
     const Matrix& weights = c.outputs[1];
     const AttentionGeometry g = geometry_of(c.inputs, Matrix(), c.attributes);
-    r = {detail::allocate(engine, q.shape()), detail::allocate(engine, k.shape()), detail::allocate(engine, v.shape())};
+    const DType dtype = q.dtype();
+    r = {detail::allocate(engine, q.shape(), dtype), detail::allocate(engine, k.shape(), dtype),
+         detail::allocate(engine, v.shape(), dtype)};
     Matrix d_weights = detail::allocate(engine, weights.shape());
     Matrix d_scores = detail::allocate(engine, weights.shape());
     if (second.defined()) engine.copy(*second.storage(), 0, *d_weights.storage(), 0, static_cast<std::uint64_t>(weights.numel()) * 4);
-    ds = lower_bmm(engine, BmmLayout::TN, weights, grad, r.v);
+    const Matrix probs = gemm_weights(weights, dtype, ds);
+    append(ds, lower_bmm(engine, BmmLayout::TN, probs, grad, r.v));
     append(ds, lower_bmm(engine, BmmLayout::NT, grad, v, d_weights, second.defined() ? 1.0f : 0.0f));
     append(ds, lower_softmax_backward(engine, kSdpa, g.bh * g.sq, g.sk, g.scale, weights, d_weights, d_scores));
-    append(ds, lower_bmm(engine, BmmLayout::NN, d_scores, k, r.q));
-    append(ds, lower_bmm(engine, BmmLayout::TN, d_scores, q, r.k));
+    const Matrix d_scores_low = gemm_weights(d_scores, dtype, ds);
+    append(ds, lower_bmm(engine, BmmLayout::NN, d_scores_low, k, r.q));
+    append(ds, lower_bmm(engine, BmmLayout::TN, d_scores_low, q, r.k));
     c.record(ds, {&q, &k, &v, &weights, &grad, &second}, {&r.q, &r.k, &r.v},
              {{"scale", static_cast<double>(g.scale)}, {"path", std::string(kMaterialized)}});
   }
@@ -136,7 +157,7 @@ const Op<SdpaAttributes> kSdpaOp{{.name = kSdpa,
                                   .inputs = {"q", "k", "v", {"additive_mask", true, true}},
                                   .outputs = 2,
                                   .infer = sdpa_outputs,
-                                  .lower = {{DType::F32, lower_sdpa}},
+                                  .lower = {{DType::F32, lower_sdpa}, {DType::F16, lower_sdpa}, {DType::BF16, lower_sdpa}},
                                   .saves = [](const OpCall<SdpaAttributes>& c, const std::vector<bool>&) {
                                     const bool f32_mask = c.inputs[3].defined() && c.inputs[3].dtype() == DType::F32;
                                     return c.attributes.flash() ? Saves{{true, true, true, f32_mask}, {true, false, true, true}}
@@ -189,9 +210,9 @@ AttentionGradients flash_attention_backward(const Matrix& q, const Matrix& k, co
   const AttentionGeometry g = attention_geometry(kSdpa, q, k, v, additive_mask, scale, causal, causal_variant);
   require_flash_dims(kSdpa, g);
   const Shape lse_shape = rows_shape(g), stats_shape = rows_shape(g, 2), out_shape = rows_shape(g, g.dv);
-  detail::require_f32(output, kSdpa, "output");
+  detail::require_same_dtype(q, "q", output, "output", kSdpa);
   detail::require_f32(softmax_stats, kSdpa, "softmax_stats");
-  detail::require_f32(grad, kSdpa, "grad");
+  detail::require_same_dtype(q, "q", grad, "grad", kSdpa);
   for (const Matrix* m : {&output, &softmax_stats, &grad}) detail::require_same_engine(q, *m, kSdpa);
   if (grad_log_sum_exp.defined()) {
     detail::require_f32(grad_log_sum_exp, kSdpa, "grad_log_sum_exp");
@@ -212,7 +233,7 @@ AttentionGradients attention_weights_backward(const Matrix& q, const Matrix& k, 
   const AttentionGeometry g = attention_geometry(kSdpa, q, k, v, Matrix(), scale, false, CausalVariant::LowerRight);
   const Shape weights_shape = rows_shape(g, g.sk), out_shape = rows_shape(g, g.dv);
   detail::require_f32(weights, kSdpa, "weights");
-  detail::require_f32(grad, kSdpa, "grad");
+  detail::require_same_dtype(q, "q", grad, "grad", kSdpa);
   detail::require_same_engine(q, weights, kSdpa);
   detail::require_same_engine(q, grad, kSdpa);
   if (grad_weights.defined()) {
