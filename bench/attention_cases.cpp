@@ -5,6 +5,7 @@
 // vocabularies. q, k, v are [B*H, S, D] here; the PyTorch twins use [B, H, S, D].
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "bench.hpp"
 #include "model_shapes.hpp"
@@ -26,8 +27,12 @@ double visible(const Heads& a) {
   return n;
 }
 
-const oa_bench::Register kAttentionSweep{[](bool quick) {
+// The sdpa cases of `family`; with `autocast` (the 16-bit family) the step
+// runs under oa::AutocastGuard of that dtype.
+std::vector<Case> sdpa_cases(const char* family, bool quick, std::optional<oa::DType> autocast) {
   std::vector<Case> cases;
+  const double width = autocast ? 2 : 4;
+  const std::string dtype_suffix = autocast ? fmt::format("_{}", oa::to_string(*autocast)) : std::string();
   for (Heads a : kAttention) {
     if (quick) {
       a = quick_form(a, 8);
@@ -36,21 +41,30 @@ const oa_bench::Register kAttentionSweep{[](bool quick) {
     for (const bool bwd : {false, true}) {
       if (bwd && !a.backward) continue;
       const double flops = 4.0 * a.b * a.h * visible(a) * a.d * (bwd ? 3.5 : 1);
-      const double bytes = 4.0 * a.b * a.h * a.d * (2 * a.sq + 2 * a.sk) * (bwd ? 2.5 : 1);
-      cases.push_back({fmt::format("sdpa_{}_{}{}", a.causal ? "causal" : "full", a.model, oa_bench::suffix(bwd)),
-                       "attention", "sdpa",
-                       {{"b", a.b}, {"h", a.h}, {"sq", a.sq}, {"sk", a.sk}, {"d", a.d}, {"causal", a.causal}, {"backward", bwd}},
-                       flops, bytes, [a, bwd](const oa::Engine& e) {
+      const double bytes = width * a.b * a.h * a.d * (2 * a.sq + 2 * a.sk) * (bwd ? 2.5 : 1);
+      nlohmann::json p = {{"b", a.b}, {"h", a.h}, {"sq", a.sq}, {"sk", a.sk}, {"d", a.d}, {"causal", a.causal}, {"backward", bwd}};
+      if (autocast) p["autocast"] = oa::to_string(*autocast);
+      cases.push_back({fmt::format("sdpa_{}_{}{}{}", a.causal ? "causal" : "full", a.model, dtype_suffix, oa_bench::suffix(bwd)),
+                       family, "sdpa", p, flops, bytes, [a, bwd, autocast](const oa::Engine& e) {
                          const std::int64_t bh = a.b * a.h;
                          auto q = oa_bench::input({bh, a.sq, a.d}, 1, e, bwd), k = oa_bench::input({bh, a.sk, a.d}, 2, e, bwd),
                               v = oa_bench::input({bh, a.sk, a.d}, 3, e, bwd);
-                         return oa_bench::step(
-                             [=] { return oa::ml::scaled_dot_product_attention(q, k, v, Matrix(), std::nullopt, a.causal); }, bwd, e);
+                         return oa_bench::step(oa_bench::autocast(
+                                                   [=] {
+                                                     return oa::ml::scaled_dot_product_attention(q, k, v, Matrix(), std::nullopt,
+                                                                                                 a.causal);
+                                                   },
+                                                   autocast),
+                                               bwd, e);
                        }});
     }
   }
   return cases;
-}};
+}
+
+const oa_bench::Register kAttentionSweep{[](bool quick) { return sdpa_cases("attention", quick, std::nullopt); }};
+// The same under F16 autocast (the tensor-core GEMMs where the device has cooperative matrices).
+const oa_bench::Register kAttention16Sweep{[](bool quick) { return sdpa_cases("attention16", quick, oa::DType::F16); }};
 
 // The attention of one model as materialised attention's batched products see it.
 struct Products {

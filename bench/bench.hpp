@@ -41,11 +41,23 @@ inline oa::Matrix input(const oa::Shape& s, std::uint64_t seed, const oa::Engine
 }
 
 // The step of a forward, or of forward + backward with dY = ones (made once,
-// here, as the PyTorch twin makes it) when `backward`.
+// here, as the PyTorch twin makes it) when `backward`. oa::backward starts
+// from an f32 output: a 16-bit one is cast first (one more elementwise op
+// than the twin, whose backward starts from the 16-bit output).
 inline std::function<void()> step(std::function<oa::Matrix()> forward, bool backward, const oa::Engine& e) {
   if (!backward) return [forward] { (void)forward(); };
   const oa::Matrix dy = oa::Matrix::ones(forward().shape(), e);
-  return [forward, dy] { oa::backward(forward(), dy); };
+  return [forward, dy] { oa::backward(oa::matrix::cast(forward(), oa::DType::F32), dy); };
+}
+
+// `forward` run under oa::AutocastGuard(dtype) when dtype is given (the
+// 16-bit families: f32 leaves, as a mixed-precision training step sees them).
+inline std::function<oa::Matrix()> autocast(std::function<oa::Matrix()> forward, std::optional<oa::DType> dtype) {
+  if (!dtype) return forward;
+  return [forward, d = *dtype] {
+    const oa::AutocastGuard guard(d);
+    return forward();
+  };
 }
 
 inline std::string suffix(bool backward) { return backward ? "_fwd_bwd" : ""; }

@@ -42,11 +42,18 @@ def make_rand(dev):
 
 
 def forward_step(fn, backward, dev):
-    """The step of fn(), or of fn() then backward with dY = ones (made once) when `backward`."""
+    """The step of fn(), or of fn() then backward with dY = ones of its output's shape and dtype (made once per
+    dtype) when `backward`."""
     if not backward:
         return fn
-    g = torch.ones(fn().shape, device=dev)
-    return lambda: torch.autograd.backward(fn(), g)
+    ones = {}
+
+    def step():
+        y = fn()
+        if y.dtype not in ones:
+            ones[y.dtype] = torch.ones(y.shape, device=dev, dtype=y.dtype)
+        torch.autograd.backward(y, ones[y.dtype])
+    return step
 
 
 def attention(q, k, v, causal):
@@ -72,7 +79,21 @@ def attention(q, k, v, causal):
 
 
 def twin(kind, p, dev):
-    """Returns a zero-argument step computing what the oa case computes."""
+    """Returns a zero-argument step computing what the oa case computes; a case with "autocast" (f16, bf16)
+    runs its step under torch.autocast of that dtype, as oa's under oa::AutocastGuard."""
+    step = plain_twin(kind, p, dev)
+    if "autocast" not in p:
+        return step
+    dtype = dict(f16=torch.float16, bf16=torch.bfloat16)[p["autocast"]]
+
+    def autocast_step():
+        with torch.autocast(device_type=dev, dtype=dtype):
+            return step()
+    return autocast_step
+
+
+def plain_twin(kind, p, dev):
+    """The step of `kind` with the parameters p, in f32 (or the dtype p names)."""
     rand = make_rand(dev)
     bwd = p.get("backward", False)
     if kind == "add":

@@ -19,6 +19,7 @@
 
 #include "matrix/gemm.hpp"
 #include "matrix/op_def.hpp"
+#include "oa/matrix/autocast.hpp"
 #include "oa/matrix/cast.hpp"
 #include "oa/runtime/tuning.hpp"
 
@@ -888,10 +889,29 @@ const auto kConvTranspose2d = conv_op<ConvTransposeAttributes>("oa::ml::conv_tra
 
 std::vector<std::int64_t> list(const std::array<std::int64_t, 2>& a) { return {a[0], a[1]}; }
 
+// Applies a conv op. A 16-bit depthwise convolution (one input channel per
+// group; 16-bit operands, or f32 ones under autocast) runs the F32 depthwise
+// kernel between casts, rounding its result once: as GEMMs it would be one
+// M = 1 product per channel. Operands of mixed dtypes go to the op, which
+// refuses them.
+template <class A>
+Matrix apply_conv(const detail::Op<A>& op, const Matrix& input, const Matrix& weight, const Matrix& bias, const A& attributes) {
+  const bool one_dtype = input.defined() && weight.defined() && weight.dtype() == input.dtype() &&
+                         (!bias.defined() || bias.dtype() == input.dtype());
+  const std::optional<DType> autocast = autocast_dtype();
+  const DType dtype = one_dtype && input.dtype() == DType::F32 && autocast ? *autocast : input.dtype();
+  const bool depthwise = one_dtype && attributes.groups > 1 && input.rank() >= 2 && weight.rank() >= 2 &&
+                         input.shape()[1] == attributes.groups && weight.shape()[1] == 1;
+  if (!depthwise || dtype == DType::F32) return detail::apply(op, {input, weight, bias}, attributes)[0];
+  const AutocastGuard off(dtype, false);
+  const auto f32 = [](const Matrix& m) { return m.defined() ? matrix::cast(m, DType::F32) : m; };
+  return matrix::cast(detail::apply(op, {f32(input), f32(weight), f32(bias)}, attributes)[0], dtype);
+}
+
 }  // namespace
 
 Matrix conv_1d(const Matrix& input, const Matrix& weight, const Matrix& bias, const Conv1dOptions& o) {
-  return detail::apply(kConv1d, {input, weight, bias}, {{o.stride}, {o.padding}, {o.dilation}, o.groups})[0];
+  return apply_conv(kConv1d, input, weight, bias, {{o.stride}, {o.padding}, {o.dilation}, o.groups});
 }
 
 Matrix conv_1d(const Matrix& input, const Matrix& weight, const Matrix& bias, std::int64_t stride, std::int64_t padding,
@@ -900,7 +920,7 @@ Matrix conv_1d(const Matrix& input, const Matrix& weight, const Matrix& bias, st
 }
 
 Matrix conv_2d(const Matrix& input, const Matrix& weight, const Matrix& bias, const Conv2dOptions& o) {
-  return detail::apply(kConv2d, {input, weight, bias}, {list(o.stride), list(o.padding), list(o.dilation), o.groups})[0];
+  return apply_conv(kConv2d, input, weight, bias, {list(o.stride), list(o.padding), list(o.dilation), o.groups});
 }
 
 Matrix conv_2d(const Matrix& input, const Matrix& weight, const Matrix& bias, std::int64_t stride, std::int64_t padding,
@@ -909,8 +929,7 @@ Matrix conv_2d(const Matrix& input, const Matrix& weight, const Matrix& bias, st
 }
 
 Matrix conv_transpose_1d(const Matrix& input, const Matrix& weight, const Matrix& bias, const ConvTranspose1dOptions& o) {
-  return detail::apply(kConvTranspose1d, {input, weight, bias},
-                       {{o.stride}, {o.padding}, {o.output_padding}, {o.dilation}, o.groups})[0];
+  return apply_conv(kConvTranspose1d, input, weight, bias, {{o.stride}, {o.padding}, {o.output_padding}, {o.dilation}, o.groups});
 }
 
 Matrix conv_transpose_1d(const Matrix& input, const Matrix& weight, std::int64_t stride, std::int64_t padding,
@@ -919,8 +938,8 @@ Matrix conv_transpose_1d(const Matrix& input, const Matrix& weight, std::int64_t
 }
 
 Matrix conv_transpose_2d(const Matrix& input, const Matrix& weight, const Matrix& bias, const ConvTranspose2dOptions& o) {
-  return detail::apply(kConvTranspose2d, {input, weight, bias},
-                       {list(o.stride), list(o.padding), list(o.output_padding), list(o.dilation), o.groups})[0];
+  return apply_conv(kConvTranspose2d, input, weight, bias,
+                    {list(o.stride), list(o.padding), list(o.output_padding), list(o.dilation), o.groups});
 }
 
 Matrix conv_transpose_2d(const Matrix& input, const Matrix& weight, const Matrix& bias, std::int64_t stride,

@@ -169,6 +169,8 @@ TEST(AttentionHalf, GradientsMatchTheF32Path) {
   for (DType dtype : kHalfDtypes) {
     std::uint32_t seed = 200;
     for (const Case& c : kCases) {
+      // BF16 runs the same kernels as F16 (another conversion): two cases suffice (CI time).
+      if (dtype == DType::BF16 && (&c - kCases) % 2 == 1) continue;
       const Rounded r = rounded(c, dtype, seed += 10);
       for_each_path(name(dtype) + " " + describe(c), [&](ml::SdpaBackend backend) {
         const Gradients low = run(r, dtype, c, backend);
@@ -253,6 +255,7 @@ TEST(AttentionHalf, HugeMasksAndHiddenRows) {
   for (DType dtype : kHalfDtypes)
     for (float value : {-1e9f, -FLT_MAX})
       for (bool causal : {false, true}) {
+        if (dtype == DType::BF16 && value != -FLT_MAX) continue;  // the same kernels as F16 (CI time)
         const Case c{2, 6, 4, 8, 5, true, causal};  // Sq > Sk: causal rows 0 and 1 see no key
         Rounded r = rounded(c, dtype, 300);
         r.mask = Matrix::from_vector({c.bh * c.sq, c.sk}, huge_mask(c.bh * c.sq, c.sk, value));

@@ -736,6 +736,34 @@ TEST(ConvHalf, ForwardAndGradientsInF16AndBF16) {
       if (d == DType::F16 || i % 3 == 0) check_half(half_cases()[i], d);  // fewer pipelines to compile on lavapipe
 }
 
+// A 16-bit depthwise convolution runs the f32 op between casts (its operands
+// widened, its result rounded once); under autocast, on the f32 operands.
+TEST(ConvHalf, DepthwiseRunsTheF32KernelBetweenCasts) {
+  const Matrix x = Matrix::from_vector({1, 4, 5, 5}, random_values(100, 61)), w = Matrix::from_vector({4, 1, 3, 3}, random_values(36, 62));
+  const Matrix x16 = oa::matrix::cast(x, DType::F16), w16 = oa::matrix::cast(w, DType::F16);
+  const oa::ml::Conv2dOptions o{.padding = {1, 1}, .groups = 4};
+  const auto names = [](const auto& ops) {
+    std::vector<std::string> out;
+    for (const auto& op : ops) out.push_back(op.name);
+    return out;
+  };
+  const std::vector<std::string> cast_conv_cast{"oa::matrix::cast", "oa::matrix::cast", "oa::ml::conv_2d", "oa::matrix::cast"};
+  Matrix y16;
+  {
+    oa::TraceCapture trace(x.engine());
+    y16 = oa::ml::conv_2d(x16, w16, Matrix(), o);
+    EXPECT_EQ(names(trace.ops()), cast_conv_cast);
+  }
+  ASSERT_EQ(y16.dtype(), DType::F16);
+  const Matrix want = oa::ml::conv_2d(oa::matrix::cast(x16, DType::F32), oa::matrix::cast(w16, DType::F32), Matrix(), o);
+  EXPECT_EQ(y16.to_vector(), oa::matrix::cast(want, DType::F16).to_vector());
+  const oa::AutocastGuard autocast(DType::F16);
+  oa::TraceCapture trace(x.engine());
+  const Matrix y = oa::ml::conv_2d(x, w, Matrix(), o);
+  EXPECT_EQ(names(trace.ops()), (std::vector<std::string>{"oa::ml::conv_2d", "oa::matrix::cast"}));
+  EXPECT_EQ(y.dtype(), DType::F16);
+}
+
 // Mixed dtypes are refused before anything is recorded, naming the op, the
 // arguments and both dtypes.
 TEST(ConvHalf, RejectsMixedDtypes) {
