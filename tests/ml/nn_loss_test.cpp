@@ -177,6 +177,11 @@ TEST(NnCrossEntropy, InvalidArgumentsRecordNothing) {
   expect_invalid([&] { ml::cross_entropy(x, Matrix::from_vector({3, 4}, std::vector<float>(12), oa::DType::F16)); }, op, {"targets", "f32"});
   expect_invalid([&] { ml::cross_entropy(Matrix::zeros({3, 4, 2}), Matrix::from_i32({3, 4}, std::vector<std::int32_t>(12))); }, op,
                  {"[N, d1, ...]", "[3, 4, 2]", "[3, 4]"});
+  // Higher-rank forms name the shapes as given, not as flattened.
+  expect_invalid([&] { ml::cross_entropy(Matrix::zeros({3, 4, 2}), Matrix::from_bool({3, 2}, std::vector<bool>(6))); }, op,
+                 {"targets", "i32", "[3, 2]"});
+  expect_invalid([&] { ml::cross_entropy(Matrix::zeros({3, 4, 2}), Matrix::from_i32({3, 2}, std::vector<std::int32_t>(6)), {ml::Reduction::Mean, -100, 1.5}); },
+                 op, {"label_smoothing", "[3, 4, 2]"});
   expect_invalid([&] { ml::cross_entropy(x, t, {ml::Reduction::Mean, -100, 1.5}); }, op, {"label_smoothing"});
   expect_invalid([&] { ml::cross_entropy(x, t, {ml::Reduction::Mean, std::int64_t{1} << 40, 0.0}); }, op, {"ignore_index"});
 }
@@ -205,6 +210,14 @@ TEST(NnCrossEntropy, ClassAxisSecondOfHigherRankLogits) {
                                   });
     EXPECT_TRUE(loss.shape() == (reduction == ml::Reduction::None ? Shape{N, H, W} : Shape{}));
   }
+  // 16-bit logits compute in f32: the f16-rounded values' loss.
+  const Matrix x16 = oa::matrix::cast(Matrix::from_vector({N, C, H, W}, test_values(N * C * P, 45, -3.0, 3.0)), oa::DType::F16);
+  const Matrix loss16 = ml::cross_entropy(x16, Matrix::from_i32({N, H, W}, t));
+  EXPECT_EQ(loss16.dtype(), oa::DType::F32);
+  EXPECT_TRUE(oa_test::near({loss16.item()},
+                            ref::cross_entropy(class_last(f64(oa::matrix::cast(x16, oa::DType::F32).to_vector()), N, C, P), t, C,
+                                               ref::LossReduction::Mean, -100, 0.0),
+                            1e-5, 2e-5));
   const std::vector<std::int32_t> one{3};
   const Matrix loss = gradcheck({random_input({C}, 42, -3, 3)},
                                 [&](const std::vector<Matrix>& in) {

@@ -5,6 +5,7 @@
 
 #include "matrix/op_def.hpp"
 #include "ml/nn_ops/common.hpp"
+#include "oa/matrix/cast.hpp"
 #include "oa/matrix/elementwise.hpp"
 #include "oa/matrix/layout.hpp"
 #include "oa/matrix/reduction.hpp"
@@ -209,6 +210,12 @@ const detail::Op<NoAttributes> kAccuracy{
 
 namespace {
 
+// 16-bit logits as f32 (the loss runs in f32, as the op's autocast policy
+// has it); others as they are (the op checks them).
+Matrix widened(const Matrix& logits) {
+  return logits.dtype() == DType::F16 || logits.dtype() == DType::BF16 ? matrix::cast(logits, DType::F32) : logits;
+}
+
 // logits [C] or [N, C, d1, ...] as rows [positions, C] (classes moved last).
 Matrix class_rows(const Matrix& logits) {
   const auto r = static_cast<std::int64_t>(logits.rank());
@@ -237,7 +244,7 @@ Matrix cross_entropy_probabilities(const Matrix& logits, const Matrix& probabili
     fail(ErrorKind::InvalidArgument, "{}: class probabilities (f32 targets) must have logits' shape {}; found {}", op, logits.shape(),
          probabilities.shape());
   require_range(o.label_smoothing, 0.0, 1.0, logits, op, "label_smoothing");
-  const Matrix x = class_rows(logits);
+  const Matrix x = class_rows(widened(logits));
   Matrix q = class_rows(probabilities);
   if (o.label_smoothing > 0.0) {
     const auto s = static_cast<float>(o.label_smoothing);
@@ -263,7 +270,9 @@ Matrix cross_entropy(const Matrix& logits, const Matrix& targets, const CrossEnt
   if (logits.rank() == 0 || !(targets.shape() == positions_shape(logits.shape())))
     fail(ErrorKind::InvalidArgument, "{}: logits [C], [N, C] or [N, C, d1, ...] need class-index targets of shape [], [N] or [N, d1, ...]; "
          "found logits {} and targets {}", op, logits.shape(), targets.shape());
-  const Matrix loss = cross_entropy(class_rows(logits), targets.reshape({targets.numel()}), options);
+  require_i32(targets, op, "targets");
+  require_range(options.label_smoothing, 0.0, 1.0, logits, op, "label_smoothing");
+  const Matrix loss = cross_entropy(class_rows(widened(logits)), targets.reshape({targets.numel()}), options);
   return options.reduction == Reduction::None ? loss.reshape(targets.shape().to_vector()) : loss;
 }
 
