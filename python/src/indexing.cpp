@@ -323,6 +323,8 @@ Matrix assigned_values(const Matrix& x, py::handle value, DType dtype, const cha
     if (kind != 'f' && kind != 'i' && kind != 'u' && kind != 'b')
       throw py::type_error(std::string(op) + ": the value must be numbers or booleans, not NumPy dtype " +
                            py::str(static_cast<py::handle>(array.dtype())).cast<std::string>());
+    if (dtype == DType::I32 && kind == 'f' && !np.attr("isfinite")(array).attr("all")().cast<bool>())
+      fail(ErrorKind::InvalidArgument, "{}: NaN or infinity cannot be assigned into an int32 tensor", op);
     return from_array(array, dtype, false, x.engine(), op);
   }
   const Matrix v = value.cast<Matrix>();
@@ -407,7 +409,7 @@ void bind_indexing(py::module_& m, TensorClass& t) {
         "other extents than the axes it covers IndexError. Repeated indices: the last assignment wins. Errors: "
         "oa.UnsupportedError for an int32 tensor assigned into another dtype or any other tensor into int32 (oa has no "
         "conversion between them); TypeError for a value of other types; oa.InvalidArgumentError for a NumPy or list "
-        "value outside int32 assigned into int32; oa.InvalidArgumentError (a ValueError; torch raises "
+        "value outside int32 (or NaN, infinite) assigned into int32; oa.InvalidArgumentError (a ValueError; torch raises "
         "RuntimeError) for a value that does not broadcast; IndexError, TypeError and ValueError as x[key]. Cost: one "
         "index_select per int, sliced (not whole-axis) or advanced entry, of x's size, and one where.");
   t.def("index_select", [](const Matrix& x, int dim, const Matrix& index) { return mx::index_select(x, dim, index); },

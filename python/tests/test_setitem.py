@@ -153,6 +153,9 @@ def test_bad_assignments():
         x[0] = None
     with pytest.raises(oa.InvalidArgumentError, match="outside int32"):
         oa.tensor([1, 2], dtype=oa.int32)[0] = 2**40
+    for bad in (float("nan"), float("-inf"), [1.0, float("inf")]):
+        with pytest.raises(oa.InvalidArgumentError, match="NaN or infinity"):
+            oa.tensor([1, 2], dtype=oa.int32)[:] = bad
     np.testing.assert_array_equal(x.numpy(), X)
 
 
