@@ -28,7 +28,13 @@ std::vector<ml::Parameter> parameters_of(const py::iterable& params, const char*
     if (!py::isinstance<Matrix>(p))
       throw py::type_error(fmt::format("{}: params must be oa.nn.Parameter tensors (a module's parameters()); got {}", op,
                                        py::str(py::type::handle_of(p).attr("__name__")).cast<std::string>()));
-    out.push_back(ml::Parameter::of(p.cast<const Matrix&>()));
+    try {
+      out.push_back(ml::Parameter::of(p.cast<const Matrix&>()));
+    } catch (const Error& e) {
+      throw py::type_error(fmt::format("{}: params must be oa.nn.Parameter tensors (a module's parameters(), or "
+                                       "oa.nn.Parameter(t) for a tensor t); unlike torch, a plain tensor that requires grad "
+                                       "is not accepted ({})", op, e.what()));
+    }
   }
   return out;
 }

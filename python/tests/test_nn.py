@@ -180,8 +180,9 @@ def test_parameter_and_zero_grad():
     m.p = p
     m.zero_grad()
     assert p.grad is None
-    with pytest.raises(ValueError, match="not a Parameter"):
-        oa.optim.SGD([oa.ones(3, requires_grad=True)])
+    for opt in (oa.optim.SGD, oa.optim.Adam, oa.optim.AdamW):
+        with pytest.raises(TypeError, match=r"oa.nn.Parameter\(t\).*not a Parameter"):
+            opt([oa.ones(3, requires_grad=True)])
 
 
 def test_assigning_a_tensor_to_a_parameter_raises():
