@@ -803,7 +803,7 @@ TEST(ConvHalf, ChunkedBatchIsExact) {
                                    {.padding = 1});
   oa::backward(oa::matrix::cast(y, DType::F32), Matrix::from_vector({n, 1, l}, gv));
   // y[i] = b + sum_t w[t] x[i + t - 1]; dx[i] = sum_t w[t] g[i - t + 1]; dw[t] = sum g[i] x[i + t - 1]; db = sum g.
-  auto at = [l](const std::vector<float>& v, std::int64_t img, std::int64_t i) {
+  auto at = [&](const std::vector<float>& v, std::int64_t img, std::int64_t i) {
     return i < 0 || i >= l ? 0.0 : static_cast<double>(v[static_cast<std::size_t>(img * l + i)]);
   };
   std::vector<double> y_want(static_cast<std::size_t>(n * l)), dx_want(y_want.size()), dw_want(3, 0.0), db_want(1, 0.0);
