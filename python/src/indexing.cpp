@@ -7,8 +7,9 @@
 // narrow of one element and a squeeze (negative counts from the end), a slice
 // a oa::matrix::slice (step >= 1), None an unsqueeze, Ellipsis the full
 // slices it stands for, an int32 tensor or a list of ints an index_select
-// (a list is checked on the host; a tensor's indices live on the device and
-// are not: one outside the axis gives zeros), a bool tensor or list a
+// (a tensor is read back, a synchronization, and its indices checked on the
+// host as a list's are: negative ones count from the end, one outside the
+// axis raises IndexError, as in PyTorch), a bool tensor or list a
 // masked_select over the axes it covers (it reads the mask back: a
 // synchronization). Gradients flow through all of them. The result is a
 // copy (torch: a view) unless it is x itself, so copy_not_view marks it and
@@ -109,19 +110,18 @@ struct Step {
   // step and count; lo and hi as written.
   std::int64_t start = 0, step = 1, count = 0;
   std::optional<std::int64_t> lo, hi;
-  // Indices: an int32 tensor not read back, else `positions` (checked,
-  // non-negative). Mask: the bool tensor; `positions` holds the flat
-  // positions where it is true once read back.
+  // Indices: `positions` (checked, non-negative). Mask: the bool tensor;
+  // `positions` holds the flat positions where it is true once read back.
   Matrix tensor;
   std::vector<std::int32_t> positions;
   std::vector<std::int64_t> shape;  // Indices: the index's shape; Mask: the extents it covers
 };
 
-// The steps of x[key] (`op` names the caller in errors). read_back: int32
-// index tensors and masks are read to the host (a synchronization) and
-// checked, an index outside its axis raising IndexError; otherwise they stay
-// on the device unchecked. `selected` receives the shape of x[key] (a mask's
-// count is -1 unless read back).
+// The steps of x[key] (`op` names the caller in errors). Int32 index tensors
+// are read to the host (a synchronization) and checked, an index outside its
+// axis raising IndexError. read_back: masks are read back too; otherwise they
+// stay on the device. `selected` receives the shape of x[key] (a mask's count
+// is -1 unless read back).
 std::vector<Step> parse_key(const Matrix& x, py::handle key, bool read_back, const char* op,
                             std::vector<std::int64_t>& selected) {
   py::tuple entries = py::isinstance<py::tuple>(key) ? py::reinterpret_borrow<py::tuple>(key) : py::make_tuple(key);
@@ -217,18 +217,14 @@ std::vector<Step> parse_key(const Matrix& x, py::handle key, bool read_back, con
         s.kind = Step::Kind::Indices;
         s.extent = shape[axis];
         if (py::isinstance<Matrix>(e)) {
-          s.tensor = e.cast<Matrix>();
-          if (s.tensor.dtype() != DType::I32)
-            throw py::type_error(std::string(op) + ": a tensor index must be int32 or bool, not " +
-                                 std::string(to_string(s.tensor.dtype())));
-          s.shape = s.tensor.shape().to_vector();
-          if (read_back) {
-            s.positions = s.tensor.to_i32();
-            for (std::int32_t& p : s.positions) {
-              if (p < -s.extent || p >= s.extent) out_of_range(p, source, s.extent);
-              if (p < 0) p += static_cast<std::int32_t>(s.extent);
-            }
-            s.tensor = Matrix();
+          const Matrix index = e.cast<Matrix>();
+          if (index.dtype() != DType::I32)
+            throw py::type_error(std::string(op) + ": a tensor index must be int32 or bool, not " + std::string(to_string(index.dtype())));
+          s.shape = index.shape().to_vector();
+          s.positions = index.to_i32();
+          for (std::int32_t& p : s.positions) {
+            if (p < -s.extent || p >= s.extent) out_of_range(p, source, s.extent);
+            if (p < 0) p += static_cast<std::int32_t>(s.extent);
           }
         } else if (py::isinstance<py::sequence>(e) && !py::isinstance<py::str>(e)) {
           s.shape = np.attr("shape")(e).cast<std::vector<std::int64_t>>();
@@ -259,9 +255,7 @@ Matrix get_item(const Matrix& x, py::handle key) {
         if (s.lo || s.hi || s.step != 1) r = mx::slice(r, s.axis, s.lo, s.hi, s.step);
         break;
       case Step::Kind::Indices: {
-        const Matrix flat = s.tensor.defined()
-                                ? s.tensor.reshape({s.tensor.numel()})
-                                : Matrix::from_i32({static_cast<std::int64_t>(s.positions.size())}, s.positions, r.engine());
+        const Matrix flat = Matrix::from_i32({static_cast<std::int64_t>(s.positions.size())}, s.positions, r.engine());
         r = select_along(r, static_cast<std::size_t>(s.axis), flat, Shape(s.shape));
         break;
       }

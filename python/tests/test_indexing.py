@@ -40,6 +40,16 @@ def test_tensor_index():
     assert_close(oa.tensor(X)[oa.tensor(np.int32(3))].numpy(), X[3], rtol=0, atol=0)
 
 
+def test_tensor_index_is_checked_as_a_list_is():
+    # Negative indices count from the end; one outside the axis raises, as in
+    # PyTorch (not a silent zero).
+    idx = np.array([-1, 0, -5], dtype=np.int32)
+    assert_close(oa.tensor(X)[:, oa.tensor(idx)].numpy(), X[:, idx], rtol=0, atol=0)
+    for bad in ([5], [-6]):
+        with pytest.raises(IndexError, match=f"index {bad[0]} is out of bounds for axis 1 of extent 5"):
+            oa.tensor(X)[:, oa.tensor(np.array(bad, dtype=np.int32))]
+
+
 @pytest.mark.parametrize("mask_shape", [(4,), (4, 5), (4, 5, 3)])
 def test_mask_index(mask_shape):
     mask = np.random.default_rng(3).uniform(size=mask_shape) > 0.5
