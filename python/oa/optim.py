@@ -1,15 +1,22 @@
 """oa.optim: torch.optim's SGD, Adam and AdamW over oa's C++ optimizers (oa/ml/optim.hpp).
 
 Each step is one fused kernel per parameter on the device (no host round trip).
-The parameters must be oa.nn.Parameter objects (a module's parameters()), or
-one param group {'params': [...], 'lr': ..., ...} whose keys override the
+The parameters are tensors (a module's parameters(), or any float32 leaf with
+requires_grad=True, as torch takes), or one param group {'params': [...], 'lr': ..., ...} whose keys override the
 keyword arguments (oa's optimizers hold one set of hyperparameters: several
 groups raise TypeError; make one optimizer per group).
 warmup_cosine_lr(step, base_lr, warmup_steps, total_steps, min_lr) is the
 schedule `oa train` uses; assign its value to optimizer.lr before each step.
 state_dict() and load_state_dict() take torch's structure
-({'state': {i: {...}}, 'param_groups': [{...}]}).
+({'state': {i: {...}}, 'param_groups': [{...}]}), and load torch's own.
+optimizer.param_groups is torch's list of one group: group['lr'] reads and
+sets optimizer.lr (as torch's schedulers do); the other keys read the
+hyperparameters, fixed at construction.
 """
+from collections.abc import MutableMapping
+
+import numpy as np
+
 from ._oa import optim as _c
 from ._oa.optim import Optimizer, clip_grad_norm_, warmup_cosine_lr
 
@@ -39,6 +46,52 @@ def _one_group(name, params, options):
     return ([tensors] if hasattr(tensors, "shape") else list(tensors)), {**options, **group}
 
 
+class _ParamGroup(MutableMapping):
+    """torch's param group dict over an oa optimizer: 'lr' is optimizer.lr (read and set); 'params' and the other
+    hyperparameters are fixed at construction: setting one to another value raises ValueError, deleting a key
+    TypeError."""
+
+    def __init__(self, optimizer):
+        self._optimizer = optimizer
+
+    def _keys(self):
+        return {**self._optimizer._hyperparameters(), "lr": None, "params": None}
+
+    def __getitem__(self, key):
+        if key == "lr":
+            return self._optimizer.lr
+        if key == "params":
+            return self._optimizer.params
+        return self._optimizer._hyperparameters()[key]
+
+    def __setitem__(self, key, value):
+        if key == "lr":
+            self._optimizer.lr = value
+            return
+        current = self[key]
+        if key == "params":
+            same = [id(p) for p in value] == [id(p) for p in current]
+        elif isinstance(current, (bool, str)) or current is None:
+            same = value == current
+        else:  # oa keeps float32 hyperparameters
+            same = np.array_equal(np.asarray(value, np.float32), np.asarray(current, np.float32))
+        if not same:
+            raise ValueError(f"{type(self._optimizer).__name__}.param_groups: '{key}' is fixed at construction in oa "
+                             f"(only 'lr' changes); make a new optimizer with {key}={value!r}")
+
+    def __delitem__(self, key):
+        raise TypeError(f"{type(self._optimizer).__name__}.param_groups: keys cannot be deleted")
+
+    def __iter__(self):
+        return iter(self._keys())
+
+    def __len__(self):
+        return len(self._keys())
+
+    def __repr__(self):
+        return repr(dict(self))
+
+
 class SGD(_c.SGD):
     __doc__ = _c.SGD.__doc__ + " params: tensors or one param group (see oa.optim)."
 
@@ -64,3 +117,9 @@ class AdamW(_c.AdamW):
         params, options = _one_group("oa.optim.AdamW", params, dict(lr=lr, betas=betas, eps=eps,
                                                                     weight_decay=weight_decay, amsgrad=amsgrad))
         super().__init__(params, **options)
+
+
+for _cls in (SGD, Adam, AdamW):
+    _cls.param_groups = property(lambda self: [_ParamGroup(self)],
+                                 doc="torch's param_groups: one group; its 'lr' sets optimizer.lr (see oa.optim).")
+del _cls

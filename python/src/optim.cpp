@@ -19,24 +19,35 @@ namespace {
 
 namespace optim = oa::ml::optim;
 
-// The oa::ml::Parameters of the tensors handed to `op` (each must be an
-// oa.nn.Parameter: Parameter::of throws for other tensors; TypeError for what
-// is no tensor at all).
+// The oa::ml::Parameters of the tensors handed to `op`: oa.nn.Parameter
+// values, or (as torch.optim) any float32 leaf that requires grad, which
+// Parameter::of_leaf names "tensor<k>" (k counts such tensors over the
+// process, so names stay unique across optimizers). TypeError for anything
+// else.
 std::vector<ml::Parameter> parameters_of(const py::iterable& params, const char* op) {
+  static std::int64_t unnamed = 0;  // the GIL serialises callers
   std::vector<ml::Parameter> out;
   for (py::handle p : params) {
     if (!py::isinstance<Matrix>(p))
-      throw py::type_error(fmt::format("{}: params must be oa.nn.Parameter tensors (a module's parameters()); got {}", op,
+      throw py::type_error(fmt::format("{}: params must be tensors (a module's parameters()); got {}", op,
                                        py::str(py::type::handle_of(p).attr("__name__")).cast<std::string>()));
     try {
-      out.push_back(ml::Parameter::of(p.cast<const Matrix&>()));
+      out.push_back(ml::Parameter::of_leaf(p.cast<const Matrix&>(), fmt::format("tensor{}", unnamed)));
     } catch (const Error& e) {
-      throw py::type_error(fmt::format("{}: params must be oa.nn.Parameter tensors (a module's parameters(), or "
-                                       "oa.nn.Parameter(t) for a tensor t); unlike torch, a plain tensor that requires grad "
-                                       "is not accepted ({})", op, e.what()));
+      throw py::type_error(fmt::format("{}: params must be float32 leaf tensors that require grad (a module's parameters(), "
+                                       "or oa.tensor(..., requires_grad=True)): {}", op, e.what()));
     }
+    if (out.back().name() == fmt::format("tensor{}", unnamed)) ++unnamed;
   }
   return out;
+}
+
+// A state_dict buffer as an oa tensor on `engine`: an oa.Tensor as it is,
+// anything NumPy reads (a CPU torch.Tensor, a NumPy array) copied as float32.
+Matrix state_tensor(const py::handle& value, const Engine& engine, const char* op) {
+  if (py::isinstance<Matrix>(value)) return value.cast<Matrix>();
+  const py::object host = py::hasattr(value, "cpu") ? value.attr("cpu")() : py::reinterpret_borrow<py::object>(value);
+  return from_array(py::module_::import("numpy").attr("asarray")(host), DType::F32, false, engine, op);
 }
 
 // torch's optimizer.state_dict(): {'state': {i: {buffer: copy, ..., 'step':
@@ -115,7 +126,7 @@ void load_state_dict(optim::Optimizer& self, const py::dict& state_dict, const p
     if (!entries[i]) {
       tensors.emplace_back(name, Matrix::zeros(m.shape(), m.engine()));
     } else if (entries[i]->contains(buffer.c_str()) && !(*entries[i])[buffer.c_str()].is_none()) {
-      tensors.emplace_back(name, (*entries[i])[buffer.c_str()].cast<Matrix>());
+      tensors.emplace_back(name, state_tensor((*entries[i])[buffer.c_str()], m.engine(), op));
     }
   }
   self.load_state(tensors, saved["lr"].cast<float>(), *std::max_element(counts.begin(), counts.end()), counts);
@@ -128,7 +139,7 @@ const char* const state_dict_doc =
     "references to the live state).";
 const char* const load_state_dict_doc =
     "torch's optimizer.load_state_dict(state_dict) (from state_dict() of an optimizer of this kind, oa's or torch's, over "
-    "parameters of the same shapes): copies the buffers into the state on the device and restores each parameter's "
+    "parameters of the same shapes; torch's CPU tensors are read through NumPy): copies the buffers into the state on the device and restores each parameter's "
     "update count and lr, so training continues bit for bit. A parameter absent from 'state' restarts; one without "
     "'step' (torch's SGD) counts as updated once. Raises oa.InvalidArgumentError, before changing anything, for another "
     "group count, parameter count, a hyperparameter other than lr that differs from this optimizer's (oa's are fixed at "
@@ -171,6 +182,7 @@ void bind_adam(py::module_& o, const char* name, float default_weight_decay, con
     if constexpr (std::is_same_v<T, optim::Adam>) g["differentiable"] = false, g["fused"] = false;
     return g;
   };
+  c.def("_hyperparameters", group, "The param group's keys but 'lr' and 'params' (oa.optim's param_groups).");
   c.def("state_dict", [group](const T& a) { return state_dict(a, group(a)); }, state_dict_doc)
       .def("load_state_dict", [group, op](T& a, const py::dict& d) { load_state_dict(a, d, group(a), (op + ".load_state_dict").c_str()); },
            arg("state_dict"), load_state_dict_doc);
@@ -202,6 +214,7 @@ void bind_optim(py::module_& m) {
                     py::arg("nesterov") = o.nesterov, py::arg("maximize") = false, py::arg("foreach") = py::none(),
                     py::arg("differentiable") = false);
   };
+  sgd.def("_hyperparameters", sgd_group, "The param group's keys but 'lr' and 'params' (oa.optim's param_groups).");
   sgd.def("state_dict", [sgd_group](const optim::Sgd& s) { return state_dict(s, sgd_group(s)); }, state_dict_doc)
       .def("load_state_dict",
            [sgd_group](optim::Sgd& s, const py::dict& d) { load_state_dict(s, d, sgd_group(s), "oa.optim.SGD.load_state_dict"); },

@@ -181,8 +181,8 @@ def test_parameter_and_zero_grad():
     m.zero_grad()
     assert p.grad is None
     for opt in (oa.optim.SGD, oa.optim.Adam, oa.optim.AdamW):
-        with pytest.raises(TypeError, match=r"oa.nn.Parameter\(t\).*not a Parameter"):
-            opt([oa.ones(3, requires_grad=True)])
+        with pytest.raises(TypeError, match="float32 leaf tensors that require grad"):
+            opt([oa.ones(3)])
 
 
 def test_assigning_a_tensor_to_a_parameter_raises():

@@ -660,13 +660,48 @@ def test_optimizer_loads_torch_state_dict(name):
     converted = {"state": {i: {k: (oa.tensor(v.numpy()) if isinstance(v, torch.Tensor) else v) for k, v in e.items()}
                            for i, e in sd["state"].items()},
                  "param_groups": sd["param_groups"]}
-    ps = [oa.nn.Parameter(oa.tensor(p.detach().numpy())) for p in tps]
-    opt = make(oa, ps)
-    opt.load_state_dict(converted)
+    # Loaded as oa tensors, and as torch left it (its CPU tensors, read through NumPy), before torch trains on.
+    resumed = []
+    for given in (converted, sd):
+        ps = [oa.nn.Parameter(oa.tensor(p.detach().numpy())) for p in tps]
+        opt = make(oa, ps)
+        opt.load_state_dict(given)
+        resumed.append((ps, opt))
     _train(torch, tps, topt, 3, 400)
-    _train(oa, ps, opt, 3, 400)
-    for a, b in zip(ps, tps):
+    for ps, opt in resumed:
+        _train(oa, ps, opt, 3, 400)
+        for a, b in zip(ps, tps):
+            assert_close(a.numpy(), b.detach().numpy(), **FORWARD)
+
+
+@pytest.mark.parametrize("name", ["sgd", "adamw"])
+def test_optimizers_take_leaf_tensors_and_param_groups(name):
+    """As torch.optim: any float32 leaf that requires grad is a parameter (updated in place, seen through the
+    user's handle), and param_groups[0]['lr'] sets the learning rate, as torch's schedulers do."""
+    make = OPTIMIZERS[name]
+    runs = {}
+    for lib in (oa, torch):
+        params = [lib.tensor(values((4, 3), 81), requires_grad=True), lib.tensor(values((5,), 82), requires_grad=True)]
+        opt = make(lib, params)
+        for s in range(3):
+            for group in opt.param_groups:
+                group["lr"] = 0.01 * (s + 1)
+            _train(lib, params, opt, 1, 600 + s)
+        runs[lib] = params, opt
+    (ours, opt), (theirs, topt) = runs[oa], runs[torch]
+    for a, b in zip(ours, theirs):
         assert_close(a.numpy(), b.detach().numpy(), **FORWARD)
+    group = opt.param_groups[0]
+    assert set(group) == set(topt.param_groups[0]) and group["lr"] == pytest.approx(0.03) and opt.lr == group["lr"]
+    assert [p.shape for p in group["params"]] == [(4, 3), (5,)]
+    key, value = ("momentum", 0.9) if name == "sgd" else ("betas", (0.8, 0.99))
+    group[key] = value  # the value it has: accepted
+    with pytest.raises(ValueError, match=f"'{key}' is fixed at construction"):
+        group[key] = 0.5 if name == "sgd" else (0.5, 0.5)
+    with pytest.raises(TypeError, match="requires_grad false"):
+        make(oa, [oa.ones(3)])
+    with pytest.raises(TypeError, match="computed by an op: true"):
+        make(oa, [ours[0] * 2])
 
 
 def test_optimizer_state_dict_errors():
@@ -760,7 +795,7 @@ def test_optimizer_takes_one_param_group(name):
         cls([{"params": a, "initial_lr": 0.1}])
     with pytest.raises(TypeError, match="needs the key 'params'"):
         cls([{"lr": 0.1}])
-    with pytest.raises(TypeError, match="params must be oa.nn.Parameter tensors"):
+    with pytest.raises(TypeError, match="params must be tensors"):
         cls([1.0])
     with pytest.raises(TypeError, match="not a tensor"):
         cls(a[0])

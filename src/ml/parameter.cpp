@@ -23,6 +23,20 @@ Parameter Parameter::of(const Matrix& value) {
   return p;
 }
 
+Parameter Parameter::of_leaf(const Matrix& leaf, std::string name) {
+  if (leaf.defined() && leaf.impl()->autograd && !leaf.impl()->autograd->name.empty()) return of(leaf);
+  if (!leaf.defined() || leaf.dtype() != DType::F32 || !oa::requires_grad(leaf) || !autograd::grad_fn_name(leaf).empty())
+    fail(ErrorKind::InvalidArgument,
+         "oa::ml::Parameter::of_leaf: {} is not an f32 leaf that requires gradients (requires_grad {}, computed by an op: {})",
+         leaf.defined() ? fmt::format("a {} {}", to_string(leaf.dtype()), leaf.shape()) : std::string("an undefined value"),
+         leaf.defined() && oa::requires_grad(leaf), leaf.defined() && !autograd::grad_fn_name(leaf).empty());
+  if (name.empty()) fail(ErrorKind::InvalidArgument, "oa::ml::Parameter::of_leaf: the name is empty");
+  leaf.impl()->autograd->name = std::move(name);
+  Parameter p;
+  p.value_ = leaf;
+  return p;
+}
+
 const std::string& Parameter::name() const {
   if (!value_.defined()) fail(ErrorKind::InvalidArgument, "oa::ml::Parameter: use of an undefined Parameter");
   return value_.impl()->autograd->name;

@@ -49,6 +49,25 @@ TEST(AutogradParameter, OfAValueIsTheSameParameter) {
   EXPECT_TRUE(oa_test::throws([] { Parameter::of(Matrix()); }, ErrorKind::InvalidArgument, {"oa::ml::Parameter::of", "undefined"}));
 }
 
+// torch.optim takes any leaf: an unnamed f32 leaf that requires gradients
+// becomes a Parameter in place, sharing its gradient with the user's handle.
+TEST(AutogradParameter, OfLeafNamesAPlainLeaf) {
+  const Matrix w = oa::set_requires_grad(Matrix::ones({3}));
+  const Parameter p = Parameter::of_leaf(w, "t0");
+  EXPECT_TRUE(p.value().same_as(w));
+  EXPECT_EQ(Parameter::of(w).name(), "t0");
+  oa::backward(w * 2.0f, Matrix::ones({3}));
+  EXPECT_EQ(p.grad().to_vector(), (std::vector<float>{2, 2, 2}));
+  Parameter q("named", Matrix::ones({2}));
+  EXPECT_EQ(Parameter::of_leaf(q.value(), "other").name(), "named");  // a Parameter keeps its name
+  EXPECT_TRUE(oa_test::throws([] { Parameter::of_leaf(Matrix::ones({3}), "t"); }, ErrorKind::InvalidArgument,
+                              {"oa::ml::Parameter::of_leaf", "f32 [3]", "requires_grad false"}));
+  EXPECT_TRUE(oa_test::throws([&] { Parameter::of_leaf(w * 2.0f, "t"); }, ErrorKind::InvalidArgument,
+                              {"of_leaf", "computed by an op: true"}));
+  EXPECT_TRUE(oa_test::throws([] { Parameter::of_leaf(oa::set_requires_grad(Matrix::ones({3})), ""); }, ErrorKind::InvalidArgument,
+                              {"of_leaf", "name is empty"}));
+}
+
 TEST(AutogradParameter, Errors) {
   EXPECT_TRUE(
       oa_test::throws([] { Parameter("", Matrix::ones({2})); }, ErrorKind::InvalidArgument, {"oa::ml::Parameter", "name"}));

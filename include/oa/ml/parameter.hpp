@@ -32,6 +32,13 @@ class Parameter {
   // optimizers the tensors that modules return). Throws InvalidArgument when
   // `value` is not a Parameter's value: undefined, or not a named leaf.
   static Parameter of(const Matrix& value);
+  // The Parameter of `leaf`, as torch.optim takes any leaf tensor: of(leaf)
+  // for a Parameter's value, else an unnamed f32 leaf that requires gradients
+  // becomes a Parameter named `name` in place (the returned handle and `leaf`
+  // share value, gradient and version). Throws InvalidArgument for anything
+  // else: a result of an op, a tensor that does not require gradients, a
+  // dtype other than f32, an empty name.
+  static Parameter of_leaf(const Matrix& leaf, std::string name);
 
   bool defined() const { return value_.defined(); }
   const std::string& name() const;
