@@ -136,11 +136,15 @@ TEST(RuntimeTuning, ShippedTablesKeepTheMeasuredRules) {
   EXPECT_EQ(lavapipe.choose("attention.backward_lowering", {64, 2048, 2048, 128, 128, 1}), "fused");
   EXPECT_EQ(lavapipe.choose("attention.flash_plan", {64, 2048, 2048, 128, 128, 1}), "narrow");
   EXPECT_EQ(lavapipe.choose("gemm.tile", {1, 768, 3072, 8192}), "busy-square");
-  // Winograd only where a device's own measurements chose it (lavapipe's large ungrouped 3x3 problems).
+  // Winograd only where a device's own measurements chose it: lavapipe's large ungrouped 3x3 problems, the
+  // H200's ungrouped 3x3 problems in both directions.
   EXPECT_EQ(lavapipe.choose("conv.kernel", {32, 256, 1, 196, 9, 0}), "winograd");
   EXPECT_EQ(lavapipe.choose("conv.kernel", {1, 256, 1, 196, 9, 0}), "depthwise");
   EXPECT_EQ(lavapipe.choose("conv.kernel", {32, 64, 1, 3136, 9, 0}), "depthwise");
-  EXPECT_EQ(h200.choose("conv.kernel", {32, 256, 1, 196, 9, 0}), "depthwise");
+  EXPECT_EQ(h200.choose("conv.kernel", {32, 256, 1, 196, 9, 0}), "winograd");
+  EXPECT_EQ(h200.choose("conv.kernel", {1, 256, 1, 196, 9, 1}), "winograd");
+  EXPECT_EQ(h200.choose("conv.kernel", {32, 4, 32, 3136, 9, 0}), "depthwise");
+  EXPECT_EQ(h200.choose("conv.kernel", {32, 256, 1, 196, 1, 0}), "depthwise");
   EXPECT_EQ(other.choose("conv.kernel", {32, 256, 1, 196, 9, 0}), "depthwise");
   EXPECT_EQ(oa::tuning_file_name(device_named("NVIDIA H200", oa::DeviceType::Discrete)), "nvidia-h200.json");
 }
