@@ -64,15 +64,20 @@ nlohmann::json run_case(const oa::Engine& engine, const oa_bench::Case& c, const
     for (int i = 0; i < t.warmup; ++i) step();
     engine.synchronize();
     std::vector<double> gpu, kernels;
+    oa::Profile last;
     for (int i = 0; i < t.repeat; ++i) {
       engine.reset_profile();
       step();
-      const oa::Profile p = engine.profile();
+      last = engine.profile();
       double total = 0;
-      for (auto& e : p.entries) total += e.gpu_ms;
+      for (auto& e : last.entries) total += e.gpu_ms;
       kernels.push_back(total);
-      gpu.push_back(p.span_ms);
+      gpu.push_back(last.span_ms);
     }
+    // The last timed step's ops, slowest first: where its GPU time goes.
+    r["ops"] = nlohmann::json::array();
+    for (const auto& e : last.entries)
+      r["ops"].push_back({{"op", e.op}, {"calls", e.calls}, {"dispatches", e.dispatches}, {"gpu_ms", e.gpu_ms}});
     engine.set_profiling(false);
     double wall = 0, record = 0, dispatches = 0;
     engine.reset_peak_memory();

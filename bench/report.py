@@ -59,7 +59,11 @@ Per case, for oa and for PyTorch, the same step timed the same way:
   the synchronize) per dispatch, and the loop's wall time per dispatch (oa) or
   per op (PyTorch; per parameter for AdamW): the runtime's cost per op.
 
-FP32 throughout, TF32 off in PyTorch, PyTorch's default kernel choice
+FP32 throughout but for the 16-bit families: gemm16 (16-bit operands of
+the internal GEMM, f32 results), conv16 and attention16 (the conv2d,
+conv_transpose and attention layers with f32 leaves under F16 autocast,
+`oa::AutocastGuard` and `torch.autocast`; oa's backward starts from the
+output cast to f32, the twin's from the f16 output). TF32 off in PyTorch, PyTorch's default kernel choice
 (cuDNN heuristics without benchmark mode; for attention, the dispatcher of
 `scaled_dot_product_attention`, which takes the memory-efficient kernel for
 FP32 on CUDA). Forward-and-backward cases (`_fwd_bwd`) run the forward and the
