@@ -47,26 +47,33 @@ def _one_group(name, params, options):
 
 
 class _ParamGroup(MutableMapping):
-    """torch's param group dict over an oa optimizer: 'lr' is optimizer.lr (read and set); 'params' and the other
-    hyperparameters are fixed at construction: setting one to another value raises ValueError, deleting a key
-    TypeError."""
+    """torch's param group dict over an oa optimizer. 'lr' is optimizer.lr (read and set); 'params' (the tensors as
+    given) and the other hyperparameters are fixed at construction: setting one to another value raises ValueError,
+    deleting one TypeError. Values read back as given (oa computes with their float32 roundings). Other keys (a
+    scheduler's 'initial_lr', a user's own) are stored with the group, as in a torch group."""
 
     def __init__(self, optimizer):
         self._optimizer = optimizer
+        self._given = optimizer._group_given  # 'params', the constructor's options as given, and added keys
 
-    def _keys(self):
-        return {**self._optimizer._hyperparameters(), "lr": None, "params": None}
+    def _fixed(self):
+        return self._optimizer._hyperparameters()
 
     def __getitem__(self, key):
         if key == "lr":
-            return self._optimizer.lr
-        if key == "params":
-            return self._optimizer.params
-        return self._optimizer._hyperparameters()[key]
+            lr = self._optimizer.lr
+            return self._given["lr"] if np.float32(self._given["lr"]) == np.float32(lr) else lr
+        if key in self._given:
+            return self._given[key]
+        return self._fixed()[key]
 
     def __setitem__(self, key, value):
         if key == "lr":
             self._optimizer.lr = value
+            self._given["lr"] = value
+            return
+        if key not in self._fixed() and key != "params":
+            self._given[key] = value
             return
         current = self[key]
         if key == "params":
@@ -80,13 +87,15 @@ class _ParamGroup(MutableMapping):
                              f"(only 'lr' changes); make a new optimizer with {key}={value!r}")
 
     def __delitem__(self, key):
-        raise TypeError(f"{type(self._optimizer).__name__}.param_groups: keys cannot be deleted")
+        if key in ("lr", "params") or key in self._fixed():
+            raise TypeError(f"{type(self._optimizer).__name__}.param_groups: '{key}' cannot be deleted")
+        del self._given[key]
 
     def __iter__(self):
-        return iter(self._keys())
+        return iter({"params": None, "lr": None, **self._fixed(), **self._given})
 
     def __len__(self):
-        return len(self._keys())
+        return len({**self._fixed(), **self._given, "lr": None})
 
     def __repr__(self):
         return repr(dict(self))
@@ -99,6 +108,7 @@ class SGD(_c.SGD):
         params, options = _one_group("oa.optim.SGD", params, dict(lr=lr, momentum=momentum, dampening=dampening,
                                                                   weight_decay=weight_decay, nesterov=nesterov))
         super().__init__(params, **options)
+        self._group_given = {"params": params, **options}
 
 
 class Adam(_c.Adam):
@@ -108,6 +118,7 @@ class Adam(_c.Adam):
         params, options = _one_group("oa.optim.Adam", params, dict(lr=lr, betas=betas, eps=eps,
                                                                    weight_decay=weight_decay, amsgrad=amsgrad))
         super().__init__(params, **options)
+        self._group_given = {"params": params, **options}
 
 
 class AdamW(_c.AdamW):
@@ -117,6 +128,7 @@ class AdamW(_c.AdamW):
         params, options = _one_group("oa.optim.AdamW", params, dict(lr=lr, betas=betas, eps=eps,
                                                                     weight_decay=weight_decay, amsgrad=amsgrad))
         super().__init__(params, **options)
+        self._group_given = {"params": params, **options}
 
 
 for _cls in (SGD, Adam, AdamW):

@@ -31,8 +31,15 @@ std::vector<ml::Parameter> parameters_of(const py::iterable& params, const char*
     if (!py::isinstance<Matrix>(p))
       throw py::type_error(fmt::format("{}: params must be tensors (a module's parameters()); got {}", op,
                                        py::str(py::type::handle_of(p).attr("__name__")).cast<std::string>()));
+    const Matrix& value = p.cast<const Matrix&>();
+    if (std::any_of(out.begin(), out.end(), [&](const ml::Parameter& q) { return q.value().same_as(value); })) {
+      // As torch 1.13: a warning, and the tensor is updated once.
+      const std::string message = fmt::format("{}: params lists the same tensor twice; it is updated once", op);
+      if (PyErr_WarnEx(PyExc_UserWarning, message.c_str(), 1) != 0) throw py::error_already_set();
+      continue;
+    }
     try {
-      out.push_back(ml::Parameter::of_leaf(p.cast<const Matrix&>(), fmt::format("tensor{}", unnamed)));
+      out.push_back(ml::Parameter::of_leaf(value, fmt::format("tensor{}", unnamed)));
     } catch (const Error& e) {
       throw py::type_error(fmt::format("{}: params must be float32 leaf tensors that require grad (a module's parameters(), "
                                        "or oa.tensor(..., requires_grad=True)): {}", op, e.what()));
@@ -96,7 +103,9 @@ void load_state_dict(optim::Optimizer& self, const py::dict& state_dict, const p
                         saved.contains("params") ? py::len(saved["params"]) : 0, params.size()));
   for (const auto& [key, value] : group) {
     const std::string k = key.cast<std::string>();
-    if (k == "lr" || k == "params" || !saved.contains(key)) continue;
+    // torch's implementation switches (which kernels it runs) do not change the update.
+    const bool implementation = k == "foreach" || k == "fused" || k == "differentiable" || k == "capturable";
+    if (k == "lr" || k == "params" || implementation || !saved.contains(key)) continue;
     const py::object want = py::reinterpret_borrow<py::object>(value), got = saved[key];
     const auto as_f32 = [](const py::handle& v) {
       return py::module_::import("numpy").attr("asarray")(v, "float32").attr("tolist")();
@@ -142,7 +151,8 @@ const char* const load_state_dict_doc =
     "parameters of the same shapes; torch's CPU tensors are read through NumPy): copies the buffers into the state on the device and restores each parameter's "
     "update count and lr, so training continues bit for bit. A parameter absent from 'state' restarts; one without "
     "'step' (torch's SGD) counts as updated once. Raises oa.InvalidArgumentError, before changing anything, for another "
-    "group count, parameter count, a hyperparameter other than lr that differs from this optimizer's (oa's are fixed at "
+    "group count, parameter count, a hyperparameter other than lr that differs from this optimizer's (torch's "
+    "implementation switches foreach, fused, differentiable and capturable are not compared; oa's are fixed at "
     "construction; amsgrad included, so a state with 'max_exp_avg_sq' loads only where amsgrad is on), or a missing or "
     "mismatched buffer.";
 

@@ -660,9 +660,11 @@ def test_optimizer_loads_torch_state_dict(name):
     converted = {"state": {i: {k: (oa.tensor(v.numpy()) if isinstance(v, torch.Tensor) else v) for k, v in e.items()}
                            for i, e in sd["state"].items()},
                  "param_groups": sd["param_groups"]}
-    # Loaded as oa tensors, and as torch left it (its CPU tensors, read through NumPy), before torch trains on.
+    # Loaded as oa tensors, and as torch left it (its CPU tensors, read through NumPy), before torch trains on;
+    # torch's implementation switches are not compared.
+    switched = {"state": sd["state"], "param_groups": [{**sd["param_groups"][0], "foreach": True, "differentiable": True}]}
     resumed = []
-    for given in (converted, sd):
+    for given in (converted, sd, switched):
         ps = [oa.nn.Parameter(oa.tensor(p.detach().numpy())) for p in tps]
         opt = make(oa, ps)
         opt.load_state_dict(given)
@@ -692,12 +694,26 @@ def test_optimizers_take_leaf_tensors_and_param_groups(name):
     for a, b in zip(ours, theirs):
         assert_close(a.numpy(), b.detach().numpy(), **FORWARD)
     group = opt.param_groups[0]
-    assert set(group) == set(topt.param_groups[0]) and group["lr"] == pytest.approx(0.03) and opt.lr == group["lr"]
-    assert [p.shape for p in group["params"]] == [(4, 3), (5,)]
+    # The keys and values as torch's (values as given, not their float32 roundings), the tensors as given.
+    assert set(group) == set(topt.param_groups[0]) and group["lr"] == 0.03
     key, value = ("momentum", 0.9) if name == "sgd" else ("betas", (0.8, 0.99))
+    assert group[key] == topt.param_groups[0][key] == value
+    assert all(p is q for p, q in zip(group["params"], ours)) and opt.param_groups == opt.param_groups
     group[key] = value  # the value it has: accepted
+    group["params"] = list(ours)
     with pytest.raises(ValueError, match=f"'{key}' is fixed at construction"):
         group[key] = 0.5 if name == "sgd" else (0.5, 0.5)
+    # Keys of its own, as a scheduler's 'initial_lr', stay with the group.
+    group.setdefault("initial_lr", group["lr"])
+    assert opt.param_groups[0]["initial_lr"] == 0.03
+    del opt.param_groups[0]["initial_lr"]
+    assert "initial_lr" not in opt.param_groups[0]
+    with pytest.raises(TypeError, match="'lr' cannot be deleted"):
+        del group["lr"]
+    opt.lr = 0.5  # set on the optimizer: the group reads it
+    assert group["lr"] == 0.5
+    with pytest.warns(UserWarning, match="the same tensor twice"):
+        make(oa, [ours[0], ours[0]])
     with pytest.raises(TypeError, match="requires_grad false"):
         make(oa, [oa.ones(3)])
     with pytest.raises(TypeError, match="computed by an op: true"):
