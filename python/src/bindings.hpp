@@ -56,6 +56,10 @@ ml::Pool2dOptions pool_options(py::handle kernel_size, py::handle stride, py::ha
 // InvalidArgument naming `op`.
 Matrix from_array(const py::array& data, std::optional<DType> dtype, bool requires_grad, const std::optional<Engine>& engine,
                   const char* op);
+// torch.argmax (largest) or torch.argmin of x: over the flattened tensor
+// when dim is None (keepdim: every extent 1), else over the last axis, which
+// dim must name. Throws InvalidArgument naming `op` for another axis.
+Matrix arg_extreme(const Matrix& x, std::optional<std::int64_t> dim, bool keepdim, bool largest, const char* op);
 // x.to(dtype) over the conversions oa's C++ ops give: between the floating
 // dtypes (mx::cast), bool to a floating dtype (1 and 0, through where), and
 // any dtype to bool (x != 0). There is no op between int32 and the floating

@@ -3,7 +3,8 @@
 // gather, scatter_add, take_along_axis, topk, one_hot, argmin, masked_select,
 // cat, stack, split, chunk.
 //
-// x[key] walks the entries of key over x's axes, each a C++ op: an int is a
+// x[key] walks the entries of key over x's axes (x float32 or int32; other
+// dtypes through float32), each a C++ op: an int is a
 // narrow of one element and a squeeze (negative counts from the end), a slice
 // a oa::matrix::slice (step >= 1), None an unsqueeze, Ellipsis the full
 // slices it stands for, an int32 tensor or a list of ints an index_select
@@ -245,6 +246,10 @@ std::vector<Step> parse_key(const Matrix& x, py::handle key, bool read_back, con
 }
 
 Matrix get_item(const Matrix& x, py::handle key) {
+  // The selection ops take float32 and int32: other dtypes are indexed as
+  // float32, which holds their values exactly, and converted back.
+  if (x.dtype() != DType::F32 && x.dtype() != DType::I32)
+    return copy_not_view(x, convert(get_item(convert(x, DType::F32), key), x.dtype()), "oa.Tensor.__getitem__");
   std::vector<std::int64_t> selected;
   Matrix r = x;
   for (const Step& s : parse_key(x, key, false, "oa.Tensor.__getitem__", selected)) {
@@ -363,11 +368,8 @@ void set_item(const Matrix& x, py::handle key, py::handle value) {
   }, op);
 }
 
-Matrix argmin(const Matrix& x, int dim, bool keepdim) {
-  if (dim != -1 && dim != static_cast<int>(x.rank()) - 1)
-    fail(ErrorKind::InvalidArgument, "oa.argmin: dim {} of a tensor of shape {}: only the last axis (-1) is supported", dim,
-         x.shape());
-  return mx::argmin(x, keepdim);
+Matrix argmin(const Matrix& x, std::optional<std::int64_t> dim, bool keepdim) {
+  return arg_extreme(x, dim, keepdim, false, "oa.argmin");
 }
 
 // torch's split_size_or_sections: an int or a list of ints.
@@ -412,7 +414,7 @@ void bind_indexing(py::module_& m, TensorClass& t) {
         arg("index"));
   t.def("scatter_add", &mx::scatter_add, arg("dim"), arg("index"), arg("src"));
   t.def("masked_select", &mx::masked_select, arg("mask"));
-  t.def("argmin", &argmin, arg("dim") = -1, arg("keepdim") = false);
+  t.def("argmin", &argmin, arg("dim") = py::none(), arg("keepdim") = false);
   t.def("topk", [](const Matrix& x, std::int64_t k, int dim, bool largest) {
     auto r = mx::topk(x, k, dim, largest);
     return py::make_tuple(r.values, r.indices);
@@ -436,8 +438,8 @@ void bind_indexing(py::module_& m, TensorClass& t) {
     auto r = mx::topk(input, k, dim, largest);
     return py::make_tuple(r.values, r.indices);
   }, arg("input"), arg("k"), arg("dim") = -1, arg("largest") = true, "(values, int32 indices), sorted; ties by position.");
-  m.def("argmin", &argmin, arg("input"), arg("dim") = -1, arg("keepdim") = false,
-        "int32 index of the minimum over the last axis (dim -1).");
+  m.def("argmin", &argmin, arg("input"), arg("dim") = py::none(), arg("keepdim") = false,
+        "torch.argmin: int32 index of the minimum over the last axis, or of the flattened tensor without dim.");
   m.def("cat", &mx::concat, arg("tensors"), arg("dim") = 0, "torch.cat (float32).");
   m.def("stack", &mx::stack, arg("tensors"), arg("dim") = 0, "torch.stack (float32).");
   m.def("split", &split_any, arg("tensor"), arg("split_size_or_sections"), arg("dim") = 0,

@@ -191,14 +191,22 @@ Matrix finish(Matrix m, std::optional<DType> dtype, bool requires_grad) {
   return m;
 }
 
-// The last-axis reductions of oa/matrix/reduction.hpp with PyTorch's dim:
-// None reduces everything, else dim must name the last axis.
-void require_last_axis(const Matrix& x, std::int64_t dim, const char* op) {
+}  // namespace
+
+Matrix arg_extreme(const Matrix& x, std::optional<std::int64_t> dim, bool keepdim, bool largest, const char* op) {
+  const auto pick = [largest](const Matrix& m, bool keep) { return largest ? mx::argmax(m, keep) : mx::argmin(m, keep); };
+  if (!dim) {
+    const Matrix r = pick(x.reshape({x.numel()}), false);
+    return keepdim ? r.reshape(std::vector<std::int64_t>(x.rank(), 1)) : r;
+  }
   const auto rank = static_cast<std::int64_t>(x.rank());
-  if (dim != -1 && dim != rank - 1)
-    fail(ErrorKind::InvalidArgument, "{}: dim {} of a tensor of shape {}: only the last axis (-1) is supported", op, dim,
-         x.shape());
+  if (*dim != -1 && *dim != rank - 1)
+    fail(ErrorKind::InvalidArgument, "{}: dim {} of a tensor of shape {}: only the last axis (-1) or None (every element) is supported",
+         op, *dim, x.shape());
+  return pick(x, keepdim);
 }
+
+namespace {
 
 // PyTorch's dim of a reduction: None (every axis), an int, or a tuple or
 // list of ints, as the axis list of oa/matrix/reduction.hpp.
@@ -565,11 +573,11 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       .def("__rpow__", [](const Matrix& b, float s) { return mx::pow(Matrix::full({}, s, b.engine()), b); }, py::is_operator())
       .def(
           "argmax",
-          [](const Matrix& x, std::int64_t dim, bool keepdim) {
-            require_last_axis(x, dim, "oa.Tensor.argmax");
-            return mx::argmax(x, keepdim);
+          [](const Matrix& x, std::optional<std::int64_t> dim, bool keepdim) {
+            return arg_extreme(x, dim, keepdim, true, "oa.Tensor.argmax");
           },
-          py::arg("dim") = -1, py::arg("keepdim") = false)
+          py::arg("dim") = py::none(), py::arg("keepdim") = false,
+          "torch.argmax: int32 index of the maximum over the last axis, or of the flattened tensor without dim.")
       // Arithmetic: a Tensor or a Python number on either side.
       .def("__add__", [](const Matrix& a, const Matrix& b) { return a + b; }, py::is_operator())
       .def("__add__", [](const Matrix& a, float s) { return a + s; }, py::is_operator())
@@ -703,11 +711,21 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       "arange",
       [](float start, std::optional<float> end, float step, Opt dtype, bool requires_grad, const OptEngine& engine) {
         // arange(end) counts from 0, as torch.arange.
-        Matrix r = end ? Matrix::arange(start, *end, step, engine) : Matrix::arange(0.0f, start, step, engine);
-        return finish(r, dtype, requires_grad);
+        const float first = end ? start : 0.0f, last = end ? *end : start;
+        if (dtype == DType::I32) {  // counted on the host (no op converts float32 to int32), as torch: in double, truncated
+          if (step == 0.0f) fail(ErrorKind::InvalidArgument, "oa.arange: step must be nonzero");
+          const double count = std::max(0.0, std::ceil((double{last} - first) / step));
+          if (count > 2147483647.0 || std::max(std::abs(first), std::abs(last)) > 2147483520.0f)
+            fail(ErrorKind::InvalidArgument, "oa.arange: int32 values from {} to {} by {} do not fit int32", first, last, step);
+          std::vector<std::int32_t> values(static_cast<std::size_t>(count));
+          for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<std::int32_t>(first + static_cast<double>(i) * step);
+          return finish(Matrix::from_i32({static_cast<std::int64_t>(values.size())}, values, engine), {}, requires_grad);
+        }
+        return finish(Matrix::arange(first, last, step, engine), dtype, requires_grad);
       },
       py::arg("start"), py::arg("end") = py::none(), py::arg("step") = 1.0f, py::arg("dtype") = py::none(),
-      py::arg("requires_grad") = false, py::arg("engine") = py::none(), "float32 values start, start + step, ... below end.");
+      py::arg("requires_grad") = false, py::arg("engine") = py::none(),
+      "Values start, start + step, ... below end: float32, or the dtype given (int32 counted on the host).");
   m.def(
       "rand",
       [](const py::args& size, std::optional<std::uint64_t> seed, Opt dtype, bool requires_grad,

@@ -50,6 +50,33 @@ def test_tensor_index_is_checked_as_a_list_is():
             oa.tensor(X)[:, oa.tensor(np.array(bad, dtype=np.int32))]
 
 
+@pytest.mark.parametrize("dtype", [oa.float16, oa.bfloat16, oa.bool])
+def test_indexing_16_bit_and_bool_tensors(dtype):
+    x = oa.tensor(X).to(dtype)
+    want = x.to(oa.float32).numpy()
+    idx = np.array([2, -1], dtype=np.int32)
+    for key in (1, (slice(None), slice(1, 3)), (Ellipsis, 0), oa.tensor(idx), (slice(None), [4, 0])):
+        got = x[key]
+        assert got.dtype == dtype
+        np_key = idx if isinstance(key, oa.Tensor) else key
+        np.testing.assert_array_equal(got.to(oa.float32).numpy(), want[np_key])
+
+
+def test_argmax_argmin_without_dim_flatten_as_torch():
+    t = oa.tensor(X)
+    assert t.argmax().item() == X.argmax() and oa.argmin(t).item() == X.argmin()
+    assert t.argmax(keepdim=True).shape == (1, 1, 1)
+    np.testing.assert_array_equal(t.argmax(-1).numpy(), X.argmax(-1))
+    with pytest.raises(oa.InvalidArgumentError, match="only the last axis"):
+        t.argmax(0)
+
+
+def test_arange_int32():
+    np.testing.assert_array_equal(oa.arange(3, dtype=oa.int32).numpy(), np.arange(3, dtype=np.int32))
+    np.testing.assert_array_equal(oa.arange(5, -3, -2, dtype=oa.int32).numpy(), np.arange(5, -3, -2, dtype=np.int32))
+    assert oa.arange(2, 2, dtype=oa.int32).shape == (0,)
+
+
 @pytest.mark.parametrize("mask_shape", [(4,), (4, 5), (4, 5, 3)])
 def test_mask_index(mask_shape):
     mask = np.random.default_rng(3).uniform(size=mask_shape) > 0.5
@@ -94,8 +121,8 @@ def test_selection_ops():
     order = np.argsort(-x, axis=1, kind="stable")[:, :2]
     np.testing.assert_array_equal(indices.numpy(), order)
     assert_close(values_.numpy(), np.take_along_axis(x, order, 1), rtol=0, atol=0)
-    np.testing.assert_array_equal(oa.argmin(t).numpy(), np.argmin(x, axis=1))
-    np.testing.assert_array_equal(t.argmin(keepdim=True).numpy(), np.argmin(x, axis=1)[:, None])
+    np.testing.assert_array_equal(oa.argmin(t, dim=-1).numpy(), np.argmin(x, axis=1))
+    np.testing.assert_array_equal(t.argmin(-1, keepdim=True).numpy(), np.argmin(x, axis=1)[:, None])
     full_idx = np.tile(idx, (1, 3))
     full_src = np.tile(values((3, 2), seed=8), (1, 3))
     expected = x.copy()
