@@ -69,6 +69,9 @@ class _ParamGroup(MutableMapping):
 
     def __setitem__(self, key, value):
         if key == "lr":
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+                raise TypeError(f"{type(self._optimizer).__name__}.param_groups: 'lr' must be a number, not "
+                                f"{type(value).__name__}")
             self._optimizer.lr = value
             self._given["lr"] = value
             return

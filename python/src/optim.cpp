@@ -135,7 +135,10 @@ void load_state_dict(optim::Optimizer& self, const py::dict& state_dict, const p
     if (!entries[i]) {
       tensors.emplace_back(name, Matrix::zeros(m.shape(), m.engine()));
     } else if (entries[i]->contains(buffer.c_str()) && !(*entries[i])[buffer.c_str()].is_none()) {
-      tensors.emplace_back(name, state_tensor((*entries[i])[buffer.c_str()], m.engine(), op));
+      const Matrix given = state_tensor((*entries[i])[buffer.c_str()], m.engine(), op);
+      if (!(given.shape() == m.shape()))  // named by state index, as the user's dict is
+        invalid(fmt::format("state[{}]['{}'] is {}; parameter {}'s is {}", i, buffer, given.shape(), i, m.shape()));
+      tensors.emplace_back(name, given);
     }
   }
   self.load_state(tensors, saved["lr"].cast<float>(), *std::max_element(counts.begin(), counts.end()), counts);

@@ -735,8 +735,10 @@ def test_optimizer_state_dict_errors():
     with pytest.raises(oa.InvalidArgumentError, match="'state' and 'param_groups'"):
         opt.load_state_dict({})
     bad = {"state": {0: {**sd["state"][0], "exp_avg": oa.zeros(3, 4)}}, "param_groups": sd["param_groups"]}
-    with pytest.raises(oa.InvalidArgumentError, match="exp_avg"):
+    with pytest.raises(oa.InvalidArgumentError, match=r"state\[0\]\['exp_avg'\] is \[3, 4\]; parameter 0's is \[4, 3\]"):
         opt.load_state_dict(bad)
+    with pytest.raises(TypeError, match="'lr' must be a number"):
+        opt.param_groups[0]["lr"] = "0.1"
     with pytest.raises(oa.InvalidArgumentError, match="parameter 3"):
         opt.load_state_dict({"state": {3: sd["state"][0]}, "param_groups": sd["param_groups"]})
     with pytest.raises(oa.InvalidArgumentError, match="'weight_decay'"):
