@@ -737,7 +737,8 @@ TEST(ConvHalf, ForwardAndGradientsInF16AndBF16) {
 }
 
 // A 16-bit depthwise convolution runs the f32 op between casts (its operands
-// widened, its result rounded once); under autocast, on the f32 operands.
+// widened, its result rounded once); under autocast, on the f32 operands. So
+// do grouped ones with at most 16 channels per group, not wider groups.
 TEST(ConvHalf, DepthwiseRunsTheF32KernelBetweenCasts) {
   const Matrix x = Matrix::from_vector({1, 4, 5, 5}, random_values(100, 61)), w = Matrix::from_vector({4, 1, 3, 3}, random_values(36, 62));
   const Matrix x16 = oa::matrix::cast(x, DType::F16), w16 = oa::matrix::cast(w, DType::F16);
@@ -762,6 +763,21 @@ TEST(ConvHalf, DepthwiseRunsTheF32KernelBetweenCasts) {
   const Matrix y = oa::ml::conv_2d(x, w, Matrix(), o);
   EXPECT_EQ(names(trace.ops()), (std::vector<std::string>{"oa::ml::conv_2d", "oa::matrix::cast"}));
   EXPECT_EQ(y.dtype(), DType::F16);
+  // Groups of 16 and of 17 channels (one input, one output extent wider), forward and transposed.
+  const auto half = [](const oa::Shape& s) { return oa::matrix::cast(Matrix::ones(s), DType::F16); };
+  const auto traced = [&](const Matrix& in, const Matrix& weight, bool transposed) {
+    oa::TraceCapture t(x.engine());
+    (void)(transposed ? oa::ml::conv_transpose_2d(in, weight, Matrix(), {.groups = 2}) : oa::ml::conv_2d(in, weight, Matrix(), {.groups = 2}));
+    return names(t.ops());
+  };
+  const Matrix x32 = half({1, 32, 3, 3}), x34 = half({1, 34, 3, 3});
+  EXPECT_EQ(traced(x32, half({32, 16, 1, 1}), false), cast_conv_cast);
+  EXPECT_EQ(traced(x34, half({32, 17, 1, 1}), false), (std::vector<std::string>{"oa::ml::conv_2d"}));
+  EXPECT_EQ(traced(x32, half({34, 16, 1, 1}), false), (std::vector<std::string>{"oa::ml::conv_2d"}));
+  const std::vector<std::string> cast_tconv_cast{"oa::matrix::cast", "oa::matrix::cast", "oa::ml::conv_transpose_2d",
+                                                 "oa::matrix::cast"};
+  EXPECT_EQ(traced(x32, half({32, 16, 2, 2}), true), cast_tconv_cast);
+  EXPECT_EQ(traced(x32, half({32, 17, 2, 2}), true), (std::vector<std::string>{"oa::ml::conv_transpose_2d"}));
 }
 
 // Mixed dtypes are refused before anything is recorded, naming the op, the

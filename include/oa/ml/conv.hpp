@@ -9,10 +9,11 @@
 // (Matrix()) means no bias. Input, weight and bias live on one engine and
 // have one dtype, f32, f16 or bf16, which the output and the gradients have.
 //
-// F16 and BF16 accumulate in f32 and round each output once. A depthwise
-// convolution (one input channel per group) runs the f32 depthwise kernel
-// between casts (the result rounded once; under autocast, on the f32
-// operands). Every other shape runs as GEMMs: im2col of a chunk of
+// F16 and BF16 accumulate in f32 and round each output once. A grouped
+// convolution with at most 16 input and 16 output channels per group
+// (depthwise included) runs the f32 kernels between casts (the result rounded
+// once; under autocast, on the f32 operands). Every other shape runs as
+// GEMMs: im2col of a chunk of
 // images into 16-bit columns, a GEMM per group into f32, then the output plus
 // bias rounded once; the input gradient as GEMMs into f32 columns summed by
 // col2im and rounded once; the weight gradient as GEMMs summed over the
