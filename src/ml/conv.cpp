@@ -908,9 +908,10 @@ Matrix apply_conv(const detail::Op<A>& op, const Matrix& input, const Matrix& we
   const std::optional<DType> autocast = autocast_dtype();
   const DType dtype = one_dtype && input.dtype() == DType::F32 && autocast ? *autocast : input.dtype();
   // input [N, C, ...]; weight [O, C / groups, ...], or [C, O / groups, ...] transposed.
-  const std::int64_t most = kHalfGroupChannels * attributes.groups;
-  const bool few_per_group = one_dtype && attributes.groups > 1 && input.rank() >= 2 && weight.rank() >= 2 &&
-                             input.shape()[1] <= most && weight.shape()[0] <= most && weight.shape()[1] <= kHalfGroupChannels;
+  const std::int64_t g = attributes.groups;
+  const auto few = [g](std::int64_t extent) { return extent % g == 0 && extent / g <= kHalfGroupChannels; };
+  const bool few_per_group = one_dtype && g > 1 && input.rank() >= 2 && weight.rank() >= 2 && few(input.shape()[1]) &&
+                             few(weight.shape()[0]) && weight.shape()[1] <= kHalfGroupChannels;
   if (!few_per_group || dtype == DType::F32) return detail::apply(op, {input, weight, bias}, attributes)[0];
   const AutocastGuard off(dtype, false);
   const auto f32 = [](const Matrix& m) { return m.defined() ? matrix::cast(m, DType::F32) : m; };
