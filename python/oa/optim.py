@@ -98,7 +98,7 @@ class _ParamGroup(MutableMapping):
         return iter({"params": None, "lr": None, **self._fixed(), **self._given})
 
     def __len__(self):
-        return len({**self._fixed(), **self._given, "lr": None})
+        return sum(1 for _ in self)
 
     def __repr__(self):
         return repr(dict(self))

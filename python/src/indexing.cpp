@@ -111,8 +111,9 @@ struct Step {
   // step and count; lo and hi as written.
   std::int64_t start = 0, step = 1, count = 0;
   std::optional<std::int64_t> lo, hi;
-  // Indices: `positions` (checked, non-negative). Mask: the bool tensor;
-  // `positions` holds the flat positions where it is true once read back.
+  // Indices: `positions` (checked, non-negative), and the int32 tensor given
+  // when its indices needed no change. Mask: the bool tensor; `positions`
+  // holds the flat positions where it is true once read back.
   Matrix tensor;
   std::vector<std::int32_t> positions;
   std::vector<std::int64_t> shape;  // Indices: the index's shape; Mask: the extents it covers
@@ -223,10 +224,15 @@ std::vector<Step> parse_key(const Matrix& x, py::handle key, bool read_back, con
             throw py::type_error(std::string(op) + ": a tensor index must be int32 or bool, not " + std::string(to_string(index.dtype())));
           s.shape = index.shape().to_vector();
           s.positions = index.to_i32();
+          bool wrapped = false;
           for (std::int32_t& p : s.positions) {
             if (p < -s.extent || p >= s.extent) out_of_range(p, source, s.extent);
-            if (p < 0) p += static_cast<std::int32_t>(s.extent);
+            if (p < 0) {
+              p += static_cast<std::int32_t>(s.extent);
+              wrapped = true;
+            }
           }
+          if (!wrapped) s.tensor = index;  // already valid on the device: no upload of positions
         } else if (py::isinstance<py::sequence>(e) && !py::isinstance<py::str>(e)) {
           s.shape = np.attr("shape")(e).cast<std::vector<std::int64_t>>();
           s.positions = host_indices(e, s.extent, source, op);
@@ -260,7 +266,8 @@ Matrix get_item(const Matrix& x, py::handle key) {
         if (s.lo || s.hi || s.step != 1) r = mx::slice(r, s.axis, s.lo, s.hi, s.step);
         break;
       case Step::Kind::Indices: {
-        const Matrix flat = Matrix::from_i32({static_cast<std::int64_t>(s.positions.size())}, s.positions, r.engine());
+        const Matrix flat = s.tensor.defined() ? s.tensor.reshape({s.tensor.numel()})
+                                               : Matrix::from_i32({static_cast<std::int64_t>(s.positions.size())}, s.positions, r.engine());
         r = select_along(r, static_cast<std::size_t>(s.axis), flat, Shape(s.shape));
         break;
       }
