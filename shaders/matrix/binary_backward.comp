@@ -6,19 +6,23 @@
 // 3 div, 4 maximum, 5 minimum, 6 pow; ties of maximum/minimum split the gradient
 // evenly, as torch.maximum / torch.minimum do. pow as torch.pow: d/da =
 // b a^(b-1) (0 where b is 0), d/db = a^b log(a) (0 where a is 0 and b >= 0).
+// DT: the dtype of gy, a, b and the gradient, words as in matrix/unary.comp.
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 #include "common/elementwise_codes.glsl"
+#include "common/half_io.glsl"
 #include "common/math.glsl"
 layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint OP = 2;
 layout(constant_id = 1) const uint MODE = 0;
 layout(constant_id = 2) const uint WHICH = 0;
-layout(std430, binding = 0) readonly buffer GY { float gy[]; };
-layout(std430, binding = 1) readonly buffer A { float a[]; };
-layout(std430, binding = 2) readonly buffer B { float b[]; };
-layout(std430, binding = 3) writeonly buffer G { float g_out[]; };
+layout(constant_id = 3) const uint DT = 0;
+layout(std430, binding = 0) readonly buffer GY { uint gy[]; };
+layout(std430, binding = 1) readonly buffer A { uint a[]; };
+layout(std430, binding = 2) readonly buffer B { uint b[]; };
+layout(std430, binding = 3) writeonly buffer G { uint g_out[]; };
 #include "matrix/binary.push.h"
+#include "matrix/binary_operands.glsl"
 
 // 1 when this operand is the one selected, 1/2 on a tie, else 0.
 float pick(bool wins, bool tie) { return wins ? 1.0 : (tie ? 0.5 : 0.0); }
@@ -36,14 +40,13 @@ float grad(float g, float u, float v) {
   return g;
 }
 
+
 void main() {
-  uint i0 = OA_GROUP_ID.x * 1024u + gl_LocalInvocationID.x;
+  const uint w0 = OA_GROUP_ID.x * 1024u + gl_LocalInvocationID.x, per = DT == 0u ? 1u : 2u;
   for (uint k = 0u; k < 4u; ++k) {
-    uint i = i0 + k * 256u;
+    const uint w = w0 + k * 256u, i = w * per;
     if (i >= pc.n) return;
-    uint c = ((pc.base + i) / pc.inner) % pc.channels;
-    float u = MODE == 2u ? a[c] : a[i];
-    float v = MODE == 1u ? b[c] : b[i];
-    g_out[i] = grad(gy[i], u, v);
+    const vec2 g = oa_word_values(gy[w], DT), u = OPERAND(a, MODE == 2u, w, i), v = OPERAND(b, MODE == 1u, w, i);
+    g_out[w] = oa_word_of(vec2(grad(g.x, u.x, v.x), grad(g.y, u.y, v.y)), i + 1u < pc.n, DT);
   }
 }

@@ -24,7 +24,7 @@
 // for a split-K workspace), the bias f32 or A's dtype (BIAS_DT). Its operands
 // are widened to f32 as they are loaded, so the tiles, the multiply-adds and
 // the accumulators are the f32 kernel's; a 16-bit C is rounded once, to
-// nearest even (matrix/gemm_half_io.glsl). Offsets and strides count elements
+// nearest even (common/half_io.glsl). Offsets and strides count elements
 // of each operand's dtype.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
@@ -44,7 +44,7 @@ const uint LA = BM * BK / (4u * THREADS);  // 4-float loads per invocation per A
 const uint LB = BN * BK / (4u * THREADS);
 
 #ifdef OA_GEMM_16
-// Dtype codes (matrix/gemm_half_io.glsl) of A and B (1 or 2), C and the bias (0 or A's).
+// Dtype codes (common/half_io.glsl) of A and B (1 or 2), C and the bias (0 or A's).
 layout(constant_id = 11) const uint IN_DT = 1;
 layout(constant_id = 12) const uint C_DT = 0;
 layout(constant_id = 13) const uint BIAS_DT = 0;

@@ -10,11 +10,11 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 #ifdef OA_GEMM_16
-#include "matrix/gemm_half_io.glsl"
+#include "common/half_io.glsl"
 #endif
 layout(local_size_x = 256) in;
 #ifdef OA_GEMM_16
-// Dtype codes (matrix/gemm_half_io.glsl) of C (1 or 2) and of the bias (0 or C's).
+// Dtype codes (common/half_io.glsl) of C (1 or 2) and of the bias (0 or C's).
 layout(constant_id = 0) const uint C_DT = 1;
 layout(constant_id = 1) const uint BIAS_DT = 0;
 layout(std430, binding = 0) readonly buffer W { float w[]; };

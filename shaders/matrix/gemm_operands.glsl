@@ -6,7 +6,7 @@
 // - f32 (the default): every buffer float, a quad a vec4;
 // - OA_GEMM_16: every buffer 32-bit words, A and B f16 or bf16 (dtype code
 //   IN_DT), C and the bias f32 or A's dtype (C_DT, BIAS_DT), a quad four
-//   16-bit elements (uvec2), accessed through matrix/gemm_half_io.glsl;
+//   16-bit elements (uvec2), accessed through common/half_io.glsl;
 // - OA_GEMM_PACKED_AB (matrix/gemm_coopmat.glsl): A and B 16-bit patterns in
 //   uint words, a quad eight halves (uvec4) used as stored; C and the bias f32.
 // OA_A1(i) / OA_B1(i) read element i of A / B as a float, OA_A4(q) / OA_B4(q)
@@ -16,7 +16,7 @@
 #define OA_GEMM_OPERANDS_GLSL
 
 #if defined(OA_GEMM_16)
-#include "matrix/gemm_half_io.glsl"
+#include "common/half_io.glsl"
 #define OA_GEMM_AB uint
 #define OA_GEMM_AB_QUAD uvec2
 #define OA_GEMM_C uint

@@ -38,7 +38,7 @@ const uint NT = 32u;           // column quads per workgroup
 const uint KT = THREADS / NT;  // k lanes
 
 #ifdef OA_GEMM_16
-// Dtype codes (matrix/gemm_half_io.glsl) of A and B (1 or 2), C and the bias (0 or A's).
+// Dtype codes (common/half_io.glsl) of A and B (1 or 2), C and the bias (0 or A's).
 layout(constant_id = 5) const uint IN_DT = 1;
 layout(constant_id = 6) const uint C_DT = 0;
 layout(constant_id = 7) const uint BIAS_DT = 0;

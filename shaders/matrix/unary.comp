@@ -1,15 +1,20 @@
 #version 450
 // y = f(x) elementwise; OP selects f. Parameters a, b: clamp bounds, the
 // affine y = a * x + b, leaky_relu's negative slope, elu's alpha or pow's
-// exponent (a).
+// exponent (a). DT: the dtype of x and y (0 f32, 1 f16, 2 bf16; arithmetic
+// in f32, the result rounded once). Each invocation writes 4 words of y (an
+// f32 word holds one element, a 16-bit one two), consecutive invocations
+// consecutive words.
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 #include "common/elementwise_codes.glsl"
+#include "common/half_io.glsl"
 #include "common/math.glsl"
 layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint OP = 0;
-layout(std430, binding = 0) readonly buffer In { float x[]; };
-layout(std430, binding = 1) writeonly buffer Out { float y[]; };
+layout(constant_id = 1) const uint DT = 0;
+layout(std430, binding = 0) readonly buffer In { uint x[]; };
+layout(std430, binding = 1) writeonly buffer Out { uint y[]; };
 #include "matrix/unary.push.h"
 
 float f(float v) {
@@ -50,9 +55,11 @@ float f(float v) {
 }
 
 void main() {
-  uint i0 = OA_GROUP_ID.x * 1024u + gl_LocalInvocationID.x;
+  const uint w0 = OA_GROUP_ID.x * 1024u + gl_LocalInvocationID.x, per = DT == 0u ? 1u : 2u;
   for (uint k = 0u; k < 4u; ++k) {
-    uint i = i0 + k * 256u;
-    if (i < pc.n) y[i] = f(x[i]);
+    const uint w = w0 + k * 256u;
+    if (w * per >= pc.n) return;
+    const vec2 v = oa_word_values(x[w], DT);
+    y[w] = oa_word_of(vec2(f(v.x), f(v.y)), w * per + 1u < pc.n, DT);
   }
 }

@@ -6,15 +6,18 @@
 // reciprocal, exp2, expm1; unused (bound to gy) for neg, affine and the
 // piecewise-constant sign, floor, ceil, round (gradient 0, as PyTorch).
 // Parameters a, b: clamp bounds, the affine scale a, leaky_relu's slope, elu's alpha or pow's exponent (a).
+// DT: the dtype of gy, s and gx, words as in matrix/unary.comp.
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 #include "common/elementwise_codes.glsl"
+#include "common/half_io.glsl"
 #include "common/math.glsl"
 layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint OP = 0;
-layout(std430, binding = 0) readonly buffer GY { float gy[]; };
-layout(std430, binding = 1) readonly buffer S { float s[]; };
-layout(std430, binding = 2) writeonly buffer GX { float gx[]; };
+layout(constant_id = 1) const uint DT = 0;
+layout(std430, binding = 0) readonly buffer GY { uint gy[]; };
+layout(std430, binding = 1) readonly buffer S { uint s[]; };
+layout(std430, binding = 2) writeonly buffer GX { uint gx[]; };
 #include "matrix/unary.push.h"
 
 float df(float g, float v) {
@@ -58,9 +61,11 @@ float df(float g, float v) {
 }
 
 void main() {
-  uint i0 = OA_GROUP_ID.x * 1024u + gl_LocalInvocationID.x;
+  const uint w0 = OA_GROUP_ID.x * 1024u + gl_LocalInvocationID.x, per = DT == 0u ? 1u : 2u;
   for (uint k = 0u; k < 4u; ++k) {
-    uint i = i0 + k * 256u;
-    if (i < pc.n) gx[i] = df(gy[i], s[i]);
+    const uint w = w0 + k * 256u;
+    if (w * per >= pc.n) return;
+    const vec2 g = oa_word_values(gy[w], DT), v = oa_word_values(s[w], DT);
+    gx[w] = oa_word_of(vec2(df(g.x, v.x), df(g.y, v.y)), w * per + 1u < pc.n, DT);
   }
 }

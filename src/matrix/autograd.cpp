@@ -8,7 +8,6 @@
 
 #include "matrix/op_def.hpp"
 #include "oa/matrix/autocast.hpp"
-#include "oa/matrix/cast.hpp"
 #include "oa/matrix/elementwise.hpp"
 
 namespace oa::autograd {
@@ -48,6 +47,7 @@ struct Node {
   std::vector<Shape> input_shapes;
   std::vector<DType> input_dtypes;  // a gradient has its input's dtype
   std::vector<Shape> output_shapes;
+  std::vector<DType> output_dtypes;  // a missing output gradient is zeros of its output's dtype
   Engine engine;
   bool released = false;
 
@@ -60,6 +60,13 @@ struct Node {
 namespace {
 
 thread_local bool t_grad_enabled = true;
+
+// Zeros of `dtype` (every dtype's zero is all-zero bits).
+Matrix zeros(const Engine& engine, const Shape& shape, DType dtype) {
+  Matrix m = detail::allocate(engine, shape, dtype);
+  engine.fill(*m.storage(), 0, m.storage()->bytes(), 0);
+  return m;
+}
 std::atomic<std::uint64_t> g_sequence{0};
 std::atomic<std::uint64_t> g_hook_ids{1};
 
@@ -223,7 +230,7 @@ void run_backward(const Matrix& root, const Matrix& seed, const Matrix& user_see
       pending.erase(n);
       slots.resize(n->output_shapes.size());
       for (std::size_t i = 0; i < slots.size(); ++i)
-        grad_outputs[i] = slots[i].grad.defined() ? slots[i].grad : Matrix::zeros(n->output_shapes[i], n->engine);
+        grad_outputs[i] = slots[i].grad.defined() ? slots[i].grad : zeros(n->engine, n->output_shapes[i], n->output_dtypes[i]);
     }
     std::vector<bool> needs(n->edges.size());
     for (std::size_t i = 0; i < needs.size(); ++i) needs[i] = n->edges[i].defined();
@@ -333,6 +340,7 @@ void record(const std::string& name, const std::vector<Matrix>& inputs, const st
     a.grad_fn = node;
     a.output_index = static_cast<std::uint32_t>(i);
     node->output_shapes.push_back(outputs[i].shape());
+    node->output_dtypes.push_back(outputs[i].dtype());
   }
 }
 
@@ -354,12 +362,7 @@ void accumulate(Matrix& slot, bool& owned, const Matrix& contribution) {
     fail(ErrorKind::InvalidArgument, "oa::autograd::accumulate: contribution {} {} does not match the gradient slot's dtype {}",
          to_string(contribution.dtype()), contribution.shape(), to_string(slot.dtype()));
   NoGradGuard no_grad;
-  if (slot.dtype() != DType::F32) {  // 16-bit gradients add in f32 and round once
-    slot = matrix::cast(matrix::add(matrix::cast(slot, DType::F32), matrix::cast(contribution, DType::F32)), slot.dtype());
-    owned = true;
-    return;
-  }
-  if (!owned) {
+  if (!owned || slot.dtype() != DType::F32) {  // 16-bit gradients add in f32 and round once (out of place)
     slot = matrix::add(slot, contribution);
     owned = true;
     return;

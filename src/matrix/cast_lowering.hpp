@@ -9,7 +9,7 @@
 
 namespace oa::detail {
 
-// The dtype code the shaders take (matrix/cast.comp, matrix/gemm_half_io.glsl):
+// The dtype code the shaders take (matrix/cast.comp, common/half_io.glsl):
 // 0 f32, 1 f16, 2 bf16.
 inline std::uint32_t dtype_code(DType d) { return d == DType::F32 ? 0u : d == DType::F16 ? 1u : 2u; }
 

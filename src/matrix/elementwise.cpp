@@ -1,5 +1,6 @@
 #include "oa/matrix/elementwise.hpp"
 
+#include "matrix/cast_lowering.hpp"
 #include "matrix/op_def.hpp"
 #include "oa/matrix/autograd.hpp"
 #include "oa/matrix/layout.hpp"
@@ -73,20 +74,27 @@ std::pair<float, float> unary_parameters(const ExponentAttributes& c) { return {
 std::pair<float, float> unary_parameters(const ClampAttributes& c) { return {c.low, c.high}; }
 std::pair<float, float> unary_parameters(const AffineAttributes& c) { return {c.alpha, c.beta}; }
 
+// Workgroups of the elementwise kernels for `count` elements of dtype d: 4
+// words an invocation, 256 invocations a group (a 16-bit word holds two).
+std::uint64_t elementwise_groups(DType d, std::int64_t count) {
+  return detail::groups_for(size_of(d) == 2 ? (count + 1) / 2 : count, 1024);
+}
+
 // Appends out = kernel(x [, s]) over flat element chunks of x: the forward
-// (matrix/unary) or backward (matrix/unary_backward, reading gy and saved s).
+// (matrix/unary) or backward (matrix/unary_backward, reading gy and saved s),
+// all in x's dtype (f32, f16 or bf16).
 void unary_dispatches(std::string_view kernel, UnaryCode code, const Matrix& x, const Matrix* saved, const Matrix& y,
                       std::pair<float, float> parameters, std::vector<ComputeDispatch>& ds) {
   for (auto c : detail::element_chunks(x.engine(), x.numel())) {
-    const auto off = static_cast<std::uint64_t>(c.begin) * 4, bytes = static_cast<std::uint64_t>(c.count) * 4;
+    const auto [off, bytes] = detail::chunk_window(x.dtype(), c);
     ComputeDispatch d;
     d.kernel = kernel;
-    d.specialization = {code};
+    d.specialization = {code, detail::dtype_code(x.dtype())};
     d.bindings = {BufferBinding::read(x.storage(), off, bytes)};
     if (saved) d.bindings.push_back(BufferBinding::read(saved->storage(), off, bytes));
     d.bindings.push_back(BufferBinding::write(y.storage(), off, bytes));
     d.push.set(push::matrix_unary{.n = static_cast<std::uint32_t>(c.count), .a = parameters.first, .b = parameters.second});
-    d.groups = {detail::groups_for(c.count, 1024), 1, 1};
+    d.groups = {elementwise_groups(x.dtype(), c.count), 1, 1};
     ds.push_back(std::move(d));
   }
 }
@@ -94,7 +102,7 @@ void unary_dispatches(std::string_view kernel, UnaryCode code, const Matrix& x, 
 // gx = gy * f'(s) for unary op `code`, recorded as the backward of c's op.
 template <class A>
 Matrix unary_gradient(const BackwardCall<A>& c, UnaryCode code, const Matrix& gy, const Matrix& saved, std::pair<float, float> parameters) {
-  Matrix gx = detail::allocate(gy.engine(), gy.shape());
+  Matrix gx = detail::allocate(gy.engine(), gy.shape(), gy.dtype());
   std::vector<ComputeDispatch> ds;
   unary_dispatches(kernels::matrix_unary_backward, code, gy, &saved, gx, parameters, ds);
   c.record(ds, {&gy, &saved}, {&gx});
@@ -105,19 +113,20 @@ Matrix unary_gradient(const BackwardCall<A>& c, UnaryCode code, const Matrix& gy
 // (then gy stands in for the saved binding).
 enum class Reads { Nothing, Input, Output };
 
-// A unary op y = f(x) of matrix/unary.comp; `check` validates its attributes.
+// A unary op y = f(x) of matrix/unary.comp, x and y f32, f16 or bf16 (f32
+// arithmetic); `check` validates its attributes.
 template <class A = NoAttributes>
 Op<A> unary_op(const char* name, UnaryCode code, Reads reads, std::function<void(const OpCall<A>&)> check = {}) {
+  const detail::Lowering<A> lowering = [code](const OpCall<A>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+    unary_dispatches(kernels::matrix_unary, code, c.inputs[0], nullptr, out[0], unary_parameters(c.attributes), ds);
+  };
   return Op<A>({.name = name,
                 .inputs = {"x"},
                 .infer = [check](const OpCall<A>& c) {
                   if (check) check(c);
-                  return std::vector<OutputSpec>{{c.inputs[0].shape()}};
+                  return std::vector<OutputSpec>{{c.inputs[0].shape(), c.inputs[0].dtype()}};
                 },
-                .lower = {{DType::F32,
-                           [code](const OpCall<A>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
-                             unary_dispatches(kernels::matrix_unary, code, c.inputs[0], nullptr, out[0], unary_parameters(c.attributes), ds);
-                           }}},
+                .lower = {{DType::F32, lowering}, {DType::F16, lowering}, {DType::BF16, lowering}},
                 .saves = [reads](const OpCall<A>&, const std::vector<bool>&) {
                   return reads == Reads::Input ? Saves{{true}, {}} : reads == Reads::Output ? Saves{{}, {true}} : Saves{};
                 },
@@ -207,10 +216,11 @@ Broadcast resolve_broadcast(const Shape& a, const Shape& b, const char* name) {
 void binary_dispatches(std::string_view kernel, std::initializer_list<std::uint32_t> specialization, const Matrix* gy, const Matrix& a,
                        const Matrix& b, const Matrix& out, const Broadcast& bc, const char* name, std::vector<ComputeDispatch>& ds) {
   for (auto c : detail::element_chunks(out.engine(), out.numel())) {
-    const auto off = static_cast<std::uint64_t>(c.begin) * 4, bytes = static_cast<std::uint64_t>(c.count) * 4;
+    const auto [off, bytes] = detail::chunk_window(out.dtype(), c);
     ComputeDispatch d;
     d.kernel = kernel;
     d.specialization = specialization;
+    d.specialization.push_back(detail::dtype_code(out.dtype()));
     auto bind = [&](const Matrix& m, bool broadcast) {
       return broadcast ? BufferBinding::read(m.storage()) : BufferBinding::read(m.storage(), off, bytes);
     };
@@ -222,7 +232,7 @@ void binary_dispatches(std::string_view kernel, std::initializer_list<std::uint3
                                    .base = detail::shader_u32(c.begin, "element index", name),
                                    .channels = detail::shader_u32(bc.channels, "broadcast extent", name),
                                    .inner = detail::shader_u32(bc.inner, "broadcast stride", name)});
-    d.groups = {detail::groups_for(c.count, 1024), 1, 1};
+    d.groups = {elementwise_groups(out.dtype(), c.count), 1, 1};
     ds.push_back(std::move(d));
   }
 }
@@ -247,7 +257,7 @@ std::vector<Matrix> binary_backward(BinaryCode code, const BackwardCall<A>& c) {
     std::vector<ComputeDispatch> ds;
     for (std::uint32_t which = 0; which < 2; ++which) {
       if (!c.needs[which]) continue;
-      g[which] = detail::allocate(gy.engine(), gy.shape());
+      g[which] = detail::allocate(gy.engine(), gy.shape(), gy.dtype());
       binary_dispatches(kernels::matrix_binary_backward, {code, bc.mode, which}, &gy, bound_a, bound_b, g[which], bc, c.name, ds);
     }
     c.record(ds, {gy, a, b}, g);
@@ -258,21 +268,23 @@ std::vector<Matrix> binary_backward(BinaryCode code, const BackwardCall<A>& c) {
 }
 
 // A binary op z = f(a, b) of matrix/binary.comp, broadcasting as documented
-// in oa/matrix/elementwise.hpp.
+// in oa/matrix/elementwise.hpp; a, b and z of one dtype, f32, f16 or bf16
+// (f32 arithmetic).
 Op<NoAttributes> binary_op(const char* name, BinaryCode code) {
+  const detail::Lowering<NoAttributes> lowering = [code](const OpCall<NoAttributes>& c, const std::vector<Matrix>& out,
+                                                         std::vector<ComputeDispatch>& ds) {
+    const Matrix &a = c.inputs[0], &b = c.inputs[1];
+    const Broadcast bc = resolve_broadcast(a.shape(), b.shape(), c.name);
+    binary_dispatches(kernels::matrix_binary, {code, bc.mode}, nullptr, a, b, out[0], bc, c.name, ds);
+  };
   return Op<NoAttributes>(
       {.name = name,
        .inputs = {"a", "b"},
        .infer = [](const OpCall<NoAttributes>& c) {
-         detail::require_f32(c.inputs[1], c.name, "b");
-         return std::vector<OutputSpec>{{resolve_broadcast(c.inputs[0].shape(), c.inputs[1].shape(), c.name).out}};
+         detail::require_same_dtype(c.inputs[0], "a", c.inputs[1], "b", c.name);
+         return std::vector<OutputSpec>{{resolve_broadcast(c.inputs[0].shape(), c.inputs[1].shape(), c.name).out, c.inputs[0].dtype()}};
        },
-       .lower = {{DType::F32,
-                  [code](const OpCall<NoAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
-                    const Matrix &a = c.inputs[0], &b = c.inputs[1];
-                    const Broadcast bc = resolve_broadcast(a.shape(), b.shape(), c.name);
-                    binary_dispatches(kernels::matrix_binary, {code, bc.mode}, nullptr, a, b, out[0], bc, c.name, ds);
-                  }}},
+       .lower = {{DType::F32, lowering}, {DType::F16, lowering}, {DType::BF16, lowering}},
        // Add and sub read nothing; mul's ga reads b and gb reads a; div's ga
        // reads b and gb both; maximum and minimum both.
        .saves = [code](const OpCall<NoAttributes>&, const std::vector<bool>& needs) {

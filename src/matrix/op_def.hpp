@@ -191,14 +191,18 @@ template <class A>
 using Lowering = std::function<void(const OpCall<A>&, const std::vector<Matrix>& outputs, std::vector<runtime::ComputeDispatch>&)>;
 
 // An input: its argument name, whether it may be an undefined Matrix (an
-// absent optional operand, such as a norm's weight), and whether it is
-// detached: no gradient flows to it (an attention mask), so it gets no edge
-// in the autograd graph and never makes the op record a node.
+// absent optional operand, such as a norm's weight), whether it is detached:
+// no gradient flows to it (an attention mask), so it gets no edge in the
+// autograd graph and never makes the op record a node, and whether autocast's
+// Lower policy keeps its dtype (a detached input, or a bias that the lowering
+// adds to its f32 accumulators: `keeps_f32`).
 struct InputSpec {
-  InputSpec(const char* n, bool opt = false, bool det = false) : name(n), optional(opt), detached(det) {}  // NOLINT: implicit, so {"x", "w"} lists inputs
+  InputSpec(const char* n, bool opt = false, bool det = false, bool keeps = false)  // NOLINT: implicit, so {"x", "w"} lists inputs
+      : name(n), optional(opt), detached(det), keeps_f32(keeps) {}
   const char* name;
   bool optional;
   bool detached;
+  bool keeps_f32;
 };
 
 template <class A>
@@ -231,11 +235,11 @@ struct Op {
   OpDef<A> def;
   AutocastPolicy autocast;      // the op's entry in the autocast table
   unsigned lowered_dtypes = 0;  // bit i: a lowering for DType i
-  unsigned detached_inputs = 0;  // bit i: def.inputs[i] is detached
+  unsigned kept_inputs = 0;  // bit i: autocast's Lower keeps def.inputs[i]'s dtype (detached or keeps_f32)
   explicit Op(OpDef<A> d) : def(std::move(d)), autocast(autocast_policy(def.name)) {
     for (const auto& l : def.lower) lowered_dtypes |= 1u << static_cast<unsigned>(l.first);
     for (std::size_t i = 0; i < def.inputs.size() && i < 32; ++i)
-      if (def.inputs[i].detached) detached_inputs |= 1u << i;
+      if (def.inputs[i].detached || def.inputs[i].keeps_f32) kept_inputs |= 1u << i;
     bool variadic = def.variadic;  // the semantic op lists the inputs given
     for (const auto& in : def.inputs) variadic = variadic || in.optional;
     register_contract({def.name, variadic ? -1 : static_cast<int>(def.inputs.size()), def.outputs, attribute_specs<A>()});
@@ -246,11 +250,11 @@ struct Op {
 
 // Autocast (oa/matrix/autocast.hpp): whether a scope is enabled on this
 // thread, and the inputs of an op cast as its `policy` says, given the dtypes
-// it has lowerings for (bit i: DType i) and its detached inputs (bit i: input
-// i of each group; Lower leaves them, an attention mask, as they are). False
+// it has lowerings for (bit i: DType i) and the inputs Lower leaves as they
+// are (bit i: input i of each group; an attention mask, a linear's bias). False
 // when no input needs a cast.
 bool autocast_active();
-bool autocast_inputs(AutocastPolicy policy, std::span<const Matrix> inputs, unsigned lowered_dtypes, unsigned detached_inputs,
+bool autocast_inputs(AutocastPolicy policy, std::span<const Matrix> inputs, unsigned lowered_dtypes, unsigned kept_inputs,
                      std::size_t group, std::vector<Matrix>& out);
 
 // A dispatch list for one apply() call, reused by later calls on the same
@@ -306,7 +310,7 @@ std::vector<Matrix> apply(const Op<A>& op, std::span<const Matrix> inputs, const
   }
   if (!inputs.empty() && autocast_active()) {
     std::vector<Matrix> cast_inputs;
-    if (autocast_inputs(op.autocast, inputs, op.lowered_dtypes, op.detached_inputs, group, cast_inputs))
+    if (autocast_inputs(op.autocast, inputs, op.lowered_dtypes, op.kept_inputs, group, cast_inputs))
       return apply(op, std::span<const Matrix>(cast_inputs), attributes, auxiliary);
   }
   const Engine& engine = inputs.empty() ? *generator_engine : inputs[0].engine();

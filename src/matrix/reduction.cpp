@@ -7,7 +7,9 @@
 #include <fmt/ranges.h>
 
 #include "matrix/axis.hpp"
+#include "matrix/cast_lowering.hpp"
 #include "matrix/op_def.hpp"
+#include "oa/matrix/cast.hpp"
 #include "oa/matrix/elementwise.hpp"
 #include "oa/matrix/indexing.hpp"
 #include "oa/matrix/layout.hpp"
@@ -252,16 +254,17 @@ void reduce_axes(const Engine& engine, const char* name, Kind kind, const std::s
 void expand_channels(const Matrix& gy, const Matrix& gx, std::int64_t channels, std::int64_t inner, float scale, const char* name,
             std::vector<ComputeDispatch>& ds) {
   for (auto c : detail::element_chunks(gy.engine(), gx.numel())) {
-    const auto off = static_cast<std::uint64_t>(c.begin) * 4, bytes = static_cast<std::uint64_t>(c.count) * 4;
+    const auto [off, bytes] = detail::chunk_window(gx.dtype(), c);
     ComputeDispatch d;
     d.kernel = kernels::matrix_expand;
+    d.specialization = {detail::dtype_code(gx.dtype())};
     d.bindings = {runtime::BufferBinding::read(gy.storage()), runtime::BufferBinding::write(gx.storage(), off, bytes)};
     d.push.set(push::matrix_expand{.n = u32(c.count),
                                    .base = detail::shader_u32(c.begin, "element index", name),
                                    .channels = detail::shader_u32(channels, "row count", name),
                                    .inner = detail::shader_u32(inner, "row length", name),
                                    .scale = scale});
-    d.groups = {detail::groups_for(c.count, 1024), 1, 1};
+    d.groups = {detail::groups_for(size_of(gx.dtype()) == 2 ? (c.count + 1) / 2 : c.count, 1024), 1, 1};
     ds.push_back(std::move(d));
   }
 }
@@ -541,8 +544,26 @@ struct Channels {
   }
 };
 
+// The sum of f32 x into f32 y (sum_to's shapes).
+void sum_to_f32(const Engine& engine, const char* name, const Matrix& x, const Matrix& y, std::vector<ComputeDispatch>& ds) {
+  const Channels v(x.shape(), y.shape());
+  if (v.channels_view) detail::sum_channels(engine, x.storage(), v.outer, v.channels, v.inner, y.storage(), ds);
+  else reduce_axes(engine, name, Kind::Sum, x.storage(), x.shape(), v.axes, 0.0f, 0.0f, y.storage(), ds);
+}
+
+// sum_to of a 16-bit x: widened into an f32 temporary, summed, rounded once.
+const detail::Lowering<SumToAttributes> kSumToHalf = [](const OpCall<SumToAttributes>& c, const std::vector<Matrix>& out,
+                                                        std::vector<ComputeDispatch>& ds) {
+  const Matrix& x = c.inputs[0];
+  const Matrix wide = detail::allocate(c.engine, x.shape()), sums = detail::allocate(c.engine, out[0].shape());
+  detail::cast_dispatches(x, wide, x.numel(), ds);
+  sum_to_f32(c.engine, c.name, wide, sums, ds);
+  detail::cast_dispatches(sums, out[0], sums.numel(), ds);
+};
+
 // x summed to a shape it broadcasts from; the gradient of a sum over
-// broadcast copies is gy broadcast back.
+// broadcast copies is gy broadcast back. A 16-bit x is widened into an f32
+// temporary, summed in f32, and the sums rounded once into its dtype.
 const Op<SumToAttributes> kSumTo{
     {.name = "oa::matrix::sum_to",
      .inputs = {"x"},
@@ -554,22 +575,24 @@ const Op<SumToAttributes> kSumTo{
          fail(ErrorKind::InvalidArgument, "{}: x {} does not broadcast from target {} (NumPy's rules: right aligned, extents equal or 1)",
               c.name, s, target);
        check_indexable(c.inputs[0], v.channels, c.name);
-       return std::vector<OutputSpec>{{target}};
+       return std::vector<OutputSpec>{{target, c.inputs[0].dtype()}};
      },
      .lower = {{DType::F32,
                 [](const OpCall<SumToAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
-                  const Matrix& x = c.inputs[0];
-                  const Channels v(x.shape(), out[0].shape());
-                  if (v.channels_view) detail::sum_channels(c.engine, x.storage(), v.outer, v.channels, v.inner, out[0].storage(), ds);
-                  else reduce_axes(c.engine, c.name, Kind::Sum, x.storage(), x.shape(), v.axes, 0.0f, 0.0f, out[0].storage(), ds);
-                }}},
+                  sum_to_f32(c.engine, c.name, c.inputs[0], out[0], ds);
+                }},
+               {DType::F16, kSumToHalf},
+               {DType::BF16, kSumToHalf}},
      .backward = [](const BackwardCall<SumToAttributes>& c) {
        const Matrix& gy = c.grad_outputs[0];
        const Shape& s = c.input_shapes[0];
        if (gy.shape() == s) return std::vector<Matrix>{gy};
        const Channels v(s, gy.shape());
-       if (!v.channels_view) return std::vector<Matrix>{expand(gy, s.to_vector())};
-       Matrix gx = detail::allocate(gy.engine(), s);
+       if (!v.channels_view) {
+         if (gy.dtype() == DType::F32) return std::vector<Matrix>{expand(gy, s.to_vector())};
+         return std::vector<Matrix>{cast(expand(cast(gy, DType::F32), s.to_vector()), gy.dtype())};
+       }
+       Matrix gx = detail::allocate(gy.engine(), s, gy.dtype());
        std::vector<ComputeDispatch> ds;
        expand_channels(gy, gx, v.channels, v.inner, 1.0f, c.name, ds);
        c.record(ds, {&gy}, {&gx});

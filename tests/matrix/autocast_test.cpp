@@ -50,8 +50,9 @@ TEST(MatrixAutocast, EachPolicyGivesItsDtypeInsideTheScopeOnly) {
     EXPECT_EQ(ml::layer_norm(h, gamma, beta).dtype(), DType::F32);  // F32
     EXPECT_EQ(mx::sum(h).dtype(), DType::F32);
     EXPECT_EQ(mx::add(h, x).dtype(), DType::F32);  // Promote: widest
-    EXPECT_EQ(mx::gelu(h).dtype(), DType::F32);    // Promote: no 16-bit gelu, so f32
-    EXPECT_EQ(ml::split_heads(h, 2, 2, 2).dtype(), DType::F32);
+    EXPECT_EQ(mx::gelu(h).dtype(), DType::F16);    // Promote: a 16-bit lowering keeps the dtype
+    EXPECT_EQ(ml::split_heads(h, 2, 2, 2).dtype(), DType::F16);
+    EXPECT_EQ(mx::transpose(h).dtype(), DType::F32);  // Promote: no 16-bit lowering, so f32
     EXPECT_EQ(mx::cast(x, DType::F16).dtype(), DType::F16);  // Keep
     const Matrix targets = Matrix::from_i32({4}, std::vector<std::int32_t>{0, 1, 2, 3});
     EXPECT_EQ(ml::cross_entropy(ml::linear(x, w, b), targets).dtype(), DType::F32);  // i32 targets untouched
@@ -79,7 +80,7 @@ TEST(MatrixAutocast, ScopesNestAndDisable) {
 
 TEST(MatrixAutocast, MatchesExplicitCastsBitForBit) {
   const Matrix x = values({5, 7}, 7), w = values({3, 7}, 8), b = values({3}, 9);
-  const Matrix want = ml::linear(mx::cast(x, DType::F16), mx::cast(w, DType::F16), mx::cast(b, DType::F16));
+  const Matrix want = ml::linear(mx::cast(x, DType::F16), mx::cast(w, DType::F16), b);  // the bias stays f32
   AutocastGuard guard(DType::F16);
   EXPECT_EQ(ml::linear(x, w, b).to_vector(), want.to_vector());
 }
@@ -122,13 +123,13 @@ TEST(MatrixAutocast, GradientsFlowThroughTheCastsInTheLeafDtype) {
     const double scale = low == DType::F16 ? 1.0 : 8.0;  // bf16 keeps 8 significant bits to f16's 11
     oa::test::GradTolerance t = tol;
     t.forward_rtol *= scale, t.forward_atol *= scale, t.grad_rtol *= scale, t.grad_atol *= scale;
-    // tanh(x W^T + b) summed over a layer norm: Lower (linear), Promote (tanh), F32 (layer_norm).
+    // tanh(x W^T + b) summed over a layer norm: Lower (linear), Promote (a 16-bit tanh), F32 (layer_norm).
     const Matrix out = gradcheck(
         {random_input({3, 6}, 1), random_input({4, 6}, 2), random_input({4}, 3)},
         [low](const std::vector<Matrix>& in) {
           AutocastGuard guard(low);
           const Matrix y = mx::tanh(ml::linear(in[0], in[1], in[2]));
-          EXPECT_EQ(y.dtype(), DType::F32);
+          EXPECT_EQ(y.dtype(), low);
           return ml::layer_norm(y, Matrix(), Matrix());
         },
         [](const Inputs& in) {

@@ -226,7 +226,7 @@ TEST(MatrixHalfProducts, MixedDtypesAreRefused) {
   const Matrix b34 = mx::cast(Matrix::ones({3, 4}), DType::BF16), h43 = mx::cast(Matrix::ones({4, 3}), DType::F16);
   const Matrix h23 = mx::cast(f23, DType::F16), f4 = Matrix::ones({4}), f43 = Matrix::ones({4, 3});
   const Matrix h223 = mx::cast(Matrix::ones({2, 2, 3}), DType::F16), f233 = Matrix::ones({2, 3, 3});
-  const Matrix h233 = mx::cast(f233, DType::F16);
+  const Matrix h233 = mx::cast(f233, DType::F16), bf4 = mx::cast(f4, DType::BF16), h4 = mx::cast(f4, DType::F16);
   struct Case {
     std::function<void()> call;
     std::vector<const char*> fragments;
@@ -239,7 +239,9 @@ TEST(MatrixHalfProducts, MixedDtypesAreRefused) {
       {[&] { ml::bmm_nt(f233, h233); }, {"oa::ml::bmm_nt", "a f32 [2, 3, 3]", "b f16 [2, 3, 3]"}},
       {[&] { ml::bmm_tn(h233, f233); }, {"oa::ml::bmm_tn", "a f16 [2, 3, 3]", "b f32 [2, 3, 3]"}},
       {[&] { ml::linear(h23, f43); }, {"oa::ml::linear", "x f16 [2, 3]", "weight f32 [4, 3]"}},
-      {[&] { ml::linear(h23, h43, f4); }, {"oa::ml::linear", "x f16 [2, 3]", "bias f32 [4]"}},
+      // An f32 bias is taken with 16-bit operands (autocast's form); another 16-bit dtype is not, nor a 16-bit one with f32.
+      {[&] { ml::linear(h23, h43, bf4); }, {"oa::ml::linear", "x f16 [2, 3]", "bias bf16 [4]"}},
+      {[&] { ml::linear(f23, f43, h4); }, {"oa::ml::linear", "x f32 [2, 3]", "bias f16 [4]"}},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.fragments[0]);

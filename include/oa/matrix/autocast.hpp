@@ -12,16 +12,24 @@
 //            dtype (F16 or BF16), so the op runs on the tensor cores where the
 //            device has them and its result has that dtype (torch.autocast's
 //            "lower_precision_fp" list). A detached input (an attention
-//            mask) is left as it is.
+//            mask) is left as it is, and so is linear's f32 bias: the GEMM
+//            adds it to its f32 accumulators before rounding, and its
+//            gradient is summed in f32 (torch casts the bias too; keeping
+//            it saves a cast each step and a rounding of the gradient).
 //   F32      softmax, log_softmax, the norms, the losses, the reductions,
 //            exp/log/pow-like ops, and the recurrent cells (no 16-bit
 //            lowering yet: move them to Lower when one lands): 16-bit
 //            inputs are widened to f32 (torch's "fp32" list).
 //   Promote  every op not listed: mixed floating inputs are widened to the
 //            widest (f16 with bf16 gives f32, as torch's type promotion), and
-//            to f32 where the op has no lowering for that dtype (oa's
-//            elementwise, layout and indexing kernels are f32), so that a
-//            16-bit result of a Lower op flows into any op.
+//            to f32 where the op has no lowering for that dtype, so that a
+//            16-bit result of a Lower op flows into any op. The elementwise
+//            ops (GELU, add, mul, ...), sum_to and the attention head
+//            permutations (split_heads, merge_heads, split_qkv_heads) have
+//            16-bit lowerings, so a 16-bit projection reaches attention and
+//            the next projection without a cast; the general layout and
+//            indexing ops (permute, slice, expand, index_select, ...) are
+//            f32, and widen.
 //   Keep     oa::matrix::cast itself: never touched.
 // Integer and bool inputs (indices, masks) and absent optional inputs are
 // never cast. The casts are oa::matrix::cast ops (each its own semantic op),

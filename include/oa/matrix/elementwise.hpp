@@ -1,6 +1,11 @@
 #pragma once
-// Elementwise ops (oa::matrix::<name>). F32 only, but for the comparisons
-// (f32 or i32 in, Bool out; their broadcasting is NumPy's, see below).
+// Elementwise ops (oa::matrix::<name>). Dtypes: the unary ops and add, sub,
+// mul, div, maximum and minimum take f32, f16 or bf16 (both operands of one
+// dtype; the result has it; arithmetic in f32, each result rounded once to
+// nearest even, as PyTorch's 16-bit CUDA kernels compute in f32); pow is f32;
+// the comparisons take f32 or i32 and give Bool (their broadcasting is
+// NumPy's, see below). Under autocast (oa/matrix/autocast.hpp) operands of
+// two float dtypes are widened to f32 first.
 //
 // Binary ops (add, sub, mul, div, maximum, minimum, pow) broadcast by NumPy's
 // rules (torch broadcasting semantics): shapes right-aligned, each pair of
@@ -19,8 +24,10 @@
 // most two extra result-sized copies forward and the matching reductions
 // backward.
 // Errors (InvalidArgument naming the op, the operands and their shapes;
-// nothing recorded): undefined or non-f32 operands, operands on two engines,
-// shapes that do not broadcast. Semantic op: "oa::matrix::<name>".
+// nothing recorded): undefined operands, dtypes other than those above or two
+// dtypes in one binary op, operands on two engines, shapes that do not
+// broadcast (a 16-bit pair that needs oa::matrix::expand is refused there:
+// expand is f32 and i32). Semantic op: "oa::matrix::<name>".
 #include "oa/matrix/matrix.hpp"
 
 namespace oa::matrix {

@@ -119,7 +119,8 @@ Matrix argmin(const Matrix& x, bool keepdim = false);
 // [N, C], [1, C, 1, 1] against NCHW) is summed in place; others reduce as
 // sum over the broadcast axes (see the cost model above). Throws
 // InvalidArgument naming both shapes for a target that does not broadcast to x.
-// Semantic op "oa::matrix::sum_to".
+// x is f32, f16 or bf16 and the result has its dtype (16-bit x is summed in
+// f32 and each sum rounded once). Semantic op "oa::matrix::sum_to".
 Matrix sum_to(const Matrix& x, const Shape& target);
 
 // Inclusive prefix sums along axis `dim` (torch.cumsum(x, dim)): y has x's

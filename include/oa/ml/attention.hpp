@@ -89,7 +89,9 @@ Matrix bmm_tn(const Matrix& a, const Matrix& b);
 // [B*H, S, D/H] with head b*H + h. Requires B, S, H >= 1, x.rows == B*S and
 // D divisible by H. merge_heads is its exact inverse ([B*H, S, Dh] -> [B*S,
 // H*Dh]). With H = 1 both are zero-copy reshapes and record no head op. The
-// backward of one is the other.
+// backward of one is the other. x is f32, f16 or bf16 (the result has its
+// dtype: the permutation moves bits, so under autocast a 16-bit projection
+// reaches attention without casts).
 Matrix split_heads(const Matrix& x, std::int64_t batch, std::int64_t seq_len, std::int64_t num_heads);
 Matrix merge_heads(const Matrix& x, std::int64_t batch, std::int64_t seq_len, std::int64_t num_heads);
 
@@ -99,7 +101,7 @@ Matrix merge_heads(const Matrix& x, std::int64_t batch, std::int64_t seq_len, st
 // nn::MultiHeadAttention's qkv Linear) but in one pass; its backward writes
 // the gradient of qkv in one pass too. Requires B, S, H >= 1, qkv.rows ==
 // B*S and columns divisible by 3*H (InvalidArgument naming the op and qkv's
-// shape otherwise).
+// shape otherwise). qkv is f32, f16 or bf16, and q, k, v have its dtype.
 struct QkvHeads {
   Matrix q, k, v;
 };

@@ -74,12 +74,12 @@ float lane_sum(float x) { return oa_subgroup_sum(x, LANES); }
 // Tensor inputs (q, k, v, and O and dO in the backward). In the f32 build
 // they are float arrays with vec4 views. With OA_FLASH_16 defined (the _half
 // builds, OA_FLASH_16 being the id of the constant FLASH_DT: 1 f16, 2 bf16)
-// they are 16-bit arrays bound as 32-bit words (matrix/gemm_half_io.glsl):
+// they are 16-bit arrays bound as 32-bit words (common/half_io.glsl):
 // element i is half of word i / 2 and four elements from a multiple of 4 are
 // one uvec2. Readers widen each element to f32 exactly; everything after the
 // read (tiles, arithmetic, results) is the f32 build's.
 #ifdef OA_FLASH_16
-#include "matrix/gemm_half_io.glsl"
+#include "common/half_io.glsl"
 layout(constant_id = OA_FLASH_16) const uint FLASH_DT = 1u;
 #define FLASH_INPUT(BINDING, BLOCK, NAME, BLOCK4, NAME4)                   \
   layout(std430, binding = BINDING) readonly buffer BLOCK { uint NAME[]; }; \

@@ -14,14 +14,14 @@
 //   MODE 3 (col2im): the wide chunk (16-bit) from f32 cols[R, Q]: the sum of
 //                    every tap that reaches the element, plus bias[c],
 //                    rounded once.
-// 16-bit elements are two to a word (matrix/gemm_half_io.glsl); invocation
+// 16-bit elements are two to a word (common/half_io.glsl); invocation
 // w writes word w of dst (elements 2w and 2w + 1 of its window), so no two
 // invocations share a word. aux0 and aux1 are the word offsets of src and
 // dst in their bindings, aux2 the element count of dst; past it a word's
 // high half is 0.
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
-#include "matrix/gemm_half_io.glsl"
+#include "common/half_io.glsl"
 layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint MODE = 0;
 layout(constant_id = 1) const uint DTYPE = 1;  // 1 f16, 2 bf16

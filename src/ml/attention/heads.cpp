@@ -1,5 +1,6 @@
 // split_heads / merge_heads: one OpDef each (matrix/op_def.hpp) with
-// validation and the permutation lowering; each one's backward is the other
+// validation and the permutation lowering (f32, f16 and bf16: the kernels move
+// bits); each one's backward is the other
 // permutation. split_qkv_heads: the packed q, k, v projection to three heads
 // layouts in one pass, and back in its backward.
 #include "ml/attention/internal.hpp"
@@ -66,17 +67,21 @@ Shape permuted_shape(const Heads& g, bool merge) {
   return merge ? Shape{g.batch * g.seq, g.heads * g.head_dim} : Shape{g.batch * g.heads, g.seq, g.head_dim};
 }
 
-// The permutation of x into y (merge = false: packed -> heads).
+// Output words of a head kernel writing n elements of x's dtype: 16-bit
+// elements go two to a word (shaders/ml/attention/heads.comp).
+std::int64_t words_of(const Matrix& x, std::int64_t n) { return size_of(x.dtype()) == 2 ? (n + 1) / 2 : n; }
+
+// The permutation of x into y (merge = false: packed -> heads), in x's dtype.
 void permute(const Matrix& x, const Matrix& y, const Heads& g, bool merge, std::vector<ComputeDispatch>& ds) {
   ComputeDispatch d;
   d.kernel = kernels::ml_attention_heads;
-  d.specialization = {merge ? 1u : 0u};
+  d.specialization = {merge ? 1u : 0u, size_of(x.dtype()) == 2 ? 1u : 0u};
   d.bindings = {BufferBinding::read(x.storage()), BufferBinding::write(y.storage())};
   d.push.set(push::ml_attention_heads{.n = static_cast<std::uint32_t>(x.numel()),
                                       .seq = static_cast<std::uint32_t>(g.seq),
                                       .heads = static_cast<std::uint32_t>(g.heads),
                                       .dh = static_cast<std::uint32_t>(g.head_dim)});
-  d.groups = {detail::groups_for(x.numel(), 1024), 1, 1};
+  d.groups = {detail::groups_for(words_of(x, x.numel()), 1024), 1, 1};
   ds.push_back(std::move(d));
 }
 
@@ -84,20 +89,21 @@ void permute(const Matrix& x, const Matrix& y, const Heads& g, bool merge, std::
 // other permutation, recorded as "<op> backward".
 Op<HeadAttributes> heads_op(const char* name, bool merge) {
   auto geometry = [merge](const Matrix& x, const HeadAttributes& a) { return merge ? merge_geometry(x, a) : split_geometry(x, a); };
+  const detail::Lowering<HeadAttributes> lowering = [geometry, merge](const OpCall<HeadAttributes>& c, const std::vector<Matrix>& out,
+                                                                      std::vector<ComputeDispatch>& ds) {
+    permute(c.inputs[0], out[0], geometry(c.inputs[0], c.attributes), merge, ds);
+  };
   return Op<HeadAttributes>(
       {.name = name,
        .inputs = {"x"},
        .infer = [geometry, merge](const OpCall<HeadAttributes>& c) {
-         return std::vector<OutputSpec>{{permuted_shape(geometry(c.inputs[0], c.attributes), merge)}};
+         return std::vector<OutputSpec>{{permuted_shape(geometry(c.inputs[0], c.attributes), merge), c.inputs[0].dtype()}};
        },
-       .lower = {{DType::F32,
-                  [geometry, merge](const OpCall<HeadAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
-                    permute(c.inputs[0], out[0], geometry(c.inputs[0], c.attributes), merge, ds);
-                  }}},
+       .lower = {{DType::F32, lowering}, {DType::F16, lowering}, {DType::BF16, lowering}},
        .backward = [merge](const BackwardCall<HeadAttributes>& c) {
          const Matrix& gy = c.grad_outputs[0];
          const Heads g = heads_of(c.input_shapes[0], c.attributes, merge);
-         Matrix gx = detail::allocate(gy.engine(), c.input_shapes[0]);
+         Matrix gx = detail::allocate(gy.engine(), c.input_shapes[0], gy.dtype());
          std::vector<ComputeDispatch> ds;
          permute(gy, gx, g, !merge, ds);
          c.record(ds, {&gy}, {&gx}, detail::attribute_values(c.attributes));
@@ -127,17 +133,23 @@ ComputeDispatch qkv_dispatch(const Matrix& packed, const Matrix& q, const Matrix
   const auto heads = [backward](const Matrix& m) { return backward ? BufferBinding::read(m.storage()) : BufferBinding::write(m.storage()); };
   ComputeDispatch d;
   d.kernel = kernels::ml_attention_qkv_heads;
-  d.specialization = {backward ? 1u : 0u};
+  d.specialization = {backward ? 1u : 0u, size_of(q.dtype()) == 2 ? 1u : 0u};
   d.bindings = {backward ? BufferBinding::write(packed.storage()) : BufferBinding::read(packed.storage()), heads(q), heads(k), heads(v)};
   d.push.set(push::ml_attention_heads{.n = static_cast<std::uint32_t>(q.numel()),
                                       .seq = static_cast<std::uint32_t>(g.seq),
                                       .heads = static_cast<std::uint32_t>(g.heads),
                                       .dh = static_cast<std::uint32_t>(g.head_dim)});
-  d.groups = {detail::groups_for(q.numel(), 1024), 1, 1};
+  // 16-bit: an invocation writes words of what it writes (all of qkv in the backward).
+  d.groups = {detail::groups_for(size_of(q.dtype()) == 2 ? words_of(q, (backward ? 3 : 1) * q.numel()) : q.numel(), 1024), 1, 1};
   return d;
 }
 
-// Results q, k, v; the backward writes the gradient of qkv from theirs (zeros
+const detail::Lowering<HeadAttributes> kQkvLowering = [](const OpCall<HeadAttributes>& c, const std::vector<Matrix>& out,
+                                                          std::vector<ComputeDispatch>& ds) {
+  ds.push_back(qkv_dispatch(c.inputs[0], out[0], out[1], out[2], qkv_geometry(c.inputs[0], c.attributes), false));
+};
+
+// Results q, k, v (in qkv's dtype: f32, f16 or bf16); the backward writes the gradient of qkv from theirs (zeros
 // stand in for an unused one) in one pass.
 const Op<HeadAttributes> kSplitQkvOp{
     {.name = kSplitQkv,
@@ -145,17 +157,15 @@ const Op<HeadAttributes> kSplitQkvOp{
      .outputs = 3,
      .infer = [](const OpCall<HeadAttributes>& c) {
        const Shape s = permuted_shape(qkv_geometry(c.inputs[0], c.attributes), false);
-       return std::vector<OutputSpec>{{s}, {s}, {s}};
+       const DType d = c.inputs[0].dtype();
+       return std::vector<OutputSpec>{{s, d}, {s, d}, {s, d}};
      },
-     .lower = {{DType::F32,
-                [](const OpCall<HeadAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
-                  ds.push_back(qkv_dispatch(c.inputs[0], out[0], out[1], out[2], qkv_geometry(c.inputs[0], c.attributes), false));
-                }}},
+     .lower = {{DType::F32, kQkvLowering}, {DType::F16, kQkvLowering}, {DType::BF16, kQkvLowering}},
      .backward = [](const BackwardCall<HeadAttributes>& c) {
        const std::vector<Matrix>& gy = c.grad_outputs;
        const Shape& shape = c.input_shapes[0];
        const Heads g{c.attributes.batch, c.attributes.sequence_length, c.attributes.num_heads, shape[1] / (3 * c.attributes.num_heads)};
-       Matrix gx = detail::allocate(gy[0].engine(), shape);
+       Matrix gx = detail::allocate(gy[0].engine(), shape, gy[0].dtype());
        const ComputeDispatch d = qkv_dispatch(gx, gy[0], gy[1], gy[2], g, true);
        c.record(std::span(&d, 1), {&gy[0], &gy[1], &gy[2]}, {&gx}, detail::attribute_values(c.attributes));
        return std::vector<Matrix>{gx};
@@ -166,14 +176,14 @@ const Op<HeadAttributes> kSplitQkvOp{
 Matrix split_heads(const Matrix& x, std::int64_t batch, std::int64_t seq_len, std::int64_t num_heads) {
   const HeadAttributes a{batch, seq_len, num_heads};
   const Heads g = split_geometry(x, a);
-  if (g.heads == 1 && x.dtype() == DType::F32) return x.reshape({g.batch, g.seq, g.head_dim});
+  if (g.heads == 1 && is_floating_point(x.dtype())) return x.reshape({g.batch, g.seq, g.head_dim});
   return detail::apply(kSplitOp, {x}, a)[0];
 }
 
 Matrix merge_heads(const Matrix& x, std::int64_t batch, std::int64_t seq_len, std::int64_t num_heads) {
   const HeadAttributes a{batch, seq_len, num_heads};
   const Heads g = merge_geometry(x, a);
-  if (g.heads == 1 && x.dtype() == DType::F32) return x.reshape({g.batch * g.seq, g.head_dim});
+  if (g.heads == 1 && is_floating_point(x.dtype())) return x.reshape({g.batch * g.seq, g.head_dim});
   return detail::apply(kMergeOp, {x}, a)[0];
 }
 

@@ -16,8 +16,10 @@ using detail::NoAttributes;
 // y = x W^T + b with x [..., in], weight [out, in], bias [out] (optional).
 // The backward, with x viewed as [rows, in]: gx = gy W [rows, in] and
 // gW = gy^T x [out, in] as one backward op, gb = column sums of gy (sum_to).
-// x, weight, bias and y have one dtype (f32, f16 or bf16), as do the
-// gradients; a 16-bit gb is summed in f32 and rounded once.
+// x, weight and y have one dtype (f32, f16 or bf16), as do their gradients;
+// the bias has it too or is f32 (added to the f32 accumulators before the
+// one rounding; autocast keeps an f32 bias so), and gb has the bias's dtype,
+// summed in f32 (a 16-bit gb rounded once).
 const detail::Lowering<NoAttributes> kLinearLowering = [](const detail::OpCall<NoAttributes>& c, const std::vector<Matrix>& out,
                                                           std::vector<runtime::ComputeDispatch>& ds) {
   const Matrix &x = c.inputs[0], &weight = c.inputs[1], &bias = c.inputs[2];
@@ -36,7 +38,7 @@ const detail::Lowering<NoAttributes> kLinearLowering = [](const detail::OpCall<N
 
 const detail::Op<NoAttributes> kLinear{
     {.name = "oa::ml::linear",
-     .inputs = {"x", "weight", {"bias", true}},
+     .inputs = {"x", "weight", {"bias", true, false, true}},
      .infer = [](const detail::OpCall<NoAttributes>& c) {
        const Matrix &x = c.inputs[0], &weight = c.inputs[1], &bias = c.inputs[2];
        detail::require_same_dtype(x, "x", weight, "weight", c.name);
@@ -48,7 +50,7 @@ const detail::Op<NoAttributes> kLinear{
          fail(ErrorKind::InvalidArgument, "{}: the last extent of x {} differs from in = {} of weight {}", c.name, x.shape(), in,
               weight.shape());
        if (bias.defined()) {
-         detail::require_same_dtype(x, "x", bias, "bias", c.name);
+         if (bias.dtype() != DType::F32) detail::require_same_dtype(x, "x", bias, "bias", c.name);
          if (!(bias.shape() == Shape{out}))
            fail(ErrorKind::InvalidArgument, "{}: bias {} must be [out] = [{}] for weight {}", c.name, bias.shape(), out, weight.shape());
        }
@@ -59,9 +61,9 @@ const detail::Op<NoAttributes> kLinear{
        return std::vector<detail::OutputSpec>{{y_shape, x.dtype()}};
      },
      .lower = {{DType::F32, kLinearLowering}, {DType::F16, kLinearLowering}, {DType::BF16, kLinearLowering}},
-     // gx reads the weight, gW reads x: save only what a needed gradient reads.
+     // gx reads the weight, gW reads x, gb the bias's dtype: save only what a needed gradient reads.
      .saves = [](const detail::OpCall<NoAttributes>&, const std::vector<bool>& needs) {
-       return detail::Saves{{needs[1], needs[0], false}, {}};
+       return detail::Saves{{needs[1], needs[0], needs[2]}, {}};
      },
      .backward = [](const detail::BackwardCall<NoAttributes>& c) {
        const Matrix &x = c.inputs[0], &weight = c.inputs[1];
@@ -95,7 +97,10 @@ const detail::Op<NoAttributes> kLinear{
        }
        const Matrix none;
        if (c.needs[0] || c.needs[1]) c.record(ds, {&gy, c.needs[0] ? &weight : &none, c.needs[1] ? &x : &none}, {&g[0], &g[1]});
-       if (c.needs[2]) g[2] = matrix::cast(matrix::sum_to(matrix::cast(gy, DType::F32), c.input_shapes[2]), dtype);
+       if (c.needs[2]) {
+         const DType bias_dtype = c.inputs[2].dtype();
+         g[2] = matrix::sum_to(bias_dtype == dtype ? gy : matrix::cast(gy, bias_dtype), c.input_shapes[2]);
+       }
        return g;
      }}};
 

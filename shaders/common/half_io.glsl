@@ -1,12 +1,13 @@
-// 16-bit operand access for the GEMM kernels' OA_GEMM_16 variants
-// (matrix/gemm_operands.glsl, matrix/gemm_epilogue_half).
+// Element access to f32, f16 and bf16 arrays bound as 32-bit words, for the
+// kernels that take 16-bit storage (the GEMMs, flash attention, the
+// convolutions' columns, the elementwise and layout kernels).
 // Every operand is bound as 32-bit words; a dtype code (as matrix/cast: 0 f32,
 // 1 f16, 2 bf16) says how to read them. An f32 element i is word i. A 16-bit
 // element i is the low (i even) or high (i odd) half of word i / 2, and four
 // 16-bit elements from a multiple of 4 are one uvec2. Widening is exact,
 // narrowing rounds to nearest, ties to even (common/half.glsl).
-#ifndef OA_GEMM_HALF_IO_GLSL
-#define OA_GEMM_HALF_IO_GLSL
+#ifndef OA_HALF_IO_GLSL
+#define OA_HALF_IO_GLSL
 #include "common/half.glsl"
 
 float oa_widen(uint h, uint dtype) { return uintBitsToFloat(dtype == 1u ? oa_f32_from_f16(h) : oa_f32_from_bf16(h)); }
@@ -25,6 +26,18 @@ uint oa_narrow(float v, uint dtype) {
 
 uvec2 oa_pack_quad(vec4 v, uint dtype) {
   return uvec2(oa_narrow(v.x, dtype) | (oa_narrow(v.y, dtype) << 16), oa_narrow(v.z, dtype) | (oa_narrow(v.w, dtype) << 16));
+}
+
+// The elements of word w of an array of `dtype` as floats: one (f32; .y is
+// then 0) or two (16-bit: .x the low half, .y the high one).
+vec2 oa_word_values(uint w, uint dtype) {
+  return dtype == 0u ? vec2(uintBitsToFloat(w), 0.0) : vec2(oa_widen(w & 0xffffu, dtype), oa_widen(w >> 16, dtype));
+}
+
+// The word of `dtype` holding v (f32: v.x alone). A 16-bit word's high half is
+// zero when `both` is false (the word after an odd element count's last).
+uint oa_word_of(vec2 v, bool both, uint dtype) {
+  return dtype == 0u ? floatBitsToUint(v.x) : oa_narrow(v.x, dtype) | (both ? oa_narrow(v.y, dtype) << 16 : 0u);
 }
 
 // Element i (dtype code `dtype`) of the word array `words`, as a float.
