@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "matrix/op_def.hpp"
+#include "ml/update_items.hpp"
 #include "oa/matrix/elementwise.hpp"
 
 namespace oa::ml::amp {
@@ -24,7 +25,8 @@ struct UnscaleAttributes {
 };
 
 // Every gradient times 1 / scale in place, found_inf set on an inf or NaN:
-// results are the gradients themselves.
+// results are the gradients themselves. Multi-tensor (ml/update_items.hpp):
+// kItems element chunks a dispatch.
 const Op<UnscaleAttributes> kUnscaleGrads{
     {.name = "oa::ml::amp::unscale_grads",
      .inputs = {"gradient"},
@@ -36,18 +38,19 @@ const Op<UnscaleAttributes> kUnscaleGrads{
      },
      .lower = {{DType::F32,
                 [](const OpCall<UnscaleAttributes>& call, const std::vector<Matrix>&, std::vector<ComputeDispatch>& ds) {
-                  for (const auto& g : call.inputs)
-                    for (const auto& c : detail::element_chunks(call.engine, g.numel())) {
-                      ComputeDispatch d;
-                      d.kernel = kernels::ml_optim_unscale_grads;
-                      d.bindings = {BufferBinding::read_write(g.storage(), static_cast<std::uint64_t>(c.begin) * 4,
-                                                              static_cast<std::uint64_t>(c.count) * 4),
-                                    BufferBinding::read(call.attributes.scale.storage()),
-                                    BufferBinding::read_write(call.attributes.found_inf.storage())};
-                      d.push.set(push::ml_optim_unscale_grads{.n = static_cast<std::uint32_t>(c.count)});
-                      d.groups = {detail::groups_for(c.count, 1024), 1, 1};
-                      ds.push_back(std::move(d));
+                  items::batch(call.engine, call.inputs, [&](std::span<const items::Item> batch, std::uint64_t groups) {
+                    ComputeDispatch d;
+                    d.kernel = kernels::ml_optim_unscale_grads;
+                    for (std::size_t k = 0; k < items::kItems; ++k) {
+                      const items::Item& it = items::at(batch, k);
+                      d.bindings.push_back(items::binding(call.inputs[it.tensor], it, runtime::Access::ReadWrite));
                     }
+                    d.bindings.push_back(BufferBinding::read(call.attributes.scale.storage()));
+                    d.bindings.push_back(BufferBinding::read_write(call.attributes.found_inf.storage()));
+                    d.push.set(push::ml_optim_unscale_grads{.items = items::item_counts(batch)});
+                    d.groups = {groups, 1, 1};
+                    ds.push_back(std::move(d));
+                  });
                 }}},
      .variadic = true}};
 

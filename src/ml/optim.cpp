@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "matrix/op_def.hpp"
+#include "ml/update_items.hpp"
 
 namespace oa::ml::optim {
 
@@ -24,8 +25,6 @@ const char* const kSgdOp = "oa::ml::optim::sgd_step";
 const char* const kAdamWOp = "oa::ml::optim::adamw_step";
 const char* const kClipOp = "oa::ml::optim::clip_grad_norm";
 
-// Elements per workgroup of the elementwise update kernels (256 threads x 4).
-constexpr std::int64_t kUpdateGroup = 1024;
 // Elements per workgroup chunk of ml/optim/sum_squares (its CHUNK).
 constexpr std::int64_t kReduceChunk = 2048;
 constexpr std::size_t kReduceInputs = 8;
@@ -35,9 +34,8 @@ void require_hyper(float value, const char* op, const char* what) {
     fail(ErrorKind::InvalidArgument, "{}: {} = {} must be finite and non-negative", op, what, value);
 }
 
-// The byte range of element chunk `c` of a 4-byte-element Matrix.
+// The byte offset of element chunk `c` of a 4-byte-element Matrix.
 std::uint64_t offset_of(const detail::ElementChunk& c) { return static_cast<std::uint64_t>(c.begin) * 4; }
-std::uint64_t bytes_of(const detail::ElementChunk& c) { return static_cast<std::uint64_t>(c.count) * 4; }
 
 // ── The fused update ops ─────────────────────────────────────────────────────
 // One op per optimizer step over every parameter that has a gradient: its
@@ -45,18 +43,11 @@ std::uint64_t bytes_of(const detail::ElementChunk& c) { return static_cast<std::
 // in place. Their attributes also hold, untraced, per pair the parameter's
 // index in the optimizer (`slots`, which indexes the step constants) and its
 // state buffers, which the step updates in place as well.
-// The lowering is multi-tensor, as PyTorch's foreach AdamW and Apex's
-// multi_tensor_apply: the element chunks of all pairs (items) go to the
-// kernel up to kItems per dispatch (shaders/ml/optim/update_items.push.h), so
-// a step over many small parameters costs a few dispatches.
+// The lowering is multi-tensor (ml/update_items.hpp): an item is an element
+// chunk of a pair (Item::tensor is the pair's index), up to kItems a dispatch.
 
-constexpr std::size_t kItems = OA_OPTIM_ITEMS;
-
-// Element chunk `chunk` of pair `pair`: one item of an update dispatch.
-struct UpdateItem {
-  std::size_t pair = 0;
-  detail::ElementChunk chunk;
-};
+using items::Item;
+using items::kItems;
 
 // The (parameter, gradient) pairs of the parameters with a gradient; their
 // indices go to `slots`.
@@ -91,33 +82,21 @@ struct UpdateBuffers {
   std::size_t items_per_dispatch = kItems;
 };
 
-// The binding of an item's range of `m` (a parameter, its gradient or state).
-BufferBinding item_binding(const Matrix& m, const UpdateItem& item, runtime::Access access) {
-  return {m.storage(), access, offset_of(item.chunk), bytes_of(item.chunk)};
-}
-
-// The item in place k of a dispatch: unused places repeat item 0 (with no
-// elements, so never touched).
-const UpdateItem& item_at(std::span<const UpdateItem> items, std::size_t k) { return items[k < items.size() ? k : 0]; }
-
 // Appends the bindings of the step constants, the update counts and found_inf:
 // the buffers, or (pushed) the gradient range of item 0, never read.
-void bind_step_buffers(const UpdateBuffers& b, std::span<const Matrix> pairs, std::span<const UpdateItem> items, ComputeDispatch& d) {
+void bind_step_buffers(const UpdateBuffers& b, std::span<const Matrix> pairs, std::span<const Item> items, ComputeDispatch& d) {
   if (b.pushed) {
-    for (int i = 0; i < 3; ++i) d.bindings.push_back(item_binding(pairs[2 * items[0].pair + 1], items[0], runtime::Access::Read));
+    for (int i = 0; i < 3; ++i) d.bindings.push_back(items::binding(pairs[2 * items[0].tensor + 1], items[0], runtime::Access::Read));
     return;
   }
   for (const Matrix* m : {&b.constants, &b.counts, &b.found_inf}) d.bindings.push_back(BufferBinding::read(m->storage()));
 }
 
 // The element counts and slots of `items` (0 in the unused places).
-push::ml_optim_update_items item_push(const UpdateBuffers& b, std::span<const UpdateItem> items) {
-  std::array<std::uint32_t, kItems> n{}, slot{};
-  for (std::size_t k = 0; k < items.size(); ++k) {
-    n[k] = static_cast<std::uint32_t>(items[k].chunk.count);
-    slot[k] = static_cast<std::uint32_t>(b.slots[items[k].pair]);
-  }
-  return {.n = n, .slot = slot};
+push::ml_optim_update_items item_push(const UpdateBuffers& b, std::span<const Item> items) {
+  std::array<std::uint32_t, kItems> slot{};
+  for (std::size_t k = 0; k < items.size(); ++k) slot[k] = static_cast<std::uint32_t>(b.slots[items[k].tensor]);
+  return {.n = items::counts(items), .slot = slot};
 }
 
 // The pairs in dispatch order: those that push equal step values (bit for
@@ -148,7 +127,7 @@ std::vector<std::size_t> dispatch_order(const UpdateBuffers& b, std::size_t pair
 // (the dispatch without its workgroup count), then, unless the step pushes
 // its values, ml/optim/count_steps over the update counts.
 template <class A>
-Op<A> update_op(const char* name, std::function<ComputeDispatch(const OpCall<A>&, std::span<const UpdateItem>)> lower) {
+Op<A> update_op(const char* name, std::function<ComputeDispatch(const OpCall<A>&, std::span<const Item>)> lower) {
   return Op<A>({.name = name,
                 .inputs = {"parameter", "gradient"},
                 .outputs = -1,
@@ -164,25 +143,13 @@ Op<A> update_op(const char* name, std::function<ComputeDispatch(const OpCall<A>&
                              const UpdateBuffers& b = call.attributes;
                              std::vector<bool> starts;
                              const std::vector<std::size_t> order = dispatch_order(b, call.inputs.size() / 2, starts);
-                             std::array<UpdateItem, kItems> items;
-                             std::size_t held = 0;
-                             std::uint64_t groups = 0;
-                             auto flush = [&] {
-                               if (held == 0) return;
-                               ComputeDispatch d = lower(call, std::span<const UpdateItem>(items.data(), held));
-                               d.groups = {groups, 1, 1};
-                               ds.push_back(std::move(d));
-                               held = 0, groups = 0;
-                             };
-                             for (std::size_t at = 0; at < order.size(); ++at) {
-                               if (starts[at]) flush();
-                               for (const auto& c : detail::element_chunks(call.engine, call.inputs[2 * order[at]].numel())) {
-                                 if (held == b.items_per_dispatch) flush();
-                                 items[held++] = {order[at], c};
-                                 groups += detail::groups_for(c.count, kUpdateGroup);
-                               }
-                             }
-                             flush();
+                             items::batch(
+                                 call.engine, order, starts, [&](std::size_t pair) { return call.inputs[2 * pair].numel(); },
+                                 b.items_per_dispatch, [&](std::span<const Item> items, std::uint64_t groups) {
+                                   ComputeDispatch d = lower(call, items);
+                                   d.groups = {groups, 1, 1};
+                                   ds.push_back(std::move(d));
+                                 });
                              if (b.pushed) return;
                              ComputeDispatch d;
                              d.kernel = kernels::ml_optim_count_steps;
@@ -206,21 +173,21 @@ struct SgdAttributes : UpdateBuffers {
 };
 
 const Op<SgdAttributes> kSgdStep = update_op<SgdAttributes>(
-    kSgdOp, [](const OpCall<SgdAttributes>& call, std::span<const UpdateItem> items) {
+    kSgdOp, [](const OpCall<SgdAttributes>& call, std::span<const Item> items) {
       const SgdAttributes& a = call.attributes;
       const bool momentum = a.momentum != 0;
       ComputeDispatch d;
       d.kernel = kernels::ml_optim_sgd_step;
       d.specialization = {momentum ? 1u : 0u, a.nesterov ? 1u : 0u, a.pushed ? 1u : 0u};
       for (std::size_t k = 0; k < kItems; ++k) {
-        const UpdateItem& it = item_at(items, k);
-        const Matrix& p = call.inputs[2 * it.pair];
-        d.bindings.push_back(item_binding(p, it, runtime::Access::ReadWrite));
-        d.bindings.push_back(item_binding(call.inputs[2 * it.pair + 1], it, runtime::Access::Read));
-        d.bindings.push_back(item_binding(momentum ? a.momentum_buffers[it.pair] : p, it, runtime::Access::ReadWrite));
+        const Item& it = items::at(items, k);
+        const Matrix& p = call.inputs[2 * it.tensor];
+        d.bindings.push_back(items::binding(p, it, runtime::Access::ReadWrite));
+        d.bindings.push_back(items::binding(call.inputs[2 * it.tensor + 1], it, runtime::Access::Read));
+        d.bindings.push_back(items::binding(momentum ? a.momentum_buffers[it.tensor] : p, it, runtime::Access::ReadWrite));
       }
       bind_step_buffers(a, call.inputs, items, d);
-      const std::size_t j = items[0].pair;
+      const std::size_t j = items[0].tensor;
       d.push.set(push::ml_optim_sgd_step{.momentum = a.momentum,
                                          .dampening = a.dampening,
                                          .weight_decay = a.weight_decay,
@@ -246,30 +213,30 @@ struct AdamWAttributes : UpdateBuffers {
 // dispatch holds up to OA_ADAM_AMSGRAD_ITEMS items, whose running maxima take
 // the places of the last two items' buffers.
 const Op<AdamWAttributes> kAdamWStep = update_op<AdamWAttributes>(
-    kAdamWOp, [](const OpCall<AdamWAttributes>& call, std::span<const UpdateItem> items) {
+    kAdamWOp, [](const OpCall<AdamWAttributes>& call, std::span<const Item> items) {
       const AdamWAttributes& a = call.attributes;
       ComputeDispatch d;
       d.kernel = kernels::ml_optim_adamw_step;
       d.specialization = {a.pushed ? 1u : 0u, a.decoupled ? 0u : 1u, a.amsgrad ? 1u : 0u};
       const std::size_t places = a.amsgrad ? OA_ADAM_AMSGRAD_ITEMS : kItems;
       for (std::size_t k = 0; k < places; ++k) {
-        const UpdateItem& it = item_at(items, k);
-        d.bindings.push_back(item_binding(call.inputs[2 * it.pair], it, runtime::Access::ReadWrite));
-        d.bindings.push_back(item_binding(call.inputs[2 * it.pair + 1], it, runtime::Access::Read));
-        d.bindings.push_back(item_binding(a.exp_avg[it.pair], it, runtime::Access::ReadWrite));
-        d.bindings.push_back(item_binding(a.exp_avg_sq[it.pair], it, runtime::Access::ReadWrite));
+        const Item& it = items::at(items, k);
+        d.bindings.push_back(items::binding(call.inputs[2 * it.tensor], it, runtime::Access::ReadWrite));
+        d.bindings.push_back(items::binding(call.inputs[2 * it.tensor + 1], it, runtime::Access::Read));
+        d.bindings.push_back(items::binding(a.exp_avg[it.tensor], it, runtime::Access::ReadWrite));
+        d.bindings.push_back(items::binding(a.exp_avg_sq[it.tensor], it, runtime::Access::ReadWrite));
       }
       if (a.amsgrad) {
         for (std::size_t k = 0; k < places; ++k) {
-          const UpdateItem& it = item_at(items, k);
-          d.bindings.push_back(item_binding(a.max_exp_avg_sq[it.pair], it, runtime::Access::ReadWrite));
+          const Item& it = items::at(items, k);
+          d.bindings.push_back(items::binding(a.max_exp_avg_sq[it.tensor], it, runtime::Access::ReadWrite));
         }
         // The two places left of the last two items' buffers, never read.
         while (d.bindings.size() < 4 * kItems)
-          d.bindings.push_back(item_binding(call.inputs[2 * items[0].pair + 1], items[0], runtime::Access::Read));
+          d.bindings.push_back(items::binding(call.inputs[2 * items[0].tensor + 1], items[0], runtime::Access::Read));
       }
       bind_step_buffers(a, call.inputs, items, d);
-      const std::size_t j = items[0].pair;
+      const std::size_t j = items[0].tensor;
       d.push.set(push::ml_optim_adamw_step{.beta1 = a.beta1,
                                            .beta2 = a.beta2,
                                            .eps = a.eps,
@@ -333,7 +300,8 @@ struct ClipAttributes {
 };
 
 // The global norm of the gradients, by a tree of sum_squares passes, then
-// every gradient scaled by min(1, max_norm / (norm + 1e-6)) in place.
+// every gradient scaled by min(1, max_norm / (norm + 1e-6)) in place, kItems
+// element chunks a dispatch.
 void lower_clip(const OpCall<ClipAttributes>& call, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
   const Engine& engine = call.engine;
   const Matrix& norm = out[0];
@@ -360,15 +328,18 @@ void lower_clip(const OpCall<ClipAttributes>& call, const std::vector<Matrix>& o
     level = std::move(next);
     square = false;
   }
-  for (const auto& g : call.inputs)
-    for (const auto& c : detail::element_chunks(engine, g.numel())) {
-      ComputeDispatch d;
-      d.kernel = kernels::ml_optim_scale_by_norm;
-      d.bindings = {BufferBinding::read(norm.storage()), BufferBinding::read_write(g.storage(), offset_of(c), bytes_of(c))};
-      d.push.set(push::ml_optim_scale_by_norm{.n = static_cast<std::uint32_t>(c.count), .max_norm = call.attributes.max_norm});
-      d.groups = {detail::groups_for(c.count, kUpdateGroup), 1, 1};
-      ds.push_back(std::move(d));
+  items::batch(engine, call.inputs, [&](std::span<const Item> items, std::uint64_t groups) {
+    ComputeDispatch d;
+    d.kernel = kernels::ml_optim_scale_by_norm;
+    for (std::size_t k = 0; k < kItems; ++k) {
+      const Item& it = items::at(items, k);
+      d.bindings.push_back(items::binding(call.inputs[it.tensor], it, runtime::Access::ReadWrite));
     }
+    d.bindings.push_back(BufferBinding::read(norm.storage()));
+    d.push.set(push::ml_optim_scale_by_norm{.max_norm = call.attributes.max_norm, .items = items::item_counts(items)});
+    d.groups = {groups, 1, 1};
+    ds.push_back(std::move(d));
+  });
 }
 
 // Result: the norm []; the gradients are auxiliary outputs, scaled in place.

@@ -8,6 +8,8 @@
 #include <limits>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "models.hpp"
 #include "oa/oa.hpp"
 #include "reference/optim.hpp"
@@ -53,7 +55,7 @@ TEST(NnGradScaler, ScaleAndUnscaleMatchTheHost) {
   const auto ops = trace.ops();
   ASSERT_EQ(ops.size(), 1u);
   EXPECT_EQ(ops[0].name, "oa::ml::amp::unscale_grads");
-  EXPECT_EQ(ops[0].dispatches, 2u);
+  EXPECT_EQ(ops[0].dispatches, 1u);  // both gradients in one multi-tensor dispatch
   EXPECT_EQ(p.grad().to_vector(), gp);  // times 1 / 2^10: exact
   EXPECT_EQ(q.grad().to_vector(), gq);
   EXPECT_EQ(scaler.found_inf().item(), 0.0f);
@@ -65,6 +67,34 @@ TEST(NnGradScaler, ScaleAndUnscaleMatchTheHost) {
 
 // An inf or NaN gradient skips the step on the device: parameters and state
 // unchanged, the update not counted (the next one is a first update).
+// Eleven gradients, some of several workgroups, in two multi-tensor
+// dispatches: each is unscaled exactly, and an inf in the second dispatch's
+// last gradient sets found_inf (it is clear while that gradient is finite).
+TEST(NnGradScaler, UnscalesManyGradientsAcrossDispatches) {
+  const std::vector<std::int64_t> sizes = {1, 7, 300, 2048, 2049, 5, 64, 129, 3, 1000, 4100};
+  for (bool with_inf : {false, true}) {
+    GradScaler scaler({.init_scale = 64.0f});
+    std::vector<Parameter> params;
+    std::vector<std::vector<float>> want;
+    for (std::size_t k = 0; k < sizes.size(); ++k) {
+      std::vector<float> g(static_cast<std::size_t>(sizes[k]));
+      for (std::size_t i = 0; i < g.size(); ++i) g[i] = static_cast<float>((i * 7 + k * 13) % 29) * 0.125f - 1.5f;
+      if (with_inf && k + 1 == sizes.size()) g[4097] = std::numeric_limits<float>::infinity();
+      params.push_back(param(fmt::format("p{}", k), std::vector<float>(g.size(), 1.0f)));
+      scaled_grad(scaler, params.back(), g);
+      want.push_back(g);
+    }
+    optim::Sgd sgd(params, {.lr = 0.5f});
+    oa::TraceCapture trace(params[0].value().engine());
+    scaler.unscale_(sgd);
+    const auto ops = trace.ops();
+    ASSERT_EQ(ops.size(), 1u);
+    EXPECT_EQ(ops[0].dispatches, 2u);  // 8 gradients, then 3
+    for (std::size_t k = 0; k < sizes.size(); ++k) EXPECT_EQ(params[k].grad().to_vector(), want[k]) << k;  // times 64, then 1 / 64: exact
+    EXPECT_EQ(scaler.found_inf().item(), with_inf ? 1.0f : 0.0f);
+  }
+}
+
 TEST(NnGradScaler, SkipsTheStepOnInfOrNaNWithoutCountingIt) {
   const float bad_values[] = {std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()};
   for (float bad : bad_values) {
