@@ -25,6 +25,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -252,13 +253,15 @@ std::vector<Step> parse_key(const Matrix& x, py::handle key, bool read_back, con
 }
 
 Matrix get_item(const Matrix& x, py::handle key) {
-  // The selection ops take float32 and int32: other dtypes are indexed as
-  // float32, which holds their values exactly, and converted back.
-  if (x.dtype() != DType::F32 && x.dtype() != DType::I32)
-    return copy_not_view(x, convert(get_item(convert(x, DType::F32), key), x.dtype()), "oa.Tensor.__getitem__");
   std::vector<std::int64_t> selected;
-  Matrix r = x;
-  for (const Step& s : parse_key(x, key, false, "oa.Tensor.__getitem__", selected)) {
+  const std::vector<Step> steps = parse_key(x, key, false, "oa.Tensor.__getitem__", selected);
+  // The slicing views take float32, float16, bfloat16 and int32, the selection
+  // ops (a tensor or list index, a mask) float32 and int32: other cases are
+  // indexed as float32, which holds their values exactly, and converted back.
+  const bool selects = std::ranges::any_of(steps, [](const Step& s) { return s.kind == Step::Kind::Indices || s.kind == Step::Kind::Mask; });
+  const bool native = x.dtype() == DType::F32 || x.dtype() == DType::I32 || (!selects && x.dtype() != DType::Bool);
+  Matrix r = native ? x : convert(x, DType::F32);
+  for (const Step& s : steps) {
     switch (s.kind) {
       case Step::Kind::NewAxis: r = mx::unsqueeze(r, s.axis); break;
       case Step::Kind::Int: r = mx::squeeze(mx::narrow(r, s.axis, s.start, 1), s.axis); break;
@@ -274,7 +277,7 @@ Matrix get_item(const Matrix& x, py::handle key) {
       case Step::Kind::Mask: r = mx::masked_select(r, s.tensor); break;
     }
   }
-  return copy_not_view(x, r, "oa.Tensor.__getitem__");
+  return copy_not_view(x, native ? r : convert(r, x.dtype()), "oa.Tensor.__getitem__");
 }
 
 // Undoes one step of x[key] for the assigned values t (the step's result

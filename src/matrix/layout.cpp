@@ -10,6 +10,7 @@
 
 #include "matrix/axis.hpp"
 #include "matrix/op_def.hpp"
+#include "oa/matrix/cast.hpp"
 #include "oa/matrix/reduction.hpp"
 
 namespace oa::matrix {
@@ -26,16 +27,19 @@ std::vector<std::int64_t> strides_of(const Shape& s) {
 }
 
 // One matrix/strided_copy dispatch between `contiguous` (row-major over
-// `extents`) and the strided side `strided` (base + sum of coordinate * stride).
-void strided_copy(const char* op, bool scatter, const std::shared_ptr<runtime::Storage>& src, const std::shared_ptr<runtime::Storage>& dst,
-                  const std::vector<std::int64_t>& extents, const std::vector<std::int64_t>& strides, std::int64_t base,
-                  std::vector<ComputeDispatch>& ds) {
+// `extents`) and the strided side `strided` (base + sum of coordinate * stride),
+// of elements of `dtype` (32-bit, or 16-bit: f16 or bf16).
+void strided_copy(const char* op, bool scatter, DType dtype, const std::shared_ptr<runtime::Storage>& src,
+                  const std::shared_ptr<runtime::Storage>& dst, const std::vector<std::int64_t>& extents,
+                  const std::vector<std::int64_t>& strides, std::int64_t base, std::vector<ComputeDispatch>& ds) {
   const std::int64_t n = std::accumulate(extents.begin(), extents.end(), std::int64_t{1}, std::multiplies<>());
   if (n == 0) return;
+  const bool half = size_of(dtype) == 2;
   ComputeDispatch d;
   d.kernel = kernels::matrix_strided_copy;
-  d.specialization = {scatter ? 1u : 0u};
-  d.bindings = {BufferBinding::read(src), BufferBinding::write(dst)};
+  d.specialization = {scatter ? 1u : 0u, half ? 1u : 0u};
+  // A 16-bit scatter ORs halves into words (read and written).
+  d.bindings = {BufferBinding::read(src), half && scatter ? BufferBinding::read_write(dst) : BufferBinding::write(dst)};
   const std::size_t pad = Shape::kMaxRank - extents.size();
   std::array<std::uint32_t, Shape::kMaxRank> ext{}, stride{};
   for (std::size_t d8 = 0; d8 < Shape::kMaxRank; ++d8) {
@@ -46,13 +50,13 @@ void strided_copy(const char* op, bool scatter, const std::shared_ptr<runtime::S
                                        .base = detail::shader_u32(base, "element offset", op),
                                        .ext = ext,
                                        .stride = stride});
-  d.groups = {detail::groups_for(n, 1024), 1, 1};
+  d.groups = {detail::groups_for(half && !scatter ? (n + 1) / 2 : n, 1024), 1, 1};  // a 16-bit gather: dst words
   ds.push_back(std::move(d));
 }
 
 void strided_copy(const char* op, bool scatter, const Matrix& src, const Matrix& dst, const std::vector<std::int64_t>& extents,
                   const std::vector<std::int64_t>& strides, std::int64_t base, std::vector<ComputeDispatch>& ds) {
-  strided_copy(op, scatter, src.storage(), dst.storage(), extents, strides, base, ds);
+  strided_copy(op, scatter, src.dtype(), src.storage(), dst.storage(), extents, strides, base, ds);
 }
 
 void require_numel_u32(const Matrix& x, const char* op) { detail::shader_u32(x.numel(), "element count of x", op); }
@@ -72,19 +76,19 @@ Shape permuted(const Shape& s, const std::vector<std::int64_t>& dims) {
 
 // y = x with its axes reordered by dims (a gather along them); the backward
 // gathers gy along the inverse permutation.
-void permute_dispatch(const char* op, const std::shared_ptr<runtime::Storage>& x, const Shape& x_shape, const std::shared_ptr<runtime::Storage>& y,
-                      const std::vector<std::int64_t>& dims, std::vector<ComputeDispatch>& ds) {
+void permute_dispatch(const char* op, DType dtype, const std::shared_ptr<runtime::Storage>& x, const Shape& x_shape,
+                      const std::shared_ptr<runtime::Storage>& y, const std::vector<std::int64_t>& dims, std::vector<ComputeDispatch>& ds) {
   const auto in = strides_of(x_shape);
   std::vector<std::int64_t> strides, extents;
   for (auto d : dims) {
     strides.push_back(in[static_cast<std::size_t>(d)]);
     extents.push_back(x_shape[static_cast<std::size_t>(d)]);
   }
-  strided_copy(op, false, x, y, extents, strides, 0, ds);
+  strided_copy(op, false, dtype, x, y, extents, strides, 0, ds);
 }
 void permute_dispatch(const char* op, const Matrix& x, const Matrix& y, const std::vector<std::int64_t>& dims,
                       std::vector<ComputeDispatch>& ds) {
-  permute_dispatch(op, x.storage(), x.shape(), y.storage(), dims, ds);
+  permute_dispatch(op, x.dtype(), x.storage(), x.shape(), y.storage(), dims, ds);
 }
 
 const detail::Lowering<PermuteAttributes> kPermuteLowering = [](const OpCall<PermuteAttributes>& c, const std::vector<Matrix>& out,
@@ -105,12 +109,12 @@ const Op<PermuteAttributes> kPermute{
        require_numel_u32(x, c.name);
        return std::vector<OutputSpec>{{permuted(x.shape(), c.attributes.dims), x.dtype()}};
      },
-     .lower = {{DType::F32, kPermuteLowering}, {DType::I32, kPermuteLowering}},
+     .lower = {{DType::F32, kPermuteLowering}, {DType::F16, kPermuteLowering}, {DType::BF16, kPermuteLowering}, {DType::I32, kPermuteLowering}},
      .backward = [](const BackwardCall<PermuteAttributes>& c) {
        const Matrix& gy = c.grad_outputs[0];
        std::vector<std::int64_t> inverse(c.attributes.dims.size());
        for (std::size_t k = 0; k < inverse.size(); ++k) inverse[static_cast<std::size_t>(c.attributes.dims[k])] = static_cast<std::int64_t>(k);
-       Matrix gx = detail::allocate(gy.engine(), c.input_shapes[0]);
+       Matrix gx = detail::allocate(gy.engine(), c.input_shapes[0], gy.dtype());
        std::vector<ComputeDispatch> ds;
        permute_dispatch(c.name, gy, gx, inverse, ds);
        c.record(ds, {&gy}, {&gx});
@@ -154,11 +158,14 @@ const Op<SliceAttributes> kSlice{{.name = "oa::matrix::slice",
                                     return std::vector<OutputSpec>{
                                         {Shape(slice_geometry(c.inputs[0].shape(), c.attributes).extents), c.inputs[0].dtype()}};
                                   },
-                                  .lower = {{DType::F32, kSliceLowering}, {DType::I32, kSliceLowering}},
+                                  .lower = {{DType::F32, kSliceLowering},
+                                            {DType::F16, kSliceLowering},
+                                            {DType::BF16, kSliceLowering},
+                                            {DType::I32, kSliceLowering}},
                                   .backward = [](const BackwardCall<SliceAttributes>& c) {
                                     const Matrix& gy = c.grad_outputs[0];
-                                    Matrix gx = detail::allocate(gy.engine(), c.input_shapes[0]);
-                                    gy.engine().fill(*gx.storage(), 0, static_cast<std::uint64_t>(gx.numel()) * 4, 0);
+                                    Matrix gx = detail::allocate(gy.engine(), c.input_shapes[0], gy.dtype());
+                                    gy.engine().fill(*gx.storage(), 0, gx.storage()->bytes(), 0);
                                     const SliceGeometry g = slice_geometry(c.input_shapes[0], c.attributes);
                                     std::vector<ComputeDispatch> ds;
                                     strided_copy(c.name, true, gy, gx, g.extents, g.strides, g.base, ds);
@@ -209,16 +216,22 @@ const Op<ExpandAttributes> kExpand{{.name = "oa::matrix::expand",
                                       detail::shader_u32(out.numel(), "result elements", c.name);
                                       return std::vector<OutputSpec>{{out, c.inputs[0].dtype()}};
                                     },
-                                    .lower = {{DType::F32, kExpandLowering}, {DType::I32, kExpandLowering}},
+                                    .lower = {{DType::F32, kExpandLowering},
+                                              {DType::F16, kExpandLowering},
+                                              {DType::BF16, kExpandLowering},
+                                              {DType::I32, kExpandLowering}},
+                                    // A 16-bit gradient is summed in f32 and rounded once.
                                     .backward = [](const BackwardCall<ExpandAttributes>& c) {
-                                      return std::vector<Matrix>{sum_expanded(c.grad_outputs[0], c.input_shapes[0])};
+                                      const Matrix& gy = c.grad_outputs[0];
+                                      if (gy.dtype() == DType::F32) return std::vector<Matrix>{sum_expanded(gy, c.input_shapes[0])};
+                                      return std::vector<Matrix>{cast(sum_expanded(cast(gy, DType::F32), c.input_shapes[0]), gy.dtype())};
                                     }}};
 
 // The dtypes the layout ops copy, checked under the public op's name.
 void require_copyable(const Matrix& x, const char* op) {
   detail::require_defined(x, op, "x");
-  if (x.dtype() != DType::F32 && x.dtype() != DType::I32)
-    fail(ErrorKind::InvalidArgument, "{}: x must be f32 or i32; found {} {}", op, to_string(x.dtype()), x.shape());
+  if (x.dtype() == DType::Bool)
+    fail(ErrorKind::InvalidArgument, "{}: x must be f32, f16, bf16 or i32; found {} {}", op, to_string(x.dtype()), x.shape());
 }
 
 // [start, stop) lies within the axis. A step past the range is cut to it
@@ -371,7 +384,7 @@ namespace oa::detail {
 
 void permute_into(const char* op, const std::shared_ptr<runtime::Storage>& x, const Shape& x_shape, const std::shared_ptr<runtime::Storage>& y,
                   const std::vector<std::int64_t>& dims, std::vector<runtime::ComputeDispatch>& dispatches) {
-  matrix::permute_dispatch(op, x, x_shape, y, dims, dispatches);
+  matrix::permute_dispatch(op, DType::F32, x, x_shape, y, dims, dispatches);
 }
 
 }  // namespace oa::detail

@@ -1,5 +1,5 @@
-// 16-bit lowerings of the elementwise ops, sum_to and the attention head
-// permutations, and what they save under autocast. Each op runs on f16 and
+// 16-bit lowerings of the elementwise ops, sum_to, the layout views and the
+// attention head permutations, and what they save under autocast. Each op runs on f16 and
 // bf16 storage (f32 arithmetic, one rounding): its result against the f64
 // reference of the 16-bit inputs rounded once, and its gradients (reached
 // through exact casts from f32 leaves) against the f64 derivative at those
@@ -221,6 +221,53 @@ TEST(MatrixHalfElementwise, HeadPermutationsMoveBitsExactly) {
       oa::backward(mx::add(mx::sum_all(mx::mul(f.q, Matrix::from_vector(hs, gq))), mx::sum_all(mx::mul(f.v, Matrix::from_vector(hs, gv)))));
       EXPECT_EQ(got, oa::grad(q32).to_vector()) << what;
     }
+}
+
+// permute, transpose, slice (strided, with its scatter backward into zeros)
+// and expand move 16-bit bits exactly, odd counts included; expand's gradient
+// is summed in f32 and rounded once.
+TEST(MatrixHalfElementwise, LayoutViewsMoveBitsExactly) {
+  for (DType dtype : {DType::F16, DType::BF16}) {
+    const std::string what(oa::to_string(dtype));
+    const Matrix x = leaf({3, 5, 7}, 450, dtype);
+    const Matrix h = mx::cast(x, dtype);
+    const auto same = [&](const Matrix& got, const Matrix& want, const char* op) {
+      ASSERT_EQ(got.dtype(), dtype) << op;
+      EXPECT_EQ(mx::cast(got, DType::F32).to_vector(), want.to_vector()) << what << " " << op;
+    };
+    same(mx::permute(h, {2, 0, 1}), mx::permute(x, {2, 0, 1}), "permute");
+    same(mx::transpose(h, 0, 2), mx::transpose(x, 0, 2), "transpose");
+    same(mx::slice(h, 1, 1, 5, 2), mx::slice(x, 1, 1, 5, 2), "slice");
+    same(mx::expand(mx::slice(h, 0, 0, 1), {4, 5, 7}), mx::expand(mx::slice(x, 0, 0, 1), {4, 5, 7}), "expand");
+    // Gradients (a fresh cast each: a backward releases its graph): a permute
+    // and a strided slice pass gy's bits back (zeros elsewhere); expand sums.
+    const Shape ps{7, 3, 5}, ss{3, 2, 7}, es{2, 3, 5, 7};
+    const std::vector<float> gp = rounded(oa::test::test_values(ps.numel(), 460), dtype);
+    const std::vector<float> gs = rounded(oa::test::test_values(ss.numel(), 461), dtype);
+    const std::vector<float> ge = rounded(oa::test::test_values(es.numel(), 462), dtype);
+    const auto weighted = [](const Matrix& y, const Shape& s, const std::vector<float>& g) {
+      return mx::sum_all(mx::mul(mx::cast(y, DType::F32), Matrix::from_vector(s, g)));
+    };
+    oa::backward(weighted(mx::permute(mx::cast(x, dtype), {2, 0, 1}), ps, gp));
+    const std::vector<float> g_permute = oa::grad(x).to_vector();
+    oa::zero_grad(x);
+    oa::backward(weighted(mx::slice(mx::cast(x, dtype), 1, 1, 5, 2), ss, gs));
+    const std::vector<float> g_slice = oa::grad(x).to_vector();
+    oa::zero_grad(x);
+    oa::backward(weighted(mx::expand(mx::cast(x, dtype), {2, 3, 5, 7}), es, ge));
+    const std::vector<float> g_expand = oa::grad(x).to_vector();
+    std::vector<double> want_expand(105);
+    for (int i = 0; i < 210; ++i) want_expand[static_cast<std::size_t>(i % 105)] += ge[static_cast<std::size_t>(i)];
+    for (int a = 0; a < 3; ++a)
+      for (int b = 0; b < 5; ++b)
+        for (int c = 0; c < 7; ++c) {
+          const std::size_t i = static_cast<std::size_t>((a * 5 + b) * 7 + c);
+          ASSERT_EQ(g_permute[i], gp[static_cast<std::size_t>((c * 3 + a) * 5 + b)]) << what << " permute " << i;
+          const float slice_want = b % 2 == 1 && b < 5 ? gs[static_cast<std::size_t>((a * 2 + b / 2) * 7 + c)] : 0.0f;
+          ASSERT_EQ(g_slice[i], slice_want) << what << " slice " << i;
+        }
+    expect_close(g_expand, want_expand, dtype, 1.0, what + " expand gradient");
+  }
 }
 
 // An f32 bias stays f32 in a 16-bit linear (autocast keeps it so): added to

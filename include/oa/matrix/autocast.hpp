@@ -26,10 +26,10 @@
 //            16-bit result of a Lower op flows into any op. The elementwise
 //            ops (GELU, add, mul, ...), sum_to and the attention head
 //            permutations (split_heads, merge_heads, split_qkv_heads) have
-//            16-bit lowerings, so a 16-bit projection reaches attention and
-//            the next projection without a cast; the general layout and
-//            indexing ops (permute, slice, expand, index_select, ...) are
-//            f32, and widen.
+//            16-bit lowerings, as do permute, slice and expand, so a 16-bit
+//            projection reaches attention and the next projection without a
+//            cast; the indexing ops (index_select, gather, ...), concat and
+//            the reductions are f32, and widen.
 //   Keep     oa::matrix::cast itself: never touched.
 // Integer and bool inputs (indices, masks) and absent optional inputs are
 // never cast. The casts are oa::matrix::cast ops (each its own semantic op),

@@ -1,7 +1,8 @@
 #pragma once
 // Views and layout (oa::matrix): permute, transpose of two axes, slicing,
-// expand, squeeze / unsqueeze, flatten / unflatten. F32 or I32 (permute, slice,
-// narrow, expand; any dtype for the reshapes).
+// expand, squeeze / unsqueeze, flatten / unflatten. F32, F16, BF16 or I32
+// (permute, slice, narrow, expand move the elements' bits; any dtype for the
+// reshapes). The gradient of a 16-bit expand is summed in f32 and rounded once.
 //
 // Cost model. A Matrix is always contiguous and row-major: oa has no strided
 // views. The reshaping views (squeeze, unsqueeze, flatten, unflatten, like
@@ -15,8 +16,7 @@
 // naming the op, the argument and the shape; nothing is recorded): an
 // undefined Matrix, an axis out of range, a dims list that is not a
 // permutation, a step below 1, a narrow outside the axis, unflatten sizes whose product differs from the
-// extent, element counts past 2^32 - 1. A dtype other than f32 or i32 for the
-// copying views. ResourceExhausted when an operand exceeds the device's
+// extent, element counts past 2^32 - 1. A bool Matrix for the copying views. ResourceExhausted when an operand exceeds the device's
 // maxStorageBufferRange.
 #include <cstdint>
 #include <optional>
