@@ -472,6 +472,21 @@ void bind_tensor(py::module_& m, TensorClass& t) {
              return x.dim(0);
            })
       .def("numpy", &to_numpy, "A copy as a NumPy array (bfloat16 as float32).")
+      // Pickling (state dicts, copy.deepcopy, multiprocessing): the values as a
+      // NumPy array, the dtype and whether a leaf requires grad; unpickled on
+      // the default engine as a leaf (the autograd history is not pickled).
+      .def(py::pickle(
+          [](const Matrix& x) {
+            const bool leaf_requires_grad = requires_grad(x) && autograd::grad_fn_name(x).empty();
+            return py::make_tuple(to_numpy(x), static_cast<int>(x.dtype()), leaf_requires_grad);
+          },
+          [](const py::tuple& state) {
+            if (state.size() != 3) throw py::value_error("oa.Tensor.__setstate__: the state must be (values, dtype, requires_grad)");
+            const int code = state[1].cast<int>();
+            for (DType d : {DType::F32, DType::F16, DType::BF16, DType::I32, DType::Bool})
+              if (static_cast<int>(d) == code) return from_array(state[0].cast<py::array>(), d, state[2].cast<bool>(), std::nullopt, "oa.Tensor.__setstate__");
+            throw py::value_error("oa.Tensor.__setstate__: unknown dtype code " + std::to_string(code));
+          }))
       .def(
           "__array__",
           [](const Matrix& x, py::object dtype, py::object) {

@@ -333,3 +333,40 @@ def test_creation_with_int32_and_bool_dtypes():
     f = oa.zeros(2)
     f.copy_(oa.tensor([True, False]))
     np.testing.assert_array_equal(f.numpy(), [1, 0])
+
+
+@pytest.mark.parametrize("dtype", [oa.float32, oa.float16, oa.bfloat16, oa.int32, oa.bool])
+def test_pickle_and_deepcopy_keep_values_dtype_and_leaf_requires_grad(dtype):
+    import copy
+    import pickle
+
+    values = np.arange(-3, 9).reshape(3, 4)
+    t = oa.tensor(values, dtype=dtype) if dtype in (oa.int32, oa.bool) else oa.tensor(values / 2).to(dtype)
+    for back in (pickle.loads(pickle.dumps(t)), copy.deepcopy(t)):
+        assert back.dtype == dtype and back.shape == t.shape and not back.requires_grad
+        np.testing.assert_array_equal(back.numpy(), t.numpy())
+    leaf = oa.tensor(np.ones((2, 2), dtype=np.float32), requires_grad=True)
+    assert pickle.loads(pickle.dumps(leaf)).requires_grad
+    derived = pickle.loads(pickle.dumps(leaf * 2))  # a result: its values, without history
+    assert not derived.requires_grad and derived.grad_fn is None
+    np.testing.assert_array_equal(derived.numpy(), np.full((2, 2), 2, np.float32))
+    with pytest.raises(ValueError, match="unknown dtype code"):
+        oa.Tensor.__new__(oa.Tensor).__setstate__((np.zeros(1, np.float32), 99, False))
+
+
+def test_an_optimizer_state_dict_pickles_and_loads():
+    import pickle
+
+    w = oa.tensor(np.ones((3, 4), dtype=np.float32), requires_grad=True)
+    opt = oa.optim.AdamW([w], lr=0.1)
+    (w * w).sum().backward()
+    opt.step()
+    state = pickle.loads(pickle.dumps(opt.state_dict()))
+    w2 = oa.tensor(w.numpy(), requires_grad=True)
+    opt2 = oa.optim.AdamW([w2], lr=0.1)
+    opt2.load_state_dict(state)
+    for o, p in ((opt, w), (opt2, w2)):
+        o.zero_grad()
+        (p * p).sum().backward()
+        o.step()
+    np.testing.assert_array_equal(w2.numpy(), w.numpy())

@@ -216,7 +216,8 @@ Broadcast resolve_broadcast(const Shape& a, const Shape& b, const char* name) {
 void binary_dispatches(std::string_view kernel, std::initializer_list<std::uint32_t> specialization, const Matrix* gy, const Matrix& a,
                        const Matrix& b, const Matrix& out, const Broadcast& bc, const char* name, std::vector<ComputeDispatch>& ds) {
   for (auto c : detail::element_chunks(out.engine(), out.numel())) {
-    const auto [off, bytes] = detail::chunk_window(out.dtype(), c);
+    const std::pair<std::uint64_t, std::uint64_t> window = detail::chunk_window(out.dtype(), c);
+    const std::uint64_t off = window.first, bytes = window.second;
     ComputeDispatch d;
     d.kernel = kernel;
     d.specialization = specialization;
