@@ -31,6 +31,7 @@ from ._oa import (
     FailedPreconditionError,
     InternalError,
     InvalidArgumentError,
+    OutOfRangeError,
     ResourceExhaustedError,
     Tensor,
     UnsupportedError,

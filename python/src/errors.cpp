@@ -23,6 +23,8 @@ void bind_errors(py::module_& m) {
   m.attr("Error") = py::reinterpret_steal<py::object>(base);
   const KindClass kinds[] = {
       {ErrorKind::InvalidArgument, "InvalidArgumentError", PyExc_ValueError, "Bad shapes, ranks, extents, dtypes or options."},
+      {ErrorKind::OutOfRange, "OutOfRangeError", PyExc_IndexError,
+       "An index tensor held an index outside its axis (found when the GPU ran the op, raised at the next host read or synchronize)."},
       {ErrorKind::FailedPrecondition, "FailedPreconditionError", PyExc_RuntimeError,
        "State forbids the call (a released graph, a value modified after it was saved for backward)."},
       {ErrorKind::ResourceExhausted, "ResourceExhaustedError", PyExc_MemoryError,

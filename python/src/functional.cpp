@@ -207,7 +207,8 @@ void bind_functional(py::module_& f) {
       "Zeroes elements with probability p and scales the rest by 1 / (1 - p); the mask is Philox keyed by `seed` "
       "(default: the next seed of oa.manual_seed's stream).");
   f.def("embedding", py::overload_cast<const Matrix&, const Matrix&>(&ml::embedding), arg("input"), arg("weight"),
-        "int32 indices [...] into weight [V, D] -> [..., D]; an index outside [0, V) gives a zero row.");
+        "int32 indices [...] into weight [V, D] -> [..., D]; an index outside [0, V) raises oa.OutOfRangeError (an "
+        "IndexError) at the next host read or synchronize (found on the device).");
 
   // ── Losses ────────────────────────────────────────────────────────────────
   f.def(

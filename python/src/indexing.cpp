@@ -283,9 +283,9 @@ Matrix get_item(const Matrix& x, py::handle key) {
 // Undoes one step of x[key] for the assigned values t (the step's result
 // shape): t placed into the step's source shape, zeros elsewhere. Each step
 // is one index_select along its axis by the inverse map (for every source
-// position along the axis, the selected position it came from, or -1, which
-// selects zero); for an index with repeats the last one wins, as torch's
-// sequential assignment on the CPU.
+// position along the axis, the selected position it came from), and a where
+// that zeroes the positions no value came to; for an index with repeats the
+// last one wins, as torch's sequential assignment on the CPU.
 Matrix place(Matrix t, const Step& s) {
   std::vector<std::int32_t> inverse(static_cast<std::size_t>(s.extent), -1);
   switch (s.kind) {
@@ -306,7 +306,20 @@ Matrix place(Matrix t, const Step& s) {
       for (std::size_t k = 0; k < s.positions.size(); ++k) inverse[static_cast<std::size_t>(s.positions[k])] = static_cast<std::int32_t>(k);
       break;
   }
+  // Positions that take no value select element 0, then a where zeroes them
+  // (index_select raises OutOfRange for an index outside the axis).
+  std::vector<std::uint8_t> taken(inverse.size());
+  for (std::size_t i = 0; i < inverse.size(); ++i) {
+    taken[i] = inverse[i] >= 0;
+    inverse[i] = std::max(inverse[i], 0);
+  }
   t = mx::index_select(t, s.axis, Matrix::from_i32({s.extent}, inverse, t.engine()));
+  if (std::ranges::count(taken, 0) > 0) {
+    std::vector<std::int64_t> along(t.rank() - static_cast<std::size_t>(s.axis), 1);
+    along[0] = s.extent;
+    const Matrix zero = t.dtype() == DType::I32 ? Matrix::from_i32({}, std::vector<std::int32_t>{0}, t.engine()) : Matrix::zeros({}, t.engine());
+    t = mx::where(Matrix::from_bool(Shape(along), taken, t.engine()), t, zero);
+  }
   if (s.kind == Step::Kind::Mask && s.shape.size() != 1) t = mx::unflatten(t, 0, s.shape);
   return t;
 }
@@ -435,13 +448,17 @@ void bind_indexing(py::module_& m, TensorClass& t) {
         "torch's chunk, but copies, not views: in-place ops on them raise oa.FailedPreconditionError.");
 
   m.def("index_select", [](const Matrix& input, int dim, const Matrix& index) { return mx::index_select(input, dim, index); },
-        arg("input"), arg("dim"), arg("index"), "torch.index_select with an int32 index [K].");
+        arg("input"), arg("dim"), arg("index"),
+        "torch.index_select with an int32 index [K]; one outside the axis raises oa.OutOfRangeError (an IndexError) at the next "
+        "host read or synchronize (found on the device).");
   m.def("gather", [](const Matrix& input, int dim, const Matrix& index) { return mx::gather(input, dim, index); },
-        arg("input"), arg("dim"), arg("index"), "torch.gather with an int32 index of input's rank.");
+        arg("input"), arg("dim"), arg("index"),
+        "torch.gather with an int32 index of input's rank; out of range as index_select.");
   m.def("scatter_add", &mx::scatter_add, arg("input"), arg("dim"), arg("index"), arg("src"),
-        "torch.scatter_add (index has input's extents outside dim).");
+        "torch.scatter_add (index has input's extents outside dim); out of range as index_select.");
   m.def("take_along_dim", [](const Matrix& input, const Matrix& indices, int dim) { return mx::take_along_axis(input, indices, dim); },
-        arg("input"), arg("indices"), arg("dim"), "torch.take_along_dim (numpy.take_along_axis), broadcasting.");
+        arg("input"), arg("indices"), arg("dim"),
+        "torch.take_along_dim (numpy.take_along_axis), broadcasting; out of range as index_select.");
   m.def("masked_select", &mx::masked_select, arg("input"), arg("mask"),
         "input[mask] for a mask of input's leading extents; reads the mask back (synchronizes).");
   m.def("topk", [](const Matrix& input, std::int64_t k, int dim, bool largest) {

@@ -172,3 +172,20 @@ def test_bad_masks_and_index_tensors():
         oa.tensor(X)[oa.zeros(2)]
     with pytest.raises(ValueError):
         oa.masked_select(oa.tensor(X), oa.zeros(4))
+
+
+def test_device_indices_out_of_range_raise_index_error_at_the_next_read():
+    x = oa.tensor(X)
+    bad = oa.tensor(np.array([1, 7], dtype=np.int32))
+    y = oa.index_select(x, 1, bad)  # nothing is read at the op
+    with pytest.raises(IndexError, match="oa::matrix::index_select: index 7 is out of range for dim 1"):
+        y.numpy()
+    assert issubclass(oa.OutOfRangeError, oa.Error) and issubclass(oa.OutOfRangeError, IndexError)
+    np.testing.assert_array_equal(oa.index_select(x, 1, oa.tensor(np.array([1], dtype=np.int32))).numpy(), X[:, [1]])
+    w = oa.tensor(np.ones((4, 3), dtype=np.float32))
+    e = oa.nn.functional.embedding(oa.tensor(np.array([0, -2], dtype=np.int32)), w)
+    with pytest.raises(oa.OutOfRangeError, match="index -2"):
+        e.sum().item()
+    oa.gather(x, 0, oa.tensor(np.full(X.shape, 9, dtype=np.int32)))
+    with pytest.raises(IndexError, match="oa::matrix::gather: index 9"):
+        x.engine.synchronize()

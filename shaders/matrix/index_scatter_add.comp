@@ -8,7 +8,10 @@
 // that index being index[k] (MODE 0, index [K]) or index[(o K + k) inner + i]
 // (MODE 1, index shaped as the values). Each result element scans the K
 // indices of its line (cost O(K) per element); an index outside [0, N)
-// matches no element, so it contributes nothing.
+// matches no element, so it contributes nothing, and fails the op's device
+// check (binding 4, Engine::register_device_check: id pc.check_id, the index
+// as the value, reported by the lines' v = 0 elements; check_id 0 in a
+// backward, whose forward checked the same index).
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 layout(local_size_x = 256) in;
@@ -18,7 +21,9 @@ layout(std430, binding = 0) readonly buffer Base { float base[]; };
 layout(std430, binding = 1) readonly buffer Index { int index[]; };
 layout(std430, binding = 2) readonly buffer Values { float values[]; };
 layout(std430, binding = 3) writeonly buffer Out { float y[]; };
+layout(std430, binding = 4) buffer Check { uint check[]; };
 #include "matrix/index_scatter_add.push.h"
+#include "common/device_check.glsl"
 
 void main() {
   const uint i = OA_GROUP_ID.x * 256u + gl_LocalInvocationID.x;
@@ -29,6 +34,7 @@ void main() {
     const uint at = (o * pc.K + k) * pc.inner + in_row;
     const int idx = MODE == 0u ? index[k] : index[at];
     if (idx >= 0 && uint(idx) == v) acc += values[at];
+    else if (v == 0u && pc.check_id != 0u && (idx < 0 || uint(idx) >= pc.N)) oa_fail_check(pc.check_id, idx);
   }
   y[i] = acc;
 }

@@ -2,13 +2,17 @@
 // y = one_hot(indices, classes) as f32 (oa::matrix::one_hot): element g of the
 // [..., classes] result (this chunk's elements start at global element `base`)
 // is 1 when indices[g / classes] == g % classes, else 0, so an index outside
-// [0, classes) gives a row of zeros.
+// [0, classes) gives a row of zeros, and fails the op's device check (binding
+// 2, Engine::register_device_check: id pc.check_id, the index as the value,
+// reported by the row's first element).
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer I { int indices[]; };
 layout(std430, binding = 1) writeonly buffer Y { float y[]; };
+layout(std430, binding = 2) buffer Check { uint check[]; };
 #include "matrix/one_hot.push.h"
+#include "common/device_check.glsl"
 
 void main() {
   const uint i0 = OA_GROUP_ID.x * 1024u + gl_LocalInvocationID.x;
@@ -16,6 +20,8 @@ void main() {
     const uint i = i0 + k * 256u;
     if (i >= pc.n) return;
     const uint g = pc.base + i;
-    y[i] = indices[g / pc.classes] == int(g % pc.classes) ? 1.0 : 0.0;
+    const int v = indices[g / pc.classes];
+    if (g % pc.classes == 0u && (v < 0 || uint(v) >= pc.classes)) oa_fail_check(pc.check_id, v);
+    y[i] = v == int(g % pc.classes) ? 1.0 : 0.0;
   }
 }

@@ -5,6 +5,7 @@ namespace oa {
 std::string_view to_string(ErrorKind kind) {
   switch (kind) {
     case ErrorKind::InvalidArgument: return "InvalidArgument";
+    case ErrorKind::OutOfRange: return "OutOfRange";
     case ErrorKind::FailedPrecondition: return "FailedPrecondition";
     case ErrorKind::ResourceExhausted: return "ResourceExhausted";
     case ErrorKind::Unsupported: return "Unsupported";

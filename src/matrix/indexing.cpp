@@ -53,8 +53,16 @@ AxisView view_of(const Shape& s, std::int64_t dim) {
   return v;
 }
 
+// The device check of an op's index (`check`: a forward) or none (0: a
+// backward, whose forward checked the same index), binding the record.
+std::uint32_t index_check(bool check, ComputeDispatch& d, const Matrix& x, std::int64_t dim, std::int64_t extent, const char* op) {
+  if (check) return detail::bind_index_check(x.engine(), d, op, fmt::format("dim {} of x {}", dim, x.shape()), extent);
+  d.bindings.push_back(BufferBinding::read_write(x.engine().device_check_record()));
+  return 0;
+}
+
 // mode 0: index [K] (index_select); 1: index shaped as the values (gather, scatter_add).
-void gather_dispatch(std::uint32_t mode, const Matrix& x, const Matrix& index, const Matrix& y, std::int64_t dim, const char* op,
+void gather_dispatch(std::uint32_t mode, const Matrix& x, const Matrix& index, const Matrix& y, std::int64_t dim, const char* op, bool check,
                      std::vector<ComputeDispatch>& ds) {
   if (y.numel() == 0) return;
   const AxisView xv = view_of(x.shape(), dim), yv = view_of(y.shape(), dim);
@@ -62,17 +70,19 @@ void gather_dispatch(std::uint32_t mode, const Matrix& x, const Matrix& index, c
   d.kernel = kernels::matrix_index_gather;
   d.specialization = {mode};
   d.bindings = {BufferBinding::read(x.storage()), BufferBinding::read(index.storage()), BufferBinding::write(y.storage())};
+  const std::uint32_t check_id = index_check(check, d, x, dim, xv.extent, op);
   d.push.set(push::matrix_index_gather{.n = detail::shader_u32(y.numel(), "result elements", op),
                                        .K = detail::shader_u32(yv.extent, "index extent", op),
                                        .N = detail::shader_u32(xv.extent, "extent of x at dim", op),
-                                       .inner = detail::shader_u32(xv.inner, "inner extent", op)});
+                                       .inner = detail::shader_u32(xv.inner, "inner extent", op),
+                                       .check_id = check_id});
   d.groups = {detail::groups_for(y.numel(), 1024), 1, 1};
   ds.push_back(std::move(d));
 }
 
 // y (shape of x) = base (or 0 when undefined) + values scatter-added at index along dim.
 void scatter_dispatch(std::uint32_t mode, const Matrix& base, const Matrix& index, const Matrix& values, const Matrix& y, std::int64_t dim,
-                      const char* op, std::vector<ComputeDispatch>& ds) {
+                      const char* op, bool check, std::vector<ComputeDispatch>& ds) {
   if (y.numel() == 0) return;
   const AxisView yv = view_of(y.shape(), dim), vv = view_of(values.shape(), dim);
   ComputeDispatch d;
@@ -80,10 +90,12 @@ void scatter_dispatch(std::uint32_t mode, const Matrix& base, const Matrix& inde
   d.specialization = {mode, base.defined() ? 1u : 0u};
   d.bindings = {BufferBinding::read((base.defined() ? base : values).storage()), BufferBinding::read(index.storage()),
                 BufferBinding::read(values.storage()), BufferBinding::write(y.storage())};
+  const std::uint32_t check_id = index_check(check, d, y, dim, yv.extent, op);
   d.push.set(push::matrix_index_scatter_add{.n = detail::shader_u32(y.numel(), "result elements", op),
                                             .K = detail::shader_u32(vv.extent, "index extent", op),
                                             .N = detail::shader_u32(yv.extent, "extent of x at dim", op),
-                                            .inner = detail::shader_u32(yv.inner, "inner extent", op)});
+                                            .inner = detail::shader_u32(yv.inner, "inner extent", op),
+                                            .check_id = check_id});
   d.groups = {detail::groups_for(y.numel(), 256), 1, 1};
   ds.push_back(std::move(d));
 }
@@ -93,7 +105,7 @@ std::vector<Matrix> gather_backward(std::uint32_t mode, const BackwardCall<DimAt
   const Matrix &gy = c.grad_outputs[0], &index = c.inputs[1];
   Matrix gx = detail::allocate(gy.engine(), c.input_shapes[0]);
   std::vector<ComputeDispatch> ds;
-  scatter_dispatch(mode, Matrix(), index, gy, gx, c.attributes.dim, c.name, ds);
+  scatter_dispatch(mode, Matrix(), index, gy, gx, c.attributes.dim, c.name, false, ds);
   c.record(ds, {&gy, &index}, {&gx});
   return {gx, Matrix()};
 }
@@ -104,7 +116,7 @@ const detail::Saves kSaveIndex{{false, true}, {}};
 
 const detail::Lowering<DimAttributes> kIndexSelectLowering = [](const OpCall<DimAttributes>& c, const std::vector<Matrix>& out,
                                                                  std::vector<ComputeDispatch>& ds) {
-  gather_dispatch(0, c.inputs[0], c.inputs[1], out[0], c.attributes.dim, c.name, ds);
+  gather_dispatch(0, c.inputs[0], c.inputs[1], out[0], c.attributes.dim, c.name, true, ds);
 };
 
 const Op<DimAttributes> kIndexSelectOp{
@@ -139,7 +151,7 @@ void require_index_beside_dim(const char* op, const Matrix& x, const Matrix& ind
 
 const detail::Lowering<DimAttributes> kGatherLowering = [](const OpCall<DimAttributes>& c, const std::vector<Matrix>& out,
                                                            std::vector<ComputeDispatch>& ds) {
-  gather_dispatch(1, c.inputs[0], c.inputs[1], out[0], c.attributes.dim, c.name, ds);
+  gather_dispatch(1, c.inputs[0], c.inputs[1], out[0], c.attributes.dim, c.name, true, ds);
 };
 
 const Op<DimAttributes> kGatherOp{{.name = kGather,
@@ -219,7 +231,7 @@ const Op<TopKAttributes> kTopKOp{
        const Matrix &gy = c.grad_outputs[0], &indices = c.outputs[1];
        Matrix gx = detail::allocate(gy.engine(), c.input_shapes[0]);
        std::vector<ComputeDispatch> ds;
-       scatter_dispatch(1, Matrix(), indices, gy, gx, c.attributes.dim, c.name, ds);
+       scatter_dispatch(1, Matrix(), indices, gy, gx, c.attributes.dim, c.name, false, ds);
        c.record(ds, {&gy, &indices}, {&gx}, detail::attribute_values(c.attributes));
        return std::vector<Matrix>{gx};
      }}};
@@ -242,7 +254,7 @@ const Op<DimAttributes> kScatterAddOp{
      },
      .lower = {{DType::F32,
                 [](const OpCall<DimAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
-                  scatter_dispatch(1, c.inputs[0], c.inputs[1], c.inputs[2], out[0], c.attributes.dim, c.name, ds);
+                  scatter_dispatch(1, c.inputs[0], c.inputs[1], c.inputs[2], out[0], c.attributes.dim, c.name, true, ds);
                 }}},
      .saves = [](const OpCall<DimAttributes>&, const std::vector<bool>& needs) {
        return detail::Saves{{false, needs[2], false}, {}};
@@ -253,7 +265,7 @@ const Op<DimAttributes> kScatterAddOp{
        if (c.needs[2]) {
          gsrc = detail::allocate(gy.engine(), c.input_shapes[2]);
          std::vector<ComputeDispatch> ds;
-         gather_dispatch(1, gy, index, gsrc, c.attributes.dim, c.name, ds);
+         gather_dispatch(1, gy, index, gsrc, c.attributes.dim, c.name, false, ds);
          c.record(ds, {&gy, &index}, {&gsrc});
        }
        return std::vector<Matrix>{c.needs[0] ? gy : Matrix(), Matrix(), gsrc};
@@ -427,14 +439,18 @@ const Op<OneHotAttributes> kOneHotOp{
      },
      .lower = {{DType::I32, [](const OpCall<OneHotAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
                   const Matrix& y = out[0];
+                  std::uint32_t check = 0;  // one device check, bound by every chunk's dispatch
                   for (auto chunk : detail::element_chunks(y.engine(), y.numel())) {
                     const auto off = static_cast<std::uint64_t>(chunk.begin) * 4, bytes = static_cast<std::uint64_t>(chunk.count) * 4;
                     ComputeDispatch d;
                     d.kernel = kernels::matrix_one_hot;
                     d.bindings = {BufferBinding::read(c.inputs[0].storage()), BufferBinding::write(y.storage(), off, bytes)};
+                    if (check == 0) check = detail::bind_index_check(c.engine, d, c.name, "num_classes", c.attributes.num_classes);
+                    else d.bindings.push_back(BufferBinding::read_write(c.engine.device_check_record()));
                     d.push.set(push::matrix_one_hot{.n = static_cast<std::uint32_t>(chunk.count),
                                                     .base = static_cast<std::uint32_t>(chunk.begin),
-                                                    .classes = static_cast<std::uint32_t>(c.attributes.num_classes)});
+                                                    .classes = static_cast<std::uint32_t>(c.attributes.num_classes),
+                                                    .check_id = check});
                     d.groups = {detail::groups_for(chunk.count, 1024), 1, 1};
                     ds.push_back(std::move(d));
                   }

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -102,24 +103,44 @@ TEST(MatrixIndexing, IndexSelectMatchesTheReferenceWithGradients) {
   EXPECT_EQ(mx::index_select(x, 0, host).to_vector(), mx::index_select(x, 0, Matrix::from_i32({3}, host)).to_vector());
 }
 
-TEST(MatrixIndexing, IndicesOutOfRangeSelectNothingAndPassNoGradient) {
-  // -1 and N are outside [0, N): zero at that position, no gradient from it
-  // (the reference applies the same rule; the in-range rows keep theirs).
-  const Shape s{4, 3};
-  const std::vector<std::int32_t> index{1, -1, 4, 1, 3};
-  const Matrix idx = Matrix::from_i32({5}, index);
-  const Matrix y = gradcheck({random_input(s, 11)}, [&](const std::vector<Matrix>& x) { return mx::index_select(x[0], 0, idx); },
-                             [&](const Inputs& x) { return ref::index_select(x[0], s.to_vector(), 0, index); });
-  const auto v = y.to_vector();
-  for (std::size_t k = 3; k < 9; ++k) EXPECT_EQ(v[k], 0.0f) << k;  // rows 1 and 2 of the result
-  const std::vector<std::int32_t> gi{0, 3, -2, 1, 2, 7};
-  const Matrix gidx = Matrix::from_i32({2, 3}, gi);
-  gradcheck({random_input(s, 12)}, [&](const std::vector<Matrix>& x) { return mx::gather(x[0], 0, gidx); },
-            [&](const Inputs& x) { return ref::gather(x[0], s.to_vector(), 0, gi, {2, 3}); });
-  // scatter_add: an out-of-range index adds nothing and its src gets zero gradient.
-  gradcheck({random_input(s, 13), random_input({2, 3}, 14)},
-            [&](const std::vector<Matrix>& x) { return mx::scatter_add(x[0], 0, gidx, x[1]); },
-            [&](const Inputs& x) { return ref::scatter_add(x[0], s.to_vector(), 0, gi, {2, 3}, x[1], {2, 3}); });
+// An index outside [0, N) in a device index tensor (index_select, gather,
+// take_along_axis, scatter_add) is found by the kernel and raised as
+// OutOfRange at the next host read or synchronize, naming the op, the index,
+// x and the extent; once reported, the engine goes on as before.
+TEST(MatrixIndexing, DeviceIndicesOutOfRangeRaiseAtTheNextHostRead) {
+  const std::vector<float> xv = oa::test::test_values(12, 11);
+  const Matrix x = Matrix::from_vector({4, 3}, xv);
+  struct Case {
+    std::function<Matrix()> call;
+    std::vector<const char*> fragments;
+  };
+  const std::vector<Case> cases = {
+      {[&] { return mx::index_select(x, 0, Matrix::from_i32({5}, std::vector<std::int32_t>{1, -1, 2, 1, 3})); },
+       {"oa::matrix::index_select", "index -1 is out of range for dim 0 of x [4, 3] (extent 4)"}},
+      {[&] { return mx::index_select(x, 1, Matrix::from_i32({2}, std::vector<std::int32_t>{0, 3})); },
+       {"oa::matrix::index_select", "index 3", "dim 1 of x [4, 3] (extent 3)"}},
+      {[&] { return mx::gather(x, 0, Matrix::from_i32({2, 3}, std::vector<std::int32_t>{0, 3, 4, 1, 2, 0})); },
+       {"oa::matrix::gather", "index 4", "dim 0 of x [4, 3]"}},
+      {[&] { return mx::take_along_axis(x, Matrix::from_i32({4, 1}, std::vector<std::int32_t>{0, 1, -7, 2}), 1); },
+       {"oa::matrix::take_along_axis", "index -7"}},
+      {[&] { return mx::scatter_add(x, 0, Matrix::from_i32({2, 3}, std::vector<std::int32_t>{0, 3, -2, 1, 2, 1}), Matrix::ones({2, 3})); },
+       {"oa::matrix::scatter_add", "index -2", "dim 0 of x [4, 3] (extent 4)"}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.fragments[0]);
+    Matrix y;
+    ASSERT_NO_THROW(y = c.call());  // nothing is read at the op
+    EXPECT_TRUE(oa_test::throws([&] { y.to_vector(); }, ErrorKind::OutOfRange, c.fragments));
+    // Reported once: the engine and the next op are fine.
+    EXPECT_NO_THROW(x.engine().synchronize());
+    EXPECT_EQ(mx::index_select(x, 0, Matrix::from_i32({1}, std::vector<std::int32_t>{2})).to_vector(),
+              std::vector<float>(xv.begin() + 6, xv.begin() + 9));
+  }
+  // synchronize() reports too; so does a read of another tensor.
+  const Matrix bad = mx::index_select(x, 0, Matrix::from_i32({1}, std::vector<std::int32_t>{9}));
+  EXPECT_TRUE(oa_test::throws([&] { x.engine().synchronize(); }, ErrorKind::OutOfRange, {"index 9"}));
+  mx::gather(x, 1, Matrix::from_i32({4, 1}, std::vector<std::int32_t>{0, 0, 5, 0}));
+  EXPECT_TRUE(oa_test::throws([&] { x.to_vector(); }, ErrorKind::OutOfRange, {"oa::matrix::gather", "index 5"}));
 }
 
 TEST(MatrixIndexing, GatherMatchesTheReferenceWithGradients) {
@@ -371,7 +392,7 @@ TEST(MatrixIndexing, TrilAndTriuKeepATriangleWithGradients) {
   EXPECT_EQ(mx::tril(Matrix::from_i32({2, 3}, xi)).to_i32(), (std::vector<std::int32_t>{xi[0], 0, 0, xi[3], xi[4], 0}));
 }
 
-TEST(MatrixIndexing, OneHotMatchesTheReferenceAndGivesZeroRowsOutOfRange) {
+TEST(MatrixIndexing, OneHotMatchesTheReferenceAndRaisesOutOfRange) {
   struct Case {
     Shape shape;
     std::int64_t classes;
@@ -380,14 +401,21 @@ TEST(MatrixIndexing, OneHotMatchesTheReferenceAndGivesZeroRowsOutOfRange) {
   std::uint64_t seed = 170;
   for (const auto& c : cases) {
     SCOPED_TRACE(c.shape.to_string() + " classes " + std::to_string(c.classes));
-    // -1 and classes are outside the range: zero rows.
-    const auto iv = ints(c.shape.numel(), seed++, -1, static_cast<int>(c.classes) + 1);
+    auto iv = ints(c.shape.numel(), seed++, 0, static_cast<int>(c.classes));
     const Matrix y = mx::one_hot(Matrix::from_i32(c.shape, iv), c.classes);
     std::vector<std::int64_t> out = c.shape.to_vector();
     out.push_back(c.classes);
     EXPECT_EQ(y.shape(), Shape(out));
     EXPECT_EQ(y.dtype(), oa::DType::F32);
     EXPECT_TRUE(oa_test::near(y.to_vector(), ref::one_hot(iv, c.classes), 0, 0));
+    if (iv.empty()) continue;
+    // -1 and classes are outside the range: zero rows, and OutOfRange at the next read.
+    for (std::int32_t bad : {-1, static_cast<std::int32_t>(c.classes)}) {
+      iv.back() = bad;
+      const Matrix z = mx::one_hot(Matrix::from_i32(c.shape, iv), c.classes);
+      const std::string index = "index " + std::to_string(bad);
+      EXPECT_TRUE(oa_test::throws([&] { z.to_vector(); }, ErrorKind::OutOfRange, {"oa::matrix::one_hot", index.c_str(), "num_classes"}));
+    }
   }
   // One op, not differentiable; host indices are checked, then uploaded.
   const std::vector<std::int32_t> host{2, 0, 1, 2};

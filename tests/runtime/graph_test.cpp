@@ -221,3 +221,29 @@ TEST(RuntimeGraph, MemoryOfTheStepIsHeldUntilTheGraphIsGone) {
 }
 
 }  // namespace
+
+namespace {
+
+// A device check captured in a step runs on every replay: indices written
+// out of range before a replay raise OutOfRange at the next read; in range
+// again, the replays read fine. The graph's checks go with it.
+TEST(RuntimeGraph, DeviceChecksRunOnEveryReplay) {
+  oa::Engine e;
+  const Matrix w = Matrix::uniform({5, 3}, -1.0f, 1.0f, 6, e);
+  const Matrix idx = Matrix::from_i32({4}, std::vector<std::int32_t>{0, 1, 2, 3}, e);
+  Matrix rows;
+  {
+    oa::StepGraph graph(e, [&] { rows = oa::ml::embedding(idx, w); });
+    graph.replay(e);
+    const std::vector<float> good = rows.to_vector();
+    idx.write_i32(std::vector<std::int32_t>{0, 5, 2, 3});
+    graph.replay(e);
+    EXPECT_TRUE(oa_test::throws([&] { e.synchronize(); }, oa::ErrorKind::OutOfRange, {"oa::ml::embedding", "index 5"}));
+    idx.write_i32(std::vector<std::int32_t>{0, 1, 2, 3});
+    graph.replay(e);
+    EXPECT_EQ(rows.to_vector(), good);
+  }
+  EXPECT_NO_THROW(e.synchronize());
+}
+
+}  // namespace

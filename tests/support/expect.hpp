@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "oa/core/error.hpp"
@@ -31,7 +32,7 @@ inline ::testing::AssertionResult near(const std::vector<float>& got, const std:
 
 // Runs f, expecting oa::Error of `kind` whose message contains every fragment.
 template <typename F>
-::testing::AssertionResult throws(F&& f, oa::ErrorKind kind, std::initializer_list<const char*> fragments) {
+::testing::AssertionResult throws(F&& f, oa::ErrorKind kind, const std::vector<const char*>& fragments) {
   try {
     f();
   } catch (const oa::Error& e) {
@@ -42,6 +43,10 @@ template <typename F>
     return ::testing::AssertionSuccess();
   }
   return ::testing::AssertionFailure() << "no oa::Error thrown";
+}
+template <typename F>
+::testing::AssertionResult throws(F&& f, oa::ErrorKind kind, std::initializer_list<const char*> fragments) {
+  return throws(std::forward<F>(f), kind, std::vector<const char*>(fragments));
 }
 
 // The values of `v` widened to f64 (what the references take).

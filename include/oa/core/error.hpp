@@ -11,6 +11,7 @@ namespace oa {
 
 enum class ErrorKind {
   InvalidArgument,     // bad shapes, ranks, extents, options
+  OutOfRange,          // an index outside its axis, found on the device (Engine::register_device_check)
   FailedPrecondition,  // state forbids the call (released graph, stale saved value)
   ResourceExhausted,   // device memory or a device limit ran out
   Unsupported,         // the device or build lacks a needed feature

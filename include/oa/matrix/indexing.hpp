@@ -9,14 +9,16 @@
 // Axes may be negative (-1 is the last). x is viewed as [outer, N, inner]
 // around `dim`.
 //
-// Indices out of range. Indices given as a Matrix live on the device, and
-// checking them would cost a host round trip, so they are not checked (host
-// indices given to index_select's span form are, and refused) (PyTorch raises a
-// device-side assert instead). The rule, the one embedding follows: an index
-// outside [0, N) (negative ones included: they do not count from the end)
-// selects nothing: index_select, gather and take_along_axis give 0 at that
-// position and pass it no gradient; scatter_add adds nothing for it (and its
-// src element gets a zero gradient); one_hot gives a row of zeros.
+// Indices out of range. Indices given as a Matrix live on the device: an
+// index outside [0, N) (negative ones included: they do not count from the
+// end) given to index_select, gather, take_along_axis or scatter_add is found
+// by the kernel (which gives 0 at that position, or adds nothing for it), and
+// the next synchronize or host read on the engine throws Error(OutOfRange)
+// naming the op, the index, x and the extent (a device check,
+// Engine::register_device_check, as PyTorch's device-side asserts on CUDA; no
+// host round trip at the op), as embedding does. Host indices given to
+// index_select's span form are checked before the upload and refused
+// (InvalidArgument). one_hot checks its classes so too.
 //
 // Determinism. The scatter-adds (scatter_add and the backward of index_select
 // and gather) use no atomics: each result element scans the K indices of its
@@ -152,9 +154,9 @@ Matrix triu(const Matrix& x, std::int64_t diagonal = 0);
 // PyTorch's int64, because it feeds f32 arithmetic (a matmul, a masked loss)
 // and oa has no int64; cast it or compare it for other uses. num_classes is
 // required (PyTorch's -1, the largest index plus one, would read the indices
-// back to the host). Indices on the device are not checked (the rule at the
-// top of this file, as oa::ml::embedding): one outside [0, num_classes) gives
-// a row of zeros. Not differentiable. Errors: indices not i32, num_classes
+// back to the host). An index outside [0, num_classes) gives a row of zeros
+// and raises OutOfRange at the next host read (the rule at the top of this
+// file). Not differentiable. Errors: indices not i32, num_classes
 // outside [1, 2^31 - 1], indices of rank 8, more than 2^32 - 1 result
 // elements. Semantic op "oa::matrix::one_hot", attribute num_classes.
 Matrix one_hot(const Matrix& indices, std::int64_t num_classes);

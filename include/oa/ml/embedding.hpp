@@ -10,8 +10,10 @@ namespace oa::ml {
 
 // Embedding lookup (torch.nn.functional.embedding): indices i32 [...] (rank
 // <= 7) and weight [V, D] give [..., D] with out[..., :] = weight[index, :].
-// Indices already on the device cannot be checked without a host round trip:
-// an index outside [0, V) gives a zero row and contributes no gradient. The
+// An index outside [0, V) gives a zero row and no gradient, and is found by
+// the kernel: the next synchronize or host read on the engine throws
+// Error(OutOfRange) naming the op, the index and the weight (a device check,
+// Engine::register_device_check; no host round trip at the op). The
 // weight gradient is a deterministic segmented reduction (the indices sorted
 // by a bitonic network, then each vocabulary row summed in position order).
 // Semantic op "oa::ml::embedding"; inputs indices, weight.

@@ -226,6 +226,19 @@ class Engine {
   // Copies between storages on the GPU.
   void copy(const runtime::Storage& src, std::uint64_t src_offset, const runtime::Storage& dst, std::uint64_t dst_offset,
             std::uint64_t bytes) const;
+  // Device-side checks of values that only the GPU reads (an index tensor's
+  // indices), reported without a host round trip at the op, as CUDA's
+  // device-side asserts are. register_device_check returns the id of a check
+  // (never 0); a checking kernel binds device_check_record() (ReadWrite, two
+  // u32 words) and, where the check fails, moves word 0 from 0 to its id
+  // (atomicCompSwap: the first failure stays) and stores the offending value
+  // in word 1. After the GPU has run it, the next synchronize(), read() or
+  // PendingRead::get() on this engine reads the record (waiting for the work
+  // recorded so far) and throws Error(kind, describe(value)) once for a failed
+  // check, after which the record is clear again. An id registered during a
+  // StepGraph capture lasts as long as the graph (each replay checks again).
+  std::uint32_t register_device_check(ErrorKind kind, std::function<std::string(std::int32_t value)> describe) const;
+  std::shared_ptr<runtime::Storage> device_check_record() const;
   // True while a StepGraph captures a step on this engine.
   bool capturing() const;
   // During a capture: `hook` runs on the host before each replay of the graph

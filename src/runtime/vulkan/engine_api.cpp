@@ -93,6 +93,7 @@ void Engine::synchronize() const {
   s.refuse_in_capture("Engine::synchronize");
   if (s.open) s.submit();
   s.wait_for(s.next_value - 1);
+  s.raise_failed_device_check();
 }
 
 void Engine::begin_trace() const {
@@ -323,6 +324,44 @@ const char* mapped(const Storage& s) { return static_cast<const char*>(s.chunk()
 
 }  // namespace
 
+namespace runtime {
+
+void EngineState::read(const Storage& src, std::uint64_t offset, void* dst, std::uint64_t bytes) {
+  if (info.unified_memory) {
+    wait_for_use(*src.chunk());
+    std::memcpy(dst, mapped(src) + offset, bytes);
+    return;
+  }
+  auto staging = record_host_copy(*this, src, offset, bytes);
+  wait_for_use(*staging->chunk());
+  std::memcpy(dst, mapped(*staging), bytes);
+}
+
+void EngineState::fill(const Storage& dst, std::uint64_t offset, std::uint64_t bytes, std::uint32_t pattern) {
+  Batch& b = batch();
+  if (conflicts(dst, Access::Write)) barrier(b);
+  mark(b, dst, Access::Write);
+  vkCmdFillBuffer(b.cmd, dst.chunk()->block->buffer, dst.chunk()->offset + offset, bytes, pattern);
+}
+
+void EngineState::raise_failed_device_check() {
+  if (!checks_pending) return;
+  checks_pending = false;
+  std::array<std::uint32_t, 2> record{};
+  read(*check_record, 0, record.data(), sizeof record);
+  const auto failed = record[0] != 0 ? device_checks.find(record[0]) : device_checks.end();
+  // The eager checks recorded so far have all run: only the lasting ones stay.
+  std::erase_if(device_checks, [&](const auto& c) { return !c.second.lasting && c.first != record[0]; });
+  if (record[0] == 0) return;
+  fill(*check_record, 0, sizeof record, 0);
+  if (failed == device_checks.end()) fail(ErrorKind::Internal, "a device check failed with the unknown id {}", record[0]);
+  const DeviceCheck check = failed->second;
+  if (!check.lasting) device_checks.erase(failed);
+  throw Error(check.kind, check.describe(static_cast<std::int32_t>(record[1])));
+}
+
+}  // namespace runtime
+
 void Engine::read(const Storage& src, std::uint64_t offset, void* dst, std::uint64_t bytes) const {
   runtime::require_unforked("oa::Engine::read");
   if (bytes == 0) return;
@@ -330,14 +369,8 @@ void Engine::read(const Storage& src, std::uint64_t offset, void* dst, std::uint
   auto& s = *state_;
   std::lock_guard lock(s.mutex);
   s.refuse_in_capture("Engine::read (a host read)");
-  if (s.info.unified_memory) {
-    s.wait_for_use(*src.chunk());
-    std::memcpy(dst, mapped(src) + offset, bytes);
-    return;
-  }
-  auto staging = record_host_copy(s, src, offset, bytes);
-  s.wait_for_use(*staging->chunk());
-  std::memcpy(dst, mapped(*staging), bytes);
+  s.read(src, offset, dst, bytes);
+  s.raise_failed_device_check();
 }
 
 PendingRead Engine::read_async(const Storage& src, std::uint64_t offset, std::uint64_t bytes) const {
@@ -373,6 +406,7 @@ void PendingRead::get(void* dst) const {
   // wait on unsubmitted work would never end.
   s.wait_for_use(*snapshot_->chunk());
   std::memcpy(dst, mapped(*snapshot_), bytes_);
+  s.raise_failed_device_check();
 }
 
 void Engine::fill(const Storage& dst, std::uint64_t offset, std::uint64_t bytes, std::uint32_t pattern) const {
@@ -381,10 +415,29 @@ void Engine::fill(const Storage& dst, std::uint64_t offset, std::uint64_t bytes,
   if (offset % 4 || bytes % 4 || offset + bytes > dst.bytes()) fail(ErrorKind::Internal, "Engine::fill: bad range");
   auto& s = *state_;
   std::lock_guard lock(s.mutex);
-  Batch& b = s.batch();
-  if (s.conflicts(dst, Access::Write)) s.barrier(b);
-  s.mark(b, dst, Access::Write);
-  vkCmdFillBuffer(b.cmd, dst.chunk()->block->buffer, dst.chunk()->offset + offset, bytes, pattern);
+  s.fill(dst, offset, bytes, pattern);
+}
+
+std::uint32_t Engine::register_device_check(ErrorKind kind, std::function<std::string(std::int32_t value)> describe) const {
+  auto& s = *state_;
+  std::lock_guard lock(s.mutex);
+  const std::uint32_t id = s.next_check++;
+  if (s.next_check == 0) s.next_check = 1;  // 0 means "no failure" in the record
+  s.device_checks[id] = {kind, std::move(describe), s.capturing != nullptr};
+  if (s.capturing) s.capturing->device_checks.push_back(id);
+  else s.checks_pending = true;
+  return id;
+}
+
+std::shared_ptr<Storage> Engine::device_check_record() const {
+  auto& s = *state_;
+  std::lock_guard lock(s.mutex);
+  if (!s.check_record) s.check_record = s.make_storage(*s.device_memory, 8, false);
+  if (!s.check_record_zeroed) {  // in a capture, each replay zeroes it before its checks run
+    s.fill(*s.check_record, 0, 8, 0);
+    s.check_record_zeroed = s.capturing == nullptr;
+  }
+  return s.check_record;
 }
 
 void Engine::copy(const Storage& src, std::uint64_t src_offset, const Storage& dst, std::uint64_t dst_offset, std::uint64_t bytes) const {

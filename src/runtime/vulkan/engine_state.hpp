@@ -192,6 +192,7 @@ struct Graph {
   std::uint64_t last_replay = 0;               // timeline value of the latest replay
   std::uint32_t dispatches = 0;
   std::vector<std::function<void()>> replay_hooks;  // Engine::on_replay, in registration order
+  std::vector<std::uint32_t> device_checks;          // ids registered during the capture (Engine::register_device_check)
   // Waits for the last replay, returns the command buffers to the engine and unpins the memory.
   void release();
 };
@@ -247,6 +248,20 @@ struct EngineState : std::enable_shared_from_this<EngineState> {
   // Per-dispatch scratch, reused so that recording allocates nothing once warm.
   std::vector<const Pipeline*> scratch_pipelines;
 
+  // Device-side checks (Engine::register_device_check): the shared record,
+  // the registered checks by id, and whether work that may have failed one
+  // has been recorded since the record was last read.
+  struct DeviceCheck {
+    ErrorKind kind;
+    std::function<std::string(std::int32_t)> describe;
+    bool lasting = false;  // registered by a StepGraph capture
+  };
+  std::shared_ptr<Storage> check_record;
+  bool check_record_zeroed = false;  // by eager work (a fill made in a capture runs only on replays)
+  std::unordered_map<std::uint32_t, DeviceCheck> device_checks;
+  std::uint32_t next_check = 1;
+  bool checks_pending = false;
+
   Graph* capturing = nullptr;  // the step graph being captured, if any
   std::uint64_t next_graph = 1;
 
@@ -287,6 +302,13 @@ struct EngineState : std::enable_shared_from_this<EngineState> {
   void save_pipeline_cache();
   // A storage from `allocator`; `idle` as in Allocator::allocate.
   std::shared_ptr<Storage> make_storage(Allocator& allocator, std::uint64_t bytes, bool idle);
+  // Records a vkCmdFillBuffer of the range (ordered after earlier use).
+  void fill(const Storage& dst, std::uint64_t offset, std::uint64_t bytes, std::uint32_t pattern);
+  // Copies the range to the host once the GPU is done with it.
+  void read(const Storage& src, std::uint64_t offset, void* dst, std::uint64_t bytes);
+  // Reads the device-check record if work since its last read may have failed
+  // a check, and throws that check's error (see Engine::register_device_check).
+  void raise_failed_device_check();
 };
 
 

@@ -20,6 +20,8 @@ void Graph::release() {
   for (auto& b : batches) s.recycle(std::move(b));
   batches.clear();
   replay_hooks.clear();
+  for (std::uint32_t id : device_checks) s.device_checks.erase(id);
+  device_checks.clear();
   cmds.clear();
   for (Chunk* c : chunks) c->block->owner->unpin(c);
   chunks.clear();
@@ -100,6 +102,7 @@ void StepGraph::replay(const Engine& engine) const {
   runtime::vk::check(vkQueueSubmit(s.queue, 1, &si, VK_NULL_HANDLE), "vkQueueSubmit");
   for (runtime::Chunk* c : g.chunks) c->last_use = value;
   g.last_replay = value;
+  s.checks_pending = s.checks_pending || !g.device_checks.empty();
   s.next_value++;
   s.hazard_epoch++;  // later work begins with a full barrier
   s.stats.submits++;
