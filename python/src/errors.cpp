@@ -24,7 +24,7 @@ void bind_errors(py::module_& m) {
   const KindClass kinds[] = {
       {ErrorKind::InvalidArgument, "InvalidArgumentError", PyExc_ValueError, "Bad shapes, ranks, extents, dtypes or options."},
       {ErrorKind::OutOfRange, "OutOfRangeError", PyExc_IndexError,
-       "An index tensor held an index outside its axis (found when the GPU ran the op, raised at the next host read or synchronize)."},
+       "An index tensor held an index outside its axis (found when the GPU ran the op, raised at a later synchronize or host read)."},
       {ErrorKind::FailedPrecondition, "FailedPreconditionError", PyExc_RuntimeError,
        "State forbids the call (a released graph, a value modified after it was saved for backward)."},
       {ErrorKind::ResourceExhausted, "ResourceExhaustedError", PyExc_MemoryError,

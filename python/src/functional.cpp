@@ -208,7 +208,7 @@ void bind_functional(py::module_& f) {
       "(default: the next seed of oa.manual_seed's stream).");
   f.def("embedding", py::overload_cast<const Matrix&, const Matrix&>(&ml::embedding), arg("input"), arg("weight"),
         "int32 indices [...] into weight [V, D] -> [..., D]; an index outside [0, V) raises oa.OutOfRangeError (an "
-        "IndexError) at the next host read or synchronize (found on the device).");
+        "IndexError) at a later synchronize or host read (found on the device).");
 
   // ── Losses ────────────────────────────────────────────────────────────────
   f.def(

@@ -449,8 +449,8 @@ void bind_indexing(py::module_& m, TensorClass& t) {
 
   m.def("index_select", [](const Matrix& input, int dim, const Matrix& index) { return mx::index_select(input, dim, index); },
         arg("input"), arg("dim"), arg("index"),
-        "torch.index_select with an int32 index [K]; one outside the axis raises oa.OutOfRangeError (an IndexError) at the next "
-        "host read or synchronize (found on the device).");
+        "torch.index_select with an int32 index [K]; one outside the axis raises oa.OutOfRangeError (an IndexError) at a later "
+        "synchronize or host read (found on the device).");
   m.def("gather", [](const Matrix& input, int dim, const Matrix& index) { return mx::gather(input, dim, index); },
         arg("input"), arg("dim"), arg("index"),
         "torch.gather with an int32 index of input's rank; out of range as index_select.");

@@ -136,6 +136,16 @@ TEST(MatrixIndexing, DeviceIndicesOutOfRangeRaiseAtTheNextHostRead) {
     EXPECT_EQ(mx::index_select(x, 0, Matrix::from_i32({1}, std::vector<std::int32_t>{2})).to_vector(),
               std::vector<float>(xv.begin() + 6, xv.begin() + 9));
   }
+  // The discrete-GPU path (the record copied through staging memory) reports alike.
+  {
+    oa::EngineOptions options;
+    options.staging_transfers = true;
+    const oa::Engine staged(options);
+    const Matrix xs = Matrix::from_vector({4, 3}, xv, staged);
+    const Matrix y = mx::index_select(xs, 0, Matrix::from_i32({2}, std::vector<std::int32_t>{3, 4}, staged));
+    EXPECT_TRUE(oa_test::throws([&] { y.to_vector(); }, ErrorKind::OutOfRange, {"oa::matrix::index_select", "index 4"}));
+    EXPECT_NO_THROW(staged.synchronize());
+  }
   // synchronize() reports too; so does a read of another tensor.
   const Matrix bad = mx::index_select(x, 0, Matrix::from_i32({1}, std::vector<std::int32_t>{9}));
   EXPECT_TRUE(oa_test::throws([&] { x.engine().synchronize(); }, ErrorKind::OutOfRange, {"index 9"}));

@@ -13,7 +13,8 @@
 // index outside [0, N) (negative ones included: they do not count from the
 // end) given to index_select, gather, take_along_axis or scatter_add is found
 // by the kernel (which gives 0 at that position, or adds nothing for it), and
-// the next synchronize or host read on the engine throws Error(OutOfRange)
+// the next synchronize on the engine, or a host read once the GPU has run the
+// op (Engine::register_device_check says when), throws Error(OutOfRange)
 // naming the op, the index, x and the extent (a device check,
 // Engine::register_device_check, as PyTorch's device-side asserts on CUDA; no
 // host round trip at the op), as embedding does. Host indices given to
@@ -155,7 +156,7 @@ Matrix triu(const Matrix& x, std::int64_t diagonal = 0);
 // and oa has no int64; cast it or compare it for other uses. num_classes is
 // required (PyTorch's -1, the largest index plus one, would read the indices
 // back to the host). An index outside [0, num_classes) gives a row of zeros
-// and raises OutOfRange at the next host read (the rule at the top of this
+// and raises OutOfRange later (the rule at the top of this
 // file). Not differentiable. Errors: indices not i32, num_classes
 // outside [1, 2^31 - 1], indices of rank 8, more than 2^32 - 1 result
 // elements. Semantic op "oa::matrix::one_hot", attribute num_classes.

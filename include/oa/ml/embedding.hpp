@@ -11,9 +11,10 @@ namespace oa::ml {
 // Embedding lookup (torch.nn.functional.embedding): indices i32 [...] (rank
 // <= 7) and weight [V, D] give [..., D] with out[..., :] = weight[index, :].
 // An index outside [0, V) gives a zero row and no gradient, and is found by
-// the kernel: the next synchronize or host read on the engine throws
-// Error(OutOfRange) naming the op, the index and the weight (a device check,
-// Engine::register_device_check; no host round trip at the op). The
+// the kernel: the next synchronize on the engine, or a host read once the GPU
+// has run the op, throws Error(OutOfRange) naming the op, the index and the
+// weight (a device check, Engine::register_device_check; no host round trip
+// at the op). The
 // weight gradient is a deterministic segmented reduction (the indices sorted
 // by a bitonic network, then each vocabulary row summed in position order).
 // Semantic op "oa::ml::embedding"; inputs indices, weight.

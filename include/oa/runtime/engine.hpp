@@ -232,10 +232,11 @@ class Engine {
   // (never 0); a checking kernel binds device_check_record() (ReadWrite, two
   // u32 words) and, where the check fails, moves word 0 from 0 to its id
   // (atomicCompSwap: the first failure stays) and stores the offending value
-  // in word 1. After the GPU has run it, the next synchronize(), read() or
-  // PendingRead::get() on this engine reads the record (waiting for the work
-  // recorded so far) and throws Error(kind, describe(value)) once for a failed
-  // check, after which the record is clear again. An id registered during a
+  // in word 1. After the GPU has run it, the next synchronize() on this
+  // engine, or a read() or PendingRead::get() that can look without waiting
+  // longer (the check's work is done, and on a discrete GPU no other work is
+  // open), reads the record and throws Error(kind, describe(value)) once for a
+  // failed check, after which the record is clear again. An id registered during a
   // StepGraph capture lasts as long as the graph (each replay checks again).
   std::uint32_t register_device_check(ErrorKind kind, std::function<std::string(std::int32_t value)> describe) const;
   std::shared_ptr<runtime::Storage> device_check_record() const;

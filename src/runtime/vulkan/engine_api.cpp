@@ -93,7 +93,7 @@ void Engine::synchronize() const {
   s.refuse_in_capture("Engine::synchronize");
   if (s.open) s.submit();
   s.wait_for(s.next_value - 1);
-  s.raise_failed_device_check();
+  s.raise_failed_device_check(true);
 }
 
 void Engine::begin_trace() const {
@@ -344,8 +344,14 @@ void EngineState::fill(const Storage& dst, std::uint64_t offset, std::uint64_t b
   vkCmdFillBuffer(b.cmd, dst.chunk()->block->buffer, dst.chunk()->offset + offset, bytes, pattern);
 }
 
-void EngineState::raise_failed_device_check() {
-  if (!checks_pending) return;
+void EngineState::raise_failed_device_check(bool everything) {
+  if (!checks_pending || !check_record) return;
+  if (!everything) {
+    retire();
+    // Unified memory: read in place once the checks' work is done. Else the
+    // record's copy would wait for all work recorded so far: only when none is open.
+    if (check_record->chunk()->last_use > completed || (!info.unified_memory && open)) return;
+  }
   checks_pending = false;
   std::array<std::uint32_t, 2> record{};
   read(*check_record, 0, record.data(), sizeof record);
@@ -370,7 +376,7 @@ void Engine::read(const Storage& src, std::uint64_t offset, void* dst, std::uint
   std::lock_guard lock(s.mutex);
   s.refuse_in_capture("Engine::read (a host read)");
   s.read(src, offset, dst, bytes);
-  s.raise_failed_device_check();
+  s.raise_failed_device_check(false);
 }
 
 PendingRead Engine::read_async(const Storage& src, std::uint64_t offset, std::uint64_t bytes) const {
@@ -406,7 +412,7 @@ void PendingRead::get(void* dst) const {
   // wait on unsubmitted work would never end.
   s.wait_for_use(*snapshot_->chunk());
   std::memcpy(dst, mapped(*snapshot_), bytes_);
-  s.raise_failed_device_check();
+  s.raise_failed_device_check(false);
 }
 
 void Engine::fill(const Storage& dst, std::uint64_t offset, std::uint64_t bytes, std::uint32_t pattern) const {

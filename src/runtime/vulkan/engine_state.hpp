@@ -308,7 +308,10 @@ struct EngineState : std::enable_shared_from_this<EngineState> {
   void read(const Storage& src, std::uint64_t offset, void* dst, std::uint64_t bytes);
   // Reads the device-check record if work since its last read may have failed
   // a check, and throws that check's error (see Engine::register_device_check).
-  void raise_failed_device_check();
+  // `everything`: the GPU has finished all recorded work (synchronize); else
+  // the record is read only where that adds no wait (a host read that is not
+  // a synchronization must not hold the host back until later work is done).
+  void raise_failed_device_check(bool everything);
 };
 
 
