@@ -128,14 +128,14 @@ namespace detail {
 
 bool autocast_active() { return t_dtype.has_value(); }
 
-bool autocast_inputs(AutocastPolicy policy, std::span<const Matrix> inputs, unsigned lowered_dtypes, unsigned kept_inputs,
+bool autocast_inputs(AutocastPolicy policy, std::span<const Matrix> inputs, unsigned lowered_dtypes, unsigned kept_inputs, unsigned f32_inputs,
                      std::size_t group, std::vector<Matrix>& out) {
   if (policy == AutocastPolicy::Keep) return false;
   // Lower casts what carries a gradient; a detached input (a mask) and an f32
   // bias added to f32 accumulators keep their dtype.
   const auto kept = [&](const Matrix& m) {
     const std::size_t i = static_cast<std::size_t>(&m - inputs.data()) % std::max<std::size_t>(group, 1);
-    return policy == AutocastPolicy::Lower && i < 32 && (kept_inputs >> i & 1u);
+    return policy == AutocastPolicy::Lower && i < 32 && ((kept_inputs >> i & 1u) || ((f32_inputs >> i & 1u) && m.dtype() == DType::F32));
   };
   auto floating = [&](const Matrix& m) { return m.defined() && is_floating_point(m.dtype()) && !kept(m); };
   std::optional<DType> target;

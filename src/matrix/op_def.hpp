@@ -235,11 +235,14 @@ struct Op {
   OpDef<A> def;
   AutocastPolicy autocast;      // the op's entry in the autocast table
   unsigned lowered_dtypes = 0;  // bit i: a lowering for DType i
-  unsigned kept_inputs = 0;  // bit i: autocast's Lower keeps def.inputs[i]'s dtype (detached or keeps_f32)
+  unsigned kept_inputs = 0;  // bit i: autocast's Lower keeps def.inputs[i]'s dtype (detached)
+  unsigned f32_inputs = 0;   // bit i: ... when it is f32 (keeps_f32)
   explicit Op(OpDef<A> d) : def(std::move(d)), autocast(autocast_policy(def.name)) {
     for (const auto& l : def.lower) lowered_dtypes |= 1u << static_cast<unsigned>(l.first);
     for (std::size_t i = 0; i < def.inputs.size() && i < 32; ++i)
-      if (def.inputs[i].detached || def.inputs[i].keeps_f32) kept_inputs |= 1u << i;
+      if (def.inputs[i].detached) kept_inputs |= 1u << i;
+    for (std::size_t i = 0; i < def.inputs.size() && i < 32; ++i)
+      if (def.inputs[i].keeps_f32) f32_inputs |= 1u << i;
     bool variadic = def.variadic;  // the semantic op lists the inputs given
     for (const auto& in : def.inputs) variadic = variadic || in.optional;
     register_contract({def.name, variadic ? -1 : static_cast<int>(def.inputs.size()), def.outputs, attribute_specs<A>()});
@@ -250,11 +253,12 @@ struct Op {
 
 // Autocast (oa/matrix/autocast.hpp): whether a scope is enabled on this
 // thread, and the inputs of an op cast as its `policy` says, given the dtypes
-// it has lowerings for (bit i: DType i) and the inputs Lower leaves as they
-// are (bit i: input i of each group; an attention mask, a linear's bias). False
+// it has lowerings for (bit i: DType i), the inputs Lower leaves as they are
+// (bit i: input i of each group; an attention mask) and those it leaves when
+// they are f32 (a linear's bias). False
 // when no input needs a cast.
 bool autocast_active();
-bool autocast_inputs(AutocastPolicy policy, std::span<const Matrix> inputs, unsigned lowered_dtypes, unsigned kept_inputs,
+bool autocast_inputs(AutocastPolicy policy, std::span<const Matrix> inputs, unsigned lowered_dtypes, unsigned kept_inputs, unsigned f32_inputs,
                      std::size_t group, std::vector<Matrix>& out);
 
 // A dispatch list for one apply() call, reused by later calls on the same
@@ -310,7 +314,7 @@ std::vector<Matrix> apply(const Op<A>& op, std::span<const Matrix> inputs, const
   }
   if (!inputs.empty() && autocast_active()) {
     std::vector<Matrix> cast_inputs;
-    if (autocast_inputs(op.autocast, inputs, op.lowered_dtypes, op.kept_inputs, group, cast_inputs))
+    if (autocast_inputs(op.autocast, inputs, op.lowered_dtypes, op.kept_inputs, op.f32_inputs, group, cast_inputs))
       return apply(op, std::span<const Matrix>(cast_inputs), attributes, auxiliary);
   }
   const Engine& engine = inputs.empty() ? *generator_engine : inputs[0].engine();

@@ -295,11 +295,16 @@ TEST(MatrixHalfElementwise, LinearTakesAnF32BiasWith16BitOperands) {
       for (int r = 0; r < 5; ++r) s += gy[r * 4 + o];
       EXPECT_NEAR(gb[o], s, 1e-6) << o;  // f32 sums of 16-bit values: no 16-bit rounding
     }
-    // Under autocast the bias is not cast.
+    // Under autocast an f32 bias is not cast; a 16-bit one of another dtype is.
     oa::AutocastGuard guard(dtype);
-    oa::TraceCapture trace(x.engine());
-    ml::linear(x, w, b);
-    EXPECT_EQ(oa_test::count_label(trace.ops(), "oa::matrix::cast"), 2u);  // x and w
+    {
+      oa::TraceCapture trace(x.engine());
+      ml::linear(x, w, b);
+      EXPECT_EQ(oa_test::count_label(trace.ops(), "oa::matrix::cast"), 2u);  // x and w
+    }
+    const DType other = dtype == DType::F16 ? DType::BF16 : DType::F16;
+    const Matrix y2 = ml::linear(mx::cast(x, other), mx::cast(w, other), mx::cast(b, other));
+    EXPECT_EQ(y2.dtype(), dtype);
   }
 }
 

@@ -208,6 +208,7 @@ TEST(RuntimeGraph, MemoryOfTheStepIsHeldUntilTheGraphIsGone) {
   Model m = mlp(e);
   oa::ml::optim::Sgd opt(m.params, {.lr = 0.05f});
   feed(m, 0);
+  (void)e.device_check_record();  // the engine's own, made before a first capture and kept
   e.synchronize();
   const auto in_use = e.memory_stats().in_use_bytes;
   {
@@ -243,6 +244,20 @@ TEST(RuntimeGraph, DeviceChecksRunOnEveryReplay) {
     graph.replay(e);
     EXPECT_EQ(rows.to_vector(), good);
   }
+  EXPECT_NO_THROW(e.synchronize());
+  // A failure before a later checked op of the same replay is kept; a graph
+  // gone before its failed replay was read leaves the report to that read.
+  Matrix picked;
+  const Matrix first = Matrix::from_i32({1}, std::vector<std::int32_t>{0}, e);
+  {
+    oa::StepGraph graph(e, [&] {
+      picked = oa::matrix::index_select(w, 0, idx);
+      rows = oa::ml::embedding(first, w);
+    });
+    idx.write_i32(std::vector<std::int32_t>{0, 1, 9, 3});
+    graph.replay(e);
+  }
+  EXPECT_TRUE(oa_test::throws([&] { e.synchronize(); }, oa::ErrorKind::OutOfRange, {"oa::matrix::index_select", "index 9"}));
   EXPECT_NO_THROW(e.synchronize());
 }
 

@@ -238,6 +238,9 @@ class Engine {
   // open), reads the record and throws Error(kind, describe(value)) once for a
   // failed check, after which the record is clear again. An id registered during a
   // StepGraph capture lasts as long as the graph (each replay checks again).
+  // The record is made (zeroed) on first use or before a StepGraph's capture,
+  // and held by the engine. synchronize() reports; empty_cache() and profile()
+  // wait without reporting.
   std::uint32_t register_device_check(ErrorKind kind, std::function<std::string(std::int32_t value)> describe) const;
   std::shared_ptr<runtime::Storage> device_check_record() const;
   // True while a StepGraph captures a step on this engine.

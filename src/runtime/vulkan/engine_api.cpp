@@ -72,11 +72,23 @@ void Engine::reset_peak_memory() const {
   state_->device_memory->reset_peak();
 }
 
+namespace {
+
+// Waits for all recorded work, as synchronize() does, without reporting
+// device checks (for the engine's own waits: empty_cache, profile).
+void wait_all_unchecked(runtime::EngineState& s) {
+  std::lock_guard lock(s.mutex);
+  s.refuse_in_capture("Engine::synchronize");
+  s.wait_all();
+}
+
+}  // namespace
+
 void Engine::empty_cache() const {
   runtime::require_unforked("oa::Engine::empty_cache");
   auto& s = *state_;
   std::lock_guard lock(s.mutex);
-  synchronize();
+  wait_all_unchecked(*state_);
   s.device_memory->trim(s.completed);
   if (s.staging_memory) s.staging_memory->trim(s.completed);
 }
@@ -91,8 +103,7 @@ void Engine::synchronize() const {
   auto& s = *state_;
   std::lock_guard lock(s.mutex);
   s.refuse_in_capture("Engine::synchronize");
-  if (s.open) s.submit();
-  s.wait_for(s.next_value - 1);
+  s.wait_all();
   s.raise_failed_device_check(true);
 }
 
@@ -115,7 +126,7 @@ void Engine::set_profiling(bool on) const {
 }
 
 Profile Engine::profile() const {
-  synchronize();
+  wait_all_unchecked(*state_);
   std::lock_guard lock(state_->mutex);
   Profile p;
   for (auto& [_, e] : state_->profile) p.entries.push_back(e);
@@ -127,7 +138,7 @@ Profile Engine::profile() const {
 }
 
 void Engine::reset_profile() const {
-  synchronize();
+  wait_all_unchecked(*state_);
   std::lock_guard lock(state_->mutex);
   state_->profile.clear();
   state_->profile_first = UINT64_MAX;
@@ -143,7 +154,7 @@ std::shared_ptr<Storage> Engine::allocate(std::uint64_t bytes) const {
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::ResourceExhausted || s.capturing) throw;
     // Empty blocks that the GPU still uses may be all that is missing.
-    synchronize();
+    s.wait_all();
     return s.make_storage(*s.device_memory, bytes, false);
   }
 }
@@ -204,7 +215,11 @@ void Engine::record(SemanticOp op, std::span<const runtime::ComputeDispatch> dis
     bool hazard = false;
     for (auto& bind : d.bindings) hazard = hazard || s.conflicts(*bind.storage, bind.access);
     if (hazard) s.barrier(b);
-    for (auto& bind : d.bindings) s.mark(b, *bind.storage, bind.access);
+    for (auto& bind : d.bindings) {
+      s.mark(b, *bind.storage, bind.access);
+      // Checking work recorded eagerly: the record is to be read (see Engine::register_device_check).
+      if (bind.storage == s.check_record && !s.capturing) s.checks_pending = true;
+    }
 
     // One write covers bindings 0..n-1 (consecutive bindings of one type).
     VkDescriptorBufferInfo infos[runtime::ComputeDispatch::kMaxBindings];
@@ -360,10 +375,25 @@ void EngineState::raise_failed_device_check(bool everything) {
   std::erase_if(device_checks, [&](const auto& c) { return !c.second.lasting && c.first != record[0]; });
   if (record[0] == 0) return;
   fill(*check_record, 0, sizeof record, 0);
-  if (failed == device_checks.end()) fail(ErrorKind::Internal, "a device check failed with the unknown id {}", record[0]);
+  // A check registered by one thread and erased by another thread's read
+  // before its dispatch was recorded has lost its words, not its failure.
+  if (failed == device_checks.end())
+    throw Error(ErrorKind::OutOfRange, fmt::format("an index {} was out of range in an op recorded since the last synchronization",
+                                                   static_cast<std::int32_t>(record[1])));
   const DeviceCheck check = failed->second;
   if (!check.lasting) device_checks.erase(failed);
   throw Error(check.kind, check.describe(static_cast<std::int32_t>(record[1])));
+}
+
+void EngineState::wait_all() {
+  if (open) submit();
+  wait_for(next_value - 1);
+}
+
+void EngineState::make_check_record() {
+  if (check_record) return;
+  check_record = make_storage(*device_memory, 8, false);
+  fill(*check_record, 0, 8, 0);
 }
 
 }  // namespace runtime
@@ -412,7 +442,6 @@ void PendingRead::get(void* dst) const {
   // wait on unsubmitted work would never end.
   s.wait_for_use(*snapshot_->chunk());
   std::memcpy(dst, mapped(*snapshot_), bytes_);
-  s.raise_failed_device_check(false);
 }
 
 void Engine::fill(const Storage& dst, std::uint64_t offset, std::uint64_t bytes, std::uint32_t pattern) const {
@@ -427,22 +456,18 @@ void Engine::fill(const Storage& dst, std::uint64_t offset, std::uint64_t bytes,
 std::uint32_t Engine::register_device_check(ErrorKind kind, std::function<std::string(std::int32_t value)> describe) const {
   auto& s = *state_;
   std::lock_guard lock(s.mutex);
+  // 0 means "no failure" in the record; an id still registered is skipped.
+  while (s.next_check == 0 || s.device_checks.count(s.next_check)) ++s.next_check;
   const std::uint32_t id = s.next_check++;
-  if (s.next_check == 0) s.next_check = 1;  // 0 means "no failure" in the record
   s.device_checks[id] = {kind, std::move(describe), s.capturing != nullptr};
   if (s.capturing) s.capturing->device_checks.push_back(id);
-  else s.checks_pending = true;
   return id;
 }
 
 std::shared_ptr<Storage> Engine::device_check_record() const {
   auto& s = *state_;
   std::lock_guard lock(s.mutex);
-  if (!s.check_record) s.check_record = s.make_storage(*s.device_memory, 8, false);
-  if (!s.check_record_zeroed) {  // in a capture, each replay zeroes it before its checks run
-    s.fill(*s.check_record, 0, 8, 0);
-    s.check_record_zeroed = s.capturing == nullptr;
-  }
+  s.make_check_record();  // a StepGraph makes it before its capture: a graph never zeroes it
   return s.check_record;
 }
 

@@ -256,8 +256,7 @@ struct EngineState : std::enable_shared_from_this<EngineState> {
     std::function<std::string(std::int32_t)> describe;
     bool lasting = false;  // registered by a StepGraph capture
   };
-  std::shared_ptr<Storage> check_record;
-  bool check_record_zeroed = false;  // by eager work (a fill made in a capture runs only on replays)
+  std::shared_ptr<Storage> check_record;  // made zeroed by eager work, before any capture uses it
   std::unordered_map<std::uint32_t, DeviceCheck> device_checks;
   std::uint32_t next_check = 1;
   bool checks_pending = false;
@@ -312,6 +311,10 @@ struct EngineState : std::enable_shared_from_this<EngineState> {
   // the record is read only where that adds no wait (a host read that is not
   // a synchronization must not hold the host back until later work is done).
   void raise_failed_device_check(bool everything);
+  // Makes the device-check record, zeroed (eagerly: not inside a capture).
+  void make_check_record();
+  // Submits the open batch and waits for all work.
+  void wait_all();
 };
 
 

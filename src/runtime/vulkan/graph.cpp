@@ -20,7 +20,11 @@ void Graph::release() {
   for (auto& b : batches) s.recycle(std::move(b));
   batches.clear();
   replay_hooks.clear();
-  for (std::uint32_t id : device_checks) s.device_checks.erase(id);
+  // Checks of a replay whose record is still unread are left to that read.
+  for (std::uint32_t id : device_checks) {
+    if (s.checks_pending) s.device_checks[id].lasting = false;
+    else s.device_checks.erase(id);
+  }
   device_checks.clear();
   cmds.clear();
   for (Chunk* c : chunks) c->block->owner->unpin(c);
@@ -35,6 +39,7 @@ StepGraph::StepGraph(const Engine& engine, const std::function<void()>& step) : 
   {
     std::lock_guard lock(s.mutex);
     if (s.capturing) fail(ErrorKind::FailedPrecondition, "StepGraph: engine {} is already capturing a step", s.info.name);
+    s.make_check_record();  // zeroed by eager work: a graph's replays never zero it
     s.submit();  // the capture begins on a fresh command buffer
     graph_->engine = engine.state();
     graph_->serial = s.next_graph++;
