@@ -233,10 +233,11 @@ class Engine {
   // u32 words) and, where the check fails, moves word 0 from 0 to its id
   // (atomicCompSwap: the first failure stays) and stores the offending value
   // in word 1. After the GPU has run it, the next synchronize() on this
-  // engine, or a read() or PendingRead::get() that can look without waiting
-  // longer (the check's work is done, and on a discrete GPU no other work is
-  // open), reads the record and throws Error(kind, describe(value)) once for a
-  // failed check, after which the record is clear again. An id registered during a
+  // engine, or a read() that can look without waiting longer (the check's
+  // work is done, and on a discrete GPU no other work is open), reads the
+  // record and throws Error(kind, describe(value)) once for a failed check,
+  // after which the record is clear again. PendingRead::get() does not report
+  // (it serves the engine's own reads, such as oa::dist's buckets). An id registered during a
   // StepGraph capture lasts as long as the graph (each replay checks again).
   // The record is made (zeroed) on first use or before a StepGraph's capture,
   // and held by the engine. synchronize() reports; empty_cache() and profile()
