@@ -82,7 +82,9 @@ std::vector<TuneCase> gemm_cases(bool quick) {
 // The bench's attention heads ([B*H, S, D]): the forward for
 // attention.forward_lowering and (through the fused kernels)
 // attention.flash_plan, forward + backward for attention.backward_lowering
-// where the model trains them.
+// where the model trains them; the forward of f16 heads for
+// attention.coopmat_forward and (through the tensor-core kernel)
+// attention.coopmat_tile.
 std::vector<TuneCase> attention_cases(bool quick) {
   std::vector<TuneCase> cases;
   for (oa_bench::Heads a : oa_bench::kAttention) {
@@ -92,10 +94,12 @@ std::vector<TuneCase> attention_cases(bool quick) {
     }
     const std::int64_t bh = a.b * a.h;
     const std::vector<std::int64_t> keys{bh, a.sq, a.sk, a.d, a.d, a.causal ? 1 : 0};
-    auto setup = [a, bh](bool backward) {
-      return [a, bh, backward](const oa::Engine& e) -> Step {
-        const oa::Matrix q = input({bh, a.sq, a.d}, 1, e, backward), k = input({bh, a.sk, a.d}, 2, e, backward),
-                         v = input({bh, a.sk, a.d}, 3, e, backward);
+    auto setup = [a, bh](bool backward, bool half = false) {
+      return [a, bh, backward, half](const oa::Engine& e) -> Step {
+        oa::Matrix q = input({bh, a.sq, a.d}, 1, e, backward), k = input({bh, a.sk, a.d}, 2, e, backward),
+                   v = input({bh, a.sk, a.d}, 3, e, backward);
+        if (half)
+          for (oa::Matrix* m : {&q, &k, &v}) *m = oa::matrix::cast(*m, oa::DType::F16);
         auto forward = [=] { return oa::ml::scaled_dot_product_attention(q, k, v, oa::Matrix(), std::nullopt, a.causal); };
         if (!backward) return [forward] { (void)forward(); };
         const oa::Matrix dy = oa::Matrix::ones({bh, a.sq, a.d}, e);
@@ -106,6 +110,8 @@ std::vector<TuneCase> attention_cases(bool quick) {
     cases.push_back({"attention.forward_lowering", name, keys, {}, setup(false)});
     cases.push_back({"attention.flash_plan", name, keys, {{"attention.forward_lowering", "fused"}}, setup(false)});
     if (a.backward) cases.push_back({"attention.backward_lowering", name + "_fwd_bwd", keys, {}, setup(true)});
+    cases.push_back({"attention.coopmat_forward", name + "_f16", keys, {}, setup(false, true)});
+    cases.push_back({"attention.coopmat_tile", name + "_f16", keys, {{"attention.coopmat_forward", "on"}}, setup(false, true)});
   }
   return cases;
 }

@@ -2,8 +2,8 @@
 // the GEMM backward, flash through GEMMs, materialised): the output against
 // the f64 reference of the rounded inputs, the gradients against the F32
 // path on the same rounded inputs, the extreme inputs (huge masks, fully
-// masked rows, large common offsets, NaN), dtype errors, autocast, and a
-// tensor-core run that needs cooperative matrices (skipped on lavapipe).
+// masked rows, large common offsets, NaN), dtype errors, autocast, and the
+// tensor-core runs that need cooperative matrices (skipped on lavapipe).
 #include <gtest/gtest.h>
 
 #include <cfloat>
@@ -15,6 +15,7 @@
 #include "oa/matrix/autocast.hpp"
 #include "oa/matrix/cast.hpp"
 #include "support/expect.hpp"
+#include "support/forced_tuning.hpp"
 
 namespace {
 
@@ -360,6 +361,113 @@ TEST(AttentionHalf, TensorCoresServeTheGemmLowerings) {
   }
   if (!any) GTEST_SKIP() << "the device has no cooperative matrices for f16 or bf16 (16x16x16, f32 accumulators): the "
                             "tensor-core lowering runs on devices that have them, not here";
+}
+
+// The dtypes the device has 16 x 16 x 16 cooperative matrices for (f32 accumulators).
+std::vector<DType> tensor_core_dtypes() {
+  std::vector<DType> out;
+  for (DType d : kHalfDtypes)
+    if (engine().device().has_cooperative_matrix({d, d, DType::F32, DType::F32, 16, 16, 16})) out.push_back(d);
+  return out;
+}
+
+#define OA_SKIP_WITHOUT_TENSOR_CORES(dtypes)                                                                   \
+  if ((dtypes).empty())                                                                                        \
+  GTEST_SKIP() << "the device has no cooperative matrices for f16 or bf16 (16x16x16, f32 accumulators): the " \
+                  "tensor-core kernels run on devices that have them, not here"
+
+// Whether the flash forward of r lowers to the tensor-core kernel alone.
+bool lowers_to_tensor_cores(const Rounded& r, const Case& c, DType dtype) {
+  const Matrix q = r.q(dtype), k = r.k(dtype), v = r.v(dtype);
+  const auto g = attention_detail::attention_geometry(kSdpa, q, k, v, r.mask, {}, c.causal, c.variant);
+  std::vector<oa::runtime::ComputeDispatch> ds;
+  attention_detail::lower_flash_attention(engine(), g, q, k, v, r.mask, oa::detail::allocate(engine(), r.sg, dtype),
+                                          oa::detail::allocate(engine(), {c.bh, c.sq}), oa::detail::allocate(engine(), {c.bh, c.sq, 2}), ds);
+  const std::string_view kernel =
+      dtype == DType::F16 ? oa::kernels::ml_attention_flash_forward_coopmat : oa::kernels::ml_attention_flash_forward_coopmat_bf16;
+  return ds.size() == 1 && ds[0].kernel == kernel;
+}
+
+// Problems of the tensor-core forward (Dh = Dv a multiple of 16 up to 128,
+// more than 4 query rows): partial query and key tiles, causal both ways,
+// masks with -inf keys, Sq > Sk (lower-right causal rows that see no key).
+const Case kTensorCoreCases[] = {
+    {2, 100, 130, 64, 64, true, true},
+    {1, 200, 77, 80, 80, false, false},
+    {2, 33, 50, 128, 128, true, true, ml::CausalVariant::UpperLeft},
+    {3, 70, 40, 32, 32, false, true},
+    {1, 129, 129, 16, 16, false, true},
+    {1, 65, 300, 96, 96, true, false},
+};
+
+// The tensor-core forward with each tile: output and log-sum-exp against the
+// f64 reference of the rounded inputs (P is rounded to the inputs' dtype
+// before P v, as the tensor cores take it: within 3u |v|max as the fused path).
+TEST(AttentionHalf, TensorCoreForwardMatchesReference) {
+  const std::vector<DType> dtypes = tensor_core_dtypes();
+  OA_SKIP_WITHOUT_TENSOR_CORES(dtypes);
+  attention_detail::FlashLoweringGuard guard(FlashLowering::Coopmat, FlashLowering::Fused);
+  for (DType dtype : dtypes)
+    for (const char* tile : {"16x32", "32x32", "16x64"}) {
+      const oa_test::Forced forced("attention.coopmat_tile", tile);
+      std::uint32_t seed = 800;
+      for (const Case& c : kTensorCoreCases) {
+        SCOPED_TRACE(name(dtype) + " tile " + tile + " " + describe(c));
+        const Rounded r = rounded(c, dtype, seed += 10);
+        EXPECT_TRUE(lowers_to_tensor_cores(r, c, dtype));
+        const auto want = ref::attention(r.problem, to_f64(r.vq), to_f64(r.vk), to_f64(r.vv));
+        const auto f = ml::flash_attention(r.q(dtype), r.k(dtype), r.v(dtype), r.mask, {}, c.causal, c.variant);
+        EXPECT_EQ(f.output.dtype(), dtype);
+        EXPECT_TRUE(oa_test::near(f.output.to_vector(), want.out, 3.0 * unit(dtype) + static_cast<double>(c.dh) * std::ldexp(1.0, -20), 0.0));
+        EXPECT_TRUE(oa_test::near(f.log_sum_exp.to_vector(), want.lse, kAtol, kRtol));
+      }
+    }
+}
+
+// The tensor-core forward (and the fused backward after it) on the extreme
+// inputs, against the F32 path on the rounded inputs: masks down to -FLT_MAX
+// with a fully masked row, causal rows that see no key, scores with a large
+// common offset, a negative scale, and a NaN key reaching only the rows that
+// see it; packed heads.
+TEST(AttentionHalf, TensorCoreForwardOnExtremeInputs) {
+  const std::vector<DType> dtypes = tensor_core_dtypes();
+  OA_SKIP_WITHOUT_TENSOR_CORES(dtypes);
+  attention_detail::FlashLoweringGuard guard(FlashLowering::Coopmat, FlashLowering::Fused);
+  for (DType dtype : dtypes) {
+    for (float value : {-1e9f, -FLT_MAX}) {
+      const Case c{2, 9, 7, 16, 16, true, true};  // Sq > Sk: causal rows 0 and 1 see no key
+      Rounded r = rounded(c, dtype, 900);
+      r.mask = Matrix::from_vector({c.bh * c.sq, c.sk}, huge_mask(c.bh * c.sq, c.sk, value));
+      SCOPED_TRACE(name(dtype) + " mask " + std::to_string(value));
+      EXPECT_TRUE(lowers_to_tensor_cores(r, c, dtype));
+      expect_as_f32(r, c, dtype, ml::SdpaBackend::Flash);
+    }
+    for (int exponent : {11, 13}) {
+      const Case c{2, 7, 9, 16, 16, false, true};
+      Rounded r = rounded(c, dtype, 910);
+      for (std::int64_t i = 0; i < c.bh * c.sq; ++i) r.vq[static_cast<std::size_t>(i * c.dh)] = std::ldexp(1.0f + static_cast<float>(i % 3), exponent);
+      for (std::int64_t i = 0; i < c.bh * c.sk; ++i) r.vk[static_cast<std::size_t>(i * c.dh)] = 1.0f;
+      SCOPED_TRACE(name(dtype) + " 2^" + std::to_string(exponent));
+      expect_as_f32(r, c, dtype, ml::SdpaBackend::Flash, 1.0f);
+      expect_as_f32(r, c, dtype, ml::SdpaBackend::Flash, -1.0f);
+    }
+    const Case c{1, 8, 8, 16, 16, false, true};
+    Rounded r = rounded(c, dtype, 920);
+    r.vk[2 * 16 + 3] = std::numeric_limits<float>::quiet_NaN();
+    const auto out = ml::scaled_dot_product_attention(r.q(dtype), r.k(dtype), r.v(dtype), Matrix(), {}, true).to_vector();
+    for (std::size_t i = 0; i < out.size(); ++i) EXPECT_EQ(std::isnan(out[i]), i >= 2 * 16) << name(dtype) << " " << i;
+
+    // Packed heads [B*S, H*D], read in place.
+    const std::int64_t B = 2, S = 40, H = 3, D = 32;
+    const auto leaf = [&](std::uint32_t seed) {
+      return Matrix::from_vector({B * S, H * D}, Matrix::from_vector({B * S, H * D}, random_floats(B * S * H * D, seed), dtype).to_vector());
+    };
+    const Matrix q = leaf(1), k = leaf(2), v = leaf(3);
+    using oa::matrix::cast;
+    const Matrix packed = ml::scaled_dot_product_attention_causal(cast(q, dtype), cast(k, dtype), cast(v, dtype), S, H);
+    const Matrix wide = ml::scaled_dot_product_attention_causal(q, k, v, S, H);
+    expect_close_to(packed, wide, unit(dtype), name(dtype) + " packed");
+  }
 }
 
 }  // namespace

@@ -56,8 +56,13 @@
 // has cooperative matrices; P and dS are rounded to q's dtype before their
 // GEMMs, as torch's math path rounds the softmax. The fused flash kernels
 // (decoding included) widen each element as they read it and compute in
-// F32; each result is rounded once. The conventions above hold for the
-// rounded inputs.
+// F32; each result is rounded once. Where the device has cooperative
+// matrices for the dtype (and the tuning point attention.coopmat_forward
+// allows it), the flash forward with Dh = Dv a multiple of 16 up to 128 and
+// more than 4 query rows runs on the tensor cores instead: q k^T with F32
+// accumulation, the online softmax in F32, P rounded to q's dtype before
+// P v (as FlashAttention-2's fp16 kernels), the output rounded once. The
+// conventions above hold for the rounded inputs.
 #include <cstdint>
 #include <optional>
 

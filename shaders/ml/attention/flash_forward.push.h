@@ -1,4 +1,4 @@
-// flash_forward.comp and flash_decode.comp.
+// flash_forward.comp, flash_decode.comp and flash_forward_coopmat.comp.
 #include "ml/attention/flash_problem.push.h"
 OA_PUSH(ml_attention_flash_forward)
   OA_PART(ml_attention_flash_problem, problem)

@@ -540,6 +540,7 @@ bool use_gemm(const Engine& engine, const FlashProblem& p, const std::vector<Que
   if (p.heads != 1 || gemm_chunk_heads(engine, blocks, p.bh) < 1) return false;
   switch (choice) {
     case FlashLowering::Fused:
+    case FlashLowering::Coopmat:
       return false;
     case FlashLowering::Gemm:
       return true;
@@ -751,6 +752,65 @@ AttentionGradients flash_gradients(const Engine& engine, const FlashProblem& p, 
   return g;
 }
 
+// The tensor-core forward (flash_forward_coopmat.glsl) for 16-bit q, k, v on a
+// device with 16 x 16 x 16 cooperative matrices of their type and f32
+// accumulators: Dh = Dv a multiple of 16 up to 128, more than kDecodeRows
+// query rows (fewer decode better with their keys split), subgroups of 32 or
+// 64. A tile: 16 * rf query rows per subgroup, four subgroups, keys in tiles
+// of block_n (the variants of tuning point attention.coopmat_tile). Empty
+// where the device or the problem does not allow it.
+struct CoopAttentionTile {
+  std::string_view name;
+  std::uint32_t rf, block_n;
+};
+constexpr CoopAttentionTile kCoopAttentionTiles[] = {{"16x32", 1, 32}, {"32x32", 2, 32}, {"16x64", 1, 64}};
+constexpr std::uint32_t kCoopAttentionWarps = 4;
+constexpr std::uint64_t kReduceSharedBytes = 2048;  // common/reduce.glsl's two 256-word arrays
+
+// The shared memory of flash_forward_coopmat.glsl: the k and v tiles, each
+// subgroup's f32 score scratch and 16-bit probabilities, the row scales.
+std::uint64_t coop_attention_shared_bytes(const CoopAttentionTile& t, std::uint64_t d) {
+  const std::uint64_t rows = kCoopAttentionWarps * 16 * t.rf;
+  return 2 * t.block_n * (d + 8) * 2 + rows * (t.block_n + 4) * 4 + rows * (t.block_n + 8) * 2 + rows * 4 + kReduceSharedBytes;
+}
+
+std::optional<std::vector<ComputeDispatch>> coopmat_forward(const Engine& engine, const FlashProblem& p, const Matrix& q, const Matrix& k,
+                                                            const Matrix& v, const Matrix& out, const Matrix& lse, const Matrix& stats) {
+  const DeviceInfo& d = engine.device();
+  const DType dt = q.dtype();
+  if ((dt != DType::F16 && dt != DType::BF16) || p.dh != p.dv || p.dh % 16 != 0 || p.dh > 128 || p.sq <= kDecodeRows ||
+      (d.subgroup_size != 32 && d.subgroup_size != 64) || !d.has_cooperative_matrix({dt, dt, DType::F32, DType::F32, 16, 16, 16}))
+    return std::nullopt;
+  const std::uint32_t threads = kCoopAttentionWarps * d.subgroup_size;
+  if (threads > d.max_workgroup_invocations || threads > d.max_workgroup_size[0]) return std::nullopt;
+  const auto fits = [&](const CoopAttentionTile& t) {
+    return coop_attention_shared_bytes(t, p.dh) <= d.max_shared_memory_bytes;
+  };
+  const std::string_view variant = tuned(engine, "attention.coopmat_tile", p);
+  const CoopAttentionTile* tile = nullptr;
+  for (const CoopAttentionTile& t : kCoopAttentionTiles)
+    if (t.name == variant && fits(t)) tile = &t;
+  // auto: two 16-row fragments a subgroup (each key and value fragment read
+  // from shared memory serves both) while their registers allow, at head dims up to 64.
+  if (!tile)
+    for (const CoopAttentionTile& t : kCoopAttentionTiles)
+      if (!tile && fits(t) && (t.rf == 2) == (p.dh <= 64) && t.block_n == 32) tile = &t;
+  if (!tile) return std::nullopt;
+  const std::uint32_t block_m = kCoopAttentionWarps * 16 * tile->rf;
+  ComputeDispatch c;
+  c.kernel = dt == DType::F16 ? kernels::ml_attention_flash_forward_coopmat : kernels::ml_attention_flash_forward_coopmat_bf16;
+  c.specialization = {threads, u32(p.dh), tile->block_n, p.mask_layout.present ? 1u : 0u, detail::dtype_code(dt), d.subgroup_size,
+                      tile->rf};
+  c.bindings = {BufferBinding::read(q.storage()), BufferBinding::read(k.storage()),  BufferBinding::read(v.storage()),
+                mask_binding(p, q),               BufferBinding::write(out.storage()), BufferBinding::write(lse.storage()),
+                BufferBinding::write(stats.storage())};
+  c.push.set(push::ml_attention_flash_forward{.problem = problem_push(p), .key_split = u32(p.sk), .part_rows = 0});
+  c.groups = {detail::groups_for(p.sq, block_m), static_cast<std::uint64_t>(p.bh), 1};
+  std::vector<ComputeDispatch> ds;
+  ds.push_back(std::move(c));
+  return ds;
+}
+
 // The fused forward (lower_flash_forward) into `out` of q's dtype: the
 // kernels write f32, rounded once into a 16-bit out.
 std::vector<ComputeDispatch> fused_forward(const Engine& engine, const FlashProblem& p, const Matrix& q, const Matrix& k, const Matrix& v,
@@ -760,6 +820,20 @@ std::vector<ComputeDispatch> fused_forward(const Engine& engine, const FlashProb
   std::vector<ComputeDispatch> ds = lower_flash_forward(engine, p, q, k, v, wide, lse, stats);
   detail::cast_dispatches(wide, out, out.numel(), ds);
   return ds;
+}
+
+// The flash forward of p into out, lse and stats: the tensor-core kernel where
+// FlashLoweringGuard or tuning point attention.coopmat_forward asks for it and
+// it serves the problem, else the GEMMs where use_gemm_forward says so, else
+// the fused kernels.
+std::vector<ComputeDispatch> forward_dispatches(const Engine& engine, const FlashProblem& p, const Matrix& q, const Matrix& k,
+                                                const Matrix& v, const Matrix& out, const Matrix& lse, const Matrix& stats) {
+  const FlashLowering choice = FlashLoweringGuard::forward();
+  if (choice == FlashLowering::Coopmat || (choice == FlashLowering::Auto && tuned(engine, "attention.coopmat_forward", p) == "on"))
+    if (std::optional<std::vector<ComputeDispatch>> ds = coopmat_forward(engine, p, q, k, v, out, lse, stats)) return std::move(*ds);
+  if (const std::vector<QueryBlock> blocks = query_blocks(p); use_gemm_forward(engine, p, blocks))
+    return lower_gemm_forward(engine, p, blocks, q, k, v, out, lse, stats);
+  return fused_forward(engine, p, q, k, v, out, lse, stats);
 }
 
 // ── scaled_dot_product_attention_causal ──────────────────────────────────────
@@ -806,7 +880,7 @@ FlashProblem packed_problem(const Matrix& q, const Matrix& k, const Matrix& v, c
 const detail::Lowering<PackedAttributes> kPackedLowering = [](const OpCall<PackedAttributes>& c, const std::vector<Matrix>& out,
                                                               std::vector<ComputeDispatch>& ds) {
   const Matrix &q = c.inputs[0], &k = c.inputs[1], &v = c.inputs[2];
-  append(ds, fused_forward(c.engine, packed_problem(q, k, v, c.attributes), q, k, v, out[0], out[1], out[2]));
+  append(ds, forward_dispatches(c.engine, packed_problem(q, k, v, c.attributes), q, k, v, out[0], out[1], out[2]));
 };
 const Op<PackedAttributes> kPackedOp{
     {.name = kPackedCausal,
@@ -846,12 +920,7 @@ void require_flash_dims(const char* op, const AttentionGeometry& g) {
 void lower_flash_attention(const Engine& engine, const AttentionGeometry& g, const Matrix& q, const Matrix& k, const Matrix& v,
                            const Matrix& mask, const Matrix& out, const Matrix& lse, const Matrix& stats,
                            std::vector<ComputeDispatch>& dispatches) {
-  const FlashProblem p = flash_problem(g, mask);
-  if (const std::vector<QueryBlock> blocks = query_blocks(p); use_gemm_forward(engine, p, blocks)) {
-    append(dispatches, lower_gemm_forward(engine, p, blocks, q, k, v, out, lse, stats));
-    return;
-  }
-  append(dispatches, fused_forward(engine, p, q, k, v, out, lse, stats));
+  append(dispatches, forward_dispatches(engine, flash_problem(g, mask), q, k, v, out, lse, stats));
 }
 
 AttentionGradients lower_flash_attention_backward(const Engine& engine, const AttentionGeometry& g, const Matrix& q, const Matrix& k,

@@ -99,8 +99,10 @@ AttentionGradients lower_flash_attention_backward(const Engine& engine, const At
                                                   std::vector<runtime::ComputeDispatch>& dispatches);
 
 // A lowering of the flash forward or backward. Auto: the rule in flash.cpp;
-// tests force the others to check each on every device.
-enum class FlashLowering { Auto, Fused, Gemm };
+// tests force the others to check each on every device. Coopmat (the
+// forward only): the tensor-core kernel for 16-bit q, k, v, which falls back
+// to Fused where the device or the problem does not allow it.
+enum class FlashLowering { Auto, Fused, Gemm, Coopmat };
 // 128 MiB of scores (and as much of their gradients) per chunk: a chunk of
 // Llama's 2048 x 2048 scores is 8 heads, 2048 GEMM tiles of 128 x 128.
 inline constexpr std::uint64_t kGemmScoreBytes = std::uint64_t{128} << 20;
