@@ -44,6 +44,7 @@ double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std
 
 struct Timing {
   int warmup, repeat, steps, loops;
+  double warmup_seconds;  // untimed steps go on this long at least: a GPU's clocks rise under load
 };
 
 // Seconds one case should take on an H200, from its FLOPs and bytes at
@@ -52,7 +53,7 @@ struct Timing {
 // the steps Timing runs. It sizes the sweep to one device call; it is no measurement.
 double h200_estimate_s(const oa_bench::Case& c, const Timing& t) {
   const double step_s = std::max(c.flops / 30e12, c.bytes / 2e12) + 20e-6;
-  return 0.25 + step_s * (t.warmup + t.repeat + t.steps * t.loops + 1);
+  return 0.25 + t.warmup_seconds + step_s * (t.warmup + t.repeat + t.steps * t.loops + 1);
 }
 
 nlohmann::json run_case(const oa::Engine& engine, const oa_bench::Case& c, const Timing& t) {
@@ -61,7 +62,11 @@ nlohmann::json run_case(const oa::Engine& engine, const oa_bench::Case& c, const
   try {
     auto step = c.setup(engine);
     engine.set_profiling(true);
-    for (int i = 0; i < t.warmup; ++i) step();
+    const auto warm_start = Clock::now();
+    for (int i = 0; i < t.warmup || ms_since(warm_start) < t.warmup_seconds * 1e3; ++i) {
+      step();
+      if (i % 8 == 7) engine.synchronize();  // the host waits for the GPU, so the time measured is the GPU's
+    }
     engine.synchronize();
     std::vector<double> gpu, kernels;
     oa::Profile last;
@@ -126,13 +131,15 @@ std::string utc_now() {
 int main(int argc, char** argv) {
   CLI::App app{"oa_bench: the benchmark sweep (GPU time, wall time of a back-to-back loop, memory), JSON out"};
   std::string filter = ".*", family = ".*", out;
-  Timing t{2, 5, 20, 2};
+  Timing t{2, 5, 20, 2, 0.2};
   double max_seconds = 0;
   bool list = false, quick = false, estimate = false;
   app.add_option("--filter", filter, "regular expression over case names");
   app.add_option("--family", family, "regular expression over family names (conv2d, attention, ...)");
   app.add_flag("--quick", quick, "tiny shapes under the same names, for checks on lavapipe or a CPU");
   app.add_option("--warmup", t.warmup, "untimed steps first")->check(CLI::NonNegativeNumber);
+  app.add_option("--warmup-seconds", t.warmup_seconds, "untimed steps go on at least this long (the GPU's clocks rise under load)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--repeat", t.repeat, "synchronized steps timed on the GPU (median)")->check(CLI::PositiveNumber);
   app.add_option("--steps", t.steps, "steps per back-to-back loop")->check(CLI::PositiveNumber);
   app.add_option("--loops", t.loops, "back-to-back loops (the fastest is reported)")->check(CLI::PositiveNumber);
@@ -165,7 +172,7 @@ int main(int argc, char** argv) {
                           {"driver", fmt::format("{} {}", d.driver_name, d.driver_info)},
                           {"vulkan", d.api_version},
                           {"quick", quick},
-                          {"timing", {{"warmup", t.warmup}, {"repeat", t.repeat}, {"steps", t.steps}, {"loops", t.loops}}},
+                          {"timing", {{"warmup", t.warmup}, {"warmup_seconds", t.warmup_seconds}, {"repeat", t.repeat}, {"steps", t.steps}, {"loops", t.loops}}},
                           {"estimate_h200_s", estimate_s},
                           {"cases", nlohmann::json::array()}};
     fmt::print("{:<48} {:>10} {:>10} {:>9} {:>8} {:>9} {:>9}\n", "case", "gpu ms", "wall ms", "wall/gpu", "host us",

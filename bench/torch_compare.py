@@ -3,7 +3,7 @@
 the ratio table on wall time (PyTorch / oa; above 1 means oa is faster).
 
 Usage: torch_compare.py OA.json [--out TORCH.json] [--device cuda|cpu]
-       [--warmup 2] [--repeat 5] [--steps 20] [--loops 2] [--max-seconds S]
+       [--warmup 2] [--warmup-seconds 0.2] [--repeat 5] [--steps 20] [--loops 2] [--max-seconds S]
 
 OA.json is what `oa_bench --out` wrote; every case there is run under the same
 name from its kind and parameters (the twin() below). FP32 throughout with
@@ -184,8 +184,12 @@ def plain_twin(kind, p, dev):
 def measure(step, dev, t):
     cuda = dev == "cuda"
     sync = torch.cuda.synchronize if cuda else (lambda: None)
-    for _ in range(t.warmup):
+    warm_start, i = time.perf_counter(), 0
+    while i < t.warmup or time.perf_counter() - warm_start < t.warmup_seconds:
         step()
+        i += 1
+        if i % 8 == 0:
+            sync()  # the host waits for the GPU, so the time measured is the GPU's
     sync()
     gpu = []
     for _ in range(t.repeat):
@@ -235,6 +239,7 @@ def main():
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--filter", default=".*", help="regular expression over case names")
     ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--warmup-seconds", type=float, default=0.2, help="untimed steps go on at least this long (the GPU's clocks rise under load)")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--loops", type=int, default=2)
@@ -244,7 +249,7 @@ def main():
         oa = json.load(f)
     doc = dict(tool="torch_compare", date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                torch=torch.__version__, tf32=False, **device_info(args.device),
-               timing=dict(warmup=args.warmup, repeat=args.repeat, steps=args.steps, loops=args.loops), cases=[])
+               timing=dict(warmup=args.warmup, warmup_seconds=args.warmup_seconds, repeat=args.repeat, steps=args.steps, loops=args.loops), cases=[])
     print(f"PyTorch {torch.__version__} on {doc['device']}; oa_bench estimated {oa.get('estimate_h200_s', 0):.0f} s "
           "for its side on an H200, this side about as much")
     start = time.perf_counter()

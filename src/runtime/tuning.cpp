@@ -157,9 +157,8 @@ const std::vector<TuningPoint>& tuning_points() {
        "the attention forward of 16-bit q, k, v on devices with cooperative matrices: the tensor-core flash kernel (on; "
        "head dims that are multiples of 16 up to 128, more than 4 query rows) or the lowering attention.forward_lowering picks "
        "(off)"},
-      {"attention.coopmat_tile", attention_keys, {"auto", "16x32", "32x32", "16x64"},
-       "the tensor-core flash forward's tile: query rows per subgroup x keys per shared tile (auto: 32x32 up to head dim 64, "
-       "else 16x32)"},
+      {"attention.coopmat_tile", attention_keys, {"16x32", "32x32", "16x64"},
+       "the tensor-core flash forward's tile: query rows per subgroup x keys per shared tile"},
       {"attention.flash_plan", attention_keys, {"wide", "narrow"},
        "the fused flash kernels' workgroups: wide (128-256 invocations, 32-key tiles, sized to fill a GPU) or narrow "
        "(32 invocations, 16-key tiles, for CPU drivers)"},

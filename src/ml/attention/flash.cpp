@@ -787,14 +787,10 @@ std::optional<std::vector<ComputeDispatch>> coopmat_forward(const Engine& engine
     return coop_attention_shared_bytes(t, p.dh) <= d.max_shared_memory_bytes;
   };
   const std::string_view variant = tuned(engine, "attention.coopmat_tile", p);
+  // The tile asked for, else the first that fits.
   const CoopAttentionTile* tile = nullptr;
   for (const CoopAttentionTile& t : kCoopAttentionTiles)
-    if (t.name == variant && fits(t)) tile = &t;
-  // auto: two 16-row fragments a subgroup (each key and value fragment read
-  // from shared memory serves both) while their registers allow, at head dims up to 64.
-  if (!tile)
-    for (const CoopAttentionTile& t : kCoopAttentionTiles)
-      if (!tile && fits(t) && (t.rf == 2) == (p.dh <= 64) && t.block_n == 32) tile = &t;
+    if (fits(t) && (t.name == variant || !tile)) tile = &t;
   if (!tile) return std::nullopt;
   const std::uint32_t block_m = kCoopAttentionWarps * 16 * tile->rf;
   ComputeDispatch c;
