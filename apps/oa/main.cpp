@@ -46,6 +46,13 @@ int info() {
     shapes += fmt::format("{}{}*{}+{}->{} {}x{}x{}", shapes.empty() ? "" : ", ", oa::to_string(s.a), oa::to_string(s.b),
                           oa::to_string(s.c), oa::to_string(s.result), s.m, s.n, s.k);
   fmt::print("  cooperative matrices         {}\n", shapes.empty() ? "none" : shapes);
+  std::string workgroup;
+  for (const auto& w : d.workgroup_cooperative_matrix)
+    workgroup += fmt::format("{}{}*{}+{}->{} granularity {}x{}x{} on {} invocations", workgroup.empty() ? "" : ", ", oa::to_string(w.a),
+                             oa::to_string(w.b), oa::to_string(w.c), oa::to_string(w.result), w.m_granularity, w.n_granularity,
+                             w.k_granularity, w.invocations);
+  fmt::print("  workgroup-scope matrices     {}\n",
+             workgroup.empty() ? "none" : fmt::format("{} (up to {})", workgroup, d.workgroup_cooperative_matrix_max_dimension));
   const auto& world = oa::dist::Communicator::world();
   fmt::print("  MPI                          {}\n",
              std::getenv("OMPI_COMM_WORLD_SIZE")

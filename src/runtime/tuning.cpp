@@ -157,8 +157,9 @@ const std::vector<TuningPoint>& tuning_points() {
        "the attention forward of 16-bit q, k, v on devices with cooperative matrices: the tensor-core flash kernel (on; "
        "head dims that are multiples of 16 up to 128, more than 4 query rows) or the lowering attention.forward_lowering picks "
        "(off)"},
-      {"attention.coopmat_tile", attention_keys, {"16x32", "32x32", "16x64"},
-       "the tensor-core flash forward's tile: query rows per subgroup x keys per shared tile"},
+      {"attention.coopmat_tile", attention_keys, {"16x32", "32x32", "16x64", "wg64x16", "wg64x32", "wg64x64", "wg128x32", "wg128x64"},
+       "the tensor-core flash forward's tile: query rows per subgroup x keys per shared tile (subgroup-scope matrices), or "
+       "wg query rows per workgroup x keys per step (workgroup-scope matrices, VK_NV_cooperative_matrix2, f16; elsewhere 16x32)"},
       {"attention.flash_plan", attention_keys, {"wide", "narrow"},
        "the fused flash kernels' workgroups: wide (128-256 invocations, 32-key tiles, sized to fill a GPU) or narrow "
        "(32 invocations, 16-key tiles, for CPU drivers)"},

@@ -8,6 +8,7 @@
 
 #include <cfloat>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <string>
 
@@ -377,15 +378,28 @@ std::vector<DType> tensor_core_dtypes() {
                   "tensor-core kernels run on devices that have them, not here"
 
 // Whether the flash forward of r lowers to the tensor-core kernel alone.
-bool lowers_to_tensor_cores(const Rounded& r, const Case& c, DType dtype) {
+// The kernel that tuning variant `tile` of attention.coopmat_tile runs for
+// dtype and head dim dh: the workgroup-scope kernel for the tiles wgBRxBC
+// (BR query rows on 2 BR invocations, BC keys a step) on f16 where the
+// device has workgroup-scope matrices for both products (BR x BC x dh and
+// BR x dh x BC), else the subgroup-scope one.
+std::string_view tensor_core_kernel(std::string_view tile, DType dtype, std::uint32_t dh) {
+  unsigned br = 0, bc = 0;
+  const oa::DeviceInfo& d = engine().device();
+  if (dtype == DType::F16 && std::sscanf(std::string(tile).c_str(), "wg%ux%u", &br, &bc) == 2 &&
+      d.has_workgroup_cooperative_matrix(DType::F16, DType::F32, br, bc, dh, 2 * br) &&
+      d.has_workgroup_cooperative_matrix(DType::F16, DType::F32, br, dh, bc, 2 * br))
+    return oa::kernels::ml_attention_flash_forward_coopmat2;
+  return dtype == DType::F16 ? oa::kernels::ml_attention_flash_forward_coopmat : oa::kernels::ml_attention_flash_forward_coopmat_bf16;
+}
+
+bool lowers_to_tensor_cores(const Rounded& r, const Case& c, DType dtype, std::string_view tile) {
   const Matrix q = r.q(dtype), k = r.k(dtype), v = r.v(dtype);
   const auto g = attention_detail::attention_geometry(kSdpa, q, k, v, r.mask, {}, c.causal, c.variant);
   std::vector<oa::runtime::ComputeDispatch> ds;
   attention_detail::lower_flash_attention(engine(), g, q, k, v, r.mask, oa::detail::allocate(engine(), r.sg, dtype),
                                           oa::detail::allocate(engine(), {c.bh, c.sq}), oa::detail::allocate(engine(), {c.bh, c.sq, 2}), ds);
-  const std::string_view kernel =
-      dtype == DType::F16 ? oa::kernels::ml_attention_flash_forward_coopmat : oa::kernels::ml_attention_flash_forward_coopmat_bf16;
-  return ds.size() == 1 && ds[0].kernel == kernel;
+  return ds.size() == 1 && ds[0].kernel == tensor_core_kernel(tile, dtype, static_cast<std::uint32_t>(c.dh));
 }
 
 // Problems of the tensor-core forward (Dh = Dv a multiple of 16 up to 128,
@@ -408,13 +422,13 @@ TEST(AttentionHalf, TensorCoreForwardMatchesReference) {
   OA_SKIP_WITHOUT_TENSOR_CORES(dtypes);
   attention_detail::FlashLoweringGuard guard(FlashLowering::Coopmat, FlashLowering::Fused);
   for (DType dtype : dtypes)
-    for (const char* tile : {"16x32", "32x32", "16x64"}) {
-      const oa_test::Forced forced("attention.coopmat_tile", tile);
+    for (const std::string_view tile : oa::tuning_point("attention.coopmat_tile").variants) {
+      const oa_test::Forced forced("attention.coopmat_tile", std::string(tile));
       std::uint32_t seed = 800;
       for (const Case& c : kTensorCoreCases) {
-        SCOPED_TRACE(name(dtype) + " tile " + tile + " " + describe(c));
+        SCOPED_TRACE(name(dtype) + " tile " + std::string(tile) + " " + describe(c));
         const Rounded r = rounded(c, dtype, seed += 10);
-        EXPECT_TRUE(lowers_to_tensor_cores(r, c, dtype));
+        EXPECT_TRUE(lowers_to_tensor_cores(r, c, dtype, tile));
         const auto want = ref::attention(r.problem, to_f64(r.vq), to_f64(r.vk), to_f64(r.vv));
         const auto f = ml::flash_attention(r.q(dtype), r.k(dtype), r.v(dtype), r.mask, {}, c.causal, c.variant);
         EXPECT_EQ(f.output.dtype(), dtype);
@@ -424,8 +438,9 @@ TEST(AttentionHalf, TensorCoreForwardMatchesReference) {
     }
 }
 
-// The tensor-core forward (and the fused backward after it) on the extreme
-// inputs, against the F32 path on the rounded inputs: masks down to -FLT_MAX
+// The tensor-core forwards (a subgroup-scope tile and a workgroup-scope one,
+// and the fused backward after them) on the extreme inputs, against the F32
+// path on the rounded inputs: masks down to -FLT_MAX
 // with a fully masked row, causal rows that see no key, scores with a large
 // common offset, a negative scale, and a NaN key reaching only the rows that
 // see it; packed heads.
@@ -433,41 +448,44 @@ TEST(AttentionHalf, TensorCoreForwardOnExtremeInputs) {
   const std::vector<DType> dtypes = tensor_core_dtypes();
   OA_SKIP_WITHOUT_TENSOR_CORES(dtypes);
   attention_detail::FlashLoweringGuard guard(FlashLowering::Coopmat, FlashLowering::Fused);
-  for (DType dtype : dtypes) {
-    for (float value : {-1e9f, -FLT_MAX}) {
-      const Case c{2, 9, 7, 16, 16, true, true};  // Sq > Sk: causal rows 0 and 1 see no key
-      Rounded r = rounded(c, dtype, 900);
-      r.mask = Matrix::from_vector({c.bh * c.sq, c.sk}, huge_mask(c.bh * c.sq, c.sk, value));
-      SCOPED_TRACE(name(dtype) + " mask " + std::to_string(value));
-      EXPECT_TRUE(lowers_to_tensor_cores(r, c, dtype));
-      expect_as_f32(r, c, dtype, ml::SdpaBackend::Flash);
-    }
-    for (int exponent : {11, 13}) {
-      const Case c{2, 7, 9, 16, 16, false, true};
-      Rounded r = rounded(c, dtype, 910);
-      for (std::int64_t i = 0; i < c.bh * c.sq; ++i) r.vq[static_cast<std::size_t>(i * c.dh)] = std::ldexp(1.0f + static_cast<float>(i % 3), exponent);
-      for (std::int64_t i = 0; i < c.bh * c.sk; ++i) r.vk[static_cast<std::size_t>(i * c.dh)] = 1.0f;
-      SCOPED_TRACE(name(dtype) + " 2^" + std::to_string(exponent));
-      expect_as_f32(r, c, dtype, ml::SdpaBackend::Flash, 1.0f);
-      expect_as_f32(r, c, dtype, ml::SdpaBackend::Flash, -1.0f);
-    }
-    const Case c{1, 8, 8, 16, 16, false, true};
-    Rounded r = rounded(c, dtype, 920);
-    r.vk[2 * 16 + 3] = std::numeric_limits<float>::quiet_NaN();
-    const auto out = ml::scaled_dot_product_attention(r.q(dtype), r.k(dtype), r.v(dtype), Matrix(), {}, true).to_vector();
-    for (std::size_t i = 0; i < out.size(); ++i) EXPECT_EQ(std::isnan(out[i]), i >= 2 * 16) << name(dtype) << " " << i;
+  for (DType dtype : dtypes)
+    for (const std::string_view tile : {"16x32", "wg64x64"}) {
+      const oa_test::Forced forced("attention.coopmat_tile", std::string(tile));
+      SCOPED_TRACE(std::string("tile ") + std::string(tile));
+      for (float value : {-1e9f, -FLT_MAX}) {
+        const Case c{2, 9, 7, 16, 16, true, true};  // Sq > Sk: causal rows 0 and 1 see no key
+        Rounded r = rounded(c, dtype, 900);
+        r.mask = Matrix::from_vector({c.bh * c.sq, c.sk}, huge_mask(c.bh * c.sq, c.sk, value));
+        SCOPED_TRACE(name(dtype) + " mask " + std::to_string(value));
+        EXPECT_TRUE(lowers_to_tensor_cores(r, c, dtype, tile));
+        expect_as_f32(r, c, dtype, ml::SdpaBackend::Flash);
+      }
+      for (int exponent : {11, 13}) {
+        const Case c{2, 7, 9, 16, 16, false, true};
+        Rounded r = rounded(c, dtype, 910);
+        for (std::int64_t i = 0; i < c.bh * c.sq; ++i) r.vq[static_cast<std::size_t>(i * c.dh)] = std::ldexp(1.0f + static_cast<float>(i % 3), exponent);
+        for (std::int64_t i = 0; i < c.bh * c.sk; ++i) r.vk[static_cast<std::size_t>(i * c.dh)] = 1.0f;
+        SCOPED_TRACE(name(dtype) + " 2^" + std::to_string(exponent));
+        expect_as_f32(r, c, dtype, ml::SdpaBackend::Flash, 1.0f);
+        expect_as_f32(r, c, dtype, ml::SdpaBackend::Flash, -1.0f);
+      }
+      const Case c{1, 8, 8, 16, 16, false, true};
+      Rounded r = rounded(c, dtype, 920);
+      r.vk[2 * 16 + 3] = std::numeric_limits<float>::quiet_NaN();
+      const auto out = ml::scaled_dot_product_attention(r.q(dtype), r.k(dtype), r.v(dtype), Matrix(), {}, true).to_vector();
+      for (std::size_t i = 0; i < out.size(); ++i) EXPECT_EQ(std::isnan(out[i]), i >= 2 * 16) << name(dtype) << " " << i;
 
-    // Packed heads [B*S, H*D], read in place.
-    const std::int64_t B = 2, S = 40, H = 3, D = 32;
-    const auto leaf = [&](std::uint32_t seed) {
-      return Matrix::from_vector({B * S, H * D}, Matrix::from_vector({B * S, H * D}, random_floats(B * S * H * D, seed), dtype).to_vector());
-    };
-    const Matrix q = leaf(1), k = leaf(2), v = leaf(3);
-    using oa::matrix::cast;
-    const Matrix packed = ml::scaled_dot_product_attention_causal(cast(q, dtype), cast(k, dtype), cast(v, dtype), S, H);
-    const Matrix wide = ml::scaled_dot_product_attention_causal(q, k, v, S, H);
-    expect_close_to(packed, wide, unit(dtype), name(dtype) + " packed");
-  }
+      // Packed heads [B*S, H*D], read in place.
+      const std::int64_t B = 2, S = 40, H = 3, D = 32;
+      const auto leaf = [&](std::uint32_t seed) {
+        return Matrix::from_vector({B * S, H * D}, Matrix::from_vector({B * S, H * D}, random_floats(B * S * H * D, seed), dtype).to_vector());
+      };
+      const Matrix q = leaf(1), k = leaf(2), v = leaf(3);
+      using oa::matrix::cast;
+      const Matrix packed = ml::scaled_dot_product_attention_causal(cast(q, dtype), cast(k, dtype), cast(v, dtype), S, H);
+      const Matrix wide = ml::scaled_dot_product_attention_causal(q, k, v, S, H);
+      expect_close_to(packed, wide, unit(dtype), name(dtype) + " packed");
+    }
 }
 
 }  // namespace

@@ -30,6 +30,23 @@ TEST(RuntimeEngine, DevicesAreListedWithLimits) {
   EXPECT_TRUE(oa::Engine::default_engine() == e);
 }
 
+// Workgroup-scope cooperative matrices serve a tile when a listed
+// configuration of its types and workgroup size has granularities that
+// divide it, within the largest dimension.
+TEST(RuntimeEngine, WorkgroupCooperativeMatrixNeedsGranularityTypesAndInvocations) {
+  using oa::DType;
+  oa::DeviceInfo d;
+  EXPECT_FALSE(d.has_workgroup_cooperative_matrix(DType::F16, DType::F32, 64, 64, 64, 128));
+  d.workgroup_cooperative_matrix = {{DType::F16, DType::F16, DType::F32, DType::F32, 16, 16, 16, 128}};
+  d.workgroup_cooperative_matrix_max_dimension = 256;
+  EXPECT_TRUE(d.has_workgroup_cooperative_matrix(DType::F16, DType::F32, 64, 32, 80, 128));
+  EXPECT_FALSE(d.has_workgroup_cooperative_matrix(DType::F16, DType::F32, 64, 40, 64, 128));   // 40 is no multiple of 16
+  EXPECT_FALSE(d.has_workgroup_cooperative_matrix(DType::F16, DType::F32, 64, 64, 64, 256));   // no 256-invocation entry
+  EXPECT_FALSE(d.has_workgroup_cooperative_matrix(DType::BF16, DType::F32, 64, 64, 64, 128));  // no bf16 entry
+  EXPECT_FALSE(d.has_workgroup_cooperative_matrix(DType::F16, DType::F32, 512, 64, 64, 128));  // past the largest dimension
+  EXPECT_FALSE(d.has_workgroup_cooperative_matrix(DType::F16, DType::F32, 0, 64, 64, 128));
+}
+
 TEST(RuntimeEngine, DeviceOverrideByNameAndIndex) {
   auto d0 = oa::Engine::devices()[0];
   oa::Engine by_index(oa::EngineOptions{.device = "0"});

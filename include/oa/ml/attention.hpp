@@ -61,7 +61,9 @@
 // allows it), the flash forward with Dh = Dv a multiple of 16 up to 128 and
 // more than 4 query rows runs on the tensor cores instead: q k^T with F32
 // accumulation, the online softmax in F32, P rounded to q's dtype before
-// P v (as FlashAttention-2's fp16 kernels), the output rounded once. The
+// P v (as FlashAttention-2's fp16 kernels), the output rounded once; with
+// workgroup-scope matrices (VK_NV_cooperative_matrix2) the f16 forward keeps
+// a whole tile of scores in them, else each subgroup takes 16 or 32 rows. The
 // conventions above hold for the rounded inputs.
 #include <cstdint>
 #include <optional>

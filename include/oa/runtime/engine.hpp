@@ -44,6 +44,16 @@ struct CooperativeMatrixShape {
   bool operator==(const CooperativeMatrixShape&) const = default;
 };
 
+// One workgroup-scope multiply-add configuration of VK_NV_cooperative_matrix2:
+// D = A * B + C on matrices of any size that is a multiple of the
+// granularities (M x K, K x N), spread over a workgroup of `invocations`.
+struct WorkgroupCooperativeMatrix {
+  DType a = DType::F16, b = DType::F16, c = DType::F32, result = DType::F32;
+  std::uint32_t m_granularity = 0, n_granularity = 0, k_granularity = 0;
+  std::uint32_t invocations = 0;
+  bool operator==(const WorkgroupCooperativeMatrix&) const = default;
+};
+
 // A Vulkan device and the limits oa's kernels depend on.
 struct DeviceInfo {
   std::uint32_t index = 0;
@@ -74,6 +84,17 @@ struct DeviceInfo {
   // features); an engine enables the extensions and features when it lists any.
   std::vector<CooperativeMatrixShape> cooperative_matrix;
   bool has_cooperative_matrix(const CooperativeMatrixShape& s) const;
+  // VK_NV_cooperative_matrix2's workgroup-scope F16 / F32 configurations
+  // (empty without cooperative_matrix, the extension, or one of the features
+  // its kernels use: workgroup scope, flexible dimensions, reductions,
+  // conversions, per-element operations, tensor addressing), and the largest
+  // matrix dimension they allow; an engine enables them when it lists any.
+  std::vector<WorkgroupCooperativeMatrix> workgroup_cooperative_matrix;
+  std::uint32_t workgroup_cooperative_matrix_max_dimension = 0;
+  // Whether a listed configuration of these types and `invocations` has
+  // granularities that divide M, N and K (all at most the maximum dimension).
+  bool has_workgroup_cooperative_matrix(DType ab, DType accumulator, std::uint32_t m, std::uint32_t n, std::uint32_t k,
+                                        std::uint32_t invocations) const;
 };
 
 struct EngineOptions {

@@ -752,13 +752,18 @@ AttentionGradients flash_gradients(const Engine& engine, const FlashProblem& p, 
   return g;
 }
 
-// The tensor-core forward (flash_forward_coopmat.glsl) for 16-bit q, k, v on a
-// device with 16 x 16 x 16 cooperative matrices of their type and f32
-// accumulators: Dh = Dv a multiple of 16 up to 128, more than kDecodeRows
-// query rows (fewer decode better with their keys split), subgroups of 32 or
-// 64. A tile: 16 * rf query rows per subgroup, four subgroups, keys in tiles
-// of block_n (the variants of tuning point attention.coopmat_tile). Empty
-// where the device or the problem does not allow it.
+// The tensor-core forwards for 16-bit q, k, v with Dh = Dv a multiple of 16
+// up to 128 and more than kDecodeRows query rows (fewer decode better with
+// their keys split), the variants of tuning point attention.coopmat_tile:
+// - flash_forward_coopmat.glsl on devices with 16 x 16 x 16 subgroup-scope
+//   cooperative matrices of the dtype with f32 accumulators and subgroups of
+//   32 or 64: 16 * rf query rows per subgroup, four subgroups, keys in
+//   shared tiles of block_n;
+// - flash_forward_coopmat2.comp (f16) on devices with workgroup-scope
+//   matrices (VK_NV_cooperative_matrix2) whose granularities divide the
+//   tile: br query rows per workgroup of 2 * br invocations, keys bc at a
+//   time. Where the device lacks them the first subgroup-scope tile that fits runs.
+// Empty where neither serves the problem.
 struct CoopAttentionTile {
   std::string_view name;
   std::uint32_t rf, block_n;
@@ -766,6 +771,12 @@ struct CoopAttentionTile {
 constexpr CoopAttentionTile kCoopAttentionTiles[] = {{"16x32", 1, 32}, {"32x32", 2, 32}, {"16x64", 1, 64}};
 constexpr std::uint32_t kCoopAttentionWarps = 4;
 constexpr std::uint64_t kReduceSharedBytes = 2048;  // common/reduce.glsl's two 256-word arrays
+struct WorkgroupAttentionTile {
+  std::string_view name;
+  std::uint32_t br, bc;
+};
+constexpr WorkgroupAttentionTile kWorkgroupAttentionTiles[] = {
+    {"wg64x16", 64, 16}, {"wg64x32", 64, 32}, {"wg64x64", 64, 64}, {"wg128x32", 128, 32}, {"wg128x64", 128, 64}};
 
 // The shared memory of flash_forward_coopmat.glsl: the k and v tiles, each
 // subgroup's f32 score scratch and 16-bit probabilities, the row scales.
@@ -774,36 +785,54 @@ std::uint64_t coop_attention_shared_bytes(const CoopAttentionTile& t, std::uint6
   return 2 * t.block_n * (d + 8) * 2 + rows * (t.block_n + 4) * 4 + rows * (t.block_n + 8) * 2 + rows * 4 + kReduceSharedBytes;
 }
 
+// flash_forward_coopmat2.comp with tile t, where the device and dtype allow it.
+std::optional<ComputeDispatch> workgroup_coopmat_forward(const Engine& engine, const FlashProblem& p, const WorkgroupAttentionTile& t,
+                                                         const Matrix& q) {
+  const DeviceInfo& d = engine.device();
+  const auto dh = u32(p.dh);
+  const std::uint32_t threads = 2 * t.br;
+  if (q.dtype() != DType::F16 || !d.has_workgroup_cooperative_matrix(DType::F16, DType::F32, t.br, t.bc, dh, threads) ||
+      !d.has_workgroup_cooperative_matrix(DType::F16, DType::F32, t.br, dh, t.bc, threads) || threads > d.max_workgroup_invocations ||
+      threads > d.max_workgroup_size[0])
+    return std::nullopt;
+  ComputeDispatch c;
+  c.kernel = kernels::ml_attention_flash_forward_coopmat2;
+  c.specialization = {threads, dh, t.br, t.bc, p.mask_layout.present ? 1u : 0u};
+  c.groups = {detail::groups_for(p.sq, t.br), static_cast<std::uint64_t>(p.bh), 1};
+  return c;
+}
+
 std::optional<std::vector<ComputeDispatch>> coopmat_forward(const Engine& engine, const FlashProblem& p, const Matrix& q, const Matrix& k,
                                                             const Matrix& v, const Matrix& out, const Matrix& lse, const Matrix& stats) {
   const DeviceInfo& d = engine.device();
   const DType dt = q.dtype();
-  if ((dt != DType::F16 && dt != DType::BF16) || p.dh != p.dv || p.dh % 16 != 0 || p.dh > 128 || p.sq <= kDecodeRows ||
-      (d.subgroup_size != 32 && d.subgroup_size != 64) || !d.has_cooperative_matrix({dt, dt, DType::F32, DType::F32, 16, 16, 16}))
-    return std::nullopt;
-  const std::uint32_t threads = kCoopAttentionWarps * d.subgroup_size;
-  if (threads > d.max_workgroup_invocations || threads > d.max_workgroup_size[0]) return std::nullopt;
-  const auto fits = [&](const CoopAttentionTile& t) {
-    return coop_attention_shared_bytes(t, p.dh) <= d.max_shared_memory_bytes;
-  };
+  if ((dt != DType::F16 && dt != DType::BF16) || p.dh != p.dv || p.dh % 16 != 0 || p.dh > 128 || p.sq <= kDecodeRows) return std::nullopt;
   const std::string_view variant = tuned(engine, "attention.coopmat_tile", p);
-  // The tile asked for, else the first that fits.
-  const CoopAttentionTile* tile = nullptr;
-  for (const CoopAttentionTile& t : kCoopAttentionTiles)
-    if (fits(t) && (t.name == variant || !tile)) tile = &t;
-  if (!tile) return std::nullopt;
-  const std::uint32_t block_m = kCoopAttentionWarps * 16 * tile->rf;
-  ComputeDispatch c;
-  c.kernel = dt == DType::F16 ? kernels::ml_attention_flash_forward_coopmat : kernels::ml_attention_flash_forward_coopmat_bf16;
-  c.specialization = {threads, u32(p.dh), tile->block_n, p.mask_layout.present ? 1u : 0u, detail::dtype_code(dt), d.subgroup_size,
-                      tile->rf};
-  c.bindings = {BufferBinding::read(q.storage()), BufferBinding::read(k.storage()),  BufferBinding::read(v.storage()),
-                mask_binding(p, q),               BufferBinding::write(out.storage()), BufferBinding::write(lse.storage()),
-                BufferBinding::write(stats.storage())};
-  c.push.set(push::ml_attention_flash_forward{.problem = problem_push(p), .key_split = u32(p.sk), .part_rows = 0});
-  c.groups = {detail::groups_for(p.sq, block_m), static_cast<std::uint64_t>(p.bh), 1};
+  std::optional<ComputeDispatch> c;
+  for (const WorkgroupAttentionTile& t : kWorkgroupAttentionTiles)
+    if (t.name == variant) c = workgroup_coopmat_forward(engine, p, t, q);
+  if (!c) {
+    const std::uint32_t threads = kCoopAttentionWarps * d.subgroup_size;
+    if ((d.subgroup_size != 32 && d.subgroup_size != 64) || !d.has_cooperative_matrix({dt, dt, DType::F32, DType::F32, 16, 16, 16}) ||
+        threads > d.max_workgroup_invocations || threads > d.max_workgroup_size[0])
+      return std::nullopt;
+    // The tile asked for, else the first that fits.
+    const CoopAttentionTile* tile = nullptr;
+    for (const CoopAttentionTile& t : kCoopAttentionTiles)
+      if (coop_attention_shared_bytes(t, p.dh) <= d.max_shared_memory_bytes && (t.name == variant || !tile)) tile = &t;
+    if (!tile) return std::nullopt;
+    c.emplace();
+    c->kernel = dt == DType::F16 ? kernels::ml_attention_flash_forward_coopmat : kernels::ml_attention_flash_forward_coopmat_bf16;
+    c->specialization = {threads, u32(p.dh), tile->block_n, p.mask_layout.present ? 1u : 0u, detail::dtype_code(dt), d.subgroup_size,
+                         tile->rf};
+    c->groups = {detail::groups_for(p.sq, kCoopAttentionWarps * 16 * tile->rf), static_cast<std::uint64_t>(p.bh), 1};
+  }
+  c->bindings = {BufferBinding::read(q.storage()), BufferBinding::read(k.storage()),  BufferBinding::read(v.storage()),
+                 mask_binding(p, q),               BufferBinding::write(out.storage()), BufferBinding::write(lse.storage()),
+                 BufferBinding::write(stats.storage())};
+  c->push.set(push::ml_attention_flash_forward{.problem = problem_push(p), .key_split = u32(p.sk), .part_rows = 0});
   std::vector<ComputeDispatch> ds;
-  ds.push_back(std::move(c));
+  ds.push_back(std::move(*c));
   return ds;
 }
 

@@ -13,20 +13,21 @@ std::optional<DType> component(std::uint32_t t) {
   if (t == kComponentTypeBfloat16) return DType::BF16;
   return std::nullopt;
 }
-}  // namespace
 
-std::vector<CooperativeMatrixShape> cooperative_matrix_shapes(VkInstance instance, VkPhysicalDevice device, bool bfloat16) {
+bool has_extension(VkPhysicalDevice device, std::string_view name) {
   std::uint32_t n = 0;
   vk::check(vkEnumerateDeviceExtensionProperties(device, nullptr, &n, nullptr), "vkEnumerateDeviceExtensionProperties");
   std::vector<VkExtensionProperties> exts(n);
   vk::check(vkEnumerateDeviceExtensionProperties(device, nullptr, &n, exts.data()), "vkEnumerateDeviceExtensionProperties");
-  auto has = [&](std::string_view name) {
-    return std::any_of(exts.begin(), exts.end(), [&](auto& e) { return std::string_view(e.extensionName) == name; });
-  };
-  if (!has(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME)) return {};
+  return std::any_of(exts.begin(), exts.end(), [&](auto& e) { return std::string_view(e.extensionName) == name; });
+}
+}  // namespace
+
+std::vector<CooperativeMatrixShape> cooperative_matrix_shapes(VkInstance instance, VkPhysicalDevice device, bool bfloat16) {
+  if (!has_extension(device, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME)) return {};
   VkPhysicalDeviceShaderBfloat16FeaturesKHR bf{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR};
   VkPhysicalDeviceCooperativeMatrixFeaturesKHR cm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
-  const bool bf16_ext = bfloat16 && has(VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME);
+  const bool bf16_ext = bfloat16 && has_extension(device, VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME);
   if (bf16_ext) cm.pNext = &bf;
   VkPhysicalDeviceVulkan13Features f13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
   f13.pNext = &cm;
@@ -53,6 +54,39 @@ std::vector<CooperativeMatrixShape> cooperative_matrix_shapes(VkInstance instanc
     if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
   }
   return out;
+}
+
+void query_workgroup_cooperative_matrix(VkInstance instance, VkPhysicalDevice device, DeviceInfo& d) {
+  if (!has_extension(device, VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME)) return;
+  VkPhysicalDeviceCooperativeMatrix2FeaturesNV f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV};
+  VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  f2.pNext = &f;
+  vkGetPhysicalDeviceFeatures2(device, &f2);
+  if (!f.cooperativeMatrixWorkgroupScope || !f.cooperativeMatrixFlexibleDimensions || !f.cooperativeMatrixReductions ||
+      !f.cooperativeMatrixConversions || !f.cooperativeMatrixPerElementOperations || !f.cooperativeMatrixTensorAddressing)
+    return;
+  VkPhysicalDeviceCooperativeMatrix2PropertiesNV props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_PROPERTIES_NV};
+  VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  p2.pNext = &props;
+  vkGetPhysicalDeviceProperties2(device, &p2);
+  auto query = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV>(
+      vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV"));
+  if (!query) return;
+  std::uint32_t count = 0;
+  vk::check(query(device, &count, nullptr), "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV");
+  std::vector<VkCooperativeMatrixFlexibleDimensionsPropertiesNV> list(count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV});
+  vk::check(query(device, &count, list.data()), "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV");
+  for (const auto& e : list) {
+    const auto a = component(e.AType), b = component(e.BType), c = component(e.CType), r = component(e.ResultType);
+    if (e.scope != kScopeWorkgroup || e.saturatingAccumulation || a != DType::F16 || b != DType::F16 || c != DType::F32 ||
+        r != DType::F32 || e.MGranularity == 0 || e.NGranularity == 0 || e.KGranularity == 0 || e.workgroupInvocations == 0)
+      continue;
+    const WorkgroupCooperativeMatrix w{*a, *b, *c, *r, e.MGranularity, e.NGranularity, e.KGranularity, e.workgroupInvocations};
+    if (std::find(d.workgroup_cooperative_matrix.begin(), d.workgroup_cooperative_matrix.end(), w) == d.workgroup_cooperative_matrix.end())
+      d.workgroup_cooperative_matrix.push_back(w);
+  }
+  if (!d.workgroup_cooperative_matrix.empty())
+    d.workgroup_cooperative_matrix_max_dimension = props.cooperativeMatrixFlexibleDimensionsMaxDimension;
 }
 
 bool uses_bfloat16(const std::vector<CooperativeMatrixShape>& shapes) {

@@ -48,6 +48,46 @@ struct VkPhysicalDeviceShaderBfloat16FeaturesKHR {
   VkBool32 shaderBFloat16CooperativeMatrix;
 };
 #endif
+#ifndef VK_NV_cooperative_matrix2
+#define VK_NV_cooperative_matrix2 1
+#define VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME "VK_NV_cooperative_matrix2"
+inline constexpr VkStructureType VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV =
+    static_cast<VkStructureType>(1000593000);
+inline constexpr VkStructureType VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV =
+    static_cast<VkStructureType>(1000593001);
+inline constexpr VkStructureType VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_PROPERTIES_NV =
+    static_cast<VkStructureType>(1000593002);
+struct VkPhysicalDeviceCooperativeMatrix2FeaturesNV {
+  VkStructureType sType;
+  void* pNext;
+  VkBool32 cooperativeMatrixWorkgroupScope;
+  VkBool32 cooperativeMatrixFlexibleDimensions;
+  VkBool32 cooperativeMatrixReductions;
+  VkBool32 cooperativeMatrixConversions;
+  VkBool32 cooperativeMatrixPerElementOperations;
+  VkBool32 cooperativeMatrixTensorAddressing;
+  VkBool32 cooperativeMatrixBlockLoads;
+};
+struct VkPhysicalDeviceCooperativeMatrix2PropertiesNV {
+  VkStructureType sType;
+  void* pNext;
+  std::uint32_t cooperativeMatrixWorkgroupScopeMaxWorkgroupSize;
+  std::uint32_t cooperativeMatrixFlexibleDimensionsMaxDimension;
+  std::uint32_t cooperativeMatrixWorkgroupScopeReservedSharedMemory;
+};
+struct VkCooperativeMatrixFlexibleDimensionsPropertiesNV {
+  VkStructureType sType;
+  void* pNext;
+  std::uint32_t MGranularity, NGranularity, KGranularity;
+  VkComponentTypeKHR AType, BType, CType, ResultType;
+  VkBool32 saturatingAccumulation;
+  VkScopeKHR scope;
+  std::uint32_t workgroupInvocations;
+};
+typedef VkResult(VKAPI_PTR* PFN_vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV)(
+    VkPhysicalDevice, std::uint32_t*, VkCooperativeMatrixFlexibleDimensionsPropertiesNV*);
+#endif
+inline constexpr std::uint32_t kScopeWorkgroup = 2;  // VK_SCOPE_WORKGROUP_KHR
 // VK_KHR_shader_bfloat16's component type (the KHR list names bf16 with it).
 inline constexpr std::uint32_t kComponentTypeBfloat16 = 1000141000;
 
@@ -61,6 +101,12 @@ namespace oa::runtime {
 // GL_KHR_cooperative_matrix implies) and maintenance4 (LocalSizeId, glslang's
 // workgroup size from a specialization constant under Vulkan 1.3).
 std::vector<CooperativeMatrixShape> cooperative_matrix_shapes(VkInstance instance, VkPhysicalDevice device, bool bfloat16);
+
+// VK_NV_cooperative_matrix2's workgroup-scope F16 x F16 -> F32 configurations
+// and their largest dimension, into d; none without the extension or one of
+// the features its kernels use (DeviceInfo::workgroup_cooperative_matrix).
+// Called only where d already lists subgroup-scope cooperative matrices.
+void query_workgroup_cooperative_matrix(VkInstance instance, VkPhysicalDevice device, DeviceInfo& d);
 
 // Whether `shapes` hold a BF16 configuration (the engine then enables VK_KHR_shader_bfloat16).
 bool uses_bfloat16(const std::vector<CooperativeMatrixShape>& shapes);

@@ -177,6 +177,17 @@ EngineState::EngineState(EngineOptions opts) : options(std::move(opts)) {
     enbf.shaderBFloat16CooperativeMatrix = VK_TRUE;
     encm.pNext = &enbf;
   }
+  VkPhysicalDeviceCooperativeMatrix2FeaturesNV encm2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV};
+  if (!info.workgroup_cooperative_matrix.empty()) {
+    encm2.cooperativeMatrixWorkgroupScope = VK_TRUE;
+    encm2.cooperativeMatrixFlexibleDimensions = VK_TRUE;
+    encm2.cooperativeMatrixReductions = VK_TRUE;
+    encm2.cooperativeMatrixConversions = VK_TRUE;
+    encm2.cooperativeMatrixPerElementOperations = VK_TRUE;
+    encm2.cooperativeMatrixTensorAddressing = VK_TRUE;
+    encm2.pNext = encm.pNext;
+    encm.pNext = &encm2;
+  }
   float priority = 1.0f;
   VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
   qci.queueFamilyIndex = queue_family;
@@ -187,6 +198,7 @@ EngineState::EngineState(EngineOptions opts) : options(std::move(opts)) {
   if (info.push_descriptors) enabled.push_back(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
   if (!info.cooperative_matrix.empty()) enabled.push_back(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
   if (uses_bfloat16(info.cooperative_matrix)) enabled.push_back(VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME);
+  if (!info.workgroup_cooperative_matrix.empty()) enabled.push_back(VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME);
   VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   dci.pNext = &en12;
   dci.enabledExtensionCount = static_cast<std::uint32_t>(enabled.size());

@@ -27,6 +27,16 @@ bool DeviceInfo::has_cooperative_matrix(const CooperativeMatrixShape& s) const {
   return std::find(cooperative_matrix.begin(), cooperative_matrix.end(), s) != cooperative_matrix.end();
 }
 
+bool DeviceInfo::has_workgroup_cooperative_matrix(DType ab, DType accumulator, std::uint32_t m, std::uint32_t n, std::uint32_t k,
+                                                  std::uint32_t invocations) const {
+  const std::uint32_t most = workgroup_cooperative_matrix_max_dimension;
+  if (m == 0 || n == 0 || k == 0 || m > most || n > most || k > most) return false;
+  return std::any_of(workgroup_cooperative_matrix.begin(), workgroup_cooperative_matrix.end(), [&](const WorkgroupCooperativeMatrix& w) {
+    return w.a == ab && w.b == ab && w.c == accumulator && w.result == accumulator && w.invocations == invocations &&
+           m % w.m_granularity == 0 && n % w.n_granularity == 0 && k % w.k_granularity == 0;
+  });
+}
+
 std::uint64_t validation_message_count() { return runtime::validation_messages(); }
 
 Engine::Engine(EngineOptions options) : state_(runtime::make_engine_state(std::move(options))) {}
