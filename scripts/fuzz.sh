@@ -11,6 +11,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 budget=(-max_total_time="${1:-60}")
 [ "${1:-}" = --corpus ] && budget=(-runs=0)
+if [ "${1:-}" != --corpus ] && grep -q '^OA_FUZZ_COVERAGE:BOOL=OFF' build-san/CMakeCache.txt; then
+  echo "build-san/ was built without coverage (OA_FUZZ_COVERAGE=OFF): it can replay the corpora (--corpus), not explore;"
+  echo "rebuild it with coverage: rm -rf build-san && scripts/sanitize.sh"
+  exit 1
+fi
 shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(safetensors idx ops)
