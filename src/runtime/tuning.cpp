@@ -160,6 +160,10 @@ const std::vector<TuningPoint>& tuning_points() {
       {"attention.coopmat_tile", attention_keys, {"16x32", "32x32", "16x64", "wg64x16", "wg64x32", "wg64x64", "wg128x32", "wg128x64"},
        "the tensor-core flash forward's tile: query rows per subgroup x keys per shared tile (subgroup-scope matrices), or "
        "wg query rows per workgroup x keys per step (workgroup-scope matrices, VK_NV_cooperative_matrix2, f16; elsewhere 16x32)"},
+      {"attention.coopmat_backward", attention_keys, {"off", "wg64x16", "wg64x32", "wg64x64", "wg128x32", "wg128x64"},
+       "the attention backward of f16 q, k, v on devices with workgroup-scope matrices (VK_NV_cooperative_matrix2): the "
+       "tensor-core flash passes with that tile (wg query or key rows per workgroup x rows of the other operand per step; "
+       "head dims that are multiples of 16 up to 128) or the lowering attention.backward_lowering picks (off)"},
       {"attention.flash_plan", attention_keys, {"wide", "narrow"},
        "the fused flash kernels' workgroups: wide (128-256 invocations, 32-key tiles, sized to fill a GPU) or narrow "
        "(32 invocations, 16-key tiles, for CPU drivers)"},

@@ -9,6 +9,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <string>
 
@@ -378,18 +379,23 @@ std::vector<DType> tensor_core_dtypes() {
                   "tensor-core kernels run on devices that have them, not here"
 
 // Whether the flash forward of r lowers to the tensor-core kernel alone.
+// Whether tile wgBRxBC (BR rows on 2 BR invocations, BC rows of the other
+// operand a step) of the kernels on workgroup-scope matrices serves head dim
+// dh: the device has those matrices for both products (BR x BC x dh and
+// BR x dh x BC).
 // The kernel that tuning variant `tile` of attention.coopmat_tile runs for
-// dtype and head dim dh: the workgroup-scope kernel for the tiles wgBRxBC
-// (BR query rows on 2 BR invocations, BC keys a step) on f16 where the
-// device has workgroup-scope matrices for both products (BR x BC x dh and
-// BR x dh x BC), else the subgroup-scope one.
-std::string_view tensor_core_kernel(std::string_view tile, DType dtype, std::uint32_t dh) {
+// dtype and head dim dh: the workgroup-scope kernel for the wg tiles that
+// serve f16 there, else the subgroup-scope one.
+bool workgroup_tile_serves(std::string_view tile, std::uint32_t dh) {
   unsigned br = 0, bc = 0;
   const oa::DeviceInfo& d = engine().device();
-  if (dtype == DType::F16 && std::sscanf(std::string(tile).c_str(), "wg%ux%u", &br, &bc) == 2 &&
-      d.has_workgroup_cooperative_matrix(DType::F16, DType::F32, br, bc, dh, 2 * br) &&
-      d.has_workgroup_cooperative_matrix(DType::F16, DType::F32, br, dh, bc, 2 * br))
-    return oa::kernels::ml_attention_flash_forward_coopmat2;
+  return std::sscanf(std::string(tile).c_str(), "wg%ux%u", &br, &bc) == 2 &&
+         d.has_workgroup_cooperative_matrix(DType::F16, DType::F32, br, bc, dh, 2 * br) &&
+         d.has_workgroup_cooperative_matrix(DType::F16, DType::F32, br, dh, bc, 2 * br);
+}
+
+std::string_view tensor_core_kernel(std::string_view tile, DType dtype, std::uint32_t dh) {
+  if (dtype == DType::F16 && workgroup_tile_serves(tile, dh)) return oa::kernels::ml_attention_flash_forward_coopmat2;
   return dtype == DType::F16 ? oa::kernels::ml_attention_flash_forward_coopmat : oa::kernels::ml_attention_flash_forward_coopmat_bf16;
 }
 
@@ -438,9 +444,33 @@ TEST(AttentionHalf, TensorCoreForwardMatchesReference) {
     }
 }
 
-// The tensor-core forwards (a subgroup-scope tile and a workgroup-scope one,
-// and the fused backward after them) on the extreme inputs, against the F32
-// path on the rounded inputs: masks down to -FLT_MAX
+// Extreme inputs against the F32 path on the rounded inputs (the output and
+// the gradients): masks down to -FLT_MAX with causal rows that see no key
+// (where `lowered` checks the lowering too), and scores with a large common
+// offset under scales 1 and -1.
+void expect_masks_and_offsets_as_f32(DType dtype, const std::function<bool(const Rounded&, const Case&)>& lowered) {
+  for (float value : {-1e9f, -FLT_MAX}) {
+    const Case c{2, 9, 7, 16, 16, true, true};  // Sq > Sk: causal rows 0 and 1 see no key
+    Rounded r = rounded(c, dtype, 900);
+    r.mask = Matrix::from_vector({c.bh * c.sq, c.sk}, huge_mask(c.bh * c.sq, c.sk, value));
+    SCOPED_TRACE("mask " + std::to_string(value));
+    EXPECT_TRUE(lowered(r, c));
+    expect_as_f32(r, c, dtype, ml::SdpaBackend::Flash);
+  }
+  for (int exponent : {11, 13}) {
+    const Case c{2, 7, 9, 16, 16, false, true};
+    Rounded r = rounded(c, dtype, 910);
+    for (std::int64_t i = 0; i < c.bh * c.sq; ++i) r.vq[static_cast<std::size_t>(i * c.dh)] = std::ldexp(1.0f + static_cast<float>(i % 3), exponent);
+    for (std::int64_t i = 0; i < c.bh * c.sk; ++i) r.vk[static_cast<std::size_t>(i * c.dh)] = 1.0f;
+    SCOPED_TRACE("2^" + std::to_string(exponent));
+    expect_as_f32(r, c, dtype, ml::SdpaBackend::Flash, 1.0f);
+    expect_as_f32(r, c, dtype, ml::SdpaBackend::Flash, -1.0f);
+  }
+}
+
+// The tensor-core forwards (a subgroup-scope tile and the shipped
+// workgroup-scope one, and the fused backward after them) on the extreme
+// inputs, against the F32 path on the rounded inputs: masks down to -FLT_MAX
 // with a fully masked row, causal rows that see no key, scores with a large
 // common offset, a negative scale, and a NaN key reaching only the rows that
 // see it; packed heads.
@@ -449,25 +479,20 @@ TEST(AttentionHalf, TensorCoreForwardOnExtremeInputs) {
   OA_SKIP_WITHOUT_TENSOR_CORES(dtypes);
   attention_detail::FlashLoweringGuard guard(FlashLowering::Coopmat, FlashLowering::Fused);
   for (DType dtype : dtypes)
-    for (const std::string_view tile : {"16x32", "wg64x64"}) {
+    for (const std::string_view tile : {"16x32", "wg64x16"}) {
       const oa_test::Forced forced("attention.coopmat_tile", std::string(tile));
       SCOPED_TRACE(std::string("tile ") + std::string(tile));
-      for (float value : {-1e9f, -FLT_MAX}) {
-        const Case c{2, 9, 7, 16, 16, true, true};  // Sq > Sk: causal rows 0 and 1 see no key
-        Rounded r = rounded(c, dtype, 900);
-        r.mask = Matrix::from_vector({c.bh * c.sq, c.sk}, huge_mask(c.bh * c.sq, c.sk, value));
-        SCOPED_TRACE(name(dtype) + " mask " + std::to_string(value));
-        EXPECT_TRUE(lowers_to_tensor_cores(r, c, dtype, tile));
-        expect_as_f32(r, c, dtype, ml::SdpaBackend::Flash);
-      }
-      for (int exponent : {11, 13}) {
-        const Case c{2, 7, 9, 16, 16, false, true};
-        Rounded r = rounded(c, dtype, 910);
-        for (std::int64_t i = 0; i < c.bh * c.sq; ++i) r.vq[static_cast<std::size_t>(i * c.dh)] = std::ldexp(1.0f + static_cast<float>(i % 3), exponent);
-        for (std::int64_t i = 0; i < c.bh * c.sk; ++i) r.vk[static_cast<std::size_t>(i * c.dh)] = 1.0f;
-        SCOPED_TRACE(name(dtype) + " 2^" + std::to_string(exponent));
-        expect_as_f32(r, c, dtype, ml::SdpaBackend::Flash, 1.0f);
-        expect_as_f32(r, c, dtype, ml::SdpaBackend::Flash, -1.0f);
+      SCOPED_TRACE(name(dtype));
+      expect_masks_and_offsets_as_f32(dtype, [&](const Rounded& r, const Case& c) { return lowers_to_tensor_cores(r, c, dtype, tile); });
+      // Whole tiles of rows and keys (the workgroup kernel then skips the
+      // element-wise logits): a NaN key, a negative scale, causal and not.
+      for (bool causal : {false, true}) {
+        const Case big{1, 160, 192, 64, 64, false, causal};
+        Rounded r = rounded(big, dtype, 930);
+        r.vk[100 * 64 + 5] = std::numeric_limits<float>::quiet_NaN();
+        SCOPED_TRACE(name(dtype) + " whole tiles" + (causal ? " causal" : ""));
+        expect_as_f32(r, big, dtype, ml::SdpaBackend::Flash, 0.125f);
+        expect_as_f32(r, big, dtype, ml::SdpaBackend::Flash, -0.125f);
       }
       const Case c{1, 8, 8, 16, 16, false, true};
       Rounded r = rounded(c, dtype, 920);
@@ -486,6 +511,62 @@ TEST(AttentionHalf, TensorCoreForwardOnExtremeInputs) {
       const Matrix wide = ml::scaled_dot_product_attention_causal(q, k, v, S, H);
       expect_close_to(packed, wide, unit(dtype), name(dtype) + " packed");
     }
+}
+
+// The backward on workgroup-scope tensor-core matrices (f16), forced with
+// two tiles (a tile that does not serve a head dim gives way to the first
+// that does), on the tensor-core problems and the extreme inputs, against
+// the F32 path on the rounded inputs: gradients within a few u of their
+// largest term (p and ds are rounded to f16 before their products), NaNs
+// exactly where the F32 path has them (a NaN key in one tile: hidden keys
+// times a NaN make NaNs wherever a pass multiplies them, which depends on
+// its tiles).
+TEST(AttentionHalf, TensorCoreBackwardMatchesTheF32Path) {
+  if (engine().device().workgroup_cooperative_matrix.empty())
+    GTEST_SKIP() << "the device has no workgroup-scope cooperative matrices: the tensor-core backward runs on devices that have them";
+  const DType dtype = DType::F16;
+  attention_detail::FlashLoweringGuard guard(FlashLowering::Coopmat, FlashLowering::Coopmat);
+  // Whether the backward of case c lowers to the tensor-core passes (when some tile serves its head dim).
+  const auto lowered = [&](const Rounded& r, const Case& c) {
+    bool serves = false;
+    for (const std::string_view t : oa::tuning_point("attention.coopmat_backward").variants) {
+      unsigned br = 0, bc = 0;
+      serves = serves || (workgroup_tile_serves(t, static_cast<std::uint32_t>(c.dh)) && std::sscanf(std::string(t).c_str(), "wg%ux%u", &br, &bc) == 2 &&
+                          engine().device().has_workgroup_cooperative_matrix(DType::F16, DType::F16, br, static_cast<std::uint32_t>(c.dh), bc, 2 * br));
+    }
+    const Matrix q = r.q(dtype), k = r.k(dtype), v = r.v(dtype);
+    const auto f = ml::flash_attention(q, k, v, r.mask, {}, c.causal, c.variant);
+    const auto g = attention_detail::attention_geometry(kSdpa, q, k, v, r.mask, {}, c.causal, c.variant);
+    std::vector<oa::runtime::ComputeDispatch> ds;
+    attention_detail::lower_flash_attention_backward(engine(), g, q, k, v, r.mask, f.output, f.softmax_stats, r.grad(dtype), Matrix(), ds);
+    return !ds.empty() && (ds[0].kernel == oa::kernels::ml_attention_flash_backward_dq_coopmat2) == serves;
+  };
+  // Two tiles (128 and 256 invocations): each tile compiles its own kernels for every head dim.
+  for (const std::string_view tile : {"wg64x16", "wg128x32"}) {
+    const oa_test::Forced forced("attention.coopmat_backward", std::string(tile));
+    std::uint32_t seed = 1000;
+    for (const Case& c : kTensorCoreCases) {
+      SCOPED_TRACE("tile " + std::string(tile) + " " + describe(c));
+      const Rounded r = rounded(c, dtype, seed += 10);
+      EXPECT_TRUE(lowered(r, c));
+      expect_as_f32(r, c, dtype, ml::SdpaBackend::Flash);
+    }
+  }
+  expect_masks_and_offsets_as_f32(dtype, lowered);
+  // Whole tiles of rows and keys, a negative scale, causal and not.
+  for (bool causal : {false, true}) {
+    const Case c{1, 160, 192, 64, 64, false, causal};
+    const Rounded r = rounded(c, dtype, 1130);
+    SCOPED_TRACE(std::string("whole tiles") + (causal ? " causal" : ""));
+    EXPECT_TRUE(lowered(r, c));
+    expect_as_f32(r, c, dtype, ml::SdpaBackend::Flash, 0.125f);
+    expect_as_f32(r, c, dtype, ml::SdpaBackend::Flash, -0.125f);
+  }
+  const Case c{1, 8, 8, 16, 16, false, true};
+  Rounded r = rounded(c, dtype, 1120);
+  r.vk[2 * 16 + 3] = std::numeric_limits<float>::quiet_NaN();
+  SCOPED_TRACE("NaN key");
+  expect_as_f32(r, c, dtype, ml::SdpaBackend::Flash);
 }
 
 }  // namespace

@@ -84,7 +84,8 @@ struct DeviceInfo {
   // features); an engine enables the extensions and features when it lists any.
   std::vector<CooperativeMatrixShape> cooperative_matrix;
   bool has_cooperative_matrix(const CooperativeMatrixShape& s) const;
-  // VK_NV_cooperative_matrix2's workgroup-scope F16 / F32 configurations
+  // VK_NV_cooperative_matrix2's workgroup-scope configurations of F16
+  // operands with F32 or F16 accumulators
   // (empty without cooperative_matrix, the extension, or one of the features
   // its kernels use: workgroup scope, flexible dimensions, reductions,
   // conversions, per-element operations, tensor addressing), and the largest

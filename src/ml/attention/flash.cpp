@@ -726,16 +726,102 @@ FlashProblem flash_problem(const AttentionGeometry& g, const Matrix& mask) {
           .mask = mask.defined() ? &mask : nullptr};
 }
 
-// The flash gradients of one problem (delta a temporary), appended to `dispatches`.
-// The gradients have q's dtype (grad has it too). The fused passes write
-// f32, rounded once into 16-bit gradients.
+// Tiles of the kernels on workgroup-scope tensor-core matrices
+// (VK_NV_cooperative_matrix2; flash_coopmat2.glsl): br rows per workgroup of
+// 2 * br invocations, bc rows of the other operand a step (wgBRxBC).
+struct WorkgroupAttentionTile {
+  std::string_view name;
+  std::uint32_t br, bc;
+};
+constexpr WorkgroupAttentionTile kWorkgroupAttentionTiles[] = {
+    {"wg64x16", 64, 16}, {"wg64x32", 64, 32}, {"wg64x64", 64, 64}, {"wg128x32", 128, 32}, {"wg128x64", 128, 64}};
+
+// The tile named `name`, if any.
+const WorkgroupAttentionTile* workgroup_tile(std::string_view name) {
+  for (const WorkgroupAttentionTile& t : kWorkgroupAttentionTiles)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+// Whether tile t serves problem p of q's dtype: f16, Dh = Dv a multiple of 16
+// up to 128, and workgroup-scope matrices whose granularities divide both
+// products of a step (br x bc x Dh and br x Dh x bc) on 2 * br invocations.
+bool workgroup_tile_serves(const Engine& engine, const FlashProblem& p, const WorkgroupAttentionTile& t, const Matrix& q) {
+  const DeviceInfo& d = engine.device();
+  const auto dh = u32(p.dh);
+  const std::uint32_t threads = 2 * t.br;
+  return q.dtype() == DType::F16 && p.dh == p.dv && p.dh % 16 == 0 && p.dh <= 128 &&
+         d.has_workgroup_cooperative_matrix(DType::F16, DType::F32, t.br, t.bc, dh, threads) &&
+         d.has_workgroup_cooperative_matrix(DType::F16, DType::F32, t.br, dh, t.bc, threads) && threads <= d.max_workgroup_invocations &&
+         threads <= d.max_workgroup_size[0];
+}
+
+decltype(ComputeDispatch::specialization) workgroup_tile_specialization(const FlashProblem& p, const WorkgroupAttentionTile& t) {
+  return {2 * t.br, u32(p.dh), t.br, t.bc, p.mask_layout.present ? 1u : 0u};
+}
+
+// The tile of the backward on workgroup-scope tensor-core matrices for p (its
+// dq pass also reads O and dO as f16 accumulators, br x Dh):
+// the one tuning point attention.coopmat_backward names, or where
+// FlashLoweringGuard forces that backward the first that serves; null where
+// none serves (or the guard asks for another lowering).
+const WorkgroupAttentionTile* backward_tile(const Engine& engine, const FlashProblem& p, const Matrix& q) {
+  const FlashLowering choice = FlashLoweringGuard::backward();
+  if (choice != FlashLowering::Auto && choice != FlashLowering::Coopmat) return nullptr;
+  const auto serves = [&](const WorkgroupAttentionTile& t) {
+    return workgroup_tile_serves(engine, p, t, q) &&
+           engine.device().has_workgroup_cooperative_matrix(DType::F16, DType::F16, t.br, u32(p.dh), t.bc, 2 * t.br);
+  };
+  const WorkgroupAttentionTile* tile = workgroup_tile(tuned(engine, "attention.coopmat_backward", p));
+  if (tile && serves(*tile)) return tile;
+  if (choice == FlashLowering::Coopmat)
+    for (const WorkgroupAttentionTile& t : kWorkgroupAttentionTiles)
+      if (serves(t)) return &t;
+  return nullptr;
+}
+
+// The backward on workgroup-scope tensor-core matrices with a tile that
+// serves p (flash_backward_dq_coopmat2.comp, then
+// flash_backward_dkv_coopmat2.comp), into f32 dq, dk, dv and delta.
+std::vector<ComputeDispatch> workgroup_coopmat_backward(const FlashProblem& p, const WorkgroupAttentionTile& tile, const Matrix& q,
+                                                        const Matrix& k, const Matrix& v, const Matrix& out, const Matrix& stats,
+                                                        const Matrix& grad, const Matrix& grad_lse, const Matrix& dq, const Matrix& dk,
+                                                        const Matrix& dv, const Matrix& delta) {
+  ComputeDispatch dq_pass;
+  dq_pass.kernel = kernels::ml_attention_flash_backward_dq_coopmat2;
+  dq_pass.specialization = workgroup_tile_specialization(p, tile);
+  dq_pass.bindings = {BufferBinding::read(q.storage()),   BufferBinding::read(k.storage()),    BufferBinding::read(v.storage()),
+                      mask_binding(p, q),                 BufferBinding::read(out.storage()),  BufferBinding::read(grad.storage()),
+                      BufferBinding::read(stats.storage()), BufferBinding::write(dq.storage()), BufferBinding::write(delta.storage()),
+                      BufferBinding::read((grad_lse.defined() ? grad_lse : stats).storage())};
+  dq_pass.push.set(push::ml_attention_flash_backward_dq{.problem = problem_push(p), .has_lse_grad = grad_lse.defined() ? 1u : 0u});
+  dq_pass.groups = {detail::groups_for(p.sq, tile.br), static_cast<std::uint64_t>(p.bh), 1};
+  ComputeDispatch kv_pass;
+  kv_pass.kernel = kernels::ml_attention_flash_backward_dkv_coopmat2;
+  kv_pass.specialization = workgroup_tile_specialization(p, tile);
+  kv_pass.bindings = {BufferBinding::read(q.storage()),     BufferBinding::read(k.storage()),    BufferBinding::read(v.storage()),
+                      mask_binding(p, q),                   BufferBinding::read(grad.storage()), BufferBinding::read(stats.storage()),
+                      BufferBinding::read(delta.storage()), BufferBinding::write(dk.storage()),  BufferBinding::write(dv.storage())};
+  kv_pass.push.set(push::ml_attention_flash_backward_dkv{.problem = problem_push(p), .query_split = u32(p.sq), .part_k = 0, .part_v = 0});
+  kv_pass.groups = {detail::groups_for(p.sk, tile.br), static_cast<std::uint64_t>(p.bh), 1};
+  std::vector<ComputeDispatch> ds;
+  ds.push_back(std::move(dq_pass));
+  ds.push_back(std::move(kv_pass));
+  return ds;
+}
+
+// The flash gradients of one problem (delta a temporary), appended to `dispatches`:
+// the tensor-core passes where backward_tile gives a tile, else the GEMMs
+// where use_gemm_backward says so, else the fused passes. The gradients have
+// q's dtype (grad has it too). The fused and tensor-core passes write f32,
+// rounded once into 16-bit gradients.
 AttentionGradients flash_gradients(const Engine& engine, const FlashProblem& p, const Matrix& q, const Matrix& k, const Matrix& v,
                                    const Matrix& out, const Matrix& stats, const Matrix& grad, const Matrix& grad_lse,
                                    std::vector<ComputeDispatch>& dispatches) {
   const DType dtype = q.dtype();
   AttentionGradients g{detail::allocate(engine, q.shape(), dtype), detail::allocate(engine, k.shape(), dtype),
                        detail::allocate(engine, v.shape(), dtype)};
-  if (const std::vector<QueryBlock> blocks = query_blocks(p); use_gemm_backward(engine, p, blocks)) {
+  if (const std::vector<QueryBlock> blocks = query_blocks(p); !backward_tile(engine, p, q) && use_gemm_backward(engine, p, blocks)) {
     append(dispatches, lower_gemm_backward(engine, p, blocks, q, k, v, out, stats, grad, grad_lse, g.q, g.k, g.v));
     return g;
   }
@@ -745,7 +831,10 @@ AttentionGradients flash_gradients(const Engine& engine, const FlashProblem& p, 
     return g;
   }
   const AttentionGradients wide{detail::allocate(engine, q.shape()), detail::allocate(engine, k.shape()), detail::allocate(engine, v.shape())};
-  append(dispatches, lower_flash_backward(engine, p, q, k, v, out, stats, grad, grad_lse, wide.q, wide.k, wide.v, delta));
+  if (const WorkgroupAttentionTile* tile = backward_tile(engine, p, q))
+    append(dispatches, workgroup_coopmat_backward(p, *tile, q, k, v, out, stats, grad, grad_lse, wide.q, wide.k, wide.v, delta));
+  else
+    append(dispatches, lower_flash_backward(engine, p, q, k, v, out, stats, grad, grad_lse, wide.q, wide.k, wide.v, delta));
   detail::cast_dispatches(wide.q, g.q, q.numel(), dispatches);
   detail::cast_dispatches(wide.k, g.k, k.numel(), dispatches);
   detail::cast_dispatches(wide.v, g.v, v.numel(), dispatches);
@@ -771,12 +860,6 @@ struct CoopAttentionTile {
 constexpr CoopAttentionTile kCoopAttentionTiles[] = {{"16x32", 1, 32}, {"32x32", 2, 32}, {"16x64", 1, 64}};
 constexpr std::uint32_t kCoopAttentionWarps = 4;
 constexpr std::uint64_t kReduceSharedBytes = 2048;  // common/reduce.glsl's two 256-word arrays
-struct WorkgroupAttentionTile {
-  std::string_view name;
-  std::uint32_t br, bc;
-};
-constexpr WorkgroupAttentionTile kWorkgroupAttentionTiles[] = {
-    {"wg64x16", 64, 16}, {"wg64x32", 64, 32}, {"wg64x64", 64, 64}, {"wg128x32", 128, 32}, {"wg128x64", 128, 64}};
 
 // The shared memory of flash_forward_coopmat.glsl: the k and v tiles, each
 // subgroup's f32 score scratch and 16-bit probabilities, the row scales.
@@ -788,16 +871,10 @@ std::uint64_t coop_attention_shared_bytes(const CoopAttentionTile& t, std::uint6
 // flash_forward_coopmat2.comp with tile t, where the device and dtype allow it.
 std::optional<ComputeDispatch> workgroup_coopmat_forward(const Engine& engine, const FlashProblem& p, const WorkgroupAttentionTile& t,
                                                          const Matrix& q) {
-  const DeviceInfo& d = engine.device();
-  const auto dh = u32(p.dh);
-  const std::uint32_t threads = 2 * t.br;
-  if (q.dtype() != DType::F16 || !d.has_workgroup_cooperative_matrix(DType::F16, DType::F32, t.br, t.bc, dh, threads) ||
-      !d.has_workgroup_cooperative_matrix(DType::F16, DType::F32, t.br, dh, t.bc, threads) || threads > d.max_workgroup_invocations ||
-      threads > d.max_workgroup_size[0])
-    return std::nullopt;
+  if (!workgroup_tile_serves(engine, p, t, q)) return std::nullopt;
   ComputeDispatch c;
   c.kernel = kernels::ml_attention_flash_forward_coopmat2;
-  c.specialization = {threads, dh, t.br, t.bc, p.mask_layout.present ? 1u : 0u};
+  c.specialization = workgroup_tile_specialization(p, t);
   c.groups = {detail::groups_for(p.sq, t.br), static_cast<std::uint64_t>(p.bh), 1};
   return c;
 }
@@ -809,8 +886,7 @@ std::optional<std::vector<ComputeDispatch>> coopmat_forward(const Engine& engine
   if ((dt != DType::F16 && dt != DType::BF16) || p.dh != p.dv || p.dh % 16 != 0 || p.dh > 128 || p.sq <= kDecodeRows) return std::nullopt;
   const std::string_view variant = tuned(engine, "attention.coopmat_tile", p);
   std::optional<ComputeDispatch> c;
-  for (const WorkgroupAttentionTile& t : kWorkgroupAttentionTiles)
-    if (t.name == variant) c = workgroup_coopmat_forward(engine, p, t, q);
+  if (const WorkgroupAttentionTile* t = workgroup_tile(variant)) c = workgroup_coopmat_forward(engine, p, *t, q);
   if (!c) {
     const std::uint32_t threads = kCoopAttentionWarps * d.subgroup_size;
     if ((d.subgroup_size != 32 && d.subgroup_size != 64) || !d.has_cooperative_matrix({dt, dt, DType::F32, DType::F32, 16, 16, 16}) ||

@@ -78,8 +78,9 @@ void query_workgroup_cooperative_matrix(VkInstance instance, VkPhysicalDevice de
   vk::check(query(device, &count, list.data()), "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV");
   for (const auto& e : list) {
     const auto a = component(e.AType), b = component(e.BType), c = component(e.CType), r = component(e.ResultType);
-    if (e.scope != kScopeWorkgroup || e.saturatingAccumulation || a != DType::F16 || b != DType::F16 || c != DType::F32 ||
-        r != DType::F32 || e.MGranularity == 0 || e.NGranularity == 0 || e.KGranularity == 0 || e.workgroupInvocations == 0)
+    if (e.scope != kScopeWorkgroup || e.saturatingAccumulation || a != DType::F16 || b != DType::F16 || c != r ||
+        (c != DType::F32 && c != DType::F16) || e.MGranularity == 0 || e.NGranularity == 0 || e.KGranularity == 0 ||
+        e.workgroupInvocations == 0)
       continue;
     const WorkgroupCooperativeMatrix w{*a, *b, *c, *r, e.MGranularity, e.NGranularity, e.KGranularity, e.workgroupInvocations};
     if (std::find(d.workgroup_cooperative_matrix.begin(), d.workgroup_cooperative_matrix.end(), w) == d.workgroup_cooperative_matrix.end())

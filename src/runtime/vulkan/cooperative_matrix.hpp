@@ -102,7 +102,7 @@ namespace oa::runtime {
 // workgroup size from a specialization constant under Vulkan 1.3).
 std::vector<CooperativeMatrixShape> cooperative_matrix_shapes(VkInstance instance, VkPhysicalDevice device, bool bfloat16);
 
-// VK_NV_cooperative_matrix2's workgroup-scope F16 x F16 -> F32 configurations
+// VK_NV_cooperative_matrix2's workgroup-scope F16 x F16 -> F32 or F16 configurations
 // and their largest dimension, into d; none without the extension or one of
 // the features its kernels use (DeviceInfo::workgroup_cooperative_matrix).
 // Called only where d already lists subgroup-scope cooperative matrices.
