@@ -84,7 +84,8 @@ std::vector<TuneCase> gemm_cases(bool quick) {
 // attention.flash_plan, forward + backward for attention.backward_lowering
 // where the model trains them; the forward of f16 heads for
 // attention.coopmat_forward and (through the tensor-core kernel)
-// attention.coopmat_tile.
+// attention.coopmat_tile, and their forward + backward for
+// attention.coopmat_backward where the model trains them.
 std::vector<TuneCase> attention_cases(bool quick) {
   std::vector<TuneCase> cases;
   for (oa_bench::Heads a : oa_bench::kAttention) {
@@ -96,14 +97,15 @@ std::vector<TuneCase> attention_cases(bool quick) {
     const std::vector<std::int64_t> keys{bh, a.sq, a.sk, a.d, a.d, a.causal ? 1 : 0};
     auto setup = [a, bh](bool backward, bool half = false) {
       return [a, bh, backward, half](const oa::Engine& e) -> Step {
-        oa::Matrix q = input({bh, a.sq, a.d}, 1, e, backward), k = input({bh, a.sk, a.d}, 2, e, backward),
-                   v = input({bh, a.sk, a.d}, 3, e, backward);
-        if (half)
-          for (oa::Matrix* m : {&q, &k, &v}) *m = oa::matrix::cast(*m, oa::DType::F16);
-        auto forward = [=] { return oa::ml::scaled_dot_product_attention(q, k, v, oa::Matrix(), std::nullopt, a.causal); };
+        const oa::Matrix q = input({bh, a.sq, a.d}, 1, e, backward), k = input({bh, a.sk, a.d}, 2, e, backward),
+                         v = input({bh, a.sk, a.d}, 3, e, backward);
+        // 16-bit heads are cast in each step, so that each backward has a graph of its own.
+        const auto in = [half](const oa::Matrix& x) { return half ? oa::matrix::cast(x, oa::DType::F16) : x; };
+        auto forward = [=] { return oa::ml::scaled_dot_product_attention(in(q), in(k), in(v), oa::Matrix(), std::nullopt, a.causal); };
         if (!backward) return [forward] { (void)forward(); };
         const oa::Matrix dy = oa::Matrix::ones({bh, a.sq, a.d}, e);
-        return [forward, dy] { oa::backward(forward(), dy); };
+        // The gradient reaches a 16-bit output through its cast to f32.
+        return [forward, dy] { oa::backward(oa::matrix::cast(forward(), oa::DType::F32), dy); };
       };
     };
     const std::string name = fmt::format("{}_{}", a.causal ? "causal" : "full", a.model);
@@ -112,6 +114,7 @@ std::vector<TuneCase> attention_cases(bool quick) {
     if (a.backward) cases.push_back({"attention.backward_lowering", name + "_fwd_bwd", keys, {}, setup(true)});
     cases.push_back({"attention.coopmat_forward", name + "_f16", keys, {}, setup(false, true)});
     cases.push_back({"attention.coopmat_tile", name + "_f16", keys, {{"attention.coopmat_forward", "on"}}, setup(false, true)});
+    if (a.backward) cases.push_back({"attention.coopmat_backward", name + "_f16_fwd_bwd", keys, {}, setup(true, true)});
   }
   return cases;
 }
