@@ -821,7 +821,8 @@ AttentionGradients flash_gradients(const Engine& engine, const FlashProblem& p, 
   const DType dtype = q.dtype();
   AttentionGradients g{detail::allocate(engine, q.shape(), dtype), detail::allocate(engine, k.shape(), dtype),
                        detail::allocate(engine, v.shape(), dtype)};
-  if (const std::vector<QueryBlock> blocks = query_blocks(p); !backward_tile(engine, p, q) && use_gemm_backward(engine, p, blocks)) {
+  const WorkgroupAttentionTile* tile = backward_tile(engine, p, q);
+  if (const std::vector<QueryBlock> blocks = query_blocks(p); !tile && use_gemm_backward(engine, p, blocks)) {
     append(dispatches, lower_gemm_backward(engine, p, blocks, q, k, v, out, stats, grad, grad_lse, g.q, g.k, g.v));
     return g;
   }
@@ -831,7 +832,7 @@ AttentionGradients flash_gradients(const Engine& engine, const FlashProblem& p, 
     return g;
   }
   const AttentionGradients wide{detail::allocate(engine, q.shape()), detail::allocate(engine, k.shape()), detail::allocate(engine, v.shape())};
-  if (const WorkgroupAttentionTile* tile = backward_tile(engine, p, q))
+  if (tile)
     append(dispatches, workgroup_coopmat_backward(p, *tile, q, k, v, out, stats, grad, grad_lse, wide.q, wide.k, wide.v, delta));
   else
     append(dispatches, lower_flash_backward(engine, p, q, k, v, out, stats, grad, grad_lse, wide.q, wide.k, wide.v, delta));

@@ -209,11 +209,7 @@ DeviceInfo describe(const Instance& instance, VkPhysicalDevice pd, std::uint32_t
     if ((q.queueFlags & VK_QUEUE_COMPUTE_BIT) && q.timestampValidBits > 0) d.timestamps = true;
   d.timestamp_period_ns = l.timestampPeriod;
   d.unified_memory = d.type == DeviceType::Cpu || d.type == DeviceType::Integrated;
-  std::uint32_t n = 0;
-  vk::check(vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, nullptr), "vkEnumerateDeviceExtensionProperties");
-  std::vector<VkExtensionProperties> exts(n);
-  vk::check(vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, exts.data()), "vkEnumerateDeviceExtensionProperties");
-  for (auto& e : exts) d.push_descriptors = d.push_descriptors || std::string_view(e.extensionName) == VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME;
+  d.push_descriptors = has_extension(pd, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
   // The cooperative-matrix kernels are SPIR-V 1.6, which needs Vulkan 1.3.
   if (p.apiVersion >= VK_API_VERSION_1_3) d.cooperative_matrix = cooperative_matrix_shapes(instance.instance, pd, instance.bfloat16);
   if (!d.cooperative_matrix.empty()) query_workgroup_cooperative_matrix(instance.instance, pd, d);

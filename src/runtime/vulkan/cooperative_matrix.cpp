@@ -13,6 +13,7 @@ std::optional<DType> component(std::uint32_t t) {
   if (t == kComponentTypeBfloat16) return DType::BF16;
   return std::nullopt;
 }
+}  // namespace
 
 bool has_extension(VkPhysicalDevice device, std::string_view name) {
   std::uint32_t n = 0;
@@ -21,7 +22,6 @@ bool has_extension(VkPhysicalDevice device, std::string_view name) {
   vk::check(vkEnumerateDeviceExtensionProperties(device, nullptr, &n, exts.data()), "vkEnumerateDeviceExtensionProperties");
   return std::any_of(exts.begin(), exts.end(), [&](auto& e) { return std::string_view(e.extensionName) == name; });
 }
-}  // namespace
 
 std::vector<CooperativeMatrixShape> cooperative_matrix_shapes(VkInstance instance, VkPhysicalDevice device, bool bfloat16) {
   if (!has_extension(device, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME)) return {};

@@ -2,6 +2,7 @@
 // VK_KHR_cooperative_matrix: the declarations Debian 12's Vulkan headers
 // (1.3.239) lack, from the Vulkan registry (vk.xml), and the query of a
 // device's subgroup-scope configurations.
+#include <string_view>
 #include <vector>
 
 #include "oa/runtime/engine.hpp"
@@ -92,6 +93,9 @@ inline constexpr std::uint32_t kScopeWorkgroup = 2;  // VK_SCOPE_WORKGROUP_KHR
 inline constexpr std::uint32_t kComponentTypeBfloat16 = 1000141000;
 
 namespace oa::runtime {
+
+// Whether the device offers extension `name`.
+bool has_extension(VkPhysicalDevice device, std::string_view name);
 
 // The subgroup-scope F16 / BF16 / F32 configurations the device lists (those
 // with BF16 only where `bfloat16` allows and VK_KHR_shader_bfloat16 offers shaderBFloat16Type and
