@@ -120,8 +120,8 @@ TEST(RuntimeTuning, ShippedTablesKeepTheMeasuredRules) {
     // The tensor-core attention: the workgroup-scope forward up to head dim 96, its backward off.
     EXPECT_EQ(gpu->choose("attention.coopmat_forward", {96, 1024, 1024, 64, 64, 1}), "on");
     EXPECT_EQ(gpu->choose("attention.coopmat_tile", {96, 1024, 1024, 96, 96, 1}), "wg64x16");
-    EXPECT_EQ(gpu->choose("attention.coopmat_tile", {64, 2048, 2048, 128, 128, 1}), "16x32");
-    EXPECT_EQ(gpu->choose("attention.coopmat_backward", {96, 1024, 1024, 64, 64, 1}), "off");
+    EXPECT_EQ(gpu->choose("attention.coopmat_tile", {64, 2048, 2048, 128, 128, 1}), "wg64x16");
+    EXPECT_EQ(gpu->choose("attention.coopmat_backward", {96, 1024, 1024, 64, 64, 1}), "wg64x16");
     EXPECT_EQ(gpu->choose("conv.igemm_tile", {32, 96, 1, 3136, 9, 0}), "128x128");
     EXPECT_EQ(gpu->choose("conv.igemm_tile", {32, 95, 1, 3136, 9, 0}), "128x64");
     EXPECT_EQ(gpu->choose("conv.igemm_tile", {32, 24, 1, 3136, 9, 0}), "128x32");
