@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds oa, its tests and the fuzz targets with AddressSanitizer and
 # UndefinedBehaviorSanitizer (clang-14, OA_FUZZ=ON) into build-san/, then runs
-# the test groups there on the default device with the validation layers on.
+# the test groups there on the default device with the validation layers on
+# (OA_VALIDATION=0 leaves them off).
 # Arguments go to ctest (e.g. -R '^Conv$'); needs scripts/setup.sh --sanitizers.
 # OA_FUZZ_COVERAGE=OFF (read when build-san/ is first configured) leaves out
 # libFuzzer's coverage instrumentation: the fuzz targets then only replay
@@ -17,5 +18,5 @@ if [ ! -f build-san/CMakeCache.txt ]; then
 fi
 cmake --build build-san -j"$(nproc)"
 . scripts/sanitizer-env.sh
-export OA_VALIDATION=1
+export OA_VALIDATION="${OA_VALIDATION:-1}"
 cd build-san && ctest --output-on-failure "$@"
