@@ -73,7 +73,7 @@ Evaluation evaluate(oa::ml::nn::Module& model, const data::ImageLoader& loader, 
 }
 
 // Loss (train and test) and test accuracy against epoch.
-std::vector<Panel> plot_panels(const std::vector<nlohmann::json>& history) {
+std::vector<Panel> image_plot_panels(const std::vector<nlohmann::json>& history) {
   std::vector<Panel> panels(2);
   panels[0].title = "loss";
   panels[0].x_label = panels[1].x_label = "epoch";
@@ -92,7 +92,7 @@ std::vector<Panel> plot_panels(const std::vector<nlohmann::json>& history) {
 std::string join(const fs::path& p) { return p.string(); }
 
 // The flags that define the model.
-std::vector<RunFlag> model_flags(const ImageModelConfig& c) { return {{"model", "--model", c.kind}, {"quick", "--quick", c.quick}}; }
+std::vector<RunFlag> image_model_flags(const ImageModelConfig& c) { return {{"model", "--model", c.kind}, {"quick", "--quick", c.quick}}; }
 
 // Fashion-MNIST has 10 classes; reject label files that say otherwise.
 void check_labels(const data::ImageDataset& d, const fs::path& dir, const std::string& split) {
@@ -144,14 +144,14 @@ int train_images(TrainImagesArgs args) {
                     .out = args.out,
                     .resume = args.resume,
                     .overwrite = args.overwrite,
-                    .model = model_flags(config),
+                    .model = image_model_flags(config),
                     .training = {{"lr", "--lr", args.lr}, {"seed", "--seed", args.seed}, Precision::flag(args.precision)},
                     .length = {"epochs", "--epochs", args.epochs},
                     .unit = "epoch",
                     .metrics = {"train_loss", "test_loss", "test_accuracy"},
                     .lr = args.lr,
                     .lr_floor = 0,
-                    .plot = plot_panels});
+                    .plot = image_plot_panels});
   oa::dist::Communicator& world = run.world();
   oa::Engine engine = make_engine(args.device);
   Precision precision(args.precision, engine);
@@ -299,7 +299,7 @@ int train_images(TrainImagesArgs args) {
 int eval_images(const std::string& checkpoint_dir, const std::string& device, const std::string& data_dir) {
   const fs::path dir = checkpoint_dir;
   const fs::path file = dir / "model.safetensors";
-  const auto run = read_run_metadata(file, "fashion-mnist", model_flags({}));
+  const auto run = read_run_metadata(file, "fashion-mnist", image_model_flags({}));
   const auto& meta = run["model"];
   // The run's validations were under its --precision's autocast: so is this one (a checkpoint that does not record it is fp32).
   const nlohmann::json recorded =

@@ -68,13 +68,13 @@ double validation_bpc(oa::ml::nn::Module& model, const std::vector<std::uint8_t>
 }
 
 // The flags that define the model.
-std::vector<RunFlag> model_flags(const TextModelConfig& c) {
+std::vector<RunFlag> text_model_flags(const TextModelConfig& c) {
   return {{"context", "--context", c.context}, {"layers", "--layers", c.layers}, {"heads", "--heads", c.heads}, {"width", "--width", c.width}};
 }
 
 // Train loss (in bits per character: loss / ln 2) and validation bits per
 // character against step.
-std::vector<Panel> plot_panels(const std::vector<nlohmann::json>& history) {
+std::vector<Panel> text_plot_panels(const std::vector<nlohmann::json>& history) {
   Panel panel{"bits per character", {{"train loss / ln 2", {}, {}}, {"validation", {}, {}}}, "step"};
   for (const auto& row : history) {
     const double step = row["step"].get<double>();
@@ -94,7 +94,7 @@ int train_text(const TrainTextArgs& args) {
                     .out = args.out,
                     .resume = args.resume,
                     .overwrite = args.overwrite,
-                    .model = model_flags(config),
+                    .model = text_model_flags(config),
                     .training = {{"input", "--input", args.input.empty() ? "fortunes" : args.input},
                                  {"lr", "--lr", args.lr},
                                  {"seed", "--seed", args.seed},
@@ -104,7 +104,7 @@ int train_text(const TrainTextArgs& args) {
                     .metrics = {"train_loss", "validation_bpc"},
                     .lr = args.lr,
                     .lr_floor = args.lr / 10,
-                    .plot = plot_panels});
+                    .plot = text_plot_panels});
   const std::string source = args.input.empty() ? "/usr/share/games/fortunes" : args.input;
   std::vector<std::uint8_t> bytes = args.input.empty()
                                         ? about("the default --input " + source, [] { return data::read_bytes(data::fortune_files()); })
@@ -224,7 +224,7 @@ int train_text(const TrainTextArgs& args) {
 int sample_text(const std::string& checkpoint_dir, const std::string& prompt, std::int64_t length, double temperature,
                 std::uint64_t seed, const std::string& device) {
   const fs::path file = fs::path(checkpoint_dir) / "model.safetensors";
-  const auto meta = read_run_metadata(file, "text", model_flags({}))["model"];
+  const auto meta = read_run_metadata(file, "text", text_model_flags({}))["model"];
   const TextModelConfig config{meta["context"], meta["layers"], meta["heads"], meta["width"]};
   oa::Engine engine = make_engine(device);
   oa::ml::Generator generator(0);

@@ -9,25 +9,21 @@
 
 namespace oa::dist {
 
-namespace {
-
-// A run of parameters whose gradients travel together, laid out back to back
-// (f32) in one device buffer.
-struct Bucket {
-  std::vector<std::size_t> params;     // indices into State::params
-  std::vector<std::uint64_t> offsets;  // each one's first element in the buffer
-  std::uint64_t elements = 0;
-  std::shared_ptr<runtime::Storage> buffer;
-  std::vector<bool> filled;  // per parameter: its gradient is in the buffer
-  std::size_t ready = 0;
-  PendingRead read;
-  bool reading = false;
-  AllReduceRequest request;
-};
-
-}  // namespace
-
 struct DataParallel::State {
+  // A run of parameters whose gradients travel together, laid out back to
+  // back (f32) in one device buffer.
+  struct Bucket {
+    std::vector<std::size_t> params;     // indices into params
+    std::vector<std::uint64_t> offsets;  // each one's first element in the buffer
+    std::uint64_t elements = 0;
+    std::shared_ptr<runtime::Storage> buffer;
+    std::vector<bool> filled;  // per parameter: its gradient is in the buffer
+    std::size_t ready = 0;
+    PendingRead read;
+    bool reading = false;
+    AllReduceRequest request;
+  };
+
   Communicator* comm = nullptr;
   Engine engine;
   std::vector<ml::Parameter> params;
@@ -108,13 +104,13 @@ DataParallel::DataParallel(std::vector<ml::Parameter> parameters, Communicator& 
   for (std::size_t i = s.params.size(); i-- > 0;) {
     const auto n = static_cast<std::uint64_t>(s.params[i].value().numel());
     if (s.buckets.empty() || s.buckets.back().elements * 4 >= options.bucket_bytes) s.buckets.emplace_back();
-    Bucket& b = s.buckets.back();
+    State::Bucket& b = s.buckets.back();
     s.where[i] = {s.buckets.size() - 1, b.params.size()};
     b.params.push_back(i);
     b.offsets.push_back(b.elements);
     b.elements += n;
   }
-  for (Bucket& b : s.buckets) {
+  for (State::Bucket& b : s.buckets) {
     b.buffer = s.engine.allocate(b.elements * 4);
     b.filled.assign(b.params.size(), false);
   }
@@ -136,12 +132,12 @@ void DataParallel::all_reduce_gradients() {
   State& s = *state_;
   stats_ = {};
   if (comm_.size() == 1) return;
-  for (Bucket& b : s.buckets)
+  for (State::Bucket& b : s.buckets)
     for (std::size_t k = 0; k < b.params.size(); ++k)
       if (!b.filled[k]) s.fill(b.params[k], Matrix());
   stats_.started_in_backward = s.started_in_backward;
   s.progress(true);
-  for (Bucket& b : s.buckets) {
+  for (State::Bucket& b : s.buckets) {
     const auto t0 = std::chrono::steady_clock::now();
     const std::vector<float>& mean = b.request.wait();
     stats_.exposed_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

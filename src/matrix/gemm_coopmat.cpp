@@ -63,7 +63,7 @@ bool fits(const DeviceInfo& d, const CoopTile& t, const GemmProblem& p) {
 // The tile of gemm.coopmat_tile: a fixed one where the device can run it,
 // else (busy) the wide tile, then the large one, where enough of them keep
 // the device busy or K is long (it splits), then the small one.
-const CoopTile* choose_tile(const Tuning& tuning, const DeviceInfo& d, const GemmProblem& p) {
+const CoopTile* choose_coop_tile(const Tuning& tuning, const DeviceInfo& d, const GemmProblem& p) {
   const std::string_view variant = tuning.choose("gemm.coopmat_tile", {p.batch, p.m, p.n, p.k});
   for (const CoopTile& t : kCoopTiles)
     if (variant == t.name && fits(d, t, p)) return &t;
@@ -84,7 +84,7 @@ std::optional<std::vector<runtime::ComputeDispatch>> lower_gemm_coopmat(const En
       !dev.has_cooperative_matrix({in, in, DType::F32, DType::F32, 16, 16, 16}))
     return std::nullopt;
   const std::shared_ptr<const Tuning> tuning = tuning_of(engine);
-  const CoopTile* tile = choose_tile(*tuning, dev, p);
+  const CoopTile* tile = choose_coop_tile(*tuning, dev, p);
   if (!tile) return std::nullopt;
   const CoopTile& t = *tile;
   const std::int64_t gx = ceil_div(p.n, t.bn), gy = ceil_div(p.m, t.bm);
