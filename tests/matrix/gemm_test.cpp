@@ -31,6 +31,7 @@ const bool kTestGemm = [] {
 }();
 
 using oa_test::random_values;
+using oa_test::run_checks;
 
 // Records p through the test's semantic op.
 std::vector<oa::runtime::ComputeDispatch> run(const GemmProblem& p) { return oa_test::record_gemm(p, "test::gemm"); }
@@ -66,10 +67,6 @@ std::function<void()> case_check(const oa_test::GemmCase& cs, std::uint32_t seed
   const auto ops = std::make_shared<const oa_test::GemmCaseOperands>(oa_test::gemm_case_operands(cs, seed));
   run(ops->problem);
   return [ops] { expect_gemm(ops->problem, ops->a, ops->b, ops->c0, ops->problem.bias ? &ops->bias : nullptr); };
-}
-
-void run_checks(const std::vector<std::function<void()>>& checks) {
-  for (const auto& check : checks) check();
 }
 
 TEST(MatrixGemm, TransposeAlphaBetaBiasCombinations) {

@@ -14,6 +14,7 @@ using oa::Matrix;
 using oa::Shape;
 
 using oa_test::random_values;
+using oa_test::run_checks;
 
 // Records out = a x op(b) for a [batch?, M, K] and b [batch?, K, N] (or
 // [batch?, N, K] when nt), checks the trace, and returns the check of the
@@ -43,10 +44,6 @@ std::function<void()> product_check(std::int64_t batch, bool a_batched, bool b_b
     for (std::size_t i = 0; i < got.size(); ++i)
       ASSERT_NEAR(got[i], ref.value[i], 1e-5 * ref.magnitude[i] + 1e-6) << "element " << i;
   };
-}
-
-void run_checks(const std::vector<std::function<void()>>& checks) {
-  for (const auto& check : checks) check();
 }
 
 const std::int64_t kSizes[] = {1, 7, 17, 33, 65, 129};

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <string>
 #include <utility>
@@ -72,6 +73,11 @@ inline std::vector<float> iota(std::size_t n, float start = 0, float step = 1) {
   std::vector<float> v(n);
   for (std::size_t i = 0; i < n; ++i) v[i] = start + step * static_cast<float>(i);
   return v;
+}
+
+// Runs checks built up front (a sweep's cases, each a closure).
+inline void run_checks(const std::vector<std::function<void()>>& checks) {
+  for (const auto& check : checks) check();
 }
 
 }  // namespace oa_test
