@@ -17,21 +17,25 @@ struct CoopTile {
   std::string_view name;
   std::uint32_t bm, bn, bk, wm, wn, stages;
 };
-// The variants of the tuning point gemm.coopmat_tile.
+// The variants of the tuning point gemm.coopmat_tile. 128x128w4 is the
+// 128x128 tile on 4 subgroups (64 x 64 each): two such workgroups fit an SM.
 constexpr CoopTile kCoopTiles[] = {
-    {"128x256", 128, 256, 32, 2, 4, 1}, {"256x128", 256, 128, 32, 4, 2, 1}, {"128x256k48", 128, 256, 48, 2, 4, 1},
-    {"128x128", 128, 128, 32, 2, 4, 2}, {"64x64", 64, 64, 32, 2, 2, 2},
+    {"128x256", 128, 256, 32, 2, 4, 1},    {"256x128", 256, 128, 32, 4, 2, 1},       {"128x256k48", 128, 256, 48, 2, 4, 1},
+    {"128x128", 128, 128, 32, 2, 4, 2},    {"128x128w4k64", 128, 128, 64, 2, 2, 1}, {"64x64", 64, 64, 32, 2, 2, 2},
 };
 constexpr const CoopTile& coop_tile(std::string_view name) {
   for (const CoopTile& t : kCoopTiles)
     if (t.name == name) return t;
   throw std::logic_error("gemm_coopmat: no such tile");  // a compile-time error in the constants below
 }
-constexpr const CoopTile& kCoopWide = coop_tile("128x256");
+// The wide tile's longer K step (48) takes 40 KiB of shared memory; the
+// 32-step one (27 KiB) serves devices with less.
+constexpr const CoopTile& kCoopWide = coop_tile("128x256k48");
+constexpr const CoopTile& kCoopWideShort = coop_tile("128x256");
 constexpr const CoopTile& kCoopLarge = coop_tile("128x128");
 constexpr const CoopTile& kCoopSmall = coop_tile("64x64");
 
-// The wide tile's invocations each hold 128 accumulator registers, so about
+// The wide tiles' invocations each hold 128 accumulator registers, so about
 // one workgroup runs per SM: kCoopWideBusy of them keep an H200 busy.
 constexpr std::int64_t kCoopWideBusy = 128;
 // Below kGemmBusyGroups tiles, a long K splits (partial products summed by
@@ -61,13 +65,13 @@ bool fits(const DeviceInfo& d, const CoopTile& t, const GemmProblem& p) {
 }
 
 // The tile of gemm.coopmat_tile: a fixed one where the device can run it,
-// else (busy) the wide tile, then the large one, where enough of them keep
-// the device busy or K is long (it splits), then the small one.
+// else (busy) a wide tile, then the large one, where enough of them keep the
+// device busy or K is long (it splits), then the small one.
 const CoopTile* choose_coop_tile(const Tuning& tuning, const DeviceInfo& d, const GemmProblem& p) {
   const std::string_view variant = tuning.choose("gemm.coopmat_tile", {p.batch, p.m, p.n, p.k});
   for (const CoopTile& t : kCoopTiles)
     if (variant == t.name && fits(d, t, p)) return &t;
-  for (const auto& [t, busy] : {std::pair{&kCoopWide, kCoopWideBusy}, {&kCoopLarge, kGemmBusyGroups}})
+  for (const auto& [t, busy] : {std::pair{&kCoopWide, kCoopWideBusy}, {&kCoopWideShort, kCoopWideBusy}, {&kCoopLarge, kGemmBusyGroups}})
     if (p.m > t->bm / 2 && p.n > t->bn / 2 && fits(d, *t, p) && (gemm_tile_count(p, t->bm, t->bn) >= busy || p.k >= kCoopLongK))
       return t;
   const bool large = p.m > 64 && p.n > 64 && fits(d, kCoopLarge, p);

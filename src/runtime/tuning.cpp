@@ -138,9 +138,10 @@ const std::vector<TuningPoint>& tuning_points() {
       {"gemm.tile", gemm_keys, {"busy", "busy-square", "128x128", "64x128", "64x64", "32x32"},
        "the tiled GEMM's C tile: the largest that keeps the device busy (busy-square: of the square ones), or a fixed one "
        "(a fixed tile the device cannot run falls back to busy)"},
-      {"gemm.coopmat_tile", gemm_keys, {"busy", "128x256", "256x128", "128x256k48", "128x128", "64x64"},
-       "the tensor-core GEMM's C tile (f16 / bf16 A and B): the largest of 128x256, 128x128 that keeps the device busy "
-       "or has a long K, else 64x64 (busy), or a fixed one (a fixed tile the device cannot run falls back to busy)"},
+      {"gemm.coopmat_tile", gemm_keys, {"busy", "128x256", "256x128", "128x256k48", "128x128", "128x128w4k64", "64x64"},
+       "the tensor-core GEMM's C tile (f16 / bf16 A and B; k48, k64: K steps of 48, 64 elements instead of 32; w4: on 4 "
+       "subgroups instead of 8): the largest of 128x256k48 (128x256 where it does not fit), 128x128 that keeps the device "
+       "busy or has a long K, else 64x64 (busy), or a fixed one (a fixed tile the device cannot run falls back to busy)"},
       {"gemm.split_k", gemm_keys, {"busy", "none"},
        "splitting K across workgroups while too few would run (busy), or never"},
       {"conv.kernel", conv_keys, {"winograd", "depthwise", "direct", "igemm"},

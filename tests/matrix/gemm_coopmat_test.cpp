@@ -24,6 +24,7 @@ namespace {
 using oa::DType;
 using oa::Matrix;
 using oa::detail::GemmProblem;
+using oa_test::run_checks;
 
 const bool kTestGemm16 = [] {
   oa::register_contract({"test::gemm_coopmat", -1, 1, {}});
@@ -79,10 +80,6 @@ std::function<void()> case_check(oa_test::GemmCase cs, std::uint32_t seed, DType
                                          p.c.offset, p.c.batch_stride, p.bias ? &ops->bias : nullptr);
     expect_close(p, p.c.matrix->to_vector(), ref);
   };
-}
-
-void run_checks(const std::vector<std::function<void()>>& checks) {
-  for (const auto& check : checks) check();
 }
 
 TEST(MatrixGemmCoopmat, EveryLayoutRaggedAndAligned) {
