@@ -81,7 +81,7 @@ const oa_bench::Register kHostSweep{[](bool quick) {
                        });
                      }});
   }
-  // An AdamW step over many tiny parameters (multi-tensor: 8 per dispatch):
+  // An AdamW step over many tiny parameters (multi-tensor: 7 per dispatch):
   // the optimizer's recording cost where parameters, not elements, dominate.
   const std::int64_t parameters = quick ? 64 : 512, n = 256;
   cases.push_back({fmt::format("host_adamw_p{}_n{}", parameters, n), "host", "adamw",

@@ -279,9 +279,7 @@ SavedValue::SavedValue(const Matrix& m) {
   if (!m.defined()) return;
   value_ = detach(m);
   version_ = m.version();
-  const AutogradMeta* a = meta_of(m);
-  label_ = a && !a->name.empty() ? fmt::format("Parameter '{}' (shape {})", a->name, m.shape())
-                                 : fmt::format("a value of shape {}", m.shape());
+  if (const AutogradMeta* a = meta_of(m)) name_ = a->name;
 }
 
 const Matrix& SavedValue::get() const {
@@ -293,7 +291,9 @@ const Matrix& SavedValue::get() const {
     fail(ErrorKind::FailedPrecondition,
          "{} was modified in place after it was saved for backward (version {} when saved, {} now); run the forward pass "
          "again after updating it",
-         label_, version_, value_.version());
+         name_.empty() ? fmt::format("a value of shape {}", value_.shape())
+                       : fmt::format("Parameter '{}' (shape {})", name_, value_.shape()),
+         version_, value_.version());
   return value_;
 }
 

@@ -44,7 +44,8 @@ std::uint64_t offset_of(const detail::ElementChunk& c) { return static_cast<std:
 // index in the optimizer (`slots`, which indexes the step constants) and its
 // state buffers, which the step updates in place as well.
 // The lowering is multi-tensor (ml/update_items.hpp): an item is an element
-// chunk of a pair (Item::tensor is the pair's index), up to kItems a dispatch.
+// chunk of a pair (Item::tensor is the pair's index), up to items_per_dispatch
+// (UpdateBuffers) a dispatch.
 
 using items::Item;
 using items::kItems;
@@ -115,6 +116,8 @@ std::vector<std::size_t> dispatch_order(const UpdateBuffers& b, std::size_t pair
     for (std::size_t c = 1; c < per; ++c) keys[j * per + c] = std::bit_cast<std::uint32_t>(b.pushed_constants[j * (per - 1) + c - 1]);
   }
   auto key = [&](std::size_t j) { return std::span<const std::uint32_t>(keys).subspan(j * per, per); };
+  // Usually every pair pushes the same values: one run, in order, with no sort.
+  if (std::ranges::all_of(order, [&](std::size_t j) { return std::ranges::equal(key(j), key(0)); })) return order;
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t i, std::size_t j) { return std::ranges::lexicographical_compare(key(i), key(j)); });
   for (std::size_t at = 1; at < pairs; ++at) starts[at] = !std::ranges::equal(key(order[at]), key(order[at - 1]));
@@ -209,16 +212,16 @@ struct AdamWAttributes : UpdateBuffers {
                                             field("amsgrad", &AdamWAttributes::amsgrad), field("step", &AdamWAttributes::step)};
 };
 
-// Adam's and AdamW's step (shaders/ml/optim/adamw_step.comp). With amsgrad a
-// dispatch holds up to OA_ADAM_AMSGRAD_ITEMS items, whose running maxima take
-// the places of the last two items' buffers.
+// Adam's and AdamW's step (shaders/ml/optim/adamw_step.comp): up to
+// OA_ADAM_ITEMS items a dispatch; with amsgrad up to OA_ADAM_AMSGRAD_ITEMS,
+// whose running maxima take the places of the last two items' buffers.
 const Op<AdamWAttributes> kAdamWStep = update_op<AdamWAttributes>(
     kAdamWOp, [](const OpCall<AdamWAttributes>& call, std::span<const Item> items) {
       const AdamWAttributes& a = call.attributes;
       ComputeDispatch d;
       d.kernel = kernels::ml_optim_adamw_step;
       d.specialization = {a.pushed ? 1u : 0u, a.decoupled ? 0u : 1u, a.amsgrad ? 1u : 0u};
-      const std::size_t places = a.amsgrad ? OA_ADAM_AMSGRAD_ITEMS : kItems;
+      const std::size_t places = a.amsgrad ? OA_ADAM_AMSGRAD_ITEMS : OA_ADAM_ITEMS;
       for (std::size_t k = 0; k < places; ++k) {
         const Item& it = items::at(items, k);
         d.bindings.push_back(items::binding(call.inputs[2 * it.tensor], it, runtime::Access::ReadWrite));
@@ -231,8 +234,8 @@ const Op<AdamWAttributes> kAdamWStep = update_op<AdamWAttributes>(
           const Item& it = items::at(items, k);
           d.bindings.push_back(items::binding(a.max_exp_avg_sq[it.tensor], it, runtime::Access::ReadWrite));
         }
-        // The two places left of the last two items' buffers, never read.
-        while (d.bindings.size() < 4 * kItems)
+        // The places left of the last two items' buffers, never read.
+        while (d.bindings.size() < 4 * OA_ADAM_ITEMS)
           d.bindings.push_back(items::binding(call.inputs[2 * items[0].tensor + 1], items[0], runtime::Access::Read));
       }
       bind_step_buffers(a, call.inputs, items, d);
@@ -604,7 +607,7 @@ void AdamFamily::step(const Matrix& found_inf) {
   const std::vector<Matrix> grads = checked_gradients(kAdamWOp, found_inf, a.found_inf);
   a.lr = lr_, a.beta1 = hyper_.beta1, a.beta2 = hyper_.beta2, a.eps = hyper_.eps, a.weight_decay = hyper_.weight_decay;
   a.decoupled = hyper_.decoupled, a.amsgrad = hyper_.amsgrad;
-  a.items_per_dispatch = hyper_.amsgrad ? OA_ADAM_AMSGRAD_ITEMS : kItems;
+  a.items_per_dispatch = hyper_.amsgrad ? OA_ADAM_AMSGRAD_ITEMS : OA_ADAM_ITEMS;
   a.step = steps_ + 1;
   const std::vector<Matrix> pairs = with_gradients(parameters_, grads, a.slots);
   for (auto i : a.slots) {

@@ -106,7 +106,7 @@ class SavedValue {
  private:
   Matrix value_;
   std::uint64_t version_ = 0;
-  std::string label_;
+  std::string name_;  // the Parameter's name, for get()'s error (formatted only then)
   bool released_ = false;
 };
 

@@ -1,6 +1,6 @@
 #version 450
 // One Adam or AdamW step (Kingma & Ba 2015; Loshchilov & Hutter 2019), as
-// torch.optim.Adam / AdamW compute it, on up to OA_OPTIM_ITEMS parameters (or
+// torch.optim.Adam / AdamW compute it, on up to OA_ADAM_ITEMS (7) parameters (or
 // element ranges of them) in one dispatch, as PyTorch's foreach/fused Adam:
 //   L2 0 (AdamW): d = g,               p = p * decay      (decay = 1 - lr * weight_decay)
 //   L2 1 (Adam):  d = g + decay * p                       (decay = weight_decay)
@@ -9,18 +9,18 @@
 //   AMSGRAD 1: v_max = max(v_max, v), used for v below    (torch's amsgrad)
 //   p = p - step_size * m / (sqrt(v) / bc2_sqrt + eps)
 // with step_size = lr / (1 - beta1^t) and bc2_sqrt = sqrt(1 - beta2^t) at
-// the parameter's t-th update: t - 1 is its update count (binding 33), decay
-// and lr are read from binding 32 (three floats per parameter, the item's
-// slot picks them). Nothing changes when found_inf (binding 34, GradScaler's)
+// the parameter's t-th update: t - 1 is its update count (binding 29), decay
+// and lr are read from binding 28 (three floats per parameter, the item's
+// slot picks them). Nothing changes when found_inf (binding 30, GradScaler's)
 // is nonzero. PUSHED = 1 (a step without found_inf): the update count, decay
 // and lr, the same for every item, come from the push constants instead and
-// bindings 32 to 34 are never touched. Workgroups map to items as
+// bindings 28 to 30 are never touched. Workgroups map to items as
 // update_items.push.h says; each thread updates 4 elements (1024 per
 // workgroup).
 // Bindings: 4j parameter, 4j + 1 gradient, 4j + 2 exp_avg (m), 4j + 3
-// exp_avg_sq (v) of item j; 32 step constants, 33 update counts, 34 found_inf.
-// AMSGRAD 1: at most OA_ADAM_AMSGRAD_ITEMS (6) items, and 24 + j holds item
-// j's max_exp_avg_sq (v_max) where items 6 and 7 would be (30 and 31 unused).
+// exp_avg_sq (v) of item j; 28 step constants, 29 update counts, 30 found_inf.
+// AMSGRAD 1: at most OA_ADAM_AMSGRAD_ITEMS (5) items, and 20 + j holds item
+// j's max_exp_avg_sq (v_max) where items 5 and 6 would be (25 to 27 unused).
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 #include "ml/optim/adamw_step.push.h"
@@ -34,13 +34,13 @@ layout(constant_id = 2) const uint AMSGRAD = 0;
   layout(std430, binding = 4 * k + 1) readonly buffer G##k { float g##k[]; }; \
   layout(std430, binding = 4 * k + 2) buffer M##k { float m##k[]; };   \
   layout(std430, binding = 4 * k + 3) buffer V##k { float v##k[]; };
-ITEM(0) ITEM(1) ITEM(2) ITEM(3) ITEM(4) ITEM(5) ITEM(6) ITEM(7)
-// The running maximum of item k's v (AMSGRAD 1 only; aliases items 6 and 7).
+ITEM(0) ITEM(1) ITEM(2) ITEM(3) ITEM(4) ITEM(5) ITEM(6)
+// The running maximum of item k's v (AMSGRAD 1 only; aliases items 5 and 6).
 #define MAX_ITEM(k) layout(std430, binding = 4 * OA_ADAM_AMSGRAD_ITEMS + k) buffer X##k { float x##k[]; };
-MAX_ITEM(0) MAX_ITEM(1) MAX_ITEM(2) MAX_ITEM(3) MAX_ITEM(4) MAX_ITEM(5)
-layout(std430, binding = 32) readonly buffer C { float constants[]; };
-layout(std430, binding = 33) readonly buffer N { float counts[]; };
-layout(std430, binding = 34) readonly buffer F { float found_inf[]; };
+MAX_ITEM(0) MAX_ITEM(1) MAX_ITEM(2) MAX_ITEM(3) MAX_ITEM(4)
+layout(std430, binding = 4 * OA_ADAM_ITEMS) readonly buffer C { float constants[]; };
+layout(std430, binding = 4 * OA_ADAM_ITEMS + 1) readonly buffer N { float counts[]; };
+layout(std430, binding = 4 * OA_ADAM_ITEMS + 2) readonly buffer F { float found_inf[]; };
 #include "ml/optim/update_items.glsl"
 
 // 1 - beta^t = -expm1(t log(beta)) from log_beta = log(beta) (-inf for beta
@@ -58,7 +58,7 @@ float bias_correction(float t, float log_beta) {
 }
 
 // AMSGRAD: vd, the v of the denominator, becomes the running maximum of
-// item k's v (kept in x##k). Items 6 and 7 exist only without AMSGRAD.
+// item k's v (kept in x##k). Items 5 and 6 exist only without AMSGRAD.
 #define RUNNING_MAX(k)            \
   vd = max(x##k[i], vi);          \
   x##k[i] = vd;
@@ -103,8 +103,7 @@ void main() {
     case 2: UPDATE(2, RUNNING_MAX) break;
     case 3: UPDATE(3, RUNNING_MAX) break;
     case 4: UPDATE(4, RUNNING_MAX) break;
-    case 5: UPDATE(5, RUNNING_MAX) break;
-    case 6: if (AMSGRAD == 0u) UPDATE(6, NO_MAX) break;
-    default: if (AMSGRAD == 0u) UPDATE(7, NO_MAX)
+    case 5: if (AMSGRAD == 0u) UPDATE(5, NO_MAX) break;
+    default: if (AMSGRAD == 0u) UPDATE(6, NO_MAX)
   }
 }
