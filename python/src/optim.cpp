@@ -303,7 +303,10 @@ void bind_optim(py::module_& m) {
         ml::save_safetensors(path, tensors, metadata);
       },
       arg("state_dict"), arg("path"), arg("metadata") = std::map<std::string, std::string>{},
-      "Writes a mapping of name -> tensor (a state_dict, in its order) as a safetensors file (atomic replace).");
+      "Writes a mapping of name -> tensor (a state_dict, in its order) as a safetensors file (atomic replace): float32, "
+      "float16, bfloat16, int32 and bool (BOOL, one byte an element) as they are. Raises TypeError for a key that is "
+      "not a str or a value that is not an oa.Tensor, oa.InvalidArgumentError for an empty or reserved name or a file "
+      "that cannot be written.");
   m.def(
       "load",
       [](const std::filesystem::path& path, const std::optional<Engine>& engine) {
@@ -312,7 +315,10 @@ void bind_optim(py::module_& m) {
         for (const auto& [name, value] : c.tensors) out[py::str(name)] = value;
         return out;
       },
-      arg("path"), arg("engine") = py::none(), "Reads a safetensors file into a dict of new tensors (file order).");
+      arg("path"), arg("engine") = py::none(),
+      "Reads a safetensors file into a dict of new tensors (file order), of its dtypes F32, F16, BF16, I32 or BOOL. "
+      "Raises oa.InvalidArgumentError for a missing, truncated or malformed file, oa.UnsupportedError for another "
+      "dtype (F64, I64, ...), naming the tensor.");
   m.def("load_metadata", &ml::read_safetensors_metadata, arg("path"), "The __metadata__ map of a safetensors file.");
 }
 

@@ -274,6 +274,19 @@ def test_save_load_round_trip(tmp_path):
         other.load_state_dict({**loaded, "0.bias": oa.zeros(5)})
 
 
+def test_save_load_bool_and_int32(tmp_path):
+    path = tmp_path / "mask.safetensors"
+    mask, ids = oa.tensor([[True, False, True], [False, False, True]]), oa.tensor([3, -7])
+    oa.save({"mask": mask, "ids": ids}, path)
+    loaded = oa.load(path)
+    assert loaded["mask"].dtype == oa.bool and loaded["ids"].dtype == oa.int32
+    np.testing.assert_array_equal(loaded["mask"].numpy(), mask.numpy())
+    np.testing.assert_array_equal(loaded["ids"].numpy(), ids.numpy())
+    raw = path.read_bytes()  # safetensors BOOL: one byte an element
+    (n,) = struct.unpack("<Q", raw[:8])
+    assert json.loads(raw[8:8 + n])["mask"] == {"dtype": "BOOL", "shape": [2, 3], "data_offsets": [0, 6]}
+
+
 def _sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
 
