@@ -52,8 +52,9 @@ ml::Pool2dOptions pool_options(py::handle kernel_size, py::handle stride, py::ha
 
 // oa.tensor and oa.from_numpy: `data` copied to a new leaf on `engine`, of
 // `dtype` or, without it, float16 for float16, float32 for other floats, int32
-// for integers (outside int32 refused) and bool for booleans. Throws
-// InvalidArgument naming `op`.
+// for integers and bool for booleans. Throws InvalidArgument naming `op` and
+// the element for a value int32 cannot hold (outside int32, NaN, infinite;
+// floats are truncated toward zero).
 Matrix from_array(const py::array& data, std::optional<DType> dtype, bool requires_grad, const std::optional<Engine>& engine,
                   const char* op);
 // torch.argmax (largest) or torch.argmin of x: over the flattened tensor
