@@ -49,14 +49,6 @@ std::vector<ml::Parameter> parameters_of(const py::iterable& params, const char*
   return out;
 }
 
-// A state_dict buffer as an oa tensor on `engine`: an oa.Tensor as it is,
-// anything NumPy reads (a CPU torch.Tensor, a NumPy array) copied as float32.
-Matrix state_tensor(const py::handle& value, const Engine& engine, const char* op) {
-  if (py::isinstance<Matrix>(value)) return value.cast<Matrix>();
-  const py::object host = py::hasattr(value, "cpu") ? value.attr("cpu")() : py::reinterpret_borrow<py::object>(value);
-  return from_array(py::module_::import("numpy").attr("asarray")(host), DType::F32, false, engine, op);
-}
-
 // torch's optimizer.state_dict(): {'state': {i: {buffer: copy, ..., 'step':
 // float32 [] updates so far}} for each parameter i updated at least once,
 // 'param_groups': [group with 'lr' and 'params': [0, ..., n - 1]]}.
@@ -135,7 +127,7 @@ void load_state_dict(optim::Optimizer& self, const py::dict& state_dict, const p
     if (!entries[i]) {
       tensors.emplace_back(name, Matrix::zeros(m.shape(), m.engine()));
     } else if (entries[i]->contains(buffer.c_str()) && !(*entries[i])[buffer.c_str()].is_none()) {
-      const Matrix given = state_tensor((*entries[i])[buffer.c_str()], m.engine(), op);
+      const Matrix given = state_tensor((*entries[i])[buffer.c_str()], DType::F32, m.engine(), op, fmt::format("state[{}]['{}']", i, buffer));
       if (!(given.shape() == m.shape()))  // named by state index, as the user's dict is
         invalid(fmt::format("state[{}]['{}'] is {}; parameter {}'s is {}", i, buffer, given.shape(), i, m.shape()));
       tensors.emplace_back(name, given);

@@ -108,6 +108,16 @@ Matrix from_array(const py::array& data, std::optional<DType> dtype, bool requir
   return out;
 }
 
+Matrix state_tensor(const py::handle& value, DType dtype, const Engine& engine, const char* op, const std::string& what) {
+  if (py::isinstance<Matrix>(value)) return value.cast<Matrix>();
+  const bool torch_tensor = py::hasattr(value, "cpu") && py::hasattr(value, "numpy");
+  if (!torch_tensor && !py::isinstance<py::array>(value))
+    throw py::type_error(fmt::format("{}: {} must be an oa.Tensor, a NumPy array or a CPU torch.Tensor, not {}", op, what,
+                                     py::str(py::type::handle_of(value).attr("__name__")).cast<std::string>()));
+  const py::object host = torch_tensor ? value.attr("cpu")() : py::reinterpret_borrow<py::object>(value);
+  return from_array(py::module_::import("numpy").attr("asarray")(host), dtype, false, engine, op);
+}
+
 namespace {
 
 // x.numpy(): float32, float16 (exact), float32 for bfloat16 (NumPy has no

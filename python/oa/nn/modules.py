@@ -158,8 +158,12 @@ class Module:
 
     def load_state_dict(self, state_dict, strict=True):
         """Overwrites every entry in place from state_dict (shapes and dtypes must
-        match). strict: the keys must be exactly state_dict()'s. Returns
-        (missing_keys, unexpected_keys)."""
+        match; NumPy arrays and CPU torch tensors are copied, cast to the entry's
+        dtype). strict: the keys must be exactly state_dict()'s. Returns
+        (missing_keys, unexpected_keys). Raises KeyError (strict) naming the missing
+        and unexpected keys, oa.InvalidArgumentError naming an entry of another
+        shape or dtype, TypeError naming an entry that is not an oa.Tensor, a
+        NumPy array or a torch.Tensor."""
         own = self.state_dict()
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
