@@ -75,16 +75,25 @@ void bind_autograd(py::module_& m, TensorClass& t) {
       .def_property_readonly("is_leaf", [](const Matrix& x) { return autograd::grad_fn_name(x).empty(); })
       .def(
           "backward",
-          [](const Matrix& x, const std::optional<Matrix>& gradient, bool retain_graph) {
+          [](const Matrix& x, const std::optional<Matrix>& gradient, bool retain_graph, bool create_graph) {
+            if (create_graph) {
+              PyErr_SetString(PyExc_NotImplementedError,
+                              "oa.Tensor.backward: create_graph=True is not supported: oa does not compute higher-order "
+                              "gradients (its backward records no autograd history)");
+              throw py::error_already_set();
+            }
             if (gradient) {
               backward(x, *gradient, retain_graph);
             } else {
               backward(x, retain_graph);
             }
           },
-          py::arg("gradient") = py::none(), py::arg("retain_graph") = false,
+          py::arg("gradient") = py::none(), py::arg("retain_graph") = false, py::arg("create_graph") = false,
           "Backward from this scalar (or from any output with `gradient` of its shape), accumulating into the leaves' "
-          ".grad (torch.Tensor.backward).")
+          ".grad (torch.Tensor.backward). Raises NotImplementedError for create_graph=True (higher-order gradients); "
+          "oa.InvalidArgumentError for a non-scalar tensor without gradient or a gradient of another shape or dtype; "
+          "oa.FailedPreconditionError for a tensor that does not require grad, a graph already released (a second "
+          "backward without retain_graph) or a value modified after it was saved for backward.")
       .def("detach", &detach, "The same value without history (shares storage).");
 
   py::class_<NoGrad>(m, "no_grad", "Context manager: ops inside record no autograd history (torch.no_grad).")
