@@ -52,10 +52,16 @@ ml::Pool2dOptions pool_options(py::handle kernel_size, py::handle stride, py::ha
 
 // oa.tensor and oa.from_numpy: `data` copied to a new leaf on `engine`, of
 // `dtype` or, without it, float16 for float16, float32 for other floats, int32
-// for integers (outside int32 refused) and bool for booleans. Throws
-// InvalidArgument naming `op`.
+// for integers and bool for booleans. Throws InvalidArgument naming `op` and
+// the element for a value int32 cannot hold (outside int32, NaN, infinite;
+// floats are truncated toward zero).
 Matrix from_array(const py::array& data, std::optional<DType> dtype, bool requires_grad, const std::optional<Engine>& engine,
                   const char* op);
+// A state_dict value (module.load_state_dict, optimizer.load_state_dict) as an
+// oa tensor on `engine`: an oa.Tensor as it is; a NumPy array or a CPU
+// torch.Tensor (read through NumPy) copied as `dtype` (from_array). Anything
+// else raises TypeError naming `op` and the entry, `what`.
+Matrix state_tensor(const py::handle& value, DType dtype, const Engine& engine, const char* op, const std::string& what);
 // torch.argmax (largest) or torch.argmin of x: over the flattened tensor
 // when dim is None (keepdim: every extent 1), else over the last axis, which
 // dim must name. Throws InvalidArgument naming `op` for another axis.

@@ -222,8 +222,10 @@ void bind_functional(py::module_& f) {
       arg("input"), arg("target"), arg("ignore_index") = -100, arg("reduction") = "mean", arg("label_smoothing") = 0.0,
       "torch.nn.functional.cross_entropy (oa::ml::cross_entropy): logits [N, C] against int32 class indices [N], "
       "logits [N, C, d1, ...] against [N, d1, ...], logits [C] against a target []; or float32 class probabilities "
-      "of logits' shape (ignore_index does not apply). No class weights. A class index outside [0, C) other than "
-      "ignore_index is not checked (the indices live on the device): its loss and gradient are NaN.");
+      "of logits' shape (ignore_index does not apply). No class weights. Errors: oa.InvalidArgumentError for shapes, "
+      "dtypes, an unknown reduction or label_smoothing outside [0, 1]; a class index outside [0, C) other than "
+      "ignore_index (its loss and gradient NaN) raises oa.OutOfRangeError (an IndexError) at the next synchronize() or "
+      "host read once the GPU has run the op (the indices live on the device; torch raises at the call).");
   f.def(
       "mse_loss",
       [](const Matrix& input, const Matrix& target, const std::string& reduction) {

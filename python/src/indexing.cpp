@@ -345,8 +345,6 @@ Matrix assigned_values(const Matrix& x, py::handle value, DType dtype, const cha
     if (kind != 'f' && kind != 'i' && kind != 'u' && kind != 'b')
       throw py::type_error(std::string(op) + ": the value must be numbers or booleans, not NumPy dtype " +
                            py::str(static_cast<py::handle>(array.dtype())).cast<std::string>());
-    if (dtype == DType::I32 && kind == 'f' && !np.attr("isfinite")(array).attr("all")().cast<bool>())
-      fail(ErrorKind::InvalidArgument, "{}: NaN or infinity cannot be assigned into an int32 tensor", op);
     return from_array(array, dtype, false, x.engine(), op);
   }
   const Matrix v = value.cast<Matrix>();

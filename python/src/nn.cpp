@@ -50,17 +50,21 @@ void bind_nn(py::module_& m, TensorClass& tensor) {
   m.def("parameter_name", [](const Matrix& value) { return ml::Parameter::of(value).name(); }, arg("value"));
   m.def(
       "write",
-      [](const Matrix& target, const Matrix& source, const std::string& name) {
+      [](const Matrix& target, const py::handle& value, const std::string& name) {
+        constexpr const char* op = "oa.nn.Module.load_state_dict";
+        const Matrix source = state_tensor(value, target.dtype(), target.engine(), op, fmt::format("'{}'", name));
         if (!(target.shape() == source.shape()) || target.dtype() != source.dtype())
-          fail(ErrorKind::InvalidArgument, "oa.nn.Module.load_state_dict: '{}' is {} {} in the module, {} {} in the state_dict",
-               name, to_string(target.dtype()), target.shape(), to_string(source.dtype()), source.shape());
+          fail(ErrorKind::InvalidArgument, "{}: '{}' is {} {} in the module, {} {} in the state_dict", op, name,
+               to_string(target.dtype()), target.shape(), to_string(source.dtype()), source.shape());
         if (target.dtype() == DType::I32) {
           target.write_i32(source.to_i32());
         } else {
           target.write(source.to_vector());
         }
       },
-      arg("target"), arg("source"), arg("name"), "Overwrites target in place (its version is bumped) with source's values.");
+      arg("target"), arg("source"), arg("name"),
+      "Overwrites target in place (its version is bumped) with source's values (an oa.Tensor, or a NumPy array or CPU "
+      "torch.Tensor cast to target's dtype).");
 
   py::class_<nn::Module, NativeModule>(m, "NativeModule", "A C++ layer (oa::ml::nn::Module)")
       .def("forward", [](nn::Module& self, const Matrix& x) { return self.forward(x); }, arg("input"))

@@ -49,14 +49,6 @@ std::vector<ml::Parameter> parameters_of(const py::iterable& params, const char*
   return out;
 }
 
-// A state_dict buffer as an oa tensor on `engine`: an oa.Tensor as it is,
-// anything NumPy reads (a CPU torch.Tensor, a NumPy array) copied as float32.
-Matrix state_tensor(const py::handle& value, const Engine& engine, const char* op) {
-  if (py::isinstance<Matrix>(value)) return value.cast<Matrix>();
-  const py::object host = py::hasattr(value, "cpu") ? value.attr("cpu")() : py::reinterpret_borrow<py::object>(value);
-  return from_array(py::module_::import("numpy").attr("asarray")(host), DType::F32, false, engine, op);
-}
-
 // torch's optimizer.state_dict(): {'state': {i: {buffer: copy, ..., 'step':
 // float32 [] updates so far}} for each parameter i updated at least once,
 // 'param_groups': [group with 'lr' and 'params': [0, ..., n - 1]]}.
@@ -135,7 +127,7 @@ void load_state_dict(optim::Optimizer& self, const py::dict& state_dict, const p
     if (!entries[i]) {
       tensors.emplace_back(name, Matrix::zeros(m.shape(), m.engine()));
     } else if (entries[i]->contains(buffer.c_str()) && !(*entries[i])[buffer.c_str()].is_none()) {
-      const Matrix given = state_tensor((*entries[i])[buffer.c_str()], m.engine(), op);
+      const Matrix given = state_tensor((*entries[i])[buffer.c_str()], DType::F32, m.engine(), op, fmt::format("state[{}]['{}']", i, buffer));
       if (!(given.shape() == m.shape()))  // named by state index, as the user's dict is
         invalid(fmt::format("state[{}]['{}'] is {}; parameter {}'s is {}", i, buffer, given.shape(), i, m.shape()));
       tensors.emplace_back(name, given);
@@ -303,7 +295,10 @@ void bind_optim(py::module_& m) {
         ml::save_safetensors(path, tensors, metadata);
       },
       arg("state_dict"), arg("path"), arg("metadata") = std::map<std::string, std::string>{},
-      "Writes a mapping of name -> tensor (a state_dict, in its order) as a safetensors file (atomic replace).");
+      "Writes a mapping of name -> tensor (a state_dict, in its order) as a safetensors file (atomic replace): float32, "
+      "float16, bfloat16, int32 and bool (BOOL, one byte an element) as they are. Raises TypeError for a key that is "
+      "not a str or a value that is not an oa.Tensor, oa.InvalidArgumentError for an empty or reserved name or a file "
+      "that cannot be written.");
   m.def(
       "load",
       [](const std::filesystem::path& path, const std::optional<Engine>& engine) {
@@ -312,7 +307,10 @@ void bind_optim(py::module_& m) {
         for (const auto& [name, value] : c.tensors) out[py::str(name)] = value;
         return out;
       },
-      arg("path"), arg("engine") = py::none(), "Reads a safetensors file into a dict of new tensors (file order).");
+      arg("path"), arg("engine") = py::none(),
+      "Reads a safetensors file into a dict of new tensors (file order), of its dtypes F32, F16, BF16, I32 or BOOL. "
+      "Raises oa.InvalidArgumentError for a missing, truncated or malformed file, oa.UnsupportedError for another "
+      "dtype (F64, I64, ...), naming the tensor.");
   m.def("load_metadata", &ml::read_safetensors_metadata, arg("path"), "The __metadata__ map of a safetensors file.");
 }
 

@@ -52,6 +52,30 @@ DType inferred_dtype(const py::dtype& d, const char* op) {
   }
 }
 
+// `data` as int32 through T: double for floats (truncated toward zero, as
+// torch), int64 for the rest. Values outside int32 are refused rather than
+// wrapped, NaN and infinities by name (NumPy's own cast of them to an integer
+// warns and gives garbage).
+template <typename T>
+std::vector<std::int32_t> int32_values(const py::array& data, const char* op) {
+  const auto wide = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(data);
+  if (!wide) throw py::error_already_set();
+  std::vector<std::int32_t> values(static_cast<std::size_t>(wide.size()));
+  for (py::ssize_t i = 0; i < wide.size(); ++i) {
+    T v = wide.data()[i];
+    if constexpr (std::is_floating_point_v<T>) {
+      if (std::isnan(v) || std::isinf(v))
+        fail(ErrorKind::InvalidArgument, "{}: element {} is {}; int32 holds no NaN or infinity", op, i,
+             std::isnan(v) ? "NaN" : v > 0 ? "inf" : "-inf");
+      v = std::trunc(v);
+    }
+    if (v < std::numeric_limits<std::int32_t>::min() || v > std::numeric_limits<std::int32_t>::max())
+      fail(ErrorKind::InvalidArgument, "{}: element {} is {}, outside int32", op, i, wide.data()[i]);
+    values[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(v);
+  }
+  return values;
+}
+
 }  // namespace
 
 Matrix from_array(const py::array& data, std::optional<DType> dtype, bool requires_grad,
@@ -68,20 +92,10 @@ Matrix from_array(const py::array& data, std::optional<DType> dtype, bool requir
       out = Matrix::from_vector(shape, std::span<const float>(values.data(), values.size()), target, engine);
       break;
     }
-    case DType::I32: {
-      // Through int64, so that values outside int32 are refused rather than wrapped.
-      const auto wide = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(data);
-      if (!wide) throw py::error_already_set();
-      std::vector<std::int32_t> values(wide.size());
-      for (py::ssize_t i = 0; i < wide.size(); ++i) {
-        const std::int64_t v = wide.data()[i];
-        if (v < std::numeric_limits<std::int32_t>::min() || v > std::numeric_limits<std::int32_t>::max())
-          fail(ErrorKind::InvalidArgument, "{}: element {} is {}, outside int32", op, i, v);
-        values[i] = static_cast<std::int32_t>(v);
-      }
-      out = Matrix::from_i32(shape, values, engine);
+    case DType::I32:
+      out = Matrix::from_i32(shape, data.dtype().kind() == 'f' ? int32_values<double>(data, op) : int32_values<std::int64_t>(data, op),
+                             engine);
       break;
-    }
     case DType::Bool: {
       const auto values = py::array_t<bool, py::array::c_style | py::array::forcecast>::ensure(data.attr("astype")("bool"));
       if (!values) throw py::error_already_set();
@@ -92,6 +106,16 @@ Matrix from_array(const py::array& data, std::optional<DType> dtype, bool requir
   }
   if (requires_grad) set_requires_grad(out);
   return out;
+}
+
+Matrix state_tensor(const py::handle& value, DType dtype, const Engine& engine, const char* op, const std::string& what) {
+  if (py::isinstance<Matrix>(value)) return value.cast<Matrix>();
+  const bool torch_tensor = py::hasattr(value, "cpu") && py::hasattr(value, "numpy");
+  if (!torch_tensor && !py::isinstance<py::array>(value))
+    throw py::type_error(fmt::format("{}: {} must be an oa.Tensor, a NumPy array or a CPU torch.Tensor, not {}", op, what,
+                                     py::str(py::type::handle_of(value).attr("__name__")).cast<std::string>()));
+  const py::object host = torch_tensor ? value.attr("cpu")() : py::reinterpret_borrow<py::object>(value);
+  return from_array(py::module_::import("numpy").attr("asarray")(host), dtype, false, engine, op);
 }
 
 namespace {
@@ -692,7 +716,9 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       },
       py::arg("data"), py::arg("dtype") = py::none(), py::arg("requires_grad") = false, py::arg("engine") = py::none(),
       "A new leaf holding a copy of `data` (torch.tensor). Without dtype: float16 stays float16, other floats become "
-      "float32, integers int32, booleans bool.");
+      "float32, integers int32, booleans bool; floats into int32 truncate toward zero. Raises oa.InvalidArgumentError "
+      "for data of no oa dtype (complex, strings) and, into int32, for an element outside int32, NaN or infinite "
+      "(naming the element).");
   m.def(
       "from_numpy",
       [](const py::array& array, const OptEngine& engine) {

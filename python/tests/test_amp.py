@@ -30,6 +30,25 @@ def test_autocast_policy_nesting_and_gradients():
             pass
 
 
+def test_autocast_takes_torchs_device_type_first():
+    lin = nn.Linear(2, 3)
+    x = oa.ones(1, 2)
+    for args, kwargs, dtype in [(("cuda",), dict(dtype=oa.float16), oa.float16), (("cuda", oa.bfloat16), {}, oa.bfloat16),
+                                ((), dict(device_type="cpu", dtype=oa.float16, cache_enabled=False), oa.float16),
+                                (("cuda",), {}, oa.float16), (("cpu",), {}, oa.bfloat16),  # torch's default dtypes
+                                (("vulkan",), {}, oa.float16), ((), dict(dtype=oa.bfloat16), oa.bfloat16),
+                                (("cuda",), dict(dtype=oa.float16, enabled=False), oa.float32),
+                                ((oa.float16, False), {}, oa.float32)]:  # oa's own (dtype, enabled) by position
+        with oa.autocast(*args, **kwargs):
+            assert lin(x).dtype == dtype, (args, kwargs)
+    with pytest.raises(ValueError, match="device_type 'mps'.*'cuda', 'cpu' or 'vulkan'"):
+        oa.autocast("mps")
+    with pytest.raises(TypeError, match="dtype given twice"):
+        oa.autocast(oa.float16, dtype=oa.float16)
+    with pytest.raises(TypeError, match="device_type"):
+        oa.autocast()
+
+
 def test_grad_scaler_skips_inf_and_backs_off():
     p = nn.Parameter(oa.tensor([1.0, 2.0]))
     opt = oa.optim.SGD([p], lr=0.5)

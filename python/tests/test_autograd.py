@@ -33,6 +33,15 @@ def test_backward_with_gradient_and_retain_graph():
     assert isinstance(e.value, RuntimeError)
 
 
+def test_backward_refuses_create_graph():
+    x = oa.tensor([1.0, 2.0], requires_grad=True)
+    y = (x * x).sum()
+    with pytest.raises(NotImplementedError, match="create_graph=True.*higher-order gradients"):
+        y.backward(create_graph=True)
+    y.backward(create_graph=False)
+    assert_close(x.grad.numpy(), [2.0, 4.0])
+
+
 def test_requires_grad_detach_no_grad():
     x = oa.ones(3)
     assert not x.requires_grad

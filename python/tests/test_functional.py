@@ -191,6 +191,22 @@ def test_cross_entropy(reduction):
                     lambda x: np.asarray(ref.cross_entropy(x, target, **kw)), [logits])
 
 
+def test_cross_entropy_class_index_out_of_range_raises_at_the_next_read():
+    # torch raises at the call; oa's targets live on the device: the kernel finds them, the next read raises.
+    for bad in (5, -1):
+        loss = F.cross_entropy(oa.zeros(2, 3), oa.tensor([0, bad]))
+        with pytest.raises(oa.OutOfRangeError, match=f"oa::ml::cross_entropy: index {bad} is out of range for the classes"):
+            loss.item()
+    x = oa.zeros(2, 3, 4, requires_grad=True)
+    loss = oa.nn.CrossEntropyLoss(label_smoothing=0.1)(x, oa.tensor([[0, 1, 2, 3], [2, 1, 0, -100]]))
+    with pytest.raises(IndexError, match="index 3"):
+        loss.item()
+    loss.backward()  # the gradient's kernel checks too
+    with pytest.raises(IndexError, match="index 3"):
+        x.grad.numpy()
+    assert F.cross_entropy(oa.zeros(2, 3), oa.tensor([0, -1]), ignore_index=-1).item() == pytest.approx(math.log(3))
+
+
 def test_mse_loss():
     a, b = values((3, 4), 25), values((3, 4), 26)
     check_gradients(F.mse_loss, lambda a, b: np.mean((a - b) ** 2), [a, b])

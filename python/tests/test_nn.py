@@ -274,6 +274,31 @@ def test_save_load_round_trip(tmp_path):
         other.load_state_dict({**loaded, "0.bias": oa.zeros(5)})
 
 
+def test_save_load_bool_and_int32(tmp_path):
+    path = tmp_path / "mask.safetensors"
+    mask, ids = oa.tensor([[True, False, True], [False, False, True]]), oa.tensor([3, -7])
+    oa.save({"mask": mask, "ids": ids}, path)
+    loaded = oa.load(path)
+    assert loaded["mask"].dtype == oa.bool and loaded["ids"].dtype == oa.int32
+    np.testing.assert_array_equal(loaded["mask"].numpy(), mask.numpy())
+    np.testing.assert_array_equal(loaded["ids"].numpy(), ids.numpy())
+    raw = path.read_bytes()  # safetensors BOOL: one byte an element
+    (n,) = struct.unpack("<Q", raw[:8])
+    assert json.loads(raw[8:8 + n])["mask"] == {"dtype": "BOOL", "shape": [2, 3], "data_offsets": [0, 6]}
+
+
+def test_load_state_dict_takes_numpy_arrays_and_names_bad_values():
+    model = nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3))
+    sd = model.state_dict()
+    model.load_state_dict({**sd, "0.bias": np.arange(3), "1.running_var": np.full(3, 2.0)})  # cast to float32
+    np.testing.assert_array_equal(model[0].bias.numpy(), [0, 1, 2])
+    np.testing.assert_array_equal(model[1].running_var.numpy(), [2, 2, 2])
+    with pytest.raises(ValueError, match="'0.bias' is f32 \\[3\\] in the module, f32 \\[4\\] in the state_dict"):
+        model.load_state_dict({**sd, "0.bias": np.zeros(4, np.float32)})
+    with pytest.raises(TypeError, match="'0.bias' must be an oa.Tensor, a NumPy array or a CPU torch.Tensor, not str"):
+        model.load_state_dict({**sd, "0.bias": "zeros"})
+
+
 def _sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
 

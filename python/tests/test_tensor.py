@@ -1,4 +1,6 @@
 """oa.Tensor: conversion, creation, arithmetic and views against NumPy (f64)."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -39,6 +41,16 @@ def test_explicit_dtypes():
     np.testing.assert_array_equal(oa.tensor([1.7, -2.2], dtype=oa.int32).numpy(), [1, -2])
     np.testing.assert_array_equal(oa.tensor([0.5, 0.0], dtype=oa.bool).numpy(), [True, False])
     assert oa.tensor([1.0], dtype=oa.float16).float().dtype == oa.float32
+
+
+def test_int32_from_floats_names_nan_inf_and_out_of_range_without_numpy_warnings():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # NumPy's "invalid value encountered in cast" would fail here
+        for data, message in [([np.nan], "element 0 is NaN"), ([1.0, np.inf], "element 1 is inf"),
+                              (np.array([-np.inf]), "element 0 is -inf"), ([0.0, 1e30], "element 1 is 1e\\+30, outside int32")]:
+            with pytest.raises(oa.InvalidArgumentError, match=f"oa.tensor: {message}"):
+                oa.tensor(data, dtype=oa.int32)
+        np.testing.assert_array_equal(oa.tensor([2147483647.9, -2147483648.9], dtype=oa.int32).numpy(), [2**31 - 1, -2**31])
 
 
 def test_item_and_lists():

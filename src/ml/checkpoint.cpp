@@ -47,7 +47,8 @@ DType parse_dtype(const std::string& s, const std::string& tensor, const std::st
   if (s == "I32") return DType::I32;
   if (s == "F16") return DType::F16;
   if (s == "BF16") return DType::BF16;
-  fail(ErrorKind::Unsupported, "{}: '{}': tensor '{}' has dtype {} (oa reads F32, I32, F16 and BF16)", op, file, tensor, s);
+  if (s == "BOOL") return DType::Bool;
+  fail(ErrorKind::Unsupported, "{}: '{}': tensor '{}' has dtype {} (oa reads F32, I32, F16, BF16 and BOOL)", op, file, tensor, s);
 }
 
 Header read_header(std::ifstream& in, const fs::path& path, const char* op) {
@@ -151,7 +152,9 @@ std::vector<std::uint8_t> read_data(std::ifstream& in, const Header& h, const En
   return bytes;
 }
 
-void upload(const Matrix& m, const std::vector<std::uint8_t>& bytes) {
+// Writes a tensor's file bytes into m; a BOOL byte other than 0 is true (1), as Matrix::from_bool has it.
+void upload(const Matrix& m, std::vector<std::uint8_t> bytes) {
+  if (m.dtype() == DType::Bool) std::ranges::replace_if(bytes, [](std::uint8_t b) { return b > 1; }, std::uint8_t{1});
   if (!bytes.empty()) m.engine().write(*m.storage(), 0, bytes.data(), bytes.size());
   m.storage()->bump_version();
 }

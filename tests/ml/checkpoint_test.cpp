@@ -184,6 +184,28 @@ TEST(NnCheckpoint, F16AndBF16ReadAFileWrittenByHand) {
   EXPECT_EQ(std::vector<std::uint8_t>(again.end() - static_cast<std::ptrdiff_t>(data.size()), again.end()), data);
 }
 
+// BOOL is one byte an element (torch's bool); a byte other than 0 reads as true.
+TEST(NnCheckpoint, BoolTensorsRoundTripAndReadAFileWrittenByHand) {
+  TempDir dir;
+  const Matrix mask = Matrix::from_bool({2, 3}, std::vector<bool>{true, false, false, true, true, false});
+  ml::save_safetensors(dir / "mask.safetensors", {{"mask", mask}, {"one", Matrix::from_bool({1}, std::vector<bool>{true})}});
+  const auto c = ml::load_safetensors(dir / "mask.safetensors");
+  EXPECT_EQ(c.at("mask").dtype(), oa::DType::Bool);
+  EXPECT_EQ(c.at("mask").shape(), mask.shape());
+  EXPECT_EQ(c.at("mask").to_bool(), mask.to_bool());
+  EXPECT_EQ(c.at("one").to_bool(), std::vector<std::uint8_t>{1});
+  const Matrix into = Matrix::from_bool({2, 3}, std::vector<bool>(6));
+  ml::load_safetensors_into(dir / "mask.safetensors", {{"mask", into}, {"one", Matrix::from_bool({1}, std::vector<bool>{false})}});
+  EXPECT_EQ(into.to_bool(), mask.to_bool());
+  const std::string json = R"({"b":{"dtype":"BOOL","shape":[5],"data_offsets":[0,5]}})";
+  std::vector<std::uint8_t> file(8);
+  for (int i = 0; i < 8; ++i) file[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(json.size() >> (8 * i));
+  file.insert(file.end(), json.begin(), json.end());
+  file.insert(file.end(), {1, 0, 2, 255, 0});
+  oa::test::write_file(dir / "hand.safetensors", file);
+  EXPECT_EQ(ml::load_safetensors(dir / "hand.safetensors").at("b").to_bool(), (std::vector<std::uint8_t>{1, 0, 1, 1, 0}));
+}
+
 TEST(NnCheckpoint, TruncatedAndMalformedFilesFailClearly) {
   TempDir dir;
   const auto good = dir / "good.safetensors";

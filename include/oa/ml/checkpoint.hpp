@@ -2,7 +2,7 @@
 // Checkpoints in the safetensors format (Hugging Face, "safetensors" file
 // format): an 8-byte little-endian u64 N, then N bytes of a JSON object (padded
 // with spaces to a multiple of 8) mapping each tensor name to
-// {"dtype": "F32" | "I32" | "F16" | "BF16", "shape": [...], "data_offsets": [begin, end]}
+// {"dtype": "F32" | "I32" | "F16" | "BF16" | "BOOL", "shape": [...], "data_offsets": [begin, end]}
 // plus an optional "__metadata__" map of strings to strings, then the raw
 // little-endian data; offsets are relative to the first data byte, and the
 // tensors cover the data without gaps or overlaps.
@@ -16,7 +16,8 @@
 // malformed header, a missing, extra or mismatched tensor. An element type oa
 // cannot hold (F64, I64, ...) throws Unsupported naming the tensor. F16 and
 // BF16 data (IEEE binary16 and bfloat16, 2 bytes an element) are copied
-// bit for bit both ways.
+// bit for bit both ways; BOOL is one byte an element, 0 or 1 (a nonzero byte
+// of a file reads as 1, true).
 #include <concepts>
 #include <filesystem>
 #include <map>

@@ -23,8 +23,11 @@ struct CrossEntropyOptions {
 // zero gradient) whatever their logits. Mean
 // divides the total by the number of rows not ignored (NaN when every row is
 // ignored, as PyTorch); Sum gives the total; None gives the losses [N].
-// Targets outside [0, C) other than ignore_index give NaN (for the row, and so
-// for a reduced loss) and a NaN gradient; they are not checked on the host.
+// A target outside [0, C) other than ignore_index gives NaN (for the row, and
+// so for a reduced loss) and a NaN gradient, and raises OutOfRange, naming the
+// target and logits, at the next synchronize() or host read after the GPU ran
+// the op (Engine::register_device_check: no host round trip at the op; its
+// backward checks again).
 // Gradient for the logits. Semantic op "oa::ml::cross_entropy", attributes
 // reduction ("none", "mean", "sum"), ignore_index, label_smoothing.
 //

@@ -158,8 +158,12 @@ class Module:
 
     def load_state_dict(self, state_dict, strict=True):
         """Overwrites every entry in place from state_dict (shapes and dtypes must
-        match). strict: the keys must be exactly state_dict()'s. Returns
-        (missing_keys, unexpected_keys)."""
+        match; NumPy arrays and CPU torch tensors are copied, cast to the entry's
+        dtype). strict: the keys must be exactly state_dict()'s. Returns
+        (missing_keys, unexpected_keys). Raises KeyError (strict) naming the missing
+        and unexpected keys, oa.InvalidArgumentError naming an entry of another
+        shape or dtype, TypeError naming an entry that is not an oa.Tensor, a
+        NumPy array or a torch.Tensor."""
         own = self.state_dict()
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
@@ -475,10 +479,11 @@ class CrossEntropyLoss(Module):
     give a scalar (reduction 'mean' over the targets not equal to ignore_index, or 'sum') or [N] ('none');
     logits [N, C, d1, ...] take targets [N, d1, ...] (losses of that shape for 'none'), and float32 targets of the
     logits' shape are class probabilities (the mean is over positions; ignore_index does not apply);
-    label_smoothing in [0, 1] mixes the target with the uniform distribution. A class index outside [0, C) other
-    than ignore_index is not checked (it lives on the device; torch raises): its loss is NaN. No class weights (the
-    functional has none; torch's first positional argument, weight, is therefore not accepted: the arguments are
-    keyword-only). Errors: the functional's (oa.InvalidArgumentError for shapes, dtypes, an unknown reduction)."""
+    label_smoothing in [0, 1] mixes the target with the uniform distribution. No class weights (the functional has
+    none; torch's first positional argument, weight, is therefore not accepted: the arguments are keyword-only).
+    Errors: the functional's (oa.InvalidArgumentError for shapes, dtypes, an unknown reduction; a class index outside
+    [0, C) other than ignore_index raises oa.OutOfRangeError at the next synchronize() or host read, as the index
+    lives on the device)."""
 
     def __init__(self, *, ignore_index=-100, reduction="mean", label_smoothing=0.0):
         super().__init__()

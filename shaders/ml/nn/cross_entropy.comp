@@ -6,8 +6,9 @@
 //   loss = ls - (1 - eps) (x[t] - m) - eps / C * sum(x - m)
 //        (= -sum_j q_j log p_j, q = (1 - eps) onehot(t) + eps / C, sum q = 1),
 // every term relative to m so that a large common offset costs no precision;
-// 0 for t == ignore_index, NaN for any other t outside [0, C); a NaN logit
-// makes m and the row's loss NaN.
+// 0 for t == ignore_index. Any other t outside [0, C) gives NaN and fails the
+// op's device check (binding 4, Engine::register_device_check: id
+// pc.check_id, t as the value). A NaN logit makes m and the row's loss NaN.
 // PAIRS: write (loss, weight) pairs, weight 1 for a counted row and 0 for an
 // ignored one (for the reductions); otherwise the losses alone. Writes
 // stat = (m, ls) per row for the backward pass.
@@ -18,8 +19,10 @@ layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) readonly buffer T { int target[]; };
 layout(std430, binding = 2) writeonly buffer Stat { float stat_out[]; };
 layout(std430, binding = 3) writeonly buffer Loss { float loss[]; };
+layout(std430, binding = 4) buffer Check { uint check[]; };
 #include "ml/nn/cross_entropy.push.h"
 #include "common/rows.glsl"
+#include "common/device_check.glsl"
 
 void main() {
   const uint row = rows_row(), lane = rows_lane();
@@ -45,6 +48,7 @@ void main() {
   if (t != pc.ignore_index) {
     weight = 1.0;
     if (t < 0 || t >= int(pc.L)) {
+      oa_fail_check(pc.check_id, t);
       l = uintBitsToFloat(0x7fc00000u);
     } else {
       l = ls - (1.0 - pc.smoothing) * (x[base + uint(t)] - m);

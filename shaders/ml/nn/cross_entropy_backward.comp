@@ -3,8 +3,10 @@
 //   dx[i, j] = g_i * (exp((x[i, j] - m_i) - ls_i) - (1 - eps) [j == t_i] - eps / C)
 // with (m_i, ls_i) = stat[i] from the forward pass (the row maximum and
 // log(sum(exp(x - m)))), and g_i = 0 for an ignored row, NaN for a target
-// outside [0, C), and otherwise dy[0] / count (REDUCTION 1, mean; count = sums[1], the number of
-// counted rows), dy[0] (REDUCTION 2, sum) or dy[i] (REDUCTION 0, none).
+// outside [0, C) (which also fails the op's device check, as the forward's:
+// binding 6, reported by the row's first element), and otherwise dy[0] /
+// count (REDUCTION 1, mean; count = sums[1], the number of counted rows),
+// dy[0] (REDUCTION 2, sum) or dy[i] (REDUCTION 0, none).
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 layout(local_size_x = 256) in;
@@ -15,7 +17,9 @@ layout(std430, binding = 2) readonly buffer Stat { float stat[]; };
 layout(std430, binding = 3) readonly buffer DY { float dy[]; };
 layout(std430, binding = 4) readonly buffer Sums { float sums[]; };
 layout(std430, binding = 5) writeonly buffer DX { float dx[]; };
+layout(std430, binding = 6) buffer Check { uint check[]; };
 #include "ml/nn/cross_entropy_backward.push.h"
+#include "common/device_check.glsl"
 
 void main() {
   const uint e = OA_GROUP_ID.x * 256u + gl_LocalInvocationID.x;
@@ -27,6 +31,7 @@ void main() {
     return;
   }
   if (t < 0 || t >= int(pc.C)) {
+    if (j == 0u) oa_fail_check(pc.check_id, t);
     dx[e] = uintBitsToFloat(0x7fc00000u);
     return;
   }

@@ -37,6 +37,19 @@ void require_classification(const Matrix& logits, const Matrix& targets, const c
 
 // ── cross_entropy ───────────────────────────────────────────────────────────
 
+// Binds to `d` the device check of class targets outside [0, C) other than
+// ignore_index (detail::bind_index_check) for logits [N, C]. The first
+// dispatch to bind it (id 0) registers the check; later ones share its id.
+void bind_target_check(const Engine& engine, ComputeDispatch& d, const char* op, const Shape& logits, std::int64_t ignore_index,
+                       std::uint32_t& id) {
+  if (id != 0) {
+    d.bindings.push_back(BufferBinding::read_write(engine.device_check_record()));
+    return;
+  }
+  id = detail::bind_index_check(engine, d, op, fmt::format("the classes of logits {} (ignore_index {} aside)", logits, ignore_index),
+                                logits[1]);
+}
+
 struct CrossEntropyAttributes {
   std::string reduction;  // to_string(Reduction)
   std::int64_t ignore_index = 0;
@@ -73,15 +86,18 @@ const detail::Op<CrossEntropyAttributes> kCrossEntropy{
                   const std::int64_t N = logits.shape()[0], C = logits.shape()[1];
                   const bool reduced = a.reduction != "none";
                   const auto rows = reduced ? c.engine.allocate(bytes_of(2 * N)) : loss.storage();
+                  std::uint32_t check = 0;
                   const auto passes = detail::lower_rows(c.engine, c.name, N, C, detail::RowLanes::PerColumn, [&](ComputeDispatch& d, const detail::RowChunk& r) {
                     d.kernel = kernels::ml_nn_cross_entropy;
                     d.specialization.push_back(reduced);
                     d.bindings = {r.window(logits.storage(), C, Access::Read), r.window(targets.storage(), 1, Access::Read),
                                   r.window(stat.storage(), 2, Access::Write), r.window(rows, reduced ? 2 : 1, Access::Write)};
+                    bind_target_check(c.engine, d, c.name, logits.shape(), a.ignore_index, check);
                     d.push.set(push::ml_nn_cross_entropy{.R = static_cast<std::uint32_t>(r.count),
                                                          .L = static_cast<std::uint32_t>(C),
                                                          .ignore_index = static_cast<std::int32_t>(a.ignore_index),
-                                                         .smoothing = static_cast<float>(a.label_smoothing)});
+                                                         .smoothing = static_cast<float>(a.label_smoothing),
+                                                         .check_id = check});
                   });
                   ds.insert(ds.end(), passes.begin(), passes.end());
                   if (reduced) {
@@ -110,10 +126,13 @@ const detail::Op<CrossEntropyAttributes> kCrossEntropy{
                      BufferBinding::read(gy.storage()),
                      BufferBinding::read(reduced ? c.outputs[2].storage() : stat.storage()),
                      BufferBinding::write(dx.storage())};
+       std::uint32_t check = 0;
+       bind_target_check(logits.engine(), d, c.name, logits.shape(), a.ignore_index, check);
        d.push.set(push::ml_nn_cross_entropy_backward{.n = static_cast<std::uint32_t>(dx.numel()),
                                                      .C = static_cast<std::uint32_t>(logits.shape()[1]),
                                                      .ignore_index = static_cast<std::int32_t>(a.ignore_index),
-                                                     .smoothing = static_cast<float>(a.label_smoothing)});
+                                                     .smoothing = static_cast<float>(a.label_smoothing),
+                                                     .check_id = check});
        d.groups = {detail::groups_for(dx.numel(), 256), 1, 1};
        c.record({&d, 1}, {&gy, &logits, &targets}, {&dx});
        return std::vector<Matrix>{dx, Matrix()};
