@@ -470,8 +470,8 @@ void bind_indexing(py::module_& m, TensorClass& t) {
   m.def("split", &split_any, arg("tensor"), arg("split_size_or_sections"), arg("dim") = 0,
         "torch.split (float32), but copies, not views: in-place ops on them raise oa.FailedPreconditionError.");
   m.def("chunk", &chunk, arg("input"), arg("chunks"), arg("dim") = 0,
-        "torch.chunk where the extent divides evenly (float32), but copies, not views: in-place ops on them raise "
-        "oa.FailedPreconditionError.");
+        "torch.chunk (float32): pieces of ceil(size / chunks), the last one smaller (so possibly fewer than chunks), but "
+        "copies, not views: in-place ops on them raise oa.FailedPreconditionError.");
 }
 
 void bind_one_hot(py::module_& functional) {

@@ -144,6 +144,28 @@ def test_concat_family():
     check_gradients(lambda x, y: oa.cat([x, y], dim=0), lambda x, y: np.concatenate([x, y], 0), [a, b])
 
 
+# torch.chunk: pieces of ceil(n / chunks), the last one smaller, so possibly
+# fewer than `chunks` of them; an empty axis gives `chunks` empty pieces.
+@pytest.mark.parametrize("n, chunks, sizes", [(5, 3, [2, 2, 1]), (6, 4, [2, 2, 2]), (7, 4, [2, 2, 2, 1]),
+                                               (2, 5, [1, 1]), (6, 3, [2, 2, 2]), (0, 3, [0, 0, 0])])
+def test_chunk_uneven(n, chunks, sizes):
+    x = values((2, n, 3), seed=n)
+    for dim in (1, -2):
+        parts = oa.chunk(oa.tensor(x), chunks, dim)
+        assert [p.shape for p in parts] == [(2, s, 3) for s in sizes]
+        for p, start in zip(parts, np.cumsum([0] + sizes)):
+            assert_close(p.numpy(), x[:, start:start + p.shape[1]], rtol=0, atol=0)
+    assert [p.shape for p in oa.tensor(x.transpose(1, 0, 2)).chunk(chunks)] == [(s, 2, 3) for s in sizes]
+
+
+def test_chunk_uneven_gradients():
+    x = values((5, 2), seed=3)
+    check_gradients(lambda t: oa.chunk(t, 3)[2] * 2.0, lambda t: t[4:] * 2.0, [x])
+    check_gradients(lambda t: oa.cat(t.chunk(4, dim=0)[::-1]), lambda t: np.concatenate([t[4:], t[2:4], t[:2]]), [x])
+    with pytest.raises(ValueError, match=r"oa::matrix::chunk: parts 0 .*\[5, 2\]"):
+        oa.chunk(oa.tensor(x), 0)
+
+
 @pytest.mark.parametrize(
     "key, error",
     [

@@ -148,6 +148,9 @@ const Op<ConcatAttributes> kConcatOp{
      },
      .variadic = true}};
 
+// Bounds the slices of an empty axis (each one a Matrix of its own).
+constexpr std::int64_t kMaxEmptyChunks = 1 << 16;
+
 struct ChunkAttributes {
   std::int64_t parts = 1, axis = 0;  // axis non-negative
   static constexpr auto fields = std::tuple{field("parts", &ChunkAttributes::parts), field("axis", &ChunkAttributes::axis)};
@@ -161,21 +164,27 @@ const Op<ChunkAttributes> kChunkOp{
        const Matrix& x = c.inputs[0];
        const std::int64_t parts = c.attributes.parts, axis = c.attributes.axis, n = x.shape()[static_cast<std::size_t>(axis)];
        if (parts < 1) fail(ErrorKind::InvalidArgument, "{}: parts {} must be >= 1 (x {})", c.name, parts, x.shape());
-       if (parts > std::max<std::int64_t>(n, 1))
-         fail(ErrorKind::InvalidArgument, "{}: parts {} exceeds extent {} of axis {} of x {} (1 for an empty axis)", c.name, parts, n,
-              axis, x.shape());
-       if (n % parts != 0)
-         fail(ErrorKind::InvalidArgument, "{}: extent {} of axis {} of x {} is not divisible by parts {}", c.name, n, axis, x.shape(),
-              parts);
+       if (n == 0 && parts > kMaxEmptyChunks)
+         fail(ErrorKind::InvalidArgument, "{}: parts {} of the empty axis {} of x {} exceeds {} (one empty slice each)", c.name, parts,
+              axis, x.shape(), kMaxEmptyChunks);
        detail::shader_u32(x.numel(), "elements", c.name);
-       std::vector<std::int64_t> dims = x.shape().to_vector();
-       dims[static_cast<std::size_t>(axis)] = n / parts;
-       return std::vector<OutputSpec>(static_cast<std::size_t>(parts), OutputSpec{Shape(dims)});
+       // torch.chunk: slices of ceil(n / parts), the last one smaller, so that
+       // there may be fewer than `parts` (an empty axis gives `parts` empty ones).
+       const std::int64_t size = n / parts + (n % parts != 0), count = n == 0 ? parts : (n + size - 1) / size;
+       std::vector<OutputSpec> out;
+       for (std::int64_t i = 0; i < count; ++i) {
+         std::vector<std::int64_t> dims = x.shape().to_vector();
+         dims[static_cast<std::size_t>(axis)] = std::min(size, n - i * size);
+         out.push_back({Shape(dims)});
+       }
+       return out;
      },
      .lower = {{DType::F32,
                 [](const OpCall<ChunkAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
                   const auto a = static_cast<std::size_t>(c.attributes.axis);
-                  split_dispatches(c.inputs[0], a, out, std::vector<std::int64_t>(out.size(), out[0].shape()[a]), c.name, ds);
+                  std::vector<std::int64_t> extents;
+                  for (const Matrix& o : out) extents.push_back(o.shape()[a]);
+                  split_dispatches(c.inputs[0], a, out, extents, c.name, ds);
                 }}},
      .backward = [](const BackwardCall<ChunkAttributes>& c) { return concat_of_gradients(c); }}};
 

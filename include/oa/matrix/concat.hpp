@@ -13,8 +13,7 @@
 // Errors (oa::Error, kind InvalidArgument, naming the op, the argument and the
 // shapes; nothing is recorded): undefined or non-f32 operands, rank 0, an axis
 // out of range, operands on different engines, shapes that disagree outside
-// `axis`, an extent not divisible by `parts`, parts < 1, element counts past
-// 2^32 - 1.
+// `axis`, parts < 1, element counts past 2^32 - 1.
 #include <cstdint>
 #include <vector>
 
@@ -29,12 +28,14 @@ namespace oa::matrix {
 // attribute axis (normalised to be non-negative).
 Matrix concat(const std::vector<Matrix>& xs, int axis = -1);
 
-// Splits x into `parts` equal slices along `axis` (torch.chunk(x, parts, axis)
-// where the extent is divisible by parts; parts is at most the extent, 1 for
-// an empty axis): slice p holds indices
-// [p * n / parts, (p + 1) * n / parts) of that axis. Gradients flow back as the
+// Splits x into slices of ceil(n / parts) along `axis` (n its extent), the
+// last one smaller when that does not divide n, as torch.chunk(x, parts,
+// axis): so fewer than `parts` slices when n is not a multiple of them (5 in
+// 3 gives 2, 2, 1; 6 in 4 gives 2, 2, 2; 2 in 5 gives 1, 1), and `parts` empty
+// ones for an empty axis (at most 65536 of them). Gradients flow back as the
 // concatenation of the slices' gradients (zeros for a slice that got none).
-// Semantic op "oa::matrix::chunk" with `parts` outputs, attributes parts, axis.
+// Semantic op "oa::matrix::chunk" with one output per slice, attributes
+// parts, axis.
 std::vector<Matrix> chunk(const Matrix& x, std::int64_t parts, int axis = -1);
 
 // Splits x along `axis` into parts of the given extents (torch.split(x,
