@@ -37,6 +37,7 @@ from ._oa import (
     UnsupportedError,
     abs,
     add,
+    argmax,
     argmin,
     autocast,
     cat,

@@ -24,11 +24,12 @@ ml::Reduction reduction_of(const std::string& r, const char* op) {
   fail(ErrorKind::InvalidArgument, "{}: reduction must be 'none', 'mean' or 'sum', not '{}'", op, r);
 }
 
-// softmax and log_softmax run over the last axis.
-void require_last_dim(const Matrix& x, std::int64_t dim, const char* op) {
-  const auto rank = static_cast<std::int64_t>(x.rank());
-  if (dim != -1 && dim != rank - 1)
-    fail(ErrorKind::InvalidArgument, "{}: dim {} of input {}: only the last axis (-1) is supported", op, dim, x.shape());
+// torch.softmax and torch.log_softmax along any axis.
+Matrix softmax(const Matrix& input, std::int64_t dim) {
+  return along_dim(input, dim, "oa.nn.functional.softmax", [](const Matrix& x) { return ml::softmax_scaled_masked(x, Matrix(), 1.0f); });
+}
+Matrix log_softmax(const Matrix& input, std::int64_t dim) {
+  return along_dim(input, dim, "oa.nn.functional.log_softmax", [](const Matrix& x) { return ml::log_softmax(x); });
 }
 
 // normalized_shape must be the last extent alone ([D]).
@@ -78,7 +79,7 @@ ml::Pool2dOptions pool_options(py::handle kernel_size, py::handle stride, py::ha
   return o;
 }
 
-void bind_functional(py::module_& f) {
+void bind_functional(py::module_& f, TensorClass& tensor) {
   using py::arg;
   const auto none = py::none();
 
@@ -117,20 +118,10 @@ void bind_functional(py::module_& f) {
   f.def("elu", &mx::elu, arg("input"), arg("alpha") = 1.0f);
   f.def("sigmoid", &mx::sigmoid, arg("input"));
   f.def("tanh", &mx::tanh, arg("input"));
-  f.def(
-      "softmax",
-      [](const Matrix& input, std::int64_t dim) {
-        require_last_dim(input, dim, "oa.nn.functional.softmax");
-        return ml::softmax_scaled_masked(input, Matrix(), 1.0f);
-      },
-      arg("input"), arg("dim") = -1, "Softmax over the last axis; a row of all -inf gives zeros.");
-  f.def(
-      "log_softmax",
-      [](const Matrix& input, std::int64_t dim) {
-        require_last_dim(input, dim, "oa.nn.functional.log_softmax");
-        return ml::log_softmax(input);
-      },
-      arg("input"), arg("dim") = -1, "Log-softmax over the last axis.");
+  f.def("softmax", &softmax, arg("input"), arg("dim") = -1, "Softmax along dim; a slice of all -inf gives zeros.");
+  f.def("log_softmax", &log_softmax, arg("input"), arg("dim") = -1, "Log-softmax along dim.");
+  tensor.def("softmax", &softmax, arg("dim"), "torch.Tensor.softmax: oa.nn.functional.softmax(self, dim).");
+  tensor.def("log_softmax", &log_softmax, arg("dim"), "torch.Tensor.log_softmax: oa.nn.functional.log_softmax(self, dim).");
 
   // ── Normalisation, pooling, dropout, embedding ────────────────────────────
   f.def(

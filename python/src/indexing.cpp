@@ -464,7 +464,7 @@ void bind_indexing(py::module_& m, TensorClass& t) {
     return py::make_tuple(r.values, r.indices);
   }, arg("input"), arg("k"), arg("dim") = -1, arg("largest") = true, "(values, int32 indices), sorted; ties by position.");
   m.def("argmin", &argmin, arg("input"), arg("dim") = py::none(), arg("keepdim") = false,
-        "torch.argmin: int32 index of the minimum over the last axis, or of the flattened tensor without dim.");
+        "torch.argmin: int32 index of the minimum along dim, or of the flattened tensor without dim.");
   m.def("cat", &mx::concat, arg("tensors"), arg("dim") = 0, "torch.cat (float32).");
   m.def("stack", &mx::stack, arg("tensors"), arg("dim") = 0, "torch.stack (float32).");
   m.def("split", &split_any, arg("tensor"), arg("split_size_or_sections"), arg("dim") = 0,

@@ -13,7 +13,7 @@ PYBIND11_MODULE(_oa, m) {
   op::bind_autograd(m, tensor);
   op::bind_indexing(m, tensor);
   auto functional = m.def_submodule("functional", "The functional ops (oa.nn.functional)");
-  op::bind_functional(functional);
+  op::bind_functional(functional, tensor);
   op::bind_one_hot(functional);
   auto nn = m.def_submodule("nn", "The C++ layers behind oa.nn's modules");
   op::bind_nn(nn, tensor);

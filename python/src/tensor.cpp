@@ -217,20 +217,30 @@ Matrix finish(Matrix m, std::optional<DType> dtype, bool requires_grad) {
 
 }  // namespace
 
-Matrix arg_extreme(const Matrix& x, std::optional<std::int64_t> dim, bool keepdim, bool largest, const char* op) {
-  const auto pick = [largest](const Matrix& m, bool keep) { return largest ? mx::argmax(m, keep) : mx::argmin(m, keep); };
-  if (!dim) {
-    const Matrix r = pick(x.reshape({x.numel()}), false);
-    return keepdim ? r.reshape(std::vector<std::int64_t>(x.rank(), 1)) : r;
-  }
+Matrix along_dim(const Matrix& x, std::int64_t dim, const char* op, const std::function<Matrix(const Matrix&)>& last_axis_op) {
   const auto rank = static_cast<std::int64_t>(x.rank());
-  if (*dim != -1 && *dim != rank - 1)
-    fail(ErrorKind::InvalidArgument, "{}: dim {} of a tensor of shape {}: only the last axis (-1) or None (every element) is supported",
-         op, *dim, x.shape());
-  return pick(x, keepdim);
+  if (dim < -rank || dim >= rank)
+    fail(ErrorKind::InvalidArgument, "{}: dim {} is out of range for a tensor of shape {} (rank {})", op, dim, x.shape(), rank);
+  const int d = static_cast<int>(dim < 0 ? dim + rank : dim);
+  if (d == rank - 1) return last_axis_op(x);
+  return mx::transpose(last_axis_op(mx::transpose(x, d, -1)), d, -1);
+}
+
+Matrix arg_extreme(const Matrix& x, std::optional<std::int64_t> dim, bool keepdim, bool largest, const char* op) {
+  const auto pick = [largest](const Matrix& m) { return largest ? mx::argmax(m, true) : mx::argmin(m, true); };
+  if (!dim) {
+    const Matrix r = pick(x.reshape({x.numel()}));
+    return keepdim ? r.reshape(std::vector<std::int64_t>(x.rank(), 1)) : r.reshape({});
+  }
+  const Matrix r = along_dim(x, *dim, op, pick);
+  return keepdim ? r : mx::squeeze(r, static_cast<int>(*dim));
 }
 
 namespace {
+
+Matrix argmax(const Matrix& x, std::optional<std::int64_t> dim, bool keepdim) {
+  return arg_extreme(x, dim, keepdim, true, "oa.argmax");
+}
 
 // PyTorch's dim of a reduction: None (every axis), an int, or a tuple or
 // list of ints, as the axis list of oa/matrix/reduction.hpp.
@@ -610,13 +620,8 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       .def("__pow__", [](const Matrix& a, const Matrix& b) { return mx::pow(a, b); }, py::is_operator())
       .def("__pow__", [](const Matrix& a, float e) { return mx::pow(a, e); }, py::is_operator())
       .def("__rpow__", [](const Matrix& b, float s) { return mx::pow(Matrix::full({}, s, b.engine()), b); }, py::is_operator())
-      .def(
-          "argmax",
-          [](const Matrix& x, std::optional<std::int64_t> dim, bool keepdim) {
-            return arg_extreme(x, dim, keepdim, true, "oa.Tensor.argmax");
-          },
-          py::arg("dim") = py::none(), py::arg("keepdim") = false,
-          "torch.argmax: int32 index of the maximum over the last axis, or of the flattened tensor without dim.")
+      .def("argmax", &argmax, py::arg("dim") = py::none(), py::arg("keepdim") = false,
+           "torch.argmax: int32 index of the maximum along dim, or of the flattened tensor without dim.")
       // Arithmetic: a Tensor or a Python number on either side.
       .def("__add__", [](const Matrix& a, const Matrix& b) { return a + b; }, py::is_operator())
       .def("__add__", [](const Matrix& a, float s) { return a + s; }, py::is_operator())
@@ -695,6 +700,8 @@ void bind_tensor(py::module_& m, TensorClass& t) {
   m.def("pow", [](const Matrix& a, const Matrix& b) { return mx::pow(a, b); }, py::arg("input"), py::arg("exponent"));
   m.def("pow", [](const Matrix& a, float e) { return mx::pow(a, e); }, py::arg("input"), py::arg("exponent"));
   m.def("cumsum", &mx::cumsum, py::arg("input"), py::arg("dim"));
+  m.def("argmax", &argmax, py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false,
+        "torch.argmax: int32 index of the maximum along dim, or of the flattened tensor without dim.");
   m.def("sum", reduction<&mx::sum>(), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
   m.def("mean", reduction<&mx::mean>(), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
   m.def("amax", reduction<&mx::max>(), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);

@@ -69,8 +69,27 @@ def test_softmax():
     assert_close(F.softmax(oa.tensor(rows)).numpy(), [[0, 0], [0, 1]])
     mask = np.where(np.arange(7) > 3, -np.inf, 0).astype(np.float32)
     assert_close(F.softmax_scaled_masked(oa.tensor(x), oa.tensor(mask), scale=0.5).numpy(), ref.softmax(0.5 * x + mask))
-    with pytest.raises(oa.InvalidArgumentError, match="last axis"):
-        F.softmax(oa.tensor(x), dim=0)
+
+
+# Along any axis (moved last and back), as torch: F., the Tensor methods.
+@pytest.mark.parametrize("dim", [0, 1, -3, -2, 2, -1])
+def test_softmax_any_dim(dim):
+    x = values((3, 4, 5), 16, -3, 3)
+
+    def along(f):  # the last-axis oracle along `dim`
+        return lambda a: np.moveaxis(f(np.moveaxis(a, dim, -1)), -1, dim)
+
+    check_gradients(lambda t: F.softmax(t, dim), along(ref.softmax), [x])
+    check_gradients(lambda t: F.log_softmax(t, dim=dim), along(ref.log_softmax), [x])
+    assert_close(oa.tensor(x).softmax(dim).numpy(), along(ref.softmax)(x.astype(np.float64)))
+    assert_close(oa.tensor(x).log_softmax(dim).numpy(), along(ref.log_softmax)(x.astype(np.float64)))
+
+
+def test_softmax_dim_out_of_range():
+    with pytest.raises(oa.InvalidArgumentError, match=r"oa.nn.functional.softmax: dim 3 .*\[3, 4\]"):
+        F.softmax(oa.tensor(values((3, 4), 1)), dim=3)
+    with pytest.raises(oa.InvalidArgumentError, match=r"oa.nn.functional.log_softmax: dim -3"):
+        oa.tensor(values((3, 4), 1)).log_softmax(-3)
 
 
 def test_norms():

@@ -67,8 +67,23 @@ def test_argmax_argmin_without_dim_flatten_as_torch():
     assert t.argmax().item() == X.argmax() and oa.argmin(t).item() == X.argmin()
     assert t.argmax(keepdim=True).shape == (1, 1, 1)
     np.testing.assert_array_equal(t.argmax(-1).numpy(), X.argmax(-1))
-    with pytest.raises(oa.InvalidArgumentError, match="only the last axis"):
-        t.argmax(0)
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2, -1, -2, -3])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_argmax_argmin_any_dim(dim, keepdim):
+    t = oa.tensor(X)
+    for got, want in ((t.argmax(dim, keepdim), X.argmax(dim)), (oa.argmax(t, dim=dim, keepdim=keepdim), X.argmax(dim)),
+                      (t.argmin(dim, keepdim=keepdim), X.argmin(dim)), (oa.argmin(t, dim, keepdim), X.argmin(dim))):
+        assert got.dtype == oa.int32
+        np.testing.assert_array_equal(got.numpy(), np.expand_dims(want, dim) if keepdim else want)
+
+
+def test_argmax_dim_out_of_range():
+    with pytest.raises(oa.InvalidArgumentError, match=r"oa.argmax: dim 3 .*\[4, 5, 3\]"):
+        oa.tensor(X).argmax(3)
+    with pytest.raises(oa.InvalidArgumentError, match=r"oa.argmin: dim -4"):
+        oa.argmin(oa.tensor(X), -4)
 
 
 def test_arange_int32():
