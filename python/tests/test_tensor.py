@@ -148,6 +148,46 @@ def test_reductions():
         t.sum(dim=(1, -1))
 
 
+def bfloat16_round(a):
+    """float32 values rounded to nearest even bfloat16, as float32."""
+    bits = np.asarray(a, dtype=np.float32).reshape(-1).view(np.uint32).astype(np.int64)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16).astype(np.uint32).view(np.float32).reshape(np.shape(a))
+
+
+# float16 and bfloat16 reduce in float32 and round once to their own dtype,
+# as torch: multiples of 1/8 sum exactly in float32 (a mean is within half a
+# unit in the last place), and 4096 ones would stall at 2048 in a serial
+# float16 sum.
+@pytest.mark.parametrize("dtype, rounded, eps", [(oa.float16, lambda a: np.float16(a).astype(np.float32), 2.0**-11),
+                                                 (oa.bfloat16, bfloat16_round, 2.0**-8)])
+def test_half_reductions(dtype, rounded, eps):
+    x = np.round(values((4, 3, 8), 9, -8, 8) * 8) / 8
+    t, x64 = oa.tensor(x, dtype=dtype), x.astype(np.float64)
+    for dim in [None, 0, -1, (0, 2)]:
+        axis = dim if dim is None or isinstance(dim, int) else tuple(dim)
+        for keepdim in [False, True]:
+            s, m = t.sum(dim, keepdim=keepdim), oa.mean(t, dim=dim, keepdim=keepdim)
+            assert s.dtype == m.dtype == dtype
+            np.testing.assert_array_equal(s.float().numpy(), rounded(x64.sum(axis=axis, keepdims=keepdim)))
+            assert_close(m.float().numpy(), x64.mean(axis=axis, keepdims=keepdim), rtol=eps, atol=0)
+    assert oa.ones(4096, dtype=dtype).sum().item() == 4096
+    # The other reductions of the same binding round once too.
+    np.testing.assert_array_equal(t.amax(1).float().numpy(), x.max(1))
+    np.testing.assert_array_equal(oa.amin(t, (0, 2)).float().numpy(), x.min((0, 2)))
+    assert_close(t.logsumexp(-1).float().numpy(), np.log(np.exp(x64).sum(-1)), rtol=eps, atol=0)
+    assert t.prod(0).dtype == dtype
+    with oa.autocast(dtype):  # autocast's policy, as torch's: sum and mean give float32
+        assert t.sum().dtype == t.mean(0).dtype == oa.float32
+    # Gradients flow back through the casts (16-bit leaves cannot require grad).
+    leaf = oa.tensor(x, requires_grad=True)
+    w = np.round(values((4, 8), 10) * 8) / 8
+    (leaf.to(dtype).sum(1) * oa.tensor(w, dtype=dtype)).sum().float().backward()
+    np.testing.assert_array_equal(leaf.grad.numpy(), np.broadcast_to(w[:, None, :], x.shape))
+    leaf.grad = None
+    leaf.to(dtype).mean().float().backward()
+    assert_close(leaf.grad.numpy(), np.full(x.shape, 1 / 96), rtol=eps, atol=0)
+
+
 def test_reductions_over_axes():
     x = values((2, 3, 4), 7)
     t, x64 = oa.tensor(x), x.astype(np.float64)
