@@ -229,7 +229,8 @@ int main(int argc, char** argv) {
   sample_cmd->add_option("--checkpoint", sample_dir, "the run directory")->required();
   sample_cmd->add_option("--prompt", sample_prompt, "text to continue");
   sample_cmd->add_option("--length", sample_length, "characters to generate")->check(CLI::Range(1, 1000000));
-  sample_cmd->add_option("--temperature", sample_temperature, "softmax temperature")->check(CLI::Range(0.01, 100.0));
+  sample_cmd->add_option("--temperature", sample_temperature, "softmax temperature; 0 picks the most likely character (greedy)")
+      ->check(CLI::Range(0.0, 100.0));
   sample_cmd->add_option("--seed", sample_seed, "sampling seed")->check(seed_number());
   sample_cmd->add_option("--device", sample_device, "device index or name substring");
 

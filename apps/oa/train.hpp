@@ -48,6 +48,8 @@ struct TrainTextArgs : RunArgs {
 };
 
 int train_text(const TrainTextArgs& args);
+// Prints `prompt` and `length` characters drawn from the softmax of the
+// logits over `temperature` (0: greedy, the most likely character each time).
 int sample_text(const std::string& checkpoint_dir, const std::string& prompt, std::int64_t length, double temperature,
                 std::uint64_t seed, const std::string& device);
 

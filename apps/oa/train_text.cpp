@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <optional>
 #include <random>
+#include <span>
 
 #include <nlohmann/json.hpp>
 
@@ -241,16 +242,20 @@ int sample_text(const std::string& checkpoint_dir, const std::string& prompt, st
     std::vector<std::int32_t> window(text.end() - t, text.end());
     Matrix logits = (*model)(Matrix::from_i32({1, t}, window, engine));
     std::vector<float> all = logits.to_vector();
-    for (int c = 0; c < 256; ++c)
-      if (!std::isfinite(all[static_cast<std::size_t>((t - 1) * 256 + c)]))
-        oa::fail(oa::ErrorKind::FailedPrecondition, "{} gives non-finite logits (a diverged run?); it cannot be sampled", file.string());
+    const std::span<const float> row(all.data() + (t - 1) * 256, 256);
+    if (!std::ranges::all_of(row, [](float v) { return std::isfinite(v); }))
+      oa::fail(oa::ErrorKind::FailedPrecondition, "{} gives non-finite logits (a diverged run?); it cannot be sampled", file.string());
     if (i == 0) fmt::print("{}", prompt);
-    std::vector<double> p(256);
-    double mx = -1e300;
-    for (int c = 0; c < 256; ++c) mx = std::max(mx, static_cast<double>(all[static_cast<std::size_t>((t - 1) * 256 + c)]) / temperature);
-    for (int c = 0; c < 256; ++c) p[c] = std::exp(all[static_cast<std::size_t>((t - 1) * 256 + c)] / temperature - mx);
-    std::discrete_distribution<int> pick(p.begin(), p.end());
-    const int next = pick(rng);
+    int next = 0;
+    if (temperature == 0) {  // greedy: the first most likely character, as torch.argmax
+      next = static_cast<int>(std::ranges::max_element(row) - row.begin());
+    } else {
+      const double mx = *std::ranges::max_element(row);
+      std::vector<double> p(256);
+      for (int c = 0; c < 256; ++c) p[c] = std::exp((row[c] - mx) / temperature);
+      std::discrete_distribution<int> pick(p.begin(), p.end());
+      next = pick(rng);
+    }
     text.push_back(next);
     std::fputc(next, stdout);
     std::fflush(stdout);

@@ -149,13 +149,13 @@ void bind_nn(py::module_& m, TensorClass& tensor) {
       arg("num_features"), arg("eps"), arg("affine"), arg("engine") = none);
   m.def(
       "batch_norm1d",
-      [](std::int64_t c, double eps, double momentum, bool affine, const OptEngine& engine) -> NativeModule {
+      [](std::int64_t c, double eps, std::optional<double> momentum, bool affine, const OptEngine& engine) -> NativeModule {
         return std::make_shared<nn::BatchNorm1d>(c, eps, momentum, affine, engine);
       },
       arg("num_features"), arg("eps"), arg("momentum"), arg("affine"), arg("engine") = none);
   m.def(
       "batch_norm2d",
-      [](std::int64_t c, double eps, double momentum, bool affine, const OptEngine& engine) -> NativeModule {
+      [](std::int64_t c, double eps, std::optional<double> momentum, bool affine, const OptEngine& engine) -> NativeModule {
         return std::make_shared<nn::BatchNorm2d>(c, eps, momentum, affine, engine);
       },
       arg("num_features"), arg("eps"), arg("momentum"), arg("affine"), arg("engine") = none);

@@ -642,6 +642,7 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       .def("__truediv__", [](const Matrix& a, float s) { return a / s; }, py::is_operator())
       .def("__rtruediv__", [](const Matrix& a, float s) { return mx::reciprocal(a) * s; }, py::is_operator())
       .def("__matmul__", [](const Matrix& a, const Matrix& b) { return mx::matmul(a, b); }, py::is_operator())
+      .def("matmul", &mx::matmul, py::arg("other"), "self @ other (torch.Tensor.matmul); see oa.matmul.")
       .def("__neg__", [](const Matrix& a) { return -a; })
       .def("add", &add_alpha<Matrix>, py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f, "x + other * alpha (torch.add).")
       .def("add", &add_alpha<float>, py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f)
@@ -690,7 +691,10 @@ void bind_tensor(py::module_& m, TensorClass& t) {
     t.def(u.name, u.fn);
     m.def(u.name, u.fn, py::arg("input"));
   }
-  m.def("matmul", &mx::matmul, py::arg("input"), py::arg("other"), "torch.matmul for operands of rank >= 2.");
+  m.def("matmul", &mx::matmul, py::arg("input"), py::arg("other"), "input @ other (torch.matmul): 1-D operands as torch (a row / a column the result drops; [K] @ [K] is the dot\n"
+        "product, shape []), batch extents broadcast ([2, 1, 3, 4] @ [5, 4, 6] -> [2, 5, 3, 6]); f32, float16 or\n"
+        "bfloat16, both one dtype. ValueError (oa.InvalidArgumentError) naming both shapes when inner extents differ or\n"
+        "batch extents do not broadcast.");
   m.def("maximum", &mx::maximum, py::arg("input"), py::arg("other"));
   m.def("where", &mx::where, py::arg("condition"), py::arg("input"), py::arg("other"),
         "torch.where(condition, input, other): NumPy broadcasting, condition bool.");

@@ -84,6 +84,25 @@ def test_gradients_of_arithmetic():
     check_gradients(lambda x: (x * x).sum(dim=-1), lambda x: (x * x).sum(-1), [a])
 
 
+@pytest.mark.parametrize("shapes", [
+    ((2, 1, 3, 4), (5, 4, 6)), ((1, 3, 4), (2, 4, 5)), ((3, 1, 2, 3), (2, 3, 2)),
+    ((4,), (4,)), ((3,), (2, 3, 5)), ((2, 3, 4), (4,)), ((3,), (3, 2)),
+], ids=str)
+def test_matmul_broadcasts_as_torch(shapes):
+    # NumPy's matmul has torch.matmul's semantics: 1-D operands and broadcast batch extents.
+    a, b = values(shapes[0], 5), values(shapes[1], 6)
+    check_gradients(lambda x, y: x @ y, np.matmul, [a, b])
+    assert oa.matmul(oa.tensor(a), oa.tensor(b)).shape == np.matmul(a, b).shape
+    assert_close(oa.tensor(a).matmul(oa.tensor(b)).numpy(), np.matmul(a.astype(np.float64), b))
+
+
+def test_matmul_errors_name_both_shapes():
+    with pytest.raises(oa.InvalidArgumentError, match=r"batch extents of a \[2, 2, 3\].*b \[3, 3, 2\]"):
+        oa.ones(2, 2, 3) @ oa.ones(3, 3, 2)
+    with pytest.raises(oa.InvalidArgumentError, match=r"a \[4\] has K = 4 but b \[3\] has K = 3"):
+        oa.ones(4) @ oa.ones(3)
+
+
 def test_in_place_ops_write_the_tensor_itself():
     x = oa.tensor([1.0, 2.0, 3.0])
     alias, view = x, x.reshape(3, 1)

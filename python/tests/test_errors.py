@@ -118,3 +118,31 @@ def test_fuzz_findings(tmp_path):
         oa.save({"a": 5}, tmp_path / "x.safetensors")
     with pytest.raises(ValueError, match="set_epoch: epoch must be an int in"):
         oa.data.DataLoader([1, 2]).set_epoch(-1)
+
+
+@pytest.mark.parametrize("make, shape", [
+    (lambda: F.log_softmax(oa.zeros(0, 3), dim=-1), (0, 3)),
+    (lambda: F.linear(oa.zeros(0, 3), oa.ones(2, 3), oa.ones(2)), (0, 2)),
+    (lambda: F.layer_norm(oa.zeros(0, 3), [3]), (0, 3)),
+    (lambda: oa.cat([oa.ones(2, 3), oa.zeros(0, 3)]), (2, 3)),
+    (lambda: oa.zeros(0, 2, 3) @ oa.zeros(3, 4), (0, 2, 4)),
+    (lambda: oa.zeros(0, 1, 2, 3) @ oa.zeros(5, 3, 4), (0, 5, 2, 4)),
+], ids=["log_softmax", "linear", "layer_norm", "cat", "matmul", "matmul_broadcast"])
+def test_empty_inputs_give_empty_results(make, shape):
+    out = make()
+    assert out.shape == shape
+    assert out.numpy().shape == shape
+
+
+def test_empty_inputs_refused_clearly():
+    # Where oa does not define the empty case it says so, naming the op and the shapes.
+    cases = [
+        (lambda: F.conv2d(oa.zeros(0, 3, 5, 5), oa.ones(4, 3, 3, 3)), r"conv_2d: input extent 0 is zero \(input \[0, 3, 5, 5\]"),
+        (lambda: F.softmax(oa.zeros(0, 3), dim=-1), r"softmax.*\[0, 3\]"),
+        (lambda: F.scaled_dot_product_attention(oa.zeros(1, 2, 3, 4), oa.zeros(1, 2, 0, 4), oa.zeros(1, 2, 0, 4)),
+         r"scaled_dot_product_attention: k .*\(Sk >= 1\); found \[1, 2, 0, 4\]"),
+        (lambda: F.cross_entropy(oa.zeros(0, 3), oa.zeros(0, dtype=oa.int32)), r"cross_entropy: .*found \[0, 3\]"),
+    ]
+    for make, message in cases:
+        with pytest.raises(oa.InvalidArgumentError, match=message):
+            make()

@@ -44,7 +44,7 @@ def test_names_state_dict_and_modes():
     names = [n for n, _ in model.named_parameters()]
     assert names == ["0.weight", "0.bias", "1.weight", "1.bias", "3.hidden.weight", "3.hidden.bias", "3.out.weight",
                      "3.out.bias"]
-    assert list(model.state_dict()) == names[:4] + ["1.running_mean", "1.running_var"] + names[4:]
+    assert list(model.state_dict()) == names[:4] + ["1.running_mean", "1.running_var", "1.num_batches_tracked"] + names[4:]
     assert [type(m).__name__ for m in model.children()] == ["Conv2d", "BatchNorm2d", "ReLU", "Xor"]
     assert len(list(model.modules())) == 8
     assert model[0].weight.shape == (2, 1, 3, 3)
@@ -138,12 +138,49 @@ def test_norm_modules():
     m, var = v64.mean(axis=(0, 2)), v64.var(axis=(0, 2))
     assert_close(bn(oa.tensor(v)).numpy(), (v64 - m[None, :, None]) / np.sqrt(var[None, :, None] + 1e-5))
     assert_close(bn.running_mean.numpy(), 0.5 * m)
-    assert list(bn.state_dict()) == ["weight", "bias", "running_mean", "running_var"]
+    assert list(bn.state_dict()) == ["weight", "bias", "running_mean", "running_var", "num_batches_tracked"]
+    assert bn.num_batches_tracked.dtype == oa.int32 and bn.num_batches_tracked.shape == ()
+    assert bn.num_batches_tracked.item() == 1
     flat = v[:, :, 0]
     bn.eval()
     assert_close(bn(oa.tensor(flat)).numpy(), (flat - 0.5 * m) / np.sqrt(bn.running_var.numpy() + 1e-5))
     rms = nn.RMSNorm([4], eps=1e-6)
     assert_close(rms(oa.tensor(flat)).numpy(), flat / np.sqrt((flat.astype(np.float64) ** 2).mean(-1, keepdims=True) + 1e-6))
+
+
+def test_module_dtype_moves():
+    model = nn.Sequential(nn.Linear(3, 2), nn.BatchNorm1d(2))
+    assert model.float() is model and model.to(oa.float32) is model
+    assert all(p.dtype == oa.float32 for p in model.parameters())
+    for move in (model.half, model.bfloat16, lambda: model.to(oa.float16)):
+        with pytest.raises(oa.UnsupportedError, match="oa.autocast"):
+            move()
+    with pytest.raises(TypeError, match="floating point"):
+        model.to(oa.int32)
+
+
+def test_batch_norm_momentum_none_averages_and_counts_batches():
+    # torch.nn.BatchNorm1d(momentum=None): the running statistics are the plain average of the batches'.
+    bn = nn.BatchNorm1d(3, momentum=None)
+    batches = [values((5, 3), 40 + i, -2, 3) for i in range(3)]
+    for b in batches:
+        bn(oa.tensor(b))
+    assert bn.num_batches_tracked.item() == 3
+    b64 = [b.astype(np.float64) for b in batches]
+    assert_close(bn.running_mean.numpy(), np.mean([b.mean(0) for b in b64], axis=0))
+    assert_close(bn.running_var.numpy(), np.mean([b.var(0, ddof=1) for b in b64], axis=0))
+    bn.eval()
+    bn(oa.tensor(batches[0]))
+    assert bn.num_batches_tracked.item() == 3
+    # A torch-style state_dict (int64 counter) loads, and counting goes on from it.
+    other = nn.BatchNorm1d(3, momentum=None)
+    state = {k: v.numpy() for k, v in bn.state_dict().items() if k != "num_batches_tracked"}
+    other.load_state_dict({**state, "num_batches_tracked": np.array(9, dtype=np.int64)})
+    assert other.num_batches_tracked.item() == 9
+    other(oa.tensor(batches[1]))
+    assert other.num_batches_tracked.item() == 10
+    want = 0.9 * bn.running_mean.numpy().astype(np.float64) + 0.1 * b64[1].mean(0)
+    assert_close(other.running_mean.numpy(), want)
 
 
 def test_multihead_attention_masks():

@@ -71,6 +71,11 @@ def test_conv_transpose1d(kw):
             [values((2, 3, 5), 10), values((3, 2, 3), 11), values((2 * kw.get("groups", 1),), 12)])
 
 
+@pytest.mark.parametrize("shapes", [((2, 1, 3, 4), (5, 4, 6)), ((4,), (4,)), ((3,), (2, 3, 5)), ((2, 3, 4), (4,))], ids=str)
+def test_matmul_broadcasting(shapes):
+    compare(oa.matmul, torch.matmul, [values(shapes[0], 30), values(shapes[1], 31)])
+
+
 def test_linear():
     compare(F.linear, TF.linear, [values((2, 3, 5), 13), values((4, 5), 14), values((4,), 15)])
     compare(F.linear, TF.linear, [values((3, 5), 16), values((4, 5), 17)])

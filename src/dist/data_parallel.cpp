@@ -86,16 +86,18 @@ DataParallel::DataParallel(std::vector<ml::Parameter> parameters, Communicator& 
       fail(ErrorKind::InvalidArgument, "{}: Parameter '{}' lives on another engine than '{}'", op, parameters[i].name(),
            parameters[0].name());
   }
-  for (const auto& [name, m] : buffers) {
+  ml::NamedMatrices averaged;
+  for (auto& [name, m] : buffers) {
     if (!m.defined()) fail(ErrorKind::InvalidArgument, "{}: buffer '{}' is undefined", op, name);
-    if (m.dtype() != DType::F32)
-      fail(ErrorKind::InvalidArgument, "{}: buffer '{}' is {} {}; expected f32", op, name, to_string(m.dtype()), m.shape());
+    if (m.dtype() != DType::F32 && m.dtype() != DType::I32)
+      fail(ErrorKind::InvalidArgument, "{}: buffer '{}' is {} {}; expected f32 or i32", op, name, to_string(m.dtype()), m.shape());
+    if (m.dtype() == DType::F32) averaged.emplace_back(std::move(name), std::move(m));
   }
   state_ = std::make_unique<State>(parameters[0].value().engine());
   State& s = *state_;
   s.comm = &comm;
   s.params = std::move(parameters);
-  s.buffers = std::move(buffers);
+  s.buffers = std::move(averaged);
   for (const auto& p : s.params) comm.broadcast(p.value(), 0);
   for (const auto& [name, m] : s.buffers) comm.broadcast(m, 0);
   if (comm.size() == 1) return;

@@ -5,6 +5,7 @@
 #include "matrix/gemm.hpp"
 #include "matrix/op_def.hpp"
 #include "oa/matrix/cast.hpp"
+#include "oa/matrix/layout.hpp"
 #include "oa/matrix/reduction.hpp"
 
 namespace oa::matrix {
@@ -213,7 +214,46 @@ const Op<NoAttributes> kTranspose{
 
 }  // namespace
 
-Matrix matmul(const Matrix& a, const Matrix& b) { return apply(kMatmul, {a, b})[0]; }
+// torch.matmul around the product op: a 1-D a is a row and a 1-D b a column,
+// dropped from the result; batch extents broadcast, an operand with one batch
+// item shared as a 2-D one, one that only lacks axes of 1 reshaped, any other
+// expanded to the broadcast batch.
+Matrix matmul(const Matrix& a, const Matrix& b) {
+  const char* op = kMatmul.def.name;
+  detail::require_defined(a, op, "a");
+  detail::require_defined(b, op, "b");
+  const Shape &sa = a.shape(), &sb = b.shape();
+  if (sa.rank() == 0 || sb.rank() == 0) fail(ErrorKind::InvalidArgument, "{}: a {} and b {} must both have rank >= 1", op, sa, sb);
+  const std::int64_t k = sa.dim(-1), kb = sb.rank() == 1 ? sb[0] : sb.dim(-2);
+  if (k != kb) fail(ErrorKind::InvalidArgument, "{}: inner extents differ: a {} has K = {} but b {} has K = {}", op, sa, k, sb, kb);
+  if (sa.rank() == 1 || sb.rank() == 1) {
+    const Matrix c = matmul(sa.rank() == 1 ? a.reshape({1, k}) : a, sb.rank() == 1 ? b.reshape({k, 1}) : b);
+    std::vector<std::int64_t> dims = c.shape().to_vector();
+    if (sb.rank() == 1) dims.pop_back();
+    if (sa.rank() == 1) dims.erase(dims.end() - (sb.rank() == 1 ? 1 : 2));
+    return c.reshape(dims);
+  }
+  const Shape la(sa.dims().first(sa.rank() - 2)), lb(sb.dims().first(sb.rank() - 2));
+  if (la.rank() == 0 || lb.rank() == 0 || la == lb) return apply(kMatmul, {a, b})[0];
+  // Checked here too, so that no expand is recorded for a product that fails.
+  detail::require_same_engine(a, b, op);
+  detail::require_same_dtype(a, "a", b, "b", op);
+  if (!is_floating_point(a.dtype())) fail(ErrorKind::InvalidArgument, "{}: a {} {} must be f32, f16 or bf16", op, to_string(a.dtype()), sa);
+  const std::string batch_a = fmt::format("the batch extents of a {}", sa), batch_b = fmt::format("the batch extents of b {}", sb);
+  const Shape batch = detail::broadcast_shapes(op, {{batch_a.c_str(), la}, {batch_b.c_str(), lb}});
+  const auto fit = [&batch](const Matrix& x, const Shape& x_batch) {
+    std::vector<std::int64_t> dims = batch.to_vector();
+    dims.push_back(x.shape().dim(-2));
+    dims.push_back(x.shape().dim(-1));
+    if (x_batch.numel() == 1) return x.reshape(std::vector<std::int64_t>(dims.end() - 2, dims.end()));
+    return x_batch.numel() == batch.numel() ? x.reshape(dims) : expand(x, dims);  // the same items, or repeated ones
+  };
+  const Matrix c = apply(kMatmul, {fit(a, la), fit(b, lb)})[0];
+  std::vector<std::int64_t> out = batch.to_vector();
+  out.push_back(sa.dim(-2));
+  out.push_back(sb.dim(-1));
+  return c.shape() == Shape(out) ? c : c.reshape(out);
+}
 Matrix matmul_nt(const Matrix& a, const Matrix& b) { return apply(kMatmulNt, {a, b})[0]; }
 Matrix transpose(const Matrix& x) { return apply(kTranspose, {x})[0]; }
 

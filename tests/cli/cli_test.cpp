@@ -134,7 +134,7 @@ TEST(Cli, BadFlagValues) {
       {"train", "text", "--input", "fox.txt", "--context", "0"},
       {"train", "text", "--input", "fox.txt", "--steps", "-5"},
       {"sample", "--checkpoint"},
-      {"sample", "--checkpoint", "run", "--temperature", "0"},
+      {"sample", "--checkpoint", "run", "--temperature", "-1"},
       {"frobnicate"},
       {},
   };

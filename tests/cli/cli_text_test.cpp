@@ -102,6 +102,28 @@ TEST(CliText, SampleRefusesNonFiniteCheckpoint) {
   EXPECT_EQ(r.out, "");
 }
 
+// --temperature 0 is greedy decoding: the seed does not matter, and the first
+// character is the argmax of the model's logits after the prompt.
+TEST(CliText, SampleAtTemperatureZeroIsGreedy) {
+  CliDir d;
+  write_text_checkpoint(d / "run", 1, false);
+  const auto sample = [&](const char* seed) {
+    return d.oa({"sample", "--checkpoint", "run", "--prompt", "The", "--length", "4", "--temperature", "0", "--seed", seed});
+  };
+  const OaRun a = sample("1"), b = sample("2");
+  ASSERT_EQ(a.status, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  ASSERT_EQ(a.out.size(), 3u + 4u + 1u);  // the prompt, 4 characters, a newline
+  const oa::Engine engine = oa::Engine::default_engine();
+  oa::ml::Generator generator(0);
+  auto model = oa_cli::make_text_model({8, 1, 2, 16}, generator, engine);
+  oa::ml::load_safetensors_into(d / "run" / "model.safetensors", model->named_tensors());
+  model->eval();
+  const std::vector<float> logits = (*model)(oa::Matrix::from_i32({1, 3}, std::vector<std::int32_t>{'T', 'h', 'e'}, engine)).to_vector();
+  const auto last = logits.begin() + 2 * 256;
+  EXPECT_EQ(static_cast<unsigned char>(a.out[3]), std::max_element(last, last + 256) - last);
+}
+
 // A learning rate that overflows the weights: the first validation is not
 // finite, and the run fails without writing a checkpoint.
 TEST(CliText, DivergedRunSavesNoCheckpoint) {

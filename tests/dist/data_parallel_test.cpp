@@ -198,7 +198,9 @@ TEST(DistDataParallel, BadArguments) {
   Mlp model;
   EXPECT_THROW(oa::dist::DataParallel(model.parameters(), world, {.bucket_bytes = 0}), oa::Error);
   const std::vector<std::int32_t> zero = {0};
-  EXPECT_THROW(oa::dist::DataParallel(model.parameters(), world, {}, {{"counter", Matrix::from_i32({1}, zero)}}), oa::Error);
+  EXPECT_NO_THROW(oa::dist::DataParallel(model.parameters(), world, {}, {{"counter", Matrix::from_i32({1}, zero)}}));  // left alone
+  EXPECT_THROW(oa::dist::DataParallel(model.parameters(), world, {}, {{"half", oa::matrix::cast(Matrix::zeros({1}), oa::DType::F16)}}),
+               oa::Error);
   EXPECT_THROW(oa::dist::DataParallel(model.parameters(), world, {}, {{"missing", Matrix()}}), oa::Error);
 }
 

@@ -66,6 +66,61 @@ TEST(AutogradLinalg, MatmulGradients) {
     check_product(false, c, seed += 2);
 }
 
+// f64 torch.matmul of a and b: 1-D operands as a row / a column the result
+// drops, batch extents broadcast; straight from the definition.
+Vec matmul_broadcast_ref(const Vec& a, const Vec& b, const Shape& sa, const Shape& sb) {
+  std::vector<std::int64_t> da = sa.to_vector(), db = sb.to_vector();
+  if (da.size() == 1) da.insert(da.begin(), 1);
+  if (db.size() == 1) db.push_back(1);
+  const std::int64_t m = da[da.size() - 2], k = da.back(), n = db.back();
+  da.resize(da.size() - 2);
+  db.resize(db.size() - 2);
+  const std::size_t rank = std::max(da.size(), db.size());
+  da.insert(da.begin(), rank - da.size(), 1);
+  db.insert(db.begin(), rank - db.size(), 1);
+  std::vector<std::int64_t> batch(rank);
+  std::int64_t items = 1;
+  for (std::size_t d = 0; d < rank; ++d) items *= batch[d] = std::max(da[d], db[d]);
+  Vec c(static_cast<std::size_t>(items * m * n), 0.0);
+  for (std::int64_t t = 0; t < items; ++t) {
+    std::int64_t ia = 0, ib = 0, rest = t, stride = items;
+    for (std::size_t d = 0; d < rank; ++d) {
+      stride /= batch[d];
+      const std::int64_t i = rest / stride;
+      rest %= stride;
+      ia = ia * da[d] + (da[d] == 1 ? 0 : i);
+      ib = ib * db[d] + (db[d] == 1 ? 0 : i);
+    }
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j)
+        for (std::int64_t q = 0; q < k; ++q) c[(t * m + i) * n + j] += a[(ia * m + i) * k + q] * b[(ib * k + q) * n + j];
+  }
+  return c;
+}
+
+TEST(AutogradLinalg, MatmulBroadcastGradients) {
+  struct Case {
+    Shape a, b, out;
+  };
+  std::uint64_t seed = 300;
+  for (const Case& c : std::vector<Case>{{{2, 1, 3, 4}, {5, 4, 6}, {2, 5, 3, 6}},
+                                         {{1, 3, 4}, {2, 4, 5}, {2, 3, 5}},
+                                         {{2, 3, 4}, {1, 4, 5}, {2, 3, 5}},
+                                         {{1, 1, 2, 3}, {3, 2}, {1, 1, 2, 2}},
+                                         {{3, 1, 2, 3}, {2, 3, 2}, {3, 2, 2, 2}},
+                                         {{4}, {4}, {}},
+                                         {{3}, {2, 3, 5}, {2, 5}},
+                                         {{2, 3, 4}, {4}, {2, 3}},
+                                         {{3}, {3, 2}, {2}}}) {
+    SCOPED_TRACE("matmul " + c.a.to_string() + " x " + c.b.to_string());
+    const Matrix y = gradcheck({random_input(c.a, seed), random_input(c.b, seed + 1)},
+                               [](const std::vector<Matrix>& x) { return oa::matrix::matmul(x[0], x[1]); },
+                               [&c](const Inputs& x) { return matmul_broadcast_ref(x[0], x[1], c.a, c.b); });
+    EXPECT_EQ(y.shape(), c.out);
+    seed += 2;
+  }
+}
+
 TEST(AutogradLinalg, MatMulNtGradients) {
   std::uint64_t seed = 100;
   for (const ProductCase& c : std::vector<ProductCase>{{{1, 1}, {1, 1}},

@@ -123,18 +123,47 @@ TEST(MatrixMatmul, Errors) {
   const Matrix a = Matrix::zeros({2, 3}), b = Matrix::zeros({4, 5});
   expect_error([&] { oa::matrix::matmul(a, b); }, oa::ErrorKind::InvalidArgument, "oa::matrix::matmul");
   expect_error([&] { oa::matrix::matmul_nt(a, b); }, oa::ErrorKind::InvalidArgument, "oa::matrix::matmul_nt");
-  expect_error([&] { oa::matrix::matmul(Matrix::zeros({3}), Matrix::zeros({3, 2})); }, oa::ErrorKind::InvalidArgument, "rank");
+  expect_error([&] { oa::matrix::matmul(Matrix::zeros({}), Matrix::zeros({3, 2})); }, oa::ErrorKind::InvalidArgument, "rank >= 1");
+  expect_error([&] { oa::matrix::matmul_nt(Matrix::zeros({3}), Matrix::zeros({2, 3})); }, oa::ErrorKind::InvalidArgument, "rank");
+  expect_error([&] { oa::matrix::matmul(Matrix::zeros({4}), Matrix::zeros({3, 2})); }, oa::ErrorKind::InvalidArgument,
+               "a [4] has K = 4 but b [3, 2] has K = 3");
   expect_error([&] { oa::matrix::matmul(Matrix::zeros({2, 2, 3}), Matrix::zeros({3, 3, 2})); }, oa::ErrorKind::InvalidArgument,
-               "batch");
-  expect_error([&] { oa::matrix::matmul(Matrix::zeros({2, 2, 2, 3}), Matrix::zeros({2, 3, 2})); },
+               "do not broadcast: the batch extents of a [2, 2, 3] [2], the batch extents of b [3, 3, 2] [3]");
+  expect_error([&] { oa::matrix::matmul(Matrix::zeros({2, 3, 2, 3}), Matrix::zeros({2, 3, 2})); },
+               oa::ErrorKind::InvalidArgument, "batch");
+  expect_error([&] { oa::matrix::matmul_nt(Matrix::zeros({2, 2, 2, 3}), Matrix::zeros({2, 2, 3})); },
                oa::ErrorKind::InvalidArgument, "batch");
   const Matrix idx = Matrix::from_i32({3, 2}, std::vector<std::int32_t>(6, 1));
   expect_error([&] { oa::matrix::matmul(a, idx); }, oa::ErrorKind::InvalidArgument, "f32");
   const oa::Engine other;
   const Matrix foreign = Matrix::zeros({3, 2}, other);
   expect_error([&] { oa::matrix::matmul(a, foreign); }, oa::ErrorKind::InvalidArgument, "b [3, 2] lives on another engine");
+  const Matrix idx3 = Matrix::from_i32({2, 1, 3, 2}, std::vector<std::int32_t>(12, 1));
+  expect_error([&] { oa::matrix::matmul(idx3, Matrix::from_i32({4, 2, 2}, std::vector<std::int32_t>(16, 1))); },
+               oa::ErrorKind::InvalidArgument, "i32");
+  expect_error([&] { oa::matrix::matmul(Matrix::zeros({2, 1, 3, 2}), Matrix::zeros({4, 2, 2}, other)); }, oa::ErrorKind::InvalidArgument,
+               "another engine");
   expect_error([&] { oa::matrix::transpose(Matrix::zeros({4})); }, oa::ErrorKind::InvalidArgument, "oa::matrix::transpose");
   EXPECT_TRUE(trace.ops().empty());  // nothing recorded for a failed call
+}
+
+// A batch of one item is shared as is; other broadcast batches are expanded first.
+TEST(MatrixMatmul, BroadcastTrace) {
+  const oa::Engine engine = oa::Engine::default_engine();
+  const auto labels = [&](const Shape& sa, const Shape& sb) {
+    const Matrix a = Matrix::zeros(sa), b = Matrix::zeros(sb);
+    oa::TraceCapture trace(engine);
+    oa::matrix::matmul(a, b);
+    std::vector<std::string> out;
+    for (const auto& op : trace.ops()) out.push_back(op.label());
+    return out;
+  };
+  using L = std::vector<std::string>;
+  EXPECT_EQ(labels({1, 3, 4}, {2, 4, 5}), L{"oa::matrix::matmul"});
+  EXPECT_EQ(labels({2, 3, 4}, {1, 1, 4, 5}), L{"oa::matrix::matmul"});
+  EXPECT_EQ(labels({4}, {2, 4, 5}), L{"oa::matrix::matmul"});
+  EXPECT_EQ(labels({2, 1, 3, 4}, {5, 4, 6}), (L{"oa::matrix::expand", "oa::matrix::expand", "oa::matrix::matmul"}));
+  EXPECT_EQ(labels({2, 3, 4}, {3, 1, 4, 5}), (L{"oa::matrix::expand", "oa::matrix::expand", "oa::matrix::matmul"}));
 }
 
 void check_transpose(const Shape& s, std::uint32_t seed) {

@@ -59,6 +59,40 @@ TEST(NnNormModule, BatchNorm2dTrainingUsesBatchStatisticsAndUpdatesRunningOnes) 
   EXPECT_TRUE(oa_test::near(bn.running_var().to_vector(), running_var, 1e-6, 1e-5));
 }
 
+// num_batches_tracked counts training forwards; momentum nullopt (torch's None)
+// makes the running statistics the plain average of the batches' statistics.
+TEST(NnNormModule, BatchNormCumulativeAverageCountsBatches) {
+  BatchNorm1d bn(3, 1e-5, std::nullopt);
+  EXPECT_EQ(bn.num_batches_tracked().shape(), Shape{});
+  EXPECT_EQ(bn.num_batches_tracked().dtype(), oa::DType::I32);
+  std::vector<double> mean_sum(3, 0.0), var_sum(3, 0.0);
+  for (int b = 0; b < 3; ++b) {
+    const auto input = oa::test::random_input({4, 3}, 10 + b, -2.0, 3.0);
+    bn.forward(Matrix::from_vector({4, 3}, input.values));
+    std::vector<double> mean(3, 0.0), var(3, 1.0);  // momentum 1: the batch's own statistics
+    ref::batch_norm_2d(f64(input.values), 4, 3, 1, {}, {}, &mean, &var, true, 1.0, 1e-5);
+    for (int c = 0; c < 3; ++c) {
+      mean_sum[c] += mean[c] / 3;
+      var_sum[c] += var[c] / 3;
+    }
+  }
+  EXPECT_EQ(bn.num_batches_tracked().to_i32(), std::vector<std::int32_t>{3});
+  EXPECT_TRUE(oa_test::near(bn.running_mean().to_vector(), mean_sum, 1e-6, 1e-5));
+  EXPECT_TRUE(oa_test::near(bn.running_var().to_vector(), var_sum, 1e-6, 1e-5));
+  bn.eval();
+  bn.forward(Matrix::ones({2, 3}));
+  EXPECT_EQ(bn.num_batches_tracked().to_i32(), std::vector<std::int32_t>{3});  // eval does not count
+  // A count written into the buffer (a loaded checkpoint) is where counting goes on.
+  bn.num_batches_tracked().write_i32(std::vector<std::int32_t>{9});
+  bn.train();
+  const auto input = oa::test::random_input({4, 3}, 20, -2.0, 3.0);
+  std::vector<double> mean(mean_sum), var(var_sum);
+  ref::batch_norm_2d(f64(input.values), 4, 3, 1, {}, {}, &mean, &var, true, 0.1, 1e-5);
+  bn.forward(Matrix::from_vector({4, 3}, input.values));
+  EXPECT_EQ(bn.num_batches_tracked().to_i32(), std::vector<std::int32_t>{10});
+  EXPECT_TRUE(oa_test::near(bn.running_mean().to_vector(), mean, 1e-6, 1e-5));
+}
+
 TEST(NnNormModule, BatchNorm2dEvalUsesRunningStatistics) {
   BatchNorm2d bn(2);
   const std::vector<float> mean{0.5f, -1.0f}, var{2.0f, 0.25f};

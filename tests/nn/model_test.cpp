@@ -31,8 +31,9 @@ std::shared_ptr<Sequential> small_convnet(std::uint64_t seed) {
 TEST(NnModel, NamedTensorsHoldParametersThenBuffersPerModule) {
   const auto net = small_convnet(1);
   EXPECT_EQ(names_of(net->named_tensors()),
-            (std::vector<std::string>{"0.weight", "0.bias", "1.weight", "1.bias", "1.running_mean", "1.running_var", "4.weight"}));
-  EXPECT_EQ(names_of(net->named_buffers()), (std::vector<std::string>{"1.running_mean", "1.running_var"}));
+            (std::vector<std::string>{"0.weight", "0.bias", "1.weight", "1.bias", "1.running_mean", "1.running_var",
+                                      "1.num_batches_tracked", "4.weight"}));
+  EXPECT_EQ(names_of(net->named_buffers()), (std::vector<std::string>{"1.running_mean", "1.running_var", "1.num_batches_tracked"}));
   EXPECT_EQ(net->parameter_count(), 2 * 9 + 2 + 2 + 2 + 24);
   for (const auto& [name, p] : net->named_parameters()) EXPECT_EQ(p.name(), name);
   const auto* bn = dynamic_cast<const BatchNorm2d*>((*net)[1].get());
@@ -49,7 +50,12 @@ TEST(NnModel, CheckpointRoundTripThroughNamedTensors) {
   oa::ml::save_safetensors(dir.path() / "model.safetensors", a->named_tensors());
   oa::ml::load_safetensors_into(dir.path() / "model.safetensors", b->named_tensors());
   const auto ta = a->named_tensors(), tb = b->named_tensors();
-  for (std::size_t i = 0; i < ta.size(); ++i) EXPECT_EQ(ta[i].second.to_vector(), tb[i].second.to_vector()) << ta[i].first;
+  for (std::size_t i = 0; i < ta.size(); ++i) {
+    if (ta[i].second.dtype() == oa::DType::I32) EXPECT_EQ(ta[i].second.to_i32(), tb[i].second.to_i32()) << ta[i].first;
+    else EXPECT_EQ(ta[i].second.to_vector(), tb[i].second.to_vector()) << ta[i].first;
+  }
+  const auto* bn = dynamic_cast<const BatchNorm2d*>((*b)[1].get());
+  EXPECT_EQ(bn->num_batches_tracked().to_i32(), std::vector<std::int32_t>{1});
   a->eval();
   b->eval();
   EXPECT_EQ(a->forward(x).to_vector(), b->forward(x).to_vector());

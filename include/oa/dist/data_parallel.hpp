@@ -30,7 +30,9 @@
 // ranks' batch means and variances at every step, at no cost per step. (The
 // running variance so tracks the mean of the ranks' batch variances, not the
 // variance of the global batch, which would also count the spread of the
-// ranks' means; that takes SyncBatchNorm's per-step all-reduce.)
+// ranks' means; that takes SyncBatchNorm's per-step all-reduce.) Integer
+// buffers (BatchNorm's num_batches_tracked) count the same steps on every
+// rank: they are left alone.
 //
 // With a world of size 1 nothing is copied or read: all_reduce_gradients()
 // and average_buffers() return at once and training is exactly
@@ -60,11 +62,11 @@ struct DataParallelStats {
 
 class DataParallel {
  public:
-  // Broadcasts `parameters` and `buffers` (Module::named_buffers(), f32) from
+  // Broadcasts `parameters` and the f32 `buffers` (Module::named_buffers(); i32 ones are skipped) from
   // rank 0 (a collective: every rank constructs its DataParallel at the same
   // point) and registers the gradient hooks. Throws InvalidArgument for no
   // parameters, an undefined one, parameters on several engines, an undefined
-  // or non-f32 buffer, or bucket_bytes 0; Error(Communication) as the
+  // buffer, one neither f32 nor i32, or bucket_bytes 0; Error(Communication) as the
   // Communicator's collectives.
   DataParallel(std::vector<ml::Parameter> parameters, Communicator& comm, DataParallelOptions options = {},
                ml::NamedMatrices buffers = {});

@@ -3,7 +3,8 @@
 //
 // Batched forms take operands of rank >= 3 whose leading ("batch") extents are
 // equal; either operand may instead be 2-D and is then shared by every batch
-// item (as torch.matmul broadcasts it). Products accumulate in f32 with a
+// item (as torch.matmul broadcasts it). matmul also broadcasts batch extents
+// and takes 1-D operands, as torch.matmul does (see there). Products accumulate in f32 with a
 // tiled GEMM kernel (shared-memory tiles, a register block per invocation);
 // results are bitwise reproducible on one device. A zero inner extent K gives
 // zeros; zero M, N or batch extents give an empty result.
@@ -19,7 +20,8 @@
 // and rounded once.
 //
 // Errors (oa::Error, kind InvalidArgument, naming the op and both shapes):
-// rank below 2, inner extents that differ, batch extents that differ, a dtype
+// rank below 2 (matmul: below 1), inner extents that differ, batch extents
+// that differ (matmul: that do not broadcast), a dtype
 // other than f32/f16/bf16, operands of different dtypes (naming both
 // arguments and their dtypes; torch.matmul refuses them too), operands on
 // different engines. ResourceExhausted when one operand
@@ -28,8 +30,16 @@
 
 namespace oa::matrix {
 
-// a [..., M, K] x b [..., K, N] -> [..., M, N] (torch.matmul for rank >= 2).
-// Semantic op "oa::matrix::matmul".
+// a [..., M, K] x b [..., K, N] -> [..., M, N] (torch.matmul). The batch
+// extents (all but the last two) broadcast as NumPy's do: [2, 1, 3, 4] x
+// [5, 4, 6] -> [2, 5, 3, 6]. A 1-D a [K] is a row [1, K] and a 1-D b [K] a
+// column [K, 1], whose extent of 1 the result drops: [K] x [K] -> [] (the dot
+// product), [K] x [..., K, N] -> [..., N], [..., M, K] x [K] -> [..., M].
+// Semantic op "oa::matrix::matmul". An operand whose batch has one item is
+// shared by every item at no cost, as is one that only lacks axes of 1
+// ([2, 3, 4] x [1, 1, 4, 5]); one whose batch broadcasts otherwise is
+// first materialised by oa::matrix::expand (recorded before the product), and
+// its gradient is summed over the broadcast axes.
 Matrix matmul(const Matrix& a, const Matrix& b);
 
 // a [..., M, K] x b [..., N, K]^T -> [..., M, N], i.e. out[m, n] = sum_k a[m, k] b[n, k]

@@ -187,6 +187,30 @@ class Module:
         for p in self.parameters():
             p.grad = None
 
+    def to(self, dtype):
+        """torch.nn.Module.to(dtype) for the float32 oa keeps parameters in: returns self. float16
+        and bfloat16 raise oa.UnsupportedError (oa's parameters are float32 master weights: run the
+        model under oa.autocast(oa.float16) or oa.autocast(oa.bfloat16) instead), other dtypes
+        TypeError, as torch's."""
+        if dtype == _oa.dtype.float32:
+            return self
+        if dtype in (_oa.dtype.float16, _oa.dtype.bfloat16):
+            raise _oa.UnsupportedError(f"oa.nn.Module.to(oa.{dtype.name}): oa keeps parameters in float32 (master "
+                                       f"weights); run the model under oa.autocast(oa.{dtype.name}) instead")
+        raise TypeError(f"oa.nn.Module.to only accepts floating point dtypes, but got desired dtype={dtype!r}")
+
+    def float(self):
+        """torch.nn.Module.float: self (parameters and floating buffers are float32)."""
+        return self.to(_oa.dtype.float32)
+
+    def half(self):
+        """torch.nn.Module.half: oa.UnsupportedError; see to()."""
+        return self.to(_oa.dtype.float16)
+
+    def bfloat16(self):
+        """torch.nn.Module.bfloat16: oa.UnsupportedError; see to()."""
+        return self.to(_oa.dtype.bfloat16)
+
     def extra_repr(self):
         return ""
 
@@ -372,12 +396,14 @@ class InstanceNorm2d(_Native):
 
 def _batch_norm(name, factory, shapes):
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, engine=None):
-        if not track_running_stats or momentum is None:
-            raise ValueError(f"oa.nn.{name}: track_running_stats=True with a momentum is required")
+        if not track_running_stats:
+            raise ValueError(f"oa.nn.{name}: track_running_stats=False is not supported")
         _Native.__init__(self, factory(num_features, eps, momentum, affine, engine))
 
     doc = (f"torch.nn.{name} (oa::ml::nn::{name}) of {shapes}: batch statistics in training (running_mean and "
-           "running_var updated in place), running statistics in eval; track_running_stats True only.")
+           "running_var updated in place, num_batches_tracked, an int32 scalar, counting the training batches; "
+           "momentum None averages the batches' statistics), running statistics in eval; track_running_stats "
+           "True only.")
     return type(name, (_Native,), {"__init__": __init__, "__doc__": doc})
 
 

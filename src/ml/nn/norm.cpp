@@ -80,12 +80,12 @@ bool InstanceNorm2d::rebind_parameter(const std::string& name, const Parameter& 
   return true;
 }
 
-BatchNormBase::BatchNormBase(const char* type, std::int64_t num_features, double eps, double momentum, bool affine,
+BatchNormBase::BatchNormBase(const char* type, std::int64_t num_features, double eps, std::optional<double> momentum, bool affine,
                              std::optional<Engine> engine)
     : type_(type), eps_(eps), momentum_(momentum) {
-  if (num_features < 1 || !(eps >= 0) || !(momentum >= 0 && momentum <= 1))
+  if (num_features < 1 || !(eps >= 0) || (momentum && !(*momentum >= 0 && *momentum <= 1)))
     fail(ErrorKind::InvalidArgument, "oa::ml::nn::{}: num_features {} must be >= 1, eps {} >= 0 and momentum {} in [0, 1]", type,
-         num_features, eps, momentum);
+         num_features, eps, momentum ? fmt::format("{}", *momentum) : "None");
   const Shape c{num_features};
   if (affine) {
     weight_ = register_parameter("weight", init::ones(c, engine));
@@ -93,10 +93,21 @@ BatchNormBase::BatchNormBase(const char* type, std::int64_t num_features, double
   }
   running_mean_ = register_buffer("running_mean", init::zeros(c, engine));
   running_var_ = register_buffer("running_var", init::ones(c, engine));
+  num_batches_tracked_ = register_buffer("num_batches_tracked", Matrix::from_i32(Shape{}, std::vector<std::int32_t>{0}, engine));
+  batches_version_ = num_batches_tracked_.version();
 }
 
 Matrix BatchNormBase::normalize(const Matrix& x) {
-  return batch_norm_2d(x, weight_.value(), bias_.value(), running_mean_, running_var_, training(), momentum_, eps_);
+  if (!training()) return batch_norm_2d(x, weight_.value(), bias_.value(), running_mean_, running_var_, false, 0.0, eps_);
+  if (num_batches_tracked_.version() != batches_version_) batches_ = num_batches_tracked_.to_i32()[0];
+  const std::int64_t batches = batches_ + 1;
+  const double momentum = momentum_ ? *momentum_ : 1.0 / static_cast<double>(batches);
+  Matrix y = batch_norm_2d(x, weight_.value(), bias_.value(), running_mean_, running_var_, true, momentum, eps_);
+  const std::vector<std::int32_t> count{static_cast<std::int32_t>(batches)};
+  num_batches_tracked_.write_i32(count);
+  batches_ = batches;
+  batches_version_ = num_batches_tracked_.version();
+  return y;
 }
 
 bool BatchNormBase::rebind_parameter(const std::string& name, const Parameter& p) {

@@ -96,13 +96,17 @@ class InstanceNorm2d : public Module {
 };
 
 // What BatchNorm1d and BatchNorm2d share (PyTorch's _BatchNorm): parameters
-// `weight` [C] and `bias` [C] when affine; buffers `running_mean` [C] (zeros)
-// and `running_var` [C] (ones). In training mode the batch statistics
-// normalise (and update the running statistics in place), in eval mode the
-// running statistics. PyTorch's `num_batches_tracked` counter is not kept (it
-// only matters for momentum = None, a cumulative average, which is not
-// offered). Throws InvalidArgument, naming the module, for num_features below
-// 1, eps below 0 or momentum outside [0, 1].
+// `weight` [C] and `bias` [C] when affine; buffers `running_mean` [C] (zeros),
+// `running_var` [C] (ones) and `num_batches_tracked` [] (i32 0; torch's is
+// int64), the count of training forwards. In training mode the batch
+// statistics normalise (and update the running statistics in place, the count
+// incremented), in eval mode the running statistics. momentum nullopt
+// (torch's None) updates them with momentum 1 / num_batches_tracked: their
+// cumulative average over the batches. The count is kept on the host too and
+// written to its buffer (Matrix::write_i32, so not under a StepGraph
+// capture); a buffer written since (a loaded checkpoint) is read back first.
+// Throws InvalidArgument, naming the module, for num_features below 1, eps
+// below 0 or momentum outside [0, 1].
 class BatchNormBase : public Module {
  public:
   std::string type_name() const override { return type_; }  // "BatchNorm1d" or "BatchNorm2d"
@@ -110,9 +114,11 @@ class BatchNormBase : public Module {
   const Parameter& bias() const { return bias_; }
   const Matrix& running_mean() const { return running_mean_; }
   const Matrix& running_var() const { return running_var_; }
+  const Matrix& num_batches_tracked() const { return num_batches_tracked_; }
 
  protected:
-  BatchNormBase(const char* type, std::int64_t num_features, double eps, double momentum, bool affine, std::optional<Engine> engine);
+  BatchNormBase(const char* type, std::int64_t num_features, double eps, std::optional<double> momentum, bool affine,
+                std::optional<Engine> engine);
   // oa::ml::batch_norm_2d of x [N, C, H, W] with this module's state and mode.
   Matrix normalize(const Matrix& x);
 
@@ -120,9 +126,12 @@ class BatchNormBase : public Module {
   bool rebind_parameter(const std::string& name, const Parameter& p) override;
 
   std::string type_;
-  double eps_, momentum_;
+  double eps_;
+  std::optional<double> momentum_;
   Parameter weight_, bias_;
-  Matrix running_mean_, running_var_;
+  Matrix running_mean_, running_var_, num_batches_tracked_;
+  std::int64_t batches_ = 0;            // num_batches_tracked's value
+  std::uint64_t batches_version_ = 0;  // its buffer's version when batches_ was written to it
 };
 
 // Normalises each channel of x [N, C] or [N, C, L] over its N (* L) values
@@ -130,7 +139,7 @@ class BatchNormBase : public Module {
 // naming "oa::ml::nn::BatchNorm1d" for x of another rank.
 class BatchNorm1d : public BatchNormBase {
  public:
-  explicit BatchNorm1d(std::int64_t num_features, double eps = 1e-5, double momentum = 0.1, bool affine = true,
+  explicit BatchNorm1d(std::int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1, bool affine = true,
                        std::optional<Engine> engine = {})
       : BatchNormBase("BatchNorm1d", num_features, eps, momentum, affine, engine) {}
   Matrix forward(const Matrix& x) override;
@@ -139,7 +148,7 @@ class BatchNorm1d : public BatchNormBase {
 // Normalises each channel of x [N, C, H, W] over its N * H * W values.
 class BatchNorm2d : public BatchNormBase {
  public:
-  explicit BatchNorm2d(std::int64_t num_features, double eps = 1e-5, double momentum = 0.1, bool affine = true,
+  explicit BatchNorm2d(std::int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1, bool affine = true,
                        std::optional<Engine> engine = {})
       : BatchNormBase("BatchNorm2d", num_features, eps, momentum, affine, engine) {}
   Matrix forward(const Matrix& x) override { return normalize(x); }
