@@ -250,16 +250,10 @@ std::vector<int> reduction_dims(const py::object& dim) {
   return dim.cast<std::vector<int>>();
 }
 
-// x.sum(dim=None, keepdim=False) and its kin over any axes. A float16 or
-// bfloat16 x is reduced in float32 and the result rounded once to x's dtype,
-// as torch does (under autocast, whose policy gives float32, it is left to it).
+// x.sum(dim=None, keepdim=False) and its kin over any axes.
 template <Matrix (*Reduce)(const Matrix&, const std::vector<int>&, bool)>
 auto reduction() {
-  return [](const Matrix& x, const py::object& dim, bool keepdim) {
-    const std::vector<int> dims = reduction_dims(dim);
-    if ((x.dtype() != DType::F16 && x.dtype() != DType::BF16) || autocast_dtype()) return Reduce(x, dims, keepdim);
-    return mx::cast(Reduce(mx::cast(x, DType::F32), dims, keepdim), x.dtype());
-  };
+  return [](const Matrix& x, const py::object& dim, bool keepdim) { return Reduce(x, reduction_dims(dim), keepdim); };
 }
 // x.var(dim=None, correction=1, keepdim=False), x.std(...).
 template <Matrix (*Reduce)(const Matrix&, const std::vector<int>&, float, bool)>

@@ -109,6 +109,25 @@ float scale_of(bool mean, std::int64_t length) {
   return !mean ? 1.0f : length > 0 ? 1.0f / static_cast<float>(length) : std::numeric_limits<float>::quiet_NaN();
 }
 
+// The lowerings of a one-input op for f32 x and, through `f32`, for f16 and
+// bf16 x: x widened into an f32 temporary, each floating result computed into
+// an f32 temporary and rounded once into its dtype (int32 results written
+// directly), as torch accumulates 16-bit reductions in f32.
+template <class A>
+std::vector<std::pair<DType, detail::Lowering<A>>> float_lowerings(const detail::Lowering<A>& f32) {
+  const detail::Lowering<A> half = [f32](const OpCall<A>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+    const Matrix& x = c.inputs[0];
+    const Matrix wide = detail::allocate(c.engine, x.shape());
+    detail::cast_dispatches(x, wide, x.numel(), ds);
+    std::vector<Matrix> results;
+    for (const Matrix& y : out) results.push_back(y.dtype() == DType::I32 ? y : detail::allocate(c.engine, y.shape()));
+    f32(OpCall<A>{c.name, std::span<const Matrix>(&wide, 1), c.attributes, c.engine}, results, ds);
+    for (std::size_t i = 0; i < out.size(); ++i)
+      if (out[i].dtype() != DType::I32) detail::cast_dispatches(results[i], out[i], out[i].numel(), ds);
+  };
+  return {{DType::F32, f32}, {DType::F16, half}, {DType::BF16, half}};
+}
+
 // ── Reductions over any set of axes ─────────────────────────────────────────
 
 enum class Kind { Sum, Mean, Max, Min, Prod, Var, Std, LogSumExp, Norm };
@@ -317,14 +336,22 @@ Matrix ones_where(const Matrix& mask, const Shape& s, const Engine& engine) {
 template <class A>
 Matrix reduction_backward(Kind kind, const BackwardCall<A>& c) {
   const Matrix& gy = c.grad_outputs[0];
+  const bool linear = kind == Kind::Sum || kind == Kind::Mean;
+  if (gy.dtype() != DType::F32 && !linear) {
+    // 16-bit: the f32 rule on widened operands, rounded once to x's dtype.
+    const auto wide = [](const Matrix& m) { return m.defined() ? cast(m, DType::F32) : m; };
+    const std::vector<Matrix> inputs{wide(c.inputs[0])}, outputs{wide(c.outputs[0])}, grads{wide(gy)};
+    const BackwardCall<A> widened{c.name, c.attributes, inputs, outputs, c.input_shapes, grads, c.needs};
+    return cast(reduction_backward(kind, widened), gy.dtype());
+  }
   const Shape& s = c.input_shapes[0];
   const std::vector<std::int64_t>& dims = c.attributes.dims;
   const Shape kept = reduced_shape(s, dims, true);
   const Layout v(s, dims);
   const Engine& engine = gy.engine();
   std::int64_t channels = 1, inner = 1;
-  if ((kind == Kind::Sum || kind == Kind::Mean) && detail::broadcast_layout(s, kept, channels, inner)) {
-    Matrix gx = detail::allocate(engine, s);
+  if (linear && detail::broadcast_layout(s, kept, channels, inner)) {
+    Matrix gx = detail::allocate(engine, s, gy.dtype());
     std::vector<ComputeDispatch> ds;
     expand_channels(gy, gx, channels, inner, scale_of(kind == Kind::Mean, v.length), c.name, ds);
     c.record(ds, {&gy}, {&gx});
@@ -398,14 +425,13 @@ Op<A> reduction_op(const char* name, Kind kind) {
                       fail(ErrorKind::InvalidArgument, "{}: p {} is not supported for x {} (1, 2 or inf)", c.name, p, s);
                   }
                   check_indexable(x, v.rows, c.name);
-                  return std::vector<OutputSpec>{{reduced_shape(s, c.attributes.dims, c.attributes.keepdim)}};
+                  return std::vector<OutputSpec>{{reduced_shape(s, c.attributes.dims, c.attributes.keepdim), x.dtype()}};
                 },
-                .lower = {{DType::F32,
-                           [kind](const OpCall<A>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
-                             const Matrix& x = c.inputs[0];
-                             reduce_axes(c.engine, c.name, kind, x.storage(), x.shape(), c.attributes.dims, correction_of(c.attributes),
-                                         order_of(c.attributes), out[0].storage(), ds);
-                           }}},
+                .lower = float_lowerings<A>([kind](const OpCall<A>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+                  const Matrix& x = c.inputs[0];
+                  reduce_axes(c.engine, c.name, kind, x.storage(), x.shape(), c.attributes.dims, correction_of(c.attributes),
+                              order_of(c.attributes), out[0].storage(), ds);
+                }),
                 .saves = [kind](const OpCall<A>&, const std::vector<bool>&) { return reduction_saves(kind); },
                 .backward = [kind](const BackwardCall<A>& c) { return std::vector<Matrix>{reduction_backward(kind, c)}; }});
 }
@@ -462,11 +488,12 @@ Op<KeepDimAttributes> arg_op(const char* name, ReduceOp op) {
          check_indexable(x, s.numel() / length, c.name);
          return std::vector<OutputSpec>{{reduced_shape(s, {static_cast<std::int64_t>(s.rank()) - 1}, c.attributes.keepdim), DType::I32}};
        },
-       .lower = {{DType::F32, [op](const OpCall<KeepDimAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
-                    const Shape& s = c.inputs[0].shape();
-                    const std::int64_t length = s.dim(-1), rows = s.numel() / length;
-                    if (rows > 0) reduce_rows(c.engine, c.inputs[0].storage(), rows, length, op, 1.0f, out[0].storage(), ds);
-                  }}}});
+       .lower = float_lowerings<KeepDimAttributes>(
+           [op](const OpCall<KeepDimAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+             const Shape& s = c.inputs[0].shape();
+             const std::int64_t length = s.dim(-1), rows = s.numel() / length;
+             if (rows > 0) reduce_rows(c.engine, c.inputs[0].storage(), rows, length, op, 1.0f, out[0].storage(), ds);
+           })});
 }
 
 const auto kArgMax = arg_op("oa::matrix::argmax", ArgMax);
@@ -551,16 +578,6 @@ void sum_to_f32(const Engine& engine, const char* name, const Matrix& x, const M
   else reduce_axes(engine, name, Kind::Sum, x.storage(), x.shape(), v.axes, 0.0f, 0.0f, y.storage(), ds);
 }
 
-// sum_to of a 16-bit x: widened into an f32 temporary, summed, rounded once.
-const detail::Lowering<SumToAttributes> kSumToHalf = [](const OpCall<SumToAttributes>& c, const std::vector<Matrix>& out,
-                                                        std::vector<ComputeDispatch>& ds) {
-  const Matrix& x = c.inputs[0];
-  const Matrix wide = detail::allocate(c.engine, x.shape()), sums = detail::allocate(c.engine, out[0].shape());
-  detail::cast_dispatches(x, wide, x.numel(), ds);
-  sum_to_f32(c.engine, c.name, wide, sums, ds);
-  detail::cast_dispatches(sums, out[0], sums.numel(), ds);
-};
-
 // x summed to a shape it broadcasts from; the gradient of a sum over
 // broadcast copies is gy broadcast back. A 16-bit x is widened into an f32
 // temporary, summed in f32, and the sums rounded once into its dtype.
@@ -577,12 +594,10 @@ const Op<SumToAttributes> kSumTo{
        check_indexable(c.inputs[0], v.channels, c.name);
        return std::vector<OutputSpec>{{target, c.inputs[0].dtype()}};
      },
-     .lower = {{DType::F32,
-                [](const OpCall<SumToAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
-                  sum_to_f32(c.engine, c.name, c.inputs[0], out[0], ds);
-                }},
-               {DType::F16, kSumToHalf},
-               {DType::BF16, kSumToHalf}},
+     .lower = float_lowerings<SumToAttributes>(
+         [](const OpCall<SumToAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+           sum_to_f32(c.engine, c.name, c.inputs[0], out[0], ds);
+         }),
      .backward = [](const BackwardCall<SumToAttributes>& c) {
        const Matrix& gy = c.grad_outputs[0];
        const Shape& s = c.input_shapes[0];

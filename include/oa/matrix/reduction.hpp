@@ -1,5 +1,15 @@
 #pragma once
-// Reductions and scans (oa::matrix). F32 input, row-major, contiguous.
+// Reductions and scans (oa::matrix). Row-major, contiguous input.
+//
+// Dtypes. The reductions (sum, mean, max, min, prod, var, std, logsumexp,
+// norm), argmax and argmin take f32, f16 or bf16 x; a 16-bit x is widened
+// into an f32 temporary (one more read and write of x), reduced in f32, and
+// each result rounded once to x's dtype, which the result has (torch's
+// accumulate-in-f32, return-the-input-dtype); its gradient has x's dtype too,
+// computed in f32 from widened operands and rounded once (sum and mean: gy
+// broadcast in x's dtype). Under autocast the policy table decides
+// (oa/matrix/autocast.hpp): sum, mean, prod, var, std, logsumexp and norm
+// run in f32 and give f32. cumsum takes f32 x.
 //
 // Axes. `dim` lists the axes to reduce, as torch.sum(x, dim, keepdim) takes
 // them: any set of x's axes, negative ones counting from the end, in any
@@ -28,9 +38,9 @@
 // Empty reductions: sum and norm give 0, prod 1, mean and var NaN, logsumexp
 // -inf (as PyTorch); max, min and norm with p = inf throw InvalidArgument.
 // Errors (oa::Error, kind InvalidArgument, naming the op, the argument and
-// the shape; nothing recorded): undefined or non-f32 x, an axis out of range,
-// an axis listed twice, an empty reduction where no identity exists, an
-// unsupported norm order, element counts past 2^32 - 1.
+// the shape; nothing recorded): undefined x, x of a non-floating dtype, an
+// axis out of range, an axis listed twice, an empty reduction where no
+// identity exists, an unsupported norm order, element counts past 2^32 - 1.
 #include <concepts>
 #include <vector>
 
