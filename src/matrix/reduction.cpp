@@ -223,6 +223,16 @@ void map_rows(const Engine& engine, std::uint32_t mode, const std::shared_ptr<St
   }
 }
 
+// x as the contiguous [v.rows, v.length] rows of layout v: x itself, or a
+// permuted copy (appended to ds) when v moves.
+std::shared_ptr<Storage> rows_of(const Engine& engine, const char* name, const std::shared_ptr<Storage>& x, const Layout& v,
+                                 std::vector<ComputeDispatch>& ds) {
+  if (!v.moves || v.rows * v.length == 0) return x;
+  auto src = scratch(engine, v.rows * v.length);
+  detail::permute_into(name, x, Shape(v.extents), src, v.order, ds);
+  return src;
+}
+
 // Appends the passes that reduce x (shape s) over `dims` into out (the
 // reduced values in row-major order of the kept axes) for reduction `kind`.
 void reduce_axes(const Engine& engine, const char* name, Kind kind, const std::shared_ptr<Storage>& x, const Shape& s,
@@ -231,11 +241,7 @@ void reduce_axes(const Engine& engine, const char* name, Kind kind, const std::s
   const Layout v(s, dims);
   const std::int64_t rows = v.rows, n = v.length;
   if (rows == 0) return;
-  std::shared_ptr<Storage> src = x;
-  if (v.moves && rows * n > 0) {
-    src = scratch(engine, rows * n);
-    detail::permute_into(name, x, Shape(v.extents), src, v.order, ds);
-  }
+  const std::shared_ptr<Storage> src = rows_of(engine, name, x, v, ds);
   switch (kind) {
     case Kind::Sum:
     case Kind::Mean: reduce_rows(engine, src, rows, n, Sum, scale_of(kind == Kind::Mean, n), out, ds); return;
@@ -468,31 +474,32 @@ std::vector<std::int64_t> reduced_axes(const char* op, const Matrix& x, const st
 
 // ── argmax, argmin ──────────────────────────────────────────────────────────
 
-struct KeepDimAttributes {
+struct ArgAttributes {
+  std::int64_t dim = 0;  // non-negative
   bool keepdim = false;
-  static constexpr auto fields = std::tuple{field("keepdim", &KeepDimAttributes::keepdim)};
+  static constexpr auto fields = std::tuple{field("dim", &ArgAttributes::dim), field("keepdim", &ArgAttributes::keepdim)};
 };
 
-// The index of the extreme of each last-axis row (not differentiable).
-Op<KeepDimAttributes> arg_op(const char* name, ReduceOp op) {
-  return Op<KeepDimAttributes>(
+// The index of the extreme along axis `dim` (not differentiable).
+Op<ArgAttributes> arg_op(const char* name, ReduceOp op) {
+  return Op<ArgAttributes>(
       {.name = name,
        .inputs = {"x"},
-       .infer = [](const OpCall<KeepDimAttributes>& c) {
-         const Matrix& x = c.inputs[0];
-         const Shape& s = x.shape();
-         if (s.rank() == 0) fail(ErrorKind::InvalidArgument, "{}: x {} must have rank >= 1", c.name, s);
-         const std::int64_t length = s.dim(-1);
-         if (length == 0) fail(ErrorKind::InvalidArgument, "{}: cannot reduce the empty last axis of x {}", c.name, s);
-         if (length > INT32_MAX) fail(ErrorKind::InvalidArgument, "{}: last axis of x {} is too long for int32 indices", c.name, s);
-         check_indexable(x, s.numel() / length, c.name);
-         return std::vector<OutputSpec>{{reduced_shape(s, {static_cast<std::int64_t>(s.rank()) - 1}, c.attributes.keepdim), DType::I32}};
+       .infer = [](const OpCall<ArgAttributes>& c) {
+         const Shape& s = c.inputs[0].shape();
+         const std::int64_t length = s[static_cast<std::size_t>(c.attributes.dim)];
+         if (length == 0) fail(ErrorKind::InvalidArgument, "{}: cannot reduce the empty dim {} of x {}", c.name, c.attributes.dim, s);
+         if (length > INT32_MAX)
+           fail(ErrorKind::InvalidArgument, "{}: dim {} of x {} is too long for int32 indices", c.name, c.attributes.dim, s);
+         check_indexable(c.inputs[0], s.numel() / length, c.name);
+         return std::vector<OutputSpec>{{reduced_shape(s, {c.attributes.dim}, c.attributes.keepdim), DType::I32}};
        },
-       .lower = float_lowerings<KeepDimAttributes>(
-           [op](const OpCall<KeepDimAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
-             const Shape& s = c.inputs[0].shape();
-             const std::int64_t length = s.dim(-1), rows = s.numel() / length;
-             if (rows > 0) reduce_rows(c.engine, c.inputs[0].storage(), rows, length, op, 1.0f, out[0].storage(), ds);
+       .lower = float_lowerings<ArgAttributes>(
+           [op](const OpCall<ArgAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+             const Layout v(c.inputs[0].shape(), {c.attributes.dim});
+             if (v.rows == 0) return;
+             const auto rows = rows_of(c.engine, c.name, c.inputs[0].storage(), v, ds);
+             reduce_rows(c.engine, rows, v.rows, v.length, op, 1.0f, out[0].storage(), ds);
            })});
 }
 
@@ -621,6 +628,12 @@ Matrix reduce(const Op<A>& op, const Matrix& x, const std::vector<int>& dim, A a
   return apply(op, {x}, attributes)[0];
 }
 
+// argmax or argmin: `dim` checked and normalised before apply.
+Matrix arg_extreme(const Op<ArgAttributes>& op, const Matrix& x, int dim, bool keepdim) {
+  detail::require_defined(x, op.def.name, "x");
+  return apply(op, {x}, {detail::existing_axis(op.def.name, x.shape(), dim, "dim"), keepdim})[0];
+}
+
 }  // namespace
 
 Matrix sum(const Matrix& x, const std::vector<int>& dim, bool keepdim) { return reduce(kSum, x, dim, DimsAttributes{{}, keepdim}); }
@@ -643,8 +656,8 @@ Matrix sum_all(const Matrix& x) { return sum(x, std::vector<int>{}); }
 Matrix mean_all(const Matrix& x) { return mean(x, std::vector<int>{}); }
 Matrix max_all(const Matrix& x) { return max(x, std::vector<int>{}); }
 
-Matrix argmax(const Matrix& x, bool keepdim) { return apply(kArgMax, {x}, {keepdim})[0]; }
-Matrix argmin(const Matrix& x, bool keepdim) { return apply(kArgMin, {x}, {keepdim})[0]; }
+Matrix argmax(const Matrix& x, int dim, bool keepdim) { return arg_extreme(kArgMax, x, dim, keepdim); }
+Matrix argmin(const Matrix& x, int dim, bool keepdim) { return arg_extreme(kArgMin, x, dim, keepdim); }
 
 Matrix cumsum(const Matrix& x, int dim) {
   const char* op = "oa::matrix::cumsum";

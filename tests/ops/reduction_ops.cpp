@@ -197,29 +197,42 @@ OA_OP_CASES(norm, "oa::matrix::norm") {
                                        never, short_rows)}});
 }
 
-// Rows of the last axis, for argmax and argmin.
-std::vector<OpCase> last_axis(const std::function<Matrix(const Matrix&, bool)>& f,
-                              const std::function<std::vector<double>(const std::vector<double>&, std::int64_t, std::int64_t)>& r) {
+// argmax or argmin along one axis: the last (the row kernel on x itself),
+// others (x permuted first), negative ones, keepdim, a row past one segment;
+// f16 and bf16 x along one axis of each kind.
+std::vector<OpCase> along_axis(Matrix (*f)(const Matrix&, int, bool), const Fold& pick) {
+  struct Along {
+    Shape shape;
+    int dim;
+    bool keepdim;
+  };
+  const std::vector<Along> along = {{{5}, 0, false},        {{3, 7}, -1, true},     {{3, 7}, 0, false},     {{2, 3, 33}, 1, true},
+                                    {{2, 3, 33}, -3, false}, {{2, 1030, 3}, 1, false}, {{2, 3, 1030}, 2, false}};
   std::vector<OpCase> cases;
   std::uint64_t seed = 51;
-  for (const Shape& shape : {Shape{5}, Shape{3, 7}, Shape{2, 3, 33}, Shape{2, 3, 1030}})
-    for (bool keepdim : {false, true}) {
-      const std::int64_t L = shape.cols(), rows = shape.numel() / L;
-      cases.push_back({label("x", shape.numel()) + (keepdim ? "_keepdim" : ""),
-                       {random_input(shape, seed++, -2, 2, false)},
-                       [f, keepdim](const Inputs& x) { return f(x[0], keepdim); },
-                       [r, rows, L](const RefInputs& x) { return r(x[0], rows, L); }});
+  for (DType dtype : {DType::F32, DType::F16, DType::BF16})
+    for (const Along& a : along) {
+      if (dtype != DType::F32 && a.shape.rank() != 2) continue;
+      GradInput x = random_input(a.shape, seed++, -2, 2, false);
+      x.dtype = dtype;
+      const auto rank = static_cast<int>(a.shape.rank());
+      const std::int64_t axis = a.dim < 0 ? a.dim + rank : a.dim;
+      cases.push_back({label("x", a.shape.numel()) + label("_dim", axis) + (a.keepdim ? "_keepdim_" : "_") + std::string(to_string(dtype)),
+                       {x},
+                       [f, a](const Inputs& in) { return f(in[0], a.dim, a.keepdim); },
+                       [pick, xs = a.shape.to_vector(), axis](const RefInputs& in) {
+                         return oa::reference::reduce_axes(in[0], xs, {axis}, pick);
+                       }});
     }
   return cases;
 }
 
-std::vector<double> argmaxima(const std::vector<double>& x, std::int64_t rows, std::int64_t L) {
-  std::vector<std::int32_t> index;
-  oa::reference::row_max(x, rows, L, &index);
-  return {index.begin(), index.end()};
-}
+// The first index of the largest (fold_argmax) or smallest value.
+double fold_argmax(const std::vector<double>& v) { return static_cast<double>(std::max_element(v.begin(), v.end()) - v.begin()); }
+double fold_argmin(const std::vector<double>& v) { return static_cast<double>(std::min_element(v.begin(), v.end()) - v.begin()); }
 
-OA_OP_CASES(argmax, "oa::matrix::argmax") { return last_axis(oa::matrix::argmax, argmaxima); }
+OA_OP_CASES(argmax, "oa::matrix::argmax") { return along_axis(oa::matrix::argmax, fold_argmax); }
+OA_OP_CASES(argmin, "oa::matrix::argmin") { return along_axis(oa::matrix::argmin, fold_argmin); }
 
 OA_OP_CASES(cumsum, "oa::matrix::cumsum") {
   struct Scan {
@@ -260,14 +273,6 @@ OA_OP_CASES(sum_to, "oa::matrix::sum_to") {
                      std::string(t.label).rfind("split", 0) != 0});  // split targets differentiate through oa::matrix::expand
   return cases;
 }
-
-std::vector<double> argminima(const std::vector<double>& x, std::int64_t rows, std::int64_t L) {
-  std::vector<double> negated(x.size());
-  std::transform(x.begin(), x.end(), negated.begin(), [](double v) { return -v; });
-  return argmaxima(negated, rows, L);
-}
-
-OA_OP_CASES(argmin, "oa::matrix::argmin") { return last_axis(oa::matrix::argmin, argminima); }
 
 }  // namespace
 }  // namespace oa::test

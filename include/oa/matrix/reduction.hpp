@@ -110,15 +110,30 @@ Matrix sum_all(const Matrix& x);
 Matrix mean_all(const Matrix& x);
 Matrix max_all(const Matrix& x);
 
-// Index of the maximum over the last axis as I32 (torch.argmax(x, -1, keepdim)):
-// the first index of the maximum; a NaN counts as the maximum. Throws
-// InvalidArgument for a rank-0 x, an empty last axis, or L past INT32_MAX.
-// Semantic op "oa::matrix::argmax".
-Matrix argmax(const Matrix& x, bool keepdim = false);
-// Index of the minimum over the last axis as I32 (torch.argmin(x, -1, keepdim)):
-// the first index of the minimum; a NaN counts as the minimum (as PyTorch,
-// NaN propagates); -0 and +0 tie. Errors as argmax. Semantic op "oa::matrix::argmin".
-Matrix argmin(const Matrix& x, bool keepdim = false);
+// Index of the maximum along axis `dim` (negative counts from the end) as
+// I32 (torch.argmax(x, dim, keepdim)): the first index of the maximum; a NaN
+// counts as the maximum. The result drops dim, or keeps it as an extent of 1
+// with keepdim. A dim other than the last costs one permuted copy of x (see
+// the cost model above). Throws InvalidArgument for a rank-0 x, dim out of
+// range, an empty dim, or its extent past INT32_MAX. Semantic op
+// "oa::matrix::argmax", attributes dim (non-negative) and keepdim.
+Matrix argmax(const Matrix& x, int dim, bool keepdim = false);
+// Index of the minimum along axis `dim` as I32 (torch.argmin(x, dim,
+// keepdim)): the first index of the minimum; a NaN counts as the minimum (as
+// PyTorch, NaN propagates); -0 and +0 tie. Errors as argmax. Semantic op
+// "oa::matrix::argmin".
+Matrix argmin(const Matrix& x, int dim, bool keepdim = false);
+// The last-axis forms: dim -1 (torch.argmax(x, -1, keepdim)).
+inline Matrix argmax(const Matrix& x) { return argmax(x, -1); }
+inline Matrix argmin(const Matrix& x) { return argmin(x, -1); }
+template <std::same_as<bool> B>
+Matrix argmax(const Matrix& x, B keepdim) {
+  return argmax(x, -1, keepdim);
+}
+template <std::same_as<bool> B>
+Matrix argmin(const Matrix& x, B keepdim) {
+  return argmin(x, -1, keepdim);
+}
 
 // Sums x down to `target`, the inverse of the broadcasting of oa::matrix's
 // binary ops (oa/matrix/elementwise.hpp): target broadcasts to x by NumPy's
