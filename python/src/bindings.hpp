@@ -62,15 +62,9 @@ Matrix from_array(const py::array& data, std::optional<DType> dtype, bool requir
 // torch.Tensor (read through NumPy) copied as `dtype` (from_array). Anything
 // else raises TypeError naming `op` and the entry, `what`.
 Matrix state_tensor(const py::handle& value, DType dtype, const Engine& engine, const char* op, const std::string& what);
-// `last_axis_op` (an op over x's last axis that keeps x's rank: softmax,
-// argmax with keepdim) run along axis `dim` of x instead (negative counts from
-// the end): that axis is swapped with the last one before and after it (two
-// differentiable permutes), not at all when it is the last one. Throws
-// InvalidArgument naming `op`, dim and x's shape for a dim out of range.
-Matrix along_dim(const Matrix& x, std::int64_t dim, const char* op, const std::function<Matrix(const Matrix&)>& last_axis_op);
 // torch.argmax (largest) or torch.argmin of x: over the flattened tensor
-// when dim is None (keepdim: every extent 1), else along dim (along_dim).
-Matrix arg_extreme(const Matrix& x, std::optional<std::int64_t> dim, bool keepdim, bool largest, const char* op);
+// when dim is None (keepdim: every extent 1), else along dim.
+Matrix arg_extreme(const Matrix& x, std::optional<int> dim, bool keepdim, bool largest);
 // x.to(dtype) over the conversions oa's C++ ops give: between the floating
 // dtypes (mx::cast), bool to a floating dtype (1 and 0, through where), and
 // any dtype to bool (x != 0). There is no op between int32 and the floating

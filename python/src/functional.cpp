@@ -24,14 +24,6 @@ ml::Reduction reduction_of(const std::string& r, const char* op) {
   fail(ErrorKind::InvalidArgument, "{}: reduction must be 'none', 'mean' or 'sum', not '{}'", op, r);
 }
 
-// torch.softmax and torch.log_softmax along any axis.
-Matrix softmax(const Matrix& input, std::int64_t dim) {
-  return along_dim(input, dim, "oa.nn.functional.softmax", [](const Matrix& x) { return ml::softmax_scaled_masked(x, Matrix(), 1.0f); });
-}
-Matrix log_softmax(const Matrix& input, std::int64_t dim) {
-  return along_dim(input, dim, "oa.nn.functional.log_softmax", [](const Matrix& x) { return ml::log_softmax(x); });
-}
-
 // normalized_shape must be the last extent alone ([D]).
 void require_last_extent(const Matrix& x, py::handle normalized_shape, const char* op) {
   const auto d = int_tuple<1>(normalized_shape, op, "normalized_shape")[0];
@@ -118,10 +110,10 @@ void bind_functional(py::module_& f, TensorClass& tensor) {
   f.def("elu", &mx::elu, arg("input"), arg("alpha") = 1.0f);
   f.def("sigmoid", &mx::sigmoid, arg("input"));
   f.def("tanh", &mx::tanh, arg("input"));
-  f.def("softmax", &softmax, arg("input"), arg("dim") = -1, "Softmax along dim; a slice of all -inf gives zeros.");
-  f.def("log_softmax", &log_softmax, arg("input"), arg("dim") = -1, "Log-softmax along dim.");
-  tensor.def("softmax", &softmax, arg("dim"), "torch.Tensor.softmax: oa.nn.functional.softmax(self, dim).");
-  tensor.def("log_softmax", &log_softmax, arg("dim"), "torch.Tensor.log_softmax: oa.nn.functional.log_softmax(self, dim).");
+  f.def("softmax", &ml::softmax, arg("input"), arg("dim") = -1, "Softmax along dim; a slice of all -inf gives zeros.");
+  f.def("log_softmax", &ml::log_softmax, arg("input"), arg("dim") = -1, "Log-softmax along dim.");
+  tensor.def("softmax", &ml::softmax, arg("dim"), "torch.Tensor.softmax: oa.nn.functional.softmax(self, dim).");
+  tensor.def("log_softmax", &ml::log_softmax, arg("dim"), "torch.Tensor.log_softmax: oa.nn.functional.log_softmax(self, dim).");
 
   // ── Normalisation, pooling, dropout, embedding ────────────────────────────
   f.def(

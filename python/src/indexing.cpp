@@ -389,9 +389,7 @@ void set_item(const Matrix& x, py::handle key, py::handle value) {
   }, op);
 }
 
-Matrix argmin(const Matrix& x, std::optional<std::int64_t> dim, bool keepdim) {
-  return arg_extreme(x, dim, keepdim, false, "oa.argmin");
-}
+Matrix argmin(const Matrix& x, std::optional<int> dim, bool keepdim) { return arg_extreme(x, dim, keepdim, false); }
 
 // torch's split_size_or_sections: an int or a list of ints.
 std::vector<Matrix> split_any(const Matrix& x, py::handle split_size_or_sections, int dim) {

@@ -217,30 +217,16 @@ Matrix finish(Matrix m, std::optional<DType> dtype, bool requires_grad) {
 
 }  // namespace
 
-Matrix along_dim(const Matrix& x, std::int64_t dim, const char* op, const std::function<Matrix(const Matrix&)>& last_axis_op) {
-  const auto rank = static_cast<std::int64_t>(x.rank());
-  if (dim < -rank || dim >= rank)
-    fail(ErrorKind::InvalidArgument, "{}: dim {} is out of range for a tensor of shape {} (rank {})", op, dim, x.shape(), rank);
-  const int d = static_cast<int>(dim < 0 ? dim + rank : dim);
-  if (d == rank - 1) return last_axis_op(x);
-  return mx::transpose(last_axis_op(mx::transpose(x, d, -1)), d, -1);
-}
-
-Matrix arg_extreme(const Matrix& x, std::optional<std::int64_t> dim, bool keepdim, bool largest, const char* op) {
-  const auto pick = [largest](const Matrix& m) { return largest ? mx::argmax(m, true) : mx::argmin(m, true); };
-  if (!dim) {
-    const Matrix r = pick(x.reshape({x.numel()}));
-    return keepdim ? r.reshape(std::vector<std::int64_t>(x.rank(), 1)) : r.reshape({});
-  }
-  const Matrix r = along_dim(x, *dim, op, pick);
-  return keepdim ? r : mx::squeeze(r, static_cast<int>(*dim));
+Matrix arg_extreme(const Matrix& x, std::optional<int> dim, bool keepdim, bool largest) {
+  const auto pick = [largest, keepdim](const Matrix& m, int d) { return largest ? mx::argmax(m, d, keepdim) : mx::argmin(m, d, keepdim); };
+  if (dim) return pick(x, *dim);
+  const Matrix r = pick(x.reshape({x.numel()}), -1);
+  return keepdim ? r.reshape(std::vector<std::int64_t>(x.rank(), 1)) : r;
 }
 
 namespace {
 
-Matrix argmax(const Matrix& x, std::optional<std::int64_t> dim, bool keepdim) {
-  return arg_extreme(x, dim, keepdim, true, "oa.argmax");
-}
+Matrix argmax(const Matrix& x, std::optional<int> dim, bool keepdim) { return arg_extreme(x, dim, keepdim, true); }
 
 // PyTorch's dim of a reduction: None (every axis), an int, or a tuple or
 // list of ints, as the axis list of oa/matrix/reduction.hpp.
@@ -250,16 +236,10 @@ std::vector<int> reduction_dims(const py::object& dim) {
   return dim.cast<std::vector<int>>();
 }
 
-// x.sum(dim=None, keepdim=False) and its kin over any axes. A float16 or
-// bfloat16 x is reduced in float32 and the result rounded once to x's dtype,
-// as torch does (under autocast, whose policy gives float32, it is left to it).
+// x.sum(dim=None, keepdim=False) and its kin over any axes.
 template <Matrix (*Reduce)(const Matrix&, const std::vector<int>&, bool)>
 auto reduction() {
-  return [](const Matrix& x, const py::object& dim, bool keepdim) {
-    const std::vector<int> dims = reduction_dims(dim);
-    if ((x.dtype() != DType::F16 && x.dtype() != DType::BF16) || autocast_dtype()) return Reduce(x, dims, keepdim);
-    return mx::cast(Reduce(mx::cast(x, DType::F32), dims, keepdim), x.dtype());
-  };
+  return [](const Matrix& x, const py::object& dim, bool keepdim) { return Reduce(x, reduction_dims(dim), keepdim); };
 }
 // x.var(dim=None, correction=1, keepdim=False), x.std(...).
 template <Matrix (*Reduce)(const Matrix&, const std::vector<int>&, float, bool)>

@@ -171,13 +171,19 @@ def test_half_reductions(dtype, rounded, eps):
             np.testing.assert_array_equal(s.float().numpy(), rounded(x64.sum(axis=axis, keepdims=keepdim)))
             assert_close(m.float().numpy(), x64.mean(axis=axis, keepdims=keepdim), rtol=eps, atol=0)
     assert oa.ones(4096, dtype=dtype).sum().item() == 4096
-    # The other reductions of the same binding round once too.
+    # The other reductions round once too, and argmax reads 16-bit values.
     np.testing.assert_array_equal(t.amax(1).float().numpy(), x.max(1))
     np.testing.assert_array_equal(oa.amin(t, (0, 2)).float().numpy(), x.min((0, 2)))
     assert_close(t.logsumexp(-1).float().numpy(), np.log(np.exp(x64).sum(-1)), rtol=eps, atol=0)
-    assert t.prod(0).dtype == dtype
-    with oa.autocast(dtype):  # autocast's policy, as torch's: sum and mean give float32
-        assert t.sum().dtype == t.mean(0).dtype == oa.float32
+    assert t.prod(0).dtype == t.var(1).dtype == t.std(1).dtype == t.norm(2, -1).dtype == dtype
+    assert_close(t.var(1).float().numpy(), x64.var(1, ddof=1), rtol=eps, atol=0)
+    assert_close(t.std((0, 2), correction=0).float().numpy(), x64.std((0, 2)), rtol=eps, atol=0)
+    assert_close(t.norm(2, -1).float().numpy(), np.sqrt((x64 * x64).sum(-1)), rtol=eps, atol=0)
+    np.testing.assert_array_equal(t.argmax(1).numpy(), x.argmax(1))
+    np.testing.assert_array_equal(oa.argmin(t).item(), x.argmin())
+    with oa.autocast(dtype):  # autocast's policy, as torch's: sum and mean give float32, amax keeps the dtype
+        assert t.sum().dtype == t.mean(0).dtype == t.var(1).dtype == oa.float32
+        assert t.amax(1).dtype == dtype
     # Gradients flow back through the casts (16-bit leaves cannot require grad).
     leaf = oa.tensor(x, requires_grad=True)
     w = np.round(values((4, 8), 10) * 8) / 8
@@ -186,6 +192,9 @@ def test_half_reductions(dtype, rounded, eps):
     leaf.grad = None
     leaf.to(dtype).mean().float().backward()
     assert_close(leaf.grad.numpy(), np.full(x.shape, 1 / 96), rtol=eps, atol=0)
+    leaf.grad = None
+    leaf.to(dtype).var(1).sum().float().backward()
+    assert_close(leaf.grad.numpy(), x64 - x64.mean(1, keepdims=True), rtol=2 * eps, atol=2 * eps)  # 2 (x - mean) / (3 - 1)
 
 
 def test_reductions_over_axes():

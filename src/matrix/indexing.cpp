@@ -56,7 +56,10 @@ AxisView view_of(const Shape& s, std::int64_t dim) {
 // The device check of an op's index (`check`: a forward) or none (0: a
 // backward, whose forward checked the same index), binding the record.
 std::uint32_t index_check(bool check, ComputeDispatch& d, const Matrix& x, std::int64_t dim, std::int64_t extent, const char* op) {
-  if (check) return detail::bind_index_check(x.engine(), d, op, fmt::format("dim {} of x {}", dim, x.shape()), extent);
+  if (check) {
+    const auto what = [dim, s = x.shape()] { return fmt::format("dim {} of x {}", dim, s); };
+    return detail::bind_index_check(x.engine(), d, op, what, extent);
+  }
   d.bindings.push_back(BufferBinding::read_write(x.engine().device_check_record()));
   return 0;
 }
@@ -445,7 +448,9 @@ const Op<OneHotAttributes> kOneHotOp{
                     ComputeDispatch d;
                     d.kernel = kernels::matrix_one_hot;
                     d.bindings = {BufferBinding::read(c.inputs[0].storage()), BufferBinding::write(y.storage(), off, bytes)};
-                    if (check == 0) check = detail::bind_index_check(c.engine, d, c.name, "num_classes", c.attributes.num_classes);
+                    if (check == 0)
+                      check = detail::bind_index_check(
+                          c.engine, d, c.name, [] { return std::string("num_classes"); }, c.attributes.num_classes);
                     else d.bindings.push_back(BufferBinding::read_write(c.engine.device_check_record()));
                     d.push.set(push::matrix_one_hot{.n = static_cast<std::uint32_t>(chunk.count),
                                                     .base = static_cast<std::uint32_t>(chunk.begin),

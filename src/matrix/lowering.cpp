@@ -30,12 +30,13 @@ std::int64_t window_batch(const Engine& engine, std::initializer_list<BatchSpan>
   return std::max<std::int64_t>(items, 1);
 }
 
-std::uint32_t bind_index_check(const Engine& engine, runtime::ComputeDispatch& d, const char* op, std::string what, std::int64_t extent) {
+std::uint32_t bind_index_check(const Engine& engine, runtime::ComputeDispatch& d, const char* op, std::function<std::string()> what,
+                               std::int64_t extent) {
   d.bindings.push_back(runtime::BufferBinding::read_write(engine.device_check_record()));
   return engine.register_device_check(ErrorKind::OutOfRange, [op, what = std::move(what), extent](std::int32_t v) {
     return fmt::format("{}: index {} is out of range for {} (extent {}); the GPU found it when it ran the op, and it is reported at "
                        "this synchronization or host read",
-                       op, v, what, extent);
+                       op, v, what(), extent);
   });
 }
 

@@ -90,8 +90,10 @@ std::int64_t window_batch(const Engine& engine, std::initializer_list<BatchSpan>
 // An index check on the device (Engine::register_device_check, kind
 // OutOfRange): appends the check record's binding to `d` and returns the id
 // for the kernel's push constants. The error reads "<op>: index <v> is out of
-// range for <what> (extent <extent>); ..." with what the kernel found as <v>.
-std::uint32_t bind_index_check(const Engine& engine, runtime::ComputeDispatch& d, const char* op, std::string what, std::int64_t extent);
+// range for <what> (extent <extent>); ..." with what the kernel found as <v>
+// and <what> given by `what`, called only when the error is raised.
+std::uint32_t bind_index_check(const Engine& engine, runtime::ComputeDispatch& d, const char* op, std::function<std::string()> what,
+                               std::int64_t extent);
 
 // Finds the view [outer, channels, inner] of `big` in which `small` broadcast to
 // `big` is indexed by the channel alone: `small`'s non-unit extents (right

@@ -109,6 +109,25 @@ float scale_of(bool mean, std::int64_t length) {
   return !mean ? 1.0f : length > 0 ? 1.0f / static_cast<float>(length) : std::numeric_limits<float>::quiet_NaN();
 }
 
+// The lowerings of a one-input op for f32 x and, through `f32`, for f16 and
+// bf16 x: x widened into an f32 temporary, each floating result computed into
+// an f32 temporary and rounded once into its dtype (int32 results written
+// directly), as torch accumulates 16-bit reductions in f32.
+template <class A>
+std::vector<std::pair<DType, detail::Lowering<A>>> float_lowerings(const detail::Lowering<A>& f32) {
+  const detail::Lowering<A> half = [f32](const OpCall<A>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+    const Matrix& x = c.inputs[0];
+    const Matrix wide = detail::allocate(c.engine, x.shape());
+    detail::cast_dispatches(x, wide, x.numel(), ds);
+    std::vector<Matrix> results;
+    for (const Matrix& y : out) results.push_back(y.dtype() == DType::I32 ? y : detail::allocate(c.engine, y.shape()));
+    f32(OpCall<A>{c.name, std::span<const Matrix>(&wide, 1), c.attributes, c.engine}, results, ds);
+    for (std::size_t i = 0; i < out.size(); ++i)
+      if (out[i].dtype() != DType::I32) detail::cast_dispatches(results[i], out[i], out[i].numel(), ds);
+  };
+  return {{DType::F32, f32}, {DType::F16, half}, {DType::BF16, half}};
+}
+
 // ── Reductions over any set of axes ─────────────────────────────────────────
 
 enum class Kind { Sum, Mean, Max, Min, Prod, Var, Std, LogSumExp, Norm };
@@ -204,6 +223,16 @@ void map_rows(const Engine& engine, std::uint32_t mode, const std::shared_ptr<St
   }
 }
 
+// x as the contiguous [v.rows, v.length] rows of layout v: x itself, or a
+// permuted copy (appended to ds) when v moves.
+std::shared_ptr<Storage> rows_of(const Engine& engine, const char* name, const std::shared_ptr<Storage>& x, const Layout& v,
+                                 std::vector<ComputeDispatch>& ds) {
+  if (!v.moves || v.rows * v.length == 0) return x;
+  auto src = scratch(engine, v.rows * v.length);
+  detail::permute_into(name, x, Shape(v.extents), src, v.order, ds);
+  return src;
+}
+
 // Appends the passes that reduce x (shape s) over `dims` into out (the
 // reduced values in row-major order of the kept axes) for reduction `kind`.
 void reduce_axes(const Engine& engine, const char* name, Kind kind, const std::shared_ptr<Storage>& x, const Shape& s,
@@ -212,11 +241,7 @@ void reduce_axes(const Engine& engine, const char* name, Kind kind, const std::s
   const Layout v(s, dims);
   const std::int64_t rows = v.rows, n = v.length;
   if (rows == 0) return;
-  std::shared_ptr<Storage> src = x;
-  if (v.moves && rows * n > 0) {
-    src = scratch(engine, rows * n);
-    detail::permute_into(name, x, Shape(v.extents), src, v.order, ds);
-  }
+  const std::shared_ptr<Storage> src = rows_of(engine, name, x, v, ds);
   switch (kind) {
     case Kind::Sum:
     case Kind::Mean: reduce_rows(engine, src, rows, n, Sum, scale_of(kind == Kind::Mean, n), out, ds); return;
@@ -317,14 +342,22 @@ Matrix ones_where(const Matrix& mask, const Shape& s, const Engine& engine) {
 template <class A>
 Matrix reduction_backward(Kind kind, const BackwardCall<A>& c) {
   const Matrix& gy = c.grad_outputs[0];
+  const bool linear = kind == Kind::Sum || kind == Kind::Mean;
+  if (gy.dtype() != DType::F32 && !linear) {
+    // 16-bit: the f32 rule on widened operands, rounded once to x's dtype.
+    const auto wide = [](const Matrix& m) { return m.defined() ? cast(m, DType::F32) : m; };
+    const std::vector<Matrix> inputs{wide(c.inputs[0])}, outputs{wide(c.outputs[0])}, grads{wide(gy)};
+    const BackwardCall<A> widened{c.name, c.attributes, inputs, outputs, c.input_shapes, grads, c.needs};
+    return cast(reduction_backward(kind, widened), gy.dtype());
+  }
   const Shape& s = c.input_shapes[0];
   const std::vector<std::int64_t>& dims = c.attributes.dims;
   const Shape kept = reduced_shape(s, dims, true);
   const Layout v(s, dims);
   const Engine& engine = gy.engine();
   std::int64_t channels = 1, inner = 1;
-  if ((kind == Kind::Sum || kind == Kind::Mean) && detail::broadcast_layout(s, kept, channels, inner)) {
-    Matrix gx = detail::allocate(engine, s);
+  if (linear && detail::broadcast_layout(s, kept, channels, inner)) {
+    Matrix gx = detail::allocate(engine, s, gy.dtype());
     std::vector<ComputeDispatch> ds;
     expand_channels(gy, gx, channels, inner, scale_of(kind == Kind::Mean, v.length), c.name, ds);
     c.record(ds, {&gy}, {&gx});
@@ -398,14 +431,13 @@ Op<A> reduction_op(const char* name, Kind kind) {
                       fail(ErrorKind::InvalidArgument, "{}: p {} is not supported for x {} (1, 2 or inf)", c.name, p, s);
                   }
                   check_indexable(x, v.rows, c.name);
-                  return std::vector<OutputSpec>{{reduced_shape(s, c.attributes.dims, c.attributes.keepdim)}};
+                  return std::vector<OutputSpec>{{reduced_shape(s, c.attributes.dims, c.attributes.keepdim), x.dtype()}};
                 },
-                .lower = {{DType::F32,
-                           [kind](const OpCall<A>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
-                             const Matrix& x = c.inputs[0];
-                             reduce_axes(c.engine, c.name, kind, x.storage(), x.shape(), c.attributes.dims, correction_of(c.attributes),
-                                         order_of(c.attributes), out[0].storage(), ds);
-                           }}},
+                .lower = float_lowerings<A>([kind](const OpCall<A>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+                  const Matrix& x = c.inputs[0];
+                  reduce_axes(c.engine, c.name, kind, x.storage(), x.shape(), c.attributes.dims, correction_of(c.attributes),
+                              order_of(c.attributes), out[0].storage(), ds);
+                }),
                 .saves = [kind](const OpCall<A>&, const std::vector<bool>&) { return reduction_saves(kind); },
                 .backward = [kind](const BackwardCall<A>& c) { return std::vector<Matrix>{reduction_backward(kind, c)}; }});
 }
@@ -442,31 +474,33 @@ std::vector<std::int64_t> reduced_axes(const char* op, const Matrix& x, const st
 
 // ── argmax, argmin ──────────────────────────────────────────────────────────
 
-struct KeepDimAttributes {
+struct ArgAttributes {
+  std::int64_t dim = 0;  // non-negative
   bool keepdim = false;
-  static constexpr auto fields = std::tuple{field("keepdim", &KeepDimAttributes::keepdim)};
+  static constexpr auto fields = std::tuple{field("dim", &ArgAttributes::dim), field("keepdim", &ArgAttributes::keepdim)};
 };
 
-// The index of the extreme of each last-axis row (not differentiable).
-Op<KeepDimAttributes> arg_op(const char* name, ReduceOp op) {
-  return Op<KeepDimAttributes>(
+// The index of the extreme along axis `dim` (not differentiable).
+Op<ArgAttributes> arg_op(const char* name, ReduceOp op) {
+  return Op<ArgAttributes>(
       {.name = name,
        .inputs = {"x"},
-       .infer = [](const OpCall<KeepDimAttributes>& c) {
-         const Matrix& x = c.inputs[0];
-         const Shape& s = x.shape();
-         if (s.rank() == 0) fail(ErrorKind::InvalidArgument, "{}: x {} must have rank >= 1", c.name, s);
-         const std::int64_t length = s.dim(-1);
-         if (length == 0) fail(ErrorKind::InvalidArgument, "{}: cannot reduce the empty last axis of x {}", c.name, s);
-         if (length > INT32_MAX) fail(ErrorKind::InvalidArgument, "{}: last axis of x {} is too long for int32 indices", c.name, s);
-         check_indexable(x, s.numel() / length, c.name);
-         return std::vector<OutputSpec>{{reduced_shape(s, {static_cast<std::int64_t>(s.rank()) - 1}, c.attributes.keepdim), DType::I32}};
+       .infer = [](const OpCall<ArgAttributes>& c) {
+         const Shape& s = c.inputs[0].shape();
+         const std::int64_t length = s[static_cast<std::size_t>(c.attributes.dim)];
+         if (length == 0) fail(ErrorKind::InvalidArgument, "{}: cannot reduce the empty dim {} of x {}", c.name, c.attributes.dim, s);
+         if (length > INT32_MAX)
+           fail(ErrorKind::InvalidArgument, "{}: dim {} of x {} is too long for int32 indices", c.name, c.attributes.dim, s);
+         check_indexable(c.inputs[0], s.numel() / length, c.name);
+         return std::vector<OutputSpec>{{reduced_shape(s, {c.attributes.dim}, c.attributes.keepdim), DType::I32}};
        },
-       .lower = {{DType::F32, [op](const OpCall<KeepDimAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
-                    const Shape& s = c.inputs[0].shape();
-                    const std::int64_t length = s.dim(-1), rows = s.numel() / length;
-                    if (rows > 0) reduce_rows(c.engine, c.inputs[0].storage(), rows, length, op, 1.0f, out[0].storage(), ds);
-                  }}}});
+       .lower = float_lowerings<ArgAttributes>(
+           [op](const OpCall<ArgAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+             const Layout v(c.inputs[0].shape(), {c.attributes.dim});
+             if (v.rows == 0) return;
+             const auto rows = rows_of(c.engine, c.name, c.inputs[0].storage(), v, ds);
+             reduce_rows(c.engine, rows, v.rows, v.length, op, 1.0f, out[0].storage(), ds);
+           })});
 }
 
 const auto kArgMax = arg_op("oa::matrix::argmax", ArgMax);
@@ -551,16 +585,6 @@ void sum_to_f32(const Engine& engine, const char* name, const Matrix& x, const M
   else reduce_axes(engine, name, Kind::Sum, x.storage(), x.shape(), v.axes, 0.0f, 0.0f, y.storage(), ds);
 }
 
-// sum_to of a 16-bit x: widened into an f32 temporary, summed, rounded once.
-const detail::Lowering<SumToAttributes> kSumToHalf = [](const OpCall<SumToAttributes>& c, const std::vector<Matrix>& out,
-                                                        std::vector<ComputeDispatch>& ds) {
-  const Matrix& x = c.inputs[0];
-  const Matrix wide = detail::allocate(c.engine, x.shape()), sums = detail::allocate(c.engine, out[0].shape());
-  detail::cast_dispatches(x, wide, x.numel(), ds);
-  sum_to_f32(c.engine, c.name, wide, sums, ds);
-  detail::cast_dispatches(sums, out[0], sums.numel(), ds);
-};
-
 // x summed to a shape it broadcasts from; the gradient of a sum over
 // broadcast copies is gy broadcast back. A 16-bit x is widened into an f32
 // temporary, summed in f32, and the sums rounded once into its dtype.
@@ -577,12 +601,10 @@ const Op<SumToAttributes> kSumTo{
        check_indexable(c.inputs[0], v.channels, c.name);
        return std::vector<OutputSpec>{{target, c.inputs[0].dtype()}};
      },
-     .lower = {{DType::F32,
-                [](const OpCall<SumToAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
-                  sum_to_f32(c.engine, c.name, c.inputs[0], out[0], ds);
-                }},
-               {DType::F16, kSumToHalf},
-               {DType::BF16, kSumToHalf}},
+     .lower = float_lowerings<SumToAttributes>(
+         [](const OpCall<SumToAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+           sum_to_f32(c.engine, c.name, c.inputs[0], out[0], ds);
+         }),
      .backward = [](const BackwardCall<SumToAttributes>& c) {
        const Matrix& gy = c.grad_outputs[0];
        const Shape& s = c.input_shapes[0];
@@ -604,6 +626,12 @@ template <class A>
 Matrix reduce(const Op<A>& op, const Matrix& x, const std::vector<int>& dim, A attributes) {
   attributes.dims = reduced_axes(op.def.name, x, dim);
   return apply(op, {x}, attributes)[0];
+}
+
+// argmax or argmin: `dim` checked and normalised before apply.
+Matrix arg_extreme(const Op<ArgAttributes>& op, const Matrix& x, int dim, bool keepdim) {
+  detail::require_defined(x, op.def.name, "x");
+  return apply(op, {x}, {detail::existing_axis(op.def.name, x.shape(), dim, "dim"), keepdim})[0];
 }
 
 }  // namespace
@@ -628,8 +656,8 @@ Matrix sum_all(const Matrix& x) { return sum(x, std::vector<int>{}); }
 Matrix mean_all(const Matrix& x) { return mean(x, std::vector<int>{}); }
 Matrix max_all(const Matrix& x) { return max(x, std::vector<int>{}); }
 
-Matrix argmax(const Matrix& x, bool keepdim) { return apply(kArgMax, {x}, {keepdim})[0]; }
-Matrix argmin(const Matrix& x, bool keepdim) { return apply(kArgMin, {x}, {keepdim})[0]; }
+Matrix argmax(const Matrix& x, int dim, bool keepdim) { return arg_extreme(kArgMax, x, dim, keepdim); }
+Matrix argmin(const Matrix& x, int dim, bool keepdim) { return arg_extreme(kArgMin, x, dim, keepdim); }
 
 Matrix cumsum(const Matrix& x, int dim) {
   const char* op = "oa::matrix::cumsum";

@@ -235,6 +235,11 @@ TEST(MatrixReduction, AxesAndErrors) {
   EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::sum(x, {2}); }, oa::ErrorKind::InvalidArgument, {"oa::matrix::sum", "dim 2", "[2, 3]"}));
   EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::var(x, {1, -1}); }, oa::ErrorKind::InvalidArgument, {"oa::matrix::var", "twice"}));
   EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::norm(x, 3.0f); }, oa::ErrorKind::InvalidArgument, {"oa::matrix::norm", "p 3"}));
+  const auto invalid = oa::ErrorKind::InvalidArgument;
+  EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::argmax(x, 2); }, invalid, {"oa::matrix::argmax", "dim 2", "[2, 3]"}));
+  EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::argmin(x, -3); }, invalid, {"oa::matrix::argmin", "dim -3", "[2, 3]"}));
+  EXPECT_TRUE(oa_test::throws([&] { (void)oa::ml::softmax(x, 2); }, invalid, {"oa::ml::softmax", "dim 2", "[2, 3]"}));
+  EXPECT_TRUE(oa_test::throws([&] { (void)oa::ml::log_softmax(Matrix::full({}, 1.0f), 0); }, invalid, {"oa::ml::log_softmax", "rank 0"}));
   EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::cumsum(x, 2); }, oa::ErrorKind::InvalidArgument, {"oa::matrix::cumsum", "dim 2"}));
   EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::sum_to(x, Shape{2}); }, oa::ErrorKind::InvalidArgument, {"oa::matrix::sum_to", "[2, 3]", "[2]"}));
   EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::mean(Matrix(), {0}); }, oa::ErrorKind::InvalidArgument, {"oa::matrix::mean"}));

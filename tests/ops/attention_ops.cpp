@@ -4,6 +4,7 @@
 
 #include "ops/op_table.hpp"
 #include "reference/attention.hpp"
+#include "reference/layout.hpp"
 
 namespace oa::test {
 namespace {
@@ -51,6 +52,16 @@ OA_OP_CASES(softmax_scaled_masked, "oa::ml::softmax_scaled_masked") {
   cases.push_back({"long", {random_input({2, 300}, 514, -2, 2)},
                    [](const Inputs& x) { return oa::ml::softmax_scaled_masked(x[0], Matrix(), 1.0f); },
                    [](const RefInputs& x) { return reference::softmax(x[0], 2, 300, 1.0); }});
+  // oa::ml::softmax: the last axis by default, another through a transpose before and after.
+  const auto softmax_rows = [](const std::vector<double>& x, std::int64_t L) {
+    return reference::softmax(x, static_cast<std::int64_t>(x.size()) / L, L, 1.0);
+  };
+  cases.push_back({"softmax_last", {random_input({3, 4}, 515, -2, 2)}, [](const Inputs& x) { return oa::ml::softmax(x[0]); },
+                   [](const RefInputs& x) { return reference::softmax(x[0], 3, 4, 1.0); }});
+  cases.push_back({"softmax_dim1", {random_input({2, 3, 5}, 516, -2, 2)}, [](const Inputs& x) { return oa::ml::softmax(x[0], 1); },
+                   [softmax_rows](const RefInputs& x) { return reference::along_axis(x[0], {2, 3, 5}, 1, softmax_rows); },
+                   kGradTolerance,
+                   {"oa::matrix::permute", "oa::ml::softmax_scaled_masked", "oa::matrix::permute"}});
   return cases;
 }
 

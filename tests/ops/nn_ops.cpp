@@ -1,6 +1,7 @@
 // Op table cases of the nn ops: norms, pools, losses, log_softmax, embedding
 // and dropout (oa/ml/{norm,pool,loss,activation,embedding,dropout}.hpp).
 #include "ops/op_table.hpp"
+#include "reference/layout.hpp"
 #include "reference/nn.hpp"
 
 namespace oa::test {
@@ -223,6 +224,15 @@ OA_OP_CASES(log_softmax, "oa::ml::log_softmax") {
     cases.push_back({label("x", shape.numel()), {random_input(shape, seed++, -3, 3)},
                      [](const Inputs& x) { return oa::ml::log_softmax(x[0]); },
                      [L = shape.cols()](const RefInputs& x) { return reference::log_softmax(x[0], L); }});
+  // Along another axis: a transpose before and after.
+  for (int dim : {0, -2})
+    cases.push_back({label("dim", (dim + 3) % 3), {random_input({4, 3, 5}, seed++, -3, 3)},
+                     [dim](const Inputs& x) { return oa::ml::log_softmax(x[0], dim); },
+                     [dim](const RefInputs& x) {
+                       return reference::along_axis(x[0], {4, 3, 5}, static_cast<std::size_t>(dim + 3) % 3, reference::log_softmax);
+                     },
+                     kGradTolerance,
+                     {"oa::matrix::permute", "oa::ml::log_softmax", "oa::matrix::permute"}});
   return cases;
 }
 

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "ops/op_table.hpp"
+#include "reference/dtype.hpp"
 #include "reference/reduction.hpp"
 
 namespace oa::test {
@@ -45,10 +46,23 @@ std::vector<std::int64_t> normal_dims(const Axes& a) {
   return out;
 }
 
-// The cases of reduction f (reference fold r) over kAxes with inputs in
-// [low, high). `kernel_backward`: which cases record "<op> backward" (the
+// Tolerances of a result (and gradient) rounded once to `dtype`, from f32
+// leaves that the dtype holds exactly and a rounded output gradient.
+GradTolerance tolerance_of(DType dtype) {
+  GradTolerance t;
+  const double e = dtype == DType::F16 ? 2e-3 : 1.6e-2;
+  t.forward_rtol = t.forward_atol = e;
+  t.grad_rtol = t.grad_atol = 2 * e;
+  return t;
+}
+
+// The cases of reduction `op`, f (reference fold r), over kAxes with inputs
+// in [low, high). `kernel_backward`: which cases record "<op> backward" (the
 // others differentiate through public ops); `include`: which of kAxes to run.
-std::vector<OpCase> over_axes(const Reduce& f, const Fold& r, double low, double high,
+// The trailing, moved and split axes cases run on f16 and bf16 x too: f32
+// leaves cast to the dtype, reduced, and cast back (the gradient reaches the
+// 16-bit reduction's backward through the casts).
+std::vector<OpCase> over_axes(const char* op, const Reduce& f, const Fold& r, double low, double high,
                               const std::function<bool(const Axes&)>& kernel_backward,
                               const std::function<bool(const Axes&)>& include = [](const Axes&) { return true; }) {
   std::vector<OpCase> cases;
@@ -57,13 +71,25 @@ std::vector<OpCase> over_axes(const Reduce& f, const Fold& r, double low, double
     if (!include(a)) continue;
     const std::vector<int> dims = a.dims;
     const bool keepdim = a.keepdim;
-    cases.push_back({a.label,
-                     {random_input(a.shape, seed++, low, high, a.grads)},
-                     [f, dims, keepdim](const Inputs& x) { return f(x[0], dims, keepdim); },
-                     [r, xs = a.shape.to_vector(), nd = normal_dims(a)](const RefInputs& x) { return oa::reference::reduce_axes(x[0], xs, nd, r); },
-                     kGradTolerance,
-                     {},
-                     kernel_backward(a)});
+    const ReferenceForward ref = [r, xs = a.shape.to_vector(), nd = normal_dims(a)](const RefInputs& x) {
+      return oa::reference::reduce_axes(x[0], xs, nd, r);
+    };
+    cases.push_back({a.label, {random_input(a.shape, seed++, low, high, a.grads)},
+                     [f, dims, keepdim](const Inputs& x) { return f(x[0], dims, keepdim); }, ref, kGradTolerance, {}, kernel_backward(a)});
+    if (a.shape.rank() < 2 || !a.grads || a.label == std::string("lead2x3x4")) continue;
+    for (DType dtype : {DType::F16, DType::BF16}) {
+      GradInput x = random_input(a.shape, seed++, low, high);
+      x.values = oa::reference::rounded(dtype == DType::F16 ? oa::reference::kF16 : oa::reference::kBF16, x.values);
+      cases.push_back({std::string(a.label) + "_" + std::string(to_string(dtype)),
+                       {x},
+                       [f, dims, keepdim, dtype](const Inputs& in) {
+                         return oa::matrix::cast(f(oa::matrix::cast(in[0], dtype), dims, keepdim), DType::F32);
+                       },
+                       ref,
+                       tolerance_of(dtype),
+                       {"oa::matrix::cast", op, "oa::matrix::cast"},
+                       kernel_backward(a)});
+    }
   }
   return cases;
 }
@@ -132,12 +158,12 @@ Matrix sum_dims(const Matrix& x, const std::vector<int>& d, bool k) { return oa:
 Matrix mean_dims(const Matrix& x, const std::vector<int>& d, bool k) { return oa::matrix::mean(x, d, k); }
 Matrix max_dims(const Matrix& x, const std::vector<int>& d, bool k) { return oa::matrix::max(x, d, k); }
 
-OA_OP_CASES(sum, "oa::matrix::sum") { return over_axes(sum_dims, fold_sum, -2, 2, kept_contiguous); }
-OA_OP_CASES(mean, "oa::matrix::mean") { return over_axes(mean_dims, fold_mean, -2, 2, kept_contiguous); }
-OA_OP_CASES(max, "oa::matrix::max") { return over_axes(max_dims, fold_max, -2, 2, trailing); }
-OA_OP_CASES(min, "oa::matrix::min") { return over_axes(oa::matrix::min, fold_min, -2, 2, trailing); }
+OA_OP_CASES(sum, "oa::matrix::sum") { return over_axes("oa::matrix::sum", sum_dims, fold_sum, -2, 2, kept_contiguous); }
+OA_OP_CASES(mean, "oa::matrix::mean") { return over_axes("oa::matrix::mean", mean_dims, fold_mean, -2, 2, kept_contiguous); }
+OA_OP_CASES(max, "oa::matrix::max") { return over_axes("oa::matrix::max", max_dims, fold_max, -2, 2, trailing); }
+OA_OP_CASES(min, "oa::matrix::min") { return over_axes("oa::matrix::min", oa::matrix::min, fold_min, -2, 2, trailing); }
 OA_OP_CASES(prod, "oa::matrix::prod") {
-  std::vector<OpCase> cases = over_axes(oa::matrix::prod, fold_prod, 0.6, 1.5, never, short_rows);
+  std::vector<OpCase> cases = over_axes("oa::matrix::prod", oa::matrix::prod, fold_prod, 0.6, 1.5, never, short_rows);
   // Groups of a [3, 4] x holding no zero, one zero and two zeros (torch.prod's three gradient cases).
   cases.push_back({"zeros3x4",
                    {{{3, 4}, {0.5f, -1.5f, 2.0f, 1.25f, 0.0f, 0.75f, -2.0f, 1.5f, 0.0f, 1.5f, 0.0f, -0.5f}, true}},
@@ -149,47 +175,64 @@ OA_OP_CASES(prod, "oa::matrix::prod") {
   return cases;
 }
 OA_OP_CASES(var, "oa::matrix::var") {
-  return variants({{"", over_axes(with_correction(oa::matrix::var, 1.0f), fold_var(1), -2, 2, never, several)},
-                   {"_c0", over_axes(with_correction(oa::matrix::var, 0.0f), fold_var(0), -2, 2, never, short_rows)}});
+  return variants({{"", over_axes("oa::matrix::var", with_correction(oa::matrix::var, 1.0f), fold_var(1), -2, 2, never, several)},
+                   {"_c0", over_axes("oa::matrix::var", with_correction(oa::matrix::var, 0.0f), fold_var(0), -2, 2, never, short_rows)}});
 }
 OA_OP_CASES(std, "oa::matrix::std") {
-  return variants({{"", over_axes(with_correction(oa::matrix::std, 1.0f), [](const std::vector<double>& v) { return std::sqrt(fold_var(1)(v)); },
+  return variants({{"", over_axes("oa::matrix::std", with_correction(oa::matrix::std, 1.0f),
+                                  [](const std::vector<double>& v) { return std::sqrt(fold_var(1)(v)); },
                                   -2, 2, never, several)},
-                   {"_c0", over_axes(with_correction(oa::matrix::std, 0.0f),
+                   {"_c0", over_axes("oa::matrix::std", with_correction(oa::matrix::std, 0.0f),
                                      [](const std::vector<double>& v) { return std::sqrt(fold_var(0)(v)); }, -2, 2, never,
                                      [](const Axes& a) { return a.grads && a.shape.rank() > 0; })}});
 }
-OA_OP_CASES(logsumexp, "oa::matrix::logsumexp") { return over_axes(oa::matrix::logsumexp, fold_logsumexp, -3, 3, never); }
+OA_OP_CASES(logsumexp, "oa::matrix::logsumexp") {
+  return over_axes("oa::matrix::logsumexp", oa::matrix::logsumexp, fold_logsumexp, -3, 3, never);
+}
 OA_OP_CASES(norm, "oa::matrix::norm") {
   const double inf = std::numeric_limits<double>::infinity();
-  return variants({{"_p2", over_axes(with_order(2.0f), fold_norm(2), -2, 2, never)},
-                   {"_p1", over_axes(with_order(1.0f), fold_norm(1), -2, 2, never, short_rows)},
-                   {"_pinf", over_axes(with_order(std::numeric_limits<float>::infinity()), fold_norm(inf), -2, 2, never, short_rows)}});
+  return variants({{"_p2", over_axes("oa::matrix::norm", with_order(2.0f), fold_norm(2), -2, 2, never)},
+                   {"_p1", over_axes("oa::matrix::norm", with_order(1.0f), fold_norm(1), -2, 2, never, short_rows)},
+                   {"_pinf", over_axes("oa::matrix::norm", with_order(std::numeric_limits<float>::infinity()), fold_norm(inf), -2, 2,
+                                       never, short_rows)}});
 }
 
-// Rows of the last axis, for argmax and argmin.
-std::vector<OpCase> last_axis(const std::function<Matrix(const Matrix&, bool)>& f,
-                              const std::function<std::vector<double>(const std::vector<double>&, std::int64_t, std::int64_t)>& r) {
+// argmax or argmin along one axis: the last (the row kernel on x itself),
+// others (x permuted first), negative ones, keepdim, a row past one segment;
+// f16 and bf16 x along one axis of each kind.
+std::vector<OpCase> along_axis(Matrix (*f)(const Matrix&, int, bool), const Fold& pick) {
+  struct Along {
+    Shape shape;
+    int dim;
+    bool keepdim;
+  };
+  const std::vector<Along> along = {{{5}, 0, false},        {{3, 7}, -1, true},     {{3, 7}, 0, false},     {{2, 3, 33}, 1, true},
+                                    {{2, 3, 33}, -3, false}, {{2, 1030, 3}, 1, false}, {{2, 3, 1030}, 2, false}};
   std::vector<OpCase> cases;
   std::uint64_t seed = 51;
-  for (const Shape& shape : {Shape{5}, Shape{3, 7}, Shape{2, 3, 33}, Shape{2, 3, 1030}})
-    for (bool keepdim : {false, true}) {
-      const std::int64_t L = shape.cols(), rows = shape.numel() / L;
-      cases.push_back({label("x", shape.numel()) + (keepdim ? "_keepdim" : ""),
-                       {random_input(shape, seed++, -2, 2, false)},
-                       [f, keepdim](const Inputs& x) { return f(x[0], keepdim); },
-                       [r, rows, L](const RefInputs& x) { return r(x[0], rows, L); }});
+  for (DType dtype : {DType::F32, DType::F16, DType::BF16})
+    for (const Along& a : along) {
+      if (dtype != DType::F32 && a.shape.rank() != 2) continue;
+      GradInput x = random_input(a.shape, seed++, -2, 2, false);
+      x.dtype = dtype;
+      const auto rank = static_cast<int>(a.shape.rank());
+      const std::int64_t axis = a.dim < 0 ? a.dim + rank : a.dim;
+      cases.push_back({label("x", a.shape.numel()) + label("_dim", axis) + (a.keepdim ? "_keepdim_" : "_") + std::string(to_string(dtype)),
+                       {x},
+                       [f, a](const Inputs& in) { return f(in[0], a.dim, a.keepdim); },
+                       [pick, xs = a.shape.to_vector(), axis](const RefInputs& in) {
+                         return oa::reference::reduce_axes(in[0], xs, {axis}, pick);
+                       }});
     }
   return cases;
 }
 
-std::vector<double> argmaxima(const std::vector<double>& x, std::int64_t rows, std::int64_t L) {
-  std::vector<std::int32_t> index;
-  oa::reference::row_max(x, rows, L, &index);
-  return {index.begin(), index.end()};
-}
+// The first index of the largest (fold_argmax) or smallest value.
+double fold_argmax(const std::vector<double>& v) { return static_cast<double>(std::max_element(v.begin(), v.end()) - v.begin()); }
+double fold_argmin(const std::vector<double>& v) { return static_cast<double>(std::min_element(v.begin(), v.end()) - v.begin()); }
 
-OA_OP_CASES(argmax, "oa::matrix::argmax") { return last_axis(oa::matrix::argmax, argmaxima); }
+OA_OP_CASES(argmax, "oa::matrix::argmax") { return along_axis(oa::matrix::argmax, fold_argmax); }
+OA_OP_CASES(argmin, "oa::matrix::argmin") { return along_axis(oa::matrix::argmin, fold_argmin); }
 
 OA_OP_CASES(cumsum, "oa::matrix::cumsum") {
   struct Scan {
@@ -230,14 +273,6 @@ OA_OP_CASES(sum_to, "oa::matrix::sum_to") {
                      std::string(t.label).rfind("split", 0) != 0});  // split targets differentiate through oa::matrix::expand
   return cases;
 }
-
-std::vector<double> argminima(const std::vector<double>& x, std::int64_t rows, std::int64_t L) {
-  std::vector<double> negated(x.size());
-  std::transform(x.begin(), x.end(), negated.begin(), [](double v) { return -v; });
-  return argmaxima(negated, rows, L);
-}
-
-OA_OP_CASES(argmin, "oa::matrix::argmin") { return last_axis(oa::matrix::argmin, argminima); }
 
 }  // namespace
 }  // namespace oa::test

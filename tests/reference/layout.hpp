@@ -57,4 +57,16 @@ inline std::vector<double> slice(const std::vector<double>& x, const std::vector
   });
 }
 
+// rows(x', L) of x (shape `shape`) along axis `dim` (non-negative): axis dim
+// swapped with the last into x', each row of its L = shape[dim] elements
+// mapped by `rows`, and swapped back.
+inline std::vector<double> along_axis(const std::vector<double>& x, const std::vector<std::int64_t>& shape, std::size_t dim,
+                                      const std::function<std::vector<double>(const std::vector<double>&, std::int64_t)>& rows) {
+  std::vector<std::int64_t> swap(shape.size()), swapped = shape;
+  for (std::size_t k = 0; k < swap.size(); ++k) swap[k] = static_cast<std::int64_t>(k);
+  std::swap(swap[dim], swap.back());
+  std::swap(swapped[dim], swapped.back());
+  return permute(rows(permute(x, shape, swap), shape[dim]), swapped, swap);
+}
+
 }  // namespace oa::reference

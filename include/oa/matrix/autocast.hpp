@@ -28,8 +28,10 @@
 //            permutations (split_heads, merge_heads, split_qkv_heads) have
 //            16-bit lowerings, as do permute, slice and expand, so a 16-bit
 //            projection reaches attention and the next projection without a
-//            cast; the indexing ops (index_select, gather, ...), concat and
-//            the reductions are f32, and widen.
+//            cast, and max, min, argmax and argmin keep a 16-bit input's
+//            dtype (they reduce in f32 and round once, as torch.amax does);
+//            the indexing ops (index_select, gather, ...) and concat are
+//            f32, and widen.
 //   Keep     oa::matrix::cast itself: never touched.
 // Integer and bool inputs (indices, masks) and absent optional inputs are
 // never cast. The casts are oa::matrix::cast ops (each its own semantic op),

@@ -1,5 +1,15 @@
 #pragma once
-// Reductions and scans (oa::matrix). F32 input, row-major, contiguous.
+// Reductions and scans (oa::matrix). Row-major, contiguous input.
+//
+// Dtypes. The reductions (sum, mean, max, min, prod, var, std, logsumexp,
+// norm), argmax and argmin take f32, f16 or bf16 x; a 16-bit x is widened
+// into an f32 temporary (one more read and write of x), reduced in f32, and
+// each result rounded once to x's dtype, which the result has (torch's
+// accumulate-in-f32, return-the-input-dtype); its gradient has x's dtype too,
+// computed in f32 from widened operands and rounded once (sum and mean: gy
+// broadcast in x's dtype). Under autocast the policy table decides
+// (oa/matrix/autocast.hpp): sum, mean, prod, var, std, logsumexp and norm
+// run in f32 and give f32. cumsum takes f32 x.
 //
 // Axes. `dim` lists the axes to reduce, as torch.sum(x, dim, keepdim) takes
 // them: any set of x's axes, negative ones counting from the end, in any
@@ -28,9 +38,9 @@
 // Empty reductions: sum and norm give 0, prod 1, mean and var NaN, logsumexp
 // -inf (as PyTorch); max, min and norm with p = inf throw InvalidArgument.
 // Errors (oa::Error, kind InvalidArgument, naming the op, the argument and
-// the shape; nothing recorded): undefined or non-f32 x, an axis out of range,
-// an axis listed twice, an empty reduction where no identity exists, an
-// unsupported norm order, element counts past 2^32 - 1.
+// the shape; nothing recorded): undefined x, x of a non-floating dtype, an
+// axis out of range, an axis listed twice, an empty reduction where no
+// identity exists, an unsupported norm order, element counts past 2^32 - 1.
 #include <concepts>
 #include <vector>
 
@@ -100,15 +110,30 @@ Matrix sum_all(const Matrix& x);
 Matrix mean_all(const Matrix& x);
 Matrix max_all(const Matrix& x);
 
-// Index of the maximum over the last axis as I32 (torch.argmax(x, -1, keepdim)):
-// the first index of the maximum; a NaN counts as the maximum. Throws
-// InvalidArgument for a rank-0 x, an empty last axis, or L past INT32_MAX.
-// Semantic op "oa::matrix::argmax".
-Matrix argmax(const Matrix& x, bool keepdim = false);
-// Index of the minimum over the last axis as I32 (torch.argmin(x, -1, keepdim)):
-// the first index of the minimum; a NaN counts as the minimum (as PyTorch,
-// NaN propagates); -0 and +0 tie. Errors as argmax. Semantic op "oa::matrix::argmin".
-Matrix argmin(const Matrix& x, bool keepdim = false);
+// Index of the maximum along axis `dim` (negative counts from the end) as
+// I32 (torch.argmax(x, dim, keepdim)): the first index of the maximum; a NaN
+// counts as the maximum. The result drops dim, or keeps it as an extent of 1
+// with keepdim. A dim other than the last costs one permuted copy of x (see
+// the cost model above). Throws InvalidArgument for a rank-0 x, dim out of
+// range, an empty dim, or its extent past INT32_MAX. Semantic op
+// "oa::matrix::argmax", attributes dim (non-negative) and keepdim.
+Matrix argmax(const Matrix& x, int dim, bool keepdim = false);
+// Index of the minimum along axis `dim` as I32 (torch.argmin(x, dim,
+// keepdim)): the first index of the minimum; a NaN counts as the minimum (as
+// PyTorch, NaN propagates); -0 and +0 tie. Errors as argmax. Semantic op
+// "oa::matrix::argmin".
+Matrix argmin(const Matrix& x, int dim, bool keepdim = false);
+// The last-axis forms: dim -1 (torch.argmax(x, -1, keepdim)).
+inline Matrix argmax(const Matrix& x) { return argmax(x, -1); }
+inline Matrix argmin(const Matrix& x) { return argmin(x, -1); }
+template <std::same_as<bool> B>
+Matrix argmax(const Matrix& x, B keepdim) {
+  return argmax(x, -1, keepdim);
+}
+template <std::same_as<bool> B>
+Matrix argmin(const Matrix& x, B keepdim) {
+  return argmin(x, -1, keepdim);
+}
 
 // Sums x down to `target`, the inverse of the broadcasting of oa::matrix's
 // binary ops (oa/matrix/elementwise.hpp): target broadcasts to x by NumPy's

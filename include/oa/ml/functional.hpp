@@ -10,7 +10,7 @@
 //   oa/ml/norm.hpp        layer_norm, rms_norm, group_norm, batch_norm_2d
 //   oa/ml/rope.hpp        rope
 //   oa/ml/pool.hpp        max_pool_2d, avg_pool_2d, global_avg_pool_2d
-//   oa/ml/activation.hpp  log_softmax
+//   oa/ml/activation.hpp  softmax, log_softmax
 //   oa/ml/embedding.hpp   embedding
 //   oa/ml/dropout.hpp     dropout
 //   oa/ml/loss.hpp        cross_entropy, mse_loss, accuracy

@@ -91,8 +91,8 @@ const detail::Op<detail::NoAttributes> kEmbedding{
                   d.kernel = kernels::ml_nn_embedding;
                   d.bindings = {BufferBinding::read(indices.storage()), BufferBinding::read(weight.storage()),
                                 BufferBinding::write(y.storage())};
-                  const std::uint32_t check =
-                      detail::bind_index_check(c.engine, d, c.name, fmt::format("the rows of weight {}", weight.shape()), weight.shape()[0]);
+                  const auto what = [s = weight.shape()] { return fmt::format("the rows of weight {}", s); };
+                  const std::uint32_t check = detail::bind_index_check(c.engine, d, c.name, what, weight.shape()[0]);
                   d.push.set(push::ml_nn_embedding{.n = static_cast<std::uint32_t>(y.numel()),
                                                    .D = static_cast<std::uint32_t>(weight.shape()[1]),
                                                    .V = static_cast<std::int32_t>(weight.shape()[0]),

@@ -1,7 +1,10 @@
 // log_softmax, declared once (matrix/op_def.hpp): validation, forward and
-// backward row kernels.
+// backward row kernels; it and softmax along any axis.
+#include "matrix/axis.hpp"
 #include "matrix/op_def.hpp"
 #include "ml/nn_ops/common.hpp"
+#include "oa/matrix/layout.hpp"
+#include "oa/ml/attention.hpp"
 
 namespace oa::ml {
 
@@ -51,8 +54,24 @@ const detail::Op<detail::NoAttributes> kLogSoftmax{
        return std::vector<Matrix>{dx};
      }}};
 
+// last_axis(x) along axis `dim` of x: that axis swapped with the last one
+// before and after, unless it is the last one.
+Matrix along_dim(const char* op, const Matrix& x, int dim, const std::function<Matrix(const Matrix&)>& last_axis) {
+  detail::require_defined(x, op, "x");
+  const std::int64_t d = detail::existing_axis(op, x.shape(), dim, "dim");
+  if (d == static_cast<std::int64_t>(x.rank()) - 1) return last_axis(x);
+  const int a = static_cast<int>(d);
+  return matrix::transpose(last_axis(matrix::transpose(x, a, -1)), a, -1);
+}
+
 }  // namespace
 
-Matrix log_softmax(const Matrix& x) { return detail::apply(kLogSoftmax, {x})[0]; }
+Matrix log_softmax(const Matrix& x, int dim) {
+  return along_dim(kLogSoftmax.def.name, x, dim, [](const Matrix& m) { return detail::apply(kLogSoftmax, {m})[0]; });
+}
+
+Matrix softmax(const Matrix& x, int dim) {
+  return along_dim("oa::ml::softmax", x, dim, [](const Matrix& m) { return softmax_scaled_masked(m, Matrix(), 1.0f); });
+}
 
 }  // namespace oa::ml

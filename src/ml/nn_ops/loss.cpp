@@ -46,8 +46,10 @@ void bind_target_check(const Engine& engine, ComputeDispatch& d, const char* op,
     d.bindings.push_back(BufferBinding::read_write(engine.device_check_record()));
     return;
   }
-  id = detail::bind_index_check(engine, d, op, fmt::format("the classes of logits {} (ignore_index {} aside)", logits, ignore_index),
-                                logits[1]);
+  const auto what = [logits, ignore_index] {
+    return fmt::format("the classes of logits {} (ignore_index {} aside)", logits, ignore_index);
+  };
+  id = detail::bind_index_check(engine, d, op, what, logits[1]);
 }
 
 struct CrossEntropyAttributes {
