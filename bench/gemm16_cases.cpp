@@ -1,5 +1,6 @@
-// 16-bit GEMM sweep: C [M, N] f32 = A [M, K] * B [K, N] with A and B f16 or
-// bf16 (the tensor-core path where the device has cooperative matrices), next
+// 16-bit GEMM sweep: C [M, N] = A [M, K] * B [K, N] with A, B and C f16 or
+// bf16 (the tensor-core path where the device has cooperative matrices; C in
+// A's dtype, as torch.matmul gives it), next
 // to the same shapes in f32, through the internal lowering (lower_gemm) that
 // the matmul ops share. Square shapes, a wide one and LLaMA-3 8B's MLP-down
 // shape with 512 tokens; then f16 only, the layouts of training: nn.Linear's
@@ -36,12 +37,12 @@ Case gemm16_case(DType dt, const Shape3& s, bool quick) {
   return {fmt::format("gemm16_{}_{}{}x{}x{}", oa::to_string(dt), layout, s.m, s.n, s.k), "gemm16", "matmul",
           {{"m", m}, {"n", n}, {"k", k}, {"dtype", oa::to_string(dt)}, {"trans_a", ta}, {"trans_b", tb}},
           2.0 * m * n * k,
-          in * (m * k + k * n) + 4.0 * m * n,
+          in * (m * k + k * n + m * n),
           [=](const oa::Engine& e) {
             const Matrix a = oa::matrix::cast(oa_bench::input(ta ? oa::Shape{k, m} : oa::Shape{m, k}, 1, e), dt);
             const Matrix b = oa::matrix::cast(oa_bench::input(tb ? oa::Shape{n, k} : oa::Shape{k, n}, 2, e), dt);
             return std::function<void()>([=] {
-              const Matrix c = Matrix::empty({m, n}, DType::F32, e);
+              const Matrix c = Matrix::empty({m, n}, dt, e);
               const oa::detail::GemmProblem p{
                   .m = m, .n = n, .k = k, .trans_a = ta, .trans_b = tb, .a = {&a}, .b = {&b}, .c = {&c}};
               oa::SemanticOp op;

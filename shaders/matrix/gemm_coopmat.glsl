@@ -1,6 +1,6 @@
 // Batched GEMM on the tensor cores (GL_KHR_cooperative_matrix, subgroup scope):
 // C_b = alpha * op(A_b) * op(B_b) + beta * C_b (+ bias[n]), row-major, A and B
-// f16 (16-bit patterns in uint buffers), products accumulated in f32, C f32;
+// f16 (16-bit patterns in uint buffers), products accumulated in f32, C f32 or of A's dtype;
 // matrix/gemm_coopmat_bf16 is the same module with bf16 matrices (the build
 // rewrites its one 16-bit float type, tools/spirv_bf16.cpp, so float16_t
 // must appear only as a cooperative-matrix component type here);
@@ -16,14 +16,18 @@
 // next step's global loads are issued into registers before the current tiles
 // are multiplied. With STAGES = 2 they are then stored into the other shared
 // stage (one barrier a step); with STAGES = 1 (half the shared memory, for
-// larger tiles) into the same one between two barriers. Elements outside the
-// problem (M, N and K edges) are zeros.
+// larger tiles or a longer K step) into the same one between two barriers.
+// Elements outside the problem (M, N and K edges) are zeros.
 //
-// Epilogue: a 16 x 16 block entirely inside C goes straight to global memory
-// with coopMatStore when DIRECT_C (C's row length, offset and strides are
-// multiples of 4 floats) and there is no bias; any other block goes through a
-// per-subgroup 16 x 16 f32 scratch laid over the shared tiles, element by
-// element.
+// C is f32 (C_DT = 0) or of A's 16-bit dtype (C_DT its code); the bias f32
+// (BIAS_DT = 0), or with a 16-bit C of C's dtype. Epilogue: an f32 16 x 16
+// block entirely inside C goes straight to global memory with coopMatStore
+// when DIRECT_C (C's row length, offset and strides are multiples of 4 floats)
+// and there is no bias; any other block goes through a per-subgroup 16 x 16
+// f32 scratch laid over the shared tiles, then to C element by element; a
+// 16-bit C's block entirely inside C goes as uvec4s of 8 elements (rounded to
+// nearest even) when DIRECT_C (C's row length, offset and strides multiples
+// of 8 elements), other blocks by pairs of columns where a pair fills a word.
 //
 // VEC_A / VEC_B: the operand's contiguous extent, offset and batch stride are
 // multiples of 8 elements, so a copy is one uvec4 load; otherwise 8 half loads.
@@ -42,6 +46,8 @@ layout(constant_id = 5) const uint WN = 4;
 layout(constant_id = 10) const bool DIRECT_C = false;
 layout(constant_id = 11) const uint SUBGROUP = 32;
 layout(constant_id = 12) const uint STAGES = 2;
+layout(constant_id = 13) const uint C_DT = 0;
+layout(constant_id = 14) const uint BIAS_DT = 0;
 
 const uint THREADS = WM * WN * SUBGROUP;
 const uint FM = BM / WM / 16u;  // accumulator matrices per subgroup along M
@@ -65,6 +71,15 @@ shared uvec4 tiles[STAGES * (A_WORDS + B_WORDS)];
 uvec4 ra[LA];
 uvec4 rb[LB];
 uint m0, n0;
+
+// The word of two C elements (C_DT 1 or 2), the first in the low half. f16
+// takes the device's conversion (packHalf2x16: round to nearest even on
+// NVIDIA's tensor-core GPUs), as common/half.glsl's integer one made the f16
+// GEMM 13-39% slower on an H100; bf16 takes common/half.glsl's.
+uint c_word(vec2 v) { return C_DT == 1u ? packHalf2x16(v) : oa_word_of(v, true, C_DT); }
+
+// Four bias elements from element i.
+vec4 bias_quad(uint i) { return vec4(OA_BIAS(i), OA_BIAS(i + 1u), OA_BIAS(i + 2u), OA_BIAS(i + 3u)); }
 
 uint half_a(uint e) { return (a1[e >> 1] >> ((e & 1u) * 16u)) & 0xffffu; }
 uint half_b(uint e) { return (b1[e >> 1] >> ((e & 1u) * 16u)) & 0xffffu; }
@@ -210,7 +225,7 @@ void main() {
       const uint gm = m0 + wm * (BM / WM) + i * 16u, gn = n0 + wn * (BN / WN) + j * 16u;
       if (gm >= pc.M || gn >= pc.N) continue;
       coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> r = acc[i * FN + j] * pc.alpha;
-      if (DIRECT_C && pc.has_bias == 0u && gm + 16u <= pc.M && gn + 16u <= pc.N) {
+      if (C_DT == 0u && DIRECT_C && pc.has_bias == 0u && gm + 16u <= pc.M && gn + 16u <= pc.N) {
         if (pc.beta != 0.0) {
           coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> c;
           coopMatLoad(c, c1, gemm_c_base() + gm * pc.N + gn, pc.N, gl_CooperativeMatrixLayoutRowMajor);
@@ -221,9 +236,41 @@ void main() {
       }
       coopMatStore(r, tiles, sg * 64u, 4u, gl_CooperativeMatrixLayoutRowMajor);
       subgroupBarrier();
-      for (uint e = lane; e < 256u; e += SUBGROUP) {
-        const uint m = gm + e / 16u, n = gn + e % 16u;
-        if (m < pc.M && n < pc.N) store_c1(gemm_c_base() + m * pc.N + n, n, uintBitsToFloat(tiles[sg * 64u + e / 4u][e % 4u]));
+      if (C_DT == 0u) {
+        for (uint e = lane; e < 256u; e += SUBGROUP) {
+          const uint m = gm + e / 16u, n = gn + e % 16u;
+          if (m < pc.M && n < pc.N) store_c1(gemm_c_base() + m * pc.N + n, n, uintBitsToFloat(tiles[sg * 64u + e / 4u][e % 4u]));
+        }
+      } else if (DIRECT_C && gm + 16u <= pc.M && gn + 16u <= pc.N) {
+        for (uint e = lane; e < 32u; e += SUBGROUP) {  // columns 8 (e % 2) to 8 (e % 2) + 7 of row e / 2, one uvec4
+          const uint row = e / 2u, col = (e % 2u) * 8u, at = gemm_c_base() + (gm + row) * pc.N + gn + col;
+          vec4 lo = uintBitsToFloat(tiles[sg * 64u + row * 4u + col / 4u]), hi = uintBitsToFloat(tiles[sg * 64u + row * 4u + col / 4u + 1u]);
+          if (pc.beta != 0.0) {
+            const uvec4 old = c4[at >> 3];
+            lo += pc.beta * oa_half_quad(old.xy, C_DT);
+            hi += pc.beta * oa_half_quad(old.zw, C_DT);
+          }
+          if (pc.has_bias != 0u) {
+            lo += bias_quad(pc.bias_off + gn + col);
+            hi += bias_quad(pc.bias_off + gn + col + 4u);
+          }
+          c4[at >> 3] = uvec4(c_word(lo.xy), c_word(lo.zw), c_word(hi.xy), c_word(hi.zw));
+        }
+      } else {
+        for (uint e = lane; e < 128u; e += SUBGROUP) {  // columns 2 (e % 8) and 2 (e % 8) + 1 of row e / 8
+          const uint m = gm + e / 8u, n = gn + (e % 8u) * 2u, at = gemm_c_base() + m * pc.N + n;
+          if (m >= pc.M || n >= pc.N) continue;
+          const uvec4 q = tiles[sg * 64u + e / 2u];
+          vec2 v = uintBitsToFloat((e & 1u) == 0u ? q.xy : q.zw);
+          if ((at & 1u) != 0u || n + 1u == pc.N) {  // the pair straddles two words: element by element
+            store_c1(at, n, v.x);
+            if (n + 1u < pc.N) store_c1(at + 1u, n + 1u, v.y);
+            continue;
+          }
+          if (pc.beta != 0.0) v += pc.beta * oa_word_values(c1[at >> 1], C_DT);
+          if (pc.has_bias != 0u) v += vec2(OA_BIAS(pc.bias_off + n), OA_BIAS(pc.bias_off + n + 1u));
+          c1[at >> 1] = c_word(v);
+        }
       }
       subgroupBarrier();
     }

@@ -8,7 +8,8 @@
 //   IN_DT), C and the bias f32 or A's dtype (C_DT, BIAS_DT), a quad four
 //   16-bit elements (uvec2), accessed through common/half_io.glsl;
 // - OA_GEMM_PACKED_AB (matrix/gemm_coopmat.glsl): A and B 16-bit patterns in
-//   uint words, a quad eight halves (uvec4) used as stored; C and the bias f32.
+//   uint words, a quad eight halves (uvec4) used as stored; C and the bias
+//   32-bit words of dtype codes C_DT and BIAS_DT (f32, or A's 16-bit dtype).
 // OA_A1(i) / OA_B1(i) read element i of A / B as a float, OA_A4(q) / OA_B4(q)
 // quad q as a vec4 (not with OA_GEMM_PACKED_AB); OA_C1, OA_SET_C1 and OA_BIAS
 // read and write C and read the bias by element.
@@ -27,10 +28,14 @@
 #define OA_C1(i) OA_LOAD_ANY(c1, i, C_DT)
 #define OA_SET_C1(i, v) OA_STORE_ANY(c1, i, v, C_DT)
 #define OA_BIAS(i) OA_LOAD_ANY(bias, i, BIAS_DT)
-#else
-#if defined(OA_GEMM_PACKED_AB)
+#elif defined(OA_GEMM_PACKED_AB)
+#include "common/half_io.glsl"
 #define OA_GEMM_AB uint
 #define OA_GEMM_AB_QUAD uvec4
+#define OA_GEMM_C uint
+#define OA_C1(i) OA_LOAD_ANY(c1, i, C_DT)
+#define OA_SET_C1(i, v) OA_STORE_ANY(c1, i, v, C_DT)
+#define OA_BIAS(i) OA_LOAD_ANY(bias, i, BIAS_DT)
 #else
 #define OA_GEMM_AB float
 #define OA_GEMM_AB_QUAD vec4
@@ -38,7 +43,6 @@
 #define OA_A4(q) a4[q]
 #define OA_B1(i) b1[i]
 #define OA_B4(q) b4[q]
-#endif
 #define OA_GEMM_C float
 #define OA_C1(i) c1[i]
 #define OA_SET_C1(i, v) c1[i] = v
@@ -50,6 +54,9 @@ layout(std430, binding = 0) readonly buffer A4 { OA_GEMM_AB_QUAD a4[]; };
 layout(std430, binding = 1) readonly buffer B1 { OA_GEMM_AB b1[]; };
 layout(std430, binding = 1) readonly buffer B4 { OA_GEMM_AB_QUAD b4[]; };
 layout(std430, binding = 2) buffer C1 { OA_GEMM_C c1[]; };
+#if defined(OA_GEMM_PACKED_AB)
+layout(std430, binding = 2) buffer C4 { uvec4 c4[]; };  // a 16-bit C, 8 elements a quad
+#endif
 layout(std430, binding = 3) readonly buffer Bias { OA_GEMM_C bias[]; };
 
 #include "matrix/gemm.push.h"

@@ -43,9 +43,10 @@ struct GemmProblem {
 // and the device's shared memory and workgroup limits; and matrix/gemm_epilogue,
 // which sums split-K partial products in a fixed order when too few workgroups
 // would keep the device busy. The C regions of different batch items must
-// not overlap each other or A, B and bias. 16-bit A and B with f32 C and
-// bias run on the device's tensor cores where it has cooperative matrices for
-// them (lower_gemm_coopmat); otherwise they take the _half
+// not overlap each other or A, B and bias. 16-bit A and B run on the device's
+// tensor cores where it has cooperative matrices for them (lower_gemm_coopmat;
+// an f32 C with a 16-bit bias through an f32 scratch and gemm_epilogue_half);
+// otherwise they take the _half
 // builds of these kernels (matrix/gemm_half, gemm_skinny_half,
 // gemm_epilogue_half): the same tiles and f32 multiply-adds and accumulators,
 // each element widened to f32 exactly as it is loaded; a 16-bit C is rounded
@@ -57,10 +58,12 @@ std::vector<runtime::ComputeDispatch> lower_gemm(const Engine& engine, const Gem
 
 // The tensor-core lowering (src/matrix/gemm_coopmat.cpp, kernels
 // matrix/gemm_coopmat and matrix/gemm_coopmat_bf16) of a problem lower_gemm
-// checked, with 16-bit A and B and K > 0: its dispatches, or nullopt where the
-// device lacks the cooperative-matrix configuration the kernel needs (f16 *
-// f16 + f32 -> f32, or bf16 * bf16 + f32 -> f32; 16 x 16 x 16, subgroup scope),
-// its shared memory or workgroup size.
+// checked, with 16-bit A and B and K > 0: its dispatches, or nullopt where C
+// is neither f32 nor of A's dtype, the bias neither f32 nor of C's dtype, or
+// the device lacks the cooperative-matrix configuration the kernel needs (f16
+// * f16 + f32 -> f32, or bf16 * bf16 + f32 -> f32; 16 x 16 x 16, subgroup
+// scope), its shared memory or workgroup size. A 16-bit C is rounded once, to
+// nearest even, after alpha, beta and the bias.
 std::optional<std::vector<runtime::ComputeDispatch>> lower_gemm_coopmat(const Engine& engine, const GemmProblem& p);
 
 // Workgroups that keep a large GPU busy (about two per SM on a 132-SM H200):

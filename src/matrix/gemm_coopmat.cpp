@@ -1,9 +1,10 @@
 // The tensor-core GEMM lowering: matrix/gemm_coopmat (GL_KHR_cooperative_matrix)
 // for f16 A and B, matrix/gemm_coopmat_bf16 for bf16, with f32 accumulation
-// and an f32 C, chosen by the device's cooperative-matrix configurations.
+// and an f32 or 16-bit C, chosen by the device's cooperative-matrix configurations.
 #include <algorithm>
 #include <stdexcept>
 
+#include "matrix/cast_lowering.hpp"
 #include "matrix/gemm.hpp"
 
 namespace oa::detail {
@@ -83,9 +84,10 @@ const CoopTile* choose_coop_tile(const Tuning& tuning, const DeviceInfo& d, cons
 
 std::optional<std::vector<runtime::ComputeDispatch>> lower_gemm_coopmat(const Engine& engine, const GemmProblem& p) {
   const DeviceInfo& dev = engine.device();
-  const DType in = p.a.matrix->dtype();
-  if ((in != DType::F16 && in != DType::BF16) || p.k == 0 ||
-      !dev.has_cooperative_matrix({in, in, DType::F32, DType::F32, 16, 16, 16}))
+  const DType in = p.a.matrix->dtype(), out_dtype = p.c.matrix->dtype();
+  const DType bias_dtype = p.bias ? p.bias->dtype() : DType::F32;
+  if ((in != DType::F16 && in != DType::BF16) || p.k == 0 || (out_dtype != DType::F32 && out_dtype != in) ||
+      (bias_dtype != DType::F32 && bias_dtype != out_dtype) || !dev.has_cooperative_matrix({in, in, DType::F32, DType::F32, 16, 16, 16}))
     return std::nullopt;
   const std::shared_ptr<const Tuning> tuning = tuning_of(engine);
   const CoopTile* tile = choose_coop_tile(*tuning, dev, p);
@@ -97,20 +99,30 @@ std::optional<std::vector<runtime::ComputeDispatch>> lower_gemm_coopmat(const En
   const std::int64_t splits = sk.splits, a_ext = p.m * p.k, b_ext = p.k * p.n, c_ext = p.m * p.n;
   const bool vec_a = (p.trans_a ? p.m : p.k) % 8 == 0 && p.a.offset % 8 == 0 && p.a.batch_stride % 8 == 0;
   const bool vec_b = (p.trans_b ? p.k : p.n) % 8 == 0 && p.b.offset % 8 == 0 && p.b.batch_stride % 8 == 0;
-  const bool direct_c = p.n % 4 == 0 && (splits > 1 || (p.c.offset % 4 == 0 && p.c.batch_stride % 4 == 0));
+  // Split-K partial products are f32 whatever C's dtype (append_gemm_tiles' epilogue rounds them into C).
+  const bool c16 = out_dtype != DType::F32, c16_direct = c16 && splits == 1;
+  // A direct store writes 16-byte rows: 4 f32 or 8 16-bit elements (split-K partials are f32 and aligned).
+  const std::int64_t row_quad = c16_direct ? 8 : 4;
+  const bool direct_c =
+      p.n % row_quad == 0 && (splits > 1 || (p.c.offset % row_quad == 0 && p.c.batch_stride % row_quad == 0));
   const std::string_view kernel = in == DType::F16 ? kernels::matrix_gemm_coopmat : kernels::matrix_gemm_coopmat_bf16;
   const std::vector<std::uint32_t> spec = {threads(dev, t), t.bm,      t.bn,  t.bk,  t.wm,     t.wn,
                                            p.trans_a,       p.trans_b, vec_a, vec_b, direct_c, dev.subgroup_size,
-                                           t.stages};
+                                           t.stages,        c16_direct ? dtype_code(out_dtype) : 0u,
+                                           c16_direct ? dtype_code(bias_dtype) : 0u};
 
-  const runtime::Access c_access = p.beta != 0.0f ? runtime::Access::ReadWrite : runtime::Access::Write;
+  // A 16-bit C element that shares its word with one outside the block is stored by read-modify-write atomics.
+  const runtime::Access c_access = p.beta != 0.0f || c16 ? runtime::Access::ReadWrite : runtime::Access::Write;
   std::optional<ElementWindow> bias;
-  if (p.bias) bias = element_window(p.bias->storage(), 0, p.n, runtime::Access::Read);
+  if (p.bias) bias = gemm_window(*p.bias, 0, p.n, runtime::Access::Read);
   // window_batch counts 4-byte words: a 16-bit operand's item spans at most
   // (stride + 1) / 2 words apart and extent / 2 + 1 words.
-  const std::int64_t per = window_batch(engine, {{(p.a.batch_stride + 1) / 2, a_ext / 2 + 1},
-                                                 {(p.b.batch_stride + 1) / 2, b_ext / 2 + 1},
-                                                 {p.c.batch_stride, c_ext},
+  const auto words = [](bool half, std::int64_t stride, std::int64_t ext) {
+    return half ? BatchSpan{(stride + 1) / 2, ext / 2 + 1} : BatchSpan{stride, ext};
+  };
+  const std::int64_t per = window_batch(engine, {words(true, p.a.batch_stride, a_ext),
+                                                 words(true, p.b.batch_stride, b_ext),
+                                                 words(c16, p.c.batch_stride, c_ext),
                                                  {splits > 1 ? splits * c_ext : 0, splits * c_ext}});
   std::vector<runtime::ComputeDispatch> out;
   for (std::int64_t b0 = 0; b0 < p.batch; b0 += per) {
@@ -119,8 +131,7 @@ std::optional<std::vector<runtime::ComputeDispatch>> lower_gemm_coopmat(const En
       return gemm_window(*o.matrix, o.offset + b0 * o.batch_stride, (q - 1) * o.batch_stride + ext, runtime::Access::Read);
     };
     const auto a = halves(p.a, a_ext), b = halves(p.b, b_ext);
-    const auto c = element_window(p.c.matrix->storage(), p.c.offset + b0 * p.c.batch_stride, (q - 1) * p.c.batch_stride + c_ext,
-                                  c_access);
+    const auto c = gemm_window(*p.c.matrix, p.c.offset + b0 * p.c.batch_stride, (q - 1) * p.c.batch_stride + c_ext, c_access);
     append_gemm_tiles(engine, p, {kernel, spec, gx, gy, sk}, q, a, b, c, bias ? &*bias : nullptr, out);
   }
   return out;

@@ -49,22 +49,28 @@ double g_worst[2] = {0.0, 0.0};
 // f16 and bf16 products are exact in f32, so the error is the f32 accumulation's: at
 // most K additions of relative error u each (u = 2^-24 for rounding; 2^-22
 // allows for tensor cores that align and truncate the addends), plus alpha,
-// beta and bias: (K + 3) * 2^-22 times the magnitude of the terms.
+// beta and bias: (K + 3) * 2^-22 times the magnitude of the terms; a 16-bit C
+// adds half an ulp of its format at the result (the worst error is taken over
+// f32 C only).
 void expect_close(const GemmProblem& p, const std::vector<float>& got, const oa::reference::GemmResult& ref) {
+  namespace ref_dt = oa::reference;
+  const DType out = p.c.matrix->dtype();
   double& worst = g_worst[p.a.matrix->dtype() == DType::F16 ? 0 : 1];
   ASSERT_EQ(got.size(), ref.value.size());
   const double u = std::ldexp(1.0, -22);
   for (std::size_t i = 0; i < got.size(); ++i) {
-    const double tol = (static_cast<double>(p.k) + 3.0) * u * ref.magnitude[i] + 1e-30;
-    if (ref.magnitude[i] > 0) worst = std::max(worst, std::abs(got[i] - ref.value[i]) / ref.magnitude[i]);
+    double tol = (static_cast<double>(p.k) + 3.0) * u * ref.magnitude[i] + 1e-30;
+    if (out != DType::F32) tol += 0.5 * ref_dt::ulp(out == DType::F16 ? ref_dt::kF16 : ref_dt::kBF16, std::abs(ref.value[i]) + tol);
+    if (ref.magnitude[i] > 0 && out == DType::F32) worst = std::max(worst, std::abs(got[i] - ref.value[i]) / ref.magnitude[i]);
     ASSERT_NEAR(got[i], ref.value[i], tol) << "element " << i << " of batch " << p.batch << " M " << p.m << " N " << p.n
                                            << " K " << p.k << " trans_a " << p.trans_a << " trans_b " << p.trans_b << " "
                                            << oa::to_string(p.a.matrix->dtype());
   }
 }
 
-// Records the GEMM of `cs` (`dtype` A and B, f32 C) and returns the check of
-// its result, which asserts that a tensor-core kernel ran when K > 0.
+// Records the GEMM of `cs` (`dtype` A and B; C and the bias as cs.out) and
+// returns the check of its result, which asserts that a tensor-core kernel ran
+// when K > 0.
 std::function<void()> case_check(oa_test::GemmCase cs, std::uint32_t seed, DType dtype) {
   cs.in = dtype;
   const auto ops = std::make_shared<const oa_test::GemmCaseOperands>(oa_test::gemm_case_operands(cs, seed));
@@ -100,6 +106,34 @@ TEST(MatrixGemmCoopmat, EveryLayoutRaggedAndAligned) {
       }
   run_checks(checks);
   std::cout << "[ coopmat  ] worst |error| / magnitude vs f64: f16 " << g_worst[0] << ", bf16 " << g_worst[1] << "\n";
+}
+
+// C in A's 16-bit dtype, the bias in C's dtype or f32 (as autocast keeps it):
+// pairs of columns stored as words where they fill one, element by element
+// where a pair straddles two words (odd offsets, odd N), beta and bias, and
+// split K (f32 partial products rounded by the epilogue).
+TEST(MatrixGemmCoopmat, SixteenBitCAndBias) {
+  OA_NEED_TENSOR_CORES();
+  std::vector<std::function<void()>> checks;
+  std::uint32_t seed = 200;
+  for (DType dt : tensor_core_dtypes()) {
+    auto add = [&](oa_test::GemmCase c) {
+      c.out = dt;
+      checks.push_back(case_check(c, seed++, dt));
+      c.f32_bias = true;
+      if (c.bias) checks.push_back(case_check(c, seed++, dt));
+    };
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        add({3, 77, 45, 70, ta, tb, 1.5f, 0.0f, false, 1, -1, 3, -1, 5, -1});
+        add({2, 130, 129, 33, ta, tb, -0.5f, 0.75f, true, 0, -1, 2, 0, 1, 130 * 129 + 3});
+      }
+    add({1, 640, 520, 200, false, true, 1.0f, 0.0f, true, 0, -1, 0, -1, 0, -1});
+    add({2, 256, 136, 96, true, false, 1.0f, 1.0f, true, 8, 0, 16, -1, 12, -1});
+    add({1, 128, 100, 4100, false, true, 0.5f, -1.0f, true, 0, -1, 0, -1, 0, -1});
+    add({2, 200, 264, 72, false, false, 0.5f, 0.25f, true, 0, -1, 0, -1, 16, 200 * 264 + 8});  // 8-aligned C: uvec4 stores
+  }
+  run_checks(checks);
 }
 
 TEST(MatrixGemmCoopmat, SmallSizesAndSkinnyRows) {

@@ -22,7 +22,8 @@ struct GemmCase {
   bool bias;
   std::int64_t a_off, a_stride, b_off, b_stride, c_off, c_stride;  // stride -1: packed
   oa::DType in = oa::DType::F32;   // A and B
-  oa::DType out = oa::DType::F32;  // C and the bias
+  oa::DType out = oa::DType::F32;  // C and, unless f32_bias, the bias
+  bool f32_bias = false;
 };
 
 // The values of `v` as stored in dtype d.
@@ -51,11 +52,12 @@ inline GemmCaseOperands gemm_case_operands(const GemmCase& cs, std::uint32_t see
   r.b = stored(random_values(cs.b_off + (cs.batch - 1) * bs + cs.k * cs.n + 5, seed + 1), cs.in);
   r.c0 = stored(random_values(cs.c_off + (cs.batch - 1) * cstr + cs.m * cs.n + 2, seed + 2), cs.out);
   if (cs.beta == 0.0f) r.c0[cs.c_off] = std::nanf("");
-  r.bias = stored(random_values(cs.n, seed + 3), cs.out);
+  const oa::DType bias_dtype = cs.f32_bias ? oa::DType::F32 : cs.out;
+  r.bias = stored(random_values(cs.n, seed + 3), bias_dtype);
   auto size = [](const std::vector<float>& v) { return static_cast<std::int64_t>(v.size()); };
   r.matrices = std::make_shared<const std::array<oa::Matrix, 4>>(std::array<oa::Matrix, 4>{
       oa::Matrix::from_vector({size(r.a)}, r.a, cs.in), oa::Matrix::from_vector({size(r.b)}, r.b, cs.in),
-      oa::Matrix::from_vector({size(r.c0)}, r.c0, cs.out), oa::Matrix::from_vector({cs.n}, r.bias, cs.out)});
+      oa::Matrix::from_vector({size(r.c0)}, r.c0, cs.out), oa::Matrix::from_vector({cs.n}, r.bias, bias_dtype)});
   const auto& m = *r.matrices;
   p.a = {&m[0], cs.a_off, as};
   p.b = {&m[1], cs.b_off, bs};
