@@ -61,12 +61,6 @@ namespace {
 
 thread_local bool t_grad_enabled = true;
 
-// Zeros of `dtype` (every dtype's zero is all-zero bits).
-Matrix zeros(const Engine& engine, const Shape& shape, DType dtype) {
-  Matrix m = detail::allocate(engine, shape, dtype);
-  engine.fill(*m.storage(), 0, m.storage()->bytes(), 0);
-  return m;
-}
 std::atomic<std::uint64_t> g_sequence{0};
 std::atomic<std::uint64_t> g_hook_ids{1};
 
@@ -230,7 +224,7 @@ void run_backward(const Matrix& root, const Matrix& seed, const Matrix& user_see
       pending.erase(n);
       slots.resize(n->output_shapes.size());
       for (std::size_t i = 0; i < slots.size(); ++i)
-        grad_outputs[i] = slots[i].grad.defined() ? slots[i].grad : zeros(n->engine, n->output_shapes[i], n->output_dtypes[i]);
+        grad_outputs[i] = slots[i].grad.defined() ? slots[i].grad : detail::zeros(n->engine, n->output_shapes[i], n->output_dtypes[i]);
     }
     std::vector<bool> needs(n->edges.size());
     for (std::size_t i = 0; i < needs.size(); ++i) needs[i] = n->edges[i].defined();

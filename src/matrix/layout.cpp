@@ -164,8 +164,7 @@ const Op<SliceAttributes> kSlice{{.name = "oa::matrix::slice",
                                             {DType::I32, kSliceLowering}},
                                   .backward = [](const BackwardCall<SliceAttributes>& c) {
                                     const Matrix& gy = c.grad_outputs[0];
-                                    Matrix gx = detail::allocate(gy.engine(), c.input_shapes[0], gy.dtype());
-                                    gy.engine().fill(*gx.storage(), 0, gx.storage()->bytes(), 0);
+                                    Matrix gx = detail::zeros(gy.engine(), c.input_shapes[0], gy.dtype());
                                     const SliceGeometry g = slice_geometry(c.input_shapes[0], c.attributes);
                                     std::vector<ComputeDispatch> ds;
                                     strided_copy(c.name, true, gy, gx, g.extents, g.strides, g.base, ds);

@@ -56,6 +56,7 @@ std::vector<runtime::ComputeDispatch> lower_rows(const Engine& engine, const cha
   else
     while (lanes < 256 && lanes < cols) lanes <<= 1;
   const auto range = static_cast<std::int64_t>(std::min<std::uint64_t>(engine.device().max_storage_buffer_range, INT64_MAX));
+  if (cols == 0) rows = 0;  // rows of no columns: no work
   const std::int64_t row_bytes = cols * 4;
   std::int64_t per = rows;
   if (rows * row_bytes > range) {

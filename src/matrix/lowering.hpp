@@ -122,7 +122,8 @@ void permute_into(const char* op, const std::shared_ptr<runtime::Storage>& x, co
 // 64 rows, so per-row windows of 4 or 8 bytes a row stay 256-byte aligned.
 // `fill` completes each chunk's dispatch (kernel, further specialization
 // constants, bindings, push constants), binding its windows with
-// RowChunk::window. Throws ResourceExhausted naming `op` when one row exceeds
+// RowChunk::window. No rows, or rows of no columns, give one dispatch of no
+// workgroups. Throws ResourceExhausted naming `op` when one row exceeds
 // 1/64 of maxStorageBufferRange.
 // Invocations per row. PerColumn: the power of two at or above cols (at most
 // 256), for log_softmax, cross_entropy and layer_norm. EightColumns: 8 up to

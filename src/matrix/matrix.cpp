@@ -33,6 +33,12 @@ Matrix allocate(const Engine& engine, const Shape& shape, DType dtype) {
   return Matrix(std::make_shared<MatrixImpl>(MatrixImpl{engine, std::move(storage), shape, dtype, nullptr}));
 }
 
+Matrix zeros(const Engine& engine, const Shape& shape, DType dtype) {
+  Matrix m = allocate(engine, shape, dtype);
+  engine.fill(*m.storage(), 0, m.storage()->bytes(), 0);
+  return m;
+}
+
 void require_defined(const Matrix& m, const char* op, const char* arg) {
   if (!m.defined()) fail(ErrorKind::InvalidArgument, "{}: {} is an undefined Matrix", op, arg);
 }

@@ -115,7 +115,7 @@ Relation resolve(const Spec& s, const Matrix& input, const Matrix& weight, const
     check.fail("weight must be {} (rank {}); found rank {}", s.transposed ? (s.one_d ? "IOK" : "IOHW") : (s.one_d ? "OIK" : "OIHW"),
                rank, weight.rank());
   for (std::size_t i = 0; i < rank; ++i) {
-    if (input.shape()[i] == 0) check.fail("input extent {} is zero", i);
+    if (i > 0 && input.shape()[i] == 0) check.fail("input extent {} is zero", i);  // a batch of 0 is an empty batch
     if (weight.shape()[i] == 0) check.fail("weight extent {} is zero", i);
   }
   const int axes = s.one_d ? 1 : 2;
@@ -472,6 +472,7 @@ bool lower_winograd(const Relation& r, bool wide, const Matrix& src, const Matri
 // that does not serve the problem passes it to the next.
 std::vector<ComputeDispatch> lower_conv(const Relation& r, bool wide, const Matrix& src, const Matrix& weight, const Matrix& bias,
                                         const Matrix& dst) {
+  if (r.n == 0) return {};  // an empty batch
   const std::int64_t cols = wide ? r.cw / r.groups : r.cn / r.groups;
   // The tuning points' keys: batch, output channels per group, groups, output
   // positions per image and channel, kernel taps, and 1 for the transposed
@@ -709,6 +710,7 @@ ComputeDispatch columns_pass(std::uint32_t mode, const Relation& r, std::int64_t
 // one dtype.
 void lower_conv_half(const Relation& r, bool wide, const Matrix& src, const Matrix& weight, const Matrix& bias, const Matrix& dst,
                      const char* op, std::vector<ComputeDispatch>& out) {
+  if (r.n == 0) return;  // an empty batch
   const Engine& engine = src.engine();
   const DType dtype = src.dtype();
   const std::int64_t p = r.hn * r.wn, rows = r.cw * r.kh * r.kw, kg = rows / r.groups, cng = r.cn / r.groups;
@@ -854,11 +856,18 @@ detail::Op<A> conv_op(const char* name, bool one_d) {
                  {DType::BF16, half_lowering<A>(one_d)}},
        .saves = [](const OpCall<A>&, const std::vector<bool>&) { return detail::Saves{{true, true, false}, {}}; },
        .backward = [one_d](const BackwardCall<A>& c) {
-         if (c.inputs[0].dtype() != DType::F32) return backward_half(c, spec_of(c.name, one_d, c.attributes));
          const Matrix &x = c.inputs[0], &w = c.inputs[1], &dy = c.grad_outputs[0];
+         const Engine& engine = dy.engine();
+         if (x.shape()[0] == 0) {  // an empty batch: zero weight and bias gradients, no dispatch
+           std::vector<Matrix> grads{c.needs[0] ? detail::allocate(engine, x.shape(), x.dtype()) : Matrix(),
+                                     c.needs[1] ? detail::zeros(engine, w.shape(), x.dtype()) : Matrix(),
+                                     c.needs[2] ? detail::zeros(engine, Shape{dy.shape()[1]}, x.dtype()) : Matrix()};
+           c.record({}, {&x, &w, &dy}, {&grads[0], &grads[1], &grads[2]}, detail::attribute_values(c.attributes));
+           return grads;
+         }
+         if (x.dtype() != DType::F32) return backward_half(c, spec_of(c.name, one_d, c.attributes));
          const Spec s = spec_of(c.name, one_d, c.attributes);
          const Relation r = resolve(s, x, w, Matrix());  // as in the forward: the bias does not enter it
-         const Engine& engine = dy.engine();
          std::vector<Matrix> grads(3);
          std::vector<ComputeDispatch> ds;
          std::vector<Matrix> scratch;

@@ -224,6 +224,45 @@ TEST(NnBatchNorm, NanInAChannelMakesThatChannelNanInTraining) {
   expect_nan_rows(oa::grad(mx).to_vector(), S, {2, 5}, "dx");
 }
 
+// num_batches_tracked is incremented by the training op on the GPU (no extra
+// dispatch), and momentum nullopt takes 1 / its new value: the running
+// statistics become the average of the batches' (300 channels: more than
+// the statistics kernel's one workgroup of 256 invocations).
+TEST(NnBatchNorm, TrainingCountsBatchesOnTheGpuAndMomentumNoneAverages) {
+  const std::int64_t N = 2, C = 300, S = 4;
+  const Shape shape{N, C, 2, 2};
+  const Matrix mrm = Matrix::zeros({C}), mrv = Matrix::ones({C});
+  const Matrix count = Matrix::from_i32(Shape{}, std::vector<std::int32_t>{4});
+  std::vector<double> rm(C, 0.0), rv(C, 1.0);
+  std::vector<oa::SemanticOp> with_count, without_count;
+  for (int b = 0; b < 3; ++b) {
+    const auto x = test_values(shape.numel(), 80 + b, -1.0, 3.0);
+    const auto version = count.version();
+    const auto ops = traced([&] { ml::batch_norm_2d(Matrix::from_vector(shape, x), Matrix(), Matrix(), mrm, mrv, true, std::nullopt, 1e-5, count); });
+    EXPECT_GT(count.version(), version);
+    if (b == 0) with_count = ops;
+    ref::batch_norm_2d(f64(x), N, C, S, {}, {}, &rm, &rv, true, 1.0 / (5 + b), 1e-5);
+  }
+  EXPECT_EQ(count.to_i32(), std::vector<std::int32_t>{7});
+  EXPECT_TRUE(oa_test::near(mrm.to_vector(), rm, 1e-6, 1e-5)) << "running_mean";
+  EXPECT_TRUE(oa_test::near(mrv.to_vector(), rv, 1e-6, 1e-5)) << "running_var";
+  ASSERT_EQ(with_count.size(), 1u);
+  EXPECT_EQ(with_count[0].inputs.size(), 4u);  // x, running_mean, running_var, num_batches_tracked
+  without_count = traced([&] { ml::batch_norm_2d(Matrix::ones(shape), Matrix(), Matrix(), mrm, mrv, true, 0.1); });
+  EXPECT_EQ(with_count[0].dispatches, without_count[0].dispatches);
+  // Eval leaves the count as it is.
+  ml::batch_norm_2d(Matrix::ones(shape), Matrix(), Matrix(), mrm, mrv, false, std::nullopt, 1e-5, count);
+  EXPECT_EQ(count.to_i32(), std::vector<std::int32_t>{7});
+  using oa::ErrorKind;
+  EXPECT_TRUE(oa_test::throws([&] { ml::batch_norm_2d(Matrix::ones(shape), Matrix(), Matrix(), mrm, mrv, true, std::nullopt); },
+                              ErrorKind::InvalidArgument, {"oa::ml::batch_norm_2d", "momentum None", "num_batches_tracked", "[2, 300, 2, 2]"}));
+  EXPECT_TRUE(oa_test::throws([&] { ml::batch_norm_2d(Matrix::ones(shape), Matrix(), Matrix(), mrm, mrv, true, 0.1, 1e-5, Matrix::zeros({})); },
+                              ErrorKind::InvalidArgument, {"oa::ml::batch_norm_2d", "num_batches_tracked"}));
+  EXPECT_TRUE(oa_test::throws(
+      [&] { ml::batch_norm_2d(Matrix::ones(shape), Matrix(), Matrix(), mrm, mrv, true, 0.1, 1e-5, Matrix::from_i32({1}, std::vector<std::int32_t>{0})); },
+      ErrorKind::InvalidArgument, {"oa::ml::batch_norm_2d", "num_batches_tracked must be a scalar", "[1]"}));
+}
+
 TEST(NnBatchNorm, EvalUsesRunningStatisticsAndLeavesThemUnchanged) {
   const Shape shape{2, 3, 2, 3};
   const auto x = test_values(shape.numel(), 41), rm = test_values(3, 42), rv = test_values(3, 43, 0.5, 1.5);

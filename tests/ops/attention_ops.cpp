@@ -38,7 +38,8 @@ OA_OP_CASES(split_qkv_heads, "oa::ml::split_qkv_heads") {
 }
 
 // Without a mask, with a [Sq, Sk] mask broadcast to every batch item (a
-// -inf entry included), and rows of 300 (more than one workgroup's lanes).
+// -inf entry included), rows of 300 (more than one workgroup's lanes) and no
+// rows.
 OA_OP_CASES(softmax_scaled_masked, "oa::ml::softmax_scaled_masked") {
   std::vector<OpCase> cases;
   cases.push_back({"no_mask", {random_input({2, 3, 5}, 511, -2, 2)},
@@ -58,6 +59,8 @@ OA_OP_CASES(softmax_scaled_masked, "oa::ml::softmax_scaled_masked") {
   };
   cases.push_back({"softmax_last", {random_input({3, 4}, 515, -2, 2)}, [](const Inputs& x) { return oa::ml::softmax(x[0]); },
                    [](const RefInputs& x) { return reference::softmax(x[0], 3, 4, 1.0); }});
+  cases.push_back({"softmax_empty", {random_input({0, 4}, 517, -2, 2)}, [](const Inputs& x) { return oa::ml::softmax(x[0]); },
+                   [](const RefInputs& x) { return reference::softmax(x[0], 0, 4, 1.0); }});
   cases.push_back({"softmax_dim1", {random_input({2, 3, 5}, 516, -2, 2)}, [](const Inputs& x) { return oa::ml::softmax(x[0], 1); },
                    [softmax_rows](const RefInputs& x) { return reference::along_axis(x[0], {2, 3, 5}, 1, softmax_rows); },
                    kGradTolerance,
@@ -66,18 +69,21 @@ OA_OP_CASES(softmax_scaled_masked, "oa::ml::softmax_scaled_masked") {
 }
 
 // q [BH, Sq, Dh], k [BH, Sk, Dh], v [BH, Sk, Dv], with a per-row mask or
-// causal hiding (Sq < Sk: bottom-right aligned), on the flash and the
-// materialised path.
+// causal hiding (Sq < Sk: bottom-right aligned), or no keys (Sk = 0: zero
+// output), on the flash and the materialised path.
 OA_OP_CASES(scaled_dot_product_attention, "oa::ml::scaled_dot_product_attention") {
   struct Case {
     const char* label;
     bool mask, causal;
+    std::int64_t sk;
   };
   std::vector<OpCase> cases;
   std::uint64_t seed = 521;
-  const std::int64_t BH = 2, Sq = 3, Sk = 5, Dh = 4, Dv = 3;
+  const std::int64_t BH = 2, Sq = 3, Dh = 4, Dv = 3;
   for (SdpaBackend backend : {SdpaBackend::Flash, SdpaBackend::Math})
-    for (const Case& c : {Case{"plain", false, false}, Case{"mask", true, false}, Case{"causal", false, true}}) {
+    for (const Case& c : {Case{"plain", false, false, 5}, Case{"mask", true, false, 5}, Case{"causal", false, true, 5},
+                          Case{"no_keys", true, false, 0}}) {
+      const std::int64_t Sk = c.sk;
       std::vector<GradInput> inputs = {random_input({BH, Sq, Dh}, seed), random_input({BH, Sk, Dh}, seed + 1),
                                        random_input({BH, Sk, Dv}, seed + 2)};
       if (c.mask) inputs.push_back(random_input({BH * Sq, Sk}, seed + 3, -2, 0, false));
@@ -87,7 +93,7 @@ OA_OP_CASES(scaled_dot_product_attention, "oa::ml::scaled_dot_product_attention"
                        [mask, causal, backend](const Inputs& x) {
                          return oa::ml::scaled_dot_product_attention(x[0], x[1], x[2], mask ? x[3] : Matrix(), 0.6f, causal, backend);
                        },
-                       [mask, causal](const RefInputs& x) {
+                       [mask, causal, Sk](const RefInputs& x) {
                          reference::AttentionProblem p{BH, Sq, Sk, Dh, Dv, 0.6, causal};
                          if (mask) {
                            p.mask = x[3];

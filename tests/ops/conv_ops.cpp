@@ -1,5 +1,6 @@
 // Op table cases of the convolutions (oa/ml/conv.hpp): stride, padding,
-// dilation, groups and bias; 1-D ones against the 2-D reference with height 1.
+// dilation, groups, bias and an empty batch; 1-D ones against the 2-D
+// reference with height 1.
 #include <array>
 
 #include "ops/op_table.hpp"
@@ -23,7 +24,8 @@ std::vector<ConvCase> conv_cases(bool transposed) {
           {"stride_pad", {1, 2, 6, 5}, {transposed ? 2 : 3, transposed ? 3 : 2, 3, 2}, {{2, 1}, {1, 1}, {1, 1}, {transposed ? 1 : 0, 0}, 1}, false},
           {"dilation", {1, 2, 7, 7}, {2, 2, 2, 3}, {{1, 1}, {0, 1}, {2, 2}, {0, 0}, 1}, true},
           {"groups", {1, 4, 4, 5}, {4, 2, 2, 2}, {{1, 1}, {1, 0}, {1, 1}, {0, 0}, 2}, true},
-          {"depthwise", {2, 4, 6, 7}, {4, 1, 3, 3}, {{1, 1}, {1, 2}, {1, 2}, {0, 0}, 4}, true}};
+          {"depthwise", {2, 4, 6, 7}, {4, 1, 3, 3}, {{1, 1}, {1, 2}, {1, 2}, {0, 0}, 4}, true},
+          {"empty_batch", {0, 3, 5, 6}, {transposed ? 3 : 4, transposed ? O : 3, 3, 3}, {}, true}};
 }
 
 std::vector<double> conv(const RefInputs& x, const ConvCase& c, bool transposed) {

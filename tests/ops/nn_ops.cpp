@@ -173,7 +173,8 @@ const char* name_of(oa::ml::Reduction r) {
   return r == oa::ml::Reduction::None ? "none" : r == oa::ml::Reduction::Sum ? "sum" : "mean";
 }
 
-// Every reduction, an ignored target and label smoothing.
+// Every reduction, an ignored target, label smoothing and, for every
+// reduction, no rows (Mean gives NaN, Sum 0, None an empty loss).
 OA_OP_CASES(cross_entropy, "oa::ml::cross_entropy") {
   std::vector<OpCase> cases;
   std::uint64_t seed = 361;
@@ -194,6 +195,10 @@ OA_OP_CASES(cross_entropy, "oa::ml::cross_entropy") {
                        return reference::cross_entropy(x[0], as_ints(x[1]), C, reference_of(o.reduction), o.ignore_index, o.label_smoothing);
                      }});
   }
+  for (auto r : {oa::ml::Reduction::Mean, oa::ml::Reduction::Sum, oa::ml::Reduction::None})
+    cases.push_back({std::string("empty_") + name_of(r), {random_input({0, C}, seed++), ints({0}, {})},
+                     [r](const Inputs& x) { return oa::ml::cross_entropy(x[0], x[1], {r, -100, 0.0}); },
+                     [r](const RefInputs& x) { return reference::cross_entropy(x[0], {}, C, reference_of(r), -100, 0.0); }});
   return cases;
 }
 

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <random>
 
 #include "oa/oa.hpp"
@@ -145,6 +146,41 @@ TEST(RuntimeGraph, MlpStepReplayedGivesTheEagerParametersBitwise) {
 TEST(RuntimeGraph, ConvStepReplayedGivesTheEagerParametersBitwise) {
   check_replay_matches_eager(conv, sgd, 4);
   check_replay_matches_eager(conv, adamw, 4);
+}
+
+// A training step through BatchNorm2d, whose running statistics and
+// num_batches_tracked the op updates on the GPU, captured and replayed gives
+// the eager steps' parameters, running statistics and count bitwise, for a
+// fixed momentum and for momentum None (1 / the count).
+TEST(RuntimeGraph, BatchNormStepReplayedGivesTheEagerStatisticsAndCount) {
+  for (const std::optional<double> momentum : {std::optional<double>(0.1), std::optional<double>()}) {
+    const auto run = [momentum](bool capture) {
+      oa::Engine e;
+      oa::ml::nn::BatchNorm2d bn(3, 1e-5, momentum, true, e);
+      const Matrix x = Matrix::zeros({4, 3, 5, 5}, e), y = Matrix::zeros({4, 3, 5, 5}, e);
+      oa::ml::optim::Sgd opt(bn.parameters(), {.lr = 0.05f});
+      const auto step = [&] {
+        oa::backward(oa::ml::mse_loss(bn.forward(x), y));
+        opt.step();
+        opt.zero_grad();
+      };
+      std::optional<oa::StepGraph> graph;
+      if (capture) graph.emplace(e, step);
+      for (int i = 0; i < 4; ++i) {
+        x.write(host_data(static_cast<std::size_t>(x.numel()), 300 + i));
+        y.write(host_data(static_cast<std::size_t>(y.numel()), 400 + i));
+        if (graph) graph->replay(e);
+        else step();
+      }
+      std::vector<std::vector<float>> out{bn.running_mean().to_vector(), bn.running_var().to_vector()};
+      for (const auto& p : bn.parameters()) out.push_back(p.value().to_vector());
+      return std::make_pair(out, bn.num_batches_tracked().to_i32());
+    };
+    const auto eager = run(false), replayed = run(true);
+    EXPECT_EQ(eager.second, std::vector<std::int32_t>{4});
+    EXPECT_EQ(replayed.second, eager.second) << "num_batches_tracked";
+    EXPECT_EQ(replayed.first, eager.first) << "running statistics and parameters, momentum " << (momentum ? "0.1" : "None");
+  }
 }
 
 TEST(RuntimeGraph, HostReadsDuringCaptureAndReplayOnAnotherEngineAreRefused) {

@@ -99,6 +99,8 @@ std::ostream& operator<<(std::ostream& os, const Matrix& m);
 namespace detail {
 // Creates an uninitialised Matrix on `engine`.
 Matrix allocate(const Engine& engine, const Shape& shape, DType dtype = DType::F32);
+// Creates a Matrix of zeros of any dtype on `engine` (all-zero bits; a GPU fill, no host write).
+Matrix zeros(const Engine& engine, const Shape& shape, DType dtype = DType::F32);
 // Throws InvalidArgument unless `m` is defined, and FailedPrecondition/InvalidArgument
 // unless all have the same engine and the expected dtype; names `op` and `arg`.
 void require_defined(const Matrix& m, const char* op, const char* arg);

@@ -23,8 +23,8 @@ Matrix log_softmax(const Matrix& x, int dim = -1);
 
 // Softmax along `dim` (torch.softmax(x, dim)), x of any shape -> x's shape:
 // softmax_scaled_masked(x, {}, 1) of oa/ml/attention.hpp (its extreme values
-// and NaN rules; gradient y * (gy - sum(y * gy))). Semantic op
-// "oa::ml::softmax_scaled_masked".
+// and NaN rules; gradient y * (gy - sum(y * gy))). An empty x gives an empty
+// result (no dispatch), as PyTorch. Semantic op "oa::ml::softmax_scaled_masked".
 Matrix softmax(const Matrix& x, int dim = -1);
 
 }  // namespace oa::ml

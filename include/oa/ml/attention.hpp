@@ -18,7 +18,9 @@
 // Numerical conventions (DESIGN.md):
 // - Softmax and attention rows whose every position is masked (all -inf, or a
 //   causal row with no visible key) give zero output and zero gradient, never
-//   NaN; their log-sum-exp is -inf.
+//   NaN; their log-sum-exp is -inf. So does attention over no keys (k and v
+//   with Sk = 0): output zeros [.., Sq, Dv], q's gradient zeros, k's and v's
+//   empty, as PyTorch's math path (an empty softmax times an empty v).
 // - Only -inf hides a key. A finite mask, however large (-1e9, -FLT_MAX =
 //   finfo(float32).min), is an ordinary value: the f32 logit is
 //   fma(score, scale, mask), rounded once, so a mask that dwarfs the score
@@ -128,7 +130,8 @@ QkvHeads split_qkv_heads(const Matrix& qkv, std::int64_t batch, std::int64_t seq
 // Sk], ...), read through strides, never copied. Logits are
 // fma(scores, scale, mask). Stable for large logits and large common offsets
 // (softmax([1000, 0]) = [1, 0], softmax([1e30, 1e30]) = [0.5, 0.5]); fully
-// masked rows are zero; a NaN logit makes its row NaN.
+// masked rows are zero; a NaN logit makes its row NaN. Empty scores give an
+// empty result.
 Matrix softmax_scaled_masked(const Matrix& scores, const Matrix& mask, float scale);
 
 // ── Attention ───────────────────────────────────────────────────────────────

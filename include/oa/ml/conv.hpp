@@ -26,9 +26,12 @@
 // op output_padding):
 //   convolution:            out = floor((in + 2p - d(k - 1) - 1) / s) + 1
 //   transposed convolution: out = (in - 1)s - 2p + d(k - 1) + op + 1
+// A batch of N = 0 gives the empty output [0, C_out, ...] (no dispatch) and,
+// backward, zero weight and bias gradients, as PyTorch.
 //
 // Errors (oa::Error, InvalidArgument unless noted; the message names the op
-// and the shapes; nothing is recorded or allocated): wrong rank, a zero extent,
+// and the shapes; nothing is recorded or allocated): wrong rank, a zero extent
+// other than the batch,
 // channel counts that disagree with the weight or are not divisible by groups,
 // stride, dilation or groups below 1, negative padding, output_padding not
 // below stride or dilation (as PyTorch), an effective kernel larger than the

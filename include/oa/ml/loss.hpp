@@ -23,6 +23,8 @@ struct CrossEntropyOptions {
 // zero gradient) whatever their logits. Mean
 // divides the total by the number of rows not ignored (NaN when every row is
 // ignored, as PyTorch); Sum gives the total; None gives the losses [N].
+// N = 0 is an empty batch: Mean gives NaN, Sum 0, None an empty [0], as
+// PyTorch (C must be at least 1).
 // A target outside [0, C) other than ignore_index gives NaN (for the row, and
 // so for a reduced loss) and a NaN gradient, and raises OutOfRange, naming the
 // target and logits, at the next synchronize() or host read after the GPU ran
@@ -52,7 +54,7 @@ Matrix cross_entropy(const Matrix& logits, const Matrix& targets, const CrossEnt
 // Semantic op "oa::ml::mse_loss", attribute reduction.
 Matrix mse_loss(const Matrix& input, const Matrix& target, Reduction reduction = Reduction::Mean);
 
-// Classification accuracy: the fraction of rows of logits [N, C] whose first
+// Classification accuracy: the fraction of rows of logits [N, C] (N, C >= 1) whose first
 // arg-maximum equals targets i32 [N], as an f32 Matrix [] (read it with
 // item(); no host round trip until then). Not differentiable. Semantic op
 // "oa::ml::accuracy".

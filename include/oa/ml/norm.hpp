@@ -59,14 +59,24 @@ Matrix group_norm(const Matrix& x, std::int64_t num_groups, const Matrix& weight
 //   updated in place on the GPU (their versions are bumped):
 //   running_mean = (1 - momentum) running_mean + momentum mean_c,
 //   running_var = (1 - momentum) running_var + momentum unbiased var_c.
-// otherwise: mean_c = running_mean, var_c = running_var, which stay unchanged.
+//   num_batches_tracked, an optional i32 [] counter (torch's BatchNorm
+//   buffer), is incremented on the GPU first (its version bumped), and
+//   momentum nullopt (torch's None, which requires the counter) takes
+//   momentum = 1 / its new value: the running statistics are then the
+//   cumulative average of the batches'. No host read or write, so a
+//   StepGraph can capture it.
+// otherwise: mean_c = running_mean, var_c = running_var, which stay unchanged
+//   (and so does num_batches_tracked).
 // x [N, C, H, W] with nonzero extents; weight and bias [C] or undefined (1 and 0);
 // running_mean and running_var [C], required. momentum in [0, 1], eps >= 0.
 // Gradients for x, weight and bias in both modes (in training they flow
-// through the batch statistics). Semantic op "oa::ml::batch_norm_2d",
-// attributes training, momentum, eps; inputs x, the weight and bias that are
-// given, running_mean, running_var.
+// through the batch statistics). Throws InvalidArgument naming the op, the
+// argument and the shapes otherwise. Semantic op "oa::ml::batch_norm_2d",
+// attributes training, momentum (0 for nullopt), eps, cumulative_average
+// (momentum nullopt); inputs x, the weight and bias that are given,
+// running_mean, running_var and num_batches_tracked when given.
 Matrix batch_norm_2d(const Matrix& x, const Matrix& weight, const Matrix& bias, const Matrix& running_mean,
-                     const Matrix& running_var, bool training, double momentum = 0.1, double eps = 1e-5);
+                     const Matrix& running_var, bool training, std::optional<double> momentum = 0.1, double eps = 1e-5,
+                     const Matrix& num_batches_tracked = Matrix());
 
 }  // namespace oa::ml

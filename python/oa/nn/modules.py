@@ -401,7 +401,7 @@ def _batch_norm(name, factory, shapes):
         _Native.__init__(self, factory(num_features, eps, momentum, affine, engine))
 
     doc = (f"torch.nn.{name} (oa::ml::nn::{name}) of {shapes}: batch statistics in training (running_mean and "
-           "running_var updated in place, num_batches_tracked, an int32 scalar, counting the training batches; "
+           "running_var updated in place, num_batches_tracked, an int32 scalar, counting the training batches, all on the GPU; "
            "momentum None averages the batches' statistics), running statistics in eval; track_running_stats "
            "True only.")
     return type(name, (_Native,), {"__init__": __init__, "__doc__": doc})

@@ -103,14 +103,14 @@ AttentionGeometry attention_geometry(const char* op, const Matrix& q, const Matr
   g.sq = q.dim(-2);
   g.dh = q.dim(-1);
   auto same_lead = [&](const Matrix& x) {
-    return x.rank() == q.rank() && x.numel() >= 1 && x.dim(0) == q.dim(0) && (lead == 1 || x.dim(1) == q.dim(1));
+    return x.rank() == q.rank() && x.dim(0) == q.dim(0) && (lead == 1 || x.dim(1) == q.dim(1));
   };
   const char* layout = g.four_d ? "[B, H, Sk, Dh]" : "[BH, Sk, Dh]";
   if (!same_lead(k) || k.dim(-1) != g.dh)
-    fail(ErrorKind::InvalidArgument, "{}: k must be {} with the batch-heads and Dh of q {} (Sk >= 1); found {}", op, layout,
+    fail(ErrorKind::InvalidArgument, "{}: k must be {} with the batch-heads and Dh of q {} (Sk >= 0); found {}", op, layout,
          q.shape(), k.shape());
   g.sk = k.dim(-2);
-  if (!same_lead(v) || v.dim(-2) != g.sk)
+  if (!same_lead(v) || v.dim(-2) != g.sk || v.dim(-1) < 1)
     fail(ErrorKind::InvalidArgument, "{}: v must be {} with the batch-heads and Sk of k {} (Dv >= 1); found {}", op,
          g.four_d ? "[B, H, Sk, Dv]" : "[BH, Sk, Dv]", k.shape(), v.shape());
   g.dv = v.dim(-1);

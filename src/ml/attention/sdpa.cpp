@@ -75,9 +75,18 @@ Matrix gemm_weights(const Matrix& weights, DType dtype, std::vector<ComputeDispa
   return low;
 }
 
+// The -inf of a fully masked row's log-sum-exp and softmax stats, as f32 bits.
+constexpr std::uint32_t kMinusInfinity = 0xff800000u;
+
 void lower_sdpa(const OpCall<SdpaAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
   const Matrix &q = c.inputs[0], &k = c.inputs[1], &v = c.inputs[2], &given_mask = c.inputs[3];
   const AttentionGeometry g = geometry_of(c.inputs, given_mask, c.attributes);
+  if (g.sk == 0) {  // no keys: every row is fully masked (zero output; log-sum-exp and stats -inf; no weights)
+    c.engine.fill(*out[0].storage(), 0, out[0].storage()->bytes(), 0);
+    if (c.attributes.flash())
+      for (const Matrix* m : {&out[1], &out[2]}) c.engine.fill(*m->storage(), 0, m->storage()->bytes(), kMinusInfinity);
+    return;
+  }
   if (c.attributes.flash()) {
     Matrix mask = given_mask;
     if (out.size() > 3) {
@@ -112,6 +121,14 @@ void lower_sdpa(const OpCall<SdpaAttributes>& c, const std::vector<Matrix>& out,
 // dP and dS are f32 and P, dS are rounded to that dtype for their GEMMs.
 std::vector<Matrix> sdpa_gradients(const BackwardCall<SdpaAttributes>& c) {
   const Matrix &q = c.inputs[0], &k = c.inputs[1], &v = c.inputs[2];
+  if (k.dim(-2) == 0) {  // no keys: q's gradient is zero, k's and v's are empty; no dispatch
+    const Engine& engine = q.engine();
+    const AttentionGradients r{c.needs[0] ? detail::zeros(engine, q.shape(), q.dtype()) : Matrix(),
+                               c.needs[1] ? detail::allocate(engine, k.shape(), q.dtype()) : Matrix(),
+                               c.needs[2] ? detail::allocate(engine, v.shape(), q.dtype()) : Matrix()};
+    c.record({}, {&q, &k, &v, &c.grad_outputs[0]}, {&r.q, &r.k, &r.v}, detail::attribute_values(c.attributes));
+    return {r.q, r.k, r.v, Matrix()};
+  }
   const Matrix grad = matrix::cast(c.grad_outputs[0], q.dtype());
   // The gradient of the second result (log-sum-exp or weights); may be undefined.
   const Matrix second = c.grad_outputs.size() > 1 ? c.grad_outputs[1] : Matrix();

@@ -63,8 +63,7 @@ struct SoftmaxAttributes {
 
 SoftmaxRows softmax_geometry(const Matrix& scores, const Matrix& mask, float scale) {
   detail::require_f32(scores, kSoftmax, "scores");
-  if (scores.rank() < 1 || scores.numel() < 1)
-    fail(ErrorKind::InvalidArgument, "{}: scores must have rank >= 1 and no zero extent; found {}", kSoftmax, scores.shape());
+  if (scores.rank() < 1) fail(ErrorKind::InvalidArgument, "{}: scores must have rank >= 1; found {}", kSoftmax, scores.shape());
   SoftmaxRows r;
   r.rows = scores.shape().rows();
   r.cols = scores.shape().cols();
@@ -127,8 +126,8 @@ Matrix softmax_scaled_masked_backward(const Matrix& probabilities, const Matrix&
   detail::require_f32(probabilities, kSoftmax, "probabilities");
   detail::require_f32(grad, kSoftmax, "grad");
   detail::require_same_engine(probabilities, grad, kSoftmax);
-  if (probabilities.rank() < 1 || probabilities.numel() < 1 || !(grad.shape() == probabilities.shape()))
-    fail(ErrorKind::InvalidArgument, "{} backward: grad {} must have the shape of probabilities {} (rank >= 1, no zero extent)",
+  if (probabilities.rank() < 1 || !(grad.shape() == probabilities.shape()))
+    fail(ErrorKind::InvalidArgument, "{} backward: grad {} must have the shape of probabilities {} (rank >= 1)",
          kSoftmax, grad.shape(), probabilities.shape());
   detail::shader_u32(probabilities.shape().rows(), "row count", kSoftmax);
   detail::shader_u32(probabilities.shape().cols(), "column count", kSoftmax);

@@ -94,20 +94,11 @@ BatchNormBase::BatchNormBase(const char* type, std::int64_t num_features, double
   running_mean_ = register_buffer("running_mean", init::zeros(c, engine));
   running_var_ = register_buffer("running_var", init::ones(c, engine));
   num_batches_tracked_ = register_buffer("num_batches_tracked", Matrix::from_i32(Shape{}, std::vector<std::int32_t>{0}, engine));
-  batches_version_ = num_batches_tracked_.version();
 }
 
 Matrix BatchNormBase::normalize(const Matrix& x) {
-  if (!training()) return batch_norm_2d(x, weight_.value(), bias_.value(), running_mean_, running_var_, false, 0.0, eps_);
-  if (num_batches_tracked_.version() != batches_version_) batches_ = num_batches_tracked_.to_i32()[0];
-  const std::int64_t batches = batches_ + 1;
-  const double momentum = momentum_ ? *momentum_ : 1.0 / static_cast<double>(batches);
-  Matrix y = batch_norm_2d(x, weight_.value(), bias_.value(), running_mean_, running_var_, true, momentum, eps_);
-  const std::vector<std::int32_t> count{static_cast<std::int32_t>(batches)};
-  num_batches_tracked_.write_i32(count);
-  batches_ = batches;
-  batches_version_ = num_batches_tracked_.version();
-  return y;
+  return batch_norm_2d(x, weight_.value(), bias_.value(), running_mean_, running_var_, training(), momentum_, eps_,
+                       num_batches_tracked_);
 }
 
 bool BatchNormBase::rebind_parameter(const std::string& name, const Parameter& p) {

@@ -21,13 +21,15 @@ using namespace detail::op_def;
 // A reduction as traced: "none", "mean" or "sum".
 const char* to_string(Reduction r) { return r == Reduction::None ? "none" : r == Reduction::Mean ? "mean" : "sum"; }
 
-// Validates logits [N, C] (nonzero extents) and targets i32 [N] for `name`.
-void require_classification(const Matrix& logits, const Matrix& targets, const char* name) {
+// Validates logits [N, C] (C >= 1, and N >= 1 unless `empty_batch`) and
+// targets i32 [N] for `name`.
+void require_classification(const Matrix& logits, const Matrix& targets, const char* name, bool empty_batch) {
   detail::require_f32(logits, name, "logits");
   require_i32(targets, name, "targets");
   const Shape& s = logits.shape();
-  if (s.rank() != 2 || s.numel() == 0)
-    fail(ErrorKind::InvalidArgument, "{}: logits must be [N, C] with nonzero extents; found {} (targets {})", name, s, targets.shape());
+  if (s.rank() != 2 || s[1] == 0 || (s[0] == 0 && !empty_batch))
+    fail(ErrorKind::InvalidArgument, "{}: logits must be [N, C] with C >= 1{}; found {} (targets {})", name, empty_batch ? "" : " and N >= 1",
+         s, targets.shape());
   if (!(targets.shape() == Shape{s[0]}))
     fail(ErrorKind::InvalidArgument, "{}: targets must have shape [{}] to match logits {}; found {}", name, s[0], s, targets.shape());
   detail::require_same_engine(logits, targets, name);
@@ -70,7 +72,7 @@ const detail::Op<CrossEntropyAttributes> kCrossEntropy{
      .infer = [](const OpCall<CrossEntropyAttributes>& c) {
        const Matrix &logits = c.inputs[0], &targets = c.inputs[1];
        const CrossEntropyAttributes& a = c.attributes;
-       require_classification(logits, targets, c.name);
+       require_classification(logits, targets, c.name, true);
        require_range(a.label_smoothing, 0.0, 1.0, logits, c.name, "label_smoothing");
        if (a.ignore_index < INT32_MIN || a.ignore_index > INT32_MAX)
          fail(ErrorKind::InvalidArgument, "{}: ignore_index {} is outside the i32 range of targets (logits {})", c.name, a.ignore_index,
@@ -209,7 +211,7 @@ const detail::Op<NoAttributes> kAccuracy{
     {.name = "oa::ml::accuracy",
      .inputs = {"logits", "targets"},
      .infer = [](const OpCall<NoAttributes>& c) {
-       require_classification(c.inputs[0], c.inputs[1], c.name);
+       require_classification(c.inputs[0], c.inputs[1], c.name, false);
        return std::vector<OutputSpec>{{Shape{}}};
      },
      .lower = {{DType::F32, [](const OpCall<NoAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {

@@ -321,24 +321,29 @@ void batch_norm_moments(std::uint32_t pass, const BatchNormGeometry& g, const Ma
   detail::reduce_rows(engine, part, g.C, blocks, detail::RowReduction::Sum, 1.0f, out, ds);
 }
 
+// momentum is unused (0) when cumulative_average (momentum None).
 struct BatchNormAttributes {
   bool training = false;
   double momentum = 0, eps = 0;
+  bool cumulative_average = false;
   static constexpr auto fields = std::tuple{detail::field("training", &BatchNormAttributes::training),
                                             detail::field("momentum", &BatchNormAttributes::momentum),
-                                            detail::field("eps", &BatchNormAttributes::eps)};
+                                            detail::field("eps", &BatchNormAttributes::eps),
+                                            detail::field("cumulative_average", &BatchNormAttributes::cumulative_average)};
 };
 
 BatchNormGeometry batch_norm_geometry(const Shape& s) { return {s[0], s[1], s[2] * s[3]}; }
 
 // x NCHW normalised per channel: outputs y and the auxiliary statistics
 // [mu; rstd] per channel [2, C] (batch_norm_stats.comp) that the backward
-// reads. In training the running statistics are updated in place.
+// reads. In training the running statistics, and the batch count when given,
+// are updated in place.
 const detail::Op<BatchNormAttributes> kBatchNorm{
     {.name = "oa::ml::batch_norm_2d",
-     .inputs = {"x", {"weight", true}, {"bias", true}, "running_mean", "running_var"},
+     .inputs = {"x", {"weight", true}, {"bias", true}, "running_mean", "running_var", {"num_batches_tracked", true, true}},
      .infer = [](const OpCall<BatchNormAttributes>& c) {
        const Matrix &x = c.inputs[0], &weight = c.inputs[1], &bias = c.inputs[2], &running_mean = c.inputs[3], &running_var = c.inputs[4];
+       const Matrix& batches = c.inputs[5];
        const char* name = c.name;
        const Shape& s = x.shape();
        if (s.rank() != 4 || s.numel() == 0)
@@ -351,6 +356,13 @@ const detail::Op<BatchNormAttributes> kBatchNorm{
        if (running_mean.storage() == running_var.storage())
          fail(ErrorKind::InvalidArgument, "{}: running_mean and running_var {} share storage (x {})", name, running_mean.shape(), s);
        require_range(c.attributes.momentum, 0.0, 1.0, x, name, "momentum");
+       if (batches.defined()) {
+         require_i32(batches, name, "num_batches_tracked");
+         if (batches.rank() != 0)
+           fail(ErrorKind::InvalidArgument, "{}: num_batches_tracked must be a scalar []; found {} (x {})", name, batches.shape(), s);
+       }
+       if (c.attributes.training && c.attributes.cumulative_average && !batches.defined())
+         fail(ErrorKind::InvalidArgument, "{}: momentum None (a cumulative average) needs num_batches_tracked in training (x {})", name, s);
        require_range(c.attributes.eps, 0.0, HUGE_VAL, x, name, "eps");
        if (c.attributes.training && g.count() < 2)
          fail(ErrorKind::InvalidArgument, "{}: training needs more than one value per channel; x {} has {}", name, s, g.count());
@@ -359,9 +371,9 @@ const detail::Op<BatchNormAttributes> kBatchNorm{
      },
      .lower = {{DType::F32,
                 [](const OpCall<BatchNormAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
-                  const Matrix &x = c.inputs[0], &running_mean = c.inputs[3], &running_var = c.inputs[4];
+                  const Matrix &x = c.inputs[0], &running_mean = c.inputs[3], &running_var = c.inputs[4], &batches = c.inputs[5];
                   const Matrix &y = out[0], &stat = out[1];
-                  const bool training = c.attributes.training;
+                  const bool training = c.attributes.training, counted = training && batches.defined();
                   const BatchNormGeometry g = batch_norm_geometry(x.shape());
                   std::shared_ptr<Storage> s1, s2;
                   if (training) {
@@ -374,26 +386,27 @@ const detail::Op<BatchNormAttributes> kBatchNorm{
                   const double count = static_cast<double>(g.count());
                   ComputeDispatch d;
                   d.kernel = kernels::ml_nn_batch_norm_stats;
-                  d.specialization = {training};
+                  d.specialization = {training, counted, counted && c.attributes.cumulative_average};
                   d.bindings = {BufferBinding::read(training ? s1 : running_mean.storage()),
                                 BufferBinding::read(training ? s2 : running_var.storage()),
                                 BufferBinding{running_mean.storage(), stats_access},
                                 BufferBinding{running_var.storage(), stats_access},
                                 BufferBinding::write(stat.storage()),
-                                BufferBinding::read(x.storage())};
+                                BufferBinding::read(x.storage()),
+                                counted ? BufferBinding::read_write(batches.storage()) : BufferBinding::read(x.storage())};
                   d.push.set(push::ml_nn_batch_norm_stats{.C = static_cast<std::uint32_t>(g.C),
                                                           .S = static_cast<std::uint32_t>(g.S),
                                                           .inv_m = static_cast<float>(1.0 / count),
                                                           .unbias = static_cast<float>(count > 1 ? count / (count - 1) : 1.0),
                                                           .eps = static_cast<float>(c.attributes.eps),
                                                           .momentum = static_cast<float>(c.attributes.momentum)});
-                  d.groups = {detail::groups_for(g.C, 64), 1, 1};
+                  d.groups = {1, 1, 1};
                   ds.push_back(std::move(d));
                   ds.push_back(batch_norm_pass(Normalize, training, g, x, c.inputs[1], c.inputs[2], nullptr, stat.storage(), nullptr,
                                                nullptr, y.storage()));
                 }}},
      .saves = [](const OpCall<BatchNormAttributes>&, const std::vector<bool>&) {
-       return Saves{{true, true, false, false, false}, {false, true}};
+       return Saves{{true, true, false, false, false, false}, {false, true}};
      },
      // dx, dweight, dbias (each undefined unless needed) as one backward op.
      .backward = [](const BackwardCall<BatchNormAttributes>& c) {
@@ -423,17 +436,19 @@ const detail::Op<BatchNormAttributes> kBatchNorm{
                                       sdy, sdyxhat, dx.storage()));
        }
        c.record(ds, {&gy, &x, &stat}, {&dx, &dw, &db}, {{"training", training}});
-       return std::vector<Matrix>{dx, dw, db, Matrix(), Matrix()};
+       return std::vector<Matrix>{dx, dw, db, Matrix(), Matrix(), Matrix()};
      },
      .writes = [](const OpCall<BatchNormAttributes>& c) {
-       return c.attributes.training ? std::vector<bool>{false, false, false, true, true} : std::vector<bool>{};
+       return c.attributes.training ? std::vector<bool>{false, false, false, true, true, true} : std::vector<bool>{};
      }}};
 
 }  // namespace
 
 Matrix batch_norm_2d(const Matrix& x, const Matrix& weight, const Matrix& bias, const Matrix& running_mean,
-                     const Matrix& running_var, bool training, double momentum, double eps) {
-  return detail::apply(kBatchNorm, {x, weight, bias, running_mean, running_var}, {training, momentum, eps})[0];
+                     const Matrix& running_var, bool training, std::optional<double> momentum, double eps,
+                     const Matrix& num_batches_tracked) {
+  return detail::apply(kBatchNorm, {x, weight, bias, running_mean, running_var, num_batches_tracked},
+                       {training, momentum.value_or(0.0), eps, !momentum})[0];
 }
 
 }  // namespace oa::ml

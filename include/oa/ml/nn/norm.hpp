@@ -102,9 +102,10 @@ class InstanceNorm2d : public Module {
 // statistics normalise (and update the running statistics in place, the count
 // incremented), in eval mode the running statistics. momentum nullopt
 // (torch's None) updates them with momentum 1 / num_batches_tracked: their
-// cumulative average over the batches. The count is kept on the host too and
-// written to its buffer (Matrix::write_i32, so not under a StepGraph
-// capture); a buffer written since (a loaded checkpoint) is read back first.
+// cumulative average over the batches. Count and statistics are updated on
+// the GPU by oa::ml::batch_norm_2d (no host read or write: a training step
+// can be captured by a StepGraph); a count written into the buffer (a loaded
+// checkpoint) is where counting goes on.
 // Throws InvalidArgument, naming the module, for num_features below 1, eps
 // below 0 or momentum outside [0, 1].
 class BatchNormBase : public Module {
@@ -130,8 +131,6 @@ class BatchNormBase : public Module {
   std::optional<double> momentum_;
   Parameter weight_, bias_;
   Matrix running_mean_, running_var_, num_batches_tracked_;
-  std::int64_t batches_ = 0;            // num_batches_tracked's value
-  std::uint64_t batches_version_ = 0;  // its buffer's version when batches_ was written to it
 };
 
 // Normalises each channel of x [N, C] or [N, C, L] over its N (* L) values
