@@ -240,9 +240,10 @@ std::vector<ComputeDispatch> lower_gemm(const Engine& engine, const GemmProblem&
   // 16-bit A and B run on the tensor cores where the device has cooperative
   // matrices for them: straight into C (f32 or A's dtype) with an f32 bias or
   // one of C's dtype, else (an f32 C with a 16-bit bias) into an f32 scratch
-  // that the 16-bit epilogue scales, adds to and rounds into C. Elsewhere they take the _half kernels:
-  // the same tiles and f32 arithmetic, widening each element as it is loaded;
-  // their dtype codes follow the f32 kernel's constants.
+  // that the 16-bit epilogue scales, adds to and rounds into C. Elsewhere
+  // they take the _half kernels: the same tiles and f32 arithmetic, widening
+  // each element as it is loaded; their dtype codes follow the f32 kernel's
+  // constants.
   const bool half_in = half != DType::F32;
   if (half_in)
     if (auto tensor_cores = lower_gemm_coopmat(engine, p)) return std::move(*tensor_cores);
