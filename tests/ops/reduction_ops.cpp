@@ -48,7 +48,7 @@ std::vector<std::int64_t> normal_dims(const Axes& a) {
 
 // Tolerances of a result (and gradient) rounded once to `dtype`, from f32
 // leaves that the dtype holds exactly and a rounded output gradient.
-GradTolerance tolerance_of(DType dtype) {
+GradTolerance reduced_tolerance(DType dtype) {
   GradTolerance t;
   const double e = dtype == DType::F16 ? 2e-3 : 1.6e-2;
   t.forward_rtol = t.forward_atol = e;
@@ -86,7 +86,7 @@ std::vector<OpCase> over_axes(const char* op, const Reduce& f, const Fold& r, do
                          return oa::matrix::cast(f(oa::matrix::cast(in[0], dtype), dims, keepdim), DType::F32);
                        },
                        ref,
-                       tolerance_of(dtype),
+                       reduced_tolerance(dtype),
                        {"oa::matrix::cast", op, "oa::matrix::cast"},
                        kernel_backward(a)});
     }
