@@ -10,9 +10,9 @@ A loop runs --steps steps back to back with one synchronize at the end; the
 best of --loops loops is kept. Per op call it prints the host time spent
 recording (before the synchronize) and the wall time (after it), from Python
 and from C++, and the difference of the recording times: what the binding
-adds. Both run with OA_BATCH_DISPATCHES=--batch-dispatches (100000): the
-loop's work is recorded into one command buffer and submitted at the
-synchronize, so that the recording time is the host's cost alone (with the
+adds. Both run with OA_BATCH_DISPATCHES=--batch-dispatches (100000) and
+OA_EARLY_SUBMISSION=0: the loop's work is recorded into one command buffer
+and submitted at the synchronize, so that the recording time is the host's cost alone (with the
 engine's default of 64, a submission every 64 dispatches makes recording wait
 for the device whenever its queue is full). Keep a loop short (the default
 2 steps of 1000 calls): in one open command buffer the recording cost per
@@ -104,10 +104,11 @@ def main():
     parser.add_argument("--steps", type=int, default=2, help="steps per loop (oa_bench's default is 20)")
     parser.add_argument("--loops", type=int, default=5)
     parser.add_argument("--batch-dispatches", type=int, default=100000,
-                        help="OA_BATCH_DISPATCHES for both (0: the engine's default)")
+                        help="OA_BATCH_DISPATCHES for both, with early submission off (0: the engine's defaults)")
     args = parser.parse_args()
     if args.batch_dispatches > 0:  # read when the default engine is created, at the first op below
         os.environ["OA_BATCH_DISPATCHES"] = str(args.batch_dispatches)
+        os.environ["OA_EARLY_SUBMISSION"] = "0"
     cpp = cpp_cases(args)
     print(f"device: {oa.default_engine().device.name}")
     print(f"{'case':<28} {'py record':>10} {'py wall':>9} {'C++ record':>11} {'C++ wall':>9} {'py - C++':>9}"

@@ -43,7 +43,7 @@ void bind_engine(py::module_& m) {
 
   py::class_<Engine>(m, "Engine",
                      "Owns one Vulkan device, its memory, queue and kernels (oa::Engine). Work is recorded lazily "
-                     "and submitted on a host read, synchronize(), or every 64 dispatches.")
+                     "and submitted on a host read, synchronize(), or every 64 dispatches (sooner with OA_EARLY_SUBMISSION=1).")
       .def(py::init([](const std::optional<std::variant<std::int64_t, std::string>>& device,
                        std::optional<bool> validation) {
              EngineOptions options;
@@ -71,7 +71,7 @@ void bind_engine(py::module_& m) {
       .def("stats",
            [](const Engine& e) {
              const EngineStats s = e.stats();
-             return py::dict("dispatches"_a = s.dispatches, "barriers"_a = s.barriers, "submits"_a = s.submits,
+             return py::dict("dispatches"_a = s.dispatches, "barriers"_a = s.barriers, "submits"_a = s.submits, "host_waits"_a = s.host_waits,
                              "semantic_ops"_a = s.semantic_ops, "pipelines"_a = s.pipelines);
            })
       .def("__eq__", [](const Engine& a, const Engine& b) { return a == b; })

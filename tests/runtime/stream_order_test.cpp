@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <functional>
+#include <optional>
 
 #include "oa/oa.hpp"
 #include "support/expect.hpp"
@@ -69,8 +70,8 @@ struct LoopRun {
 
 // One warm-up step and a synchronize, then `steps` steps back to back (or
 // synchronized after each step) and one synchronize at the end.
-LoopRun run_loop(LoopFactory make, int steps, bool sync_every_step, bool staging) {
-  oa::Engine e(oa::EngineOptions{.staging_transfers = staging});
+LoopRun run_loop(LoopFactory make, int steps, bool sync_every_step, bool staging, bool early) {
+  oa::Engine e(oa::EngineOptions{.early_submission = early, .staging_transfers = staging});
   Loop l = make(e);
   oa::ml::optim::Sgd opt(l.params, {.lr = 0.05f});
   train_step(l, opt);
@@ -99,16 +100,16 @@ void expect_bitwise_equal(const std::vector<std::vector<float>>& a, const std::v
   }
 }
 
-void check_memory_independent_of_steps(LoopFactory make, bool staging = false) {
+void check_memory_independent_of_steps(LoopFactory make, bool staging = false, bool early = false) {
   const auto messages = oa::validation_message_count();
-  const LoopRun one = run_loop(make, 1, false, staging);
-  const LoopRun many = run_loop(make, 64, false, staging);
+  const LoopRun one = run_loop(make, 1, false, staging, early);
+  const LoopRun many = run_loop(make, 64, false, staging, early);
   EXPECT_EQ(many.memory.peak_in_use_bytes, one.memory.peak_in_use_bytes);
   EXPECT_EQ(many.memory.peak_reserved_bytes, one.memory.peak_reserved_bytes);
   EXPECT_EQ(many.memory.reserved_bytes, one.memory.reserved_bytes);
   EXPECT_EQ(many.driver_allocations, 0u) << "a warm loop allocates no device memory";
   EXPECT_EQ(many.memory.in_use_bytes, one.memory.in_use_bytes);
-  const LoopRun synced = run_loop(make, 64, true, staging);
+  const LoopRun synced = run_loop(make, 64, true, staging, early);
   expect_bitwise_equal(many.params, synced.params);
   EXPECT_EQ(oa::validation_message_count(), messages) << "the validation layers reported a hazard";
 }
@@ -117,6 +118,9 @@ TEST(RuntimeStreamOrder, MatmulTrainingLoopHoldsOneStepOfMemory) { check_memory_
 TEST(RuntimeStreamOrder, ConvTrainingLoopHoldsOneStepOfMemory) { check_memory_independent_of_steps(conv_loop); }
 TEST(RuntimeStreamOrder, AttentionTrainingLoopHoldsOneStepOfMemory) { check_memory_independent_of_steps(attention_loop); }
 TEST(RuntimeStreamOrder, TrainingLoopOnTheStagingPathHoldsOneStepOfMemory) { check_memory_independent_of_steps(matmul_loop, true); }
+TEST(RuntimeStreamOrder, TrainingLoopsWithEarlySubmissionHoldOneStepOfMemory) {
+  for (LoopFactory make : {matmul_loop, conv_loop, attention_loop}) check_memory_independent_of_steps(make, false, true);
+}
 
 // y's memory is freed while a recorded read of it (z = y + 1) has no barrier
 // after it. The next allocation of its size comes back in `w`.
@@ -197,29 +201,64 @@ TEST(RuntimeStreamOrder, HostWriteIntoMemoryTheGpuStillUsesIsOrderedAfterIt) {
   }
 }
 
+// A long loop reaches the GPU while the host still records it, in batches:
+// without early submission full ones of about `batch` dispatches (an op's
+// dispatches stay together); with it never one submission per op either.
 TEST(RuntimeSubmit, LongLoopIsSubmittedEarlyInBatches) {
-  oa::Engine e;
-  const auto batch = e.options().max_batch_dispatches;
-  Loop l = matmul_loop(e);
-  oa::ml::optim::Sgd opt(l.params, {.lr = 0.05f});
-  train_step(l, opt);
-  e.synchronize();
-  const auto before = e.stats();
-  for (int i = 0; i < 64; ++i) train_step(l, opt);
-  const auto recorded = e.stats();
-  const auto dispatches = recorded.dispatches - before.dispatches;
-  const auto submits = recorded.submits - before.submits;
-  const auto ops = recorded.semantic_ops - before.semantic_ops;
-  ASSERT_GE(dispatches, 8u * batch) << "the loop is long enough to need several batches";
-  // The GPU got work while the host was still recording, in batches of about
-  // `batch` dispatches (an op's dispatches stay together): neither one batch at
-  // the end nor one submission per op.
-  EXPECT_GE(submits, 4u);
-  EXPECT_LE(submits, dispatches / batch);
-  EXPECT_GE(submits, dispatches / (2 * batch));
-  EXPECT_LT(submits, ops / 4);
-  e.synchronize();
-  EXPECT_LE(e.stats().submits - recorded.submits, 1u);
+  for (bool early : {false, true}) {
+    oa::Engine e(oa::EngineOptions{.early_submission = early});
+    const auto batch = e.options().max_batch_dispatches;
+    Loop l = matmul_loop(e);
+    oa::ml::optim::Sgd opt(l.params, {.lr = 0.05f});
+    train_step(l, opt);
+    e.synchronize();
+    const auto before = e.stats();
+    for (int i = 0; i < 64; ++i) train_step(l, opt);
+    const auto recorded = e.stats();
+    const auto dispatches = recorded.dispatches - before.dispatches;
+    const auto submits = recorded.submits - before.submits;
+    const auto ops = recorded.semantic_ops - before.semantic_ops;
+    ASSERT_GE(dispatches, 8u * batch) << "the loop is long enough to need several batches";
+    EXPECT_GE(submits, 4u) << "early " << early;
+    EXPECT_LT(submits, ops / 4) << "early " << early;
+    if (!early) {
+      EXPECT_LE(submits, dispatches / batch);
+      EXPECT_GE(submits, dispatches / (2 * batch));
+    }
+    e.synchronize();
+    EXPECT_LE(e.stats().submits - recorded.submits, 1u);
+  }
+}
+
+// After a wait for all work the GPU is idle: the next op is submitted as soon
+// as it is recorded, not when the batch fills or the host reads.
+TEST(RuntimeSubmit, IdleGpuGetsTheFirstOpAtOnce) {
+  for (bool early : {false, true}) {
+    oa::Engine e(oa::EngineOptions{.early_submission = early});
+    const Matrix x = Matrix::full({256}, 1.0f, e);
+    e.synchronize();
+    auto before = e.stats().submits;
+    const Matrix y = x + 1.0f;
+    EXPECT_EQ(e.stats().submits - before, early ? 1u : 0u) << "early " << early;
+    EXPECT_EQ(y.to_vector(), std::vector<float>(256, 2.0f));
+    before = e.stats().submits;
+    const Matrix z = y * 3.0f;
+    EXPECT_EQ(e.stats().submits - before, early ? 1u : 0u) << "early " << early << ", after a host read";
+    EXPECT_EQ(z.to_vector(), std::vector<float>(256, 6.0f));
+  }
+}
+
+TEST(RuntimeSubmit, EarlySubmissionComesFromTheEnvironmentWhenUnset) {
+  ASSERT_EQ(::setenv("OA_EARLY_SUBMISSION", "1", 1), 0);
+  const auto from_env = oa::Engine().options().early_submission;
+  const auto explicit_wins = oa::Engine(oa::EngineOptions{.early_submission = false}).options().early_submission;
+  ASSERT_EQ(::setenv("OA_EARLY_SUBMISSION", "yes", 1), 0);
+  const bool rejected = oa_test::throws([] { oa::Engine(); }, oa::ErrorKind::InvalidArgument, {"OA_EARLY_SUBMISSION", "yes"});
+  ::unsetenv("OA_EARLY_SUBMISSION");
+  EXPECT_EQ(from_env, std::optional<bool>(true));
+  EXPECT_EQ(explicit_wins, std::optional<bool>(false));
+  EXPECT_TRUE(rejected);
+  EXPECT_EQ(oa::Engine().options().early_submission, std::optional<bool>(false));
 }
 
 TEST(RuntimeSubmit, BatchSizeComesFromTheEnvironmentWhenUnset) {

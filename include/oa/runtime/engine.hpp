@@ -5,8 +5,9 @@
 // Execution is lazy, batched and stream-ordered: ops record dispatches into an
 // open command buffer, with barriers derived from declared buffer access and
 // buffers bound by push descriptors where the device has them; the
-// batch is submitted on a host read, on synchronize(), or as soon as it holds
-// EngineOptions::max_batch_dispatches dispatches, so the GPU runs while the
+// batch is submitted on a host read, on synchronize(), as soon as it holds
+// EngineOptions::max_batch_dispatches dispatches, or (if asked for) earlier
+// while the GPU is short of work (EngineOptions::early_submission), so the GPU runs while the
 // host records the next ops. Up to 8 batches are in flight; past that the host
 // waits for the oldest (command buffers are recycled through the timeline
 // semaphore).
@@ -116,6 +117,17 @@ struct EngineOptions {
   // first work.
   // options() reports the value in effect.
   std::uint32_t max_batch_dispatches = 0;
+  // Submits the open batch before it is full while the GPU is short of work:
+  // once at most one submitted batch is unfinished and the batch holds at
+  // least a threshold of dispatches. The threshold starts at 1 (the first op
+  // after the GPU went idle runs at once) and doubles, up to
+  // max_batch_dispatches, each time the GPU is found idle at such a
+  // submission, so a loop the host cannot keep up with returns to full
+  // batches; a wait for all the work resets it. Unset uses OA_EARLY_SUBMISSION
+  // (0 or 1), then off: on lavapipe, whose kernels run on the host's own cores,
+  // it was slower on the small-op bench cases; a GPU has not measured it yet.
+  // options() reports the value in effect.
+  std::optional<bool> early_submission;
   // Caps device memory reserved from the driver (bytes; 0 = the device heap),
   // including limits below the allocator's 64 MiB block (smaller blocks then).
   // Past it allocation throws ResourceExhausted naming the request.
@@ -145,6 +157,7 @@ struct EngineStats {
   std::uint64_t dispatches = 0;   // vkCmdDispatch calls (after grid splitting)
   std::uint64_t barriers = 0;     // pipeline barriers derived from hazards
   std::uint64_t submits = 0;      // queue submissions
+  std::uint64_t host_waits = 0;   // times the host blocked until the GPU finished work
   std::uint64_t semantic_ops = 0;
   std::uint64_t pipelines = 0;    // pipelines created so far
 };

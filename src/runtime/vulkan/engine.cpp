@@ -110,6 +110,15 @@ std::uint32_t batch_dispatches(std::uint32_t option) {
   return 64;
 }
 
+bool early_submission(std::optional<bool> option) {
+  if (option) return *option;
+  const char* env = std::getenv("OA_EARLY_SUBMISSION");
+  if (!env) return false;
+  const std::string v(env);
+  if (v != "0" && v != "1") fail(ErrorKind::InvalidArgument, "OA_EARLY_SUBMISSION={} is neither 0 nor 1", env);
+  return v == "1";
+}
+
 // A device object made by `create` from `info`, owned: destroyed with `destroy`.
 // Throws Device naming `what` when the call fails.
 template <class H, class Info>
@@ -125,6 +134,7 @@ EngineState::EngineState(EngineOptions opts) : options(std::move(opts)) {
   require_unforked("oa::Engine");
   watch_for_fork();
   options.max_batch_dispatches = batch_dispatches(options.max_batch_dispatches);
+  options.early_submission = early_submission(options.early_submission);
   instance = shared_instance(validation_requested(options));
   auto pds = physical_devices(instance->instance);
   std::vector<DeviceInfo> infos;
@@ -415,6 +425,18 @@ void EngineState::submit() {
   in_flight.push_back(std::move(open));
 }
 
+void EngineState::submit_if_due() {
+  Batch& b = *open;
+  if (b.dispatches >= options.max_batch_dispatches || b.queries_used + 2 > 8192) return submit();
+  if (!*options.early_submission || capturing || b.dispatches < early_dispatches) return;
+  retire();
+  if (in_flight.size() > 1) return;  // the GPU has queued work
+  // An idle GPU means the host is the slower side: larger batches from now on
+  // pay fewer submissions.
+  if (in_flight.empty()) early_dispatches = std::min(2 * early_dispatches, options.max_batch_dispatches);
+  submit();
+}
+
 void EngineState::end_capture() {
   submit();
   device_memory->end_capture();
@@ -432,13 +454,18 @@ void EngineState::refuse_in_capture(const char* what) const {
 
 void EngineState::wait_for(std::uint64_t value) {
   if (value <= completed) return;
-  VkSemaphore sem = timeline;
-  VkSemaphoreWaitInfo wi{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
-  wi.semaphoreCount = 1;
-  wi.pSemaphores = &sem;
-  wi.pValues = &value;
-  vk::check(vkWaitSemaphores(device, &wi, UINT64_MAX), "vkWaitSemaphores");
   retire();
+  if (value > completed) {
+    VkSemaphore sem = timeline;
+    VkSemaphoreWaitInfo wi{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
+    wi.semaphoreCount = 1;
+    wi.pSemaphores = &sem;
+    wi.pValues = &value;
+    vk::check(vkWaitSemaphores(device, &wi, UINT64_MAX), "vkWaitSemaphores");
+    stats.host_waits++;
+    retire();
+  }
+  if (in_flight.empty()) early_dispatches = 1;  // the GPU is idle: the next op goes at once
 }
 
 void EngineState::wait_for_use(const Chunk& c) {

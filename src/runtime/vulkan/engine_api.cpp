@@ -288,7 +288,7 @@ void Engine::record(SemanticOp op, std::span<const runtime::ComputeDispatch> dis
   op.dispatches = count;
   s.stats.semantic_ops++;
   for (auto& t : s.traces) t.push_back(op);
-  if (b.dispatches >= s.options.max_batch_dispatches || b.queries_used + 2 > 8192) s.submit();
+  s.submit_if_due();
 }
 
 void Engine::write(const Storage& dst, std::uint64_t offset, const void* src, std::uint64_t bytes) const {

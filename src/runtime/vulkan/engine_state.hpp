@@ -244,6 +244,7 @@ struct EngineState : std::enable_shared_from_this<EngineState> {
   std::vector<std::unique_ptr<Batch>> spare;
   std::uint64_t next_value = 1;  // value the open batch will signal
   std::uint64_t completed = 0;
+  std::uint32_t early_dispatches = 1;  // batch size at which early submission hands over the batch
   std::uint64_t hazard_epoch = 1;  // bumped by every barrier and submission
   // Per-dispatch scratch, reused so that recording allocates nothing once warm.
   std::vector<const Pipeline*> scratch_pipelines;
@@ -281,6 +282,9 @@ struct EngineState : std::enable_shared_from_this<EngineState> {
   // Submits the open batch; past kMaxBatchesInFlight batches on the GPU, first
   // waits for the oldest (bounds how far the host runs ahead).
   void submit();
+  // Called after each recorded op: submits the open batch when it is full or
+  // when early submission finds the GPU short of work (EngineOptions).
+  void submit_if_due();
   void wait_for(std::uint64_t value);
   // Waits until the GPU has finished every recorded use of `c` (submitting the
   // open batch if it is one of them).
