@@ -21,6 +21,8 @@ instead), and a copy does not see later writes to its source. A child forked (os
 method) after the parent used oa raises oa.FailedPreconditionError on its
 first use of oa: use the 'spawn' or 'forkserver' start method instead.
 """
+import sys
+
 from . import _oa
 from ._oa import (
     CommunicationError,
@@ -83,6 +85,9 @@ from ._oa import (
     mean,
     amax,
     amin,
+    max,
+    min,
+    return_types,
     prod,
     var,
     std,
@@ -108,6 +113,9 @@ from ._oa import (
     where,
     zeros,
 )
+# oa.return_types.max pickles by this name (as torch.return_types.max).
+sys.modules[__name__ + ".return_types"] = return_types
+
 from . import amp
 from . import data
 from . import nn

@@ -74,7 +74,7 @@ void bind_engine(py::module_& m) {
              return py::dict("dispatches"_a = s.dispatches, "barriers"_a = s.barriers, "submits"_a = s.submits, "host_waits"_a = s.host_waits,
                              "semantic_ops"_a = s.semantic_ops, "pipelines"_a = s.pipelines);
            })
-      .def("__eq__", [](const Engine& a, const Engine& b) { return a == b; })
+      .def("__eq__", [](const Engine& a, const Engine& b) { return a == b; }, py::is_operator())  // other types: NotImplemented
       .def("__hash__", [](const Engine& e) { return std::hash<const void*>()(e.state().get()); })
       .def("__repr__", [](const Engine& e) { return fmt::format("oa.Engine(device='{}')", e.device().name); });
 

@@ -49,6 +49,21 @@ void bind_nn(py::module_& m, TensorClass& tensor) {
       arg("value"), arg("name"));
   m.def("parameter_name", [](const Matrix& value) { return ml::Parameter::of(value).name(); }, arg("value"));
   m.def(
+      "keeping_seed_stream",
+      [](const py::function& fn) {
+        const ml::Generator kept = default_generator();
+        py::object result;
+        try {
+          result = fn();
+        } catch (...) {
+          default_generator() = kept;
+          throw;
+        }
+        default_generator() = kept;
+        return result;
+      },
+      arg("fn"), "fn() with the seed stream of oa.manual_seed restored afterwards (a deep copy builds layers drawing none).");
+  m.def(
       "write",
       [](const Matrix& target, const py::handle& value, const std::string& name) {
         constexpr const char* op = "oa.nn.Module.load_state_dict";

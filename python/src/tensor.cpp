@@ -11,6 +11,7 @@
 #include <string>
 #include <type_traits>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "bindings.hpp"
@@ -229,26 +230,79 @@ namespace {
 Matrix argmax(const Matrix& x, std::optional<int> dim, bool keepdim) { return arg_extreme(x, dim, keepdim, true); }
 
 // PyTorch's dim of a reduction: None (every axis), an int, or a tuple or
-// list of ints, as the axis list of oa/matrix/reduction.hpp.
-std::vector<int> reduction_dims(const py::object& dim) {
+// list of ints, as the axis list of oa/matrix/reduction.hpp. Throws TypeError
+// naming `op` for another type, InvalidArgument for an axis outside x's rank.
+std::vector<int> reduction_dims(const Matrix& x, const py::object& dim, const char* op) {
   if (dim.is_none()) return {};
-  if (py::isinstance<py::int_>(dim)) return {dim.cast<int>()};
-  return dim.cast<std::vector<int>>();
+  const bool one = py::isinstance<py::int_>(dim);
+  if (!one && !(py::isinstance<py::tuple>(dim) || py::isinstance<py::list>(dim)))
+    throw py::type_error(fmt::format("{}: dim must be None, an int or a tuple of ints, not {}", op,
+                                     py::str(py::type::handle_of(dim).attr("__name__")).cast<std::string>()));
+  const auto rank = std::max<long long>(static_cast<long long>(x.rank()), 1);
+  std::vector<int> dims;
+  for (const py::handle d : one ? py::tuple(py::make_tuple(dim)) : py::tuple(dim)) {
+    if (!py::isinstance<py::int_>(d) || py::isinstance<py::bool_>(d))
+      throw py::type_error(fmt::format("{}: dim must be None, an int or a tuple of ints, not one holding {}", op,
+                                       py::str(py::repr(d)).cast<std::string>()));
+    int overflow = 0;
+    const long long a = PyLong_AsLongLongAndOverflow(d.ptr(), &overflow);
+    if (overflow || a < -rank || a >= rank)
+      fail(ErrorKind::InvalidArgument, "{}: dim {} is out of range for x of shape {} (expected an axis in [{}, {}])", op,
+           py::str(d).cast<std::string>(), x.shape(), -rank, rank - 1);
+    dims.push_back(static_cast<int>(a));
+  }
+  return dims;
 }
 
-// x.sum(dim=None, keepdim=False) and its kin over any axes.
+// x.sum(dim=None, keepdim=False) and its kin over any axes, as `op` in errors.
 template <Matrix (*Reduce)(const Matrix&, const std::vector<int>&, bool)>
-auto reduction() {
-  return [](const Matrix& x, const py::object& dim, bool keepdim) { return Reduce(x, reduction_dims(dim), keepdim); };
+auto reduction(const char* op) {
+  return [op](const Matrix& x, const py::object& dim, bool keepdim) { return Reduce(x, reduction_dims(x, dim, op), keepdim); };
 }
 // x.var(dim=None, correction=1, keepdim=False), x.std(...).
 template <Matrix (*Reduce)(const Matrix&, const std::vector<int>&, float, bool)>
-auto spread() {
-  return [](const Matrix& x, const py::object& dim, float correction, bool keepdim) {
-    return Reduce(x, reduction_dims(dim), correction, keepdim);
+auto spread(const char* op) {
+  return [op](const Matrix& x, const py::object& dim, float correction, bool keepdim) {
+    return Reduce(x, reduction_dims(x, dim, op), correction, keepdim);
   };
 }
-Matrix norm(const Matrix& x, float p, const py::object& dim, bool keepdim) { return mx::norm(x, p, reduction_dims(dim), keepdim); }
+// x.norm(p, dim, keepdim) as `op` in errors.
+auto norm(const char* op) {
+  return [op](const Matrix& x, float p, const py::object& dim, bool keepdim) { return mx::norm(x, p, reduction_dims(x, dim, op), keepdim); };
+}
+
+// torch.return_types.max and .min: (values, indices) named tuples, made once
+// by bind_tensor as oa.return_types.max and .min (kept for the process).
+py::handle max_type, min_type;
+
+// torch.max (largest) or torch.min of x: over every element for dim None
+// (torch.amax's gradient), (values, indices) along an int dim (the gradient
+// reaches the element at the index, as torch's), or elementwise against a
+// tensor given as dim (torch.max(input, other)).
+py::object extreme(const Matrix& x, const py::object& dim, bool keepdim, bool largest, const char* op) {
+  if (py::isinstance<Matrix>(dim)) {
+    if (keepdim) throw py::type_error(fmt::format("{}(input, other): keepdim applies to a dim, not to an other tensor", op));
+    const auto& other = dim.cast<const Matrix&>();
+    return py::cast(largest ? mx::maximum(x, other) : mx::minimum(x, other));
+  }
+  if (dim.is_none()) {
+    if (keepdim) throw py::type_error(fmt::format("{}: keepdim=True needs a dim (torch's max(input) takes none)", op));
+    return py::cast(largest ? mx::max(x, {}) : mx::min(x, {}));
+  }
+  if (!py::isinstance<py::int_>(dim))
+    throw py::type_error(fmt::format("{}: dim must be an int, a tensor (the elementwise form) or None, not {} (several "
+                                     "axes: amax or amin)", op, py::str(py::type::handle_of(dim).attr("__name__")).cast<std::string>()));
+  if (!is_floating_point(x.dtype()))
+    fail(ErrorKind::InvalidArgument, "{}: x of shape {} is {}; max and min along a dim take float32, float16 or bfloat16", op,
+         x.shape(), to_string(x.dtype()));
+  const int axis = reduction_dims(x, dim, op)[0];
+  const Matrix indices = largest ? mx::argmax(x, axis, true) : mx::argmin(x, axis, true);
+  // take_along_axis copies float32: a 16-bit x is read through float32 (exact).
+  Matrix values = mx::take_along_axis(convert(x, DType::F32), indices, axis);
+  values = convert(values, x.dtype());
+  return (largest ? max_type : min_type)(keepdim ? values : mx::squeeze(values, axis),
+                                         keepdim ? indices : mx::squeeze(indices, axis));
+}
 
 // The storages of copy_not_view's results by storage id (unique for the
 // process), with the op that made each; expired entries are dropped whenever
@@ -364,6 +418,25 @@ Matrix sub_alpha(const Matrix& x, const Other& other, float alpha) {
   return x - scaled(other, alpha);
 }
 
+// A NumPy array operand of a binary op with x (x + a, a @ x, x += a, ...) as
+// a tensor on x's engine: in x's dtype when x is floating (as a Python number
+// is taken; oa has no float64), else in oa.tensor's dtype (int32, bool,
+// float32), under the ops' dtype rules.
+Matrix array_operand(const Matrix& x, const py::array& a, const char* op) {
+  return from_array(a, is_floating_point(x.dtype()) ? std::optional(x.dtype()) : std::nullopt, false, x.engine(), op);
+}
+
+// The ndarray overload of a binary operator: fn(x, a) or, `reflected`, fn(a, x)
+// (a + x calls x.__radd__(a)). Bound with py::arg("other").noconvert(), so
+// that only an ndarray matches (not a list, nor a number NumPy would convert).
+template <class Fn>
+auto array_operator(Fn fn, bool reflected, const char* name) {
+  return [fn, reflected, op = fmt::format("oa.Tensor.{}", name)](const Matrix& x, const py::array& other) {
+    const Matrix a = array_operand(x, other, op.c_str());
+    return reflected ? fn(a, x) : fn(x, a);
+  };
+}
+
 // x.<method>(arg) and, where `dunder` is given, the augmented assignment
 // (x += y), for a Tensor and/or a Python number `arg`; both return x itself
 // (the same Python object, so a Parameter stays a Parameter).
@@ -421,6 +494,15 @@ void bind_in_place_op(TensorClass& t, const InPlaceOp& op, InPlaceFn<Other> fn) 
     t.def(
         op.dunder, [&op, fn](const py::object& self, const Other& other) { return apply_in_place<Other>(self, other, fn, op.dunder_name); },
         py::is_operator());
+  // x += a for a NumPy array a (see array_operand), in place as for a tensor.
+  if constexpr (std::is_same_v<Other, Matrix>)
+    if (op.dunder)
+      t.def(
+          op.dunder,
+          [&op, fn](const py::object& self, const py::array& other) {
+            return apply_in_place<Matrix>(self, array_operand(self.cast<const Matrix&>(), other, op.dunder_name), fn, op.dunder_name);
+          },
+          py::is_operator(), py::arg("other").noconvert());
 }
 
 void bind_in_place(TensorClass& t) {
@@ -449,10 +531,39 @@ void bind_in_place(TensorClass& t) {
         "x.fill_(0): in place, as fill_.");
 }
 
-std::string repr(const Matrix& x) {
+// str(x): the shape, dtype and values (up to 6 leading and trailing ones per
+// row, and 8 rows), as operator<< of oa::Matrix.
+std::string str(const Matrix& x) {
   std::ostringstream os;
   os << x;
   return os.str();
+}
+
+// repr(x), one line: the values (NumPy's formatting) only for up to 16
+// elements, else the shape, as pybind's argument-mismatch TypeErrors and
+// debuggers show it; then the dtype and requires_grad or grad_fn.
+std::string repr(const Matrix& x) {
+  if (!x.defined()) return "oa.Tensor(undefined)";
+  std::string head;
+  if (x.numel() <= 16) {
+    const py::object text = py::module_::import("numpy").attr("array2string")(to_numpy(x), py::arg("separator") = ", ");
+    bool line_start = false;  // a newline and the indentation after it become one space
+    for (const char c : text.cast<std::string>()) {
+      if (c == '\n') line_start = true;
+      else if (!(line_start && c == ' ')) {
+        if (line_start) head += ' ';
+        line_start = false;
+        head += c;
+      }
+    }
+  } else {
+    head = fmt::format("shape={}", x.shape());
+  }
+  std::string tail;
+  const std::string grad_fn = autograd::grad_fn_name(x);
+  if (!grad_fn.empty()) tail = fmt::format(", grad_fn=<{}>", grad_fn);
+  else if (requires_grad(x)) tail = ", requires_grad=True";
+  return fmt::format("oa.Tensor({}, dtype=oa.{}{})", head, py::cast(x.dtype()).attr("name").cast<std::string>(), tail);
 }
 
 }  // namespace
@@ -471,8 +582,23 @@ py::object tensor_or_none(const Matrix& m) { return m.defined() ? py::cast(m) : 
 void bind_tensor(py::module_& m, TensorClass& t) {
   using Opt = std::optional<DType>;
   using OptEngine = std::optional<Engine>;
-  // NumPy defers to the Tensor's reflected operators (array + tensor).
+  py::module_ return_types = m.def_submodule("return_types", "torch.return_types: the named tuples of max and min");
+  const py::object namedtuple = py::module_::import("collections").attr("namedtuple");
+  for (auto [name, type] : {std::pair{"max", &max_type}, std::pair{"min", &min_type}}) {
+    py::object made = namedtuple(name, py::make_tuple("values", "indices"), py::arg("module") = "oa.return_types");
+    return_types.attr(name) = made;
+    *type = made.release();
+  }
+  const char* const max_doc =
+      "torch.max: x.max() the largest element (its gradient split among ties, as amax); x.max(dim, keepdim=False) "
+      "the named tuple oa.return_types.max (values, int32 indices: the first maximum, NaN counting as largest; the "
+      "gradient reaches the element at the index); x.max(other) the elementwise oa.maximum. float32, float16, bfloat16.";
+  const char* const min_doc = "torch.min: as max, with the smallest (oa.return_types.min, oa.minimum).";
+  // NumPy defers to the Tensor's operators (array + tensor calls
+  // Tensor.__radd__; NumPy's ufuncs refuse tensors), which take the array as a
+  // tensor (array_operator): the result is an oa tensor with autograd intact.
   t.attr("__array_priority__") = 1000;
+  t.attr("__array_ufunc__") = py::none();
   t.attr("__module__") = "oa";
   t.def_property_readonly("shape", [](const Matrix& x) { return shape_tuple(x.shape()); })
       .def("size",
@@ -531,6 +657,7 @@ void bind_tensor(py::module_& m, TensorClass& t) {
              return to_int(x, "oa.Tensor.__index__");
            })
       .def("__repr__", &repr)
+      .def("__str__", &str)
       // Conversions (see convert): (pred == target).float().mean() is an accuracy.
       .def("to", &convert, py::arg("dtype"),
            "A copy as `dtype` (x itself if already): between float32, float16 and bfloat16, bool to those (1, 0), any "
@@ -588,20 +715,21 @@ void bind_tensor(py::module_& m, TensorClass& t) {
            py::arg("start_dim") = 0, py::arg("end_dim") = -1)
       // Reductions.
       // Reductions over dim = None (every axis), an int or a tuple of ints.
-      // max and min give the values alone (torch.amax, torch.amin).
-      .def("sum", reduction<&mx::sum>(), py::arg("dim") = py::none(), py::arg("keepdim") = false)
-      .def("mean", reduction<&mx::mean>(), py::arg("dim") = py::none(), py::arg("keepdim") = false)
-      .def("amax", reduction<&mx::max>(), py::arg("dim") = py::none(), py::arg("keepdim") = false)
-      .def("amin", reduction<&mx::min>(), py::arg("dim") = py::none(), py::arg("keepdim") = false)
-      .def("max", reduction<&mx::max>(), py::arg("dim") = py::none(), py::arg("keepdim") = false)
-      .def("min", reduction<&mx::min>(), py::arg("dim") = py::none(), py::arg("keepdim") = false)
-      .def("prod", reduction<&mx::prod>(), py::arg("dim") = py::none(), py::arg("keepdim") = false)
-      .def("logsumexp", reduction<&mx::logsumexp>(), py::arg("dim") = py::none(), py::arg("keepdim") = false)
-      .def("var", spread<&mx::var>(), py::arg("dim") = py::none(), py::kw_only(), py::arg("correction") = 1.0f,
+      .def("sum", reduction<&mx::sum>("oa.Tensor.sum"), py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def("mean", reduction<&mx::mean>("oa.Tensor.mean"), py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def("amax", reduction<&mx::max>("oa.Tensor.amax"), py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def("amin", reduction<&mx::min>("oa.Tensor.amin"), py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def("max", [](const Matrix& x, const py::object& dim, bool keepdim) { return extreme(x, dim, keepdim, true, "oa.Tensor.max"); },
+           py::arg("dim") = py::none(), py::arg("keepdim") = false, max_doc)
+      .def("min", [](const Matrix& x, const py::object& dim, bool keepdim) { return extreme(x, dim, keepdim, false, "oa.Tensor.min"); },
+           py::arg("dim") = py::none(), py::arg("keepdim") = false, min_doc)
+      .def("prod", reduction<&mx::prod>("oa.Tensor.prod"), py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def("logsumexp", reduction<&mx::logsumexp>("oa.Tensor.logsumexp"), py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def("var", spread<&mx::var>("oa.Tensor.var"), py::arg("dim") = py::none(), py::kw_only(), py::arg("correction") = 1.0f,
            py::arg("keepdim") = false)
-      .def("std", spread<&mx::std>(), py::arg("dim") = py::none(), py::kw_only(), py::arg("correction") = 1.0f,
+      .def("std", spread<&mx::std>("oa.Tensor.std"), py::arg("dim") = py::none(), py::kw_only(), py::arg("correction") = 1.0f,
            py::arg("keepdim") = false)
-      .def("norm", &norm, py::arg("p") = 2.0f, py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def("norm", norm("oa.Tensor.norm"), py::arg("p") = 2.0f, py::arg("dim") = py::none(), py::arg("keepdim") = false)
       .def("cumsum", &mx::cumsum, py::arg("dim"))
       .def("__pow__", [](const Matrix& a, const Matrix& b) { return mx::pow(a, b); }, py::is_operator())
       .def("__pow__", [](const Matrix& a, float e) { return mx::pow(a, e); }, py::is_operator())
@@ -653,6 +781,26 @@ void bind_tensor(py::module_& m, TensorClass& t) {
            },
            py::arg("min") = py::none(), py::arg("max") = py::none());
 
+  // A NumPy array on either side of the binary operators (after the Tensor
+  // and number overloads, so that those are tried first).
+  struct ArrayOperator {
+    const char* name;
+    const char* reflected;  // nullptr: a comparison (Python reflects a < x as x > a itself)
+    Matrix (*fn)(const Matrix&, const Matrix&);
+  };
+  const ArrayOperator array_operators[] = {
+      {"__add__", "__radd__", &mx::add},       {"__sub__", "__rsub__", &mx::sub},
+      {"__mul__", "__rmul__", &mx::mul},       {"__truediv__", "__rtruediv__", &mx::div},
+      {"__matmul__", "__rmatmul__", &mx::matmul},
+      {"__pow__", "__rpow__", [](const Matrix& a, const Matrix& b) { return mx::pow(a, b); }},
+      {"__eq__", nullptr, &mx::eq},            {"__ne__", nullptr, &mx::ne},
+      {"__lt__", nullptr, &mx::lt},            {"__le__", nullptr, &mx::le},
+      {"__gt__", nullptr, &mx::gt},            {"__ge__", nullptr, &mx::ge}};
+  for (const ArrayOperator& o : array_operators) {
+    t.def(o.name, array_operator(o.fn, false, o.name), py::is_operator(), py::arg("other").noconvert());
+    if (o.reflected) t.def(o.reflected, array_operator(o.fn, true, o.reflected), py::is_operator(), py::arg("other").noconvert());
+  }
+
   bind_in_place(t);
 
   // The elementwise functions, as methods and as oa.<name>.
@@ -692,17 +840,21 @@ void bind_tensor(py::module_& m, TensorClass& t) {
   m.def("cumsum", &mx::cumsum, py::arg("input"), py::arg("dim"));
   m.def("argmax", &argmax, py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false,
         "torch.argmax: int32 index of the maximum along dim, or of the flattened tensor without dim.");
-  m.def("sum", reduction<&mx::sum>(), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
-  m.def("mean", reduction<&mx::mean>(), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
-  m.def("amax", reduction<&mx::max>(), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
-  m.def("amin", reduction<&mx::min>(), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
-  m.def("prod", reduction<&mx::prod>(), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
-  m.def("logsumexp", reduction<&mx::logsumexp>(), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
-  m.def("var", spread<&mx::var>(), py::arg("input"), py::arg("dim") = py::none(), py::kw_only(), py::arg("correction") = 1.0f,
+  m.def("sum", reduction<&mx::sum>("oa.sum"), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
+  m.def("mean", reduction<&mx::mean>("oa.mean"), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
+  m.def("max", [](const Matrix& x, const py::object& dim, bool keepdim) { return extreme(x, dim, keepdim, true, "oa.max"); },
+        py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false, max_doc);
+  m.def("min", [](const Matrix& x, const py::object& dim, bool keepdim) { return extreme(x, dim, keepdim, false, "oa.min"); },
+        py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false, min_doc);
+  m.def("amax", reduction<&mx::max>("oa.amax"), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
+  m.def("amin", reduction<&mx::min>("oa.amin"), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
+  m.def("prod", reduction<&mx::prod>("oa.prod"), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
+  m.def("logsumexp", reduction<&mx::logsumexp>("oa.logsumexp"), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
+  m.def("var", spread<&mx::var>("oa.var"), py::arg("input"), py::arg("dim") = py::none(), py::kw_only(), py::arg("correction") = 1.0f,
         py::arg("keepdim") = false);
-  m.def("std", spread<&mx::std>(), py::arg("input"), py::arg("dim") = py::none(), py::kw_only(), py::arg("correction") = 1.0f,
+  m.def("std", spread<&mx::std>("oa.std"), py::arg("input"), py::arg("dim") = py::none(), py::kw_only(), py::arg("correction") = 1.0f,
         py::arg("keepdim") = false);
-  m.def("norm", &norm, py::arg("input"), py::arg("p") = 2.0f, py::arg("dim") = py::none(), py::arg("keepdim") = false);
+  m.def("norm", norm("oa.norm"), py::arg("input"), py::arg("p") = 2.0f, py::arg("dim") = py::none(), py::arg("keepdim") = false);
 
   // Creation.
   m.def(

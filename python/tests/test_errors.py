@@ -192,3 +192,39 @@ def test_bad_shapes_still_refused_clearly():
     for make, message in cases:
         with pytest.raises(oa.InvalidArgumentError, match=message):
             make()
+
+
+def test_reduction_dims_out_of_range_name_the_op_and_dim():
+    x = oa.ones(2, 3)
+    for call, op in [(lambda: x.sum(1 << 40), "oa.Tensor.sum"), (lambda: oa.mean(x, (0, 2)), "oa.mean"),
+                     (lambda: x.amax(-3), "oa.Tensor.amax"), (lambda: x.var(1 << 70), "oa.Tensor.var"),
+                     (lambda: x.max(5), "oa.Tensor.max"), (lambda: oa.norm(x, 2, [-(1 << 40)]), "oa.norm")]:
+        with pytest.raises(oa.InvalidArgumentError, match=rf"{op}: dim -?\d+ is out of range for x of shape \[2, 3\] "
+                                                          r"\(expected an axis in \[-2, 1\]\)"):
+            call()
+    with pytest.raises(TypeError, match=r"oa.Tensor.sum: dim must be None, an int or a tuple of ints, not float"):
+        x.sum(1.5)
+    with pytest.raises(TypeError, match=r"oa.prod: dim must be .* holding 'a'"):
+        oa.prod(x, (0, "a"))
+    assert oa.ones(()).sum(0).shape == () and oa.ones(()).sum(-1).shape == ()  # rank 0 takes 0 and -1, as torch
+
+
+def test_argument_mismatch_messages_do_not_dump_tensors():
+    x, rm, rv = oa.ones(4, 3, 2, 2), oa.zeros(3), oa.ones(3)
+    with pytest.raises(TypeError) as e:
+        F.batch_norm(x, rm, rv, training=True, momentum="fast")
+    message = str(e.value)
+    assert "oa.Tensor(shape=[4, 3, 2, 2], dtype=oa.float32)" in message and "1.0" not in message
+    assert repr(oa.tensor([[1.0, 2.0], [3.0, 4.0]])) == "oa.Tensor([[1., 2.], [3., 4.]], dtype=oa.float32)"
+    assert repr(oa.ones(2, requires_grad=True)) == "oa.Tensor([1., 1.], dtype=oa.float32, requires_grad=True)"
+    assert repr(oa.ones(2, requires_grad=True) * 2).endswith("grad_fn=<oa::matrix::affine>)")
+    assert str(oa.tensor([True, False])) == "Matrix([2], bool)\n  [1 0]"  # str (print) shows the values
+
+
+def test_batch_norm_arguments_name_the_failing_one():
+    for kwargs, name in [(dict(momentum=-0.1), "momentum -0.1 must be in [0, 1]"), (dict(eps=-1.0), "eps -1 must be >= 0")]:
+        with pytest.raises(oa.InvalidArgumentError) as e:
+            oa.nn.BatchNorm2d(3, **kwargs)
+        assert name in str(e.value) and "num_features" not in str(e.value)
+    with pytest.raises(oa.InvalidArgumentError, match=r"num_features 0 must be >= 1$"):
+        oa.nn.BatchNorm1d(0)

@@ -157,6 +157,25 @@ def test_module_dtype_moves():
             move()
     with pytest.raises(TypeError, match="floating point"):
         model.to(oa.int32)
+    assert model.to(oa.float32, non_blocking=True) is model and model.to(dtype=oa.float32, non_blocking=True) is model
+
+
+def test_engine_equality_and_module_to_device():
+    e = oa.default_engine()
+    assert (e == None) is False and (e != None) is True and e != "cpu"  # noqa: E711 (Python's fallback, no TypeError)
+    assert e in [None, e] and e == oa.default_engine() and None not in [e]
+    model = nn.Sequential(nn.Linear(3, 2), nn.BatchNorm1d(2))
+    for device in (e, "cuda", "cuda:0", "vulkan", oa.zeros(1)):
+        assert model.to(device) is model
+    assert model.to(e, oa.float32, non_blocking=True) is model and model.to(device=e, dtype=oa.float32) is model
+    with pytest.raises(oa.UnsupportedError, match=r"oa has no CPU device.*\.numpy\(\)"):
+        model.to("cpu")
+    with pytest.raises(oa.UnsupportedError, match="float32"):
+        model.to(e, oa.float16)
+    with pytest.raises(oa.UnsupportedError, match="not an oa device"):
+        model.to("mps")
+    with pytest.raises(TypeError, match="oa.nn.Module.to: expected a dtype"):
+        model.to(3)
 
 
 def test_batch_norm_momentum_none_averages_and_counts_batches():
@@ -513,3 +532,59 @@ def test_bad_parameter_assignments_leave_the_layer_unchanged():
     assert list(lin.named_parameters()) == params and lin.bias is params[1][1]
     np.testing.assert_array_equal(lin(x).numpy(), before)
     assert [n for n, _ in block.named_parameters()][:4] == ["norm1.weight", "norm1.bias", "attn.qkv.weight", "attn.qkv.bias"]
+
+
+def test_deepcopy_makes_new_parameters_with_the_values():
+    import copy
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.features = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU())
+            self.emb = nn.Embedding(5, 4)
+            self.head = nn.Linear(4, 5, bias=False)
+            self.head.weight = self.emb.weight  # tied
+            self.scale = nn.Parameter(oa.ones(1))
+            self.tag = ["kept"]
+
+    oa.manual_seed(3)
+    model = Net()
+    model.features[1](oa.randn(2, 4, 3, 3))  # running statistics move
+    model.eval()
+    model.scale.grad = oa.full([1], 2.0)
+    oa.manual_seed(7)
+    before = oa.randn(1).item()
+    oa.manual_seed(7)
+    dup = copy.deepcopy(model)
+    assert oa.randn(1).item() == before  # no seeds drawn from oa.manual_seed's stream
+    own, copied = model.state_dict(), dup.state_dict()
+    assert list(own) == list(copied)
+    for name in own:
+        assert copied[name] is not own[name]
+        np.testing.assert_array_equal(copied[name].numpy(), own[name].numpy())
+    assert dup.head.weight is dup.emb.weight and dup.head.weight is not model.emb.weight
+    assert [n for n, _ in dup.named_parameters()] == [n for n, _ in model.named_parameters()]
+    assert not dup.training and not dup.features[1].training and dup.tag == ["kept"] and dup.tag is not model.tag
+    np.testing.assert_array_equal(dup.scale.grad.numpy(), [2.0])
+    with oa.no_grad():
+        dup.emb.weight += 1.0
+    assert not np.array_equal(dup.emb.weight.numpy(), model.emb.weight.numpy())
+    x = oa.randn(1, 3, 4, 4, seed=5)
+    np.testing.assert_array_equal(copy.deepcopy(model).features(x).numpy(), model.features(x).numpy())
+    with pytest.raises(TypeError, match="deep-copy the layer that holds it"):
+        copy.deepcopy(nn.MultiheadAttention(4, 2).qkv)
+
+
+def test_layer_reprs_show_their_arguments():
+    assert repr(nn.Conv2d(3, 16, 3)) == "Conv2d(3, 16, kernel_size=3, stride=1)"
+    assert repr(nn.Conv2d(3, 16, (3, 5), stride=2, padding=1, bias=False)) == \
+        "Conv2d(3, 16, kernel_size=(3, 5), stride=2, padding=1, bias=False)"
+    assert repr(nn.BatchNorm2d(3)) == "BatchNorm2d(3, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)"
+    assert repr(nn.Linear(4, 2)) == "Linear(in_features=4, out_features=2, bias=True)"
+    assert repr(nn.LayerNorm(8)) == "LayerNorm(8, eps=1e-05, elementwise_affine=True)"
+    assert repr(nn.Embedding(10, 3)) == "Embedding(10, 3)"
+    assert repr(nn.Dropout()) == "Dropout(p=0.5)"
+    assert repr(nn.MaxPool2d(2)) == "MaxPool2d(kernel_size=2, stride=None, padding=0)"
+    assert repr(nn.ReLU()) == "ReLU()"
+    assert repr(nn.Sequential(nn.Linear(2, 3), nn.GELU())) == \
+        "Sequential(\n  (0): Linear(in_features=2, out_features=3, bias=True)\n  (1): GELU()\n)"

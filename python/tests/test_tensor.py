@@ -205,8 +205,8 @@ def test_reductions_over_axes():
         for keepdim in [False, True]:
             assert_close(t.sum(dim=dim, keepdim=keepdim).numpy(), x64.sum(axis=axis, keepdims=keepdim))
             assert_close(t.mean(dim, keepdim=keepdim).numpy(), x64.mean(axis=axis, keepdims=keepdim))
-            assert_close(t.max(dim, keepdim).numpy(), x64.max(axis=axis, keepdims=keepdim))
-            assert_close(t.min(dim, keepdim).numpy(), x64.min(axis=axis, keepdims=keepdim))
+            assert_close(t.amax(dim, keepdim).numpy(), x64.max(axis=axis, keepdims=keepdim))
+            assert_close(t.amin(dim, keepdim).numpy(), x64.min(axis=axis, keepdims=keepdim))
             assert_close(t.prod(dim, keepdim).numpy(), x64.prod(axis=axis, keepdims=keepdim))
             assert_close(t.var(dim, keepdim=keepdim).numpy(), x64.var(axis=axis, ddof=1, keepdims=keepdim))
             assert_close(t.std(dim, correction=0, keepdim=keepdim).numpy(), x64.std(axis=axis, keepdims=keepdim))
@@ -221,8 +221,91 @@ def test_reductions_over_axes():
         assert_close(t.cumsum(d).numpy(), np.cumsum(x64, axis=d))
         assert_close(oa.cumsum(t, d).numpy(), np.cumsum(x64, axis=d))
     check_gradients(lambda a: a.var((0, 2)), lambda a: a.var(axis=(0, 2), ddof=1), [x])
-    check_gradients(lambda a: a.max(1), lambda a: a.max(axis=1), [x])
+    check_gradients(lambda a: a.amax(1), lambda a: a.max(axis=1), [x])
     check_gradients(lambda a: a.cumsum(1), lambda a: np.cumsum(a, axis=1), [x])
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_max_and_min_forms(name):
+    """torch.max / torch.min: the scalar, the (values, indices) named tuple along a dim, the elementwise form."""
+    x = values((3, 4, 5), 11)
+    x[1, 2, 3] = x[1, 2, 1]  # a tie: the first index is taken, and only it gets the gradient
+    ref, arg = (np.max, np.argmax) if name == "max" else (np.min, np.argmin)
+    t = oa.tensor(x)
+    whole = getattr(t, name)()
+    assert whole.shape == () and whole.item() == ref(x)
+    assert getattr(oa, name)(t).item() == ref(x)
+    for dim in [0, 1, -1]:
+        for keepdim in [False, True]:
+            for r in [getattr(t, name)(dim, keepdim), getattr(oa, name)(t, dim=dim, keepdim=keepdim)]:
+                assert type(r).__name__ == name and type(r).__module__ == "oa.return_types"
+                vals, idx = r
+                assert r.values is vals and r.indices is idx and idx.dtype == oa.int32
+                np.testing.assert_array_equal(vals.numpy(), ref(x, axis=dim, keepdims=keepdim))
+                np.testing.assert_array_equal(idx.numpy(), np.expand_dims(arg(x, axis=dim), dim) if keepdim else arg(x, axis=dim))
+    h = getattr(oa.tensor(x, dtype=oa.float16), name)(1)
+    assert h.values.dtype == oa.float16
+    np.testing.assert_array_equal(h.values.numpy(), ref(x.astype(np.float16), axis=1))
+    other = values((4, 5), 12)
+    np.testing.assert_array_equal(getattr(t, name)(oa.tensor(other)).numpy(), (np.maximum if name == "max" else np.minimum)(x, other))
+    np.testing.assert_array_equal(getattr(oa, name)(t, oa.tensor(other)).numpy(), getattr(t, name)(oa.tensor(other)).numpy())
+    # Gradients flow through the values, to the element at each index.
+    leaf = oa.tensor(x, requires_grad=True)
+    v, i = getattr(leaf, name)(2)
+    w = values((3, 4), 13)
+    (v * oa.tensor(w)).sum().backward()
+    want = np.zeros_like(x)
+    np.put_along_axis(want, arg(x, axis=2)[..., None], w[..., None], axis=2)
+    np.testing.assert_array_equal(leaf.grad.numpy(), want)
+    assert want[1, 2, 3] == 0 or arg(x, axis=2)[1, 2] == 3
+    with pytest.raises(TypeError, match=f"oa.Tensor.{name}: dim must be an int"):
+        getattr(t, name)((0, 1))
+    with pytest.raises(TypeError, match="keepdim=True needs a dim"):
+        getattr(t, name)(keepdim=True)
+    with pytest.raises(oa.InvalidArgumentError, match=rf"oa.{name}: x of shape \[1, 2\] is i32"):
+        getattr(oa, name)(oa.tensor([[1, 2]]), 1)
+    import pickle
+    assert tuple(pickle.loads(pickle.dumps(getattr(t, name)(0)))[1].numpy().shape) == (4, 5)
+
+
+def test_numpy_operands_give_tensors():
+    """A NumPy array on either side of an operator is taken as a tensor on the tensor's engine: the result is an
+    oa.Tensor and autograd reaches the tensor."""
+    x = values((2, 3), 21)
+    a = values((2, 3), 22).astype(np.float64)
+    row = np.arange(3)  # int64: taken as the tensor's float dtype
+    cases = [
+        (lambda t: t + a, lambda v: v + a), (lambda t: a + t, lambda v: a + v),
+        (lambda t: t - a, lambda v: v - a), (lambda t: a - t, lambda v: a - v),
+        (lambda t: t * a, lambda v: v * a), (lambda t: a * t, lambda v: a * v),
+        (lambda t: t / (a + 2), lambda v: v / (a + 2)), (lambda t: (a + 2) / t, lambda v: (a + 2) / v),
+        (lambda t: t * row, lambda v: v * row), (lambda t: np.ones(3) + t, lambda v: 1 + v),
+        (lambda t: t @ a.T, lambda v: v @ a.T), (lambda t: a.T @ t, lambda v: a.T @ v),
+        (lambda t: t ** np.full(3, 2.0), lambda v: v ** 2),
+    ]
+    for oa_fn, ref_fn in cases:
+        leaf = oa.tensor(x, requires_grad=True)
+        got = oa_fn(leaf)
+        assert isinstance(got, oa.Tensor) and got.dtype == oa.float32
+        assert_close(got.numpy(), ref_fn(x.astype(np.float64)))
+        got.sum().backward()
+        assert leaf.grad is not None
+    t = oa.tensor(x)
+    for got, want in [(t > a, x > a), (a < t, a < x), (t == x, np.ones((2, 3), bool)), (a >= t, a >= x)]:
+        assert isinstance(got, oa.Tensor) and got.dtype == oa.bool
+        np.testing.assert_array_equal(got.numpy(), want)
+    h = oa.tensor(x, dtype=oa.float16)
+    assert (h + a).dtype == oa.float16 and (a * h).dtype == oa.float16
+    i = oa.tensor([1, 2, 3])
+    np.testing.assert_array_equal((i == np.array([1, 0, 3])).numpy(), [True, False, True])
+    t += np.ones(3)  # in place, as with a tensor
+    assert_close(t.numpy(), x + 1)
+    with pytest.raises(TypeError, match="unsupported operand"):
+        t + [1.0, 2.0, 3.0]  # lists are not operands (as torch's)
+    with pytest.raises(TypeError):
+        np.add(a, t)  # NumPy's ufuncs defer to (and refuse) tensors
+    with pytest.raises(oa.InvalidArgumentError, match=r"oa.Tensor.__add__: NumPy dtype"):
+        i + np.array(["a", "b", "c"])
 
 
 def test_broadcasting_and_pow():
@@ -296,7 +379,7 @@ def test_comparisons_masks_and_triangles():
     m = values((2, 3, 4), 9)
     np.testing.assert_array_equal(oa.tril(oa.tensor(m), 1).numpy(), np.tril(m, 1))
     np.testing.assert_array_equal(oa.tensor(m).triu(-1).numpy(), np.triu(m, -1))
-    assert repr(ta > 0.0) == "Matrix([2, 4], bool)\n  [1 0 1 0]\n  [0 1 1 1]"
+    assert str(ta > 0.0) == "Matrix([2, 4], bool)\n  [1 0 1 0]\n  [0 1 1 1]"
     assert (ta == None) is False  # noqa: E711 (not a comparison of values: Python's identity fallback)
     assert len({ta, tb, ta}) == 2  # hashable by identity, as torch.Tensor
 
@@ -431,3 +514,23 @@ def test_an_optimizer_state_dict_pickles_and_loads():
         (p * p).sum().backward()
         o.step()
     np.testing.assert_array_equal(w2.numpy(), w.numpy())
+
+
+def test_sums_of_bool_and_int32_are_int32():
+    """torch sums bool and integer tensors to int64; oa to int32 (exact); mean of them is refused, as torch's."""
+    pred, y = oa.tensor([1, 2, 0, 2]), oa.tensor([1, 0, 0, 2])
+    correct = (pred == y).sum()
+    assert correct.dtype == oa.int32 and correct.item() == 3 and isinstance(correct.item(), int)
+    m = np.arange(-6, 6, dtype=np.int64).reshape(3, 4) * 1000003
+    t = oa.tensor(m)
+    for dim in [None, 0, 1, (0, 1)]:
+        for keepdim in [False, True]:
+            got = t.sum(dim, keepdim=keepdim)
+            assert got.dtype == oa.int32
+            np.testing.assert_array_equal(got.numpy(), m.sum(axis=dim, keepdims=keepdim))
+    np.testing.assert_array_equal(oa.sum(oa.tensor(m > 0), 0).numpy(), (m > 0).sum(0))
+    big = oa.tensor(np.array([2**24, 1, 1], np.int32))
+    assert big.sum().item() == 2**24 + 2  # exact past float32's 2^24
+    for x in (t, pred == y):
+        with pytest.raises(oa.InvalidArgumentError, match="oa::matrix::mean: x must be"):
+            x.mean()

@@ -7,7 +7,8 @@
 // T partial results are combined (common/reduce.glsl, which gives the NaN rule).
 //
 // OP 0: sum (times `scale` on output, e.g. 1/L for a mean); 1: max, NaN
-// propagating; 3: min, NaN propagating; 4: product; 2: argmax, the first index of the maximum (NaN counts as the
+// propagating; 3: min, NaN propagating; 4: product; 6: int32 sum (int32
+// items and results, exact, wrapping past the int32 range; scale unused); 2: argmax, the first index of the maximum (NaN counts as the
 // maximum), carried as (value, index) pairs between passes. NEGATE: the
 // first pass reads -x, so that argmax gives argmin (the first index of the
 // minimum; a NaN still counts as the extreme).
@@ -32,10 +33,43 @@ layout(std430, binding = 1) writeonly buffer Out { uint y[]; };
 #include "matrix/reduce.push.h"
 
 const uint G = 256u / T;
+const uint ISUM = 6u;
+
+// The int32 sum over the T invocations of a segment, as oa_segment_reduce
+// combines them (subgroup butterfly, then the subgroups' sums in shared
+// memory); integer addition, so any order gives the same result.
+int segment_isum(int v) {
+  const uint top = min(T, gl_SubgroupSize);
+  [[unroll]] for (uint b = 0u; b < 8u; ++b) {
+    const uint m = 1u << b;
+    if (m >= top) break;
+    v += subgroupShuffleXor(v, m);
+  }
+  if (T <= gl_SubgroupSize) return v;
+  const uint t = gl_LocalInvocationIndex, first = t - t % T;
+  oa_reduce_index[t] = uint(v);
+  barrier();
+  v = 0;
+  for (uint k = 0u; k < T; k += gl_SubgroupSize) v += int(oa_reduce_index[first + k]);
+  barrier();
+  return v;
+}
 
 void main() {
   const uint tid = gl_LocalInvocationID.x, lane = tid % T;
   const uint seg = OA_GROUP_ID.x * G + tid / T;
+  if (OP == ISUM) {  // a specialization constant: uniform control flow
+    int total = 0;
+    if (seg < pc.nseg) {
+      const uint s = pc.r0 * pc.P + pc.p0 + seg, row = s / pc.P, part = s % pc.P;
+      const uint start = pc.in_off + (row - pc.r0) * pc.L + (part - pc.p0) * pc.chunk;
+      const uint len = min(pc.chunk, pc.L - part * pc.chunk);
+      for (uint j = lane; j < len; j += T) total += int(x[start + j]);
+    }
+    total = segment_isum(total);
+    if (seg < pc.nseg && lane == 0u) y[pc.out_off + seg] = uint(total);
+    return;
+  }
   float acc = OP == OA_SUM ? 0.0 : OP == OA_PROD ? 1.0 : OP == OA_MIN ? OA_INF : -OA_INF;
   uint at = 0xffffffffu;
   if (seg < pc.nseg) {

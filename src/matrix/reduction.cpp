@@ -20,8 +20,9 @@ namespace {
 
 using namespace detail::op_def;
 
-// The OP codes of matrix/reduce; ArgMin runs ArgMax over -x (its NEGATE).
-enum ReduceOp : std::uint32_t { Sum = 0, Max = 1, ArgMax = 2, Min = 3, Prod = 4, ArgMin = 5 };
+// The OP codes of matrix/reduce; ArgMin runs ArgMax over -x (its NEGATE);
+// ISum sums int32 items exactly (wrapping past int32).
+enum ReduceOp : std::uint32_t { Sum = 0, Max = 1, ArgMax = 2, Min = 3, Prod = 4, ArgMin = 5, ISum = 6 };
 bool is_arg(ReduceOp op) { return op == ArgMax || op == ArgMin; }
 
 std::int64_t range_words(const Engine& engine) {
@@ -404,6 +405,24 @@ Matrix reduction_backward(Kind kind, const BackwardCall<A>& c) {
   return Matrix();
 }
 
+// The lowerings of reduction `kind`: f32, f16 and bf16 (float_lowerings)
+// and, for sum, int32 (an exact int32 sum, the dtype of its result).
+template <class A>
+std::vector<std::pair<DType, detail::Lowering<A>>> reduction_lowerings(Kind kind) {
+  auto lowerings = float_lowerings<A>([kind](const OpCall<A>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+    const Matrix& x = c.inputs[0];
+    reduce_axes(c.engine, c.name, kind, x.storage(), x.shape(), c.attributes.dims, correction_of(c.attributes),
+                order_of(c.attributes), out[0].storage(), ds);
+  });
+  if (kind == Kind::Sum)
+    lowerings.emplace_back(DType::I32, [](const OpCall<A>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+      const Matrix& x = c.inputs[0];
+      const Layout v(x.shape(), c.attributes.dims);
+      if (v.rows > 0) reduce_rows(c.engine, rows_of(c.engine, c.name, x.storage(), v, ds), v.rows, v.length, ISum, 1.0f, out[0].storage(), ds);
+    });
+  return lowerings;
+}
+
 // What each backward reads: max, min, std, logsumexp and norm their input
 // and output; prod, var their input; sum and mean nothing.
 Saves reduction_saves(Kind kind) {
@@ -433,11 +452,7 @@ Op<A> reduction_op(const char* name, Kind kind) {
                   check_indexable(x, v.rows, c.name);
                   return std::vector<OutputSpec>{{reduced_shape(s, c.attributes.dims, c.attributes.keepdim), x.dtype()}};
                 },
-                .lower = float_lowerings<A>([kind](const OpCall<A>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
-                  const Matrix& x = c.inputs[0];
-                  reduce_axes(c.engine, c.name, kind, x.storage(), x.shape(), c.attributes.dims, correction_of(c.attributes),
-                              order_of(c.attributes), out[0].storage(), ds);
-                }),
+                .lower = reduction_lowerings<A>(kind),
                 .saves = [kind](const OpCall<A>&, const std::vector<bool>&) { return reduction_saves(kind); },
                 .backward = [kind](const BackwardCall<A>& c) { return std::vector<Matrix>{reduction_backward(kind, c)}; }});
 }
@@ -636,7 +651,14 @@ Matrix arg_extreme(const Op<ArgAttributes>& op, const Matrix& x, int dim, bool k
 
 }  // namespace
 
-Matrix sum(const Matrix& x, const std::vector<int>& dim, bool keepdim) { return reduce(kSum, x, dim, DimsAttributes{{}, keepdim}); }
+Matrix sum(const Matrix& x, const std::vector<int>& dim, bool keepdim) {
+  if (x.defined() && x.dtype() == DType::Bool) {  // counted as int32 1 and 0
+    const std::int32_t one = 1, zero = 0;
+    return sum(where(x, Matrix::from_i32({}, std::span(&one, 1), x.engine()), Matrix::from_i32({}, std::span(&zero, 1), x.engine())),
+               dim, keepdim);
+  }
+  return reduce(kSum, x, dim, DimsAttributes{{}, keepdim});
+}
 Matrix mean(const Matrix& x, const std::vector<int>& dim, bool keepdim) { return reduce(kMean, x, dim, DimsAttributes{{}, keepdim}); }
 Matrix max(const Matrix& x, const std::vector<int>& dim, bool keepdim) { return reduce(kMax, x, dim, DimsAttributes{{}, keepdim}); }
 Matrix min(const Matrix& x, const std::vector<int>& dim, bool keepdim) { return reduce(kMin, x, dim, DimsAttributes{{}, keepdim}); }

@@ -202,13 +202,32 @@ TEST(MatrixReduction, EmptyAxes) {
       EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
     }
   }
-  EXPECT_THROW(oa::matrix::sum(Matrix::from_i32({2}, std::vector<std::int32_t>{1, 2})), oa::Error);
+  EXPECT_THROW(oa::matrix::mean(Matrix::from_i32({2}, std::vector<std::int32_t>{1, 2})), oa::Error);  // torch: no integer mean
   EXPECT_TRUE(trace.ops().empty());
   // Reductions with an identity over empty axes, as PyTorch.
   EXPECT_EQ(oa::matrix::prod(x, {1}).to_vector(), std::vector<float>(3, 1.0f));
   EXPECT_EQ(oa::matrix::norm(x, 2.0f, {1}).to_vector(), std::vector<float>(3, 0.0f));
   for (float v : oa::matrix::logsumexp(x, {1}).to_vector()) EXPECT_EQ(v, -INFINITY);
   for (float v : oa::matrix::var(x, {1}).to_vector()) EXPECT_TRUE(std::isnan(v));
+}
+
+TEST(MatrixReduction, IntegerSumsAreExactInt32) {
+  // Past 2^24, where an f32 sum would round: 2^24 + 1 + 1 + ... over a row of
+  // 9000 (several segments: the partial sums are int32 too).
+  std::vector<std::int32_t> v(9000, 1);
+  v[0] = 1 << 24;
+  v[8999] = -3;
+  const Matrix x = Matrix::from_i32({1, 9000}, v);
+  const Matrix s = traced("oa::matrix::sum", [&] { return oa::matrix::sum(x, {1}); });
+  EXPECT_EQ(s.dtype(), oa::DType::I32);
+  EXPECT_EQ(s.to_i32(), std::vector<std::int32_t>{(1 << 24) + 8998 - 3});
+  EXPECT_EQ(oa::matrix::sum(Matrix::from_i32({2, 0}, std::vector<std::int32_t>{}), {1}).to_i32(), (std::vector<std::int32_t>{0, 0}));
+  // bool counts as int32: over a moved axis too.
+  const Matrix b = Matrix::from_bool({3, 2}, std::vector<std::uint8_t>{1, 0, 1, 1, 0, 1});
+  EXPECT_EQ(oa::matrix::sum(b, {0}).to_i32(), (std::vector<std::int32_t>{2, 2}));
+  EXPECT_EQ(oa::matrix::sum_all(b).dtype(), oa::DType::I32);
+  EXPECT_EQ(oa::matrix::sum_all(b).to_i32(), std::vector<std::int32_t>{4});
+  EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::mean(b, {0}); }, oa::ErrorKind::InvalidArgument, {"oa::matrix::mean", "bool"}));
 }
 
 TEST(MatrixReduction, AxesAndErrors) {

@@ -158,7 +158,37 @@ Matrix sum_dims(const Matrix& x, const std::vector<int>& d, bool k) { return oa:
 Matrix mean_dims(const Matrix& x, const std::vector<int>& d, bool k) { return oa::matrix::mean(x, d, k); }
 Matrix max_dims(const Matrix& x, const std::vector<int>& d, bool k) { return oa::matrix::max(x, d, k); }
 
-OA_OP_CASES(sum, "oa::matrix::sum") { return over_axes("oa::matrix::sum", sum_dims, fold_sum, -2, 2, kept_contiguous); }
+// Sums of int32 x (integers in [-2e5, 2e5): exact int32 sums, no overflow) and
+// of bool x (counted as int32 through oa::matrix::where of 1 and 0, each
+// expanded to x's shape unless x is rank 0) over kAxes; no gradient.
+std::vector<OpCase> integer_sums() {
+  std::vector<OpCase> cases;
+  std::uint64_t seed = 91;
+  for (const Axes& a : kAxes)
+    for (DType dtype : {DType::I32, DType::Bool}) {
+      const bool ints = dtype == DType::I32;
+      GradInput x = random_input(a.shape, seed++, ints ? -2e5 : 0, ints ? 2e5 : 2, false);
+      for (float& v : x.values) v = std::floor(v);
+      x.dtype = dtype;
+      cases.push_back({std::string(a.label) + "_" + std::string(to_string(dtype)),
+                       {x},
+                       [dims = a.dims, keepdim = a.keepdim](const Inputs& in) { return oa::matrix::sum(in[0], dims, keepdim); },
+                       [xs = a.shape.to_vector(), nd = normal_dims(a)](const RefInputs& in) {
+                         return oa::reference::reduce_axes(in[0], xs, nd, fold_sum);
+                       },
+                       kGradTolerance,
+                       ints                   ? std::vector<std::string>{}
+                       : a.shape.rank() == 0 ? std::vector<std::string>{"oa::matrix::where", "oa::matrix::sum"}
+                                              : std::vector<std::string>{"oa::matrix::expand", "oa::matrix::expand", "oa::matrix::where",
+                                                                         "oa::matrix::sum"},
+                       false});
+    }
+  return cases;
+}
+
+OA_OP_CASES(sum, "oa::matrix::sum") {
+  return variants({{"", over_axes("oa::matrix::sum", sum_dims, fold_sum, -2, 2, kept_contiguous)}, {"", integer_sums()}});
+}
 OA_OP_CASES(mean, "oa::matrix::mean") { return over_axes("oa::matrix::mean", mean_dims, fold_mean, -2, 2, kept_contiguous); }
 OA_OP_CASES(max, "oa::matrix::max") { return over_axes("oa::matrix::max", max_dims, fold_max, -2, 2, trailing); }
 OA_OP_CASES(min, "oa::matrix::min") { return over_axes("oa::matrix::min", oa::matrix::min, fold_min, -2, 2, trailing); }

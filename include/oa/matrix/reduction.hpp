@@ -9,7 +9,11 @@
 // computed in f32 from widened operands and rounded once (sum and mean: gy
 // broadcast in x's dtype). Under autocast the policy table decides
 // (oa/matrix/autocast.hpp): sum, mean, prod, var, std, logsumexp and norm
-// run in f32 and give f32. cumsum takes f32 x.
+// run in f32 and give f32. cumsum takes f32 x. sum also takes i32 and bool
+// x and gives i32 (torch gives int64; oa has no 64-bit integers): an exact
+// int32 sum (wrapping past the int32 range, as int32 arithmetic), a bool x
+// counted as 1 and 0 (through oa::matrix::where of 1 and 0 expanded to x's
+// shape, recorded before the sum: three int32 copies of x's size).
 //
 // Axes. `dim` lists the axes to reduce, as torch.sum(x, dim, keepdim) takes
 // them: any set of x's axes, negative ones counting from the end, in any
@@ -38,9 +42,10 @@
 // Empty reductions: sum and norm give 0, prod 1, mean and var NaN, logsumexp
 // -inf (as PyTorch); max, min and norm with p = inf throw InvalidArgument.
 // Errors (oa::Error, kind InvalidArgument, naming the op, the argument and
-// the shape; nothing recorded): undefined x, x of a non-floating dtype, an
-// axis out of range, an axis listed twice, an empty reduction where no
-// identity exists, an unsupported norm order, element counts past 2^32 - 1.
+// the shape; nothing recorded): undefined x, x of a dtype the op does not
+// take (above), an axis out of range, an axis listed twice, an empty
+// reduction where no identity exists, an unsupported norm order, element
+// counts past 2^32 - 1.
 #include <concepts>
 #include <vector>
 

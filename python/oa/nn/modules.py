@@ -14,6 +14,9 @@ children, so a Python Module sees it as any other module; forward is the C++
 forward (one call across the binding).
 """
 from collections import OrderedDict
+import copy
+import functools
+import inspect
 import itertools
 
 from .. import _oa
@@ -43,6 +46,15 @@ class Parameter(Tensor):
         super().__init__(_native.new_parameter(data, f"parameter{next(_unnamed)}"))
         if not requires_grad:
             self.requires_grad = False
+
+    def __deepcopy__(self, memo):
+        """A new Parameter (same name and requires_grad) holding a device copy of the values, and of the grad."""
+        p = Parameter(self.detach().clone(), self.requires_grad)
+        _native.set_parameter_name(p, _native.parameter_name(self))
+        if self.grad is not None:
+            p.grad = self.grad.detach().clone()
+        memo[id(self)] = p
+        return p
 
     @classmethod
     def _of(cls, value):
@@ -187,12 +199,19 @@ class Module:
         for p in self.parameters():
             p.grad = None
 
-    def to(self, dtype):
-        """torch.nn.Module.to(dtype) for the float32 oa keeps parameters in: returns self. float16
-        and bfloat16 raise oa.UnsupportedError (oa's parameters are float32 master weights: run the
-        model under oa.autocast(oa.float16) or oa.autocast(oa.bfloat16) instead), other dtypes
-        TypeError, as torch's."""
-        if dtype == _oa.dtype.float32:
+    def to(self, *args, **kwargs):
+        """torch.nn.Module.to(dtype), to(device), to(device, dtype), to(tensor), each with non_blocking
+        (accepted; oa's copies are ordered on the device anyway); returns self. dtype float32 is what oa
+        keeps parameters in; float16 and bfloat16 raise oa.UnsupportedError (float32 master weights: run
+        the model under oa.autocast(oa.float16) or oa.autocast(oa.bfloat16) instead), other dtypes
+        TypeError, as torch's. device: an oa.Engine, or "cuda" / "vulkan" (with an optional index) for
+        oa.default_engine(), on which every parameter and buffer must already be (oa.UnsupportedError
+        otherwise: build the layers with engine=...); "cpu" raises oa.UnsupportedError (oa has no CPU
+        device: read values with .numpy()); a tensor gives its engine and dtype."""
+        device, dtype = _to_arguments(args, kwargs)
+        if device is not None:
+            _require_engine(self, device)
+        if dtype is None or dtype == _oa.dtype.float32:
             return self
         if dtype in (_oa.dtype.float16, _oa.dtype.bfloat16):
             raise _oa.UnsupportedError(f"oa.nn.Module.to(oa.{dtype.name}): oa keeps parameters in float32 (master "
@@ -218,6 +237,48 @@ class Module:
         lines = [f"  ({name}): " + repr(child).replace("\n", "\n  ") for name, child in self._modules.items()]
         head = f"{type(self).__name__}({self.extra_repr()}"
         return head + ("\n" + "\n".join(lines) + "\n)" if lines else ")")
+
+
+def _to_arguments(args, kwargs):
+    """(device, dtype) from Module.to's arguments, torch's forms (non_blocking and memory_format ignored)."""
+    kwargs = dict(kwargs)
+    for ignored in ("non_blocking", "memory_format", "copy"):
+        kwargs.pop(ignored, None)
+    device, dtype = kwargs.pop("device", None), kwargs.pop("dtype", None)
+    if kwargs:
+        raise TypeError(f"oa.nn.Module.to: unexpected keyword arguments {sorted(kwargs)}")
+    for arg in args:
+        if isinstance(arg, bool):  # non_blocking given by position
+            continue
+        if isinstance(arg, _oa.dtype):
+            dtype = arg
+        elif isinstance(arg, Tensor):
+            device, dtype = arg.engine, arg.dtype
+        elif isinstance(arg, (str, _oa.Engine)) or type(arg).__name__ == "device":  # torch.device: its str
+            device = arg if isinstance(arg, _oa.Engine) else str(arg)
+        else:
+            raise TypeError(f"oa.nn.Module.to: expected a dtype, an oa.Engine, a device string or a tensor, not "
+                            f"{type(arg).__name__}")
+    return device, dtype
+
+
+def _require_engine(module, device):
+    """Module.to(device): the module's tensors must already be on `device` (oa moves no module between engines)."""
+    if isinstance(device, str):
+        kind = device.split(":")[0]
+        if kind == "cpu":
+            raise _oa.UnsupportedError(
+                f"oa.nn.Module.to('{device}'): oa has no CPU device; tensors live on an oa.Engine (a Vulkan device; "
+                "without a GPU, lavapipe runs it on the CPU). Keep the model on its engine, read values to the host "
+                "with .numpy() or .item(), and pick a device with oa.Engine(device=...) when building the layers")
+        if kind not in ("cuda", "vulkan"):
+            raise _oa.UnsupportedError(f"oa.nn.Module.to('{device}'): not an oa device (an oa.Engine, or 'cuda' or "
+                                       "'vulkan' for oa.default_engine())")
+        device = _oa.default_engine()
+    for name, t in itertools.chain(module.named_parameters(), module.named_buffers()):
+        if t.engine != device:
+            raise _oa.UnsupportedError(f"oa.nn.Module.to({device!r}): '{name}' is on {t.engine!r}; oa does not move "
+                                       "modules between engines (build the layers with engine=...)")
 
 
 def _prefix_names(child, name, parent):
@@ -268,6 +329,75 @@ class _Native(Module):
         self._native.train(mode)
         return self
 
+    # A layer's constructor arguments: recorded by __init_subclass__ as (name, value, default) in _config,
+    # for extra_repr and __deepcopy__. torch's repr shows the first _repr_positional arguments as bare
+    # values, then those in _repr_always, those without a default and those set to another value than it.
+    _repr_positional = 0
+    _repr_always = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is None:
+            return
+        signature = inspect.signature(init)
+        parameters = list(signature.parameters.values())[1:]
+
+        @functools.wraps(init)
+        def recording(self, *args, **kw):
+            if "_config" not in self.__dict__:  # the outermost constructor's arguments
+                bound = signature.bind(self, *args, **kw)
+                bound.apply_defaults()
+                object.__setattr__(self, "_config", [(p.name, bound.arguments[p.name], p.default) for p in parameters
+                                                     if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)])
+            init(self, *args, **kw)
+
+        cls.__init__ = recording
+
+    def extra_repr(self):
+        shown = []
+        for i, (name, value, default) in enumerate(self.__dict__.get("_config", ())):
+            if name == "engine":
+                continue
+            if i < self._repr_positional:
+                shown.append(repr(value))
+            elif name in self._repr_always or default is inspect.Parameter.empty or value != default:
+                shown.append(f"{name}={value!r}")
+        return ", ".join(shown)
+
+    def __deepcopy__(self, memo):
+        """copy.deepcopy(layer): the layer built again from its constructor arguments (drawing no seeds
+        from oa.manual_seed's stream) holding device copies of the parameters (requires_grad, names and
+        grads kept; a Parameter already copied in `memo`, a tied one, is shared again), buffers and the
+        training flags."""
+        if "_config" not in self.__dict__:
+            raise TypeError(f"copy.deepcopy: this oa.nn.{type(self).__name__} is a part of a built-in layer (its "
+                            "C++ child); deep-copy the layer that holds it")
+        cls = type(self)
+        new = cls.__new__(cls)
+        memo[id(self)] = new
+        _native.keeping_seed_stream(lambda: cls.__init__(new, **{name: value for name, value, _ in self._config}))
+        for old_module, new_module in zip(self.modules(), new.modules()):
+            object.__setattr__(new_module, "training", old_module.training)
+            if isinstance(new_module, _Native):
+                new_module._native.train(old_module.training)
+            for name, p in old_module._parameters.items():
+                if id(p) in memo:
+                    setattr(new_module, name, memo[id(p)])
+                else:
+                    memo[id(p)] = copied = new_module._parameters[name]
+                    _native.write(copied, p, name)
+                    copied.requires_grad = p.requires_grad
+                    _native.set_parameter_name(copied, _native.parameter_name(p))
+                    if p.grad is not None:
+                        copied.grad = p.grad.detach().clone()
+            for name, b in old_module._buffers.items():
+                _native.write(new_module._buffers[name], b, name)
+        for name, value in self.__dict__.items():
+            if name not in new.__dict__:
+                object.__setattr__(new, name, copy.deepcopy(value, memo))
+        return new
+
 
 
 class Linear(_Native):
@@ -278,8 +408,7 @@ class Linear(_Native):
         super().__init__(_native.linear(in_features, out_features, bias, engine))
         self.in_features, self.out_features = in_features, out_features
 
-    def extra_repr(self):
-        return f"in_features={self.in_features}, out_features={self.out_features}"
+    _repr_always = ("bias",)
 
 
 def _convolution(name, factory, doc):
@@ -291,7 +420,8 @@ def _convolution(name, factory, doc):
         _Native.__init__(self, factory(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
                                        engine))
 
-    return type(name, (_Native,), {"__init__": __init__, "__doc__": doc})
+    return type(name, (_Native,), {"__init__": __init__, "__doc__": doc, "_repr_positional": 2,
+                                   "_repr_always": ("kernel_size", "stride")})
 
 
 Conv1d = _convolution("Conv1d", _native.conv1d,
@@ -303,6 +433,8 @@ Conv2d = _convolution("Conv2d", _native.conv2d,
 
 class ConvTranspose2d(_Native):
     """torch.nn.ConvTranspose2d (oa::ml::nn::ConvTranspose2d): weight [C, O / groups, KH, KW]."""
+
+    _repr_positional, _repr_always = 2, ("kernel_size", "stride")
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
                  bias=True, dilation=1, padding_mode="zeros", engine=None):
@@ -364,6 +496,8 @@ def _last_axis(normalized_shape, layer):
 class LayerNorm(_Native):
     """torch.nn.LayerNorm over the last axis (normalized_shape = D or [D]; oa::ml::nn::LayerNorm)."""
 
+    _repr_positional, _repr_always = 1, ("eps", "elementwise_affine")
+
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, engine=None):
         super().__init__(_native.layer_norm(_last_axis(normalized_shape, "LayerNorm"), eps, elementwise_affine, bias, engine))
 
@@ -371,6 +505,8 @@ class LayerNorm(_Native):
 class RMSNorm(_Native):
     """torch.nn.RMSNorm over the last axis (normalized_shape = D or [D]; oa::ml::nn::RMSNorm); eps None
     is the float32 machine epsilon, as PyTorch's."""
+
+    _repr_positional, _repr_always = 1, ("eps", "elementwise_affine")
 
     def __init__(self, normalized_shape, eps=None, elementwise_affine=True, engine=None):
         super().__init__(_native.rms_norm(_last_axis(normalized_shape, "RMSNorm"), eps, elementwise_affine, engine))
@@ -380,6 +516,8 @@ class GroupNorm(_Native):
     """torch.nn.GroupNorm (oa::ml::nn::GroupNorm): [N, C, *] normalised over each (sample, group of
     C / num_groups channels); weight 1 and bias 0 per channel when affine."""
 
+    _repr_positional, _repr_always = 2, ("eps", "affine")
+
     def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, engine=None):
         super().__init__(_native.group_norm(num_groups, num_channels, eps, affine, engine))
 
@@ -387,6 +525,8 @@ class GroupNorm(_Native):
 class InstanceNorm2d(_Native):
     """torch.nn.InstanceNorm2d (oa::ml::nn::InstanceNorm2d): [N, C, H, W] normalised over each (sample,
     channel); affine off by default; track_running_stats False only (PyTorch's default)."""
+
+    _repr_positional, _repr_always = 1, ("eps", "momentum", "affine", "track_running_stats")
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, engine=None):
         if track_running_stats:
@@ -404,7 +544,8 @@ def _batch_norm(name, factory, shapes):
            "running_var updated in place, num_batches_tracked, an int32 scalar, counting the training batches, all on the GPU; "
            "momentum None averages the batches' statistics), running statistics in eval; track_running_stats "
            "True only.")
-    return type(name, (_Native,), {"__init__": __init__, "__doc__": doc})
+    return type(name, (_Native,), {"__init__": __init__, "__doc__": doc, "_repr_positional": 1,
+                                   "_repr_always": ("eps", "momentum", "affine", "track_running_stats")})
 
 
 BatchNorm1d = _batch_norm("BatchNorm1d", _native.batch_norm1d, "[N, C] or [N, C, L]")
@@ -414,6 +555,8 @@ BatchNorm2d = _batch_norm("BatchNorm2d", _native.batch_norm2d, "[N, C, H, W]")
 class Embedding(_Native):
     """torch.nn.Embedding (oa::ml::nn::Embedding): weight N(0, 1); int32 indices [...] -> [..., D]."""
 
+    _repr_positional = 2
+
     def __init__(self, num_embeddings, embedding_dim, engine=None):
         super().__init__(_native.embedding(num_embeddings, embedding_dim, engine))
 
@@ -421,6 +564,8 @@ class Embedding(_Native):
 class Dropout(_Native):
     """torch.nn.Dropout (oa::ml::nn::Dropout): the k-th training call uses the k-th seed of a stream
     seeded from oa.manual_seed's stream at construction; identity in eval."""
+
+    _repr_always = ("p",)
 
     def __init__(self, p=0.5):
         super().__init__(_native.dropout(p))
@@ -472,7 +617,8 @@ def _pool(name, factory, doc):
     def __init__(self, kernel_size, stride=None, padding=0):
         _Native.__init__(self, factory(kernel_size, stride, padding))
 
-    return type(name, (_Native,), {"__init__": __init__, "__doc__": doc})
+    return type(name, (_Native,), {"__init__": __init__, "__doc__": doc,
+                                   "_repr_always": ("kernel_size", "stride", "padding")})
 
 
 MaxPool2d = _pool("MaxPool2d", _native.max_pool2d,
@@ -485,6 +631,8 @@ AvgPool2d = _pool("AvgPool2d", _native.avg_pool2d,
 
 class Flatten(_Native):
     """torch.nn.Flatten (oa::ml::nn::Flatten): axes start_dim .. end_dim merged into one."""
+
+    _repr_always = ("start_dim", "end_dim")
 
     def __init__(self, start_dim=1, end_dim=-1):
         super().__init__(_native.flatten(start_dim, end_dim))

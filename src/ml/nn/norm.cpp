@@ -83,9 +83,10 @@ bool InstanceNorm2d::rebind_parameter(const std::string& name, const Parameter& 
 BatchNormBase::BatchNormBase(const char* type, std::int64_t num_features, double eps, std::optional<double> momentum, bool affine,
                              std::optional<Engine> engine)
     : type_(type), eps_(eps), momentum_(momentum) {
-  if (num_features < 1 || !(eps >= 0) || (momentum && !(*momentum >= 0 && *momentum <= 1)))
-    fail(ErrorKind::InvalidArgument, "oa::ml::nn::{}: num_features {} must be >= 1, eps {} >= 0 and momentum {} in [0, 1]", type,
-         num_features, eps, momentum ? fmt::format("{}", *momentum) : "None");
+  if (num_features < 1) fail(ErrorKind::InvalidArgument, "oa::ml::nn::{}: num_features {} must be >= 1", type, num_features);
+  if (!(eps >= 0)) fail(ErrorKind::InvalidArgument, "oa::ml::nn::{}: eps {} must be >= 0", type, eps);
+  if (momentum && !(*momentum >= 0 && *momentum <= 1))
+    fail(ErrorKind::InvalidArgument, "oa::ml::nn::{}: momentum {} must be in [0, 1] (or None)", type, *momentum);
   const Shape c{num_features};
   if (affine) {
     weight_ = register_parameter("weight", init::ones(c, engine));
