@@ -1,5 +1,6 @@
 // Op table cases of the attention family (oa/ml/attention.hpp): heads,
 // the scaled masked softmax and scaled dot-product attention on both paths.
+#include <algorithm>
 #include <cmath>
 
 #include "ops/op_table.hpp"
@@ -38,8 +39,8 @@ OA_OP_CASES(split_qkv_heads, "oa::ml::split_qkv_heads") {
 }
 
 // Without a mask, with a [Sq, Sk] mask broadcast to every batch item (a
-// -inf entry included), rows of 300 (more than one workgroup's lanes) and no
-// rows.
+// -inf entry included), rows of 300 (more than one workgroup's lanes), no
+// rows and 16-bit scores.
 OA_OP_CASES(softmax_scaled_masked, "oa::ml::softmax_scaled_masked") {
   std::vector<OpCase> cases;
   cases.push_back({"no_mask", {random_input({2, 3, 5}, 511, -2, 2)},
@@ -65,6 +66,12 @@ OA_OP_CASES(softmax_scaled_masked, "oa::ml::softmax_scaled_masked") {
                    [softmax_rows](const RefInputs& x) { return reference::along_axis(x[0], {2, 3, 5}, 1, softmax_rows); },
                    kGradTolerance,
                    {"oa::matrix::permute", "oa::ml::softmax_scaled_masked", "oa::matrix::permute"}});
+  // f16 and bf16 scores, computed in f32 (the result and gradient rounded once).
+  for (const char* base : {"no_mask", "softmax_last", "softmax_dim1"})
+    for (DType dtype : {DType::F16, DType::BF16}) {
+      const auto c = std::find_if(cases.begin(), cases.end(), [base](const OpCase& k) { return k.label == base; });
+      cases.push_back(half_variant("oa::ml::softmax_scaled_masked", *c, dtype));
+    }
   return cases;
 }
 

@@ -238,6 +238,10 @@ OA_OP_CASES(log_softmax, "oa::ml::log_softmax") {
                      },
                      kGradTolerance,
                      {"oa::matrix::permute", "oa::ml::log_softmax", "oa::matrix::permute"}});
+  // f16 and bf16 x along the last axis and another, computed in f32.
+  const std::vector<OpCase> f32_cases = {cases[0], cases[2]};
+  for (const OpCase& c : f32_cases)
+    for (DType dtype : {DType::F16, DType::BF16}) cases.push_back(half_variant("oa::ml::log_softmax", c, dtype));
   return cases;
 }
 

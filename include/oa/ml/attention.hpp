@@ -131,7 +131,8 @@ QkvHeads split_qkv_heads(const Matrix& qkv, std::int64_t batch, std::int64_t seq
 // fma(scores, scale, mask). Stable for large logits and large common offsets
 // (softmax([1000, 0]) = [1, 0], softmax([1e30, 1e30]) = [0.5, 0.5]); fully
 // masked rows are zero; a NaN logit makes its row NaN. Empty scores give an
-// empty result.
+// empty result. scores f32, f16 or bf16 (16-bit computed in f32, the result
+// in scores' dtype).
 Matrix softmax_scaled_masked(const Matrix& scores, const Matrix& mask, float scale);
 
 // ── Attention ───────────────────────────────────────────────────────────────
