@@ -20,7 +20,9 @@
 //   causal row with no visible key) give zero output and zero gradient, never
 //   NaN; their log-sum-exp is -inf. So does attention over no keys (k and v
 //   with Sk = 0): output zeros [.., Sq, Dv], q's gradient zeros, k's and v's
-//   empty, as PyTorch's math path (an empty softmax times an empty v).
+//   empty, as PyTorch's math path (an empty softmax times an empty v). No
+//   query rows (Sq = 0, or B, H or BH 0) give an empty output and zero k and
+//   v gradients (no dispatch), as PyTorch.
 // - Only -inf hides a key. A finite mask, however large (-1e9, -FLT_MAX =
 //   finfo(float32).min), is an ordinary value: the f32 logit is
 //   fma(score, scale, mask), rounded once, so a mask that dwarfs the score

@@ -92,8 +92,8 @@ AttentionGeometry attention_geometry(const char* op, const Matrix& q, const Matr
   require_attention_dtypes(op, q, k, v);
   detail::require_same_engine(q, k, op);
   detail::require_same_engine(q, v, op);
-  if ((q.rank() != 3 && q.rank() != 4) || q.numel() < 1)
-    fail(ErrorKind::InvalidArgument, "{}: q must be [BH, Sq, Dh] or [B, H, Sq, Dh] with every extent >= 1; found {}", op, q.shape());
+  if ((q.rank() != 3 && q.rank() != 4) || q.dim(-1) < 1)  // no query rows (B, H or Sq 0) give an empty output
+    fail(ErrorKind::InvalidArgument, "{}: q must be [BH, Sq, Dh] or [B, H, Sq, Dh] with Dh >= 1; found {}", op, q.shape());
   AttentionGeometry g;
   g.four_d = q.rank() == 4;
   const int lead = g.four_d ? 2 : 1;  // axes before S

@@ -81,6 +81,7 @@ constexpr std::uint32_t kMinusInfinity = 0xff800000u;
 void lower_sdpa(const OpCall<SdpaAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
   const Matrix &q = c.inputs[0], &k = c.inputs[1], &v = c.inputs[2], &given_mask = c.inputs[3];
   const AttentionGeometry g = geometry_of(c.inputs, given_mask, c.attributes);
+  if (g.bh * g.sq == 0) return;  // no query rows: empty results, no dispatch
   if (g.sk == 0) {  // no keys: every row is fully masked (zero output; log-sum-exp and stats -inf; no weights)
     c.engine.fill(*out[0].storage(), 0, out[0].storage()->bytes(), 0);
     if (c.attributes.flash())
@@ -121,11 +122,11 @@ void lower_sdpa(const OpCall<SdpaAttributes>& c, const std::vector<Matrix>& out,
 // dP and dS are f32 and P, dS are rounded to that dtype for their GEMMs.
 std::vector<Matrix> sdpa_gradients(const BackwardCall<SdpaAttributes>& c) {
   const Matrix &q = c.inputs[0], &k = c.inputs[1], &v = c.inputs[2];
-  if (k.dim(-2) == 0) {  // no keys: q's gradient is zero, k's and v's are empty; no dispatch
+  if (k.dim(-2) == 0 || q.numel() == 0) {  // no keys or no query rows: zero (or empty) gradients; no dispatch
     const Engine& engine = q.engine();
     const AttentionGradients r{c.needs[0] ? detail::zeros(engine, q.shape(), q.dtype()) : Matrix(),
-                               c.needs[1] ? detail::allocate(engine, k.shape(), q.dtype()) : Matrix(),
-                               c.needs[2] ? detail::allocate(engine, v.shape(), q.dtype()) : Matrix()};
+                               c.needs[1] ? detail::zeros(engine, k.shape(), q.dtype()) : Matrix(),
+                               c.needs[2] ? detail::zeros(engine, v.shape(), q.dtype()) : Matrix()};
     c.record({}, {&q, &k, &v, &c.grad_outputs[0]}, {&r.q, &r.k, &r.v}, detail::attribute_values(c.attributes));
     return {r.q, r.k, r.v, Matrix()};
   }
