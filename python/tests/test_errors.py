@@ -29,6 +29,16 @@ def test_messages_name_the_op_and_shapes():
         F.conv2d(oa.ones(1, 3, 4, 4), oa.ones(2, 5, 3, 3))
     with pytest.raises(oa.InvalidArgumentError, match="oa::matrix::matmul"):
         oa.ones(2, 3) @ oa.ones(2, 3)
+    # The shapes the caller gave, not the internal views of a 1-D operand or of batch_first=False.
+    with pytest.raises(oa.InvalidArgumentError, match=r"oa::matrix::matmul: .*a f32 \[5, 1, 2, 3\].*b f16 \[3\]"):
+        oa.ones(5, 1, 2, 3) @ oa.ones(3).half()
+    x = oa.ones(2, 3, 6)
+    with pytest.raises(oa.InvalidArgumentError,
+                       match=r"MultiheadAttention: query \[2, 3, 6\] must be \[L, N, E\] with E = 8 \(batch_first=False\)"):
+        oa.nn.MultiheadAttention(8, 2)(x, x, x)
+    q, k = oa.zeros(1, 2, 3, 4), oa.zeros(1, 2, 5, 4)
+    with pytest.raises(oa.InvalidArgumentError, match=r"scaled_dot_product_attention: attn_mask \[4, 4\] must broadcast"):
+        F.scaled_dot_product_attention(q, k, k, attn_mask=oa.ones(4, 4, dtype=oa.bool))
 
 
 def test_bad_values():

@@ -147,8 +147,8 @@ Matrix softmax_scaled_masked(const Matrix& scores, const Matrix& mask, float sca
 // (3-D inputs: [BH, Sq, Sk]) as PyTorch broadcasts, with last extent Sk:
 // [Sq, Sk], [1, 1, Sq, Sk], [B, 1, Sq, Sk], [B, H, Sq, Sk], [B, 1, 1, Sk], ...
 // The kernels read it through strides (no per-head copy). -inf entries hide
-// keys. Bad mask shapes: InvalidArgument naming the op, additive_mask and the
-// scores' shape. Source: "Attention Is All You Need" (Vaswani et al. 2017),
+// keys. Bad mask shapes or dtypes: InvalidArgument naming the op, the mask
+// as attn_mask (torch's name: it may be Bool) and the scores' shape. Source: "Attention Is All You Need" (Vaswani et al. 2017),
 // torch.nn.functional.scaled_dot_product_attention (its is_causal is
 // causal with CausalVariant::UpperLeft).
 

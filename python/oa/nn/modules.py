@@ -439,7 +439,7 @@ class MultiheadAttention(_Native):
         if not bias:
             raise ValueError("oa.nn.MultiheadAttention: bias=False is not supported")
         super().__init__(_native.multihead_attention(embed_dim, num_heads, causal, dropout, engine))
-        self.batch_first, self.causal = batch_first, causal
+        self.embed_dim, self.batch_first, self.causal = embed_dim, batch_first, causal
 
     def forward(self, query, key=None, value=None, key_padding_mask=None, need_weights=False, attn_mask=None,
                 is_causal=None):
@@ -450,6 +450,12 @@ class MultiheadAttention(_Native):
                              f"causal={self.causal}")
         key = query if key is None else key
         value = query if value is None else value
+        # Checked in the caller's layout, before the transpose that batch_first=False needs.
+        layout = "[N, L, E]" if self.batch_first else "[L, N, E]"
+        for name, t in (("query", query), ("key", key), ("value", value)):
+            if isinstance(t, Tensor) and (t.dim() != 3 or t.shape[2] != self.embed_dim):
+                raise _oa.InvalidArgumentError(f"oa.nn.MultiheadAttention: {name} {list(t.shape)} must be {layout} with "
+                                               f"E = {self.embed_dim} (batch_first={self.batch_first})")
         batch_major = (lambda t: t) if self.batch_first else (lambda t: t.transpose(0, 1))
         if key is query and value is query and key_padding_mask is None and attn_mask is None:
             y = self._native.forward(batch_major(query))

@@ -118,7 +118,7 @@ AttentionGeometry attention_geometry(const char* op, const Matrix& q, const Matr
   if (mask.defined()) {
     detail::require_same_engine(q, mask, op);
     const Shape scores = g.four_d ? Shape{g.batch, g.heads, g.sq, g.sk} : Shape{g.bh, g.sq, g.sk};
-    g.mask = mask_layout(op, "additive_mask", mask, g.batch, g.heads, g.sq, g.sk, scores);
+    g.mask = mask_layout(op, "attn_mask", mask, g.batch, g.heads, g.sq, g.sk, scores);
   }
   detail::shader_u32(q.numel(), "q element count", op);
   detail::shader_u32(k.numel(), "k element count", op);

@@ -97,7 +97,7 @@ void lower_sdpa(const OpCall<SdpaAttributes>& c, const std::vector<Matrix>& out,
     lower_flash_attention(c.engine, g, q, k, v, mask, out[0], out[1], out[2], ds);
     return;
   }
-  ResolvedMask resolved = resolve_mask(kSdpa, "additive_mask", given_mask);
+  ResolvedMask resolved = resolve_mask(kSdpa, "attn_mask", given_mask);
   const Matrix &mask = resolved.values, &weights = out[1];
   Matrix scores = detail::allocate(c.engine, weights.shape());
   SoftmaxRows rows;
@@ -140,7 +140,7 @@ std::vector<Matrix> sdpa_gradients(const BackwardCall<SdpaAttributes>& c) {
     const Matrix &out = c.outputs[0], &stats = c.outputs[2];
     Matrix mask = c.outputs.size() > 3 ? c.outputs[3] : c.inputs[3];
     if (mask.defined() && mask.dtype() == DType::Bool) {  // an explicit backward: resolve it here
-      ResolvedMask resolved = resolve_mask(kSdpa, "additive_mask", mask);
+      ResolvedMask resolved = resolve_mask(kSdpa, "attn_mask", mask);
       mask = resolved.values;
       append(ds, std::move(resolved.dispatches));
     }
