@@ -34,8 +34,10 @@ def test_messages_name_the_op_and_shapes():
         oa.ones(5, 1, 2, 3) @ oa.ones(3).half()
     x = oa.ones(2, 3, 6)
     with pytest.raises(oa.InvalidArgumentError,
-                       match=r"MultiheadAttention: query \[2, 3, 6\] must be \[L, N, E\] with E = 8 \(batch_first=False\)"):
+                       match=r"MultiheadAttention: query \[2, 3, 6\] must be \[L, N, E\] with E = 8.*\(batch_first=False\)"):
         oa.nn.MultiheadAttention(8, 2)(x, x, x)
+    with pytest.raises(oa.InvalidArgumentError, match=r"key \[4, 3, 8\] and value \[4, 3, 8\] .* query \[2, 2, 8\]"):
+        oa.nn.MultiheadAttention(8, 2)(oa.ones(2, 2, 8), oa.ones(4, 3, 8), oa.ones(4, 3, 8))
     q, k = oa.zeros(1, 2, 3, 4), oa.zeros(1, 2, 5, 4)
     with pytest.raises(oa.InvalidArgumentError, match=r"scaled_dot_product_attention: attn_mask \[4, 4\] must broadcast"):
         F.scaled_dot_product_attention(q, k, k, attn_mask=oa.ones(4, 4, dtype=oa.bool))
