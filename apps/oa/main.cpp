@@ -92,7 +92,8 @@ CLI::Validator finite_number(double low, double high, bool above = false) {
           return std::string("must be a number");
         }
         if (std::isfinite(x) && (above ? x > low : x >= low) && x <= high) return std::string();
-        return above ? fmt::format("must be a finite number above {}", low) : fmt::format("must be a finite number from {} to {}", low, high);
+        return above ? fmt::format("must be a finite number above {}", low)
+                     : fmt::format("must be a finite number from {} to {}", low, high);
       },
       above ? fmt::format("NUMBER > {}", low) : fmt::format("NUMBER in [{}, {}]", low, high));
 }

@@ -230,7 +230,8 @@ Matrix matmul(const Matrix& a, const Matrix& b) {
   if (!(a.engine() == b.engine())) fail(ErrorKind::InvalidArgument, "{}: b {} lives on another engine than a {}", op, sb, sa);
   if (!detail::autocast_active()) {
     detail::require_same_dtype(a, "a", b, "b", op);
-    if (!is_floating_point(a.dtype())) fail(ErrorKind::InvalidArgument, "{}: a {} {} must be f32, f16 or bf16", op, to_string(a.dtype()), sa);
+    if (!is_floating_point(a.dtype()))
+      fail(ErrorKind::InvalidArgument, "{}: a {} {} must be f32, f16 or bf16", op, to_string(a.dtype()), sa);
   }
   if (sa.rank() == 1 || sb.rank() == 1) {
     const Matrix c = matmul(sa.rank() == 1 ? a.reshape({1, k}) : a, sb.rank() == 1 ? b.reshape({k, 1}) : b);

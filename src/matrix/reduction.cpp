@@ -324,8 +324,10 @@ template <class A>
 Matrix reduction_backward(Kind kind, const BackwardCall<A>& c) {
   const Matrix& gy = c.grad_outputs[0];
   const bool linear = kind == Kind::Sum || kind == Kind::Mean;
-  if (gy.dtype() != DType::F32 && !linear)  // 16-bit: the f32 rule on widened operands, rounded once to x's dtype
-    return detail::widened_backward<A>(c, gy.dtype(), [kind](const BackwardCall<A>& w) { return std::vector<Matrix>{reduction_backward(kind, w)}; })[0];
+  if (gy.dtype() != DType::F32 && !linear) {  // 16-bit: the f32 rule on widened operands, rounded once to x's dtype
+    const auto f32 = [kind](const BackwardCall<A>& w) { return std::vector<Matrix>{reduction_backward(kind, w)}; };
+    return detail::widened_backward<A>(c, gy.dtype(), f32)[0];
+  }
   const Shape& s = c.input_shapes[0];
   const std::vector<std::int64_t>& dims = c.attributes.dims;
   const Shape kept = reduced_shape(s, dims, true);

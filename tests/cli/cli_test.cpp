@@ -161,7 +161,8 @@ TEST(Cli, BadFlagValues) {
   EXPECT_TRUE(fails_cleanly(d.oa({"train", "fashion-mnist", "--lr", "abc"}), {"--lr", "must be a number"}));
   EXPECT_TRUE(fails_cleanly(d.oa({"train", "text", "--input", "fox.txt", "--lr", "abc"}), {"--lr", "must be a number"}));
   EXPECT_TRUE(fails_cleanly(d.oa({"train", "fashion-mnist", "--model", "resnet"}), {"--model", "resnet"}));
-  EXPECT_TRUE(usage_error(d.oa({"sample", "--checkpoint", "run", "--temperature", "nan"}), {"--temperature", "must be a finite number from 0 to 100"}));
+  EXPECT_TRUE(usage_error(d.oa({"sample", "--checkpoint", "run", "--temperature", "nan"}),
+                          {"--temperature", "must be a finite number from 0 to 100"}));
   EXPECT_TRUE(usage_error(d.oa({"tune", "--quick", "--min-gain", "nan"}), {"--min-gain", "must be a finite number from 1 to 100"}));
   EXPECT_TRUE(usage_error(d.oa({"tune", "--max-seconds", "NaN"}), {"--max-seconds", "must be a finite number from 0 to 1000000000"}));
   EXPECT_TRUE(usage_error(d.oa({"train", "fashion-mnist", "--bucket-mb", "inf"}), {"--bucket-mb", "must be a finite number above 0"}));

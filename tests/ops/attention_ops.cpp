@@ -90,7 +90,8 @@ OA_OP_CASES(scaled_dot_product_attention, "oa::ml::scaled_dot_product_attention"
   const std::int64_t Dh = 4, Dv = 3;
   for (SdpaBackend backend : {SdpaBackend::Flash, SdpaBackend::Math})
     for (const Case& c : {Case{"plain", false, false, 5}, Case{"mask", true, false, 5}, Case{"causal", false, true, 5},
-                          Case{"no_keys", true, false, 0}, Case{"no_queries", true, false, 5, 0}, Case{"empty_batch", false, true, 5, 3, 0}}) {
+                          Case{"no_keys", true, false, 0}, Case{"no_queries", true, false, 5, 0},
+                          Case{"empty_batch", false, true, 5, 3, 0}}) {
       const std::int64_t Sk = c.sk, Sq = c.sq, BH = c.bh;
       std::vector<GradInput> inputs = {random_input({BH, Sq, Dh}, seed), random_input({BH, Sk, Dh}, seed + 1),
                                        random_input({BH, Sk, Dv}, seed + 2)};

@@ -111,23 +111,24 @@ OA_OP_CASES(batch_norm_2d, "oa::ml::batch_norm_2d") {
     for (bool training : {true, false})
       for (bool affine : {true, false}) {
         if (N == 0 && !affine) continue;
-      std::vector<GradInput> inputs = {random_input({N, C, H, W}, seed, -2, 2)};
-      if (affine) inputs.insert(inputs.end(), {random_input({C}, seed + 1, 0.5, 1.5), random_input({C}, seed + 2)});
-      inputs.insert(inputs.end(), {random_input({C}, seed + 3, -0.5, 0.5, false), random_input({C}, seed + 4, 0.5, 1.5, false)});
-      cases.push_back({std::string(N == 0 ? "empty_batch_" : "") + (training ? "training" : "eval") + (affine ? "_affine" : "_plain"), inputs,
-                       [training, affine](const Inputs& x) {
-                         const std::size_t r = affine ? 3 : 1;
-                         return oa::ml::batch_norm_2d(x[0], affine ? x[1] : Matrix(), affine ? x[2] : Matrix(), x[r], x[r + 1], training, 0.1,
-                                                      1e-5);
-                       },
-                       [N, training, affine](const RefInputs& x) {
-                         const std::size_t r = affine ? 3 : 1;
-                         std::vector<double> mean = x[r], var = x[r + 1];
-                         return reference::batch_norm_2d(x[0], N, C, H * W, affine ? x[1] : std::vector<double>{},
-                                                         affine ? x[2] : std::vector<double>{}, &mean, &var, training, 0.1, 1e-5);
-                       }});
-      seed += 5;
-    }
+        std::vector<GradInput> inputs = {random_input({N, C, H, W}, seed, -2, 2)};
+        if (affine) inputs.insert(inputs.end(), {random_input({C}, seed + 1, 0.5, 1.5), random_input({C}, seed + 2)});
+        inputs.insert(inputs.end(), {random_input({C}, seed + 3, -0.5, 0.5, false), random_input({C}, seed + 4, 0.5, 1.5, false)});
+        const std::string name = std::string(N == 0 ? "empty_batch_" : "") + (training ? "training" : "eval") + (affine ? "_affine" : "_plain");
+        cases.push_back({name, inputs,
+                         [training, affine](const Inputs& x) {
+                           const std::size_t r = affine ? 3 : 1;
+                           return oa::ml::batch_norm_2d(x[0], affine ? x[1] : Matrix(), affine ? x[2] : Matrix(), x[r], x[r + 1], training,
+                                                        0.1, 1e-5);
+                         },
+                         [N, training, affine](const RefInputs& x) {
+                           const std::size_t r = affine ? 3 : 1;
+                           std::vector<double> mean = x[r], var = x[r + 1];
+                           return reference::batch_norm_2d(x[0], N, C, H * W, affine ? x[1] : std::vector<double>{},
+                                                           affine ? x[2] : std::vector<double>{}, &mean, &var, training, 0.1, 1e-5);
+                         }});
+        seed += 5;
+      }
   return cases;
 }
 

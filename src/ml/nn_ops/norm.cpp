@@ -264,7 +264,8 @@ const detail::Op<GroupNormAttributes> kGroupNorm{
          const Engine& engine = x.engine();
          const Shape channels{x.shape()[1]};
          std::vector<Matrix> grads{c.needs[0] ? detail::allocate(engine, x.shape()) : Matrix(),
-                                   c.needs[1] ? detail::zeros(engine, channels) : Matrix(), c.needs[2] ? detail::zeros(engine, channels) : Matrix()};
+                                   c.needs[1] ? detail::zeros(engine, channels) : Matrix(),
+                                   c.needs[2] ? detail::zeros(engine, channels) : Matrix()};
          c.record({}, {&c.grad_outputs[0], &x}, {&grads[0], &grads[1], &grads[2]});
          return grads;
        }
