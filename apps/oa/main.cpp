@@ -80,20 +80,26 @@ int stop_job(int code) {
   return code;
 }
 
-// A finite number above 0.
-CLI::Validator positive_number() {
+// A finite number (never NaN or an infinity) from `low` to `high`, or above
+// `low` when `above`: every float flag's check.
+CLI::Validator finite_number(double low, double high, bool above = false) {
   return CLI::Validator(
-      [](std::string& v) {
+      [=](std::string& v) {
         double x = 0;
         try {
           x = std::stod(v);
         } catch (...) {
           return std::string("must be a number");
         }
-        return std::isfinite(x) && x > 0 ? std::string() : std::string("must be a finite number above 0");
+        if (std::isfinite(x) && (above ? x > low : x >= low) && x <= high) return std::string();
+        return above ? fmt::format("must be a finite number above {}", low)
+                     : fmt::format("must be a finite number from {} to {}", low, high);
       },
-      "POSITIVE");
+      above ? fmt::format("NUMBER > {}", low) : fmt::format("NUMBER in [{}, {}]", low, high));
 }
+
+// A finite number above 0.
+CLI::Validator positive_number() { return finite_number(0, std::numeric_limits<double>::max(), true); }
 
 // One of the tuning points (oa::tuning_points()).
 CLI::Validator tuning_point_name() {
@@ -230,7 +236,7 @@ int main(int argc, char** argv) {
   sample_cmd->add_option("--prompt", sample_prompt, "text to continue");
   sample_cmd->add_option("--length", sample_length, "characters to generate")->check(CLI::Range(1, 1000000));
   sample_cmd->add_option("--temperature", sample_temperature, "softmax temperature; 0 picks the most likely character (greedy)")
-      ->check(CLI::Range(0.0, 100.0));
+      ->check(finite_number(0, 100));
   sample_cmd->add_option("--seed", sample_seed, "sampling seed")->check(seed_number());
   sample_cmd->add_option("--device", sample_device, "device index or name substring");
 
@@ -255,9 +261,9 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--repetitions", tune_args.repetitions, "timed runs per variant and shape (the median counts)")
       ->check(CLI::Range(1, 1000));
   tune_cmd->add_option("--max-seconds", tune_args.max_seconds, "stop timing new shapes after this long (0: no limit)")
-      ->check(CLI::Range(0.0, 1e9));
+      ->check(finite_number(0, 1e9));
   tune_cmd->add_option("--min-gain", tune_args.min_gain, "how much faster (a ratio of times) a variant must be to replace the one in effect")
-      ->check(CLI::Range(1.0, 100.0));
+      ->check(finite_number(1, 100));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

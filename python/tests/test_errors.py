@@ -29,6 +29,18 @@ def test_messages_name_the_op_and_shapes():
         F.conv2d(oa.ones(1, 3, 4, 4), oa.ones(2, 5, 3, 3))
     with pytest.raises(oa.InvalidArgumentError, match="oa::matrix::matmul"):
         oa.ones(2, 3) @ oa.ones(2, 3)
+    # The shapes the caller gave, not the internal views of a 1-D operand or of batch_first=False.
+    with pytest.raises(oa.InvalidArgumentError, match=r"oa::matrix::matmul: .*a f32 \[5, 1, 2, 3\].*b f16 \[3\]"):
+        oa.ones(5, 1, 2, 3) @ oa.ones(3).half()
+    x = oa.ones(2, 3, 6)
+    with pytest.raises(oa.InvalidArgumentError,
+                       match=r"MultiheadAttention: query \[2, 3, 6\] must be \[L, N, E\] with E = 8.*\(batch_first=False\)"):
+        oa.nn.MultiheadAttention(8, 2)(x, x, x)
+    with pytest.raises(oa.InvalidArgumentError, match=r"key \[4, 3, 8\] and value \[4, 3, 8\] .* query \[2, 2, 8\]"):
+        oa.nn.MultiheadAttention(8, 2)(oa.ones(2, 2, 8), oa.ones(4, 3, 8), oa.ones(4, 3, 8))
+    q, k = oa.zeros(1, 2, 3, 4), oa.zeros(1, 2, 5, 4)
+    with pytest.raises(oa.InvalidArgumentError, match=r"scaled_dot_product_attention: attn_mask \[4, 4\] must broadcast"):
+        F.scaled_dot_product_attention(q, k, k, attn_mask=oa.ones(4, 4, dtype=oa.bool))
 
 
 def test_bad_values():
@@ -135,8 +147,16 @@ def test_fuzz_findings(tmp_path):
     (lambda: F.conv1d(oa.zeros(0, 3, 5), oa.ones(4, 3, 3)), (0, 4, 3)),
     (lambda: F.conv_transpose2d(oa.zeros(0, 3, 5, 5), oa.ones(3, 2, 3, 3)), (0, 2, 7, 7)),
     (lambda: F.cross_entropy(oa.zeros(0, 3), oa.zeros(0, dtype=oa.int32), reduction="none"), (0,)),
+    (lambda: F.max_pool2d(oa.zeros(0, 3, 4, 4), 2), (0, 3, 2, 2)),
+    (lambda: F.avg_pool2d(oa.zeros(0, 3, 4, 4), 2), (0, 3, 2, 2)),
+    (lambda: F.group_norm(oa.zeros(0, 4, 2, 2), 2, oa.ones(4), oa.zeros(4)), (0, 4, 2, 2)),
+    (lambda: oa.nn.BatchNorm2d(3).eval()(oa.zeros(0, 3, 4, 4)), (0, 3, 4, 4)),
+    (lambda: F.mse_loss(oa.zeros(0, 3), oa.zeros(0, 3), reduction="none"), (0, 3)),
+    (lambda: F.scaled_dot_product_attention(oa.zeros(2, 2, 0, 4), oa.zeros(2, 2, 5, 4), oa.zeros(2, 2, 5, 3)), (2, 2, 0, 3)),
+    (lambda: F.scaled_dot_product_attention(oa.zeros(0, 2, 3, 4), oa.zeros(0, 2, 5, 4), oa.zeros(0, 2, 5, 3)), (0, 2, 3, 3)),
 ], ids=["log_softmax", "softmax", "linear", "layer_norm", "cat", "matmul", "matmul_broadcast", "conv2d", "conv1d",
-        "conv_transpose2d", "cross_entropy_none"])
+        "conv_transpose2d", "cross_entropy_none", "max_pool2d", "avg_pool2d", "group_norm", "batch_norm_eval", "mse_loss_none",
+        "sdpa_no_queries", "sdpa_empty_batch"])
 def test_empty_inputs_give_empty_results(make, shape):
     out = make()
     assert out.shape == shape
@@ -177,6 +197,67 @@ def test_cross_entropy_of_no_rows():
     assert math.isnan(F.cross_entropy(logits, target).item())
     assert F.cross_entropy(logits, target, reduction="sum").item() == 0.0
     assert F.cross_entropy(oa.zeros(0, 3, 2), oa.zeros(0, 2, dtype=oa.int32), reduction="none").shape == (0, 2)
+
+
+def test_mse_loss_of_no_elements():
+    # torch: the mean of nothing is NaN, the sum 0; the gradient is empty.
+    a = oa.zeros(0, 3, requires_grad=True)
+    assert math.isnan(F.mse_loss(a, oa.zeros(0, 3)).item())
+    loss = F.mse_loss(a, oa.zeros(0, 3), reduction="sum")
+    assert loss.item() == 0.0
+    loss.backward()
+    assert a.grad.shape == (0, 3)
+
+
+@pytest.mark.parametrize("pool", [F.max_pool2d, F.avg_pool2d], ids=["max", "avg"])
+def test_pool_of_an_empty_batch_has_an_empty_gradient(pool):
+    x = oa.zeros(0, 3, 4, 4, requires_grad=True)
+    pool(x, 2).sum().backward()
+    assert x.grad.shape == (0, 3, 4, 4)
+
+
+def test_norms_of_an_empty_batch():
+    # group_norm: zero weight and bias gradients (finite differences of an empty output).
+    x, w, b = values((0, 4, 2, 2), 1), values((4,), 2), values((4,), 3)
+    check_gradients(lambda x, w, b: F.group_norm(x, 2, w, b), lambda x, w, b: x.copy(), [x, w, b])
+    # BatchNorm2d, as torch: an empty output in both modes, the running statistics kept; training counts the batch.
+    bn = oa.nn.BatchNorm2d(3)
+    x = oa.zeros(0, 3, 4, 4, requires_grad=True)
+    y = bn(x)
+    assert y.shape == (0, 3, 4, 4)
+    y.sum().backward()
+    assert np.array_equal(bn.weight.grad.numpy(), np.zeros(3, np.float32))
+    assert np.array_equal(bn.bias.grad.numpy(), np.zeros(3, np.float32))
+    assert np.array_equal(bn.running_mean.numpy(), np.zeros(3, np.float32))
+    assert np.array_equal(bn.running_var.numpy(), np.ones(3, np.float32))
+    assert bn.num_batches_tracked.item() == 1
+
+
+@pytest.mark.parametrize("dh", [4, 300], ids=["flash", "math"])
+def test_attention_with_no_queries_is_empty(dh):
+    # No query rows (Sq = 0, or an empty batch): an empty output and zero k and v gradients, as torch.
+    for qs, ks in [((1, 2, 0, dh), (1, 2, 5, dh)), ((0, 2, 3, dh), (0, 2, 5, dh))]:
+        q, k = oa.tensor(values(qs, 5), requires_grad=True), oa.tensor(values(ks, 6), requires_grad=True)
+        v = oa.tensor(values(ks[:3] + (3,), 7), requires_grad=True)
+        out = F.scaled_dot_product_attention(q, k, v)
+        assert out.shape == qs[:3] + (3,)
+        out.sum().backward()
+        assert q.grad.shape == qs
+        assert np.array_equal(k.grad.numpy(), np.zeros(ks, np.float32))
+        assert np.array_equal(v.grad.numpy(), np.zeros(ks[:3] + (3,), np.float32))
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_multihead_attention_over_no_keys(batch_first):
+    # As SDPA over no keys: zero attention, so the output is the output projection's bias.
+    mha = oa.nn.MultiheadAttention(8, 2, batch_first=batch_first)
+    q = oa.tensor(values((2, 3, 8) if batch_first else (3, 2, 8), 1), requires_grad=True)
+    kv = oa.zeros(2, 0, 8) if batch_first else oa.zeros(0, 2, 8)
+    out, _ = mha(q, kv, kv)
+    assert out.shape == q.shape
+    np.testing.assert_allclose(out.numpy(), np.broadcast_to(mha.proj.bias.numpy(), q.shape), atol=1e-6)
+    out.sum().backward()
+    assert np.array_equal(q.grad.numpy(), np.zeros(q.shape, np.float32))
 
 
 def test_bad_shapes_still_refused_clearly():

@@ -226,6 +226,13 @@ Matrix matmul(const Matrix& a, const Matrix& b) {
   if (sa.rank() == 0 || sb.rank() == 0) fail(ErrorKind::InvalidArgument, "{}: a {} and b {} must both have rank >= 1", op, sa, sb);
   const std::int64_t k = sa.dim(-1), kb = sb.rank() == 1 ? sb[0] : sb.dim(-2);
   if (k != kb) fail(ErrorKind::InvalidArgument, "{}: inner extents differ: a {} has K = {} but b {} has K = {}", op, sa, k, sb, kb);
+  // Checked on the shapes given, before a 1-D operand is reshaped or an expand recorded (under autocast apply() casts).
+  if (!(a.engine() == b.engine())) fail(ErrorKind::InvalidArgument, "{}: b {} lives on another engine than a {}", op, sb, sa);
+  if (!detail::autocast_active()) {
+    detail::require_same_dtype(a, "a", b, "b", op);
+    if (!is_floating_point(a.dtype()))
+      fail(ErrorKind::InvalidArgument, "{}: a {} {} must be f32, f16 or bf16", op, to_string(a.dtype()), sa);
+  }
   if (sa.rank() == 1 || sb.rank() == 1) {
     const Matrix c = matmul(sa.rank() == 1 ? a.reshape({1, k}) : a, sb.rank() == 1 ? b.reshape({k, 1}) : b);
     std::vector<std::int64_t> dims = c.shape().to_vector();
@@ -235,10 +242,6 @@ Matrix matmul(const Matrix& a, const Matrix& b) {
   }
   const Shape la(sa.dims().first(sa.rank() - 2)), lb(sb.dims().first(sb.rank() - 2));
   if (la.rank() == 0 || lb.rank() == 0 || la == lb) return apply(kMatmul, {a, b})[0];
-  // Checked here too, so that no expand is recorded for a product that fails.
-  detail::require_same_engine(a, b, op);
-  detail::require_same_dtype(a, "a", b, "b", op);
-  if (!is_floating_point(a.dtype())) fail(ErrorKind::InvalidArgument, "{}: a {} {} must be f32, f16 or bf16", op, to_string(a.dtype()), sa);
   const std::string batch_a = fmt::format("the batch extents of a {}", sa), batch_b = fmt::format("the batch extents of b {}", sb);
   const Shape batch = detail::broadcast_shapes(op, {{batch_a.c_str(), la}, {batch_b.c_str(), lb}});
   const auto fit = [&batch](const Matrix& x, const Shape& x_batch) {

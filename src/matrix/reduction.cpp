@@ -7,7 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "matrix/axis.hpp"
-#include "matrix/cast_lowering.hpp"
+#include "matrix/float_lowering.hpp"
 #include "matrix/op_def.hpp"
 #include "oa/matrix/cast.hpp"
 #include "oa/matrix/elementwise.hpp"
@@ -108,25 +108,6 @@ void check_indexable(const Matrix& x, std::int64_t rows, const char* name) {
 // Sums times this for mean (NaN for no elements, as torch), else 1.
 float scale_of(bool mean, std::int64_t length) {
   return !mean ? 1.0f : length > 0 ? 1.0f / static_cast<float>(length) : std::numeric_limits<float>::quiet_NaN();
-}
-
-// The lowerings of a one-input op for f32 x and, through `f32`, for f16 and
-// bf16 x: x widened into an f32 temporary, each floating result computed into
-// an f32 temporary and rounded once into its dtype (int32 results written
-// directly), as torch accumulates 16-bit reductions in f32.
-template <class A>
-std::vector<std::pair<DType, detail::Lowering<A>>> float_lowerings(const detail::Lowering<A>& f32) {
-  const detail::Lowering<A> half = [f32](const OpCall<A>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
-    const Matrix& x = c.inputs[0];
-    const Matrix wide = detail::allocate(c.engine, x.shape());
-    detail::cast_dispatches(x, wide, x.numel(), ds);
-    std::vector<Matrix> results;
-    for (const Matrix& y : out) results.push_back(y.dtype() == DType::I32 ? y : detail::allocate(c.engine, y.shape()));
-    f32(OpCall<A>{c.name, std::span<const Matrix>(&wide, 1), c.attributes, c.engine}, results, ds);
-    for (std::size_t i = 0; i < out.size(); ++i)
-      if (out[i].dtype() != DType::I32) detail::cast_dispatches(results[i], out[i], out[i].numel(), ds);
-  };
-  return {{DType::F32, f32}, {DType::F16, half}, {DType::BF16, half}};
 }
 
 // ── Reductions over any set of axes ─────────────────────────────────────────
@@ -344,12 +325,9 @@ template <class A>
 Matrix reduction_backward(Kind kind, const BackwardCall<A>& c) {
   const Matrix& gy = c.grad_outputs[0];
   const bool linear = kind == Kind::Sum || kind == Kind::Mean;
-  if (gy.dtype() != DType::F32 && !linear) {
-    // 16-bit: the f32 rule on widened operands, rounded once to x's dtype.
-    const auto wide = [](const Matrix& m) { return m.defined() ? cast(m, DType::F32) : m; };
-    const std::vector<Matrix> inputs{wide(c.inputs[0])}, outputs{wide(c.outputs[0])}, grads{wide(gy)};
-    const BackwardCall<A> widened{c.name, c.attributes, inputs, outputs, c.input_shapes, grads, c.needs};
-    return cast(reduction_backward(kind, widened), gy.dtype());
+  if (gy.dtype() != DType::F32 && !linear) {  // 16-bit: the f32 rule on widened operands, rounded once to x's dtype
+    const auto f32 = [kind](const BackwardCall<A>& w) { return std::vector<Matrix>{reduction_backward(kind, w)}; };
+    return detail::widened_backward<A>(c, gy.dtype(), f32)[0];
   }
   const Shape& s = c.input_shapes[0];
   const std::vector<std::int64_t>& dims = c.attributes.dims;
@@ -409,7 +387,7 @@ Matrix reduction_backward(Kind kind, const BackwardCall<A>& c) {
 // and, for sum, int32 (an exact int32 sum, the dtype of its result).
 template <class A>
 std::vector<std::pair<DType, detail::Lowering<A>>> reduction_lowerings(Kind kind) {
-  auto lowerings = float_lowerings<A>([kind](const OpCall<A>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+  auto lowerings = detail::float_lowerings<A>([kind](const OpCall<A>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
     const Matrix& x = c.inputs[0];
     reduce_axes(c.engine, c.name, kind, x.storage(), x.shape(), c.attributes.dims, correction_of(c.attributes),
                 order_of(c.attributes), out[0].storage(), ds);
@@ -509,7 +487,7 @@ Op<ArgAttributes> arg_op(const char* name, ReduceOp op) {
          check_indexable(c.inputs[0], s.numel() / length, c.name);
          return std::vector<OutputSpec>{{reduced_shape(s, {c.attributes.dim}, c.attributes.keepdim), DType::I32}};
        },
-       .lower = float_lowerings<ArgAttributes>(
+       .lower = detail::float_lowerings<ArgAttributes>(
            [op](const OpCall<ArgAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
              const Layout v(c.inputs[0].shape(), {c.attributes.dim});
              if (v.rows == 0) return;
@@ -616,7 +594,7 @@ const Op<SumToAttributes> kSumTo{
        check_indexable(c.inputs[0], v.channels, c.name);
        return std::vector<OutputSpec>{{target, c.inputs[0].dtype()}};
      },
-     .lower = float_lowerings<SumToAttributes>(
+     .lower = detail::float_lowerings<SumToAttributes>(
          [](const OpCall<SumToAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
            sum_to_f32(c.engine, c.name, c.inputs[0], out[0], ds);
          }),

@@ -135,6 +135,16 @@ TEST(Cli, BadFlagValues) {
       {"train", "text", "--input", "fox.txt", "--steps", "-5"},
       {"sample", "--checkpoint"},
       {"sample", "--checkpoint", "run", "--temperature", "-1"},
+      // Every float flag refuses NaN and the infinities.
+      {"train", "fashion-mnist", "--lr", "nan"},
+      {"train", "text", "--input", "fox.txt", "--lr", "inf"},
+      {"train", "fashion-mnist", "--bucket-mb", "nan"},
+      {"sample", "--checkpoint", "run", "--temperature", "nan", "--length", "5"},
+      {"sample", "--checkpoint", "run", "--temperature", "-inf"},
+      {"tune", "--quick", "--min-gain", "nan"},
+      {"tune", "--quick", "--min-gain", "inf"},
+      {"tune", "--max-seconds", "nan"},
+      {"tune", "--max-seconds", "inf"},
       {"frobnicate"},
       {},
   };
@@ -151,6 +161,11 @@ TEST(Cli, BadFlagValues) {
   EXPECT_TRUE(fails_cleanly(d.oa({"train", "fashion-mnist", "--lr", "abc"}), {"--lr", "must be a number"}));
   EXPECT_TRUE(fails_cleanly(d.oa({"train", "text", "--input", "fox.txt", "--lr", "abc"}), {"--lr", "must be a number"}));
   EXPECT_TRUE(fails_cleanly(d.oa({"train", "fashion-mnist", "--model", "resnet"}), {"--model", "resnet"}));
+  EXPECT_TRUE(usage_error(d.oa({"sample", "--checkpoint", "run", "--temperature", "nan"}),
+                          {"--temperature", "must be a finite number from 0 to 100"}));
+  EXPECT_TRUE(usage_error(d.oa({"tune", "--quick", "--min-gain", "nan"}), {"--min-gain", "must be a finite number from 1 to 100"}));
+  EXPECT_TRUE(usage_error(d.oa({"tune", "--max-seconds", "NaN"}), {"--max-seconds", "must be a finite number from 0 to 1000000000"}));
+  EXPECT_TRUE(usage_error(d.oa({"train", "fashion-mnist", "--bucket-mb", "inf"}), {"--bucket-mb", "must be a finite number above 0"}));
   // Values that only the model can judge fail before training too.
   EXPECT_TRUE(fails_cleanly(d.oa({"train", "text", "--input", "fox.txt", "--out", "run", "--context", "8", "--width", "30", "--heads", "4"}),
                             {"--width 30", "--heads 4"}));

@@ -498,7 +498,7 @@ TEST(AttentionShapes, BoolMasks) {
   EXPECT_TRUE(oa_test::throws([&] { ml::bmm(bool_mask.reshape({B, Sq, Sk}), bool_mask.reshape({B, Sq, Sk})); }, oa::ErrorKind::InvalidArgument,
                               {"oa::ml::bmm", "bool"}));
   EXPECT_TRUE(oa_test::throws([&] { ml::scaled_dot_product_attention(q, k, v, Matrix::from_i32({Sq, Sk}, std::vector<std::int32_t>(15, 0))); },
-                              oa::ErrorKind::InvalidArgument, {kSdpa, "additive_mask", "i32"}));
+                              oa::ErrorKind::InvalidArgument, {kSdpa, "attn_mask", "i32"}));
 }
 
 // Through autograd, a Bool mask gives the flash gradients of its additive
@@ -535,11 +535,11 @@ TEST(AttentionShapes, Errors) {
   oa::TraceCapture trace(engine());
   using oa::ErrorKind;
   EXPECT_TRUE(oa_test::throws([&] { ml::scaled_dot_product_attention(q, k, v, Matrix::zeros({2, 2, 4, 5})); }, ErrorKind::InvalidArgument,
-                              {kSdpa, "additive_mask", "[2, 2, 4, 5]", "[2, 3, 4, 5]"}));
+                              {kSdpa, "attn_mask", "[2, 2, 4, 5]", "[2, 3, 4, 5]"}));
   EXPECT_TRUE(oa_test::throws([&] { ml::scaled_dot_product_attention(q, k, v, Matrix::zeros({4, 4})); }, ErrorKind::InvalidArgument,
-                              {kSdpa, "additive_mask", "[4, 4]"}));
+                              {kSdpa, "attn_mask", "[4, 4]"}));
   EXPECT_TRUE(oa_test::throws([&] { ml::scaled_dot_product_attention(q, k, v, Matrix::zeros({1, 2, 3, 4, 5})); }, ErrorKind::InvalidArgument,
-                              {kSdpa, "additive_mask", "[1, 2, 3, 4, 5]"}));
+                              {kSdpa, "attn_mask", "[1, 2, 3, 4, 5]"}));
   EXPECT_TRUE(oa_test::throws([&] { ml::scaled_dot_product_attention(q, Matrix::zeros({2, 2, 5, 8}), v); }, ErrorKind::InvalidArgument,
                               {kSdpa, "k must be", "[2, 2, 5, 8]"}));
   EXPECT_TRUE(oa_test::throws([&] { ml::scaled_dot_product_attention(q, Matrix::zeros({6, 5, 8}), v); }, ErrorKind::InvalidArgument,

@@ -310,7 +310,7 @@ TEST(AttentionHalf, MixedDtypesAreErrors) {
                               oa::ErrorKind::InvalidArgument, {"oa::ml::scaled_dot_product_attention_causal", "k f32"}));
   // A 16-bit mask: the mask stays f32 or bool.
   EXPECT_TRUE(oa_test::throws([&] { ml::scaled_dot_product_attention(q16, v16, v16, mask16); },
-                              oa::ErrorKind::InvalidArgument, {kSdpa, "additive_mask", "f16"}));
+                              oa::ErrorKind::InvalidArgument, {kSdpa, "attn_mask", "f16"}));
   EXPECT_TRUE(trace.ops().empty());
 }
 

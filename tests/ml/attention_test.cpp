@@ -675,7 +675,7 @@ TEST(AttentionFlash, Errors) {
   EXPECT_TRUE(oa_test::throws([&] { ml::scaled_dot_product_attention_with_weights(Matrix::zeros({6, 4}), k, v); },
                               ErrorKind::InvalidArgument, {"scaled_dot_product_attention: q must be", "[6, 4]"}));
   EXPECT_TRUE(oa_test::throws([&] { ml::flash_attention(q, k, v, Matrix::zeros({3, 4})); }, ErrorKind::InvalidArgument,
-                              {"scaled_dot_product_attention: additive_mask", "[3, 4]"}));
+                              {"scaled_dot_product_attention: attn_mask", "[3, 4]"}));
   EXPECT_TRUE(oa_test::throws([&] { ml::flash_attention(Matrix::zeros({1, 2, 300}), Matrix::zeros({1, 2, 300}), Matrix::zeros({1, 2, 3})); },
                               ErrorKind::Unsupported, {"scaled_dot_product_attention", "300"}));
   EXPECT_TRUE(oa_test::throws(

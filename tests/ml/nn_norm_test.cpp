@@ -276,6 +276,26 @@ TEST(NnBatchNorm, EvalUsesRunningStatisticsAndLeavesThemUnchanged) {
   EXPECT_EQ(mrv.to_vector(), rv);
 }
 
+// An empty batch (N = 0), as PyTorch: an empty y in both modes, the running
+// statistics kept; in training only the batch count moves (the statistics
+// kernel alone, no normalisation pass), in eval nothing is dispatched.
+TEST(NnBatchNorm, EmptyBatchKeepsTheRunningStatisticsAndCountsTheBatch) {
+  const auto rm = test_values(3, 61), rv = test_values(3, 62, 0.5, 1.5);
+  const Matrix mrm = Matrix::from_vector({3}, rm), mrv = Matrix::from_vector({3}, rv), x = Matrix::zeros({0, 3, 2, 2});
+  const Matrix count = Matrix::from_i32(Shape{}, std::vector<std::int32_t>{4});
+  for (bool training : {true, false})
+    for (std::optional<double> momentum : {std::optional<double>(0.1), std::optional<double>()}) {
+      Matrix y;
+      const auto ops = traced([&] { y = ml::batch_norm_2d(x, Matrix(), Matrix(), mrm, mrv, training, momentum, 1e-5, count); });
+      expect_trace(ops, {{"oa::ml::batch_norm_2d", training ? 1u : 0u}});
+      EXPECT_EQ(y.shape(), x.shape());
+      EXPECT_EQ(mrm.to_vector(), rm);
+      EXPECT_EQ(mrv.to_vector(), rv);
+    }
+  EXPECT_EQ(count.to_i32(), std::vector<std::int32_t>{6});  // the two training calls
+  expect_trace(traced([&] { ml::batch_norm_2d(x, Matrix(), Matrix(), mrm, mrv, true, 0.1); }), {{"oa::ml::batch_norm_2d", 0}});
+}
+
 TEST(NnBatchNorm, GradientsInTrainingAndEval) {
   for (bool training : {true, false}) {
     for (const BnCase c : {BnCase{2, 3, 2, 3}, BnCase{3, 2, 1, 1}}) {

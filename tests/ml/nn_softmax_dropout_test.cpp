@@ -157,6 +157,11 @@ TEST(NnLogSoftmax, FullyMaskedRowsGiveMinusInfinityAndZeroGradient) {
 TEST(NnLogSoftmax, InvalidArgumentsRecordNothing) {
   expect_invalid([] { ml::log_softmax(Matrix::zeros({})); }, "oa::ml::log_softmax", {"rank"});
   expect_invalid([] { ml::log_softmax(Matrix::from_i32({2}, std::vector<std::int32_t>{1, 2})); }, "oa::ml::log_softmax", {"f32"});
+  // Along an axis other than the last: refused before the transpose, in the user's op and shape.
+  const Matrix i32 = Matrix::from_i32({2, 3, 4}, std::vector<std::int32_t>(24, 1));
+  expect_invalid([&] { ml::log_softmax(i32, 0); }, "oa::ml::log_softmax", {"x must be f32, f16 or bf16; found i32 [2, 3, 4]"});
+  expect_invalid([&] { ml::softmax(i32, 0); }, "oa::ml::softmax", {"x must be f32, f16 or bf16; found i32 [2, 3, 4]"});
+  expect_invalid([] { ml::softmax(Matrix::zeros({2, 3, 4}), 3); }, "oa::ml::softmax", {"dim", "[2, 3, 4]"});
 }
 
 }  // namespace

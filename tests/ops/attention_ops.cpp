@@ -1,5 +1,6 @@
 // Op table cases of the attention family (oa/ml/attention.hpp): heads,
 // the scaled masked softmax and scaled dot-product attention on both paths.
+#include <algorithm>
 #include <cmath>
 
 #include "ops/op_table.hpp"
@@ -38,8 +39,8 @@ OA_OP_CASES(split_qkv_heads, "oa::ml::split_qkv_heads") {
 }
 
 // Without a mask, with a [Sq, Sk] mask broadcast to every batch item (a
-// -inf entry included), rows of 300 (more than one workgroup's lanes) and no
-// rows.
+// -inf entry included), rows of 300 (more than one workgroup's lanes), no
+// rows and 16-bit scores.
 OA_OP_CASES(softmax_scaled_masked, "oa::ml::softmax_scaled_masked") {
   std::vector<OpCase> cases;
   cases.push_back({"no_mask", {random_input({2, 3, 5}, 511, -2, 2)},
@@ -65,25 +66,33 @@ OA_OP_CASES(softmax_scaled_masked, "oa::ml::softmax_scaled_masked") {
                    [softmax_rows](const RefInputs& x) { return reference::along_axis(x[0], {2, 3, 5}, 1, softmax_rows); },
                    kGradTolerance,
                    {"oa::matrix::permute", "oa::ml::softmax_scaled_masked", "oa::matrix::permute"}});
+  // f16 and bf16 scores, computed in f32 (the result and gradient rounded once).
+  for (const char* base : {"no_mask", "softmax_last", "softmax_dim1"})
+    for (DType dtype : {DType::F16, DType::BF16}) {
+      const auto c = std::find_if(cases.begin(), cases.end(), [base](const OpCase& k) { return k.label == base; });
+      cases.push_back(half_variant("oa::ml::softmax_scaled_masked", *c, dtype));
+    }
   return cases;
 }
 
 // q [BH, Sq, Dh], k [BH, Sk, Dh], v [BH, Sk, Dv], with a per-row mask or
-// causal hiding (Sq < Sk: bottom-right aligned), or no keys (Sk = 0: zero
-// output), on the flash and the materialised path.
+// causal hiding (Sq < Sk: bottom-right aligned), no keys (Sk = 0: zero
+// output), no queries (Sq = 0) or an empty batch (BH = 0: empty output, zero
+// k and v gradients), on the flash and the materialised path.
 OA_OP_CASES(scaled_dot_product_attention, "oa::ml::scaled_dot_product_attention") {
   struct Case {
     const char* label;
     bool mask, causal;
-    std::int64_t sk;
+    std::int64_t sk, sq = 3, bh = 2;
   };
   std::vector<OpCase> cases;
   std::uint64_t seed = 521;
-  const std::int64_t BH = 2, Sq = 3, Dh = 4, Dv = 3;
+  const std::int64_t Dh = 4, Dv = 3;
   for (SdpaBackend backend : {SdpaBackend::Flash, SdpaBackend::Math})
     for (const Case& c : {Case{"plain", false, false, 5}, Case{"mask", true, false, 5}, Case{"causal", false, true, 5},
-                          Case{"no_keys", true, false, 0}}) {
-      const std::int64_t Sk = c.sk;
+                          Case{"no_keys", true, false, 0}, Case{"no_queries", true, false, 5, 0},
+                          Case{"empty_batch", false, true, 5, 3, 0}}) {
+      const std::int64_t Sk = c.sk, Sq = c.sq, BH = c.bh;
       std::vector<GradInput> inputs = {random_input({BH, Sq, Dh}, seed), random_input({BH, Sk, Dh}, seed + 1),
                                        random_input({BH, Sk, Dv}, seed + 2)};
       if (c.mask) inputs.push_back(random_input({BH * Sq, Sk}, seed + 3, -2, 0, false));
@@ -93,7 +102,7 @@ OA_OP_CASES(scaled_dot_product_attention, "oa::ml::scaled_dot_product_attention"
                        [mask, causal, backend](const Inputs& x) {
                          return oa::ml::scaled_dot_product_attention(x[0], x[1], x[2], mask ? x[3] : Matrix(), 0.6f, causal, backend);
                        },
-                       [mask, causal, Sk](const RefInputs& x) {
+                       [mask, causal, Sk, Sq, BH](const RefInputs& x) {
                          reference::AttentionProblem p{BH, Sq, Sk, Dh, Dv, 0.6, causal};
                          if (mask) {
                            p.mask = x[3];

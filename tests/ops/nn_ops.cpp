@@ -58,8 +58,11 @@ OA_OP_CASES(group_norm, "oa::ml::group_norm") {
   std::vector<OpCase> cases;
   std::uint64_t seed = 331;
   for (const Case& k : {Case{"groups2_affine", {2, 4, 3, 2}, 2, true}, Case{"instance_plain", {2, 3, 5}, 3, false},
-                        Case{"one_group_affine", {3, 6, 4}, 1, true}, Case{"rank2_affine", {3, 4}, 2, true}}) {
-    const std::int64_t N = k.shape[0], C = k.shape[1], S = k.shape.numel() / (N * C), G = k.groups;
+                        Case{"one_group_affine", {3, 6, 4}, 1, true}, Case{"rank2_affine", {3, 4}, 2, true},
+                        Case{"empty_batch_affine", {0, 4, 2, 2}, 2, true}}) {
+    std::int64_t S = 1;
+    for (std::size_t a = 2; a < k.shape.rank(); ++a) S *= k.shape[a];
+    const std::int64_t N = k.shape[0], C = k.shape[1], G = k.groups;
     const bool affine = k.affine;
     std::vector<GradInput> inputs = {random_input(k.shape, seed, -2, 2)};
     if (affine) inputs.insert(inputs.end(), {random_input({C}, seed + 1, 0.5, 1.5), random_input({C}, seed + 2)});
@@ -98,30 +101,34 @@ OA_OP_CASES(rope, "oa::ml::rope") {
 }
 
 // Training (batch statistics; the running ones are updated) and evaluation
-// (running statistics), with and without weight and bias.
+// (running statistics), with and without weight and bias, and an empty batch
+// (N = 0: an empty y, zero weight and bias gradients) in both modes.
 OA_OP_CASES(batch_norm_2d, "oa::ml::batch_norm_2d") {
   std::vector<OpCase> cases;
   std::uint64_t seed = 321;
-  const std::int64_t N = 2, C = 3, H = 2, W = 3;
-  for (bool training : {true, false})
-    for (bool affine : {true, false}) {
-      std::vector<GradInput> inputs = {random_input({N, C, H, W}, seed, -2, 2)};
-      if (affine) inputs.insert(inputs.end(), {random_input({C}, seed + 1, 0.5, 1.5), random_input({C}, seed + 2)});
-      inputs.insert(inputs.end(), {random_input({C}, seed + 3, -0.5, 0.5, false), random_input({C}, seed + 4, 0.5, 1.5, false)});
-      cases.push_back({std::string(training ? "training" : "eval") + (affine ? "_affine" : "_plain"), inputs,
-                       [training, affine](const Inputs& x) {
-                         const std::size_t r = affine ? 3 : 1;
-                         return oa::ml::batch_norm_2d(x[0], affine ? x[1] : Matrix(), affine ? x[2] : Matrix(), x[r], x[r + 1], training, 0.1,
-                                                      1e-5);
-                       },
-                       [training, affine](const RefInputs& x) {
-                         const std::size_t r = affine ? 3 : 1;
-                         std::vector<double> mean = x[r], var = x[r + 1];
-                         return reference::batch_norm_2d(x[0], N, C, H * W, affine ? x[1] : std::vector<double>{},
-                                                         affine ? x[2] : std::vector<double>{}, &mean, &var, training, 0.1, 1e-5);
-                       }});
-      seed += 5;
-    }
+  const std::int64_t C = 3, H = 2, W = 3;
+  for (std::int64_t N : {2, 0})
+    for (bool training : {true, false})
+      for (bool affine : {true, false}) {
+        if (N == 0 && !affine) continue;
+        std::vector<GradInput> inputs = {random_input({N, C, H, W}, seed, -2, 2)};
+        if (affine) inputs.insert(inputs.end(), {random_input({C}, seed + 1, 0.5, 1.5), random_input({C}, seed + 2)});
+        inputs.insert(inputs.end(), {random_input({C}, seed + 3, -0.5, 0.5, false), random_input({C}, seed + 4, 0.5, 1.5, false)});
+        const std::string name = std::string(N == 0 ? "empty_batch_" : "") + (training ? "training" : "eval") + (affine ? "_affine" : "_plain");
+        cases.push_back({name, inputs,
+                         [training, affine](const Inputs& x) {
+                           const std::size_t r = affine ? 3 : 1;
+                           return oa::ml::batch_norm_2d(x[0], affine ? x[1] : Matrix(), affine ? x[2] : Matrix(), x[r], x[r + 1], training,
+                                                        0.1, 1e-5);
+                         },
+                         [N, training, affine](const RefInputs& x) {
+                           const std::size_t r = affine ? 3 : 1;
+                           std::vector<double> mean = x[r], var = x[r + 1];
+                           return reference::batch_norm_2d(x[0], N, C, H * W, affine ? x[1] : std::vector<double>{},
+                                                           affine ? x[2] : std::vector<double>{}, &mean, &var, training, 0.1, 1e-5);
+                         }});
+        seed += 5;
+      }
   return cases;
 }
 
@@ -136,7 +143,8 @@ std::vector<OpCase> pools(bool max) {
                                 {"k3_s2_p1", {1, 2, 6, 5, {3, 3}, {2, 2}, {1, 1}}},
                                 {"k3x2_s1x2_p1x0", {1, 1, 7, 4, {3, 2}, {1, 2}, {1, 0}}},
                                 {"k4_p2", {2, 1, 4, 4, {4, 4}, {1, 1}, {2, 2}}},
-                                {"k1_s3x1", {1, 3, 3, 3, {1, 1}, {3, 1}, {0, 0}}}};
+                                {"k1_s3x1", {1, 3, 3, 3, {1, 1}, {3, 1}, {0, 0}}},
+                                {"empty_batch", {0, 3, 4, 4, {2, 2}, {2, 2}, {0, 0}}}};
   std::vector<OpCase> cases;
   std::uint64_t seed = max ? 331 : 341;
   for (const auto& c : cs) {
@@ -211,6 +219,11 @@ OA_OP_CASES(mse_loss, "oa::ml::mse_loss") {
                      [r](const RefInputs& x) { return reference::mse_loss(x[0], x[1], reference_of(r)); }});
     seed += 2;
   }
+  // No elements: Mean gives NaN, Sum 0, None an empty loss.
+  for (auto r : {oa::ml::Reduction::Mean, oa::ml::Reduction::Sum, oa::ml::Reduction::None})
+    cases.push_back({std::string("empty_") + name_of(r), {random_input({0, 5}, seed), random_input({0, 5}, seed + 1)},
+                     [r](const Inputs& x) { return oa::ml::mse_loss(x[0], x[1], r); },
+                     [r](const RefInputs& x) { return reference::mse_loss(x[0], x[1], reference_of(r)); }});
   return cases;
 }
 
@@ -238,6 +251,10 @@ OA_OP_CASES(log_softmax, "oa::ml::log_softmax") {
                      },
                      kGradTolerance,
                      {"oa::matrix::permute", "oa::ml::log_softmax", "oa::matrix::permute"}});
+  // f16 and bf16 x along the last axis and another, computed in f32.
+  const std::vector<OpCase> f32_cases = {cases[0], cases[2]};
+  for (const OpCase& c : f32_cases)
+    for (DType dtype : {DType::F16, DType::BF16}) cases.push_back(half_variant("oa::ml::log_softmax", c, dtype));
   return cases;
 }
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "oa/oa.hpp"
+#include "reference/dtype.hpp"
 #include "support/gradcheck.hpp"
 
 namespace oa::test {
@@ -50,6 +51,42 @@ inline std::string label(const char* prefix, std::int64_t n) {
   std::string s = prefix;
   s += std::to_string(n);
   return s;
+}
+
+// Tolerances of a result (and gradient) rounded once to the 16-bit `dtype`,
+// from f32 leaves that the dtype holds exactly and a rounded output gradient.
+inline GradTolerance reduced_tolerance(DType dtype) {
+  GradTolerance t;
+  const double e = dtype == DType::F16 ? 2e-3 : 1.6e-2;
+  t.forward_rtol = t.forward_atol = e;
+  t.grad_rtol = t.grad_atol = 2 * e;
+  return t;
+}
+
+// Case `c` of op `op` on 16-bit operands: its f32 inputs rounded to `dtype`
+// (their leaves stay f32), cast to `dtype` before the call and its result
+// cast back to f32, so the trace reads a cast per f32 input, c's own labels
+// (or `op`), a cast; tolerances as reduced_tolerance.
+inline OpCase half_variant(const char* op, const OpCase& c, DType dtype) {
+  OpCase h = c;
+  h.label.append("_").append(to_string(dtype));
+  std::vector<std::string> traced;
+  for (GradInput& in : h.inputs) {
+    if (in.dtype != DType::F32) continue;
+    in.values = oa::reference::rounded(dtype == DType::F16 ? oa::reference::kF16 : oa::reference::kBF16, in.values);
+    traced.push_back("oa::matrix::cast");
+  }
+  if (c.traced.empty()) traced.push_back(op);
+  traced.insert(traced.end(), c.traced.begin(), c.traced.end());
+  traced.push_back("oa::matrix::cast");
+  h.traced = traced;
+  h.tolerance = reduced_tolerance(dtype);
+  h.run = [run = c.run, dtype](const Inputs& x) {
+    Inputs narrow;
+    for (const Matrix& m : x) narrow.push_back(m.dtype() == DType::F32 ? oa::matrix::cast(m, dtype) : m);
+    return oa::matrix::cast(run(narrow), DType::F32);
+  };
+  return h;
 }
 
 // Index (I32) and mask (Bool) inputs, given as floats; their references'

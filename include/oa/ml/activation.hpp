@@ -11,8 +11,10 @@ namespace oa::ml {
 // row kernels below run on x with dim swapped with the last axis: one
 // oa::matrix::transpose (a differentiable permuted copy) before and one after
 // the op, recorded as their own semantic ops; none when dim is the last axis.
-// Both throw InvalidArgument naming the op, dim and x's shape for a rank-0 x
-// or a dim out of range.
+// x is f32, f16 or bf16; a 16-bit x is computed in f32 and the result (and
+// gradient) rounded once to x's dtype, as PyTorch. Both throw InvalidArgument
+// naming the op (softmax or log_softmax), dim and x's shape, before any work
+// is recorded, for an undefined, rank-0 or non-float x or a dim out of range.
 
 // Log-softmax along `dim` (torch.nn.functional.log_softmax(x, dim)), x of
 // any shape [..., L, ...] -> x's shape, computed as (x - max) - log(sum(exp(x

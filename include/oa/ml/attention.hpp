@@ -20,7 +20,9 @@
 //   causal row with no visible key) give zero output and zero gradient, never
 //   NaN; their log-sum-exp is -inf. So does attention over no keys (k and v
 //   with Sk = 0): output zeros [.., Sq, Dv], q's gradient zeros, k's and v's
-//   empty, as PyTorch's math path (an empty softmax times an empty v).
+//   empty, as PyTorch's math path (an empty softmax times an empty v). No
+//   query rows (Sq = 0, or B, H or BH 0) give an empty output and zero k and
+//   v gradients (no dispatch), as PyTorch.
 // - Only -inf hides a key. A finite mask, however large (-1e9, -FLT_MAX =
 //   finfo(float32).min), is an ordinary value: the f32 logit is
 //   fma(score, scale, mask), rounded once, so a mask that dwarfs the score
@@ -131,7 +133,8 @@ QkvHeads split_qkv_heads(const Matrix& qkv, std::int64_t batch, std::int64_t seq
 // fma(scores, scale, mask). Stable for large logits and large common offsets
 // (softmax([1000, 0]) = [1, 0], softmax([1e30, 1e30]) = [0.5, 0.5]); fully
 // masked rows are zero; a NaN logit makes its row NaN. Empty scores give an
-// empty result.
+// empty result. scores f32, f16 or bf16 (16-bit computed in f32, the result
+// in scores' dtype).
 Matrix softmax_scaled_masked(const Matrix& scores, const Matrix& mask, float scale);
 
 // ── Attention ───────────────────────────────────────────────────────────────
@@ -144,8 +147,8 @@ Matrix softmax_scaled_masked(const Matrix& scores, const Matrix& mask, float sca
 // (3-D inputs: [BH, Sq, Sk]) as PyTorch broadcasts, with last extent Sk:
 // [Sq, Sk], [1, 1, Sq, Sk], [B, 1, Sq, Sk], [B, H, Sq, Sk], [B, 1, 1, Sk], ...
 // The kernels read it through strides (no per-head copy). -inf entries hide
-// keys. Bad mask shapes: InvalidArgument naming the op, additive_mask and the
-// scores' shape. Source: "Attention Is All You Need" (Vaswani et al. 2017),
+// keys. Bad mask shapes or dtypes: InvalidArgument naming the op, the mask
+// as attn_mask (torch's name: it may be Bool) and the scores' shape. Source: "Attention Is All You Need" (Vaswani et al. 2017),
 // torch.nn.functional.scaled_dot_product_attention (its is_causal is
 // causal with CausalVariant::UpperLeft).
 

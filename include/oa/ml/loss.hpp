@@ -50,7 +50,8 @@ Matrix cross_entropy(const Matrix& logits, const Matrix& targets, const CrossEnt
 
 // Mean squared error (torch.nn.functional.mse_loss): (input - target)^2 with
 // the reduction (Mean over every element, Sum, or None: input's shape).
-// input and target have the same nonempty shape. Gradients for both.
+// input and target have the same shape; no elements give Mean NaN, Sum 0
+// and None an empty loss (no dispatch), as PyTorch. Gradients for both.
 // Semantic op "oa::ml::mse_loss", attribute reduction.
 Matrix mse_loss(const Matrix& input, const Matrix& target, Reduction reduction = Reduction::Mean);
 

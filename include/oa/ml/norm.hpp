@@ -42,7 +42,9 @@ Matrix rms_norm(const Matrix& x, const Matrix& weight = Matrix(), std::optional<
 // first value) on the view [N * G, C / G * S]. With G = C this is instance
 // normalisation (torch.nn.functional.instance_norm without running statistics),
 // with G = 1 layer normalisation over [C, *].
-// x of rank >= 2 with nonzero extents; num_groups >= 1 dividing C; weight
+// x of rank >= 2 with nonzero extents after N; N = 0 (an empty batch) gives
+// an empty y and zero weight and bias gradients (no dispatch), as PyTorch.
+// num_groups >= 1 dividing C; weight
 // and bias [C] or undefined (1 and 0); eps >= 0. Gradients for x, weight and
 // bias. Throws InvalidArgument naming "oa::ml::group_norm", the argument and
 // the shapes otherwise. Semantic op "oa::ml::group_norm", attributes
@@ -54,7 +56,7 @@ Matrix group_norm(const Matrix& x, std::int64_t num_groups, const Matrix& weight
 // torch.nn.functional.batch_norm): per channel c,
 //   y = (x - mean_c) / sqrt(var_c + eps) * weight_c + bias_c.
 // training: mean_c and the biased variance var_c over the N * H * W values of
-//   channel c (more than one is required; two passes about the channel's
+//   channel c (two passes about the channel's
 //   first value, finite in f32: a spread below about 1e19), and the running statistics are
 //   updated in place on the GPU (their versions are bumped):
 //   running_mean = (1 - momentum) running_mean + momentum mean_c,
@@ -67,7 +69,12 @@ Matrix group_norm(const Matrix& x, std::int64_t num_groups, const Matrix& weight
 //   StepGraph can capture it.
 // otherwise: mean_c = running_mean, var_c = running_var, which stay unchanged
 //   (and so does num_batches_tracked).
-// x [N, C, H, W] with nonzero extents; weight and bias [C] or undefined (1 and 0);
+// An empty batch (N = 0) in either mode gives an empty y, leaves the running
+// statistics as they are and gives zero weight and bias gradients, as
+// PyTorch (in training only num_batches_tracked, when given, is incremented,
+// as torch's BatchNorm2d does); training refuses exactly one value per
+// channel (N * H * W = 1), as torch.
+// x [N, C, H, W] with nonzero C, H, W; weight and bias [C] or undefined (1 and 0);
 // running_mean and running_var [C], required. momentum in [0, 1], eps >= 0.
 // Gradients for x, weight and bias in both modes (in training they flow
 // through the batch statistics). Throws InvalidArgument naming the op, the

@@ -13,6 +13,8 @@ namespace oa::ml {
 // default); padding is applied on both sides of each axis and may be at most
 // half the kernel. ceil_mode false and dilation 1, as PyTorch's defaults:
 //   out = floor((in + 2 padding - kernel) / stride) + 1.
+// max_pool_2d and avg_pool_2d take a batch of N = 0 (an empty output and
+// gradient, no dispatch), as PyTorch; C, H and W must be nonzero.
 struct Pool2dOptions {
   std::array<std::int64_t, 2> kernel_size{1, 1};
   std::optional<std::array<std::int64_t, 2>> stride;

@@ -584,7 +584,7 @@ class MultiheadAttention(_Native):
         if not bias:
             raise ValueError("oa.nn.MultiheadAttention: bias=False is not supported")
         super().__init__(_native.multihead_attention(embed_dim, num_heads, causal, dropout, engine))
-        self.batch_first, self.causal = batch_first, causal
+        self.embed_dim, self.batch_first, self.causal = embed_dim, batch_first, causal
 
     def forward(self, query, key=None, value=None, key_padding_mask=None, need_weights=False, attn_mask=None,
                 is_causal=None):
@@ -595,6 +595,21 @@ class MultiheadAttention(_Native):
                              f"causal={self.causal}")
         key = query if key is None else key
         value = query if value is None else value
+        # Checked in the caller's layout, before the transpose that batch_first=False needs.
+        n = 0 if self.batch_first else 1  # the batch axis
+        layout = "[N, L, E]" if self.batch_first else "[L, N, E]"
+        for name, t in (("query", query), ("key", key), ("value", value)):
+            if not isinstance(t, Tensor):
+                continue
+            if t.dim() != 3 or t.shape[2] != self.embed_dim or t.shape[n] < 1 or (name == "query" and t.shape[1 - n] < 1):
+                raise _oa.InvalidArgumentError(
+                    f"oa.nn.MultiheadAttention: {name} {list(t.shape)} must be {layout} with E = {self.embed_dim}, N >= 1 and, for "
+                    f"the query, L >= 1 (batch_first={self.batch_first})")
+        if all(isinstance(t, Tensor) for t in (query, key, value)) and (
+                key.shape != value.shape or key.shape[n] != query.shape[n]):
+            raise _oa.InvalidArgumentError(
+                f"oa.nn.MultiheadAttention: key {list(key.shape)} and value {list(value.shape)} must have one shape, "
+                f"{layout} with the N of query {list(query.shape)} (batch_first={self.batch_first})")
         batch_major = (lambda t: t) if self.batch_first else (lambda t: t.transpose(0, 1))
         if key is query and value is query and key_padding_mask is None and attn_mask is None:
             y = self._native.forward(batch_major(query))

@@ -92,8 +92,8 @@ AttentionGeometry attention_geometry(const char* op, const Matrix& q, const Matr
   require_attention_dtypes(op, q, k, v);
   detail::require_same_engine(q, k, op);
   detail::require_same_engine(q, v, op);
-  if ((q.rank() != 3 && q.rank() != 4) || q.numel() < 1)
-    fail(ErrorKind::InvalidArgument, "{}: q must be [BH, Sq, Dh] or [B, H, Sq, Dh] with every extent >= 1; found {}", op, q.shape());
+  if ((q.rank() != 3 && q.rank() != 4) || q.dim(-1) < 1)  // no query rows (B, H or Sq 0) give an empty output
+    fail(ErrorKind::InvalidArgument, "{}: q must be [BH, Sq, Dh] or [B, H, Sq, Dh] with Dh >= 1; found {}", op, q.shape());
   AttentionGeometry g;
   g.four_d = q.rank() == 4;
   const int lead = g.four_d ? 2 : 1;  // axes before S
@@ -118,7 +118,7 @@ AttentionGeometry attention_geometry(const char* op, const Matrix& q, const Matr
   if (mask.defined()) {
     detail::require_same_engine(q, mask, op);
     const Shape scores = g.four_d ? Shape{g.batch, g.heads, g.sq, g.sk} : Shape{g.bh, g.sq, g.sk};
-    g.mask = mask_layout(op, "additive_mask", mask, g.batch, g.heads, g.sq, g.sk, scores);
+    g.mask = mask_layout(op, "attn_mask", mask, g.batch, g.heads, g.sq, g.sk, scores);
   }
   detail::shader_u32(q.numel(), "q element count", op);
   detail::shader_u32(k.numel(), "k element count", op);

@@ -81,6 +81,7 @@ constexpr std::uint32_t kMinusInfinity = 0xff800000u;
 void lower_sdpa(const OpCall<SdpaAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
   const Matrix &q = c.inputs[0], &k = c.inputs[1], &v = c.inputs[2], &given_mask = c.inputs[3];
   const AttentionGeometry g = geometry_of(c.inputs, given_mask, c.attributes);
+  if (g.bh * g.sq == 0) return;  // no query rows: empty results, no dispatch
   if (g.sk == 0) {  // no keys: every row is fully masked (zero output; log-sum-exp and stats -inf; no weights)
     c.engine.fill(*out[0].storage(), 0, out[0].storage()->bytes(), 0);
     if (c.attributes.flash())
@@ -96,7 +97,7 @@ void lower_sdpa(const OpCall<SdpaAttributes>& c, const std::vector<Matrix>& out,
     lower_flash_attention(c.engine, g, q, k, v, mask, out[0], out[1], out[2], ds);
     return;
   }
-  ResolvedMask resolved = resolve_mask(kSdpa, "additive_mask", given_mask);
+  ResolvedMask resolved = resolve_mask(kSdpa, "attn_mask", given_mask);
   const Matrix &mask = resolved.values, &weights = out[1];
   Matrix scores = detail::allocate(c.engine, weights.shape());
   SoftmaxRows rows;
@@ -121,11 +122,11 @@ void lower_sdpa(const OpCall<SdpaAttributes>& c, const std::vector<Matrix>& out,
 // dP and dS are f32 and P, dS are rounded to that dtype for their GEMMs.
 std::vector<Matrix> sdpa_gradients(const BackwardCall<SdpaAttributes>& c) {
   const Matrix &q = c.inputs[0], &k = c.inputs[1], &v = c.inputs[2];
-  if (k.dim(-2) == 0) {  // no keys: q's gradient is zero, k's and v's are empty; no dispatch
+  if (k.dim(-2) == 0 || q.numel() == 0) {  // no keys or no query rows: zero (or empty) gradients; no dispatch
     const Engine& engine = q.engine();
     const AttentionGradients r{c.needs[0] ? detail::zeros(engine, q.shape(), q.dtype()) : Matrix(),
-                               c.needs[1] ? detail::allocate(engine, k.shape(), q.dtype()) : Matrix(),
-                               c.needs[2] ? detail::allocate(engine, v.shape(), q.dtype()) : Matrix()};
+                               c.needs[1] ? detail::zeros(engine, k.shape(), q.dtype()) : Matrix(),
+                               c.needs[2] ? detail::zeros(engine, v.shape(), q.dtype()) : Matrix()};
     c.record({}, {&q, &k, &v, &c.grad_outputs[0]}, {&r.q, &r.k, &r.v}, detail::attribute_values(c.attributes));
     return {r.q, r.k, r.v, Matrix()};
   }
@@ -139,7 +140,7 @@ std::vector<Matrix> sdpa_gradients(const BackwardCall<SdpaAttributes>& c) {
     const Matrix &out = c.outputs[0], &stats = c.outputs[2];
     Matrix mask = c.outputs.size() > 3 ? c.outputs[3] : c.inputs[3];
     if (mask.defined() && mask.dtype() == DType::Bool) {  // an explicit backward: resolve it here
-      ResolvedMask resolved = resolve_mask(kSdpa, "additive_mask", mask);
+      ResolvedMask resolved = resolve_mask(kSdpa, "attn_mask", mask);
       mask = resolved.values;
       append(ds, std::move(resolved.dispatches));
     }

@@ -3,6 +3,7 @@
 // the mask is detached).
 #include <algorithm>
 
+#include "matrix/float_lowering.hpp"
 #include "ml/attention/internal.hpp"
 
 namespace oa::ml {
@@ -61,8 +62,8 @@ struct SoftmaxAttributes {
   static constexpr auto fields = std::tuple{field("scale", &SoftmaxAttributes::scale)};
 };
 
+// apply() has checked scores' dtype (f32, f16 or bf16).
 SoftmaxRows softmax_geometry(const Matrix& scores, const Matrix& mask, float scale) {
-  detail::require_f32(scores, kSoftmax, "scores");
   if (scores.rank() < 1) fail(ErrorKind::InvalidArgument, "{}: scores must have rank >= 1; found {}", kSoftmax, scores.shape());
   SoftmaxRows r;
   r.rows = scores.shape().rows();
@@ -96,20 +97,21 @@ const Op<SoftmaxAttributes> kSoftmaxOp{
      .inputs = {"scores", {"mask", true, true}},
      .infer = [](const OpCall<SoftmaxAttributes>& c) {
        softmax_geometry(c.inputs[0], c.inputs[1], c.attributes.scale);
-       return std::vector<OutputSpec>{{c.inputs[0].shape()}};
+       return std::vector<OutputSpec>{{c.inputs[0].shape(), c.inputs[0].dtype()}};
      },
-     .lower = {{DType::F32,
-                [](const OpCall<SoftmaxAttributes>& c, const std::vector<Matrix>& out, std::vector<runtime::ComputeDispatch>& ds) {
-                  const Matrix &scores = c.inputs[0], &mask = c.inputs[1];
-                  SoftmaxRows r = softmax_geometry(scores, mask, c.attributes.scale);
-                  ResolvedMask resolved = resolve_mask(kSoftmax, "mask", mask);
-                  if (mask.defined()) r.mask_values = &resolved.values;
-                  append(ds, std::move(resolved.dispatches));
-                  append(ds, lower_softmax(c.engine, kSoftmax, r, scores, out[0]));
-                }}},
+     .lower = detail::float_lowerings<SoftmaxAttributes>(
+         [](const OpCall<SoftmaxAttributes>& c, const std::vector<Matrix>& out, std::vector<runtime::ComputeDispatch>& ds) {
+           const Matrix &scores = c.inputs[0], &mask = c.inputs[1];
+           SoftmaxRows r = softmax_geometry(scores, mask, c.attributes.scale);
+           ResolvedMask resolved = resolve_mask(kSoftmax, "mask", mask);
+           if (mask.defined()) r.mask_values = &resolved.values;
+           append(ds, std::move(resolved.dispatches));
+           append(ds, lower_softmax(c.engine, kSoftmax, r, scores, out[0]));
+         }),
      .saves = [](const OpCall<SoftmaxAttributes>&, const std::vector<bool>&) { return Saves{{}, {true}}; },
-     .backward = [](const BackwardCall<SoftmaxAttributes>& c) {
+     .backward = [](const BackwardCall<SoftmaxAttributes>& c) -> std::vector<Matrix> {
        const Matrix &y = c.outputs[0], &gy = c.grad_outputs[0];
+       if (detail::is_half(gy.dtype())) return detail::widened_backward<SoftmaxAttributes>(c, gy.dtype(), kSoftmaxOp.def.backward);
        Matrix dx = detail::allocate(gy.engine(), y.shape());
        c.record(lower_softmax_backward(gy.engine(), kSoftmax, y.shape().rows(), y.shape().cols(), c.attributes.scale, y, gy, dx),
                 {&y, &gy}, {&dx}, detail::attribute_values(c.attributes));

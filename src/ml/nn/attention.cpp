@@ -59,8 +59,10 @@ Matrix MultiHeadAttention::forward(const Matrix& query, const Matrix& key, const
                                    const Matrix& attn_mask) {
   for (const auto& [m, arg] : {std::pair{&query, "query"}, std::pair{&key, "key"}, std::pair{&value, "value"}}) {
     detail::require_f32(*m, kMha, arg);
-    if (m->rank() != 3 || m->dim(2) != embed_dim_ || m->dim(0) < 1 || m->dim(1) < 1)
-      fail(ErrorKind::InvalidArgument, "{}: {} {} must be [B, S, {}] with B, S >= 1", kMha, arg, m->shape(), embed_dim_);
+    const bool keys = m != &query;  // no keys (Sk = 0) attend to nothing: zeros before the output projection, as SDPA
+    if (m->rank() != 3 || m->dim(2) != embed_dim_ || m->dim(0) < 1 || m->dim(1) < (keys ? 0 : 1))
+      fail(ErrorKind::InvalidArgument, "{}: {} {} must be [B, S, {}] with B >= 1 and S >= {}", kMha, arg, m->shape(), embed_dim_,
+           keys ? 0 : 1);
   }
   const std::int64_t batch = query.dim(0), sq = query.dim(1), sk = key.dim(1), heads = num_heads_, dh = embed_dim_ / heads;
   if (key.dim(0) != batch || !(value.shape() == key.shape()))
@@ -86,7 +88,7 @@ Matrix MultiHeadAttention::forward(const Matrix& query, const Matrix& key, const
     const std::int64_t seq = x.dim(1);
     const Matrix y = linear(x.reshape({batch * seq, embed_dim_}), matrix::narrow(w, 0, part * embed_dim_, embed_dim_),
                             matrix::narrow(b, 0, part * embed_dim_, embed_dim_));
-    return split_heads(y, batch, seq, heads).reshape({batch, heads, seq, dh});
+    return seq == 0 ? y.reshape({batch, heads, 0, dh}) : split_heads(y, batch, seq, heads).reshape({batch, heads, seq, dh});
   };
   const Matrix o = attend(project(query, 0), project(key, 1), project(value, 2), mask);
   return proj_->forward(o).reshape({batch, sq, embed_dim_});
@@ -103,7 +105,7 @@ Matrix MultiHeadAttention::forward_inputs(std::span<const Matrix> inputs) {
 Matrix MultiHeadAttention::attend(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& mask) {
   const std::int64_t batch = q.dim(0), heads = q.dim(1), sq = q.dim(2), sk = k.dim(2), dh = q.dim(3);
   Matrix o;
-  if (training() && dropout_ > 0) {
+  if (training() && dropout_ > 0 && sk > 0) {  // (no keys: no weights to drop)
     // Materialised probabilities, so that dropout acts on them; causal hiding
     // (bottom-right aligned) as an additive mask.
     Matrix full_mask = mask;

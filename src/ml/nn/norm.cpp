@@ -114,7 +114,7 @@ Matrix BatchNorm1d::forward(const Matrix& x) {
   const std::int64_t features = running_mean().numel();
   if (x.dim(1) != features)
     fail(ErrorKind::InvalidArgument, "oa::ml::nn::BatchNorm1d: x {} must have num_features = {} channels (axis 1)", x.shape(), features);
-  if (training() && x.dim(0) * length < 2)
+  if (training() && x.dim(0) * length == 1)
     fail(ErrorKind::InvalidArgument, "oa::ml::nn::BatchNorm1d: x {} has {} value per channel; training needs more than one",
          x.shape(), x.dim(0) * length);
   return normalize(x.reshape({x.dim(0), x.dim(1), length, 1})).reshape(x.shape().to_vector());

@@ -1,6 +1,7 @@
 // log_softmax, declared once (matrix/op_def.hpp): validation, forward and
 // backward row kernels; it and softmax along any axis.
 #include "matrix/axis.hpp"
+#include "matrix/float_lowering.hpp"
 #include "matrix/op_def.hpp"
 #include "ml/nn_ops/common.hpp"
 #include "oa/matrix/layout.hpp"
@@ -22,24 +23,24 @@ const detail::Op<detail::NoAttributes> kLogSoftmax{
        if (x.rank() == 0) fail(ErrorKind::InvalidArgument, "{}: x {} must have rank >= 1", c.name, x.shape());
        detail::shader_u32(x.numel(), "element count of x", c.name);
        const std::int64_t L = x.shape().dim(-1), R = L > 0 ? x.numel() / L : 0;
-       return std::vector<detail::OutputSpec>{{x.shape()}, {Shape{R}, DType::F32, true}};
+       return std::vector<detail::OutputSpec>{{x.shape(), x.dtype()}, {Shape{R}, DType::F32, true}};
      },
-     .lower = {{DType::F32,
-                [](const detail::OpCall<detail::NoAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
-                  const Matrix &x = c.inputs[0], &y = out[0], &row_max = out[1];
-                  const std::int64_t L = x.shape().dim(-1), R = L > 0 ? x.numel() / L : 0;
-                  const auto rows = detail::lower_rows(c.engine, c.name, R, L, detail::RowLanes::PerColumn, [&](ComputeDispatch& d, const detail::RowChunk& r) {
-                    d.kernel = kernels::ml_nn_log_softmax;
-                    d.bindings = {r.window(x.storage(), L, Access::Read), r.window(y.storage(), L, Access::Write),
-                                  r.window(row_max.storage(), 1, Access::Write)};
-                    d.push.set(push::ml_nn_log_softmax{.R = static_cast<std::uint32_t>(r.count),
-                                                       .L = static_cast<std::uint32_t>(L)});
-                  });
-                  ds.insert(ds.end(), rows.begin(), rows.end());
-                }}},
+     .lower = detail::float_lowerings<detail::NoAttributes>(
+         [](const detail::OpCall<detail::NoAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+           const Matrix &x = c.inputs[0], &y = out[0], &row_max = out[1];
+           const std::int64_t L = x.shape().dim(-1), R = L > 0 ? x.numel() / L : 0;
+           const auto rows = detail::lower_rows(c.engine, c.name, R, L, detail::RowLanes::PerColumn, [&](ComputeDispatch& d, const detail::RowChunk& r) {
+             d.kernel = kernels::ml_nn_log_softmax;
+             d.bindings = {r.window(x.storage(), L, Access::Read), r.window(y.storage(), L, Access::Write),
+                           r.window(row_max.storage(), 1, Access::Write)};
+             d.push.set(push::ml_nn_log_softmax{.R = static_cast<std::uint32_t>(r.count), .L = static_cast<std::uint32_t>(L)});
+           });
+           ds.insert(ds.end(), rows.begin(), rows.end());
+         }),
      .saves = [](const detail::OpCall<detail::NoAttributes>&, const std::vector<bool>&) { return detail::Saves{{}, {true, true}}; },
-     .backward = [](const detail::BackwardCall<detail::NoAttributes>& c) {
+     .backward = [](const detail::BackwardCall<detail::NoAttributes>& c) -> std::vector<Matrix> {
        const Matrix &gy = c.grad_outputs[0], &y = c.outputs[0], &row_max = c.outputs[1];
+       if (detail::is_half(gy.dtype())) return detail::widened_backward<detail::NoAttributes>(c, gy.dtype(), kLogSoftmax.def.backward);
        const Engine& engine = y.engine();
        const std::int64_t L = y.shape().dim(-1), R = L > 0 ? y.numel() / L : 0;
        Matrix dx = detail::allocate(engine, y.shape());
@@ -55,10 +56,14 @@ const detail::Op<detail::NoAttributes> kLogSoftmax{
      }}};
 
 // last_axis(x) along axis `dim` of x: that axis swapped with the last one
-// before and after, unless it is the last one.
+// before and after, unless it is the last one. x and dim are validated first,
+// naming `op` and x's shape, so that a refused call records nothing.
 Matrix along_dim(const char* op, const Matrix& x, int dim, const std::function<Matrix(const Matrix&)>& last_axis) {
   detail::require_defined(x, op, "x");
+  if (!is_floating_point(x.dtype()))
+    fail(ErrorKind::InvalidArgument, "{}: x must be f32, f16 or bf16; found {} {}", op, to_string(x.dtype()), x.shape());
   const std::int64_t d = detail::existing_axis(op, x.shape(), dim, "dim");
+  detail::shader_u32(x.numel(), "element count of x", op);
   if (d == static_cast<std::int64_t>(x.rank()) - 1) return last_axis(x);
   const int a = static_cast<int>(d);
   return matrix::transpose(last_axis(matrix::transpose(x, a, -1)), a, -1);

@@ -150,6 +150,9 @@ struct MseLossAttributes {
   float scale(std::int64_t n) const { return reduction == "mean" ? static_cast<float>(1.0 / static_cast<double>(n)) : 1.0f; }
 };
 
+// A quiet NaN as f32 bits (the mean of no elements).
+constexpr std::uint32_t kNaNBits = 0x7fc00000u;
+
 // One pass of ml/nn/mse over a's elements into `out`.
 ComputeDispatch mse_pass(std::uint32_t mode, bool reduced, const Matrix& a, const Matrix& b, const std::shared_ptr<Storage>& dy,
                          float scale, const std::shared_ptr<Storage>& out) {
@@ -169,15 +172,19 @@ const detail::Op<MseLossAttributes> kMseLoss{
      .infer = [](const OpCall<MseLossAttributes>& c) {
        const Matrix &input = c.inputs[0], &target = c.inputs[1];
        detail::require_f32(target, c.name, "target");
-       if (!(input.shape() == target.shape()) || input.numel() == 0)
-         fail(ErrorKind::InvalidArgument, "{}: input {} and target {} must have the same nonempty shape", c.name, input.shape(),
-              target.shape());
+       if (!(input.shape() == target.shape()))
+         fail(ErrorKind::InvalidArgument, "{}: input {} and target {} must have the same shape", c.name, input.shape(), target.shape());
        detail::shader_u32(input.numel(), "element count of input", c.name);
        return std::vector<OutputSpec>{{c.attributes.reduction != "none" ? Shape{} : input.shape()}};
      },
      .lower = {{DType::F32,
                 [](const OpCall<MseLossAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
                   const Matrix &input = c.inputs[0], &target = c.inputs[1], &loss = out[0];
+                  if (input.numel() == 0) {  // no elements: mean NaN, sum 0, none empty, as PyTorch; no dispatch
+                    if (c.attributes.reduction != "none")
+                      c.engine.fill(*loss.storage(), 0, loss.storage()->bytes(), c.attributes.reduction == "mean" ? kNaNBits : 0u);
+                    return;
+                  }
                   if (c.attributes.reduction == "none") {
                     ds.push_back(mse_pass(0, false, input, target, nullptr, 1.0f, loss.storage()));
                     return;
@@ -198,7 +205,7 @@ const detail::Op<MseLossAttributes> kMseLoss{
        for (int i = 0; i < 2; ++i) {
          if (!c.needs[i]) continue;
          grads[i] = detail::allocate(a.engine(), a.shape());
-         ds.push_back(mse_pass(1, reduced, a, b, gy.storage(), i == 0 ? scale : -scale, grads[i].storage()));
+         if (a.numel() > 0) ds.push_back(mse_pass(1, reduced, a, b, gy.storage(), i == 0 ? scale : -scale, grads[i].storage()));
        }
        c.record(ds, {&gy, &a, &b}, {&grads[0], &grads[1]});
        return grads;

@@ -220,8 +220,10 @@ struct GroupNormView {
   NormGrouping grouping;
 };
 GroupNormView group_norm_view(const Matrix& x, std::int64_t num_groups) {
-  const std::int64_t C = x.shape()[1], S = x.numel() / (x.shape()[0] * C);
-  return {C / num_groups * S, {num_groups, S}};
+  const Shape& s = x.shape();
+  std::int64_t S = 1;
+  for (std::size_t a = 2; a < s.rank(); ++a) S *= s[a];
+  return {s[1] / num_groups * S, {num_groups, S}};
 }
 
 // layer_norm's kernels over the rows of the group view, the affine step per
@@ -234,8 +236,10 @@ const detail::Op<GroupNormAttributes> kGroupNorm{
        const Matrix& x = c.inputs[0];
        const Shape& s = x.shape();
        const std::int64_t G = c.attributes.num_groups;
-       if (s.rank() < 2 || s.numel() == 0)
-         fail(ErrorKind::InvalidArgument, "{}: x must be [N, C, *] with nonzero extents; found {}", c.name, s);
+       bool zero_extent = false;  // other than the batch: N = 0 is an empty batch
+       for (std::size_t a = 1; a < s.rank(); ++a) zero_extent = zero_extent || s[a] == 0;
+       if (s.rank() < 2 || zero_extent)
+         fail(ErrorKind::InvalidArgument, "{}: x must be [N, C, *] with nonzero extents after N; found {}", c.name, s);
        if (G < 1 || s[1] % G != 0)
          fail(ErrorKind::InvalidArgument, "{}: num_groups = {} must be >= 1 and divide the channels C = {} of x {}", c.name, G, s[1], s);
        for (std::size_t i = 1; i < c.inputs.size(); ++i)
@@ -247,6 +251,7 @@ const detail::Op<GroupNormAttributes> kGroupNorm{
      },
      .lower = {{DType::F32,
                 [](const OpCall<GroupNormAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+                  if (c.inputs[0].numel() == 0) return;  // an empty batch
                   const GroupNormView v = group_norm_view(c.inputs[0], c.attributes.num_groups);
                   norm_forward(c, c.inputs[1], c.inputs[2], true, v.D, v.grouping, out, ds);
                 }}},
@@ -254,7 +259,17 @@ const detail::Op<GroupNormAttributes> kGroupNorm{
        return Saves{{true, true, false}, {false, true, true}};
      },
      .backward = [](const BackwardCall<GroupNormAttributes>& c) {
-       const GroupNormView v = group_norm_view(c.inputs[0], c.attributes.num_groups);
+       const Matrix& x = c.inputs[0];
+       if (x.numel() == 0) {  // an empty batch: zero weight and bias gradients, no dispatch
+         const Engine& engine = x.engine();
+         const Shape channels{x.shape()[1]};
+         std::vector<Matrix> grads{c.needs[0] ? detail::allocate(engine, x.shape()) : Matrix(),
+                                   c.needs[1] ? detail::zeros(engine, channels) : Matrix(),
+                                   c.needs[2] ? detail::zeros(engine, channels) : Matrix()};
+         c.record({}, {&c.grad_outputs[0], &x}, {&grads[0], &grads[1], &grads[2]});
+         return grads;
+       }
+       const GroupNormView v = group_norm_view(x, c.attributes.num_groups);
        return centred_norm_backward(c, v.D, v.grouping);
      }}};
 
@@ -346,8 +361,8 @@ const detail::Op<BatchNormAttributes> kBatchNorm{
        const Matrix& batches = c.inputs[5];
        const char* name = c.name;
        const Shape& s = x.shape();
-       if (s.rank() != 4 || s.numel() == 0)
-         fail(ErrorKind::InvalidArgument, "{}: x must be NCHW with nonzero extents; found {}", name, s);
+       if (s.rank() != 4 || s[1] == 0 || s[2] == 0 || s[3] == 0)  // a batch of N = 0 is an empty batch
+         fail(ErrorKind::InvalidArgument, "{}: x must be NCHW with nonzero C, H and W; found {}", name, s);
        const BatchNormGeometry g = batch_norm_geometry(s);
        if (weight.defined()) require_vector(weight, g.C, x, name, "weight");
        if (bias.defined()) require_vector(bias, g.C, x, name, "bias");
@@ -364,7 +379,7 @@ const detail::Op<BatchNormAttributes> kBatchNorm{
        if (c.attributes.training && c.attributes.cumulative_average && !batches.defined())
          fail(ErrorKind::InvalidArgument, "{}: momentum None (a cumulative average) needs num_batches_tracked in training (x {})", name, s);
        require_range(c.attributes.eps, 0.0, HUGE_VAL, x, name, "eps");
-       if (c.attributes.training && g.count() < 2)
+       if (c.attributes.training && g.count() == 1)
          fail(ErrorKind::InvalidArgument, "{}: training needs more than one value per channel; x {} has {}", name, s, g.count());
        detail::shader_u32(s.numel(), "element count of x", name);
        return std::vector<OutputSpec>{{s}, {Shape{2, g.C}, DType::F32, true}};
@@ -373,8 +388,12 @@ const detail::Op<BatchNormAttributes> kBatchNorm{
                 [](const OpCall<BatchNormAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
                   const Matrix &x = c.inputs[0], &running_mean = c.inputs[3], &running_var = c.inputs[4], &batches = c.inputs[5];
                   const Matrix &y = out[0], &stat = out[1];
-                  const bool training = c.attributes.training, counted = training && batches.defined();
+                  const bool counted = c.attributes.training && batches.defined();
                   const BatchNormGeometry g = batch_norm_geometry(x.shape());
+                  // An empty batch (N = 0), as PyTorch: an empty y and the running statistics kept;
+                  // only the batch count, when given, is incremented (the stats kernel out of training).
+                  const bool empty = g.N == 0, training = c.attributes.training && !empty;
+                  if (empty && !counted) return;
                   std::shared_ptr<Storage> s1, s2;
                   if (training) {
                     s1 = c.engine.allocate(bytes_of(g.C));
@@ -392,16 +411,17 @@ const detail::Op<BatchNormAttributes> kBatchNorm{
                                 BufferBinding{running_mean.storage(), stats_access},
                                 BufferBinding{running_var.storage(), stats_access},
                                 BufferBinding::write(stat.storage()),
-                                BufferBinding::read(x.storage()),
-                                counted ? BufferBinding::read_write(batches.storage()) : BufferBinding::read(x.storage())};
+                                BufferBinding::read(training ? x.storage() : running_mean.storage()),
+                                counted ? BufferBinding::read_write(batches.storage()) : BufferBinding::read(running_mean.storage())};
                   d.push.set(push::ml_nn_batch_norm_stats{.C = static_cast<std::uint32_t>(g.C),
                                                           .S = static_cast<std::uint32_t>(g.S),
-                                                          .inv_m = static_cast<float>(1.0 / count),
+                                                          .inv_m = static_cast<float>(empty ? 0.0 : 1.0 / count),
                                                           .unbias = static_cast<float>(count > 1 ? count / (count - 1) : 1.0),
                                                           .eps = static_cast<float>(c.attributes.eps),
                                                           .momentum = static_cast<float>(c.attributes.momentum)});
                   d.groups = {1, 1, 1};
                   ds.push_back(std::move(d));
+                  if (empty) return;
                   ds.push_back(batch_norm_pass(Normalize, training, g, x, c.inputs[1], c.inputs[2], nullptr, stat.storage(), nullptr,
                                                nullptr, y.storage()));
                 }}},
@@ -417,6 +437,13 @@ const detail::Op<BatchNormAttributes> kBatchNorm{
        const bool need_x = c.needs[0], need_w = c.needs[1], need_b = c.needs[2];
        std::vector<ComputeDispatch> ds;
        Matrix dx, dw, db;
+       if (g.N == 0) {  // an empty batch: zero weight and bias gradients, no dispatch
+         if (need_x) dx = detail::allocate(engine, x.shape());
+         if (need_w) dw = detail::zeros(engine, Shape{g.C});
+         if (need_b) db = detail::zeros(engine, Shape{g.C});
+         c.record({}, {&gy, &x, &stat}, {&dx, &dw, &db}, {{"training", training}});
+         return std::vector<Matrix>{dx, dw, db, Matrix(), Matrix(), Matrix()};
+       }
        // Channel sums of dy * xhat (the weight gradient) and of dy (the bias
        // gradient); the input gradient needs both when the statistics came from the batch.
        std::shared_ptr<Storage> sdyxhat, sdy;

@@ -53,7 +53,8 @@ struct PoolGeometry {
 };
 
 PoolGeometry resolve(const Shape& s, const PoolAttributes& o, const char* name) {
-  if (s.rank() != 4 || s.numel() == 0) fail(ErrorKind::InvalidArgument, "{}: x must be NCHW with nonzero extents; found {}", name, s);
+  if (s.rank() != 4 || s[1] == 0 || s[2] == 0 || s[3] == 0)  // a batch of N = 0 is an empty batch
+    fail(ErrorKind::InvalidArgument, "{}: x must be NCHW with nonzero C, H and W; found {}", name, s);
   auto pair = [](const std::vector<std::int64_t>& v) { return std::array<std::int64_t, 2>{v[0], v[1]}; };
   PoolGeometry g{s[0] * s[1], s[2], s[3], 0, 0, pair(o.kernel_size), pair(o.stride), pair(o.padding)};
   for (int a = 0; a < 2; ++a) {
@@ -88,6 +89,10 @@ Matrix pool_backward(const BackwardCall<A>& c, const Matrix& index, const PoolGe
   const Shape& x_shape = c.input_shapes[0];
   const Engine& engine = gy.engine();
   Matrix dx = detail::allocate(engine, x_shape);
+  if (dx.numel() == 0) {  // an empty batch: no dispatch
+    c.record({}, {&gy, &index}, {&dx});
+    return dx;
+  }
   ComputeDispatch d;
   d.kernel = kernels::ml_nn_pool2d_backward;
   d.specialization = {index.defined()};
@@ -115,6 +120,7 @@ detail::Op<PoolAttributes> pool_op(const char* name, bool max) {
        .lower = {{DType::F32,
                   [max](const OpCall<PoolAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
                     const PoolGeometry g = resolve(c.inputs[0].shape(), c.attributes, c.name);
+                    if (out[0].numel() == 0) return;  // an empty batch
                     ComputeDispatch d;
                     d.kernel = kernels::ml_nn_pool2d;
                     d.specialization = {max};

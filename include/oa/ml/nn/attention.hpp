@@ -43,7 +43,9 @@ namespace oa::ml::nn {
 // [B * H, Sq, Sk] (head h of batch b at row b * H + h), Bool, true = not
 // allowed to attend, or F32 added to the scores. Both masks, `causal` and
 // dropout combine. A query that may attend to no key gets a zero output (the
-// softmax convention of oa/ml/attention.hpp; PyTorch gives NaN there).
+// softmax convention of oa/ml/attention.hpp; PyTorch gives NaN there); so
+// does every query when there are no keys (Sk = 0), as SDPA: the output is
+// the output projection's bias.
 // forward_inputs takes {x} or {query, key, value[, key_padding_mask[,
 // attn_mask]]}. Throws InvalidArgument naming the module, the argument and
 // the shapes for other shapes or dtypes.
