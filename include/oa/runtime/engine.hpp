@@ -124,8 +124,9 @@ struct EngineOptions {
   // max_batch_dispatches, each time the GPU is found idle at such a
   // submission, so a loop the host cannot keep up with returns to full
   // batches; a wait for all the work resets it. Unset uses OA_EARLY_SUBMISSION
-  // (0 or 1), then off: on lavapipe, whose kernels run on the host's own cores,
-  // it was slower on the small-op bench cases; a GPU has not measured it yet.
+  // (0 or 1), then off: on an H100 it was no faster over 78 bench cases and
+  // oa train text, and slower where a step is a few tiny dispatches (each step
+  // then pays a submission); on lavapipe too (docs/performance.md).
   // options() reports the value in effect.
   std::optional<bool> early_submission;
   // Caps device memory reserved from the driver (bytes; 0 = the device heap),
