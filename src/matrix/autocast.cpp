@@ -31,6 +31,8 @@ constexpr std::pair<std::string_view, AutocastPolicy> kPolicies[] = {
     // No 16-bit lowering yet.
     {"oa::ml::lstm_cell", AutocastPolicy::F32},
     {"oa::ml::gru_cell", AutocastPolicy::F32},
+    {"oa::ml::lstm_layer", AutocastPolicy::F32},
+    {"oa::ml::gru_layer", AutocastPolicy::F32},
     // Softmax statistics, norms, losses.
     {"oa::ml::softmax_scaled_masked", AutocastPolicy::F32},
     {"oa::ml::log_softmax", AutocastPolicy::F32},

@@ -119,23 +119,29 @@ TEST(NnRnn, GruGradientsThroughTime) {
   });
 }
 
-// One GEMM for the input projection of all steps; per step one recurrent GEMM and one cell.
-TEST(NnRnn, ForwardTrace) {
+// One GEMM for the input projection of all steps, then one layer op: per step one recurrent GEMM and one cell, with
+// no per-step copies. Its backward records one op too, with one GEMM over all steps for weight_hh's gradient.
+TEST(NnRnn, ForwardAndBackwardTrace) {
   oa::ml::Generator gen(11);
   const std::int64_t T = 5;
   LSTM lstm(3, 4, gen);
   const Matrix x = Matrix::zeros({T, 2, 3});
   oa::TraceCapture trace(x.engine());
-  lstm.forward(x);
+  const Matrix y = lstm.forward(x);
   const auto ops = trace.ops();
-  EXPECT_EQ(oa_test::count_label(ops, "oa::ml::linear"), static_cast<std::size_t>(1 + T));
-  EXPECT_EQ(oa_test::count_label(ops, "oa::ml::lstm_cell"), static_cast<std::size_t>(T));
-  EXPECT_EQ(oa_test::count_label(ops, "oa::matrix::chunk"), 1u);
+  EXPECT_EQ(oa_test::count_label(ops, "oa::ml::linear"), 1u);
+  EXPECT_EQ(oa_test::count_label(ops, "oa::ml::lstm_layer"), 1u);
+  EXPECT_EQ(oa_test::count_label(ops, "oa::matrix::chunk"), 0u);
   for (const auto& op : ops) {
-    if (op.name == "oa::ml::lstm_cell") {
-      EXPECT_EQ(op.dispatches, 1u);
+    if (op.name == "oa::ml::lstm_layer") {
+      EXPECT_EQ(op.dispatches, static_cast<std::uint32_t>(2 * T));  // a GEMM this small splits no K
     }
   }
+  oa::TraceCapture backward_trace(x.engine());
+  oa::backward(y, Matrix::ones(y.shape()));
+  const auto bops = backward_trace.ops();
+  EXPECT_EQ(oa_test::count_label(bops, "oa::ml::lstm_layer backward"), 1u);
+  EXPECT_EQ(oa_test::count_label(bops, "oa::autograd::accumulate"), 0u);
 }
 
 TEST(NnRnn, DropoutBetweenLayersOnlyInTraining) {

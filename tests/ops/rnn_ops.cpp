@@ -1,7 +1,10 @@
-// Op table cases of the recurrent cells (oa/ml/rnn.hpp).
+// Op table cases of the recurrent cells and layers (oa/ml/rnn.hpp).
 #include "ops/op_table.hpp"
 #include "oa/ml/rnn.hpp"
 #include "reference/rnn.hpp"
+
+#include <string>
+#include <tuple>
 
 namespace oa::test {
 namespace {
@@ -58,6 +61,60 @@ OA_OP_CASES(gru_cell, "oa::ml::gru_cell") {
                    {random_input({B, 3 * H}, 931, -3, 3), random_input({B, 3 * H}, 932, -3, 3, false), random_input({B, H}, 933, -2, 2)},
                    [](const Inputs& x) { return oa::ml::gru_cell(x[0], x[1], x[2]); },
                    [H = H](const RefInputs& x) { return reference::gru_cell(x[0], x[1], x[2], H); }});
+  return cases;
+}
+
+// "T3_B2_H3", "_nobias" appended without a bias.
+std::string shape_tag(std::int64_t T, std::int64_t B, std::int64_t H, bool bias) {
+  return label("T", T) + label("_B", B) + label("_H", H) + (bias ? "" : "_nobias");
+}
+
+// Layers over a sequence: T = 1 and several steps, B above the skinny GEMM's 16 rows, no bias; the gradient of every
+// operand, weight_hh's summed over the steps.
+OA_OP_CASES(lstm_layer, "oa::ml::lstm_layer") {
+  std::vector<OpCase> cases;
+  std::uint64_t seed = 941;
+  for (const auto& [T, B, H, bias] : {std::tuple<std::int64_t, std::int64_t, std::int64_t, bool>{3, 2, 3, true}, {1, 2, 2, true},
+                                      {2, 17, 2, false}}) {
+    std::vector<GradInput> inputs = {random_input({T, B, 4 * H}, seed, -2, 2), random_input({4 * H, H}, seed + 1, -0.7, 0.7),
+                                     random_input({4 * H}, seed + 2, -0.5, 0.5), random_input({B, H}, seed + 3, -1, 1),
+                                     random_input({B, H}, seed + 4, -1, 1)};
+    if (!bias) inputs.erase(inputs.begin() + 2);
+    seed += 5;
+    const std::string tag = shape_tag(T, B, H, bias);
+    for (const bool cell : {false, true}) {
+      cases.push_back({(cell ? "c_" : "out_") + tag, inputs,
+                       [bias, cell](const Inputs& x) {
+                         const auto r = bias ? oa::ml::lstm_layer(x[0], x[1], x[2], x[3], x[4]) : oa::ml::lstm_layer(x[0], x[1], Matrix(), x[2], x[3]);
+                         return cell ? r.second : r.first;
+                       },
+                       [=](const RefInputs& x) {
+                         const std::size_t s = bias ? 3 : 2;
+                         const auto r = reference::recurrence(true, x[0], x[1], bias ? x[2] : std::vector<double>{}, x[s], x[s + 1], T, B, H);
+                         return cell ? r[2] : r[0];
+                       }});
+    }
+  }
+  return cases;
+}
+
+OA_OP_CASES(gru_layer, "oa::ml::gru_layer") {
+  std::vector<OpCase> cases;
+  std::uint64_t seed = 961;
+  for (const auto& [T, B, H, bias] : {std::tuple<std::int64_t, std::int64_t, std::int64_t, bool>{3, 2, 3, true}, {1, 3, 2, true},
+                                      {2, 17, 2, false}}) {
+    std::vector<GradInput> inputs = {random_input({T, B, 3 * H}, seed, -2, 2), random_input({3 * H, H}, seed + 1, -0.7, 0.7),
+                                     random_input({3 * H}, seed + 2, -0.5, 0.5), random_input({B, H}, seed + 3, -1, 1)};
+    if (!bias) inputs.erase(inputs.begin() + 2);
+    seed += 4;
+    cases.push_back({shape_tag(T, B, H, bias), inputs,
+                     [bias](const Inputs& x) {
+                       return bias ? oa::ml::gru_layer(x[0], x[1], x[2], x[3]) : oa::ml::gru_layer(x[0], x[1], Matrix(), x[2]);
+                     },
+                     [=](const RefInputs& x) {
+                       return reference::recurrence(false, x[0], x[1], bias ? x[2] : std::vector<double>{}, x[bias ? 3 : 2], {}, T, B, H)[0];
+                     }});
+  }
   return cases;
 }
 

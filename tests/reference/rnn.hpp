@@ -53,6 +53,26 @@ struct RecurrentLayer {
   std::vector<double> weight_ih, weight_hh, bias_ih, bias_hh;
 };
 
+// One layer's recurrence (oa::ml::lstm_layer / gru_layer) over gx [T, B, G * H]
+// from h and c [B, H] (c unused by GRU). Returns out [T, B, H], h_n, c_n.
+inline std::vector<std::vector<double>> recurrence(bool lstm, const std::vector<double>& gx, const std::vector<double>& weight_hh,
+                                                   const std::vector<double>& bias_hh, std::vector<double> h, std::vector<double> c,
+                                                   std::int64_t T, std::int64_t B, std::int64_t H) {
+  const std::int64_t G = lstm ? 4 : 3;
+  std::vector<double> out;
+  for (std::int64_t t = 0; t < T; ++t) {
+    const std::vector<double> gxt(gx.begin() + t * B * G * H, gx.begin() + (t + 1) * B * G * H);
+    const std::vector<double> gh = linear(h, weight_hh, bias_hh, B, H, G * H);
+    if (lstm) {
+      std::tie(h, c) = lstm_cell(gxt, gh, c, H);
+    } else {
+      h = gru_cell(gxt, gh, h, H);
+    }
+    out.insert(out.end(), h.begin(), h.end());
+  }
+  return {out, h, c};
+}
+
 // A stack of LSTM (lstm true) or GRU layers over x [T, B, I] from states h0,
 // c0 [L, B, H] (zeros when empty; c0 unused by GRU). Returns the output
 // [T, B, H], then h_n and (LSTM) c_n [L, B, H].
@@ -65,22 +85,13 @@ inline std::vector<std::vector<double>> recurrent(bool lstm, const std::vector<R
   for (std::size_t k = 0; k < layers.size(); ++k) {
     const RecurrentLayer& l = layers[k];
     const std::int64_t in = k == 0 ? I : H;
-    std::vector<double> h(state), c(state), out;
+    std::vector<double> h(state), c(state);
     if (!h0.empty()) h.assign(h0.begin() + static_cast<std::ptrdiff_t>(k * state), h0.begin() + static_cast<std::ptrdiff_t>((k + 1) * state));
     if (!c0.empty()) c.assign(c0.begin() + static_cast<std::ptrdiff_t>(k * state), c0.begin() + static_cast<std::ptrdiff_t>((k + 1) * state));
-    for (std::int64_t t = 0; t < T; ++t) {
-      const std::vector<double> xt(x.begin() + t * B * in, x.begin() + (t + 1) * B * in);
-      const std::vector<double> gx = linear(xt, l.weight_ih, l.bias_ih, B, in, G * H), gh = linear(h, l.weight_hh, l.bias_hh, B, H, G * H);
-      if (lstm) {
-        std::tie(h, c) = lstm_cell(gx, gh, c, H);
-      } else {
-        h = gru_cell(gx, gh, h, H);
-      }
-      out.insert(out.end(), h.begin(), h.end());
-    }
-    x = out;
-    hn.insert(hn.end(), h.begin(), h.end());
-    cn.insert(cn.end(), c.begin(), c.end());
+    const std::vector<std::vector<double>> r = recurrence(lstm, linear(x, l.weight_ih, l.bias_ih, T * B, in, G * H), l.weight_hh, l.bias_hh, h, c, T, B, H);
+    x = r[0];
+    hn.insert(hn.end(), r[1].begin(), r[1].end());
+    cn.insert(cn.end(), r[2].begin(), r[2].end());
   }
   std::vector<std::vector<double>> result{x, hn};
   if (lstm) result.push_back(cn);

@@ -1,6 +1,7 @@
 #pragma once
-// Fused recurrent cells (oa::ml): lstm_cell, gru_cell. The modules LSTM and
-// GRU over them are in oa/ml/nn/rnn.hpp.
+// Fused recurrent cells (oa::ml): lstm_cell, gru_cell, and the recurrence of
+// one layer over a sequence, lstm_layer and gru_layer. The modules LSTM and
+// GRU over the layers are in oa/ml/nn/rnn.hpp.
 // Conventions (dtypes, trace, extreme values, errors): oa/ml/functional.hpp.
 //
 // A cell takes its gate pre-activations from GEMMs done beforehand with
@@ -45,5 +46,32 @@ std::pair<Matrix, Matrix> lstm_cell(const Matrix& gates_x, const Matrix& gates_h
 // h_prev. Errors: as lstm_cell (columns divisible by 3), naming
 // "oa::ml::gru_cell". Semantic op "oa::ml::gru_cell" (one dispatch).
 Matrix gru_cell(const Matrix& gates_x, const Matrix& gates_h, const Matrix& h_prev);
+
+// One LSTM layer over a sequence (the recurrence of torch.nn.LSTM, after its
+// input projection): for t = 0 .. T - 1, from h_{-1} = h0 and c_{-1} = c0,
+//   (h_t, c_t) = lstm_cell(gates_x[t], h_{t-1} weight_hh^T + bias_hh, c_{t-1}).
+// gates_x [T, B, 4H] (x_t W_ih^T + b_ih for every step, one GEMM beforehand);
+// weight_hh [4H, H]; bias_hh [4H] or undefined; h0, c0 [B, H]; T, B, H >= 1.
+// Returns (out [T, B, H] holding every h_t, c_{T-1} [B, H]). Per step one
+// recurrent GEMM and one cell dispatch on [T, ...] buffers (no per-step
+// copies); the backward runs the steps in reverse (one cell backward and one
+// GEMM each) and gives weight_hh's gradient as one GEMM over all steps and
+// bias_hh's as one column sum, as cuDNN's RNN backward does, rather than a
+// gradient per step. Gradients for every operand.
+// Errors: InvalidArgument naming "oa::ml::lstm_layer", the argument and the
+// shapes for a non-f32 operand, gates_x not rank 3 with nonzero extents and a
+// last extent divisible by 4, weight_hh not [4H, H], bias_hh not [4H], h0 or
+// c0 not [B, H], element counts past 2^32; operands on different engines.
+// Semantic op "oa::ml::lstm_layer" (2T dispatches or more: a GEMM may split K).
+std::pair<Matrix, Matrix> lstm_layer(const Matrix& gates_x, const Matrix& weight_hh, const Matrix& bias_hh, const Matrix& h0,
+                                     const Matrix& c0);
+
+// One GRU layer over a sequence (the recurrence of torch.nn.GRU): for
+// t = 0 .. T - 1, from h_{-1} = h0,
+//   h_t = gru_cell(gates_x[t], h_{t-1} weight_hh^T + bias_hh, h_{t-1}).
+// gates_x [T, B, 3H]; weight_hh [3H, H]; bias_hh [3H] or undefined; h0
+// [B, H]. Returns out [T, B, H] holding every h_t. Steps, backward and
+// errors as lstm_layer's (columns divisible by 3), naming "oa::ml::gru_layer".
+Matrix gru_layer(const Matrix& gates_x, const Matrix& weight_hh, const Matrix& bias_hh, const Matrix& h0);
 
 }  // namespace oa::ml

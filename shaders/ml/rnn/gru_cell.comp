@@ -5,7 +5,8 @@
 //   r = sigmoid(gx_r + gh_r), z = sigmoid(gx_z + gh_z),
 //   n = tanh(gx_n + r * gh_n),  h = (1 - z) * n + z * h_prev.
 // Also writes r, z, n (layout of gx) for the backward pass.
-// One invocation per (b, j); n = B * H.
+// One invocation per (b, j); n = B * H; operand offsets oK in the push
+// constants (ml/rnn/cell.push.h).
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 #include "common/math.glsl"
@@ -20,12 +21,12 @@ layout(std430, binding = 4) writeonly buffer ACT { float act[]; };
 void main() {
   const uint e = OA_GROUP_ID.x * 256u + gl_LocalInvocationID.x;
   if (e >= pc.n) return;
-  const uint b = e / pc.H, j = e - b * pc.H, base = b * 3u * pc.H + j;
-  const float r = oa_sigmoid(gx[base] + gh[base]);
-  const float z = oa_sigmoid(gx[base + pc.H] + gh[base + pc.H]);
-  const float nn = oa_tanh(gx[base + 2u * pc.H] + r * gh[base + 2u * pc.H]);
-  h_out[e] = (1.0 - z) * nn + z * h_prev[e];
-  act[base] = r;
-  act[base + pc.H] = z;
-  act[base + 2u * pc.H] = nn;
+  const uint b = e / pc.H, j = e - b * pc.H, base = b * 3u * pc.H + j, x = pc.o0 + base, h = pc.o1 + base, a = pc.o4 + base;
+  const float r = oa_sigmoid(gx[x] + gh[h]);
+  const float z = oa_sigmoid(gx[x + pc.H] + gh[h + pc.H]);
+  const float nn = oa_tanh(gx[x + 2u * pc.H] + r * gh[h + 2u * pc.H]);
+  h_out[pc.o3 + e] = (1.0 - z) * nn + z * h_prev[pc.o2 + e];
+  act[a] = r;
+  act[a + pc.H] = z;
+  act[a + 2u * pc.H] = nn;
 }

@@ -7,7 +7,8 @@
 //   c = f * c_prev + i * g,  h = o * tanh(c).
 // Also writes the activated gates (same layout as a) for the backward pass.
 // HAS_GH false: gx holds the summed pre-activations (gh's binding is then a
-// placeholder, never read). One invocation per (b, j); n = B * H.
+// placeholder, never read). One invocation per (b, j); n = B * H; operand
+// offsets oK in the push constants (ml/rnn/cell.push.h).
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 #include "common/math.glsl"
@@ -21,7 +22,7 @@ layout(std430, binding = 4) writeonly buffer CO { float c_out[]; };
 layout(std430, binding = 5) writeonly buffer ACT { float act[]; };
 #include "ml/rnn/cell.push.h"
 
-float gate(uint k) { return HAS_GH ? gx[k] + gh[k] : gx[k]; }
+float gate(uint k) { return HAS_GH ? gx[pc.o0 + k] + gh[pc.o1 + k] : gx[pc.o0 + k]; }
 
 void main() {
   const uint e = OA_GROUP_ID.x * 256u + gl_LocalInvocationID.x;
@@ -31,11 +32,12 @@ void main() {
   const float f = oa_sigmoid(gate(base + pc.H));
   const float g = oa_tanh(gate(base + 2u * pc.H));
   const float o = oa_sigmoid(gate(base + 3u * pc.H));
-  const float c = f * c_prev[e] + i * g;
-  c_out[e] = c;
-  h_out[e] = o * oa_tanh(c);
-  act[base] = i;
-  act[base + pc.H] = f;
-  act[base + 2u * pc.H] = g;
-  act[base + 3u * pc.H] = o;
+  const float c = f * c_prev[pc.o2 + e] + i * g;
+  c_out[pc.o4 + e] = c;
+  h_out[pc.o3 + e] = o * oa_tanh(c);
+  const uint a = pc.o5 + base;
+  act[a] = i;
+  act[a + pc.H] = f;
+  act[a + 2u * pc.H] = g;
+  act[a + 3u * pc.H] = o;
 }

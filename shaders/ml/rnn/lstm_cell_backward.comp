@@ -6,7 +6,8 @@
 //   da_g = dct * i * (1 - g^2),     da_o = dh * tanh(c) * o (1 - o),
 //   dc_prev = dct * f.
 // da [B, 4H] is the gradient of both gx and gh (their sum feeds the gates).
-// WRITE_DC_PREV: write dc_prev (else its binding is a placeholder).
+// WRITE_DC_PREV: write dc_prev (else its binding is a placeholder). Operand
+// offsets oK in the push constants (ml/rnn/cell.push.h).
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 #include "common/math.glsl"
@@ -24,13 +25,13 @@ layout(std430, binding = 6) writeonly buffer DCP { float dc_prev[]; };
 void main() {
   const uint e = OA_GROUP_ID.x * 256u + gl_LocalInvocationID.x;
   if (e >= pc.n) return;
-  const uint b = e / pc.H, j = e - b * pc.H, base = b * 4u * pc.H + j;
-  const float i = act[base], f = act[base + pc.H], g = act[base + 2u * pc.H], o = act[base + 3u * pc.H];
-  const float tc = oa_tanh(c_out[e]);
-  const float dct = dc[e] + dh[e] * o * (1.0 - tc * tc);
-  da[base] = dct * g * i * (1.0 - i);
-  da[base + pc.H] = dct * c_prev[e] * f * (1.0 - f);
-  da[base + 2u * pc.H] = dct * i * (1.0 - g * g);
-  da[base + 3u * pc.H] = dh[e] * tc * o * (1.0 - o);
-  if (WRITE_DC_PREV) dc_prev[e] = dct * f;
+  const uint b = e / pc.H, j = e - b * pc.H, base = b * 4u * pc.H + j, a = pc.o2 + base, d = pc.o5 + base;
+  const float i = act[a], f = act[a + pc.H], g = act[a + 2u * pc.H], o = act[a + 3u * pc.H];
+  const float tc = oa_tanh(c_out[pc.o4 + e]), g_h = dh[pc.o0 + e];
+  const float dct = dc[pc.o1 + e] + g_h * o * (1.0 - tc * tc);
+  da[d] = dct * g * i * (1.0 - i);
+  da[d + pc.H] = dct * c_prev[pc.o3 + e] * f * (1.0 - f);
+  da[d + 2u * pc.H] = dct * i * (1.0 - g * g);
+  da[d + 3u * pc.H] = g_h * tc * o * (1.0 - o);
+  if (WRITE_DC_PREV) dc_prev[pc.o6 + e] = dct * f;
 }

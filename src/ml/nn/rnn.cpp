@@ -1,4 +1,4 @@
-// The LSTM and GRU modules over oa::ml::lstm_cell / gru_cell.
+// The LSTM and GRU modules over oa::ml::lstm_layer / gru_layer.
 #include "oa/ml/nn/rnn.hpp"
 
 #include <cmath>
@@ -61,41 +61,29 @@ std::vector<Matrix> RNNBase::layer_states(const Matrix& state, std::int64_t batc
   return out;
 }
 
-std::vector<Matrix> RNNBase::input_gates(std::int64_t k, const Matrix& x) const {
+Matrix RNNBase::input_gates(std::int64_t k, const Matrix& x) const {
   const Layer& l = layers_[static_cast<std::size_t>(k)];
   const std::int64_t T = x.shape()[0], B = x.shape()[1];
   const Matrix gates = linear(x.reshape({T * B, x.shape()[2]}), l.weight_ih.value(), l.bias_ih.value());
-  const std::int64_t width = gates.shape()[1];
-  if (T == 1) return {gates};
-  std::vector<Matrix> steps = matrix::chunk(gates.reshape({T, B * width}), T, 0);
-  for (Matrix& m : steps) m = m.reshape({B, width});
-  return steps;
+  return gates.reshape({T, B, gates.shape()[1]});
 }
 
-Matrix RNNBase::hidden_gates(std::int64_t k, const Matrix& h) const {
-  const Layer& l = layers_[static_cast<std::size_t>(k)];
-  return linear(h, l.weight_hh.value(), l.bias_hh.value());
-}
-
-RNNBase::Sequence RNNBase::run(const Matrix& input, const std::vector<std::pair<Matrix, const char*>>& initial, const Cell& cell) {
+RNNBase::Sequence RNNBase::run(const Matrix& input, const std::vector<std::pair<Matrix, const char*>>& initial, const Recurrence& recurrence) {
   detail::require_defined(input, name_, "input");
   const Shape& s = input.shape();
   if (s.rank() != 3 || s.numel() == 0 || s[2] != input_size_)
     fail(ErrorKind::InvalidArgument, "{}: input must be {} with I = input_size {} and nonzero extents; found {}", name_,
          options_.batch_first ? "[B, T, I]" : "[T, B, I]", input_size_, s);
   Matrix x = options_.batch_first ? matrix::transpose(input, 0, 1) : input;  // [T, B, I]
-  const std::int64_t B = x.shape()[1], L = options_.num_layers;
+  const std::int64_t T = x.shape()[0], B = x.shape()[1], L = options_.num_layers;
   std::vector<std::vector<Matrix>> initial_states, final_states(initial.size());  // [state][layer]
   for (const auto& [state, arg] : initial) initial_states.push_back(layer_states(state, B, arg));
   for (std::int64_t k = 0; k < L; ++k) {
     std::vector<Matrix> state;
     for (const std::vector<Matrix>& layers : initial_states) state.push_back(layers[static_cast<std::size_t>(k)]);
-    std::vector<Matrix> h;
-    for (const Matrix& gx : input_gates(k, x)) {
-      cell(k, gx, state);
-      h.push_back(state[0]);
-    }
-    x = matrix::stack(h, 0);
+    const Layer& l = layers_[static_cast<std::size_t>(k)];
+    x = recurrence(input_gates(k, x), l.weight_hh.value(), l.bias_hh.value(), state);
+    state[0] = matrix::narrow(x, 0, T - 1, 1).reshape({B, hidden_size_});
     if (k + 1 < L && training() && options_.dropout > 0) x = dropout(x, options_.dropout, masks_.next_seed(), true);
     for (std::size_t i = 0; i < state.size(); ++i) final_states[i].push_back(state[i]);
   }
@@ -113,9 +101,12 @@ LSTM::LSTM(std::int64_t input_size, std::int64_t hidden_size, Generator& generat
 Matrix LSTM::forward(const Matrix& input) { return forward_with_state(input).output; }
 
 LSTMOutput LSTM::forward_with_state(const Matrix& input, const LSTMState& state) {
-  Sequence r = run(input, {{state.h, "h0"}, {state.c, "c0"}}, [this](std::int64_t k, const Matrix& gx, std::vector<Matrix>& s) {
-    std::tie(s[0], s[1]) = lstm_cell(gx, hidden_gates(k, s[0]), s[1]);
-  });
+  Sequence r = run(input, {{state.h, "h0"}, {state.c, "c0"}},
+                   [](const Matrix& gx, const Matrix& w, const Matrix& b, std::vector<Matrix>& s) {
+                     auto [out, c] = lstm_layer(gx, w, b, s[0], s[1]);
+                     s[1] = c;
+                     return out;
+                   });
   return {r.output, {r.state[0], r.state[1]}};
 }
 
@@ -128,9 +119,8 @@ GRU::GRU(std::int64_t input_size, std::int64_t hidden_size, Generator& generator
 Matrix GRU::forward(const Matrix& input) { return forward_with_state(input).output; }
 
 GRUOutput GRU::forward_with_state(const Matrix& input, const Matrix& h0) {
-  Sequence r = run(input, {{h0, "h0"}}, [this](std::int64_t k, const Matrix& gx, std::vector<Matrix>& s) {
-    s[0] = gru_cell(gx, hidden_gates(k, s[0]), s[0]);
-  });
+  Sequence r = run(input, {{h0, "h0"}},
+                   [](const Matrix& gx, const Matrix& w, const Matrix& b, std::vector<Matrix>& s) { return gru_layer(gx, w, b, s[0]); });
   return {r.output, r.state[0]};
 }
 

@@ -1,6 +1,10 @@
 // lstm_cell and gru_cell, each declared once (matrix/op_def.hpp): validation,
 // the fused forward kernel and the fused backward kernel.
+#include <array>
+
+#include "matrix/gemm.hpp"
 #include "matrix/op_def.hpp"
+#include "oa/matrix/reduction.hpp"
 #include "ml/nn_ops/common.hpp"
 #include "oa/ml/rnn.hpp"
 
@@ -32,9 +36,12 @@ std::int64_t require_cell(const OpCall<NoAttributes>& c, std::int64_t gates, con
   return H;
 }
 
-// One invocation per element of the [B, H] state.
-void set_cell_grid(ComputeDispatch& d, std::int64_t n, std::int64_t H) {
-  d.push.set(push::ml_rnn_cell{.n = static_cast<std::uint32_t>(n), .H = static_cast<std::uint32_t>(H)});
+// One invocation per element of the [B, H] state; o[k]: the element offset
+// of the operand at binding k (ml/rnn/cell.push.h).
+void set_cell_grid(ComputeDispatch& d, std::int64_t n, std::int64_t H, const std::array<std::int64_t, 7>& o = {}) {
+  auto u = [](std::int64_t v) { return static_cast<std::uint32_t>(v); };
+  d.push.set(push::ml_rnn_cell{.n = u(n), .H = u(H), .o0 = u(o[0]), .o1 = u(o[1]), .o2 = u(o[2]), .o3 = u(o[3]), .o4 = u(o[4]),
+                               .o5 = u(o[5]), .o6 = u(o[6])});
   d.groups = {detail::groups_for(n, 256), 1, 1};
 }
 
@@ -132,6 +139,207 @@ const detail::Op<NoAttributes> kGruCell{
        return grads;
      }}};
 
+
+// ── lstm_layer and gru_layer ────────────────────────────────────────────────
+// The recurrence of one layer over T steps, each step one recurrent GEMM
+// (matrix/gemm_skinny for B <= 16) and one cell dispatch addressing step t of
+// [T, ...] buffers; the backward runs the steps in reverse (cell backward,
+// then dh_{t-1} += dgates_h_t W_hh), and forms the weight gradient as one GEMM
+// over all steps and the bias gradient as one column sum.
+
+// The checks of a layer with `gates` gate blocks: gates_x [T, B, gates * H],
+// weight_hh [gates * H, H], bias_hh [gates * H] (optional), the states [B, H];
+// f32, nonzero extents, offsets within 32 bits. Returns {T, B, H}.
+std::array<std::int64_t, 3> require_layer(const OpCall<NoAttributes>& c, std::int64_t gates) {
+  static constexpr const char* kArgs[] = {"gates_x", "weight_hh", "bias_hh", "h0", "c0"};
+  for (std::size_t k = 0; k < c.inputs.size(); ++k)
+    if (c.inputs[k].defined()) detail::require_f32(c.inputs[k], c.name, kArgs[k]);
+  const Shape& s = c.inputs[0].shape();
+  if (s.rank() != 3 || s.numel() == 0 || s[2] % gates != 0)
+    fail(ErrorKind::InvalidArgument, "{}: gates_x must be [T, B, {} * H] with T, B, H >= 1; found {}", c.name, gates, s);
+  const std::int64_t T = s[0], B = s[1], H = s[2] / gates;
+  if (!(c.inputs[1].shape() == Shape{gates * H, H}))
+    fail(ErrorKind::InvalidArgument, "{}: weight_hh must be [{} * H, H] = [{}, {}] for gates_x {}; found {}", c.name, gates,
+         gates * H, H, s, c.inputs[1].shape());
+  if (c.inputs[2].defined() && !(c.inputs[2].shape() == Shape{gates * H}))
+    fail(ErrorKind::InvalidArgument, "{}: bias_hh must be [{}] for gates_x {}; found {}", c.name, gates * H, s, c.inputs[2].shape());
+  for (std::size_t k = 3; k < c.inputs.size(); ++k)
+    if (!(c.inputs[k].shape() == Shape{B, H}))
+      fail(ErrorKind::InvalidArgument, "{}: {} must be [B, H] = [{}, {}] for gates_x {}; found {}", c.name, kArgs[k], B, H, s,
+           c.inputs[k].shape());
+  detail::shader_u32(s.numel(), "element count of gates_x", c.name);
+  return {T, B, H};
+}
+
+// Appends C = op(A) op(B) (+ beta C) (+ bias) over one batch item, operands at element offsets.
+void append_gemm(const Engine& engine, std::vector<ComputeDispatch>& ds, std::int64_t m, std::int64_t n, std::int64_t k, bool trans_a,
+                 bool trans_b, detail::GemmOperand a, detail::GemmOperand b, detail::GemmOperand c, float beta = 0,
+                 const Matrix* bias = nullptr) {
+  detail::GemmProblem p;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.trans_a = trans_a;
+  p.trans_b = trans_b;
+  p.beta = beta;
+  p.a = a;
+  p.b = b;
+  p.c = c;
+  p.bias = bias;
+  const auto more = detail::lower_gemm(engine, p);
+  ds.insert(ds.end(), more.begin(), more.end());
+}
+
+// The weight gradient dW [G * H, H] = sum_t dgates_t^T h_{t-1} (h_{-1} = h0,
+// h_t = out[t]) as two GEMMs over all steps, appended to ds.
+Matrix weight_gradient(const Engine& engine, std::vector<ComputeDispatch>& ds, const Matrix& dgates, const Matrix& h0,
+                       const Matrix& out) {
+  const std::int64_t T = out.shape()[0], B = out.shape()[1], H = out.shape()[2], GH = dgates.shape()[2];
+  Matrix dw = detail::allocate(engine, Shape{GH, H});
+  append_gemm(engine, ds, GH, H, B, true, false, {&dgates, 0, 0}, {&h0, 0, 0}, {&dw, 0, 0});
+  if (T > 1) append_gemm(engine, ds, GH, H, (T - 1) * B, true, false, {&dgates, B * GH, 0}, {&out, 0, 0}, {&dw, 0, 0}, 1);
+  return dw;
+}
+
+// A copy of the output gradient, into which the steps add the recurrent part.
+Matrix gradient_of_h(const Matrix& dout) {
+  Matrix dh = detail::allocate(dout.engine(), dout.shape());
+  dout.engine().copy(*dout.storage(), 0, *dh.storage(), 0, static_cast<std::uint64_t>(dout.numel()) * 4);
+  return dh;
+}
+
+// Outputs out [T, B, H] and c_n [B, H]; auxiliary: the activated gates
+// [T, B, 4H] and the cells c_0 .. c_{T-2} [max(T - 1, 1), B, H].
+const detail::Op<NoAttributes> kLstmLayer{
+    {.name = "oa::ml::lstm_layer",
+     .inputs = {"gates_x", "weight_hh", {"bias_hh", true}, "h0", "c0"},
+     .outputs = 2,
+     .infer = [](const OpCall<NoAttributes>& c) {
+       const auto [T, B, H] = require_layer(c, 4);
+       return std::vector<OutputSpec>{{Shape{T, B, H}},
+                                      {Shape{B, H}},
+                                      {c.inputs[0].shape(), DType::F32, true},
+                                      {Shape{std::max<std::int64_t>(T - 1, 1), B, H}, DType::F32, true}};
+     },
+     .lower = {{DType::F32,
+                [](const OpCall<NoAttributes>& c, const std::vector<Matrix>& o, std::vector<ComputeDispatch>& ds) {
+                  const Matrix &gx = c.inputs[0], &w = c.inputs[1], &bias = c.inputs[2], &h0 = c.inputs[3], &c0 = c.inputs[4];
+                  const Matrix &out = o[0], &cn = o[1], &act = o[2], &cells = o[3];
+                  const std::int64_t T = gx.shape()[0], B = gx.shape()[1], G = gx.shape()[2], H = G / 4, BH = B * H;
+                  const Matrix gh = detail::allocate(c.engine, Shape{B, G});
+                  for (std::int64_t t = 0; t < T; ++t) {
+                    const bool first = t == 0, last = t == T - 1;
+                    append_gemm(c.engine, ds, B, G, H, false, true, first ? detail::GemmOperand{&h0, 0, 0} : detail::GemmOperand{&out, (t - 1) * BH, 0},
+                                {&w, 0, 0}, {&gh, 0, 0}, 0, bias.defined() ? &bias : nullptr);
+                    ComputeDispatch d;
+                    d.kernel = kernels::ml_rnn_lstm_cell;
+                    d.specialization = {true};
+                    d.bindings = {BufferBinding::read(gx.storage()),  BufferBinding::read(gh.storage()),
+                                  BufferBinding::read((first ? c0 : cells).storage()), BufferBinding::write(out.storage()),
+                                  BufferBinding::write((last ? cn : cells).storage()), BufferBinding::write(act.storage())};
+                    set_cell_grid(d, BH, H, {t * B * G, 0, first ? 0 : (t - 1) * BH, t * BH, last ? 0 : t * BH, t * B * G, 0});
+                    ds.push_back(std::move(d));
+                  }
+                }}},
+     .saves = [](const OpCall<NoAttributes>&, const std::vector<bool>&) {
+       return Saves{{false, true, false, true, true}, {true, true, true, true}};
+     },
+     .backward = [](const BackwardCall<NoAttributes>& c) {
+       const Matrix &w = c.inputs[1], &h0 = c.inputs[3], &c0 = c.inputs[4];
+       const Matrix &out = c.outputs[0], &cn = c.outputs[1], &act = c.outputs[2], &cells = c.outputs[3];
+       const Matrix &dout = c.grad_outputs[0], &dcn = c.grad_outputs[1];
+       const Engine& engine = dout.engine();
+       const std::int64_t T = act.shape()[0], B = act.shape()[1], G = act.shape()[2], H = G / 4, BH = B * H;
+       const Matrix dh = gradient_of_h(dout), dgates = detail::allocate(engine, act.shape()), dc = detail::allocate(engine, cells.shape());
+       std::vector<Matrix> grads(5);
+       if (c.needs[3]) grads[3] = detail::allocate(engine, h0.shape());
+       if (c.needs[4]) grads[4] = detail::allocate(engine, c0.shape());
+       std::vector<ComputeDispatch> ds;
+       for (std::int64_t t = T - 1; t >= 0; --t) {
+         const bool first = t == 0, last = t == T - 1;
+         ComputeDispatch d;
+         d.kernel = kernels::ml_rnn_lstm_cell_backward;
+         d.specialization = {!first || c.needs[4]};
+         d.bindings = {BufferBinding::read(dh.storage()),  BufferBinding::read((last ? dcn : dc).storage()),
+                       BufferBinding::read(act.storage()), BufferBinding::read((first ? c0 : cells).storage()),
+                       BufferBinding::read((last ? cn : cells).storage()), BufferBinding::write(dgates.storage()),
+                       BufferBinding::write(!first ? dc.storage() : c.needs[4] ? grads[4].storage() : unused_output(engine))};
+         set_cell_grid(d, BH, H,
+                       {t * BH, last ? 0 : t * BH, t * B * G, first ? 0 : (t - 1) * BH, last ? 0 : t * BH, t * B * G, first ? 0 : (t - 1) * BH});
+         ds.push_back(std::move(d));
+         if (!first) append_gemm(engine, ds, B, H, G, false, false, {&dgates, t * B * G, 0}, {&w, 0, 0}, {&dh, (t - 1) * BH, 0}, 1);
+         else if (c.needs[3]) append_gemm(engine, ds, B, H, G, false, false, {&dgates, 0, 0}, {&w, 0, 0}, {&grads[3], 0, 0});
+       }
+       if (c.needs[1]) grads[1] = weight_gradient(engine, ds, dgates, h0, out);
+       c.record(ds, {&dout, &dcn, &w, &act, &cells, &cn, &h0, &c0, &out}, {&dgates, &grads[1], &grads[3], &grads[4]});
+       if (c.needs[0]) grads[0] = dgates;
+       if (c.needs[2]) grads[2] = matrix::sum_to(dgates, Shape{G});
+       return grads;
+     }}};
+
+// Outputs out [T, B, H]; auxiliary: r, z, n [T, B, 3H] and the recurrent
+// gates h_{t-1} W_hh^T + b_hh [T, B, 3H].
+const detail::Op<NoAttributes> kGruLayer{
+    {.name = "oa::ml::gru_layer",
+     .inputs = {"gates_x", "weight_hh", {"bias_hh", true}, "h0"},
+     .infer = [](const OpCall<NoAttributes>& c) {
+       const auto [T, B, H] = require_layer(c, 3);
+       return std::vector<OutputSpec>{
+           {Shape{T, B, H}}, {c.inputs[0].shape(), DType::F32, true}, {c.inputs[0].shape(), DType::F32, true}};
+     },
+     .lower = {{DType::F32,
+                [](const OpCall<NoAttributes>& c, const std::vector<Matrix>& o, std::vector<ComputeDispatch>& ds) {
+                  const Matrix &gx = c.inputs[0], &w = c.inputs[1], &bias = c.inputs[2], &h0 = c.inputs[3];
+                  const Matrix &out = o[0], &act = o[1], &gh = o[2];
+                  const std::int64_t T = gx.shape()[0], B = gx.shape()[1], G = gx.shape()[2], H = G / 3, BH = B * H;
+                  for (std::int64_t t = 0; t < T; ++t) {
+                    const bool first = t == 0;
+                    append_gemm(c.engine, ds, B, G, H, false, true, first ? detail::GemmOperand{&h0, 0, 0} : detail::GemmOperand{&out, (t - 1) * BH, 0},
+                                {&w, 0, 0}, {&gh, t * B * G, 0}, 0, bias.defined() ? &bias : nullptr);
+                    ComputeDispatch d;
+                    d.kernel = kernels::ml_rnn_gru_cell;
+                    d.bindings = {BufferBinding::read(gx.storage()), BufferBinding::read(gh.storage()),
+                                  BufferBinding::read((first ? h0 : out).storage()), BufferBinding::write(out.storage()),
+                                  BufferBinding::write(act.storage())};
+                    set_cell_grid(d, BH, H, {t * B * G, t * B * G, first ? 0 : (t - 1) * BH, t * BH, t * B * G, 0, 0});
+                    ds.push_back(std::move(d));
+                  }
+                }}},
+     .saves = [](const OpCall<NoAttributes>&, const std::vector<bool>&) {
+       return Saves{{false, true, false, true}, {true, true, true}};
+     },
+     .backward = [](const BackwardCall<NoAttributes>& c) {
+       const Matrix &w = c.inputs[1], &h0 = c.inputs[3];
+       const Matrix &out = c.outputs[0], &act = c.outputs[1], &gh = c.outputs[2], &dout = c.grad_outputs[0];
+       const Engine& engine = dout.engine();
+       const std::int64_t T = act.shape()[0], B = act.shape()[1], G = act.shape()[2], H = G / 3, BH = B * H;
+       const Matrix dh = gradient_of_h(dout), dgx = detail::allocate(engine, act.shape()), dgh = detail::allocate(engine, act.shape());
+       std::vector<Matrix> grads(4);
+       if (c.needs[3]) grads[3] = detail::allocate(engine, h0.shape());
+       std::vector<ComputeDispatch> ds;
+       for (std::int64_t t = T - 1; t >= 0; --t) {
+         const bool first = t == 0, dh_prev = !first || c.needs[3];
+         ComputeDispatch d;
+         d.kernel = kernels::ml_rnn_gru_cell_backward;
+         d.specialization = {true, true, dh_prev, !first};
+         d.bindings = {BufferBinding::read(dh.storage()),  BufferBinding::read(act.storage()),
+                       BufferBinding::read(gh.storage()),  BufferBinding::read((first ? h0 : out).storage()),
+                       BufferBinding::write(dgx.storage()), BufferBinding::write(dgh.storage()),
+                       !first ? BufferBinding::read_write(dh.storage())
+                              : BufferBinding::write(c.needs[3] ? grads[3].storage() : unused_output(engine))};
+         set_cell_grid(d, BH, H, {t * BH, t * B * G, t * B * G, first ? 0 : (t - 1) * BH, t * B * G, t * B * G, first ? 0 : (t - 1) * BH});
+         ds.push_back(std::move(d));
+         if (dh_prev)
+           append_gemm(engine, ds, B, H, G, false, false, {&dgh, t * B * G, 0}, {&w, 0, 0},
+                       first ? detail::GemmOperand{&grads[3], 0, 0} : detail::GemmOperand{&dh, (t - 1) * BH, 0}, 1);
+       }
+       if (c.needs[1]) grads[1] = weight_gradient(engine, ds, dgh, h0, out);
+       c.record(ds, {&dout, &w, &act, &gh, &h0, &out}, {&dgx, &grads[1], &grads[3]});
+       if (c.needs[0]) grads[0] = dgx;
+       if (c.needs[2]) grads[2] = matrix::sum_to(dgh, Shape{G});
+       return grads;
+     }}};
+
 }  // namespace
 
 std::pair<Matrix, Matrix> lstm_cell(const Matrix& gates_x, const Matrix& gates_h, const Matrix& c_prev) {
@@ -141,6 +349,16 @@ std::pair<Matrix, Matrix> lstm_cell(const Matrix& gates_x, const Matrix& gates_h
 
 Matrix gru_cell(const Matrix& gates_x, const Matrix& gates_h, const Matrix& h_prev) {
   return detail::apply(kGruCell, {gates_x, gates_h, h_prev})[0];
+}
+
+std::pair<Matrix, Matrix> lstm_layer(const Matrix& gates_x, const Matrix& weight_hh, const Matrix& bias_hh, const Matrix& h0,
+                                     const Matrix& c0) {
+  std::vector<Matrix> r = detail::apply(kLstmLayer, {gates_x, weight_hh, bias_hh, h0, c0});
+  return {std::move(r[0]), std::move(r[1])};
+}
+
+Matrix gru_layer(const Matrix& gates_x, const Matrix& weight_hh, const Matrix& bias_hh, const Matrix& h0) {
+  return detail::apply(kGruLayer, {gates_x, weight_hh, bias_hh, h0})[0];
 }
 
 }  // namespace oa::ml

@@ -1,5 +1,5 @@
 #pragma once
-// Recurrent modules (torch.nn.LSTM, torch.nn.GRU) over the fused cells of
+// Recurrent modules (torch.nn.LSTM, torch.nn.GRU) over the layer ops of
 // oa/ml/rnn.hpp.
 //
 // Parameters, per layer k (named and laid out as PyTorch's, so state_dicts
@@ -11,11 +11,9 @@
 // drawn from `generator` in registration order.
 //
 // Computation per layer: the input projection of every time step in one GEMM
-// (oa::ml::linear over [T * B, I]), split into the steps (one
-// oa::matrix::chunk), then per step the recurrent GEMM (linear over [B, H])
-// and the fused cell; the layer's outputs are joined by one
-// oa::matrix::stack. Every op records on the autograd tape, so backward()
-// is backpropagation through time. Dropout (oa::ml::dropout, a fresh mask per
+// (oa::ml::linear over [T * B, I]), then the recurrence over the steps in one
+// op (oa::ml::lstm_layer / gru_layer: per step a recurrent GEMM and the fused
+// cell), whose backward is backpropagation through time. Dropout (oa::ml::dropout, a fresh mask per
 // call from a Generator seeded once from `generator`) applies to the outputs
 // of every layer but the last, in training mode only, as PyTorch's `dropout`.
 // Not supported: bidirectional, proj_size, unbatched (rank-2) input.
@@ -68,20 +66,21 @@ class RNNBase : public Module {
   RNNBase(std::int64_t input_size, std::int64_t hidden_size, std::int64_t gates, const char* name, Generator& generator,
           const RNNOptions& options, std::optional<Engine> engine);
 
-  // Layer k's recurrent projection h W_hh^T + b_hh of h [B, H].
-  Matrix hidden_gates(std::int64_t k, const Matrix& h) const;
-  // Advances layer k's state (h, or h and c: each [B, H], h first) by one
-  // time step, from that step's input gates x W_ih^T + b_ih [B, G * H].
-  using Cell = std::function<void(std::int64_t k, const Matrix& gates_x, std::vector<Matrix>& state)>;
+  // One layer's recurrence over the steps: from its input gates
+  // x W_ih^T + b_ih [T, B, G * H], weight_hh, bias_hh (undefined without
+  // bias) and initial state (h, or h and c: each [B, H], h first), returns
+  // the h sequence [T, B, H] and leaves the final c (LSTM) in state[1].
+  using Recurrence =
+      std::function<Matrix(const Matrix& gates_x, const Matrix& weight_hh, const Matrix& bias_hh, std::vector<Matrix>& state)>;
   struct Sequence {
     Matrix output;              // [T, B, H] or [B, T, H] (batch_first)
     std::vector<Matrix> state;  // the final value of each state, [num_layers, B, H]
   };
   // The sequence of input [T, B, I] or [B, T, I] (batch_first; checked) from
   // the initial states, each [num_layers, B, H] (named in errors) or
-  // undefined (zeros): every layer runs `cell` over the time steps, its h
-  // sequence the next layer's input, with dropout between layers in training.
-  Sequence run(const Matrix& input, const std::vector<std::pair<Matrix, const char*>>& initial, const Cell& cell);
+  // undefined (zeros): every layer runs `recurrence`, its h sequence the
+  // next layer's input, with dropout between layers in training.
+  Sequence run(const Matrix& input, const std::vector<std::pair<Matrix, const char*>>& initial, const Recurrence& recurrence);
 
  private:
   bool rebind_parameter(const std::string& name, const Parameter& p) override;
@@ -92,8 +91,8 @@ class RNNBase : public Module {
   // Each layer's initial state [B, H] from `state` [num_layers, B, H] (`arg`
   // in errors), or zeros when it is undefined.
   std::vector<Matrix> layer_states(const Matrix& state, std::int64_t batch, const char* arg) const;
-  // Layer k's input projection of x [T, B, I_k], one [B, G * H] per step.
-  std::vector<Matrix> input_gates(std::int64_t k, const Matrix& x) const;
+  // Layer k's input projection of x [T, B, I_k]: [T, B, G * H].
+  Matrix input_gates(std::int64_t k, const Matrix& x) const;
 
   std::int64_t input_size_, hidden_size_;
   RNNOptions options_;
