@@ -52,18 +52,17 @@ Matrix gru_cell(const Matrix& gates_x, const Matrix& gates_h, const Matrix& h_pr
 //   (h_t, c_t) = lstm_cell(gates_x[t], h_{t-1} weight_hh^T + bias_hh, c_{t-1}).
 // gates_x [T, B, 4H] (x_t W_ih^T + b_ih for every step, one GEMM beforehand);
 // weight_hh [4H, H]; bias_hh [4H] or undefined; h0, c0 [B, H]; T, B, H >= 1.
-// Returns (out [T, B, H] holding every h_t, c_{T-1} [B, H]). Per step, on
-// [T, ...] buffers (no per-step copies): for B <= 64 one dispatch (the
-// recurrent GEMM, reading weight_hh once per 16 batch rows, and the cell),
-// above that a tiled GEMM and the cell. The backward runs the steps in
-// reverse (a cell backward and a GEMM each) and gives weight_hh's gradient as
-// one GEMM over all steps and bias_hh's as one column sum, as cuDNN's RNN
-// backward does, rather than a gradient per step. Gradients for every operand.
+// Returns (out [T, B, H] holding every h_t, c_{T-1} [B, H]). Per step one
+// recurrent GEMM and one cell dispatch on [T, ...] buffers (no per-step
+// copies); the backward runs the steps in reverse (one cell backward and one
+// GEMM each) and gives weight_hh's gradient as one GEMM over all steps and
+// bias_hh's as one column sum, as cuDNN's RNN backward does, rather than a
+// gradient per step. Gradients for every operand.
 // Errors: InvalidArgument naming "oa::ml::lstm_layer", the argument and the
 // shapes for a non-f32 operand, gates_x not rank 3 with nonzero extents and a
 // last extent divisible by 4, weight_hh not [4H, H], bias_hh not [4H], h0 or
 // c0 not [B, H], element counts past 2^32; operands on different engines.
-// Semantic op "oa::ml::lstm_layer" (T dispatches for B <= 64, else 2T or more).
+// Semantic op "oa::ml::lstm_layer" (2T dispatches or more: a GEMM may split K).
 std::pair<Matrix, Matrix> lstm_layer(const Matrix& gates_x, const Matrix& weight_hh, const Matrix& bias_hh, const Matrix& h0,
                                      const Matrix& c0);
 

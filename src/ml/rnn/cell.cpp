@@ -4,7 +4,6 @@
 
 #include "matrix/gemm.hpp"
 #include "matrix/op_def.hpp"
-#include "oa/matrix/layout.hpp"
 #include "oa/matrix/reduction.hpp"
 #include "ml/nn_ops/common.hpp"
 #include "oa/ml/rnn.hpp"
@@ -142,12 +141,11 @@ const detail::Op<NoAttributes> kGruCell{
 
 
 // ── lstm_layer and gru_layer ────────────────────────────────────────────────
-// The recurrence of one layer over T steps, each step addressing step t of
-// [T, ...] buffers: up to kStepRows batch rows one ml/rnn/recurrent_step
-// dispatch (the recurrent GEMM and the cell), above them the tiled GEMM and
-// the cell kernel; the backward runs the steps in reverse (cell backward, then
-// dh_{t-1} += dgates_h_t W_hh), and forms the weight gradient as one GEMM over
-// all steps and the bias gradient as one column sum.
+// The recurrence of one layer over T steps, each step one recurrent GEMM
+// (matrix/gemm_skinny for B <= 16) and one cell dispatch addressing step t of
+// [T, ...] buffers; the backward runs the steps in reverse (cell backward,
+// then dh_{t-1} += dgates_h_t W_hh), and forms the weight gradient as one GEMM
+// over all steps and the bias gradient as one column sum.
 
 // The checks of a layer with `gates` gate blocks: gates_x [T, B, gates * H],
 // weight_hh [gates * H, H], bias_hh [gates * H] (optional), the states [B, H];
@@ -210,52 +208,6 @@ Matrix gradient_of_h(const Matrix& dout) {
   return dh;
 }
 
-// Batch rows up to which a step runs as ml/rnn/recurrent_step dispatches
-// (the recurrent GEMM and the cell in one, W read once per 16 rows); larger
-// batches take the tiled GEMM and the cell kernel.
-constexpr std::int64_t kStepRows = 64;
-
-// An operand of recurrent_step: a matrix and the element offset of its step.
-struct At {
-  const Matrix* m = nullptr;
-  std::int64_t offset = 0;
-};
-
-// The operands of one recurrent_step dispatch (ml/rnn/recurrent_step.comp);
-// undefined ones get placeholders.
-struct StepOperands {
-  At a, gx, c_prev, h, c, act, gh;
-};
-
-// One ml/rnn/recurrent_step dispatch: `gates` 4 (LSTM cell), 3 (GRU cell) or
-// 0 (GEMM mode: h [B, H] = beta * h + a w^T); w [rows, K], bias [rows] or undefined.
-ComputeDispatch recurrent_step(const Engine& engine, std::uint32_t gates, std::int64_t B, std::int64_t H, std::int64_t K, const Matrix& w,
-                               const Matrix& bias, const StepOperands& o, float beta = 0) {
-  auto read = [&](const At& at) { return BufferBinding::read((at.m ? *at.m : w).storage()); };
-  auto write = [&](const At& at) { return BufferBinding::write(at.m ? at.m->storage() : unused_output(engine)); };
-  auto u = [](std::int64_t v) { return static_cast<std::uint32_t>(v); };
-  ComputeDispatch d;
-  d.kernel = kernels::ml_rnn_recurrent_step;
-  d.specialization = {gates, bias.defined(), K % 4 == 0};
-  d.bindings = {BufferBinding::read(w.storage()), BufferBinding::read((bias.defined() ? bias : w).storage()), read(o.a), read(o.gx),
-                read(o.c_prev), beta != 0 ? BufferBinding::read_write(o.h.m->storage()) : write(o.h), write(o.c), write(o.act), write(o.gh)};
-  d.push.set(push::ml_rnn_recurrent_step{.B = u(B), .H = u(H), .K = u(K), .o_a = u(o.a.offset), .o_gx = u(o.gx.offset),
-                                         .o_c_prev = u(o.c_prev.offset), .o_h = u(o.h.offset), .o_c = u(o.c.offset),
-                                         .o_act = u(o.act.offset), .o_gh = u(o.gh.offset), .beta = beta});
-  d.groups = {detail::groups_for(H, gates == 0 ? 16 : 4), detail::groups_for(B, 16), 1};
-  return d;
-}
-
-// Appends dh [B, H] (at dst) = beta * dh + dgates_t w for the step at element
-// `from` of dgates [T, B, G * H]: recurrent_step's GEMM mode over w_t = w^T
-// (given for B <= kStepRows), else the tiled GEMM.
-void append_dh(const Engine& engine, std::vector<ComputeDispatch>& ds, const Matrix& w, const Matrix& w_t, const Matrix& dgates,
-               std::int64_t from, At dst, std::int64_t B, float beta) {
-  const std::int64_t GH = w.shape()[0], H = w.shape()[1];
-  if (w_t.defined()) ds.push_back(recurrent_step(engine, 0, B, H, GH, w_t, Matrix(), {.a = {&dgates, from}, .h = dst}, beta));
-  else append_gemm(engine, ds, B, H, GH, false, false, {&dgates, from, 0}, {&w, 0, 0}, {dst.m, dst.offset, 0}, beta);
-}
-
 // Outputs out [T, B, H] and c_n [B, H]; auxiliary: the activated gates
 // [T, B, 4H] and the cells c_0 .. c_{T-2} [max(T - 1, 1), B, H].
 const detail::Op<NoAttributes> kLstmLayer{
@@ -274,20 +226,9 @@ const detail::Op<NoAttributes> kLstmLayer{
                   const Matrix &gx = c.inputs[0], &w = c.inputs[1], &bias = c.inputs[2], &h0 = c.inputs[3], &c0 = c.inputs[4];
                   const Matrix &out = o[0], &cn = o[1], &act = o[2], &cells = o[3];
                   const std::int64_t T = gx.shape()[0], B = gx.shape()[1], G = gx.shape()[2], H = G / 4, BH = B * H;
-                  const bool fused = B <= kStepRows;
-                  const Matrix gh = fused ? Matrix() : detail::allocate(c.engine, Shape{B, G});
+                  const Matrix gh = detail::allocate(c.engine, Shape{B, G});
                   for (std::int64_t t = 0; t < T; ++t) {
                     const bool first = t == 0, last = t == T - 1;
-                    if (fused) {
-                      ds.push_back(recurrent_step(c.engine, 4, B, H, H, w, bias,
-                                                  {.a = {first ? &h0 : &out, first ? 0 : (t - 1) * BH},
-                                                   .gx = {&gx, t * B * G},
-                                                   .c_prev = {first ? &c0 : &cells, first ? 0 : (t - 1) * BH},
-                                                   .h = {&out, t * BH},
-                                                   .c = {last ? &cn : &cells, last ? 0 : t * BH},
-                                                   .act = {&act, t * B * G}}));
-                      continue;
-                    }
                     append_gemm(c.engine, ds, B, G, H, false, true, first ? detail::GemmOperand{&h0, 0, 0} : detail::GemmOperand{&out, (t - 1) * BH, 0},
                                 {&w, 0, 0}, {&gh, 0, 0}, 0, bias.defined() ? &bias : nullptr);
                     ComputeDispatch d;
@@ -310,7 +251,6 @@ const detail::Op<NoAttributes> kLstmLayer{
        const Engine& engine = dout.engine();
        const std::int64_t T = act.shape()[0], B = act.shape()[1], G = act.shape()[2], H = G / 4, BH = B * H;
        const Matrix dh = gradient_of_h(dout), dgates = detail::allocate(engine, act.shape()), dc = detail::allocate(engine, cells.shape());
-       const Matrix w_t = B <= kStepRows ? matrix::transpose(w, 0, 1) : Matrix();
        std::vector<Matrix> grads(5);
        if (c.needs[3]) grads[3] = detail::allocate(engine, h0.shape());
        if (c.needs[4]) grads[4] = detail::allocate(engine, c0.shape());
@@ -327,8 +267,8 @@ const detail::Op<NoAttributes> kLstmLayer{
          set_cell_grid(d, BH, H,
                        {t * BH, last ? 0 : t * BH, t * B * G, first ? 0 : (t - 1) * BH, last ? 0 : t * BH, t * B * G, first ? 0 : (t - 1) * BH});
          ds.push_back(std::move(d));
-         if (!first) append_dh(engine, ds, w, w_t, dgates, t * B * G, {&dh, (t - 1) * BH}, B, 1);
-         else if (c.needs[3]) append_dh(engine, ds, w, w_t, dgates, 0, {&grads[3], 0}, B, 0);
+         if (!first) append_gemm(engine, ds, B, H, G, false, false, {&dgates, t * B * G, 0}, {&w, 0, 0}, {&dh, (t - 1) * BH, 0}, 1);
+         else if (c.needs[3]) append_gemm(engine, ds, B, H, G, false, false, {&dgates, 0, 0}, {&w, 0, 0}, {&grads[3], 0, 0});
        }
        if (c.needs[1]) grads[1] = weight_gradient(engine, ds, dgates, h0, out);
        c.record(ds, {&dout, &dcn, &w, &act, &cells, &cn, &h0, &c0, &out}, {&dgates, &grads[1], &grads[3], &grads[4]});
@@ -354,15 +294,6 @@ const detail::Op<NoAttributes> kGruLayer{
                   const std::int64_t T = gx.shape()[0], B = gx.shape()[1], G = gx.shape()[2], H = G / 3, BH = B * H;
                   for (std::int64_t t = 0; t < T; ++t) {
                     const bool first = t == 0;
-                    if (B <= kStepRows) {
-                      ds.push_back(recurrent_step(c.engine, 3, B, H, H, w, bias,
-                                                  {.a = {first ? &h0 : &out, first ? 0 : (t - 1) * BH},
-                                                   .gx = {&gx, t * B * G},
-                                                   .h = {&out, t * BH},
-                                                   .act = {&act, t * B * G},
-                                                   .gh = {&gh, t * B * G}}));
-                      continue;
-                    }
                     append_gemm(c.engine, ds, B, G, H, false, true, first ? detail::GemmOperand{&h0, 0, 0} : detail::GemmOperand{&out, (t - 1) * BH, 0},
                                 {&w, 0, 0}, {&gh, t * B * G, 0}, 0, bias.defined() ? &bias : nullptr);
                     ComputeDispatch d;
@@ -383,7 +314,6 @@ const detail::Op<NoAttributes> kGruLayer{
        const Engine& engine = dout.engine();
        const std::int64_t T = act.shape()[0], B = act.shape()[1], G = act.shape()[2], H = G / 3, BH = B * H;
        const Matrix dh = gradient_of_h(dout), dgx = detail::allocate(engine, act.shape()), dgh = detail::allocate(engine, act.shape());
-       const Matrix w_t = B <= kStepRows ? matrix::transpose(w, 0, 1) : Matrix();
        std::vector<Matrix> grads(4);
        if (c.needs[3]) grads[3] = detail::allocate(engine, h0.shape());
        std::vector<ComputeDispatch> ds;
@@ -399,7 +329,9 @@ const detail::Op<NoAttributes> kGruLayer{
                               : BufferBinding::write(c.needs[3] ? grads[3].storage() : unused_output(engine))};
          set_cell_grid(d, BH, H, {t * BH, t * B * G, t * B * G, first ? 0 : (t - 1) * BH, t * B * G, t * B * G, first ? 0 : (t - 1) * BH});
          ds.push_back(std::move(d));
-         if (dh_prev) append_dh(engine, ds, w, w_t, dgh, t * B * G, first ? At{&grads[3], 0} : At{&dh, (t - 1) * BH}, B, 1);
+         if (dh_prev)
+           append_gemm(engine, ds, B, H, G, false, false, {&dgh, t * B * G, 0}, {&w, 0, 0},
+                       first ? detail::GemmOperand{&grads[3], 0, 0} : detail::GemmOperand{&dh, (t - 1) * BH, 0}, 1);
        }
        if (c.needs[1]) grads[1] = weight_gradient(engine, ds, dgh, h0, out);
        c.record(ds, {&dout, &w, &act, &gh, &h0, &out}, {&dgx, &grads[1], &grads[3]});
