@@ -69,13 +69,13 @@ std::string shape_tag(std::int64_t T, std::int64_t B, std::int64_t H, bool bias)
   return label("T", T) + label("_B", B) + label("_H", H) + (bias ? "" : "_nobias");
 }
 
-// Layers over a sequence: T = 1 and several steps, B above the skinny GEMM's 16 rows, no bias; the gradient of every
-// operand, weight_hh's summed over the steps.
+// Layers over a sequence: T = 1 and several steps; B = 17 (past the skinny GEMM's 16 rows) and 65; H = 4 (vec4
+// operands); no bias; the gradient of every operand, weight_hh's summed over the steps.
 OA_OP_CASES(lstm_layer, "oa::ml::lstm_layer") {
   std::vector<OpCase> cases;
   std::uint64_t seed = 941;
   for (const auto& [T, B, H, bias] : {std::tuple<std::int64_t, std::int64_t, std::int64_t, bool>{3, 2, 3, true}, {1, 2, 2, true},
-                                      {2, 17, 2, false}}) {
+                                      {2, 17, 2, false}, {2, 3, 4, true}, {2, 65, 2, true}}) {
     std::vector<GradInput> inputs = {random_input({T, B, 4 * H}, seed, -2, 2), random_input({4 * H, H}, seed + 1, -0.7, 0.7),
                                      random_input({4 * H}, seed + 2, -0.5, 0.5), random_input({B, H}, seed + 3, -1, 1),
                                      random_input({B, H}, seed + 4, -1, 1)};
@@ -102,7 +102,7 @@ OA_OP_CASES(gru_layer, "oa::ml::gru_layer") {
   std::vector<OpCase> cases;
   std::uint64_t seed = 961;
   for (const auto& [T, B, H, bias] : {std::tuple<std::int64_t, std::int64_t, std::int64_t, bool>{3, 2, 3, true}, {1, 3, 2, true},
-                                      {2, 17, 2, false}}) {
+                                      {2, 17, 2, false}, {2, 3, 4, true}, {2, 65, 2, true}}) {
     std::vector<GradInput> inputs = {random_input({T, B, 3 * H}, seed, -2, 2), random_input({3 * H, H}, seed + 1, -0.7, 0.7),
                                      random_input({3 * H}, seed + 2, -0.5, 0.5), random_input({B, H}, seed + 3, -1, 1)};
     if (!bias) inputs.erase(inputs.begin() + 2);
