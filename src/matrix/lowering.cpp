@@ -49,12 +49,7 @@ runtime::BufferBinding RowChunk::window(std::shared_ptr<runtime::Storage> storag
   return {std::move(storage), access, static_cast<std::uint64_t>(first * words) * 4, static_cast<std::uint64_t>(count * words) * 4};
 }
 
-std::vector<runtime::ComputeDispatch> lower_rows(const Engine& engine, const char* op, std::int64_t rows, std::int64_t cols,
-                                                 RowLanes policy, const std::function<void(runtime::ComputeDispatch&, const RowChunk&)>& fill) {
-  std::uint32_t lanes = 1;
-  if (policy == RowLanes::EightColumns) lanes = cols <= 64 ? 8u : cols <= 512 ? 64u : 256u;
-  else
-    while (lanes < 256 && lanes < cols) lanes <<= 1;
+std::vector<RowChunk> row_chunks(const Engine& engine, const char* op, std::int64_t rows, std::int64_t cols) {
   const auto range = static_cast<std::int64_t>(std::min<std::uint64_t>(engine.device().max_storage_buffer_range, INT64_MAX));
   if (cols == 0) rows = 0;  // rows of no columns: no work
   const std::int64_t row_bytes = cols * 4;
@@ -65,17 +60,30 @@ std::vector<runtime::ComputeDispatch> lower_rows(const Engine& engine, const cha
       fail(ErrorKind::ResourceExhausted, "{}: a row of {} columns exceeds 1/64 of this device's maxStorageBufferRange ({} bytes)", op,
            cols, range);
   }
-  std::vector<runtime::ComputeDispatch> out;
+  std::vector<RowChunk> out;
   std::int64_t r0 = 0;
-  do {  // one dispatch (of no workgroups) even for no rows
-    const RowChunk chunk{r0, std::min(per, rows - r0)};
+  do {  // one chunk (of no rows) even for no rows
+    out.push_back({r0, std::min(per, rows - r0)});
+    r0 += per;
+  } while (r0 < rows);
+  return out;
+}
+
+std::vector<runtime::ComputeDispatch> lower_rows(const Engine& engine, const char* op, std::int64_t rows, std::int64_t cols,
+                                                 RowLanes policy, const std::function<void(runtime::ComputeDispatch&, const RowChunk&)>& fill) {
+  const std::int64_t per_lane = policy == RowLanes::Registers ? 32 : 1;
+  std::uint32_t lanes = 1;
+  if (policy == RowLanes::EightColumns) lanes = cols <= 64 ? 8u : cols <= 512 ? 64u : 256u;
+  else
+    while (lanes < 256 && lanes * per_lane < cols) lanes <<= 1;
+  std::vector<runtime::ComputeDispatch> out;
+  for (const RowChunk& chunk : row_chunks(engine, op, rows, cols)) {
     runtime::ComputeDispatch d;
     d.specialization = {lanes};
     d.groups = {groups_for(chunk.count, 256 / lanes), 1, 1};
     fill(d, chunk);
     out.push_back(std::move(d));
-    r0 += per;
-  } while (r0 < rows);
+  }
   return out;
 }
 

@@ -126,10 +126,12 @@ void permute_into(const char* op, const std::shared_ptr<runtime::Storage>& x, co
 // workgroups. Throws ResourceExhausted naming `op` when one row exceeds
 // 1/64 of maxStorageBufferRange.
 // Invocations per row. PerColumn: the power of two at or above cols (at most
-// 256), for log_softmax, cross_entropy and layer_norm. EightColumns: 8 up to
+// 256), for log_softmax and cross_entropy. EightColumns: 8 up to
 // 64 columns, 64 up to 512, 256 beyond, for the softmax kernels, where fewer
 // lanes per short row ran 2-3x faster on the H200 (rows of 77..512 columns).
-enum class RowLanes { PerColumn, EightColumns };
+// Registers: the power of two at or above cols / 32 (at most 256), for the
+// layer_norm kernels, whose invocations keep their share of a row in registers.
+enum class RowLanes { PerColumn, EightColumns, Registers };
 struct RowChunk {
   std::int64_t first = 0;  // first row
   std::int64_t count = 0;  // rows
@@ -138,6 +140,9 @@ struct RowChunk {
 };
 std::vector<runtime::ComputeDispatch> lower_rows(const Engine& engine, const char* op, std::int64_t rows, std::int64_t cols,
                                                  RowLanes lanes, const std::function<void(runtime::ComputeDispatch&, const RowChunk&)>& fill);
+// The chunks of lower_rows alone, for row kernels with their own workgroup
+// layout: at least one (of no rows when rows or cols is 0).
+std::vector<RowChunk> row_chunks(const Engine& engine, const char* op, std::int64_t rows, std::int64_t cols);
 
 // Row reductions for op lowerings (the passes of oa::matrix::sum, max and
 // argmax; shaders/matrix/reduce.comp): appends to `dispatches` the passes that

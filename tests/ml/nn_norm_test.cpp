@@ -102,7 +102,7 @@ double norm_spread(double offset) { return offset == 1e30 ? 0.0 : 4.0; }
 TEST(NnLayerNorm, LargeCommonOffsetsMatchTheReference) {
   // The statistics are taken about a value of the row, so the offset cancels
   // before anything is rounded at its magnitude.
-  for (std::int64_t D : {3, 17, 300}) {
+  for (std::int64_t D : {3, 17, 96, 300, 1000, 16388}) {
     for (double offset : kOffsets) {
       SCOPED_TRACE(testing::Message() << "D " << D << " offset " << offset);
       const std::int64_t R = 4;
@@ -123,16 +123,105 @@ TEST(NnLayerNorm, LargeCommonOffsetsMatchTheReference) {
 }
 
 TEST(NnLayerNorm, NanInARowMakesThatRowNan) {
-  const std::int64_t R = 4, D = 9;
-  auto x = test_values(R * D, 64);
-  x[0] = kNaN;          // row 0: at the start (the shift)
-  x[2 * D + 5] = kNaN;  // row 2: inside
-  const Matrix mx = Matrix::from_vector({R, D}, x);
-  oa::set_requires_grad(mx);
-  const Matrix y = ml::layer_norm(mx, Matrix::from_vector({D}, test_values(D, 65)), Matrix::from_vector({D}, test_values(D, 66)));
-  expect_nan_rows(y.to_vector(), D, {0, 2}, "y");
-  oa::backward(y, Matrix::from_vector({R, D}, test_values(R * D, 67)));
-  expect_nan_rows(oa::grad(mx).to_vector(), D, {0, 2}, "dx");
+  // Scalar and vec4 items, and a NaN in the part of a row past the register cache (D 16388).
+  for (std::int64_t D : {9, 8, 1000, 16388}) {
+    SCOPED_TRACE(testing::Message() << "D " << D);
+    const std::int64_t R = 4;
+    auto x = test_values(R * D, 64);
+    x[0] = kNaN;              // row 0: at the start (the shift)
+    x[2 * D + D - 2] = kNaN;  // row 2: inside
+    const Matrix mx = Matrix::from_vector({R, D}, x);
+    oa::set_requires_grad(mx);
+    const Matrix y = ml::layer_norm(mx, Matrix::from_vector({D}, test_values(D, 65)), Matrix::from_vector({D}, test_values(D, 66)));
+    expect_nan_rows(y.to_vector(), D, {0, 2}, "y");
+    oa::backward(y, Matrix::from_vector({R, D}, test_values(R * D, 67)));
+    expect_nan_rows(oa::grad(mx).to_vector(), D, {0, 2}, "dx");
+  }
+}
+
+// Row lengths that reach every path of the row kernels (ml/nn/norm_row.glsl):
+// scalar items (D % 4 != 0) and vec4 items, one lane a row up to a whole
+// workgroup, rows inside the register cache and past it (16385, 16388: the
+// rest re-read).
+constexpr std::int64_t kRowLengths[] = {1, 3, 8, 96, 768, 1000, 1001, 4100, 12288, 16385, 16388};
+// The absolute tolerance of dx there: its terms are O(1) (x in [-2, 3), dy
+// in [-1, 1)), and where they cancel (D = 1, 3) dx is mere rounding of them.
+constexpr double kDxAtol = 1e-5;
+
+// The forward pass and every gradient against the f64 references, for R = 1
+// and R = 37 (not a multiple of the rows a workgroup serves), with and without
+// weight and bias.
+TEST(NnLayerNorm, EveryRowPathMatchesTheReference) {
+  for (std::int64_t D : kRowLengths)
+    for (std::int64_t R : {1, 37})
+      for (bool affine : {true, false}) {
+        SCOPED_TRACE(testing::Message() << "R " << R << " D " << D << " affine " << affine);
+        const auto x = test_values(R * D, 70 + D, -2.0, 3.0), w = test_values(D, 71, 0.5, 1.5), b = test_values(D, 72);
+        const auto dy = test_values(R * D, 73);
+        const Matrix mx = Matrix::from_vector({R, D}, x);
+        const Matrix mw = affine ? Matrix::from_vector({D}, w) : Matrix(), mb = affine ? Matrix::from_vector({D}, b) : Matrix();
+        for (const auto& m : {mx, mw, mb})
+          if (m.defined()) oa::set_requires_grad(m);
+        const Matrix y = ml::layer_norm(mx, mw, mb, 1e-5);
+        const auto fw = affine ? f64(w) : std::vector<double>{};
+        EXPECT_TRUE(
+            oa_test::near(y.to_vector(), ref::layer_norm(f64(x), D, fw, affine ? f64(b) : std::vector<double>{}, 1e-5), 2e-5, 1e-4));
+        oa::backward(y, Matrix::from_vector({R, D}, dy));
+        const auto want = ref::layer_norm_backward(f64(x), D, fw, f64(dy), 1e-5);
+        EXPECT_TRUE(oa_test::near(oa::grad(mx).to_vector(), want.dx, kDxAtol, 1e-3)) << "dx";
+        if (!affine) continue;
+        EXPECT_TRUE(oa_test::near(oa::grad(mw).to_vector(), want.dweight, 1e-4, 1e-3)) << "dweight";
+        EXPECT_TRUE(oa_test::near(oa::grad(mb).to_vector(), want.dbias, 1e-4, 1e-4)) << "dbias";
+      }
+}
+
+TEST(NnRmsNorm, EveryRowPathMatchesTheReference) {
+  for (std::int64_t D : kRowLengths)
+    for (std::int64_t R : {1, 37})
+      for (bool affine : {true, false}) {
+        SCOPED_TRACE(testing::Message() << "R " << R << " D " << D << " weight " << affine);
+        const auto x = test_values(R * D, 80 + D, -2.0, 3.0), w = test_values(D, 81, 0.5, 1.5), dy = test_values(R * D, 82);
+        const Matrix mx = Matrix::from_vector({R, D}, x), mw = affine ? Matrix::from_vector({D}, w) : Matrix();
+        oa::set_requires_grad(mx);
+        if (affine) oa::set_requires_grad(mw);
+        const Matrix y = ml::rms_norm(mx, mw, 1e-6);
+        const auto fw = affine ? f64(w) : std::vector<double>{};
+        EXPECT_TRUE(oa_test::near(y.to_vector(), ref::rms_norm(f64(x), D, fw, 1e-6), 2e-5, 1e-4));
+        oa::backward(y, Matrix::from_vector({R, D}, dy));
+        const auto want = ref::rms_norm_backward(f64(x), D, fw, f64(dy), 1e-6);
+        EXPECT_TRUE(oa_test::near(oa::grad(mx).to_vector(), want.dx, kDxAtol, 1e-3)) << "dx";
+        if (affine) {
+          EXPECT_TRUE(oa_test::near(oa::grad(mw).to_vector(), want.dweight, 1e-4, 1e-3)) << "dweight";
+        }
+      }
+}
+
+// Weight and bias gradients by finite differences over rows enough for several
+// slabs of layer_norm_backward_affine.comp: vec4 and scalar items, one and
+// several column blocks, and group_norm's per-channel sums (S = 6 with D % 4
+// == 0, S = 4: vec4 items in the forward pass too, S = 1).
+TEST(NnLayerNorm, WeightAndBiasGradientsOverManySlabs) {
+  for (const Shape& shape : {Shape{2000, 8}, Shape{300, 96}, Shape{70, 1000}, Shape{100, 1001}}) {
+    const std::int64_t D = shape.cols();
+    SCOPED_TRACE(fmt::format("layer_norm {}", shape));
+    gradcheck(
+        {random_input(shape, 90, -2, 2, false), random_input({D}, 91, 0.5, 1.5), random_input({D}, 92)},
+        [](const std::vector<Matrix>& in) { return ml::layer_norm(in[0], in[1], in[2], 1e-5); },
+        [D](const std::vector<std::vector<double>>& in) { return ref::layer_norm(in[0], D, in[1], in[2], 1e-5); });
+    SCOPED_TRACE("rms_norm");
+    gradcheck(
+        {random_input(shape, 93, -2, 2, false), random_input({D}, 94, 0.5, 1.5)},
+        [](const std::vector<Matrix>& in) { return ml::rms_norm(in[0], in[1], 1e-5); },
+        [D](const std::vector<std::vector<double>>& in) { return ref::rms_norm(in[0], D, in[1], 1e-5); });
+  }
+  for (const Shape& shape : {Shape{300, 4, 6}, Shape{600, 4, 2, 2}, Shape{3000, 4}}) {
+    SCOPED_TRACE(fmt::format("group_norm {}", shape));
+    const std::int64_t N = shape[0], C = shape[1], S = shape.numel() / (N * C);
+    gradcheck(
+        {random_input(shape, 95, -2, 2, false), random_input({C}, 96, 0.5, 1.5), random_input({C}, 97)},
+        [](const std::vector<Matrix>& in) { return ml::group_norm(in[0], 2, in[1], in[2], 1e-5); },
+        [N, C, S](const std::vector<std::vector<double>>& in) { return ref::group_norm(in[0], N, C, S, 2, in[1], in[2], 1e-5); });
+  }
 }
 
 TEST(NnLayerNorm, BackwardIsOneSemanticOp) {
@@ -140,8 +229,8 @@ TEST(NnLayerNorm, BackwardIsOneSemanticOp) {
   for (const auto& m : {x, w, b}) oa::set_requires_grad(m);
   const Matrix y = ml::layer_norm(x, w, b);
   const auto ops = traced([&] { oa::backward(y, Matrix::ones({5, 8})); });
-  // dx with dy * xhat, then the column sums for the weight and the bias.
-  expect_trace(ops, {{"oa::ml::layer_norm backward", 3}});
+  // dx, then the weight and bias gradients: 5 rows make one slab, whose sums are the gradients.
+  expect_trace(ops, {{"oa::ml::layer_norm backward", 2}});
 }
 
 TEST(NnLayerNorm, InvalidArgumentsRecordNothing) {

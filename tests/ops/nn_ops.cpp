@@ -46,8 +46,9 @@ OA_OP_CASES(rms_norm, "oa::ml::rms_norm") {
   return cases;
 }
 
-// [N, C, S] with several groups, instance norm (G = C), one group (layer norm
-// over [C, S]) and a rank-2 input, with and without weight and bias.
+// [N, C, S] with several groups (S = 6; S = 4: four columns of a channel a
+// vec4), instance norm (G = C), one group (layer norm over [C, S]) and a
+// rank-2 input, with and without weight and bias.
 OA_OP_CASES(group_norm, "oa::ml::group_norm") {
   struct Case {
     const char* label;
@@ -59,7 +60,7 @@ OA_OP_CASES(group_norm, "oa::ml::group_norm") {
   std::uint64_t seed = 331;
   for (const Case& k : {Case{"groups2_affine", {2, 4, 3, 2}, 2, true}, Case{"instance_plain", {2, 3, 5}, 3, false},
                         Case{"one_group_affine", {3, 6, 4}, 1, true}, Case{"rank2_affine", {3, 4}, 2, true},
-                        Case{"empty_batch_affine", {0, 4, 2, 2}, 2, true}}) {
+                        Case{"s4_affine", {2, 4, 2, 2}, 2, true}, Case{"empty_batch_affine", {0, 4, 2, 2}, 2, true}}) {
     std::int64_t S = 1;
     for (std::size_t a = 2; a < k.shape.rank(); ++a) S *= k.shape[a];
     const std::int64_t N = k.shape[0], C = k.shape[1], G = k.groups;

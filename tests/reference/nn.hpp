@@ -119,6 +119,30 @@ inline NormGradients layer_norm_backward(const std::vector<double>& x, std::int6
   return out;
 }
 
+// Gradients of rms_norm (x [R, D]; empty weight means 1) for the output
+// gradient dy: with rstd = 1 / sqrt(mean_j(x^2) + eps), xhat = x * rstd and
+// g = dy * weight,
+//   dx = rstd * (g - xhat * mean_j(g * xhat)),
+// dweight = sum over rows of dy * xhat (dbias is empty).
+inline NormGradients rms_norm_backward(const std::vector<double>& x, std::int64_t D, const std::vector<double>& weight,
+                                       const std::vector<double>& dy, double eps) {
+  NormGradients out{std::vector<double>(x.size()), std::vector<double>(D, 0.0), {}};
+  const std::int64_t R = static_cast<std::int64_t>(x.size()) / D;
+  for (std::int64_t r = 0; r < R; ++r) {
+    double ms = 0, mgx = 0;
+    for (std::int64_t j = 0; j < D; ++j) ms += x[r * D + j] * x[r * D + j] / static_cast<double>(D);
+    const double rstd = 1 / std::sqrt(ms + eps);
+    for (std::int64_t j = 0; j < D; ++j) {
+      const double xhat = x[r * D + j] * rstd;
+      mgx += dy[r * D + j] * (weight.empty() ? 1.0 : weight[j]) * xhat / static_cast<double>(D);
+      out.dweight[j] += dy[r * D + j] * xhat;
+    }
+    for (std::int64_t j = 0; j < D; ++j)
+      out.dx[r * D + j] = rstd * (dy[r * D + j] * (weight.empty() ? 1.0 : weight[j]) - x[r * D + j] * rstd * mgx);
+  }
+  return out;
+}
+
 // Batch normalisation of x [N, C, H * W = S]. In training the batch mean and
 // biased variance normalise, and running_mean / running_var (if given) are
 // updated with the unbiased variance; otherwise the running statistics normalise.

@@ -1,5 +1,6 @@
 // layer_norm, rms_norm, group_norm and batch_norm_2d, each declared once (matrix/op_def.hpp):
 // validation, forward and backward lowerings.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -41,6 +42,18 @@ struct NormGrouping {
   std::uint32_t S() const { return static_cast<std::uint32_t>(span); }
 };
 
+// Specialization constants 1 and 2 of the layer_norm row kernels
+// (ml/nn/norm_row.glsl) for rows of D columns, after the lanes a row (constant
+// 0, from lower_rows): the item width WIDTH (4 when an item's 4 columns share
+// a channel) and the register cache CACHE of each invocation, at most 64
+// floats (rows past LANES * CACHE items re-read the rest).
+void set_row_layout(ComputeDispatch& d, std::int64_t D, const NormGrouping& grouping) {
+  const std::int64_t width = D % 4 == 0 && (!grouping.grouped() || grouping.span % 4 == 0) ? 4 : 1;
+  const std::int64_t lanes = d.specialization[0];
+  d.specialization.push_back(static_cast<std::uint32_t>(width));
+  d.specialization.push_back(static_cast<std::uint32_t>(std::min(detail::ceil_div(D / width, lanes), 64 / width)));
+}
+
 // The forward pass of layer_norm, rms_norm (center false, no bias) and
 // group_norm (layer_norm.comp) over x's rows [R, D]: y, and per row mu (when
 // centring) and rstd.
@@ -50,60 +63,104 @@ void norm_forward(const OpCall<Attributes>& c, const Matrix& weight, const Matri
   const Matrix& x = c.inputs[0];
   const std::int64_t R = x.numel() / D;
   const Matrix* rstd = &out[center ? 2 : 1];
-  const auto rows = detail::lower_rows(c.engine, c.name, R, D, detail::RowLanes::PerColumn, [&](ComputeDispatch& d, const detail::RowChunk& r) {
-    d.kernel = kernels::ml_nn_layer_norm;
-    for (const bool b : {weight.defined(), bias.defined(), center, grouping.grouped()}) d.specialization.push_back(b);
-    d.bindings = {r.window(x.storage(), D, Access::Read),
-                  BufferBinding::read(or_placeholder(weight, x)),
-                  BufferBinding::read(or_placeholder(bias, x)),
-                  r.window(out[0].storage(), D, Access::Write),
-                  center ? r.window(out[1].storage(), 1, Access::Write) : BufferBinding::write(unused_output(c.engine)),
-                  r.window(rstd->storage(), 1, Access::Write)};
-    d.push.set(push::ml_nn_layer_norm{.R = static_cast<std::uint32_t>(r.count),
-                                      .D = static_cast<std::uint32_t>(D),
-                                      .eps = static_cast<float>(c.attributes.eps),
-                                      .G = grouping.G(),
-                                      .S = grouping.S(),
-                                      .row0 = static_cast<std::uint32_t>(r.first)});
-  });
+  const auto rows = detail::lower_rows(
+      c.engine, c.name, R, D, detail::RowLanes::Registers, [&](ComputeDispatch& d, const detail::RowChunk& r) {
+        d.kernel = kernels::ml_nn_layer_norm;
+        set_row_layout(d, D, grouping);
+        for (const bool b : {weight.defined(), bias.defined(), center, grouping.grouped()}) d.specialization.push_back(b);
+        d.bindings = {r.window(x.storage(), D, Access::Read),
+                      BufferBinding::read(or_placeholder(weight, x)),
+                      BufferBinding::read(or_placeholder(bias, x)),
+                      r.window(out[0].storage(), D, Access::Write),
+                      center ? r.window(out[1].storage(), 1, Access::Write) : BufferBinding::write(unused_output(c.engine)),
+                      r.window(rstd->storage(), 1, Access::Write)};
+        d.push.set(push::ml_nn_layer_norm{.R = static_cast<std::uint32_t>(r.count),
+                                          .D = static_cast<std::uint32_t>(D),
+                                          .eps = static_cast<float>(c.attributes.eps),
+                                          .G = grouping.G(),
+                                          .S = grouping.S(),
+                                          .row0 = static_cast<std::uint32_t>(r.first)});
+      });
   ds.insert(ds.end(), rows.begin(), rows.end());
 }
 
-// The dx and dweight passes shared by layer_norm, rms_norm and group_norm
-// (layer_norm_backward.comp over x's rows [R, D], then the channel sums of
-// dy * xhat): appends them to `ds` and sets dx / dw where needed. mu: the
-// saved row statistic, or null for rms_norm (no centring).
+// The gradients of layer_norm, rms_norm and group_norm over x's rows [R, D]
+// with the saved mu (null for rms_norm: no centring) and rstd, each made when
+// its `need` is set: dx by layer_norm_backward.comp, dweight [channels] and
+// dbias [channels] by layer_norm_backward_affine.comp over x viewed as
+// [R / G, G * D] (one sample a row for group_norm) in slabs of rows, then the
+// sums of its per-slab partials over the slabs and the S columns of a channel.
+// Appends the dispatches to `ds`.
 void norm_gradients(const char* op, const Matrix& gy, const Matrix& x, const Matrix& weight, const Matrix* mu, const Matrix& rstd,
-                    std::int64_t D, const NormGrouping& grouping, bool need_x, bool need_w, Matrix& dx, Matrix& dw,
+                    std::int64_t D, const NormGrouping& grouping, bool need_x, bool need_w, bool need_b, Matrix& dx, Matrix& dw, Matrix& db,
                     std::vector<ComputeDispatch>& ds) {
-  if (!need_x && !need_w) return;
   const Engine& engine = x.engine();
   const std::int64_t R = x.numel() / D;
-  if (need_x) dx = detail::allocate(engine, x.shape());
-  const auto dyxhat = need_w ? engine.allocate(bytes_of(x.numel())) : unused_output(engine);
-  const auto dxs = need_x ? dx.storage() : unused_output(engine);
-  const auto rows = detail::lower_rows(engine, op, R, D, detail::RowLanes::PerColumn, [&](ComputeDispatch& d, const detail::RowChunk& c) {
-    d.kernel = kernels::ml_nn_layer_norm_backward;
-    for (const bool b : {weight.defined(), need_x, need_w, mu != nullptr, grouping.grouped()}) d.specialization.push_back(b);
-    d.bindings = {c.window(x.storage(), D, Access::Read),
-                  BufferBinding::read(or_placeholder(weight, x)),
-                  c.window(gy.storage(), D, Access::Read),
-                  mu ? c.window(mu->storage(), 1, Access::Read) : BufferBinding::read(x.storage()),  // not read without centring
-                  c.window(rstd.storage(), 1, Access::Read),
-                  need_x ? c.window(dxs, D, Access::Write) : BufferBinding::write(dxs),
-                  need_w ? c.window(dyxhat, D, Access::Write) : BufferBinding::write(dyxhat)};
-    d.push.set(push::ml_nn_layer_norm_backward{.R = static_cast<std::uint32_t>(c.count),
-                                               .D = static_cast<std::uint32_t>(D),
-                                               .G = grouping.G(),
-                                               .S = grouping.S(),
-                                               .row0 = static_cast<std::uint32_t>(c.first)});
-  });
-  ds.insert(ds.end(), rows.begin(), rows.end());
-  if (need_w) {
-    const std::int64_t channels = grouping.groups * D / grouping.span;
-    dw = detail::allocate(engine, Shape{channels});
-    detail::sum_channels(engine, dyxhat, R / grouping.groups, channels, grouping.span, dw.storage(), ds);
+  if (need_x) {
+    dx = detail::allocate(engine, x.shape());
+    const auto rows = detail::lower_rows(engine, op, R, D, detail::RowLanes::Registers, [&](ComputeDispatch& d, const detail::RowChunk& c) {
+      d.kernel = kernels::ml_nn_layer_norm_backward;
+      set_row_layout(d, D, grouping);
+      for (const bool b : {weight.defined(), mu != nullptr, grouping.grouped()}) d.specialization.push_back(b);
+      d.bindings = {c.window(x.storage(), D, Access::Read),
+                    BufferBinding::read(or_placeholder(weight, x)),
+                    c.window(gy.storage(), D, Access::Read),
+                    mu ? c.window(mu->storage(), 1, Access::Read) : BufferBinding::read(x.storage()),  // not read without centring
+                    c.window(rstd.storage(), 1, Access::Read),
+                    c.window(dx.storage(), D, Access::Write)};
+      d.push.set(push::ml_nn_layer_norm_backward{.R = static_cast<std::uint32_t>(c.count),
+                                                 .D = static_cast<std::uint32_t>(D),
+                                                 .G = grouping.G(),
+                                                 .S = grouping.S(),
+                                                 .row0 = static_cast<std::uint32_t>(c.first)});
+    });
+    ds.insert(ds.end(), rows.begin(), rows.end());
   }
+  if (!need_w && !need_b) return;
+  // Workgroups of tx items (of `width` columns) by 256 / tx rows, about 1024
+  // of them, each slab at least 4 rows per invocation.
+  const std::int64_t G = grouping.groups, rows = R / G, L = G * D, width = D % 4 == 0 ? 4 : 1, items = L / width;
+  std::int64_t tx = 1;
+  while (tx < 64 && tx < items) tx <<= 1;
+  const std::int64_t blocks = detail::ceil_div(items, tx);
+  const std::int64_t slab_rows = std::max(4 * (256 / tx), detail::ceil_div(rows, std::max<std::int64_t>(1, 1024 / blocks)));
+  const auto chunks = detail::row_chunks(engine, op, rows, L);
+  std::int64_t slabs = 0;
+  for (const auto& c : chunks) slabs += detail::ceil_div(c.count, slab_rows);
+  // One slab of per-column sums is the gradient itself.
+  const std::int64_t channels = L / grouping.span;
+  const bool direct = slabs == 1 && grouping.span == 1;
+  const auto partial = [&](bool need, Matrix& grad) {
+    if (!need) return unused_output(engine);
+    grad = detail::allocate(engine, Shape{channels});
+    return direct ? grad.storage() : engine.allocate(bytes_of(std::max<std::int64_t>(slabs, 1) * L));
+  };
+  const auto pw = partial(need_w, dw), pb = partial(need_b, db);
+  std::int64_t slab0 = 0;
+  for (const auto& c : chunks) {
+    ComputeDispatch d;
+    d.kernel = kernels::ml_nn_layer_norm_backward_affine;
+    d.specialization = {static_cast<std::uint32_t>(tx), static_cast<std::uint32_t>(width), mu != nullptr, need_w, need_b};
+    d.bindings = {c.window(x.storage(), L, Access::Read),
+                  c.window(gy.storage(), L, Access::Read),
+                  mu ? c.window(mu->storage(), G, Access::Read) : BufferBinding::read(x.storage()),  // not read without centring
+                  c.window(rstd.storage(), G, Access::Read),
+                  BufferBinding::write(pw),
+                  BufferBinding::write(pb)};
+    d.push.set(push::ml_nn_layer_norm_backward_affine{.R = static_cast<std::uint32_t>(c.count),
+                                                      .L = static_cast<std::uint32_t>(L),
+                                                      .D = static_cast<std::uint32_t>(D),
+                                                      .G = static_cast<std::uint32_t>(G),
+                                                      .slab_rows = static_cast<std::uint32_t>(slab_rows),
+                                                      .slab0 = static_cast<std::uint32_t>(slab0)});
+    const std::int64_t n = detail::ceil_div(c.count, slab_rows);
+    d.groups = {static_cast<std::uint64_t>(blocks), static_cast<std::uint64_t>(n), 1};
+    slab0 += n;
+    ds.push_back(std::move(d));
+  }
+  if (direct) return;
+  if (need_w) detail::sum_channels(engine, pw, slabs, channels, grouping.span, dw.storage(), ds);
+  if (need_b) detail::sum_channels(engine, pb, slabs, channels, grouping.span, db.storage(), ds);
 }
 
 // The backward of layer_norm and group_norm (inputs x, weight, bias; outputs
@@ -112,15 +169,9 @@ void norm_gradients(const char* op, const Matrix& gy, const Matrix& x, const Mat
 template <typename Attributes>
 std::vector<Matrix> centred_norm_backward(const BackwardCall<Attributes>& c, std::int64_t D, const NormGrouping& grouping) {
   const Matrix &gy = c.grad_outputs[0], &x = c.inputs[0], &weight = c.inputs[1], &mu = c.outputs[1], &rstd = c.outputs[2];
-  const Engine& engine = x.engine();
   Matrix dx, dw, db;
   std::vector<ComputeDispatch> ds;
-  norm_gradients(c.name, gy, x, weight, &mu, rstd, D, grouping, c.needs[0], c.needs[1], dx, dw, ds);
-  if (c.needs[2]) {
-    const std::int64_t channels = grouping.groups * D / grouping.span;
-    db = detail::allocate(engine, Shape{channels});
-    detail::sum_channels(engine, gy.storage(), x.numel() / D / grouping.groups, channels, grouping.span, db.storage(), ds);
-  }
+  norm_gradients(c.name, gy, x, weight, &mu, rstd, D, grouping, c.needs[0], c.needs[1], c.needs[2], dx, dw, db, ds);
   c.record(ds, {&gy, &x, &mu, &rstd}, {&dx, &dw, &db});
   return std::vector<Matrix>{dx, dw, db};
 }
@@ -189,9 +240,9 @@ const detail::Op<EpsAttributes> kRmsNorm{
      },
      .backward = [](const BackwardCall<EpsAttributes>& c) {
        const Matrix &gy = c.grad_outputs[0], &x = c.inputs[0], &weight = c.inputs[1], &rstd = c.outputs[1];
-       Matrix dx, dw;
+       Matrix dx, dw, db;
        std::vector<ComputeDispatch> ds;
-       norm_gradients(c.name, gy, x, weight, nullptr, rstd, x.shape().dim(-1), {}, c.needs[0], c.needs[1], dx, dw, ds);
+       norm_gradients(c.name, gy, x, weight, nullptr, rstd, x.shape().dim(-1), {}, c.needs[0], c.needs[1], false, dx, dw, db, ds);
        c.record(ds, {&gy, &x, &rstd}, {&dx, &dw});
        return std::vector<Matrix>{dx, dw};
      }}};
