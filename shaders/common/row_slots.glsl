@@ -30,7 +30,7 @@ bool slot_live(uint n, uint end) { return 4u * n * LANES < end; }
 vec4 slot_load(uint base, uint n, uint end, float fill) {
   if (ALIGNED && slot_column(n, 3u) < end) return x4[(base + slot_column(n, 0u)) / 4u];
   vec4 v;
-  for (uint j = 0u; j < 4u; ++j) {
+  [[unroll]] for (uint j = 0u; j < 4u; ++j) {
     const uint c = slot_column(n, j);
     v[j] = c < end ? x[base + c] : fill;
   }

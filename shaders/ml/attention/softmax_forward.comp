@@ -32,7 +32,7 @@ layout(std430, binding = 2) writeonly buffer Y4 { vec4 y4[]; };
 // mask_at is the row's first mask element.
 vec4 logits(uint base, uint n, uint visible, uint mask_at) {
   vec4 v = slot_load(base, n, visible, 0.0);
-  for (uint j = 0u; j < 4u; ++j) {
+  [[unroll]] for (uint j = 0u; j < 4u; ++j) {
     const uint c = slot_column(n, j);
     v[j] = c >= visible ? -OA_INF : pc.masked != 0u ? fma(v[j], pc.scale, mask[mask_at + c]) : v[j] * pc.scale;
   }
@@ -43,7 +43,7 @@ void store(uint base, uint n, vec4 v) {
   if (ALIGNED) {
     if (slot_column(n, 0u) < pc.cols) y4[(base + slot_column(n, 0u)) / 4u] = v;
   } else {
-    for (uint j = 0u; j < 4u; ++j)
+    [[unroll]] for (uint j = 0u; j < 4u; ++j)
       if (slot_column(n, j) < pc.cols) y[base + slot_column(n, j)] = v[j];
   }
 }

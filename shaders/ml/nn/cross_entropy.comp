@@ -46,7 +46,7 @@ void main() {
       online_fold(m, s, v[k]);
       if (pc.smoothing != 0.0) {
         sd += count * (before - online_shift(m));
-        for (uint j = 0u; j < 4u; ++j)
+        [[unroll]] for (uint j = 0u; j < 4u; ++j)
           if (slot_column(n + k, j) < end) {
             sd += v[k][j] - online_shift(m);
             count += 1.0;

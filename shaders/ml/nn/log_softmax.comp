@@ -25,7 +25,7 @@ void store(uint base, uint n, vec4 v) {
   if (ALIGNED) {
     if (slot_column(n, 0u) < pc.L) y4[(base + slot_column(n, 0u)) / 4u] = v;
   } else {
-    for (uint j = 0u; j < 4u; ++j)
+    [[unroll]] for (uint j = 0u; j < 4u; ++j)
       if (slot_column(n, j) < pc.L) y[base + slot_column(n, j)] = v[j];
   }
 }
