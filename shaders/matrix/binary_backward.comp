@@ -6,21 +6,25 @@
 // 3 div, 4 maximum, 5 minimum, 6 pow; ties of maximum/minimum split the gradient
 // evenly, as torch.maximum / torch.minimum do. pow as torch.pow: d/da =
 // b a^(b-1) (0 where b is 0), d/db = a^b log(a) (0 where a is 0 and b >= 0).
-// DT: the dtype of gy, a, b and the gradient, words as in matrix/unary.comp.
+// DT: the dtype of gy, a, b and the gradient (bound as y / y4), words and grid
+// as in matrix/elementwise_quads.glsl.
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 #include "common/elementwise_codes.glsl"
 #include "common/half_io.glsl"
 #include "common/math.glsl"
-layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint OP = 2;
 layout(constant_id = 1) const uint MODE = 0;
 layout(constant_id = 2) const uint WHICH = 0;
 layout(constant_id = 3) const uint DT = 0;
 layout(std430, binding = 0) readonly buffer GY { uint gy[]; };
+layout(std430, binding = 0) readonly buffer GY4 { uvec4 gy4[]; };
 layout(std430, binding = 1) readonly buffer A { uint a[]; };
+layout(std430, binding = 1) readonly buffer A4 { uvec4 a4[]; };
 layout(std430, binding = 2) readonly buffer B { uint b[]; };
-layout(std430, binding = 3) writeonly buffer G { uint g_out[]; };
+layout(std430, binding = 2) readonly buffer B4 { uvec4 b4[]; };
+layout(std430, binding = 3) writeonly buffer G { uint y[]; };
+layout(std430, binding = 3) writeonly buffer G4 { uvec4 y4[]; };
 #include "matrix/binary.push.h"
 #include "matrix/binary_operands.glsl"
 
@@ -40,13 +44,25 @@ float grad(float g, float u, float v) {
   return g;
 }
 
-
-void main() {
-  const uint w0 = OA_GROUP_ID.x * 1024u + gl_LocalInvocationID.x, per = DT == 0u ? 1u : 2u;
-  for (uint k = 0u; k < 4u; ++k) {
-    const uint w = w0 + k * 256u, i = w * per;
-    if (i >= pc.n) return;
-    const vec2 g = oa_word_values(gy[w], DT), u = OPERAND(a, MODE == 2u, w, i), v = OPERAND(b, MODE == 1u, w, i);
-    g_out[w] = oa_word_of(vec2(grad(g.x, u.x, v.x), grad(g.y, u.y, v.y)), i + 1u < pc.n, DT);
-  }
+// The broadcast operand is not read by word (binary_operands.glsl).
+uvec4 input_quad(uint k, uint q) {
+  if (k == 0u) return gy4[q];
+  if (k == 1u && MODE != 2u) return a4[q];
+  if (k == 2u && MODE != 1u) return b4[q];
+  return uvec4(0u);
 }
+
+uint input_word(uint k, uint w) {
+  if (k == 0u) return gy[w];
+  if (k == 1u && MODE != 2u) return a[w];
+  if (k == 2u && MODE != 1u) return b[w];
+  return 0u;
+}
+
+uint result(uint w, uvec3 words) {
+  const uint i = w * (DT == 0u ? 1u : 2u);
+  const vec2 g = oa_word_values(words.x, DT), u = OPERAND(a, MODE == 2u, words.y, i), v = OPERAND(b, MODE == 1u, words.z, i);
+  return oa_word_of(vec2(grad(g.x, u.x, v.x), grad(g.y, u.y, v.y)), i + 1u < pc.n, DT);
+}
+
+#include "matrix/elementwise_quads.glsl"

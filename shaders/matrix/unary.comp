@@ -2,19 +2,19 @@
 // y = f(x) elementwise; OP selects f. Parameters a, b: clamp bounds, the
 // affine y = a * x + b, leaky_relu's negative slope, elu's alpha or pow's
 // exponent (a). DT: the dtype of x and y (0 f32, 1 f16, 2 bf16; arithmetic
-// in f32, the result rounded once). Each invocation writes 4 words of y (an
-// f32 word holds one element, a 16-bit one two), consecutive invocations
-// consecutive words.
+// in f32, the result rounded once), words and grid as in
+// matrix/elementwise_quads.glsl.
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 #include "common/elementwise_codes.glsl"
 #include "common/half_io.glsl"
 #include "common/math.glsl"
-layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint OP = 0;
 layout(constant_id = 1) const uint DT = 0;
 layout(std430, binding = 0) readonly buffer In { uint x[]; };
+layout(std430, binding = 0) readonly buffer In4 { uvec4 x4[]; };
 layout(std430, binding = 1) writeonly buffer Out { uint y[]; };
+layout(std430, binding = 1) writeonly buffer Out4 { uvec4 y4[]; };
 #include "matrix/unary.push.h"
 
 float f(float v) {
@@ -54,12 +54,13 @@ float f(float v) {
   return v;
 }
 
-void main() {
-  const uint w0 = OA_GROUP_ID.x * 1024u + gl_LocalInvocationID.x, per = DT == 0u ? 1u : 2u;
-  for (uint k = 0u; k < 4u; ++k) {
-    const uint w = w0 + k * 256u;
-    if (w * per >= pc.n) return;
-    const vec2 v = oa_word_values(x[w], DT);
-    y[w] = oa_word_of(vec2(f(v.x), f(v.y)), w * per + 1u < pc.n, DT);
-  }
+uvec4 input_quad(uint k, uint q) { return k == 0u ? x4[q] : uvec4(0u); }
+uint input_word(uint k, uint w) { return k == 0u ? x[w] : 0u; }
+
+uint result(uint w, uvec3 words) {
+  const uint i = w * (DT == 0u ? 1u : 2u);
+  const vec2 v = oa_word_values(words.x, DT);
+  return oa_word_of(vec2(f(v.x), f(v.y)), i + 1u < pc.n, DT);
 }
+
+#include "matrix/elementwise_quads.glsl"

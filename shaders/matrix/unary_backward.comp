@@ -6,18 +6,20 @@
 // reciprocal, exp2, expm1; unused (bound to gy) for neg, affine and the
 // piecewise-constant sign, floor, ceil, round (gradient 0, as PyTorch).
 // Parameters a, b: clamp bounds, the affine scale a, leaky_relu's slope, elu's alpha or pow's exponent (a).
-// DT: the dtype of gy, s and gx, words as in matrix/unary.comp.
+// DT: the dtype of gy, s and gx (bound as y / y4), words and grid as in matrix/elementwise_quads.glsl.
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 #include "common/elementwise_codes.glsl"
 #include "common/half_io.glsl"
 #include "common/math.glsl"
-layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint OP = 0;
 layout(constant_id = 1) const uint DT = 0;
 layout(std430, binding = 0) readonly buffer GY { uint gy[]; };
+layout(std430, binding = 0) readonly buffer GY4 { uvec4 gy4[]; };
 layout(std430, binding = 1) readonly buffer S { uint s[]; };
-layout(std430, binding = 2) writeonly buffer GX { uint gx[]; };
+layout(std430, binding = 1) readonly buffer S4 { uvec4 s4[]; };
+layout(std430, binding = 2) writeonly buffer GX { uint y[]; };
+layout(std430, binding = 2) writeonly buffer GX4 { uvec4 y4[]; };
 #include "matrix/unary.push.h"
 
 float df(float g, float v) {
@@ -60,12 +62,13 @@ float df(float g, float v) {
   return g;
 }
 
-void main() {
-  const uint w0 = OA_GROUP_ID.x * 1024u + gl_LocalInvocationID.x, per = DT == 0u ? 1u : 2u;
-  for (uint k = 0u; k < 4u; ++k) {
-    const uint w = w0 + k * 256u;
-    if (w * per >= pc.n) return;
-    const vec2 g = oa_word_values(gy[w], DT), v = oa_word_values(s[w], DT);
-    gx[w] = oa_word_of(vec2(df(g.x, v.x), df(g.y, v.y)), w * per + 1u < pc.n, DT);
-  }
+uvec4 input_quad(uint k, uint q) { return k == 0u ? gy4[q] : k == 1u ? s4[q] : uvec4(0u); }
+uint input_word(uint k, uint w) { return k == 0u ? gy[w] : k == 1u ? s[w] : 0u; }
+
+uint result(uint w, uvec3 words) {
+  const uint i = w * (DT == 0u ? 1u : 2u);
+  const vec2 g = oa_word_values(words.x, DT), v = oa_word_values(words.y, DT);
+  return oa_word_of(vec2(df(g.x, v.x), df(g.y, v.y)), i + 1u < pc.n, DT);
 }
+
+#include "matrix/elementwise_quads.glsl"

@@ -75,9 +75,10 @@ std::pair<float, float> unary_parameters(const ClampAttributes& c) { return {c.l
 std::pair<float, float> unary_parameters(const AffineAttributes& c) { return {c.alpha, c.beta}; }
 
 // Workgroups of the elementwise kernels for `count` elements of dtype d: 4
-// words an invocation, 256 invocations a group (a 16-bit word holds two).
+// quads of 4 words an invocation, 256 invocations a group (a 16-bit word holds
+// two elements; matrix/elementwise_quads.glsl).
 std::uint64_t elementwise_groups(DType d, std::int64_t count) {
-  return detail::groups_for(size_of(d) == 2 ? (count + 1) / 2 : count, 1024);
+  return detail::groups_for(size_of(d) == 2 ? (count + 1) / 2 : count, 4096);
 }
 
 // Appends out = kernel(x [, s]) over flat element chunks of x: the forward

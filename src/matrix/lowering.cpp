@@ -87,6 +87,14 @@ std::vector<runtime::ComputeDispatch> lower_rows(const Engine& engine, const cha
   return out;
 }
 
+void append_row_slots(runtime::ComputeDispatch& d, std::int64_t cols) {
+  const std::int64_t per_lane = ceil_div(cols, 4 * static_cast<std::int64_t>(d.specialization[0]));
+  std::uint32_t slots = 1;
+  while (slots < 16 && slots < per_lane) slots <<= 1;
+  d.specialization.push_back(slots);
+  d.specialization.push_back(cols % 4 == 0 ? 1u : 0u);
+}
+
 bool broadcast_layout(const Shape& big, const Shape& small, std::int64_t& channels, std::int64_t& inner) {
   if (small.rank() > big.rank()) return false;
   const std::size_t shift = big.rank() - small.rank();

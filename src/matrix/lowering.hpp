@@ -144,6 +144,13 @@ std::vector<runtime::ComputeDispatch> lower_rows(const Engine& engine, const cha
 // layout: at least one (of no rows when rows or cols is 0).
 std::vector<RowChunk> row_chunks(const Engine& engine, const char* op, std::int64_t rows, std::int64_t cols);
 
+// Appends specialization constants 1 (SLOTS) and 2 (ALIGNED) of the row
+// kernels of shaders/common/row_slots.glsl to a dispatch of lower_rows
+// (whose constant 0 is the lanes a row): the slots of 4 columns an invocation
+// keeps in registers, the power of two that covers the row, at most 16 (64
+// columns an invocation), and whether cols % 4 == 0 (16-byte loads).
+void append_row_slots(runtime::ComputeDispatch& d, std::int64_t cols);
+
 // Row reductions for op lowerings (the passes of oa::matrix::sum, max and
 // argmax; shaders/matrix/reduce.comp): appends to `dispatches` the passes that
 // reduce `rows` rows of `length` f32 items of `in` into `out`, [rows] f32

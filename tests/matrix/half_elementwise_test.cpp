@@ -165,6 +165,87 @@ TEST(MatrixHalfElementwise, BinaryOpsBroadcastAndSumTheirGradientsBack) {
       }
 }
 
+// Element counts around the elementwise kernels' 16-byte quads (4 words: 4
+// f32 or 8 16-bit elements), their 0..3-word tails and a workgroup's 4096
+// words (matrix/elementwise_quads.glsl), in every dtype, forward and
+// backward: exp then mul (same shape), mul with b broadcast, div with a
+// broadcast. A 16-bit result is rounded once or twice (exp, then the
+// product), its gradients likewise, so every comparison allows a few spacings.
+TEST(MatrixHalfElementwise, QuadsAndTailsAtEveryCountAndDtype) {
+  std::uint64_t seed = 300;
+  for (DType dtype : {DType::F32, DType::F16, DType::BF16})
+    for (std::int64_t n : {1, 3, 4, 5, 8, 9, 1023, 4097, 16391, (1 << 18) + 3}) {
+      const std::string what = std::string(oa::to_string(dtype)) + " n=" + std::to_string(n);
+      const double eps = dtype == DType::F32 ? 0x1.0p-22 : ulp(dtype);
+      auto input = [&](const Shape& shape, double low, double high) {
+        std::vector<float> v = oa::test::test_values(shape.numel(), seed++, low, high);
+        Matrix m = Matrix::from_vector(shape, dtype == DType::F32 ? v : rounded(v, dtype));
+        oa::set_requires_grad(m);
+        return m;
+      };
+      auto in = [&](const Matrix& m) { return mx::cast(m, dtype); };
+      auto out = [](const Matrix& m) { return mx::cast(m, DType::F32); };
+      // got within 3 spacings of want (relative to magnitude: |want| or a sum's terms), reporting the first misses.
+      auto close = [&](const std::vector<float>& got, const std::vector<double>& want, const std::vector<double>& magnitude,
+                       const char* part) {
+        ASSERT_EQ(got.size(), want.size()) << what << " " << part;
+        std::size_t misses = 0;
+        for (std::size_t i = 0; i < got.size(); ++i)
+          if (!(std::abs(got[i] - want[i]) <= 3 * eps * (magnitude[i] + 1e-3)) && misses++ < 3)
+            ADD_FAILURE() << what << " " << part << " at " << i << ": " << got[i] << " vs " << want[i];
+        EXPECT_EQ(misses, 0u) << what << " " << part;
+      };
+      auto abs_of = [](const std::vector<double>& v) {
+        std::vector<double> r;
+        for (double x : v) r.push_back(std::abs(x));
+        return r;
+      };
+      const auto N = static_cast<std::size_t>(n);
+      const Matrix a = input({n}, -2, 2), b = input({n}, -2, 2), r = input({3, n}, 0.5, 2);
+      const Matrix y = mx::mul(mx::exp(in(a)), in(b));    // same shape: unary, binary and their backwards
+      const Matrix z = mx::mul(in(r), in(b));             // b broadcast over r's rows
+      const Matrix w = mx::div(in(a), mx::add(in(r), in(r)));  // a broadcast over 2r's rows
+      const std::vector<float> av = a.to_vector(), bv = b.to_vector(), rv = r.to_vector();
+      std::vector<double> want_y(N), want_z(3 * N), want_w(3 * N);
+      for (std::size_t i = 0; i < 3 * N; ++i) {
+        if (i < N) want_y[i] = std::exp(double(av[i])) * bv[i];
+        want_z[i] = double(rv[i]) * bv[i % N];
+        want_w[i] = av[i % N] / (2.0 * rv[i]);
+      }
+      close(out(y).to_vector(), want_y, abs_of(want_y), "exp * b");
+      close(out(z).to_vector(), want_z, abs_of(want_z), "r * broadcast b");
+      close(out(w).to_vector(), want_w, abs_of(want_w), "broadcast a / 2r");
+
+      const std::vector<float> gy = rounded(oa::test::test_values(n, seed++), DType::BF16);  // exact in every dtype
+      const std::vector<float> gz = rounded(oa::test::test_values(3 * n, seed++), DType::BF16);
+      oa::backward(out(y), Matrix::from_vector({n}, gy));
+      oa::backward(out(z), Matrix::from_vector({3, n}, gz));
+      oa::backward(out(w), Matrix::from_vector({3, n}, gz));
+      std::vector<double> want_ga(N), mag_ga(N), want_gb(N), mag_gb(N), want_gr(3 * N);
+      for (std::size_t i = 0; i < N; ++i) {
+        const double e = std::exp(double(av[i]));
+        want_ga[i] = gy[i] * e * bv[i];
+        mag_ga[i] = std::abs(want_ga[i]);
+        want_gb[i] = gy[i] * e;
+        mag_gb[i] = std::abs(want_gb[i]);
+      }
+      for (std::size_t i = 0; i < 3 * N; ++i) {
+        const std::size_t j = i % N;
+        const double by_b = gz[i] * double(rv[i]), by_a = gz[i] / (2.0 * rv[i]), by_r = -gz[i] * av[j] / (2.0 * rv[i] * rv[i]);
+        want_gb[j] += by_b;
+        mag_gb[j] += std::abs(by_b);
+        want_ga[j] += by_a;
+        mag_ga[j] += std::abs(by_a);
+        want_gr[i] = gz[i] * bv[j] + by_r;  // d(a / (r + r)) / dr, through both uses of r
+      }
+      std::vector<double> mag_gr(3 * N);
+      for (std::size_t i = 0; i < 3 * N; ++i) mag_gr[i] = std::abs(gz[i] * bv[i % N]) + std::abs(gz[i] * av[i % N] / (2.0 * rv[i] * rv[i]));
+      close(oa::grad(a).to_vector(), want_ga, mag_ga, "gradient of a");
+      close(oa::grad(b).to_vector(), want_gb, mag_gb, "gradient of b");
+      close(oa::grad(r).to_vector(), want_gr, mag_gr, "gradient of r");
+    }
+}
+
 TEST(MatrixHalfElementwise, SumToRoundsTheF32SumOnce) {
   for (DType dtype : {DType::F16, DType::BF16}) {
     const Matrix x = leaf({6, 3, 40}, 300, dtype);

@@ -141,6 +141,30 @@ TEST(AttentionSoftmax, MatchesReferenceAcrossRowLengths) {
   }
 }
 
+TEST(AttentionSoftmax, LongRowsFoldTheirTailOnline) {
+  // 256 lanes keep 1..16 slots of 4 columns each in registers (1024 * slots
+  // columns) and fold the rest online: rows at the slot sizes +- 1 and of
+  // vocabularies (32000, 50257, 128256), aligned (cols % 4 == 0, vec4 loads)
+  // or not. Row 0 holds a NaN past the register slots, row 1 -inf logits,
+  // row 3 +-1e30 logits; with the mask (-inf at random), row 2 is fully
+  // masked. Values near 1 / cols: a relative tolerance.
+  for (std::int64_t cols : {1, 7, 1023, 1024, 1025, 4097, 16383, 16384, 16385, 32000, 50257, 128256, 128259}) {
+    const std::int64_t rows = 4;
+    auto xv = random_floats(static_cast<std::size_t>(rows * cols), static_cast<std::uint32_t>(cols) + 3, -6.0f, 6.0f);
+    auto mv = random_mask(rows, cols, static_cast<std::uint32_t>(cols) + 4, 0.2, 2);
+    xv[static_cast<std::size_t>(cols - 1)] = std::numeric_limits<float>::quiet_NaN();
+    for (std::int64_t c = 0; c < cols; c += 3) xv[static_cast<std::size_t>(cols + c)] = -kInf;
+    xv[static_cast<std::size_t>(3 * cols + cols / 2)] = 1e30f;
+    xv[static_cast<std::size_t>(3 * cols + cols - 1)] = -1e30f;
+    for (const bool masked : {false, true}) {
+      const Matrix mask = masked ? Matrix::from_vector({rows, cols}, mv) : Matrix();
+      const auto got = ml::softmax_scaled_masked(Matrix::from_vector({rows, cols}, xv), mask, 0.5f).to_vector();
+      EXPECT_TRUE(oa_test::near(got, ref::softmax(to_f64(xv), rows, cols, 0.5, masked ? to_f64(mv) : Vec{}, rows), 1e-10, kRtol))
+          << "cols " << cols << " masked " << masked;
+    }
+  }
+}
+
 TEST(AttentionSoftmax, BroadcastMask) {
   const std::int64_t BH = 3, Sq = 5, Sk = 7;
   auto xv = random_floats(static_cast<std::size_t>(BH * Sq * Sk), 5);
@@ -558,6 +582,21 @@ TEST(AttentionMaterialized, ForwardMatchesReference) {
     const auto want = ref::attention(in.problem, to_f64(in.q), to_f64(in.k), to_f64(in.v));
     EXPECT_TRUE(oa_test::near(r.output.to_vector(), want.out, kAtol, kRtol)) << "output " << describe(c);
     EXPECT_TRUE(oa_test::near(r.weights.to_vector(), want.probs, kAtol, kRtol)) << "weights " << describe(c);
+  }
+}
+
+// Causal rows of the softmax kernel past its register slots (16385 keys)
+// and unaligned (4099), with masks; row i sees i + Sk - Sq + 1 keys, so the
+// visible end falls inside a slot of 4 columns.
+TEST(AttentionMaterialized, CausalLongRowsMatchReference) {
+  std::uint32_t seed = 1200;
+  for (const Case& c : {Case{1, 6, 4099, 4, 4, MaskKind::PerRow, true}, Case{2, 5, 16385, 4, 4, MaskKind::Broadcast, true},
+                        Case{1, 7, 16388, 4, 4, MaskKind::None, true, ml::CausalVariant::UpperLeft}}) {
+    Inputs in = make_inputs(c, seed += 10);
+    auto r = ml::scaled_dot_product_attention_with_weights(in.mq, in.mk, in.mv, in.mmask, {}, c.causal, c.variant);
+    const auto want = ref::attention(in.problem, to_f64(in.q), to_f64(in.k), to_f64(in.v));
+    EXPECT_TRUE(oa_test::near(r.output.to_vector(), want.out, kAtol, kRtol)) << "output " << describe(c);
+    EXPECT_TRUE(oa_test::near(r.weights.to_vector(), want.probs, 1e-10, kRtol)) << "weights " << describe(c);
   }
 }
 

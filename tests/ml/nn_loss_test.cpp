@@ -128,6 +128,26 @@ TEST(NnCrossEntropy, LargeCommonOffsetsMatchTheReference) {
     expect_cross_entropy_matches({1e6f + 2, 1e6f - 1, 1e6f - 1, 1e6f + 2}, {1, 0}, 2, {ml::Reduction::None, -100, smoothing}, {1, -0.5f});
 }
 
+// Each row is read once: 256 lanes load 1..16 slots of 4 columns at a time
+// and fold them online (common/row_slots.glsl). Rows past one load of slots
+// and of vocabularies, aligned (C % 4 == 0, vec4 loads) or not: row 0 holds
+// a NaN in its last column, row 1 -inf every third logit (an infinite loss
+// under label smoothing), row 3 a large common offset.
+TEST(NnCrossEntropy, LongRowsAreFoldedOnline) {
+  for (const std::int64_t C : {5, 1025, 16384, 16385, 32000, 50257, 128256}) {
+    for (double smoothing : {0.0, 0.1}) {
+      SCOPED_TRACE(testing::Message() << "C " << C << " smoothing " << smoothing);
+      const std::int64_t N = 4;
+      auto x = test_values(N * C, 50 + C, -6.0, 6.0);
+      x[static_cast<std::size_t>(C - 1)] = kNaN;
+      for (std::int64_t j = 0; j < C; j += 3) x[static_cast<std::size_t>(C + j)] = -std::numeric_limits<float>::infinity();
+      for (std::int64_t j = 0; j < C; ++j) x[static_cast<std::size_t>(3 * C + j)] += 1e4f;
+      const std::vector<std::int32_t> t = {0, 1, static_cast<std::int32_t>(C / 2), static_cast<std::int32_t>(C - 1)};
+      expect_cross_entropy_matches(x, t, C, {ml::Reduction::None, -100, smoothing}, test_values(N, 51));
+    }
+  }
+}
+
 // Rows of 7 reduce within a subgroup; rows of 300 across subgroups (256 lanes).
 TEST(NnCrossEntropy, NanLogitMakesThatRowNanUnlessIgnored) {
   const std::int64_t N = 4;

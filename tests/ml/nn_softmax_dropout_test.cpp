@@ -100,6 +100,31 @@ TEST(NnLogSoftmax, LargeCommonOffsetsMatchTheReference) {
   }
 }
 
+// 256 lanes keep 1..16 slots of 4 columns of a row in registers and fold
+// the rest online (common/row_slots.glsl): rows at the slot sizes +- 1 and of
+// vocabularies, aligned (L % 4 == 0, vec4 loads) or not. Row 0 holds a NaN
+// past the slots, row 1 -inf every third element, row 2 only -inf, row 3 a
+// logit that overflows exp without the max shift.
+TEST(NnLogSoftmax, LongRowsFoldTheirTailOnline) {
+  for (std::int64_t L : {3, 4, 5, 1023, 1025, 4097, 16383, 16384, 16385, 32000, 50257, 128256}) {
+    SCOPED_TRACE(testing::Message() << "L " << L);
+    auto x = test_values(4 * L, 40 + L, -6.0, 6.0);
+    x[static_cast<std::size_t>(L - 1)] = kNaN;
+    for (std::int64_t j = 0; j < L; ++j) {
+      if (j % 3 == 0) x[static_cast<std::size_t>(L + j)] = -kInf;
+      x[static_cast<std::size_t>(2 * L + j)] = -kInf;
+    }
+    x[static_cast<std::size_t>(3 * L + L / 2)] = 90.0f;
+    const Matrix mx = Matrix::from_vector({4, L}, x);
+    oa::set_requires_grad(mx);
+    const Matrix y = ml::log_softmax(mx);
+    EXPECT_TRUE(oa_test::near(y.to_vector(), ref::log_softmax(f64(x), L), 2e-5, 2e-6)) << "forward";
+    const auto w = test_values(4 * L, 41);
+    oa::backward(y, Matrix::from_vector({4, L}, w));
+    EXPECT_TRUE(oa_test::near(oa::grad(mx).to_vector(), ref::log_softmax_backward(f64(x), f64(w), L), 1e-5, 1e-4)) << "gradient";
+  }
+}
+
 // Rows of 9 reduce within a subgroup; rows of 300 across subgroups (256 lanes).
 TEST(NnLogSoftmax, NanInARowMakesThatRowNan) {
   for (const std::int64_t L : {9, 300}) {

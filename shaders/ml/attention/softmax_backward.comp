@@ -1,6 +1,8 @@
 #version 450
 // dx = scale * y * (dy - sum(y * dy)) over each row of `cols` columns, for
 // y = softmax(x * scale + mask). Rows where y is zero (fully masked) give zero.
+// The first CACHE columns each invocation visits stay in registers, so rows up
+// to LANES * CACHE columns are read from memory once.
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 
@@ -9,7 +11,8 @@ layout(std430, binding = 1) readonly buffer DY { float dy[]; };
 layout(std430, binding = 2) writeonly buffer DX { float dx[]; };
 
 #include "ml/attention/softmax_backward.push.h"
-#include "ml/attention/softmax_common.glsl"
+#include "common/rows.glsl"
+const uint CACHE = 8u;
 
 void main() {
   const uint lane = rows_lane(), row = rows_row();
