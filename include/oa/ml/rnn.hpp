@@ -55,13 +55,16 @@ Matrix gru_cell(const Matrix& gates_x, const Matrix& gates_h, const Matrix& h_pr
 // Returns (out [T, B, H] holding every h_t, c_{T-1} [B, H]). Per step one
 // recurrent GEMM and one cell dispatch on [T, ...] buffers (no per-step
 // copies); the backward runs the steps in reverse (one cell backward and one
-// GEMM each) and gives weight_hh's gradient as one GEMM over all steps and
-// bias_hh's as one column sum, as cuDNN's RNN backward does, rather than a
-// gradient per step. Gradients for every operand.
+// GEMM each) and gives weight_hh's gradient by GEMMs over all steps at once
+// (the h0 term and the rest) and bias_hh's as one column sum, as cuDNN's RNN
+// backward does, rather than a gradient per step. Gradients for every
+// operand. Under autocast the layer runs in f32, its recurrent GEMM included.
 // Errors: InvalidArgument naming "oa::ml::lstm_layer", the argument and the
 // shapes for a non-f32 operand, gates_x not rank 3 with nonzero extents and a
 // last extent divisible by 4, weight_hh not [4H, H], bias_hh not [4H], h0 or
-// c0 not [B, H], element counts past 2^32; operands on different engines.
+// c0 not [B, H], a gates_x element count past 2^32; operands on different
+// engines. ResourceExhausted when a [T, ...] buffer exceeds the device's
+// maxStorageBufferRange.
 // Semantic op "oa::ml::lstm_layer" (2T dispatches or more: a GEMM may split K).
 std::pair<Matrix, Matrix> lstm_layer(const Matrix& gates_x, const Matrix& weight_hh, const Matrix& bias_hh, const Matrix& h0,
                                      const Matrix& c0);

@@ -1,5 +1,5 @@
-// lstm_cell and gru_cell, each declared once (matrix/op_def.hpp): validation,
-// the fused forward kernel and the fused backward kernel.
+// lstm_cell, gru_cell, lstm_layer and gru_layer, each declared once
+// (matrix/op_def.hpp): validation, the forward and the backward.
 #include <array>
 
 #include "matrix/gemm.hpp"
@@ -144,7 +144,7 @@ const detail::Op<NoAttributes> kGruCell{
 // The recurrence of one layer over T steps, each step one recurrent GEMM
 // (matrix/gemm_skinny for B <= 16) and one cell dispatch addressing step t of
 // [T, ...] buffers; the backward runs the steps in reverse (cell backward,
-// then dh_{t-1} += dgates_h_t W_hh), and forms the weight gradient as one GEMM
+// then dh_{t-1} += dgates_h_t W_hh), and forms the weight gradient by GEMMs
 // over all steps and the bias gradient as one column sum.
 
 // The checks of a layer with `gates` gate blocks: gates_x [T, B, gates * H],

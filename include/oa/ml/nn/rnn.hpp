@@ -47,8 +47,8 @@ struct RNNOptions {
 };
 
 // What LSTM and GRU share (torch.nn.RNNBase): the parameters, the input
-// layout, the loop over layers and time steps with its input projection and
-// recurrent GEMM, and dropout between layers; each gives only its cell.
+// layout, the loop over layers with each layer's input projection, and
+// dropout between layers; each gives only its layer op.
 class RNNBase : public Module {
  public:
   std::int64_t input_size() const { return input_size_; }
