@@ -181,4 +181,22 @@ TEST(NnRnn, Errors) {
                               ErrorKind::InvalidArgument, {"oa::ml::gru_cell", "gates_h"}));
 }
 
+TEST(NnRnn, LayerErrors) {
+  const Matrix gx = Matrix::zeros({3, 2, 8}), w = Matrix::zeros({8, 2}), b = Matrix::zeros({8}), s = Matrix::zeros({2, 2});
+  EXPECT_TRUE(oa_test::throws([&] { oa::ml::lstm_layer(Matrix::zeros({2, 8}), w, b, s, s); }, ErrorKind::InvalidArgument,
+                              {"oa::ml::lstm_layer", "gates_x", "[2, 8]"}));
+  EXPECT_TRUE(oa_test::throws([&] { oa::ml::lstm_layer(Matrix::zeros({3, 2, 6}), w, b, s, s); }, ErrorKind::InvalidArgument,
+                              {"oa::ml::lstm_layer", "gates_x", "[3, 2, 6]"}));
+  EXPECT_TRUE(oa_test::throws([&] { oa::ml::lstm_layer(gx, Matrix::zeros({8, 3}), b, s, s); }, ErrorKind::InvalidArgument,
+                              {"oa::ml::lstm_layer", "weight_hh", "[8, 3]"}));
+  EXPECT_TRUE(oa_test::throws([&] { oa::ml::lstm_layer(gx, w, Matrix::zeros({6}), s, s); }, ErrorKind::InvalidArgument,
+                              {"oa::ml::lstm_layer", "bias_hh", "[6]"}));
+  EXPECT_TRUE(oa_test::throws([&] { oa::ml::lstm_layer(gx, w, b, s, Matrix::zeros({3, 2})); }, ErrorKind::InvalidArgument,
+                              {"oa::ml::lstm_layer", "c0", "[3, 2]"}));
+  EXPECT_TRUE(oa_test::throws([&] { oa::ml::lstm_layer(gx, w, b, oa::matrix::cast(s, oa::DType::F16), s); }, ErrorKind::InvalidArgument,
+                              {"oa::ml::lstm_layer", "h0", "f16"}));
+  EXPECT_TRUE(oa_test::throws([&] { oa::ml::gru_layer(Matrix::zeros({3, 2, 6}), Matrix::zeros({6, 2}), Matrix(), Matrix::zeros({2, 3})); },
+                              ErrorKind::InvalidArgument, {"oa::ml::gru_layer", "h0", "[2, 3]"}));
+}
+
 }  // namespace

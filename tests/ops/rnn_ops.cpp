@@ -95,6 +95,12 @@ OA_OP_CASES(lstm_layer, "oa::ml::lstm_layer") {
                        }});
     }
   }
+  // Only some operands need gradients: weight_hh and h0 are constants.
+  cases.push_back({"constant_weight_and_h0",
+                   {random_input({2, 3, 8}, 991, -2, 2), random_input({8, 2}, 992, -0.7, 0.7, false), random_input({8}, 993, -0.5, 0.5),
+                    random_input({3, 2}, 994, -1, 1, false), random_input({3, 2}, 995, -1, 1)},
+                   [](const Inputs& x) { return oa::ml::lstm_layer(x[0], x[1], x[2], x[3], x[4]).first; },
+                   [](const RefInputs& x) { return reference::recurrence(true, x[0], x[1], x[2], x[3], x[4], 2, 3, 2)[0]; }});
   return cases;
 }
 
@@ -115,6 +121,12 @@ OA_OP_CASES(gru_layer, "oa::ml::gru_layer") {
                        return reference::recurrence(false, x[0], x[1], bias ? x[2] : std::vector<double>{}, x[bias ? 3 : 2], {}, T, B, H)[0];
                      }});
   }
+  // gates_x is a constant: only the recurrent operands need gradients.
+  cases.push_back({"constant_gates_x",
+                   {random_input({2, 3, 6}, 981, -2, 2, false), random_input({6, 2}, 982, -0.7, 0.7), random_input({6}, 983, -0.5, 0.5),
+                    random_input({3, 2}, 984, -1, 1)},
+                   [](const Inputs& x) { return oa::ml::gru_layer(x[0], x[1], x[2], x[3]); },
+                   [](const RefInputs& x) { return reference::recurrence(false, x[0], x[1], x[2], x[3], {}, 2, 3, 2)[0]; }});
   return cases;
 }
 
