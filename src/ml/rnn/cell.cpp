@@ -313,7 +313,8 @@ const detail::Op<NoAttributes> kGruLayer{
        const Matrix &out = c.outputs[0], &act = c.outputs[1], &gh = c.outputs[2], &dout = c.grad_outputs[0];
        const Engine& engine = dout.engine();
        const std::int64_t T = act.shape()[0], B = act.shape()[1], G = act.shape()[2], H = G / 3, BH = B * H;
-       const Matrix dh = gradient_of_h(dout), dgx = detail::allocate(engine, act.shape()), dgh = detail::allocate(engine, act.shape());
+       const Matrix dh = gradient_of_h(dout), dgh = detail::allocate(engine, act.shape());
+       const Matrix dgx = c.needs[0] ? detail::allocate(engine, act.shape()) : Matrix();
        std::vector<Matrix> grads(4);
        if (c.needs[3]) grads[3] = detail::allocate(engine, h0.shape());
        std::vector<ComputeDispatch> ds;
@@ -321,10 +322,10 @@ const detail::Op<NoAttributes> kGruLayer{
          const bool first = t == 0, dh_prev = !first || c.needs[3];
          ComputeDispatch d;
          d.kernel = kernels::ml_rnn_gru_cell_backward;
-         d.specialization = {true, true, dh_prev, !first};
+         d.specialization = {c.needs[0], true, dh_prev, !first};
          d.bindings = {BufferBinding::read(dh.storage()),  BufferBinding::read(act.storage()),
                        BufferBinding::read(gh.storage()),  BufferBinding::read((first ? h0 : out).storage()),
-                       BufferBinding::write(dgx.storage()), BufferBinding::write(dgh.storage()),
+                       BufferBinding::write(c.needs[0] ? dgx.storage() : unused_output(engine)), BufferBinding::write(dgh.storage()),
                        !first ? BufferBinding::read_write(dh.storage())
                               : BufferBinding::write(c.needs[3] ? grads[3].storage() : unused_output(engine))};
          set_cell_grid(d, BH, H, {t * BH, t * B * G, t * B * G, first ? 0 : (t - 1) * BH, t * B * G, t * B * G, first ? 0 : (t - 1) * BH});
@@ -335,7 +336,7 @@ const detail::Op<NoAttributes> kGruLayer{
        }
        if (c.needs[1]) grads[1] = weight_gradient(engine, ds, dgh, h0, out);
        c.record(ds, {&dout, &w, &act, &gh, &h0, &out}, {&dgx, &grads[1], &grads[3]});
-       if (c.needs[0]) grads[0] = dgx;
+       grads[0] = dgx;
        if (c.needs[2]) grads[2] = matrix::sum_to(dgh, Shape{G});
        return grads;
      }}};
