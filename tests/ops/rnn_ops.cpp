@@ -4,7 +4,6 @@
 #include "reference/rnn.hpp"
 
 #include <string>
-#include <tuple>
 
 namespace oa::test {
 namespace {
@@ -64,6 +63,12 @@ OA_OP_CASES(gru_cell, "oa::ml::gru_cell") {
   return cases;
 }
 
+// A layer case's steps, batch, hidden size and whether it has a recurrent bias.
+struct LayerShape {
+  std::int64_t T, B, H;
+  bool bias;
+};
+
 // "T3_B2_H3", "_nobias" appended without a bias.
 std::string shape_tag(std::int64_t T, std::int64_t B, std::int64_t H, bool bias) {
   return label("T", T) + label("_B", B) + label("_H", H) + (bias ? "" : "_nobias");
@@ -74,8 +79,9 @@ std::string shape_tag(std::int64_t T, std::int64_t B, std::int64_t H, bool bias)
 OA_OP_CASES(lstm_layer, "oa::ml::lstm_layer") {
   std::vector<OpCase> cases;
   std::uint64_t seed = 941;
-  for (const auto& [T, B, H, bias] : {std::tuple<std::int64_t, std::int64_t, std::int64_t, bool>{3, 2, 3, true}, {1, 2, 2, true},
-                                      {2, 17, 2, false}, {2, 3, 4, true}, {2, 65, 2, true}}) {
+  for (const LayerShape& shape : {LayerShape{3, 2, 3, true}, {1, 2, 2, true}, {2, 17, 2, false}, {2, 3, 4, true}, {2, 65, 2, true}}) {
+    const std::int64_t T = shape.T, B = shape.B, H = shape.H;
+    const bool bias = shape.bias;
     std::vector<GradInput> inputs = {random_input({T, B, 4 * H}, seed, -2, 2), random_input({4 * H, H}, seed + 1, -0.7, 0.7),
                                      random_input({4 * H}, seed + 2, -0.5, 0.5), random_input({B, H}, seed + 3, -1, 1),
                                      random_input({B, H}, seed + 4, -1, 1)};
@@ -107,8 +113,9 @@ OA_OP_CASES(lstm_layer, "oa::ml::lstm_layer") {
 OA_OP_CASES(gru_layer, "oa::ml::gru_layer") {
   std::vector<OpCase> cases;
   std::uint64_t seed = 961;
-  for (const auto& [T, B, H, bias] : {std::tuple<std::int64_t, std::int64_t, std::int64_t, bool>{3, 2, 3, true}, {1, 3, 2, true},
-                                      {2, 17, 2, false}, {2, 3, 4, true}, {2, 65, 2, true}}) {
+  for (const LayerShape& shape : {LayerShape{3, 2, 3, true}, {1, 3, 2, true}, {2, 17, 2, false}, {2, 3, 4, true}, {2, 65, 2, true}}) {
+    const std::int64_t T = shape.T, B = shape.B, H = shape.H;
+    const bool bias = shape.bias;
     std::vector<GradInput> inputs = {random_input({T, B, 3 * H}, seed, -2, 2), random_input({3 * H, H}, seed + 1, -0.7, 0.7),
                                      random_input({3 * H}, seed + 2, -0.5, 0.5), random_input({B, H}, seed + 3, -1, 1)};
     if (!bias) inputs.erase(inputs.begin() + 2);
