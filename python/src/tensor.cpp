@@ -292,14 +292,15 @@ py::object extreme(const Matrix& x, const py::object& dim, bool keepdim, bool la
   if (!py::isinstance<py::int_>(dim))
     throw py::type_error(fmt::format("{}: dim must be an int, a tensor (the elementwise form) or None, not {} (several "
                                      "axes: amax or amin)", op, py::str(py::type::handle_of(dim).attr("__name__")).cast<std::string>()));
-  if (!is_floating_point(x.dtype()))
-    fail(ErrorKind::InvalidArgument, "{}: x of shape {} is {}; max and min along a dim take float32, float16 or bfloat16", op,
+  if (!is_floating_point(x.dtype()) && x.dtype() != DType::I32)
+    fail(ErrorKind::InvalidArgument, "{}: x of shape {} is {}; max and min along a dim take float32, float16, bfloat16 or int32", op,
          x.shape(), to_string(x.dtype()));
   const int axis = reduction_dims(x, dim, op)[0];
   const Matrix indices = largest ? mx::argmax(x, axis, true) : mx::argmin(x, axis, true);
-  // take_along_axis copies float32: a 16-bit x is read through float32 (exact).
-  Matrix values = mx::take_along_axis(convert(x, DType::F32), indices, axis);
-  values = convert(values, x.dtype());
+  // take_along_axis copies float32: a 16-bit x is read through float32 (exact);
+  // int32 values (no gradient) are the exact amax or amin.
+  const Matrix values = x.dtype() == DType::I32 ? (largest ? mx::max(x, {axis}, true) : mx::min(x, {axis}, true))
+                                                : convert(mx::take_along_axis(convert(x, DType::F32), indices, axis), x.dtype());
   return (largest ? max_type : min_type)(keepdim ? values : mx::squeeze(values, axis),
                                          keepdim ? indices : mx::squeeze(indices, axis));
 }

@@ -262,8 +262,11 @@ def test_max_and_min_forms(name):
         getattr(t, name)((0, 1))
     with pytest.raises(TypeError, match="keepdim=True needs a dim"):
         getattr(t, name)(keepdim=True)
-    with pytest.raises(oa.InvalidArgumentError, match=rf"oa.{name}: x of shape \[1, 2\] is i32"):
-        getattr(oa, name)(oa.tensor([[1, 2]]), 1)
+    ints = getattr(oa, name)(oa.tensor([[1, 2 ** 24 + 1, 2 ** 24 + 1]]), 1)
+    assert ints.values.dtype == oa.int32 and ints.values.item() == (2**24 + 1 if name == "max" else 1)
+    assert ints.indices.item() == (1 if name == "max" else 0)
+    with pytest.raises(oa.InvalidArgumentError, match=rf"oa.{name}: x of shape \[1, 2\] is bool"):
+        getattr(oa, name)(oa.tensor([[True, False]]), 1)
     import pickle
     assert tuple(pickle.loads(pickle.dumps(getattr(t, name)(0)))[1].numpy().shape) == (4, 5)
 
@@ -514,6 +517,30 @@ def test_an_optimizer_state_dict_pickles_and_loads():
         (p * p).sum().backward()
         o.step()
     np.testing.assert_array_equal(w2.numpy(), w.numpy())
+
+
+def test_extremes_of_int32_are_exact_and_of_bool_are_any_and_all():
+    """torch.amax, amin, argmax, argmin and max(dim) of integer tensors: exact int32 (past 2^24, the int32 ends, ties
+    at the first index); amax and amin of bool: bool any and all; argmax of bool is refused, as torch's."""
+    m = np.array([[2**24 + 1, -5, 2**31 - 1, 7, 2**31 - 1], [3, 3, -(2**31), 2**24 + 3, -(2**31)]], np.int32)
+    t = oa.tensor(m)
+    for dim in [None, 0, 1, (0, 1)]:
+        for keepdim in [False, True]:
+            assert t.amax(dim, keepdim=keepdim).dtype == oa.int32
+            np.testing.assert_array_equal(t.amax(dim, keepdim=keepdim).numpy(), m.max(axis=dim, keepdims=keepdim))
+            np.testing.assert_array_equal(t.amin(dim, keepdim=keepdim).numpy(), m.min(axis=dim, keepdims=keepdim))
+    for dim in [0, 1]:
+        np.testing.assert_array_equal(t.argmax(dim).numpy(), m.argmax(dim))
+        np.testing.assert_array_equal(t.argmin(dim).numpy(), m.argmin(dim))
+        values, indices = t.max(dim)
+        np.testing.assert_array_equal(values.numpy(), m.max(dim))
+        np.testing.assert_array_equal(indices.numpy(), m.argmax(dim))
+    b = m > 3
+    assert oa.tensor(b).amax(1).dtype == oa.bool
+    np.testing.assert_array_equal(oa.tensor(b).amax(1).numpy(), b.any(1))
+    np.testing.assert_array_equal(oa.tensor(b).amin(0).numpy(), b.all(0))
+    with pytest.raises(oa.InvalidArgumentError, match="oa::matrix::argmax: x must be"):
+        oa.tensor(b).argmax(1)
 
 
 def test_sums_of_bool_and_int32_are_int32():

@@ -1,7 +1,7 @@
 #version 450
 // mask = a (OP) b elementwise as Bool (oa::matrix::eq, ne, lt, le, gt, ge):
 // a and b f32 (i32 when INTS is 1) of one shape, or b the push value (SCALAR
-// is 1; f32 a). A NaN operand compares false under every OP but Ne (true), as
+// is 1; f32 a, or i32 a against the value's bits: 0.0 as 0). A NaN operand compares false under every OP but Ne (true), as
 // IEEE 754 and PyTorch; the test reads the bits, so no fast-math rewrite of
 // the float comparison can change it. Invocation p writes the Bool bytes
 // (0 or 1) of elements 4p .. 4p + 3 as one word, so no 8-bit storage is

@@ -364,23 +364,27 @@ struct CompareAttributes {
   static constexpr auto fields = std::tuple{field("value", &CompareAttributes::value)};
 };
 
-// One dispatch per element chunk of a (and of b, when given) writing the mask's Bool bytes.
+// Appends one dispatch per element chunk of a (and of b, when given; else
+// the scalar `value`) writing the mask's Bool bytes into out.
+void compare_dispatches(CompareCode code, const Matrix& a, const Matrix& b, float value, const Matrix& out, std::vector<ComputeDispatch>& ds) {
+  for (auto chunk : detail::element_chunks(a.engine(), a.numel())) {
+    const auto [in_offset, in_bytes] = detail::chunk_window(a.dtype(), chunk);
+    const auto [out_offset, out_bytes] = detail::chunk_window(DType::Bool, chunk);
+    ComputeDispatch d;
+    d.kernel = kernels::matrix_compare;
+    d.specialization = {code, a.dtype() == DType::I32 ? 1u : 0u, b.defined() ? 0u : 1u};
+    d.bindings = {BufferBinding::read(a.storage(), in_offset, in_bytes),
+                  BufferBinding::read((b.defined() ? b : a).storage(), in_offset, in_bytes),
+                  BufferBinding::write(out.storage(), out_offset, out_bytes)};
+    d.push.set(push::matrix_compare{.n = static_cast<std::uint32_t>(chunk.count), .value = value});
+    d.groups = {detail::groups_for((chunk.count + 3) / 4, 256), 1, 1};
+    ds.push_back(std::move(d));
+  }
+}
+
 detail::Lowering<CompareAttributes> compare_lowering(CompareCode code) {
   return [code](const OpCall<CompareAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
-    const Matrix &a = c.inputs[0], &b = c.inputs[1];
-    for (auto chunk : detail::element_chunks(a.engine(), a.numel())) {
-      const auto [in_offset, in_bytes] = detail::chunk_window(a.dtype(), chunk);
-      const auto [out_offset, out_bytes] = detail::chunk_window(DType::Bool, chunk);
-      ComputeDispatch d;
-      d.kernel = kernels::matrix_compare;
-      d.specialization = {code, a.dtype() == DType::I32 ? 1u : 0u, b.defined() ? 0u : 1u};
-      d.bindings = {BufferBinding::read(a.storage(), in_offset, in_bytes),
-                    BufferBinding::read((b.defined() ? b : a).storage(), in_offset, in_bytes),
-                    BufferBinding::write(out[0].storage(), out_offset, out_bytes)};
-      d.push.set(push::matrix_compare{.n = static_cast<std::uint32_t>(chunk.count), .value = c.attributes.value});
-      d.groups = {detail::groups_for((chunk.count + 3) / 4, 256), 1, 1};
-      ds.push_back(std::move(d));
-    }
+    compare_dispatches(code, c.inputs[0], c.inputs[1], c.attributes.value, out[0], ds);
   };
 }
 
@@ -459,3 +463,11 @@ OA_COMPARISONS(OA_DEFINE)
 #undef OA_DEFINE
 
 }  // namespace oa::matrix
+
+namespace oa::detail {
+
+void nonzero_into(const Matrix& x, const Matrix& mask, std::vector<runtime::ComputeDispatch>& dispatches) {
+  matrix::compare_dispatches(matrix::Ne, x, Matrix(), 0.0f, mask, dispatches);
+}
+
+}  // namespace oa::detail

@@ -28,18 +28,19 @@ std::vector<std::int64_t> strides_of(const Shape& s) {
 
 // One matrix/strided_copy dispatch between `contiguous` (row-major over
 // `extents`) and the strided side `strided` (base + sum of coordinate * stride),
-// of elements of `dtype` (32-bit, or 16-bit: f16 or bf16).
+// of elements of `dtype` (32-bit, 16-bit: f16 or bf16, or bool bytes).
 void strided_copy(const char* op, bool scatter, DType dtype, const std::shared_ptr<runtime::Storage>& src,
                   const std::shared_ptr<runtime::Storage>& dst, const std::vector<std::int64_t>& extents,
                   const std::vector<std::int64_t>& strides, std::int64_t base, std::vector<ComputeDispatch>& ds) {
   const std::int64_t n = std::accumulate(extents.begin(), extents.end(), std::int64_t{1}, std::multiplies<>());
   if (n == 0) return;
-  const bool half = size_of(dtype) == 2;
+  const auto size = static_cast<std::uint32_t>(size_of(dtype));
+  const std::int64_t per = 4 / size;  // elements a word
   ComputeDispatch d;
   d.kernel = kernels::matrix_strided_copy;
-  d.specialization = {scatter ? 1u : 0u, half ? 1u : 0u};
-  // A 16-bit scatter ORs halves into words (read and written).
-  d.bindings = {BufferBinding::read(src), half && scatter ? BufferBinding::read_write(dst) : BufferBinding::write(dst)};
+  d.specialization = {scatter ? 1u : 0u, size};
+  // A 16-bit or byte scatter ORs its elements into words (read and written).
+  d.bindings = {BufferBinding::read(src), per > 1 && scatter ? BufferBinding::read_write(dst) : BufferBinding::write(dst)};
   const std::size_t pad = Shape::kMaxRank - extents.size();
   std::array<std::uint32_t, Shape::kMaxRank> ext{}, stride{};
   for (std::size_t d8 = 0; d8 < Shape::kMaxRank; ++d8) {
@@ -50,7 +51,7 @@ void strided_copy(const char* op, bool scatter, DType dtype, const std::shared_p
                                        .base = detail::shader_u32(base, "element offset", op),
                                        .ext = ext,
                                        .stride = stride});
-  d.groups = {detail::groups_for(half && !scatter ? (n + 1) / 2 : n, 1024), 1, 1};  // a 16-bit gather: dst words
+  d.groups = {detail::groups_for(scatter ? n : ceil_div(n, per), 1024), 1, 1};  // a gather: dst words
   ds.push_back(std::move(d));
 }
 
@@ -381,9 +382,10 @@ Matrix unflatten(const Matrix& x, int axis, const std::vector<std::int64_t>& siz
 
 namespace oa::detail {
 
-void permute_into(const char* op, const std::shared_ptr<runtime::Storage>& x, const Shape& x_shape, const std::shared_ptr<runtime::Storage>& y,
-                  const std::vector<std::int64_t>& dims, std::vector<runtime::ComputeDispatch>& dispatches) {
-  matrix::permute_dispatch(op, DType::F32, x, x_shape, y, dims, dispatches);
+void permute_into(const char* op, DType dtype, const std::shared_ptr<runtime::Storage>& x, const Shape& x_shape,
+                  const std::shared_ptr<runtime::Storage>& y, const std::vector<std::int64_t>& dims,
+                  std::vector<runtime::ComputeDispatch>& dispatches) {
+  matrix::permute_dispatch(op, dtype, x, x_shape, y, dims, dispatches);
 }
 
 }  // namespace oa::detail

@@ -106,12 +106,13 @@ bool broadcast_layout(const Shape& big, const Shape& small, std::int64_t& channe
 // the shapes.
 Shape broadcast_shapes(const char* op, const std::vector<std::pair<const char*, Shape>>& shapes);
 
-// Appends the matrix/strided_copy dispatch that writes into `y` the 32-bit
-// elements of `x` (row-major, shape x_shape) with their axes reordered: y's
-// axis k is x's axis dims[k] (the lowering of oa::matrix::permute). Callers
-// check that the element count fits a u32.
-void permute_into(const char* op, const std::shared_ptr<runtime::Storage>& x, const Shape& x_shape, const std::shared_ptr<runtime::Storage>& y,
-                  const std::vector<std::int64_t>& dims, std::vector<runtime::ComputeDispatch>& dispatches);
+// Appends the matrix/strided_copy dispatch that writes into `y` the elements
+// of `x` (row-major, shape x_shape, of `dtype`: 32-bit, 16-bit or bool) with
+// their axes reordered: y's axis k is x's axis dims[k] (the lowering of
+// oa::matrix::permute). Callers check that the element count fits a u32.
+void permute_into(const char* op, DType dtype, const std::shared_ptr<runtime::Storage>& x, const Shape& x_shape,
+                  const std::shared_ptr<runtime::Storage>& y, const std::vector<std::int64_t>& dims,
+                  std::vector<runtime::ComputeDispatch>& dispatches);
 
 // The one lowering of the row kernels (softmax, log_softmax, cross_entropy,
 // layer_norm; shaders/common/rows.glsl) over a row-major [rows, cols] tensor.
@@ -159,6 +160,10 @@ void append_row_slots(runtime::ComputeDispatch& d, std::int64_t cols);
 enum class RowReduction : std::uint32_t { Sum = 0, Max = 1, ArgMax = 2 };
 void reduce_rows(const Engine& engine, std::shared_ptr<runtime::Storage> in, std::int64_t rows, std::int64_t length, RowReduction op,
                  float scale, const std::shared_ptr<runtime::Storage>& out, std::vector<runtime::ComputeDispatch>& dispatches);
+
+// Appends the matrix/compare dispatches writing mask = (x != 0): i32 x, Bool
+// mask of x's element count.
+void nonzero_into(const Matrix& x, const Matrix& mask, std::vector<runtime::ComputeDispatch>& dispatches);
 
 // Channel sums for op lowerings (the lowering of oa::matrix::sum_to): appends
 // the passes that sum the f32 view [outer, channels, inner] of `in` over outer

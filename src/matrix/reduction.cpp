@@ -20,23 +20,40 @@ namespace {
 
 using namespace detail::op_def;
 
-// The OP codes of matrix/reduce; ArgMin runs ArgMax over -x (its NEGATE);
-// ISum sums int32 items exactly (wrapping past int32).
-enum ReduceOp : std::uint32_t { Sum = 0, Max = 1, ArgMax = 2, Min = 3, Prod = 4, ArgMin = 5, ISum = 6 };
-bool is_arg(ReduceOp op) { return op == ArgMax || op == ArgMin; }
+// The OP codes of matrix/reduce; ArgMin runs ArgMax over -x and IArgMin
+// IArgMax over ~x (their NEGATE). ISum, IMax, IMin and IArgMax reduce int32
+// items exactly (ISum wrapping past int32).
+enum ReduceOp : std::uint32_t {
+  Sum = 0,
+  Max = 1,
+  ArgMax = 2,
+  Min = 3,
+  Prod = 4,
+  ArgMin = 5,
+  ISum = 6,
+  IMax = 7,
+  IMin = 8,
+  IArgMax = 9,
+  IArgMin = 10
+};
+bool is_arg(ReduceOp op) { return op == ArgMax || op == ArgMin || op == IArgMax || op == IArgMin; }
+// The kernel's OP for `op`: argmin runs as argmax over negated items.
+ReduceOp kernel_op(ReduceOp op) { return op == ArgMin ? ArgMax : op == IArgMin ? IArgMax : op; }
 
 std::int64_t range_words(const Engine& engine) {
   return static_cast<std::int64_t>(engine.device().max_storage_buffer_range / 4) - 64;
 }
 
-// Appends the passes of matrix/reduce that reduce `rows` rows of `length` f32
-// items of `in` into `out` ([rows] values, or int32 indices for ArgMax and ArgMin). Rows
-// longer than one segment give [rows, parts] partial results that the next
-// pass reduces again. `root`: the final values are square roots. Callers
-// check that max(rows, rows * length) fits a u32.
+// Appends the passes of matrix/reduce that reduce `rows` rows of `length`
+// items of `in` (f32, or int32 for the I ops) into `out` ([rows] values, or
+// int32 indices for the arg ops). Rows longer than one segment give [rows,
+// parts] partial results that the next pass reduces again. `root`: the final
+// values are square roots. `bytes`: `in` holds bool bytes, read as int32 0 and
+// 1 (for ISum, IMax, IMin). Callers check that max(rows, rows * length) fits a u32.
 void reduce_rows(const Engine& engine, std::shared_ptr<Storage> in, std::int64_t rows, std::int64_t length, ReduceOp op,
-                 float scale, const std::shared_ptr<Storage>& out, std::vector<ComputeDispatch>& ds, bool root = false) {
-  bool pairs = false;  // `in` holds (value, index) pairs of an earlier ArgMax or ArgMin pass
+                 float scale, const std::shared_ptr<Storage>& out, std::vector<ComputeDispatch>& ds, bool root = false,
+                 bool bytes = false) {
+  bool pairs = false;  // `in` holds (value, index) pairs of an earlier arg pass
   for (;;) {
     const std::uint32_t threads = length > 512 ? 256 : 32;  // invocations per segment
     const std::int64_t chunk = threads == 256 ? 4096 : 512;  // items per segment
@@ -50,11 +67,14 @@ void reduce_rows(const Engine& engine, std::shared_ptr<Storage> in, std::int64_t
       const std::int64_t q = std::min(per, segments - s0), sl = s0 + q - 1;
       const std::int64_t r0 = s0 / parts, p0 = s0 % parts;
       const std::int64_t first = r0 * length + p0 * chunk, end = sl / parts * length + std::min(length, (sl % parts + 1) * chunk);
-      const auto src = detail::element_window(in, first * w_in, (end - first) * w_in, Access::Read);
+      // Bytes: the words that hold them, in_off counting bytes.
+      const auto src = bytes ? detail::element_window(in, first / 4, ceil_div(end, 4) - first / 4, Access::Read)
+                             : detail::element_window(in, first * w_in, (end - first) * w_in, Access::Read);
       const auto dstw = detail::element_window(dst, s0 * w_out, q * w_out, Access::Write);
       ComputeDispatch d;
       d.kernel = kernels::matrix_reduce;
-      d.specialization = {is_arg(op) ? ArgMax : op, threads, pairs, is_arg(op) ? (last ? 2u : 1u) : 0u, op == ArgMin && !pairs, root && last};
+      d.specialization = {kernel_op(op), threads, pairs, is_arg(op) ? (last ? 2u : 1u) : 0u, kernel_op(op) != op && !pairs,
+                          root && last, bytes};
       d.bindings = {src.binding, dstw.binding};
       d.push.set(push::matrix_reduce{.nseg = u32(q),
                                      .r0 = u32(r0),
@@ -62,7 +82,7 @@ void reduce_rows(const Engine& engine, std::shared_ptr<Storage> in, std::int64_t
                                      .L = u32(length),
                                      .P = u32(parts),
                                      .chunk = u32(chunk),
-                                     .in_off = src.offset,
+                                     .in_off = bytes ? src.offset * 4 + u32(first % 4) : src.offset,
                                      .out_off = dstw.offset,
                                      .scale = last ? scale : 1.0f});
       d.groups = {detail::groups_for(q, 256 / threads), 1, 1};
@@ -71,6 +91,7 @@ void reduce_rows(const Engine& engine, std::shared_ptr<Storage> in, std::int64_t
     if (last) return;
     in = dst;
     pairs = is_arg(op);
+    bytes = false;
     length = parts;
   }
 }
@@ -205,13 +226,13 @@ void map_rows(const Engine& engine, std::uint32_t mode, const std::shared_ptr<St
   }
 }
 
-// x as the contiguous [v.rows, v.length] rows of layout v: x itself, or a
-// permuted copy (appended to ds) when v moves.
-std::shared_ptr<Storage> rows_of(const Engine& engine, const char* name, const std::shared_ptr<Storage>& x, const Layout& v,
+// x (of `dtype`) as the contiguous [v.rows, v.length] rows of layout v: x
+// itself, or a permuted copy in x's dtype (appended to ds) when v moves.
+std::shared_ptr<Storage> rows_of(const Engine& engine, const char* name, DType dtype, const std::shared_ptr<Storage>& x, const Layout& v,
                                  std::vector<ComputeDispatch>& ds) {
   if (!v.moves || v.rows * v.length == 0) return x;
-  auto src = scratch(engine, v.rows * v.length);
-  detail::permute_into(name, x, Shape(v.extents), src, v.order, ds);
+  auto src = scratch(engine, ceil_div(v.rows * v.length * static_cast<std::int64_t>(size_of(dtype)), 4));
+  detail::permute_into(name, dtype, x, Shape(v.extents), src, v.order, ds);
   return src;
 }
 
@@ -223,7 +244,7 @@ void reduce_axes(const Engine& engine, const char* name, Kind kind, const std::s
   const Layout v(s, dims);
   const std::int64_t rows = v.rows, n = v.length;
   if (rows == 0) return;
-  const std::shared_ptr<Storage> src = rows_of(engine, name, x, v, ds);
+  const std::shared_ptr<Storage> src = rows_of(engine, name, DType::F32, x, v, ds);
   switch (kind) {
     case Kind::Sum:
     case Kind::Mean: reduce_rows(engine, src, rows, n, Sum, scale_of(kind == Kind::Mean, n), out, ds); return;
@@ -383,8 +404,19 @@ Matrix reduction_backward(Kind kind, const BackwardCall<A>& c) {
   return Matrix();
 }
 
-// The lowerings of reduction `kind`: f32, f16 and bf16 (float_lowerings)
-// and, for sum, int32 (an exact int32 sum, the dtype of its result).
+// Appends the passes of int32 reduction `op` (ISum, IMax, IMin, IArgMax,
+// IArgMin) of x (i32, or bool read as 0 and 1) along layout v into `out`.
+template <class A>
+void reduce_ints(const OpCall<A>& c, const Layout& v, ReduceOp op, const std::shared_ptr<Storage>& out, std::vector<ComputeDispatch>& ds) {
+  const Matrix& x = c.inputs[0];
+  if (v.rows == 0) return;
+  reduce_rows(c.engine, rows_of(c.engine, c.name, x.dtype(), x.storage(), v, ds), v.rows, v.length, op, 1.0f, out, ds, false,
+              x.dtype() == DType::Bool);
+}
+
+// The lowerings of reduction `kind`: f32, f16 and bf16 (float_lowerings);
+// for sum, int32 and bool (exact int32 sums); for max and min, int32 (exact)
+// and bool (any and all: int32 0 and 1 per row, then the mask of the nonzero).
 template <class A>
 std::vector<std::pair<DType, detail::Lowering<A>>> reduction_lowerings(Kind kind) {
   auto lowerings = detail::float_lowerings<A>([kind](const OpCall<A>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
@@ -392,11 +424,19 @@ std::vector<std::pair<DType, detail::Lowering<A>>> reduction_lowerings(Kind kind
     reduce_axes(c.engine, c.name, kind, x.storage(), x.shape(), c.attributes.dims, correction_of(c.attributes),
                 order_of(c.attributes), out[0].storage(), ds);
   });
-  if (kind == Kind::Sum)
-    lowerings.emplace_back(DType::I32, [](const OpCall<A>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
-      const Matrix& x = c.inputs[0];
-      const Layout v(x.shape(), c.attributes.dims);
-      if (v.rows > 0) reduce_rows(c.engine, rows_of(c.engine, c.name, x.storage(), v, ds), v.rows, v.length, ISum, 1.0f, out[0].storage(), ds);
+  if (kind != Kind::Sum && kind != Kind::Max && kind != Kind::Min) return lowerings;
+  const ReduceOp op = kind == Kind::Sum ? ISum : kind == Kind::Max ? IMax : IMin;
+  const detail::Lowering<A> ints = [op](const OpCall<A>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+    reduce_ints(c, Layout(c.inputs[0].shape(), c.attributes.dims), op, out[0].storage(), ds);
+  };
+  lowerings.emplace_back(DType::I32, ints);
+  if (kind == Kind::Sum) lowerings.emplace_back(DType::Bool, ints);
+  else
+    lowerings.emplace_back(DType::Bool, [op](const OpCall<A>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+      const Layout v(c.inputs[0].shape(), c.attributes.dims);
+      const Matrix extremes = detail::allocate(c.engine, out[0].shape(), DType::I32);
+      reduce_ints(c, v, op, extremes.storage(), ds);
+      detail::nonzero_into(extremes, out[0], ds);
     });
   return lowerings;
 }
@@ -428,7 +468,8 @@ Op<A> reduction_op(const char* name, Kind kind) {
                       fail(ErrorKind::InvalidArgument, "{}: p {} is not supported for x {} (1, 2 or inf)", c.name, p, s);
                   }
                   check_indexable(x, v.rows, c.name);
-                  return std::vector<OutputSpec>{{reduced_shape(s, c.attributes.dims, c.attributes.keepdim), x.dtype()}};
+                  const DType dtype = kind == Kind::Sum && x.dtype() == DType::Bool ? DType::I32 : x.dtype();  // bool counts as int32
+                  return std::vector<OutputSpec>{{reduced_shape(s, c.attributes.dims, c.attributes.keepdim), dtype}};
                 },
                 .lower = reduction_lowerings<A>(kind),
                 .saves = [kind](const OpCall<A>&, const std::vector<bool>&) { return reduction_saves(kind); },
@@ -473,6 +514,22 @@ struct ArgAttributes {
   static constexpr auto fields = std::tuple{field("dim", &ArgAttributes::dim), field("keepdim", &ArgAttributes::keepdim)};
 };
 
+// The lowerings of argmax or argmin (`op`): f32, f16 and bf16
+// (float_lowerings), and int32 (IArgMax or IArgMin).
+std::vector<std::pair<DType, detail::Lowering<ArgAttributes>>> arg_lowerings(ReduceOp op) {
+  auto lowerings = detail::float_lowerings<ArgAttributes>(
+      [op](const OpCall<ArgAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+        const Layout v(c.inputs[0].shape(), {c.attributes.dim});
+        if (v.rows == 0) return;
+        const auto rows = rows_of(c.engine, c.name, DType::F32, c.inputs[0].storage(), v, ds);
+        reduce_rows(c.engine, rows, v.rows, v.length, op, 1.0f, out[0].storage(), ds);
+      });
+  lowerings.emplace_back(DType::I32, [op](const OpCall<ArgAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+    reduce_ints(c, Layout(c.inputs[0].shape(), {c.attributes.dim}), op == ArgMax ? IArgMax : IArgMin, out[0].storage(), ds);
+  });
+  return lowerings;
+}
+
 // The index of the extreme along axis `dim` (not differentiable).
 Op<ArgAttributes> arg_op(const char* name, ReduceOp op) {
   return Op<ArgAttributes>(
@@ -487,13 +544,7 @@ Op<ArgAttributes> arg_op(const char* name, ReduceOp op) {
          check_indexable(c.inputs[0], s.numel() / length, c.name);
          return std::vector<OutputSpec>{{reduced_shape(s, {c.attributes.dim}, c.attributes.keepdim), DType::I32}};
        },
-       .lower = detail::float_lowerings<ArgAttributes>(
-           [op](const OpCall<ArgAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
-             const Layout v(c.inputs[0].shape(), {c.attributes.dim});
-             if (v.rows == 0) return;
-             const auto rows = rows_of(c.engine, c.name, c.inputs[0].storage(), v, ds);
-             reduce_rows(c.engine, rows, v.rows, v.length, op, 1.0f, out[0].storage(), ds);
-           })});
+       .lower = arg_lowerings(op)});
 }
 
 const auto kArgMax = arg_op("oa::matrix::argmax", ArgMax);
@@ -629,14 +680,7 @@ Matrix arg_extreme(const Op<ArgAttributes>& op, const Matrix& x, int dim, bool k
 
 }  // namespace
 
-Matrix sum(const Matrix& x, const std::vector<int>& dim, bool keepdim) {
-  if (x.defined() && x.dtype() == DType::Bool) {  // counted as int32 1 and 0
-    const std::int32_t one = 1, zero = 0;
-    return sum(where(x, Matrix::from_i32({}, std::span(&one, 1), x.engine()), Matrix::from_i32({}, std::span(&zero, 1), x.engine())),
-               dim, keepdim);
-  }
-  return reduce(kSum, x, dim, DimsAttributes{{}, keepdim});
-}
+Matrix sum(const Matrix& x, const std::vector<int>& dim, bool keepdim) { return reduce(kSum, x, dim, DimsAttributes{{}, keepdim}); }
 Matrix mean(const Matrix& x, const std::vector<int>& dim, bool keepdim) { return reduce(kMean, x, dim, DimsAttributes{{}, keepdim}); }
 Matrix max(const Matrix& x, const std::vector<int>& dim, bool keepdim) { return reduce(kMax, x, dim, DimsAttributes{{}, keepdim}); }
 Matrix min(const Matrix& x, const std::vector<int>& dim, bool keepdim) { return reduce(kMin, x, dim, DimsAttributes{{}, keepdim}); }

@@ -1,8 +1,11 @@
 // Reductions against the f64 references.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <climits>
 #include <cmath>
 #include <functional>
+#include <numeric>
 #include <random>
 
 #include "oa/oa.hpp"
@@ -228,6 +231,182 @@ TEST(MatrixReduction, IntegerSumsAreExactInt32) {
   EXPECT_EQ(oa::matrix::sum_all(b).dtype(), oa::DType::I32);
   EXPECT_EQ(oa::matrix::sum_all(b).to_i32(), std::vector<std::int32_t>{4});
   EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::mean(b, {0}); }, oa::ErrorKind::InvalidArgument, {"oa::matrix::mean", "bool"}));
+}
+
+// Integer and bool reductions over one set of axes of x.
+struct IntegerAxes {
+  Shape shape;
+  std::vector<int> dims;
+  bool keepdim;
+};
+// Every axis, the last (keepdim), rows of several segments (4096 items
+// each), a long single row, a moved middle axis, two reduced runs (keepdim),
+// a leading axis of odd rows, rank 0, no rows.
+const std::vector<IntegerAxes> kIntegerAxes = {
+    {{7}, {}, false},        {{3, 5}, {-1}, true},          {{2, 9000}, {1}, false}, {{4097}, {0}, false},
+    {{3, 1030, 2}, {1}, false}, {{2, 3, 4, 5}, {0, 2}, true}, {{5, 3}, {0}, false},   {{}, {}, false},
+    {{0, 5}, {1}, false}};
+
+std::vector<std::int64_t> integer_dims(const IntegerAxes& a) {
+  return oa::reference::normal_axes(static_cast<std::int64_t>(a.shape.rank()), a.dims);
+}
+
+// The shape of reducing `a`.
+Shape integer_reduced(const IntegerAxes& a) {
+  const auto dims = integer_dims(a);
+  std::vector<std::int64_t> out;
+  for (std::size_t d = 0; d < a.shape.rank(); ++d) {
+    if (std::find(dims.begin(), dims.end(), static_cast<std::int64_t>(d)) == dims.end()) out.push_back(a.shape[d]);
+    else if (a.keepdim) out.push_back(1);
+  }
+  return Shape(out);
+}
+
+// n int32 values: with `ties`, in [-3, 3] (many equal extremes); otherwise
+// over the whole int32 range (odd values past 2^24, which f32 rounds), with
+// INT32_MIN, INT32_MAX and 2^24 + 1 among them.
+std::vector<std::int32_t> exact_ints(std::int64_t n, std::uint32_t seed, bool ties) {
+  std::mt19937 gen(seed);
+  std::uniform_int_distribution<std::int32_t> dist(ties ? -3 : INT32_MIN, ties ? 3 : INT32_MAX);
+  std::vector<std::int32_t> v(static_cast<std::size_t>(n));
+  for (auto& e : v) e = dist(gen);
+  if (!ties && n > 3) {
+    v[static_cast<std::size_t>(n / 3)] = INT32_MIN;
+    v[static_cast<std::size_t>(n / 2)] = INT32_MAX;
+    v.back() = (1 << 24) + 1;
+  }
+  return v;
+}
+
+double fold_int_max(const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); }
+double fold_int_min(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
+double fold_count(const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0); }
+
+TEST(MatrixReduction, IntegerMaxAndMinAreExact) {
+  std::uint32_t seed = 300;
+  for (bool ties : {false, true})
+    for (const IntegerAxes& a : kIntegerAxes) {
+      SCOPED_TRACE(testing::Message() << "x " << a.shape.to_string() << " dims " << testing::PrintToString(a.dims) << " ties " << ties);
+      const auto v = exact_ints(a.shape.numel(), seed++, ties);
+      const Matrix x = Matrix::from_i32(a.shape, v);
+      const std::vector<double> xd(v.begin(), v.end());
+      for (bool largest : {true, false}) {
+        const Matrix y = traced(largest ? "oa::matrix::max" : "oa::matrix::min",
+                                [&] { return largest ? oa::matrix::max(x, a.dims, a.keepdim) : oa::matrix::min(x, a.dims, a.keepdim); });
+        EXPECT_EQ(y.dtype(), oa::DType::I32);
+        EXPECT_EQ(y.shape(), integer_reduced(a));
+        const auto ref = oa::reference::reduce_axes(xd, a.shape.to_vector(), integer_dims(a), largest ? fold_int_max : fold_int_min);
+        const auto got = y.to_i32();
+        ASSERT_EQ(got.size(), ref.size());
+        for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], static_cast<std::int32_t>(ref[i])) << (largest ? "max " : "min ") << i;
+      }
+    }
+}
+
+TEST(MatrixReduction, IntegerArgExtremesGiveTheFirstIndex) {
+  struct Along {
+    Shape shape;
+    int dim;
+    bool keepdim;
+  };
+  // The last axis (short, several segments, a multi-pass single row), moved
+  // axes (a middle one, a leading one of odd rows), no rows.
+  const std::vector<Along> along = {{{3, 5}, -1, true}, {{2, 9000}, 1, false}, {{10000}, 0, false},
+                                    {{3, 1030, 2}, 1, false}, {{5, 3}, 0, false}, {{0, 4}, 1, false}};
+  std::uint32_t seed = 400;
+  for (bool ties : {false, true})
+    for (const Along& a : along) {
+      SCOPED_TRACE(testing::Message() << "x " << a.shape.to_string() << " dim " << a.dim << " ties " << ties);
+      const auto v = exact_ints(a.shape.numel(), seed++, ties);
+      const Matrix x = Matrix::from_i32(a.shape, v);
+      const std::vector<double> xd(v.begin(), v.end());
+      const auto axis = static_cast<std::int64_t>(a.dim < 0 ? a.dim + static_cast<int>(a.shape.rank()) : a.dim);
+      for (bool largest : {true, false}) {
+        const Matrix y = traced(largest ? "oa::matrix::argmax" : "oa::matrix::argmin", [&] {
+          return largest ? oa::matrix::argmax(x, a.dim, a.keepdim) : oa::matrix::argmin(x, a.dim, a.keepdim);
+        });
+        EXPECT_EQ(y.dtype(), oa::DType::I32);
+        const auto ref = oa::reference::reduce_axes(xd, a.shape.to_vector(), {axis}, [largest](const std::vector<double>& g) {
+          return static_cast<double>((largest ? std::max_element(g.begin(), g.end()) : std::min_element(g.begin(), g.end())) - g.begin());
+        });
+        const auto got = y.to_i32();
+        ASSERT_EQ(got.size(), ref.size());
+        for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], static_cast<std::int32_t>(ref[i])) << (largest ? "argmax " : "argmin ") << i;
+      }
+    }
+  // INT32_MIN has no int32 negation: argmin still finds it (the kernel reads ~x).
+  const Matrix m = Matrix::from_i32({4}, std::vector<std::int32_t>{5, INT32_MIN, INT32_MIN, INT32_MAX});
+  EXPECT_EQ(oa::matrix::argmin(m).to_i32(), std::vector<std::int32_t>{1});
+  EXPECT_EQ(oa::matrix::argmax(m).to_i32(), std::vector<std::int32_t>{3});
+}
+
+TEST(MatrixReduction, BoolReductionsReadBytes) {
+  std::uint32_t seed = 500;
+  for (const IntegerAxes& a : kIntegerAxes)
+    for (int density : {0, 1, 2}) {  // all false, mixed, all true
+      SCOPED_TRACE(testing::Message() << "x " << a.shape.to_string() << " dims " << testing::PrintToString(a.dims) << " density " << density);
+      std::mt19937 gen(seed++);
+      std::vector<std::uint8_t> v(static_cast<std::size_t>(a.shape.numel()));
+      for (auto& e : v) e = density == 1 ? static_cast<std::uint8_t>(gen() % 2) : static_cast<std::uint8_t>(density / 2);
+      const Matrix x = Matrix::from_bool(a.shape, v);
+      const std::vector<double> xd(v.begin(), v.end());
+      const auto dims = integer_dims(a);
+      const Matrix s = traced("oa::matrix::sum", [&] { return oa::matrix::sum(x, a.dims, a.keepdim); });
+      EXPECT_EQ(s.dtype(), oa::DType::I32);
+      EXPECT_EQ(s.shape(), integer_reduced(a));
+      const auto count = oa::reference::reduce_axes(xd, a.shape.to_vector(), dims, fold_count);
+      const auto got = s.to_i32();
+      ASSERT_EQ(got.size(), count.size());
+      for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], static_cast<std::int32_t>(count[i])) << "sum " << i;
+      for (bool largest : {true, false}) {  // torch.amax / amin of bool: any, all
+        const Matrix y = traced(largest ? "oa::matrix::max" : "oa::matrix::min",
+                                [&] { return largest ? oa::matrix::max(x, a.dims, a.keepdim) : oa::matrix::min(x, a.dims, a.keepdim); });
+        EXPECT_EQ(y.dtype(), oa::DType::Bool);
+        EXPECT_EQ(y.shape(), integer_reduced(a));
+        const auto ref = oa::reference::reduce_axes(xd, a.shape.to_vector(), dims, largest ? fold_int_max : fold_int_min);
+        const auto bits = y.to_bool();
+        ASSERT_EQ(bits.size(), ref.size());
+        for (std::size_t i = 0; i < bits.size(); ++i) ASSERT_EQ(bits[i], static_cast<std::uint8_t>(ref[i])) << (largest ? "max " : "min ") << i;
+      }
+    }
+}
+
+TEST(MatrixReduction, BoolSumMakesNoInt32Copy) {
+  // 2^20 bools: an int32 copy would take 4 MiB; the trailing sum reads the
+  // bytes in place, the moved one copies them as bytes.
+  const std::int64_t n = 1 << 20;
+  const Matrix x = Matrix::from_bool({1024, 1024}, std::vector<std::uint8_t>(static_cast<std::size_t>(n), 1));
+  oa::Engine engine = x.engine();
+  for (int axis : {1, 0}) {
+    SCOPED_TRACE(testing::Message() << "axis " << axis);
+    engine.synchronize();
+    engine.reset_peak_memory();
+    const auto before = engine.memory_stats().in_use_bytes;
+    const Matrix s = oa::matrix::sum(x, {axis});
+    EXPECT_EQ(s.to_i32(), std::vector<std::int32_t>(1024, 1024));
+    EXPECT_LT(engine.memory_stats().peak_in_use_bytes - before, static_cast<std::uint64_t>(2 * n));
+  }
+}
+
+TEST(MatrixReduction, IntegerAndBoolErrors) {
+  const Matrix b = Matrix::from_bool({2, 3}, std::vector<std::uint8_t>{1, 0, 1, 1, 0, 1});
+  const Matrix i = Matrix::from_i32({2, 0}, std::vector<std::int32_t>{});
+  oa::TraceCapture trace(b.engine());
+  const auto invalid = oa::ErrorKind::InvalidArgument;
+  // torch implements no argmax / argmin of bool.
+  EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::argmax(b, 1); }, invalid, {"oa::matrix::argmax", "x", "bool", "[2, 3]"}));
+  EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::argmin(b, 0); }, invalid, {"oa::matrix::argmin", "x", "bool", "[2, 3]"}));
+  // No identity for max or min over empty axes, whatever the dtype.
+  EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::max(i, {1}); }, invalid, {"oa::matrix::max", "[2, 0]", "empty"}));
+  EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::min(Matrix::from_bool({0}, std::vector<std::uint8_t>{}), {0}); }, invalid,
+                              {"oa::matrix::min", "[0]", "empty"}));
+  EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::argmax(i, 1); }, invalid, {"oa::matrix::argmax", "empty", "[2, 0]"}));
+  EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::prod(b, {0}); }, invalid, {"oa::matrix::prod", "x", "bool", "[2, 3]"}));
+  EXPECT_TRUE(trace.ops().empty());
+  // No gradient: an integer leaf cannot require one, so nothing is recorded.
+  EXPECT_TRUE(oa_test::throws([&] { oa::set_requires_grad(Matrix::from_i32({2}, std::vector<std::int32_t>{1, 2})); }, invalid,
+                              {"oa::set_requires_grad", "f32"}));
+  EXPECT_FALSE(oa::requires_grad(oa::matrix::max(Matrix::from_i32({2}, std::vector<std::int32_t>{1, 2}), {0})));
 }
 
 TEST(MatrixReduction, AxesAndErrors) {

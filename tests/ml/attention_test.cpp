@@ -93,6 +93,35 @@ TEST(AttentionHeads, SplitQkvIsChunkThenSplit) {
   }
 }
 
+TEST(AttentionHeads, EmptyInputs) {
+  // B, S or D = 0 (as torch's view and transpose): an empty result and
+  // gradient, the op and its backward recorded with no dispatch.
+  struct Empty {
+    std::int64_t B, S, H, D;
+  };
+  for (const Empty& e : {Empty{0, 3, 2, 8}, Empty{2, 0, 2, 8}, Empty{2, 3, 2, 0}, Empty{0, 0, 4, 0}}) {
+    SCOPED_TRACE(testing::Message() << "B " << e.B << " S " << e.S << " H " << e.H << " D " << e.D);
+    const Shape heads{e.B * e.H, e.S, e.D / e.H};
+    const Matrix x = oa::set_requires_grad(Matrix::zeros({e.B * e.S, e.D}));
+    oa::TraceCapture trace(engine());
+    const Matrix y = ml::split_heads(x, e.B, e.S, e.H);
+    EXPECT_EQ(y.shape(), heads);
+    const Matrix z = ml::merge_heads(y, e.B, e.S, e.H);
+    EXPECT_EQ(z.shape(), x.shape());
+    const ml::QkvHeads r = ml::split_qkv_heads(Matrix::zeros({e.B * e.S, 3 * e.D}), e.B, e.S, e.H);
+    EXPECT_EQ(r.v.shape(), heads);
+    oa::backward(z, Matrix::zeros(z.shape()));
+    EXPECT_EQ(oa::grad(x).shape(), x.shape());
+    std::vector<std::string> labels;
+    for (const oa::SemanticOp& op : trace.ops()) {
+      labels.push_back(op.label());
+      EXPECT_EQ(op.dispatches, 0u) << op.label();
+    }
+    EXPECT_EQ(labels, (std::vector<std::string>{"oa::ml::split_heads", "oa::ml::merge_heads", "oa::ml::split_qkv_heads",
+                                                "oa::ml::merge_heads backward", "oa::ml::split_heads backward"}));
+  }
+}
+
 TEST(AttentionHeads, Errors) {
   auto x = Matrix::zeros({4, 6});
   oa::TraceCapture trace(engine());

@@ -76,6 +76,20 @@ TEST(NnPool, GlobalAveragePool) {
             [](const std::vector<std::vector<double>>& in) { return ref::global_avg_pool_2d(in[0], 6, 20); });
 }
 
+TEST(NnPool, GlobalAveragePoolOfNoPlanes) {
+  // N = 0 or C = 0 (as torch's adaptive_avg_pool2d): an empty [N, C] result
+  // and gradient, each one recorded op of no dispatch.
+  for (const Shape& shape : {Shape{0, 3, 4, 5}, Shape{2, 0, 4, 5}, Shape{0, 0, 1, 1}}) {
+    SCOPED_TRACE(shape.to_string());
+    const Matrix x = oa::set_requires_grad(Matrix::zeros(shape));
+    Matrix y;
+    expect_trace(traced([&] { y = ml::global_avg_pool_2d(x); }), {{"oa::ml::global_avg_pool_2d", 0}});
+    EXPECT_EQ(y.shape(), (Shape{shape[0], shape[1]}));
+    expect_trace(traced([&] { oa::backward(y, Matrix::zeros(y.shape())); }), {{"oa::ml::global_avg_pool_2d backward", 0}});
+    EXPECT_EQ(oa::grad(x).shape(), shape);
+  }
+}
+
 TEST(NnPool, InvalidArgumentsRecordNothing) {
   const Matrix x = Matrix::zeros({1, 2, 5, 5});
   expect_invalid([&] { ml::max_pool_2d(Matrix::zeros({2, 5, 5}), 2); }, "oa::ml::max_pool_2d", {"NCHW", "[2, 5, 5]"});
@@ -86,6 +100,9 @@ TEST(NnPool, InvalidArgumentsRecordNothing) {
   expect_invalid([&] { ml::avg_pool_2d(x, 6); }, "oa::ml::avg_pool_2d", {"exceeds", "[1, 2, 5, 5]"});
   expect_invalid([&] { ml::max_pool_2d(x, 2, 1, -1); }, "oa::ml::max_pool_2d", {"padding"});
   expect_invalid([&] { ml::global_avg_pool_2d(Matrix::zeros({2, 3})); }, "oa::ml::global_avg_pool_2d", {"NCHW"});
+  // An empty plane has no mean; torch rejects it too.
+  expect_invalid([&] { ml::global_avg_pool_2d(Matrix::zeros({2, 3, 0, 4})); }, "oa::ml::global_avg_pool_2d", {"H and W", "[2, 3, 0, 4]"});
+  expect_invalid([&] { ml::global_avg_pool_2d(Matrix::zeros({0, 3, 4, 0})); }, "oa::ml::global_avg_pool_2d", {"H and W", "[0, 3, 4, 0]"});
 }
 
 }  // namespace

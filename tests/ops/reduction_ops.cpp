@@ -38,12 +38,7 @@ using Fold = std::function<double(const std::vector<double>&)>;
 using Reduce = std::function<Matrix(const Matrix&, const std::vector<int>&, bool)>;
 
 std::vector<std::int64_t> normal_dims(const Axes& a) {
-  std::vector<std::int64_t> out;
-  const auto rank = static_cast<std::int64_t>(a.shape.rank());
-  for (int d : a.dims) out.push_back(d < 0 ? d + rank : d);
-  if (a.dims.empty())
-    for (std::int64_t d = 0; d < rank; ++d) out.push_back(d);
-  return out;
+  return oa::reference::normal_axes(static_cast<std::int64_t>(a.shape.rank()), a.dims);
 }
 
 // The cases of reduction `op`, f (reference fold r), over kAxes with inputs
@@ -140,10 +135,11 @@ Matrix sum_dims(const Matrix& x, const std::vector<int>& d, bool k) { return oa:
 Matrix mean_dims(const Matrix& x, const std::vector<int>& d, bool k) { return oa::matrix::mean(x, d, k); }
 Matrix max_dims(const Matrix& x, const std::vector<int>& d, bool k) { return oa::matrix::max(x, d, k); }
 
-// Sums of int32 x (integers in [-2e5, 2e5): exact int32 sums, no overflow) and
-// of bool x (counted as int32 through oa::matrix::where of 1 and 0, each
-// expanded to x's shape unless x is rank 0) over kAxes; no gradient.
-std::vector<OpCase> integer_sums() {
+// Cases of reduction f (reference fold r) on int32 x (integers in [-2e5,
+// 2e5): exact int32 sums, no overflow) and bool x (read as 1 and 0 by the
+// kernel) over kAxes; no gradient. Max and min of an empty kAxes entry have
+// none. The result's dtype is f's (i32, or bool for max and min of bool).
+std::vector<OpCase> integer_cases(const Reduce& f, const Fold& r) {
   std::vector<OpCase> cases;
   std::uint64_t seed = 91;
   for (const Axes& a : kAxes)
@@ -154,26 +150,28 @@ std::vector<OpCase> integer_sums() {
       x.dtype = dtype;
       cases.push_back({std::string(a.label) + "_" + std::string(to_string(dtype)),
                        {x},
-                       [dims = a.dims, keepdim = a.keepdim](const Inputs& in) { return oa::matrix::sum(in[0], dims, keepdim); },
-                       [xs = a.shape.to_vector(), nd = normal_dims(a)](const RefInputs& in) {
-                         return oa::reference::reduce_axes(in[0], xs, nd, fold_sum);
+                       [f, dims = a.dims, keepdim = a.keepdim](const Inputs& in) { return f(in[0], dims, keepdim); },
+                       [r, xs = a.shape.to_vector(), nd = normal_dims(a)](const RefInputs& in) {
+                         return oa::reference::reduce_axes(in[0], xs, nd, r);
                        },
                        kGradTolerance,
-                       ints                   ? std::vector<std::string>{}
-                       : a.shape.rank() == 0 ? std::vector<std::string>{"oa::matrix::where", "oa::matrix::sum"}
-                                              : std::vector<std::string>{"oa::matrix::expand", "oa::matrix::expand", "oa::matrix::where",
-                                                                         "oa::matrix::sum"},
+                       {},
                        false});
     }
   return cases;
 }
 
 OA_OP_CASES(sum, "oa::matrix::sum") {
-  return variants({{"", over_axes("oa::matrix::sum", sum_dims, fold_sum, -2, 2, kept_contiguous)}, {"", integer_sums()}});
+  return variants({{"", over_axes("oa::matrix::sum", sum_dims, fold_sum, -2, 2, kept_contiguous)}, {"", integer_cases(sum_dims, fold_sum)}});
 }
 OA_OP_CASES(mean, "oa::matrix::mean") { return over_axes("oa::matrix::mean", mean_dims, fold_mean, -2, 2, kept_contiguous); }
-OA_OP_CASES(max, "oa::matrix::max") { return over_axes("oa::matrix::max", max_dims, fold_max, -2, 2, trailing); }
-OA_OP_CASES(min, "oa::matrix::min") { return over_axes("oa::matrix::min", oa::matrix::min, fold_min, -2, 2, trailing); }
+OA_OP_CASES(max, "oa::matrix::max") {
+  return variants({{"", over_axes("oa::matrix::max", max_dims, fold_max, -2, 2, trailing)}, {"", integer_cases(max_dims, fold_max)}});
+}
+OA_OP_CASES(min, "oa::matrix::min") {
+  return variants({{"", over_axes("oa::matrix::min", oa::matrix::min, fold_min, -2, 2, trailing)},
+                   {"", integer_cases(oa::matrix::min, fold_min)}});
+}
 OA_OP_CASES(prod, "oa::matrix::prod") {
   std::vector<OpCase> cases = over_axes("oa::matrix::prod", oa::matrix::prod, fold_prod, 0.6, 1.5, never, short_rows);
   // Groups of a [3, 4] x holding no zero, one zero and two zeros (torch.prod's three gradient cases).
@@ -211,7 +209,8 @@ OA_OP_CASES(norm, "oa::matrix::norm") {
 
 // argmax or argmin along one axis: the last (the row kernel on x itself),
 // others (x permuted first), negative ones, keepdim, a row past one segment;
-// f16 and bf16 x along one axis of each kind.
+// f16 and bf16 x along one axis of each kind; i32 x (integers in [-8, 8]:
+// ties, the first index wins) along each.
 std::vector<OpCase> along_axis(Matrix (*f)(const Matrix&, int, bool), const Fold& pick) {
   struct Along {
     Shape shape;
@@ -222,10 +221,12 @@ std::vector<OpCase> along_axis(Matrix (*f)(const Matrix&, int, bool), const Fold
                                     {{2, 3, 33}, -3, false}, {{2, 1030, 3}, 1, false}, {{2, 3, 1030}, 2, false}};
   std::vector<OpCase> cases;
   std::uint64_t seed = 51;
-  for (DType dtype : {DType::F32, DType::F16, DType::BF16})
+  for (DType dtype : {DType::F32, DType::F16, DType::BF16, DType::I32})
     for (const Along& a : along) {
-      if (dtype != DType::F32 && a.shape.rank() != 2) continue;
+      if ((dtype == DType::F16 || dtype == DType::BF16) && a.shape.rank() != 2) continue;
       GradInput x = random_input(a.shape, seed++, -2, 2, false);
+      if (dtype == DType::I32)
+        for (float& v : x.values) v = std::round(4 * v);
       x.dtype = dtype;
       const auto rank = static_cast<int>(a.shape.rank());
       const std::int64_t axis = a.dim < 0 ? a.dim + rank : a.dim;

@@ -92,6 +92,16 @@ std::vector<double> sum_to(const std::vector<T>& x, const std::vector<std::int64
   return y;
 }
 
+// The axes `dims` of a rank-`rank` x (negative ones counting from the end)
+// as non-negative axes; every axis when `dims` is empty (torch's dim=[]).
+inline std::vector<std::int64_t> normal_axes(std::int64_t rank, const std::vector<int>& dims) {
+  std::vector<std::int64_t> out;
+  for (int d : dims) out.push_back(d < 0 ? d + rank : d);
+  if (dims.empty())
+    for (std::int64_t d = 0; d < rank; ++d) out.push_back(d);
+  return out;
+}
+
 // x (shape xs) reduced over the axes `dims` (non-negative, any order): each
 // result element (row-major over the kept axes) is `fold` of the values of
 // its group, in x's row-major order.

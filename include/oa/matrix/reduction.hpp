@@ -12,8 +12,12 @@
 // run in f32 and give f32. cumsum takes f32 x. sum also takes i32 and bool
 // x and gives i32 (torch gives int64; oa has no 64-bit integers): an exact
 // int32 sum (wrapping past the int32 range, as int32 arithmetic), a bool x
-// counted as 1 and 0 (through oa::matrix::where of 1 and 0 expanded to x's
-// shape, recorded before the sum: three int32 copies of x's size).
+// counted as 1 and 0 (the kernel reads its bytes; no int32 copy of x). max
+// and min take i32 x and give exact i32 (no f32 round trip), and bool x,
+// giving bool (any and all, as torch.amax / amin on bool); argmax and argmin
+// take i32 x (bool x throws InvalidArgument, as torch implements no bool
+// argmax). Integer and bool results have no gradient, as in torch: a non-f32
+// leaf cannot require grad (oa::set_requires_grad), so none is recorded.
 //
 // Axes. `dim` lists the axes to reduce, as torch.sum(x, dim, keepdim) takes
 // them: any set of x's axes, negative ones counting from the end, in any
@@ -60,8 +64,9 @@ Matrix sum(const Matrix& x, const std::vector<int>& dim, bool keepdim = false);
 // "oa::matrix::mean" (attributes as sum).
 Matrix mean(const Matrix& x, const std::vector<int>& dim, bool keepdim = false);
 // Maximum and minimum over `dim` (torch.amax, torch.amin); NaN propagates.
-// Gradient as torch.amax / amin: gy split evenly among the elements equal to
-// the extreme. Semantic ops "oa::matrix::max", "oa::matrix::min".
+// x f32, f16, bf16 (its dtype), i32 (exact i32) or bool (bool: any, all).
+// Gradient (float x) as torch.amax / amin: gy split evenly among the
+// elements equal to the extreme. Semantic ops "oa::matrix::max", "oa::matrix::min".
 Matrix max(const Matrix& x, const std::vector<int>& dim, bool keepdim = false);
 Matrix min(const Matrix& x, const std::vector<int>& dim, bool keepdim = false);
 // Product over `dim` (torch.prod). Gradient (torch.prod's): prod / x where
@@ -116,8 +121,8 @@ Matrix mean_all(const Matrix& x);
 Matrix max_all(const Matrix& x);
 
 // Index of the maximum along axis `dim` (negative counts from the end) as
-// I32 (torch.argmax(x, dim, keepdim)): the first index of the maximum; a NaN
-// counts as the maximum. The result drops dim, or keeps it as an extent of 1
+// I32 (torch.argmax(x, dim, keepdim)) of f32, f16, bf16 or i32 x (bool
+// throws, as torch): the first index of the maximum; a NaN counts as the maximum. The result drops dim, or keeps it as an extent of 1
 // with keepdim. A dim other than the last costs one permuted copy of x (see
 // the cost model above). Throws InvalidArgument for a rank-0 x, dim out of
 // range, an empty dim, or its extent past INT32_MAX. Semantic op

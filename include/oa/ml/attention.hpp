@@ -100,8 +100,10 @@ Matrix bmm_tn(const Matrix& a, const Matrix& b);
 
 // ── Heads ───────────────────────────────────────────────────────────────────
 // split_heads: x [B*S, D] (row b*S + s, columns h*(D/H) .. (h+1)*(D/H)) ->
-// [B*H, S, D/H] with head b*H + h. Requires B, S, H >= 1, x.rows == B*S and
-// D divisible by H. merge_heads is its exact inverse ([B*H, S, Dh] -> [B*S,
+// [B*H, S, D/H] with head b*H + h. Requires B, S >= 0, H >= 1, x.rows == B*S
+// and D divisible by H; an empty x (B, S or D = 0, as torch's view and
+// transpose take) gives an empty result and records no dispatch, forward
+// and backward. merge_heads is its exact inverse ([B*H, S, Dh] -> [B*S,
 // H*Dh]). With H = 1 both are zero-copy reshapes and record no head op. The
 // backward of one is the other. x is f32, f16 or bf16 (the result has its
 // dtype: the permutation moves bits, so under autocast a 16-bit projection
@@ -113,9 +115,10 @@ Matrix merge_heads(const Matrix& x, std::int64_t batch, std::int64_t seq_len, st
 // then k, then v, D = H*Dh columns each) -> q, k, v [B*H, S, Dh], as
 // split_heads of each third of matrix::chunk(qkv, 3, 1) (the layout of
 // nn::MultiHeadAttention's qkv Linear) but in one pass; its backward writes
-// the gradient of qkv in one pass too. Requires B, S, H >= 1, qkv.rows ==
-// B*S and columns divisible by 3*H (InvalidArgument naming the op and qkv's
-// shape otherwise). qkv is f32, f16 or bf16, and q, k, v have its dtype.
+// the gradient of qkv in one pass too. Requires B, S >= 0, H >= 1, qkv.rows
+// == B*S and columns divisible by 3*H (InvalidArgument naming the op and
+// qkv's shape otherwise); an empty qkv gives empty q, k, v. qkv is f32,
+// f16 or bf16, and q, k, v have its dtype.
 struct QkvHeads {
   Matrix q, k, v;
 };

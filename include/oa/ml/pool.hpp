@@ -38,8 +38,10 @@ Matrix avg_pool_2d(const Matrix& x, const Pool2dOptions& options);
 Matrix avg_pool_2d(const Matrix& x, std::int64_t kernel_size, std::int64_t stride = 0, std::int64_t padding = 0);
 
 // Global average pooling: x [N, C, H, W] -> [N, C], the mean over H * W
-// (torch.nn.functional.adaptive_avg_pool2d(x, 1) flattened). Semantic op
-// "oa::ml::global_avg_pool_2d".
+// (torch.nn.functional.adaptive_avg_pool2d(x, 1) flattened). N = 0 or C = 0
+// gives an empty result and gradient (no dispatch), as torch; H or W = 0
+// throws InvalidArgument naming x's shape (torch rejects an empty plane too).
+// Semantic op "oa::ml::global_avg_pool_2d".
 Matrix global_avg_pool_2d(const Matrix& x);
 
 }  // namespace oa::ml

@@ -33,19 +33,20 @@ Heads heads_of(const Shape& x, const HeadAttributes& a, bool merge) {
   return {a.batch, a.sequence_length, a.num_heads, merge ? x[2] : x[1] / a.num_heads};
 }
 
-void require_positive(const char* op, const HeadAttributes& a, const Matrix& x) {
-  if (a.batch < 1 || a.sequence_length < 1 || a.num_heads < 1)
-    fail(ErrorKind::InvalidArgument, "{}: batch {}, seq_len {} and num_heads {} must all be >= 1 (x {})", op, a.batch,
+// An empty batch or sequence is allowed (an empty result, as torch's view and transpose).
+void require_extents(const char* op, const HeadAttributes& a, const Matrix& x) {
+  if (a.batch < 0 || a.sequence_length < 0 || a.num_heads < 1)
+    fail(ErrorKind::InvalidArgument, "{}: batch {} and seq_len {} must be >= 0 and num_heads {} >= 1 (x {})", op, a.batch,
          a.sequence_length, a.num_heads, x.shape());
 }
 
 // x's dtype is apply()'s to check (after autocast's casts).
 Heads split_geometry(const Matrix& x, const HeadAttributes& a) {
   detail::require_defined(x, kSplit, "x");
-  require_positive(kSplit, a, x);
+  require_extents(kSplit, a, x);
   const std::int64_t rows = checked_mul(a.batch, a.sequence_length, "split_heads batch * seq_len");
-  if (x.rank() != 2 || x.dim(0) != rows || x.dim(1) < 1 || x.dim(1) % a.num_heads != 0)
-    fail(ErrorKind::InvalidArgument, "{}: x must be [B*S, D] = [{}, D] with D >= 1 divisible by num_heads {}; found {}", kSplit,
+  if (x.rank() != 2 || x.dim(0) != rows || x.dim(1) % a.num_heads != 0)
+    fail(ErrorKind::InvalidArgument, "{}: x must be [B*S, D] = [{}, D] with D divisible by num_heads {}; found {}", kSplit,
          rows, a.num_heads, x.shape());
   detail::shader_u32(x.numel(), "element count", kSplit);
   return heads_of(x.shape(), a, false);
@@ -53,10 +54,10 @@ Heads split_geometry(const Matrix& x, const HeadAttributes& a) {
 
 Heads merge_geometry(const Matrix& x, const HeadAttributes& a) {
   detail::require_defined(x, kMerge, "x");
-  require_positive(kMerge, a, x);
+  require_extents(kMerge, a, x);
   const std::int64_t bh = checked_mul(a.batch, a.num_heads, "merge_heads batch * num_heads");
-  if (x.rank() != 3 || x.dim(0) != bh || x.dim(1) != a.sequence_length || x.dim(2) < 1)
-    fail(ErrorKind::InvalidArgument, "{}: x must be [B*H, S, Dh] = [{}, {}, Dh] with Dh >= 1; found {}", kMerge, bh,
+  if (x.rank() != 3 || x.dim(0) != bh || x.dim(1) != a.sequence_length)
+    fail(ErrorKind::InvalidArgument, "{}: x must be [B*H, S, Dh] = [{}, {}, Dh]; found {}", kMerge, bh,
          a.sequence_length, x.shape());
   detail::shader_u32(x.numel(), "element count", kMerge);
   return heads_of(x.shape(), a, true);
@@ -71,8 +72,10 @@ Shape permuted_shape(const Heads& g, bool merge) {
 // elements go two to a word (shaders/ml/attention/heads.comp).
 std::int64_t words_of(const Matrix& x, std::int64_t n) { return size_of(x.dtype()) == 2 ? (n + 1) / 2 : n; }
 
-// The permutation of x into y (merge = false: packed -> heads), in x's dtype.
+// The permutation of x into y (merge = false: packed -> heads), in x's dtype;
+// no dispatch for an empty x.
 void permute(const Matrix& x, const Matrix& y, const Heads& g, bool merge, std::vector<ComputeDispatch>& ds) {
+  if (x.numel() == 0) return;
   ComputeDispatch d;
   d.kernel = kernels::ml_attention_heads;
   d.specialization = {merge ? 1u : 0u, size_of(x.dtype()) == 2 ? 1u : 0u};
@@ -117,11 +120,11 @@ const Op<HeadAttributes> kMergeOp = heads_op(kMerge, true);
 // qkv [B*S, 3D] with D = H * Dh; returns the geometry of each head tensor.
 Heads qkv_geometry(const Matrix& qkv, const HeadAttributes& a) {
   detail::require_defined(qkv, kSplitQkv, "qkv");
-  require_positive(kSplitQkv, a, qkv);
+  require_extents(kSplitQkv, a, qkv);
   const std::int64_t rows = checked_mul(a.batch, a.sequence_length, "split_qkv_heads batch * seq_len");
-  if (qkv.rank() != 2 || qkv.dim(0) != rows || qkv.dim(1) < 1 || qkv.dim(1) % (3 * a.num_heads) != 0)
+  if (qkv.rank() != 2 || qkv.dim(0) != rows || qkv.dim(1) % (3 * a.num_heads) != 0)
     fail(ErrorKind::InvalidArgument,
-         "{}: qkv must be [B*S, 3*D] = [{}, 3*D] with D >= 1 divisible by num_heads {}; found {}", kSplitQkv, rows, a.num_heads,
+         "{}: qkv must be [B*S, 3*D] = [{}, 3*D] with D divisible by num_heads {}; found {}", kSplitQkv, rows, a.num_heads,
          qkv.shape());
   detail::shader_u32(qkv.numel(), "element count", kSplitQkv);
   return {a.batch, a.sequence_length, a.num_heads, qkv.dim(1) / (3 * a.num_heads)};
@@ -146,7 +149,8 @@ ComputeDispatch qkv_dispatch(const Matrix& packed, const Matrix& q, const Matrix
 
 const detail::Lowering<HeadAttributes> kQkvLowering = [](const OpCall<HeadAttributes>& c, const std::vector<Matrix>& out,
                                                           std::vector<ComputeDispatch>& ds) {
-  ds.push_back(qkv_dispatch(c.inputs[0], out[0], out[1], out[2], qkv_geometry(c.inputs[0], c.attributes), false));
+  const Heads g = qkv_geometry(c.inputs[0], c.attributes);
+  if (c.inputs[0].numel() > 0) ds.push_back(qkv_dispatch(c.inputs[0], out[0], out[1], out[2], g, false));
 };
 
 // Results q, k, v (in qkv's dtype: f32, f16 or bf16); the backward writes the gradient of qkv from theirs (zeros
@@ -167,7 +171,7 @@ const Op<HeadAttributes> kSplitQkvOp{
        const Heads g{c.attributes.batch, c.attributes.sequence_length, c.attributes.num_heads, shape[1] / (3 * c.attributes.num_heads)};
        Matrix gx = detail::allocate(gy[0].engine(), shape, gy[0].dtype());
        const ComputeDispatch d = qkv_dispatch(gx, gy[0], gy[1], gy[2], g, true);
-       c.record(std::span(&d, 1), {&gy[0], &gy[1], &gy[2]}, {&gx}, detail::attribute_values(c.attributes));
+       c.record(std::span(&d, gx.numel() > 0 ? 1 : 0), {&gy[0], &gy[1], &gy[2]}, {&gx}, detail::attribute_values(c.attributes));
        return std::vector<Matrix>{gx};
      }}};
 

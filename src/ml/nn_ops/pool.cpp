@@ -145,15 +145,16 @@ PoolAttributes window(const Pool2dOptions& o) {
   return {{o.kernel_size[0], o.kernel_size[1]}, {stride[0], stride[1]}, {o.padding[0], o.padding[1]}};
 }
 
-// The mean of each H * W plane of x [N, C, H, W]: y [N, C]. Its gradient is
-// the average pooling gradient of one window covering the plane.
+// The mean of each H * W plane of x [N, C, H, W]: y [N, C] (no dispatch for
+// no planes). Its gradient is the average pooling gradient of one window
+// covering the plane.
 const detail::Op<NoAttributes> kGlobalAvgPool{
     {.name = "oa::ml::global_avg_pool_2d",
      .inputs = {"x"},
      .infer = [](const OpCall<NoAttributes>& c) {
        const Shape& s = c.inputs[0].shape();
-       if (s.rank() != 4 || s.numel() == 0)
-         fail(ErrorKind::InvalidArgument, "{}: x must be NCHW with nonzero extents; found {}", c.name, s);
+       if (s.rank() != 4 || s[2] == 0 || s[3] == 0)  // N = 0 or C = 0: an empty result, as torch
+         fail(ErrorKind::InvalidArgument, "{}: x must be NCHW with nonzero H and W; found {}", c.name, s);
        detail::shader_u32(s.numel(), "element count of x", c.name);
        require_plane(s, c.name);
        return std::vector<OutputSpec>{{Shape{s[0], s[1]}}};
@@ -162,6 +163,7 @@ const detail::Op<NoAttributes> kGlobalAvgPool{
                 [](const OpCall<NoAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
                   const Shape& s = c.inputs[0].shape();
                   const std::int64_t area = s[2] * s[3];
+                  if (s[0] * s[1] == 0) return;
                   detail::reduce_rows(c.engine, c.inputs[0].storage(), s[0] * s[1], area, detail::RowReduction::Sum,
                                       static_cast<float>(1.0 / static_cast<double>(area)), out[0].storage(), ds);
                 }}},
