@@ -211,6 +211,23 @@ TEST(NnAttention, ForwardInputs) {
                               oa::ErrorKind::InvalidArgument, {"MultiHeadAttention", "attn_mask", "bool", "f32", "i32 [3, 3]"}));
 }
 
+TEST(NnAttention, NoKeys) {
+  // Sk = 0: every query attends to nothing, zeros before the output
+  // projection (as SDPA), so each output row is the projection's bias and the
+  // query's gradient is zero.
+  oa::ml::Generator g(9);
+  MultiHeadAttention mha(8, 2, g);
+  const Matrix query = oa::set_requires_grad(Matrix::from_vector({2, 3, 8}, oa::test::test_values(48, 10)));
+  const Matrix none = Matrix::zeros({2, 0, 8});
+  const Matrix y = mha(query, none, none);
+  ASSERT_EQ(y.shape(), (oa::Shape{2, 3, 8}));
+  const auto out = y.to_vector();
+  for (std::size_t i = 8; i < out.size(); ++i) EXPECT_EQ(out[i], out[i % 8]) << i;
+  oa::backward(oa::matrix::sum_all(y));
+  const auto dq = oa::grad(query).to_vector();
+  EXPECT_TRUE(std::all_of(dq.begin(), dq.end(), [](float v) { return v == 0.0f; }));
+}
+
 TEST(NnAttention, Errors) {
   using oa::ErrorKind;
   oa::ml::Generator g(7);

@@ -88,7 +88,7 @@ Matrix MultiHeadAttention::forward(const Matrix& query, const Matrix& key, const
     const std::int64_t seq = x.dim(1);
     const Matrix y = linear(x.reshape({batch * seq, embed_dim_}), matrix::narrow(w, 0, part * embed_dim_, embed_dim_),
                             matrix::narrow(b, 0, part * embed_dim_, embed_dim_));
-    return seq == 0 ? y.reshape({batch, heads, 0, dh}) : split_heads(y, batch, seq, heads).reshape({batch, heads, seq, dh});
+    return split_heads(y, batch, seq, heads).reshape({batch, heads, seq, dh});
   };
   const Matrix o = attend(project(query, 0), project(key, 1), project(value, 2), mask);
   return proj_->forward(o).reshape({batch, sq, embed_dim_});
