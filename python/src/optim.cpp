@@ -63,7 +63,7 @@ py::dict state_dict(const optim::Optimizer& self, py::dict group) {
     if (counts[i] == 0) continue;
     py::dict entry;
     for (const auto& [name, m] : buffers)
-      if (name.substr(0, name.rfind('.')) == params[i].name()) entry[py::str(name.substr(name.rfind('.') + 1))] = device_copy(m);
+      if (name.substr(0, name.rfind('.')) == self.state_names()[i]) entry[py::str(name.substr(name.rfind('.') + 1))] = device_copy(m);
     entry["step"] = Matrix::full({}, static_cast<float>(counts[i]), params[i].value().engine());
     state[py::int_(i)] = entry;
   }
@@ -122,8 +122,8 @@ void load_state_dict(optim::Optimizer& self, const py::dict& state_dict, const p
   ml::NamedMatrices tensors;
   for (const auto& [name, m] : self.state()) {
     const std::string owner = name.substr(0, name.rfind('.')), buffer = name.substr(name.rfind('.') + 1);
-    const auto i = static_cast<std::size_t>(
-        std::find_if(params.begin(), params.end(), [&](const ml::Parameter& p) { return p.name() == owner; }) - params.begin());
+    const auto& names = self.state_names();
+    const auto i = static_cast<std::size_t>(std::find(names.begin(), names.end(), owner) - names.begin());
     if (!entries[i]) {
       tensors.emplace_back(name, Matrix::zeros(m.shape(), m.engine()));
     } else if (entries[i]->contains(buffer.c_str()) && !(*entries[i])[buffer.c_str()].is_none()) {

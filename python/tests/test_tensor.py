@@ -519,6 +519,37 @@ def test_an_optimizer_state_dict_pickles_and_loads():
     np.testing.assert_array_equal(w2.numpy(), w.numpy())
 
 
+def test_an_optimizer_over_two_modules_parameters():
+    """torch.optim.AdamW(list(a.parameters()) + list(b.parameters())): the names repeat ('weight', 'bias'); the
+    updates equal those of one optimizer a module, and the state_dict round-trips by position."""
+    def modules(seed):
+        oa.manual_seed(seed)
+        return oa.nn.Linear(3, 4), oa.nn.Linear(4, 2)
+    a, b = modules(5)
+    joint = oa.optim.AdamW(list(a.parameters()) + list(b.parameters()), lr=0.05)
+    a2, b2 = modules(5)
+    apart = [oa.optim.AdamW(m.parameters(), lr=0.05) for m in (a2, b2)]
+    x = oa.tensor(np.random.default_rng(1).standard_normal((5, 3)).astype(np.float32))
+    for _ in range(3):
+        joint.zero_grad()
+        (b(a(x)) ** 2).sum().backward()
+        joint.step()
+        for o in apart:
+            o.zero_grad()
+        (b2(a2(x)) ** 2).sum().backward()
+        for o in apart:
+            o.step()
+    for p, q in zip(list(a.parameters()) + list(b.parameters()), list(a2.parameters()) + list(b2.parameters())):
+        np.testing.assert_array_equal(p.numpy(), q.numpy())
+    saved = joint.state_dict()
+    assert sorted(saved["state"]) == [0, 1, 2, 3]
+    copies = [oa.nn.Parameter(oa.tensor(p.numpy())) for p in list(a.parameters()) + list(b.parameters())]
+    resumed = oa.optim.AdamW(copies, lr=0.05)
+    resumed.load_state_dict(saved)
+    for i in range(4):
+        np.testing.assert_array_equal(resumed.state_dict()["state"][i]["exp_avg"].numpy(), saved["state"][i]["exp_avg"].numpy())
+
+
 def test_extremes_of_int32_are_exact_and_of_bool_are_any_and_all():
     """torch.amax, amin, argmax, argmin and max(dim) of integer tensors: exact int32 (past 2^24, the int32 ends, ties
     at the first index); amax and amin of bool: bool any and all; argmax of bool is refused, as torch's."""

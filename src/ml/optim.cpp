@@ -368,12 +368,18 @@ Optimizer::Optimizer(std::vector<Parameter> parameters, float lr, const char* ki
       constants_per_parameter_(constants_per_parameter) {
   const std::string op = fmt::format("oa::ml::optim::{}", kind);
   if (parameters_.empty()) fail(ErrorKind::InvalidArgument, "{}: no parameters to optimize", op);
-  std::set<std::string> names;
+  std::set<const runtime::Storage*> values;
+  std::map<std::string, int> uses;
   for (const auto& p : parameters_) {
     if (!p.defined()) fail(ErrorKind::InvalidArgument, "{}: an undefined Parameter was given", op);
-    if (!names.insert(p.name()).second) fail(ErrorKind::InvalidArgument, "{}: two parameters are named '{}'", op, p.name());
+    if (!values.insert(p.value().storage().get()).second) fail(ErrorKind::InvalidArgument, "{}: parameter '{}' is given twice", op, p.name());
     if (!(p.value().engine() == parameters_[0].value().engine()))
       fail(ErrorKind::InvalidArgument, "{}: parameter '{}' lives on another engine than '{}'", op, p.name(), parameters_[0].name());
+    ++uses[p.name()];
+  }
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    const std::string& name = parameters_[i].name();
+    state_names_.push_back(uses[name] > 1 ? fmt::format("{}@{}", name, i) : name);
   }
   set_lr(lr);
   const Engine& engine = parameters_[0].value().engine();
@@ -470,7 +476,7 @@ std::vector<Matrix> Optimizer::checked_gradients(const char* op, const Matrix& f
 void Optimizer::save_state(const std::filesystem::path& path) const {
   Metadata md{{"optimizer", kind_}, {"lr", fmt::format("{}", lr_)}, {"step", std::to_string(steps_)}};
   const std::vector<std::int64_t> per = parameter_steps();
-  for (std::size_t i = 0; i < parameters_.size(); ++i) md[parameters_[i].name() + ".step"] = std::to_string(per[i]);
+  for (std::size_t i = 0; i < parameters_.size(); ++i) md[state_names_[i] + ".step"] = std::to_string(per[i]);
   save_safetensors(path, state(), md);
 }
 
@@ -490,7 +496,7 @@ void Optimizer::load_state(const std::filesystem::path& path) {
     fail(ErrorKind::InvalidArgument, "{}: '{}': metadata 'lr' = '{}' is not a learning rate", op, file, lr_text);
   const std::int64_t steps = parse_int(md, "step", file, op);
   std::vector<std::int64_t> per(parameters_.size());
-  for (std::size_t i = 0; i < parameters_.size(); ++i) per[i] = parse_int(md, parameters_[i].name() + ".step", file, op);
+  for (std::size_t i = 0; i < parameters_.size(); ++i) per[i] = parse_int(md, state_names_[i] + ".step", file, op);
   restore(load_safetensors(path, parameters_[0].value().engine()).tensors, lr, steps, per, "'" + file + "'");
 }
 
@@ -577,7 +583,7 @@ void Sgd::step(const Matrix& found_inf) {
 
 NamedMatrices Sgd::state() const {
   NamedMatrices out;
-  for (std::size_t i = 0; i < momentum_.size(); ++i) out.emplace_back(parameters_[i].name() + ".momentum_buffer", momentum_[i]);
+  for (std::size_t i = 0; i < momentum_.size(); ++i) out.emplace_back(state_names_[i] + ".momentum_buffer", momentum_[i]);
   return out;
 }
 
@@ -627,9 +633,9 @@ void AdamFamily::step(const Matrix& found_inf) {
 NamedMatrices AdamFamily::state() const {
   NamedMatrices out;
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
-    out.emplace_back(parameters_[i].name() + ".exp_avg", exp_avg_[i]);
-    out.emplace_back(parameters_[i].name() + ".exp_avg_sq", exp_avg_sq_[i]);
-    if (hyper_.amsgrad) out.emplace_back(parameters_[i].name() + ".max_exp_avg_sq", max_exp_avg_sq_[i]);
+    out.emplace_back(state_names_[i] + ".exp_avg", exp_avg_[i]);
+    out.emplace_back(state_names_[i] + ".exp_avg_sq", exp_avg_sq_[i]);
+    if (hyper_.amsgrad) out.emplace_back(state_names_[i] + ".max_exp_avg_sq", max_exp_avg_sq_[i]);
   }
   return out;
 }

@@ -34,7 +34,8 @@
 // parameters' engine, created as zeros with the optimizer. save_state /
 // load_state write and read it as safetensors, named "<parameter>.<buffer>",
 // with metadata "optimizer", "lr", "step" (steps taken) and "<parameter>.step"
-// (steps that updated that parameter).
+// (steps that updated that parameter), <parameter> being the parameter's
+// name in state_names().
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -79,6 +80,11 @@ class Optimizer {
   // with a gradient and found_inf zero. A host read (waits for the device).
   std::vector<std::int64_t> parameter_steps() const;
   const std::vector<Parameter>& parameters() const { return parameters_; }
+  // The name of each parameter in state() and the checkpoint, in parameter
+  // order: its name, or "<name>@<i>" (i its position in parameters()) where
+  // several parameters share a name, as a list gathered from two modules
+  // (torch keys an optimizer's state by position alone).
+  const std::vector<std::string>& state_names() const { return state_names_; }
 
   // The state Matrices, "<parameter>.<buffer>", in parameter order.
   virtual NamedMatrices state() const = 0;
@@ -101,8 +107,8 @@ class Optimizer {
   void load_state(const NamedMatrices& tensors, float lr, std::int64_t steps, const std::vector<std::int64_t>& parameter_steps);
 
  protected:
-  // Throws InvalidArgument for no parameters, an undefined one, two with the
-  // same name, parameters on different engines, or a bad lr; `kind` names the
+  // Throws InvalidArgument for no parameters, an undefined one, the same
+  // parameter twice, parameters on different engines, or a bad lr; `kind` names the
   // optimizer in messages and metadata ("sgd", "adam", "adamw").
   // `constants_per_parameter`: how many floats step_constants() gives (one
   // more, the updated flag that ml/optim/count_steps reads, follows them).
@@ -128,6 +134,7 @@ class Optimizer {
   void run_step(const std::vector<std::size_t>& updated, bool pushed, const std::function<void()>& record);
 
   std::vector<Parameter> parameters_;
+  std::vector<std::string> state_names_;
   float lr_;
   std::int64_t steps_ = 0;
   const char* kind_;
