@@ -53,6 +53,19 @@ TEST(MatrixElementwise, UnaryOpsMatchReference) {
   }
 }
 
+TEST(MatrixElementwise, TanhIsAccurateNearZeroAndAtItsBranch) {
+  // Relative error, where 1 - exp(-2|x|) cancels (tiny x) and on both sides of
+  // the kernel's switch from its polynomial to exponentials (|x| = 0.2).
+  std::vector<float> x;
+  for (const float v : {1e-30f, 1e-20f, 1e-10f, 1e-6f, 1e-3f, 0.05f, 0.1999f, 0.2f, 0.2001f, 0.5f, 3.0f, 10.0f, 50.0f}) {
+    x.push_back(v);
+    x.push_back(-v);
+  }
+  const auto y = oa::matrix::tanh(Matrix::from_vector({static_cast<std::int64_t>(x.size())}, x)).to_vector();
+  for (std::size_t i = 0; i < x.size(); ++i)
+    EXPECT_NEAR(y[i] / std::tanh(static_cast<double>(x[i])), 1.0, 1e-6) << "x = " << x[i] << ": " << y[i];
+}
+
 TEST(MatrixElementwise, BinaryOpsSameShapeAndBroadcast) {
   const Shape full{3, 4, 5};
   auto a_host = values(60, 1);
