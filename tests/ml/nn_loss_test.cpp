@@ -260,6 +260,16 @@ TEST(NnCrossEntropy, ClassAxisSecondOfHigherRankLogits) {
                             ref::cross_entropy(class_last(f64(oa::matrix::cast(x16, oa::DType::F32).to_vector()), N, C, P), t, C,
                                                ref::LossReduction::Mean, -100, 0.0),
                             1e-5, 2e-5));
+  // The plain [N, C] form too; its gradient reaches an f32 leaf through the cast.
+  const Matrix rows = oa::matrix::flatten(oa::matrix::permute(oa::matrix::cast(x16, oa::DType::F32), {0, 2, 3, 1}), 0, 2);
+  const Matrix leaf = oa::set_requires_grad(Matrix::from_vector(rows.shape(), rows.to_vector()));
+  const Matrix rows_loss = ml::cross_entropy(oa::matrix::cast(leaf, oa::DType::F16), Matrix::from_i32({N * P}, t));
+  EXPECT_EQ(rows_loss.dtype(), oa::DType::F32);
+  EXPECT_NEAR(rows_loss.item(), loss16.item(), 1e-6);
+  oa::backward(rows_loss);
+  const Matrix leaf32 = oa::set_requires_grad(Matrix::from_vector(rows.shape(), rows.to_vector()));
+  oa::backward(ml::cross_entropy(leaf32, Matrix::from_i32({N * P}, t)));
+  EXPECT_TRUE(oa_test::near(oa::grad(leaf).to_vector(), f64(oa::grad(leaf32).to_vector()), 1e-3, 1e-4));
   const std::vector<std::int32_t> one{3};
   const Matrix loss = gradcheck({random_input({C}, 42, -3, 3)},
                                 [&](const std::vector<Matrix>& in) {

@@ -43,7 +43,8 @@ struct CrossEntropyOptions {
 //   class axis: loss = -sum_c q_c log_softmax(x)_c per position with
 //   q = (1 - s) p + s / C; Mean divides by the number of positions;
 //   ignore_index does not apply. Gradients to the logits and the targets.
-// These forms take f16 and bf16 logits too, computing in f32. Errors
+// Every form takes f16 and bf16 logits too, widened to f32 first (recorded
+// oa::matrix::cast), computing in f32 and giving an f32 loss. Errors
 // (InvalidArgument): class-index targets whose shape is not logits' without
 // the class axis, f32 targets of another shape, rank-0 logits.
 Matrix cross_entropy(const Matrix& logits, const Matrix& targets, const CrossEntropyOptions& options = {});

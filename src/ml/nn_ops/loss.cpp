@@ -297,7 +297,8 @@ Matrix cross_entropy(const Matrix& logits, const Matrix& targets, const CrossEnt
   detail::require_defined(logits, op, "logits");
   detail::require_defined(targets, op, "targets");
   if (is_floating_point(targets.dtype())) return cross_entropy_probabilities(logits, targets, options);
-  if (logits.rank() == 2) return detail::apply(kCrossEntropy, {logits, targets}, {to_string(options.reduction), options.ignore_index, options.label_smoothing})[0];
+  if (logits.rank() == 2)
+    return detail::apply(kCrossEntropy, {widened(logits), targets}, {to_string(options.reduction), options.ignore_index, options.label_smoothing})[0];
   if (logits.rank() == 0 || !(targets.shape() == positions_shape(logits.shape())))
     fail(ErrorKind::InvalidArgument, "{}: logits [C], [N, C] or [N, C, d1, ...] need class-index targets of shape [], [N] or [N, d1, ...]; "
          "found logits {} and targets {}", op, logits.shape(), targets.shape());
