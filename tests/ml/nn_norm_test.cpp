@@ -122,6 +122,26 @@ TEST(NnLayerNorm, LargeCommonOffsetsMatchTheReference) {
   }
 }
 
+TEST(NnLayerNorm, WideSpreadsStayFinite) {
+  // Rows spread over +-1e18 (squares near 1e36, their sum over D past FLT_MAX,
+  // the mean of the squares not), every D: scalar and vec4 items, and items
+  // past the register cache (D 16388). rms_norm likewise, its rows' values
+  // the squares.
+  for (std::int64_t D : {9, 1000, 16388}) {
+    SCOPED_TRACE(testing::Message() << "D " << D);
+    const std::int64_t R = 3;
+    auto x = test_values(R * D, 67);
+    for (float& v : x) v *= 1e18f;
+    const Matrix mx = Matrix::from_vector({R, D}, x);
+    const auto w = test_values(D, 68);
+    const Matrix mw = Matrix::from_vector({D}, w);
+    EXPECT_TRUE(oa_test::near(ml::layer_norm(mx, mw, Matrix(), 1e-5).to_vector(), ref::layer_norm(f64(x), D, f64(w), std::vector<double>(D), 1e-5),
+                              1e-4, 1e-4))
+        << "layer_norm";
+    EXPECT_TRUE(oa_test::near(ml::rms_norm(mx, mw, 1e-5).to_vector(), ref::rms_norm(f64(x), D, f64(w), 1e-5), 1e-4, 1e-4)) << "rms_norm";
+  }
+}
+
 TEST(NnLayerNorm, NanInARowMakesThatRowNan) {
   // Scalar and vec4 items, and a NaN in the part of a row past the register cache (D 16388).
   for (std::int64_t D : {9, 8, 1000, 16388}) {

@@ -12,8 +12,10 @@ namespace oa::ml {
 // torch.nn.functional.layer_norm with normalized_shape = [D]):
 //   y = (x - mean) / sqrt(var + eps) * weight + bias,
 // mean and the biased variance var taken over each row of x [..., D], in two
-// passes about the row's first element (finite in f32: a row spread below
-// about 1e19).
+// passes about the row's first element, each squared deviation divided by D
+// before the sum (finite in f32 while the row's spread, max - min, is below
+// about 1.8e19, for any D; past it var overflows and the row gives 0, as
+// PyTorch's f32 kernels).
 // weight [D] and bias [D] may each be undefined (Matrix()): weight 1, bias 0.
 // x of any rank >= 1 with D >= 1 (zero rows give an empty result); eps >= 0.
 // Gradients for x, weight and bias. Semantic op "oa::ml::layer_norm",
@@ -23,9 +25,9 @@ Matrix layer_norm(const Matrix& x, const Matrix& weight, const Matrix& bias, dou
 // Root-mean-square normalisation over the last axis (Zhang and Sennrich 2019;
 // torch.nn.functional.rms_norm with normalized_shape = [D]):
 //   y = x / sqrt(mean(x^2) + eps) * weight,
-// the mean taken over each row of x [..., D] in f32 (as PyTorch for f32: a
-// row whose root mean square passes about 1.8e19 overflows x^2 and gives 0,
-// with gradient 0). weight [D] or undefined
+// the mean taken over each row of x [..., D] in f32, each square divided by D
+// before the sum (a row holding a value past about 1.8e19 overflows x^2 and
+// gives 0, with gradient 0). weight [D] or undefined
 // (weight 1). eps >= 0; without one, the f32 machine epsilon (2^-23, as
 // PyTorch's default eps=None). x of any rank >= 1 with D >= 1. Gradients for x
 // and weight. Semantic op "oa::ml::rms_norm", attribute eps; its inputs are x

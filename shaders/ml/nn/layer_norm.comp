@@ -1,8 +1,8 @@
 #version 450
 // Layer normalisation over the last axis (Ba et al. 2016; torch.nn.functional.layer_norm):
 // for each row r of x viewed as [R, D], shifted by its first element k = x[r, 0],
-//   mu = sum(x - k) / D (the mean minus k), var = sum(((x - k) - mu)^2) / D
-//   (two passes, biased), rstd = 1 / sqrt(var + eps),
+//   mu = sum(x - k) / D (the mean minus k), var = sum(((x - k) - mu)^2 / D)
+//   (two passes, biased; finite while each square is), rstd = 1 / sqrt(var + eps),
 //   y = ((x - k) - mu) * rstd * weight + bias.
 // The shift cancels a large common offset before anything is rounded at its
 // magnitude. x is read once: each invocation keeps x - k of its share of the
@@ -59,16 +59,19 @@ void main() {
     for (uint i = tail; i < items; i += LANES) s += norm_item_sum(NORM_LOAD(x, x4, row, i) - k);
     mu = rows_sum(s) / float(pc.D);
   }
+  // Each item's squares are divided by D before they are added, so that the
+  // sum (the variance) stays finite while every square is.
+  const float inv_d = 1.0 / float(pc.D);
   float q = 0.0;
   [[unroll]] for (uint n = 0u; n < CACHE; ++n) {
     const vec4 d = v[n] - mu;
-    if (lane + n * LANES < items) q += norm_item_sum(d * d);
+    if (lane + n * LANES < items) q += norm_item_sum(d * d) * inv_d;
   }
   for (uint i = tail; i < items; i += LANES) {
     const vec4 d = (NORM_LOAD(x, x4, row, i) - k) - mu;
-    q += norm_item_sum(d * d);
+    q += norm_item_sum(d * d) * inv_d;
   }
-  const float rstd = inversesqrt(rows_sum(q) / float(pc.D) + pc.eps);
+  const float rstd = inversesqrt(rows_sum(q) + pc.eps);
   if (!live) return;
   [[unroll]] for (uint n = 0u; n < CACHE; ++n) {
     const uint i = lane + n * LANES;
