@@ -534,6 +534,18 @@ def test_bad_parameter_assignments_leave_the_layer_unchanged():
     assert [n for n, _ in block.named_parameters()][:4] == ["norm1.weight", "norm1.bias", "attn.qkv.weight", "attn.qkv.bias"]
 
 
+def test_lstm_takes_hx_as_a_pair_only():
+    rnn, x = nn.LSTM(3, 4, num_layers=2), oa.tensor(values((5, 2, 3), 41))
+    h = oa.zeros(2, 2, 4)
+    out, (hn, cn) = rnn(x, (h, h))
+    assert out.shape == (5, 2, 4) and hn.shape == (2, 2, 4) and cn.shape == (2, 2, 4)
+    with pytest.raises(TypeError, match=r"LSTM: hx must be a tuple \(h0, c0\).*got Tensor"):
+        rnn(x, oa.zeros(2, 2, 2, 4))
+    with pytest.raises(TypeError, match=r"LSTM: hx must be a tuple \(h0, c0\).*of 1 items"):
+        rnn(x, (h,))
+    assert "hx (h0, c0)" in nn.LSTM.forward.__doc__ and "h_n" in nn.GRU.forward.__doc__
+
+
 def test_deepcopy_makes_new_parameters_with_the_values():
     import copy
 

@@ -168,6 +168,20 @@ TEST(NnRnn, Errors) {
   EXPECT_TRUE(oa_test::throws([&] { lstm.forward(Matrix::zeros({5, 3})); }, ErrorKind::InvalidArgument, {"oa::ml::nn::LSTM", "[5, 3]"}));
   EXPECT_TRUE(oa_test::throws([&] { lstm.forward_with_state(Matrix::zeros({5, 2, 3}), {Matrix::zeros({1, 2, 4}), Matrix()}); },
                               ErrorKind::InvalidArgument, {"oa::ml::nn::LSTM", "h0", "[1, 2, 4]"}));
+  // Operands the module refuses itself, naming it (not the ops it composes).
+  const Matrix x16 = oa::matrix::cast(Matrix::zeros({5, 2, 3}), oa::DType::F16), h16 = oa::matrix::cast(Matrix::zeros({2, 2, 4}), oa::DType::F16);
+  EXPECT_TRUE(oa_test::throws([&] { lstm.forward(x16); }, ErrorKind::InvalidArgument, {"oa::ml::nn::LSTM", "input", "f16 [5, 2, 3]"}));
+  EXPECT_TRUE(oa_test::throws([&] { lstm.forward_with_state(Matrix::zeros({5, 2, 3}), {h16, Matrix()}); }, ErrorKind::InvalidArgument,
+                              {"oa::ml::nn::LSTM", "h0", "f16 [2, 2, 4]"}));
+  const oa::Engine other;
+  EXPECT_TRUE(oa_test::throws([&] { lstm.forward(Matrix::zeros({5, 2, 3}, other)); }, ErrorKind::InvalidArgument,
+                              {"oa::ml::nn::LSTM", "input [5, 2, 3] lives on another engine"}));
+  {
+    // Under autocast 16-bit inputs and states pass, as in torch.
+    oa::AutocastGuard guard(oa::DType::F16);
+    const auto out = lstm.forward_with_state(x16, {h16, h16});
+    EXPECT_EQ(out.output.shape(), (Shape{5, 2, 4}));
+  }
   const Matrix g = Matrix::zeros({2, 8}), c = Matrix::zeros({2, 2});
   EXPECT_TRUE(oa_test::throws([&] { oa::ml::lstm_cell(Matrix::zeros({2, 6}), Matrix(), c); }, ErrorKind::InvalidArgument,
                               {"oa::ml::lstm_cell", "gates_x", "[2, 6]"}));

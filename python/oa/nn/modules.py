@@ -460,12 +460,19 @@ def _recurrent(name, factory, doc):
     def forward(self, input, hx=None):
         if not lstm:
             return self._native.forward_with_state(input, hx)
-        h0, c0 = hx if hx is not None else (None, None)
-        return self._native.forward_with_state(input, h0, c0)
+        if hx is None:
+            return self._native.forward_with_state(input, None, None)
+        if not isinstance(hx, (tuple, list)) or len(hx) != 2:
+            raise TypeError(f"oa.nn.LSTM: hx must be a tuple (h0, c0) of [num_layers, B, H] tensors or None; got "
+                            f"{type(hx).__name__}" + (f" of {len(hx)} items" if isinstance(hx, (tuple, list)) else ""))
+        return self._native.forward_with_state(input, hx[0], hx[1])
 
     def extra_repr(self):
         return f"{self.input_size}, {self.hidden_size}, num_layers={self.num_layers}, batch_first={self.batch_first}"
 
+    forward.__doc__ = (f"forward(input, hx=None): input [T, B, I] ([B, T, I] with batch_first); hx "
+                       + ("(h0, c0), each" if lstm else "h0") + " [num_layers, B, H] or None (zeros). Returns (output "
+                       "[T, B, H] ([B, T, H]), " + ("(h_n, c_n)" if lstm else "h_n") + "), as torch.nn." + name + ".")
     return type(name, (_Native,), {"__init__": __init__, "forward": forward, "extra_repr": extra_repr, "__doc__": doc})
 
 

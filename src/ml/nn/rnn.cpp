@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "oa/matrix/autocast.hpp"
+#include "oa/matrix/cast.hpp"
 #include "oa/matrix/concat.hpp"
 #include "oa/matrix/layout.hpp"
 #include "oa/ml/functional.hpp"
@@ -53,12 +55,25 @@ std::vector<Matrix> RNNBase::layer_states(const Matrix& state, std::int64_t batc
     for (std::int64_t k = 0; k < L; ++k) out.push_back(Matrix::zeros(Shape{batch, H}, layers_[0].weight_ih.value().engine()));
     return out;
   }
+  require_operand(state, arg);
   if (!(state.shape() == Shape{L, batch, H}))
     fail(ErrorKind::InvalidArgument, "{}: {} must be [num_layers {}, B {}, hidden_size {}]; found {}", name_, arg, L, batch, H,
          state.shape());
-  if (L == 1) return {state.reshape({batch, H})};
-  for (const Matrix& m : matrix::chunk(state, L, 0)) out.push_back(m.reshape({batch, H}));
+
+  const Matrix f32 = state.dtype() == DType::F32 ? state : matrix::cast(state, DType::F32);  // the cells run in f32
+  if (L == 1) return {f32.reshape({batch, H})};
+  for (const Matrix& m : matrix::chunk(f32, L, 0)) out.push_back(m.reshape({batch, H}));
   return out;
+}
+
+void RNNBase::require_operand(const Matrix& m, const char* arg) const {
+  detail::require_defined(m, name_, arg);
+  const bool half = m.dtype() == DType::F16 || m.dtype() == DType::BF16;
+  if (m.dtype() != DType::F32 && !(half && autocast_dtype()))
+    fail(ErrorKind::InvalidArgument, "{}: {} must be f32 (or f16/bf16 under autocast); found {} {}", name_, arg, to_string(m.dtype()),
+         m.shape());
+  if (!(m.engine() == layers_[0].weight_ih.value().engine()))
+    fail(ErrorKind::InvalidArgument, "{}: {} {} lives on another engine than the module's parameters", name_, arg, m.shape());
 }
 
 Matrix RNNBase::input_gates(std::int64_t k, const Matrix& x) const {
@@ -69,11 +84,12 @@ Matrix RNNBase::input_gates(std::int64_t k, const Matrix& x) const {
 }
 
 RNNBase::Sequence RNNBase::run(const Matrix& input, const std::vector<std::pair<Matrix, const char*>>& initial, const Recurrence& recurrence) {
-  detail::require_defined(input, name_, "input");
+  require_operand(input, "input");
   const Shape& s = input.shape();
   if (s.rank() != 3 || s.numel() == 0 || s[2] != input_size_)
     fail(ErrorKind::InvalidArgument, "{}: input must be {} with I = input_size {} and nonzero extents; found {}", name_,
          options_.batch_first ? "[B, T, I]" : "[T, B, I]", input_size_, s);
+
   Matrix x = options_.batch_first ? matrix::transpose(input, 0, 1) : input;  // [T, B, I]
   const std::int64_t T = x.shape()[0], B = x.shape()[1], L = options_.num_layers;
   std::vector<std::vector<Matrix>> initial_states, final_states(initial.size());  // [state][layer]

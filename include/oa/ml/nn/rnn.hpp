@@ -23,9 +23,10 @@
 // B, H] (also with batch_first, as PyTorch). T, B >= 1.
 //
 // Errors (oa::Error, InvalidArgument naming the module): constructor sizes
-// below 1, dropout outside [0, 1]; forward: input not rank 3 with nonzero
-// extents and I = input_size, a state not [num_layers, B, H]; and what the
-// ops throw.
+// below 1, dropout outside [0, 1]; forward: input not of rank 3 with nonzero
+// extents and I = input_size, a state not [num_layers, B, H], an input or
+// state not f32 (f16 and bf16 pass under autocast, as torch's) or on another
+// engine than the parameters; and what the ops throw.
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -91,6 +92,10 @@ class RNNBase : public Module {
   // Each layer's initial state [B, H] from `state` [num_layers, B, H] (`arg`
   // in errors), or zeros when it is undefined.
   std::vector<Matrix> layer_states(const Matrix& state, std::int64_t batch, const char* arg) const;
+  // Throws InvalidArgument, naming `arg` and the module, when m is
+  // undefined, of a dtype forward does not take, or on another engine than
+  // the parameters.
+  void require_operand(const Matrix& m, const char* arg) const;
   // Layer k's input projection of x [T, B, I_k]: [T, B, G * H].
   Matrix input_gates(std::int64_t k, const Matrix& x) const;
 
