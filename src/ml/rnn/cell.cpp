@@ -171,33 +171,18 @@ std::array<std::int64_t, 3> require_layer(const OpCall<NoAttributes>& c, std::in
   return {T, B, H};
 }
 
-// Appends C = op(A) op(B) (+ beta C) (+ bias) over one batch item, operands at element offsets.
-void append_gemm(const Engine& engine, std::vector<ComputeDispatch>& ds, std::int64_t m, std::int64_t n, std::int64_t k, bool trans_a,
-                 bool trans_b, detail::GemmOperand a, detail::GemmOperand b, detail::GemmOperand c, float beta = 0,
-                 const Matrix* bias = nullptr) {
-  detail::GemmProblem p;
-  p.m = m;
-  p.n = n;
-  p.k = k;
-  p.trans_a = trans_a;
-  p.trans_b = trans_b;
-  p.beta = beta;
-  p.a = a;
-  p.b = b;
-  p.c = c;
-  p.bias = bias;
-  const auto more = detail::lower_gemm(engine, p);
-  ds.insert(ds.end(), more.begin(), more.end());
-}
-
 // The weight gradient dW [G * H, H] = sum_t dgates_t^T h_{t-1} (h_{-1} = h0,
 // h_t = out[t]) as two GEMMs over all steps, appended to ds.
 Matrix weight_gradient(const Engine& engine, std::vector<ComputeDispatch>& ds, const Matrix& dgates, const Matrix& h0,
                        const Matrix& out) {
   const std::int64_t T = out.shape()[0], B = out.shape()[1], H = out.shape()[2], GH = dgates.shape()[2];
   Matrix dw = detail::allocate(engine, Shape{GH, H});
-  append_gemm(engine, ds, GH, H, B, true, false, {&dgates, 0, 0}, {&h0, 0, 0}, {&dw, 0, 0});
-  if (T > 1) append_gemm(engine, ds, GH, H, (T - 1) * B, true, false, {&dgates, B * GH, 0}, {&out, 0, 0}, {&dw, 0, 0}, 1);
+  detail::append_gemm(engine, {.m = GH, .n = H, .k = B, .trans_a = true, .a = {&dgates, 0, 0}, .b = {&h0, 0, 0}, .c = {&dw, 0, 0}}, ds);
+  if (T > 1)
+    detail::append_gemm(
+        engine,
+        {.m = GH, .n = H, .k = (T - 1) * B, .trans_a = true, .beta = 1, .a = {&dgates, B * GH, 0}, .b = {&out, 0, 0}, .c = {&dw, 0, 0}},
+        ds);
   return dw;
 }
 
@@ -229,8 +214,16 @@ const detail::Op<NoAttributes> kLstmLayer{
                   const Matrix gh = detail::allocate(c.engine, Shape{B, G});
                   for (std::int64_t t = 0; t < T; ++t) {
                     const bool first = t == 0, last = t == T - 1;
-                    append_gemm(c.engine, ds, B, G, H, false, true, first ? detail::GemmOperand{&h0, 0, 0} : detail::GemmOperand{&out, (t - 1) * BH, 0},
-                                {&w, 0, 0}, {&gh, 0, 0}, 0, bias.defined() ? &bias : nullptr);
+                    detail::append_gemm(c.engine,
+                                        {.m = B,
+                                         .n = G,
+                                         .k = H,
+                                         .trans_b = true,
+                                         .a = first ? detail::GemmOperand{&h0, 0, 0} : detail::GemmOperand{&out, (t - 1) * BH, 0},
+                                         .b = {&w, 0, 0},
+                                         .c = {&gh, 0, 0},
+                                         .bias = bias.defined() ? &bias : nullptr},
+                                        ds);
                     ComputeDispatch d;
                     d.kernel = kernels::ml_rnn_lstm_cell;
                     d.specialization = {true};
@@ -267,8 +260,11 @@ const detail::Op<NoAttributes> kLstmLayer{
          set_cell_grid(d, BH, H,
                        {t * BH, last ? 0 : t * BH, t * B * G, first ? 0 : (t - 1) * BH, last ? 0 : t * BH, t * B * G, first ? 0 : (t - 1) * BH});
          ds.push_back(std::move(d));
-         if (!first) append_gemm(engine, ds, B, H, G, false, false, {&dgates, t * B * G, 0}, {&w, 0, 0}, {&dh, (t - 1) * BH, 0}, 1);
-         else if (c.needs[3]) append_gemm(engine, ds, B, H, G, false, false, {&dgates, 0, 0}, {&w, 0, 0}, {&grads[3], 0, 0});
+         if (!first)
+           detail::append_gemm(
+               engine, {.m = B, .n = H, .k = G, .beta = 1, .a = {&dgates, t * B * G, 0}, .b = {&w, 0, 0}, .c = {&dh, (t - 1) * BH, 0}}, ds);
+         else if (c.needs[3])
+           detail::append_gemm(engine, {.m = B, .n = H, .k = G, .a = {&dgates, 0, 0}, .b = {&w, 0, 0}, .c = {&grads[3], 0, 0}}, ds);
        }
        if (c.needs[1]) grads[1] = weight_gradient(engine, ds, dgates, h0, out);
        c.record(ds, {&dout, &dcn, &w, &act, &cells, &cn, &h0, &c0, &out}, {&dgates, &grads[1], &grads[3], &grads[4]});
@@ -294,8 +290,16 @@ const detail::Op<NoAttributes> kGruLayer{
                   const std::int64_t T = gx.shape()[0], B = gx.shape()[1], G = gx.shape()[2], H = G / 3, BH = B * H;
                   for (std::int64_t t = 0; t < T; ++t) {
                     const bool first = t == 0;
-                    append_gemm(c.engine, ds, B, G, H, false, true, first ? detail::GemmOperand{&h0, 0, 0} : detail::GemmOperand{&out, (t - 1) * BH, 0},
-                                {&w, 0, 0}, {&gh, t * B * G, 0}, 0, bias.defined() ? &bias : nullptr);
+                    detail::append_gemm(c.engine,
+                                        {.m = B,
+                                         .n = G,
+                                         .k = H,
+                                         .trans_b = true,
+                                         .a = first ? detail::GemmOperand{&h0, 0, 0} : detail::GemmOperand{&out, (t - 1) * BH, 0},
+                                         .b = {&w, 0, 0},
+                                         .c = {&gh, t * B * G, 0},
+                                         .bias = bias.defined() ? &bias : nullptr},
+                                        ds);
                     ComputeDispatch d;
                     d.kernel = kernels::ml_rnn_gru_cell;
                     d.bindings = {BufferBinding::read(gx.storage()), BufferBinding::read(gh.storage()),
@@ -331,8 +335,15 @@ const detail::Op<NoAttributes> kGruLayer{
          set_cell_grid(d, BH, H, {t * BH, t * B * G, t * B * G, first ? 0 : (t - 1) * BH, t * B * G, t * B * G, first ? 0 : (t - 1) * BH});
          ds.push_back(std::move(d));
          if (dh_prev)
-           append_gemm(engine, ds, B, H, G, false, false, {&dgh, t * B * G, 0}, {&w, 0, 0},
-                       first ? detail::GemmOperand{&grads[3], 0, 0} : detail::GemmOperand{&dh, (t - 1) * BH, 0}, 1);
+           detail::append_gemm(engine,
+                               {.m = B,
+                                .n = H,
+                                .k = G,
+                                .beta = 1,
+                                .a = {&dgh, t * B * G, 0},
+                                .b = {&w, 0, 0},
+                                .c = first ? detail::GemmOperand{&grads[3], 0, 0} : detail::GemmOperand{&dh, (t - 1) * BH, 0}},
+                               ds);
        }
        if (c.needs[1]) grads[1] = weight_gradient(engine, ds, dgh, h0, out);
        c.record(ds, {&dout, &w, &act, &gh, &h0, &out}, {&dgx, &grads[1], &grads[3]});
