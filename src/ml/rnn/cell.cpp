@@ -189,6 +189,24 @@ Matrix weight_gradient(const Engine& engine, std::vector<ComputeDispatch>& ds, c
   return dw;
 }
 
+// Appends the recurrent GEMM of a layer's step t: the [B, G] gates at element
+// `gh_offset` of gh = h_{t-1} W_hh^T (+ b_hh), h_{-1} = h0, h_{t-1} = out[t - 1].
+void append_recurrent_gemm(const OpCall<NoAttributes>& c, std::int64_t t, const Matrix& out, const Matrix& gh, std::int64_t gh_offset,
+                           std::vector<ComputeDispatch>& ds) {
+  const Matrix &w = c.inputs[1], &bias = c.inputs[2], &h0 = c.inputs[3];
+  const std::int64_t B = out.shape()[1], H = out.shape()[2];
+  detail::append_gemm(c.engine,
+                      {.m = B,
+                       .n = w.shape()[0],
+                       .k = H,
+                       .trans_b = true,
+                       .a = t == 0 ? detail::GemmOperand{&h0, 0, 0} : detail::GemmOperand{&out, (t - 1) * B * H, 0},
+                       .b = {&w, 0, 0},
+                       .c = {&gh, gh_offset, 0},
+                       .bias = bias.defined() ? &bias : nullptr},
+                      ds);
+}
+
 // Outputs out [T, B, H] and c_n [B, H]; auxiliary: the activated gates
 // [T, B, 4H] and, when T > 1, the cells c_0 .. c_{T-2} [T - 1, B, H] (with
 // T = 1 the one step reads c0 and writes c_n: no auxiliary output, so none
@@ -205,22 +223,13 @@ const detail::Op<NoAttributes> kLstmLayer{
      },
      .lower = {{DType::F32,
                 [](const OpCall<NoAttributes>& c, const std::vector<Matrix>& o, std::vector<ComputeDispatch>& ds) {
-                  const Matrix &gx = c.inputs[0], &w = c.inputs[1], &bias = c.inputs[2], &h0 = c.inputs[3], &c0 = c.inputs[4];
+                  const Matrix &gx = c.inputs[0], &c0 = c.inputs[4];
                   const std::int64_t T = gx.shape()[0], B = gx.shape()[1], G = gx.shape()[2], H = G / 4, BH = B * H;
                   const Matrix &out = o[0], &cn = o[1], &act = o[2], &cells = T > 1 ? o[3] : c0;  // T = 1: not bound
                   const Matrix gh = detail::allocate(c.engine, Shape{B, G});
                   for (std::int64_t t = 0; t < T; ++t) {
                     const bool first = t == 0, last = t == T - 1;
-                    detail::append_gemm(c.engine,
-                                        {.m = B,
-                                         .n = G,
-                                         .k = H,
-                                         .trans_b = true,
-                                         .a = first ? detail::GemmOperand{&h0, 0, 0} : detail::GemmOperand{&out, (t - 1) * BH, 0},
-                                         .b = {&w, 0, 0},
-                                         .c = {&gh, 0, 0},
-                                         .bias = bias.defined() ? &bias : nullptr},
-                                        ds);
+                    append_recurrent_gemm(c, t, out, gh, 0, ds);
                     ComputeDispatch d;
                     d.kernel = kernels::ml_rnn_lstm_cell;
                     d.specialization = {true};
@@ -287,21 +296,12 @@ const detail::Op<NoAttributes> kGruLayer{
      },
      .lower = {{DType::F32,
                 [](const OpCall<NoAttributes>& c, const std::vector<Matrix>& o, std::vector<ComputeDispatch>& ds) {
-                  const Matrix &gx = c.inputs[0], &w = c.inputs[1], &bias = c.inputs[2], &h0 = c.inputs[3];
+                  const Matrix &gx = c.inputs[0], &h0 = c.inputs[3];
                   const Matrix &out = o[0], &act = o[1], &gh = o[2];
                   const std::int64_t T = gx.shape()[0], B = gx.shape()[1], G = gx.shape()[2], H = G / 3, BH = B * H;
                   for (std::int64_t t = 0; t < T; ++t) {
                     const bool first = t == 0;
-                    detail::append_gemm(c.engine,
-                                        {.m = B,
-                                         .n = G,
-                                         .k = H,
-                                         .trans_b = true,
-                                         .a = first ? detail::GemmOperand{&h0, 0, 0} : detail::GemmOperand{&out, (t - 1) * BH, 0},
-                                         .b = {&w, 0, 0},
-                                         .c = {&gh, t * B * G, 0},
-                                         .bias = bias.defined() ? &bias : nullptr},
-                                        ds);
+                    append_recurrent_gemm(c, t, out, gh, t * B * G, ds);
                     ComputeDispatch d;
                     d.kernel = kernels::ml_rnn_gru_cell;
                     d.bindings = {BufferBinding::read(gx.storage()), BufferBinding::read(gh.storage()),
