@@ -1,16 +1,16 @@
 // Long-row access of the row kernels that take a row's softmax statistics
 // (ml/attention/softmax_forward, ml/nn/log_softmax, ml/nn/cross_entropy).
-// Include after common/rows.glsl, the input's views x[] (float) and x4[]
-// (vec4) of one binding, and the specialization constants SLOTS and ALIGNED
-// (detail::row_slots, src/matrix/lowering.hpp).
+// Include after common/rows.glsl and the input's views x[] (float) and x4[]
+// (vec4) of one binding.
 //
-// Slots: each invocation visits its row's columns 4 at a time. Slot n of lane
-// l holds columns c(n, j), j < 4: l * 4 + n * 4 LANES + j when ALIGNED (cols %
-// 4 == 0, so a row starts on a 16-byte boundary and the slot is one vec4
-// load), else l + (4 n + j) * LANES (four scalar loads). Either way the lanes of a
-// row read consecutive memory. A kernel keeps its first SLOTS slots in
-// registers, or loads SLOTS slots before folding any, so that their loads are
-// in flight together.
+// Slots: each invocation visits its row's columns 4 at a time, over the items
+// of common/row_items.glsl. Slot n of lane l holds columns c(n, j), j < 4:
+// l * 4 + n * 4 LANES + j, its item n, when ALIGNED (WIDTH 4: cols % 4 == 0,
+// so a row starts on a 16-byte boundary and the slot is one vec4 load), else
+// l + (4 n + j) * LANES, its items 4 n .. 4 n + 3 (four scalar loads). Either
+// way the lanes of a row read consecutive memory. A kernel keeps its first
+// SLOTS slots (its CACHE items) in registers, or loads SLOTS slots before
+// folding any, so that their loads are in flight together.
 //
 // Online softmax (Milakov & Gimelshein 2018, "Online normalizer calculation
 // for softmax"): a running maximum m and the sum s of exp(v - shift(m)) over
@@ -20,8 +20,11 @@
 // m NaN and s NaN; +inf makes s NaN (exp(inf - inf)), as the two-pass form.
 #ifndef OA_ROW_SLOTS_GLSL
 #define OA_ROW_SLOTS_GLSL
+#include "common/row_items.glsl"
+const bool ALIGNED = WIDTH == 4u;
+const uint SLOTS = CACHE * WIDTH / 4u;
 
-uint slot_column(uint n, uint j) { return ALIGNED ? 4u * (rows_lane() + n * LANES) + j : rows_lane() + (4u * n + j) * LANES; }
+uint slot_column(uint n, uint j) { return ALIGNED ? 4u * row_item(n) + j : row_item(4u * n + j); }
 
 // Whether slot n holds a column below `end` for some lane of the row (the same answer on every lane).
 bool slot_live(uint n, uint end) { return 4u * n * LANES < end; }

@@ -308,4 +308,9 @@ std::vector<ComputeDispatch> lower_gemm(const Engine& engine, const GemmProblem&
   return out;
 }
 
+void append_gemm(const Engine& engine, const GemmProblem& p, std::vector<ComputeDispatch>& ds) {
+  std::vector<ComputeDispatch> more = lower_gemm(engine, p);
+  ds.insert(ds.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+}
+
 }  // namespace oa::detail

@@ -56,6 +56,9 @@ struct GemmProblem {
 // across dispatches).
 std::vector<runtime::ComputeDispatch> lower_gemm(const Engine& engine, const GemmProblem& p);
 
+// Appends lower_gemm(engine, p)'s dispatches to `ds`.
+void append_gemm(const Engine& engine, const GemmProblem& p, std::vector<runtime::ComputeDispatch>& ds);
+
 // The tensor-core lowering (src/matrix/gemm_coopmat.cpp, kernels
 // matrix/gemm_coopmat and matrix/gemm_coopmat_bf16) of a problem lower_gemm
 // checked, with 16-bit A and B and K > 0: its dispatches, or nullopt where C

@@ -65,7 +65,6 @@ std::vector<Matrix> product_backward(const BackwardCall<NoAttributes>& call, boo
   const Engine& engine = gc.engine();
   std::vector<Matrix> g(2);
   std::vector<ComputeDispatch> ds;
-  auto add = [&ds](std::vector<ComputeDispatch> more) { ds.insert(ds.end(), more.begin(), more.end()); };
   Matrix ga_batched;  // [batch, M, K] when a is shared by a batch
   if (call.needs[0]) {
     // ga_b = gc_b op(b_b)^T: B-operand b, stored [K, N] (transposed) or [N, K] (as is).
@@ -89,7 +88,7 @@ std::vector<Matrix> product_backward(const BackwardCall<NoAttributes>& call, boo
     } else {
       p.c = {&g[0], 0, b_batched ? m * k : 0};
     }
-    add(detail::lower_gemm(engine, p));
+    detail::append_gemm(engine, p, ds);
   }
   if (call.needs[1]) {
     // matmul: gb_b = a_b^T gc_b [K, N]; matmul_nt: gb_b = gc_b^T a_b [N, K]. Both contract over M.
@@ -114,7 +113,7 @@ std::vector<Matrix> product_backward(const BackwardCall<NoAttributes>& call, boo
       p.b = {&right, 0, 0};
       p.c = {&g[1], 0, 0};
     }
-    add(detail::lower_gemm(engine, p));
+    detail::append_gemm(engine, p, ds);
   }
   call.record(ds, {gc, a, b}, g);  // a and b are saved only when the other operand's gradient reads them
   if (ga_batched.defined()) g[0] = cast(sum_to(ga_batched, shape_a), dtype);
@@ -142,8 +141,7 @@ Op<NoAttributes> product_op(const char* name, bool trans_b) {
       p.batch = e.batch;
       p.m = e.m;
     }
-    const auto more = detail::lower_gemm(c.engine, p);
-    ds.insert(ds.end(), more.begin(), more.end());
+    detail::append_gemm(c.engine, p, ds);
   };
   return Op<NoAttributes>(
       {.name = name,

@@ -87,12 +87,16 @@ std::vector<runtime::ComputeDispatch> lower_rows(const Engine& engine, const cha
   return out;
 }
 
-void append_row_slots(runtime::ComputeDispatch& d, std::int64_t cols) {
-  const std::int64_t per_lane = ceil_div(cols, 4 * static_cast<std::int64_t>(d.specialization[0]));
-  std::uint32_t slots = 1;
-  while (slots < 16 && slots < per_lane) slots <<= 1;
-  d.specialization.push_back(slots);
-  d.specialization.push_back(cols % 4 == 0 ? 1u : 0u);
+void append_row_items(runtime::ComputeDispatch& d, std::int64_t cols, RowCache cache, bool vec4) {
+  const std::int64_t width = vec4 && cols % 4 == 0 ? 4 : 1, lanes = d.specialization[0];
+  std::int64_t items = std::min(ceil_div(cols / width, lanes), 64 / width);
+  if (cache == RowCache::Slots) {
+    std::int64_t slots = 1;
+    while (slots < 16 && slots < ceil_div(cols, 4 * lanes)) slots <<= 1;
+    items = slots * 4 / width;
+  }
+  d.specialization.push_back(static_cast<std::uint32_t>(width));
+  d.specialization.push_back(static_cast<std::uint32_t>(items));
 }
 
 bool broadcast_layout(const Shape& big, const Shape& small, std::int64_t& channels, std::int64_t& inner) {

@@ -145,12 +145,18 @@ std::vector<runtime::ComputeDispatch> lower_rows(const Engine& engine, const cha
 // layout: at least one (of no rows when rows or cols is 0).
 std::vector<RowChunk> row_chunks(const Engine& engine, const char* op, std::int64_t rows, std::int64_t cols);
 
-// Appends specialization constants 1 (SLOTS) and 2 (ALIGNED) of the row
-// kernels of shaders/common/row_slots.glsl to a dispatch of lower_rows
-// (whose constant 0 is the lanes a row): the slots of 4 columns an invocation
-// keeps in registers, the power of two that covers the row, at most 16 (64
-// columns an invocation), and whether cols % 4 == 0 (16-byte loads).
-void append_row_slots(runtime::ComputeDispatch& d, std::int64_t cols);
+// The items of a row an invocation keeps in registers (CACHE of
+// shaders/common/row_items.glsl), at most 64 floats. Share: its whole share
+// of the row, for the layer_norm kernels. Slots: the power of two of slots of
+// 4 columns at or above its share, at most 16, for the kernels of
+// shaders/common/row_slots.glsl.
+enum class RowCache { Share, Slots };
+// Appends specialization constants 1 (WIDTH) and 2 (CACHE) of
+// shaders/common/row_items.glsl to a dispatch of lower_rows (whose constant 0
+// is the lanes a row) over rows of `cols` columns: WIDTH 4 (16-byte loads)
+// when cols % 4 == 0 and `vec4` (false for group_norm rows whose channels are
+// not whole items), else 1; CACHE as `cache` says.
+void append_row_items(runtime::ComputeDispatch& d, std::int64_t cols, RowCache cache, bool vec4 = true);
 
 // Row reductions for op lowerings (the passes of oa::matrix::sum, max and
 // argmax; shaders/matrix/reduce.comp): appends to `dispatches` the passes that

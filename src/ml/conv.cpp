@@ -447,15 +447,16 @@ bool lower_winograd(const Relation& r, bool wide, const Matrix& src, const Matri
             64, c);
   transform(kernels::ml_conv_winograd_input, {BufferBinding::read(src.storage()), BufferBinding::write(v.storage())}, tiles_pad,
             256, c);
-  const auto gemm = detail::lower_gemm(engine, {.batch = 16,
-                                                .m = k_pad,
-                                                .n = tiles_pad,
-                                                .k = c,
-                                                .trans_a = true,
-                                                .a = {&u, 0, c * k_pad},
-                                                .b = {&v, 0, c * tiles_pad},
-                                                .c = {&products, 0, k_pad * tiles_pad}});
-  out.insert(out.end(), gemm.begin(), gemm.end());
+  detail::append_gemm(engine,
+                      {.batch = 16,
+                       .m = k_pad,
+                       .n = tiles_pad,
+                       .k = c,
+                       .trans_a = true,
+                       .a = {&u, 0, c * k_pad},
+                       .b = {&v, 0, c * tiles_pad},
+                       .c = {&products, 0, k_pad * tiles_pad}},
+                      out);
   transform(kernels::ml_conv_winograd_output,
             {BufferBinding::read(products.storage()), BufferBinding::read(bias.defined() ? bias.storage() : weight.storage()),
              BufferBinding::write(dst.storage())},
@@ -729,8 +730,7 @@ void lower_conv_half(const Relation& r, bool wide, const Matrix& src, const Matr
     g.a = {&weight, 0, cng * kg};
     g.b = {&half, 0, (wide ? cng : kg) * cols};
     g.c = {&product, 0, (wide ? kg : cng) * cols};
-    const auto gemm = detail::lower_gemm(engine, g);
-    out.insert(out.end(), gemm.begin(), gemm.end());
+    detail::append_gemm(engine, g, out);
     out.push_back(columns_pass(wide ? 3 : 2, r, qc, dtype, detail::element_window(product.storage(), 0, f32_rows * cols, Access::Read),
                                bias, weight, half_window(dst, n0 * dst_image, qc * dst_image, Access::Write), qc * dst_image));
   }
@@ -761,8 +761,7 @@ Matrix lower_weight_grad_half(const Relation& r, const Matrix& narrow, const Mat
     g.a = {&gathered, 0, cng * q_cols};
     g.b = {&cols, 0, kg * q_cols};
     g.c = {&target, 0, cng * kg};
-    const auto gemm = detail::lower_gemm(engine, g);
-    out.insert(out.end(), gemm.begin(), gemm.end());
+    detail::append_gemm(engine, g, out);
   }
   return target;
 }

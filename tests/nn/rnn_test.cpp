@@ -144,6 +144,30 @@ TEST(NnRnn, ForwardAndBackwardTrace) {
   EXPECT_EQ(oa_test::count_label(bops, "oa::autograd::accumulate"), 0u);
 }
 
+// With one step the LSTM layer keeps no cells between steps for its backward, and the backward of c0's gradient
+// allocates the gates' gradient and c0's: no copy of the output's gradient, no cell or h gradient between steps
+// (and, with h0 constant, no recurrent GEMM).
+TEST(NnRnn, OneStepLstmLayerAllocatesNoBuffersBetweenSteps) {
+  auto e = oa::Engine::default_engine();
+  const std::int64_t B = 16, H = 256;
+  const std::uint64_t state_bytes = B * H * 4;  // a size class of its own
+  const Matrix gx = Matrix::uniform({1, B, 4 * H}, -1, 1, 1), w = Matrix::uniform({4 * H, H}, -0.1f, 0.1f, 2),
+               h0 = Matrix::uniform({B, H}, -1, 1, 3), dout = Matrix::ones({1, B, H});
+  const Matrix c0 = oa::set_requires_grad(Matrix::uniform({B, H}, -1, 1, 4));
+  e.synchronize();
+  const auto live = e.memory_stats().live_storages;
+  const Matrix out = oa::ml::lstm_layer(gx, w, Matrix(), h0, c0).first;
+  e.synchronize();
+  EXPECT_EQ(e.memory_stats().live_storages, live + 3) << "out, c_n and the saved gates";
+  e.reset_peak_memory();
+  const auto in_use = e.memory_stats().in_use_bytes;
+  oa::backward(out, dout);
+  e.synchronize();
+  // c_n's zero gradient, the gates' gradient (4 states) and c0's.
+  EXPECT_EQ(e.memory_stats().peak_in_use_bytes - in_use, 6 * state_bytes);
+  EXPECT_EQ(oa::grad(c0).shape(), (Shape{B, H}));
+}
+
 TEST(NnRnn, DropoutBetweenLayersOnlyInTraining) {
   oa::ml::Generator gen(12);
   LSTM lstm(2, 3, gen, {.num_layers = 2, .dropout = 0.5});

@@ -119,7 +119,9 @@ struct EngineOptions {
   std::uint32_t max_batch_dispatches = 0;
   // Submits the open batch before it is full while the GPU is short of work:
   // once at most one submitted batch is unfinished and the batch holds at
-  // least a threshold of dispatches. The threshold starts at 1 (the first op
+  // least a threshold of dispatches (asked when the batch reaches the
+  // threshold, then each time it doubles while two batches are unfinished,
+  // and after any batch finishes). The threshold starts at 1 (the first op
   // after the GPU went idle runs at once) and doubles, up to
   // max_batch_dispatches, each time the GPU is found idle at such a
   // submission, so a loop the host cannot keep up with returns to full

@@ -17,8 +17,6 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 #extension GL_EXT_control_flow_attributes : require
-layout(constant_id = 1) const uint SLOTS = 2;
-layout(constant_id = 2) const bool ALIGNED = false;
 layout(constant_id = 3) const bool PAIRS = true;
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 0) readonly buffer X4 { vec4 x4[]; };

@@ -10,8 +10,6 @@
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "common/oa.glsl"
-layout(constant_id = 1) const uint SLOTS = 2;
-layout(constant_id = 2) const bool ALIGNED = false;
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 0) readonly buffer X4 { vec4 x4[]; };
 layout(std430, binding = 1) writeonly buffer Y { float y[]; };

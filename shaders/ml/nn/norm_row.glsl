@@ -1,19 +1,17 @@
 #ifndef OA_NORM_ROW_GLSL
 #define OA_NORM_ROW_GLSL
-// The row layout of the row kernels of layer_norm (layer_norm.comp,
-// layer_norm_backward.comp): the rows of common/rows.glsl, a row of D columns
-// read as D / WIDTH items of WIDTH consecutive columns. WIDTH (constant 1) is 4
-// (vec4 loads and stores) when D % 4 == 0, and with GROUPED also S % 4 == 0 so
-// that an item's columns share a channel; else 1. A row's invocation `lane`
-// keeps items lane + n * LANES, n < CACHE (constant 2), in registers, so rows
+// Item access of the row kernels of layer_norm (layer_norm.comp,
+// layer_norm_backward.comp) over the layout of common/row_items.glsl: a row
+// of D columns is D / WIDTH items (with GROUPED, WIDTH is 4 only when also
+// S % 4 == 0, so that an item's columns share a channel). An invocation keeps
+// its items lane + n * LANES (row_item(n)), n < CACHE, in registers, so rows
 // up to LANES * CACHE items are read from memory once; items past that are
-// re-read. In a WIDTH 1 item only .x is meaningful. Include after the
-// push-constant block (D, and for norm_channel G, S, row0) and the float views
-// x, w and their vec4 views x4, w4 (the same bindings).
+// re-read. An item is a vec4, of which only .x is meaningful when WIDTH is 1.
+// Include after the push-constant block (D, and for norm_channel G, S, row0)
+// and the float views x, w and their vec4 views x4, w4 (the same bindings).
 #include "common/rows.glsl"
+#include "common/row_items.glsl"
 #include "ml/nn/norm_channel.glsl"
-layout(constant_id = 1) const uint WIDTH = 1;
-layout(constant_id = 2) const uint CACHE = 1;
 
 // Item i of row `row` of a [R, D] tensor bound as floats f and vec4s f4.
 #define NORM_LOAD(f, f4, row, i) (WIDTH == 4u ? f4[(row) * (pc.D / 4u) + (i)] : vec4(f[(row) * pc.D + (i)], 0.0, 0.0, 0.0))

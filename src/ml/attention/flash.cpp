@@ -568,17 +568,19 @@ detail::GemmOperand head_rows(const Matrix& x, std::int64_t h0, std::int64_t row
 void append_head_gemm(const Engine& engine, std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, bool trans_a,
                       bool trans_b, float alpha, float beta, detail::GemmOperand a, detail::GemmOperand b, detail::GemmOperand c,
                       std::vector<ComputeDispatch>& ds) {
-  append(ds, detail::lower_gemm(engine, {.batch = batch,
-                                         .m = m,
-                                         .n = n,
-                                         .k = k,
-                                         .trans_a = trans_a,
-                                         .trans_b = trans_b,
-                                         .alpha = alpha,
-                                         .beta = beta,
-                                         .a = a,
-                                         .b = b,
-                                         .c = c}));
+  detail::append_gemm(engine,
+                      {.batch = batch,
+                       .m = m,
+                       .n = n,
+                       .k = k,
+                       .trans_a = trans_a,
+                       .trans_b = trans_b,
+                       .alpha = alpha,
+                       .beta = beta,
+                       .a = a,
+                       .b = b,
+                       .c = c},
+                      ds);
 }
 
 // The forward through the shared GEMMs, a chunk of batch-heads and one query

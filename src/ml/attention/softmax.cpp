@@ -20,7 +20,7 @@ std::vector<ComputeDispatch> lower_softmax(const Engine& engine, const char* op,
          r.mask_values->shape(), engine.device().max_storage_buffer_range);
   return detail::lower_rows(engine, op, r.rows, r.cols, detail::RowLanes::EightColumns, [&](ComputeDispatch& d, const detail::RowChunk& c) {
     d.kernel = kernels::ml_attention_softmax_forward;
-    detail::append_row_slots(d, r.cols);
+    detail::append_row_items(d, r.cols, detail::RowCache::Slots);
     const BufferBinding xs = c.window(x.storage(), r.cols, runtime::Access::Read);
     d.bindings = {xs, r.mask.present ? BufferBinding::read(r.mask_values->storage()) : xs,
                   c.window(y.storage(), r.cols, runtime::Access::Write)};

@@ -23,17 +23,16 @@ using detail::NoAttributes;
 const detail::Lowering<NoAttributes> kLinearLowering = [](const detail::OpCall<NoAttributes>& c, const std::vector<Matrix>& out,
                                                           std::vector<runtime::ComputeDispatch>& ds) {
   const Matrix &x = c.inputs[0], &weight = c.inputs[1], &bias = c.inputs[2];
-  detail::GemmProblem p;
-  p.m = x.shape().rows();
-  p.n = weight.dim(0);
-  p.k = weight.dim(1);
-  p.trans_b = true;
-  p.a = {&x, 0, 0};
-  p.b = {&weight, 0, 0};
-  p.c = {&out[0], 0, 0};
-  p.bias = bias.defined() ? &bias : nullptr;
-  const auto more = detail::lower_gemm(c.engine, p);
-  ds.insert(ds.end(), more.begin(), more.end());
+  detail::append_gemm(c.engine,
+                      {.m = x.shape().rows(),
+                       .n = weight.dim(0),
+                       .k = weight.dim(1),
+                       .trans_b = true,
+                       .a = {&x, 0, 0},
+                       .b = {&weight, 0, 0},
+                       .c = {&out[0], 0, 0},
+                       .bias = bias.defined() ? &bias : nullptr},
+                      ds);
 };
 
 const detail::Op<NoAttributes> kLinear{
@@ -74,26 +73,14 @@ const detail::Op<NoAttributes> kLinear{
        const std::int64_t out = gy.shape().dim(-1), in = x_shape.dim(-1), rows = x_shape.rows();
        std::vector<Matrix> g(3);
        std::vector<runtime::ComputeDispatch> ds;
-       // Appends dst [m, n] = op(a) b over k, op(a) = a^T when trans_a.
-       auto gemm = [&](std::int64_t m, std::int64_t n, std::int64_t k, bool trans_a, const Matrix& a, const Matrix& b, const Matrix& dst) {
-         detail::GemmProblem p;
-         p.m = m;
-         p.n = n;
-         p.k = k;
-         p.trans_a = trans_a;
-         p.a = {&a, 0, 0};
-         p.b = {&b, 0, 0};
-         p.c = {&dst, 0, 0};
-         const auto more = detail::lower_gemm(engine, p);
-         ds.insert(ds.end(), more.begin(), more.end());
-       };
-       if (c.needs[0]) {
+       if (c.needs[0]) {  // gx [rows, in] = gy W
          g[0] = detail::allocate(engine, x_shape, dtype);
-         gemm(rows, in, out, false, gy, weight, g[0]);
+         detail::append_gemm(engine, {.m = rows, .n = in, .k = out, .a = {&gy, 0, 0}, .b = {&weight, 0, 0}, .c = {&g[0], 0, 0}}, ds);
        }
-       if (c.needs[1]) {
+       if (c.needs[1]) {  // gW [out, in] = gy^T x
          g[1] = detail::allocate(engine, Shape{out, in}, dtype);
-         gemm(out, in, rows, true, gy, x, g[1]);
+         detail::append_gemm(engine, {.m = out, .n = in, .k = rows, .trans_a = true, .a = {&gy, 0, 0}, .b = {&x, 0, 0}, .c = {&g[1], 0, 0}},
+                             ds);
        }
        const Matrix none;
        if (c.needs[0] || c.needs[1]) c.record(ds, {&gy, c.needs[0] ? &weight : &none, c.needs[1] ? &x : &none}, {&g[0], &g[1]});

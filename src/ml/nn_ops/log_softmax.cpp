@@ -31,7 +31,7 @@ const detail::Op<detail::NoAttributes> kLogSoftmax{
            const std::int64_t L = x.shape().dim(-1), R = L > 0 ? x.numel() / L : 0;
            const auto rows = detail::lower_rows(c.engine, c.name, R, L, detail::RowLanes::PerColumn, [&](ComputeDispatch& d, const detail::RowChunk& r) {
              d.kernel = kernels::ml_nn_log_softmax;
-             detail::append_row_slots(d, L);
+             detail::append_row_items(d, L, detail::RowCache::Slots);
              d.bindings = {r.window(x.storage(), L, Access::Read), r.window(y.storage(), L, Access::Write),
                            r.window(row_max.storage(), 1, Access::Write)};
              d.push.set(push::ml_nn_log_softmax{.R = static_cast<std::uint32_t>(r.count), .L = static_cast<std::uint32_t>(L)});

@@ -93,7 +93,7 @@ const detail::Op<CrossEntropyAttributes> kCrossEntropy{
                   std::uint32_t check = 0;
                   const auto passes = detail::lower_rows(c.engine, c.name, N, C, detail::RowLanes::PerColumn, [&](ComputeDispatch& d, const detail::RowChunk& r) {
                     d.kernel = kernels::ml_nn_cross_entropy;
-                    detail::append_row_slots(d, C);
+                    detail::append_row_items(d, C, detail::RowCache::Slots);
                     d.specialization.push_back(reduced);
                     d.bindings = {r.window(logits.storage(), C, Access::Read), r.window(targets.storage(), 1, Access::Read),
                                   r.window(stat.storage(), 2, Access::Write), r.window(rows, reduced ? 2 : 1, Access::Write)};

@@ -40,19 +40,10 @@ struct NormGrouping {
   // The kernels' push constants G and S (GROUPED is grouped()).
   std::uint32_t G() const { return static_cast<std::uint32_t>(groups); }
   std::uint32_t S() const { return static_cast<std::uint32_t>(span); }
+  // Whether the row kernels may read vec4 items (ml/nn/norm_row.glsl): an
+  // item's 4 columns then share a channel.
+  bool vec4_items() const { return !grouped() || span % 4 == 0; }
 };
-
-// Specialization constants 1 and 2 of the layer_norm row kernels
-// (ml/nn/norm_row.glsl) for rows of D columns, after the lanes a row (constant
-// 0, from lower_rows): the item width WIDTH (4 when an item's 4 columns share
-// a channel) and the register cache CACHE of each invocation, at most 64
-// floats (rows past LANES * CACHE items re-read the rest).
-void set_row_layout(ComputeDispatch& d, std::int64_t D, const NormGrouping& grouping) {
-  const std::int64_t width = D % 4 == 0 && (!grouping.grouped() || grouping.span % 4 == 0) ? 4 : 1;
-  const std::int64_t lanes = d.specialization[0];
-  d.specialization.push_back(static_cast<std::uint32_t>(width));
-  d.specialization.push_back(static_cast<std::uint32_t>(std::min(detail::ceil_div(D / width, lanes), 64 / width)));
-}
 
 // The forward pass of layer_norm, rms_norm (center false, no bias) and
 // group_norm (layer_norm.comp) over x's rows [R, D]: y, and per row mu (when
@@ -66,7 +57,7 @@ void norm_forward(const OpCall<Attributes>& c, const Matrix& weight, const Matri
   const auto rows = detail::lower_rows(
       c.engine, c.name, R, D, detail::RowLanes::Registers, [&](ComputeDispatch& d, const detail::RowChunk& r) {
         d.kernel = kernels::ml_nn_layer_norm;
-        set_row_layout(d, D, grouping);
+        detail::append_row_items(d, D, detail::RowCache::Share, grouping.vec4_items());
         for (const bool b : {weight.defined(), bias.defined(), center, grouping.grouped()}) d.specialization.push_back(b);
         d.bindings = {r.window(x.storage(), D, Access::Read),
                       BufferBinding::read(or_placeholder(weight, x)),
@@ -100,7 +91,7 @@ void norm_gradients(const char* op, const Matrix& gy, const Matrix& x, const Mat
     dx = detail::allocate(engine, x.shape());
     const auto rows = detail::lower_rows(engine, op, R, D, detail::RowLanes::Registers, [&](ComputeDispatch& d, const detail::RowChunk& c) {
       d.kernel = kernels::ml_nn_layer_norm_backward;
-      set_row_layout(d, D, grouping);
+      detail::append_row_items(d, D, detail::RowCache::Share, grouping.vec4_items());
       for (const bool b : {weight.defined(), mu != nullptr, grouping.grouped()}) d.specialization.push_back(b);
       d.bindings = {c.window(x.storage(), D, Access::Read),
                     BufferBinding::read(or_placeholder(weight, x)),

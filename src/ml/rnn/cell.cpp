@@ -87,7 +87,8 @@ const detail::Op<NoAttributes> kLstmCell{
        d.bindings = {BufferBinding::read(dh.storage()),     BufferBinding::read(dc.storage()),
                      BufferBinding::read(act.storage()),    BufferBinding::read(c_prev.storage()),
                      BufferBinding::read(cell.storage()),   BufferBinding::write(da.storage()),
-                     BufferBinding::write(c.needs[2] ? dc_prev.storage() : unused_output(engine))};
+                     BufferBinding::write(c.needs[2] ? dc_prev.storage() : unused_output(engine)),
+                     BufferBinding::read(dh.storage())};  // dr: not read without ADD_DR
        set_cell_grid(d, c_prev.numel(), c_prev.shape()[1]);
        std::vector<ComputeDispatch> ds{std::move(d)};
        const Matrix recorded_da = need_gates ? da : Matrix();
@@ -143,9 +144,11 @@ const detail::Op<NoAttributes> kGruCell{
 // ── lstm_layer and gru_layer ────────────────────────────────────────────────
 // The recurrence of one layer over T steps, each step one recurrent GEMM
 // (matrix/gemm_skinny for B <= 16) and one cell dispatch addressing step t of
-// [T, ...] buffers; the backward runs the steps in reverse (cell backward,
-// then dh_{t-1} += dgates_h_t W_hh), and forms the weight gradient by GEMMs
-// over all steps and the bias gradient as one column sum.
+// [T, ...] buffers; the backward runs the steps in reverse (cell backward
+// reading dh_t = dout_t + the part that step t + 1 sends back, then that part
+// for h_{t-1} through dgates_h_t W_hh into one [B, H] buffer), and forms the
+// weight gradient by GEMMs over all steps and the bias gradient as one column
+// sum.
 
 // The checks of a layer with `gates` gate blocks: gates_x [T, B, gates * H],
 // weight_hh [gates * H, H], bias_hh [gates * H] (optional), the states [B, H];
@@ -171,66 +174,62 @@ std::array<std::int64_t, 3> require_layer(const OpCall<NoAttributes>& c, std::in
   return {T, B, H};
 }
 
-// Appends C = op(A) op(B) (+ beta C) (+ bias) over one batch item, operands at element offsets.
-void append_gemm(const Engine& engine, std::vector<ComputeDispatch>& ds, std::int64_t m, std::int64_t n, std::int64_t k, bool trans_a,
-                 bool trans_b, detail::GemmOperand a, detail::GemmOperand b, detail::GemmOperand c, float beta = 0,
-                 const Matrix* bias = nullptr) {
-  detail::GemmProblem p;
-  p.m = m;
-  p.n = n;
-  p.k = k;
-  p.trans_a = trans_a;
-  p.trans_b = trans_b;
-  p.beta = beta;
-  p.a = a;
-  p.b = b;
-  p.c = c;
-  p.bias = bias;
-  const auto more = detail::lower_gemm(engine, p);
-  ds.insert(ds.end(), more.begin(), more.end());
-}
-
 // The weight gradient dW [G * H, H] = sum_t dgates_t^T h_{t-1} (h_{-1} = h0,
 // h_t = out[t]) as two GEMMs over all steps, appended to ds.
 Matrix weight_gradient(const Engine& engine, std::vector<ComputeDispatch>& ds, const Matrix& dgates, const Matrix& h0,
                        const Matrix& out) {
   const std::int64_t T = out.shape()[0], B = out.shape()[1], H = out.shape()[2], GH = dgates.shape()[2];
   Matrix dw = detail::allocate(engine, Shape{GH, H});
-  append_gemm(engine, ds, GH, H, B, true, false, {&dgates, 0, 0}, {&h0, 0, 0}, {&dw, 0, 0});
-  if (T > 1) append_gemm(engine, ds, GH, H, (T - 1) * B, true, false, {&dgates, B * GH, 0}, {&out, 0, 0}, {&dw, 0, 0}, 1);
+  detail::append_gemm(engine, {.m = GH, .n = H, .k = B, .trans_a = true, .a = {&dgates, 0, 0}, .b = {&h0, 0, 0}, .c = {&dw, 0, 0}}, ds);
+  if (T > 1)
+    detail::append_gemm(
+        engine,
+        {.m = GH, .n = H, .k = (T - 1) * B, .trans_a = true, .beta = 1, .a = {&dgates, B * GH, 0}, .b = {&out, 0, 0}, .c = {&dw, 0, 0}},
+        ds);
   return dw;
 }
 
-// A copy of the output gradient, into which the steps add the recurrent part.
-Matrix gradient_of_h(const Matrix& dout) {
-  Matrix dh = detail::allocate(dout.engine(), dout.shape());
-  dout.engine().copy(*dout.storage(), 0, *dh.storage(), 0, static_cast<std::uint64_t>(dout.numel()) * 4);
-  return dh;
+// Appends the recurrent GEMM of a layer's step t: the [B, G] gates at element
+// `gh_offset` of gh = h_{t-1} W_hh^T (+ b_hh), h_{-1} = h0, h_{t-1} = out[t - 1].
+void append_recurrent_gemm(const OpCall<NoAttributes>& c, std::int64_t t, const Matrix& out, const Matrix& gh, std::int64_t gh_offset,
+                           std::vector<ComputeDispatch>& ds) {
+  const Matrix &w = c.inputs[1], &bias = c.inputs[2], &h0 = c.inputs[3];
+  const std::int64_t B = out.shape()[1], H = out.shape()[2];
+  detail::append_gemm(c.engine,
+                      {.m = B,
+                       .n = w.shape()[0],
+                       .k = H,
+                       .trans_b = true,
+                       .a = t == 0 ? detail::GemmOperand{&h0, 0, 0} : detail::GemmOperand{&out, (t - 1) * B * H, 0},
+                       .b = {&w, 0, 0},
+                       .c = {&gh, gh_offset, 0},
+                       .bias = bias.defined() ? &bias : nullptr},
+                      ds);
 }
 
 // Outputs out [T, B, H] and c_n [B, H]; auxiliary: the activated gates
-// [T, B, 4H] and the cells c_0 .. c_{T-2} [max(T - 1, 1), B, H].
+// [T, B, 4H] and, when T > 1, the cells c_0 .. c_{T-2} [T - 1, B, H] (with
+// T = 1 the one step reads c0 and writes c_n: no auxiliary output, so none
+// is allocated).
 const detail::Op<NoAttributes> kLstmLayer{
     {.name = "oa::ml::lstm_layer",
      .inputs = {"gates_x", "weight_hh", {"bias_hh", true}, "h0", "c0"},
      .outputs = 2,
      .infer = [](const OpCall<NoAttributes>& c) {
        const auto [T, B, H] = require_layer(c, 4);
-       return std::vector<OutputSpec>{{Shape{T, B, H}},
-                                      {Shape{B, H}},
-                                      {c.inputs[0].shape(), DType::F32, true},
-                                      {Shape{std::max<std::int64_t>(T - 1, 1), B, H}, DType::F32, true}};
+       std::vector<OutputSpec> specs{{Shape{T, B, H}}, {Shape{B, H}}, {c.inputs[0].shape(), DType::F32, true}};
+       if (T > 1) specs.push_back({Shape{T - 1, B, H}, DType::F32, true});
+       return specs;
      },
      .lower = {{DType::F32,
                 [](const OpCall<NoAttributes>& c, const std::vector<Matrix>& o, std::vector<ComputeDispatch>& ds) {
-                  const Matrix &gx = c.inputs[0], &w = c.inputs[1], &bias = c.inputs[2], &h0 = c.inputs[3], &c0 = c.inputs[4];
-                  const Matrix &out = o[0], &cn = o[1], &act = o[2], &cells = o[3];
+                  const Matrix &gx = c.inputs[0], &c0 = c.inputs[4];
                   const std::int64_t T = gx.shape()[0], B = gx.shape()[1], G = gx.shape()[2], H = G / 4, BH = B * H;
+                  const Matrix &out = o[0], &cn = o[1], &act = o[2], &cells = T > 1 ? o[3] : c0;  // T = 1: not bound
                   const Matrix gh = detail::allocate(c.engine, Shape{B, G});
                   for (std::int64_t t = 0; t < T; ++t) {
                     const bool first = t == 0, last = t == T - 1;
-                    append_gemm(c.engine, ds, B, G, H, false, true, first ? detail::GemmOperand{&h0, 0, 0} : detail::GemmOperand{&out, (t - 1) * BH, 0},
-                                {&w, 0, 0}, {&gh, 0, 0}, 0, bias.defined() ? &bias : nullptr);
+                    append_recurrent_gemm(c, t, out, gh, 0, ds);
                     ComputeDispatch d;
                     d.kernel = kernels::ml_rnn_lstm_cell;
                     d.specialization = {true};
@@ -246,29 +245,37 @@ const detail::Op<NoAttributes> kLstmLayer{
      },
      .backward = [](const BackwardCall<NoAttributes>& c) {
        const Matrix &w = c.inputs[1], &h0 = c.inputs[3], &c0 = c.inputs[4];
-       const Matrix &out = c.outputs[0], &cn = c.outputs[1], &act = c.outputs[2], &cells = c.outputs[3];
+       const Matrix &out = c.outputs[0], &cn = c.outputs[1], &act = c.outputs[2];
        const Matrix &dout = c.grad_outputs[0], &dcn = c.grad_outputs[1];
        const Engine& engine = dout.engine();
        const std::int64_t T = act.shape()[0], B = act.shape()[1], G = act.shape()[2], H = G / 4, BH = B * H;
-       const Matrix dh = gradient_of_h(dout), dgates = detail::allocate(engine, act.shape()), dc = detail::allocate(engine, cells.shape());
+       // The cells between the steps and their gradient: none with T = 1.
+       const Matrix cells = T > 1 ? c.outputs[3] : Matrix(), dc = T > 1 ? detail::allocate(engine, cells.shape()) : Matrix();
+       // dr: the part of h_{t-1}'s gradient that flows back through step t's
+       // recurrent GEMM; step t - 1 adds it to dout[t - 1]. After step 0 it is h0's gradient.
+       const Matrix dgates = detail::allocate(engine, act.shape()), dr = T > 1 || c.needs[3] ? detail::allocate(engine, h0.shape()) : Matrix();
        std::vector<Matrix> grads(5);
-       if (c.needs[3]) grads[3] = detail::allocate(engine, h0.shape());
+       if (c.needs[3]) grads[3] = dr;
        if (c.needs[4]) grads[4] = detail::allocate(engine, c0.shape());
        std::vector<ComputeDispatch> ds;
        for (std::int64_t t = T - 1; t >= 0; --t) {
          const bool first = t == 0, last = t == T - 1;
          ComputeDispatch d;
          d.kernel = kernels::ml_rnn_lstm_cell_backward;
-         d.specialization = {!first || c.needs[4]};
-         d.bindings = {BufferBinding::read(dh.storage()),  BufferBinding::read((last ? dcn : dc).storage()),
-                       BufferBinding::read(act.storage()), BufferBinding::read((first ? c0 : cells).storage()),
-                       BufferBinding::read((last ? cn : cells).storage()), BufferBinding::write(dgates.storage()),
-                       BufferBinding::write(!first ? dc.storage() : c.needs[4] ? grads[4].storage() : unused_output(engine))};
+         d.specialization = {!first || c.needs[4], !last};
+         d.bindings = {BufferBinding::read(dout.storage()),
+                       BufferBinding::read((last ? dcn : dc).storage()),
+                       BufferBinding::read(act.storage()),
+                       BufferBinding::read((first ? c0 : cells).storage()),
+                       BufferBinding::read((last ? cn : cells).storage()),
+                       BufferBinding::write(dgates.storage()),
+                       BufferBinding::write(!first ? dc.storage() : c.needs[4] ? grads[4].storage() : unused_output(engine)),
+                       BufferBinding::read((last ? dout : dr).storage())};  // dout: not read as dr
          set_cell_grid(d, BH, H,
                        {t * BH, last ? 0 : t * BH, t * B * G, first ? 0 : (t - 1) * BH, last ? 0 : t * BH, t * B * G, first ? 0 : (t - 1) * BH});
          ds.push_back(std::move(d));
-         if (!first) append_gemm(engine, ds, B, H, G, false, false, {&dgates, t * B * G, 0}, {&w, 0, 0}, {&dh, (t - 1) * BH, 0}, 1);
-         else if (c.needs[3]) append_gemm(engine, ds, B, H, G, false, false, {&dgates, 0, 0}, {&w, 0, 0}, {&grads[3], 0, 0});
+         if (!first || c.needs[3])
+           detail::append_gemm(engine, {.m = B, .n = H, .k = G, .a = {&dgates, t * B * G, 0}, .b = {&w, 0, 0}, .c = {&dr, 0, 0}}, ds);
        }
        if (c.needs[1]) grads[1] = weight_gradient(engine, ds, dgates, h0, out);
        c.record(ds, {&dout, &dcn, &w, &act, &cells, &cn, &h0, &c0, &out}, {&dgates, &grads[1], &grads[3], &grads[4]});
@@ -289,13 +296,12 @@ const detail::Op<NoAttributes> kGruLayer{
      },
      .lower = {{DType::F32,
                 [](const OpCall<NoAttributes>& c, const std::vector<Matrix>& o, std::vector<ComputeDispatch>& ds) {
-                  const Matrix &gx = c.inputs[0], &w = c.inputs[1], &bias = c.inputs[2], &h0 = c.inputs[3];
+                  const Matrix &gx = c.inputs[0], &h0 = c.inputs[3];
                   const Matrix &out = o[0], &act = o[1], &gh = o[2];
                   const std::int64_t T = gx.shape()[0], B = gx.shape()[1], G = gx.shape()[2], H = G / 3, BH = B * H;
                   for (std::int64_t t = 0; t < T; ++t) {
                     const bool first = t == 0;
-                    append_gemm(c.engine, ds, B, G, H, false, true, first ? detail::GemmOperand{&h0, 0, 0} : detail::GemmOperand{&out, (t - 1) * BH, 0},
-                                {&w, 0, 0}, {&gh, t * B * G, 0}, 0, bias.defined() ? &bias : nullptr);
+                    append_recurrent_gemm(c, t, out, gh, t * B * G, ds);
                     ComputeDispatch d;
                     d.kernel = kernels::ml_rnn_gru_cell;
                     d.bindings = {BufferBinding::read(gx.storage()), BufferBinding::read(gh.storage()),
@@ -313,26 +319,34 @@ const detail::Op<NoAttributes> kGruLayer{
        const Matrix &out = c.outputs[0], &act = c.outputs[1], &gh = c.outputs[2], &dout = c.grad_outputs[0];
        const Engine& engine = dout.engine();
        const std::int64_t T = act.shape()[0], B = act.shape()[1], G = act.shape()[2], H = G / 3, BH = B * H;
-       const Matrix dh = gradient_of_h(dout), dgh = detail::allocate(engine, act.shape());
+       const Matrix dgh = detail::allocate(engine, act.shape());
        const Matrix dgx = c.needs[0] ? detail::allocate(engine, act.shape()) : Matrix();
+       // dr: the part of h_{t-1}'s gradient that flows back through step t
+       // (the cell's dh * z, then its recurrent GEMM); step t - 1 adds it to
+       // dout[t - 1] and overwrites it. After step 0 it is h0's gradient.
+       const Matrix dr = T > 1 || c.needs[3] ? detail::allocate(engine, h0.shape()) : Matrix();
        std::vector<Matrix> grads(4);
-       if (c.needs[3]) grads[3] = detail::allocate(engine, h0.shape());
+       if (c.needs[3]) grads[3] = dr;
        std::vector<ComputeDispatch> ds;
        for (std::int64_t t = T - 1; t >= 0; --t) {
-         const bool first = t == 0, dh_prev = !first || c.needs[3];
+         const bool first = t == 0, last = t == T - 1, dh_prev = !first || c.needs[3];
          ComputeDispatch d;
          d.kernel = kernels::ml_rnn_gru_cell_backward;
-         d.specialization = {c.needs[0], true, dh_prev, !first};
-         d.bindings = {BufferBinding::read(dh.storage()),  BufferBinding::read(act.storage()),
-                       BufferBinding::read(gh.storage()),  BufferBinding::read((first ? h0 : out).storage()),
-                       BufferBinding::write(c.needs[0] ? dgx.storage() : unused_output(engine)), BufferBinding::write(dgh.storage()),
-                       !first ? BufferBinding::read_write(dh.storage())
-                              : BufferBinding::write(c.needs[3] ? grads[3].storage() : unused_output(engine))};
-         set_cell_grid(d, BH, H, {t * BH, t * B * G, t * B * G, first ? 0 : (t - 1) * BH, t * B * G, t * B * G, first ? 0 : (t - 1) * BH});
+         d.specialization = {c.needs[0], true, dh_prev, !last};
+         d.bindings = {BufferBinding::read(dout.storage()),
+                       BufferBinding::read(act.storage()),
+                       BufferBinding::read(gh.storage()),
+                       BufferBinding::read((first ? h0 : out).storage()),
+                       BufferBinding::write(c.needs[0] ? dgx.storage() : unused_output(engine)),
+                       BufferBinding::write(dgh.storage()),
+                       !dr.defined()      ? BufferBinding::write(unused_output(engine))
+                       : !last && dh_prev ? BufferBinding::read_write(dr.storage())
+                       : dh_prev          ? BufferBinding::write(dr.storage())
+                                          : BufferBinding::read(dr.storage())};
+         set_cell_grid(d, BH, H, {t * BH, t * B * G, t * B * G, first ? 0 : (t - 1) * BH, t * B * G, t * B * G, 0});
          ds.push_back(std::move(d));
          if (dh_prev)
-           append_gemm(engine, ds, B, H, G, false, false, {&dgh, t * B * G, 0}, {&w, 0, 0},
-                       first ? detail::GemmOperand{&grads[3], 0, 0} : detail::GemmOperand{&dh, (t - 1) * BH, 0}, 1);
+           detail::append_gemm(engine, {.m = B, .n = H, .k = G, .beta = 1, .a = {&dgh, t * B * G, 0}, .b = {&w, 0, 0}, .c = {&dr, 0, 0}}, ds);
        }
        if (c.needs[1]) grads[1] = weight_gradient(engine, ds, dgh, h0, out);
        c.record(ds, {&dout, &w, &act, &gh, &h0, &out}, {&dgx, &grads[1], &grads[3]});

@@ -398,6 +398,7 @@ void EngineState::mark(Batch& b, const Storage& s, Access access) {
 
 void EngineState::submit() {
   if (!open) return;
+  early_check = 0;  // the next batch starts afresh
   Batch& b = *open;
   vk::check(vkEndCommandBuffer(b.cmd), "vkEndCommandBuffer");
   if (capturing) {  // kept for replay, not submitted
@@ -428,9 +429,12 @@ void EngineState::submit() {
 void EngineState::submit_if_due() {
   Batch& b = *open;
   if (b.dispatches >= options.max_batch_dispatches || b.queries_used + 2 > 8192) return submit();
-  if (!*options.early_submission || capturing || b.dispatches < early_dispatches) return;
+  if (!*options.early_submission || capturing || b.dispatches < std::max(early_dispatches, early_check)) return;
   retire();
-  if (in_flight.size() > 1) return;  // the GPU has queued work
+  if (in_flight.size() > 1) {  // the GPU has queued work: ask again once the batch has doubled
+    early_check = 2 * b.dispatches;
+    return;
+  }
   // An idle GPU means the host is the slower side: larger batches from now on
   // pay fewer submissions.
   if (in_flight.empty()) early_dispatches = std::min(2 * early_dispatches, options.max_batch_dispatches);
@@ -478,6 +482,7 @@ void EngineState::retire() {
   while (!in_flight.empty() && in_flight.front()->value <= completed) {
     std::unique_ptr<Batch> b = std::move(in_flight.front());
     in_flight.pop_front();
+    early_check = 0;  // fewer batches unfinished: early submission may hand over the open batch at once
     if (b->queries && !b->timed.empty()) {
       std::vector<std::uint64_t> ts(b->queries_used);
       vk::check(vkGetQueryPoolResults(device, b->queries, 0, b->queries_used, ts.size() * 8, ts.data(), 8,

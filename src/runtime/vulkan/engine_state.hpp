@@ -245,6 +245,10 @@ struct EngineState : std::enable_shared_from_this<EngineState> {
   std::uint64_t next_value = 1;  // value the open batch will signal
   std::uint64_t completed = 0;
   std::uint32_t early_dispatches = 1;  // batch size at which early submission hands over the batch
+  // The open batch's size at which early submission next asks whether the GPU
+  // has work: 0 (from early_dispatches on) until it finds two batches
+  // unfinished, then twice the batch's size at that check.
+  std::uint32_t early_check = 0;
   std::uint64_t hazard_epoch = 1;  // bumped by every barrier and submission
   // Per-dispatch scratch, reused so that recording allocates nothing once warm.
   std::vector<const Pipeline*> scratch_pipelines;
