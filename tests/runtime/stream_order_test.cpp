@@ -181,7 +181,8 @@ TEST(RuntimeStreamOrder, WithoutRoomForFreshMemoryFreedMemoryIsReusedAtOnceBehin
 
 TEST(RuntimeStreamOrder, HostWriteIntoMemoryTheGpuStillUsesIsOrderedAfterIt) {
   for (bool staging : {false, true}) {
-    oa::Engine e(oa::EngineOptions{.staging_transfers = staging});
+    // Early submission off (whatever OA_EARLY_SUBMISSION says): y's readers must still be only recorded.
+    oa::Engine e(oa::EngineOptions{.early_submission = false, .staging_transfers = staging});
     const auto messages = oa::validation_message_count();
     auto x = Matrix::full({4096}, 1.0f, e);
     e.synchronize();
