@@ -47,7 +47,8 @@ float online_shift(float m) { return m == -OA_INF ? 0.0 : m; }
 // Folds the values v into the running (m, s).
 void online_fold(inout float m, inout float s, vec4 v) {
   const float top = oa_max(m, oa_max4(v));
-  if (top != m) s *= exp(online_shift(m) - online_shift(top));  // NaN top: s NaN
+  // s is 0 while m is -inf: rescaling it by exp(0 - top) would give 0 * inf = NaN for top below -88.7.
+  if (top != m) s = m == -OA_INF ? 0.0 : s * exp(m - online_shift(top));  // NaN top: s NaN
   m = top;
   const vec4 e = exp(v - online_shift(top));
   s += (e.x + e.y) + (e.z + e.w);

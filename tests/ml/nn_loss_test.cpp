@@ -44,6 +44,26 @@ TEST(NnCrossEntropy, ForwardMatchesReferenceForEveryReduction) {
   }
 }
 
+TEST(NnCrossEntropy, VeryNegativeLogits) {
+  // Logits below -88.7 (exp underflows) in rows of 2, 9 and 300 columns: a
+  // lane's first values all that negative, or a whole row (a mask of -1e4).
+  for (const std::int64_t C : {2, 9, 300}) {
+    for (const float low : {-100.0f, -1e4f}) {
+      SCOPED_TRACE(testing::Message() << "C " << C << " low " << low);
+      const std::int64_t N = 3;
+      std::vector<float> x(static_cast<std::size_t>(N * C), low);
+      for (std::int64_t j = 0; j < C; j += 2) x[static_cast<std::size_t>(C + j)] = 0.0f;        // row 1: zeros among them
+      for (std::int64_t j = 0; j < C; ++j) x[static_cast<std::size_t>(2 * C + j)] = low - 5.0f * static_cast<float>(j % 3);  // row 2
+      const std::vector<std::int32_t> t{1, static_cast<std::int32_t>(C - 1), 0};
+      for (const double smoothing : {0.0, 0.1}) {
+        const Matrix loss = ml::cross_entropy(Matrix::from_vector({N, C}, x), Matrix::from_i32({N}, t), {ml::Reduction::None, -100, smoothing});
+        EXPECT_TRUE(oa_test::near(loss.to_vector(), ref::cross_entropy(f64(x), t, C, ref::LossReduction::None, -100, smoothing), 1e-5, 1e-4))
+            << "smoothing " << smoothing;
+      }
+    }
+  }
+}
+
 TEST(NnCrossEntropy, ReducedLossesCountOnlyRowsNotIgnored) {
   for (std::int64_t N : {1, 5, 300}) {
     for (auto reduction : {ml::Reduction::Mean, ml::Reduction::Sum}) {
