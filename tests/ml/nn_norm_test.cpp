@@ -140,6 +140,17 @@ TEST(NnLayerNorm, WideSpreadsStayFinite) {
         << "layer_norm";
     EXPECT_TRUE(oa_test::near(ml::rms_norm(mx, mw, 1e-5).to_vector(), ref::rms_norm(f64(x), D, f64(w), 1e-5), 1e-4, 1e-4)) << "rms_norm";
   }
+  // Past the limit (a spread of 5e37: its square past FLT_MAX) the row gives
+  // 0 or NaN, never finite garbage, whichever item is the large one.
+  for (const std::int64_t at : {0, 8}) {
+    std::vector<float> x(9, 0.0f);
+    x[static_cast<std::size_t>(at)] = 5e37f;
+    const Matrix mx = oa::set_requires_grad(Matrix::from_vector({1, 9}, x));
+    const Matrix y = ml::layer_norm(mx, Matrix(), Matrix(), 1e-5);
+    oa::backward(y, Matrix::ones({1, 9}));
+    for (const auto& values : {y.to_vector(), oa::grad(mx).to_vector()})
+      for (const float v : values) EXPECT_TRUE(v == 0.0f || std::isnan(v)) << "at " << at << ": " << v;
+  }
 }
 
 TEST(NnLayerNorm, NanInARowMakesThatRowNan) {

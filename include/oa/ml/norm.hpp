@@ -14,8 +14,8 @@ namespace oa::ml {
 // mean and the biased variance var taken over each row of x [..., D], in two
 // passes about the row's first element, each squared deviation divided by D
 // before the sum (finite in f32 while the row's spread, max - min, is below
-// about 1.8e19, for any D; past it var overflows and the row gives 0, as
-// PyTorch's f32 kernels).
+// about 1.8e19, for any D; past it var overflows and the row's outputs and
+// gradients are 0 or NaN).
 // weight [D] and bias [D] may each be undefined (Matrix()): weight 1, bias 0.
 // x of any rank >= 1 with D >= 1 (zero rows give an empty result); eps >= 0.
 // Gradients for x, weight and bias. Semantic op "oa::ml::layer_norm",

@@ -1,7 +1,7 @@
 #version 450
 // Layer normalisation over the last axis (Ba et al. 2016; torch.nn.functional.layer_norm):
 // for each row r of x viewed as [R, D], shifted by its first element k = x[r, 0],
-//   mu = sum(x - k) / D (the mean minus k), var = sum(((x - k) - mu)^2 / D)
+//   mu = sum((x - k) / D) (the mean minus k), var = sum(((x - k) - mu)^2 / D)
 //   (two passes, biased; finite while each square is), rstd = 1 / sqrt(var + eps),
 //   y = ((x - k) - mu) * rstd * weight + bias.
 // The shift cancels a large common offset before anything is rounded at its
@@ -49,19 +49,19 @@ void main() {
   const float k = CENTER && live ? x[row * pc.D] : 0.0;
   vec4 v[CACHE];  // x - k of items lane + n * LANES (zero past the row)
   float mu = 0.0;
+  // Items are divided by D before they are added, so that the sums (mean and
+  // variance) stay finite while every item (and its square) is.
+  const float inv_d = 1.0 / float(pc.D);
   [[unroll]] for (uint n = 0u; n < CACHE; ++n) {
     const uint i = lane + n * LANES;
     v[n] = i < items ? NORM_LOAD(x, x4, row, i) - k : vec4(0.0);
   }
   if (CENTER) {
     float s = 0.0;
-    [[unroll]] for (uint n = 0u; n < CACHE; ++n) s += norm_item_sum(v[n]);
-    for (uint i = tail; i < items; i += LANES) s += norm_item_sum(NORM_LOAD(x, x4, row, i) - k);
-    mu = rows_sum(s) / float(pc.D);
+    [[unroll]] for (uint n = 0u; n < CACHE; ++n) s += norm_item_sum(v[n]) * inv_d;
+    for (uint i = tail; i < items; i += LANES) s += norm_item_sum(NORM_LOAD(x, x4, row, i) - k) * inv_d;
+    mu = rows_sum(s);
   }
-  // Each item's squares are divided by D before they are added, so that the
-  // sum (the variance) stays finite while every square is.
-  const float inv_d = 1.0 / float(pc.D);
   float q = 0.0;
   [[unroll]] for (uint n = 0u; n < CACHE; ++n) {
     const vec4 d = v[n] - mu;
