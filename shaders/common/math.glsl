@@ -19,15 +19,24 @@ float oa_silu_grad(float x) {
   float s = oa_sigmoid(x);
   return s * (1.0 + x * (1.0 - s));
 }
-// log(1 + x) accurate near 0 (Goldberg 1991: the rounding of 1 + x cancels).
+// log(1 + x). Below |x| = 0.25: 2 atanh(z), z = x / (2 + x) (|z| < 0.15), by
+// its odd series to z^11, since GPU logs are accurate near 1 only to an
+// absolute error (GLSL allows 2^-21). Beyond: Goldberg's form (1991), where
+// the rounding of 1 + x cancels.
 float oa_log1p(float x) {
+  if (abs(x) < 0.25) {
+    const float z = x / (2.0 + x), w = z * z;
+    return 2.0 * z * (1.0 + w * (1.0 / 3.0 + w * (1.0 / 5.0 + w * (1.0 / 7.0 + w * (1.0 / 9.0 + w * (1.0 / 11.0))))));
+  }
   const float u = 1.0 + x;
-  return u == 1.0 ? x : log(u) * (x / (u - 1.0));
+  return log(u) * (x / (u - 1.0));
 }
-// exp(x) - 1 accurate near 0 (Kahan's form: the rounding of exp(x) cancels).
+// exp(x) - 1. Below |x| = 0.25 its Taylor series to x^8 (relative error below
+// 1e-10); beyond, Kahan's form, where the rounding of exp(x) cancels.
 float oa_expm1(float x) {
+  if (abs(x) < 0.25)
+    return x * (1.0 + x * (1.0 / 2.0 + x * (1.0 / 6.0 + x * (1.0 / 24.0 + x * (1.0 / 120.0 + x * (1.0 / 720.0 + x * (1.0 / 5040.0 + x * (1.0 / 40320.0))))))));
   const float u = exp(x);
-  if (u == 1.0) return x;
   if (u - 1.0 == -1.0) return -1.0;
   return isinf(u) ? u : (u - 1.0) * (x / log(u));
 }

@@ -66,6 +66,27 @@ TEST(MatrixElementwise, TanhIsAccurateNearZeroAndAtItsBranch) {
     EXPECT_NEAR(y[i] / std::tanh(static_cast<double>(x[i])), 1.0, 1e-6) << "x = " << x[i] << ": " << y[i];
 }
 
+TEST(MatrixElementwise, Log1pExpm1AndSoftplusAreAccurateNearZero) {
+  // Relative error where log(1 + x) and exp(x) - 1 cancel, on both sides of
+  // the kernels' switch at |x| = 0.25, and softplus over exp(x) there (x in [-16, -8]).
+  std::vector<float> x;
+  for (const float v : {1e-30f, 1e-10f, 1e-7f, 3e-4f, 0.01f, 0.2499f, 0.25f, 0.2501f, 0.5f, 0.9f}) {
+    x.push_back(v);
+    x.push_back(-v);
+  }
+  const auto n = static_cast<std::int64_t>(x.size());
+  const auto log1p = oa::matrix::log1p(Matrix::from_vector({n}, x)).to_vector();
+  const auto expm1 = oa::matrix::expm1(Matrix::from_vector({n}, x)).to_vector();
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    EXPECT_NEAR(log1p[i] / std::log1p(static_cast<double>(x[i])), 1.0, 1e-6) << "log1p " << x[i];
+    EXPECT_NEAR(expm1[i] / std::expm1(static_cast<double>(x[i])), 1.0, 1e-6) << "expm1 " << x[i];
+  }
+  const std::vector<float> low{-16.0f, -15.0f, -12.0f, -10.0f, -8.0f, -2.0f};
+  const auto softplus = oa::matrix::softplus(Matrix::from_vector({6}, low)).to_vector();
+  for (std::size_t i = 0; i < low.size(); ++i)
+    EXPECT_NEAR(softplus[i] / std::log1p(std::exp(static_cast<double>(low[i]))), 1.0, 1e-6) << "softplus " << low[i];
+}
+
 TEST(MatrixElementwise, BinaryOpsSameShapeAndBroadcast) {
   const Shape full{3, 4, 5};
   auto a_host = values(60, 1);
