@@ -74,6 +74,16 @@ std::string shape_tag(std::int64_t T, std::int64_t B, std::int64_t H, bool bias)
   return label("T", T) + label("_B", B) + label("_H", H) + (bias ? "" : "_nobias");
 }
 
+// A layer case's operands from consecutive seeds: gates_x [T, B, G H],
+// weight_hh [G H, H], bias_hh [G H] (left out without a bias; its seed stays
+// taken) and `states` initial states [B, H].
+std::vector<GradInput> layer_inputs(const LayerShape& s, std::int64_t G, int states, std::uint64_t seed) {
+  std::vector<GradInput> in = {random_input({s.T, s.B, G * s.H}, seed, -2, 2), random_input({G * s.H, s.H}, seed + 1, -0.7, 0.7)};
+  if (s.bias) in.push_back(random_input({G * s.H}, seed + 2, -0.5, 0.5));
+  for (int k = 0; k < states; ++k) in.push_back(random_input({s.B, s.H}, seed + 3 + static_cast<std::uint64_t>(k), -1, 1));
+  return in;
+}
+
 // Layers over a sequence: T = 1 and several steps; B = 17 (past the skinny GEMM's 16 rows) and 65; H = 4 (vec4
 // operands); no bias; the gradient of every operand, weight_hh's summed over the steps.
 OA_OP_CASES(lstm_layer, "oa::ml::lstm_layer") {
@@ -82,10 +92,7 @@ OA_OP_CASES(lstm_layer, "oa::ml::lstm_layer") {
   for (const LayerShape& shape : {LayerShape{3, 2, 3, true}, {1, 2, 2, true}, {2, 17, 2, false}, {2, 3, 4, true}, {2, 65, 2, true}}) {
     const std::int64_t T = shape.T, B = shape.B, H = shape.H;
     const bool bias = shape.bias;
-    std::vector<GradInput> inputs = {random_input({T, B, 4 * H}, seed, -2, 2), random_input({4 * H, H}, seed + 1, -0.7, 0.7),
-                                     random_input({4 * H}, seed + 2, -0.5, 0.5), random_input({B, H}, seed + 3, -1, 1),
-                                     random_input({B, H}, seed + 4, -1, 1)};
-    if (!bias) inputs.erase(inputs.begin() + 2);
+    const std::vector<GradInput> inputs = layer_inputs(shape, 4, 2, seed);
     seed += 5;
     const std::string tag = shape_tag(T, B, H, bias);
     for (const bool cell : {false, true}) {
@@ -116,9 +123,7 @@ OA_OP_CASES(gru_layer, "oa::ml::gru_layer") {
   for (const LayerShape& shape : {LayerShape{3, 2, 3, true}, {1, 3, 2, true}, {2, 17, 2, false}, {2, 3, 4, true}, {2, 65, 2, true}}) {
     const std::int64_t T = shape.T, B = shape.B, H = shape.H;
     const bool bias = shape.bias;
-    std::vector<GradInput> inputs = {random_input({T, B, 3 * H}, seed, -2, 2), random_input({3 * H, H}, seed + 1, -0.7, 0.7),
-                                     random_input({3 * H}, seed + 2, -0.5, 0.5), random_input({B, H}, seed + 3, -1, 1)};
-    if (!bias) inputs.erase(inputs.begin() + 2);
+    const std::vector<GradInput> inputs = layer_inputs(shape, 3, 1, seed);
     seed += 4;
     cases.push_back({shape_tag(T, B, H, bias), inputs,
                      [bias](const Inputs& x) {
