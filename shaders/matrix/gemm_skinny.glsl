@@ -11,8 +11,13 @@
 // tid = kl * 32 + nt and a subgroup reads 128 contiguous floats of one row;
 // stored [N, K], tid = nt * 8 + kl and it reads 32 contiguous floats (a
 // 128-byte line) of each of 4 rows.
-// The 8 k lanes' partial sums of each output are then added in shared memory
-// by a tree in a fixed order (deterministic).
+// The 8 k lanes' partial sums of each output are then added in a fixed order
+// (deterministic). Stored [N, K] on subgroups of at least 8 lanes, the k lanes
+// of a column quad are 8 consecutive lanes of one subgroup: three shuffle
+// steps (lanes 4, 2, 1 apart) each add half of the rows a lane still holds to
+// its partner's and keep that half, so that lane kl ends with rows 2 kl and
+// 2 kl + 1 summed (14 vec4 shuffles, no shared memory, no barriers).
+// Otherwise the partials meet in shared memory, a tree a row.
 //
 // Split-K: OA_GROUP_ID.z % splits selects [split * kchunk, min(K, (split + 1) * kchunk));
 // kchunk is a multiple of 32. With splits > 1 the host points C at the
@@ -24,6 +29,7 @@
 // as in matrix/gemm.glsl.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
+#extension GL_KHR_shader_subgroup_shuffle : require
 #include "common/oa.glsl"
 
 layout(local_size_x = 256) in;
@@ -109,6 +115,26 @@ void main() {
     OA_SKINNY_ROW(8) OA_SKINNY_ROW(9) OA_SKINNY_ROW(10) OA_SKINNY_ROW(11)
     OA_SKINNY_ROW(12) OA_SKINNY_ROW(13) OA_SKINNY_ROW(14) OA_SKINNY_ROW(15)
 #undef OA_SKINNY_ROW
+  }
+
+  if (TRANS_B && gl_SubgroupSize >= KT) {
+    // Keeps acc<lo> (the lane's half, bit `bit` of kl clear) or acc<hi> (set) in
+    // acc<lo>, plus the partner's partial of the same row, `bit` lanes away.
+#define OA_SKINNY_HALF(bit, lo, hi)                                   \
+  {                                                                   \
+    const bool upper = (kl & (bit)) != 0u;                            \
+    const vec4 other = subgroupShuffleXor(upper ? acc##lo : acc##hi, bit); \
+    acc##lo = (upper ? acc##hi : acc##lo) + other;                    \
+  }
+    OA_SKINNY_HALF(4u, 0, 8) OA_SKINNY_HALF(4u, 1, 9) OA_SKINNY_HALF(4u, 2, 10) OA_SKINNY_HALF(4u, 3, 11)
+    OA_SKINNY_HALF(4u, 4, 12) OA_SKINNY_HALF(4u, 5, 13) OA_SKINNY_HALF(4u, 6, 14) OA_SKINNY_HALF(4u, 7, 15)
+    OA_SKINNY_HALF(2u, 0, 4) OA_SKINNY_HALF(2u, 1, 5) OA_SKINNY_HALF(2u, 2, 6) OA_SKINNY_HALF(2u, 3, 7)
+    OA_SKINNY_HALF(1u, 0, 2) OA_SKINNY_HALF(1u, 1, 3)
+#undef OA_SKINNY_HALF
+    // acc0 and acc1 now hold rows 8 b2 + 4 b1 + 2 b0 (+ 1) for kl's bits b2 b1 b0, that is 2 kl (+ 1).
+    if (2u * kl < MR) store_row(2u * kl, n, acc0);
+    if (2u * kl + 1u < MR) store_row(2u * kl + 1u, n, acc1);
+    return;
   }
 
   // Row i: sum the KT lanes' partials of each column quad (red[kl * NT + nt]) and store.
