@@ -134,7 +134,7 @@ const std::vector<TuningPoint>& tuning_points() {
   static const std::vector<std::string_view> attention_keys{"bh", "sq", "sk", "dh", "dv", "causal"};
   static const std::vector<TuningPoint> points{
       {"gemm.skinny", gemm_keys, {"skinny", "tiled"},
-       "GEMMs of at most 16 rows: the skinny kernel (a strip of columns per workgroup) or the tiled one"},
+       "GEMMs of at most 64 rows: the skinny kernel (a strip of columns by up to 16 rows per workgroup) or the tiled one"},
       {"gemm.tile", gemm_keys, {"busy", "busy-square", "128x128", "64x128", "64x64", "32x32"},
        "the tiled GEMM's C tile: the largest that keeps the device busy (busy-square: of the square ones), or a fixed one "
        "(a fixed tile the device cannot run falls back to busy)"},
