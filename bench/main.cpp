@@ -45,6 +45,7 @@ double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std
 struct Timing {
   int warmup, repeat, steps, loops;
   double warmup_seconds;  // untimed steps go on this long at least: a GPU's clocks rise under load
+  bool kernels;           // the ops list per op and kernel (timestamps around each dispatch)
 };
 
 // Seconds one case should take on an H200, from its FLOPs and bytes at
@@ -61,7 +62,7 @@ nlohmann::json run_case(const oa::Engine& engine, const oa_bench::Case& c, const
   const auto start = Clock::now();
   try {
     auto step = c.setup(engine);
-    engine.set_profiling(true);
+    engine.set_profiling(true, t.kernels ? oa::ProfileDetail::Kernels : oa::ProfileDetail::Ops);
     const auto warm_start = Clock::now();
     for (int i = 0; i < t.warmup || ms_since(warm_start) < t.warmup_seconds * 1e3; ++i) {
       step();
@@ -131,7 +132,7 @@ std::string utc_now() {
 int main(int argc, char** argv) {
   CLI::App app{"oa_bench: the benchmark sweep (GPU time, wall time of a back-to-back loop, memory), JSON out"};
   std::string filter = ".*", family = ".*", out;
-  Timing t{2, 5, 20, 2, 0.2};
+  Timing t{2, 5, 20, 2, 0.2, false};
   double max_seconds = 0;
   bool list = false, quick = false, estimate = false;
   app.add_option("--filter", filter, "regular expression over case names");
@@ -143,6 +144,7 @@ int main(int argc, char** argv) {
   app.add_option("--repeat", t.repeat, "synchronized steps timed on the GPU (median)")->check(CLI::PositiveNumber);
   app.add_option("--steps", t.steps, "steps per back-to-back loop")->check(CLI::PositiveNumber);
   app.add_option("--loops", t.loops, "back-to-back loops (the fastest is reported)")->check(CLI::PositiveNumber);
+  app.add_flag("--kernels", t.kernels, "list each case's GPU time per op and kernel, not per op (a timestamp pair around each dispatch)");
   app.add_option("--max-seconds", max_seconds, "start no case after this many seconds (0 = no limit)");
   app.add_option("--out", out, "write the results as JSON to this file (rewritten after every case)");
   app.add_flag("--list", list, "list the cases (name, family) and exit");

@@ -222,6 +222,36 @@ TEST(RuntimeProfile, GpuTimePerSemanticOp) {
   EXPECT_NE(p.to_json().find("\"gpu_ms\""), std::string::npos);
 }
 
+TEST(RuntimeProfile, GpuTimePerKernel) {
+  // One row by a long K: the skinny GEMM over K splits, then the epilogue
+  // that sums them, two kernels of one op.
+  oa::Engine e;
+  if (!e.device().timestamps) GTEST_SKIP() << "no timestamp queries on this device";
+  const Matrix a = Matrix::ones({1, 8192}, e), b = Matrix::ones({8192, 64}, e);
+  e.set_profiling(true, oa::ProfileDetail::Kernels);
+  for (int i = 0; i < 2; ++i) (void)oa::matrix::matmul(a, b);
+  e.set_profiling(false);
+  const auto p = e.profile();
+  ASSERT_EQ(p.entries.size(), 2u);
+  std::uint64_t ops = 0;
+  for (auto& entry : p.entries) {
+    EXPECT_EQ(entry.op.rfind("oa::matrix::matmul [", 0), 0u) << entry.op;
+    EXPECT_EQ(entry.calls, 2u);
+    EXPECT_EQ(entry.dispatches, 2u);
+    EXPECT_GE(p.span_ms, entry.gpu_ms / 2 * (1 - 1e-9));
+    ops += entry.op.find("epilogue") != std::string::npos;
+  }
+  EXPECT_EQ(ops, 1u);
+  e.set_profiling(true);  // back to one entry per op
+  (void)oa::matrix::matmul(a, b);
+  e.reset_profile();
+  (void)oa::matrix::matmul(a, b);
+  const auto q = e.profile();
+  ASSERT_EQ(q.entries.size(), 1u);
+  EXPECT_EQ(q.entries[0].op, "oa::matrix::matmul");
+  EXPECT_EQ(q.entries[0].dispatches, 2u);
+}
+
 TEST(RuntimeErrors, MixedEnginesAreRejected) {
   oa::Engine e1, e2;
   auto a = Matrix::ones({4}, e1);

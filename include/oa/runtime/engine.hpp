@@ -165,7 +165,11 @@ struct EngineStats {
   std::uint64_t pipelines = 0;    // pipelines created so far
 };
 
-// GPU time per semantic op label, from timestamp queries.
+// What a profile entry covers: a semantic op (all its dispatches), or one
+// kernel of an op (Engine::set_profiling).
+enum class ProfileDetail { Ops, Kernels };
+
+// GPU time per semantic op label (or op and kernel), from timestamp queries.
 struct ProfileEntry {
   std::string op;
   std::uint64_t calls = 0;
@@ -238,8 +242,11 @@ class Engine {
   void begin_trace() const;
   std::vector<SemanticOp> end_trace() const;
   // Profiling writes timestamps around each semantic op (when the device has
-  // timestamp queries). profile() synchronizes and returns the totals so far.
-  void set_profiling(bool on) const;
+  // timestamp queries), or with ProfileDetail::Kernels around each of an op's
+  // dispatches, one entry per op and kernel ("<op> [<kernel>]"), as a kernel
+  // view of torch.profiler does. profile() synchronizes and returns the totals
+  // so far.
+  void set_profiling(bool on, ProfileDetail detail = ProfileDetail::Ops) const;
   Profile profile() const;
   void reset_profile() const;
 

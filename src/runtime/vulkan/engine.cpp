@@ -27,7 +27,6 @@ namespace oa::runtime {
 namespace {
 constexpr std::uint32_t kSetsPerPool = 256;
 constexpr std::uint32_t kDescriptorsPerPool = 256 * 8;
-constexpr std::uint32_t kQueriesPerBatch = 8192;
 std::atomic<std::uint64_t> g_storage_ids{1};
 
 std::uint32_t find_memory_type(VkPhysicalDevice pd, VkMemoryPropertyFlags want, VkMemoryPropertyFlags avoid = 0) {
@@ -428,7 +427,9 @@ void EngineState::submit() {
 
 void EngineState::submit_if_due() {
   Batch& b = *open;
-  if (b.dispatches >= options.max_batch_dispatches || b.queries_used + 2 > 8192) return submit();
+  // Room for the next op's timestamps: a pair, or a pair per dispatch of an op of up to 128.
+  if (b.dispatches >= options.max_batch_dispatches || b.queries_used + (profile_kernels ? 256 : 2) > kQueriesPerBatch)
+    return submit();
   if (!*options.early_submission || capturing || b.dispatches < std::max(early_dispatches, early_check)) return;
   retire();
   if (in_flight.size() > 1) {  // the GPU has queued work: ask again once the batch has doubled

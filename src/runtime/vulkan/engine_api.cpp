@@ -130,9 +130,10 @@ std::vector<SemanticOp> Engine::end_trace() const {
   return ops;
 }
 
-void Engine::set_profiling(bool on) const {
+void Engine::set_profiling(bool on, ProfileDetail detail) const {
   std::lock_guard lock(state_->mutex);
   state_->profiling = on && state_->info.timestamps;
+  state_->profile_kernels = detail == ProfileDetail::Kernels;
 }
 
 Profile Engine::profile() const {
@@ -210,13 +211,21 @@ void Engine::record(SemanticOp op, std::span<const runtime::ComputeDispatch> dis
                                               static_cast<std::uint32_t>(runtime::kPushHeaderBytes + d.push.size())));
 
   Batch& b = s.batch();
-  const bool stamp = s.profiling && !s.capturing && b.queries && b.queries_used + 2 <= 8192;
+  // Timestamp pairs around the op, or (profile_kernels) around each dispatch.
+  const bool per_kernel = s.profile_kernels;
+  const bool stamp =
+      s.profiling && !s.capturing && b.queries && b.queries_used + 2 * (per_kernel ? dispatches.size() : 1) <= runtime::kQueriesPerBatch;
   std::uint32_t first_query = 0;
-  if (stamp) {
+  const auto open_range = [&] {
     first_query = b.queries_used;
     b.queries_used += 2;
     vkCmdWriteTimestamp(b.cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, b.queries, first_query);
-  }
+  };
+  const auto close_range = [&](std::string label, std::uint32_t count) {
+    vkCmdWriteTimestamp(b.cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, b.queries, first_query + 1);
+    b.timed.push_back({std::move(label), first_query, count});
+  };
+  if (stamp && !per_kernel) open_range();
   std::uint32_t count = 0;
   for (std::size_t di = 0; di < dispatches.size(); ++di) {
     const auto& d = dispatches[di];
@@ -263,6 +272,8 @@ void Engine::record(SemanticOp op, std::span<const runtime::ComputeDispatch> dis
                              static_cast<std::uint32_t>(d.groups[2]), 0};
     std::memcpy(push + 16, grid, 16);
     if (!d.push.bytes().empty()) std::memcpy(push + runtime::kPushHeaderBytes, d.push.bytes().data(), d.push.bytes().size());
+    if (stamp && per_kernel) open_range();
+    const std::uint32_t before = count;
     // Split the grid where it exceeds maxComputeWorkGroupCount; shaders add the base.
     const std::uint64_t lim[3] = {s.info.max_workgroup_count[0], s.info.max_workgroup_count[1], s.info.max_workgroup_count[2]};
     if (!p.push_bytes && (d.groups[0] > lim[0] || d.groups[1] > lim[1] || d.groups[2] > lim[2]))
@@ -280,11 +291,9 @@ void Engine::record(SemanticOp op, std::span<const runtime::ComputeDispatch> dis
           b.dispatches++;
           count++;
         }
+    if (stamp && per_kernel) close_range(fmt::format("{} [{}]", op.label(), d.kernel), count - before);
   }
-  if (stamp) {
-    vkCmdWriteTimestamp(b.cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, b.queries, first_query + 1);
-    b.timed.push_back({op.label(), first_query, count});
-  }
+  if (stamp && !per_kernel) close_range(op.label(), count);
   op.dispatches = count;
   s.stats.semantic_ops++;
   for (auto& t : s.traces) t.push_back(op);

@@ -159,6 +159,8 @@ struct PipelineKeyLess {
   }
 };
 
+constexpr std::uint32_t kQueriesPerBatch = 8192;  // timestamp queries per batch
+
 struct TimedOp {
   std::string label;
   std::uint32_t query = 0;
@@ -272,6 +274,7 @@ struct EngineState : std::enable_shared_from_this<EngineState> {
   EngineStats stats;
   std::vector<std::vector<SemanticOp>> traces;
   bool profiling = false;
+  bool profile_kernels = false;  // a timestamp pair around each dispatch, not each op
   std::map<std::string, ProfileEntry> profile;
   std::uint64_t profile_first = UINT64_MAX, profile_last = 0;  // timestamps bounding the profiled ops
 
