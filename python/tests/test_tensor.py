@@ -592,3 +592,24 @@ def test_sums_of_bool_and_int32_are_int32():
     for x in (t, pred == y):
         with pytest.raises(oa.InvalidArgumentError, match="oa::matrix::mean: x must be"):
             x.mean()
+
+
+def _int32(a):
+    """int64 values wrapped to int32, as int32 arithmetic wraps."""
+    return (np.asarray(a, np.int64) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+
+
+def test_prod_of_int32_and_bool_is_an_exact_int32_product():
+    """torch.prod of integer tensors is an integer product (int64 in torch; oa's int32, wrapping modulo 2^32 on
+    overflow), of bool ones the count of rows where all hold (torch: int64)."""
+    m = np.array([[3, -2, 5, -1], [0, 7, -7, 9], [65536, 65536, 1, 1], [-3, -3, -3, 1]], np.int64)
+    t = oa.tensor(m)
+    for dim in [None, 0, 1, (0, 1)]:
+        for keepdim in [False, True]:
+            got = t.prod(dim, keepdim=keepdim)
+            assert got.dtype == oa.int32
+            np.testing.assert_array_equal(got.numpy(), _int32(np.prod(m, axis=dim, keepdims=keepdim)))
+    np.testing.assert_array_equal(oa.prod(t, 1).numpy(), [30, 0, 0, -27])  # 2^32 wraps to 0
+    b = np.array([[True, True], [True, False]])
+    assert oa.tensor(b).prod(1).dtype == oa.int32
+    np.testing.assert_array_equal(oa.tensor(b).prod(1).numpy(), [1, 0])
