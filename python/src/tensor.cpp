@@ -292,15 +292,15 @@ py::object extreme(const Matrix& x, const py::object& dim, bool keepdim, bool la
   if (!py::isinstance<py::int_>(dim))
     throw py::type_error(fmt::format("{}: dim must be an int, a tensor (the elementwise form) or None, not {} (several "
                                      "axes: amax or amin)", op, py::str(py::type::handle_of(dim).attr("__name__")).cast<std::string>()));
-  if (!is_floating_point(x.dtype()) && x.dtype() != DType::I32)
-    fail(ErrorKind::InvalidArgument, "{}: x of shape {} is {}; max and min along a dim take float32, float16, bfloat16 or int32", op,
-         x.shape(), to_string(x.dtype()));
   const int axis = reduction_dims(x, dim, op)[0];
-  const Matrix indices = largest ? mx::argmax(x, axis, true) : mx::argmin(x, axis, true);
+  // argmax and argmin refuse bool (as torch's): a bool x's indices are those of
+  // its int32 0s and 1s, the first True (max) or False (min), or 0 where none.
+  const Matrix ranked = x.dtype() == DType::Bool ? convert(x, DType::I32) : x;
+  const Matrix indices = largest ? mx::argmax(ranked, axis, true) : mx::argmin(ranked, axis, true);
   // take_along_axis copies float32: a 16-bit x is read through float32 (exact);
-  // int32 values (no gradient) are the exact amax or amin.
-  const Matrix values = x.dtype() == DType::I32 ? (largest ? mx::max(x, {axis}, true) : mx::min(x, {axis}, true))
-                                                : convert(mx::take_along_axis(convert(x, DType::F32), indices, axis), x.dtype());
+  // int32 and bool values (no gradient) are the exact amax or amin (bool: any, all).
+  const Matrix values = !is_floating_point(x.dtype()) ? (largest ? mx::max(x, {axis}, true) : mx::min(x, {axis}, true))
+                                                      : convert(mx::take_along_axis(convert(x, DType::F32), indices, axis), x.dtype());
   return (largest ? max_type : min_type)(keepdim ? values : mx::squeeze(values, axis),
                                          keepdim ? indices : mx::squeeze(indices, axis));
 }
@@ -670,8 +670,10 @@ void bind_tensor(py::module_& m, TensorClass& t) {
   const char* const max_doc =
       "torch.max: x.max() the largest element (its gradient split among ties, as amax); x.max(dim, keepdim=False) "
       "the named tuple oa.return_types.max (values, int32 indices: the first maximum, NaN counting as largest; the "
-      "gradient reaches the element at the index); x.max(other) the elementwise oa.maximum. float32, float16, bfloat16.";
-  const char* const min_doc = "torch.min: as max, with the smallest (oa.return_types.min, oa.minimum).";
+      "gradient reaches the element at the index); x.max(other) the elementwise oa.maximum. float32, float16, bfloat16, "
+      "int32 (exact), and bool (values any along dim, indices the first True, or 0 where none, as torch).";
+  const char* const min_doc = "torch.min: as max, with the smallest (oa.return_types.min, oa.minimum; bool: all along dim, the "
+                              "first False).";
   // NumPy defers to the Tensor's operators (array + tensor calls
   // Tensor.__radd__; NumPy's ufuncs refuse tensors), which take the array as a
   // tensor (array_operator): the result is an oa tensor with autograd intact.

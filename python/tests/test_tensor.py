@@ -265,8 +265,9 @@ def test_max_and_min_forms(name):
     ints = getattr(oa, name)(oa.tensor([[1, 2 ** 24 + 1, 2 ** 24 + 1]]), 1)
     assert ints.values.dtype == oa.int32 and ints.values.item() == (2**24 + 1 if name == "max" else 1)
     assert ints.indices.item() == (1 if name == "max" else 0)
-    with pytest.raises(oa.InvalidArgumentError, match=rf"oa.{name}: x of shape \[1, 2\] is bool"):
-        getattr(oa, name)(oa.tensor([[True, False]]), 1)
+    bools = getattr(oa, name)(oa.tensor([[True, False]]), 1)  # any / all, the first True / False (see the bool test)
+    assert bools.values.dtype == oa.bool and bools.values.tolist() == [name == "max"]
+    assert bools.indices.tolist() == [0 if name == "max" else 1]
     import pickle
     assert tuple(pickle.loads(pickle.dumps(getattr(t, name)(0)))[1].numpy().shape) == (4, 5)
 
@@ -621,6 +622,25 @@ def test_prod_of_int32_and_bool_is_an_exact_int32_product():
     b = np.array([[True, True], [True, False]])
     assert oa.tensor(b).prod(1).dtype == oa.int32
     np.testing.assert_array_equal(oa.tensor(b).prod(1).numpy(), [1, 0])
+
+
+def test_max_and_min_along_a_dim_of_bool():
+    """torch.max(dim) / min(dim) of bool: values bool (any / all along dim), indices int32: the first True (max) or
+    False (min), 0 where the dim holds none."""
+    b = np.array([[False, True, True], [False, False, False], [True, True, True], [True, False, True]])
+    t = oa.tensor(b)
+    for dim in (0, 1, -1):
+        for keepdim in (False, True):
+            values, indices = t.max(dim, keepdim=keepdim)
+            assert values.dtype == oa.bool and indices.dtype == oa.int32
+            np.testing.assert_array_equal(values.numpy(), b.any(dim, keepdims=keepdim))
+            np.testing.assert_array_equal(indices.numpy(), np.expand_dims(b.argmax(dim), dim) if keepdim else b.argmax(dim))
+            values, indices = oa.min(t, dim, keepdim=keepdim)
+            assert values.dtype == oa.bool and indices.dtype == oa.int32
+            np.testing.assert_array_equal(values.numpy(), b.all(dim, keepdims=keepdim))
+            np.testing.assert_array_equal(indices.numpy(), np.expand_dims(b.argmin(dim), dim) if keepdim else b.argmin(dim))
+    assert isinstance(t.max(1), oa.return_types.max)
+    assert t.max().dtype == oa.bool and t.max().item() is True and t.min().item() is False
 
 
 def test_python_numbers_promote_as_torch():
