@@ -349,7 +349,7 @@ Matrix reduction_backward(Kind kind, const BackwardCall<A>& c) {
   const bool linear = kind == Kind::Sum || kind == Kind::Mean;
   if (gy.dtype() != DType::F32 && !linear) {  // 16-bit: the f32 rule on widened operands, rounded once to x's dtype
     const auto f32 = [kind](const BackwardCall<A>& w) { return std::vector<Matrix>{reduction_backward(kind, w)}; };
-    return detail::widened_backward<A>(c, gy.dtype(), f32)[0];
+    return detail::widened_backward<A>(c, f32)[0];
   }
   const Shape& s = c.input_shapes[0];
   const std::vector<std::int64_t>& dims = c.attributes.dims;
