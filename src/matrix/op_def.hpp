@@ -23,7 +23,10 @@
 // bumps the versions of the inputs that writes() names and, when an input
 // requires a gradient and the op has a backward rule, records one autograd
 // node that holds what saves() names. An op without inputs (a generator) runs
-// on the engine given to apply().
+// on the engine given to apply(). An oa::Error that the lowering throws (a
+// device limit its plan meets, such as a GEMM operand past
+// maxStorageBufferRange) is thrown again of its kind with the op's name
+// before its message (oa::with_context), so it names the op that was called.
 //
 // An op that updates operands in place (an optimizer step) declares outputs
 // with OutputSpec::in_place and no backward; variadic ops take their inputs
@@ -341,7 +344,11 @@ std::vector<Matrix> apply(const Op<A>& op, std::span<const Matrix> inputs, const
     DispatchScratch scratch;
     std::vector<runtime::ComputeDispatch>& dispatches = scratch.list();
     if (def.variadic) dispatches.reserve(inputs.size() / group);
-    (*lowering)(call, outputs, dispatches);
+    try {
+      (*lowering)(call, outputs, dispatches);
+    } catch (const Error& e) {  // a device limit met by a kernel's plan (a GEMM's operand): name the op
+      throw with_context(e, def.name);
+    }
     SemanticOp sop;
     sop.name = def.name;
     sop.inputs.reserve(inputs.size());
