@@ -66,10 +66,13 @@ Matrix state_tensor(const py::handle& value, DType dtype, const Engine& engine, 
 // when dim is None (keepdim: every extent 1), else along dim.
 Matrix arg_extreme(const Matrix& x, std::optional<int> dim, bool keepdim, bool largest);
 // x.to(dtype) over the conversions oa's C++ ops give: between the floating
-// dtypes (mx::cast), bool to a floating dtype (1 and 0, through where), and
-// any dtype to bool (x != 0). There is no op between int32 and the floating
-// dtypes, nor from bool to int32: those raise UnsupportedError.
+// dtypes and from int32 to them (mx::cast; int32 rounds to nearest even past
+// 2^24), bool to a floating dtype or int32 (1 and 0, through where), and any
+// dtype to bool (x != 0). There is no op from a floating dtype to int32: that
+// raises UnsupportedError.
 Matrix convert(const Matrix& x, DType dtype);
+// `value` as an int32 tensor of shape [] on `engine`.
+Matrix int32_scalar(std::int32_t value, const Engine& engine);
 
 // Marks `result` as a copy made by `op` (x[key], transpose, permute, mT,
 // expand, split, chunk), whose torch twin is a view of `source`: in-place ops

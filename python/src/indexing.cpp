@@ -317,7 +317,7 @@ Matrix place(Matrix t, const Step& s) {
   if (std::ranges::count(taken, 0) > 0) {
     std::vector<std::int64_t> along(t.rank() - static_cast<std::size_t>(s.axis), 1);
     along[0] = s.extent;
-    const Matrix zero = t.dtype() == DType::I32 ? Matrix::from_i32({}, std::vector<std::int32_t>{0}, t.engine()) : Matrix::zeros({}, t.engine());
+    const Matrix zero = t.dtype() == DType::I32 ? int32_scalar(0, t.engine()) : Matrix::zeros({}, t.engine());
     t = mx::where(Matrix::from_bool(Shape(along), taken, t.engine()), t, zero);
   }
   if (s.kind == Step::Kind::Mask && s.shape.size() != 1) t = mx::unflatten(t, 0, s.shape);
@@ -331,8 +331,8 @@ DType assignment_dtype(DType x) { return x == DType::I32 ? DType::I32 : DType::F
 
 // value (a tensor, a Python number, a NumPy array or a nested list) as a
 // Matrix of `dtype` on x's engine, as torch casts what is assigned to x's
-// dtype (a float into int32 truncates toward zero). oa has no op between
-// int32 and the floating dtypes, nor from bool to int32: those tensors raise
+// dtype (a float into int32 truncates toward zero). oa has no op from the
+// floating dtypes to int32: a floating tensor assigned into int32 raises
 // UnsupportedError.
 Matrix assigned_values(const Matrix& x, py::handle value, DType dtype, const char* op) {
   if (!py::isinstance<Matrix>(value)) {
@@ -348,10 +348,9 @@ Matrix assigned_values(const Matrix& x, py::handle value, DType dtype, const cha
     return from_array(array, dtype, false, x.engine(), op);
   }
   const Matrix v = value.cast<Matrix>();
-  const bool fits = dtype == DType::I32 ? v.dtype() == DType::I32 : v.dtype() != DType::I32;
-  if (!fits)
-    fail(ErrorKind::Unsupported, "{}: assignment into x of dtype {} from a tensor of dtype {}: oa has no conversion between int32 and "
-         "the other dtypes (assign an int32 tensor into int32, any other into float or bool)", op, to_string(x.dtype()),
+  if (dtype == DType::I32 && is_floating_point(v.dtype()))
+    fail(ErrorKind::Unsupported, "{}: assignment into x of dtype {} from a tensor of dtype {}: oa has no conversion from the "
+         "floating dtypes to int32 (assign an int32 or bool tensor into int32, any into float or bool)", op, to_string(x.dtype()),
          to_string(v.dtype()));
   return convert(v, dtype);
 }
@@ -422,11 +421,11 @@ void bind_indexing(py::module_& m, TensorClass& t) {
         "that requires grad outside oa.no_grad(), on values with autograd history. An int32 tensor index or a bool "
         "mask is read back to the host (a synchronization): an index outside its axis raises IndexError, a mask of "
         "other extents than the axes it covers IndexError. Repeated indices: the last assignment wins. Errors: "
-        "oa.UnsupportedError for an int32 tensor assigned into another dtype or any other tensor into int32 (oa has no "
-        "conversion between them); TypeError for a value of other types; oa.InvalidArgumentError for a NumPy or list "
-        "value outside int32 (or NaN, infinite) assigned into int32; oa.InvalidArgumentError (a ValueError; torch raises "
-        "RuntimeError) for a value that does not broadcast; IndexError, TypeError and ValueError as x[key]. Cost: one "
-        "index_select per int, sliced (not whole-axis) or advanced entry, of x's size, and one where.");
+        "oa.UnsupportedError for a float tensor assigned into int32 (oa has no conversion from float to int32); "
+        "TypeError for a value of other types; oa.InvalidArgumentError for a NumPy or list value outside int32 (or NaN, "
+        "infinite) assigned into int32; oa.InvalidArgumentError (a ValueError; torch raises RuntimeError) for a value "
+        "that does not broadcast; IndexError, TypeError and ValueError as x[key]. Cost: one index_select per int, "
+        "sliced (not whole-axis) or advanced entry, of x's size, and one where.");
   t.def("index_select", [](const Matrix& x, int dim, const Matrix& index) { return mx::index_select(x, dim, index); },
         arg("dim"), arg("index"));
   t.def("gather", [](const Matrix& x, int dim, const Matrix& index) { return mx::gather(x, dim, index); }, arg("dim"),

@@ -180,21 +180,21 @@ std::vector<std::int64_t> size_of_args(const py::args& args) {
 
 }  // namespace
 
+Matrix int32_scalar(std::int32_t value, const Engine& engine) { return Matrix::from_i32({}, std::span(&value, 1), engine); }
+
 Matrix convert(const Matrix& x, DType dtype) {
   const DType from = x.dtype();
   if (from == dtype) return x;
-  if (is_floating_point(from) && is_floating_point(dtype)) return mx::cast(x, dtype);
+  if ((is_floating_point(from) || from == DType::I32) && is_floating_point(dtype)) return mx::cast(x, dtype);
+  if (from == DType::Bool && dtype == DType::I32) return mx::where(x, int32_scalar(1, x.engine()), int32_scalar(0, x.engine()));
   if (from == DType::Bool && is_floating_point(dtype))
     return mx::cast(mx::where(x, Matrix::ones({}, x.engine()), Matrix::zeros({}, x.engine())), dtype);
   if (dtype == DType::Bool) {
-    if (from == DType::I32) {
-      const std::int32_t zero = 0;
-      return mx::ne(x, Matrix::from_i32({}, std::span(&zero, 1), x.engine()));
-    }
+    if (from == DType::I32) return mx::ne(x, int32_scalar(0, x.engine()));
     return mx::ne(mx::cast(x, DType::F32), 0.0f);
   }
   fail(ErrorKind::Unsupported, "oa.Tensor.to: no conversion from {} to {} (oa converts between float32, float16 and "
-       "bfloat16, from bool to those, and from any dtype to bool)", to_string(from), to_string(dtype));
+       "bfloat16, from int32 and bool to those, from bool to int32, and from any dtype to bool)", to_string(from), to_string(dtype));
 }
 
 namespace {
@@ -292,15 +292,15 @@ py::object extreme(const Matrix& x, const py::object& dim, bool keepdim, bool la
   if (!py::isinstance<py::int_>(dim))
     throw py::type_error(fmt::format("{}: dim must be an int, a tensor (the elementwise form) or None, not {} (several "
                                      "axes: amax or amin)", op, py::str(py::type::handle_of(dim).attr("__name__")).cast<std::string>()));
-  if (!is_floating_point(x.dtype()) && x.dtype() != DType::I32)
-    fail(ErrorKind::InvalidArgument, "{}: x of shape {} is {}; max and min along a dim take float32, float16, bfloat16 or int32", op,
-         x.shape(), to_string(x.dtype()));
   const int axis = reduction_dims(x, dim, op)[0];
-  const Matrix indices = largest ? mx::argmax(x, axis, true) : mx::argmin(x, axis, true);
+  // argmax and argmin refuse bool (as torch's): a bool x's indices are those of
+  // its int32 0s and 1s, the first True (max) or False (min), or 0 where none.
+  const Matrix ranked = x.dtype() == DType::Bool ? convert(x, DType::I32) : x;
+  const Matrix indices = largest ? mx::argmax(ranked, axis, true) : mx::argmin(ranked, axis, true);
   // take_along_axis copies float32: a 16-bit x is read through float32 (exact);
-  // int32 values (no gradient) are the exact amax or amin.
-  const Matrix values = x.dtype() == DType::I32 ? (largest ? mx::max(x, {axis}, true) : mx::min(x, {axis}, true))
-                                                : convert(mx::take_along_axis(convert(x, DType::F32), indices, axis), x.dtype());
+  // int32 and bool values (no gradient) are the exact amax or amin (bool: any, all).
+  const Matrix values = !is_floating_point(x.dtype()) ? (largest ? mx::max(x, {axis}, true) : mx::min(x, {axis}, true))
+                                                      : convert(mx::take_along_axis(convert(x, DType::F32), indices, axis), x.dtype());
   return (largest ? max_type : min_type)(keepdim ? values : mx::squeeze(values, axis),
                                          keepdim ? indices : mx::squeeze(indices, axis));
 }
@@ -407,16 +407,86 @@ namespace {
 
 // other * alpha: torch's alpha of add and sub (other itself for alpha 1).
 Matrix scaled(const Matrix& other, float alpha) { return alpha == 1.0f ? other : other * alpha; }
-float scaled(float other, float alpha) { return other * alpha; }
 
 // torch's add and sub: x + other * alpha and x - other * alpha.
-template <class Other>
-Matrix add_alpha(const Matrix& x, const Other& other, float alpha) {
-  return x + scaled(other, alpha);
+Matrix add_alpha(const Matrix& x, const Matrix& other, float alpha) { return x + scaled(other, alpha); }
+Matrix sub_alpha(const Matrix& x, const Matrix& other, float alpha) { return x - scaled(other, alpha); }
+
+// ── Python numbers ──────────────────────────────────────────────────────────
+// torch's promotion of a tensor x with a Python number s (torch.result_type):
+// a floating x computes in its own dtype, s taken as a float; an int32 or bool
+// x computes with a Python int in int32 (bool read as 1 and 0; torch gives
+// int64, oa's integers are int32, so add, sub and mul wrap modulo 2^32) and
+// with a Python float in float32 (torch's default dtype); true division gives
+// float32 either way. Each operator and method that takes a number binds it
+// twice: as a float (a Python float, or what pybind converts: a NumPy float
+// scalar) and as an int (a Python int or bool, a NumPy integer), the overload
+// pybind picks for an int (its first pass converts nothing).
+
+// x (op) s for a floating x (the result in its dtype) and a host float.
+using NumberFn = Matrix (*)(const Matrix&, float);
+// x (op) t for two tensors of one dtype, broadcast: the int32 form; null
+// where two integers give a float (true division).
+using TensorFn = Matrix (*)(const Matrix&, const Matrix&);
+
+// x (op) s * alpha with torch's promotion (above); alpha is torch's scale of
+// add's and sub's other (1 elsewhere), which must be an integer where the op
+// is computed in int32 (as torch refuses a float alpha for integral tensors).
+// InvalidArgument naming `op` for that and for s * alpha outside int32.
+template <class Number>
+Matrix promoted(const Matrix& x, Number s, NumberFn number, TensorFn tensor, const char* op, float alpha = 1.0f) {
+  if constexpr (std::is_integral_v<Number>) {
+    if (!is_floating_point(x.dtype()) && tensor) {
+      if (alpha != std::trunc(alpha))
+        fail(ErrorKind::InvalidArgument, "{}: alpha {} must be an integer for a {} tensor and an int other (torch refuses a float "
+             "alpha for integral tensors)", op, alpha, to_string(x.dtype()));
+      const std::int64_t v = s * static_cast<std::int64_t>(alpha);
+      if (v < INT32_MIN || v > INT32_MAX)
+        fail(ErrorKind::InvalidArgument, "{}: {} is outside int32, the dtype of a {} tensor with a Python int (oa's integers are "
+             "int32; torch: int64)", op, v, to_string(x.dtype()));
+      return tensor(convert(x, DType::I32), int32_scalar(static_cast<std::int32_t>(v), x.engine()));
+    }
+  }
+  return number(is_floating_point(x.dtype()) ? x : convert(x, DType::F32), static_cast<float>(s) * alpha);
 }
-template <class Other>
-Matrix sub_alpha(const Matrix& x, const Other& other, float alpha) {
-  return x - scaled(other, alpha);
+
+// The operators' and methods' number forms.
+Matrix plus(const Matrix& x, float s) { return x + s; }
+Matrix minus(const Matrix& x, float s) { return x - s; }
+Matrix times(const Matrix& x, float s) { return x * s; }
+Matrix over(const Matrix& x, float s) { return x / s; }
+Matrix power(const Matrix& x, float e) { return mx::pow(x, e); }
+// A power of an integral tensor and a Python int, which torch computes in
+// integers and oa does not (pow is float32).
+Matrix integer_power(const Matrix& x, const Matrix&) {
+  fail(ErrorKind::Unsupported, "pow: a power of a {} tensor {} and a Python int is an integer tensor in torch, which oa does not "
+       "compute (its pow is float32): convert first (x.float() ** n)", to_string(x.dtype()), x.shape());
+}
+
+// The alpha argument that goes with a number `Number` (add's and sub's): a
+// float beside a Python float; any object beside a Python int, so that
+// pybind's first pass (no conversions) takes x.add(2, alpha=3) as ints, read
+// by alpha_of.
+template <class Number>
+using AlphaOf = std::conditional_t<std::is_integral_v<Number>, py::object, float>;
+float alpha_of(float alpha, const char*) { return alpha; }
+// A Python int or float alpha; TypeError naming `op` for another type.
+float alpha_of(const py::object& alpha, const char* op) {
+  try {
+    return alpha.cast<float>();
+  } catch (const py::cast_error&) {
+    throw py::type_error(
+        fmt::format("{}: alpha must be a number, not {}", op, py::str(py::type::handle_of(alpha).attr("__name__")).cast<std::string>()));
+  }
+}
+
+// x.add(other, alpha=1) and x.sub(...) (and oa.add, oa.sub) for a Python number other.
+template <class Number>
+auto add_number(bool subtract, const char* op) {
+  return [subtract, op](const Matrix& x, Number other, const AlphaOf<Number>& alpha) {
+    const float a = alpha_of(alpha, op);
+    return subtract ? promoted(x, other, &minus, &mx::sub, op, a) : promoted(x, other, &plus, &mx::add, op, a);
+  };
 }
 
 // A NumPy array operand of a binary op with x (x + a, a @ x, x += a, ...) as
@@ -441,9 +511,6 @@ auto array_operator(Fn fn, bool reflected, const char* name) {
 // x.<method>(arg) and, where `dunder` is given, the augmented assignment
 // (x += y), for a Tensor and/or a Python number `arg`; both return x itself
 // (the same Python object, so a Parameter stays a Parameter).
-template <class Other>
-using InPlaceFn = Matrix (*)(const Matrix&, const Other&);
-
 struct InPlaceOp {
   const char* method;
   const char* name;  // the method's, for errors
@@ -451,21 +518,31 @@ struct InPlaceOp {
   const char* dunder_name;  // the augmented assignment's, for errors
   const char* arg;
   bool alpha;  // the method takes torch's alpha (arg * alpha is applied)
-  InPlaceFn<Matrix> tensor;
-  InPlaceFn<float> number;
+  TensorFn tensor;
+  // For a number arg: promoted with `tensor` as the operators (an int keeps an
+  // integral x in int32), or, without `tensor` (fill_), given x and the number.
+  NumberFn number;
 };
 
+// x's new value from `other` (a Tensor, a Python float or int) under `op`.
 template <class Other>
-py::object apply_in_place(const py::object& self, const Other& other, InPlaceFn<Other> fn, const char* op, float alpha = 1.0f) {
+Matrix in_place_value(const Matrix& x, const Other& other, const InPlaceOp& op, const char* name, float alpha) {
+  if constexpr (std::is_same_v<Other, Matrix>) return op.tensor(x, scaled(other, alpha));
+  else if (!op.tensor) return op.number(x, static_cast<float>(other));
+  else return promoted(x, other, op.number, op.tensor, name, alpha);
+}
+
+template <class Other>
+py::object apply_in_place(const py::object& self, const Other& other, const InPlaceOp& op, const char* name, float alpha = 1.0f) {
   const auto& x = self.cast<const Matrix&>();
   const Matrix* tensor_operand = nullptr;
   if constexpr (std::is_same_v<Other, Matrix>) tensor_operand = &other;
-  update_in_place(x, tensor_operand, [&] { return fn(x, scaled(other, alpha)); }, op);
+  update_in_place(x, tensor_operand, [&] { return in_place_value(x, other, op, name, alpha); }, name);
   return self;
 }
 
 // `v` in x's shape and dtype: the value of x.fill_(v).
-Matrix refilled(const Matrix& x, const float& v) { return filled(x.shape(), v, x.dtype(), x.engine(), "oa.Tensor.fill_"); }
+Matrix refilled(const Matrix& x, float v) { return filled(x.shape(), v, x.dtype(), x.engine(), "oa.Tensor.fill_"); }
 
 const char* const in_place_doc =
     "In place, as torch's: computes the op, casts the result to x's dtype and writes it into x's own storage "
@@ -478,46 +555,45 @@ const char* const in_place_doc =
 
 // op's method (with alpha where op takes it) and augmented assignment for an `Other` argument.
 template <class Other>
-void bind_in_place_op(TensorClass& t, const InPlaceOp& op, InPlaceFn<Other> fn) {
+void bind_in_place_op(TensorClass& t, const InPlaceOp& op) {
   if (op.alpha) {
     t.def(
         op.method,
-        [&op, fn](const py::object& self, const Other& other, float alpha) {
-          return apply_in_place<Other>(self, other, fn, op.name, alpha);
+        [&op](const py::object& self, const Other& other, const AlphaOf<Other>& alpha) {
+          return apply_in_place<Other>(self, other, op, op.name, alpha_of(alpha, op.name));
         },
         py::arg(op.arg), py::kw_only(), py::arg("alpha") = 1.0f, in_place_doc);
   } else {
     t.def(
-        op.method, [&op, fn](const py::object& self, const Other& other) { return apply_in_place<Other>(self, other, fn, op.name); },
+        op.method, [&op](const py::object& self, const Other& other) { return apply_in_place<Other>(self, other, op, op.name); },
         py::arg(op.arg), in_place_doc);
   }
   if (op.dunder)
     t.def(
-        op.dunder, [&op, fn](const py::object& self, const Other& other) { return apply_in_place<Other>(self, other, fn, op.dunder_name); },
+        op.dunder, [&op](const py::object& self, const Other& other) { return apply_in_place<Other>(self, other, op, op.dunder_name); },
         py::is_operator());
   // x += a for a NumPy array a (see array_operand), in place as for a tensor.
   if constexpr (std::is_same_v<Other, Matrix>)
     if (op.dunder)
       t.def(
           op.dunder,
-          [&op, fn](const py::object& self, const py::array& other) {
-            return apply_in_place<Matrix>(self, array_operand(self.cast<const Matrix&>(), other, op.dunder_name), fn, op.dunder_name);
+          [&op](const py::object& self, const py::array& other) {
+            return apply_in_place<Matrix>(self, array_operand(self.cast<const Matrix&>(), other, op.dunder_name), op, op.dunder_name);
           },
           py::is_operator(), py::arg("other").noconvert());
 }
 
 void bind_in_place(TensorClass& t) {
+  // Numbers as the operators take them (promoted; an int32 x stays int32 with
+  // an int, and a float result is refused by its write back); x / n and x ** n
+  // of an integral x are floats (refused too), x ** int of one Unsupported.
   static const InPlaceOp ops[] = {
-      {"add_", "oa.Tensor.add_", "__iadd__", "+= (oa.Tensor.__iadd__)", "other", true,
-       [](const Matrix& a, const Matrix& b) { return a + b; }, [](const Matrix& a, const float& s) { return a + s; }},
-      {"sub_", "oa.Tensor.sub_", "__isub__", "-= (oa.Tensor.__isub__)", "other", true,
-       [](const Matrix& a, const Matrix& b) { return a - b; }, [](const Matrix& a, const float& s) { return a - s; }},
-      {"mul_", "oa.Tensor.mul_", "__imul__", "*= (oa.Tensor.__imul__)", "other", false,
-       [](const Matrix& a, const Matrix& b) { return a * b; }, [](const Matrix& a, const float& s) { return a * s; }},
-      {"div_", "oa.Tensor.div_", "__itruediv__", "/= (oa.Tensor.__itruediv__)", "other", false,
-       [](const Matrix& a, const Matrix& b) { return a / b; }, [](const Matrix& a, const float& s) { return a / s; }},
+      {"add_", "oa.Tensor.add_", "__iadd__", "+= (oa.Tensor.__iadd__)", "other", true, &mx::add, &plus},
+      {"sub_", "oa.Tensor.sub_", "__isub__", "-= (oa.Tensor.__isub__)", "other", true, &mx::sub, &minus},
+      {"mul_", "oa.Tensor.mul_", "__imul__", "*= (oa.Tensor.__imul__)", "other", false, &mx::mul, &times},
+      {"div_", "oa.Tensor.div_", "__itruediv__", "/= (oa.Tensor.__itruediv__)", "other", false, &mx::div, &over},
       {"pow_", "oa.Tensor.pow_", "__ipow__", "**= (oa.Tensor.__ipow__)", "exponent", false,
-       [](const Matrix& a, const Matrix& b) { return mx::pow(a, b); }, [](const Matrix& a, const float& e) { return mx::pow(a, e); }},
+       [](const Matrix& a, const Matrix& b) { return mx::pow(a, b); }, &power},
       // src broadcast to x's shape, as torch's copy_.
       {"copy_", "oa.Tensor.copy_", nullptr, nullptr, "src", false,
        [](const Matrix& x, const Matrix& src) { return x.shape() == src.shape() ? src : mx::expand(src, x.shape().to_vector()); },
@@ -525,10 +601,11 @@ void bind_in_place(TensorClass& t) {
       {"fill_", "oa.Tensor.fill_", nullptr, nullptr, "value", false, nullptr, &refilled},
   };
   for (const InPlaceOp& op : ops) {
-    if (op.tensor) bind_in_place_op<Matrix>(t, op, op.tensor);
-    if (op.number) bind_in_place_op<float>(t, op, op.number);
+    if (op.tensor) bind_in_place_op<Matrix>(t, op);
+    if (op.number) bind_in_place_op<float>(t, op);
+    if (op.number && op.tensor) bind_in_place_op<std::int64_t>(t, op);
   }
-  t.def("zero_", [](const py::object& self) { return apply_in_place<float>(self, 0.0f, &refilled, "oa.Tensor.zero_"); },
+  t.def("zero_", [](const py::object& self) { return apply_in_place<float>(self, 0.0f, ops[6], "oa.Tensor.zero_"); },
         "x.fill_(0): in place, as fill_.");
 }
 
@@ -593,8 +670,10 @@ void bind_tensor(py::module_& m, TensorClass& t) {
   const char* const max_doc =
       "torch.max: x.max() the largest element (its gradient split among ties, as amax); x.max(dim, keepdim=False) "
       "the named tuple oa.return_types.max (values, int32 indices: the first maximum, NaN counting as largest; the "
-      "gradient reaches the element at the index); x.max(other) the elementwise oa.maximum. float32, float16, bfloat16.";
-  const char* const min_doc = "torch.min: as max, with the smallest (oa.return_types.min, oa.minimum).";
+      "gradient reaches the element at the index); x.max(other) the elementwise oa.maximum. float32, float16, bfloat16, "
+      "int32 (exact), and bool (values any along dim, indices the first True, or 0 where none, as torch).";
+  const char* const min_doc = "torch.min: as max, with the smallest (oa.return_types.min, oa.minimum; bool: all along dim, the "
+                              "first False).";
   // NumPy defers to the Tensor's operators (array + tensor calls
   // Tensor.__radd__; NumPy's ufuncs refuse tensors), which take the array as a
   // tensor (array_operator): the result is an oa tensor with autograd intact.
@@ -661,8 +740,9 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       .def("__str__", &str)
       // Conversions (see convert): (pred == target).float().mean() is an accuracy.
       .def("to", &convert, py::arg("dtype"),
-           "A copy as `dtype` (x itself if already): between float32, float16 and bfloat16, bool to those (1, 0), any "
-           "dtype to bool (x != 0); int32 to or from a float dtype raises oa.UnsupportedError.")
+           "A copy as `dtype` (x itself if already): between float32, float16 and bfloat16, int32 to those (rounded to "
+           "nearest even past 2^24, as torch), bool to those and to int32 (1, 0), any dtype to bool (x != 0); a float "
+           "dtype to int32 raises oa.UnsupportedError.")
       .def("float", [](const Matrix& x) { return convert(x, DType::F32); })
       .def("half", [](const Matrix& x) { return convert(x, DType::F16); })
       .def("bfloat16", [](const Matrix& x) { return convert(x, DType::BF16); })
@@ -733,44 +813,39 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       .def("norm", norm("oa.Tensor.norm"), py::arg("p") = 2.0f, py::arg("dim") = py::none(), py::arg("keepdim") = false)
       .def("cumsum", &mx::cumsum, py::arg("dim"))
       .def("__pow__", [](const Matrix& a, const Matrix& b) { return mx::pow(a, b); }, py::is_operator())
-      .def("__pow__", [](const Matrix& a, float e) { return mx::pow(a, e); }, py::is_operator())
-      .def("__rpow__", [](const Matrix& b, float s) { return mx::pow(Matrix::full({}, s, b.engine()), b); }, py::is_operator())
       .def("argmax", &argmax, py::arg("dim") = py::none(), py::arg("keepdim") = false,
            "torch.argmax: int32 index of the maximum along dim, or of the flattened tensor without dim.")
-      // Arithmetic: a Tensor or a Python number on either side.
+      // Arithmetic: a Tensor or a Python number (the number forms below) on either side.
       .def("__add__", [](const Matrix& a, const Matrix& b) { return a + b; }, py::is_operator())
-      .def("__add__", [](const Matrix& a, float s) { return a + s; }, py::is_operator())
-      .def("__radd__", [](const Matrix& a, float s) { return a + s; }, py::is_operator())
       .def("__sub__", [](const Matrix& a, const Matrix& b) { return a - b; }, py::is_operator())
-      .def("__sub__", [](const Matrix& a, float s) { return a - s; }, py::is_operator())
-      .def("__rsub__", [](const Matrix& a, float s) { return mx::affine(a, -1.0f, s); }, py::is_operator())
       .def("__mul__", [](const Matrix& a, const Matrix& b) { return a * b; }, py::is_operator())
-      .def("__mul__", [](const Matrix& a, float s) { return a * s; }, py::is_operator())
-      .def("__rmul__", [](const Matrix& a, float s) { return a * s; }, py::is_operator())
       .def("__truediv__", [](const Matrix& a, const Matrix& b) { return a / b; }, py::is_operator())
-      .def("__truediv__", [](const Matrix& a, float s) { return a / s; }, py::is_operator())
-      .def("__rtruediv__", [](const Matrix& a, float s) { return mx::reciprocal(a) * s; }, py::is_operator())
       .def("__matmul__", [](const Matrix& a, const Matrix& b) { return mx::matmul(a, b); }, py::is_operator())
       .def("matmul", &mx::matmul, py::arg("other"), "self @ other (torch.Tensor.matmul); see oa.matmul.")
       .def("__neg__", [](const Matrix& a) { return -a; })
-      .def("add", &add_alpha<Matrix>, py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f, "x + other * alpha (torch.add).")
-      .def("add", &add_alpha<float>, py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f)
-      .def("sub", &sub_alpha<Matrix>, py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f, "x - other * alpha (torch.sub).")
-      .def("sub", &sub_alpha<float>, py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f)
+      .def("add", &add_alpha, py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f,
+           "x + other * alpha (torch.add), other a tensor of x's dtype (broadcast) or a Python number. A number follows "
+           "torch's promotion of Python scalars, here and in the operators (+, -, *, /, **, ==, <, ..., and +=, -=, ...): "
+           "a float16, bfloat16 or float32 x keeps its dtype; an int32 or bool x with an int gives int32 (bool as 1 and "
+           "0; torch gives int64: add, sub and mul wrap modulo 2^32 here, and an int outside int32 raises "
+           "oa.InvalidArgumentError), with a float float32 (torch's default dtype); true division of an int32 or bool x "
+           "gives float32, and a power of one with an int raises oa.UnsupportedError (torch: an integer tensor). With "
+           "an int other and an int32 or bool x, alpha must be an integer (oa.InvalidArgumentError, as torch). In-place "
+           "forms refuse a result of another dtype than x's (x += 0.5 on int32).")
+      .def("add", add_number<float>(false, "oa.Tensor.add"), py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f)
+      .def("add", add_number<std::int64_t>(false, "oa.Tensor.add"), py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f)
+      .def("sub", &sub_alpha, py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f,
+           "x - other * alpha (torch.sub); numbers as add.")
+      .def("sub", add_number<float>(true, "oa.Tensor.sub"), py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f)
+      .def("sub", add_number<std::int64_t>(true, "oa.Tensor.sub"), py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f)
       // Comparisons give bool tensors (torch.Tensor.__eq__ ...); a Tensor stays
       // hashable by identity, as torch.Tensor.
       .def("__eq__", [](const Matrix& a, const Matrix& b) { return mx::eq(a, b); }, py::is_operator())
-      .def("__eq__", [](const Matrix& a, float s) { return mx::eq(a, s); }, py::is_operator())
       .def("__ne__", [](const Matrix& a, const Matrix& b) { return mx::ne(a, b); }, py::is_operator())
-      .def("__ne__", [](const Matrix& a, float s) { return mx::ne(a, s); }, py::is_operator())
       .def("__lt__", [](const Matrix& a, const Matrix& b) { return mx::lt(a, b); }, py::is_operator())
-      .def("__lt__", [](const Matrix& a, float s) { return mx::lt(a, s); }, py::is_operator())
       .def("__le__", [](const Matrix& a, const Matrix& b) { return mx::le(a, b); }, py::is_operator())
-      .def("__le__", [](const Matrix& a, float s) { return mx::le(a, s); }, py::is_operator())
       .def("__gt__", [](const Matrix& a, const Matrix& b) { return mx::gt(a, b); }, py::is_operator())
-      .def("__gt__", [](const Matrix& a, float s) { return mx::gt(a, s); }, py::is_operator())
       .def("__ge__", [](const Matrix& a, const Matrix& b) { return mx::ge(a, b); }, py::is_operator())
-      .def("__ge__", [](const Matrix& a, float s) { return mx::ge(a, s); }, py::is_operator())
       .def("__hash__", [](const py::object& self) { return reinterpret_cast<std::intptr_t>(self.ptr()); })
       .def("masked_fill", &mx::masked_fill, py::arg("mask"), py::arg("value"))
       .def("tril", &mx::tril, py::arg("diagonal") = 0)
@@ -781,6 +856,37 @@ void bind_tensor(py::module_& m, TensorClass& t) {
                               max.value_or(std::numeric_limits<float>::infinity()));
            },
            py::arg("min") = py::none(), py::arg("max") = py::none());
+
+  // A Python number on either side of the operators (see promoted): a float
+  // and an int overload each.
+  struct NumberOperator {
+    const char* name;
+    NumberFn number;
+    TensorFn tensor;
+  };
+  const NumberOperator number_operators[] = {
+      {"__add__", &plus, &mx::add},
+      {"__radd__", &plus, &mx::add},
+      {"__sub__", &minus, &mx::sub},
+      {"__rsub__", [](const Matrix& a, float s) { return mx::affine(a, -1.0f, s); },
+       [](const Matrix& a, const Matrix& s) { return s - a; }},
+      {"__mul__", &times, &mx::mul},
+      {"__rmul__", &times, &mx::mul},
+      {"__truediv__", &over, nullptr},
+      {"__rtruediv__", [](const Matrix& a, float s) { return mx::reciprocal(a) * s; }, nullptr},
+      {"__pow__", &power, &integer_power},
+      {"__rpow__", [](const Matrix& b, float s) { return mx::pow(Matrix::full({}, s, b.engine()), b); }, &integer_power},
+      {"__eq__", [](const Matrix& a, float s) { return mx::eq(a, s); }, &mx::eq},
+      {"__ne__", [](const Matrix& a, float s) { return mx::ne(a, s); }, &mx::ne},
+      {"__lt__", [](const Matrix& a, float s) { return mx::lt(a, s); }, &mx::lt},
+      {"__le__", [](const Matrix& a, float s) { return mx::le(a, s); }, &mx::le},
+      {"__gt__", [](const Matrix& a, float s) { return mx::gt(a, s); }, &mx::gt},
+      {"__ge__", [](const Matrix& a, float s) { return mx::ge(a, s); }, &mx::ge}};
+  for (const NumberOperator& o : number_operators) {
+    const std::string op = fmt::format("oa.Tensor.{}", o.name);
+    t.def(o.name, [o, op](const Matrix& x, float s) { return promoted(x, s, o.number, o.tensor, op.c_str()); }, py::is_operator());
+    t.def(o.name, [o, op](const Matrix& x, std::int64_t s) { return promoted(x, s, o.number, o.tensor, op.c_str()); }, py::is_operator());
+  }
 
   // A NumPy array on either side of the binary operators (after the Tensor
   // and number overloads, so that those are tried first).
@@ -830,14 +936,19 @@ void bind_tensor(py::module_& m, TensorClass& t) {
   m.def("tril", &mx::tril, py::arg("input"), py::arg("diagonal") = 0);
   m.def("triu", &mx::triu, py::arg("input"), py::arg("diagonal") = 0);
   m.def("minimum", &mx::minimum, py::arg("input"), py::arg("other"));
-  m.def("add", &add_alpha<Matrix>, py::arg("input"), py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f,
-        "input + other * alpha (torch.add).");
-  m.def("add", &add_alpha<float>, py::arg("input"), py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f);
-  m.def("sub", &sub_alpha<Matrix>, py::arg("input"), py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f,
-        "input - other * alpha (torch.sub).");
-  m.def("sub", &sub_alpha<float>, py::arg("input"), py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f);
+  m.def("add", &add_alpha, py::arg("input"), py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f,
+        "input + other * alpha (torch.add); a Python number other is promoted as torch does (see oa.Tensor.add).");
+  m.def("add", add_number<float>(false, "oa.add"), py::arg("input"), py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f);
+  m.def("add", add_number<std::int64_t>(false, "oa.add"), py::arg("input"), py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f);
+  m.def("sub", &sub_alpha, py::arg("input"), py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f,
+        "input - other * alpha (torch.sub); numbers as oa.add.");
+  m.def("sub", add_number<float>(true, "oa.sub"), py::arg("input"), py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f);
+  m.def("sub", add_number<std::int64_t>(true, "oa.sub"), py::arg("input"), py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f);
   m.def("pow", [](const Matrix& a, const Matrix& b) { return mx::pow(a, b); }, py::arg("input"), py::arg("exponent"));
-  m.def("pow", [](const Matrix& a, float e) { return mx::pow(a, e); }, py::arg("input"), py::arg("exponent"));
+  m.def("pow", [](const Matrix& a, float e) { return promoted(a, e, &power, &integer_power, "oa.pow"); }, py::arg("input"),
+        py::arg("exponent"));
+  m.def("pow", [](const Matrix& a, std::int64_t e) { return promoted(a, e, &power, &integer_power, "oa.pow"); }, py::arg("input"),
+        py::arg("exponent"));
   m.def("cumsum", &mx::cumsum, py::arg("input"), py::arg("dim"));
   m.def("argmax", &argmax, py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false,
         "torch.argmax: int32 index of the maximum along dim, or of the flattened tensor without dim.");

@@ -84,6 +84,19 @@ def test_resource_exhausted():
     assert type(e.value) is oa.ResourceExhaustedError and "maxStorageBufferRange" in str(e.value)
 
 
+def test_a_gemm_past_the_storage_range_names_the_recurrent_layer():
+    """A GEMM inside oa.nn.LSTM or GRU (the input projection of a batch whose gates [B, G * H] pass
+    maxStorageBufferRange) raises oa.ResourceExhaustedError (a MemoryError) whose message names the layer first."""
+    limit = oa.default_engine().device.max_storage_buffer_range
+    if limit > 2**28:
+        pytest.skip(f"maxStorageBufferRange {limit} makes a batch past it too large to test")
+    H = 4
+    x = oa.zeros(1, limit // (4 * 3 * H) + 1, 1)
+    for layer, name in ((oa.nn.LSTM(1, H), "LSTM"), (oa.nn.GRU(1, H), "GRU")):
+        with pytest.raises(oa.ResourceExhaustedError, match=rf"^oa::ml::nn::{name}: oa::ml::linear: GEMM .*maxStorageBufferRange"):
+            layer(x)
+
+
 def test_fuzz_raises_only_errors():
     """Random shapes, dtypes and None through the bindings: each call returns
     or raises oa.Error or TypeError (a crash would end the test run)."""

@@ -134,6 +134,47 @@ def test_norms():
         F.layer_norm(oa.tensor(x), [4, 6])
 
 
+def _central_differences(oracle, args, k, w, h=1e-6):
+    """d/d args[k] of sum(oracle(*args) * w), by central differences."""
+    numeric = np.zeros(args[k].shape)
+    for i in np.ndindex(args[k].shape):
+        e = np.zeros(args[k].shape)
+        e[i] = h
+        plus, minus = list(args), list(args)
+        plus[k], minus[k] = args[k] + e, args[k] - e
+        numeric[i] = ((oracle(*plus) - oracle(*minus)) * w).sum() / (2 * h)
+    return numeric
+
+
+# float16 / bfloat16 x, as torch's F.layer_norm: computed in float32, y (and
+# x's gradient) rounded once to x's dtype; weight and bias float32 (torch's
+# mixed-dtype form, their gradients float32) or x's dtype.
+@pytest.mark.parametrize("dtype, eps", [(oa.float16, 2.0**-11), (oa.bfloat16, 2.0**-8)])
+@pytest.mark.parametrize("params", ["float32", "same", "none"])
+def test_layer_norm_16_bit(dtype, eps, params):
+    x = np.round(values((3, 5), 21, -3, 3) * 8) / 8  # exact in both dtypes
+    w, b = np.round(values((5,), 22, 0.5, 1.5) * 8) / 8, np.round(values((5,), 23) * 8) / 8
+    g = np.round(values((3, 5), 24) * 8) / 8
+    oracle = (lambda x, w, b: ref.layer_norm(x, w, b, 1e-5)) if params != "none" else (lambda x, w, b: ref.layer_norm(x, eps=1e-5))
+    leaf, wl, bl = (oa.tensor(a, requires_grad=True) for a in (x, w, b))
+    weight, bias = (wl.to(dtype), bl.to(dtype)) if params == "same" else (wl, bl) if params == "float32" else (None, None)
+    y = F.layer_norm(leaf.to(dtype), [5], weight, bias)
+    assert y.dtype == dtype
+    assert_close(y.float().numpy(), oracle(x, w, b), rtol=2 * eps, atol=2 * eps)
+    y.float().backward(oa.tensor(g))
+    assert_close(leaf.grad.numpy(), _central_differences(oracle, [x, w, b], 0, g), rtol=8 * eps, atol=8 * eps)
+    if params != "none":
+        assert_close(wl.grad.numpy(), _central_differences(oracle, [x, w, b], 1, g), rtol=8 * eps, atol=8 * eps)
+        assert_close(bl.grad.numpy(), _central_differences(oracle, [x, w, b], 2, g), rtol=8 * eps, atol=8 * eps)
+    # Weight and bias of one dtype, f32 or x's: others raise, naming the op and the argument.
+    h = oa.tensor(x).to(dtype)
+    other, other_name = (oa.bfloat16, "bf16") if dtype == oa.float16 else (oa.float16, "f16")
+    with pytest.raises(oa.InvalidArgumentError, match=rf"oa::ml::layer_norm: weight must be f32 or x's dtype .*found {other_name} \[5\]"):
+        F.layer_norm(h, [5], oa.tensor(w).to(other))
+    with pytest.raises(oa.InvalidArgumentError, match=r"oa::ml::layer_norm: bias must be f32; found"):
+        F.layer_norm(h, [5], oa.tensor(w), oa.tensor(b).to(dtype))
+
+
 def test_batch_norm():
     x, w, b = values((3, 2, 2, 2), 19), values((2,), 20), values((2,), 21)
     x64 = x.astype(np.float64)

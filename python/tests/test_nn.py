@@ -544,6 +544,27 @@ def test_lstm_takes_hx_as_a_pair_only():
     with pytest.raises(TypeError, match=r"LSTM: hx must be a tuple \(h0, c0\).*of 1 items"):
         rnn(x, (h,))
     assert "hx (h0, c0)" in nn.LSTM.forward.__doc__ and "h_n" in nn.GRU.forward.__doc__
+    with pytest.raises(TypeError, match=r"LSTM: hx must be a tuple \(h0, c0\).*its c0 is ndarray"):
+        rnn(x, (h, np.zeros((2, 2, 4), np.float32)))
+
+
+def test_gru_takes_hx_as_one_tensor_only():
+    """torch.nn.GRU's hx is one tensor h0 [num_layers, B, H]: a tuple (LSTM's form), a NumPy array (modules take
+    oa tensors only) or another type raises TypeError naming GRU and hx, not pybind's signature dump."""
+    rnn, x = nn.GRU(3, 4, num_layers=2), oa.tensor(values((5, 2, 3), 43))
+    h = oa.tensor(values((2, 2, 4), 44))
+    out, hn = rnn(x, h)
+    assert out.shape == (5, 2, 4) and hn.shape == (2, 2, 4)
+    np.testing.assert_array_equal(rnn(x, None)[0].numpy(), rnn(x)[0].numpy())
+    for bad, detail in (((h,), r"got tuple of 1 items \(a tuple \(h0, c0\) is LSTM's state"),
+                        ([h, h], r"got list of 2 items"),
+                        (h.numpy(), r"got ndarray \(convert it with oa.tensor\)"),
+                        (1.5, r"got float")):
+        with pytest.raises(TypeError, match=r"oa.nn.GRU: hx must be an oa.Tensor h0 of shape \[num_layers, B, H\] or None; "
+                           + detail):
+            rnn(x, bad)
+    with pytest.raises(ValueError, match=r"oa::ml::nn::GRU: h0 must be \[num_layers 2, B 2, hidden_size 4\]"):
+        rnn(x, oa.zeros(1, 2, 4))
 
 
 def test_deepcopy_makes_new_parameters_with_the_values():

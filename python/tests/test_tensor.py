@@ -265,8 +265,9 @@ def test_max_and_min_forms(name):
     ints = getattr(oa, name)(oa.tensor([[1, 2 ** 24 + 1, 2 ** 24 + 1]]), 1)
     assert ints.values.dtype == oa.int32 and ints.values.item() == (2**24 + 1 if name == "max" else 1)
     assert ints.indices.item() == (1 if name == "max" else 0)
-    with pytest.raises(oa.InvalidArgumentError, match=rf"oa.{name}: x of shape \[1, 2\] is bool"):
-        getattr(oa, name)(oa.tensor([[True, False]]), 1)
+    bools = getattr(oa, name)(oa.tensor([[True, False]]), 1)  # any / all, the first True / False (see the bool test)
+    assert bools.values.dtype == oa.bool and bools.values.tolist() == [name == "max"]
+    assert bools.indices.tolist() == [0 if name == "max" else 1]
     import pickle
     assert tuple(pickle.loads(pickle.dumps(getattr(t, name)(0)))[1].numpy().shape) == (4, 5)
 
@@ -455,8 +456,16 @@ def test_conversions_between_dtypes():
     np.testing.assert_array_equal(oa.tensor([0, 3]).to(oa.bool).numpy(), [False, True])
     np.testing.assert_array_equal(oa.tensor([0.0, 1.5], dtype=oa.float16).to(oa.bool).numpy(), [False, True])
     assert mask.to(oa.bool) is not None and mask.bool().dtype == oa.bool
-    with pytest.raises(oa.UnsupportedError, match="no conversion from i32"):
-        pred.float()
+    # int32 to the float dtypes (nearest even past 2^24, as torch's), bool to int32.
+    big = np.array([1, -2, 2**24 + 1, 2**24 + 3, 2**31 - 1, -(2**31)], np.int32)
+    for dtype, numpy_dtype in ((oa.float32, np.float32), (oa.float16, np.float16)):
+        converted = oa.tensor(big).to(dtype)
+        assert converted.dtype == dtype
+        with np.errstate(over="ignore"):  # float16 overflows to inf past 65504, on both sides
+            np.testing.assert_array_equal(converted.numpy(), big.astype(np.float32).astype(numpy_dtype))
+    assert pred.float().dtype == oa.float32 and (pred == target).float().sum().item() == 2.0
+    assert mask.to(oa.int32).dtype == oa.int32
+    np.testing.assert_array_equal(mask.to(oa.int32).numpy(), [1, 0])
     with pytest.raises(oa.UnsupportedError, match="no conversion from f32 to i32"):
         oa.tensor([1.0]).to(oa.int32)
 
@@ -592,3 +601,92 @@ def test_sums_of_bool_and_int32_are_int32():
     for x in (t, pred == y):
         with pytest.raises(oa.InvalidArgumentError, match="oa::matrix::mean: x must be"):
             x.mean()
+
+
+def _int32(a):
+    """int64 values wrapped to int32, as int32 arithmetic wraps."""
+    return (np.asarray(a, np.int64) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+
+
+def test_prod_of_int32_and_bool_is_an_exact_int32_product():
+    """torch.prod of integer tensors is an integer product (int64 in torch; oa's int32, wrapping modulo 2^32 on
+    overflow), of bool ones the count of rows where all hold (torch: int64)."""
+    m = np.array([[3, -2, 5, -1], [0, 7, -7, 9], [65536, 65536, 1, 1], [-3, -3, -3, 1]], np.int64)
+    t = oa.tensor(m)
+    for dim in [None, 0, 1, (0, 1)]:
+        for keepdim in [False, True]:
+            got = t.prod(dim, keepdim=keepdim)
+            assert got.dtype == oa.int32
+            np.testing.assert_array_equal(got.numpy(), _int32(np.prod(m, axis=dim, keepdims=keepdim)))
+    np.testing.assert_array_equal(oa.prod(t, 1).numpy(), [30, 0, 0, -27])  # 2^32 wraps to 0
+    b = np.array([[True, True], [True, False]])
+    assert oa.tensor(b).prod(1).dtype == oa.int32
+    np.testing.assert_array_equal(oa.tensor(b).prod(1).numpy(), [1, 0])
+
+
+def test_max_and_min_along_a_dim_of_bool():
+    """torch.max(dim) / min(dim) of bool: values bool (any / all along dim), indices int32: the first True (max) or
+    False (min), 0 where the dim holds none."""
+    b = np.array([[False, True, True], [False, False, False], [True, True, True], [True, False, True]])
+    t = oa.tensor(b)
+    for dim in (0, 1, -1):
+        for keepdim in (False, True):
+            values, indices = t.max(dim, keepdim=keepdim)
+            assert values.dtype == oa.bool and indices.dtype == oa.int32
+            np.testing.assert_array_equal(values.numpy(), b.any(dim, keepdims=keepdim))
+            np.testing.assert_array_equal(indices.numpy(), np.expand_dims(b.argmax(dim), dim) if keepdim else b.argmax(dim))
+            values, indices = oa.min(t, dim, keepdim=keepdim)
+            assert values.dtype == oa.bool and indices.dtype == oa.int32
+            np.testing.assert_array_equal(values.numpy(), b.all(dim, keepdims=keepdim))
+            np.testing.assert_array_equal(indices.numpy(), np.expand_dims(b.argmin(dim), dim) if keepdim else b.argmin(dim))
+    assert isinstance(t.max(1), oa.return_types.max)
+    assert t.max().dtype == oa.bool and t.max().item() is True and t.min().item() is False
+
+
+def test_python_numbers_promote_as_torch():
+    """torch.result_type of a tensor and a Python number: a float tensor keeps its dtype; an int32 tensor with an int
+    stays int32 (torch: int64; here add, sub and mul wrap past int32), with a float becomes float32; true division
+    gives float32; bool counts as 1 and 0; comparisons compare in that dtype."""
+    v = np.array([[3, -2, 0], [7, 2**24 + 1, 2**31 - 1]], np.int32)
+    t, w = oa.tensor(v), v.astype(np.int64)
+    for got, want in ((t + 5, w + 5), (5 + t, w + 5), (t - 5, w - 5), (5 - t, 5 - w), (t * -3, w * -3), (-3 * t, w * -3),
+                      (t + True, w + 1), (t + np.int32(4), w + 4), (t.add(2, alpha=3), w + 6), (oa.sub(t, 1, alpha=2), w - 2)):
+        assert got.dtype == oa.int32
+        np.testing.assert_array_equal(got.numpy(), _int32(want))
+    f = v.astype(np.float32)
+    with np.errstate(divide="ignore"):
+        for got, want in ((t + 1.5, f + np.float32(1.5)), (1.5 + t, f + np.float32(1.5)), (t * 0.5, f * np.float32(0.5)),
+                          (0.5 * t, f * np.float32(0.5)), (t - 0.25, f - np.float32(0.25)), (1.5 - t, np.float32(1.5) - f),
+                          (t / 2, f / np.float32(2)), (t / 0.5, f / np.float32(0.5)), (6 / t, np.float32(6) / f),
+                          (t + np.float32(0.5), f + np.float32(0.5)), (t.add(1.5, alpha=2), f + np.float32(3))):
+            assert got.dtype == oa.float32
+            np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)
+    np.testing.assert_array_equal((t == 7).numpy(), v == 7)
+    np.testing.assert_array_equal((t < 2.5).numpy(), f < 2.5)
+    np.testing.assert_array_equal((3 <= t).numpy(), v >= 3)
+    np.testing.assert_array_equal((t != 2**24 + 1).numpy(), v != 2**24 + 1)  # exact: 2^24 + 1 is no float32
+    b = np.array([True, False])
+    for got, want, dtype in ((oa.tensor(b) + 1, [2, 1], oa.int32), (oa.tensor(b) * 2.5, [2.5, 0], oa.float32),
+                             (1 - oa.tensor(b), [0, 1], oa.int32), (oa.tensor(b) == 1, [True, False], oa.bool)):
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(got.numpy(), want)
+    for half in (oa.float16, oa.bfloat16):  # a float tensor keeps its dtype
+        h = oa.tensor([1.5, -2.0]).to(half)
+        assert (h + 1).dtype == half and (h * 2.5).dtype == half and (3 - h).dtype == half
+    # In place: an int32 tensor stays int32; a float result cannot be written into it (torch refuses it too).
+    u = oa.tensor(v)
+    u += 3
+    u *= 2
+    u -= 1
+    np.testing.assert_array_equal(u.numpy(), _int32((w + 3) * 2 - 1))
+    u.add_(1, alpha=2)
+    np.testing.assert_array_equal(u.numpy(), _int32((w + 3) * 2 + 1))
+    with pytest.raises(oa.UnsupportedError, match="f32 to i32"):
+        u += 0.5
+    with pytest.raises(oa.InvalidArgumentError, match=r"oa.Tensor.__add__: 1099511627776 is outside int32"):
+        t + 2**40
+    with pytest.raises(oa.InvalidArgumentError, match=r"oa.Tensor.add: alpha 0.5 must be an integer for a i32 tensor"):
+        t.add(1, alpha=0.5)
+    with pytest.raises(oa.UnsupportedError, match="pow: a power of a i32 tensor"):
+        t ** 2
+    assert (t ** 0.5).dtype == oa.float32 and (2.0 ** t).dtype == oa.float32

@@ -3,7 +3,9 @@
 // as [outer, C, inner], the broadcast operand is a [C] vector indexed by
 // (g / inner) % C, where g = base + i is the global element index.
 // MODE 0: same shape; 1: b is broadcast; 2: a is broadcast. DT: the dtype of
-// a, b and z (bound as y / y4), words and grid as in matrix/elementwise_quads.glsl.
+// a, b and z (bound as y / y4), words and grid as in matrix/elementwise_quads.glsl;
+// DT 3 (i32) takes add, sub, mul, max and min in int32 arithmetic (add, sub
+// and mul wrap modulo 2^32).
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 #include "common/elementwise_codes.glsl"
@@ -34,6 +36,17 @@ float op(float u, float v) {
   return u;
 }
 
+int iop(int u, int v) {
+  switch (OP) {
+    case Add: return u + v;
+    case Sub: return u - v;
+    case Mul: return u * v;
+    case Max: return max(u, v);
+    case Min: return min(u, v);
+  }
+  return u;
+}
+
 // The broadcast operand is not read by word (binary_operands.glsl).
 uvec4 input_quad(uint k, uint q) {
   if (k == 0u && MODE != 2u) return a4[q];
@@ -48,6 +61,7 @@ uint input_word(uint k, uint w) {
 }
 
 uint result(uint w, uvec3 words) {
+  if (DT == 3u) return uint(iop(int(MODE == 2u ? a[channel(w)] : words.x), int(MODE == 1u ? b[channel(w)] : words.y)));
   const uint i = w * (DT == 0u ? 1u : 2u);
   const vec2 u = OPERAND(a, MODE == 2u, words.x, i), v = OPERAND(b, MODE == 1u, words.y, i);
   return oa_word_of(vec2(op(u.x, v.x), op(u.y, v.y)), i + 1u < pc.n, DT);

@@ -11,11 +11,12 @@
 // index of the maximum (NaN counts as the maximum), carried as (value, index)
 // pairs between passes. NEGATE: the first pass reads -x, so that argmax gives
 // argmin (the first index of the minimum; a NaN still counts as the extreme).
-// OP 6 to 9 take int32 items and give int32 results, exactly: 6 sum (wrapping
-// past the int32 range; scale unused), 7 max, 8 min, 9 argmax (first index,
-// as 2; NEGATE reads ~x = -x - 1, which reverses the int32 order without
-// overflow). BYTES: the first pass reads bytes (a bool x), each nonzero byte
-// as 1 and zero as 0 (6 counts, 7 is any, 8 is all).
+// OP 6 to 9 and 11 take int32 items and give int32 results, exactly: 6 sum
+// (wrapping past the int32 range; scale unused), 7 max, 8 min, 9 argmax (first
+// index, as 2; NEGATE reads ~x = -x - 1, which reverses the int32 order
+// without overflow), 11 product (wrapping modulo 2^32, as int32
+// multiplication). BYTES: the first pass reads bytes (a bool x), each nonzero
+// byte as 1 and zero as 0 (6 counts, 7 is any, 8 and 11 are all).
 // SQRT: the final values are square roots (of scale * sum: std, 2-norm).
 // IN_PAIRS: the input holds (value bits, index) pairs from an earlier argmax
 // pass. OUT_MODE 0: values; 1: (value bits, index) pairs; 2: int32 indices.
@@ -39,7 +40,7 @@ layout(std430, binding = 1) writeonly buffer Out { uint y[]; };
 #include "matrix/reduce.push.h"
 
 const uint G = 256u / T;
-const uint ISUM = 6u, IMAX = 7u, IMIN = 8u, IARGMAX = 9u;
+const uint ISUM = 6u, IMAX = 7u, IMIN = 8u, IARGMAX = 9u, IPROD = 11u;
 const bool INTS = OP >= ISUM;
 
 // Folds the int32 (w, j) into the running (v, i) under OP (the index only
@@ -51,6 +52,8 @@ void icombine(inout int v, inout uint i, int w, uint j) {
     v = max(v, w);
   } else if (OP == IMIN) {
     v = min(v, w);
+  } else if (OP == IPROD) {
+    v *= w;
   } else if (w > v || (w == v && j < i)) {
     v = w;
     i = j;
@@ -90,7 +93,7 @@ void main() {
   const uint tid = gl_LocalInvocationID.x, lane = tid % T;
   const uint seg = OA_GROUP_ID.x * G + tid / T;
   float acc = OP == OA_SUM ? 0.0 : OP == OA_PROD ? 1.0 : OP == OA_MIN ? OA_INF : -OA_INF;
-  int iacc = OP == IMAX || OP == IARGMAX ? -2147483647 - 1 : OP == IMIN ? 2147483647 : 0;
+  int iacc = OP == IMAX || OP == IARGMAX ? -2147483647 - 1 : OP == IMIN ? 2147483647 : OP == IPROD ? 1 : 0;
   uint at = 0xffffffffu;
   if (seg < pc.nseg) {
     const uint s = pc.r0 * pc.P + pc.p0 + seg, row = s / pc.P, part = s % pc.P;

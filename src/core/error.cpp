@@ -22,4 +22,10 @@ Error::Error(ErrorKind kind, std::string message) : kind_(kind) {
   what_ += message;
 }
 
+Error with_context(const Error& e, std::string_view context) {
+  const std::string_view m = e.message();
+  const bool named = m.starts_with(context) && m.size() > context.size() && (m[context.size()] == ':' || m[context.size()] == ' ');
+  return named ? e : Error(e.kind(), fmt::format("{}: {}", context, m));
+}
+
 }  // namespace oa

@@ -47,7 +47,9 @@ const detail::Op<CastAttributes> kCast{{.name = "oa::matrix::cast",
                                   detail::shader_u32(c.inputs[0].numel(), "element count of x", c.name);
                                   return std::vector<detail::OutputSpec>{{c.inputs[0].shape(), c.attributes.to}};
                                 },
-                                .lower = {{DType::F32, kCastLowering}, {DType::F16, kCastLowering}, {DType::BF16, kCastLowering}},
+                                .lower = {{DType::F32, kCastLowering}, {DType::F16, kCastLowering}, {DType::BF16, kCastLowering},
+                                          {DType::I32, kCastLowering}},
+                                // An i32 x never requires a gradient: the backward sees floating x alone.
                                 .backward = [](const detail::BackwardCall<CastAttributes>& c) {
                                   // gy has the output's dtype, or is f32 zeros standing in for an absent gradient.
                                   const Matrix& gy = c.grad_outputs[0];

@@ -271,7 +271,8 @@ std::vector<Matrix> binary_backward(BinaryCode code, const BackwardCall<A>& c) {
 
 // A binary op z = f(a, b) of matrix/binary.comp, broadcasting as documented
 // in oa/matrix/elementwise.hpp; a, b and z of one dtype, f32, f16 or bf16
-// (f32 arithmetic).
+// (f32 arithmetic) or, but for div, i32 (int32 arithmetic; never
+// differentiable, as an i32 operand cannot require a gradient).
 Op<NoAttributes> binary_op(const char* name, BinaryCode code) {
   const detail::Lowering<NoAttributes> lowering = [code](const OpCall<NoAttributes>& c, const std::vector<Matrix>& out,
                                                          std::vector<ComputeDispatch>& ds) {
@@ -279,6 +280,9 @@ Op<NoAttributes> binary_op(const char* name, BinaryCode code) {
     const Broadcast bc = resolve_broadcast(a.shape(), b.shape(), c.name);
     binary_dispatches(kernels::matrix_binary, {code, bc.mode}, nullptr, a, b, out[0], bc, c.name, ds);
   };
+  std::vector<std::pair<DType, detail::Lowering<NoAttributes>>> lowerings{
+      {DType::F32, lowering}, {DType::F16, lowering}, {DType::BF16, lowering}};
+  if (code != Div) lowerings.emplace_back(DType::I32, lowering);
   return Op<NoAttributes>(
       {.name = name,
        .inputs = {"a", "b"},
@@ -286,7 +290,7 @@ Op<NoAttributes> binary_op(const char* name, BinaryCode code) {
          detail::require_same_dtype(c.inputs[0], "a", c.inputs[1], "b", c.name);
          return std::vector<OutputSpec>{{resolve_broadcast(c.inputs[0].shape(), c.inputs[1].shape(), c.name).out, c.inputs[0].dtype()}};
        },
-       .lower = {{DType::F32, lowering}, {DType::F16, lowering}, {DType::BF16, lowering}},
+       .lower = std::move(lowerings),
        // Add and sub read nothing; mul's ga reads b and gb reads a; div's ga
        // reads b and gb both; maximum and minimum both.
        .saves = [code](const OpCall<NoAttributes>&, const std::vector<bool>& needs) {

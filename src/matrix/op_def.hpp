@@ -23,7 +23,10 @@
 // bumps the versions of the inputs that writes() names and, when an input
 // requires a gradient and the op has a backward rule, records one autograd
 // node that holds what saves() names. An op without inputs (a generator) runs
-// on the engine given to apply().
+// on the engine given to apply(). An oa::Error that the lowering throws (a
+// device limit its plan meets, such as a GEMM operand past
+// maxStorageBufferRange) is thrown again of its kind with the op's name
+// before its message (oa::with_context), so it names the op that was called.
 //
 // An op that updates operands in place (an optimizer step) declares outputs
 // with OutputSpec::in_place and no backward; variadic ops take their inputs
@@ -138,9 +141,9 @@ struct Saves {
 };
 
 // One backward call: the saved inputs and outputs (auxiliary ones included;
-// undefined where saves() did not name them), every input's shape, the
-// gradients of the results (no_grad ones left out) and which input gradients
-// are needed.
+// undefined where saves() did not name them), every input's shape and dtype
+// (the dtype its gradient must have), the gradients of the results (no_grad
+// ones left out) and which input gradients are needed.
 template <class A>
 struct BackwardCall {
   const char* name;
@@ -148,6 +151,7 @@ struct BackwardCall {
   const std::vector<Matrix>& inputs;
   const std::vector<Matrix>& outputs;
   const std::vector<Shape>& input_shapes;
+  const std::vector<DType>& input_dtypes;
   const std::vector<Matrix>& grad_outputs;
   const std::vector<bool>& needs;
   // Records `dispatches` as the semantic op "<name> backward" over the given
@@ -340,7 +344,11 @@ std::vector<Matrix> apply(const Op<A>& op, std::span<const Matrix> inputs, const
     DispatchScratch scratch;
     std::vector<runtime::ComputeDispatch>& dispatches = scratch.list();
     if (def.variadic) dispatches.reserve(inputs.size() / group);
-    (*lowering)(call, outputs, dispatches);
+    try {
+      (*lowering)(call, outputs, dispatches);
+    } catch (const Error& e) {  // a device limit met by a kernel's plan (a GEMM's operand): name the op
+      throw with_context(e, def.name);
+    }
     SemanticOp sop;
     sop.name = def.name;
     sop.inputs.reserve(inputs.size());
@@ -370,10 +378,12 @@ std::vector<Matrix> apply(const Op<A>& op, std::span<const Matrix> inputs, const
     std::vector<Matrix> edges(inputs.begin(), inputs.end()), differentiable;
     std::vector<bool> needs;
     std::vector<Shape> shapes;  // [] for an absent input
+    std::vector<DType> dtypes;  // f32 for an absent input
     for (std::size_t i = 0; i < edges.size(); ++i) {
       if (def.inputs[i % group].detached) edges[i] = Matrix();
       needs.push_back(edges[i].defined() && requires_grad(edges[i]));
       shapes.push_back(inputs[i].defined() ? inputs[i].shape() : Shape{});
+      dtypes.push_back(inputs[i].defined() ? inputs[i].dtype() : DType::F32);
     }
     for (std::size_t i = 0; i < specs.size(); ++i)
       if (!specs[i].auxiliary && !specs[i].no_grad) differentiable.push_back(outputs[i]);
@@ -386,14 +396,15 @@ std::vector<Matrix> apply(const Op<A>& op, std::span<const Matrix> inputs, const
     };
     autograd::record(def.name, edges, differentiable,
                      [&def, attributes, saved_in = keep(inputs, saves.inputs), saved_out = keep(outputs, saves.outputs),
-                      shapes = std::move(shapes)](const std::vector<Matrix>& gy, const std::vector<bool>& needed) {
+                      shapes = std::move(shapes), dtypes = std::move(dtypes)](const std::vector<Matrix>& gy,
+                                                                              const std::vector<bool>& needed) {
                        auto get = [](const std::vector<autograd::SavedValue>& vs) {
                          std::vector<Matrix> out;
                          for (const auto& v : vs) out.push_back(v.get());
                          return out;
                        };
                        const std::vector<Matrix> in = get(saved_in), out = get(saved_out);
-                       return def.backward(BackwardCall<A>{def.name, attributes, in, out, shapes, gy, needed});
+                       return def.backward(BackwardCall<A>{def.name, attributes, in, out, shapes, dtypes, gy, needed});
                      });
   }
   std::vector<Matrix> results;
@@ -418,8 +429,12 @@ template <class A>
 std::vector<Matrix> apply_backward(const Op<A>& op, const std::vector<Matrix>& inputs, const std::vector<Matrix>& outputs,
                                    const std::vector<Matrix>& grad_outputs, const std::vector<bool>& needs, const A& attributes = {}) {
   std::vector<Shape> shapes;  // [] for an absent input
-  for (const auto& m : inputs) shapes.push_back(m.defined() ? m.shape() : Shape{});
-  return op.def.backward(BackwardCall<A>{op.def.name, attributes, inputs, outputs, shapes, grad_outputs, needs});
+  std::vector<DType> dtypes;  // f32 for an absent input
+  for (const auto& m : inputs) {
+    shapes.push_back(m.defined() ? m.shape() : Shape{});
+    dtypes.push_back(m.defined() ? m.dtype() : DType::F32);
+  }
+  return op.def.backward(BackwardCall<A>{op.def.name, attributes, inputs, outputs, shapes, dtypes, grad_outputs, needs});
 }
 
 // The names an op definition file (src/matrix, src/ml) writes unqualified:

@@ -21,8 +21,8 @@ namespace {
 using namespace detail::op_def;
 
 // The OP codes of matrix/reduce; ArgMin runs ArgMax over -x and IArgMin
-// IArgMax over ~x (their NEGATE). ISum, IMax, IMin and IArgMax reduce int32
-// items exactly (ISum wrapping past int32).
+// IArgMax over ~x (their NEGATE). ISum, IMax, IMin, IArgMax and IProd reduce
+// int32 items exactly (ISum and IProd wrapping modulo 2^32).
 enum ReduceOp : std::uint32_t {
   Sum = 0,
   Max = 1,
@@ -34,7 +34,8 @@ enum ReduceOp : std::uint32_t {
   IMax = 7,
   IMin = 8,
   IArgMax = 9,
-  IArgMin = 10
+  IArgMin = 10,
+  IProd = 11
 };
 bool is_arg(ReduceOp op) { return op == ArgMax || op == ArgMin || op == IArgMax || op == IArgMin; }
 // The kernel's OP for `op`: argmin runs as argmax over negated items.
@@ -348,7 +349,7 @@ Matrix reduction_backward(Kind kind, const BackwardCall<A>& c) {
   const bool linear = kind == Kind::Sum || kind == Kind::Mean;
   if (gy.dtype() != DType::F32 && !linear) {  // 16-bit: the f32 rule on widened operands, rounded once to x's dtype
     const auto f32 = [kind](const BackwardCall<A>& w) { return std::vector<Matrix>{reduction_backward(kind, w)}; };
-    return detail::widened_backward<A>(c, gy.dtype(), f32)[0];
+    return detail::widened_backward<A>(c, f32)[0];
   }
   const Shape& s = c.input_shapes[0];
   const std::vector<std::int64_t>& dims = c.attributes.dims;
@@ -404,8 +405,8 @@ Matrix reduction_backward(Kind kind, const BackwardCall<A>& c) {
   return Matrix();
 }
 
-// Appends the passes of int32 reduction `op` (ISum, IMax, IMin, IArgMax,
-// IArgMin) of x (i32, or bool read as 0 and 1) along layout v into `out`.
+// Appends the passes of int32 reduction `op` (ISum, IMax, IMin, IProd,
+// IArgMax, IArgMin) of x (i32, or bool read as 0 and 1) along layout v into `out`.
 template <class A>
 void reduce_ints(const OpCall<A>& c, const Layout& v, ReduceOp op, const std::shared_ptr<Storage>& out, std::vector<ComputeDispatch>& ds) {
   const Matrix& x = c.inputs[0];
@@ -414,9 +415,14 @@ void reduce_ints(const OpCall<A>& c, const Layout& v, ReduceOp op, const std::sh
               x.dtype() == DType::Bool);
 }
 
+// Whether reduction `kind` of a bool x counts its elements as int32 0 and 1
+// (sum, prod: an int32 result, as torch's int64) rather than giving bool.
+bool bool_as_int(Kind kind) { return kind == Kind::Sum || kind == Kind::Prod; }
+
 // The lowerings of reduction `kind`: f32, f16 and bf16 (float_lowerings);
-// for sum, int32 and bool (exact int32 sums); for max and min, int32 (exact)
-// and bool (any and all: int32 0 and 1 per row, then the mask of the nonzero).
+// for sum and prod, int32 and bool (exact int32 sums and products, wrapping
+// modulo 2^32); for max and min, int32 (exact) and bool (any and all: int32 0
+// and 1 per row, then the mask of the nonzero).
 template <class A>
 std::vector<std::pair<DType, detail::Lowering<A>>> reduction_lowerings(Kind kind) {
   auto lowerings = detail::float_lowerings<A>([kind](const OpCall<A>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
@@ -424,13 +430,13 @@ std::vector<std::pair<DType, detail::Lowering<A>>> reduction_lowerings(Kind kind
     reduce_axes(c.engine, c.name, kind, x.storage(), x.shape(), c.attributes.dims, correction_of(c.attributes),
                 order_of(c.attributes), out[0].storage(), ds);
   });
-  if (kind != Kind::Sum && kind != Kind::Max && kind != Kind::Min) return lowerings;
-  const ReduceOp op = kind == Kind::Sum ? ISum : kind == Kind::Max ? IMax : IMin;
+  if (kind != Kind::Sum && kind != Kind::Prod && kind != Kind::Max && kind != Kind::Min) return lowerings;
+  const ReduceOp op = kind == Kind::Sum ? ISum : kind == Kind::Prod ? IProd : kind == Kind::Max ? IMax : IMin;
   const detail::Lowering<A> ints = [op](const OpCall<A>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
     reduce_ints(c, Layout(c.inputs[0].shape(), c.attributes.dims), op, out[0].storage(), ds);
   };
   lowerings.emplace_back(DType::I32, ints);
-  if (kind == Kind::Sum) lowerings.emplace_back(DType::Bool, ints);
+  if (bool_as_int(kind)) lowerings.emplace_back(DType::Bool, ints);
   else
     lowerings.emplace_back(DType::Bool, [op](const OpCall<A>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
       const Layout v(c.inputs[0].shape(), c.attributes.dims);
@@ -468,7 +474,7 @@ Op<A> reduction_op(const char* name, Kind kind) {
                       fail(ErrorKind::InvalidArgument, "{}: p {} is not supported for x {} (1, 2 or inf)", c.name, p, s);
                   }
                   check_indexable(x, v.rows, c.name);
-                  const DType dtype = kind == Kind::Sum && x.dtype() == DType::Bool ? DType::I32 : x.dtype();  // bool counts as int32
+                  const DType dtype = bool_as_int(kind) && x.dtype() == DType::Bool ? DType::I32 : x.dtype();  // bool counts as int32
                   return std::vector<OutputSpec>{{reduced_shape(s, c.attributes.dims, c.attributes.keepdim), dtype}};
                 },
                 .lower = reduction_lowerings<A>(kind),

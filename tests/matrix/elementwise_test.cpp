@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <cmath>
 #include <functional>
 #include <sstream>
@@ -16,6 +17,23 @@ namespace {
 std::vector<float> values(std::size_t n, std::uint64_t seed, float lo = -2, float hi = 2) {
   return Matrix::uniform({static_cast<std::int64_t>(n)}, lo, hi, seed).to_vector();
 }
+
+// An operand b broadcast against a of shape [3, 4, 5]: the kernel's own
+// patterns (same shape, a trailing row, per channel, a scalar) and one that
+// oa::matrix::expand materialises first ([3, 1, 5]).
+struct Broadcast {
+  Shape b_shape;
+  std::function<std::size_t(std::size_t)> b_index;  // full flat index -> b flat index
+};
+const std::vector<Broadcast> kBroadcasts = {
+    {{3, 4, 5}, [](std::size_t i) { return i; }},
+    {{5}, [](std::size_t i) { return i % 5; }},              // trailing row
+    {{1, 4, 1}, [](std::size_t i) { return (i / 5) % 4; }},  // per-channel
+    {{4, 5}, [](std::size_t i) { return i % 20; }},
+    {{3, 1, 1}, [](std::size_t i) { return i / 20; }},
+    {{3, 1, 5}, [](std::size_t i) { return (i / 20) * 5 + i % 5; }},  // expanded first
+    {{}, [](std::size_t) { return std::size_t{0}; }},                 // scalar
+};
 
 struct UnaryCase {
   const char* name;
@@ -91,18 +109,6 @@ TEST(MatrixElementwise, BinaryOpsSameShapeAndBroadcast) {
   const Shape full{3, 4, 5};
   auto a_host = values(60, 1);
   auto a = Matrix::from_vector(full, a_host);
-  struct Case {
-    Shape b_shape;
-    std::function<std::size_t(std::size_t)> b_index;  // full flat index -> b flat index
-  };
-  const std::vector<Case> cases = {
-      {{3, 4, 5}, [](std::size_t i) { return i; }},
-      {{5}, [](std::size_t i) { return i % 5; }},              // trailing row
-      {{1, 4, 1}, [](std::size_t i) { return (i / 5) % 4; }},  // per-channel
-      {{4, 5}, [](std::size_t i) { return i % 20; }},
-      {{3, 1, 1}, [](std::size_t i) { return i / 20; }},
-      {{}, [](std::size_t) { return std::size_t{0}; }},  // scalar
-  };
   using Fn = Matrix (*)(const Matrix&, const Matrix&);
   const std::vector<std::pair<Fn, std::function<double(double, double)>>> ops = {
       {oa::matrix::add, std::plus<double>()},
@@ -112,7 +118,7 @@ TEST(MatrixElementwise, BinaryOpsSameShapeAndBroadcast) {
       {oa::matrix::maximum, [](double x, double y) { return std::max(x, y); }},
       {oa::matrix::minimum, [](double x, double y) { return std::min(x, y); }},
   };
-  for (auto& c : cases) {
+  for (auto& c : kBroadcasts) {
     auto b_host = values(static_cast<std::size_t>(c.b_shape.numel()), 2, 0.5f, 2.0f);
     auto b = Matrix::from_vector(c.b_shape, b_host);
     for (auto& [fn, ref] : ops) {
@@ -131,6 +137,64 @@ TEST(MatrixElementwise, BinaryOpsSameShapeAndBroadcast) {
   std::vector<double> want(60);
   for (std::size_t i = 0; i < 60; ++i) want[i] = (a_host[i] * 2.0 - 1.0) / 4.0 + 0.5;
   EXPECT_TRUE(oa_test::near(s.to_vector(), want, 1e-6, 1e-6));
+}
+
+// i32 add, sub, mul, maximum and minimum: exact int32 results (past 2^24,
+// where f32 rounds), add, sub and mul wrapping modulo 2^32 (computed here in
+// uint32, where wrapping is defined), over the kernel's broadcasts and one
+// that expands an operand first; div of i32 is refused (torch's true division
+// gives a float).
+TEST(MatrixElementwise, Int32BinaryOpsAreExactAndWrap) {
+  const Shape full{3, 4, 5};
+  std::vector<std::int32_t> a_host(60);
+  for (std::size_t i = 0; i < 60; ++i)
+    a_host[i] = static_cast<std::int32_t>(static_cast<std::uint32_t>(i) * 2654435761u) ^ (i % 3 == 0 ? 0 : (1 << 24) + 1);
+  a_host[0] = INT32_MAX;
+  a_host[1] = INT32_MIN;
+  a_host[2] = -7;
+  a_host[3] = 0;
+  const Matrix a = Matrix::from_i32(full, a_host);
+  using Fn = Matrix (*)(const Matrix&, const Matrix&);
+  const auto wrap = [](std::uint32_t v) { return static_cast<std::int32_t>(v); };
+  const auto u = [](std::int32_t v) { return static_cast<std::uint32_t>(v); };
+  const std::vector<std::pair<Fn, std::function<std::int32_t(std::int32_t, std::int32_t)>>> ops = {
+      {oa::matrix::add, [&](std::int32_t x, std::int32_t y) { return wrap(u(x) + u(y)); }},
+      {oa::matrix::sub, [&](std::int32_t x, std::int32_t y) { return wrap(u(x) - u(y)); }},
+      {oa::matrix::mul, [&](std::int32_t x, std::int32_t y) { return wrap(u(x) * u(y)); }},
+      {oa::matrix::maximum, [](std::int32_t x, std::int32_t y) { return std::max(x, y); }},
+      {oa::matrix::minimum, [](std::int32_t x, std::int32_t y) { return std::min(x, y); }},
+  };
+  std::uint32_t seed = 11;
+  for (const Broadcast& c : kBroadcasts) {
+    std::vector<std::int32_t> b_host(static_cast<std::size_t>(c.b_shape.numel()));
+    for (auto& v : b_host) {
+      seed = seed * 1103515245u + 12345u;
+      v = static_cast<std::int32_t>(seed) >> (seed % 2 == 0 ? 0 : 20);  // large and small
+    }
+    b_host[0] = -3;
+    const Matrix b = Matrix::from_i32(c.b_shape, b_host);
+    for (const auto& [fn, ref] : ops) {
+      std::vector<std::int32_t> want(60), want_rev(60);
+      for (std::size_t i = 0; i < 60; ++i) {
+        want[i] = ref(a_host[i], b_host[c.b_index(i)]);
+        want_rev[i] = ref(b_host[c.b_index(i)], a_host[i]);
+      }
+      const Matrix z = fn(a, b);
+      EXPECT_EQ(z.dtype(), oa::DType::I32);
+      EXPECT_EQ(z.shape(), full);
+      EXPECT_EQ(z.to_i32(), want) << c.b_shape.to_string();
+      EXPECT_EQ(fn(b, a).to_i32(), want_rev) << "reversed " << c.b_shape.to_string();
+    }
+  }
+  const Matrix one = Matrix::from_i32({}, std::vector<std::int32_t>{1});
+  EXPECT_EQ((Matrix::from_i32({2}, std::vector<std::int32_t>{INT32_MAX, 5}) + one).to_i32(), (std::vector<std::int32_t>{INT32_MIN, 6}));
+  oa::TraceCapture trace(a.engine());
+  EXPECT_TRUE(
+      oa_test::throws([&] { (void)oa::matrix::div(a, a); }, oa::ErrorKind::InvalidArgument, {"oa::matrix::div", "a", "i32", "[3, 4, 5]"}));
+  EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::add(a, Matrix::ones(full)); }, oa::ErrorKind::InvalidArgument,
+                              {"oa::matrix::add", "i32", "f32"}));
+  EXPECT_TRUE(oa_test::throws([&] { (void)(a + 1.0f); }, oa::ErrorKind::InvalidArgument, {"oa::matrix::affine", "x", "i32"}));
+  EXPECT_TRUE(trace.ops().empty());
 }
 
 TEST(MatrixElementwise, BadBroadcastNamesOpAndShapes) {

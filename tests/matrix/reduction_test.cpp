@@ -303,6 +303,51 @@ TEST(MatrixReduction, IntegerMaxAndMinAreExact) {
     }
 }
 
+// The product of int32 values wrapped modulo 2^32, as int32 multiplication
+// (computed in uint32, where wrapping is defined).
+double fold_wrapped_product(const std::vector<double>& v) {
+  std::uint32_t p = 1;
+  for (double e : v) p *= static_cast<std::uint32_t>(static_cast<std::int32_t>(e));
+  return static_cast<double>(static_cast<std::int32_t>(p));
+}
+
+TEST(MatrixReduction, IntegerProductsAreExactAndWrapInInt32) {
+  std::uint32_t seed = 350;
+  // Small factors (negative, with a zero in some rows: products that stay in
+  // range, or wrap over long rows) and factors over the whole int32 range
+  // (each row's product wraps).
+  for (int kind : {0, 1, 2})
+    for (const IntegerAxes& a : kIntegerAxes) {
+      SCOPED_TRACE(testing::Message() << "x " << a.shape.to_string() << " dims " << testing::PrintToString(a.dims) << " kind " << kind);
+      std::vector<std::int32_t> v = exact_ints(a.shape.numel(), seed++, kind < 2);
+      if (kind < 2)
+        for (std::size_t k = 0; k < v.size(); ++k)
+          if (v[k] == 0 && (kind == 0 || k % 7 != 0)) v[k] = k % 2 == 0 ? 1 : -1;  // kind 1 keeps some zeros
+      const Matrix x = Matrix::from_i32(a.shape, v);
+      const Matrix y = traced("oa::matrix::prod", [&] { return oa::matrix::prod(x, a.dims, a.keepdim); });
+      EXPECT_EQ(y.dtype(), oa::DType::I32);
+      EXPECT_EQ(y.shape(), integer_reduced(a));
+      const auto ref = oa::reference::reduce_axes(std::vector<double>(v.begin(), v.end()), a.shape.to_vector(), integer_dims(a),
+                                                  fold_wrapped_product);
+      const auto got = y.to_i32();
+      ASSERT_EQ(got.size(), ref.size());
+      for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], static_cast<std::int32_t>(ref[i])) << "prod " << i;
+    }
+  // Exact where f32 would round: 3^19 = 1162261467 (past 2^24), times -1.
+  std::vector<std::int32_t> threes(19, 3);
+  threes.push_back(-1);
+  EXPECT_EQ(oa::matrix::prod(Matrix::from_i32({20}, threes), {0}).to_i32(), std::vector<std::int32_t>{-1162261467});
+  // 2^16 * 2^16 wraps to 0; 65537 * 65537 = 2^32 + 2^17 + 1 wraps to 2^17 + 1.
+  EXPECT_EQ(oa::matrix::prod(Matrix::from_i32({2, 2}, std::vector<std::int32_t>{65536, 65536, 65537, 65537}), {1}).to_i32(),
+            (std::vector<std::int32_t>{0, (1 << 17) + 1}));
+  // bool: int32 1 where every element holds (torch gives int64), over empty axes 1.
+  const Matrix b = Matrix::from_bool({3, 2}, std::vector<std::uint8_t>{1, 1, 1, 0, 0, 0});
+  const Matrix pb = traced("oa::matrix::prod", [&] { return oa::matrix::prod(b, {1}); });
+  EXPECT_EQ(pb.dtype(), oa::DType::I32);
+  EXPECT_EQ(pb.to_i32(), (std::vector<std::int32_t>{1, 0, 0}));
+  EXPECT_EQ(oa::matrix::prod(Matrix::from_bool({2, 0}, std::vector<std::uint8_t>{}), {1}).to_i32(), (std::vector<std::int32_t>{1, 1}));
+}
+
 TEST(MatrixReduction, IntegerArgExtremesGiveTheFirstIndex) {
   struct Along {
     Shape shape;
@@ -401,7 +446,7 @@ TEST(MatrixReduction, IntegerAndBoolErrors) {
   EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::min(Matrix::from_bool({0}, std::vector<std::uint8_t>{}), {0}); }, invalid,
                               {"oa::matrix::min", "[0]", "empty"}));
   EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::argmax(i, 1); }, invalid, {"oa::matrix::argmax", "empty", "[2, 0]"}));
-  EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::prod(b, {0}); }, invalid, {"oa::matrix::prod", "x", "bool", "[2, 3]"}));
+  EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::mean(i, {0}); }, invalid, {"oa::matrix::mean", "x", "i32", "[2, 0]"}));
   EXPECT_TRUE(trace.ops().empty());
   // No gradient: an integer leaf cannot require one, so nothing is recorded.
   EXPECT_TRUE(oa_test::throws([&] { oa::set_requires_grad(Matrix::from_i32({2}, std::vector<std::int32_t>{1, 2})); }, invalid,

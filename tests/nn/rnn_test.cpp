@@ -219,6 +219,30 @@ TEST(NnRnn, Errors) {
                               ErrorKind::InvalidArgument, {"oa::ml::gru_cell", "gates_h"}));
 }
 
+// A GEMM past maxStorageBufferRange (the gates [B, G * H] of a batch that
+// large) raises ResourceExhausted, of its kind, naming first the layer op
+// (its recurrent GEMM) or the module (its input projection, oa::ml::linear).
+TEST(NnRnn, GemmPastTheStorageRangeNamesTheLayer) {
+  const std::uint64_t range = oa::Engine::default_engine().device().max_storage_buffer_range;
+  if (range > (std::uint64_t{1} << 28)) GTEST_SKIP() << "maxStorageBufferRange " << range << " makes a batch past it too large to test";
+  const std::int64_t H = 4, B = static_cast<std::int64_t>(range / (4 * 3 * H)) + 1;  // f32 gates [B, 3H] (and [B, 4H]) past it
+  const Matrix h = Matrix::empty({B, H});
+  for (const std::int64_t G : {4, 3}) {
+    const Matrix gx = Matrix::empty({1, B, G * H}), w = Matrix::zeros({G * H, H});
+    const char* op = G == 4 ? "oa::ml::lstm_layer: GEMM" : "oa::ml::gru_layer: GEMM";
+    const auto layer = [&] { G == 4 ? (void)oa::ml::lstm_layer(gx, w, Matrix(), h, h) : (void)oa::ml::gru_layer(gx, w, Matrix(), h); };
+    EXPECT_TRUE(oa_test::throws(layer, ErrorKind::ResourceExhausted, {op, "maxStorageBufferRange"}));
+  }
+  oa::ml::Generator gen(17);
+  LSTM lstm(1, H, gen);
+  GRU gru(1, H, gen);
+  const Matrix x = Matrix::empty({1, B, 1});
+  EXPECT_TRUE(oa_test::throws([&] { lstm.forward(x); }, ErrorKind::ResourceExhausted,
+                              {"oa::ml::nn::LSTM: oa::ml::linear: GEMM", "maxStorageBufferRange"}));
+  EXPECT_TRUE(oa_test::throws([&] { gru.forward(x); }, ErrorKind::ResourceExhausted,
+                              {"oa::ml::nn::GRU: oa::ml::linear: GEMM", "maxStorageBufferRange"}));
+}
+
 TEST(NnRnn, LayerErrors) {
   const Matrix gx = Matrix::zeros({3, 2, 8}), w = Matrix::zeros({8, 2}), b = Matrix::zeros({8}), s = Matrix::zeros({2, 2});
   EXPECT_TRUE(oa_test::throws([&] { oa::ml::lstm_layer(Matrix::zeros({2, 8}), w, b, s, s); }, ErrorKind::InvalidArgument,

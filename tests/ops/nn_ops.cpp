@@ -27,6 +27,14 @@ OA_OP_CASES(layer_norm, "oa::ml::layer_norm") {
                        }});
       seed += 3;
     }
+  // f16 and bf16 x, computed in f32 as torch's: with weight and bias of x's
+  // dtype, with f32 ones (torch's mixed-dtype form), and without.
+  const std::vector<OpCase> f32_cases = cases;
+  for (const OpCase& c : f32_cases)
+    for (DType dtype : {DType::F16, DType::BF16}) {
+      cases.push_back(half_variant("oa::ml::layer_norm", c, dtype));
+      if (c.inputs.size() == 3) cases.push_back(half_variant("oa::ml::layer_norm", c, dtype, 1));
+    }
   return cases;
 }
 

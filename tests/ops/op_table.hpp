@@ -63,16 +63,20 @@ inline GradTolerance reduced_tolerance(DType dtype) {
   return t;
 }
 
-// Case `c` of op `op` on 16-bit operands: its f32 inputs rounded to `dtype`
-// (their leaves stay f32), cast to `dtype` before the call and its result
-// cast back to f32, so the trace reads a cast per f32 input, c's own labels
-// (or `op`), a cast; tolerances as reduced_tolerance.
-inline OpCase half_variant(const char* op, const OpCase& c, DType dtype) {
+// Case `c` of op `op` on 16-bit operands: its f32 inputs (the first `count`
+// of them, every one by default) rounded to `dtype` (their leaves stay f32),
+// cast to `dtype` before the call and its result cast back to f32, so the
+// trace reads a cast per such input, c's own labels (or `op`), a cast;
+// tolerances as reduced_tolerance. The label gains "_<dtype>" (and "_x" with
+// a count: a 16-bit x with f32 weights).
+inline OpCase half_variant(const char* op, const OpCase& c, DType dtype, std::size_t count = SIZE_MAX) {
   OpCase h = c;
   h.label.append("_").append(to_string(dtype));
+  if (count != SIZE_MAX) h.label.append("_x");
   std::vector<std::string> traced;
+  std::size_t narrowed = 0;
   for (GradInput& in : h.inputs) {
-    if (in.dtype != DType::F32) continue;
+    if (in.dtype != DType::F32 || narrowed++ >= count) continue;
     in.values = oa::reference::rounded(dtype == DType::F16 ? oa::reference::kF16 : oa::reference::kBF16, in.values);
     traced.push_back("oa::matrix::cast");
   }
@@ -81,9 +85,10 @@ inline OpCase half_variant(const char* op, const OpCase& c, DType dtype) {
   traced.push_back("oa::matrix::cast");
   h.traced = traced;
   h.tolerance = reduced_tolerance(dtype);
-  h.run = [run = c.run, dtype](const Inputs& x) {
+  h.run = [run = c.run, dtype, count](const Inputs& x) {
     Inputs narrow;
-    for (const Matrix& m : x) narrow.push_back(m.dtype() == DType::F32 ? oa::matrix::cast(m, dtype) : m);
+    std::size_t narrowed = 0;
+    for (const Matrix& m : x) narrow.push_back(m.dtype() == DType::F32 && narrowed++ < count ? oa::matrix::cast(m, dtype) : m);
     return oa::matrix::cast(run(narrow), DType::F32);
   };
   return h;

@@ -36,6 +36,13 @@ class Error : public std::exception {
   std::size_t prefix_;
 };
 
+// `e` again, of its kind, with `context` (the op or module whose work raised
+// it: "oa::ml::nn::LSTM") and ": " before its message, unless the message
+// already starts with `context` (followed by ':' or ' '): "oa::ml::nn::LSTM:
+// oa::ml::linear: GEMM (...) exceeds ...". A composite rethrows the errors of
+// what it runs so, and every op those of its lowering.
+Error with_context(const Error& e, std::string_view context);
+
 // Throws Error(kind, fmt::format(format, args...)).
 template <typename... Args>
 [[noreturn]] void fail(ErrorKind kind, fmt::format_string<Args...> format, Args&&... args) {

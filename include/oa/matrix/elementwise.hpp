@@ -2,7 +2,12 @@
 // Elementwise ops (oa::matrix::<name>). Dtypes: the unary ops and add, sub,
 // mul, div, maximum and minimum take f32, f16 or bf16 (both operands of one
 // dtype; the result has it; arithmetic in f32, each result rounded once to
-// nearest even, as PyTorch's 16-bit CUDA kernels compute in f32); pow is f32;
+// nearest even, as PyTorch's 16-bit CUDA kernels compute in f32); add, sub,
+// mul, maximum and minimum of two Matrices also take i32 (int32 arithmetic,
+// exact, add, sub and mul wrapping modulo 2^32 as int32 does; torch's int
+// tensors, for oa's 32-bit ones; no gradient, as an i32 operand cannot require
+// one), and div does not (torch's true division of integers gives a float:
+// convert with oa::matrix::cast first); pow is f32;
 // the comparisons take f32 or i32 and give Bool (their broadcasting is
 // NumPy's, see below). Under autocast (oa/matrix/autocast.hpp) operands of
 // two float dtypes are widened to f32 first.
@@ -50,7 +55,8 @@ Matrix minimum(const Matrix& a, const Matrix& b);
 Matrix pow(const Matrix& a, const Matrix& b);
 Matrix pow(const Matrix& x, float exponent);
 
-// With a host scalar: a (op) s.
+// With a host scalar: a (op) s, a f32, f16 or bf16 (for an i32 a, give s as
+// a Matrix::from_i32 scalar []: it broadcasts).
 Matrix add(const Matrix& a, float s);
 Matrix sub(const Matrix& a, float s);
 Matrix mul(const Matrix& a, float s);

@@ -9,10 +9,12 @@
 // computed in f32 from widened operands and rounded once (sum and mean: gy
 // broadcast in x's dtype). Under autocast the policy table decides
 // (oa/matrix/autocast.hpp): sum, mean, prod, var, std, logsumexp and norm
-// run in f32 and give f32. cumsum takes f32 x. sum also takes i32 and bool
-// x and gives i32 (torch gives int64; oa has no 64-bit integers): an exact
-// int32 sum (wrapping past the int32 range, as int32 arithmetic), a bool x
-// counted as 1 and 0 (the kernel reads its bytes; no int32 copy of x). max
+// run in f32 and give f32. cumsum takes f32 x. sum and prod also take i32
+// and bool x and give i32 (torch gives int64; oa has no 64-bit integers): an
+// exact int32 sum or product, wrapping modulo 2^32 past the int32 range as
+// int32 arithmetic does (where torch's int64 would not yet overflow, the
+// results differ), a bool x counted as 1 and 0 (the kernel reads its bytes;
+// no int32 copy of x; its prod is 1 where every element holds). max
 // and min take i32 x and give exact i32 (no f32 round trip), and bool x,
 // giving bool (any and all, as torch.amax / amin on bool); argmax and argmin
 // take i32 x (bool x throws InvalidArgument, as torch implements no bool
@@ -69,7 +71,9 @@ Matrix mean(const Matrix& x, const std::vector<int>& dim, bool keepdim = false);
 // elements equal to the extreme. Semantic ops "oa::matrix::max", "oa::matrix::min".
 Matrix max(const Matrix& x, const std::vector<int>& dim, bool keepdim = false);
 Matrix min(const Matrix& x, const std::vector<int>& dim, bool keepdim = false);
-// Product over `dim` (torch.prod). Gradient (torch.prod's): prod / x where
+// Product over `dim` (torch.prod); of i32 or bool x an exact i32 product,
+// wrapping modulo 2^32 on overflow (see Dtypes above). Gradient (float x;
+// torch.prod's): prod / x where
 // the reduced group holds no zero; where it holds one zero, the product of
 // the others at the zero and 0 elsewhere; where it holds more, 0.
 // Semantic op "oa::matrix::prod".

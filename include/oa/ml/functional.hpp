@@ -17,8 +17,8 @@
 //
 // Conventions of linear, norm, rope, pool, activation, embedding, dropout and loss
 // (conv and attention document their own): all floating-point values are f32
-// (index inputs i32; linear, softmax and log_softmax also take f16 or bf16,
-// see oa/ml/linear.hpp and oa/ml/activation.hpp),
+// (index inputs i32; linear, softmax, log_softmax and layer_norm also take
+// f16 or bf16, see oa/ml/linear.hpp, oa/ml/activation.hpp and oa/ml/norm.hpp),
 // row-major and contiguous, on one engine; activations are NCHW where an op
 // is 2-D.
 //

@@ -18,8 +18,19 @@ namespace oa::ml {
 // gradients are 0 or NaN).
 // weight [D] and bias [D] may each be undefined (Matrix()): weight 1, bias 0.
 // x of any rank >= 1 with D >= 1 (zero rows give an empty result); eps >= 0.
+// Dtypes: x f32, f16 or bf16, y of x's dtype; weight and bias f32 or x's
+// dtype, both of one dtype (torch's layer_norm takes f32 parameters with a
+// 16-bit x). A 16-bit x is computed as torch does, in f32: x (and 16-bit
+// weight and bias) widened into f32 temporaries (a read and a write of x),
+// the statistics f32, y rounded once to x's dtype; the backward likewise
+// widens its operands, and each gradient has its input's dtype (dx x's, an
+// f32 weight's f32), rounded once. Under autocast the policy table runs it in
+// f32 (oa/matrix/autocast.hpp).
 // Gradients for x, weight and bias. Semantic op "oa::ml::layer_norm",
 // attribute eps; its inputs are x and the weight and bias that are given.
+// Errors: InvalidArgument naming the op, the argument and the shapes for x of
+// rank 0, an empty last axis, another dtype, weight or bias not [D] or of
+// another dtype than above, eps < 0.
 Matrix layer_norm(const Matrix& x, const Matrix& weight, const Matrix& bias, double eps = 1e-5);
 
 // Root-mean-square normalisation over the last axis (Zhang and Sennrich 2019;

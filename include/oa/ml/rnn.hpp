@@ -63,8 +63,9 @@ Matrix gru_cell(const Matrix& gates_x, const Matrix& gates_h, const Matrix& h_pr
 // shapes for a non-f32 operand, gates_x not rank 3 with nonzero extents and a
 // last extent divisible by 4, weight_hh not [4H, H], bias_hh not [4H], h0 or
 // c0 not [B, H], a gates_x element count past 2^32; operands on different
-// engines. ResourceExhausted when a [T, ...] buffer exceeds the device's
-// maxStorageBufferRange.
+// engines. ResourceExhausted, naming "oa::ml::lstm_layer" first, when a
+// [T, ...] buffer or a GEMM operand (the [B, 4H] recurrent gates) exceeds
+// the device's maxStorageBufferRange.
 // Semantic op "oa::ml::lstm_layer" (2T dispatches or more: a GEMM may split K).
 std::pair<Matrix, Matrix> lstm_layer(const Matrix& gates_x, const Matrix& weight_hh, const Matrix& bias_hh, const Matrix& h0,
                                      const Matrix& c0);

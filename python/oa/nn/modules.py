@@ -459,12 +459,23 @@ def _recurrent(name, factory, doc):
 
     def forward(self, input, hx=None):
         if not lstm:
+            # torch.nn.GRU's hx is one tensor; a NumPy array is not taken as one here (only operators and oa.tensor
+            # take arrays), nor is LSTM's (h, c) pair.
+            if hx is not None and not isinstance(hx, Tensor):
+                raise TypeError(f"oa.nn.GRU: hx must be an oa.Tensor h0 of shape [num_layers, B, H] or None; got "
+                                f"{type(hx).__name__}" + (f" of {len(hx)} items (a tuple (h0, c0) is LSTM's state, not "
+                                                          f"GRU's)" if isinstance(hx, (tuple, list)) else "")
+                                + (" (convert it with oa.tensor)" if type(hx).__module__ == "numpy" else ""))
             return self._native.forward_with_state(input, hx)
         if hx is None:
             return self._native.forward_with_state(input, None, None)
         if not isinstance(hx, (tuple, list)) or len(hx) != 2:
             raise TypeError(f"oa.nn.LSTM: hx must be a tuple (h0, c0) of [num_layers, B, H] tensors or None; got "
                             f"{type(hx).__name__}" + (f" of {len(hx)} items" if isinstance(hx, (tuple, list)) else ""))
+        for name, state in zip(("h0", "c0"), hx):
+            if not isinstance(state, Tensor):
+                raise TypeError(f"oa.nn.LSTM: hx must be a tuple (h0, c0) of [num_layers, B, H] tensors or None; its "
+                                f"{name} is {type(state).__name__}")
         return self._native.forward_with_state(input, hx[0], hx[1])
 
     def extra_repr(self):

@@ -112,7 +112,7 @@ const Op<SoftmaxAttributes> kSoftmaxOp{
      .saves = [](const OpCall<SoftmaxAttributes>&, const std::vector<bool>&) { return Saves{{}, {true}}; },
      .backward = [](const BackwardCall<SoftmaxAttributes>& c) -> std::vector<Matrix> {
        const Matrix &y = c.outputs[0], &gy = c.grad_outputs[0];
-       if (detail::is_half(gy.dtype())) return detail::widened_backward<SoftmaxAttributes>(c, gy.dtype(), kSoftmaxOp.def.backward);
+       if (detail::is_half(gy.dtype())) return detail::widened_backward<SoftmaxAttributes>(c, kSoftmaxOp.def.backward);
        Matrix dx = detail::allocate(gy.engine(), y.shape());
        c.record(lower_softmax_backward(gy.engine(), kSoftmax, y.shape().rows(), y.shape().cols(), c.attributes.scale, y, gy, dx),
                 {&y, &gy}, {&dx}, detail::attribute_values(c.attributes));

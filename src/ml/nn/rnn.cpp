@@ -84,28 +84,32 @@ Matrix RNNBase::input_gates(std::int64_t k, const Matrix& x) const {
 }
 
 RNNBase::Sequence RNNBase::run(const Matrix& input, const std::vector<std::pair<Matrix, const char*>>& initial, const Recurrence& recurrence) {
-  require_operand(input, "input");
-  const Shape& s = input.shape();
-  if (s.rank() != 3 || s.numel() == 0 || s[2] != input_size_)
-    fail(ErrorKind::InvalidArgument, "{}: input must be {} with I = input_size {} and nonzero extents; found {}", name_,
-         options_.batch_first ? "[B, T, I]" : "[T, B, I]", input_size_, s);
+  try {
+    require_operand(input, "input");
+    const Shape& s = input.shape();
+    if (s.rank() != 3 || s.numel() == 0 || s[2] != input_size_)
+      fail(ErrorKind::InvalidArgument, "{}: input must be {} with I = input_size {} and nonzero extents; found {}", name_,
+           options_.batch_first ? "[B, T, I]" : "[T, B, I]", input_size_, s);
 
-  Matrix x = options_.batch_first ? matrix::transpose(input, 0, 1) : input;  // [T, B, I]
-  const std::int64_t T = x.shape()[0], B = x.shape()[1], L = options_.num_layers;
-  std::vector<std::vector<Matrix>> initial_states, final_states(initial.size());  // [state][layer]
-  for (const auto& [state, arg] : initial) initial_states.push_back(layer_states(state, B, arg));
-  for (std::int64_t k = 0; k < L; ++k) {
-    std::vector<Matrix> state;
-    for (const std::vector<Matrix>& layers : initial_states) state.push_back(layers[static_cast<std::size_t>(k)]);
-    const Layer& l = layers_[static_cast<std::size_t>(k)];
-    x = recurrence(input_gates(k, x), l.weight_hh.value(), l.bias_hh.value(), state);
-    state[0] = matrix::narrow(x, 0, T - 1, 1).reshape({B, hidden_size_});
-    if (k + 1 < L && training() && options_.dropout > 0) x = dropout(x, options_.dropout, masks_.next_seed(), true);
-    for (std::size_t i = 0; i < state.size(); ++i) final_states[i].push_back(state[i]);
+    Matrix x = options_.batch_first ? matrix::transpose(input, 0, 1) : input;  // [T, B, I]
+    const std::int64_t T = x.shape()[0], B = x.shape()[1], L = options_.num_layers;
+    std::vector<std::vector<Matrix>> initial_states, final_states(initial.size());  // [state][layer]
+    for (const auto& [state, arg] : initial) initial_states.push_back(layer_states(state, B, arg));
+    for (std::int64_t k = 0; k < L; ++k) {
+      std::vector<Matrix> state;
+      for (const std::vector<Matrix>& layers : initial_states) state.push_back(layers[static_cast<std::size_t>(k)]);
+      const Layer& l = layers_[static_cast<std::size_t>(k)];
+      x = recurrence(input_gates(k, x), l.weight_hh.value(), l.bias_hh.value(), state);
+      state[0] = matrix::narrow(x, 0, T - 1, 1).reshape({B, hidden_size_});
+      if (k + 1 < L && training() && options_.dropout > 0) x = dropout(x, options_.dropout, masks_.next_seed(), true);
+      for (std::size_t i = 0; i < state.size(); ++i) final_states[i].push_back(state[i]);
+    }
+    Sequence out{options_.batch_first ? matrix::transpose(x, 0, 1) : x, {}};
+    for (const std::vector<Matrix>& layers : final_states) out.state.push_back(matrix::stack(layers, 0));
+    return out;
+  } catch (const Error& e) {  // an op's error (a GEMM past a device limit) names the module first
+    throw with_context(e, name_);
   }
-  Sequence out{options_.batch_first ? matrix::transpose(x, 0, 1) : x, {}};
-  for (const std::vector<Matrix>& layers : final_states) out.state.push_back(matrix::stack(layers, 0));
-  return out;
 }
 
 // ── LSTM ────────────────────────────────────────────────────────────────────

@@ -21,9 +21,10 @@ inline std::shared_ptr<Storage> unused_output(const Engine& engine) { return eng
 // Throws InvalidArgument unless `m` is a defined i32 Matrix; names `op` and `arg`.
 inline void require_i32(const Matrix& m, const char* op, const char* arg) { detail::require_dtype(m, DType::I32, op, arg); }
 
-// Throws InvalidArgument unless `m` is an f32 Matrix of shape [n] on x's engine.
-inline void require_vector(const Matrix& m, std::int64_t n, const Matrix& x, const char* op, const char* arg) {
-  detail::require_f32(m, op, arg);
+// Throws InvalidArgument unless `m` is a Matrix of `dtype` (f32 unless
+// given) and shape [n] on x's engine.
+inline void require_vector(const Matrix& m, std::int64_t n, const Matrix& x, const char* op, const char* arg, DType dtype = DType::F32) {
+  detail::require_dtype(m, dtype, op, arg);
   if (!(m.shape() == Shape{n}))
     fail(ErrorKind::InvalidArgument, "{}: {} must have shape [{}] to match x {}; found {}", op, arg, n, x.shape(), m.shape());
   detail::require_same_engine(x, m, op);

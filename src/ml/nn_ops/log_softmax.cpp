@@ -41,7 +41,7 @@ const detail::Op<detail::NoAttributes> kLogSoftmax{
      .saves = [](const detail::OpCall<detail::NoAttributes>&, const std::vector<bool>&) { return detail::Saves{{}, {true, true}}; },
      .backward = [](const detail::BackwardCall<detail::NoAttributes>& c) -> std::vector<Matrix> {
        const Matrix &gy = c.grad_outputs[0], &y = c.outputs[0], &row_max = c.outputs[1];
-       if (detail::is_half(gy.dtype())) return detail::widened_backward<detail::NoAttributes>(c, gy.dtype(), kLogSoftmax.def.backward);
+       if (detail::is_half(gy.dtype())) return detail::widened_backward<detail::NoAttributes>(c, kLogSoftmax.def.backward);
        const Engine& engine = y.engine();
        const std::int64_t L = y.shape().dim(-1), R = L > 0 ? y.numel() / L : 0;
        Matrix dx = detail::allocate(engine, y.shape());

@@ -5,6 +5,7 @@
 #include <limits>
 #include <optional>
 
+#include "matrix/float_lowering.hpp"
 #include "matrix/op_def.hpp"
 #include "ml/nn_ops/common.hpp"
 
@@ -168,21 +169,33 @@ std::vector<Matrix> centred_norm_backward(const BackwardCall<Attributes>& c, std
 }
 
 // The checks of layer_norm and rms_norm: x [..., D] with D > 0, its optional
-// weight (and bias) [D], eps >= 0.
+// weight (and bias) [D], both f32 or both x's dtype (for a 16-bit x, as
+// torch's mixed-dtype layer_norm takes f32 parameters), eps >= 0.
 void require_norm_operands(const OpCall<EpsAttributes>& c) {
   const Matrix& x = c.inputs[0];
   if (x.rank() == 0 || x.shape().dim(-1) == 0)
     fail(ErrorKind::InvalidArgument, "{}: x {} must have rank >= 1 and a nonzero last axis", c.name, x.shape());
   const std::int64_t D = x.shape().dim(-1);
-  for (std::size_t i = 1; i < c.inputs.size(); ++i)
-    if (c.inputs[i].defined()) require_vector(c.inputs[i], D, x, c.name, i == 1 ? "weight" : "bias");
+  std::optional<DType> params;  // the first given parameter's dtype
+  for (std::size_t i = 1; i < c.inputs.size(); ++i) {
+    const Matrix& p = c.inputs[i];
+    if (!p.defined()) continue;
+    const char* arg = i == 1 ? "weight" : "bias";
+    if (!params && p.dtype() != DType::F32 && p.dtype() != x.dtype())
+      fail(ErrorKind::InvalidArgument, "{}: {} must be f32 or x's dtype ({} {}); found {} {}", c.name, arg, to_string(x.dtype()), x.shape(),
+           to_string(p.dtype()), p.shape());
+    require_vector(p, D, x, c.name, arg, params.value_or(p.dtype()));  // the second of one dtype with the first
+    params = p.dtype();
+  }
   require_range(c.attributes.eps, 0.0, HUGE_VAL, x, c.name, "eps");
   detail::shader_u32(x.numel(), "element count of x", c.name);
 }
 
-// x [..., D] normalised over its last axis (layer_norm.comp): outputs y and
-// the auxiliary per-row statistics that the backward reads, mu (each row's
-// mean minus its first element) and rstd.
+// x [..., D] normalised over its last axis (layer_norm.comp): outputs y (x's
+// dtype) and the auxiliary per-row f32 statistics that the backward reads, mu
+// (each row's mean minus its first element) and rstd. A 16-bit x (and
+// weight, bias) runs the f32 kernels on widened copies, y rounded once
+// (float_lowerings), and so does its backward (widened_backward).
 const detail::Op<EpsAttributes> kLayerNorm{
     {.name = "oa::ml::layer_norm",
      .inputs = {"x", {"weight", true}, {"bias", true}},
@@ -190,16 +203,19 @@ const detail::Op<EpsAttributes> kLayerNorm{
        require_norm_operands(c);
        const Matrix& x = c.inputs[0];
        const std::int64_t R = x.numel() / x.shape().dim(-1);
-       return std::vector<OutputSpec>{{x.shape()}, {Shape{R}, DType::F32, true}, {Shape{R}, DType::F32, true}};
+       return std::vector<OutputSpec>{{x.shape(), x.dtype()}, {Shape{R}, DType::F32, true}, {Shape{R}, DType::F32, true}};
      },
-     .lower = {{DType::F32,
-                [](const OpCall<EpsAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
-                  norm_forward(c, c.inputs[1], c.inputs[2], true, c.inputs[0].shape().dim(-1), {}, out, ds);
-                }}},
+     .lower = detail::float_lowerings<EpsAttributes>(
+         [](const OpCall<EpsAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+           norm_forward(c, c.inputs[1], c.inputs[2], true, c.inputs[0].shape().dim(-1), {}, out, ds);
+         }),
      .saves = [](const OpCall<EpsAttributes>&, const std::vector<bool>&) {
        return Saves{{true, true, false}, {false, true, true}};
      },
-     .backward = [](const BackwardCall<EpsAttributes>& c) { return centred_norm_backward(c, c.inputs[0].shape().dim(-1), {}); }}};
+     .backward = [](const BackwardCall<EpsAttributes>& c) -> std::vector<Matrix> {
+       if (detail::is_half(c.grad_outputs[0].dtype())) return detail::widened_backward<EpsAttributes>(c, kLayerNorm.def.backward);
+       return centred_norm_backward(c, c.inputs[0].shape().dim(-1), {});
+     }}};
 
 }  // namespace
 

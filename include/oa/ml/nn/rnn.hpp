@@ -26,7 +26,9 @@
 // below 1, dropout outside [0, 1]; forward: input not of rank 3 with nonzero
 // extents and I = input_size, a state not [num_layers, B, H], an input or
 // state not f32 (f16 and bf16 pass under autocast, as torch's) or on another
-// engine than the parameters; and what the ops throw.
+// engine than the parameters; and what the ops throw, of its kind with the
+// module's name first (a GEMM past maxStorageBufferRange: ResourceExhausted
+// "oa::ml::nn::LSTM: oa::ml::linear: GEMM (...) ... exceeds ...").
 #include <cstdint>
 #include <functional>
 #include <optional>
