@@ -44,7 +44,7 @@ oa::Matrix input(const oa::Shape& s, std::uint64_t seed, const oa::Engine& e, bo
 // Each GEMM of the bench's transformer layers (x [M, K] @ W[N, K]^T, and for
 // the layers that train, the input gradient M x K by depth N and the weight
 // gradient N x K by depth M), as matmul_nt of that size: for gemm.skinny
-// (M <= 64), gemm.tile (M > 16), gemm.split_k, and with f16 operands for
+// (M <= 16) or gemm.tile, for gemm.split_k, and with f16 operands for
 // gemm.coopmat_tile (M > 16).
 std::vector<TuneCase> gemm_cases(bool quick) {
   std::vector<TuneCase> cases;
@@ -59,10 +59,7 @@ std::vector<TuneCase> gemm_cases(bool quick) {
     }
     for (const auto& [suffix, pm, pn, pk] : products) {
       const std::vector<std::int64_t> keys{1, pm, pn, pk};
-      std::vector<const char*> points;
-      if (pm <= 64) points.push_back("gemm.skinny");
-      if (pm > 16) points.push_back("gemm.tile");
-      points.push_back("gemm.split_k");
+      std::vector<const char*> points{pm <= 16 ? "gemm.skinny" : "gemm.tile", "gemm.split_k"};
       if (pm > 16) points.push_back("gemm.coopmat_tile");
       for (const char* point : points) {
         if (!seen.insert({point, keys}).second) continue;

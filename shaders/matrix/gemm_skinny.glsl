@@ -1,11 +1,9 @@
-// Skinny batched GEMM for few rows (M <= 64): C_b = alpha * op(A_b) * op(B_b)
+// Skinny batched GEMM for few rows (M = MR <= 16): C_b = alpha * op(A_b) * op(B_b)
 // + beta * C_b (+ bias[n]), row-major, for batch item b = OA_GROUP_ID.z / splits.
 // Same push constants, split-K workspace layout and VEC_* meaning as matrix/gemm.
 //
-// The op is bound by reading B, so a workgroup of 256 invocations computes a
-// strip of 128 columns for a block of MR <= 16 rows (rows OA_GROUP_ID.y * MR
-// onward; the last block may hold fewer) over one K range. The row blocks of
-// a strip read the same B, mostly from L2. Invocation (kl, nt),
+// The op is bound by reading B once, so a workgroup of 256 invocations computes
+// a strip of 128 columns for all MR rows over one K range. Invocation (kl, nt),
 // kl < 8, nt < 32, owns columns n0 + 4 nt .. + 3 and the k-quads
 // kbeg + 4 (kl + 8 j) .. + 3, and keeps one vec4 accumulator per row (named
 // acc<i>: NVIDIA's compiler may put accumulator arrays in local memory).
@@ -35,7 +33,7 @@
 #include "common/oa.glsl"
 
 layout(local_size_x = 256) in;
-layout(constant_id = 0) const uint MR = 1;  // rows per block, 1..16
+layout(constant_id = 0) const uint MR = 1;  // rows, 1..16 (= pc.M)
 layout(constant_id = 1) const bool TRANS_A = false;
 layout(constant_id = 2) const bool TRANS_B = false;
 layout(constant_id = 3) const bool VEC_A = false;  // !TRANS_A and A's K, offset, stride multiples of 4
@@ -80,8 +78,7 @@ vec4 b_quad(uint n, uint k) {
   return v;
 }
 
-// Row i of C (of the whole problem) at columns n .. n + 3 from the summed
-// products s: alpha * s (+ beta * C) (+ bias).
+// Row i of C at columns n .. n + 3 from the summed products s: alpha * s (+ beta * C) (+ bias).
 void store_row(uint i, uint n, vec4 s) {
   [[unroll]] for (uint c = 0u; c < 4u; ++c)
     if (n + c < pc.N) store_c1(gemm_c_base() + i * pc.N + n + c, n + c, pc.alpha * s[c]);
@@ -93,8 +90,6 @@ void main() {
   const uvec3 group = OA_GROUP_ID;
   const uint n = group.x * (4u * NT) + 4u * nt;
   const uint kbeg = gemm_split_begin();
-  const uint r0 = group.y * MR, rows = min(MR, pc.M - r0);  // rows is uniform: row branches keep barriers legal
-  abase += TRANS_A ? r0 : r0 * pc.K;
 
   vec4 acc0 = vec4(0.0), acc1 = vec4(0.0), acc2 = vec4(0.0), acc3 = vec4(0.0);
   vec4 acc4 = vec4(0.0), acc5 = vec4(0.0), acc6 = vec4(0.0), acc7 = vec4(0.0);
@@ -108,7 +103,7 @@ void main() {
     const vec4 b2 = TRANS_B ? b_quad(n + 2u, k) : b_quad(n, k + 2u);
     const vec4 b3 = TRANS_B ? b_quad(n + 3u, k) : b_quad(n, k + 3u);
 #define OA_SKINNY_ROW(i)                                                                               \
-  if (MR > uint(i) && rows > uint(i)) {                                                               \
+  if (MR > uint(i)) {                                                                                  \
     const vec4 a = a_quad(uint(i), k);                                                                 \
     if (TRANS_B)                                                                                       \
       acc##i += vec4(dot(a, b0), dot(a, b1), dot(a, b2), dot(a, b3));                                  \
@@ -137,14 +132,14 @@ void main() {
     OA_SKINNY_HALF(1u, 0, 2) OA_SKINNY_HALF(1u, 1, 3)
 #undef OA_SKINNY_HALF
     // acc0 and acc1 now hold rows 8 b2 + 4 b1 + 2 b0 (+ 1) for kl's bits b2 b1 b0, that is 2 kl (+ 1).
-    if (2u * kl < rows) store_row(r0 + 2u * kl, n, acc0);
-    if (2u * kl + 1u < rows) store_row(r0 + 2u * kl + 1u, n, acc1);
+    if (2u * kl < MR) store_row(2u * kl, n, acc0);
+    if (2u * kl + 1u < MR) store_row(2u * kl + 1u, n, acc1);
     return;
   }
 
   // Row i: sum the KT lanes' partials of each column quad (red[kl * NT + nt]) and store.
 #define OA_SKINNY_STORE(i)                                                                             \
-  if (MR > uint(i) && rows > uint(i)) {                                                                \
+  if (MR > uint(i)) {                                                                                  \
     barrier();                                                                                         \
     red[kl * NT + nt] = acc##i;                                                                        \
     [[unroll]] for (uint s = KT / 2u; s > 0u; s /= 2u) {                                               \
@@ -152,7 +147,7 @@ void main() {
       if (kl < s) red[kl * NT + nt] += red[(kl + s) * NT + nt];                                        \
     }                                                                                                  \
     barrier();                                                                                         \
-    if (tid < NT) store_row(r0 + uint(i), group.x * (4u * NT) + 4u * tid, red[tid]);                   \
+    if (tid < NT) store_row(uint(i), group.x * (4u * NT) + 4u * tid, red[tid]);                 \
   }
   OA_SKINNY_STORE(0) OA_SKINNY_STORE(1) OA_SKINNY_STORE(2) OA_SKINNY_STORE(3)
   OA_SKINNY_STORE(4) OA_SKINNY_STORE(5) OA_SKINNY_STORE(6) OA_SKINNY_STORE(7)

@@ -33,12 +33,11 @@ constexpr Tile kSmall{32, 32, 16, 4, 4};
 constexpr std::int64_t kSplitMinK = 128;  // K per split at least
 constexpr std::int64_t kMaxSplits = 16;
 
-// matrix/gemm_skinny, for M <= kSkinnyMaxRows (where gemm.skinny says so): 256
-// invocations per workgroup, a strip of kSkinnyStrip columns by a block of at
-// most kSkinnyBlockRows rows (M split into blocks as even as can be), K ranges
-// that are multiples of kSkinnyStep. The op streams B, so it splits K until
-// about four workgroups per SM read it.
-constexpr std::int64_t kSkinnyMaxRows = 64, kSkinnyBlockRows = 16;
+// matrix/gemm_skinny, for M <= kSkinnyRows (where gemm.skinny says so): 256
+// invocations per workgroup, a strip of kSkinnyStrip columns, K ranges that
+// are multiples of kSkinnyStep. The op reads B once, so it splits K until
+// about four workgroups per SM stream B.
+constexpr std::int64_t kSkinnyRows = 16;
 constexpr std::uint32_t kSkinnyThreads = 256;
 constexpr std::int64_t kSkinnyStrip = 128, kSkinnyStep = 32;
 constexpr std::int64_t kSkinnyBusyGroups = 512;
@@ -65,7 +64,7 @@ const Tile& choose_tile(const Tuning& tuning, const DeviceInfo& d, const GemmPro
 }
 
 bool skinny(const Tuning& tuning, const DeviceInfo& d, const GemmProblem& p) {
-  return p.m <= kSkinnyMaxRows && kSkinnyThreads <= d.max_workgroup_invocations && kSkinnyThreads <= d.max_workgroup_size[0] &&
+  return p.m <= kSkinnyRows && kSkinnyThreads <= d.max_workgroup_invocations && kSkinnyThreads <= d.max_workgroup_size[0] &&
          tuning.choose("gemm.skinny", {p.batch, p.m, p.n, p.k}) == "skinny";
 }
 
@@ -277,11 +276,9 @@ std::vector<ComputeDispatch> lower_gemm(const Engine& engine, const GemmProblem&
   const std::shared_ptr<const Tuning> tuning = tuning_of(engine);
   if (skinny(*tuning, dev, p)) {
     gx = ceil_div(p.n, kSkinnyStrip);
-    gy = ceil_div(p.m, kSkinnyBlockRows);
-    sk = gemm_split_k(p.k, p.batch * gx * gy, gemm_busy_groups(*tuning, p, kSkinnyBusyGroups), kSkinnySplitMinK, kSkinnyMaxSplits,
-                      kSkinnyStep);
+    sk = gemm_split_k(p.k, p.batch * gx, gemm_busy_groups(*tuning, p, kSkinnyBusyGroups), kSkinnySplitMinK, kSkinnyMaxSplits, kSkinnyStep);
     kernel = half_in ? kernels::matrix_gemm_skinny_half : kernels::matrix_gemm_skinny;
-    spec = {u32(ceil_div(p.m, gy)), p.trans_a, p.trans_b, !p.trans_a && vec_a, vec_b};
+    spec = {u32(p.m), p.trans_a, p.trans_b, !p.trans_a && vec_a, vec_b};
     if (half_in) spec.insert(spec.end(), {dtype_code(half), sk.splits > 1 ? 0u : dtype_code(p.c.matrix->dtype()), p.bias ? dtype_code(p.bias->dtype()) : 0u});
   } else {
     const Tile& t = choose_tile(*tuning, dev, p);

@@ -36,9 +36,9 @@ struct GemmProblem {
 };
 
 // Lowers `p` to dispatches for engine.record (none when batch, M or N is 0;
-// K = 0 gives beta * C (+ bias)). Kernels: matrix/gemm_skinny for M <= 64 where the
-// tuning point gemm.skinny says so, which streams B with one workgroup per
-// strip of columns and block of up to 16 rows; otherwise matrix/gemm, a tiled kernel whose tile (128x128 with 8x8
+// K = 0 gives beta * C (+ bias)). Kernels: matrix/gemm_skinny for M <= 16 (per
+// batch item), which streams B once with one workgroup per strip of columns and
+// all M rows; otherwise matrix/gemm, a tiled kernel whose tile (128x128 with 8x8
 // per invocation, 64x128 with 4x8, 64x64 or 32x32 with 4x4) is chosen from the problem's size
 // and the device's shared memory and workgroup limits; and matrix/gemm_epilogue,
 // which sums split-K partial products in a fixed order when too few workgroups

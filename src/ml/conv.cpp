@@ -469,7 +469,7 @@ bool lower_winograd(const Relation& r, bool wide, const Matrix& src, const Matri
 // first kernel to try in the order winograd (ungrouped 3x3 problems of
 // stride and dilation 1), depthwise (problems that fit the depthwise
 // kernel), direct (other grouped convolutions with few output channels per
-// group; ungrouped ones too where conv.kernel names it), then the implicit GEMM, whose tile conv.igemm_tile names; a kernel
+// group), then the implicit GEMM, whose tile conv.igemm_tile names; a kernel
 // that does not serve the problem passes it to the next.
 std::vector<ComputeDispatch> lower_conv(const Relation& r, bool wide, const Matrix& src, const Matrix& weight, const Matrix& bias,
                                         const Matrix& dst) {
@@ -490,7 +490,7 @@ std::vector<ComputeDispatch> lower_conv(const Relation& r, bool wide, const Matr
   d.bindings = {BufferBinding::read(src.storage()), BufferBinding::read(weight.storage()), bias_binding,
                 BufferBinding::write(dst.storage())};
   if ((first == "winograd" || first == "depthwise") && lower_depthwise(r, wide, bias.defined(), d)) return {std::move(d)};
-  if (first != "igemm" && (r.groups > 1 || first == "direct") && cols <= kDirectMaxChannels) {
+  if (first != "igemm" && r.groups > 1 && cols <= kDirectMaxChannels) {
     const std::int64_t ob = cols == 1 ? 1 : 4;
     const std::int64_t planes = r.n * r.groups * ((cols + ob - 1) / ob);
     DirectTile t;

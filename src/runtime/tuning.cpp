@@ -134,7 +134,7 @@ const std::vector<TuningPoint>& tuning_points() {
   static const std::vector<std::string_view> attention_keys{"bh", "sq", "sk", "dh", "dv", "causal"};
   static const std::vector<TuningPoint> points{
       {"gemm.skinny", gemm_keys, {"skinny", "tiled"},
-       "GEMMs of at most 64 rows: the skinny kernel (a strip of columns by up to 16 rows per workgroup) or the tiled one"},
+       "GEMMs of at most 16 rows: the skinny kernel (a strip of columns per workgroup) or the tiled one"},
       {"gemm.tile", gemm_keys, {"busy", "busy-square", "128x128", "64x128", "64x64", "32x32"},
        "the tiled GEMM's C tile: the largest that keeps the device busy (busy-square: of the square ones), or a fixed one "
        "(a fixed tile the device cannot run falls back to busy)"},
@@ -146,8 +146,8 @@ const std::vector<TuningPoint>& tuning_points() {
        "splitting K across workgroups while too few would run (busy), or never"},
       {"conv.kernel", conv_keys, {"winograd", "depthwise", "direct", "igemm"},
        "a convolution's (or its input gradient's) first kernel to try: winograd (F(2x2, 3x3): ungrouped 3x3, stride and "
-       "dilation 1), depthwise (one channel per group, small windows), direct (at most 8 output channels per group; "
-       "grouped, or ungrouped where named), then the implicit GEMM, which serves all"},
+       "dilation 1), depthwise (one channel per group, small windows), direct (grouped, at most 8 output channels per "
+       "group), then the implicit GEMM, which serves all"},
       {"conv.igemm_tile", conv_keys, {"128x128", "128x64", "128x32", "64x16"},
        "the implicit-GEMM convolution's tile: output positions x output channels per workgroup"},
       {"attention.forward_lowering", attention_keys, {"fused", "gemm"},

@@ -201,35 +201,6 @@ TEST(MatrixGemm, SkinnyRowsEveryLayout) {
   run_checks(checks);
 }
 
-TEST(MatrixGemm, SkinnyRowBlocks) {
-  // Where gemm.skinny says so, up to 64 rows take the skinny kernel in blocks
-  // of at most 16 rows: even blocks (32, 48) and ragged ones (17, 61).
-  const oa_test::Forced forced("gemm.skinny", "skinny");
-  for (std::int64_t m : {17, 32, 48, 61}) {
-    const Matrix a = Matrix::empty({m * 8}), b = Matrix::empty({8 * 8}), c = Matrix::empty({m * 8});
-    GemmProblem p;
-    p.m = m;
-    p.n = 8;
-    p.k = 8;
-    p.a = {&a};
-    p.b = {&b};
-    p.c = {&c};
-    const auto ds = oa::detail::lower_gemm(c.engine(), p);
-    ASSERT_EQ(ds.size(), 1u);
-    EXPECT_EQ(ds[0].kernel, kernels::matrix_gemm_skinny);
-    EXPECT_EQ(ds[0].groups[1], std::uint64_t((m + 15) / 16));
-  }
-  std::vector<std::function<void()>> checks;
-  std::uint32_t seed = 250;
-  for (bool ta : {false, true})
-    for (bool tb : {false, true}) {
-      checks.push_back(case_check({2, 17, 33, 67, ta, tb, 1.0f, 0.0f, false, 1, -1, 3, -1, 5, -1}, seed++));
-      checks.push_back(case_check({3, 32, 132, 1031, ta, tb, -0.5f, 0.75f, true, 0, -1, 2, 0, 0, 32 * 132 + 3}, seed++));
-      checks.push_back(case_check({1, 61, 129, 1024, ta, tb, 2.0f, 1.0f, true, 4, 0, 8, -1, 12, -1}, seed++));
-    }
-  run_checks(checks);
-}
-
 TEST(MatrixGemm, SkinnyPathForFewRowsIsDeterministic) {
   // 16 rows take the skinny kernel (here with split K and the epilogue), 17 the
   // tiled one; repeated runs give bit-identical results.

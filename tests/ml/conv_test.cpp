@@ -245,17 +245,6 @@ TEST(ConvForward, FewChannelsPerGroupDirectTiles) {
     check_forward(k);
 }
 
-// Ungrouped convolutions with at most 8 output channels through the direct
-// kernel where conv.kernel names it (a GAN's RGB output layer, a waveform's
-// single channel): several input channels staged in turn, gathers included.
-TEST(ConvForward, UngroupedFewChannelsDirectWhereNamed) {
-  const oa_test::Forced forced("conv.kernel", "direct");
-  for (const auto& k : {conv2d(2, 5, 3, 9, 11, 3, 3, params({1, 1}, {1, 1}, {1, 1})),
-                        tconv2d(2, 6, 3, 8, 8, 4, 4, params({2, 2}, {1, 1}, {1, 1})),
-                        conv1d(1, 3, 1, 60, 10, params1(5, 0, 1), false), tconv1d(2, 4, 1, 30, 10, params1(5, 0, 1))})
-    check_forward(k);
-}
-
 // Problems large enough that each invocation of the depthwise kernel takes
 // 4 and 2 output rows (smaller ones take one row to fill the GPU).
 TEST(ConvForward, DepthwiseRowsPerInvocation) {
@@ -505,14 +494,6 @@ TEST(ConvGrad, Winograd) {
                         conv2d(2, 2, 5, 5, 6, 3, 3, params({1, 1}, {2, 2}, {1, 1})),
                         conv2d(1, 3, 2, 4, 5, 3, 3, params({1, 1}, {3, 1}, {1, 1})),
                         tconv2d(2, 3, 5, 5, 4, 3, 3, params({1, 1}, {1, 1}, {1, 1}))})
-    check_gradients(k);
-}
-
-// The input gradients of ungrouped convolutions with at most 8 input
-// channels (a transposed relation) through the direct kernel where named.
-TEST(ConvGrad, UngroupedFewChannelsDirectWhereNamed) {
-  const oa_test::Forced forced("conv.kernel", "direct");
-  for (const auto& k : {conv1d(2, 1, 4, 40, 10, params1(5, 0, 1)), tconv2d(1, 4, 3, 5, 4, 4, 4, params({2, 2}, {1, 1}, {1, 1}))})
     check_gradients(k);
 }
 

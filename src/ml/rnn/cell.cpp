@@ -143,7 +143,7 @@ const detail::Op<NoAttributes> kGruCell{
 
 // ── lstm_layer and gru_layer ────────────────────────────────────────────────
 // The recurrence of one layer over T steps, each step one recurrent GEMM
-// (matrix/gemm_skinny for few rows) and one cell dispatch addressing step t of
+// (matrix/gemm_skinny for B <= 16) and one cell dispatch addressing step t of
 // [T, ...] buffers; the backward runs the steps in reverse (cell backward
 // reading dh_t = dout_t + the part that step t + 1 sends back, then that part
 // for h_{t-1} through dgates_h_t W_hh into one [B, H] buffer), and forms the
