@@ -1,5 +1,5 @@
 // The grid of the same-layout elementwise kernels (matrix/unary.comp,
-// unary_backward.comp, binary.comp, binary_backward.comp). The output holds
+// unary_backward.comp, binary.comp, binary_backward.comp, accumulate.comp). The output holds
 // pc.n elements of DT as 32-bit words (an f32 or i32 word holds one element, a
 // 16-bit word two: n or ceil(n / 2) words), visited as uvec4 quads of 4 words:
 // invocation t of workgroup g handles quads q = g * 256 * QUADS + t + 256 k

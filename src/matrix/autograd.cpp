@@ -106,7 +106,7 @@ const detail::Op<detail::NoAttributes> kAccumulate{
                     d.bindings = {runtime::BufferBinding::read_write(y.storage(), off, bytes),
                                   runtime::BufferBinding::read(x.storage(), off, bytes)};
                     d.push.set(push::matrix_accumulate{.n = static_cast<std::uint32_t>(chunk.count)});
-                    d.groups = {detail::groups_for(chunk.count, 1024), 1, 1};
+                    d.groups = {detail::elementwise_groups(DType::F32, chunk.count), 1, 1};
                     ds.push_back(std::move(d));
                   }
                 }}}}};

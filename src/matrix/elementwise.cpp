@@ -74,13 +74,6 @@ std::pair<float, float> unary_parameters(const ExponentAttributes& c) { return {
 std::pair<float, float> unary_parameters(const ClampAttributes& c) { return {c.low, c.high}; }
 std::pair<float, float> unary_parameters(const AffineAttributes& c) { return {c.alpha, c.beta}; }
 
-// Workgroups of the elementwise kernels for `count` elements of dtype d: 4
-// quads of 4 words an invocation, 256 invocations a group (a 16-bit word holds
-// two elements; matrix/elementwise_quads.glsl).
-std::uint64_t elementwise_groups(DType d, std::int64_t count) {
-  return detail::groups_for(size_of(d) == 2 ? (count + 1) / 2 : count, 4096);
-}
-
 // Appends out = kernel(x [, s]) over flat element chunks of x: the forward
 // (matrix/unary) or backward (matrix/unary_backward, reading gy and saved s),
 // all in x's dtype (f32, f16 or bf16).
@@ -95,7 +88,7 @@ void unary_dispatches(std::string_view kernel, UnaryCode code, const Matrix& x, 
     if (saved) d.bindings.push_back(BufferBinding::read(saved->storage(), off, bytes));
     d.bindings.push_back(BufferBinding::write(y.storage(), off, bytes));
     d.push.set(push::matrix_unary{.n = static_cast<std::uint32_t>(c.count), .a = parameters.first, .b = parameters.second});
-    d.groups = {elementwise_groups(x.dtype(), c.count), 1, 1};
+    d.groups = {detail::elementwise_groups(x.dtype(), c.count), 1, 1};
     ds.push_back(std::move(d));
   }
 }
@@ -234,7 +227,7 @@ void binary_dispatches(std::string_view kernel, std::initializer_list<std::uint3
                                    .base = detail::shader_u32(c.begin, "element index", name),
                                    .channels = detail::shader_u32(bc.channels, "broadcast extent", name),
                                    .inner = detail::shader_u32(bc.inner, "broadcast stride", name)});
-    d.groups = {elementwise_groups(out.dtype(), c.count), 1, 1};
+    d.groups = {detail::elementwise_groups(out.dtype(), c.count), 1, 1};
     ds.push_back(std::move(d));
   }
 }

@@ -28,6 +28,13 @@ inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1
 // Workgroups for `items` work items at `per_group` items per workgroup.
 inline std::uint64_t groups_for(std::int64_t items, std::int64_t per_group) { return static_cast<std::uint64_t>(ceil_div(items, per_group)); }
 
+// Workgroups of the same-layout elementwise kernels (matrix/elementwise_quads.glsl)
+// for `count` elements of dtype d: 4 quads of 4 words an invocation, 256
+// invocations a group (a 16-bit word holds two elements).
+inline std::uint64_t elementwise_groups(DType d, std::int64_t count) {
+  return groups_for(size_of(d) == 2 ? (count + 1) / 2 : count, 4096);
+}
+
 // Pieces of a flat element range such that each piece's binding stays within
 // the device's maxStorageBufferRange. Elementwise ops record one dispatch per piece.
 struct ElementChunk {

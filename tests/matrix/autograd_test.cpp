@@ -153,6 +153,26 @@ TEST(AutogradTape, InPlaceAccumulationAllocatesNothing) {
   }
 }
 
+TEST(AutogradTape, InPlaceAccumulationCoversEveryElement) {
+  // Sizes below one quad, with a tail after whole quads, and past one workgroup
+  // (4096 elements): every element of y += x, the tail included.
+  for (std::int64_t n : {3, 4101, 70001}) {
+    SCOPED_TRACE(n);
+    auto x = oa::set_requires_grad(Matrix::uniform({n}, -1, 1, 11));
+    const Matrix g1 = Matrix::uniform({n}, -1, 1, 12), g2 = Matrix::uniform({n}, -1, 1, 13);
+    auto y = oa::matrix::exp(x) + oa::matrix::tanh(x);  // two contributions: the gradient owns its buffer
+    oa::backward(y, g1, true);
+    oa::TraceCapture t(x.engine());
+    oa::backward(oa::matrix::affine(x, 2, 0), g2);
+    EXPECT_EQ(count_label(t.ops(), "oa::autograd::accumulate"), 1u);
+    const auto xv = x.to_vector(), a = g1.to_vector(), b = g2.to_vector(), g = oa::grad(x).to_vector();
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      const double th = std::tanh(xv[i]);
+      ASSERT_NEAR(g[i], a[i] * (std::exp(xv[i]) + 1 - th * th) + 2 * b[i], 3e-5) << i;
+    }
+  }
+}
+
 TEST(AutogradTape, LeavesNeverShareGradientBuffers) {
   auto a = oa::set_requires_grad(Matrix::uniform({3, 4}, -1, 1, 1));
   auto b = oa::set_requires_grad(Matrix::uniform({3, 4}, -1, 1, 2));
