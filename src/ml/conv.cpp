@@ -465,7 +465,8 @@ bool lower_winograd(const Relation& r, bool wide, const Matrix& src, const Matri
 }
 
 // Computes `dst` (narrow when !wide, wide when wide) from `src` through the
-// weight; adds bias when defined. The tuning point conv.kernel names the
+// weight; adds bias when defined. A convolution with one output position over
+// the whole input is one GEMM. Otherwise the tuning point conv.kernel names the
 // first kernel to try in the order winograd (ungrouped 3x3 problems of
 // stride and dilation 1), depthwise (problems that fit the depthwise
 // kernel), direct (other grouped convolutions with few output channels per
@@ -474,6 +475,28 @@ bool lower_winograd(const Relation& r, bool wide, const Matrix& src, const Matri
 std::vector<ComputeDispatch> lower_conv(const Relation& r, bool wide, const Matrix& src, const Matrix& weight, const Matrix& bias,
                                         const Matrix& dst) {
   if (r.n == 0) return {};  // an empty batch
+  // A convolution whose window covers the whole (unpadded) input has one
+  // output position: narrow [N, CN] = wide [N, CW*KH*KW] weight [CN, CW*KH*KW]^T
+  // (+ bias), one GEMM, which splits its long K where few output tiles would
+  // leave the GPU idle (the implicit GEMM does not). A DCGAN discriminator's
+  // last layer, or the input gradient of a transposed convolution of a 1 x 1
+  // input (a DCGAN generator's first layer).
+  if (!wide && r.groups == 1 && r.hn == 1 && r.wn == 1 && r.kh == r.hw && r.kw == r.ww && r.ph == 0 && r.pw == 0 &&
+      r.dh == 1 && r.dw == 1) {
+    const std::int64_t k = r.cw * r.kh * r.kw;
+    std::vector<ComputeDispatch> out;
+    detail::append_gemm(src.engine(),
+                        {.m = r.n,
+                         .n = r.cn,
+                         .k = k,
+                         .trans_b = true,
+                         .a = {&src, 0, r.n * k},
+                         .b = {&weight, 0, r.cn * k},
+                         .c = {&dst, 0, r.n * r.cn},
+                         .bias = bias.defined() ? &bias : nullptr},
+                        out);
+    return out;
+  }
   const std::int64_t cols = wide ? r.cw / r.groups : r.cn / r.groups;
   // The tuning points' keys: batch, output channels per group, groups, output
   // positions per image and channel, kernel taps, and 1 for the transposed

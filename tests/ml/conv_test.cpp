@@ -245,6 +245,16 @@ TEST(ConvForward, FewChannelsPerGroupDirectTiles) {
     check_forward(k);
 }
 
+// A window over the whole unpadded input (one output position) is one GEMM,
+// its K split where few output tiles would run: forward with and without
+// bias, a stride that no tap uses, 1-D.
+TEST(ConvForward, WholeInputWindowIsOneGemm) {
+  for (const auto& k : {conv2d(3, 5, 7, 4, 4, 4, 4, params({1, 1}, {0, 0}, {1, 1})),
+                        conv2d(2, 64, 3, 4, 4, 4, 4, params({2, 2}, {0, 0}, {1, 1}), false),
+                        conv1d(2, 3, 5, 9, 9, params1(3, 0, 1))})
+    check_forward(k, 1e-4, {1, 2});
+}
+
 // Problems large enough that each invocation of the depthwise kernel takes
 // 4 and 2 output rows (smaller ones take one row to fill the GPU).
 TEST(ConvForward, DepthwiseRowsPerInvocation) {
@@ -273,7 +283,7 @@ TEST(ConvForward, WinogradMatchesReference) {
                         conv2d(1, 6, 7, 10, 5, 3, 3, params({1, 1}, {2, 2}, {1, 1})),
                         conv2d(2, 17, 13, 9, 9, 3, 3, params({1, 1}, {1, 1}, {1, 1})),
                         conv2d(1, 4, 9, 5, 6, 3, 3, params({1, 1}, {3, 2}, {1, 1})),
-                        conv2d(1, 3, 4, 3, 3, 3, 3, params({1, 1}, {0, 0}, {1, 1})),
+                        conv2d(1, 3, 4, 3, 4, 3, 3, params({1, 1}, {0, 0}, {1, 1})),
                         conv2d(1, 300, 8, 4, 5, 3, 3, params({1, 1}, {1, 1}, {1, 1})),
                         tconv2d(2, 5, 7, 6, 9, 3, 3, params({1, 1}, {1, 1}, {1, 1})),
                         tconv2d(1, 4, 3, 5, 4, 3, 3, params({1, 1}, {0, 2}, {1, 1}), false)})
@@ -494,6 +504,14 @@ TEST(ConvGrad, Winograd) {
                         conv2d(2, 2, 5, 5, 6, 3, 3, params({1, 1}, {2, 2}, {1, 1})),
                         conv2d(1, 3, 2, 4, 5, 3, 3, params({1, 1}, {3, 1}, {1, 1})),
                         tconv2d(2, 3, 5, 5, 4, 3, 3, params({1, 1}, {1, 1}, {1, 1}))})
+    check_gradients(k);
+}
+
+// A transposed convolution of a 1 x 1 input (a DCGAN generator's first layer):
+// its input gradient is a convolution over the whole output gradient, one GEMM.
+TEST(ConvGrad, OneByOneInputTransposed) {
+  for (const auto& k : {tconv2d(2, 6, 5, 1, 1, 4, 4, params({1, 1}, {0, 0}, {1, 1})),
+                        conv2d(2, 3, 4, 3, 3, 3, 3, params({1, 1}, {0, 0}, {1, 1}))})
     check_gradients(k);
 }
 
