@@ -823,6 +823,7 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       .def("__matmul__", [](const Matrix& a, const Matrix& b) { return mx::matmul(a, b); }, py::is_operator())
       .def("matmul", &mx::matmul, py::arg("other"), "self @ other (torch.Tensor.matmul); see oa.matmul.")
       .def("__neg__", [](const Matrix& a) { return -a; })
+      .def("__abs__", [](const Matrix& a) { return mx::abs(a); }, "abs(x): x.abs() (torch.Tensor.__abs__).")
       .def("add", &add_alpha, py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f,
            "x + other * alpha (torch.add), other a tensor of x's dtype (broadcast) or a Python number. A number follows "
            "torch's promotion of Python scalars, here and in the operators (+, -, *, /, **, ==, <, ..., and +=, -=, ...): "

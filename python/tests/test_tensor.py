@@ -96,6 +96,7 @@ def test_arithmetic():
     assert_close((ta * tb).numpy(), a64 * b64)
     assert_close((ta / tb).numpy(), a64 / b64)
     assert_close((-ta).numpy(), -a64)
+    assert_close(abs(ta).numpy(), np.abs(a64))
     assert_close((ta + 2).numpy(), a64 + 2)
     assert_close((3 - ta).numpy(), 3 - a64)
     assert_close((0.5 * ta).numpy(), 0.5 * a64)
