@@ -250,6 +250,16 @@ TEST(RuntimeProfile, GpuTimePerKernel) {
   ASSERT_EQ(q.entries.size(), 1u);
   EXPECT_EQ(q.entries[0].op, "oa::matrix::matmul");
   EXPECT_EQ(q.entries[0].dispatches, 2u);
+  // Batches of up to 6000 dispatches, more timestamp pairs than one batch
+  // holds (8192 queries): the batch is submitted when full, none is lost.
+  oa::Engine big(oa::EngineOptions{.max_batch_dispatches = 6000});
+  big.set_profiling(true, oa::ProfileDetail::Kernels);
+  Matrix x = Matrix::ones({4}, big);
+  for (int i = 0; i < 5000; ++i) x = x + x;
+  big.set_profiling(false);
+  const auto r = big.profile();
+  ASSERT_EQ(r.entries.size(), 1u);
+  EXPECT_EQ(r.entries[0].calls, 5000u);
 }
 
 TEST(RuntimeErrors, MixedEnginesAreRejected) {

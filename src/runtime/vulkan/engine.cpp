@@ -427,9 +427,7 @@ void EngineState::submit() {
 
 void EngineState::submit_if_due() {
   Batch& b = *open;
-  // Room for the next op's timestamps: a pair, or a pair per dispatch of an op of up to 128.
-  if (b.dispatches >= options.max_batch_dispatches || b.queries_used + (profile_kernels ? 256 : 2) > kQueriesPerBatch)
-    return submit();
+  if (b.dispatches >= options.max_batch_dispatches) return submit();
   if (!*options.early_submission || capturing || b.dispatches < std::max(early_dispatches, early_check)) return;
   retire();
   if (in_flight.size() > 1) {  // the GPU has queued work: ask again once the batch has doubled

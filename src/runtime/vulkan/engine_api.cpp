@@ -210,11 +210,14 @@ void Engine::record(SemanticOp op, std::span<const runtime::ComputeDispatch> dis
     s.scratch_pipelines.push_back(&s.pipeline(d.kernel, d.specialization, static_cast<std::uint32_t>(d.bindings.size()),
                                               static_cast<std::uint32_t>(runtime::kPushHeaderBytes + d.push.size())));
 
-  Batch& b = s.batch();
-  // Timestamp pairs around the op, or (profile_kernels) around each dispatch.
+  // Timestamp pairs around the op, or (profile_kernels) around each dispatch;
+  // an open batch without room for them is submitted first.
   const bool per_kernel = s.profile_kernels;
-  const bool stamp =
-      s.profiling && !s.capturing && b.queries && b.queries_used + 2 * (per_kernel ? dispatches.size() : 1) <= runtime::kQueriesPerBatch;
+  const std::size_t queries = 2 * (per_kernel ? dispatches.size() : 1);
+  const bool timing = s.profiling && !s.capturing;
+  if (timing && s.batch().queries_used > 0 && s.batch().queries_used + queries > runtime::kQueriesPerBatch) s.submit();
+  Batch& b = s.batch();
+  const bool stamp = timing && b.queries && queries <= runtime::kQueriesPerBatch;
   std::uint32_t first_query = 0;
   const auto open_range = [&] {
     first_query = b.queries_used;
