@@ -532,12 +532,26 @@ Matrix in_place_value(const Matrix& x, const Other& other, const InPlaceOp& op, 
   else return promoted(x, other, op.number, op.tensor, name, alpha);
 }
 
+// torch's rule for an in-place op: the result's dtype must cast to x's within
+// its kind or a wider one (bool < int32 < the floating dtypes), so a float
+// result never goes into an int32 tensor nor an int32 one into a bool tensor.
+void require_castable(const Matrix& result, const Matrix& x, const char* name) {
+  const auto kind = [](DType d) { return d == DType::Bool ? 0 : d == DType::I32 ? 1 : 2; };
+  if (kind(result.dtype()) > kind(x.dtype()))
+    fail(ErrorKind::InvalidArgument, "{}: the result's dtype {} cannot be cast to the tensor's dtype {} in place (as torch: "
+         "compute out of place, or convert the tensor first)", name, to_string(result.dtype()), to_string(x.dtype()));
+}
+
 template <class Other>
 py::object apply_in_place(const py::object& self, const Other& other, const InPlaceOp& op, const char* name, float alpha = 1.0f) {
   const auto& x = self.cast<const Matrix&>();
   const Matrix* tensor_operand = nullptr;
   if constexpr (std::is_same_v<Other, Matrix>) tensor_operand = &other;
-  update_in_place(x, tensor_operand, [&] { return in_place_value(x, other, op, name, alpha); }, name);
+  update_in_place(x, tensor_operand, [&] {
+    Matrix result = in_place_value(x, other, op, name, alpha);
+    require_castable(result, x, name);
+    return result;
+  }, name);
   return self;
 }
 
@@ -585,7 +599,8 @@ void bind_in_place_op(TensorClass& t, const InPlaceOp& op) {
 
 void bind_in_place(TensorClass& t) {
   // Numbers as the operators take them (promoted; an int32 x stays int32 with
-  // an int, and a float result is refused by its write back); x / n and x ** n
+  // an int; require_castable refuses a float result for it, an int32 one for
+  // a bool x); x / n and x ** n
   // of an integral x are floats (refused too), x ** int of one Unsupported.
   static const InPlaceOp ops[] = {
       {"add_", "oa.Tensor.add_", "__iadd__", "+= (oa.Tensor.__iadd__)", "other", true, &mx::add, &plus},
