@@ -125,7 +125,9 @@ std::vector<TuneCase> attention_cases(bool quick) {
 // GEMM), and for conv.kernel where they are grouped or where Winograd serves
 // them (ungrouped 2-D 3x3 of stride 1). The keys are those of lower_conv:
 // batch, output channels per group, groups, output positions per image and
-// channel, taps, transposed.
+// channel, taps, transposed. Forward and weight gradient (of the weight
+// alone) for conv.wgrad_tile where the tiled kernel serves it: not depthwise,
+// more than 16 weights per output channel.
 std::vector<TuneCase> conv_cases(bool quick) {
   std::vector<TuneCase> cases;
   for (const oa_bench::Conv& full : oa_bench::kLayers) {
@@ -140,6 +142,19 @@ std::vector<TuneCase> conv_cases(bool quick) {
     };
     const bool depthwise = c.groups == c.c_in && c.groups > 1;
     cases.push_back({"conv.igemm_tile", c.model, keys, depthwise ? Pins{{"conv.kernel", "igemm"}} : Pins{}, setup});
+    // The weight gradient's GEMM: narrow channels per group x (wide channels per group x taps), over narrow positions.
+    const std::int64_t taps = c.dims == 2 ? c.k * c.k : c.k, in_positions = c.dims == 2 ? c.size * c.size : c.size;
+    const std::vector<std::int64_t> wgrad_keys{
+        oa_bench::transposed(c) ? c.c_in / c.groups : c.c_out / c.groups, (oa_bench::transposed(c) ? c.c_out : c.c_in) / c.groups * taps,
+        c.n * (oa_bench::transposed(c) ? in_positions : keys[3])};
+    auto wgrad_setup = [c](const oa::Engine& e) -> Step {
+      const oa::Matrix x = input(oa_bench::conv_input_shape(c), 1, e, false), w = input(oa_bench::conv_weight_shape(c), 2, e, true);
+      return [=] {
+        const oa::Matrix y = oa_bench::conv_forward(c, x, w, oa::Matrix());
+        oa::backward(y, oa::Matrix::ones(y.shape(), e));
+      };
+    };
+    if (!depthwise && wgrad_keys[1] > 16) cases.push_back({"conv.wgrad_tile", c.model + std::string("_wgrad"), wgrad_keys, {}, wgrad_setup});
     const bool winograd = c.dims == 2 && c.groups == 1 && c.k == 3 && c.stride == 1;
     if (c.groups > 1 || winograd) cases.push_back({"conv.kernel", c.model, keys, {}, setup});
   }

@@ -244,9 +244,11 @@ push::ml_conv_geometry relation_push(const Relation& r, bool has_bias, std::uint
           .aux2 = aux2};
 }
 
-// Implicit-GEMM tile shapes (shaders/ml/conv/igemm_<BM>x<BN>.comp): BM
-// positions x BN channels per workgroup, named as the tuning point
-// conv.igemm_tile names them.
+// GEMM tiles of the convolution kernels, named as their tuning points name
+// them: the implicit GEMM's (shaders/ml/conv/igemm_<BM>x<BN>.comp, point
+// conv.igemm_tile) of BM positions x BN channels per workgroup, and the weight
+// gradient's (wgrad_<BO>x<BK>.comp, conv.wgrad_tile) of BO output channels x
+// BK (c, kh, kw) columns.
 struct GemmTile {
   std::string_view kernel, name;
   std::int64_t bm, bn;
@@ -255,6 +257,17 @@ constexpr GemmTile kGemmTiles[] = {{kernels::ml_conv_igemm_128x128, "128x128", 1
                                    {kernels::ml_conv_igemm_128x64, "128x64", 128, 64},
                                    {kernels::ml_conv_igemm_128x32, "128x32", 128, 32},
                                    {kernels::ml_conv_igemm_64x16, "64x16", 64, 16}};
+constexpr GemmTile kWgradTiles[] = {{kernels::ml_conv_wgrad_128x128, "128x128", 128, 128},
+                                    {kernels::ml_conv_wgrad_64x64, "64x64", 64, 64},
+                                    {kernels::ml_conv_wgrad_16x32, "16x32", 16, 32}};
+
+// The tile of `tiles` that the tuning point `point` names for `keys`.
+template <std::size_t N>
+const GemmTile& chosen_tile(const Engine& engine, std::string_view point, std::span<const std::int64_t> keys,
+                            const GemmTile (&tiles)[N]) {
+  const std::string_view name = tuning_of(engine)->choose(point, keys);
+  return *std::find_if(std::begin(tiles), std::end(tiles), [&](const GemmTile& t) { return t.name == name; });
+}
 
 // direct.glsl: 512 outputs per workgroup as a TH x TW tile of TP planes;
 // shared capacities mirror the shader.
@@ -529,8 +542,7 @@ std::vector<ComputeDispatch> lower_conv(const Relation& r, bool wide, const Matr
       return {std::move(d)};
     }
   }
-  const std::string_view tile = tuning->choose("conv.igemm_tile", keys);
-  const GemmTile& t = *std::find_if(std::begin(kGemmTiles), std::end(kGemmTiles), [&](const GemmTile& g) { return g.name == tile; });
+  const GemmTile& t = chosen_tile(src.engine(), "conv.igemm_tile", keys, kGemmTiles);
   std::int64_t positions, phases = 1;
   if (!wide) {
     positions = r.n * r.hn * r.wn;
@@ -616,14 +628,12 @@ void lower_weight_grad(const Relation& r, const Matrix& narrow, const Matrix& wi
   const bool depthwise = cng == 1 && r.cw == r.groups;
   const std::int64_t small_k = k <= 16 ? 16 : depthwise && k > 25 && k <= 64 ? 64 : 0;
   const bool small = small_k > 0;
-  // shaders/ml/conv/wgrad_<BO>x<BK>.comp: BO output channels x BK (c, kh, kw) columns.
-  struct Tile {
-    std::string_view kernel;
-    std::int64_t bo, bk;
-  };
-  const Tile t = cng >= 48 ? Tile{kernels::ml_conv_wgrad_64x64, 64, 64} : Tile{kernels::ml_conv_wgrad_16x32, 16, 32};
+  // shaders/ml/conv/wgrad_<BO>x<BK>.comp: BO output channels x BK (c, kh, kw)
+  // columns, as the tuning point conv.wgrad_tile names it.
+  const std::int64_t keys[] = {cng, k, positions};
+  const GemmTile& t = chosen_tile(dw.engine(), "conv.wgrad_tile", keys, kWgradTiles);
   constexpr std::int64_t kRm = 16;  // positions per step of wgrad.glsl
-  const std::int64_t tiles = small ? r.cn : detail::groups_for(k, t.bk) * detail::groups_for(cng, t.bo) * r.groups;
+  const std::int64_t tiles = small ? r.cn : detail::groups_for(k, t.bn) * detail::groups_for(cng, t.bm) * r.groups;
   // Depthwise has one workgroup per channel and split: aim for 2048 of them
   // (about 16 per SM on a large GPU).
   std::int64_t splits = split_count(tiles, positions, small ? 1024 : 4 * kRm, depthwise && small ? 2048 : 512);
@@ -639,7 +649,7 @@ void lower_weight_grad(const Relation& r, const Matrix& narrow, const Matrix& wi
     d.groups = {static_cast<std::uint64_t>(splits), static_cast<std::uint64_t>(r.cn), 1};
   } else {
     d.kernel = t.kernel;
-    d.groups = {detail::groups_for(k, t.bk), detail::groups_for(cng, t.bo), static_cast<std::uint64_t>(r.groups * splits)};
+    d.groups = {detail::groups_for(k, t.bn), detail::groups_for(cng, t.bm), static_cast<std::uint64_t>(r.groups * splits)};
   }
   out.push_back(std::move(d));
   if (splits > 1) out.push_back(lower_reduce(target, splits, count, dw));

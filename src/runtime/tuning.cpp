@@ -150,6 +150,9 @@ const std::vector<TuningPoint>& tuning_points() {
        "group), then the implicit GEMM, which serves all"},
       {"conv.igemm_tile", conv_keys, {"128x128", "128x64", "128x32", "64x16"},
        "the implicit-GEMM convolution's tile: output positions x output channels per workgroup"},
+      {"conv.wgrad_tile", {"channels", "columns", "positions"}, {"128x128", "64x64", "16x32"},
+       "the convolution weight gradient's GEMM tile: output channels per group x weight columns (input channels per "
+       "group x taps) per workgroup, reducing over the positions (batch x output positions)"},
       {"attention.forward_lowering", attention_keys, {"fused", "gemm"},
        "the attention forward: the fused flash kernels, or GEMMs around a softmax pass (needs contiguous heads)"},
       {"attention.backward_lowering", attention_keys, {"fused", "gemm"},

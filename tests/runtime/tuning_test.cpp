@@ -127,7 +127,11 @@ TEST(RuntimeTuning, ShippedTablesKeepTheMeasuredRules) {
     EXPECT_EQ(gpu->choose("conv.igemm_tile", {32, 24, 1, 3136, 9, 0}), "128x32");
     EXPECT_EQ(gpu->choose("conv.igemm_tile", {32, 23, 1, 3136, 9, 0}), "64x16");
     EXPECT_EQ(gpu->choose("conv.kernel", {32, 1, 144, 3136, 9, 0}), "depthwise");
+    EXPECT_EQ(gpu->choose("conv.wgrad_tile", {512, 1536, 63996}), "128x128");
+    EXPECT_EQ(gpu->choose("conv.wgrad_tile", {512, 1024, 1996}), "64x64");
+    EXPECT_EQ(gpu->choose("conv.wgrad_tile", {4, 36, 100352}), "16x32");
   }
+  EXPECT_EQ(lavapipe.choose("conv.wgrad_tile", {512, 1536, 63996}), "64x64");
   // Rules measured by oa tune on the H200 come before its general rules.
   EXPECT_EQ(h200.choose("gemm.tile", {1, 32, 4096, 4096}), "64x128");
   EXPECT_EQ(other.choose("gemm.tile", {1, 32, 4096, 4096}), "busy-square");
@@ -217,6 +221,67 @@ TEST(ConvTuning, EveryConvVariantMatchesTheReference) {
                                   ref::conv_transpose2d(oa_test::f64(g), {1, c.o, c.size, c.size}, oa_test::f64(w), ws, {}, rp, shape), 1e-4,
                                   1e-4));
       }
+}
+
+// The weight gradient through each forced tile of conv.wgrad_tile, against
+// an f64 sum over narrow positions (the relation of geometry.glsl: narrow is
+// the convolution's output gradient or the transposed convolution's input):
+// partial tiles on both axes, two groups, strides, padding and dilation, a
+// reduction long enough to split, and a transposed convolution.
+TEST(ConvTuning, EveryWeightGradientTileMatchesTheReference) {
+  struct Case {
+    std::array<std::int64_t, 4> x, w;  // input [N, C, H, W]; weight (torch's layout)
+    std::array<std::int64_t, 2> stride, padding, dilation;
+    std::int64_t groups;
+    bool transposed;
+  };
+  const Case cases[] = {{{2, 6, 9, 10}, {130, 6, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, false},
+                        {{1, 8, 12, 11}, {100, 4, 3, 2}, {1, 1}, {1, 0}, {2, 1}, 2, false},
+                        {{3, 40, 1, 700}, {64, 40, 1, 3}, {1, 1}, {0, 1}, {1, 1}, 1, false},
+                        {{2, 70, 4, 5}, {70, 9, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, true}};
+  for (std::string_view variant : oa::tuning_point("conv.wgrad_tile").variants)
+    for (const Case& c : cases) {
+      SCOPED_TRACE(fmt::format("conv.wgrad_tile = {}, case {}", variant, &c - cases));
+      const Forced forced("conv.wgrad_tile", std::string(variant));
+      const auto size = [](const auto& s) { return s[0] * s[1] * s[2] * s[3]; };
+      const auto x = oa_test::random_values(size(c.x), 11), w = oa_test::random_values(size(c.w), 12);
+      const Matrix mw = oa::set_requires_grad(Matrix::from_vector({c.w[0], c.w[1], c.w[2], c.w[3]}, w));
+      const Matrix mx = Matrix::from_vector({c.x[0], c.x[1], c.x[2], c.x[3]}, x);
+      const Matrix y = c.transposed ? oa::ml::conv_transpose_2d(mx, mw, Matrix(),
+                                                                {.stride = c.stride, .padding = c.padding, .dilation = c.dilation,
+                                                                 .groups = c.groups})
+                                    : oa::ml::conv_2d(mx, mw, Matrix(),
+                                                      {.stride = c.stride, .padding = c.padding, .dilation = c.dilation, .groups = c.groups});
+      const auto g = oa_test::random_values(y.numel(), 13);
+      oa::backward(y, Matrix::from_vector(y.shape(), g));
+      // narrow [N, CN, HN, WN] and wide [N, CW, HW, WW] of the relation; the weight is [CN, CW / groups, KH, KW].
+      const oa::Shape ys = y.shape();
+      const std::vector<float>& narrow = c.transposed ? x : g;
+      const std::vector<float>& wide = c.transposed ? g : x;
+      const std::int64_t n = c.x[0], cn = c.transposed ? c.x[1] : ys[1], hn = c.transposed ? c.x[2] : ys[2],
+                         wn = c.transposed ? c.x[3] : ys[3];
+      const std::int64_t cw = c.transposed ? ys[1] : c.x[1], hw = c.transposed ? ys[2] : c.x[2], ww = c.transposed ? ys[3] : c.x[3];
+      const std::int64_t cng = cn / c.groups, cwg = cw / c.groups, kh = c.w[2], kw = c.w[3];
+      std::vector<double> want(static_cast<std::size_t>(size(c.w)));
+      for (std::int64_t o = 0; o < cn; ++o)
+        for (std::int64_t ci = 0; ci < cwg; ++ci)
+          for (std::int64_t th = 0; th < kh; ++th)
+            for (std::int64_t tw = 0; tw < kw; ++tw) {
+              double sum = 0;
+              for (std::int64_t b = 0; b < n; ++b)
+                for (std::int64_t yn = 0; yn < hn; ++yn)
+                  for (std::int64_t xn = 0; xn < wn; ++xn) {
+                    const std::int64_t yw = yn * c.stride[0] - c.padding[0] + th * c.dilation[0];
+                    const std::int64_t xw = xn * c.stride[1] - c.padding[1] + tw * c.dilation[1];
+                    if (yw < 0 || yw >= hw || xw < 0 || xw >= ww) continue;
+                    const std::int64_t wc = (o / cng) * cwg + ci;
+                    sum += double(narrow[static_cast<std::size_t>(((b * cn + o) * hn + yn) * wn + xn)]) *
+                           double(wide[static_cast<std::size_t>(((b * cw + wc) * hw + yw) * ww + xw)]);
+                  }
+              want[static_cast<std::size_t>(((o * cwg + ci) * kh + th) * kw + tw)] = sum;
+            }
+      EXPECT_TRUE(oa_test::near(oa::grad(mw).to_vector(), want, 1e-4, 1e-4));
+    }
 }
 
 // Attention forward and backward through each forced variant of each
