@@ -7,7 +7,7 @@
 namespace oa::runtime {
 
 struct EmbeddedTable {
-  std::string_view file;  // "nvidia-h200.json"
+  std::string_view file;  // "nvidia-hopper.json"
   std::string_view json;
 };
 

@@ -132,9 +132,17 @@ TEST(RuntimeTuning, ShippedTablesKeepTheMeasuredRules) {
     EXPECT_EQ(gpu->choose("conv.wgrad_tile", {4, 36, 100352}), "16x32");
   }
   EXPECT_EQ(lavapipe.choose("conv.wgrad_tile", {512, 1536, 63996}), "64x64");
+  // The Hopper table serves the H100 too; 17-48 rows with a long K take 64x128 tiles everywhere.
+  const Tuning h100 = Tuning::for_device(device_named("NVIDIA H100 80GB HBM3", oa::DeviceType::Discrete, "NVIDIA"));
+  EXPECT_EQ(h100.choose("conv.kernel", {32, 128, 1, 784, 9, 0}), "winograd");
+  EXPECT_EQ(other.choose("conv.kernel", {32, 128, 1, 784, 9, 0}), "depthwise");
+  for (const Tuning* t : {&h200, &h100, &other}) {
+    EXPECT_EQ(t->choose("gemm.tile", {1, 24, 4096, 11008}), "64x128");
+    EXPECT_EQ(t->choose("gemm.tile", {1, 32, 2304, 768}), "busy");
+  }
   // Rules measured by oa tune on the H200 come before its general rules.
-  EXPECT_EQ(h200.choose("gemm.tile", {1, 32, 4096, 4096}), "64x128");
-  EXPECT_EQ(other.choose("gemm.tile", {1, 32, 4096, 4096}), "busy-square");
+  EXPECT_EQ(h200.choose("gemm.tile", {1, 128, 3072, 768}), "64x128");
+  EXPECT_EQ(other.choose("gemm.tile", {1, 128, 3072, 768}), "busy");
   EXPECT_EQ(h200.choose("gemm.tile", {1, 4096, 14336, 4096}), "64x128");  // Llama 3's MLP up-projection
   EXPECT_EQ(h200.choose("gemm.tile", {1, 4096, 4096, 4096}), "busy-square");
   EXPECT_EQ(h200.choose("conv.igemm_tile", {32, 512, 1, 49, 9, 0}), "128x64");
