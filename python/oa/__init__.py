@@ -10,7 +10,7 @@ collective of data-parallel training over MPI failed or timed out).
 A one-element Tensor converts as torch's: bool() (so `if x < 0.1:` works),
 int(), float(), and as a list index when int32 or bool; bool() of more or
 fewer elements raises (RuntimeError: ambiguous). `x += y` (and -=, *=, /=,
-**=), item assignment `x[key] = value` and the methods add_, sub_, mul_,
+**=, //=, %=, &=, |=, ^=), item assignment `x[key] = value` and the methods add_, sub_, mul_,
 div_, pow_, copy_, fill_, zero_ write x's own storage (see
 oa.Tensor.add_ and oa.Tensor.__setitem__), which reshape, view, flatten,
 squeeze, unsqueeze, x[:], x[...] and detach() share; clone() makes a new
@@ -42,6 +42,10 @@ from ._oa import (
     argmax,
     argmin,
     autocast,
+    bitwise_and,
+    bitwise_not,
+    bitwise_or,
+    bitwise_xor,
     cat,
     chunk,
     gather,
@@ -58,7 +62,9 @@ from ._oa import (
     exp2,
     expm1,
     floor,
+    floor_divide,
     log1p,
+    remainder,
     round,
     sign,
     sin,

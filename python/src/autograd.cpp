@@ -80,7 +80,8 @@ void bind_autograd(py::module_& m, TensorClass& t) {
        "Whether backward accumulates a gradient into this leaf (or, for a result of ops, whether it has history).")
       .def(
           "requires_grad_", [](const Matrix& x, bool value) { return set_requires_grad(x, value); },
-          py::arg("requires_grad") = true, "Marks this float32 leaf as requiring gradients (torch.Tensor.requires_grad_).")
+          py::arg("requires_grad") = true, "Marks this leaf (float32, float16 or bfloat16; its gradient takes its dtype) as requiring gradients "
+          "(torch.Tensor.requires_grad_).")
       .def_property(
           "grad", [](const Matrix& x) { return tensor_or_none(grad(x)); },
           [](const Matrix& x, const py::object& value) {

@@ -199,16 +199,6 @@ Matrix convert(const Matrix& x, DType dtype) {
 
 namespace {
 
-// zeros, ones, full and fill_: `value` everywhere as `dtype` (int32 filled on
-// the host: no op converts float32 to int32).
-Matrix filled(const Shape& shape, float value, DType dtype, const std::optional<Engine>& engine, const char* op) {
-  if (dtype != DType::I32) return convert(Matrix::full(shape, value, engine), dtype);
-  if (value != std::trunc(value) || std::abs(value) > 2147483520.0f)
-    fail(ErrorKind::InvalidArgument, "{}: value {} is not an int32", op, value);
-  const std::vector<std::int32_t> values(static_cast<std::size_t>(shape.numel()), static_cast<std::int32_t>(value));
-  return Matrix::from_i32(shape, values, engine);
-}
-
 // The creation functions' common tail: dtype (a conversion) and requires_grad.
 Matrix finish(Matrix m, std::optional<DType> dtype, bool requires_grad) {
   if (dtype) m = convert(m, *dtype);
@@ -219,6 +209,12 @@ Matrix finish(Matrix m, std::optional<DType> dtype, bool requires_grad) {
 }  // namespace
 
 Matrix arg_extreme(const Matrix& x, std::optional<int> dim, bool keepdim, bool largest) {
+  if (x.rank() == 0) {  // torch: index 0, for dim None, 0 or -1
+    if (dim && *dim != 0 && *dim != -1)
+      fail(ErrorKind::InvalidArgument, "{}: dim {} is out of range for a 0-d tensor (expected 0 or -1)", largest ? "oa.argmax" : "oa.argmin",
+           *dim);
+    return int32_scalar(0, x.engine());
+  }
   const auto pick = [largest, keepdim](const Matrix& m, int d) { return largest ? mx::argmax(m, d, keepdim) : mx::argmin(m, d, keepdim); };
   if (dim) return pick(x, *dim);
   const Matrix r = pick(x.reshape({x.numel()}), -1);
@@ -293,6 +289,10 @@ py::object extreme(const Matrix& x, const py::object& dim, bool keepdim, bool la
     throw py::type_error(fmt::format("{}: dim must be an int, a tensor (the elementwise form) or None, not {} (several "
                                      "axes: amax or amin)", op, py::str(py::type::handle_of(dim).attr("__name__")).cast<std::string>()));
   const int axis = reduction_dims(x, dim, op)[0];
+  if (x.rank() == 0)  // torch: the value itself and index 0 (dim 0 or -1)
+    return (largest ? max_type : min_type)(largest ? mx::max(x, {}) : mx::min(x, {}), int32_scalar(0, x.engine()));
+  if (x.dim(axis) == 0)
+    fail(ErrorKind::InvalidArgument, "{}: expected reduction dim {} to have non-zero size (x of shape {}), as torch", op, axis, x.shape());
   // argmax and argmin refuse bool (as torch's): a bool x's indices are those of
   // its int32 0s and 1s, the first True (max) or False (min), or 0 where none.
   const Matrix ranked = x.dtype() == DType::Bool ? convert(x, DType::I32) : x;
@@ -405,145 +405,312 @@ void update_in_place(const Matrix& x, const Matrix* other, const std::function<M
 
 namespace {
 
-// other * alpha: torch's alpha of add and sub (other itself for alpha 1).
-Matrix scaled(const Matrix& other, float alpha) { return alpha == 1.0f ? other : other * alpha; }
+// ── Type promotion ──────────────────────────────────────────────────────────
+// torch's type promotion (torch.result_type) of a binary op's operands, over
+// oa's dtypes: categories bool < integer (int32; torch's default int64) <
+// floating. A Python number takes part by category alone: a bool with a bool
+// tensor stays bool, an int with a bool tensor gives int32, a float with an
+// integral tensor float32 (torch's default dtype), and otherwise the tensor
+// keeps its dtype (an int beside a float tensor is taken as a float: 2**70 is
+// compared as 2.0**70 rounded to the tensor's dtype). Two tensors: the higher
+// category wins; within one the wider dtype (float16 with bfloat16 gives
+// float32); a 0-d tensor beside a dimensioned one counts only when of a
+// higher category.
 
-// torch's add and sub: x + other * alpha and x - other * alpha.
-Matrix add_alpha(const Matrix& x, const Matrix& other, float alpha) { return x + scaled(other, alpha); }
-Matrix sub_alpha(const Matrix& x, const Matrix& other, float alpha) { return x - scaled(other, alpha); }
+int category(DType d) { return d == DType::Bool ? 0 : d == DType::I32 ? 1 : 2; }
 
-// ── Python numbers ──────────────────────────────────────────────────────────
-// torch's promotion of a tensor x with a Python number s (torch.result_type):
-// a floating x computes in its own dtype, s taken as a float; an int32 or bool
-// x computes with a Python int in int32 (bool read as 1 and 0; torch gives
-// int64, oa's integers are int32, so add, sub and mul wrap modulo 2^32) and
-// with a Python float in float32 (torch's default dtype); true division gives
-// float32 either way. Each operator and method that takes a number binds it
-// twice: as a float (a Python float, or what pybind converts: a NumPy float
-// scalar) and as an int (a Python int or bool, a NumPy integer), the overload
-// pybind picks for an int (its first pass converts nothing).
+DType promote(DType a, DType b) {
+  if (category(a) != category(b)) return category(a) > category(b) ? a : b;
+  if (a == b || a == DType::F32) return a;
+  return b == DType::F32 || category(a) == 2 ? DType::F32 : a;  // f16 with bf16
+}
 
-// x (op) s for a floating x (the result in its dtype) and a host float.
+DType result_type(const Matrix& a, const Matrix& b) {
+  const bool a_scalar = a.rank() == 0, b_scalar = b.rank() == 0;
+  if (a_scalar != b_scalar && category(a.dtype()) != category(b.dtype())) {
+    const Matrix& dimensioned = a_scalar ? b : a;
+    const Matrix& scalar = a_scalar ? a : b;
+    return category(scalar.dtype()) < category(dimensioned.dtype()) ? dimensioned.dtype() : scalar.dtype();
+  }
+  if (a_scalar != b_scalar) return a_scalar ? b.dtype() : a.dtype();
+  return promote(a.dtype(), b.dtype());
+}
+
+}  // namespace
+}  // namespace oa::python
+
+namespace oa::python {
+
+// A Python number operand: a bool, an int of any size or a float (NumPy's
+// bool_, integer and floating scalars too), as torch reads one.
+struct Number {
+  enum class Kind { Bool, Int, Float } kind = Kind::Float;
+  std::int64_t i = 0;  // a Bool (0, 1) or an Int within int64
+  bool wide = false;   // an Int outside int64
+  double f = 0;        // the value as Python's float() gives it (+-inf past double's range)
+  py::object value;    // the Python object
+};
+
+namespace {
+
+// `o` as a Number, or nothing for another type.
+std::optional<Number> number_of(py::handle o) {
+  // Held for the process (released: no decref after the interpreter is gone).
+  static const py::handle np_bool = py::object(py::module_::import("numpy").attr("bool_")).release();
+  static const py::handle np_integer = py::object(py::module_::import("numpy").attr("integer")).release();
+  static const py::handle np_floating = py::object(py::module_::import("numpy").attr("floating")).release();
+  Number n;
+  n.value = py::reinterpret_borrow<py::object>(o);
+  if (PyBool_Check(o.ptr()) || py::isinstance(o, np_bool)) {
+    n.kind = Number::Kind::Bool;
+    n.i = PyObject_IsTrue(o.ptr());
+    n.f = static_cast<double>(n.i);
+    return n;
+  }
+  if (PyFloat_Check(o.ptr()) || py::isinstance(o, np_floating)) {
+    n.f = PyFloat_AsDouble(o.ptr());
+    if (PyErr_Occurred()) throw py::error_already_set();
+    return n;
+  }
+  if (!PyLong_Check(o.ptr()) && !py::isinstance(o, np_integer)) return std::nullopt;
+  n.kind = Number::Kind::Int;
+  const auto exact = py::reinterpret_steal<py::object>(PyNumber_Index(o.ptr()));
+  if (!exact) throw py::error_already_set();
+  int overflow = 0;
+  n.i = PyLong_AsLongLongAndOverflow(exact.ptr(), &overflow);
+  n.wide = overflow != 0;
+  n.f = PyLong_AsDouble(exact.ptr());
+  if (PyErr_Occurred()) {  // past double's range
+    PyErr_Clear();
+    n.f = overflow > 0 ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
+  }
+  n.value = exact;
+  return n;
+}
+
+}  // namespace
+}  // namespace oa::python
+
+namespace pybind11::detail {
+template <>
+struct type_caster<oa::python::Number> {
+  PYBIND11_TYPE_CASTER(oa::python::Number, const_name("number"));
+  bool load(handle src, bool) {
+    auto n = oa::python::number_of(src);
+    if (n) value = std::move(*n);
+    return n.has_value();
+  }
+};
+}  // namespace pybind11::detail
+
+namespace oa::python {
+namespace {
+
+std::string text_of(const Number& s) { return py::str(s.value).cast<std::string>(); }
+
+DType result_type(const Matrix& x, const Number& s) {
+  const int c = s.kind == Number::Kind::Bool ? 0 : s.kind == Number::Kind::Int ? 1 : 2;
+  if (c <= category(x.dtype())) return x.dtype();
+  return c == 1 ? DType::I32 : DType::F32;
+}
+
+// s as a 0-d tensor of `dtype` on `engine`. InvalidArgument naming `op` for an
+// int outside int32 into int32 (oa's integers are int32; torch: int64) and for
+// a float into int32 or bool, which result_type never asks for.
+Matrix scalar_tensor(const Number& s, DType dtype, const Engine& engine, const char* op) {
+  if (dtype == DType::Bool) {
+    const std::uint8_t v = s.i != 0;
+    return Matrix::from_bool({}, std::span(&v, 1), engine);
+  }
+  if (dtype == DType::I32) {
+    if (s.kind == Number::Kind::Float) fail(ErrorKind::Internal, "{}: a float {} reached int32", op, s.f);
+    if (s.wide || s.i < INT32_MIN || s.i > INT32_MAX)
+      fail(ErrorKind::InvalidArgument, "{}: the Python int {} is outside int32, the dtype oa computes an int32 or bool tensor with an "
+           "int in (oa's integers are int32; torch: int64, and past it 'Overflow when unpacking long')", op, text_of(s));
+    return int32_scalar(static_cast<std::int32_t>(s.i), engine);
+  }
+  return convert(Matrix::full({}, static_cast<float>(s.f), engine), dtype);
+}
+
+// How a binary op computes from its operands' promoted dtype (the result
+// type): in it (Result), in float32 unless it is floating (TrueDivide, torch's
+// true division), in float32 or int32 giving bool (Compare: the comparison
+// kernels take those; float16, bfloat16 and bool convert exactly), or in it
+// when it is int32 or bool (Bitwise; torch refuses floats).
+enum class Compute { Result, TrueDivide, Compare, Bitwise };
+
+// x (op) s for a floating x and a host float, the result in x's dtype (one
+// unary dispatch, no scalar tensor); null: s goes in as a 0-d tensor.
 using NumberFn = Matrix (*)(const Matrix&, float);
-// x (op) t for two tensors of one dtype, broadcast: the int32 form; null
-// where two integers give a float (true division).
 using TensorFn = Matrix (*)(const Matrix&, const Matrix&);
 
-// x (op) s * alpha with torch's promotion (above); alpha is torch's scale of
-// add's and sub's other (1 elsewhere), which must be an integer where the op
-// is computed in int32 (as torch refuses a float alpha for integral tensors).
-// InvalidArgument naming `op` for that and for s * alpha outside int32.
-template <class Number>
-Matrix promoted(const Matrix& x, Number s, NumberFn number, TensorFn tensor, const char* op, float alpha = 1.0f) {
-  if constexpr (std::is_integral_v<Number>) {
-    if (!is_floating_point(x.dtype()) && tensor) {
-      if (alpha != std::trunc(alpha))
-        fail(ErrorKind::InvalidArgument, "{}: alpha {} must be an integer for a {} tensor and an int other (torch refuses a float "
-             "alpha for integral tensors)", op, alpha, to_string(x.dtype()));
-      const std::int64_t v = s * static_cast<std::int64_t>(alpha);
-      if (v < INT32_MIN || v > INT32_MAX)
-        fail(ErrorKind::InvalidArgument, "{}: {} is outside int32, the dtype of a {} tensor with a Python int (oa's integers are "
-             "int32; torch: int64)", op, v, to_string(x.dtype()));
-      return tensor(convert(x, DType::I32), int32_scalar(static_cast<std::int32_t>(v), x.engine()));
-    }
+struct BinaryOp {
+  const char* name;  // torch's, for errors
+  TensorFn tensor;
+  NumberFn number;
+  NumberFn reflected;  // s (op) x for a floating x, as `number`
+  Compute compute;
+  bool divides = false;  // an integer divisor of 0 raises ZeroDivisionError (floor_divide, remainder)
+};
+
+Matrix pow_tensors(const Matrix& a, const Matrix& b) { return mx::pow(a, b); }
+Matrix pow_number(const Matrix& x, float e) { return mx::pow(x, e); }
+
+const BinaryOp kAdd{"add", &mx::add, [](const Matrix& x, float s) { return x + s; }, [](const Matrix& x, float s) { return x + s; },
+                    Compute::Result};
+const BinaryOp kSub{"sub", &mx::sub, [](const Matrix& x, float s) { return x - s; },
+                    [](const Matrix& x, float s) { return mx::affine(x, -1.0f, s); }, Compute::Result};
+const BinaryOp kMul{"mul", &mx::mul, [](const Matrix& x, float s) { return x * s; }, [](const Matrix& x, float s) { return x * s; },
+                    Compute::Result};
+const BinaryOp kDiv{"div", &mx::div, [](const Matrix& x, float s) { return x / s; },
+                    [](const Matrix& x, float s) { return mx::reciprocal(x) * s; }, Compute::TrueDivide};
+const BinaryOp kPow{"pow", &pow_tensors, &pow_number, nullptr, Compute::Result};
+const BinaryOp kFloorDivide{"floor_divide", &mx::floor_divide, nullptr, nullptr, Compute::Result, true};
+const BinaryOp kRemainder{"remainder", &mx::remainder, nullptr, nullptr, Compute::Result, true};
+const BinaryOp kBitwiseAnd{"bitwise_and", &mx::bitwise_and, nullptr, nullptr, Compute::Bitwise};
+const BinaryOp kBitwiseOr{"bitwise_or", &mx::bitwise_or, nullptr, nullptr, Compute::Bitwise};
+const BinaryOp kBitwiseXor{"bitwise_xor", &mx::bitwise_xor, nullptr, nullptr, Compute::Bitwise};
+const BinaryOp kEq{"eq", &mx::eq, [](const Matrix& x, float s) { return mx::eq(x, s); }, nullptr, Compute::Compare};
+const BinaryOp kNe{"ne", &mx::ne, [](const Matrix& x, float s) { return mx::ne(x, s); }, nullptr, Compute::Compare};
+const BinaryOp kLt{"lt", &mx::lt, [](const Matrix& x, float s) { return mx::lt(x, s); }, nullptr, Compute::Compare};
+const BinaryOp kLe{"le", &mx::le, [](const Matrix& x, float s) { return mx::le(x, s); }, nullptr, Compute::Compare};
+const BinaryOp kGt{"gt", &mx::gt, [](const Matrix& x, float s) { return mx::gt(x, s); }, nullptr, Compute::Compare};
+const BinaryOp kGe{"ge", &mx::ge, [](const Matrix& x, float s) { return mx::ge(x, s); }, nullptr, Compute::Compare};
+
+// The dtype op computes in from the result type; InvalidArgument naming
+// `where` for a bitwise op on floats.
+DType compute_dtype(const BinaryOp& op, DType result, DType a, DType b, const char* where) {
+  switch (op.compute) {
+    case Compute::Result: return result;
+    case Compute::TrueDivide: return is_floating_point(result) ? result : DType::F32;
+    case Compute::Compare: return is_floating_point(result) ? DType::F32 : DType::I32;
+    case Compute::Bitwise:
+      if (is_floating_point(result))
+        fail(ErrorKind::InvalidArgument, "{}: {} takes int32 or bool operands (torch: integral or bool); found {} and {}", where, op.name,
+             to_string(a), to_string(b));
+      return result;
   }
-  return number(is_floating_point(x.dtype()) ? x : convert(x, DType::F32), static_cast<float>(s) * alpha);
+  return result;
 }
 
-// The operators' and methods' number forms.
-Matrix plus(const Matrix& x, float s) { return x + s; }
-Matrix minus(const Matrix& x, float s) { return x - s; }
-Matrix times(const Matrix& x, float s) { return x * s; }
-Matrix over(const Matrix& x, float s) { return x / s; }
-Matrix power(const Matrix& x, float e) { return mx::pow(x, e); }
-// A power of an integral tensor and a Python int, which torch computes in
-// integers and oa does not (pow is float32).
-Matrix integer_power(const Matrix& x, const Matrix&) {
-  fail(ErrorKind::Unsupported, "pow: a power of a {} tensor {} and a Python int is an integer tensor in torch, which oa does not "
-       "compute (its pow is float32): convert first (x.float() ** n)", to_string(x.dtype()), x.shape());
-}
-
-// The alpha argument that goes with a number `Number` (add's and sub's): a
-// float beside a Python float; any object beside a Python int, so that
-// pybind's first pass (no conversions) takes x.add(2, alpha=3) as ints, read
-// by alpha_of.
-template <class Number>
-using AlphaOf = std::conditional_t<std::is_integral_v<Number>, py::object, float>;
-float alpha_of(float alpha, const char*) { return alpha; }
-// A Python int or float alpha; TypeError naming `op` for another type.
-float alpha_of(const py::object& alpha, const char* op) {
-  try {
-    return alpha.cast<float>();
-  } catch (const py::cast_error&) {
-    throw py::type_error(
-        fmt::format("{}: alpha must be a number, not {}", op, py::str(py::type::handle_of(alpha).attr("__name__")).cast<std::string>()));
+// torch's ZeroDivisionError of an integer floor_divide or remainder by zero
+// (its CPU kernels'); an int32 divisor tensor is read back to look (a
+// synchronization).
+void require_nonzero_divisor(const Matrix& divisor, const char* where, const BinaryOp& op) {
+  if (divisor.dtype() != DType::I32) return;
+  const bool zero = divisor.rank() == 0 ? divisor.to_i32()[0] == 0 : mx::max(mx::eq(divisor, int32_scalar(0, divisor.engine())), {}).to_bool()[0] != 0;
+  if (zero) {
+    PyErr_SetString(PyExc_ZeroDivisionError, fmt::format("{}: integer {} by zero", where, op.name).c_str());
+    throw py::error_already_set();
   }
 }
 
-// x.add(other, alpha=1) and x.sub(...) (and oa.add, oa.sub) for a Python number other.
-template <class Number>
-auto add_number(bool subtract, const char* op) {
-  return [subtract, op](const Matrix& x, Number other, const AlphaOf<Number>& alpha) {
-    const float a = alpha_of(alpha, op);
-    return subtract ? promoted(x, other, &minus, &mx::sub, op, a) : promoted(x, other, &plus, &mx::add, op, a);
-  };
+// a (op) b for two tensors under torch's promotion, as `where` in errors.
+Matrix binary(const BinaryOp& op, const Matrix& a, const Matrix& b, const char* where) {
+  const DType d = compute_dtype(op, result_type(a, b), a.dtype(), b.dtype(), where);
+  const Matrix a2 = convert(a, d), b2 = convert(b, d);
+  if (op.divides) require_nonzero_divisor(b2, where, op);
+  return op.tensor(a2, b2);
+}
+
+// x (op) s, or s (op) x when `reflected`, for a Python number s.
+Matrix binary(const BinaryOp& op, const Matrix& x, const Number& s, bool reflected, const char* where) {
+  const DType d = compute_dtype(op, result_type(x, s), x.dtype(), result_type(x, s), where);
+  const NumberFn number = reflected ? op.reflected : op.number;
+  if (number && is_floating_point(d)) {
+    // A comparison takes s in the result type (a float16 x against s rounded to float16), as torch.
+    const float v = static_cast<float>(s.f);
+    const DType r = result_type(x, s);
+    return number(convert(x, d), op.compute != Compute::Compare || r == DType::F32 ? v
+                                 : r == DType::F16 ? float_from_f16(f16_from_float(v)) : float_from_bf16(bf16_from_float(v)));
+  }
+  if (&op == &kPow && d == DType::I32 && !reflected && s.i < 0)
+    fail(ErrorKind::InvalidArgument, "{}: integers to negative integer powers are not allowed (as torch): {} ** {}", where,
+         to_string(x.dtype()), text_of(s));
+  const Matrix t = scalar_tensor(s, d, x.engine(), where), x2 = convert(x, d);
+  if (op.divides) require_nonzero_divisor(reflected ? x2 : t, where, op);
+  return reflected ? op.tensor(t, x2) : op.tensor(x2, t);
+}
+
+// torch's alpha of add and sub: other * alpha in the result type of x and
+// other (alpha does not take part in the promotion); an integral result
+// takes an integral alpha (InvalidArgument naming `where`, as torch refuses a
+// float one).
+bool is_one(const Number& alpha) { return alpha.kind != Number::Kind::Float && !alpha.wide && alpha.i == 1; }
+void require_alpha(DType result, const Number& alpha, const char* where) {
+  if (!is_floating_point(result) && alpha.kind == Number::Kind::Float)
+    fail(ErrorKind::InvalidArgument, "{}: for integral input tensors, argument alpha must not be a floating point number (as torch); "
+         "found {}", where, text_of(alpha));
+}
+Matrix scaled(const Matrix& x, const Matrix& other, const Number& alpha, const char* where) {
+  if (is_one(alpha)) return other;
+  const DType d = result_type(x, other);
+  require_alpha(d, alpha, where);
+  return binary(kMul, convert(other, d), alpha, false, where);
+}
+// A number other times alpha, exact (Python's arithmetic).
+Number scaled(const Matrix& x, const Number& s, const Number& alpha, const char* where) {
+  if (is_one(alpha)) return s;
+  require_alpha(result_type(x, s), alpha, where);
+  return *number_of(s.value * alpha.value);
 }
 
 // A NumPy array operand of a binary op with x (x + a, a @ x, x += a, ...) as
 // a tensor on x's engine: in x's dtype when x is floating (as a Python number
 // is taken; oa has no float64), else in oa.tensor's dtype (int32, bool,
-// float32), under the ops' dtype rules.
+// float32), then promoted as a tensor.
 Matrix array_operand(const Matrix& x, const py::array& a, const char* op) {
   return from_array(a, is_floating_point(x.dtype()) ? std::optional(x.dtype()) : std::nullopt, false, x.engine(), op);
 }
 
-// The ndarray overload of a binary operator: fn(x, a) or, `reflected`, fn(a, x)
-// (a + x calls x.__radd__(a)). Bound with py::arg("other").noconvert(), so
-// that only an ndarray matches (not a list, nor a number NumPy would convert).
-template <class Fn>
-auto array_operator(Fn fn, bool reflected, const char* name) {
-  return [fn, reflected, op = fmt::format("oa.Tensor.{}", name)](const Matrix& x, const py::array& other) {
-    const Matrix a = array_operand(x, other, op.c_str());
-    return reflected ? fn(a, x) : fn(x, a);
-  };
-}
-
 // x.<method>(arg) and, where `dunder` is given, the augmented assignment
-// (x += y), for a Tensor and/or a Python number `arg`; both return x itself
-// (the same Python object, so a Parameter stays a Parameter).
+// (x += y), for a Tensor, a Python number or a NumPy array `arg`; both return
+// x itself (the same Python object, so a Parameter stays a Parameter).
 struct InPlaceOp {
   const char* method;
   const char* name;  // the method's, for errors
   const char* dunder;
   const char* dunder_name;  // the augmented assignment's, for errors
   const char* arg;
-  bool alpha;  // the method takes torch's alpha (arg * alpha is applied)
-  TensorFn tensor;
-  // For a number arg: promoted with `tensor` as the operators (an int keeps an
-  // integral x in int32), or, without `tensor` (fill_), given x and the number.
-  NumberFn number;
+  bool alpha;                     // the method takes torch's alpha (arg * alpha is applied)
+  const BinaryOp* op;             // the out-of-place op, promoted as the operators; null: copy_ or fill_
 };
 
-// x's new value from `other` (a Tensor, a Python float or int) under `op`.
-template <class Other>
-Matrix in_place_value(const Matrix& x, const Other& other, const InPlaceOp& op, const char* name, float alpha) {
-  if constexpr (std::is_same_v<Other, Matrix>) return op.tensor(x, scaled(other, alpha));
-  else if (!op.tensor) return op.number(x, static_cast<float>(other));
-  else return promoted(x, other, op.number, op.tensor, name, alpha);
-}
-
 // torch's rule for an in-place op: the result's dtype must cast to x's within
-// its kind or a wider one (bool < int32 < the floating dtypes), so a float
+// its category or a lower one (bool < int32 < the floating dtypes), so a float
 // result never goes into an int32 tensor nor an int32 one into a bool tensor.
 void require_castable(const Matrix& result, const Matrix& x, const char* name) {
-  const auto kind = [](DType d) { return d == DType::Bool ? 0 : d == DType::I32 ? 1 : 2; };
-  if (kind(result.dtype()) > kind(x.dtype()))
-    fail(ErrorKind::InvalidArgument, "{}: the result's dtype {} cannot be cast to the tensor's dtype {} in place (as torch: "
-         "compute out of place, or convert the tensor first)", name, to_string(result.dtype()), to_string(x.dtype()));
+  if (category(result.dtype()) > category(x.dtype()))
+    fail(ErrorKind::InvalidArgument, "{}: result type {} can't be cast to the desired output type {} (as torch: compute out of "
+         "place, or convert the tensor first)", name, to_string(result.dtype()), to_string(x.dtype()));
+}
+
+// `v` as `dtype` everywhere in `shape`: zeros, ones, full and fill_. int32
+// is filled on the host (no op converts float32 to int32): an int, or a
+// float holding an integer, within int32; InvalidArgument naming `op` and the
+// exact value otherwise.
+Matrix filled(const Shape& shape, const Number& v, DType dtype, const std::optional<Engine>& engine, const char* op) {
+  if (dtype != DType::I32) return convert(Matrix::full(shape, static_cast<float>(v.f), engine), dtype);
+  const bool integral = v.kind != Number::Kind::Float || v.f == std::trunc(v.f);
+  const double value = v.kind == Number::Kind::Float ? v.f : static_cast<double>(v.i);
+  if (!integral || v.wide || !(value >= INT32_MIN && value <= INT32_MAX))
+    fail(ErrorKind::InvalidArgument, "{}: value {} is not an int32", op, text_of(v));
+  const std::vector<std::int32_t> values(static_cast<std::size_t>(shape.numel()), static_cast<std::int32_t>(value));
+  return Matrix::from_i32(shape, values, engine);
+}
+
+// x's new value from `other` (a Tensor or a Python number) under `op`.
+Matrix in_place_value(const Matrix& x, const Matrix& other, const InPlaceOp& op, const char* name, const Number& alpha) {
+  if (!op.op) return x.shape() == other.shape() ? other : mx::expand(other, x.shape().to_vector());  // copy_: src broadcast
+  return binary(*op.op, x, scaled(x, other, alpha, name), name);
+}
+Matrix in_place_value(const Matrix& x, const Number& other, const InPlaceOp& op, const char* name, const Number& alpha) {
+  if (!op.op) return filled(x.shape(), other, x.dtype(), x.engine(), name);  // fill_
+  return binary(*op.op, x, scaled(x, other, alpha, name), false, name);
 }
 
 template <class Other>
-py::object apply_in_place(const py::object& self, const Other& other, const InPlaceOp& op, const char* name, float alpha = 1.0f) {
+py::object apply_in_place(const py::object& self, const Other& other, const InPlaceOp& op, const char* name, const Number& alpha) {
   const auto& x = self.cast<const Matrix&>();
   const Matrix* tensor_operand = nullptr;
   if constexpr (std::is_same_v<Other, Matrix>) tensor_operand = &other;
@@ -555,16 +722,14 @@ py::object apply_in_place(const py::object& self, const Other& other, const InPl
   return self;
 }
 
-// `v` in x's shape and dtype: the value of x.fill_(v).
-Matrix refilled(const Matrix& x, float v) { return filled(x.shape(), v, x.dtype(), x.engine(), "oa.Tensor.fill_"); }
-
 const char* const in_place_doc =
     "In place, as torch's: computes the op, casts the result to x's dtype and writes it into x's own storage "
     "(seen by x's views and detach()), bumps x's version (backward through an op that saved x then refuses), and "
-    "returns x itself. With grad mode on, a leaf that requires grad is refused (RuntimeError, as torch) and so are "
-    "values with autograd history: update inside `with oa.no_grad():`, or write x = x + y. A tensor made by x[key], "
-    "transpose, permute, mT, T, expand, split or chunk is a copy in oa, not a view as in torch, so in-place ops on it "
-    "(or on its reshapes) raise oa.FailedPreconditionError instead of silently missing the source: assign into the "
+    "returns x itself. A result of a higher category than x's dtype (a float into int32, an int32 into bool) raises "
+    "oa.InvalidArgumentError, as torch. With grad mode on, a leaf that requires grad is refused (RuntimeError, as torch) "
+    "and so are values with autograd history: update inside `with oa.no_grad():`, or write x = x + y. A tensor made by "
+    "x[key], transpose, permute, mT, T, expand, split or chunk is a copy in oa, not a view as in torch, so in-place ops "
+    "on it (or on its reshapes) raise oa.FailedPreconditionError instead of silently missing the source: assign into the "
     "source instead (x[key] = value).";
 
 // op's method (with alpha where op takes it) and augmented assignment for an `Other` argument.
@@ -573,18 +738,20 @@ void bind_in_place_op(TensorClass& t, const InPlaceOp& op) {
   if (op.alpha) {
     t.def(
         op.method,
-        [&op](const py::object& self, const Other& other, const AlphaOf<Other>& alpha) {
-          return apply_in_place<Other>(self, other, op, op.name, alpha_of(alpha, op.name));
-        },
-        py::arg(op.arg), py::kw_only(), py::arg("alpha") = 1.0f, in_place_doc);
+        [&op](const py::object& self, const Other& other, const Number& alpha) { return apply_in_place<Other>(self, other, op, op.name, alpha); },
+        py::arg(op.arg), py::kw_only(), py::arg("alpha") = 1, in_place_doc);
   } else {
     t.def(
-        op.method, [&op](const py::object& self, const Other& other) { return apply_in_place<Other>(self, other, op, op.name); },
+        op.method,
+        [&op](const py::object& self, const Other& other) { return apply_in_place<Other>(self, other, op, op.name, *number_of(py::int_(1))); },
         py::arg(op.arg), in_place_doc);
   }
   if (op.dunder)
     t.def(
-        op.dunder, [&op](const py::object& self, const Other& other) { return apply_in_place<Other>(self, other, op, op.dunder_name); },
+        op.dunder,
+        [&op](const py::object& self, const Other& other) {
+          return apply_in_place<Other>(self, other, op, op.dunder_name, *number_of(py::int_(1)));
+        },
         py::is_operator());
   // x += a for a NumPy array a (see array_operand), in place as for a tensor.
   if constexpr (std::is_same_v<Other, Matrix>)
@@ -592,35 +759,32 @@ void bind_in_place_op(TensorClass& t, const InPlaceOp& op) {
       t.def(
           op.dunder,
           [&op](const py::object& self, const py::array& other) {
-            return apply_in_place<Matrix>(self, array_operand(self.cast<const Matrix&>(), other, op.dunder_name), op, op.dunder_name);
+            return apply_in_place<Matrix>(self, array_operand(self.cast<const Matrix&>(), other, op.dunder_name), op, op.dunder_name,
+                                          *number_of(py::int_(1)));
           },
           py::is_operator(), py::arg("other").noconvert());
 }
 
 void bind_in_place(TensorClass& t) {
-  // Numbers as the operators take them (promoted; an int32 x stays int32 with
-  // an int; require_castable refuses a float result for it, an int32 one for
-  // a bool x); x / n and x ** n
-  // of an integral x are floats (refused too), x ** int of one Unsupported.
   static const InPlaceOp ops[] = {
-      {"add_", "oa.Tensor.add_", "__iadd__", "+= (oa.Tensor.__iadd__)", "other", true, &mx::add, &plus},
-      {"sub_", "oa.Tensor.sub_", "__isub__", "-= (oa.Tensor.__isub__)", "other", true, &mx::sub, &minus},
-      {"mul_", "oa.Tensor.mul_", "__imul__", "*= (oa.Tensor.__imul__)", "other", false, &mx::mul, &times},
-      {"div_", "oa.Tensor.div_", "__itruediv__", "/= (oa.Tensor.__itruediv__)", "other", false, &mx::div, &over},
-      {"pow_", "oa.Tensor.pow_", "__ipow__", "**= (oa.Tensor.__ipow__)", "exponent", false,
-       [](const Matrix& a, const Matrix& b) { return mx::pow(a, b); }, &power},
-      // src broadcast to x's shape, as torch's copy_.
-      {"copy_", "oa.Tensor.copy_", nullptr, nullptr, "src", false,
-       [](const Matrix& x, const Matrix& src) { return x.shape() == src.shape() ? src : mx::expand(src, x.shape().to_vector()); },
-       nullptr},
-      {"fill_", "oa.Tensor.fill_", nullptr, nullptr, "value", false, nullptr, &refilled},
+      {"add_", "oa.Tensor.add_", "__iadd__", "+= (oa.Tensor.__iadd__)", "other", true, &kAdd},
+      {"sub_", "oa.Tensor.sub_", "__isub__", "-= (oa.Tensor.__isub__)", "other", true, &kSub},
+      {"mul_", "oa.Tensor.mul_", "__imul__", "*= (oa.Tensor.__imul__)", "other", false, &kMul},
+      {"div_", "oa.Tensor.div_", "__itruediv__", "/= (oa.Tensor.__itruediv__)", "other", false, &kDiv},
+      {"pow_", "oa.Tensor.pow_", "__ipow__", "**= (oa.Tensor.__ipow__)", "exponent", false, &kPow},
+      {"floor_divide_", "oa.Tensor.floor_divide_", "__ifloordiv__", "//= (oa.Tensor.__ifloordiv__)", "other", false, &kFloorDivide},
+      {"remainder_", "oa.Tensor.remainder_", "__imod__", "%= (oa.Tensor.__imod__)", "other", false, &kRemainder},
+      {"bitwise_and_", "oa.Tensor.bitwise_and_", "__iand__", "&= (oa.Tensor.__iand__)", "other", false, &kBitwiseAnd},
+      {"bitwise_or_", "oa.Tensor.bitwise_or_", "__ior__", "|= (oa.Tensor.__ior__)", "other", false, &kBitwiseOr},
+      {"bitwise_xor_", "oa.Tensor.bitwise_xor_", "__ixor__", "^= (oa.Tensor.__ixor__)", "other", false, &kBitwiseXor},
+      {"copy_", "oa.Tensor.copy_", nullptr, nullptr, "src", false, nullptr},  // src broadcast to x's shape, as torch's
+      {"fill_", "oa.Tensor.fill_", nullptr, nullptr, "value", false, nullptr},
   };
   for (const InPlaceOp& op : ops) {
-    if (op.tensor) bind_in_place_op<Matrix>(t, op);
-    if (op.number) bind_in_place_op<float>(t, op);
-    if (op.number && op.tensor) bind_in_place_op<std::int64_t>(t, op);
+    if (std::string_view(op.method) != "fill_") bind_in_place_op<Matrix>(t, op);
+    if (std::string_view(op.method) != "copy_") bind_in_place_op<Number>(t, op);
   }
-  t.def("zero_", [](const py::object& self) { return apply_in_place<float>(self, 0.0f, ops[6], "oa.Tensor.zero_"); },
+  t.def("zero_", [](const py::object& self) { return apply_in_place<Number>(self, *number_of(py::int_(0)), ops[11], "oa.Tensor.zero_", *number_of(py::int_(1))); },
         "x.fill_(0): in place, as fill_.");
 }
 
@@ -682,6 +846,17 @@ void bind_tensor(py::module_& m, TensorClass& t) {
     return_types.attr(name) = made;
     *type = made.release();
   }
+  const char* const add_doc =
+      "x + other * alpha (torch.add), other a tensor (broadcast) or a Python number. Operands follow torch's type promotion, "
+      "here and in the operators (+, -, *, /, //, %, **, &, |, ^, ==, <, ..., and +=, -=, ...): bool < int32 < the float "
+      "dtypes, the higher category wins (int32 + float32 gives float32, int32 + bool int32, bool + bool bool, as a logical "
+      "or; bool * bool a logical and), float16 with bfloat16 gives float32, and a 0-d tensor or a Python number counts "
+      "only when of a higher category (a float32 x with a Python int or float stays float32; an int beyond int64 is taken "
+      "as a float there). An int32 or bool x with an int gives int32 (torch: int64; add, sub, mul and pow wrap modulo "
+      "2^32, and an int outside int32 raises oa.InvalidArgumentError naming the op and the value), with a float float32; "
+      "a bool x with a bool stays bool. True division of integers gives float32. With an integral result, alpha must be an "
+      "integer (oa.InvalidArgumentError, as torch). In-place forms refuse a result of a higher category than x's dtype "
+      "(x /= 2 or x += 0.5 on int32: 'result type f32 can't be cast to the desired output type i32').";
   const char* const max_doc =
       "torch.max: x.max() the largest element (its gradient split among ties, as amax); x.max(dim, keepdim=False) "
       "the named tuple oa.return_types.max (values, int32 indices: the first maximum, NaN counting as largest; the "
@@ -827,41 +1002,24 @@ void bind_tensor(py::module_& m, TensorClass& t) {
            py::arg("keepdim") = false)
       .def("norm", norm("oa.Tensor.norm"), py::arg("p") = 2.0f, py::arg("dim") = py::none(), py::arg("keepdim") = false)
       .def("cumsum", &mx::cumsum, py::arg("dim"))
-      .def("__pow__", [](const Matrix& a, const Matrix& b) { return mx::pow(a, b); }, py::is_operator())
       .def("argmax", &argmax, py::arg("dim") = py::none(), py::arg("keepdim") = false,
            "torch.argmax: int32 index of the maximum along dim, or of the flattened tensor without dim.")
-      // Arithmetic: a Tensor or a Python number (the number forms below) on either side.
-      .def("__add__", [](const Matrix& a, const Matrix& b) { return a + b; }, py::is_operator())
-      .def("__sub__", [](const Matrix& a, const Matrix& b) { return a - b; }, py::is_operator())
-      .def("__mul__", [](const Matrix& a, const Matrix& b) { return a * b; }, py::is_operator())
-      .def("__truediv__", [](const Matrix& a, const Matrix& b) { return a / b; }, py::is_operator())
+      // Arithmetic and comparisons with a Tensor, a Python number or a NumPy
+      // array on either side: the operators bound below.
       .def("__matmul__", [](const Matrix& a, const Matrix& b) { return mx::matmul(a, b); }, py::is_operator())
       .def("matmul", &mx::matmul, py::arg("other"), "self @ other (torch.Tensor.matmul); see oa.matmul.")
-      .def("__neg__", [](const Matrix& a) { return -a; })
-      .def("__abs__", [](const Matrix& a) { return mx::abs(a); }, "abs(x): x.abs() (torch.Tensor.__abs__).")
-      .def("add", &add_alpha, py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f,
-           "x + other * alpha (torch.add), other a tensor of x's dtype (broadcast) or a Python number. A number follows "
-           "torch's promotion of Python scalars, here and in the operators (+, -, *, /, **, ==, <, ..., and +=, -=, ...): "
-           "a float16, bfloat16 or float32 x keeps its dtype; an int32 or bool x with an int gives int32 (bool as 1 and "
-           "0; torch gives int64: add, sub and mul wrap modulo 2^32 here, and an int outside int32 raises "
-           "oa.InvalidArgumentError), with a float float32 (torch's default dtype); true division of an int32 or bool x "
-           "gives float32, and a power of one with an int raises oa.UnsupportedError (torch: an integer tensor). With "
-           "an int other and an int32 or bool x, alpha must be an integer (oa.InvalidArgumentError, as torch). In-place "
-           "forms refuse a result of another dtype than x's (x += 0.5 on int32).")
-      .def("add", add_number<float>(false, "oa.Tensor.add"), py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f)
-      .def("add", add_number<std::int64_t>(false, "oa.Tensor.add"), py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f)
-      .def("sub", &sub_alpha, py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f,
-           "x - other * alpha (torch.sub); numbers as add.")
-      .def("sub", add_number<float>(true, "oa.Tensor.sub"), py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f)
-      .def("sub", add_number<std::int64_t>(true, "oa.Tensor.sub"), py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f)
-      // Comparisons give bool tensors (torch.Tensor.__eq__ ...); a Tensor stays
-      // hashable by identity, as torch.Tensor.
-      .def("__eq__", [](const Matrix& a, const Matrix& b) { return mx::eq(a, b); }, py::is_operator())
-      .def("__ne__", [](const Matrix& a, const Matrix& b) { return mx::ne(a, b); }, py::is_operator())
-      .def("__lt__", [](const Matrix& a, const Matrix& b) { return mx::lt(a, b); }, py::is_operator())
-      .def("__le__", [](const Matrix& a, const Matrix& b) { return mx::le(a, b); }, py::is_operator())
-      .def("__gt__", [](const Matrix& a, const Matrix& b) { return mx::gt(a, b); }, py::is_operator())
-      .def("__ge__", [](const Matrix& a, const Matrix& b) { return mx::ge(a, b); }, py::is_operator())
+      .def("__neg__", [](const Matrix& a) { return -a; }, "-x (torch.neg): float, or int32 (wrapping: -(-2**31) is -2**31).")
+      .def("__abs__", [](const Matrix& a) { return mx::abs(a); }, "abs(x): x.abs() (torch.Tensor.__abs__); float or int32.")
+      .def("__invert__", &mx::bitwise_not, "~x (torch.bitwise_not): bitwise not of int32, logical not of bool.")
+      .def("bitwise_not", &mx::bitwise_not, "torch.bitwise_not: bitwise not of int32, logical not of bool.")
+      .def("add", [](const Matrix& x, const Matrix& other, const Number& alpha) { return binary(kAdd, x, scaled(x, other, alpha, "oa.Tensor.add"), "oa.Tensor.add"); },
+           py::arg("other"), py::kw_only(), py::arg("alpha") = 1, add_doc)
+      .def("add", [](const Matrix& x, const Number& other, const Number& alpha) { return binary(kAdd, x, scaled(x, other, alpha, "oa.Tensor.add"), false, "oa.Tensor.add"); },
+           py::arg("other"), py::kw_only(), py::arg("alpha") = 1)
+      .def("sub", [](const Matrix& x, const Matrix& other, const Number& alpha) { return binary(kSub, x, scaled(x, other, alpha, "oa.Tensor.sub"), "oa.Tensor.sub"); },
+           py::arg("other"), py::kw_only(), py::arg("alpha") = 1, "x - other * alpha (torch.sub); promotion as add.")
+      .def("sub", [](const Matrix& x, const Number& other, const Number& alpha) { return binary(kSub, x, scaled(x, other, alpha, "oa.Tensor.sub"), false, "oa.Tensor.sub"); },
+           py::arg("other"), py::kw_only(), py::arg("alpha") = 1)
       .def("__hash__", [](const py::object& self) { return reinterpret_cast<std::intptr_t>(self.ptr()); })
       .def("masked_fill", &mx::masked_fill, py::arg("mask"), py::arg("value"))
       .def("tril", &mx::tril, py::arg("diagonal") = 0)
@@ -873,56 +1031,74 @@ void bind_tensor(py::module_& m, TensorClass& t) {
            },
            py::arg("min") = py::none(), py::arg("max") = py::none());
 
-  // A Python number on either side of the operators (see promoted): a float
-  // and an int overload each.
-  struct NumberOperator {
+  // The binary operators: a Tensor, a Python number or a NumPy array (taken
+  // as a tensor, see array_operand) as the other operand, promoted as torch
+  // (see result_type). A reflected operator (a + x calls x.__radd__(a))
+  // computes other (op) x; Python reflects a comparison a < x as x > a itself.
+  struct Operator {
     const char* name;
-    NumberFn number;
-    TensorFn tensor;
+    const BinaryOp* op;
+    bool reflected;
   };
-  const NumberOperator number_operators[] = {
-      {"__add__", &plus, &mx::add},
-      {"__radd__", &plus, &mx::add},
-      {"__sub__", &minus, &mx::sub},
-      {"__rsub__", [](const Matrix& a, float s) { return mx::affine(a, -1.0f, s); },
-       [](const Matrix& a, const Matrix& s) { return s - a; }},
-      {"__mul__", &times, &mx::mul},
-      {"__rmul__", &times, &mx::mul},
-      {"__truediv__", &over, nullptr},
-      {"__rtruediv__", [](const Matrix& a, float s) { return mx::reciprocal(a) * s; }, nullptr},
-      {"__pow__", &power, &integer_power},
-      {"__rpow__", [](const Matrix& b, float s) { return mx::pow(Matrix::full({}, s, b.engine()), b); }, &integer_power},
-      {"__eq__", [](const Matrix& a, float s) { return mx::eq(a, s); }, &mx::eq},
-      {"__ne__", [](const Matrix& a, float s) { return mx::ne(a, s); }, &mx::ne},
-      {"__lt__", [](const Matrix& a, float s) { return mx::lt(a, s); }, &mx::lt},
-      {"__le__", [](const Matrix& a, float s) { return mx::le(a, s); }, &mx::le},
-      {"__gt__", [](const Matrix& a, float s) { return mx::gt(a, s); }, &mx::gt},
-      {"__ge__", [](const Matrix& a, float s) { return mx::ge(a, s); }, &mx::ge}};
-  for (const NumberOperator& o : number_operators) {
-    const std::string op = fmt::format("oa.Tensor.{}", o.name);
-    t.def(o.name, [o, op](const Matrix& x, float s) { return promoted(x, s, o.number, o.tensor, op.c_str()); }, py::is_operator());
-    t.def(o.name, [o, op](const Matrix& x, std::int64_t s) { return promoted(x, s, o.number, o.tensor, op.c_str()); }, py::is_operator());
+  static const Operator operators[] = {
+      {"__add__", &kAdd, false},          {"__radd__", &kAdd, true},           {"__sub__", &kSub, false},
+      {"__rsub__", &kSub, true},          {"__mul__", &kMul, false},           {"__rmul__", &kMul, true},
+      {"__truediv__", &kDiv, false},      {"__rtruediv__", &kDiv, true},       {"__pow__", &kPow, false},
+      {"__rpow__", &kPow, true},          {"__floordiv__", &kFloorDivide, false}, {"__rfloordiv__", &kFloorDivide, true},
+      {"__mod__", &kRemainder, false},    {"__rmod__", &kRemainder, true},     {"__and__", &kBitwiseAnd, false},
+      {"__rand__", &kBitwiseAnd, true},   {"__or__", &kBitwiseOr, false},      {"__ror__", &kBitwiseOr, true},
+      {"__xor__", &kBitwiseXor, false},   {"__rxor__", &kBitwiseXor, true},    {"__eq__", &kEq, false},
+      {"__ne__", &kNe, false},            {"__lt__", &kLt, false},             {"__le__", &kLe, false},
+      {"__gt__", &kGt, false},            {"__ge__", &kGe, false}};
+  for (const Operator& o : operators) {
+    const std::string where = fmt::format("oa.Tensor.{}", o.name);
+    if (!o.reflected)
+      t.def(o.name, [o, where](const Matrix& a, const Matrix& b) { return binary(*o.op, a, b, where.c_str()); }, py::is_operator());
+    t.def(o.name, [o, where](const Matrix& x, const Number& s) { return binary(*o.op, x, s, o.reflected, where.c_str()); },
+          py::is_operator());
+    t.def(
+        o.name,
+        [o, where](const Matrix& x, const py::array& other) {
+          const Matrix a = array_operand(x, other, where.c_str());
+          return o.reflected ? binary(*o.op, a, x, where.c_str()) : binary(*o.op, x, a, where.c_str());
+        },
+        py::is_operator(), py::arg("other").noconvert());
   }
-
-  // A NumPy array on either side of the binary operators (after the Tensor
-  // and number overloads, so that those are tried first).
-  struct ArrayOperator {
+  t.def("__matmul__", [](const Matrix& x, const py::array& a) { return mx::matmul(x, array_operand(x, a, "oa.Tensor.__matmul__")); },
+        py::is_operator(), py::arg("other").noconvert());
+  t.def("__rmatmul__", [](const Matrix& x, const py::array& a) { return mx::matmul(array_operand(x, a, "oa.Tensor.__rmatmul__"), x); },
+        py::is_operator(), py::arg("other").noconvert());
+  // The methods and functions of the promoted binary ops (oa.floor_divide,
+  // x.remainder(y), ...), with a Tensor or a Python number.
+  struct Function {
     const char* name;
-    const char* reflected;  // nullptr: a comparison (Python reflects a < x as x > a itself)
-    Matrix (*fn)(const Matrix&, const Matrix&);
+    const BinaryOp* op;
+    const char* doc;
   };
-  const ArrayOperator array_operators[] = {
-      {"__add__", "__radd__", &mx::add},       {"__sub__", "__rsub__", &mx::sub},
-      {"__mul__", "__rmul__", &mx::mul},       {"__truediv__", "__rtruediv__", &mx::div},
-      {"__matmul__", "__rmatmul__", &mx::matmul},
-      {"__pow__", "__rpow__", [](const Matrix& a, const Matrix& b) { return mx::pow(a, b); }},
-      {"__eq__", nullptr, &mx::eq},            {"__ne__", nullptr, &mx::ne},
-      {"__lt__", nullptr, &mx::lt},            {"__le__", nullptr, &mx::le},
-      {"__gt__", nullptr, &mx::gt},            {"__ge__", nullptr, &mx::ge}};
-  for (const ArrayOperator& o : array_operators) {
-    t.def(o.name, array_operator(o.fn, false, o.name), py::is_operator(), py::arg("other").noconvert());
-    if (o.reflected) t.def(o.reflected, array_operator(o.fn, true, o.reflected), py::is_operator(), py::arg("other").noconvert());
+  static const Function functions[] = {
+      {"floor_divide", &kFloorDivide,
+       "torch.floor_divide (x // y): floor(x / y). Floats as torch (a zero divisor gives +-inf or NaN); int32 exact, an integer "
+       "division by zero raises ZeroDivisionError (an int32 divisor tensor is read back to look: a synchronization). No gradient."},
+      {"remainder", &kRemainder,
+       "torch.remainder (x % y): x - y * floor(x / y), with the divisor's sign. Floats (a zero divisor gives NaN; "
+       "differentiable, as torch) or int32 (exact; an integer division by zero raises ZeroDivisionError)."},
+      {"bitwise_and", &kBitwiseAnd, "torch.bitwise_and (x & y): int32 or bool (logical) operands."},
+      {"bitwise_or", &kBitwiseOr, "torch.bitwise_or (x | y): int32 or bool (logical) operands."},
+      {"bitwise_xor", &kBitwiseXor, "torch.bitwise_xor (x ^ y): int32 or bool (logical) operands."},
+      {"pow", &kPow,
+       "torch.pow (x ** y): floats as float32 pow; an int32 (or bool) tensor with an int exponent stays int32 (wrapping, as "
+       "torch's integer pow; a negative int exponent raises, as torch's)."}};
+  for (const Function& f : functions) {
+    const std::string method = fmt::format("oa.Tensor.{}", f.name), function = fmt::format("oa.{}", f.name);
+    const char* arg = f.op == &kPow ? "exponent" : "other";
+    t.def(f.name, [f, method](const Matrix& x, const Matrix& y) { return binary(*f.op, x, y, method.c_str()); }, py::arg(arg), f.doc);
+    t.def(f.name, [f, method](const Matrix& x, const Number& y) { return binary(*f.op, x, y, false, method.c_str()); }, py::arg(arg));
+    m.def(f.name, [f, function](const Matrix& x, const Matrix& y) { return binary(*f.op, x, y, function.c_str()); }, py::arg("input"),
+          py::arg(arg), f.doc);
+    m.def(f.name, [f, function](const Matrix& x, const Number& y) { return binary(*f.op, x, y, false, function.c_str()); },
+          py::arg("input"), py::arg(arg));
   }
+  m.def("bitwise_not", &mx::bitwise_not, py::arg("input"), "torch.bitwise_not (~x): bitwise not of int32, logical not of bool.");
 
   bind_in_place(t);
 
@@ -952,19 +1128,15 @@ void bind_tensor(py::module_& m, TensorClass& t) {
   m.def("tril", &mx::tril, py::arg("input"), py::arg("diagonal") = 0);
   m.def("triu", &mx::triu, py::arg("input"), py::arg("diagonal") = 0);
   m.def("minimum", &mx::minimum, py::arg("input"), py::arg("other"));
-  m.def("add", &add_alpha, py::arg("input"), py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f,
-        "input + other * alpha (torch.add); a Python number other is promoted as torch does (see oa.Tensor.add).");
-  m.def("add", add_number<float>(false, "oa.add"), py::arg("input"), py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f);
-  m.def("add", add_number<std::int64_t>(false, "oa.add"), py::arg("input"), py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f);
-  m.def("sub", &sub_alpha, py::arg("input"), py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f,
-        "input - other * alpha (torch.sub); numbers as oa.add.");
-  m.def("sub", add_number<float>(true, "oa.sub"), py::arg("input"), py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f);
-  m.def("sub", add_number<std::int64_t>(true, "oa.sub"), py::arg("input"), py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0f);
-  m.def("pow", [](const Matrix& a, const Matrix& b) { return mx::pow(a, b); }, py::arg("input"), py::arg("exponent"));
-  m.def("pow", [](const Matrix& a, float e) { return promoted(a, e, &power, &integer_power, "oa.pow"); }, py::arg("input"),
-        py::arg("exponent"));
-  m.def("pow", [](const Matrix& a, std::int64_t e) { return promoted(a, e, &power, &integer_power, "oa.pow"); }, py::arg("input"),
-        py::arg("exponent"));
+  m.def("add", [](const Matrix& x, const Matrix& other, const Number& alpha) { return binary(kAdd, x, scaled(x, other, alpha, "oa.add"), "oa.add"); },
+        py::arg("input"), py::arg("other"), py::kw_only(), py::arg("alpha") = 1,
+        "input + other * alpha (torch.add); promotion as oa.Tensor.add.");
+  m.def("add", [](const Matrix& x, const Number& other, const Number& alpha) { return binary(kAdd, x, scaled(x, other, alpha, "oa.add"), false, "oa.add"); },
+        py::arg("input"), py::arg("other"), py::kw_only(), py::arg("alpha") = 1);
+  m.def("sub", [](const Matrix& x, const Matrix& other, const Number& alpha) { return binary(kSub, x, scaled(x, other, alpha, "oa.sub"), "oa.sub"); },
+        py::arg("input"), py::arg("other"), py::kw_only(), py::arg("alpha") = 1, "input - other * alpha (torch.sub); promotion as oa.add.");
+  m.def("sub", [](const Matrix& x, const Number& other, const Number& alpha) { return binary(kSub, x, scaled(x, other, alpha, "oa.sub"), false, "oa.sub"); },
+        py::arg("input"), py::arg("other"), py::kw_only(), py::arg("alpha") = 1);
   m.def("cumsum", &mx::cumsum, py::arg("input"), py::arg("dim"));
   m.def("argmax", &argmax, py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false,
         "torch.argmax: int32 index of the maximum along dim, or of the flattened tensor without dim.");
@@ -1006,20 +1178,20 @@ void bind_tensor(py::module_& m, TensorClass& t) {
   m.def(
       "zeros",
       [](const py::args& size, Opt dtype, bool requires_grad, const OptEngine& engine) {
-        return finish(filled(Shape(size_of_args(size)), 0.0f, dtype.value_or(DType::F32), engine, "oa.zeros"), {},
+        return finish(filled(Shape(size_of_args(size)), *number_of(py::int_(0)), dtype.value_or(DType::F32), engine, "oa.zeros"), {},
                       requires_grad);
       },
       py::arg("dtype") = py::none(), py::arg("requires_grad") = false, py::arg("engine") = py::none());
   m.def(
       "ones",
       [](const py::args& size, Opt dtype, bool requires_grad, const OptEngine& engine) {
-        return finish(filled(Shape(size_of_args(size)), 1.0f, dtype.value_or(DType::F32), engine, "oa.ones"), {},
+        return finish(filled(Shape(size_of_args(size)), *number_of(py::int_(1)), dtype.value_or(DType::F32), engine, "oa.ones"), {},
                       requires_grad);
       },
       py::arg("dtype") = py::none(), py::arg("requires_grad") = false, py::arg("engine") = py::none());
   m.def(
       "full",
-      [](const std::vector<std::int64_t>& size, float fill_value, Opt dtype, bool requires_grad,
+      [](const std::vector<std::int64_t>& size, const Number& fill_value, Opt dtype, bool requires_grad,
          const OptEngine& engine) {
         return finish(filled(Shape(size), fill_value, dtype.value_or(DType::F32), engine, "oa.full"), {}, requires_grad);
       },

@@ -682,14 +682,13 @@ def test_python_numbers_promote_as_torch():
     np.testing.assert_array_equal(u.numpy(), _int32((w + 3) * 2 - 1))
     u.add_(1, alpha=2)
     np.testing.assert_array_equal(u.numpy(), _int32((w + 3) * 2 + 1))
-    with pytest.raises(oa.InvalidArgumentError, match="dtype f32 cannot be cast to the tensor.s dtype i32"):
+    with pytest.raises(oa.InvalidArgumentError, match="result type f32 can't be cast to the desired output type i32"):
         u += 0.5
-    with pytest.raises(oa.InvalidArgumentError, match=r"oa.Tensor.__add__: 1099511627776 is outside int32"):
+    with pytest.raises(oa.InvalidArgumentError, match=r"oa.Tensor.__add__: the Python int 1099511627776 is outside int32"):
         t + 2**40
-    with pytest.raises(oa.InvalidArgumentError, match=r"oa.Tensor.add: alpha 0.5 must be an integer for a i32 tensor"):
+    with pytest.raises(oa.InvalidArgumentError, match=r"oa.Tensor.add: for integral input tensors, argument alpha must not be a floating point number"):
         t.add(1, alpha=0.5)
-    with pytest.raises(oa.UnsupportedError, match="pow: a power of a i32 tensor"):
-        t ** 2
+    assert (t ** 2).dtype == oa.int32  # torch's integer pow (test_promotion.py)
     assert (t ** 0.5).dtype == oa.float32 and (2.0 ** t).dtype == oa.float32
 
 
@@ -699,11 +698,11 @@ def test_in_place_ops_keep_the_tensor_dtype_as_torch():
     t *= 2
     assert t.dtype == oa.int32 and t.numpy().tolist() == [4, 6, 8]
     for update in (lambda: t.__iadd__(1.5), lambda: t.__imul__(2.5), lambda: t.add_(0.5)):
-        with pytest.raises(oa.InvalidArgumentError, match="cannot be cast to the tensor's dtype i32"):
+        with pytest.raises(oa.InvalidArgumentError, match="can't be cast to the desired output type i32"):
             update()
     assert t.numpy().tolist() == [4, 6, 8]
     b = oa.tensor(np.array([True, False]))
-    with pytest.raises(oa.InvalidArgumentError, match="cannot be cast to the tensor's dtype bool"):
+    with pytest.raises(oa.InvalidArgumentError, match="result type i32 can't be cast to the desired output type bool"):
         b += 1
     assert b.numpy().tolist() == [True, False]
     h = oa.tensor(np.array([1.0, 2.0], dtype=np.float32)).to(oa.float16)

@@ -40,6 +40,10 @@ uint oa_word_of(vec2 v, bool both, uint dtype) {
   return dtype == 0u ? floatBitsToUint(v.x) : oa_narrow(v.x, dtype) | (both ? oa_narrow(v.y, dtype) << 16 : 0u);
 }
 
+// The bytes of bool word w (four elements, from 4w) that hold one of the n
+// elements: 0xff each, 0 past n.
+uint oa_bool_word_mask(uint w, uint n) { return n - 4u * w >= 4u ? 0xffffffffu : (1u << (8u * (n - 4u * w))) - 1u; }
+
 // Element i (dtype code `dtype`) of the word array `words`, as a float.
 #define OA_LOAD_ANY(words, i, dtype) \
   ((dtype) == 0u ? uintBitsToFloat(words[i]) : oa_half_at(words[(i) >> 1], (i), (dtype)))

@@ -67,4 +67,71 @@ float oa_pow(float a, float b) {
   if (b != floor(b)) return uintBitsToFloat(0x7fc00000u);
   return mod(b, 2.0) == 1.0 ? -m : m;
 }
+
+// The quotient of u / v truncated toward zero and its remainder u - v q
+// (C's fmod), q corrected by one where the rounded division u / v lands
+// across an integer: exact while q and v q are exact in f32 (|q| < 2^24).
+// v = 0 or an infinite u gives NaN for the remainder (q is then inf or NaN).
+vec2 oa_trunc_divide(float u, float v) {
+  float q = trunc(u / v), m = fma(-v, q, u);
+  const float s = sign(u) * sign(v);
+  if (abs(m) >= abs(v)) {
+    q += s;
+    m = fma(-v, q, u);
+  }
+  if (m != 0.0 && (m < 0.0) != (u < 0.0)) {
+    q -= s;
+    m = fma(-v, q, u);
+  }
+  return vec2(q, m);
+}
+
+// torch.floor_divide and torch.remainder of floats (ATen's div_floor_floating
+// and remainder): floor(u / v) from the truncated quotient, and u - v floor(u / v)
+// with the divisor's sign (a zero remainder +-0 as the divisor). v = 0 gives
+// u / v (+-inf, NaN for 0 / 0) and a NaN remainder, as IEEE 754.
+float oa_floor_divide(float u, float v) {
+  if (v == 0.0) return u / v;
+  const vec2 qm = oa_trunc_divide(u, v);
+  float d = qm.x;
+  if (qm.y != 0.0 && (v < 0.0) != (qm.y < 0.0)) d -= 1.0;
+  if (d == 0.0) return uintBitsToFloat(floatBitsToUint(u / v) & 0x80000000u);  // +-0 with the quotient's sign
+  return d;
+}
+
+float oa_remainder(float u, float v) {
+  const float m = oa_trunc_divide(u, v).y;
+  if (m == 0.0) return uintBitsToFloat(floatBitsToUint(v) & 0x80000000u);  // +-0 with the divisor's sign
+  return (v < 0.0) != (m < 0.0) ? m + v : m;
+}
+
+// torch's integer floor division and remainder (int32, wrapping: INT32_MIN
+// // -1 is INT32_MIN), in unsigned arithmetic, where GLSL defines / and % for
+// every operand; a zero divisor gives 0 for both (the caller checks: torch's
+// CPU kernels raise ZeroDivisionError).
+int oa_floor_divide_int(int u, int v) {
+  if (v == 0) return 0;
+  const uint au = u < 0 ? 0u - uint(u) : uint(u), av = v < 0 ? 0u - uint(v) : uint(v), q = au / av;
+  if ((u < 0) == (v < 0)) return int(q);
+  return int(0u - (au % av != 0u ? q + 1u : q));
+}
+
+int oa_remainder_int(int u, int v) {
+  if (v == 0) return 0;
+  const uint au = u < 0 ? 0u - uint(u) : uint(u), av = v < 0 ? 0u - uint(v) : uint(v), r = au % av;
+  if (r == 0u) return 0;
+  return (u < 0) == (v < 0) ? int(u < 0 ? 0u - r : r) : int(u < 0 ? av - r : r - av);
+}
+
+// u^v in int32 arithmetic (wrapping, by squaring), as torch's integer pow: a
+// negative v gives 1 for u = 1, +-1 for u = -1 and 0 otherwise.
+int oa_pow_int(int u, int v) {
+  if (v < 0) return u == 1 ? 1 : u == -1 ? ((v & 1) != 0 ? -1 : 1) : 0;
+  uint r = 1u, b = uint(u);
+  for (uint e = uint(v); e != 0u; e >>= 1) {
+    if ((e & 1u) != 0u) r *= b;
+    b *= b;
+  }
+  return int(r);
+}
 #endif

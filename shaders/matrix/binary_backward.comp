@@ -3,9 +3,10 @@
 // the output's shape; a broadcast operand's gradient is then summed back to
 // its shape by the caller. OP and MODE number as in matrix/binary.comp (MODE
 // 1: b is broadcast, 2: a is broadcast, indexed by (g / inner) % C). OP: 2 mul,
-// 3 div, 4 maximum, 5 minimum, 6 pow; ties of maximum/minimum split the gradient
+// 3 div, 4 maximum, 5 minimum, 6 pow, 8 remainder; ties of maximum/minimum split the gradient
 // evenly, as torch.maximum / torch.minimum do. pow as torch.pow: d/da =
-// b a^(b-1) (0 where b is 0), d/db = a^b log(a) (0 where a is 0 and b >= 0).
+// b a^(b-1) (0 where b is 0), d/db = a^b log(a) (0 where a is 0 and b >= 0);
+// remainder as torch.remainder: d/da = 1, d/db = -floor_divide(a, b).
 // DT: the dtype of gy, a, b and the gradient (bound as y / y4), words and grid
 // as in matrix/elementwise_quads.glsl.
 #extension GL_GOOGLE_include_directive : require
@@ -40,6 +41,7 @@ float grad(float g, float u, float v) {
     case Pow:
       if (WHICH == 0u) return v == 0.0 ? 0.0 : g * v * oa_pow(u, v - 1.0);
       return u == 0.0 && v >= 0.0 ? 0.0 : g * oa_pow(u, v) * log(u);
+    case Remainder: return WHICH == 0u ? g : -g * oa_floor_divide(u, v);
   }
   return g;
 }

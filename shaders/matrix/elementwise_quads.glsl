@@ -1,7 +1,7 @@
 // The grid of the same-layout elementwise kernels (matrix/unary.comp,
 // unary_backward.comp, binary.comp, binary_backward.comp, accumulate.comp). The output holds
 // pc.n elements of DT as 32-bit words (an f32 or i32 word holds one element, a
-// 16-bit word two: n or ceil(n / 2) words), visited as uvec4 quads of 4 words:
+// 16-bit word two, a bool word four: n, ceil(n / 2) or ceil(n / 4) words), visited as uvec4 quads of 4 words:
 // invocation t of workgroup g handles quads q = g * 256 * QUADS + t + 256 k
 // (k < QUADS) and loads all of them before it computes any, so QUADS 128-bit
 // loads per input are in flight. The quad after the last whole one
@@ -21,7 +21,7 @@ layout(local_size_x = 256) in;
 const uint QUADS = 4u;
 
 void main() {
-  const uint words = DT == 0u || DT == 3u ? pc.n : (pc.n + 1u) / 2u, quads = words / 4u;
+  const uint words = DT == 0u || DT == 3u ? pc.n : DT == 4u ? (pc.n + 3u) / 4u : (pc.n + 1u) / 2u, quads = words / 4u;
   const uint q0 = OA_GROUP_ID.x * (256u * QUADS) + gl_LocalInvocationID.x;
   uvec4 in0[QUADS], in1[QUADS], in2[QUADS];
   [[unroll]] for (uint k = 0u; k < QUADS; ++k) {

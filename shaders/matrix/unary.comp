@@ -2,7 +2,9 @@
 // y = f(x) elementwise; OP selects f. Parameters a, b: clamp bounds, the
 // affine y = a * x + b, leaky_relu's negative slope, elu's alpha or pow's
 // exponent (a). DT: the dtype of x and y (0 f32, 1 f16, 2 bf16; arithmetic
-// in f32, the result rounded once), words and grid as in
+// in f32, the result rounded once; 3 i32 for neg and abs, wrapping as int32:
+// -INT32_MIN and abs(INT32_MIN) are INT32_MIN, and bitwise_not; 4 bool for
+// bitwise_not, the logical not), words and grid as in
 // matrix/elementwise_quads.glsl.
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
@@ -57,7 +59,17 @@ float f(float v) {
 uvec4 input_quad(uint k, uint q) { return k == 0u ? x4[q] : uvec4(0u); }
 uint input_word(uint k, uint w) { return k == 0u ? x[w] : 0u; }
 
+uint int_result(uint u) {
+  switch (OP) {
+    case Neg: return 0u - u;
+    case Abs: return int(u) < 0 ? 0u - u : u;
+  }
+  return ~u;  // BitwiseNot
+}
+
 uint result(uint w, uvec3 words) {
+  if (DT == 3u) return int_result(words.x);
+  if (DT == 4u) return (words.x ^ 0x01010101u) & oa_bool_word_mask(w, pc.n);  // BitwiseNot of 0/1 bytes
   const uint i = w * (DT == 0u ? 1u : 2u);
   const vec2 v = oa_word_values(words.x, DT);
   return oa_word_of(vec2(f(v.x), f(v.y)), i + 1u < pc.n, DT);

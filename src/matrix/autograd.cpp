@@ -8,6 +8,7 @@
 
 #include "matrix/op_def.hpp"
 #include "oa/matrix/autocast.hpp"
+#include "oa/matrix/cast.hpp"
 #include "oa/matrix/elementwise.hpp"
 
 namespace oa::autograd {
@@ -376,7 +377,10 @@ namespace oa {
 using autograd::meta_of;
 
 const Matrix& set_requires_grad(const Matrix& m, bool value) {
-  detail::require_f32(m, "oa::set_requires_grad", "m");
+  detail::require_defined(m, "oa::set_requires_grad", "m");
+  if (!is_floating_point(m.dtype()))
+    fail(ErrorKind::InvalidArgument, "oa::set_requires_grad: only a floating-point m (f32, f16, bf16) can require gradients; found {} {}",
+         to_string(m.dtype()), m.shape());
   AutogradMeta& a = autograd::ensure_meta(m);
   if (a.grad_fn) {
     if (!value)
@@ -391,24 +395,37 @@ const Matrix& set_requires_grad(const Matrix& m, bool value) {
 
 bool requires_grad(const Matrix& m) { return autograd::wants_grad(m); }
 
+namespace {
+
+// A defined f32, f16 or bf16 `m`, else InvalidArgument naming oa::backward and `arg`.
+void require_floating(const Matrix& m, const char* arg) {
+  detail::require_defined(m, "oa::backward", arg);
+  if (!is_floating_point(m.dtype()))
+    fail(ErrorKind::InvalidArgument, "oa::backward: {} must be f32, f16 or bf16; found {} {}", arg, to_string(m.dtype()), m.shape());
+}
+
+}  // namespace
+
 void backward(const Matrix& loss, bool retain_graph) {
-  detail::require_f32(loss, "oa::backward", "loss");
+  require_floating(loss, "loss");
   if (loss.numel() != 1)
     fail(ErrorKind::InvalidArgument,
          "oa::backward: loss {} has {} elements; a non-scalar output needs an explicit output_gradient", loss.shape(),
          loss.numel());
   autograd::require_history(loss, "oa::backward");
-  autograd::run_backward(loss, Matrix::ones(loss.shape(), loss.engine()), Matrix(), retain_graph, "oa::backward");
+  const Matrix seed = matrix::cast(Matrix::ones(loss.shape(), loss.engine()), loss.dtype());
+  autograd::run_backward(loss, seed, Matrix(), retain_graph, "oa::backward");
 }
 
 void backward(const Matrix& output, const Matrix& output_gradient, bool retain_graph) {
-  detail::require_f32(output, "oa::backward", "output");
-  detail::require_f32(output_gradient, "oa::backward", "output_gradient");
+  require_floating(output, "output");
+  require_floating(output_gradient, "output_gradient");
   detail::require_same_engine(output, output_gradient, "oa::backward");
   if (!(output.shape() == output_gradient.shape()))
     fail(ErrorKind::InvalidArgument, "oa::backward: output_gradient {} does not match output {}", output_gradient.shape(),
          output.shape());
-  autograd::run_backward(output, output_gradient, output_gradient, retain_graph, "oa::backward");
+  NoGradGuard no_grad;  // the seed's cast to output's dtype is not part of the graph
+  autograd::run_backward(output, matrix::cast(output_gradient, output.dtype()), output_gradient, retain_graph, "oa::backward");
 }
 
 Matrix grad(const Matrix& leaf) {

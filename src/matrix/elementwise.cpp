@@ -76,7 +76,7 @@ std::pair<float, float> unary_parameters(const AffineAttributes& c) { return {c.
 
 // Appends out = kernel(x [, s]) over flat element chunks of x: the forward
 // (matrix/unary) or backward (matrix/unary_backward, reading gy and saved s),
-// all in x's dtype (f32, f16 or bf16).
+// all in x's dtype (unary_dtypes).
 void unary_dispatches(std::string_view kernel, UnaryCode code, const Matrix& x, const Matrix* saved, const Matrix& y,
                       std::pair<float, float> parameters, std::vector<ComputeDispatch>& ds) {
   for (auto c : detail::element_chunks(x.engine(), x.numel())) {
@@ -107,20 +107,31 @@ Matrix unary_gradient(const BackwardCall<A>& c, UnaryCode code, const Matrix& gy
 // (then gy stands in for the saved binding).
 enum class Reads { Nothing, Input, Output };
 
-// A unary op y = f(x) of matrix/unary.comp, x and y f32, f16 or bf16 (f32
-// arithmetic); `check` validates its attributes.
+// The dtypes of unary op `code` (matrix/unary.comp): f32, f16 and bf16 (f32
+// arithmetic), and i32 too for neg and abs (int32 arithmetic); bitwise_not
+// takes i32 and bool alone.
+std::vector<DType> unary_dtypes(UnaryCode code) {
+  if (code == BitwiseNot) return {DType::I32, DType::Bool};
+  if (code == Neg || code == Abs) return {DType::F32, DType::F16, DType::BF16, DType::I32};
+  return {DType::F32, DType::F16, DType::BF16};
+}
+
+// A unary op y = f(x) of matrix/unary.comp, x and y of one of
+// unary_dtypes(code); `check` validates its attributes.
 template <class A = NoAttributes>
 Op<A> unary_op(const char* name, UnaryCode code, Reads reads, std::function<void(const OpCall<A>&)> check = {}) {
   const detail::Lowering<A> lowering = [code](const OpCall<A>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
     unary_dispatches(kernels::matrix_unary, code, c.inputs[0], nullptr, out[0], unary_parameters(c.attributes), ds);
   };
+  std::vector<std::pair<DType, detail::Lowering<A>>> lowerings;
+  for (DType d : unary_dtypes(code)) lowerings.emplace_back(d, lowering);
   return Op<A>({.name = name,
                 .inputs = {"x"},
                 .infer = [check](const OpCall<A>& c) {
                   if (check) check(c);
                   return std::vector<OutputSpec>{{c.inputs[0].shape(), c.inputs[0].dtype()}};
                 },
-                .lower = {{DType::F32, lowering}, {DType::F16, lowering}, {DType::BF16, lowering}},
+                .lower = std::move(lowerings),
                 .saves = [reads](const OpCall<A>&, const std::vector<bool>&) {
                   return reads == Reads::Input ? Saves{{true}, {}} : reads == Reads::Output ? Saves{{}, {true}} : Saves{};
                 },
@@ -136,7 +147,9 @@ Op<A> unary_op(const char* name, UnaryCode code, Reads reads, std::function<void
 // its code in the kernels (shaders/common/elementwise_codes.h) and, for the
 // unary ops without attributes, what its backward reads. Each list expands
 // into the ops' OpDefs here and their functions' definitions below.
-#define OA_BINARY_OPS(X) X(add, Add) X(sub, Sub) X(mul, Mul) X(div, Div) X(maximum, Max) X(minimum, Min)
+#define OA_BINARY_OPS(X)                                                                                                          \
+  X(add, Add) X(sub, Sub) X(mul, Mul) X(div, Div) X(maximum, Max) X(minimum, Min) X(floor_divide, FloorDivide) X(remainder, Remainder) \
+  X(bitwise_and, BitwiseAnd) X(bitwise_or, BitwiseOr) X(bitwise_xor, BitwiseXor)
 #define OA_COMPARISONS(X) X(eq, Eq) X(ne, Ne) X(lt, Lt) X(le, Le) X(gt, Gt) X(ge, Ge)
 #define OA_UNARY_OPS(X)             \
   X(neg, Neg, Nothing)              \
@@ -164,7 +177,8 @@ Op<A> unary_op(const char* name, UnaryCode code, Reads reads, std::function<void
   X(sign, Sign, Nothing)            \
   X(floor, Floor, Nothing)          \
   X(ceil, Ceil, Nothing)            \
-  X(round, Round, Nothing)
+  X(round, Round, Nothing)          \
+  X(bitwise_not, BitwiseNot, Nothing)
 #define OA_UNARY_OP(name, code, reads) const auto k_##name = unary_op("oa::matrix::" #name, code, Reads::reads);
 OA_UNARY_OPS(OA_UNARY_OP)
 #undef OA_UNARY_OP
@@ -262,10 +276,23 @@ std::vector<Matrix> binary_backward(BinaryCode code, const BackwardCall<A>& c) {
   return g;
 }
 
+// The dtypes of binary op `code` (matrix/binary.comp; both operands and the
+// result of one): f32, f16 and bf16 (f32 arithmetic) but for the bitwise ops;
+// i32 (int32 arithmetic) but for div; bool for add, mul, maximum and minimum
+// (logical or, and, or, and) and the bitwise ops.
+std::vector<DType> binary_dtypes(BinaryCode code) {
+  const bool bitwise = code == BitwiseAnd || code == BitwiseOr || code == BitwiseXor;
+  std::vector<DType> dtypes;
+  if (!bitwise) dtypes = {DType::F32, DType::F16, DType::BF16};
+  if (code != Div) dtypes.push_back(DType::I32);
+  if (bitwise || code == Add || code == Mul || code == Max || code == Min) dtypes.push_back(DType::Bool);
+  return dtypes;
+}
+
 // A binary op z = f(a, b) of matrix/binary.comp, broadcasting as documented
-// in oa/matrix/elementwise.hpp; a, b and z of one dtype, f32, f16 or bf16
-// (f32 arithmetic) or, but for div, i32 (int32 arithmetic; never
-// differentiable, as an i32 operand cannot require a gradient).
+// in oa/matrix/elementwise.hpp, a, b and z of one of binary_dtypes(code).
+// Differentiable for the float dtypes but floor_divide (piecewise constant,
+// no gradient; the bitwise ops take no float).
 Op<NoAttributes> binary_op(const char* name, BinaryCode code) {
   const detail::Lowering<NoAttributes> lowering = [code](const OpCall<NoAttributes>& c, const std::vector<Matrix>& out,
                                                          std::vector<ComputeDispatch>& ds) {
@@ -273,25 +300,25 @@ Op<NoAttributes> binary_op(const char* name, BinaryCode code) {
     const Broadcast bc = resolve_broadcast(a.shape(), b.shape(), c.name);
     binary_dispatches(kernels::matrix_binary, {code, bc.mode}, nullptr, a, b, out[0], bc, c.name, ds);
   };
-  std::vector<std::pair<DType, detail::Lowering<NoAttributes>>> lowerings{
-      {DType::F32, lowering}, {DType::F16, lowering}, {DType::BF16, lowering}};
-  if (code != Div) lowerings.emplace_back(DType::I32, lowering);
-  return Op<NoAttributes>(
-      {.name = name,
-       .inputs = {"a", "b"},
-       .infer = [](const OpCall<NoAttributes>& c) {
-         detail::require_same_dtype(c.inputs[0], "a", c.inputs[1], "b", c.name);
-         return std::vector<OutputSpec>{{resolve_broadcast(c.inputs[0].shape(), c.inputs[1].shape(), c.name).out, c.inputs[0].dtype()}};
-       },
-       .lower = std::move(lowerings),
-       // Add and sub read nothing; mul's ga reads b and gb reads a; div's ga
-       // reads b and gb both; maximum and minimum both.
-       .saves = [code](const OpCall<NoAttributes>&, const std::vector<bool>& needs) {
-         const bool save_a = code == Max || code == Min || ((code == Mul || code == Div) && needs[1]);
-         const bool save_b = code == Max || code == Min || code == Div || (code == Mul && needs[0]);
-         return Saves{{save_a, save_b}, {}};
-       },
-       .backward = [code](const BackwardCall<NoAttributes>& c) { return binary_backward(code, c); }});
+  std::vector<std::pair<DType, detail::Lowering<NoAttributes>>> lowerings;
+  for (DType d : binary_dtypes(code)) lowerings.emplace_back(d, lowering);
+  detail::OpDef<NoAttributes> def{
+      .name = name,
+      .inputs = {"a", "b"},
+      .infer = [](const OpCall<NoAttributes>& c) {
+        detail::require_same_dtype(c.inputs[0], "a", c.inputs[1], "b", c.name);
+        return std::vector<OutputSpec>{{resolve_broadcast(c.inputs[0].shape(), c.inputs[1].shape(), c.name).out, c.inputs[0].dtype()}};
+      },
+      .lower = std::move(lowerings),
+      // Add and sub read nothing; mul's ga reads b and gb reads a; div's ga
+      // reads b and gb both; maximum and minimum both; remainder's gb both.
+      .saves = [code](const OpCall<NoAttributes>&, const std::vector<bool>& needs) {
+        const bool save_a = code == Max || code == Min || ((code == Mul || code == Div || code == Remainder) && needs[1]);
+        const bool save_b = code == Max || code == Min || code == Div || (code == Mul && needs[0]) || (code == Remainder && needs[1]);
+        return Saves{{save_a, save_b}, {}};
+      }};
+  if (code != FloorDivide) def.backward = [code](const BackwardCall<NoAttributes>& c) { return binary_backward(code, c); };
+  return Op<NoAttributes>(std::move(def));
 }
 
 #define OA_BINARY_OP(name, code) const auto k_##name = binary_op("oa::matrix::" #name, code);
@@ -316,11 +343,16 @@ const Op<ExponentAttributes> kPow{
      .inputs = {"a", {"b", true}},
      .infer = [](const OpCall<ExponentAttributes>& c) {
        const Matrix &a = c.inputs[0], &b = c.inputs[1];
-       if (!b.defined()) return std::vector<OutputSpec>{{a.shape()}};
-       detail::require_f32(b, c.name, "b");
-       return std::vector<OutputSpec>{{resolve_broadcast(a.shape(), b.shape(), c.name).out}};
+       if (!b.defined()) {
+         if (a.dtype() != DType::F32)
+           fail(ErrorKind::InvalidArgument, "{}: a host exponent takes an f32 a; found {} {} (give an i32 exponent as a Matrix)", c.name,
+                to_string(a.dtype()), a.shape());
+         return std::vector<OutputSpec>{{a.shape()}};
+       }
+       detail::require_same_dtype(a, "a", b, "b", c.name);
+       return std::vector<OutputSpec>{{resolve_broadcast(a.shape(), b.shape(), c.name).out, a.dtype()}};
      },
-     .lower = {{DType::F32, kPowLowering}},
+     .lower = {{DType::F32, kPowLowering}, {DType::I32, kPowLowering}},
      .saves = [](const OpCall<ExponentAttributes>& c, const std::vector<bool>&) { return Saves{{true, c.inputs[1].defined()}, {}}; },
      .backward = [](const BackwardCall<ExponentAttributes>& c) {
        if (c.inputs[1].defined()) return binary_backward(Pow, c);

@@ -30,9 +30,9 @@ inline std::uint64_t groups_for(std::int64_t items, std::int64_t per_group) { re
 
 // Workgroups of the same-layout elementwise kernels (matrix/elementwise_quads.glsl)
 // for `count` elements of dtype d: 4 quads of 4 words an invocation, 256
-// invocations a group (a 16-bit word holds two elements).
+// invocations a group (a 16-bit word holds two elements, a bool word four).
 inline std::uint64_t elementwise_groups(DType d, std::int64_t count) {
-  return groups_for(size_of(d) == 2 ? (count + 1) / 2 : count, 4096);
+  return groups_for(size_of(d) == 2 ? (count + 1) / 2 : size_of(d) == 1 ? (count + 3) / 4 : count, 4096);
 }
 
 // Pieces of a flat element range such that each piece's binding stays within

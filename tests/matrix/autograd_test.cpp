@@ -327,6 +327,27 @@ TEST(AutogradTape, BackwardArgumentErrors) {
   EXPECT_FALSE(oa::requires_grad(leaf));
 }
 
+// A 16-bit leaf requires grad and gets its gradient in its dtype; backward
+// starts from a 16-bit loss (seeded with 1 of its dtype) or an output with an
+// f32 output_gradient (cast to the output's dtype, as torch's engine does).
+TEST(AutogradTape, SixteenBitLeavesAndLosses) {
+  for (oa::DType d : {oa::DType::F16, oa::DType::BF16}) {
+    SCOPED_TRACE(std::string(oa::to_string(d)));
+    const Matrix x = oa::set_requires_grad(Matrix::from_vector({3}, std::vector<float>{1, -2, 0.5f}, d));
+    const Matrix loss = oa::matrix::sum(x * x, {});
+    EXPECT_EQ(loss.dtype(), d);
+    oa::backward(loss);
+    EXPECT_EQ(oa::grad(x).dtype(), d);
+    EXPECT_EQ(oa::grad(x).to_vector(), (std::vector<float>{2, -4, 1}));  // 2x, exact in 16 bits
+    oa::zero_grad(x);
+    oa::backward(x * 3.0f, Matrix::from_vector({3}, std::vector<float>{1, 2, -1}));
+    EXPECT_EQ(oa::grad(x).dtype(), d);
+    EXPECT_EQ(oa::grad(x).to_vector(), (std::vector<float>{3, 6, -3}));
+  }
+  EXPECT_TRUE(oa_test::throws([] { oa::backward(oa::set_requires_grad(Matrix::ones({1})), Matrix::from_i32({1}, std::vector<std::int32_t>{1})); },
+                              ErrorKind::InvalidArgument, {"oa::backward", "output_gradient", "i32"}));
+}
+
 TEST(AutogradTape, GraphIsFreedWithItsOutputs) {
   auto e = oa::Engine::default_engine();
   auto x = oa::set_requires_grad(Matrix::uniform({256}, -1, 1, 1));

@@ -1,9 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <sstream>
+#include <tuple>
 
 #include "oa/oa.hpp"
 #include "reference/elementwise.hpp"
@@ -163,6 +166,17 @@ TEST(MatrixElementwise, Int32BinaryOpsAreExactAndWrap) {
       {oa::matrix::mul, [&](std::int32_t x, std::int32_t y) { return wrap(u(x) * u(y)); }},
       {oa::matrix::maximum, [](std::int32_t x, std::int32_t y) { return std::max(x, y); }},
       {oa::matrix::minimum, [](std::int32_t x, std::int32_t y) { return std::min(x, y); }},
+      // Python's // and % in f64 (exact: |x| < 2^53) and int64, wrapped to
+      // int32 (INT32_MIN // -1); a zero divisor gives 0 for both.
+      {oa::matrix::floor_divide,
+       [&](std::int32_t x, std::int32_t y) { return y == 0 ? 0 : wrap(static_cast<std::uint32_t>(static_cast<std::int64_t>(std::floor(double(x) / y)))); }},
+      {oa::matrix::remainder,
+       [&](std::int32_t x, std::int32_t y) {
+         return y == 0 ? 0 : static_cast<std::int32_t>(std::int64_t{x} - std::int64_t{y} * static_cast<std::int64_t>(std::floor(double(x) / y)));
+       }},
+      {oa::matrix::bitwise_and, [](std::int32_t x, std::int32_t y) { return x & y; }},
+      {oa::matrix::bitwise_or, [](std::int32_t x, std::int32_t y) { return x | y; }},
+      {oa::matrix::bitwise_xor, [](std::int32_t x, std::int32_t y) { return x ^ y; }},
   };
   std::uint32_t seed = 11;
   for (const Broadcast& c : kBroadcasts) {
@@ -172,6 +186,7 @@ TEST(MatrixElementwise, Int32BinaryOpsAreExactAndWrap) {
       v = static_cast<std::int32_t>(seed) >> (seed % 2 == 0 ? 0 : 20);  // large and small
     }
     b_host[0] = -3;
+    if (b_host.size() > 2) b_host[1] = 0, b_host[2] = -1;  // zero divisors, INT32_MIN // -1
     const Matrix b = Matrix::from_i32(c.b_shape, b_host);
     for (const auto& [fn, ref] : ops) {
       std::vector<std::int32_t> want(60), want_rev(60);
@@ -195,6 +210,152 @@ TEST(MatrixElementwise, Int32BinaryOpsAreExactAndWrap) {
                               {"oa::matrix::add", "i32", "f32"}));
   EXPECT_TRUE(oa_test::throws([&] { (void)(a + 1.0f); }, oa::ErrorKind::InvalidArgument, {"oa::matrix::affine", "x", "i32"}));
   EXPECT_TRUE(trace.ops().empty());
+}
+
+// neg, abs and bitwise_not of i32 (neg and abs wrap at INT32_MIN), and
+// torch's integer pow: by squaring, wrapping modulo 2^32; negative exponents
+// give 1, +-1 or 0.
+TEST(MatrixElementwise, Int32UnaryOpsAndPow) {
+  const std::vector<std::int32_t> x = {0, 1, -1, 7, -7, 123456789, -987654321, INT32_MAX, INT32_MIN, 1 << 24, -(1 << 24) - 1};
+  const auto n = static_cast<std::int64_t>(x.size());
+  const Matrix m = Matrix::from_i32({n}, x);
+  std::vector<std::int32_t> neg, abs, inverted;
+  for (std::int32_t v : x) {
+    const std::int64_t wide = v;
+    neg.push_back(static_cast<std::int32_t>(static_cast<std::uint32_t>(-wide)));
+    abs.push_back(static_cast<std::int32_t>(static_cast<std::uint32_t>(wide < 0 ? -wide : wide)));
+    inverted.push_back(static_cast<std::int32_t>(-wide - 1));
+  }
+  EXPECT_EQ(oa::matrix::neg(m).to_i32(), neg);
+  EXPECT_EQ(oa::matrix::abs(m).to_i32(), abs);
+  EXPECT_EQ(oa::matrix::bitwise_not(m).to_i32(), inverted);
+  EXPECT_EQ(oa::matrix::neg(m).dtype(), oa::DType::I32);
+  std::vector<std::int32_t> bases, exponents, want;
+  for (std::int32_t b = -5; b <= 5; ++b)
+    for (std::int32_t e = -3; e <= 12; ++e) {
+      bases.push_back(b);
+      exponents.push_back(e);
+      std::int64_t p = 1;  // exact in int64: |5|^12 < 2^31
+      if (e < 0) p = b == 1 ? 1 : b == -1 ? (e % 2 == 0 ? 1 : -1) : 0;
+      for (std::int32_t k = 0; k < e; ++k) p *= b;
+      want.push_back(static_cast<std::int32_t>(p));
+    }
+  for (auto [b, e, p] : {std::tuple{3, 25, std::int64_t{847288609443}}, std::tuple{-7, 20, std::int64_t{79792266297612001}},
+                         std::tuple{2, 31, std::int64_t{2147483648}}, std::tuple{2, 40, std::int64_t{1} << 40}}) {
+    bases.push_back(b);
+    exponents.push_back(e);
+    want.push_back(static_cast<std::int32_t>(static_cast<std::uint32_t>(static_cast<std::uint64_t>(p))));  // wrapped
+  }
+  const auto k = static_cast<std::int64_t>(bases.size());
+  const Matrix powered = oa::matrix::pow(Matrix::from_i32({k}, bases), Matrix::from_i32({k}, exponents));
+  EXPECT_EQ(powered.dtype(), oa::DType::I32);
+  EXPECT_EQ(powered.to_i32(), want);
+  // A scalar exponent broadcasts; the host-float form and a float operand are refused.
+  EXPECT_EQ(oa::matrix::pow(Matrix::from_i32({3}, std::vector<std::int32_t>{2, -3, 10}), Matrix::from_i32({}, std::vector<std::int32_t>{3}))
+                .to_i32(),
+            (std::vector<std::int32_t>{8, -27, 1000}));
+  oa::TraceCapture trace(m.engine());
+  EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::pow(m, 2.0f); }, oa::ErrorKind::InvalidArgument, {"oa::matrix::pow", "i32", "host exponent"}));
+  EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::pow(m, Matrix::ones({n})); }, oa::ErrorKind::InvalidArgument,
+                              {"oa::matrix::pow", "i32", "f32"}));
+  EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::bitwise_not(Matrix::ones({2})); }, oa::ErrorKind::InvalidArgument,
+                              {"oa::matrix::bitwise_not", "f32", "i32, bool"}));
+  EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::bitwise_and(Matrix::ones({2}), Matrix::ones({2})); }, oa::ErrorKind::InvalidArgument,
+                              {"oa::matrix::bitwise_and", "f32"}));
+  EXPECT_TRUE(trace.ops().empty());
+}
+
+// Bool operands: add and maximum are the logical or, mul and minimum the
+// logical and, the bitwise ops logical, bitwise_not the logical not, over the
+// kernel's broadcasts (a bool word holds four elements: odd counts and
+// broadcast bytes); sub of bools is refused.
+TEST(MatrixElementwise, BoolLogicalOps) {
+  const Shape full{3, 4, 5};
+  std::vector<std::uint8_t> a_host(60);
+  for (std::size_t i = 0; i < 60; ++i) a_host[i] = (i * 7 + i / 3) % 3 == 0;
+  const Matrix a = Matrix::from_bool(full, a_host);
+  using Fn = Matrix (*)(const Matrix&, const Matrix&);
+  const std::vector<std::pair<Fn, std::function<bool(bool, bool)>>> ops = {
+      {oa::matrix::add, [](bool x, bool y) { return x || y; }},         {oa::matrix::maximum, [](bool x, bool y) { return x || y; }},
+      {oa::matrix::bitwise_or, [](bool x, bool y) { return x || y; }},  {oa::matrix::mul, [](bool x, bool y) { return x && y; }},
+      {oa::matrix::minimum, [](bool x, bool y) { return x && y; }},     {oa::matrix::bitwise_and, [](bool x, bool y) { return x && y; }},
+      {oa::matrix::bitwise_xor, [](bool x, bool y) { return x != y; }},
+  };
+  for (const Broadcast& c : kBroadcasts) {
+    if (c.b_shape == Shape({3, 1, 5})) continue;  // needs expand, which takes no bool
+    std::vector<std::uint8_t> b_host(static_cast<std::size_t>(c.b_shape.numel()));
+    for (std::size_t i = 0; i < b_host.size(); ++i) b_host[i] = (i * 5 + 1) % 4 < 2;
+    const Matrix b = Matrix::from_bool(c.b_shape, b_host);
+    for (const auto& [fn, ref] : ops) {
+      std::vector<std::uint8_t> want(60), want_rev(60);
+      for (std::size_t i = 0; i < 60; ++i) {
+        want[i] = ref(a_host[i] != 0, b_host[c.b_index(i)] != 0);
+        want_rev[i] = ref(b_host[c.b_index(i)] != 0, a_host[i] != 0);
+      }
+      const Matrix z = fn(a, b);
+      EXPECT_EQ(z.dtype(), oa::DType::Bool);
+      EXPECT_EQ(z.to_bool(), want) << c.b_shape.to_string();
+      EXPECT_EQ(fn(b, a).to_bool(), want_rev) << "reversed " << c.b_shape.to_string();
+    }
+  }
+  for (std::int64_t n : {1, 6, 7, 13}) {  // partial last words
+    std::vector<std::uint8_t> v(static_cast<std::size_t>(n)), inverted;
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = i % 3 == 1;
+    for (std::uint8_t e : v) inverted.push_back(e ? 0 : 1);
+    const Matrix m = Matrix::from_bool({n}, v);
+    EXPECT_EQ(oa::matrix::bitwise_not(m).to_bool(), inverted) << n;
+    // The padding bytes of the last word stay 0: a sum counts the elements alone.
+    EXPECT_EQ(oa::matrix::sum(oa::matrix::bitwise_not(m), {}).to_i32()[0], std::count(inverted.begin(), inverted.end(), 1)) << n;
+  }
+  EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::sub(a, a); }, oa::ErrorKind::InvalidArgument, {"oa::matrix::sub", "bool"}));
+}
+
+// floor_divide and remainder of floats as Python's // and % (f64 reference),
+// on values whose results f32 holds exactly, in f32, f16 and bf16; zero
+// divisors as IEEE 754; remainder's gradients (1 and -floor(a / b)).
+TEST(MatrixElementwise, FloatFloorDivideAndRemainder) {
+  std::vector<float> a_host, b_host;
+  for (int i = -12; i <= 12; ++i)
+    for (float b : {0.5f, -0.5f, 1.5f, -2.0f, 3.0f, -3.5f, 4.0f}) {
+      a_host.push_back(static_cast<float>(i) * 1.25f);
+      b_host.push_back(b);
+    }
+  const auto n = static_cast<std::int64_t>(a_host.size());
+  for (oa::DType d : {oa::DType::F32, oa::DType::F16, oa::DType::BF16}) {
+    SCOPED_TRACE(std::string(oa::to_string(d)));
+    const Matrix a = Matrix::from_vector({n}, a_host, d), b = Matrix::from_vector({n}, b_host, d);
+    std::vector<float> quotient, rest;
+    for (std::size_t i = 0; i < a_host.size(); ++i) {
+      const double q = std::floor(double{a_host[i]} / b_host[i]);
+      quotient.push_back(static_cast<float>(q));
+      rest.push_back(static_cast<float>(a_host[i] - q * b_host[i]));
+    }
+    EXPECT_EQ(oa::matrix::floor_divide(a, b).dtype(), d);
+    EXPECT_EQ(oa::matrix::floor_divide(a, b).to_vector(), quotient);
+    EXPECT_EQ(oa::matrix::remainder(a, b).to_vector(), rest);
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  const Matrix u = Matrix::from_vector({4}, std::vector<float>{3, -3, 0, 2}), zero = Matrix::zeros({4});
+  const auto q = oa::matrix::floor_divide(u, zero).to_vector(), r = oa::matrix::remainder(u, zero).to_vector();
+  EXPECT_EQ(q[0], inf);
+  EXPECT_EQ(q[1], -inf);
+  EXPECT_TRUE(std::isnan(q[2]));
+  for (float v : r) EXPECT_TRUE(std::isnan(v));
+  // A zero remainder takes the divisor's sign; -0.5 // 1 is -1, 0.5 // -1 is -1.
+  const auto signed_zero = oa::matrix::remainder(Matrix::from_vector({2}, std::vector<float>{4, -4}),
+                                                 Matrix::from_vector({2}, std::vector<float>{-2, 2})).to_vector();
+  EXPECT_TRUE(std::signbit(signed_zero[0]));
+  EXPECT_FALSE(std::signbit(signed_zero[1]));
+  EXPECT_EQ(oa::matrix::floor_divide(Matrix::from_vector({2}, std::vector<float>{-0.5f, 0.5f}), Matrix::from_vector({2}, std::vector<float>{1, -1}))
+                .to_vector(),
+            (std::vector<float>{-1, -1}));
+  // Gradients: remainder's d/da = 1, d/db = -floor(a / b); floor_divide has none.
+  const Matrix a = oa::set_requires_grad(Matrix::from_vector({3}, std::vector<float>{7, -7, 5.5f}));
+  const Matrix b = oa::set_requires_grad(Matrix::from_vector({3}, std::vector<float>{2, 2, -1.5f}));
+  oa::backward(oa::matrix::sum(oa::matrix::remainder(a, b), {}));
+  EXPECT_EQ(oa::grad(a).to_vector(), (std::vector<float>{1, 1, 1}));
+  EXPECT_EQ(oa::grad(b).to_vector(), (std::vector<float>{-3, 4, 4}));
+  EXPECT_FALSE(oa::requires_grad(oa::matrix::floor_divide(a, b)));
 }
 
 TEST(MatrixElementwise, BadBroadcastNamesOpAndShapes) {

@@ -145,7 +145,9 @@ namespace oa {
 
 // Marks a leaf as requiring gradients, or not when `value` is false (returns
 // the same handle). Copies of the handle share the flag. Throws
-// InvalidArgument for an undefined or non-f32 Matrix, and for `value` false on
+// InvalidArgument for an undefined Matrix or one of no floating dtype (f32,
+// f16 and bf16 may require gradients, as torch's floating dtypes; a leaf's
+// gradient has its dtype), and for `value` false on
 // a value that has history (use detach); `value` true on such a value changes
 // nothing.
 const Matrix& set_requires_grad(const Matrix& m, bool value = true);
@@ -153,9 +155,11 @@ bool requires_grad(const Matrix& m);
 
 // Backward from a scalar `loss` (numel 1; seeds with 1) or from any `output`
 // with an explicit `output_gradient` of the same shape (equivalently, the
-// gradient of sum(output * output_gradient)). Throws InvalidArgument for an
-// undefined operand, a non-scalar loss without gradient, or a shape, dtype or
-// engine mismatch; FailedPrecondition when `output` does not require grad, the
+// gradient of sum(output * output_gradient)). loss, output and
+// output_gradient are f32, f16 or bf16: the seed (1, or output_gradient cast
+// as torch's engine casts it) takes the output's dtype. Throws InvalidArgument
+// for an undefined operand, another dtype, a non-scalar loss without
+// gradient, or a shape or engine mismatch; FailedPrecondition when `output` does not require grad, the
 // graph was released (checked before any work is recorded), or a saved value
 // was modified (the message names the value and the op that saved it).
 void backward(const Matrix& loss, bool retain_graph = false);

@@ -7,7 +7,13 @@
 // exact, add, sub and mul wrapping modulo 2^32 as int32 does; torch's int
 // tensors, for oa's 32-bit ones; no gradient, as an i32 operand cannot require
 // one), and div does not (torch's true division of integers gives a float:
-// convert with oa::matrix::cast first); pow is f32;
+// convert with oa::matrix::cast first); add, mul, maximum and minimum also
+// take two Bool operands (torch's bool arithmetic: add and maximum are the
+// logical or, mul and minimum the logical and; sub of bools is refused, as
+// torch refuses it); neg and abs also take i32 (wrapping: -INT32_MIN and
+// abs(INT32_MIN) are INT32_MIN, as int32 does); pow is f32, or i32 with an
+// i32 Matrix exponent (see pow); floor_divide, remainder and the bitwise ops
+// below;
 // the comparisons take f32 or i32 and give Bool (their broadcasting is
 // NumPy's, see below). Under autocast (oa/matrix/autocast.hpp) operands of
 // two float dtypes are widened to f32 first.
@@ -31,8 +37,8 @@
 // Errors (InvalidArgument naming the op, the operands and their shapes;
 // nothing recorded): undefined operands, dtypes other than those above or two
 // dtypes in one binary op, operands on two engines, shapes that do not
-// broadcast (a 16-bit pair that needs oa::matrix::expand is refused there:
-// expand is f32 and i32). Semantic op: "oa::matrix::<name>".
+// broadcast (a Bool pair that needs oa::matrix::expand is refused there:
+// expand takes no Bool). Semantic op: "oa::matrix::<name>".
 #include "oa/matrix/matrix.hpp"
 
 namespace oa::matrix {
@@ -52,8 +58,37 @@ Matrix minimum(const Matrix& a, const Matrix& b);
 // a^b log(a), taken as 0 where a = 0 and b >= 0 (NaN for a negative base).
 // Semantic op "oa::matrix::pow": inputs a and b (b absent in the scalar
 // form), attribute exponent (0 when b is given).
+// Two i32 operands (b a Matrix) compute in int32, as torch's integer pow:
+// wrapping modulo 2^32 (by squaring), and a negative exponent gives 1 for a
+// base of 1, +-1 for -1 and 0 for any other base; no gradient. The host
+// exponent form takes f32 x alone.
 Matrix pow(const Matrix& a, const Matrix& b);
 Matrix pow(const Matrix& x, float exponent);
+
+// floor(a / b) (torch.floor_divide, torch.div(rounding_mode='floor'), Python's
+// a // b) and a - b floor(a / b) with the divisor's sign (torch.remainder,
+// Python's a % b), broadcast as the binary ops; f32, f16, bf16 or i32 (both of
+// one dtype). Floats as ATen's div_floor_floating and remainder: from the
+// truncated quotient and C's fmod, exact while the quotient is below 2^24 in
+// magnitude; a zero b gives a / b (+-inf, NaN for 0 / 0) and a NaN remainder,
+// as IEEE 754. i32 in int32 arithmetic, exact (INT32_MIN // -1 wraps to
+// INT32_MIN); a zero b gives 0 for both: the caller checks, as the Python
+// binding does (torch's CPU kernels raise ZeroDivisionError). floor_divide has
+// no gradient (its result never requires one); remainder's is torch's: d/da =
+// 1, d/db = -floor_divide(a, b). Errors and semantic ops as the binary ops.
+Matrix floor_divide(const Matrix& a, const Matrix& b);
+Matrix remainder(const Matrix& a, const Matrix& b);
+// Bitwise and, or, xor of two i32 Matrices, or the logical ones of two Bool
+// Matrices (torch.bitwise_and, bitwise_or, bitwise_xor; Python's &, |, ^),
+// broadcast as the binary ops; no gradient. Errors as the binary ops (a float
+// operand included).
+Matrix bitwise_and(const Matrix& a, const Matrix& b);
+Matrix bitwise_or(const Matrix& a, const Matrix& b);
+Matrix bitwise_xor(const Matrix& a, const Matrix& b);
+// ~x: bitwise not of an i32 x, logical not of a Bool x (torch.bitwise_not,
+// Python's ~); same shape and dtype; no gradient. InvalidArgument naming the
+// op for another dtype. Semantic op "oa::matrix::bitwise_not".
+Matrix bitwise_not(const Matrix& x);
 
 // With a host scalar: a (op) s, a f32, f16 or bf16 (for an i32 a, give s as
 // a Matrix::from_i32 scalar []: it broadcasts).
