@@ -256,7 +256,8 @@ struct GemmTile {
 constexpr GemmTile kGemmTiles[] = {{kernels::ml_conv_igemm_128x128, "128x128", 128, 128},
                                    {kernels::ml_conv_igemm_128x64, "128x64", 128, 64},
                                    {kernels::ml_conv_igemm_128x32, "128x32", 128, 32},
-                                   {kernels::ml_conv_igemm_64x16, "64x16", 64, 16}};
+                                   {kernels::ml_conv_igemm_64x16, "64x16", 64, 16},
+                                   {kernels::ml_conv_igemm_1024x4, "1024x4", 1024, 4}};
 constexpr GemmTile kWgradTiles[] = {{kernels::ml_conv_wgrad_128x128, "128x128", 128, 128},
                                     {kernels::ml_conv_wgrad_64x64, "64x64", 64, 64},
                                     {kernels::ml_conv_wgrad_16x32, "16x32", 16, 32}};

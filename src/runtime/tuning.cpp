@@ -148,8 +148,9 @@ const std::vector<TuningPoint>& tuning_points() {
        "a convolution's (or its input gradient's) first kernel to try: winograd (F(2x2, 3x3): ungrouped 3x3, stride and "
        "dilation 1), depthwise (one channel per group, small windows), direct (grouped, at most 8 output channels per "
        "group), then the implicit GEMM, which serves all"},
-      {"conv.igemm_tile", conv_keys, {"128x128", "128x64", "128x32", "64x16"},
-       "the implicit-GEMM convolution's tile: output positions x output channels per workgroup"},
+      {"conv.igemm_tile", conv_keys, {"128x128", "128x64", "128x32", "64x16", "1024x4"},
+       "the implicit-GEMM convolution's tile: output positions x output channels per workgroup (1024x4: each "
+       "invocation gathers its own positions, for at most 4 channels)"},
       {"conv.wgrad_tile", {"channels", "columns", "positions"}, {"128x128", "64x64", "16x32"},
        "the convolution weight gradient's GEMM tile: output channels per group x weight columns (input channels per "
        "group x taps) per workgroup, reducing over the positions (batch x output positions)"},

@@ -231,6 +231,55 @@ TEST(ConvTuning, EveryConvVariantMatchesTheReference) {
       }
 }
 
+// The few-channel tile (1024x4) on what it is for: a forward to 3 channels
+// over K = 270 (two shared weight chunks) with stride and padding, a
+// transposed convolution to 3 channels (4 phases), the input gradient of a
+// one-channel signal (k 10, stride 5: 5 phases, 2406 positions, 3 workgroups),
+// and 6 channels (two column tiles); forward and input gradient against the
+// f64 references (the input gradient as the transposed convolution of the
+// output gradient, and the reverse).
+TEST(ConvTuning, FewChannelTileMatchesTheReference) {
+  struct Case {
+    std::array<std::int64_t, 4> x, w;
+    std::array<std::int64_t, 2> stride, padding;
+    bool transposed;
+  };
+  const Forced forced("conv.igemm_tile", "1024x4");
+  const Case cases[] = {{{2, 30, 9, 11}, {3, 30, 3, 3}, {2, 2}, {1, 1}, false},
+                        {{2, 6, 5, 5}, {6, 3, 4, 4}, {2, 2}, {1, 1}, true},
+                        {{2, 1, 1, 1203}, {8, 1, 1, 10}, {1, 5}, {0, 0}, false},
+                        {{1, 4, 7, 6}, {6, 4, 3, 3}, {1, 1}, {1, 1}, false}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(fmt::format("case {}", &c - cases));
+    const auto size = [](const auto& s) { return s[0] * s[1] * s[2] * s[3]; };
+    const auto x = oa_test::random_values(size(c.x), 21), w = oa_test::random_values(size(c.w), 22);
+    const Matrix mx = oa::set_requires_grad(Matrix::from_vector({c.x[0], c.x[1], c.x[2], c.x[3]}, x));
+    const Matrix mw = Matrix::from_vector({c.w[0], c.w[1], c.w[2], c.w[3]}, w);
+    const Matrix y = c.transposed ? oa::ml::conv_transpose_2d(mx, mw, Matrix(), {.stride = c.stride, .padding = c.padding})
+                                  : oa::ml::conv_2d(mx, mw, Matrix(), {.stride = c.stride, .padding = c.padding});
+    const auto g = oa_test::random_values(y.numel(), 23);
+    oa::backward(y, Matrix::from_vector(y.shape(), g));
+    const oa::Shape ys = y.shape();
+    const std::array<std::int64_t, 4> gs{ys[0], ys[1], ys[2], ys[3]};
+    // The input gradient's reference: the other direction of the relation, with
+    // output padding that restores the input's extent where a stride drops a tail.
+    ref::ConvParams p{.stride = c.stride, .padding = c.padding};
+    std::array<std::int64_t, 4> shape{};
+    const auto want_y = c.transposed ? ref::conv_transpose2d(oa_test::f64(x), c.x, oa_test::f64(w), c.w, {}, p, shape)
+                                     : ref::conv2d(oa_test::f64(x), c.x, oa_test::f64(w), c.w, {}, p, shape);
+    EXPECT_TRUE(oa_test::near(y.to_vector(), want_y, 1e-4, 1e-4));
+    std::vector<double> want_dx;
+    if (c.transposed) {
+      want_dx = ref::conv2d(oa_test::f64(g), gs, oa_test::f64(w), c.w, {}, p, shape);
+    } else {
+      for (int a = 0; a < 2; ++a)
+        p.output_padding[a] = (c.x[2 + a] + 2 * c.padding[a] - c.w[2 + a]) % c.stride[a];
+      want_dx = ref::conv_transpose2d(oa_test::f64(g), gs, oa_test::f64(w), c.w, {}, p, shape);
+    }
+    EXPECT_TRUE(oa_test::near(oa::grad(mx).to_vector(), want_dx, 1e-4, 1e-4));
+  }
+}
+
 // The weight gradient through each forced tile of conv.wgrad_tile, against
 // an f64 sum over narrow positions (the relation of geometry.glsl: narrow is
 // the convolution's output gradient or the transposed convolution's input):

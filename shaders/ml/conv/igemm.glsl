@@ -12,7 +12,12 @@
 //
 // Each workgroup computes a BM x BN tile (output positions x output channels);
 // the k loop stages BK-deep slices of A and B in shared memory, and each
-// invocation accumulates TM x TN outputs in registers.
+// invocation accumulates TM x TN outputs in registers. A tile of at most 4
+// channels (BN <= 4: few output channels, such as an RGB image or the input
+// gradient of a one-channel signal) has no A values to share between
+// invocations: each invocation gathers its own TM positions (NT apart) from
+// src over the whole K and reads the weights of its channels from shared
+// memory, KB k rows at a time.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "ml/conv/forward_io.glsl"
@@ -26,8 +31,21 @@ layout(local_size_x = (OA_BM / OA_TM) * (OA_BN / OA_TN)) in;
 const uint BK = 16;
 const uint BNP = BN + 4;  // padded row of the B tile (keeps 16-byte alignment)
 
+#if OA_BN > 4
 shared float As[BK * BM];
 shared float Bs[BK * BNP];
+#else
+const uint KB = 256u;
+shared vec4 Ws[KB];
+#endif
+
+// Position m of an mh x mw grid per image as (image, row, column).
+uvec3 oa_position(uint m, uint mhw, uint mw) {
+  const uint n = m / mhw;
+  const uint r = m - n * mhw;
+  const uint jy = r / mw;
+  return uvec3(n, jy, r - jy * mw);
+}
 
 void main() {
   const uint NT = (BM / TM) * (BN / TN);
@@ -95,7 +113,66 @@ void main() {
   const uint kt = kth * ktw;
   const uint K = kc * kt;
   const uint src_hw = src_h * src_w;
+  const uint out_hw = out_h * out_w;
 
+#if OA_BN <= 4
+  uint a_base[TM];
+  int iy0[TM], ix0[TM];
+  vec4 acc[TM];
+  [[unroll]] for (uint i = 0u; i < TM; ++i) {
+    const uint m = m0 + tid + i * NT;
+    const uvec3 q = oa_position(min(m, M - 1u), mhw, mw);
+    a_base[i] = (q.x * src_cs + g * kc) * src_hw;
+    // A position past M gathers from outside the source: zero.
+    iy0[i] = m < M ? int(q.y) * isy + by : -(1 << 30);
+    ix0[i] = int(q.z) * isx + bx;
+    acc[i] = vec4(0.0);
+  }
+  for (uint kb = 0u; kb < K; kb += KB) {
+    barrier();  // the previous rows' reads of Ws are done
+    for (uint r = tid; r < KB; r += NT) {
+      const uint k = kb + r;
+      const uint c = k / max(kt, 1u), rem = k - c * kt, th = rem / max(ktw, 1u), tw = rem - th * ktw;
+      const uint woff = wbase + c * wc + th * wth + tw * wtw;
+      vec4 w = vec4(0.0);
+      [[unroll]] for (uint j = 0u; j < BN; ++j)
+        if (k < K && col0 + j < cols) w[j] = wt[woff + (col0 + j) * wcol];
+      Ws[r] = w;
+    }
+    barrier();
+    uint c = kb / max(kt, 1u), rem = kb - c * kt, th = rem / max(ktw, 1u), tw = rem - th * ktw;
+    for (uint r = 0u; r < min(KB, K - kb); ++r) {
+      const vec4 w = Ws[r];
+      const int dy = int(th) * tapy, dx = int(tw) * tapx;
+      const uint coff = c * src_hw;
+      [[unroll]] for (uint i = 0u; i < TM; ++i) {
+        const int iy = iy0[i] + dy, ix = ix0[i] + dx;
+        if (iy >= 0 && iy < int(src_h) && ix >= 0 && ix < int(src_w)) acc[i] += src[a_base[i] + coff + uint(iy) * src_w + uint(ix)] * w;
+      }
+      if (++tw == ktw) {
+        tw = 0u;
+        if (++th == kth) {
+          th = 0u;
+          ++c;
+        }
+      }
+    }
+  }
+  [[unroll]] for (uint i = 0u; i < TM; ++i) {
+    const uint m = m0 + tid + i * NT;
+    if (m < M) {
+      const uvec3 q = oa_position(m, mhw, mw);
+      const uint base = q.x * out_c * out_hw + (py + q.y * osy) * out_w + px + q.z * osx;
+      [[unroll]] for (uint j = 0u; j < BN; ++j) {
+        const uint col = col0 + j;
+        if (col < cols) {
+          const uint ch = g * cols + col;
+          dst[base + ch * out_hw] = acc[i][j] + (pc.has_bias != 0u ? bias[ch] : 0.0);
+        }
+      }
+    }
+  }
+#else
   // A loader: fixed row am, AK consecutive k starting at ak0.
   const uint AK = BK * BM / NT;
   const uint am = tid % BM;
@@ -105,13 +182,10 @@ void main() {
   uint a_base = 0u;
   int iy0 = 0, ix0 = 0;
   if (m_ok) {
-    const uint n = m / mhw;
-    const uint r = m - n * mhw;
-    const uint jy = r / mw;
-    const uint jx = r - jy * mw;
-    a_base = (n * src_cs + g * kc) * src_hw;
-    iy0 = int(jy) * isy + by;
-    ix0 = int(jx) * isx + bx;
+    const uvec3 q = oa_position(m, mhw, mw);
+    a_base = (q.x * src_cs + g * kc) * src_hw;
+    iy0 = int(q.y) * isy + by;
+    ix0 = int(q.z) * isx + bx;
   }
   // B loader: fixed k row bk, columns bn0 + j * (NT / BK).
   const uint bk = tid % BK;
@@ -182,15 +256,11 @@ void main() {
     }
   }
 
-  const uint out_hw = out_h * out_w;
   [[unroll]] for (uint i = 0u; i < TM; ++i) {
     const uint mi = m0 + (i / 4u) * (BM * 4u / TM) + tx * 4u + (i % 4u);
     if (mi < M) {
-      const uint n = mi / mhw;
-      const uint r = mi - n * mhw;
-      const uint jy = r / mw;
-      const uint jx = r - jy * mw;
-      const uint base = n * out_c * out_hw + (py + jy * osy) * out_w + px + jx * osx;
+      const uvec3 q = oa_position(mi, mhw, mw);
+      const uint base = q.x * out_c * out_hw + (py + q.y * osy) * out_w + px + q.z * osx;
       [[unroll]] for (uint j = 0u; j < TN; ++j) {
         const uint col = col0 + (j / 4u) * (BN * 4u / TN) + ty * 4u + (j % 4u);
         if (col < cols) {
@@ -200,6 +270,7 @@ void main() {
       }
     }
   }
+#endif
 }
 
 #endif
