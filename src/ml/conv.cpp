@@ -635,9 +635,9 @@ void lower_weight_grad(const Relation& r, const Matrix& narrow, const Matrix& wi
   const GemmTile& t = chosen_tile(dw.engine(), "conv.wgrad_tile", keys, kWgradTiles);
   constexpr std::int64_t kRm = 16;  // positions per step of wgrad.glsl
   const std::int64_t tiles = small ? r.cn : detail::groups_for(k, t.bn) * detail::groups_for(cng, t.bm) * r.groups;
-  // Depthwise has one workgroup per channel and split: aim for 2048 of them
-  // (about 16 per SM on a large GPU).
-  std::int64_t splits = split_count(tiles, positions, small ? 1024 : 4 * kRm, depthwise && small ? 2048 : 512);
+  // The per-channel reduction has one workgroup per channel and split: aim
+  // for 2048 of them (about 16 per SM on a large GPU).
+  std::int64_t splits = split_count(tiles, positions, small ? 1024 : 4 * kRm, small ? 2048 : 512);
   std::int64_t chunk = (positions + splits - 1) / splits;
   if (!small) chunk = (chunk + kRm - 1) / kRm * kRm;
   splits = (positions + chunk - 1) / chunk;
