@@ -190,6 +190,59 @@ OA_OP_CASES(pow, "oa::matrix::pow") {
   return cases;
 }
 
+// floor_divide and remainder of floats on values at least 0.2 from the
+// jumps (a / b an integer): divisors of both signs, magnitude 1 and 2;
+// remainder's gradients (1 and -floor(a / b)) by finite differences,
+// floor_divide without one. Then int32 operands (exact, signs mixed).
+std::vector<OpCase> division(const std::function<Matrix(const Matrix&, const Matrix&)>& f, const std::function<double(double, double)>& r,
+                             bool gradient) {
+  const std::vector<float> a = {-2.3f, -1.7f, -0.2f, 0.3f, 1.2f, 1.8f, 2.7f, -2.8f, 3.2f, -3.3f};
+  const std::vector<float> b = {1, -1, 2, 1, -2, 1, 2, -1, 1, 2};
+  const std::vector<float> ia = {-7, 7, -7, 7, 0, 13, -13, 5, -1, 16777215}, ib = {2, 2, -2, -2, 3, 5, 5, -3, 4, 2};
+  const auto reference = [r](const RefInputs& x) {
+    std::vector<double> out(x[0].size());
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = r(x[0][i], x[1][i]);
+    return out;
+  };
+  const auto run = [f](const Inputs& x) { return f(x[0], x[1]); };
+  return {{"x10", {{{2, 5}, a, gradient}, {{2, 5}, b, gradient}}, run, reference, kGradTolerance, {}, gradient},
+          {"i32", {ints({2, 5}, ia), ints({2, 5}, ib)}, run, reference, kGradTolerance, {}, false}};
+}
+
+OA_OP_CASES(floor_divide, "oa::matrix::floor_divide") {
+  return division(oa::matrix::floor_divide, [](double u, double v) { return std::floor(u / v); }, false);
+}
+OA_OP_CASES(remainder, "oa::matrix::remainder") {
+  return division(oa::matrix::remainder, [](double u, double v) { return u - v * std::floor(u / v); }, true);
+}
+
+// The bitwise ops of int32 (signs mixed, the extremes) and the logical ones of bool; no gradient.
+std::vector<OpCase> bitwise(const std::function<Matrix(const Matrix&, const Matrix&)>& f,
+                            const std::function<std::int64_t(std::int64_t, std::int64_t)>& r) {
+  const std::vector<float> ia = {-7, 7, 0, -1, 12, -2147483648.0f, 16777215, 5}, ib = {3, -3, -1, -1, 10, -1, 1, 0};
+  const std::vector<float> ba = {0, 0, 1, 1, 1, 0, 1, 0, 1}, bb = {0, 1, 0, 1, 1, 1, 0, 0, 1};
+  const auto reference = [r](const RefInputs& x) {
+    std::vector<double> out(x[0].size());
+    for (std::size_t i = 0; i < out.size(); ++i)
+      out[i] = double(std::int32_t(r(std::int64_t(x[0][i]), std::int64_t(x[1][i]))));
+    return out;
+  };
+  const auto run = [f](const Inputs& x) { return f(x[0], x[1]); };
+  return {{"i32", {ints({2, 4}, ia), ints({2, 4}, ib)}, run, reference, kGradTolerance, {}, false},
+          {"bool", {bools({9}, ba), bools({9}, bb)}, run, reference, kGradTolerance, {}, false}};
+}
+
+OA_OP_CASES(bitwise_and, "oa::matrix::bitwise_and") { return bitwise(oa::matrix::bitwise_and, [](auto u, auto v) { return u & v; }); }
+OA_OP_CASES(bitwise_or, "oa::matrix::bitwise_or") { return bitwise(oa::matrix::bitwise_or, [](auto u, auto v) { return u | v; }); }
+OA_OP_CASES(bitwise_xor, "oa::matrix::bitwise_xor") { return bitwise(oa::matrix::bitwise_xor, [](auto u, auto v) { return u ^ v; }); }
+OA_OP_CASES(bitwise_not, "oa::matrix::bitwise_not") {
+  const auto run = [](const Inputs& x) { return oa::matrix::bitwise_not(x[0]); };
+  return {{"i32", {ints({5}, {-7, 0, -1, 16777215, 12})}, run,
+           [](const RefInputs& x) { return ref::map(x[0], [](double v) { return double(~std::int32_t(v)); }); }, kGradTolerance, {}, false},
+          {"bool", {bools({5}, {0, 1, 1, 0, 1})}, run, [](const RefInputs& x) { return ref::map(x[0], [](double v) { return 1 - v; }); },
+           kGradTolerance, {}, false}};
+}
+
 // A comparison over ties, signed zeros and NaNs: same shapes, a row broadcast
 // (expanded first) and the scalar form. No input needs a gradient: the mask has none.
 std::vector<OpCase> comparison(const std::string& op, const std::function<Matrix(const Matrix&, const Matrix&)>& tensor,

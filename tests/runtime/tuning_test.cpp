@@ -126,6 +126,7 @@ TEST(RuntimeTuning, ShippedTablesKeepTheMeasuredRules) {
     EXPECT_EQ(gpu->choose("conv.igemm_tile", {32, 95, 1, 3136, 9, 0}), "128x64");
     EXPECT_EQ(gpu->choose("conv.igemm_tile", {32, 24, 1, 3136, 9, 0}), "128x32");
     EXPECT_EQ(gpu->choose("conv.igemm_tile", {32, 23, 1, 3136, 9, 0}), "64x16");
+    EXPECT_EQ(gpu->choose("conv.igemm_tile", {32, 3, 1, 50176, 16, 1}), "1024x4");
     EXPECT_EQ(gpu->choose("conv.kernel", {32, 1, 144, 3136, 9, 0}), "depthwise");
     EXPECT_EQ(gpu->choose("conv.wgrad_tile", {512, 1536, 63996}), "128x128");
     EXPECT_EQ(gpu->choose("conv.wgrad_tile", {512, 1024, 1996}), "64x64");
