@@ -245,6 +245,8 @@ std::vector<ComputeDispatch> lower_gemm(const Engine& engine, const GemmProblem&
   // each element as it is loaded; their dtype codes follow the f32 kernel's
   // constants.
   const bool half_in = half != DType::F32;
+  if (!half_in && engine.float32_matmul_precision() == MatmulPrecision::High)
+    if (auto split = lower_gemm_split_f16(engine, p)) return std::move(*split);
   if (half_in)
     if (auto tensor_cores = lower_gemm_coopmat(engine, p)) return std::move(*tensor_cores);
   if (half_in && (p.c.matrix->dtype() != DType::F32 || (p.bias && p.bias->dtype() != DType::F32))) {
