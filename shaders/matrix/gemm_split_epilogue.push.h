@@ -1,4 +1,5 @@
 // gemm_split_epilogue.comp: the split f32 GEMM's scales undone, alpha, beta and bias.
+#include "matrix/gemm_update.push.h"
 OA_PUSH(matrix_gemm_split_epilogue)
   OA_FIELD(uint, count)      // items * M * N outputs
   OA_FIELD(uint, M)
@@ -15,10 +16,5 @@ OA_PUSH(matrix_gemm_split_epilogue)
   OA_FIELD(uint, a_stride)
   OA_FIELD(uint, b_off)
   OA_FIELD(uint, b_stride)
-  OA_FIELD(uint, c_off)
-  OA_FIELD(uint, c_stride)
-  OA_FIELD(uint, bias_off)
-  OA_FIELD(float, alpha)
-  OA_FIELD(float, beta)
-  OA_FIELD(uint, has_bias)
+  OA_PART(matrix_gemm_update, update)
 OA_PUSH_END

@@ -123,6 +123,9 @@ void append_gemm_tiles(const Engine& engine, const GemmProblem& p, const GemmTil
 // offset keeps first's residue modulo 8, so aligned groups stay aligned.
 ElementWindow gemm_window(const Matrix& m, std::int64_t first, std::int64_t count, runtime::Access access);
 
+// The update of C (shaders/matrix/gemm_update.push.h) of p's q batch items at window c (and the bias).
+push::matrix_gemm_update gemm_update(const GemmProblem& p, std::int64_t q, const ElementWindow& c, const ElementWindow* bias);
+
 // matrix/gemm_epilogue (matrix/gemm_epilogue_half when C or the bias is 16-bit) over q batch items: C = alpha * (sum of `splits` partial
 // products in w, q * M * N f32 each) + beta * C (+ bias); splits 0 gives beta * C (+ bias).
 runtime::ComputeDispatch gemm_epilogue(const GemmProblem& p, std::int64_t q, std::uint32_t splits, const ElementWindow& w,

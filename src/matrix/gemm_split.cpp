@@ -123,12 +123,7 @@ std::optional<std::vector<ComputeDispatch>> lower_gemm_split_f16(const Engine& e
                                                 .a_stride = u32(p.a.batch_stride),
                                                 .b_off = bw.offset,
                                                 .b_stride = u32(p.b.batch_stride),
-                                                .c_off = cw.offset,
-                                                .c_stride = u32(p.c.batch_stride),
-                                                .bias_off = bias ? bias->offset : 0u,
-                                                .alpha = p.alpha,
-                                                .beta = p.beta,
-                                                .has_bias = bias ? 1u : 0u});
+                                                .update = gemm_update(p, q, cw, bias ? &*bias : nullptr)});
     d.groups = {groups_for(q * c_ext, 1024), 1, 1};
     out.push_back(std::move(d));
   }
