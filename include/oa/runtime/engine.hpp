@@ -254,9 +254,10 @@ class Engine {
   //    hi = f16(x * s), lo = f16((x * s - hi) * 2^11), and
   //    C = (A_hi B_hi + (A_hi B_lo + A_lo B_hi) 2^-11) / (s_a s_b) with f32
   //    accumulation, then alpha, beta and the bias as in FP32. Each operand
-  //    keeps about 22 significant bits (FP32: 24); elements below about 2^-35
-  //    times their row's (column's) largest lose accuracy, so the error is
-  //    near FP32's relative to the magnitude of the terms. A row or column
+  //    keeps about 22 significant bits (FP32: 24); an element below about
+  //    2^-28 times its row's (column's) largest keeps an absolute error near
+  //    2^-49 times that largest instead, so the error stays near FP32's
+  //    relative to the magnitude of the terms. A row or column
   //    holding inf or NaN gives its outputs by an FP32 dot product, so inf and
   //    NaN propagate as in FP32. Devices without such cooperative matrices keep
   //    the FP32 kernels (tuning point gemm.f32_high; tests force the split
