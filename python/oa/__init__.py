@@ -71,6 +71,8 @@ from ._oa import (
     arange,
     default_engine,
     devices,
+    get_float32_matmul_precision,
+    set_float32_matmul_precision,
     validation_message_count,
     dtype,
     exp,

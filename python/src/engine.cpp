@@ -84,6 +84,31 @@ void bind_engine(py::module_& m) {
   m.def("default_engine", &Engine::default_engine,
         "The process-wide engine that tensors are created on unless given one (created on first use).");
   m.def(
+      "set_float32_matmul_precision",
+      [](const std::string& precision, const std::optional<Engine>& engine) {
+        if (precision != "highest" && precision != "high")
+          fail(ErrorKind::InvalidArgument,
+               "oa.set_float32_matmul_precision: precision '{}' is not 'highest' (FP32 kernels) or 'high' (FP32-accurate "
+               "products of split float16 operands on the tensor cores); 'medium' is not implemented",
+               precision);
+        (engine ? *engine : Engine::default_engine())
+            .set_float32_matmul_precision(precision == "high" ? MatmulPrecision::High : MatmulPrecision::Highest);
+      },
+      py::arg("precision"), py::arg("engine") = py::none(),
+      "How float32 matrix products run on `engine` (default: the default engine), as "
+      "torch.set_float32_matmul_precision: 'highest' (the default) the FP32 kernels; 'high' three float16 products "
+      "of operands split into high and low parts with per-row / per-column power-of-two scales (Ootomo & Yokota, "
+      "IJHPCA 2022) on the tensor cores, about FP32's accuracy, where the device has cooperative matrices (elsewhere "
+      "the FP32 kernels). Applies to matmul, bmm, linear and the convolutions and attention that lower to the shared "
+      "GEMM, and their gradients (oa::Engine::set_float32_matmul_precision). Raises oa.Error (InvalidArgument) for "
+      "other strings.");
+  m.def(
+      "get_float32_matmul_precision",
+      [](const std::optional<Engine>& engine) {
+        return std::string(to_string((engine ? *engine : Engine::default_engine()).float32_matmul_precision()));
+      },
+      py::arg("engine") = py::none(), "'highest' or 'high' (torch.get_float32_matmul_precision; see set_float32_matmul_precision).");
+  m.def(
       "synchronize", [](const std::optional<Engine>& engine) { (engine ? *engine : Engine::default_engine()).synchronize(); },
       py::arg("engine") = py::none(), "Waits for the work recorded on `engine` (default: the default engine).");
 }

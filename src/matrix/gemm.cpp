@@ -116,6 +116,15 @@ ElementWindow gemm_window(const Matrix& m, std::int64_t first, std::int64_t coun
   return w;
 }
 
+push::matrix_gemm_update gemm_update(const GemmProblem& p, std::int64_t q, const ElementWindow& c, const ElementWindow* bias) {
+  return {.c_off = c.offset,
+          .c_stride = u32(q > 1 ? p.c.batch_stride : 0),
+          .bias_off = bias ? bias->offset : 0,
+          .alpha = p.alpha,
+          .beta = p.beta,
+          .has_bias = bias ? 1u : 0u};
+}
+
 ComputeDispatch gemm_epilogue(const GemmProblem& p, std::int64_t q, std::uint32_t splits, const ElementWindow& w,
                          const ElementWindow& c, const ElementWindow* bias) {
   const std::int64_t count = q * p.m * p.n;
@@ -133,12 +142,7 @@ ComputeDispatch gemm_epilogue(const GemmProblem& p, std::int64_t q, std::uint32_
                                         .N = u32(p.n),
                                         .splits = splits,
                                         .w_off = w.offset,
-                                        .c_off = c.offset,
-                                        .c_stride = u32(q > 1 ? p.c.batch_stride : 0),
-                                        .bias_off = bias ? bias->offset : 0,
-                                        .alpha = p.alpha,
-                                        .beta = p.beta,
-                                        .has_bias = bias ? 1u : 0u});
+                                        .update = gemm_update(p, q, c, bias)});
   d.groups = {groups_for(count, 1024), 1, 1};
   return d;
 }
@@ -245,6 +249,8 @@ std::vector<ComputeDispatch> lower_gemm(const Engine& engine, const GemmProblem&
   // each element as it is loaded; their dtype codes follow the f32 kernel's
   // constants.
   const bool half_in = half != DType::F32;
+  if (!half_in && engine.float32_matmul_precision() == MatmulPrecision::High)
+    if (auto split = lower_gemm_split_f16(engine, p)) return std::move(*split);
   if (half_in)
     if (auto tensor_cores = lower_gemm_coopmat(engine, p)) return std::move(*tensor_cores);
   if (half_in && (p.c.matrix->dtype() != DType::F32 || (p.bias && p.bias->dtype() != DType::F32))) {

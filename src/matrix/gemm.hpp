@@ -51,7 +51,8 @@ struct GemmProblem {
 // gemm_epilogue_half): the same tiles and f32 multiply-adds and accumulators,
 // each element widened to f32 exactly as it is loaded; a 16-bit C is rounded
 // once, to nearest even, after alpha, beta and the bias (split-K partial
-// products stay f32). Throws ResourceExhausted when one
+// products stay f32). f32 A and B under Engine::set_float32_matmul_precision(High)
+// take lower_gemm_split_f16 where it applies. Throws ResourceExhausted when one
 // operand matrix alone exceeds maxStorageBufferRange (larger batches are split
 // across dispatches).
 std::vector<runtime::ComputeDispatch> lower_gemm(const Engine& engine, const GemmProblem& p);
@@ -68,6 +69,19 @@ void append_gemm(const Engine& engine, const GemmProblem& p, std::vector<runtime
 // scope), its shared memory or workgroup size. A 16-bit C is rounded once, to
 // nearest even, after alpha, beta and the bias.
 std::optional<std::vector<runtime::ComputeDispatch>> lower_gemm_coopmat(const Engine& engine, const GemmProblem& p);
+
+// The f32 GEMM of Engine::set_float32_matmul_precision(High) (src/matrix/gemm_split.cpp)
+// for a problem lower_gemm checked, with f32 A and B and K > 0: per row of
+// op(A) and column of op(B) a power-of-two scale and f16 parts hi and lo
+// (matrix/gemm_split, one dispatch per operand and batch window; M, N and K
+// padded to multiples of 8 with zeros), the three f16 products A_lo B_hi,
+// A_hi B_lo, A_hi B_hi into an f32 workspace W (lower_gemm: the tensor cores
+// where the device has them, else the 16-bit kernels), and
+// matrix/gemm_split_epilogue (scales undone, alpha, beta, bias; FP32 dot
+// products for rows and columns holding inf or NaN). Its dispatches, or
+// nullopt where the tuning point gemm.f32_high chooses fp32, or split-f16 on
+// a device without f16 cooperative matrices (16 x 16 x 16, subgroup scope).
+std::optional<std::vector<runtime::ComputeDispatch>> lower_gemm_split_f16(const Engine& engine, const GemmProblem& p);
 
 // Workgroups that keep a large GPU busy (about two per SM on a 132-SM H200):
 // below that many tiles the tiled kernels take a smaller tile or split K.
@@ -108,6 +122,9 @@ void append_gemm_tiles(const Engine& engine, const GemmProblem& p, const GemmTil
 // elements of m's dtype (a 16-bit element i is half of word i / 2); the
 // offset keeps first's residue modulo 8, so aligned groups stay aligned.
 ElementWindow gemm_window(const Matrix& m, std::int64_t first, std::int64_t count, runtime::Access access);
+
+// The update of C (shaders/matrix/gemm_update.push.h) of p's q batch items at window c (and the bias).
+push::matrix_gemm_update gemm_update(const GemmProblem& p, std::int64_t q, const ElementWindow& c, const ElementWindow* bias);
 
 // matrix/gemm_epilogue (matrix/gemm_epilogue_half when C or the bias is 16-bit) over q batch items: C = alpha * (sum of `splits` partial
 // products in w, q * M * N f32 each) + beta * C (+ bias); splits 0 gives beta * C (+ bias).

@@ -144,6 +144,11 @@ const std::vector<TuningPoint>& tuning_points() {
        "busy or has a long K, else 64x64 (busy), or a fixed one (a fixed tile the device cannot run falls back to busy)"},
       {"gemm.split_k", gemm_keys, {"busy", "none"},
        "splitting K across workgroups while too few would run (busy), or never"},
+      {"gemm.f32_high", gemm_keys, {"split-f16", "split-f16-always", "fp32"},
+       "f32 GEMMs under Engine::set_float32_matmul_precision(High): three f16 products of split operands on the tensor "
+       "cores where the device has f16 cooperative matrices, else the FP32 kernels (split-f16); the split on any device "
+       "(split-f16-always: without tensor cores its products take the 16-bit kernels with f32 arithmetic, for tests); or "
+       "the FP32 kernels (fp32)"},
       {"conv.kernel", conv_keys, {"winograd", "depthwise", "direct", "igemm"},
        "a convolution's (or its input gradient's) first kernel to try: winograd (F(2x2, 3x3): ungrouped 3x3, stride and "
        "dilation 1), depthwise (one channel per group, small windows), direct (grouped, at most 8 output channels per "

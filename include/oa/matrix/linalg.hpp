@@ -7,7 +7,10 @@
 // and takes 1-D operands, as torch.matmul does (see there). Products accumulate in f32 with a
 // tiled GEMM kernel (shared-memory tiles, a register block per invocation);
 // results are bitwise reproducible on one device. A zero inner extent K gives
-// zeros; zero M, N or batch extents give an empty result.
+// zeros; zero M, N or batch extents give an empty result. Under
+// Engine::set_float32_matmul_precision(MatmulPrecision::High), f32 products
+// (and their gradients) run as three F16 products of split operands on the
+// tensor cores where the device has them, with about FP32's accuracy (see there).
 //
 // Dtypes: a and b are both f32, both f16 or both bf16, and the result has
 // their dtype (as torch.matmul on fp16 gives fp16). 16-bit operands run the

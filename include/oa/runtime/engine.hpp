@@ -165,6 +165,11 @@ struct EngineStats {
   std::uint64_t pipelines = 0;    // pipelines created so far
 };
 
+// How f32 matrix products run (torch.set_float32_matmul_precision's levels
+// that oa implements; see Engine::set_float32_matmul_precision).
+enum class MatmulPrecision { Highest, High };
+std::string_view to_string(MatmulPrecision p);  // "highest", "high" (torch's names)
+
 // What a profile entry covers: a semantic op (all its dispatches), or one
 // kernel of an op (Engine::set_profiling).
 enum class ProfileDetail { Ops, Kernels };
@@ -237,6 +242,33 @@ class Engine {
   EngineStats stats() const;
   // Submits the open batch and waits for all work to finish.
   void synchronize() const;
+
+  // How the f32 GEMMs recorded from now on run (torch.set_float32_matmul_precision):
+  //  Highest (the default): the FP32 kernels (f32 loads, multiply-adds and accumulators).
+  //  High: each f32 GEMM with K > 0 (matmul and its _nt/_tn forms, the bmm
+  //    family, linear, the convolutions and attention that lower to the shared
+  //    GEMM, and their gradients) runs as three F16 products on the tensor
+  //    cores where the device has cooperative matrices for f16 * f16 + f32
+  //    (16 x 16 x 16): per row of A and column of B a power-of-two scale s puts
+  //    the largest finite magnitude in [2^14, 2^15); x * s = hi + lo * 2^-11 with
+  //    hi = f16(x * s), lo = f16((x * s - hi) * 2^11), and
+  //    C = (A_hi B_hi + (A_hi B_lo + A_lo B_hi) 2^-11) / (s_a s_b) with f32
+  //    accumulation, then alpha, beta and the bias as in FP32. Each operand
+  //    keeps about 22 significant bits (FP32: 24); an element below about
+  //    2^-28 times its row's (column's) largest keeps an absolute error near
+  //    2^-49 times that largest instead, so the error stays near FP32's
+  //    relative to the magnitude of the terms. A row or column
+  //    holding inf or NaN gives its outputs by an FP32 dot product, so inf and
+  //    NaN propagate as in FP32. Devices without such cooperative matrices keep
+  //    the FP32 kernels (tuning point gemm.f32_high; tests force the split
+  //    there). Source: Ootomo & Yokota, "Recovering single precision accuracy
+  //    from Tensor Cores while surpassing the FP32 theoretical peak
+  //    performance", IJHPCA 2022 (without its accumulation outside the tensor
+  //    cores: the products accumulate in the tensor-core kernel's f32
+  //    accumulators).
+  // 16-bit GEMMs are not affected. A StepGraph keeps the lowering it captured.
+  void set_float32_matmul_precision(MatmulPrecision precision) const;
+  MatmulPrecision float32_matmul_precision() const;
 
   // Semantic ops are appended to the trace while a capture is active.
   void begin_trace() const;

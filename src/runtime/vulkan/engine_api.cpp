@@ -23,6 +23,8 @@ std::string_view to_string(DeviceType t) {
   }
 }
 
+std::string_view to_string(MatmulPrecision p) { return p == MatmulPrecision::High ? "high" : "highest"; }
+
 bool DeviceInfo::has_cooperative_matrix(const CooperativeMatrixShape& s) const {
   return std::find(cooperative_matrix.begin(), cooperative_matrix.end(), s) != cooperative_matrix.end();
 }
@@ -135,6 +137,9 @@ void Engine::set_profiling(bool on, ProfileDetail detail) const {
   state_->profiling = on && state_->info.timestamps;
   state_->profile_kernels = detail == ProfileDetail::Kernels;
 }
+
+void Engine::set_float32_matmul_precision(MatmulPrecision precision) const { state_->float32_matmul_precision = precision; }
+MatmulPrecision Engine::float32_matmul_precision() const { return state_->float32_matmul_precision; }
 
 Profile Engine::profile() const {
   wait_all_unchecked(*state_);

@@ -206,6 +206,7 @@ struct EngineState : std::enable_shared_from_this<EngineState> {
   EngineOptions options;
   DeviceInfo info;
   std::shared_ptr<const Tuning> tuning;  // replaced whole by Engine::set_tuning (under `mutex`)
+  std::atomic<MatmulPrecision> float32_matmul_precision{MatmulPrecision::Highest};
   std::uint64_t min_storage_offset_alignment = 16;
 
   std::shared_ptr<const Instance> instance;
