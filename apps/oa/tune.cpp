@@ -44,8 +44,9 @@ oa::Matrix input(const oa::Shape& s, std::uint64_t seed, const oa::Engine& e, bo
 // Each GEMM of the bench's transformer layers (x [M, K] @ W[N, K]^T, and for
 // the layers that train, the input gradient M x K by depth N and the weight
 // gradient N x K by depth M), as matmul_nt of that size: for gemm.skinny
-// (M <= 16) or gemm.tile, for gemm.split_k, and with f16 operands for
-// gemm.coopmat_tile (M > 16).
+// (M <= 16) or gemm.tile, for gemm.split_k, and where M > 16 with f16
+// operands for gemm.coopmat_tile and under High float32 matmul precision for
+// gemm.f32_high.
 std::vector<TuneCase> gemm_cases(bool quick) {
   std::vector<TuneCase> cases;
   std::set<std::pair<std::string, std::vector<std::int64_t>>> seen;
@@ -60,17 +61,24 @@ std::vector<TuneCase> gemm_cases(bool quick) {
     for (const auto& [suffix, pm, pn, pk] : products) {
       const std::vector<std::int64_t> keys{1, pm, pn, pk};
       std::vector<const char*> points{pm <= 16 ? "gemm.skinny" : "gemm.tile", "gemm.split_k"};
-      if (pm > 16) points.push_back("gemm.coopmat_tile");
+      if (pm > 16) points.insert(points.end(), {"gemm.coopmat_tile", "gemm.f32_high"});
       for (const char* point : points) {
         if (!seen.insert({point, keys}).second) continue;
         // Copies of the bindings: lambdas capture variables, not structured bindings (clang 14).
-        auto step = [rows = pm, cols = pn, depth = pk, half = std::string_view(point) == "gemm.coopmat_tile"](const oa::Engine& e) -> Step {
+        auto step = [rows = pm, cols = pn, depth = pk, half = std::string_view(point) == "gemm.coopmat_tile",
+                     high = std::string_view(point) == "gemm.f32_high"](const oa::Engine& e) -> Step {
           oa::Matrix x = input({rows, depth}, 1, e, false), w = input({cols, depth}, 2, e, false);
           if (half) {
             x = oa::matrix::cast(x, oa::DType::F16);
             w = oa::matrix::cast(w, oa::DType::F16);
           }
-          return [x, w] { (void)oa::matrix::matmul_nt(x, w); };
+          if (!high) return [x, w] { (void)oa::matrix::matmul_nt(x, w); };
+          // gemm.f32_high is asked only under High precision, set while the step records.
+          return [x, w] {
+            x.engine().set_float32_matmul_precision(oa::MatmulPrecision::High);
+            (void)oa::matrix::matmul_nt(x, w);
+            x.engine().set_float32_matmul_precision(oa::MatmulPrecision::Highest);
+          };
         };
         cases.push_back({point, fmt::format("{}{}", g.model, suffix), keys, {}, step});
       }
