@@ -80,4 +80,35 @@ inline std::vector<double> conv_transpose2d(const std::vector<double>& x, std::a
   return y;
 }
 
+// The weight gradient of the convolution relation: narrow [N, CN, HN, WN]
+// (a convolution's output gradient, or a transposed convolution's input) and
+// wide [N, CW, HW, WW] (the convolution's input, or the transposed
+// convolution's output gradient) meet where yw = yn * stride - padding + kh *
+// dilation (likewise along x). Returns dW [CN, CW / groups, KH, KW].
+inline std::vector<double> conv_weight_grad(const std::vector<double>& narrow, std::array<std::int64_t, 4> ns,
+                                            const std::vector<double>& wide, std::array<std::int64_t, 4> ws, std::int64_t kh,
+                                            std::int64_t kw, const ConvParams& p) {
+  const auto [n, cn, hn, wn] = ns;
+  const auto [n2, cw, hw, ww] = ws;
+  (void)n2;
+  const std::int64_t cng = cn / p.groups, cwg = cw / p.groups;
+  std::vector<double> dw(static_cast<std::size_t>(cn * cwg * kh * kw), 0.0);
+  for (std::int64_t o = 0; o < cn; ++o)
+    for (std::int64_t ci = 0; ci < cwg; ++ci)
+      for (std::int64_t th = 0; th < kh; ++th)
+        for (std::int64_t tw = 0; tw < kw; ++tw) {
+          double s = 0;
+          for (std::int64_t b = 0; b < n; ++b)
+            for (std::int64_t yn = 0; yn < hn; ++yn)
+              for (std::int64_t xn = 0; xn < wn; ++xn) {
+                const std::int64_t yw = yn * p.stride[0] - p.padding[0] + th * p.dilation[0];
+                const std::int64_t xw = xn * p.stride[1] - p.padding[1] + tw * p.dilation[1];
+                if (yw < 0 || yw >= hw || xw < 0 || xw >= ww) continue;
+                s += narrow[((b * cn + o) * hn + yn) * wn + xn] * wide[((b * cw + (o / cng) * cwg + ci) * hw + yw) * ww + xw];
+              }
+          dw[((o * cwg + ci) * kh + th) * kw + tw] = s;
+        }
+  return dw;
+}
+
 }  // namespace oa::reference

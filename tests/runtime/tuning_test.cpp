@@ -312,32 +312,12 @@ TEST(ConvTuning, EveryWeightGradientTileMatchesTheReference) {
                                                       {.stride = c.stride, .padding = c.padding, .dilation = c.dilation, .groups = c.groups});
       const auto g = oa_test::random_values(y.numel(), 13);
       oa::backward(y, Matrix::from_vector(y.shape(), g));
-      // narrow [N, CN, HN, WN] and wide [N, CW, HW, WW] of the relation; the weight is [CN, CW / groups, KH, KW].
+      // The relation's narrow and wide sides (reference::conv_weight_grad).
       const oa::Shape ys = y.shape();
-      const std::vector<float>& narrow = c.transposed ? x : g;
-      const std::vector<float>& wide = c.transposed ? g : x;
-      const std::int64_t n = c.x[0], cn = c.transposed ? c.x[1] : ys[1], hn = c.transposed ? c.x[2] : ys[2],
-                         wn = c.transposed ? c.x[3] : ys[3];
-      const std::int64_t cw = c.transposed ? ys[1] : c.x[1], hw = c.transposed ? ys[2] : c.x[2], ww = c.transposed ? ys[3] : c.x[3];
-      const std::int64_t cng = cn / c.groups, cwg = cw / c.groups, kh = c.w[2], kw = c.w[3];
-      std::vector<double> want(static_cast<std::size_t>(size(c.w)));
-      for (std::int64_t o = 0; o < cn; ++o)
-        for (std::int64_t ci = 0; ci < cwg; ++ci)
-          for (std::int64_t th = 0; th < kh; ++th)
-            for (std::int64_t tw = 0; tw < kw; ++tw) {
-              double sum = 0;
-              for (std::int64_t b = 0; b < n; ++b)
-                for (std::int64_t yn = 0; yn < hn; ++yn)
-                  for (std::int64_t xn = 0; xn < wn; ++xn) {
-                    const std::int64_t yw = yn * c.stride[0] - c.padding[0] + th * c.dilation[0];
-                    const std::int64_t xw = xn * c.stride[1] - c.padding[1] + tw * c.dilation[1];
-                    if (yw < 0 || yw >= hw || xw < 0 || xw >= ww) continue;
-                    const std::int64_t wc = (o / cng) * cwg + ci;
-                    sum += double(narrow[static_cast<std::size_t>(((b * cn + o) * hn + yn) * wn + xn)]) *
-                           double(wide[static_cast<std::size_t>(((b * cw + wc) * hw + yw) * ww + xw)]);
-                  }
-              want[static_cast<std::size_t>(((o * cwg + ci) * kh + th) * kw + tw)] = sum;
-            }
+      const std::array<std::int64_t, 4> gs{ys[0], ys[1], ys[2], ys[3]};
+      const auto want = ref::conv_weight_grad(oa_test::f64(c.transposed ? x : g), c.transposed ? c.x : gs,
+                                              oa_test::f64(c.transposed ? g : x), c.transposed ? gs : c.x, c.w[2], c.w[3],
+                                              {.stride = c.stride, .padding = c.padding, .dilation = c.dilation, .groups = c.groups});
       EXPECT_TRUE(oa_test::near(oa::grad(mw).to_vector(), want, 1e-4, 1e-4));
     }
 }
