@@ -135,6 +135,7 @@ int main(int argc, char** argv) {
   Timing t{2, 5, 20, 2, 0.2, false};
   double max_seconds = 0;
   bool list = false, quick = false, estimate = false;
+  std::string precision = "highest";
   app.add_option("--filter", filter, "regular expression over case names");
   app.add_option("--family", family, "regular expression over family names (conv2d, attention, ...)");
   app.add_flag("--quick", quick, "tiny shapes under the same names, for checks on lavapipe or a CPU");
@@ -148,6 +149,10 @@ int main(int argc, char** argv) {
   app.add_option("--max-seconds", max_seconds, "start no case after this many seconds (0 = no limit)");
   app.add_option("--out", out, "write the results as JSON to this file (rewritten after every case)");
   app.add_flag("--list", list, "list the cases (name, family) and exit");
+  app.add_option("--float32-matmul-precision", precision,
+                 "f32 GEMMs in every case: highest (FP32) or high (split F16 on tensor cores where the device has them), "
+                 "as torch.set_float32_matmul_precision")
+      ->check(CLI::IsMember({"highest", "high"}));
   app.add_flag("--estimate", estimate, "print the estimated H200 time of the selection and exit");
   CLI11_PARSE(app, argc, argv);
   try {
@@ -167,6 +172,7 @@ int main(int argc, char** argv) {
                cases.size(), estimate_s, 2 * estimate_s);
     if (estimate) return 0;
     const oa::Engine engine;
+    engine.set_float32_matmul_precision(precision == "high" ? oa::MatmulPrecision::High : oa::MatmulPrecision::Highest);
     const oa::DeviceInfo& d = engine.device();
     nlohmann::json doc = {{"tool", "oa_bench"},
                           {"date", utc_now()},
@@ -174,6 +180,7 @@ int main(int argc, char** argv) {
                           {"driver", fmt::format("{} {}", d.driver_name, d.driver_info)},
                           {"vulkan", d.api_version},
                           {"quick", quick},
+                          {"float32_matmul_precision", precision},
                           {"timing", {{"warmup", t.warmup}, {"warmup_seconds", t.warmup_seconds}, {"repeat", t.repeat}, {"steps", t.steps}, {"loops", t.loops}}},
                           {"estimate_h200_s", estimate_s},
                           {"cases", nlohmann::json::array()}};
