@@ -298,6 +298,27 @@ def test_cross_entropy_class_index_out_of_range_raises_at_the_next_read():
     assert F.cross_entropy(oa.zeros(2, 3), oa.tensor([0, -1]), ignore_index=-1).item() == pytest.approx(math.log(3))
 
 
+def test_masks_broadcast_against_3d_scores_as_torch():
+    """A per-batch mask [B, 1, Sk] lines up with scores [B, Sq, Sk] (no heads axis)."""
+    q, k, v = values((3, 4, 8), 31), values((3, 6, 8), 32), values((3, 6, 8), 33)
+    for shape in ((3, 1, 6), (1, 4, 6), (4, 6), (6,), (3, 4, 6)):
+        mask = np.where(values(shape, 34) > 0.5, -np.inf, 0).astype(np.float32)
+        mask[..., 0] = 0
+        out = F.scaled_dot_product_attention(oa.tensor(q), oa.tensor(k), oa.tensor(v), attn_mask=oa.tensor(mask))
+        assert_close(out.numpy(), ref.attention(q, k, v, mask=mask))
+        s = values((3, 4, 6), 35)
+        got = F.softmax_scaled_masked(oa.tensor(s), oa.tensor(mask), 0.5).numpy()
+        assert_close(got, ref.softmax(0.5 * s + mask))
+    with pytest.raises(oa.InvalidArgumentError, match="attn_mask"):
+        F.scaled_dot_product_attention(oa.tensor(q), oa.tensor(k), oa.tensor(v), attn_mask=oa.zeros(2, 1, 6))
+
+
+def test_softmax_scaled_masked_of_no_rows_is_empty():
+    for scores, mask in (((0, 3), (3,)), ((2, 0, 3), (3,)), ((2, 0, 0, 3), (1, 3))):
+        out = F.softmax_scaled_masked(oa.zeros(*scores), oa.zeros(*mask), 1.0)
+        assert out.shape == scores
+
+
 def test_mse_loss():
     a, b = values((3, 4), 25), values((3, 4), 26)
     check_gradients(F.mse_loss, lambda a, b: np.mean((a - b) ** 2), [a, b])

@@ -1,6 +1,8 @@
 """torch's type promotion and the integer and bool ops of oa.Tensor: expected
 values from NumPy (int64 / float64 references) and torch's documented
 semantics (torch is not installed here)."""
+import math
+
 import numpy as np
 import pytest
 
@@ -65,6 +67,51 @@ def test_float_floor_divide_and_remainder_are_ieee_at_zero():
     w = oa.tensor([7.0, -7.0], requires_grad=True)
     (w % 2.0).sum().backward()
     np.testing.assert_array_equal(w.grad.numpy(), [1.0, 1.0])
+
+def torch_remainder(a, b):
+    """torch.remainder of float32 a, b: C's exact fmod, then the divisor's sign (ATen)."""
+    a, b = float(a), float(b)
+    if b == 0 or math.isinf(a) or math.isnan(a) or math.isnan(b):
+        return math.nan
+    m = math.fmod(a, b)
+    if m != 0 and (b < 0) != (m < 0):
+        m += b
+    return float(np.float32(m)) if m != 0 else math.copysign(0.0, b)
+
+
+def torch_floor_divide(a, b):
+    """torch.floor_divide of float32 a, b (ATen's div_floor_floating), in float32 steps."""
+    a, b = np.float32(a), np.float32(b)
+    if b == 0:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return float(a / b)
+    m = np.float32(math.fmod(a, b)) if not (math.isinf(a) or math.isnan(a) or math.isnan(b)) else np.float32(np.nan)
+    with np.errstate(invalid="ignore", over="ignore"):
+        d = np.float32(np.float32(a - m) / b)
+        if m != 0 and (b < 0) != (m < 0):
+            d = np.float32(d - 1)
+        if d == 0:
+            return math.copysign(0.0, float(np.float32(a / b)))
+        f = np.float32(np.floor(d))
+        if d - f > 0.5:
+            f = np.float32(f + 1)
+    return float(f)
+
+
+def test_float_floor_divide_and_remainder_are_exact_at_any_magnitude():
+    """Quotients past 2^24, divisors not exact in binary (0.1), tiny and infinite divisors."""
+    rng = np.random.default_rng(9)
+    x = np.concatenate([np.array([1e10, 123456789.0, 3e9, -1e10, 1e30, 5.0, -5.0, 7.5, -7.5, 0.0, 1e-30,
+                                  np.inf, -np.inf, np.nan], np.float32),
+                        (rng.standard_normal(300) * 10.0 ** rng.uniform(-3, 8, 300)).astype(np.float32)])
+    for d in (3.0, 7.0, 0.1, -3.0, -0.1, 0.3, np.inf, -np.inf, 1e-38):
+        got_r = (oa.tensor(x) % float(d)).numpy()
+        got_q = (oa.tensor(x) // float(d)).numpy()
+        want_r = np.array([torch_remainder(a, np.float32(d)) for a in x], np.float32)
+        want_q = np.array([torch_floor_divide(a, d) for a in x], np.float32)
+        np.testing.assert_array_equal(got_r, want_r, err_msg=f"x % {d}")
+        np.testing.assert_array_equal(got_q, want_q, err_msg=f"x // {d}")
+
 
 
 def test_int32_neg_abs_and_bitwise_ops():

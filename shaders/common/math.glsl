@@ -54,53 +54,85 @@ float oa_tanh(float x) {
   const float e = exp(-2.0 * a);
   return sign(x) * (1.0 - e) / (1.0 + e);
 }
-// a^b as torch.pow (C's pow): 1 when b is 0 (0^0 and NaN^0 included) or a is
-// 1; a negative base with an integer exponent takes the sign of (-1)^b, with
-// a fractional one gives NaN; 0^b is 0 for b > 0 and +inf for b < 0.
+// a^b as torch.pow (C's pow): 1 when b is 0 (NaN^0 included) or a is 1
+// (1^NaN included), else NaN for a NaN operand; C's signed zeros and
+// infinities: (+-0)^b and (+-inf)^b are 0 or inf, negative for a negative
+// base and an odd integer b; (-1)^(+-inf) = 1, and |a| < 1 gives inf toward
+// -inf and 0 toward +inf (|a| > 1 the reverse). A negative finite base with a
+// fractional exponent gives NaN. Integer exponents up to 64 in magnitude
+// multiply by squaring (a few roundings, where exp2(b log2 |a|) loses about
+// |b log2 |a|| ulps), b = 0.5 is sqrt (rounded once), other b exp2(b log2 |a|).
 float oa_pow(float a, float b) {
   if (b == 0.0 || a == 1.0) return 1.0;
   if (isnan(a) || isnan(b)) return a + b;
-  if (a == 0.0) return b > 0.0 ? 0.0 : 1.0 / 0.0;
-  if (b == 2.0) return a * a;
-  const float m = exp2(b * log2(abs(a)));
-  if (a > 0.0) return m;
-  if (b != floor(b)) return uintBitsToFloat(0x7fc00000u);
-  return mod(b, 2.0) == 1.0 ? -m : m;
+  const float mag = abs(a);
+  if (isinf(b)) return mag == 1.0 ? 1.0 : (mag < 1.0) == (b < 0.0) ? 1.0 / 0.0 : 0.0;
+  const bool integer = b == floor(b);  // every finite |b| >= 2^24 is an even integer
+  const bool odd = integer && abs(b) < 16777216.0 && mod(b, 2.0) == 1.0;
+  const bool negative = (floatBitsToUint(a) >> 31) != 0u;  // -0 included
+  if (mag == 0.0 || isinf(mag)) {
+    const float m = (mag == 0.0) == (b < 0.0) ? 1.0 / 0.0 : 0.0;
+    return odd && negative ? -m : m;
+  }
+  if (negative && !integer) return uintBitsToFloat(0x7fc00000u);
+  float m;
+  if (integer && abs(b) <= 64.0) {
+    uint n = uint(abs(b));
+    float x = mag;
+    m = 1.0;
+    while (true) {
+      if ((n & 1u) != 0u) m *= x;
+      n >>= 1;
+      if (n == 0u) break;
+      x *= x;
+    }
+    if (b < 0.0) m = 1.0 / m;
+  } else if (b == 0.5) {
+    m = sqrt(mag);
+  } else {
+    m = exp2(b * log2(mag));
+  }
+  return odd && negative ? -m : m;
 }
 
-// The quotient of u / v truncated toward zero and its remainder u - v q
-// (C's fmod), q corrected by one where the rounded division u / v lands
-// across an integer: exact while q and v q are exact in f32 (|q| < 2^24).
-// v = 0 or an infinite u gives NaN for the remainder (q is then inf or NaN).
-vec2 oa_trunc_divide(float u, float v) {
-  float q = trunc(u / v), m = fma(-v, q, u);
-  const float s = sign(u) * sign(v);
-  if (abs(m) >= abs(v)) {
-    q += s;
-    m = fma(-v, q, u);
+// C's fmod(u, v), exact for every operand (as ATen's std::fmod): the
+// largest v 2^k not above |u| is subtracted while |u| >= |v|, each subtraction
+// exact (Sterbenz), so no fused multiply-add is needed (GLSL's fma() may be
+// split into a rounded product and a sum, as lavapipe does). NaN for an
+// infinite u, a zero v or NaN operands; u for an infinite v.
+float oa_fmod(float u, float v) {
+  if (isnan(u) || isnan(v) || isinf(u) || v == 0.0) return uintBitsToFloat(0x7fc00000u);
+  float a = abs(u);
+  const float b = abs(v);
+  if (isinf(v) || a < b) return u;
+  int eb;
+  frexp(b, eb);
+  for (int i = 0; i < 320 && a >= b; ++i) {
+    int ea;
+    frexp(a, ea);
+    float bk = ldexp(b, ea - eb);
+    if (bk > a) bk = ldexp(b, ea - eb - 1);
+    a -= bk;
   }
-  if (m != 0.0 && (m < 0.0) != (u < 0.0)) {
-    q -= s;
-    m = fma(-v, q, u);
-  }
-  return vec2(q, m);
+  return u < 0.0 ? -a : a;
 }
 
 // torch.floor_divide and torch.remainder of floats (ATen's div_floor_floating
-// and remainder): floor(u / v) from the truncated quotient, and u - v floor(u / v)
-// with the divisor's sign (a zero remainder +-0 as the divisor). v = 0 gives
-// u / v (+-inf, NaN for 0 / 0) and a NaN remainder, as IEEE 754.
+// and remainder, from the exact fmod): a zero remainder is +-0 as the divisor;
+// v = 0 gives u / v (+-inf, NaN for 0 / 0) and a NaN remainder, as IEEE 754.
 float oa_floor_divide(float u, float v) {
   if (v == 0.0) return u / v;
-  const vec2 qm = oa_trunc_divide(u, v);
-  float d = qm.x;
-  if (qm.y != 0.0 && (v < 0.0) != (qm.y < 0.0)) d -= 1.0;
+  const float m = oa_fmod(u, v);
+  float d = (u - m) / v;
+  if (m != 0.0 && (v < 0.0) != (m < 0.0)) d -= 1.0;
   if (d == 0.0) return uintBitsToFloat(floatBitsToUint(u / v) & 0x80000000u);  // +-0 with the quotient's sign
-  return d;
+  float f = floor(d);
+  if (d - f > 0.5) f += 1.0;
+  return f;
 }
 
 float oa_remainder(float u, float v) {
-  const float m = oa_trunc_divide(u, v).y;
+  const float m = oa_fmod(u, v);
   if (m == 0.0) return uintBitsToFloat(floatBitsToUint(v) & 0x80000000u);  // +-0 with the divisor's sign
   return (v < 0.0) != (m < 0.0) ? m + v : m;
 }

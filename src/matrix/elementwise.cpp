@@ -344,15 +344,15 @@ const Op<ExponentAttributes> kPow{
      .infer = [](const OpCall<ExponentAttributes>& c) {
        const Matrix &a = c.inputs[0], &b = c.inputs[1];
        if (!b.defined()) {
-         if (a.dtype() != DType::F32)
-           fail(ErrorKind::InvalidArgument, "{}: a host exponent takes an f32 a; found {} {} (give an i32 exponent as a Matrix)", c.name,
+         if (a.dtype() == DType::I32)
+           fail(ErrorKind::InvalidArgument, "{}: a host exponent takes a float a; found {} {} (give an i32 exponent as a Matrix)", c.name,
                 to_string(a.dtype()), a.shape());
-         return std::vector<OutputSpec>{{a.shape()}};
+         return std::vector<OutputSpec>{{a.shape(), a.dtype()}};
        }
        detail::require_same_dtype(a, "a", b, "b", c.name);
        return std::vector<OutputSpec>{{resolve_broadcast(a.shape(), b.shape(), c.name).out, a.dtype()}};
      },
-     .lower = {{DType::F32, kPowLowering}, {DType::I32, kPowLowering}},
+     .lower = {{DType::F32, kPowLowering}, {DType::F16, kPowLowering}, {DType::BF16, kPowLowering}, {DType::I32, kPowLowering}},
      .saves = [](const OpCall<ExponentAttributes>& c, const std::vector<bool>&) { return Saves{{true, c.inputs[1].defined()}, {}}; },
      .backward = [](const BackwardCall<ExponentAttributes>& c) {
        if (c.inputs[1].defined()) return binary_backward(Pow, c);

@@ -358,6 +358,91 @@ TEST(MatrixElementwise, FloatFloorDivideAndRemainder) {
   EXPECT_FALSE(oa::requires_grad(oa::matrix::floor_divide(a, b)));
 }
 
+// Float floor_divide and remainder from C's exact fmod (ATen's formulas):
+// quotients past 2^24, divisors not exact in binary, tiny and infinite
+// divisors; the expected values computed the same way in float on the host.
+TEST(MatrixElementwise, FloatFloorDivideAndRemainderAreExactAtAnyMagnitude) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> xs = {1e10f, 123456789.0f, 3e9f, -1e10f, 1e30f, 5.0f, -5.0f, 7.5f, -0.1f, 0.0f, 1e-30f, 16777217.0f, -inf};
+  const std::vector<float> ds = {3.0f, 7.0f, 0.1f, -0.1f, 0.3f, inf, -inf, 1e-38f};
+  std::vector<float> a_host, b_host, want_q, want_r;
+  for (float x : xs)
+    for (float d : ds) {
+      a_host.push_back(x);
+      b_host.push_back(d);
+      const float m = std::fmod(x, d);  // exact, NaN for an infinite x
+      float r = m != 0 && (d < 0) != (m < 0) ? m + d : m;
+      if (m == 0) r = std::copysign(0.0f, d);
+      want_r.push_back(r);
+      float q = (x - m) / d;
+      if (m != 0 && (d < 0) != (m < 0)) q -= 1;
+      if (q == 0) {
+        q = std::copysign(0.0f, x / d);
+      } else {
+        const float f = std::floor(q);
+        q = q - f > 0.5f ? f + 1 : f;
+      }
+      want_q.push_back(q);
+    }
+  const auto n = static_cast<std::int64_t>(a_host.size());
+  const Matrix a = Matrix::from_vector({n}, a_host), b = Matrix::from_vector({n}, b_host);
+  const auto q = oa::matrix::floor_divide(a, b).to_vector(), r = oa::matrix::remainder(a, b).to_vector();
+  for (std::size_t i = 0; i < a_host.size(); ++i) {
+    SCOPED_TRACE(std::to_string(a_host[i]) + " by " + std::to_string(b_host[i]));
+    if (std::isnan(want_q[i])) EXPECT_TRUE(std::isnan(q[i])) << q[i];
+    else EXPECT_EQ(q[i], want_q[i]);
+    if (std::isnan(want_r[i])) EXPECT_TRUE(std::isnan(r[i])) << r[i];
+    else {
+      EXPECT_EQ(r[i], want_r[i]);
+      EXPECT_EQ(std::signbit(r[i]), std::signbit(want_r[i]));
+    }
+  }
+}
+
+// pow's special values as C's pow, and its accuracy: integer exponents by
+// squaring, 0.5 as sqrt, in f32, f16 and bf16 (each rounded once from f32).
+TEST(MatrixElementwise, PowFollowsCAndIsAccurate) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  struct Case {
+    float a, b;
+  };
+  const std::vector<Case> cases = {{3, 20},  {10, 10},   {9, 0.5f},  {2, 0.5f},  {-2, 3},    {-2, -3},   {1.5f, -7}, {-1, inf},
+                                   {-1, -inf}, {-0.0f, -1}, {0.0f, -1}, {-0.0f, 3}, {-0.0f, -2}, {-inf, 3}, {-inf, -3}, {-inf, 2},
+                                   {0.5f, -inf}, {0.5f, inf}, {2, inf},  {2, -inf},  {-2, 0.5f}, {1, nan},   {nan, 0},   {7, 2.5f},
+                                   {1.1f, 60}, {0.9f, -64}};
+  std::vector<float> a_host, b_host;
+  for (const Case& c : cases) {
+    a_host.push_back(c.a);
+    b_host.push_back(c.b);
+  }
+  const auto n = static_cast<std::int64_t>(cases.size());
+  const auto got = oa::matrix::pow(Matrix::from_vector({n}, a_host), Matrix::from_vector({n}, b_host)).to_vector();
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const double want = std::pow(double{cases[i].a}, double{cases[i].b});
+    SCOPED_TRACE(std::to_string(cases[i].a) + " ^ " + std::to_string(cases[i].b));
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(got[i])) << got[i];
+    } else if (std::isinf(want) || want == 0) {
+      EXPECT_EQ(got[i], static_cast<float>(want));
+      EXPECT_EQ(std::signbit(got[i]), std::signbit(want));
+    } else {
+      EXPECT_LE(std::abs(got[i] - want), 4 * std::abs(want) * std::numeric_limits<float>::epsilon()) << got[i] << " vs " << want;
+    }
+  }
+  // 0.5 is sqrt, rounded once; small integer exponents are exact where the result is.
+  EXPECT_EQ(oa::matrix::pow(Matrix::from_vector({3}, std::vector<float>{9, 2, 1e6f}), 0.5f).to_vector(),
+            (std::vector<float>{3, std::sqrt(2.0f), 1e3f}));
+  EXPECT_EQ(oa::matrix::pow(Matrix::from_vector({3}, std::vector<float>{3, -5, 10}), 3.0f).to_vector(), (std::vector<float>{27, -125, 1000}));
+  for (oa::DType d : {oa::DType::F16, oa::DType::BF16}) {
+    SCOPED_TRACE(std::string(oa::to_string(d)));
+    const Matrix h = Matrix::from_vector({3}, std::vector<float>{1.5f, -2, 4}, d);
+    const Matrix y = oa::matrix::pow(h, 2.0f), z = oa::matrix::pow(h, Matrix::from_vector({3}, std::vector<float>{3, 3, 0.5f}, d));
+    EXPECT_EQ(y.dtype(), d);
+    EXPECT_EQ(y.to_vector(), (std::vector<float>{2.25f, 4, 16}));
+    EXPECT_EQ(z.to_vector(), (std::vector<float>{3.375f, -8, 2}));
+  }
+}
+
 TEST(MatrixElementwise, BadBroadcastNamesOpAndShapes) {
   auto a = Matrix::ones({3, 4, 5});
   auto b = Matrix::ones({2, 5});  // 2 against 4: no broadcast

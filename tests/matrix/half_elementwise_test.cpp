@@ -81,6 +81,7 @@ TEST(MatrixHalfElementwise, UnaryOpsAndGradientsRoundOnce) {
       {"neg", [](const Matrix& x) { return mx::neg(x); }, [](double v) { return -v; }, -3, 3},
       {"affine", [](const Matrix& x) { return mx::affine(x, 0.75f, -0.5f); }, [](double v) { return 0.75 * v - 0.5; }, -3, 3},
       {"clamp", [](const Matrix& x) { return mx::clamp(x, -1.0f, 1.5f); }, [](double v) { return std::min(std::max(v, -1.0), 1.5); }, -3, 3},
+      {"pow", [](const Matrix& x) { return mx::pow(x, 2.5f); }, [](double v) { return std::pow(v, 2.5); }, 0.25, 2},
   };
   const Shape shape{3, 37};  // an odd count: the last word is half used
   std::uint64_t seed = 1;
@@ -120,6 +121,7 @@ TEST(MatrixHalfElementwise, BinaryOpsBroadcastAndSumTheirGradientsBack) {
       {"mul", [](const Matrix& a, const Matrix& b) { return mx::mul(a, b); }, [](double u, double v) { return u * v; }},
       {"div", [](const Matrix& a, const Matrix& b) { return mx::div(a, b); }, [](double u, double v) { return u / v; }},
       {"maximum", [](const Matrix& a, const Matrix& b) { return mx::maximum(a, b); }, [](double u, double v) { return std::max(u, v); }},
+      {"pow", [](const Matrix& a, const Matrix& b) { return mx::pow(a, b); }, [](double u, double v) { return std::pow(u, v); }},
   };
   struct Layout {
     const char* label;

@@ -11,8 +11,8 @@
 // take two Bool operands (torch's bool arithmetic: add and maximum are the
 // logical or, mul and minimum the logical and; sub of bools is refused, as
 // torch refuses it); neg and abs also take i32 (wrapping: -INT32_MIN and
-// abs(INT32_MIN) are INT32_MIN, as int32 does); pow is f32, or i32 with an
-// i32 Matrix exponent (see pow); floor_divide, remainder and the bitwise ops
+// abs(INT32_MIN) are INT32_MIN, as int32 does); pow is f32, f16 or bf16 (f32
+// arithmetic, rounded once), or i32 with an i32 Matrix exponent (see pow); floor_divide, remainder and the bitwise ops
 // below;
 // the comparisons take f32 or i32 and give Bool (their broadcasting is
 // NumPy's, see below). Under autocast (oa/matrix/autocast.hpp) operands of
@@ -51,9 +51,12 @@ Matrix maximum(const Matrix& a, const Matrix& b);
 Matrix minimum(const Matrix& a, const Matrix& b);
 // a^b elementwise (torch.pow(a, b)), b a Matrix broadcast with a, or a host
 // float exponent. As C's pow: x^0 = 1 for every x (0^0 and NaN^0 included),
-// 1^y = 1, a negative base with an integer exponent gives the sign of (-1)^b
-// and with a fractional exponent NaN, 0^b is 0 for b > 0 and +inf for b < 0.
-// Computed as exp2(b log2 |a|) in f32 (b = 2 multiplies exactly).
+// 1^y = 1 (1^NaN included), a negative base with an integer exponent gives
+// the sign of (-1)^b and with a fractional exponent NaN; (+-0)^b and
+// (+-inf)^b are 0 or inf, negative for a negative base and an odd b;
+// (-1)^(+-inf) = 1. Computed in f32: integer exponents up to 64 in magnitude
+// by squaring (within a few ulps), b = 0.5 as sqrt (rounded once), others as
+// exp2(b log2 |a|) (its error in ulps grows with |b log2 |a||).
 // Gradients (torch's): d/da = b a^(b-1), taken as 0 where b = 0; d/db =
 // a^b log(a), taken as 0 where a = 0 and b >= 0 (NaN for a negative base).
 // Semantic op "oa::matrix::pow": inputs a and b (b absent in the scalar
@@ -61,7 +64,7 @@ Matrix minimum(const Matrix& a, const Matrix& b);
 // Two i32 operands (b a Matrix) compute in int32, as torch's integer pow:
 // wrapping modulo 2^32 (by squaring), and a negative exponent gives 1 for a
 // base of 1, +-1 for -1 and 0 for any other base; no gradient. The host
-// exponent form takes f32 x alone.
+// exponent form takes a float x (f32, f16 or bf16), not i32.
 Matrix pow(const Matrix& a, const Matrix& b);
 Matrix pow(const Matrix& x, float exponent);
 

@@ -257,7 +257,8 @@ class Engine {
   //    keeps about 22 significant bits (FP32: 24); an element below about
   //    2^-28 times its row's (column's) largest keeps an absolute error near
   //    2^-49 times that largest instead, so the error stays near FP32's
-  //    relative to the magnitude of the terms. A row or column
+  //    relative to the product of the row's and column's largest magnitudes
+  //    (not to the terms': [[1e6, 1e-6]] x [[0], [1e6]] gives about 1.0003). A row or column
   //    holding inf or NaN gives its outputs by an FP32 dot product, so inf and
   //    NaN propagate as in FP32. Devices without such cooperative matrices keep
   //    the FP32 kernels (tuning point gemm.f32_high; tests force the split

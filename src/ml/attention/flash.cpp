@@ -55,13 +55,16 @@ MaskLayout mask_layout(const char* op, const char* arg, const Matrix& mask, std:
     m.sh = sq * sk;
     m.sb = heads * sq * sk;
   } else {
-    // PyTorch broadcasting against [batch, heads, sq, sk], aligned from the last axis.
+    // PyTorch broadcasting against the scores, aligned from the last axis: [batch, heads, sq, sk], or
+    // [batch, sq, sk] for scores of rank 3 (no heads axis: a mask's third-last axis is the batch's).
     const std::int64_t target[4] = {batch, heads, sq, sk};
     const std::size_t max_rank = std::min<std::size_t>(4, scores_shape.rank());
+    static constexpr std::size_t axes4[4] = {0, 1, 2, 3}, axes3[3] = {0, 2, 3};
+    const std::size_t* axes = max_rank == 4 ? axes4 : axes3 + (3 - max_rank);
     bool ok = mask.rank() >= 1 && mask.rank() <= max_rank && mask.dim(-1) == sk;
     std::int64_t extent[4] = {1, 1, 1, sk};
     for (std::size_t a = 0; ok && a < mask.rank(); ++a) {
-      const std::size_t t = 4 - mask.rank() + a;
+      const std::size_t t = axes[max_rank - mask.rank() + a];
       extent[t] = mask.shape()[a];
       ok = extent[t] == target[t] || extent[t] == 1;
     }

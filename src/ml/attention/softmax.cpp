@@ -77,13 +77,16 @@ SoftmaxRows softmax_geometry(const Matrix& scores, const Matrix& mask, float sca
     const std::size_t rank = scores.rank();
     const std::int64_t sq = rank >= 2 ? scores.dim(-2) : 1;
     const std::int64_t heads = rank >= 4 ? scores.dim(-3) : 1;
+    // batch from the leading extents, not rows / sq / heads (Sq or heads may be 0).
+    std::int64_t batch = 1;
+    for (std::size_t a = 0; a + (rank >= 4 ? 3 : 2) < rank; ++a) batch *= scores.shape()[a];
     r.sq = sq;
     if (mask.shape() == scores.shape()) {  // one mask row per score row
       require_mask_dtype(kSoftmax, "mask", mask);
       r.mask = MaskLayout{true, 1, sq * r.cols, 0, r.cols};
       detail::shader_u32(mask.numel(), "mask element count", kSoftmax);
     } else {
-      r.mask = mask_layout(kSoftmax, "mask", mask, r.rows / sq / heads, heads, sq, r.cols, scores.shape());
+      r.mask = mask_layout(kSoftmax, "mask", mask, batch, heads, sq, r.cols, scores.shape());
     }
   }
   detail::shader_u32(r.rows, "row count", kSoftmax);
