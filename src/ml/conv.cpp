@@ -695,11 +695,13 @@ void lower_bias_grad(const Matrix& dy, std::int64_t channels, std::int64_t posit
 //   weight gradient:  dW_g += rows_g cols_g^T over the chunks, in f32.
 // Every shape, depthwise and tiny channel counts included, takes this path.
 
-// Each chunk's workspaces and windows stay near this many bytes.
-constexpr std::int64_t kHalfChunkBytes = std::int64_t(64) << 20;
+// Each chunk's workspaces and windows stay near this many bytes: enough
+// columns per chunk that its GEMM fills a large GPU without a K split.
+constexpr std::int64_t kHalfChunkBytes = std::int64_t(256) << 20;
 
 // Images per chunk for a pass that binds buffers of `image_bytes` bytes per
-// image: as many as fit kHalfChunkBytes (at least 1). Where a 16-bit tensor
+// image: as many as fit kHalfChunkBytes (at least 1), spread evenly over the
+// chunks that takes (16 images in 9 and 7, not 15 and 1). Where a 16-bit tensor
 // has an odd element count per image, chunks hold an even number of images
 // (but the last), so every chunk starts on a whole 32-bit word. Throws
 // ResourceExhausted naming `op` when one chunk's buffer exceeds
@@ -711,6 +713,7 @@ std::int64_t half_chunk(const Relation& r, const Engine& engine, const char* op,
     largest = std::max(largest, b);
   }
   std::int64_t q = std::clamp<std::int64_t>(kHalfChunkBytes / total, 1, r.n);
+  q = detail::ceil_div(r.n, detail::ceil_div(r.n, q));
   const bool odd = (r.cn * r.hn * r.wn) % 2 != 0 || (r.cw * r.hw * r.ww) % 2 != 0;
   if (odd && q < r.n) q = std::max<std::int64_t>(2, q / 2 * 2);
   const std::int64_t range = static_cast<std::int64_t>(engine.device().max_storage_buffer_range) - 256;
