@@ -629,12 +629,15 @@ void lower_weight_grad(const Relation& r, const Matrix& narrow, const Matrix& wi
   const bool depthwise = cng == 1 && r.cw == r.groups;
   const std::int64_t small_k = k <= 16 ? 16 : depthwise && k > 25 && k <= 64 ? 64 : 0;
   const bool small = small_k > 0;
+  // Output channels per workgroup of the per-channel reduction: 4 of one group
+  // share their wide values (ml/conv/wgrad_small16x4).
+  const std::int64_t block = small_k == 16 && r.groups == 1 ? 4 : 1, blocks = (r.cn + block - 1) / block;
   // shaders/ml/conv/wgrad_<BO>x<BK>.comp: BO output channels x BK (c, kh, kw)
   // columns, as the tuning point conv.wgrad_tile names it.
   const std::int64_t keys[] = {cng, k, positions};
   const GemmTile& t = chosen_tile(dw.engine(), "conv.wgrad_tile", keys, kWgradTiles);
   constexpr std::int64_t kRm = 16;  // positions per step of wgrad.glsl
-  const std::int64_t tiles = small ? r.cn : detail::groups_for(k, t.bn) * detail::groups_for(cng, t.bm) * r.groups;
+  const std::int64_t tiles = small ? blocks : detail::groups_for(k, t.bn) * detail::groups_for(cng, t.bm) * r.groups;
   // The per-channel reduction has one workgroup per channel and split: aim
   // for 2048 of them (about 16 per SM on a large GPU).
   std::int64_t splits = split_count(tiles, positions, small ? 1024 : 4 * kRm, small ? 2048 : 512);
@@ -646,8 +649,8 @@ void lower_weight_grad(const Relation& r, const Matrix& narrow, const Matrix& wi
   d.bindings = {BufferBinding::read(narrow.storage()), BufferBinding::read(wide.storage()), BufferBinding::write(target.storage())};
   d.push.set(relation_push(r, false, u32(splits), u32(chunk), u32(count)));
   if (small) {
-    d.kernel = small_k == 16 ? kernels::ml_conv_wgrad_small16 : kernels::ml_conv_wgrad_small64;
-    d.groups = {static_cast<std::uint64_t>(splits), static_cast<std::uint64_t>(r.cn), 1};
+    d.kernel = small_k == 64 ? kernels::ml_conv_wgrad_small64 : block == 4 ? kernels::ml_conv_wgrad_small16x4 : kernels::ml_conv_wgrad_small16;
+    d.groups = {static_cast<std::uint64_t>(splits), static_cast<std::uint64_t>(blocks), 1};
   } else {
     d.kernel = t.kernel;
     d.groups = {detail::groups_for(k, t.bn), detail::groups_for(cng, t.bm), static_cast<std::uint64_t>(r.groups * splits)};
