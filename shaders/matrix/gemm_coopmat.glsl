@@ -33,7 +33,8 @@
 // multiples of 8 elements, so a copy is one uvec4 load; otherwise 8 half loads.
 //
 // Hooks an includer may define before including this file (each compiles
-// away where it is not defined; ml/conv/igemm_coopmat.glsl uses both):
+// away where it is not defined; ml/conv/igemm_coopmat.glsl uses both, with
+// matrix/gemm_operands.glsl's OA_GEMM_OWN_PUSH):
 // - OA_GEMM_GATHER_B(k, n): B_b is not stored; the expression gives the copy
 //   of op(B_b)[k, n .. n + 7] (a uvec4 of 8 halves, the first in the low half
 //   of .x; zeros past K and N) for the current batch item (bbase). Needs

@@ -911,7 +911,8 @@ TEST(ConvHalf, AutocastConvNetTrainsNearF32) {
 // lavapipe): the GEMMs of a convolution with 32 channels and 64 positions
 // per image (forward: W [32, 288] x columns [288, 128]; input gradient: W^T
 // x rows [32, 128]; weight gradient: rows x columns^T) take the cooperative-
-// matrix kernel, and the convolution matches the f64 reference within the
+// matrix kernel, and the convolution (its forward through the implicit GEMM
+// of conv.half_forward's default) matches the f64 reference within the
 // tensor cores' accumulation bound.
 TEST(ConvHalf, TensorCoreGemms) {
   const oa::Engine engine = oa::Engine::default_engine();
