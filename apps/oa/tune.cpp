@@ -135,7 +135,8 @@ std::vector<TuneCase> attention_cases(bool quick) {
 // batch, output channels per group, groups, output positions per image and
 // channel, taps, transposed. Forward and weight gradient (of the weight
 // alone) for conv.wgrad_tile where the tiled kernel serves it: not depthwise,
-// more than 16 weights per output channel.
+// more than 16 weights per output channel. The f16 forward of the ungrouped
+// convolutions (not transposed) for conv.half_forward.
 std::vector<TuneCase> conv_cases(bool quick) {
   std::vector<TuneCase> cases;
   for (const oa_bench::Conv& full : oa_bench::kLayers) {
@@ -150,6 +151,14 @@ std::vector<TuneCase> conv_cases(bool quick) {
     };
     const bool depthwise = c.groups == c.c_in && c.groups > 1;
     cases.push_back({"conv.igemm_tile", c.model, keys, depthwise ? Pins{{"conv.kernel", "igemm"}} : Pins{}, setup});
+    if (c.groups == 1 && !oa_bench::transposed(c)) {
+      auto half_setup = [c](const oa::Engine& e) -> Step {
+        const auto f16 = [&](const oa::Shape& s, std::uint64_t seed) { return oa::matrix::cast(input(s, seed, e, false), oa::DType::F16); };
+        const oa::Matrix x = f16(oa_bench::conv_input_shape(c), 1), w = f16(oa_bench::conv_weight_shape(c), 2), b = f16({c.c_out}, 3);
+        return [=] { (void)oa_bench::conv_forward(c, x, w, b); };
+      };
+      cases.push_back({"conv.half_forward", c.model + std::string("_f16"), keys, {}, half_setup});
+    }
     // The weight gradient's GEMM: narrow channels per group x (wide channels per group x taps), over narrow positions.
     const std::int64_t taps = c.dims == 2 ? c.k * c.k : c.k, in_positions = c.dims == 2 ? c.size * c.size : c.size;
     const std::vector<std::int64_t> wgrad_keys{

@@ -1,20 +1,6 @@
 // gemm, gemm_half, gemm_skinny(_half) and gemm_coopmat(_bf16): C = alpha * op(A) op(B) +
-// beta * C (+ bias), offsets and batch strides in elements.
+// beta * C (+ bias), offsets and batch strides in elements (matrix/gemm_problem.push.h).
+#include "matrix/gemm_problem.push.h"
 OA_PUSH(matrix_gemm)
-  OA_FIELD(uint, M)
-  OA_FIELD(uint, N)
-  OA_FIELD(uint, K)
-  OA_FIELD(uint, splits)
-  OA_FIELD(uint, kchunk)
-  OA_FIELD(uint, a_off)
-  OA_FIELD(uint, a_stride)
-  OA_FIELD(uint, b_off)
-  OA_FIELD(uint, b_stride)
-  OA_FIELD(uint, c_off)
-  OA_FIELD(uint, c_stride)
-  OA_FIELD(uint, c_split_stride)
-  OA_FIELD(uint, bias_off)
-  OA_FIELD(float, alpha)
-  OA_FIELD(float, beta)
-  OA_FIELD(uint, has_bias)
+  OA_PART(matrix_gemm_problem, gemm)
 OA_PUSH_END

@@ -31,6 +31,16 @@
 //
 // VEC_A / VEC_B: the operand's contiguous extent, offset and batch stride are
 // multiples of 8 elements, so a copy is one uvec4 load; otherwise 8 half loads.
+//
+// Hooks an includer may define before including this file (each compiles
+// away where it is not defined; ml/conv/igemm_coopmat.glsl uses both, with
+// matrix/gemm_operands.glsl's OA_GEMM_OWN_PUSH):
+// - OA_GEMM_GATHER_B(k, n): B_b is not stored; the expression gives the copy
+//   of op(B_b)[k, n .. n + 7] (a uvec4 of 8 halves, the first in the low half
+//   of .x; zeros past K and N) for the current batch item (bbase). Needs
+//   TRANS_B and VEC_B false (the host passes them so).
+// - OA_GEMM_ROW_BIAS: the bias is per row of C (bias[bias_off + m]), not per
+//   column (bias[bias_off + n]).
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -81,6 +91,20 @@ uint c_word(vec2 v) { return C_DT == 1u ? packHalf2x16(v) : oa_word_of(v, true, 
 // Four bias elements from element i.
 vec4 bias_quad(uint i) { return vec4(OA_BIAS(i), OA_BIAS(i + 1u), OA_BIAS(i + 2u), OA_BIAS(i + 3u)); }
 
+// The bias of C's element (m, n) (the index store_c1 takes), of the quad
+// (m, n .. n + 3) and of the pair (m, n .. n + 1): per column, or per row
+// with OA_GEMM_ROW_BIAS. Arguments are pasted unparenthesized (sums of uints),
+// so that the plain GEMM's expressions stay as they were.
+#ifdef OA_GEMM_ROW_BIAS
+#define OA_GEMM_BIAS_INDEX(m, n) (m)
+#define OA_GEMM_BIAS_QUAD(m, n) vec4(OA_BIAS(pc.bias_off + m))
+#define OA_GEMM_BIAS_PAIR(m, n) vec2(OA_BIAS(pc.bias_off + m))
+#else
+#define OA_GEMM_BIAS_INDEX(m, n) n
+#define OA_GEMM_BIAS_QUAD(m, n) bias_quad(pc.bias_off + n)
+#define OA_GEMM_BIAS_PAIR(m, n) vec2(OA_BIAS(pc.bias_off + n), OA_BIAS(pc.bias_off + n + 1u))
+#endif
+
 uint half_a(uint e) { return (a1[e >> 1] >> ((e & 1u) * 16u)) & 0xffffu; }
 uint half_b(uint e) { return (b1[e >> 1] >> ((e & 1u) * 16u)) & 0xffffu; }
 
@@ -118,10 +142,12 @@ void load_inside(uint k0) {
 
 // The same loads anywhere, elements outside the problem read as zeros.
 void load_tiles(uint k0) {
+#ifndef OA_GEMM_GATHER_B
   if (VEC_A && VEC_B && m0 + BM <= pc.M && n0 + BN <= pc.N && k0 + BK <= kend) {
     load_inside(k0);
     return;
   }
+#endif
   const uint tid = gl_LocalInvocationID.x;
   [[unroll]] for (uint l = 0u; l < LA; ++l) {
     const uint v = tid + l * THREADS, row = v / (A_COLS / 8u), col = (v % (A_COLS / 8u)) * 8u;
@@ -137,7 +163,11 @@ void load_tiles(uint k0) {
     const uint v = tid + l * THREADS, row = v / (B_COLS / 8u), col = (v % (B_COLS / 8u)) * 8u;
     if (!TRANS_B) {  // B_b is [K, N]
       const uint k = k0 + row, n = n0 + col;
+#ifdef OA_GEMM_GATHER_B
+      rb[l] = OA_GEMM_GATHER_B(k, n);
+#else
       rb[l] = k < kend ? load8_b(bbase + k * pc.N + n, inside(n, pc.N)) : uvec4(0u);
+#endif
     } else {  // B_b is [N, K]
       const uint n = n0 + row, k = k0 + col;
       rb[l] = n < pc.N ? load8_b(bbase + n * pc.K + k, inside(k, kend)) : uvec4(0u);
@@ -239,7 +269,7 @@ void main() {
       if (C_DT == 0u) {
         for (uint e = lane; e < 256u; e += SUBGROUP) {
           const uint m = gm + e / 16u, n = gn + e % 16u;
-          if (m < pc.M && n < pc.N) store_c1(gemm_c_base() + m * pc.N + n, n, uintBitsToFloat(tiles[sg * 64u + e / 4u][e % 4u]));
+          if (m < pc.M && n < pc.N) store_c1(gemm_c_base() + m * pc.N + n, OA_GEMM_BIAS_INDEX(m, n), uintBitsToFloat(tiles[sg * 64u + e / 4u][e % 4u]));
         }
       } else if (DIRECT_C && gm + 16u <= pc.M && gn + 16u <= pc.N) {
         for (uint e = lane; e < 32u; e += SUBGROUP) {  // columns 8 (e % 2) to 8 (e % 2) + 7 of row e / 2, one uvec4
@@ -251,8 +281,8 @@ void main() {
             hi += pc.beta * oa_half_quad(old.zw, C_DT);
           }
           if (pc.has_bias != 0u) {
-            lo += bias_quad(pc.bias_off + gn + col);
-            hi += bias_quad(pc.bias_off + gn + col + 4u);
+            lo += OA_GEMM_BIAS_QUAD(gm + row, gn + col);
+            hi += OA_GEMM_BIAS_QUAD(gm + row, gn + col + 4u);
           }
           c4[at >> 3] = uvec4(c_word(lo.xy), c_word(lo.zw), c_word(hi.xy), c_word(hi.zw));
         }
@@ -263,12 +293,12 @@ void main() {
           const uvec4 q = tiles[sg * 64u + e / 2u];
           vec2 v = uintBitsToFloat((e & 1u) == 0u ? q.xy : q.zw);
           if ((at & 1u) != 0u || n + 1u == pc.N) {  // the pair straddles two words: element by element
-            store_c1(at, n, v.x);
-            if (n + 1u < pc.N) store_c1(at + 1u, n + 1u, v.y);
+            store_c1(at, OA_GEMM_BIAS_INDEX(m, n), v.x);
+            if (n + 1u < pc.N) store_c1(at + 1u, OA_GEMM_BIAS_INDEX(m, n + 1u), v.y);
             continue;
           }
           if (pc.beta != 0.0) v += pc.beta * oa_word_values(c1[at >> 1], C_DT);
-          if (pc.has_bias != 0u) v += vec2(OA_BIAS(pc.bias_off + n), OA_BIAS(pc.bias_off + n + 1u));
+          if (pc.has_bias != 0u) v += OA_GEMM_BIAS_PAIR(m, n);
           c1[at >> 1] = c_word(v);
         }
       }

@@ -59,7 +59,11 @@ layout(std430, binding = 2) buffer C4 { uvec4 c4[]; };  // a 16-bit C, 8 element
 #endif
 layout(std430, binding = 3) readonly buffer Bias { OA_GEMM_C bias[]; };
 
+// An includer that declares a push block of its own (the part
+// matrix_gemm_problem, then fields of its own) defines OA_GEMM_OWN_PUSH.
+#ifndef OA_GEMM_OWN_PUSH
 #include "matrix/gemm.push.h"
+#endif
 
 // This workgroup's K range [kbeg, kend) and the bases of A and B: batch
 // item OA_GROUP_ID.z / splits, K split s = OA_GROUP_ID.z % splits over
@@ -85,7 +89,8 @@ uint gemm_c_base() {
   return pc.c_off + (z / pc.splits) * pc.c_stride + (z % pc.splits) * pc.c_split_stride;
 }
 
-// Element at of C, in column n, from the scaled product r: r (+ beta * C) (+ bias[n]).
+// Element at of C from the scaled product r: r (+ beta * C) (+ bias[bias_off + n]); n is the
+// element's column (its row where matrix/gemm_coopmat.glsl's OA_GEMM_ROW_BIAS is defined).
 void store_c1(uint at, uint n, float r) {
   if (pc.beta != 0.0) r += pc.beta * OA_C1(at);
   if (pc.has_bias != 0u) r += OA_BIAS(pc.bias_off + n);

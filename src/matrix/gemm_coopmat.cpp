@@ -4,20 +4,14 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "matrix/gemm_coopmat.hpp"
+
 #include "matrix/cast_lowering.hpp"
-#include "matrix/gemm.hpp"
 
 namespace oa::detail {
 
 namespace {
 
-// A workgroup's C tile (bm x bn), its K step, its grid of wm x wn subgroups
-// (each owns a (bm / wm) x (bn / wn) block of 16 x 16 accumulators) and its
-// shared stages (1 or 2).
-struct CoopTile {
-  std::string_view name;
-  std::uint32_t bm, bn, bk, wm, wn, stages;
-};
 // The variants of the tuning point gemm.coopmat_tile. 128x128w4 is the
 // 128x128 tile on 4 subgroups (64 x 64 each): two such workgroups fit an SM.
 constexpr CoopTile kCoopTiles[] = {
@@ -65,29 +59,37 @@ bool fits(const DeviceInfo& d, const CoopTile& t, const GemmProblem& p) {
          bytes <= d.max_shared_memory_bytes && bytes >= std::uint64_t{t.wm} * t.wn * 1024;
 }
 
+}  // namespace
+
+bool has_coop_gemm(const DeviceInfo& d, DType in) { return d.has_cooperative_matrix({in, in, DType::F32, DType::F32, 16, 16, 16}); }
+
 // The tile of gemm.coopmat_tile: a fixed one where the device can run it,
 // else (busy) a wide tile, then the large one, where enough of them keep the
-// device busy or K is long (it splits), then the small one.
-const CoopTile* choose_coop_tile(const Tuning& tuning, const DeviceInfo& d, const GemmProblem& p) {
+// device busy or K is long (and split_k: it splits), then the small one.
+const CoopTile* choose_coop_tile(const Tuning& tuning, const DeviceInfo& d, const GemmProblem& p, bool split_k) {
   const std::string_view variant = tuning.choose("gemm.coopmat_tile", {p.batch, p.m, p.n, p.k});
   for (const CoopTile& t : kCoopTiles)
     if (variant == t.name && fits(d, t, p)) return &t;
   for (const auto& [t, busy] : {std::pair{&kCoopWide, kCoopWideBusy}, {&kCoopWideShort, kCoopWideBusy}, {&kCoopLarge, kGemmBusyGroups}})
-    if (p.m > t->bm / 2 && p.n > t->bn / 2 && fits(d, *t, p) && (gemm_tile_count(p, t->bm, t->bn) >= busy || p.k >= kCoopLongK))
+    if (p.m > t->bm / 2 && p.n > t->bn / 2 && fits(d, *t, p) &&
+        (gemm_tile_count(p, t->bm, t->bn) >= busy || (split_k && p.k >= kCoopLongK)))
       return t;
   const bool large = p.m > 64 && p.n > 64 && fits(d, kCoopLarge, p);
   if (fits(d, kCoopSmall, p)) return &kCoopSmall;
   return large ? &kCoopLarge : nullptr;
 }
 
-}  // namespace
+std::vector<std::uint32_t> coop_specialization(const DeviceInfo& d, const CoopTile& t, const CoopLayout& l) {
+  return {threads(d, t), t.bm,      t.bn,       t.bk,  t.wm,          t.wn,     l.trans_a, l.trans_b,
+          l.vec_a,       l.vec_b,   l.direct_c, d.subgroup_size, t.stages, l.c_dt,   l.bias_dt};
+}
 
 std::optional<std::vector<runtime::ComputeDispatch>> lower_gemm_coopmat(const Engine& engine, const GemmProblem& p) {
   const DeviceInfo& dev = engine.device();
   const DType in = p.a.matrix->dtype(), out_dtype = p.c.matrix->dtype();
   const DType bias_dtype = p.bias ? p.bias->dtype() : DType::F32;
   if ((in != DType::F16 && in != DType::BF16) || p.k == 0 || (out_dtype != DType::F32 && out_dtype != in) ||
-      (bias_dtype != DType::F32 && bias_dtype != out_dtype) || !dev.has_cooperative_matrix({in, in, DType::F32, DType::F32, 16, 16, 16}))
+      (bias_dtype != DType::F32 && bias_dtype != out_dtype) || !has_coop_gemm(dev, in))
     return std::nullopt;
   const std::shared_ptr<const Tuning> tuning = tuning_of(engine);
   const CoopTile* tile = choose_coop_tile(*tuning, dev, p);
@@ -106,10 +108,15 @@ std::optional<std::vector<runtime::ComputeDispatch>> lower_gemm_coopmat(const En
   const bool direct_c =
       p.n % row_quad == 0 && (splits > 1 || (p.c.offset % row_quad == 0 && p.c.batch_stride % row_quad == 0));
   const std::string_view kernel = in == DType::F16 ? kernels::matrix_gemm_coopmat : kernels::matrix_gemm_coopmat_bf16;
-  const std::vector<std::uint32_t> spec = {threads(dev, t), t.bm,      t.bn,  t.bk,  t.wm,     t.wn,
-                                           p.trans_a,       p.trans_b, vec_a, vec_b, direct_c, dev.subgroup_size,
-                                           t.stages,        c16_direct ? dtype_code(out_dtype) : 0u,
-                                           c16_direct ? dtype_code(bias_dtype) : 0u};
+  const std::vector<std::uint32_t> spec =
+      coop_specialization(dev, t,
+                          {.trans_a = p.trans_a,
+                           .trans_b = p.trans_b,
+                           .vec_a = vec_a,
+                           .vec_b = vec_b,
+                           .direct_c = direct_c,
+                           .c_dt = c16_direct ? dtype_code(out_dtype) : 0u,
+                           .bias_dt = c16_direct ? dtype_code(bias_dtype) : 0u});
 
   // A 16-bit C element that shares its word with one outside the block is stored by read-modify-write atomics.
   const runtime::Access c_access = p.beta != 0.0f || c16 ? runtime::Access::ReadWrite : runtime::Access::Write;

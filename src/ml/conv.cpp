@@ -17,7 +17,9 @@
 #include <limits>
 #include <string>
 
+#include "matrix/cast_lowering.hpp"
 #include "matrix/gemm.hpp"
+#include "matrix/gemm_coopmat.hpp"
 #include "matrix/op_def.hpp"
 #include "oa/matrix/autocast.hpp"
 #include "oa/matrix/cast.hpp"
@@ -776,6 +778,80 @@ void lower_conv_half(const Relation& r, bool wide, const Matrix& src, const Matr
   }
 }
 
+// The 16-bit convolution forward (narrow from wide, groups 1) as one implicit
+// GEMM on the tensor cores, ml/conv/igemm_coopmat(_bf16): per image b,
+// C_b [CN, P] = W [CN, K] x cols_b [K, P] (K = CW * KH * KW, P = HN * WN),
+// cols_b gathered from the wide image on the fly, C_b written into the
+// narrow image with bias[m] per output channel, rounded once. Its tile is
+// the tensor-core GEMM's (gemm.coopmat_tile) for that problem, never split
+// in K. Appends its dispatches and returns true where the device has the
+// dtype's cooperative matrices, the tuning point conv.half_forward chooses
+// implicit, a tile fits and the geometry's extents fit 16 bits; else false.
+bool lower_conv_half_implicit(const Relation& r, const Matrix& src, const Matrix& weight, const Matrix& bias, const Matrix& dst,
+                              std::vector<ComputeDispatch>& out) {
+  const Engine& engine = src.engine();
+  const DeviceInfo& dev = engine.device();
+  const DType dtype = src.dtype();
+  if (r.n == 0 || r.groups != 1 || !detail::has_coop_gemm(dev, dtype)) return false;
+  for (std::int64_t v : {r.kh, r.kw, r.sh, r.sw, r.ph, r.pw, r.dh, r.dw})
+    if (v > 0xffff) return false;
+  const std::shared_ptr<const Tuning> tuning = tuning_of(engine);
+  const std::int64_t p = r.hn * r.wn, k = r.cw * r.kh * r.kw;
+  const std::int64_t keys[] = {r.n, r.cn, r.groups, p, r.kh * r.kw, 0};
+  if (tuning->choose("conv.half_forward", keys) != "implicit") return false;
+  const detail::CoopTile* tile = detail::choose_coop_tile(*tuning, dev, {.batch = r.n, .m = r.cn, .n = p, .k = k}, false);
+  if (!tile) return false;
+  const std::int64_t narrow_image = r.cn * p, wide_image = r.cw * r.hw * r.ww;
+  // Every chunk's output starts at a multiple of narrow_image elements: with
+  // P a multiple of 8, C's rows and images stay on whole uvec4s.
+  const std::uint32_t code = detail::dtype_code(dtype);
+  const std::vector<std::uint32_t> spec =
+      detail::coop_specialization(dev, *tile, {.vec_a = k % 8 == 0, .direct_c = p % 8 == 0, .c_dt = code, .bias_dt = code});
+  const std::string_view kernel = dtype == DType::F16 ? kernels::ml_conv_igemm_coopmat : kernels::ml_conv_igemm_coopmat_bf16;
+  const auto pair = [](std::int64_t h, std::int64_t w) { return u32(h | (w << 16)); };
+  // Images per dispatch: their windows of the input and output fit maxStorageBufferRange (words of 16-bit pairs).
+  const std::int64_t per = detail::window_batch(engine, {{(wide_image + 1) / 2, wide_image / 2 + 1}, {(narrow_image + 1) / 2, narrow_image / 2 + 1}});
+  const detail::ElementWindow a = detail::gemm_window(weight, 0, r.cn * k, Access::Read);
+  std::optional<detail::ElementWindow> bias_window;
+  if (bias.defined()) bias_window = detail::gemm_window(bias, 0, r.cn, Access::Read);
+  for (std::int64_t n0 = 0; n0 < r.n; n0 += per) {
+    const std::int64_t q = std::min(per, r.n - n0);
+    const detail::ElementWindow b = detail::gemm_window(src, n0 * wide_image, q * wide_image, Access::Read);
+    // A 16-bit element sharing its word with one outside the block is stored by atomics.
+    const detail::ElementWindow c = detail::gemm_window(dst, n0 * narrow_image, q * narrow_image, Access::ReadWrite);
+    ComputeDispatch d;
+    d.kernel = kernel;
+    d.specialization = spec;
+    d.bindings = {a.binding, b.binding, c.binding, bias_window ? bias_window->binding : a.binding};
+    d.push.set(push::ml_conv_igemm_coopmat{.gemm = {.M = u32(r.cn),
+                                                    .N = u32(p),
+                                                    .K = u32(k),
+                                                    .splits = 1,
+                                                    .kchunk = u32(k),
+                                                    .a_off = a.offset,
+                                                    .a_stride = 0,
+                                                    .b_off = b.offset,
+                                                    .b_stride = u32(wide_image),
+                                                    .c_off = c.offset,
+                                                    .c_stride = u32(narrow_image),
+                                                    .c_split_stride = 0,
+                                                    .bias_off = bias_window ? bias_window->offset : 0u,
+                                                    .alpha = 1.0f,
+                                                    .beta = 0.0f,
+                                                    .has_bias = bias_window ? 1u : 0u},
+                                           .hw = u32(r.hw),
+                                           .ww = u32(r.ww),
+                                           .wn = u32(r.wn),
+                                           .kernel_hw = pair(r.kh, r.kw),
+                                           .stride_hw = pair(r.sh, r.sw),
+                                           .padding_hw = pair(r.ph, r.pw),
+                                           .dilation_hw = pair(r.dh, r.dw)});
+    d.groups = {detail::groups_for(p, tile->bn), detail::groups_for(r.cn, tile->bm), static_cast<std::uint64_t>(q)};
+    out.push_back(std::move(d));
+  }
+  return true;
+}
+
 // The 16-bit counterpart of lower_weight_grad: the weight gradient (shape
 // `weight`) from the narrow and wide tensors of one dtype. Returns the matrix
 // it writes: the gradient in that dtype where one chunk holds the batch (one
@@ -826,13 +902,15 @@ Spec spec_of(const char* name, bool one_d, const A& a) {
   return s;
 }
 
-// The F16 / BF16 forward lowering of a conv op (lower_conv_half).
+// The F16 / BF16 forward lowering of a conv op: lower_conv_half_implicit
+// where it applies (convolutions, not transposed), else lower_conv_half.
 template <class A>
 detail::Lowering<A> half_lowering(bool one_d) {
   return [one_d](const OpCall<A>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
     const Spec s = spec_of(c.name, one_d, c.attributes);
     const Relation r = resolve(s, c.inputs[0], c.inputs[1], c.inputs[2]);
-    lower_conv_half(r, s.transposed, c.inputs[0], c.inputs[1], c.inputs[2], out[0], c.name, ds);
+    if (s.transposed || !lower_conv_half_implicit(r, c.inputs[0], c.inputs[1], c.inputs[2], out[0], ds))
+      lower_conv_half(r, s.transposed, c.inputs[0], c.inputs[1], c.inputs[2], out[0], c.name, ds);
   };
 }
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <functional>
 #include <optional>
 #include <string>
@@ -911,7 +912,8 @@ TEST(ConvHalf, AutocastConvNetTrainsNearF32) {
 // lavapipe): the GEMMs of a convolution with 32 channels and 64 positions
 // per image (forward: W [32, 288] x columns [288, 128]; input gradient: W^T
 // x rows [32, 128]; weight gradient: rows x columns^T) take the cooperative-
-// matrix kernel, and the convolution matches the f64 reference within the
+// matrix kernel, and the convolution (its forward through the implicit GEMM
+// of conv.half_forward's default) matches the f64 reference within the
 // tensor cores' accumulation bound.
 TEST(ConvHalf, TensorCoreGemms) {
   const oa::Engine engine = oa::Engine::default_engine();
@@ -938,6 +940,100 @@ TEST(ConvHalf, TensorCoreGemms) {
     }
     check_half(k, d, 0x1p-22);
   }
+}
+
+// ── The tensor-core implicit GEMM of the 16-bit forward ─────────────────────
+// ml/conv/igemm_coopmat (conv.half_forward = implicit), where the device has
+// f16 or bf16 cooperative matrices (the tests skip on lavapipe): one dispatch
+// a call, against the f64 reference within the tensor cores' accumulation
+// bound (as TensorCoreGemms), and against the columns path (conv.half_forward
+// = columns: im2col, GEMM, bias pass) within both results' roundings.
+
+// The dtypes whose cooperative matrices the device has.
+std::vector<DType> coop_dtypes() {
+  std::vector<DType> dtypes;
+  for (DType d : {DType::F16, DType::BF16})
+    if (oa::Engine::default_engine().device().has_cooperative_matrix({d, d, DType::F32, DType::F32, 16, 16, 16})) dtypes.push_back(d);
+  return dtypes;
+}
+
+// Strides, padding, dilation, a 7x7 stem of 3 channels (K = 147, not a
+// multiple of 8), 1x1, 1-D, partial tiles along M (output channels), N
+// (positions) and K (channels x taps), bias and none, batches of 2 and 3,
+// odd element counts per output image (and per input image), rows of 8
+// positions and more (the gather's contiguous runs at every alignment).
+const std::vector<Case>& implicit_cases() {
+  static const std::vector<Case> cases{
+      conv2d(2, 32, 80, 8, 8, 3, 3, params({1, 1}, {1, 1}, {1, 1})),             // M 80, P 64, K 288
+      conv2d(3, 21, 24, 13, 11, 3, 3, params({2, 2}, {1, 1}, {1, 1}), false),    // P 7 x 6, K 189, odd input image
+      conv2d(2, 16, 33, 15, 9, 3, 3, params({1, 1}, {2, 1}, {2, 1})),            // dilation, P 135: 33 x 135 odd
+      conv2d(2, 3, 64, 32, 32, 7, 7, params({2, 2}, {3, 3}, {1, 1})),            // stem: K 147, P 256
+      conv2d(2, 64, 130, 7, 7, 1, 1, params({1, 1}, {0, 0}, {1, 1}), false),     // 1x1: M 130, P 49
+      conv1d(3, 24, 41, 301, 5, params1(1, 2, 1)),                               // K 120, 41 x 301 odd
+      conv1d(2, 8, 16, 100, 4, params1(3, 0, 2), false),                         // stride 3, dilation 2
+      conv2d(2, 64, 200, 30, 30, 3, 3, params({1, 1}, {1, 1}, {1, 1})),          // M 200, P 900, K 576
+      conv2d(2, 40, 136, 20, 19, 3, 2, params({1, 2}, {0, 1}, {1, 1})),          // rectangular, strides 1 x 2
+  };
+  return cases;
+}
+
+// The forward of k on x, w and b under conv.half_forward = `path` (and
+// gemm.coopmat_tile = `tile` unless empty): the output's values and the
+// dispatches its op recorded.
+std::pair<std::vector<float>, std::uint32_t> half_forward(const Case& k, const HalfInput& x, const HalfInput& w, const HalfInput& b,
+                                                           const std::string& path, const std::string& tile) {
+  const oa_test::Forced forced("conv.half_forward", path);
+  std::optional<oa_test::Forced> forced_tile;
+  if (!tile.empty()) forced_tile.emplace("gemm.coopmat_tile", tile);
+  oa::TraceCapture trace(x.m.engine());
+  const Matrix y = call(k, x.m, w.m, b.m);
+  const auto ops = trace.ops();
+  const std::string name = std::string("oa::ml::conv") + (k.one_d ? "_1d" : "_2d");
+  const auto op = std::find_if(ops.begin(), ops.end(), [&](const oa::SemanticOp& o) { return o.name == name; });
+  EXPECT_NE(op, ops.end());
+  return {y.to_vector(), op == ops.end() ? 0u : op->dispatches};
+}
+
+void check_implicit(const Case& k, DType d, const std::string& tile = "") {
+  SCOPED_TRACE(describe(k) + " " + std::string(oa::to_string(d)) + (tile.empty() ? "" : " gemm.coopmat_tile " + tile));
+  const HalfInput x = half_input(act_shape(k, k.c, k.h, k.w), d, 81), w = half_input(weight_shape(k), d, 82);
+  const HalfInput b = k.bias ? half_input({k.o}, d, 83) : HalfInput{};
+  const auto [got, dispatches] = half_forward(k, x, w, b, "implicit", tile);
+  EXPECT_EQ(dispatches, 1u);  // one implicit GEMM: no column buffer, no bias pass
+  Dims out;
+  const auto want = reference(k, widen(x.v), widen(w.v), widen(b.v), out);
+  const auto magnitude = reference(k, absolute(x.v), absolute(w.v), absolute(b.v), out);
+  const double terms = static_cast<double>(k.c * k.kh * k.kw), unit = 0x1p-22;
+  expect_half_close(got, want, magnitude, terms, d, "implicit forward", unit);
+  const auto [columns, column_dispatches] = half_forward(k, x, w, b, "columns", tile);
+  EXPECT_GE(column_dispatches, 3u);  // im2col, GEMM, bias pass
+  // Each rounds an f32 sum within (terms + 4) unit of the magnitude once: they differ by at most twice that and an ulp.
+  ASSERT_EQ(got.size(), columns.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double acc = 2 * (terms + 4) * unit * magnitude[i];
+    ASSERT_NEAR(got[i], columns[i], acc + ref::ulp(format_of(d), std::abs(static_cast<double>(columns[i])) + acc))
+        << "element " << i << " of the implicit forward against the columns path";
+  }
+}
+
+TEST(ConvHalf, ImplicitGemmForward) {
+  const std::vector<DType> dtypes = coop_dtypes();
+  if (dtypes.empty())
+    GTEST_SKIP() << "the device has no cooperative matrices (f16 or bf16 * the same + f32 -> f32, 16x16x16, subgroup scope)";
+  for (DType d : dtypes)
+    for (const Case& k : implicit_cases()) check_implicit(k, d);
+}
+
+// Every tile of gemm.coopmat_tile (which the implicit GEMM shares with the
+// tensor-core GEMM): the K steps of 32, 48 and 64, one and two shared
+// stages, 4 and 8 subgroups, on cases with partial tiles on every axis.
+TEST(ConvHalf, ImplicitGemmForwardEveryTile) {
+  const std::vector<DType> dtypes = coop_dtypes();
+  if (dtypes.empty())
+    GTEST_SKIP() << "the device has no cooperative matrices (f16 or bf16 * the same + f32 -> f32, 16x16x16, subgroup scope)";
+  for (std::string_view tile : oa::tuning_point("gemm.coopmat_tile").variants)
+    for (DType d : dtypes)
+      for (std::size_t i : {2u, 3u, 7u}) check_implicit(implicit_cases()[i], d, std::string(tile));
 }
 
 }  // namespace

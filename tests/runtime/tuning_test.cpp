@@ -164,6 +164,9 @@ TEST(RuntimeTuning, ShippedTablesKeepTheMeasuredRules) {
   EXPECT_EQ(h200.choose("conv.kernel", {32, 4, 32, 3136, 9, 0}), "depthwise");
   EXPECT_EQ(h200.choose("conv.kernel", {32, 256, 1, 196, 1, 0}), "depthwise");
   EXPECT_EQ(other.choose("conv.kernel", {32, 256, 1, 196, 9, 0}), "depthwise");
+  // The 16-bit convolution forward: the tensor-core implicit GEMM on GPUs (VGG-16 conv3), the columns path on lavapipe.
+  for (const Tuning* t : {&h200, &h100, &other}) EXPECT_EQ(t->choose("conv.half_forward", {16, 256, 1, 3136, 9, 0}), "implicit");
+  EXPECT_EQ(lavapipe.choose("conv.half_forward", {16, 256, 1, 3136, 9, 0}), "columns");
   EXPECT_EQ(oa::tuning_file_name(device_named("NVIDIA H200", oa::DeviceType::Discrete)), "nvidia-h200.json");
 }
 
