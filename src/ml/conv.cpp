@@ -705,11 +705,12 @@ void lower_bias_grad(const Matrix& dy, std::int64_t channels, std::int64_t posit
 constexpr std::int64_t kHalfChunkBytes = std::int64_t(256) << 20;
 
 // Images per chunk for a pass that binds buffers of `image_bytes` bytes per
-// image: as many as fit kHalfChunkBytes (at least 1), spread evenly over the
-// chunks that takes (16 images in 9 and 7, not 15 and 1). Where a 16-bit tensor
-// has an odd element count per image, chunks hold an even number of images
-// (but the last), so every chunk starts on a whole 32-bit word. Throws
-// ResourceExhausted naming `op` when one chunk's buffer exceeds
+// image: as many as fit kHalfChunkBytes and keep each buffer within the
+// device's maxStorageBufferRange (at least 1), spread evenly over the chunks
+// that takes (16 images in 8 and 8, not 15 and 1). Where a 16-bit tensor has
+// an odd element count per image, chunks hold an even number of images (but
+// the last), so every chunk starts on a whole 32-bit word. Throws
+// ResourceExhausted naming `op` when the smallest chunk's buffer exceeds
 // maxStorageBufferRange.
 std::int64_t half_chunk(const Relation& r, const Engine& engine, const char* op, std::initializer_list<std::int64_t> image_bytes) {
   std::int64_t total = 0, largest = 0;
@@ -717,11 +718,11 @@ std::int64_t half_chunk(const Relation& r, const Engine& engine, const char* op,
     total += b;
     largest = std::max(largest, b);
   }
-  std::int64_t q = std::clamp<std::int64_t>(kHalfChunkBytes / total, 1, r.n);
+  const std::int64_t range = static_cast<std::int64_t>(engine.device().max_storage_buffer_range) - 256;
+  std::int64_t q = std::clamp<std::int64_t>(std::min(kHalfChunkBytes / total, range / std::max<std::int64_t>(largest, 1)), 1, r.n);
   q = detail::ceil_div(r.n, detail::ceil_div(r.n, q));
   const bool odd = (r.cn * r.hn * r.wn) % 2 != 0 || (r.cw * r.hw * r.ww) % 2 != 0;
   if (odd && q < r.n) q = std::max<std::int64_t>(2, q / 2 * 2);
-  const std::int64_t range = static_cast<std::int64_t>(engine.device().max_storage_buffer_range) - 256;
   if (q * largest > range)
     fail(ErrorKind::ResourceExhausted, "{}: a 16-bit chunk of {} image(s) needs a buffer of {} bytes, more than this device's "
          "maxStorageBufferRange ({} bytes)", op, q, q * largest, engine.device().max_storage_buffer_range);
