@@ -164,8 +164,20 @@ TEST(RuntimeTuning, ShippedTablesKeepTheMeasuredRules) {
   EXPECT_EQ(h200.choose("conv.kernel", {32, 4, 32, 3136, 9, 0}), "depthwise");
   EXPECT_EQ(h200.choose("conv.kernel", {32, 256, 1, 196, 1, 0}), "depthwise");
   EXPECT_EQ(other.choose("conv.kernel", {32, 256, 1, 196, 9, 0}), "depthwise");
-  // The 16-bit convolution forward: the tensor-core implicit GEMM on GPUs (VGG-16 conv3), the columns path on lavapipe.
-  for (const Tuning* t : {&h200, &h100, &other}) EXPECT_EQ(t->choose("conv.half_forward", {16, 256, 1, 3136, 9, 0}), "implicit");
+  // The 16-bit convolution forward: the tensor-core implicit GEMM on GPUs for up to 128 channels from 784 positions
+  // (ResNet-50 layer 2) and for VGG-16 conv3 (256 channels, 3136 positions, 3x3), the columns path for fewer positions
+  // (ResNet-50 layer 3), more channels (VGG-16 conv4_3), 1x1 at 256 channels and on lavapipe.
+  for (const Tuning* t : {&h200, &h100, &other}) {
+    EXPECT_EQ(t->choose("conv.half_forward", {16, 256, 1, 3136, 9, 0}), "implicit");
+    EXPECT_EQ(t->choose("conv.half_forward", {32, 128, 1, 784, 9, 0}), "implicit");
+    EXPECT_EQ(t->choose("conv.half_forward", {32, 256, 1, 196, 9, 0}), "columns");
+    EXPECT_EQ(t->choose("conv.half_forward", {16, 512, 1, 784, 9, 0}), "columns");
+    EXPECT_EQ(t->choose("conv.half_forward", {32, 256, 1, 3136, 1, 0}), "columns");
+    // High float32 matmul precision splits the large GEMMs only (4096^3 1.81x FP32; GPT-2's 768-wide ones lose).
+    EXPECT_EQ(t->choose("gemm.f32_high", {1, 4096, 4096, 4096}), "split-f16");
+    EXPECT_EQ(t->choose("gemm.f32_high", {1, 4096, 2304, 768}), "fp32");
+    EXPECT_EQ(t->choose("gemm.f32_high", {1, 8, 4096, 4096}), "fp32");
+  }
   EXPECT_EQ(lavapipe.choose("conv.half_forward", {16, 256, 1, 3136, 9, 0}), "columns");
   EXPECT_EQ(oa::tuning_file_name(device_named("NVIDIA H200", oa::DeviceType::Discrete)), "nvidia-h200.json");
 }
