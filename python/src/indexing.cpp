@@ -270,10 +270,11 @@ std::vector<Step> parse_key(const Matrix& x, py::handle key, bool read_back, con
 // subscript (3.11+: COPY 2, COPY 2, BINARY_SUBSCR; 3.8-3.10: DUP_TOP_TWO,
 // BINARY_SUBSCR), which is the instruction the calling frame is running.
 bool augmented_assignment_read() {
-  static const py::dict opmap = py::module_::import("dis").attr("opmap");
-  static const int subscr = opmap["BINARY_SUBSCR"].cast<int>();
-  static const int copy = opmap.contains("COPY") ? opmap["COPY"].cast<int>() : -1;
-  static const int dup_two = opmap.contains("DUP_TOP_TWO") ? opmap["DUP_TOP_TWO"].cast<int>() : -1;
+  const auto opcode = [](const char* name) {
+    const py::dict opmap = py::module_::import("dis").attr("opmap");
+    return opmap.contains(name) ? opmap[name].cast<int>() : -1;
+  };
+  static const int subscr = opcode("BINARY_SUBSCR"), copy = opcode("COPY"), dup_two = opcode("DUP_TOP_TWO");
   const auto frame = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(PyEval_GetFrame()));
   if (!frame) return false;
   const auto at = frame.attr("f_lasti").cast<std::int64_t>();

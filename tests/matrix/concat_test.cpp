@@ -13,20 +13,37 @@ using oa::Shape;
 
 std::vector<float> values(std::int64_t n, float start) { return oa_test::iota(static_cast<std::size_t>(n), start, 0.5f); }
 
+// Operands of `base`'s shape but for the given extents along `axis`, of
+// `dtype`, with their shapes and values (exact in every dtype: bool 0 and 1,
+// i32 integers, the floats halves in [-20, 21)).
+struct Operands {
+  std::vector<std::vector<std::int64_t>> shapes;
+  std::vector<std::vector<float>> data;
+  std::vector<Matrix> xs;
+};
+Operands operands(const std::vector<std::int64_t>& base, std::size_t axis, std::initializer_list<std::int64_t> extents,
+                  oa::DType dtype = oa::DType::F32) {
+  Operands o;
+  for (std::int64_t extent : extents) {
+    auto s = base;
+    s[axis] = extent;
+    o.shapes.push_back(s);
+    oa::test::GradInput in{Shape(s), {}, false, dtype};
+    for (std::int64_t i = 0; i < Shape(s).numel(); ++i)
+      in.values.push_back(dtype == oa::DType::Bool ? static_cast<float>((i * 7 + o.xs.size()) % 3 == 0)
+                                                   : static_cast<float>((i + 13 * o.xs.size()) % 41) - 20 +
+                                                         0.5f * static_cast<float>(dtype != oa::DType::I32));
+    o.data.push_back(in.values);
+    o.xs.push_back(oa::test::make_input(in));
+  }
+  return o;
+}
+
 TEST(MatrixConcat, AlongEveryAxisWithOddExtents) {
   const std::vector<std::int64_t> base{3, 5, 7};
   for (std::size_t axis = 0; axis < base.size(); ++axis) {
     SCOPED_TRACE(testing::Message() << "axis " << axis);
-    std::vector<std::vector<std::int64_t>> shapes;
-    std::vector<std::vector<float>> data;
-    std::vector<Matrix> xs;
-    for (std::int64_t extent : {2, 1, 5}) {
-      auto s = base;
-      s[axis] = extent;
-      shapes.push_back(s);
-      data.push_back(values(Shape(s).numel(), static_cast<float>(100 * xs.size())));
-      xs.push_back(Matrix::from_vector(Shape(s), data.back()));
-    }
+    const auto [shapes, data, xs] = operands(base, axis, {2, 1, 5});
     oa::TraceCapture trace(xs[0].engine());
     const Matrix y = oa::matrix::concat(xs, static_cast<int>(axis) - 3);  // negative axes
     const auto ops = trace.ops();
@@ -135,20 +152,7 @@ TEST(MatrixConcat, EveryDtypeIsCopiedExactly) {
   for (DType dtype : {DType::F16, DType::BF16, DType::I32, DType::Bool})
     for (std::size_t axis = 0; axis < base.size(); ++axis) {
       SCOPED_TRACE(testing::Message() << oa::to_string(dtype) << " axis " << axis);
-      std::vector<std::vector<std::int64_t>> shapes;
-      std::vector<std::vector<float>> data;
-      std::vector<Matrix> xs;
-      for (std::int64_t extent : {3, 1, 2}) {
-        auto s = base;
-        s[axis] = extent;
-        shapes.push_back(s);
-        oa::test::GradInput in{Shape(s), {}, false, dtype};
-        for (std::int64_t i = 0; i < Shape(s).numel(); ++i)
-          in.values.push_back(dtype == DType::Bool ? static_cast<float>((i * 7 + xs.size()) % 3 == 0)
-                                                   : static_cast<float>(i % 41) - 20 + 0.5f * static_cast<float>(dtype != DType::I32));
-        data.push_back(in.values);
-        xs.push_back(oa::test::make_input(in));
-      }
+      const auto [shapes, data, xs] = operands(base, axis, {3, 1, 2}, dtype);
       const Matrix y = oa::matrix::concat(xs, static_cast<int>(axis));
       EXPECT_EQ(y.dtype(), dtype);
       EXPECT_TRUE(oa_test::near(oa::test::host_values(y), oa::reference::concat(data, shapes, axis), 0, 0));
