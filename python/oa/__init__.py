@@ -15,9 +15,14 @@ div_, pow_, copy_, fill_, zero_ write x's own storage (see
 oa.Tensor.add_ and oa.Tensor.__setitem__), which reshape, view, flatten,
 squeeze, unsqueeze, x[:], x[...] and detach() share; clone() makes a new
 one. Unlike torch's views, x[key], transpose, permute, mT, T, expand, split
-and chunk return copies: an in-place op on one (x[0][1] = v included)
-raises oa.FailedPreconditionError (write x[0, 1] = v on the source
-instead), and a copy does not see later writes to its source. A child forked (os.fork, multiprocessing's 'fork' start
+and chunk return copies: an in-place op on one (y = x[0]; y += 1, and
+x[0][1] = v) raises oa.FailedPreconditionError, since it would not reach x
+(write x[0, 1] = v or x[0] += 1 on the source instead: an augmented
+assignment through one subscript, x[key] op= v, updates x as in torch), and
+a copy does not see later writes to its source. With autograd history in x
+or the operand, an in-place op records it and x takes the new history, as
+torch (a leaf that requires grad is refused outside oa.no_grad(), and so is
+x whose storage a view or a saved value shares). A child forked (os.fork, multiprocessing's 'fork' start
 method) after the parent used oa raises oa.FailedPreconditionError on its
 first use of oa: use the 'spawn' or 'forkserver' start method instead.
 """

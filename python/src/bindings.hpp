@@ -71,6 +71,10 @@ Matrix arg_extreme(const Matrix& x, std::optional<int> dim, bool keepdim, bool l
 // dtype to bool (x != 0). There is no op from a floating dtype to int32: that
 // raises UnsupportedError.
 Matrix convert(const Matrix& x, DType dtype);
+// torch.promote_types over oa's dtypes: categories bool < int32 < floating,
+// the higher one wins; within one the wider dtype (float16 with bfloat16
+// gives float32).
+DType promote(DType a, DType b);
 // `value` as an int32 tensor of shape [] on `engine`.
 Matrix int32_scalar(std::int32_t value, const Engine& engine);
 
@@ -90,10 +94,14 @@ Matrix device_copy(const Matrix& x);
 Matrix writable(const Matrix& x);
 
 // torch's in-place protocol (x += y, x[key] = v, ...): refuses a copy_not_view
-// result in any mode and, with grad mode on, a leaf that requires grad or an
-// `other` operand (or x) with autograd history; then runs `compute` under
-// no_grad, casts its result (x's shape) to x's dtype, writes it into x's own
-// storage on the device (seen by everything sharing it) and bumps x's version.
+// result in any mode and, with grad mode on, a leaf that requires grad; then
+// runs `compute`, casts its result (x's shape) to x's dtype, writes it into
+// x's own storage on the device (seen by everything sharing it) and bumps x's
+// version. With grad mode on and autograd history in x or `other`, compute
+// records it and x takes the result's history, and its storage when that is
+// the result's alone (values saved from x's old one stay intact); refused
+// when x's storage is shared (a view would keep the old history). Otherwise
+// compute runs under no_grad.
 // Throws oa::Error (FailedPrecondition, InvalidArgument) naming `op`.
 void update_in_place(const Matrix& x, const Matrix* other, const std::function<Matrix()>& compute, const char* op);
 

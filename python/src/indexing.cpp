@@ -14,7 +14,8 @@
 // masked_select over the axes it covers (it reads the mask back: a
 // synchronization). Gradients flow through all of them. The result is a
 // copy (torch: a view) unless it is x itself, so copy_not_view marks it and
-// in-place ops on it raise.
+// in-place ops on it raise (they would not reach x), except in an augmented
+// assignment x[key] op= v, whose result Python assigns back to x[key].
 //
 // x[key] = value undoes the same steps in reverse on the value (broadcast to
 // x[key]'s shape) and on ones: each step is an index_select by its inverse
@@ -66,7 +67,7 @@ std::optional<std::int64_t> slice_part(py::handle v) {
 
 // How many of x's axes a key entry consumes.
 std::size_t axes_of(py::handle entry) {
-  if (entry.is_none() || entry.is(py::ellipsis())) return 0;
+  if (entry.is_none() || entry.is(py::ellipsis()) || py::isinstance<py::bool_>(entry)) return 0;
   if (is_mask(entry)) {
     if (py::isinstance<Matrix>(entry)) return entry.cast<const Matrix&>().rank();
     return py::len(py::module_::import("numpy").attr("shape")(entry));
@@ -160,7 +161,18 @@ std::vector<Step> parse_key(const Matrix& x, py::handle key, bool read_back, con
       shape.insert(shape.begin() + static_cast<std::ptrdiff_t>(axis), 1);
       ++axis;
     } else if (py::isinstance<py::bool_>(e)) {
-      throw py::type_error(std::string(op) + ": a Python bool is not an index");
+      // torch: True adds an axis of extent 1, False one of extent 0 (a new
+      // axis, then an empty slice of it).
+      s.kind = Step::Kind::NewAxis;
+      shape.insert(shape.begin() + static_cast<std::ptrdiff_t>(axis), 1);
+      if (!e.cast<bool>()) {
+        steps.push_back(s);
+        s.kind = Step::Kind::Slice;
+        s.extent = 1;
+        s.lo = s.hi = 0;
+        shape[axis] = 0;
+      }
+      ++axis;
     } else if (const auto index = int_index(e)) {
       s.kind = Step::Kind::Int;
       s.extent = shape[axis];
@@ -252,6 +264,27 @@ std::vector<Step> parse_key(const Matrix& x, py::handle key, bool read_back, con
   return steps;
 }
 
+// Whether the Python code running reads x[key] for an augmented assignment,
+// x[key] op= v, which Python runs as t = x[key]; t = t.__iop__(v); x[key] = t:
+// CPython compiles it (alone) to two COPYs of the operands right before the
+// subscript (3.11+: COPY 2, COPY 2, BINARY_SUBSCR; 3.8-3.10: DUP_TOP_TWO,
+// BINARY_SUBSCR), which is the instruction the calling frame is running.
+bool augmented_assignment_read() {
+  const auto opcode = [](const char* name) {
+    const py::dict opmap = py::module_::import("dis").attr("opmap");
+    return opmap.contains(name) ? opmap[name].cast<int>() : -1;
+  };
+  static const int subscr = opcode("BINARY_SUBSCR"), copy = opcode("COPY"), dup_two = opcode("DUP_TOP_TWO");
+  const auto frame = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(PyEval_GetFrame()));
+  if (!frame) return false;
+  const auto at = frame.attr("f_lasti").cast<std::int64_t>();
+  const std::string code = frame.attr("f_code").attr("co_code").cast<std::string>();
+  const auto op = [&](std::int64_t i) { return i >= 0 && i < static_cast<std::int64_t>(code.size()) ? static_cast<unsigned char>(code[static_cast<std::size_t>(i)]) : -1; };
+  if (op(at) != subscr) return false;
+  if (copy >= 0) return op(at - 4) == copy && op(at - 3) == 2 && op(at - 2) == copy && op(at - 1) == 2;
+  return op(at - 2) == dup_two;
+}
+
 Matrix get_item(const Matrix& x, py::handle key) {
   std::vector<std::int64_t> selected;
   const std::vector<Step> steps = parse_key(x, key, false, "oa.Tensor.__getitem__", selected);
@@ -277,7 +310,10 @@ Matrix get_item(const Matrix& x, py::handle key) {
       case Step::Kind::Mask: r = mx::masked_select(r, s.tensor); break;
     }
   }
-  return copy_not_view(x, native ? r : convert(r, x.dtype()), "oa.Tensor.__getitem__");
+  r = native ? r : convert(r, x.dtype());
+  // x[key] op= v: the copy is updated in place and assigned back, so it is
+  // left unmarked (in-place ops on it allowed).
+  return augmented_assignment_read() ? r : copy_not_view(x, r, "oa.Tensor.__getitem__");
 }
 
 // Undoes one step of x[key] for the assigned values t (the step's result
@@ -390,6 +426,17 @@ void set_item(const Matrix& x, py::handle key, py::handle value) {
 
 Matrix argmin(const Matrix& x, std::optional<int> dim, bool keepdim) { return arg_extreme(x, dim, keepdim, false); }
 
+// torch.cat's and torch.stack's operands converted to their result type
+// (torch.result_type over them; cat takes no 0-d tensor and stack operands of
+// one shape, so no 0-d rule applies).
+std::vector<Matrix> promoted(std::vector<Matrix> xs) {
+  if (xs.empty()) return xs;
+  DType d = xs[0].dtype();
+  for (const Matrix& x : xs) d = promote(d, x.dtype());
+  for (Matrix& x : xs) x = convert(x, d);
+  return xs;
+}
+
 // torch's split_size_or_sections: an int or a list of ints.
 std::vector<Matrix> split_any(const Matrix& x, py::handle split_size_or_sections, int dim) {
   return copies_not_views(x,
@@ -407,9 +454,11 @@ std::vector<Matrix> chunk(const Matrix& x, std::int64_t chunks, int dim) {
 void bind_indexing(py::module_& m, TensorClass& t) {
   using py::arg;
   t.def("__getitem__", &get_item, arg("key"),
-        "x[key] with ints, slices (step >= 1), None, ..., an int32 tensor or list of ints (index_select), a bool tensor "
-        "(masked_select, which synchronizes). Unlike torch, the result is a copy, not a view (x[:] and x[...] excepted): "
-        "in-place ops on it raise oa.FailedPreconditionError (assign with x[key] = value instead). An int32 tensor index "
+        "x[key] with ints, slices (step >= 1), None, ..., True / False (a new axis of extent 1 / 0, as torch), an int32 "
+        "tensor or list of ints (index_select), a bool tensor (masked_select, which synchronizes). Unlike torch, the result "
+        "is a copy, not a view (x[:] and x[...] excepted): in-place ops on it raise oa.FailedPreconditionError (assign with "
+        "x[key] = value instead), except in an augmented assignment x[key] op= v, which Python completes by assigning the "
+        "updated copy back to x[key] (as torch's result, gradients included). An int32 tensor index "
         "is not checked (an index outside the axis gives zeros).");
   t.def("__setitem__", &set_item, arg("key"), arg("value"),
         "x[key] = value, as torch: the same keys as x[key]; value a Python number, an oa.Tensor, a NumPy array or a "
@@ -462,12 +511,16 @@ void bind_indexing(py::module_& m, TensorClass& t) {
   }, arg("input"), arg("k"), arg("dim") = -1, arg("largest") = true, "(values, int32 indices), sorted; ties by position.");
   m.def("argmin", &argmin, arg("input"), arg("dim") = py::none(), arg("keepdim") = false,
         "torch.argmin: int32 index of the minimum along dim, or of the flattened tensor without dim.");
-  m.def("cat", &mx::concat, arg("tensors"), arg("dim") = 0, "torch.cat (float32).");
-  m.def("stack", &mx::stack, arg("tensors"), arg("dim") = 0, "torch.stack (float32).");
+  m.def("cat", [](const std::vector<Matrix>& tensors, int dim) { return mx::concat(promoted(tensors), dim); }, arg("tensors"),
+        arg("dim") = 0,
+        "torch.cat, any dtype: mixed dtypes are promoted first as torch.cat does (torch.result_type over the tensors: bool < "
+        "int32 < floating, float16 with bfloat16 gives float32).");
+  m.def("stack", [](const std::vector<Matrix>& tensors, int dim) { return mx::stack(promoted(tensors), dim); }, arg("tensors"),
+        arg("dim") = 0, "torch.stack, any dtype, promoting mixed dtypes as oa.cat.");
   m.def("split", &split_any, arg("tensor"), arg("split_size_or_sections"), arg("dim") = 0,
-        "torch.split (float32), but copies, not views: in-place ops on them raise oa.FailedPreconditionError.");
+        "torch.split, any dtype, but copies, not views: in-place ops on them raise oa.FailedPreconditionError.");
   m.def("chunk", &chunk, arg("input"), arg("chunks"), arg("dim") = 0,
-        "torch.chunk (float32): pieces of ceil(size / chunks), the last one smaller (so possibly fewer than chunks), but "
+        "torch.chunk, any dtype: pieces of ceil(size / chunks), the last one smaller (so possibly fewer than chunks), but "
         "copies, not views: in-place ops on them raise oa.FailedPreconditionError.");
 }
 

@@ -5,6 +5,8 @@
 #include <pybind11/stl/filesystem.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,6 +20,15 @@ namespace oa::python {
 namespace {
 
 namespace optim = oa::ml::optim;
+
+// FileNotFoundError (errno ENOENT, the path as its filename), as open() and
+// torch.load raise, when `path` names no file.
+void require_file(const std::filesystem::path& path, const char* op) {
+  if (std::filesystem::exists(path)) return;
+  const py::tuple args = py::make_tuple(ENOENT, fmt::format("{}: no such file: '{}'", op, path.string()), path.string());
+  PyErr_SetObject(PyExc_FileNotFoundError, args.ptr());
+  throw py::error_already_set();
+}
 
 // The oa::ml::Parameters of the tensors handed to `op`: oa.nn.Parameter
 // values, or (as torch.optim) any float32 leaf that requires grad, which
@@ -302,6 +313,7 @@ void bind_optim(py::module_& m) {
   m.def(
       "load",
       [](const std::filesystem::path& path, const std::optional<Engine>& engine) {
+        require_file(path, "oa.load");
         const ml::Checkpoint c = ml::load_safetensors(path, engine);
         py::dict out;
         for (const auto& [name, value] : c.tensors) out[py::str(name)] = value;
@@ -309,9 +321,15 @@ void bind_optim(py::module_& m) {
       },
       arg("path"), arg("engine") = py::none(),
       "Reads a safetensors file into a dict of new tensors (file order), of its dtypes F32, F16, BF16, I32 or BOOL. "
-      "Raises oa.InvalidArgumentError for a missing, truncated or malformed file, oa.UnsupportedError for another "
-      "dtype (F64, I64, ...), naming the tensor.");
-  m.def("load_metadata", &ml::read_safetensors_metadata, arg("path"), "The __metadata__ map of a safetensors file.");
+      "Raises FileNotFoundError (as open() and torch.load) for a missing file, oa.InvalidArgumentError for a truncated or "
+      "malformed one, oa.UnsupportedError for another dtype (F64, I64, ...), naming the tensor.");
+  m.def(
+      "load_metadata",
+      [](const std::filesystem::path& path) {
+        require_file(path, "oa.load_metadata");
+        return ml::read_safetensors_metadata(path);
+      },
+      arg("path"), "The __metadata__ map of a safetensors file; FileNotFoundError for a missing one.");
 }
 
 }  // namespace oa::python

@@ -255,12 +255,28 @@ template <Matrix (*Reduce)(const Matrix&, const std::vector<int>&, bool)>
 auto reduction(const char* op) {
   return [op](const Matrix& x, const py::object& dim, bool keepdim) { return Reduce(x, reduction_dims(x, dim, op), keepdim); };
 }
-// x.var(dim=None, correction=1, keepdim=False), x.std(...).
+// x.var(dim=None, unbiased=None, keepdim=False, *, correction=None) and
+// x.std(...), torch's two signatures in one: the legacy unbiased (True: a
+// correction of 1, False: 0; also taken as the first argument, x.var(False))
+// or correction (default 1), not both (TypeError, as torch).
 template <Matrix (*Reduce)(const Matrix&, const std::vector<int>&, float, bool)>
 auto spread(const char* op) {
-  return [op](const Matrix& x, const py::object& dim, float correction, bool keepdim) {
-    return Reduce(x, reduction_dims(x, dim, op), correction, keepdim);
+  return [op](const Matrix& x, py::object dim, std::optional<bool> unbiased, bool keepdim, std::optional<float> correction) {
+    if (py::isinstance<py::bool_>(dim) && !unbiased) {
+      unbiased = dim.cast<bool>();
+      dim = py::none();
+    }
+    if (unbiased && correction) throw py::type_error(fmt::format("{}: give unbiased or correction, not both (as torch)", op));
+    return Reduce(x, reduction_dims(x, dim, op), correction.value_or(unbiased.value_or(true) ? 1.0f : 0.0f), keepdim);
   };
+}
+
+// torch.sign of int32 (-1, 0 or 1, int32) as (x > 0) - (x < 0); the floating
+// dtypes by oa::matrix::sign.
+Matrix sign(const Matrix& x) {
+  if (x.dtype() != DType::I32) return mx::sign(x);
+  const Matrix zero = int32_scalar(0, x.engine());
+  return mx::sub(convert(mx::gt(x, zero), DType::I32), convert(mx::lt(x, zero), DType::I32));
 }
 // x.norm(p, dim, keepdim) as `op` in errors.
 auto norm(const char* op) {
@@ -321,8 +337,10 @@ std::unordered_map<std::uint64_t, CopyMark>& copy_marks() {
 // of place, cast to x's dtype, then copied on the device into x's own storage
 // (shared by its views and detach()) and x's version is bumped, so that
 // backward through an op that saved x refuses it. With grad mode on, a leaf
-// that requires grad is refused as in torch, and so is an operand with
-// autograd history (oa records no history through an in-place op). A
+// that requires grad is refused as in torch; when x or the operand has
+// autograd history, the result is computed with history and x takes it (as
+// torch rebases x's grad_fn), which needs x's storage to be x's alone: a view
+// of x (or a value saved from x) would keep the old history. A
 // copy_not_view result is refused in any mode.
 void require_in_place(const Matrix& x, const Matrix* other, const char* op) {
   const auto& marks = copy_marks();
@@ -330,9 +348,9 @@ void require_in_place(const Matrix& x, const Matrix* other, const char* op) {
     fail(ErrorKind::FailedPrecondition,
          "{}: this tensor was made by {}, which in oa returns a copy, not a view as in torch (so do x[key], "
          "transpose, permute, mT, T, expand, split and chunk): an in-place op on it would not reach the tensor it was "
-         "taken from. Assign into the source in one subscript instead (x[i, j] = v, not x[i][j] = v), or compute "
-         "the new value out of place; only reshape, view, flatten, squeeze, unsqueeze, x[:], x[...] and detach() "
-         "share storage",
+         "taken from. Update the source in one subscript instead (x[i, j] += v or x[i, j] = v, which write x; not "
+         "y = x[i]; y += v, nor x[i][j] += v), or compute the new value out of place; only reshape, view, flatten, "
+         "squeeze, unsqueeze, x[:], x[...] and detach() share storage",
          op, it->second.op);
   if (!grad_enabled()) return;
   if (requires_grad(x) && autograd::grad_fn_name(x).empty())
@@ -340,11 +358,12 @@ void require_in_place(const Matrix& x, const Matrix* other, const char* op) {
          "{}: a leaf Variable that requires grad is being used in an in-place operation (update it inside "
          "`with oa.no_grad():`, as optimizers do)",
          op);
-  if (requires_grad(x) || (other && requires_grad(*other)))
+  if ((requires_grad(x) || (other && requires_grad(*other))) && x.storage().use_count() > 1)
     fail(ErrorKind::FailedPrecondition,
-         "{}: an in-place op on values with autograd history is not recorded for backward; write x = x + y (or the "
+         "{}: x {} shares its storage with another tensor (a view such as x.view(...) or x.detach(), or a value saved "
+         "for backward), which would keep x's old autograd history after this in-place op; write x = x + y (or the "
          "op's out-of-place form) instead, or update inside `with oa.no_grad():`",
-         op);
+         op, x.shape());
 }
 
 // Copies from's values into `to` (same element count and dtype) on the device.
@@ -382,11 +401,16 @@ Matrix writable(const Matrix& x) { return copy_marks().contains(x.storage()->id(
 
 namespace {
 
-void write_in_place(const Matrix& x, const Matrix& result, const char* op) {
+// An in-place op's result as x's new value: x's shape, converted to x's dtype.
+Matrix new_value(const Matrix& x, const Matrix& result, const char* op) {
   if (!(result.shape() == x.shape()))
     fail(ErrorKind::InvalidArgument, "{}: the result's shape {} (broadcast) does not match the tensor's shape {}", op,
          result.shape(), x.shape());
-  const Matrix value = convert(result, x.dtype());
+  return convert(result, x.dtype());
+}
+
+// Writes value into x's storage and bumps its version.
+void write_in_place(const Matrix& x, const Matrix& value) {
   if (value.storage() != x.storage()) copy_values(value, x);
   x.storage()->bump_version();
 }
@@ -395,12 +419,18 @@ void write_in_place(const Matrix& x, const Matrix& result, const char* op) {
 
 void update_in_place(const Matrix& x, const Matrix* other, const std::function<Matrix()>& compute, const char* op) {
   require_in_place(x, other, op);
-  Matrix result;
-  {
+  if (!(grad_enabled() && (requires_grad(x) || (other && requires_grad(*other))))) {
     NoGradGuard no_grad;
-    result = compute();
+    write_in_place(x, new_value(x, compute(), op));
+    return;
   }
-  write_in_place(x, result, op);
+  // Recorded: x takes the history of its new value and, when that value's
+  // storage is its own, the storage too (what backward saved of x's old
+  // value stays intact, as torch keeps the original self), else a copy.
+  const Matrix value = new_value(x, compute(), op);
+  if (value.storage().use_count() == 1) x.impl()->storage = value.storage();
+  else write_in_place(x, value);
+  x.impl()->autograd = value.impl()->autograd;
 }
 
 namespace {
@@ -419,11 +449,15 @@ namespace {
 
 int category(DType d) { return d == DType::Bool ? 0 : d == DType::I32 ? 1 : 2; }
 
+}  // namespace
+
 DType promote(DType a, DType b) {
   if (category(a) != category(b)) return category(a) > category(b) ? a : b;
   if (a == b || a == DType::F32) return a;
   return b == DType::F32 || category(a) == 2 ? DType::F32 : a;  // f16 with bf16
 }
+
+namespace {
 
 DType result_type(const Matrix& a, const Matrix& b) {
   const bool a_scalar = a.rank() == 0, b_scalar = b.rank() == 0;
@@ -532,6 +566,24 @@ Matrix scalar_tensor(const Number& s, DType dtype, const Engine& engine, const c
   return convert(Matrix::full({}, static_cast<float>(s.f), engine), dtype);
 }
 
+// torch.clamp(x, min, max), bounds promoted with x as torch's: int32 x with
+// int bounds (or none) computes in int32 (maximum, minimum), else in x's
+// floating dtype (or float32) through oa::matrix::clamp. min > max gives max
+// everywhere, as torch.
+Matrix clamp(const Matrix& x, const std::optional<Number>& min, const std::optional<Number>& max) {
+  const auto is_float = [](const std::optional<Number>& n) { return n && n->kind == Number::Kind::Float; };
+  if (x.dtype() == DType::I32 && !is_float(min) && !is_float(max)) {
+    Matrix y = x;
+    if (min) y = mx::maximum(y, scalar_tensor(*min, DType::I32, x.engine(), "oa.Tensor.clamp"));
+    if (max) y = mx::minimum(y, scalar_tensor(*max, DType::I32, x.engine(), "oa.Tensor.clamp"));
+    return y;
+  }
+  const float low = min ? static_cast<float>(min->f) : -std::numeric_limits<float>::infinity();
+  const float high = max ? static_cast<float>(max->f) : std::numeric_limits<float>::infinity();
+  const Matrix f = is_floating_point(x.dtype()) ? x : convert(x, DType::F32);
+  return low > high ? mx::clamp(f, high, high) : mx::clamp(f, low, high);
+}
+
 // How a binary op computes from its operands' promoted dtype (the result
 // type): in it (Result), in float32 unless it is floating (TrueDivide, torch's
 // true division), in float32 or int32 giving bool (Compare: the comparison
@@ -578,8 +630,9 @@ const BinaryOp kGt{"gt", &mx::gt, [](const Matrix& x, float s) { return mx::gt(x
 const BinaryOp kGe{"ge", &mx::ge, [](const Matrix& x, float s) { return mx::ge(x, s); }, nullptr, Compute::Compare};
 
 // The dtype op computes in from the result type; InvalidArgument naming
-// `where` for a bitwise op on floats.
-DType compute_dtype(const BinaryOp& op, DType result, DType a, DType b, const char* where) {
+// `where` and the operands as written (a dtype, or "a Python int") for a
+// bitwise op on floats.
+DType compute_dtype(const BinaryOp& op, DType result, std::string_view a, std::string_view b, const char* where) {
   switch (op.compute) {
     case Compute::Result: return result;
     case Compute::TrueDivide: return is_floating_point(result) ? result : DType::F32;
@@ -587,7 +640,7 @@ DType compute_dtype(const BinaryOp& op, DType result, DType a, DType b, const ch
     case Compute::Bitwise:
       if (is_floating_point(result))
         fail(ErrorKind::InvalidArgument, "{}: {} takes int32 or bool operands (torch: integral or bool); found {} and {}", where, op.name,
-             to_string(a), to_string(b));
+             a, b);
       return result;
   }
   return result;
@@ -607,7 +660,7 @@ void require_nonzero_divisor(const Matrix& divisor, const char* where, const Bin
 
 // a (op) b for two tensors under torch's promotion, as `where` in errors.
 Matrix binary(const BinaryOp& op, const Matrix& a, const Matrix& b, const char* where) {
-  const DType d = compute_dtype(op, result_type(a, b), a.dtype(), b.dtype(), where);
+  const DType d = compute_dtype(op, result_type(a, b), to_string(a.dtype()), to_string(b.dtype()), where);
   const Matrix a2 = convert(a, d), b2 = convert(b, d);
   if (op.divides) require_nonzero_divisor(b2, where, op);
   return op.tensor(a2, b2);
@@ -615,7 +668,9 @@ Matrix binary(const BinaryOp& op, const Matrix& a, const Matrix& b, const char* 
 
 // x (op) s, or s (op) x when `reflected`, for a Python number s.
 Matrix binary(const BinaryOp& op, const Matrix& x, const Number& s, bool reflected, const char* where) {
-  const DType d = compute_dtype(op, result_type(x, s), x.dtype(), result_type(x, s), where);
+  const std::string written = s.kind == Number::Kind::Bool ? "a Python bool" : s.kind == Number::Kind::Int ? "a Python int" : "a Python float";
+  const DType d = reflected ? compute_dtype(op, result_type(x, s), written, to_string(x.dtype()), where)
+                            : compute_dtype(op, result_type(x, s), to_string(x.dtype()), written, where);
   const NumberFn number = reflected ? op.reflected : op.number;
   if (number && is_floating_point(d)) {
     // A comparison takes s in the result type (a float16 x against s rounded to float16), as torch.
@@ -690,7 +745,13 @@ void require_castable(const Matrix& result, const Matrix& x, const char* name) {
 // float holding an integer, within int32; InvalidArgument naming `op` and the
 // exact value otherwise.
 Matrix filled(const Shape& shape, const Number& v, DType dtype, const std::optional<Engine>& engine, const char* op) {
-  if (dtype != DType::I32) return convert(Matrix::full(shape, static_cast<float>(v.f), engine), dtype);
+  if (dtype != DType::I32) {
+    try {
+      return convert(Matrix::full(shape, static_cast<float>(v.f), engine), dtype);
+    } catch (const Error& e) {  // an allocation past the device's memory or limits
+      throw with_context(e, op);
+    }
+  }
   const bool integral = v.kind != Number::Kind::Float || v.f == std::trunc(v.f);
   const double value = v.kind == Number::Kind::Float ? v.f : static_cast<double>(v.i);
   if (!integral || v.wide || !(value >= INT32_MIN && value <= INT32_MAX))
@@ -726,11 +787,12 @@ const char* const in_place_doc =
     "In place, as torch's: computes the op, casts the result to x's dtype and writes it into x's own storage "
     "(seen by x's views and detach()), bumps x's version (backward through an op that saved x then refuses), and "
     "returns x itself. A result of a higher category than x's dtype (a float into int32, an int32 into bool) raises "
-    "oa.InvalidArgumentError, as torch. With grad mode on, a leaf that requires grad is refused (RuntimeError, as torch) "
-    "and so are values with autograd history: update inside `with oa.no_grad():`, or write x = x + y. A tensor made by "
+    "oa.InvalidArgumentError, as torch. With grad mode on, a leaf that requires grad is refused (RuntimeError, as torch); "
+    "with autograd history in x or the operand the op is recorded and x takes its history, as torch (refused when a view "
+    "of x or a value saved for backward shares x's storage: it would keep the old history). A tensor made by "
     "x[key], transpose, permute, mT, T, expand, split or chunk is a copy in oa, not a view as in torch, so in-place ops "
-    "on it (or on its reshapes) raise oa.FailedPreconditionError instead of silently missing the source: assign into the "
-    "source instead (x[key] = value).";
+    "on it (or on its reshapes) raise oa.FailedPreconditionError instead of silently missing the source: update the "
+    "source instead (x[key] = value, or x[key] += v: an augmented assignment through one subscript writes x).";
 
 // op's method (with alpha where op takes it) and augmented assignment for an `Other` argument.
 template <class Other>
@@ -996,10 +1058,10 @@ void bind_tensor(py::module_& m, TensorClass& t) {
            py::arg("dim") = py::none(), py::arg("keepdim") = false, min_doc)
       .def("prod", reduction<&mx::prod>("oa.Tensor.prod"), py::arg("dim") = py::none(), py::arg("keepdim") = false)
       .def("logsumexp", reduction<&mx::logsumexp>("oa.Tensor.logsumexp"), py::arg("dim") = py::none(), py::arg("keepdim") = false)
-      .def("var", spread<&mx::var>("oa.Tensor.var"), py::arg("dim") = py::none(), py::kw_only(), py::arg("correction") = 1.0f,
-           py::arg("keepdim") = false)
-      .def("std", spread<&mx::std>("oa.Tensor.std"), py::arg("dim") = py::none(), py::kw_only(), py::arg("correction") = 1.0f,
-           py::arg("keepdim") = false)
+      .def("var", spread<&mx::var>("oa.Tensor.var"), py::arg("dim") = py::none(), py::arg("unbiased") = py::none(),
+           py::arg("keepdim") = false, py::kw_only(), py::arg("correction") = py::none())
+      .def("std", spread<&mx::std>("oa.Tensor.std"), py::arg("dim") = py::none(), py::arg("unbiased") = py::none(),
+           py::arg("keepdim") = false, py::kw_only(), py::arg("correction") = py::none())
       .def("norm", norm("oa.Tensor.norm"), py::arg("p") = 2.0f, py::arg("dim") = py::none(), py::arg("keepdim") = false)
       .def("cumsum", &mx::cumsum, py::arg("dim"))
       .def("argmax", &argmax, py::arg("dim") = py::none(), py::arg("keepdim") = false,
@@ -1012,6 +1074,26 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       .def("__abs__", [](const Matrix& a) { return mx::abs(a); }, "abs(x): x.abs() (torch.Tensor.__abs__); float or int32.")
       .def("__invert__", &mx::bitwise_not, "~x (torch.bitwise_not): bitwise not of int32, logical not of bool.")
       .def("bitwise_not", &mx::bitwise_not, "torch.bitwise_not: bitwise not of int32, logical not of bool.")
+      .def(
+          "bitwise_not_",
+          [](const py::object& self) {
+            const auto& x = self.cast<const Matrix&>();
+            update_in_place(x, nullptr, [&] { return mx::bitwise_not(x); }, "oa.Tensor.bitwise_not_");
+            return self;
+          },
+          "torch.Tensor.bitwise_not_: x = ~x in place (int32 or bool; see oa.Tensor.add_ for the in-place rules).")
+      .def(
+          "__contains__",
+          [](const Matrix& x, const py::object& value) {
+            const char* op = "oa.Tensor.__contains__";
+            const Matrix hits = py::isinstance<Matrix>(value) ? binary(kEq, x, value.cast<Matrix>(), op)
+                              : number_of(value)               ? binary(kEq, x, *number_of(value), false, op)
+                                                               : throw py::type_error(fmt::format(
+                                                                     "{}: a Tensor or a number, not {}", op,
+                                                                     py::str(py::type::handle_of(value).attr("__name__")).cast<std::string>()));
+            return hits.numel() > 0 && mx::max(hits, {}).to_bool()[0] != 0;
+          },
+          "value in x (torch.Tensor.__contains__): (x == value).any() for a number or a tensor (broadcast); reads back.")
       .def("add", [](const Matrix& x, const Matrix& other, const Number& alpha) { return binary(kAdd, x, scaled(x, other, alpha, "oa.Tensor.add"), "oa.Tensor.add"); },
            py::arg("other"), py::kw_only(), py::arg("alpha") = 1, add_doc)
       .def("add", [](const Matrix& x, const Number& other, const Number& alpha) { return binary(kAdd, x, scaled(x, other, alpha, "oa.Tensor.add"), false, "oa.Tensor.add"); },
@@ -1024,12 +1106,9 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       .def("masked_fill", &mx::masked_fill, py::arg("mask"), py::arg("value"))
       .def("tril", &mx::tril, py::arg("diagonal") = 0)
       .def("triu", &mx::triu, py::arg("diagonal") = 0)
-      .def("clamp",
-           [](const Matrix& x, std::optional<float> min, std::optional<float> max) {
-             return mx::clamp(x, min.value_or(-std::numeric_limits<float>::infinity()),
-                              max.value_or(std::numeric_limits<float>::infinity()));
-           },
-           py::arg("min") = py::none(), py::arg("max") = py::none());
+      .def("clamp", &clamp, py::arg("min") = py::none(), py::arg("max") = py::none(),
+           "torch.clamp: min(max(x, min), max); an int32 x with int (or no) bounds stays int32, a float bound promotes it "
+           "to float32, as torch.");
 
   // The binary operators: a Tensor, a Python number or a NumPy array (taken
   // as a tensor, see array_operand) as the other operand, promoted as torch
@@ -1097,6 +1176,8 @@ void bind_tensor(py::module_& m, TensorClass& t) {
           py::arg(arg), f.doc);
     m.def(f.name, [f, function](const Matrix& x, const Number& y) { return binary(*f.op, x, y, false, function.c_str()); },
           py::arg("input"), py::arg(arg));
+    m.def(f.name, [f, function](const Number& x, const Matrix& y) { return binary(*f.op, y, x, true, function.c_str()); },
+          py::arg("input"), py::arg(arg));
   }
   m.def("bitwise_not", &mx::bitwise_not, py::arg("input"), "torch.bitwise_not (~x): bitwise not of int32, logical not of bool.");
 
@@ -1112,7 +1193,7 @@ void bind_tensor(py::module_& m, TensorClass& t) {
                          {"square", &mx::square}, {"relu", &mx::relu},       {"sigmoid", &mx::sigmoid},
                          {"tanh", &mx::tanh},     {"neg", &mx::neg},         {"sin", &mx::sin},
                          {"cos", &mx::cos},       {"exp2", &mx::exp2},       {"log1p", &mx::log1p},
-                         {"expm1", &mx::expm1},   {"erf", &mx::erf},         {"sign", &mx::sign},
+                         {"expm1", &mx::expm1},   {"erf", &mx::erf},         {"sign", &sign},
                          {"floor", &mx::floor},   {"ceil", &mx::ceil},       {"round", &mx::round}};
   for (const auto& u : unary) {
     t.def(u.name, u.fn);
@@ -1124,7 +1205,16 @@ void bind_tensor(py::module_& m, TensorClass& t) {
         "batch extents do not broadcast.");
   m.def("maximum", &mx::maximum, py::arg("input"), py::arg("other"));
   m.def("where", &mx::where, py::arg("condition"), py::arg("input"), py::arg("other"),
-        "torch.where(condition, input, other): NumPy broadcasting, condition bool.");
+        "torch.where(condition, input, other): NumPy broadcasting, condition bool; input or other may be a Python number, "
+        "promoted with the tensor as torch (oa.where(c, x, 0) keeps x's dtype).");
+  m.def("where", [](const Matrix& c, const Matrix& x, const Number& s) {
+    const DType d = result_type(x, s);
+    return mx::where(c, convert(x, d), scalar_tensor(s, d, x.engine(), "oa.where"));
+  }, py::arg("condition"), py::arg("input"), py::arg("other"));
+  m.def("where", [](const Matrix& c, const Number& s, const Matrix& y) {
+    const DType d = result_type(y, s);
+    return mx::where(c, scalar_tensor(s, d, y.engine(), "oa.where"), convert(y, d));
+  }, py::arg("condition"), py::arg("input"), py::arg("other"));
   m.def("tril", &mx::tril, py::arg("input"), py::arg("diagonal") = 0);
   m.def("triu", &mx::triu, py::arg("input"), py::arg("diagonal") = 0);
   m.def("minimum", &mx::minimum, py::arg("input"), py::arg("other"));
@@ -1150,10 +1240,10 @@ void bind_tensor(py::module_& m, TensorClass& t) {
   m.def("amin", reduction<&mx::min>("oa.amin"), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
   m.def("prod", reduction<&mx::prod>("oa.prod"), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
   m.def("logsumexp", reduction<&mx::logsumexp>("oa.logsumexp"), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
-  m.def("var", spread<&mx::var>("oa.var"), py::arg("input"), py::arg("dim") = py::none(), py::kw_only(), py::arg("correction") = 1.0f,
-        py::arg("keepdim") = false);
-  m.def("std", spread<&mx::std>("oa.std"), py::arg("input"), py::arg("dim") = py::none(), py::kw_only(), py::arg("correction") = 1.0f,
-        py::arg("keepdim") = false);
+  m.def("var", spread<&mx::var>("oa.var"), py::arg("input"), py::arg("dim") = py::none(), py::arg("unbiased") = py::none(),
+        py::arg("keepdim") = false, py::kw_only(), py::arg("correction") = py::none());
+  m.def("std", spread<&mx::std>("oa.std"), py::arg("input"), py::arg("dim") = py::none(), py::arg("unbiased") = py::none(),
+        py::arg("keepdim") = false, py::kw_only(), py::arg("correction") = py::none());
   m.def("norm", norm("oa.norm"), py::arg("input"), py::arg("p") = 2.0f, py::arg("dim") = py::none(), py::arg("keepdim") = false);
 
   // Creation.

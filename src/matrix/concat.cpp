@@ -1,5 +1,7 @@
-// concat and chunk, declared as OpDefs over one column-block copy lowering
-// (each one's backward is the other's lowering).
+// concat, chunk and split, declared as OpDefs over one column-block copy
+// lowering (concat's backward is split's lowering and vice versa): the word
+// block copy (matrix/copy_block) for 4-byte dtypes, the strided copy
+// (matrix/strided_copy) for 2- and 1-byte ones.
 #include "oa/matrix/concat.hpp"
 
 #include <algorithm>
@@ -62,15 +64,31 @@ void lower_block(const Engine& engine, std::int64_t rows, std::int64_t cols, Sid
   }
 }
 
+// Appends the copy of the contiguous `rows` x `cols` block `part` into
+// (`into_whole`) or out of columns [column, column + cols) of `whole`, whose
+// rows hold `stride` elements. A 2- or 1-byte copy into `whole` ORs into its
+// words: the caller zero-fills it first.
+void copy_part(const Matrix& part, const Matrix& whole, bool into_whole, std::int64_t rows, std::int64_t cols, std::int64_t stride,
+               std::int64_t column, const char* op, std::vector<ComputeDispatch>& ds) {
+  if (size_of(part.dtype()) == 4) {
+    const Side p{&part, cols, 0}, w{&whole, stride, column};
+    lower_block(part.engine(), rows, cols, into_whole ? p : w, into_whole ? w : p, op, ds);
+  } else if (rows != 0 && cols != 0) {
+    detail::strided_copy(op, into_whole, part.dtype(), (into_whole ? part : whole).storage(), (into_whole ? whole : part).storage(),
+                         {rows, cols}, {stride, 1}, column, ds);
+  }
+}
+
 // Appends y = the concatenation of xs along `axis`: the lowering of concat,
-// and the backward of chunk.
+// and the backward of chunk and split.
 void concat_dispatches(std::span<const Matrix> xs, std::size_t axis, const Matrix& y, const char* name,
                        std::vector<ComputeDispatch>& ds) {
   const std::int64_t outer = outer_of(y.shape(), axis), inner = inner_of(y.shape(), axis), y_cols = y.shape()[axis] * inner;
+  if (size_of(y.dtype()) < 4 && y.numel() > 0) y.engine().fill(*y.storage(), 0, y.storage()->bytes(), 0);
   std::int64_t column = 0;
   for (const Matrix& x : xs) {
     const std::int64_t cols = x.shape()[axis] * inner;
-    lower_block(y.engine(), outer, cols, {&x, cols, 0}, {&y, y_cols, column}, name, ds);
+    copy_part(x, y, true, outer, cols, y_cols, column, name, ds);
     column += cols;
   }
 }
@@ -84,7 +102,7 @@ void split_dispatches(const Matrix& x, std::size_t axis, const std::vector<Matri
   std::int64_t column = 0;
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const std::int64_t cols = extents[i] * inner;
-    if (parts[i].defined()) lower_block(x.engine(), outer, cols, {&x, x_cols, column}, {&parts[i], cols, 0}, name, ds);
+    if (parts[i].defined()) copy_part(parts[i], x, false, outer, cols, x_cols, column, name, ds);
     column += cols;
   }
 }
@@ -94,11 +112,19 @@ void split_dispatches(const Matrix& x, std::size_t axis, const std::vector<Matri
 template <class A>
 std::vector<Matrix> concat_of_gradients(const BackwardCall<A>& c) {
   const Matrix& gy = c.grad_outputs[0];
-  Matrix gx = detail::allocate(gy.engine(), c.input_shapes[0]);
+  Matrix gx = detail::allocate(gy.engine(), c.input_shapes[0], c.input_dtypes[0]);
   std::vector<ComputeDispatch> ds;
   concat_dispatches(c.grad_outputs, static_cast<std::size_t>(c.attributes.axis), gx, c.name, ds);
   c.record(ds, c.grad_outputs, {gx});
   return {gx};
+}
+
+// One lowering for every dtype (the copies move bits).
+template <class A>
+std::vector<std::pair<DType, detail::Lowering<A>>> every_dtype(const detail::Lowering<A>& lowering) {
+  std::vector<std::pair<DType, detail::Lowering<A>>> out;
+  for (DType d : {DType::F32, DType::F16, DType::BF16, DType::I32, DType::Bool}) out.emplace_back(d, lowering);
+  return out;
 }
 
 struct ConcatAttributes {
@@ -115,8 +141,10 @@ const Op<ConcatAttributes> kConcatOp{
        const Shape& first = xs.front().shape();
        std::int64_t total = 0;
        for (std::size_t i = 0; i < xs.size(); ++i) {
-         detail::require_f32(xs[i], c.name, "xs");
          const Shape& s = xs[i].shape();
+         if (xs[i].dtype() != xs.front().dtype())
+           fail(ErrorKind::InvalidArgument, "{}: xs[{}] is {} {} but xs[0] is {} {} (concat takes operands of one dtype; cast them first)",
+                c.name, i, to_string(xs[i].dtype()), s, to_string(xs.front().dtype()), first);
          bool same = s.rank() == first.rank();
          for (std::size_t d = 0; same && d < s.rank(); ++d) same = d == a || s[d] == first[d];
          if (!same)
@@ -126,12 +154,12 @@ const Op<ConcatAttributes> kConcatOp{
        std::vector<std::int64_t> dims = first.to_vector();
        dims[a] = total;
        detail::shader_u32(Shape(dims).numel(), "output elements", c.name);
-       return std::vector<OutputSpec>{{Shape(dims)}};
+       return std::vector<OutputSpec>{{Shape(dims), xs.front().dtype()}};
      },
-     .lower = {{DType::F32,
-                [](const OpCall<ConcatAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
-                  concat_dispatches(c.inputs, static_cast<std::size_t>(c.attributes.axis), out[0], c.name, ds);
-                }}},
+     .lower = every_dtype<ConcatAttributes>(
+         [](const OpCall<ConcatAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+           concat_dispatches(c.inputs, static_cast<std::size_t>(c.attributes.axis), out[0], c.name, ds);
+         }),
      .backward = [](const BackwardCall<ConcatAttributes>& c) {
        const Matrix& gy = c.grad_outputs[0];
        const auto a = static_cast<std::size_t>(c.attributes.axis);
@@ -139,7 +167,7 @@ const Op<ConcatAttributes> kConcatOp{
        std::vector<std::int64_t> extents;
        for (std::size_t i = 0; i < g.size(); ++i) {
          extents.push_back(c.input_shapes[i][a]);
-         if (c.needs[i]) g[i] = detail::allocate(gy.engine(), c.input_shapes[i]);
+         if (c.needs[i]) g[i] = detail::allocate(gy.engine(), c.input_shapes[i], c.input_dtypes[i]);
        }
        std::vector<ComputeDispatch> ds;
        split_dispatches(gy, a, g, extents, c.name, ds);
@@ -175,17 +203,17 @@ const Op<ChunkAttributes> kChunkOp{
        for (std::int64_t i = 0; i < count; ++i) {
          std::vector<std::int64_t> dims = x.shape().to_vector();
          dims[static_cast<std::size_t>(axis)] = std::min(size, n - i * size);
-         out.push_back({Shape(dims)});
+         out.push_back({Shape(dims), x.dtype()});
        }
        return out;
      },
-     .lower = {{DType::F32,
-                [](const OpCall<ChunkAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
-                  const auto a = static_cast<std::size_t>(c.attributes.axis);
-                  std::vector<std::int64_t> extents;
-                  for (const Matrix& o : out) extents.push_back(o.shape()[a]);
-                  split_dispatches(c.inputs[0], a, out, extents, c.name, ds);
-                }}},
+     .lower = every_dtype<ChunkAttributes>(
+         [](const OpCall<ChunkAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+           const auto a = static_cast<std::size_t>(c.attributes.axis);
+           std::vector<std::int64_t> extents;
+           for (const Matrix& o : out) extents.push_back(o.shape()[a]);
+           split_dispatches(c.inputs[0], a, out, extents, c.name, ds);
+         }),
      .backward = [](const BackwardCall<ChunkAttributes>& c) { return concat_of_gradients(c); }}};
 
 struct SplitAttributes {
@@ -200,7 +228,6 @@ const Op<SplitAttributes> kSplitOp{
      .outputs = -1,
      .infer = [](const OpCall<SplitAttributes>& c) {
        const Matrix& x = c.inputs[0];
-       detail::require_f32(x, c.name, "x");
        const auto axis = static_cast<std::size_t>(c.attributes.axis);
        std::int64_t total = 0;
        bool ok = !c.attributes.sizes.empty();
@@ -213,14 +240,14 @@ const Op<SplitAttributes> kSplitOp{
        for (auto s : c.attributes.sizes) {
          std::vector<std::int64_t> dims = x.shape().to_vector();
          dims[axis] = s;
-         out.push_back({Shape(dims)});
+         out.push_back({Shape(dims), x.dtype()});
        }
        return out;
      },
-     .lower = {{DType::F32,
-                [](const OpCall<SplitAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
-                  split_dispatches(c.inputs[0], static_cast<std::size_t>(c.attributes.axis), out, c.attributes.sizes, c.name, ds);
-                }}},
+     .lower = every_dtype<SplitAttributes>(
+         [](const OpCall<SplitAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+           split_dispatches(c.inputs[0], static_cast<std::size_t>(c.attributes.axis), out, c.attributes.sizes, c.name, ds);
+         }),
      .backward = [](const BackwardCall<SplitAttributes>& c) { return concat_of_gradients(c); }}};
 
 }  // namespace
@@ -263,8 +290,14 @@ std::vector<Matrix> split(const Matrix& x, std::int64_t size, int axis) {
 Matrix stack(const std::vector<Matrix>& xs, int axis) {
   const char* name = "oa::matrix::stack";  // unsqueezes and a concat: no op of its own
   if (xs.empty()) fail(ErrorKind::InvalidArgument, "{}: xs is empty (at least one operand is required)", name);
+  // Under autocast concat promotes mixed floating operands (torch.stack's
+  // autocast policy); otherwise their dtypes must match.
+  const bool promotes = autocast_dtype().has_value();
   for (std::size_t i = 0; i < xs.size(); ++i) {
-    detail::require_f32(xs[i], name, "xs");
+    detail::require_defined(xs[i], name, "xs");
+    if (xs[i].dtype() != xs[0].dtype() && !(promotes && is_floating_point(xs[i].dtype()) && is_floating_point(xs[0].dtype())))
+      fail(ErrorKind::InvalidArgument, "{}: xs[{}] is {} {} but xs[0] is {} {} (stack takes operands of one dtype; cast them first)", name,
+           i, to_string(xs[i].dtype()), xs[i].shape(), to_string(xs[0].dtype()), xs[0].shape());
     if (!(xs[i].shape() == xs[0].shape()))
       fail(ErrorKind::InvalidArgument, "{}: xs[{}] {} differs from xs[0] {} (stack takes operands of one shape)", name, i, xs[i].shape(),
            xs[0].shape());

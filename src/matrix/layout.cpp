@@ -13,6 +13,37 @@
 #include "oa/matrix/cast.hpp"
 #include "oa/matrix/reduction.hpp"
 
+namespace oa::detail {
+
+// Declared in matrix/lowering.hpp.
+void strided_copy(const char* op, bool scatter, DType dtype, const std::shared_ptr<runtime::Storage>& src,
+                  const std::shared_ptr<runtime::Storage>& dst, const std::vector<std::int64_t>& extents,
+                  const std::vector<std::int64_t>& strides, std::int64_t base, std::vector<runtime::ComputeDispatch>& ds) {
+  const std::int64_t n = std::accumulate(extents.begin(), extents.end(), std::int64_t{1}, std::multiplies<>());
+  if (n == 0) return;
+  const auto size = static_cast<std::uint32_t>(size_of(dtype));
+  const std::int64_t per = 4 / size;  // elements a word
+  runtime::ComputeDispatch d;
+  d.kernel = kernels::matrix_strided_copy;
+  d.specialization = {scatter ? 1u : 0u, size};
+  // A 16-bit or byte scatter ORs its elements into words (read and written).
+  d.bindings = {runtime::BufferBinding::read(src), per > 1 && scatter ? runtime::BufferBinding::read_write(dst) : runtime::BufferBinding::write(dst)};
+  const std::size_t pad = Shape::kMaxRank - extents.size();
+  std::array<std::uint32_t, Shape::kMaxRank> ext{}, stride{};
+  for (std::size_t d8 = 0; d8 < Shape::kMaxRank; ++d8) {
+    ext[d8] = d8 < pad ? 1u : shader_u32(extents[d8 - pad], "extent", op);
+    stride[d8] = d8 < pad ? 0u : shader_u32(strides[d8 - pad], "stride", op);
+  }
+  d.push.set(push::matrix_strided_copy{.n = shader_u32(n, "element count", op),
+                                       .base = shader_u32(base, "element offset", op),
+                                       .ext = ext,
+                                       .stride = stride});
+  d.groups = {groups_for(scatter ? n : ceil_div(n, per), 1024), 1, 1};  // a gather: dst words
+  ds.push_back(std::move(d));
+}
+
+}  // namespace oa::detail
+
 namespace oa::matrix {
 
 namespace {
@@ -26,38 +57,9 @@ std::vector<std::int64_t> strides_of(const Shape& s) {
   return out;
 }
 
-// One matrix/strided_copy dispatch between `contiguous` (row-major over
-// `extents`) and the strided side `strided` (base + sum of coordinate * stride),
-// of elements of `dtype` (32-bit, 16-bit: f16 or bf16, or bool bytes).
-void strided_copy(const char* op, bool scatter, DType dtype, const std::shared_ptr<runtime::Storage>& src,
-                  const std::shared_ptr<runtime::Storage>& dst, const std::vector<std::int64_t>& extents,
-                  const std::vector<std::int64_t>& strides, std::int64_t base, std::vector<ComputeDispatch>& ds) {
-  const std::int64_t n = std::accumulate(extents.begin(), extents.end(), std::int64_t{1}, std::multiplies<>());
-  if (n == 0) return;
-  const auto size = static_cast<std::uint32_t>(size_of(dtype));
-  const std::int64_t per = 4 / size;  // elements a word
-  ComputeDispatch d;
-  d.kernel = kernels::matrix_strided_copy;
-  d.specialization = {scatter ? 1u : 0u, size};
-  // A 16-bit or byte scatter ORs its elements into words (read and written).
-  d.bindings = {BufferBinding::read(src), per > 1 && scatter ? BufferBinding::read_write(dst) : BufferBinding::write(dst)};
-  const std::size_t pad = Shape::kMaxRank - extents.size();
-  std::array<std::uint32_t, Shape::kMaxRank> ext{}, stride{};
-  for (std::size_t d8 = 0; d8 < Shape::kMaxRank; ++d8) {
-    ext[d8] = d8 < pad ? 1u : detail::shader_u32(extents[d8 - pad], "extent", op);
-    stride[d8] = d8 < pad ? 0u : detail::shader_u32(strides[d8 - pad], "stride", op);
-  }
-  d.push.set(push::matrix_strided_copy{.n = detail::shader_u32(n, "element count", op),
-                                       .base = detail::shader_u32(base, "element offset", op),
-                                       .ext = ext,
-                                       .stride = stride});
-  d.groups = {detail::groups_for(scatter ? n : ceil_div(n, per), 1024), 1, 1};  // a gather: dst words
-  ds.push_back(std::move(d));
-}
-
 void strided_copy(const char* op, bool scatter, const Matrix& src, const Matrix& dst, const std::vector<std::int64_t>& extents,
                   const std::vector<std::int64_t>& strides, std::int64_t base, std::vector<ComputeDispatch>& ds) {
-  strided_copy(op, scatter, src.dtype(), src.storage(), dst.storage(), extents, strides, base, ds);
+  detail::strided_copy(op, scatter, src.dtype(), src.storage(), dst.storage(), extents, strides, base, ds);
 }
 
 void require_numel_u32(const Matrix& x, const char* op) { detail::shader_u32(x.numel(), "element count of x", op); }
@@ -85,7 +87,7 @@ void permute_dispatch(const char* op, DType dtype, const std::shared_ptr<runtime
     strides.push_back(in[static_cast<std::size_t>(d)]);
     extents.push_back(x_shape[static_cast<std::size_t>(d)]);
   }
-  strided_copy(op, false, dtype, x, y, extents, strides, 0, ds);
+  detail::strided_copy(op, false, dtype, x, y, extents, strides, 0, ds);
 }
 void permute_dispatch(const char* op, const Matrix& x, const Matrix& y, const std::vector<std::int64_t>& dims,
                       std::vector<ComputeDispatch>& ds) {

@@ -113,6 +113,16 @@ bool broadcast_layout(const Shape& big, const Shape& small, std::int64_t& channe
 // the shapes.
 Shape broadcast_shapes(const char* op, const std::vector<std::pair<const char*, Shape>>& shapes);
 
+// Appends one matrix/strided_copy dispatch between the contiguous side
+// (row-major over `extents`) and the strided side (element base + sum of
+// coordinate * stride) of elements of `dtype` (4-, 2- or 1-byte): a gather
+// (scatter false: dst contiguous, src strided) or a scatter (dst strided). A
+// 2- or 1-byte scatter ORs its elements into dst's words, so dst must hold
+// zeros there first. Binds whole storages; nothing for no elements.
+void strided_copy(const char* op, bool scatter, DType dtype, const std::shared_ptr<runtime::Storage>& src,
+                  const std::shared_ptr<runtime::Storage>& dst, const std::vector<std::int64_t>& extents,
+                  const std::vector<std::int64_t>& strides, std::int64_t base, std::vector<runtime::ComputeDispatch>& ds);
+
 // Appends the matrix/strided_copy dispatch that writes into `y` the elements
 // of `x` (row-major, shape x_shape, of `dtype`: 32-bit, 16-bit or bool) with
 // their axes reordered: y's axis k is x's axis dims[k] (the lowering of

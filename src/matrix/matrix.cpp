@@ -4,6 +4,8 @@
 #include <cstring>
 #include <ostream>
 
+#include <fmt/ranges.h>
+
 #include "matrix/op_def.hpp"
 
 namespace oa {
@@ -248,18 +250,20 @@ Matrix Matrix::reshape(const std::vector<std::int64_t>& dims) const {
   std::int64_t known = 1;
   for (std::size_t i = 0; i < d.size(); ++i) {
     if (d[i] == -1 && infer < 0) infer = static_cast<int>(i);
-    else if (d[i] < 0) fail(ErrorKind::InvalidArgument, "Matrix::reshape: bad extent {} in the requested shape for {}", d[i], from);
+    else if (d[i] < 0)
+      fail(ErrorKind::InvalidArgument, "Matrix::reshape: bad extent {} in the requested shape [{}] for {}", d[i], fmt::join(dims, ", "), from);
     else known = checked_mul(known, d[i], "Matrix::reshape element count");
   }
   if (infer >= 0) {
     if (known == 0 || from.numel() % known)
-      fail(ErrorKind::InvalidArgument, "Matrix::reshape: cannot infer extent {} to reshape {} ({} elements)", infer, from, from.numel());
+      fail(ErrorKind::InvalidArgument, "Matrix::reshape: cannot reshape {} ({} elements) to the requested shape [{}] (extent {} cannot be inferred)",
+           from, from.numel(), fmt::join(dims, ", "), infer);
     d[static_cast<std::size_t>(infer)] = from.numel() / known;
   }
   Shape to(d);
   if (to.numel() != from.numel())
-    fail(ErrorKind::InvalidArgument, "Matrix::reshape: cannot view {} ({} elements) as {} ({} elements)", from, from.numel(), to,
-         to.numel());
+    fail(ErrorKind::InvalidArgument, "Matrix::reshape: cannot view {} ({} elements) as the requested shape {} ({} elements)", from,
+         from.numel(), to, to.numel());
   auto impl = std::make_shared<MatrixImpl>(*impl_);
   impl->shape = to;
   impl->autograd.reset();

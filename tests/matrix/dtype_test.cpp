@@ -274,7 +274,6 @@ TEST(MatrixDtype, OpsWithout16BitLoweringsRefuse16BitOperands) {
       {"oa::matrix::add", "a", [](const Matrix& h, const Matrix& f) { mx::add(h, f); }, {2, 3}},
       {"oa::matrix::add", "b", [](const Matrix& h, const Matrix& f) { mx::add(f, h); }, {2, 3}},
       {"oa::matrix::cumsum", "x", [](const Matrix& h, const Matrix&) { mx::cumsum(h, 0); }, {2, 3}},
-      {"oa::matrix::concat", "xs", [](const Matrix& h, const Matrix& f) { mx::concat({f, h}); }, {2, 3}},
       {"oa::ml::group_norm", "x", [&](const Matrix& h, const Matrix&) { ml::group_norm(h, 1); }, {2, 3}},
       {"oa::ml::layer_norm", "weight", [&](const Matrix& h, const Matrix&) { ml::layer_norm(f23, h, f3); }, {3}},
       {"oa::ml::rms_norm", "x", [](const Matrix& h, const Matrix&) { ml::rms_norm(h); }, {2, 3}},

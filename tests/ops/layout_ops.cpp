@@ -1,5 +1,6 @@
 // Op table cases of the layout ops (oa/matrix/layout.hpp) and of
 // concatenation and splitting (oa/matrix/concat.hpp).
+#include <cmath>
 #include <optional>
 
 #include "ops/op_table.hpp"
@@ -90,6 +91,31 @@ OA_OP_CASES(expand, "oa::matrix::expand") {
   return cases;
 }
 
+// x of exact small integers as `dtype` (i32, or bool 0 and 1), needing no gradient.
+GradInput integers(const Shape& s, std::uint64_t seed, DType dtype) {
+  GradInput x = random_input(s, seed, dtype == DType::Bool ? 0 : -50, dtype == DType::Bool ? 2 : 50, false);
+  for (float& v : x.values) v = std::floor(v);
+  x.dtype = dtype;
+  return x;
+}
+
+// Each case also on f16 and bf16 operands (half_variant: gradients too) and
+// on i32 and bool ones (no gradient), whose odd extents split words.
+std::vector<OpCase> with_dtypes(const char* op, std::vector<OpCase> cases) {
+  const std::size_t n = cases.size();
+  std::uint64_t seed = 231;
+  for (std::size_t i = 0; i < n; ++i) {
+    for (DType dtype : {DType::F16, DType::BF16}) cases.push_back(half_variant(op, cases[i], dtype));
+    for (DType dtype : {DType::I32, DType::Bool}) {
+      OpCase c = cases[i];
+      c.label.append("_").append(to_string(dtype));
+      for (GradInput& in : c.inputs) in = integers(in.shape, seed++, dtype);
+      cases.push_back(std::move(c));
+    }
+  }
+  return cases;
+}
+
 // concat of two or three operands on the first, a middle and the last axis,
 // and stack (a concat of the operands each given a unit axis).
 OA_OP_CASES(concat, "oa::matrix::concat") {
@@ -121,7 +147,7 @@ OA_OP_CASES(concat, "oa::matrix::concat") {
   cases.push_back({"stack", {random_input({2, 3}, seed), random_input({2, 3}, seed + 1)},
                    [](const Inputs& x) { return oa::matrix::stack(x, 1); },
                    [](const RefInputs& x) { return oa::reference::concat(x, {{2, 1, 3}, {2, 1, 3}}, 1); }});
-  return cases;
+  return with_dtypes("oa::matrix::concat", cases);
 }
 
 // One part of a chunk or split: the gradient of x is zero outside it.
@@ -131,7 +157,9 @@ OA_OP_CASES(chunk, "oa::matrix::chunk") {
                    [](const RefInputs& x) { return oa::reference::slice(x[0], {2, 6}, 1, 4, 6, 1); }});
   cases.push_back({"rows", {random_input({4, 3}, 212)}, [](const Inputs& x) { return oa::matrix::chunk(x[0], 2, 0)[0]; },
                    [](const RefInputs& x) { return oa::reference::slice(x[0], {4, 3}, 0, 0, 2, 1); }});
-  return cases;
+  cases.push_back({"odd", {random_input({3, 5}, 213)}, [](const Inputs& x) { return oa::matrix::chunk(x[0], 2, 1)[1]; },
+                   [](const RefInputs& x) { return oa::reference::slice(x[0], {3, 5}, 1, 3, 5, 1); }});
+  return with_dtypes("oa::matrix::chunk", cases);
 }
 
 OA_OP_CASES(split, "oa::matrix::split") {
@@ -141,7 +169,7 @@ OA_OP_CASES(split, "oa::matrix::split") {
                    [](const RefInputs& x) { return oa::reference::slice(x[0], {2, 7}, 1, 2, 6, 1); }});
   cases.push_back({"size", {random_input({5, 2, 3}, 222)}, [](const Inputs& x) { return oa::matrix::split(x[0], 2, 0)[2]; },
                    [](const RefInputs& x) { return oa::reference::slice(x[0], {5, 2, 3}, 0, 4, 5, 1); }});
-  return cases;
+  return with_dtypes("oa::matrix::split", cases);
 }
 
 }  // namespace

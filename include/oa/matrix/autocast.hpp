@@ -30,8 +30,9 @@
 //            projection reaches attention and the next projection without a
 //            cast, and max, min, argmax and argmin keep a 16-bit input's
 //            dtype (they reduce in f32 and round once, as torch.amax does);
-//            the indexing ops (index_select, gather, ...) and concat are
-//            f32, and widen.
+//            concat, chunk and split take every dtype (16-bit operands stay
+//            16-bit, as torch.cat under autocast), and the indexing ops
+//            (index_select, gather, ...) are f32, and widen.
 //   Keep     oa::matrix::cast itself: never touched.
 // Integer and bool inputs (indices, masks) and absent optional inputs are
 // never cast. The casts are oa::matrix::cast ops (each its own semantic op),

@@ -1,19 +1,26 @@
 #pragma once
 // Concatenation and its inverses along one axis (oa::matrix): concat, stack,
-// chunk, split. F32, row-major,
-// contiguous; the results are new contiguous Matrices (oa has no strided views).
+// chunk, split. Every dtype (f32, f16, bf16, i32, bool; the results have the
+// operands' dtype), row-major, contiguous; the results are new contiguous
+// Matrices (oa has no strided views). Gradients flow for the floating dtypes.
 //
-// Axes may be negative (-1 is the last axis). Both ops view their operands as
+// Axes may be negative (-1 is the last axis). The ops view their operands as
 // [outer, extent(axis) * inner] rows, outer the product of the extents before
 // `axis` and inner of those after it, and copy column blocks of those rows with
-// one dispatch per part (each thread copies 4 elements; rows past the device's
-// maxStorageBufferRange are split across dispatches). Zero extents are
+// one dispatch per part: 4-byte dtypes as words (each thread copies 4
+// elements; rows past the device's maxStorageBufferRange are split across
+// dispatches), 2- and 1-byte dtypes by the strided copy (concat first fills
+// its result with zeros, since parts may share a word). Zero extents are
 // allowed and give empty results.
 //
 // Errors (oa::Error, kind InvalidArgument, naming the op, the argument and the
-// shapes; nothing is recorded): undefined or non-f32 operands, rank 0, an axis
-// out of range, operands on different engines, shapes that disagree outside
-// `axis`, parts < 1, element counts past 2^32 - 1.
+// shapes; nothing is recorded): undefined operands, operands of different
+// dtypes (torch.cat promotes; oa's C++ API asks for a cast, while oa.cat in
+// Python promotes as torch), rank 0, an axis out of range, operands on
+// different engines, shapes that disagree outside `axis`, parts < 1, element
+// counts past 2^32 - 1. Under autocast (oa/matrix/autocast.hpp) concat and
+// stack widen mixed floating operands to the widest (torch.autocast's promote
+// list) and keep one 16-bit dtype as it is.
 #include <cstdint>
 #include <vector>
 
@@ -59,7 +66,8 @@ std::vector<Matrix> split(const Matrix& x, std::int64_t size, int axis = -1);
 // has extent xs.size() there. A thin composition, recorded as one
 // "oa::matrix::concat" of the operands each given a unit axis (unsqueeze, a
 // reshape that records nothing); gradients as concat's. Errors: operands of
-// different shapes or engines, an axis out of range, rank-8 operands.
+// different shapes, dtypes (outside autocast) or engines, an axis out of
+// range, rank-8 operands.
 Matrix stack(const std::vector<Matrix>& xs, int axis = 0);
 
 }  // namespace oa::matrix

@@ -1,0 +1,154 @@
+"""torch behaviours a new user missed, against NumPy: cat and stack of every
+dtype with torch.cat's promotion, `v in t`, x[True] / x[False], var and std
+with unbiased=, where and the binary functions with a Python number, int32
+sign and clamp, bitwise_not_, and the errors' wording."""
+import os
+
+import numpy as np
+import pytest
+
+import oa
+from reference import values
+
+A = values((2, 3), 1)
+B = values((2, 1), 2)
+
+
+@pytest.mark.parametrize("dtype", [oa.float32, oa.float16, oa.bfloat16, oa.int32, oa.bool], ids=str)
+def test_cat_stack_split_chunk_keep_every_dtype(dtype):
+    a = oa.tensor(A * 10, dtype=dtype) if dtype != oa.bool else oa.tensor(A > 0)
+    b = oa.tensor(B * 10, dtype=dtype) if dtype != oa.bool else oa.tensor(B > 0)
+    got = oa.cat([a, b, a], dim=1)
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got.numpy(), np.concatenate([a.numpy(), b.numpy(), a.numpy()], axis=1))
+    s = oa.stack([a, a], dim=2)
+    assert s.dtype == dtype
+    np.testing.assert_array_equal(s.numpy(), np.stack([a.numpy(), a.numpy()], axis=2))
+    parts = oa.split(got, [3, 1, 3], dim=1)
+    assert [p.dtype for p in parts] == [dtype] * 3
+    np.testing.assert_array_equal(parts[1].numpy(), b.numpy())
+    halves = got.chunk(2, dim=1)
+    np.testing.assert_array_equal(np.concatenate([h.numpy() for h in halves], axis=1), got.numpy())
+
+
+def test_cat_promotes_as_torch():
+    f, h = oa.tensor(A), oa.tensor(A, dtype=oa.float16)
+    i, b = oa.tensor(np.arange(6, dtype=np.int32).reshape(2, 3)), oa.tensor(A > 0)
+    bf = oa.tensor(A, dtype=oa.bfloat16)
+    assert oa.cat([h, f]).dtype == oa.float32
+    assert oa.cat([h, bf]).dtype == oa.float32
+    assert oa.cat([i, h]).dtype == oa.float16
+    assert oa.cat([b, i]).dtype == oa.int32
+    assert oa.stack([b, f]).dtype == oa.float32
+    got = oa.cat([b, i, f], dim=0)
+    np.testing.assert_array_equal(got.numpy(), np.concatenate([A > 0, np.arange(6).reshape(2, 3), A]).astype(np.float32))
+    # Gradients reach both float operands through the promotion.
+    x = oa.tensor(A, requires_grad=True)
+    y = oa.tensor(A, dtype=oa.float16)
+    oa.cat([x, y]).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.ones((2, 3), np.float32))
+
+
+def test_cat_and_stack_under_autocast_keep_16_bits():
+    h = oa.tensor(A, dtype=oa.float16)
+    with oa.autocast("cuda", dtype=oa.float16):
+        assert oa.cat([h, h]).dtype == oa.float16
+        assert oa.stack([h, h]).dtype == oa.float16
+        assert oa.cat([h, oa.tensor(A)]).dtype == oa.float32
+
+
+def test_contains():
+    t = oa.tensor([1.0, 3.0, 5.0])
+    assert 3.0 in t and 3 in t and 4.0 not in t
+    assert oa.tensor(5.0) in t and oa.tensor([[9.0], [1.0]]) in t
+    assert True in oa.tensor([False, True])
+    assert 1.0 not in oa.zeros(0)
+    with pytest.raises(TypeError):
+        "a" in t
+
+
+def test_python_bool_index():
+    x = oa.tensor(A)
+    assert x[True].shape == (1, 2, 3) and x[False].shape == (0, 2, 3)
+    np.testing.assert_array_equal(x[True].numpy(), A[None])
+    assert x[0, True].shape == (1, 3) and x[..., False].shape == (2, 3, 0)
+    x[False] = 7.0
+    np.testing.assert_array_equal(x.numpy(), A)
+    x[True] = 7.0
+    np.testing.assert_array_equal(x.numpy(), np.full((2, 3), 7.0, np.float32))
+
+
+def test_var_and_std_unbiased():
+    x = oa.tensor(A)
+    np.testing.assert_allclose(x.var(1, unbiased=False).numpy(), A.var(axis=1), rtol=1e-5)
+    np.testing.assert_allclose(x.var(1, False).numpy(), A.var(axis=1), rtol=1e-5)
+    np.testing.assert_allclose(x.std(unbiased=True).item(), A.std(ddof=1), rtol=1e-5)
+    np.testing.assert_allclose(oa.std(x, 0, unbiased=False, keepdim=True).numpy(), A.std(axis=0, keepdims=True), rtol=1e-5)
+    np.testing.assert_allclose(x.var(False).item(), A.var(), rtol=1e-5)
+    np.testing.assert_allclose(x.var(1, correction=0).numpy(), A.var(axis=1), rtol=1e-5)
+    with pytest.raises(TypeError, match="not both"):
+        x.var(1, unbiased=True, correction=0)
+
+
+def test_where_with_python_numbers():
+    cond = oa.tensor(A > 0)
+    x = oa.tensor(A)
+    np.testing.assert_array_equal(oa.where(cond, x, 0).numpy(), np.where(A > 0, A, 0))
+    np.testing.assert_array_equal(oa.where(cond, 0, x).numpy(), np.where(A > 0, 0, A))
+    i = oa.tensor(np.arange(6, dtype=np.int32).reshape(2, 3))
+    got = oa.where(cond, i, -1)
+    assert got.dtype == oa.int32
+    np.testing.assert_array_equal(got.numpy(), np.where(A > 0, np.arange(6).reshape(2, 3), -1))
+    assert oa.where(cond, i, 0.5).dtype == oa.float32
+
+
+def test_binary_functions_with_a_number_first():
+    t = oa.tensor([2.0, -3.0, 4.0])
+    np.testing.assert_array_equal(oa.remainder(-7, t).numpy(), np.remainder(-7, np.float32([2, -3, 4])))
+    np.testing.assert_array_equal(oa.floor_divide(7, t).numpy(), np.floor_divide(7, np.float32([2, -3, 4])))
+    i = oa.tensor(np.int32([2, -3, 4]))
+    got = oa.remainder(-7, i)
+    assert got.dtype == oa.int32
+    np.testing.assert_array_equal(got.numpy(), np.remainder(-7, np.int32([2, -3, 4])))
+    np.testing.assert_array_equal(oa.pow(2, i.abs()).numpy(), [4, 8, 16])
+
+
+def test_int32_sign_clamp_and_bitwise_not_():
+    v = np.int32([-5, 0, 3, 9])
+    i = oa.tensor(v)
+    assert i.sign().dtype == oa.int32 and oa.sign(i).dtype == oa.int32
+    np.testing.assert_array_equal(i.sign().numpy(), np.sign(v))
+    c = i.clamp(-2, 4)
+    assert c.dtype == oa.int32
+    np.testing.assert_array_equal(c.numpy(), np.clip(v, -2, 4))
+    np.testing.assert_array_equal(i.clamp(min=0).numpy(), np.maximum(v, 0))
+    f = i.clamp(-2.5, 4)
+    assert f.dtype == oa.float32
+    np.testing.assert_array_equal(f.numpy(), np.clip(v, -2.5, 4).astype(np.float32))
+    np.testing.assert_array_equal(oa.tensor(A).clamp(-0.5, 0.5).numpy(), np.clip(A, -0.5, 0.5))
+    j = oa.tensor(v)
+    assert j.bitwise_not_() is j
+    np.testing.assert_array_equal(j.numpy(), ~v)
+    b = oa.tensor([True, False])
+    b.bitwise_not_()
+    np.testing.assert_array_equal(b.numpy(), [False, True])
+
+
+def test_error_messages_say_what_was_written(tmp_path):
+    f = oa.tensor(A)
+    with pytest.raises(oa.InvalidArgumentError, match="found f32 and a Python int"):
+        f & 1
+    with pytest.raises(oa.InvalidArgumentError, match="found a Python int and f32"):
+        1 | f
+    with pytest.raises(oa.InvalidArgumentError, match=r"requested shape \[5, -1\]"):
+        f.reshape(5, -1)
+    with pytest.raises(oa.InvalidArgumentError, match=r"requested shape \[4, 4\]"):
+        f.reshape(4, 4)
+    with pytest.raises(oa.Error, match="^oa.zeros: "):
+        oa.zeros(1 << 20, 1 << 20, 1 << 10)
+    missing = os.path.join(tmp_path, "missing.safetensors")
+    with pytest.raises(FileNotFoundError, match="oa.load: no such file") as e:
+        oa.load(missing)
+    assert e.value.filename == missing
+    with pytest.raises(FileNotFoundError):
+        oa.load_metadata(missing)
