@@ -278,8 +278,12 @@ bool augmented_assignment_read() {
   const auto frame = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(PyEval_GetFrame()));
   if (!frame) return false;
   const auto at = frame.attr("f_lasti").cast<std::int64_t>();
-  const std::string code = frame.attr("f_code").attr("co_code").cast<std::string>();
-  const auto op = [&](std::int64_t i) { return i >= 0 && i < static_cast<std::int64_t>(code.size()) ? static_cast<unsigned char>(code[static_cast<std::size_t>(i)]) : -1; };
+  // The bytecode read in place (no copy: this runs on every subscript).
+  const py::bytes co_code = frame.attr("f_code").attr("co_code");
+  char* code = nullptr;
+  Py_ssize_t size = 0;
+  if (PyBytes_AsStringAndSize(co_code.ptr(), &code, &size) != 0) throw py::error_already_set();
+  const auto op = [&](std::int64_t i) { return i >= 0 && i < size ? static_cast<int>(static_cast<unsigned char>(code[i])) : -1; };
   if (op(at) != subscr) return false;
   if (copy >= 0) return op(at - 4) == copy && op(at - 3) == 2 && op(at - 2) == copy && op(at - 1) == 2;
   return op(at - 2) == dup_two;
