@@ -271,13 +271,6 @@ auto spread(const char* op) {
   };
 }
 
-// torch.sign of int32 (-1, 0 or 1, int32) as (x > 0) - (x < 0); the floating
-// dtypes by oa::matrix::sign.
-Matrix sign(const Matrix& x) {
-  if (x.dtype() != DType::I32) return mx::sign(x);
-  const Matrix zero = int32_scalar(0, x.engine());
-  return mx::sub(convert(mx::gt(x, zero), DType::I32), convert(mx::lt(x, zero), DType::I32));
-}
 // x.norm(p, dim, keepdim) as `op` in errors.
 auto norm(const char* op) {
   return [op](const Matrix& x, float p, const py::object& dim, bool keepdim) { return mx::norm(x, p, reduction_dims(x, dim, op), keepdim); };
@@ -1193,7 +1186,7 @@ void bind_tensor(py::module_& m, TensorClass& t) {
                          {"square", &mx::square}, {"relu", &mx::relu},       {"sigmoid", &mx::sigmoid},
                          {"tanh", &mx::tanh},     {"neg", &mx::neg},         {"sin", &mx::sin},
                          {"cos", &mx::cos},       {"exp2", &mx::exp2},       {"log1p", &mx::log1p},
-                         {"expm1", &mx::expm1},   {"erf", &mx::erf},         {"sign", &sign},
+                         {"expm1", &mx::expm1},   {"erf", &mx::erf},         {"sign", &mx::sign},
                          {"floor", &mx::floor},   {"ceil", &mx::ceil},       {"round", &mx::round}};
   for (const auto& u : unary) {
     t.def(u.name, u.fn);

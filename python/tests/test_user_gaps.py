@@ -1,6 +1,7 @@
 """torch behaviours a new user missed, against NumPy: cat and stack of every
 dtype with torch.cat's promotion, `v in t`, x[True] / x[False], var and std
-with unbiased=, where and the binary functions with a Python number, int32
+with unbiased=, where and the binary functions with a Python number, where
+and masked_fill in 16 bits, int32
 sign and clamp, bitwise_not_, and the errors' wording."""
 import os
 
@@ -100,6 +101,26 @@ def test_where_with_python_numbers():
     assert got.dtype == oa.int32
     np.testing.assert_array_equal(got.numpy(), np.where(A > 0, np.arange(6).reshape(2, 3), -1))
     assert oa.where(cond, i, 0.5).dtype == oa.float32
+
+
+@pytest.mark.parametrize("dtype", [oa.float16, oa.bfloat16], ids=str)
+def test_where_and_masked_fill_keep_16_bit_with_gradients(dtype):
+    cond = oa.tensor(np.array([[True, False, True], [False, False, True], [True, True, False]]))
+    a, b = values((3, 3), 3), values((3, 1), 4)
+    x = oa.tensor(a, dtype=dtype, requires_grad=True)
+    y = oa.tensor(b, dtype=dtype, requires_grad=True)
+    z = oa.where(cond, x, y)
+    assert z.dtype == dtype
+    want = np.where(cond.numpy(), x.float().numpy(), y.float().numpy())
+    np.testing.assert_array_equal(z.float().numpy(), want)
+    z.sum().backward()
+    assert x.grad.dtype == dtype
+    np.testing.assert_array_equal(x.grad.float().numpy(), cond.numpy().astype(np.float32))
+    np.testing.assert_array_equal(y.grad.float().numpy(), (~cond.numpy()).sum(1, keepdims=True).astype(np.float32))
+    filled = x.masked_fill(cond, 0.1)
+    assert filled.dtype == dtype
+    tenth = oa.tensor(np.float32([0.1]), dtype=dtype).float().numpy()[0]
+    np.testing.assert_array_equal(filled.float().numpy(), np.where(cond.numpy(), tenth, x.float().numpy()))
 
 
 def test_binary_functions_with_a_number_first():

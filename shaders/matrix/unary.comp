@@ -63,6 +63,7 @@ uint int_result(uint u) {
   switch (OP) {
     case Neg: return 0u - u;
     case Abs: return int(u) < 0 ? 0u - u : u;
+    case Sign: return uint(int(int(u) > 0) - int(int(u) < 0));
   }
   return ~u;  // BitwiseNot
 }

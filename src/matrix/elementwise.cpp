@@ -108,11 +108,11 @@ Matrix unary_gradient(const BackwardCall<A>& c, UnaryCode code, const Matrix& gy
 enum class Reads { Nothing, Input, Output };
 
 // The dtypes of unary op `code` (matrix/unary.comp): f32, f16 and bf16 (f32
-// arithmetic), and i32 too for neg and abs (int32 arithmetic); bitwise_not
-// takes i32 and bool alone.
+// arithmetic), and i32 too for neg, abs and sign (int32 arithmetic);
+// bitwise_not takes i32 and bool alone.
 std::vector<DType> unary_dtypes(UnaryCode code) {
   if (code == BitwiseNot) return {DType::I32, DType::Bool};
-  if (code == Neg || code == Abs) return {DType::F32, DType::F16, DType::BF16, DType::I32};
+  if (code == Neg || code == Abs || code == Sign) return {DType::F32, DType::F16, DType::BF16, DType::I32};
   return {DType::F32, DType::F16, DType::BF16};
 }
 

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "matrix/axis.hpp"
+#include "matrix/cast_lowering.hpp"
+#include "matrix/float_lowering.hpp"
 #include "matrix/op_def.hpp"
 #include "oa/matrix/layout.hpp"
 
@@ -294,6 +296,7 @@ void select_dispatch(const Matrix& cond, const Matrix& a, const Matrix& b, float
   const Matrix& some = a.defined() ? a : b;
   ComputeDispatch d;
   d.kernel = kernels::matrix_select;
+  d.specialization = {detail::is_half(y.dtype()) ? detail::dtype_code(y.dtype()) : 0u};
   d.bindings = {BufferBinding::read(cond.storage()), BufferBinding::read((a.defined() ? a : some).storage()),
                 BufferBinding::read((b.defined() ? b : some).storage()), BufferBinding::write(y.storage())};
   d.push.set(push::matrix_select{.n = detail::shader_u32(y.numel(), "result elements", op),
@@ -301,7 +304,7 @@ void select_dispatch(const Matrix& cond, const Matrix& a, const Matrix& b, float
                                  .value = value,
                                  .ext = ext,
                                  .cstride = stride});
-  d.groups = {detail::groups_for(y.numel(), 1024), 1, 1};
+  d.groups = {detail::groups_for(detail::is_half(y.dtype()) ? (y.numel() + 1) / 2 : y.numel(), 1024), 1, 1};
   ds.push_back(std::move(d));
 }
 
@@ -309,7 +312,7 @@ void select_dispatch(const Matrix& cond, const Matrix& a, const Matrix& b, float
 template <class A>
 Matrix select_gradient(const BackwardCall<A>& c, const Matrix& cond, bool when_true) {
   const Matrix& gy = c.grad_outputs[0];
-  Matrix g = detail::allocate(gy.engine(), gy.shape());
+  Matrix g = detail::allocate(gy.engine(), gy.shape(), gy.dtype());
   std::vector<ComputeDispatch> ds;
   select_dispatch(cond, when_true ? gy : Matrix(), when_true ? Matrix() : gy, 0.0f, g, c.name, ds);
   c.record(ds, {&gy, &cond}, {&g});
@@ -341,18 +344,20 @@ struct FillAttributes {
   static constexpr auto fields = std::tuple{field("value", &FillAttributes::value)};
 };
 
+const detail::Lowering<FillAttributes> kMaskedFillLowering = [](const OpCall<FillAttributes>& c, const std::vector<Matrix>& out,
+                                                               std::vector<ComputeDispatch>& ds) {
+  select_dispatch(c.inputs[1], Matrix(), c.inputs[0], c.attributes.value, out[0], c.name, ds);
+};
+
 // x already has the result's shape; mask broadcasts to it.
 const Op<FillAttributes> kMaskedFillOp{
     {.name = kMaskedFill,
      .inputs = {"x", {"mask", false, true}},
      .infer = [](const OpCall<FillAttributes>& c) {
        detail::shader_u32(c.inputs[0].numel(), "result elements", c.name);
-       return std::vector<OutputSpec>{{c.inputs[0].shape()}};
+       return std::vector<OutputSpec>{{c.inputs[0].shape(), c.inputs[0].dtype()}};
      },
-     .lower = {{DType::F32,
-                [](const OpCall<FillAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
-                  select_dispatch(c.inputs[1], Matrix(), c.inputs[0], c.attributes.value, out[0], c.name, ds);
-                }}},
+     .lower = {{DType::F32, kMaskedFillLowering}, {DType::F16, kMaskedFillLowering}, {DType::BF16, kMaskedFillLowering}},
      .saves = [](const OpCall<FillAttributes>&, const std::vector<bool>&) { return kSaveIndex; },
      .backward = [](const BackwardCall<FillAttributes>& c) { return std::vector<Matrix>{select_gradient(c, c.inputs[1], false), Matrix()}; }}};
 
@@ -579,7 +584,8 @@ Matrix scatter_add(const Matrix& x, int dim, const Matrix& index, const Matrix& 
 
 Matrix where(const Matrix& condition, const Matrix& x, const Matrix& y) {
   detail::require_dtype(condition, DType::Bool, kWhere, "condition");
-  require_f32_or_i32(x, kWhere);
+  if (x.dtype() == DType::Bool)
+    fail(ErrorKind::InvalidArgument, "{}: x must be f32, f16, bf16 or i32; found {} {}", kWhere, to_string(x.dtype()), x.shape());
   detail::require_dtype(y, x.dtype(), kWhere, "y");
   detail::require_same_engine(x, condition, kWhere);
   detail::require_same_engine(x, y, kWhere);
@@ -589,7 +595,8 @@ Matrix where(const Matrix& condition, const Matrix& x, const Matrix& y) {
 }
 
 Matrix masked_fill(const Matrix& x, const Matrix& mask, float value) {
-  detail::require_f32(x, kMaskedFill, "x");
+  if (x.dtype() != DType::F32 && !detail::is_half(x.dtype()))
+    fail(ErrorKind::InvalidArgument, "{}: x must be f32, f16 or bf16; found {} {}", kMaskedFill, to_string(x.dtype()), x.shape());
   detail::require_dtype(mask, DType::Bool, kMaskedFill, "mask");
   detail::require_same_engine(x, mask, kMaskedFill);
   const Shape out = detail::broadcast_shapes(kMaskedFill, {{"x", x.shape()}, {"mask", mask.shape()}});

@@ -212,24 +212,27 @@ TEST(MatrixElementwise, Int32BinaryOpsAreExactAndWrap) {
   EXPECT_TRUE(trace.ops().empty());
 }
 
-// neg, abs and bitwise_not of i32 (neg and abs wrap at INT32_MIN), and
+// neg, abs, sign and bitwise_not of i32 (neg and abs wrap at INT32_MIN), and
 // torch's integer pow: by squaring, wrapping modulo 2^32; negative exponents
 // give 1, +-1 or 0.
 TEST(MatrixElementwise, Int32UnaryOpsAndPow) {
   const std::vector<std::int32_t> x = {0, 1, -1, 7, -7, 123456789, -987654321, INT32_MAX, INT32_MIN, 1 << 24, -(1 << 24) - 1};
   const auto n = static_cast<std::int64_t>(x.size());
   const Matrix m = Matrix::from_i32({n}, x);
-  std::vector<std::int32_t> neg, abs, inverted;
+  std::vector<std::int32_t> neg, abs, sign, inverted;
   for (std::int32_t v : x) {
     const std::int64_t wide = v;
+    sign.push_back(v > 0 ? 1 : v < 0 ? -1 : 0);
     neg.push_back(static_cast<std::int32_t>(static_cast<std::uint32_t>(-wide)));
     abs.push_back(static_cast<std::int32_t>(static_cast<std::uint32_t>(wide < 0 ? -wide : wide)));
     inverted.push_back(static_cast<std::int32_t>(-wide - 1));
   }
   EXPECT_EQ(oa::matrix::neg(m).to_i32(), neg);
   EXPECT_EQ(oa::matrix::abs(m).to_i32(), abs);
+  EXPECT_EQ(oa::matrix::sign(m).to_i32(), sign);
   EXPECT_EQ(oa::matrix::bitwise_not(m).to_i32(), inverted);
   EXPECT_EQ(oa::matrix::neg(m).dtype(), oa::DType::I32);
+  EXPECT_EQ(oa::matrix::sign(m).dtype(), oa::DType::I32);
   std::vector<std::int32_t> bases, exponents, want;
   for (std::int32_t b = -5; b <= 5; ++b)
     for (std::int32_t e = -3; e <= 12; ++e) {

@@ -550,7 +550,9 @@ TEST(MatrixIndexing, BadArgumentsNameTheOpAndRecordNothing) {
   EXPECT_TRUE(oa_test::throws([&] { mx::where(cond, x, Matrix::zeros({2, 1, 3})); }, ErrorKind::InvalidArgument,
                               {"oa::matrix::where", "do not broadcast", "condition [3, 4]", "x [2, 3, 4]", "y [2, 1, 3]"}));
   EXPECT_TRUE(oa_test::throws([&] { mx::where(cond, i3, x); }, ErrorKind::InvalidArgument, {"oa::matrix::where", "y must be i32"}));
-  EXPECT_TRUE(oa_test::throws([&] { mx::where(cond, cond, cond); }, ErrorKind::InvalidArgument, {"oa::matrix::where", "x must be f32 or i32"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::where(cond, cond, cond); }, ErrorKind::InvalidArgument, {"oa::matrix::where", "x must be f32, f16, bf16 or i32"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::masked_fill(i3, Matrix::from_bool({}, std::vector<bool>{true}), 1.0f); }, ErrorKind::InvalidArgument,
+                              {"oa::matrix::masked_fill", "x must be f32, f16 or bf16", "i32"}));
   EXPECT_TRUE(oa_test::throws([&] { mx::masked_fill(x, Matrix::from_bool({3}, std::vector<bool>(3, true)), 1.0f); },
                               ErrorKind::InvalidArgument, {"oa::matrix::masked_fill", "x [2, 3, 4]", "mask [3]"}));
   EXPECT_TRUE(oa_test::throws([&] { mx::masked_fill(x, x, 1.0f); }, ErrorKind::InvalidArgument, {"oa::matrix::masked_fill", "mask must be bool"}));

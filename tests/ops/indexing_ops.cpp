@@ -76,6 +76,13 @@ OA_OP_CASES(where, "oa::matrix::where") {
                    [](const RefInputs& x) { return oa::reference::where(as_bytes(x[0]), {3, 1}, x[1], {3, 4}, x[2], {4}, {3, 4}); },
                    kGradTolerance,
                    {"oa::matrix::expand", "oa::matrix::where"}});
+  // 15 elements: the last 32-bit word of a 16-bit result holds one.
+  cases.push_back({"odd", {bools({3, 5}, {1, 0, 0, 1, 1, 0, 1, 1, 1, 0, 0, 0, 1, 0, 1}), random_input({3, 5}, 155), random_input({3, 5}, 156)},
+                   [](const Inputs& x) { return oa::matrix::where(x[0], x[1], x[2]); },
+                   [](const RefInputs& x) { return oa::reference::where(as_bytes(x[0]), {3, 5}, x[1], {3, 5}, x[2], {3, 5}, {3, 5}); }});
+  const std::size_t n = cases.size();
+  for (std::size_t i = 0; i < n; ++i)
+    for (DType dtype : {DType::F16, DType::BF16}) cases.push_back(half_variant("oa::matrix::where", cases[i], dtype));
   return cases;
 }
 
@@ -87,6 +94,13 @@ OA_OP_CASES(masked_fill, "oa::matrix::masked_fill") {
   cases.push_back({"broadcast_mask", {random_input({3, 4}, 162), bools({4}, {1, 0, 0, 1})},
                    [](const Inputs& x) { return oa::matrix::masked_fill(x[0], x[1], 7.0f); },
                    [](const RefInputs& x) { return oa::reference::where(as_bytes(x[1]), {4}, {}, {4}, x[0], {3, 4}, {3, 4}, 7.0); }});
+  // 5 elements and a value that 16-bit dtypes round.
+  cases.push_back({"odd", {random_input({5}, 163), bools({5}, {1, 0, 1, 1, 0})},
+                   [](const Inputs& x) { return oa::matrix::masked_fill(x[0], x[1], 0.1f); },
+                   [](const RefInputs& x) { return oa::reference::where(as_bytes(x[1]), {5}, {}, {5}, x[0], {5}, {5}, 0.1); }});
+  const std::size_t n = cases.size();
+  for (std::size_t i = 0; i < n; ++i)
+    for (DType dtype : {DType::F16, DType::BF16}) cases.push_back(half_variant("oa::matrix::masked_fill", cases[i], dtype));
   return cases;
 }
 

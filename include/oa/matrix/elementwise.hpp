@@ -10,8 +10,8 @@
 // convert with oa::matrix::cast first); add, mul, maximum and minimum also
 // take two Bool operands (torch's bool arithmetic: add and maximum are the
 // logical or, mul and minimum the logical and; sub of bools is refused, as
-// torch refuses it); neg and abs also take i32 (wrapping: -INT32_MIN and
-// abs(INT32_MIN) are INT32_MIN, as int32 does); pow is f32, f16 or bf16 (f32
+// torch refuses it); neg, abs and sign also take i32 (wrapping: -INT32_MIN
+// and abs(INT32_MIN) are INT32_MIN, as int32 does); pow is f32, f16 or bf16 (f32
 // arithmetic, rounded once), or i32 with an i32 Matrix exponent (see pow); floor_divide, remainder and the bitwise ops
 // below;
 // the comparisons take f32 or i32 and give Bool (their broadcasting is
@@ -135,7 +135,7 @@ Matrix softplus(const Matrix& x);
 Matrix mish(const Matrix& x);
 Matrix hardswish(const Matrix& x);
 // Piecewise constant, gradient 0 as in PyTorch: sign (-1, 0 or 1; NaN stays
-// NaN), floor, ceil, round (half to even, as torch.round).
+// NaN; an i32 x gives i32), floor, ceil, round (half to even, as torch.round).
 Matrix sign(const Matrix& x);
 Matrix floor(const Matrix& x);
 Matrix ceil(const Matrix& x);

@@ -1,7 +1,8 @@
 #pragma once
 // Indexing and selection (oa::matrix): index_select, gather, scatter_add,
 // where, masked_fill, masked_select, tril, triu, one_hot, take_along_axis, topk. Values are
-// F32 (index_select, gather, take_along_axis, where, tril and triu also copy I32);
+// F32 (index_select, gather, take_along_axis, where, tril and triu also copy I32;
+// where and masked_fill also take F16 and BF16);
 // indices are I32 Matrices (oa's index dtype, as embedding and argmax use; PyTorch
 // takes int64); conditions and masks are Bool Matrices (as attention's
 // masks). Results are new contiguous Matrices.
@@ -119,8 +120,8 @@ Matrix scatter_add(const Matrix& x, int dim, const Matrix& index, const Matrix& 
 Matrix masked_select(const Matrix& x, const Matrix& mask);
 
 // x where condition holds, else y (torch.where(condition, x, y)): condition
-// bool, x and y both f32 or both i32 (the result's dtype; i32 has no
-// gradient); the three broadcast together by NumPy's rules (right
+// bool, x and y of one dtype, f32, f16, bf16 or i32 (the result's dtype; i32
+// has no gradient); the three broadcast together by NumPy's rules (right
 // aligned, extents equal or 1, any pattern) to the result's shape. Gradients:
 // to x the result's gradient where condition holds (0 elsewhere), to y where
 // it does not, summed back over broadcast axes; none to condition. An x or y
@@ -129,7 +130,8 @@ Matrix masked_select(const Matrix& x, const Matrix& mask);
 // do not broadcast (naming all three). Semantic op "oa::matrix::where".
 Matrix where(const Matrix& condition, const Matrix& x, const Matrix& y);
 
-// x with `value` where mask holds (torch.masked_fill(x, mask, value)): mask
+// x with `value` where mask holds (torch.masked_fill(x, mask, value)): x f32,
+// f16 or bf16 (the result's dtype; `value` rounded to it to nearest even), mask
 // bool, broadcast with x by NumPy's rules; the result has the broadcast shape
 // (x broadcast first by oa::matrix::expand where smaller). Gradient to x: the
 // result's gradient where mask does not hold (0 where it does); none to mask.
