@@ -173,12 +173,18 @@ TEST(RuntimeTuning, ShippedTablesKeepTheMeasuredRules) {
     EXPECT_EQ(t->choose("conv.half_forward", {32, 256, 1, 196, 9, 0}), "columns");
     EXPECT_EQ(t->choose("conv.half_forward", {16, 512, 1, 784, 9, 0}), "columns");
     EXPECT_EQ(t->choose("conv.half_forward", {32, 256, 1, 3136, 1, 0}), "columns");
+    // The transposed direction (wide from narrow) by the same rules: U-Net's up-convolution to 128 channels at 56 x 56,
+    // VGG-16 conv2's input gradient (128 channels, 112 x 112), and 512 channels at 28 x 28.
+    EXPECT_EQ(t->choose("conv.half_forward", {16, 128, 1, 3136, 4, 1}), "implicit");
+    EXPECT_EQ(t->choose("conv.half_forward", {16, 128, 1, 12544, 9, 1}), "implicit");
+    EXPECT_EQ(t->choose("conv.half_forward", {16, 512, 1, 784, 9, 1}), "columns");
     // High float32 matmul precision splits the large GEMMs only (4096^3 1.81x FP32; GPT-2's 768-wide ones lose).
     EXPECT_EQ(t->choose("gemm.f32_high", {1, 4096, 4096, 4096}), "split-f16");
     EXPECT_EQ(t->choose("gemm.f32_high", {1, 4096, 2304, 768}), "fp32");
     EXPECT_EQ(t->choose("gemm.f32_high", {1, 8, 4096, 4096}), "fp32");
   }
   EXPECT_EQ(lavapipe.choose("conv.half_forward", {16, 256, 1, 3136, 9, 0}), "columns");
+  EXPECT_EQ(lavapipe.choose("conv.half_forward", {16, 128, 1, 12544, 9, 1}), "columns");
   EXPECT_EQ(oa::tuning_file_name(device_named("NVIDIA H200", oa::DeviceType::Discrete)), "nvidia-h200.json");
 }
 
