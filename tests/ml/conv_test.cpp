@@ -1181,6 +1181,25 @@ TEST(ConvHalf, ImplicitGemmTransposedForwardAndInputGradient) {
   }
 }
 
+// Without cooperative matrices (lavapipe) conv.half_forward = implicit never
+// reaches the tensor-core lowering: wide from narrow takes the columns path
+// (gather, GEMM, col2im) with the same result as under columns.
+TEST(ConvHalf, ImplicitWithoutCooperativeMatricesTakesColumns) {
+  if (!coop_dtypes().empty()) GTEST_SKIP() << "the device has cooperative matrices";
+  const DType d = DType::F16;
+  for (const Case& k : {implicit_transposed_cases()[1], implicit_cases()[1]}) {
+    SCOPED_TRACE(describe(k));
+    const HalfInput x = half_input(act_shape(k, k.c, k.h, k.w), d, 95), w = half_input(weight_shape(k), d, 96);
+    const HalfInput b = k.bias && k.transposed ? half_input({k.o}, d, 97) : HalfInput{};
+    Dims out;
+    reference(k, widen(x.v), widen(w.v), {}, out);
+    const auto g = ref::rounded(format_of(d), random_values(out[0] * out[1] * out[2] * out[3], 98));
+    const auto [got, dispatches] = half_wide(k, d, x, w, b, g, "implicit", "");
+    EXPECT_GE(dispatches, 3u);
+    EXPECT_EQ(got, half_wide(k, d, x, w, b, g, "columns", "").first);
+  }
+}
+
 // The transposed gather under every tile of gemm.coopmat_tile.
 TEST(ConvHalf, ImplicitGemmTransposedEveryTile) {
   const std::vector<DType> dtypes = coop_dtypes();
