@@ -745,7 +745,7 @@ ComputeDispatch columns_pass(std::uint32_t mode, const Relation& r, std::int64_t
   d.specialization = {mode, dtype == DType::F16 ? 1u : 2u};
   d.bindings = {src.binding, BufferBinding::read(bias.defined() ? bias.storage() : weight.storage()), dst.binding};
   d.push.set(relation_push(chunk, bias.defined(), src.offset, dst.offset, u32(count)));
-  d.groups = {detail::groups_for((count + 1) / 2, 256), 1, 1};
+  d.groups = {detail::groups_for((count + 7) / 8, 256), 1, 1};  // 8 elements an invocation
   return d;
 }
 
@@ -779,78 +779,106 @@ void lower_conv_half(const Relation& r, bool wide, const Matrix& src, const Matr
   }
 }
 
-// The 16-bit convolution forward (narrow from wide, groups 1) as one implicit
-// GEMM on the tensor cores, ml/conv/igemm_coopmat(_bf16): per image b,
-// C_b [CN, P] = W [CN, K] x cols_b [K, P] (K = CW * KH * KW, P = HN * WN),
-// cols_b gathered from the wide image on the fly, C_b written into the
-// narrow image with bias[m] per output channel, rounded once. Its tile is
-// the tensor-core GEMM's (gemm.coopmat_tile) for that problem, never split
-// in K. Appends its dispatches and returns true where the device has the
-// dtype's cooperative matrices, the tuning point conv.half_forward chooses
-// implicit, a tile fits and the geometry's extents fit 16 bits; else false.
-bool lower_conv_half_implicit(const Relation& r, const Matrix& src, const Matrix& weight, const Matrix& bias, const Matrix& dst,
-                              std::vector<ComputeDispatch>& out) {
+// A 16-bit convolution of groups 1 as one implicit GEMM per image on the
+// tensor cores, ml/conv/igemm_coopmat(_bf16), its B operand gathered on the
+// fly from the input image, its C written into the output image with
+// bias[m] per output channel, rounded once:
+//   narrow from wide (!wide): C_b [CN, HN * WN] = W [CN, CW * KH * KW] x
+//     cols_b, cols_b the im2col of wide image b;
+//   wide from narrow (wide; the shader's transposed gather): C_b
+//     [CW, HW * WW] = Wt [CW, CN * KH * KW] x rows_b, Wt the weight permuted
+//     to [CW, CN, KH, KW] by one strided copy, rows_b gathered from narrow
+//     image b.
+// Its tile is the tensor-core GEMM's (gemm.coopmat_tile) for that problem,
+// never split in K. Appends its dispatches and returns true where the device
+// has the dtype's cooperative matrices, the tuning point conv.half_forward
+// chooses implicit (its key `transposed` is 1 for wide from narrow), a tile
+// fits, the geometry's extents fit 16 bits and (wide from narrow) the stride
+// is 1; else false, appending nothing.
+bool lower_conv_half_implicit(const Relation& r, bool wide, const Matrix& src, const Matrix& weight, const Matrix& bias,
+                              const Matrix& dst, const char* op, std::vector<ComputeDispatch>& out) {
   const Engine& engine = src.engine();
   const DeviceInfo& dev = engine.device();
   const DType dtype = src.dtype();
   if (r.n == 0 || r.groups != 1 || !detail::has_coop_gemm(dev, dtype)) return false;
+  // The transposed gather at stride s multiplies s^2 - 1 of every s^2 taps as
+  // zeros and loses the 8-element reads: 4-50x slower than the columns path
+  // on an H100 (DCGAN, U-Net up-convolutions, the ResNet-50 stem's input
+  // gradient), so it runs at stride 1 only.
+  if (wide && (r.sh != 1 || r.sw != 1)) return false;
   for (std::int64_t v : {r.kh, r.kw, r.sh, r.sw, r.ph, r.pw, r.dh, r.dw})
     if (v > 0xffff) return false;
   const std::shared_ptr<const Tuning> tuning = tuning_of(engine);
-  const std::int64_t p = r.hn * r.wn, k = r.cw * r.kh * r.kw;
-  const std::int64_t keys[] = {r.n, r.cn, r.groups, p, r.kh * r.kw, 0};
+  // Output channels and positions, input channels and extents.
+  const std::int64_t m = wide ? r.cw : r.cn, p = wide ? r.hw * r.ww : r.hn * r.wn, c = wide ? r.cn : r.cw;
+  const std::int64_t in_h = wide ? r.hn : r.hw, in_w = wide ? r.wn : r.ww, k = c * r.kh * r.kw;
+  const std::int64_t keys[] = {r.n, m, r.groups, p, r.kh * r.kw, wide ? 1 : 0};
   if (tuning->choose("conv.half_forward", keys) != "implicit") return false;
-  const detail::CoopTile* tile = detail::choose_coop_tile(*tuning, dev, {.batch = r.n, .m = r.cn, .n = p, .k = k}, false);
+  const detail::CoopTile* tile = detail::choose_coop_tile(*tuning, dev, {.batch = r.n, .m = m, .n = p, .k = k}, false);
   if (!tile) return false;
-  const std::int64_t narrow_image = r.cn * p, wide_image = r.cw * r.hw * r.ww;
-  // Every chunk's output starts at a multiple of narrow_image elements: with
+  const std::int64_t out_image = m * p, in_image = c * in_h * in_w;
+  Matrix a = weight;
+  if (wide) {  // weight [CN, CW, T] -> Wt [CW, CN, T]
+    const std::int64_t taps = r.kh * r.kw;
+    a = detail::allocate(engine, Shape{m * k}, dtype);
+    detail::strided_copy(op, false, dtype, weight.storage(), a.storage(), {r.cw, r.cn, taps}, {taps, r.cw * taps, 1}, 0, out);
+  }
+  // Every chunk's output starts at a multiple of out_image elements: with
   // P a multiple of 8, C's rows and images stay on whole uvec4s.
   const std::uint32_t code = detail::dtype_code(dtype);
-  const std::vector<std::uint32_t> spec =
+  std::vector<std::uint32_t> spec =
       detail::coop_specialization(dev, *tile, {.vec_a = k % 8 == 0, .direct_c = p % 8 == 0, .c_dt = code, .bias_dt = code});
+  spec.push_back(wide ? 1u : 0u);  // TRANSPOSED
   const std::string_view kernel = dtype == DType::F16 ? kernels::ml_conv_igemm_coopmat : kernels::ml_conv_igemm_coopmat_bf16;
   const auto pair = [](std::int64_t h, std::int64_t w) { return u32(h | (w << 16)); };
   // Images per dispatch: their windows of the input and output fit maxStorageBufferRange (words of 16-bit pairs).
-  const std::int64_t per = detail::window_batch(engine, {{(wide_image + 1) / 2, wide_image / 2 + 1}, {(narrow_image + 1) / 2, narrow_image / 2 + 1}});
-  const detail::ElementWindow a = detail::gemm_window(weight, 0, r.cn * k, Access::Read);
+  const std::int64_t per = detail::window_batch(engine, {{(in_image + 1) / 2, in_image / 2 + 1}, {(out_image + 1) / 2, out_image / 2 + 1}});
+  const detail::ElementWindow aw = detail::gemm_window(a, 0, m * k, Access::Read);
   std::optional<detail::ElementWindow> bias_window;
-  if (bias.defined()) bias_window = detail::gemm_window(bias, 0, r.cn, Access::Read);
+  if (bias.defined()) bias_window = detail::gemm_window(bias, 0, m, Access::Read);
   for (std::int64_t n0 = 0; n0 < r.n; n0 += per) {
     const std::int64_t q = std::min(per, r.n - n0);
-    const detail::ElementWindow b = detail::gemm_window(src, n0 * wide_image, q * wide_image, Access::Read);
+    const detail::ElementWindow b = detail::gemm_window(src, n0 * in_image, q * in_image, Access::Read);
     // A 16-bit element sharing its word with one outside the block is stored by atomics.
-    const detail::ElementWindow c = detail::gemm_window(dst, n0 * narrow_image, q * narrow_image, Access::ReadWrite);
+    const detail::ElementWindow cw = detail::gemm_window(dst, n0 * out_image, q * out_image, Access::ReadWrite);
     ComputeDispatch d;
     d.kernel = kernel;
     d.specialization = spec;
-    d.bindings = {a.binding, b.binding, c.binding, bias_window ? bias_window->binding : a.binding};
-    d.push.set(push::ml_conv_igemm_coopmat{.gemm = {.M = u32(r.cn),
+    d.bindings = {aw.binding, b.binding, cw.binding, bias_window ? bias_window->binding : aw.binding};
+    d.push.set(push::ml_conv_igemm_coopmat{.gemm = {.M = u32(m),
                                                     .N = u32(p),
                                                     .K = u32(k),
                                                     .splits = 1,
                                                     .kchunk = u32(k),
-                                                    .a_off = a.offset,
+                                                    .a_off = aw.offset,
                                                     .a_stride = 0,
                                                     .b_off = b.offset,
-                                                    .b_stride = u32(wide_image),
-                                                    .c_off = c.offset,
-                                                    .c_stride = u32(narrow_image),
+                                                    .b_stride = u32(in_image),
+                                                    .c_off = cw.offset,
+                                                    .c_stride = u32(out_image),
                                                     .c_split_stride = 0,
                                                     .bias_off = bias_window ? bias_window->offset : 0u,
                                                     .alpha = 1.0f,
                                                     .beta = 0.0f,
                                                     .has_bias = bias_window ? 1u : 0u},
-                                           .hw = u32(r.hw),
-                                           .ww = u32(r.ww),
-                                           .wn = u32(r.wn),
+                                           .in_h = u32(in_h),
+                                           .in_w = u32(in_w),
+                                           .out_w = u32(wide ? r.ww : r.wn),
                                            .kernel_hw = pair(r.kh, r.kw),
                                            .stride_hw = pair(r.sh, r.sw),
                                            .padding_hw = pair(r.ph, r.pw),
                                            .dilation_hw = pair(r.dh, r.dw)});
-    d.groups = {detail::groups_for(p, tile->bn), detail::groups_for(r.cn, tile->bm), static_cast<std::uint64_t>(q)};
+    d.groups = {detail::groups_for(p, tile->bn), detail::groups_for(m, tile->bm), static_cast<std::uint64_t>(q)};
     out.push_back(std::move(d));
   }
   return true;
+}
+
+// A 16-bit convolution (dst narrow when !wide, wide when wide): the implicit
+// GEMM where lower_conv_half_implicit takes it, else the columns path.
+void lower_conv_half_any(const Relation& r, bool wide, const Matrix& src, const Matrix& weight, const Matrix& bias,
+                         const Matrix& dst, const char* op, std::vector<ComputeDispatch>& out) {
+  if (!lower_conv_half_implicit(r, wide, src, weight, bias, dst, op, out)) lower_conv_half(r, wide, src, weight, bias, dst, op, out);
 }
 
 // The 16-bit counterpart of lower_weight_grad: the weight gradient (shape
@@ -903,15 +931,14 @@ Spec spec_of(const char* name, bool one_d, const A& a) {
   return s;
 }
 
-// The F16 / BF16 forward lowering of a conv op: lower_conv_half_implicit
-// where it applies (convolutions, not transposed), else lower_conv_half.
+// The F16 / BF16 forward lowering of a conv op (lower_conv_half_any; wide
+// from narrow for a transposed one).
 template <class A>
 detail::Lowering<A> half_lowering(bool one_d) {
   return [one_d](const OpCall<A>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
     const Spec s = spec_of(c.name, one_d, c.attributes);
     const Relation r = resolve(s, c.inputs[0], c.inputs[1], c.inputs[2]);
-    if (s.transposed || !lower_conv_half_implicit(r, c.inputs[0], c.inputs[1], c.inputs[2], out[0], ds))
-      lower_conv_half(r, s.transposed, c.inputs[0], c.inputs[1], c.inputs[2], out[0], c.name, ds);
+    lower_conv_half_any(r, s.transposed, c.inputs[0], c.inputs[1], c.inputs[2], out[0], c.name, ds);
   };
 }
 
@@ -934,7 +961,7 @@ std::vector<Matrix> backward_half(const BackwardCall<A>& c, const Spec& s) {
   std::vector<Matrix> scratch;
   if (c.needs[0]) {
     grads[0] = detail::allocate(engine, x.shape(), dtype);
-    lower_conv_half(r, !s.transposed, dy, w, Matrix(), grads[0], s.name, ds);
+    lower_conv_half_any(r, !s.transposed, dy, w, Matrix(), grads[0], s.name, ds);
   }
   if (c.needs[1]) {
     dw = lower_weight_grad_half(r, s.transposed ? x : dy, s.transposed ? dy : x, w.shape(), s.name, ds);

@@ -157,9 +157,11 @@ const std::vector<TuningPoint>& tuning_points() {
        "the implicit-GEMM convolution's tile: output positions x output channels per workgroup (1024x4: each "
        "invocation gathers its own positions, for at most 4 channels)"},
       {"conv.half_forward", conv_keys, {"implicit", "columns"},
-       "the f16 / bf16 convolution forward (not transposed, ungrouped) on devices with cooperative matrices: one "
-       "tensor-core implicit GEMM that gathers its columns from the input (implicit), or an explicit 16-bit im2col buffer, "
-       "a GEMM into f32 and a pass that adds the bias and rounds (columns, the path every other 16-bit convolution takes)"},
+       "the ungrouped f16 / bf16 convolutions on devices with cooperative matrices, in both directions (key transposed: 0 "
+       "for a convolution's forward and a transposed convolution's input gradient, 1 for a transposed convolution's "
+       "forward and a convolution's input gradient): one tensor-core implicit GEMM that gathers its operand from the input "
+       "(implicit), or explicit 16-bit columns, a GEMM into f32 and a pass that adds the bias and rounds (columns, the "
+       "path grouped 16-bit convolutions and weight gradients take)"},
       {"conv.wgrad_tile", {"channels", "columns", "positions"}, {"128x128", "64x64", "16x32"},
        "the convolution weight gradient's GEMM tile: output channels per group x weight columns (input channels per "
        "group x taps) per workgroup, reducing over the positions (batch x output positions)"},

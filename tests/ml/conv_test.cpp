@@ -818,6 +818,13 @@ TEST(ConvHalf, RejectsMixedDtypes) {
   }
 }
 
+// `count` values in {-1, 0, 1}: their products' sums are exact in f32.
+std::vector<float> ternary(std::int64_t count, std::uint32_t seed) {
+  auto v = random_values(count, seed);
+  for (auto& x : v) x = x < -0.33f ? -1.0f : x > 0.33f ? 1.0f : 0.0f;
+  return v;
+}
+
 // A batch of long 1-D images whose 16-bit workspaces take several chunks
 // (24-36 MB an image against conv.cpp's 256 MB a chunk, and lavapipe's 128 MB
 // maxStorageBufferRange): chunks of an even number of images (an odd element
@@ -826,11 +833,6 @@ TEST(ConvHalf, RejectsMixedDtypes) {
 // exact, so each result is the exact sum rounded once to f16.
 TEST(ConvHalf, ChunkedBatchIsExact) {
   const std::int64_t n = 12, l = 2'000'001;
-  auto ternary = [](std::int64_t count, std::uint32_t seed) {
-    auto v = random_values(count, seed);
-    for (auto& x : v) x = x < -0.33f ? -1.0f : x > 0.33f ? 1.0f : 0.0f;
-    return v;
-  };
   const auto xv = ternary(n * l, 61), wv = ternary(3, 62), gv = ternary(n * l, 63);
   const std::vector<float> bv{1.0f};
   const Matrix x = oa::set_requires_grad(Matrix::from_vector({n, 1, l}, xv));
@@ -863,6 +865,45 @@ TEST(ConvHalf, ChunkedBatchIsExact) {
   EXPECT_EQ(oa::grad(x).to_vector(), rounded(dx_want));
   EXPECT_EQ(oa::grad(w).to_vector(), rounded(dw_want));
   EXPECT_EQ(oa::grad(b).to_vector(), rounded(db_want));
+}
+
+// The layout passes of the columns path (ml/conv/columns_half: 8 elements
+// an invocation, walked across rows of the columns, channels and images) on
+// values in {-1, 0, 1}, whose sums are exact in f32: the 16-bit forward is
+// the f64 reference rounded once, each gradient the f32 path's rounded once,
+// element for element. Column counts (batch x positions) not a multiple of
+// 8, odd widths, dilations and paddings larger than the stride (the col2im
+// pass's carried quotients), stride 3, output_padding, 1-D.
+TEST(ConvHalf, ColumnsPassesAreExact) {
+  const oa_test::Forced forced("conv.half_forward", "columns");
+  const std::vector<Case> cases{
+      conv2d(3, 3, 5, 7, 9, 3, 3, params({2, 2}, {3, 2}, {3, 2})),               // P 4 x 5, Q 60
+      tconv2d(2, 5, 3, 5, 7, 3, 2, params({2, 3}, {3, 1}, {3, 2}, 1, {1, 2})),   // wide 10 x 21
+      conv1d(3, 2, 3, 13, 4, params1(3, 4, 3)),                                  // Q 12
+      tconv1d(3, 3, 2, 11, 3, params1(2, 3, 3, 1, 1), false),                    // wide 22
+  };
+  for (const Case& k : cases)
+    for (DType d : {DType::F16, DType::BF16}) {
+      SCOPED_TRACE(describe(k) + " " + std::string(oa::to_string(d)));
+      const auto rounded = [&](const std::vector<double>& v) { return ref::rounded(format_of(d), std::vector<float>(v.begin(), v.end())); };
+      const Shape xs = act_shape(k, k.c, k.h, k.w), ws = weight_shape(k);
+      const auto xv = ternary(xs.numel(), 101), wv = ternary(ws.numel(), 102);
+      const auto bv = k.bias ? ternary(k.o, 103) : std::vector<float>{};
+      const Matrix x = oa::set_requires_grad(Matrix::from_vector(xs, xv)), w = oa::set_requires_grad(Matrix::from_vector(ws, wv));
+      const Matrix b = k.bias ? oa::set_requires_grad(Matrix::from_vector({k.o}, bv)) : Matrix();
+      const auto half = [d](const Matrix& m) { return m.defined() ? oa::matrix::cast(m, d) : m; };
+      const Matrix y = call(k, half(x), half(w), half(b));
+      Dims out;
+      EXPECT_EQ(y.to_vector(), rounded(reference(k, widen(xv), widen(wv), widen(bv), out)));
+      const auto g = ternary(y.numel(), 104);
+      oa::backward(oa::matrix::cast(y, DType::F32), Matrix::from_vector(y.shape(), g));
+      const auto want = f32_gradients(k, widen(xv), widen(wv), widen(bv), widen(g));
+      EXPECT_EQ(oa::grad(x).to_vector(), rounded(want[0])) << "input gradient";
+      EXPECT_EQ(oa::grad(w).to_vector(), rounded(want[1])) << "weight gradient";
+      if (k.bias) {
+        EXPECT_EQ(oa::grad(b).to_vector(), rounded(want[2])) << "bias gradient";
+      }
+    }
 }
 
 // A small conv net (conv_2d, conv_transpose_1d, a linear classifier)
@@ -995,6 +1036,19 @@ std::pair<std::vector<float>, std::uint32_t> half_forward(const Case& k, const H
   return {y.to_vector(), op == ops.end() ? 0u : op->dispatches};
 }
 
+// The implicit GEMM's result against the columns path's: each rounds an f32
+// sum within (terms + 4) unit of the magnitude once, so they differ by at
+// most twice that and an ulp.
+void expect_paths_agree(const std::vector<float>& got, const std::vector<float>& columns, const std::vector<double>& magnitude,
+                        double terms, DType d, double unit) {
+  ASSERT_EQ(got.size(), columns.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double acc = 2 * (terms + 4) * unit * magnitude[i];
+    ASSERT_NEAR(got[i], columns[i], acc + ref::ulp(format_of(d), std::abs(static_cast<double>(columns[i])) + acc))
+        << "element " << i << " of the implicit GEMM against the columns path";
+  }
+}
+
 void check_implicit(const Case& k, DType d, const std::string& tile = "") {
   SCOPED_TRACE(describe(k) + " " + std::string(oa::to_string(d)) + (tile.empty() ? "" : " gemm.coopmat_tile " + tile));
   const HalfInput x = half_input(act_shape(k, k.c, k.h, k.w), d, 81), w = half_input(weight_shape(k), d, 82);
@@ -1008,13 +1062,7 @@ void check_implicit(const Case& k, DType d, const std::string& tile = "") {
   expect_half_close(got, want, magnitude, terms, d, "implicit forward", unit);
   const auto [columns, column_dispatches] = half_forward(k, x, w, b, "columns", tile);
   EXPECT_GE(column_dispatches, 3u);  // im2col, GEMM, bias pass
-  // Each rounds an f32 sum within (terms + 4) unit of the magnitude once: they differ by at most twice that and an ulp.
-  ASSERT_EQ(got.size(), columns.size());
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const double acc = 2 * (terms + 4) * unit * magnitude[i];
-    ASSERT_NEAR(got[i], columns[i], acc + ref::ulp(format_of(d), std::abs(static_cast<double>(columns[i])) + acc))
-        << "element " << i << " of the implicit forward against the columns path";
-  }
+  expect_paths_agree(got, columns, magnitude, terms, d, unit);
 }
 
 TEST(ConvHalf, ImplicitGemmForward) {
@@ -1035,6 +1083,137 @@ TEST(ConvHalf, ImplicitGemmForwardEveryTile) {
   for (std::string_view tile : oa::tuning_point("gemm.coopmat_tile").variants)
     for (DType d : dtypes)
       for (std::size_t i : {2u, 3u, 7u}) check_implicit(implicit_cases()[i], d, std::string(tile));
+}
+
+// ── The transposed gather: wide from narrow on the tensor cores ────────────
+// Transposed convolutions' forwards and convolutions' input gradients through
+// ml/conv/igemm_coopmat's transposed gather (conv.half_forward = implicit,
+// key transposed 1), where the device has f16 or bf16 cooperative matrices
+// (the tests skip on lavapipe): the weight's permute and one GEMM a call,
+// against the f64 reference within the tensor cores' accumulation bound and
+// against the columns path (gather, GEMM, col2im). An input gradient's
+// reference is the transposed convolution of the output gradient through
+// the same weight, output_padding restoring the input's extent.
+
+// Strides 1 (contiguous runs), 2 and 3, padding, dilation, output_padding,
+// 1-D, odd element counts per image, K = CN * taps not a multiple of 8, and
+// partial tiles along M (output channels) and N (positions).
+const std::vector<Case>& implicit_transposed_cases() {
+  static const std::vector<Case> cases{
+      tconv2d(2, 32, 48, 8, 8, 2, 2, params({2, 2}, {0, 0}, {1, 1})),                        // U-Net up: K 128, P 256
+      tconv2d(3, 21, 24, 7, 6, 3, 3, params({2, 2}, {1, 1}, {1, 1}, 1, {1, 0}), false),      // output_padding, K 189
+      tconv2d(2, 16, 33, 9, 11, 3, 3, params({1, 1}, {2, 1}, {2, 1})),                       // stride 1, dilation
+      tconv2d(2, 40, 20, 10, 9, 3, 2, params({1, 2}, {0, 1}, {1, 1}, 1, {0, 1})),            // rectangular, strides 1 x 2
+      tconv1d(3, 24, 41, 50, 5, params1(1, 2, 1)),                                            // 41 x 54 odd
+      tconv1d(2, 8, 16, 33, 4, params1(3, 0, 2, 1, 2)),                                       // stride 3, dilation 2, op 2
+  };
+  return cases;
+}
+
+// The wide result of k under conv.half_forward = `path` (and
+// gemm.coopmat_tile = `tile` unless empty): a transposed convolution's
+// output, or a convolution's input gradient from the output gradient g (the
+// only input needing a gradient); and the dispatches of the op (forward or
+// backward) that computed it.
+std::pair<std::vector<float>, std::uint32_t> half_wide(const Case& k, DType d, const HalfInput& x, const HalfInput& w,
+                                                        const HalfInput& b, const std::vector<float>& g, const std::string& path,
+                                                        const std::string& tile) {
+  const oa_test::Forced forced("conv.half_forward", path);
+  std::optional<oa_test::Forced> forced_tile;
+  if (!tile.empty()) forced_tile.emplace("gemm.coopmat_tile", tile);
+  const std::string name = std::string("oa::ml::conv") + (k.transposed ? "_transpose" : "") + (k.one_d ? "_1d" : "_2d");
+  const auto dispatches = [&](const std::vector<oa::SemanticOp>& ops, const std::string& label) {
+    const auto op = std::find_if(ops.begin(), ops.end(), [&](const oa::SemanticOp& o) { return o.label() == label; });
+    EXPECT_NE(op, ops.end()) << label;
+    return op == ops.end() ? 0u : op->dispatches;
+  };
+  if (k.transposed) {
+    oa::TraceCapture trace(x.m.engine());
+    const Matrix y = call(k, x.m, w.m, b.m);
+    return {y.to_vector(), dispatches(trace.ops(), name)};
+  }
+  const Matrix leaf = oa::set_requires_grad(Matrix::from_vector(x.leaf.shape(), x.v));
+  const Matrix y = call(k, oa::matrix::cast(leaf, d), oa::matrix::cast(Matrix::from_vector(w.leaf.shape(), w.v), d), Matrix());
+  oa::TraceCapture trace(x.m.engine());
+  oa::backward(oa::matrix::cast(y, DType::F32), Matrix::from_vector(y.shape(), g));
+  return {oa::grad(leaf).to_vector(), dispatches(trace.ops(), name + " backward")};
+}
+
+void check_implicit_transposed(const Case& k, DType d, const std::string& tile = "") {
+  SCOPED_TRACE(describe(k) + " " + std::string(oa::to_string(d)) + (tile.empty() ? "" : " gemm.coopmat_tile " + tile));
+  const HalfInput x = half_input(act_shape(k, k.c, k.h, k.w), d, 91), w = half_input(weight_shape(k), d, 92);
+  const HalfInput b = k.bias && k.transposed ? half_input({k.o}, d, 93) : HalfInput{};
+  Dims out;
+  std::vector<double> want, magnitude;
+  std::vector<float> g;
+  if (k.transposed) {
+    want = reference(k, widen(x.v), widen(w.v), widen(b.v), out);
+    magnitude = reference(k, absolute(x.v), absolute(w.v), absolute(b.v), out);
+  } else {  // dx = conv_transpose(g) through w, [O, C, KH, KW] read as the transposed weight [in O, out C]
+    reference(k, widen(x.v), widen(w.v), {}, out);
+    g = ref::rounded(format_of(d), random_values(out[0] * out[1] * out[2] * out[3], 94));
+    ConvParams p = k.p;
+    for (std::size_t a = 0; a < 2; ++a) {
+      const std::int64_t extent = a == 0 ? k.h : k.w, kernel = a == 0 ? k.kh : k.kw;
+      p.output_padding[a] = extent - ((out[2 + a] - 1) * p.stride[a] - 2 * p.padding[a] + p.dilation[a] * (kernel - 1) + 1);
+    }
+    const Dims gs{out[0], out[1], out[2], out[3]}, ws{k.o, k.c, k.kh, k.kw};
+    want = ref::conv_transpose2d(widen(g), gs, widen(w.v), ws, {}, p, out);
+    magnitude = ref::conv_transpose2d(absolute(g), gs, absolute(w.v), ws, {}, p, out);
+    EXPECT_EQ(out, (Dims{k.n, k.c, k.h, k.w}));
+  }
+  const auto [got, dispatches] = half_wide(k, d, x, w, b, g, "implicit", tile);
+  if (k.p.stride[0] == 1 && k.p.stride[1] == 1) {
+    EXPECT_EQ(dispatches, 2u);  // the weight's permute and one implicit GEMM
+  } else {
+    EXPECT_GE(dispatches, 3u);  // the transposed gather runs at stride 1 only: the columns path
+  }
+  const double terms = static_cast<double>((k.transposed ? k.c : k.o) * k.kh * k.kw), unit = 0x1p-22;
+  expect_half_close(got, want, magnitude, terms, d, k.transposed ? "implicit transposed forward" : "implicit input gradient", unit);
+  const auto [columns, column_dispatches] = half_wide(k, d, x, w, b, g, "columns", tile);
+  EXPECT_GE(column_dispatches, 3u);  // gather, GEMM, col2im
+  expect_paths_agree(got, columns, magnitude, terms, d, unit);
+}
+
+TEST(ConvHalf, ImplicitGemmTransposedForwardAndInputGradient) {
+  const std::vector<DType> dtypes = coop_dtypes();
+  if (dtypes.empty())
+    GTEST_SKIP() << "the device has no cooperative matrices (f16 or bf16 * the same + f32 -> f32, 16x16x16, subgroup scope)";
+  for (DType d : dtypes) {
+    for (const Case& k : implicit_transposed_cases()) check_implicit_transposed(k, d);
+    for (const Case& k : implicit_cases()) check_implicit_transposed(k, d);
+  }
+}
+
+// Without cooperative matrices (lavapipe) conv.half_forward = implicit never
+// reaches the tensor-core lowering: wide from narrow takes the columns path
+// (gather, GEMM, col2im) with the same result as under columns.
+TEST(ConvHalf, ImplicitWithoutCooperativeMatricesTakesColumns) {
+  if (!coop_dtypes().empty()) GTEST_SKIP() << "the device has cooperative matrices";
+  const DType d = DType::F16;
+  for (const Case& k : {implicit_transposed_cases()[1], implicit_cases()[1]}) {
+    SCOPED_TRACE(describe(k));
+    const HalfInput x = half_input(act_shape(k, k.c, k.h, k.w), d, 95), w = half_input(weight_shape(k), d, 96);
+    const HalfInput b = k.bias && k.transposed ? half_input({k.o}, d, 97) : HalfInput{};
+    Dims out;
+    reference(k, widen(x.v), widen(w.v), {}, out);
+    const auto g = ref::rounded(format_of(d), random_values(out[0] * out[1] * out[2] * out[3], 98));
+    const auto [got, dispatches] = half_wide(k, d, x, w, b, g, "implicit", "");
+    EXPECT_GE(dispatches, 3u);
+    EXPECT_EQ(got, half_wide(k, d, x, w, b, g, "columns", "").first);
+  }
+}
+
+// The transposed gather under every tile of gemm.coopmat_tile.
+TEST(ConvHalf, ImplicitGemmTransposedEveryTile) {
+  const std::vector<DType> dtypes = coop_dtypes();
+  if (dtypes.empty())
+    GTEST_SKIP() << "the device has no cooperative matrices (f16 or bf16 * the same + f32 -> f32, 16x16x16, subgroup scope)";
+  for (std::string_view tile : oa::tuning_point("gemm.coopmat_tile").variants)
+    for (DType d : dtypes) {
+      for (std::size_t i : {1u, 2u, 5u}) check_implicit_transposed(implicit_transposed_cases()[i], d, std::string(tile));
+      check_implicit_transposed(implicit_cases()[2], d, std::string(tile));
+    }
 }
 
 }  // namespace

@@ -173,12 +173,20 @@ TEST(RuntimeTuning, ShippedTablesKeepTheMeasuredRules) {
     EXPECT_EQ(t->choose("conv.half_forward", {32, 256, 1, 196, 9, 0}), "columns");
     EXPECT_EQ(t->choose("conv.half_forward", {16, 512, 1, 784, 9, 0}), "columns");
     EXPECT_EQ(t->choose("conv.half_forward", {32, 256, 1, 3136, 1, 0}), "columns");
+    // The transposed direction (wide from narrow): 3x3 input gradients to at most 64 channels from 3000 positions
+    // (ResNet-50 layer 1, VGG-16 conv1_2); not at 128 channels (Darknet-53), nor for 2x2 up-convolutions.
+    EXPECT_EQ(t->choose("conv.half_forward", {32, 64, 1, 3136, 9, 1}), "implicit");
+    EXPECT_EQ(t->choose("conv.half_forward", {8, 64, 1, 50176, 9, 1}), "implicit");
+    EXPECT_EQ(t->choose("conv.half_forward", {16, 128, 1, 2704, 9, 1}), "columns");
+    EXPECT_EQ(t->choose("conv.half_forward", {16, 128, 1, 3136, 4, 1}), "columns");
+    EXPECT_EQ(t->choose("conv.half_forward", {16, 512, 1, 784, 9, 1}), "columns");
     // High float32 matmul precision splits the large GEMMs only (4096^3 1.81x FP32; GPT-2's 768-wide ones lose).
     EXPECT_EQ(t->choose("gemm.f32_high", {1, 4096, 4096, 4096}), "split-f16");
     EXPECT_EQ(t->choose("gemm.f32_high", {1, 4096, 2304, 768}), "fp32");
     EXPECT_EQ(t->choose("gemm.f32_high", {1, 8, 4096, 4096}), "fp32");
   }
   EXPECT_EQ(lavapipe.choose("conv.half_forward", {16, 256, 1, 3136, 9, 0}), "columns");
+  EXPECT_EQ(lavapipe.choose("conv.half_forward", {16, 128, 1, 12544, 9, 1}), "columns");
   EXPECT_EQ(oa::tuning_file_name(device_named("NVIDIA H200", oa::DeviceType::Discrete)), "nvidia-h200.json");
 }
 

@@ -1,16 +1,26 @@
-// The 16-bit convolution forward on the tensor cores (src/ml/conv.cpp,
-// lower_conv_half_implicit): narrow [N, CN, HN, WN] from wide
-// [N, CW, HW, WW] through the weight [CN, CW, KH, KW] (groups 1, geometry as
-// ml/conv/geometry.glsl), per image b (batch item OA_GROUP_ID.z) the GEMM of
-// matrix/gemm_coopmat.glsl
-//   C_b [CN, P] = W [CN, K] x cols_b [K, P] + bias[m] (per output channel),
-// K = CW * KH * KW (k = (c * KH + ky) * KW + kx, the weight's own layout),
-// P = HN * WN; C_b is image b of the narrow tensor (NCHW), rounded once.
-// cols_b (the im2col of wide image b) is never stored: each 8-half copy of
-// B's tile, cols_b[k, n .. n + 7], is gathered from the wide image
-// (OA_GEMM_GATHER_B), zeros for taps outside it and past K and P. Push
-// constants: ml/conv/igemm_coopmat.push.h; the host passes TRANS_A, TRANS_B
-// and VEC_B false, C_DT and BIAS_DT the dtype's code, one K split.
+// The 16-bit convolutions on the tensor cores (src/ml/conv.cpp,
+// lower_conv_half_implicit): per image b (batch item OA_GROUP_ID.z) one GEMM
+// of matrix/gemm_coopmat.glsl whose B operand is gathered on the fly from
+// image b of the input, never stored (OA_GEMM_GATHER_B), C_b written into
+// image b of the output (NCHW) with bias[m] per output channel, rounded
+// once. Geometry as ml/conv/geometry.glsl (groups 1).
+//   Forward (TRANSPOSED false): narrow [N, CN, HN, WN] from wide
+//     [N, CW, HW, WW]: C_b [CN, HN * WN] = W [CN, K] x cols_b [K, HN * WN],
+//     K = CW * KH * KW (k = (c * KH + ky) * KW + kx, the weight's own
+//     layout); cols_b[k, (yo, xo)] = wide (c, yo * sh - ph + ky * dh,
+//     xo * sw - pw + kx * dw), 0 outside the image.
+//   Transposed gather (TRANSPOSED true): wide from narrow (a transposed
+//     convolution's forward, a convolution's input gradient):
+//     C_b [CW, HW * WW] = Wt [CW, K] x rows_b [K, HW * WW], K = CN * KH * KW
+//     (Wt the weight permuted to [CW, CN, KH, KW] by the host);
+//     rows_b[(c, ky, kx), (y, x)] = narrow (c, (y + ph - ky * dh) / sh,
+//     (x + pw - kx * dw) / sw) where both divide exactly and land inside the
+//     image, else 0. At stride s > 1 only one tap in s along each axis
+//     divides: the others are multiplied as zeros (the GEMM stays dense).
+// Each 8-half copy of B's tile, B_b[k, n .. n + 7], is gathered at once,
+// zeros past K and N. Push constants: ml/conv/igemm_coopmat.push.h; the host
+// passes TRANS_A, TRANS_B and VEC_B false, C_DT and BIAS_DT the dtype's
+// code, one K split.
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -20,6 +30,8 @@
 #define OA_CONV_IGEMM_COOPMAT_GLSL
 #include "common/oa.glsl"
 #include "ml/conv/igemm_coopmat.push.h"
+
+layout(constant_id = 15) const bool TRANSPOSED = false;
 
 #define OA_GEMM_OWN_PUSH
 #define OA_GEMM_ROW_BIAS
@@ -37,31 +49,44 @@ uvec4 b_run8(uint e) {
   return uvec4((q.x >> 16) | (q.y << 16), (q.y >> 16) | (q.z << 16), (q.z >> 16) | (q.w << 16), (q.w >> 16) | (last << 16));
 }
 
-// cols_b[k, n .. n + 7] of the current image (bbase): k = (c, ky, kx) is
-// decomposed once, the 8 narrow positions (yo, xo) walked along x with row
-// wrap, each reading wide (c, yo * sh - ph + ky * dh, xo * sw - pw + kx * dw).
-// Where the 8 lie in one narrow row at stride 1 and their taps in one wide
-// row, they are 8 adjacent elements.
+// B_b[k, n .. n + 7] of the current image (bbase): k = (c, ky, kx) is
+// decomposed once, the 8 output positions (yo, xo) walked along x with row
+// wrap, each reading input (c, yi, xi): forward yi = yo * sh + y0 with
+// y0 = ky * dh - ph; transposed yi = (yo + y0) / sh with y0 = ph - ky * dh
+// where it divides (x alike). Where the 8 lie in one output row at stride 1
+// and their taps in one input row, they are 8 adjacent elements.
 uvec4 conv_gather_b(uint k, uint n) {
   if (k >= kend || n >= pc.N) return uvec4(0u);
   const uint kh = pc.kernel_hw & 0xffffu, kw = pc.kernel_hw >> 16, taps = kh * kw;
   const uint c = k / taps, t = k - c * taps, ky = t / kw, kx = t - ky * kw;
   const uint sh = pc.stride_hw & 0xffffu, sw = pc.stride_hw >> 16;
-  const int y0 = int(ky * (pc.dilation_hw & 0xffffu)) - int(pc.padding_hw & 0xffffu);
-  const int x0 = int(kx * (pc.dilation_hw >> 16)) - int(pc.padding_hw >> 16);
-  const uint plane = bbase + c * pc.hw * pc.ww;
-  uint yo = n / pc.wn, xo = n - yo * pc.wn;
-  if (sw == 1u && xo + 8u <= pc.wn) {
-    const int y = int(yo * sh) + y0, x = int(xo) + x0;
-    if (y < 0 || y >= int(pc.hw)) return uvec4(0u);
-    if (x >= 0 && x + 8 <= int(pc.ww)) return b_run8(plane + uint(y) * pc.ww + uint(x));
+  const int ty = int(ky * (pc.dilation_hw & 0xffffu)), tx = int(kx * (pc.dilation_hw >> 16));
+  const int py = int(pc.padding_hw & 0xffffu), px = int(pc.padding_hw >> 16);
+  const int y0 = TRANSPOSED ? py - ty : ty - py, x0 = TRANSPOSED ? px - tx : tx - px;
+  const uint plane = bbase + c * pc.in_h * pc.in_w;
+  uint yo = n / pc.out_w, xo = n - yo * pc.out_w;
+  // Stride 1 along x: forward and transposed read input x = xo + x0 (sh is 1 too when transposed).
+  if (sw == 1u && (!TRANSPOSED || sh == 1u) && xo + 8u <= pc.out_w) {
+    const int y = int(TRANSPOSED ? yo : yo * sh) + y0, x = int(xo) + x0;
+    if (y < 0 || y >= int(pc.in_h)) return uvec4(0u);
+    if (x >= 0 && x + 8 <= int(pc.in_w)) return b_run8(plane + uint(y) * pc.in_w + uint(x));
   }
   uint h[8];
   [[unroll]] for (uint j = 0u; j < 8u; ++j) {
-    const int y = int(yo * sh) + y0, x = int(xo * sw) + x0;
-    const bool tap = n + j < pc.N && y >= 0 && y < int(pc.hw) && x >= 0 && x < int(pc.ww);
-    h[j] = tap ? half_b(plane + uint(y) * pc.ww + uint(x)) : 0u;
-    if (++xo == pc.wn) {
+    int y, x;
+    bool tap = n + j < pc.N;
+    if (TRANSPOSED) {
+      const int yy = int(yo) + y0, xx = int(xo) + x0;
+      tap = tap && yy >= 0 && xx >= 0 && uint(yy) % sh == 0u && uint(xx) % sw == 0u;
+      y = yy / int(sh);
+      x = xx / int(sw);
+    } else {
+      y = int(yo * sh) + y0;
+      x = int(xo * sw) + x0;
+    }
+    tap = tap && y >= 0 && y < int(pc.in_h) && x >= 0 && x < int(pc.in_w);
+    h[j] = tap ? half_b(plane + uint(y) * pc.in_w + uint(x)) : 0u;
+    if (++xo == pc.out_w) {
       xo = 0u;
       ++yo;
     }
