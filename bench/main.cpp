@@ -12,10 +12,10 @@
 //            (before the synchronize), per step and per dispatch;
 //   peak_mib, reserved_mib  device memory in use at most during the loop and
 //            held by the allocator after it;
-//   pipelines  with OA_PIPELINE_STATS=1 on a device that reports them, each
-//            pipeline the case dispatched (kernel, specialization constants,
-//            dispatches) with its driver's statistics (NVIDIA: "Register
-//            Count" among them), also printed under the case's line.
+//   pipelines  each pipeline the case dispatched (kernel, specialization
+//            constants, dispatches) and, with OA_PIPELINE_STATS=1 on a device
+//            that reports them, its driver's statistics (NVIDIA: "Register
+//            Count" among them), then also printed under the case's line.
 // All cases share one Engine; after each the engine returns its free memory
 // to the driver (empty_cache) and restarts peak tracking, so each case's
 // memory figures are its own.
@@ -85,8 +85,7 @@ nlohmann::json dispatched_pipelines(const std::vector<oa::PipelineInfo>& before,
 nlohmann::json run_case(const oa::Engine& engine, const oa_bench::Case& c, const Timing& t) {
   nlohmann::json r = {{"name", c.name}, {"family", c.family}, {"kind", c.kind}, {"params", c.params}};
   const auto start = Clock::now();
-  const bool statistics = *engine.options().pipeline_statistics;
-  const std::vector<oa::PipelineInfo> pipelines_before = statistics ? engine.pipelines() : std::vector<oa::PipelineInfo>{};
+  const std::vector<oa::PipelineInfo> pipelines_before = engine.pipelines();
   try {
     auto step = c.setup(engine);
     engine.set_profiling(true, t.kernels ? oa::ProfileDetail::Kernels : oa::ProfileDetail::Ops);
@@ -144,7 +143,7 @@ nlohmann::json run_case(const oa::Engine& engine, const oa_bench::Case& c, const
   engine.set_profiling(false);
   engine.synchronize();
   engine.empty_cache();
-  if (statistics) r["pipelines"] = dispatched_pipelines(pipelines_before, engine.pipelines());
+  r["pipelines"] = dispatched_pipelines(pipelines_before, engine.pipelines());
   r["seconds"] = ms_since(start) / 1e3;
   return r;
 }
@@ -232,7 +231,7 @@ int main(int argc, char** argv) {
         fmt::print("{:<48} {:>10.3f} {:>10.3f} {:>9.2f} {:>8.2f} {:>9.1f} {:>9.1f}\n", c.name, g, w, g > 0 ? w / g : 0.0,
                    r["host_us_per_dispatch"].get<double>(), r["peak_mib"].get<double>(), r["reserved_mib"].get<double>());
       }
-      if (r.contains("pipelines"))
+      if (*engine.options().pipeline_statistics)
         for (const auto& p : r["pipelines"]) {
           std::string line = fmt::format("  {} {}", p["kernel"].get<std::string>(), p["specialization"].dump());
           for (const auto& e : p["executables"])
