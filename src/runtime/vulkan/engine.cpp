@@ -109,22 +109,13 @@ std::uint32_t batch_dispatches(std::uint32_t option) {
   return 64;
 }
 
-bool early_submission(std::optional<bool> option) {
+// A boolean option: `option` where set, else the environment variable `name` (0 or 1), else false.
+bool flag_option(std::optional<bool> option, const char* name) {
   if (option) return *option;
-  const char* env = std::getenv("OA_EARLY_SUBMISSION");
+  const char* env = std::getenv(name);
   if (!env) return false;
   const std::string v(env);
-  if (v != "0" && v != "1") fail(ErrorKind::InvalidArgument, "OA_EARLY_SUBMISSION={} is neither 0 nor 1", env);
-  return v == "1";
-}
-
-// EngineOptions::pipeline_statistics as asked: the option, else OA_PIPELINE_STATS.
-bool pipeline_statistics_requested(std::optional<bool> option) {
-  if (option) return *option;
-  const char* env = std::getenv("OA_PIPELINE_STATS");
-  if (!env) return false;
-  const std::string v(env);
-  if (v != "0" && v != "1") fail(ErrorKind::InvalidArgument, "OA_PIPELINE_STATS={} is neither 0 nor 1", env);
+  if (v != "0" && v != "1") fail(ErrorKind::InvalidArgument, "{}={} is neither 0 nor 1", name, env);
   return v == "1";
 }
 
@@ -153,7 +144,7 @@ EngineState::EngineState(EngineOptions opts) : options(std::move(opts)) {
   require_unforked("oa::Engine");
   watch_for_fork();
   options.max_batch_dispatches = batch_dispatches(options.max_batch_dispatches);
-  options.early_submission = early_submission(options.early_submission);
+  options.early_submission = flag_option(options.early_submission, "OA_EARLY_SUBMISSION");
   instance = shared_instance(validation_requested(options));
   auto pds = physical_devices(instance->instance);
   std::vector<DeviceInfo> infos;
@@ -186,7 +177,7 @@ EngineState::EngineState(EngineOptions opts) : options(std::move(opts)) {
   vkGetPhysicalDeviceFeatures2(physical, &f2);
   if (!f12.timelineSemaphore) fail(ErrorKind::Unsupported, "device {} lacks timeline semaphores (Vulkan 1.2)", info.name);
   options.pipeline_statistics =
-      pipeline_statistics_requested(options.pipeline_statistics) && has_pipeline_executable_info(physical);
+      flag_option(options.pipeline_statistics, "OA_PIPELINE_STATS") && has_pipeline_executable_info(physical);
   VkPhysicalDeviceVulkan12Features en12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
   en12.timelineSemaphore = VK_TRUE;
   // Cooperative matrices (the tensor-core kernels) where describe() found them,
