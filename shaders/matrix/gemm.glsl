@@ -203,7 +203,7 @@ void main() {
       load_b(k0 + BK);
     }
     [[unroll]] for (uint kk = 0u; kk < BK; ++kk) {
-      const uint ar = (kk * SA + r0) / 4u, br = (kk * SB + c0) / 4u;
+      const uint ar = kk * (SA / 4u) + r0 / 4u, br = kk * (SB / 4u) + c0 / 4u;
       const vec4 a0 = As[ar], b0 = Bs[br];
       const vec4 a1 = TM == 8u ? As[ar + RM / 4u] : vec4(0.0);
       const vec4 b1 = TN >= 8u ? Bs[br + RN / 4u] : vec4(0.0);
