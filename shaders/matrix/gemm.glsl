@@ -2,10 +2,10 @@
 // row-major, for batch item b = OA_GROUP_ID.z / splits.
 //
 // A workgroup computes a BM x BN tile of C; each of its (BM/TM) * (BN/TN)
-// invocations holds a TM x TN register block (TM in {4, 8}, TN in {4, 8, 16})
-// in named vec4 accumulators (acc<row><column group>): NVIDIA's compiler kept
-// a vec4[8][2] accumulator array in local memory, 13x slower than named
-// variables on an H200. K advances in steps of BK: both operand tiles are
+// invocations holds a TM x TN register block (TM, TN in {4, 8}) in named vec4
+// accumulators (acc<row><column group>): NVIDIA's compiler kept a vec4[8][2]
+// accumulator array in local memory, 13x slower than named variables on an
+// H200. K advances in steps of BK: both operand tiles are
 // staged k-major in shared memory (a row of BM or BN floats per k, padded by 4
 // floats against bank conflicts), and the next step's global loads are issued
 // into registers before the current step is multiplied.
@@ -184,10 +184,6 @@ void main() {
   vec4 acc40 = vec4(0.0), acc50 = vec4(0.0), acc60 = vec4(0.0), acc70 = vec4(0.0);
   vec4 acc01 = vec4(0.0), acc11 = vec4(0.0), acc21 = vec4(0.0), acc31 = vec4(0.0);
   vec4 acc41 = vec4(0.0), acc51 = vec4(0.0), acc61 = vec4(0.0), acc71 = vec4(0.0);
-  vec4 acc02 = vec4(0.0), acc12 = vec4(0.0), acc22 = vec4(0.0), acc32 = vec4(0.0);
-  vec4 acc42 = vec4(0.0), acc52 = vec4(0.0), acc62 = vec4(0.0), acc72 = vec4(0.0);
-  vec4 acc03 = vec4(0.0), acc13 = vec4(0.0), acc23 = vec4(0.0), acc33 = vec4(0.0);
-  vec4 acc43 = vec4(0.0), acc53 = vec4(0.0), acc63 = vec4(0.0), acc73 = vec4(0.0);
 
   if (kbeg < kend) {
     load_a(kbeg);
@@ -206,16 +202,10 @@ void main() {
       const uint ar = kk * (SA / 4u) + r0 / 4u, br = kk * (SB / 4u) + c0 / 4u;
       const vec4 a0 = As[ar], b0 = Bs[br];
       const vec4 a1 = TM == 8u ? As[ar + RM / 4u] : vec4(0.0);
-      const vec4 b1 = TN >= 8u ? Bs[br + RN / 4u] : vec4(0.0);
-      const vec4 b2 = TN == 16u ? Bs[br + 2u * RN / 4u] : vec4(0.0);
-      const vec4 b3 = TN == 16u ? Bs[br + 3u * RN / 4u] : vec4(0.0);
+      const vec4 b1 = TN == 8u ? Bs[br + RN / 4u] : vec4(0.0);
 #define OA_GEMM_ROW(i, a)                                   \
   acc##i##0 = fma(vec4(a), b0, acc##i##0);                  \
-  if (TN >= 8u) acc##i##1 = fma(vec4(a), b1, acc##i##1);    \
-  if (TN == 16u) {                                          \
-    acc##i##2 = fma(vec4(a), b2, acc##i##2);                \
-    acc##i##3 = fma(vec4(a), b3, acc##i##3);                \
-  }
+  if (TN == 8u) acc##i##1 = fma(vec4(a), b1, acc##i##1);
       OA_GEMM_ROW(0, a0.x) OA_GEMM_ROW(1, a0.y) OA_GEMM_ROW(2, a0.z) OA_GEMM_ROW(3, a0.w)
       if (TM == 8u) {
         OA_GEMM_ROW(4, a1.x) OA_GEMM_ROW(5, a1.y) OA_GEMM_ROW(6, a1.z) OA_GEMM_ROW(7, a1.w)
@@ -226,11 +216,7 @@ void main() {
 
 #define OA_GEMM_STORE(i)                                    \
   store_c(uint(i), 0u, r0, c0, acc##i##0);                  \
-  if (TN >= 8u) store_c(uint(i), 1u, r0, c0, acc##i##1);    \
-  if (TN == 16u) {                                          \
-    store_c(uint(i), 2u, r0, c0, acc##i##2);                \
-    store_c(uint(i), 3u, r0, c0, acc##i##3);                \
-  }
+  if (TN == 8u) store_c(uint(i), 1u, r0, c0, acc##i##1);
   OA_GEMM_STORE(0) OA_GEMM_STORE(1) OA_GEMM_STORE(2) OA_GEMM_STORE(3)
   if (TM == 8u) {
     OA_GEMM_STORE(4) OA_GEMM_STORE(5) OA_GEMM_STORE(6) OA_GEMM_STORE(7)

@@ -25,15 +25,10 @@ constexpr Tile kLarge{128, 128, 16, 8, 8};
 constexpr Tile kWide{64, 128, 16, 4, 8};
 constexpr Tile kMedium{64, 64, 16, 4, 4};
 constexpr Tile kSmall{32, 32, 16, 4, 4};
-// Variants reached only by forcing gemm.tile: the large tile with each
-// 32-invocation group on a 32 x 64 block of C, with a K step of 8, and
-// 8 x 16 register blocks (twice the multiply-adds per shared read) on 256
-// invocations over 128 x 256 or on 128 invocations over 128 x 128, 32 per
-// 64 x 64 block.
+// The large tile with each 32 consecutive invocations (one NVIDIA subgroup)
+// on a 32 x 64 block of C: gemm.tile "128x128w", which the Hopper table
+// chooses for large GEMMs (M >= 2048, N >= 1024, K >= 1024).
 constexpr Tile kLargeWarp{128, 128, 16, 8, 8, 32, 64};
-constexpr Tile kLargeK8{128, 128, 8, 8, 8};
-constexpr Tile kLarge256Warp{128, 256, 8, 8, 16, 64, 64};
-constexpr Tile kLarge16Warp{128, 128, 8, 8, 16, 64, 64};
 
 // The tile of the tuning point gemm.tile (oa/runtime/tuning.hpp): a fixed
 // tile where the device can run it, else the largest tile that keeps
@@ -65,8 +60,7 @@ bool fits(const DeviceInfo& d, const Tile& t) {
 const Tile& choose_tile(const Tuning& tuning, const DeviceInfo& d, const GemmProblem& p) {
   const std::string_view variant = tuning.choose("gemm.tile", {p.batch, p.m, p.n, p.k});
   for (const auto& [name, t] : {std::pair{"128x128", &kLarge}, {"64x128", &kWide}, {"64x64", &kMedium}, {"32x32", &kSmall},
-                                {"128x128w", &kLargeWarp}, {"128x128k8", &kLargeK8}, {"128x256w", &kLarge256Warp},
-                                {"128x128t16w", &kLarge16Warp}})
+                                {"128x128w", &kLargeWarp}})
     if (variant == name && fits(d, *t)) return *t;
   for (const Tile* t : {&kLarge, &kWide})
     if (p.m > t->bm / 2 && p.n > t->bn / 2 && (t != &kWide || variant != "busy-square") && fits(d, *t) &&

@@ -136,11 +136,10 @@ const std::vector<TuningPoint>& tuning_points() {
       {"gemm.skinny", gemm_keys, {"skinny", "tiled"},
        "GEMMs of at most 16 rows: the skinny kernel (a strip of columns per workgroup) or the tiled one"},
       {"gemm.tile", gemm_keys,
-       {"busy", "busy-square", "128x128", "64x128", "64x64", "32x32", "128x128w", "128x128k8", "128x256w", "128x128t16w"},
+       {"busy", "busy-square", "128x128", "64x128", "64x64", "32x32", "128x128w"},
        "the tiled GEMM's C tile: the largest that keeps the device busy (busy-square: of the square ones), or a fixed one "
-       "(a fixed tile the device cannot run falls back to busy); 128x128 variants: w, 32 invocations on each 32x64 block "
-       "of C (one NVIDIA subgroup); k8, a K step of 8 instead of 16; t16w, 128 invocations of 8x16 outputs, 32 on each "
-       "64x64 block; 128x256w: 256 invocations of 8x16 outputs, K step 8, 32 on each 64x64 block"},
+       "(a fixed tile the device cannot run falls back to busy); 128x128w: 128x128 with 32 invocations on each 32x64 "
+       "block of C (one NVIDIA subgroup)"},
       {"gemm.coopmat_tile", gemm_keys, {"busy", "128x256", "256x128", "128x256k48", "128x128", "128x128w4k64", "64x64"},
        "the tensor-core GEMM's C tile (f16 / bf16 A and B; k48, k64: K steps of 48, 64 elements instead of 32; w4: on 4 "
        "subgroups instead of 8): the largest of 128x256k48 (128x256 where it does not fit), 128x128 that keeps the device "
