@@ -11,7 +11,11 @@
 //   record_ms, host_us_per_dispatch  host time spent recording those steps
 //            (before the synchronize), per step and per dispatch;
 //   peak_mib, reserved_mib  device memory in use at most during the loop and
-//            held by the allocator after it.
+//            held by the allocator after it;
+//   pipelines  each pipeline the case dispatched (kernel, specialization
+//            constants, dispatches) and, with OA_PIPELINE_STATS=1 on a device
+//            that reports them, its driver's statistics (NVIDIA: "Register
+//            Count" among them), then also printed under the case's line.
 // All cases share one Engine; after each the engine returns its free memory
 // to the driver (empty_cache) and restarts peak tracking, so each case's
 // memory figures are its own.
@@ -57,9 +61,31 @@ double h200_estimate_s(const oa_bench::Case& c, const Timing& t) {
   return 0.25 + t.warmup_seconds + step_s * (t.warmup + t.repeat + t.steps * t.loops + 1);
 }
 
+// The pipelines with more dispatches in `after` than in `before` (an earlier
+// snapshot of Engine::pipelines), with their statistics.
+nlohmann::json dispatched_pipelines(const std::vector<oa::PipelineInfo>& before, const std::vector<oa::PipelineInfo>& after) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& p : after) {
+    std::uint64_t earlier = 0;
+    for (const auto& q : before)
+      if (q.kernel == p.kernel && q.specialization == p.specialization) earlier = q.dispatches;
+    if (p.dispatches == earlier) continue;
+    nlohmann::json executables = nlohmann::json::array();
+    for (const auto& e : p.executables) {
+      nlohmann::json stats = nlohmann::json::object();
+      for (const auto& s : e.statistics) stats[s.name] = s.value;
+      executables.push_back({{"name", e.name}, {"subgroup_size", e.subgroup_size}, {"statistics", stats}});
+    }
+    out.push_back({{"kernel", p.kernel}, {"specialization", p.specialization}, {"dispatches", p.dispatches - earlier},
+                   {"executables", executables}});
+  }
+  return out;
+}
+
 nlohmann::json run_case(const oa::Engine& engine, const oa_bench::Case& c, const Timing& t) {
   nlohmann::json r = {{"name", c.name}, {"family", c.family}, {"kind", c.kind}, {"params", c.params}};
   const auto start = Clock::now();
+  const std::vector<oa::PipelineInfo> pipelines_before = engine.pipelines();
   try {
     auto step = c.setup(engine);
     engine.set_profiling(true, t.kernels ? oa::ProfileDetail::Kernels : oa::ProfileDetail::Ops);
@@ -117,6 +143,7 @@ nlohmann::json run_case(const oa::Engine& engine, const oa_bench::Case& c, const
   engine.set_profiling(false);
   engine.synchronize();
   engine.empty_cache();
+  r["pipelines"] = dispatched_pipelines(pipelines_before, engine.pipelines());
   r["seconds"] = ms_since(start) / 1e3;
   return r;
 }
@@ -180,6 +207,7 @@ int main(int argc, char** argv) {
                           {"driver", fmt::format("{} {}", d.driver_name, d.driver_info)},
                           {"vulkan", d.api_version},
                           {"quick", quick},
+                          {"pipeline_statistics", *engine.options().pipeline_statistics},
                           {"float32_matmul_precision", precision},
                           {"timing", {{"warmup", t.warmup}, {"warmup_seconds", t.warmup_seconds}, {"repeat", t.repeat}, {"steps", t.steps}, {"loops", t.loops}}},
                           {"estimate_h200_s", estimate_s},
@@ -203,6 +231,13 @@ int main(int argc, char** argv) {
         fmt::print("{:<48} {:>10.3f} {:>10.3f} {:>9.2f} {:>8.2f} {:>9.1f} {:>9.1f}\n", c.name, g, w, g > 0 ? w / g : 0.0,
                    r["host_us_per_dispatch"].get<double>(), r["peak_mib"].get<double>(), r["reserved_mib"].get<double>());
       }
+      if (*engine.options().pipeline_statistics)
+        for (const auto& p : r["pipelines"]) {
+          std::string line = fmt::format("  {} {}", p["kernel"].get<std::string>(), p["specialization"].dump());
+          for (const auto& e : p["executables"])
+            for (const auto& [name, value] : e["statistics"].items()) line += fmt::format(", {} {}", name, value.dump());
+          fmt::print("{}\n", line);
+        }
       std::fflush(stdout);
       doc["cases"].push_back(std::move(r));
       if (!out.empty()) std::ofstream(out) << doc.dump(1) << "\n";

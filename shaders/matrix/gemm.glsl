@@ -4,12 +4,19 @@
 // A workgroup computes a BM x BN tile of C; each of its (BM/TM) * (BN/TN)
 // invocations holds a TM x TN register block (TM, TN in {4, 8}) in named vec4
 // accumulators (acc<row><column group>): NVIDIA's compiler kept a vec4[8][2]
-// accumulator array in local memory, 13x slower than named variables on an H200. K advances in
-// steps of BK: both operand tiles are staged k-major in shared memory (a row of
-// BM or BN floats per k, padded by 4 floats against bank conflicts), and the
-// next step's global loads are issued into registers before the current step
-// is multiplied. An invocation owns rows {g * BM / (TM/4) + ty * 4 + 0..3} and
-// the matching columns, so its shared-memory reads are vec4 and conflict-free.
+// accumulator array in local memory, 13x slower than named variables on an
+// H200. K advances in steps of BK: both operand tiles are
+// staged k-major in shared memory (a row of BM or BN floats per k, padded by 4
+// floats against bank conflicts), and the next step's global loads are issued
+// into registers before the current step is multiplied.
+//
+// Invocation layout: the tile is cut into WM x WN blocks (WM = WN = 0: one
+// block, the whole tile), each covered by (WM/TM) * (WN/TN) consecutive
+// invocations (with 32 of them, one NVIDIA subgroup: a compact block whose
+// shared-memory reads touch few distinct addresses). Within its block an
+// invocation at (ly, lx) owns the 4x4 pieces at rows g * WM/(TM/4) + ly * 4 +
+// 0..3 and columns h * WN/(TN/4) + lx * 4 + 0..3, so its shared-memory reads
+// are vec4 and conflict-free.
 //
 // Split-K: OA_GROUP_ID.z % splits selects the K range [split * kchunk,
 // min(K, (split + 1) * kchunk)); the host then points C at a workspace of
@@ -34,20 +41,24 @@
 layout(constant_id = 4) const uint TM = 4;
 layout(constant_id = 5) const uint TN = 4;
 layout(constant_id = 10) const bool VEC_C = false;
+layout(constant_id = 11) const uint WM_SPEC = 0;  // the invocation layout's block (0: BM, BN)
+layout(constant_id = 12) const uint WN_SPEC = 0;
 
 const uint THREADS = (BM / TM) * (BN / TN);
 const uint SA = BM + 4u;  // floats per k-row of the A tile
 const uint SB = BN + 4u;
-const uint RM = BM / (TM / 4u);  // distance between an invocation's 4-row groups
-const uint RN = BN / (TN / 4u);
+const uint WM = WM_SPEC == 0u ? BM : WM_SPEC;
+const uint WN = WN_SPEC == 0u ? BN : WN_SPEC;
+const uint RM = WM / (TM / 4u);  // distance between an invocation's 4-row pieces
+const uint RN = WN / (TN / 4u);
 const uint LA = BM * BK / (4u * THREADS);  // 4-float loads per invocation per A tile
 const uint LB = BN * BK / (4u * THREADS);
 
 #ifdef OA_GEMM_16
 // Dtype codes (common/half_io.glsl) of A and B (1 or 2), C and the bias (0 or A's).
-layout(constant_id = 11) const uint IN_DT = 1;
-layout(constant_id = 12) const uint C_DT = 0;
-layout(constant_id = 13) const uint BIAS_DT = 0;
+layout(constant_id = 13) const uint IN_DT = 1;
+layout(constant_id = 14) const uint C_DT = 0;
+layout(constant_id = 15) const uint BIAS_DT = 0;
 #endif
 #include "matrix/gemm_operands.glsl"
 #ifdef OA_GEMM_16
@@ -139,9 +150,10 @@ void store_a() { OA_GEMM_STORE_TILE(As, ra, LA, !TRANS_A, VEC_A, BM, SA) }
 void load_b(uint k0) { OA_GEMM_LOAD_TILE(rb, LB, TRANS_B, VEC_B, BN, pc.N, n0, bbase, OA_B1, OA_B4) }
 void store_b() { OA_GEMM_STORE_TILE(Bs, rb, LB, TRANS_B, VEC_B, BN, SB) }
 
-// C at block row i, column group g: alpha * acc (+ beta * C) (+ bias).
-void store_c(uint i, uint g, uint ty, uint tx, vec4 acc) {
-  const uint m = m0 + (i / 4u) * RM + ty * 4u + i % 4u, n = n0 + g * RN + tx * 4u;
+// C at block row i, column group g of the invocation whose first piece is at
+// (r0, c0) of the tile: alpha * acc (+ beta * C) (+ bias).
+void store_c(uint i, uint g, uint r0, uint c0, vec4 acc) {
+  const uint m = m0 + r0 + (i / 4u) * RM + i % 4u, n = n0 + c0 + g * RN;
   if (m >= pc.M || n >= pc.N) return;
   const uint at = gemm_c_base() + m * pc.N + n;
   vec4 v = pc.alpha * acc;
@@ -158,7 +170,10 @@ void store_c(uint i, uint g, uint ty, uint tx, vec4 acc) {
 
 void main() {
   tid = gl_LocalInvocationID.x;
-  const uint tx = tid % (BN / TN), ty = tid / (BN / TN);
+  // This invocation's block (blocks row-major over the tile) and place in it.
+  const uint per_block = (WM / TM) * (WN / TN), block = tid / per_block, lane = tid % per_block;
+  const uint r0 = (block / (BN / WN)) * WM + (lane / (WN / TN)) * 4u;
+  const uint c0 = (block % (BN / WN)) * WN + (lane % (WN / TN)) * 4u;
   const uvec3 group = OA_GROUP_ID;
   m0 = group.y * BM;
   n0 = group.x * BN;
@@ -184,9 +199,10 @@ void main() {
       load_b(k0 + BK);
     }
     [[unroll]] for (uint kk = 0u; kk < BK; ++kk) {
-      const vec4 a0 = As[(kk * SA) / 4u + ty], b0 = Bs[(kk * SB) / 4u + tx];
-      const vec4 a1 = TM == 8u ? As[(kk * SA + RM) / 4u + ty] : vec4(0.0);
-      const vec4 b1 = TN == 8u ? Bs[(kk * SB + RN) / 4u + tx] : vec4(0.0);
+      const uint ar = kk * (SA / 4u) + r0 / 4u, br = kk * (SB / 4u) + c0 / 4u;
+      const vec4 a0 = As[ar], b0 = Bs[br];
+      const vec4 a1 = TM == 8u ? As[ar + RM / 4u] : vec4(0.0);
+      const vec4 b1 = TN == 8u ? Bs[br + RN / 4u] : vec4(0.0);
 #define OA_GEMM_ROW(i, a)                                   \
   acc##i##0 = fma(vec4(a), b0, acc##i##0);                  \
   if (TN == 8u) acc##i##1 = fma(vec4(a), b1, acc##i##1);
@@ -199,8 +215,8 @@ void main() {
   }
 
 #define OA_GEMM_STORE(i)                                    \
-  store_c(uint(i), 0u, ty, tx, acc##i##0);            \
-  if (TN == 8u) store_c(uint(i), 1u, ty, tx, acc##i##1);
+  store_c(uint(i), 0u, r0, c0, acc##i##0);                  \
+  if (TN == 8u) store_c(uint(i), 1u, r0, c0, acc##i##1);
   OA_GEMM_STORE(0) OA_GEMM_STORE(1) OA_GEMM_STORE(2) OA_GEMM_STORE(3)
   if (TM == 8u) {
     OA_GEMM_STORE(4) OA_GEMM_STORE(5) OA_GEMM_STORE(6) OA_GEMM_STORE(7)

@@ -15,14 +15,20 @@ using runtime::Access;
 using runtime::BufferBinding;
 using runtime::ComputeDispatch;
 
-// A workgroup's C tile (bm x bn), its K step and each invocation's register block.
+// A workgroup's C tile (bm x bn), its K step, each invocation's register
+// block (tm x tn) and the block of C that consecutive invocations cover
+// (wm x wn, matrix/gemm.glsl; 0 x 0: the whole tile).
 struct Tile {
-  std::uint32_t bm, bn, bk, tm, tn;
+  std::uint32_t bm, bn, bk, tm, tn, wm = 0, wn = 0;
 };
 constexpr Tile kLarge{128, 128, 16, 8, 8};
 constexpr Tile kWide{64, 128, 16, 4, 8};
 constexpr Tile kMedium{64, 64, 16, 4, 4};
 constexpr Tile kSmall{32, 32, 16, 4, 4};
+// The large tile with each 32 consecutive invocations (one NVIDIA subgroup)
+// on a 32 x 64 block of C: gemm.tile "128x128w", which the Hopper table
+// chooses for large GEMMs (M >= 2048, N >= 1024, K >= 1024).
+constexpr Tile kLargeWarp{128, 128, 16, 8, 8, 32, 64};
 
 // The tile of the tuning point gemm.tile (oa/runtime/tuning.hpp): a fixed
 // tile where the device can run it, else the largest tile that keeps
@@ -53,7 +59,8 @@ bool fits(const DeviceInfo& d, const Tile& t) {
 
 const Tile& choose_tile(const Tuning& tuning, const DeviceInfo& d, const GemmProblem& p) {
   const std::string_view variant = tuning.choose("gemm.tile", {p.batch, p.m, p.n, p.k});
-  for (const auto& [name, t] : {std::pair{"128x128", &kLarge}, {"64x128", &kWide}, {"64x64", &kMedium}, {"32x32", &kSmall}})
+  for (const auto& [name, t] : {std::pair{"128x128", &kLarge}, {"64x128", &kWide}, {"64x64", &kMedium}, {"32x32", &kSmall},
+                                {"128x128w", &kLargeWarp}})
     if (variant == name && fits(d, *t)) return *t;
   for (const Tile* t : {&kLarge, &kWide})
     if (p.m > t->bm / 2 && p.n > t->bn / 2 && (t != &kWide || variant != "busy-square") && fits(d, *t) &&
@@ -293,7 +300,7 @@ std::vector<ComputeDispatch> lower_gemm(const Engine& engine, const GemmProblem&
     sk = gemm_split_k(p.k, gemm_tile_count(p, t.bm, t.bn), gemm_busy_groups(*tuning, p, kGemmBusyGroups), kSplitMinK, kMaxSplits, t.bk);
     const bool vec_c = p.n % 4 == 0 && (sk.splits > 1 || (p.c.offset % 4 == 0 && p.c.batch_stride % 4 == 0));
     kernel = half_in ? kernels::matrix_gemm_half : kernels::matrix_gemm;
-    spec = {threads(t), t.bm, t.bn, t.bk, t.tm, t.tn, p.trans_a, p.trans_b, vec_a, vec_b, vec_c};
+    spec = {threads(t), t.bm, t.bn, t.bk, t.tm, t.tn, p.trans_a, p.trans_b, vec_a, vec_b, vec_c, t.wm, t.wn};
     if (half_in) spec.insert(spec.end(), {dtype_code(half), sk.splits > 1 ? 0u : dtype_code(p.c.matrix->dtype()), p.bias ? dtype_code(p.bias->dtype()) : 0u});
   }
   const std::int64_t splits = sk.splits;

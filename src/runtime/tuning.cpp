@@ -135,9 +135,11 @@ const std::vector<TuningPoint>& tuning_points() {
   static const std::vector<TuningPoint> points{
       {"gemm.skinny", gemm_keys, {"skinny", "tiled"},
        "GEMMs of at most 16 rows: the skinny kernel (a strip of columns per workgroup) or the tiled one"},
-      {"gemm.tile", gemm_keys, {"busy", "busy-square", "128x128", "64x128", "64x64", "32x32"},
+      {"gemm.tile", gemm_keys,
+       {"busy", "busy-square", "128x128", "64x128", "64x64", "32x32", "128x128w"},
        "the tiled GEMM's C tile: the largest that keeps the device busy (busy-square: of the square ones), or a fixed one "
-       "(a fixed tile the device cannot run falls back to busy)"},
+       "(a fixed tile the device cannot run falls back to busy); 128x128w: 128x128 with 32 invocations on each 32x64 "
+       "block of C (one NVIDIA subgroup)"},
       {"gemm.coopmat_tile", gemm_keys, {"busy", "128x256", "256x128", "128x256k48", "128x128", "128x128w4k64", "64x64"},
        "the tensor-core GEMM's C tile (f16 / bf16 A and B; k48, k64: K steps of 48, 64 elements instead of 32; w4: on 4 "
        "subgroups instead of 8): the largest of 128x256k48 (128x256 where it does not fit), 128x128 that keeps the device "

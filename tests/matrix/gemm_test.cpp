@@ -61,11 +61,13 @@ void expect_gemm(const GemmProblem& p, const std::vector<float>& a, const std::v
   }
 }
 
-// Records the GEMM of `cs` and returns the check of its result (run after
-// everything is recorded: one submission for many cases).
-std::function<void()> case_check(const oa_test::GemmCase& cs, std::uint32_t seed) {
+// Records the GEMM of `cs` (in `dispatches` dispatches where that is not 0)
+// and returns the check of its result (run after everything is recorded: one
+// submission for many cases).
+std::function<void()> case_check(const oa_test::GemmCase& cs, std::uint32_t seed, std::size_t dispatches = 0) {
   const auto ops = std::make_shared<const oa_test::GemmCaseOperands>(oa_test::gemm_case_operands(cs, seed));
-  run(ops->problem);
+  const std::size_t recorded = run(ops->problem).size();
+  EXPECT_TRUE(dispatches == 0 || recorded == dispatches) << recorded << " dispatches for M " << cs.m << " N " << cs.n << " K " << cs.k;
   return [ops] { expect_gemm(ops->problem, ops->a, ops->b, ops->c0, ops->problem.bias ? &ops->bias : nullptr); };
 }
 
@@ -85,15 +87,19 @@ TEST(MatrixGemm, TransposeAlphaBetaBiasCombinations) {
 }
 
 // Each fixed tile of gemm.tile forced, over extents that are not multiples
-// of any tile: A [M, K] and B [K, N] read by elements (odd extents and
-// offsets), and both transposed, read by quads (multiples of 4), with batch
-// strides (padded, broadcast), beta and bias.
+// of any tile, in every layout: A [M, K] and B [K, N] read by elements (odd
+// extents and offsets); both transposed, read by quads (multiples of 4), with
+// batch strides (padded, broadcast), beta and bias; B transposed, by elements;
+// A transposed with a long K over one tile, which splits K (partial last
+// step), with beta and bias.
 TEST(MatrixGemm, EveryFixedTileEveryLayout) {
-  for (const char* tile : {"128x128", "64x128", "64x64", "32x32"}) {
+  for (const char* tile : {"128x128", "64x128", "64x64", "32x32", "128x128w"}) {
     SCOPED_TRACE(tile);
     const oa_test::Forced forced("gemm.tile", tile);
     run_checks({case_check({2, 131, 70, 37, false, false, 1.5f, 0.0f, false, 1, -1, 3, -1, 5, -1}, 400),
-                case_check({2, 68, 136, 52, true, true, -0.5f, 0.75f, true, 4, 0, 8, 52 * 136 + 8, 12, -1}, 401)});
+                case_check({2, 68, 136, 52, true, true, -0.5f, 0.75f, true, 4, 0, 8, 52 * 136 + 8, 12, -1}, 401),
+                case_check({1, 45, 262, 41, false, true, 2.0f, 0.0f, true, 3, -1, 1, -1, 0, -1}, 402),
+                case_check({2, 72, 40, 600, true, false, 0.5f, -1.0f, true, 0, -1, 4, -1, 8, -1}, 403, 2)});
   }
 }
 

@@ -84,6 +84,36 @@ TEST(RuntimeEngine, ManySmallDispatchesThenOneRead) {
   EXPECT_GE(e.stats().barriers, 10000u - e.stats().submits);
 }
 
+// Engine::pipelines lists each pipeline with the dispatches recorded through
+// it; with statistics asked for, a device with
+// VK_KHR_pipeline_executable_properties has them captured and reports each
+// pipeline's executables (named statistics), others report none.
+TEST(RuntimeEngine, PipelinesWithDispatchesAndStatistics) {
+  for (bool asked : {false, true}) {
+    SCOPED_TRACE(asked);
+    oa::Engine e(oa::EngineOptions{.pipeline_statistics = asked});
+    ASSERT_TRUE(e.options().pipeline_statistics.has_value());
+    const bool captured = *e.options().pipeline_statistics;
+    EXPECT_TRUE(asked || !captured);
+    const auto before = e.stats().dispatches;
+    Matrix x = Matrix::ones({8}, e);
+    for (int i = 0; i < 3; ++i) x = x * 2.0f;
+    EXPECT_EQ(x.to_vector(), std::vector<float>(8, 8.0f));
+    std::uint64_t dispatches = 0;
+    for (const auto& p : e.pipelines()) {
+      EXPECT_FALSE(p.kernel.empty());
+      dispatches += p.dispatches;
+      EXPECT_EQ(p.executables.empty(), !captured) << p.kernel;
+      for (const auto& ex : p.executables) {
+        EXPECT_FALSE(ex.name.empty()) << p.kernel;
+        for (const auto& s : ex.statistics) EXPECT_FALSE(s.name.empty()) << p.kernel;
+      }
+    }
+    EXPECT_GE(e.stats().dispatches - before, 3u);
+    EXPECT_EQ(dispatches, e.stats().dispatches);
+  }
+}
+
 // read_async snapshots the range as the recorded work leaves it, and get()
 // returns while more work is recorded after it (a wait that did not submit
 // the batch it waits on would never end), on both transfer paths.

@@ -144,8 +144,20 @@ TEST(RuntimeTuning, ShippedTablesKeepTheMeasuredRules) {
   // Rules measured by oa tune on the H200 come before its general rules.
   EXPECT_EQ(h200.choose("gemm.tile", {1, 128, 3072, 768}), "64x128");
   EXPECT_EQ(other.choose("gemm.tile", {1, 128, 3072, 768}), "busy");
-  EXPECT_EQ(h200.choose("gemm.tile", {1, 4096, 14336, 4096}), "64x128");  // Llama 3's MLP up-projection
-  EXPECT_EQ(h200.choose("gemm.tile", {1, 4096, 4096, 4096}), "busy-square");
+  EXPECT_EQ(h200.choose("gemm.tile", {1, 4096, 2048, 1023}), "64x128");
+  EXPECT_EQ(h200.choose("gemm.tile", {1, 1024, 1024, 2048}), "busy-square");
+  // Large GEMMs (M >= 2048, N >= 1024, K >= 1024) take 128x128w on Hopper, ahead of the bucket rules (measured on
+  // an H100): Llama 3's MLP up-projection, 4096^3, a batched one; elsewhere the general rules.
+  for (const Tuning* t : {&h200, &h100}) {
+    EXPECT_EQ(t->choose("gemm.tile", {1, 4096, 14336, 4096}), "128x128w");
+    EXPECT_EQ(t->choose("gemm.tile", {1, 4096, 4096, 4096}), "128x128w");
+    EXPECT_EQ(t->choose("gemm.tile", {8, 2048, 1024, 1024}), "128x128w");
+    EXPECT_NE(t->choose("gemm.tile", {1, 1024, 1024, 1024}), "128x128w");
+    EXPECT_NE(t->choose("gemm.tile", {1, 2047, 4096, 4096}), "128x128w");
+    EXPECT_NE(t->choose("gemm.tile", {1, 4096, 4096, 1023}), "128x128w");
+  }
+  EXPECT_EQ(other.choose("gemm.tile", {1, 4096, 4096, 4096}), "busy-square");
+  EXPECT_EQ(lavapipe.choose("gemm.tile", {1, 4096, 4096, 4096}), "busy-square");
   EXPECT_EQ(h200.choose("conv.igemm_tile", {32, 512, 1, 49, 9, 0}), "128x64");
   EXPECT_EQ(other.choose("conv.igemm_tile", {32, 512, 1, 49, 9, 0}), "128x128");
   EXPECT_EQ(h200.choose("attention.forward_lowering", {256, 4, 4096, 128, 128, 1}), "gemm");

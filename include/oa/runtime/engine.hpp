@@ -143,6 +143,12 @@ struct EngineOptions {
   // Binds buffers through descriptor sets even where the device has push
   // descriptors (VK_KHR_push_descriptor): the fallback path, for testing it.
   bool descriptor_sets = false;
+  // Has the driver capture each pipeline's statistics as it compiles it
+  // (VK_KHR_pipeline_executable_properties; NVIDIA's include "Register
+  // Count"), for Engine::pipelines(). Unset uses OA_PIPELINE_STATS (0 or 1),
+  // then off. options() reports whether they are captured: false where the
+  // device lacks the extension.
+  std::optional<bool> pipeline_statistics;
 };
 
 // Device memory of the engine's allocator (torch.cuda.memory_stats' terms).
@@ -163,6 +169,30 @@ struct EngineStats {
   std::uint64_t host_waits = 0;   // times the host blocked until the GPU finished work
   std::uint64_t semantic_ops = 0;
   std::uint64_t pipelines = 0;    // pipelines created so far
+};
+
+// One statistic of a compiled pipeline executable, as its driver names it
+// (VkPipelineExecutableStatisticKHR); booleans and integers as numbers.
+struct PipelineStatistic {
+  std::string name;
+  std::string description;
+  double value = 0.0;
+};
+// One executable of a pipeline (a compute pipeline has one on most drivers).
+struct PipelineExecutable {
+  std::string name;
+  std::string description;
+  std::uint32_t subgroup_size = 0;
+  std::vector<PipelineStatistic> statistics;
+};
+// A pipeline the engine built: its kernel and specialization constants, the
+// dispatches recorded with it so far and, where EngineOptions::pipeline_statistics
+// is in effect, its executables' statistics (otherwise none).
+struct PipelineInfo {
+  std::string kernel;
+  std::vector<std::uint32_t> specialization;
+  std::uint64_t dispatches = 0;
+  std::vector<PipelineExecutable> executables;
 };
 
 // How f32 matrix products run (torch.set_float32_matmul_precision's levels
@@ -240,6 +270,8 @@ class Engine {
   // would pass the memory limit or the driver refuses an allocation.
   void empty_cache() const;
   EngineStats stats() const;
+  // Every pipeline built so far, by kernel name and specialization.
+  std::vector<PipelineInfo> pipelines() const;
   // Submits the open batch and waits for all work to finish.
   void synchronize() const;
 

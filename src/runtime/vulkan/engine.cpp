@@ -109,13 +109,24 @@ std::uint32_t batch_dispatches(std::uint32_t option) {
   return 64;
 }
 
-bool early_submission(std::optional<bool> option) {
+// A boolean option: `option` where set, else the environment variable `name` (0 or 1), else false.
+bool flag_option(std::optional<bool> option, const char* name) {
   if (option) return *option;
-  const char* env = std::getenv("OA_EARLY_SUBMISSION");
+  const char* env = std::getenv(name);
   if (!env) return false;
   const std::string v(env);
-  if (v != "0" && v != "1") fail(ErrorKind::InvalidArgument, "OA_EARLY_SUBMISSION={} is neither 0 nor 1", env);
+  if (v != "0" && v != "1") fail(ErrorKind::InvalidArgument, "{}={} is neither 0 nor 1", name, env);
   return v == "1";
+}
+
+// Whether `physical` offers VK_KHR_pipeline_executable_properties with its feature.
+bool has_pipeline_executable_info(VkPhysicalDevice physical) {
+  if (!has_extension(physical, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) return false;
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR pe{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+  VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  f2.pNext = &pe;
+  vkGetPhysicalDeviceFeatures2(physical, &f2);
+  return pe.pipelineExecutableInfo == VK_TRUE;
 }
 
 // A device object made by `create` from `info`, owned: destroyed with `destroy`.
@@ -133,7 +144,7 @@ EngineState::EngineState(EngineOptions opts) : options(std::move(opts)) {
   require_unforked("oa::Engine");
   watch_for_fork();
   options.max_batch_dispatches = batch_dispatches(options.max_batch_dispatches);
-  options.early_submission = early_submission(options.early_submission);
+  options.early_submission = flag_option(options.early_submission, "OA_EARLY_SUBMISSION");
   instance = shared_instance(validation_requested(options));
   auto pds = physical_devices(instance->instance);
   std::vector<DeviceInfo> infos;
@@ -165,6 +176,8 @@ EngineState::EngineState(EngineOptions opts) : options(std::move(opts)) {
   f2.pNext = &f12;
   vkGetPhysicalDeviceFeatures2(physical, &f2);
   if (!f12.timelineSemaphore) fail(ErrorKind::Unsupported, "device {} lacks timeline semaphores (Vulkan 1.2)", info.name);
+  options.pipeline_statistics =
+      flag_option(options.pipeline_statistics, "OA_PIPELINE_STATS") && has_pipeline_executable_info(physical);
   VkPhysicalDeviceVulkan12Features en12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
   en12.timelineSemaphore = VK_TRUE;
   // Cooperative matrices (the tensor-core kernels) where describe() found them,
@@ -197,6 +210,13 @@ EngineState::EngineState(EngineOptions opts) : options(std::move(opts)) {
     encm2.pNext = encm.pNext;
     encm.pNext = &encm2;
   }
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR enpe{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+  if (*options.pipeline_statistics) {
+    enpe.pipelineExecutableInfo = VK_TRUE;
+    enpe.pNext = en12.pNext;
+    en12.pNext = &enpe;
+  }
   float priority = 1.0f;
   VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
   qci.queueFamilyIndex = queue_family;
@@ -208,6 +228,7 @@ EngineState::EngineState(EngineOptions opts) : options(std::move(opts)) {
   if (!info.cooperative_matrix.empty()) enabled.push_back(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
   if (uses_bfloat16(info.cooperative_matrix)) enabled.push_back(VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME);
   if (!info.workgroup_cooperative_matrix.empty()) enabled.push_back(VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME);
+  if (*options.pipeline_statistics) enabled.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
   VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   dci.pNext = &en12;
   dci.enabledExtensionCount = static_cast<std::uint32_t>(enabled.size());
@@ -226,6 +247,13 @@ EngineState::EngineState(EngineOptions opts) : options(std::move(opts)) {
     vkGetPhysicalDeviceProperties2(physical, &p2);
     max_push_descriptors = push_descriptor_set ? pdp.maxPushDescriptors : 0;
     info.push_descriptors = push_descriptor_set != nullptr;
+  }
+  if (*options.pipeline_statistics) {
+    executable_properties = reinterpret_cast<PFN_vkGetPipelineExecutablePropertiesKHR>(
+        vkGetDeviceProcAddr(dev, "vkGetPipelineExecutablePropertiesKHR"));
+    executable_statistics = reinterpret_cast<PFN_vkGetPipelineExecutableStatisticsKHR>(
+        vkGetDeviceProcAddr(dev, "vkGetPipelineExecutableStatisticsKHR"));
+    options.pipeline_statistics = executable_properties && executable_statistics;
   }
 
   VkSemaphoreTypeCreateInfo sti{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO};
@@ -583,12 +611,47 @@ const Pipeline& EngineState::create_pipeline(std::string_view kernel, std::span<
   cpi.stage.pName = "main";
   cpi.stage.pSpecializationInfo = spec.empty() ? nullptr : &si;
   cpi.layout = p->layout.get();
+  if (*options.pipeline_statistics) cpi.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   VkPipeline pipe;
   vk::check(vkCreateComputePipelines(dev, pipeline_cache, 1, &cpi, nullptr, &pipe), "vkCreateComputePipelines");
   p->pipeline = vk::Handle<VkPipeline>(pipe, [dev](VkPipeline h) { vkDestroyPipeline(dev, h, nullptr); });
+  if (*options.pipeline_statistics) p->executables = executable_statistics_of(pipe);
   pipeline_cache_dirty = true;
   stats.pipelines++;
   return *pipelines.emplace(std::move(key), std::move(p)).first->second;
+}
+
+std::vector<PipelineExecutable> EngineState::executable_statistics_of(VkPipeline pipe) const {
+  VkDevice dev = device;
+  VkPipelineInfoKHR pi{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR};
+  pi.pipeline = pipe;
+  std::uint32_t n = 0;
+  vk::check(executable_properties(dev, &pi, &n, nullptr), "vkGetPipelineExecutablePropertiesKHR");
+  std::vector<VkPipelineExecutablePropertiesKHR> props(n, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_PROPERTIES_KHR});
+  vk::check(executable_properties(dev, &pi, &n, props.data()), "vkGetPipelineExecutablePropertiesKHR");
+  std::vector<PipelineExecutable> out;
+  for (std::uint32_t e = 0; e < n; ++e) {
+    PipelineExecutable x{props[e].name, props[e].description, props[e].subgroupSize, {}};
+    VkPipelineExecutableInfoKHR ei{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR};
+    ei.pipeline = pipe;
+    ei.executableIndex = e;
+    std::uint32_t m = 0;
+    vk::check(executable_statistics(dev, &ei, &m, nullptr), "vkGetPipelineExecutableStatisticsKHR");
+    std::vector<VkPipelineExecutableStatisticKHR> st(m, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
+    vk::check(executable_statistics(dev, &ei, &m, st.data()), "vkGetPipelineExecutableStatisticsKHR");
+    for (std::uint32_t i = 0; i < m; ++i) {
+      double v = 0.0;
+      switch (st[i].format) {
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR: v = st[i].value.b32 ? 1.0 : 0.0; break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR: v = static_cast<double>(st[i].value.i64); break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR: v = static_cast<double>(st[i].value.u64); break;
+        default: v = st[i].value.f64; break;
+      }
+      x.statistics.push_back({st[i].name, st[i].description, v});
+    }
+    out.push_back(std::move(x));
+  }
+  return out;
 }
 
 VkDescriptorSet EngineState::descriptor_set(Batch& b, const Pipeline& p) {

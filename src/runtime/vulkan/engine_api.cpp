@@ -110,6 +110,13 @@ EngineStats Engine::stats() const {
   return state_->stats;
 }
 
+std::vector<PipelineInfo> Engine::pipelines() const {
+  std::lock_guard lock(state_->mutex);
+  std::vector<PipelineInfo> out;
+  for (const auto& [key, p] : state_->pipelines) out.push_back({key.kernel, key.spec, p->dispatches, p->executables});
+  return out;
+}
+
 void Engine::synchronize() const {
   runtime::require_unforked("oa::Engine::synchronize");
   auto& s = *state_;
@@ -239,6 +246,7 @@ void Engine::record(SemanticOp op, std::span<const runtime::ComputeDispatch> dis
     const auto& d = dispatches[di];
     if (d.groups[0] == 0 || d.groups[1] == 0 || d.groups[2] == 0) continue;
     const auto& p = *s.scratch_pipelines[di];
+    p.dispatches++;
     bool hazard = false;
     for (auto& bind : d.bindings) hazard = hazard || s.conflicts(*bind.storage, bind.access);
     if (hazard) s.barrier(b);

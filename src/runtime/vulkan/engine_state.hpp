@@ -135,6 +135,8 @@ struct Pipeline {
   std::uint32_t bindings = 0;
   std::uint32_t push_bytes = 0;  // the shader's push-constant block, header included; 0: it reads none
   bool push_descriptors = false;  // bindings are pushed (vkCmdPushDescriptorSetKHR), no descriptor set
+  std::vector<PipelineExecutable> executables;  // the driver's statistics, where captured
+  mutable std::uint64_t dispatches = 0;          // recorded with this pipeline (Engine::pipelines)
 };
 
 // Pipelines are keyed by kernel name and specialization constants; lookups
@@ -220,6 +222,10 @@ struct EngineState : std::enable_shared_from_this<EngineState> {
   // descriptor set to allocate and update per dispatch. Null without it.
   PFN_vkCmdPushDescriptorSetKHR push_descriptor_set = nullptr;
   std::uint32_t max_push_descriptors = 0;
+  // VK_KHR_pipeline_executable_properties, where EngineOptions::pipeline_statistics
+  // is in effect: pipelines are built capturing statistics, read with these.
+  PFN_vkGetPipelineExecutablePropertiesKHR executable_properties = nullptr;
+  PFN_vkGetPipelineExecutableStatisticsKHR executable_statistics = nullptr;
   std::string pipeline_cache_path;
   bool pipeline_cache_dirty = false;
 
@@ -309,6 +315,8 @@ struct EngineState : std::enable_shared_from_this<EngineState> {
   // Builds the pipeline of `kernel` with `spec`, checked against its SPIR-V.
   const Pipeline& create_pipeline(std::string_view kernel, std::span<const std::uint32_t> spec, std::uint32_t bindings,
                                   std::uint32_t push_bytes);
+  // The driver's statistics of `pipe`'s executables (built capturing them).
+  std::vector<PipelineExecutable> executable_statistics_of(VkPipeline pipe) const;
   VkDescriptorSet descriptor_set(Batch& b, const Pipeline& p);
   void save_pipeline_cache();
   // A storage from `allocator`; `idle` as in Allocator::allocate.
