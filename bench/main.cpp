@@ -215,11 +215,12 @@ int main(int argc, char** argv) {
     fmt::print("{:<48} {:>10} {:>10} {:>9} {:>8} {:>9} {:>9}\n", "case", "gpu ms", "wall ms", "wall/gpu", "host us",
                "peak MiB", "rsrv MiB");
     const auto start = Clock::now();
-    int failed = 0;
+    int failed = 0, skipped = 0;
     for (auto& c : cases) {
       if (max_seconds > 0 && ms_since(start) > max_seconds * 1e3) {
         doc["cases"].push_back({{"name", c.name}, {"family", c.family}, {"kind", c.kind}, {"params", c.params},
                                 {"error", "skipped: --max-seconds reached"}});
+        ++skipped;
         continue;
       }
       auto r = run_case(engine, c, t);
@@ -242,9 +243,10 @@ int main(int argc, char** argv) {
       doc["cases"].push_back(std::move(r));
       if (!out.empty()) std::ofstream(out) << doc.dump(1) << "\n";
     }
+    if (!out.empty()) std::ofstream(out) << doc.dump(1) << "\n";  // with the cases --max-seconds skipped
     const auto messages = oa::validation_message_count();  // nonzero only under OA_VALIDATION=1
-    fmt::print("{} cases in {:.1f} s, {} failed, {} validation messages\n", cases.size(), ms_since(start) / 1e3, failed,
-               messages);
+    fmt::print("{} cases in {:.1f} s, {} failed, {} skipped by --max-seconds, {} validation messages\n", cases.size() - skipped,
+               ms_since(start) / 1e3, failed, skipped, messages);
     return failed || messages ? 1 : 0;
   } catch (const std::exception& e) {
     std::cerr << "oa_bench: " << e.what() << "\n";

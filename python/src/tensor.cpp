@@ -1197,9 +1197,13 @@ void bind_tensor(py::module_& m, TensorClass& t) {
         "bfloat16, both one dtype. ValueError (oa.InvalidArgumentError) naming both shapes when inner extents differ or\n"
         "batch extents do not broadcast.");
   m.def("maximum", &mx::maximum, py::arg("input"), py::arg("other"));
-  m.def("where", &mx::where, py::arg("condition"), py::arg("input"), py::arg("other"),
-        "torch.where(condition, input, other): NumPy broadcasting, condition bool; input or other may be a Python number, "
-        "promoted with the tensor as torch (oa.where(c, x, 0) keeps x's dtype).");
+  m.def("where", [](const Matrix& c, const Matrix& x, const Matrix& y) {
+    const DType d = result_type(x, y);
+    return mx::where(c, convert(x, d), convert(y, d));
+  }, py::arg("condition"), py::arg("input"), py::arg("other"),
+        "torch.where(condition, input, other): NumPy broadcasting, condition bool; input and other promoted to their "
+        "torch.result_type (float16 with bfloat16 gives float32); either may be a Python number, promoted with the tensor "
+        "as torch (oa.where(c, x, 0) keeps x's dtype).");
   m.def("where", [](const Matrix& c, const Matrix& x, const Number& s) {
     const DType d = result_type(x, s);
     return mx::where(c, convert(x, d), scalar_tensor(s, d, x.engine(), "oa.where"));

@@ -123,6 +123,20 @@ def test_where_and_masked_fill_keep_16_bit_with_gradients(dtype):
     np.testing.assert_array_equal(filled.float().numpy(), np.where(cond.numpy(), tenth, x.float().numpy()))
 
 
+def test_where_promotes_its_operands_as_torch():
+    cond = oa.tensor(np.array([True, False, True]))
+    h = oa.tensor([1.5, 2.5, 3.5], dtype=oa.float16)
+    b = oa.tensor([4.0, 5.0, 6.0], dtype=oa.bfloat16)
+    f = oa.tensor([7.0, 8.0, 9.0])
+    i = oa.tensor(np.int32([10, 11, 12]))
+    zero_d = oa.tensor(np.float32(2.0))
+    for y, dtype, other in [(b, oa.float32, [4, 5, 6]), (f, oa.float32, [7, 8, 9]), (i, oa.float16, [10, 11, 12]),
+                            (zero_d, oa.float16, [2, 2, 2])]:
+        got = oa.where(cond, h, y)
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(got.float().numpy(), np.where([True, False, True], [1.5, 2.5, 3.5], other))
+
+
 def test_binary_functions_with_a_number_first():
     t = oa.tensor([2.0, -3.0, 4.0])
     np.testing.assert_array_equal(oa.remainder(-7, t).numpy(), np.remainder(-7, np.float32([2, -3, 4])))
