@@ -559,6 +559,21 @@ Matrix scalar_tensor(const Number& s, DType dtype, const Engine& engine, const c
   return convert(Matrix::full({}, static_cast<float>(s.f), engine), dtype);
 }
 
+// torch.where(condition, x, y): x and y promoted to their torch.result_type
+// (a Python number with the tensor as torch's scalars).
+Matrix where(const Matrix& c, const Matrix& x, const Matrix& y) {
+  const DType d = result_type(x, y);
+  return mx::where(c, convert(x, d), convert(y, d));
+}
+Matrix where_number_other(const Matrix& c, const Matrix& x, const Number& s) {
+  const DType d = result_type(x, s);
+  return mx::where(c, convert(x, d), scalar_tensor(s, d, x.engine(), "oa.where"));
+}
+Matrix where_number_input(const Matrix& c, const Number& s, const Matrix& y) {
+  const DType d = result_type(y, s);
+  return mx::where(c, scalar_tensor(s, d, y.engine(), "oa.where"), convert(y, d));
+}
+
 // torch.clamp(x, min, max), bounds promoted with x as torch's: int32 x with
 // int bounds (or none) computes in int32 (maximum, minimum), else in x's
 // floating dtype (or float32) through oa::matrix::clamp. min > max gives max
@@ -1097,6 +1112,17 @@ void bind_tensor(py::module_& m, TensorClass& t) {
            py::arg("other"), py::kw_only(), py::arg("alpha") = 1)
       .def("__hash__", [](const py::object& self) { return reinterpret_cast<std::intptr_t>(self.ptr()); })
       .def("masked_fill", &mx::masked_fill, py::arg("mask"), py::arg("value"))
+      .def("masked_fill_",
+           [](const py::object& self, const Matrix& mask, float value) {
+             const auto& x = self.cast<const Matrix&>();
+             update_in_place(x, nullptr, [&] { return mx::masked_fill(x, mask, value); }, "oa.Tensor.masked_fill_");
+             return self;
+           },
+           py::arg("mask"), py::arg("value"), in_place_doc)
+      .def("where", [](const Matrix& x, const Matrix& c, const Matrix& y) { return where(c, x, y); }, py::arg("condition"),
+           py::arg("other"), "x.where(condition, other): oa.where(condition, x, other), as torch.Tensor.where.")
+      .def("where", [](const Matrix& x, const Matrix& c, const Number& s) { return where_number_other(c, x, s); },
+           py::arg("condition"), py::arg("other"))
       .def("tril", &mx::tril, py::arg("diagonal") = 0)
       .def("triu", &mx::triu, py::arg("diagonal") = 0)
       .def("clamp", &clamp, py::arg("min") = py::none(), py::arg("max") = py::none(),
@@ -1197,21 +1223,12 @@ void bind_tensor(py::module_& m, TensorClass& t) {
         "bfloat16, both one dtype. ValueError (oa.InvalidArgumentError) naming both shapes when inner extents differ or\n"
         "batch extents do not broadcast.");
   m.def("maximum", &mx::maximum, py::arg("input"), py::arg("other"));
-  m.def("where", [](const Matrix& c, const Matrix& x, const Matrix& y) {
-    const DType d = result_type(x, y);
-    return mx::where(c, convert(x, d), convert(y, d));
-  }, py::arg("condition"), py::arg("input"), py::arg("other"),
+  m.def("where", &where, py::arg("condition"), py::arg("input"), py::arg("other"),
         "torch.where(condition, input, other): NumPy broadcasting, condition bool; input and other promoted to their "
         "torch.result_type (float16 with bfloat16 gives float32); either may be a Python number, promoted with the tensor "
         "as torch (oa.where(c, x, 0) keeps x's dtype).");
-  m.def("where", [](const Matrix& c, const Matrix& x, const Number& s) {
-    const DType d = result_type(x, s);
-    return mx::where(c, convert(x, d), scalar_tensor(s, d, x.engine(), "oa.where"));
-  }, py::arg("condition"), py::arg("input"), py::arg("other"));
-  m.def("where", [](const Matrix& c, const Number& s, const Matrix& y) {
-    const DType d = result_type(y, s);
-    return mx::where(c, scalar_tensor(s, d, y.engine(), "oa.where"), convert(y, d));
-  }, py::arg("condition"), py::arg("input"), py::arg("other"));
+  m.def("where", &where_number_other, py::arg("condition"), py::arg("input"), py::arg("other"));
+  m.def("where", &where_number_input, py::arg("condition"), py::arg("input"), py::arg("other"));
   m.def("tril", &mx::tril, py::arg("input"), py::arg("diagonal") = 0);
   m.def("triu", &mx::triu, py::arg("input"), py::arg("diagonal") = 0);
   m.def("minimum", &mx::minimum, py::arg("input"), py::arg("other"));

@@ -1,7 +1,7 @@
 """torch behaviours a new user missed, against NumPy: cat and stack of every
 dtype with torch.cat's promotion, `v in t`, x[True] / x[False], var and std
 with unbiased=, where and the binary functions with a Python number, where
-and masked_fill in 16 bits, int32
+and masked_fill in 16 bits, masked_fill_ and Tensor.where, int32
 sign and clamp, bitwise_not_, and the errors' wording."""
 import os
 
@@ -135,6 +135,29 @@ def test_where_promotes_its_operands_as_torch():
         got = oa.where(cond, h, y)
         assert got.dtype == dtype
         np.testing.assert_array_equal(got.float().numpy(), np.where([True, False, True], [1.5, 2.5, 3.5], other))
+
+
+@pytest.mark.parametrize("dtype", [oa.float32, oa.float16], ids=str)
+def test_masked_fill_in_place_and_tensor_where(dtype):
+    mask = np.array([[True, False, True], [False, False, True]])
+    x = oa.tensor(A, dtype=dtype)
+    before = x.float().numpy()
+    view = x.view(6)
+    assert x.masked_fill_(oa.tensor(mask), -2.0) is x
+    np.testing.assert_array_equal(x.float().numpy(), np.where(mask, -2.0, before))
+    np.testing.assert_array_equal(view.float().numpy(), np.where(mask, -2.0, before).reshape(6))
+    with pytest.raises(oa.InvalidArgumentError, match="does not match the tensor's shape"):
+        oa.tensor(A[0], dtype=dtype).masked_fill_(oa.tensor(mask), 1.0)
+    w = oa.tensor(A, requires_grad=True)
+    y = w * 2
+    y.masked_fill_(oa.tensor(mask), 0.0)
+    y.sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), np.where(mask, 0.0, 2.0))
+    other = oa.tensor(B, dtype=dtype)
+    got = x.where(oa.tensor(mask), other)
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got.float().numpy(), np.where(mask, x.float().numpy(), other.float().numpy()))
+    np.testing.assert_array_equal(x.where(oa.tensor(mask), 0).float().numpy(), np.where(mask, x.float().numpy(), 0))
 
 
 def test_binary_functions_with_a_number_first():
