@@ -5,10 +5,10 @@
 // invocations holds a TM x TN register block (TM, TN in {4, 8}) in named vec4
 // accumulators (acc<row><column group>): NVIDIA's compiler kept a vec4[8][2]
 // accumulator array in local memory, 13x slower than named variables on an
-// H200. K advances in steps of BK: both operand tiles are
-// staged k-major in shared memory (a row of BM or BN floats per k, padded by 4
-// floats against bank conflicts), and the next step's global loads are issued
-// into registers before the current step is multiplied.
+// H200. K advances in steps of BK: both operand tiles are staged k-major in
+// shared memory (a row of BM or BN floats per k, padded by 4 floats against
+// bank conflicts), and the next step's global loads are issued into registers
+// before the current step is multiplied.
 //
 // Invocation layout: the tile is cut into WM x WN blocks (WM = WN = 0: one
 // block, the whole tile), each covered by (WM/TM) * (WN/TN) consecutive
