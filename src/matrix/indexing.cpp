@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <limits>
 #include <vector>
 
@@ -601,6 +602,10 @@ Matrix masked_fill(const Matrix& x, const Matrix& mask, float value) {
   detail::require_same_engine(x, mask, kMaskedFill);
   const Shape out = detail::broadcast_shapes(kMaskedFill, {{"x", x.shape()}, {"mask", mask.shape()}});
   detail::shader_u32(out.numel(), "result elements", kMaskedFill);
+  // As torch, a finite value past f16's largest finite one (65504) is refused rather than filled as inf.
+  if (x.dtype() == DType::F16 && std::isfinite(value) && std::abs(value) > 65504.0f)
+    fail(ErrorKind::InvalidArgument, "{}: value {} cannot be converted to f16 without overflow (x {} {})", kMaskedFill, value,
+         to_string(x.dtype()), x.shape());
   return apply(kMaskedFillOp, {expand(x, out.to_vector()), mask}, {value})[0];
 }
 

@@ -287,6 +287,11 @@ TEST(MatrixIndexing, MaskedFillBroadcastsTheMaskWithGradients) {
   EXPECT_EQ(v[1], -std::numeric_limits<float>::infinity());
   EXPECT_EQ(v[4], -std::numeric_limits<float>::infinity());
   EXPECT_EQ(v[0], 1.0f);
+  // f16 fills its largest finite value and infinities (a finite value past 65504 raises); bf16's range is f32's.
+  const Matrix ones16 = mx::cast(Matrix::ones({2, 3}), DType::F16);
+  EXPECT_EQ(mx::masked_fill(ones16, m, 65504.0f).to_vector()[1], 65504.0f);
+  EXPECT_EQ(mx::masked_fill(ones16, m, -std::numeric_limits<float>::infinity()).to_vector()[4], -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(mx::masked_fill(mx::cast(Matrix::ones({2, 3}), DType::BF16), m, 70000.0f).to_vector()[1], 70144.0f);  // to nearest even
 }
 
 TEST(MatrixIndexing, MaskedSelectTakesTheRowsOfTheLeadingAxesWithGradients) {
@@ -523,6 +528,7 @@ TEST(MatrixIndexing, BadArgumentsNameTheOpAndRecordNothing) {
   const Matrix i3 = Matrix::from_i32({2, 3, 4}, std::vector<std::int32_t>(24, 0));
   const Matrix f_index = Matrix::zeros({2});
   const Matrix cond = Matrix::from_bool({3, 4}, std::vector<bool>(12, true));
+  const Matrix x16 = mx::cast(x, DType::F16);
   oa::TraceCapture trace(x.engine());
   EXPECT_TRUE(oa_test::throws([&] { mx::index_select(x, 3, i1); }, ErrorKind::InvalidArgument,
                               {"oa::matrix::index_select", "dim 3", "[2, 3, 4]"}));
@@ -556,6 +562,8 @@ TEST(MatrixIndexing, BadArgumentsNameTheOpAndRecordNothing) {
   EXPECT_TRUE(oa_test::throws([&] { mx::masked_fill(x, Matrix::from_bool({3}, std::vector<bool>(3, true)), 1.0f); },
                               ErrorKind::InvalidArgument, {"oa::matrix::masked_fill", "x [2, 3, 4]", "mask [3]"}));
   EXPECT_TRUE(oa_test::throws([&] { mx::masked_fill(x, x, 1.0f); }, ErrorKind::InvalidArgument, {"oa::matrix::masked_fill", "mask must be bool"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::masked_fill(x16, cond, -70000.0f); }, ErrorKind::InvalidArgument,
+                              {"oa::matrix::masked_fill", "value -70000", "f16 without overflow", "[2, 3, 4]"}));
   EXPECT_TRUE(oa_test::throws([&] { mx::expand(x, {2, 5, 4}); }, ErrorKind::InvalidArgument,
                               {"oa::matrix::expand", "[2, 3, 4]", "2, 5, 4", "extent 3 to 5"}));
   EXPECT_TRUE(oa_test::throws([&] { mx::expand(x, {3, 4}); }, ErrorKind::InvalidArgument, {"oa::matrix::expand", "rank"}));

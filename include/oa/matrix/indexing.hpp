@@ -135,7 +135,8 @@ Matrix where(const Matrix& condition, const Matrix& x, const Matrix& y);
 // bool, broadcast with x by NumPy's rules; the result has the broadcast shape
 // (x broadcast first by oa::matrix::expand where smaller). Gradient to x: the
 // result's gradient where mask does not hold (0 where it does); none to mask.
-// Errors: shapes that do not broadcast. Semantic op "oa::matrix::masked_fill",
+// Errors: shapes that do not broadcast; for f16 x, a finite value past 65504
+// (torch raises too; infinities fill). Semantic op "oa::matrix::masked_fill",
 // attribute value.
 Matrix masked_fill(const Matrix& x, const Matrix& mask, float value);
 
