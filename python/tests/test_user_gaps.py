@@ -121,6 +121,12 @@ def test_where_and_masked_fill_keep_16_bit_with_gradients(dtype):
     assert filled.dtype == dtype
     tenth = oa.tensor(np.float32([0.1]), dtype=dtype).float().numpy()[0]
     np.testing.assert_array_equal(filled.float().numpy(), np.where(cond.numpy(), tenth, x.float().numpy()))
+    # A finite value past float16's range raises as torch's does; bfloat16 has float32's range.
+    if dtype == oa.float16:
+        with pytest.raises(oa.InvalidArgumentError, match="70000.*f16 without overflow"):
+            x.masked_fill(cond, 70000.0)
+    else:
+        assert x.masked_fill(cond, 70000.0).float().numpy()[0, 0] == 70144.0
 
 
 def test_where_promotes_its_operands_as_torch():
