@@ -129,6 +129,19 @@ def test_where_and_masked_fill_keep_16_bit_with_gradients(dtype):
         assert x.masked_fill(cond, 70000.0).float().numpy()[0, 0] == 70144.0
 
 
+def test_masked_fill_on_int32_truncates_as_torch():
+    ids = oa.tensor(np.int32([[5, -6, 7], [8, 9, 10]]))
+    mask = oa.tensor(np.array([False, True, True]))
+    got = ids.masked_fill(mask, 50257)
+    assert got.dtype == oa.int32
+    np.testing.assert_array_equal(got.numpy(), [[5, 50257, 50257], [8, 50257, 50257]])
+    np.testing.assert_array_equal(ids.masked_fill(mask, -2.7).numpy(), [[5, -2, -2], [8, -2, -2]])
+    assert ids.masked_fill_(mask, 0) is ids
+    np.testing.assert_array_equal(ids.numpy(), [[5, 0, 0], [8, 0, 0]])
+    with pytest.raises(oa.InvalidArgumentError, match="cannot be converted to i32 without overflow"):
+        ids.masked_fill(mask, 3e9)
+
+
 def test_where_promotes_its_operands_as_torch():
     cond = oa.tensor(np.array([True, False, True]))
     h = oa.tensor([1.5, 2.5, 3.5], dtype=oa.float16)

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -345,9 +346,13 @@ struct FillAttributes {
   static constexpr auto fields = std::tuple{field("value", &FillAttributes::value)};
 };
 
+// The kernel copies 32-bit words: an i32 x gets the value (checked by
+// masked_fill to convert without overflow) toward zero as an int32's bits.
 const detail::Lowering<FillAttributes> kMaskedFillLowering = [](const OpCall<FillAttributes>& c, const std::vector<Matrix>& out,
                                                                std::vector<ComputeDispatch>& ds) {
-  select_dispatch(c.inputs[1], Matrix(), c.inputs[0], c.attributes.value, out[0], c.name, ds);
+  const float v = c.attributes.value;
+  const float word = c.inputs[0].dtype() == DType::I32 ? std::bit_cast<float>(static_cast<std::int32_t>(v)) : v;
+  select_dispatch(c.inputs[1], Matrix(), c.inputs[0], word, out[0], c.name, ds);
 };
 
 // x already has the result's shape; mask broadcasts to it.
@@ -358,7 +363,10 @@ const Op<FillAttributes> kMaskedFillOp{
        detail::shader_u32(c.inputs[0].numel(), "result elements", c.name);
        return std::vector<OutputSpec>{{c.inputs[0].shape(), c.inputs[0].dtype()}};
      },
-     .lower = {{DType::F32, kMaskedFillLowering}, {DType::F16, kMaskedFillLowering}, {DType::BF16, kMaskedFillLowering}},
+     .lower = {{DType::F32, kMaskedFillLowering},
+               {DType::F16, kMaskedFillLowering},
+               {DType::BF16, kMaskedFillLowering},
+               {DType::I32, kMaskedFillLowering}},
      .saves = [](const OpCall<FillAttributes>&, const std::vector<bool>&) { return kSaveIndex; },
      .backward = [](const BackwardCall<FillAttributes>& c) { return std::vector<Matrix>{select_gradient(c, c.inputs[1], false), Matrix()}; }}};
 
@@ -596,15 +604,21 @@ Matrix where(const Matrix& condition, const Matrix& x, const Matrix& y) {
 }
 
 Matrix masked_fill(const Matrix& x, const Matrix& mask, float value) {
-  if (x.dtype() != DType::F32 && !detail::is_half(x.dtype()))
-    fail(ErrorKind::InvalidArgument, "{}: x must be f32, f16 or bf16; found {} {}", kMaskedFill, to_string(x.dtype()), x.shape());
+  if (x.dtype() != DType::F32 && x.dtype() != DType::I32 && !detail::is_half(x.dtype()))
+    fail(ErrorKind::InvalidArgument, "{}: x must be f32, f16, bf16 or i32; found {} {}", kMaskedFill, to_string(x.dtype()),
+         x.shape());
   detail::require_dtype(mask, DType::Bool, kMaskedFill, "mask");
   detail::require_same_engine(x, mask, kMaskedFill);
   const Shape out = detail::broadcast_shapes(kMaskedFill, {{"x", x.shape()}, {"mask", mask.shape()}});
   detail::shader_u32(out.numel(), "result elements", kMaskedFill);
   // As torch, a finite value past f16's largest finite one (65504) is refused rather than filled as inf.
-  if (x.dtype() == DType::F16 && std::isfinite(value) && std::abs(value) > 65504.0f)
-    fail(ErrorKind::InvalidArgument, "{}: value {} cannot be converted to f16 without overflow (x {} {})", kMaskedFill, value,
+  // As torch, a value x's dtype cannot hold is refused: past f16's largest finite value (65504; infinities fill), or
+  // for i32 not finite or outside its range once truncated toward zero.
+  const bool overflows = x.dtype() == DType::F16   ? std::isfinite(value) && std::abs(value) > 65504.0f
+                         : x.dtype() == DType::I32 ? !(std::trunc(value) >= -2147483648.0f && std::trunc(value) < 2147483648.0f)
+                                                   : false;
+  if (overflows)
+    fail(ErrorKind::InvalidArgument, "{}: value {} cannot be converted to {} without overflow (x {})", kMaskedFill, value,
          to_string(x.dtype()), x.shape());
   return apply(kMaskedFillOp, {expand(x, out.to_vector()), mask}, {value})[0];
 }

@@ -292,6 +292,16 @@ TEST(MatrixIndexing, MaskedFillBroadcastsTheMaskWithGradients) {
   EXPECT_EQ(mx::masked_fill(ones16, m, 65504.0f).to_vector()[1], 65504.0f);
   EXPECT_EQ(mx::masked_fill(ones16, m, -std::numeric_limits<float>::infinity()).to_vector()[4], -std::numeric_limits<float>::infinity());
   EXPECT_EQ(mx::masked_fill(mx::cast(Matrix::ones({2, 3}), DType::BF16), m, 70000.0f).to_vector()[1], 70144.0f);  // to nearest even
+  // i32 (token ids, say): the value truncated toward zero as torch converts it, exact to 2^31 - 128 (a float's step there).
+  const std::vector<std::int32_t> ids{5, -6, 7, 8, 9, 10};
+  const Matrix x32 = Matrix::from_i32({2, 3}, ids);
+  for (float v : {-1.0f, 50257.9f, -5.9f, 16777216.0f, 2147483520.0f, -2147483648.0f}) {
+    SCOPED_TRACE(v);
+    const Matrix y = mx::masked_fill(x32, m, v);
+    EXPECT_EQ(y.dtype(), DType::I32);
+    const auto got = y.to_i32();
+    for (std::size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(got[i], i % 3 == 1 ? static_cast<std::int32_t>(std::trunc(v)) : ids[i]);
+  }
 }
 
 TEST(MatrixIndexing, MaskedSelectTakesTheRowsOfTheLeadingAxesWithGradients) {
@@ -557,8 +567,11 @@ TEST(MatrixIndexing, BadArgumentsNameTheOpAndRecordNothing) {
                               {"oa::matrix::where", "do not broadcast", "condition [3, 4]", "x [2, 3, 4]", "y [2, 1, 3]"}));
   EXPECT_TRUE(oa_test::throws([&] { mx::where(cond, i3, x); }, ErrorKind::InvalidArgument, {"oa::matrix::where", "y must be i32"}));
   EXPECT_TRUE(oa_test::throws([&] { mx::where(cond, cond, cond); }, ErrorKind::InvalidArgument, {"oa::matrix::where", "x must be f32, f16, bf16 or i32"}));
-  EXPECT_TRUE(oa_test::throws([&] { mx::masked_fill(i3, Matrix::from_bool({}, std::vector<bool>{true}), 1.0f); }, ErrorKind::InvalidArgument,
-                              {"oa::matrix::masked_fill", "x must be f32, f16 or bf16", "i32"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::masked_fill(cond, Matrix::from_bool({}, std::vector<bool>{true}), 1.0f); }, ErrorKind::InvalidArgument,
+                              {"oa::matrix::masked_fill", "x must be f32, f16, bf16 or i32", "bool"}));
+  for (float bad : {3e9f, -2.2e9f, std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()})
+    EXPECT_TRUE(oa_test::throws([&] { mx::masked_fill(i3, cond, bad); }, ErrorKind::InvalidArgument,
+                                {"oa::matrix::masked_fill", "cannot be converted to i32 without overflow", "[2, 3, 4]"}));
   EXPECT_TRUE(oa_test::throws([&] { mx::masked_fill(x, Matrix::from_bool({3}, std::vector<bool>(3, true)), 1.0f); },
                               ErrorKind::InvalidArgument, {"oa::matrix::masked_fill", "x [2, 3, 4]", "mask [3]"}));
   EXPECT_TRUE(oa_test::throws([&] { mx::masked_fill(x, x, 1.0f); }, ErrorKind::InvalidArgument, {"oa::matrix::masked_fill", "mask must be bool"}));

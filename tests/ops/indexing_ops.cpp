@@ -101,6 +101,13 @@ OA_OP_CASES(masked_fill, "oa::matrix::masked_fill") {
   const std::size_t n = cases.size();
   for (std::size_t i = 0; i < n; ++i)
     for (DType dtype : {DType::F16, DType::BF16}) cases.push_back(half_variant("oa::matrix::masked_fill", cases[i], dtype));
+  // i32 x (no gradient): the value truncated toward zero, as torch converts it.
+  cases.push_back({"i32", {ints({2, 3}, {4, -7, 0, 12, -1, 3}), bools({2, 3}, {0, 1, 0, 0, 1, 1})},
+                   [](const Inputs& x) { return oa::matrix::masked_fill(x[0], x[1], -2.5f); },
+                   [](const RefInputs& x) { return oa::reference::where(as_bytes(x[1]), {2, 3}, {}, {2, 3}, x[0], {2, 3}, {2, 3}, -2.0); }});
+  cases.push_back({"i32_broadcast_mask", {ints({3, 4}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}), bools({4}, {1, 0, 0, 1})},
+                   [](const Inputs& x) { return oa::matrix::masked_fill(x[0], x[1], 50257.0f); },
+                   [](const RefInputs& x) { return oa::reference::where(as_bytes(x[1]), {4}, {}, {4}, x[0], {3, 4}, {3, 4}, 50257.0); }});
   return cases;
 }
 

@@ -2,7 +2,7 @@
 // Indexing and selection (oa::matrix): index_select, gather, scatter_add,
 // where, masked_fill, masked_select, tril, triu, one_hot, take_along_axis, topk. Values are
 // F32 (index_select, gather, take_along_axis, where, tril and triu also copy I32;
-// where and masked_fill also take F16 and BF16);
+// where and masked_fill also take F16 and BF16, masked_fill I32);
 // indices are I32 Matrices (oa's index dtype, as embedding and argmax use; PyTorch
 // takes int64); conditions and masks are Bool Matrices (as attention's
 // masks). Results are new contiguous Matrices.
@@ -131,13 +131,16 @@ Matrix masked_select(const Matrix& x, const Matrix& mask);
 Matrix where(const Matrix& condition, const Matrix& x, const Matrix& y);
 
 // x with `value` where mask holds (torch.masked_fill(x, mask, value)): x f32,
-// f16 or bf16 (the result's dtype; `value` rounded to it to nearest even), mask
-// bool, broadcast with x by NumPy's rules; the result has the broadcast shape
-// (x broadcast first by oa::matrix::expand where smaller). Gradient to x: the
+// f16, bf16 (the result's dtype; `value` rounded to it to nearest even) or i32
+// (`value` truncated toward zero, as torch converts; integers past 2^24 arrive
+// here already rounded to a float), mask bool, broadcast with x by NumPy's
+// rules; the result has the broadcast shape (x broadcast first by
+// oa::matrix::expand where smaller). Gradient to x (float dtypes): the
 // result's gradient where mask does not hold (0 where it does); none to mask.
-// Errors: shapes that do not broadcast; for f16 x, a finite value past 65504
-// (torch raises too; infinities fill). Semantic op "oa::matrix::masked_fill",
-// attribute value.
+// Errors: shapes that do not broadcast; a value x's dtype cannot hold (torch
+// raises too): for f16 a finite value past 65504 (infinities fill), for i32 a
+// value not finite or outside [-2^31, 2^31) after truncation. Semantic op
+// "oa::matrix::masked_fill", attribute value.
 Matrix masked_fill(const Matrix& x, const Matrix& mask, float value);
 
 // The lower (tril) or upper (triu) triangle of each matrix of x
