@@ -39,6 +39,12 @@ void require_f32_or_i32(const Matrix& x, const char* op) {
     fail(ErrorKind::InvalidArgument, "{}: x must be f32 or i32; found {} {}", op, to_string(x.dtype()), x.shape());
 }
 
+// where and masked_fill select values of every dtype but bool.
+void require_value_dtype(const Matrix& x, const char* op) {
+  if (x.dtype() == DType::Bool)
+    fail(ErrorKind::InvalidArgument, "{}: x must be f32, f16, bf16 or i32; found {} {}", op, to_string(x.dtype()), x.shape());
+}
+
 struct DimAttributes {
   std::int64_t dim = 0;  // non-negative
   static constexpr auto fields = std::tuple{field("dim", &DimAttributes::dim)};
@@ -593,8 +599,7 @@ Matrix scatter_add(const Matrix& x, int dim, const Matrix& index, const Matrix& 
 
 Matrix where(const Matrix& condition, const Matrix& x, const Matrix& y) {
   detail::require_dtype(condition, DType::Bool, kWhere, "condition");
-  if (x.dtype() == DType::Bool)
-    fail(ErrorKind::InvalidArgument, "{}: x must be f32, f16, bf16 or i32; found {} {}", kWhere, to_string(x.dtype()), x.shape());
+  require_value_dtype(x, kWhere);
   detail::require_dtype(y, x.dtype(), kWhere, "y");
   detail::require_same_engine(x, condition, kWhere);
   detail::require_same_engine(x, y, kWhere);
@@ -604,20 +609,16 @@ Matrix where(const Matrix& condition, const Matrix& x, const Matrix& y) {
 }
 
 Matrix masked_fill(const Matrix& x, const Matrix& mask, float value) {
-  if (x.dtype() != DType::F32 && x.dtype() != DType::I32 && !detail::is_half(x.dtype()))
-    fail(ErrorKind::InvalidArgument, "{}: x must be f32, f16, bf16 or i32; found {} {}", kMaskedFill, to_string(x.dtype()),
-         x.shape());
+  require_value_dtype(x, kMaskedFill);
   detail::require_dtype(mask, DType::Bool, kMaskedFill, "mask");
   detail::require_same_engine(x, mask, kMaskedFill);
   const Shape out = detail::broadcast_shapes(kMaskedFill, {{"x", x.shape()}, {"mask", mask.shape()}});
   detail::shader_u32(out.numel(), "result elements", kMaskedFill);
-  // As torch, a finite value past f16's largest finite one (65504) is refused rather than filled as inf.
   // As torch, a value x's dtype cannot hold is refused: past f16's largest finite value (65504; infinities fill), or
   // for i32 not finite or outside its range once truncated toward zero.
-  const bool overflows = x.dtype() == DType::F16   ? std::isfinite(value) && std::abs(value) > 65504.0f
-                         : x.dtype() == DType::I32 ? !(std::trunc(value) >= -2147483648.0f && std::trunc(value) < 2147483648.0f)
-                                                   : false;
-  if (overflows)
+  const float whole = std::trunc(value);
+  if ((x.dtype() == DType::F16 && std::isfinite(value) && std::abs(value) > 65504.0f) ||
+      (x.dtype() == DType::I32 && !(whole >= -0x1p31f && whole < 0x1p31f)))
     fail(ErrorKind::InvalidArgument, "{}: value {} cannot be converted to {} without overflow (x {})", kMaskedFill, value,
          to_string(x.dtype()), x.shape());
   return apply(kMaskedFillOp, {expand(x, out.to_vector()), mask}, {value})[0];
