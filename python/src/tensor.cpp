@@ -1113,7 +1113,7 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       .def("__hash__", [](const py::object& self) { return reinterpret_cast<std::intptr_t>(self.ptr()); })
       .def("masked_fill", &mx::masked_fill, py::arg("mask"), py::arg("value"))
       .def("masked_fill_",
-           [](const py::object& self, const Matrix& mask, float value) {
+           [](const py::object& self, const Matrix& mask, double value) {
              const auto& x = self.cast<const Matrix&>();
              update_in_place(x, nullptr, [&] { return mx::masked_fill(x, mask, value); }, "oa.Tensor.masked_fill_");
              return self;

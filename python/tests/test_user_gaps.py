@@ -138,8 +138,11 @@ def test_masked_fill_on_int32_truncates_as_torch():
     np.testing.assert_array_equal(ids.masked_fill(mask, -2.7).numpy(), [[5, -2, -2], [8, -2, -2]])
     assert ids.masked_fill_(mask, 0) is ids
     np.testing.assert_array_equal(ids.numpy(), [[5, 0, 0], [8, 0, 0]])
-    with pytest.raises(oa.InvalidArgumentError, match="cannot be converted to i32 without overflow"):
-        ids.masked_fill(mask, 3e9)
+    np.testing.assert_array_equal(ids.masked_fill(mask, 2**31 - 1).numpy(), [[5, 2**31 - 1, 2**31 - 1], [8, 2**31 - 1, 2**31 - 1]])
+    np.testing.assert_array_equal(ids.masked_fill(mask, 123456789).numpy()[0], [5, 123456789, 123456789])
+    for bad in [2**31, -2**31 - 1, float("nan")]:
+        with pytest.raises(oa.InvalidArgumentError, match="cannot be converted to i32 without overflow"):
+            ids.masked_fill(mask, bad)
 
 
 def test_where_promotes_its_operands_as_torch():

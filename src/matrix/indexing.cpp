@@ -348,16 +348,17 @@ const Op<detail::NoAttributes> kWhereOp{
      }}};
 
 struct FillAttributes {
-  float value = 0;
+  double value = 0;  // double, so that every int32 value arrives exact
   static constexpr auto fields = std::tuple{field("value", &FillAttributes::value)};
 };
 
 // The kernel copies 32-bit words: an i32 x gets the value (checked by
-// masked_fill to convert without overflow) toward zero as an int32's bits.
+// masked_fill to convert without overflow) toward zero as an int32's bits,
+// the float dtypes the value as an f32 (rounded again to a 16-bit x's dtype).
 const detail::Lowering<FillAttributes> kMaskedFillLowering = [](const OpCall<FillAttributes>& c, const std::vector<Matrix>& out,
                                                                std::vector<ComputeDispatch>& ds) {
-  const float v = c.attributes.value;
-  const float word = c.inputs[0].dtype() == DType::I32 ? std::bit_cast<float>(static_cast<std::int32_t>(v)) : v;
+  const double v = c.attributes.value;
+  const float word = c.inputs[0].dtype() == DType::I32 ? std::bit_cast<float>(static_cast<std::int32_t>(v)) : static_cast<float>(v);
   select_dispatch(c.inputs[1], Matrix(), c.inputs[0], word, out[0], c.name, ds);
 };
 
@@ -608,17 +609,17 @@ Matrix where(const Matrix& condition, const Matrix& x, const Matrix& y) {
   return apply(kWhereOp, {condition, expand(x, out.to_vector()), expand(y, out.to_vector())})[0];
 }
 
-Matrix masked_fill(const Matrix& x, const Matrix& mask, float value) {
+Matrix masked_fill(const Matrix& x, const Matrix& mask, double value) {
   require_value_dtype(x, kMaskedFill);
   detail::require_dtype(mask, DType::Bool, kMaskedFill, "mask");
   detail::require_same_engine(x, mask, kMaskedFill);
   const Shape out = detail::broadcast_shapes(kMaskedFill, {{"x", x.shape()}, {"mask", mask.shape()}});
   detail::shader_u32(out.numel(), "result elements", kMaskedFill);
-  // As torch, a value x's dtype cannot hold is refused: past f16's largest finite value (65504; infinities fill), or
-  // for i32 not finite or outside its range once truncated toward zero.
-  const float whole = std::trunc(value);
-  if ((x.dtype() == DType::F16 && std::isfinite(value) && std::abs(value) > 65504.0f) ||
-      (x.dtype() == DType::I32 && !(whole >= -0x1p31f && whole < 0x1p31f)))
+  // As torch, a value x's dtype cannot hold is refused: a finite value past the float dtype's largest finite one
+  // (infinities and NaN fill), or for i32 one not finite or outside its range once truncated toward zero.
+  const double largest = x.dtype() == DType::F16 ? 65504.0 : x.dtype() == DType::BF16 ? 0x1.fep127 : std::numeric_limits<float>::max();
+  const double whole = std::trunc(value);
+  if (x.dtype() == DType::I32 ? !(whole >= -0x1p31 && whole < 0x1p31) : std::isfinite(value) && std::abs(value) > largest)
     fail(ErrorKind::InvalidArgument, "{}: value {} cannot be converted to {} without overflow (x {})", kMaskedFill, value,
          to_string(x.dtype()), x.shape());
   return apply(kMaskedFillOp, {expand(x, out.to_vector()), mask}, {value})[0];

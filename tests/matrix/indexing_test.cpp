@@ -292,10 +292,10 @@ TEST(MatrixIndexing, MaskedFillBroadcastsTheMaskWithGradients) {
   EXPECT_EQ(mx::masked_fill(ones16, m, 65504.0f).to_vector()[1], 65504.0f);
   EXPECT_EQ(mx::masked_fill(ones16, m, -std::numeric_limits<float>::infinity()).to_vector()[4], -std::numeric_limits<float>::infinity());
   EXPECT_EQ(mx::masked_fill(mx::cast(Matrix::ones({2, 3}), DType::BF16), m, 70000.0f).to_vector()[1], 70144.0f);  // to nearest even
-  // i32 (token ids, say): the value truncated toward zero as torch converts it, exact to 2^31 - 128 (a float's step there).
+  // i32 (token ids, say): the value truncated toward zero as torch converts it, every int32 exact.
   const std::vector<std::int32_t> ids{5, -6, 7, 8, 9, 10};
   const Matrix x32 = Matrix::from_i32({2, 3}, ids);
-  for (float v : {-1.0f, 50257.9f, -5.9f, 16777216.0f, 2147483520.0f, -2147483648.0f}) {
+  for (double v : {-1.0, 50257.9, -5.9, 16777217.0, 123456789.0, 2147483647.9, -2147483648.0}) {
     SCOPED_TRACE(v);
     const Matrix y = mx::masked_fill(x32, m, v);
     EXPECT_EQ(y.dtype(), DType::I32);
@@ -538,7 +538,7 @@ TEST(MatrixIndexing, BadArgumentsNameTheOpAndRecordNothing) {
   const Matrix i3 = Matrix::from_i32({2, 3, 4}, std::vector<std::int32_t>(24, 0));
   const Matrix f_index = Matrix::zeros({2});
   const Matrix cond = Matrix::from_bool({3, 4}, std::vector<bool>(12, true));
-  const Matrix x16 = mx::cast(x, DType::F16);
+  const Matrix x16 = mx::cast(x, DType::F16), x16b = mx::cast(x, DType::BF16);
   oa::TraceCapture trace(x.engine());
   EXPECT_TRUE(oa_test::throws([&] { mx::index_select(x, 3, i1); }, ErrorKind::InvalidArgument,
                               {"oa::matrix::index_select", "dim 3", "[2, 3, 4]"}));
@@ -569,7 +569,7 @@ TEST(MatrixIndexing, BadArgumentsNameTheOpAndRecordNothing) {
   EXPECT_TRUE(oa_test::throws([&] { mx::where(cond, cond, cond); }, ErrorKind::InvalidArgument, {"oa::matrix::where", "x must be f32, f16, bf16 or i32"}));
   EXPECT_TRUE(oa_test::throws([&] { mx::masked_fill(cond, Matrix::from_bool({}, std::vector<bool>{true}), 1.0f); }, ErrorKind::InvalidArgument,
                               {"oa::matrix::masked_fill", "x must be f32, f16, bf16 or i32", "bool"}));
-  for (float bad : {3e9f, -2.2e9f, std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()})
+  for (double bad : {2147483648.0, -2147483649.0, std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()})
     EXPECT_TRUE(oa_test::throws([&] { mx::masked_fill(i3, cond, bad); }, ErrorKind::InvalidArgument,
                                 {"oa::matrix::masked_fill", "cannot be converted to i32 without overflow", "[2, 3, 4]"}));
   EXPECT_TRUE(oa_test::throws([&] { mx::masked_fill(x, Matrix::from_bool({3}, std::vector<bool>(3, true)), 1.0f); },
@@ -577,6 +577,9 @@ TEST(MatrixIndexing, BadArgumentsNameTheOpAndRecordNothing) {
   EXPECT_TRUE(oa_test::throws([&] { mx::masked_fill(x, x, 1.0f); }, ErrorKind::InvalidArgument, {"oa::matrix::masked_fill", "mask must be bool"}));
   EXPECT_TRUE(oa_test::throws([&] { mx::masked_fill(x16, cond, -70000.0f); }, ErrorKind::InvalidArgument,
                               {"oa::matrix::masked_fill", "value -70000", "f16 without overflow", "[2, 3, 4]"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::masked_fill(x16, cond, 65504.5); }, ErrorKind::InvalidArgument, {"f16 without overflow"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::masked_fill(x, cond, 1e39); }, ErrorKind::InvalidArgument, {"value 1e+39", "f32 without overflow"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::masked_fill(x16b, cond, 3.4e38); }, ErrorKind::InvalidArgument, {"bf16 without overflow"}));
   EXPECT_TRUE(oa_test::throws([&] { mx::expand(x, {2, 5, 4}); }, ErrorKind::InvalidArgument,
                               {"oa::matrix::expand", "[2, 3, 4]", "2, 5, 4", "extent 3 to 5"}));
   EXPECT_TRUE(oa_test::throws([&] { mx::expand(x, {3, 4}); }, ErrorKind::InvalidArgument, {"oa::matrix::expand", "rank"}));

@@ -132,16 +132,17 @@ Matrix where(const Matrix& condition, const Matrix& x, const Matrix& y);
 
 // x with `value` where mask holds (torch.masked_fill(x, mask, value)): x f32,
 // f16, bf16 (the result's dtype; `value` rounded to it to nearest even) or i32
-// (`value` truncated toward zero, as torch converts; integers past 2^24 arrive
-// here already rounded to a float), mask bool, broadcast with x by NumPy's
-// rules; the result has the broadcast shape (x broadcast first by
-// oa::matrix::expand where smaller). Gradient to x (float dtypes): the
-// result's gradient where mask does not hold (0 where it does); none to mask.
+// (`value` truncated toward zero, as torch converts), mask bool, broadcast
+// with x by NumPy's rules; the result has the broadcast shape (x broadcast
+// first by oa::matrix::expand where smaller). Gradient to x (float dtypes):
+// the result's gradient where mask does not hold (0 where it does); none to
+// mask.
 // Errors: shapes that do not broadcast; a value x's dtype cannot hold (torch
-// raises too): for f16 a finite value past 65504 (infinities fill), for i32 a
-// value not finite or outside [-2^31, 2^31) after truncation. Semantic op
+// raises too): for a float dtype a finite value past its largest finite one
+// (f16 65504, bf16 about 3.39e38, f32 about 3.40e38; infinities fill), for i32
+// a value not finite or outside [-2^31, 2^31) after truncation. Semantic op
 // "oa::matrix::masked_fill", attribute value.
-Matrix masked_fill(const Matrix& x, const Matrix& mask, float value);
+Matrix masked_fill(const Matrix& x, const Matrix& mask, double value);
 
 // The lower (tril) or upper (triu) triangle of each matrix of x
 // (torch.tril(x, diagonal), torch.triu(x, diagonal)): x is [..., R, C] (rank
