@@ -868,12 +868,17 @@ TEST(ConvHalf, ChunkedBatchIsExact) {
 }
 
 // The layout passes of the columns path (ml/conv/columns_half: 8 elements
-// an invocation, walked across rows of the columns, channels and images) on
-// values in {-1, 0, 1}, whose sums are exact in f32: the 16-bit forward is
-// the f64 reference rounded once, each gradient the f32 path's rounded once,
-// element for element. Column counts (batch x positions) not a multiple of
-// 8, odd widths, dilations and paddings larger than the stride (the col2im
-// pass's carried quotients), stride 3, output_padding, 1-D.
+// an invocation, walked across rows of the columns, channels and images, or
+// read at once where they are consecutive in the source) on values in
+// {-1, 0, 1}, whose sums are exact in f32: the 16-bit forward is the f64
+// reference rounded once, each gradient the f32 path's rounded once, element
+// for element. Column counts (batch x positions) not a multiple of 8, odd
+// widths, dilations and paddings larger than the stride (the col2im pass's
+// carried quotients), stride 3, output_padding, 1-D. At stride 1 (the
+// consecutive reads of im2col and col2im): widths 19 and 29 (runs inside a
+// row at every offset modulo 8, odd and even, and runs across a row's end),
+// 7 and 1 (no run fits a row), taps partly outside the row (padding 2,
+// dilation 2).
 TEST(ConvHalf, ColumnsPassesAreExact) {
   const oa_test::Forced forced("conv.half_forward", "columns");
   const std::vector<Case> cases{
@@ -881,6 +886,11 @@ TEST(ConvHalf, ColumnsPassesAreExact) {
       tconv2d(2, 5, 3, 5, 7, 3, 2, params({2, 3}, {3, 1}, {3, 2}, 1, {1, 2})),   // wide 10 x 21
       conv1d(3, 2, 3, 13, 4, params1(3, 4, 3)),                                  // Q 12
       tconv1d(3, 3, 2, 11, 3, params1(2, 3, 3, 1, 1), false),                    // wide 22
+      conv2d(2, 3, 4, 5, 19, 3, 3, params({1, 1}, {1, 1}, {1, 1})),              // P 5 x 19
+      conv2d(3, 2, 3, 6, 7, 3, 3, params({1, 1}, {1, 1}, {1, 1})),               // P 6 x 7
+      conv2d(2, 3, 2, 9, 1, 3, 1, params({1, 1}, {1, 0}, {1, 1})),               // P 9 x 1
+      tconv2d(2, 3, 4, 5, 13, 3, 3, params({1, 1}, {2, 2}, {2, 2})),             // wide 5 x 13
+      conv1d(2, 3, 2, 29, 5, params1(1, 2, 1)),                                  // Q 58
   };
   for (const Case& k : cases)
     for (DType d : {DType::F16, DType::BF16}) {
