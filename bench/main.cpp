@@ -44,6 +44,8 @@ double median(std::vector<double> v) {
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
+constexpr double kMaxWarmupSeconds = 5;
+
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 struct Timing {
@@ -89,10 +91,27 @@ nlohmann::json run_case(const oa::Engine& engine, const oa_bench::Case& c, const
   try {
     auto step = c.setup(engine);
     engine.set_profiling(true, t.kernels ? oa::ProfileDetail::Kernels : oa::ProfileDetail::Ops);
+    // The first step builds the case's pipelines while the GPU idles, and an idle GPU lowers its clocks for
+    // seconds (an H100 ran a case 4x slow after such a pause). So the warm-up counts from that step's end and
+    // goes on, in rounds of 8 steps (or 0.1 s), while a round's steps still run more than 5% faster than the
+    // previous round's (the clocks are still rising; at most kMaxWarmupSeconds).
+    step();
+    engine.synchronize();
     const auto warm_start = Clock::now();
-    for (int i = 0; i < t.warmup || ms_since(warm_start) < t.warmup_seconds * 1e3; ++i) {
-      step();
-      if (i % 8 == 7) engine.synchronize();  // the host waits for the GPU, so the time measured is the GPU's
+    double last_per_step = 0;
+    for (int steps = 1;;) {
+      const auto round_start = Clock::now();
+      int n = 0;
+      while (n < 8 && (n == 0 || ms_since(round_start) < 100)) {
+        step();
+        if (++n % 4 == 0) engine.synchronize();  // the host waits for the GPU, so the time measured is the GPU's
+      }
+      engine.synchronize();
+      steps += n;
+      const double per_step = ms_since(round_start) / n, elapsed = ms_since(warm_start);
+      const bool rising = last_per_step > 0 && per_step < 0.95 * last_per_step;
+      last_per_step = per_step;
+      if (elapsed >= kMaxWarmupSeconds * 1e3 || (steps >= t.warmup && elapsed >= t.warmup_seconds * 1e3 && !rising)) break;
     }
     engine.synchronize();
     std::vector<double> gpu, kernels;
@@ -159,7 +178,7 @@ std::string utc_now() {
 int main(int argc, char** argv) {
   CLI::App app{"oa_bench: the benchmark sweep (GPU time, wall time of a back-to-back loop, memory), JSON out"};
   std::string filter = ".*", family = ".*", out;
-  Timing t{2, 5, 20, 2, 0.2, false};
+  Timing t{2, 5, 20, 2, 0.5, false};
   double max_seconds = 0;
   bool list = false, quick = false, estimate = false;
   std::string precision = "highest";
@@ -167,7 +186,7 @@ int main(int argc, char** argv) {
   app.add_option("--family", family, "regular expression over family names (conv2d, attention, ...)");
   app.add_flag("--quick", quick, "tiny shapes under the same names, for checks on lavapipe or a CPU");
   app.add_option("--warmup", t.warmup, "untimed steps first")->check(CLI::NonNegativeNumber);
-  app.add_option("--warmup-seconds", t.warmup_seconds, "untimed steps go on at least this long (the GPU's clocks rise under load)")
+  app.add_option("--warmup-seconds", t.warmup_seconds, "untimed steps go on at least this long after the first (the GPU's clocks rise under load)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--repeat", t.repeat, "synchronized steps timed on the GPU (median)")->check(CLI::PositiveNumber);
   app.add_option("--steps", t.steps, "steps per back-to-back loop")->check(CLI::PositiveNumber);

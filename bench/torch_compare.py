@@ -3,7 +3,7 @@
 the ratio table on wall time (PyTorch / oa; above 1 means oa is faster).
 
 Usage: torch_compare.py OA.json [--out TORCH.json] [--device cuda|cpu]
-       [--warmup 2] [--warmup-seconds 0.2] [--repeat 5] [--steps 20] [--loops 2] [--max-seconds S]
+       [--warmup 2] [--warmup-seconds 0.5] [--repeat 5] [--steps 20] [--loops 2] [--max-seconds S]
 
 OA.json is what `oa_bench --out` wrote; every case there is run under the same
 name from its kind and parameters (the twin() below). FP32 throughout with
@@ -181,15 +181,31 @@ def plain_twin(kind, p, dev):
     raise ValueError(f"no PyTorch twin for kind {kind}")
 
 
+MAX_WARMUP_SECONDS = 5.0
+
+
 def measure(step, dev, t):
     cuda = dev == "cuda"
     sync = torch.cuda.synchronize if cuda else (lambda: None)
-    warm_start, i = time.perf_counter(), 0
-    while i < t.warmup or time.perf_counter() - warm_start < t.warmup_seconds:
-        step()
-        i += 1
-        if i % 8 == 0:
-            sync()  # the host waits for the GPU, so the time measured is the GPU's
+    # As oa_bench: the warm-up counts from the end of the first step (which may autotune while the GPU idles and
+    # its clocks drop) and goes on in rounds of 8 steps (or 0.1 s) while a round still runs 5% faster per step.
+    step()
+    sync()
+    warm_start, steps, last = time.perf_counter(), 1, 0.0
+    while True:
+        round_start, n = time.perf_counter(), 0
+        while n < 8 and (n == 0 or time.perf_counter() - round_start < 0.1):
+            step()
+            n += 1
+            if n % 4 == 0:
+                sync()  # the host waits for the GPU, so the time measured is the GPU's
+        sync()
+        steps += n
+        per_step, elapsed = (time.perf_counter() - round_start) / n, time.perf_counter() - warm_start
+        rising = last > 0 and per_step < 0.95 * last
+        last = per_step
+        if elapsed >= MAX_WARMUP_SECONDS or (steps >= t.warmup and elapsed >= t.warmup_seconds and not rising):
+            break
     sync()
     gpu = []
     for _ in range(t.repeat):
@@ -239,7 +255,7 @@ def main():
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--filter", default=".*", help="regular expression over case names")
     ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--warmup-seconds", type=float, default=0.2, help="untimed steps go on at least this long (the GPU's clocks rise under load)")
+    ap.add_argument("--warmup-seconds", type=float, default=0.5, help="untimed steps go on at least this long after the first (the GPU's clocks rise under load)")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--loops", type=int, default=2)
