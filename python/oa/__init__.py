@@ -56,6 +56,7 @@ from ._oa import (
     gather,
     index_select,
     masked_select,
+    nonzero,
     scatter_add,
     split,
     stack,

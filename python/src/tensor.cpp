@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <unordered_map>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "bindings.hpp"
@@ -535,10 +536,30 @@ namespace {
 
 std::string text_of(const Number& s) { return py::str(s.value).cast<std::string>(); }
 
+// A Python number's category, as category()'s: bool 0, int 1, float 2.
+int category(const Number& s) { return s.kind == Number::Kind::Bool ? 0 : s.kind == Number::Kind::Int ? 1 : 2; }
+
 DType result_type(const Matrix& x, const Number& s) {
-  const int c = s.kind == Number::Kind::Bool ? 0 : s.kind == Number::Kind::Int ? 1 : 2;
+  const int c = category(s);
   if (c <= category(x.dtype())) return x.dtype();
   return c == 1 ? DType::I32 : DType::F32;
+}
+
+// Two Python numbers' torch.result_type: bool with bool stays bool, ints give
+// int32 (torch: int64), a float float32 (torch's default dtype).
+DType result_type(const Number& a, const Number& b) {
+  const int c = std::max(category(a), category(b));
+  return c == 0 ? DType::Bool : c == 1 ? DType::I32 : DType::F32;
+}
+
+// The name of o's Python type, for TypeErrors.
+std::string type_name(py::handle o) { return py::str(py::type::handle_of(o).attr("__name__")).cast<std::string>(); }
+
+// `o` as a Number, or a TypeError naming `op` and `arg` (pybind's own error
+// for a mismatched argument names neither).
+Number number_arg(py::handle o, const char* op, const char* arg) {
+  if (auto n = number_of(o)) return *n;
+  throw py::type_error(fmt::format("{}: {} must be a number (bool, int or float), got {}", op, arg, type_name(o)));
 }
 
 // s as a 0-d tensor of `dtype` on `engine`. InvalidArgument naming `op` for an
@@ -559,20 +580,41 @@ Matrix scalar_tensor(const Number& s, DType dtype, const Engine& engine, const c
   return convert(Matrix::full({}, static_cast<float>(s.f), engine), dtype);
 }
 
-// torch.where(condition, x, y): x and y promoted to their torch.result_type
-// (a Python number with the tensor as torch's scalars).
-Matrix where(const Matrix& c, const Matrix& x, const Matrix& y) {
-  const DType d = result_type(x, y);
-  return mx::where(c, convert(x, d), convert(y, d));
+// A where operand as given: a tensor, or a Python number (promoted with the
+// other operand); a TypeError naming `op` and `arg` for anything else.
+std::variant<Matrix, Number> where_operand(py::handle o, const char* op, const char* arg) {
+  if (py::isinstance<Matrix>(o)) return o.cast<Matrix>();
+  if (auto n = number_of(o)) return *n;
+  throw py::type_error(fmt::format("{}: {} must be a tensor or a number (bool, int or float), got {}", op, arg, type_name(o)));
 }
-Matrix where_number_other(const Matrix& c, const Matrix& x, const Number& s) {
-  const DType d = result_type(x, s);
-  return mx::where(c, convert(x, d), scalar_tensor(s, d, x.engine(), "oa.where"));
+
+// torch.where(condition, input, other): input and other promoted to their
+// torch.result_type (a Python number with a tensor as torch's scalars; two
+// numbers as result_type of numbers), a number becoming a 0-d tensor of that
+// dtype that broadcasts. `op` names the caller in errors.
+Matrix where(py::handle condition, py::handle input, py::handle other, const char* op) {
+  if (!py::isinstance<Matrix>(condition))
+    throw py::type_error(fmt::format("{}: condition must be a bool tensor, got {}", op, type_name(condition)));
+  const Matrix& c = condition.cast<const Matrix&>();
+  const auto x = where_operand(input, op, "input"), y = where_operand(other, op, "other");
+  const Matrix* xt = std::get_if<Matrix>(&x);
+  const Matrix* yt = std::get_if<Matrix>(&y);
+  const DType d = xt && yt ? result_type(*xt, *yt)
+                  : xt     ? result_type(*xt, std::get<Number>(y))
+                  : yt     ? result_type(*yt, std::get<Number>(x))
+                           : result_type(std::get<Number>(x), std::get<Number>(y));
+  const auto operand = [&](const std::variant<Matrix, Number>& v) {
+    return std::holds_alternative<Matrix>(v) ? convert(std::get<Matrix>(v), d) : scalar_tensor(std::get<Number>(v), d, c.engine(), op);
+  };
+  return mx::where(c, operand(x), operand(y));
 }
-Matrix where_number_input(const Matrix& c, const Number& s, const Matrix& y) {
-  const DType d = result_type(y, s);
-  return mx::where(c, scalar_tensor(s, d, y.engine(), "oa.where"), convert(y, d));
-}
+
+// oa.where(condition) (torch.nonzero(condition, as_tuple=True)) and
+// oa.nonzero's as_tuple form: a tuple of int32 [K] tensors, one per axis.
+py::tuple nonzero_tuple(const Matrix& x) { return py::tuple(py::cast(mx::where(x))); }
+
+// oa.nonzero(x, as_tuple=...) and x.nonzero(...).
+py::object nonzero(const Matrix& x, bool as_tuple) { return as_tuple ? py::object(nonzero_tuple(x)) : py::cast(mx::nonzero(x)); }
 
 // torch.clamp(x, min, max), bounds promoted with x as torch's: int32 x with
 // int bounds (or none) computes in int32 (maximum, minimum), else in x's
@@ -852,8 +894,15 @@ void bind_in_place(TensorClass& t) {
   };
   for (const InPlaceOp& op : ops) {
     if (std::string_view(op.method) != "fill_") bind_in_place_op<Matrix>(t, op);
-    if (std::string_view(op.method) != "copy_") bind_in_place_op<Number>(t, op);
+    if (std::string_view(op.method) != "copy_" && std::string_view(op.method) != "fill_") bind_in_place_op<Number>(t, op);
   }
+  // fill_ takes numbers only: anything else is a TypeError naming the op and the argument.
+  t.def("fill_",
+        [](const py::object& self, const py::object& value) {
+          return apply_in_place<Number>(self, number_arg(value, "oa.Tensor.fill_", "value"), ops[11], "oa.Tensor.fill_",
+                                        *number_of(py::int_(1)));
+        },
+        py::arg("value"), in_place_doc);
   t.def("zero_", [](const py::object& self) { return apply_in_place<Number>(self, *number_of(py::int_(0)), ops[11], "oa.Tensor.zero_", *number_of(py::int_(1))); },
         "x.fill_(0): in place, as fill_.");
 }
@@ -1111,18 +1160,27 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       .def("sub", [](const Matrix& x, const Number& other, const Number& alpha) { return binary(kSub, x, scaled(x, other, alpha, "oa.Tensor.sub"), false, "oa.Tensor.sub"); },
            py::arg("other"), py::kw_only(), py::arg("alpha") = 1)
       .def("__hash__", [](const py::object& self) { return reinterpret_cast<std::intptr_t>(self.ptr()); })
-      .def("masked_fill", &mx::masked_fill, py::arg("mask"), py::arg("value"))
+      .def("masked_fill",
+           [](const Matrix& x, const Matrix& mask, const py::object& value) {
+             return mx::masked_fill(x, mask, number_arg(value, "oa.Tensor.masked_fill", "value").f);
+           },
+           py::arg("mask"), py::arg("value"),
+           "torch.Tensor.masked_fill: x with value where mask (bool, broadcast with x) holds; x of any dtype: a float one "
+           "takes value rounded to it, int32 truncated toward zero, bool True for any nonzero value (as torch). Errors: "
+           "TypeError naming the op and the argument for a value that is not a bool, int or float; "
+           "oa.InvalidArgumentError for a value x's dtype cannot hold (as torch) or shapes that do not broadcast.")
       .def("masked_fill_",
-           [](const py::object& self, const Matrix& mask, double value) {
+           [](const py::object& self, const Matrix& mask, const py::object& value) {
              const auto& x = self.cast<const Matrix&>();
-             update_in_place(x, nullptr, [&] { return mx::masked_fill(x, mask, value); }, "oa.Tensor.masked_fill_");
+             const double v = number_arg(value, "oa.Tensor.masked_fill_", "value").f;
+             update_in_place(x, nullptr, [&] { return mx::masked_fill(x, mask, v); }, "oa.Tensor.masked_fill_");
              return self;
            },
            py::arg("mask"), py::arg("value"), in_place_doc)
-      .def("where", [](const Matrix& x, const Matrix& c, const Matrix& y) { return where(c, x, y); }, py::arg("condition"),
-           py::arg("other"), "x.where(condition, other): oa.where(condition, x, other), as torch.Tensor.where.")
-      .def("where", [](const Matrix& x, const Matrix& c, const Number& s) { return where_number_other(c, x, s); },
-           py::arg("condition"), py::arg("other"))
+      .def("nonzero", &nonzero, py::kw_only(), py::arg("as_tuple") = false, "x.nonzero(): oa.nonzero(x), as torch.Tensor.nonzero.")
+      .def("where", [](const py::object& x, const py::object& c, const py::object& y) { return where(c, x, y, "oa.Tensor.where"); },
+           py::arg("condition"), py::arg("other"),
+           "x.where(condition, other): oa.where(condition, x, other), as torch.Tensor.where (other a tensor or a number).")
       .def("tril", &mx::tril, py::arg("diagonal") = 0)
       .def("triu", &mx::triu, py::arg("diagonal") = 0)
       .def("clamp", &clamp, py::arg("min") = py::none(), py::arg("max") = py::none(),
@@ -1223,12 +1281,29 @@ void bind_tensor(py::module_& m, TensorClass& t) {
         "bfloat16, both one dtype. ValueError (oa.InvalidArgumentError) naming both shapes when inner extents differ or\n"
         "batch extents do not broadcast.");
   m.def("maximum", &mx::maximum, py::arg("input"), py::arg("other"));
-  m.def("where", &where, py::arg("condition"), py::arg("input"), py::arg("other"),
-        "torch.where(condition, input, other): NumPy broadcasting, condition bool; input and other promoted to their "
-        "torch.result_type (float16 with bfloat16 gives float32); either may be a Python number, promoted with the tensor "
-        "as torch (oa.where(c, x, 0) keeps x's dtype).");
-  m.def("where", &where_number_other, py::arg("condition"), py::arg("input"), py::arg("other"));
-  m.def("where", &where_number_input, py::arg("condition"), py::arg("input"), py::arg("other"));
+  m.def(
+      "where",
+      [](const py::object& condition, const py::object& input, const py::object& other) -> py::object {
+        if (input.is_none() && other.is_none() && py::isinstance<Matrix>(condition)) return nonzero_tuple(condition.cast<const Matrix&>());
+        return py::cast(where(condition, input, other, "oa.where"));
+      },
+      py::arg("condition"), py::arg("input") = py::none(), py::arg("other") = py::none(),
+      "torch.where(condition, input, other): NumPy broadcasting, condition bool; input and other of any dtype (bool "
+      "included), promoted to their torch.result_type (float16 with bfloat16 gives float32); either or both may be a "
+      "Python number: with a tensor it is promoted as torch's scalars (oa.where(c, x, 0) keeps x's dtype, an int32 x "
+      "with 0.5 gives float32), two numbers give bool (two bools), int32 (ints; torch: int64) or float32 (any float, "
+      "torch's default dtype), as torch. Gradients flow to the tensor operands (floating ones). "
+      "torch.where(condition) with one argument: oa.nonzero(condition, as_tuple=True) (a synchronization). Errors: "
+      "TypeError naming the argument for a condition that is not a tensor or an operand that is not a tensor or a "
+      "number; oa.InvalidArgumentError (a ValueError) for shapes that do not broadcast or a non-bool condition.");
+  m.def(
+      "nonzero", &nonzero,
+      py::arg("input"), py::kw_only(), py::arg("as_tuple") = false,
+      "torch.nonzero(input, as_tuple=False): the int32 (torch: int64) [K, input.ndim] coordinates of input's nonzero "
+      "elements (any dtype; NaN counts as nonzero, -0.0 as zero), row-major order; as_tuple=True: a tuple of input.ndim "
+      "int32 [K] tensors, one per axis (a 0-d input counts as 1-d: one tensor). K depends on the values: the count is "
+      "read back from the device, a synchronization (as torch's on a GPU); the coordinates are found on the device. No "
+      "gradient.");
   m.def("tril", &mx::tril, py::arg("input"), py::arg("diagonal") = 0);
   m.def("triu", &mx::triu, py::arg("input"), py::arg("diagonal") = 0);
   m.def("minimum", &mx::minimum, py::arg("input"), py::arg("other"));
@@ -1295,9 +1370,10 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       py::arg("dtype") = py::none(), py::arg("requires_grad") = false, py::arg("engine") = py::none());
   m.def(
       "full",
-      [](const std::vector<std::int64_t>& size, const Number& fill_value, Opt dtype, bool requires_grad,
+      [](const std::vector<std::int64_t>& size, const py::object& fill_value, Opt dtype, bool requires_grad,
          const OptEngine& engine) {
-        return finish(filled(Shape(size), fill_value, dtype.value_or(DType::F32), engine, "oa.full"), {}, requires_grad);
+        const Number v = number_arg(fill_value, "oa.full", "fill_value");
+        return finish(filled(Shape(size), v, dtype.value_or(DType::F32), engine, "oa.full"), {}, requires_grad);
       },
       py::arg("size"), py::arg("fill_value"), py::arg("dtype") = py::none(), py::arg("requires_grad") = false,
       py::arg("engine") = py::none());

@@ -1,8 +1,10 @@
 """torch behaviours a new user missed, against NumPy: cat and stack of every
 dtype with torch.cat's promotion, `v in t`, x[True] / x[False], var and std
 with unbiased=, where and the binary functions with a Python number, where
-and masked_fill in 16 bits, masked_fill_ and Tensor.where, int32
-sign and clamp, bitwise_not_, and the errors' wording."""
+and masked_fill in 16 bits and on bool values, where with two numbers,
+nonzero and where with one argument, masked_fill_ and Tensor.where, int32
+sign and clamp, bitwise_not_, and the errors' wording (TypeErrors naming
+the op and the argument)."""
 import os
 
 import numpy as np
@@ -232,3 +234,102 @@ def test_error_messages_say_what_was_written(tmp_path):
     assert e.value.filename == missing
     with pytest.raises(FileNotFoundError):
         oa.load_metadata(missing)
+
+
+def test_where_and_masked_fill_take_bool_values():
+    rng = np.random.default_rng(11)
+    for n in (1, 3, 6, 13, 1027):  # partial last words of four bools, several workgroups
+        c, a, b = rng.random(n) < 0.5, rng.random((2, n)) < 0.5, rng.random((2, n)) < 0.5
+        got = oa.where(oa.tensor(c), oa.tensor(a), oa.tensor(b))
+        assert got.dtype == oa.bool
+        np.testing.assert_array_equal(got.numpy(), np.where(c, a, b))
+        got = oa.where(oa.tensor(c), oa.tensor(a), False)  # a Python bool keeps bool, as torch
+        assert got.dtype == oa.bool
+        np.testing.assert_array_equal(got.numpy(), np.where(c, a, False))
+        m = rng.random((2, 1)) < 0.5  # broadcast over the columns
+        # torch converts any nonzero value (NaN too) to True, zero to False.
+        for value, as_bool in ((True, True), (0, False), (-2.5, True), (float("nan"), True), (-0.0, False)):
+            got = oa.tensor(a).masked_fill(oa.tensor(m), value)
+            assert got.dtype == oa.bool
+            np.testing.assert_array_equal(got.numpy(), np.where(m, as_bool, a))
+    t = oa.tensor(np.array([False, True, False]))
+    assert t.masked_fill_(oa.tensor(np.array([True, False, False])), True) is t
+    np.testing.assert_array_equal(t.numpy(), [True, True, False])
+
+
+def test_where_with_two_numbers_as_torch():
+    c = A > 0
+    cond = oa.tensor(c)
+    got = oa.where(cond, 1.0, 0.0)
+    assert got.dtype == oa.float32  # torch's default dtype
+    np.testing.assert_array_equal(got.numpy(), np.where(c, 1.0, 0.0))
+    got = oa.where(cond, 3, -4)
+    assert got.dtype == oa.int32  # torch: int64
+    np.testing.assert_array_equal(got.numpy(), np.where(c, 3, -4))
+    got = oa.where(cond, True, False)
+    assert got.dtype == oa.bool
+    np.testing.assert_array_equal(got.numpy(), c)
+    assert oa.where(cond, 1, 0.5).dtype == oa.float32
+    # The gradient reaches the tensor operand, either side.
+    x = oa.tensor(A, requires_grad=True)
+    oa.where(cond, x, 0.0).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.where(c, 1.0, 0.0))
+    y = oa.tensor(A, requires_grad=True)
+    (oa.where(cond, 0.5, y) * 3).sum().backward()
+    np.testing.assert_array_equal(y.grad.numpy(), np.where(c, 0.0, 3.0))
+
+
+@pytest.mark.parametrize("shape", [(), (0,), (7,), (1025,), (3, 0, 2), (33, 65), (2, 3, 4, 5)], ids=str)
+def test_nonzero_and_where_with_one_argument(shape):
+    rng = np.random.default_rng(len(shape) + int(np.prod(shape)))
+    for a in (np.zeros(shape, bool), np.ones(shape, bool), rng.random(shape) < 0.3):
+        expected = np.argwhere(a)  # [K, ndim], row-major
+        for x in (oa.tensor(a), oa.tensor(a.astype(np.float32))):
+            got = oa.nonzero(x)
+            assert got.dtype == oa.int32
+            assert tuple(got.shape) == expected.shape
+            np.testing.assert_array_equal(got.numpy(), expected)
+            np.testing.assert_array_equal(x.nonzero().numpy(), expected)
+            # as_tuple and where(c): one [K] tensor per axis (a 0-d input counts as 1-d, as torch).
+            columns = np.nonzero(np.atleast_1d(a))
+            for form in (oa.nonzero(x, as_tuple=True), x.nonzero(as_tuple=True), oa.where(x)):
+                assert isinstance(form, tuple) and len(form) == len(columns)
+                for axis, want in zip(form, columns):
+                    assert axis.dtype == oa.int32
+                    np.testing.assert_array_equal(axis.numpy(), want)
+
+
+def test_nonzero_of_floats_counts_nan_not_negative_zero():
+    v = np.float32([[0.0, -0.0, 1.5], [np.nan, 0.0, -3.0]])
+    for dtype in (oa.float32, oa.float16, oa.bfloat16):
+        np.testing.assert_array_equal(oa.nonzero(oa.tensor(v, dtype=dtype)).numpy(), [[0, 2], [1, 0], [1, 2]])
+    np.testing.assert_array_equal(oa.nonzero(oa.tensor(np.int32([0, 5, -1, 0]))).numpy(), [[1], [2]])
+    assert not oa.nonzero(oa.tensor(v, requires_grad=True)).requires_grad
+
+
+@pytest.mark.parametrize("bad", ["a", None, [1.0], b"1"], ids=repr)
+def test_scalar_arguments_of_other_types_raise_type_errors_naming_them(bad):
+    x = oa.tensor(A)
+    mask = oa.tensor(A > 0)
+    kind = type(bad).__name__
+    number = r"must be a number \(bool, int or float\), got "
+    with pytest.raises(TypeError, match=r"oa\.Tensor\.masked_fill_: value " + number + kind):
+        x.masked_fill_(mask, bad)
+    with pytest.raises(TypeError, match=r"oa\.Tensor\.masked_fill: value " + number + kind):
+        x.masked_fill(mask, bad)
+    with pytest.raises(TypeError, match=r"oa\.Tensor\.fill_: value " + number + kind):
+        x.fill_(bad)
+    with pytest.raises(TypeError, match=r"oa\.full: fill_value " + number + kind):
+        oa.full((2, 3), bad)
+    either = r"must be a tensor or a number \(bool, int or float\), got "
+    with pytest.raises(TypeError, match=r"oa\.where: input " + either + kind):
+        oa.where(mask, bad, x)
+    with pytest.raises(TypeError, match=r"oa\.where: other " + either + kind):
+        oa.where(mask, x, bad)
+    with pytest.raises(TypeError, match=r"oa\.where: input " + either + kind):
+        oa.where(mask, bad, 1.0)
+    with pytest.raises(TypeError, match=r"oa\.Tensor\.where: other " + either + kind):
+        x.where(mask, bad)
+    with pytest.raises(TypeError, match=r"oa\.where: condition must be a bool tensor, got " + kind):
+        oa.where(bad, x, x)
+    np.testing.assert_array_equal(x.numpy(), A.astype(np.float32))  # nothing was written

@@ -6,11 +6,13 @@
 // the Bool condition (one byte per element, read from uint words by shifts, so
 // no 8-bit storage feature is needed) is broadcast: its byte for the result
 // coordinates c is at sum_d c_d * cstride[d] (stride 0 on broadcast axes).
-// DT 0: elements are copied as 32-bit words, so f32 and i32 values select
-// alike (the push value is an f32's bits), each invocation writing 4
-// elements. DT 1 (f16) or 2 (bf16): elements two to a word, each invocation
-// writing 4 words (the value rounded to DT to nearest even; past n a word's
-// high half is 0).
+// Elements are copied as bits, PER to a 32-bit word, each invocation writing
+// 4 words (past n a word's high bits are 0):
+//   DT 0: f32 or i32, one to a word (the push value is an f32's or an
+//         int32's bits);
+//   DT 1 (f16) or 2 (bf16): two to a word (the value, an f32, rounded to DT
+//         to nearest even);
+//   DT 4: bool bytes, four to a word (the push value's bits are 0 or 1).
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 #include "common/half_io.glsl"
@@ -21,6 +23,8 @@ layout(std430, binding = 1) readonly buffer A { uint a[]; };
 layout(std430, binding = 2) readonly buffer B { uint b[]; };
 layout(std430, binding = 3) writeonly buffer Out { uint y[]; };
 #include "matrix/select.push.h"
+
+const uint PER = DT == 0u ? 1u : DT == 4u ? 4u : 2u, BITS = 32u / PER, MASK = 0xffffffffu >> (32u - BITS);
 
 // Element i's selection between av (from a) and bv (from b), or the value v.
 uint pick(uint i, uint av, uint bv, uint v) {
@@ -36,18 +40,14 @@ uint pick(uint i, uint av, uint bv, uint v) {
 
 void main() {
   const uint w0 = OA_GROUP_ID.x * 1024u + gl_LocalInvocationID.x;
+  const uint v = DT == 1u || DT == 2u ? oa_narrow(pc.value, DT) : floatBitsToUint(pc.value) & MASK;
   for (uint e = 0u; e < 4u; ++e) {
-    const uint w = w0 + e * 256u;
-    if (DT == 0u) {
-      if (w >= pc.n) return;
-      y[w] = pick(w, a[w], b[w], floatBitsToUint(pc.value));
-    } else {
-      const uint i = 2u * w;
-      if (i >= pc.n) return;
-      const uint v = oa_narrow(pc.value, DT), aw = a[w], bw = b[w];
-      const uint lo = pick(i, aw & 0xffffu, bw & 0xffffu, v);
-      const uint hi = i + 1u < pc.n ? pick(i + 1u, aw >> 16, bw >> 16, v) : 0u;
-      y[w] = lo | (hi << 16);
-    }
+    const uint w = w0 + e * 256u, i = PER * w;
+    if (i >= pc.n) return;
+    const uint aw = a[w], bw = b[w];
+    uint out_word = 0u;
+    for (uint k = 0u; k < PER && i + k < pc.n; ++k)
+      out_word |= pick(i + k, (aw >> (k * BITS)) & MASK, (bw >> (k * BITS)) & MASK, v) << (k * BITS);
+    y[w] = out_word;
   }
 }

@@ -352,7 +352,7 @@ void accumulate(Matrix& slot, bool& owned, const Matrix& contribution) {
   if (!(slot.shape() == contribution.shape()))
     fail(ErrorKind::InvalidArgument, "oa::autograd::accumulate: contribution {} does not match the gradient slot {}",
          contribution.shape(), slot.shape());
-  detail::require_same_engine(slot, contribution, "oa::autograd::accumulate");
+  detail::require_same_engine(slot, "slot", contribution, "contribution", "oa::autograd::accumulate");
   if (slot.dtype() != contribution.dtype())
     fail(ErrorKind::InvalidArgument, "oa::autograd::accumulate: contribution {} {} does not match the gradient slot's dtype {}",
          to_string(contribution.dtype()), contribution.shape(), to_string(slot.dtype()));
@@ -420,7 +420,7 @@ void backward(const Matrix& loss, bool retain_graph) {
 void backward(const Matrix& output, const Matrix& output_gradient, bool retain_graph) {
   require_floating(output, "output");
   require_floating(output_gradient, "output_gradient");
-  detail::require_same_engine(output, output_gradient, "oa::backward");
+  detail::require_same_engine(output, "output", output_gradient, "output_gradient", "oa::backward");
   if (!(output.shape() == output_gradient.shape()))
     fail(ErrorKind::InvalidArgument, "oa::backward: output_gradient {} does not match output {}", output_gradient.shape(),
          output.shape());
@@ -458,7 +458,7 @@ AutogradMeta& require_leaf(const Matrix& leaf, const char* op) {
 void set_grad(const Matrix& leaf, const Matrix& gradient) {
   AutogradMeta& a = require_leaf(leaf, "oa::set_grad");
   detail::require_defined(gradient, "oa::set_grad", "gradient");
-  detail::require_same_engine(leaf, gradient, "oa::set_grad");
+  detail::require_same_engine(leaf, "leaf", gradient, "gradient", "oa::set_grad");
   if (!(gradient.shape() == leaf.shape()) || gradient.dtype() != leaf.dtype())
     fail(ErrorKind::InvalidArgument, "oa::set_grad: gradient {} {} does not match leaf {} {}", to_string(gradient.dtype()),
          gradient.shape(), to_string(leaf.dtype()), leaf.shape());

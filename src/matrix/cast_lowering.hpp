@@ -10,8 +10,7 @@
 namespace oa::detail {
 
 // The dtype code the shaders take (matrix/cast.comp, common/half_io.glsl,
-// matrix/binary.comp): 0 f32, 1 f16, 2 bf16, 3 i32 (4 for bool, which no
-// kernel takes by code).
+// matrix/binary.comp): 0 f32, 1 f16, 2 bf16, 3 i32, 4 bool (matrix/select.comp).
 inline std::uint32_t dtype_code(DType d) {
   switch (d) {
     case DType::F32: return 0u;

@@ -370,7 +370,7 @@ Matrix binary(const Op<A>& op, const Matrix& a, const Matrix& b) {
   const char* name = op.def.name;
   detail::require_defined(a, name, "a");
   detail::require_defined(b, name, "b");
-  detail::require_same_engine(a, b, name);
+  detail::require_same_engine(a, "a", b, "b", name);
   // The dtypes are apply()'s to check (after autocast's casts): a's by the
   // lowering, b's by infer.
   std::int64_t channels = 1, inner = 1;
@@ -445,7 +445,7 @@ Matrix compare(const Op<CompareAttributes>& op, const Matrix& a, const Matrix& b
   const char* name = op.def.name;
   detail::require_defined(a, name, "a");
   detail::require_defined(b, name, "b");
-  detail::require_same_engine(a, b, name);
+  detail::require_same_engine(a, "a", b, "b", name);
   if (a.dtype() != DType::F32 && a.dtype() != DType::I32)
     fail(ErrorKind::InvalidArgument, "{}: a must be f32 or i32; found {} {}", name, to_string(a.dtype()), a.shape());
   detail::require_same_dtype(a, "a", b, "b", name);

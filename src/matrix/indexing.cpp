@@ -15,7 +15,10 @@
 #include "matrix/cast_lowering.hpp"
 #include "matrix/float_lowering.hpp"
 #include "matrix/op_def.hpp"
+#include "oa/matrix/cast.hpp"
+#include "oa/matrix/elementwise.hpp"
 #include "oa/matrix/layout.hpp"
+#include "oa/matrix/reduction.hpp"
 
 namespace oa::matrix {
 
@@ -28,6 +31,7 @@ constexpr const char* kGather = "oa::matrix::gather";
 constexpr const char* kScatterAdd = "oa::matrix::scatter_add";
 constexpr const char* kWhere = "oa::matrix::where";
 constexpr const char* kMaskedFill = "oa::matrix::masked_fill";
+constexpr const char* kNonzero = "oa::matrix::nonzero";
 constexpr const char* kTril = "oa::matrix::tril";
 constexpr const char* kTriu = "oa::matrix::triu";
 constexpr const char* kOneHot = "oa::matrix::one_hot";
@@ -37,12 +41,6 @@ constexpr const char* kTopK = "oa::matrix::topk";
 void require_f32_or_i32(const Matrix& x, const char* op) {
   if (x.dtype() != DType::F32 && x.dtype() != DType::I32)
     fail(ErrorKind::InvalidArgument, "{}: x must be f32 or i32; found {} {}", op, to_string(x.dtype()), x.shape());
-}
-
-// where and masked_fill select values of every dtype but bool.
-void require_value_dtype(const Matrix& x, const char* op) {
-  if (x.dtype() == DType::Bool)
-    fail(ErrorKind::InvalidArgument, "{}: x must be f32, f16, bf16 or i32; found {} {}", op, to_string(x.dtype()), x.shape());
 }
 
 struct DimAttributes {
@@ -302,9 +300,10 @@ void select_dispatch(const Matrix& cond, const Matrix& a, const Matrix& b, float
     if (d >= cpad) s *= cs[d - cpad];
   }
   const Matrix& some = a.defined() ? a : b;
+  const std::size_t size = size_of(y.dtype());
   ComputeDispatch d;
   d.kernel = kernels::matrix_select;
-  d.specialization = {detail::is_half(y.dtype()) ? detail::dtype_code(y.dtype()) : 0u};
+  d.specialization = {size == 4 ? 0u : detail::dtype_code(y.dtype())};
   d.bindings = {BufferBinding::read(cond.storage()), BufferBinding::read((a.defined() ? a : some).storage()),
                 BufferBinding::read((b.defined() ? b : some).storage()), BufferBinding::write(y.storage())};
   d.push.set(push::matrix_select{.n = detail::shader_u32(y.numel(), "result elements", op),
@@ -312,7 +311,7 @@ void select_dispatch(const Matrix& cond, const Matrix& a, const Matrix& b, float
                                  .value = value,
                                  .ext = ext,
                                  .cstride = stride});
-  d.groups = {detail::groups_for(detail::is_half(y.dtype()) ? (y.numel() + 1) / 2 : y.numel(), 1024), 1, 1};
+  d.groups = {detail::groups_for(detail::ceil_div(y.numel(), static_cast<std::int64_t>(4 / size)), 1024), 1, 1};
   ds.push_back(std::move(d));
 }
 
@@ -334,7 +333,7 @@ const Op<detail::NoAttributes> kWhereOp{
      .infer = [](const OpCall<detail::NoAttributes>& c) {
        detail::shader_u32(c.inputs[1].numel(), "result elements", c.name);
        const Matrix& x = c.inputs[1];
-       return std::vector<OutputSpec>{{.shape = x.shape(), .dtype = x.dtype(), .no_grad = x.dtype() == DType::I32}};
+       return std::vector<OutputSpec>{{.shape = x.shape(), .dtype = x.dtype(), .no_grad = !is_floating_point(x.dtype())}};
      },
      .lower = {{DType::Bool,
                 [](const OpCall<detail::NoAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
@@ -352,13 +351,17 @@ struct FillAttributes {
   static constexpr auto fields = std::tuple{field("value", &FillAttributes::value)};
 };
 
-// The kernel copies 32-bit words: an i32 x gets the value (checked by
-// masked_fill to convert without overflow) toward zero as an int32's bits,
-// the float dtypes the value as an f32 (rounded again to a 16-bit x's dtype).
+// The kernel takes the value as a 32-bit word: an i32 x gets it (checked by
+// masked_fill to convert without overflow) toward zero as an int32's bits, a
+// bool x 1 for any nonzero value (NaN included) and 0 for zero, the float
+// dtypes the value as an f32 (rounded again to a 16-bit x's dtype).
 const detail::Lowering<FillAttributes> kMaskedFillLowering = [](const OpCall<FillAttributes>& c, const std::vector<Matrix>& out,
                                                                std::vector<ComputeDispatch>& ds) {
   const double v = c.attributes.value;
-  const float word = c.inputs[0].dtype() == DType::I32 ? std::bit_cast<float>(static_cast<std::int32_t>(v)) : static_cast<float>(v);
+  const DType dtype = c.inputs[0].dtype();
+  const float word = dtype == DType::I32    ? std::bit_cast<float>(static_cast<std::int32_t>(v))
+                     : dtype == DType::Bool ? std::bit_cast<float>(static_cast<std::uint32_t>(v != 0))
+                                            : static_cast<float>(v);
   select_dispatch(c.inputs[1], Matrix(), c.inputs[0], word, out[0], c.name, ds);
 };
 
@@ -373,9 +376,53 @@ const Op<FillAttributes> kMaskedFillOp{
      .lower = {{DType::F32, kMaskedFillLowering},
                {DType::F16, kMaskedFillLowering},
                {DType::BF16, kMaskedFillLowering},
-               {DType::I32, kMaskedFillLowering}},
+               {DType::I32, kMaskedFillLowering},
+               {DType::Bool, kMaskedFillLowering}},
      .saves = [](const OpCall<FillAttributes>&, const std::vector<bool>&) { return kSaveIndex; },
      .backward = [](const BackwardCall<FillAttributes>& c) { return std::vector<Matrix>{select_gradient(c, c.inputs[1], false), Matrix()}; }}};
+
+// ── nonzero ─────────────────────────────────────────────────────────────────
+
+struct CountAttributes {
+  std::int64_t count = 0;  // the true elements of x, read back by nonzero()
+  static constexpr auto fields = std::tuple{field("count", &CountAttributes::count)};
+};
+
+// The coordinates of a bool x's true elements (matrix/nonzero, blocks of 1024
+// elements): a count per block, the counts' exclusive prefix sum (each
+// block's first row), then each block's coordinates from its first row.
+const Op<CountAttributes> kNonzeroOp{
+    {.name = kNonzero,
+     .inputs = {"x"},
+     .infer = [](const OpCall<CountAttributes>& c) {
+       const Matrix& x = c.inputs[0];
+       const auto rank = static_cast<std::int64_t>(x.rank());
+       detail::shader_u32(checked_mul(c.attributes.count, rank, "nonzero result elements"), "result elements", c.name);
+       return std::vector<OutputSpec>{{Shape{c.attributes.count, rank}, DType::I32}};
+     },
+     .lower = {{DType::Bool, [](const OpCall<CountAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+                  const Matrix &x = c.inputs[0], &y = out[0];
+                  if (y.numel() == 0) return;
+                  const std::int64_t blocks = detail::ceil_div(x.numel(), 1024);
+                  const Matrix first_rows = detail::allocate(c.engine, Shape{blocks}, DType::I32);
+                  std::array<std::uint32_t, Shape::kMaxRank> ext{};
+                  for (std::size_t d = 0; d < x.rank(); ++d) ext[d] = detail::u32(x.shape()[d]);
+                  const push::matrix_nonzero p{
+                      .n = detail::u32(x.numel()), .blocks = detail::u32(blocks), .rank = detail::u32(y.shape()[1]), .ext = ext};
+                  const BufferBinding rows[3] = {BufferBinding::write(first_rows.storage()), BufferBinding::read_write(first_rows.storage()),
+                                                 BufferBinding::read(first_rows.storage())};
+                  for (std::uint32_t pass = 0; pass < 3; ++pass) {
+                    ComputeDispatch d;
+                    d.kernel = kernels::matrix_nonzero;
+                    d.specialization = {pass};
+                    // Passes 0 and 1 do not touch y (bound for the shader's layout).
+                    d.bindings = {BufferBinding::read(x.storage()), rows[pass],
+                                  pass == 2 ? BufferBinding::write(y.storage()) : BufferBinding::read(y.storage())};
+                    d.push.set(p);
+                    d.groups = {pass == 1 ? 1u : static_cast<std::uint64_t>(blocks), 1, 1};
+                    ds.push_back(std::move(d));
+                  }
+                }}}}};
 
 // ── tril and triu ───────────────────────────────────────────────────────────
 
@@ -526,7 +573,7 @@ Matrix masked_select(const Matrix& x, const Matrix& mask) {
   constexpr const char* op = "oa::matrix::masked_select";
   detail::require_defined(x, op, "x");
   detail::require_dtype(mask, DType::Bool, op, "mask");
-  detail::require_same_engine(x, mask, op);
+  detail::require_same_engine(x, "x", mask, "mask", op);
   require_f32_or_i32(x, op);
   const std::size_t k = mask.rank();
   bool leading = k >= 1 && k <= x.rank();
@@ -548,7 +595,7 @@ Matrix gather(const Matrix& x, int dim, const Matrix& index) {
   detail::require_defined(x, kGather, "x");
   const std::int64_t d = detail::existing_axis(kGather, x.shape(), dim, "dim");
   detail::require_dtype(index, DType::I32, kGather, "index");
-  detail::require_same_engine(x, index, kGather);
+  detail::require_same_engine(x, "x", index, "index", kGather);
   require_f32_or_i32(x, kGather);
   require_index_beside_dim(kGather, x, index, d, true);
   std::vector<std::int64_t> cut = index.shape().to_vector();
@@ -560,7 +607,7 @@ Matrix take_along_axis(const Matrix& x, const Matrix& indices, int axis) {
   detail::require_defined(x, kTakeAlongAxis, "x");
   require_f32_or_i32(x, kTakeAlongAxis);
   detail::require_dtype(indices, DType::I32, kTakeAlongAxis, "indices");
-  detail::require_same_engine(x, indices, kTakeAlongAxis);
+  detail::require_same_engine(x, "x", indices, "indices", kTakeAlongAxis);
   const std::int64_t a = detail::existing_axis(kTakeAlongAxis, x.shape(), axis);
   if (indices.rank() != x.rank())
     fail(ErrorKind::InvalidArgument, "{}: indices {} must have the rank of x {}", kTakeAlongAxis, indices.shape(), x.shape());
@@ -587,8 +634,8 @@ Matrix scatter_add(const Matrix& x, int dim, const Matrix& index, const Matrix& 
   const std::int64_t d = detail::existing_axis(kScatterAdd, x.shape(), dim, "dim");
   detail::require_dtype(index, DType::I32, kScatterAdd, "index");
   detail::require_f32(src, kScatterAdd, "src");
-  detail::require_same_engine(x, index, kScatterAdd);
-  detail::require_same_engine(x, src, kScatterAdd);
+  detail::require_same_engine(x, "x", index, "index", kScatterAdd);
+  detail::require_same_engine(x, "x", src, "src", kScatterAdd);
   require_index_beside_dim(kScatterAdd, x, index, d, false);
   bool fits = src.rank() == index.rank();
   for (std::size_t a = 0; fits && a < src.rank(); ++a) fits = index.shape()[a] <= src.shape()[a];
@@ -600,26 +647,54 @@ Matrix scatter_add(const Matrix& x, int dim, const Matrix& index, const Matrix& 
 
 Matrix where(const Matrix& condition, const Matrix& x, const Matrix& y) {
   detail::require_dtype(condition, DType::Bool, kWhere, "condition");
-  require_value_dtype(x, kWhere);
+  detail::require_defined(x, kWhere, "x");
   detail::require_dtype(y, x.dtype(), kWhere, "y");
-  detail::require_same_engine(x, condition, kWhere);
-  detail::require_same_engine(x, y, kWhere);
+  detail::require_same_engine(condition, "condition", x, "x", kWhere);
+  detail::require_same_engine(condition, "condition", y, "y", kWhere);
   const Shape out = detail::broadcast_shapes(kWhere, {{"condition", condition.shape()}, {"x", x.shape()}, {"y", y.shape()}});
   detail::shader_u32(out.numel(), "result elements", kWhere);
   return apply(kWhereOp, {condition, expand(x, out.to_vector()), expand(y, out.to_vector())})[0];
 }
 
+Matrix nonzero(const Matrix& x) {
+  detail::require_defined(x, kNonzero, "x");
+  if (x.numel() > std::numeric_limits<std::int32_t>::max())
+    fail(ErrorKind::InvalidArgument, "{}: x {} has more than 2^31 - 1 elements", kNonzero, x.shape());
+  // ne with a host 0 compares f32: another dtype is cast first, which keeps zeros zero and every nonzero value
+  // nonzero (a 16-bit float widens exactly, an i32's magnitude is at least 1).
+  const Matrix flags = x.dtype() == DType::Bool ? x : ne(x.dtype() == DType::F32 ? x : cast(x, DType::F32), 0.0f);
+  // The count fixes the result's shape: read back (a synchronization, as torch.nonzero's on a GPU).
+  const std::int64_t count = sum_all(flags).to_i32()[0];
+  return apply(kNonzeroOp, {flags}, {count})[0];
+}
+
+std::vector<Matrix> where(const Matrix& condition) {
+  const Matrix rows = nonzero(condition);
+  const std::int64_t k = rows.shape()[0];
+  // A rank-0 condition counts as one element of a [1] (torch): index 0 when true.
+  if (condition.rank() == 0) return {detail::zeros(rows.engine(), Shape{k}, DType::I32)};
+  if (condition.rank() == 1) return {rows.reshape({k})};
+  std::vector<Matrix> out;
+  for (std::int64_t d = 0; d < static_cast<std::int64_t>(condition.rank()); ++d)
+    out.push_back(k == 0 ? rows.reshape({0}) : narrow(rows, 1, d, 1).reshape({k}));
+  return out;
+}
+
 Matrix masked_fill(const Matrix& x, const Matrix& mask, double value) {
-  require_value_dtype(x, kMaskedFill);
+  detail::require_defined(x, kMaskedFill, "x");
   detail::require_dtype(mask, DType::Bool, kMaskedFill, "mask");
-  detail::require_same_engine(x, mask, kMaskedFill);
+  detail::require_same_engine(x, "x", mask, "mask", kMaskedFill);
   const Shape out = detail::broadcast_shapes(kMaskedFill, {{"x", x.shape()}, {"mask", mask.shape()}});
   detail::shader_u32(out.numel(), "result elements", kMaskedFill);
   // As torch, a value x's dtype cannot hold is refused: a finite value past the float dtype's largest finite one
-  // (infinities and NaN fill), or for i32 one not finite or outside its range once truncated toward zero.
+  // (infinities and NaN fill), or for i32 one not finite or outside its range once truncated toward zero. Every
+  // value converts to bool (nonzero: true).
   const double largest = x.dtype() == DType::F16 ? 65504.0 : x.dtype() == DType::BF16 ? 0x1.fep127 : std::numeric_limits<float>::max();
   const double whole = std::trunc(value);
-  if (x.dtype() == DType::I32 ? !(whole >= -0x1p31 && whole < 0x1p31) : std::isfinite(value) && std::abs(value) > largest)
+  const bool overflows = x.dtype() == DType::I32    ? !(whole >= -0x1p31 && whole < 0x1p31)
+                         : x.dtype() == DType::Bool ? false
+                                                    : std::isfinite(value) && std::abs(value) > largest;
+  if (overflows)
     fail(ErrorKind::InvalidArgument, "{}: value {} cannot be converted to {} without overflow (x {})", kMaskedFill, value,
          to_string(x.dtype()), x.shape());
   return apply(kMaskedFillOp, {expand(x, out.to_vector()), mask}, {value})[0];

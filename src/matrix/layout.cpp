@@ -221,7 +221,8 @@ const Op<ExpandAttributes> kExpand{{.name = "oa::matrix::expand",
                                     .lower = {{DType::F32, kExpandLowering},
                                               {DType::F16, kExpandLowering},
                                               {DType::BF16, kExpandLowering},
-                                              {DType::I32, kExpandLowering}},
+                                              {DType::I32, kExpandLowering},
+                                              {DType::Bool, kExpandLowering}},
                                     // A 16-bit gradient is summed in f32 and rounded once.
                                     .backward = [](const BackwardCall<ExpandAttributes>& c) {
                                       const Matrix& gy = c.grad_outputs[0];
@@ -297,7 +298,7 @@ Matrix narrow(const Matrix& x, int axis, std::int64_t start, std::int64_t length
 
 Matrix expand(const Matrix& x, const std::vector<std::int64_t>& shape) {
   const char* op = "oa::matrix::expand";
-  require_copyable(x, op);
+  detail::require_defined(x, op, "x");  // every dtype, bool too (a where's bool operands)
   const std::size_t rank = shape.size();
   if (rank < x.rank() || rank > Shape::kMaxRank)
     fail(ErrorKind::InvalidArgument, "{}: shape [{}] must have between x's rank and {} axes (x {})", op, fmt::join(shape, ", "), Shape::kMaxRank,

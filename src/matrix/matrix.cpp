@@ -53,9 +53,9 @@ void require_dtype(const Matrix& m, DType dtype, const char* op, const char* arg
     fail(ErrorKind::InvalidArgument, "{}: {} must be {}; found {} {}", op, arg, to_string(dtype), to_string(m.dtype()), m.shape());
 }
 
-void require_same_engine(const Matrix& a, const Matrix& b, const char* op) {
+void require_same_engine(const Matrix& a, const char* a_arg, const Matrix& b, const char* b_arg, const char* op) {
   if (!(a.engine() == b.engine()))
-    fail(ErrorKind::InvalidArgument, "{}: operand {} lives on another engine than operand {}", op, b.shape(), a.shape());
+    fail(ErrorKind::InvalidArgument, "{}: {} {} lives on another engine than {} {}", op, b_arg, b.shape(), a_arg, a.shape());
 }
 
 void require_same_dtype(const Matrix& a, const char* a_arg, const Matrix& b, const char* b_arg, const char* op) {

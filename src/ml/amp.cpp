@@ -106,7 +106,7 @@ GradScaler::GradScaler(GradScalerOptions options, std::optional<Engine> engine) 
 Matrix GradScaler::scale(const Matrix& loss) const {
   const char* op = "oa::ml::amp::GradScaler::scale";
   detail::require_f32(loss, op, "loss");
-  detail::require_same_engine(loss, scale_, op);
+  detail::require_same_engine(loss, "loss", scale_, "the scale", op);
   return options_.enabled ? matrix::mul(loss, scale_) : loss;
 }
 
@@ -122,7 +122,7 @@ void GradScaler::unscale_(optim::Optimizer& optimizer) {
     Matrix g = p.grad();
     if (!g.defined()) continue;
     detail::require_f32(g, op, p.name().c_str());
-    detail::require_same_engine(g, scale_, op);
+    detail::require_same_engine(g, p.name().c_str(), scale_, "the scale", op);
     grads.push_back(std::move(g));
   }
   if (!grads.empty()) detail::apply(kUnscaleGrads, grads, UnscaleAttributes{scale_, found_inf_});

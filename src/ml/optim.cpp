@@ -658,7 +658,7 @@ Matrix clip_grad_norm(const std::vector<Matrix>& gradients, float max_norm) {
   std::int64_t total = 0;
   for (std::size_t i = 0; i < gradients.size(); ++i) {
     detail::require_f32(gradients[i], kClipOp, fmt::format("gradient {}", i).c_str());
-    detail::require_same_engine(gradients[0], gradients[i], kClipOp);
+    detail::require_same_engine(gradients[0], "gradient 0", gradients[i], fmt::format("gradient {}", i).c_str(), kClipOp);
     total += gradients[i].numel();
   }
   if (total == 0) return Matrix::zeros(Shape{}, gradients.empty() ? Engine::default_engine() : gradients[0].engine());

@@ -51,7 +51,7 @@ void Parameter::set_name(std::string name) const {
 void Parameter::assign(const Matrix& source) const {
   const std::string& n = name();
   detail::require_f32(source, "oa::ml::Parameter::assign", "source");
-  detail::require_same_engine(value_, source, "oa::ml::Parameter::assign");
+  detail::require_same_engine(value_, "the parameter", source, "source", "oa::ml::Parameter::assign");
   if (!(source.shape() == value_.shape()))
     fail(ErrorKind::InvalidArgument, "oa::ml::Parameter::assign: source {} does not match Parameter '{}' {}", source.shape(), n,
          value_.shape());

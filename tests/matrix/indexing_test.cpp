@@ -1,5 +1,5 @@
-// index_select, gather, scatter_add, where, masked_fill, masked_select, expand, split and
-// stack against the f64 references (reference/indexing.hpp, concat.hpp),
+// index_select, gather, scatter_add, where, masked_fill, masked_select, nonzero, expand, split
+// and stack against the f64 references (reference/indexing.hpp, concat.hpp),
 // with finite-difference gradients, traces and argument errors.
 #include <gtest/gtest.h>
 
@@ -260,6 +260,93 @@ TEST(MatrixIndexing, WhereSelectsInt32ValuesBitForBit) {
   ASSERT_EQ(r.dtype(), oa::DType::I32);
   const auto got = r.to_i32();
   for (std::size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], pick[i % 3] ? xv[i] : yv[i]) << i;
+}
+
+// Bool x and y (one byte an element, four to a word) at sizes that leave a
+// partial last word and span several workgroups, with broadcast conditions.
+TEST(MatrixIndexing, WhereAndMaskedFillSelectBoolValues) {
+  std::uint64_t seed = 300;
+  const auto random_bools = [&seed](std::int64_t n) {
+    std::vector<std::uint8_t> v;
+    for (auto b : ints(n, seed++, 0, 2)) v.push_back(static_cast<std::uint8_t>(b));
+    return v;
+  };
+  const auto doubles = [](const std::vector<std::uint8_t>& v) { return std::vector<double>(v.begin(), v.end()); };
+  for (std::int64_t n : {1, 3, 6, 13, 1027, 4099}) {
+    SCOPED_TRACE(n);
+    const Shape xs{2, n};
+    const auto cv = random_bools(n), xv = random_bools(2 * n), yv = random_bools(2 * n), rows = random_bools(2);
+    const Matrix cond = Matrix::from_bool({n}, cv), x = Matrix::from_bool(xs, xv), y = Matrix::from_bool(xs, yv);
+    const Matrix picked = mx::where(cond, x, y);
+    ASSERT_EQ(picked.dtype(), DType::Bool);
+    EXPECT_EQ(picked.shape(), xs);
+    EXPECT_EQ(doubles(picked.to_bool()), ref::where(cv, {n}, doubles(xv), {2, n}, doubles(yv), {2, n}, {2, n}));
+    // A [2, 1] mask, and any nonzero value (NaN too) filling true, zero false.
+    const Matrix mask = Matrix::from_bool({2, 1}, rows);
+    for (double value : {-2.5, 0.0, std::numeric_limits<double>::quiet_NaN()}) {
+      SCOPED_TRACE(value);
+      const Matrix filled = mx::masked_fill(x, mask, value);
+      ASSERT_EQ(filled.dtype(), DType::Bool);
+      EXPECT_EQ(doubles(filled.to_bool()), ref::where(rows, {2, 1}, {}, {2, n}, doubles(xv), {2, n}, {2, n}, value != 0 ? 1.0 : 0.0));
+    }
+  }
+}
+
+// nonzero and where(condition) against the host reference over ranks 0 to 4,
+// empty, all-false, all-true and random masks, sizes around the kernel's
+// blocks of 1024, and each dtype (a float's -0 is zero).
+TEST(MatrixIndexing, NonzeroMatchesAHostReference) {
+  const std::vector<Shape> shapes = {{}, {0}, {7}, {1024}, {1025}, {3, 0, 2}, {33, 65}, {2, 3, 4, 5}, {3, 1111}, {5000}};
+  std::uint64_t seed = 400;
+  for (const Shape& shape : shapes) {
+    for (int fill : {0, 1, 2}) {  // all false, all true, random
+      SCOPED_TRACE(shape.to_string() + " fill " + std::to_string(fill));
+      std::vector<double> values;
+      for (auto v : ints(shape.numel(), seed++, -2, 3)) values.push_back(fill == 2 ? v : fill);
+      const std::vector<double> expected = ref::nonzero(values, shape.to_vector());
+      const auto rank = static_cast<std::int64_t>(shape.rank());
+      const std::int64_t k = rank == 0 ? (values[0] != 0 ? 1 : 0) : static_cast<std::int64_t>(expected.size()) / rank;
+      std::vector<std::uint8_t> bytes;
+      std::vector<std::int32_t> whole;
+      std::vector<float> floats;
+      for (double v : values) {
+        bytes.push_back(v != 0);
+        whole.push_back(static_cast<std::int32_t>(v));
+        floats.push_back(v == 0 ? -0.0f : static_cast<float>(v));
+      }
+      for (const Matrix& x : {Matrix::from_bool(shape, bytes), Matrix::from_i32(shape, whole), Matrix::from_vector(shape, floats),
+                              Matrix::from_vector(shape, floats, DType::F16)}) {
+        SCOPED_TRACE(oa::to_string(x.dtype()));
+        const Matrix rows = mx::nonzero(x);
+        ASSERT_EQ(rows.dtype(), DType::I32);
+        ASSERT_EQ(rows.shape(), (Shape{k, rank}));
+        const auto got = rows.to_i32();
+        EXPECT_EQ(std::vector<double>(got.begin(), got.end()), expected);
+        // where(condition): coordinate d of every row (a rank-0 x counts as [1]: index 0).
+        const std::vector<Matrix> columns = mx::where(x);
+        ASSERT_EQ(columns.size(), static_cast<std::size_t>(std::max<std::int64_t>(rank, 1)));
+        for (std::size_t d = 0; d < columns.size(); ++d) {
+          ASSERT_EQ(columns[d].shape(), (Shape{k}));
+          const auto column = columns[d].to_i32();
+          for (std::int64_t r = 0; r < k; ++r)
+            EXPECT_EQ(column[static_cast<std::size_t>(r)], rank == 0 ? 0 : got[static_cast<std::size_t>(r * rank) + d]);
+        }
+      }
+    }
+  }
+  // A bool x: the count (oa::matrix::sum, read back), then one op of three dispatches; no gradient.
+  const Matrix x = Matrix::from_vector({2, 3}, std::vector<float>{0, 1, 0, 2, 0, 3});
+  oa::set_requires_grad(x);
+  oa::TraceCapture trace(x.engine());
+  const Matrix flags = mx::gt(x, 0.5f);
+  const Matrix rows = mx::nonzero(flags);
+  EXPECT_FALSE(oa::requires_grad(rows));
+  const auto ops = trace.ops();
+  ASSERT_EQ(ops.size(), 3u);
+  EXPECT_EQ(ops[1].name, "oa::matrix::sum");
+  EXPECT_EQ(ops[2].name, "oa::matrix::nonzero");
+  EXPECT_EQ(ops[2].dispatches, 3u);
+  EXPECT_EQ(rows.to_i32(), (std::vector<std::int32_t>{0, 1, 1, 0, 1, 2}));
 }
 
 TEST(MatrixIndexing, MaskedFillBroadcastsTheMaskWithGradients) {
@@ -566,9 +653,17 @@ TEST(MatrixIndexing, BadArgumentsNameTheOpAndRecordNothing) {
   EXPECT_TRUE(oa_test::throws([&] { mx::where(cond, x, Matrix::zeros({2, 1, 3})); }, ErrorKind::InvalidArgument,
                               {"oa::matrix::where", "do not broadcast", "condition [3, 4]", "x [2, 3, 4]", "y [2, 1, 3]"}));
   EXPECT_TRUE(oa_test::throws([&] { mx::where(cond, i3, x); }, ErrorKind::InvalidArgument, {"oa::matrix::where", "y must be i32"}));
-  EXPECT_TRUE(oa_test::throws([&] { mx::where(cond, cond, cond); }, ErrorKind::InvalidArgument, {"oa::matrix::where", "x must be f32, f16, bf16 or i32"}));
-  EXPECT_TRUE(oa_test::throws([&] { mx::masked_fill(cond, Matrix::from_bool({}, std::vector<bool>{true}), 1.0f); }, ErrorKind::InvalidArgument,
-                              {"oa::matrix::masked_fill", "x must be f32, f16, bf16 or i32", "bool"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::where(cond, cond, x); }, ErrorKind::InvalidArgument, {"oa::matrix::where", "y must be bool"}));
+  // Operands on another engine: the message names both arguments and their shapes.
+  const oa::Engine other;
+  const Matrix foreign_cond = Matrix::from_bool({3, 4}, std::vector<bool>(12, true), other);
+  EXPECT_TRUE(oa_test::throws([&] { mx::where(foreign_cond, x, x); }, ErrorKind::InvalidArgument,
+                              {"oa::matrix::where", "x [2, 3, 4] lives on another engine than condition [3, 4]"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::masked_fill(x, foreign_cond, 1.0); }, ErrorKind::InvalidArgument,
+                              {"oa::matrix::masked_fill", "mask [3, 4] lives on another engine than x [2, 3, 4]"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::gather(x, 0, Matrix::from_i32({2, 3, 4}, std::vector<std::int32_t>(24, 0), other)); },
+                              ErrorKind::InvalidArgument, {"oa::matrix::gather", "index [2, 3, 4] lives on another engine than x [2, 3, 4]"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::nonzero(Matrix()); }, ErrorKind::InvalidArgument, {"oa::matrix::nonzero", "x"}));
   for (double bad : {2147483648.0, -2147483649.0, std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()})
     EXPECT_TRUE(oa_test::throws([&] { mx::masked_fill(i3, cond, bad); }, ErrorKind::InvalidArgument,
                                 {"oa::matrix::masked_fill", "cannot be converted to i32 without overflow", "[2, 3, 4]"}));

@@ -1,4 +1,6 @@
 // Op table cases of the indexing ops (oa/matrix/indexing.hpp).
+#include <limits>
+
 #include "ops/op_table.hpp"
 #include "reference/indexing.hpp"
 
@@ -83,6 +85,17 @@ OA_OP_CASES(where, "oa::matrix::where") {
   const std::size_t n = cases.size();
   for (std::size_t i = 0; i < n; ++i)
     for (DType dtype : {DType::F16, DType::BF16}) cases.push_back(half_variant("oa::matrix::where", cases[i], dtype));
+  // Bool x and y (no gradient), four to a word: 7 elements (a partial last word), then a [5, 1] condition and a
+  // [3] y broadcast to x's [5, 3] (15 elements; y expanded first).
+  cases.push_back({"bool_odd", {bools({7}, {1, 0, 0, 1, 1, 0, 1}), bools({7}, {1, 1, 0, 0, 1, 0, 1}), bools({7}, {0, 1, 1, 0, 0, 1, 1})},
+                   [](const Inputs& x) { return oa::matrix::where(x[0], x[1], x[2]); },
+                   [](const RefInputs& x) { return oa::reference::where(as_bytes(x[0]), {7}, x[1], {7}, x[2], {7}, {7}); }});
+  cases.push_back({"bool_broadcast",
+                   {bools({5, 1}, {1, 0, 1, 1, 0}), bools({5, 3}, {1, 0, 0, 1, 1, 0, 0, 0, 1, 1, 1, 1, 0, 1, 0}), bools({3}, {1, 0, 1})},
+                   [](const Inputs& x) { return oa::matrix::where(x[0], x[1], x[2]); },
+                   [](const RefInputs& x) { return oa::reference::where(as_bytes(x[0]), {5, 1}, x[1], {5, 3}, x[2], {3}, {5, 3}); },
+                   kGradTolerance,
+                   {"oa::matrix::expand", "oa::matrix::where"}});
   return cases;
 }
 
@@ -108,6 +121,36 @@ OA_OP_CASES(masked_fill, "oa::matrix::masked_fill") {
   cases.push_back({"i32_broadcast_mask", {ints({3, 4}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}), bools({4}, {1, 0, 0, 1})},
                    [](const Inputs& x) { return oa::matrix::masked_fill(x[0], x[1], 50257.0f); },
                    [](const RefInputs& x) { return oa::reference::where(as_bytes(x[1]), {4}, {}, {4}, x[0], {3, 4}, {3, 4}, 50257.0); }});
+  // Bool x (no gradient): any nonzero value fills true, as torch converts; 5 and 9 elements (partial last words),
+  // the second with a broadcast [3] mask filling false.
+  cases.push_back({"bool_odd", {bools({5}, {0, 1, 0, 0, 1}), bools({5}, {1, 1, 0, 1, 0})},
+                   [](const Inputs& x) { return oa::matrix::masked_fill(x[0], x[1], -0.25); },
+                   [](const RefInputs& x) { return oa::reference::where(as_bytes(x[1]), {5}, {}, {5}, x[0], {5}, {5}, 1.0); }});
+  cases.push_back({"bool_broadcast_mask", {bools({3, 3}, {1, 1, 0, 0, 1, 1, 1, 0, 1}), bools({3}, {1, 0, 1})},
+                   [](const Inputs& x) { return oa::matrix::masked_fill(x[0], x[1], 0.0); },
+                   [](const RefInputs& x) { return oa::reference::where(as_bytes(x[1]), {3}, {}, {3}, x[0], {3, 3}, {3, 3}, 0.0); }});
+  return cases;
+}
+
+// nonzero counts the true elements (oa::matrix::sum, read back), then finds their coordinates; a non-bool x is
+// compared with zero first (oa::matrix::ne, after a cast to f32 unless f32). No gradient.
+OA_OP_CASES(nonzero, "oa::matrix::nonzero") {
+  std::vector<OpCase> cases;
+  cases.push_back({"bool_2d", {bools({3, 5}, {0, 1, 0, 0, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0, 1})},
+                   [](const Inputs& x) { return oa::matrix::nonzero(x[0]); },
+                   [](const RefInputs& x) { return oa::reference::nonzero(x[0], {3, 5}); },
+                   kGradTolerance,
+                   {"oa::matrix::sum", "oa::matrix::nonzero"}});
+  // f32 x: -0 is zero, NaN nonzero.
+  cases.push_back({"f32", {GradInput{{2, 4}, {0.0f, -0.0f, 1.5f, std::numeric_limits<float>::quiet_NaN(), 0.0f, -3.0f, 0.0f, 1e-30f}, false}},
+                   [](const Inputs& x) { return oa::matrix::nonzero(x[0]); },
+                   [](const RefInputs& x) { return oa::reference::nonzero(x[0], {2, 4}); },
+                   kGradTolerance,
+                   {"oa::matrix::ne", "oa::matrix::sum", "oa::matrix::nonzero"}});
+  cases.push_back({"i32", {ints({7}, {0, 3, -2, 0, 0, 9, 1})}, [](const Inputs& x) { return oa::matrix::nonzero(x[0]); },
+                   [](const RefInputs& x) { return oa::reference::nonzero(x[0], {7}); },
+                   kGradTolerance,
+                   {"oa::matrix::cast", "oa::matrix::ne", "oa::matrix::sum", "oa::matrix::nonzero"}});
   return cases;
 }
 

@@ -70,6 +70,14 @@ OA_OP_CASES(slice, "oa::matrix::slice") {
   return cases;
 }
 
+// x of exact small integers as `dtype` (i32, or bool 0 and 1), needing no gradient.
+GradInput integers(const Shape& s, std::uint64_t seed, DType dtype) {
+  GradInput x = random_input(s, seed, dtype == DType::Bool ? 0 : -50, dtype == DType::Bool ? 2 : 50, false);
+  for (float& v : x.values) v = std::floor(v);
+  x.dtype = dtype;
+  return x;
+}
+
 OA_OP_CASES(expand, "oa::matrix::expand") {
   struct Case {
     const char* label;
@@ -88,15 +96,10 @@ OA_OP_CASES(expand, "oa::matrix::expand") {
                      [xs = c.x.to_vector(), out = c.out](const RefInputs& x) { return oa::reference::expand(x[0], xs, out); },
                      kGradTolerance, {}, false});
   }
+  // Bool x (a where's operands), four bytes to a word: 15 results.
+  cases.push_back({"bool", {integers({3, 1}, seed, DType::Bool)}, [](const Inputs& x) { return oa::matrix::expand(x[0], {3, 5}); },
+                   [](const RefInputs& x) { return oa::reference::expand(x[0], {3, 1}, {3, 5}); }});
   return cases;
-}
-
-// x of exact small integers as `dtype` (i32, or bool 0 and 1), needing no gradient.
-GradInput integers(const Shape& s, std::uint64_t seed, DType dtype) {
-  GradInput x = random_input(s, seed, dtype == DType::Bool ? 0 : -50, dtype == DType::Bool ? 2 : 50, false);
-  for (float& v : x.values) v = std::floor(v);
-  x.dtype = dtype;
-  return x;
 }
 
 // Each case also on f16 and bf16 operands (half_variant: gradients too) and

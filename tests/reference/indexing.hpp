@@ -1,6 +1,7 @@
 #pragma once
 // f64 oracles for the indexing ops, written from their index definitions
-// (torch.index_select, gather, scatter_add, where, masked_fill, expand), with
+// (torch.index_select, gather, scatter_add, where, masked_fill, expand,
+// nonzero), with
 // oa's rule for indices outside [0, N): they select nothing (0) and add
 // nothing.
 #include <algorithm>
@@ -95,6 +96,18 @@ inline std::vector<double> where(const std::vector<std::uint8_t>& cond, const st
     r[i] = v.empty() ? value : v[static_cast<std::size_t>(broadcast_index(c, s))];
   }
   return r;
+}
+
+// torch.nonzero: the coordinates over `shape` of x's nonzero values (NaN
+// included) in row-major order, each a row of shape.size() entries, flattened.
+inline std::vector<double> nonzero(const std::vector<double>& x, const std::vector<std::int64_t>& shape) {
+  std::vector<double> rows;
+  for (std::size_t i = 0; i < x.size(); ++i)
+    if (x[i] != 0) {
+      const auto c = coordinates(static_cast<std::int64_t>(i), shape);
+      rows.insert(rows.end(), c.begin(), c.end());
+    }
+  return rows;
 }
 
 // numpy.take_along_axis with broadcasting outside `axis` (x and indices of

@@ -1,8 +1,9 @@
 #pragma once
 // Indexing and selection (oa::matrix): index_select, gather, scatter_add,
-// where, masked_fill, masked_select, tril, triu, one_hot, take_along_axis, topk. Values are
-// F32 (index_select, gather, take_along_axis, where, tril and triu also copy I32;
-// where and masked_fill also take F16 and BF16, masked_fill I32);
+// where, masked_fill, masked_select, nonzero, tril, triu, one_hot, take_along_axis, topk. Values are
+// F32 (index_select, gather, take_along_axis, tril and triu also copy I32;
+// where and masked_fill take every dtype: F32, F16, BF16, I32 and Bool;
+// nonzero reads every dtype);
 // indices are I32 Matrices (oa's index dtype, as embedding and argmax use; PyTorch
 // takes int64); conditions and masks are Bool Matrices (as attention's
 // masks). Results are new contiguous Matrices.
@@ -32,12 +33,14 @@
 // Errors (oa::Error, InvalidArgument, naming the op, the argument and the
 // shapes; nothing is recorded): undefined operands, operands on different
 // engines, a value dtype other than f32 (f32 or i32 for index_select,
-// gather, take_along_axis, where, tril and triu), an index that is not i32, a
+// gather, take_along_axis, tril and triu; any for where, masked_fill and
+// nonzero), an index that is not i32, a
 // condition or mask that is not bool, an axis out of range, rank-0 x, shapes
 // as each op states, element counts past 2^32 - 1.
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <vector>
 
 #include "oa/matrix/matrix.hpp"
 
@@ -120,8 +123,8 @@ Matrix scatter_add(const Matrix& x, int dim, const Matrix& index, const Matrix& 
 Matrix masked_select(const Matrix& x, const Matrix& mask);
 
 // x where condition holds, else y (torch.where(condition, x, y)): condition
-// bool, x and y of one dtype, f32, f16, bf16 or i32 (the result's dtype; i32
-// has no gradient); the three broadcast together by NumPy's rules (right
+// bool, x and y of one dtype, f32, f16, bf16, i32 or bool (the result's dtype;
+// i32 and bool have no gradient); the three broadcast together by NumPy's rules (right
 // aligned, extents equal or 1, any pattern) to the result's shape. Gradients:
 // to x the result's gradient where condition holds (0 elsewhere), to y where
 // it does not, summed back over broadcast axes; none to condition. An x or y
@@ -131,8 +134,10 @@ Matrix masked_select(const Matrix& x, const Matrix& mask);
 Matrix where(const Matrix& condition, const Matrix& x, const Matrix& y);
 
 // x with `value` where mask holds (torch.masked_fill(x, mask, value)): x f32,
-// f16, bf16 (the result's dtype; `value` rounded to it to nearest even) or i32
-// (`value` truncated toward zero, as torch converts), mask bool, broadcast
+// f16, bf16 (the result's dtype; `value` rounded to it to nearest even), i32
+// (`value` truncated toward zero, as torch converts) or bool (true for any
+// nonzero value, NaN and infinities included, false for +-0: torch's
+// conversion to bool, which never overflows), mask bool, broadcast
 // with x by NumPy's rules; the result has the broadcast shape (x broadcast
 // first by oa::matrix::expand where smaller). Gradient to x (float dtypes):
 // the result's gradient where mask does not hold (0 where it does); none to
@@ -143,6 +148,30 @@ Matrix where(const Matrix& condition, const Matrix& x, const Matrix& y);
 // a value not finite or outside [-2^31, 2^31) after truncation. Semantic op
 // "oa::matrix::masked_fill", attribute value.
 Matrix masked_fill(const Matrix& x, const Matrix& mask, double value);
+
+// The coordinates of x's nonzero elements (torch.nonzero(x)): x of any dtype
+// and rank (a float element is nonzero when it is not +-0, NaN included; a
+// bool one when true); the result is i32 [K, rank of x], one row per nonzero
+// element in row-major order (a rank-0 x gives [1, 0] or [0, 0], an empty x
+// [0, rank]). K depends on x's values: nonzero counts them on the device
+// (a non-bool x: oa::matrix::cast to f32 unless f32, then oa::matrix::ne with
+// 0; then oa::matrix::sum, each recorded)
+// and reads the count back, a synchronization that waits for the work
+// recorded so far (as torch.nonzero on a GPU); only the 4-byte count is read.
+// The coordinates are then found on the device (per block of 1024 elements
+// a count, the counts' prefix sum, a scatter of each block's coordinates).
+// No gradient (an integer result). Errors: an undefined x, more than 2^31 - 1
+// elements. Semantic op "oa::matrix::nonzero" over the bool flags (x itself
+// when bool), attribute count (K).
+Matrix nonzero(const Matrix& x);
+
+// torch.where(condition) (torch.nonzero(condition, as_tuple=True)): one i32
+// [K] vector per axis of condition, the d-th holding coordinate d of each
+// nonzero element, in nonzero()'s order (a rank-0 condition counts as [1]:
+// one vector, [0] when it is nonzero). condition of any dtype. Cost and
+// synchronization as nonzero(), plus one oa::matrix::slice per axis for a
+// condition of rank 2 or more. No gradient. Errors as nonzero().
+std::vector<Matrix> where(const Matrix& condition);
 
 // The lower (tril) or upper (triu) triangle of each matrix of x
 // (torch.tril(x, diagonal), torch.triu(x, diagonal)): x is [..., R, C] (rank

@@ -1,8 +1,8 @@
 #pragma once
 // Views and layout (oa::matrix): permute, transpose of two axes, slicing,
 // expand, squeeze / unsqueeze, flatten / unflatten. F32, F16, BF16 or I32
-// (permute, slice, narrow, expand move the elements' bits; any dtype for the
-// reshapes). The gradient of a 16-bit expand is summed in f32 and rounded once.
+// (permute, slice, narrow, expand move the elements' bits; expand takes Bool
+// too, and any dtype the reshapes). The gradient of a 16-bit expand is summed in f32 and rounded once.
 //
 // Cost model. A Matrix is always contiguous and row-major: oa has no strided
 // views. The reshaping views (squeeze, unsqueeze, flatten, unflatten, like
@@ -51,7 +51,8 @@ Matrix narrow(const Matrix& x, int axis, std::int64_t start, std::int64_t length
 // x broadcast to `shape` (torch.Tensor.expand): shape has x's rank or more;
 // x's axes align with its last ones; -1 keeps x's extent there (not allowed
 // on the new leading axes); only an extent of 1 (or a new axis) takes another
-// extent, including 0. oa has no strided views: the result is materialised
+// extent, including 0. x of any dtype (bool included; only floating ones have
+// a gradient). oa has no strided views: the result is materialised
 // by one strided copy that reads each of x's elements as often as it is
 // repeated; a shape equal to x's returns x itself (nothing recorded).
 // Gradient: the result's gradient summed over the broadcast axes (recorded

@@ -106,7 +106,9 @@ Matrix zeros(const Engine& engine, const Shape& shape, DType dtype = DType::F32)
 void require_defined(const Matrix& m, const char* op, const char* arg);
 void require_f32(const Matrix& m, const char* op, const char* arg);
 void require_dtype(const Matrix& m, DType dtype, const char* op, const char* arg);
-void require_same_engine(const Matrix& a, const Matrix& b, const char* op);
+// Throws InvalidArgument naming `op`, both arguments and their shapes unless
+// `a` (argument a_arg) and `b` (b_arg) live on one engine.
+void require_same_engine(const Matrix& a, const char* a_arg, const Matrix& b, const char* b_arg, const char* op);
 // Throws InvalidArgument naming `op`, both arguments, their dtypes and shapes
 // unless `a` (argument a_arg) and `b` (b_arg) have one dtype.
 void require_same_dtype(const Matrix& a, const char* a_arg, const Matrix& b, const char* b_arg, const char* op);

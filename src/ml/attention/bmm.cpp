@@ -42,7 +42,7 @@ const char* name_of(BmmLayout layout) { return kNames[static_cast<int>(layout)];
 Shape bmm_shape(BmmLayout layout, const Matrix& a, const Matrix& b) {
   const char* name = name_of(layout);
   detail::require_same_dtype(a, "a", b, "b", name);
-  detail::require_same_engine(a, b, name);
+  detail::require_same_engine(a, "a", b, "b", name);
   static constexpr const char* kForms[3] = {"a [N, M, K] and b [N, K, P]", "a [N, M, K] and b [N, P, K]",
                                             "a [N, K, M] and b [N, K, P]"};
   const char* form = kForms[static_cast<int>(layout)];
@@ -132,7 +132,7 @@ BmmGradients bmm_backward(BmmLayout layout, const Matrix& a, const Matrix& b, co
   const char* name = name_of(layout);
   const Shape out = bmm_shape(layout, a, b);
   detail::require_same_dtype(a, "a", grad, "grad", name);
-  detail::require_same_engine(a, grad, name);
+  detail::require_same_engine(a, "a", grad, "grad", name);
   if (!(grad.shape() == out))
     fail(ErrorKind::InvalidArgument, "{} backward: grad {} must have the output's shape {} (a {}, b {})", name, grad.shape(), out,
          a.shape(), b.shape());

@@ -93,8 +93,8 @@ void require_attention_dtypes(const char* op, const Matrix& q, const Matrix& k, 
 AttentionGeometry attention_geometry(const char* op, const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& mask,
                                      std::optional<float> scale, bool causal, CausalVariant variant) {
   require_attention_dtypes(op, q, k, v);
-  detail::require_same_engine(q, k, op);
-  detail::require_same_engine(q, v, op);
+  detail::require_same_engine(q, "q", k, "k", op);
+  detail::require_same_engine(q, "q", v, "v", op);
   if ((q.rank() != 3 && q.rank() != 4) || q.dim(-1) < 1)  // no query rows (B, H or Sq 0) give an empty output
     fail(ErrorKind::InvalidArgument, "{}: q must be [BH, Sq, Dh] or [B, H, Sq, Dh] with Dh >= 1; found {}", op, q.shape());
   AttentionGeometry g;
@@ -119,7 +119,7 @@ AttentionGeometry attention_geometry(const char* op, const Matrix& q, const Matr
   g.dv = v.dim(-1);
   const std::int64_t rows = checked_mul(g.bh, g.sq, "attention query rows");
   if (mask.defined()) {
-    detail::require_same_engine(q, mask, op);
+    detail::require_same_engine(q, "q", mask, "mask", op);
     const Shape scores = g.four_d ? Shape{g.batch, g.heads, g.sq, g.sk} : Shape{g.bh, g.sq, g.sk};
     g.mask = mask_layout(op, "attn_mask", mask, g.batch, g.heads, g.sq, g.sk, scores);
   }
@@ -957,8 +957,8 @@ FlashProblem packed_problem(const Matrix& q, const Matrix& k, const Matrix& v, c
   const char* op = kPackedCausal;
   const std::int64_t seq_len = a.sequence_length, num_heads = a.num_heads;
   require_attention_dtypes(op, q, k, v);
-  detail::require_same_engine(q, k, op);
-  detail::require_same_engine(q, v, op);
+  detail::require_same_engine(q, "q", k, "k", op);
+  detail::require_same_engine(q, "q", v, "v", op);
   if (seq_len < 1 || num_heads < 1)
     fail(ErrorKind::InvalidArgument, "{}: seq_len {} and num_heads {} must be >= 1 (q {})", op, seq_len, num_heads, q.shape());
   if (q.rank() != 2 || q.numel() < 1 || q.dim(0) % seq_len != 0 || q.dim(1) % num_heads != 0)

@@ -231,10 +231,12 @@ AttentionGradients flash_attention_backward(const Matrix& q, const Matrix& k, co
   detail::require_same_dtype(q, "q", output, "output", kSdpa);
   detail::require_f32(softmax_stats, kSdpa, "softmax_stats");
   detail::require_same_dtype(q, "q", grad, "grad", kSdpa);
-  for (const Matrix* m : {&output, &softmax_stats, &grad}) detail::require_same_engine(q, *m, kSdpa);
+  detail::require_same_engine(q, "q", output, "output", kSdpa);
+  detail::require_same_engine(q, "q", softmax_stats, "softmax_stats", kSdpa);
+  detail::require_same_engine(q, "q", grad, "grad", kSdpa);
   if (grad_log_sum_exp.defined()) {
     detail::require_f32(grad_log_sum_exp, kSdpa, "grad_log_sum_exp");
-    detail::require_same_engine(q, grad_log_sum_exp, kSdpa);
+    detail::require_same_engine(q, "q", grad_log_sum_exp, "grad_log_sum_exp", kSdpa);
   }
   if (!(output.shape() == out_shape) || !(grad.shape() == out_shape) || !(softmax_stats.shape() == stats_shape) ||
       (grad_log_sum_exp.defined() && !(grad_log_sum_exp.shape() == lse_shape)))
@@ -252,11 +254,11 @@ AttentionGradients attention_weights_backward(const Matrix& q, const Matrix& k, 
   const Shape weights_shape = rows_shape(g, g.sk), out_shape = rows_shape(g, g.dv);
   detail::require_f32(weights, kSdpa, "weights");
   detail::require_same_dtype(q, "q", grad, "grad", kSdpa);
-  detail::require_same_engine(q, weights, kSdpa);
-  detail::require_same_engine(q, grad, kSdpa);
+  detail::require_same_engine(q, "q", weights, "weights", kSdpa);
+  detail::require_same_engine(q, "q", grad, "grad", kSdpa);
   if (grad_weights.defined()) {
     detail::require_f32(grad_weights, kSdpa, "grad_weights");
-    detail::require_same_engine(q, grad_weights, kSdpa);
+    detail::require_same_engine(q, "q", grad_weights, "grad_weights", kSdpa);
   }
   if (!(weights.shape() == weights_shape) || !(grad.shape() == out_shape) ||
       (grad_weights.defined() && !(grad_weights.shape() == weights_shape)))

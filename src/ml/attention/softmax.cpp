@@ -71,7 +71,7 @@ SoftmaxRows softmax_geometry(const Matrix& scores, const Matrix& mask, float sca
   r.cols = scores.shape().cols();
   r.scale = scale;
   if (mask.defined()) {
-    detail::require_same_engine(scores, mask, kSoftmax);
+    detail::require_same_engine(scores, "scores", mask, "mask", kSoftmax);
     r.mask_values = &mask;
     // Scores [..., Sq, Sk] as [batch, heads, Sq, Sk]: heads is the axis before Sq (rank >= 4), batch the rest.
     const std::size_t rank = scores.rank();
@@ -131,7 +131,7 @@ Matrix softmax_scaled_masked(const Matrix& scores, const Matrix& mask, float sca
 Matrix softmax_scaled_masked_backward(const Matrix& probabilities, const Matrix& grad, float scale) {
   detail::require_f32(probabilities, kSoftmax, "probabilities");
   detail::require_f32(grad, kSoftmax, "grad");
-  detail::require_same_engine(probabilities, grad, kSoftmax);
+  detail::require_same_engine(probabilities, "probabilities", grad, "grad", kSoftmax);
   if (probabilities.rank() < 1 || !(grad.shape() == probabilities.shape()))
     fail(ErrorKind::InvalidArgument, "{} backward: grad {} must have the shape of probabilities {} (rank >= 1)",
          kSoftmax, grad.shape(), probabilities.shape());

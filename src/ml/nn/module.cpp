@@ -47,7 +47,7 @@ void Module::set_parameter(const std::string& name, const Parameter& p) {
   if (!(value.shape() == old.shape()) || value.dtype() != old.dtype())
     fail(ErrorKind::InvalidArgument, "oa::ml::nn::{}: set_parameter: parameter '{}' is {} {}, the new Parameter '{}' is {} {}",
          type_name(), name, to_string(old.dtype()), old.shape(), p.name(), to_string(value.dtype()), value.shape());
-  detail::require_same_engine(old, value, ("oa::ml::nn::" + type_name() + ": set_parameter").c_str());
+  detail::require_same_engine(old, "the old parameter", value, "the new Parameter", ("oa::ml::nn::" + type_name() + ": set_parameter").c_str());
   if (!rebind_parameter(name, p))
     fail(ErrorKind::InvalidArgument, "oa::ml::nn::{}: set_parameter: parameter '{}' cannot be replaced in this module",
          type_name(), name);

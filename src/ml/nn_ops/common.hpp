@@ -27,7 +27,7 @@ inline void require_vector(const Matrix& m, std::int64_t n, const Matrix& x, con
   detail::require_dtype(m, dtype, op, arg);
   if (!(m.shape() == Shape{n}))
     fail(ErrorKind::InvalidArgument, "{}: {} must have shape [{}] to match x {}; found {}", op, arg, n, x.shape(), m.shape());
-  detail::require_same_engine(x, m, op);
+  detail::require_same_engine(x, "x", m, arg, op);
 }
 
 // Throws InvalidArgument unless `value` lies within [low, high] (NaN never

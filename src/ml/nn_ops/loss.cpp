@@ -32,7 +32,7 @@ void require_classification(const Matrix& logits, const Matrix& targets, const c
          s, targets.shape());
   if (!(targets.shape() == Shape{s[0]}))
     fail(ErrorKind::InvalidArgument, "{}: targets must have shape [{}] to match logits {}; found {}", name, s[0], s, targets.shape());
-  detail::require_same_engine(logits, targets, name);
+  detail::require_same_engine(logits, "logits", targets, "targets", name);
   if (s[1] > INT32_MAX) fail(ErrorKind::InvalidArgument, "{}: logits {} have more classes than i32 targets address", name, s);
   detail::shader_u32(s.numel(), "element count of logits", name);
 }
@@ -270,7 +270,7 @@ Shape positions_shape(const Shape& logits) {
 Matrix cross_entropy_probabilities(const Matrix& logits, const Matrix& probabilities, const CrossEntropyOptions& o) {
   const char* op = "oa::ml::cross_entropy";
   detail::require_f32(probabilities, op, "targets");
-  detail::require_same_engine(logits, probabilities, op);
+  detail::require_same_engine(logits, "logits", probabilities, "targets", op);
   if (!(probabilities.shape() == logits.shape()))
     fail(ErrorKind::InvalidArgument, "{}: class probabilities (f32 targets) must have logits' shape {}; found {}", op, logits.shape(),
          probabilities.shape());
