@@ -334,6 +334,18 @@ TEST(MatrixIndexing, NonzeroMatchesAHostReference) {
       }
     }
   }
+  // More than 256 blocks of 1024: the prefix-sum pass gives each invocation several blocks.
+  {
+    const Shape shape{300 * 1024 + 5};
+    std::vector<std::uint8_t> bytes;
+    std::vector<double> values;
+    for (auto v : ints(shape.numel(), 499, 0, 4)) {
+      bytes.push_back(v == 0);  // about a quarter true
+      values.push_back(v == 0);
+    }
+    const auto got = mx::nonzero(Matrix::from_bool(shape, bytes)).to_i32();
+    EXPECT_EQ(std::vector<double>(got.begin(), got.end()), ref::nonzero(values, shape.to_vector()));
+  }
   // A bool x: the count (oa::matrix::sum, read back), then one op of three dispatches; no gradient.
   const Matrix x = Matrix::from_vector({2, 3}, std::vector<float>{0, 1, 0, 2, 0, 3});
   oa::set_requires_grad(x);
