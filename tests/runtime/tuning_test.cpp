@@ -108,8 +108,9 @@ TEST(RuntimeTuning, ShippedTablesKeepTheMeasuredRules) {
   const Tuning h200 = Tuning::for_device(device_named("NVIDIA H200", oa::DeviceType::Discrete, "NVIDIA"));
   const Tuning lavapipe = Tuning::for_device(device_named("llvmpipe (LLVM 15.0.6, 256 bits)", oa::DeviceType::Cpu, "llvmpipe"));
   const Tuning other = Tuning::for_device(device_named("Some GPU", oa::DeviceType::Discrete, "other"));
+  EXPECT_EQ(h200.choose("gemm.tile", {1, 8192, 256, 1024}), "128x128");
+  EXPECT_EQ(other.choose("gemm.tile", {1, 8192, 256, 1024}), "busy");
   for (const Tuning* gpu : {&h200, &other}) {
-    EXPECT_EQ(gpu->choose("gemm.tile", {1, 8192, 256, 1024}), "busy");
     EXPECT_EQ(gpu->choose("gemm.tile", {1, 768, 3072, 8192}), "busy-square");
     EXPECT_EQ(gpu->choose("attention.forward_lowering", {64, 2048, 2048, 128, 128, 1}), "gemm");
     EXPECT_EQ(gpu->choose("attention.forward_lowering", {64, 2048, 2048, 64, 64, 1}), "fused");
@@ -133,18 +134,26 @@ TEST(RuntimeTuning, ShippedTablesKeepTheMeasuredRules) {
     EXPECT_EQ(gpu->choose("conv.wgrad_tile", {4, 36, 100352}), "16x32");
   }
   EXPECT_EQ(lavapipe.choose("conv.wgrad_tile", {512, 1536, 63996}), "64x64");
-  // The Hopper table serves the H100 too; 17-48 rows with a long K take 64x128 tiles everywhere.
+  // The Hopper table serves the H100 too. 17-48 rows with a long K take 64x128 tiles elsewhere; on Hopper 17-32
+  // rows take 32x128.
   const Tuning h100 = Tuning::for_device(device_named("NVIDIA H100 80GB HBM3", oa::DeviceType::Discrete, "NVIDIA"));
   EXPECT_EQ(h100.choose("conv.kernel", {32, 128, 1, 784, 9, 0}), "winograd");
   EXPECT_EQ(other.choose("conv.kernel", {32, 128, 1, 784, 9, 0}), "depthwise");
-  for (const Tuning* t : {&h200, &h100, &other}) {
-    EXPECT_EQ(t->choose("gemm.tile", {1, 24, 4096, 11008}), "64x128");
-    EXPECT_EQ(t->choose("gemm.tile", {1, 32, 2304, 768}), "busy");
+  for (const Tuning* t : {&h200, &h100}) {
+    EXPECT_EQ(t->choose("gemm.tile", {1, 24, 4096, 11008}), "32x128");
+    EXPECT_EQ(t->choose("gemm.tile", {1, 32, 4096, 4096}), "32x128");
+    EXPECT_EQ(t->choose("gemm.tile", {1, 40, 4096, 4096}), "64x128");
   }
-  // Rules measured by oa tune on the H200 come before its general rules.
+  EXPECT_EQ(other.choose("gemm.tile", {1, 24, 4096, 11008}), "64x128");
+  for (const Tuning* t : {&h200, &h100, &other}) EXPECT_EQ(t->choose("gemm.tile", {1, 32, 2304, 768}), "busy");
+  // Rules measured by oa tune come before the general rules: GPT-2's layers take 64x128w8, the character
+  // transformer's weight gradients 128x128.
   EXPECT_EQ(h200.choose("gemm.tile", {1, 128, 3072, 768}), "64x128");
   EXPECT_EQ(other.choose("gemm.tile", {1, 128, 3072, 768}), "busy");
-  EXPECT_EQ(h200.choose("gemm.tile", {1, 4096, 2048, 1023}), "64x128");
+  EXPECT_EQ(h200.choose("gemm.tile", {1, 4096, 2304, 768}), "64x128w8");
+  EXPECT_EQ(h200.choose("gemm.tile", {1, 8192, 768, 3072}), "64x128w8");
+  EXPECT_EQ(h200.choose("gemm.tile", {1, 1024, 256, 8192}), "128x128");
+  EXPECT_EQ(other.choose("gemm.tile", {1, 4096, 2304, 768}), "busy");
   EXPECT_EQ(h200.choose("gemm.tile", {1, 1024, 1024, 2048}), "busy-square");
   // Large GEMMs (M >= 2048, N >= 1024, K >= 1024) take 128x128w on Hopper, ahead of the bucket rules (measured on
   // an H100): Llama 3's MLP up-projection, 4096^3, a batched one; elsewhere the general rules.
