@@ -41,43 +41,51 @@ oa::Matrix input(const oa::Shape& s, std::uint64_t seed, const oa::Engine& e, bo
   return m;
 }
 
-// Each GEMM of the bench's transformer layers (x [M, K] @ W[N, K]^T, and for
-// the layers that train, the input gradient M x K by depth N and the weight
-// gradient N x K by depth M), as matmul_nt of that size: for gemm.skinny
-// (M <= 16) or gemm.tile, for gemm.split_k, and where M > 16 with f16
-// operands for gemm.coopmat_tile and under High float32 matmul precision for
-// gemm.f32_high.
+// Each GEMM of the bench's transformer layers in its own layout: x [M, K] @
+// W[N, K]^T (matmul_nt), and for the layers that train, the input gradient
+// dy [M, N] @ W [N, K] (matmul) and the weight gradient dy^T x, N x K by
+// depth M (bmm_tn of one item): for gemm.skinny (M <= 16) or gemm.tile, for
+// gemm.split_k, and where M > 16 with f16 operands for gemm.coopmat_tile and
+// under High float32 matmul precision for gemm.f32_high.
 std::vector<TuneCase> gemm_cases(bool quick) {
   std::vector<TuneCase> cases;
   std::set<std::pair<std::string, std::vector<std::int64_t>>> seen;
   for (const oa_bench::Gemm& g : oa_bench::kGemms) {
     const std::int64_t m = quick ? std::max<std::int64_t>(1, g.m / 256) : g.m, k = quick ? g.k / 64 : g.k,
                        n = quick ? g.n / 64 : g.n;
-    std::vector<std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t>> products{{"", m, n, k}};
+    enum class Layout { Nt, Nn, Tn };
+    std::vector<std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t, Layout>> products{{"", m, n, k, Layout::Nt}};
     if (g.backward) {
-      products.emplace_back("_dx", m, k, n);
-      products.emplace_back("_dw", n, k, m);
+      products.emplace_back("_dx", m, k, n, Layout::Nn);
+      products.emplace_back("_dw", n, k, m, Layout::Tn);
     }
-    for (const auto& [suffix, pm, pn, pk] : products) {
+    for (const auto& [suffix, pm, pn, pk, layout] : products) {
       const std::vector<std::int64_t> keys{1, pm, pn, pk};
       std::vector<const char*> points{pm <= 16 ? "gemm.skinny" : "gemm.tile", "gemm.split_k"};
       if (pm > 16) points.insert(points.end(), {"gemm.coopmat_tile", "gemm.f32_high"});
       for (const char* point : points) {
         if (!seen.insert({point, keys}).second) continue;
         // Copies of the bindings: lambdas capture variables, not structured bindings (clang 14).
-        auto step = [rows = pm, cols = pn, depth = pk, half = std::string_view(point) == "gemm.coopmat_tile",
+        auto step = [rows = pm, cols = pn, depth = pk, form = layout, half = std::string_view(point) == "gemm.coopmat_tile",
                      high = std::string_view(point) == "gemm.f32_high"](const oa::Engine& e) -> Step {
-          oa::Matrix x = input({rows, depth}, 1, e, false), w = input({cols, depth}, 2, e, false);
+          // rows x cols by depth: a [rows, depth] @ b [cols, depth]^T, a [rows, depth] @ b [depth, cols], or
+          // a [1, depth, rows]^T @ b [1, depth, cols].
+          const oa::Shape sa = form == Layout::Tn ? oa::Shape{1, depth, rows} : oa::Shape{rows, depth};
+          const oa::Shape sb = form == Layout::Nt ? oa::Shape{cols, depth} : form == Layout::Nn ? oa::Shape{depth, cols} : oa::Shape{1, depth, cols};
+          oa::Matrix a = input(sa, 1, e, false), b = input(sb, 2, e, false);
           if (half) {
-            x = oa::matrix::cast(x, oa::DType::F16);
-            w = oa::matrix::cast(w, oa::DType::F16);
+            a = oa::matrix::cast(a, oa::DType::F16);
+            b = oa::matrix::cast(b, oa::DType::F16);
           }
-          if (!high) return [x, w] { (void)oa::matrix::matmul_nt(x, w); };
+          auto product = [a, b, form] {
+            (void)(form == Layout::Nt ? oa::matrix::matmul_nt(a, b) : form == Layout::Nn ? oa::matrix::matmul(a, b) : oa::ml::bmm_tn(a, b));
+          };
+          if (!high) return product;
           // gemm.f32_high is asked only under High precision, set while the step records.
-          return [x, w] {
-            x.engine().set_float32_matmul_precision(oa::MatmulPrecision::High);
-            (void)oa::matrix::matmul_nt(x, w);
-            x.engine().set_float32_matmul_precision(oa::MatmulPrecision::Highest);
+          return [a, product] {
+            a.engine().set_float32_matmul_precision(oa::MatmulPrecision::High);
+            product();
+            a.engine().set_float32_matmul_precision(oa::MatmulPrecision::Highest);
           };
         };
         cases.push_back({point, fmt::format("{}{}", g.model, suffix), keys, {}, step});
