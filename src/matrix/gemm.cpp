@@ -29,8 +29,10 @@ constexpr Tile kSmall{32, 32, 16, 4, 4};
 // on a 32 x 64 block of C: gemm.tile "128x128w", which the Hopper table
 // chooses for large GEMMs (M >= 2048, N >= 1024, K >= 1024).
 constexpr Tile kLargeWarp{128, 128, 16, 8, 8, 32, 64};
-// The same with a K step of 8: half the registers that hold the next step.
+// The same with a K step of 8 (half the registers that hold the next step) or
+// 32 (half the barriers per multiply-add).
 constexpr Tile kLargeWarpK8{128, 128, 8, 8, 8, 32, 64};
+constexpr Tile kLargeWarpK32{128, 128, 32, 8, 8, 32, 64};
 // 64x128 on 128 invocations of 8x8, each subgroup on a 32 x 64 block.
 constexpr Tile kWideWarp{64, 128, 16, 8, 8, 32, 64};
 // 32 rows: for GEMMs of 17-32 rows (a batch of decoding tokens), whose
@@ -69,7 +71,8 @@ bool fits(const DeviceInfo& d, const Tile& t) {
 const Tile& choose_tile(const Tuning& tuning, const DeviceInfo& d, const GemmProblem& p) {
   const std::string_view variant = tuning.choose("gemm.tile", {p.batch, p.m, p.n, p.k});
   for (const auto& [name, t] : {std::pair{"128x128", &kLarge}, {"64x128", &kWide}, {"64x64", &kMedium}, {"32x32", &kSmall},
-                                {"128x128w", &kLargeWarp}, {"128x128wk8", &kLargeWarpK8}, {"64x128w8", &kWideWarp}, {"32x128", &kNarrow},
+                                {"128x128w", &kLargeWarp}, {"128x128wk8", &kLargeWarpK8}, {"128x128wk32", &kLargeWarpK32},
+                                {"64x128w8", &kWideWarp}, {"32x128", &kNarrow},
                                 {"32x128w8", &kNarrowWarp}})
     if (variant == name && fits(d, *t)) return *t;
   for (const Tile* t : {&kLarge, &kWide})

@@ -93,7 +93,7 @@ TEST(MatrixGemm, TransposeAlphaBetaBiasCombinations) {
 // A transposed with a long K over one tile, which splits K (partial last
 // step), with beta and bias.
 TEST(MatrixGemm, EveryFixedTileEveryLayout) {
-  for (const char* tile : {"128x128", "64x128", "64x64", "32x32", "128x128w", "128x128wk8", "64x128w8", "32x128", "32x128w8"}) {
+  for (const char* tile : {"128x128", "64x128", "64x64", "32x32", "128x128w", "128x128wk8", "128x128wk32", "64x128w8", "32x128", "32x128w8"}) {
     SCOPED_TRACE(tile);
     const oa_test::Forced forced("gemm.tile", tile);
     run_checks({case_check({2, 131, 70, 37, false, false, 1.5f, 0.0f, false, 1, -1, 3, -1, 5, -1}, 400),
