@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <optional>
+#include <string_view>
 #include <tuple>
+#include <utility>
 
 #include "matrix/cast_lowering.hpp"
 #include "matrix/lowering.hpp"
@@ -29,17 +31,19 @@ constexpr Tile kSmall{32, 32, 16, 4, 4};
 // on a 32 x 64 block of C: gemm.tile "128x128w", which the Hopper table
 // chooses for large GEMMs (M >= 2048, N >= 1024, K >= 1024).
 constexpr Tile kLargeWarp{128, 128, 16, 8, 8, 32, 64};
-// The same with a K step of 8 (half the registers that hold the next step) or
-// 32 (half the barriers per multiply-add).
-constexpr Tile kLargeWarpK8{128, 128, 8, 8, 8, 32, 64};
+// The same with a K step of 32 (half the barriers per multiply-add).
 constexpr Tile kLargeWarpK32{128, 128, 32, 8, 8, 32, 64};
 // 64x128 on 128 invocations of 8x8, each subgroup on a 32 x 64 block.
 constexpr Tile kWideWarp{64, 128, 16, 8, 8, 32, 64};
-// 32 rows: for GEMMs of 17-32 rows (a batch of decoding tokens), whose
-// 64-row tiles spend half their multiply-adds on rows past M; on 128
-// invocations of 4x8, or on 64 of 8x8 (two subgroups, 32 x 64 each).
+// 32 rows on 128 invocations of 4x8: for GEMMs of 17-32 rows (a batch of
+// decoding tokens), whose 64-row tiles spend half their multiply-adds on rows
+// past M.
 constexpr Tile kNarrow{32, 128, 16, 4, 8};
-constexpr Tile kNarrowWarp{32, 128, 16, 8, 8, 32, 64};
+// The fixed tiles by their gemm.tile variant names.
+constexpr std::pair<std::string_view, const Tile*> kFixedTiles[] = {{"128x128", &kLarge},      {"64x128", &kWide},
+                                                                    {"64x64", &kMedium},       {"32x32", &kSmall},
+                                                                    {"128x128w", &kLargeWarp}, {"128x128wk32", &kLargeWarpK32},
+                                                                    {"64x128w8", &kWideWarp},  {"32x128", &kNarrow}};
 
 // The tile of the tuning point gemm.tile (oa/runtime/tuning.hpp): a fixed
 // tile where the device can run it, else the largest tile that keeps
@@ -64,16 +68,12 @@ constexpr std::int64_t kSkinnyMaxSplits = 32;
 std::uint32_t threads(const Tile& t) { return (t.bm / t.tm) * (t.bn / t.tn); }
 std::uint64_t shared_bytes(const Tile& t) { return std::uint64_t{t.bk} * (t.bm + 4 + t.bn + 4) * 4; }
 bool fits(const DeviceInfo& d, const Tile& t) {
-  return shared_bytes(t) <= d.max_shared_memory_bytes && threads(t) <= d.max_workgroup_invocations &&
-         threads(t) <= d.max_workgroup_size[0];
+  return shared_bytes(t) <= d.max_shared_memory_bytes && threads(t) <= d.max_workgroup_invocations && threads(t) <= d.max_workgroup_size[0];
 }
 
 const Tile& choose_tile(const Tuning& tuning, const DeviceInfo& d, const GemmProblem& p) {
   const std::string_view variant = tuning.choose("gemm.tile", {p.batch, p.m, p.n, p.k});
-  for (const auto& [name, t] : {std::pair{"128x128", &kLarge}, {"64x128", &kWide}, {"64x64", &kMedium}, {"32x32", &kSmall},
-                                {"128x128w", &kLargeWarp}, {"128x128wk8", &kLargeWarpK8}, {"128x128wk32", &kLargeWarpK32},
-                                {"64x128w8", &kWideWarp}, {"32x128", &kNarrow},
-                                {"32x128w8", &kNarrowWarp}})
+  for (const auto& [name, t] : kFixedTiles)
     if (variant == name && fits(d, *t)) return *t;
   for (const Tile* t : {&kLarge, &kWide})
     if (p.m > t->bm / 2 && p.n > t->bn / 2 && (t != &kWide || variant != "busy-square") && fits(d, *t) &&
@@ -104,15 +104,13 @@ void check_matrix(const Engine& engine, const GemmProblem& p, const Matrix* m, c
 }
 
 // Checks that every batch item of `o` (extent words each) lies inside its matrix.
-void check_operand(const Engine& engine, const GemmProblem& p, const GemmOperand& o, const char* name, std::int64_t extent,
-                   DType half) {
+void check_operand(const Engine& engine, const GemmProblem& p, const GemmOperand& o, const char* name, std::int64_t extent, DType half) {
   check_matrix(engine, p, o.matrix, name, half);
   std::int64_t last = 0;
   if (o.offset < 0 || o.batch_stride < 0 || __builtin_mul_overflow(p.batch - 1, o.batch_stride, &last) ||
-      __builtin_add_overflow(last, o.offset, &last) || __builtin_add_overflow(last, extent, &last) ||
-      last > o.matrix->numel())
-    inconsistent(p, "operand {} (offset {}, batch stride {}, {} elements per item) exceeds its {} elements {}", name,
-                 o.offset, o.batch_stride, extent, o.matrix->numel(), o.matrix->shape());
+      __builtin_add_overflow(last, o.offset, &last) || __builtin_add_overflow(last, extent, &last) || last > o.matrix->numel())
+    inconsistent(p, "operand {} (offset {}, batch stride {}, {} elements per item) exceeds its {} elements {}", name, o.offset,
+                 o.batch_stride, extent, o.matrix->numel(), o.matrix->shape());
 }
 
 }  // namespace
@@ -145,8 +143,8 @@ push::matrix_gemm_update gemm_update(const GemmProblem& p, std::int64_t q, const
           .has_bias = bias ? 1u : 0u};
 }
 
-ComputeDispatch gemm_epilogue(const GemmProblem& p, std::int64_t q, std::uint32_t splits, const ElementWindow& w,
-                         const ElementWindow& c, const ElementWindow* bias) {
+ComputeDispatch gemm_epilogue(const GemmProblem& p, std::int64_t q, std::uint32_t splits, const ElementWindow& w, const ElementWindow& c,
+                              const ElementWindow* bias) {
   const std::int64_t count = q * p.m * p.n;
   ComputeDispatch d;
   const DType c_dtype = p.c.matrix->dtype(), bias_dtype = p.bias ? p.bias->dtype() : DType::F32;
@@ -157,24 +155,18 @@ ComputeDispatch gemm_epilogue(const GemmProblem& p, std::int64_t q, std::uint32_
     d.specialization = {dtype_code(c_dtype), dtype_code(bias_dtype)};
   }
   d.bindings = {w.binding, c.binding, bias ? bias->binding : w.binding};
-  d.push.set(push::matrix_gemm_epilogue{.count = u32(count),
-                                        .MN = u32(p.m * p.n),
-                                        .N = u32(p.n),
-                                        .splits = splits,
-                                        .w_off = w.offset,
-                                        .update = gemm_update(p, q, c, bias)});
+  d.push.set(push::matrix_gemm_epilogue{
+      .count = u32(count), .MN = u32(p.m * p.n), .N = u32(p.n), .splits = splits, .w_off = w.offset, .update = gemm_update(p, q, c, bias)});
   d.groups = {groups_for(count, 1024), 1, 1};
   return d;
 }
 
 void append_gemm_tiles(const Engine& engine, const GemmProblem& p, const GemmTiles& t, std::int64_t q, const ElementWindow& a,
-                       const ElementWindow& b, const ElementWindow& c, const ElementWindow* bias,
-                       std::vector<ComputeDispatch>& out) {
+                       const ElementWindow& b, const ElementWindow& c, const ElementWindow* bias, std::vector<ComputeDispatch>& out) {
   const std::int64_t splits = t.split.splits, c_ext = p.m * p.n;
   std::optional<ElementWindow> work;
   if (splits > 1)
-    work = element_window(engine.allocate(static_cast<std::uint64_t>(splits * q * c_ext) * 4), 0, splits * q * c_ext,
-                          Access::Write);
+    work = element_window(engine.allocate(static_cast<std::uint64_t>(splits * q * c_ext) * 4), 0, splits * q * c_ext, Access::Write);
   const ElementWindow& dst = work ? *work : c;
   ComputeDispatch d;
   d.kernel = t.kernel;
@@ -305,7 +297,9 @@ std::vector<ComputeDispatch> lower_gemm(const Engine& engine, const GemmProblem&
     sk = gemm_split_k(p.k, p.batch * gx, gemm_busy_groups(*tuning, p, kSkinnyBusyGroups), kSkinnySplitMinK, kSkinnyMaxSplits, kSkinnyStep);
     kernel = half_in ? kernels::matrix_gemm_skinny_half : kernels::matrix_gemm_skinny;
     spec = {u32(p.m), p.trans_a, p.trans_b, !p.trans_a && vec_a, vec_b};
-    if (half_in) spec.insert(spec.end(), {dtype_code(half), sk.splits > 1 ? 0u : dtype_code(p.c.matrix->dtype()), p.bias ? dtype_code(p.bias->dtype()) : 0u});
+    if (half_in)
+      spec.insert(spec.end(),
+                  {dtype_code(half), sk.splits > 1 ? 0u : dtype_code(p.c.matrix->dtype()), p.bias ? dtype_code(p.bias->dtype()) : 0u});
   } else {
     const Tile& t = choose_tile(*tuning, dev, p);
     gx = ceil_div(p.n, t.bn);
@@ -314,14 +308,15 @@ std::vector<ComputeDispatch> lower_gemm(const Engine& engine, const GemmProblem&
     const bool vec_c = p.n % 4 == 0 && (sk.splits > 1 || (p.c.offset % 4 == 0 && p.c.batch_stride % 4 == 0));
     kernel = half_in ? kernels::matrix_gemm_half : kernels::matrix_gemm;
     spec = {threads(t), t.bm, t.bn, t.bk, t.tm, t.tn, p.trans_a, p.trans_b, vec_a, vec_b, vec_c, t.wm, t.wn};
-    if (half_in) spec.insert(spec.end(), {dtype_code(half), sk.splits > 1 ? 0u : dtype_code(p.c.matrix->dtype()), p.bias ? dtype_code(p.bias->dtype()) : 0u});
+    if (half_in)
+      spec.insert(spec.end(),
+                  {dtype_code(half), sk.splits > 1 ? 0u : dtype_code(p.c.matrix->dtype()), p.bias ? dtype_code(p.bias->dtype()) : 0u});
   }
   const std::int64_t splits = sk.splits;
 
-  const std::int64_t per = window_batch(engine, {{p.a.batch_stride, a_ext},
-                                                 {p.b.batch_stride, b_ext},
-                                                 {p.c.batch_stride, c_ext},
-                                                 {splits > 1 ? splits * c_ext : 0, splits * c_ext}});
+  const std::int64_t per = window_batch(
+      engine,
+      {{p.a.batch_stride, a_ext}, {p.b.batch_stride, b_ext}, {p.c.batch_stride, c_ext}, {splits > 1 ? splits * c_ext : 0, splits * c_ext}});
   for (std::int64_t b0 = 0; b0 < p.batch; b0 += per) {
     const std::int64_t q = std::min(per, p.batch - b0);
     auto window = [&](const GemmOperand& o, std::int64_t ext, Access access) {

@@ -7,6 +7,8 @@
 #include <functional>
 #include <memory>
 #include <random>
+#include <string>
+#include <string_view>
 
 #include "matrix/gemm.hpp"
 #include "matrix/lowering.hpp"
@@ -93,7 +95,9 @@ TEST(MatrixGemm, TransposeAlphaBetaBiasCombinations) {
 // A transposed with a long K over one tile, which splits K (partial last
 // step), with beta and bias.
 TEST(MatrixGemm, EveryFixedTileEveryLayout) {
-  for (const char* tile : {"128x128", "64x128", "64x64", "32x32", "128x128w", "128x128wk8", "128x128wk32", "64x128w8", "32x128", "32x128w8"}) {
+  for (const std::string_view tile_name : oa::tuning_point("gemm.tile").variants) {
+    if (tile_name == "busy" || tile_name == "busy-square") continue;
+    const std::string tile(tile_name);
     SCOPED_TRACE(tile);
     const oa_test::Forced forced("gemm.tile", tile);
     run_checks({case_check({2, 131, 70, 37, false, false, 1.5f, 0.0f, false, 1, -1, 3, -1, 5, -1}, 400),
