@@ -562,6 +562,17 @@ Number number_arg(py::handle o, const char* op, const char* arg) {
   throw py::type_error(fmt::format("{}: {} must be a number (bool, int or float), got {}", op, arg, type_name(o)));
 }
 
+// masked_fill's value as the double the op takes: an int past double's range
+// (which Number holds as +-inf) is refused as a value no dtype holds, not
+// filled as an infinity.
+double fill_value(py::handle o, const char* op) {
+  const Number n = number_arg(o, op, "value");
+  if (n.kind == Number::Kind::Int && !std::isfinite(n.f))
+    throw oa::Error(oa::ErrorKind::InvalidArgument,
+                    fmt::format("{}: value {} cannot be converted to a floating or int32 dtype without overflow", op, text_of(n)));
+  return n.f;
+}
+
 // s as a 0-d tensor of `dtype` on `engine`. InvalidArgument naming `op` for an
 // int outside int32 into int32 (oa's integers are int32; torch: int64) and for
 // a float into int32 or bool, which result_type never asks for.
@@ -1162,7 +1173,7 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       .def("__hash__", [](const py::object& self) { return reinterpret_cast<std::intptr_t>(self.ptr()); })
       .def("masked_fill",
            [](const Matrix& x, const Matrix& mask, const py::object& value) {
-             return mx::masked_fill(x, mask, number_arg(value, "oa.Tensor.masked_fill", "value").f);
+             return mx::masked_fill(x, mask, fill_value(value, "oa.Tensor.masked_fill"));
            },
            py::arg("mask"), py::arg("value"),
            "torch.Tensor.masked_fill: x with value where mask (bool, broadcast with x) holds; x of any dtype: a float one "
@@ -1172,7 +1183,7 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       .def("masked_fill_",
            [](const py::object& self, const Matrix& mask, const py::object& value) {
              const auto& x = self.cast<const Matrix&>();
-             const double v = number_arg(value, "oa.Tensor.masked_fill_", "value").f;
+             const double v = fill_value(value, "oa.Tensor.masked_fill_");
              update_in_place(x, nullptr, [&] { return mx::masked_fill(x, mask, v); }, "oa.Tensor.masked_fill_");
              return self;
            },

@@ -333,3 +333,16 @@ def test_scalar_arguments_of_other_types_raise_type_errors_naming_them(bad):
     with pytest.raises(TypeError, match=r"oa\.where: condition must be a bool tensor, got " + kind):
         oa.where(bad, x, x)
     np.testing.assert_array_equal(x.numpy(), A.astype(np.float32))  # nothing was written
+
+
+def test_masked_fill_refuses_an_int_past_doubles_range():
+    mask = oa.tensor([True, False])
+    for x in (oa.tensor([5.0, 5.0]), oa.tensor([5.0, 5.0], dtype=oa.float16), oa.tensor([5, 5])):
+        for big in (2**1024, -(2**2000)):
+            with pytest.raises(oa.InvalidArgumentError, match=r"oa\.Tensor\.masked_fill: value -?\d+ cannot be converted"):
+                x.masked_fill(mask, big)
+            with pytest.raises(oa.InvalidArgumentError, match=r"oa\.Tensor\.masked_fill_: value -?\d+ cannot be converted"):
+                x.masked_fill_(mask, big)
+        np.testing.assert_array_equal(x.numpy(), [5, 5])  # nothing was written
+    with pytest.raises(oa.InvalidArgumentError, match="cannot be converted to f32 without overflow"):
+        oa.tensor([5.0, 5.0]).masked_fill(mask, 2**1023)
