@@ -251,14 +251,15 @@ TEST(MatrixTuning, EveryGemmVariantMatchesTheReference) {
 // A 3x3 convolution (stride 1, padding 1) and its input gradient through
 // each forced variant of each convolution point, against the f64 reference
 // (the input gradient as the transposed convolution of the output gradient):
-// depthwise, grouped with few channels per group, and dense.
+// depthwise, grouped with few channels per group, dense, and dense over more
+// positions and channels than the largest tile (several partial tiles).
 TEST(ConvTuning, EveryConvVariantMatchesTheReference) {
   struct Case {
     std::int64_t c, o, groups, size;
   };
   for (const oa::TuningPoint* p : {&oa::tuning_point("conv.kernel"), &oa::tuning_point("conv.igemm_tile")})
     for (std::string_view variant : p->variants)
-      for (const Case c : {Case{8, 8, 8, 6}, Case{16, 16, 4, 5}, Case{6, 40, 1, 4}}) {
+      for (const Case c : {Case{8, 8, 8, 6}, Case{16, 16, 4, 5}, Case{6, 40, 1, 4}, Case{20, 136, 1, 17}}) {
         SCOPED_TRACE(fmt::format("{} = {}, C {} O {} groups {} size {}", p->name, variant, c.c, c.o, c.groups, c.size));
         const Forced forced(std::string(p->name), std::string(variant));
         const std::array<std::int64_t, 4> xs{1, c.c, c.size, c.size}, ws{c.o, c.c / c.groups, 3, 3};

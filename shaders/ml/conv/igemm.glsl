@@ -32,8 +32,9 @@ const uint BK = 16;
 const uint BNP = BN + 4;  // padded row of the B tile (keeps 16-byte alignment)
 
 #if OA_BN > 4
-shared float As[BK * BM];
-shared float Bs[BK * BNP];
+// Both tiles k-major (a row of BM or BNP floats per k), read by quads.
+shared vec4 As[BK * BM / 4u];
+shared vec4 Bs[BK * BNP / 4u];
 #else
 const uint KB = 256u;
 shared vec4 Ws[KB];
@@ -191,9 +192,16 @@ void main() {
   const uint bk = tid % BK;
   const uint bn0 = tid / BK;
 
-  // Compute layout: tx over positions, ty over channels, 4-wide groups.
-  const uint tx = tid % (BM / TM);
-  const uint ty = tid / (BM / TM);
+  // Compute layout: the tile is cut into WM x WN blocks (positions x
+  // channels), each covered by 32 consecutive invocations (one NVIDIA
+  // subgroup: a compact block whose shared-memory reads touch few distinct
+  // quads), positions varying fastest. Within its block an invocation owns
+  // the 4x4 pieces at rows r0 + p * RM + 0..3 and columns c0 + q * RN + 0..3.
+  const uint WM = min(BM, 8u * TM), WN = 32u * TM * TN / WM;
+  const uint RM = WM / (TM / 4u), RN = WN / (TN / 4u);
+  const uint block = tid / 32u, lane = tid % 32u;
+  const uint r0 = (block % (BM / WM)) * WM + (lane % (WM / TM)) * 4u;
+  const uint c0 = (block / (BM / WM)) * WN + (lane / (WM / TM)) * 4u;
   float acc[TM * TN];
   [[unroll]] for (uint i = 0u; i < TM * TN; ++i) acc[i] = 0.0;
 
@@ -240,29 +248,34 @@ void main() {
     }
     if (k0 > 0u) {
       [[unroll]] for (uint kk = 0u; kk < BK; ++kk) {
-        float a[TM];
-        float b[TN];
-        [[unroll]] for (uint i = 0u; i < TM; ++i) a[i] = As[kk * BM + (i / 4u) * (BM * 4u / TM) + tx * 4u + (i % 4u)];
-        [[unroll]] for (uint j = 0u; j < TN; ++j) b[j] = Bs[kk * BNP + (j / 4u) * (BN * 4u / TN) + ty * 4u + (j % 4u)];
+        vec4 a[TM / 4u], b[TN / 4u];
+        [[unroll]] for (uint p = 0u; p < TM / 4u; ++p) a[p] = As[(kk * BM + r0 + p * RM) / 4u];
+        [[unroll]] for (uint q = 0u; q < TN / 4u; ++q) b[q] = Bs[(kk * BNP + c0 + q * RN) / 4u];
         [[unroll]] for (uint i = 0u; i < TM; ++i)
-          [[unroll]] for (uint j = 0u; j < TN; ++j) acc[i * TN + j] += a[i] * b[j];
+          [[unroll]] for (uint j = 0u; j < TN; ++j) acc[i * TN + j] = fma(a[i / 4u][i % 4u], b[j / 4u][j % 4u], acc[i * TN + j]);
       }
       barrier();
     }
     if (k0 < K) {
-      [[unroll]] for (uint j = 0u; j < AK; ++j) As[(ak0 + j) * BM + am] = ra[j];
-      [[unroll]] for (uint j = 0u; j < BJ; ++j) Bs[bk * BNP + bn0 + j * (NT / BK)] = rb[j];
+      [[unroll]] for (uint j = 0u; j < AK; ++j) {
+        const uint f = (ak0 + j) * BM + am;
+        As[f / 4u][f % 4u] = ra[j];
+      }
+      [[unroll]] for (uint j = 0u; j < BJ; ++j) {
+        const uint f = bk * BNP + bn0 + j * (NT / BK);
+        Bs[f / 4u][f % 4u] = rb[j];
+      }
       barrier();
     }
   }
 
   [[unroll]] for (uint i = 0u; i < TM; ++i) {
-    const uint mi = m0 + (i / 4u) * (BM * 4u / TM) + tx * 4u + (i % 4u);
+    const uint mi = m0 + r0 + (i / 4u) * RM + i % 4u;
     if (mi < M) {
       const uvec3 q = oa_position(mi, mhw, mw);
       const uint base = q.x * out_c * out_hw + (py + q.y * osy) * out_w + px + q.z * osx;
       [[unroll]] for (uint j = 0u; j < TN; ++j) {
-        const uint col = col0 + (j / 4u) * (BN * 4u / TN) + ty * 4u + (j % 4u);
+        const uint col = col0 + c0 + (j / 4u) * RN + j % 4u;
         if (col < cols) {
           const uint ch = g * cols + col;
           dst[base + ch * out_hw] = acc[i * TN + j] + (pc.has_bias != 0u ? bias[ch] : 0.0);
