@@ -643,8 +643,16 @@ Matrix where(py::handle condition, py::handle input, py::handle other, const cha
 // oa.nonzero's as_tuple form: a tuple of int32 [K] tensors, one per axis.
 py::tuple nonzero_tuple(const Matrix& x) { return py::tuple(py::cast(mx::where(x))); }
 
-// oa.nonzero(x, as_tuple=...) and x.nonzero(...).
-py::object nonzero(const Matrix& x, bool as_tuple) { return as_tuple ? py::object(nonzero_tuple(x)) : py::cast(mx::nonzero(x)); }
+// oa.nonzero(input, as_tuple=...) and x.nonzero(...), `op` naming the caller
+// in errors: a TypeError for an input that is not a tensor or an as_tuple
+// that is not a bool (as torch, which takes no None or int for it).
+py::object nonzero(py::handle input, py::handle as_tuple, const char* op) {
+  const Matrix& x = tensor_arg(input, op, "input");
+  const auto flag = number_of(as_tuple);
+  if (!flag || flag->kind != Number::Kind::Bool)
+    throw py::type_error(fmt::format("{}: as_tuple must be a bool, got {}", op, type_name(as_tuple)));
+  return flag->i ? py::object(nonzero_tuple(x)) : py::cast(mx::nonzero(x));
+}
 
 // torch.clamp(x, min, max), bounds promoted with x as torch's: int32 x with
 // int bounds (or none) computes in int32 (maximum, minimum), else in x's
@@ -1203,7 +1211,8 @@ void bind_tensor(py::module_& m, TensorClass& t) {
              return self;
            },
            py::arg("mask"), py::arg("value"), in_place_doc)
-      .def("nonzero", &nonzero, py::kw_only(), py::arg("as_tuple") = false, "x.nonzero(): oa.nonzero(x), as torch.Tensor.nonzero.")
+      .def("nonzero", [](const py::object& x, const py::object& as_tuple) { return nonzero(x, as_tuple, "oa.Tensor.nonzero"); },
+           py::kw_only(), py::arg("as_tuple") = false, "x.nonzero(): oa.nonzero(x), as torch.Tensor.nonzero.")
       .def("where", [](const py::object& x, const py::object& c, const py::object& y) { return where(c, x, y, "oa.Tensor.where"); },
            py::arg("condition"), py::arg("other"),
            "x.where(condition, other): oa.where(condition, x, other), as torch.Tensor.where (other a tensor or a number).")
@@ -1337,13 +1346,14 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       "(naming its shape; torch: RuntimeError), a value input's dtype cannot hold (as torch), a non-bool mask or "
       "shapes that do not broadcast.");
   m.def(
-      "nonzero", &nonzero,
+      "nonzero", [](const py::object& input, const py::object& as_tuple) { return nonzero(input, as_tuple, "oa.nonzero"); },
       py::arg("input"), py::kw_only(), py::arg("as_tuple") = false,
       "torch.nonzero(input, as_tuple=False): the int32 (torch: int64) [K, input.ndim] coordinates of input's nonzero "
       "elements (any dtype; NaN counts as nonzero, -0.0 as zero), row-major order; as_tuple=True: a tuple of input.ndim "
       "int32 [K] tensors, one per axis (a 0-d input counts as 1-d: one tensor). K depends on the values: the count is "
       "read back from the device, a synchronization (as torch's on a GPU); the coordinates are found on the device. No "
-      "gradient.");
+      "gradient. Errors: TypeError naming the argument for an input that is not a tensor or an as_tuple that is not a "
+      "bool (None or 1 included), as torch.");
   m.def("tril", &mx::tril, py::arg("input"), py::arg("diagonal") = 0);
   m.def("triu", &mx::triu, py::arg("input"), py::arg("diagonal") = 0);
   m.def("minimum", &mx::minimum, py::arg("input"), py::arg("other"));

@@ -422,8 +422,8 @@ def test_masked_fill_value_tensor_gets_its_gradient_as_torch(dtype):
 
 
 @pytest.mark.parametrize("bad", [[True, False, True], np.array([True, False, True]), (1, 0, 1), None], ids=lambda b: type(b).__name__)
-def test_masked_fill_tensor_arguments_of_other_types_raise_type_errors_naming_them(bad):
-    # torch raises TypeError for an input or a mask that is not a tensor.
+def test_tensor_arguments_of_other_types_raise_type_errors_naming_them(bad):
+    # torch raises TypeError for a mask, a nonzero input or a where condition that is not a tensor.
     x = oa.tensor(A)
     mask = oa.tensor(MASK)
     kind = type(bad).__name__
@@ -435,4 +435,24 @@ def test_masked_fill_tensor_arguments_of_other_types_raise_type_errors_naming_th
         oa.masked_fill(x, bad, 1.0)
     with pytest.raises(TypeError, match=r"oa\.masked_fill: input must be a tensor, got " + kind):
         oa.masked_fill(bad, mask, 1.0)
+    with pytest.raises(TypeError, match=r"oa\.nonzero: input must be a tensor, got " + kind):
+        oa.nonzero(bad)
+    with pytest.raises(TypeError, match=r"oa\.nonzero: input must be a tensor, got " + kind):
+        oa.nonzero(bad, as_tuple=True)
+    with pytest.raises(TypeError, match=r"oa\.where: condition must be a bool tensor, got " + kind):
+        oa.where(bad)
     np.testing.assert_array_equal(x.numpy(), A)  # nothing was written
+
+
+@pytest.mark.parametrize("bad", [None, 1, 0, "yes", 1.0], ids=repr)
+def test_nonzero_as_tuple_must_be_a_bool(bad):
+    x = oa.tensor(MASK)
+    with pytest.raises(TypeError, match=r"oa\.nonzero: as_tuple must be a bool, got " + type(bad).__name__):
+        oa.nonzero(x, as_tuple=bad)
+    with pytest.raises(TypeError, match=r"oa\.Tensor\.nonzero: as_tuple must be a bool, got " + type(bad).__name__):
+        x.nonzero(as_tuple=bad)
+    # A NumPy bool counts, as torch's.
+    rows, cols = oa.nonzero(x, as_tuple=np.bool_(True))
+    np.testing.assert_array_equal(rows.numpy(), [0, 0, 1])
+    np.testing.assert_array_equal(cols.numpy(), [0, 2, 2])
+    np.testing.assert_array_equal(x.nonzero(as_tuple=np.bool_(False)).numpy(), [[0, 0], [0, 2], [1, 2]])
