@@ -55,6 +55,7 @@ from ._oa import (
     chunk,
     gather,
     index_select,
+    masked_fill,
     masked_select,
     nonzero,
     scatter_add,

@@ -562,15 +562,36 @@ Number number_arg(py::handle o, const char* op, const char* arg) {
   throw py::type_error(fmt::format("{}: {} must be a number (bool, int or float), got {}", op, arg, type_name(o)));
 }
 
-// masked_fill's value as the double the op takes: an int past double's range
-// (which Number holds as +-inf) is refused as a value no dtype holds, not
-// filled as an infinity.
-double fill_value(py::handle o, const char* op) {
-  const Number n = number_arg(o, op, "value");
-  if (n.kind == Number::Kind::Int && !std::isfinite(n.f))
-    throw oa::Error(oa::ErrorKind::InvalidArgument,
-                    fmt::format("{}: value {} cannot be converted to a floating or int32 dtype without overflow", op, text_of(n)));
-  return n.f;
+// `o` as a tensor, or a TypeError naming `op`, `arg` and `what` it must be
+// (pybind's own error for a mismatched argument names neither).
+const Matrix& tensor_arg(py::handle o, const char* op, const char* arg, const char* what = "a tensor") {
+  if (py::isinstance<Matrix>(o)) return o.cast<const Matrix&>();
+  throw py::type_error(fmt::format("{}: {} must be {}, got {}", op, arg, what, type_name(o)));
+}
+
+// torch.masked_fill(input, mask, value) for oa.masked_fill, x.masked_fill and
+// x.masked_fill_, `op` naming the caller in errors. value is a number or a 0-d
+// tensor, whose value is read back (a synchronization, as torch's item()) and
+// filled as that number. An int past double's range is refused as a value no
+// dtype holds, not filled as an infinity.
+Matrix masked_fill(py::handle input, py::handle mask, py::handle value, const char* op) {
+  const Matrix& x = tensor_arg(input, op, "input");
+  const Matrix& m = tensor_arg(mask, op, "mask", "a bool tensor");
+  const Matrix* v = py::isinstance<Matrix>(value) ? &value.cast<const Matrix&>() : nullptr;
+  if (v && v->rank() != 0)
+    fail(ErrorKind::InvalidArgument, "{}: value must be a number or a 0-d tensor, got a tensor of shape {} (torch: "
+         "masked_fill only supports a 0-dimensional value tensor)", op, v->shape());
+  const auto n = number_of(v ? item(*v) : py::reinterpret_borrow<py::object>(value));
+  if (!n)
+    throw py::type_error(fmt::format("{}: value must be a number (bool, int or float) or a 0-d tensor, got {}", op, type_name(value)));
+  if (n->kind == Number::Kind::Int && !std::isfinite(n->f))
+    fail(ErrorKind::InvalidArgument, "{}: value {} cannot be converted to a floating or int32 dtype without overflow", op, text_of(*n));
+  const Matrix filled = mx::masked_fill(x, m, n->f);
+  if (!(v && grad_enabled() && requires_grad(*v) && is_floating_point(x.dtype()))) return filled;
+  // A value that requires grad goes in again through where, which gives it the
+  // sum of the result's gradient where mask holds (as torch); `filled` keeps
+  // the check that x's dtype holds the value, and gives x its gradient.
+  return mx::where(m, convert(*v, x.dtype()), filled);
 }
 
 // s as a 0-d tensor of `dtype` on `engine`. InvalidArgument naming `op` for an
@@ -604,9 +625,7 @@ std::variant<Matrix, Number> where_operand(py::handle o, const char* op, const c
 // numbers as result_type of numbers), a number becoming a 0-d tensor of that
 // dtype that broadcasts. `op` names the caller in errors.
 Matrix where(py::handle condition, py::handle input, py::handle other, const char* op) {
-  if (!py::isinstance<Matrix>(condition))
-    throw py::type_error(fmt::format("{}: condition must be a bool tensor, got {}", op, type_name(condition)));
-  const Matrix& c = condition.cast<const Matrix&>();
+  const Matrix& c = tensor_arg(condition, op, "condition", "a bool tensor");
   const auto x = where_operand(input, op, "input"), y = where_operand(other, op, "other");
   const Matrix* xt = std::get_if<Matrix>(&x);
   const Matrix* yt = std::get_if<Matrix>(&y);
@@ -624,8 +643,16 @@ Matrix where(py::handle condition, py::handle input, py::handle other, const cha
 // oa.nonzero's as_tuple form: a tuple of int32 [K] tensors, one per axis.
 py::tuple nonzero_tuple(const Matrix& x) { return py::tuple(py::cast(mx::where(x))); }
 
-// oa.nonzero(x, as_tuple=...) and x.nonzero(...).
-py::object nonzero(const Matrix& x, bool as_tuple) { return as_tuple ? py::object(nonzero_tuple(x)) : py::cast(mx::nonzero(x)); }
+// oa.nonzero(input, as_tuple=...) and x.nonzero(...), `op` naming the caller
+// in errors: a TypeError for an input that is not a tensor or an as_tuple
+// that is not a bool (as torch, which takes no None or int for it).
+py::object nonzero(py::handle input, py::handle as_tuple, const char* op) {
+  const Matrix& x = tensor_arg(input, op, "input");
+  const auto flag = number_of(as_tuple);
+  if (!flag || flag->kind != Number::Kind::Bool)
+    throw py::type_error(fmt::format("{}: as_tuple must be a bool, got {}", op, type_name(as_tuple)));
+  return flag->i ? py::object(nonzero_tuple(x)) : py::cast(mx::nonzero(x));
+}
 
 // torch.clamp(x, min, max), bounds promoted with x as torch's: int32 x with
 // int bounds (or none) computes in int32 (maximum, minimum), else in x's
@@ -1172,23 +1199,20 @@ void bind_tensor(py::module_& m, TensorClass& t) {
            py::arg("other"), py::kw_only(), py::arg("alpha") = 1)
       .def("__hash__", [](const py::object& self) { return reinterpret_cast<std::intptr_t>(self.ptr()); })
       .def("masked_fill",
-           [](const Matrix& x, const Matrix& mask, const py::object& value) {
-             return mx::masked_fill(x, mask, fill_value(value, "oa.Tensor.masked_fill"));
+           [](const py::object& x, const py::object& mask, const py::object& value) {
+             return masked_fill(x, mask, value, "oa.Tensor.masked_fill");
            },
-           py::arg("mask"), py::arg("value"),
-           "torch.Tensor.masked_fill: x with value where mask (bool, broadcast with x) holds; x of any dtype: a float one "
-           "takes value rounded to it, int32 truncated toward zero, bool True for any nonzero value (as torch). Errors: "
-           "TypeError naming the op and the argument for a value that is not a bool, int or float; "
-           "oa.InvalidArgumentError for a value x's dtype cannot hold (as torch) or shapes that do not broadcast.")
+           py::arg("mask"), py::arg("value"), "x.masked_fill(mask, value): oa.masked_fill(x, mask, value), as torch.Tensor.masked_fill.")
       .def("masked_fill_",
-           [](const py::object& self, const Matrix& mask, const py::object& value) {
+           [](const py::object& self, const py::object& mask, const py::object& value) {
              const auto& x = self.cast<const Matrix&>();
-             const double v = fill_value(value, "oa.Tensor.masked_fill_");
-             update_in_place(x, nullptr, [&] { return mx::masked_fill(x, mask, v); }, "oa.Tensor.masked_fill_");
+             const Matrix* other = py::isinstance<Matrix>(value) ? &value.cast<const Matrix&>() : nullptr;
+             update_in_place(x, other, [&] { return masked_fill(self, mask, value, "oa.Tensor.masked_fill_"); }, "oa.Tensor.masked_fill_");
              return self;
            },
            py::arg("mask"), py::arg("value"), in_place_doc)
-      .def("nonzero", &nonzero, py::kw_only(), py::arg("as_tuple") = false, "x.nonzero(): oa.nonzero(x), as torch.Tensor.nonzero.")
+      .def("nonzero", [](const py::object& x, const py::object& as_tuple) { return nonzero(x, as_tuple, "oa.Tensor.nonzero"); },
+           py::kw_only(), py::arg("as_tuple") = false, "x.nonzero(): oa.nonzero(x), as torch.Tensor.nonzero.")
       .def("where", [](const py::object& x, const py::object& c, const py::object& y) { return where(c, x, y, "oa.Tensor.where"); },
            py::arg("condition"), py::arg("other"),
            "x.where(condition, other): oa.where(condition, x, other), as torch.Tensor.where (other a tensor or a number).")
@@ -1308,13 +1332,28 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       "TypeError naming the argument for a condition that is not a tensor or an operand that is not a tensor or a "
       "number; oa.InvalidArgumentError (a ValueError) for shapes that do not broadcast or a non-bool condition.");
   m.def(
-      "nonzero", &nonzero,
+      "masked_fill",
+      [](const py::object& input, const py::object& mask, const py::object& value) {
+        return masked_fill(input, mask, value, "oa.masked_fill");
+      },
+      py::arg("input"), py::arg("mask"), py::arg("value"),
+      "torch.masked_fill(input, mask, value): input with value where mask (bool, broadcast with input) holds, of the "
+      "broadcast shape; input of any dtype: a float one takes value rounded to it, int32 truncated toward zero, bool "
+      "True for any nonzero value (as torch). value: a bool, int or float, or a 0-d tensor of any dtype (read back, a "
+      "synchronization, as torch's); a floating one that requires grad gets the sum of the result's gradient where "
+      "mask holds, as torch. Errors: TypeError naming the op and the argument for an input or mask that is not a "
+      "tensor or a value that is not a number or a tensor; oa.InvalidArgumentError for a value tensor that is not 0-d "
+      "(naming its shape; torch: RuntimeError), a value input's dtype cannot hold (as torch), a non-bool mask or "
+      "shapes that do not broadcast.");
+  m.def(
+      "nonzero", [](const py::object& input, const py::object& as_tuple) { return nonzero(input, as_tuple, "oa.nonzero"); },
       py::arg("input"), py::kw_only(), py::arg("as_tuple") = false,
       "torch.nonzero(input, as_tuple=False): the int32 (torch: int64) [K, input.ndim] coordinates of input's nonzero "
       "elements (any dtype; NaN counts as nonzero, -0.0 as zero), row-major order; as_tuple=True: a tuple of input.ndim "
       "int32 [K] tensors, one per axis (a 0-d input counts as 1-d: one tensor). K depends on the values: the count is "
       "read back from the device, a synchronization (as torch's on a GPU); the coordinates are found on the device. No "
-      "gradient.");
+      "gradient. Errors: TypeError naming the argument for an input that is not a tensor or an as_tuple that is not a "
+      "bool (None or 1 included), as torch.");
   m.def("tril", &mx::tril, py::arg("input"), py::arg("diagonal") = 0);
   m.def("triu", &mx::triu, py::arg("input"), py::arg("diagonal") = 0);
   m.def("minimum", &mx::minimum, py::arg("input"), py::arg("other"));

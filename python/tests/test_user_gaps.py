@@ -2,8 +2,9 @@
 dtype with torch.cat's promotion, `v in t`, x[True] / x[False], var and std
 with unbiased=, where and the binary functions with a Python number, where
 and masked_fill in 16 bits and on bool values, where with two numbers,
-nonzero and where with one argument, masked_fill_ and Tensor.where, int32
-sign and clamp, bitwise_not_, and the errors' wording (TypeErrors naming
+nonzero and where with one argument, masked_fill_ and Tensor.where,
+masked_fill with a 0-d tensor value (and its gradient) and oa.masked_fill,
+int32 sign and clamp, bitwise_not_, and the errors' wording (TypeErrors naming
 the op and the argument)."""
 import os
 
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 
 import oa
-from reference import values
+from reference import assert_close, values
 
 A = values((2, 3), 1)
 B = values((2, 1), 2)
@@ -313,10 +314,13 @@ def test_scalar_arguments_of_other_types_raise_type_errors_naming_them(bad):
     mask = oa.tensor(A > 0)
     kind = type(bad).__name__
     number = r"must be a number \(bool, int or float\), got "
-    with pytest.raises(TypeError, match=r"oa\.Tensor\.masked_fill_: value " + number + kind):
+    number_or_tensor = r"must be a number \(bool, int or float\) or a 0-d tensor, got "
+    with pytest.raises(TypeError, match=r"oa\.Tensor\.masked_fill_: value " + number_or_tensor + kind):
         x.masked_fill_(mask, bad)
-    with pytest.raises(TypeError, match=r"oa\.Tensor\.masked_fill: value " + number + kind):
+    with pytest.raises(TypeError, match=r"oa\.Tensor\.masked_fill: value " + number_or_tensor + kind):
         x.masked_fill(mask, bad)
+    with pytest.raises(TypeError, match=r"oa\.masked_fill: value " + number_or_tensor + kind):
+        oa.masked_fill(x, mask, bad)
     with pytest.raises(TypeError, match=r"oa\.Tensor\.fill_: value " + number + kind):
         x.fill_(bad)
     with pytest.raises(TypeError, match=r"oa\.full: fill_value " + number + kind):
@@ -346,3 +350,109 @@ def test_masked_fill_refuses_an_int_past_doubles_range():
         np.testing.assert_array_equal(x.numpy(), [5, 5])  # nothing was written
     with pytest.raises(oa.InvalidArgumentError, match="cannot be converted to f32 without overflow"):
         oa.tensor([5.0, 5.0]).masked_fill(mask, 2**1023)
+
+
+MASK = np.array([[True, False, True], [False, False, True]])
+
+
+@pytest.mark.parametrize("dtype", [oa.float32, oa.float16, oa.bfloat16, oa.int32, oa.bool], ids=str)
+def test_masked_fill_takes_a_0d_tensor_value(dtype):
+    mask = oa.tensor(MASK)
+    x = oa.tensor(A * 10, dtype=dtype) if dtype != oa.bool else oa.tensor(A > 0)
+    for value in (oa.tensor(2.5), oa.tensor(-3), oa.tensor(True), oa.tensor(0.0), oa.tensor(1.5, dtype=oa.bfloat16)):
+        want = x.masked_fill(mask, value.item()).numpy()  # a Python number's fill, checked against NumPy above
+        got = x.masked_fill(mask, value)
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(got.numpy(), want)
+        np.testing.assert_array_equal(oa.masked_fill(x, mask, value).numpy(), want)
+        y = oa.tensor(x.numpy(), dtype=dtype)
+        assert y.masked_fill_(mask, value) is y
+        np.testing.assert_array_equal(y.numpy(), want)
+    # torch's own example: a float value truncated toward zero into int32, and True / 2.5 into float32.
+    ids = oa.tensor(np.int32([[5, -6, 7], [8, 9, 10]]))
+    np.testing.assert_array_equal(ids.masked_fill(mask, oa.tensor(-2.7)).numpy(), [[-2, -6, -2], [8, 9, -2]])
+    np.testing.assert_array_equal(oa.tensor(A).masked_fill(mask, oa.tensor(2.5)).numpy(), np.where(MASK, 2.5, A))
+
+
+def test_masked_fill_refuses_a_value_tensor_that_is_not_0d():
+    x = oa.tensor(A)
+    mask = oa.tensor(MASK)
+    for shape in ((1,), (2, 3), (0,)):
+        value = oa.zeros(shape)
+        shown = r"\[" + ", ".join(map(str, shape)) + r"\]"
+        with pytest.raises(oa.InvalidArgumentError, match=r"oa\.Tensor\.masked_fill: value must be a number or a 0-d tensor, got a "
+                           r"tensor of shape " + shown):
+            x.masked_fill(mask, value)
+        with pytest.raises(oa.InvalidArgumentError, match=r"oa\.Tensor\.masked_fill_: .* of shape " + shown):
+            x.masked_fill_(mask, value)
+        with pytest.raises(oa.InvalidArgumentError, match=r"oa\.masked_fill: .* of shape " + shown):
+            oa.masked_fill(x, mask, value)
+    np.testing.assert_array_equal(x.numpy(), A)  # nothing was written
+    # A value tensor x's dtype cannot hold raises as the same number does, with or without a gradient.
+    half = oa.tensor(A, dtype=oa.float16)
+    for value in (oa.tensor(70000.0), oa.tensor(70000.0, requires_grad=True)):
+        with pytest.raises(oa.InvalidArgumentError, match="70000.*f16 without overflow"):
+            half.masked_fill(mask, value)
+
+
+@pytest.mark.parametrize("dtype", [oa.float32, oa.float16], ids=str)
+def test_masked_fill_value_tensor_gets_its_gradient_as_torch(dtype):
+    # torch: value's gradient is the sum of the result's gradient over the positions mask fills (mask broadcast).
+    a, w = values((2, 3), 5), values((4, 2, 3), 6)
+    mask = np.array([[True], [False]]) & np.array([True, False, True])  # [2, 3]
+    big = np.broadcast_to(np.array([True, False, True, False]).reshape(4, 1, 1), (4, 2, 3)) | mask
+    x = oa.tensor(a, dtype=dtype, requires_grad=True)
+    value = oa.tensor(0.75, dtype=dtype, requires_grad=True)
+    y = x.masked_fill(oa.tensor(big), value)
+    assert y.shape == (4, 2, 3) and y.dtype == dtype
+    np.testing.assert_array_equal(y.float().numpy(), np.where(big, 0.75, x.float().numpy()))
+    (y.float() * oa.tensor(w)).sum().backward()
+    assert value.grad.dtype == dtype and value.grad.shape == ()
+    assert_close(value.grad.float().numpy(), w[big].sum(), rtol=2e-3)
+    assert_close(x.grad.float().numpy(), np.where(big, 0.0, w).sum(0), rtol=2e-3)
+    # In place: x takes the history, and value its gradient.
+    value = oa.tensor(-1.0, requires_grad=True)
+    z = oa.tensor(a)
+    z.masked_fill_(oa.tensor(mask), value)
+    assert z.requires_grad
+    (z * oa.tensor(w[0])).sum().backward()
+    assert_close(value.grad.numpy(), w[0][mask].sum())
+    with oa.no_grad():
+        assert not oa.masked_fill(oa.tensor(a), oa.tensor(mask), value).requires_grad
+
+
+@pytest.mark.parametrize("bad", [[True, False, True], np.array([True, False, True]), (1, 0, 1), None], ids=lambda b: type(b).__name__)
+def test_tensor_arguments_of_other_types_raise_type_errors_naming_them(bad):
+    # torch raises TypeError for a mask, a nonzero input or a where condition that is not a tensor.
+    x = oa.tensor(A)
+    mask = oa.tensor(MASK)
+    kind = type(bad).__name__
+    with pytest.raises(TypeError, match=r"oa\.Tensor\.masked_fill: mask must be a bool tensor, got " + kind):
+        x.masked_fill(bad, 1.0)
+    with pytest.raises(TypeError, match=r"oa\.Tensor\.masked_fill_: mask must be a bool tensor, got " + kind):
+        x.masked_fill_(bad, 1.0)
+    with pytest.raises(TypeError, match=r"oa\.masked_fill: mask must be a bool tensor, got " + kind):
+        oa.masked_fill(x, bad, 1.0)
+    with pytest.raises(TypeError, match=r"oa\.masked_fill: input must be a tensor, got " + kind):
+        oa.masked_fill(bad, mask, 1.0)
+    with pytest.raises(TypeError, match=r"oa\.nonzero: input must be a tensor, got " + kind):
+        oa.nonzero(bad)
+    with pytest.raises(TypeError, match=r"oa\.nonzero: input must be a tensor, got " + kind):
+        oa.nonzero(bad, as_tuple=True)
+    with pytest.raises(TypeError, match=r"oa\.where: condition must be a bool tensor, got " + kind):
+        oa.where(bad)
+    np.testing.assert_array_equal(x.numpy(), A)  # nothing was written
+
+
+@pytest.mark.parametrize("bad", [None, 1, 0, "yes", 1.0], ids=repr)
+def test_nonzero_as_tuple_must_be_a_bool(bad):
+    x = oa.tensor(MASK)
+    with pytest.raises(TypeError, match=r"oa\.nonzero: as_tuple must be a bool, got " + type(bad).__name__):
+        oa.nonzero(x, as_tuple=bad)
+    with pytest.raises(TypeError, match=r"oa\.Tensor\.nonzero: as_tuple must be a bool, got " + type(bad).__name__):
+        x.nonzero(as_tuple=bad)
+    # A NumPy bool counts, as torch's.
+    rows, cols = oa.nonzero(x, as_tuple=np.bool_(True))
+    np.testing.assert_array_equal(rows.numpy(), [0, 0, 1])
+    np.testing.assert_array_equal(cols.numpy(), [0, 2, 2])
+    np.testing.assert_array_equal(x.nonzero(as_tuple=np.bool_(False)).numpy(), [[0, 0], [0, 2], [1, 2]])
