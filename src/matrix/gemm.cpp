@@ -31,8 +31,6 @@ constexpr Tile kSmall{32, 32, 16, 4, 4};
 // on a 32 x 64 block of C: gemm.tile "128x128w", which the Hopper table
 // chooses for large GEMMs (M >= 2048, N >= 1024, K >= 1024).
 constexpr Tile kLargeWarp{128, 128, 16, 8, 8, 32, 64};
-// The same with a K step of 32 (half the barriers per multiply-add).
-constexpr Tile kLargeWarpK32{128, 128, 32, 8, 8, 32, 64};
 // 64x128 on 128 invocations of 8x8, each subgroup on a 32 x 64 block.
 constexpr Tile kWideWarp{64, 128, 16, 8, 8, 32, 64};
 // 32 rows on 128 invocations of 4x8: for GEMMs of 17-32 rows (a batch of
@@ -42,8 +40,8 @@ constexpr Tile kNarrow{32, 128, 16, 4, 8};
 // The fixed tiles by their gemm.tile variant names.
 constexpr std::pair<std::string_view, const Tile*> kFixedTiles[] = {{"128x128", &kLarge},      {"64x128", &kWide},
                                                                     {"64x64", &kMedium},       {"32x32", &kSmall},
-                                                                    {"128x128w", &kLargeWarp}, {"128x128wk32", &kLargeWarpK32},
-                                                                    {"64x128w8", &kWideWarp},  {"32x128", &kNarrow}};
+                                                                    {"128x128w", &kLargeWarp}, {"64x128w8", &kWideWarp},
+                                                                    {"32x128", &kNarrow}};
 
 // The tile of the tuning point gemm.tile (oa/runtime/tuning.hpp): a fixed
 // tile where the device can run it, else the largest tile that keeps

@@ -136,11 +136,11 @@ const std::vector<TuningPoint>& tuning_points() {
       {"gemm.skinny", gemm_keys, {"skinny", "tiled"},
        "GEMMs of at most 16 rows: the skinny kernel (a strip of columns per workgroup) or the tiled one"},
       {"gemm.tile", gemm_keys,
-       {"busy", "busy-square", "128x128", "64x128", "64x64", "32x32", "128x128w", "128x128wk32", "64x128w8", "32x128"},
+       {"busy", "busy-square", "128x128", "64x128", "64x64", "32x32", "128x128w", "64x128w8", "32x128"},
        "the tiled GEMM's C tile: the largest that keeps the device busy (busy-square: of the square ones), or a fixed one "
        "(a fixed tile the device cannot run falls back to busy); 128x128w: 128x128 with 32 invocations on each 32x64 "
-       "block of C (one NVIDIA subgroup); 128x128wk32: the same with a K step of 32; 64x128w8: 64x128 on 128 "
-       "invocations of 8 x 8, a subgroup on each 32 x 64 block; 32x128: 32 rows on 128 invocations of 4 x 8"},
+       "block of C (one NVIDIA subgroup); 64x128w8: 64x128 on 128 invocations of 8 x 8, a subgroup on each 32 x 64 "
+       "block; 32x128: 32 rows on 128 invocations of 4 x 8"},
       {"gemm.coopmat_tile", gemm_keys, {"busy", "128x256", "256x128", "128x256k48", "128x128", "128x128w4k64", "64x64"},
        "the tensor-core GEMM's C tile (f16 / bf16 A and B; k48, k64: K steps of 48, 64 elements instead of 32; w4: on 4 "
        "subgroups instead of 8): the largest of 128x256k48 (128x256 where it does not fit), 128x128 that keeps the device "
