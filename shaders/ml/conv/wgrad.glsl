@@ -25,18 +25,27 @@ const uint RM = 16u;
 const uint AJ = RM * BKK / NT;  // A values each invocation stages per step
 const uint DJ = RM * BO / NT;   // D values likewise
 // Padded shared rows: conflict-free column stores, and 16-byte aligned rows
-// where an invocation reads four consecutive values at once.
+// where invocations read quads.
 const uint BOP = BO + (TO % 4u == 0u ? 4u : 1u), BKP = BKK + (TK % 4u == 0u ? 4u : 1u);
 
+#if OA_TO % 4 == 0 && OA_TK % 4 == 0
+// Register blocks of whole quads: the tile is cut into WO x WK blocks, each
+// covered by 32 consecutive invocations (one NVIDIA subgroup: a compact block
+// whose shared-memory reads touch few distinct quads), columns varying
+// fastest. An invocation owns the 4x4 pieces at rows r0 + p * RO + 0..3 and
+// columns c0 + q * RK + 0..3 of its block, read from shared memory by quads.
+#define OA_WGRAD_QUADS
+const uint WK = min(BKK, 8u * TK), WO = 32u * TO * TK / WK;
+const uint RO = WO / (TO / 4u), RK = WK / (TK / 4u);
+shared vec4 Ds[RM * BOP / 4u];
+shared vec4 As[RM * BKP / 4u];
+#define OA_WGRAD_SET(S, f, v) S[(f) / 4u][(f) % 4u] = v
+#else
+// Lane t holds every (B / T)-th column of the tile (B columns, T per lane).
 shared float Ds[RM * BOP];
 shared float As[RM * BKP];
-
-// The tile column (of B) that register i of lane t holds, with T per lane:
-// runs of four consecutive columns where T is a multiple of four (read as one
-// vector), else every (B / T)-th column.
-uint tile_col(uint i, uint B, uint T, uint t) {
-  return T % 4u == 0u ? (i / 4u) * (B * 4u / T) + t * 4u + (i % 4u) : t + i * (B / T);
-}
+#define OA_WGRAD_SET(S, f, v) S[f] = v
+#endif
 
 void main() {
   const uint tid = gl_LocalInvocationID.x;
@@ -73,8 +82,18 @@ void main() {
     k_dx[j] = int(kw * pc.dw);
   }
 
+#ifdef OA_WGRAD_QUADS
+  const uint block = tid / 32u, lane = tid % 32u;
+  const uint c0 = (block % (BKK / WK)) * WK + (lane % (WK / TK)) * 4u;
+  const uint r0 = (block / (BKK / WK)) * WO + (lane / (WK / TK)) * 4u;
+#define OA_WGRAD_ROW(i) (r0 + ((i) / 4u) * RO + (i) % 4u)
+#define OA_WGRAD_COL(j) (c0 + ((j) / 4u) * RK + (j) % 4u)
+#else
   const uint tx = tid % (BKK / TK);
   const uint ty = tid / (BKK / TK);
+#define OA_WGRAD_ROW(i) (ty + (i) * (BO / TO))
+#define OA_WGRAD_COL(j) (tx + (j) * (BKK / TK))
+#endif
   float acc[TO * TK];
   [[unroll]] for (uint i = 0u; i < TO * TK; ++i) acc[i] = 0.0;
 
@@ -108,27 +127,34 @@ void main() {
     }
     if (mb > m_begin) {
       [[unroll]] for (uint r = 0u; r < RM; ++r) {
-        float d[TO];
-        float a[TK];
-        [[unroll]] for (uint i = 0u; i < TO; ++i) d[i] = Ds[r * BOP + tile_col(i, BO, TO, ty)];
-        [[unroll]] for (uint j = 0u; j < TK; ++j) a[j] = As[r * BKP + tile_col(j, BKK, TK, tx)];
+#ifdef OA_WGRAD_QUADS
+        vec4 d[TO / 4u], a[TK / 4u];
+        [[unroll]] for (uint p = 0u; p < TO / 4u; ++p) d[p] = Ds[(r * BOP + r0 + p * RO) / 4u];
+        [[unroll]] for (uint q = 0u; q < TK / 4u; ++q) a[q] = As[(r * BKP + c0 + q * RK) / 4u];
+        [[unroll]] for (uint i = 0u; i < TO; ++i)
+          [[unroll]] for (uint j = 0u; j < TK; ++j) acc[i * TK + j] = fma(d[i / 4u][i % 4u], a[j / 4u][j % 4u], acc[i * TK + j]);
+#else
+        float d[TO], a[TK];
+        [[unroll]] for (uint i = 0u; i < TO; ++i) d[i] = Ds[r * BOP + OA_WGRAD_ROW(i)];
+        [[unroll]] for (uint j = 0u; j < TK; ++j) a[j] = As[r * BKP + OA_WGRAD_COL(j)];
         [[unroll]] for (uint i = 0u; i < TO; ++i)
           [[unroll]] for (uint j = 0u; j < TK; ++j) acc[i * TK + j] += d[i] * a[j];
+#endif
       }
       barrier();
     }
     if (mb < m_end) {
-      [[unroll]] for (uint j = 0u; j < DJ; ++j) Ds[lm * BOP + lk + j * (NT / RM)] = rd[j];
-      [[unroll]] for (uint j = 0u; j < AJ; ++j) As[lm * BKP + lk + j * (NT / RM)] = ra[j];
+      [[unroll]] for (uint j = 0u; j < DJ; ++j) OA_WGRAD_SET(Ds, lm * BOP + lk + j * (NT / RM), rd[j]);
+      [[unroll]] for (uint j = 0u; j < AJ; ++j) OA_WGRAD_SET(As, lm * BKP + lk + j * (NT / RM), ra[j]);
       barrier();
     }
   }
 
   const uint out_base = split * pc.aux2;
   [[unroll]] for (uint i = 0u; i < TO; ++i) {
-    const uint o = o0 + tile_col(i, BO, TO, ty);
+    const uint o = o0 + OA_WGRAD_ROW(i);
     [[unroll]] for (uint j = 0u; j < TK; ++j) {
-      const uint k = k0 + tile_col(j, BKK, TK, tx);
+      const uint k = k0 + OA_WGRAD_COL(j);
       if (o < cng && k < K) dw[out_base + (g * cng + o) * K + k] = acc[i * TK + j];
     }
   }
