@@ -19,14 +19,16 @@ using runtime::ComputeDispatch;
 
 // A workgroup's C tile (bm x bn), its K step, each invocation's register
 // block (tm x tn) and the block of C that consecutive invocations cover
-// (wm x wn, matrix/gemm.glsl; 0 x 0: the whole tile).
+// (wm x wn, matrix/gemm.glsl; 0 x 0: the whole tile). The tiles of 4-row
+// register blocks put each 32 consecutive invocations (one NVIDIA subgroup)
+// on a 16-row block, whose shared-memory reads touch few distinct quads.
 struct Tile {
   std::uint32_t bm, bn, bk, tm, tn, wm = 0, wn = 0;
 };
 constexpr Tile kLarge{128, 128, 16, 8, 8};
-constexpr Tile kWide{64, 128, 16, 4, 8};
-constexpr Tile kMedium{64, 64, 16, 4, 4};
-constexpr Tile kSmall{32, 32, 16, 4, 4};
+constexpr Tile kWide{64, 128, 16, 4, 8, 16, 64};
+constexpr Tile kMedium{64, 64, 16, 4, 4, 16, 32};
+constexpr Tile kSmall{32, 32, 16, 4, 4, 16, 32};
 // The large tile with each 32 consecutive invocations (one NVIDIA subgroup)
 // on a 32 x 64 block of C: gemm.tile "128x128w", which the Hopper table
 // chooses for large GEMMs (M >= 2048, N >= 1024, K >= 1024).
@@ -36,7 +38,7 @@ constexpr Tile kWideWarp{64, 128, 16, 8, 8, 32, 64};
 // 32 rows on 128 invocations of 4x8: for GEMMs of 17-32 rows (a batch of
 // decoding tokens), whose 64-row tiles spend half their multiply-adds on rows
 // past M.
-constexpr Tile kNarrow{32, 128, 16, 4, 8};
+constexpr Tile kNarrow{32, 128, 16, 4, 8, 16, 64};
 // The fixed tiles by their gemm.tile variant names.
 constexpr std::pair<std::string_view, const Tile*> kFixedTiles[] = {{"128x128", &kLarge},      {"64x128", &kWide},
                                                                     {"64x64", &kMedium},       {"32x32", &kSmall},
