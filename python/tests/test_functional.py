@@ -375,3 +375,19 @@ def test_more_activations_and_elementwise():
         (t.floor(), np.floor(xd)), (t.ceil(), np.ceil(xd)), (t.round(), np.round(xd)), (t.sign(), np.sign(xd)),
     ]:
         assert_close(got.numpy(), np.asarray(want))
+
+
+def test_relu_clamp_maximum_minimum_propagate_nan():
+    """A NaN stays NaN through relu, clamp (either bound alone too), maximum
+    and minimum, as in torch, so a diverging network shows it; and through a
+    Linear-ReLU-Linear stack."""
+    nan = float("nan")
+    x = oa.tensor([nan, 1.0, -1.0])
+    for got, want in [(F.relu(x), [nan, 1.0, 0.0]), (x.clamp(-1, 1), [nan, 1.0, -1.0]),
+                      (x.clamp(max=0), [nan, 0.0, -1.0]), (x.clamp(min=0), [nan, 1.0, 0.0]),
+                      (oa.maximum(x, oa.zeros(3)), [nan, 1.0, 0.0]),
+                      (oa.minimum(oa.zeros(3), x), [nan, 0.0, -1.0])]:
+        np.testing.assert_array_equal(got.numpy(), np.array(want, dtype=np.float32))
+    oa.manual_seed(0)
+    m = oa.nn.Sequential(oa.nn.Linear(3, 4), oa.nn.ReLU(), oa.nn.Linear(4, 2))
+    assert np.isnan(m(oa.tensor([[nan, 0.0, 0.0]])).numpy()).all()

@@ -54,6 +54,10 @@ float oa_tanh(float x) {
   const float e = exp(-2.0 * a);
   return sign(x) * (1.0 - e) / (1.0 + e);
 }
+// max and min as torch.maximum / torch.minimum (and so relu and clamp): NaN
+// where either operand is NaN (GLSL's max and min may return the other one).
+float oa_maximum(float a, float b) { return isnan(a) || isnan(b) ? a + b : max(a, b); }
+float oa_minimum(float a, float b) { return isnan(a) || isnan(b) ? a + b : min(a, b); }
 // a^b as torch.pow (C's pow): 1 when b is 0 (NaN^0 included) or a is 1
 // (1^NaN included), else NaN for a NaN operand; C's signed zeros and
 // infinities: (+-0)^b and (+-inf)^b are 0 or inf, negative for a negative

@@ -33,8 +33,8 @@ float op(float u, float v) {
     case Sub: return u - v;
     case Mul: return u * v;
     case Div: return u / v;
-    case Max: return max(u, v);
-    case Min: return min(u, v);
+    case Max: return oa_maximum(u, v);
+    case Min: return oa_minimum(u, v);
     case Pow: return oa_pow(u, v);
     case FloorDivide: return oa_floor_divide(u, v);
     case Remainder: return oa_remainder(u, v);

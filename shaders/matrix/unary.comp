@@ -25,11 +25,11 @@ float f(float v) {
     case Exp: return exp(v);
     case Log: return log(v);
     case Sqrt: return sqrt(v);
-    case Relu: return max(v, 0.0);
+    case Relu: return oa_maximum(v, 0.0);
     case Gelu: return oa_gelu(v);
     case Tanh: return oa_tanh(v);
     case Sigmoid: return oa_sigmoid(v);
-    case Clamp: return min(max(v, pc.a), pc.b);
+    case Clamp: return oa_minimum(oa_maximum(v, pc.a), pc.b);
     case Affine: return pc.a * v + pc.b;
     case Abs: return abs(v);
     case Square: return v * v;

@@ -546,3 +546,33 @@ TEST(CoreShape, CheckedArithmeticAndErrors) {
   EXPECT_TRUE(oa_test::throws([] { Shape(std::vector<std::int64_t>(9, 1)); }, oa::ErrorKind::InvalidArgument, {"rank"}));
   EXPECT_TRUE(oa_test::throws([] { (void)Shape({2}).dim(3); }, oa::ErrorKind::InvalidArgument, {"axis"}));
 }
+
+// relu, clamp (both bounds, or one of them infinite), maximum and minimum
+// return NaN for a NaN operand, as torch does (GLSL's max and min may return
+// the other operand), in f32 and in the 16-bit dtypes; other values are
+// unchanged.
+TEST(MatrixElementwise, MaxMinReluAndClampPropagateNaN) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> xs{nan, 1.5f, -1.5f, 0.25f, nan, -inf, inf, 3};
+  const std::vector<float> ys{0.5f, nan, nan, -0.5f, nan, 2, -2, 3};
+  for (const oa::DType dtype : {oa::DType::F32, oa::DType::F16, oa::DType::BF16}) {
+    SCOPED_TRACE(oa::to_string(dtype));
+    const Matrix x = oa::matrix::cast(Matrix::from_vector({8}, xs), dtype), y = oa::matrix::cast(Matrix::from_vector({8}, ys), dtype);
+    auto f32 = [](const Matrix& m) { return oa::matrix::cast(m, oa::DType::F32).to_vector(); };
+    const std::vector<std::pair<std::vector<float>, std::vector<float>>> cases{
+        {f32(oa::matrix::relu(x)), {nan, 1.5f, 0, 0.25f, nan, 0, inf, 3}},
+        {f32(oa::matrix::clamp(x, -1, 1)), {nan, 1, -1, 0.25f, nan, -1, 1, 1}},
+        {f32(oa::matrix::clamp(x, -inf, 0)), {nan, 0, -1.5f, 0, nan, -inf, 0, 0}},
+        {f32(oa::matrix::clamp(x, 0, inf)), {nan, 1.5f, 0, 0.25f, nan, 0, inf, 3}},
+        {f32(oa::matrix::maximum(x, y)), {nan, nan, nan, 0.25f, nan, 2, inf, 3}},
+        {f32(oa::matrix::minimum(x, y)), {nan, nan, nan, -0.5f, nan, -inf, -2, 3}}};
+    for (std::size_t c = 0; c < cases.size(); ++c)
+      for (std::size_t i = 0; i < xs.size(); ++i) {
+        const float got = cases[c].first[i], want = cases[c].second[i];
+        if (std::isnan(want))
+          EXPECT_TRUE(std::isnan(got)) << "case " << c << " element " << i << ": " << got;
+        else
+          EXPECT_EQ(got, want) << "case " << c << " element " << i;
+      }
+  }
+}
