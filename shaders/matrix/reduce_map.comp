@@ -6,6 +6,10 @@
 //      1: exp(x - shift(r)), r the row's maximum (logsumexp).
 //      2: log(x) + shift(r), x the row's sum of 1 (logsumexp; inner 1).
 //      3: x * x (2-norm); 4: |x| (1-norm, inf-norm); r is not read.
+//      5: x - r, the deviation from the row's mean (var, std).
+//      6: x - r^2, clamped at 0 (NaN kept): the variance from the scaled
+//         sums of squared deviations x and of deviations r (inner 1).
+//      7: the square root of 6 (std).
 // shift(m) is m when finite, else 0, so that a row of -inf gives -inf and a
 // row holding +inf gives +inf (torch.logsumexp).
 #extension GL_GOOGLE_include_directive : require
@@ -31,9 +35,18 @@ void main() {
       y[i] = abs(v);
     } else {
       const float m = r[((pc.base + i) / pc.inner) % pc.channels];
-      if (MODE == 0u) y[i] = (v - m) * (v - m);
-      else if (MODE == 1u) y[i] = exp(v - shift(m));
-      else y[i] = log(v) + shift(m);
+      if (MODE == 0u) {
+        y[i] = (v - m) * (v - m);
+      } else if (MODE == 1u) {
+        y[i] = exp(v - shift(m));
+      } else if (MODE == 2u) {
+        y[i] = log(v) + shift(m);
+      } else if (MODE == 5u) {
+        y[i] = v - m;
+      } else {
+        const float c = v - m * m, var = c < 0.0 ? 0.0 : c;
+        y[i] = MODE == 7u ? sqrt(var) : var;
+      }
     }
   }
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <limits>
 
 #include <fmt/ranges.h>
@@ -254,11 +255,23 @@ void reduce_axes(const Engine& engine, const char* name, Kind kind, const std::s
     case Kind::Prod: reduce_rows(engine, src, rows, n, Prod, 1.0f, out, ds); return;
     case Kind::Var:
     case Kind::Std: {
+      // The corrected two-pass algorithm (Chan, Golub & LeVeque 1983): with
+      // d = x - mean, var = (sum d^2 - (sum d)^2 / n) / dof, where the second
+      // term takes out what the rounding of the mean adds to the first (a mean
+      // of 1e6 rounded by 0.4 would add 0.16 to every variance).
       const auto m = scratch(engine, rows), dev = scratch(engine, rows * n);
       reduce_rows(engine, src, rows, n, Sum, scale_of(true, n), m, ds);
       map_rows(engine, 0, src, m, dev, rows * n, rows, n, name, ds);
       const float dof = std::max(0.0f, static_cast<float>(n) - correction);
-      reduce_rows(engine, dev, rows, n, Sum, 1.0f / dof, out, ds, kind == Kind::Std);
+      if (dof == 0.0f) {  // inf or NaN, as PyTorch
+        reduce_rows(engine, dev, rows, n, Sum, 1.0f / dof, out, ds, kind == Kind::Std);
+        return;
+      }
+      const auto squares = scratch(engine, rows), sums = scratch(engine, rows);
+      reduce_rows(engine, dev, rows, n, Sum, 1.0f / dof, squares, ds);
+      map_rows(engine, 5, src, m, dev, rows * n, rows, n, name, ds);
+      reduce_rows(engine, dev, rows, n, Sum, 1.0f / std::sqrt(static_cast<float>(n) * dof), sums, ds);
+      map_rows(engine, kind == Kind::Std ? 7 : 6, squares, sums, out, rows, rows, 1, name, ds);
       return;
     }
     case Kind::LogSumExp: {

@@ -536,3 +536,28 @@ TEST(MatrixReduction, SumToRejectsOtherTargets) {
 }
 
 }  // namespace
+
+// var and std where the mean is large against the spread: 0 and 1 around
+// 1e6 (every value exact in f32), whose f32 mean is off by a fraction of a
+// unit; the corrected two-pass sums take that error out. Over the last axis,
+// over the first (a permuted copy), unbiased and population; and the n <=
+// correction cases stay NaN (0 / 0) and inf.
+TEST(MatrixReduction, VarianceIsExactAroundALargeMean) {
+  constexpr std::int64_t n = 4096;
+  std::vector<float> rows(2 * n), cols(2 * n);
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t r = 0; r < 2; ++r) {
+      const float v = 1e6f + static_cast<float>((i + r) % 2) + static_cast<float>(r) * 1000.0f;
+      rows[r * n + i] = v;
+      cols[i * 2 + r] = v;
+    }
+  const double population = 0.25, unbiased = 0.25 * n / (n - 1);
+  const Matrix a = Matrix::from_vector({2, n}, rows), b = Matrix::from_vector({n, 2}, cols);
+  for (const auto& [got, want] : std::vector<std::pair<Matrix, double>>{{oa::matrix::var(a, {1}), unbiased},
+                                                                         {oa::matrix::var(b, {0}), unbiased},
+                                                                         {oa::matrix::var(a, {1}, 0.0f), population},
+                                                                         {oa::matrix::std(b, {0}, 0.0f), std::sqrt(population)}})
+    for (const float v : got.to_vector()) EXPECT_NEAR(v, want, 1e-5 * want);
+  EXPECT_TRUE(std::isnan(oa::matrix::var(Matrix::from_vector({1}, std::vector<float>{5.0f}), {0}).item()));
+  EXPECT_EQ(oa::matrix::var(Matrix::from_vector({2}, std::vector<float>{1.0f, 2.0f}), {0}, 2.0f).item(), std::numeric_limits<float>::infinity());
+}
