@@ -1151,7 +1151,8 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       .def("__repr__", &repr)
       .def("__str__", &str)
       // Conversions (see convert): (pred == target).float().mean() is an accuracy.
-      .def("to", &convert, py::arg("dtype"),
+      // x.to(dtype) of oa.Tensor.to (python/oa/_device.py, which reads torch's other forms).
+      .def("_to_dtype", &convert, py::arg("dtype"),
            "A copy as `dtype` (x itself if already): between float32, float16 and bfloat16, int32 to those (rounded to "
            "nearest even past 2^24, as torch), bool to those and to int32 (1, 0), any dtype to bool (x != 0); a float "
            "dtype to int32 raises oa.UnsupportedError.")

@@ -2,7 +2,7 @@
 methods mul, div, eq..ge, t, all, any, view_as, expand_as, type_as,
 is_floating_point, contiguous, clamp_, exp_, relu_ and .device; the functions
 zeros_like, ones_like, full_like, eye, transpose, reshape, clamp, softmax,
-log_softmax and bmm."""
+log_softmax and bmm; and x.to with a device or a tensor."""
 import numpy as np
 import pytest
 
@@ -186,3 +186,31 @@ def test_softmax_log_softmax_bmm_are_the_functional_ones():
     p, q = values((2, 3, 4), 6), values((2, 4, 5), 7)
     assert_close(oa.bmm(oa.tensor(p), oa.tensor(q)).numpy(), p @ q)
 
+
+def test_to_takes_devices_and_tensors():
+    a = oa.tensor(A)
+    e = oa.default_engine()
+    for device in ("cuda", "cuda:0", "vulkan", e, a.device):
+        assert a.to(device) is a
+    h = a.to("cuda", oa.float16)
+    assert h.dtype == oa.float16
+    assert a.to(h).dtype == oa.float16
+    assert oa.tensor([1, 2]).to(a).dtype == oa.float32
+    assert a.to(device=e, dtype=oa.bfloat16, non_blocking=True).dtype == oa.bfloat16
+    assert a.to(oa.float32) is a
+    c = a.to(oa.float32, copy=True)
+    assert c is not a
+    assert_close(c.numpy(), A)
+    leaf = oa.tensor(A, requires_grad=True)
+    leaf.to("cuda", oa.float16).float().sum().backward()
+    np.testing.assert_array_equal(leaf.grad.numpy(), np.ones_like(A))
+    with pytest.raises(oa.UnsupportedError, match=r"oa.Tensor.to\('cpu'\): oa has no CPU device"):
+        a.to("cpu")
+    with pytest.raises(oa.UnsupportedError, match="not an oa device"):
+        a.to("mps")
+    with pytest.raises(TypeError, match="oa.Tensor.to: expected a dtype, an oa.Engine, a device string or a tensor, not int"):
+        a.to(3)
+    with pytest.raises(TypeError, match="oa.Tensor.to: unexpected keyword arguments"):
+        a.to(oa.float16, layout=1)
+    with pytest.raises(oa.UnsupportedError, match="float32 to int32|f32 to i32"):
+        a.to(oa.int32)
