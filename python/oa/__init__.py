@@ -44,6 +44,23 @@ from ._oa import (
     UnsupportedError,
     abs,
     add,
+    all,
+    any,
+    clamp,
+    div,
+    eq,
+    eye,
+    full_like,
+    ge,
+    gt,
+    le,
+    lt,
+    mul,
+    ne,
+    ones_like,
+    reshape,
+    transpose,
+    zeros_like,
     argmax,
     argmin,
     autocast,
@@ -135,6 +152,13 @@ from . import amp
 from . import data
 from . import nn
 from . import optim
+from ._device import tensor_to
+
+# torch.softmax, torch.log_softmax and torch.bmm: oa.nn.functional's.
+from .nn.functional import bmm, log_softmax, softmax
+
+# x.to(...) takes torch's forms (devices, a tensor), read in Python over the C++ dtype conversion.
+Tensor.to = tensor_to
 
 # torch's dtype names (oa.bool is torch.bool; Python's bool is builtins.bool).
 float32 = float = dtype.float32

@@ -277,6 +277,24 @@ auto norm(const char* op) {
   return [op](const Matrix& x, float p, const py::object& dim, bool keepdim) { return mx::norm(x, p, reduction_dims(x, dim, op), keepdim); };
 }
 
+// torch.all (every) or torch.any over dim (None, an int or a tuple of ints) as
+// `op` in errors: bool, whether every element (or any) is nonzero, for x of
+// any dtype. It counts the False (all) or True (any) elements in int32, so an
+// empty reduction gives True (all) or False (any), as torch.
+auto all_or_any(bool every, const char* op) {
+  return [every, op](const Matrix& x, const py::object& dim, bool keepdim) {
+    const Matrix b = convert(x, DType::Bool);
+    const Matrix count = mx::sum(every ? mx::bitwise_not(b) : b, reduction_dims(x, dim, op), keepdim);
+    const Matrix zero = int32_scalar(0, x.engine());
+    return every ? mx::eq(count, zero) : mx::ne(count, zero);
+  };
+}
+
+// torch.transpose(x, dim0, dim1) as `op`: a copy, not a view (see copy_not_view).
+auto transpose(const char* op) {
+  return [op](const Matrix& x, int dim0, int dim1) { return copy_not_view(x, mx::transpose(x, dim0, dim1), op); };
+}
+
 // torch.return_types.max and .min: (values, indices) named tuples, made once
 // by bind_tensor as oa.return_types.max and .min (kept for the process).
 py::handle max_type, min_type;
@@ -612,8 +630,8 @@ Matrix scalar_tensor(const Number& s, DType dtype, const Engine& engine, const c
   return convert(Matrix::full({}, static_cast<float>(s.f), engine), dtype);
 }
 
-// A where operand as given: a tensor, or a Python number (promoted with the
-// other operand); a TypeError naming `op` and `arg` for anything else.
+// An operand of where or div as given: a tensor, or a Python number (promoted
+// with the other operand); a TypeError naming `op` and `arg` for anything else.
 std::variant<Matrix, Number> where_operand(py::handle o, const char* op, const char* arg) {
   if (py::isinstance<Matrix>(o)) return o.cast<Matrix>();
   if (auto n = number_of(o)) return *n;
@@ -798,6 +816,23 @@ Number scaled(const Matrix& x, const Number& s, const Number& alpha, const char*
   return *number_of(s.value * alpha.value);
 }
 
+// torch.div(input, other, *, rounding_mode=None) as `op` in errors: true
+// division, as /, of two tensors or a tensor and a Python number on either
+// side. rounding_mode 'trunc' and 'floor' raise oa.UnsupportedError (oa's
+// floor_divide is the 'floor' one); other operands a TypeError.
+Matrix divide(py::handle input, py::handle other, const std::optional<std::string>& rounding_mode, const char* op) {
+  if (rounding_mode)
+    fail(ErrorKind::Unsupported, "{}: rounding_mode='{}' is not supported; oa divides only as rounding_mode=None (true "
+         "division; x // y is oa.floor_divide, torch's rounding_mode='floor')", op, *rounding_mode);
+  const auto a = where_operand(input, op, "input"), b = where_operand(other, op, "other");
+  const Matrix* at = std::get_if<Matrix>(&a);
+  const Matrix* bt = std::get_if<Matrix>(&b);
+  if (at && bt) return binary(kDiv, *at, *bt, op);
+  if (at) return binary(kDiv, *at, std::get<Number>(b), false, op);
+  if (bt) return binary(kDiv, *bt, std::get<Number>(a), true, op);
+  throw py::type_error(fmt::format("{}: input or other must be a tensor, got two numbers", op));
+}
+
 // A NumPy array operand of a binary op with x (x + a, a @ x, x += a, ...) as
 // a tensor on x's engine: in x's dtype when x is floating (as a Python number
 // is taken; oa has no float64), else in oa.tensor's dtype (int32, bool,
@@ -846,6 +881,13 @@ Matrix filled(const Shape& shape, const Number& v, DType dtype, const std::optio
     fail(ErrorKind::InvalidArgument, "{}: value {} is not an int32", op, text_of(v));
   const std::vector<std::int32_t> values(static_cast<std::size_t>(shape.numel()), static_cast<std::int32_t>(value));
   return Matrix::from_i32(shape, values, engine);
+}
+
+// torch.full_like(input, fill_value, dtype=None, requires_grad=False) as `op`
+// in errors, and zeros_like and ones_like through it: fill_value in input's
+// shape, as dtype (input's without one), on input's engine; a new leaf.
+Matrix full_like(const Matrix& x, const Number& value, std::optional<DType> dtype, bool requires_grad, const char* op) {
+  return finish(filled(x.shape(), value, dtype.value_or(x.dtype()), x.engine(), op), {}, requires_grad);
 }
 
 // x's new value from `other` (a Tensor or a Python number) under `op`.
@@ -945,6 +987,20 @@ void bind_in_place(TensorClass& t) {
         "x.fill_(0): in place, as fill_.");
 }
 
+// x.<op>_(): x = fn(x) in place (see update_in_place); a result of a higher
+// category than x's dtype (an int32 x clamped to a float bound) is refused as
+// by the other in-place ops.
+template <class Fn>
+py::object unary_in_place(const py::object& self, const Fn& fn, const char* op) {
+  const auto& x = self.cast<const Matrix&>();
+  update_in_place(x, nullptr, [&] {
+    Matrix result = fn(x);
+    require_castable(result, x, op);
+    return result;
+  }, op);
+  return self;
+}
+
 // str(x): the shape, dtype and values (up to 6 leading and trailing ones per
 // row, and 8 rows), as operator<< of oa::Matrix.
 std::string str(const Matrix& x) {
@@ -1019,6 +1075,15 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       "the named tuple oa.return_types.max (values, int32 indices: the first maximum, NaN counting as largest; the "
       "gradient reaches the element at the index); x.max(other) the elementwise oa.maximum. float32, float16, bfloat16, "
       "int32 (exact), and bool (values any along dim, indices the first True, or 0 where none, as torch).";
+  const char* const all_doc =
+      "torch.all: bool, True where every element of x (any dtype; nonzero counts as True, NaN too) over dim is: None "
+      "(every axis, shape []), an int or a tuple of ints; keepdim keeps the reduced axes as 1. An empty reduction gives "
+      "True, as torch. No gradient. oa.InvalidArgumentError for an axis out of range.";
+  const char* const any_doc = "torch.any: as all, True where any element is nonzero (an empty reduction gives False).";
+  const char* const clamp_doc =
+      "torch.clamp: min(max(x, min), max), each bound a number or None; an int32 x with int (or no) bounds stays int32, "
+      "a float bound promotes it to float32, as torch; min > max gives max everywhere. The gradient flows where x is "
+      "within the bounds.";
   const char* const min_doc = "torch.min: as max, with the smallest (oa.return_types.min, oa.minimum; bool: all along dim, the "
                               "first False).";
   // NumPy defers to the Tensor's operators (array + tensor calls
@@ -1086,7 +1151,8 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       .def("__repr__", &repr)
       .def("__str__", &str)
       // Conversions (see convert): (pred == target).float().mean() is an accuracy.
-      .def("to", &convert, py::arg("dtype"),
+      // x.to(dtype) of oa.Tensor.to (python/oa/_device.py, which reads torch's other forms).
+      .def("_to_dtype", &convert, py::arg("dtype"),
            "A copy as `dtype` (x itself if already): between float32, float16 and bfloat16, int32 to those (rounded to "
            "nearest even past 2^24, as torch), bool to those and to int32 (1, 0), any dtype to bool (x != 0); a float "
            "dtype to int32 raises oa.UnsupportedError.")
@@ -1094,9 +1160,22 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       .def("half", [](const Matrix& x) { return convert(x, DType::F16); })
       .def("bfloat16", [](const Matrix& x) { return convert(x, DType::BF16); })
       .def("bool", [](const Matrix& x) { return convert(x, DType::Bool); })
+      .def("type_as", [](const Matrix& x, const Matrix& other) { return convert(x, other.dtype()); }, py::arg("other"),
+           "torch.Tensor.type_as: x.to(other.dtype) (x itself if already), conversions as oa.Tensor.to.")
+      .def("is_floating_point", [](const Matrix& x) { return is_floating_point(x.dtype()); },
+           "torch.Tensor.is_floating_point: True for float32, float16 and bfloat16, False for int32 and bool.")
+      .def_property_readonly("device", &Matrix::engine,
+                             "x.engine: oa's device is an oa.Engine (one Vulkan device), which x.to(device) and "
+                             "Module.to(device) take as torch's take a torch.device.")
+      .def("contiguous", [](const py::object& self) { return self; },
+           "torch.Tensor.contiguous: x itself, since oa's tensors are always contiguous (row-major in storage of their own "
+           "or shared with their reshapes).")
       // Reshapes (views: they share the storage) and layout ops (copies).
       .def("reshape", [](const Matrix& x, const py::args& shape) { return x.reshape(size_of_args(shape)); })
       .def("view", [](const Matrix& x, const py::args& shape) { return x.reshape(size_of_args(shape)); })
+      .def("view_as", [](const Matrix& x, const Matrix& other) { return x.reshape(other.shape().to_vector()); }, py::arg("other"),
+           "torch.Tensor.view_as: x.view(other.shape), sharing x's storage; oa.InvalidArgumentError when the element "
+           "counts differ.")
       // permute, transpose, mT and expand return copies (torch: views), so
       // in-place ops on their results raise (see copy_not_view).
       .def("permute",
@@ -1104,11 +1183,7 @@ void bind_tensor(py::module_& m, TensorClass& t) {
              return copy_not_view(x, mx::permute(x, size_of_args(dims)), "oa.Tensor.permute");
            },
            "torch's permute, but a copy, not a view: in-place ops on the result raise oa.FailedPreconditionError.")
-      .def("transpose",
-           [](const Matrix& x, int dim0, int dim1) {
-             return copy_not_view(x, mx::transpose(x, dim0, dim1), "oa.Tensor.transpose");
-           },
-           py::arg("dim0"), py::arg("dim1"),
+      .def("transpose", transpose("oa.Tensor.transpose"), py::arg("dim0"), py::arg("dim1"),
            "torch's transpose, but a copy, not a view: in-place ops on the result raise oa.FailedPreconditionError.")
       .def_property_readonly(
           "mT", [](const Matrix& x) { return copy_not_view(x, mx::transpose(x), "oa.Tensor.mT"); },
@@ -1136,6 +1211,22 @@ void bind_tensor(py::module_& m, TensorClass& t) {
              return copy_not_view(x, mx::expand(x, size_of_args(shape)), "oa.Tensor.expand");
            },
            "torch's expand, but a copy, not a view: in-place ops on the result raise oa.FailedPreconditionError.")
+      .def("expand_as",
+           [](const Matrix& x, const Matrix& other) {
+             return copy_not_view(x, mx::expand(x, other.shape().to_vector()), "oa.Tensor.expand_as");
+           },
+           py::arg("other"),
+           "torch.Tensor.expand_as: x.expand(other.shape), a copy (see expand); gradients sum back over the broadcast "
+           "axes. oa.InvalidArgumentError when x does not broadcast to other's shape.")
+      .def("t",
+           [](const Matrix& x) {
+             if (x.rank() > 2)
+               fail(ErrorKind::InvalidArgument, "oa.Tensor.t: expects a tensor with <= 2 dimensions, but got shape {} (as "
+                    "torch; use transpose or mT)", x.shape());
+             return x.rank() < 2 ? x : copy_not_view(x, mx::transpose(x, 0, 1), "oa.Tensor.t");
+           },
+           "torch.Tensor.t: a 2-D x transposed ([R, C] -> [C, R], a copy, see transpose); 0-D and 1-D x as they are; "
+           "oa.InvalidArgumentError for more axes, as torch.")
       .def("squeeze", [](const Matrix& x, std::optional<int> dim) { return mx::squeeze(x, dim); },
            py::arg("dim") = py::none())
       .def("unsqueeze", [](const Matrix& x, int dim) { return mx::unsqueeze(x, dim); }, py::arg("dim"))
@@ -1158,6 +1249,8 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       .def("std", spread<&mx::std>("oa.Tensor.std"), py::arg("dim") = py::none(), py::arg("unbiased") = py::none(),
            py::arg("keepdim") = false, py::kw_only(), py::arg("correction") = py::none())
       .def("norm", norm("oa.Tensor.norm"), py::arg("p") = 2.0f, py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def("all", all_or_any(true, "oa.Tensor.all"), py::arg("dim") = py::none(), py::arg("keepdim") = false, all_doc)
+      .def("any", all_or_any(false, "oa.Tensor.any"), py::arg("dim") = py::none(), py::arg("keepdim") = false, any_doc)
       .def("cumsum", &mx::cumsum, py::arg("dim"))
       .def("argmax", &argmax, py::arg("dim") = py::none(), py::arg("keepdim") = false,
            "torch.argmax: int32 index of the maximum along dim, or of the flattened tensor without dim.")
@@ -1218,9 +1311,18 @@ void bind_tensor(py::module_& m, TensorClass& t) {
            "x.where(condition, other): oa.where(condition, x, other), as torch.Tensor.where (other a tensor or a number).")
       .def("tril", &mx::tril, py::arg("diagonal") = 0)
       .def("triu", &mx::triu, py::arg("diagonal") = 0)
-      .def("clamp", &clamp, py::arg("min") = py::none(), py::arg("max") = py::none(),
-           "torch.clamp: min(max(x, min), max); an int32 x with int (or no) bounds stays int32, a float bound promotes it "
-           "to float32, as torch.");
+      .def("clamp", &clamp, py::arg("min") = py::none(), py::arg("max") = py::none(), clamp_doc)
+      .def("clamp_",
+           [](const py::object& self, const std::optional<Number>& min, const std::optional<Number>& max) {
+             return unary_in_place(self, [&](const Matrix& x) { return clamp(x, min, max); }, "oa.Tensor.clamp_");
+           },
+           py::arg("min") = py::none(), py::arg("max") = py::none(),
+           "torch.Tensor.clamp_: x = x.clamp(min, max) in place; an int32 x with a float bound raises "
+           "oa.InvalidArgumentError (see oa.Tensor.add_ for the in-place rules).")
+      .def("exp_", [](const py::object& self) { return unary_in_place(self, &mx::exp, "oa.Tensor.exp_"); },
+           "torch.Tensor.exp_: x = x.exp() in place (floating x; see oa.Tensor.add_ for the in-place rules).")
+      .def("relu_", [](const py::object& self) { return unary_in_place(self, &mx::relu, "oa.Tensor.relu_"); },
+           "torch.Tensor.relu_: x = x.relu() in place (see oa.Tensor.add_ for the in-place rules).");
 
   // The binary operators: a Tensor, a Python number or a NumPy array (taken
   // as a tensor, see array_operand) as the other operand, promoted as torch
@@ -1273,6 +1375,13 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       {"remainder", &kRemainder,
        "torch.remainder (x % y): x - y * floor(x / y), with the divisor's sign. Floats (a zero divisor gives NaN; "
        "differentiable, as torch) or int32 (exact; an integer division by zero raises ZeroDivisionError)."},
+      {"mul", &kMul, "torch.mul (x * y): promotion as oa.Tensor.add; differentiable for floats."},
+      {"eq", &kEq, "torch.eq (x == y): bool, elementwise, of the operands promoted as oa.Tensor.add (broadcast)."},
+      {"ne", &kNe, "torch.ne (x != y): as eq."},
+      {"lt", &kLt, "torch.lt (x < y): as eq."},
+      {"le", &kLe, "torch.le (x <= y): as eq."},
+      {"gt", &kGt, "torch.gt (x > y): as eq."},
+      {"ge", &kGe, "torch.ge (x >= y): as eq."},
       {"bitwise_and", &kBitwiseAnd, "torch.bitwise_and (x & y): int32 or bool (logical) operands."},
       {"bitwise_or", &kBitwiseOr, "torch.bitwise_or (x | y): int32 or bool (logical) operands."},
       {"bitwise_xor", &kBitwiseXor, "torch.bitwise_xor (x ^ y): int32 or bool (logical) operands."},
@@ -1292,6 +1401,20 @@ void bind_tensor(py::module_& m, TensorClass& t) {
           py::arg("input"), py::arg(arg));
   }
   m.def("bitwise_not", &mx::bitwise_not, py::arg("input"), "torch.bitwise_not (~x): bitwise not of int32, logical not of bool.");
+  const char* const div_doc =
+      "torch.div (x / y): true division of tensors or a tensor and a number, promoted as oa.Tensor.add, integers giving "
+      "float32; differentiable for floats. rounding_mode None only: 'trunc' and 'floor' raise oa.UnsupportedError "
+      "(x // y is oa.floor_divide); TypeError for an operand that is not a tensor or a number, or two numbers.";
+  t.def("div",
+        [](const py::object& x, const py::object& other, const std::optional<std::string>& rounding_mode) {
+          return divide(x, other, rounding_mode, "oa.Tensor.div");
+        },
+        py::arg("other"), py::kw_only(), py::arg("rounding_mode") = py::none(), div_doc);
+  m.def("div",
+        [](const py::object& x, const py::object& other, const std::optional<std::string>& rounding_mode) {
+          return divide(x, other, rounding_mode, "oa.div");
+        },
+        py::arg("input"), py::arg("other"), py::kw_only(), py::arg("rounding_mode") = py::none(), div_doc);
 
   bind_in_place(t);
 
@@ -1355,6 +1478,16 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       "gradient. Errors: TypeError naming the argument for an input that is not a tensor or an as_tuple that is not a "
       "bool (None or 1 included), as torch.");
   m.def("tril", &mx::tril, py::arg("input"), py::arg("diagonal") = 0);
+  m.def("clamp", &clamp, py::arg("input"), py::arg("min") = py::none(), py::arg("max") = py::none(), clamp_doc);
+  m.def("transpose", transpose("oa.transpose"), py::arg("input"), py::arg("dim0"), py::arg("dim1"),
+        "torch.transpose: dims dim0 and dim1 swapped, a copy, not a view: in-place ops on the result raise "
+        "oa.FailedPreconditionError.");
+  m.def("reshape", [](const Matrix& x, const std::vector<std::int64_t>& shape) { return x.reshape(shape); }, py::arg("input"),
+        py::arg("shape"),
+        "torch.reshape: input's elements in `shape` (a sequence of ints, one of them -1 for the rest), sharing input's "
+        "storage; oa.InvalidArgumentError when the element counts differ.");
+  m.def("all", all_or_any(true, "oa.all"), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false, all_doc);
+  m.def("any", all_or_any(false, "oa.any"), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false, any_doc);
   m.def("triu", &mx::triu, py::arg("input"), py::arg("diagonal") = 0);
   m.def("minimum", &mx::minimum, py::arg("input"), py::arg("other"));
   m.def("add", [](const Matrix& x, const Matrix& other, const Number& alpha) { return binary(kAdd, x, scaled(x, other, alpha, "oa.add"), "oa.add"); },
@@ -1427,6 +1560,39 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       },
       py::arg("size"), py::arg("fill_value"), py::arg("dtype") = py::none(), py::arg("requires_grad") = false,
       py::arg("engine") = py::none());
+  const char* const like_doc =
+      "torch.zeros_like, ones_like and full_like(input, fill_value): a new leaf of input's shape on input's engine, "
+      "of dtype (input's dtype without one), filled with 0, 1 or fill_value (a number; int32 takes an integer within "
+      "int32, else oa.InvalidArgumentError). requires_grad as torch's.";
+  m.def(
+      "zeros_like",
+      [](const Matrix& x, Opt dtype, bool requires_grad) { return full_like(x, *number_of(py::int_(0)), dtype, requires_grad, "oa.zeros_like"); },
+      py::arg("input"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("requires_grad") = false, like_doc);
+  m.def(
+      "ones_like",
+      [](const Matrix& x, Opt dtype, bool requires_grad) { return full_like(x, *number_of(py::int_(1)), dtype, requires_grad, "oa.ones_like"); },
+      py::arg("input"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("requires_grad") = false, like_doc);
+  m.def(
+      "full_like",
+      [](const Matrix& x, const py::object& fill_value, Opt dtype, bool requires_grad) {
+        return full_like(x, number_arg(fill_value, "oa.full_like", "fill_value"), dtype, requires_grad, "oa.full_like");
+      },
+      py::arg("input"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("requires_grad") = false,
+      like_doc);
+  m.def(
+      "eye",
+      [](std::int64_t n, std::optional<std::int64_t> width, Opt dtype, bool requires_grad, const OptEngine& engine) {
+        const std::int64_t cols = width.value_or(n);
+        if (n < 0 || cols < 0) fail(ErrorKind::InvalidArgument, "oa.eye: n and m must be >= 0, got {} and {}", n, cols);
+        // 1 where the row index equals the column index: float32 counts are exact below 2^24.
+        const Matrix rows = Matrix::arange(0.0f, static_cast<float>(n), 1.0f, engine).reshape({n, 1});
+        const Matrix columns = Matrix::arange(0.0f, static_cast<float>(cols), 1.0f, engine).reshape({1, cols});
+        return finish(mx::eq(rows, columns), dtype.value_or(DType::F32), requires_grad);
+      },
+      py::arg("n"), py::arg("m") = py::none(), py::kw_only(), py::arg("dtype") = py::none(), py::arg("requires_grad") = false,
+      py::arg("engine") = py::none(),
+      "torch.eye: the [n, m] identity (m = n without it): 1 on the main diagonal, 0 elsewhere, as dtype (float32 "
+      "without one). oa.InvalidArgumentError for a negative n or m.");
   m.def(
       "arange",
       [](float start, std::optional<float> end, float step, Opt dtype, bool requires_grad, const OptEngine& engine) {

@@ -20,6 +20,7 @@ import inspect
 import itertools
 
 from .. import _oa
+from .._device import engine_of, to_arguments
 from .._oa import Tensor
 
 _native = _oa.nn
@@ -208,7 +209,7 @@ class Module:
         oa.default_engine(), on which every parameter and buffer must already be (oa.UnsupportedError
         otherwise: build the layers with engine=...); "cpu" raises oa.UnsupportedError (oa has no CPU
         device: read values with .numpy()); a tensor gives its engine and dtype."""
-        device, dtype = _to_arguments(args, kwargs)
+        device, dtype = to_arguments(args, kwargs, "oa.nn.Module.to")
         if device is not None:
             _require_engine(self, device)
         if dtype is None or dtype == _oa.dtype.float32:
@@ -239,42 +240,9 @@ class Module:
         return head + ("\n" + "\n".join(lines) + "\n)" if lines else ")")
 
 
-def _to_arguments(args, kwargs):
-    """(device, dtype) from Module.to's arguments, torch's forms (non_blocking and memory_format ignored)."""
-    kwargs = dict(kwargs)
-    for ignored in ("non_blocking", "memory_format", "copy"):
-        kwargs.pop(ignored, None)
-    device, dtype = kwargs.pop("device", None), kwargs.pop("dtype", None)
-    if kwargs:
-        raise TypeError(f"oa.nn.Module.to: unexpected keyword arguments {sorted(kwargs)}")
-    for arg in args:
-        if isinstance(arg, bool):  # non_blocking given by position
-            continue
-        if isinstance(arg, _oa.dtype):
-            dtype = arg
-        elif isinstance(arg, Tensor):
-            device, dtype = arg.engine, arg.dtype
-        elif isinstance(arg, (str, _oa.Engine)) or type(arg).__name__ == "device":  # torch.device: its str
-            device = arg if isinstance(arg, _oa.Engine) else str(arg)
-        else:
-            raise TypeError(f"oa.nn.Module.to: expected a dtype, an oa.Engine, a device string or a tensor, not "
-                            f"{type(arg).__name__}")
-    return device, dtype
-
-
 def _require_engine(module, device):
     """Module.to(device): the module's tensors must already be on `device` (oa moves no module between engines)."""
-    if isinstance(device, str):
-        kind = device.split(":")[0]
-        if kind == "cpu":
-            raise _oa.UnsupportedError(
-                f"oa.nn.Module.to('{device}'): oa has no CPU device; tensors live on an oa.Engine (a Vulkan device; "
-                "without a GPU, lavapipe runs it on the CPU). Keep the model on its engine, read values to the host "
-                "with .numpy() or .item(), and pick a device with oa.Engine(device=...) when building the layers")
-        if kind not in ("cuda", "vulkan"):
-            raise _oa.UnsupportedError(f"oa.nn.Module.to('{device}'): not an oa device (an oa.Engine, or 'cuda' or "
-                                       "'vulkan' for oa.default_engine())")
-        device = _oa.default_engine()
+    device = engine_of(device, "oa.nn.Module.to")
     for name, t in itertools.chain(module.named_parameters(), module.named_buffers()):
         if t.engine != device:
             raise _oa.UnsupportedError(f"oa.nn.Module.to({device!r}): '{name}' is on {t.engine!r}; oa does not move "
