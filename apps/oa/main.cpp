@@ -254,7 +254,8 @@ int main(int argc, char** argv) {
       "unless another is --min-gain faster)");
   tune_cmd->add_option("--device", tune_device, "device index or name substring (default: the engine's default device)");
   tune_cmd->add_option("--out", tune_args.out, "the table to write (default: ~/.cache/oa/tuning/<device>.json, the user table)");
-  tune_cmd->add_flag("--quick", tune_args.quick, "three tiny shapes per point (the first two and the last), one repetition: checks that every variant runs");
+  tune_cmd->add_flag("--quick", tune_args.quick, "three tiny shapes per point (the first two and the last), one repetition: checks that every variant runs; "
+                     "writes a table only to --out");
   tune_cmd->add_option("--points", tune_args.points, "the tuning points to time, comma-separated (default: all)")
       ->delimiter(',')
       ->check(tuning_point_name());

@@ -235,9 +235,12 @@ int tune(const TuneArgs& args) {
   const oa::Engine engine(options);
   const oa::DeviceInfo& device = engine.device();
   const std::shared_ptr<const oa::Tuning> base = oa::tuning_of(engine);
+  // --quick alone is a check that every variant runs: its tiny shapes are no
+  // basis for the user table that later engines load, so it writes none.
+  const bool write = !args.quick || !args.out.empty();
   const std::filesystem::path out =
       !args.out.empty() ? std::filesystem::path(args.out) : oa::cache_folder() / "tuning" / oa::tuning_file_name(device);
-  if (out.empty()) throw oa::Error(oa::ErrorKind::InvalidArgument, "oa tune: no --out and neither XDG_CACHE_HOME nor HOME is set");
+  if (write && out.empty()) throw oa::Error(oa::ErrorKind::InvalidArgument, "oa tune: no --out and neither XDG_CACHE_HOME nor HOME is set");
   const int repetitions = args.quick ? 1 : args.repetitions;
   std::cout << fmt::format("oa tune on {} ({}, {}): {} repetition(s) per variant, median {} time\n", device.name,
                            device.driver_name, device.driver_info, repetitions, device.timestamps ? "GPU" : "wall");
@@ -306,6 +309,10 @@ int tune(const TuneArgs& args) {
               << std::flush;
   }
   if (skipped > 0) std::cout << fmt::format("{} of {} shapes skipped: past --max-seconds {}\n", skipped, cases.size(), args.max_seconds);
+  if (!write) {
+    std::cout << "--quick: no table written (its tiny shapes are no basis for rules; --out FILE keeps one)\n";
+    return 0;
+  }
   table.set_measurements(
       Json({{"device", device.name}, {"driver", device.driver_name + " " + device.driver_info}, {"cases", measurements}}).dump());
   std::error_code ec;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "cli/cli_support.hpp"
 #include "oa/runtime/tuning.hpp"
@@ -36,6 +37,25 @@ TEST(CliTune, QuickWritesATableThatLoadsBack) {
   const auto& first = t.rules("gemm.tile").front();
   EXPECT_EQ(tuning.choose("gemm.tile", {*first.when[0].first, *first.when[1].first, *first.when[2].first, *first.when[3].first}),
             first.variant);
+}
+
+// --quick without --out checks that the variants run and writes no table:
+// not the user table under XDG_CACHE_HOME, which later engines would load.
+TEST(CliTune, QuickAloneWritesNoTable) {
+  CliDir d;
+  const fs::path cache = d.work() / "cache";
+  const char* previous = std::getenv("XDG_CACHE_HOME");
+  const std::string saved = previous ? previous : "";
+  setenv("XDG_CACHE_HOME", cache.c_str(), 1);
+  const OaRun r = d.oa({"tune", "--quick", "--points", "gemm.skinny"});
+  if (previous)
+    setenv("XDG_CACHE_HOME", saved.c_str(), 1);
+  else
+    unsetenv("XDG_CACHE_HOME");
+  ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("gemm.skinny"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("no table written"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(cache / "oa" / "tuning")) << r.out;
 }
 
 TEST(CliTune, BadFlagsFailCleanly) {
