@@ -486,10 +486,13 @@ void bind_indexing(py::module_& m, TensorClass& t) {
   t.def("scatter_add", &mx::scatter_add, arg("dim"), arg("index"), arg("src"));
   t.def("masked_select", &mx::masked_select, arg("mask"));
   t.def("argmin", &argmin, arg("dim") = py::none(), arg("keepdim") = false);
-  t.def("topk", [](const Matrix& x, std::int64_t k, int dim, bool largest) {
-    auto r = mx::topk(x, k, dim, largest);
-    return py::make_tuple(r.values, r.indices);
-  }, arg("k"), arg("dim") = -1, arg("largest") = true);
+  // torch.topk's result: the named tuple oa.return_types.topk (values, indices).
+  const py::object topk_type = m.attr("return_types").attr("topk");
+  const auto topk = [topk_type](const Matrix& x, std::int64_t k, int dim, bool largest) {
+    const auto r = mx::topk(x, k, dim, largest);
+    return topk_type(r.values, r.indices);
+  };
+  t.def("topk", topk, arg("k"), arg("dim") = -1, arg("largest") = true);
   t.def("split", &split_any, arg("split_size_or_sections"), arg("dim") = 0,
         "torch's split, but copies, not views: in-place ops on them raise oa.FailedPreconditionError.");
   t.def("chunk", &chunk, arg("chunks"), arg("dim") = 0,
@@ -509,10 +512,8 @@ void bind_indexing(py::module_& m, TensorClass& t) {
         "torch.take_along_dim (numpy.take_along_axis), broadcasting; out of range as index_select.");
   m.def("masked_select", &mx::masked_select, arg("input"), arg("mask"),
         "input[mask] for a mask of input's leading extents; reads the mask back (synchronizes).");
-  m.def("topk", [](const Matrix& input, std::int64_t k, int dim, bool largest) {
-    auto r = mx::topk(input, k, dim, largest);
-    return py::make_tuple(r.values, r.indices);
-  }, arg("input"), arg("k"), arg("dim") = -1, arg("largest") = true, "(values, int32 indices), sorted; ties by position.");
+  m.def("topk", topk, arg("input"), arg("k"), arg("dim") = -1, arg("largest") = true,
+        "torch.topk: the named tuple oa.return_types.topk (values, int32 indices), sorted; ties by position.");
   m.def("argmin", &argmin, arg("input"), arg("dim") = py::none(), arg("keepdim") = false,
         "torch.argmin: int32 index of the minimum along dim, or of the flattened tensor without dim.");
   m.def("cat", [](const std::vector<Matrix>& tensors, int dim) { return mx::concat(promoted(tensors), dim); }, arg("tensors"),

@@ -136,6 +136,11 @@ def test_selection_ops():
     order = np.argsort(-x, axis=1, kind="stable")[:, :2]
     np.testing.assert_array_equal(indices.numpy(), order)
     assert_close(values_.numpy(), np.take_along_axis(x, order, 1), rtol=0, atol=0)
+    # torch.return_types.topk: .values / .indices, from the function and the method alike.
+    for r in (oa.topk(t, 2), t.topk(2, largest=False)):
+        assert type(r) is oa.return_types.topk
+        assert r.values.shape == (3, 2) and r.indices.dtype == oa.int32
+    np.testing.assert_array_equal(t.topk(2).indices.numpy(), order)
     np.testing.assert_array_equal(oa.argmin(t, dim=-1).numpy(), np.argmin(x, axis=1))
     np.testing.assert_array_equal(t.argmin(-1, keepdim=True).numpy(), np.argmin(x, axis=1)[:, None])
     full_idx = np.tile(idx, (1, 3))
