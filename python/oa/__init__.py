@@ -58,6 +58,7 @@ from ._oa import (
     mul,
     ne,
     ones_like,
+    permute,
     reshape,
     transpose,
     zeros_like,
@@ -153,12 +154,15 @@ from . import data
 from . import nn
 from . import optim
 from ._device import tensor_to
+from ._format import tensor_repr
 
 # torch.softmax, torch.log_softmax and torch.bmm: oa.nn.functional's.
 from .nn.functional import bmm, log_softmax, softmax
 
 # x.to(...) takes torch's forms (devices, a tensor), read in Python over the C++ dtype conversion.
 Tensor.to = tensor_to
+# torch's printed form (oa/_format.py).
+Tensor.__repr__ = Tensor.__str__ = tensor_repr
 
 # torch's dtype names (oa.bool is torch.bool; Python's bool is builtins.bool).
 float32 = float = dtype.float32

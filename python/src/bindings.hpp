@@ -65,6 +65,14 @@ Matrix state_tensor(const py::handle& value, DType dtype, const Engine& engine, 
 // torch.argmax (largest) or torch.argmin of x: over the flattened tensor
 // when dim is None (keepdim: every extent 1), else along dim.
 Matrix arg_extreme(const Matrix& x, std::optional<int> dim, bool keepdim, bool largest);
+// torch's NumPy-style aliases of a reduction's keywords, axis= for dim and
+// keepdims= for keepdim: sets dim and keepdim from the aliases given; TypeError
+// naming `op` when an argument and its alias are both given.
+void numpy_aliases(py::object& dim, bool& keepdim, const py::object& axis, const std::optional<bool>& keepdims, const char* op);
+// x.argmax(dim=None, keepdim=False, *, axis=None, keepdims=None) (largest) or
+// x.argmin as `op` in errors: arg_extreme with the NumPy-style aliases.
+std::function<Matrix(const Matrix&, py::object, bool, const py::object&, const std::optional<bool>&)> arg_extreme_of(bool largest,
+                                                                                                                 const char* op);
 // x.to(dtype) over the conversions oa's C++ ops give: between the floating
 // dtypes and from int32 to them (mx::cast; int32 rounds to nearest even past
 // 2^24), bool to a floating dtype or int32 (1 and 0, through where), and any

@@ -428,7 +428,6 @@ void set_item(const Matrix& x, py::handle key, py::handle value) {
   }, op);
 }
 
-Matrix argmin(const Matrix& x, std::optional<int> dim, bool keepdim) { return arg_extreme(x, dim, keepdim, false); }
 
 // torch.cat's and torch.stack's operands converted to their result type
 // (torch.result_type over them; cat takes no 0-d tensor and stack operands of
@@ -485,7 +484,8 @@ void bind_indexing(py::module_& m, TensorClass& t) {
         arg("index"));
   t.def("scatter_add", &mx::scatter_add, arg("dim"), arg("index"), arg("src"));
   t.def("masked_select", &mx::masked_select, arg("mask"));
-  t.def("argmin", &argmin, arg("dim") = py::none(), arg("keepdim") = false);
+  t.def("argmin", arg_extreme_of(false, "oa.Tensor.argmin"), arg("dim") = py::none(), arg("keepdim") = false, py::kw_only(),
+        arg("axis") = py::none(), arg("keepdims") = py::none());
   // torch.topk's result: the named tuple oa.return_types.topk (values, indices).
   const py::object topk_type = m.attr("return_types").attr("topk");
   const auto topk = [topk_type](const Matrix& x, std::int64_t k, int dim, bool largest) {
@@ -514,7 +514,8 @@ void bind_indexing(py::module_& m, TensorClass& t) {
         "input[mask] for a mask of input's leading extents; reads the mask back (synchronizes).");
   m.def("topk", topk, arg("input"), arg("k"), arg("dim") = -1, arg("largest") = true,
         "torch.topk: the named tuple oa.return_types.topk (values, int32 indices), sorted; ties by position.");
-  m.def("argmin", &argmin, arg("input"), arg("dim") = py::none(), arg("keepdim") = false,
+  m.def("argmin", arg_extreme_of(false, "oa.argmin"), arg("input"), arg("dim") = py::none(), arg("keepdim") = false, py::kw_only(),
+        arg("axis") = py::none(), arg("keepdims") = py::none(),
         "torch.argmin: int32 index of the minimum along dim, or of the flattened tensor without dim.");
   m.def("cat", [](const std::vector<Matrix>& tensors, int dim) { return mx::concat(promoted(tensors), dim); }, arg("tensors"),
         arg("dim") = 0,

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <functional>
 #include <limits>
-#include <sstream>
 #include <string>
 #include <type_traits>
 #include <unordered_map>
@@ -222,9 +221,29 @@ Matrix arg_extreme(const Matrix& x, std::optional<int> dim, bool keepdim, bool l
   return keepdim ? r.reshape(std::vector<std::int64_t>(x.rank(), 1)) : r;
 }
 
-namespace {
+void numpy_aliases(py::object& dim, bool& keepdim, const py::object& axis, const std::optional<bool>& keepdims, const char* op) {
+  if (!axis.is_none()) {
+    if (!dim.is_none()) throw py::type_error(fmt::format("{}: got dim and its alias axis; give one of them", op));
+    dim = axis;
+  }
+  if (keepdims) {
+    if (keepdim) throw py::type_error(fmt::format("{}: got keepdim and its alias keepdims; give one of them", op));
+    keepdim = *keepdims;
+  }
+}
 
-Matrix argmax(const Matrix& x, std::optional<int> dim, bool keepdim) { return arg_extreme(x, dim, keepdim, true); }
+std::function<Matrix(const Matrix&, py::object, bool, const py::object&, const std::optional<bool>&)> arg_extreme_of(bool largest,
+                                                                                                                 const char* op) {
+  return [largest, op](const Matrix& x, py::object dim, bool keepdim, const py::object& axis, const std::optional<bool>& keepdims) {
+    numpy_aliases(dim, keepdim, axis, keepdims, op);
+    if (!dim.is_none() && (!py::isinstance<py::int_>(dim) || py::isinstance<py::bool_>(dim)))
+      throw py::type_error(fmt::format("{}: dim must be None or an int, not {}", op,
+                                       py::str(py::type::handle_of(dim).attr("__name__")).cast<std::string>()));
+    return arg_extreme(x, dim.is_none() ? std::nullopt : std::optional<int>(dim.cast<int>()), keepdim, largest);
+  };
+}
+
+namespace {
 
 // PyTorch's dim of a reduction: None (every axis), an int, or a tuple or
 // list of ints, as the axis list of oa/matrix/reduction.hpp. Throws TypeError
@@ -254,7 +273,10 @@ std::vector<int> reduction_dims(const Matrix& x, const py::object& dim, const ch
 // x.sum(dim=None, keepdim=False) and its kin over any axes, as `op` in errors.
 template <Matrix (*Reduce)(const Matrix&, const std::vector<int>&, bool)>
 auto reduction(const char* op) {
-  return [op](const Matrix& x, const py::object& dim, bool keepdim) { return Reduce(x, reduction_dims(x, dim, op), keepdim); };
+  return [op](const Matrix& x, py::object dim, bool keepdim, const py::object& axis, const std::optional<bool>& keepdims) {
+    numpy_aliases(dim, keepdim, axis, keepdims, op);
+    return Reduce(x, reduction_dims(x, dim, op), keepdim);
+  };
 }
 // x.var(dim=None, unbiased=None, keepdim=False, *, correction=None) and
 // x.std(...), torch's two signatures in one: the legacy unbiased (True: a
@@ -262,7 +284,9 @@ auto reduction(const char* op) {
 // or correction (default 1), not both (TypeError, as torch).
 template <Matrix (*Reduce)(const Matrix&, const std::vector<int>&, float, bool)>
 auto spread(const char* op) {
-  return [op](const Matrix& x, py::object dim, std::optional<bool> unbiased, bool keepdim, std::optional<float> correction) {
+  return [op](const Matrix& x, py::object dim, std::optional<bool> unbiased, bool keepdim, std::optional<float> correction,
+              const py::object& axis, const std::optional<bool>& keepdims) {
+    numpy_aliases(dim, keepdim, axis, keepdims, op);
     if (py::isinstance<py::bool_>(dim) && !unbiased) {
       unbiased = dim.cast<bool>();
       dim = py::none();
@@ -274,7 +298,10 @@ auto spread(const char* op) {
 
 // x.norm(p, dim, keepdim) as `op` in errors.
 auto norm(const char* op) {
-  return [op](const Matrix& x, float p, const py::object& dim, bool keepdim) { return mx::norm(x, p, reduction_dims(x, dim, op), keepdim); };
+  return [op](const Matrix& x, float p, py::object dim, bool keepdim, const py::object& axis, const std::optional<bool>& keepdims) {
+    numpy_aliases(dim, keepdim, axis, keepdims, op);
+    return mx::norm(x, p, reduction_dims(x, dim, op), keepdim);
+  };
 }
 
 // torch.all (every) or torch.any over dim (None, an int or a tuple of ints) as
@@ -282,7 +309,8 @@ auto norm(const char* op) {
 // any dtype. It counts the False (all) or True (any) elements in int32, so an
 // empty reduction gives True (all) or False (any), as torch.
 auto all_or_any(bool every, const char* op) {
-  return [every, op](const Matrix& x, const py::object& dim, bool keepdim) {
+  return [every, op](const Matrix& x, py::object dim, bool keepdim, const py::object& axis, const std::optional<bool>& keepdims) {
+    numpy_aliases(dim, keepdim, axis, keepdims, op);
     const Matrix b = convert(x, DType::Bool);
     const Matrix count = mx::sum(every ? mx::bitwise_not(b) : b, reduction_dims(x, dim, op), keepdim);
     const Matrix zero = int32_scalar(0, x.engine());
@@ -331,6 +359,14 @@ py::object extreme(const Matrix& x, const py::object& dim, bool keepdim, bool la
                                                       : convert(mx::take_along_axis(convert(x, DType::F32), indices, axis), x.dtype());
   return (largest ? max_type : min_type)(keepdim ? values : mx::squeeze(values, axis),
                                          keepdim ? indices : mx::squeeze(indices, axis));
+}
+
+// x.max(dim=None, keepdim=False) or x.min(...) as `op` in errors, with the NumPy-style aliases.
+auto extreme(bool largest, const char* op) {
+  return [largest, op](const Matrix& x, py::object dim, bool keepdim, const py::object& axis, const std::optional<bool>& keepdims) {
+    numpy_aliases(dim, keepdim, axis, keepdims, op);
+    return extreme(x, dim, keepdim, largest, op);
+  };
 }
 
 // The storages of copy_not_view's results by storage id (unique for the
@@ -976,13 +1012,28 @@ void bind_in_place(TensorClass& t) {
     if (std::string_view(op.method) != "fill_") bind_in_place_op<Matrix>(t, op);
     if (std::string_view(op.method) != "copy_" && std::string_view(op.method) != "fill_") bind_in_place_op<Number>(t, op);
   }
-  // fill_ takes numbers only: anything else is a TypeError naming the op and the argument.
+  // fill_ takes a number or a 0-d tensor (as torch): anything else is an error naming the op and the argument.
   t.def("fill_",
         [](const py::object& self, const py::object& value) {
-          return apply_in_place<Number>(self, number_arg(value, "oa.Tensor.fill_", "value"), ops[11], "oa.Tensor.fill_",
-                                        *number_of(py::int_(1)));
+          const char* op = "oa.Tensor.fill_";
+          if (!py::isinstance<Matrix>(value))
+            return apply_in_place<Number>(self, number_arg(value, op, "value"), ops[11], op, *number_of(py::int_(1)));
+          const auto& v = value.cast<const Matrix&>();
+          if (v.rank() != 0)
+            fail(ErrorKind::InvalidArgument, "{}: value must be a number or a 0-d tensor, got a tensor of shape {} (torch: fill_ "
+                 "only supports 0-dimension value tensor)", op, v.shape());
+          const auto& x = self.cast<const Matrix&>();
+          // A value that requires grad is broadcast on the device, so that it gets the sum of x's gradient; any other
+          // is read back (a synchronization, as torch's item()) and filled as that number.
+          if (!(grad_enabled() && requires_grad(v) && is_floating_point(x.dtype())))
+            return apply_in_place<Number>(self, *number_of(item(v)), ops[11], op, *number_of(py::int_(1)));
+          update_in_place(x, &v, [&] { return mx::expand(convert(v, x.dtype()), x.shape().to_vector()); }, op);
+          return self;
         },
-        py::arg("value"), in_place_doc);
+        py::arg("value"),
+        "torch.Tensor.fill_(value): every element of x set to value, a number or a 0-d tensor (of any dtype; one that "
+        "requires grad gets the sum of x's gradient, as torch), in place. oa.InvalidArgumentError for a tensor value "
+        "that is not 0-d, TypeError for a value that is neither. See oa.Tensor.add_ for the in-place rules.");
   t.def("zero_", [](const py::object& self) { return apply_in_place<Number>(self, *number_of(py::int_(0)), ops[11], "oa.Tensor.zero_", *number_of(py::int_(1))); },
         "x.fill_(0): in place, as fill_.");
 }
@@ -999,41 +1050,6 @@ py::object unary_in_place(const py::object& self, const Fn& fn, const char* op) 
     return result;
   }, op);
   return self;
-}
-
-// str(x): the shape, dtype and values (up to 6 leading and trailing ones per
-// row, and 8 rows), as operator<< of oa::Matrix.
-std::string str(const Matrix& x) {
-  std::ostringstream os;
-  os << x;
-  return os.str();
-}
-
-// repr(x), one line: the values (NumPy's formatting) only for up to 16
-// elements, else the shape, as pybind's argument-mismatch TypeErrors and
-// debuggers show it; then the dtype and requires_grad or grad_fn.
-std::string repr(const Matrix& x) {
-  if (!x.defined()) return "oa.Tensor(undefined)";
-  std::string head;
-  if (x.numel() <= 16) {
-    const py::object text = py::module_::import("numpy").attr("array2string")(to_numpy(x), py::arg("separator") = ", ");
-    bool line_start = false;  // a newline and the indentation after it become one space
-    for (const char c : text.cast<std::string>()) {
-      if (c == '\n') line_start = true;
-      else if (!(line_start && c == ' ')) {
-        if (line_start) head += ' ';
-        line_start = false;
-        head += c;
-      }
-    }
-  } else {
-    head = fmt::format("shape={}", x.shape());
-  }
-  std::string tail;
-  const std::string grad_fn = autograd::grad_fn_name(x);
-  if (!grad_fn.empty()) tail = fmt::format(", grad_fn=<{}>", grad_fn);
-  else if (requires_grad(x)) tail = ", requires_grad=True";
-  return fmt::format("oa.Tensor({}, dtype=oa.{}{})", head, py::cast(x.dtype()).attr("name").cast<std::string>(), tail);
 }
 
 }  // namespace
@@ -1150,8 +1166,6 @@ void bind_tensor(py::module_& m, TensorClass& t) {
                throw py::type_error("only integer tensors of a single element can be converted to an index");
              return to_int(x, "oa.Tensor.__index__");
            })
-      .def("__repr__", &repr)
-      .def("__str__", &str)
       // Conversions (see convert): (pred == target).float().mean() is an accuracy.
       // x.to(dtype) of oa.Tensor.to (python/oa/_device.py, which reads torch's other forms).
       .def("_to_dtype", &convert, py::arg("dtype"),
@@ -1181,10 +1195,19 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       // permute, transpose, mT and expand return copies (torch: views), so
       // in-place ops on their results raise (see copy_not_view).
       .def("permute",
-           [](const Matrix& x, const py::args& dims) {
-             return copy_not_view(x, mx::permute(x, size_of_args(dims)), "oa.Tensor.permute");
+           [](const Matrix& x, const py::args& dims, const py::kwargs& kwargs) {
+             const char* op = "oa.Tensor.permute";
+             py::object order = dims;
+             for (const auto& [key, value] : kwargs) {
+               const auto name = py::str(key).cast<std::string>();
+               if (name != "dims") throw py::type_error(fmt::format("{}: unexpected keyword argument '{}' (it takes dims)", op, name));
+               if (!dims.empty()) throw py::type_error(fmt::format("{}: dims given by position and as dims=", op));
+               order = py::make_tuple(value);
+             }
+             return copy_not_view(x, mx::permute(x, size_of_args(order)), op);
            },
-           "torch's permute, but a copy, not a view: in-place ops on the result raise oa.FailedPreconditionError.")
+           "torch.Tensor.permute(*dims) or permute(dims=(...)): x's axes in the order dims gives, a copy, not a view as "
+           "torch's: in-place ops on the result raise oa.FailedPreconditionError. TypeError for another keyword.")
       .def("transpose", transpose("oa.Tensor.transpose"), py::arg("dim0"), py::arg("dim1"),
            "torch's transpose, but a copy, not a view: in-place ops on the result raise oa.FailedPreconditionError.")
       .def_property_readonly(
@@ -1236,25 +1259,39 @@ void bind_tensor(py::module_& m, TensorClass& t) {
            py::arg("start_dim") = 0, py::arg("end_dim") = -1)
       // Reductions.
       // Reductions over dim = None (every axis), an int or a tuple of ints.
-      .def("sum", reduction<&mx::sum>("oa.Tensor.sum"), py::arg("dim") = py::none(), py::arg("keepdim") = false)
-      .def("mean", reduction<&mx::mean>("oa.Tensor.mean"), py::arg("dim") = py::none(), py::arg("keepdim") = false)
-      .def("amax", reduction<&mx::max>("oa.Tensor.amax"), py::arg("dim") = py::none(), py::arg("keepdim") = false)
-      .def("amin", reduction<&mx::min>("oa.Tensor.amin"), py::arg("dim") = py::none(), py::arg("keepdim") = false)
-      .def("max", [](const Matrix& x, const py::object& dim, bool keepdim) { return extreme(x, dim, keepdim, true, "oa.Tensor.max"); },
-           py::arg("dim") = py::none(), py::arg("keepdim") = false, max_doc)
-      .def("min", [](const Matrix& x, const py::object& dim, bool keepdim) { return extreme(x, dim, keepdim, false, "oa.Tensor.min"); },
-           py::arg("dim") = py::none(), py::arg("keepdim") = false, min_doc)
-      .def("prod", reduction<&mx::prod>("oa.Tensor.prod"), py::arg("dim") = py::none(), py::arg("keepdim") = false)
-      .def("logsumexp", reduction<&mx::logsumexp>("oa.Tensor.logsumexp"), py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def("sum", reduction<&mx::sum>("oa.Tensor.sum"), py::arg("dim") = py::none(), py::arg("keepdim") = false,
+           py::kw_only(), py::arg("axis") = py::none(), py::arg("keepdims") = py::none())
+      .def("mean", reduction<&mx::mean>("oa.Tensor.mean"), py::arg("dim") = py::none(), py::arg("keepdim") = false,
+           py::kw_only(), py::arg("axis") = py::none(), py::arg("keepdims") = py::none())
+      .def("amax", reduction<&mx::max>("oa.Tensor.amax"), py::arg("dim") = py::none(), py::arg("keepdim") = false,
+           py::kw_only(), py::arg("axis") = py::none(), py::arg("keepdims") = py::none())
+      .def("amin", reduction<&mx::min>("oa.Tensor.amin"), py::arg("dim") = py::none(), py::arg("keepdim") = false,
+           py::kw_only(), py::arg("axis") = py::none(), py::arg("keepdims") = py::none())
+      .def("max", extreme(true, "oa.Tensor.max"),
+           py::arg("dim") = py::none(), py::arg("keepdim") = false,
+               py::kw_only(), py::arg("axis") = py::none(), py::arg("keepdims") = py::none(), max_doc)
+      .def("min", extreme(false, "oa.Tensor.min"),
+           py::arg("dim") = py::none(), py::arg("keepdim") = false,
+               py::kw_only(), py::arg("axis") = py::none(), py::arg("keepdims") = py::none(), min_doc)
+      .def("prod", reduction<&mx::prod>("oa.Tensor.prod"), py::arg("dim") = py::none(), py::arg("keepdim") = false,
+           py::kw_only(), py::arg("axis") = py::none(), py::arg("keepdims") = py::none())
+      .def("logsumexp", reduction<&mx::logsumexp>("oa.Tensor.logsumexp"), py::arg("dim") = py::none(), py::arg("keepdim") = false,
+           py::kw_only(), py::arg("axis") = py::none(), py::arg("keepdims") = py::none())
       .def("var", spread<&mx::var>("oa.Tensor.var"), py::arg("dim") = py::none(), py::arg("unbiased") = py::none(),
-           py::arg("keepdim") = false, py::kw_only(), py::arg("correction") = py::none())
+           py::arg("keepdim") = false, py::kw_only(), py::arg("correction") = py::none(),
+           py::arg("axis") = py::none(), py::arg("keepdims") = py::none())
       .def("std", spread<&mx::std>("oa.Tensor.std"), py::arg("dim") = py::none(), py::arg("unbiased") = py::none(),
-           py::arg("keepdim") = false, py::kw_only(), py::arg("correction") = py::none())
-      .def("norm", norm("oa.Tensor.norm"), py::arg("p") = 2.0f, py::arg("dim") = py::none(), py::arg("keepdim") = false)
-      .def("all", all_or_any(true, "oa.Tensor.all"), py::arg("dim") = py::none(), py::arg("keepdim") = false, all_doc)
-      .def("any", all_or_any(false, "oa.Tensor.any"), py::arg("dim") = py::none(), py::arg("keepdim") = false, any_doc)
+           py::arg("keepdim") = false, py::kw_only(), py::arg("correction") = py::none(),
+           py::arg("axis") = py::none(), py::arg("keepdims") = py::none())
+      .def("norm", norm("oa.Tensor.norm"), py::arg("p") = 2.0f, py::arg("dim") = py::none(), py::arg("keepdim") = false,
+           py::kw_only(), py::arg("axis") = py::none(), py::arg("keepdims") = py::none())
+      .def("all", all_or_any(true, "oa.Tensor.all"), py::arg("dim") = py::none(), py::arg("keepdim") = false,
+           py::kw_only(), py::arg("axis") = py::none(), py::arg("keepdims") = py::none(), all_doc)
+      .def("any", all_or_any(false, "oa.Tensor.any"), py::arg("dim") = py::none(), py::arg("keepdim") = false,
+           py::kw_only(), py::arg("axis") = py::none(), py::arg("keepdims") = py::none(), any_doc)
       .def("cumsum", &mx::cumsum, py::arg("dim"))
-      .def("argmax", &argmax, py::arg("dim") = py::none(), py::arg("keepdim") = false,
+      .def("argmax", arg_extreme_of(true, "oa.Tensor.argmax"), py::arg("dim") = py::none(), py::arg("keepdim") = false,
+           py::kw_only(), py::arg("axis") = py::none(), py::arg("keepdims") = py::none(),
            "torch.argmax: int32 index of the maximum along dim, or of the flattened tensor without dim.")
       // Arithmetic and comparisons with a Tensor, a Python number or a NumPy
       // array on either side: the operators bound below.
@@ -1481,6 +1518,13 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       "bool (None or 1 included), as torch.");
   m.def("tril", &mx::tril, py::arg("input"), py::arg("diagonal") = 0);
   m.def("clamp", &clamp, py::arg("input"), py::arg("min") = py::none(), py::arg("max") = py::none(), clamp_doc);
+  m.def("permute",
+        [](const Matrix& x, const py::object& dims) {
+          return copy_not_view(x, mx::permute(x, size_of_args(py::make_tuple(dims))), "oa.permute");
+        },
+        py::arg("input"), py::arg("dims"),
+        "torch.permute(input, dims): input's axes in the order dims (a sequence of ints) gives; a copy, not a view "
+        "(see oa.Tensor.permute). oa.InvalidArgumentError when dims is not a permutation of input's axes.");
   m.def("transpose", transpose("oa.transpose"), py::arg("input"), py::arg("dim0"), py::arg("dim1"),
         "torch.transpose: dims dim0 and dim1 swapped, a copy, not a view: in-place ops on the result raise "
         "oa.FailedPreconditionError.");
@@ -1488,8 +1532,10 @@ void bind_tensor(py::module_& m, TensorClass& t) {
         py::arg("shape"),
         "torch.reshape: input's elements in `shape` (a sequence of ints, one of them -1 for the rest), sharing input's "
         "storage; oa.InvalidArgumentError when the element counts differ.");
-  m.def("all", all_or_any(true, "oa.all"), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false, all_doc);
-  m.def("any", all_or_any(false, "oa.any"), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false, any_doc);
+  m.def("all", all_or_any(true, "oa.all"), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false,
+        py::kw_only(), py::arg("axis") = py::none(), py::arg("keepdims") = py::none(), all_doc);
+  m.def("any", all_or_any(false, "oa.any"), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false,
+        py::kw_only(), py::arg("axis") = py::none(), py::arg("keepdims") = py::none(), any_doc);
   m.def("triu", &mx::triu, py::arg("input"), py::arg("diagonal") = 0);
   m.def("minimum", &mx::minimum, py::arg("input"), py::arg("other"));
   m.def("add", [](const Matrix& x, const Matrix& other, const Number& alpha) { return binary(kAdd, x, scaled(x, other, alpha, "oa.add"), "oa.add"); },
@@ -1502,23 +1548,35 @@ void bind_tensor(py::module_& m, TensorClass& t) {
   m.def("sub", [](const Matrix& x, const Number& other, const Number& alpha) { return binary(kSub, x, scaled(x, other, alpha, "oa.sub"), false, "oa.sub"); },
         py::arg("input"), py::arg("other"), py::kw_only(), py::arg("alpha") = 1);
   m.def("cumsum", &mx::cumsum, py::arg("input"), py::arg("dim"));
-  m.def("argmax", &argmax, py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false,
+  m.def("argmax", arg_extreme_of(true, "oa.argmax"), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false,
+        py::kw_only(), py::arg("axis") = py::none(), py::arg("keepdims") = py::none(),
         "torch.argmax: int32 index of the maximum along dim, or of the flattened tensor without dim.");
-  m.def("sum", reduction<&mx::sum>("oa.sum"), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
-  m.def("mean", reduction<&mx::mean>("oa.mean"), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
-  m.def("max", [](const Matrix& x, const py::object& dim, bool keepdim) { return extreme(x, dim, keepdim, true, "oa.max"); },
-        py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false, max_doc);
-  m.def("min", [](const Matrix& x, const py::object& dim, bool keepdim) { return extreme(x, dim, keepdim, false, "oa.min"); },
-        py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false, min_doc);
-  m.def("amax", reduction<&mx::max>("oa.amax"), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
-  m.def("amin", reduction<&mx::min>("oa.amin"), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
-  m.def("prod", reduction<&mx::prod>("oa.prod"), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
-  m.def("logsumexp", reduction<&mx::logsumexp>("oa.logsumexp"), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
+  m.def("sum", reduction<&mx::sum>("oa.sum"), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false,
+        py::kw_only(), py::arg("axis") = py::none(), py::arg("keepdims") = py::none());
+  m.def("mean", reduction<&mx::mean>("oa.mean"), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false,
+        py::kw_only(), py::arg("axis") = py::none(), py::arg("keepdims") = py::none());
+  m.def("max", extreme(true, "oa.max"),
+        py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false,
+            py::kw_only(), py::arg("axis") = py::none(), py::arg("keepdims") = py::none(), max_doc);
+  m.def("min", extreme(false, "oa.min"),
+        py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false,
+            py::kw_only(), py::arg("axis") = py::none(), py::arg("keepdims") = py::none(), min_doc);
+  m.def("amax", reduction<&mx::max>("oa.amax"), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false,
+        py::kw_only(), py::arg("axis") = py::none(), py::arg("keepdims") = py::none());
+  m.def("amin", reduction<&mx::min>("oa.amin"), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false,
+        py::kw_only(), py::arg("axis") = py::none(), py::arg("keepdims") = py::none());
+  m.def("prod", reduction<&mx::prod>("oa.prod"), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false,
+        py::kw_only(), py::arg("axis") = py::none(), py::arg("keepdims") = py::none());
+  m.def("logsumexp", reduction<&mx::logsumexp>("oa.logsumexp"), py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false,
+        py::kw_only(), py::arg("axis") = py::none(), py::arg("keepdims") = py::none());
   m.def("var", spread<&mx::var>("oa.var"), py::arg("input"), py::arg("dim") = py::none(), py::arg("unbiased") = py::none(),
-        py::arg("keepdim") = false, py::kw_only(), py::arg("correction") = py::none());
+        py::arg("keepdim") = false, py::kw_only(), py::arg("correction") = py::none(),
+        py::arg("axis") = py::none(), py::arg("keepdims") = py::none());
   m.def("std", spread<&mx::std>("oa.std"), py::arg("input"), py::arg("dim") = py::none(), py::arg("unbiased") = py::none(),
-        py::arg("keepdim") = false, py::kw_only(), py::arg("correction") = py::none());
-  m.def("norm", norm("oa.norm"), py::arg("input"), py::arg("p") = 2.0f, py::arg("dim") = py::none(), py::arg("keepdim") = false);
+        py::arg("keepdim") = false, py::kw_only(), py::arg("correction") = py::none(),
+        py::arg("axis") = py::none(), py::arg("keepdims") = py::none());
+  m.def("norm", norm("oa.norm"), py::arg("input"), py::arg("p") = 2.0f, py::arg("dim") = py::none(), py::arg("keepdim") = false,
+        py::kw_only(), py::arg("axis") = py::none(), py::arg("keepdims") = py::none());
 
   // Creation.
   m.def(
@@ -1634,6 +1692,8 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       },
       py::arg("seed") = py::none(), py::arg("dtype") = py::none(), py::arg("requires_grad") = false,
       py::arg("engine") = py::none(), "Standard normal (Box-Muller over Philox, Matrix::normal); seeds as oa.rand.");
+  m.def("_next_seed", &seed_or_next, py::arg("seed") = py::none(),
+        "`seed`, or without one the next seed of the stream oa.manual_seed restarts (for the Python creation functions).");
   m.def(
       "manual_seed", [](std::uint64_t seed) { default_generator() = ml::Generator(seed); }, py::arg("seed"),
       "Restarts the seed stream (oa::ml::Generator) of oa.rand, oa.randn and dropout calls given no seed.");

@@ -303,16 +303,12 @@ def test_reduction_dims_out_of_range_name_the_op_and_dim():
     assert oa.ones(()).sum(0).shape == () and oa.ones(()).sum(-1).shape == ()  # rank 0 takes 0 and -1, as torch
 
 
-def test_argument_mismatch_messages_do_not_dump_tensors():
+def test_argument_mismatch_messages_name_the_function_and_argument():
     x, rm, rv = oa.ones(4, 3, 2, 2), oa.zeros(3), oa.ones(3)
     with pytest.raises(TypeError) as e:
         F.batch_norm(x, rm, rv, training=True, momentum="fast")
     message = str(e.value)
-    assert "oa.Tensor(shape=[4, 3, 2, 2], dtype=oa.float32)" in message and "1.0" not in message
-    assert repr(oa.tensor([[1.0, 2.0], [3.0, 4.0]])) == "oa.Tensor([[1., 2.], [3., 4.]], dtype=oa.float32)"
-    assert repr(oa.ones(2, requires_grad=True)) == "oa.Tensor([1., 1.], dtype=oa.float32, requires_grad=True)"
-    assert repr(oa.ones(2, requires_grad=True) * 2).endswith("grad_fn=<oa::matrix::affine>)")
-    assert str(oa.tensor([True, False])) == "Matrix([2], bool)\n  [1 0]"  # str (print) shows the values
+    assert message.startswith("batch_norm(): incompatible function arguments") and "momentum='fast'" in message
 
 
 def test_batch_norm_arguments_name_the_failing_one():

@@ -384,7 +384,7 @@ def test_comparisons_masks_and_triangles():
     m = values((2, 3, 4), 9)
     np.testing.assert_array_equal(oa.tril(oa.tensor(m), 1).numpy(), np.tril(m, 1))
     np.testing.assert_array_equal(oa.tensor(m).triu(-1).numpy(), np.triu(m, -1))
-    assert str(ta > 0.0) == "Matrix([2, 4], bool)\n  [1 0 1 0]\n  [0 1 1 1]"
+    assert str(ta > 0.0) == "tensor([[ True, False,  True, False],\n        [False,  True,  True,  True]])"
     assert (ta == None) is False  # noqa: E711 (not a comparison of values: Python's identity fallback)
     assert len({ta, tb, ta}) == 2  # hashable by identity, as torch.Tensor
 
