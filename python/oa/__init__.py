@@ -155,13 +155,18 @@ from . import nn
 from . import optim
 from ._device import tensor_to
 from ._format import tensor_repr
+from ._tensor_ops import flip, linspace, randint, retain_grad, tensor_flip, tensor_repeat, tensor_unbind, unbind
 
 # torch.softmax, torch.log_softmax and torch.bmm: oa.nn.functional's.
 from .nn.functional import bmm, log_softmax, softmax
 
 # x.to(...) takes torch's forms (devices, a tensor), read in Python over the C++ dtype conversion.
 Tensor.to = tensor_to
-# torch's printed form (oa/_format.py).
+# torch's tensor methods composed in Python over the C++ ops (oa/_tensor_ops.py), and torch's printed form.
+Tensor.flip = tensor_flip
+Tensor.repeat = tensor_repeat
+Tensor.unbind = tensor_unbind
+Tensor.retain_grad = retain_grad
 Tensor.__repr__ = Tensor.__str__ = tensor_repr
 
 # torch's dtype names (oa.bool is torch.bool; Python's bool is builtins.bool).

@@ -126,21 +126,51 @@ def layer_norm(x, w=None, b=None, eps=1e-5):
     return y * (1 if w is None else w) + (0 if b is None else b)
 
 
-def cross_entropy(logits, target, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+def cross_entropy(logits, target, ignore_index=-100, reduction="mean", label_smoothing=0.0, weight=None):
+    """torch's definition: loss_i = -sum_c w_c q_ic log_softmax_ic with q the smoothed one-hot target; 'mean'
+    divides by the sum of w over the kept targets (their count without weights)."""
     n, c = logits.shape
+    w = np.ones(c) if weight is None else weight
     lsm = log_softmax(logits)
     losses = np.zeros(n)
-    kept = 0
+    kept = 0.0
     for i in range(n):
         if target[i] == ignore_index:
             continue
         q = np.full(c, label_smoothing / c)
         q[target[i]] += 1 - label_smoothing
-        losses[i] = -np.sum(q * lsm[i])
-        kept += 1
+        losses[i] = -np.sum(w * q * lsm[i])
+        kept += w[target[i]]
     if reduction == "none":
         return losses
     return losses.sum() / (kept if reduction == "mean" else 1)
+
+
+def pool2d(x, kernel, stride, padding, ceil_mode=False, mode="max", count_include_pad=True, divisor_override=None):
+    """torch's CPU pooling loops: output extent floor or ceil((n + 2p - k) / s) + 1 (less one where the last window
+    starts past the input and the left padding); max over the window's input elements, or their sum over the
+    window's size within the padded input (count_include_pad), its size within the input, or divisor_override."""
+    n, c, h, w = x.shape
+    sizes = []
+    for extent, k, s, p in zip((h, w), kernel, stride, padding):
+        out = (extent + 2 * p - k + (s - 1 if ceil_mode else 0)) // s + 1
+        if ceil_mode and (out - 1) * s >= extent + p:
+            out -= 1
+        sizes.append(out)
+    out = np.zeros((n, c, *sizes))
+    for oy in range(sizes[0]):
+        for ox in range(sizes[1]):
+            y0, x0 = oy * stride[0] - padding[0], ox * stride[1] - padding[1]
+            y1, x1 = min(y0 + kernel[0], h + padding[0]), min(x0 + kernel[1], w + padding[1])
+            area = (y1 - y0) * (x1 - x0)
+            y0, x0, y1, x1 = max(y0, 0), max(x0, 0), min(y1, h), min(x1, w)
+            window = x[:, :, y0:y1, x0:x1]
+            if mode == "max":
+                out[:, :, oy, ox] = window.max(axis=(2, 3))
+            else:
+                divisor = divisor_override or (area if count_include_pad else (y1 - y0) * (x1 - x0))
+                out[:, :, oy, ox] = window.sum(axis=(2, 3)) / divisor
+    return out
 
 
 def attention(q, k, v, mask=None, causal=False, scale=None, top_left=False):

@@ -2,13 +2,21 @@
 
 Each is one op of oa's C++ engine (oa/ml/functional.hpp, oa/matrix): shapes,
 layouts and errors are documented there and in each function's docstring.
+pad, normalize, the losses nll_loss, l1_loss and binary_cross_entropy_with_logits, and the pooling, embedding and
+cross_entropy options that the C++ ops lack (ceil_mode, count_include_pad, divisor_override, padding_idx, class
+weights) are composed here from those ops, so autograd flows through them.
 Besides PyTorch's names: accuracy, bmm, bmm_nt, bmm_tn, split_heads, merge_heads,
 softmax_scaled_masked, flash_attention and rope.
 """
+import math
+
+import numpy as np
+
+from .. import _oa
 from .._oa import functional as _f
+from .._tensor_ops import select
 
 accuracy = _f.accuracy
-avg_pool2d = _f.avg_pool2d
 batch_norm = _f.batch_norm
 bmm = _f.bmm
 bmm_nt = _f.bmm_nt
@@ -17,9 +25,7 @@ conv1d = _f.conv1d
 conv2d = _f.conv2d
 conv_transpose1d = _f.conv_transpose1d
 conv_transpose2d = _f.conv_transpose2d
-cross_entropy = _f.cross_entropy
 dropout = _f.dropout
-embedding = _f.embedding
 flash_attention = _f.flash_attention
 gelu = _f.gelu
 group_norm = _f.group_norm
@@ -27,7 +33,6 @@ instance_norm = _f.instance_norm
 layer_norm = _f.layer_norm
 linear = _f.linear
 log_softmax = _f.log_softmax
-max_pool2d = _f.max_pool2d
 merge_heads = _f.merge_heads
 mse_loss = _f.mse_loss
 one_hot = _f.one_hot
@@ -46,3 +51,336 @@ softmax = _f.softmax
 softmax_scaled_masked = _f.softmax_scaled_masked
 split_heads = _f.split_heads
 tanh = _f.tanh
+
+_PREFIX = "oa.nn.functional."
+
+
+def _reduction(reduction, op):
+    if reduction not in ("none", "mean", "sum"):
+        raise _oa.InvalidArgumentError(f"{op}: reduction must be 'none', 'mean' or 'sum', not {reduction!r}")
+    return reduction
+
+
+def no_legacy_reduction(size_average, reduce, op):
+    """torch's deprecated size_average and reduce: refused (TypeError naming them); reduction says the same."""
+    for name, value in (("size_average", size_average), ("reduce", reduce)):
+        if value is not None:
+            raise TypeError(f"{op}: {name} is deprecated in torch and not supported; use reduction='mean', 'sum' or "
+                            "'none'")
+
+
+def _reduce(losses, reduction):
+    return losses if reduction == "none" else losses.sum() if reduction == "sum" else losses.mean()
+
+
+def _pair(value, op, arg):
+    """An int (repeated) or a sequence of 2 ints as a tuple; TypeError naming `op` and `arg` otherwise."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return int(value), int(value)
+    if isinstance(value, (tuple, list)) and len(value) == 2 and all(
+            isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in value):
+        return int(value[0]), int(value[1])
+    raise TypeError(f"{op}: {arg} must be an int or a sequence of 2 ints, not {value!r}")
+
+
+def _ceil_extra(input, kernel, stride, padding):
+    """The rows and columns of padding past the bottom and right that ceil_mode adds to input [N, C, H, W]: torch's
+    output extent ceil((n + 2p - k) / s) + 1, less one where the last window would start past the left padding and
+    the input."""
+    extra = []
+    for n, k, s, p in zip(input.shape[-2:], kernel, stride, padding):
+        if n + 2 * p < k:
+            extra.append(0)  # the pooling op refuses it, naming the shapes
+            continue
+        out = -(-(n + 2 * p - k) // s) + 1
+        if (out - 1) * s >= n + p:
+            out -= 1
+        extra.append(max(0, (out - 1) * s + k - (n + 2 * p)))
+    return extra
+
+
+def _pool_geometry(input, kernel_size, stride, padding, op):
+    kernel = _pair(kernel_size, op, "kernel_size")
+    stride = kernel if stride is None else _pair(stride, op, "stride")
+    padding = _pair(padding, op, "padding")
+    if input.dim() != 4:
+        raise _oa.InvalidArgumentError(f"{op}: input {list(input.shape)} must be [N, C, H, W]")
+    if min(kernel) < 1 or min(stride) < 1 or min(padding) < 0 or any(2 * p > k for p, k in zip(padding, kernel)):
+        raise _oa.InvalidArgumentError(f"{op}: kernel_size {list(kernel)} and stride {list(stride)} must be >= 1, and "
+                                       f"padding {list(padding)} >= 0 and at most half of kernel_size (input "
+                                       f"{list(input.shape)})")
+    return kernel, stride, padding
+
+
+def max_pool_unsupported(dilation, return_indices, op):
+    """Refuses max pooling's options that oa lacks: oa.InvalidArgumentError naming `op` and the argument."""
+    if _pair(dilation, op, "dilation") != (1, 1):
+        raise _oa.InvalidArgumentError(f"{op}: dilation {dilation!r}: only 1 is supported")
+    if return_indices:
+        raise _oa.InvalidArgumentError(f"{op}: return_indices=True is not supported (oa's max pooling keeps no indices)")
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """torch.nn.functional.max_pool2d: input [N, C, H, W] -> [N, C, OH, OW], the maximum of each kernel_size window
+    (an int or a pair) every stride (None: kernel_size), padding (at most half the kernel) counting as -inf;
+    OH = floor((H + 2 padding - kernel) / stride) + 1, or with ceil_mode the ceiling, less one where that window
+    would start past the input and the left padding (as torch). The gradient goes to the first maximum of each
+    window. Errors: oa.InvalidArgumentError naming the argument for shapes, dilation other than 1 or
+    return_indices=True (not supported); TypeError for an argument of another type."""
+    op = _PREFIX + "max_pool2d"
+    max_pool_unsupported(dilation, return_indices, op)
+    if not ceil_mode:
+        return _f.max_pool2d(input, kernel_size, stride, padding)
+    kernel, strides, paddings = _pool_geometry(input, kernel_size, stride, padding, op)
+    extra_h, extra_w = _ceil_extra(input, kernel, strides, paddings)
+    if extra_h or extra_w:
+        input = pad(input, (0, extra_w, 0, extra_h), value=-math.inf)
+    return _f.max_pool2d(input, kernel_size, stride, padding)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """torch.nn.functional.avg_pool2d: input [N, C, H, W] -> [N, C, OH, OW], the mean of each kernel_size window
+    (an int or a pair) every stride (None: kernel_size) with zero padding (at most half the kernel); OH as
+    max_pool2d's (ceil_mode likewise). The divisor: the window's size within the padded input
+    (count_include_pad=True, the default; it is kernel_size's area unless ceil_mode's windows pass the padding), its
+    positions within the input (count_include_pad=False), or divisor_override. Differentiable. Errors:
+    oa.InvalidArgumentError naming the argument for shapes or a divisor_override that is not positive; TypeError
+    for an argument of another type."""
+    op = _PREFIX + "avg_pool2d"
+    if not ceil_mode and count_include_pad and divisor_override is None:
+        return _f.avg_pool2d(input, kernel_size, stride, padding)
+    kernel, strides, paddings = _pool_geometry(input, kernel_size, stride, padding, op)
+    if divisor_override is not None and (isinstance(divisor_override, bool) or not isinstance(
+            divisor_override, (int, np.integer)) or divisor_override <= 0):
+        raise _oa.InvalidArgumentError(f"{op}: divisor_override must be a positive int, not {divisor_override!r}")
+    extra_h, extra_w = _ceil_extra(input, kernel, strides, paddings) if ceil_mode else (0, 0)
+    (ph, pw), (h, w) = paddings, input.shape[-2:]
+    # Window means of the zero-padded input, then divided by the window's share of counted positions.
+    means = _f.avg_pool2d(pad(input, (pw, pw + extra_w, ph, ph + extra_h)), kernel, strides, 0)
+    if divisor_override is not None:
+        return means * (kernel[0] * kernel[1] / divisor_override)
+    counted = _oa.ones(1, 1, h + 2 * ph, w + 2 * pw, engine=input.engine) if count_include_pad else pad(
+        _oa.ones(1, 1, h, w, engine=input.engine), (pw, pw, ph, ph))
+    shares = _f.avg_pool2d(pad(counted, (0, extra_w, 0, extra_h)), kernel, strides, 0)
+    return (means / shares).to(input.dtype)
+
+
+def pad(input, pad, mode="constant", value=None):
+    """torch.nn.functional.pad: input with pad = (left, right) for the last axis, then (top, bottom) for the one
+    before, ... (len(pad) / 2 <= input.ndim axes, from the last). mode 'constant' fills with value (0 by default;
+    input's dtype, any) and takes negative pads as crops; 'reflect' mirrors without the edge (each pad < the
+    axis's extent), 'replicate' repeats the edge, 'circular' wraps around (each pad <= the extent): these pad the
+    last 1, 2 or 3 axes of an input with 1 or 2 more (batch, channel), as torch. Differentiable. Errors:
+    oa.InvalidArgumentError naming the pad, the mode and input's shape for an odd or too long pad, an unknown
+    mode, a value with another mode, pads out of range or a negative extent; TypeError for pads that are not ints."""
+    op = _PREFIX + "pad"
+    if not isinstance(pad, (tuple, list)) or not all(isinstance(p, (int, np.integer)) and not isinstance(p, bool)
+                                                      for p in pad):
+        raise TypeError(f"{op}: pad must be a sequence of ints, not {pad!r}")
+    pads = [int(p) for p in pad]
+    shape = list(input.shape)
+    if len(pads) % 2 or len(pads) // 2 > input.dim():
+        raise _oa.InvalidArgumentError(f"{op}: pad {pads} must have an even length of at most 2 * input.ndim (input "
+                                       f"{shape})")
+    axes = [(input.dim() - 1 - i, pads[2 * i], pads[2 * i + 1]) for i in range(len(pads) // 2)]
+    if mode == "constant":
+        y = input
+        for a, low, high in axes:
+            n = y.shape[a]
+            if n + low + high < 0:
+                raise _oa.InvalidArgumentError(f"{op}: pad {pads} of input {shape} gives axis {a} a negative extent")
+            if low < 0 or high < 0:
+                y = y[(slice(None),) * a + (slice(max(-low, 0), n - max(-high, 0)),)]
+            edges = [max(low, 0), max(high, 0)]
+            blocks = [_oa.full(y.shape[:a] + (e,) + y.shape[a + 1:], 0 if value is None else value, dtype=input.dtype,
+                               engine=input.engine) for e in edges]
+            if edges[0] or edges[1]:
+                y = _oa.cat([blocks[0], y, blocks[1]], a)
+        return y if y is not input else input.clone()
+    if mode not in ("reflect", "replicate", "circular"):
+        raise _oa.InvalidArgumentError(f"{op}: mode {mode!r} must be 'constant', 'reflect', 'replicate' or 'circular'")
+    if value is not None and value != 0:
+        raise _oa.InvalidArgumentError(f"{op}: padding mode {mode!r} doesn't take a value argument")
+    if len(axes) > 3 or input.dim() not in (len(axes) + 1, len(axes) + 2):
+        raise _oa.InvalidArgumentError(f"{op}: mode {mode!r} pads the last 1, 2 or 3 axes of an input with 1 or 2 more; "
+                                       f"pad {pads} of input {shape}")
+    y = input
+    for a, low, high in axes:
+        n = shape[a]
+        limit = n - 1 if mode == "reflect" else n if mode == "circular" else math.inf
+        if min(low, high) < 0 or max(low, high) > limit or n == 0:
+            raise _oa.InvalidArgumentError(f"{op}: pad {pads} of input {shape} in mode {mode!r}: each pad must be >= 0 "
+                                           f"and {'< the' if mode == 'reflect' else '<= the'} extent of its axis"
+                                           if mode != "replicate" else f"{op}: pad {pads} of input {shape} in mode "
+                                           "'replicate': each pad must be >= 0 and each padded axis nonempty")
+        if mode == "reflect":
+            index = np.r_[np.arange(low, 0, -1), np.arange(n), np.arange(n - 2, n - 2 - high, -1)]
+        elif mode == "replicate":
+            index = np.r_[np.zeros(low, int), np.arange(n), np.full(high, n - 1)]
+        else:
+            index = np.r_[np.arange(n - low, n), np.arange(n), np.arange(high)]
+        y = select(y, a, _oa.tensor(index.astype(np.int32), engine=input.engine))
+    return y
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12):
+    """torch.nn.functional.normalize: input / max(||input||_p along dim, eps), the norm kept as an axis of 1.
+    Differentiable. Errors: oa.InvalidArgumentError for a dim out of range."""
+    return input / input.norm(p, dim, keepdim=True).clamp(min=eps)
+
+
+def _class_targets(input, target, weight, ignore_index, op):
+    """Checks input [N, C, d...] (or [C]) against int32 class indices target [N, d...] (or []) and weight [C];
+    returns (input, target) with a batch axis added to a [C] input, the bool mask of the targets that are not
+    ignore_index, the target with those set to 0 (a valid index) and each position's class weight (1 without
+    weights; 0 where ignored)."""
+    if input.dim() < 1 or target.dim() != max(input.dim() - 1, 0) or (
+            input.dim() >= 2 and (target.shape[0] != input.shape[0] or target.shape[1:] != input.shape[2:])):
+        raise _oa.InvalidArgumentError(f"{op}: input {list(input.shape)} and target {list(target.shape)} must be [N, C] "
+                                       "and [N], [N, C, d1, ...] and [N, d1, ...], or [C] and []")
+    if target.dtype != _oa.dtype.int32:
+        raise _oa.InvalidArgumentError(f"{op}: target must hold int32 class indices, not {target.dtype.name}")
+    classes = input.shape[1] if input.dim() >= 2 else input.shape[0]
+    if weight is not None and (not isinstance(weight, _oa.Tensor) or weight.shape != (classes,)):
+        raise _oa.InvalidArgumentError(f"{op}: weight {list(getattr(weight, 'shape', [type(weight).__name__]))} must "
+                                       f"be a tensor of shape [C] = [{classes}] (input {list(input.shape)})")
+    if input.dim() == 1:
+        input, target = input.unsqueeze(0), target.unsqueeze(0)
+    valid = target != ignore_index
+    safe = _oa.where(valid, target, 0)
+    weights = valid.to(input.dtype) if weight is None else _oa.where(valid, weight[safe], 0.0)
+    return input, target, valid, safe, weights
+
+
+def _nll(input, target, weight, ignore_index, reduction, op):
+    one = input.dim() == 1
+    input, target, valid, safe, weights = _class_targets(input, target, weight, ignore_index, op)
+    picked = -input.gather(1, safe.unsqueeze(1)).squeeze(1)
+    losses = _oa.where(valid, picked if weight is None else picked * weights, 0.0)
+    if reduction == "none":
+        return losses.squeeze(0) if one else losses
+    return losses.sum() if reduction == "sum" else losses.sum() / weights.sum()
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    """torch.nn.functional.nll_loss: log-probabilities input [N, C] against int32 class indices target [N] (or
+    [N, C, d1, ...] against [N, d1, ...], or [C] against []): loss_i = -weight[t_i] input[i, t_i] (weight [C],
+    1 without it), 0 where t_i == ignore_index; reduction 'mean' divides their sum by the sum of the weights of the
+    targets kept (NaN when none is), 'sum' sums, 'none' gives target's shape. Differentiable in input. Errors:
+    oa.InvalidArgumentError naming the shapes, the dtype or the reduction; TypeError for size_average or reduce
+    (deprecated in torch); a class index outside [0, C) other than ignore_index raises oa.OutOfRangeError at the
+    next synchronize() or host read (the index lives on the device)."""
+    op = _PREFIX + "nll_loss"
+    no_legacy_reduction(size_average, reduce, op)
+    return _nll(input, target, weight, ignore_index, _reduction(reduction, op), op)
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
+                  label_smoothing=0.0):
+    """torch.nn.functional.cross_entropy: logits [N, C] against int32 class indices [N], logits [N, C, d1, ...]
+    against [N, d1, ...] or logits [C] against a target []; or float class probabilities of logits' shape
+    (ignore_index does not apply). weight [C] scales each class's terms; with class indices 'mean' divides by the sum
+    of the kept targets' weights (as nll_loss), with probabilities by the number of positions. label_smoothing in
+    [0, 1] mixes the target with the uniform distribution, as torch. Without weight this is one op of oa's engine
+    (oa::ml::cross_entropy); with it, log_softmax and nll_loss. Errors: oa.InvalidArgumentError for shapes, dtypes,
+    an unknown reduction or label_smoothing outside [0, 1]; TypeError for size_average or reduce (deprecated in
+    torch); a class index outside [0, C) other than ignore_index raises oa.OutOfRangeError at the next
+    synchronize() or host read (the indices live on the device)."""
+    op = _PREFIX + "cross_entropy"
+    no_legacy_reduction(size_average, reduce, op)
+    if weight is None:
+        return _f.cross_entropy(input, target, ignore_index=ignore_index, reduction=reduction,
+                                label_smoothing=label_smoothing)
+    _reduction(reduction, op)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise _oa.InvalidArgumentError(f"{op}: label_smoothing {label_smoothing} must be in [0, 1]")
+    class_axis = 1 if input.dim() >= 2 else 0
+    classes = input.shape[class_axis] if input.dim() else 0
+    if not isinstance(weight, _oa.Tensor) or weight.shape != (classes,):
+        raise _oa.InvalidArgumentError(f"{op}: weight {list(getattr(weight, 'shape', [type(weight).__name__]))} must "
+                                       f"be a tensor of shape [C] = [{classes}] (input {list(input.shape)})")
+    log_p = log_softmax(input, class_axis)
+    class_weights = weight.reshape([classes if a == class_axis else 1 for a in range(input.dim())])
+    if target.is_floating_point():
+        if target.shape != input.shape:
+            raise _oa.InvalidArgumentError(f"{op}: probability target {list(target.shape)} must have input's shape "
+                                           f"{list(input.shape)}")
+        q = target if label_smoothing == 0 else target * (1 - label_smoothing) + label_smoothing / classes
+        terms = -(log_p * q * class_weights)
+        if reduction == "none":
+            return terms.sum(class_axis)
+        return terms.sum() if reduction == "sum" else terms.sum() / (input.numel() // classes)
+    nll = _nll(log_p, target, weight, ignore_index, reduction, op)
+    if label_smoothing == 0:
+        return nll
+    _, _, valid, _, weights = _class_targets(input, target, weight, ignore_index, op)
+    smooth = _oa.where(valid, -(log_p * class_weights).sum(class_axis).reshape(valid.shape), 0.0)
+    if reduction == "none":
+        smooth = smooth.reshape(target.shape)
+    else:
+        smooth = smooth.sum() if reduction == "sum" else smooth.sum() / weights.sum()
+    return (1 - label_smoothing) * nll + smooth * (label_smoothing / classes)
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """torch.nn.functional.l1_loss: |input - target| for two tensors of one shape, its mean ('mean'), sum ('sum')
+    or the elementwise values ('none'). Differentiable (the gradient at input == target is 0, as torch). Errors:
+    oa.InvalidArgumentError naming both shapes or the reduction; TypeError for size_average or reduce."""
+    op = _PREFIX + "l1_loss"
+    no_legacy_reduction(size_average, reduce, op)
+    _reduction(reduction, op)
+    if input.shape != target.shape:
+        raise _oa.InvalidArgumentError(f"{op}: input {list(input.shape)} and target {list(target.shape)} must have one "
+                                       "shape")
+    return _reduce((input - target).abs(), reduction)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
+                                     pos_weight=None):
+    """torch.nn.functional.binary_cross_entropy_with_logits: -w [pos_weight t log sigmoid(x) + (1 - t)
+    log(1 - sigmoid(x))] for logits x and targets t in [0, 1] of one shape, computed in torch's stable form
+    (1 - t) x + (1 + (pos_weight - 1) t) (log1p(exp(-|x|)) + max(-x, 0)), finite for any finite x; weight and
+    pos_weight (per class, the last axis) broadcast against x. Reduced as l1_loss. Differentiable in x (and t).
+    Errors: oa.InvalidArgumentError naming the shapes or the reduction; TypeError for size_average or reduce."""
+    op = _PREFIX + "binary_cross_entropy_with_logits"
+    no_legacy_reduction(size_average, reduce, op)
+    _reduction(reduction, op)
+    if input.shape != target.shape:
+        raise _oa.InvalidArgumentError(f"{op}: target {list(target.shape)} must have input's shape {list(input.shape)}")
+    softplus_neg = (-input.abs()).exp().log1p() + (-input).relu()  # -log sigmoid(x)
+    scale = 1 if pos_weight is None else 1 + (pos_weight - 1) * target
+    losses = (1 - target) * input + scale * softplus_neg
+    return _reduce(losses if weight is None else losses * weight, reduction)
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+    """torch.nn.functional.embedding: int32 indices input [...] into weight [V, D] -> [..., D]. padding_idx (in
+    [-V, V)): positions holding it still read that row but give it no gradient, as torch. An index outside [0, V)
+    raises oa.OutOfRangeError at a later synchronize or host read (found on the device). Errors:
+    oa.InvalidArgumentError for a padding_idx out of range, and for max_norm, scale_grad_by_freq=True or
+    sparse=True (not supported)."""
+    op = _PREFIX + "embedding"
+    unsupported_embedding_options(max_norm, scale_grad_by_freq, sparse, op)
+    out = _f.embedding(input, weight)
+    if padding_idx is None:
+        return out
+    index = padding_index(padding_idx, weight.shape[0], op)
+    return _oa.where((input != index).unsqueeze(-1), out, out.detach())
+
+
+def padding_index(padding_idx, num_embeddings, op):
+    """padding_idx in [0, num_embeddings) (negative counts from the end); oa.InvalidArgumentError naming `op` else."""
+    if isinstance(padding_idx, bool) or not isinstance(padding_idx, (int, np.integer)) or not (
+            -num_embeddings <= padding_idx < num_embeddings):
+        raise _oa.InvalidArgumentError(f"{op}: padding_idx {padding_idx!r} must be an int within num_embeddings "
+                                       f"{num_embeddings} ([-{num_embeddings}, {num_embeddings}))")
+    return int(padding_idx) % num_embeddings
+
+
+def unsupported_embedding_options(max_norm, scale_grad_by_freq, sparse, op):
+    """Refuses the embedding options oa lacks: oa.InvalidArgumentError naming `op` and the argument."""
+    for name, value, unset in (("max_norm", max_norm, None), ("scale_grad_by_freq", scale_grad_by_freq, False),
+                               ("sparse", sparse, False)):
+        if value != unset:
+            raise _oa.InvalidArgumentError(f"{op}: {name}={value!r} is not supported")

@@ -20,6 +20,7 @@ import inspect
 import itertools
 
 from .. import _oa
+from . import functional
 from .._device import engine_of, to_arguments
 from .._oa import Tensor
 
@@ -539,12 +540,27 @@ BatchNorm2d = _batch_norm("BatchNorm2d", _native.batch_norm2d, "[N, C, H, W]")
 
 
 class Embedding(_Native):
-    """torch.nn.Embedding (oa::ml::nn::Embedding): weight N(0, 1); int32 indices [...] -> [..., D]."""
+    """torch.nn.Embedding (oa::ml::nn::Embedding): weight N(0, 1); int32 indices [...] -> [..., D]. padding_idx
+    (in [-V, V)): its row starts as zeros and gets no gradient, as torch. Errors: oa.InvalidArgumentError for a
+    padding_idx out of range, and for max_norm, scale_grad_by_freq=True or sparse=True (not supported)."""
 
     _repr_positional = 2
 
-    def __init__(self, num_embeddings, embedding_dim, engine=None):
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0,
+                 scale_grad_by_freq=False, sparse=False, engine=None):
+        functional.unsupported_embedding_options(max_norm, scale_grad_by_freq, sparse, "oa.nn.Embedding")
+        if padding_idx is not None:
+            padding_idx = functional.padding_index(padding_idx, num_embeddings, "oa.nn.Embedding")
         super().__init__(_native.embedding(num_embeddings, embedding_dim, engine))
+        self.padding_idx = padding_idx
+        if padding_idx is not None:
+            with _oa.no_grad():
+                self.weight[padding_idx] = 0.0
+
+    def forward(self, input):
+        if self.padding_idx is None:
+            return self._native.forward(input)
+        return functional.embedding(input, self.weight, padding_idx=self.padding_idx)
 
 
 class Dropout(_Native):
@@ -614,20 +630,40 @@ class TransformerBlock(_Native):
         super().__init__(_native.transformer_block(embed_dim, num_heads, causal, dropout, engine))
 
 
-def _pool(name, factory, doc):
-    def __init__(self, kernel_size, stride=None, padding=0):
-        _Native.__init__(self, factory(kernel_size, stride, padding))
+class MaxPool2d(_Native):
+    """torch.nn.MaxPool2d (oa::ml::nn::MaxPool2d): [N, C, H, W] -> [N, C, OH, OW]; stride None is the kernel size;
+    padding counts as -inf; ceil_mode as oa.nn.functional.max_pool2d's. Errors: oa.InvalidArgumentError for
+    dilation other than 1 or return_indices=True (not supported)."""
 
-    return type(name, (_Native,), {"__init__": __init__, "__doc__": doc,
-                                   "_repr_always": ("kernel_size", "stride", "padding")})
+    _repr_always = ("kernel_size", "stride", "padding")
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
+        functional.max_pool_unsupported(dilation, return_indices, "oa.nn.MaxPool2d")
+        super().__init__(_native.max_pool2d(kernel_size, stride, padding))
+        self.kernel_size, self.stride, self.padding, self.ceil_mode = kernel_size, stride, padding, ceil_mode
+
+    def forward(self, input):
+        if not self.ceil_mode:
+            return self._native.forward(input)
+        return functional.max_pool2d(input, self.kernel_size, self.stride, self.padding, ceil_mode=True)
 
 
-MaxPool2d = _pool("MaxPool2d", _native.max_pool2d,
-                  "torch.nn.MaxPool2d (oa::ml::nn::MaxPool2d): [N, C, H, W] -> [N, C, OH, OW]; stride None is the "
-                  "kernel size; padding counts as -inf.")
-AvgPool2d = _pool("AvgPool2d", _native.avg_pool2d,
-                  "torch.nn.AvgPool2d (oa::ml::nn::AvgPool2d, count_include_pad=True): [N, C, H, W] -> "
-                  "[N, C, OH, OW]; stride None is the kernel size.")
+class AvgPool2d(_Native):
+    """torch.nn.AvgPool2d (oa::ml::nn::AvgPool2d): [N, C, H, W] -> [N, C, OH, OW]; stride None is the kernel size;
+    ceil_mode, count_include_pad and divisor_override as oa.nn.functional.avg_pool2d's."""
+
+    _repr_always = ("kernel_size", "stride", "padding")
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+                 divisor_override=None):
+        super().__init__(_native.avg_pool2d(kernel_size, stride, padding))
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        self.options = dict(ceil_mode=ceil_mode, count_include_pad=count_include_pad, divisor_override=divisor_override)
+
+    def forward(self, input):
+        if self.options == dict(ceil_mode=False, count_include_pad=True, divisor_override=None):
+            return self._native.forward(input)
+        return functional.avg_pool2d(input, self.kernel_size, self.stride, self.padding, **self.options)
 
 
 class Flatten(_Native):
@@ -654,19 +690,25 @@ class CrossEntropyLoss(Module):
     give a scalar (reduction 'mean' over the targets not equal to ignore_index, or 'sum') or [N] ('none');
     logits [N, C, d1, ...] take targets [N, d1, ...] (losses of that shape for 'none'), and float32 targets of the
     logits' shape are class probabilities (the mean is over positions; ignore_index does not apply);
-    label_smoothing in [0, 1] mixes the target with the uniform distribution. No class weights (the functional has
-    none; torch's first positional argument, weight, is therefore not accepted: the arguments are keyword-only).
-    Errors: the functional's (oa.InvalidArgumentError for shapes, dtypes, an unknown reduction; a class index outside
-    [0, C) other than ignore_index raises oa.OutOfRangeError at the next synchronize() or host read, as the index
-    lives on the device)."""
+    label_smoothing in [0, 1] mixes the target with the uniform distribution; weight [C] (a buffer, as torch's)
+    scales each class's terms, as the functional's. Errors: the functional's (oa.InvalidArgumentError for shapes,
+    dtypes, an unknown reduction; TypeError for size_average or reduce; a class index outside [0, C) other than
+    ignore_index raises oa.OutOfRangeError at the next synchronize() or host read, as the index lives on the
+    device)."""
 
-    def __init__(self, *, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
+                 label_smoothing=0.0):
         super().__init__()
+        functional.no_legacy_reduction(size_average, reduce, "oa.nn.CrossEntropyLoss")
+        if weight is not None:
+            self.register_buffer("weight", weight)
+        else:
+            self.weight = None
         self.ignore_index, self.reduction, self.label_smoothing = ignore_index, reduction, label_smoothing
 
     def forward(self, input, target):
-        return _oa.functional.cross_entropy(input, target, ignore_index=self.ignore_index, reduction=self.reduction,
-                                            label_smoothing=self.label_smoothing)
+        return functional.cross_entropy(input, target, weight=self.weight, ignore_index=self.ignore_index,
+                                        reduction=self.reduction, label_smoothing=self.label_smoothing)
 
 
 class MSELoss(Module):
