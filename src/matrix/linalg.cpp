@@ -164,24 +164,12 @@ const auto kMatmulNt = product_op("oa::matrix::matmul_nt", true);
 // (backward) its gradient.
 void transpose_dispatches(const Matrix& x, const Matrix& y, const char* name, std::vector<ComputeDispatch>& ds) {
   const Shape& s = x.shape();
-  const std::int64_t r = s.dim(-2), c = s.dim(-1), rc = r * c;
-  if (rc == 0) return;
-  const std::int64_t batch = s.numel() / rc;
-  const std::int64_t per = detail::window_batch(x.engine(), {{rc, rc}, {rc, rc}});
-  for (std::int64_t b0 = 0; b0 < batch; b0 += per) {
-    const std::int64_t q = std::min(per, batch - b0);
-    const auto in = detail::element_window(x.storage(), b0 * rc, q * rc, Access::Read);
-    const auto out = detail::element_window(y.storage(), b0 * rc, q * rc, Access::Write);
-    ComputeDispatch d;
-    d.kernel = kernels::matrix_transpose;
-    d.bindings = {in.binding, out.binding};
-    d.push.set(push::matrix_transpose{.R = detail::shader_u32(r, "row count", name),
-                                      .C = detail::shader_u32(c, "column count", name),
-                                      .x_off = in.offset,
-                                      .y_off = out.offset});
-    d.groups = {detail::groups_for(c, 32), detail::groups_for(r, 32), static_cast<std::uint64_t>(q)};
-    ds.push_back(std::move(d));
-  }
+  const std::int64_t r = s.dim(-2), c = s.dim(-1);
+  detail::transpose_into(x.engine(), name, x.dtype(), x.storage(), y.storage(), r * c == 0 ? 0 : s.numel() / (r * c), r, c, ds);
+}
+
+void transpose_lowering(const OpCall<NoAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
+  transpose_dispatches(c.inputs[0], out[0], c.name, ds);
 }
 
 Shape swapped(const Shape& s) {
@@ -195,15 +183,12 @@ const Op<NoAttributes> kTranspose{
      .inputs = {"x"},
      .infer = [](const OpCall<NoAttributes>& c) {
        if (c.inputs[0].rank() < 2) fail(ErrorKind::InvalidArgument, "{}: x {} must have rank >= 2", c.name, c.inputs[0].shape());
-       return std::vector<OutputSpec>{{swapped(c.inputs[0].shape())}};
+       return std::vector<OutputSpec>{{swapped(c.inputs[0].shape()), c.inputs[0].dtype()}};
      },
-     .lower = {{DType::F32,
-                [](const OpCall<NoAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
-                  transpose_dispatches(c.inputs[0], out[0], c.name, ds);
-                }}},
+     .lower = {{DType::F32, transpose_lowering}, {DType::F16, transpose_lowering}, {DType::BF16, transpose_lowering}},
      .backward = [](const BackwardCall<NoAttributes>& c) {
        const Matrix& gy = c.grad_outputs[0];
-       Matrix gx = detail::allocate(gy.engine(), swapped(gy.shape()));
+       Matrix gx = detail::allocate(gy.engine(), swapped(gy.shape()), gy.dtype());
        std::vector<ComputeDispatch> ds;
        transpose_dispatches(gy, gx, c.name, ds);
        c.record(ds, {&gy}, {&gx});
@@ -259,3 +244,37 @@ Matrix matmul_nt(const Matrix& a, const Matrix& b) { return apply(kMatmulNt, {a,
 Matrix transpose(const Matrix& x) { return apply(kTranspose, {x})[0]; }
 
 }  // namespace oa::matrix
+
+namespace oa::detail {
+
+// Declared in matrix/lowering.hpp.
+void transpose_into(const Engine& engine, const char* op, DType dtype, const std::shared_ptr<runtime::Storage>& x, const std::shared_ptr<runtime::Storage>& y,
+                    std::int64_t batch, std::int64_t r, std::int64_t c, std::vector<runtime::ComputeDispatch>& ds) {
+  const std::int64_t rc = r * c;
+  if (rc == 0 || batch == 0) return;
+  const bool half = size_of(dtype) == 2;
+  if (half && r % 2 != 0) {  // a word of y would hold elements of two rows: a strided copy
+    strided_copy(op, false, dtype, x, y, {batch, c, r}, {rc, 1, c}, 0, ds);
+    return;
+  }
+  // Windows of 32-bit words; a 16-bit item of rc (even) elements starts on a whole word.
+  const std::int64_t words = half ? rc / 2 : rc;
+  const std::int64_t per = window_batch(engine, {{words, words}, {words, words}});
+  for (std::int64_t b0 = 0; b0 < batch; b0 += per) {
+    const std::int64_t q = std::min(per, batch - b0);
+    const ElementWindow in = element_window(x, b0 * words, q * words, runtime::Access::Read);
+    const ElementWindow out = element_window(y, b0 * words, q * words, runtime::Access::Write);
+    runtime::ComputeDispatch d;
+    d.kernel = kernels::matrix_transpose;
+    d.specialization = {half ? 2u : 4u};
+    d.bindings = {in.binding, out.binding};
+    d.push.set(push::matrix_transpose{.R = shader_u32(r, "row count", op),
+                                      .C = shader_u32(c, "column count", op),
+                                      .x_off = half ? 2 * in.offset : in.offset,
+                                      .y_off = half ? 2 * out.offset : out.offset});
+    d.groups = {groups_for(c, 32), groups_for(r, half ? 64 : 32), static_cast<std::uint64_t>(q)};
+    ds.push_back(std::move(d));
+  }
+}
+
+}  // namespace oa::detail

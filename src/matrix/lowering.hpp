@@ -123,6 +123,13 @@ void strided_copy(const char* op, bool scatter, DType dtype, const std::shared_p
                   const std::shared_ptr<runtime::Storage>& dst, const std::vector<std::int64_t>& extents,
                   const std::vector<std::int64_t>& strides, std::int64_t base, std::vector<runtime::ComputeDispatch>& ds);
 
+// Appends the matrix/transpose dispatches (on `engine`) that write into `y` the `batch`
+// items of `x`, each [r, c] row-major of `dtype` (32- or 16-bit), as [c, r];
+// a 16-bit one with r odd takes matrix/strided_copy. Binds the storages from
+// element 0.
+void transpose_into(const Engine& engine, const char* op, DType dtype, const std::shared_ptr<runtime::Storage>& x, const std::shared_ptr<runtime::Storage>& y,
+                    std::int64_t batch, std::int64_t r, std::int64_t c, std::vector<runtime::ComputeDispatch>& ds);
+
 // Appends the matrix/strided_copy dispatch that writes into `y` the elements
 // of `x` (row-major, shape x_shape, of `dtype`: 32-bit, 16-bit or bool) with
 // their axes reordered: y's axis k is x's axis dims[k] (the lowering of

@@ -52,7 +52,7 @@ TEST(MatrixAutocast, EachPolicyGivesItsDtypeInsideTheScopeOnly) {
     EXPECT_EQ(mx::add(h, x).dtype(), DType::F32);  // Promote: widest
     EXPECT_EQ(mx::gelu(h).dtype(), DType::F16);    // Promote: a 16-bit lowering keeps the dtype
     EXPECT_EQ(ml::split_heads(h, 2, 2, 2).dtype(), DType::F16);
-    EXPECT_EQ(mx::transpose(h).dtype(), DType::F32);  // Promote: no 16-bit lowering, so f32
+    EXPECT_EQ(mx::transpose(h).dtype(), DType::F16);  // Promote: a 16-bit lowering keeps the dtype
     EXPECT_EQ(mx::cast(x, DType::F16).dtype(), DType::F16);  // Keep
     const Matrix targets = Matrix::from_i32({4}, std::vector<std::int32_t>{0, 1, 2, 3});
     EXPECT_EQ(ml::cross_entropy(ml::linear(x, w, b), targets).dtype(), DType::F32);  // i32 targets untouched

@@ -166,10 +166,12 @@ TEST(MatrixMatmul, BroadcastTrace) {
   EXPECT_EQ(labels({2, 3, 4}, {3, 1, 4, 5}), (L{"oa::matrix::expand", "oa::matrix::expand", "oa::matrix::matmul"}));
 }
 
-void check_transpose(const Shape& s, std::uint32_t seed) {
-  SCOPED_TRACE(testing::Message() << "shape " << s.to_string());
-  const auto x = random_values(s.numel(), seed);
-  const Matrix mx = Matrix::from_vector(s, x);
+// transpose of random values of `dtype` (16-bit ones rounded from f32): a
+// copy of bits, so equal to the reference's element for element.
+void check_transpose(const Shape& s, std::uint32_t seed, oa::DType dtype = oa::DType::F32) {
+  SCOPED_TRACE(testing::Message() << "shape " << s.to_string() << " " << oa::to_string(dtype));
+  const Matrix mx = oa::matrix::cast(Matrix::from_vector(s, random_values(s.numel(), seed)), dtype);
+  const auto x = oa::matrix::cast(mx, oa::DType::F32).to_vector();
   oa::TraceCapture trace(mx.engine());
   const Matrix y = oa::matrix::transpose(mx);
   const auto ops = trace.ops();
@@ -178,9 +180,10 @@ void check_transpose(const Shape& s, std::uint32_t seed) {
   auto dims = s.to_vector();
   std::swap(dims[dims.size() - 2], dims[dims.size() - 1]);
   EXPECT_EQ(y.shape(), Shape(dims));
+  EXPECT_EQ(y.dtype(), dtype);
   const std::int64_t r = s.dim(-2), c = s.dim(-1), batch = r * c != 0 ? s.numel() / (r * c) : 0;
   const auto ref = oa::reference::transpose(x, batch, r, c);
-  const auto got = y.to_vector();
+  const auto got = oa::matrix::cast(y, oa::DType::F32).to_vector();
   ASSERT_EQ(got.size(), ref.size());
   for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], static_cast<float>(ref[i])) << "element " << i;
 }
@@ -196,6 +199,21 @@ TEST(MatrixTranspose, Shapes) {
 
 TEST(MatrixTranspose, SeventyThousandItems) {
   check_transpose({70000, 2, 3}, 7);
+}
+
+// 16-bit: 64 x 32 tiles of two-element words where the row count R is even
+// (partial tiles on both axes, batches, a single row pair), a strided copy
+// where it is odd.
+TEST(MatrixTranspose, SixteenBit) {
+  for (oa::DType d : {oa::DType::F16, oa::DType::BF16}) {
+    check_transpose({66, 34}, 8, d);
+    check_transpose({3, 64, 33}, 9, d);
+    check_transpose({2, 130, 97}, 10, d);
+    check_transpose({5, 2, 1}, 11, d);
+    check_transpose({7, 129}, 12, d);
+    check_transpose({3, 33, 65}, 13, d);
+    check_transpose({70000, 2, 3}, 14, d);
+  }
 }
 
 }  // namespace
