@@ -36,9 +36,10 @@
 // away where it is not defined; ml/conv/igemm_coopmat.glsl uses both, with
 // matrix/gemm_operands.glsl's OA_GEMM_OWN_PUSH):
 // - OA_GEMM_GATHER_B(k, n): B_b is not stored; the expression gives the copy
-//   of op(B_b)[k, n .. n + 7] (a uvec4 of 8 halves, the first in the low half
-//   of .x; zeros past K and N) for the current batch item (bbase). Needs
-//   TRANS_B and VEC_B false (the host passes them so).
+//   of op(B_b)[k, n .. n + 7] (TRANS_B false) or of op(B_b)[k .. k + 7, n]
+//   (TRANS_B: the tile is staged [BN, BK], as a B_b stored [N, K]) for the
+//   current batch item (bbase): a uvec4 of 8 halves, the first in the low
+//   half of .x, zeros past K and N. Needs VEC_B false (the host passes it so).
 // - OA_GEMM_ROW_BIAS: the bias is per row of C (bias[bias_off + m]), not per
 //   column (bias[bias_off + n]).
 #extension GL_EXT_control_flow_attributes : require
@@ -170,7 +171,11 @@ void load_tiles(uint k0) {
 #endif
     } else {  // B_b is [N, K]
       const uint n = n0 + row, k = k0 + col;
+#ifdef OA_GEMM_GATHER_B
+      rb[l] = OA_GEMM_GATHER_B(k, n);
+#else
       rb[l] = n < pc.N ? load8_b(bbase + n * pc.K + k, inside(k, kend)) : uvec4(0u);
+#endif
     }
   }
 }

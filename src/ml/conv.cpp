@@ -779,6 +779,9 @@ void lower_conv_half(const Relation& r, bool wide, const Matrix& src, const Matr
   }
 }
 
+// Channels last needs K and the positions below this (ml/conv/igemm_coopmat's float quotients).
+constexpr std::int64_t kChannelsLastLimit = std::int64_t{1} << 22;
+
 // A 16-bit convolution of groups 1 as one implicit GEMM per image on the
 // tensor cores, ml/conv/igemm_coopmat(_bf16), its B operand gathered on the
 // fly from the input image, its C written into the output image with
@@ -789,6 +792,11 @@ void lower_conv_half(const Relation& r, bool wide, const Matrix& src, const Matr
 //     [CW, HW * WW] = Wt [CW, CN * KH * KW] x rows_b, Wt the weight permuted
 //     to [CW, CN, KH, KW] by one strided copy, rows_b gathered from narrow
 //     image b.
+// Where the gathered side's channels are a multiple of 8, it runs channels
+// last (as cuDNN's NHWC kernels): the input is transposed to [N, H, W, C]
+// and the weight's columns reordered to (tap, channel) first, so that the
+// gather reads 8 channels of a pixel at once ([CN, T, CW] forward, Wt
+// [CW, T, CN] wide from narrow; matrix/transpose, three dispatches in all).
 // Its tile is the tensor-core GEMM's (gemm.coopmat_tile) for that problem,
 // never split in K. Appends its dispatches and returns true where the device
 // has the dtype's cooperative matrices, the tuning point conv.half_forward
@@ -814,12 +822,24 @@ bool lower_conv_half_implicit(const Relation& r, bool wide, const Matrix& src, c
   const std::int64_t in_h = wide ? r.hn : r.hw, in_w = wide ? r.wn : r.ww, k = c * r.kh * r.kw;
   const std::int64_t keys[] = {r.n, m, r.groups, p, r.kh * r.kw, wide ? 1 : 0};
   if (tuning->choose("conv.half_forward", keys) != "implicit") return false;
-  const detail::CoopTile* tile = detail::choose_coop_tile(*tuning, dev, {.batch = r.n, .m = m, .n = p, .k = k}, false);
+  // Channels last where whole uvec4s of channels are read and the shader's quotients are exact, but for an
+  // unpadded 1x1 stride-1 problem that reduces channels: its NCHW gather reads whole quads already, and
+  // transposing its larger input cost more than the gather saved (ResNet-50's 256 -> 64 on an H200).
+  const bool contiguous = r.kh * r.kw == 1 && r.sh == 1 && r.sw == 1 && r.ph == 0 && r.pw == 0;
+  const bool last = c % 8 == 0 && !(contiguous && c > m) && k < kChannelsLastLimit && p < kChannelsLastLimit;
+  const detail::CoopTile* tile = detail::choose_coop_tile(*tuning, dev, {.batch = r.n, .m = m, .n = p, .k = k, .trans_b = last}, false);
   if (!tile) return false;
-  const std::int64_t out_image = m * p, in_image = c * in_h * in_w;
-  Matrix a = weight;
-  if (wide) {  // weight [CN, CW, T] -> Wt [CW, CN, T]
-    const std::int64_t taps = r.kh * r.kw;
+  const std::int64_t out_image = m * p, in_image = c * in_h * in_w, taps = r.kh * r.kw;
+  Matrix a = weight, b_image = src;
+  if (last) {  // the input image [C, H, W] -> [H, W, C]; the weight's k (c, tap) -> (tap, c)
+    b_image = detail::allocate(engine, Shape{r.n * in_image}, dtype);
+    detail::transpose_into(engine, op, dtype, src.storage(), b_image.storage(), r.n, c, in_h * in_w, out);
+    a = detail::allocate(engine, Shape{m * k}, dtype);
+    if (wide)  // weight [CN, CW, T] -> Wt [CW, T, CN]
+      detail::transpose_into(engine, op, dtype, weight.storage(), a.storage(), 1, r.cn, r.cw * taps, out);
+    else  // weight [CN, CW, T] -> [CN, T, CW]
+      detail::transpose_into(engine, op, dtype, weight.storage(), a.storage(), r.cn, r.cw, taps, out);
+  } else if (wide) {  // weight [CN, CW, T] -> Wt [CW, CN, T]
     a = detail::allocate(engine, Shape{m * k}, dtype);
     detail::strided_copy(op, false, dtype, weight.storage(), a.storage(), {r.cw, r.cn, taps}, {taps, r.cw * taps, 1}, 0, out);
   }
@@ -827,8 +847,8 @@ bool lower_conv_half_implicit(const Relation& r, bool wide, const Matrix& src, c
   // P a multiple of 8, C's rows and images stay on whole uvec4s.
   const std::uint32_t code = detail::dtype_code(dtype);
   std::vector<std::uint32_t> spec =
-      detail::coop_specialization(dev, *tile, {.vec_a = k % 8 == 0, .direct_c = p % 8 == 0, .c_dt = code, .bias_dt = code});
-  spec.push_back(wide ? 1u : 0u);  // TRANSPOSED
+      detail::coop_specialization(dev, *tile, {.trans_b = last, .vec_a = k % 8 == 0, .direct_c = p % 8 == 0, .c_dt = code, .bias_dt = code});
+  spec.push_back(wide ? 1u : 0u);  // MODE: forward or transposed gather
   const std::string_view kernel = dtype == DType::F16 ? kernels::ml_conv_igemm_coopmat : kernels::ml_conv_igemm_coopmat_bf16;
   const auto pair = [](std::int64_t h, std::int64_t w) { return u32(h | (w << 16)); };
   // Images per dispatch: their windows of the input and output fit maxStorageBufferRange (words of 16-bit pairs).
@@ -838,7 +858,7 @@ bool lower_conv_half_implicit(const Relation& r, bool wide, const Matrix& src, c
   if (bias.defined()) bias_window = detail::gemm_window(bias, 0, m, Access::Read);
   for (std::int64_t n0 = 0; n0 < r.n; n0 += per) {
     const std::int64_t q = std::min(per, r.n - n0);
-    const detail::ElementWindow b = detail::gemm_window(src, n0 * in_image, q * in_image, Access::Read);
+    const detail::ElementWindow b = detail::gemm_window(b_image, n0 * in_image, q * in_image, Access::Read);
     // A 16-bit element sharing its word with one outside the block is stored by atomics.
     const detail::ElementWindow cw = detail::gemm_window(dst, n0 * out_image, q * out_image, Access::ReadWrite);
     ComputeDispatch d;

@@ -185,15 +185,15 @@ TEST(RuntimeTuning, ShippedTablesKeepTheMeasuredRules) {
   EXPECT_EQ(h200.choose("conv.kernel", {32, 4, 32, 3136, 9, 0}), "depthwise");
   EXPECT_EQ(h200.choose("conv.kernel", {32, 256, 1, 196, 1, 0}), "depthwise");
   EXPECT_EQ(other.choose("conv.kernel", {32, 256, 1, 196, 9, 0}), "depthwise");
-  // The 16-bit convolution forward: the tensor-core implicit GEMM on GPUs for up to 128 channels from 784 positions
-  // (ResNet-50 layer 2) and for VGG-16 conv3 (256 channels, 3136 positions, 3x3), the columns path for fewer positions
-  // (ResNet-50 layer 3), more channels (VGG-16 conv4_3), 1x1 at 256 channels and on lavapipe.
+  // The 16-bit convolution forward: the tensor-core implicit GEMM on GPUs for up to 256 channels from 784 positions
+  // (ResNet-50 layer 2, VGG-16 conv3, the 1x1 expansion to 256 channels), the columns path for fewer positions
+  // (ResNet-50 layer 3), more channels (VGG-16 conv4_3) and on lavapipe.
   for (const Tuning* t : {&h200, &h100, &other}) {
     EXPECT_EQ(t->choose("conv.half_forward", {16, 256, 1, 3136, 9, 0}), "implicit");
     EXPECT_EQ(t->choose("conv.half_forward", {32, 128, 1, 784, 9, 0}), "implicit");
     EXPECT_EQ(t->choose("conv.half_forward", {32, 256, 1, 196, 9, 0}), "columns");
     EXPECT_EQ(t->choose("conv.half_forward", {16, 512, 1, 784, 9, 0}), "columns");
-    EXPECT_EQ(t->choose("conv.half_forward", {32, 256, 1, 3136, 1, 0}), "columns");
+    EXPECT_EQ(t->choose("conv.half_forward", {32, 256, 1, 3136, 1, 0}), "implicit");
     // The transposed direction (wide from narrow): the gather for 3x3 problems to 64 wide-side channels from 3000
     // positions (ResNet-50 layer 1's and VGG-16 conv1_2's input gradients), columns for Darknet-53's 128 channels, the
     // 2x2 up-convolutions and 512 channels; the forward's rules do not reach it.

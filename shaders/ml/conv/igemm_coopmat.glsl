@@ -4,12 +4,12 @@
 // image b of the input, never stored (OA_GEMM_GATHER_B), C_b written into
 // image b of the output (NCHW) with bias[m] per output channel, rounded
 // once. Geometry as ml/conv/geometry.glsl (groups 1).
-//   Forward (TRANSPOSED false): narrow [N, CN, HN, WN] from wide
+//   Forward (MODE 0): narrow [N, CN, HN, WN] from wide
 //     [N, CW, HW, WW]: C_b [CN, HN * WN] = W [CN, K] x cols_b [K, HN * WN],
 //     K = CW * KH * KW (k = (c * KH + ky) * KW + kx, the weight's own
 //     layout); cols_b[k, (yo, xo)] = wide (c, yo * sh - ph + ky * dh,
 //     xo * sw - pw + kx * dw), 0 outside the image.
-//   Transposed gather (TRANSPOSED true): wide from narrow (a transposed
+//   Transposed gather (MODE 1): wide from narrow (a transposed
 //     convolution's forward, a convolution's input gradient):
 //     C_b [CW, HW * WW] = Wt [CW, K] x rows_b [K, HW * WW], K = CN * KH * KW
 //     (Wt the weight permuted to [CW, CN, KH, KW] by the host);
@@ -18,9 +18,15 @@
 //     image, else 0. At stride s > 1 only one tap in s along each axis
 //     divides: the others are multiplied as zeros (the GEMM stays dense).
 // Each 8-half copy of B's tile, B_b[k, n .. n + 7], is gathered at once,
-// zeros past K and N. Push constants: ml/conv/igemm_coopmat.push.h; the host
-// passes TRANS_A, TRANS_B and VEC_B false, C_DT and BIAS_DT the dtype's
-// code, one K split.
+// zeros past K and N.
+// Channels last (TRANS_B true): the gathered image is stored [H, W, C]
+// (C, its channels, a multiple of 8; b_off and b_stride multiples of 8) and
+// k runs (ky, kx, c), c fastest (the host permutes the weight to match), so
+// a copy op(B_b)[k .. k + 7, n] is 8 adjacent channels of one input pixel:
+// one uvec4 load, or zeros where the tap falls outside the image. The
+// transposed gather is then taken at stride 1 only.
+// Push constants: ml/conv/igemm_coopmat.push.h; the host passes TRANS_A and
+// VEC_B false, C_DT and BIAS_DT the dtype's code, one K split.
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -31,7 +37,9 @@
 #include "common/oa.glsl"
 #include "ml/conv/igemm_coopmat.push.h"
 
-layout(constant_id = 15) const bool TRANSPOSED = false;
+// 0: forward, 1: transposed gather (see the top).
+layout(constant_id = 15) const uint MODE = 0;
+const bool TRANSPOSED = MODE == 1u;
 
 #define OA_GEMM_OWN_PUSH
 #define OA_GEMM_ROW_BIAS
@@ -49,6 +57,34 @@ uvec4 b_run8(uint e) {
   return uvec4((q.x >> 16) | (q.y << 16), (q.y >> 16) | (q.z << 16), (q.z >> 16) | (q.w << 16), (q.w >> 16) | (last << 16));
 }
 
+// n / d for n < 2^22, given inv = 1.0 / float(d): the float quotient, off by
+// at most one there, corrected.
+uint quotient(uint n, uint d, float inv) {
+  uint q = uint(float(n) * inv);
+  const int rest = int(n) - int(q * d);
+  if (rest < 0) --q;
+  else if (rest >= int(d)) ++q;
+  return q;
+}
+
+// op(B_b)[k .. k + 7, n] of the current image stored channels last (see the
+// top): k = (ky * KW + kx) * C + c with C = K / taps.
+uvec4 conv_gather_channels_last(uint k, uint n) {
+  if (k >= kend || n >= pc.N) return uvec4(0u);
+  const uint kh = pc.kernel_hw & 0xffffu, kw = pc.kernel_hw >> 16, channels = pc.K / (kh * kw);
+  const uint tap = quotient(k, channels, 1.0 / float(channels)), c = k - tap * channels;
+  const uint ky = quotient(tap, kw, 1.0 / float(kw)), kx = tap - ky * kw;
+  const uint yo = quotient(n, pc.out_w, 1.0 / float(pc.out_w)), xo = n - yo * pc.out_w;
+  const int ty = int(ky * (pc.dilation_hw & 0xffffu)) - int(pc.padding_hw & 0xffffu);
+  const int tx = int(kx * (pc.dilation_hw >> 16)) - int(pc.padding_hw >> 16);
+  // Forward: input (yo * sh + ty, xo * sw + tx); transposed (stride 1): (yo - ty, xo - tx).
+  const int y = TRANSPOSED ? int(yo) - ty : int(yo * (pc.stride_hw & 0xffffu)) + ty;
+  const int x = TRANSPOSED ? int(xo) - tx : int(xo * (pc.stride_hw >> 16)) + tx;
+  if (y < 0 || x < 0 || y >= int(pc.in_h) || x >= int(pc.in_w)) return uvec4(0u);
+  return b4[(bbase + (uint(y) * pc.in_w + uint(x)) * channels + c) >> 3];
+}
+
+// The copy at (k, n): channels last (TRANS_B), the function above; else
 // B_b[k, n .. n + 7] of the current image (bbase): k = (c, ky, kx) is
 // decomposed once, the 8 output positions (yo, xo) walked along x with row
 // wrap, each reading input (c, yi, xi): forward yi = yo * sh + y0 with
@@ -56,6 +92,7 @@ uvec4 b_run8(uint e) {
 // where it divides (x alike). Where the 8 lie in one output row at stride 1
 // and their taps in one input row, they are 8 adjacent elements.
 uvec4 conv_gather_b(uint k, uint n) {
+  if (TRANS_B) return conv_gather_channels_last(k, n);
   if (k >= kend || n >= pc.N) return uvec4(0u);
   const uint kh = pc.kernel_hw & 0xffffu, kw = pc.kernel_hw >> 16, taps = kh * kw;
   const uint c = k / taps, t = k - c * taps, ky = t / kw, kx = t - ky * kw;
