@@ -1,10 +1,15 @@
 """torch.sort / argsort, torch.einsum and torch.nn.functional.interpolate, composed in Python over oa's ops, against
 NumPy float64 oracles with finite-difference gradients, and their errors."""
+import itertools
+import math
+
 import numpy as np
 import pytest
 
 import oa
-from reference import check_gradients, values
+import oa.nn.functional as F
+from oa import nn
+from reference import assert_close, check_gradients, values
 
 
 def stable_order(x, axis, descending):
@@ -91,3 +96,121 @@ def test_sort_errors():
         oa.argsort(x, descending="yes")
     with pytest.raises(TypeError, match=r"oa.Tensor.sort: dim must be an int, not float"):
         x.sort(1.0)
+
+
+def interpolate(x, out, mode, align_corners=False, scales=None):
+    """torch's interpolate of x [N, C, *spatial] (float64) to spatial extents `out`, one output element at a time:
+    each axis gives its source taps (position, weight) by torch's rules, and the output is the sum over every
+    combination of one tap per axis of the product of the weights times x there."""
+    scales = scales or [None] * len(out)
+
+    def taps(n, m, s, dst):
+        r = np.float32(1.0 / s) if s else np.float32(n) / np.float32(m)  # torch computes the ratio in float32
+        if mode in ("nearest", "nearest-exact"):
+            shift = np.float32(0.5) if mode == "nearest-exact" else np.float32(0)
+            return [(min(int(np.floor((np.float32(dst) + shift) * r)), n - 1), 1.0)]
+        if align_corners:
+            src = dst * (n - 1) / (m - 1) if m > 1 else 0.0
+        else:
+            src = max((dst + 0.5) * float(r) - 0.5, 0.0)
+        i0 = min(math.floor(src), n - 1)
+        return [(i0, 1.0 - (src - i0)), (min(i0 + 1, n - 1), src - i0)]
+
+    y = np.zeros(x.shape[:2] + tuple(out))
+    for pos in np.ndindex(*out):
+        axes = [taps(n, m, s, d) for n, m, s, d in zip(x.shape[2:], out, scales, pos)]
+        for combo in itertools.product(*axes):
+            y[(Ellipsis,) + pos] += np.prod([w for _, w in combo]) * x[(Ellipsis,) + tuple(i for i, _ in combo)]
+    return y
+
+
+@pytest.mark.parametrize("shape, kwargs, out, scales", [
+    ((2, 2, 3, 4), dict(scale_factor=2, mode="bilinear"), (6, 8), (2.0, 2.0)),
+    ((2, 2, 3, 4), dict(size=(5, 3), mode="bilinear"), (5, 3), None),
+    ((1, 2, 4, 5), dict(size=(7, 2), mode="bilinear", align_corners=True), (7, 2), None),
+    ((1, 2, 4, 5), dict(scale_factor=(1.7, 0.6), mode="bilinear"), (6, 3), (1.7, 0.6)),
+    ((1, 2, 4, 5), dict(scale_factor=(1.7, 0.6), mode="bilinear", recompute_scale_factor=True), (6, 3), None),
+    ((1, 2, 4, 5), dict(size=1, mode="bilinear", align_corners=True), (1, 1), None),
+    ((2, 2, 3, 4), dict(scale_factor=2), (6, 8), (2.0, 2.0)),
+    ((1, 2, 5, 4), dict(scale_factor=1.7), (8, 6), (1.7, 1.7)),
+    ((1, 2, 5, 4), dict(size=(3, 7)), (3, 7), None),
+    ((1, 2, 5, 4), dict(size=(8, 3), mode="nearest-exact"), (8, 3), None),
+    ((2, 3, 5), dict(scale_factor=1.5, mode="linear"), (7,), (1.5,)),
+    ((2, 3, 5), dict(size=4, mode="linear", align_corners=True), (4,), None),
+    ((2, 3, 5), dict(size=9), (9,), None),
+    ((1, 1, 2, 3, 2), dict(size=(3, 2, 4), mode="trilinear"), (3, 2, 4), None),
+    ((1, 1, 2, 3, 2), dict(scale_factor=2), (4, 6, 4), (2.0, 2.0, 2.0)),
+])
+def test_interpolate_matches_torchs_rules(shape, kwargs, out, scales):
+    mode = kwargs.get("mode", "nearest")
+    check_gradients(lambda x: F.interpolate(x, **kwargs),
+                    lambda x: interpolate(x, out, mode, kwargs.get("align_corners", False), scales),
+                    [values(shape, 5)])
+
+
+def test_interpolate_known_values():
+    row = oa.tensor(np.arange(4, dtype=np.float32).reshape(1, 1, 1, 4))
+    assert_close(F.interpolate(row, scale_factor=2, mode="bilinear").numpy()[0, 0, 1],
+                 [0, 0.25, 0.75, 1.25, 1.75, 2.25, 2.75, 3])
+    assert_close(F.interpolate(row, size=(1, 7), mode="bilinear", align_corners=True).numpy().ravel(),
+                 [0, 0.5, 1, 1.5, 2, 2.5, 3])
+    line = oa.tensor(np.arange(5, dtype=np.float32).reshape(1, 1, 5))
+    # scale_factor 1.7: 8 outputs at r = 1 / 1.7 (not 5 / 8), unless the scale factor is recomputed.
+    np.testing.assert_array_equal(F.interpolate(line, scale_factor=1.7).numpy().ravel(), [0, 0, 1, 1, 2, 2, 3, 4])
+    np.testing.assert_array_equal(F.interpolate(line, scale_factor=1.7, recompute_scale_factor=True).numpy().ravel(),
+                                  [0, 0, 1, 1, 2, 3, 3, 4])
+    np.testing.assert_array_equal(F.interpolate(line, size=3).numpy().ravel(), [0, 1, 3])
+    np.testing.assert_array_equal(F.interpolate(line, size=3, mode="nearest-exact").numpy().ravel(), [0, 2, 4])
+
+
+def test_interpolate_dtypes():
+    x = values((1, 2, 3, 4), 6)
+    half = F.interpolate(oa.tensor(x).half(), scale_factor=2, mode="bilinear")
+    assert half.dtype == oa.float16
+    assert_close(half.float().numpy(), interpolate(x.astype(np.float16).astype(np.float64), (6, 8), "bilinear",
+                                                   scales=(2.0, 2.0)), rtol=2e-3, atol=2e-3)
+    ints = F.interpolate(oa.tensor(np.arange(6, dtype=np.int32).reshape(1, 1, 2, 3)), size=(4, 6))
+    assert ints.dtype == oa.int32
+    np.testing.assert_array_equal(ints.numpy()[0, 0], np.arange(6).reshape(2, 3).repeat(2, 0).repeat(2, 1))
+
+
+def test_upsample_modules():
+    x = values((1, 2, 3, 4), 7)
+    up = nn.Upsample(scale_factor=2, mode="bilinear")
+    assert repr(up) == "Upsample(scale_factor=2.0, mode='bilinear')"
+    assert_close(up(oa.tensor(x)).numpy(), interpolate(x.astype(np.float64), (6, 8), "bilinear", scales=(2.0, 2.0)))
+    assert repr(nn.Upsample(size=(5, 5))) == "Upsample(size=(5, 5), mode='nearest')"
+    assert_close(nn.UpsamplingNearest2d(size=(5, 7))(oa.tensor(x)).numpy(),
+                 interpolate(x.astype(np.float64), (5, 7), "nearest"))
+    assert_close(nn.UpsamplingBilinear2d(scale_factor=2)(oa.tensor(x)).numpy(),
+                 interpolate(x.astype(np.float64), (6, 8), "bilinear", align_corners=True))
+
+
+def test_interpolate_errors():
+    x = oa.tensor(values((1, 2, 3, 4), 8))
+    op = "oa.nn.functional.interpolate"
+    cases = [
+        (dict(), oa.InvalidArgumentError, f"{op}: give exactly one of size and scale_factor \\(input \\[1, 2, 3, 4\\]\\)"),
+        (dict(size=4, scale_factor=2), oa.InvalidArgumentError, "exactly one of size and scale_factor"),
+        (dict(size=(4, 4, 4)), oa.InvalidArgumentError,
+         r"input \[1, 2, 3, 4\] has 2 spatial axes but size \[4, 4, 4\] has 3"),
+        (dict(scale_factor=[2.0]), oa.InvalidArgumentError, r"has 2 spatial axes but scale_factor \[2.0\] has 1"),
+        (dict(size=2.5), TypeError, f"{op}: size must be an int or a sequence of them, not 2.5"),
+        (dict(scale_factor="2"), TypeError, "scale_factor must be a float or a sequence of them"),
+        (dict(scale_factor=0.2), oa.InvalidArgumentError, r"output spatial extents \[0, 0\] must be >= 1"),
+        (dict(size=2, mode="bicubic"), oa.InvalidArgumentError, "mode 'bicubic' is not supported"),
+        (dict(size=2, mode="linear"), oa.InvalidArgumentError,
+         r"mode 'linear' needs a 3-D input \(\[N, C, d1, ...\]\), got input \[1, 2, 3, 4\]"),
+        (dict(size=2, align_corners=False), oa.InvalidArgumentError,
+         "align_corners can only be set with the interpolating modes"),
+        (dict(size=2, mode="bilinear", antialias=True), oa.InvalidArgumentError, "antialias=True is not supported"),
+    ]
+    for kwargs, error, message in cases:
+        with pytest.raises(error, match=message):
+            F.interpolate(x, **kwargs)
+    with pytest.raises(oa.InvalidArgumentError, match=r"mode 'nearest' needs a 3-D, 4-D or 5-D input .*got input \[3, 4\]"):
+        F.interpolate(oa.zeros(3, 4), size=2)
+    with pytest.raises(oa.InvalidArgumentError, match="mode 'bilinear' needs a floating input, not int32"):
+        F.interpolate(oa.zeros(1, 1, 2, 2, dtype=oa.int32), size=3, mode="bilinear")
+    with pytest.raises(TypeError, match=f"{op}: input must be an oa.Tensor, not ndarray"):
+        F.interpolate(np.zeros((1, 1, 2, 2)), size=3)
