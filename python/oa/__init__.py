@@ -154,6 +154,7 @@ from . import data
 from . import nn
 from . import optim
 from ._device import tensor_to
+from ._einsum import einsum
 from ._format import tensor_repr
 from ._tensor_ops import (argsort, flip, linspace, randint, retain_grad, sort, tensor_argsort, tensor_flip, tensor_repeat,
                           tensor_sort, tensor_unbind, unbind)

@@ -214,3 +214,68 @@ def test_interpolate_errors():
         F.interpolate(oa.zeros(1, 1, 2, 2, dtype=oa.int32), size=3, mode="bilinear")
     with pytest.raises(TypeError, match=f"{op}: input must be an oa.Tensor, not ndarray"):
         F.interpolate(np.zeros((1, 1, 2, 2)), size=3)
+
+
+@pytest.mark.parametrize("equation, shapes", [
+    ("ij,jk->ik", [(3, 4), (4, 5)]),
+    ("ij,jk", [(3, 4), (4, 5)]),
+    ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+    ("bhqd,bhkd->bhqk", [(2, 2, 3, 4), (2, 2, 5, 4)]),
+    ("...ij,...jk->...ik", [(2, 3, 4), (4, 5)]),
+    ("a...c,c->a...", [(2, 3, 2, 4), (4,)]),
+    ("...,...->...", [(2, 1, 4), (3, 1)]),
+    ("ij,ij->ij", [(3, 4), (1, 4)]),
+    ("i,j->ij", [(3,), (4,)]),
+    ("i,i->", [(4,), (4,)]),
+    ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 2)]),
+    ("ab,bA", [(2, 3), (3, 4)]),
+    ("ijk,ikj->i", [(2, 3, 4), (2, 4, 3)]),
+    ("ij->ji", [(3, 4)]),
+    ("ij->", [(3, 4)]),
+    ("ii->i", [(3, 3)]),
+    ("ii", [(3, 3)]),
+    ("iij,jk->ki", [(3, 3, 4), (4, 2)]),
+    ("ijk,jl->lik", [(2, 3, 2), (3, 4)]),
+])
+def test_einsum_matches_numpy(equation, shapes):
+    inputs = [values(s, 10 + i) for i, s in enumerate(shapes)]
+    check_gradients(lambda *ts: oa.einsum(equation, *ts), lambda *xs: np.einsum(equation, *xs), inputs)
+
+
+def test_einsum_forms():
+    a, b = values((2, 3, 4), 20), values((2, 4, 5), 21)
+    want = np.einsum("bij,bjk->bik", a.astype(np.float64), b)
+    assert_close(oa.einsum(" b i j , b j k -> b i k ", [oa.tensor(a), oa.tensor(b)]).numpy(), want)
+    half = oa.einsum("bij,bjk->bik", oa.tensor(a).half(), oa.tensor(b).half())
+    assert half.dtype == oa.float16
+    assert_close(half.float().numpy(), want, rtol=1e-2, atol=1e-2)
+    # An explicit output without '...' sums the ellipsis's axes, as torch.
+    assert_close(oa.einsum("...ij->ij", oa.tensor(a)).numpy(), a.astype(np.float64).sum(0))
+    x = oa.tensor(a)
+    y = oa.einsum("bij->bij", x)
+    assert y is not x and np.array_equal(y.numpy(), a)
+
+
+def test_einsum_errors():
+    a, b = oa.tensor(values((2, 3), 22)), oa.tensor(values((3, 4), 23))
+    cases = [
+        (("ij,jk->ik", a), oa.InvalidArgumentError, r"oa.einsum: equation 'ij,jk->ik' has 2 input terms but 1 operands"),
+        (("ij",), oa.InvalidArgumentError, "oa.einsum: must provide at least one operand"),
+        (("i1,jk", a, b), oa.InvalidArgumentError, r"invalid subscript '1' in the term of operand 0 'i1'"),
+        (("...i...,jk", a, b), oa.InvalidArgumentError, "more than one ellipsis"),
+        (("ijk,jk", a, b), oa.InvalidArgumentError, r"term 'ijk' of equation 'ijk,jk' names 3 axes but operand 0 has "
+                                                    r"shape \[2, 3\]"),
+        (("i,jk", a, b), oa.InvalidArgumentError, r"term 'i' .* names 1 axes but operand 0 has shape \[2, 3\]"),
+        (("ij,jk->ii", a, b), oa.InvalidArgumentError, "output subscript 'i' appears more than once"),
+        (("ij,jk->iz", a, b), oa.InvalidArgumentError, "output subscript 'z' .* does not appear in the input terms"),
+        (("ij,ik->jk", a, b), oa.InvalidArgumentError, r"subscript 'i' .* do not broadcast: operand shapes \[\[2, 3\], "
+                                                       r"\[3, 4\]\]"),
+        (("ii->i", a), oa.InvalidArgumentError, r"subscript 'i' is repeated .* shape \[2, 3\] .* extents 2 != 3"),
+        (("ij,jk", a, b.half()), oa.InvalidArgumentError, "one floating dtype .* not float16, float32"),
+        (("ij", oa.ones(2, 2, dtype=oa.int32)), oa.InvalidArgumentError, "not int32"),
+        ((a, [0, 1]), TypeError, "equation must be a str .* sublist form is not supported"),
+        (("ij,jk", a, np.ones((3, 4))), TypeError, "operand 1 must be an oa.Tensor, not ndarray"),
+    ]
+    for args, error, message in cases:
+        with pytest.raises(error, match=message):
+            oa.einsum(*args)
