@@ -160,6 +160,8 @@ def test_interpolate_known_values():
     np.testing.assert_array_equal(F.interpolate(line, scale_factor=1.7, recompute_scale_factor=True).numpy().ravel(),
                                   [0, 0, 1, 1, 2, 3, 3, 4])
     np.testing.assert_array_equal(F.interpolate(line, size=3).numpy().ravel(), [0, 1, 3])
+    # An output of twice the input halves the index (torch's CPU kernel), not floor(dst / 2.1).
+    np.testing.assert_array_equal(F.interpolate(line, scale_factor=2.1).numpy().ravel(), np.arange(10) // 2)
     np.testing.assert_array_equal(F.interpolate(line, size=3, mode="nearest-exact").numpy().ravel(), [0, 2, 4])
 
 

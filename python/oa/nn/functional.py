@@ -440,7 +440,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     axes to `size` (an int for every axis or a sequence of one per axis) or to floor(extent * scale_factor) (a float
     or a sequence), torch's coordinate rules to the letter (float32 source positions):
     - 'nearest' (any of the three ranks): src = min(floor(dst * r), n - 1), r = 1 / scale_factor where given and
-      recompute_scale_factor is not True, n / out else (torch's legacy nearest); 'nearest-exact':
+      recompute_scale_factor is not True, n / out else (torch's legacy nearest; as torch's CPU kernel, an output of
+      n copies and one of 2n takes src = dst // 2, whatever scale_factor gave it); 'nearest-exact':
       floor((dst + 0.5) * r). Any dtype.
     - 'linear' (3-D), 'bilinear' (4-D), 'trilinear' (5-D): the weighted mean of the two neighbours along each axis
       in turn; align_corners=False (the default, None) maps src = max((dst + 0.5) * r - 0.5, 0), True
