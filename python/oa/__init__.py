@@ -154,8 +154,10 @@ from . import data
 from . import nn
 from . import optim
 from ._device import tensor_to
+from ._einsum import einsum
 from ._format import tensor_repr
-from ._tensor_ops import flip, linspace, randint, retain_grad, tensor_flip, tensor_repeat, tensor_unbind, unbind
+from ._tensor_ops import (argsort, flip, linspace, randint, retain_grad, sort, tensor_argsort, tensor_flip, tensor_repeat,
+                          tensor_sort, tensor_unbind, unbind)
 
 # torch.softmax, torch.log_softmax and torch.bmm: oa.nn.functional's.
 from .nn.functional import bmm, log_softmax, softmax
@@ -166,6 +168,8 @@ Tensor.to = tensor_to
 Tensor.flip = tensor_flip
 Tensor.repeat = tensor_repeat
 Tensor.unbind = tensor_unbind
+Tensor.sort = tensor_sort
+Tensor.argsort = tensor_argsort
 Tensor.retain_grad = retain_grad
 Tensor.__repr__ = Tensor.__str__ = tensor_repr
 

@@ -1,5 +1,5 @@
 """torch's tensor functions that oa composes in Python from its C++ ops (autograd flows through them):
-flip, repeat, unbind, linspace, randint, and Tensor.retain_grad."""
+flip, repeat, unbind, linspace, randint, sort, argsort, and Tensor.retain_grad."""
 import numpy as np
 
 from . import _oa
@@ -153,3 +153,57 @@ def retain_grad(self):
         f"oa.Tensor.retain_grad: this tensor is the result of {self.grad_fn}, and oa's backward keeps the gradients "
         "of leaves only. Continue the forward pass from y_leaf = y.detach().requires_grad_() instead: after "
         "backward, y_leaf.grad holds the gradient, and y.backward(y_leaf.grad) carries it on to the leaves before y")
+
+
+def sort(input, dim=-1, descending=False, stable=False):
+    """torch.sort(input, dim=-1, descending=False, stable=False): the named tuple oa.return_types.sort (values,
+    indices), input's elements along dim in increasing (descending=True: decreasing) order and their int32 positions
+    along dim (torch: int64), both of input's shape. The order is always stable (equal values, -0 and +0 among them,
+    keep their order), so stable=False gives what stable=True does; NaN counts as larger than every number (last
+    ascending, first descending), as torch. A 0-d input gives (input's copy, 0). Any dtype: int32 is ordered exactly
+    (beyond float32's 2^24 too); float16, bfloat16 and bool through float32, which holds them exactly. Gradient
+    to input through the values (scattered back to where each came from), as torch. A composition: oa.topk with
+    k = the extent of dim (two for int32, one for each 16-bit half), whose cost is O(N^2) for a line of N elements:
+    meant for N up to a few thousand. Errors: TypeError for an input that is not an oa.Tensor or a dim that is not an
+    int; oa.InvalidArgumentError naming dim and input's shape for one out of range."""
+    return sorted_along(input, dim, descending, stable, "oa.sort")
+
+
+def sorted_along(input, dim, descending, stable, op):
+    """sort's (values, indices) for `op` (oa.sort, oa.argsort and their methods)."""
+    if not isinstance(input, _oa.Tensor):
+        raise TypeError(f"{op}: input must be an oa.Tensor, not {type(input).__name__}")
+    for name, flag in (("descending", descending), ("stable", stable)):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise TypeError(f"{op}: {name} must be a bool, not {type(flag).__name__}")
+    a = axis(input, dim, op)
+    if input.dim() == 0:
+        return _oa.return_types.sort(input.clone(), _oa.zeros([], dtype=_oa.dtype.int32, engine=input.engine))
+    n, largest = input.shape[a], bool(descending)
+    if input.dtype == _oa.dtype.int32:
+        # topk orders float32 values, and its order is stable: ordering by the low 16 bits and then by the high ones
+        # (each exact in float32) orders int32 exactly (a radix sort of two digits).
+        low = _oa.topk(_oa.remainder(input, 65536).float(), n, a, largest).indices
+        high = _oa.take_along_dim(_oa.floor_divide(input, 65536), low, a).float()
+        order = _oa.take_along_dim(low, _oa.topk(high, n, a, largest).indices, a)
+        return _oa.return_types.sort(_oa.take_along_dim(input, order, a), order)
+    if input.dtype == _oa.dtype.float32:
+        return _oa.return_types.sort(*_oa.topk(input, n, a, largest))
+    values, indices = _oa.topk(input.float(), n, a, largest)
+    return _oa.return_types.sort(values.to(input.dtype), indices)
+
+
+def tensor_sort(self, dim=-1, descending=False, stable=False):
+    """x.sort(dim=-1, descending=False, stable=False): oa.sort(x, ...) (torch.Tensor.sort)."""
+    return sorted_along(self, dim, descending, stable, "oa.Tensor.sort")
+
+
+def argsort(input, dim=-1, descending=False, stable=False):
+    """torch.argsort(input, dim=-1, descending=False, stable=False): oa.sort(...).indices, the int32 positions that
+    sort input along dim (stable always; see oa.sort for the order, dtypes, cost and errors)."""
+    return sorted_along(input, dim, descending, stable, "oa.argsort").indices
+
+
+def tensor_argsort(self, dim=-1, descending=False, stable=False):
+    """x.argsort(dim=-1, descending=False, stable=False): oa.argsort(x, ...) (torch.Tensor.argsort)."""
+    return sorted_along(self, dim, descending, stable, "oa.Tensor.argsort").indices

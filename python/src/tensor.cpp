@@ -1068,15 +1068,16 @@ py::object tensor_or_none(const Matrix& m) { return m.defined() ? py::cast(m) : 
 void bind_tensor(py::module_& m, TensorClass& t) {
   using Opt = std::optional<DType>;
   using OptEngine = std::optional<Engine>;
-  py::module_ return_types = m.def_submodule("return_types", "torch.return_types: the named tuples of max, min and topk");
+  py::module_ return_types = m.def_submodule("return_types", "torch.return_types: the named tuples of max, min, topk and sort");
   const py::object namedtuple = py::module_::import("collections").attr("namedtuple");
   for (auto [name, type] : {std::pair{"max", &max_type}, std::pair{"min", &min_type}}) {
     py::object made = namedtuple(name, py::make_tuple("values", "indices"), py::arg("module") = "oa.return_types");
     return_types.attr(name) = made;
     *type = made.release();
   }
-  // bind_indexing's topk returns this one.
-  return_types.attr("topk") = namedtuple("topk", py::make_tuple("values", "indices"), py::arg("module") = "oa.return_types");
+  // bind_indexing's topk returns topk; oa.sort (python/oa/_tensor_ops.py) returns sort.
+  for (const char* name : {"topk", "sort"})
+    return_types.attr(name) = namedtuple(name, py::make_tuple("values", "indices"), py::arg("module") = "oa.return_types");
   const char* const add_doc =
       "x + other * alpha (torch.add), other a tensor (broadcast) or a Python number. Operands follow torch's type promotion, "
       "here and in the operators (+, -, *, /, //, %, **, &, |, ^, ==, <, ..., and +=, -=, ...): bool < int32 < the float "

@@ -33,4 +33,7 @@ from .modules import (
     SiLU,
     Tanh,
     TransformerBlock,
+    Upsample,
+    UpsamplingBilinear2d,
+    UpsamplingNearest2d,
 )

@@ -2,7 +2,7 @@
 
 Each is one op of oa's C++ engine (oa/ml/functional.hpp, oa/matrix): shapes,
 layouts and errors are documented there and in each function's docstring.
-pad, normalize, the losses nll_loss, l1_loss and binary_cross_entropy_with_logits, and the pooling, embedding and
+pad, interpolate, normalize, the losses nll_loss, l1_loss and binary_cross_entropy_with_logits, and the pooling, embedding and
 cross_entropy options that the C++ ops lack (ceil_mode, count_include_pad, divisor_override, padding_idx, class
 weights) are composed here from those ops, so autograd flows through them.
 Besides PyTorch's names: accuracy, bmm, bmm_nt, bmm_tn, split_heads, merge_heads,
@@ -384,3 +384,114 @@ def unsupported_embedding_options(max_norm, scale_grad_by_freq, sparse, op):
                                ("sparse", sparse, False)):
         if value != unset:
             raise _oa.InvalidArgumentError(f"{op}: {name}={value!r} is not supported")
+
+
+# interpolate's modes, with the input rank each linear mode needs (the nearest modes take 3-, 4- and 5-D inputs).
+_INTERPOLATE_RANKS = {"nearest": None, "nearest-exact": None, "linear": 3, "bilinear": 4, "trilinear": 5}
+
+
+def _spatial(value, k, op, arg, kind, shape):
+    """interpolate's size (kind int) or scale_factor (kind float): one number for every spatial axis or a sequence
+    of k; TypeError or oa.InvalidArgumentError naming `op`, `arg` and input's shape."""
+    number = (int, np.integer) if kind is int else (int, float, np.integer, np.floating)
+    if isinstance(value, number) and not isinstance(value, bool):
+        return [kind(value)] * k
+    if not isinstance(value, (tuple, list)) or not all(
+            isinstance(v, number) and not isinstance(v, bool) for v in value):
+        raise TypeError(f"{op}: {arg} must be {'an int' if kind is int else 'a float'} or a sequence of them, not "
+                        f"{value!r}")
+    if len(value) != k:
+        raise _oa.InvalidArgumentError(f"{op}: input {shape} has {k} spatial axes but {arg} {list(value)} has "
+                                       f"{len(value)} (input [N, C, d1, ..., dk] takes k values)")
+    return [kind(v) for v in value]
+
+
+def _nearest_source(n, m, scale, exact):
+    """torch's source positions for output positions 0..m-1 of an axis of n (upsample_nearest / _nearest_exact):
+    floor(dst * r) or floor((dst + 0.5) * r) in float32, at most n - 1, with r = 1 / scale_factor where given and
+    n / m else."""
+    if not exact and m in (n, 2 * n):
+        return np.arange(m) * n // m
+    r = np.float32(1.0 / scale) if scale else np.float32(n) / np.float32(m)
+    dst = np.arange(m, dtype=np.float32) + np.float32(0.5 if exact else 0.0)
+    return np.minimum(np.floor(dst * r).astype(np.int64), n - 1)
+
+
+def _linear_source(n, m, scale, align_corners):
+    """torch's two source positions and weights for output positions 0..m-1 of an axis of n (upsample_linear1d,
+    bilinear2d, trilinear3d), in float32: src = r dst with align_corners (r = (n - 1) / (m - 1)), else
+    src = max(r (dst + 0.5) - 0.5, 0) (r = 1 / scale_factor where given, n / m else); i0 = min(floor(src), n - 1),
+    i1 = i0 + 1 within the axis, w1 = src - i0 in [0, 1], w0 = 1 - w1."""
+    f32 = np.float32
+    dst = np.arange(m, dtype=f32)
+    if align_corners:
+        src = (f32(n - 1) / f32(m - 1) if m > 1 else f32(0)) * dst
+    else:
+        r = f32(1.0 / scale) if scale else f32(n) / f32(m)
+        src = np.maximum(r * (dst + f32(0.5)) - f32(0.5), f32(0))
+    i0 = np.minimum(np.floor(src).astype(np.int64), n - 1)
+    w1 = np.clip(src - i0.astype(f32), f32(0), f32(1))
+    return i0, np.where(i0 < n - 1, i0 + 1, i0), f32(1) - w1, w1
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None,
+                antialias=False):
+    """torch.nn.functional.interpolate: input [N, C, L], [N, C, H, W] or [N, C, D, H, W] resampled along its spatial
+    axes to `size` (an int for every axis or a sequence of one per axis) or to floor(extent * scale_factor) (a float
+    or a sequence), torch's coordinate rules to the letter (float32 source positions):
+    - 'nearest' (any of the three ranks): src = min(floor(dst * r), n - 1), r = 1 / scale_factor where given and
+      recompute_scale_factor is not True, n / out else (torch's legacy nearest; as torch's CPU kernel, an output of
+      n copies and one of 2n takes src = dst // 2, whatever scale_factor gave it); 'nearest-exact':
+      floor((dst + 0.5) * r). Any dtype.
+    - 'linear' (3-D), 'bilinear' (4-D), 'trilinear' (5-D): the weighted mean of the two neighbours along each axis
+      in turn; align_corners=False (the default, None) maps src = max((dst + 0.5) * r - 0.5, 0), True
+      src = dst * (n - 1) / (out - 1). Floating dtypes, computed in float32 and returned in input's dtype.
+    Differentiable (index_select gathers along each axis and elementwise weights). Errors: TypeError for an input
+    that is not an oa.Tensor or a size / scale_factor of another type; oa.InvalidArgumentError naming the argument
+    and input's shape for both or neither of size and scale_factor, a sequence of another length than the spatial
+    axes, an output or input extent below 1, an unknown mode ('bicubic' and 'area' are not supported), a linear
+    mode with an input of another rank or an integer or bool dtype, align_corners with a nearest mode, or
+    antialias=True."""
+    op = _PREFIX + "interpolate"
+    if not isinstance(input, _oa.Tensor):
+        raise TypeError(f"{op}: input must be an oa.Tensor, not {type(input).__name__}")
+    shape = list(input.shape)
+    if mode not in _INTERPOLATE_RANKS:
+        raise _oa.InvalidArgumentError(f"{op}: mode {mode!r} is not supported (oa has 'nearest', 'nearest-exact', "
+                                       "'linear', 'bilinear' and 'trilinear')")
+    linear = _INTERPOLATE_RANKS[mode]
+    if input.dim() not in (3, 4, 5) or linear not in (None, input.dim()):
+        needs = f"a {linear}-D input" if linear else "a 3-D, 4-D or 5-D input"
+        raise _oa.InvalidArgumentError(f"{op}: mode {mode!r} needs {needs} ([N, C, d1, ...]), got input {shape}")
+    if align_corners is not None and not linear:
+        raise _oa.InvalidArgumentError(f"{op}: align_corners can only be set with the interpolating modes 'linear', "
+                                       f"'bilinear' and 'trilinear', not {mode!r}")
+    if antialias:
+        raise _oa.InvalidArgumentError(f"{op}: antialias=True is not supported")
+    if linear and not input.is_floating_point():
+        raise _oa.InvalidArgumentError(f"{op}: mode {mode!r} needs a floating input, not {input.dtype.name}")
+    k = input.dim() - 2
+    if (size is None) == (scale_factor is None):
+        raise _oa.InvalidArgumentError(f"{op}: give exactly one of size and scale_factor (input {shape})")
+    if size is not None:
+        out, scales = _spatial(size, k, op, "size", int, shape), [None] * k
+    else:
+        scales = _spatial(scale_factor, k, op, "scale_factor", float, shape)
+        out = [math.floor(n * f) for n, f in zip(shape[2:], scales)]
+        if recompute_scale_factor:
+            scales = [None] * k
+    if min(out + shape[2:]) < 1:
+        raise _oa.InvalidArgumentError(f"{op}: input {shape} and output spatial extents {out} must be >= 1")
+    y = input if not linear or input.dtype == _oa.dtype.float32 else input.float()
+    for a, (n, m, scale) in enumerate(zip(shape[2:], out, scales), start=2):
+        index = lambda i: _oa.tensor(i.astype(np.int32), engine=input.engine)  # noqa: E731
+        if not linear:
+            y = select(y, a, index(_nearest_source(n, m, scale, mode == "nearest-exact")))
+            continue
+        i0, i1, w0, w1 = _linear_source(n, m, scale, align_corners)
+        near = select(y, a, index(i0))
+        if np.any(w1 != 0):
+            weight = lambda w: _oa.tensor(w.reshape([m] + [1] * (input.dim() - 1 - a)), engine=input.engine)  # noqa: E731
+            near = near * weight(w0) + select(y, a, index(i1)) * weight(w1)
+        y = near
+    return y.to(input.dtype) if y.dtype != input.dtype else y

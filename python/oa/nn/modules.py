@@ -675,6 +675,42 @@ class Flatten(_Native):
         super().__init__(_native.flatten(start_dim, end_dim))
 
 
+class Upsample(Module):
+    """torch.nn.Upsample: oa.nn.functional.interpolate(input, size, scale_factor, mode, align_corners,
+    recompute_scale_factor) of input [N, C, L], [N, C, H, W] or [N, C, D, H, W]; scale_factor kept as a float (or a
+    tuple of floats), as torch. Errors: interpolate's, when called."""
+
+    def __init__(self, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None):
+        super().__init__()
+        self.size, self.mode, self.align_corners = size, mode, align_corners
+        self.scale_factor = (tuple(float(f) for f in scale_factor) if isinstance(scale_factor, (tuple, list))
+                             else None if scale_factor is None else float(scale_factor))
+        self.recompute_scale_factor = recompute_scale_factor
+
+    def forward(self, input):
+        return functional.interpolate(input, self.size, self.scale_factor, self.mode, self.align_corners,
+                                      self.recompute_scale_factor)
+
+    def extra_repr(self):
+        shown = f"scale_factor={self.scale_factor!r}" if self.scale_factor is not None else f"size={self.size!r}"
+        return f"{shown}, mode={self.mode!r}"
+
+
+class UpsamplingNearest2d(Upsample):
+    """torch.nn.UpsamplingNearest2d: Upsample(size, scale_factor, mode='nearest') of [N, C, H, W]."""
+
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    """torch.nn.UpsamplingBilinear2d: Upsample(size, scale_factor, mode='bilinear', align_corners=True) of
+    [N, C, H, W]."""
+
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
+
+
 class Identity(Module):
     """torch.nn.Identity: forward returns its input itself (any shape); constructor arguments are ignored, as torch's."""
 
