@@ -105,7 +105,8 @@ def linspace(start, end, steps, *, dtype=None, requires_grad=False, engine=None)
     start, end = float(start), float(end)
     i = np.arange(steps, dtype=np.float64)
     step = (end - start) / (steps - 1) if steps > 1 else 0.0
-    values = np.where(i < steps // 2, start + i * step, end - (steps - 1 - i) * step)
+    # One step is start alone (torch); otherwise the first half counts from start, the rest back from end.
+    values = np.where((i < steps // 2) | (steps == 1), start + i * step, end - (steps - 1 - i) * step)
     return _oa.tensor(values, dtype=dtype or _oa.dtype.float32, requires_grad=requires_grad, engine=engine)
 
 

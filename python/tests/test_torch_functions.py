@@ -99,6 +99,16 @@ def test_nll_loss():
                         lambda x: np.asarray(oracle(x, np.ones(4), reduction)), [logp])
         check_gradients(lambda x: F.nll_loss(x, oa.tensor(target), oa.tensor(w), ignore_index=-1, reduction=reduction),
                         lambda x: np.asarray(oracle(x, w.astype(np.float64), reduction)), [logp])
+    # 16-bit log-probabilities (and logits with class weights) give float32 losses from the rounded values.
+    for dtype in (oa.float16, oa.bfloat16):
+        x16 = oa.tensor(logp).to(dtype)
+        rounded = x16.float().numpy().astype(np.float64)
+        got = F.nll_loss(x16, oa.tensor(target), oa.tensor(w), ignore_index=-1)
+        assert got.dtype == oa.float32
+        assert_close(got.numpy(), oracle(rounded, w.astype(np.float64), "mean"))
+        got = F.cross_entropy(x16, oa.tensor(target), oa.tensor(w), ignore_index=-1, reduction="sum")
+        assert got.dtype == oa.float32
+        assert_close(got.numpy(), oracle(log_softmax(rounded), w.astype(np.float64), "sum"), rtol=1e-2, atol=1e-2)
     with pytest.raises(oa.InvalidArgumentError, match=r"nll_loss: input \[6, 4\] and target \[6, 1\] must be"):
         F.nll_loss(oa.tensor(logp), oa.tensor(target[:, None]))
     with pytest.raises(oa.InvalidArgumentError, match=r"nll_loss: target must hold int32 class indices, not float32"):
@@ -242,6 +252,9 @@ def test_linspace():
         assert got.dtype == oa.float32 and got.shape == (steps,)
         assert_close(got.numpy(), np.linspace(start, end, steps), rtol=1e-6, atol=1e-7)
     np.testing.assert_array_equal(oa.linspace(0, 10, 4, dtype=oa.int32).numpy(), [0, 3, 6, 10])
+    # One step is start alone, not end.
+    np.testing.assert_array_equal(oa.linspace(0, 1, 1).numpy(), [0.0])
+    np.testing.assert_array_equal(oa.linspace(3, 9, 1, dtype=oa.int32).numpy(), [3])
     assert oa.linspace(0, 1, 3, requires_grad=True).requires_grad
     with pytest.raises(oa.InvalidArgumentError, match="oa.linspace: number of steps must be non-negative, got -1"):
         oa.linspace(0, 1, -1)

@@ -256,6 +256,8 @@ def _class_targets(input, target, weight, ignore_index, op):
 def _nll(input, target, weight, ignore_index, reduction, op):
     one = input.dim() == 1
     input, target, valid, safe, weights = _class_targets(input, target, weight, ignore_index, op)
+    if input.dtype in (_oa.dtype.float16, _oa.dtype.bfloat16):
+        input = input.float()  # losses in float32, as oa's cross_entropy and autocast keep them
     picked = -input.gather(1, safe.unsqueeze(1)).squeeze(1)
     losses = _oa.where(valid, picked if weight is None else picked * weights, 0.0)
     if reduction == "none":
@@ -267,7 +269,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     """torch.nn.functional.nll_loss: log-probabilities input [N, C] against int32 class indices target [N] (or
     [N, C, d1, ...] against [N, d1, ...], or [C] against []): loss_i = -weight[t_i] input[i, t_i] (weight [C],
     1 without it), 0 where t_i == ignore_index; reduction 'mean' divides their sum by the sum of the weights of the
-    targets kept (NaN when none is), 'sum' sums, 'none' gives target's shape. Differentiable in input. Errors:
+    targets kept (NaN when none is), 'sum' sums, 'none' gives target's shape; a float16 or bfloat16 input gives a
+    float32 loss (torch: the input's dtype), as oa's cross_entropy does. Differentiable in input. Errors:
     oa.InvalidArgumentError naming the shapes, the dtype or the reduction; TypeError for size_average or reduce
     (deprecated in torch); a class index outside [0, C) other than ignore_index raises oa.OutOfRangeError at the
     next synchronize() or host read (the index lives on the device)."""
