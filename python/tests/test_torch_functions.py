@@ -126,6 +126,10 @@ def test_l1_loss_and_normalize():
         F.l1_loss(oa.tensor(a), oa.tensor(b[0]))
     check_gradients(lambda x: F.normalize(x), lambda x: x / np.sqrt((x * x).sum(1, keepdims=True)), [a])
     check_gradients(lambda x: F.normalize(x, p=1.0, dim=0), lambda x: x / np.abs(x).sum(0, keepdims=True), [a])
+    check_gradients(lambda x: F.normalize(x, p=3, dim=1), lambda x: x / (np.abs(x) ** 3).sum(1, keepdims=True) ** (1 / 3),
+                    [a])
+    with pytest.raises(oa.InvalidArgumentError, match=r"normalize: p must be a positive number or inf, got 0"):
+        F.normalize(oa.tensor(a), p=0)
     np.testing.assert_array_equal(F.normalize(oa.zeros(2, 3)).numpy(), np.zeros((2, 3)))
 
 

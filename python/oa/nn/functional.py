@@ -225,9 +225,16 @@ def pad(input, pad, mode="constant", value=None):
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12):
-    """torch.nn.functional.normalize: input / max(||input||_p along dim, eps), the norm kept as an axis of 1.
-    Differentiable. Errors: oa.InvalidArgumentError for a dim out of range."""
-    return input / input.norm(p, dim, keepdim=True).clamp(min=eps)
+    """torch.nn.functional.normalize: input / max(||input||_p along dim, eps), the norm kept as an axis of 1; p 1, 2
+    and inf take oa's norm op, another positive p (sum |x|^p)^(1/p). Differentiable. Errors:
+    oa.InvalidArgumentError for a dim out of range or a p that is not positive."""
+    if p in (1, 2, math.inf):
+        norm = input.norm(p, dim, keepdim=True)
+    elif isinstance(p, (int, float)) and not isinstance(p, bool) and 0 < p < math.inf:
+        norm = (input.abs() ** p).sum(dim, keepdim=True) ** (1.0 / p)
+    else:
+        raise _oa.InvalidArgumentError(f"{_PREFIX}normalize: p must be a positive number or inf, got {p!r}")
+    return input / norm.clamp(min=eps)
 
 
 def _class_targets(input, target, weight, ignore_index, op):
