@@ -300,3 +300,24 @@ def test_retain_grad():
     y.backward(y_leaf.grad)
     assert_close(y_leaf.grad.numpy(), 2 * y.numpy())
     assert_close(x.grad.numpy(), 8 * x.numpy())
+
+
+def test_loss_modules_match_their_functionals():
+    x, y = values((4, 3), 12), values((4, 3), 13)
+    probs = (values((4, 3), 14, 0, 1) > 0.5).astype(np.float32)
+    w, pw = values((3,), 15, 0.5, 2.0), values((3,), 16, 0.5, 2.0)
+    logp = log_softmax(x.astype(np.float64)).astype(np.float32)
+    target = oa.tensor(np.int32([0, 2, 1, 2]))
+    pairs = [
+        (nn.L1Loss(reduction="sum")(oa.tensor(x), oa.tensor(y)), F.l1_loss(oa.tensor(x), oa.tensor(y), reduction="sum")),
+        (nn.NLLLoss(oa.tensor(w), ignore_index=1)(oa.tensor(logp), target),
+         F.nll_loss(oa.tensor(logp), target, oa.tensor(w), ignore_index=1)),
+        (nn.BCEWithLogitsLoss(oa.tensor(w), pos_weight=oa.tensor(pw))(oa.tensor(x), oa.tensor(probs)),
+         F.binary_cross_entropy_with_logits(oa.tensor(x), oa.tensor(probs), oa.tensor(w), pos_weight=oa.tensor(pw))),
+    ]
+    for module_loss, functional_loss in pairs:
+        np.testing.assert_array_equal(module_loss.numpy(), functional_loss.numpy())
+    assert set(dict(nn.BCEWithLogitsLoss(oa.tensor(w), pos_weight=oa.tensor(pw)).named_buffers())) == {"weight", "pos_weight"}
+    assert nn.NLLLoss().weight is None and dict(nn.NLLLoss().named_buffers()) == {}
+    with pytest.raises(TypeError, match=r"oa.nn.L1Loss: size_average is deprecated"):
+        nn.L1Loss(size_average=True)

@@ -2,6 +2,7 @@
 from . import functional
 from .modules import (
     AvgPool2d,
+    BCEWithLogitsLoss,
     BatchNorm1d,
     BatchNorm2d,
     Conv1d,
@@ -15,6 +16,7 @@ from .modules import (
     GRU,
     GroupNorm,
     Identity,
+    L1Loss,
     InstanceNorm2d,
     LayerNorm,
     Linear,
@@ -25,6 +27,7 @@ from .modules import (
     ModuleDict,
     ModuleList,
     MultiheadAttention,
+    NLLLoss,
     Parameter,
     ReLU,
     RMSNorm,

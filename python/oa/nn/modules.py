@@ -721,6 +721,14 @@ class Identity(Module):
         return input
 
 
+def _optional_buffer(module, name, tensor):
+    """Registers `tensor` as buffer `name` of `module` (as torch's losses keep their weights), or sets it None."""
+    if tensor is not None:
+        module.register_buffer(name, tensor)
+    else:
+        setattr(module, name, None)
+
+
 class CrossEntropyLoss(Module):
     """torch.nn.CrossEntropyLoss over oa.nn.functional.cross_entropy: logits [N, C] and int32 class indices [N]
     give a scalar (reduction 'mean' over the targets not equal to ignore_index, or 'sum') or [N] ('none');
@@ -736,15 +744,58 @@ class CrossEntropyLoss(Module):
                  label_smoothing=0.0):
         super().__init__()
         functional.no_legacy_reduction(size_average, reduce, "oa.nn.CrossEntropyLoss")
-        if weight is not None:
-            self.register_buffer("weight", weight)
-        else:
-            self.weight = None
+        _optional_buffer(self, "weight", weight)
         self.ignore_index, self.reduction, self.label_smoothing = ignore_index, reduction, label_smoothing
 
     def forward(self, input, target):
         return functional.cross_entropy(input, target, weight=self.weight, ignore_index=self.ignore_index,
                                         reduction=self.reduction, label_smoothing=self.label_smoothing)
+
+
+class NLLLoss(Module):
+    """torch.nn.NLLLoss over oa.nn.functional.nll_loss: log-probabilities [N, C] (or [N, C, d1, ...], or [C])
+    against int32 class indices; weight [C] (a buffer, as torch's), ignore_index and reduction as the functional's.
+    Errors: the functional's."""
+
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+        super().__init__()
+        functional.no_legacy_reduction(size_average, reduce, "oa.nn.NLLLoss")
+        _optional_buffer(self, "weight", weight)
+        self.ignore_index, self.reduction = ignore_index, reduction
+
+    def forward(self, input, target):
+        return functional.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
+                                   reduction=self.reduction)
+
+
+class L1Loss(Module):
+    """torch.nn.L1Loss over oa.nn.functional.l1_loss: |input - target| for two tensors of one shape, its mean
+    (reduction 'mean'), sum ('sum') or the elementwise values ('none'). Errors: the functional's."""
+
+    def __init__(self, size_average=None, reduce=None, reduction="mean"):
+        super().__init__()
+        functional.no_legacy_reduction(size_average, reduce, "oa.nn.L1Loss")
+        self.reduction = reduction
+
+    def forward(self, input, target):
+        return functional.l1_loss(input, target, reduction=self.reduction)
+
+
+class BCEWithLogitsLoss(Module):
+    """torch.nn.BCEWithLogitsLoss over oa.nn.functional.binary_cross_entropy_with_logits: sigmoid and binary cross
+    entropy in one stable form; weight (broadcast over the batch) and pos_weight (per class) are buffers, as torch's.
+    Errors: the functional's."""
+
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None):
+        super().__init__()
+        functional.no_legacy_reduction(size_average, reduce, "oa.nn.BCEWithLogitsLoss")
+        _optional_buffer(self, "weight", weight)
+        _optional_buffer(self, "pos_weight", pos_weight)
+        self.reduction = reduction
+
+    def forward(self, input, target):
+        return functional.binary_cross_entropy_with_logits(input, target, weight=self.weight, reduction=self.reduction,
+                                                           pos_weight=self.pos_weight)
 
 
 class MSELoss(Module):
