@@ -115,7 +115,7 @@ def randint(*args, low=None, high=None, size=None, seed=None, dtype=None, requir
     [low, high) of shape size (a sequence of ints), as dtype (int32 without one; torch: int64). Drawn on the host by
     NumPy's PCG64 from `seed` or, without one, the next seed of the stream oa.manual_seed restarts (so the same seed
     gives the same values everywhere), then copied to the device. Errors: TypeError for arguments of another form;
-    oa.InvalidArgumentError for high <= low or bounds outside int32."""
+    oa.InvalidArgumentError for high <= low, bounds outside int32 or a negative extent."""
     op = "oa.randint"
     if len(args) == 3:
         low, high, size = args
@@ -135,6 +135,8 @@ def randint(*args, low=None, high=None, size=None, seed=None, dtype=None, requir
     if not isinstance(size, (tuple, list)):
         raise TypeError(f"{op}: size must be a tuple of ints, not {type(size).__name__}")
     shape = sizes((size,), op, "size")
+    if any(extent < 0 for extent in shape):
+        raise _oa.InvalidArgumentError(f"{op}: size {list(shape)} has a negative extent")
     if high <= low:
         raise _oa.InvalidArgumentError(f"{op}: low {low} must be less than high {high}")
     if low < -2**31 or high > 2**31:

@@ -286,6 +286,8 @@ def test_randint():
         oa.randint(0, 5, 3)
     with pytest.raises(oa.InvalidArgumentError, match=r"outside int32"):
         oa.randint(0, 2**32, (1,))
+    with pytest.raises(oa.InvalidArgumentError, match=r"oa.randint: size \[2, -1\] has a negative extent"):
+        oa.randint(5, (2, -1))
 
 
 def test_retain_grad():
