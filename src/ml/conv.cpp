@@ -848,7 +848,7 @@ bool lower_conv_half_implicit(const Relation& r, bool wide, const Matrix& src, c
   const std::uint32_t code = detail::dtype_code(dtype);
   std::vector<std::uint32_t> spec =
       detail::coop_specialization(dev, *tile, {.trans_b = last, .vec_a = k % 8 == 0, .direct_c = p % 8 == 0, .c_dt = code, .bias_dt = code});
-  spec.push_back(wide ? 1u : 0u);  // MODE: forward or transposed gather
+  spec.push_back(wide ? 1u : 0u);  // TRANSPOSED
   const std::string_view kernel = dtype == DType::F16 ? kernels::ml_conv_igemm_coopmat : kernels::ml_conv_igemm_coopmat_bf16;
   const auto pair = [](std::int64_t h, std::int64_t w) { return u32(h | (w << 16)); };
   // Images per dispatch: their windows of the input and output fit maxStorageBufferRange (words of 16-bit pairs).

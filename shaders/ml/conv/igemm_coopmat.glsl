@@ -4,12 +4,12 @@
 // image b of the input, never stored (OA_GEMM_GATHER_B), C_b written into
 // image b of the output (NCHW) with bias[m] per output channel, rounded
 // once. Geometry as ml/conv/geometry.glsl (groups 1).
-//   Forward (MODE 0): narrow [N, CN, HN, WN] from wide
+//   Forward (TRANSPOSED false): narrow [N, CN, HN, WN] from wide
 //     [N, CW, HW, WW]: C_b [CN, HN * WN] = W [CN, K] x cols_b [K, HN * WN],
 //     K = CW * KH * KW (k = (c * KH + ky) * KW + kx, the weight's own
 //     layout); cols_b[k, (yo, xo)] = wide (c, yo * sh - ph + ky * dh,
 //     xo * sw - pw + kx * dw), 0 outside the image.
-//   Transposed gather (MODE 1): wide from narrow (a transposed
+//   Transposed gather (TRANSPOSED true): wide from narrow (a transposed
 //     convolution's forward, a convolution's input gradient):
 //     C_b [CW, HW * WW] = Wt [CW, K] x rows_b [K, HW * WW], K = CN * KH * KW
 //     (Wt the weight permuted to [CW, CN, KH, KW] by the host);
@@ -37,9 +37,7 @@
 #include "common/oa.glsl"
 #include "ml/conv/igemm_coopmat.push.h"
 
-// 0: forward, 1: transposed gather (see the top).
-layout(constant_id = 15) const uint MODE = 0;
-const bool TRANSPOSED = MODE == 1u;
+layout(constant_id = 15) const bool TRANSPOSED = false;
 
 #define OA_GEMM_OWN_PUSH
 #define OA_GEMM_ROW_BIAS
