@@ -179,7 +179,7 @@ TEST(MatrixDtype, CastRoundsToNearestEvenOnTheGpu) {
 }
 
 TEST(MatrixDtype, CastOfOddAndEmptyCountsAndTheTrace) {
-  for (std::int64_t n : {0, 1, 3, 1025}) {
+  for (std::int64_t n : {0, 1, 3, 7, 8, 9, 1025, 4103}) {
     SCOPED_TRACE(n);
     const auto v = oa_test::random_values(n, static_cast<std::uint32_t>(n) + 1);
     const Matrix x = Matrix::from_vector({n}, v);
