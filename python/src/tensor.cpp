@@ -901,8 +901,8 @@ void require_castable(const Matrix& result, const Matrix& x, const char* name) {
 
 // `v` as `dtype` everywhere in `shape`: zeros, ones, full and fill_. int32
 // is filled on the host (no op converts float32 to int32): an int, or a
-// float holding an integer, within int32; InvalidArgument naming `op` and the
-// exact value otherwise.
+// float truncated toward zero (as torch), within int32; InvalidArgument naming
+// `op` and the exact value otherwise (NaN and infinities included).
 Matrix filled(const Shape& shape, const Number& v, DType dtype, const std::optional<Engine>& engine, const char* op) {
   if (dtype != DType::I32) {
     try {
@@ -911,10 +911,9 @@ Matrix filled(const Shape& shape, const Number& v, DType dtype, const std::optio
       throw with_context(e, op);
     }
   }
-  const bool integral = v.kind != Number::Kind::Float || v.f == std::trunc(v.f);
   const double value = v.kind == Number::Kind::Float ? v.f : static_cast<double>(v.i);
-  if (!integral || v.wide || !(value >= INT32_MIN && value <= INT32_MAX))
-    fail(ErrorKind::InvalidArgument, "{}: value {} is not an int32", op, text_of(v));
+  if (v.wide || !(value >= INT32_MIN && value <= INT32_MAX))
+    fail(ErrorKind::InvalidArgument, "{}: value {} cannot be converted to type int32 without overflow", op, text_of(v));
   const std::vector<std::int32_t> values(static_cast<std::size_t>(shape.numel()), static_cast<std::int32_t>(value));
   return Matrix::from_i32(shape, values, engine);
 }
@@ -1032,8 +1031,9 @@ void bind_in_place(TensorClass& t) {
         },
         py::arg("value"),
         "torch.Tensor.fill_(value): every element of x set to value, a number or a 0-d tensor (of any dtype; one that "
-        "requires grad gets the sum of x's gradient, as torch), in place. oa.InvalidArgumentError for a tensor value "
-        "that is not 0-d, TypeError for a value that is neither. See oa.Tensor.add_ for the in-place rules.");
+        "requires grad gets the sum of x's gradient, as torch), in place; into int32 a float is truncated toward zero "
+        "(as torch). oa.InvalidArgumentError for a tensor value that is not 0-d or a value outside an int32 x's range, "
+        "TypeError for a value that is neither. See oa.Tensor.add_ for the in-place rules.");
   t.def("zero_", [](const py::object& self) { return apply_in_place<Number>(self, *number_of(py::int_(0)), ops[11], "oa.Tensor.zero_", *number_of(py::int_(1))); },
         "x.fill_(0): in place, as fill_.");
 }
@@ -1623,8 +1623,9 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       py::arg("engine") = py::none());
   const char* const like_doc =
       "torch.zeros_like, ones_like and full_like(input, fill_value): a new leaf of input's shape on input's engine, "
-      "of dtype (input's dtype without one), filled with 0, 1 or fill_value (a number; int32 takes an integer within "
-      "int32, else oa.InvalidArgumentError). requires_grad as torch's.";
+      "of dtype (input's dtype without one), filled with 0, 1 or fill_value (a number; int32 truncates a float toward "
+      "zero, as torch, and refuses a value outside int32, NaN or an infinity: oa.InvalidArgumentError). requires_grad "
+      "as torch's.";
   m.def(
       "zeros_like",
       [](const Matrix& x, Opt dtype, bool requires_grad) { return full_like(x, *number_of(py::int_(0)), dtype, requires_grad, "oa.zeros_like"); },
