@@ -265,9 +265,32 @@ std::vector<int> reduction_dims(const Matrix& x, const py::object& dim, const ch
     if (overflow || a < -rank || a >= rank)
       fail(ErrorKind::InvalidArgument, "{}: dim {} is out of range for x of shape {} (expected an axis in [{}, {}])", op,
            py::str(d).cast<std::string>(), x.shape(), -rank, rank - 1);
-    dims.push_back(static_cast<int>(a));
+    const auto axis = static_cast<int>(a < 0 ? a + rank : a);
+    if (std::ranges::find(dims, axis) != dims.end())
+      fail(ErrorKind::InvalidArgument, "{}: dim {} appears multiple times in the list of dims {} (x of shape {})", op, axis,
+           py::str(py::repr(dim)).cast<std::string>(), x.shape());
+    dims.push_back(axis);
   }
   return dims;
+}
+
+// torch.permute(x, dims) as `op`: dims must name each of x's axes once
+// (negative ones count from the end); a copy, not a view (see copy_not_view).
+Matrix permute(const Matrix& x, const std::vector<std::int64_t>& dims, const char* op) {
+  const auto rank = static_cast<std::int64_t>(x.rank());
+  const auto refuse = [&](const std::string& why) {
+    fail(ErrorKind::InvalidArgument, "{}: dims ({}) must be a permutation of the axes of x of shape {}: {}", op, fmt::join(dims, ", "),
+         x.shape(), why);
+  };
+  if (static_cast<std::int64_t>(dims.size()) != rank) refuse(fmt::format("len(dims) = {} is not x.dim() = {}", dims.size(), rank));
+  std::vector<bool> seen(static_cast<std::size_t>(rank));
+  for (const std::int64_t d : dims) {
+    if (d < -rank || d >= rank) refuse(fmt::format("dim {} is out of range [{}, {}]", d, -rank, rank - 1));
+    const auto axis = static_cast<std::size_t>(d < 0 ? d + rank : d);
+    if (seen[axis]) refuse(fmt::format("duplicate dims are not allowed (axis {} appears twice)", axis));
+    seen[axis] = true;
+  }
+  return copy_not_view(x, mx::permute(x, dims), op);
 }
 
 // x.sum(dim=None, keepdim=False) and its kin over any axes, as `op` in errors.
@@ -1205,7 +1228,7 @@ void bind_tensor(py::module_& m, TensorClass& t) {
                if (!dims.empty()) throw py::type_error(fmt::format("{}: dims given by position and as dims=", op));
                order = py::make_tuple(value);
              }
-             return copy_not_view(x, mx::permute(x, size_of_args(order)), op);
+             return permute(x, size_of_args(order), op);
            },
            "torch.Tensor.permute(*dims) or permute(dims=(...)): x's axes in the order dims gives, a copy, not a view as "
            "torch's: in-place ops on the result raise oa.FailedPreconditionError. TypeError for another keyword.")
@@ -1521,7 +1544,7 @@ void bind_tensor(py::module_& m, TensorClass& t) {
   m.def("clamp", &clamp, py::arg("input"), py::arg("min") = py::none(), py::arg("max") = py::none(), clamp_doc);
   m.def("permute",
         [](const Matrix& x, const py::object& dims) {
-          return copy_not_view(x, mx::permute(x, size_of_args(py::make_tuple(dims))), "oa.permute");
+          return permute(x, size_of_args(py::make_tuple(dims)), "oa.permute");
         },
         py::arg("input"), py::arg("dims"),
         "torch.permute(input, dims): input's axes in the order dims (a sequence of ints) gives; a copy, not a view "

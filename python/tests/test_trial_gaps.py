@@ -1,8 +1,27 @@
 """torch behaviours that a new user's trial of the Python API found missing, or
 misnamed in their errors."""
+import numpy as np
 import pytest
 
 import oa
+from reference import values
+
+
+def test_permute_and_reductions_name_a_repeated_axis():
+    x = oa.tensor(values((2, 3), 1))
+    with pytest.raises(oa.InvalidArgumentError, match=r"oa.Tensor.permute: dims \(0, 0\) must be a permutation of the axes "
+                       r"of x of shape \[2, 3\]: duplicate dims are not allowed"):
+        x.permute(0, 0)
+    with pytest.raises(oa.InvalidArgumentError, match=r"oa.permute: .*len\(dims\) = 1 is not x.dim\(\) = 2"):
+        oa.permute(x, (1,))
+    with pytest.raises(oa.InvalidArgumentError, match=r"oa.Tensor.permute: .*dim 2 is out of range \[-2, 1\]"):
+        x.permute(2, 0)
+    np.testing.assert_array_equal(x.permute(-1, 0).numpy(), values((2, 3), 1).T)
+    for call, op in ((lambda: x.sum(axis=(0, 0)), "oa.Tensor.sum"), (lambda: oa.sum(x, dim=(0, -2)), "oa.sum"),
+                     (lambda: x.mean(dim=[1, -1]), "oa.Tensor.mean"), (lambda: x.amax((1, 1)), "oa.Tensor.amax")):
+        with pytest.raises(oa.InvalidArgumentError, match=rf"{op}: dim \d appears multiple times in the list of dims .*"
+                           r"\(x of shape \[2, 3\]\)"):
+            call()
 
 
 def test_fill_of_a_float_into_int32_truncates():
