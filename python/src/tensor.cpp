@@ -655,6 +655,8 @@ Matrix masked_fill(py::handle input, py::handle mask, py::handle value, const ch
   const Matrix& x = tensor_arg(input, op, "input");
   const Matrix& m = tensor_arg(mask, op, "mask", "a bool tensor");
   const Matrix* v = py::isinstance<Matrix>(value) ? &value.cast<const Matrix&>() : nullptr;
+  oa::detail::require_same_engine(x, "input", m, "mask", op);
+  if (v) oa::detail::require_same_engine(x, "input", *v, "value", op);
   if (v && v->rank() != 0)
     fail(ErrorKind::InvalidArgument, "{}: value must be a number or a 0-d tensor, got a tensor of shape {} (torch: "
          "masked_fill only supports a 0-dimensional value tensor)", op, v->shape());
@@ -1529,8 +1531,8 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       "synchronization, as torch's); a floating one that requires grad gets the sum of the result's gradient where "
       "mask holds, as torch. Errors: TypeError naming the op and the argument for an input or mask that is not a "
       "tensor or a value that is not a number or a tensor; oa.InvalidArgumentError for a value tensor that is not 0-d "
-      "(naming its shape; torch: RuntimeError), a value input's dtype cannot hold (as torch), a non-bool mask or "
-      "shapes that do not broadcast.");
+      "(naming its shape; torch: RuntimeError), a value input's dtype cannot hold (as torch), a non-bool mask, "
+      "shapes that do not broadcast, or a mask or value tensor on another engine than input.");
   m.def(
       "nonzero", [](const py::object& input, const py::object& as_tuple) { return nonzero(input, as_tuple, "oa.nonzero"); },
       py::arg("input"), py::kw_only(), py::arg("as_tuple") = false,

@@ -40,3 +40,31 @@ def test_dtype_prints_as_oa_dtype():
     assert [repr(d) for d in (oa.float16, oa.bfloat16, oa.int32, oa.bool)] == [
         "oa.float16", "oa.bfloat16", "oa.int32", "oa.bool"]
     assert f"{oa.half}" == "oa.float16" and oa.float32.name == "float32" and oa.dtype.int32 is oa.int32
+
+
+def test_operands_on_another_engine_are_named():
+    other = oa.Engine()
+    x = oa.tensor(values((2, 3), 1), requires_grad=True)
+    mask = x > 0
+    for call, arg, op in (
+            (lambda: oa.masked_fill(x, mask, oa.tensor(1.0, engine=other)), r"value \[\]", "oa.masked_fill"),
+            (lambda: oa.masked_fill(x, mask, oa.tensor(1.0, engine=other, requires_grad=True)), r"value \[\]",
+             "oa.masked_fill"),
+            (lambda: x.masked_fill(oa.tensor(np.ones((2, 3), bool), engine=other), 1.0), r"mask \[2, 3\]",
+             "oa.Tensor.masked_fill")):
+        with pytest.raises(oa.InvalidArgumentError, match=rf"{op}: {arg} lives on another engine than input \[2, 3\]"):
+            call()
+    y = oa.zeros(4)
+    index, there = oa.tensor([1, 2]), oa.tensor([1, 2], engine=other)
+    with pytest.raises(oa.InvalidArgumentError, match=r"oa.Tensor.__setitem__: index \[2\] lives on another engine than "
+                       r"x \[4\]"):
+        y[there] = 1.0
+    with pytest.raises(oa.InvalidArgumentError, match=r"oa.Tensor.__setitem__: value \[2\] lives on another engine"):
+        y[index] = oa.tensor([1.0, 2.0], engine=other)
+    with pytest.raises(oa.InvalidArgumentError, match=r"oa.Tensor.__setitem__: mask \[4\] lives on another engine"):
+        y[oa.tensor([True, False, True, False], engine=other)] = 1.0
+    with pytest.raises(oa.InvalidArgumentError, match=r"oa.Tensor.__getitem__: index \[2\] lives on another engine"):
+        y[there]
+    assert y.tolist() == [0.0] * 4
+    y[index] = oa.tensor([1.0, 2.0])
+    assert y.tolist() == [0.0, 1.0, 2.0, 0.0]
