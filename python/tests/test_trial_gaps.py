@@ -1,5 +1,7 @@
 """torch behaviours that a new user's trial of the Python API found missing, or
 misnamed in their errors."""
+import copy
+
 import numpy as np
 import pytest
 
@@ -68,3 +70,11 @@ def test_operands_on_another_engine_are_named():
     assert y.tolist() == [0.0] * 4
     y[index] = oa.tensor([1.0, 2.0])
     assert y.tolist() == [0.0, 1.0, 2.0, 0.0]
+
+
+def test_embedding_shows_its_padding_idx_normalised():
+    e = oa.nn.Embedding(10, 3, padding_idx=-1)
+    assert e.padding_idx == 9 and (e.num_embeddings, e.embedding_dim) == (10, 3)
+    assert repr(e) == "Embedding(10, 3, padding_idx=9)"
+    assert repr(oa.nn.Embedding(4, 2)) == "Embedding(4, 2)"
+    assert repr(copy.deepcopy(e)) == "Embedding(10, 3, padding_idx=9)"

@@ -541,10 +541,9 @@ BatchNorm2d = _batch_norm("BatchNorm2d", _native.batch_norm2d, "[N, C, H, W]")
 
 class Embedding(_Native):
     """torch.nn.Embedding (oa::ml::nn::Embedding): weight N(0, 1); int32 indices [...] -> [..., D]. padding_idx
-    (in [-V, V)): its row starts as zeros and gets no gradient, as torch. Errors: oa.InvalidArgumentError for a
-    padding_idx out of range, and for max_norm, scale_grad_by_freq=True or sparse=True (not supported)."""
-
-    _repr_positional = 2
+    (in [-V, V)): its row starts as zeros and gets no gradient, as torch; kept (and shown by repr) as its index in
+    [0, V), as torch. Errors: oa.InvalidArgumentError for a padding_idx out of range, and for max_norm,
+    scale_grad_by_freq=True or sparse=True (not supported)."""
 
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0,
                  scale_grad_by_freq=False, sparse=False, engine=None):
@@ -552,7 +551,7 @@ class Embedding(_Native):
         if padding_idx is not None:
             padding_idx = functional.padding_index(padding_idx, num_embeddings, "oa.nn.Embedding")
         super().__init__(_native.embedding(num_embeddings, embedding_dim, engine))
-        self.padding_idx = padding_idx
+        self.num_embeddings, self.embedding_dim, self.padding_idx = num_embeddings, embedding_dim, padding_idx
         if padding_idx is not None:
             with _oa.no_grad():
                 self.weight[padding_idx] = 0.0
@@ -561,6 +560,10 @@ class Embedding(_Native):
         if self.padding_idx is None:
             return self._native.forward(input)
         return functional.embedding(input, self.weight, padding_idx=self.padding_idx)
+
+    def extra_repr(self):
+        padding = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
+        return f"{self.num_embeddings}, {self.embedding_dim}{padding}"
 
 
 class Dropout(_Native):
