@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import oa
-from reference import values
+import oa.nn.functional as F
+from reference import assert_close, values
 
 
 def test_permute_and_reductions_name_a_repeated_axis():
@@ -78,3 +79,71 @@ def test_embedding_shows_its_padding_idx_normalised():
     assert repr(e) == "Embedding(10, 3, padding_idx=9)"
     assert repr(oa.nn.Embedding(4, 2)) == "Embedding(4, 2)"
     assert repr(copy.deepcopy(e)) == "Embedding(10, 3, padding_idx=9)"
+
+
+@pytest.mark.parametrize("name", ["l1_loss", "mse_loss"])
+def test_l1_and_mse_loss_broadcast_with_torchs_warning(name):
+    loss, f = getattr(F, name), (np.abs if name == "l1_loss" else np.square)
+    a, b = values((2, 3), 1), values((3,), 2)
+    x, t = oa.tensor(a, requires_grad=True), oa.tensor(b, requires_grad=True)
+    with pytest.warns(UserWarning, match=rf"{name}: Using a target size \(\[3\]\) that is different to the input size "
+                      r"\(\[2, 3\]\)"):
+        got = loss(x, t, reduction="sum")
+    assert_close(got.numpy(), f(a - b).sum())
+    got.backward()
+    assert x.grad.shape == (2, 3) and t.grad.shape == (3,)
+    with pytest.warns(UserWarning):
+        assert loss(x, t, reduction="none").shape == (2, 3)
+    with pytest.raises(oa.InvalidArgumentError, match=rf"oa.nn.functional.{name}: input \[2, 3\] and target \[4\] do "
+                       "not broadcast"):
+        loss(x, oa.zeros(4))
+    module = oa.nn.L1Loss() if name == "l1_loss" else oa.nn.MSELoss()
+    with pytest.warns(UserWarning):
+        assert_close(module(x, t).numpy(), f(a - b).mean())
+
+
+@pytest.mark.parametrize("name", ["l1_loss", "mse_loss"])
+def test_l1_and_mse_loss_of_integer_and_16_bit_tensors(name):
+    loss, f = getattr(F, name), (np.abs if name == "l1_loss" else np.square)
+    i, j = oa.tensor([[1, -2, 3]]), oa.tensor([[4, 0, 3]])
+    with pytest.raises(oa.InvalidArgumentError, match=rf"oa.nn.functional.{name}: reduction='mean' needs a floating "
+                       "input or target, not int32 and int32"):
+        loss(i, j)
+    got = loss(i, j, reduction="sum")  # as torch's l1_loss: an integer sum
+    assert got.dtype == oa.int32 and got.item() == f(np.array([-3, -2, 0])).sum()
+    a = values((2, 3), 1)
+    assert_close(loss(oa.tensor(a), i.expand(2, 3)).numpy(), f(a - i.numpy()).mean())  # promoted to float32, as torch
+    h = loss(oa.tensor(a, dtype=oa.float16), oa.tensor(a * 0, dtype=oa.float16))
+    assert h.dtype == oa.float16
+    assert_close(h.float().numpy(), f(a.astype(np.float16).astype(np.float32)).mean(), rtol=2e-3, atol=2e-3)
+
+
+def test_losses_refuse_integer_operands_as_torch():
+    x, t = oa.tensor(values((4, 3), 1)), oa.tensor([0, 1, 2, 1])
+    i = oa.tensor([[1, 2, 0]] * 4)
+    bce = F.binary_cross_entropy_with_logits
+    for call, op, arg in (
+            (lambda: F.nll_loss(i, t), "nll_loss", "input"),
+            (lambda: F.nll_loss(x, t, weight=oa.tensor([1, 2, 3])), "nll_loss", "weight"),
+            (lambda: F.cross_entropy(i, t), "cross_entropy", "input"),
+            (lambda: F.cross_entropy(x, t, weight=oa.tensor([1, 2, 3])), "cross_entropy", "weight"),
+            (lambda: bce(i, oa.rand(4, 3)), "binary_cross_entropy_with_logits", "input"),
+            (lambda: bce(x, oa.tensor([[1, 0, 1]] * 4)), "binary_cross_entropy_with_logits", "target"),
+            (lambda: bce(x, oa.rand(4, 3) > 0.5), "binary_cross_entropy_with_logits", "target")):
+        with pytest.raises(oa.InvalidArgumentError, match=rf"oa.nn.functional.{op}: {arg} must be a floating tensor"):
+            call()
+    # torch takes weights of any dtype here: the loss is float32.
+    p = oa.rand(4, 3)
+    w = oa.tensor([1, 2, 3])
+    assert_close(bce(x, p, weight=w).numpy(), bce(x, p, weight=w.float()).numpy())
+    assert_close(bce(x, p, pos_weight=w).numpy(), bce(x, p, pos_weight=w.float()).numpy())
+
+
+def test_bce_with_logits_names_a_weight_that_does_not_broadcast():
+    x, t = oa.zeros(2, 3), oa.rand(2, 3)
+    for name in ("weight", "pos_weight"):
+        for shape in ((4,), (5, 2, 3), (2, 1, 1)):
+            with pytest.raises(oa.InvalidArgumentError, match=rf"oa.nn.functional.binary_cross_entropy_with_logits: "
+                               rf"{name} \[{', '.join(map(str, shape))}\] must broadcast to input's shape \[2, 3\]"):
+                F.binary_cross_entropy_with_logits(x, t, **{name: oa.ones(*shape)})
+    assert F.binary_cross_entropy_with_logits(x, t, weight=oa.ones(2, 1), reduction="none").shape == (2, 3)

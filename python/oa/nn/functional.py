@@ -2,13 +2,15 @@
 
 Each is one op of oa's C++ engine (oa/ml/functional.hpp, oa/matrix): shapes,
 layouts and errors are documented there and in each function's docstring.
-pad, interpolate, normalize, the losses nll_loss, l1_loss and binary_cross_entropy_with_logits, and the pooling, embedding and
+pad, interpolate, normalize, the losses nll_loss, l1_loss and binary_cross_entropy_with_logits (and mse_loss past
+float32 operands of one shape), and the pooling, embedding and
 cross_entropy options that the C++ ops lack (ceil_mode, count_include_pad, divisor_override, padding_idx, class
 weights) are composed here from those ops, so autograd flows through them.
 Besides PyTorch's names: accuracy, bmm, bmm_nt, bmm_tn, split_heads, merge_heads,
 softmax_scaled_masked, flash_attention and rope.
 """
 import math
+import warnings
 
 import numpy as np
 
@@ -34,7 +36,6 @@ layer_norm = _f.layer_norm
 linear = _f.linear
 log_softmax = _f.log_softmax
 merge_heads = _f.merge_heads
-mse_loss = _f.mse_loss
 one_hot = _f.one_hot
 relu = _f.relu
 rms_norm = _f.rms_norm
@@ -71,6 +72,35 @@ def no_legacy_reduction(size_average, reduce, op):
 
 def _reduce(losses, reduction):
     return losses if reduction == "none" else losses.sum() if reduction == "sum" else losses.mean()
+
+
+def _require_floating(tensor, op, arg, what):
+    """Refuses an int32 or bool `tensor` as `op`'s `arg` (`what` it holds), as torch's losses do:
+    oa.InvalidArgumentError naming them and the dtype."""
+    if not tensor.is_floating_point():
+        raise _oa.InvalidArgumentError(f"{op}: {arg} must be a floating tensor ({what}), not {tensor.dtype.name}, as "
+                                       "torch; convert it with .float()")
+
+
+def _pointwise_operands(input, target, reduction, op):
+    """l1_loss's and mse_loss's operands, broadcast to one shape as torch's: with torch's UserWarning when their shapes
+    differ, oa.InvalidArgumentError when they do not broadcast or when both are integers and reduction is 'mean'
+    (torch's mean takes floating dtypes only)."""
+    if input.shape != target.shape:
+        try:
+            shape = np.broadcast_shapes(input.shape, target.shape)
+        except ValueError:
+            raise _oa.InvalidArgumentError(f"{op}: input {list(input.shape)} and target {list(target.shape)} do not "
+                                           "broadcast (extents must match or be 1, from the last axis)") from None
+        warnings.warn(f"{op}: Using a target size ({list(target.shape)}) that is different to the input size "
+                      f"({list(input.shape)}). This will likely lead to incorrect results due to broadcasting. Please "
+                      "ensure they have the same size.", UserWarning, stacklevel=3)
+        input, target = input.expand(*shape), target.expand(*shape)
+    if reduction == "mean" and not (input.is_floating_point() or target.is_floating_point()):
+        raise _oa.InvalidArgumentError(f"{op}: reduction='mean' needs a floating input or target, not "
+                                       f"{input.dtype.name} and {target.dtype.name} (as torch's mean); convert them "
+                                       "with .float() or use reduction='sum' or 'none'")
+    return input, target
 
 
 def _pair(value, op, arg):
@@ -248,10 +278,13 @@ def _class_targets(input, target, weight, ignore_index, op):
                                        "and [N], [N, C, d1, ...] and [N, d1, ...], or [C] and []")
     if target.dtype != _oa.dtype.int32:
         raise _oa.InvalidArgumentError(f"{op}: target must hold int32 class indices, not {target.dtype.name}")
+    _require_floating(input, op, "input", "log-probabilities")
     classes = input.shape[1] if input.dim() >= 2 else input.shape[0]
     if weight is not None and (not isinstance(weight, _oa.Tensor) or weight.shape != (classes,)):
         raise _oa.InvalidArgumentError(f"{op}: weight {list(getattr(weight, 'shape', [type(weight).__name__]))} must "
                                        f"be a tensor of shape [C] = [{classes}] (input {list(input.shape)})")
+    if weight is not None:
+        _require_floating(weight, op, "weight", "class weights")
     if input.dim() == 1:
         input, target = input.unsqueeze(0), target.unsqueeze(0)
     valid = target != ignore_index
@@ -299,6 +332,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     synchronize() or host read (the indices live on the device)."""
     op = _PREFIX + "cross_entropy"
     no_legacy_reduction(size_average, reduce, op)
+    _require_floating(input, op, "input", "logits")
     if weight is None:
         return _f.cross_entropy(input, target, ignore_index=ignore_index, reduction=reduction,
                                 label_smoothing=label_smoothing)
@@ -334,16 +368,29 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
-    """torch.nn.functional.l1_loss: |input - target| for two tensors of one shape, its mean ('mean'), sum ('sum')
-    or the elementwise values ('none'). Differentiable (the gradient at input == target is 0, as torch). Errors:
-    oa.InvalidArgumentError naming both shapes or the reduction; TypeError for size_average or reduce."""
+    """torch.nn.functional.l1_loss: |input - target| (in their promoted dtype) broadcast to one shape, with torch's
+    UserWarning when the shapes differ; its mean ('mean'), sum ('sum') or the elementwise values ('none').
+    Differentiable (the gradient at input == target is 0, as torch). Errors: oa.InvalidArgumentError naming both
+    shapes when they do not broadcast, for 'mean' of two integer tensors (as torch) or an unknown reduction;
+    TypeError for size_average or reduce."""
     op = _PREFIX + "l1_loss"
     no_legacy_reduction(size_average, reduce, op)
-    _reduction(reduction, op)
-    if input.shape != target.shape:
-        raise _oa.InvalidArgumentError(f"{op}: input {list(input.shape)} and target {list(target.shape)} must have one "
-                                       "shape")
+    input, target = _pointwise_operands(input, target, _reduction(reduction, op), op)
     return _reduce((input - target).abs(), reduction)
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """torch.nn.functional.mse_loss: (input - target)^2 broadcast to one shape, with torch's UserWarning when the
+    shapes differ; its mean ('mean'), sum ('sum') or the elementwise values ('none'). Two float32 tensors take oa's
+    mse_loss op; other dtypes compute in their promoted dtype (float16 stays float16, as torch). Differentiable.
+    Errors: l1_loss's."""
+    op = _PREFIX + "mse_loss"
+    no_legacy_reduction(size_average, reduce, op)
+    input, target = _pointwise_operands(input, target, _reduction(reduction, op), op)
+    if input.dtype == target.dtype == _oa.dtype.float32:
+        return _f.mse_loss(input, target, reduction=reduction)
+    difference = input - target
+    return _reduce(difference * difference, reduction)
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
@@ -351,13 +398,21 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     """torch.nn.functional.binary_cross_entropy_with_logits: -w [pos_weight t log sigmoid(x) + (1 - t)
     log(1 - sigmoid(x))] for logits x and targets t in [0, 1] of one shape, computed in torch's stable form
     (1 - t) x + (1 + (pos_weight - 1) t) (log1p(exp(-|x|)) + max(-x, 0)), finite for any finite x; weight and
-    pos_weight (per class, the last axis) broadcast against x. Reduced as l1_loss. Differentiable in x (and t).
-    Errors: oa.InvalidArgumentError naming the shapes or the reduction; TypeError for size_average or reduce."""
+    pos_weight (per class, the last axis; any dtype) broadcast to x's shape. Reduced as l1_loss. Differentiable in x
+    (and t). Errors: oa.InvalidArgumentError naming the shapes (a weight or pos_weight that does not broadcast to
+    x's) or the reduction, and for an integer or bool x or t (as torch); TypeError for size_average or reduce."""
     op = _PREFIX + "binary_cross_entropy_with_logits"
     no_legacy_reduction(size_average, reduce, op)
     _reduction(reduction, op)
+    _require_floating(input, op, "input", "logits")
+    _require_floating(target, op, "target", "probabilities in [0, 1]")
     if input.shape != target.shape:
         raise _oa.InvalidArgumentError(f"{op}: target {list(target.shape)} must have input's shape {list(input.shape)}")
+    for name, w in (("weight", weight), ("pos_weight", pos_weight)):
+        if w is not None and (w.dim() > input.dim() or any(
+                a not in (1, b) for a, b in zip(reversed(w.shape), reversed(input.shape)))):
+            raise _oa.InvalidArgumentError(f"{op}: {name} {list(w.shape)} must broadcast to input's shape "
+                                           f"{list(input.shape)} (extents equal or 1, from the last axis)")
     softplus_neg = (-input.abs()).exp().log1p() + (-input).relu()  # -log sigmoid(x)
     scale = 1 if pos_weight is None else 1 + (pos_weight - 1) * target
     losses = (1 - target) * input + scale * softplus_neg

@@ -772,7 +772,7 @@ class NLLLoss(Module):
 
 
 class L1Loss(Module):
-    """torch.nn.L1Loss over oa.nn.functional.l1_loss: |input - target| for two tensors of one shape, its mean
+    """torch.nn.L1Loss over oa.nn.functional.l1_loss: |input - target| broadcast to one shape, its mean
     (reduction 'mean'), sum ('sum') or the elementwise values ('none'). Errors: the functional's."""
 
     def __init__(self, size_average=None, reduce=None, reduction="mean"):
@@ -802,15 +802,17 @@ class BCEWithLogitsLoss(Module):
 
 
 class MSELoss(Module):
-    """torch.nn.MSELoss over oa.nn.functional.mse_loss: (input - target)^2 for two tensors of one shape, its mean
-    (reduction 'mean'), sum ('sum') or the elementwise values ('none'). Errors: the functional's."""
+    """torch.nn.MSELoss over oa.nn.functional.mse_loss: (input - target)^2 broadcast to one shape (warning when the
+    shapes differ), its mean (reduction 'mean'), sum ('sum') or the elementwise values ('none'). Errors: the
+    functional's."""
 
-    def __init__(self, *, reduction="mean"):
+    def __init__(self, size_average=None, reduce=None, reduction="mean"):
         super().__init__()
+        functional.no_legacy_reduction(size_average, reduce, "oa.nn.MSELoss")
         self.reduction = reduction
 
     def forward(self, input, target):
-        return _oa.functional.mse_loss(input, target, reduction=self.reduction)
+        return functional.mse_loss(input, target, reduction=self.reduction)
 
 
 def _activation(name, factory, doc):
