@@ -7,7 +7,7 @@ import pytest
 
 import oa
 import oa.nn.functional as F
-from reference import assert_close, values
+from reference import assert_close, check_gradients, values
 
 
 def test_permute_and_reductions_name_a_repeated_axis():
@@ -147,3 +147,31 @@ def test_bce_with_logits_names_a_weight_that_does_not_broadcast():
                                rf"{name} \[{', '.join(map(str, shape))}\] must broadcast to input's shape \[2, 3\]"):
                 F.binary_cross_entropy_with_logits(x, t, **{name: oa.ones(*shape)})
     assert F.binary_cross_entropy_with_logits(x, t, weight=oa.ones(2, 1), reduction="none").shape == (2, 3)
+
+
+def _negative_pad(a, pads, numpy_mode):
+    """torch's pad of a's last axis by pads = (low, high), either negative: reflect and replicate pad, then crop
+    (as torch's kernels); circular crops, then wraps around (torch's _pad_circular)."""
+    (low, high), n = pads, a.shape[-1]
+    grow, edges = ((0, 0),) * (a.ndim - 1) + ((max(low, 0), max(high, 0)),), (max(-low, 0), max(-high, 0))
+    if numpy_mode == "wrap":
+        return np.pad(a[..., edges[0]:n - edges[1]], grow, numpy_mode)
+    padded = np.pad(a, grow, numpy_mode)
+    return padded[..., edges[0]:padded.shape[-1] - edges[1]]
+
+
+@pytest.mark.parametrize("mode, numpy_mode", [("reflect", "reflect"), ("replicate", "edge"), ("circular", "wrap")])
+def test_pad_takes_negative_pads_in_every_mode(mode, numpy_mode):
+    a = values((2, 3, 5), 3)
+    for pads in ((-1, 2), (2, -1), (-2, 3), (-1, -1), (0, -4)):
+        np.testing.assert_array_equal(F.pad(oa.tensor(a), pads, mode=mode).numpy(), _negative_pad(a, pads, numpy_mode))
+        check_gradients(lambda x: F.pad(x, pads, mode=mode), lambda x: _negative_pad(x, pads, numpy_mode), [a])
+    assert F.pad(oa.zeros(1, 2, 4, 5), (-1, 2, 1, -2), mode=mode).shape == (1, 2, 3, 6)
+    empty = (-3, -2) if mode != "circular" else (-4, -2)
+    with pytest.raises(oa.InvalidArgumentError, match=rf"oa.nn.functional.pad: pad \[{empty[0]}, -2\] of input "
+                       rf"\[2, 3, 5\] in mode '{mode}' gives axis 2 the extent -?[01] \(at least"):
+        F.pad(oa.tensor(a), empty, mode=mode)
+    if mode == "circular":
+        with pytest.raises(oa.InvalidArgumentError, match=r"padding axis 2 of extent 2 \(after the negative pads' "
+                           r"crop\) wraps around more than once"):
+            F.pad(oa.tensor(a), (-3, 3), mode=mode)

@@ -199,11 +199,13 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 def pad(input, pad, mode="constant", value=None):
     """torch.nn.functional.pad: input with pad = (left, right) for the last axis, then (top, bottom) for the one
     before, ... (len(pad) / 2 <= input.ndim axes, from the last). mode 'constant' fills with value (0 by default;
-    input's dtype, any) and takes negative pads as crops; 'reflect' mirrors without the edge (each pad < the
-    axis's extent), 'replicate' repeats the edge, 'circular' wraps around (each pad <= the extent): these pad the
-    last 1, 2 or 3 axes of an input with 1 or 2 more (batch, channel), as torch. Differentiable. Errors:
-    oa.InvalidArgumentError naming the pad, the mode and input's shape for an odd or too long pad, an unknown
-    mode, a value with another mode, pads out of range or a negative extent; TypeError for pads that are not ints."""
+    input's dtype, any); 'reflect' mirrors without the edge (each pad < the axis's extent), 'replicate' repeats the
+    edge, 'circular' wraps around (each pad <= the extent): these pad the last 1, 2 or 3 axes of an input with 1 or
+    2 more (batch, channel), as torch. Negative pads crop, in every mode as torch: 'constant', 'reflect' and
+    'replicate' pad the axis, then crop it; 'circular' crops, then wraps around what is left. Differentiable.
+    Errors: oa.InvalidArgumentError naming the pad, the mode and input's shape for an odd or too long pad, an
+    unknown mode, a value with another mode, pads out of range, or an extent below 0 (below 1 in 'reflect' and
+    'replicate', as torch); TypeError for pads that are not ints."""
     op = _PREFIX + "pad"
     if not isinstance(pad, (tuple, list)) or not all(isinstance(p, (int, np.integer)) and not isinstance(p, bool)
                                                       for p in pad):
@@ -237,19 +239,28 @@ def pad(input, pad, mode="constant", value=None):
                                        f"pad {pads} of input {shape}")
     y = input
     for a, low, high in axes:
-        n = shape[a]
-        limit = n - 1 if mode == "reflect" else n if mode == "circular" else math.inf
-        if min(low, high) < 0 or max(low, high) > limit or n == 0:
-            raise _oa.InvalidArgumentError(f"{op}: pad {pads} of input {shape} in mode {mode!r}: each pad must be >= 0 "
-                                           f"and {'< the' if mode == 'reflect' else '<= the'} extent of its axis"
-                                           if mode != "replicate" else f"{op}: pad {pads} of input {shape} in mode "
-                                           "'replicate': each pad must be >= 0 and each padded axis nonempty")
-        if mode == "reflect":
-            index = np.r_[np.arange(low, 0, -1), np.arange(n), np.arange(n - 2, n - 2 - high, -1)]
-        elif mode == "replicate":
-            index = np.r_[np.zeros(low, int), np.arange(n), np.full(high, n - 1)]
+        n, grow, crop = shape[a], (max(low, 0), max(high, 0)), (max(-low, 0), max(-high, 0))
+        where = f"{op}: pad {pads} of input {shape} in mode {mode!r}"
+        if n + low + high < (0 if mode == "circular" else 1):
+            raise _oa.InvalidArgumentError(f"{where} gives axis {a} the extent {n + low + high} (at least "
+                                           f"{0 if mode == 'circular' else 1})")
+        if mode == "circular":
+            # torch crops first, then wraps around what is left (at most once).
+            kept = np.arange(crop[0], n - crop[1])
+            if max(grow) > len(kept):
+                raise _oa.InvalidArgumentError(f"{where}: padding axis {a} of extent {len(kept)} (after the negative "
+                                               "pads' crop) wraps around more than once")
+            index = np.r_[kept[len(kept) - grow[0]:], kept, kept[:grow[1]]]
         else:
-            index = np.r_[np.arange(n - low, n), np.arange(n), np.arange(high)]
+            # torch pads the whole axis, then crops the negative pads.
+            if max(grow) > (n - 1 if mode == "reflect" else math.inf) or n == 0:
+                raise _oa.InvalidArgumentError(f"{where}: each pad must be < the extent of its axis" if mode == "reflect"
+                                               else f"{where}: each padded axis must be nonempty")
+            if mode == "reflect":
+                index = np.r_[np.arange(grow[0], 0, -1), np.arange(n), np.arange(n - 2, n - 2 - grow[1], -1)]
+            else:
+                index = np.r_[np.zeros(grow[0], int), np.arange(n), np.full(grow[1], n - 1)]
+            index = index[crop[0]:len(index) - crop[1]]
         y = select(y, a, _oa.tensor(index.astype(np.int32), engine=input.engine))
     return y
 
