@@ -7,7 +7,7 @@ import pytest
 
 import oa
 import oa.nn.functional as F
-from reference import assert_close, check_gradients, values
+from reference import assert_close, check_gradients, pool2d, values
 
 
 def test_permute_and_reductions_name_a_repeated_axis():
@@ -175,3 +175,58 @@ def test_pad_takes_negative_pads_in_every_mode(mode, numpy_mode):
         with pytest.raises(oa.InvalidArgumentError, match=r"padding axis 2 of extent 2 \(after the negative pads' "
                            r"crop\) wraps around more than once"):
             F.pad(oa.tensor(a), (-3, 3), mode=mode)
+
+
+def _adaptive_avg_pool2d(x, oh, ow):
+    """torch's adaptive average pooling loops: output (i, j) averages rows floor(i H / oh) .. ceil((i + 1) H / oh) - 1
+    and the columns likewise."""
+    h, w = x.shape[-2:]
+    out = np.zeros(x.shape[:-2] + (oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            rows = slice(i * h // oh, -(-(i + 1) * h // oh))
+            cols = slice(j * w // ow, -(-(j + 1) * w // ow))
+            out[..., i, j] = x[..., rows, cols].mean(axis=(-2, -1))
+    return out
+
+
+@pytest.mark.parametrize("name", ["max_pool2d", "avg_pool2d", "avg_pool2d_ceil", "adaptive_avg_pool2d"])
+def test_pooling_takes_unbatched_and_16_bit_inputs(name):
+    a = values((1, 2, 5, 6), 5)
+    if name == "adaptive_avg_pool2d":
+        pool, want = lambda x: F.adaptive_avg_pool2d(x, (2, 3)), lambda x: _adaptive_avg_pool2d(x, 2, 3)
+    else:
+        mode, ceil = name.split("_")[0], name.endswith("ceil")
+        pool = lambda x: getattr(F, f"{mode}_pool2d")(x, 2, stride=2, padding=1, ceil_mode=ceil)  # noqa: E731
+        want = lambda x: pool2d(x, (2, 2), (2, 2), (1, 1), ceil, mode=mode)  # noqa: E731
+    check_gradients(pool, want, [a])
+    check_gradients(pool, lambda x: want(x[None])[0], [a[0]])  # [C, H, W] -> [C, OH, OW], as torch
+    for dtype in (oa.float16, oa.bfloat16):
+        x = oa.tensor(a[0], dtype=dtype, requires_grad=True)
+        y = pool(x)
+        assert y.dtype == dtype and y.shape == want(a[:1]).shape[1:]
+        assert_close(y.float().numpy(), want(x.float().numpy()[None])[0], rtol=1e-2, atol=1e-2)
+        y.sum().backward()
+        assert x.grad.dtype == dtype and x.grad.shape == x.shape
+    with pytest.raises(oa.InvalidArgumentError, match=rf"oa.nn.functional.{name.removesuffix('_ceil')}: input \[5, 6\] "
+                       r"must be \[N, C, H, W\] or \[C, H, W\]"):
+        pool(oa.tensor(a[0, 0]))
+    with pytest.raises(oa.InvalidArgumentError, match=rf"oa.nn.functional.{name.removesuffix('_ceil')}: input must "
+                       "be a floating tensor"):
+        pool(oa.zeros(3, 5, 6, dtype=oa.int32))
+
+
+def test_pooling_modules_take_unbatched_and_16_bit_inputs():
+    a = values((3, 6, 6), 6)
+    h = oa.tensor(a, dtype=oa.float16)
+    for module, want in ((oa.nn.MaxPool2d(2), pool2d(a[None], (2, 2), (2, 2), (0, 0))[0]),
+                         (oa.nn.AvgPool2d(3, stride=2, padding=1), pool2d(a[None], (3, 3), (2, 2), (1, 1), mode="avg")[0]),
+                         (oa.nn.AdaptiveAvgPool2d((None, 4)), _adaptive_avg_pool2d(a, 6, 4)),
+                         (oa.nn.AdaptiveAvgPool2d(1), a.mean(axis=(1, 2), keepdims=True))):
+        assert_close(module(oa.tensor(a)).numpy(), want)
+        y = module(h)
+        assert y.dtype == oa.float16 and y.shape == want.shape
+    assert repr(oa.nn.AdaptiveAvgPool2d((5, 7))) == "AdaptiveAvgPool2d(output_size=(5, 7))"
+    with pytest.raises(oa.InvalidArgumentError, match=r"adaptive_avg_pool2d: output_size \[0, 2\] and input \[3, 6, 6\]"
+                       r"'s H and W must be >= 1"):
+        F.adaptive_avg_pool2d(oa.tensor(a), (0, 2))

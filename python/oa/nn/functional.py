@@ -2,10 +2,11 @@
 
 Each is one op of oa's C++ engine (oa/ml/functional.hpp, oa/matrix): shapes,
 layouts and errors are documented there and in each function's docstring.
-pad, interpolate, normalize, the losses nll_loss, l1_loss and binary_cross_entropy_with_logits (and mse_loss past
-float32 operands of one shape), and the pooling, embedding and
-cross_entropy options that the C++ ops lack (ceil_mode, count_include_pad, divisor_override, padding_idx, class
-weights) are composed here from those ops, so autograd flows through them.
+pad, interpolate, normalize, adaptive_avg_pool2d, the losses nll_loss, l1_loss and
+binary_cross_entropy_with_logits (and mse_loss past float32 operands of one shape), and the pooling, embedding
+and cross_entropy options that the C++ ops lack (ceil_mode, count_include_pad, divisor_override, unbatched and
+16-bit pooling inputs, padding_idx, class weights) are composed here from those ops, so autograd flows through
+them.
 Besides PyTorch's names: accuracy, bmm, bmm_nt, bmm_tn, split_heads, merge_heads,
 softmax_scaled_masked, flash_attention and rope.
 """
@@ -133,13 +134,26 @@ def _pool_geometry(input, kernel_size, stride, padding, op):
     kernel = _pair(kernel_size, op, "kernel_size")
     stride = kernel if stride is None else _pair(stride, op, "stride")
     padding = _pair(padding, op, "padding")
-    if input.dim() != 4:
-        raise _oa.InvalidArgumentError(f"{op}: input {list(input.shape)} must be [N, C, H, W]")
     if min(kernel) < 1 or min(stride) < 1 or min(padding) < 0 or any(2 * p > k for p, k in zip(padding, kernel)):
         raise _oa.InvalidArgumentError(f"{op}: kernel_size {list(kernel)} and stride {list(stride)} must be >= 1, and "
                                        f"padding {list(padding)} >= 0 and at most half of kernel_size (input "
                                        f"{list(input.shape)})")
     return kernel, stride, padding
+
+
+def _pooling_input(input, op):
+    """torch's pooling input, [N, C, H, W] or unbatched [C, H, W] of float32, float16 or bfloat16, as (x, restore):
+    x the float32 [N, C, H, W] that oa's ops take, restore(y) their result in input's rank and dtype (autograd flows
+    through both). oa.InvalidArgumentError naming `op` for another rank or an integer or bool input."""
+    if input.dim() not in (3, 4):
+        raise _oa.InvalidArgumentError(f"{op}: input {list(input.shape)} must be [N, C, H, W] or [C, H, W]")
+    _require_floating(input, op, "input", "[N, C, H, W] or [C, H, W]")
+    x = input.float() if input.dtype != _oa.dtype.float32 else input
+
+    def restore(y):
+        y = y if input.dim() == 4 else y.squeeze(0)
+        return y.to(input.dtype) if y.dtype != input.dtype else y
+    return (x if input.dim() == 4 else x.unsqueeze(0)), restore
 
 
 def max_pool_unsupported(dilation, return_indices, op):
@@ -151,35 +165,38 @@ def max_pool_unsupported(dilation, return_indices, op):
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-    """torch.nn.functional.max_pool2d: input [N, C, H, W] -> [N, C, OH, OW], the maximum of each kernel_size window
+    """torch.nn.functional.max_pool2d: input [N, C, H, W] -> [N, C, OH, OW] (or [C, H, W] -> [C, OH, OW]; float32,
+    float16 or bfloat16, the last two computed in float32), the maximum of each kernel_size window
     (an int or a pair) every stride (None: kernel_size), padding (at most half the kernel) counting as -inf;
     OH = floor((H + 2 padding - kernel) / stride) + 1, or with ceil_mode the ceiling, less one where that window
     would start past the input and the left padding (as torch). The gradient goes to the first maximum of each
-    window. Errors: oa.InvalidArgumentError naming the argument for shapes, dilation other than 1 or
-    return_indices=True (not supported); TypeError for an argument of another type."""
+    window. Errors: oa.InvalidArgumentError naming the argument for shapes, an integer or bool input, dilation other
+    than 1 or return_indices=True (not supported); TypeError for an argument of another type."""
     op = _PREFIX + "max_pool2d"
     max_pool_unsupported(dilation, return_indices, op)
-    if not ceil_mode:
-        return _f.max_pool2d(input, kernel_size, stride, padding)
-    kernel, strides, paddings = _pool_geometry(input, kernel_size, stride, padding, op)
-    extra_h, extra_w = _ceil_extra(input, kernel, strides, paddings)
-    if extra_h or extra_w:
-        input = pad(input, (0, extra_w, 0, extra_h), value=-math.inf)
-    return _f.max_pool2d(input, kernel_size, stride, padding)
+    x, restore = _pooling_input(input, op)
+    if ceil_mode:
+        kernel, strides, paddings = _pool_geometry(input, kernel_size, stride, padding, op)
+        extra_h, extra_w = _ceil_extra(input, kernel, strides, paddings)
+        if extra_h or extra_w:
+            x = pad(x, (0, extra_w, 0, extra_h), value=-math.inf)
+    return restore(_f.max_pool2d(x, kernel_size, stride, padding))
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
-    """torch.nn.functional.avg_pool2d: input [N, C, H, W] -> [N, C, OH, OW], the mean of each kernel_size window
+    """torch.nn.functional.avg_pool2d: input [N, C, H, W] -> [N, C, OH, OW] (or unbatched, and dtypes, as
+    max_pool2d's), the mean of each kernel_size window
     (an int or a pair) every stride (None: kernel_size) with zero padding (at most half the kernel); OH as
     max_pool2d's (ceil_mode likewise). The divisor: the window's size within the padded input
     (count_include_pad=True, the default; it is kernel_size's area unless ceil_mode's windows pass the padding), its
     positions within the input (count_include_pad=False), or divisor_override. Differentiable. Errors:
-    oa.InvalidArgumentError naming the argument for shapes or a divisor_override that is not positive; TypeError
-    for an argument of another type."""
+    oa.InvalidArgumentError naming the argument for shapes, an integer or bool input or a divisor_override that is
+    not positive; TypeError for an argument of another type."""
     op = _PREFIX + "avg_pool2d"
+    x, restore = _pooling_input(input, op)
     if not ceil_mode and count_include_pad and divisor_override is None:
-        return _f.avg_pool2d(input, kernel_size, stride, padding)
+        return restore(_f.avg_pool2d(x, kernel_size, stride, padding))
     kernel, strides, paddings = _pool_geometry(input, kernel_size, stride, padding, op)
     if divisor_override is not None and (isinstance(divisor_override, bool) or not isinstance(
             divisor_override, (int, np.integer)) or divisor_override <= 0):
@@ -187,13 +204,40 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     extra_h, extra_w = _ceil_extra(input, kernel, strides, paddings) if ceil_mode else (0, 0)
     (ph, pw), (h, w) = paddings, input.shape[-2:]
     # Window means of the zero-padded input, then divided by the window's share of counted positions.
-    means = _f.avg_pool2d(pad(input, (pw, pw + extra_w, ph, ph + extra_h)), kernel, strides, 0)
+    means = _f.avg_pool2d(pad(x, (pw, pw + extra_w, ph, ph + extra_h)), kernel, strides, 0)
     if divisor_override is not None:
-        return means * (kernel[0] * kernel[1] / divisor_override)
+        return restore(means * (kernel[0] * kernel[1] / divisor_override))
     counted = _oa.ones(1, 1, h + 2 * ph, w + 2 * pw, engine=input.engine) if count_include_pad else pad(
         _oa.ones(1, 1, h, w, engine=input.engine), (pw, pw, ph, ph))
     shares = _f.avg_pool2d(pad(counted, (0, extra_w, 0, extra_h)), kernel, strides, 0)
-    return (means / shares).to(input.dtype)
+    return restore(means / shares)
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """torch.nn.functional.adaptive_avg_pool2d: input [N, C, H, W] -> [N, C, OH, OW] (or unbatched, and dtypes, as
+    max_pool2d's) for output_size (OH, OW), an int for both or a pair (None keeps that input extent): output
+    position i along an axis of n averages positions floor(i n / OH) to ceil((i + 1) n / OH) - 1, as torch; two
+    matmuls by those averaging matrices. Differentiable. Errors: oa.InvalidArgumentError naming the shapes for an
+    output or input extent below 1, another rank or an integer or bool input; TypeError for an output_size of
+    another type."""
+    op = _PREFIX + "adaptive_avg_pool2d"
+    x, restore = _pooling_input(input, op)
+    if isinstance(output_size, (tuple, list)) and len(output_size) == 2:
+        output_size = tuple(n if m is None else m for n, m in zip(input.shape[-2:], output_size))
+    sizes = _pair(output_size, op, "output_size")
+    if min(sizes + input.shape[-2:]) < 1:
+        raise _oa.InvalidArgumentError(f"{op}: output_size {list(sizes)} and input {list(input.shape)}'s H and W must "
+                                       "be >= 1")
+
+    def averaging(n, m):  # [m, n]: row i averages torch's window i
+        weights = np.zeros((m, n), np.float32)
+        for i in range(m):
+            start, end = i * n // m, -(-(i + 1) * n // m)
+            weights[i, start:end] = 1.0 / (end - start)
+        return _oa.tensor(weights, engine=input.engine)
+
+    (h, w), (oh, ow) = input.shape[-2:], sizes
+    return restore(averaging(h, oh) @ x @ averaging(w, ow).mT)
 
 
 def pad(input, pad, mode="constant", value=None):

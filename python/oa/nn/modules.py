@@ -634,9 +634,10 @@ class TransformerBlock(_Native):
 
 
 class MaxPool2d(_Native):
-    """torch.nn.MaxPool2d (oa::ml::nn::MaxPool2d): [N, C, H, W] -> [N, C, OH, OW]; stride None is the kernel size;
-    padding counts as -inf; ceil_mode as oa.nn.functional.max_pool2d's. Errors: oa.InvalidArgumentError for
-    dilation other than 1 or return_indices=True (not supported)."""
+    """torch.nn.MaxPool2d (oa::ml::nn::MaxPool2d): [N, C, H, W] -> [N, C, OH, OW] (or unbatched, 16-bit, as
+    oa.nn.functional.max_pool2d); stride None is the kernel size; padding counts as -inf; ceil_mode as the
+    functional's. Errors: oa.InvalidArgumentError for dilation other than 1 or return_indices=True (not
+    supported)."""
 
     _repr_always = ("kernel_size", "stride", "padding")
 
@@ -646,14 +647,13 @@ class MaxPool2d(_Native):
         self.kernel_size, self.stride, self.padding, self.ceil_mode = kernel_size, stride, padding, ceil_mode
 
     def forward(self, input):
-        if not self.ceil_mode:
-            return self._native.forward(input)
-        return functional.max_pool2d(input, self.kernel_size, self.stride, self.padding, ceil_mode=True)
+        return functional.max_pool2d(input, self.kernel_size, self.stride, self.padding, ceil_mode=self.ceil_mode)
 
 
 class AvgPool2d(_Native):
-    """torch.nn.AvgPool2d (oa::ml::nn::AvgPool2d): [N, C, H, W] -> [N, C, OH, OW]; stride None is the kernel size;
-    ceil_mode, count_include_pad and divisor_override as oa.nn.functional.avg_pool2d's."""
+    """torch.nn.AvgPool2d (oa::ml::nn::AvgPool2d): [N, C, H, W] -> [N, C, OH, OW] (or unbatched, 16-bit, as
+    oa.nn.functional.avg_pool2d); stride None is the kernel size; ceil_mode, count_include_pad and
+    divisor_override as the functional's."""
 
     _repr_always = ("kernel_size", "stride", "padding")
 
@@ -664,9 +664,22 @@ class AvgPool2d(_Native):
         self.options = dict(ceil_mode=ceil_mode, count_include_pad=count_include_pad, divisor_override=divisor_override)
 
     def forward(self, input):
-        if self.options == dict(ceil_mode=False, count_include_pad=True, divisor_override=None):
-            return self._native.forward(input)
         return functional.avg_pool2d(input, self.kernel_size, self.stride, self.padding, **self.options)
+
+
+class AdaptiveAvgPool2d(Module):
+    """torch.nn.AdaptiveAvgPool2d: oa.nn.functional.adaptive_avg_pool2d(input, output_size) of [N, C, H, W] or
+    [C, H, W]. Errors: the functional's, when called."""
+
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, input):
+        return functional.adaptive_avg_pool2d(input, self.output_size)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size!r}"
 
 
 class Flatten(_Native):
