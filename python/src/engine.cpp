@@ -20,6 +20,12 @@ void bind_engine(py::module_& m) {
       .value("bool", DType::Bool)
       .def_property_readonly("is_floating_point", [](DType d) { return is_floating_point(d); })
       .def_property_readonly("itemsize", [](DType d) { return size_of(d); });
+  // oa.float32 as torch prints torch.float32: set anew, since def() would add
+  // overloads behind py::enum_'s own __repr__ and __str__.
+  for (const char* method : {"__repr__", "__str__"})
+    m.attr("dtype").attr(method) =
+        py::cpp_function([](const py::object& d) { return "oa." + py::str(d.attr("name")).cast<std::string>(); }, py::name(method),
+                         py::is_method(m.attr("dtype")));
 
   py::class_<DeviceInfo>(m, "DeviceInfo", "A Vulkan device and the limits oa's kernels depend on")
       .def_readonly("index", &DeviceInfo::index)

@@ -203,6 +203,7 @@ std::vector<Step> parse_key(const Matrix& x, py::handle key, bool read_back, con
         s.kind = Step::Kind::Mask;
         if (py::isinstance<Matrix>(e)) {
           s.tensor = e.cast<Matrix>();
+          oa::detail::require_same_engine(x, "x", s.tensor, "mask", op);
           s.shape = s.tensor.shape().to_vector();
         } else {
           s.shape = np.attr("shape")(e).cast<std::vector<std::int64_t>>();
@@ -233,6 +234,7 @@ std::vector<Step> parse_key(const Matrix& x, py::handle key, bool read_back, con
         s.extent = shape[axis];
         if (py::isinstance<Matrix>(e)) {
           const Matrix index = e.cast<Matrix>();
+          oa::detail::require_same_engine(x, "x", index, "index", op);
           if (index.dtype() != DType::I32)
             throw py::type_error(std::string(op) + ": a tensor index must be int32 or bool, not " + std::string(to_string(index.dtype())));
           s.shape = index.shape().to_vector();
@@ -388,6 +390,7 @@ Matrix assigned_values(const Matrix& x, py::handle value, DType dtype, const cha
     return from_array(array, dtype, false, x.engine(), op);
   }
   const Matrix v = value.cast<Matrix>();
+  oa::detail::require_same_engine(x, "x", v, "value", op);
   if (dtype == DType::I32 && is_floating_point(v.dtype()))
     fail(ErrorKind::Unsupported, "{}: assignment into x of dtype {} from a tensor of dtype {}: oa has no conversion from the "
          "floating dtypes to int32 (assign an int32 or bool tensor into int32, any into float or bool)", op, to_string(x.dtype()),
@@ -462,7 +465,8 @@ void bind_indexing(py::module_& m, TensorClass& t) {
         "is a copy, not a view (x[:] and x[...] excepted): in-place ops on it raise oa.FailedPreconditionError (assign with "
         "x[key] = value instead), except in an augmented assignment x[key] op= v, which Python completes by assigning the "
         "updated copy back to x[key] (as torch's result, gradients included). An int32 tensor index "
-        "is not checked (an index outside the axis gives zeros).");
+        "is not checked (an index outside the axis gives zeros). An index or mask tensor on another engine than x raises "
+        "oa.InvalidArgumentError.");
   t.def("__setitem__", &set_item, arg("key"), arg("value"),
         "x[key] = value, as torch: the same keys as x[key]; value a Python number, an oa.Tensor, a NumPy array or a "
         "(nested) list that broadcasts to x[key]'s shape (leading extents of 1 dropped first), cast to x's dtype (a float "
@@ -476,7 +480,8 @@ void bind_indexing(py::module_& m, TensorClass& t) {
         "oa.UnsupportedError for a float tensor assigned into int32 (oa has no conversion from float to int32); "
         "TypeError for a value of other types; oa.InvalidArgumentError for a NumPy or list value outside int32 (or NaN, "
         "infinite) assigned into int32; oa.InvalidArgumentError (a ValueError; torch raises RuntimeError) for a value "
-        "that does not broadcast; IndexError, TypeError and ValueError as x[key]. Cost: one index_select per int, "
+        "that does not broadcast, and for a value tensor, an index or a mask on another engine than x; IndexError, "
+        "TypeError and ValueError as x[key]. Cost: one index_select per int, "
         "sliced (not whole-axis) or advanced entry, of x's size, and one where.");
   t.def("index_select", [](const Matrix& x, int dim, const Matrix& index) { return mx::index_select(x, dim, index); },
         arg("dim"), arg("index"));

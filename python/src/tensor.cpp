@@ -265,9 +265,32 @@ std::vector<int> reduction_dims(const Matrix& x, const py::object& dim, const ch
     if (overflow || a < -rank || a >= rank)
       fail(ErrorKind::InvalidArgument, "{}: dim {} is out of range for x of shape {} (expected an axis in [{}, {}])", op,
            py::str(d).cast<std::string>(), x.shape(), -rank, rank - 1);
-    dims.push_back(static_cast<int>(a));
+    const auto axis = static_cast<int>(a < 0 ? a + rank : a);
+    if (std::ranges::find(dims, axis) != dims.end())
+      fail(ErrorKind::InvalidArgument, "{}: dim {} appears multiple times in the list of dims {} (x of shape {})", op, axis,
+           py::str(py::repr(dim)).cast<std::string>(), x.shape());
+    dims.push_back(axis);
   }
   return dims;
+}
+
+// torch.permute(x, dims) as `op`: dims must name each of x's axes once
+// (negative ones count from the end); a copy, not a view (see copy_not_view).
+Matrix permute(const Matrix& x, const std::vector<std::int64_t>& dims, const char* op) {
+  const auto rank = static_cast<std::int64_t>(x.rank());
+  const auto refuse = [&](const std::string& why) {
+    fail(ErrorKind::InvalidArgument, "{}: dims ({}) must be a permutation of the axes of x of shape {}: {}", op, fmt::join(dims, ", "),
+         x.shape(), why);
+  };
+  if (static_cast<std::int64_t>(dims.size()) != rank) refuse(fmt::format("len(dims) = {} is not x.dim() = {}", dims.size(), rank));
+  std::vector<bool> seen(static_cast<std::size_t>(rank));
+  for (const std::int64_t d : dims) {
+    if (d < -rank || d >= rank) refuse(fmt::format("dim {} is out of range [{}, {}]", d, -rank, rank - 1));
+    const auto axis = static_cast<std::size_t>(d < 0 ? d + rank : d);
+    if (seen[axis]) refuse(fmt::format("duplicate dims are not allowed (axis {} appears twice)", axis));
+    seen[axis] = true;
+  }
+  return copy_not_view(x, mx::permute(x, dims), op);
 }
 
 // x.sum(dim=None, keepdim=False) and its kin over any axes, as `op` in errors.
@@ -632,6 +655,8 @@ Matrix masked_fill(py::handle input, py::handle mask, py::handle value, const ch
   const Matrix& x = tensor_arg(input, op, "input");
   const Matrix& m = tensor_arg(mask, op, "mask", "a bool tensor");
   const Matrix* v = py::isinstance<Matrix>(value) ? &value.cast<const Matrix&>() : nullptr;
+  oa::detail::require_same_engine(x, "input", m, "mask", op);
+  if (v) oa::detail::require_same_engine(x, "input", *v, "value", op);
   if (v && v->rank() != 0)
     fail(ErrorKind::InvalidArgument, "{}: value must be a number or a 0-d tensor, got a tensor of shape {} (torch: "
          "masked_fill only supports a 0-dimensional value tensor)", op, v->shape());
@@ -901,8 +926,8 @@ void require_castable(const Matrix& result, const Matrix& x, const char* name) {
 
 // `v` as `dtype` everywhere in `shape`: zeros, ones, full and fill_. int32
 // is filled on the host (no op converts float32 to int32): an int, or a
-// float holding an integer, within int32; InvalidArgument naming `op` and the
-// exact value otherwise.
+// float truncated toward zero (as torch), within int32; InvalidArgument naming
+// `op` and the exact value otherwise (NaN and infinities included).
 Matrix filled(const Shape& shape, const Number& v, DType dtype, const std::optional<Engine>& engine, const char* op) {
   if (dtype != DType::I32) {
     try {
@@ -911,10 +936,9 @@ Matrix filled(const Shape& shape, const Number& v, DType dtype, const std::optio
       throw with_context(e, op);
     }
   }
-  const bool integral = v.kind != Number::Kind::Float || v.f == std::trunc(v.f);
   const double value = v.kind == Number::Kind::Float ? v.f : static_cast<double>(v.i);
-  if (!integral || v.wide || !(value >= INT32_MIN && value <= INT32_MAX))
-    fail(ErrorKind::InvalidArgument, "{}: value {} is not an int32", op, text_of(v));
+  if (v.wide || !(value >= INT32_MIN && value <= INT32_MAX))
+    fail(ErrorKind::InvalidArgument, "{}: value {} cannot be converted to type int32 without overflow", op, text_of(v));
   const std::vector<std::int32_t> values(static_cast<std::size_t>(shape.numel()), static_cast<std::int32_t>(value));
   return Matrix::from_i32(shape, values, engine);
 }
@@ -1032,8 +1056,9 @@ void bind_in_place(TensorClass& t) {
         },
         py::arg("value"),
         "torch.Tensor.fill_(value): every element of x set to value, a number or a 0-d tensor (of any dtype; one that "
-        "requires grad gets the sum of x's gradient, as torch), in place. oa.InvalidArgumentError for a tensor value "
-        "that is not 0-d, TypeError for a value that is neither. See oa.Tensor.add_ for the in-place rules.");
+        "requires grad gets the sum of x's gradient, as torch), in place; into int32 a float is truncated toward zero "
+        "(as torch). oa.InvalidArgumentError for a tensor value that is not 0-d or a value outside an int32 x's range, "
+        "TypeError for a value that is neither. See oa.Tensor.add_ for the in-place rules.");
   t.def("zero_", [](const py::object& self) { return apply_in_place<Number>(self, *number_of(py::int_(0)), ops[11], "oa.Tensor.zero_", *number_of(py::int_(1))); },
         "x.fill_(0): in place, as fill_.");
 }
@@ -1205,7 +1230,7 @@ void bind_tensor(py::module_& m, TensorClass& t) {
                if (!dims.empty()) throw py::type_error(fmt::format("{}: dims given by position and as dims=", op));
                order = py::make_tuple(value);
              }
-             return copy_not_view(x, mx::permute(x, size_of_args(order)), op);
+             return permute(x, size_of_args(order), op);
            },
            "torch.Tensor.permute(*dims) or permute(dims=(...)): x's axes in the order dims gives, a copy, not a view as "
            "torch's: in-place ops on the result raise oa.FailedPreconditionError. TypeError for another keyword.")
@@ -1506,8 +1531,8 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       "synchronization, as torch's); a floating one that requires grad gets the sum of the result's gradient where "
       "mask holds, as torch. Errors: TypeError naming the op and the argument for an input or mask that is not a "
       "tensor or a value that is not a number or a tensor; oa.InvalidArgumentError for a value tensor that is not 0-d "
-      "(naming its shape; torch: RuntimeError), a value input's dtype cannot hold (as torch), a non-bool mask or "
-      "shapes that do not broadcast.");
+      "(naming its shape; torch: RuntimeError), a value input's dtype cannot hold (as torch), a non-bool mask, "
+      "shapes that do not broadcast, or a mask or value tensor on another engine than input.");
   m.def(
       "nonzero", [](const py::object& input, const py::object& as_tuple) { return nonzero(input, as_tuple, "oa.nonzero"); },
       py::arg("input"), py::kw_only(), py::arg("as_tuple") = false,
@@ -1521,7 +1546,7 @@ void bind_tensor(py::module_& m, TensorClass& t) {
   m.def("clamp", &clamp, py::arg("input"), py::arg("min") = py::none(), py::arg("max") = py::none(), clamp_doc);
   m.def("permute",
         [](const Matrix& x, const py::object& dims) {
-          return copy_not_view(x, mx::permute(x, size_of_args(py::make_tuple(dims))), "oa.permute");
+          return permute(x, size_of_args(py::make_tuple(dims)), "oa.permute");
         },
         py::arg("input"), py::arg("dims"),
         "torch.permute(input, dims): input's axes in the order dims (a sequence of ints) gives; a copy, not a view "
@@ -1623,8 +1648,9 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       py::arg("engine") = py::none());
   const char* const like_doc =
       "torch.zeros_like, ones_like and full_like(input, fill_value): a new leaf of input's shape on input's engine, "
-      "of dtype (input's dtype without one), filled with 0, 1 or fill_value (a number; int32 takes an integer within "
-      "int32, else oa.InvalidArgumentError). requires_grad as torch's.";
+      "of dtype (input's dtype without one), filled with 0, 1 or fill_value (a number; int32 truncates a float toward "
+      "zero, as torch, and refuses a value outside int32, NaN or an infinity: oa.InvalidArgumentError). requires_grad "
+      "as torch's.";
   m.def(
       "zeros_like",
       [](const Matrix& x, Opt dtype, bool requires_grad) { return full_like(x, *number_of(py::int_(0)), dtype, requires_grad, "oa.zeros_like"); },

@@ -122,8 +122,8 @@ def test_l1_loss_and_normalize():
     for reduction, reduce in [("mean", np.mean), ("sum", np.sum), ("none", lambda v: v)]:
         check_gradients(lambda x, y: F.l1_loss(x, y, reduction=reduction), lambda x, y: np.asarray(reduce(np.abs(x - y))),
                         [a, b])
-    with pytest.raises(oa.InvalidArgumentError, match=r"l1_loss: input \[3, 4\] and target \[4\] must have one shape"):
-        F.l1_loss(oa.tensor(a), oa.tensor(b[0]))
+    with pytest.raises(oa.InvalidArgumentError, match=r"l1_loss: input \[3, 4\] and target \[3\] do not broadcast"):
+        F.l1_loss(oa.tensor(a), oa.tensor(b[0, :3]))
     check_gradients(lambda x: F.normalize(x), lambda x: x / np.sqrt((x * x).sum(1, keepdims=True)), [a])
     check_gradients(lambda x: F.normalize(x, p=1.0, dim=0), lambda x: x / np.abs(x).sum(0, keepdims=True), [a])
     check_gradients(lambda x: F.normalize(x, p=3, dim=1), lambda x: x / (np.abs(x) ** 3).sum(1, keepdims=True) ** (1 / 3),
@@ -164,7 +164,7 @@ def test_embedding_padding_idx():
     out.sum().backward()
     np.testing.assert_array_equal(w.grad.numpy(), np.array([[1] * 3, [1] * 3, [0] * 3, [0] * 3, [1] * 3], np.float32))
     layer = nn.Embedding(5, 3, padding_idx=-1)
-    assert layer.padding_idx == 4 and repr(layer) == "Embedding(5, 3, padding_idx=-1)"
+    assert layer.padding_idx == 4 and repr(layer) == "Embedding(5, 3, padding_idx=4)"  # normalised, as torch
     np.testing.assert_array_equal(layer.weight.numpy()[4], np.zeros(3, np.float32))
     layer(oa.tensor(np.int32([4, 0, 4]))).sum().backward()
     np.testing.assert_array_equal(layer.weight.grad.numpy()[[4, 0]], [[0, 0, 0], [1, 1, 1]])

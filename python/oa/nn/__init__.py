@@ -1,6 +1,7 @@
 """oa.nn: modules (torch.nn's names and constructor arguments) and the functional ops (oa.nn.functional)."""
 from . import functional
 from .modules import (
+    AdaptiveAvgPool2d,
     AvgPool2d,
     BCEWithLogitsLoss,
     BatchNorm1d,

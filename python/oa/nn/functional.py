@@ -2,13 +2,16 @@
 
 Each is one op of oa's C++ engine (oa/ml/functional.hpp, oa/matrix): shapes,
 layouts and errors are documented there and in each function's docstring.
-pad, interpolate, normalize, the losses nll_loss, l1_loss and binary_cross_entropy_with_logits, and the pooling, embedding and
-cross_entropy options that the C++ ops lack (ceil_mode, count_include_pad, divisor_override, padding_idx, class
-weights) are composed here from those ops, so autograd flows through them.
+pad, interpolate, normalize, adaptive_avg_pool2d, the losses nll_loss, l1_loss and
+binary_cross_entropy_with_logits (and mse_loss past float32 operands of one shape), and the pooling, embedding
+and cross_entropy options that the C++ ops lack (ceil_mode, count_include_pad, divisor_override, unbatched and
+16-bit pooling inputs, padding_idx, class weights) are composed here from those ops, so autograd flows through
+them.
 Besides PyTorch's names: accuracy, bmm, bmm_nt, bmm_tn, split_heads, merge_heads,
 softmax_scaled_masked, flash_attention and rope.
 """
 import math
+import warnings
 
 import numpy as np
 
@@ -34,7 +37,6 @@ layer_norm = _f.layer_norm
 linear = _f.linear
 log_softmax = _f.log_softmax
 merge_heads = _f.merge_heads
-mse_loss = _f.mse_loss
 one_hot = _f.one_hot
 relu = _f.relu
 rms_norm = _f.rms_norm
@@ -73,6 +75,35 @@ def _reduce(losses, reduction):
     return losses if reduction == "none" else losses.sum() if reduction == "sum" else losses.mean()
 
 
+def _require_floating(tensor, op, arg, what):
+    """Refuses an int32 or bool `tensor` as `op`'s `arg` (`what` it holds), as torch's losses do:
+    oa.InvalidArgumentError naming them and the dtype."""
+    if not tensor.is_floating_point():
+        raise _oa.InvalidArgumentError(f"{op}: {arg} must be a floating tensor ({what}), not {tensor.dtype.name}, as "
+                                       "torch; convert it with .float()")
+
+
+def _pointwise_operands(input, target, reduction, op):
+    """l1_loss's and mse_loss's operands, broadcast to one shape as torch's: with torch's UserWarning when their shapes
+    differ, oa.InvalidArgumentError when they do not broadcast or when both are integers and reduction is 'mean'
+    (torch's mean takes floating dtypes only)."""
+    if input.shape != target.shape:
+        try:
+            shape = np.broadcast_shapes(input.shape, target.shape)
+        except ValueError:
+            raise _oa.InvalidArgumentError(f"{op}: input {list(input.shape)} and target {list(target.shape)} do not "
+                                           "broadcast (extents must match or be 1, from the last axis)") from None
+        warnings.warn(f"{op}: Using a target size ({list(target.shape)}) that is different to the input size "
+                      f"({list(input.shape)}). This will likely lead to incorrect results due to broadcasting. Please "
+                      "ensure they have the same size.", UserWarning, stacklevel=3)
+        input, target = input.expand(*shape), target.expand(*shape)
+    if reduction == "mean" and not (input.is_floating_point() or target.is_floating_point()):
+        raise _oa.InvalidArgumentError(f"{op}: reduction='mean' needs a floating input or target, not "
+                                       f"{input.dtype.name} and {target.dtype.name} (as torch's mean); convert them "
+                                       "with .float() or use reduction='sum' or 'none'")
+    return input, target
+
+
 def _pair(value, op, arg):
     """An int (repeated) or a sequence of 2 ints as a tuple; TypeError naming `op` and `arg` otherwise."""
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
@@ -103,13 +134,26 @@ def _pool_geometry(input, kernel_size, stride, padding, op):
     kernel = _pair(kernel_size, op, "kernel_size")
     stride = kernel if stride is None else _pair(stride, op, "stride")
     padding = _pair(padding, op, "padding")
-    if input.dim() != 4:
-        raise _oa.InvalidArgumentError(f"{op}: input {list(input.shape)} must be [N, C, H, W]")
     if min(kernel) < 1 or min(stride) < 1 or min(padding) < 0 or any(2 * p > k for p, k in zip(padding, kernel)):
         raise _oa.InvalidArgumentError(f"{op}: kernel_size {list(kernel)} and stride {list(stride)} must be >= 1, and "
                                        f"padding {list(padding)} >= 0 and at most half of kernel_size (input "
                                        f"{list(input.shape)})")
     return kernel, stride, padding
+
+
+def _pooling_input(input, op):
+    """torch's pooling input, [N, C, H, W] or unbatched [C, H, W] of float32, float16 or bfloat16, as (x, restore):
+    x the float32 [N, C, H, W] that oa's ops take, restore(y) their result in input's rank and dtype (autograd flows
+    through both). oa.InvalidArgumentError naming `op` for another rank or an integer or bool input."""
+    if input.dim() not in (3, 4):
+        raise _oa.InvalidArgumentError(f"{op}: input {list(input.shape)} must be [N, C, H, W] or [C, H, W]")
+    _require_floating(input, op, "input", "[N, C, H, W] or [C, H, W]")
+    x = input.float() if input.dtype != _oa.dtype.float32 else input
+
+    def restore(y):
+        y = y if input.dim() == 4 else y.squeeze(0)
+        return y.to(input.dtype) if y.dtype != input.dtype else y
+    return (x if input.dim() == 4 else x.unsqueeze(0)), restore
 
 
 def max_pool_unsupported(dilation, return_indices, op):
@@ -121,35 +165,38 @@ def max_pool_unsupported(dilation, return_indices, op):
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-    """torch.nn.functional.max_pool2d: input [N, C, H, W] -> [N, C, OH, OW], the maximum of each kernel_size window
+    """torch.nn.functional.max_pool2d: input [N, C, H, W] -> [N, C, OH, OW] (or [C, H, W] -> [C, OH, OW]; float32,
+    float16 or bfloat16, the last two computed in float32), the maximum of each kernel_size window
     (an int or a pair) every stride (None: kernel_size), padding (at most half the kernel) counting as -inf;
     OH = floor((H + 2 padding - kernel) / stride) + 1, or with ceil_mode the ceiling, less one where that window
     would start past the input and the left padding (as torch). The gradient goes to the first maximum of each
-    window. Errors: oa.InvalidArgumentError naming the argument for shapes, dilation other than 1 or
-    return_indices=True (not supported); TypeError for an argument of another type."""
+    window. Errors: oa.InvalidArgumentError naming the argument for shapes, an integer or bool input, dilation other
+    than 1 or return_indices=True (not supported); TypeError for an argument of another type."""
     op = _PREFIX + "max_pool2d"
     max_pool_unsupported(dilation, return_indices, op)
-    if not ceil_mode:
-        return _f.max_pool2d(input, kernel_size, stride, padding)
-    kernel, strides, paddings = _pool_geometry(input, kernel_size, stride, padding, op)
-    extra_h, extra_w = _ceil_extra(input, kernel, strides, paddings)
-    if extra_h or extra_w:
-        input = pad(input, (0, extra_w, 0, extra_h), value=-math.inf)
-    return _f.max_pool2d(input, kernel_size, stride, padding)
+    x, restore = _pooling_input(input, op)
+    if ceil_mode:
+        kernel, strides, paddings = _pool_geometry(input, kernel_size, stride, padding, op)
+        extra_h, extra_w = _ceil_extra(input, kernel, strides, paddings)
+        if extra_h or extra_w:
+            x = pad(x, (0, extra_w, 0, extra_h), value=-math.inf)
+    return restore(_f.max_pool2d(x, kernel_size, stride, padding))
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
-    """torch.nn.functional.avg_pool2d: input [N, C, H, W] -> [N, C, OH, OW], the mean of each kernel_size window
+    """torch.nn.functional.avg_pool2d: input [N, C, H, W] -> [N, C, OH, OW] (or unbatched, and dtypes, as
+    max_pool2d's), the mean of each kernel_size window
     (an int or a pair) every stride (None: kernel_size) with zero padding (at most half the kernel); OH as
     max_pool2d's (ceil_mode likewise). The divisor: the window's size within the padded input
     (count_include_pad=True, the default; it is kernel_size's area unless ceil_mode's windows pass the padding), its
     positions within the input (count_include_pad=False), or divisor_override. Differentiable. Errors:
-    oa.InvalidArgumentError naming the argument for shapes or a divisor_override that is not positive; TypeError
-    for an argument of another type."""
+    oa.InvalidArgumentError naming the argument for shapes, an integer or bool input or a divisor_override that is
+    not positive; TypeError for an argument of another type."""
     op = _PREFIX + "avg_pool2d"
+    x, restore = _pooling_input(input, op)
     if not ceil_mode and count_include_pad and divisor_override is None:
-        return _f.avg_pool2d(input, kernel_size, stride, padding)
+        return restore(_f.avg_pool2d(x, kernel_size, stride, padding))
     kernel, strides, paddings = _pool_geometry(input, kernel_size, stride, padding, op)
     if divisor_override is not None and (isinstance(divisor_override, bool) or not isinstance(
             divisor_override, (int, np.integer)) or divisor_override <= 0):
@@ -157,23 +204,52 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     extra_h, extra_w = _ceil_extra(input, kernel, strides, paddings) if ceil_mode else (0, 0)
     (ph, pw), (h, w) = paddings, input.shape[-2:]
     # Window means of the zero-padded input, then divided by the window's share of counted positions.
-    means = _f.avg_pool2d(pad(input, (pw, pw + extra_w, ph, ph + extra_h)), kernel, strides, 0)
+    means = _f.avg_pool2d(pad(x, (pw, pw + extra_w, ph, ph + extra_h)), kernel, strides, 0)
     if divisor_override is not None:
-        return means * (kernel[0] * kernel[1] / divisor_override)
+        return restore(means * (kernel[0] * kernel[1] / divisor_override))
     counted = _oa.ones(1, 1, h + 2 * ph, w + 2 * pw, engine=input.engine) if count_include_pad else pad(
         _oa.ones(1, 1, h, w, engine=input.engine), (pw, pw, ph, ph))
     shares = _f.avg_pool2d(pad(counted, (0, extra_w, 0, extra_h)), kernel, strides, 0)
-    return (means / shares).to(input.dtype)
+    return restore(means / shares)
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """torch.nn.functional.adaptive_avg_pool2d: input [N, C, H, W] -> [N, C, OH, OW] (or unbatched, and dtypes, as
+    max_pool2d's) for output_size (OH, OW), an int for both or a pair (None keeps that input extent): output
+    position i along an axis of n averages positions floor(i n / OH) to ceil((i + 1) n / OH) - 1, as torch; two
+    matmuls by those averaging matrices. Differentiable. Errors: oa.InvalidArgumentError naming the shapes for an
+    output or input extent below 1, another rank or an integer or bool input; TypeError for an output_size of
+    another type."""
+    op = _PREFIX + "adaptive_avg_pool2d"
+    x, restore = _pooling_input(input, op)
+    if isinstance(output_size, (tuple, list)) and len(output_size) == 2:
+        output_size = tuple(n if m is None else m for n, m in zip(input.shape[-2:], output_size))
+    sizes = _pair(output_size, op, "output_size")
+    if min(sizes + input.shape[-2:]) < 1:
+        raise _oa.InvalidArgumentError(f"{op}: output_size {list(sizes)} and input {list(input.shape)}'s H and W must "
+                                       "be >= 1")
+
+    def averaging(n, m):  # [m, n]: row i averages torch's window i
+        weights = np.zeros((m, n), np.float32)
+        for i in range(m):
+            start, end = i * n // m, -(-(i + 1) * n // m)
+            weights[i, start:end] = 1.0 / (end - start)
+        return _oa.tensor(weights, engine=input.engine)
+
+    (h, w), (oh, ow) = input.shape[-2:], sizes
+    return restore(averaging(h, oh) @ x @ averaging(w, ow).mT)
 
 
 def pad(input, pad, mode="constant", value=None):
     """torch.nn.functional.pad: input with pad = (left, right) for the last axis, then (top, bottom) for the one
     before, ... (len(pad) / 2 <= input.ndim axes, from the last). mode 'constant' fills with value (0 by default;
-    input's dtype, any) and takes negative pads as crops; 'reflect' mirrors without the edge (each pad < the
-    axis's extent), 'replicate' repeats the edge, 'circular' wraps around (each pad <= the extent): these pad the
-    last 1, 2 or 3 axes of an input with 1 or 2 more (batch, channel), as torch. Differentiable. Errors:
-    oa.InvalidArgumentError naming the pad, the mode and input's shape for an odd or too long pad, an unknown
-    mode, a value with another mode, pads out of range or a negative extent; TypeError for pads that are not ints."""
+    input's dtype, any); 'reflect' mirrors without the edge (each pad < the axis's extent), 'replicate' repeats the
+    edge, 'circular' wraps around (each pad <= the extent): these pad the last 1, 2 or 3 axes of an input with 1 or
+    2 more (batch, channel), as torch. Negative pads crop, in every mode as torch: 'constant', 'reflect' and
+    'replicate' pad the axis, then crop it; 'circular' crops, then wraps around what is left. Differentiable.
+    Errors: oa.InvalidArgumentError naming the pad, the mode and input's shape for an odd or too long pad, an
+    unknown mode, a value with another mode, pads out of range, or an extent below 0 (below 1 in 'reflect' and
+    'replicate', as torch); TypeError for pads that are not ints."""
     op = _PREFIX + "pad"
     if not isinstance(pad, (tuple, list)) or not all(isinstance(p, (int, np.integer)) and not isinstance(p, bool)
                                                       for p in pad):
@@ -207,19 +283,28 @@ def pad(input, pad, mode="constant", value=None):
                                        f"pad {pads} of input {shape}")
     y = input
     for a, low, high in axes:
-        n = shape[a]
-        limit = n - 1 if mode == "reflect" else n if mode == "circular" else math.inf
-        if min(low, high) < 0 or max(low, high) > limit or n == 0:
-            raise _oa.InvalidArgumentError(f"{op}: pad {pads} of input {shape} in mode {mode!r}: each pad must be >= 0 "
-                                           f"and {'< the' if mode == 'reflect' else '<= the'} extent of its axis"
-                                           if mode != "replicate" else f"{op}: pad {pads} of input {shape} in mode "
-                                           "'replicate': each pad must be >= 0 and each padded axis nonempty")
-        if mode == "reflect":
-            index = np.r_[np.arange(low, 0, -1), np.arange(n), np.arange(n - 2, n - 2 - high, -1)]
-        elif mode == "replicate":
-            index = np.r_[np.zeros(low, int), np.arange(n), np.full(high, n - 1)]
+        n, grow, crop = shape[a], (max(low, 0), max(high, 0)), (max(-low, 0), max(-high, 0))
+        where = f"{op}: pad {pads} of input {shape} in mode {mode!r}"
+        if n + low + high < (0 if mode == "circular" else 1):
+            raise _oa.InvalidArgumentError(f"{where} gives axis {a} the extent {n + low + high} (at least "
+                                           f"{0 if mode == 'circular' else 1})")
+        if mode == "circular":
+            # torch crops first, then wraps around what is left (at most once).
+            kept = np.arange(crop[0], n - crop[1])
+            if max(grow) > len(kept):
+                raise _oa.InvalidArgumentError(f"{where}: padding axis {a} of extent {len(kept)} (after the negative "
+                                               "pads' crop) wraps around more than once")
+            index = np.r_[kept[len(kept) - grow[0]:], kept, kept[:grow[1]]]
         else:
-            index = np.r_[np.arange(n - low, n), np.arange(n), np.arange(high)]
+            # torch pads the whole axis, then crops the negative pads.
+            if max(grow) > (n - 1 if mode == "reflect" else math.inf) or n == 0:
+                raise _oa.InvalidArgumentError(f"{where}: each pad must be < the extent of its axis" if mode == "reflect"
+                                               else f"{where}: each padded axis must be nonempty")
+            if mode == "reflect":
+                index = np.r_[np.arange(grow[0], 0, -1), np.arange(n), np.arange(n - 2, n - 2 - grow[1], -1)]
+            else:
+                index = np.r_[np.zeros(grow[0], int), np.arange(n), np.full(grow[1], n - 1)]
+            index = index[crop[0]:len(index) - crop[1]]
         y = select(y, a, _oa.tensor(index.astype(np.int32), engine=input.engine))
     return y
 
@@ -248,10 +333,13 @@ def _class_targets(input, target, weight, ignore_index, op):
                                        "and [N], [N, C, d1, ...] and [N, d1, ...], or [C] and []")
     if target.dtype != _oa.dtype.int32:
         raise _oa.InvalidArgumentError(f"{op}: target must hold int32 class indices, not {target.dtype.name}")
+    _require_floating(input, op, "input", "log-probabilities")
     classes = input.shape[1] if input.dim() >= 2 else input.shape[0]
     if weight is not None and (not isinstance(weight, _oa.Tensor) or weight.shape != (classes,)):
         raise _oa.InvalidArgumentError(f"{op}: weight {list(getattr(weight, 'shape', [type(weight).__name__]))} must "
                                        f"be a tensor of shape [C] = [{classes}] (input {list(input.shape)})")
+    if weight is not None:
+        _require_floating(weight, op, "weight", "class weights")
     if input.dim() == 1:
         input, target = input.unsqueeze(0), target.unsqueeze(0)
     valid = target != ignore_index
@@ -299,6 +387,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     synchronize() or host read (the indices live on the device)."""
     op = _PREFIX + "cross_entropy"
     no_legacy_reduction(size_average, reduce, op)
+    _require_floating(input, op, "input", "logits")
     if weight is None:
         return _f.cross_entropy(input, target, ignore_index=ignore_index, reduction=reduction,
                                 label_smoothing=label_smoothing)
@@ -334,16 +423,29 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
-    """torch.nn.functional.l1_loss: |input - target| for two tensors of one shape, its mean ('mean'), sum ('sum')
-    or the elementwise values ('none'). Differentiable (the gradient at input == target is 0, as torch). Errors:
-    oa.InvalidArgumentError naming both shapes or the reduction; TypeError for size_average or reduce."""
+    """torch.nn.functional.l1_loss: |input - target| (in their promoted dtype) broadcast to one shape, with torch's
+    UserWarning when the shapes differ; its mean ('mean'), sum ('sum') or the elementwise values ('none').
+    Differentiable (the gradient at input == target is 0, as torch). Errors: oa.InvalidArgumentError naming both
+    shapes when they do not broadcast, for 'mean' of two integer tensors (as torch) or an unknown reduction;
+    TypeError for size_average or reduce."""
     op = _PREFIX + "l1_loss"
     no_legacy_reduction(size_average, reduce, op)
-    _reduction(reduction, op)
-    if input.shape != target.shape:
-        raise _oa.InvalidArgumentError(f"{op}: input {list(input.shape)} and target {list(target.shape)} must have one "
-                                       "shape")
+    input, target = _pointwise_operands(input, target, _reduction(reduction, op), op)
     return _reduce((input - target).abs(), reduction)
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """torch.nn.functional.mse_loss: (input - target)^2 broadcast to one shape, with torch's UserWarning when the
+    shapes differ; its mean ('mean'), sum ('sum') or the elementwise values ('none'). Two float32 tensors take oa's
+    mse_loss op; other dtypes compute in their promoted dtype (float16 stays float16, as torch). Differentiable.
+    Errors: l1_loss's."""
+    op = _PREFIX + "mse_loss"
+    no_legacy_reduction(size_average, reduce, op)
+    input, target = _pointwise_operands(input, target, _reduction(reduction, op), op)
+    if input.dtype == target.dtype == _oa.dtype.float32:
+        return _f.mse_loss(input, target, reduction=reduction)
+    difference = input - target
+    return _reduce(difference * difference, reduction)
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
@@ -351,13 +453,21 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     """torch.nn.functional.binary_cross_entropy_with_logits: -w [pos_weight t log sigmoid(x) + (1 - t)
     log(1 - sigmoid(x))] for logits x and targets t in [0, 1] of one shape, computed in torch's stable form
     (1 - t) x + (1 + (pos_weight - 1) t) (log1p(exp(-|x|)) + max(-x, 0)), finite for any finite x; weight and
-    pos_weight (per class, the last axis) broadcast against x. Reduced as l1_loss. Differentiable in x (and t).
-    Errors: oa.InvalidArgumentError naming the shapes or the reduction; TypeError for size_average or reduce."""
+    pos_weight (per class, the last axis; any dtype) broadcast to x's shape. Reduced as l1_loss. Differentiable in x
+    (and t). Errors: oa.InvalidArgumentError naming the shapes (a weight or pos_weight that does not broadcast to
+    x's) or the reduction, and for an integer or bool x or t (as torch); TypeError for size_average or reduce."""
     op = _PREFIX + "binary_cross_entropy_with_logits"
     no_legacy_reduction(size_average, reduce, op)
     _reduction(reduction, op)
+    _require_floating(input, op, "input", "logits")
+    _require_floating(target, op, "target", "probabilities in [0, 1]")
     if input.shape != target.shape:
         raise _oa.InvalidArgumentError(f"{op}: target {list(target.shape)} must have input's shape {list(input.shape)}")
+    for name, w in (("weight", weight), ("pos_weight", pos_weight)):
+        if w is not None and (w.dim() > input.dim() or any(
+                a not in (1, b) for a, b in zip(reversed(w.shape), reversed(input.shape)))):
+            raise _oa.InvalidArgumentError(f"{op}: {name} {list(w.shape)} must broadcast to input's shape "
+                                           f"{list(input.shape)} (extents equal or 1, from the last axis)")
     softplus_neg = (-input.abs()).exp().log1p() + (-input).relu()  # -log sigmoid(x)
     scale = 1 if pos_weight is None else 1 + (pos_weight - 1) * target
     losses = (1 - target) * input + scale * softplus_neg

@@ -541,10 +541,9 @@ BatchNorm2d = _batch_norm("BatchNorm2d", _native.batch_norm2d, "[N, C, H, W]")
 
 class Embedding(_Native):
     """torch.nn.Embedding (oa::ml::nn::Embedding): weight N(0, 1); int32 indices [...] -> [..., D]. padding_idx
-    (in [-V, V)): its row starts as zeros and gets no gradient, as torch. Errors: oa.InvalidArgumentError for a
-    padding_idx out of range, and for max_norm, scale_grad_by_freq=True or sparse=True (not supported)."""
-
-    _repr_positional = 2
+    (in [-V, V)): its row starts as zeros and gets no gradient, as torch; kept (and shown by repr) as its index in
+    [0, V), as torch. Errors: oa.InvalidArgumentError for a padding_idx out of range, and for max_norm,
+    scale_grad_by_freq=True or sparse=True (not supported)."""
 
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0,
                  scale_grad_by_freq=False, sparse=False, engine=None):
@@ -552,7 +551,7 @@ class Embedding(_Native):
         if padding_idx is not None:
             padding_idx = functional.padding_index(padding_idx, num_embeddings, "oa.nn.Embedding")
         super().__init__(_native.embedding(num_embeddings, embedding_dim, engine))
-        self.padding_idx = padding_idx
+        self.num_embeddings, self.embedding_dim, self.padding_idx = num_embeddings, embedding_dim, padding_idx
         if padding_idx is not None:
             with _oa.no_grad():
                 self.weight[padding_idx] = 0.0
@@ -561,6 +560,10 @@ class Embedding(_Native):
         if self.padding_idx is None:
             return self._native.forward(input)
         return functional.embedding(input, self.weight, padding_idx=self.padding_idx)
+
+    def extra_repr(self):
+        padding = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
+        return f"{self.num_embeddings}, {self.embedding_dim}{padding}"
 
 
 class Dropout(_Native):
@@ -631,9 +634,10 @@ class TransformerBlock(_Native):
 
 
 class MaxPool2d(_Native):
-    """torch.nn.MaxPool2d (oa::ml::nn::MaxPool2d): [N, C, H, W] -> [N, C, OH, OW]; stride None is the kernel size;
-    padding counts as -inf; ceil_mode as oa.nn.functional.max_pool2d's. Errors: oa.InvalidArgumentError for
-    dilation other than 1 or return_indices=True (not supported)."""
+    """torch.nn.MaxPool2d (oa::ml::nn::MaxPool2d): [N, C, H, W] -> [N, C, OH, OW] (or unbatched, 16-bit, as
+    oa.nn.functional.max_pool2d); stride None is the kernel size; padding counts as -inf; ceil_mode as the
+    functional's. Errors: oa.InvalidArgumentError for dilation other than 1 or return_indices=True (not
+    supported)."""
 
     _repr_always = ("kernel_size", "stride", "padding")
 
@@ -643,14 +647,13 @@ class MaxPool2d(_Native):
         self.kernel_size, self.stride, self.padding, self.ceil_mode = kernel_size, stride, padding, ceil_mode
 
     def forward(self, input):
-        if not self.ceil_mode:
-            return self._native.forward(input)
-        return functional.max_pool2d(input, self.kernel_size, self.stride, self.padding, ceil_mode=True)
+        return functional.max_pool2d(input, self.kernel_size, self.stride, self.padding, ceil_mode=self.ceil_mode)
 
 
 class AvgPool2d(_Native):
-    """torch.nn.AvgPool2d (oa::ml::nn::AvgPool2d): [N, C, H, W] -> [N, C, OH, OW]; stride None is the kernel size;
-    ceil_mode, count_include_pad and divisor_override as oa.nn.functional.avg_pool2d's."""
+    """torch.nn.AvgPool2d (oa::ml::nn::AvgPool2d): [N, C, H, W] -> [N, C, OH, OW] (or unbatched, 16-bit, as
+    oa.nn.functional.avg_pool2d); stride None is the kernel size; ceil_mode, count_include_pad and
+    divisor_override as the functional's."""
 
     _repr_always = ("kernel_size", "stride", "padding")
 
@@ -661,9 +664,22 @@ class AvgPool2d(_Native):
         self.options = dict(ceil_mode=ceil_mode, count_include_pad=count_include_pad, divisor_override=divisor_override)
 
     def forward(self, input):
-        if self.options == dict(ceil_mode=False, count_include_pad=True, divisor_override=None):
-            return self._native.forward(input)
         return functional.avg_pool2d(input, self.kernel_size, self.stride, self.padding, **self.options)
+
+
+class AdaptiveAvgPool2d(Module):
+    """torch.nn.AdaptiveAvgPool2d: oa.nn.functional.adaptive_avg_pool2d(input, output_size) of [N, C, H, W] or
+    [C, H, W]. Errors: the functional's, when called."""
+
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, input):
+        return functional.adaptive_avg_pool2d(input, self.output_size)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size!r}"
 
 
 class Flatten(_Native):
@@ -769,7 +785,7 @@ class NLLLoss(Module):
 
 
 class L1Loss(Module):
-    """torch.nn.L1Loss over oa.nn.functional.l1_loss: |input - target| for two tensors of one shape, its mean
+    """torch.nn.L1Loss over oa.nn.functional.l1_loss: |input - target| broadcast to one shape, its mean
     (reduction 'mean'), sum ('sum') or the elementwise values ('none'). Errors: the functional's."""
 
     def __init__(self, size_average=None, reduce=None, reduction="mean"):
@@ -799,15 +815,17 @@ class BCEWithLogitsLoss(Module):
 
 
 class MSELoss(Module):
-    """torch.nn.MSELoss over oa.nn.functional.mse_loss: (input - target)^2 for two tensors of one shape, its mean
-    (reduction 'mean'), sum ('sum') or the elementwise values ('none'). Errors: the functional's."""
+    """torch.nn.MSELoss over oa.nn.functional.mse_loss: (input - target)^2 broadcast to one shape (warning when the
+    shapes differ), its mean (reduction 'mean'), sum ('sum') or the elementwise values ('none'). Errors: the
+    functional's."""
 
-    def __init__(self, *, reduction="mean"):
+    def __init__(self, size_average=None, reduce=None, reduction="mean"):
         super().__init__()
+        functional.no_legacy_reduction(size_average, reduce, "oa.nn.MSELoss")
         self.reduction = reduction
 
     def forward(self, input, target):
-        return _oa.functional.mse_loss(input, target, reduction=self.reduction)
+        return functional.mse_loss(input, target, reduction=self.reduction)
 
 
 def _activation(name, factory, doc):
