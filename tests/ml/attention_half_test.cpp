@@ -378,27 +378,28 @@ std::vector<DType> tensor_core_dtypes() {
   GTEST_SKIP() << "the device has no cooperative matrices for f16 or bf16 (16x16x16, f32 accumulators): the " \
                   "tensor-core kernels run on devices that have them, not here"
 
-// Whether the flash forward of r lowers to the tensor-core kernel alone.
 // Whether tile wgBRxBC (BR rows on 2 BR invocations, BC rows of the other
 // operand a step) of the kernels on workgroup-scope matrices serves head dim
-// dh: the device has those matrices for both products (BR x BC x dh and
-// BR x dh x BC).
-// The kernel that tuning variant `tile` of attention.coopmat_tile runs for
-// dtype and head dim dh: the workgroup-scope kernel for the wg tiles that
-// serve f16 there, else the subgroup-scope one.
+// dh: the device has those matrices for the products (BR x BC x dh, BR x dh
+// x BC and the forward's row sums, BR x BC x BC).
 bool workgroup_tile_serves(std::string_view tile, std::uint32_t dh) {
   unsigned br = 0, bc = 0;
   const oa::DeviceInfo& d = engine().device();
   return std::sscanf(std::string(tile).c_str(), "wg%ux%u", &br, &bc) == 2 &&
          d.has_workgroup_cooperative_matrix(DType::F16, DType::F32, br, bc, dh, 2 * br) &&
-         d.has_workgroup_cooperative_matrix(DType::F16, DType::F32, br, dh, bc, 2 * br);
+         d.has_workgroup_cooperative_matrix(DType::F16, DType::F32, br, dh, bc, 2 * br) &&
+         d.has_workgroup_cooperative_matrix(DType::F16, DType::F32, br, bc, bc, 2 * br);
 }
 
+// The kernel that tuning variant `tile` of attention.coopmat_tile runs for
+// dtype and head dim dh: the workgroup-scope kernel for the wg tiles that
+// serve f16 there, else the subgroup-scope one.
 std::string_view tensor_core_kernel(std::string_view tile, DType dtype, std::uint32_t dh) {
   if (dtype == DType::F16 && workgroup_tile_serves(tile, dh)) return oa::kernels::ml_attention_flash_forward_coopmat2;
   return dtype == DType::F16 ? oa::kernels::ml_attention_flash_forward_coopmat : oa::kernels::ml_attention_flash_forward_coopmat_bf16;
 }
 
+// Whether the flash forward of r lowers to the tensor-core kernel alone.
 bool lowers_to_tensor_cores(const Rounded& r, const Case& c, DType dtype, std::string_view tile) {
   const Matrix q = r.q(dtype), k = r.k(dtype), v = r.v(dtype);
   const auto g = attention_detail::attention_geometry(kSdpa, q, k, v, r.mask, {}, c.causal, c.variant);

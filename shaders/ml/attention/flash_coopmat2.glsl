@@ -8,8 +8,9 @@
 // pass) and walks the other operand BC rows at a time: a tile of scores is a
 // BR x BC f32 matrix spread over the workgroup by the driver, whose elements
 // are formed knowing their row and column (coopMatPerElementNV) and whose
-// rows are reduced by coopMatReduceNV. A per-row value lives in a matrix
-// whose rows each hold one value. Heads are [S, D] tensors of halves from
+// rows are reduced by coopMatReduceNV. In the backward a per-row value
+// lives in a matrix whose rows each hold one value (the forward keeps its
+// row values in shared memory). Heads are [S, D] tensors of halves from
 // their first element (rows pc.heads * D apart when packed), read and
 // written through tensor layouts that clamp rows past S (zeros in, nothing
 // out).

@@ -9,15 +9,17 @@
 // once); lse and stats are f32, as flash_forward.glsl writes them unsplit.
 //
 // A workgroup owns BR query rows of one batch-head and walks its visible keys
-// BC at a time. The whole tile lives in workgroup-scope matrices, which the
-// driver spreads over the workgroup's registers:
+// BC at a time. The tiles live in workgroup-scope matrices, which the driver
+// spreads over the workgroup's registers; a row's running max m, sum l and
+// rescaling alpha live in shared memory, written by the invocation holding
+// the row's column 0 and read by every element of the row (their row is
+// known: coopMatPerElementNV), so no per-row value takes a tile of registers:
 //   S = q k^T (f32 accumulators; k's rows loaded transposed), its logits and
-//   hidden keys formed element by element (their row and column are known),
-//   the row max by a row reduction, P = exp2((S - m) u), the row sums by a
-//   row reduction, then o = alpha o + P v with P rounded to f16 and alpha (a
-//   row's rescaling) spread over o's columns by a row reduction into a
-//   BR x D matrix. The running max m and sum l are per-row matrices
-//   (flash_coopmat2.glsl).
+//   hidden keys formed element by element, the tile's row max by a row
+//   reduction; then per row m_new = max(m, tile max) and alpha =
+//   exp2((m - m_new) u); P = exp2((S - m_new) u) rounded to f16; the row sums
+//   of that f16 P (the weights P v takes) as P x ones on the tensor cores;
+//   l = alpha l + row sum and o = alpha o + P v.
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_NV_cooperative_matrix2 : require
@@ -37,36 +39,48 @@ layout(std430, binding = 6) writeonly buffer Stats { float stats_out[]; };  // (
 #include "ml/attention/flash_forward.push.h"
 #include "ml/attention/flash_coopmat2.glsl"
 
+shared float row_m[BR], row_l[BR], row_alpha[BR];
+
+// Column 0 of the tile's row maxima updates its row: m_new = max(m, tile
+// max) (NaN propagating), alpha = exp2((m - m_new) u), 0 while nothing was visible.
+float update_max(const in uint r, const in uint c, const in float tile_max) {
+  if (c == 0u) {
+    const float m = row_m[r], m_new = max_of(m, tile_max);
+    row_alpha[r] = m == -OA_INF ? 0.0 : exp2((m - m_new) * u);
+    row_m[r] = m_new;
+  }
+  return tile_max;
+}
+
 // exp2((s - m) u), 0 for a hidden key.
-float probability(const in uint r, const in uint c, const in float s, const in float m) {
-  return s == -OA_INF ? 0.0 : exp2((s - m) * u);
+float probability(const in uint r, const in uint c, const in float s) { return s == -OA_INF ? 0.0 : exp2((s - row_m[r]) * u); }
+
+// Column 0 of the row sums of P updates its row's l.
+float update_sum(const in uint r, const in uint c, const in float row_sum) {
+  if (c == 0u) row_l[r] = fma(row_l[r], row_alpha[r], row_sum);
+  return row_sum;
 }
 
-// A row's rescaling from its old max m to m_new: 0 while nothing was visible.
-float rescale(const in uint r, const in uint c, const in float m, const in float m_new) {
-  return m == -OA_INF ? 0.0 : exp2((m - m_new) * u);
+float rescaled(const in uint r, const in uint c, const in float o) { return o * row_alpha[r]; }
+
+float normalized(const in uint r, const in uint c, const in float o) {
+  const float l = row_l[r];
+  return l == 0.0 ? 0.0 : o / l;
 }
-
-float running_max(const in uint r, const in uint c, const in float m, const in float tile_max) { return max_of(m, tile_max); }
-
-float normalized(const in uint r, const in uint c, const in float o, const in float l) { return l == 0.0 ? 0.0 : o / l; }
-
-float row_lse(const in uint r, const in uint c, const in float m, const in float l) {
-  return l == 0.0 ? -OA_INF : fma(m, MASKED ? 1.0 : scale_abs, log2(l) * OA_LN2);
-}
-
-float stats_max(const in uint r, const in uint c, const in float m, const in float l) { return l == 0.0 ? -OA_INF : m; }
-
-float stats_log2_sum(const in uint r, const in uint c, const in float l) { return l == 0.0 ? -OA_INF : log2(l); }
 
 void main() {
   flash_tile_start(OA_GROUP_ID.x * BR, OA_GROUP_ID.y);
   const uint row_stride = pc.heads * D;
   const uint q_at = flash_row(bh, 0u, pc.sq, D, pc.heads) / 8u, k_at = flash_row(bh, 0u, pc.sk, D, pc.heads) / 8u;
   const HEADS_LAYOUT tq = flash_heads_layout(pc.sq, row_stride), tk = flash_heads_layout(pc.sk, row_stride);
+  for (uint r = gl_LocalInvocationID.x; r < BR; r += gl_WorkGroupSize.x) {
+    row_m[r] = -OA_INF;
+    row_l[r] = 0.0;
+  }
 
   TILE(float16_t, BR, D, gl_MatrixUseA) q;
   coopMatLoadTensorNV(q, q4_in, q_at, sliceTensorLayoutNV(tq, row0, BR, 0, D));
+  const TILE(float16_t, BC, BC, gl_MatrixUseB) ones = TILE(float16_t, BC, BC, gl_MatrixUseB)(1.0);
 
   // Keys [0, key_end) are visible to some row of the tile.
   uint key_end = pc.sk;
@@ -76,7 +90,6 @@ void main() {
   const bool whole_rows = !MASKED && pc.scale >= 0.0 && row0 + BR <= pc.sq;
   const int first_diagonal = int(row0) + pc.diag;  // the tile's first row sees keys up to here
 
-  SCORES m = SCORES(-OA_INF), l = SCORES(0.0);
   OUT o = OUT(0.0);
   for (col0 = 0u; col0 < key_end; col0 += BC) {
     TILE(float16_t, D, BC, gl_MatrixUseB) kt;
@@ -85,33 +98,31 @@ void main() {
     const bool inside = whole_rows && col0 + BC <= pc.sk && (pc.causal == 0u || int(col0 + BC) - 1 <= first_diagonal);
     if (!inside) coopMatPerElementNV(s, s, logit);
 
-    SCORES tile_max, m_new, alpha, p, row_sum;
+    SCORES tile_max;
     coopMatReduceNV(tile_max, s, gl_CooperativeMatrixReduceRowNV, max_of);
-    coopMatPerElementNV(m_new, m, running_max, tile_max);
-    coopMatPerElementNV(alpha, m, rescale, m_new);
-    m = m_new;
-    coopMatPerElementNV(p, s, probability, m);
-    coopMatReduceNV(row_sum, p, gl_CooperativeMatrixReduceRowNV, sum_of);
-    l = l * alpha + row_sum;
-
-    OUT alpha_rows;
-    coopMatReduceNV(alpha_rows, alpha, gl_CooperativeMatrixReduceRowNV, max_of);
-    o = o * alpha_rows;
+    barrier();  // the previous step's reads of the row values are done
+    coopMatPerElementNV(tile_max, tile_max, update_max);
+    barrier();
+    SCORES p;
+    coopMatPerElementNV(p, s, probability);
+    const TILE(float16_t, BR, BC, gl_MatrixUseA) p16 = TILE(float16_t, BR, BC, gl_MatrixUseA)(p);
+    SCORES row_sum = coopMatMulAdd(p16, ones, SCORES(0.0));
+    coopMatPerElementNV(row_sum, row_sum, update_sum);
+    coopMatPerElementNV(o, o, rescaled);
     TILE(float16_t, BC, D, gl_MatrixUseB) v;
     coopMatLoadTensorNV(v, v4_in, k_at, sliceTensorLayoutNV(tk, col0, BC, 0, D));
-    o = coopMatMulAdd(TILE(float16_t, BR, BC, gl_MatrixUseA)(p), v, o);
+    o = coopMatMulAdd(p16, v, o);
   }
 
-  OUT l_rows;
-  coopMatReduceNV(l_rows, l, gl_CooperativeMatrixReduceRowNV, max_of);
-  coopMatPerElementNV(o, o, normalized, l_rows);
+  barrier();
+  coopMatPerElementNV(o, o, normalized);
   coopMatStoreTensorNV(TILE(float16_t, BR, D, gl_MatrixUseA)(o), o4_out, q_at, sliceTensorLayoutNV(tq, row0, BR, 0, D));
-
-  SCORES x;
-  coopMatPerElementNV(x, m, row_lse, l);
-  flash_store_rows(x, lse_out, pc.sq, 1u, 0u);
-  coopMatPerElementNV(x, m, stats_max, l);
-  flash_store_rows(x, stats_out, pc.sq, 2u, 0u);
-  coopMatPerElementNV(x, l, stats_log2_sum);
-  flash_store_rows(x, stats_out, pc.sq, 2u, 1u);
+  // lse = m |scale| + ln l (m with a mask), stats (m, log2 l); -inf for rows that saw nothing.
+  for (uint r = gl_LocalInvocationID.x; r < BR && row0 + r < pc.sq; r += gl_WorkGroupSize.x) {
+    const float m = row_m[r], l = row_l[r];
+    const uint at = bh * pc.sq + row0 + r;
+    lse_out[at] = l == 0.0 ? -OA_INF : fma(m, MASKED ? 1.0 : scale_abs, log2(l) * OA_LN2);
+    stats_out[2u * at] = l == 0.0 ? -OA_INF : m;
+    stats_out[2u * at + 1u] = l == 0.0 ? -OA_INF : log2(l);
+  }
 }

@@ -875,9 +875,12 @@ std::uint64_t coop_attention_shared_bytes(const CoopAttentionTile& t, std::uint6
 }
 
 // flash_forward_coopmat2.comp with tile t, where the device and dtype allow it.
+// Its row sums are P x ones: the device needs the br x bc x bc product too.
 std::optional<ComputeDispatch> workgroup_coopmat_forward(const Engine& engine, const FlashProblem& p, const WorkgroupAttentionTile& t,
                                                          const Matrix& q) {
-  if (!workgroup_tile_serves(engine, p, t, q)) return std::nullopt;
+  if (!workgroup_tile_serves(engine, p, t, q) ||
+      !engine.device().has_workgroup_cooperative_matrix(DType::F16, DType::F32, t.br, t.bc, t.bc, 2 * t.br))
+    return std::nullopt;
   ComputeDispatch c;
   c.kernel = kernels::ml_attention_flash_forward_coopmat2;
   c.specialization = workgroup_tile_specialization(p, t);
