@@ -144,7 +144,9 @@ std::vector<TuneCase> attention_cases(bool quick) {
 // channel, taps, transposed. Forward and weight gradient (of the weight
 // alone) for conv.wgrad_tile where the tiled kernel serves it: not depthwise,
 // more than 16 weights per output channel. The f16 forward of the ungrouped
-// convolutions (not transposed) for conv.half_forward.
+// convolutions (not transposed) for conv.half_forward; the f16 forward and
+// weight gradient of the ungrouped ones for conv.half_wgrad (keyed by the
+// narrow side: output channels and positions, a transposed one's input).
 std::vector<TuneCase> conv_cases(bool quick) {
   std::vector<TuneCase> cases;
   for (const oa_bench::Conv& full : oa_bench::kLayers) {
@@ -180,6 +182,19 @@ std::vector<TuneCase> conv_cases(bool quick) {
       };
     };
     if (!depthwise && wgrad_keys[1] > 16) cases.push_back({"conv.wgrad_tile", c.model + std::string("_wgrad"), wgrad_keys, {}, wgrad_setup});
+    if (c.groups == 1) {
+      const std::vector<std::int64_t> half_wgrad_keys{c.n, oa_bench::transposed(c) ? c.c_in : c.c_out, 1,
+                                                      oa_bench::transposed(c) ? in_positions : keys[3], taps, 0};
+      auto half_wgrad_setup = [c](const oa::Engine& e) -> Step {
+        const oa::Matrix x = oa::matrix::cast(input(oa_bench::conv_input_shape(c), 1, e, false), oa::DType::F16);
+        const oa::Matrix w = input(oa_bench::conv_weight_shape(c), 2, e, true);
+        return [=] {
+          const oa::Matrix y = oa_bench::conv_forward(c, x, oa::matrix::cast(w, oa::DType::F16), oa::Matrix());
+          oa::backward(oa::matrix::cast(y, oa::DType::F32), oa::Matrix::ones(y.shape(), e));
+        };
+      };
+      cases.push_back({"conv.half_wgrad", c.model + std::string("_f16_wgrad"), half_wgrad_keys, {}, half_wgrad_setup});
+    }
     const bool winograd = c.dims == 2 && c.groups == 1 && c.k == 3 && c.stride == 1;
     if (c.groups > 1 || winograd) cases.push_back({"conv.kernel", c.model, keys, {}, setup});
   }

@@ -174,22 +174,26 @@ void append_gemm_tiles(const Engine& engine, const GemmProblem& p, const GemmTil
   d.bindings = {a.binding, b.binding, dst.binding, bias && !work ? bias->binding : a.binding};
   auto stride = [&](const GemmOperand& o) { return u32(q > 1 ? o.batch_stride : 0); };
   // Split-K partials go to `work` ([splits, q, m, n], plain products); the epilogue then applies alpha, beta and bias.
-  d.push.set(push::matrix_gemm{.gemm = {.M = u32(p.m),
-                                        .N = u32(p.n),
-                                        .K = u32(p.k),
-                                        .splits = u32(splits),
-                                        .kchunk = u32(t.split.kchunk),
-                                        .a_off = a.offset,
-                                        .a_stride = stride(p.a),
-                                        .b_off = b.offset,
-                                        .b_stride = stride(p.b),
-                                        .c_off = work ? 0u : c.offset,
-                                        .c_stride = work ? u32(c_ext) : stride(p.c),
-                                        .c_split_stride = work ? u32(q * c_ext) : 0u,
-                                        .bias_off = work || !bias ? 0u : bias->offset,
-                                        .alpha = work ? 1.0f : p.alpha,
-                                        .beta = work ? 0.0f : p.beta,
-                                        .has_bias = !work && bias ? 1u : 0u}});
+  const push::matrix_gemm_problem problem{.M = u32(p.m),
+                                          .N = u32(p.n),
+                                          .K = u32(p.k),
+                                          .splits = u32(splits),
+                                          .kchunk = u32(t.split.kchunk),
+                                          .a_off = a.offset,
+                                          .a_stride = stride(p.a),
+                                          .b_off = b.offset,
+                                          .b_stride = stride(p.b),
+                                          .c_off = work ? 0u : c.offset,
+                                          .c_stride = work ? u32(c_ext) : stride(p.c),
+                                          .c_split_stride = work ? u32(q * c_ext) : 0u,
+                                          .bias_off = work || !bias ? 0u : bias->offset,
+                                          .alpha = work ? 1.0f : p.alpha,
+                                          .beta = work ? 0.0f : p.beta,
+                                          .has_bias = !work && bias ? 1u : 0u};
+  if (t.push)
+    t.push(d, problem);
+  else
+    d.push.set(push::matrix_gemm{.gemm = problem});
   d.groups = {static_cast<std::uint64_t>(t.gx), static_cast<std::uint64_t>(t.gy), static_cast<std::uint64_t>(q * splits)};
   out.push_back(std::move(d));
   if (work) {

@@ -2,6 +2,7 @@
 // The batched GEMM lowering that op families (linalg, convolution, attention)
 // share. Internal to the library.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -104,16 +105,19 @@ GemmSplitK gemm_split_k(std::int64_t k, std::int64_t groups, std::int64_t busy, 
                         std::int64_t step);
 
 // The kernel of a tiled lowering: its specialization, workgroups per batch item
-// along N (gx) and M (gy), and the K split.
+// along N (gx) and M (gy), the K split, and for a kernel with a push block of
+// its own (the problem one part of it, as ml/conv/igemm_coopmat's) the
+// function that sets it from the problem part (empty: shaders/matrix/gemm.push.h).
 struct GemmTiles {
   std::string_view kernel;
   std::vector<std::uint32_t> spec;
   std::int64_t gx = 0, gy = 0;
   GemmSplitK split{};
+  std::function<void(runtime::ComputeDispatch&, const push::matrix_gemm_problem&)> push;
 };
 // Appends the dispatch of t.kernel over q batch items (windows a, b and c of
-// them; push constants as shaders/matrix/gemm.comp declares them, offsets in
-// elements), and with split K its f32 workspace and the epilogue that sums it.
+// them; offsets in elements), and with split K its f32 workspace and the
+// epilogue that sums it.
 void append_gemm_tiles(const Engine& engine, const GemmProblem& p, const GemmTiles& t, std::int64_t q, const ElementWindow& a,
                        const ElementWindow& b, const ElementWindow& c, const ElementWindow* bias,
                        std::vector<runtime::ComputeDispatch>& out);

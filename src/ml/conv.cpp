@@ -887,7 +887,8 @@ bool lower_conv_half_implicit(const Relation& r, bool wide, const Matrix& src, c
                                            .kernel_hw = pair(r.kh, r.kw),
                                            .stride_hw = pair(r.sh, r.sw),
                                            .padding_hw = pair(r.ph, r.pw),
-                                           .dilation_hw = pair(r.dh, r.dw)});
+                                           .dilation_hw = pair(r.dh, r.dw),
+                                           .positions = u32(p)});
     d.groups = {detail::groups_for(p, tile->bn), detail::groups_for(m, tile->bm), static_cast<std::uint64_t>(q)};
     out.push_back(std::move(d));
   }
@@ -901,13 +902,81 @@ void lower_conv_half_any(const Relation& r, bool wide, const Matrix& src, const 
   if (!lower_conv_half_implicit(r, wide, src, weight, bias, dst, op, out)) lower_conv_half(r, wide, src, weight, bias, dst, op, out);
 }
 
+// Split-K bounds of the implicit weight gradient, whose K (the batch's output
+// positions) is long and whose C (the weight) is small.
+constexpr std::int64_t kWgradSplitMinK = 1024;
+constexpr std::int64_t kWgradMaxSplits = 16;
+
+// The 16-bit weight gradient of groups 1 as one tensor-core implicit GEMM
+// over the whole batch, channels last (ml/conv/igemm_coopmat, MODE 2): the
+// output gradient permuted to [CN, N, P] (one strided copy), the wide input
+// transposed to [N, H, W, CW], then dWt [CN, T * CW] = dY' x cols (K split
+// into f32 partials summed by matrix/gemm_epilogue), transposed back to
+// [CN, CW, T]. Returns that f32 gradient, or an undefined Matrix (appending
+// nothing) where the device lacks the dtype's cooperative matrices, the
+// tuning point conv.half_wgrad chooses columns, CW is not a multiple of 8,
+// the extents pass the shader's limits or no tile fits.
+Matrix lower_weight_grad_half_implicit(const Relation& r, const Matrix& narrow, const Matrix& wide, const char* op,
+                                       std::vector<ComputeDispatch>& out) {
+  const Engine& engine = narrow.engine();
+  const DeviceInfo& dev = engine.device();
+  const DType dtype = narrow.dtype();
+  const std::int64_t p = r.hn * r.wn, taps = r.kh * r.kw, k = r.n * p, n = taps * r.cw, wide_image = r.cw * r.hw * r.ww;
+  if (r.n == 0 || r.groups != 1 || r.cw % 8 != 0 || !detail::has_coop_gemm(dev, dtype) || k >= kChannelsLastLimit ||
+      n >= kChannelsLastLimit)
+    return Matrix();
+  for (std::int64_t v : {r.kh, r.kw, r.sh, r.sw, r.ph, r.pw, r.dh, r.dw})
+    if (v > 0xffff) return Matrix();
+  // Each operand in one binding.
+  const auto words = static_cast<std::int64_t>(dev.max_storage_buffer_range / 4) - 64;
+  if (r.cn * k / 2 + 1 > words || r.n * wide_image / 2 + 1 > words) return Matrix();
+  const std::shared_ptr<const Tuning> tuning = tuning_of(engine);
+  const std::int64_t keys[] = {r.n, r.cn, r.groups, p, taps, 0};
+  if (tuning->choose("conv.half_wgrad", keys) != "implicit") return Matrix();
+  const Matrix dy = detail::allocate(engine, Shape{r.cn * k}, dtype), cols = detail::allocate(engine, Shape{r.n * wide_image}, dtype);
+  const Matrix dwt = detail::allocate(engine, Shape{r.cn * n}), dw = detail::allocate(engine, Shape{r.cn * n});
+  detail::GemmProblem g{.m = r.cn, .n = n, .k = k};
+  g.a = {&dy};
+  g.b = {&cols};
+  g.c = {&dwt};
+  const detail::CoopTile* tile = detail::choose_coop_tile(*tuning, dev, g, true);
+  if (!tile) return Matrix();
+  detail::permute_into(op, dtype, narrow.storage(), Shape{r.n, r.cn, p}, dy.storage(), {1, 0, 2}, out);
+  detail::transpose_into(engine, op, dtype, wide.storage(), cols.storage(), r.n, r.cw, r.hw * r.ww, out);
+  const detail::GemmSplitK split = detail::gemm_split_k(k, detail::gemm_tile_count(g, tile->bm, tile->bn),
+                                                        detail::gemm_busy_groups(*tuning, g, detail::kGemmBusyGroups),
+                                                        kWgradSplitMinK, kWgradMaxSplits, tile->bk);
+  std::vector<std::uint32_t> spec = detail::coop_specialization(dev, *tile, {.vec_a = k % 8 == 0, .direct_c = n % 4 == 0});
+  spec.push_back(2);  // MODE: weight gradient
+  const auto pair = [](std::int64_t h, std::int64_t w) { return u32(h | (w << 16)); };
+  const auto push = [&](ComputeDispatch& d, const push::matrix_gemm_problem& problem) {
+    d.push.set(push::ml_conv_igemm_coopmat{.gemm = problem,
+                                           .in_h = u32(r.hw),
+                                           .in_w = u32(r.ww),
+                                           .out_w = u32(r.wn),
+                                           .kernel_hw = pair(r.kh, r.kw),
+                                           .stride_hw = pair(r.sh, r.sw),
+                                           .padding_hw = pair(r.ph, r.pw),
+                                           .dilation_hw = pair(r.dh, r.dw),
+                                           .positions = u32(p)});
+  };
+  const std::string_view kernel = dtype == DType::F16 ? kernels::ml_conv_igemm_coopmat : kernels::ml_conv_igemm_coopmat_bf16;
+  detail::append_gemm_tiles(engine, g,
+                            {kernel, spec, detail::ceil_div(n, tile->bn), detail::ceil_div(r.cn, tile->bm), split, push}, 1,
+                            detail::gemm_window(dy, 0, r.cn * k, Access::Read), detail::gemm_window(cols, 0, r.n * wide_image, Access::Read),
+                            detail::gemm_window(dwt, 0, r.cn * n, Access::Write), nullptr, out);
+  detail::transpose_into(engine, op, DType::F32, dwt.storage(), dw.storage(), r.cn, taps, r.cw, out);
+  return dw;
+}
+
 // The 16-bit counterpart of lower_weight_grad: the weight gradient (shape
 // `weight`) from the narrow and wide tensors of one dtype. Returns the matrix
 // it writes: the gradient in that dtype where one chunk holds the batch (one
 // GEMM rounds straight into it), else its f32 sum over the chunks, for the
-// caller to round.
+// caller to round. Takes lower_weight_grad_half_implicit where it applies.
 Matrix lower_weight_grad_half(const Relation& r, const Matrix& narrow, const Matrix& wide, const Shape& weight, const char* op,
                               std::vector<ComputeDispatch>& out) {
+  if (Matrix dw = lower_weight_grad_half_implicit(r, narrow, wide, op, out); dw.defined()) return dw.reshape(weight.to_vector());
   const Engine& engine = narrow.engine();
   const DType dtype = narrow.dtype();
   const std::int64_t p = r.hn * r.wn, rows = r.cw * r.kh * r.kw, kg = rows / r.groups, cng = r.cn / r.groups;

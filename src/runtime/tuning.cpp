@@ -165,6 +165,10 @@ const std::vector<TuningPoint>& tuning_points() {
        "forward and a convolution's input gradient): one tensor-core implicit GEMM that gathers its operand from the input "
        "(implicit), or explicit 16-bit columns, a GEMM into f32 and a pass that adds the bias and rounds (columns, the "
        "path grouped 16-bit convolutions and weight gradients take)"},
+      {"conv.half_wgrad", conv_keys, {"implicit", "columns"},
+       "the ungrouped f16 / bf16 convolution weight gradients on devices with cooperative matrices (key transposed 0): "
+       "one tensor-core implicit GEMM over the batch, channels last (implicit), or explicit 16-bit columns and a GEMM per "
+       "chunk of images (columns)"},
       {"conv.wgrad_tile", {"channels", "columns", "positions"}, {"128x128", "64x64", "16x32"},
        "the convolution weight gradient's GEMM tile: output channels per group x weight columns (input channels per "
        "group x taps) per workgroup, reducing over the positions (batch x output positions)"},

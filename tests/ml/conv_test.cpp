@@ -1244,4 +1244,67 @@ TEST(ConvHalf, ImplicitGemmTransposedEveryTile) {
     }
 }
 
+// ── The tensor-core implicit weight gradient ───────────────────────────────
+// conv.half_wgrad = implicit: where the wide side's channels are a multiple of
+// 8, ml/conv/igemm_coopmat (WGRAD) over the whole batch, channels last, K
+// split (permute, transpose, GEMM, maybe the split's epilogue, transpose
+// back); elsewhere the columns path. Against the f32 gradients of the same
+// rounded values within the accumulation bound (as check_half), on the
+// implicit forward's and the transposed gather's cases (those with stride 1
+// and more included), where the device has f16 or bf16 cooperative matrices.
+
+// The weight gradient of sum(g * y) for k on x and w (no bias) under
+// conv.half_wgrad = `path`, and the dispatches of the backward op.
+std::pair<std::vector<float>, std::uint32_t> half_weight_grad(const Case& k, DType d, const HalfInput& x, const HalfInput& w,
+                                                               const std::vector<float>& g, const std::string& path) {
+  const oa_test::Forced forced("conv.half_wgrad", path);
+  const Matrix leaf = oa::set_requires_grad(Matrix::from_vector(w.leaf.shape(), w.v));
+  const Matrix y = call(k, oa::matrix::cast(Matrix::from_vector(x.leaf.shape(), x.v), d), oa::matrix::cast(leaf, d), Matrix());
+  oa::TraceCapture trace(x.m.engine());
+  oa::backward(oa::matrix::cast(y, DType::F32), Matrix::from_vector(y.shape(), g));
+  const auto ops = trace.ops();
+  const std::string label = std::string("oa::ml::conv") + (k.transposed ? "_transpose" : "") + (k.one_d ? "_1d" : "_2d") + " backward";
+  const auto op = std::find_if(ops.begin(), ops.end(), [&](const oa::SemanticOp& o) { return o.label() == label; });
+  EXPECT_NE(op, ops.end()) << label;
+  return {oa::grad(leaf).to_vector(), op == ops.end() ? 0u : op->dispatches};
+}
+
+void check_implicit_wgrad(Case k, DType d) {
+  k.bias = false;
+  SCOPED_TRACE(describe(k) + " " + std::string(oa::to_string(d)));
+  const HalfInput x = half_input(act_shape(k, k.c, k.h, k.w), d, 61), w = half_input(weight_shape(k), d, 62);
+  Dims out;
+  reference(k, widen(x.v), widen(w.v), {}, out);
+  const auto g = ref::rounded(format_of(d), random_values(out[0] * out[1] * out[2] * out[3], 64));
+  const auto want = f32_gradients(k, widen(x.v), widen(w.v), {}, widen(g))[1];
+  const auto magnitude = f32_gradients(k, absolute(x.v), absolute(w.v), {}, absolute(g))[1];
+  const double terms = 2 * static_cast<double>(out[0] * out[2] * out[3] + x.leaf.numel());
+  const auto [implicit, dispatches] = half_weight_grad(k, d, x, w, g, "implicit");
+  const std::int64_t wide_channels = k.transposed ? k.o : k.c;
+  if (wide_channels % 8 == 0) {
+    EXPECT_GE(dispatches, 4u);  // permute, transpose, GEMM (and an epilogue), transpose back
+    EXPECT_LE(dispatches, 5u);
+  } else {
+    EXPECT_GE(dispatches, 3u);  // columns: two column passes and a GEMM (and its split's epilogue)
+    EXPECT_LE(dispatches, 4u);
+  }
+  expect_half_close(implicit, want, magnitude, terms, d, "implicit weight gradient", 0x1p-22);
+  const auto [columns, column_dispatches] = half_weight_grad(k, d, x, w, g, "columns");
+  EXPECT_GE(column_dispatches, 3u);
+  EXPECT_LE(column_dispatches, 4u);
+  expect_half_close(columns, want, magnitude, terms, d, "columns weight gradient", 0x1p-22);
+}
+
+TEST(ConvHalf, ImplicitWeightGradient) {
+  const std::vector<DType> dtypes = coop_dtypes();
+  if (dtypes.empty())
+    GTEST_SKIP() << "the device has no cooperative matrices (f16 or bf16 * the same + f32 -> f32, 16x16x16, subgroup scope)";
+  for (DType d : dtypes) {
+    for (const Case& k : implicit_cases()) check_implicit_wgrad(k, d);
+    for (const Case& k : implicit_transposed_cases()) check_implicit_wgrad(k, d);
+    // A long K (4 images of 48 x 40 positions) that splits, 64 wide channels.
+    check_implicit_wgrad(conv2d(4, 64, 32, 48, 40, 3, 3, params({1, 1}, {1, 1}, {1, 1})), d);
+  }
+}
+
 }  // namespace

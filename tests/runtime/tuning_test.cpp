@@ -194,6 +194,13 @@ TEST(RuntimeTuning, ShippedTablesKeepTheMeasuredRules) {
     EXPECT_EQ(t->choose("conv.half_forward", {32, 256, 1, 196, 9, 0}), "columns");
     EXPECT_EQ(t->choose("conv.half_forward", {16, 512, 1, 784, 9, 0}), "columns");
     EXPECT_EQ(t->choose("conv.half_forward", {32, 256, 1, 3136, 1, 0}), "implicit");
+    // The implicit weight gradient for 3x3 problems to 64 output channels (ResNet-50 layer 1, VGG-16 conv1_2); columns
+    // for wider outputs and 1x1 kernels.
+    EXPECT_EQ(t->choose("conv.half_wgrad", {32, 64, 1, 3136, 9, 0}), "implicit");
+    EXPECT_EQ(t->choose("conv.half_wgrad", {8, 64, 1, 50176, 9, 0}), "implicit");
+    EXPECT_EQ(t->choose("conv.half_wgrad", {16, 256, 1, 3136, 9, 0}), "columns");
+    EXPECT_EQ(t->choose("conv.half_wgrad", {32, 128, 1, 784, 9, 0}), "columns");
+    EXPECT_EQ(t->choose("conv.half_wgrad", {32, 256, 1, 3136, 1, 0}), "columns");
     // The transposed direction (wide from narrow): the gather for 3x3 problems to 64 wide-side channels from 3000
     // positions (ResNet-50 layer 1's and VGG-16 conv1_2's input gradients), columns for Darknet-53's 128 channels, the
     // 2x2 up-convolutions and 512 channels; the forward's rules do not reach it.

@@ -4,12 +4,12 @@
 // image b of the input, never stored (OA_GEMM_GATHER_B), C_b written into
 // image b of the output (NCHW) with bias[m] per output channel, rounded
 // once. Geometry as ml/conv/geometry.glsl (groups 1).
-//   Forward (TRANSPOSED false): narrow [N, CN, HN, WN] from wide
+//   Forward (MODE 0): narrow [N, CN, HN, WN] from wide
 //     [N, CW, HW, WW]: C_b [CN, HN * WN] = W [CN, K] x cols_b [K, HN * WN],
 //     K = CW * KH * KW (k = (c * KH + ky) * KW + kx, the weight's own
 //     layout); cols_b[k, (yo, xo)] = wide (c, yo * sh - ph + ky * dh,
 //     xo * sw - pw + kx * dw), 0 outside the image.
-//   Transposed gather (TRANSPOSED true): wide from narrow (a transposed
+//   Transposed gather (MODE 1): wide from narrow (a transposed
 //     convolution's forward, a convolution's input gradient):
 //     C_b [CW, HW * WW] = Wt [CW, K] x rows_b [K, HW * WW], K = CN * KH * KW
 //     (Wt the weight permuted to [CW, CN, KH, KW] by the host);
@@ -25,8 +25,15 @@
 // a copy op(B_b)[k .. k + 7, n] is 8 adjacent channels of one input pixel:
 // one uvec4 load, or zeros where the tap falls outside the image. The
 // transposed gather is then taken at stride 1 only.
+//   Weight gradient (MODE 2; channels last, TRANS_B false): dWt [CN, T * CW]
+//     = dY' [CN, N * P] x cols [N * P, T * CW] over the whole batch (dY' the
+//     output gradient permuted to [CN, N, P]; dWt's columns (tap, channel),
+//     channel fastest), cols[(b, p), (tap, c .. c + 7)] the 8 channels of
+//     the input pixel tap (ky, kx) of output position p of image b reads;
+//     K may be split (f32 partial products).
 // Push constants: ml/conv/igemm_coopmat.push.h; the host passes TRANS_A and
-// VEC_B false, C_DT and BIAS_DT the dtype's code, one K split.
+// VEC_B false, the forward and transposed C_DT and BIAS_DT the dtype's code
+// and one K split.
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -37,7 +44,9 @@
 #include "common/oa.glsl"
 #include "ml/conv/igemm_coopmat.push.h"
 
-layout(constant_id = 15) const bool TRANSPOSED = false;
+// 0: forward, 1: transposed gather, 2: weight gradient (see the top).
+layout(constant_id = 15) const uint MODE = 0;
+const bool TRANSPOSED = MODE == 1u, WGRAD = MODE == 2u;
 
 #define OA_GEMM_OWN_PUSH
 #define OA_GEMM_ROW_BIAS
@@ -82,7 +91,23 @@ uvec4 conv_gather_channels_last(uint k, uint n) {
   return b4[(bbase + (uint(y) * pc.in_w + uint(x)) * channels + c) >> 3];
 }
 
-// The copy at (k, n): channels last (TRANS_B), the function above; else
+// cols[k, n .. n + 7] of the weight gradient (see the top): k = b * P + p,
+// n = (ky * KW + kx) * C + c, the input stored [N, H, W, C] from bbase.
+uvec4 conv_gather_wgrad(uint k, uint n) {
+  if (k >= kend || n >= pc.N) return uvec4(0u);
+  const uint kh = pc.kernel_hw & 0xffffu, kw = pc.kernel_hw >> 16, channels = pc.N / (kh * kw);
+  const uint image = quotient(k, pc.positions, 1.0 / float(pc.positions)), p = k - image * pc.positions;
+  const uint yo = quotient(p, pc.out_w, 1.0 / float(pc.out_w)), xo = p - yo * pc.out_w;
+  const uint tap = quotient(n, channels, 1.0 / float(channels)), c = n - tap * channels;
+  const uint ky = quotient(tap, kw, 1.0 / float(kw)), kx = tap - ky * kw;
+  const int y = int(yo * (pc.stride_hw & 0xffffu) + ky * (pc.dilation_hw & 0xffffu)) - int(pc.padding_hw & 0xffffu);
+  const int x = int(xo * (pc.stride_hw >> 16) + kx * (pc.dilation_hw >> 16)) - int(pc.padding_hw >> 16);
+  if (y < 0 || x < 0 || y >= int(pc.in_h) || x >= int(pc.in_w)) return uvec4(0u);
+  return b4[(bbase + ((image * pc.in_h + uint(y)) * pc.in_w + uint(x)) * channels + c) >> 3];
+}
+
+// The copy at (k, n): the weight gradient's (WGRAD) or channels last
+// (TRANS_B), the functions above; else
 // B_b[k, n .. n + 7] of the current image (bbase): k = (c, ky, kx) is
 // decomposed once, the 8 output positions (yo, xo) walked along x with row
 // wrap, each reading input (c, yi, xi): forward yi = yo * sh + y0 with
@@ -90,6 +115,7 @@ uvec4 conv_gather_channels_last(uint k, uint n) {
 // where it divides (x alike). Where the 8 lie in one output row at stride 1
 // and their taps in one input row, they are 8 adjacent elements.
 uvec4 conv_gather_b(uint k, uint n) {
+  if (WGRAD) return conv_gather_wgrad(k, n);
   if (TRANS_B) return conv_gather_channels_last(k, n);
   if (k >= kend || n >= pc.N) return uvec4(0u);
   const uint kh = pc.kernel_hw & 0xffffu, kw = pc.kernel_hw >> 16, taps = kh * kw;
