@@ -210,3 +210,21 @@ def argsort(input, dim=-1, descending=False, stable=False):
 def tensor_argsort(self, dim=-1, descending=False, stable=False):
     """x.argsort(dim=-1, descending=False, stable=False): oa.argsort(x, ...) (torch.Tensor.argsort)."""
     return sorted_along(self, dim, descending, stable, "oa.Tensor.argsort").indices
+
+
+def _integer(name):
+    """Tensor.int() and Tensor.long() as torch's, in int32 (oa's one integer dtype; torch's long is int64)."""
+
+    def convert(self):
+        if self.is_floating_point():
+            raise _oa.UnsupportedError(f"oa.Tensor.{name}: no conversion from {self.dtype.name} to int32 (oa converts "
+                                       "int32 and bool to int32, and no float dtype to an integer one)")
+        return self.to(_oa.dtype.int32)
+    convert.__name__ = name
+    convert.__doc__ = (f"torch.Tensor.{name}(): an int32 copy of an int32 or bool tensor (oa's integer dtype is "
+                       "int32). Errors: oa.UnsupportedError for a float tensor (oa has no float-to-integer conversion).")
+    return convert
+
+
+tensor_int = _integer("int")
+tensor_long = _integer("long")

@@ -19,6 +19,7 @@ import numpy as np
 
 from ._oa import optim as _c
 from ._oa.optim import Optimizer, clip_grad_norm_, warmup_cosine_lr
+from .nn.modules import zero_grads
 
 __all__ = ["Adam", "AdamW", "Optimizer", "SGD", "clip_grad_norm_", "warmup_cosine_lr"]
 
@@ -134,7 +135,13 @@ class AdamW(_c.AdamW):
         self._group_given = {"params": params, **options}
 
 
+def _zero_grad(self, set_to_none=True):
+    """Clears every parameter's gradient (None), or with set_to_none=False zeroes it in place, as torch."""
+    zero_grads(self._group_given["params"], set_to_none)
+
+
 for _cls in (SGD, Adam, AdamW):
     _cls.param_groups = property(lambda self: [_ParamGroup(self)],
                                  doc="torch's param_groups: one group; its 'lr' sets optimizer.lr (see oa.optim).")
+    _cls.zero_grad = _zero_grad
 del _cls

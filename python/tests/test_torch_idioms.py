@@ -39,3 +39,66 @@ def test_pooling_kernel_past_the_input_names_the_call_and_the_given_shape(pool):
     with pytest.raises(oa.InvalidArgumentError, match=message.replace(r"\[2, 3, 3\]", r"\[1, 2, 3, 3\]")):
         getattr(oa.nn, pool.replace("_pool2d", "Pool2d").capitalize().replace("pool", "Pool"))(6, padding=1)(
             oa.randn(1, 2, 3, 3))
+
+
+def test_no_grad_decorates_with_and_without_parentheses():
+    x = oa.ones(2, requires_grad=True)
+
+    @oa.no_grad()
+    def called(t):
+        return t * 2
+
+    @oa.no_grad
+    def bare(t):
+        return t * 2
+    assert not called(x).requires_grad and not bare(x).requires_grad and bare.__name__ == "bare"
+    assert (x * 2).requires_grad and oa.is_grad_enabled()
+    with oa.no_grad():
+        assert not (x * 2).requires_grad
+
+
+def test_nn_utils_clip_grad_and_zero_grad_set_to_none():
+    lin = oa.nn.Linear(2, 2)
+    lin(oa.full((1, 2), 10.0)).sum().backward()
+    norm = oa.nn.utils.clip_grad_norm_(lin.parameters(), max_norm=1.0, norm_type=2.0, error_if_nonfinite=True)
+    assert norm.item() > 1.0 and abs(sum(float((p.grad ** 2).sum()) for p in lin.parameters()) - 1.0) < 1e-4
+    oa.nn.utils.clip_grad_value_(lin.weight, 0.1)
+    assert float(lin.weight.grad.abs().max()) <= 0.1 + 1e-7
+    with pytest.raises(oa.InvalidArgumentError, match="clip_grad_norm_: norm_type 1"):
+        oa.nn.utils.clip_grad_norm_(lin.parameters(), 1.0, norm_type=1)
+    bad = oa.ones(2, requires_grad=True)
+    (bad * float("inf")).sum().backward()
+    with pytest.raises(RuntimeError, match="non-finite"):
+        oa.nn.utils.clip_grad_norm_([bad], 1.0, error_if_nonfinite=True)
+    opt = oa.optim.AdamW(lin.parameters(), lr=0.1)
+    opt.zero_grad(set_to_none=False)
+    assert lin.weight.grad is not None and float(lin.weight.grad.abs().sum()) == 0.0
+    opt.zero_grad()
+    assert lin.weight.grad is None
+    lin(oa.ones(1, 2)).sum().backward()
+    lin.zero_grad(set_to_none=False)
+    assert float(lin.bias.grad.abs().sum()) == 0.0
+    lin.zero_grad()
+    assert lin.bias.grad is None
+
+
+def test_module_apply_and_absent_parameters_are_none():
+    seen = []
+    model = oa.nn.Sequential(oa.nn.Linear(2, 3, bias=False), oa.nn.Sequential(oa.nn.LayerNorm(3)))
+    assert model.apply(lambda m: seen.append(type(m).__name__)) is model
+    assert seen == ["Linear", "LayerNorm", "Sequential", "Sequential"]
+    assert model[0].bias is None and "bias" not in dict(model.named_parameters())
+    assert oa.nn.Conv2d(1, 2, 3, bias=False).bias is None
+    assert oa.nn.LayerNorm(3, elementwise_affine=False).weight is None
+    assert oa.nn.BatchNorm2d(3, affine=False).bias is None
+    assert oa.nn.Linear(2, 3).bias.shape == (3,)
+
+
+def test_top_level_reshapes_and_integer_conversions():
+    x = oa.ones(2, 1, 3)
+    assert oa.flatten(x, 1).shape == (2, 3) and oa.squeeze(x, 1).shape == (2, 3)
+    assert oa.unsqueeze(x, 0).shape == (1, 2, 1, 3) and oa.clone(x).shape == x.shape
+    t = oa.tensor([True, False])
+    assert t.long().dtype == oa.int32 and t.long().tolist() == [1, 0] and oa.tensor([3]).int().tolist() == [3]
+    with pytest.raises(oa.UnsupportedError, match="oa.Tensor.long: no conversion from float32 to int32"):
+        oa.ones(2).long()
