@@ -102,3 +102,43 @@ def test_top_level_reshapes_and_integer_conversions():
     assert t.long().dtype == oa.int32 and t.long().tolist() == [1, 0] and oa.tensor([3]).int().tolist() == [3]
     with pytest.raises(oa.UnsupportedError, match="oa.Tensor.long: no conversion from float32 to int32"):
         oa.ones(2).long()
+
+
+def _rates(scheduler_of, steps=6, lr=0.1):
+    opt = oa.optim.SGD([oa.ones(2, requires_grad=True)], lr=lr)
+    scheduler = scheduler_of(opt)
+    rates = [opt.param_groups[0]["lr"]]
+    for _ in range(steps):
+        opt.step()
+        scheduler.step()
+        rates.append(opt.param_groups[0]["lr"])
+    assert scheduler.get_last_lr() == [rates[-1]] and opt.lr == pytest.approx(rates[-1], rel=1e-6)
+    return pytest.approx(rates), opt, scheduler
+
+
+def test_lr_schedulers_follow_torch():
+    import math
+    from oa.optim.lr_scheduler import CosineAnnealingLR, LambdaLR
+    S = oa.optim.lr_scheduler
+    got, opt, _ = _rates(lambda o: S.StepLR(o, step_size=2, gamma=0.5))
+    assert [0.1, 0.1, 0.05, 0.05, 0.025, 0.025, 0.0125] == got
+    assert opt.param_groups[0]["initial_lr"] == 0.1
+    assert [0.1, 0.01, 0.01, 0.001, 0.001, 0.001, 0.001] == _rates(lambda o: S.MultiStepLR(o, [3, 1]))[0]
+    assert [0.1 * 0.9 ** e for e in range(7)] == _rates(lambda o: S.ExponentialLR(o, 0.9))[0]
+    assert [0.01 + 0.09 * (1 + math.cos(math.pi * e / 4)) / 2 for e in range(7)] == _rates(
+        lambda o: CosineAnnealingLR(o, T_max=4, eta_min=0.01))[0]
+    assert [0.1 * (0.25 + 0.75 * min(e, 3) / 3) for e in range(7)] == _rates(
+        lambda o: S.LinearLR(o, start_factor=0.25, total_iters=3))[0]
+    got, _, scheduler = _rates(lambda o: LambdaLR(o, lambda e: 1 / (e + 1)))
+    assert [0.1 / (e + 1) for e in range(7)] == got
+    assert scheduler.state_dict() == {"base_lrs": [0.1], "last_epoch": 6, "_last_lr": [0.1 * (1 / 7)]}
+
+
+def test_reduce_lr_on_plateau():
+    opt = oa.optim.Adam([oa.ones(2, requires_grad=True)], lr=1.0)
+    scheduler = oa.optim.lr_scheduler.ReduceLROnPlateau(opt, factor=0.5, patience=1)
+    rates = []
+    for loss in [3.0, 2.0, 2.5, 2.5, 2.5, 2.5, 1.0]:
+        scheduler.step(oa.tensor(loss))
+        rates.append(opt.param_groups[0]["lr"])
+    assert rates == [1.0, 1.0, 1.0, 0.5, 0.5, 0.25, 0.25]
