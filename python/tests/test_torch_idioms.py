@@ -142,3 +142,17 @@ def test_reduce_lr_on_plateau():
         scheduler.step(oa.tensor(loss))
         rates.append(opt.param_groups[0]["lr"])
     assert rates == [1.0, 1.0, 1.0, 0.5, 0.5, 0.25, 0.25]
+
+
+def test_gelu_tanh_approximation():
+    import numpy as np
+    from reference import check_gradients
+    x = np.linspace(-3, 3, 13).reshape(1, 13)
+
+    def oracle(v):
+        return 0.5 * v * (1 + np.tanh(np.sqrt(2 / np.pi) * (v + 0.044715 * v ** 3)))
+    check_gradients(lambda t: F.gelu(t, approximate="tanh"), oracle, [x])
+    check_gradients(lambda t: oa.nn.GELU(approximate="tanh")(t), oracle, [x])
+    assert repr(oa.nn.GELU()) == "GELU(approximate='none')"
+    with pytest.raises(oa.InvalidArgumentError, match="gelu: approximate 'erf' must be 'none' or 'tanh'"):
+        F.gelu(oa.ones(2), approximate="erf")

@@ -30,7 +30,6 @@ conv_transpose1d = _f.conv_transpose1d
 conv_transpose2d = _f.conv_transpose2d
 dropout = _f.dropout
 flash_attention = _f.flash_attention
-gelu = _f.gelu
 group_norm = _f.group_norm
 instance_norm = _f.instance_norm
 layer_norm = _f.layer_norm
@@ -102,6 +101,17 @@ def _pointwise_operands(input, target, reduction, op):
                                        f"{input.dtype.name} and {target.dtype.name} (as torch's mean); convert them "
                                        "with .float() or use reduction='sum' or 'none'")
     return input, target
+
+
+def gelu(input, approximate="none"):
+    """torch.nn.functional.gelu: x * Phi(x) (approximate='none', oa's op), or torch's tanh approximation
+    0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) (approximate='tanh', composed of oa's ops). Differentiable.
+    Errors: oa.InvalidArgumentError for another approximate."""
+    if approximate == "tanh":
+        return 0.5 * input * (1 + (math.sqrt(2 / math.pi) * (input + 0.044715 * input * input * input)).tanh())
+    if approximate != "none":
+        raise _oa.InvalidArgumentError(f"{_PREFIX}gelu: approximate {approximate!r} must be 'none' or 'tanh'")
+    return _f.gelu(input)
 
 
 def _pair(value, op, arg):

@@ -862,7 +862,22 @@ def _activation(name, factory, doc):
 
 
 ReLU = _activation("ReLU", _native.relu, "max(x, 0) (oa::ml::nn::ReLU).")
-GELU = _activation("GELU", _native.gelu, "Exact GELU (approximate='none'; oa::ml::nn::GELU).")
+
+
+class GELU(_Native):
+    """torch.nn.GELU: exact (approximate='none'; oa::ml::nn::GELU) or torch's tanh approximation
+    (approximate='tanh'), as oa.nn.functional.gelu."""
+
+    _repr_always = ("approximate",)
+
+    def __init__(self, approximate="none"):
+        super().__init__(_native.gelu())
+        self.approximate = approximate
+
+    def forward(self, input):
+        return functional.gelu(input, self.approximate)
+
+
 SiLU = _activation("SiLU", _native.silu, "x * sigmoid(x) (oa::ml::nn::SiLU).")
 Tanh = _activation("Tanh", _native.tanh, "tanh(x) (oa::ml::nn::Tanh).")
 Sigmoid = _activation("Sigmoid", _native.sigmoid, "1 / (1 + exp(-x)) (oa::ml::nn::Sigmoid).")
