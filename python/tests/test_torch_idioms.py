@@ -156,3 +156,27 @@ def test_gelu_tanh_approximation():
     assert repr(oa.nn.GELU()) == "GELU(approximate='none')"
     with pytest.raises(oa.InvalidArgumentError, match="gelu: approximate 'erf' must be 'none' or 'tanh'"):
         F.gelu(oa.ones(2), approximate="erf")
+
+
+def test_nn_init_fills_in_place_as_torch():
+    init = oa.nn.init
+    lin = oa.nn.Linear(100, 200)
+    weight = lin.weight
+    assert init.normal_(lin.weight, mean=1.0, std=0.02) is weight
+    assert abs(float(weight.std()) - 0.02) < 2e-3 and abs(float(weight.mean()) - 1.0) < 2e-3
+    assert weight.is_leaf and weight.requires_grad and weight.grad_fn is None
+    init.zeros_(lin.bias)
+    assert float(lin.bias.abs().sum()) == 0.0
+    init.constant_(lin.bias, 0.5)
+    assert lin.bias.tolist() == [0.5] * 200
+    bound = (6 / 300) ** 0.5
+    init.xavier_uniform_(weight)
+    assert bound * 0.95 < float(weight.abs().max()) <= bound
+    init.kaiming_normal_(weight, mode="fan_out", nonlinearity="relu")
+    assert abs(float(weight.std()) - (2 / 200) ** 0.5) < 5e-3
+    conv = oa.nn.Conv2d(3, 8, 3)
+    init.kaiming_uniform_(conv.weight, a=5 ** 0.5)  # torch's default init of Conv2d and Linear
+    assert float(conv.weight.abs().max()) <= 1 / 27 ** 0.5
+    assert init.calculate_gain("tanh") == 5 / 3
+    with pytest.raises(ValueError, match="xavier_normal_: Fan in and fan out can not be computed"):
+        init.xavier_normal_(lin.bias)
