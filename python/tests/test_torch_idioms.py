@@ -180,3 +180,18 @@ def test_nn_init_fills_in_place_as_torch():
     assert init.calculate_gain("tanh") == 5 / 3
     with pytest.raises(ValueError, match="xavier_normal_: Fan in and fan out can not be computed"):
         init.xavier_normal_(lin.bias)
+
+
+def test_multinomial_samples_the_weights():
+    import numpy as np
+    oa.manual_seed(3)
+    weights = oa.tensor([[0.1, 0.0, 0.6, 0.3], [1.0, 1.0, 1.0, 1.0]])
+    drawn = oa.multinomial(weights, 4000, replacement=True)
+    assert drawn.dtype == oa.int32 and drawn.shape == (2, 4000)
+    counts = np.stack([np.bincount(row, minlength=4) / 4000 for row in drawn.numpy()])
+    assert np.abs(counts - [[0.1, 0.0, 0.6, 0.3], [0.25] * 4]).max() < 0.04
+    distinct = weights[0].multinomial(3)
+    assert sorted(distinct.tolist()) == [0, 2, 3]
+    with pytest.raises(oa.InvalidArgumentError, match=r"oa.multinomial: cannot sample 5 samples from 4 classes "
+                       r"without replacement \(input \[2, 4\]\)"):
+        oa.multinomial(weights, 5)
