@@ -126,7 +126,6 @@ from ._oa import (
     std,
     logsumexp,
     norm,
-    no_grad,
     ones,
     rand,
     randn,
@@ -156,8 +155,9 @@ from . import optim
 from ._device import tensor_to
 from ._einsum import einsum
 from ._format import tensor_repr
-from ._tensor_ops import (argsort, flip, linspace, randint, retain_grad, sort, tensor_argsort, tensor_flip, tensor_repeat,
-                          tensor_sort, tensor_unbind, unbind)
+from ._grad_mode import no_grad
+from ._tensor_ops import (argsort, flip, linspace, multinomial, randint, retain_grad, sort, tensor_argsort, tensor_flip,
+                          tensor_int, tensor_long, tensor_repeat, tensor_sort, tensor_unbind, unbind)
 
 # torch.softmax, torch.log_softmax and torch.bmm: oa.nn.functional's.
 from .nn.functional import bmm, log_softmax, softmax
@@ -171,6 +171,11 @@ Tensor.unbind = tensor_unbind
 Tensor.sort = tensor_sort
 Tensor.argsort = tensor_argsort
 Tensor.retain_grad = retain_grad
+Tensor.int = tensor_int
+Tensor.long = tensor_long
+Tensor.multinomial = multinomial
+# torch.flatten, torch.squeeze, torch.unsqueeze and torch.clone: the Tensor methods, called as functions.
+flatten, squeeze, unsqueeze, clone = Tensor.flatten, Tensor.squeeze, Tensor.unsqueeze, Tensor.clone
 Tensor.__repr__ = Tensor.__str__ = tensor_repr
 
 # torch's dtype names (oa.bool is torch.bool; Python's bool is builtins.bool).

@@ -210,3 +210,45 @@ def argsort(input, dim=-1, descending=False, stable=False):
 def tensor_argsort(self, dim=-1, descending=False, stable=False):
     """x.argsort(dim=-1, descending=False, stable=False): oa.argsort(x, ...) (torch.Tensor.argsort)."""
     return sorted_along(self, dim, descending, stable, "oa.Tensor.argsort").indices
+
+
+def _integer(name):
+    """Tensor.int() and Tensor.long() as torch's, in int32 (oa's one integer dtype; torch's long is int64)."""
+
+    def convert(self):
+        if self.is_floating_point():
+            raise _oa.UnsupportedError(f"oa.Tensor.{name}: no conversion from {self.dtype.name} to int32 (oa converts "
+                                       "int32 and bool to int32, and no float dtype to an integer one)")
+        return self.to(_oa.dtype.int32)
+    convert.__name__ = name
+    convert.__doc__ = (f"torch.Tensor.{name}(): an int32 copy of an int32 or bool tensor (oa's integer dtype is "
+                       "int32). Errors: oa.UnsupportedError for a float tensor (oa has no float-to-integer conversion).")
+    return convert
+
+
+tensor_int = _integer("int")
+tensor_long = _integer("long")
+
+
+def multinomial(input, num_samples, replacement=False):
+    """torch.multinomial: num_samples int32 class indices per row of input ([C] or [N, C] non-negative weights, not
+    necessarily summing to 1), drawn from oa.manual_seed's stream; without replacement each row's indices are
+    distinct (the Gumbel top-k of log weights), with replacement independent draws (uniforms against the cumulative
+    distribution). Errors: oa.InvalidArgumentError naming the shapes for another rank, an integer input or, without
+    replacement, more samples than classes."""
+    op = "oa.multinomial"
+    if input.dim() not in (1, 2) or not input.is_floating_point():
+        raise _oa.InvalidArgumentError(f"{op}: input {input.dtype.name} {list(input.shape)} must be float weights "
+                                       "[C] or [N, C]")
+    classes = input.shape[-1]
+    if num_samples < 1 or (not replacement and num_samples > classes):
+        raise _oa.InvalidArgumentError(f"{op}: cannot sample {num_samples} samples from {classes} classes "
+                                       f"{'with' if replacement else 'without'} replacement (input "
+                                       f"{list(input.shape)})")
+    weights = input.float()
+    if not replacement:
+        uniform = _oa.rand(list(weights.shape), engine=input.engine)
+        return (weights.log() - (-uniform.log()).log()).topk(num_samples, dim=-1).indices
+    cdf = (weights / weights.sum(-1, keepdim=True)).cumsum(-1).unsqueeze(-2)
+    uniform = _oa.rand([*weights.shape[:-1], num_samples, 1], engine=input.engine)
+    return (cdf <= uniform).sum(-1).clamp(max=classes - 1)

@@ -7,6 +7,7 @@ keyword arguments (oa's optimizers hold one set of hyperparameters: several
 groups raise TypeError; make one optimizer per group).
 warmup_cosine_lr(step, base_lr, warmup_steps, total_steps, min_lr) is the
 schedule `oa train` uses; assign its value to optimizer.lr before each step.
+oa.optim.lr_scheduler has torch's schedulers (StepLR, CosineAnnealingLR, ...).
 state_dict() and load_state_dict() take torch's structure
 ({'state': {i: {...}}, 'param_groups': [{...}]}), and load torch's own.
 optimizer.param_groups is torch's list of one group: group['lr'] reads and
@@ -14,13 +15,19 @@ sets optimizer.lr (as torch's schedulers do); the other keys read the
 hyperparameters, fixed at construction.
 """
 from collections.abc import MutableMapping
+import sys
 
 import numpy as np
 
 from ._oa import optim as _c
 from ._oa.optim import Optimizer, clip_grad_norm_, warmup_cosine_lr
+from .nn.modules import zero_grads
+from . import _lr_scheduler as lr_scheduler
 
-__all__ = ["Adam", "AdamW", "Optimizer", "SGD", "clip_grad_norm_", "warmup_cosine_lr"]
+# `from oa.optim.lr_scheduler import StepLR` as from torch.optim.lr_scheduler.
+sys.modules[__name__ + ".lr_scheduler"] = lr_scheduler
+
+__all__ = ["Adam", "AdamW", "Optimizer", "SGD", "clip_grad_norm_", "lr_scheduler", "warmup_cosine_lr"]
 
 
 def _one_group(name, params, options):
@@ -134,7 +141,13 @@ class AdamW(_c.AdamW):
         self._group_given = {"params": params, **options}
 
 
+def _zero_grad(self, set_to_none=True):
+    """Clears every parameter's gradient (None), or with set_to_none=False zeroes it in place, as torch."""
+    zero_grads(self._group_given["params"], set_to_none)
+
+
 for _cls in (SGD, Adam, AdamW):
     _cls.param_groups = property(lambda self: [_ParamGroup(self)],
                                  doc="torch's param_groups: one group; its 'lr' sets optimizer.lr (see oa.optim).")
+    _cls.zero_grad = _zero_grad
 del _cls

@@ -708,6 +708,8 @@ Matrix where(py::handle condition, py::handle input, py::handle other, const cha
   const auto x = where_operand(input, op, "input"), y = where_operand(other, op, "other");
   const Matrix* xt = std::get_if<Matrix>(&x);
   const Matrix* yt = std::get_if<Matrix>(&y);
+  if (xt) oa::detail::require_same_engine(c, "condition", *xt, "input", op);
+  if (yt) oa::detail::require_same_engine(c, "condition", *yt, "other", op);
   const DType d = xt && yt ? result_type(*xt, *yt)
                   : xt     ? result_type(*xt, std::get<Number>(y))
                   : yt     ? result_type(*yt, std::get<Number>(x))

@@ -620,4 +620,4 @@ def test_layer_reprs_show_their_arguments():
     assert repr(nn.MaxPool2d(2)) == "MaxPool2d(kernel_size=2, stride=None, padding=0)"
     assert repr(nn.ReLU()) == "ReLU()"
     assert repr(nn.Sequential(nn.Linear(2, 3), nn.GELU())) == \
-        "Sequential(\n  (0): Linear(in_features=2, out_features=3, bias=True)\n  (1): GELU()\n)"
+        "Sequential(\n  (0): Linear(in_features=2, out_features=3, bias=True)\n  (1): GELU(approximate='none')\n)"

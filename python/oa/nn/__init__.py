@@ -1,5 +1,5 @@
 """oa.nn: modules (torch.nn's names and constructor arguments) and the functional ops (oa.nn.functional)."""
-from . import functional
+from . import functional, init, utils
 from .modules import (
     AdaptiveAvgPool2d,
     AvgPool2d,

@@ -30,7 +30,6 @@ conv_transpose1d = _f.conv_transpose1d
 conv_transpose2d = _f.conv_transpose2d
 dropout = _f.dropout
 flash_attention = _f.flash_attention
-gelu = _f.gelu
 group_norm = _f.group_norm
 instance_norm = _f.instance_norm
 layer_norm = _f.layer_norm
@@ -104,6 +103,17 @@ def _pointwise_operands(input, target, reduction, op):
     return input, target
 
 
+def gelu(input, approximate="none"):
+    """torch.nn.functional.gelu: x * Phi(x) (approximate='none', oa's op), or torch's tanh approximation
+    0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) (approximate='tanh', composed of oa's ops). Differentiable.
+    Errors: oa.InvalidArgumentError for another approximate."""
+    if approximate == "tanh":
+        return 0.5 * input * (1 + (math.sqrt(2 / math.pi) * (input + 0.044715 * input * input * input)).tanh())
+    if approximate != "none":
+        raise _oa.InvalidArgumentError(f"{_PREFIX}gelu: approximate {approximate!r} must be 'none' or 'tanh'")
+    return _f.gelu(input)
+
+
 def _pair(value, op, arg):
     """An int (repeated) or a sequence of 2 ints as a tuple; TypeError naming `op` and `arg` otherwise."""
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
@@ -120,9 +130,6 @@ def _ceil_extra(input, kernel, stride, padding):
     the input."""
     extra = []
     for n, k, s, p in zip(input.shape[-2:], kernel, stride, padding):
-        if n + 2 * p < k:
-            extra.append(0)  # the pooling op refuses it, naming the shapes
-            continue
         out = -(-(n + 2 * p - k) // s) + 1
         if (out - 1) * s >= n + p:
             out -= 1
@@ -131,6 +138,8 @@ def _ceil_extra(input, kernel, stride, padding):
 
 
 def _pool_geometry(input, kernel_size, stride, padding, op):
+    """(kernel, stride, padding) as pairs; oa.InvalidArgumentError naming `op`, the arguments and input's shape as
+    given when they are out of range or the kernel exceeds the padded input (torch: output size too small)."""
     kernel = _pair(kernel_size, op, "kernel_size")
     stride = kernel if stride is None else _pair(stride, op, "stride")
     padding = _pair(padding, op, "padding")
@@ -138,6 +147,9 @@ def _pool_geometry(input, kernel_size, stride, padding, op):
         raise _oa.InvalidArgumentError(f"{op}: kernel_size {list(kernel)} and stride {list(stride)} must be >= 1, and "
                                        f"padding {list(padding)} >= 0 and at most half of kernel_size (input "
                                        f"{list(input.shape)})")
+    if any(n + 2 * p < k for n, k, p in zip(input.shape[-2:], kernel, padding)):
+        raise _oa.InvalidArgumentError(f"{op}: kernel_size {list(kernel)} exceeds the input {list(input.shape)} padded "
+                                       f"by {list(padding)}: the output size would be too small")
     return kernel, stride, padding
 
 
@@ -175,12 +187,12 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     op = _PREFIX + "max_pool2d"
     max_pool_unsupported(dilation, return_indices, op)
     x, restore = _pooling_input(input, op)
+    kernel, strides, paddings = _pool_geometry(input, kernel_size, stride, padding, op)
     if ceil_mode:
-        kernel, strides, paddings = _pool_geometry(input, kernel_size, stride, padding, op)
         extra_h, extra_w = _ceil_extra(input, kernel, strides, paddings)
         if extra_h or extra_w:
             x = pad(x, (0, extra_w, 0, extra_h), value=-math.inf)
-    return restore(_f.max_pool2d(x, kernel_size, stride, padding))
+    return restore(_f.max_pool2d(x, kernel, strides, paddings))
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
@@ -195,9 +207,9 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     not positive; TypeError for an argument of another type."""
     op = _PREFIX + "avg_pool2d"
     x, restore = _pooling_input(input, op)
-    if not ceil_mode and count_include_pad and divisor_override is None:
-        return restore(_f.avg_pool2d(x, kernel_size, stride, padding))
     kernel, strides, paddings = _pool_geometry(input, kernel_size, stride, padding, op)
+    if not ceil_mode and count_include_pad and divisor_override is None:
+        return restore(_f.avg_pool2d(x, kernel, strides, paddings))
     if divisor_override is not None and (isinstance(divisor_override, bool) or not isinstance(
             divisor_override, (int, np.integer)) or divisor_override <= 0):
         raise _oa.InvalidArgumentError(f"{op}: divisor_override must be a positive int, not {divisor_override!r}")
@@ -322,15 +334,32 @@ def normalize(input, p=2.0, dim=1, eps=1e-12):
     return input / norm.clamp(min=eps)
 
 
+def _require_target_shape(input, target, op, probabilities):
+    """oa.InvalidArgumentError naming `op` and both shapes, in torch's words, unless target fits input: class indices
+    [N] for [N, C], [N, d1, ...] for [N, C, d1, ...] or [] for [C]; with `probabilities`, a float target of input's
+    shape."""
+    if probabilities and target.is_floating_point():
+        if target.shape != input.shape:
+            raise _oa.InvalidArgumentError(f"{op}: probability target {list(target.shape)} must have input's shape "
+                                           f"{list(input.shape)}")
+        return
+    if input.dim() >= 2 and target.dim() == input.dim() - 1 and target.shape[0] != input.shape[0]:
+        raise _oa.InvalidArgumentError(f"{op}: Expected input batch_size ({input.shape[0]}) to match target "
+                                       f"batch_size ({target.shape[0]}) (input {list(input.shape)}, target "
+                                       f"{list(target.shape)})")
+    expected = [input.shape[0], *input.shape[2:]] if input.dim() >= 2 else []
+    if input.dim() < 1 or list(target.shape) != expected:
+        raise _oa.InvalidArgumentError(f"{op}: Expected target size {expected}, got {list(target.shape)} (input "
+                                       f"{list(input.shape)}; [N, C] takes a target [N], [N, C, d1, ...] [N, d1, ...] "
+                                       "and [C] [])")
+
+
 def _class_targets(input, target, weight, ignore_index, op):
     """Checks input [N, C, d...] (or [C]) against int32 class indices target [N, d...] (or []) and weight [C];
     returns (input, target) with a batch axis added to a [C] input, the bool mask of the targets that are not
     ignore_index, the target with those set to 0 (a valid index) and each position's class weight (1 without
     weights; 0 where ignored)."""
-    if input.dim() < 1 or target.dim() != max(input.dim() - 1, 0) or (
-            input.dim() >= 2 and (target.shape[0] != input.shape[0] or target.shape[1:] != input.shape[2:])):
-        raise _oa.InvalidArgumentError(f"{op}: input {list(input.shape)} and target {list(target.shape)} must be [N, C] "
-                                       "and [N], [N, C, d1, ...] and [N, d1, ...], or [C] and []")
+    _require_target_shape(input, target, op, probabilities=False)
     if target.dtype != _oa.dtype.int32:
         raise _oa.InvalidArgumentError(f"{op}: target must hold int32 class indices, not {target.dtype.name}")
     _require_floating(input, op, "input", "log-probabilities")
@@ -388,6 +417,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     op = _PREFIX + "cross_entropy"
     no_legacy_reduction(size_average, reduce, op)
     _require_floating(input, op, "input", "logits")
+    if isinstance(target, _oa.Tensor):
+        _require_target_shape(input, target, op, probabilities=True)
     if weight is None:
         return _f.cross_entropy(input, target, ignore_index=ignore_index, reduction=reduction,
                                 label_smoothing=label_smoothing)
@@ -402,9 +433,6 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     log_p = log_softmax(input, class_axis)
     class_weights = weight.reshape([classes if a == class_axis else 1 for a in range(input.dim())])
     if target.is_floating_point():
-        if target.shape != input.shape:
-            raise _oa.InvalidArgumentError(f"{op}: probability target {list(target.shape)} must have input's shape "
-                                           f"{list(input.shape)}")
         q = target if label_smoothing == 0 else target * (1 - label_smoothing) + label_smoothing / classes
         terms = -(log_p * q * class_weights)
         if reduction == "none":

@@ -197,9 +197,16 @@ class Module:
     def eval(self):
         return self.train(False)
 
-    def zero_grad(self):
-        for p in self.parameters():
-            p.grad = None
+    def zero_grad(self, set_to_none=True):
+        """Clears each parameter's gradient (None), or with set_to_none=False zeroes it in place, as torch."""
+        zero_grads(self.parameters(), set_to_none)
+
+    def apply(self, fn):
+        """Calls fn on every child module (depth first), then on self; returns self (torch's Module.apply)."""
+        for child in self._modules.values():
+            child.apply(fn)
+        fn(self)
+        return self
 
     def to(self, *args, **kwargs):
         """torch.nn.Module.to(dtype), to(device), to(device, dtype), to(tensor), each with non_blocking
@@ -241,6 +248,16 @@ class Module:
         return head + ("\n" + "\n".join(lines) + "\n)" if lines else ")")
 
 
+def zero_grads(parameters, set_to_none):
+    """torch's zero_grad of parameters: each gradient None, or with set_to_none=False zeroed in place."""
+    with _oa.no_grad():
+        for p in parameters:
+            if set_to_none:
+                p.grad = None
+            elif p.grad is not None:
+                p.grad.zero_()
+
+
 def _require_engine(module, device):
     """Module.to(device): the module's tensors must already be on `device` (oa moves no module between engines)."""
     device = engine_of(device, "oa.nn.Module.to")
@@ -272,6 +289,9 @@ class _Native(Module):
             self._buffers[name] = value
         for name, child in native.named_children():
             self._modules[name] = _Native(child)
+        for name in self._optional_parameters:
+            if name not in self._parameters:
+                object.__setattr__(self, name, None)  # as torch's layer built without it
 
     def __setattr__(self, name, value):
         """A Parameter assigned to a parameter's name replaces it in the C++
@@ -303,6 +323,8 @@ class _Native(Module):
     # values, then those in _repr_always, those without a default and those set to another value than it.
     _repr_positional = 0
     _repr_always = ()
+    # The parameters that torch's layer shows as None when built without them (bias=False, affine=False).
+    _optional_parameters = ()
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -378,6 +400,7 @@ class Linear(_Native):
         self.in_features, self.out_features = in_features, out_features
 
     _repr_always = ("bias",)
+    _optional_parameters = ("bias",)
 
 
 def _convolution(name, factory, doc):
@@ -390,7 +413,7 @@ def _convolution(name, factory, doc):
                                        engine))
 
     return type(name, (_Native,), {"__init__": __init__, "__doc__": doc, "_repr_positional": 2,
-                                   "_repr_always": ("kernel_size", "stride")})
+                                   "_repr_always": ("kernel_size", "stride"), "_optional_parameters": ("bias",)})
 
 
 Conv1d = _convolution("Conv1d", _native.conv1d,
@@ -404,6 +427,7 @@ class ConvTranspose2d(_Native):
     """torch.nn.ConvTranspose2d (oa::ml::nn::ConvTranspose2d): weight [C, O / groups, KH, KW]."""
 
     _repr_positional, _repr_always = 2, ("kernel_size", "stride")
+    _optional_parameters = ("bias",)
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
                  bias=True, dilation=1, padding_mode="zeros", engine=None):
@@ -484,6 +508,7 @@ class LayerNorm(_Native):
     """torch.nn.LayerNorm over the last axis (normalized_shape = D or [D]; oa::ml::nn::LayerNorm)."""
 
     _repr_positional, _repr_always = 1, ("eps", "elementwise_affine")
+    _optional_parameters = ("weight", "bias")
 
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, engine=None):
         super().__init__(_native.layer_norm(_last_axis(normalized_shape, "LayerNorm"), eps, elementwise_affine, bias, engine))
@@ -494,6 +519,7 @@ class RMSNorm(_Native):
     is the float32 machine epsilon, as PyTorch's."""
 
     _repr_positional, _repr_always = 1, ("eps", "elementwise_affine")
+    _optional_parameters = ("weight",)
 
     def __init__(self, normalized_shape, eps=None, elementwise_affine=True, engine=None):
         super().__init__(_native.rms_norm(_last_axis(normalized_shape, "RMSNorm"), eps, elementwise_affine, engine))
@@ -504,6 +530,7 @@ class GroupNorm(_Native):
     C / num_groups channels); weight 1 and bias 0 per channel when affine."""
 
     _repr_positional, _repr_always = 2, ("eps", "affine")
+    _optional_parameters = ("weight", "bias")
 
     def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, engine=None):
         super().__init__(_native.group_norm(num_groups, num_channels, eps, affine, engine))
@@ -514,6 +541,7 @@ class InstanceNorm2d(_Native):
     channel); affine off by default; track_running_stats False only (PyTorch's default)."""
 
     _repr_positional, _repr_always = 1, ("eps", "momentum", "affine", "track_running_stats")
+    _optional_parameters = ("weight", "bias")
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, engine=None):
         if track_running_stats:
@@ -532,7 +560,8 @@ def _batch_norm(name, factory, shapes):
            "momentum None averages the batches' statistics), running statistics in eval; track_running_stats "
            "True only.")
     return type(name, (_Native,), {"__init__": __init__, "__doc__": doc, "_repr_positional": 1,
-                                   "_repr_always": ("eps", "momentum", "affine", "track_running_stats")})
+                                   "_repr_always": ("eps", "momentum", "affine", "track_running_stats"),
+                                   "_optional_parameters": ("weight", "bias")})
 
 
 BatchNorm1d = _batch_norm("BatchNorm1d", _native.batch_norm1d, "[N, C] or [N, C, L]")
@@ -833,7 +862,22 @@ def _activation(name, factory, doc):
 
 
 ReLU = _activation("ReLU", _native.relu, "max(x, 0) (oa::ml::nn::ReLU).")
-GELU = _activation("GELU", _native.gelu, "Exact GELU (approximate='none'; oa::ml::nn::GELU).")
+
+
+class GELU(_Native):
+    """torch.nn.GELU: exact (approximate='none'; oa::ml::nn::GELU) or torch's tanh approximation
+    (approximate='tanh'), as oa.nn.functional.gelu."""
+
+    _repr_always = ("approximate",)
+
+    def __init__(self, approximate="none"):
+        super().__init__(_native.gelu())
+        self.approximate = approximate
+
+    def forward(self, input):
+        return functional.gelu(input, self.approximate)
+
+
 SiLU = _activation("SiLU", _native.silu, "x * sigmoid(x) (oa::ml::nn::SiLU).")
 Tanh = _activation("Tanh", _native.tanh, "tanh(x) (oa::ml::nn::Tanh).")
 Sigmoid = _activation("Sigmoid", _native.sigmoid, "1 / (1 + exp(-x)) (oa::ml::nn::Sigmoid).")
