@@ -67,7 +67,9 @@
 // accumulation, the online softmax in F32, P rounded to q's dtype before
 // P v (as FlashAttention-2's fp16 kernels), the output rounded once; with
 // workgroup-scope matrices (VK_NV_cooperative_matrix2) the f16 forward keeps
-// a whole tile of scores in them, else each subgroup takes 16 or 32 rows.
+// a whole tile of scores in them and sums each row's P as rounded to f16
+// (the weights P v takes, so they sum to one), else each subgroup takes 16
+// or 32 rows.
 // With those matrices the f16 flash backward can run on the tensor cores too
 // (tuning point attention.coopmat_backward): its products accumulate in F32,
 // P and dS are rounded to f16 before theirs, the gradients once. The
