@@ -101,7 +101,6 @@ from ._oa import (
     validation_message_count,
     dtype,
     exp,
-    load,
     load_metadata,
     from_numpy,
     full,
@@ -132,7 +131,6 @@ from ._oa import (
     reciprocal,
     relu,
     rsqrt,
-    save,
     sigmoid,
     sqrt,
     square,
@@ -156,6 +154,7 @@ from ._device import tensor_to
 from ._einsum import einsum
 from ._format import tensor_repr
 from ._grad_mode import no_grad
+from ._serialization import load, save
 from ._tensor_ops import (argsort, flip, linspace, multinomial, randint, retain_grad, sort, tensor_argsort, tensor_flip,
                           tensor_int, tensor_long, tensor_repeat, tensor_sort, tensor_unbind, unbind)
 
