@@ -11,7 +11,7 @@ with one index_select and one where (repeated positions: the last value wins).""
 import numpy as np
 
 from . import _oa
-from ._tensor_ops import select
+from ._tensor_ops import indices as index_tensor, select
 
 
 def parse(shape, key, op):
@@ -106,7 +106,7 @@ def get_item(x, key):
     basic, indices = parse(list(x.shape), key, op)
 
     def take(t, positions):
-        return select(t, 0, _oa.tensor(positions, dtype=_oa.dtype.int32, engine=x.engine))
+        return select(t, 0, index_tensor(positions, x.engine))
 
     y = x[basic]
     if y.dtype == _oa.dtype.bool:  # permute takes the numeric dtypes; float32 holds bool exactly
@@ -134,9 +134,14 @@ def set_item(base, key, values):
     if not broadcasts:
         raise _oa.InvalidArgumentError(f"{op}: a value of shape {list(values.shape)} cannot be broadcast to the "
                                        f"indexing result's shape {list(positions.shape)}")
-    values = values.reshape(given).expand(list(positions.shape)).reshape(-1)
+    return written(base, positions.reshape(-1), values.reshape(given).expand(list(positions.shape)).reshape([-1]))
+
+
+def written(base, positions, values):
+    """base with its elements at the flat host positions replaced by values (1-d, base's dtype; repeated positions:
+    the last value wins): one index_select and one where, differentiable to base and values."""
     source = np.full(base.numel(), -1, np.int64)
-    source[positions.reshape(-1)] = np.arange(positions.size)  # repeated positions: the last value wins
+    source[positions] = np.arange(positions.size)
     taken = _oa.tensor(source >= 0, engine=base.engine)
-    picked = values.index_select(0, _oa.tensor(np.maximum(source, 0), dtype=_oa.dtype.int32, engine=base.engine))
-    return _oa.where(taken, picked, base.reshape(-1)).reshape(shape)
+    picked = select(values, 0, index_tensor(np.maximum(source, 0), base.engine))
+    return _oa.where(taken, picked, base.reshape([-1])).reshape(list(base.shape))

@@ -135,3 +135,145 @@ def test_several_index_tensors_errors():
         x[[0, 1], [0, 5]]
     with pytest.raises(oa.InvalidArgumentError, match=r"value of shape \[4\] cannot be broadcast to .* shape \[2, 3, 2\]"):
         x[[0, 1], [0, 4]] = oa.zeros(4)
+
+
+SPECIAL = np.array([[1.0, np.nan, np.inf], [-np.inf, 0.0, -2.0]], np.float32)
+
+
+def test_predicates_and_logical_ops():
+    x = oa.tensor(SPECIAL)
+    np.testing.assert_array_equal(oa.isnan(x).numpy(), np.isnan(SPECIAL))
+    np.testing.assert_array_equal(x.isinf().numpy(), np.isinf(SPECIAL))
+    np.testing.assert_array_equal(oa.isfinite(x).numpy(), np.isfinite(SPECIAL))
+    np.testing.assert_array_equal(oa.isfinite(oa.tensor([1, 2])).numpy(), [True, True])
+    np.testing.assert_array_equal(oa.isclose(x, x, equal_nan=True).numpy(), np.isclose(SPECIAL, SPECIAL, equal_nan=True))
+    a = values((3, 4), 1)
+    assert oa.allclose(oa.tensor(a), oa.tensor(a * (1 + 1e-6))) and not oa.allclose(oa.tensor(a), oa.tensor(a + 1e-3))
+    assert not oa.allclose(x, x) and oa.allclose(x, x, equal_nan=True)
+    assert oa.equal(oa.tensor(a), oa.tensor(a)) and not oa.equal(oa.tensor(a), oa.tensor(a[:2]))
+    assert not oa.tensor(a).equal(oa.tensor(a) + 1)
+    b = values((3, 4), 2)
+    for name in ("and", "or", "xor"):
+        got = getattr(oa, f"logical_{name}")(oa.tensor(a > 0), oa.tensor(b))
+        np.testing.assert_array_equal(got.numpy(), getattr(np, f"logical_{name}")(a > 0, b))
+    np.testing.assert_array_equal(oa.tensor(b).logical_not().numpy(), np.logical_not(b))
+    assert oa.count_nonzero(oa.tensor(SPECIAL)).item() == 5
+    np.testing.assert_array_equal(oa.tensor(SPECIAL).count_nonzero(1).numpy(), [3, 2])
+
+
+def test_broadcasting_and_meshgrid():
+    a = values((3, 1), 1)
+    np.testing.assert_array_equal(oa.broadcast_to(oa.tensor(a), (2, 3, 4)).numpy(), np.broadcast_to(a, (2, 3, 4)))
+    np.testing.assert_array_equal(oa.tensor(a).broadcast_to((-1, 2)).numpy(), np.broadcast_to(a, (3, 2)))
+    with pytest.raises(oa.InvalidArgumentError, match=r"oa.broadcast_to: input of shape \[3, 1\] cannot be broadcast "
+                                                      r"to size \[2, 4\]"):
+        oa.broadcast_to(oa.tensor(a), (2, 4))
+    got = oa.broadcast_tensors(oa.tensor(a), oa.ones(4))
+    assert [list(t.shape) for t in got] == [[3, 4], [3, 4]]
+    with pytest.raises(oa.InvalidArgumentError, match=r"shapes \[3, 1\], \[2, 4\] cannot be broadcast"):
+        oa.broadcast_tensors(oa.tensor(a), oa.ones(2, 4))
+    u, v = values((2,), 3), values((3,), 4)
+    for indexing in ("ij", "xy"):
+        for got, want in zip(oa.meshgrid(oa.tensor(u), oa.tensor(v), indexing=indexing),
+                             np.meshgrid(u, v, indexing=indexing)):
+            np.testing.assert_array_equal(got.numpy(), want)
+    check_gradients(lambda s, t: oa.meshgrid(s, t)[0] * oa.meshgrid(s, t)[1],
+                    lambda s, t: np.multiply(*np.meshgrid(s, t, indexing="ij")), [u, v])
+
+
+def test_rearrangements_match_numpy_with_gradients():
+    x = values((3, 4), 5)
+    check_gradients(lambda t: oa.roll(t, 2), lambda a: np.roll(a, 2), [x])
+    check_gradients(lambda t: t.roll((1, -1), (0, 1)), lambda a: np.roll(a, (1, -1), (0, 1)), [x])
+    for k in (0, 1, -2):
+        check_gradients(lambda t: oa.diag(t, k), lambda a: np.diag(a, k), [x])
+        check_gradients(lambda t: t.diag(k), lambda a: np.diag(a, k), [x[0]])
+    check_gradients(lambda s, t: oa.outer(s, t), np.outer, [x[0], x[1]])
+    check_gradients(lambda t: oa.repeat_interleave(t, 2), lambda a: np.repeat(a, 2), [x])
+    check_gradients(lambda t: t.repeat_interleave(oa.tensor([0, 2, 1]), dim=0), lambda a: np.repeat(a, [0, 2, 1], 0),
+                    [x])
+    with pytest.raises(oa.InvalidArgumentError, match="2 repeats for input of shape \\[3, 4\\] along dim 0"):
+        oa.repeat_interleave(oa.tensor(x), [1, 2], dim=0)
+    check_gradients(lambda t: oa.cumprod(t, 1), lambda a: np.cumprod(a, 1), [x])
+    z = np.array([[2.0, 0.0, 3.0, -1.5, 0.5]], np.float32)  # a zero: its gradient as torch's, not NaN
+    check_gradients(lambda t: t.cumprod(-1), lambda a: np.cumprod(a, -1), [z])
+    np.testing.assert_array_equal(oa.cumprod(oa.tensor([[1, 2, 3], [-1, 4, 0]]), 1).numpy(), [[1, 2, 6], [-1, -4, 0]])
+    check_gradients(lambda s, t: oa.lerp(s, t, 0.25), lambda a, b: a + 0.25 * (b - a), [x, x[::-1].copy()])
+    check_gradients(lambda s, t: oa.mm(s, t), np.matmul, [x, x.T.copy()])
+    check_gradients(lambda t: t.trace().reshape([1]), lambda a: np.trace(a).reshape(1), [x])
+    with pytest.raises(oa.InvalidArgumentError, match=r"oa.mm: mat1 and mat2 shapes cannot be multiplied \(\[3, 4\] "
+                                                      r"and \[3, 4\]"):
+        oa.mm(oa.tensor(x), oa.tensor(x))
+    np.testing.assert_array_equal(oa.hstack([oa.tensor(x), oa.tensor(x)]).numpy(), np.hstack([x, x]))
+    np.testing.assert_array_equal(oa.vstack([oa.tensor(x[0]), oa.tensor(x)]).numpy(), np.vstack([x[0], x]))
+    np.testing.assert_array_equal(oa.concat([oa.tensor(x), oa.tensor(x)], 1).numpy(), np.concatenate([x, x], 1))
+    np.testing.assert_array_equal(oa.tensor(x).clip(-0.5, 0.5).numpy(), np.clip(x, -0.5, 0.5))
+    np.testing.assert_array_equal(oa.clamp_min(oa.tensor(x), 0.1).numpy(), np.maximum(x, np.float32(0.1)))
+    np.testing.assert_array_equal(oa.tensor(x).clamp_max(0.1).numpy(), np.minimum(x, np.float32(0.1)))
+
+
+def test_scatter_and_index_add():
+    x, src = values((3, 4), 6), values((2, 4), 7)
+    index = np.array([[2, 0, 1, 2], [0, 1, 2, 1]])
+    want = x.copy()
+    for i in range(2):
+        for j in range(4):
+            want[index[i, j], j] = src[i, j]
+    check_gradients(lambda t, s: oa.scatter(t, 0, oa.tensor(index), s), lambda t, s: np.where(
+        np.isin(np.arange(12).reshape(3, 4), index * 4 + np.arange(4)), 0, t) + scatter_reference(t, s, index),
+        [x, src])
+    got = oa.tensor(x)
+    got.scatter_(0, oa.tensor(index), oa.tensor(src))
+    np.testing.assert_array_equal(got.numpy(), want)
+    filled = oa.tensor(x).scatter(1, oa.tensor([[0], [3], [1]]), value=5.0).numpy()
+    np.testing.assert_array_equal(filled[[0, 1, 2], [0, 3, 1]], [5, 5, 5])
+    with pytest.raises(IndexError, match="oa.scatter: index 4 is out of bounds for dim 1 with size 4"):
+        oa.scatter(oa.tensor(x), 1, oa.tensor([[4]]), value=1.0)
+    added = oa.tensor(x)
+    added.scatter_add_(0, oa.tensor(index), oa.tensor(src))
+    want = x.copy()
+    np.add.at(want, (index, np.arange(4)[None].repeat(2, 0)), src)
+    np.testing.assert_allclose(added.numpy(), want, rtol=1e-6)
+    rows = values((3, 4), 8)
+    want = x.copy()
+    np.add.at(want, [2, 0, 2], 2 * rows)
+    check_gradients(lambda t, r: oa.index_add(t, 0, oa.tensor([2, 0, 2]), r, alpha=2),
+                    lambda t, r: t + np.stack([2 * r[1], 0 * r[0], 2 * (r[0] + r[2])]), [x, rows])
+    got = oa.tensor(x)
+    got.index_add_(0, oa.tensor([2, 0, 2]), oa.tensor(rows), alpha=2)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)
+
+
+def scatter_reference(t, s, index):
+    """oa.scatter's written values along dim 0 (no repeated targets), zeros elsewhere."""
+    out = np.zeros_like(t)
+    for i in range(index.shape[0]):
+        for j in range(index.shape[1]):
+            out[index[i, j], j] = s[i, j]
+    return out
+
+
+def test_creation_and_tensor_methods():
+    x = oa.tensor(values((2, 3), 9))
+    assert list(oa.rand_like(x).shape) == [2, 3] and oa.randn_like(x, dtype=oa.float16).dtype == oa.float16
+    assert list(oa.empty(2, 3).shape) == [2, 3] and oa.empty((4,), dtype=oa.int32).dtype == oa.int32
+    assert oa.as_tensor(x) is x and oa.as_tensor(x, dtype=oa.float16).dtype == oa.float16
+    np.testing.assert_array_equal(oa.as_tensor([1, 2]).numpy(), [1, 2])
+    h = oa.ones(2, dtype=oa.float16)
+    assert h.new_zeros(3).dtype == oa.float16 and list(h.new_ones((2, 2)).shape) == [2, 2]
+    np.testing.assert_array_equal(h.new_full((2,), 3).numpy(), [3, 3])
+    assert h.new_tensor([1, 2]).dtype == oa.float16 and h.new_empty(1, dtype=oa.int32).dtype == oa.int32
+    assert x.type() == "oa.FloatTensor" and oa.tensor([1]).type() == "oa.IntTensor"
+    assert x.type(oa.float16).dtype == oa.float16 and x.type("torch.BFloat16Tensor").dtype == oa.bfloat16
+    with pytest.raises(TypeError, match="'torch.DoubleTensor' is not a tensor type of oa"):
+        x.type("torch.DoubleTensor")
+    with pytest.raises(oa.UnsupportedError, match="oa.Tensor.double: oa has no float64 dtype"):
+        x.double()
+    with pytest.raises(oa.UnsupportedError, match="oa.Tensor.cpu: oa has no CPU device"):
+        x.cpu()
+    assert x.is_contiguous() and x.t().is_contiguous()
+    p = nn.Parameter(oa.ones(3))
+    d = p.data
+    assert d.grad_fn is None and not d.requires_grad
+    d.mul_(2)  # shares p's storage, as torch's .data
+    np.testing.assert_array_equal(p.numpy(), [2, 2, 2])
