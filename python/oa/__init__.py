@@ -189,7 +189,7 @@ Tensor.scatter_ = _functions.tensor_scatter_
 Tensor.scatter_add_ = _functions.tensor_scatter_add_
 Tensor.index_add_ = _functions.tensor_index_add_
 Tensor.type = _functions.tensor_type
-Tensor.data = property(_functions.data, doc=_functions.data.__doc__)
+Tensor.data = property(_functions.data, _functions.set_data, doc=_functions.data.__doc__)
 # torch.clip, torch.concat and torch.concatenate: oa.clamp and oa.cat under torch's other names.
 clip, concat, concatenate = clamp, cat, cat
 Tensor.clip = Tensor.clamp

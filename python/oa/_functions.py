@@ -2,10 +2,11 @@
 has gradients): predicates (isnan, isinf, isfinite, isclose, allclose, equal), logical ops, broadcasting (broadcast_to,
 broadcast_tensors, meshgrid), rearrangements (roll, diag, repeat_interleave, hstack, vstack), scatter, scatter_add_,
 index_add, cumprod, lerp, outer, mm, trace, creation (empty, as_tensor, rand_like, randn_like, Tensor.new_*), and
-Tensor.type, double, cpu, is_contiguous and data."""
+Tensor.type, double, cpu, is_contiguous and data (read and assigned)."""
 import numpy as np
 
 from . import _oa
+from ._grad_mode import no_grad
 from ._indexing import written
 from ._tensor_ops import axis, indices, select, sizes
 
@@ -124,7 +125,7 @@ def roll(input, shifts, dims=None):
         a = axis(input, dim, op, "dims")
         n = input.shape[a]
         if n and shift % n:
-            y = select(y, a, indices((np.arange(n) - shift) % n, input.engine))
+            y = select(y, a, indices((np.arange(n) - shift % n) % n, input.engine))
     return y if y is not input else input.clone()
 
 
@@ -420,3 +421,17 @@ def is_contiguous(self, memory_format=None):
 def data(self):
     """torch.Tensor.data: x.detach(), which shares x's storage (writes to it show in x) and has no history."""
     return self.detach()
+
+
+def set_data(self, value):
+    """x.data = value: value's elements copied into x's storage without autograd (torch makes x share value's
+    storage instead: later writes to value do not show in x). oa.UnsupportedError naming both for a value of
+    another shape or dtype (oa's tensors keep their storage; make a new tensor or Parameter instead)."""
+    if not isinstance(value, _oa.Tensor) or list(value.shape) != list(self.shape) or value.dtype != self.dtype:
+        given = (f"{value.dtype.name} {list(value.shape)}" if isinstance(value, _oa.Tensor)
+                 else type(value).__name__)
+        raise _oa.UnsupportedError(f"oa.Tensor.data: assigning {given} to a tensor of {self.dtype.name} "
+                                   f"{list(self.shape)}: oa copies into the tensor's own storage, so the value must "
+                                   "be a tensor of its shape and dtype (make a new tensor or Parameter otherwise)")
+    with no_grad():
+        self.copy_(value)

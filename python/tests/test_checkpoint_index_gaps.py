@@ -277,3 +277,7 @@ def test_creation_and_tensor_methods():
     assert d.grad_fn is None and not d.requires_grad
     d.mul_(2)  # shares p's storage, as torch's .data
     np.testing.assert_array_equal(p.numpy(), [2, 2, 2])
+    p.data = oa.tensor([1.0, 2.0, 3.0])  # copied in, no autograd (p is a leaf that requires grad)
+    np.testing.assert_array_equal(p.numpy(), [1, 2, 3])
+    with pytest.raises(oa.UnsupportedError, match=r"oa.Tensor.data: assigning float32 \[2\] to a tensor of float32 \[3\]"):
+        p.data = oa.ones(2)
