@@ -11,6 +11,8 @@ once is stored once, and loads as one tensor in every place, as torch.load keeps
 """
 import json
 import math
+import pathlib
+import tempfile
 
 from . import _oa
 
@@ -20,11 +22,18 @@ LEAVES = "tensors, dicts, lists, tuples, str, int, float, bool and None"
 
 def save(obj, f, metadata=None):
     """torch.save(obj, f): writes obj (a state_dict, or a nested checkpoint such as {"model": model.state_dict(),
-    "optimizer": opt.state_dict(), "epoch": 3}) to the path f as safetensors (atomic replace; see oa._serialization
-    for the format). metadata: extra str -> str entries of the file's __metadata__ (oa.load_metadata reads them).
+    "optimizer": opt.state_dict(), "epoch": 3}) to f, a path (atomic replace) or a binary file object (io.BytesIO,
+    open(..., "wb")), as safetensors (see oa._serialization for the format). metadata: extra str -> str entries of
+    the file's __metadata__ (oa.load_metadata reads them).
     Errors: TypeError naming the path inside obj of a value of another type (a NumPy array, a set, ...), or a
     metadata that is not str -> str; oa.InvalidArgumentError for the reserved metadata key "oa.object" or a file
     that cannot be written."""
+    if hasattr(f, "write"):
+        with tempfile.TemporaryDirectory() as folder:
+            path = pathlib.Path(folder) / "checkpoint.safetensors"
+            save(obj, path, metadata)
+            f.write(path.read_bytes())
+        return
     metadata = dict(metadata or {})
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
         raise TypeError("oa.save: metadata must map str to str")
@@ -62,12 +71,18 @@ def save(obj, f, metadata=None):
 
 
 def load(f, engine=None, map_location=None, weights_only=None):
-    """torch.load(f): what oa.save wrote to the path f, as new tensors on engine (the default one without it): the
-    saved object with its nesting, types and shared tensors, or for a plain safetensors file (a state_dict, oa's
-    files of before nested checkpoints, other tools' files) a dict of name -> tensor in file order. torch's
+    """torch.load(f): what oa.save wrote to f (a path, or a binary file object read from its position), as new
+    tensors on engine (the default one without it): the saved object with its nesting, types and shared tensors, or
+    for a plain safetensors file (a state_dict, oa's files of before nested checkpoints, other tools' files) a dict
+    of name -> tensor in file order. torch's
     map_location and weights_only are accepted and change nothing (the file holds data only, no code). Errors:
     FileNotFoundError for a missing file; oa.InvalidArgumentError for a truncated or malformed one, or a structure
     naming a tensor the file lacks; oa.UnsupportedError for a dtype oa lacks (F64, I64, ...), naming the tensor."""
+    if hasattr(f, "read"):
+        with tempfile.TemporaryDirectory() as folder:
+            path = pathlib.Path(folder) / "checkpoint.safetensors"
+            path.write_bytes(f.read())
+            return load(path, engine)
     tensors = _oa.load(f, engine)
     structure = _oa.load_metadata(f).get(OBJECT_KEY)
     if structure is None:

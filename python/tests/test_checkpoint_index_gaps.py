@@ -1,6 +1,7 @@
 """torch gaps a user hit, against NumPy: oa.save / oa.load of nested checkpoints (torch.save's dicts, lists, tuples
 and scalars), advanced indexing with several index tensors (reading with gradients, and writing), and torch
 functions composed in Python."""
+import io
 import json
 import math
 import struct
@@ -60,6 +61,12 @@ def test_save_load_plain_and_errors(tmp_path):
     np.testing.assert_array_equal(oa.load(path, map_location="cpu").numpy(), [1.5, 2.5])
     oa.save([], path)
     assert oa.load(path) == []
+    buffer = io.BytesIO()  # a file object, as torch.save and torch.load take
+    oa.save({"step": 7, "w": oa.tensor([1, 2])}, buffer)
+    buffer.seek(0)
+    loaded = oa.load(buffer)
+    assert loaded["step"] == 7
+    np.testing.assert_array_equal(loaded["w"].numpy(), [1, 2])
     with pytest.raises(TypeError, match=r"oa.save: obj\[a\]\[0\] is a ndarray"):
         oa.save({"a": [np.zeros(2)]}, path)
     with pytest.raises(oa.InvalidArgumentError, match="oa.object"):
