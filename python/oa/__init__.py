@@ -192,7 +192,7 @@ Tensor.type = _functions.tensor_type
 Tensor.data = property(_functions.data, _functions.set_data, doc=_functions.data.__doc__)
 # torch.clip, torch.concat and torch.concatenate: oa.clamp and oa.cat under torch's other names.
 clip, concat, concatenate = clamp, cat, cat
-Tensor.clip = Tensor.clamp
+Tensor.clip, Tensor.clip_ = Tensor.clamp, Tensor.clamp_
 # torch.flatten, torch.squeeze, torch.unsqueeze and torch.clone: the Tensor methods, called as functions.
 flatten, squeeze, unsqueeze, clone = Tensor.flatten, Tensor.squeeze, Tensor.unsqueeze, Tensor.clone
 Tensor.__repr__ = Tensor.__str__ = tensor_repr

@@ -215,6 +215,9 @@ def test_rearrangements_match_numpy_with_gradients():
     np.testing.assert_array_equal(oa.vstack([oa.tensor(x[0]), oa.tensor(x)]).numpy(), np.vstack([x[0], x]))
     np.testing.assert_array_equal(oa.concat([oa.tensor(x), oa.tensor(x)], 1).numpy(), np.concatenate([x, x], 1))
     np.testing.assert_array_equal(oa.tensor(x).clip(-0.5, 0.5).numpy(), np.clip(x, -0.5, 0.5))
+    clipped = oa.tensor(x)
+    clipped.clip_(max=0.25)
+    np.testing.assert_array_equal(clipped.numpy(), np.minimum(x, np.float32(0.25)))
     np.testing.assert_array_equal(oa.clamp_min(oa.tensor(x), 0.1).numpy(), np.maximum(x, np.float32(0.1)))
     np.testing.assert_array_equal(oa.tensor(x).clamp_max(0.1).numpy(), np.minimum(x, np.float32(0.1)))
 
