@@ -34,6 +34,11 @@ def select(x, dim, index):
     return x.float().index_select(dim, index).to(x.dtype)
 
 
+def indices(values, engine):
+    """Host ints (any shape) as a 1-d int32 index tensor on engine."""
+    return _oa.tensor(np.asarray(values, np.int64).reshape(-1), dtype=_oa.dtype.int32, engine=engine)
+
+
 def flip(input, dims):
     """torch.flip(input, dims): input with the order of its elements reversed along each axis in dims (an int or a
     sequence of ints); a new tensor of input's shape and dtype (any), differentiable. Errors: TypeError for a dim

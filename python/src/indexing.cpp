@@ -12,7 +12,9 @@
 // host as a list's are: negative ones count from the end, one outside the
 // axis raises IndexError, as in PyTorch), a bool tensor or list a
 // masked_select over the axes it covers (it reads the mask back: a
-// synchronization). Gradients flow through all of them. The result is a
+// synchronization). A key with several tensor, list or mask entries goes to
+// oa/_indexing.py, which broadcasts them together as torch. Gradients flow
+// through all of them. The result is a
 // copy (torch: a view) unless it is x itself, so copy_not_view marks it and
 // in-place ops on it raise (they would not reach x), except in an augmented
 // assignment x[key] op= v, whose result Python assigns back to x[key].
@@ -143,7 +145,6 @@ std::vector<Step> parse_key(const Matrix& x, py::handle key, bool read_back, con
   std::vector<Step> steps;
   std::size_t axis = 0;    // the axis of the partial result that the next entry indexes
   std::size_t source = 0;  // the axis of x that it indexes (what errors name)
-  bool advanced = false;
   const auto out_of_range = [op](std::int64_t i, std::size_t axis, std::int64_t n) {
     index_error(std::string(op) + ": index " + std::to_string(i) + " is out of bounds for axis " + std::to_string(axis) +
                 " of extent " + std::to_string(n));
@@ -196,9 +197,6 @@ std::vector<Step> parse_key(const Matrix& x, py::handle key, bool read_back, con
       ++axis;
       ++source;
     } else {
-      if (advanced)
-        index_error(std::string(op) + ": one tensor or list index per subscript is supported (use index_select or gather)");
-      advanced = true;
       if (is_mask(e)) {
         s.kind = Step::Kind::Mask;
         if (py::isinstance<Matrix>(e)) {
@@ -291,7 +289,19 @@ bool augmented_assignment_read() {
   return op(at - 2) == dup_two;
 }
 
-Matrix get_item(const Matrix& x, py::handle key) {
+// Whether key has several tensor, list or mask entries, which broadcast
+// together (x[rows, cols]): oa/_indexing.py's get_item and set_item take those.
+bool several_indices(py::handle key) {
+  if (!py::isinstance<py::tuple>(key)) return false;
+  std::size_t n = 0;
+  for (py::handle e : key)
+    n += e.is_none() || e.is(py::ellipsis()) || py::isinstance<py::bool_>(e) || py::isinstance<py::slice>(e) || int_index(e) ? 0 : 1;
+  return n > 1;
+}
+
+// x[key] before copy_not_view.
+Matrix indexed(const Matrix& x, py::handle key) {
+  if (several_indices(key)) return py::module_::import("oa._indexing").attr("get_item")(x, key).cast<Matrix>();
   std::vector<std::int64_t> selected;
   const std::vector<Step> steps = parse_key(x, key, false, "oa.Tensor.__getitem__", selected);
   // The slicing views take float32, float16, bfloat16 and int32, the selection
@@ -316,7 +326,11 @@ Matrix get_item(const Matrix& x, py::handle key) {
       case Step::Kind::Mask: r = mx::masked_select(r, s.tensor); break;
     }
   }
-  r = native ? r : convert(r, x.dtype());
+  return native ? r : convert(r, x.dtype());
+}
+
+Matrix get_item(const Matrix& x, py::handle key) {
+  const Matrix r = indexed(x, key);
   // x[key] op= v: the copy is updated in place and assigned back, so it is
   // left unmarked (in-place ops on it allowed).
   return augmented_assignment_read() ? r : copy_not_view(x, r, "oa.Tensor.__getitem__");
@@ -406,6 +420,8 @@ void set_item(const Matrix& x, py::handle key, py::handle value) {
   const bool is_tensor = py::isinstance<Matrix>(value);
   const Matrix given = is_tensor ? value.cast<Matrix>() : Matrix();
   update_in_place(x, is_tensor ? &given : nullptr, [&] {
+    if (several_indices(key))
+      return py::module_::import("oa._indexing").attr("set_item")(convert(x, dtype), key, v).cast<Matrix>();
     std::vector<std::int64_t> selected;
     const std::vector<Step> steps = parse_key(x, key, true, op, selected);
     const Matrix base = convert(x, dtype);
@@ -461,7 +477,9 @@ void bind_indexing(py::module_& m, TensorClass& t) {
   using py::arg;
   t.def("__getitem__", &get_item, arg("key"),
         "x[key] with ints, slices (step >= 1), None, ..., True / False (a new axis of extent 1 / 0, as torch), an int32 "
-        "tensor or list of ints (index_select), a bool tensor (masked_select, which synchronizes). Unlike torch, the result "
+        "tensor or list of ints (index_select), a bool tensor (masked_select, which synchronizes), and several of those, "
+        "which broadcast together as torch's (x[rows, cols]: read back and checked, a synchronization; see oa._indexing). "
+        "Unlike torch, the result "
         "is a copy, not a view (x[:] and x[...] excepted): in-place ops on it raise oa.FailedPreconditionError (assign with "
         "x[key] = value instead), except in an augmented assignment x[key] op= v, which Python completes by assigning the "
         "updated copy back to x[key] (as torch's result, gradients included). An int32 tensor index "
@@ -476,7 +494,8 @@ void bind_indexing(py::module_& m, TensorClass& t) {
         "refused as the other in-place ops (see oa.Tensor.add_): on a copy made by x[key], transpose, ..., on a leaf "
         "that requires grad outside oa.no_grad(), on values with autograd history. An int32 tensor index or a bool "
         "mask is read back to the host (a synchronization): an index outside its axis raises IndexError, a mask of "
-        "other extents than the axes it covers IndexError. Repeated indices: the last assignment wins. Errors: "
+        "other extents than the axes it covers IndexError. Several index entries broadcast together as in x[key]. "
+        "Repeated indices: the last assignment wins. Errors: "
         "oa.UnsupportedError for a float tensor assigned into int32 (oa has no conversion from float to int32); "
         "TypeError for a value of other types; oa.InvalidArgumentError for a NumPy or list value outside int32 (or NaN, "
         "infinite) assigned into int32; oa.InvalidArgumentError (a ValueError; torch raises RuntimeError) for a value "

@@ -197,7 +197,7 @@ def test_chunk_uneven_gradients():
         ([0, 7], IndexError),
         ("a", TypeError),
         (1.5, TypeError),
-        (([0], [1]), IndexError),
+        (([0, 1], [0, 1, 2]), IndexError),  # index lists that do not broadcast together
     ],
 )
 def test_bad_indices(key, error):
