@@ -774,7 +774,17 @@ def _optional_buffer(module, name, tensor):
         setattr(module, name, None)
 
 
-class CrossEntropyLoss(Module):
+class _Loss(Module):
+    """The losses' common part (torch.nn.modules.loss._Loss): refuses the legacy size_average and reduce (TypeError
+    naming the loss) and keeps `reduction`."""
+
+    def __init__(self, size_average, reduce, reduction):
+        super().__init__()
+        functional.no_legacy_reduction(size_average, reduce, "oa.nn." + type(self).__name__)
+        self.reduction = reduction
+
+
+class CrossEntropyLoss(_Loss):
     """torch.nn.CrossEntropyLoss over oa.nn.functional.cross_entropy: logits [N, C] and int32 class indices [N]
     give a scalar (reduction 'mean' over the targets not equal to ignore_index, or 'sum') or [N] ('none');
     logits [N, C, d1, ...] take targets [N, d1, ...] (losses of that shape for 'none'), and float32 targets of the
@@ -787,71 +797,63 @@ class CrossEntropyLoss(Module):
 
     def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
                  label_smoothing=0.0):
-        super().__init__()
-        functional.no_legacy_reduction(size_average, reduce, "oa.nn.CrossEntropyLoss")
+        super().__init__(size_average, reduce, reduction)
         _optional_buffer(self, "weight", weight)
-        self.ignore_index, self.reduction, self.label_smoothing = ignore_index, reduction, label_smoothing
+        self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
 
     def forward(self, input, target):
         return functional.cross_entropy(input, target, weight=self.weight, ignore_index=self.ignore_index,
                                         reduction=self.reduction, label_smoothing=self.label_smoothing)
 
 
-class NLLLoss(Module):
+class NLLLoss(_Loss):
     """torch.nn.NLLLoss over oa.nn.functional.nll_loss: log-probabilities [N, C] (or [N, C, d1, ...], or [C])
     against int32 class indices; weight [C] (a buffer, as torch's), ignore_index and reduction as the functional's.
     Errors: the functional's."""
 
     def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
-        super().__init__()
-        functional.no_legacy_reduction(size_average, reduce, "oa.nn.NLLLoss")
+        super().__init__(size_average, reduce, reduction)
         _optional_buffer(self, "weight", weight)
-        self.ignore_index, self.reduction = ignore_index, reduction
+        self.ignore_index = ignore_index
 
     def forward(self, input, target):
         return functional.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
                                    reduction=self.reduction)
 
 
-class L1Loss(Module):
+class L1Loss(_Loss):
     """torch.nn.L1Loss over oa.nn.functional.l1_loss: |input - target| broadcast to one shape, its mean
     (reduction 'mean'), sum ('sum') or the elementwise values ('none'). Errors: the functional's."""
 
     def __init__(self, size_average=None, reduce=None, reduction="mean"):
-        super().__init__()
-        functional.no_legacy_reduction(size_average, reduce, "oa.nn.L1Loss")
-        self.reduction = reduction
+        super().__init__(size_average, reduce, reduction)
 
     def forward(self, input, target):
         return functional.l1_loss(input, target, reduction=self.reduction)
 
 
-class BCEWithLogitsLoss(Module):
+class BCEWithLogitsLoss(_Loss):
     """torch.nn.BCEWithLogitsLoss over oa.nn.functional.binary_cross_entropy_with_logits: sigmoid and binary cross
     entropy in one stable form; weight (broadcast over the batch) and pos_weight (per class) are buffers, as torch's.
     Errors: the functional's."""
 
     def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None):
-        super().__init__()
-        functional.no_legacy_reduction(size_average, reduce, "oa.nn.BCEWithLogitsLoss")
+        super().__init__(size_average, reduce, reduction)
         _optional_buffer(self, "weight", weight)
         _optional_buffer(self, "pos_weight", pos_weight)
-        self.reduction = reduction
 
     def forward(self, input, target):
         return functional.binary_cross_entropy_with_logits(input, target, weight=self.weight, reduction=self.reduction,
                                                            pos_weight=self.pos_weight)
 
 
-class MSELoss(Module):
+class MSELoss(_Loss):
     """torch.nn.MSELoss over oa.nn.functional.mse_loss: (input - target)^2 broadcast to one shape (warning when the
     shapes differ), its mean (reduction 'mean'), sum ('sum') or the elementwise values ('none'). Errors: the
     functional's."""
 
     def __init__(self, size_average=None, reduce=None, reduction="mean"):
-        super().__init__()
-        functional.no_legacy_reduction(size_average, reduce, "oa.nn.MSELoss")
-        self.reduction = reduction
+        super().__init__(size_average, reduce, reduction)
 
     def forward(self, input, target):
         return functional.mse_loss(input, target, reduction=self.reduction)
