@@ -966,6 +966,19 @@ TEST(ConvHalf, AutocastConvNetTrainsNearF32) {
   }
 }
 
+// The dtypes whose cooperative matrices the device has.
+std::vector<DType> coop_dtypes() {
+  std::vector<DType> dtypes;
+  for (DType d : {DType::F16, DType::BF16})
+    if (oa::Engine::default_engine().device().has_cooperative_matrix({d, d, DType::F32, DType::F32, 16, 16, 16})) dtypes.push_back(d);
+  return dtypes;
+}
+
+// Skips a test where the device has none of those cooperative matrices (lavapipe).
+#define OA_SKIP_WITHOUT_COOP(dtypes) \
+  if ((dtypes).empty())              \
+  GTEST_SKIP() << "the device has no cooperative matrices (f16 or bf16 * the same + f32 -> f32, 16x16x16, subgroup scope)"
+
 // The tensor cores, where the device has cooperative matrices for f16 or
 // bf16 * the same + f32 -> f32 at 16 x 16 x 16 (the H200; the test skips on
 // lavapipe): the GEMMs of a convolution with 32 channels and 64 positions
@@ -976,11 +989,8 @@ TEST(ConvHalf, AutocastConvNetTrainsNearF32) {
 // cores' accumulation bound.
 TEST(ConvHalf, TensorCoreGemms) {
   const oa::Engine engine = oa::Engine::default_engine();
-  std::vector<DType> dtypes;
-  for (DType d : {DType::F16, DType::BF16})
-    if (engine.device().has_cooperative_matrix({d, d, DType::F32, DType::F32, 16, 16, 16})) dtypes.push_back(d);
-  if (dtypes.empty())
-    GTEST_SKIP() << "the device has no cooperative matrices (f16 or bf16 * the same + f32 -> f32, 16x16x16, subgroup scope)";
+  const std::vector<DType> dtypes = coop_dtypes();
+  OA_SKIP_WITHOUT_COOP(dtypes);
   const Case k = conv2d(2, 32, 32, 8, 8, 3, 3, params({1, 1}, {1, 1}, {1, 1}));
   const std::int64_t cng = 32, kg = 32 * 9, q = 2 * 64;
   for (DType d : dtypes) {
@@ -1007,14 +1017,6 @@ TEST(ConvHalf, TensorCoreGemms) {
 // a call, against the f64 reference within the tensor cores' accumulation
 // bound (as TensorCoreGemms), and against the columns path (conv.half_forward
 // = columns: im2col, GEMM, bias pass) within both results' roundings.
-
-// The dtypes whose cooperative matrices the device has.
-std::vector<DType> coop_dtypes() {
-  std::vector<DType> dtypes;
-  for (DType d : {DType::F16, DType::BF16})
-    if (oa::Engine::default_engine().device().has_cooperative_matrix({d, d, DType::F32, DType::F32, 16, 16, 16})) dtypes.push_back(d);
-  return dtypes;
-}
 
 // Strides, padding, dilation, a 7x7 stem of 3 channels (K = 147, not a
 // multiple of 8), 1x1, 1-D, partial tiles along M (output channels), N
@@ -1094,8 +1096,7 @@ void check_implicit(const Case& k, DType d, const std::string& tile = "") {
 
 TEST(ConvHalf, ImplicitGemmForward) {
   const std::vector<DType> dtypes = coop_dtypes();
-  if (dtypes.empty())
-    GTEST_SKIP() << "the device has no cooperative matrices (f16 or bf16 * the same + f32 -> f32, 16x16x16, subgroup scope)";
+  OA_SKIP_WITHOUT_COOP(dtypes);
   for (DType d : dtypes)
     for (const Case& k : implicit_cases()) check_implicit(k, d);
 }
@@ -1105,8 +1106,7 @@ TEST(ConvHalf, ImplicitGemmForward) {
 // stages, 4 and 8 subgroups, on cases with partial tiles on every axis.
 TEST(ConvHalf, ImplicitGemmForwardEveryTile) {
   const std::vector<DType> dtypes = coop_dtypes();
-  if (dtypes.empty())
-    GTEST_SKIP() << "the device has no cooperative matrices (f16 or bf16 * the same + f32 -> f32, 16x16x16, subgroup scope)";
+  OA_SKIP_WITHOUT_COOP(dtypes);
   for (std::string_view tile : oa::tuning_point("gemm.coopmat_tile").variants)
     for (DType d : dtypes)
       for (std::size_t i : {2u, 3u, 7u}) check_implicit(implicit_cases()[i], d, std::string(tile));
@@ -1205,8 +1205,7 @@ void check_implicit_transposed(const Case& k, DType d, const std::string& tile =
 
 TEST(ConvHalf, ImplicitGemmTransposedForwardAndInputGradient) {
   const std::vector<DType> dtypes = coop_dtypes();
-  if (dtypes.empty())
-    GTEST_SKIP() << "the device has no cooperative matrices (f16 or bf16 * the same + f32 -> f32, 16x16x16, subgroup scope)";
+  OA_SKIP_WITHOUT_COOP(dtypes);
   for (DType d : dtypes) {
     for (const Case& k : implicit_transposed_cases()) check_implicit_transposed(k, d);
     for (const Case& k : implicit_cases()) check_implicit_transposed(k, d);
@@ -1235,8 +1234,7 @@ TEST(ConvHalf, ImplicitWithoutCooperativeMatricesTakesColumns) {
 // The transposed gather under every tile of gemm.coopmat_tile.
 TEST(ConvHalf, ImplicitGemmTransposedEveryTile) {
   const std::vector<DType> dtypes = coop_dtypes();
-  if (dtypes.empty())
-    GTEST_SKIP() << "the device has no cooperative matrices (f16 or bf16 * the same + f32 -> f32, 16x16x16, subgroup scope)";
+  OA_SKIP_WITHOUT_COOP(dtypes);
   for (std::string_view tile : oa::tuning_point("gemm.coopmat_tile").variants)
     for (DType d : dtypes) {
       for (std::size_t i : {1u, 2u, 5u}) check_implicit_transposed(implicit_transposed_cases()[i], d, std::string(tile));
@@ -1297,8 +1295,7 @@ void check_implicit_wgrad(Case k, DType d) {
 
 TEST(ConvHalf, ImplicitWeightGradient) {
   const std::vector<DType> dtypes = coop_dtypes();
-  if (dtypes.empty())
-    GTEST_SKIP() << "the device has no cooperative matrices (f16 or bf16 * the same + f32 -> f32, 16x16x16, subgroup scope)";
+  OA_SKIP_WITHOUT_COOP(dtypes);
   for (DType d : dtypes) {
     for (const Case& k : implicit_cases()) check_implicit_wgrad(k, d);
     for (const Case& k : implicit_transposed_cases()) check_implicit_wgrad(k, d);
