@@ -50,11 +50,10 @@ def tensor_to(self, *args, copy=False, **kwargs):
     """x.to(dtype), to(device), to(device, dtype), to(other) (other's engine and dtype), each with non_blocking
     (accepted; oa's copies are ordered on the device anyway) and copy, as torch.Tensor.to. Returns x itself when
     nothing changes (a new tensor with copy=True), else a copy as dtype: between float32, float16 and bfloat16,
-    int32 to those (rounded to nearest even past 2^24, as torch), bool to those and to int32 (1, 0), any dtype to
-    bool (x != 0). device: an oa.Engine, or "cuda" / "vulkan" (with an optional index) for oa.default_engine(),
+    int32 to those (rounded to nearest even past 2^24, as torch), those to int32 (truncated toward zero, saturating,
+    NaN giving 0, as CUDA's conversion), bool to those and to int32 (1, 0), any dtype to bool (x != 0). device: an oa.Engine, or "cuda" / "vulkan" (with an optional index) for oa.default_engine(),
     which must be x's engine (oa does not move tensors between engines). Errors: TypeError naming oa.Tensor.to for
-    an argument of another type; oa.UnsupportedError for "cpu", another device string, another engine, or a float
-    dtype to int32."""
+    an argument of another type; oa.UnsupportedError for "cpu", another device string or another engine."""
     device, dtype = to_arguments(args, kwargs, "oa.Tensor.to")
     if device is not None and engine_of(device, "oa.Tensor.to") != self.engine:
         raise _oa.UnsupportedError(f"oa.Tensor.to({device!r}): the tensor is on {self.engine!r}; oa does not move "

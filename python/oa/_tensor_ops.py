@@ -221,13 +221,11 @@ def _integer(name):
     """Tensor.int() and Tensor.long() as torch's, in int32 (oa's one integer dtype; torch's long is int64)."""
 
     def convert(self):
-        if self.is_floating_point():
-            raise _oa.UnsupportedError(f"oa.Tensor.{name}: no conversion from {self.dtype.name} to int32 (oa converts "
-                                       "int32 and bool to int32, and no float dtype to an integer one)")
         return self.to(_oa.dtype.int32)
     convert.__name__ = name
-    convert.__doc__ = (f"torch.Tensor.{name}(): an int32 copy of an int32 or bool tensor (oa's integer dtype is "
-                       "int32). Errors: oa.UnsupportedError for a float tensor (oa has no float-to-integer conversion).")
+    convert.__doc__ = (f"torch.Tensor.{name}(): an int32 copy of the tensor (oa's integer dtype is int32): floats "
+                       "truncate toward zero, saturating at the int32 range, NaN giving 0 (as CUDA's conversion; torch "
+                       "leaves those cases undefined); bool gives 0 and 1.")
     return convert
 
 

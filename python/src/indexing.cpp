@@ -387,9 +387,7 @@ DType assignment_dtype(DType x) { return x == DType::I32 ? DType::I32 : DType::F
 
 // value (a tensor, a Python number, a NumPy array or a nested list) as a
 // Matrix of `dtype` on x's engine, as torch casts what is assigned to x's
-// dtype (a float into int32 truncates toward zero). oa has no op from the
-// floating dtypes to int32: a floating tensor assigned into int32 raises
-// UnsupportedError.
+// dtype (a float into int32 truncates toward zero).
 Matrix assigned_values(const Matrix& x, py::handle value, DType dtype, const char* op) {
   if (!py::isinstance<Matrix>(value)) {
     if (py::isinstance<py::str>(value) || py::isinstance<py::bytes>(value) || value.is_none())
@@ -405,10 +403,6 @@ Matrix assigned_values(const Matrix& x, py::handle value, DType dtype, const cha
   }
   const Matrix v = value.cast<Matrix>();
   oa::detail::require_same_engine(x, "x", v, "value", op);
-  if (dtype == DType::I32 && is_floating_point(v.dtype()))
-    fail(ErrorKind::Unsupported, "{}: assignment into x of dtype {} from a tensor of dtype {}: oa has no conversion from the "
-         "floating dtypes to int32 (assign an int32 or bool tensor into int32, any into float or bool)", op, to_string(x.dtype()),
-         to_string(v.dtype()));
   return convert(v, dtype);
 }
 
@@ -496,7 +490,6 @@ void bind_indexing(py::module_& m, TensorClass& t) {
         "mask is read back to the host (a synchronization): an index outside its axis raises IndexError, a mask of "
         "other extents than the axes it covers IndexError. Several index entries broadcast together as in x[key]. "
         "Repeated indices: the last assignment wins. Errors: "
-        "oa.UnsupportedError for a float tensor assigned into int32 (oa has no conversion from float to int32); "
         "TypeError for a value of other types; oa.InvalidArgumentError for a NumPy or list value outside int32 (or NaN, "
         "infinite) assigned into int32; oa.InvalidArgumentError (a ValueError; torch raises RuntimeError) for a value "
         "that does not broadcast, and for a value tensor, an index or a mask on another engine than x; IndexError, "

@@ -185,7 +185,7 @@ Matrix int32_scalar(std::int32_t value, const Engine& engine) { return Matrix::f
 Matrix convert(const Matrix& x, DType dtype) {
   const DType from = x.dtype();
   if (from == dtype) return x;
-  if ((is_floating_point(from) || from == DType::I32) && is_floating_point(dtype)) return mx::cast(x, dtype);
+  if ((is_floating_point(from) || from == DType::I32) && (is_floating_point(dtype) || dtype == DType::I32)) return mx::cast(x, dtype);
   if (from == DType::Bool && dtype == DType::I32) return mx::where(x, int32_scalar(1, x.engine()), int32_scalar(0, x.engine()));
   if (from == DType::Bool && is_floating_point(dtype))
     return mx::cast(mx::where(x, Matrix::ones({}, x.engine()), Matrix::zeros({}, x.engine())), dtype);
@@ -193,8 +193,8 @@ Matrix convert(const Matrix& x, DType dtype) {
     if (from == DType::I32) return mx::ne(x, int32_scalar(0, x.engine()));
     return mx::ne(mx::cast(x, DType::F32), 0.0f);
   }
-  fail(ErrorKind::Unsupported, "oa.Tensor.to: no conversion from {} to {} (oa converts between float32, float16 and "
-       "bfloat16, from int32 and bool to those, from bool to int32, and from any dtype to bool)", to_string(from), to_string(dtype));
+  fail(ErrorKind::Unsupported, "oa.Tensor.to: no conversion from {} to {} (oa converts between float32, float16, "
+       "bfloat16 and int32, from bool to those, and from any dtype to bool)", to_string(from), to_string(dtype));
 }
 
 namespace {
@@ -927,8 +927,8 @@ void require_castable(const Matrix& result, const Matrix& x, const char* name) {
 }
 
 // `v` as `dtype` everywhere in `shape`: zeros, ones, full and fill_. int32
-// is filled on the host (no op converts float32 to int32): an int, or a
-// float truncated toward zero (as torch), within int32; InvalidArgument naming
+// is filled on the host, exactly (an f32 fill would round past 2^24): an
+// int, or a float truncated toward zero (as torch), within int32; InvalidArgument naming
 // `op` and the exact value otherwise (NaN and infinities included).
 Matrix filled(const Shape& shape, const Number& v, DType dtype, const std::optional<Engine>& engine, const char* op) {
   if (dtype != DType::I32) {
@@ -1198,8 +1198,8 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       // x.to(dtype) of oa.Tensor.to (python/oa/_device.py, which reads torch's other forms).
       .def("_to_dtype", &convert, py::arg("dtype"),
            "A copy as `dtype` (x itself if already): between float32, float16 and bfloat16, int32 to those (rounded to "
-           "nearest even past 2^24, as torch), bool to those and to int32 (1, 0), any dtype to bool (x != 0); a float "
-           "dtype to int32 raises oa.UnsupportedError.")
+           "nearest even past 2^24, as torch), those to int32 (truncated toward zero, saturating, NaN giving 0), bool "
+           "to those and to int32 (1, 0), any dtype to bool (x != 0).")
       .def("float", [](const Matrix& x) { return convert(x, DType::F32); })
       .def("half", [](const Matrix& x) { return convert(x, DType::F16); })
       .def("bfloat16", [](const Matrix& x) { return convert(x, DType::BF16); })
@@ -1687,7 +1687,7 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       [](float start, std::optional<float> end, float step, Opt dtype, bool requires_grad, const OptEngine& engine) {
         // arange(end) counts from 0, as torch.arange.
         const float first = end ? start : 0.0f, last = end ? *end : start;
-        if (dtype == DType::I32) {  // counted on the host (no op converts float32 to int32), as torch: in double, truncated
+        if (dtype == DType::I32) {  // counted on the host, exactly, as torch: in double, truncated
           if (step == 0.0f) fail(ErrorKind::InvalidArgument, "oa.arange: step must be nonzero");
           const double count = std::max(0.0, std::ceil((double{last} - first) / step));
           if (count > 2147483647.0 || std::max(std::abs(first), std::abs(last)) > 2147483520.0f)

@@ -467,8 +467,9 @@ def test_conversions_between_dtypes():
     assert pred.float().dtype == oa.float32 and (pred == target).float().sum().item() == 2.0
     assert mask.to(oa.int32).dtype == oa.int32
     np.testing.assert_array_equal(mask.to(oa.int32).numpy(), [1, 0])
-    with pytest.raises(oa.UnsupportedError, match="no conversion from f32 to i32"):
-        oa.tensor([1.0]).to(oa.int32)
+    # The float dtypes to int32: truncated toward zero, as torch's.
+    for dtype in (oa.float32, oa.float16, oa.bfloat16):
+        np.testing.assert_array_equal(oa.tensor([1.75, -1.75, 0.0, 100.5], dtype=dtype).to(oa.int32).numpy(), [1, -1, 0, 100])
 
 
 def test_creation_with_int32_and_bool_dtypes():

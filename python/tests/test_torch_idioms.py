@@ -100,8 +100,14 @@ def test_top_level_reshapes_and_integer_conversions():
     assert oa.unsqueeze(x, 0).shape == (1, 2, 1, 3) and oa.clone(x).shape == x.shape
     t = oa.tensor([True, False])
     assert t.long().dtype == oa.int32 and t.long().tolist() == [1, 0] and oa.tensor([3]).int().tolist() == [3]
-    with pytest.raises(oa.UnsupportedError, match="oa.Tensor.long: no conversion from float32 to int32"):
-        oa.ones(2).long()
+    assert oa.tensor([2.9, -2.9, 0.5]).long().tolist() == [2, -2, 0]
+    r = oa.tensor([1.5, -7.25], dtype=oa.bfloat16).int()
+    assert r.dtype == oa.int32 and r.tolist() == [1, -7]
+    # Out of range saturates and NaN gives 0 (CUDA's conversion; torch leaves them undefined).
+    assert oa.tensor([3e9, -3e9, float("nan"), float("inf")]).int().tolist() == [2**31 - 1, -2**31, 0, 2**31 - 1]
+    w = oa.tensor([1.7, 2.2], requires_grad=True)
+    i = w.int()
+    assert not i.requires_grad and i.grad_fn is None and i.tolist() == [1, 2]
 
 
 def _rates(scheduler_of, steps=6, lr=0.1):

@@ -1,10 +1,12 @@
 #version 450
-// y = x converted between dtypes (oa::matrix::cast): FROM is 0 (f32), 1 (f16),
-// 2 (bf16) or 3 (i32), TO 0, 1 or 2, never equal. f16 <-> bf16 widens to f32
-// (exactly) and narrows once; i32 converts to f32 rounding to nearest, ties
-// to even (exact below 2^24 in magnitude), and to a 16-bit dtype through that
-// f32. Invocation p converts elements 2p and 2p + 1: one 32-bit word of a
-// 16-bit side, two words of an f32 or i32 side. A 16-bit storage is whole
+// y = x converted between dtypes (oa::matrix::cast): FROM and TO are 0 (f32),
+// 1 (f16), 2 (bf16) or 3 (i32), never equal nor both i32. f16 <-> bf16 widens
+// to f32 (exactly) and narrows once; i32 converts to f32 rounding to nearest,
+// ties to even (exact below 2^24 in magnitude), and to a 16-bit dtype through
+// that f32; a float converts to i32 truncating toward zero, saturating at the
+// int32 range, NaN giving 0 (CUDA's cvt.rzi.s32.f32, which torch's casts
+// use on the GPU). Invocation p converts elements 2p and 2p + 1: one 32-bit
+// word of a 16-bit side, two words of an f32 or i32 side. A 16-bit storage is whole
 // words, so the last word of an odd count gets a zero high half.
 // The conversions are integer arithmetic (common/half.glsl), not
 // packHalf2x16 / unpackHalf2x16: GLSL leaves their rounding and subnormal
@@ -36,6 +38,16 @@ uint f32_from_i32(int v) {
   return sign | (uint(e + 127) + carry) << 23 | ((keep >> carry) & 0x7fffffu);
 }
 
+// The int32 bits of f32 bits x truncated toward zero, saturating, NaN 0: GLSL
+// leaves out-of-range float-to-int conversions undefined.
+uint i32_from_f32(uint x) {
+  const float v = uintBitsToFloat(x);
+  if (isnan(v)) return 0u;
+  if (v >= 2147483648.0) return 0x7fffffffu;
+  if (v <= -2147483648.0) return 0x80000000u;
+  return uint(int(v));  // |v| < 2^31: int() truncates exactly
+}
+
 void main() {
   const uint p = OA_GROUP_ID.x * 256u + gl_LocalInvocationID.x, i = 2u * p;
   if (i >= pc.n) return;
@@ -52,9 +64,9 @@ void main() {
     a = widen(w & 0xffffu);
     b = widen(w >> 16);
   }
-  if (TO == 0u) {
-    dst[i] = a;
-    if (pair) dst[i + 1u] = b;
+  if (TO == 0u || TO == 3u) {
+    dst[i] = TO == 0u ? a : i32_from_f32(a);
+    if (pair) dst[i + 1u] = TO == 0u ? b : i32_from_f32(b);
   } else {
     dst[p] = narrow(a) | (pair ? narrow(b) << 16 : 0u);
   }

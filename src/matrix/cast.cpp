@@ -45,11 +45,14 @@ const detail::Op<CastAttributes> kCast{{.name = "oa::matrix::cast",
                                 .inputs = {"x"},
                                 .infer = [](const OpCall<CastAttributes>& c) {
                                   detail::shader_u32(c.inputs[0].numel(), "element count of x", c.name);
-                                  return std::vector<detail::OutputSpec>{{c.inputs[0].shape(), c.attributes.to}};
+                                  // An i32 result has no gradient (torch: integer tensors cannot require one).
+                                  return std::vector<detail::OutputSpec>{
+                                      {.shape = c.inputs[0].shape(), .dtype = c.attributes.to, .no_grad = c.attributes.to == DType::I32}};
                                 },
                                 .lower = {{DType::F32, kCastLowering}, {DType::F16, kCastLowering}, {DType::BF16, kCastLowering},
                                           {DType::I32, kCastLowering}},
-                                // An i32 x never requires a gradient: the backward sees floating x alone.
+                                // An i32 x never requires a gradient and an i32 result takes none: the
+                                // backward sees floating x and y alone.
                                 .backward = [](const detail::BackwardCall<CastAttributes>& c) {
                                   // gy has the output's dtype, or is f32 zeros standing in for an absent gradient.
                                   const Matrix& gy = c.grad_outputs[0];
@@ -66,9 +69,9 @@ const detail::Op<CastAttributes> kCast{{.name = "oa::matrix::cast",
 Matrix cast(const Matrix& x, DType dtype) {
   const char* op = "oa::matrix::cast";
   detail::require_defined(x, op, "x");
-  if (!is_floating_point(dtype))
-    fail(ErrorKind::InvalidArgument, "{}: dtype must be f32, f16 or bf16; found {} (x {} {})", op, to_string(dtype), to_string(x.dtype()),
-         x.shape());
+  if (!is_floating_point(dtype) && dtype != DType::I32)
+    fail(ErrorKind::InvalidArgument, "{}: dtype must be f32, f16, bf16 or i32; found {} (x {} {})", op, to_string(dtype),
+         to_string(x.dtype()), x.shape());
   if (x.dtype() == dtype) return x;
   return detail::apply(kCast, {x}, CastAttributes{x.dtype(), dtype, std::string(to_string(dtype))})[0];
 }

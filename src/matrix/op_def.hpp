@@ -368,7 +368,9 @@ std::vector<Matrix> apply(const Op<A>& op, std::span<const Matrix> inputs, const
       if (written[i] && inputs[i].defined()) inputs[i].storage()->bump_version();
   }
   // The autograd node's inputs (edges) leave out detached inputs.
-  bool record = def.backward && grad_enabled();
+  // Only results that can take a gradient are recorded (an i32 cast's takes none).
+  bool record = def.backward && grad_enabled() &&
+                std::any_of(specs.begin(), specs.end(), [](const OutputSpec& s) { return !s.auxiliary && !s.no_grad; });
   if (record) {
     record = false;
     for (std::size_t i = 0; i < inputs.size() && !record; ++i)
