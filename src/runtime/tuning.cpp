@@ -180,9 +180,13 @@ const std::vector<TuningPoint>& tuning_points() {
        "the attention forward of 16-bit q, k, v on devices with cooperative matrices: the tensor-core flash kernel (on; "
        "head dims that are multiples of 16 up to 128, more than 4 query rows) or the lowering attention.forward_lowering picks "
        "(off)"},
-      {"attention.coopmat_tile", attention_keys, {"16x32", "32x32", "16x64", "wg64x16", "wg64x32", "wg64x64", "wg128x32", "wg128x64"},
-       "the tensor-core flash forward's tile: query rows per subgroup x keys per shared tile (subgroup-scope matrices), or "
-       "wg query rows per workgroup x keys per step (workgroup-scope matrices, VK_NV_cooperative_matrix2, f16; elsewhere 16x32)"},
+      {"attention.coopmat_tile", attention_keys,
+       {"16x32", "32x32", "16x64", "wg64x16", "wg64x32", "wg64x64", "wg128x32", "wg128x64", "sg64x32", "sg64x64", "sg128x32",
+        "sg128x64"},
+       "the tensor-core flash forward's tile: query rows per subgroup x keys per shared tile (subgroup-scope matrices, the "
+       "softmax through shared memory), wg query rows per workgroup x keys per step (workgroup-scope matrices, "
+       "VK_NV_cooperative_matrix2, f16), or sg query rows per workgroup x keys per step (subgroup-scope matrices of 16 rows "
+       "each with the softmax in registers, VK_NV_cooperative_matrix2, f16); where the wg or sg kernel cannot run, 16x32"},
       {"attention.coopmat_backward", attention_keys, {"off", "wg64x16", "wg64x32", "wg64x64", "wg128x32", "wg128x64"},
        "the attention backward of f16 q, k, v on devices with workgroup-scope matrices (VK_NV_cooperative_matrix2): the "
        "tensor-core flash passes with that tile (wg query or key rows per workgroup x rows of the other operand per step; "

@@ -391,11 +391,22 @@ bool workgroup_tile_serves(std::string_view tile, std::uint32_t dh) {
          d.has_workgroup_cooperative_matrix(DType::F16, DType::F32, br, bc, bc, 2 * br);
 }
 
+// Whether the device runs subgroup-scope tile `tile` (sgBRxBC) of the f16
+// forward: subgroups of 32, f16 16 x 16 x 16 matrices and VK_NV_cooperative_matrix2.
+bool subgroup_tile_serves(std::string_view tile) {
+  unsigned br = 0, bc = 0;
+  const oa::DeviceInfo& d = engine().device();
+  return std::sscanf(std::string(tile).c_str(), "sg%ux%u", &br, &bc) == 2 && d.subgroup_size == 32 &&
+         !d.workgroup_cooperative_matrix.empty() && d.has_cooperative_matrix({DType::F16, DType::F16, DType::F32, DType::F32, 16, 16, 16});
+}
+
 // The kernel that tuning variant `tile` of attention.coopmat_tile runs for
 // dtype and head dim dh: the workgroup-scope kernel for the wg tiles that
-// serve f16 there, else the subgroup-scope one.
+// serve f16 there, the one with the softmax in registers for the sg tiles
+// that do, else the older subgroup-scope one.
 std::string_view tensor_core_kernel(std::string_view tile, DType dtype, std::uint32_t dh) {
   if (dtype == DType::F16 && workgroup_tile_serves(tile, dh)) return oa::kernels::ml_attention_flash_forward_coopmat2;
+  if (dtype == DType::F16 && subgroup_tile_serves(tile)) return oa::kernels::ml_attention_flash_forward_coopmat_subgroup;
   return dtype == DType::F16 ? oa::kernels::ml_attention_flash_forward_coopmat : oa::kernels::ml_attention_flash_forward_coopmat_bf16;
 }
 
@@ -469,8 +480,8 @@ void expect_masks_and_offsets_as_f32(DType dtype, const std::function<bool(const
   }
 }
 
-// The tensor-core forwards (a subgroup-scope tile and the shipped
-// workgroup-scope one, and the fused backward after them) on the extreme
+// The tensor-core forwards (subgroup-scope tiles of both kernels and the
+// shipped workgroup-scope one, and the fused backward after them) on the extreme
 // inputs, against the F32 path on the rounded inputs: masks down to -FLT_MAX
 // with a fully masked row, causal rows that see no key, scores with a large
 // common offset, a negative scale, and a NaN key reaching only the rows that
@@ -480,7 +491,7 @@ TEST(AttentionHalf, TensorCoreForwardOnExtremeInputs) {
   OA_SKIP_WITHOUT_TENSOR_CORES(dtypes);
   attention_detail::FlashLoweringGuard guard(FlashLowering::Coopmat, FlashLowering::Fused);
   for (DType dtype : dtypes)
-    for (const std::string_view tile : {"16x32", "wg64x16"}) {
+    for (const std::string_view tile : {"16x32", "wg64x16", "sg64x32"}) {
       const oa_test::Forced forced("attention.coopmat_tile", std::string(tile));
       SCOPED_TRACE(std::string("tile ") + std::string(tile));
       SCOPED_TRACE(name(dtype));

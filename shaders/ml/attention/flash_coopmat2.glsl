@@ -1,6 +1,8 @@
 // Shared by the flash kernels on workgroup-scope tensor-core matrices
 // (GL_NV_cooperative_matrix2; flash_forward_coopmat2.comp and the backward's
-// flash_backward_{dq,dkv}_coopmat2.comp), f16 tensors. Include it after the
+// flash_backward_{dq,dkv}_coopmat2.comp), f16 tensors, and by the forward
+// on subgroup-scope ones (flash_forward_coopmat_subgroup.comp: its logits,
+// row-value stores and heads layout). Include it after the
 // kernel's push constants (the flash problem's members, pc) and its `mask`
 // buffer. The numerics are flash_common.glsl's.
 //
@@ -82,14 +84,16 @@ tensorViewNV<2, false, 1, 0> flash_transposed() { return createTensorViewNV(2, f
 
 // Per-row values of the tile's rows in f32 buffers [BH, S, width] (lse,
 // stats, delta): column 0 of per-row matrix X into element (bh, row0 + r,
-// col), rows past `rows` dropped; or every column of a row of X loaded from
+// col), rows past `rows` dropped (flash_store_row_block: of an n-row X
+// from row `first` on); or every column of a row of X loaded from
 // that element (0 past `rows`); or, for key-major tiles, every row of column
 // c of X loaded from element (bh, col0 + c, col).
 #define FLASH_ROWS_LAYOUT(rows, width)                                                                                             \
   setTensorLayoutDimensionNV(createTensorLayoutNV(3, gl_CooperativeMatrixClampModeConstantNV), OA_NUM_GROUPS.y, rows, width)
-#define flash_store_rows(X, BUF, rows, width, col)                                                                               \
-  coopMatStoreTensorNV(X, BUF, 0, sliceTensorLayoutNV(FLASH_ROWS_LAYOUT(rows, width), bh, 1, row0, BR, col, 1),                 \
-                       setTensorViewClipNV(createTensorViewNV(3, false), 0, BR, 0, 1))
+#define flash_store_row_block(X, BUF, rows, width, col, first, n)                                                                \
+  coopMatStoreTensorNV(X, BUF, 0, sliceTensorLayoutNV(FLASH_ROWS_LAYOUT(rows, width), bh, 1, first, n, col, 1),                 \
+                       setTensorViewClipNV(createTensorViewNV(3, false), 0, n, 0, 1))
+#define flash_store_rows(X, BUF, rows, width, col) flash_store_row_block(X, BUF, rows, width, col, row0, BR)
 #define flash_load_rows(X, BUF, rows, width, col)                                                                                \
   coopMatLoadTensorNV(X, BUF, 0, sliceTensorLayoutNV(FLASH_ROWS_LAYOUT(rows, width), bh, 1, row0, BR, col, 1),                  \
                       setTensorViewStrideNV(setTensorViewDimensionsNV(createTensorViewNV(2, true), BR, BC), 1, 0))

@@ -12,8 +12,8 @@
 // A workgroup of WARPS subgroups owns BLOCK_M = WARPS * 16 * RF query rows of
 // one batch-head; subgroup w owns 16 * RF of them: their q as RF x D/16 f16
 // A-matrices and their output as RF x D/16 f32 accumulators, in registers.
-// Key and value rows stream through shared memory in tiles of BLOCK_N (stored
-// as read, rows padded by 8 halves). Per tile a subgroup
+// Key and value rows stream through shared memory in tiles of BLOCK_N
+// (flash_kv_tiles.glsl: stored as read, rows padded by 8 halves). Per tile a subgroup
 //  1. multiplies S = q k^T into f32 accumulators (k's tile read column-major
 //     is k^T) and stores them to its own shared scratch;
 //  2. turns S into probabilities with its lanes, LPR lanes per row (each lane
@@ -67,26 +67,19 @@ const uint LPR = SUBGROUP / WROWS;        // lanes per row in the softmax step
 const uint PAIRS = BLOCK_N / (2u * LPR);  // column pairs per lane per tile
 const uint DF = D / 16u;                  // 16-column fragments of a row
 const uint NF = BLOCK_N / 16u;            // 16-key fragments of a tile
-const uint LD = D + 8u;                   // halves per shared k or v row
-const uint TILE_WORDS = BLOCK_N * LD / 8u;  // uvec4s per k or v tile
+const uint KV_ROWS = BLOCK_N;
+#include "ml/attention/flash_kv_tiles.glsl"
 const uint SLD = BLOCK_N + 4u;            // floats per scratch row (at least 16)
 const uint PLD = BLOCK_N + 8u;            // halves per probability row
 
-// k's tile, then v's; before the key loop, QCHUNK of the block's q rows at a time.
+// Before the key loop, kv_tiles holds QCHUNK of the block's q rows at a time.
 const uint QCHUNK = 2u * BLOCK_N;
-shared uvec4 kv_tiles[2u * TILE_WORDS];
 shared float scratch[WARPS * WROWS * SLD];
 shared uvec4 p_tiles[WARPS * WROWS * PLD / 8u];
 
 #define ACC coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>
 coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> qf[RF * DF];
 ACC of[RF * DF];
-
-// The k and v tiles' uvec4 copies of this invocation, in registers.
-const uint TILE_COPIES = BLOCK_N * (D / 8u);
-const uint LC = (TILE_COPIES + THREADS - 1u) / THREADS;
-uvec4 rk[LC];
-uvec4 rv[LC];
 
 // Copies rows row0 .. row0 + n of a [S, D] head (16-bit, as uvec4s of 8
 // halves) into kv_tiles from uvec4 `dst` on, LD halves a row, zeros past S.
@@ -111,27 +104,6 @@ uint pack_probabilities(vec2 p) {
   const uvec2 x = floatBitsToUint(p);
   const uvec2 b = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
   return b.x | (b.y << 16);
-}
-
-// Reads rows key0 .. key0 + BLOCK_N of k and v (zeros past Sk) into rk, rv.
-void load_kv(uint bh, uint key0) {
-  [[unroll]] for (uint l = 0u; l < LC; ++l) {
-    const uint idx = gl_LocalInvocationID.x + l * THREADS, r = idx / (D / 8u), c = idx - r * (D / 8u);
-    const bool ok = idx < TILE_COPIES && key0 + r < pc.sk;
-    const uint at = ok ? (flash_row(bh, key0 + r, pc.sk, D, pc.heads) >> 3) + c : 0u;
-    rk[l] = ok ? k4_in[at] : uvec4(0u);
-    rv[l] = ok ? v4_in[at] : uvec4(0u);
-  }
-}
-
-void store_kv() {
-  [[unroll]] for (uint l = 0u; l < LC; ++l) {
-    const uint idx = gl_LocalInvocationID.x + l * THREADS, r = idx / (D / 8u), c = idx - r * (D / 8u);
-    if (idx < TILE_COPIES) {
-      kv_tiles[r * (LD / 8u) + c] = rk[l];
-      kv_tiles[TILE_WORDS + r * (LD / 8u) + c] = rv[l];
-    }
-  }
 }
 
 // Multiplies every row of subgroup w's output accumulators by x, this lane's

@@ -5,6 +5,7 @@
 // scaled_dot_product_attention_causal (packed heads read in place).
 #include <algorithm>
 #include <cmath>
+#include <span>
 
 #include "oa/runtime/tuning.hpp"
 #include "matrix/cast_lowering.hpp"
@@ -731,27 +732,31 @@ FlashProblem flash_problem(const AttentionGeometry& g, const Matrix& mask) {
           .mask = mask.defined() ? &mask : nullptr};
 }
 
-// Tiles of the kernels on workgroup-scope tensor-core matrices
-// (VK_NV_cooperative_matrix2; flash_coopmat2.glsl): br rows per workgroup of
-// 2 * br invocations, bc rows of the other operand a step (wgBRxBC).
-struct WorkgroupAttentionTile {
+// A tile of the flash kernels that take their softmax's per-row values from
+// VK_NV_cooperative_matrix2 (flash_coopmat2.glsl): br rows per workgroup of
+// 2 * br invocations, bc rows of the other operand a step.
+struct AttentionTile {
   std::string_view name;
   std::uint32_t br, bc;
 };
-constexpr WorkgroupAttentionTile kWorkgroupAttentionTiles[] = {
+// On workgroup-scope matrices (wgBRxBC).
+constexpr AttentionTile kWorkgroupAttentionTiles[] = {
     {"wg64x16", 64, 16}, {"wg64x32", 64, 32}, {"wg64x64", 64, 64}, {"wg128x32", 128, 32}, {"wg128x64", 128, 64}};
+// The forward on subgroup-scope matrices, br / 16 subgroups of 32 (sgBRxBC).
+constexpr AttentionTile kSubgroupAttentionTiles[] = {{"sg64x32", 64, 32}, {"sg64x64", 64, 64}, {"sg128x32", 128, 32}, {"sg128x64", 128, 64}};
 
-// The tile named `name`, if any.
-const WorkgroupAttentionTile* workgroup_tile(std::string_view name) {
-  for (const WorkgroupAttentionTile& t : kWorkgroupAttentionTiles)
+// The tile of `tiles` named `name`, if any.
+const AttentionTile* tile_named(std::span<const AttentionTile> tiles, std::string_view name) {
+  for (const AttentionTile& t : tiles)
     if (t.name == name) return &t;
   return nullptr;
 }
+const AttentionTile* workgroup_tile(std::string_view name) { return tile_named(kWorkgroupAttentionTiles, name); }
 
 // Whether tile t serves problem p of q's dtype: f16, Dh = Dv a multiple of 16
 // up to 128, and workgroup-scope matrices whose granularities divide both
 // products of a step (br x bc x Dh and br x Dh x bc) on 2 * br invocations.
-bool workgroup_tile_serves(const Engine& engine, const FlashProblem& p, const WorkgroupAttentionTile& t, const Matrix& q) {
+bool workgroup_tile_serves(const Engine& engine, const FlashProblem& p, const AttentionTile& t, const Matrix& q) {
   const DeviceInfo& d = engine.device();
   const auto dh = u32(p.dh);
   const std::uint32_t threads = 2 * t.br;
@@ -761,7 +766,7 @@ bool workgroup_tile_serves(const Engine& engine, const FlashProblem& p, const Wo
          threads <= d.max_workgroup_size[0];
 }
 
-decltype(ComputeDispatch::specialization) workgroup_tile_specialization(const FlashProblem& p, const WorkgroupAttentionTile& t) {
+decltype(ComputeDispatch::specialization) tile_specialization(const FlashProblem& p, const AttentionTile& t) {
   return {2 * t.br, u32(p.dh), t.br, t.bc, p.mask_layout.present ? 1u : 0u};
 }
 
@@ -770,17 +775,17 @@ decltype(ComputeDispatch::specialization) workgroup_tile_specialization(const Fl
 // the one tuning point attention.coopmat_backward names, or where
 // FlashLoweringGuard forces that backward the first that serves; null where
 // none serves (or the guard asks for another lowering).
-const WorkgroupAttentionTile* backward_tile(const Engine& engine, const FlashProblem& p, const Matrix& q) {
+const AttentionTile* backward_tile(const Engine& engine, const FlashProblem& p, const Matrix& q) {
   const FlashLowering choice = FlashLoweringGuard::backward();
   if (choice != FlashLowering::Auto && choice != FlashLowering::Coopmat) return nullptr;
-  const auto serves = [&](const WorkgroupAttentionTile& t) {
+  const auto serves = [&](const AttentionTile& t) {
     return workgroup_tile_serves(engine, p, t, q) &&
            engine.device().has_workgroup_cooperative_matrix(DType::F16, DType::F16, t.br, u32(p.dh), t.bc, 2 * t.br);
   };
-  const WorkgroupAttentionTile* tile = workgroup_tile(tuned(engine, "attention.coopmat_backward", p));
+  const AttentionTile* tile = workgroup_tile(tuned(engine, "attention.coopmat_backward", p));
   if (tile && serves(*tile)) return tile;
   if (choice == FlashLowering::Coopmat)
-    for (const WorkgroupAttentionTile& t : kWorkgroupAttentionTiles)
+    for (const AttentionTile& t : kWorkgroupAttentionTiles)
       if (serves(t)) return &t;
   return nullptr;
 }
@@ -788,13 +793,13 @@ const WorkgroupAttentionTile* backward_tile(const Engine& engine, const FlashPro
 // The backward on workgroup-scope tensor-core matrices with a tile that
 // serves p (flash_backward_dq_coopmat2.comp, then
 // flash_backward_dkv_coopmat2.comp), into f32 dq, dk, dv and delta.
-std::vector<ComputeDispatch> workgroup_coopmat_backward(const FlashProblem& p, const WorkgroupAttentionTile& tile, const Matrix& q,
+std::vector<ComputeDispatch> workgroup_coopmat_backward(const FlashProblem& p, const AttentionTile& tile, const Matrix& q,
                                                         const Matrix& k, const Matrix& v, const Matrix& out, const Matrix& stats,
                                                         const Matrix& grad, const Matrix& grad_lse, const Matrix& dq, const Matrix& dk,
                                                         const Matrix& dv, const Matrix& delta) {
   ComputeDispatch dq_pass;
   dq_pass.kernel = kernels::ml_attention_flash_backward_dq_coopmat2;
-  dq_pass.specialization = workgroup_tile_specialization(p, tile);
+  dq_pass.specialization = tile_specialization(p, tile);
   dq_pass.bindings = {BufferBinding::read(q.storage()),   BufferBinding::read(k.storage()),    BufferBinding::read(v.storage()),
                       mask_binding(p, q),                 BufferBinding::read(out.storage()),  BufferBinding::read(grad.storage()),
                       BufferBinding::read(stats.storage()), BufferBinding::write(dq.storage()), BufferBinding::write(delta.storage()),
@@ -803,7 +808,7 @@ std::vector<ComputeDispatch> workgroup_coopmat_backward(const FlashProblem& p, c
   dq_pass.groups = {detail::groups_for(p.sq, tile.br), static_cast<std::uint64_t>(p.bh), 1};
   ComputeDispatch kv_pass;
   kv_pass.kernel = kernels::ml_attention_flash_backward_dkv_coopmat2;
-  kv_pass.specialization = workgroup_tile_specialization(p, tile);
+  kv_pass.specialization = tile_specialization(p, tile);
   kv_pass.bindings = {BufferBinding::read(q.storage()),     BufferBinding::read(k.storage()),    BufferBinding::read(v.storage()),
                       mask_binding(p, q),                   BufferBinding::read(grad.storage()), BufferBinding::read(stats.storage()),
                       BufferBinding::read(delta.storage()), BufferBinding::write(dk.storage()),  BufferBinding::write(dv.storage())};
@@ -826,7 +831,7 @@ AttentionGradients flash_gradients(const Engine& engine, const FlashProblem& p, 
   const DType dtype = q.dtype();
   AttentionGradients g{detail::allocate(engine, q.shape(), dtype), detail::allocate(engine, k.shape(), dtype),
                        detail::allocate(engine, v.shape(), dtype)};
-  const WorkgroupAttentionTile* tile = backward_tile(engine, p, q);
+  const AttentionTile* tile = backward_tile(engine, p, q);
   if (const std::vector<QueryBlock> blocks = query_blocks(p); !tile && use_gemm_backward(engine, p, blocks)) {
     append(dispatches, lower_gemm_backward(engine, p, blocks, q, k, v, out, stats, grad, grad_lse, g.q, g.k, g.v));
     return g;
@@ -857,7 +862,13 @@ AttentionGradients flash_gradients(const Engine& engine, const FlashProblem& p, 
 // - flash_forward_coopmat2.comp (f16) on devices with workgroup-scope
 //   matrices (VK_NV_cooperative_matrix2) whose granularities divide the
 //   tile: br query rows per workgroup of 2 * br invocations, keys bc at a
-//   time. Where the device lacks them the first subgroup-scope tile that fits runs.
+//   time;
+// - flash_forward_coopmat_subgroup.comp (f16, the softmax in registers) on
+//   devices with 16 x 16 x 16 subgroup-scope f16 matrices with f32
+//   accumulators, subgroups of 32 and VK_NV_cooperative_matrix2 (its
+//   reductions, conversions, per-element operations and tensor addressing):
+//   br query rows per workgroup, 16 per subgroup, keys bc at a time.
+// Where the device lacks what a tile needs, the first 16xN / 32xN tile that fits runs.
 // Empty where neither serves the problem.
 struct CoopAttentionTile {
   std::string_view name;
@@ -876,14 +887,33 @@ std::uint64_t coop_attention_shared_bytes(const CoopAttentionTile& t, std::uint6
 
 // flash_forward_coopmat2.comp with tile t, where the device and dtype allow it.
 // Its row sums are P x ones: the device needs the br x bc x bc product too.
-std::optional<ComputeDispatch> workgroup_coopmat_forward(const Engine& engine, const FlashProblem& p, const WorkgroupAttentionTile& t,
+std::optional<ComputeDispatch> workgroup_coopmat_forward(const Engine& engine, const FlashProblem& p, const AttentionTile& t,
                                                          const Matrix& q) {
   if (!workgroup_tile_serves(engine, p, t, q) ||
       !engine.device().has_workgroup_cooperative_matrix(DType::F16, DType::F32, t.br, t.bc, t.bc, 2 * t.br))
     return std::nullopt;
   ComputeDispatch c;
   c.kernel = kernels::ml_attention_flash_forward_coopmat2;
-  c.specialization = workgroup_tile_specialization(p, t);
+  c.specialization = tile_specialization(p, t);
+  c.groups = {detail::groups_for(p.sq, t.br), static_cast<std::uint64_t>(p.bh), 1};
+  return c;
+}
+
+// flash_forward_coopmat_subgroup.comp with tile t, where the device and
+// dtype allow it (coopmat_forward checked the head dims). Its shared memory
+// holds one k and one v tile (flash_kv_tiles.glsl).
+std::optional<ComputeDispatch> subgroup_coopmat_forward(const Engine& engine, const FlashProblem& p, const AttentionTile& t,
+                                                        const Matrix& q) {
+  const DeviceInfo& d = engine.device();
+  const std::uint32_t threads = 2 * t.br;
+  const std::uint64_t shared_bytes = 2 * std::uint64_t{t.bc} * (u32(p.dh) + 8) * 2;
+  if (q.dtype() != DType::F16 || d.subgroup_size != 32 || d.workgroup_cooperative_matrix.empty() ||
+      !d.has_cooperative_matrix({DType::F16, DType::F16, DType::F32, DType::F32, 16, 16, 16}) || threads > d.max_workgroup_invocations ||
+      threads > d.max_workgroup_size[0] || shared_bytes > d.max_shared_memory_bytes)
+    return std::nullopt;
+  ComputeDispatch c;
+  c.kernel = kernels::ml_attention_flash_forward_coopmat_subgroup;
+  c.specialization = tile_specialization(p, t);
   c.groups = {detail::groups_for(p.sq, t.br), static_cast<std::uint64_t>(p.bh), 1};
   return c;
 }
@@ -895,7 +925,8 @@ std::optional<std::vector<ComputeDispatch>> coopmat_forward(const Engine& engine
   if ((dt != DType::F16 && dt != DType::BF16) || p.dh != p.dv || p.dh % 16 != 0 || p.dh > 128 || p.sq <= kDecodeRows) return std::nullopt;
   const std::string_view variant = tuned(engine, "attention.coopmat_tile", p);
   std::optional<ComputeDispatch> c;
-  if (const WorkgroupAttentionTile* t = workgroup_tile(variant)) c = workgroup_coopmat_forward(engine, p, *t, q);
+  if (const AttentionTile* t = workgroup_tile(variant)) c = workgroup_coopmat_forward(engine, p, *t, q);
+  if (const AttentionTile* t = tile_named(kSubgroupAttentionTiles, variant)) c = subgroup_coopmat_forward(engine, p, *t, q);
   if (!c) {
     const std::uint32_t threads = kCoopAttentionWarps * d.subgroup_size;
     if ((d.subgroup_size != 32 && d.subgroup_size != 64) || !d.has_cooperative_matrix({dt, dt, DType::F32, DType::F32, 16, 16, 16}) ||
