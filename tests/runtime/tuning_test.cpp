@@ -118,10 +118,14 @@ TEST(RuntimeTuning, ShippedTablesKeepTheMeasuredRules) {
     EXPECT_EQ(gpu->choose("attention.backward_lowering", {64, 64, 64, 32, 32, 0}), "gemm");
     EXPECT_EQ(gpu->choose("attention.backward_lowering", {64, 49, 49, 32, 32, 0}), "fused");
     EXPECT_EQ(gpu->choose("attention.flash_plan", {64, 49, 49, 32, 32, 0}), "wide");
-    // The tensor-core attention: the workgroup-scope forward up to head dim 96, its backward off.
+    // The tensor-core attention: the subgroup-scope forward to head dim 128 (64-row tiles to 80, 128-row above),
+    // the workgroup-scope one beyond; the workgroup-scope backward.
     EXPECT_EQ(gpu->choose("attention.coopmat_forward", {96, 1024, 1024, 64, 64, 1}), "on");
-    EXPECT_EQ(gpu->choose("attention.coopmat_tile", {96, 1024, 1024, 96, 96, 1}), "wg64x16");
-    EXPECT_EQ(gpu->choose("attention.coopmat_tile", {64, 2048, 2048, 128, 128, 1}), "wg64x16");
+    EXPECT_EQ(gpu->choose("attention.coopmat_tile", {96, 1024, 1024, 64, 64, 1}), "sg64x32");
+    EXPECT_EQ(gpu->choose("attention.coopmat_tile", {64, 1024, 1024, 80, 80, 0}), "sg64x32");
+    EXPECT_EQ(gpu->choose("attention.coopmat_tile", {96, 1024, 1024, 96, 96, 1}), "sg128x64");
+    EXPECT_EQ(gpu->choose("attention.coopmat_tile", {64, 2048, 2048, 128, 128, 1}), "sg128x64");
+    EXPECT_EQ(gpu->choose("attention.coopmat_tile", {16, 2048, 2048, 256, 256, 1}), "wg64x16");
     EXPECT_EQ(gpu->choose("attention.coopmat_backward", {96, 1024, 1024, 64, 64, 1}), "wg64x16");
     EXPECT_EQ(gpu->choose("conv.igemm_tile", {32, 96, 1, 3136, 9, 0}), "128x128");
     EXPECT_EQ(gpu->choose("conv.igemm_tile", {32, 95, 1, 3136, 9, 0}), "128x64");
