@@ -1352,6 +1352,29 @@ TEST(ConvPatch, Gradients) {
   for (std::size_t i : {0u, 3u, 6u, 9u, 10u, 13u}) check_gradients(patch_cases()[i]);
 }
 
+// The backward of a k2 s2 convolution, forced: through the patch GEMMs, the
+// input gradient's GEMM and rearrangement and the weight gradient's two
+// rearrangements and GEMM (at least five dispatches); through the general
+// kernels, the implicit GEMM and the weight-gradient reduction (at most
+// three with its partial sums).
+TEST(ConvPatch, BackwardTakesThePatchGemms) {
+  const auto backward_dispatches = [](const char* variant) {
+    const oa_test::Forced forced("conv.patch", variant);
+    const oa_test::Forced igemm("conv.kernel", "igemm");
+    const Matrix x = oa::set_requires_grad(Matrix::from_vector({2, 3, 6, 6}, random_values(216, 71)));
+    const Matrix w = oa::set_requires_grad(Matrix::from_vector({4, 3, 2, 2}, random_values(48, 72)));
+    const Matrix y = oa::ml::conv_2d(x, w, Matrix(), {.stride = {2, 2}});
+    oa::TraceCapture trace(x.engine());
+    oa::backward(y, Matrix::ones(y.shape()));
+    const auto ops = trace.ops();
+    return ops.size() == 1 ? ops[0].dispatches : 0;
+  };
+  EXPECT_GE(backward_dispatches("patch"), 5u);
+  const std::uint64_t general = backward_dispatches("general");
+  EXPECT_GE(general, 2u);
+  EXPECT_LE(general, 3u);
+}
+
 // Padding 1, dilation 2, groups 2 and output_padding 1 with strides equal to
 // the kernels are no patch relations: they pass to the general kernels (one
 // dispatch) and keep their answers.

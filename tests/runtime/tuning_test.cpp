@@ -139,11 +139,12 @@ TEST(RuntimeTuning, ShippedTablesKeepTheMeasuredRules) {
   const Tuning h100 = Tuning::for_device(device_named("NVIDIA H100 80GB HBM3", oa::DeviceType::Discrete, "NVIDIA"));
   EXPECT_EQ(h100.choose("conv.kernel", {32, 128, 1, 784, 9, 0}), "winograd");
   EXPECT_EQ(other.choose("conv.kernel", {32, 128, 1, 784, 9, 0}), "depthwise");
-  // Stride equal to the kernel: the patch GEMM for U-Net's k2 s2 up-convolution and ViT's k16 patch embedding,
-  // the general kernels for wav2vec2's k2 s2 convolution.
+  // Stride equal to the kernel: the patch GEMM for U-Net's k2 s2 up-convolution and ViT's k16 patch embedding
+  // (and its input gradient), the general kernels for wav2vec2's k2 s2 convolution.
   for (const Tuning* t : {&h100, &other}) {
     EXPECT_EQ(t->choose("conv.patch", {8, 512, 1, 4096, 4, 1}), "patch");
     EXPECT_EQ(t->choose("conv.patch", {32, 768, 1, 196, 256, 0}), "patch");
+    EXPECT_EQ(t->choose("conv.patch", {32, 3, 1, 50176, 256, 1}), "patch");
     EXPECT_EQ(t->choose("conv.patch", {4, 512, 1, 999, 2, 0}), "general");
   }
   for (const Tuning* t : {&h200, &h100}) {
