@@ -129,6 +129,10 @@ inline constexpr Conv kLayers[] = {
     {"conv2d",         "resnet50_layer3_3x3_b1",        2,  1,  256,  256,  14, 3, 1, 1,  1},
     {"conv2d",         "resnext50_layer1_3x3_g32",      2, 32,  128,  128,  56, 3, 1, 1, 32},
     {"conv2d",         "resnext50_layer3_3x3_g32",      2, 32,  512,  512,  14, 3, 1, 1, 32},
+    // Stride equal to the kernel: ViT-B/16's patch embedding, ConvNeXt-T's stem and its first downsampling.
+    {"conv2d",         "vit_b16_patch_embed_k16_s16",   2, 32,    3,  768, 224, 16, 16, 0, 1},
+    {"conv2d",         "convnext_t_stem_k4_s4",         2, 32,    3,   96, 224, 4, 4, 0,  1},
+    {"conv2d",         "convnext_t_down_k2_s2_96to192", 2, 32,   96,  192,  56, 2, 2, 0,  1},
     {"depthwise",      "mobilenetv2_dw3x3_c144_56",     2, 32,  144,  144,  56, 3, 1, 1, 144},
     {"depthwise",      "mobilenetv2_dw3x3_s2_c144_56",  2, 32,  144,  144,  56, 3, 2, 1, 144},
     {"depthwise",      "mobilenetv2_dw3x3_c384_14",     2, 32,  384,  384,  14, 3, 1, 1, 384},

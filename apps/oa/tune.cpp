@@ -139,7 +139,9 @@ std::vector<TuneCase> attention_cases(bool quick) {
 // ends, transposed convolutions of decoders and GANs), forward: for
 // conv.igemm_tile (the depthwise ones with conv.kernel pinned to the implicit
 // GEMM), and for conv.kernel where they are grouped or where Winograd serves
-// them (ungrouped 2-D 3x3 of stride 1). The keys are those of lower_conv:
+// them (ungrouped 2-D 3x3 of stride 1); for conv.patch where the stride
+// equals the kernel without padding or groups (conv.igemm_tile then pins it
+// to general). The keys are those of lower_conv:
 // batch, output channels per group, groups, output positions per image and
 // channel, taps, transposed. Forward and weight gradient (of the weight
 // alone) for conv.wgrad_tile where the tiled kernel serves it: not depthwise,
@@ -160,7 +162,14 @@ std::vector<TuneCase> conv_cases(bool quick) {
       return [=] { (void)oa_bench::conv_forward(c, x, w, b); };
     };
     const bool depthwise = c.groups == c.c_in && c.groups > 1;
-    cases.push_back({"conv.igemm_tile", c.model, keys, depthwise ? Pins{{"conv.kernel", "igemm"}} : Pins{}, setup});
+    const bool patch = c.groups == 1 && c.k == c.stride && c.padding == 0;
+    Pins igemm_pins;
+    if (depthwise) igemm_pins.push_back({"conv.kernel", "igemm"});
+    if (patch) {
+      igemm_pins.push_back({"conv.patch", "general"});
+      cases.push_back({"conv.patch", c.model, keys, {}, setup});
+    }
+    cases.push_back({"conv.igemm_tile", c.model, keys, igemm_pins, setup});
     if (c.groups == 1 && !oa_bench::transposed(c)) {
       auto half_setup = [c](const oa::Engine& e) -> Step {
         const auto f16 = [&](const oa::Shape& s, std::uint64_t seed) { return oa::matrix::cast(input(s, seed, e, false), oa::DType::F16); };

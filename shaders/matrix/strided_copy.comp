@@ -21,10 +21,13 @@ layout(std430, binding = 1) buffer Out { uint dst[]; };
 
 const uint PER = 4u / SIZE, BITS = 8u * SIZE;
 
-// The strided index of contiguous element i.
+// The strided index of contiguous element i. Axes of extent 1 are skipped
+// (a uniform branch): their quotient and remainder would cost two integer
+// divisions an element for nothing.
 uint strided(uint i) {
   uint rest = i, s = pc.base;
   for (int d = 7; d >= 0; --d) {
+    if (pc.ext[d] == 1u) continue;
     const uint c = rest % pc.ext[d];
     rest /= pc.ext[d];
     s += c * pc.stride[d];

@@ -480,16 +480,128 @@ bool lower_winograd(const Relation& r, bool wide, const Matrix& src, const Matri
   return true;
 }
 
+// Whether relation r tiles its wide side with the kernel: stride equal to the
+// kernel, no padding, dilation 1, groups 1, and (computing wide from narrow)
+// wide extents exactly the narrow ones times the kernel (a convolution may
+// leave wide rows and columns past its last patch unread; a gather must
+// write them, so it declines those). Each narrow position then meets its
+// own KH x KW patch of wide positions and nothing else.
+bool patch_applies(const Relation& r, bool wide) {
+  if (r.groups != 1 || r.kh != r.sh || r.kw != r.sw || r.ph != 0 || r.pw != 0 || r.dh != 1 || r.dw != 1) return false;
+  return !wide || (r.hw == r.hn * r.kh && r.ww == r.wn * r.kw);
+}
+
+// Whether the patch lowerings serve relation r (computing wide from narrow
+// when `wide`): a patch relation whose intermediates (each as large as the
+// narrow or the wide tensor) fit one binding, where the tuning point
+// conv.patch chooses patch for it (keys as conv.kernel's).
+bool patch_chosen(const Relation& r, bool wide, const Engine& engine, DType dtype) {
+  if (r.n == 0 || !patch_applies(r, wide)) return false;
+  const std::int64_t positions = r.n * r.hn * r.wn, m = r.cw * r.kh * r.kw;
+  if (positions * std::max(m, r.cn) * static_cast<std::int64_t>(size_of(dtype)) >
+      static_cast<std::int64_t>(engine.device().max_storage_buffer_range))
+    return false;
+  const std::int64_t keys[] = {r.n, wide ? r.cw : r.cn, r.groups, wide ? r.hw * r.ww : r.hn * r.wn, r.kh * r.kw, wide ? 1 : 0};
+  return tuning_of(engine)->choose("conv.patch", keys) == "patch";
+}
+
+// patches [N, HN, WN, CW, KH, KW] ([N * P, M] below) gathered from the wide
+// tensor [N, CW, HW, WW] of a patch relation (space-to-depth; rows and
+// columns past the last patch are not read).
+void space_to_depth(const Relation& r, const Matrix& wide, const Matrix& patches, const char* op, std::vector<ComputeDispatch>& out) {
+  detail::strided_copy(op, false, wide.dtype(), wide.storage(), patches.storage(), {r.n, r.hn, r.wn, r.cw, r.kh, r.kw},
+                       {r.cw * r.hw * r.ww, r.kh * r.ww, r.kw, r.hw * r.ww, r.ww, 1}, 0, out);
+}
+
+// A patch relation (patch_chosen) as one GEMM between rearrangements, for
+// any dtype (T = KH * KW taps, P = HN * WN narrow positions, M = CW * T; the
+// weight is [CN, M] row-major as stored):
+//   narrow from wide (a convolution; the transposed one's input gradient):
+//     patches [N * P, M] = space_to_depth(wide); rows [N * P, CN] = patches
+//     x weight^T + bias (one GEMM); narrow [N, CN, P] = rows transposed per
+//     image;
+//   wide from narrow (a transposed convolution; the convolution's input
+//     gradient): rows_b [P, M] = narrow_b^T x weight + the bias repeated per
+//     tap (a GEMM batched over images); wide = rows rearranged (depth-to-
+//     space, one strided copy).
+// The GEMM is oriented so that the bias is per column (lower_gemm adds
+// bias[n] per column only), which costs the narrow-from-wide direction a
+// transpose of its output, the smaller side. A 16-bit relation rounds once,
+// in the GEMM.
+void lower_patch(const Relation& r, bool wide, const Matrix& src, const Matrix& weight, const Matrix& bias, const Matrix& dst,
+                 const char* op, std::vector<ComputeDispatch>& out) {
+  const Engine& engine = src.engine();
+  const DType dtype = src.dtype();
+  const std::int64_t taps = r.kh * r.kw, p = r.hn * r.wn, m = r.cw * taps;
+  const Matrix rows = detail::allocate(engine, Shape{r.n * p, wide ? m : r.cn}, dtype);
+  if (!wide) {
+    const Matrix patches = detail::allocate(engine, Shape{r.n * p, m}, dtype);
+    space_to_depth(r, src, patches, op, out);
+    detail::append_gemm(engine,
+                        {.m = r.n * p,
+                         .n = r.cn,
+                         .k = m,
+                         .trans_b = true,
+                         .a = {&patches},
+                         .b = {&weight},
+                         .c = {&rows},
+                         .bias = bias.defined() ? &bias : nullptr},
+                        out);
+    detail::transpose_into(engine, op, dtype, rows.storage(), dst.storage(), r.n, p, r.cn, out);
+    return;
+  }
+  Matrix repeated;  // bias[c] at (c, tap)
+  if (bias.defined()) {
+    repeated = detail::allocate(engine, Shape{m}, dtype);
+    detail::strided_copy(op, false, dtype, bias.storage(), repeated.storage(), {r.cw, taps}, {1, 0}, 0, out);
+  }
+  detail::append_gemm(engine,
+                      {.batch = r.n,
+                       .m = p,
+                       .n = m,
+                       .k = r.cn,
+                       .trans_a = true,
+                       .a = {&src, 0, r.cn * p},
+                       .b = {&weight},
+                       .c = {&rows, 0, p * m},
+                       .bias = bias.defined() ? &repeated : nullptr},
+                      out);
+  // wide [N, CW, HN, KH, WN, KW] from rows [N, HN, WN, CW, KH, KW].
+  detail::strided_copy(op, false, dtype, rows.storage(), dst.storage(), {r.n, r.cw, r.hn, r.kh, r.wn, r.kw},
+                       {p * m, taps, r.wn * m, r.kw, m, 1}, 0, out);
+}
+
+// The weight gradient of a patch relation as one GEMM: dw [CN, M] = the
+// narrow tensor permuted to [CN, N * P] x space_to_depth(wide) [N * P, M],
+// its long K split where few tiles would leave the GPU idle (lower_gemm).
+// dw is f32, or the operands' 16-bit dtype (rounded once).
+void lower_patch_weight_grad(const Relation& r, const Matrix& narrow, const Matrix& wide, const Matrix& dw, const char* op,
+                             std::vector<ComputeDispatch>& out) {
+  const Engine& engine = narrow.engine();
+  const DType dtype = narrow.dtype();
+  const std::int64_t p = r.hn * r.wn, m = r.cw * r.kh * r.kw;
+  const Matrix patches = detail::allocate(engine, Shape{r.n * p, m}, dtype);
+  space_to_depth(r, wide, patches, op, out);
+  Matrix channels_first = narrow;  // [CN, N * P]; one image is that already
+  if (r.n > 1) {
+    channels_first = detail::allocate(engine, Shape{r.cn, r.n * p}, dtype);
+    detail::permute_into(op, dtype, narrow.storage(), Shape{r.n, r.cn, p}, channels_first.storage(), {1, 0, 2}, out);
+  }
+  detail::append_gemm(engine, {.m = r.cn, .n = m, .k = r.n * p, .a = {&channels_first}, .b = {&patches}, .c = {&dw}}, out);
+}
+
 // Computes `dst` (narrow when !wide, wide when wide) from `src` through the
-// weight; adds bias when defined. A convolution with one output position over
-// the whole input is one GEMM. Otherwise the tuning point conv.kernel names the
+// weight; adds bias when defined; `op` names the call in errors. A
+// convolution with one output position over the whole input is one GEMM; a
+// patch relation takes lower_patch where the tuning point conv.patch says
+// so. Otherwise the tuning point conv.kernel names the
 // first kernel to try in the order winograd (ungrouped 3x3 problems of
 // stride and dilation 1), depthwise (problems that fit the depthwise
 // kernel), direct (other grouped convolutions with few output channels per
 // group), then the implicit GEMM, whose tile conv.igemm_tile names; a kernel
 // that does not serve the problem passes it to the next.
 std::vector<ComputeDispatch> lower_conv(const Relation& r, bool wide, const Matrix& src, const Matrix& weight, const Matrix& bias,
-                                        const Matrix& dst) {
+                                        const Matrix& dst, const char* op) {
   if (r.n == 0) return {};  // an empty batch
   // A convolution whose window covers the whole (unpadded) input has one
   // output position: narrow [N, CN] = wide [N, CW*KH*KW] weight [CN, CW*KH*KW]^T
@@ -511,6 +623,11 @@ std::vector<ComputeDispatch> lower_conv(const Relation& r, bool wide, const Matr
                          .c = {&dst, 0, r.n * r.cn},
                          .bias = bias.defined() ? &bias : nullptr},
                         out);
+    return out;
+  }
+  if (patch_chosen(r, wide, src.engine(), src.dtype())) {
+    std::vector<ComputeDispatch> out;
+    lower_patch(r, wide, src, weight, bias, dst, op, out);
     return out;
   }
   const std::int64_t cols = wide ? r.cw / r.groups : r.cn / r.groups;
@@ -895,10 +1012,12 @@ bool lower_conv_half_implicit(const Relation& r, bool wide, const Matrix& src, c
   return true;
 }
 
-// A 16-bit convolution (dst narrow when !wide, wide when wide): the implicit
-// GEMM where lower_conv_half_implicit takes it, else the columns path.
+// A 16-bit convolution (dst narrow when !wide, wide when wide): lower_patch
+// where conv.patch chooses it, the implicit GEMM where
+// lower_conv_half_implicit takes it, else the columns path.
 void lower_conv_half_any(const Relation& r, bool wide, const Matrix& src, const Matrix& weight, const Matrix& bias,
                          const Matrix& dst, const char* op, std::vector<ComputeDispatch>& out) {
+  if (patch_chosen(r, wide, src.engine(), src.dtype())) return lower_patch(r, wide, src, weight, bias, dst, op, out);
   if (!lower_conv_half_implicit(r, wide, src, weight, bias, dst, op, out)) lower_conv_half(r, wide, src, weight, bias, dst, op, out);
 }
 
@@ -1032,8 +1151,8 @@ detail::Lowering<A> half_lowering(bool one_d) {
 }
 
 // The backward of a 16-bit call: the gradients in the inputs' dtype, the
-// weight's summed over the batch in f32 and the bias's summed in f32, each
-// rounded once.
+// weight's summed over the batch in f32 (by one GEMM where patch_chosen) and
+// the bias's summed in f32, each rounded once.
 template <class A>
 std::vector<Matrix> backward_half(const BackwardCall<A>& c, const Spec& s) {
   const Matrix &x = c.inputs[0], &w = c.inputs[1];
@@ -1053,7 +1172,13 @@ std::vector<Matrix> backward_half(const BackwardCall<A>& c, const Spec& s) {
     lower_conv_half_any(r, !s.transposed, dy, w, Matrix(), grads[0], s.name, ds);
   }
   if (c.needs[1]) {
-    dw = lower_weight_grad_half(r, s.transposed ? x : dy, s.transposed ? dy : x, w.shape(), s.name, ds);
+    const Matrix &narrow = s.transposed ? x : dy, &wide = s.transposed ? dy : x;
+    if (patch_chosen(r, s.transposed, engine, dtype)) {
+      dw = detail::allocate(engine, w.shape(), dtype);
+      lower_patch_weight_grad(r, narrow, wide, dw, s.name, ds);
+    } else {
+      dw = lower_weight_grad_half(r, narrow, wide, w.shape(), s.name, ds);
+    }
   }
   if (c.needs[2]) {
     db_sum = detail::allocate(engine, Shape{channels});
@@ -1083,7 +1208,7 @@ detail::Op<A> conv_op(const char* name, bool one_d) {
                   [one_d](const OpCall<A>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
                     const Spec s = spec_of(c.name, one_d, c.attributes);
                     const Relation r = resolve(s, c.inputs[0], c.inputs[1], c.inputs[2]);
-                    const auto d = lower_conv(r, s.transposed, c.inputs[0], c.inputs[1], c.inputs[2], out[0]);
+                    const auto d = lower_conv(r, s.transposed, c.inputs[0], c.inputs[1], c.inputs[2], out[0], c.name);
                     ds.insert(ds.end(), d.begin(), d.end());
                   }},
                  {DType::F16, half_lowering<A>(one_d)},
@@ -1107,13 +1232,17 @@ detail::Op<A> conv_op(const char* name, bool one_d) {
          std::vector<Matrix> scratch;
          if (c.needs[0]) {
            grads[0] = detail::allocate(engine, x.shape());
-           const auto d = lower_conv(r, !s.transposed, dy, w, Matrix(), grads[0]);
+           const auto d = lower_conv(r, !s.transposed, dy, w, Matrix(), grads[0], s.name);
            ds.insert(ds.end(), d.begin(), d.end());
          }
          if (c.needs[1]) {
            grads[1] = detail::allocate(engine, w.shape());
            // Narrow side: the convolution's output gradient or the transposed convolution's input.
-           lower_weight_grad(r, s.transposed ? x : dy, s.transposed ? dy : x, grads[1], s.name, ds, scratch);
+           const Matrix &narrow = s.transposed ? x : dy, &wide = s.transposed ? dy : x;
+           if (patch_chosen(r, s.transposed, engine, DType::F32))
+             lower_patch_weight_grad(r, narrow, wide, grads[1], s.name, ds);
+           else
+             lower_weight_grad(r, narrow, wide, grads[1], s.name, ds, scratch);
          }
          if (c.needs[2]) {
            const std::int64_t channels = dy.shape()[1];

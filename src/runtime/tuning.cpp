@@ -156,6 +156,12 @@ const std::vector<TuningPoint>& tuning_points() {
        "a convolution's (or its input gradient's) first kernel to try: winograd (F(2x2, 3x3): ungrouped 3x3, stride and "
        "dilation 1), depthwise (one channel per group, small windows), direct (grouped, at most 8 output channels per "
        "group), then the implicit GEMM, which serves all"},
+      {"conv.patch", conv_keys, {"patch", "general"},
+       "a convolution or transposed convolution whose stride equals its kernel, with no padding, dilation 1 and groups "
+       "1 (and, computing the wide side, no rows or columns past the last patch), f32, f16 or bf16: its forward, input "
+       "gradient (the other direction's keys) and weight gradient (its forward's keys) as one GEMM each between "
+       "space-to-depth or depth-to-space rearrangements (patch), or the kernels that conv.kernel, conv.half_forward and "
+       "the weight-gradient points choose (general)"},
       {"conv.igemm_tile", conv_keys, {"128x128", "128x64", "128x32", "64x16", "1024x4"},
        "the implicit-GEMM convolution's tile: output positions x output channels per workgroup (1024x4: each "
        "invocation gathers its own positions, for at most 4 channels)"},

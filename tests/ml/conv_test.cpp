@@ -1304,4 +1304,100 @@ TEST(ConvHalf, ImplicitWeightGradient) {
   }
 }
 
+// ── Convolutions whose stride equals their kernel (conv.patch) ──────────────
+
+// Stride equal to the kernel, no padding, dilation 1, groups 1: 1-D kernels 2-4,
+// 2-D 2x2, 4x4, 16x16 and 2x3, odd extents (a convolution's input rows and
+// columns past its last patch), batch 1 and 3, with and without bias.
+const std::vector<Case>& patch_cases() {
+  static const std::vector<Case> cases{
+      conv1d(1, 3, 5, 8, 2, params1(2, 0, 1)),
+      conv1d(3, 4, 2, 13, 3, params1(3, 0, 1), false),
+      conv1d(1, 2, 7, 17, 4, params1(4, 0, 1)),
+      tconv1d(3, 3, 4, 5, 2, params1(2, 0, 1)),
+      tconv1d(1, 5, 2, 7, 3, params1(3, 0, 1), false),
+      tconv1d(1, 2, 3, 3, 4, params1(4, 0, 1)),
+      conv2d(3, 3, 5, 7, 9, 2, 2, params({2, 2}, {0, 0}, {1, 1})),
+      conv2d(1, 2, 6, 9, 8, 4, 4, params({4, 4}, {0, 0}, {1, 1}), false),
+      conv2d(1, 3, 4, 33, 35, 16, 16, params({16, 16}, {0, 0}, {1, 1})),
+      conv2d(3, 2, 3, 5, 7, 2, 3, params({2, 3}, {0, 0}, {1, 1})),
+      tconv2d(3, 4, 3, 5, 3, 2, 2, params({2, 2}, {0, 0}, {1, 1})),
+      tconv2d(1, 3, 2, 3, 2, 4, 4, params({4, 4}, {0, 0}, {1, 1}), false),
+      tconv2d(1, 2, 3, 2, 3, 16, 16, params({16, 16}, {0, 0}, {1, 1})),
+      tconv2d(3, 2, 4, 3, 4, 2, 3, params({2, 3}, {0, 0}, {1, 1})),
+  };
+  return cases;
+}
+
+// Forced, each case takes the patch lowering: a rearrangement, the GEMM and
+// a transpose for a convolution (its GEMM may split K: one epilogue more), the
+// GEMM and a rearrangement for a transposed one (with bias, a copy of it per
+// tap first); forced general, the implicit GEMM's one dispatch.
+TEST(ConvPatch, ForwardMatchesReference) {
+  for (const auto& k : patch_cases()) {
+    {
+      const oa_test::Forced forced("conv.patch", "patch");
+      check_forward(k, 1e-4, k.transposed ? Dispatches{k.bias ? 3u : 2u, k.bias ? 4u : 3u} : Dispatches{3, 4});
+    }
+    const oa_test::Forced general("conv.patch", "general");
+    const oa_test::Forced igemm("conv.kernel", "igemm");
+    check_forward(k, 1e-4);
+  }
+}
+
+// The input gradients (the other direction's patch lowering), weight and bias
+// gradients against finite differences.
+TEST(ConvPatch, Gradients) {
+  const oa_test::Forced forced("conv.patch", "patch");
+  for (std::size_t i : {0u, 3u, 6u, 9u, 10u, 13u}) check_gradients(patch_cases()[i]);
+}
+
+// The backward of a k2 s2 convolution, forced: through the patch GEMMs, the
+// input gradient's GEMM and rearrangement and the weight gradient's two
+// rearrangements and GEMM (at least five dispatches); through the general
+// kernels, the implicit GEMM and the weight-gradient reduction (at most
+// three with its partial sums).
+TEST(ConvPatch, BackwardTakesThePatchGemms) {
+  const auto backward_dispatches = [](const char* variant) {
+    const oa_test::Forced forced("conv.patch", variant);
+    const oa_test::Forced igemm("conv.kernel", "igemm");
+    const Matrix x = oa::set_requires_grad(Matrix::from_vector({2, 3, 6, 6}, random_values(216, 71)));
+    const Matrix w = oa::set_requires_grad(Matrix::from_vector({4, 3, 2, 2}, random_values(48, 72)));
+    const Matrix y = oa::ml::conv_2d(x, w, Matrix(), {.stride = {2, 2}});
+    oa::TraceCapture trace(x.engine());
+    oa::backward(y, Matrix::ones(y.shape()));
+    const auto ops = trace.ops();
+    return ops.size() == 1 ? ops[0].dispatches : 0;
+  };
+  EXPECT_GE(backward_dispatches("patch"), 5u);
+  const std::uint64_t general = backward_dispatches("general");
+  EXPECT_GE(general, 2u);
+  EXPECT_LE(general, 3u);
+}
+
+// Padding 1, dilation 2, groups 2 and output_padding 1 with strides equal to
+// the kernels are no patch relations: they pass to the general kernels (one
+// dispatch) and keep their answers.
+TEST(ConvPatch, OtherGeometriesTakeTheGeneralKernels) {
+  const oa_test::Forced forced("conv.patch", "patch");
+  const oa_test::Forced igemm("conv.kernel", "igemm");
+  for (const auto& k : {conv2d(1, 2, 3, 8, 8, 2, 2, params({2, 2}, {1, 1}, {1, 1})),
+                        conv2d(3, 2, 3, 9, 9, 2, 2, params({2, 2}, {0, 0}, {2, 2})),
+                        conv2d(1, 4, 4, 8, 6, 2, 2, params({2, 2}, {0, 0}, {1, 1}, 2)),
+                        tconv2d(1, 2, 3, 3, 4, 2, 2, params({2, 2}, {0, 0}, {1, 1}, 1, {1, 1})),
+                        tconv1d(3, 2, 3, 5, 2, params1(2, 1, 1))}) {
+    check_forward(k);
+    check_gradients(k);
+  }
+}
+
+// F16 and BF16 through the patch lowering (the GEMM rounds once) against the
+// f64 reference, forward and gradients; BF16 on two cases (fewer pipelines
+// to compile on lavapipe).
+TEST(ConvPatch, HalfMatchesReference) {
+  const oa_test::Forced forced("conv.patch", "patch");
+  for (std::size_t i : {0u, 4u, 6u, 10u, 13u}) check_half(patch_cases()[i], DType::F16);
+  for (std::size_t i : {6u, 13u}) check_half(patch_cases()[i], DType::BF16);
+}
+
 }  // namespace

@@ -1,6 +1,6 @@
 // Op table cases of the convolutions (oa/ml/conv.hpp): stride, padding,
-// dilation, groups, bias and an empty batch; 1-D ones against the 2-D
-// reference with height 1.
+// dilation, groups, stride equal to the kernel, bias and an empty batch;
+// 1-D ones against the 2-D reference with height 1.
 #include <array>
 
 #include "ops/op_table.hpp"
@@ -25,6 +25,8 @@ std::vector<ConvCase> conv_cases(bool transposed) {
           {"dilation", {1, 2, 7, 7}, {2, 2, 2, 3}, {{1, 1}, {0, 1}, {2, 2}, {0, 0}, 1}, true},
           {"groups", {1, 4, 4, 5}, {4, 2, 2, 2}, {{1, 1}, {1, 0}, {1, 1}, {0, 0}, 2}, true},
           {"depthwise", {2, 4, 6, 7}, {4, 1, 3, 3}, {{1, 1}, {1, 2}, {1, 2}, {0, 0}, 4}, true},
+          // stride equal to the kernel (the patch GEMMs where the table takes them)
+          {"patch", {2, 3, 6, 4}, {transposed ? 3 : 4, transposed ? O : 3, 2, 2}, {{2, 2}, {0, 0}, {1, 1}, {0, 0}, 1}, true},
           {"empty_batch", {0, 3, 5, 6}, {transposed ? 3 : 4, transposed ? O : 3, 3, 3}, {}, true}};
 }
 

@@ -143,6 +143,16 @@ TEST(RuntimeTuning, ShippedTablesKeepTheMeasuredRules) {
   const Tuning h100 = Tuning::for_device(device_named("NVIDIA H100 80GB HBM3", oa::DeviceType::Discrete, "NVIDIA"));
   EXPECT_EQ(h100.choose("conv.kernel", {32, 128, 1, 784, 9, 0}), "winograd");
   EXPECT_EQ(other.choose("conv.kernel", {32, 128, 1, 784, 9, 0}), "depthwise");
+  // Stride equal to the kernel: the patch GEMM computing the wide side (U-Net's k2 s2 up-convolution, ViT's k16
+  // patch embedding's input gradient), the general kernels computing the narrow one (ViT's forward, wav2vec2's k2 s2
+  // convolution, ConvNeXt's k4 stem).
+  for (const Tuning* t : {&h100, &other}) {
+    EXPECT_EQ(t->choose("conv.patch", {8, 512, 1, 4096, 4, 1}), "patch");
+    EXPECT_EQ(t->choose("conv.patch", {32, 3, 1, 50176, 256, 1}), "patch");
+    EXPECT_EQ(t->choose("conv.patch", {32, 768, 1, 196, 256, 0}), "general");
+    EXPECT_EQ(t->choose("conv.patch", {4, 512, 1, 999, 2, 0}), "general");
+    EXPECT_EQ(t->choose("conv.patch", {32, 96, 1, 3136, 16, 0}), "general");
+  }
   for (const Tuning* t : {&h200, &h100}) {
     EXPECT_EQ(t->choose("gemm.tile", {1, 24, 4096, 11008}), "32x128");
     EXPECT_EQ(t->choose("gemm.tile", {1, 32, 4096, 4096}), "32x128");

@@ -64,7 +64,15 @@
 // error is a few times the direct sum's (the transforms add up to 4 inputs,
 // 9 weight taps and 9 products per output).
 // Transposed convolution is the adjoint in gather form, one dense GEMM per
-// output stride phase. The input gradient of either op is the other op's
+// output stride phase. A convolution or transposed convolution whose stride
+// equals its kernel, with no padding, dilation 1 and groups 1 (ViT's patch
+// embedding, U-Net's 2x2 up-convolutions), may run, where the device's
+// tuning table says so (point conv.patch), in any dtype, as one GEMM
+// between rearrangements: the input cut into its patches (space-to-depth)
+// times the weight, then the product transposed to NCHW; or, transposed,
+// each input position times the weight, its product rearranged into the
+// output's patches (depth-to-space); its input and weight gradients
+// likewise. The input gradient of either op is the other op's
 // kernel applied to the output gradient; the weight gradient is a tiled
 // GEMM-shaped reduction over batch and space (a per-channel reduction for
 // depthwise and depthwise-sized kernels) and the bias gradient a reduction,
