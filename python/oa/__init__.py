@@ -112,7 +112,6 @@ from ._oa import (
     minimum,
     neg,
     pow,
-    cumsum,
     sum,
     mean,
     amax,
@@ -156,7 +155,7 @@ from ._format import tensor_repr
 from ._grad_mode import no_grad
 from . import _functions
 from ._functions import (allclose, as_tensor, broadcast_tensors, broadcast_to, clamp_max, clamp_min, count_nonzero,
-                         cumprod, diag, empty, equal, hstack, index_add, isclose, isfinite, isinf, isnan, lerp,
+                         cumprod, cumsum, diag, empty, equal, hstack, index_add, isclose, isfinite, isinf, isnan, lerp,
                          logical_and, logical_not, logical_or, logical_xor, meshgrid, mm, outer, rand_like, randn_like,
                          repeat_interleave, roll, scatter, scatter_reduce, trace, vstack)
 from ._serialization import load, save
@@ -179,7 +178,7 @@ Tensor.int = tensor_int
 Tensor.long = tensor_long
 Tensor.multinomial = multinomial
 # torch's methods of the functions in oa/_functions.py, and Tensor.type, double, cpu, is_contiguous, data and new_*.
-for _name in ("allclose", "broadcast_to", "clamp_max", "clamp_min", "count_nonzero", "cumprod", "diag",
+for _name in ("allclose", "broadcast_to", "clamp_max", "clamp_min", "count_nonzero", "cumprod", "cumsum", "diag",
               "equal", "index_add", "isclose", "isfinite", "isinf", "isnan", "lerp", "logical_and", "logical_not",
               "logical_or", "logical_xor", "mm", "outer", "repeat_interleave", "roll", "scatter", "scatter_reduce",
               "trace", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor", "double", "cpu",

@@ -1,7 +1,7 @@
 """torch functions and Tensor methods composed in Python over oa's C++ ops (autograd flows through them where torch
 has gradients): predicates (isnan, isinf, isfinite, isclose, allclose, equal), logical ops, broadcasting (broadcast_to,
 broadcast_tensors, meshgrid), rearrangements (roll, diag, repeat_interleave, hstack, vstack), scatter,
-scatter_reduce, scatter_add_, index_add, cumprod, lerp, outer, mm, trace, creation (empty, as_tensor,
+scatter_reduce, scatter_add_, index_add, cumprod, cumsum, lerp, outer, mm, trace, creation (empty, as_tensor,
 rand_like, randn_like, Tensor.new_*), and Tensor.type, double, cpu, is_contiguous and data (read and assigned)."""
 import numpy as np
 
@@ -348,18 +348,39 @@ def tensor_index_add_(self, dim, index, source, *, alpha=1):
     return self.copy_(index_add(self, dim, index, source, alpha=alpha))
 
 
+def scan(input, dim, combine, identity, op):
+    """The running combine(earlier, later) of input along dim (bool scanned as int32): a log-step scan, each of
+    ceil(log2(n)) steps combining every element with the one `shift` before it (identity before the start)."""
+    a = axis(input, dim, op)
+    y = input.to(_oa.dtype.int32) if input.dtype == _oa.dtype.bool else input
+    n, shift = (input.shape[a] if input.dim() else 1), 1
+    while shift < n:
+        pad = _oa.full([shift if k == a else s for k, s in enumerate(y.shape)], identity, dtype=y.dtype,
+                       engine=y.engine)
+        y = combine(_oa.cat([pad, y[(slice(None),) * a + (slice(0, n - shift),)]], a), y)
+        shift *= 2
+    return y if y is not input else input.clone()
+
+
 def cumprod(input, dim):
     """torch.cumprod(input, dim): running products along dim (a log-step scan of ceil(log2(n)) products, so the
     rounding differs from a sequential product in the last bits); differentiable, zeros included. int32 and bool
     give int32 (torch: int64)."""
-    a = axis(input, dim, "oa.cumprod")
-    y = input.to(_oa.dtype.int32) if input.dtype == _oa.dtype.bool else input
-    n, shift = (input.shape[a] if input.dim() else 1), 1
-    while shift < n:
-        ones = _oa.ones([shift if k == a else s for k, s in enumerate(y.shape)], dtype=y.dtype, engine=y.engine)
-        y = y * _oa.cat([ones, y[(slice(None),) * a + (slice(0, n - shift),)]], a)
-        shift *= 2
-    return y if y is not input else input.clone()
+    return scan(input, dim, lambda a, b: a * b, 1, "oa.cumprod")
+
+
+def cumsum(input, dim, *, dtype=None):
+    """torch.cumsum(input, dim, *, dtype=None): running sums along dim of input (cast to dtype first when given).
+    float32: the C++ scan (oa::matrix::cumsum), differentiable; float16 and bfloat16 are summed in float32 and each
+    sum rounded once to their dtype (differentiable too). int32 and bool give int32 (torch: int64), exact (wrapping
+    past int32) by a log-step scan of ceil(log2(n)) int32 additions. oa.InvalidArgumentError for dim out of range."""
+    x = input if dtype is None else input.to(dtype)
+    a = axis(x, dim, "oa.cumsum")
+    if not x.is_floating_point():
+        return scan(x, a, lambda earlier, later: earlier + later, 0, "oa.cumsum")
+    if x.dtype == _oa.dtype.float32:
+        return _oa.cumsum(x, a)
+    return _oa.cumsum(x.float(), a).to(x.dtype)
 
 
 def clamp_min(input, min):
