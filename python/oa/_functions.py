@@ -300,15 +300,16 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
         out = _oa.scatter_add(flat if include_self else _oa.where(hit, zero, flat), 0, spots, values)
     elif reduce in ("amax", "amin") and _oa.is_grad_enabled() and (input.requires_grad or values.requires_grad):
         # The result computed without gradients, plus (mean - mean.detach()) where mean is the mean of the
-        # elements equal to the result (finite ones): zero, with torch's gradient.
+        # elements equal to the result (finite ones): zero, with torch's gradient. The mean is taken in float32
+        # (scatter_add's dtype; 16-bit values widen exactly).
         with no_grad():
             out = reduced(flat.detach(), values.detach())
         ties = (values == select(out, 0, spots)) & isfinite(values)
         own = hit & (flat == out) & isfinite(flat) if include_self else _oa.zeros_like(hit)
-        count = _oa.scatter_add(own.to(input.dtype), 0, spots, ties.to(input.dtype))
-        total = _oa.scatter_add(_oa.where(own, flat, zero), 0, spots, _oa.where(ties, values, zero))
-        mean = total / _oa.where(count > 0, count, _oa.ones([], dtype=input.dtype, engine=engine))
-        out = _oa.where(hit, out + (mean - mean.detach()), flat)
+        count = _oa.scatter_add(own.float(), 0, spots, ties.float())
+        total = _oa.scatter_add(_oa.where(own, flat, zero).float(), 0, spots, _oa.where(ties, values, zero).float())
+        mean = total / _oa.where(count > 0, count, _oa.ones([], engine=engine))
+        out = _oa.where(hit, out + (mean - mean.detach()).to(input.dtype), flat)
     else:
         out = reduced(flat, values)
     if reduce == "mean":

@@ -39,10 +39,15 @@ INDEX = {0: np.array([[2, 0, 2], [2, 1, 0]]), 1: np.array([[3, 3, 0], [1, 3, 3]]
 def test_scatter_reduce_matches_torchs_definition(reduce, include_self, dim):
     x, src = values((3, 4), 1, 0.5, 2.0), values((2, 4), 2, -2.0, 2.0)
     index = INDEX[dim]
+    want = scatter_reduce_reference(x, dim, index, src, reduce, include_self)
     check_gradients(lambda t, s: oa.scatter_reduce(t, dim, oa.tensor(index), s, reduce, include_self=include_self),
                     lambda t, s: scatter_reduce_reference(t, dim, index, s, reduce, include_self), [x, src])
     got = oa.tensor(x).scatter_reduce(dim, oa.tensor(index), oa.tensor(src), reduce, include_self=include_self)
-    assert_close(got.numpy(), scatter_reduce_reference(x, dim, index, src, reduce, include_self))
+    assert_close(got.numpy(), want)
+    half = oa.tensor(x).bfloat16().scatter_reduce(dim, oa.tensor(index), oa.tensor(src).bfloat16(), reduce,
+                                                  include_self=include_self)
+    assert half.dtype == oa.bfloat16
+    assert_close(half.float().numpy(), want, rtol=3e-2, atol=3e-2)
     in_place = oa.tensor(x)
     returned = in_place.scatter_reduce_(dim, oa.tensor(index), oa.tensor(src), reduce, include_self=include_self)
     assert returned is in_place
@@ -72,6 +77,12 @@ def test_scatter_reduce_gradients_at_zeros_and_ties():
         else:
             assert_close(t.grad.numpy(), [1.0, 1.0, 2.0])
             assert_close(s.grad.numpy(), [1.0, 0.0, 1.0, 0.0])
+    # 16-bit: the same sharing.
+    t = oa.tensor([1.0, 5.0, 7.0], requires_grad=True)
+    out = oa.scatter_reduce(t.half(), 0, oa.tensor([1, 1, 1, 0]), oa.tensor([5.0, 1.0, 5.0, 3.0]).half(), "amax")
+    assert out.dtype == oa.float16 and out.tolist() == [3.0, 5.0, 7.0]
+    out.float().backward(oa.tensor([1.0, 3.0, 2.0]))
+    assert_close(t.grad.numpy(), [0.0, 1.0, 2.0])
     # An infinite maximum keeps its value (its gradient is not shared: it gets none).
     out = oa.scatter_reduce(oa.tensor([0.0], requires_grad=True), 0, oa.tensor([0, 0]),
                             oa.tensor([-np.inf, np.inf], requires_grad=True), "amax")
