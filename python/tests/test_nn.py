@@ -295,8 +295,14 @@ def test_multihead_attention_unbatched():
             assert w is None
     _, w = mha(oa.tensor(q), oa.tensor(k), oa.tensor(k), average_attn_weights=False)
     assert w.shape == (2, 3, 4)
-    with pytest.raises(oa.InvalidArgumentError, match=r"MultiheadAttention: key \[1, 4, 8\] must be \[L, E\]"):
+    with pytest.raises(oa.InvalidArgumentError, match=r"MultiheadAttention: key \[1, 4, 8\] must be \[S, E\] with "
+                       r"E = 8 .*as query \[3, 8\] is unbatched"):
         mha(oa.tensor(q), oa.tensor(k[None]), oa.tensor(k[None]))
+    with pytest.raises(oa.InvalidArgumentError, match=r"MultiheadAttention: query \[3, 4\] must be \[L, E\] with "
+                       r"E = 8"):
+        mha(oa.ones(3, 4))
+    with pytest.raises(oa.InvalidArgumentError, match=r"key \[4, 8\] and value \[5, 8\] must have one shape, \[S, E\]"):
+        mha(oa.tensor(q), oa.tensor(k), oa.ones(5, 8))
 
 
 def test_multihead_attention_weights_gradients():

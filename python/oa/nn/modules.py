@@ -639,30 +639,31 @@ class MultiheadAttention(_Native):
         # Checked in the caller's layout, before the transpose that batch_first=False needs.
         unbatched = isinstance(query, Tensor) and query.dim() == 2
         n = 0 if self.batch_first else 1  # the batch axis
-        layout = "[L, E]" if unbatched else "[N, L, E]" if self.batch_first else "[L, N, E]"
+        layout = "[N, L, E]" if self.batch_first else "[L, N, E]"
         for name, t in (("query", query), ("key", key), ("value", value)):
             if not isinstance(t, Tensor):
                 continue
-            if unbatched:
-                bad = t.dim() != 2 or t.shape[1] != self.embed_dim or (name == "query" and t.shape[0] < 1)
-            else:
-                bad = t.dim() != 3 or t.shape[2] != self.embed_dim or t.shape[n] < 1 or (
-                    name == "query" and t.shape[1 - n] < 1)
-            if bad:
+            if unbatched and (t.dim() != 2 or t.shape[1] != self.embed_dim or (name == "query" and t.shape[0] < 1)):
+                raise _oa.InvalidArgumentError(
+                    f"oa.nn.MultiheadAttention: {name} {list(t.shape)} must be {'[L' if name == 'query' else '[S'}, E] "
+                    f"with E = {self.embed_dim} and, for the query, L >= 1, as query {list(query.shape)} is unbatched")
+            if not unbatched and (t.dim() != 3 or t.shape[2] != self.embed_dim or t.shape[n] < 1 or (
+                    name == "query" and t.shape[1 - n] < 1)):
                 raise _oa.InvalidArgumentError(
                     f"oa.nn.MultiheadAttention: {name} {list(t.shape)} must be {layout} with E = {self.embed_dim}, "
                     f"N >= 1 and, for the query, L >= 1 (batch_first={self.batch_first})")
+        if all(isinstance(t, Tensor) for t in (query, key, value)) and (
+                key.shape != value.shape or (not unbatched and key.shape[n] != query.shape[n])):
+            expected = "[S, E]" if unbatched else (
+                f"{layout} with the N of query {list(query.shape)} (batch_first={self.batch_first})")
+            raise _oa.InvalidArgumentError(f"oa.nn.MultiheadAttention: key {list(key.shape)} and value "
+                                           f"{list(value.shape)} must have one shape, {expected}")
         if unbatched:
             # One batch of N = 1: a [S] key_padding_mask is [1, S], a [num_heads, L, S] attn_mask is
             # [N * num_heads, L, S].
             query, key, value = (t.unsqueeze(n) if isinstance(t, Tensor) else t for t in (query, key, value))
             if isinstance(key_padding_mask, Tensor):
                 key_padding_mask = key_padding_mask.unsqueeze(0)
-        if all(isinstance(t, Tensor) for t in (query, key, value)) and (
-                key.shape != value.shape or key.shape[n] != query.shape[n]):
-            raise _oa.InvalidArgumentError(
-                f"oa.nn.MultiheadAttention: key {list(key.shape)} and value {list(value.shape)} must have one shape, "
-                f"{layout} with the N of query {list(query.shape)} (batch_first={self.batch_first})")
         batch_major = (lambda t: t) if self.batch_first else (lambda t: t.transpose(0, 1))
         weights = None
         if need_weights:
