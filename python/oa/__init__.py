@@ -112,7 +112,6 @@ from ._oa import (
     minimum,
     neg,
     pow,
-    cumsum,
     sum,
     mean,
     amax,
@@ -155,10 +154,10 @@ from ._einsum import einsum
 from ._format import tensor_repr
 from ._grad_mode import no_grad
 from . import _functions
-from ._functions import (allclose, as_tensor, broadcast_tensors, broadcast_to, clamp_max, clamp_min, count_nonzero, cumprod,
-                         diag, empty, equal, hstack, index_add, isclose, isfinite, isinf, isnan, lerp, logical_and,
-                         logical_not, logical_or, logical_xor, meshgrid, mm, outer, rand_like, randn_like,
-                         repeat_interleave, roll, scatter, trace, vstack)
+from ._functions import (allclose, as_tensor, broadcast_tensors, broadcast_to, clamp_max, clamp_min, count_nonzero,
+                         cumprod, cumsum, diag, empty, equal, hstack, index_add, isclose, isfinite, isinf, isnan, lerp,
+                         logical_and, logical_not, logical_or, logical_xor, meshgrid, mm, outer, rand_like, randn_like,
+                         repeat_interleave, roll, scatter, scatter_reduce, trace, vstack)
 from ._serialization import load, save
 from ._tensor_ops import (argsort, flip, linspace, multinomial, randint, retain_grad, sort, tensor_argsort, tensor_flip,
                           tensor_int, tensor_long, tensor_repeat, tensor_sort, tensor_unbind, unbind)
@@ -179,13 +178,15 @@ Tensor.int = tensor_int
 Tensor.long = tensor_long
 Tensor.multinomial = multinomial
 # torch's methods of the functions in oa/_functions.py, and Tensor.type, double, cpu, is_contiguous, data and new_*.
-for _name in ("allclose", "broadcast_to", "clamp_max", "clamp_min", "count_nonzero", "cumprod", "diag", "equal",
-              "index_add", "isclose", "isfinite", "isinf", "isnan", "lerp", "logical_and", "logical_not", "logical_or",
-              "logical_xor", "mm", "outer", "repeat_interleave", "roll", "scatter", "trace", "new_zeros", "new_ones",
-              "new_empty", "new_full", "new_tensor", "double", "cpu", "is_contiguous"):
+for _name in ("allclose", "broadcast_to", "clamp_max", "clamp_min", "count_nonzero", "cumprod", "cumsum", "diag",
+              "equal", "index_add", "isclose", "isfinite", "isinf", "isnan", "lerp", "logical_and", "logical_not",
+              "logical_or", "logical_xor", "mm", "outer", "repeat_interleave", "roll", "scatter", "scatter_reduce",
+              "trace", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor", "double", "cpu",
+              "is_contiguous"):
     setattr(Tensor, _name, getattr(_functions, _name))
 del _name
 Tensor.scatter_ = _functions.tensor_scatter_
+Tensor.scatter_reduce_ = _functions.tensor_scatter_reduce_
 Tensor.scatter_add_ = _functions.tensor_scatter_add_
 Tensor.index_add_ = _functions.tensor_index_add_
 Tensor.type = _functions.tensor_type

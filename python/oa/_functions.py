@@ -1,8 +1,8 @@
 """torch functions and Tensor methods composed in Python over oa's C++ ops (autograd flows through them where torch
 has gradients): predicates (isnan, isinf, isfinite, isclose, allclose, equal), logical ops, broadcasting (broadcast_to,
-broadcast_tensors, meshgrid), rearrangements (roll, diag, repeat_interleave, hstack, vstack), scatter, scatter_add_,
-index_add, cumprod, lerp, outer, mm, trace, creation (empty, as_tensor, rand_like, randn_like, Tensor.new_*), and
-Tensor.type, double, cpu, is_contiguous and data (read and assigned)."""
+broadcast_tensors, meshgrid), rearrangements (roll, diag, repeat_interleave, hstack, vstack), scatter,
+scatter_reduce, scatter_add_, index_add, cumprod, cumsum, lerp, outer, mm, trace, creation (empty, as_tensor,
+rand_like, randn_like, Tensor.new_*), and Tensor.type, double, cpu, is_contiguous and data (read and assigned)."""
 import numpy as np
 
 from . import _oa
@@ -204,30 +204,125 @@ def scatter_positions(input, dim, index, op):
     return np.ravel_multi_index(tuple(where), input.shape)
 
 
-def scatter(input, dim, index, src=None, value=None, *, reduce=None):
-    """torch.scatter(input, dim, index, src) or scatter(input, dim, index, value): a copy of input where, for each
-    position p of index, the element at p with p[dim] replaced by index[p] takes src[p] (or value). Repeated targets:
-    the last wins (torch: unspecified). index is read back and checked (a synchronization). Differentiable to input
-    and src. Errors: oa.InvalidArgumentError naming the shapes for an index of another rank or larger than input
-    outside dim (or than src); IndexError for an index outside dim; NotImplementedError for reduce."""
-    op = "oa.scatter"
-    if reduce is not None:
-        raise NotImplementedError(f"{op}: reduce={reduce!r} is not supported (use oa.scatter_add for 'add')")
+def scattered_values(input, index, src, value, op):
+    """What scatter writes, one per element of index (flattened, input's dtype): src cut to index's shape, or value
+    everywhere. oa.InvalidArgumentError when src is smaller than index or of another rank."""
     if (src is None) == (value is None):
         raise TypeError(f"{op}: give src or value")
-    positions = scatter_positions(input, dim, index, op).reshape(-1)
     if isinstance(src, _oa.Tensor):
         if any(i > s for i, s in zip(index.shape, src.shape)) or src.dim() != index.dim():
             raise _oa.InvalidArgumentError(f"{op}: index {list(index.shape)} is larger than src {list(src.shape)}")
-        values = src[tuple(slice(0, i) for i in index.shape)].to(input.dtype).reshape([-1])
-    else:
-        values = _oa.full([positions.size], src if value is None else value, dtype=input.dtype, engine=input.engine)
+        return src[tuple(slice(0, i) for i in index.shape)].to(input.dtype).reshape([-1])
+    return _oa.full([index.numel()], src if value is None else value, dtype=input.dtype, engine=input.engine)
+
+
+def scatter(input, dim, index, src=None, value=None, *, reduce=None):
+    """torch.scatter(input, dim, index, src) or scatter(input, dim, index, value): a copy of input where, for each
+    position p of index, the element at p with p[dim] replaced by index[p] takes src[p] (or value). Repeated targets:
+    the last wins (torch: unspecified). reduce='add' or 'multiply' (torch's older form) adds or multiplies them into
+    input's elements instead: oa.scatter_reduce with 'sum' or 'prod' (torch has no gradient there; oa has
+    scatter_reduce's). index is read back and checked (a synchronization). Differentiable to input and src. Errors:
+    oa.InvalidArgumentError naming the shapes for an index of another rank or larger than input outside dim (or than
+    src), and for another reduce; IndexError for an index outside dim."""
+    op = "oa.scatter"
+    if reduce is not None:
+        if reduce not in ("add", "multiply"):
+            raise _oa.InvalidArgumentError(f"{op}: reduce must be 'add' or 'multiply', not {reduce!r}")
+        values = scattered_values(input, index, src, value, op)
+        return scatter_reduce(input, dim, index, values.reshape(list(index.shape)),
+                              "sum" if reduce == "add" else "prod")
+    positions = scatter_positions(input, dim, index, op).reshape(-1)
+    values = scattered_values(input, index, src, value, op)
     return written(input, positions, values) if positions.size else input.clone()
 
 
 def tensor_scatter_(self, dim, index, src=None, value=None, *, reduce=None):
-    """x.scatter_(dim, index, src or value): x = oa.scatter(x, ...) in place (see oa.Tensor.copy_)."""
+    """x.scatter_(dim, index, src or value, reduce=None): x = oa.scatter(x, ...) in place (see oa.Tensor.copy_)."""
     return self.copy_(scatter(self, dim, index, src, value, reduce=reduce))
+
+
+def segment_reduce(values, segments, combine):
+    """combine over each run of equal keys in the sorted host array segments, of values (1-d, one per key): a
+    tensor with one result per run, in order. A log-step tree: step s combines each element with the one 2^s after
+    it when that one is in its run, so after ceil(log2(longest run)) steps a run's first element holds its result.
+    Differentiable as combine is."""
+    n = segments.size
+    first = np.flatnonzero(np.r_[True, segments[1:] != segments[:-1]])
+    longest = int(np.diff(np.r_[first, n]).max())
+    at, shift = np.arange(n), 1
+    while shift < longest:
+        partner = np.minimum(at + shift, n - 1)
+        same = (at + shift < n) & (segments[partner] == segments)
+        later = select(values, 0, indices(partner, values.engine))
+        values = _oa.where(_oa.tensor(same, engine=values.engine), combine(values, later), values)
+        shift *= 2
+    return select(values, 0, indices(first, values.engine))
+
+
+_COMBINE = {"sum": lambda a, b: a + b, "mean": lambda a, b: a + b, "prod": lambda a, b: a * b, "amax": _oa.maximum,
+            "amin": _oa.minimum}
+
+
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
+    """torch.scatter_reduce(input, dim, index, src, reduce, *, include_self=True): a copy of input where each
+    element of src (cut to index's shape; index and src have input's rank, index no larger than input outside dim)
+    is reduced into the element of input that oa.scatter would write it to, by reduce: 'sum', 'prod', 'mean', 'amax'
+    or 'amin', input's own value taking part when include_self; elements nothing is scattered to keep input's
+    value. int32 'mean' rounds down (torch's floor division). index is read back and checked (a synchronization).
+    Gradients to input and src (floating), as torch's: 'sum' and 'mean' spread the result's gradient over what was
+    reduced; 'prod' gives each factor the product of the others (zeros included); 'amax' and 'amin' share it evenly
+    among the elements equal to the result (except ±inf ones, which get none). Computed as one scatter_add (float32
+    'sum' and 'mean') or a log-step tree over the elements reduced into one place (the others: ceil(log2(k)) steps
+    for at most k in a place). Errors: oa.InvalidArgumentError for another reduce and, naming the shapes, for an
+    index of another rank or larger than input outside dim or than src; IndexError for an index outside dim."""
+    op = "oa.scatter_reduce"
+    if reduce not in _COMBINE:
+        raise _oa.InvalidArgumentError(f"{op}: reduce must be 'sum', 'prod', 'mean', 'amax' or 'amin', not {reduce!r}")
+    positions = scatter_positions(input, dim, index, op).reshape(-1)
+    values = scattered_values(input, index, src, None, op)
+    if positions.size == 0:
+        return input.clone()
+    engine, flat = input.engine, input.reshape([-1])
+    spots, hit = indices(positions, engine), np.zeros(flat.numel(), bool)
+    hit[positions] = True
+    hit = _oa.tensor(hit, engine=engine)
+    zero = _oa.zeros([], dtype=input.dtype, engine=engine)
+    order = np.argsort(positions, kind="stable")
+    targets = np.unique(positions)
+
+    def reduced(flat, values):
+        result = segment_reduce(select(values, 0, indices(order, engine)), positions[order], _COMBINE[reduce])
+        if include_self:
+            result = _COMBINE[reduce](result, select(flat, 0, indices(targets, engine)))
+        return written(flat, targets, result)
+
+    if input.dtype == _oa.dtype.float32 and reduce in ("sum", "mean"):
+        out = _oa.scatter_add(flat if include_self else _oa.where(hit, zero, flat), 0, spots, values)
+    elif reduce in ("amax", "amin") and _oa.is_grad_enabled() and (input.requires_grad or values.requires_grad):
+        # The result computed without gradients, plus (mean - mean.detach()) where mean is the mean of the
+        # elements equal to the result (finite ones): zero, with torch's gradient. The mean is taken in float32
+        # (scatter_add's dtype; 16-bit values widen exactly).
+        with no_grad():
+            out = reduced(flat.detach(), values.detach())
+        ties = (values == select(out, 0, spots)) & isfinite(values)
+        own = hit & (flat == out) & isfinite(flat) if include_self else _oa.zeros_like(hit)
+        count = _oa.scatter_add(own.float(), 0, spots, ties.float())
+        total = _oa.scatter_add(_oa.where(own, flat, zero).float(), 0, spots, _oa.where(ties, values, zero).float())
+        mean = total / _oa.where(count > 0, count, _oa.ones([], engine=engine))
+        out = _oa.where(hit, out + (mean - mean.detach()).to(input.dtype), flat)
+    else:
+        out = reduced(flat, values)
+    if reduce == "mean":
+        counts = np.maximum(np.bincount(positions, minlength=flat.numel()) + int(include_self), 1)
+        counts = _oa.tensor(counts.astype(np.int32), dtype=input.dtype, engine=engine)
+        out = out / counts if input.is_floating_point() else out // counts
+    return out.reshape(list(input.shape))
+
+
+def tensor_scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
+    """x.scatter_reduce_(dim, index, src, reduce, include_self=True): x = oa.scatter_reduce(x, ...) in place (see
+    oa.Tensor.copy_)."""
+    return self.copy_(scatter_reduce(self, dim, index, src, reduce, include_self=include_self))
 
 
 def tensor_scatter_add_(self, dim, index, src):
@@ -254,18 +349,39 @@ def tensor_index_add_(self, dim, index, source, *, alpha=1):
     return self.copy_(index_add(self, dim, index, source, alpha=alpha))
 
 
+def scan(input, dim, combine, identity, op):
+    """The running combine(earlier, later) of input along dim (bool scanned as int32): a log-step scan, each of
+    ceil(log2(n)) steps combining every element with the one `shift` before it (identity before the start)."""
+    a = axis(input, dim, op)
+    y = input.to(_oa.dtype.int32) if input.dtype == _oa.dtype.bool else input
+    n, shift = (input.shape[a] if input.dim() else 1), 1
+    while shift < n:
+        pad = _oa.full([shift if k == a else s for k, s in enumerate(y.shape)], identity, dtype=y.dtype,
+                       engine=y.engine)
+        y = combine(_oa.cat([pad, y[(slice(None),) * a + (slice(0, n - shift),)]], a), y)
+        shift *= 2
+    return y if y is not input else input.clone()
+
+
 def cumprod(input, dim):
     """torch.cumprod(input, dim): running products along dim (a log-step scan of ceil(log2(n)) products, so the
     rounding differs from a sequential product in the last bits); differentiable, zeros included. int32 and bool
     give int32 (torch: int64)."""
-    a = axis(input, dim, "oa.cumprod")
-    y = input.to(_oa.dtype.int32) if input.dtype == _oa.dtype.bool else input
-    n, shift = (input.shape[a] if input.dim() else 1), 1
-    while shift < n:
-        ones = _oa.ones([shift if k == a else s for k, s in enumerate(y.shape)], dtype=y.dtype, engine=y.engine)
-        y = y * _oa.cat([ones, y[(slice(None),) * a + (slice(0, n - shift),)]], a)
-        shift *= 2
-    return y if y is not input else input.clone()
+    return scan(input, dim, lambda a, b: a * b, 1, "oa.cumprod")
+
+
+def cumsum(input, dim, *, dtype=None):
+    """torch.cumsum(input, dim, *, dtype=None): running sums along dim of input (cast to dtype first when given).
+    float32: the C++ scan (oa::matrix::cumsum), differentiable; float16 and bfloat16 are summed in float32 and each
+    sum rounded once to their dtype (differentiable too). int32 and bool give int32 (torch: int64), exact (wrapping
+    past int32) by a log-step scan of ceil(log2(n)) int32 additions. oa.InvalidArgumentError for dim out of range."""
+    x = input if dtype is None else input.to(dtype)
+    a = axis(x, dim, "oa.cumsum")
+    if not x.is_floating_point():
+        return scan(x, a, lambda earlier, later: earlier + later, 0, "oa.cumsum")
+    if x.dtype == _oa.dtype.float32:
+        return _oa.cumsum(x, a)
+    return _oa.cumsum(x.float(), a).to(x.dtype)
 
 
 def clamp_min(input, min):

@@ -14,9 +14,11 @@ from . import _oa
 from ._tensor_ops import indices as index_tensor, select
 
 
-def parse(shape, key, op):
+def parse(x, key, op):
     """The basic key (index entries replaced by full slices) and, for each index entry, its axis in x[basic key]
-    and its host indices (checked, non-negative)."""
+    and its host indices (checked, non-negative). An index or mask tensor on another engine than x is refused
+    (oa.InvalidArgumentError, as for a single index)."""
+    shape = list(x.shape)
     entries = key if isinstance(key, tuple) else (key,)
 
     def axes_of(e):
@@ -50,6 +52,9 @@ def parse(shape, key, op):
             axis += 1
             source += 1
         elif isinstance(e, (_oa.Tensor, list, tuple, np.ndarray)):
+            if isinstance(e, _oa.Tensor) and e.engine != x.engine:
+                kind = "mask" if e.dtype == _oa.dtype.bool else "index"
+                raise _oa.InvalidArgumentError(f"{op}: {kind} {list(e.shape)} lives on another engine than x {shape}")
             values = host(e)
             if values.dtype == np.bool_:
                 covered = list(shape[source:source + values.ndim])
@@ -103,7 +108,7 @@ def gather(y, indices, op, take, permute, reshape):
 def get_item(x, key):
     """x[key] for a key with several index entries (oa.Tensor.__getitem__ hands them here)."""
     op = "oa.Tensor.__getitem__"
-    basic, indices = parse(list(x.shape), key, op)
+    basic, indices = parse(x, key, op)
 
     def take(t, positions):
         return select(t, 0, index_tensor(positions, x.engine))
@@ -119,7 +124,7 @@ def set_item(base, key, values):
     (oa.Tensor.__setitem__ hands them here with values converted to base's dtype)."""
     op = "oa.Tensor.__setitem__"
     shape = list(base.shape)
-    basic, indices = parse(shape, key, op)
+    basic, indices = parse(base, key, op)
     positions = gather(np.arange(base.numel()).reshape(shape)[basic], indices, op, lambda t, p: t[p], np.transpose,
                        np.reshape)
     if positions.size == 0:

@@ -185,10 +185,10 @@ void bind_nn(py::module_& m, TensorClass& tensor) {
       arg("p"));
   m.def(
       "multihead_attention",
-      [](std::int64_t d, std::int64_t heads, bool causal, double dropout, const OptEngine& engine) -> NativeModule {
-        return std::make_shared<nn::MultiHeadAttention>(d, heads, default_generator(), causal, dropout, engine);
+      [](std::int64_t d, std::int64_t heads, bool causal, double dropout, bool bias, const OptEngine& engine) -> NativeModule {
+        return std::make_shared<nn::MultiHeadAttention>(d, heads, default_generator(), causal, dropout, bias, engine);
       },
-      arg("embed_dim"), arg("num_heads"), arg("causal"), arg("dropout"), arg("engine") = none);
+      arg("embed_dim"), arg("num_heads"), arg("causal"), arg("dropout"), arg("bias"), arg("engine") = none);
   // LSTM and GRU: built as the base class, seen as their own types (for the state form).
   using OptMatrix = std::optional<Matrix>;
   py::class_<nn::MultiHeadAttention, nn::Module, std::shared_ptr<nn::MultiHeadAttention>>(m, "NativeMultiHeadAttention",
@@ -198,6 +198,15 @@ void bind_nn(py::module_& m, TensorClass& tensor) {
           [](nn::MultiHeadAttention& self, const Matrix& query, const Matrix& key, const Matrix& value, const OptMatrix& key_padding_mask,
              const OptMatrix& attn_mask) {
             return self.forward(query, key, value, key_padding_mask.value_or(Matrix()), attn_mask.value_or(Matrix()));
+          },
+          arg("query"), arg("key"), arg("value"), arg("key_padding_mask"), arg("attn_mask"))
+      .def(
+          "forward_with_weights",
+          [](nn::MultiHeadAttention& self, const Matrix& query, const Matrix& key, const Matrix& value, const OptMatrix& key_padding_mask,
+             const OptMatrix& attn_mask) {
+            const nn::MultiHeadAttentionOutput r =
+                self.forward_with_weights(query, key, value, key_padding_mask.value_or(Matrix()), attn_mask.value_or(Matrix()));
+            return py::make_tuple(r.output, r.weights);
           },
           arg("query"), arg("key"), arg("value"), arg("key_padding_mask"), arg("attn_mask"));
   py::class_<nn::LSTM, nn::Module, std::shared_ptr<nn::LSTM>>(m, "NativeLSTM", "oa::ml::nn::LSTM")

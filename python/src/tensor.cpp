@@ -904,6 +904,17 @@ Matrix array_operand(const Matrix& x, const py::array& a, const char* op) {
   return from_array(a, is_floating_point(x.dtype()) ? std::optional(x.dtype()) : std::nullopt, false, x.engine(), op);
 }
 
+// a @ b (oa::matrix::matmul), whose operands are floating: an int32 or bool
+// one is refused naming `op`, the user's call (torch's CUDA matmul refuses
+// integers too; oa has no integer matmul).
+Matrix matmul(const Matrix& a, const Matrix& b, const char* op) {
+  for (const auto& [m, arg] : {std::pair{&a, "input"}, std::pair{&b, "other"}})
+    if (!is_floating_point(m->dtype()))
+      fail(ErrorKind::InvalidArgument, "{}: {} is {} {}; matmul takes float32, float16 or bfloat16 operands (convert with .float())",
+           op, arg, to_string(m->dtype()), m->shape());
+  return mx::matmul(a, b);
+}
+
 // x.<method>(arg) and, where `dunder` is given, the augmented assignment
 // (x += y), for a Tensor, a Python number or a NumPy array `arg`; both return
 // x itself (the same Python object, so a Parameter stays a Parameter).
@@ -1323,8 +1334,9 @@ void bind_tensor(py::module_& m, TensorClass& t) {
            "torch.argmax: int32 index of the maximum along dim, or of the flattened tensor without dim.")
       // Arithmetic and comparisons with a Tensor, a Python number or a NumPy
       // array on either side: the operators bound below.
-      .def("__matmul__", [](const Matrix& a, const Matrix& b) { return mx::matmul(a, b); }, py::is_operator())
-      .def("matmul", &mx::matmul, py::arg("other"), "self @ other (torch.Tensor.matmul); see oa.matmul.")
+      .def("__matmul__", [](const Matrix& a, const Matrix& b) { return matmul(a, b, "oa.Tensor.__matmul__ (@)"); }, py::is_operator())
+      .def("matmul", [](const Matrix& a, const Matrix& b) { return matmul(a, b, "oa.Tensor.matmul"); }, py::arg("other"),
+           "self @ other (torch.Tensor.matmul); see oa.matmul.")
       .def("__neg__", [](const Matrix& a) { return -a; }, "-x (torch.neg): float, or int32 (wrapping: -(-2**31) is -2**31).")
       .def("__abs__", [](const Matrix& a) { return mx::abs(a); }, "abs(x): x.abs() (torch.Tensor.__abs__); float or int32.")
       .def("__invert__", &mx::bitwise_not, "~x (torch.bitwise_not): bitwise not of int32, logical not of bool.")
@@ -1424,9 +1436,13 @@ void bind_tensor(py::module_& m, TensorClass& t) {
         },
         py::is_operator(), py::arg("other").noconvert());
   }
-  t.def("__matmul__", [](const Matrix& x, const py::array& a) { return mx::matmul(x, array_operand(x, a, "oa.Tensor.__matmul__")); },
+  t.def("__matmul__", [](const Matrix& x, const py::array& a) {
+          return matmul(x, array_operand(x, a, "oa.Tensor.__matmul__ (@)"), "oa.Tensor.__matmul__ (@)");
+        },
         py::is_operator(), py::arg("other").noconvert());
-  t.def("__rmatmul__", [](const Matrix& x, const py::array& a) { return mx::matmul(array_operand(x, a, "oa.Tensor.__rmatmul__"), x); },
+  t.def("__rmatmul__", [](const Matrix& x, const py::array& a) {
+          return matmul(array_operand(x, a, "oa.Tensor.__rmatmul__ (@)"), x, "oa.Tensor.__rmatmul__ (@)");
+        },
         py::is_operator(), py::arg("other").noconvert());
   // The methods and functions of the promoted binary ops (oa.floor_divide,
   // x.remainder(y), ...), with a Tensor or a Python number.
@@ -1501,10 +1517,12 @@ void bind_tensor(py::module_& m, TensorClass& t) {
     t.def(u.name, u.fn);
     m.def(u.name, u.fn, py::arg("input"));
   }
-  m.def("matmul", &mx::matmul, py::arg("input"), py::arg("other"), "input @ other (torch.matmul): 1-D operands as torch (a row / a column the result drops; [K] @ [K] is the dot\n"
+  m.def("matmul", [](const Matrix& a, const Matrix& b) { return matmul(a, b, "oa.matmul"); }, py::arg("input"), py::arg("other"),
+        "input @ other (torch.matmul): 1-D operands as torch (a row / a column the result drops; [K] @ [K] is the dot\n"
         "product, shape []), batch extents broadcast ([2, 1, 3, 4] @ [5, 4, 6] -> [2, 5, 3, 6]); f32, float16 or\n"
         "bfloat16, both one dtype. ValueError (oa.InvalidArgumentError) naming both shapes when inner extents differ or\n"
-        "batch extents do not broadcast.");
+        "batch extents do not broadcast, and naming oa.matmul for an int32 or bool operand (torch's CUDA matmul refuses\n"
+        "integers too).");
   m.def("maximum", &mx::maximum, py::arg("input"), py::arg("other"));
   m.def(
       "where",

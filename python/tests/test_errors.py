@@ -32,6 +32,15 @@ def test_messages_name_the_op_and_shapes():
     # The shapes the caller gave, not the internal views of a 1-D operand or of batch_first=False.
     with pytest.raises(oa.InvalidArgumentError, match=r"oa::matrix::matmul: .*a f32 \[5, 1, 2, 3\].*b f16 \[3\]"):
         oa.ones(5, 1, 2, 3) @ oa.ones(3).half()
+    # An integer operand is refused naming the user's call (oa's matmul, as torch's CUDA one, takes floats).
+    i = oa.ones(2, 2, dtype=oa.int32)
+    for call, name in ((lambda: i @ i, r"oa.Tensor.__matmul__ \(@\): input is i32 \[2, 2\]"),
+                       (lambda: oa.ones(2, 2) @ i.bool(), r"oa.Tensor.__matmul__ \(@\): other is bool \[2, 2\]"),
+                       (lambda: oa.ones(2, 2).matmul(i), r"oa.Tensor.matmul: other is i32"),
+                       (lambda: oa.matmul(i, oa.ones(2, 2)), r"oa.matmul: input is i32"),
+                       (lambda: np.ones((2, 2), np.int32) @ i, r"oa.Tensor.__rmatmul__ \(@\): input is i32")):
+        with pytest.raises(oa.InvalidArgumentError, match=name + r".*float32, float16 or bfloat16 .*\.float\(\)"):
+            call()
     x = oa.ones(2, 3, 6)
     with pytest.raises(oa.InvalidArgumentError,
                        match=r"MultiheadAttention: query \[2, 3, 6\] must be \[L, N, E\] with E = 8.*\(batch_first=False\)"):

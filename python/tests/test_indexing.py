@@ -148,8 +148,29 @@ def test_selection_ops():
     expected = x.copy()
     np.add.at(expected, (np.arange(3)[:, None].repeat(6, 1), full_idx), full_src)
     assert_close(oa.scatter_add(t, 1, oa.tensor(full_idx), oa.tensor(full_src)).numpy(), expected)
-    one_hot = oa.nn.functional.one_hot(oa.tensor(np.array([2, 0], dtype=np.int32)), 3).numpy()
-    np.testing.assert_array_equal(one_hot, np.eye(3, dtype=np.float32)[[2, 0]])
+
+
+def test_one_hot_is_an_integer_tensor():
+    # torch returns int64; oa's integer dtype is int32. num_classes defaults to the largest index plus one.
+    F = oa.nn.functional
+    labels = oa.tensor(np.array([[2, 0], [1, 2]], dtype=np.int32))
+    for got, classes in ((F.one_hot(labels, 4), 4), (F.one_hot(labels), 3), (F.one_hot(labels, num_classes=-1), 3)):
+        assert got.dtype == oa.int32 and got.shape == (2, 2, classes)
+        np.testing.assert_array_equal(got.numpy(), np.eye(classes, dtype=np.int32)[labels.numpy()])
+    # Float arithmetic takes it after .float(), as in torch: a label-smoothed cross-entropy by hand.
+    logits = values((2, 3), 9)
+    target = F.one_hot(oa.tensor([2, 0])).float() * 0.9 + 0.1 / 3
+    smoothed = -(target * F.log_softmax(oa.tensor(logits), -1)).sum(-1).mean()
+    assert_close(smoothed.item(), F.cross_entropy(oa.tensor(logits), oa.tensor([2, 0]), label_smoothing=0.1).item())
+    with pytest.raises(oa.InvalidArgumentError, match=r"one_hot: tensor must hold int32 class indices, not oa.float32"):
+        F.one_hot(oa.tensor([1.0]), 3)
+    with pytest.raises(oa.InvalidArgumentError, match=r"one_hot: cannot infer num_classes \(-1\) from an empty tensor"):
+        F.one_hot(oa.zeros(0, dtype=oa.int32))
+    with pytest.raises(oa.InvalidArgumentError, match=r"one_hot: class indices must be non-negative; the largest "
+                       r"is -2"):
+        F.one_hot(oa.tensor([-2]))
+    with pytest.raises(oa.InvalidArgumentError, match=r"one_hot: num_classes 0 must be >= 1"):
+        F.one_hot(oa.tensor([0]), 0)
 
 
 def test_concat_family():

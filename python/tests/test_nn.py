@@ -1,12 +1,13 @@
 """oa.nn modules, oa.optim and oa.save / oa.load."""
 import json
+import math
 import struct
 
 import numpy as np
 import pytest
 
 import oa
-from reference import assert_close, values
+from reference import assert_close, check_gradients, values
 
 nn = oa.nn
 F = oa.nn.functional
@@ -84,7 +85,7 @@ def test_layers_forward_shapes():
     drop.eval()
     np.testing.assert_array_equal(drop(x).numpy(), np.ones(100))
     mha = nn.MultiheadAttention(8, 2, batch_first=True)
-    out, weights = mha(oa.randn(2, 5, 8))
+    out, weights = mha(oa.randn(2, 5, 8), need_weights=False)
     assert out.shape == (2, 5, 8) and weights is None
     assert [n for n, _ in mha.named_parameters()] == ["qkv.weight", "qkv.bias", "proj.weight", "proj.bias"]
     assert nn.MultiheadAttention(8, 2)(oa.randn(5, 2, 8))[0].shape == (5, 2, 8)
@@ -224,6 +225,133 @@ def test_multihead_attention_masks():
     s = qh @ kh.transpose(0, 1, 3, 2) / 2.0 + np.where(padding, -np.inf, 0.0)[:, None, None, :]
     p = np.exp(s - s.max(-1, keepdims=True))
     o = ((p / p.sum(-1, keepdims=True)) @ vh).transpose(0, 2, 1, 3).reshape(2, 3, 8)
+    assert_close(out.numpy(), o @ mha.proj.weight.numpy().T + mha.proj.bias.numpy())
+
+
+def mha_reference(mha, q, k, v, mask=None, bias=True):
+    """float64 torch.nn.MultiheadAttention of batch-first q [N, L, E], k and v [N, S, E] with mha's parameters
+    and an additive mask broadcasting to [N, H, L, S]: (output [N, L, E], weights per head [N, H, L, S])."""
+    n, l, e = q.shape
+    heads = 2
+    w, wo = mha.qkv.weight.numpy().astype(np.float64), mha.proj.weight.numpy().astype(np.float64)
+    b = mha.qkv.bias.numpy().astype(np.float64) if bias else np.zeros(3 * e)
+    bo = mha.proj.bias.numpy().astype(np.float64) if bias else np.zeros(e)
+    split = lambda t: t.reshape(n, -1, heads, e // heads).transpose(0, 2, 1, 3)
+    qh, kh, vh = (split(t @ w[i * e:(i + 1) * e].T + b[i * e:(i + 1) * e]) for i, t in enumerate((q, k, v)))
+    s = qh @ kh.transpose(0, 1, 3, 2) / math.sqrt(e // heads) + (0.0 if mask is None else mask)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    return (p @ vh).transpose(0, 2, 1, 3).reshape(n, l, e) @ wo.T + bo, p
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_multihead_attention_returns_torchs_weights_by_default(batch_first):
+    # torch's need_weights=True default: weights [N, L, S] averaged over heads, [N, H, L, S] with
+    # average_attn_weights=False, batch-first whatever batch_first is.
+    oa.manual_seed(4)
+    mha = nn.MultiheadAttention(8, 2, batch_first=batch_first)
+    q, k, v = values((2, 3, 8), 41), values((2, 4, 8), 42), values((2, 4, 8), 43)
+    padding = np.array([[False, True, False, False], [False, False, False, True]])
+    additive = values((4, 3, 4), 44)  # [N * H, L, S]
+    mask = np.where(padding, -np.inf, 0.0)[:, None, None, :] + additive.reshape(2, 2, 3, 4)
+    want_out, want_w = mha_reference(mha, q, k, v, mask)
+    layout = (lambda t: t) if batch_first else (lambda t: np.ascontiguousarray(t.transpose(1, 0, 2)))
+    args = [oa.tensor(layout(t)) for t in (q, k, v)]
+    kwargs = dict(key_padding_mask=oa.tensor(padding), attn_mask=oa.tensor(additive))
+    out, w = mha(*args, **kwargs)
+    assert_close(out.numpy(), layout(want_out))
+    assert w.shape == (2, 3, 4) and w.dtype == oa.float32
+    assert_close(w.numpy(), want_w.mean(1))
+    out, w = mha(*args, average_attn_weights=False, **kwargs)
+    assert_close(w.numpy(), want_w)
+    fast, none = mha(*args, need_weights=False, **kwargs)
+    assert none is None
+    assert_close(fast.numpy(), out.numpy())
+    # Self-attention with the module's causal mask (bottom-right aligned: query i sees keys j <= i).
+    causal = nn.MultiheadAttention(8, 2, batch_first=batch_first, causal=True)
+    out, w = causal(args[0])
+    want_out, want_w = mha_reference(causal, q, q, q, np.triu(np.full((3, 3), -np.inf), 1))
+    assert_close(out.numpy(), layout(want_out))
+    assert_close(w.numpy(), want_w.mean(1))
+
+
+def test_multihead_attention_unbatched():
+    # torch's unbatched form: query [L, E], key and value [S, E], key_padding_mask [S], attn_mask [H, L, S];
+    # the output [L, E], weights [L, S] or [H, L, S].
+    oa.manual_seed(5)
+    mha = nn.MultiheadAttention(8, 2)
+    q, k = values((3, 8), 45), values((4, 8), 46)
+    padding = np.array([False, False, True, False])
+    additive = values((2, 3, 4), 47)
+    want_out, want_w = mha_reference(mha, q[None], k[None], k[None],
+                                     np.where(padding, -np.inf, 0.0) + additive[None])
+    for need_weights in (True, False):
+        out, w = mha(oa.tensor(q), oa.tensor(k), oa.tensor(k), key_padding_mask=oa.tensor(padding),
+                     attn_mask=oa.tensor(additive), need_weights=need_weights)
+        assert_close(out.numpy(), want_out[0])
+        if need_weights:
+            assert_close(w.numpy(), want_w[0].mean(0))
+        else:
+            assert w is None
+    _, w = mha(oa.tensor(q), oa.tensor(k), oa.tensor(k), average_attn_weights=False)
+    assert w.shape == (2, 3, 4)
+    with pytest.raises(oa.InvalidArgumentError, match=r"MultiheadAttention: key \[1, 4, 8\] must be \[S, E\] with "
+                       r"E = 8 .*as query \[3, 8\] is unbatched"):
+        mha(oa.tensor(q), oa.tensor(k[None]), oa.tensor(k[None]))
+    with pytest.raises(oa.InvalidArgumentError, match=r"MultiheadAttention: query \[3, 4\] must be \[L, E\] with "
+                       r"E = 8"):
+        mha(oa.ones(3, 4))
+    with pytest.raises(oa.InvalidArgumentError, match=r"key \[4, 8\] and value \[5, 8\] must have one shape, \[S, E\]"):
+        mha(oa.tensor(q), oa.tensor(k), oa.ones(5, 8))
+
+
+def test_multihead_attention_weights_gradients():
+    # Finite differences of the float64 reference: through the averaged weights to the query and the key,
+    # and through the output (on the materialised path) to the query.
+    oa.manual_seed(6)
+    mha = nn.MultiheadAttention(8, 2, batch_first=True)
+    q, k = values((2, 3, 8), 48), values((2, 4, 8), 49)
+    check_gradients(lambda a, b: mha(a, b, b)[1], lambda a, b: mha_reference(mha, a, b, b)[1].mean(1), [q, k])
+    check_gradients(lambda a: mha(a, oa.tensor(k), oa.tensor(k))[0], lambda a: mha_reference(mha, a, k, k)[0], [q])
+    # The parameters' gradients through the output match the flash path's.
+    x = oa.tensor(q)
+    grads = []
+    for need_weights in (True, False):
+        mha.zero_grad()
+        mha(x, need_weights=need_weights)[0].sum().backward()
+        grads.append([p.grad.numpy() for p in mha.parameters()])
+    for a, b in zip(*grads):
+        assert_close(a, b)
+
+
+def test_multihead_attention_without_bias():
+    oa.manual_seed(7)
+    mha = nn.MultiheadAttention(8, 2, bias=False, batch_first=True)
+    assert [n for n, _ in mha.named_parameters()] == ["qkv.weight", "proj.weight"]
+    q, k = values((2, 3, 8), 50), values((2, 4, 8), 51)
+    want_out, want_w = mha_reference(mha, q, k, k, bias=False)
+    out, w = mha(oa.tensor(q), oa.tensor(k), oa.tensor(k))
+    assert_close(out.numpy(), want_out)
+    assert_close(w.numpy(), want_w.mean(1))
+    self_out, _ = mha(oa.tensor(q), need_weights=False)
+    assert_close(self_out.numpy(), mha_reference(mha, q, q, q, bias=False)[0])
+    assert "bias=False" in repr(mha)
+
+
+def test_multihead_attention_weights_after_dropout_in_training():
+    # As torch, the weights returned in training are the dropped probabilities that the output used.
+    oa.manual_seed(8)
+    mha = nn.MultiheadAttention(8, 2, dropout=0.5, batch_first=True)
+    q = values((2, 5, 8), 52)
+    out, w = mha(oa.tensor(q), average_attn_weights=False)
+    _, p = mha_reference(mha, q, q, q)
+    w = w.numpy()
+    kept = w != 0
+    assert 0 < kept.sum() < w.size
+    assert_close(w[kept], 2 * p[kept])  # kept probabilities scaled by 1 / (1 - p)
+    e, wv, bv = 8, mha.qkv.weight.numpy().astype(np.float64)[16:], mha.qkv.bias.numpy().astype(np.float64)[16:]
+    vh = (q @ wv.T + bv).reshape(2, 5, 2, 4).transpose(0, 2, 1, 3)
+    o = (w @ vh).transpose(0, 2, 1, 3).reshape(2, 5, e)
     assert_close(out.numpy(), o @ mha.proj.weight.numpy().T + mha.proj.bias.numpy())
 
 

@@ -226,6 +226,35 @@ def test_reductions_over_axes():
     check_gradients(lambda a: a.cumsum(1), lambda a: np.cumsum(a, axis=1), [x])
 
 
+def test_cumsum_of_every_dtype():
+    # int32 and bool give exact int32 (torch: int64), wrapping past int32; 16-bit floats sum in float32 and round
+    # once; dtype= converts first, as torch's.
+    ints = np.random.default_rng(3).integers(-1000, 1000, size=(3, 37)).astype(np.int32)
+    for d in (0, 1, -1):
+        got = oa.tensor(ints).cumsum(d)
+        assert got.dtype == oa.int32
+        np.testing.assert_array_equal(got.numpy(), np.cumsum(ints, axis=d))
+    big = np.full(5, 2**30, np.int32)
+    np.testing.assert_array_equal(oa.cumsum(oa.tensor(big), 0).numpy(), np.cumsum(big, dtype=np.int32))
+    mask = np.array([True, False, True, True])
+    np.testing.assert_array_equal(oa.cumsum(oa.tensor(mask), 0).numpy(), [1, 1, 2, 3])
+    x = values((2, 9), 5)
+    for dtype, tolerance in ((oa.float16, 1e-3), (oa.bfloat16, 8e-3)):
+        half = oa.tensor(x).to(dtype)
+        got = half.cumsum(1)
+        assert got.dtype == dtype
+        assert_close(got.float().numpy(), np.cumsum(half.float().numpy().astype(np.float64), 1), rtol=tolerance,
+                     atol=tolerance)
+    as_float = oa.cumsum(oa.tensor(ints), 1, dtype=oa.float32)
+    assert as_float.dtype == oa.float32
+    assert_close(as_float.numpy(), np.cumsum(ints, axis=1))
+    t, w = oa.tensor(x, requires_grad=True), values((2, 9), 6)
+    t.half().cumsum(1).float().backward(oa.tensor(w))
+    assert_close(t.grad.numpy(), np.cumsum(w[:, ::-1], 1)[:, ::-1], rtol=1e-2, atol=1e-2)
+    with pytest.raises(oa.InvalidArgumentError, match=r"oa.cumsum: dim 2 is out of range for x of shape \[3, 37\]"):
+        oa.tensor(ints).cumsum(2)
+
+
 @pytest.mark.parametrize("name", ["max", "min"])
 def test_max_and_min_forms(name):
     """torch.max / torch.min: the scalar, the (values, indices) named tuple along a dim, the elementwise form."""

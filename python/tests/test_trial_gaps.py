@@ -71,6 +71,20 @@ def test_operands_on_another_engine_are_named():
     assert y.tolist() == [0.0] * 4
     y[index] = oa.tensor([1.0, 2.0])
     assert y.tolist() == [0.0, 1.0, 2.0, 0.0]
+    # Among several index entries, too (reading and writing).
+    z = oa.zeros(3, 4)
+    rows, here = oa.tensor([0, 2]), oa.tensor([True, False, True, False])
+    for key, arg in (((rows, there), r"index \[2\]"), ((there, rows), r"index \[2\]"), ((rows, [1, 3]), None),
+                     ((slice(None), there), r"index \[2\]"), ((oa.tensor([1, 2], engine=other), here), r"index \[2\]"),
+                     ((rows, oa.tensor([True, False, True, False], engine=other)), r"mask \[4\]")):
+        if arg is None:  # [0, 2] and [1, 3] on x's engine: allowed
+            assert z[key].tolist() == [0.0, 0.0]
+            continue
+        for op, call in (("__getitem__", lambda: z[key]), ("__setitem__", lambda: z.__setitem__(key, 1.0))):
+            with pytest.raises(oa.InvalidArgumentError, match=rf"oa.Tensor.{op}: {arg} lives on another engine "
+                               r"than x \[3, 4\]"):
+                call()
+    assert z.tolist() == [[0.0] * 4] * 3
 
 
 def test_embedding_shows_its_padding_idx_normalised():

@@ -190,6 +190,39 @@ TEST(NnAttention, MultiHeadAttentionKeyPaddingAndAttnMasks) {
   }
 }
 
+// forward_with_weights: forward's output and, per head, probabilities whose
+// rows sum to one, zero at the keys a query may not see (causal, bottom-right
+// aligned: query i sees keys j <= i + 1; batch 0 pads key 3); bias = false
+// leaves out both projections' biases (torch's bias=False).
+TEST(NnAttention, ForwardWithWeightsAndNoBias) {
+  for (bool bias : {true, false}) {
+    SCOPED_TRACE(testing::Message() << "bias " << bias);
+    oa::ml::Generator g(11);
+    MultiHeadAttention mha(8, 2, g, true, 0.0, bias);
+    EXPECT_EQ(mha.parameter_count(), bias ? 3 * 64 + 24 + 64 + 8 : 3 * 64 + 64);
+    const Matrix q = Matrix::from_vector({2, 3, 8}, oa::test::test_values(48, 12));
+    const Matrix kv = Matrix::from_vector({2, 4, 8}, oa::test::test_values(64, 13));
+    const Matrix padding = Matrix::from_bool({2, 4}, std::vector<std::uint8_t>{0, 0, 0, 1, 0, 0, 0, 0});
+    const MultiHeadAttentionOutput r = mha.forward_with_weights(q, kv, kv, padding);
+    const std::vector<float> expected = mha(q, kv, kv, padding).to_vector();
+    EXPECT_TRUE(oa_test::near(r.output.to_vector(), {expected.begin(), expected.end()}, 1e-6, 1e-5));
+    ASSERT_EQ(r.weights.shape(), Shape({2, 2, 3, 4}));
+    const std::vector<float> w = r.weights.to_vector();
+    for (std::size_t row = 0; row < 2 * 2 * 3; ++row) {
+      const std::size_t b = row / 6, i = row % 3;
+      float sum = 0.0f;
+      for (std::size_t j = 0; j < 4; ++j) {
+        const float p = w[row * 4 + j];
+        sum += p;
+        if (j > i + 1 || (b == 0 && j == 3)) {
+          EXPECT_EQ(p, 0.0f) << row << ", " << j;
+        }
+      }
+      EXPECT_NEAR(sum, 1.0f, 1e-6) << row;
+    }
+  }
+}
+
 TEST(NnAttention, ForwardInputs) {
   oa::ml::Generator g(8);
   MultiHeadAttention mha(8, 2, g);

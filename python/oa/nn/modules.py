@@ -606,51 +606,80 @@ class Dropout(_Native):
 
 
 class MultiheadAttention(_Native):
-    """Multi-head attention (oa::ml::nn::MultiHeadAttention): children qkv = Linear(D, 3D) and
-    proj = Linear(D, D), initialised as torch.nn.Linear (torch.nn.MultiheadAttention's in_proj_weight
-    holds the same projection, initialised with xavier-uniform). key and value default to query;
-    key_padding_mask [B, Sk] (bool: True = ignored, or float: added) and attn_mask ([Sq, Sk] or
-    [B * num_heads, Sq, Sk]; bool: True = not allowed, or float: added) as torch's; a query that may
-    see no key gives zeros (torch: NaN). causal is fixed at construction (oa's argument). forward
-    returns (output, None), as torch's with need_weights=False."""
+    """torch.nn.MultiheadAttention (oa::ml::nn::MultiHeadAttention): children qkv = Linear(D, 3D) and
+    proj = Linear(D, D) (torch's in_proj_weight, in_proj_bias and out_proj; bias=False leaves out both biases, as
+    torch's), initialised as torch.nn.Linear (torch initialises in_proj_weight with xavier-uniform). causal is fixed
+    at construction (oa's argument: query i sees keys j <= i + S - L).
+
+    forward(query, key=query, value=query, key_padding_mask=None, need_weights=True, attn_mask=None,
+    average_attn_weights=True, is_causal=None) -> (output, weights), as torch's: query [L, N, E] ([N, L, E] with
+    batch_first) or unbatched [L, E]; key and value [S, N, E] ([N, S, E], or [S, E] unbatched); output has query's
+    shape. weights (float32) are the attention probabilities, after dropout in training as torch's: [N, L, S]
+    averaged over the heads, [N, num_heads, L, S] with average_attn_weights=False, without N for unbatched input;
+    gradients flow through them as through the output. They are materialised (N * num_heads * L * S floats);
+    need_weights=False returns (output, None) on the flash path, which stores no L x S matrix: pass it where the
+    weights are not used. key_padding_mask [N, S] ([S] unbatched; bool: True = ignored, or float: added) and
+    attn_mask ([L, S] or [N * num_heads, L, S], [num_heads, L, S] unbatched; bool: True = not allowed, or float:
+    added) as torch's; a query that may see no key gives zeros, and zero weights (torch: NaN). is_causal, when
+    given, must equal causal. Errors: oa.InvalidArgumentError naming the module and the shapes for other shapes;
+    ValueError for is_causal other than causal."""
 
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, batch_first=False, causal=False, engine=None):
-        if not bias:
-            raise ValueError("oa.nn.MultiheadAttention: bias=False is not supported")
-        super().__init__(_native.multihead_attention(embed_dim, num_heads, causal, dropout, engine))
+        super().__init__(_native.multihead_attention(embed_dim, num_heads, causal, dropout, bias, engine))
         self.embed_dim, self.batch_first, self.causal = embed_dim, batch_first, causal
 
-    def forward(self, query, key=None, value=None, key_padding_mask=None, need_weights=False, attn_mask=None,
-                is_causal=None):
-        if need_weights:
-            raise ValueError("oa.nn.MultiheadAttention: need_weights=True is not supported")
+    def forward(self, query, key=None, value=None, key_padding_mask=None, need_weights=True, attn_mask=None,
+                average_attn_weights=True, is_causal=None):
         if is_causal is not None and is_causal != self.causal:
             raise ValueError(f"oa.nn.MultiheadAttention: is_causal={is_causal} but the module was built with "
                              f"causal={self.causal}")
         key = query if key is None else key
         value = query if value is None else value
+        self_attention = key is query and value is query and key_padding_mask is None and attn_mask is None
         # Checked in the caller's layout, before the transpose that batch_first=False needs.
+        unbatched = isinstance(query, Tensor) and query.dim() == 2
         n = 0 if self.batch_first else 1  # the batch axis
         layout = "[N, L, E]" if self.batch_first else "[L, N, E]"
         for name, t in (("query", query), ("key", key), ("value", value)):
             if not isinstance(t, Tensor):
                 continue
-            if t.dim() != 3 or t.shape[2] != self.embed_dim or t.shape[n] < 1 or (name == "query" and t.shape[1 - n] < 1):
+            if unbatched and (t.dim() != 2 or t.shape[1] != self.embed_dim or (name == "query" and t.shape[0] < 1)):
                 raise _oa.InvalidArgumentError(
-                    f"oa.nn.MultiheadAttention: {name} {list(t.shape)} must be {layout} with E = {self.embed_dim}, N >= 1 and, for "
-                    f"the query, L >= 1 (batch_first={self.batch_first})")
+                    f"oa.nn.MultiheadAttention: {name} {list(t.shape)} must be {'[L' if name == 'query' else '[S'}, E] "
+                    f"with E = {self.embed_dim} and, for the query, L >= 1, as query {list(query.shape)} is unbatched")
+            if not unbatched and (t.dim() != 3 or t.shape[2] != self.embed_dim or t.shape[n] < 1 or (
+                    name == "query" and t.shape[1 - n] < 1)):
+                raise _oa.InvalidArgumentError(
+                    f"oa.nn.MultiheadAttention: {name} {list(t.shape)} must be {layout} with E = {self.embed_dim}, "
+                    f"N >= 1 and, for the query, L >= 1 (batch_first={self.batch_first})")
         if all(isinstance(t, Tensor) for t in (query, key, value)) and (
-                key.shape != value.shape or key.shape[n] != query.shape[n]):
-            raise _oa.InvalidArgumentError(
-                f"oa.nn.MultiheadAttention: key {list(key.shape)} and value {list(value.shape)} must have one shape, "
+                key.shape != value.shape or (not unbatched and key.shape[n] != query.shape[n])):
+            expected = "[S, E]" if unbatched else (
                 f"{layout} with the N of query {list(query.shape)} (batch_first={self.batch_first})")
+            raise _oa.InvalidArgumentError(f"oa.nn.MultiheadAttention: key {list(key.shape)} and value "
+                                           f"{list(value.shape)} must have one shape, {expected}")
+        if unbatched:
+            # One batch of N = 1: a [S] key_padding_mask is [1, S], a [num_heads, L, S] attn_mask is
+            # [N * num_heads, L, S].
+            query, key, value = (t.unsqueeze(n) if isinstance(t, Tensor) else t for t in (query, key, value))
+            if isinstance(key_padding_mask, Tensor):
+                key_padding_mask = key_padding_mask.unsqueeze(0)
         batch_major = (lambda t: t) if self.batch_first else (lambda t: t.transpose(0, 1))
-        if key is query and value is query and key_padding_mask is None and attn_mask is None:
+        weights = None
+        if need_weights:
+            y, weights = self._native.forward_with_weights(batch_major(query), batch_major(key), batch_major(value),
+                                                           key_padding_mask, attn_mask)
+            if average_attn_weights:
+                weights = weights.mean(1)
+            if unbatched:
+                weights = weights.squeeze(0)
+        elif self_attention:
             y = self._native.forward(batch_major(query))
         else:
             y = self._native.forward_masked(batch_major(query), batch_major(key), batch_major(value), key_padding_mask,
                                             attn_mask)
-        return batch_major(y), None
+        y = batch_major(y)
+        return (y.squeeze(n) if unbatched else y), weights
 
 
 class TransformerBlock(_Native):

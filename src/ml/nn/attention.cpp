@@ -20,14 +20,14 @@ constexpr const char* kMha = "oa::ml::nn::MultiHeadAttention";
 }  // namespace
 
 MultiHeadAttention::MultiHeadAttention(std::int64_t embed_dim, std::int64_t num_heads, Generator& generator, bool causal,
-                                       double dropout, std::optional<Engine> engine)
+                                       double dropout, bool bias, std::optional<Engine> engine)
     : embed_dim_(embed_dim), num_heads_(num_heads), causal_(causal), dropout_(dropout), masks_(generator.next_seed()) {
   if (embed_dim < 1 || num_heads < 1 || embed_dim % num_heads != 0 || !(dropout >= 0 && dropout < 1))
     fail(ErrorKind::InvalidArgument,
          "{}: embed_dim {} must be >= 1 and divisible by num_heads {} (>= 1), and dropout {} in [0, 1)", kMha, embed_dim,
          num_heads, dropout);
-  qkv_ = register_module("qkv", std::make_shared<Linear>(embed_dim, 3 * embed_dim, generator, true, engine));
-  proj_ = register_module("proj", std::make_shared<Linear>(embed_dim, embed_dim, generator, true, engine));
+  qkv_ = register_module("qkv", std::make_shared<Linear>(embed_dim, 3 * embed_dim, generator, bias, engine));
+  proj_ = register_module("proj", std::make_shared<Linear>(embed_dim, embed_dim, generator, bias, engine));
 }
 
 Matrix MultiHeadAttention::forward(const Matrix& x) {
@@ -57,6 +57,18 @@ Matrix additive_mask(const Matrix& mask, const char* arg, const Shape& shape) {
 
 Matrix MultiHeadAttention::forward(const Matrix& query, const Matrix& key, const Matrix& value, const Matrix& key_padding_mask,
                                    const Matrix& attn_mask) {
+  return forward_masked(query, key, value, key_padding_mask, attn_mask, nullptr);
+}
+
+MultiHeadAttentionOutput MultiHeadAttention::forward_with_weights(const Matrix& query, const Matrix& key, const Matrix& value,
+                                                                  const Matrix& key_padding_mask, const Matrix& attn_mask) {
+  MultiHeadAttentionOutput r;
+  r.output = forward_masked(query, key, value, key_padding_mask, attn_mask, &r.weights);
+  return r;
+}
+
+Matrix MultiHeadAttention::forward_masked(const Matrix& query, const Matrix& key, const Matrix& value,
+                                          const Matrix& key_padding_mask, const Matrix& attn_mask, Matrix* weights) {
   for (const auto& [m, arg] : {std::pair{&query, "query"}, std::pair{&key, "key"}, std::pair{&value, "value"}}) {
     detail::require_f32(*m, kMha, arg);
     const bool keys = m != &query;  // no keys (Sk = 0) attend to nothing: zeros before the output projection, as SDPA
@@ -87,10 +99,10 @@ Matrix MultiHeadAttention::forward(const Matrix& query, const Matrix& key, const
   const auto project = [&](const Matrix& x, std::int64_t part) {
     const std::int64_t seq = x.dim(1);
     const Matrix y = linear(x.reshape({batch * seq, embed_dim_}), matrix::narrow(w, 0, part * embed_dim_, embed_dim_),
-                            matrix::narrow(b, 0, part * embed_dim_, embed_dim_));
+                            b.defined() ? matrix::narrow(b, 0, part * embed_dim_, embed_dim_) : Matrix());
     return split_heads(y, batch, seq, heads).reshape({batch, heads, seq, dh});
   };
-  const Matrix o = attend(project(query, 0), project(key, 1), project(value, 2), mask);
+  const Matrix o = attend(project(query, 0), project(key, 1), project(value, 2), mask, weights);
   return proj_->forward(o).reshape({batch, sq, embed_dim_});
 }
 
@@ -102,7 +114,7 @@ Matrix MultiHeadAttention::forward_inputs(std::span<const Matrix> inputs) {
   return forward(inputs[0], inputs[1], inputs[2], inputs.size() > 3 ? inputs[3] : Matrix(), inputs.size() > 4 ? inputs[4] : Matrix());
 }
 
-Matrix MultiHeadAttention::attend(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& mask) {
+Matrix MultiHeadAttention::attend(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& mask, Matrix* weights) {
   const std::int64_t batch = q.dim(0), heads = q.dim(1), sq = q.dim(2), sk = k.dim(2), dh = q.dim(3);
   Matrix o;
   if (training() && dropout_ > 0 && sk > 0) {  // (no keys: no weights to drop)
@@ -121,8 +133,14 @@ Matrix MultiHeadAttention::attend(const Matrix& q, const Matrix& k, const Matrix
     }
     const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
     const Matrix scores = bmm_nt(q.reshape({batch * heads, sq, dh}), k.reshape({batch * heads, sk, dh}));
-    const Matrix weights = softmax_scaled_masked(scores.reshape({batch, heads, sq, sk}), full_mask, scale);
-    o = bmm(ml::dropout(weights.reshape({batch * heads, sq, sk}), dropout_, masks_.next_seed(), true), v.reshape({batch * heads, sk, dh}));
+    const Matrix p = softmax_scaled_masked(scores.reshape({batch, heads, sq, sk}), full_mask, scale);
+    const Matrix dropped = ml::dropout(p.reshape({batch * heads, sq, sk}), dropout_, masks_.next_seed(), true);
+    o = bmm(dropped, v.reshape({batch * heads, sk, dh}));
+    if (weights) *weights = dropped.reshape({batch, heads, sq, sk});
+  } else if (weights) {
+    const AttentionWithWeights r = scaled_dot_product_attention_with_weights(q, k, v, mask, std::nullopt, causal_);
+    o = r.output.reshape({batch * heads, sq, dh});
+    *weights = r.weights.reshape({batch, heads, sq, sk});
   } else {
     o = scaled_dot_product_attention(q, k, v, mask, std::nullopt, causal_).reshape({batch * heads, sq, dh});
   }
@@ -132,7 +150,7 @@ Matrix MultiHeadAttention::attend(const Matrix& q, const Matrix& k, const Matrix
 TransformerBlock::TransformerBlock(std::int64_t embed_dim, std::int64_t num_heads, Generator& generator, bool causal,
                                    double dropout, std::optional<Engine> engine) {
   norm1_ = register_module("norm1", std::make_shared<LayerNorm>(embed_dim, 1e-5, true, true, engine));
-  attn_ = register_module("attn", std::make_shared<MultiHeadAttention>(embed_dim, num_heads, generator, causal, dropout, engine));
+  attn_ = register_module("attn", std::make_shared<MultiHeadAttention>(embed_dim, num_heads, generator, causal, dropout, true, engine));
   norm2_ = register_module("norm2", std::make_shared<LayerNorm>(embed_dim, 1e-5, true, true, engine));
   auto fc1 = std::make_shared<Linear>(embed_dim, 4 * embed_dim, generator, true, engine);
   auto fc2 = std::make_shared<Linear>(4 * embed_dim, embed_dim, generator, true, engine);

@@ -20,7 +20,8 @@ namespace oa::ml::nn {
 //                                              (query i sees keys j <= i) when `causal`
 //   y = proj(merge_heads(o))
 // Children: `qkv` = Linear(D, 3D) (rows 0..D-1 of its weight project q, then
-// k, then v) and `proj` = Linear(D, D), initialised as torch.nn.Linear (the
+// k, then v) and `proj` = Linear(D, D), both without biases when `bias` is
+// false (torch's bias=False), initialised as torch.nn.Linear (the
 // layout of timm's and nanoGPT's attention; torch.nn.MultiheadAttention
 // stores the same projection as in_proj_weight but initialises it with
 // xavier-uniform and zero biases). Attention runs on the flash path
@@ -46,16 +47,29 @@ namespace oa::ml::nn {
 // softmax convention of oa/ml/attention.hpp; PyTorch gives NaN there); so
 // does every query when there are no keys (Sk = 0), as SDPA: the output is
 // the output projection's bias.
+// forward_with_weights takes forward's arguments and also returns the
+// attention probabilities per head, weights [B, H, Sq, Sk] F32 (torch's
+// need_weights=True with average_attn_weights=False; their mean over H is
+// torch's default), after dropout in training as torch's; it always
+// materialises them (O(B H Sq Sk) memory), and gradients reach the inputs
+// and parameters through the output and the weights both. A query that may
+// attend to no key has a zero row of weights (torch: NaN).
 // forward_inputs takes {x} or {query, key, value[, key_padding_mask[,
 // attn_mask]]}. Throws InvalidArgument naming the module, the argument and
 // the shapes for other shapes or dtypes.
+struct MultiHeadAttentionOutput {
+  Matrix output;   // [B, Sq, D]
+  Matrix weights;  // [B, H, Sq, Sk], F32
+};
 class MultiHeadAttention : public Module {
  public:
   MultiHeadAttention(std::int64_t embed_dim, std::int64_t num_heads, Generator& generator, bool causal = false,
-                     double dropout = 0.0, std::optional<Engine> engine = {});
+                     double dropout = 0.0, bool bias = true, std::optional<Engine> engine = {});
   Matrix forward(const Matrix& x) override;
   Matrix forward(const Matrix& query, const Matrix& key, const Matrix& value, const Matrix& key_padding_mask = Matrix(),
                  const Matrix& attn_mask = Matrix());
+  MultiHeadAttentionOutput forward_with_weights(const Matrix& query, const Matrix& key, const Matrix& value,
+                                                const Matrix& key_padding_mask = Matrix(), const Matrix& attn_mask = Matrix());
   Matrix forward_inputs(std::span<const Matrix> inputs) override;
   std::string type_name() const override { return "MultiHeadAttention"; }
   const std::shared_ptr<Linear>& qkv() const { return qkv_; }
@@ -69,9 +83,13 @@ class MultiHeadAttention : public Module {
   bool causal_;
   double dropout_;
   Generator masks_;
+  // forward(query, key, value, masks), also setting *weights [B, H, Sq, Sk] when weights is not null.
+  Matrix forward_masked(const Matrix& query, const Matrix& key, const Matrix& value, const Matrix& key_padding_mask,
+                        const Matrix& attn_mask, Matrix* weights);
   // Attention of the heads q [B, H, Sq, Dh], k and v [B, H, Sk, Dh] with an
-  // optional additive mask broadcasting to [B, H, Sq, Sk]; returns [B * Sq, D].
-  Matrix attend(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& mask);
+  // optional additive mask broadcasting to [B, H, Sq, Sk]; returns [B * Sq, D]
+  // and, when weights is not null, sets *weights to the probabilities [B, H, Sq, Sk].
+  Matrix attend(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& mask, Matrix* weights = nullptr);
 
   std::shared_ptr<Linear> qkv_, proj_;
   Matrix causal_mask_;  // [S, S] additive mask for the materialised path, rebuilt when S changes
