@@ -186,8 +186,12 @@ def repeat_interleave(input, repeats, dim=None, *, output_size=None):
 
 def scatter_positions(input, dim, index, op):
     """The flat positions in input that scatter along dim writes for each element of index (int32, input's rank,
-    no larger than input outside dim), read back and checked (IndexError for an index outside the axis)."""
+    no larger than input outside dim), read back and checked: IndexError for an index outside [0, size of dim) (as
+    torch's scatter, negative indices included), oa.InvalidArgumentError for an index that is not int32."""
     a = axis(input, dim, op)
+    if index.dtype != _oa.dtype.int32:
+        raise _oa.InvalidArgumentError(f"{op}: index must be int32 (oa's integer dtype; torch: int64), not "
+                                       f"{index.dtype.name}")
     if index.dim() != input.dim():
         raise _oa.InvalidArgumentError(f"{op}: index {list(index.shape)} must have input {list(input.shape)}'s "
                                        "number of dimensions")
@@ -197,10 +201,10 @@ def scatter_positions(input, dim, index, op):
     where = np.indices(index.shape) if index.dim() else np.zeros((0,), np.int64)
     target = index.numpy().astype(np.int64)
     n = input.shape[a]
-    if ((target < -n) | (target >= n)).any():
-        bad = target[(target < -n) | (target >= n)].flat[0]
-        raise IndexError(f"{op}: index {bad} is out of bounds for dim {a} with size {n}")
-    where[a] = target % n
+    if ((target < 0) | (target >= n)).any():
+        bad = target[(target < 0) | (target >= n)].flat[0]
+        raise IndexError(f"{op}: index {bad} is out of bounds for dimension {a} with size {n}")
+    where[a] = target
     return np.ravel_multi_index(tuple(where), input.shape)
 
 

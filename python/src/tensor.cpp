@@ -980,7 +980,7 @@ py::object apply_in_place(const py::object& self, const Other& other, const InPl
   if constexpr (std::is_same_v<Other, Matrix>) tensor_operand = &other;
   update_in_place(x, tensor_operand, [&] {
     Matrix result = in_place_value(x, other, op, name, alpha);
-    require_castable(result, x, name);
+    if (op.op) require_castable(result, x, name);  // copy_ converts any dtype, as torch's
     return result;
   }, name);
   return self;
@@ -990,7 +990,7 @@ const char* const in_place_doc =
     "In place, as torch's: computes the op, casts the result to x's dtype and writes it into x's own storage "
     "(seen by x's views and detach()), bumps x's version (backward through an op that saved x then refuses), and "
     "returns x itself. A result of a higher category than x's dtype (a float into int32, an int32 into bool) raises "
-    "oa.InvalidArgumentError, as torch. With grad mode on, a leaf that requires grad is refused (RuntimeError, as torch); "
+    "oa.InvalidArgumentError, as torch (copy_ converts any dtype, as torch's: a float into int32 truncates toward zero). With grad mode on, a leaf that requires grad is refused (RuntimeError, as torch); "
     "with autograd history in x or the operand the op is recorded and x takes its history, as torch (refused when a view "
     "of x or a value saved for backward shares x's storage: it would keep the old history). A tensor made by "
     "x[key], transpose, permute, mT, T, expand, split or chunk is a copy in oa, not a view as in torch, so in-place ops "

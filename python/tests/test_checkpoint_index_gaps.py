@@ -237,8 +237,15 @@ def test_scatter_and_index_add():
     np.testing.assert_array_equal(got.numpy(), want)
     filled = oa.tensor(x).scatter(1, oa.tensor([[0], [3], [1]]), value=5.0).numpy()
     np.testing.assert_array_equal(filled[[0, 1, 2], [0, 3, 1]], [5, 5, 5])
-    with pytest.raises(IndexError, match="oa.scatter: index 4 is out of bounds for dim 1 with size 4"):
+    with pytest.raises(IndexError, match="oa.scatter: index 4 is out of bounds for dimension 1 with size 4"):
         oa.scatter(oa.tensor(x), 1, oa.tensor([[4]]), value=1.0)
+    # Negative indices are refused, as torch's scatter does (gather and scatter_add too), not counted from the end.
+    with pytest.raises(IndexError, match="oa.scatter: index -1 is out of bounds for dimension 0 with size 3"):
+        oa.tensor(x).scatter(0, oa.tensor([[-1, 0, 0, 0]]), -oa.ones(3, 4))
+    with pytest.raises(IndexError, match="oa.scatter_reduce: index -1 is out of bounds for dimension 0 with size 3"):
+        oa.tensor(x).scatter(0, oa.tensor([[-1, 0, 0, 0]]), -oa.ones(3, 4), reduce="add")
+    with pytest.raises(oa.InvalidArgumentError, match="oa.scatter: index must be int32 .* not float32"):
+        oa.tensor(x).scatter(0, oa.tensor([[0.0]]), value=1.0)
     added = oa.tensor(x)
     added.scatter_add_(0, oa.tensor(index), oa.tensor(src))
     want = x.copy()

@@ -106,7 +106,7 @@ def test_scatter_with_torchs_older_reduce():
     with pytest.raises(oa.InvalidArgumentError, match=r"oa.scatter_reduce: reduce must be 'sum', 'prod', 'mean', "
                        r"'amax' or 'amin', not 'add'"):
         oa.tensor(x).scatter_reduce(0, oa.tensor(index), oa.tensor(src), "add")
-    with pytest.raises(IndexError, match="oa.scatter_reduce: index 3 is out of bounds for dim 0 with size 3"):
+    with pytest.raises(IndexError, match="oa.scatter_reduce: index 3 is out of bounds for dimension 0 with size 3"):
         oa.tensor(x).scatter_reduce(0, oa.tensor([[3]]), oa.tensor(src), "sum")
     with pytest.raises(oa.InvalidArgumentError, match=r"oa.scatter_reduce: index \[3, 4\] is larger than src \[2, 4\]"):
         oa.tensor(x).scatter_reduce(0, oa.tensor(np.zeros((3, 4), np.int32)), oa.tensor(src), "sum")

@@ -105,6 +105,15 @@ def test_top_level_reshapes_and_integer_conversions():
     assert r.dtype == oa.int32 and r.tolist() == [1, -7]
     # Out of range saturates and NaN gives 0 (CUDA's conversion; torch leaves them undefined).
     assert oa.tensor([3e9, -3e9, float("nan"), float("inf")]).int().tolist() == [2**31 - 1, -2**31, 0, 2**31 - 1]
+    # copy_ converts any dtype, as torch's (the arithmetic in-place ops keep torch's category rule).
+    z = oa.zeros(2, dtype=oa.int32)
+    z.copy_(oa.tensor([1.7, -1.7]))
+    assert z.tolist() == [1, -1]
+    b = oa.zeros(2, dtype=oa.bool)
+    b.copy_(oa.tensor([0.0, 3.0]))
+    assert b.tolist() == [False, True]
+    with pytest.raises(oa.InvalidArgumentError, match="can't be cast to the desired output type i32"):
+        oa.zeros(2, dtype=oa.int32).add_(oa.tensor([0.5, 0.5]))
     w = oa.tensor([1.7, 2.2], requires_grad=True)
     i = w.int()
     assert not i.requires_grad and i.grad_fn is None and i.tolist() == [1, 2]
