@@ -59,18 +59,19 @@ def one_hot(tensor, num_classes=-1):
     """torch.nn.functional.one_hot: int32 class indices [...] -> int32 [..., num_classes] (torch: int64; oa's
     integers are int32), 1 where the index is the class, else 0; .float() it for float arithmetic. num_classes -1
     (torch's default) is the largest index plus one, read back (a synchronization). Not differentiable. Errors:
-    oa.InvalidArgumentError for indices not int32, for num_classes below 1 and for -1 with no or only negative
-    indices; an index outside [0, num_classes) raises oa.OutOfRangeError (an IndexError) when the GPU has run the
-    op (at the next synchronize() or host read)."""
+    oa.InvalidArgumentError for indices not int32, for num_classes below 1 and, with -1, for no indices or a
+    negative one (checked on the host, as torch); with a given num_classes an index outside [0, num_classes)
+    raises oa.OutOfRangeError (an IndexError) when the GPU has run the op (at the next synchronize() or host
+    read), as torch's CUDA kernels assert on the device."""
     op = _PREFIX + "one_hot"
     if tensor.dtype != _oa.dtype.int32:
         raise _oa.InvalidArgumentError(f"{op}: tensor must hold int32 class indices, not {tensor.dtype}")
     if num_classes == -1:
         if tensor.numel() == 0:
             raise _oa.InvalidArgumentError(f"{op}: cannot infer num_classes (-1) from an empty tensor")
-        largest = int(tensor.max().item())
-        if largest < 0:
-            raise _oa.InvalidArgumentError(f"{op}: class indices must be non-negative; the largest is {largest}")
+        largest, smallest = int(tensor.max().item()), int(tensor.min().item())
+        if smallest < 0:
+            raise _oa.InvalidArgumentError(f"{op}: class values must be non-negative; found {smallest}")
         num_classes = largest + 1
     if num_classes < 1:
         raise _oa.InvalidArgumentError(f"{op}: num_classes {num_classes} must be >= 1 (or -1: the largest index "
