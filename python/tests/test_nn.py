@@ -218,6 +218,10 @@ def test_multihead_attention_masks():
     additive = np.repeat(np.where(padding, -np.inf, 0.0).astype(np.float32), 2 * 3, axis=0).reshape(2, 2, 3, 4)
     out3, _ = mha(oa.tensor(q), oa.tensor(k), oa.tensor(k), attn_mask=oa.tensor(additive.reshape(4, 3, 4)))
     assert_close(out.numpy(), out3.numpy())
+    # A float16 mask (the query's dtype under autocast in torch) is added as float32.
+    out4, _ = mha(oa.tensor(q), oa.tensor(k), oa.tensor(k), attn_mask=oa.tensor(additive.reshape(4, 3, 4)).half(),
+                  key_padding_mask=oa.tensor(np.where(padding, -np.inf, 0.0)).half())
+    assert_close(out.numpy(), out4.numpy())
     # NumPy: softmax(q k^T / sqrt(dh) + mask) v per head, with the module's weights.
     w, b = mha.qkv.weight.numpy().astype(np.float64), mha.qkv.bias.numpy().astype(np.float64)
     heads = lambda t: t.reshape(2, -1, 2, 4).transpose(0, 2, 1, 3)

@@ -620,7 +620,7 @@ class MultiheadAttention(_Native):
     need_weights=False returns (output, None) on the flash path, which stores no L x S matrix: pass it where the
     weights are not used. key_padding_mask [N, S] ([S] unbatched; bool: True = ignored, or float: added) and
     attn_mask ([L, S] or [N * num_heads, L, S], [num_heads, L, S] unbatched; bool: True = not allowed, or float:
-    added) as torch's; a query that may see no key gives zeros, and zero weights (torch: NaN). is_causal, when
+    added; a float mask of any float dtype is added in float32) as torch's; a query that may see no key gives zeros, and zero weights (torch: NaN). is_causal, when
     given, must equal causal. Errors: oa.InvalidArgumentError naming the module and the shapes for other shapes;
     ValueError for is_causal other than causal."""
 
@@ -664,6 +664,9 @@ class MultiheadAttention(_Native):
             query, key, value = (t.unsqueeze(n) if isinstance(t, Tensor) else t for t in (query, key, value))
             if isinstance(key_padding_mask, Tensor):
                 key_padding_mask = key_padding_mask.unsqueeze(0)
+        # Float masks of any float dtype (torch takes the query's, e.g. float16 under autocast) are added in float32.
+        key_padding_mask, attn_mask = (m.float() if isinstance(m, Tensor) and m.is_floating_point() else m
+                                       for m in (key_padding_mask, attn_mask))
         batch_major = (lambda t: t) if self.batch_first else (lambda t: t.transpose(0, 1))
         weights = None
         if need_weights:
