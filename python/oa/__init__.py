@@ -202,5 +202,7 @@ Tensor.__repr__ = Tensor.__str__ = tensor_repr
 float32 = float = dtype.float32
 float16 = half = dtype.float16
 bfloat16 = dtype.bfloat16
-int32 = dtype.int32
+# torch.long names int64; oa's one integer dtype is int32, so oa.long names it (as .long() gives int32). There is
+# no oa.int64: code asking for 64-bit integers by that name fails loudly.
+int32 = long = dtype.int32
 globals()["bool"] = dtype.bool

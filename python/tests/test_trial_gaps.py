@@ -43,6 +43,9 @@ def test_dtype_prints_as_oa_dtype():
     assert [repr(d) for d in (oa.float16, oa.bfloat16, oa.int32, oa.bool)] == [
         "oa.float16", "oa.bfloat16", "oa.int32", "oa.bool"]
     assert f"{oa.half}" == "oa.float16" and oa.float32.name == "float32" and oa.dtype.int32 is oa.int32
+    # torch.long: int32, oa's integer dtype, as .long() gives.
+    assert oa.long is oa.int32 and not hasattr(oa, "int64")
+    assert oa.tensor([2.5, -1.5]).to(oa.long).tolist() == [2, -1]
 
 
 def test_operands_on_another_engine_are_named():
