@@ -1203,13 +1203,19 @@ void check_implicit_transposed(const Case& k, DType d, const std::string& tile =
   expect_paths_agree(got, columns, magnitude, terms, d, unit);
 }
 
+// check(k, d) over both implicit-GEMM case lists, for each dtype in dtypes.
+template <class Check>
+void over_implicit_cases(const std::vector<DType>& dtypes, Check check) {
+  for (DType d : dtypes) {
+    for (const Case& k : implicit_transposed_cases()) check(k, d);
+    for (const Case& k : implicit_cases()) check(k, d);
+  }
+}
+
 TEST(ConvHalf, ImplicitGemmTransposedForwardAndInputGradient) {
   const std::vector<DType> dtypes = coop_dtypes();
   OA_SKIP_WITHOUT_COOP(dtypes);
-  for (DType d : dtypes) {
-    for (const Case& k : implicit_transposed_cases()) check_implicit_transposed(k, d);
-    for (const Case& k : implicit_cases()) check_implicit_transposed(k, d);
-  }
+  over_implicit_cases(dtypes, [](const Case& k, DType d) { check_implicit_transposed(k, d); });
 }
 
 // Without cooperative matrices (lavapipe) conv.half_forward = implicit never
@@ -1296,12 +1302,9 @@ void check_implicit_wgrad(Case k, DType d) {
 TEST(ConvHalf, ImplicitWeightGradient) {
   const std::vector<DType> dtypes = coop_dtypes();
   OA_SKIP_WITHOUT_COOP(dtypes);
-  for (DType d : dtypes) {
-    for (const Case& k : implicit_cases()) check_implicit_wgrad(k, d);
-    for (const Case& k : implicit_transposed_cases()) check_implicit_wgrad(k, d);
-    // A long K (4 images of 48 x 40 positions) that splits, 64 wide channels.
-    check_implicit_wgrad(conv2d(4, 64, 32, 48, 40, 3, 3, params({1, 1}, {1, 1}, {1, 1})), d);
-  }
+  over_implicit_cases(dtypes, check_implicit_wgrad);
+  // A long K (4 images of 48 x 40 positions) that splits, 64 wide channels.
+  for (DType d : dtypes) check_implicit_wgrad(conv2d(4, 64, 32, 48, 40, 3, 3, params({1, 1}, {1, 1}, {1, 1})), d);
 }
 
 // ── Convolutions whose stride equals their kernel (conv.patch) ──────────────
