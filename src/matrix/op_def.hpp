@@ -38,6 +38,7 @@
 #include <initializer_list>
 #include <span>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -297,6 +298,17 @@ class DispatchScratch {
 
 // Returns the results; `auxiliary`, when given, receives the auxiliary outputs.
 // `generator_engine`: the engine of an op without inputs (ignored otherwise).
+// The lowering for `m`'s dtype (an op computes in its first input's dtype);
+// throws InvalidArgument naming the op, the argument and the dtypes it takes.
+template <class A>
+const Lowering<A>& lowering_for(const OpDef<A>& def, const Matrix& m, std::string_view argument) {
+  for (const auto& [dtype, fn] : def.lower)
+    if (dtype == m.dtype()) return fn;
+  std::string supported;
+  for (const auto& l : def.lower) supported += (supported.empty() ? "" : ", ") + std::string(to_string(l.first));
+  fail(ErrorKind::InvalidArgument, "{}: {} must be {}; found {} {}", def.name, argument, supported, to_string(m.dtype()), m.shape());
+}
+
 // The inputs are read, not copied: only an autograd node keeps them.
 template <class A>
 std::vector<Matrix> apply(const Op<A>& op, std::span<const Matrix> inputs, const A& attributes = {},
@@ -322,15 +334,7 @@ std::vector<Matrix> apply(const Op<A>& op, std::span<const Matrix> inputs, const
       return apply(op, std::span<const Matrix>(cast_inputs), attributes, auxiliary);
   }
   const Engine& engine = inputs.empty() ? *generator_engine : inputs[0].engine();
-  const Lowering<A>* lowering = inputs.empty() ? &def.lower[0].second : nullptr;
-  for (const auto& [dtype, fn] : def.lower)
-    if (!inputs.empty() && dtype == inputs[0].dtype()) lowering = &fn;
-  if (!lowering) {
-    std::string supported;
-    for (const auto& l : def.lower) supported += (supported.empty() ? "" : ", ") + std::string(to_string(l.first));
-    fail(ErrorKind::InvalidArgument, "{}: {} must be {}; found {} {}", def.name, def.inputs[0].name, supported,
-         to_string(inputs[0].dtype()), inputs[0].shape());
-  }
+  const Lowering<A>* lowering = inputs.empty() ? &def.lower[0].second : &lowering_for(def, inputs[0], def.inputs[0].name);
   const OpCall<A> call{def.name, inputs, attributes, engine};
   const std::vector<OutputSpec> specs = def.infer(call);
   std::vector<Matrix> outputs;
@@ -430,6 +434,14 @@ std::vector<Matrix> apply(const Op<A>& op, std::initializer_list<Matrix> inputs,
 template <class A>
 std::vector<Matrix> apply_backward(const Op<A>& op, const std::vector<Matrix>& inputs, const std::vector<Matrix>& outputs,
                                    const std::vector<Matrix>& grad_outputs, const std::vector<bool>& needs, const A& attributes = {}) {
+  // The first operand given carries the dtype the forward computed in.
+  for (std::size_t i = 0; i < inputs.size() + outputs.size(); ++i) {
+    const bool is_input = i < inputs.size();
+    const Matrix& m = is_input ? inputs[i] : outputs[i - inputs.size()];
+    if (!m.defined()) continue;
+    (void)lowering_for(op.def, m, is_input && i < op.def.inputs.size() ? op.def.inputs[i].name : "the saved output");
+    break;
+  }
   std::vector<Shape> shapes;  // [] for an absent input
   std::vector<DType> dtypes;  // f32 for an absent input
   for (const auto& m : inputs) {

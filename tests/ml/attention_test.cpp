@@ -347,6 +347,11 @@ TEST(AttentionBmm, Errors) {
   EXPECT_TRUE(oa_test::throws(
       [&] { ml::bmm_backward(ml::BmmLayout::NN, Matrix::zeros({2, 3, 4}), Matrix::zeros({2, 4, 5}), Matrix::zeros({2, 3, 4})); },
       ErrorKind::InvalidArgument, {"oa::ml::bmm backward", "[2, 3, 5]"}));
+  // Integer operands: the forward and the explicit backward refuse them alike.
+  const Matrix i = Matrix::from_i32({3, 3, 3}, std::vector<std::int32_t>(27, 1));
+  EXPECT_TRUE(oa_test::throws([&] { ml::bmm_nt(i, i); }, ErrorKind::InvalidArgument, {"oa::ml::bmm_nt", "i32", "[3, 3, 3]"}));
+  for (const ml::BmmLayout layout : {ml::BmmLayout::NN, ml::BmmLayout::NT, ml::BmmLayout::TN})
+    EXPECT_TRUE(oa_test::throws([&] { ml::bmm_backward(layout, i, i, i); }, ErrorKind::InvalidArgument, {"oa::ml::bmm", "i32", "[3, 3, 3]"}));
   EXPECT_TRUE(trace.ops().empty());
 }
 
