@@ -379,6 +379,15 @@ Matrix binary(const Op<A>& op, const Matrix& a, const Matrix& b) {
     return apply(op, {a, b})[0];
   const Shape out = detail::broadcast_shapes(name, {{"a", sa}, {"b", sb}});
   detail::shader_u32(out.numel(), "result elements", name);
+  // apply() would refuse these dtypes only after the expansions below were
+  // recorded: refuse them first (autocast widens mixed floating operands to
+  // one the op lowers, f32 at least).
+  const bool autocast_widens = detail::autocast_active() && is_floating_point(a.dtype()) && is_floating_point(b.dtype()) &&
+                               (op.lowered_dtypes & (1u << static_cast<unsigned>(DType::F32)));
+  if (!autocast_widens) {
+    detail::require_same_dtype(a, "a", b, "b", name);
+    (void)detail::lowering_for(op.def, a, "a");
+  }
   const bool expand_a = !(sa == out) && (!(sb == out) || !detail::broadcast_layout(out, sa, channels, inner));
   const Matrix a2 = expand_a ? expand(a, out.to_vector()) : a;
   const bool expand_b = !(sb == out) && (!(a2.shape() == out) || !detail::broadcast_layout(out, sb, channels, inner));

@@ -450,6 +450,7 @@ TEST(MatrixElementwise, BadBroadcastNamesOpAndShapes) {
   auto a = Matrix::ones({3, 4, 5});
   auto b = Matrix::ones({2, 5});  // 2 against 4: no broadcast
   auto c = Matrix::ones({4, 4});
+  const Matrix i = Matrix::from_i32({3}, std::vector<std::int32_t>{1, 2, 3}), f = Matrix::ones({2, 3, 1}), g = Matrix::ones({3});
   a.engine().synchronize();
   oa::TraceCapture trace(a.engine());
   const auto live = a.engine().memory_stats().live_storages;
@@ -457,6 +458,10 @@ TEST(MatrixElementwise, BadBroadcastNamesOpAndShapes) {
   EXPECT_TRUE(oa_test::throws([&] { (void)(a * c); }, oa::ErrorKind::InvalidArgument, {"oa::matrix::mul"}));
   EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::clamp(a, 1, 0); }, oa::ErrorKind::InvalidArgument, {"oa::matrix::clamp"}));
   EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::relu(Matrix()); }, oa::ErrorKind::InvalidArgument, {"oa::matrix::relu"}));
+  // Operands that broadcast only through an expansion, of dtypes the op refuses: refused before it.
+  EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::minimum(f, i); }, oa::ErrorKind::InvalidArgument, {"oa::matrix::minimum", "f32", "i32"}));
+  EXPECT_TRUE(oa_test::throws([&] { (void)oa::matrix::bitwise_and(f, g); }, oa::ErrorKind::InvalidArgument,
+                              {"oa::matrix::bitwise_and", "f32", "[2, 3, 1]"}));
   EXPECT_TRUE(trace.ops().empty());
   EXPECT_EQ(a.engine().memory_stats().live_storages, live);
 }
