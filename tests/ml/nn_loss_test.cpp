@@ -246,6 +246,10 @@ TEST(NnCrossEntropy, InvalidArgumentsRecordNothing) {
                  op, {"label_smoothing", "[3, 4, 2]"});
   expect_invalid([&] { ml::cross_entropy(x, t, {ml::Reduction::Mean, -100, 1.5}); }, op, {"label_smoothing"});
   expect_invalid([&] { ml::cross_entropy(x, t, {ml::Reduction::Mean, std::int64_t{1} << 40, 0.0}); }, op, {"ignore_index"});
+  // Integer logits, with probability targets and with class-index targets of a higher rank.
+  const Matrix ix = Matrix::from_i32({3, 4, 2}, std::vector<std::int32_t>(24));
+  expect_invalid([&] { ml::cross_entropy(ix, Matrix::zeros({3, 4, 2})); }, op, {"logits", "i32", "[3, 4, 2]"});
+  expect_invalid([&] { ml::cross_entropy(ix, Matrix::from_i32({3, 2}, std::vector<std::int32_t>(6))); }, op, {"logits", "i32"});
 }
 
 // logits [N, C, P] (P positions) as rows [N * P, C], as the reference takes them.

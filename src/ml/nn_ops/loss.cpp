@@ -296,6 +296,9 @@ Matrix cross_entropy(const Matrix& logits, const Matrix& targets, const CrossEnt
   const char* op = "oa::ml::cross_entropy";
   detail::require_defined(logits, op, "logits");
   detail::require_defined(targets, op, "targets");
+  // Checked here, before class_rows and widened record anything.
+  if (!is_floating_point(logits.dtype()))
+    fail(ErrorKind::InvalidArgument, "{}: logits must be f32, f16 or bf16; found {} {}", op, to_string(logits.dtype()), logits.shape());
   if (is_floating_point(targets.dtype())) return cross_entropy_probabilities(logits, targets, options);
   if (logits.rank() == 2)
     return detail::apply(kCrossEntropy, {widened(logits), targets}, {to_string(options.reduction), options.ignore_index, options.label_smoothing})[0];
