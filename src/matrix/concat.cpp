@@ -198,7 +198,7 @@ const Op<ChunkAttributes> kChunkOp{
        detail::shader_u32(x.numel(), "elements", c.name);
        // torch.chunk: slices of ceil(n / parts), the last one smaller, so that
        // there may be fewer than `parts` (an empty axis gives `parts` empty ones).
-       const std::int64_t size = n / parts + (n % parts != 0), count = n == 0 ? parts : (n + size - 1) / size;
+       const std::int64_t size = n / parts + (n % parts != 0), count = n == 0 ? parts : (n - 1) / size + 1;
        std::vector<OutputSpec> out;
        for (std::int64_t i = 0; i < count; ++i) {
          std::vector<std::int64_t> dims = x.shape().to_vector();

@@ -122,6 +122,10 @@ TEST(MatrixConcat, ChunkUneven) {
     EXPECT_TRUE(oa_test::near(data, oa::reference::concat(got, shapes, 1), 0, 0));
   }
   EXPECT_EQ(oa::matrix::chunk(Matrix::zeros({0, 2}), 3, 0).size(), 3u);
+  // An axis of 2^62 beside an empty one: the slice count without overflow (UBSan checks it).
+  const auto whole = oa::matrix::chunk(Matrix::zeros({0, std::int64_t{1} << 62}), 1, 1);
+  ASSERT_EQ(whole.size(), 1u);
+  EXPECT_EQ(whole[0].shape(), Shape({0, std::int64_t{1} << 62}));
   oa::test::gradcheck({oa::test::random_input({5, 2}, 5)},
                       [](const std::vector<Matrix>& m) { return oa::matrix::chunk(m[0], 3, 0)[2]; },
                       [](const std::vector<std::vector<double>>& v) { return std::vector<double>(v[0].begin() + 8, v[0].end()); });
