@@ -278,7 +278,7 @@ def test_multihead_attention_over_no_keys(batch_first):
     kv = oa.zeros(2, 0, 8) if batch_first else oa.zeros(0, 2, 8)
     out, _ = mha(q, kv, kv)
     assert out.shape == q.shape
-    np.testing.assert_allclose(out.numpy(), np.broadcast_to(mha.proj.bias.numpy(), q.shape), atol=1e-6)
+    np.testing.assert_allclose(out.numpy(), np.broadcast_to(mha.out_proj.bias.numpy(), q.shape), atol=1e-6)
     out.sum().backward()
     assert np.array_equal(q.grad.numpy(), np.zeros(q.shape, np.float32))
 
