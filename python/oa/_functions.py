@@ -1,7 +1,7 @@
 """torch functions and Tensor methods composed in Python over oa's C++ ops (autograd flows through them where torch
 has gradients): predicates (isnan, isinf, isfinite, isclose, allclose, equal), logical ops, broadcasting (broadcast_to,
 broadcast_tensors, meshgrid), rearrangements (roll, diag, repeat_interleave, hstack, vstack), scatter,
-scatter_reduce, scatter_add_, index_add, cumprod, cumsum, lerp, outer, mm, trace, creation (empty, as_tensor,
+scatter_reduce, scatter_add_, index_add, cumprod, cumsum, lerp, outer, trace, creation (empty, as_tensor,
 rand_like, randn_like, Tensor.new_*), and Tensor.type, double, cpu, is_contiguous and data (read and assigned)."""
 import numpy as np
 
@@ -466,15 +466,6 @@ def hstack(tensors):
 def vstack(tensors):
     """torch.vstack: the tensors as at least 2-d ([n] as [1, n]) joined along dim 0."""
     return _oa.cat([t.reshape([1, -1]) if t.dim() < 2 else t for t in tensors], 0)
-
-
-def mm(input, mat2):
-    """torch.mm: the matrix product of 2-d input [n, m] and mat2 [m, p]; oa.InvalidArgumentError naming the
-    shapes otherwise."""
-    if input.dim() != 2 or mat2.dim() != 2 or input.shape[1] != mat2.shape[0]:
-        raise _oa.InvalidArgumentError(f"oa.mm: mat1 and mat2 shapes cannot be multiplied ({list(input.shape)} and "
-                                       f"{list(mat2.shape)}; mm takes 2-d [n, m] and [m, p])")
-    return _oa.matmul(input, mat2)
 
 
 def trace(input):

@@ -137,6 +137,18 @@ std::array<std::int64_t, N> int_tuple(py::handle value, const char* op, const ch
        py::str(py::repr(value)).cast<std::string>());
 }
 
+// fn() with an oa::Error it throws named after `op`, the user's Python call,
+// before the engine's op (oa::with_context: "oa.nn.functional.conv2d:
+// oa::ml::conv_2d: weight extent 1 must be ...").
+template <class Fn>
+decltype(auto) as_called(const char* op, Fn&& fn) {
+  try {
+    return std::forward<Fn>(fn)();
+  } catch (const Error& e) {
+    throw with_context(e, op);
+  }
+}
+
 // Convolution options (ml::Conv1dOptions, Conv2dOptions, ConvTranspose1dOptions
 // or ConvTranspose2dOptions) from torch's per-axis arguments, each an int or
 // one int per axis; output_padding only for the transposed ones. Throws

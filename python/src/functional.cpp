@@ -41,7 +41,8 @@ void def_conv(py::module_& f, const char* name, const char* doc) {
   const auto run = [op = std::string("oa.nn.functional.") + name](const Matrix& input, const Matrix& weight, const OptMatrix& bias,
                                                                    py::handle stride, py::handle padding, py::handle dilation,
                                                                    std::int64_t groups, py::handle output_padding) {
-    return conv(input, weight, or_undefined(bias), conv_options<Options>(op.c_str(), stride, padding, dilation, groups, output_padding));
+    const Options o = conv_options<Options>(op.c_str(), stride, padding, dilation, groups, output_padding);
+    return as_called(op.c_str(), [&] { return conv(input, weight, or_undefined(bias), o); });
   };
   if constexpr (requires(Options& o) { o.output_padding; })
     f.def(
@@ -89,7 +90,7 @@ void bind_functional(py::module_& f, TensorClass& tensor) {
   f.def(
       "linear",
       [](const Matrix& input, const Matrix& weight, const OptMatrix& bias) {
-        return ml::linear(input, weight, or_undefined(bias));
+        return as_called("oa.nn.functional.linear", [&] { return ml::linear(input, weight, or_undefined(bias)); });
       },
       arg("input"), arg("weight"), arg("bias") = none, "x [..., in] @ weight[out, in]^T + bias [out] -> [..., out].");
   f.def("relu", &mx::relu, arg("input"));
@@ -245,7 +246,6 @@ void bind_functional(py::module_& f, TensorClass& tensor) {
       },
       arg("query"), arg("key"), arg("value"), arg("attn_mask") = none, arg("scale") = none, arg("is_causal") = false,
       "The flash path (Dh, Dv <= 256): returns (output, log_sum_exp).");
-  f.def("bmm", &ml::bmm, arg("input"), arg("mat2"), "[N, M, K] @ [N, K, P] -> [N, M, P].");
   f.def("bmm_nt", &ml::bmm_nt, arg("input"), arg("mat2"), "[N, M, K] @ [N, P, K]^T -> [N, M, P].");
   f.def("bmm_tn", &ml::bmm_tn, arg("input"), arg("mat2"), "[N, K, M]^T @ [N, K, P] -> [N, M, P].");
   f.def("split_heads", &ml::split_heads, arg("input"), arg("batch"), arg("seq_len"), arg("num_heads"),

@@ -82,7 +82,12 @@ void bind_nn(py::module_& m, TensorClass& tensor) {
       "torch.Tensor cast to target's dtype).");
 
   py::class_<nn::Module, NativeModule>(m, "NativeModule", "A C++ layer (oa::ml::nn::Module)")
-      .def("forward", [](nn::Module& self, const Matrix& x) { return self.forward(x); }, arg("input"))
+      .def(
+          "forward",
+          [](nn::Module& self, const Matrix& x) {
+            return as_called(("oa.nn." + self.type_name()).c_str(), [&] { return self.forward(x); });
+          },
+          arg("input"), "The C++ forward; its errors name oa.nn.<type_name> first.")
       .def("train", &nn::Module::train, arg("mode") = true)
       .def_property_readonly("type_name", &nn::Module::type_name)
       .def("own_parameters",

@@ -52,6 +52,23 @@ def test_messages_name_the_op_and_shapes():
         F.scaled_dot_product_attention(q, k, k, attn_mask=oa.ones(4, 4, dtype=oa.bool))
 
 
+def test_errors_name_the_users_call_first():
+    # The Python call the user made, then the engine op whose check failed (oa::with_context's form).
+    i = oa.ones(2, 2, dtype=oa.int32)
+    calls = [
+        (lambda: F.conv2d(oa.ones(1, 3, 4, 4), oa.ones(2, 5, 3, 3)), r"^oa.nn.functional.conv2d: oa::ml::conv_2d: .*\[1, 3, 4, 4\]"),
+        (lambda: F.conv1d(oa.ones(1, 3, 4), oa.ones(2, 5, 3)), r"^oa.nn.functional.conv1d: oa::ml::conv_1d: "),
+        (lambda: oa.nn.Conv2d(3, 2, 3)(oa.ones(1, 4, 4, 4)), r"^oa.nn.Conv2d: oa::ml::conv_2d: .*input \[1, 4, 4, 4\]"),
+        (lambda: F.linear(i, i), r"^oa.nn.functional.linear: oa::ml::linear: x must be f32, f16, bf16; found i32 \[2, 2\]"),
+        (lambda: oa.nn.Linear(2, 2)(i), r"^oa.nn.Linear: oa::ml::linear: x must be .*found i32"),
+        (lambda: oa.bmm(i.unsqueeze(0), i.unsqueeze(0)), r"^oa.bmm: input is i32 \[1, 2, 2\]"),
+        (lambda: (oa.ones(2, requires_grad=True).int() * 2).sum().backward(), r"^oa.Tensor.backward: .*found i32 \[\]"),
+    ]
+    for call, message in calls:
+        with pytest.raises(oa.InvalidArgumentError, match=message):
+            call()
+
+
 def test_bad_values():
     with pytest.raises(oa.InvalidArgumentError, match="rank 9"):
         oa.zeros(*[1] * 9)

@@ -21,7 +21,7 @@ from .._tensor_ops import select
 
 accuracy = _f.accuracy
 batch_norm = _f.batch_norm
-bmm = _f.bmm
+bmm = _oa.bmm  # torch.bmm, as oa.bmm
 bmm_nt = _f.bmm_nt
 bmm_tn = _f.bmm_tn
 conv1d = _f.conv1d
