@@ -63,6 +63,11 @@ def test_errors_name_the_users_call_first():
         (lambda: oa.nn.Linear(2, 2)(i), r"^oa.nn.Linear: oa::ml::linear: x must be .*found i32"),
         (lambda: oa.bmm(i.unsqueeze(0), i.unsqueeze(0)), r"^oa.bmm: input is i32 \[1, 2, 2\]"),
         (lambda: (oa.ones(2, requires_grad=True).int() * 2).sum().backward(), r"^oa.Tensor.backward: .*found i32 \[\]"),
+        (lambda: F.layer_norm(oa.ones(2, 3, dtype=oa.int32), (3,)), r"^oa.nn.functional.layer_norm: oa::ml::layer_norm: "),
+        (lambda: F.scaled_dot_product_attention(*[i[None, None]] * 3),
+         r"^oa.nn.functional.scaled_dot_product_attention: oa::ml::scaled_dot_product_attention: .*i32"),
+        (lambda: F.softmax(oa.ones(3, 4), 2), r"^oa.nn.functional.softmax: oa::ml::softmax: dim 2"),
+        (lambda: oa.ones(3, 4).log_softmax(-3), r"^oa.Tensor.log_softmax: oa::ml::log_softmax: dim -3"),
     ]
     for call, message in calls:
         with pytest.raises(oa.InvalidArgumentError, match=message):
