@@ -336,8 +336,9 @@ def tensor_scatter_add_(self, dim, index, src):
 
 def index_add(input, dim, index, source, *, alpha=1):
     """torch.index_add(input, dim, index, source, alpha=1): a copy of input where slice index[i] along dim adds
-    alpha * source's slice i (repeated indices add up); index int32 [K], source input's shape with K along dim.
-    Differentiable (a scatter_add). oa.InvalidArgumentError naming the shapes otherwise."""
+    alpha * source's slice i (repeated indices add up); index int32 [K], source input's shape with K along dim, of
+    input's dtype (float32, float16, bfloat16 or int32, as oa.scatter_add). Differentiable (a scatter_add).
+    oa.InvalidArgumentError naming the shapes otherwise."""
     op = "oa.index_add"
     a = axis(input, dim, op)
     expected = list(input.shape[:a]) + [index.numel()] + list(input.shape[a + 1:])
