@@ -549,8 +549,8 @@ void bind_indexing(py::module_& m, TensorClass& t) {
 }
 
 void bind_one_hot(py::module_& functional) {
-  functional.def("one_hot", py::overload_cast<const Matrix&, std::int64_t, DType>(&mx::one_hot), py::arg("tensor"),
-                 py::arg("num_classes"), py::arg("dtype"),
+  functional.def("one_hot", py::overload_cast<const Matrix&, std::int64_t, DType>(&mx::one_hot), py::arg("tensor"), py::arg("num_classes"),
+                 py::arg("dtype"),
                  "int32 indices [...] -> float32 or int32 [..., num_classes] (num_classes required; out-of-range rows are zeros).");
 }
 

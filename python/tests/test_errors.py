@@ -68,7 +68,16 @@ def test_errors_name_the_users_call_first():
          r"^oa.nn.functional.scaled_dot_product_attention: oa::ml::scaled_dot_product_attention: .*i32"),
         (lambda: F.softmax(oa.ones(3, 4), 2), r"^oa.nn.functional.softmax: oa::ml::softmax: dim 2"),
         (lambda: oa.ones(3, 4).log_softmax(-3), r"^oa.Tensor.log_softmax: oa::ml::log_softmax: dim -3"),
+        (lambda: oa.nn.LSTM(3, 4)(oa.ones(2, 3, 5)), r"^oa.nn.LSTM: oa::ml::nn::LSTM: input must be \[T, B, I\]"),
+        (lambda: oa.nn.GRU(3, 4)(oa.ones(2, 3, 5)), r"^oa.nn.GRU: oa::ml::nn::GRU: input must be"),
+        (lambda: oa.nn.Embedding(4, 2)(oa.ones(3)), r"^oa.nn.Embedding: oa::ml::embedding: indices must be i32"),
     ]
+    mha, x = oa.nn.MultiheadAttention(8, 2, batch_first=True), oa.ones(2, 3, 8, dtype=oa.int32)
+    for need_weights in (True, False):  # the materialised and the flash paths
+        with pytest.raises(oa.InvalidArgumentError, match=r"^oa.nn.MultiheadAttention: .* must be f32; found i32"):
+            mha(x, need_weights=need_weights)
+    with pytest.raises(oa.InvalidArgumentError, match=r"^oa.nn.MultiheadAttention: .*attn_mask \[5, 5\] must be"):
+        mha(oa.ones(2, 3, 8), attn_mask=oa.ones(5, 5, dtype=oa.bool))
     for call, message in calls:
         with pytest.raises(oa.InvalidArgumentError, match=message):
             call()
@@ -124,7 +133,7 @@ def test_a_gemm_past_the_storage_range_names_the_recurrent_layer():
     H = 4
     x = oa.zeros(1, limit // (4 * 3 * H) + 1, 1)
     for layer, name in ((oa.nn.LSTM(1, H), "LSTM"), (oa.nn.GRU(1, H), "GRU")):
-        with pytest.raises(oa.ResourceExhaustedError, match=rf"^oa::ml::nn::{name}: oa::ml::linear: GEMM .*maxStorageBufferRange"):
+        with pytest.raises(oa.ResourceExhaustedError, match=rf"^oa.nn.{name}: oa::ml::nn::{name}: oa::ml::linear: GEMM .*maxStorageBufferRange"):
             layer(x)
 
 
