@@ -635,8 +635,9 @@ class MultiheadAttention(_Native):
         for name, value, supported in (("kdim", kdim, (None, embed_dim)), ("vdim", vdim, (None, embed_dim)),
                                        ("add_bias_kv", add_bias_kv, (False,)), ("add_zero_attn", add_zero_attn, (False,))):
             if value not in supported:
-                raise NotImplementedError(f"oa.nn.MultiheadAttention: {name}={value!r} is not supported (oa projects "
-                                          f"query, key and value from embed_dim {embed_dim} by one fused in_proj_weight)")
+                raise NotImplementedError(f"oa.nn.MultiheadAttention: {name}={value!r} is not supported (oa's layer "
+                                          f"takes key and value of embed_dim {embed_dim}, projected by one in_proj_weight, "
+                                          "and adds no bias_k, bias_v or zero attention rows)")
         super().__init__(_native.multihead_attention(embed_dim, num_heads, causal, dropout, bias, engine))
         self.embed_dim, self.num_heads, self.batch_first, self.causal = embed_dim, num_heads, batch_first, causal
         self.kdim = self.vdim = embed_dim
