@@ -108,6 +108,9 @@ from ._oa import (
     log,
     manual_seed,
     matmul,
+    bmm,
+    mm,
+    mv,
     maximum,
     minimum,
     neg,
@@ -156,14 +159,14 @@ from ._grad_mode import no_grad
 from . import _functions
 from ._functions import (allclose, as_tensor, broadcast_tensors, broadcast_to, clamp_max, clamp_min, count_nonzero,
                          cumprod, cumsum, diag, empty, equal, hstack, index_add, isclose, isfinite, isinf, isnan, lerp,
-                         logical_and, logical_not, logical_or, logical_xor, meshgrid, mm, outer, rand_like, randn_like,
+                         logical_and, logical_not, logical_or, logical_xor, meshgrid, outer, rand_like, randn_like,
                          repeat_interleave, roll, scatter, scatter_reduce, trace, vstack)
 from ._serialization import load, save
 from ._tensor_ops import (argsort, flip, linspace, multinomial, randint, retain_grad, sort, tensor_argsort, tensor_flip,
                           tensor_int, tensor_long, tensor_repeat, tensor_sort, tensor_unbind, unbind)
 
-# torch.softmax, torch.log_softmax and torch.bmm: oa.nn.functional's.
-from .nn.functional import bmm, log_softmax, softmax
+# torch.softmax and torch.log_softmax: oa.nn.functional's.
+from .nn.functional import log_softmax, softmax
 
 # x.to(...) takes torch's forms (devices, a tensor), read in Python over the C++ dtype conversion.
 Tensor.to = tensor_to
@@ -180,7 +183,7 @@ Tensor.multinomial = multinomial
 # torch's methods of the functions in oa/_functions.py, and Tensor.type, double, cpu, is_contiguous, data and new_*.
 for _name in ("allclose", "broadcast_to", "clamp_max", "clamp_min", "count_nonzero", "cumprod", "cumsum", "diag",
               "equal", "index_add", "isclose", "isfinite", "isinf", "isnan", "lerp", "logical_and", "logical_not",
-              "logical_or", "logical_xor", "mm", "outer", "repeat_interleave", "roll", "scatter", "scatter_reduce",
+              "logical_or", "logical_xor", "outer", "repeat_interleave", "roll", "scatter", "scatter_reduce",
               "trace", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor", "double", "cpu",
               "is_contiguous"):
     setattr(Tensor, _name, getattr(_functions, _name))

@@ -1,7 +1,7 @@
 """torch functions and Tensor methods composed in Python over oa's C++ ops (autograd flows through them where torch
 has gradients): predicates (isnan, isinf, isfinite, isclose, allclose, equal), logical ops, broadcasting (broadcast_to,
 broadcast_tensors, meshgrid), rearrangements (roll, diag, repeat_interleave, hstack, vstack), scatter,
-scatter_reduce, scatter_add_, index_add, cumprod, cumsum, lerp, outer, mm, trace, creation (empty, as_tensor,
+scatter_reduce, scatter_add_, index_add, cumprod, cumsum, lerp, outer, trace, creation (empty, as_tensor,
 rand_like, randn_like, Tensor.new_*), and Tensor.type, double, cpu, is_contiguous and data (read and assigned)."""
 import numpy as np
 
@@ -336,8 +336,9 @@ def tensor_scatter_add_(self, dim, index, src):
 
 def index_add(input, dim, index, source, *, alpha=1):
     """torch.index_add(input, dim, index, source, alpha=1): a copy of input where slice index[i] along dim adds
-    alpha * source's slice i (repeated indices add up); index int32 [K], source input's shape with K along dim.
-    Differentiable (a scatter_add). oa.InvalidArgumentError naming the shapes otherwise."""
+    alpha * source's slice i (repeated indices add up); index int32 [K], source input's shape with K along dim, of
+    input's dtype (float32, float16, bfloat16 or int32, as oa.scatter_add). Differentiable (a scatter_add).
+    oa.InvalidArgumentError naming the shapes otherwise."""
     op = "oa.index_add"
     a = axis(input, dim, op)
     expected = list(input.shape[:a]) + [index.numel()] + list(input.shape[a + 1:])
@@ -466,15 +467,6 @@ def hstack(tensors):
 def vstack(tensors):
     """torch.vstack: the tensors as at least 2-d ([n] as [1, n]) joined along dim 0."""
     return _oa.cat([t.reshape([1, -1]) if t.dim() < 2 else t for t in tensors], 0)
-
-
-def mm(input, mat2):
-    """torch.mm: the matrix product of 2-d input [n, m] and mat2 [m, p]; oa.InvalidArgumentError naming the
-    shapes otherwise."""
-    if input.dim() != 2 or mat2.dim() != 2 or input.shape[1] != mat2.shape[0]:
-        raise _oa.InvalidArgumentError(f"oa.mm: mat1 and mat2 shapes cannot be multiplied ({list(input.shape)} and "
-                                       f"{list(mat2.shape)}; mm takes 2-d [n, m] and [m, p])")
-    return _oa.matmul(input, mat2)
 
 
 def trace(input):

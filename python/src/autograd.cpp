@@ -115,11 +115,7 @@ void bind_autograd(py::module_& m, TensorClass& t) {
                               "gradients (its backward records no autograd history)");
               throw py::error_already_set();
             }
-            if (gradient) {
-              backward(x, *gradient, retain_graph);
-            } else {
-              backward(x, retain_graph);
-            }
+            as_called("oa.Tensor.backward", [&] { gradient ? backward(x, *gradient, retain_graph) : backward(x, retain_graph); });
           },
           py::arg("gradient") = py::none(), py::arg("retain_graph") = false, py::arg("create_graph") = false,
           "Backward from this scalar (or from any output with `gradient` of its shape), accumulating into the leaves' "

@@ -137,6 +137,38 @@ std::array<std::int64_t, N> int_tuple(py::handle value, const char* op, const ch
        py::str(py::repr(value)).cast<std::string>());
 }
 
+// fn() with an oa::Error it throws named after `op`, the user's Python call,
+// before the engine's op (oa::with_context: "oa.nn.functional.conv2d:
+// oa::ml::conv_2d: weight extent 1 must be ...").
+template <class Fn>
+decltype(auto) as_called(const char* op, Fn&& fn) {
+  try {
+    return std::forward<Fn>(fn)();
+  } catch (const Error& e) {
+    throw with_context(e, op);
+  }
+}
+
+// target.def(name, fn, extra...) for fn (a function or a lambda) behind
+// as_called(op, ...): see def_as_called.
+template <class Target, class R, class... A, class... Extra>
+void def_as_called_function(Target& target, std::string op, const char* name, std::function<R(A...)> fn, const Extra&... extra) {
+  target.def(
+      name,
+      [op = std::move(op), fn = std::move(fn)](A... args) -> R {
+        return as_called(op.c_str(), [&]() -> R { return fn(std::forward<A>(args)...); });
+      },
+      extra...);
+}
+
+// target.def(name, fn, extra...) whose oa::Errors name `prefix` + name first:
+// prefix "oa.nn.functional." and name "relu" give "oa.nn.functional.relu:
+// oa::matrix::relu: ..." (as_called).
+template <class Target, class Fn, class... Extra>
+void def_as_called(Target& target, const char* prefix, const char* name, Fn fn, const Extra&... extra) {
+  def_as_called_function(target, std::string(prefix) + name, name, std::function{fn}, extra...);
+}
+
 // Convolution options (ml::Conv1dOptions, Conv2dOptions, ConvTranspose1dOptions
 // or ConvTranspose2dOptions) from torch's per-axis arguments, each an int or
 // one int per axis; output_padding only for the transposed ones. Throws

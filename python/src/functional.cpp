@@ -17,6 +17,9 @@ using OptMatrix = std::optional<Matrix>;
 
 Matrix or_undefined(const OptMatrix& m) { return m ? *m : Matrix(); }
 
+// The prefix of the functions' names in errors (def_as_called).
+constexpr const char* kFunctional = "oa.nn.functional.";
+
 ml::Reduction reduction_of(const std::string& r, const char* op) {
   if (r == "mean") return ml::Reduction::Mean;
   if (r == "sum") return ml::Reduction::Sum;
@@ -38,10 +41,11 @@ void require_last_extent(const Matrix& x, py::handle normalized_shape, const cha
 template <class Options, Matrix (*conv)(const Matrix&, const Matrix&, const Matrix&, const Options&)>
 void def_conv(py::module_& f, const char* name, const char* doc) {
   using py::arg;
-  const auto run = [op = std::string("oa.nn.functional.") + name](const Matrix& input, const Matrix& weight, const OptMatrix& bias,
-                                                                   py::handle stride, py::handle padding, py::handle dilation,
-                                                                   std::int64_t groups, py::handle output_padding) {
-    return conv(input, weight, or_undefined(bias), conv_options<Options>(op.c_str(), stride, padding, dilation, groups, output_padding));
+  const auto run = [op = std::string(kFunctional) + name](const Matrix& input, const Matrix& weight, const OptMatrix& bias,
+                                                          py::handle stride, py::handle padding, py::handle dilation, std::int64_t groups,
+                                                          py::handle output_padding) {
+    const Options o = conv_options<Options>(op.c_str(), stride, padding, dilation, groups, output_padding);
+    return as_called(op.c_str(), [&] { return conv(input, weight, or_undefined(bias), o); });
   };
   if constexpr (requires(Options& o) { o.output_padding; })
     f.def(
@@ -86,15 +90,13 @@ void bind_functional(py::module_& f, TensorClass& tensor) {
       f, "conv_transpose2d", "input [N, C, H, W], weight [C, O / groups, KH, KW], bias [O] -> [N, O, H_out, W_out].");
 
   // ── Linear, activations ───────────────────────────────────────────────────
-  f.def(
-      "linear",
-      [](const Matrix& input, const Matrix& weight, const OptMatrix& bias) {
-        return ml::linear(input, weight, or_undefined(bias));
-      },
+  def_as_called(
+      f, kFunctional, "linear",
+      [](const Matrix& input, const Matrix& weight, const OptMatrix& bias) { return ml::linear(input, weight, or_undefined(bias)); },
       arg("input"), arg("weight"), arg("bias") = none, "x [..., in] @ weight[out, in]^T + bias [out] -> [..., out].");
-  f.def("relu", &mx::relu, arg("input"));
-  f.def(
-      "gelu",
+  def_as_called(f, kFunctional, "relu", &mx::relu, arg("input"));
+  def_as_called(
+      f, kFunctional, "gelu",
       [](const Matrix& input, const std::string& approximate) {
         if (approximate != "none")
           fail(ErrorKind::InvalidArgument, "oa.nn.functional.gelu: approximate '{}': only 'none' (exact) is supported",
@@ -102,47 +104,49 @@ void bind_functional(py::module_& f, TensorClass& tensor) {
         return mx::gelu(input);
       },
       arg("input"), arg("approximate") = "none", "Exact GELU, x * Phi(x).");
-  f.def("silu", &mx::silu, arg("input"));
-  f.def("softplus", &mx::softplus, arg("input"), "log(1 + exp(x)) with beta 1, threshold 20.");
-  f.def("mish", &mx::mish, arg("input"));
-  f.def("hardswish", &mx::hardswish, arg("input"));
-  f.def("leaky_relu", &mx::leaky_relu, arg("input"), arg("negative_slope") = 0.01f);
-  f.def("elu", &mx::elu, arg("input"), arg("alpha") = 1.0f);
-  f.def("sigmoid", &mx::sigmoid, arg("input"));
-  f.def("tanh", &mx::tanh, arg("input"));
-  f.def("softmax", &ml::softmax, arg("input"), arg("dim") = -1, "Softmax along dim; a slice of all -inf gives zeros.");
-  f.def("log_softmax", &ml::log_softmax, arg("input"), arg("dim") = -1, "Log-softmax along dim.");
-  tensor.def("softmax", &ml::softmax, arg("dim"), "torch.Tensor.softmax: oa.nn.functional.softmax(self, dim).");
-  tensor.def("log_softmax", &ml::log_softmax, arg("dim"), "torch.Tensor.log_softmax: oa.nn.functional.log_softmax(self, dim).");
+  def_as_called(f, kFunctional, "silu", &mx::silu, arg("input"));
+  def_as_called(f, kFunctional, "softplus", &mx::softplus, arg("input"), "log(1 + exp(x)) with beta 1, threshold 20.");
+  def_as_called(f, kFunctional, "mish", &mx::mish, arg("input"));
+  def_as_called(f, kFunctional, "hardswish", &mx::hardswish, arg("input"));
+  def_as_called(f, kFunctional, "leaky_relu", &mx::leaky_relu, arg("input"), arg("negative_slope") = 0.01f);
+  def_as_called(f, kFunctional, "elu", &mx::elu, arg("input"), arg("alpha") = 1.0f);
+  def_as_called(f, kFunctional, "sigmoid", &mx::sigmoid, arg("input"));
+  def_as_called(f, kFunctional, "tanh", &mx::tanh, arg("input"));
+  def_as_called(f, kFunctional, "softmax", &ml::softmax, arg("input"), arg("dim") = -1,
+                "Softmax along dim; a slice of all -inf gives zeros.");
+  def_as_called(f, kFunctional, "log_softmax", &ml::log_softmax, arg("input"), arg("dim") = -1, "Log-softmax along dim.");
+  def_as_called(tensor, "oa.Tensor.", "softmax", &ml::softmax, arg("dim"), "torch.Tensor.softmax: oa.nn.functional.softmax(self, dim).");
+  def_as_called(tensor, "oa.Tensor.", "log_softmax", &ml::log_softmax, arg("dim"),
+                "torch.Tensor.log_softmax: oa.nn.functional.log_softmax(self, dim).");
 
   // ── Normalisation, pooling, dropout, embedding ────────────────────────────
-  f.def(
-      "layer_norm",
+  def_as_called(
+      f, kFunctional, "layer_norm",
       [](const Matrix& input, py::handle normalized_shape, const OptMatrix& weight, const OptMatrix& bias, double eps) {
         require_last_extent(input, normalized_shape, "oa.nn.functional.layer_norm");
         return ml::layer_norm(input, or_undefined(weight), or_undefined(bias), eps);
       },
       arg("input"), arg("normalized_shape"), arg("weight") = none, arg("bias") = none, arg("eps") = 1e-5,
       "Layer normalisation over the last axis (normalized_shape = [D]).");
-  f.def(
-      "rms_norm",
+  def_as_called(
+      f, kFunctional, "rms_norm",
       [](const Matrix& input, py::handle normalized_shape, const OptMatrix& weight, std::optional<double> eps) {
         require_last_extent(input, normalized_shape, "oa.nn.functional.rms_norm");
         return ml::rms_norm(input, or_undefined(weight), eps);
       },
       arg("input"), arg("normalized_shape"), arg("weight") = none, arg("eps") = none,
       "RMS normalisation over the last axis (normalized_shape = [D]).");
-  f.def(
-      "group_norm",
+  def_as_called(
+      f, kFunctional, "group_norm",
       [](const Matrix& input, std::int64_t num_groups, const OptMatrix& weight, const OptMatrix& bias, double eps) {
         return ml::group_norm(input, num_groups, or_undefined(weight), or_undefined(bias), eps);
       },
       arg("input"), arg("num_groups"), arg("weight") = none, arg("bias") = none, arg("eps") = 1e-5,
       "Group normalisation of [N, C, *] input over each (sample, group of C / num_groups channels).");
-  f.def(
-      "instance_norm",
-      [](const Matrix& input, const OptMatrix& running_mean, const OptMatrix& running_var, const OptMatrix& weight,
-         const OptMatrix& bias, bool use_input_stats, double /*momentum: for running statistics only*/, double eps) {
+  def_as_called(
+      f, kFunctional, "instance_norm",
+      [](const Matrix& input, const OptMatrix& running_mean, const OptMatrix& running_var, const OptMatrix& weight, const OptMatrix& bias,
+         bool use_input_stats, double /*momentum: for running statistics only*/, double eps) {
         if (running_mean || running_var || !use_input_stats)
           fail(ErrorKind::InvalidArgument,
                "oa.nn.functional.instance_norm: running statistics are not supported (running_mean and running_var None, "
@@ -154,50 +158,49 @@ void bind_functional(py::module_& f, TensorClass& tensor) {
       arg("input"), arg("running_mean") = none, arg("running_var") = none, arg("weight") = none, arg("bias") = none,
       arg("use_input_stats") = true, arg("momentum") = 0.1, arg("eps") = 1e-5,
       "Instance normalisation of [N, C, *] input over each (sample, channel): group_norm with C groups.");
-  f.def(
-      "rope", [](const Matrix& input, std::int64_t offset, double base) { return ml::rope(input, offset, base); }, arg("input"),
-      arg("offset") = 0, arg("base") = 10000.0,
+  def_as_called(
+      f, kFunctional, "rope", [](const Matrix& input, std::int64_t offset, double base) { return ml::rope(input, offset, base); },
+      arg("input"), arg("offset") = 0, arg("base") = 10000.0,
       "Rotary position embedding of [..., S, D] input, half-split pairs (i, i + D/2) as GPT-NeoX and Llama.");
-  f.def(
-      "batch_norm",
-      [](const Matrix& input, const Matrix& running_mean, const Matrix& running_var, const OptMatrix& weight,
-         const OptMatrix& bias, bool training, double momentum, double eps) {
+  def_as_called(
+      f, kFunctional, "batch_norm",
+      [](const Matrix& input, const Matrix& running_mean, const Matrix& running_var, const OptMatrix& weight, const OptMatrix& bias,
+         bool training, double momentum, double eps) {
         return ml::batch_norm_2d(input, or_undefined(weight), or_undefined(bias), running_mean, running_var, training,
                                  momentum, eps);
       },
-      arg("input"), arg("running_mean"), arg("running_var"), arg("weight") = none, arg("bias") = none,
-      arg("training") = false, arg("momentum") = 0.1, arg("eps") = 1e-5,
+      arg("input"), arg("running_mean"), arg("running_var"), arg("weight") = none, arg("bias") = none, arg("training") = false,
+      arg("momentum") = 0.1, arg("eps") = 1e-5,
       "Batch normalisation of NCHW input (running statistics required; updated in place in training).");
-  f.def(
-      "max_pool2d",
+  def_as_called(
+      f, kFunctional, "max_pool2d",
       [](const Matrix& input, py::handle kernel_size, py::handle stride, py::handle padding) {
         return ml::max_pool_2d(input, pool_options(kernel_size, stride, padding, "oa.nn.functional.max_pool2d"));
       },
       arg("input"), arg("kernel_size"), arg("stride") = none, arg("padding") = 0);
-  f.def(
-      "avg_pool2d",
+  def_as_called(
+      f, kFunctional, "avg_pool2d",
       [](const Matrix& input, py::handle kernel_size, py::handle stride, py::handle padding) {
         return ml::avg_pool_2d(input, pool_options(kernel_size, stride, padding, "oa.nn.functional.avg_pool2d"));
       },
       arg("input"), arg("kernel_size"), arg("stride") = none, arg("padding") = 0,
       "Average pooling, padding counted as zeros (count_include_pad=True).");
-  f.def(
-      "dropout",
+  def_as_called(
+      f, kFunctional, "dropout",
       [](const Matrix& input, double p, bool training, std::optional<std::uint64_t> seed) {
         return ml::dropout(input, p, training ? seed_or_next(seed) : 0, training);
       },
       arg("input"), arg("p") = 0.5, arg("training") = true, arg("seed") = none,
       "Zeroes elements with probability p and scales the rest by 1 / (1 - p); the mask is Philox keyed by `seed` "
       "(default: the next seed of oa.manual_seed's stream).");
-  f.def("embedding", py::overload_cast<const Matrix&, const Matrix&>(&ml::embedding), arg("input"), arg("weight"),
-        "int32 indices [...] into weight [V, D] -> [..., D]; an index outside [0, V) raises oa.OutOfRangeError (an "
-        "IndexError) at a later synchronize or host read (found on the device).");
+  def_as_called(f, kFunctional, "embedding", py::overload_cast<const Matrix&, const Matrix&>(&ml::embedding), arg("input"), arg("weight"),
+                "int32 indices [...] into weight [V, D] -> [..., D]; an index outside [0, V) raises oa.OutOfRangeError (an "
+                "IndexError) at a later synchronize or host read (found on the device).");
 
   // ── Losses ────────────────────────────────────────────────────────────────
-  f.def(
-      "cross_entropy",
-      [](const Matrix& input, const Matrix& target, std::int64_t ignore_index, const std::string& reduction,
-         double label_smoothing) {
+  def_as_called(
+      f, kFunctional, "cross_entropy",
+      [](const Matrix& input, const Matrix& target, std::int64_t ignore_index, const std::string& reduction, double label_smoothing) {
         ml::CrossEntropyOptions o{reduction_of(reduction, "oa.nn.functional.cross_entropy"), ignore_index,
                                   label_smoothing};
         return ml::cross_entropy(input, target, o);
@@ -209,21 +212,21 @@ void bind_functional(py::module_& f, TensorClass& tensor) {
       "dtypes, an unknown reduction or label_smoothing outside [0, 1]; a class index outside [0, C) other than "
       "ignore_index (its loss and gradient NaN) raises oa.OutOfRangeError (an IndexError) at the next synchronize() or "
       "host read once the GPU has run the op (the indices live on the device; torch raises at the call).");
-  f.def(
-      "mse_loss",
+  def_as_called(
+      f, kFunctional, "mse_loss",
       [](const Matrix& input, const Matrix& target, const std::string& reduction) {
         return ml::mse_loss(input, target, reduction_of(reduction, "oa.nn.functional.mse_loss"));
       },
       arg("input"), arg("target"), arg("reduction") = "mean");
-  f.def("accuracy", &ml::accuracy, arg("input"), arg("target"),
-        "The fraction of rows of logits [N, C] whose first arg-maximum is the int32 target [N], as a float32 "
-        "tensor [] (oa::ml::accuracy; not differentiable).");
+  def_as_called(f, kFunctional, "accuracy", &ml::accuracy, arg("input"), arg("target"),
+                "The fraction of rows of logits [N, C] whose first arg-maximum is the int32 target [N], as a float32 "
+                "tensor [] (oa::ml::accuracy; not differentiable).");
 
   // ── Attention and batched products (oa/ml/attention.hpp) ──────────────────
-  f.def(
-      "scaled_dot_product_attention",
-      [](const Matrix& query, const Matrix& key, const Matrix& value, const OptMatrix& attn_mask, double dropout_p,
-         bool is_causal, std::optional<float> scale) {
+  def_as_called(
+      f, kFunctional, "scaled_dot_product_attention",
+      [](const Matrix& query, const Matrix& key, const Matrix& value, const OptMatrix& attn_mask, double dropout_p, bool is_causal,
+         std::optional<float> scale) {
         if (dropout_p != 0.0)
           fail(ErrorKind::InvalidArgument,
                "oa.nn.functional.scaled_dot_product_attention: dropout_p {}: only 0 is supported", dropout_p);
@@ -236,27 +239,24 @@ void bind_functional(py::module_& f, TensorClass& tensor) {
       "is_causal keeps key j for query i where j <= i, as torch (top-left; oa.nn.functional.flash_attention's "
       "causal aligns bottom-right, as for decoding with a cache), and may be combined with attn_mask (torch refuses "
       "both); scale defaults to 1/sqrt(Dh). Raises ValueError for dropout_p != 0.");
-  f.def(
-      "flash_attention",
-      [](const Matrix& query, const Matrix& key, const Matrix& value, const OptMatrix& attn_mask,
-         std::optional<float> scale, bool is_causal) {
+  def_as_called(
+      f, kFunctional, "flash_attention",
+      [](const Matrix& query, const Matrix& key, const Matrix& value, const OptMatrix& attn_mask, std::optional<float> scale,
+         bool is_causal) {
         auto r = ml::flash_attention(query, key, value, or_undefined(attn_mask), scale, is_causal);
         return py::make_tuple(r.output, r.log_sum_exp);
       },
       arg("query"), arg("key"), arg("value"), arg("attn_mask") = none, arg("scale") = none, arg("is_causal") = false,
       "The flash path (Dh, Dv <= 256): returns (output, log_sum_exp).");
-  f.def("bmm", &ml::bmm, arg("input"), arg("mat2"), "[N, M, K] @ [N, K, P] -> [N, M, P].");
-  f.def("bmm_nt", &ml::bmm_nt, arg("input"), arg("mat2"), "[N, M, K] @ [N, P, K]^T -> [N, M, P].");
-  f.def("bmm_tn", &ml::bmm_tn, arg("input"), arg("mat2"), "[N, K, M]^T @ [N, K, P] -> [N, M, P].");
-  f.def("split_heads", &ml::split_heads, arg("input"), arg("batch"), arg("seq_len"), arg("num_heads"),
-        "[B*S, D] -> [B*H, S, D/H].");
-  f.def("merge_heads", &ml::merge_heads, arg("input"), arg("batch"), arg("seq_len"), arg("num_heads"),
-        "[B*H, S, Dh] -> [B*S, H*Dh].");
-  f.def(
-      "softmax_scaled_masked",
-      [](const Matrix& scores, const OptMatrix& mask, float scale) {
-        return ml::softmax_scaled_masked(scores, or_undefined(mask), scale);
-      },
+  def_as_called(f, kFunctional, "bmm_nt", &ml::bmm_nt, arg("input"), arg("mat2"), "[N, M, K] @ [N, P, K]^T -> [N, M, P].");
+  def_as_called(f, kFunctional, "bmm_tn", &ml::bmm_tn, arg("input"), arg("mat2"), "[N, K, M]^T @ [N, K, P] -> [N, M, P].");
+  def_as_called(f, kFunctional, "split_heads", &ml::split_heads, arg("input"), arg("batch"), arg("seq_len"), arg("num_heads"),
+                "[B*S, D] -> [B*H, S, D/H].");
+  def_as_called(f, kFunctional, "merge_heads", &ml::merge_heads, arg("input"), arg("batch"), arg("seq_len"), arg("num_heads"),
+                "[B*H, S, Dh] -> [B*S, H*Dh].");
+  def_as_called(
+      f, kFunctional, "softmax_scaled_masked",
+      [](const Matrix& scores, const OptMatrix& mask, float scale) { return ml::softmax_scaled_masked(scores, or_undefined(mask), scale); },
       arg("scores"), arg("mask") = none, arg("scale") = 1.0f, "softmax(scores * scale + mask) over the last axis.");
 }
 

@@ -523,7 +523,8 @@ void bind_indexing(py::module_& m, TensorClass& t) {
         arg("input"), arg("dim"), arg("index"),
         "torch.gather with an int32 index of input's rank; out of range as index_select.");
   m.def("scatter_add", &mx::scatter_add, arg("input"), arg("dim"), arg("index"), arg("src"),
-        "torch.scatter_add (index has input's extents outside dim); out of range as index_select.");
+        "torch.scatter_add (index has input's extents outside dim); input and src of one dtype, float32, float16 or bfloat16 "
+        "(summed in float32, rounded once) or int32 (exact); out of range as index_select.");
   m.def("take_along_dim", [](const Matrix& input, const Matrix& indices, int dim) { return mx::take_along_axis(input, indices, dim); },
         arg("input"), arg("indices"), arg("dim"),
         "torch.take_along_dim (numpy.take_along_axis), broadcasting; out of range as index_select.");
@@ -548,8 +549,9 @@ void bind_indexing(py::module_& m, TensorClass& t) {
 }
 
 void bind_one_hot(py::module_& functional) {
-  functional.def("one_hot", py::overload_cast<const Matrix&, std::int64_t>(&mx::one_hot), py::arg("tensor"), py::arg("num_classes"),
-                 "int32 indices [...] -> float32 [..., num_classes] (num_classes required; out-of-range rows are zeros).");
+  functional.def("one_hot", py::overload_cast<const Matrix&, std::int64_t, DType>(&mx::one_hot), py::arg("tensor"), py::arg("num_classes"),
+                 py::arg("dtype"),
+                 "int32 indices [...] -> float32 or int32 [..., num_classes] (num_classes required; out-of-range rows are zeros).");
 }
 
 }  // namespace oa::python

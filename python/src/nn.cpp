@@ -31,6 +31,13 @@ Entries own(Entries all) {
   return out;
 }
 
+// A C++ layer's Python class, named first in the errors of its forward:
+// "oa.nn.<type_name>", in torch's spelling (MultiheadAttention).
+std::string python_class(const nn::Module& module) {
+  const std::string type = module.type_name();
+  return "oa.nn." + (type == "MultiHeadAttention" ? std::string("MultiheadAttention") : type);
+}
+
 }  // namespace
 
 void bind_nn(py::module_& m, TensorClass& tensor) {
@@ -82,7 +89,10 @@ void bind_nn(py::module_& m, TensorClass& tensor) {
       "torch.Tensor cast to target's dtype).");
 
   py::class_<nn::Module, NativeModule>(m, "NativeModule", "A C++ layer (oa::ml::nn::Module)")
-      .def("forward", [](nn::Module& self, const Matrix& x) { return self.forward(x); }, arg("input"))
+      .def(
+          "forward",
+          [](nn::Module& self, const Matrix& x) { return as_called(python_class(self).c_str(), [&] { return self.forward(x); }); },
+          arg("input"), "The C++ forward; its errors name the Python class first.")
       .def("train", &nn::Module::train, arg("mode") = true)
       .def_property_readonly("type_name", &nn::Module::type_name)
       .def("own_parameters",
@@ -93,9 +103,7 @@ void bind_nn(py::module_& m, TensorClass& tensor) {
            })
       .def(
           "set_parameter",
-          [](nn::Module& self, const std::string& name, const Matrix& value) {
-            self.set_parameter(name, ml::Parameter::of(value));
-          },
+          [](nn::Module& self, const std::string& name, const Matrix& value) { self.set_parameter(name, ml::Parameter::of(value)); },
           arg("name"), arg("value"), "Makes the Parameter whose value is `value` the own parameter `name` (forward uses it).")
       .def("own_buffers", [](const nn::Module& self) { return own(self.named_buffers()); })
       .def("named_children", &nn::Module::named_children);
@@ -192,20 +200,23 @@ void bind_nn(py::module_& m, TensorClass& tensor) {
   // LSTM and GRU: built as the base class, seen as their own types (for the state form).
   using OptMatrix = std::optional<Matrix>;
   py::class_<nn::MultiHeadAttention, nn::Module, std::shared_ptr<nn::MultiHeadAttention>>(m, "NativeMultiHeadAttention",
-                                                                                       "oa::ml::nn::MultiHeadAttention")
+                                                                                          "oa::ml::nn::MultiHeadAttention")
       .def(
           "forward_masked",
           [](nn::MultiHeadAttention& self, const Matrix& query, const Matrix& key, const Matrix& value, const OptMatrix& key_padding_mask,
              const OptMatrix& attn_mask) {
-            return self.forward(query, key, value, key_padding_mask.value_or(Matrix()), attn_mask.value_or(Matrix()));
+            return as_called(python_class(self).c_str(), [&] {
+              return self.forward(query, key, value, key_padding_mask.value_or(Matrix()), attn_mask.value_or(Matrix()));
+            });
           },
           arg("query"), arg("key"), arg("value"), arg("key_padding_mask"), arg("attn_mask"))
       .def(
           "forward_with_weights",
           [](nn::MultiHeadAttention& self, const Matrix& query, const Matrix& key, const Matrix& value, const OptMatrix& key_padding_mask,
              const OptMatrix& attn_mask) {
-            const nn::MultiHeadAttentionOutput r =
-                self.forward_with_weights(query, key, value, key_padding_mask.value_or(Matrix()), attn_mask.value_or(Matrix()));
+            const nn::MultiHeadAttentionOutput r = as_called(python_class(self).c_str(), [&] {
+              return self.forward_with_weights(query, key, value, key_padding_mask.value_or(Matrix()), attn_mask.value_or(Matrix()));
+            });
             return py::make_tuple(r.output, r.weights);
           },
           arg("query"), arg("key"), arg("value"), arg("key_padding_mask"), arg("attn_mask"));
@@ -213,7 +224,9 @@ void bind_nn(py::module_& m, TensorClass& tensor) {
       .def(
           "forward_with_state",
           [](nn::LSTM& self, const Matrix& x, const OptMatrix& h0, const OptMatrix& c0) {
-            const nn::LSTMOutput r = self.forward_with_state(x, {h0.value_or(Matrix()), c0.value_or(Matrix())});
+            const nn::LSTMOutput r = as_called(python_class(self).c_str(), [&] {
+              return self.forward_with_state(x, {h0.value_or(Matrix()), c0.value_or(Matrix())});
+            });
             return py::make_tuple(r.output, py::make_tuple(r.state.h, r.state.c));
           },
           arg("input"), arg("h0"), arg("c0"));
@@ -221,7 +234,8 @@ void bind_nn(py::module_& m, TensorClass& tensor) {
       .def(
           "forward_with_state",
           [](nn::GRU& self, const Matrix& x, const OptMatrix& h0) {
-            const nn::GRUOutput r = self.forward_with_state(x, h0.value_or(Matrix()));
+            const nn::GRUOutput r = as_called(python_class(self).c_str(),
+                                              [&] { return self.forward_with_state(x, h0.value_or(Matrix())); });
             return py::make_tuple(r.output, r.h);
           },
           arg("input"), arg("h0"));

@@ -905,14 +905,39 @@ Matrix array_operand(const Matrix& x, const py::array& a, const char* op) {
 }
 
 // a @ b (oa::matrix::matmul), whose operands are floating: an int32 or bool
-// one is refused naming `op`, the user's call (torch's CUDA matmul refuses
-// integers too; oa has no integer matmul).
-Matrix matmul(const Matrix& a, const Matrix& b, const char* op) {
-  for (const auto& [m, arg] : {std::pair{&a, "input"}, std::pair{&b, "other"}})
+// one is refused naming `op`, the user's call, and the operand (`input`, or
+// `other`: b's name in that call) (torch's CUDA matmul refuses integers too;
+// oa has no integer matmul).
+Matrix matmul(const Matrix& a, const Matrix& b, const char* op, const char* other = "other") {
+  for (const auto& [m, arg] : {std::pair{&a, "input"}, std::pair{&b, other}})
     if (!is_floating_point(m->dtype()))
       fail(ErrorKind::InvalidArgument, "{}: {} is {} {}; matmul takes float32, float16 or bfloat16 operands (convert with .float())",
            op, arg, to_string(m->dtype()), m->shape());
   return mx::matmul(a, b);
+}
+
+// torch.mm, torch.bmm and torch.mv: matmul of input, of rank `rank`, and the
+// operand torch names `other` (mat2 or vec), of rank `other_rank`, whose
+// inner extents agree (and, for bmm, whose batch extents are equal; nothing
+// broadcasts).
+struct FixedRankProduct {
+  const char* name;
+  const char* other;
+  std::size_t rank, other_rank;
+  const char* doc;
+};
+constexpr FixedRankProduct kFixedRankProducts[] = {
+    {"mm", "mat2", 2, 2, "torch.mm: input [n, m] @ mat2 [m, p] -> [n, p]"},
+    {"bmm", "mat2", 3, 3, "torch.bmm: input [b, n, m] @ mat2 [b, m, p] -> [b, n, p]"},
+    {"mv", "vec", 2, 1, "torch.mv: input [n, m] @ vec [m] -> [n]"},
+};
+
+Matrix fixed_rank_product(const FixedRankProduct& p, const Matrix& a, const Matrix& b, const char* op) {
+  const bool fits = a.rank() == p.rank && b.rank() == p.other_rank && a.dim(-1) == b.dim(p.other_rank == 1 ? 0 : -2) &&
+                    (p.rank < 3 || a.dim(0) == b.dim(0));
+  if (!fits)
+    fail(ErrorKind::InvalidArgument, "{}: input {} and {} {} cannot be multiplied ({})", op, a.shape(), p.other, b.shape(), p.doc);
+  return matmul(a, b, op, p.other);
 }
 
 // x.<method>(arg) and, where `dunder` is given, the augmented assignment
@@ -1523,6 +1548,15 @@ void bind_tensor(py::module_& m, TensorClass& t) {
         "bfloat16, both one dtype. ValueError (oa.InvalidArgumentError) naming both shapes when inner extents differ or\n"
         "batch extents do not broadcast, and naming oa.matmul for an int32 or bool operand (torch's CUDA matmul refuses\n"
         "integers too).");
+  for (const FixedRankProduct& p : kFixedRankProducts) {
+    const std::string doc = fmt::format(
+        "{}; float32, float16 or bfloat16, both one dtype, differentiable. oa.InvalidArgumentError naming both shapes for other "
+        "ranks or extents, and the operand for an int32 or bool one.", p.doc);
+    m.def(p.name, [&p, op = fmt::format("oa.{}", p.name)](const Matrix& a, const Matrix& b) { return fixed_rank_product(p, a, b, op.c_str()); },
+          py::arg("input"), py::arg(p.other), doc.c_str());
+    t.def(p.name, [&p, op = fmt::format("oa.Tensor.{}", p.name)](const Matrix& a, const Matrix& b) { return fixed_rank_product(p, a, b, op.c_str()); },
+          py::arg(p.other), fmt::format("torch.Tensor.{}: oa.{}(self, {}).", p.name, p.name, p.other).c_str());
+  }
   m.def("maximum", &mx::maximum, py::arg("input"), py::arg("other"));
   m.def(
       "where",

@@ -208,8 +208,7 @@ def test_rearrangements_match_numpy_with_gradients():
     check_gradients(lambda s, t: oa.lerp(s, t, 0.25), lambda a, b: a + 0.25 * (b - a), [x, x[::-1].copy()])
     check_gradients(lambda s, t: oa.mm(s, t), np.matmul, [x, x.T.copy()])
     check_gradients(lambda t: t.trace().reshape([1]), lambda a: np.trace(a).reshape(1), [x])
-    with pytest.raises(oa.InvalidArgumentError, match=r"oa.mm: mat1 and mat2 shapes cannot be multiplied \(\[3, 4\] "
-                                                      r"and \[3, 4\]"):
+    with pytest.raises(oa.InvalidArgumentError, match=r"oa.mm: input \[3, 4\] and mat2 \[3, 4\] cannot be multiplied"):
         oa.mm(oa.tensor(x), oa.tensor(x))
     np.testing.assert_array_equal(oa.hstack([oa.tensor(x), oa.tensor(x)]).numpy(), np.hstack([x, x]))
     np.testing.assert_array_equal(oa.vstack([oa.tensor(x[0]), oa.tensor(x)]).numpy(), np.vstack([x[0], x]))

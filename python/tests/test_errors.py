@@ -52,6 +52,37 @@ def test_messages_name_the_op_and_shapes():
         F.scaled_dot_product_attention(q, k, k, attn_mask=oa.ones(4, 4, dtype=oa.bool))
 
 
+def test_errors_name_the_users_call_first():
+    # The Python call the user made, then the engine op whose check failed (oa::with_context's form).
+    i = oa.ones(2, 2, dtype=oa.int32)
+    calls = [
+        (lambda: F.conv2d(oa.ones(1, 3, 4, 4), oa.ones(2, 5, 3, 3)), r"^oa.nn.functional.conv2d: oa::ml::conv_2d: .*\[1, 3, 4, 4\]"),
+        (lambda: F.conv1d(oa.ones(1, 3, 4), oa.ones(2, 5, 3)), r"^oa.nn.functional.conv1d: oa::ml::conv_1d: "),
+        (lambda: oa.nn.Conv2d(3, 2, 3)(oa.ones(1, 4, 4, 4)), r"^oa.nn.Conv2d: oa::ml::conv_2d: .*input \[1, 4, 4, 4\]"),
+        (lambda: F.linear(i, i), r"^oa.nn.functional.linear: oa::ml::linear: x must be f32, f16, bf16; found i32 \[2, 2\]"),
+        (lambda: oa.nn.Linear(2, 2)(i), r"^oa.nn.Linear: oa::ml::linear: x must be .*found i32"),
+        (lambda: oa.bmm(i.unsqueeze(0), i.unsqueeze(0)), r"^oa.bmm: input is i32 \[1, 2, 2\]"),
+        (lambda: (oa.ones(2, requires_grad=True).int() * 2).sum().backward(), r"^oa.Tensor.backward: .*found i32 \[\]"),
+        (lambda: F.layer_norm(oa.ones(2, 3, dtype=oa.int32), (3,)), r"^oa.nn.functional.layer_norm: oa::ml::layer_norm: "),
+        (lambda: F.scaled_dot_product_attention(*[i[None, None]] * 3),
+         r"^oa.nn.functional.scaled_dot_product_attention: oa::ml::scaled_dot_product_attention: .*i32"),
+        (lambda: F.softmax(oa.ones(3, 4), 2), r"^oa.nn.functional.softmax: oa::ml::softmax: dim 2"),
+        (lambda: oa.ones(3, 4).log_softmax(-3), r"^oa.Tensor.log_softmax: oa::ml::log_softmax: dim -3"),
+        (lambda: oa.nn.LSTM(3, 4)(oa.ones(2, 3, 5)), r"^oa.nn.LSTM: oa::ml::nn::LSTM: input must be \[T, B, I\]"),
+        (lambda: oa.nn.GRU(3, 4)(oa.ones(2, 3, 5)), r"^oa.nn.GRU: oa::ml::nn::GRU: input must be"),
+        (lambda: oa.nn.Embedding(4, 2)(oa.ones(3)), r"^oa.nn.Embedding: oa::ml::embedding: indices must be i32"),
+    ]
+    mha, x = oa.nn.MultiheadAttention(8, 2, batch_first=True), oa.ones(2, 3, 8, dtype=oa.int32)
+    for need_weights in (True, False):  # the materialised and the flash paths
+        with pytest.raises(oa.InvalidArgumentError, match=r"^oa.nn.MultiheadAttention: .* must be f32; found i32"):
+            mha(x, need_weights=need_weights)
+    with pytest.raises(oa.InvalidArgumentError, match=r"^oa.nn.MultiheadAttention: .*attn_mask \[5, 5\] must be"):
+        mha(oa.ones(2, 3, 8), attn_mask=oa.ones(5, 5, dtype=oa.bool))
+    for call, message in calls:
+        with pytest.raises(oa.InvalidArgumentError, match=message):
+            call()
+
+
 def test_bad_values():
     with pytest.raises(oa.InvalidArgumentError, match="rank 9"):
         oa.zeros(*[1] * 9)
@@ -102,7 +133,7 @@ def test_a_gemm_past_the_storage_range_names_the_recurrent_layer():
     H = 4
     x = oa.zeros(1, limit // (4 * 3 * H) + 1, 1)
     for layer, name in ((oa.nn.LSTM(1, H), "LSTM"), (oa.nn.GRU(1, H), "GRU")):
-        with pytest.raises(oa.ResourceExhaustedError, match=rf"^oa::ml::nn::{name}: oa::ml::linear: GEMM .*maxStorageBufferRange"):
+        with pytest.raises(oa.ResourceExhaustedError, match=rf"^oa.nn.{name}: oa::ml::nn::{name}: oa::ml::linear: GEMM .*maxStorageBufferRange"):
             layer(x)
 
 
@@ -278,7 +309,7 @@ def test_multihead_attention_over_no_keys(batch_first):
     kv = oa.zeros(2, 0, 8) if batch_first else oa.zeros(0, 2, 8)
     out, _ = mha(q, kv, kv)
     assert out.shape == q.shape
-    np.testing.assert_allclose(out.numpy(), np.broadcast_to(mha.proj.bias.numpy(), q.shape), atol=1e-6)
+    np.testing.assert_allclose(out.numpy(), np.broadcast_to(mha.out_proj.bias.numpy(), q.shape), atol=1e-6)
     out.sum().backward()
     assert np.array_equal(q.grad.numpy(), np.zeros(q.shape, np.float32))
 

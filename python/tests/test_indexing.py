@@ -150,6 +150,45 @@ def test_selection_ops():
     assert_close(oa.scatter_add(t, 1, oa.tensor(full_idx), oa.tensor(full_src)).numpy(), expected)
 
 
+@pytest.mark.parametrize("dtype", [oa.float16, oa.bfloat16, oa.int32])
+def test_scatter_add_and_index_add_take_16_bit_floats_and_int32(dtype):
+    # torch's scatter_add, Tensor.scatter_add(_) and index_add(_) in x's dtype: float16 and bfloat16 summed in
+    # float32 and rounded once (these sums are exact in float32, so the float64 sum rounded once to the dtype is
+    # the answer, bit for bit), int32 exactly (a float32 sum would round 2**24 + 1).
+    index = np.array([[2, 0, 1, 2], [0, 1, 2, 1], [2, 2, 0, 0]])
+    columns = np.arange(4)[None].repeat(3, 0)
+    if dtype == oa.int32:
+        rng = np.random.default_rng(5)
+        x, src = rng.integers(-2**30, 2**30, (3, 4)), rng.integers(-2**20, 2**20, (3, 4))
+        x[0, 0] = 2**24 + 1
+    else:
+        x, src = values((3, 4), 10), values((3, 4), 11)
+    t, s = oa.tensor(x, dtype=dtype), oa.tensor(src, dtype=dtype)
+    exact = lambda a: a.numpy().astype(np.int64 if dtype == oa.int32 else np.float64)  # bfloat16 reads as float32
+    want = exact(t)
+    np.add.at(want, (index, columns), exact(s))
+    rows = exact(t)
+    np.add.at(rows, [2, 0, 2], 2 * exact(s))  # index_add along dim 0 with alpha=2 (exact)
+    for got, expected in ((oa.scatter_add(t, 0, oa.tensor(index), s), want), (t.scatter_add(0, oa.tensor(index), s), want),
+                          (t.clone().scatter_add_(0, oa.tensor(index), s), want),
+                          (oa.index_add(t, 0, oa.tensor([2, 0, 2]), s, alpha=2), rows),
+                          (t.clone().index_add_(0, oa.tensor([2, 0, 2]), s, alpha=2), rows)):
+        assert got.dtype == dtype
+        rounded = oa.tensor(expected, dtype=oa.int32) if dtype == oa.int32 else oa.tensor(expected.astype(np.float32)).to(dtype)
+        np.testing.assert_array_equal(got.numpy(), rounded.numpy())
+    with pytest.raises(oa.InvalidArgumentError, match=r"scatter_add: x .* and src .* must have the same dtype"):
+        oa.scatter_add(t, 0, oa.tensor(index), s.float() if dtype == oa.int32 else s.int())
+    if dtype == oa.int32:
+        return
+    # Gradients in the dtype: to x the result's, to src the result's gathered at index (exact).
+    leaf, leaf_src = oa.tensor(x, dtype=dtype, requires_grad=True), oa.tensor(src, dtype=dtype, requires_grad=True)
+    w = oa.tensor(values((3, 4), 12), dtype=dtype)
+    oa.scatter_add(leaf, 0, oa.tensor(index), leaf_src).backward(w)
+    assert leaf.grad.dtype == dtype and leaf_src.grad.dtype == dtype
+    np.testing.assert_array_equal(leaf.grad.numpy(), w.numpy())
+    np.testing.assert_array_equal(leaf_src.grad.numpy(), w.numpy()[index, columns])
+
+
 def test_one_hot_is_an_integer_tensor():
     # torch returns int64; oa's integer dtype is int32. num_classes defaults to the largest index plus one.
     F = oa.nn.functional
@@ -157,6 +196,12 @@ def test_one_hot_is_an_integer_tensor():
     for got, classes in ((F.one_hot(labels, 4), 4), (F.one_hot(labels), 3), (F.one_hot(labels, num_classes=-1), 3)):
         assert got.dtype == oa.int32 and got.shape == (2, 2, classes)
         np.testing.assert_array_equal(got.numpy(), np.eye(classes, dtype=np.int32)[labels.numpy()])
+    # The C++ op writes int32 itself (no float32 result converted afterwards), or float32 when asked.
+    native = oa._oa.functional.one_hot(labels, 3, oa.int32)
+    assert native.dtype == oa.int32 and native.numpy().tolist() == np.eye(3, dtype=np.int32)[labels.numpy()].tolist()
+    assert oa._oa.functional.one_hot(labels, 3, oa.float32).dtype == oa.float32
+    with pytest.raises(oa.InvalidArgumentError, match=r"one_hot: dtype f16 must be f32 or i32"):
+        oa._oa.functional.one_hot(labels, 3, oa.float16)
     # Float arithmetic takes it after .float(), as in torch: a label-smoothed cross-entropy by hand.
     logits = values((2, 3), 9)
     target = F.one_hot(oa.tensor([2, 0])).float() * 0.9 + 0.1 / 3

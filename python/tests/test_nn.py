@@ -1,4 +1,5 @@
 """oa.nn modules, oa.optim and oa.save / oa.load."""
+import copy
 import json
 import math
 import struct
@@ -87,7 +88,8 @@ def test_layers_forward_shapes():
     mha = nn.MultiheadAttention(8, 2, batch_first=True)
     out, weights = mha(oa.randn(2, 5, 8), need_weights=False)
     assert out.shape == (2, 5, 8) and weights is None
-    assert [n for n, _ in mha.named_parameters()] == ["qkv.weight", "qkv.bias", "proj.weight", "proj.bias"]
+    assert [n for n, _ in mha.named_parameters()] == ["in_proj_weight", "in_proj_bias", "out_proj.weight",
+                                                      "out_proj.bias"]
     assert nn.MultiheadAttention(8, 2)(oa.randn(5, 2, 8))[0].shape == (5, 2, 8)
     for act, ref in [(nn.ReLU(), lambda v: np.maximum(v, 0)), (nn.Tanh(), np.tanh),
                      (nn.Sigmoid(), lambda v: 1 / (1 + np.exp(-v))), (nn.SiLU(), lambda v: v / (1 + np.exp(-v)))]:
@@ -223,23 +225,26 @@ def test_multihead_attention_masks():
                   key_padding_mask=oa.tensor(np.where(padding, -np.inf, 0.0)).half())
     assert_close(out.numpy(), out4.numpy())
     # NumPy: softmax(q k^T / sqrt(dh) + mask) v per head, with the module's weights.
-    w, b = mha.qkv.weight.numpy().astype(np.float64), mha.qkv.bias.numpy().astype(np.float64)
+    w, b = mha.in_proj_weight.numpy().astype(np.float64), mha.in_proj_bias.numpy().astype(np.float64)
     heads = lambda t: t.reshape(2, -1, 2, 4).transpose(0, 2, 1, 3)
     qh, kh, vh = heads(q @ w[:8].T + b[:8]), heads(k @ w[8:16].T + b[8:16]), heads(k @ w[16:].T + b[16:])
     s = qh @ kh.transpose(0, 1, 3, 2) / 2.0 + np.where(padding, -np.inf, 0.0)[:, None, None, :]
     p = np.exp(s - s.max(-1, keepdims=True))
     o = ((p / p.sum(-1, keepdims=True)) @ vh).transpose(0, 2, 1, 3).reshape(2, 3, 8)
-    assert_close(out.numpy(), o @ mha.proj.weight.numpy().T + mha.proj.bias.numpy())
+    assert_close(out.numpy(), o @ mha.out_proj.weight.numpy().T + mha.out_proj.bias.numpy())
 
 
-def mha_reference(mha, q, k, v, mask=None, bias=True):
-    """float64 torch.nn.MultiheadAttention of batch-first q [N, L, E], k and v [N, S, E] with mha's parameters
-    and an additive mask broadcasting to [N, H, L, S]: (output [N, L, E], weights per head [N, H, L, S])."""
+def mha_reference(mha, q, k, v, mask=None):
+    """float64 torch.nn.MultiheadAttention of batch-first q [N, L, E], k and v [N, S, E] with mha's parameters (an
+    oa MultiheadAttention of 2 heads, or a state_dict of NumPy arrays under torch's keys; without the biases when
+    it has none) and an additive mask broadcasting to [N, H, L, S]: (output [N, L, E], weights per head
+    [N, H, L, S])."""
     n, l, e = q.shape
     heads = 2
-    w, wo = mha.qkv.weight.numpy().astype(np.float64), mha.proj.weight.numpy().astype(np.float64)
-    b = mha.qkv.bias.numpy().astype(np.float64) if bias else np.zeros(3 * e)
-    bo = mha.proj.bias.numpy().astype(np.float64) if bias else np.zeros(e)
+    state = {name: np.asarray(t.numpy() if isinstance(t, oa.Tensor) else t, np.float64)
+             for name, t in (mha.state_dict() if isinstance(mha, nn.Module) else mha).items()}
+    w, wo = state["in_proj_weight"], state["out_proj.weight"]
+    b, bo = state.get("in_proj_bias", np.zeros(3 * e)), state.get("out_proj.bias", np.zeros(e))
     split = lambda t: t.reshape(n, -1, heads, e // heads).transpose(0, 2, 1, 3)
     qh, kh, vh = (split(t @ w[i * e:(i + 1) * e].T + b[i * e:(i + 1) * e]) for i, t in enumerate((q, k, v)))
     s = qh @ kh.transpose(0, 1, 3, 2) / math.sqrt(e // heads) + (0.0 if mask is None else mask)
@@ -331,15 +336,74 @@ def test_multihead_attention_weights_gradients():
 def test_multihead_attention_without_bias():
     oa.manual_seed(7)
     mha = nn.MultiheadAttention(8, 2, bias=False, batch_first=True)
-    assert [n for n, _ in mha.named_parameters()] == ["qkv.weight", "proj.weight"]
+    assert [n for n, _ in mha.named_parameters()] == ["in_proj_weight", "out_proj.weight"]
+    assert mha.in_proj_bias is None and mha.out_proj.bias is None
     q, k = values((2, 3, 8), 50), values((2, 4, 8), 51)
-    want_out, want_w = mha_reference(mha, q, k, k, bias=False)
+    want_out, want_w = mha_reference(mha, q, k, k)
     out, w = mha(oa.tensor(q), oa.tensor(k), oa.tensor(k))
     assert_close(out.numpy(), want_out)
     assert_close(w.numpy(), want_w.mean(1))
     self_out, _ = mha(oa.tensor(q), need_weights=False)
-    assert_close(self_out.numpy(), mha_reference(mha, q, q, q, bias=False)[0])
+    assert_close(self_out.numpy(), mha_reference(mha, q, q, q)[0])
     assert "bias=False" in repr(mha)
+
+
+def test_multihead_attention_has_torchs_parameters():
+    # torch's names, shapes and order; a torch state_dict (NumPy arrays here) loads into the storage that the
+    # forward, the gradients and the optimizers use.
+    mha = nn.MultiheadAttention(8, 2, batch_first=True)
+    shapes = {"in_proj_weight": (24, 8), "in_proj_bias": (24,), "out_proj.weight": (8, 8), "out_proj.bias": (8,)}
+    assert [(n, p.shape) for n, p in mha.named_parameters()] == list(shapes.items())
+    assert list(mha.state_dict()) == list(shapes) and len(list(mha.parameters())) == 4
+    assert isinstance(mha.out_proj, nn.Linear) and mha.out_proj.weight is mha.state_dict()["out_proj.weight"]
+    assert mha.in_proj_weight is mha.state_dict()["in_proj_weight"] and mha.q_proj_weight is None
+    assert mha.kdim == mha.vdim == 8 and mha.head_dim == 4 and mha.num_heads == 2
+    assert "(out_proj): Linear(in_features=8, out_features=8, bias=True)" in repr(mha)
+    state = {name: values(shape, 60 + i) for i, (name, shape) in enumerate(shapes.items())}
+    mha.load_state_dict(state)
+    q = values((2, 3, 8), 64)
+    x = oa.tensor(q)
+    out, _ = mha(x)
+    assert_close(out.numpy(), mha_reference(state, q, q, q)[0])
+    # Gradients of sum(out * W) reach the torch-named parameters: central differences of the float64 reference.
+    w = values((2, 3, 8), 65)
+    out.backward(oa.tensor(w))
+    for name in ("in_proj_bias", "out_proj.bias"):
+        numeric = np.zeros(shapes[name])
+        for j in range(numeric.size):
+            plus, minus = dict(state), dict(state)
+            plus[name], minus[name] = state[name].astype(np.float64), state[name].astype(np.float64)
+            plus[name][j] += 1e-6
+            minus[name][j] -= 1e-6
+            numeric[j] = np.sum((mha_reference(plus, q, q, q)[0] - mha_reference(minus, q, q, q)[0]) * w) / 2e-6
+        assert_close(dict(mha.named_parameters())[name].grad.numpy(), numeric, rtol=2e-3, atol=2e-4)
+    # An optimizer step updates the values the forward uses.
+    before = {name: p.numpy().astype(np.float64) for name, p in mha.named_parameters()}
+    grads = {name: p.grad.numpy().astype(np.float64) for name, p in mha.named_parameters()}
+    oa.optim.SGD(mha.parameters(), lr=0.5).step()
+    stepped = {name: before[name] - 0.5 * grads[name] for name in before}
+    assert_close(mha(x, need_weights=False)[0].numpy(), mha_reference(stepped, q, q, q)[0])
+    # A new Parameter replaces in_proj_weight in the forward too; another shape is refused, naming it.
+    mha.in_proj_weight = nn.Parameter(oa.tensor(state["in_proj_weight"]))
+    stepped["in_proj_weight"] = state["in_proj_weight"]
+    assert_close(mha(x)[0].numpy(), mha_reference(stepped, q, q, q)[0])
+    with pytest.raises(oa.InvalidArgumentError, match=r"MultiheadAttention: parameter 'in_proj_weight' is float32 "
+                       r"\[24, 8\], the new Parameter is float32 \[8, 8\]"):
+        mha.in_proj_weight = nn.Parameter(oa.zeros(8, 8))
+    # In a model: prefixed names, and a deep copy keeps them with the values.
+    model = nn.Sequential(nn.Linear(8, 8), mha)
+    assert [n for n, _ in model.named_parameters()][2:] == ["1." + n for n in shapes]
+    dup = copy.deepcopy(mha)
+    assert list(dup.state_dict()) == list(shapes)
+    for name, t in dup.state_dict().items():
+        np.testing.assert_array_equal(t.numpy(), mha.state_dict()[name].numpy())
+
+
+@pytest.mark.parametrize("argument, value", [("kdim", 4), ("vdim", 6), ("add_bias_kv", True), ("add_zero_attn", True)])
+def test_multihead_attention_refuses_what_it_lacks(argument, value):
+    with pytest.raises(NotImplementedError, match=rf"MultiheadAttention: {argument}={value} is not supported"):
+        nn.MultiheadAttention(8, 2, **{argument: value})
+    nn.MultiheadAttention(8, 2, kdim=8, vdim=8)  # torch's same-size form
 
 
 def test_multihead_attention_weights_after_dropout_in_training():
@@ -353,10 +417,10 @@ def test_multihead_attention_weights_after_dropout_in_training():
     kept = w != 0
     assert 0 < kept.sum() < w.size
     assert_close(w[kept], 2 * p[kept])  # kept probabilities scaled by 1 / (1 - p)
-    e, wv, bv = 8, mha.qkv.weight.numpy().astype(np.float64)[16:], mha.qkv.bias.numpy().astype(np.float64)[16:]
+    e, wv, bv = 8, mha.in_proj_weight.numpy().astype(np.float64)[16:], mha.in_proj_bias.numpy().astype(np.float64)[16:]
     vh = (q @ wv.T + bv).reshape(2, 5, 2, 4).transpose(0, 2, 1, 3)
     o = (w @ vh).transpose(0, 2, 1, 3).reshape(2, 5, e)
-    assert_close(out.numpy(), o @ mha.proj.weight.numpy().T + mha.proj.bias.numpy())
+    assert_close(out.numpy(), o @ mha.out_proj.weight.numpy().T + mha.out_proj.bias.numpy())
 
 
 def test_parameter_and_zero_grad():
@@ -700,7 +764,6 @@ def test_gru_takes_hx_as_one_tensor_only():
 
 
 def test_deepcopy_makes_new_parameters_with_the_values():
-    import copy
 
     class Net(nn.Module):
         def __init__(self):
@@ -737,7 +800,7 @@ def test_deepcopy_makes_new_parameters_with_the_values():
     x = oa.randn(1, 3, 4, 4, seed=5)
     np.testing.assert_array_equal(copy.deepcopy(model).features(x).numpy(), model.features(x).numpy())
     with pytest.raises(TypeError, match="deep-copy the layer that holds it"):
-        copy.deepcopy(nn.MultiheadAttention(4, 2).qkv)
+        copy.deepcopy(nn.MultiheadAttention(4, 2).out_proj)
 
 
 def test_layer_reprs_show_their_arguments():

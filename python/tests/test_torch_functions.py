@@ -323,3 +323,25 @@ def test_loss_modules_match_their_functionals():
     assert nn.NLLLoss().weight is None and dict(nn.NLLLoss().named_buffers()) == {}
     with pytest.raises(TypeError, match=r"oa.nn.L1Loss: size_average is deprecated"):
         nn.L1Loss(size_average=True)
+
+
+@pytest.mark.parametrize("name, other, shapes, bad", [
+    ("mm", "mat2", ((3, 4), (4, 2)), ((3, 4), (3, 4))),
+    ("bmm", "mat2", ((2, 3, 4), (2, 4, 5)), ((2, 3, 4), (3, 4, 5))),  # batch extents differ (nothing broadcasts)
+    ("mv", "vec", ((3, 4), (4,)), ((3, 4), (3,))),
+])
+def test_fixed_rank_products(name, other, shapes, bad):
+    # torch.mm, torch.bmm, torch.mv and their Tensor methods: values and gradients against float64 NumPy.
+    a, b = values(shapes[0], 70), values(shapes[1], 71)
+    check_gradients(getattr(oa, name), np.matmul, [a, b])
+    check_gradients(lambda s, t: getattr(s, name)(t), np.matmul, [a, b])
+    assert_close(getattr(oa, name)(oa.tensor(a).half(), oa.tensor(b).half()).float().numpy(), a @ b, rtol=1e-2, atol=1e-2)
+    x, y = oa.ones(*bad[0]), oa.ones(*bad[1])
+    shape = lambda s: r"\[" + ", ".join(map(str, s)) + r"\]"
+    with pytest.raises(oa.InvalidArgumentError, match=rf"oa.{name}: input {shape(bad[0])} and {other} "
+                       rf"{shape(bad[1])} cannot be multiplied \(torch.{name}: "):
+        getattr(oa, name)(x, y)
+    with pytest.raises(oa.InvalidArgumentError, match=rf"oa.Tensor.{name}: input \[3\] and {other}"):
+        getattr(oa.ones(3), name)(y)  # a rank torch refuses
+    with pytest.raises(oa.InvalidArgumentError, match=rf"oa.{name}: {other} is i32 .*float32, float16 or bfloat16"):
+        getattr(oa, name)(oa.tensor(a), oa.tensor(b).int())

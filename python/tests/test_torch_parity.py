@@ -302,17 +302,16 @@ def test_batch_norm2d_train_and_eval():
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_multihead_attention(causal):
-    """oa's qkv (Linear(D, 3D)) and proj are torch's in_proj_* and out_proj.*."""
+    """torch's state_dict loads as it is (in_proj_weight, in_proj_bias, out_proj.weight, out_proj.bias)."""
     torch.manual_seed(0)
     mha_oa, mha_torch = oa.nn.MultiheadAttention(8, 2, batch_first=True, causal=causal), \
         torch.nn.MultiheadAttention(8, 2, batch_first=True)
     with torch.no_grad():
         mha_torch.in_proj_bias.copy_(torch.tensor(values((24,), 49)))
         mha_torch.out_proj.bias.copy_(torch.tensor(values((8,), 50)))
-    names = {"qkv.weight": "in_proj_weight", "qkv.bias": "in_proj_bias", "proj.weight": "out_proj.weight",
-             "proj.bias": "out_proj.bias"}
     theirs = dict(mha_torch.named_parameters())
-    mha_oa.load_state_dict({k: oa.tensor(theirs[t].detach().numpy().copy()) for k, t in names.items()})
+    assert list(mha_oa.state_dict()) == list(mha_torch.state_dict())
+    mha_oa.load_state_dict(mha_torch.state_dict())
     mask = torch.ones(5, 5, dtype=torch.bool).triu(1) if causal else None
     x = values((2, 5, 8), 51)
     xo, xt = oa.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
@@ -323,8 +322,8 @@ def test_multihead_attention(causal):
     got.backward(oa.tensor(weights))
     (want * torch.tensor(weights)).sum().backward()
     assert_close(xo.grad.numpy(), xt.grad.numpy(), **GRADIENT)
-    for k, t in names.items():
-        assert_close(dict(mha_oa.named_parameters())[k].grad.numpy(), theirs[t].grad.numpy(), **GRADIENT)
+    for k, p in mha_oa.named_parameters():
+        assert_close(p.grad.numpy(), theirs[k].grad.numpy(), **GRADIENT)
 
 
 # ── Optimizers: ten steps on the same quadratic ─────────────────────────────

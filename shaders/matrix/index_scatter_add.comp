@@ -11,16 +11,19 @@
 // matches no element, so it contributes nothing, and fails the op's device
 // check (binding 4, Engine::register_device_check: id pc.check_id, the index
 // as the value, reported by the lines' v = 0 elements; check_id 0 in a
-// backward, whose forward checked the same index).
+// backward, whose forward checked the same index). The values are f32 (I32 0)
+// or i32 (I32 1: exact, wrapping past the int32 range as two's complement),
+// held as their 32-bit patterns.
 #extension GL_GOOGLE_include_directive : require
 #include "common/oa.glsl"
 layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint MODE = 0;
 layout(constant_id = 1) const uint BASE = 0;
-layout(std430, binding = 0) readonly buffer Base { float base[]; };
+layout(constant_id = 2) const uint I32 = 0;
+layout(std430, binding = 0) readonly buffer Base { uint base[]; };
 layout(std430, binding = 1) readonly buffer Index { int index[]; };
-layout(std430, binding = 2) readonly buffer Values { float values[]; };
-layout(std430, binding = 3) writeonly buffer Out { float y[]; };
+layout(std430, binding = 2) readonly buffer Values { uint values[]; };
+layout(std430, binding = 3) writeonly buffer Out { uint y[]; };
 layout(std430, binding = 4) buffer Check { uint check[]; };
 #include "matrix/index_scatter_add.push.h"
 #include "common/device_check.glsl"
@@ -29,12 +32,17 @@ void main() {
   const uint i = OA_GROUP_ID.x * 256u + gl_LocalInvocationID.x;
   if (i >= pc.n) return;
   const uint in_row = i % pc.inner, v = (i / pc.inner) % pc.N, o = i / (pc.inner * pc.N);
-  float acc = BASE == 1u ? base[i] : 0.0;
+  float acc = BASE == 1u ? uintBitsToFloat(base[i]) : 0.0;
+  uint iacc = BASE == 1u ? base[i] : 0u;  // unsigned addition wraps as int32's two's complement
   for (uint k = 0u; k < pc.K; ++k) {
     const uint at = (o * pc.K + k) * pc.inner + in_row;
     const int idx = MODE == 0u ? index[k] : index[at];
-    if (idx >= 0 && uint(idx) == v) acc += values[at];
-    else if (v == 0u && pc.check_id != 0u && (idx < 0 || uint(idx) >= pc.N)) oa_fail_check(pc.check_id, idx);
+    if (idx >= 0 && uint(idx) == v) {
+      if (I32 == 1u) iacc += values[at];
+      else acc += uintBitsToFloat(values[at]);
+    } else if (v == 0u && pc.check_id != 0u && (idx < 0 || uint(idx) >= pc.N)) {
+      oa_fail_check(pc.check_id, idx);
+    }
   }
-  y[i] = acc;
+  y[i] = I32 == 1u ? iacc : floatBitsToUint(acc);
 }

@@ -91,14 +91,15 @@ void gather_dispatch(std::uint32_t mode, const Matrix& x, const Matrix& index, c
   ds.push_back(std::move(d));
 }
 
-// y (shape of x) = base (or 0 when undefined) + values scatter-added at index along dim.
+// y (shape of x) = base (or 0 when undefined) + values scatter-added at index
+// along dim; base, values and y are all f32 or all i32.
 void scatter_dispatch(std::uint32_t mode, const Matrix& base, const Matrix& index, const Matrix& values, const Matrix& y, std::int64_t dim,
                       const char* op, bool check, std::vector<ComputeDispatch>& ds) {
   if (y.numel() == 0) return;
   const AxisView yv = view_of(y.shape(), dim), vv = view_of(values.shape(), dim);
   ComputeDispatch d;
   d.kernel = kernels::matrix_index_scatter_add;
-  d.specialization = {mode, base.defined() ? 1u : 0u};
+  d.specialization = {mode, base.defined() ? 1u : 0u, y.dtype() == DType::I32 ? 1u : 0u};
   d.bindings = {BufferBinding::read((base.defined() ? base : values).storage()), BufferBinding::read(index.storage()),
                 BufferBinding::read(values.storage()), BufferBinding::write(y.storage())};
   const std::uint32_t check_id = index_check(check, d, y, dim, yv.extent, op);
@@ -249,29 +250,38 @@ const Op<TopKAttributes> kTopKOp{
 
 // ── scatter_add ─────────────────────────────────────────────────────────────
 
+// f32 and i32 in the kernel; f16 and bf16 summed in f32 and rounded once (float_lowerings).
+std::vector<std::pair<DType, detail::Lowering<DimAttributes>>> scatter_add_lowerings() {
+  const detail::Lowering<DimAttributes> lowering = [](const OpCall<DimAttributes>& c, const std::vector<Matrix>& out,
+                                                      std::vector<ComputeDispatch>& ds) {
+    scatter_dispatch(1, c.inputs[0], c.inputs[1], c.inputs[2], out[0], c.attributes.dim, c.name, true, ds);
+  };
+  auto lowerings = detail::float_lowerings<DimAttributes>(lowering);
+  lowerings.emplace_back(DType::I32, lowering);
+  return lowerings;
+}
+
 const Op<DimAttributes> kScatterAddOp{
     {.name = kScatterAdd,
      .inputs = {"x", {"index", false, true}, "src"},
      .infer = [](const OpCall<DimAttributes>& c) {
        const Matrix &x = c.inputs[0], &index = c.inputs[1], &src = c.inputs[2];
        detail::require_dtype(index, DType::I32, c.name, "index");
-       detail::require_f32(src, c.name, "src");
+       detail::require_same_dtype(x, "x", src, "src", c.name);
        require_index_beside_dim(c.name, x, index, c.attributes.dim, false);
        if (!(src.shape() == index.shape()))
          fail(ErrorKind::InvalidArgument, "{}: src {} must have index's shape {} (x {})", c.name, src.shape(), index.shape(), x.shape());
        detail::shader_u32(x.numel(), "element count of x", c.name);
        detail::shader_u32(index.numel(), "element count of index", c.name);
-       return std::vector<OutputSpec>{{x.shape()}};
+       return std::vector<OutputSpec>{{x.shape(), x.dtype()}};
      },
-     .lower = {{DType::F32,
-                [](const OpCall<DimAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
-                  scatter_dispatch(1, c.inputs[0], c.inputs[1], c.inputs[2], out[0], c.attributes.dim, c.name, true, ds);
-                }}},
+     .lower = scatter_add_lowerings(),
      .saves = [](const OpCall<DimAttributes>&, const std::vector<bool>& needs) {
        return detail::Saves{{false, needs[2], false}, {}};
      },
      .backward = [](const BackwardCall<DimAttributes>& c) {
        const Matrix &gy = c.grad_outputs[0], &index = c.inputs[1];
+       if (detail::is_half(gy.dtype())) return detail::widened_backward<DimAttributes>(c, kScatterAddOp.def.backward);
        Matrix gsrc;
        if (c.needs[2]) {
          gsrc = detail::allocate(gy.engine(), c.input_shapes[2]);
@@ -488,10 +498,13 @@ const auto kTriuOp = triangle_op(kTriu, true);
 
 struct OneHotAttributes {
   std::int64_t num_classes = 0;
-  static constexpr auto fields = std::tuple{field("num_classes", &OneHotAttributes::num_classes)};
+  DType dtype = DType::F32;  // the result's, f32 or i32
+  std::string dtype_name;    // dtype's name: the trace attribute
+  static constexpr auto fields =
+      std::tuple{field("num_classes", &OneHotAttributes::num_classes), field("dtype", &OneHotAttributes::dtype_name)};
 };
 
-// Integer indices in, f32 out: not differentiable (no backward).
+// Integer indices in, f32 or i32 out: not differentiable (no backward).
 const Op<OneHotAttributes> kOneHotOp{
     {.name = kOneHot,
      .inputs = {"indices"},
@@ -500,13 +513,16 @@ const Op<OneHotAttributes> kOneHotOp{
        const std::int64_t classes = c.attributes.num_classes;
        if (classes < 1 || classes > INT32_MAX)
          fail(ErrorKind::InvalidArgument, "{}: num_classes {} is outside [1, 2^31 - 1] (indices {})", c.name, classes, indices.shape());
+       if (c.attributes.dtype != DType::F32 && c.attributes.dtype != DType::I32)
+         fail(ErrorKind::InvalidArgument, "{}: dtype {} must be f32 or i32 (indices {})", c.name, to_string(c.attributes.dtype),
+              indices.shape());
        if (indices.rank() >= Shape::kMaxRank)
          fail(ErrorKind::InvalidArgument, "{}: indices {} must have rank at most {} (the result adds an axis)", c.name, indices.shape(),
               Shape::kMaxRank - 1);
        std::vector<std::int64_t> dims = indices.shape().to_vector();
        dims.push_back(classes);
        detail::shader_u32(checked_mul(indices.numel(), classes, "one_hot result elements"), "result elements", c.name);
-       return std::vector<OutputSpec>{{Shape(dims)}};
+       return std::vector<OutputSpec>{{Shape(dims), c.attributes.dtype}};
      },
      .lower = {{DType::I32, [](const OpCall<OneHotAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
                   const Matrix& y = out[0];
@@ -515,6 +531,7 @@ const Op<OneHotAttributes> kOneHotOp{
                     const auto off = static_cast<std::uint64_t>(chunk.begin) * 4, bytes = static_cast<std::uint64_t>(chunk.count) * 4;
                     ComputeDispatch d;
                     d.kernel = kernels::matrix_one_hot;
+                    d.specialization = {y.dtype() == DType::I32 ? 1u : std::bit_cast<std::uint32_t>(1.0f)};  // one's bits
                     d.bindings = {BufferBinding::read(c.inputs[0].storage()), BufferBinding::write(y.storage(), off, bytes)};
                     if (check == 0)
                       check = detail::bind_index_check(
@@ -542,7 +559,9 @@ Matrix cut_to(const Matrix& x, const Shape& target) {
 Matrix tril(const Matrix& x, std::int64_t diagonal) { return apply(kTrilOp, {x}, {diagonal})[0]; }
 Matrix triu(const Matrix& x, std::int64_t diagonal) { return apply(kTriuOp, {x}, {diagonal})[0]; }
 
-Matrix one_hot(const Matrix& indices, std::int64_t num_classes) { return apply(kOneHotOp, {indices}, {num_classes})[0]; }
+Matrix one_hot(const Matrix& indices, std::int64_t num_classes, DType dtype) {
+  return apply(kOneHotOp, {indices}, {num_classes, dtype, std::string(to_string(dtype))})[0];
+}
 
 Matrix one_hot(std::span<const std::int32_t> indices, const Shape& shape, std::int64_t num_classes, std::optional<Engine> engine) {
   if (static_cast<std::int64_t>(indices.size()) != shape.numel())
@@ -630,10 +649,13 @@ TopK topk(const Matrix& x, std::int64_t k, int axis, bool largest) {
 }
 
 Matrix scatter_add(const Matrix& x, int dim, const Matrix& index, const Matrix& src) {
-  detail::require_f32(x, kScatterAdd, "x");
+  detail::require_defined(x, kScatterAdd, "x");
+  if (x.dtype() == DType::Bool)
+    fail(ErrorKind::InvalidArgument, "{}: x must be f32, f16, bf16 or i32; found bool {}", kScatterAdd, x.shape());
   const std::int64_t d = detail::existing_axis(kScatterAdd, x.shape(), dim, "dim");
   detail::require_dtype(index, DType::I32, kScatterAdd, "index");
-  detail::require_f32(src, kScatterAdd, "src");
+  detail::require_defined(src, kScatterAdd, "src");
+  detail::require_same_dtype(x, "x", src, "src", kScatterAdd);
   detail::require_same_engine(x, "x", index, "index", kScatterAdd);
   detail::require_same_engine(x, "x", src, "src", kScatterAdd);
   require_index_beside_dim(kScatterAdd, x, index, d, false);

@@ -18,6 +18,7 @@
 
 namespace {
 
+using oa::DType;
 using oa::ErrorKind;
 using namespace oa::test::gradcheck_names;
 namespace mx = oa::matrix;
@@ -660,7 +661,12 @@ TEST(MatrixIndexing, BadArgumentsNameTheOpAndRecordNothing) {
                               {"oa::matrix::scatter_add", "src [2, 3, 3]", "[2, 3, 4]"}));
   EXPECT_TRUE(oa_test::throws([&] { mx::scatter_add(x, 0, Matrix::from_i32({2, 2, 4}, std::vector<std::int32_t>(16, 0)), x); },
                               ErrorKind::InvalidArgument, {"oa::matrix::scatter_add", "index [2, 2, 4]", "the same"}));
-  EXPECT_TRUE(oa_test::throws([&] { mx::scatter_add(x, 0, i3, i3); }, ErrorKind::InvalidArgument, {"oa::matrix::scatter_add", "src must be f32"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::scatter_add(x, 0, i3, i3); }, ErrorKind::InvalidArgument,
+                              {"oa::matrix::scatter_add", "x f32 [2, 3, 4] and src i32 [2, 3, 4] must have the same dtype"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::scatter_add(cond, 0, i3, cond); }, ErrorKind::InvalidArgument,
+                              {"oa::matrix::scatter_add", "x must be f32, f16, bf16 or i32; found bool [3, 4]"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::one_hot(i3, 4, DType::F16); }, ErrorKind::InvalidArgument,
+                              {"oa::matrix::one_hot", "dtype f16 must be f32 or i32"}));
   EXPECT_TRUE(oa_test::throws([&] { mx::where(x, x, x); }, ErrorKind::InvalidArgument, {"oa::matrix::where", "condition must be bool"}));
   EXPECT_TRUE(oa_test::throws([&] { mx::where(cond, x, Matrix::zeros({2, 1, 3})); }, ErrorKind::InvalidArgument,
                               {"oa::matrix::where", "do not broadcast", "condition [3, 4]", "x [2, 3, 4]", "y [2, 1, 3]"}));

@@ -64,6 +64,17 @@ OA_OP_CASES(scatter_add, "oa::matrix::scatter_add") {
                    [](const RefInputs& x) { return oa::reference::scatter_add(x[0], {3, 4}, 0, as_ints(x[1]), {2, 4}, x[2], {3, 5}); },
                    kGradTolerance,
                    {"oa::matrix::slice", "oa::matrix::slice", "oa::matrix::scatter_add"}});
+  for (std::size_t i = 0; i < 2; ++i)
+    for (DType dtype : {DType::F16, DType::BF16}) cases.push_back(half_variant("oa::matrix::scatter_add", cases[i], dtype));
+  // int32 x and src (no gradient), compared through float32.
+  cases.push_back({"int32",
+                   {ints({3, 2}, {16777216, -5, 0, 7, 1, 2}), ints({2, 2}, {2, 0, 0, 0}), ints({2, 2}, {3, 1, -9, 40000000})},
+                   [](const Inputs& x) { return oa::matrix::cast(oa::matrix::scatter_add(x[0], 0, x[1], x[2]), DType::F32); },
+                   [](const RefInputs& x) {
+                     return oa::reference::scatter_add(x[0], {3, 2}, 0, as_ints(x[1]), {2, 2}, x[2], {2, 2});
+                   },
+                   kGradTolerance,
+                   {"oa::matrix::scatter_add", "oa::matrix::cast"}});
   return cases;
 }
 
@@ -170,8 +181,16 @@ OA_OP_CASES(triu, "oa::matrix::triu") { return triangle(true); }
 
 // Indices outside [0, classes) raise (matrix/indexing_test.cpp).
 OA_OP_CASES(one_hot, "oa::matrix::one_hot") {
-  return {{"rows", {ints({2, 3}, {0, 2, 3, 0, 1, 3})}, [](const Inputs& x) { return oa::matrix::one_hot(x[0], 4); },
-           [](const RefInputs& x) { return oa::reference::one_hot(as_ints(x[0]), 4); }}};
+  return {{"rows",
+           {ints({2, 3}, {0, 2, 3, 0, 1, 3})},
+           [](const Inputs& x) { return oa::matrix::one_hot(x[0], 4); },
+           [](const RefInputs& x) { return oa::reference::one_hot(as_ints(x[0]), 4); }},
+          {"int32",
+           {ints({5}, {1, 0, 2, 2, 0})},
+           [](const Inputs& x) { return oa::matrix::cast(oa::matrix::one_hot(x[0], 3, DType::I32), DType::F32); },
+           [](const RefInputs& x) { return oa::reference::one_hot(as_ints(x[0]), 3); },
+           kGradTolerance,
+           {"oa::matrix::one_hot", "oa::matrix::cast"}}};
 }
 
 // Repeated indices along either axis (their gradients add up).

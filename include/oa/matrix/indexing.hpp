@@ -2,6 +2,7 @@
 // Indexing and selection (oa::matrix): index_select, gather, scatter_add,
 // where, masked_fill, masked_select, nonzero, tril, triu, one_hot, take_along_axis, topk. Values are
 // F32 (index_select, gather, take_along_axis, tril and triu also copy I32;
+// scatter_add also takes F16, BF16 and I32;
 // where and masked_fill take every dtype: F32, F16, BF16, I32 and Bool;
 // nonzero reads every dtype);
 // indices are I32 Matrices (oa's index dtype, as embedding and argmax use; PyTorch
@@ -33,8 +34,9 @@
 // Errors (oa::Error, InvalidArgument, naming the op, the argument and the
 // shapes; nothing is recorded): undefined operands, operands on different
 // engines, a value dtype other than f32 (f32 or i32 for index_select,
-// gather, take_along_axis, tril and triu; any for where, masked_fill and
-// nonzero), an index that is not i32, a
+// gather, take_along_axis, tril and triu; f32, f16, bf16 or i32, one for x and
+// src, for scatter_add; any for where, masked_fill and nonzero), an index
+// that is not i32, a
 // condition or mask that is not bool, an axis out of range, rank-0 x, shapes
 // as each op states, element counts past 2^32 - 1.
 #include <cstdint>
@@ -103,9 +105,11 @@ TopK topk(const Matrix& x, std::int64_t k, int axis = -1, bool largest = true);
 // every coordinate c of index. index has x's rank and x's extents outside
 // dim (PyTorch also allows smaller ones; oa refuses them), src has at least
 // index's extents on every axis (where larger, it is first cut to index's
-// shape, a recorded oa::matrix::slice). Gradients: to x the result's gradient,
-// to src gather(gy, dim, index). Semantic op "oa::matrix::scatter_add",
-// attribute dim.
+// shape, a recorded oa::matrix::slice). x and src have one dtype, f32, f16,
+// bf16 or i32, the result's: f16 and bf16 are summed in f32 and rounded once;
+// i32 is exact (wrapping past the int32 range, as torch's integer adds).
+// Gradients (floating dtypes): to x the result's gradient, to src
+// gather(gy, dim, index). Semantic op "oa::matrix::scatter_add", attribute dim.
 Matrix scatter_add(const Matrix& x, int dim, const Matrix& index, const Matrix& src);
 
 // The entries (rows) of x where mask holds (PyTorch's x[mask]; with mask of
@@ -186,17 +190,18 @@ Matrix tril(const Matrix& x, std::int64_t diagonal = 0);
 Matrix triu(const Matrix& x, std::int64_t diagonal = 0);
 
 // One-hot encoding (torch.nn.functional.one_hot(indices, num_classes)):
-// indices i32 [...] (rank <= 7) give f32 [..., num_classes] with
-// result[..., k] = 1 where indices[...] == k, else 0. The result is f32, not
-// PyTorch's int64, because it feeds f32 arithmetic (a matmul, a masked loss)
-// and oa has no int64; cast it or compare it for other uses. num_classes is
+// indices i32 [...] (rank <= 7) give `dtype` [..., num_classes] with
+// result[..., k] = 1 where indices[...] == k, else 0. dtype is f32 (the
+// default: the result feeds f32 arithmetic, a matmul, a masked loss) or i32
+// (torch's integer result; oa has no int64). num_classes is
 // required (PyTorch's -1, the largest index plus one, would read the indices
 // back to the host). An index outside [0, num_classes) gives a row of zeros
 // and raises OutOfRange later (the rule at the top of this
 // file). Not differentiable. Errors: indices not i32, num_classes
-// outside [1, 2^31 - 1], indices of rank 8, more than 2^32 - 1 result
-// elements. Semantic op "oa::matrix::one_hot", attribute num_classes.
-Matrix one_hot(const Matrix& indices, std::int64_t num_classes);
+// outside [1, 2^31 - 1], another dtype, indices of rank 8, more than
+// 2^32 - 1 result elements. Semantic op "oa::matrix::one_hot", attributes
+// num_classes and dtype.
+Matrix one_hot(const Matrix& indices, std::int64_t num_classes, DType dtype = DType::F32);
 // The same with indices from the host, shaped `shape` (indices.size() must be
 // its element count): every index is checked (InvalidArgument naming its
 // position and value when outside [0, num_classes), before anything is

@@ -21,7 +21,7 @@ from .._tensor_ops import select
 
 accuracy = _f.accuracy
 batch_norm = _f.batch_norm
-bmm = _f.bmm
+bmm = _oa.bmm  # torch.bmm, as oa.bmm
 bmm_nt = _f.bmm_nt
 bmm_tn = _f.bmm_tn
 conv1d = _f.conv1d
@@ -76,7 +76,7 @@ def one_hot(tensor, num_classes=-1):
     if num_classes < 1:
         raise _oa.InvalidArgumentError(f"{op}: num_classes {num_classes} must be >= 1 (or -1: the largest index "
                                        "plus one)")
-    return _f.one_hot(tensor, num_classes).int()
+    return _f.one_hot(tensor, num_classes, _oa.dtype.int32)
 
 
 def _reduction(reduction, op):

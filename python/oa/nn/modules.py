@@ -399,8 +399,10 @@ class Linear(_Native):
         super().__init__(_native.linear(in_features, out_features, bias, engine))
         self.in_features, self.out_features = in_features, out_features
 
-    _repr_always = ("bias",)
     _optional_parameters = ("bias",)
+
+    def extra_repr(self):
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
 def _convolution(name, factory, doc):
@@ -606,10 +608,14 @@ class Dropout(_Native):
 
 
 class MultiheadAttention(_Native):
-    """torch.nn.MultiheadAttention (oa::ml::nn::MultiHeadAttention): children qkv = Linear(D, 3D) and
-    proj = Linear(D, D) (torch's in_proj_weight, in_proj_bias and out_proj; bias=False leaves out both biases, as
-    torch's), initialised as torch.nn.Linear (torch initialises in_proj_weight with xavier-uniform). causal is fixed
-    at construction (oa's argument: query i sees keys j <= i + S - L).
+    """torch.nn.MultiheadAttention (oa::ml::nn::MultiHeadAttention) with torch's parameters: in_proj_weight
+    [3E, E] (the rows of q, then k, then v), in_proj_bias [3E] and out_proj, a Linear(E, E) (out_proj.weight,
+    out_proj.bias), so that named_parameters(), state_dict() and load_state_dict() take torch's keys. They are the
+    C++ layer's children qkv and proj (their storage: optimizers and the forward see the same values); bias=False
+    leaves out in_proj_bias and out_proj.bias (None), as torch's. Initialised as torch.nn.Linear (torch initialises
+    in_proj_weight with xavier-uniform and both biases with zeros). causal is fixed at construction (oa's argument:
+    query i sees keys j <= i + S - L). kdim and vdim other than embed_dim (torch's q_proj_weight, k_proj_weight and
+    v_proj_weight), add_bias_kv=True and add_zero_attn=True raise NotImplementedError naming the argument.
 
     forward(query, key=query, value=query, key_padding_mask=None, need_weights=True, attn_mask=None,
     average_attn_weights=True, is_causal=None) -> (output, weights), as torch's: query [L, N, E] ([N, L, E] with
@@ -624,9 +630,50 @@ class MultiheadAttention(_Native):
     given, must equal causal. Errors: oa.InvalidArgumentError naming the module and the shapes for other shapes;
     ValueError for is_causal other than causal."""
 
-    def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, batch_first=False, causal=False, engine=None):
+    def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False, add_zero_attn=False, kdim=None,
+                 vdim=None, batch_first=False, causal=False, engine=None):
+        for name, value, supported in (("kdim", kdim, (None, embed_dim)), ("vdim", vdim, (None, embed_dim)),
+                                       ("add_bias_kv", add_bias_kv, (False,)), ("add_zero_attn", add_zero_attn, (False,))):
+            if value not in supported:
+                raise NotImplementedError(f"oa.nn.MultiheadAttention: {name}={value!r} is not supported (oa's layer "
+                                          f"takes key and value of embed_dim {embed_dim}, projected by one in_proj_weight, "
+                                          "and adds no bias_k, bias_v or zero attention rows)")
         super().__init__(_native.multihead_attention(embed_dim, num_heads, causal, dropout, bias, engine))
-        self.embed_dim, self.batch_first, self.causal = embed_dim, batch_first, causal
+        self.embed_dim, self.num_heads, self.batch_first, self.causal = embed_dim, num_heads, batch_first, causal
+        self.kdim = self.vdim = embed_dim
+        self.head_dim = embed_dim // num_heads
+        # torch's entries of the kdim / vdim and add_bias_kv forms, None as in its default form.
+        self.q_proj_weight = self.k_proj_weight = self.v_proj_weight = self.bias_k = self.bias_v = None
+        # The C++ children under torch's names: qkv's parameters as in_proj_*, proj as the Linear out_proj.
+        in_proj = self._modules.pop("qkv")
+        object.__setattr__(self, "_in_proj", in_proj)
+        for name in ("weight", "bias"):
+            p = in_proj._parameters.get(name)
+            if p is None:
+                object.__setattr__(self, f"in_proj_{name}", None)  # bias=False, as torch's
+            else:
+                self._parameters[f"in_proj_{name}"] = p
+                _native.set_parameter_name(p, f"in_proj_{name}")
+        out_proj = Linear.__new__(Linear)
+        _Native.__init__(out_proj, self._modules.pop("proj")._native)
+        out_proj.in_features = out_proj.out_features = embed_dim
+        self._modules["out_proj"] = out_proj
+        for name, p in out_proj.named_parameters():
+            _native.set_parameter_name(p, f"out_proj.{name}")
+
+    def __setattr__(self, name, value):
+        """in_proj_weight and in_proj_bias take a Parameter of their shape and dtype (oa.InvalidArgumentError
+        naming both otherwise), as the C++ child qkv's weight and bias."""
+        if name in self._parameters and name.startswith("in_proj_") and isinstance(value, Parameter):
+            old = self._parameters[name]
+            if value.shape != old.shape or value.dtype != old.dtype:
+                raise _oa.InvalidArgumentError(
+                    f"oa.nn.MultiheadAttention: parameter '{name}' is {old.dtype.name} {list(old.shape)}, the new "
+                    f"Parameter is {value.dtype.name} {list(value.shape)}")
+            self._in_proj._native.set_parameter(name[len("in_proj_"):], value)
+            self._parameters[name] = value
+        else:
+            super().__setattr__(name, value)
 
     def forward(self, query, key=None, value=None, key_padding_mask=None, need_weights=True, attn_mask=None,
                 average_attn_weights=True, is_causal=None):
