@@ -1284,7 +1284,10 @@ Matrix apply_conv(const detail::Op<A>& op, const Matrix& input, const Matrix& we
   const auto few = [g](std::int64_t extent) { return extent % g == 0 && extent / g <= kHalfGroupChannels; };
   const bool few_per_group = one_dtype && g > 1 && input.rank() >= 2 && weight.rank() >= 2 && few(input.shape()[1]) &&
                              few(weight.shape()[0]) && weight.shape()[1] <= kHalfGroupChannels;
-  if (!few_per_group || dtype == DType::F32) return detail::apply(op, {input, weight, bias}, attributes)[0];
+  if (!few_per_group || (dtype != DType::F16 && dtype != DType::BF16)) return detail::apply(op, {input, weight, bias}, attributes)[0];
+  // The op's checks on the operands as given (infer records nothing), before their casts are recorded.
+  const Matrix given[] = {input, weight, bias};
+  (void)op.def.infer(detail::OpCall<A>{op.def.name, given, attributes, input.engine()});
   const AutocastGuard off(dtype, false);
   const auto f32 = [](const Matrix& m) { return m.defined() ? matrix::cast(m, DType::F32) : m; };
   return matrix::cast(detail::apply(op, {f32(input), f32(weight), f32(bias)}, attributes)[0], dtype);

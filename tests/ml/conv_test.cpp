@@ -416,6 +416,10 @@ TEST(ConvValidation, RejectsBadArguments) {
   const Matrix b5 = Matrix::ones({5}), x_empty = Matrix::ones({1, 4, 0, 5}), w3_bad = Matrix::ones({3, 2, 3});
   const Matrix b31 = Matrix::ones({3, 1}), w_i32 = Matrix::from_i32({3, 4, 3}, std::vector<std::int32_t>(36, 1));
   const Matrix wt3 = Matrix::ones({4, 2, 3}), wt4 = Matrix::ones({4, 2, 3, 3}), b3 = Matrix::ones({3});
+  // Grouped convolutions with few channels per group, which 16-bit operands take through f32.
+  const Matrix x4h = oa::matrix::cast(x4, oa::DType::F16), w4h = oa::matrix::cast(w4, oa::DType::F16), b5h = oa::matrix::cast(b5, oa::DType::F16);
+  const Matrix x4i = Matrix::from_i32({1, 4, 5, 5}, std::vector<std::int32_t>(100, 1));
+  const Matrix w4i = Matrix::from_i32({6, 2, 3, 3}, std::vector<std::int32_t>(108, 1));
   x4.engine().synchronize();
   const std::string c2 = "oa::ml::conv_2d", c1 = "oa::ml::conv_1d";
   const std::string t2 = "oa::ml::conv_transpose_2d", t1 = "oa::ml::conv_transpose_1d";
@@ -424,6 +428,8 @@ TEST(ConvValidation, RejectsBadArguments) {
   expect_invalid([&] { return oa::ml::conv_2d(x4, w4, b6, 1, 0, 1); }, c2, "[6, 2, 3, 3]");  // channels
   expect_invalid([&] { return oa::ml::conv_2d(x4, w4, b6, 1, 0, 3); }, c2, "[1, 4, 5, 5]");  // 4 % 3
   expect_invalid([&] { return oa::ml::conv_2d(x4, w4, b5, 1, 0, 2); }, c2, "[5]");           // bias
+  expect_invalid([&] { return oa::ml::conv_2d(x4h, w4h, b5h, 1, 0, 2); }, c2, "[5]");
+  expect_invalid([&] { return oa::ml::conv_2d(x4i, w4i, Matrix(), 1, 0, 2); }, c2, "i32");
   expect_invalid([&] { return oa::ml::conv_2d(x4, w4, b6, 0, 0, 2); }, c2, "[6, 2, 3, 3]");  // stride 0
   expect_invalid([&] { return oa::ml::conv_2d(x4, w4, b6, {.dilation = {1, 0}, .groups = 2}); }, c2, "[1, 4, 5, 5]");
   expect_invalid([&] { return oa::ml::conv_2d(x4, w4, b6, {.padding = {-1, 0}, .groups = 2}); }, c2, "[1, 4, 5, 5]");
