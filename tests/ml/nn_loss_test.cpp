@@ -250,6 +250,8 @@ TEST(NnCrossEntropy, InvalidArgumentsRecordNothing) {
   const Matrix ix = Matrix::from_i32({3, 4, 2}, std::vector<std::int32_t>(24));
   expect_invalid([&] { ml::cross_entropy(ix, Matrix::zeros({3, 4, 2})); }, op, {"logits", "i32", "[3, 4, 2]"});
   expect_invalid([&] { ml::cross_entropy(ix, Matrix::from_i32({3, 2}, std::vector<std::int32_t>(6))); }, op, {"logits", "i32"});
+  const Matrix scalar_h = Matrix::from_vector({}, std::vector<float>{1}, oa::DType::F16);
+  expect_invalid([&] { ml::cross_entropy(scalar_h, Matrix::zeros(Shape{})); }, op, {"logits", "[]"});
 }
 
 // logits [N, C, P] (P positions) as rows [N * P, C], as the reference takes them.

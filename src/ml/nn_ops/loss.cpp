@@ -299,10 +299,13 @@ Matrix cross_entropy(const Matrix& logits, const Matrix& targets, const CrossEnt
   // Checked here, before class_rows and widened record anything.
   if (!is_floating_point(logits.dtype()))
     fail(ErrorKind::InvalidArgument, "{}: logits must be f32, f16 or bf16; found {} {}", op, to_string(logits.dtype()), logits.shape());
+  if (logits.rank() == 0)
+    fail(ErrorKind::InvalidArgument, "{}: logits must be [C], [N, C] or [N, C, d1, ...]; found {} (targets {})", op, logits.shape(),
+         targets.shape());
   if (is_floating_point(targets.dtype())) return cross_entropy_probabilities(logits, targets, options);
   if (logits.rank() == 2)
     return detail::apply(kCrossEntropy, {widened(logits), targets}, {to_string(options.reduction), options.ignore_index, options.label_smoothing})[0];
-  if (logits.rank() == 0 || !(targets.shape() == positions_shape(logits.shape())))
+  if (!(targets.shape() == positions_shape(logits.shape())))
     fail(ErrorKind::InvalidArgument, "{}: logits [C], [N, C] or [N, C, d1, ...] need class-index targets of shape [], [N] or [N, d1, ...]; "
          "found logits {} and targets {}", op, logits.shape(), targets.shape());
   require_i32(targets, op, "targets");
