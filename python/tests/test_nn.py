@@ -348,6 +348,22 @@ def test_multihead_attention_without_bias():
     assert "bias=False" in repr(mha)
 
 
+def test_multihead_attention_initialises_as_torch():
+    # torch's _reset_parameters: in_proj_weight xavier-uniform over fans (E, 3E), the biases zeros, out_proj.weight
+    # as Linear's (kaiming-uniform with a = sqrt(5): bound 1 / sqrt(E)).
+    oa.manual_seed(3)
+    e = 64
+    mha = nn.MultiheadAttention(e, 4)
+    w = mha.in_proj_weight.numpy().astype(np.float64)
+    bound = np.sqrt(6.0 / (e + 3 * e))
+    assert np.abs(w).max() <= bound and np.abs(w).max() > 0.98 * bound
+    assert abs(w.std() - bound / np.sqrt(3.0)) < 0.03 * bound
+    assert not mha.in_proj_bias.numpy().any() and not mha.out_proj.bias.numpy().any()
+    wo = mha.out_proj.weight.numpy().astype(np.float64)
+    assert np.abs(wo).max() <= 1 / np.sqrt(e) and np.abs(wo).max() > 0.95 / np.sqrt(e)
+    assert nn.MultiheadAttention(e, 4, bias=False).in_proj_bias is None
+
+
 def test_multihead_attention_has_torchs_parameters():
     # torch's names, shapes and order; a torch state_dict (NumPy arrays here) loads into the storage that the
     # forward, the gradients and the optimizers use.

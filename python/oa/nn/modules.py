@@ -20,7 +20,7 @@ import inspect
 import itertools
 
 from .. import _oa
-from . import functional
+from . import functional, init
 from .._device import engine_of, to_arguments
 from .._oa import Tensor
 
@@ -612,8 +612,8 @@ class MultiheadAttention(_Native):
     [3E, E] (the rows of q, then k, then v), in_proj_bias [3E] and out_proj, a Linear(E, E) (out_proj.weight,
     out_proj.bias), so that named_parameters(), state_dict() and load_state_dict() take torch's keys. They are the
     C++ layer's children qkv and proj (their storage: optimizers and the forward see the same values); bias=False
-    leaves out in_proj_bias and out_proj.bias (None), as torch's. Initialised as torch.nn.Linear (torch initialises
-    in_proj_weight with xavier-uniform and both biases with zeros). causal is fixed at construction (oa's argument:
+    leaves out in_proj_bias and out_proj.bias (None), as torch's. Initialised as torch's: in_proj_weight
+    xavier-uniform, out_proj.weight as Linear's, both biases zeros. causal is fixed at construction (oa's argument:
     query i sees keys j <= i + S - L). kdim and vdim other than embed_dim (torch's q_proj_weight, k_proj_weight and
     v_proj_weight), add_bias_kv=True and add_zero_attn=True raise NotImplementedError naming the argument.
 
@@ -660,6 +660,11 @@ class MultiheadAttention(_Native):
         self._modules["out_proj"] = out_proj
         for name, p in out_proj.named_parameters():
             _native.set_parameter_name(p, f"out_proj.{name}")
+        # torch's _reset_parameters: in_proj_weight xavier-uniform, both biases zeros (out_proj.weight as Linear's).
+        init.xavier_uniform_(self.in_proj_weight)
+        if bias:
+            init.zeros_(self.in_proj_bias)
+            init.zeros_(out_proj.bias)
 
     def __setattr__(self, name, value):
         """in_proj_weight and in_proj_bias take a Parameter of their shape and dtype (oa.InvalidArgumentError
