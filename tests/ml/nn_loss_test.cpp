@@ -252,6 +252,16 @@ TEST(NnCrossEntropy, InvalidArgumentsRecordNothing) {
   expect_invalid([&] { ml::cross_entropy(ix, Matrix::from_i32({3, 2}, std::vector<std::int32_t>(6))); }, op, {"logits", "i32"});
   const Matrix scalar_h = Matrix::from_vector({}, std::vector<float>{1}, oa::DType::F16);
   expect_invalid([&] { ml::cross_entropy(scalar_h, Matrix::zeros(Shape{})); }, op, {"logits", "[]"});
+  // 16-bit logits are widened only after every check: bad options, no classes, at rank 2 and above.
+  const Matrix xh = Matrix::from_vector({3, 4}, std::vector<float>(12), oa::DType::F16);
+  const Matrix x3h = Matrix::from_vector({3, 4, 2}, std::vector<float>(24), oa::DType::F16);
+  const Matrix t32 = Matrix::from_i32({3, 2}, std::vector<std::int32_t>(6));
+  expect_invalid([&] { ml::cross_entropy(xh, t, {ml::Reduction::Mean, -100, -1.0}); }, op, {"label_smoothing"});
+  expect_invalid([&] { ml::cross_entropy(xh, t, {ml::Reduction::Mean, std::int64_t{1} << 40, 0.0}); }, op, {"ignore_index"});
+  expect_invalid([&] { ml::cross_entropy(Matrix::from_vector({3, 0}, std::vector<float>(), oa::DType::F16), t); }, op, {"[3, 0]"});
+  expect_invalid([&] { ml::cross_entropy(x3h, t32, {ml::Reduction::Mean, std::int64_t{1} << 40, 0.0}); }, op, {"ignore_index"});
+  expect_invalid([&] { ml::cross_entropy(Matrix::from_vector({3, 0, 2}, std::vector<float>(), oa::DType::F16), t32); }, op,
+                 {"no classes", "[3, 0, 2]"});
 }
 
 // logits [N, C, P] (P positions) as rows [N * P, C], as the reference takes them.

@@ -22,9 +22,8 @@ using namespace detail::op_def;
 const char* to_string(Reduction r) { return r == Reduction::None ? "none" : r == Reduction::Mean ? "mean" : "sum"; }
 
 // Validates logits [N, C] (C >= 1, and N >= 1 unless `empty_batch`) and
-// targets i32 [N] for `name`.
+// targets i32 [N] for `name` (the logits' dtype is the op's lowering to check).
 void require_classification(const Matrix& logits, const Matrix& targets, const char* name, bool empty_batch) {
-  detail::require_f32(logits, name, "logits");
   require_i32(targets, name, "targets");
   const Shape& s = logits.shape();
   if (s.rank() != 2 || s[1] == 0 || (s[0] == 0 && !empty_batch))
@@ -38,6 +37,14 @@ void require_classification(const Matrix& logits, const Matrix& targets, const c
 }
 
 // ── cross_entropy ───────────────────────────────────────────────────────────
+
+// Validates cross entropy's options for class-index targets.
+void require_class_index_options(double label_smoothing, std::int64_t ignore_index, const Matrix& logits, const char* name) {
+  require_range(label_smoothing, 0.0, 1.0, logits, name, "label_smoothing");
+  if (ignore_index < INT32_MIN || ignore_index > INT32_MAX)
+    fail(ErrorKind::InvalidArgument, "{}: ignore_index {} is outside the i32 range of targets (logits {})", name, ignore_index, logits.shape());
+}
+
 
 // Binds to `d` the device check of class targets outside [0, C) other than
 // ignore_index (detail::bind_index_check) for logits [N, C]. The first
@@ -73,10 +80,7 @@ const detail::Op<CrossEntropyAttributes> kCrossEntropy{
        const Matrix &logits = c.inputs[0], &targets = c.inputs[1];
        const CrossEntropyAttributes& a = c.attributes;
        require_classification(logits, targets, c.name, true);
-       require_range(a.label_smoothing, 0.0, 1.0, logits, c.name, "label_smoothing");
-       if (a.ignore_index < INT32_MIN || a.ignore_index > INT32_MAX)
-         fail(ErrorKind::InvalidArgument, "{}: ignore_index {} is outside the i32 range of targets (logits {})", c.name, a.ignore_index,
-              logits.shape());
+       require_class_index_options(a.label_smoothing, a.ignore_index, logits, c.name);
        const std::int64_t N = logits.shape()[0];
        const bool reduced = a.reduction != "none";
        std::vector<OutputSpec> out{{reduced ? Shape{} : Shape{N}}, {Shape{N, 2}, DType::F32, true}};
@@ -303,13 +307,19 @@ Matrix cross_entropy(const Matrix& logits, const Matrix& targets, const CrossEnt
     fail(ErrorKind::InvalidArgument, "{}: logits must be [C], [N, C] or [N, C, d1, ...]; found {} (targets {})", op, logits.shape(),
          targets.shape());
   if (is_floating_point(targets.dtype())) return cross_entropy_probabilities(logits, targets, options);
-  if (logits.rank() == 2)
+  if (logits.rank() == 2) {
+    require_classification(logits, targets, op, true);
+    require_class_index_options(options.label_smoothing, options.ignore_index, logits, op);
     return detail::apply(kCrossEntropy, {widened(logits), targets}, {to_string(options.reduction), options.ignore_index, options.label_smoothing})[0];
+  }
   if (!(targets.shape() == positions_shape(logits.shape())))
     fail(ErrorKind::InvalidArgument, "{}: logits [C], [N, C] or [N, C, d1, ...] need class-index targets of shape [], [N] or [N, d1, ...]; "
          "found logits {} and targets {}", op, logits.shape(), targets.shape());
   require_i32(targets, op, "targets");
-  require_range(options.label_smoothing, 0.0, 1.0, logits, op, "label_smoothing");
+  detail::require_same_engine(logits, "logits", targets, "targets", op);
+  require_class_index_options(options.label_smoothing, options.ignore_index, logits, op);
+  if (logits.shape()[logits.rank() == 1 ? 0 : 1] == 0)
+    fail(ErrorKind::InvalidArgument, "{}: logits {} have no classes (targets {})", op, logits.shape(), targets.shape());
   const Matrix loss = cross_entropy(class_rows(widened(logits)), targets.reshape({targets.numel()}), options);
   return options.reduction == Reduction::None ? loss.reshape(targets.shape().to_vector()) : loss;
 }
