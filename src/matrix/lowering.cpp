@@ -51,21 +51,16 @@ runtime::BufferBinding RowChunk::window(std::shared_ptr<runtime::Storage> storag
 
 std::vector<RowChunk> row_chunks(const Engine& engine, const char* op, std::int64_t rows, std::int64_t cols) {
   const auto range = static_cast<std::int64_t>(std::min<std::uint64_t>(engine.device().max_storage_buffer_range, INT64_MAX));
-  if (cols == 0) rows = 0;  // rows of no columns: no work
-  const std::int64_t row_bytes = cols * 4;
+  if (cols == 0 || rows == 0) return {{0, 0}};  // no work: one chunk of no rows
   std::int64_t per = rows;
-  if (rows * row_bytes > range) {
-    per = range / row_bytes / kWindowAlignWords * kWindowAlignWords;
+  if (cols > range / 4 || rows > range / (cols * 4)) {  // the rows' bytes exceed the range (no product overflows)
+    per = cols > range / 4 ? 0 : range / (cols * 4) / kWindowAlignWords * kWindowAlignWords;
     if (per == 0)
       fail(ErrorKind::ResourceExhausted, "{}: a row of {} columns exceeds 1/64 of this device's maxStorageBufferRange ({} bytes)", op,
            cols, range);
   }
   std::vector<RowChunk> out;
-  std::int64_t r0 = 0;
-  do {  // one chunk (of no rows) even for no rows
-    out.push_back({r0, std::min(per, rows - r0)});
-    r0 += per;
-  } while (r0 < rows);
+  for (std::int64_t r0 = 0; r0 < rows; r0 += per) out.push_back({r0, std::min(per, rows - r0)});
   return out;
 }
 
