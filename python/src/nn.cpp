@@ -193,10 +193,12 @@ void bind_nn(py::module_& m, TensorClass& tensor) {
       arg("p"));
   m.def(
       "multihead_attention",
-      [](std::int64_t d, std::int64_t heads, bool causal, double dropout, bool bias, const OptEngine& engine) -> NativeModule {
-        return std::make_shared<nn::MultiHeadAttention>(d, heads, default_generator(), causal, dropout, bias, engine);
+      [](std::int64_t d, std::int64_t heads, bool causal, double dropout, bool bias, std::optional<std::int64_t> kdim,
+         std::optional<std::int64_t> vdim, const OptEngine& engine) -> NativeModule {
+        return std::make_shared<nn::MultiHeadAttention>(d, heads, default_generator(), causal, dropout, bias, engine, kdim, vdim);
       },
-      arg("embed_dim"), arg("num_heads"), arg("causal"), arg("dropout"), arg("bias"), arg("engine") = none);
+      arg("embed_dim"), arg("num_heads"), arg("causal"), arg("dropout"), arg("bias"), arg("kdim") = none, arg("vdim") = none,
+      arg("engine") = none);
   // LSTM and GRU: built as the base class, seen as their own types (for the state form).
   using OptMatrix = std::optional<Matrix>;
   py::class_<nn::MultiHeadAttention, nn::Module, std::shared_ptr<nn::MultiHeadAttention>>(m, "NativeMultiHeadAttention",

@@ -235,18 +235,20 @@ def test_multihead_attention_masks():
 
 
 def mha_reference(mha, q, k, v, mask=None):
-    """float64 torch.nn.MultiheadAttention of batch-first q [N, L, E], k and v [N, S, E] with mha's parameters (an
-    oa MultiheadAttention of 2 heads, or a state_dict of NumPy arrays under torch's keys; without the biases when
-    it has none) and an additive mask broadcasting to [N, H, L, S]: (output [N, L, E], weights per head
-    [N, H, L, S])."""
+    """float64 torch.nn.MultiheadAttention of batch-first q [N, L, E], k [N, S, kdim] and v [N, S, vdim] with mha's
+    parameters (an oa MultiheadAttention of 2 heads, or a state_dict of NumPy arrays under torch's keys: in_proj_weight,
+    or q_proj_weight, k_proj_weight and v_proj_weight; without the biases when it has none) and an additive mask
+    broadcasting to [N, H, L, S]: (output [N, L, E], weights per head [N, H, L, S])."""
     n, l, e = q.shape
     heads = 2
     state = {name: np.asarray(t.numpy() if isinstance(t, oa.Tensor) else t, np.float64)
              for name, t in (mha.state_dict() if isinstance(mha, nn.Module) else mha).items()}
-    w, wo = state["in_proj_weight"], state["out_proj.weight"]
+    w = ([state["in_proj_weight"][i * e:(i + 1) * e] for i in range(3)] if "in_proj_weight" in state else
+         [state[f"{part}_proj_weight"] for part in "qkv"])
+    wo = state["out_proj.weight"]
     b, bo = state.get("in_proj_bias", np.zeros(3 * e)), state.get("out_proj.bias", np.zeros(e))
     split = lambda t: t.reshape(n, -1, heads, e // heads).transpose(0, 2, 1, 3)
-    qh, kh, vh = (split(t @ w[i * e:(i + 1) * e].T + b[i * e:(i + 1) * e]) for i, t in enumerate((q, k, v)))
+    qh, kh, vh = (split(t @ w[i].T + b[i * e:(i + 1) * e]) for i, t in enumerate((q, k, v)))
     s = qh @ kh.transpose(0, 1, 3, 2) / math.sqrt(e // heads) + (0.0 if mask is None else mask)
     p = np.exp(s - s.max(-1, keepdims=True))
     p /= p.sum(-1, keepdims=True)
@@ -254,12 +256,13 @@ def mha_reference(mha, q, k, v, mask=None):
 
 
 @pytest.mark.parametrize("batch_first", [True, False])
-def test_multihead_attention_returns_torchs_weights_by_default(batch_first):
+@pytest.mark.parametrize("kdim, vdim", [(8, 8), (6, 5)])  # the packed in_proj_weight, torch's separate weights
+def test_multihead_attention_returns_torchs_weights_by_default(batch_first, kdim, vdim):
     # torch's need_weights=True default: weights [N, L, S] averaged over heads, [N, H, L, S] with
     # average_attn_weights=False, batch-first whatever batch_first is.
     oa.manual_seed(4)
-    mha = nn.MultiheadAttention(8, 2, batch_first=batch_first)
-    q, k, v = values((2, 3, 8), 41), values((2, 4, 8), 42), values((2, 4, 8), 43)
+    mha = nn.MultiheadAttention(8, 2, kdim=kdim, vdim=vdim, batch_first=batch_first)
+    q, k, v = values((2, 3, 8), 41), values((2, 4, kdim), 42), values((2, 4, vdim), 43)
     padding = np.array([[False, True, False, False], [False, False, False, True]])
     additive = values((4, 3, 4), 44)  # [N * H, L, S]
     mask = np.where(padding, -np.inf, 0.0)[:, None, None, :] + additive.reshape(2, 2, 3, 4)
@@ -304,13 +307,14 @@ def test_multihead_attention_unbatched():
             assert w is None
     _, w = mha(oa.tensor(q), oa.tensor(k), oa.tensor(k), average_attn_weights=False)
     assert w.shape == (2, 3, 4)
-    with pytest.raises(oa.InvalidArgumentError, match=r"MultiheadAttention: key \[1, 4, 8\] must be \[S, E\] with "
-                       r"E = 8 .*as query \[3, 8\] is unbatched"):
+    with pytest.raises(oa.InvalidArgumentError, match=r"MultiheadAttention: key \[1, 4, 8\] must be \[S, kdim\] "
+                       r"with kdim = 8 .*as query \[3, 8\] is unbatched"):
         mha(oa.tensor(q), oa.tensor(k[None]), oa.tensor(k[None]))
     with pytest.raises(oa.InvalidArgumentError, match=r"MultiheadAttention: query \[3, 4\] must be \[L, E\] with "
                        r"E = 8"):
         mha(oa.ones(3, 4))
-    with pytest.raises(oa.InvalidArgumentError, match=r"key \[4, 8\] and value \[5, 8\] must have one shape, \[S, E\]"):
+    with pytest.raises(oa.InvalidArgumentError, match=r"key \[4, 8\] and value \[5, 8\] must be \[S, kdim\] and "
+                       r"\[S, vdim\] with one S$"):
         mha(oa.tensor(q), oa.tensor(k), oa.ones(5, 8))
 
 
@@ -415,11 +419,133 @@ def test_multihead_attention_has_torchs_parameters():
         np.testing.assert_array_equal(t.numpy(), mha.state_dict()[name].numpy())
 
 
-@pytest.mark.parametrize("argument, value", [("kdim", 4), ("vdim", 6), ("add_bias_kv", True), ("add_zero_attn", True)])
-def test_multihead_attention_refuses_what_it_lacks(argument, value):
-    with pytest.raises(NotImplementedError, match=rf"MultiheadAttention: {argument}={value} is not supported"):
-        nn.MultiheadAttention(8, 2, **{argument: value})
-    nn.MultiheadAttention(8, 2, kdim=8, vdim=8)  # torch's same-size form
+@pytest.mark.parametrize("argument", ["add_bias_kv", "add_zero_attn"])
+def test_multihead_attention_refuses_what_it_lacks(argument):
+    with pytest.raises(NotImplementedError, match=rf"MultiheadAttention: {argument}=True is not supported"):
+        nn.MultiheadAttention(8, 2, **{argument: True})
+    mha = nn.MultiheadAttention(8, 2, kdim=8, vdim=8)  # torch's same-size form: the packed in_proj_weight
+    assert mha.in_proj_weight.shape == (24, 8) and mha.k_proj_weight is None
+
+
+# kdim and vdim other than embed_dim: torch's separate q_proj_weight [E, E], k_proj_weight [E, kdim] and
+# v_proj_weight [E, vdim] replace in_proj_weight.
+KV_SHAPES = {"q_proj_weight": (8, 8), "k_proj_weight": (8, 6), "v_proj_weight": (8, 5), "in_proj_bias": (24,),
+             "out_proj.weight": (8, 8), "out_proj.bias": (8,)}
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_multihead_attention_kdim_vdim(batch_first):
+    # Names, a bool attn_mask, the unbatched form and the inputs' gradients (masks and weights:
+    # test_multihead_attention_returns_torchs_weights_by_default).
+    oa.manual_seed(9)
+    mha = nn.MultiheadAttention(8, 2, kdim=6, vdim=5, batch_first=batch_first)
+    assert [(n, p.shape) for n, p in mha.named_parameters()] == list(KV_SHAPES.items())
+    assert list(mha.state_dict()) == list(KV_SHAPES) and mha.in_proj_weight is None and mha.bias_k is None
+    assert (mha.kdim, mha.vdim) == (6, 5)
+    mha.load_state_dict({name: values(shape, 70 + i) for i, (name, shape) in enumerate(KV_SHAPES.items())})
+    q, k, v = values((2, 3, 8), 81), values((2, 4, 6), 82), values((2, 4, 5), 83)
+    layout = (lambda t: t) if batch_first else (lambda t: np.ascontiguousarray(t.transpose(1, 0, 2)))
+    args = [oa.tensor(layout(t)) for t in (q, k, v)]
+    # A bool attn_mask [L, S], and the unbatched form.
+    hidden = np.array([[False, True, False, False], [False, False, False, False], [True, False, False, True]])
+    out, _ = mha(*args, attn_mask=oa.tensor(hidden), need_weights=False)
+    assert_close(out.numpy(), layout(mha_reference(mha, q, k, v, np.where(hidden, -np.inf, 0.0))[0]))
+    out, w = mha(oa.tensor(q[0]), oa.tensor(k[0]), oa.tensor(v[0]))
+    want_out, want_w = mha_reference(mha, q[:1], k[:1], v[:1])
+    assert_close(out.numpy(), want_out[0])
+    assert_close(w.numpy(), want_w[0].mean(0))
+    # Gradients of query, key and value (batch-first here) through the output on both paths, and through the
+    # weights.
+    to = (lambda t: t) if batch_first else (lambda t: t.transpose(0, 1))
+    padding = np.array([[False, True, False, False], [False, False, False, True]])
+    padded = np.where(padding, -np.inf, 0.0)[:, None, None, :]
+    for need_weights in (True, False):
+        check_gradients(lambda a, b, c: to(mha(to(a), to(b), to(c), key_padding_mask=oa.tensor(padding),
+                                               need_weights=need_weights)[0]),
+                        lambda a, b, c: mha_reference(mha, a, b, c, padded)[0], [q, k, v])
+    check_gradients(lambda a, b, c: mha(to(a), to(b), to(c))[1],
+                    lambda a, b, c: mha_reference(mha, a, b, c)[1].mean(1), [q, k, v])
+
+
+def test_multihead_attention_kdim_vdim_parameters():
+    # A torch state_dict of the separate form loads as it is; the parameters get the gradients, an optimizer step
+    # reaches the forward, and a new Parameter replaces one (another shape is refused, naming both).
+    oa.manual_seed(10)
+    mha = nn.MultiheadAttention(8, 2, kdim=6, vdim=5, batch_first=True)
+    state = {name: values(shape, 90 + i) for i, (name, shape) in enumerate(KV_SHAPES.items())}
+    mha.load_state_dict(state)
+    for name, t in mha.state_dict().items():
+        np.testing.assert_array_equal(t.numpy(), state[name])
+    q, k, v = values((2, 3, 8), 96), values((2, 4, 6), 97), values((2, 4, 5), 98)
+    out, _ = mha(oa.tensor(q), oa.tensor(k), oa.tensor(v), need_weights=False)
+    assert_close(out.numpy(), mha_reference(state, q, k, v)[0])
+    w = values((2, 3, 8), 99)
+    out.backward(oa.tensor(w))
+    loss = lambda s: np.sum(mha_reference(s, q, k, v)[0] * w)
+    for name in ("k_proj_weight", "v_proj_weight", "in_proj_bias"):
+        numeric = np.zeros(KV_SHAPES[name])
+        for j in range(numeric.size):
+            plus, minus = dict(state), dict(state)
+            plus[name], minus[name] = state[name].astype(np.float64), state[name].astype(np.float64)
+            plus[name].reshape(-1)[j] += 1e-6
+            minus[name].reshape(-1)[j] -= 1e-6
+            numeric.reshape(-1)[j] = (loss(plus) - loss(minus)) / 2e-6
+        assert_close(getattr(mha, name).grad.numpy(), numeric, rtol=2e-3, atol=2e-4)
+    before = {name: p.numpy().astype(np.float64) for name, p in mha.named_parameters()}
+    grads = {name: p.grad.numpy().astype(np.float64) for name, p in mha.named_parameters()}
+    oa.optim.SGD(mha.parameters(), lr=0.5).step()
+    stepped = {name: before[name] - 0.5 * grads[name] for name in before}
+    out, _ = mha(oa.tensor(q), oa.tensor(k), oa.tensor(v))
+    assert_close(out.numpy(), mha_reference(stepped, q, k, v)[0])
+    mha.k_proj_weight = nn.Parameter(oa.tensor(state["k_proj_weight"]))
+    stepped["k_proj_weight"] = state["k_proj_weight"]
+    out, _ = mha(oa.tensor(q), oa.tensor(k), oa.tensor(v))
+    assert_close(out.numpy(), mha_reference(stepped, q, k, v)[0])
+    with pytest.raises(oa.InvalidArgumentError, match=r"k_proj_weight.*\[8, 6\].*\[6, 8\]"):
+        mha.k_proj_weight = nn.Parameter(oa.zeros(6, 8))
+    dup = copy.deepcopy(mha)
+    assert list(dup.state_dict()) == list(KV_SHAPES)
+    for name, t in dup.state_dict().items():
+        np.testing.assert_array_equal(t.numpy(), mha.state_dict()[name].numpy())
+    # bias=False: no in_proj_bias, as torch's.
+    plain = nn.MultiheadAttention(8, 2, bias=False, kdim=6, vdim=5)
+    assert [n for n, _ in plain.named_parameters()] == ["q_proj_weight", "k_proj_weight", "v_proj_weight",
+                                                        "out_proj.weight"]
+    assert plain.in_proj_bias is None and plain.in_proj_weight is None
+
+
+def test_multihead_attention_kdim_vdim_initialises_as_torch():
+    # torch's _reset_parameters: q, k and v_proj_weight xavier-uniform over fans (dim, E), the biases zeros.
+    oa.manual_seed(11)
+    e = 64
+    mha = nn.MultiheadAttention(e, 4, kdim=32, vdim=96)
+    for name, fan in (("q_proj_weight", e), ("k_proj_weight", 32), ("v_proj_weight", 96)):
+        w = getattr(mha, name).numpy().astype(np.float64)
+        bound = np.sqrt(6.0 / (e + fan))
+        assert np.abs(w).max() <= bound and np.abs(w).max() > 0.97 * bound, name
+        assert abs(w.std() - bound / np.sqrt(3.0)) < 0.04 * bound, name
+    assert not mha.in_proj_bias.numpy().any() and not mha.out_proj.bias.numpy().any()
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_multihead_attention_kdim_vdim_errors(batch_first):
+    mha = nn.MultiheadAttention(8, 2, kdim=6, vdim=5, batch_first=batch_first)
+    layout = "N, S" if batch_first else "S, N"
+    q, k, v = oa.ones(2, 3, 8), oa.ones(2, 4, 6), oa.ones(2, 4, 5)
+    with pytest.raises(oa.InvalidArgumentError, match=rf"^oa.nn.MultiheadAttention: key \[2, 4, 8\] must be "
+                       rf"\[{layout}, kdim\] with kdim = 6"):
+        mha(q, oa.ones(2, 4, 8), v)
+    with pytest.raises(oa.InvalidArgumentError, match=rf"^oa.nn.MultiheadAttention: value \[2, 4, 6\] must be "
+                       rf"\[{layout}, vdim\] with vdim = 5"):
+        mha(q, k, oa.ones(2, 4, 6))
+    with pytest.raises(oa.InvalidArgumentError, match=r"^oa.nn.MultiheadAttention: key \[2, 3, 8\] must be"):
+        mha(q)  # self-attention needs kdim == vdim == embed_dim
+    with pytest.raises(oa.InvalidArgumentError, match=rf"^oa.nn.MultiheadAttention: key \[2, 4, 6\] and value "
+                       rf"\[2, 5, 5\] must be \[{layout}, kdim\] and \[{layout}, vdim\] with one S"):
+        mha(q, k, oa.ones(2, 5, 5))
+    with pytest.raises(oa.InvalidArgumentError, match=r"^oa.nn.MultiheadAttention: value \[4, 6\] must be "
+                       r"\[S, vdim\] with vdim = 5 .*as query \[3, 8\] is unbatched"):
+        mha(oa.ones(3, 8), oa.ones(4, 6), oa.ones(4, 6))
 
 
 def test_multihead_attention_weights_after_dropout_in_training():

@@ -300,12 +300,14 @@ def test_batch_norm2d_train_and_eval():
     compare_module(bn_oa, bn_torch, values((2, 3, 3, 2), 48, -2, 3))
 
 
-@pytest.mark.parametrize("causal", [False, True])
-def test_multihead_attention(causal):
-    """torch's state_dict loads as it is (in_proj_weight, in_proj_bias, out_proj.weight, out_proj.bias)."""
+@pytest.mark.parametrize("causal, kdim, vdim", [(False, 8, 8), (True, 8, 8), (False, 6, 5)])
+def test_multihead_attention(causal, kdim, vdim):
+    """torch's state_dict loads as it is (in_proj_weight, or q_proj_weight, k_proj_weight and v_proj_weight when
+    kdim / vdim differ from embed_dim; in_proj_bias, out_proj.weight, out_proj.bias): self-attention, or key
+    [N, S, kdim] and value [N, S, vdim]."""
     torch.manual_seed(0)
-    mha_oa, mha_torch = oa.nn.MultiheadAttention(8, 2, batch_first=True, causal=causal), \
-        torch.nn.MultiheadAttention(8, 2, batch_first=True)
+    mha_oa, mha_torch = oa.nn.MultiheadAttention(8, 2, kdim=kdim, vdim=vdim, batch_first=True, causal=causal), \
+        torch.nn.MultiheadAttention(8, 2, kdim=kdim, vdim=vdim, batch_first=True)
     with torch.no_grad():
         mha_torch.in_proj_bias.copy_(torch.tensor(values((24,), 49)))
         mha_torch.out_proj.bias.copy_(torch.tensor(values((8,), 50)))
@@ -313,15 +315,17 @@ def test_multihead_attention(causal):
     assert list(mha_oa.state_dict()) == list(mha_torch.state_dict())
     mha_oa.load_state_dict(mha_torch.state_dict())
     mask = torch.ones(5, 5, dtype=torch.bool).triu(1) if causal else None
-    x = values((2, 5, 8), 51)
-    xo, xt = oa.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
-    got, _ = mha_oa(xo)
-    want, _ = mha_torch(xt, xt, xt, need_weights=False, attn_mask=mask)
+    inputs = [values((2, 5, 8), 51)] + ([] if kdim == 8 else [values((2, 4, kdim), 52), values((2, 4, vdim), 53)])
+    oa_in = [oa.tensor(t, requires_grad=True) for t in inputs]
+    torch_in = [torch.tensor(t, requires_grad=True) for t in inputs]
+    got, _ = mha_oa(*oa_in)
+    want, _ = mha_torch(*(torch_in * 3 if kdim == 8 else torch_in), need_weights=False, attn_mask=mask)
     assert_close(got.numpy(), want.detach().numpy(), **FORWARD)
     weights = values((2, 5, 8), 99)
     got.backward(oa.tensor(weights))
     (want * torch.tensor(weights)).sum().backward()
-    assert_close(xo.grad.numpy(), xt.grad.numpy(), **GRADIENT)
+    for xo, xt in zip(oa_in, torch_in):
+        assert_close(xo.grad.numpy(), xt.grad.numpy(), **GRADIENT)
     for k, p in mha_oa.named_parameters():
         assert_close(p.grad.numpy(), theirs[k].grad.numpy(), **GRADIENT)
 

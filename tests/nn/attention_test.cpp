@@ -190,6 +190,76 @@ TEST(NnAttention, MultiHeadAttentionKeyPaddingAndAttnMasks) {
   }
 }
 
+// kdim and vdim other than embed_dim: torch's separate q, k and v projection
+// weights with in_proj_bias, under torch's names and in its order, through
+// the same attention as the fused form (bool masks, then an F32 attn_mask
+// with causal, as above); the weights returned with forward's output; a new
+// Parameter in place of one; shape errors name the argument.
+TEST(NnAttention, KdimVdim) {
+  const std::int64_t B = 2, H = 2, Sq = 3, Sk = 4, D = 8, KD = 6, VD = 5;
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<std::uint8_t> padding{0, 0, 1, 0, 0, 1, 1, 0};
+  const auto key = oa::test::test_values(B * Sk * KD, 31), value = oa::test::test_values(B * Sk * VD, 32);
+  const auto additive = oa::test::test_values(B * H * Sq * Sk, 33);
+  const ref::Vec kd(key.begin(), key.end()), vd(value.begin(), value.end());
+  for (bool bool_masks : {true, false}) {
+    SCOPED_TRACE(testing::Message() << (bool_masks ? "bool key_padding_mask" : "f32 attn_mask, causal"));
+    oa::ml::Generator g(6);
+    auto mha = std::make_shared<MultiHeadAttention>(D, H, g, !bool_masks, 0.0, true, std::nullopt, KD, VD);
+    EXPECT_EQ(mha->qkv(), nullptr);
+    EXPECT_EQ(names_of(mha->named_parameters()),
+              (std::vector<std::string>{"q_proj_weight", "k_proj_weight", "v_proj_weight", "in_proj_bias", "proj.weight", "proj.bias"}));
+    EXPECT_EQ(mha->named_parameters()[1].second.shape(), Shape({D, KD}));
+    EXPECT_EQ(mha->parameter_count(), D * D + D * KD + D * VD + 3 * D + D * D + D);
+    ref::Vec mask(static_cast<std::size_t>(B * H * Sq * Sk));
+    for (std::size_t at = 0; at < mask.size(); ++at)
+      mask[at] = bool_masks ? (padding[at / (H * Sq * Sk) * Sk + at % Sk] != 0 ? -inf : 0.0) : additive[at];
+    MaskedAttention module(mha, Matrix::from_vector({B, Sk, KD}, key), Matrix::from_vector({B, Sk, VD}, value),
+                           bool_masks ? Matrix::from_bool({B, Sk}, padding) : Matrix(),
+                           bool_masks ? Matrix() : Matrix::from_vector({B * H, Sq, Sk}, additive));
+    const Matrix y = oa::test::module_gradcheck(module, oa::test::random_input({B, Sq, D}, 34), [&](const Args& v) {
+      return ref::multi_head_attention(v[0], kd, vd, B, Sq, Sk, D, KD, VD, H, !bool_masks, mask, v[1], v[2], v[3], v[4], v[5], v[6]);
+    });
+    EXPECT_EQ(y.shape(), Shape({B, Sq, D}));
+  }
+  oa::ml::Generator g(7);
+  MultiHeadAttention mha(D, H, g, false, 0.0, false, std::nullopt, KD, VD);
+  EXPECT_EQ(names_of(mha.named_parameters()), (std::vector<std::string>{"q_proj_weight", "k_proj_weight", "v_proj_weight", "proj.weight"}));
+  const Matrix q = Matrix::from_vector({B, Sq, D}, oa::test::test_values(B * Sq * D, 35));
+  const Matrix k = Matrix::from_vector({B, Sk, KD}, key), v = Matrix::from_vector({B, Sk, VD}, value);
+  const auto w_k = oa::test::test_values(D * KD, 36);
+  mha.set_parameter("k_proj_weight", oa::ml::Parameter("k_proj_weight", Matrix::from_vector({D, KD}, w_k)));
+  std::vector<ref::Vec> p;
+  for (const auto& [name, param] : mha.named_parameters()) {
+    const auto values = param.value().to_vector();
+    p.emplace_back(values.begin(), values.end());
+  }
+  EXPECT_EQ(p[1], ref::Vec(w_k.begin(), w_k.end()));
+  const MultiHeadAttentionOutput r = mha.forward_with_weights(q, k, v);
+  const auto qv = q.to_vector();
+  EXPECT_TRUE(oa_test::near(
+      r.output.to_vector(),
+      ref::multi_head_attention({qv.begin(), qv.end()}, kd, vd, B, Sq, Sk, D, KD, VD, H, false, {}, p[0], p[1], p[2], {}, p[3], {}), 1e-5,
+      1e-4));
+  EXPECT_EQ(r.weights.shape(), Shape({B, H, Sq, Sk}));
+  using oa::ErrorKind;
+  EXPECT_TRUE(oa_test::throws([&] { mha(q); }, ErrorKind::InvalidArgument, {"MultiHeadAttention", "forward(x)", "kdim 6", "vdim 5"}));
+  EXPECT_TRUE(oa_test::throws([&] { mha(q, q, v); }, ErrorKind::InvalidArgument, {"MultiHeadAttention", "key [2, 3, 8]", "[B, S, 6]"}));
+  EXPECT_TRUE(oa_test::throws([&] { mha(q, k, k); }, ErrorKind::InvalidArgument, {"MultiHeadAttention", "value [2, 4, 6]", "[B, S, 5]"}));
+  EXPECT_TRUE(oa_test::throws(
+      [&] {
+        mha(q, k, Matrix::zeros({B, Sk + 1, VD}));
+      },
+      ErrorKind::InvalidArgument, {"MultiHeadAttention", "key [2, 4, 6] and value [2, 5, 5]", "one Sk"}));
+  EXPECT_TRUE(oa_test::throws(
+      [&] {
+        mha.set_parameter("v_proj_weight", oa::ml::Parameter("v", Matrix::zeros({D, KD})));
+      },
+      ErrorKind::InvalidArgument, {"v_proj_weight", "[8, 5]", "[8, 6]"}));
+  EXPECT_TRUE(oa_test::throws([&] { MultiHeadAttention(D, H, g, false, 0.0, true, std::nullopt, 0, VD); }, ErrorKind::InvalidArgument,
+                              {"MultiHeadAttention", "kdim 0"}));
+}
+
 // forward_with_weights: forward's output and, per head, probabilities whose
 // rows sum to one, zero at the keys a query may not see (causal, bottom-right
 // aligned: query i sees keys j <= i + 1; batch 0 pads key 3); bias = false

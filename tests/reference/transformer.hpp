@@ -13,20 +13,21 @@
 
 namespace oa::reference {
 
-// Multi-head attention of query [B, Sq, D] over key and value [B, Sk, D]
-// (H heads) with the fused projection qkv (w_qkv [3D, D], b_qkv [3D]: rows
-// for q, k, v in that order) and the output projection (w_o [D, D], b_o [D]).
-// mask: empty, or additive [B*H*Sq, Sk]. With dropout > 0 the attention
-// probabilities [B*H, Sq, Sk] go through oa's dropout (reference/nn.hpp) with
-// `seed` before they weight v.
+// Multi-head attention of query [B, Sq, D] over key [B, Sk, kdim] and value
+// [B, Sk, vdim] (H heads) with separate projections w_q [D, D], w_k
+// [D, kdim], w_v [D, vdim] and b_qkv [3D] (q, k, v in that order; or empty), then the
+// output projection (w_o [D, D], b_o [D]). mask: empty, or additive
+// [B*H*Sq, Sk]. With dropout > 0 the attention probabilities [B*H, Sq, Sk]
+// go through oa's dropout (reference/nn.hpp) with `seed` before they weight v.
 inline Vec multi_head_attention(const Vec& query, const Vec& key, const Vec& value, std::int64_t batch, std::int64_t sq, std::int64_t sk,
-                                std::int64_t d, std::int64_t heads, bool causal, const Vec& mask, const Vec& w_qkv, const Vec& b_qkv,
-                                const Vec& w_o, const Vec& b_o, double dropout_p = 0.0, std::uint64_t seed = 0) {
+                                std::int64_t d, std::int64_t kdim, std::int64_t vdim, std::int64_t heads, bool causal, const Vec& mask,
+                                const Vec& w_q, const Vec& w_k, const Vec& w_v, const Vec& b_qkv, const Vec& w_o, const Vec& b_o,
+                                double dropout_p = 0.0, std::uint64_t seed = 0) {
   const std::int64_t dh = d / heads;
-  // Part p (0: q, 1: k, 2: v) of the projection of x [B, seq, D], as heads [B*H, seq, Dh].
-  auto project = [&](const Vec& x, std::int64_t seq, std::int64_t p) {
-    const Vec w(w_qkv.begin() + p * d * d, w_qkv.begin() + (p + 1) * d * d), b(b_qkv.begin() + p * d, b_qkv.begin() + (p + 1) * d);
-    return split_heads(linear(x, w, b, batch * seq, d, d), batch, seq, heads, dh);
+  // Part p (0: q, 1: k, 2: v) of the projection of x [B, seq, in], as heads [B*H, seq, Dh].
+  auto project = [&](const Vec& x, const Vec& w, std::int64_t seq, std::int64_t in, std::int64_t p) {
+    const Vec b = b_qkv.empty() ? Vec() : Vec(b_qkv.begin() + p * d, b_qkv.begin() + (p + 1) * d);
+    return split_heads(linear(x, w, b, batch * seq, in, d), batch, seq, heads, dh);
   };
   AttentionProblem problem;
   problem.bh = batch * heads;
@@ -37,8 +38,8 @@ inline Vec multi_head_attention(const Vec& query, const Vec& key, const Vec& val
   problem.causal = causal;
   problem.mask = mask;
   problem.mask_rows = batch * heads * sq;
-  const Vec v = project(value, sk, 2);
-  const AttentionResult a = attention(problem, project(query, sq, 0), project(key, sk, 1), v);
+  const Vec v = project(value, w_v, sk, vdim, 2);
+  const AttentionResult a = attention(problem, project(query, w_q, sq, d, 0), project(key, w_k, sk, kdim, 1), v);
   const Vec o = dropout_p > 0 ? bmm(dropout(a.probs, dropout_p, seed), v, batch * heads, sq, sk, dh, false, false) : a.out;
   Vec merged(o.size());  // [B*H, Sq, Dh] -> [B*Sq, H*Dh]
   for (std::int64_t b = 0; b < batch; ++b)
@@ -47,6 +48,16 @@ inline Vec multi_head_attention(const Vec& query, const Vec& key, const Vec& val
         for (std::int64_t i = 0; i < dh; ++i)
           merged[static_cast<std::size_t>((b * sq + s) * d + h * dh + i)] = o[static_cast<std::size_t>(((b * heads + h) * sq + s) * dh + i)];
   return linear(merged, w_o, b_o, batch * sq, d, d);
+}
+
+// The above with key and value [B, Sk, D] and the fused projection qkv
+// (w_qkv [3D, D], b_qkv [3D]: rows for q, k, v in that order).
+inline Vec multi_head_attention(const Vec& query, const Vec& key, const Vec& value, std::int64_t batch, std::int64_t sq, std::int64_t sk,
+                                std::int64_t d, std::int64_t heads, bool causal, const Vec& mask, const Vec& w_qkv, const Vec& b_qkv,
+                                const Vec& w_o, const Vec& b_o, double dropout_p = 0.0, std::uint64_t seed = 0) {
+  const auto part = [&](std::int64_t p) { return Vec(w_qkv.begin() + p * d * d, w_qkv.begin() + (p + 1) * d * d); };
+  return multi_head_attention(query, key, value, batch, sq, sk, d, d, d, heads, causal, mask, part(0), part(1), part(2), b_qkv, w_o, b_o,
+                              dropout_p, seed);
 }
 
 // Multi-head self-attention on x [B, S, D]: the above with query = key = value = x and no mask.

@@ -611,65 +611,75 @@ class MultiheadAttention(_Native):
     """torch.nn.MultiheadAttention (oa::ml::nn::MultiHeadAttention) with torch's parameters: in_proj_weight
     [3E, E] (the rows of q, then k, then v), in_proj_bias [3E] and out_proj, a Linear(E, E) (out_proj.weight,
     out_proj.bias), so that named_parameters(), state_dict() and load_state_dict() take torch's keys. They are the
-    C++ layer's children qkv and proj (their storage: optimizers and the forward see the same values); bias=False
-    leaves out in_proj_bias and out_proj.bias (None), as torch's. Initialised as torch's: in_proj_weight
-    xavier-uniform, out_proj.weight as Linear's, both biases zeros. causal is fixed at construction (oa's argument:
-    query i sees keys j <= i + S - L). kdim and vdim other than embed_dim (torch's q_proj_weight, k_proj_weight and
-    v_proj_weight), add_bias_kv=True and add_zero_attn=True raise NotImplementedError naming the argument.
+    C++ layer's storage (its child qkv's parameters, its own in the kdim / vdim form, and its child proj):
+    optimizers and the forward see the same values; bias=False leaves out in_proj_bias and out_proj.bias (None),
+    as torch's. kdim and vdim (default embed_dim) are the last extents of key and value; when either differs from
+    embed_dim, torch's separate q_proj_weight [E, E], k_proj_weight [E, kdim] and v_proj_weight [E, vdim] replace
+    in_proj_weight (None then; q_proj_weight, k_proj_weight and v_proj_weight are None in the other form), in
+    torch's order q_proj_weight, k_proj_weight, v_proj_weight, in_proj_bias, out_proj, so that such a torch
+    state_dict loads as it is. Initialised as torch's: in_proj_weight (or the three) xavier-uniform,
+    out_proj.weight as Linear's, both biases zeros. causal is fixed at construction (oa's argument: query i sees
+    keys j <= i + S - L). add_bias_kv=True and add_zero_attn=True raise NotImplementedError naming the argument.
 
     forward(query, key=query, value=query, key_padding_mask=None, need_weights=True, attn_mask=None,
     average_attn_weights=True, is_causal=None) -> (output, weights), as torch's: query [L, N, E] ([N, L, E] with
-    batch_first) or unbatched [L, E]; key and value [S, N, E] ([N, S, E], or [S, E] unbatched); output has query's
-    shape. weights (float32) are the attention probabilities, after dropout in training as torch's: [N, L, S]
-    averaged over the heads, [N, num_heads, L, S] with average_attn_weights=False, without N for unbatched input;
+    batch_first) or unbatched [L, E]; key [S, N, kdim] and value [S, N, vdim] ([N, S, kdim] and [N, S, vdim], or
+    [S, kdim] and [S, vdim] unbatched); output has query's shape. weights (float32) are the attention
+    probabilities, after dropout in training as torch's: [N, L, S] averaged over the heads, [N, num_heads, L, S]
+    with average_attn_weights=False, without N for unbatched input;
     gradients flow through them as through the output. They are materialised (N * num_heads * L * S floats);
     need_weights=False returns (output, None) on the flash path, which stores no L x S matrix: pass it where the
     weights are not used. key_padding_mask [N, S] ([S] unbatched; bool: True = ignored, or float: added) and
     attn_mask ([L, S] or [N * num_heads, L, S], [num_heads, L, S] unbatched; bool: True = not allowed, or float:
     added; a float mask of any float dtype is added in float32) as torch's; a query that may see no key gives zeros, and zero weights (torch: NaN). is_causal, when
-    given, must equal causal. Errors: oa.InvalidArgumentError naming the module and the shapes for other shapes;
-    ValueError for is_causal other than causal."""
+    given, must equal causal. Errors: oa.InvalidArgumentError naming the module, the argument and the shapes for
+    other shapes (a key whose last extent is not kdim, a value's not vdim); ValueError for is_causal other than
+    causal."""
 
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False, add_zero_attn=False, kdim=None,
                  vdim=None, batch_first=False, causal=False, engine=None):
-        for name, value, supported in (("kdim", kdim, (None, embed_dim)), ("vdim", vdim, (None, embed_dim)),
-                                       ("add_bias_kv", add_bias_kv, (False,)), ("add_zero_attn", add_zero_attn, (False,))):
-            if value not in supported:
+        for name, value in (("add_bias_kv", add_bias_kv), ("add_zero_attn", add_zero_attn)):
+            if value:
                 raise NotImplementedError(f"oa.nn.MultiheadAttention: {name}={value!r} is not supported (oa's layer "
-                                          f"takes key and value of embed_dim {embed_dim}, projected by one in_proj_weight, "
-                                          "and adds no bias_k, bias_v or zero attention rows)")
-        super().__init__(_native.multihead_attention(embed_dim, num_heads, causal, dropout, bias, engine))
+                                          "adds no bias_k, bias_v or zero attention rows)")
+        kdim = embed_dim if kdim is None else kdim
+        vdim = embed_dim if vdim is None else vdim
+        super().__init__(_native.multihead_attention(embed_dim, num_heads, causal, dropout, bias, kdim, vdim, engine))
+        # The C++ child qkv (the packed form; None in the separate form), read by __setattr__.
+        object.__setattr__(self, "_in_proj", self._modules.pop("qkv", None))
         self.embed_dim, self.num_heads, self.batch_first, self.causal = embed_dim, num_heads, batch_first, causal
-        self.kdim = self.vdim = embed_dim
+        self.kdim, self.vdim = kdim, vdim
         self.head_dim = embed_dim // num_heads
-        # torch's entries of the kdim / vdim and add_bias_kv forms, None as in its default form.
-        self.q_proj_weight = self.k_proj_weight = self.v_proj_weight = self.bias_k = self.bias_v = None
-        # The C++ children under torch's names: qkv's parameters as in_proj_*, proj as the Linear out_proj.
-        in_proj = self._modules.pop("qkv")
-        object.__setattr__(self, "_in_proj", in_proj)
-        for name in ("weight", "bias"):
-            p = in_proj._parameters.get(name)
-            if p is None:
-                object.__setattr__(self, f"in_proj_{name}", None)  # bias=False, as torch's
-            else:
+        # The C++ children under torch's names: qkv's parameters (the packed form) as in_proj_*, proj as the Linear
+        # out_proj. The separate form's parameters are the C++ layer's own, already under torch's names.
+        if self._in_proj is not None:
+            for name, p in self._in_proj.named_parameters():
                 self._parameters[f"in_proj_{name}"] = p
                 _native.set_parameter_name(p, f"in_proj_{name}")
+        # torch's entries of the other projection form, of bias=False and of add_bias_kv: None, as torch's.
+        for name in ("in_proj_weight", "q_proj_weight", "k_proj_weight", "v_proj_weight", "in_proj_bias", "bias_k",
+                     "bias_v"):
+            if name not in self._parameters:
+                object.__setattr__(self, name, None)
         out_proj = Linear.__new__(Linear)
         _Native.__init__(out_proj, self._modules.pop("proj")._native)
         out_proj.in_features = out_proj.out_features = embed_dim
         self._modules["out_proj"] = out_proj
         for name, p in out_proj.named_parameters():
             _native.set_parameter_name(p, f"out_proj.{name}")
-        # torch's _reset_parameters: in_proj_weight xavier-uniform, both biases zeros (out_proj.weight as Linear's).
-        init.xavier_uniform_(self.in_proj_weight)
+        # torch's _reset_parameters: in_proj_weight xavier-uniform (the C++ layer draws the separate weights so),
+        # both biases zeros (out_proj.weight as Linear's).
+        if self._in_proj is not None:
+            init.xavier_uniform_(self.in_proj_weight)
         if bias:
             init.zeros_(self.in_proj_bias)
             init.zeros_(out_proj.bias)
 
     def __setattr__(self, name, value):
-        """in_proj_weight and in_proj_bias take a Parameter of their shape and dtype (oa.InvalidArgumentError
-        naming both otherwise), as the C++ child qkv's weight and bias."""
-        if name in self._parameters and name.startswith("in_proj_") and isinstance(value, Parameter):
+        """in_proj_weight and in_proj_bias of the packed form take a Parameter of their shape and dtype
+        (oa.InvalidArgumentError naming both otherwise), as the C++ child qkv's weight and bias."""
+        if (self._in_proj is not None and name in self._parameters and name.startswith("in_proj_")
+                and isinstance(value, Parameter)):
             old = self._parameters[name]
             if value.shape != old.shape or value.dtype != old.dtype:
                 raise _oa.InvalidArgumentError(
@@ -691,25 +701,29 @@ class MultiheadAttention(_Native):
         # Checked in the caller's layout, before the transpose that batch_first=False needs.
         unbatched = isinstance(query, Tensor) and query.dim() == 2
         n = 0 if self.batch_first else 1  # the batch axis
-        layout = "[N, L, E]" if self.batch_first else "[L, N, E]"
-        for name, t in (("query", query), ("key", key), ("value", value)):
+        # The layout named by errors: query [L, N, E], key [S, N, kdim], value [S, N, vdim] (N first with batch_first,
+        # no N unbatched).
+        layout = lambda seq, dim: f"[{seq}, {dim}]" if unbatched else (
+            f"[N, {seq}, {dim}]" if self.batch_first else f"[{seq}, N, {dim}]")
+        for name, t, seq, dim, size in (("query", query, "L", "E", self.embed_dim),
+                                        ("key", key, "S", "kdim", self.kdim), ("value", value, "S", "vdim", self.vdim)):
             if not isinstance(t, Tensor):
                 continue
-            if unbatched and (t.dim() != 2 or t.shape[1] != self.embed_dim or (name == "query" and t.shape[0] < 1)):
+            if unbatched and (t.dim() != 2 or t.shape[1] != size or (name == "query" and t.shape[0] < 1)):
                 raise _oa.InvalidArgumentError(
-                    f"oa.nn.MultiheadAttention: {name} {list(t.shape)} must be {'[L' if name == 'query' else '[S'}, E] "
-                    f"with E = {self.embed_dim} and, for the query, L >= 1, as query {list(query.shape)} is unbatched")
-            if not unbatched and (t.dim() != 3 or t.shape[2] != self.embed_dim or t.shape[n] < 1 or (
+                    f"oa.nn.MultiheadAttention: {name} {list(t.shape)} must be {layout(seq, dim)} with {dim} = {size} "
+                    f"and, for the query, L >= 1, as query {list(query.shape)} is unbatched")
+            if not unbatched and (t.dim() != 3 or t.shape[2] != size or t.shape[n] < 1 or (
                     name == "query" and t.shape[1 - n] < 1)):
                 raise _oa.InvalidArgumentError(
-                    f"oa.nn.MultiheadAttention: {name} {list(t.shape)} must be {layout} with E = {self.embed_dim}, "
+                    f"oa.nn.MultiheadAttention: {name} {list(t.shape)} must be {layout(seq, dim)} with {dim} = {size}, "
                     f"N >= 1 and, for the query, L >= 1 (batch_first={self.batch_first})")
         if all(isinstance(t, Tensor) for t in (query, key, value)) and (
-                key.shape != value.shape or (not unbatched and key.shape[n] != query.shape[n])):
-            expected = "[S, E]" if unbatched else (
-                f"{layout} with the N of query {list(query.shape)} (batch_first={self.batch_first})")
+                key.shape[:-1] != value.shape[:-1] or (not unbatched and key.shape[n] != query.shape[n])):
+            expected = f"{layout('S', 'kdim')} and {layout('S', 'vdim')} with one S" + ("" if unbatched else (
+                f" and the N of query {list(query.shape)} (batch_first={self.batch_first})"))
             raise _oa.InvalidArgumentError(f"oa.nn.MultiheadAttention: key {list(key.shape)} and value "
-                                           f"{list(value.shape)} must have one shape, {expected}")
+                                           f"{list(value.shape)} must be {expected}")
         if unbatched:
             # One batch of N = 1: a [S] key_padding_mask is [1, S], a [num_heads, L, S] attn_mask is
             # [N * num_heads, L, S].

@@ -2,14 +2,16 @@
 
 #include <cmath>
 #include <limits>
+#include <tuple>
 #include <vector>
 
 #include "oa/matrix/elementwise.hpp"
 #include "oa/matrix/indexing.hpp"
 #include "oa/matrix/layout.hpp"
 #include "oa/ml/attention.hpp"
-#include "oa/ml/nn/activation.hpp"
 #include "oa/ml/functional.hpp"
+#include "oa/ml/init.hpp"
+#include "oa/ml/nn/activation.hpp"
 
 namespace oa::ml::nn {
 
@@ -19,18 +21,44 @@ constexpr const char* kMha = "oa::ml::nn::MultiHeadAttention";
 
 }  // namespace
 
-MultiHeadAttention::MultiHeadAttention(std::int64_t embed_dim, std::int64_t num_heads, Generator& generator, bool causal,
-                                       double dropout, bool bias, std::optional<Engine> engine)
-    : embed_dim_(embed_dim), num_heads_(num_heads), causal_(causal), dropout_(dropout), masks_(generator.next_seed()) {
-  if (embed_dim < 1 || num_heads < 1 || embed_dim % num_heads != 0 || !(dropout >= 0 && dropout < 1))
+MultiHeadAttention::MultiHeadAttention(std::int64_t embed_dim, std::int64_t num_heads, Generator& generator, bool causal, double dropout,
+                                       bool bias, std::optional<Engine> engine, std::optional<std::int64_t> kdim,
+                                       std::optional<std::int64_t> vdim)
+    : embed_dim_(embed_dim),
+      num_heads_(num_heads),
+      kdim_(kdim.value_or(embed_dim)),
+      vdim_(vdim.value_or(embed_dim)),
+      causal_(causal),
+      dropout_(dropout),
+      masks_(generator.next_seed()) {
+  if (embed_dim < 1 || num_heads < 1 || embed_dim % num_heads != 0 || !(dropout >= 0 && dropout < 1) || kdim_ < 1 || vdim_ < 1)
     fail(ErrorKind::InvalidArgument,
-         "{}: embed_dim {} must be >= 1 and divisible by num_heads {} (>= 1), and dropout {} in [0, 1)", kMha, embed_dim,
-         num_heads, dropout);
-  qkv_ = register_module("qkv", std::make_shared<Linear>(embed_dim, 3 * embed_dim, generator, bias, engine));
+         "{}: embed_dim {} must be >= 1 and divisible by num_heads {} (>= 1), dropout {} in [0, 1), kdim {} and vdim {} >= 1", kMha,
+         embed_dim, num_heads, dropout, kdim_, vdim_);
+  if (kdim_ == embed_dim && vdim_ == embed_dim) {
+    qkv_ = register_module("qkv", std::make_shared<Linear>(embed_dim, 3 * embed_dim, generator, bias, engine));
+  } else {  // torch's _reset_parameters for this form
+    const std::array<std::pair<const char*, std::int64_t>, 3> parts{
+        {{"q_proj_weight", embed_dim}, {"k_proj_weight", kdim_}, {"v_proj_weight", vdim_}}};
+    for (std::size_t i = 0; i < parts.size(); ++i)
+      proj_weights_[i] = register_parameter(parts[i].first,
+                                            init::xavier_uniform(Shape{embed_dim, parts[i].second}, generator, 1.0, engine));
+    if (bias) in_proj_bias_ = register_parameter("in_proj_bias", init::zeros(Shape{3 * embed_dim}, engine));
+  }
   proj_ = register_module("proj", std::make_shared<Linear>(embed_dim, embed_dim, generator, bias, engine));
 }
 
+// name: an own parameter, so in_proj_bias or q_proj_weight, k_proj_weight, v_proj_weight.
+bool MultiHeadAttention::rebind_parameter(const std::string& name, const Parameter& p) {
+  (name == "in_proj_bias" ? in_proj_bias_ : proj_weights_[name[0] == 'q' ? 0 : name[0] == 'k' ? 1 : 2]) = p;
+  return true;
+}
+
 Matrix MultiHeadAttention::forward(const Matrix& x) {
+  if (!qkv_)
+    fail(ErrorKind::InvalidArgument,
+         "{}: forward(x) is self-attention, which needs kdim {} and vdim {} equal to embed_dim {}: call forward(query, key, value)", kMha,
+         kdim_, vdim_, embed_dim_);
   detail::require_f32(x, kMha, "x");
   if (x.rank() != 3 || x.dim(2) != embed_dim_ || x.dim(0) < 1 || x.dim(1) < 1)
     fail(ErrorKind::InvalidArgument, "{}: x {} must be [B, S, {}] with B, S >= 1", kMha, x.shape(), embed_dim_);
@@ -69,17 +97,18 @@ MultiHeadAttentionOutput MultiHeadAttention::forward_with_weights(const Matrix& 
 
 Matrix MultiHeadAttention::forward_masked(const Matrix& query, const Matrix& key, const Matrix& value,
                                           const Matrix& key_padding_mask, const Matrix& attn_mask, Matrix* weights) {
-  for (const auto& [m, arg] : {std::pair{&query, "query"}, std::pair{&key, "key"}, std::pair{&value, "value"}}) {
+  const std::array<std::tuple<const Matrix*, const char*, std::int64_t>, 3> args{
+      {{&query, "query", embed_dim_}, {&key, "key", kdim_}, {&value, "value", vdim_}}};
+  for (const auto& [m, arg, dim] : args) {
     detail::require_f32(*m, kMha, arg);
     const bool keys = m != &query;  // no keys (Sk = 0) attend to nothing: zeros before the output projection, as SDPA
-    if (m->rank() != 3 || m->dim(2) != embed_dim_ || m->dim(0) < 1 || m->dim(1) < (keys ? 0 : 1))
-      fail(ErrorKind::InvalidArgument, "{}: {} {} must be [B, S, {}] with B >= 1 and S >= {}", kMha, arg, m->shape(), embed_dim_,
-           keys ? 0 : 1);
+    if (m->rank() != 3 || m->dim(2) != dim || m->dim(0) < 1 || m->dim(1) < (keys ? 0 : 1))
+      fail(ErrorKind::InvalidArgument, "{}: {} {} must be [B, S, {}] with B >= 1 and S >= {}", kMha, arg, m->shape(), dim, keys ? 0 : 1);
   }
   const std::int64_t batch = query.dim(0), sq = query.dim(1), sk = key.dim(1), heads = num_heads_, dh = embed_dim_ / heads;
-  if (key.dim(0) != batch || !(value.shape() == key.shape()))
-    fail(ErrorKind::InvalidArgument, "{}: key {} and value {} must both be [{}, Sk, {}] for query {}", kMha, key.shape(), value.shape(),
-         batch, embed_dim_, query.shape());
+  if (key.dim(0) != batch || value.dim(0) != batch || value.dim(1) != sk)
+    fail(ErrorKind::InvalidArgument, "{}: key {} and value {} must be [{}, Sk, {}] and [{}, Sk, {}] with one Sk for query {}", kMha,
+         key.shape(), value.shape(), batch, kdim_, batch, vdim_, query.shape());
   Matrix mask;
   if (key_padding_mask.defined()) {
     if (!(key_padding_mask.shape() == Shape{batch, sk}))
@@ -94,11 +123,14 @@ Matrix MultiHeadAttention::forward_masked(const Matrix& query, const Matrix& key
     const Matrix m = additive_mask(attn_mask, "attn_mask", s.rank() == 2 ? Shape{1, 1, sq, sk} : Shape{batch, heads, sq, sk});
     mask = mask.defined() ? mask + m : m;
   }
-  const Matrix &w = qkv_->weight().value(), &b = qkv_->bias().value();
-  // The part-th third of the fused projection (0: q, 1: k, 2: v) as heads [B, H, S, Dh].
+  const Matrix& b = qkv_ ? qkv_->bias().value() : in_proj_bias_.value();
+  // The projection of part (0: q, 1: k, 2: v) as heads [B, H, S, Dh]: the
+  // part-th third of the fused weight, or its own weight, and of the bias.
   const auto project = [&](const Matrix& x, std::int64_t part) {
     const std::int64_t seq = x.dim(1);
-    const Matrix y = linear(x.reshape({batch * seq, embed_dim_}), matrix::narrow(w, 0, part * embed_dim_, embed_dim_),
+    const Matrix w = qkv_ ? matrix::narrow(qkv_->weight().value(), 0, part * embed_dim_, embed_dim_)
+                          : proj_weights_[static_cast<std::size_t>(part)].value();
+    const Matrix y = linear(x.reshape({batch * seq, x.dim(2)}), w,
                             b.defined() ? matrix::narrow(b, 0, part * embed_dim_, embed_dim_) : Matrix());
     return split_heads(y, batch, seq, heads).reshape({batch, heads, seq, dh});
   };

@@ -1,5 +1,6 @@
 #pragma once
 // Multi-head self-attention and the pre-norm Transformer block.
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -57,14 +58,26 @@ namespace oa::ml::nn {
 // forward_inputs takes {x} or {query, key, value[, key_padding_mask[,
 // attn_mask]]}. Throws InvalidArgument naming the module, the argument and
 // the shapes for other shapes or dtypes.
+//
+// kdim and vdim (torch's; default embed_dim): the last extents of key and
+// value. When either differs from embed_dim the module holds torch's
+// separate projections instead of `qkv`: own parameters q_proj_weight [D, D],
+// k_proj_weight [D, kdim], v_proj_weight [D, vdim] (xavier-uniform) and
+// in_proj_bias [3D] (zeros; absent when `bias` is false), then the child
+// `proj` (torch's names and order; qkv() is null). forward(query, key, value)
+// then takes key [B, Sk, kdim] and value [B, Sk, vdim]; forward(x) (self-
+// attention, which needs kdim == vdim == D) throws InvalidArgument. The
+// attention itself is the same either way. Throws InvalidArgument for kdim
+// or vdim below 1.
 struct MultiHeadAttentionOutput {
   Matrix output;   // [B, Sq, D]
   Matrix weights;  // [B, H, Sq, Sk], F32
 };
 class MultiHeadAttention : public Module {
  public:
-  MultiHeadAttention(std::int64_t embed_dim, std::int64_t num_heads, Generator& generator, bool causal = false,
-                     double dropout = 0.0, bool bias = true, std::optional<Engine> engine = {});
+  MultiHeadAttention(std::int64_t embed_dim, std::int64_t num_heads, Generator& generator, bool causal = false, double dropout = 0.0,
+                     bool bias = true, std::optional<Engine> engine = {}, std::optional<std::int64_t> kdim = {},
+                     std::optional<std::int64_t> vdim = {});
   Matrix forward(const Matrix& x) override;
   Matrix forward(const Matrix& query, const Matrix& key, const Matrix& value, const Matrix& key_padding_mask = Matrix(),
                  const Matrix& attn_mask = Matrix());
@@ -76,10 +89,15 @@ class MultiHeadAttention : public Module {
   const std::shared_ptr<Linear>& proj() const { return proj_; }
   std::int64_t embed_dim() const { return embed_dim_; }
   std::int64_t num_heads() const { return num_heads_; }
+  std::int64_t kdim() const { return kdim_; }
+  std::int64_t vdim() const { return vdim_; }
   bool causal() const { return causal_; }
 
+ protected:
+  bool rebind_parameter(const std::string& name, const Parameter& p) override;
+
  private:
-  std::int64_t embed_dim_, num_heads_;
+  std::int64_t embed_dim_, num_heads_, kdim_, vdim_;
   bool causal_;
   double dropout_;
   Generator masks_;
@@ -91,7 +109,10 @@ class MultiHeadAttention : public Module {
   // and, when weights is not null, sets *weights to the probabilities [B, H, Sq, Sk].
   Matrix attend(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& mask, Matrix* weights = nullptr);
 
-  std::shared_ptr<Linear> qkv_, proj_;
+  std::shared_ptr<Linear> qkv_, proj_;  // qkv_ is null when kdim or vdim differs from embed_dim
+  // The separate projections of that case: q, k, v weights, then in_proj_bias (undefined without bias).
+  std::array<Parameter, 3> proj_weights_;
+  Parameter in_proj_bias_;
   Matrix causal_mask_;  // [S, S] additive mask for the materialised path, rebuilt when S changes
 };
 
