@@ -990,7 +990,10 @@ Matrix full_like(const Matrix& x, const Number& value, std::optional<DType> dtyp
 
 // x's new value from `other` (a Tensor or a Python number) under `op`.
 Matrix in_place_value(const Matrix& x, const Matrix& other, const InPlaceOp& op, const char* name, const Number& alpha) {
-  if (!op.op) return x.shape() == other.shape() ? other : mx::expand(other, x.shape().to_vector());  // copy_: src broadcast
+  if (!op.op) {  // copy_: src on x's engine (oa does not move tensors between engines), broadcast to x's shape
+    oa::detail::require_same_engine(x, "x", other, op.arg, name);
+    return x.shape() == other.shape() ? other : mx::expand(other, x.shape().to_vector());
+  }
   return binary(*op.op, x, scaled(x, other, alpha, name), name);
 }
 Matrix in_place_value(const Matrix& x, const Number& other, const InPlaceOp& op, const char* name, const Number& alpha) {
@@ -1015,7 +1018,9 @@ const char* const in_place_doc =
     "In place, as torch's: computes the op, casts the result to x's dtype and writes it into x's own storage "
     "(seen by x's views and detach()), bumps x's version (backward through an op that saved x then refuses), and "
     "returns x itself. A result of a higher category than x's dtype (a float into int32, an int32 into bool) raises "
-    "oa.InvalidArgumentError, as torch (copy_ converts any dtype, as torch's: a float into int32 truncates toward zero). With grad mode on, a leaf that requires grad is refused (RuntimeError, as torch); "
+    "oa.InvalidArgumentError, as torch (copy_ converts any dtype, as torch's: a float into int32 truncates toward zero; "
+    "a src on another engine raises oa.InvalidArgumentError, since oa does not move tensors between engines). With "
+    "grad mode on, a leaf that requires grad is refused (RuntimeError, as torch); "
     "with autograd history in x or the operand the op is recorded and x takes its history, as torch (refused when a view "
     "of x or a value saved for backward shares x's storage: it would keep the old history). A tensor made by "
     "x[key], transpose, permute, mT, T, expand, split or chunk is a copy in oa, not a view as in torch, so in-place ops "

@@ -297,6 +297,20 @@ TEST(RuntimeErrors, MixedEnginesAreRejected) {
   auto a = Matrix::ones({4}, e1);
   auto b = Matrix::ones({4}, e2);
   EXPECT_TRUE(oa_test::throws([&] { (void)(a + b); }, oa::ErrorKind::InvalidArgument, {"oa::matrix::add", "another engine"}));
+  // A transfer between engines would use another device's buffer (a crash, or stale values from its queue).
+  EXPECT_TRUE(oa_test::throws([&] { e1.copy(*b.storage(), 0, *a.storage(), 0, 16); }, oa::ErrorKind::InvalidArgument,
+                              {"Engine::copy", "another engine"}));
+  EXPECT_TRUE(oa_test::throws([&] { e1.copy(*a.storage(), 0, *b.storage(), 0, 16); }, oa::ErrorKind::InvalidArgument,
+                              {"Engine::copy", "another engine"}));
+  float values[4] = {};
+  EXPECT_TRUE(
+      oa_test::throws([&] { e1.read(*b.storage(), 0, values, 16); }, oa::ErrorKind::InvalidArgument, {"Engine::read", "another engine"}));
+  EXPECT_TRUE(
+      oa_test::throws([&] { e1.write(*b.storage(), 0, values, 16); }, oa::ErrorKind::InvalidArgument, {"Engine::write", "another engine"}));
+  EXPECT_TRUE(
+      oa_test::throws([&] { e1.fill(*b.storage(), 0, 16, 0); }, oa::ErrorKind::InvalidArgument, {"Engine::fill", "another engine"}));
+  EXPECT_TRUE(oa_test::throws([&] { (void)e1.read_async(*b.storage(), 0, 16); }, oa::ErrorKind::InvalidArgument,
+                              {"Engine::read_async", "another engine"}));
 }
 
 TEST(RuntimeEngine, StagingTransfersAsOnADiscreteGpu) {

@@ -28,6 +28,8 @@ class Storage {
   void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
 
   Chunk* chunk() const { return chunk_; }
+  // Whether `engine` allocated this storage: its buffer belongs to that engine's device alone.
+  bool belongs_to(const EngineState& engine) const;
 
  private:
   std::weak_ptr<EngineState> engine_;  // weak: a storage may outlive its engine

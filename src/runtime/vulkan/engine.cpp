@@ -65,6 +65,8 @@ Storage::~Storage() {
   if (auto e = engine_.lock()) chunk_->block->owner->release(chunk_);
 }
 
+bool Storage::belongs_to(const EngineState& engine) const { return engine_.lock().get() == &engine; }
+
 // ── Fork ────────────────────────────────────────────────────────────────────
 
 namespace {

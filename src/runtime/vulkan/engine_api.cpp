@@ -94,6 +94,13 @@ void wait_all_unchecked(runtime::EngineState& s) {
   s.wait_all();
 }
 
+// Refuses a storage that another engine allocated: its buffer belongs to
+// another device, and its pending work to another queue.
+void require_own(const runtime::EngineState& s, const Storage& storage, const char* op) {
+  if (!storage.belongs_to(s))
+    fail(ErrorKind::InvalidArgument, "{}: the storage lives on another engine than this one ({})", op, s.info.name);
+}
+
 }  // namespace
 
 void Engine::empty_cache() const {
@@ -318,6 +325,7 @@ void Engine::record(SemanticOp op, std::span<const runtime::ComputeDispatch> dis
 
 void Engine::write(const Storage& dst, std::uint64_t offset, const void* src, std::uint64_t bytes) const {
   runtime::require_unforked("oa::Engine::write");
+  require_own(*state_, dst, "Engine::write");
   if (bytes == 0) return;
   if (offset + bytes > dst.bytes()) fail(ErrorKind::Internal, "Engine::write: range outside the storage");
   auto& s = *state_;
@@ -435,6 +443,7 @@ void EngineState::make_check_record() {
 
 void Engine::read(const Storage& src, std::uint64_t offset, void* dst, std::uint64_t bytes) const {
   runtime::require_unforked("oa::Engine::read");
+  require_own(*state_, src, "Engine::read");
   if (bytes == 0) return;
   if (offset + bytes > src.bytes()) fail(ErrorKind::Internal, "Engine::read: range outside the storage");
   auto& s = *state_;
@@ -446,6 +455,7 @@ void Engine::read(const Storage& src, std::uint64_t offset, void* dst, std::uint
 
 PendingRead Engine::read_async(const Storage& src, std::uint64_t offset, std::uint64_t bytes) const {
   runtime::require_unforked("oa::Engine::read_async");
+  require_own(*state_, src, "Engine::read_async");
   if (offset + bytes > src.bytes()) fail(ErrorKind::Internal, "Engine::read_async: range outside the storage");
   auto& s = *state_;
   std::lock_guard lock(s.mutex);
@@ -481,6 +491,7 @@ void PendingRead::get(void* dst) const {
 
 void Engine::fill(const Storage& dst, std::uint64_t offset, std::uint64_t bytes, std::uint32_t pattern) const {
   runtime::require_unforked("oa::Engine::fill");
+  require_own(*state_, dst, "Engine::fill");
   if (bytes == 0) return;
   if (offset % 4 || bytes % 4 || offset + bytes > dst.bytes()) fail(ErrorKind::Internal, "Engine::fill: bad range");
   auto& s = *state_;
@@ -508,6 +519,8 @@ std::shared_ptr<Storage> Engine::device_check_record() const {
 
 void Engine::copy(const Storage& src, std::uint64_t src_offset, const Storage& dst, std::uint64_t dst_offset, std::uint64_t bytes) const {
   runtime::require_unforked("oa::Engine::copy");
+  require_own(*state_, src, "Engine::copy");
+  require_own(*state_, dst, "Engine::copy");
   if (bytes == 0) return;
   if (src_offset + bytes > src.bytes() || dst_offset + bytes > dst.bytes()) fail(ErrorKind::Internal, "Engine::copy: bad range");
   auto& s = *state_;
