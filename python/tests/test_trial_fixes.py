@@ -19,3 +19,41 @@ def test_copy_from_another_engine_is_refused():
     np.testing.assert_array_equal(dst.numpy(), np.ones(4, np.float32))  # nothing written
     dst.copy_(oa.full((4,), 5.0))
     np.testing.assert_array_equal(dst.numpy(), np.full(4, 5, np.float32))
+
+
+def bce_reference(x, t, pos_weight=1.0, weight=1.0):
+    """The loss and its gradient in x, in float64: -w [p t log s(x) + (1 - t) log(1 - s(x))]."""
+    log_sigmoid = -np.logaddexp(0.0, -x)
+    log_one_minus = -np.logaddexp(0.0, x)
+    loss = -weight * (pos_weight * t * log_sigmoid + (1 - t) * log_one_minus)
+    sigmoid = np.exp(log_sigmoid)
+    grad = weight * ((1 - t) * sigmoid - pos_weight * t * (1 - sigmoid))
+    return loss, grad
+
+
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+@pytest.mark.parametrize("pos_weight", [None, 2.5])
+def test_binary_cross_entropy_with_logits_value_and_gradient_everywhere(reduction, pos_weight):
+    x = np.array([0.0, 1e-8, -1e-8, 3.0, -3.0, 100.0, -100.0, 1e4, -1e4], np.float32)
+    t = np.tile(np.array([0.0, 1.0, 0.3], np.float32), 3)
+    weight = np.linspace(0.5, 1.5, 9).astype(np.float32)
+    loss, grad = bce_reference(x.astype(np.float64), t.astype(np.float64), 1.0 if pos_weight is None else pos_weight,
+                               weight.astype(np.float64))
+    logits = oa.tensor(x, requires_grad=True)
+    out = F.binary_cross_entropy_with_logits(logits, oa.tensor(t), weight=oa.tensor(weight), reduction=reduction,
+                                             pos_weight=None if pos_weight is None else oa.tensor([pos_weight]))
+    scale = {"none": 1.0, "sum": 1.0, "mean": 1 / 9}[reduction]
+    want = loss if reduction == "none" else loss.sum() * scale
+    assert np.all(np.isfinite(out.numpy()))
+    assert_close(out.numpy(), want.astype(np.float32), rtol=1e-5, atol=1e-6)
+    (out.sum() if reduction == "none" else out).backward()
+    got = logits.grad.numpy()
+    assert np.all(np.isfinite(got))
+    assert_close(got, (grad * scale).astype(np.float32), rtol=1e-5, atol=1e-7)
+
+
+def test_bce_with_logits_loss_at_zero_logits_steps_by_sigmoid_minus_target():
+    head = oa.zeros(4, requires_grad=True)
+    target = oa.tensor([0.0, 1.0, 0.25, 1.0])
+    oa.nn.BCEWithLogitsLoss(reduction="sum")(head, target).backward()
+    np.testing.assert_allclose(head.grad.numpy(), 0.5 - target.numpy(), rtol=1e-6)

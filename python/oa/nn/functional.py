@@ -502,8 +502,9 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
                                      pos_weight=None):
     """torch.nn.functional.binary_cross_entropy_with_logits: -w [pos_weight t log sigmoid(x) + (1 - t)
-    log(1 - sigmoid(x))] for logits x and targets t in [0, 1] of one shape, computed in torch's stable form
-    (1 - t) x + (1 + (pos_weight - 1) t) (log1p(exp(-|x|)) + max(-x, 0)), finite for any finite x; weight and
+    log(1 - sigmoid(x))] for logits x and targets t in [0, 1] of one shape, computed in a stable form
+    (1 - t) x + (1 + (pos_weight - 1) t) softplus(-x), finite for any finite x, whose gradient in x,
+    (1 - t) - (1 + (pos_weight - 1) t) sigmoid(-x), is right everywhere (sigmoid(0) - t at x = 0); weight and
     pos_weight (per class, the last axis; any dtype) broadcast to x's shape. Reduced as l1_loss. Differentiable in x
     (and t). Errors: oa.InvalidArgumentError naming the shapes (a weight or pos_weight that does not broadcast to
     x's) or the reduction, and for an integer or bool x or t (as torch); TypeError for size_average or reduce."""
@@ -519,9 +520,9 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
                 a not in (1, b) for a, b in zip(reversed(w.shape), reversed(input.shape)))):
             raise _oa.InvalidArgumentError(f"{op}: {name} {list(w.shape)} must broadcast to input's shape "
                                            f"{list(input.shape)} (extents equal or 1, from the last axis)")
-    softplus_neg = (-input.abs()).exp().log1p() + (-input).relu()  # -log sigmoid(x)
     scale = 1 if pos_weight is None else 1 + (pos_weight - 1) * target
-    losses = (1 - target) * input + scale * softplus_neg
+    # -log sigmoid(x) = softplus(-x): exact for large |x| (x itself past 20), its gradient -sigmoid(-x) right at 0 too.
+    losses = (1 - target) * input + scale * softplus(-input)
     return _reduce(losses if weight is None else losses * weight, reduction)
 
 
