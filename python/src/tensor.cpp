@@ -1701,10 +1701,14 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       [](const std::vector<std::int64_t>& size, const py::object& fill_value, Opt dtype, bool requires_grad,
          const OptEngine& engine) {
         const Number v = number_arg(fill_value, "oa.full", "fill_value");
-        return finish(filled(Shape(size), v, dtype.value_or(DType::F32), engine, "oa.full"), {}, requires_grad);
+        return finish(filled(Shape(size), v, dtype.value_or(result_type(v, v)), engine, "oa.full"), {}, requires_grad);
       },
       py::arg("size"), py::arg("fill_value"), py::arg("dtype") = py::none(), py::arg("requires_grad") = false,
-      py::arg("engine") = py::none());
+      py::arg("engine") = py::none(),
+      "torch.full(size, fill_value, dtype=None): a new leaf of shape size holding fill_value, as dtype or, without one, "
+      "torch's inference: bool for a bool, int32 for an int (torch: int64), float32 for a float. Raises "
+      "oa.InvalidArgumentError for a value int32 cannot hold (outside int32, NaN or infinite), TypeError for a "
+      "fill_value that is not a number.");
   const char* const like_doc =
       "torch.zeros_like, ones_like and full_like(input, fill_value): a new leaf of input's shape on input's engine, "
       "of dtype (input's dtype without one), filled with 0, 1 or fill_value (a number; int32 truncates a float toward "
@@ -1741,23 +1745,41 @@ void bind_tensor(py::module_& m, TensorClass& t) {
       "without one). oa.InvalidArgumentError for a negative n or m.");
   m.def(
       "arange",
-      [](float start, std::optional<float> end, float step, Opt dtype, bool requires_grad, const OptEngine& engine) {
+      [](const py::object& start, const py::object& end, const py::object& step, Opt dtype, bool requires_grad,
+         const OptEngine& engine) {
+        const char* op = "oa.arange";
+        const Number a = number_arg(start, op, "start"), by = number_arg(step, op, "step");
         // arange(end) counts from 0, as torch.arange.
-        const float first = end ? start : 0.0f, last = end ? *end : start;
-        if (dtype == DType::I32) {  // counted on the host, exactly, as torch: in double, truncated
-          if (step == 0.0f) fail(ErrorKind::InvalidArgument, "oa.arange: step must be nonzero");
-          const double count = std::max(0.0, std::ceil((double{last} - first) / step));
-          if (count > 2147483647.0 || std::max(std::abs(first), std::abs(last)) > 2147483520.0f)
-            fail(ErrorKind::InvalidArgument, "oa.arange: int32 values from {} to {} by {} do not fit int32", first, last, step);
-          std::vector<std::int32_t> values(static_cast<std::size_t>(count));
-          for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<std::int32_t>(first + static_cast<double>(i) * step);
-          return finish(Matrix::from_i32({static_cast<std::int64_t>(values.size())}, values, engine), {}, requires_grad);
-        }
-        return finish(Matrix::arange(first, last, step, engine), dtype, requires_grad);
+        const Number first = end.is_none() ? *number_of(py::int_(0)) : a;
+        const Number last = end.is_none() ? a : number_arg(end, op, "end");
+        // torch's inference: integers alone give int32 (torch: int64), any float float32.
+        const DType type = dtype.value_or(std::max({category(first), category(last), category(by)}) == 2 ? DType::F32 : DType::I32);
+        if (type != DType::I32)
+          return finish(as_called(op, [&] { return Matrix::arange(first.f, last.f, by.f, engine); }), type, requires_grad);
+        // int32 is counted and filled on the host, exactly, in double as torch.
+        if (by.f == 0 || !std::isfinite(first.f) || !std::isfinite(last.f) || !std::isfinite(by.f))
+          fail(ErrorKind::InvalidArgument, "{}: start {}, end {}, step {} do not describe a finite range (step nonzero)", op,
+               text_of(first), text_of(last), text_of(by));
+        const double count = std::max(0.0, std::ceil((last.f - first.f) / by.f));
+        const double final_value = first.f + std::max(count - 1, 0.0) * by.f;
+        if (!(count <= INT32_MAX) ||
+            (count > 0 && !(std::min(first.f, final_value) >= INT32_MIN && std::max(first.f, final_value) <= INT32_MAX)))
+          fail(ErrorKind::InvalidArgument,
+               "{}: values from {} to {} by {} do not fit int32 (oa's integer dtype, for torch's int64): "
+               "give dtype=oa.float32, or a range within int32",
+               op, text_of(first), text_of(last), text_of(by));
+        std::vector<std::int32_t> values(static_cast<std::size_t>(count));
+        for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<std::int32_t>(first.f + static_cast<double>(i) * by.f);
+        return finish(Matrix::from_i32({static_cast<std::int64_t>(values.size())}, values, engine), {}, requires_grad);
       },
-      py::arg("start"), py::arg("end") = py::none(), py::arg("step") = 1.0f, py::arg("dtype") = py::none(),
+      py::arg("start"), py::arg("end") = py::none(), py::arg("step") = 1, py::arg("dtype") = py::none(),
       py::arg("requires_grad") = false, py::arg("engine") = py::none(),
-      "Values start, start + step, ... below end: float32, or the dtype given (int32 counted on the host).");
+      "torch.arange(start=0, end, step=1, dtype=None): [n] holding start, start + step, ... below end (above it for a "
+      "negative step), n = ceil((end - start) / step) computed in double as torch's (arange(0.1, 0.4, 0.1) has 4 "
+      "elements). Without dtype, torch's inference: int32 when start, end and step are all ints (torch: int64), "
+      "float32 when any is a float; with dtype, that dtype (int32 counted on the host exactly, floats truncated toward "
+      "zero). Raises oa.InvalidArgumentError for a zero or non-finite step or bound, and for int32 values outside "
+      "int32; TypeError for an argument that is not a number.");
   m.def(
       "rand",
       [](const py::args& size, std::optional<std::uint64_t> seed, Opt dtype, bool requires_grad,

@@ -267,4 +267,7 @@ def test_full_of_an_int_outside_int32_prints_it_exactly():
     with pytest.raises(oa.InvalidArgumentError, match=r"value 36893488147419103232 cannot be converted"):
         oa.full((2,), 2**65, dtype=oa.int32)
     np.testing.assert_array_equal(oa.full((2,), 2**31 - 1, dtype=oa.int32).numpy(), [2**31 - 1] * 2)
-    np.testing.assert_array_equal(oa.full((2,), 2**40).numpy(), np.float32([2.0**40] * 2))
+    # Without dtype an int fill infers int32 (torch: int64), so a value past it is refused, not rounded.
+    with pytest.raises(oa.InvalidArgumentError, match=r"oa.full: value 1099511627776 cannot be converted to type int32"):
+        oa.full((2,), 2**40)
+    np.testing.assert_array_equal(oa.full((2,), 2**40, dtype=oa.float32).numpy(), np.float32([2.0**40] * 2))

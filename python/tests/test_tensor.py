@@ -67,7 +67,7 @@ def test_creation():
     np.testing.assert_array_equal(oa.zeros(2, 3).numpy(), np.zeros((2, 3)))
     np.testing.assert_array_equal(oa.ones((3,)).numpy(), np.ones(3))
     np.testing.assert_array_equal(oa.full([2, 2], 1.5).numpy(), np.full((2, 2), 1.5))
-    np.testing.assert_array_equal(oa.arange(5).numpy(), np.arange(5, dtype=np.float32))
+    np.testing.assert_array_equal(oa.arange(5).numpy(), np.arange(5, dtype=np.int32))  # ints give int32, as torch int64
     assert_close(oa.arange(1, 2, 0.25).numpy(), np.arange(1, 2, 0.25))
     assert oa.zeros(2, dtype=oa.float16).dtype == oa.float16
     assert oa.ones(3, requires_grad=True).requires_grad

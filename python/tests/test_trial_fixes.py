@@ -57,3 +57,40 @@ def test_bce_with_logits_loss_at_zero_logits_steps_by_sigmoid_minus_target():
     target = oa.tensor([0.0, 1.0, 0.25, 1.0])
     oa.nn.BCEWithLogitsLoss(reduction="sum")(head, target).backward()
     np.testing.assert_allclose(head.grad.numpy(), 0.5 - target.numpy(), rtol=1e-6)
+
+
+def test_arange_infers_int32_from_ints_and_counts_in_double():
+    assert oa.arange(5).dtype == oa.int32
+    assert oa.arange(1, 7, 2).dtype == oa.int32
+    assert oa.arange(5.0).dtype == oa.arange(0, 5, 0.5).dtype == oa.float32
+    assert oa.arange(np.int64(3)).dtype == oa.int32
+    np.testing.assert_array_equal(oa.arange(16777219)[-3:].numpy(), [16777216, 16777217, 16777218])
+    np.testing.assert_array_equal(oa.arange(5, -3, -2).numpy(), [5, 3, 1, -1])
+    np.testing.assert_allclose(oa.arange(0.1, 0.4, 0.1).numpy(), np.arange(0.1, 0.4, 0.1), rtol=1e-6)  # 4 elements
+    assert oa.arange(0.1, 0.4, 0.1).shape == (4,)
+    assert oa.arange(0.1, 0.4, 0.1, dtype=oa.int32).shape == (4,)
+    assert oa.arange(5, dtype=oa.float32).dtype == oa.float32
+    assert oa.arange(4, dtype=oa.float16).dtype == oa.float16
+    # An int32 arange indexes as torch's int64 one does.
+    np.testing.assert_array_equal(oa.nn.Embedding(10, 4)(oa.arange(5)).shape, (5, 4))
+    x = oa.tensor(values((3, 2), 1))
+    np.testing.assert_array_equal(x[oa.arange(2)].numpy(), values((3, 2), 1)[:2])
+    with pytest.raises(oa.InvalidArgumentError, match=r"oa.arange: values from 0 to 3000000000 by 1 do not fit int32"):
+        oa.arange(3000000000)
+    with pytest.raises(oa.InvalidArgumentError, match=r"oa.arange: .*step nonzero"):
+        oa.arange(0, 3, 0)
+    with pytest.raises(TypeError, match=r"oa.arange: end must be a number"):
+        oa.arange(0, "3")
+    assert oa.arange(2**31 - 1, 2**31 - 3, -1).numpy().tolist() == [2**31 - 1, 2**31 - 2]
+
+
+def test_full_infers_bool_int32_and_float32():
+    assert oa.full((2,), True).dtype == oa.bool
+    assert oa.full((2,), 3).dtype == oa.int32
+    assert oa.full((2,), np.int64(3)).dtype == oa.int32
+    assert oa.full((2,), 3.0).dtype == oa.float32
+    assert oa.full((2,), 3, dtype=oa.float32).dtype == oa.float32
+    np.testing.assert_array_equal(oa.full((2,), 16777217).numpy(), [16777217, 16777217])
+    np.testing.assert_array_equal(oa.full((2,), True).numpy(), [True, True])
+    with pytest.raises(oa.InvalidArgumentError, match=r"oa.full: value 4294967296 cannot be converted to type int32"):
+        oa.full((2,), 2**32)

@@ -222,15 +222,16 @@ Matrix Matrix::from_bool(const Shape& shape, const std::vector<bool>& values, st
   return from_bool(shape, std::span<const std::uint8_t>(bytes), std::move(engine));
 }
 
-Matrix Matrix::arange(float start, float stop, float step, std::optional<Engine> engine) {
+Matrix Matrix::arange(double start, double stop, double step, std::optional<Engine> engine) {
   if (step == 0 || !std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step))
     fail(ErrorKind::InvalidArgument, "Matrix::arange: start {}, stop {}, step {} do not describe a finite range", start, stop, step);
-  const double n = std::max(0.0, std::ceil((static_cast<double>(stop) - start) / step));
+  const double n = std::max(0.0, std::ceil((stop - start) / step));
   // Beyond 2^53 the count is no longer exact in a double (and far beyond any device's memory).
   if (n > 0x1p53)
     fail(ErrorKind::InvalidArgument, "Matrix::arange: start {}, stop {}, step {} describe {} elements, too many to allocate", start,
          stop, step, n);
-  return generate(Shape{static_cast<std::int64_t>(n)}, Arange, start, step, 0, detail::resolve(engine));
+  return generate(Shape{static_cast<std::int64_t>(n)}, Arange, static_cast<float>(start), static_cast<float>(step), 0,
+                  detail::resolve(engine));
 }
 
 Matrix Matrix::uniform(const Shape& shape, float low, float high, std::uint64_t seed, std::optional<Engine> engine) {

@@ -478,6 +478,8 @@ TEST(MatrixCreation, FullArangeFromVectorAndErrors) {
   EXPECT_EQ(Matrix::full({2, 3}, 1.5f).to_vector(), std::vector<float>(6, 1.5f));
   EXPECT_EQ(Matrix::arange(0, 5).to_vector(), (std::vector<float>{0, 1, 2, 3, 4}));
   EXPECT_EQ(Matrix::arange(1, 2, 0.25f).to_vector(), (std::vector<float>{1, 1.25f, 1.5f, 1.75f}));
+  // The count comes from the arguments in double, as torch's: ceil(3.0000000000000004) = 4 (in f32 it was 3).
+  EXPECT_EQ(Matrix::arange(0.1, 0.4, 0.1).numel(), 4);
   EXPECT_TRUE(oa_test::throws([] { Matrix::from_vector({2, 2}, std::vector<float>{1, 2, 3}); }, oa::ErrorKind::InvalidArgument,
                               {"from_vector", "[2, 2]"}));
   EXPECT_TRUE(oa_test::throws([] { Matrix::arange(0, 1, 0); }, oa::ErrorKind::InvalidArgument, {"arange"}));

@@ -50,8 +50,11 @@ class Matrix {
   // Bool elements (torch.bool): nonzero bytes (or true) are stored as 1, zero as 0.
   static Matrix from_bool(const Shape& shape, std::span<const std::uint8_t> values, std::optional<Engine> engine = {});
   static Matrix from_bool(const Shape& shape, const std::vector<bool>& values, std::optional<Engine> engine = {});
-  // [n] holding start, start + step, ... (n = ceil((stop - start) / step)).
-  static Matrix arange(float start, float stop, float step = 1.0f, std::optional<Engine> engine = {});
+  // [n] holding start, start + step, ... in f32 (torch.arange): n = ceil((stop
+  // - start) / step) in double, from the arguments as given (arange(0.1, 0.4,
+  // 0.1) has 4 elements, as torch's and NumPy's). Throws InvalidArgument for a
+  // zero or non-finite argument, or a count past 2^53.
+  static Matrix arange(double start, double stop, double step = 1.0, std::optional<Engine> engine = {});
   // Counter-based (Philox-4x32-10) random values: the same seed gives the same
   // values on every device. uniform is on [low, high); normal uses Box-Muller.
   static Matrix uniform(const Shape& shape, float low, float high, std::uint64_t seed, std::optional<Engine> engine = {});
