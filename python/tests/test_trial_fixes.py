@@ -94,3 +94,19 @@ def test_full_infers_bool_int32_and_float32():
     np.testing.assert_array_equal(oa.full((2,), True).numpy(), [True, True])
     with pytest.raises(oa.InvalidArgumentError, match=r"oa.full: value 4294967296 cannot be converted to type int32"):
         oa.full((2,), 2**32)
+
+
+def test_multihead_attention_takes_the_is_causal_hint_with_a_mask():
+    mha = oa.nn.MultiheadAttention(8, 2, batch_first=True)
+    q = oa.tensor(values((2, 5, 8), 3))
+    mask = oa.tensor(np.triu(np.ones((5, 5), bool), 1))
+    hinted, hinted_weights = mha(q, q, q, attn_mask=mask, is_causal=True)
+    plain, plain_weights = mha(q, q, q, attn_mask=mask)
+    np.testing.assert_array_equal(hinted.numpy(), plain.numpy())
+    np.testing.assert_array_equal(hinted_weights.numpy(), plain_weights.numpy())
+    causal = oa.nn.MultiheadAttention(8, 2, batch_first=True, causal=True)
+    causal.load_state_dict(mha.state_dict())
+    assert_close(causal(q, q, q, is_causal=True)[0].numpy(), plain.numpy())
+    assert_close(causal(q, q, q, is_causal=False)[0].numpy(), plain.numpy())  # no hint: still causal
+    with pytest.raises(RuntimeError, match=r"oa.nn.MultiheadAttention: Need attn_mask if specifying the is_causal hint"):
+        mha(q, q, q, is_causal=True)

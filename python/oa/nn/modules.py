@@ -631,10 +631,12 @@ class MultiheadAttention(_Native):
     need_weights=False returns (output, None) on the flash path, which stores no L x S matrix: pass it where the
     weights are not used. key_padding_mask [N, S] ([S] unbatched; bool: True = ignored, or float: added) and
     attn_mask ([L, S] or [N * num_heads, L, S], [num_heads, L, S] unbatched; bool: True = not allowed, or float:
-    added; a float mask of any float dtype is added in float32) as torch's; a query that may see no key gives zeros, and zero weights (torch: NaN). is_causal, when
-    given, must equal causal. Errors: oa.InvalidArgumentError naming the module, the argument and the shapes for
-    other shapes (a key whose last extent is not kdim, a value's not vdim); ValueError for is_causal other than
-    causal."""
+    added; a float mask of any float dtype is added in float32) as torch's; a query that may see no key gives zeros, and zero weights (torch: NaN). is_causal
+    is torch's hint that attn_mask is the causal mask: with attn_mask given, the mask is applied (as torch's
+    result); is_causal=False changes nothing (a module built with causal=True stays causal). Errors:
+    oa.InvalidArgumentError naming the module, the argument and the shapes for other shapes (a key whose last
+    extent is not kdim, a value's not vdim); RuntimeError for is_causal=True without attn_mask on a module built
+    with causal=False, as torch's ("Need attn_mask if specifying the is_causal hint")."""
 
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False, add_zero_attn=False, kdim=None,
                  vdim=None, batch_first=False, causal=False, engine=None):
@@ -692,9 +694,9 @@ class MultiheadAttention(_Native):
 
     def forward(self, query, key=None, value=None, key_padding_mask=None, need_weights=True, attn_mask=None,
                 average_attn_weights=True, is_causal=None):
-        if is_causal is not None and is_causal != self.causal:
-            raise ValueError(f"oa.nn.MultiheadAttention: is_causal={is_causal} but the module was built with "
-                             f"causal={self.causal}")
+        if is_causal and attn_mask is None and not self.causal:
+            raise RuntimeError("oa.nn.MultiheadAttention: Need attn_mask if specifying the is_causal hint (as torch); "
+                               "pass the causal mask as attn_mask, or build the module with causal=True")
         key = query if key is None else key
         value = query if value is None else value
         self_attention = key is query and value is query and key_padding_mask is None and attn_mask is None
