@@ -154,7 +154,7 @@ from . import nn
 from . import optim
 from ._device import tensor_to
 from ._einsum import einsum
-from ._format import tensor_repr
+from ._format import tensor_format, tensor_repr
 from ._grad_mode import no_grad
 from . import _functions
 from ._functions import (allclose, as_tensor, broadcast_tensors, broadcast_to, clamp_max, clamp_min, count_nonzero,
@@ -200,6 +200,7 @@ Tensor.clip, Tensor.clip_ = Tensor.clamp, Tensor.clamp_
 # torch.flatten, torch.squeeze, torch.unsqueeze and torch.clone: the Tensor methods, called as functions.
 flatten, squeeze, unsqueeze, clone = Tensor.flatten, Tensor.squeeze, Tensor.unsqueeze, Tensor.clone
 Tensor.__repr__ = Tensor.__str__ = tensor_repr
+Tensor.__format__ = tensor_format
 
 # torch's dtype names (oa.bool is torch.bool; Python's bool is builtins.bool).
 float32 = float = dtype.float32

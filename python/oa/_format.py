@@ -111,3 +111,12 @@ def tensor_repr(x):
             text += ", " + suffix
             last_line += len(suffix) + 2
     return text + ")"
+
+
+def tensor_format(x, format_spec):
+    """format(x, spec) and f"{x:spec}" (torch.Tensor.__format__): a 0-d tensor formats its value x.item() (a
+    synchronization), so f"{loss:.4f}" works; any other tensor takes only an empty spec, giving str(x) (TypeError
+    for another spec, as torch's)."""
+    if x.dim() == 0:
+        return x.item().__format__(format_spec)
+    return object.__format__(x, format_spec)

@@ -110,3 +110,14 @@ def test_multihead_attention_takes_the_is_causal_hint_with_a_mask():
     assert_close(causal(q, q, q, is_causal=False)[0].numpy(), plain.numpy())  # no hint: still causal
     with pytest.raises(RuntimeError, match=r"oa.nn.MultiheadAttention: Need attn_mask if specifying the is_causal hint"):
         mha(q, q, q, is_causal=True)
+
+
+def test_format_of_a_tensor():
+    loss = oa.tensor(1.23456)
+    assert f"{loss:.4f}" == "1.2346"
+    assert f"{oa.tensor(7, dtype=oa.int32):03d}" == "007"
+    assert f"{oa.tensor(True)}" == "True"
+    x = oa.tensor([1.0, 2.0])
+    assert f"{x}" == str(x) == format(x, "")
+    with pytest.raises(TypeError):
+        format(x, ".2f")
