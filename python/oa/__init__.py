@@ -155,7 +155,7 @@ from . import optim
 from ._device import tensor_to
 from ._einsum import einsum
 from ._format import tensor_format, tensor_repr
-from ._grad_mode import no_grad
+from ._grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
 from . import _functions
 from ._functions import (allclose, as_tensor, broadcast_tensors, broadcast_to, clamp_max, clamp_min, count_nonzero,
                          cumprod, cumsum, diag, empty, equal, hstack, index_add, isclose, isfinite, isinf, isnan, lerp,

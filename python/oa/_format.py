@@ -4,6 +4,7 @@ tensor([[1., 2.],
 import math
 
 from . import _oa
+from ._grad_mode import no_grad
 
 _PRECISION = 4
 _THRESHOLD = 1000  # more elements than this are summarized
@@ -17,7 +18,7 @@ def _summarized(x):
     """x with every axis longer than 2 * _EDGE_ITEMS cut to its first and last _EDGE_ITEMS (on the device),
     and the axes cut."""
     cut = [n > 2 * _EDGE_ITEMS for n in x.shape]
-    with _oa.no_grad():
+    with no_grad():
         for axis, shorten in enumerate(cut):
             if shorten:
                 head = (slice(None),) * axis + (slice(0, _EDGE_ITEMS),)

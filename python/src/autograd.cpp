@@ -1,5 +1,6 @@
 // Autograd on oa.Tensor (oa/matrix/autograd.hpp): requires_grad, grad,
-// backward, detach, and oa.no_grad() and oa.autocast() as context managers.
+// backward, detach, the thread's gradient mode (under oa.no_grad and its kin,
+// oa/_grad_mode.py) and oa.autocast() as a context manager.
 #include <pybind11/stl.h>
 
 #include <memory>
@@ -12,21 +13,8 @@
 namespace oa::python {
 namespace {
 
-// `with oa.no_grad():` holds an oa::NoGradGuard on this thread; guards nest
-// (a stack, so one object may be entered again while inside).
-class NoGrad {
- public:
-  void enter() { guards_.push_back(std::make_unique<NoGradGuard>()); }
-  void exit() {
-    if (!guards_.empty()) guards_.pop_back();
-  }
-
- private:
-  std::vector<std::unique_ptr<NoGradGuard>> guards_;
-};
-
 // `with oa.autocast(dtype, enabled):` holds an oa::AutocastGuard on this
-// thread, nesting as NoGrad.
+// thread; guards nest (a stack, so one object may be entered again while inside).
 class Autocast {
  public:
   Autocast(DType dtype, bool enabled) : dtype_(dtype), enabled_(enabled) {}
@@ -125,15 +113,11 @@ void bind_autograd(py::module_& m, TensorClass& t) {
           "backward without retain_graph) or a value modified after it was saved for backward.")
       .def("detach", &detach, "The same value without history (shares storage).");
 
-  py::class_<NoGrad>(m, "no_grad", "Context manager: ops inside record no autograd history (torch.no_grad).")
-      .def(py::init<>())
-      .def("__enter__", [](NoGrad& g) { g.enter(); })
-      .def("__exit__", [](NoGrad& g, const py::args&) {
-        g.exit();
-        return false;
-      });
-  m.attr("no_grad").attr("__module__") = "oa";
-  m.def("is_grad_enabled", &grad_enabled, "False inside oa.no_grad() on this thread.");
+  m.def("is_grad_enabled", &grad_enabled,
+        "Whether ops record autograd history on this thread (torch.is_grad_enabled): False inside oa.no_grad() or "
+        "oa.inference_mode(), after oa.set_grad_enabled(False).");
+  m.def("_set_grad_enabled", &set_grad_enabled, py::arg("mode"),
+        "Sets this thread's gradient mode (oa::set_grad_enabled), for the context managers of oa/_grad_mode.py.");
 
   py::class_<Autocast>(m, "autocast",
                        "Context manager: mixed precision on this thread, as torch.autocast(device_type, dtype=None, "

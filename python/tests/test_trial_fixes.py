@@ -121,3 +121,50 @@ def test_format_of_a_tensor():
     assert f"{x}" == str(x) == format(x, "")
     with pytest.raises(TypeError):
         format(x, ".2f")
+
+
+def test_grad_mode_context_managers():
+    w = oa.ones(2, requires_grad=True)
+    assert oa.is_grad_enabled()
+    with oa.no_grad():
+        with oa.enable_grad():
+            assert oa.is_grad_enabled() and (w * 2).requires_grad
+        assert not oa.is_grad_enabled()
+        with oa.set_grad_enabled(True):
+            assert (w * 2).requires_grad
+        assert not oa.is_grad_enabled()
+    with oa.set_grad_enabled(False):
+        assert not (w * 2).requires_grad
+    assert oa.is_grad_enabled()
+    oa.set_grad_enabled(False)  # a plain call sets the mode until set again
+    try:
+        assert not oa.is_grad_enabled() and not (w * 2).requires_grad
+    finally:
+        oa.set_grad_enabled(True)
+    with oa.inference_mode():
+        assert not (w * 2).requires_grad
+        with oa.inference_mode(False):
+            assert (w * 2).requires_grad
+    assert oa.is_grad_enabled()
+
+    @oa.enable_grad()
+    def doubled(v):
+        return v * 2
+
+    @oa.set_grad_enabled(False)
+    def tripled(v):
+        return v * 3
+
+    @oa.inference_mode
+    def quadrupled(v):
+        return v * 4
+
+    assert oa.is_grad_enabled()  # making the decorators changed nothing
+    with oa.no_grad():
+        assert doubled(w).requires_grad
+    assert not tripled(w).requires_grad and not quadrupled(w).requires_grad
+    assert oa.is_grad_enabled()
+    with pytest.raises(TypeError, match="oa.set_grad_enabled: mode must be a bool"):
+        oa.set_grad_enabled("no")
+    with pytest.raises(TypeError, match="oa.enable_grad takes no arguments"):
+        oa.enable_grad(3)

@@ -489,5 +489,6 @@ Matrix detach(const Matrix& m) {
 NoGradGuard::NoGradGuard() : previous_(autograd::t_grad_enabled) { autograd::t_grad_enabled = false; }
 NoGradGuard::~NoGradGuard() { autograd::t_grad_enabled = previous_; }
 bool grad_enabled() { return autograd::t_grad_enabled; }
+void set_grad_enabled(bool enabled) { autograd::t_grad_enabled = enabled; }
 
 }  // namespace oa

@@ -242,6 +242,18 @@ TEST(AutogradTape, NoGradGuardRecordsNothing) {
   EXPECT_EQ(oa::autograd::grad_fn_name(x * x), "oa::matrix::mul");
 }
 
+TEST(AutogradTape, SetGradEnabledRecordsAgainInsideANoGradGuard) {
+  auto x = oa::set_requires_grad(Matrix::uniform({3}, -1, 1, 1));
+  {
+    oa::NoGradGuard guard;
+    oa::set_grad_enabled(true);  // torch.enable_grad() inside torch.no_grad()
+    EXPECT_EQ(oa::autograd::grad_fn_name(x * x), "oa::matrix::mul");
+    oa::set_grad_enabled(false);
+    EXPECT_EQ(oa::autograd::grad_fn_name(x * x), "");
+  }
+  EXPECT_TRUE(oa::grad_enabled());  // the guard restores the mode it found
+}
+
 TEST(AutogradTape, NoGradGuardIsPerThread) {
   oa::NoGradGuard guard;
   bool other = false;

@@ -208,5 +208,8 @@ class NoGradGuard {
   bool previous_;
 };
 bool grad_enabled();
+// Sets this thread's gradient mode until set again (torch.set_grad_enabled
+// called as a function); a NoGradGuard alive restores its own previous mode.
+void set_grad_enabled(bool enabled);
 
 }  // namespace oa

@@ -3,10 +3,11 @@ stream that oa.manual_seed restarts, as oa.rand and oa.randn without seed=."""
 import math
 
 from .. import _oa
+from .._grad_mode import no_grad
 
 
 def _fill(tensor, value):
-    with _oa.no_grad():
+    with no_grad():
         return tensor.copy_(value)
 
 
@@ -25,7 +26,7 @@ def normal_(tensor, mean=0.0, std=1.0):
 
 
 def constant_(tensor, val):
-    with _oa.no_grad():
+    with no_grad():
         return tensor.fill_(val)
 
 

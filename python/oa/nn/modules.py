@@ -22,6 +22,7 @@ import itertools
 from .. import _oa
 from . import functional, init
 from .._device import engine_of, to_arguments
+from .._grad_mode import no_grad
 from .._oa import Tensor
 
 _native = _oa.nn
@@ -250,7 +251,7 @@ class Module:
 
 def zero_grads(parameters, set_to_none):
     """torch's zero_grad of parameters: each gradient None, or with set_to_none=False zeroed in place."""
-    with _oa.no_grad():
+    with no_grad():
         for p in parameters:
             if set_to_none:
                 p.grad = None
@@ -584,7 +585,7 @@ class Embedding(_Native):
         super().__init__(_native.embedding(num_embeddings, embedding_dim, engine))
         self.num_embeddings, self.embedding_dim, self.padding_idx = num_embeddings, embedding_dim, padding_idx
         if padding_idx is not None:
-            with _oa.no_grad():
+            with no_grad():
                 self.weight[padding_idx] = 0.0
 
     def forward(self, input):

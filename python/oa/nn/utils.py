@@ -2,6 +2,7 @@
 import math
 
 from .. import _oa
+from .._grad_mode import no_grad
 from ..optim import clip_grad_norm_ as _clip_grad_norm
 
 
@@ -29,7 +30,7 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
 def clip_grad_value_(parameters, clip_value, foreach=None):
     """torch.nn.utils.clip_grad_value_: clamps each gradient of parameters (a tensor or an iterable of them) to
     [-clip_value, clip_value] in place; foreach is accepted and selects nothing."""
-    with _oa.no_grad():
+    with no_grad():
         for p in _parameters(parameters):
             if p.grad is not None:
                 p.grad.clamp_(-clip_value, clip_value)
