@@ -115,19 +115,23 @@ void update_in_place(const Matrix& x, const Matrix* other, const std::function<M
 
 // An undefined Matrix as None.
 py::object tensor_or_none(const Matrix& m);
+// Whether `o` is an int argument (a dim, a size, a count) as torch takes one:
+// anything with __index__ (a Python int, a NumPy integer scalar) but a bool
+// (Python's or NumPy's), an oa.Tensor or a NumPy array.
+bool is_int(py::handle o);
 // An int (repeated) or a sequence of `N` ints, as PyTorch's int-or-tuple
 // options; throws InvalidArgument naming `op` and `arg` otherwise.
 template <std::size_t N>
 std::array<std::int64_t, N> int_tuple(py::handle value, const char* op, const char* arg) {
   std::array<std::int64_t, N> out{};
-  if (py::isinstance<py::int_>(value)) {
+  if (is_int(value)) {
     out.fill(value.cast<std::int64_t>());
     return out;
   }
   if (py::isinstance<py::sequence>(value) && !py::isinstance<py::str>(value) && py::len(value) == N) {
     const auto seq = py::reinterpret_borrow<py::sequence>(value);
     bool ints = true;
-    for (std::size_t i = 0; i < N; ++i) ints = ints && py::isinstance<py::int_>(seq[i]);
+    for (std::size_t i = 0; i < N; ++i) ints = ints && is_int(seq[i]);
     if (ints) {
       for (std::size_t i = 0; i < N; ++i) out[i] = seq[i].cast<std::int64_t>();
       return out;

@@ -49,11 +49,10 @@ bool is_mask(py::handle entry) {
   return false;
 }
 
-// An int entry as an int: a Python int or a NumPy integer scalar (not a
-// bool); IndexError when it does not fit in 64 bits. nullopt for others.
+// An int entry (is_int) as an int; IndexError when it does not fit in 64
+// bits. nullopt for others.
 std::optional<std::int64_t> int_index(py::handle e) {
-  if (py::isinstance<py::bool_>(e)) return std::nullopt;
-  if (!py::isinstance<py::int_>(e) && !py::isinstance(e, py::module_::import("numpy").attr("integer"))) return std::nullopt;
+  if (!is_int(e)) return std::nullopt;
   const Py_ssize_t v = PyNumber_AsSsize_t(e.ptr(), PyExc_IndexError);
   if (v == -1 && PyErr_Occurred()) throw py::error_already_set();
   return v;
@@ -456,9 +455,8 @@ std::vector<Matrix> promoted(std::vector<Matrix> xs) {
 // torch's split_size_or_sections: an int or a list of ints.
 std::vector<Matrix> split_any(const Matrix& x, py::handle split_size_or_sections, int dim) {
   return copies_not_views(x,
-                          py::isinstance<py::int_>(split_size_or_sections)
-                              ? mx::split(x, split_size_or_sections.cast<std::int64_t>(), dim)
-                              : mx::split(x, split_size_or_sections.cast<std::vector<std::int64_t>>(), dim),
+                          is_int(split_size_or_sections) ? mx::split(x, split_size_or_sections.cast<std::int64_t>(), dim)
+                                                         : mx::split(x, split_size_or_sections.cast<std::vector<std::int64_t>>(), dim),
                           "oa.split");
 }
 std::vector<Matrix> chunk(const Matrix& x, std::int64_t chunks, int dim) {

@@ -236,7 +236,7 @@ std::function<Matrix(const Matrix&, py::object, bool, const py::object&, const s
                                                                                                                  const char* op) {
   return [largest, op](const Matrix& x, py::object dim, bool keepdim, const py::object& axis, const std::optional<bool>& keepdims) {
     numpy_aliases(dim, keepdim, axis, keepdims, op);
-    if (!dim.is_none() && (!py::isinstance<py::int_>(dim) || py::isinstance<py::bool_>(dim)))
+    if (!dim.is_none() && !is_int(dim))
       throw py::type_error(fmt::format("{}: dim must be None or an int, not {}", op,
                                        py::str(py::type::handle_of(dim).attr("__name__")).cast<std::string>()));
     return arg_extreme(x, dim.is_none() ? std::nullopt : std::optional<int>(dim.cast<int>()), keepdim, largest);
@@ -250,14 +250,14 @@ namespace {
 // naming `op` for another type, InvalidArgument for an axis outside x's rank.
 std::vector<int> reduction_dims(const Matrix& x, const py::object& dim, const char* op) {
   if (dim.is_none()) return {};
-  const bool one = py::isinstance<py::int_>(dim);
+  const bool one = is_int(dim);
   if (!one && !(py::isinstance<py::tuple>(dim) || py::isinstance<py::list>(dim)))
     throw py::type_error(fmt::format("{}: dim must be None, an int or a tuple of ints, not {}", op,
                                      py::str(py::type::handle_of(dim).attr("__name__")).cast<std::string>()));
   const auto rank = std::max<long long>(static_cast<long long>(x.rank()), 1);
   std::vector<int> dims;
   for (const py::handle d : one ? py::tuple(py::make_tuple(dim)) : py::tuple(dim)) {
-    if (!py::isinstance<py::int_>(d) || py::isinstance<py::bool_>(d))
+    if (!is_int(d))
       throw py::type_error(fmt::format("{}: dim must be None, an int or a tuple of ints, not one holding {}", op,
                                        py::str(py::repr(d)).cast<std::string>()));
     int overflow = 0;
@@ -364,7 +364,7 @@ py::object extreme(const Matrix& x, const py::object& dim, bool keepdim, bool la
     if (keepdim) throw py::type_error(fmt::format("{}: keepdim=True needs a dim (torch's max(input) takes none)", op));
     return py::cast(largest ? mx::max(x, {}) : mx::min(x, {}));
   }
-  if (!py::isinstance<py::int_>(dim))
+  if (!is_int(dim))
     throw py::type_error(fmt::format("{}: dim must be an int, a tensor (the elementwise form) or None, not {} (several "
                                      "axes: amax or amin)", op, py::str(py::type::handle_of(dim).attr("__name__")).cast<std::string>()));
   const int axis = reduction_dims(x, dim, op)[0];
@@ -594,6 +594,14 @@ std::optional<Number> number_of(py::handle o) {
 }
 
 }  // namespace
+
+bool is_int(py::handle o) {
+  if (PyLong_Check(o.ptr())) return !PyBool_Check(o.ptr());
+  if (!PyIndex_Check(o.ptr()) || py::isinstance<Matrix>(o) || py::isinstance<py::array>(o)) return false;
+  const std::optional<Number> n = number_of(o);
+  return !n || n->kind == Number::Kind::Int;  // not a NumPy bool
+}
+
 }  // namespace oa::python
 
 namespace pybind11::detail {

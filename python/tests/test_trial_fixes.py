@@ -168,3 +168,34 @@ def test_grad_mode_context_managers():
         oa.set_grad_enabled("no")
     with pytest.raises(TypeError, match="oa.enable_grad takes no arguments"):
         oa.enable_grad(3)
+
+
+def test_numpy_integers_as_dims_and_sizes():
+    a = values((2, 3, 4), 5)
+    x = oa.tensor(a)
+    i0, i1, i2 = np.int64(0), np.int64(1), np.int32(2)
+    assert [p.shape for p in x.split(i2, dim=i1)] == [(2, 2, 4), (2, 1, 4)]
+    assert [p.shape for p in x.split([np.int64(1), np.int64(2)], i1)] == [(2, 1, 4), (2, 2, 4)]
+    assert [p.shape for p in oa.split(x, i2)] == [(2, 3, 4)]
+    assert_close(x.sum(i1).numpy(), a.sum(1))
+    assert_close(x.mean((i0, i2)).numpy(), a.mean((0, 2)))
+    assert_close(oa.amax(x, dim=i2).numpy(), a.max(2))
+    assert_close(x.max(i1).values.numpy(), a.max(1))
+    np.testing.assert_array_equal(x.argmax(i1).numpy(), a.argmax(1))
+    assert_close(x.std(i1).numpy(), a.std(1, ddof=1), rtol=1e-4)
+    assert x.reshape(np.int64(6), i2 * 2).shape == (6, 4)
+    assert x.view((np.int64(4), np.int64(-1))).shape == (4, 6)
+    assert x.permute(i2, i0, i1).shape == (4, 2, 3)
+    assert x.transpose(i0, i2).shape == (4, 3, 2)
+    assert [p.shape for p in x.chunk(i2, i2)] == [(2, 3, 2), (2, 3, 2)]
+    assert x.unsqueeze(i1).squeeze(i1).flatten(i1).shape == (2, 12)
+    assert x.size(i2) == 4 and oa.cat([x, x], i1).shape == (2, 6, 4)
+    assert_close(oa.softmax(x, i1).numpy().sum(1), np.ones((2, 4)))
+    assert_close(x[i1].numpy(), a[1])
+    assert oa.zeros(np.int64(2), i2).shape == (2, 2)
+    with pytest.raises(TypeError, match="oa.Tensor.sum: dim must be None, an int or a tuple of ints"):
+        x.sum(np.bool_(True))
+    with pytest.raises(TypeError, match="oa.Tensor.sum: dim must be None, an int or a tuple of ints"):
+        x.sum(1.0)
+    with pytest.raises(TypeError, match="oa.Tensor.sum: dim must be None, an int or a tuple of ints"):
+        x.sum(np.array([1]))  # an array is not an int, though it has __index__
