@@ -1,6 +1,6 @@
-"""Wrong results and torch behaviours missing that a new user's trial found: copy_ across engines, the gradient of
-binary_cross_entropy_with_logits at 0, arange's and full's dtypes, MultiheadAttention's is_causal hint,
-format() of a 0-d tensor, the gradient-mode context managers, and NumPy integers as dims and sizes."""
+"""Torch behaviours across the API: copy_ across engines, the gradient of binary_cross_entropy_with_logits at 0,
+arange's and full's dtypes, MultiheadAttention's is_causal hint, format() of a 0-d tensor, the gradient-mode
+context managers, and NumPy integers as dims and sizes."""
 import numpy as np
 import pytest
 
