@@ -116,8 +116,8 @@ struct Step {
   std::int64_t start = 0, step = 1, count = 0;
   std::optional<std::int64_t> lo, hi;
   // Indices: `positions` (checked, non-negative), and the int32 tensor given
-  // when its indices needed no change. Mask: the bool tensor; `positions`
-  // holds the flat positions where it is true once read back.
+  // when its indices needed no change. Mask: `positions` holds the flat
+  // positions where it is true, `count` their number.
   Matrix tensor;
   std::vector<std::int32_t> positions;
   std::vector<std::int64_t> shape;  // Indices: the index's shape; Mask: the extents it covers
@@ -196,14 +196,13 @@ std::vector<Step> parse_key(const Matrix& x, py::handle key, const char* op, std
     } else {
       if (is_mask(e)) {
         s.kind = Step::Kind::Mask;
+        Matrix mask;
         if (py::isinstance<Matrix>(e)) {
-          s.tensor = e.cast<Matrix>();
-          oa::detail::require_same_engine(x, "x", s.tensor, "mask", op);
-          s.shape = s.tensor.shape().to_vector();
+          mask = e.cast<Matrix>();
+          oa::detail::require_same_engine(x, "x", mask, "mask", op);
+          s.shape = mask.shape().to_vector();
         } else {
           s.shape = np.attr("shape")(e).cast<std::vector<std::int64_t>>();
-          s.tensor = Matrix::from_bool(Shape(s.shape), np.attr("asarray")(e, "uint8").attr("ravel")().cast<std::vector<std::uint8_t>>(),
-                                       x.engine());
         }
         s.extent = 1;
         for (std::size_t k = 0; k < s.shape.size(); ++k) {
@@ -215,7 +214,8 @@ std::vector<Step> parse_key(const Matrix& x, py::handle key, const char* op, std
                 " of the indexed tensor " + fmt::format("{}", Shape(shape)) + " from axis " + std::to_string(axis));
           s.extent *= s.shape[k];
         }
-        const auto values = s.tensor.to_bool();
+        const auto values = mask.defined() ? mask.to_bool()
+                                           : np.attr("asarray")(e, "uint8").attr("ravel")().cast<std::vector<std::uint8_t>>();
         for (std::size_t k = 0; k < values.size(); ++k)
           if (values[k]) s.positions.push_back(static_cast<std::int32_t>(k));
         s.count = static_cast<std::int64_t>(s.positions.size());
