@@ -3,7 +3,6 @@ matmul), so autograd flows through it."""
 import math
 
 from . import _oa
-from ._tensor_ops import select
 
 _OP = "oa.einsum"
 
@@ -49,7 +48,7 @@ def _diagonal(x, labels):
                                            f"{list(x.shape)} but its axes {p} and {q} have extents {n} != {x.shape[q]}")
         rest = [a for a in range(x.dim()) if a not in (p, q)]
         x = x.permute(rest + [p, q]).reshape([x.shape[a] for a in rest] + [n * n])
-        x = select(x, len(rest), _oa.arange(0, n * n, n + 1, dtype=_oa.dtype.int32, engine=x.engine))
+        x = x.index_select(len(rest), _oa.arange(0, n * n, n + 1, dtype=_oa.dtype.int32, engine=x.engine))
         labels = [labels[a] for a in rest] + [c]
     return x, labels
 

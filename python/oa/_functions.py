@@ -8,7 +8,7 @@ import numpy as np
 from . import _oa
 from ._grad_mode import no_grad
 from ._indexing import written
-from ._tensor_ops import axis, indices, select, sizes
+from ._tensor_ops import axis, indices, sizes
 
 
 def floating(x):
@@ -125,7 +125,7 @@ def roll(input, shifts, dims=None):
         a = axis(input, dim, op, "dims")
         n = input.shape[a]
         if n and shift % n:
-            y = select(y, a, indices((np.arange(n) - shift % n) % n, input.engine))
+            y = y.index_select(a, indices((np.arange(n) - shift % n) % n, input.engine))
     return y if y is not input else input.clone()
 
 
@@ -137,7 +137,7 @@ def diag(input, diagonal=0):
     if input.dim() == 2:
         rows, cols = input.shape
         r = np.arange(max(0, -d), min(rows, cols - d)) if min(rows, cols - d) > max(0, -d) else np.arange(0)
-        return select(input.reshape([-1]), 0, indices(r * cols + r + d, input.engine))
+        return input.reshape([-1]).index_select(0, indices(r * cols + r + d, input.engine))
     if input.dim() != 1:
         raise _oa.InvalidArgumentError(f"oa.diag: input must be 1-d or 2-d, not of shape {list(input.shape)}")
     n = input.shape[0]
@@ -147,7 +147,7 @@ def diag(input, diagonal=0):
     source = np.where(on, np.minimum(row, col), 0)
     if n == 0:
         return _oa.zeros([m, m], dtype=input.dtype, engine=input.engine)
-    values = select(input, 0, indices(source, input.engine)).reshape([m, m])
+    values = input.index_select(0, indices(source, input.engine)).reshape([m, m])
     return _oa.where(_oa.tensor(on, engine=input.engine), values, _oa.zeros([], dtype=input.dtype,
                                                                             engine=input.engine))
 
@@ -181,7 +181,7 @@ def repeat_interleave(input, repeats, dim=None, *, output_size=None):
         raise _oa.InvalidArgumentError(f"{op}: repeats must be non-negative, not {counts.tolist()}")
     if output_size is not None and output_size != int(counts.sum()):
         raise _oa.InvalidArgumentError(f"{op}: output_size {output_size} is not the sum of repeats {int(counts.sum())}")
-    return select(input, a, indices(np.repeat(np.arange(n), counts), input.engine))
+    return input.index_select(a, indices(np.repeat(np.arange(n), counts), input.engine))
 
 
 def scatter_positions(input, dim, index, op):
@@ -257,10 +257,10 @@ def segment_reduce(values, segments, combine):
     while shift < longest:
         partner = np.minimum(at + shift, n - 1)
         same = (at + shift < n) & (segments[partner] == segments)
-        later = select(values, 0, indices(partner, values.engine))
+        later = values.index_select(0, indices(partner, values.engine))
         values = _oa.where(_oa.tensor(same, engine=values.engine), combine(values, later), values)
         shift *= 2
-    return select(values, 0, indices(first, values.engine))
+    return values.index_select(0, indices(first, values.engine))
 
 
 _COMBINE = {"sum": lambda a, b: a + b, "mean": lambda a, b: a + b, "prod": lambda a, b: a * b, "amax": _oa.maximum,
@@ -295,9 +295,9 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     targets = np.unique(positions)
 
     def reduced(flat, values):
-        result = segment_reduce(select(values, 0, indices(order, engine)), positions[order], _COMBINE[reduce])
+        result = segment_reduce(values.index_select(0, indices(order, engine)), positions[order], _COMBINE[reduce])
         if include_self:
-            result = _COMBINE[reduce](result, select(flat, 0, indices(targets, engine)))
+            result = _COMBINE[reduce](result, flat.index_select(0, indices(targets, engine)))
         return written(flat, targets, result)
 
     if input.dtype == _oa.dtype.float32 and reduce in ("sum", "mean"):
@@ -308,7 +308,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
         # (scatter_add's dtype; 16-bit values widen exactly).
         with no_grad():
             out = reduced(flat.detach(), values.detach())
-        ties = (values == select(out, 0, spots)) & isfinite(values)
+        ties = (values == out.index_select(0, spots)) & isfinite(values)
         own = hit & (flat == out) & isfinite(flat) if include_self else _oa.zeros_like(hit)
         count = _oa.scatter_add(own.float(), 0, spots, ties.float())
         total = _oa.scatter_add(_oa.where(own, flat, zero).float(), 0, spots, _oa.where(ties, values, zero).float())

@@ -11,7 +11,7 @@ with one index_select and one where (repeated positions: the last value wins).""
 import numpy as np
 
 from . import _oa
-from ._tensor_ops import indices as index_tensor, select
+from ._tensor_ops import indices as index_tensor
 
 
 def parse(x, key, op):
@@ -111,12 +111,9 @@ def get_item(x, key):
     basic, indices = parse(x, key, op)
 
     def take(t, positions):
-        return select(t, 0, index_tensor(positions, x.engine))
+        return t.index_select(0, index_tensor(positions, x.engine))
 
-    y = x[basic]
-    if y.dtype == _oa.dtype.bool:  # permute takes the numeric dtypes; float32 holds bool exactly
-        return gather(y.float(), indices, op, take, _oa.permute, _oa.reshape).bool()
-    return gather(y, indices, op, take, _oa.permute, _oa.reshape)
+    return gather(x[basic], indices, op, take, _oa.permute, _oa.reshape)
 
 
 def set_item(base, key, values):
@@ -148,5 +145,5 @@ def written(base, positions, values):
     source = np.full(base.numel(), -1, np.int64)
     source[positions] = np.arange(positions.size)
     taken = _oa.tensor(source >= 0, engine=base.engine)
-    picked = select(values, 0, index_tensor(np.maximum(source, 0), base.engine))
+    picked = values.index_select(0, index_tensor(np.maximum(source, 0), base.engine))
     return _oa.where(taken, picked, base.reshape([-1])).reshape(list(base.shape))

@@ -26,14 +26,6 @@ def sizes(args, op, arg):
     return [int(a) for a in args]
 
 
-def select(x, dim, index):
-    """x.index_select(dim, index) for every dtype: float16, bfloat16 and bool go through float32, which holds
-    their values exactly (index_select takes float32 and int32)."""
-    if x.dtype in (_oa.dtype.float32, _oa.dtype.int32):
-        return x.index_select(dim, index)
-    return x.float().index_select(dim, index).to(x.dtype)
-
-
 def indices(values, engine):
     """Host ints (any shape) as a 1-d int32 index tensor on engine."""
     return _oa.tensor(np.asarray(values, np.int64).reshape(-1), dtype=_oa.dtype.int32, engine=engine)
@@ -52,7 +44,7 @@ def flip(input, dims):
     for a in axes:
         n = input.shape[a]
         if n > 1:
-            y = select(y, a, _oa.arange(n - 1, -1, -1, dtype=_oa.dtype.int32, engine=input.engine))
+            y = y.index_select(a, _oa.arange(n - 1, -1, -1, dtype=_oa.dtype.int32, engine=input.engine))
     return y if y is not input else input.clone()
 
 
@@ -168,10 +160,9 @@ def sort(input, dim=-1, descending=False, stable=False):
     indices), input's elements along dim in increasing (descending=True: decreasing) order and their int32 positions
     along dim (torch: int64), both of input's shape. The order is always stable (equal values, -0 and +0 among them,
     keep their order), so stable=False gives what stable=True does; NaN counts as larger than every number (last
-    ascending, first descending), as torch. A 0-d input gives (input's copy, 0). Any dtype: int32 is ordered exactly
-    (beyond float32's 2^24 too); float16, bfloat16 and bool through float32, which holds them exactly. Gradient
-    to input through the values (scattered back to where each came from), as torch. A composition: oa.topk with
-    k = the extent of dim (two for int32, one for each 16-bit half), whose cost is O(N^2) for a line of N elements:
+    ascending, first descending), as torch. A 0-d input gives (input's copy, 0). Any dtype, each ordered in its own
+    order (int32 exactly; bool as int32). Gradient to input through the values (scattered back to where each came
+    from), as torch. A composition: oa.topk with k = the extent of dim, whose cost is O(N^2) for a line of N elements:
     meant for N up to a few thousand. Errors: TypeError for an input that is not an oa.Tensor or a dim that is not an
     int; oa.InvalidArgumentError naming dim and input's shape for one out of range."""
     return sorted_along(input, dim, descending, stable, "oa.sort")
@@ -188,17 +179,10 @@ def sorted_along(input, dim, descending, stable, op):
     if input.dim() == 0:
         return _oa.return_types.sort(input.clone(), _oa.zeros([], dtype=_oa.dtype.int32, engine=input.engine))
     n, largest = input.shape[a], bool(descending)
-    if input.dtype == _oa.dtype.int32:
-        # topk orders float32 values, and its order is stable: ordering by the low 16 bits and then by the high ones
-        # (each exact in float32) orders int32 exactly (a radix sort of two digits).
-        low = _oa.topk(_oa.remainder(input, 65536).float(), n, a, largest).indices
-        high = _oa.take_along_dim(_oa.floor_divide(input, 65536), low, a).float()
-        order = _oa.take_along_dim(low, _oa.topk(high, n, a, largest).indices, a)
-        return _oa.return_types.sort(_oa.take_along_dim(input, order, a), order)
-    if input.dtype == _oa.dtype.float32:
-        return _oa.return_types.sort(*_oa.topk(input, n, a, largest))
-    values, indices = _oa.topk(input.float(), n, a, largest)
-    return _oa.return_types.sort(values.to(input.dtype), indices)
+    if input.dtype == _oa.dtype.bool:  # topk orders the numeric dtypes
+        values, indices = _oa.topk(input.int(), n, a, largest)
+        return _oa.return_types.sort(values.bool(), indices)
+    return _oa.return_types.sort(*_oa.topk(input, n, a, largest))
 
 
 def tensor_sort(self, dim=-1, descending=False, stable=False):

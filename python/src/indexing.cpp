@@ -3,16 +3,16 @@
 // gather, scatter_add, take_along_axis, topk, one_hot, argmin, masked_select,
 // cat, stack, split, chunk.
 //
-// x[key] walks the entries of key over x's axes (x float32 or int32; other
-// dtypes through float32), each a C++ op: an int is a
+// x[key] walks the entries of key over x's axes (x of any dtype, its
+// elements moved as bits), each a C++ op: an int is a
 // narrow of one element and a squeeze (negative counts from the end), a slice
 // a oa::matrix::slice (step >= 1), None an unsqueeze, Ellipsis the full
 // slices it stands for, an int32 tensor or a list of ints an index_select
 // (a tensor is read back, a synchronization, and its indices checked on the
 // host as a list's are: negative ones count from the end, one outside the
-// axis raises IndexError, as in PyTorch), a bool tensor or list a
-// masked_select over the axes it covers (it reads the mask back: a
-// synchronization). A key with several tensor, list or mask entries goes to
+// axis raises IndexError, as in PyTorch), a bool tensor or list (at any
+// position, as torch) an index_select of its true positions along the axes
+// it covers, merged (it reads the mask back: a synchronization). A key with several tensor, list or mask entries goes to
 // oa/_indexing.py, which broadcasts them together as torch. Gradients flow
 // through all of them. The result is a
 // copy (torch: a view) unless it is x itself, so copy_not_view marks it and
@@ -115,20 +115,17 @@ struct Step {
   std::int64_t start = 0, step = 1, count = 0;
   std::optional<std::int64_t> lo, hi;
   // Indices: `positions` (checked, non-negative), and the int32 tensor given
-  // when its indices needed no change. Mask: the bool tensor; `positions`
-  // holds the flat positions where it is true once read back.
+  // when its indices needed no change. Mask: `positions` holds the flat
+  // positions where it is true, `count` their number.
   Matrix tensor;
   std::vector<std::int32_t> positions;
   std::vector<std::int64_t> shape;  // Indices: the index's shape; Mask: the extents it covers
 };
 
 // The steps of x[key] (`op` names the caller in errors). Int32 index tensors
-// are read to the host (a synchronization) and checked, an index outside its
-// axis raising IndexError. read_back: masks are read back too; otherwise they
-// stay on the device. `selected` receives the shape of x[key] (a mask's count
-// is -1 unless read back).
-std::vector<Step> parse_key(const Matrix& x, py::handle key, bool read_back, const char* op,
-                            std::vector<std::int64_t>& selected) {
+// and masks are read to the host (a synchronization) and checked, an index
+// outside its axis raising IndexError. `selected` receives the shape of x[key].
+std::vector<Step> parse_key(const Matrix& x, py::handle key, const char* op, std::vector<std::int64_t>& selected) {
   py::tuple entries = py::isinstance<py::tuple>(key) ? py::reinterpret_borrow<py::tuple>(key) : py::make_tuple(key);
   std::size_t consumed = 0, ellipses = 0;
   for (py::handle e : entries) {
@@ -198,32 +195,31 @@ std::vector<Step> parse_key(const Matrix& x, py::handle key, bool read_back, con
     } else {
       if (is_mask(e)) {
         s.kind = Step::Kind::Mask;
+        Matrix mask;
         if (py::isinstance<Matrix>(e)) {
-          s.tensor = e.cast<Matrix>();
-          oa::detail::require_same_engine(x, "x", s.tensor, "mask", op);
-          s.shape = s.tensor.shape().to_vector();
+          mask = e.cast<Matrix>();
+          oa::detail::require_same_engine(x, "x", mask, "mask", op);
+          s.shape = mask.shape().to_vector();
         } else {
           s.shape = np.attr("shape")(e).cast<std::vector<std::int64_t>>();
-          s.tensor = Matrix::from_bool(Shape(s.shape), np.attr("asarray")(e, "uint8").attr("ravel")().cast<std::vector<std::uint8_t>>(),
-                                       x.engine());
         }
-        if (axis != 0) index_error(std::string(op) + ": a bool mask is supported on the leading axes only (it follows slices or ints)");
         s.extent = 1;
         for (std::size_t k = 0; k < s.shape.size(); ++k) {
-          if (s.shape[k] != shape[k])
-            index_error(std::string(op) + ": the mask's shape " + fmt::format("{}", Shape(s.shape)) +
-                        " does not match the indexed tensor's leading extents " + fmt::format("{}", Shape(shape)));
+          if (s.shape[k] != shape[axis + k])
+            index_error(
+                std::string(op) + ": the mask's shape " + fmt::format("{}", Shape(s.shape)) + " does not match the extents " +
+                fmt::format("{}", Shape(std::vector<std::int64_t>(shape.begin() + static_cast<std::ptrdiff_t>(axis),
+                                                                  shape.begin() + static_cast<std::ptrdiff_t>(axis + s.shape.size())))) +
+                " of the indexed tensor " + fmt::format("{}", Shape(shape)) + " from axis " + std::to_string(axis));
           s.extent *= s.shape[k];
         }
-        s.count = -1;
-        if (read_back) {
-          const auto values = s.tensor.to_bool();
-          for (std::size_t k = 0; k < values.size(); ++k)
-            if (values[k]) s.positions.push_back(static_cast<std::int32_t>(k));
-          s.count = static_cast<std::int64_t>(s.positions.size());
-        }
-        shape.erase(shape.begin(), shape.begin() + static_cast<std::ptrdiff_t>(s.shape.size()));
-        shape.insert(shape.begin(), s.count);
+        const auto values = mask.defined() ? mask.to_bool()
+                                           : np.attr("asarray")(e, "uint8").attr("ravel")().cast<std::vector<std::uint8_t>>();
+        for (std::size_t k = 0; k < values.size(); ++k)
+          if (values[k]) s.positions.push_back(static_cast<std::int32_t>(k));
+        s.count = static_cast<std::int64_t>(s.positions.size());
+        const auto first = shape.begin() + static_cast<std::ptrdiff_t>(axis);
+        shape.insert(shape.erase(first, first + static_cast<std::ptrdiff_t>(s.shape.size())), s.count);
         axis += 1;
         source += s.shape.size();
       } else {
@@ -302,13 +298,8 @@ bool several_indices(py::handle key) {
 Matrix indexed(const Matrix& x, py::handle key) {
   if (several_indices(key)) return py::module_::import("oa._indexing").attr("get_item")(x, key).cast<Matrix>();
   std::vector<std::int64_t> selected;
-  const std::vector<Step> steps = parse_key(x, key, false, "oa.Tensor.__getitem__", selected);
-  // The slicing views take float32, float16, bfloat16 and int32, the selection
-  // ops (a tensor or list index, a mask) float32 and int32: other cases are
-  // indexed as float32, which holds their values exactly, and converted back.
-  const bool selects = std::ranges::any_of(steps, [](const Step& s) { return s.kind == Step::Kind::Indices || s.kind == Step::Kind::Mask; });
-  const bool native = x.dtype() == DType::F32 || x.dtype() == DType::I32 || (!selects && x.dtype() != DType::Bool);
-  Matrix r = native ? x : convert(x, DType::F32);
+  const std::vector<Step> steps = parse_key(x, key, "oa.Tensor.__getitem__", selected);
+  Matrix r = x;
   for (const Step& s : steps) {
     switch (s.kind) {
       case Step::Kind::NewAxis: r = mx::unsqueeze(r, s.axis); break;
@@ -322,10 +313,14 @@ Matrix indexed(const Matrix& x, py::handle key) {
         r = select_along(r, static_cast<std::size_t>(s.axis), flat, Shape(s.shape));
         break;
       }
-      case Step::Kind::Mask: r = mx::masked_select(r, s.tensor); break;
+      case Step::Kind::Mask:
+        // The axes the mask covers merged into one (a 0-d mask: a new axis of 1), its true positions selected.
+        r = s.shape.empty() ? mx::unsqueeze(r, s.axis) : mx::flatten(r, s.axis, s.axis + static_cast<int>(s.shape.size()) - 1);
+        r = mx::index_select(r, s.axis, Matrix::from_i32({s.count}, s.positions, r.engine()));
+        break;
     }
   }
-  return native ? r : convert(r, x.dtype());
+  return r;
 }
 
 Matrix get_item(const Matrix& x, py::handle key) {
@@ -375,7 +370,7 @@ Matrix place(Matrix t, const Step& s) {
     const Matrix zero = t.dtype() == DType::I32 ? int32_scalar(0, t.engine()) : Matrix::zeros({}, t.engine());
     t = mx::where(Matrix::from_bool(Shape(along), taken, t.engine()), t, zero);
   }
-  if (s.kind == Step::Kind::Mask && s.shape.size() != 1) t = mx::unflatten(t, 0, s.shape);
+  if (s.kind == Step::Kind::Mask && s.shape.size() != 1) t = s.shape.empty() ? mx::squeeze(t, s.axis) : mx::unflatten(t, s.axis, s.shape);
   return t;
 }
 
@@ -416,7 +411,7 @@ void set_item(const Matrix& x, py::handle key, py::handle value) {
     if (several_indices(key))
       return py::module_::import("oa._indexing").attr("set_item")(convert(x, dtype), key, v).cast<Matrix>();
     std::vector<std::int64_t> selected;
-    const std::vector<Step> steps = parse_key(x, key, true, op, selected);
+    const std::vector<Step> steps = parse_key(x, key, op, selected);
     const Matrix base = convert(x, dtype);
     if (Shape(selected).numel() == 0) return base;
     // value broadcast to x[key]'s shape, leading extents of 1 dropped first (as torch).
@@ -469,7 +464,8 @@ void bind_indexing(py::module_& m, TensorClass& t) {
   using py::arg;
   t.def("__getitem__", &get_item, arg("key"),
         "x[key] with ints, slices (step >= 1), None, ..., True / False (a new axis of extent 1 / 0, as torch), an int32 "
-        "tensor or list of ints (index_select), a bool tensor (masked_select, which synchronizes), and several of those, "
+        "tensor or list of ints (index_select), a bool tensor at any position (its true positions along the axes it covers, as torch; "
+        "read back, a synchronization), and several of those, "
         "which broadcast together as torch's (x[rows, cols]: read back and checked, a synchronization; see oa._indexing). "
         "Unlike torch, the result "
         "is a copy, not a view (x[:] and x[...] excepted): in-place ops on it raise oa.FailedPreconditionError (assign with "

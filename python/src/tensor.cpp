@@ -376,10 +376,10 @@ py::object extreme(const Matrix& x, const py::object& dim, bool keepdim, bool la
   // its int32 0s and 1s, the first True (max) or False (min), or 0 where none.
   const Matrix ranked = x.dtype() == DType::Bool ? convert(x, DType::I32) : x;
   const Matrix indices = largest ? mx::argmax(ranked, axis, true) : mx::argmin(ranked, axis, true);
-  // take_along_axis copies float32: a 16-bit x is read through float32 (exact);
-  // int32 and bool values (no gradient) are the exact amax or amin (bool: any, all).
+  // Float values are taken at the indices (their gradient reaches that element); int32 and bool
+  // values (no gradient) are the exact amax or amin (bool: any, all).
   const Matrix values = !is_floating_point(x.dtype()) ? (largest ? mx::max(x, {axis}, true) : mx::min(x, {axis}, true))
-                                                      : convert(mx::take_along_axis(convert(x, DType::F32), indices, axis), x.dtype());
+                                                      : mx::take_along_axis(x, indices, axis);
   return (largest ? max_type : min_type)(keepdim ? values : mx::squeeze(values, axis),
                                          keepdim ? indices : mx::squeeze(indices, axis));
 }

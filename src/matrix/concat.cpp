@@ -119,14 +119,6 @@ std::vector<Matrix> concat_of_gradients(const BackwardCall<A>& c) {
   return {gx};
 }
 
-// One lowering for every dtype (the copies move bits).
-template <class A>
-std::vector<std::pair<DType, detail::Lowering<A>>> every_dtype(const detail::Lowering<A>& lowering) {
-  std::vector<std::pair<DType, detail::Lowering<A>>> out;
-  for (DType d : {DType::F32, DType::F16, DType::BF16, DType::I32, DType::Bool}) out.emplace_back(d, lowering);
-  return out;
-}
-
 struct ConcatAttributes {
   std::int64_t axis = 0;  // non-negative
   static constexpr auto fields = std::tuple{field("axis", &ConcatAttributes::axis)};

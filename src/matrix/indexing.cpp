@@ -38,11 +38,6 @@ constexpr const char* kOneHot = "oa::matrix::one_hot";
 constexpr const char* kTakeAlongAxis = "oa::matrix::take_along_axis";
 constexpr const char* kTopK = "oa::matrix::topk";
 
-void require_f32_or_i32(const Matrix& x, const char* op) {
-  if (x.dtype() != DType::F32 && x.dtype() != DType::I32)
-    fail(ErrorKind::InvalidArgument, "{}: x must be f32 or i32; found {} {}", op, to_string(x.dtype()), x.shape());
-}
-
 struct DimAttributes {
   std::int64_t dim = 0;  // non-negative
   static constexpr auto fields = std::tuple{field("dim", &DimAttributes::dim)};
@@ -72,14 +67,15 @@ std::uint32_t index_check(bool check, ComputeDispatch& d, const Matrix& x, std::
   return 0;
 }
 
-// mode 0: index [K] (index_select); 1: index shaped as the values (gather, scatter_add).
+// mode 0: index [K] (index_select); 1: index shaped as the values (gather, scatter_add). x and y of one dtype, any.
 void gather_dispatch(std::uint32_t mode, const Matrix& x, const Matrix& index, const Matrix& y, std::int64_t dim, const char* op, bool check,
                      std::vector<ComputeDispatch>& ds) {
   if (y.numel() == 0) return;
   const AxisView xv = view_of(x.shape(), dim), yv = view_of(y.shape(), dim);
+  const auto size = static_cast<std::uint32_t>(size_of(y.dtype()));
   ComputeDispatch d;
   d.kernel = kernels::matrix_index_gather;
-  d.specialization = {mode};
+  d.specialization = {mode, size};
   d.bindings = {BufferBinding::read(x.storage()), BufferBinding::read(index.storage()), BufferBinding::write(y.storage())};
   const std::uint32_t check_id = index_check(check, d, x, dim, xv.extent, op);
   d.push.set(push::matrix_index_gather{.n = detail::shader_u32(y.numel(), "result elements", op),
@@ -87,7 +83,7 @@ void gather_dispatch(std::uint32_t mode, const Matrix& x, const Matrix& index, c
                                        .N = detail::shader_u32(xv.extent, "extent of x at dim", op),
                                        .inner = detail::shader_u32(xv.inner, "inner extent", op),
                                        .check_id = check_id});
-  d.groups = {detail::groups_for(y.numel(), 1024), 1, 1};
+  d.groups = {detail::groups_for(ceil_div(y.numel(), std::int64_t{4 / size}), 1024), 1, 1};
   ds.push_back(std::move(d));
 }
 
@@ -112,9 +108,11 @@ void scatter_dispatch(std::uint32_t mode, const Matrix& base, const Matrix& inde
   ds.push_back(std::move(d));
 }
 
-// The gradient of x for index_select (mode 0) and gather (mode 1).
+// The gradient of x for index_select (mode 0) and gather (mode 1); a 16-bit one is summed in f32 and rounded once.
 std::vector<Matrix> gather_backward(std::uint32_t mode, const BackwardCall<DimAttributes>& c) {
   const Matrix &gy = c.grad_outputs[0], &index = c.inputs[1];
+  if (detail::is_half(gy.dtype()))
+    return detail::widened_backward<DimAttributes>(c, [mode](const BackwardCall<DimAttributes>& w) { return gather_backward(mode, w); });
   Matrix gx = detail::allocate(gy.engine(), c.input_shapes[0]);
   std::vector<ComputeDispatch> ds;
   scatter_dispatch(mode, Matrix(), index, gy, gx, c.attributes.dim, c.name, false, ds);
@@ -145,7 +143,7 @@ const Op<DimAttributes> kIndexSelectOp{
        detail::shader_u32(Shape(dims).numel(), "result elements", c.name);
        return std::vector<OutputSpec>{{Shape(dims), x.dtype()}};
      },
-     .lower = {{DType::F32, kIndexSelectLowering}, {DType::I32, kIndexSelectLowering}},
+     .lower = every_dtype(kIndexSelectLowering),
      .saves = [](const OpCall<DimAttributes>&, const std::vector<bool>&) { return kSaveIndex; },
      .backward = [](const BackwardCall<DimAttributes>& c) { return gather_backward(0, c); }}};
 
@@ -176,7 +174,7 @@ const Op<DimAttributes> kGatherOp{{.name = kGather,
                                      detail::shader_u32(index.numel(), "result elements", c.name);
                                      return std::vector<OutputSpec>{{index.shape(), x.dtype()}};
                                    },
-                                   .lower = {{DType::F32, kGatherLowering}, {DType::I32, kGatherLowering}},
+                                   .lower = every_dtype(kGatherLowering),
                                    .saves = [](const OpCall<DimAttributes>&, const std::vector<bool>&) { return kSaveIndex; },
                                    .backward = [](const BackwardCall<DimAttributes>& c) { return gather_backward(1, c); }}};
 
@@ -192,7 +190,7 @@ const Op<DimAttributes> kTakeAlongAxisOp{{.name = kTakeAlongAxis,
                                             detail::shader_u32(c.inputs[1].numel(), "result elements", c.name);
                                             return std::vector<OutputSpec>{{c.inputs[1].shape(), c.inputs[0].dtype()}};
                                           },
-                                          .lower = {{DType::F32, kGatherLowering}, {DType::I32, kGatherLowering}},
+                                          .lower = every_dtype(kGatherLowering),
                                           .saves = [](const OpCall<DimAttributes>&, const std::vector<bool>&) { return kSaveIndex; },
                                           .backward = [](const BackwardCall<DimAttributes>& c) { return gather_backward(1, c); }}};
 
@@ -205,8 +203,38 @@ struct TopKAttributes {
       std::tuple{field("k", &TopKAttributes::k), field("dim", &TopKAttributes::dim), field("largest", &TopKAttributes::largest)};
 };
 
-// Results: the values and (no gradient) their i32 positions along dim; the
-// backward scatter-adds the values' gradient at those positions.
+// Results: the values (x's dtype) and (no gradient) their i32 positions along
+// dim; a 16-bit x is ordered by its exact f32 widening and its values
+// gathered at the positions. The backward scatter-adds the values' gradient
+// at those positions (a 16-bit one summed in f32 and rounded once).
+const detail::Lowering<TopKAttributes> kTopKLowering = [](const OpCall<TopKAttributes>& c, const std::vector<Matrix>& out,
+                                                          std::vector<ComputeDispatch>& ds) {
+  const Matrix& x = c.inputs[0];
+  if (out[0].numel() == 0) return;
+  const AxisView v = view_of(x.shape(), c.attributes.dim);
+  ComputeDispatch d;
+  d.kernel = kernels::matrix_topk;
+  d.specialization = {c.attributes.largest ? 1u : 0u, detail::dtype_code(x.dtype())};
+  d.bindings = {BufferBinding::read(x.storage()), BufferBinding::write(out[0].storage()), BufferBinding::write(out[1].storage())};
+  d.push.set(push::matrix_topk{.n = static_cast<std::uint32_t>(x.numel()),
+                               .extent = static_cast<std::uint32_t>(v.extent),
+                               .inner = static_cast<std::uint32_t>(v.inner),
+                               .k = static_cast<std::uint32_t>(c.attributes.k)});
+  d.groups = {detail::groups_for(x.numel(), 256), 1, 1};
+  ds.push_back(std::move(d));
+  if (detail::is_half(x.dtype())) gather_dispatch(1, x, out[1], out[0], c.attributes.dim, c.name, false, ds);
+};
+
+std::vector<Matrix> topk_backward(const BackwardCall<TopKAttributes>& c) {
+  const Matrix &gy = c.grad_outputs[0], &indices = c.outputs[1];
+  if (detail::is_half(gy.dtype())) return detail::widened_backward<TopKAttributes>(c, topk_backward);
+  Matrix gx = detail::allocate(gy.engine(), c.input_shapes[0]);
+  std::vector<ComputeDispatch> ds;
+  scatter_dispatch(1, Matrix(), indices, gy, gx, c.attributes.dim, c.name, false, ds);
+  c.record(ds, {&gy, &indices}, {&gx}, detail::attribute_values(c.attributes));
+  return std::vector<Matrix>{gx};
+}
+
 const Op<TopKAttributes> kTopKOp{
     {.name = kTopK,
      .inputs = {"x"},
@@ -220,33 +248,11 @@ const Op<TopKAttributes> kTopKOp{
        detail::shader_u32(x.numel(), "element count of x", c.name);
        std::vector<std::int64_t> dims = x.shape().to_vector();
        dims[static_cast<std::size_t>(c.attributes.dim)] = c.attributes.k;
-       return std::vector<OutputSpec>{{Shape(dims)}, {.shape = Shape(dims), .dtype = DType::I32, .no_grad = true}};
+       return std::vector<OutputSpec>{{Shape(dims), x.dtype()}, {.shape = Shape(dims), .dtype = DType::I32, .no_grad = true}};
      },
-     .lower = {{DType::F32,
-                [](const OpCall<TopKAttributes>& c, const std::vector<Matrix>& out, std::vector<ComputeDispatch>& ds) {
-                  const Matrix& x = c.inputs[0];
-                  if (out[0].numel() == 0) return;
-                  const AxisView v = view_of(x.shape(), c.attributes.dim);
-                  ComputeDispatch d;
-                  d.kernel = kernels::matrix_topk;
-                  d.specialization = {c.attributes.largest ? 1u : 0u};
-                  d.bindings = {BufferBinding::read(x.storage()), BufferBinding::write(out[0].storage()), BufferBinding::write(out[1].storage())};
-                  d.push.set(push::matrix_topk{.n = static_cast<std::uint32_t>(x.numel()),
-                                               .extent = static_cast<std::uint32_t>(v.extent),
-                                               .inner = static_cast<std::uint32_t>(v.inner),
-                                               .k = static_cast<std::uint32_t>(c.attributes.k)});
-                  d.groups = {detail::groups_for(x.numel(), 256), 1, 1};
-                  ds.push_back(std::move(d));
-                }}},
+     .lower = {{DType::F32, kTopKLowering}, {DType::F16, kTopKLowering}, {DType::BF16, kTopKLowering}, {DType::I32, kTopKLowering}},
      .saves = [](const OpCall<TopKAttributes>&, const std::vector<bool>&) { return detail::Saves{{}, {false, true}}; },
-     .backward = [](const BackwardCall<TopKAttributes>& c) {
-       const Matrix &gy = c.grad_outputs[0], &indices = c.outputs[1];
-       Matrix gx = detail::allocate(gy.engine(), c.input_shapes[0]);
-       std::vector<ComputeDispatch> ds;
-       scatter_dispatch(1, Matrix(), indices, gy, gx, c.attributes.dim, c.name, false, ds);
-       c.record(ds, {&gy, &indices}, {&gx}, detail::attribute_values(c.attributes));
-       return std::vector<Matrix>{gx};
-     }}};
+     .backward = topk_backward}};
 
 // ── scatter_add ─────────────────────────────────────────────────────────────
 
@@ -383,11 +389,7 @@ const Op<FillAttributes> kMaskedFillOp{
        detail::shader_u32(c.inputs[0].numel(), "result elements", c.name);
        return std::vector<OutputSpec>{{c.inputs[0].shape(), c.inputs[0].dtype()}};
      },
-     .lower = {{DType::F32, kMaskedFillLowering},
-               {DType::F16, kMaskedFillLowering},
-               {DType::BF16, kMaskedFillLowering},
-               {DType::I32, kMaskedFillLowering},
-               {DType::Bool, kMaskedFillLowering}},
+     .lower = every_dtype(kMaskedFillLowering),
      .saves = [](const OpCall<FillAttributes>&, const std::vector<bool>&) { return kSaveIndex; },
      .backward = [](const BackwardCall<FillAttributes>& c) { return std::vector<Matrix>{select_gradient(c, c.inputs[1], false), Matrix()}; }}};
 
@@ -447,23 +449,24 @@ void triangle_dispatches(bool upper, const Matrix& x, const Matrix& y, std::int6
   const std::int64_t rows = x.shape()[x.rank() - 2], cols = x.shape()[x.rank() - 1];
   // Offsets c - r lie in (-rows, cols): a diagonal beyond them acts as the bound.
   const auto diag = static_cast<std::int32_t>(std::clamp(diagonal, -rows, cols));
+  const auto size = static_cast<std::uint32_t>(size_of(x.dtype()));
   for (auto c : detail::element_chunks(x.engine(), x.numel())) {
-    const auto off = static_cast<std::uint64_t>(c.begin) * 4, bytes = static_cast<std::uint64_t>(c.count) * 4;
+    const auto [off, bytes] = detail::chunk_window(x.dtype(), c);
     ComputeDispatch d;
     d.kernel = kernels::matrix_triangle;
-    d.specialization = {upper ? 1u : 0u};
+    d.specialization = {upper ? 1u : 0u, size};
     d.bindings = {BufferBinding::read(x.storage(), off, bytes), BufferBinding::write(y.storage(), off, bytes)};
     d.push.set(push::matrix_triangle{.n = static_cast<std::uint32_t>(c.count),
                                      .base = detail::shader_u32(c.begin, "element index", op),
                                      .rows = static_cast<std::uint32_t>(rows),
                                      .cols = static_cast<std::uint32_t>(cols),
                                      .diagonal = diag});
-    d.groups = {detail::groups_for(c.count, 1024), 1, 1};
+    d.groups = {detail::groups_for(ceil_div(c.count, std::int64_t{4 / size}), 1024), 1, 1};
     ds.push_back(std::move(d));
   }
 }
 
-// tril (upper false) or triu: the same mask on the values and on the gradient.
+// tril (upper false) or triu: the same mask on the values and on the gradient, moved as bits (every dtype).
 Op<TriangleAttributes> triangle_op(const char* name, bool upper) {
   const detail::Lowering<TriangleAttributes> lowering = [upper](const OpCall<TriangleAttributes>& c, const std::vector<Matrix>& out,
                                                                 std::vector<ComputeDispatch>& ds) {
@@ -480,10 +483,10 @@ Op<TriangleAttributes> triangle_op(const char* name, bool upper) {
          detail::shader_u32(x.numel(), "element count of x", c.name);
          return std::vector<OutputSpec>{{x.shape(), x.dtype()}};
        },
-       .lower = {{DType::F32, lowering}, {DType::I32, lowering}},
+       .lower = every_dtype(lowering),
        .backward = [upper](const BackwardCall<TriangleAttributes>& c) {
          const Matrix& gy = c.grad_outputs[0];
-         Matrix gx = detail::allocate(gy.engine(), gy.shape());
+         Matrix gx = detail::allocate(gy.engine(), gy.shape(), gy.dtype());
          std::vector<ComputeDispatch> ds;
          triangle_dispatches(upper, gy, gx, c.attributes.diagonal, c.name, ds);
          c.record(ds, {&gy}, {&gx}, detail::attribute_values(c.attributes));
@@ -593,7 +596,6 @@ Matrix masked_select(const Matrix& x, const Matrix& mask) {
   detail::require_defined(x, op, "x");
   detail::require_dtype(mask, DType::Bool, op, "mask");
   detail::require_same_engine(x, "x", mask, "mask", op);
-  require_f32_or_i32(x, op);
   const std::size_t k = mask.rank();
   bool leading = k >= 1 && k <= x.rank();
   for (std::size_t i = 0; leading && i < k; ++i) leading = mask.shape()[i] == x.shape()[i];
@@ -615,7 +617,6 @@ Matrix gather(const Matrix& x, int dim, const Matrix& index) {
   const std::int64_t d = detail::existing_axis(kGather, x.shape(), dim, "dim");
   detail::require_dtype(index, DType::I32, kGather, "index");
   detail::require_same_engine(x, "x", index, "index", kGather);
-  require_f32_or_i32(x, kGather);
   require_index_beside_dim(kGather, x, index, d, true);
   std::vector<std::int64_t> cut = index.shape().to_vector();
   cut[static_cast<std::size_t>(d)] = x.shape()[static_cast<std::size_t>(d)];
@@ -624,7 +625,6 @@ Matrix gather(const Matrix& x, int dim, const Matrix& index) {
 
 Matrix take_along_axis(const Matrix& x, const Matrix& indices, int axis) {
   detail::require_defined(x, kTakeAlongAxis, "x");
-  require_f32_or_i32(x, kTakeAlongAxis);
   detail::require_dtype(indices, DType::I32, kTakeAlongAxis, "indices");
   detail::require_same_engine(x, "x", indices, "indices", kTakeAlongAxis);
   const std::int64_t a = detail::existing_axis(kTakeAlongAxis, x.shape(), axis);

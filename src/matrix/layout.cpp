@@ -112,7 +112,7 @@ const Op<PermuteAttributes> kPermute{
        require_numel_u32(x, c.name);
        return std::vector<OutputSpec>{{permuted(x.shape(), c.attributes.dims), x.dtype()}};
      },
-     .lower = {{DType::F32, kPermuteLowering}, {DType::F16, kPermuteLowering}, {DType::BF16, kPermuteLowering}, {DType::I32, kPermuteLowering}},
+     .lower = every_dtype(kPermuteLowering),
      .backward = [](const BackwardCall<PermuteAttributes>& c) {
        const Matrix& gy = c.grad_outputs[0];
        std::vector<std::int64_t> inverse(c.attributes.dims.size());
@@ -161,10 +161,7 @@ const Op<SliceAttributes> kSlice{{.name = "oa::matrix::slice",
                                     return std::vector<OutputSpec>{
                                         {Shape(slice_geometry(c.inputs[0].shape(), c.attributes).extents), c.inputs[0].dtype()}};
                                   },
-                                  .lower = {{DType::F32, kSliceLowering},
-                                            {DType::F16, kSliceLowering},
-                                            {DType::BF16, kSliceLowering},
-                                            {DType::I32, kSliceLowering}},
+                                  .lower = every_dtype(kSliceLowering),
                                   .backward = [](const BackwardCall<SliceAttributes>& c) {
                                     const Matrix& gy = c.grad_outputs[0];
                                     Matrix gx = detail::zeros(gy.engine(), c.input_shapes[0], gy.dtype());
@@ -218,11 +215,7 @@ const Op<ExpandAttributes> kExpand{{.name = "oa::matrix::expand",
                                       detail::shader_u32(out.numel(), "result elements", c.name);
                                       return std::vector<OutputSpec>{{out, c.inputs[0].dtype()}};
                                     },
-                                    .lower = {{DType::F32, kExpandLowering},
-                                              {DType::F16, kExpandLowering},
-                                              {DType::BF16, kExpandLowering},
-                                              {DType::I32, kExpandLowering},
-                                              {DType::Bool, kExpandLowering}},
+                                    .lower = every_dtype(kExpandLowering),
                                     // A 16-bit gradient is summed in f32 and rounded once.
                                     .backward = [](const BackwardCall<ExpandAttributes>& c) {
                                       const Matrix& gy = c.grad_outputs[0];
@@ -230,17 +223,10 @@ const Op<ExpandAttributes> kExpand{{.name = "oa::matrix::expand",
                                       return std::vector<Matrix>{cast(sum_expanded(cast(gy, DType::F32), c.input_shapes[0]), gy.dtype())};
                                     }}};
 
-// The dtypes the layout ops copy, checked under the public op's name.
-void require_copyable(const Matrix& x, const char* op) {
-  detail::require_defined(x, op, "x");
-  if (x.dtype() == DType::Bool)
-    fail(ErrorKind::InvalidArgument, "{}: x must be f32, f16, bf16 or i32; found {} {}", op, to_string(x.dtype()), x.shape());
-}
-
 // [start, stop) lies within the axis. A step past the range is cut to it
 // (the same single element, and strides and counts stay small).
 Matrix apply_slice(const char* op, const Matrix& x, int axis, std::int64_t start, std::int64_t stop, std::int64_t step) {
-  require_copyable(x, op);
+  detail::require_defined(x, op, "x");
   if (x.rank() == 0) fail(ErrorKind::InvalidArgument, "{}: x {} has no axis to slice", op, x.shape());
   const std::int64_t a = detail::normal_axis(op, x.shape(), axis, static_cast<std::int64_t>(x.rank()));
   return detail::apply(kSlice, {x}, SliceAttributes{a, start, stop, std::min(step, std::max<std::int64_t>(stop - start, 1))})[0];
@@ -262,7 +248,7 @@ Matrix permute(const Matrix& x, const std::vector<std::int64_t>& dims) {
 }
 
 Matrix transpose(const Matrix& x, int dim0, int dim1) {
-  require_copyable(x, "oa::matrix::transpose");
+  detail::require_defined(x, "oa::matrix::transpose", "x");
   const auto rank = static_cast<std::int64_t>(x.rank());
   const std::int64_t a = detail::normal_axis("oa::matrix::transpose", x.shape(), dim0, rank, "dim0"),
                      b = detail::normal_axis("oa::matrix::transpose", x.shape(), dim1, rank, "dim1");
@@ -275,7 +261,7 @@ Matrix transpose(const Matrix& x, int dim0, int dim1) {
 
 Matrix slice(const Matrix& x, int axis, std::optional<std::int64_t> start, std::optional<std::int64_t> stop, std::int64_t step) {
   const char* op = "oa::matrix::slice";
-  require_copyable(x, op);
+  detail::require_defined(x, op, "x");
   if (step < 1) fail(ErrorKind::InvalidArgument, "{}: step {} must be >= 1 (x {})", op, step, x.shape());
   const std::int64_t n =
       x.rank() == 0 ? 0 : x.shape()[static_cast<std::size_t>(detail::normal_axis(op, x.shape(), axis, static_cast<std::int64_t>(x.rank())))];
@@ -286,7 +272,7 @@ Matrix slice(const Matrix& x, int axis, std::optional<std::int64_t> start, std::
 
 Matrix narrow(const Matrix& x, int axis, std::int64_t start, std::int64_t length) {
   const char* op = "oa::matrix::narrow";
-  require_copyable(x, op);
+  detail::require_defined(x, op, "x");
   if (x.rank() == 0) fail(ErrorKind::InvalidArgument, "{}: x {} has no axis to narrow", op, x.shape());
   const std::int64_t a = detail::normal_axis(op, x.shape(), axis, static_cast<std::int64_t>(x.rank()));
   const std::int64_t n = x.shape()[static_cast<std::size_t>(a)], b = start < 0 && start >= -n ? start + n : start;

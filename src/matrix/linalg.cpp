@@ -185,7 +185,7 @@ const Op<NoAttributes> kTranspose{
        if (c.inputs[0].rank() < 2) fail(ErrorKind::InvalidArgument, "{}: x {} must have rank >= 2", c.name, c.inputs[0].shape());
        return std::vector<OutputSpec>{{swapped(c.inputs[0].shape()), c.inputs[0].dtype()}};
      },
-     .lower = {{DType::F32, transpose_lowering}, {DType::F16, transpose_lowering}, {DType::BF16, transpose_lowering}},
+     .lower = every_dtype<NoAttributes>(transpose_lowering),
      .backward = [](const BackwardCall<NoAttributes>& c) {
        const Matrix& gy = c.grad_outputs[0];
        Matrix gx = detail::allocate(gy.engine(), swapped(gy.shape()), gy.dtype());
@@ -253,7 +253,8 @@ void transpose_into(const Engine& engine, const char* op, DType dtype, const std
   const std::int64_t rc = r * c;
   if (rc == 0 || batch == 0) return;
   const bool half = size_of(dtype) == 2;
-  if (half && r % 2 != 0) {  // a word of y would hold elements of two rows: a strided copy
+  // Bool bytes, or 16-bit rows of odd length (a word of y would hold elements of two rows): a strided copy.
+  if (size_of(dtype) == 1 || (half && r % 2 != 0)) {
     strided_copy(op, false, dtype, x, y, {batch, c, r}, {rc, 1, c}, 0, ds);
     return;
   }

@@ -124,8 +124,8 @@ void strided_copy(const char* op, bool scatter, DType dtype, const std::shared_p
                   const std::vector<std::int64_t>& strides, std::int64_t base, std::vector<runtime::ComputeDispatch>& ds);
 
 // Appends the matrix/transpose dispatches (on `engine`) that write into `y` the `batch`
-// items of `x`, each [r, c] row-major of `dtype` (32- or 16-bit), as [c, r];
-// a 16-bit one with r odd takes matrix/strided_copy. Binds the storages from
+// items of `x`, each [r, c] row-major of `dtype` (any), as [c, r]; bool, or
+// 16-bit with r odd, takes matrix/strided_copy. Binds the storages from
 // element 0.
 void transpose_into(const Engine& engine, const char* op, DType dtype, const std::shared_ptr<runtime::Storage>& x, const std::shared_ptr<runtime::Storage>& y,
                     std::int64_t batch, std::int64_t r, std::int64_t c, std::vector<runtime::ComputeDispatch>& ds);

@@ -195,6 +195,14 @@ struct BackwardCall {
 template <class A>
 using Lowering = std::function<void(const OpCall<A>&, const std::vector<Matrix>& outputs, std::vector<runtime::ComputeDispatch>&)>;
 
+// One lowering for every dtype (an op that moves elements as bits).
+template <class A>
+std::vector<std::pair<DType, Lowering<A>>> every_dtype(const Lowering<A>& lowering) {
+  std::vector<std::pair<DType, Lowering<A>>> out;
+  for (DType d : {DType::F32, DType::F16, DType::BF16, DType::I32, DType::Bool}) out.emplace_back(d, lowering);
+  return out;
+}
+
 // An input: its argument name, whether it may be an undefined Matrix (an
 // absent optional operand, such as a norm's weight), whether it is detached:
 // no gradient flows to it (an attention mask), so it gets no edge in the
@@ -457,6 +465,7 @@ namespace op_def {
 using detail::apply;
 using detail::BackwardCall;
 using detail::ceil_div;
+using detail::every_dtype;
 using detail::field;
 using detail::NoAttributes;
 using detail::Op;

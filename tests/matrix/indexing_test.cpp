@@ -517,6 +517,47 @@ TEST(MatrixIndexing, TrilAndTriuKeepATriangleWithGradients) {
   EXPECT_EQ(mx::tril(Matrix::from_i32({2, 3}, xi)).to_i32(), (std::vector<std::int32_t>{xi[0], 0, 0, xi[3], xi[4], 0}));
 }
 
+// The op table (tests/ops/indexing_ops.cpp) checks these ops on every dtype; here a causal mask, i32 beyond
+// f32's 2^24, and 16-bit gradients that stay 16-bit.
+TEST(MatrixIndexing, CausalMasksExactIntegersAndHalfGradients) {
+  const Matrix causal = mx::triu(Matrix::from_bool({5, 5}, std::vector<bool>(25, true)), 1);
+  ASSERT_EQ(causal.dtype(), DType::Bool);
+  const std::vector<std::uint8_t> got = causal.to_bool();
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], i % 5 > i / 5 ? 1 : 0) << "element " << i;
+
+  const std::vector<std::int32_t> big{16777217, 16777216, std::numeric_limits<std::int32_t>::min(),
+                                      std::numeric_limits<std::int32_t>::max(), 16777217};
+  const auto top = mx::topk(Matrix::from_i32({5}, big), 5);
+  EXPECT_EQ(top.values.dtype(), DType::I32);
+  EXPECT_EQ(top.indices.to_i32(), (std::vector<std::int32_t>{3, 0, 4, 1, 2}));
+  EXPECT_EQ(top.values.to_i32(), (std::vector<std::int32_t>{big[3], big[0], big[4], big[1], big[2]}));
+  EXPECT_EQ(mx::topk(Matrix::from_i32({5}, big), 2, -1, false).indices.to_i32(), (std::vector<std::int32_t>{2, 1}));
+
+  for (DType dtype : {DType::F16, DType::BF16}) {
+    SCOPED_TRACE(std::string(oa::to_string(dtype)));
+    const Matrix x = Matrix::from_vector({4, 3}, oa::test::test_values(12, 240), dtype);
+    oa::set_requires_grad(x);
+    const Matrix index = Matrix::from_i32({3}, std::vector<std::int32_t>{3, 0, 3});
+    oa::backward(mx::sum_all(mx::index_select(x, 0, index)) + mx::sum_all(mx::topk(x, 1, 0).values) +
+                 mx::sum_all(mx::gather(x, 1, Matrix::from_i32({4, 1}, std::vector<std::int32_t>{2, 2, 0, 1}))) + mx::sum_all(mx::tril(x)));
+    const Matrix g = oa::grad(x);
+    ASSERT_EQ(g.dtype(), dtype);
+    // Per element: rows 0 and 3 selected once and twice, each column's largest, the gathered column, the lower triangle.
+    const std::vector<float> v = mx::cast(x, DType::F32).to_vector(), gv = mx::cast(g, DType::F32).to_vector();
+    const std::vector<int> gathered{2, 2, 0, 1};
+    for (std::size_t r = 0; r < 4; ++r)
+      for (std::size_t c = 0; c < 3; ++c) {
+        bool largest = true;
+        for (std::size_t q = 0; q < 4; ++q) largest = largest && (v[q * 3 + c] < v[r * 3 + c] || (v[q * 3 + c] == v[r * 3 + c] && q >= r));
+        const double want = (r == 0   ? 1
+                             : r == 3 ? 2
+                                      : 0) +
+                            (largest ? 1 : 0) + (gathered[r] == static_cast<int>(c) ? 1 : 0) + (c <= r ? 1 : 0);
+        EXPECT_EQ(gv[r * 3 + c], want) << "row " << r << " column " << c;
+      }
+  }
+}
+
 TEST(MatrixIndexing, OneHotMatchesTheReferenceAndRaisesOutOfRange) {
   struct Case {
     Shape shape;
@@ -725,9 +766,9 @@ TEST(MatrixIndexing, BadArgumentsNameTheOpAndRecordNothing) {
   EXPECT_TRUE(oa_test::throws([&] { mx::topk(x, 5); }, ErrorKind::InvalidArgument, {"oa::matrix::topk", "k 5", "[0, 4]", "[2, 3, 4]"}));
   EXPECT_TRUE(oa_test::throws([&] { mx::topk(x, -1, 0); }, ErrorKind::InvalidArgument, {"oa::matrix::topk", "k -1", "[0, 2]"}));
   EXPECT_TRUE(oa_test::throws([&] { mx::topk(x, 1, -4); }, ErrorKind::InvalidArgument, {"oa::matrix::topk", "axis -4"}));
-  EXPECT_TRUE(oa_test::throws([&] { mx::topk(i3, 1); }, ErrorKind::InvalidArgument, {"oa::matrix::topk", "x must be f32", "i32"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::topk(cond, 1); }, ErrorKind::InvalidArgument,
+                              {"oa::matrix::topk", "x must be f32, f16, bf16, i32; found bool [3, 4]"}));
   EXPECT_TRUE(oa_test::throws([&] { mx::tril(Matrix::zeros({4})); }, ErrorKind::InvalidArgument, {"oa::matrix::tril", "x [4]", "rank 2"}));
-  EXPECT_TRUE(oa_test::throws([&] { mx::triu(cond); }, ErrorKind::InvalidArgument, {"oa::matrix::triu", "x must be f32, i32", "bool"}));
   EXPECT_TRUE(trace.ops().empty());
 }
 

@@ -83,13 +83,10 @@ TEST(MatrixLayout, BadArgumentsNameTheOpAndRecordNothing) {
   EXPECT_TRUE(oa_test::throws([&] { mx::narrow(x, 2, 2, 3); }, ErrorKind::InvalidArgument, {"oa::matrix::narrow", "extent 4"}));
   EXPECT_TRUE(oa_test::throws([&] { mx::unflatten(x, 1, {2, 2}); }, ErrorKind::InvalidArgument, {"oa::matrix::unflatten", "2, 2"}));
   EXPECT_TRUE(oa_test::throws([&] { mx::flatten(x, 2, 1); }, ErrorKind::InvalidArgument, {"oa::matrix::flatten", "start_dim"}));
-  EXPECT_TRUE(oa_test::throws([&] { mx::permute(Matrix::from_bool({2}, std::vector<bool>{true, false}), {0}); },
-                              ErrorKind::InvalidArgument, {"oa::matrix::permute", "f32, f16, bf16, i32", "bool"}));
   EXPECT_TRUE(oa_test::throws([&] { mx::permute(Matrix(), {}); }, ErrorKind::InvalidArgument, {"oa::matrix::permute", "x"}));
   // The public op is named, not the one it is built on.
-  const Matrix mask = Matrix::from_bool({2, 2}, std::vector<bool>{true, false, true, true});
-  EXPECT_TRUE(oa_test::throws([&] { mx::transpose(mask, 0, 1); }, ErrorKind::InvalidArgument, {"oa::matrix::transpose", "bool"}));
-  EXPECT_TRUE(oa_test::throws([&] { mx::narrow(mask, 0, 0, 1); }, ErrorKind::InvalidArgument, {"oa::matrix::narrow", "bool"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::transpose(Matrix(), 0, 1); }, ErrorKind::InvalidArgument, {"oa::matrix::transpose", "x"}));
+  EXPECT_TRUE(oa_test::throws([&] { mx::narrow(Matrix(), 0, 0, 1); }, ErrorKind::InvalidArgument, {"oa::matrix::narrow", "x"}));
   // Ranges whose ends would overflow int64 are refused, not wrapped.
   constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
   for (const auto& range : std::vector<std::pair<std::int64_t, std::int64_t>>{{2, kMax}, {-1, kMax}, {kMax, 1}}) {

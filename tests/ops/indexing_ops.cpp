@@ -26,7 +26,7 @@ OA_OP_CASES(index_select, "oa::matrix::index_select") {
                      [dim = c.dim](const Inputs& x) { return oa::matrix::index_select(x[0], dim, x[1]); },
                      [xs, dim](const RefInputs& x) { return oa::reference::index_select(x[0], xs, dim, as_ints(x[1])); }});
   }
-  return cases;
+  return with_dtypes("oa::matrix::index_select", cases);
 }
 
 OA_OP_CASES(gather, "oa::matrix::gather") {
@@ -47,7 +47,7 @@ OA_OP_CASES(gather, "oa::matrix::gather") {
                    },
                    kGradTolerance,
                    {"oa::matrix::slice", "oa::matrix::gather"}});
-  return cases;
+  return with_dtypes("oa::matrix::gather", cases);
 }
 
 OA_OP_CASES(scatter_add, "oa::matrix::scatter_add") {
@@ -176,8 +176,8 @@ std::vector<OpCase> triangle(bool upper) {
   return cases;
 }
 
-OA_OP_CASES(tril, "oa::matrix::tril") { return triangle(false); }
-OA_OP_CASES(triu, "oa::matrix::triu") { return triangle(true); }
+OA_OP_CASES(tril, "oa::matrix::tril") { return with_dtypes("oa::matrix::tril", triangle(false)); }
+OA_OP_CASES(triu, "oa::matrix::triu") { return with_dtypes("oa::matrix::triu", triangle(true)); }
 
 // Indices outside [0, classes) raise (matrix/indexing_test.cpp).
 OA_OP_CASES(one_hot, "oa::matrix::one_hot") {
@@ -202,7 +202,7 @@ OA_OP_CASES(take_along_axis, "oa::matrix::take_along_axis") {
   cases.push_back({"rows", {random_input({3, 4}, 172), ints({2, 4}, {2, 0, 1, 1, 2, 2, 0, 1})},
                    [](const Inputs& x) { return oa::matrix::take_along_axis(x[0], x[1], 0); },
                    [](const RefInputs& x) { return oa::reference::take_along_axis(x[0], {3, 4}, as_ints(x[1]), {2, 4}, 0); }});
-  return cases;
+  return with_dtypes("oa::matrix::take_along_axis", cases);
 }
 
 // The k largest or smallest along either axis, sorted (distinct values: the
@@ -217,7 +217,7 @@ OA_OP_CASES(topk, "oa::matrix::topk") {
                        [=](const RefInputs& x) {
                          return oa::reference::topk(x[0], {3, 5}, axis < 0 ? 1 : 0, 2, largest);
                        }});
-  return cases;
+  return with_dtypes("oa::matrix::topk", cases, {DType::I32});
 }
 
 }  // namespace

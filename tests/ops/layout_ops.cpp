@@ -1,6 +1,5 @@
 // Op table cases of the layout ops (oa/matrix/layout.hpp) and of
 // concatenation and splitting (oa/matrix/concat.hpp).
-#include <cmath>
 #include <optional>
 
 #include "ops/op_table.hpp"
@@ -35,7 +34,7 @@ OA_OP_CASES(permute, "oa::matrix::permute") {
   }
   cases.push_back({"transpose", {random_input({2, 3, 4, 5}, seed)}, [](const Inputs& x) { return oa::matrix::transpose(x[0], 1, -1); },
                    [](const RefInputs& x) { return reference::permute(x[0], {2, 3, 4, 5}, {0, 3, 2, 1}); }});
-  return cases;
+  return with_dtypes("oa::matrix::permute", cases);
 }
 
 // Python slicing: negative and clamped bounds, steps, an empty range, and
@@ -67,15 +66,7 @@ OA_OP_CASES(slice, "oa::matrix::slice") {
   }
   cases.push_back({"narrow", {random_input({3, 8}, seed)}, [](const Inputs& x) { return oa::matrix::narrow(x[0], 1, -5, 3); },
                    [](const RefInputs& x) { return reference::slice(x[0], {3, 8}, 1, 3, 6, 1); }});
-  return cases;
-}
-
-// x of exact small integers as `dtype` (i32, or bool 0 and 1), needing no gradient.
-GradInput integers(const Shape& s, std::uint64_t seed, DType dtype) {
-  GradInput x = random_input(s, seed, dtype == DType::Bool ? 0 : -50, dtype == DType::Bool ? 2 : 50, false);
-  for (float& v : x.values) v = std::floor(v);
-  x.dtype = dtype;
-  return x;
+  return with_dtypes("oa::matrix::slice", cases);
 }
 
 OA_OP_CASES(expand, "oa::matrix::expand") {
@@ -99,23 +90,6 @@ OA_OP_CASES(expand, "oa::matrix::expand") {
   // Bool x (a where's operands), four bytes to a word: 15 results.
   cases.push_back({"bool", {integers({3, 1}, seed, DType::Bool)}, [](const Inputs& x) { return oa::matrix::expand(x[0], {3, 5}); },
                    [](const RefInputs& x) { return oa::reference::expand(x[0], {3, 1}, {3, 5}); }});
-  return cases;
-}
-
-// Each case also on f16 and bf16 operands (half_variant: gradients too) and
-// on i32 and bool ones (no gradient), whose odd extents split words.
-std::vector<OpCase> with_dtypes(const char* op, std::vector<OpCase> cases) {
-  const std::size_t n = cases.size();
-  std::uint64_t seed = 231;
-  for (std::size_t i = 0; i < n; ++i) {
-    for (DType dtype : {DType::F16, DType::BF16}) cases.push_back(half_variant(op, cases[i], dtype));
-    for (DType dtype : {DType::I32, DType::Bool}) {
-      OpCase c = cases[i];
-      c.label.append("_").append(to_string(dtype));
-      for (GradInput& in : c.inputs) in = integers(in.shape, seed++, dtype);
-      cases.push_back(std::move(c));
-    }
-  }
   return cases;
 }
 

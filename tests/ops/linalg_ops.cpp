@@ -78,7 +78,7 @@ OA_OP_CASES(transpose, "oa::matrix::transpose") {
                        const std::int64_t R = shape[shape.rank() - 2], C = shape.cols();
                        return oa::reference::transpose(x[0], shape.numel() / (R * C), R, C);
                      }});
-  return cases;
+  return with_dtypes("oa::matrix::transpose", cases);
 }
 
 // bmm a [n, m, k] b [n, k, p] in the layouts NN, NT (b [n, p, k]) and TN (a [n, k, m]).

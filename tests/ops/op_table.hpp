@@ -12,8 +12,10 @@
 //     return {{"3x5", {random_input({3, 5}, 1)}, [](const Inputs& x) { return oa::matrix::exp(x[0]); },
 //              [](const RefInputs& x) { return ref::map(x[0], [](double v) { return std::exp(v); }); }}};
 //   }
+#include <cmath>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -100,6 +102,34 @@ inline GradInput ints(const Shape& shape, std::vector<float> values) { return {s
 inline GradInput bools(const Shape& shape, std::vector<float> values) { return {shape, std::move(values), false, DType::Bool}; }
 inline std::vector<std::int32_t> as_ints(const std::vector<double>& x) { return {x.begin(), x.end()}; }
 inline std::vector<std::uint8_t> as_bytes(const std::vector<double>& x) { return {x.begin(), x.end()}; }
+
+// x of exact small integers as `dtype` (i32, or bool 0 and 1), needing no gradient.
+inline GradInput integers(const Shape& s, std::uint64_t seed, DType dtype) {
+  GradInput x = random_input(s, seed, dtype == DType::Bool ? 0 : -50, dtype == DType::Bool ? 2 : 50, false);
+  for (float& v : x.values) v = std::floor(v);
+  x.dtype = dtype;
+  return x;
+}
+
+// Each case also on f16 and bf16 operands (half_variant: gradients too) and
+// on the `integral` dtypes (no gradient; their f32 inputs, not the indices or
+// masks, become integers), whose odd extents split words.
+inline std::vector<OpCase> with_dtypes(const char* op, std::vector<OpCase> cases,
+                                       std::initializer_list<DType> integral = {DType::I32, DType::Bool}) {
+  const std::size_t n = cases.size();
+  std::uint64_t seed = 231;
+  for (std::size_t i = 0; i < n; ++i) {
+    for (DType dtype : {DType::F16, DType::BF16}) cases.push_back(half_variant(op, cases[i], dtype));
+    for (DType dtype : integral) {
+      OpCase c = cases[i];
+      c.label.append("_").append(to_string(dtype));
+      for (GradInput& in : c.inputs)
+        if (in.dtype == DType::F32) in = integers(in.shape, seed++, dtype);
+      cases.push_back(std::move(c));
+    }
+  }
+  return cases;
+}
 
 struct OpEntry {
   std::string op;  // the contract name

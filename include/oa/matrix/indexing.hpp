@@ -1,10 +1,10 @@
 #pragma once
 // Indexing and selection (oa::matrix): index_select, gather, scatter_add,
-// where, masked_fill, masked_select, nonzero, tril, triu, one_hot, take_along_axis, topk. Values are
-// F32 (index_select, gather, take_along_axis, tril and triu also copy I32;
-// scatter_add also takes F16, BF16 and I32;
-// where and masked_fill take every dtype: F32, F16, BF16, I32 and Bool;
-// nonzero reads every dtype);
+// where, masked_fill, masked_select, nonzero, tril, triu, one_hot, take_along_axis, topk. Values
+// are of every dtype, F32, F16, BF16, I32 and Bool, moved as bits (index_select,
+// gather, take_along_axis, masked_select, tril, triu, where, masked_fill;
+// nonzero reads every dtype), except scatter_add (F32, F16, BF16, I32) and
+// topk (F32, F16, BF16, I32); gradients of 16-bit values are 16-bit;
 // indices are I32 Matrices (oa's index dtype, as embedding and argmax use; PyTorch
 // takes int64); conditions and masks are Bool Matrices (as attention's
 // masks). Results are new contiguous Matrices.
@@ -33,9 +33,7 @@
 //
 // Errors (oa::Error, InvalidArgument, naming the op, the argument and the
 // shapes; nothing is recorded): undefined operands, operands on different
-// engines, a value dtype other than f32 (f32 or i32 for index_select,
-// gather, take_along_axis, tril and triu; f32, f16, bf16 or i32, one for x and
-// src, for scatter_add; any for where, masked_fill and nonzero), an index
+// engines, a bool x for scatter_add (x and src of one dtype) and topk, an index
 // that is not i32, a
 // condition or mask that is not bool, an axis out of range, rank-0 x, shapes
 // as each op states, element counts past 2^32 - 1.
@@ -51,7 +49,9 @@ namespace oa::matrix {
 // The entries of x at `index` along dim (torch.index_select(x, dim, index)):
 // index is [K] (or a rank-0 one element); the result has x's shape with
 // extent K at dim, result[..., k, ...] = x[..., index[k], ...]. Gradient to x:
-// the result's gradient scatter-added into zeros (see the top of this file).
+// the result's gradient scatter-added into zeros (see the top of this file;
+// a 16-bit gradient summed in f32 and rounded once, as for gather,
+// take_along_axis and topk).
 // Errors: index of rank > 1. Semantic op "oa::matrix::index_select",
 // attribute dim (non-negative).
 Matrix index_select(const Matrix& x, int dim, const Matrix& index);
@@ -75,7 +75,7 @@ Matrix gather(const Matrix& x, int dim, const Matrix& index);
 // each first expanded by oa::matrix::expand where smaller (recorded); the
 // result has the broadcast extents and indices' extent along the axis,
 // result[c] = x[c with c_axis = indices[c]], so take_along_axis(x,
-// argmax(x, true), -1) gives each row's maximum. x f32 or i32. Gradient to
+// argmax(x, true), -1) gives each row's maximum. x of any dtype. Gradient to
 // x: a scatter-add of the result's gradient (summed back over broadcast
 // axes). Errors: indices of another rank than x, extents outside the axis
 // that do not broadcast, an axis out of range. Semantic op
@@ -83,16 +83,17 @@ Matrix gather(const Matrix& x, int dim, const Matrix& index);
 Matrix take_along_axis(const Matrix& x, const Matrix& indices, int axis);
 
 // The k largest (largest true) or smallest entries of x along `axis`, in
-// order (torch.topk(x, k, axis, largest, sorted=True)): x f32; values (f32)
-// and indices (i32, positions along the axis) have x's shape with extent k at
-// the axis. Order: the larger (smaller) value first; NaN counts as larger
+// order (torch.topk(x, k, axis, largest, sorted=True)): x f32, f16, bf16 or
+// i32 (compared in its own order: i32 exactly); values (x's dtype, its
+// elements' bits) and indices (i32, positions along the axis) have x's shape
+// with extent k at the axis. Order: the larger (smaller) value first; NaN counts as larger
 // than every number (first when largest, last otherwise, as PyTorch); equal
 // values, -0 and +0 included, come in increasing position (PyTorch leaves the
 // order of ties unspecified). Gradient to x through the values: their
 // gradient scatter-added at the indices (0 elsewhere); none through the
 // indices. Cost: each element of a line of N scans the line (O(N^2) a line,
 // leaving early once k elements beat it): meant for N up to a few thousand.
-// Errors: rank-0 x, an axis out of range, k outside [0, N], x not f32, more
+// Errors: rank-0 x, an axis out of range, k outside [0, N], a bool x, more
 // than 2^32 - 1 elements. Semantic op "oa::matrix::topk", attributes k, dim
 // (the axis, non-negative), largest; outputs values, indices.
 struct TopK {
@@ -115,7 +116,7 @@ Matrix scatter_add(const Matrix& x, int dim, const Matrix& index, const Matrix& 
 // The entries (rows) of x where mask holds (PyTorch's x[mask]; with mask of
 // x's shape, torch.masked_select(x, mask) without broadcasting): mask is bool
 // with x's leading extents [d0, ..., dk-1] (1 <= k <= rank of x); x is
-// [d0, ..., dk-1, rest...], f32 or i32; the result is [count, rest...], the
+// [d0, ..., dk-1, rest...], of any dtype; the result is [count, rest...], the
 // selected entries in the mask's row-major order. The count depends on the
 // mask's values, so this reads the mask back to the host: it waits for the
 // work recorded so far (a synchronization, as torch.masked_select costs on a
@@ -123,7 +124,7 @@ Matrix scatter_add(const Matrix& x, int dim, const Matrix& index, const Matrix& 
 // index_select of the selected positions (recorded as
 // "oa::matrix::index_select"); gradient to x as index_select's, none to mask.
 // Errors: rank-0 x, a mask that is not bool, of rank 0 or of other leading
-// extents than x, x not f32 or i32, more than 2^31 - 1 mask elements.
+// extents than x, more than 2^31 - 1 mask elements.
 Matrix masked_select(const Matrix& x, const Matrix& mask);
 
 // x where condition holds, else y (torch.where(condition, x, y)): condition
@@ -179,7 +180,8 @@ std::vector<Matrix> where(const Matrix& condition);
 
 // The lower (tril) or upper (triu) triangle of each matrix of x
 // (torch.tril(x, diagonal), torch.triu(x, diagonal)): x is [..., R, C] (rank
-// >= 2, any leading batch axes), f32 or i32; the result has x's shape and
+// >= 2, any leading batch axes), of any dtype (torch.triu(ones(n, n,
+// dtype=bool), 1) is the usual causal mask); the result has x's shape and
 // dtype, with element (r, c) of each matrix kept when c - r <= diagonal
 // (tril) or c - r >= diagonal (triu) and 0 elsewhere. diagonal 0 is the main
 // diagonal, > 0 above it, < 0 below; any value (past the matrix it keeps all

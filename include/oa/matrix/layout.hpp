@@ -1,8 +1,9 @@
 #pragma once
 // Views and layout (oa::matrix): permute, transpose of two axes, slicing,
-// expand, squeeze / unsqueeze, flatten / unflatten. F32, F16, BF16 or I32
-// (permute, slice, narrow, expand move the elements' bits; expand takes Bool
-// too, and any dtype the reshapes). The gradient of a 16-bit expand is summed in f32 and rounded once.
+// expand, squeeze / unsqueeze, flatten / unflatten. Every dtype: F32, F16,
+// BF16, I32 and Bool (permute, slice, narrow, expand move the elements' bits;
+// only the floating dtypes have gradients). The gradient of a 16-bit expand is
+// summed in f32 and rounded once.
 //
 // Cost model. A Matrix is always contiguous and row-major: oa has no strided
 // views. The reshaping views (squeeze, unsqueeze, flatten, unflatten, like
@@ -16,7 +17,7 @@
 // naming the op, the argument and the shape; nothing is recorded): an
 // undefined Matrix, an axis out of range, a dims list that is not a
 // permutation, a step below 1, a narrow outside the axis, unflatten sizes whose product differs from the
-// extent, element counts past 2^32 - 1. A bool Matrix for the copying views. ResourceExhausted when an operand exceeds the device's
+// extent, element counts past 2^32 - 1. ResourceExhausted when an operand exceeds the device's
 // maxStorageBufferRange.
 #include <cstdint>
 #include <optional>

@@ -51,8 +51,8 @@ Matrix matmul(const Matrix& a, const Matrix& b);
 Matrix matmul_nt(const Matrix& a, const Matrix& b);
 
 // Swaps the last two axes: x [..., R, C] -> [..., C, R], a new contiguous
-// Matrix (torch.transpose(x, -2, -1).contiguous()). Rank >= 2; f32, f16 or
-// bf16 (the result has x's dtype; a copy of bits).
+// Matrix (torch.transpose(x, -2, -1).contiguous()). Rank >= 2; every dtype
+// (the result has x's dtype; a copy of bits).
 // Semantic op "oa::matrix::transpose".
 Matrix transpose(const Matrix& x);
 

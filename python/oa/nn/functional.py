@@ -17,7 +17,6 @@ import numpy as np
 
 from .. import _oa
 from .._oa import functional as _f
-from .._tensor_ops import select
 
 accuracy = _f.accuracy
 batch_norm = _f.batch_norm
@@ -340,7 +339,7 @@ def pad(input, pad, mode="constant", value=None):
             else:
                 index = np.r_[np.zeros(grow[0], int), np.arange(n), np.full(grow[1], n - 1)]
             index = index[crop[0]:len(index) - crop[1]]
-        y = select(y, a, _oa.tensor(index.astype(np.int32), engine=input.engine))
+        y = y.index_select(a, _oa.tensor(index.astype(np.int32), engine=input.engine))
     return y
 
 
@@ -658,12 +657,12 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     for a, (n, m, scale) in enumerate(zip(shape[2:], out, scales), start=2):
         index = lambda i: _oa.tensor(i.astype(np.int32), engine=input.engine)  # noqa: E731
         if not linear:
-            y = select(y, a, index(_nearest_source(n, m, scale, mode == "nearest-exact")))
+            y = y.index_select(a, index(_nearest_source(n, m, scale, mode == "nearest-exact")))
             continue
         i0, i1, w0, w1 = _linear_source(n, m, scale, align_corners)
-        near = select(y, a, index(i0))
+        near = y.index_select(a, index(i0))
         if np.any(w1 != 0):
             weight = lambda w: _oa.tensor(w.reshape([m] + [1] * (input.dim() - 1 - a)), engine=input.engine)  # noqa: E731
-            near = near * weight(w0) + select(y, a, index(i1)) * weight(w1)
+            near = near * weight(w0) + y.index_select(a, index(i1)) * weight(w1)
         y = near
     return y.to(input.dtype) if y.dtype != input.dtype else y
