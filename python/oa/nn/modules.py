@@ -580,37 +580,56 @@ class Linear(_Native):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
-def _convolution(name, factory, doc):
-    """Conv1d and Conv2d: torch's constructor arguments over the C++ constructor `factory`."""
+def _convolution(name, factory, spatial, doc):
+    """Conv1d and Conv2d: torch's constructor arguments over the C++ constructor `factory`; padding 'same' runs
+    oa.nn.functional's convolution (the C++ layer is built unpadded), 'valid' is 0."""
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
                  padding_mode="zeros", engine=None):
         _zeros_only(padding_mode, name)
-        _Native.__init__(self, factory(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
-                                       engine))
+        if isinstance(padding, str):
+            functional.padding_totals(kernel_size, stride, padding, dilation, spatial, "oa.nn." + name)
+        _Native.__init__(self, factory(in_channels, out_channels, kernel_size, stride,
+                                       0 if isinstance(padding, str) else padding, dilation, groups, bias, engine))
+        self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
+
+    def forward(self, input):
+        if self.padding != "same":
+            return self._native.forward(input)
+        return getattr(functional, name.lower())(input, self.weight, self.bias, self.stride, "same", self.dilation,
+                                                 self.groups)
+
+    return type(name, (_Native,), {"__init__": __init__, "forward": forward, "__doc__": doc, "_repr_positional": 2,
+                                   "_repr_always": ("kernel_size", "stride"), "_optional_parameters": ("bias",)})
+
+
+Conv1d = _convolution("Conv1d", _native.conv1d, 1,
+                      "torch.nn.Conv1d (oa::ml::nn::Conv1d): x [N, C, L] -> [N, O, L_out]; padding an int, 'valid' or "
+                      "'same' (stride 1 only, as torch); padding_mode 'zeros' only.")
+Conv2d = _convolution("Conv2d", _native.conv2d, 2,
+                      "torch.nn.Conv2d (oa::ml::nn::Conv2d): x [N, C, H, W] -> [N, O, H_out, W_out]; padding ints, "
+                      "'valid' or 'same' (stride 1 only, as torch); padding_mode 'zeros' only.")
+
+
+def _transposed(name, factory, doc):
+    """ConvTranspose1d and ConvTranspose2d: torch's constructor arguments over the C++ constructor `factory`."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
+                 bias=True, dilation=1, padding_mode="zeros", engine=None):
+        _zeros_only(padding_mode, name)
+        _Native.__init__(self, factory(in_channels, out_channels, kernel_size, stride, padding, output_padding, groups,
+                                       bias, dilation, engine))
 
     return type(name, (_Native,), {"__init__": __init__, "__doc__": doc, "_repr_positional": 2,
                                    "_repr_always": ("kernel_size", "stride"), "_optional_parameters": ("bias",)})
 
 
-Conv1d = _convolution("Conv1d", _native.conv1d,
-                      "torch.nn.Conv1d (oa::ml::nn::Conv1d): x [N, C, L] -> [N, O, L_out]; padding_mode 'zeros' only.")
-Conv2d = _convolution("Conv2d", _native.conv2d,
-                      "torch.nn.Conv2d (oa::ml::nn::Conv2d): x [N, C, H, W] -> [N, O, H_out, W_out]; padding_mode "
-                      "'zeros' only.")
-
-
-class ConvTranspose2d(_Native):
-    """torch.nn.ConvTranspose2d (oa::ml::nn::ConvTranspose2d): weight [C, O / groups, KH, KW]."""
-
-    _repr_positional, _repr_always = 2, ("kernel_size", "stride")
-    _optional_parameters = ("bias",)
-
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
-                 bias=True, dilation=1, padding_mode="zeros", engine=None):
-        _zeros_only(padding_mode, "ConvTranspose2d")
-        super().__init__(_native.conv_transpose2d(in_channels, out_channels, kernel_size, stride, padding,
-                                                  output_padding, groups, bias, dilation, engine))
+ConvTranspose1d = _transposed("ConvTranspose1d", _native.conv_transpose1d,
+                              "torch.nn.ConvTranspose1d (oa::ml::nn::ConvTranspose1d): weight [C, O / groups, K]; x "
+                              "[N, C, L] -> [N, O, L_out]; padding_mode 'zeros' only.")
+ConvTranspose2d = _transposed("ConvTranspose2d", _native.conv_transpose2d,
+                              "torch.nn.ConvTranspose2d (oa::ml::nn::ConvTranspose2d): weight [C, O / groups, KH, KW]; "
+                              "x [N, C, H, W] -> [N, O, H_out, W_out]; padding_mode 'zeros' only.")
 
 
 def _recurrent(name, factory, doc):
@@ -1133,6 +1152,51 @@ class MSELoss(_Loss):
         return functional.mse_loss(input, target, reduction=self.reduction)
 
 
+class SmoothL1Loss(_Loss):
+    """torch.nn.SmoothL1Loss over oa.nn.functional.smooth_l1_loss (beta, reduction). Errors: the functional's."""
+
+    def __init__(self, size_average=None, reduce=None, reduction="mean", beta=1.0):
+        super().__init__(size_average, reduce, reduction)
+        self.beta = beta
+
+    def forward(self, input, target):
+        return functional.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class HuberLoss(_Loss):
+    """torch.nn.HuberLoss over oa.nn.functional.huber_loss (reduction, delta). Errors: the functional's."""
+
+    def __init__(self, reduction="mean", delta=1.0):
+        super().__init__(None, None, reduction)
+        self.delta = delta
+
+    def forward(self, input, target):
+        return functional.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
+
+
+class KLDivLoss(_Loss):
+    """torch.nn.KLDivLoss over oa.nn.functional.kl_div (reduction, including 'batchmean', and log_target). Errors:
+    the functional's."""
+
+    def __init__(self, size_average=None, reduce=None, reduction="mean", log_target=False):
+        super().__init__(size_average, reduce, reduction)
+        self.log_target = log_target
+
+    def forward(self, input, target):
+        return functional.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
+
+
+class CosineSimilarity(Module):
+    """torch.nn.CosineSimilarity(dim=1, eps=1e-08): oa.nn.functional.cosine_similarity(x1, x2, dim, eps)."""
+
+    def __init__(self, dim=1, eps=1e-8):
+        super().__init__()
+        self.dim, self.eps = dim, eps
+
+    def forward(self, x1, x2):
+        return functional.cosine_similarity(x1, x2, self.dim, self.eps)
+
+
 def _activation(name, factory, doc):
     return type(name, (_Native,), {"__init__": lambda self: _Native.__init__(self, factory()), "__doc__": doc})
 
@@ -1157,6 +1221,53 @@ class GELU(_Native):
 SiLU = _activation("SiLU", _native.silu, "x * sigmoid(x) (oa::ml::nn::SiLU).")
 Tanh = _activation("Tanh", _native.tanh, "tanh(x) (oa::ml::nn::Tanh).")
 Sigmoid = _activation("Sigmoid", _native.sigmoid, "1 / (1 + exp(-x)) (oa::ml::nn::Sigmoid).")
+
+
+class _Pointwise(Module):
+    """A module over oa.nn.functional's `function` called with the constructor's arguments: `options`, (name,
+    default) pairs in torch's order, shown by repr as torch's. inplace (where torch's module has it) is accepted and
+    shown; oa computes out of place (the input is not modified)."""
+
+    function = None
+    options = ()
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+        names, values = [name for name, _ in self.options], dict(self.options)
+        if len(args) > len(names) or any(name not in values for name in kwargs):
+            raise TypeError(f"oa.nn.{self._get_name()} takes {names}, not {args} and {list(kwargs)}")
+        values.update(zip(names, args), **kwargs)
+        for name, value in values.items():
+            setattr(self, name, value)
+
+    def _arguments(self):
+        return {name: getattr(self, name) for name, _ in self.options if name != "inplace"}
+
+    def forward(self, input):
+        return type(self).function(input, **self._arguments())
+
+    def extra_repr(self):
+        shown = [f"{name}={value}" for name, value in self._arguments().items()]
+        return ", ".join(shown + (["inplace=True"] if getattr(self, "inplace", False) else []))
+
+
+def _pointwise(name, function, options, doc):
+    return type(name, (_Pointwise,), {"function": function, "options": options, "__doc__": doc})
+
+
+Softmax = _pointwise("Softmax", functional.softmax, (("dim", None),),
+                     "torch.nn.Softmax(dim=None): oa.nn.functional.softmax(input, dim).")
+LogSoftmax = _pointwise("LogSoftmax", functional.log_softmax, (("dim", None),),
+                        "torch.nn.LogSoftmax(dim=None): oa.nn.functional.log_softmax(input, dim).")
+LeakyReLU = _pointwise("LeakyReLU", functional.leaky_relu, (("negative_slope", 0.01), ("inplace", False)),
+                       "torch.nn.LeakyReLU(negative_slope=0.01, inplace=False): x, or negative_slope x below 0.")
+ELU = _pointwise("ELU", functional.elu, (("alpha", 1.0), ("inplace", False)),
+                 "torch.nn.ELU(alpha=1.0, inplace=False): x, or alpha (exp(x) - 1) below 0.")
+Softplus = _pointwise("Softplus", functional.softplus, (("beta", 1.0), ("threshold", 20.0)),
+                      "torch.nn.Softplus(beta=1.0, threshold=20.0): oa.nn.functional.softplus.")
+Mish = _pointwise("Mish", functional.mish, (("inplace", False),), "torch.nn.Mish(inplace=False): x tanh(softplus(x)).")
+Hardswish = _pointwise("Hardswish", functional.hardswish, (("inplace", False),),
+                       "torch.nn.Hardswish(inplace=False): x relu6(x + 3) / 6.")
 
 
 class _Chain(Module):
@@ -1248,6 +1359,110 @@ class ModuleList(_Chain):
         self._modules.clear()
         for i, m in enumerate(children):
             self.add_module(str(i), m)
+
+
+def _as_parameter(value):
+    """torch's parameter containers' entries: a Parameter as it is, another tensor as a new Parameter of it."""
+    return value if isinstance(value, Parameter) or not isinstance(value, Tensor) else Parameter(value)
+
+
+def _parameter_lines(items):
+    """torch's repr lines of a ParameterList's or ParameterDict's (name, entry) items."""
+    return "\n".join(f"  ({name}): " + (f"{'Parameter' if isinstance(p, Parameter) else 'Tensor'} containing: "
+                                        f"[{p.dtype!r} of size {'x'.join(map(str, p.shape))}]"
+                                        if isinstance(p, Tensor) else f"Object of type: {type(p).__name__}")
+                     for name, p in items)
+
+
+class ParameterList(Module):
+    """torch.nn.ParameterList: parameters named "0", "1", ... (a tensor that is not a Parameter becomes one), so
+    parameters() and state_dict() see them; indexing (negative too), assignment, len, iteration, append and extend."""
+
+    def __init__(self, values=None):
+        super().__init__()
+        self.extend(values or ())
+
+    def _index(self, i):
+        n = len(self._parameters)
+        if not -n <= i < n:
+            raise IndexError(f"oa.nn.ParameterList: index {i} is out of range for {n} parameters")
+        return str(i % n)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return ParameterList(list(self._parameters.values())[i])
+        return self._parameters[self._index(i)]
+
+    def __setitem__(self, i, param):
+        setattr(self, self._index(i), _as_parameter(param))
+
+    def __len__(self):
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(self._parameters.values())
+
+    def append(self, value):
+        setattr(self, str(len(self)), _as_parameter(value))
+        return self
+
+    def extend(self, values):
+        for value in values:
+            self.append(value)
+        return self
+
+    def extra_repr(self):
+        return _parameter_lines(self._parameters.items())
+
+
+class ParameterDict(Module):
+    """torch.nn.ParameterDict: parameters by name in insertion order (a tensor that is not a Parameter becomes one);
+    d[name], d[name] = p, del, in, len, iteration over the names, keys, items, values, get, update and pop."""
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        self.update(parameters or {})
+
+    def __getitem__(self, name):
+        return self._parameters[name]
+
+    def __setitem__(self, name, param):
+        setattr(self, name, _as_parameter(param))
+
+    def __delitem__(self, name):
+        del self._parameters[name]
+
+    def __contains__(self, name):
+        return name in self._parameters
+
+    def __len__(self):
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(self._parameters)
+
+    def keys(self):
+        return self._parameters.keys()
+
+    def items(self):
+        return self._parameters.items()
+
+    def values(self):
+        return self._parameters.values()
+
+    def get(self, name, default=None):
+        return self._parameters.get(name, default)
+
+    def update(self, parameters):
+        """From a mapping or from (name, tensor) pairs."""
+        for name, p in parameters.items() if hasattr(parameters, "items") else parameters:
+            self[name] = p
+
+    def pop(self, name):
+        return self._parameters.pop(name)
+
+    def extra_repr(self):
+        return _parameter_lines(self._parameters.items())
 
 
 class ModuleDict(Module):
