@@ -185,8 +185,8 @@ Tensor.multinomial = multinomial
 for _name in ("addmm", "allclose", "baddbmm", "broadcast_to", "clamp_max", "clamp_min", "count_nonzero", "cumprod",
               "cumsum", "diag", "dot", "equal", "index_add", "isclose", "isfinite", "isinf", "isnan", "lerp",
               "logical_and", "logical_not", "logical_or", "logical_xor", "movedim", "nan_to_num", "outer",
-              "repeat_interleave", "roll", "scatter", "scatter_reduce", "trace", "unflatten", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor", "double", "cpu",
-              "is_contiguous"):
+              "repeat_interleave", "roll", "scatter", "scatter_reduce", "trace", "unflatten", "new_zeros", "new_ones",
+              "new_empty", "new_full", "new_tensor", "double", "cpu", "is_contiguous"):
     setattr(Tensor, _name, getattr(_functions, _name))
 del _name
 Tensor.scatter_ = _functions.tensor_scatter_

@@ -136,8 +136,8 @@ def _convolution(name, spatial):
 
     convolution.__name__ = name
     convolution.__doc__ = (f"torch.nn.functional.{name} (oa's op): input [N, C, *], weight [O, C / groups, *], bias "
-                           f"[O] over {spatial} spatial axes -> [N, O, *]; padding an int, a sequence of {spatial} ints,"
-                           " 'valid' (0) or 'same' (stride 1 only: the output keeps the input's extents; where an "
+                           f"[O] over {spatial} spatial axes -> [N, O, *]; padding an int, a sequence of {spatial} "
+                           "ints, 'valid' (0) or 'same' (stride 1 only: the output keeps the input's extents; where an "
                            "axis's total padding dilation * (kernel - 1) is odd, the extra one goes to its end, as "
                            "torch). Errors: the C++ op's; oa.InvalidArgumentError for another string or 'same' with a "
                            "stride other than 1.")

@@ -90,8 +90,9 @@ class Module:
             raise TypeError(f"cannot assign '{kind.__module__}.{kind.__qualname__}' as parameter '{name}' "
                             "(oa.nn.Parameter or None expected)")
         # Reassigning an entry keeps its place (m.weight += 1 sets m.weight again); a buffer stays one.
+        buffer = name in self._buffers and (value is None or isinstance(value, Tensor))
         target = (self._parameters if isinstance(value, Parameter) else self._modules if isinstance(value, Module)
-                  else self._buffers if name in self._buffers and (value is None or isinstance(value, Tensor)) else None)
+                  else self._buffers if buffer else None)
         for table in (self._parameters, self._buffers, self._modules):
             if table is not target:
                 table.pop(name, None)
@@ -230,26 +231,20 @@ class Module:
     def get_parameter(self, target):
         """torch's: the Parameter at the dotted path target ("layer.0.weight"). AttributeError as get_submodule's,
         or naming an attribute that is missing or not a Parameter."""
-        return self._entry_at(target, Parameter, "nn.Parameter")
+        return self._entry_at(target, "_parameters", "an nn.Parameter")
 
     def get_buffer(self, target):
         """torch's: the buffer at the dotted path target. AttributeError as get_parameter's."""
-        module_path, _, name = target.rpartition(".")
-        module = self.get_submodule(module_path)
-        if name not in module._buffers:
-            raise AttributeError(f"`{name}` is not a buffer" if hasattr(module, name) else
-                                 f"{module._get_name()} has no attribute `{name}`")
-        return module._buffers[name]
+        return self._entry_at(target, "_buffers", "a buffer")
 
-    def _entry_at(self, target, kind, what):
+    def _entry_at(self, target, table, what):
         module_path, _, name = target.rpartition(".")
         module = self.get_submodule(module_path)
-        if not hasattr(module, name):
-            raise AttributeError(f"{module._get_name()} has no attribute `{name}`")
-        value = getattr(module, name)
-        if not isinstance(value, kind):
-            raise AttributeError(f"`{name}` is not an {what}")
-        return value
+        entries = getattr(module, table)
+        if entries.get(name) is None:
+            raise AttributeError(f"`{name}` is not {what}" if hasattr(module, name) else
+                                 f"{module._get_name()} has no attribute `{name}`")
+        return entries[name]
 
     def requires_grad_(self, requires_grad=True):
         """torch's: sets requires_grad of every parameter (its children's too); returns self."""
@@ -258,11 +253,11 @@ class Module:
         return self
 
     def state_dict(self, *, destination=None, prefix="", keep_vars=False):
-        """prefix + name -> tensor (torch's prefix ends with "."), per module its parameters, then its persistent buffers (not None), then
-        each child's (PyTorch's order), added to destination when given. The tensors are the module's own (no copy)
-        whatever keep_vars says, as torch's keep_vars=True gives (torch's default gives detached tensors sharing
-        the storage): oa.save stores a tied tensor once by its identity, and in-place writes to an entry need
-        oa.no_grad(), as to the parameter."""
+        """prefix + name -> tensor (torch's prefix ends with "."), per module its parameters, then its persistent
+        buffers (not None), then each child's (PyTorch's order), added to destination when given. The tensors are
+        the module's own (no copy) whatever keep_vars says, as torch's keep_vars=True gives (torch's default gives
+        detached tensors sharing the storage): oa.save stores a tied tensor once by its identity, and in-place
+        writes to an entry need oa.no_grad(), as to the parameter."""
         out = OrderedDict() if destination is None else destination
         for path, module in self.named_modules():
             for name, value in itertools.chain(module._parameters.items(), module._buffers.items()):
@@ -1415,102 +1410,81 @@ class ParameterList(Module):
         return _parameter_lines(self._parameters.items())
 
 
-class ParameterDict(Module):
-    """torch.nn.ParameterDict: parameters by name in insertion order (a tensor that is not a Parameter becomes one);
-    d[name], d[name] = p, del, in, len, iteration over the names, keys, items, values, get, update and pop."""
+class _Dict(Module):
+    """What ModuleDict and ParameterDict share: a dict of the module's table `_table` (its entries in insertion
+    order, so parameters(), state_dict(), train() and eval() see them); the classes define __setitem__."""
+
+    _table = None
+
+    def _entries_of(self):
+        return self.__dict__[self._table]
+
+    def __getitem__(self, name):
+        return self._entries_of()[name]
+
+    def __delitem__(self, name):
+        del self._entries_of()[name]
+
+    def __contains__(self, name):
+        return name in self._entries_of()
+
+    def __len__(self):
+        return len(self._entries_of())
+
+    def __iter__(self):
+        return iter(self._entries_of())
+
+    def keys(self):
+        return self._entries_of().keys()
+
+    def items(self):
+        return self._entries_of().items()
+
+    def values(self):
+        return self._entries_of().values()
+
+    def update(self, entries):
+        """From a mapping or from (name, value) pairs."""
+        for name, value in entries.items() if hasattr(entries, "items") else entries:
+            self[name] = value
+
+    def pop(self, name):
+        return self._entries_of().pop(name)
+
+    def clear(self):
+        self._entries_of().clear()
+
+
+class ParameterDict(_Dict):
+    """torch.nn.ParameterDict: parameters by name (a tensor that is not a Parameter becomes one); d[name],
+    d[name] = p, del, in, len, iteration over the names, keys, items, values, get, update, pop and clear."""
+
+    _table = "_parameters"
 
     def __init__(self, parameters=None):
         super().__init__()
         self.update(parameters or {})
 
-    def __getitem__(self, name):
-        return self._parameters[name]
-
     def __setitem__(self, name, param):
         setattr(self, name, _as_parameter(param))
 
-    def __delitem__(self, name):
-        del self._parameters[name]
-
-    def __contains__(self, name):
-        return name in self._parameters
-
-    def __len__(self):
-        return len(self._parameters)
-
-    def __iter__(self):
-        return iter(self._parameters)
-
-    def keys(self):
-        return self._parameters.keys()
-
-    def items(self):
-        return self._parameters.items()
-
-    def values(self):
-        return self._parameters.values()
-
     def get(self, name, default=None):
         return self._parameters.get(name, default)
-
-    def update(self, parameters):
-        """From a mapping or from (name, tensor) pairs."""
-        for name, p in parameters.items() if hasattr(parameters, "items") else parameters:
-            self[name] = p
-
-    def pop(self, name):
-        return self._parameters.pop(name)
 
     def extra_repr(self):
         return _parameter_lines(self._parameters.items())
 
 
-class ModuleDict(Module):
-    """torch.nn.ModuleDict: child modules by name, in insertion order (so
-    parameters(), state_dict(), train() and eval() see them); d[name],
-    d[name] = m, del, in, len, iteration over the names, keys, items, values,
-    update, pop and clear. No forward."""
+class ModuleDict(_Dict):
+    """torch.nn.ModuleDict: child modules by name; d[name], d[name] = m, del, in, len, iteration over the names,
+    keys, items, values, update, pop and clear. No forward."""
+
+    _table = "_modules"
 
     def __init__(self, modules=None):
         super().__init__()
         if modules is not None:
             self.update(modules)
 
-    def __getitem__(self, name):
-        return self._modules[name]
-
     def __setitem__(self, name, module):
         self.add_module(name, _require_module(module, "ModuleDict"))
-
-    def __delitem__(self, name):
-        del self._modules[name]
-
-    def __contains__(self, name):
-        return name in self._modules
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules)
-
-    def keys(self):
-        return self._modules.keys()
-
-    def items(self):
-        return self._modules.items()
-
-    def values(self):
-        return self._modules.values()
-
-    def update(self, modules):
-        """From a mapping or from (name, module) pairs."""
-        pairs = modules.items() if hasattr(modules, "items") else modules
-        for name, m in pairs:
-            self[name] = m
-
-    def pop(self, name):
-        return self._modules.pop(name)
-
-    def clear(self):
-        self._modules.clear()
