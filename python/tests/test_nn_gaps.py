@@ -111,6 +111,9 @@ def test_softmax_dtype_and_implicit_dim():
         with pytest.warns(UserWarning, match="Implicit dimension choice"):
             implicit = fn(oa.tensor(x))  # torch's choice for 3 axes: dim 0
         assert_close(implicit.numpy(), fn(oa.tensor(x), 0).numpy())
+        method = getattr(oa.tensor(x), fn.__name__)(1, dtype=oa.float16)
+        assert method.dtype == oa.float16 and np.array_equal(method.numpy(), y.numpy())
+    check_gradients(lambda t: t.softmax(0, dtype=oa.float32), lambda a: np.exp(a) / np.exp(a).sum(0), [values((3, 2), 11)])
     module = nn.LogSoftmax(dim=-1)
     assert repr(module) == "LogSoftmax(dim=-1)" and repr(nn.Softmax(1)) == "Softmax(dim=1)"
     assert_close(module(oa.tensor(x)).numpy(), F.log_softmax(oa.tensor(x), -1).numpy())

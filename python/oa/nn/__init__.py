@@ -42,7 +42,6 @@ from .modules import (
     ParameterDict,
     ParameterList,
     ReLU,
-    RemovableHandle,
     RMSNorm,
     Sequential,
     Sigmoid,

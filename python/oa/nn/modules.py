@@ -161,6 +161,8 @@ class Module:
         return _add_hook(self._forward_hooks, hook, prepend, with_kwargs)
 
     def __call__(self, *args, **kwargs):
+        if not (self._forward_pre_hooks or self._forward_hooks):
+            return self.forward(*args, **kwargs)
         for hook, with_kwargs in list(self._forward_pre_hooks.values()):
             result = hook(self, args, kwargs) if with_kwargs else hook(self, args)
             if result is not None:
