@@ -51,6 +51,10 @@ def test_requires_grad_get_submodule_and_get_parameter():
     assert net.requires_grad_(False) is net and not any(p.requires_grad for p in net.parameters())
     net.requires_grad_()
     assert all(p.requires_grad for p in net.parameters())
+    # A built-in layer's parameters are the C++ layer's: frozen, its forward gives them no gradient.
+    lin, x = nn.Linear(3, 2).requires_grad_(False), oa.tensor(values((4, 3), 3), requires_grad=True)
+    lin(x).sum().backward()
+    assert lin.weight.grad is None and lin.bias.grad is None and x.grad is not None
     assert net.get_submodule("body.0") is net.body[0] and net.get_submodule("") is net
     assert net.get_parameter("body.0.weight") is net.body[0].weight and net.get_parameter("scale") is net.scale
     assert net.get_buffer("count") is net.count

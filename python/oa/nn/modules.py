@@ -360,7 +360,8 @@ class Module:
 
     def __repr__(self):
         """torch's: Name(extra) alone, else the extra_repr's lines and then "(name): child" each on its own line."""
-        extra = self.extra_repr().split("\n") if self.extra_repr() else []
+        extra = self.extra_repr()
+        extra = extra.split("\n") if extra else []
         children = [f"({name}): " + repr(child).replace("\n", "\n  ") for name, child in self._modules.items()]
         if len(extra) == 1 and not children:
             return f"{self._get_name()}({extra[0]})"
