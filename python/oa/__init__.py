@@ -157,10 +157,11 @@ from ._einsum import einsum
 from ._format import tensor_format, tensor_repr
 from ._grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
 from . import _functions
-from ._functions import (allclose, as_tensor, broadcast_tensors, broadcast_to, clamp_max, clamp_min, count_nonzero,
-                         cumprod, cumsum, diag, empty, equal, hstack, index_add, isclose, isfinite, isinf, isnan, lerp,
-                         logical_and, logical_not, logical_or, logical_xor, meshgrid, outer, rand_like, randn_like,
-                         repeat_interleave, roll, scatter, scatter_reduce, trace, vstack)
+from ._functions import (addmm, allclose, as_tensor, baddbmm, broadcast_tensors, broadcast_to, clamp_max, clamp_min,
+                         count_nonzero, cumprod, cumsum, diag, dot, empty, equal, hstack, index_add, isclose, isfinite,
+                         isinf, isnan, lerp, logical_and, logical_not, logical_or, logical_xor, meshgrid, movedim,
+                         nan_to_num, outer, rand_like, randn_like, repeat_interleave, roll, scatter, scatter_reduce,
+                         trace, unflatten, vstack)
 from ._serialization import load, save
 from ._tensor_ops import (argsort, flip, linspace, multinomial, randint, retain_grad, sort, tensor_argsort, tensor_flip,
                           tensor_int, tensor_long, tensor_repeat, tensor_sort, tensor_unbind, unbind)
@@ -181,11 +182,11 @@ Tensor.int = tensor_int
 Tensor.long = tensor_long
 Tensor.multinomial = multinomial
 # torch's methods of the functions in oa/_functions.py, and Tensor.type, double, cpu, is_contiguous, data and new_*.
-for _name in ("allclose", "broadcast_to", "clamp_max", "clamp_min", "count_nonzero", "cumprod", "cumsum", "diag",
-              "equal", "index_add", "isclose", "isfinite", "isinf", "isnan", "lerp", "logical_and", "logical_not",
-              "logical_or", "logical_xor", "outer", "repeat_interleave", "roll", "scatter", "scatter_reduce",
-              "trace", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor", "double", "cpu",
-              "is_contiguous"):
+for _name in ("addmm", "allclose", "baddbmm", "broadcast_to", "clamp_max", "clamp_min", "count_nonzero", "cumprod",
+              "cumsum", "diag", "dot", "equal", "index_add", "isclose", "isfinite", "isinf", "isnan", "lerp",
+              "logical_and", "logical_not", "logical_or", "logical_xor", "movedim", "nan_to_num", "outer",
+              "repeat_interleave", "roll", "scatter", "scatter_reduce", "trace", "unflatten", "new_zeros", "new_ones",
+              "new_empty", "new_full", "new_tensor", "double", "cpu", "is_contiguous"):
     setattr(Tensor, _name, getattr(_functions, _name))
 del _name
 Tensor.scatter_ = _functions.tensor_scatter_
@@ -194,8 +195,9 @@ Tensor.scatter_add_ = _functions.tensor_scatter_add_
 Tensor.index_add_ = _functions.tensor_index_add_
 Tensor.type = _functions.tensor_type
 Tensor.data = property(_functions.data, _functions.set_data, doc=_functions.data.__doc__)
-# torch.clip, torch.concat and torch.concatenate: oa.clamp and oa.cat under torch's other names.
-clip, concat, concatenate = clamp, cat, cat
+# torch.clip, torch.concat and torch.concatenate: oa.clamp and oa.cat under torch's other names; moveaxis: movedim.
+clip, concat, concatenate, moveaxis = clamp, cat, cat, movedim
+Tensor.moveaxis = movedim
 Tensor.clip, Tensor.clip_ = Tensor.clamp, Tensor.clamp_
 # torch.flatten, torch.squeeze, torch.unsqueeze and torch.clone: the Tensor methods, called as functions.
 flatten, squeeze, unsqueeze, clone = Tensor.flatten, Tensor.squeeze, Tensor.unsqueeze, Tensor.clone

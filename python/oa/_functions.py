@@ -2,10 +2,13 @@
 has gradients): predicates (isnan, isinf, isfinite, isclose, allclose, equal), logical ops, broadcasting (broadcast_to,
 broadcast_tensors, meshgrid), rearrangements (roll, diag, repeat_interleave, hstack, vstack), scatter,
 scatter_reduce, scatter_add_, index_add, cumprod, cumsum, lerp, outer, trace, creation (empty, as_tensor,
-rand_like, randn_like, Tensor.new_*), and Tensor.type, double, cpu, is_contiguous and data (read and assigned)."""
+rand_like, randn_like, Tensor.new_*), products (dot, addmm, baddbmm), unflatten, movedim, nan_to_num, and Tensor.type,
+double, cpu, is_contiguous and data (read and assigned)."""
+import math
+
 import numpy as np
 
-from . import _oa
+from . import _oa, _tensor_ops
 from ._grad_mode import no_grad
 from ._indexing import written
 from ._tensor_ops import axis, indices, sizes
@@ -159,6 +162,96 @@ def outer(input, vec2):
         raise _oa.InvalidArgumentError(f"oa.outer: input and vec2 must be 1-d, not of shapes {list(input.shape)} and "
                                        f"{list(vec2.shape)}")
     return input.reshape([-1, 1]) * vec2.reshape([1, -1])
+
+
+def dot(input, other):
+    """torch.dot: the sum of the products of 1-d input [n] and other [n] of one dtype, a 0-d tensor of it (int32
+    exact, float16 and bfloat16 summed in float32); differentiable. oa.InvalidArgumentError naming the shapes or
+    dtypes otherwise."""
+    if input.dim() != 1 or other.dim() != 1 or input.shape != other.shape:
+        raise _oa.InvalidArgumentError(f"oa.dot: input and other must be 1-d of one size, not of shapes "
+                                       f"{list(input.shape)} and {list(other.shape)}")
+    if input.dtype != other.dtype:
+        raise _oa.InvalidArgumentError(f"oa.dot: expected both vectors to have same dtype, but found "
+                                       f"{input.dtype.name} and {other.dtype.name}")
+    return (input * other).sum()
+
+
+def scaled_sum(input, product, beta, alpha, op):
+    """torch's addmm family: beta input + alpha product, input broadcast to product's shape; beta 0 ignores input
+    (its NaN and infinities too), as torch. oa.InvalidArgumentError naming `op` and the shapes when input does not
+    broadcast to product's shape."""
+    if broadcast_shape([input.shape, product.shape]) != list(product.shape):
+        raise _oa.InvalidArgumentError(f"{op}: input {list(input.shape)} does not broadcast to the product's shape "
+                                       f"{list(product.shape)}")
+    scaled = product if alpha == 1 else product * alpha
+    if beta == 0:
+        return scaled
+    return scaled + (input if beta == 1 else input * beta)
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    """torch.addmm: beta input + alpha (mat1 [n, m] @ mat2 [m, p]), input broadcast to [n, p] (beta 0 ignores it);
+    float dtypes, as oa.mm; differentiable. Errors: oa.mm's, and oa.InvalidArgumentError for an input that does
+    not broadcast to [n, p]."""
+    return scaled_sum(input, _oa.mm(mat1, mat2), beta, alpha, "oa.addmm")
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    """torch.baddbmm: beta input + alpha (batch1 [b, n, m] @ batch2 [b, m, p]), input broadcast to [b, n, p] (beta 0
+    ignores it); float dtypes, as oa.bmm; differentiable. Errors: oa.bmm's, and oa.InvalidArgumentError for an input
+    that does not broadcast to [b, n, p]."""
+    return scaled_sum(input, _oa.bmm(batch1, batch2), beta, alpha, "oa.baddbmm")
+
+
+def unflatten(input, dim, sizes):
+    """torch.unflatten / Tensor.unflatten(dim, sizes): axis dim split into the axes sizes (one of them may be -1:
+    inferred), a reshape sharing input's storage. Errors: TypeError for sizes that are not ints;
+    oa.InvalidArgumentError naming dim and the shapes for a dim out of range or sizes whose product is not the
+    axis's extent."""
+    op = "oa.unflatten"
+    a = axis(input, dim, op)
+    extents, n = _tensor_ops.sizes((sizes,), op, "sizes"), input.shape[a]
+    known = math.prod(e for e in extents if e != -1)
+    if extents.count(-1) == 1 and known and n % known == 0:
+        extents = [n // known if e == -1 else e for e in extents]
+    if not extents or math.prod(extents) != n or min(extents) < 0:
+        raise _oa.InvalidArgumentError(f"{op}: Provided sizes {list(sizes)} don't multiply up to the size of dim {dim} "
+                                       f"({n}) in the input tensor of shape {list(input.shape)}")
+    return input.reshape(list(input.shape[:a]) + extents + list(input.shape[a + 1:]))
+
+
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+    """torch.nan_to_num: a float input with NaN replaced by nan, +inf by posinf and -inf by neginf (None: the
+    largest and the lowest finite value of input's dtype); int32 and bool are returned as copies. Differentiable:
+    the gradient passes where input is finite, 0 elsewhere, as torch."""
+    if not input.is_floating_point():
+        return input.clone()
+    largest = {_oa.dtype.float32: float(np.finfo(np.float32).max), _oa.dtype.float16: 65504.0,
+               _oa.dtype.bfloat16: 3.3895313892515355e38}[input.dtype]
+    posinf = largest if posinf is None else posinf
+    neginf = -largest if neginf is None else neginf
+    infinite = _oa.where(input > 0, posinf, neginf)
+    return _oa.where(isnan(input), nan, _oa.where(isinf(input), infinite, input))
+
+
+def movedim(input, source, destination):
+    """torch.movedim / moveaxis: input with the axes source (an int or a sequence) moved to the positions
+    destination (as many), the other axes keeping their order; a copy, as oa's permute. Errors: TypeError for a dim
+    that is not an int; oa.InvalidArgumentError naming them for dims out of range, repeated, or unequal counts."""
+    op = "oa.movedim"
+    source, destination = ([source] if isinstance(source, (int, np.integer)) else list(source),
+                           [destination] if isinstance(destination, (int, np.integer)) else list(destination))
+    if len(source) != len(destination):
+        raise _oa.InvalidArgumentError(f"{op}: Invalid source or destination dims: source ({source} dims) should "
+                                       f"contain the same number of dims as destination ({destination} dims)")
+    source = [axis(input, d, op, "source") for d in source]
+    destination = [axis(input, d, op, "destination") for d in destination]
+    if len(set(source)) != len(source) or len(set(destination)) != len(destination):
+        raise _oa.InvalidArgumentError(f"{op}: repeated dim in source {source} or destination {destination}")
+    rest = iter(a for a in range(input.dim()) if a not in source)
+    moved = dict(zip(destination, source))
+    return input.permute([moved[i] if i in moved else next(rest) for i in range(input.dim())])
 
 
 def repeat_interleave(input, repeats, dim=None, *, output_size=None):

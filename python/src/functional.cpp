@@ -115,9 +115,14 @@ void bind_functional(py::module_& f, TensorClass& tensor) {
   def_as_called(f, kFunctional, "softmax", &ml::softmax, arg("input"), arg("dim") = -1,
                 "Softmax along dim; a slice of all -inf gives zeros.");
   def_as_called(f, kFunctional, "log_softmax", &ml::log_softmax, arg("input"), arg("dim") = -1, "Log-softmax along dim.");
-  def_as_called(tensor, "oa.Tensor.", "softmax", &ml::softmax, arg("dim"), "torch.Tensor.softmax: oa.nn.functional.softmax(self, dim).");
-  def_as_called(tensor, "oa.Tensor.", "log_softmax", &ml::log_softmax, arg("dim"),
-                "torch.Tensor.log_softmax: oa.nn.functional.log_softmax(self, dim).");
+  // torch's Tensor methods take dtype too: the input cast to it first.
+  const auto cast_first = [](Matrix (*op)(const Matrix&, int)) {
+    return [op](const Matrix& x, int dim, const std::optional<DType>& dtype) { return op(dtype ? mx::cast(x, *dtype) : x, dim); };
+  };
+  def_as_called(tensor, "oa.Tensor.", "softmax", cast_first(&ml::softmax), arg("dim"), arg("dtype") = none,
+                "torch.Tensor.softmax: oa.nn.functional.softmax(self, dim, dtype=dtype).");
+  def_as_called(tensor, "oa.Tensor.", "log_softmax", cast_first(&ml::log_softmax), arg("dim"), arg("dtype") = none,
+                "torch.Tensor.log_softmax: oa.nn.functional.log_softmax(self, dim, dtype=dtype).");
 
   // ── Normalisation, pooling, dropout, embedding ────────────────────────────
   def_as_called(

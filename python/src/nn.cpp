@@ -38,6 +38,27 @@ std::string python_class(const nn::Module& module) {
   return "oa.nn." + (type == "MultiHeadAttention" ? std::string("MultiheadAttention") : type);
 }
 
+// oa._oa.nn.<name>: the transposed convolution layer `Layer` over N spatial
+// axes, under torch's constructor arguments (errors name `op`).
+template <class Layer, class Options, std::size_t N>
+void def_conv_transpose(py::module_& m, const char* name, const char* op) {
+  using py::arg;
+  m.def(
+      name,
+      [op](std::int64_t in, std::int64_t out, py::handle k, py::handle stride, py::handle padding, py::handle output_padding,
+           std::int64_t groups, bool bias, py::handle dilation, const OptEngine& engine) -> NativeModule {
+        const auto o = conv_options<Options>(op, stride, padding, dilation, groups, output_padding);
+        const auto kernel = int_tuple<N>(k, op, "kernel_size");
+        if constexpr (N == 1) {
+          return std::make_shared<Layer>(in, out, kernel[0], default_generator(), o, bias, engine);
+        } else {
+          return std::make_shared<Layer>(in, out, kernel, default_generator(), o, bias, engine);
+        }
+      },
+      arg("in_channels"), arg("out_channels"), arg("kernel_size"), arg("stride"), arg("padding"), arg("output_padding"), arg("groups"),
+      arg("bias"), arg("dilation"), arg("engine") = py::none());
+}
+
 }  // namespace
 
 void bind_nn(py::module_& m, TensorClass& tensor) {
@@ -134,18 +155,8 @@ void bind_nn(py::module_& m, TensorClass& tensor) {
       },
       arg("in_channels"), arg("out_channels"), arg("kernel_size"), arg("stride"), arg("padding"), arg("dilation"),
       arg("groups"), arg("bias"), arg("engine") = none);
-  m.def(
-      "conv_transpose2d",
-      [](std::int64_t in, std::int64_t out, py::handle k, py::handle stride, py::handle padding,
-                  py::handle output_padding, std::int64_t groups, bool bias, py::handle dilation,
-                  const OptEngine& engine) -> NativeModule {
-        const char* op = "oa.nn.ConvTranspose2d";
-        const auto o = conv_options<ml::ConvTranspose2dOptions>(op, stride, padding, dilation, groups, output_padding);
-        return std::make_shared<nn::ConvTranspose2d>(in, out, int_tuple<2>(k, op, "kernel_size"), default_generator(), o, bias,
-                                                     engine);
-      },
-      arg("in_channels"), arg("out_channels"), arg("kernel_size"), arg("stride"), arg("padding"), arg("output_padding"),
-      arg("groups"), arg("bias"), arg("dilation"), arg("engine") = none);
+  def_conv_transpose<nn::ConvTranspose1d, ml::ConvTranspose1dOptions, 1>(m, "conv_transpose1d", "oa.nn.ConvTranspose1d");
+  def_conv_transpose<nn::ConvTranspose2d, ml::ConvTranspose2dOptions, 2>(m, "conv_transpose2d", "oa.nn.ConvTranspose2d");
   m.def(
       "layer_norm",
       [](std::int64_t d, double eps, bool affine, bool bias, const OptEngine& engine) -> NativeModule {

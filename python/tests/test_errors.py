@@ -138,6 +138,7 @@ def test_a_gemm_past_the_storage_range_names_the_recurrent_layer():
 
 
 @pytest.mark.filterwarnings("ignore:.*Using a target size:UserWarning")
+@pytest.mark.filterwarnings("ignore:Implicit dimension choice:UserWarning")
 def test_fuzz_raises_only_errors():
     """Random shapes, dtypes and None through the bindings: each call returns
     or raises oa.Error or TypeError (a crash would end the test run)."""

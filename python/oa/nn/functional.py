@@ -2,11 +2,11 @@
 
 Each is one op of oa's C++ engine (oa/ml/functional.hpp, oa/matrix): shapes,
 layouts and errors are documented there and in each function's docstring.
-pad, interpolate, normalize, adaptive_avg_pool2d, the losses nll_loss, l1_loss and
-binary_cross_entropy_with_logits (and mse_loss past float32 operands of one shape), and the pooling, embedding
-and cross_entropy options that the C++ ops lack (ceil_mode, count_include_pad, divisor_override, unbatched and
-16-bit pooling inputs, padding_idx, class weights) are composed here from those ops, so autograd flows through
-them.
+pad, interpolate, normalize, adaptive_avg_pool2d, logsigmoid, cosine_similarity, the losses nll_loss, l1_loss,
+smooth_l1_loss, huber_loss, kl_div and binary_cross_entropy_with_logits (and mse_loss past float32 operands of one
+shape), and the options that the C++ ops lack (pooling's ceil_mode, count_include_pad, divisor_override, unbatched
+and 16-bit inputs; embedding's padding_idx; cross_entropy's class weights; softplus's beta and threshold; softmax's
+dtype; the convolutions' padding strings) are composed here from those ops, so autograd flows through them.
 Besides PyTorch's names: accuracy, bmm, bmm_nt, bmm_tn, split_heads, merge_heads,
 softmax_scaled_masked, flash_attention and rope.
 """
@@ -17,14 +17,13 @@ import numpy as np
 
 from .. import _oa
 from .._oa import functional as _f
+from .._functions import broadcast_shape, floating
 
 accuracy = _f.accuracy
 batch_norm = _f.batch_norm
 bmm = _oa.bmm  # torch.bmm, as oa.bmm
 bmm_nt = _f.bmm_nt
 bmm_tn = _f.bmm_tn
-conv1d = _f.conv1d
-conv2d = _f.conv2d
 conv_transpose1d = _f.conv_transpose1d
 conv_transpose2d = _f.conv_transpose2d
 dropout = _f.dropout
@@ -33,7 +32,6 @@ group_norm = _f.group_norm
 instance_norm = _f.instance_norm
 layer_norm = _f.layer_norm
 linear = _f.linear
-log_softmax = _f.log_softmax
 merge_heads = _f.merge_heads
 relu = _f.relu
 rms_norm = _f.rms_norm
@@ -41,12 +39,10 @@ rope = _f.rope
 scaled_dot_product_attention = _f.scaled_dot_product_attention
 sigmoid = _f.sigmoid
 silu = _f.silu
-softplus = _f.softplus
 mish = _f.mish
 hardswish = _f.hardswish
 leaky_relu = _f.leaky_relu
 elu = _f.elu
-softmax = _f.softmax
 softmax_scaled_masked = _f.softmax_scaled_masked
 split_heads = _f.split_heads
 tanh = _f.tanh
@@ -125,6 +121,85 @@ def _pointwise_operands(input, target, reduction, op):
     return input, target
 
 
+def _convolution(name, spatial):
+    """conv1d and conv2d: the C++ op, with torch's padding strings besides ints."""
+    native = getattr(_f, name)
+
+    def convolution(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+        if isinstance(padding, str):
+            totals = padding_totals(weight.shape[2:], stride, padding, dilation, spatial, _PREFIX + name)
+            if any(t % 2 for t in totals):  # the odd one at the end of the axis, as torch
+                input = pad(input, [p for t in reversed(totals) for p in (0, t % 2)])
+            padding = tuple(t // 2 for t in totals)
+        return native(input, weight, bias, stride, padding, dilation, groups)
+
+    convolution.__name__ = name
+    convolution.__doc__ = (f"torch.nn.functional.{name} (oa's op): input [N, C, *], weight [O, C / groups, *], bias "
+                           f"[O] over {spatial} spatial axes -> [N, O, *]; padding an int, a sequence of {spatial} "
+                           "ints, 'valid' (0) or 'same' (stride 1 only: the output keeps the input's extents; where an "
+                           "axis's total padding dilation * (kernel - 1) is odd, the extra one goes to its end, as "
+                           "torch). Errors: the C++ op's; oa.InvalidArgumentError for another string or 'same' with a "
+                           "stride other than 1.")
+    return convolution
+
+
+def padding_totals(kernel_size, stride, padding, dilation, spatial, op):
+    """The total padding of each of `spatial` axes for torch's convolution padding 'valid' (0) or 'same' (dilation *
+    (kernel - 1)). oa.InvalidArgumentError naming `op` for another string or 'same' with a stride other than 1."""
+    if padding not in ("valid", "same"):
+        raise _oa.InvalidArgumentError(f"{op}: Invalid padding string {padding!r}, should be one of 'valid', 'same'")
+    if padding == "valid":
+        return (0,) * spatial
+    if any(s != 1 for s in _ints(stride, spatial, op, "stride")):
+        raise _oa.InvalidArgumentError(f"{op}: padding='same' is not supported for strided convolutions (stride "
+                                       f"{stride!r})")
+    return tuple(d * (k - 1) for d, k in zip(_ints(dilation, spatial, op, "dilation"),
+                                             _ints(kernel_size, spatial, op, "kernel_size")))
+
+
+conv1d = _convolution("conv1d", 1)
+conv2d = _convolution("conv2d", 2)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    """torch.nn.functional.softplus: log(1 + exp(beta x)) / beta, and x where beta x > threshold (torch's
+    linear region); beta 1 and threshold 20 are oa's op, others composed (where, over the op of beta x).
+    Differentiable: sigmoid(beta x), and 1 past the threshold, as torch's."""
+    if beta == 1 and threshold == 20:
+        return _f.softplus(input)
+    scaled = input * beta
+    return _oa.where(scaled > threshold, input, _f.softplus(scaled) / beta)
+
+
+def logsigmoid(input):
+    """torch.nn.functional.logsigmoid: log(1 / (1 + exp(-x))) = -softplus(-x), finite for any finite x (float
+    dtypes). Differentiable: sigmoid(-x)."""
+    return -_f.softplus(-input)
+
+
+def _softmax(native, name):
+    """softmax and log_softmax with torch's dtype=: input cast to it first (as torch)."""
+
+    def function(input, dim=None, _stacklevel=3, dtype=None):
+        if dim is None:
+            warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include "
+                          "dim=X as an argument.", UserWarning, stacklevel=_stacklevel)
+            dim = 0 if not isinstance(input, _oa.Tensor) or input.dim() in (0, 1, 3) else 1
+        return native(input if dtype is None else input.to(dtype), dim)
+
+    function.__name__ = name
+    function.__doc__ = (f"torch.nn.functional.{name} along dim (None: torch's deprecated choice by rank, 0 for 0, 1 "
+                        f"or 3 axes, else 1, with its UserWarning) of a float input, cast to dtype first when given "
+                        f"(the result then has that dtype); as oa::ml::{name}: another axis than the last is moved "
+                        f"last and back, float16 and bfloat16 computed in float32. Differentiable. Errors: "
+                        f"oa.InvalidArgumentError for a dim out of range.")
+    return function
+
+
+softmax = _softmax(_f.softmax, "softmax")
+log_softmax = _softmax(_f.log_softmax, "log_softmax")
+
+
 def gelu(input, approximate="none"):
     """torch.nn.functional.gelu: x * Phi(x) (approximate='none', oa's op), or torch's tanh approximation
     0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) (approximate='tanh', composed of oa's ops). Differentiable.
@@ -136,14 +211,14 @@ def gelu(input, approximate="none"):
     return _f.gelu(input)
 
 
-def _pair(value, op, arg):
-    """An int (repeated) or a sequence of 2 ints as a tuple; TypeError naming `op` and `arg` otherwise."""
+def _ints(value, n, op, arg):
+    """An int (repeated) or a sequence of n ints as a tuple of n; TypeError naming `op` and `arg` otherwise."""
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        return int(value), int(value)
-    if isinstance(value, (tuple, list)) and len(value) == 2 and all(
+        return (int(value),) * n
+    if isinstance(value, (tuple, list)) and len(value) == n and all(
             isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in value):
-        return int(value[0]), int(value[1])
-    raise TypeError(f"{op}: {arg} must be an int or a sequence of 2 ints, not {value!r}")
+        return tuple(int(v) for v in value)
+    raise TypeError(f"{op}: {arg} must be an int or a sequence of {n} ints, not {value!r}")
 
 
 def _ceil_extra(input, kernel, stride, padding):
@@ -162,9 +237,9 @@ def _ceil_extra(input, kernel, stride, padding):
 def _pool_geometry(input, kernel_size, stride, padding, op):
     """(kernel, stride, padding) as pairs; oa.InvalidArgumentError naming `op`, the arguments and input's shape as
     given when they are out of range or the kernel exceeds the padded input (torch: output size too small)."""
-    kernel = _pair(kernel_size, op, "kernel_size")
-    stride = kernel if stride is None else _pair(stride, op, "stride")
-    padding = _pair(padding, op, "padding")
+    kernel = _ints(kernel_size, 2, op, "kernel_size")
+    stride = kernel if stride is None else _ints(stride, 2, op, "stride")
+    padding = _ints(padding, 2, op, "padding")
     if min(kernel) < 1 or min(stride) < 1 or min(padding) < 0 or any(2 * p > k for p, k in zip(padding, kernel)):
         raise _oa.InvalidArgumentError(f"{op}: kernel_size {list(kernel)} and stride {list(stride)} must be >= 1, and "
                                        f"padding {list(padding)} >= 0 and at most half of kernel_size (input "
@@ -192,7 +267,7 @@ def _pooling_input(input, op):
 
 def max_pool_unsupported(dilation, return_indices, op):
     """Refuses max pooling's options that oa lacks: oa.InvalidArgumentError naming `op` and the argument."""
-    if _pair(dilation, op, "dilation") != (1, 1):
+    if _ints(dilation, 2, op, "dilation") != (1, 1):
         raise _oa.InvalidArgumentError(f"{op}: dilation {dilation!r}: only 1 is supported")
     if return_indices:
         raise _oa.InvalidArgumentError(f"{op}: return_indices=True is not supported (oa's max pooling keeps no indices)")
@@ -258,7 +333,7 @@ def adaptive_avg_pool2d(input, output_size):
     x, restore = _pooling_input(input, op)
     if isinstance(output_size, (tuple, list)) and len(output_size) == 2:
         output_size = tuple(n if m is None else m for n, m in zip(input.shape[-2:], output_size))
-    sizes = _pair(output_size, op, "output_size")
+    sizes = _ints(output_size, 2, op, "output_size")
     if min(sizes + input.shape[-2:]) < 1:
         raise _oa.InvalidArgumentError(f"{op}: output_size {list(sizes)} and input {list(input.shape)}'s H and W must "
                                        "be >= 1")
@@ -496,6 +571,85 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
         return _f.mse_loss(input, target, reduction=reduction)
     difference = input - target
     return _reduce(difference * difference, reduction)
+
+
+def _huber(input, target, delta):
+    """torch's Huber terms of the difference d: d^2 / 2 where |d| < delta, else delta (|d| - delta / 2)."""
+    difference = input - target
+    size = difference.abs()
+    return _oa.where(size < delta, 0.5 * difference * difference, delta * (size - 0.5 * delta))
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """torch.nn.functional.smooth_l1_loss: 0.5 d^2 / beta where |d| < beta, else |d| - beta / 2, for d = input -
+    target broadcast to one shape (with torch's UserWarning when the shapes differ); beta 0 is l1_loss. Reduced as
+    l1_loss. Differentiable (continuous at |d| = beta; 0 at d = 0). Errors: l1_loss's, and oa.InvalidArgumentError
+    for a negative beta."""
+    op = _PREFIX + "smooth_l1_loss"
+    no_legacy_reduction(size_average, reduce, op)
+    if beta < 0:
+        raise _oa.InvalidArgumentError(f"{op}: smooth_l1_loss does not support negative values for beta ({beta})")
+    input, target = _pointwise_operands(input, target, _reduction(reduction, op), op)
+    if beta == 0:
+        return _reduce((input - target).abs(), reduction)
+    return _reduce(_huber(input, target, beta) / beta, reduction)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0):
+    """torch.nn.functional.huber_loss: 0.5 d^2 where |d| < delta, else delta (|d| - delta / 2) (smooth_l1_loss
+    times beta = delta), broadcast and reduced as smooth_l1_loss. Differentiable. Errors: l1_loss's, and
+    oa.InvalidArgumentError for delta <= 0."""
+    op = _PREFIX + "huber_loss"
+    if delta <= 0:
+        raise _oa.InvalidArgumentError(f"{op}: huber_loss does not support non-positive values for delta ({delta})")
+    input, target = _pointwise_operands(input, target, _reduction(reduction, op), op)
+    return _reduce(_huber(input, target, delta), reduction)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """torch.nn.functional.kl_div: input log-probabilities, target probabilities (log-probabilities with
+    log_target); pointwise target (log target - input), 0 where target is 0 (exp(target) (target - input) with
+    log_target), broadcast together. reduction 'mean' is the mean over every element (with torch's UserWarning that
+    'batchmean' is KL divergence's), 'batchmean' the sum divided by input.shape[0], 'sum', 'none'. Differentiable in
+    input and target. Errors: oa.InvalidArgumentError for an integer or bool input or an unknown reduction; TypeError
+    for size_average or reduce."""
+    op = _PREFIX + "kl_div"
+    no_legacy_reduction(size_average, reduce, op)
+    if reduction not in ("none", "mean", "sum", "batchmean"):
+        raise _oa.InvalidArgumentError(f"{op}: reduction must be 'none', 'mean', 'batchmean' or 'sum', not "
+                                       f"{reduction!r}")
+    _require_floating(input, op, "input", "log-probabilities")
+    if log_target:
+        losses = target.exp() * (target - input)
+    else:
+        positive = target > 0
+        losses = _oa.where(positive, target * _oa.where(positive, target, 1.0).log(), 0.0) - target * input
+    if reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+                      "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+                      "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+                      UserWarning, stacklevel=2)
+    if reduction == "batchmean":
+        return losses.sum() / input.shape[0] if input.dim() else losses.sum()
+    return _reduce(losses, reduction)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """torch.nn.functional.cosine_similarity: sum(x1 / max(||x1||, eps) * x2 / max(||x2||, eps)) along dim, x1
+    and x2 broadcast together first, as torch (the result lacks dim; integers computed in float32); the eps floor
+    does not stop the norms' gradients, as torch's in-place clamp under no_grad. Differentiable. Errors:
+    oa.InvalidArgumentError naming both shapes when they do not broadcast, or dim out of range."""
+    op = _PREFIX + "cosine_similarity"
+    shape = broadcast_shape([x1.shape, x2.shape])
+    if shape is None:
+        raise _oa.InvalidArgumentError(f"{op}: x1 {list(x1.shape)} and x2 {list(x2.shape)} do not broadcast")
+
+    def unit(x):
+        x = floating(x).expand(*shape)
+        norm = x.norm(2, dim, keepdim=True)
+        return x / (norm + (norm.clamp(min=eps) - norm).detach())
+
+    return (unit(x1) * unit(x2)).sum(dim)
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",

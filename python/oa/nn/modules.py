@@ -18,6 +18,7 @@ import copy
 import functools
 import inspect
 import itertools
+import weakref
 
 from .. import _oa
 from . import functional, init
@@ -75,7 +76,10 @@ class Module:
     def __init__(self):
         object.__setattr__(self, "_parameters", OrderedDict())
         object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistent_buffers_set", set())
         object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
+        object.__setattr__(self, "_forward_hooks", OrderedDict())
         object.__setattr__(self, "training", True)
 
     def __setattr__(self, name, value):
@@ -85,8 +89,10 @@ class Module:
             kind = type(value)
             raise TypeError(f"cannot assign '{kind.__module__}.{kind.__qualname__}' as parameter '{name}' "
                             "(oa.nn.Parameter or None expected)")
-        # Reassigning an entry keeps its place (m.weight += 1 sets m.weight again).
-        target = self._parameters if isinstance(value, Parameter) else self._modules if isinstance(value, Module) else None
+        # Reassigning an entry keeps its place (m.weight += 1 sets m.weight again); a buffer stays one.
+        buffer = name in self._buffers and (value is None or isinstance(value, Tensor))
+        target = (self._parameters if isinstance(value, Parameter) else self._modules if isinstance(value, Module)
+                  else self._buffers if buffer else None)
         for table in (self._parameters, self._buffers, self._modules):
             if table is not target:
                 table.pop(name, None)
@@ -104,9 +110,33 @@ class Module:
                 return entries[name]
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
-    def register_buffer(self, name, tensor):
-        """State saved by state_dict but not trained (torch's register_buffer)."""
+    def __delattr__(self, name):
+        """del m.name: a parameter, buffer or child module leaves the module (torch's), any other attribute as usual."""
+        for table in (self._parameters, self._buffers, self._modules):
+            if name in table:
+                del table[name]
+                self._non_persistent_buffers_set.discard(name)
+                return
+        object.__delattr__(self, name)
+
+    def register_buffer(self, name, tensor, persistent=True):
+        """torch's register_buffer: state that is not trained, an oa.Tensor or None, in buffers() and, when
+        persistent, in state_dict() (a None buffer is in neither). Errors: TypeError for another value; KeyError for
+        a name that is empty, holds "." or is another attribute already."""
+        if not isinstance(name, str):
+            raise TypeError(f"buffer name should be a string. Got {type(name).__name__}")
+        if name == "" or "." in name:
+            raise KeyError(f"buffer name can't be empty or contain \".\", got: {name!r}")
+        if hasattr(self, name) and name not in self._buffers:
+            raise KeyError(f"attribute '{name}' already exists")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' (oa.Tensor or None "
+                            "required)")
         self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
 
     def register_parameter(self, name, param):
         setattr(self, name, param)
@@ -117,8 +147,35 @@ class Module:
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} has no forward")
 
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """torch's: hook(module, args) runs before forward (args the positional inputs, a tuple) and may return new
+        args (a tuple, or one value taken as a 1-tuple) or None; with_kwargs, hook(module, args, kwargs) returns
+        (args, kwargs) or None. prepend runs it before the hooks already registered. Returns a handle whose
+        remove() unregisters it."""
+        return _add_hook(self._forward_pre_hooks, hook, prepend, with_kwargs)
+
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """torch's: hook(module, args, output) runs after forward (hook(module, args, kwargs, output) with
+        with_kwargs) and may return a replacement output, or None to keep it. prepend as register_forward_pre_hook's.
+        Returns a handle whose remove() unregisters it."""
+        return _add_hook(self._forward_hooks, hook, prepend, with_kwargs)
+
     def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
+        if not (self._forward_pre_hooks or self._forward_hooks):
+            return self.forward(*args, **kwargs)
+        for hook, with_kwargs in list(self._forward_pre_hooks.values()):
+            result = hook(self, args, kwargs) if with_kwargs else hook(self, args)
+            if result is not None:
+                if with_kwargs:
+                    args, kwargs = result
+                else:
+                    args = result if isinstance(result, tuple) else (result,)
+        output = self.forward(*args, **kwargs)
+        for hook, with_kwargs in list(self._forward_hooks.values()):
+            result = hook(self, args, kwargs, output) if with_kwargs else hook(self, args, output)
+            if result is not None:
+                output = result
+        return output
 
     def named_children(self):
         return iter(self._modules.items())
@@ -135,58 +192,113 @@ class Module:
     def modules(self):
         return (m for _, m in self.named_modules())
 
-    def _entries(self, table, prefix=""):
-        for name, value in getattr(self, table).items():
-            yield prefix + name, value
-        for name, child in self._modules.items():
-            yield from child._entries(table, f"{prefix}{name}.")
-
-    def named_parameters(self, prefix=""):
-        """(name, Parameter), each Parameter once (under its first path), own first."""
+    def _entries(self, table, prefix, recurse):
+        """(path, value) of `table`'s entries other than None, own first, then (recurse) each child's; each value
+        once, under its first path."""
         seen = set()
-        for name, p in self._entries("_parameters", f"{prefix}." if prefix else ""):
-            if id(p) not in seen:
-                seen.add(id(p))
-                yield name, p
+        modules = self.named_modules(prefix) if recurse else [(prefix, self)]
+        for path, module in modules:
+            for name, value in getattr(module, table).items():
+                if value is not None and id(value) not in seen:
+                    seen.add(id(value))
+                    yield (f"{path}.{name}" if path else name), value
 
-    def parameters(self):
-        return (p for _, p in self.named_parameters())
+    def named_parameters(self, prefix="", recurse=True):
+        """(name, Parameter) under prefix, each Parameter once (under its first path), own first, then (recurse)
+        the children's (torch's)."""
+        return self._entries("_parameters", prefix, recurse)
 
-    def named_buffers(self):
-        return self._entries("_buffers")
+    def parameters(self, recurse=True):
+        return (p for _, p in self.named_parameters(recurse=recurse))
 
-    def buffers(self):
-        return (b for _, b in self.named_buffers())
+    def named_buffers(self, prefix="", recurse=True):
+        """(name, buffer) as named_parameters; non-persistent buffers included (torch's)."""
+        return self._entries("_buffers", prefix, recurse)
 
-    def state_dict(self):
-        """name -> tensor, per module its parameters, then its buffers, then each
-        child's (PyTorch's order); the tensors are the module's own (no copy)."""
-        out = OrderedDict()
-        self._state(out, "")
+    def buffers(self, recurse=True):
+        return (b for _, b in self.named_buffers(recurse=recurse))
+
+    def get_submodule(self, target):
+        """torch's: the module at the dotted path target ("" is self). AttributeError naming the step that is
+        missing or not a Module."""
+        module = self
+        for item in target.split(".") if target else ():
+            if not hasattr(module, item):
+                raise AttributeError(f"{module._get_name()} has no attribute `{item}`")
+            module = getattr(module, item)
+            if not isinstance(module, Module):
+                raise AttributeError(f"`{item}` is not an nn.Module")
+        return module
+
+    def get_parameter(self, target):
+        """torch's: the Parameter at the dotted path target ("layer.0.weight"). AttributeError as get_submodule's,
+        or naming an attribute that is missing or not a Parameter."""
+        return self._entry_at(target, "_parameters", "an nn.Parameter")
+
+    def get_buffer(self, target):
+        """torch's: the buffer at the dotted path target. AttributeError as get_parameter's."""
+        return self._entry_at(target, "_buffers", "a buffer")
+
+    def _entry_at(self, target, table, what):
+        module_path, _, name = target.rpartition(".")
+        module = self.get_submodule(module_path)
+        entries = getattr(module, table)
+        if entries.get(name) is None:
+            raise AttributeError(f"`{name}` is not {what}" if hasattr(module, name) else
+                                 f"{module._get_name()} has no attribute `{name}`")
+        return entries[name]
+
+    def requires_grad_(self, requires_grad=True):
+        """torch's: sets requires_grad of every parameter (its children's too); returns self."""
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def state_dict(self, *, destination=None, prefix="", keep_vars=False):
+        """prefix + name -> tensor (torch's prefix ends with "."), per module its parameters, then its persistent
+        buffers (not None), then each child's (PyTorch's order), added to destination when given. The tensors are
+        the module's own (no copy) whatever keep_vars says, as torch's keep_vars=True gives (torch's default gives
+        detached tensors sharing the storage): oa.save stores a tied tensor once by its identity, and in-place
+        writes to an entry need oa.no_grad(), as to the parameter."""
+        out = OrderedDict() if destination is None else destination
+        for path, module in self.named_modules():
+            for name, value in itertools.chain(module._parameters.items(), module._buffers.items()):
+                if value is not None and name not in module._non_persistent_buffers_set:
+                    out[prefix + (f"{path}.{name}" if path else name)] = value
         return out
 
-    def _state(self, out, prefix):
-        for name, value in itertools.chain(self._parameters.items(), self._buffers.items()):
-            out[prefix + name] = value
-        for name, child in self._modules.items():
-            child._state(out, f"{prefix}{name}.")
-
-    def load_state_dict(self, state_dict, strict=True):
+    def load_state_dict(self, state_dict, strict=True, assign=False):
         """Overwrites every entry in place from state_dict (shapes and dtypes must
         match; NumPy arrays and CPU torch tensors are copied, cast to the entry's
-        dtype). strict: the keys must be exactly state_dict()'s. Returns
-        (missing_keys, unexpected_keys). Raises KeyError (strict) naming the missing
-        and unexpected keys, oa.InvalidArgumentError naming an entry of another
-        shape or dtype, TypeError naming an entry that is not an oa.Tensor, a
-        NumPy array or a torch.Tensor."""
+        dtype). strict: the keys must be exactly state_dict()'s. assign=True (torch's)
+        makes an oa.Tensor of the entry's shape and dtype the entry itself rather than copying it (a parameter
+        becomes an oa.nn.Parameter of it, requiring grad as the old one or as a given Parameter; a built-in layer's
+        buffer is copied, as its C++ layer holds it). Returns (missing_keys, unexpected_keys). Raises KeyError
+        (strict) naming the missing and unexpected keys, oa.InvalidArgumentError naming an entry of another shape
+        or dtype, TypeError naming an entry that is not an oa.Tensor, a NumPy array or a torch.Tensor."""
         own = self.state_dict()
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
         if strict and (missing or unexpected):
             raise KeyError(f"load_state_dict: missing keys {missing}, unexpected keys {unexpected}")
         for name, target in own.items():
-            if name in state_dict:
-                _native.write(target, state_dict[name], name)
+            if name not in state_dict:
+                continue
+            value = state_dict[name]
+            module_path, _, leaf = name.rpartition(".")
+            module = self.get_submodule(module_path)
+            if not assign or not isinstance(value, Tensor) or (leaf in module._buffers and isinstance(module, _Native)):
+                _native.write(target, value, name)
+                continue
+            if value.shape != target.shape or value.dtype != target.dtype:
+                raise _oa.InvalidArgumentError(f"load_state_dict: '{name}' is {target.dtype.name} "
+                                               f"{list(target.shape)}, the assigned tensor {value.dtype.name} "
+                                               f"{list(value.shape)}")
+            if leaf in module._buffers:
+                module._buffers[leaf] = value
+            else:
+                setattr(module, leaf, value if isinstance(value, Parameter) else
+                        Parameter(value, requires_grad=target.requires_grad))
         return missing, unexpected
 
     def train(self, mode=True):
@@ -243,10 +355,48 @@ class Module:
     def extra_repr(self):
         return ""
 
+    def _get_name(self):
+        return type(self).__name__
+
     def __repr__(self):
-        lines = [f"  ({name}): " + repr(child).replace("\n", "\n  ") for name, child in self._modules.items()]
-        head = f"{type(self).__name__}({self.extra_repr()}"
-        return head + ("\n" + "\n".join(lines) + "\n)" if lines else ")")
+        """torch's: Name(extra) alone, else the extra_repr's lines and then "(name): child" each on its own line."""
+        extra = self.extra_repr()
+        extra = extra.split("\n") if extra else []
+        children = [f"({name}): " + repr(child).replace("\n", "\n  ") for name, child in self._modules.items()]
+        if len(extra) == 1 and not children:
+            return f"{self._get_name()}({extra[0]})"
+        return f"{self._get_name()}(" + "".join(f"\n  {line}" for line in extra + children) + (
+            "\n)" if extra or children else ")")
+
+
+class RemovableHandle:
+    """What register_forward_hook and register_forward_pre_hook return (torch.utils.hooks.RemovableHandle): remove()
+    unregisters the hook (again: nothing); also a context manager removing it on exit."""
+
+    _ids = itertools.count()
+
+    def __init__(self, hooks):
+        self.hooks_dict_ref = weakref.ref(hooks)
+        self.id = next(self._ids)
+
+    def remove(self):
+        hooks = self.hooks_dict_ref()
+        if hooks is not None:
+            hooks.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def _add_hook(hooks, hook, prepend, with_kwargs):
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = (hook, with_kwargs)
+    if prepend:
+        hooks.move_to_end(handle.id, last=False)
+    return handle
 
 
 def zero_grads(parameters, set_to_none):
@@ -289,7 +439,7 @@ class _Native(Module):
         for name, value in native.own_buffers():
             self._buffers[name] = value
         for name, child in native.named_children():
-            self._modules[name] = _Native(child)
+            self._modules[name] = _wrap(child)
         for name in self._optional_parameters:
             if name not in self._parameters:
                 object.__setattr__(self, name, None)  # as torch's layer built without it
@@ -310,6 +460,18 @@ class _Native(Module):
                                  f"{'buffer' if name in self._buffers else 'child module'}; write into it in place "
                                  "or build another layer)")
         super().__setattr__(name, value)
+
+    def __delattr__(self, name):
+        """Deleting a parameter, buffer or child is refused (AttributeError): the C++ layer would still use it."""
+        if name in self._parameters or name in self._buffers or name in self._modules:
+            raise AttributeError(f"oa.nn.{self._get_name()}: '{name}' cannot be deleted (a built-in layer's "
+                                 "parameter, buffer or child; build the layer without it instead)")
+        super().__delattr__(name)
+
+    def _get_name(self):
+        """A C++ child without a Python class of its own (a TransformerBlock's norm1, attn, mlp) shows its C++
+        type name."""
+        return self._native.type_name if type(self) is _Native else type(self).__name__
 
     def forward(self, input):
         return self._native.forward(input)
@@ -392,6 +554,16 @@ class _Native(Module):
 
 
 
+def _wrap(native):
+    """A C++ layer's child as a Module: a Linear (showing its features, as torch's) or a _Native."""
+    if native.type_name != "Linear":
+        return _Native(native)
+    linear = Linear.__new__(Linear)
+    _Native.__init__(linear, native)
+    linear.out_features, linear.in_features = linear.weight.shape
+    return linear
+
+
 class Linear(_Native):
     """torch.nn.Linear: weight [out, in], bias [out], U(-1/sqrt(in), 1/sqrt(in))
     (oa::ml::nn::Linear). x [..., in] -> [..., out]."""
@@ -406,37 +578,56 @@ class Linear(_Native):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
-def _convolution(name, factory, doc):
-    """Conv1d and Conv2d: torch's constructor arguments over the C++ constructor `factory`."""
+def _convolution(name, factory, spatial, doc):
+    """Conv1d and Conv2d: torch's constructor arguments over the C++ constructor `factory`; padding 'same' runs
+    oa.nn.functional's convolution (the C++ layer is built unpadded), 'valid' is 0."""
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
                  padding_mode="zeros", engine=None):
         _zeros_only(padding_mode, name)
-        _Native.__init__(self, factory(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
-                                       engine))
+        if isinstance(padding, str):
+            functional.padding_totals(kernel_size, stride, padding, dilation, spatial, "oa.nn." + name)
+        _Native.__init__(self, factory(in_channels, out_channels, kernel_size, stride,
+                                       0 if isinstance(padding, str) else padding, dilation, groups, bias, engine))
+        self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
+
+    def forward(self, input):
+        if self.padding != "same":
+            return self._native.forward(input)
+        return getattr(functional, name.lower())(input, self.weight, self.bias, self.stride, "same", self.dilation,
+                                                 self.groups)
+
+    return type(name, (_Native,), {"__init__": __init__, "forward": forward, "__doc__": doc, "_repr_positional": 2,
+                                   "_repr_always": ("kernel_size", "stride"), "_optional_parameters": ("bias",)})
+
+
+Conv1d = _convolution("Conv1d", _native.conv1d, 1,
+                      "torch.nn.Conv1d (oa::ml::nn::Conv1d): x [N, C, L] -> [N, O, L_out]; padding an int, 'valid' or "
+                      "'same' (stride 1 only, as torch); padding_mode 'zeros' only.")
+Conv2d = _convolution("Conv2d", _native.conv2d, 2,
+                      "torch.nn.Conv2d (oa::ml::nn::Conv2d): x [N, C, H, W] -> [N, O, H_out, W_out]; padding ints, "
+                      "'valid' or 'same' (stride 1 only, as torch); padding_mode 'zeros' only.")
+
+
+def _transposed(name, factory, doc):
+    """ConvTranspose1d and ConvTranspose2d: torch's constructor arguments over the C++ constructor `factory`."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
+                 bias=True, dilation=1, padding_mode="zeros", engine=None):
+        _zeros_only(padding_mode, name)
+        _Native.__init__(self, factory(in_channels, out_channels, kernel_size, stride, padding, output_padding, groups,
+                                       bias, dilation, engine))
 
     return type(name, (_Native,), {"__init__": __init__, "__doc__": doc, "_repr_positional": 2,
                                    "_repr_always": ("kernel_size", "stride"), "_optional_parameters": ("bias",)})
 
 
-Conv1d = _convolution("Conv1d", _native.conv1d,
-                      "torch.nn.Conv1d (oa::ml::nn::Conv1d): x [N, C, L] -> [N, O, L_out]; padding_mode 'zeros' only.")
-Conv2d = _convolution("Conv2d", _native.conv2d,
-                      "torch.nn.Conv2d (oa::ml::nn::Conv2d): x [N, C, H, W] -> [N, O, H_out, W_out]; padding_mode "
-                      "'zeros' only.")
-
-
-class ConvTranspose2d(_Native):
-    """torch.nn.ConvTranspose2d (oa::ml::nn::ConvTranspose2d): weight [C, O / groups, KH, KW]."""
-
-    _repr_positional, _repr_always = 2, ("kernel_size", "stride")
-    _optional_parameters = ("bias",)
-
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
-                 bias=True, dilation=1, padding_mode="zeros", engine=None):
-        _zeros_only(padding_mode, "ConvTranspose2d")
-        super().__init__(_native.conv_transpose2d(in_channels, out_channels, kernel_size, stride, padding,
-                                                  output_padding, groups, bias, dilation, engine))
+ConvTranspose1d = _transposed("ConvTranspose1d", _native.conv_transpose1d,
+                              "torch.nn.ConvTranspose1d (oa::ml::nn::ConvTranspose1d): weight [C, O / groups, K]; x "
+                              "[N, C, L] -> [N, O, L_out]; padding_mode 'zeros' only.")
+ConvTranspose2d = _transposed("ConvTranspose2d", _native.conv_transpose2d,
+                              "torch.nn.ConvTranspose2d (oa::ml::nn::ConvTranspose2d): weight [C, O / groups, KH, KW]; "
+                              "x [N, C, H, W] -> [N, O, H_out, W_out]; padding_mode 'zeros' only.")
 
 
 def _recurrent(name, factory, doc):
@@ -651,7 +842,8 @@ class MultiheadAttention(_Native):
         # The C++ child qkv (the packed form; None in the separate form), read by __setattr__.
         object.__setattr__(self, "_in_proj", self._modules.pop("qkv", None))
         self.embed_dim, self.num_heads, self.batch_first, self.causal = embed_dim, num_heads, batch_first, causal
-        self.kdim, self.vdim = kdim, vdim
+        self.kdim, self.vdim, self.dropout = kdim, vdim, dropout
+        self._qkv_same_embed_dim = kdim == embed_dim and vdim == embed_dim
         self.head_dim = embed_dim // num_heads
         # The C++ children under torch's names: qkv's parameters (the packed form) as in_proj_*, proj as the Linear
         # out_proj. The separate form's parameters are the C++ layer's own, already under torch's names.
@@ -664,9 +856,7 @@ class MultiheadAttention(_Native):
                      "bias_v"):
             if name not in self._parameters:
                 object.__setattr__(self, name, None)
-        out_proj = Linear.__new__(Linear)
-        _Native.__init__(out_proj, self._modules.pop("proj")._native)
-        out_proj.in_features = out_proj.out_features = embed_dim
+        out_proj = self._modules.pop("proj")
         self._modules["out_proj"] = out_proj
         for name, p in out_proj.named_parameters():
             _native.set_parameter_name(p, f"out_proj.{name}")
@@ -960,6 +1150,51 @@ class MSELoss(_Loss):
         return functional.mse_loss(input, target, reduction=self.reduction)
 
 
+class SmoothL1Loss(_Loss):
+    """torch.nn.SmoothL1Loss over oa.nn.functional.smooth_l1_loss (beta, reduction). Errors: the functional's."""
+
+    def __init__(self, size_average=None, reduce=None, reduction="mean", beta=1.0):
+        super().__init__(size_average, reduce, reduction)
+        self.beta = beta
+
+    def forward(self, input, target):
+        return functional.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class HuberLoss(_Loss):
+    """torch.nn.HuberLoss over oa.nn.functional.huber_loss (reduction, delta). Errors: the functional's."""
+
+    def __init__(self, reduction="mean", delta=1.0):
+        super().__init__(None, None, reduction)
+        self.delta = delta
+
+    def forward(self, input, target):
+        return functional.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
+
+
+class KLDivLoss(_Loss):
+    """torch.nn.KLDivLoss over oa.nn.functional.kl_div (reduction, including 'batchmean', and log_target). Errors:
+    the functional's."""
+
+    def __init__(self, size_average=None, reduce=None, reduction="mean", log_target=False):
+        super().__init__(size_average, reduce, reduction)
+        self.log_target = log_target
+
+    def forward(self, input, target):
+        return functional.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
+
+
+class CosineSimilarity(Module):
+    """torch.nn.CosineSimilarity(dim=1, eps=1e-08): oa.nn.functional.cosine_similarity(x1, x2, dim, eps)."""
+
+    def __init__(self, dim=1, eps=1e-8):
+        super().__init__()
+        self.dim, self.eps = dim, eps
+
+    def forward(self, x1, x2):
+        return functional.cosine_similarity(x1, x2, self.dim, self.eps)
+
+
 def _activation(name, factory, doc):
     return type(name, (_Native,), {"__init__": lambda self: _Native.__init__(self, factory()), "__doc__": doc})
 
@@ -984,6 +1219,53 @@ class GELU(_Native):
 SiLU = _activation("SiLU", _native.silu, "x * sigmoid(x) (oa::ml::nn::SiLU).")
 Tanh = _activation("Tanh", _native.tanh, "tanh(x) (oa::ml::nn::Tanh).")
 Sigmoid = _activation("Sigmoid", _native.sigmoid, "1 / (1 + exp(-x)) (oa::ml::nn::Sigmoid).")
+
+
+class _Pointwise(Module):
+    """A module over oa.nn.functional's `function` called with the constructor's arguments: `options`, (name,
+    default) pairs in torch's order, shown by repr as torch's. inplace (where torch's module has it) is accepted and
+    shown; oa computes out of place (the input is not modified)."""
+
+    function = None
+    options = ()
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+        names, values = [name for name, _ in self.options], dict(self.options)
+        if len(args) > len(names) or any(name not in values for name in kwargs):
+            raise TypeError(f"oa.nn.{self._get_name()} takes {names}, not {args} and {list(kwargs)}")
+        values.update(zip(names, args), **kwargs)
+        for name, value in values.items():
+            setattr(self, name, value)
+
+    def _arguments(self):
+        return {name: getattr(self, name) for name, _ in self.options if name != "inplace"}
+
+    def forward(self, input):
+        return type(self).function(input, **self._arguments())
+
+    def extra_repr(self):
+        shown = [f"{name}={value}" for name, value in self._arguments().items()]
+        return ", ".join(shown + (["inplace=True"] if getattr(self, "inplace", False) else []))
+
+
+def _pointwise(name, function, options, doc):
+    return type(name, (_Pointwise,), {"function": function, "options": options, "__doc__": doc})
+
+
+Softmax = _pointwise("Softmax", functional.softmax, (("dim", None),),
+                     "torch.nn.Softmax(dim=None): oa.nn.functional.softmax(input, dim).")
+LogSoftmax = _pointwise("LogSoftmax", functional.log_softmax, (("dim", None),),
+                        "torch.nn.LogSoftmax(dim=None): oa.nn.functional.log_softmax(input, dim).")
+LeakyReLU = _pointwise("LeakyReLU", functional.leaky_relu, (("negative_slope", 0.01), ("inplace", False)),
+                       "torch.nn.LeakyReLU(negative_slope=0.01, inplace=False): x, or negative_slope x below 0.")
+ELU = _pointwise("ELU", functional.elu, (("alpha", 1.0), ("inplace", False)),
+                 "torch.nn.ELU(alpha=1.0, inplace=False): x, or alpha (exp(x) - 1) below 0.")
+Softplus = _pointwise("Softplus", functional.softplus, (("beta", 1.0), ("threshold", 20.0)),
+                      "torch.nn.Softplus(beta=1.0, threshold=20.0): oa.nn.functional.softplus.")
+Mish = _pointwise("Mish", functional.mish, (("inplace", False),), "torch.nn.Mish(inplace=False): x tanh(softplus(x)).")
+Hardswish = _pointwise("Hardswish", functional.hardswish, (("inplace", False),),
+                       "torch.nn.Hardswish(inplace=False): x relu6(x + 3) / 6.")
 
 
 class _Chain(Module):
@@ -1077,52 +1359,135 @@ class ModuleList(_Chain):
             self.add_module(str(i), m)
 
 
-class ModuleDict(Module):
-    """torch.nn.ModuleDict: child modules by name, in insertion order (so
-    parameters(), state_dict(), train() and eval() see them); d[name],
-    d[name] = m, del, in, len, iteration over the names, keys, items, values,
-    update, pop and clear. No forward."""
+def _as_parameter(value):
+    """torch's parameter containers' entries: a Parameter as it is, another tensor as a new Parameter of it."""
+    return value if isinstance(value, Parameter) or not isinstance(value, Tensor) else Parameter(value)
+
+
+def _parameter_lines(items):
+    """torch's repr lines of a ParameterList's or ParameterDict's (name, entry) items."""
+    return "\n".join(f"  ({name}): " + (f"{'Parameter' if isinstance(p, Parameter) else 'Tensor'} containing: "
+                                        f"[{p.dtype!r} of size {'x'.join(map(str, p.shape))}]"
+                                        if isinstance(p, Tensor) else f"Object of type: {type(p).__name__}")
+                     for name, p in items)
+
+
+class ParameterList(Module):
+    """torch.nn.ParameterList: parameters named "0", "1", ... (a tensor that is not a Parameter becomes one), so
+    parameters() and state_dict() see them; indexing (negative too), assignment, len, iteration, append and extend."""
+
+    def __init__(self, values=None):
+        super().__init__()
+        self.extend(values or ())
+
+    def _index(self, i):
+        n = len(self._parameters)
+        if not -n <= i < n:
+            raise IndexError(f"oa.nn.ParameterList: index {i} is out of range for {n} parameters")
+        return str(i % n)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return ParameterList(list(self._parameters.values())[i])
+        return self._parameters[self._index(i)]
+
+    def __setitem__(self, i, param):
+        setattr(self, self._index(i), _as_parameter(param))
+
+    def __len__(self):
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(self._parameters.values())
+
+    def append(self, value):
+        setattr(self, str(len(self)), _as_parameter(value))
+        return self
+
+    def extend(self, values):
+        for value in values:
+            self.append(value)
+        return self
+
+    def extra_repr(self):
+        return _parameter_lines(self._parameters.items())
+
+
+class _Dict(Module):
+    """What ModuleDict and ParameterDict share: a dict of the module's table `_table` (its entries in insertion
+    order, so parameters(), state_dict(), train() and eval() see them); the classes define __setitem__."""
+
+    _table = None
+
+    def _entries_of(self):
+        return self.__dict__[self._table]
+
+    def __getitem__(self, name):
+        return self._entries_of()[name]
+
+    def __delitem__(self, name):
+        del self._entries_of()[name]
+
+    def __contains__(self, name):
+        return name in self._entries_of()
+
+    def __len__(self):
+        return len(self._entries_of())
+
+    def __iter__(self):
+        return iter(self._entries_of())
+
+    def keys(self):
+        return self._entries_of().keys()
+
+    def items(self):
+        return self._entries_of().items()
+
+    def values(self):
+        return self._entries_of().values()
+
+    def update(self, entries):
+        """From a mapping or from (name, value) pairs."""
+        for name, value in entries.items() if hasattr(entries, "items") else entries:
+            self[name] = value
+
+    def pop(self, name):
+        return self._entries_of().pop(name)
+
+    def clear(self):
+        self._entries_of().clear()
+
+
+class ParameterDict(_Dict):
+    """torch.nn.ParameterDict: parameters by name (a tensor that is not a Parameter becomes one); d[name],
+    d[name] = p, del, in, len, iteration over the names, keys, items, values, get, update, pop and clear."""
+
+    _table = "_parameters"
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        self.update(parameters or {})
+
+    def __setitem__(self, name, param):
+        setattr(self, name, _as_parameter(param))
+
+    def get(self, name, default=None):
+        return self._parameters.get(name, default)
+
+    def extra_repr(self):
+        return _parameter_lines(self._parameters.items())
+
+
+class ModuleDict(_Dict):
+    """torch.nn.ModuleDict: child modules by name; d[name], d[name] = m, del, in, len, iteration over the names,
+    keys, items, values, update, pop and clear. No forward."""
+
+    _table = "_modules"
 
     def __init__(self, modules=None):
         super().__init__()
         if modules is not None:
             self.update(modules)
 
-    def __getitem__(self, name):
-        return self._modules[name]
-
     def __setitem__(self, name, module):
         self.add_module(name, _require_module(module, "ModuleDict"))
-
-    def __delitem__(self, name):
-        del self._modules[name]
-
-    def __contains__(self, name):
-        return name in self._modules
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules)
-
-    def keys(self):
-        return self._modules.keys()
-
-    def items(self):
-        return self._modules.items()
-
-    def values(self):
-        return self._modules.values()
-
-    def update(self, modules):
-        """From a mapping or from (name, module) pairs."""
-        pairs = modules.items() if hasattr(modules, "items") else modules
-        for name, m in pairs:
-            self[name] = m
-
-    def pop(self, name):
-        return self._modules.pop(name)
-
-    def clear(self):
-        self._modules.clear()
